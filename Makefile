@@ -1,0 +1,32 @@
+# Mayfly build and test entry points. `make test` is what CI runs.
+GO ?= go
+STATICCHECK_VERSION ?= 2025.1.1
+
+.PHONY: run test lint unit clients fuzz bench
+
+run:
+	$(GO) run ./cmd/mayfly
+
+# Every test: lint, unit and integration tests (real server on 127.0.0.1
+# driven by the Go driver, mongosh, the Node.js driver and pymongo), and a
+# short run of each fuzz target.
+test: lint clients
+	$(GO) test -count=1 -timeout 15m ./...
+	$(MAKE) fuzz FUZZTIME=10s
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+		if [ -n "$$out" ]; then echo "not gofmt-formatted:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+# The Node.js clients, pinned by clients/package-lock.json.
+clients:
+	cd clients && npm ci --no-audit --no-fund --ignore-scripts
+
+FUZZTIME ?= 30s
+fuzz:
+	./scripts/fuzz.sh $(FUZZTIME)
+
+bench:
+	$(GO) run ./cmd/mayfly-bench -short

@@ -1,0 +1,132 @@
+// Command mayfly runs the Mayfly server: a document database that speaks
+// the MongoDB wire protocol, built for data that must expire.
+//
+// Every flag has a MAYFLY_* environment variable; the flag wins.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mayflydb/mayfly/internal/app"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "mayfly:", err)
+		os.Exit(1)
+	}
+}
+
+// setParams collects repeated --setParameter name=value flags.
+type setParams map[string]string
+
+func (s setParams) String() string { return fmt.Sprint(map[string]string(s)) }
+
+func (s setParams) Set(v string) error {
+	name, value, ok := strings.Cut(v, "=")
+	if !ok {
+		return errors.New("want name=value")
+	}
+	s[name] = value
+	return nil
+}
+
+type options struct {
+	cfg       app.Config
+	storage   string
+	logLevel  string
+	logFormat string
+}
+
+func parseFlags(args []string) (*options, error) {
+	o := &options{cfg: app.Config{SetParameters: setParams{}}}
+	fs := flag.NewFlagSet("mayfly", flag.ContinueOnError)
+	fs.StringVar(&o.cfg.Addr, "addr", env("MAYFLY_ADDR", "127.0.0.1:27017"), "listen address (MAYFLY_ADDR)")
+	fs.StringVar(&o.cfg.DataDir, "dbpath", env("MAYFLY_DBPATH", "mayfly-data"), "data directory (MAYFLY_DBPATH)")
+	fs.StringVar(&o.storage, "storage", env("MAYFLY_STORAGE", "disk"), "storage: disk or memory (MAYFLY_STORAGE)")
+	fs.StringVar(&o.logLevel, "log-level", env("MAYFLY_LOG_LEVEL", "info"), "debug, info, warn or error (MAYFLY_LOG_LEVEL)")
+	fs.StringVar(&o.logFormat, "log-format", env("MAYFLY_LOG_FORMAT", "text"), "text or json (MAYFLY_LOG_FORMAT)")
+	fs.IntVar(&o.cfg.MaxConns, "max-conns", envInt("MAYFLY_MAX_CONNS", 1000000), "maximum connections (MAYFLY_MAX_CONNS)")
+	fs.Int64Var(&o.cfg.TTLSleepSecs, "ttl-monitor-sleep-secs", int64(envInt("MAYFLY_TTL_MONITOR_SLEEP_SECS", 60)), "longest pause of the TTL monitor (MAYFLY_TTL_MONITOR_SLEEP_SECS)")
+	fs.Var(setParams(o.cfg.SetParameters), "setParameter", "server parameter name=value, repeatable")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	switch o.storage {
+	case "disk":
+	case "memory":
+		o.cfg.InMemory = true
+	default:
+		return nil, fmt.Errorf("--storage must be disk or memory, not %q", o.storage)
+	}
+	return o, nil
+}
+
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+func envInt(name string, def int) int {
+	var n int
+	if v, ok := os.LookupEnv(name); ok {
+		if _, err := fmt.Sscan(v, &n); err == nil {
+			return n
+		}
+	}
+	return def
+}
+
+func newLogger(level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
+}
+
+func run(args []string) error {
+	o, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
+	logger, err := newLogger(o.logLevel, o.logFormat)
+	if err != nil {
+		return err
+	}
+	o.cfg.Logger = logger
+	o.cfg.Argv = append([]string{"mayfly"}, args...)
+	a, err := app.Start(o.cfg)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	<-ctx.Done()
+	logger.Info("shutting down")
+	shutCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := a.Shutdown(shutCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	logger.Info("stopped cleanly")
+	return nil
+}

@@ -1,0 +1,146 @@
+package integration
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mayflydb/mayfly/internal/app"
+)
+
+// The client tools are installed by the tests when missing, never skipped:
+// the Node.js clients from the lockfile in ../clients, pymongo from Debian.
+var installOnce sync.Map
+
+func clientsDir(t *testing.T) string {
+	dir, err := filepath.Abs("../clients")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func ensureNodeClients(t *testing.T) string {
+	t.Helper()
+	dir := clientsDir(t)
+	once, _ := installOnce.LoadOrStore("node", &sync.Once{})
+	once.(*sync.Once).Do(func() {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", ".bin", "mongosh")); err == nil {
+			return
+		}
+		run(t, dir, 10*time.Minute, "npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts")
+	})
+	return dir
+}
+
+func ensurePymongo(t *testing.T) string {
+	t.Helper()
+	const py = "/usr/bin/python3"
+	once, _ := installOnce.LoadOrStore("py", &sync.Once{})
+	once.(*sync.Once).Do(func() {
+		if exec.Command(py, "-c", "import pymongo").Run() == nil {
+			return
+		}
+		run(t, "", 10*time.Minute, "apt-get", "install", "-y", "-qq", "python3-pymongo")
+	})
+	return py
+}
+
+// run executes a command and returns stdout; it fails the test on a
+// non-zero exit, showing both streams.
+func run(t *testing.T, dir string, timeout time.Duration, name string, args ...string) (string, string) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "DO_NOT_TRACK=1", "MONGOSH_NO_TELEMETRY=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%s %v: %v\nstdout:\n%s\nstderr:\n%s", name, args, err, stdout.String(), stderr.String())
+		}
+	case <-time.After(timeout):
+		_ = cmd.Process.Kill()
+		t.Fatalf("%s %v: timed out\nstdout:\n%s\nstderr:\n%s", name, args, stdout.String(), stderr.String())
+	}
+	return stdout.String(), stderr.String()
+}
+
+func mongosh(t *testing.T, uri string, args ...string) (string, string) {
+	dir := ensureNodeClients(t)
+	bin := filepath.Join(dir, "node_modules", ".bin", "mongosh")
+	return run(t, "", 2*time.Minute, bin, append([]string{uri, "--quiet", "--norc"}, args...)...)
+}
+
+func scriptPath(t *testing.T, name string) string {
+	p, err := filepath.Abs(filepath.Join("..", "clients", "tests", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func dbURI(s *testServer, db string) string {
+	return strings.Replace(s.uri, "/?", "/"+db+"?", 1)
+}
+
+func TestMongoshCRUD(t *testing.T) {
+	s := startServer(t, app.Config{})
+	out, _ := mongosh(t, dbURI(s, "test"), "--file", scriptPath(t, "mongosh_crud.js"))
+	if !strings.Contains(out, "mongosh ok") {
+		t.Fatalf("mongosh output:\n%s", out)
+	}
+}
+
+func TestMongoshStartsWithoutWarnings(t *testing.T) {
+	s := startServer(t, app.Config{})
+	dir := ensureNodeClients(t)
+	bin := filepath.Join(dir, "node_modules", ".bin", "mongosh")
+	// Interactive start, as a user would: the banner must not warn.
+	cmd := exec.Command(bin, dbURI(s, "test"), "--norc")
+	cmd.Env = append(os.Environ(), "DO_NOT_TRACK=1")
+	cmd.Stdin = strings.NewReader("show dbs\nshow collections\nexit\n")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("mongosh: %v\n%s", err, out.String())
+	}
+	text := out.String()
+	for _, bad := range []string{"Warning", "Error", "failed"} {
+		if strings.Contains(text, bad) {
+			t.Fatalf("mongosh start printed %q:\n%s", bad, text)
+		}
+	}
+	if !strings.Contains(text, "Using MongoDB:") {
+		t.Fatalf("mongosh did not connect:\n%s", text)
+	}
+}
+
+func TestNodeDriverCRUD(t *testing.T) {
+	s := startServer(t, app.Config{})
+	dir := ensureNodeClients(t)
+	out, _ := run(t, dir, 2*time.Minute, "node", scriptPath(t, "node_crud.mjs"), s.uri)
+	if !strings.Contains(out, "node ok") {
+		t.Fatalf("node output:\n%s", out)
+	}
+}
+
+func TestPymongoCRUD(t *testing.T) {
+	s := startServer(t, app.Config{})
+	py := ensurePymongo(t)
+	out, _ := run(t, "", 2*time.Minute, py, scriptPath(t, "pymongo_crud.py"), s.uri)
+	if !strings.Contains(out, "pymongo ok") {
+		t.Fatalf("pymongo output:\n%s", out)
+	}
+}

@@ -1,0 +1,147 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
+
+	"github.com/mayflydb/mayfly/internal/app"
+)
+
+func TestRestartKeepsCollectionsIndexesDocuments(t *testing.T) {
+	dir := t.TempDir()
+	s := startServer(t, app.Config{DataDir: dir})
+	c := connect(t, s).Database("shop").Collection("carts")
+	ctx := ctxT(t)
+	if _, err := c.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "cartID", Value: 1}}, Options: options.Index().SetUnique(true)}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 100; i++ {
+		if _, err := c.InsertOne(ctx, bson.D{{Key: "cartID", Value: i}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.stop(t)
+
+	s2 := startServer(t, app.Config{DataDir: dir})
+	c2 := connect(t, s2).Database("shop").Collection("carts")
+	n, err := c2.CountDocuments(ctx, bson.D{})
+	if err != nil || n != 100 {
+		t.Fatalf("after restart: %d documents, %v", n, err)
+	}
+	_, err = c2.InsertOne(ctx, bson.D{{Key: "cartID", Value: 5}})
+	wantCode(t, err, 11000, "index: cartID_1")
+}
+
+// buildBinary compiles cmd/mayfly once per test binary run.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "mayfly")
+	cmd := exec.Command("go", "build", "-o", bin, "../cmd/mayfly")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func freePort(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// process is a mayfly binary running as a child process.
+type process struct {
+	cmd  *exec.Cmd
+	addr string
+}
+
+func startBinary(t *testing.T, bin, dir, addr string) *process {
+	t.Helper()
+	cmd := exec.Command(bin, "--addr", addr, "--dbpath", dir, "--log-level", "warn")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &process{cmd: cmd, addr: addr}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return p
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("server at %s did not start", addr)
+	return nil
+}
+
+func (p *process) client(t *testing.T) *mongo.Client {
+	c, err := mongo.Connect(options.Client().ApplyURI(fmt.Sprintf("mongodb://%s/?directConnection=true", p.addr)).SetTimeout(10 * time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
+	return c
+}
+
+func TestKill9KeepsJournaledWrites(t *testing.T) {
+	bin := buildBinary(t)
+	dir := t.TempDir()
+	addr := freePort(t)
+	p := startBinary(t, bin, dir, addr)
+	coll := p.client(t).Database("d").Collection("c", options.Collection().SetWriteConcern(writeconcern.Journaled()))
+	ctx := ctxT(t)
+	const n = 300
+	for i := 0; i < n; i++ {
+		if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: i}, {Key: "v", Value: "x"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = p.cmd.Process.Wait()
+
+	p2 := startBinary(t, bin, dir, addr)
+	got, err := p2.client(t).Database("d").Collection("c").CountDocuments(ctx, bson.D{})
+	if err != nil || got != n {
+		t.Fatalf("after kill -9: %d of %d acknowledged documents, %v", got, n, err)
+	}
+}
+
+func TestSigtermShutsDownCleanly(t *testing.T) {
+	bin := buildBinary(t)
+	p := startBinary(t, bin, t.TempDir(), freePort(t))
+	if _, err := p.client(t).Database("d").Collection("c").InsertOne(ctxT(t), bson.D{{Key: "a", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("server did not exit after SIGTERM")
+	}
+}

@@ -1,0 +1,262 @@
+// Package aggregate parses and runs MongoDB aggregation pipelines.
+//
+// Parse validates every stage up front, with MongoDB's error codes and
+// messages, so a bad pipeline fails before any document is read. Run then
+// chains the stages as iterators: streaming stages ($match, $project,
+// $unwind, $lookup, ...) pass documents through one at a time, blocking
+// stages ($sort, $group, $facet, ...) hold their input in memory under a
+// per-stage memory limit, as MongoDB does without disk spilling.
+//
+// Expressions are evaluated by internal/expr and filters by internal/query.
+package aggregate
+
+import (
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/expr"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+)
+
+// Env is what a running pipeline needs from the database around it.
+type Env interface {
+	// Collection streams the documents of another collection of the same
+	// database (for $lookup); the caller's store applies its own visibility
+	// rules (e.g. expired TTL documents are invisible).
+	Collection(name string) (Iterator, error)
+	// CollStats answers a $collStats stage for the pipeline's collection.
+	CollStats(spec bson.D) (bson.D, error)
+	// Now is the time $$NOW reads.
+	Now() time.Time
+}
+
+// Iterator is a stream of documents. Next returns ok=false at the end.
+type Iterator interface {
+	Next() (doc bson.D, ok bool, err error)
+	Close() error
+}
+
+// defaultMemoryLimit is MongoDB's per-stage limit for blocking stages.
+const defaultMemoryLimit = 100 << 20
+
+// Options are the aggregate command's options that shape a pipeline.
+type Options struct {
+	// AllowDiskUse lets blocking stages exceed MemoryLimitBytes. Mayfly
+	// does not spill to disk: such stages simply keep going in memory.
+	AllowDiskUse bool
+	// MemoryLimitBytes bounds each blocking stage; 0 means 100 MiB.
+	MemoryLimitBytes int64
+	// Let defines variables ($$name) visible to the whole pipeline.
+	Let bson.D
+}
+
+func (o Options) memoryLimit() int64 {
+	if o.MemoryLimitBytes > 0 {
+		return o.MemoryLimitBytes
+	}
+	return defaultMemoryLimit
+}
+
+// Pipeline is a parsed pipeline. It is immutable and may be run many times.
+type Pipeline struct {
+	stages []stage
+	names  []string
+	specs  []bson.E
+	opt    Options
+	let    []letVar
+}
+
+// stage is one parsed stage. run takes ownership of in: it returns an
+// iterator that closes in, or closes in itself before returning an error.
+type stage interface {
+	run(in Iterator, rc *runCtx) (Iterator, error)
+}
+
+// runCtx is the state shared by the stages of one run.
+type runCtx struct {
+	env  Env
+	vars map[string]any
+	opt  Options
+}
+
+// letVar is one variable of Options.Let, evaluated once per run.
+type letVar struct {
+	name string
+	e    *expr.Expr
+}
+
+// Parse validates stages and returns the pipeline.
+func Parse(stages bson.A, opt Options) (*Pipeline, error) {
+	p := &Pipeline{opt: opt}
+	let, err := parseLet(opt.Let)
+	if err != nil {
+		return nil, err
+	}
+	p.let = let
+	if err := p.parseStages(stages, false); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// parseStages fills p from the stage list; inFacet applies $facet's
+// restrictions.
+func (p *Pipeline) parseStages(stages bson.A, inFacet bool) error {
+	for i, raw := range stages {
+		spec, err := stageSpec(raw)
+		if err != nil {
+			return err
+		}
+		if err := checkPlacement(spec.Key, i, inFacet); err != nil {
+			return err
+		}
+		s, err := parseStage(spec, p.opt)
+		if err != nil {
+			return fmt.Errorf("parsing pipeline stage %d (%s): %w", i, spec.Key, err)
+		}
+		p.stages = append(p.stages, s)
+		p.names = append(p.names, spec.Key)
+		p.specs = append(p.specs, spec)
+	}
+	p.fuseSortLimit()
+	return nil
+}
+
+// stageSpec checks that a stage is a one-field document.
+func stageSpec(raw any) (bson.E, error) {
+	d, ok := raw.(bson.D)
+	if !ok || len(d) != 1 {
+		return bson.E{}, mongoerr.New(40323, "A pipeline stage specification object must contain exactly one field.")
+	}
+	return d[0], nil
+}
+
+// firstOnly are the stages that must start a pipeline.
+var firstOnly = map[string]bool{"$collStats": true, "$documents": true}
+
+func checkPlacement(name string, i int, inFacet bool) error {
+	if inFacet && (name == "$facet" || firstOnly[name]) {
+		return mongoerr.Newf(40600, "%s is not allowed to be used within a $facet stage", name)
+	}
+	if firstOnly[name] && i != 0 {
+		return mongoerr.Newf(40602, "%s is only valid as the first stage in a pipeline.", name)
+	}
+	return nil
+}
+
+// parseStage dispatches on the stage name.
+func parseStage(spec bson.E, opt Options) (stage, error) {
+	parse, ok := stageParsers()[spec.Key]
+	if !ok {
+		return nil, mongoerr.Newf(40324, "Unrecognized pipeline stage name: '%s'", spec.Key)
+	}
+	return parse(spec.Value, opt)
+}
+
+type stageParser func(spec any, opt Options) (stage, error)
+
+// stageParsers is the table of supported stages. Stages MongoDB has but
+// Mayfly does not ($out, $merge, $geoNear, $search, $changeStream, ...)
+// are absent and so fail as unrecognized, never silently ignored.
+func stageParsers() map[string]stageParser {
+	return map[string]stageParser{
+		"$match":       parseMatch,
+		"$project":     parseProject,
+		"$addFields":   parseAddFields("$addFields"),
+		"$set":         parseAddFields("$set"),
+		"$unset":       parseUnset,
+		"$sort":        parseSort,
+		"$skip":        parseSkip,
+		"$limit":       parseLimit,
+		"$group":       parseGroup,
+		"$count":       parseCount,
+		"$sortByCount": parseSortByCount,
+		"$unwind":      parseUnwind,
+		"$lookup":      parseLookup,
+		"$replaceRoot": parseReplaceRoot,
+		"$replaceWith": parseReplaceWith,
+		"$facet":       parseFacet,
+		"$collStats":   parseCollStats,
+		"$documents":   parseDocuments,
+		"$bucket":      parseBucket,
+		"$unionWith":   parseUnionWith,
+		"$sample":      parseSample,
+	}
+}
+
+// parseLet compiles the pipeline-level let variables.
+func parseLet(let bson.D) ([]letVar, error) {
+	out := make([]letVar, 0, len(let))
+	for _, e := range let {
+		if err := expr.ValidateVarName(e.Key); err != nil {
+			return nil, err
+		}
+		x, err := expr.Compile(e.Value)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, letVar{name: e.Key, e: x})
+	}
+	return out, nil
+}
+
+// LeadingMatch returns the filter of a leading $match, so the caller can
+// narrow its scan with an index; nil if the pipeline does not start with
+// one. The $match stage still runs on whatever the caller feeds in.
+//
+// $expr clauses are left out: they may read variables ($$NOW, let) that
+// only the pipeline binds, and dropping a conjunct only widens the scan.
+func (p *Pipeline) LeadingMatch() bson.D {
+	if len(p.names) > 0 && p.names[0] == "$match" {
+		return pushdownFilter(p.stages[0].(*matchStage).spec)
+	}
+	return nil
+}
+
+// LeadingSort returns the $sort spec that comes first, or right after a
+// leading $match; nil if there is none.
+func (p *Pipeline) LeadingSort() bson.D {
+	i := 0
+	if len(p.names) > 0 && p.names[0] == "$match" {
+		i = 1
+	}
+	if i < len(p.names) && p.names[i] == "$sort" {
+		return p.stages[i].(*sortStage).spec
+	}
+	return nil
+}
+
+// StartsWithCollStats reports whether the first stage is $collStats, whose
+// output does not depend on the collection's documents.
+func (p *Pipeline) StartsWithCollStats() bool {
+	return len(p.names) > 0 && p.names[0] == "$collStats"
+}
+
+// Run streams input through the pipeline. The returned iterator owns
+// input and closes it.
+func (p *Pipeline) Run(input Iterator, env Env) (Iterator, error) {
+	vars := map[string]any{"NOW": bson.NewDateTimeFromTime(env.Now())}
+	for _, v := range p.let {
+		val, err := v.e.Eval(bson.D{}, vars)
+		if err != nil {
+			input.Close()
+			return nil, err
+		}
+		vars[v.name] = val
+	}
+	return p.runWith(input, &runCtx{env: env, vars: vars, opt: p.opt})
+}
+
+// runWith chains the stages over in.
+func (p *Pipeline) runWith(in Iterator, rc *runCtx) (Iterator, error) {
+	for i, s := range p.stages {
+		out, err := s.run(in, rc)
+		if err != nil {
+			return nil, fmt.Errorf("%s stage: %w", p.names[i], err)
+		}
+		in = out
+	}
+	return in, nil
+}

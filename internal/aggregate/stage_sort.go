@@ -1,0 +1,191 @@
+package aggregate
+
+import (
+	"math"
+	"slices"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/query"
+)
+
+// sortStage is $sort. When a $limit follows, only the top documents are
+// kept (as MongoDB's top-k sort does), which also bounds its memory.
+type sortStage struct {
+	spec  bson.D
+	sort  *query.Sort
+	limit int64
+}
+
+func parseSort(spec any, _ Options) (stage, error) {
+	d, ok := spec.(bson.D)
+	if !ok {
+		return nil, mongoerr.New(15973, "the $sort key specification must be an object")
+	}
+	if len(d) == 0 {
+		return nil, mongoerr.New(15976, "$sort stage must have at least one sort key")
+	}
+	for _, e := range d {
+		if bsonutil.IsNumber(e.Value) && math.Abs(bsonutil.ToFloat(e.Value)) != 1 {
+			return nil, mongoerr.New(15975, "$sort key ordering must be 1 (for ascending) or -1 (for descending)")
+		}
+	}
+	s, err := query.NewSort(d)
+	if err != nil {
+		return nil, err
+	}
+	return &sortStage{spec: d, sort: s}, nil
+}
+
+// fuseSortLimit gives each $sort directly followed by $limit that limit.
+func (p *Pipeline) fuseSortLimit() {
+	for i := 0; i+1 < len(p.stages); i++ {
+		s, ok := p.stages[i].(*sortStage)
+		l, isLimit := p.stages[i+1].(*limitStage)
+		if ok && isLimit {
+			fused := *s
+			fused.limit = l.n
+			p.stages[i] = &fused
+		}
+	}
+}
+
+func (s *sortStage) run(in Iterator, rc *runCtx) (Iterator, error) {
+	docs, err := s.collect(in, rc)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(docs, s.sort.Compare)
+	if s.limit > 0 && int64(len(docs)) > s.limit {
+		docs = docs[:s.limit]
+	}
+	return &sliceIter{docs: docs}, nil
+}
+
+// collect reads the input under the memory limit; with a fused limit it
+// trims the buffer to the best documents whenever it doubles.
+func (s *sortStage) collect(in Iterator, rc *runCtx) ([]bson.D, error) {
+	defer in.Close()
+	var docs []bson.D
+	var mem memTracker
+	for {
+		doc, ok, err := in.Next()
+		if err != nil || !ok {
+			return docs, err
+		}
+		docs = append(docs, doc)
+		mem.used += approxSize(doc)
+		if s.limit > 0 && int64(len(docs)) >= 2*s.limit+16 {
+			docs, mem.used = s.trim(docs), 0
+			for _, d := range docs {
+				mem.used += approxSize(d)
+			}
+		}
+		if err := mem.add(0, rc, "$sort"); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (s *sortStage) trim(docs []bson.D) []bson.D {
+	slices.SortStableFunc(docs, s.sort.Compare)
+	return append([]bson.D(nil), docs[:s.limit]...)
+}
+
+// limitStage is $limit.
+type limitStage struct{ n int64 }
+
+func parseLimit(spec any, _ Options) (stage, error) {
+	n, err := parseCount64(spec, "$limit", 5107201)
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, mongoerr.New(15958, "the limit must be positive")
+	}
+	return &limitStage{n: n}, nil
+}
+
+func (s *limitStage) run(in Iterator, _ *runCtx) (Iterator, error) {
+	return &limitIter{in: in, left: s.n}, nil
+}
+
+type limitIter struct {
+	in   Iterator
+	left int64
+}
+
+func (it *limitIter) Next() (bson.D, bool, error) {
+	if it.left <= 0 {
+		return nil, false, nil
+	}
+	it.left--
+	return it.in.Next()
+}
+
+func (it *limitIter) Close() error { return it.in.Close() }
+
+// skipStage is $skip.
+type skipStage struct{ n int64 }
+
+func parseSkip(spec any, _ Options) (stage, error) {
+	n, err := parseCount64(spec, "$skip", 5107200)
+	if err != nil {
+		return nil, err
+	}
+	return &skipStage{n: n}, nil
+}
+
+func (s *skipStage) run(in Iterator, _ *runCtx) (Iterator, error) {
+	return &skipIter{in: in, left: s.n}, nil
+}
+
+type skipIter struct {
+	in   Iterator
+	left int64
+}
+
+func (it *skipIter) Next() (bson.D, bool, error) {
+	for ; it.left > 0; it.left-- {
+		if _, ok, err := it.in.Next(); err != nil || !ok {
+			return nil, false, err
+		}
+	}
+	return it.in.Next()
+}
+
+func (it *skipIter) Close() error { return it.in.Close() }
+
+// parseCount64 validates a $skip/$limit argument as MongoDB 5.0+ does: a
+// non-negative integral number representable as a 64-bit integer.
+func parseCount64(v any, stage string, code mongoerr.Code) (int64, error) {
+	fail := func(reason string) error {
+		return mongoerr.Newf(code, "invalid argument to %s stage: %s: %s: %s",
+			stage, reason, stage, bsonutil.Format(v))
+	}
+	if !bsonutil.IsNumber(v) {
+		return 0, mongoerr.Newf(code, "invalid argument to %s stage: Expected a number in: %s: %s",
+			stage, stage, bsonutil.Format(v))
+	}
+	f := bsonutil.ToFloat(v)
+	switch {
+	case math.IsNaN(f):
+		return 0, mongoerr.Newf(code, "invalid argument to %s stage: Expected an integer, but found NaN in: %s: %s",
+			stage, stage, bsonutil.Format(v))
+	case f != math.Trunc(f):
+		return 0, fail("Expected an integer")
+	case f >= 9.223372036854775807e18 || f < -9.223372036854775808e18:
+		return 0, fail("Cannot represent as a 64-bit integer")
+	}
+	n := int64(f)
+	if i, ok := v.(int64); ok {
+		n = i
+	}
+	if n < 0 {
+		return 0, mongoerr.Newf(code, "invalid argument to %s stage: Expected a non-negative number in: %s: %s",
+			stage, stage, bsonutil.Format(v))
+	}
+	return n, nil
+}

@@ -1,0 +1,131 @@
+package aggregate
+
+import (
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+)
+
+// unwindStage is $unwind: one output document per element of the array
+// at path.
+type unwindStage struct {
+	path     []string
+	index    []string // includeArrayIndex path, nil if not requested
+	preserve bool
+}
+
+func parseUnwind(spec any, _ Options) (stage, error) {
+	var prefixed string
+	s := &unwindStage{}
+	switch x := spec.(type) {
+	case string:
+		prefixed = x
+	case bson.D:
+		p, err := s.parseOptions(x)
+		if err != nil {
+			return nil, err
+		}
+		prefixed = p
+	default:
+		return nil, mongoerr.Newf(15981,
+			"expected either a string or an object as specification for $unwind stage, got %s", typeNameOf(spec))
+	}
+	if prefixed == "" {
+		return nil, mongoerr.New(28812, "no path specified to $unwind stage")
+	}
+	if !strings.HasPrefix(prefixed, "$") {
+		return nil, mongoerr.Newf(28818, "path option to $unwind stage should be prefixed with a '$': %s", prefixed)
+	}
+	path, err := splitFieldPath(prefixed[1:])
+	s.path = path
+	return s, err
+}
+
+// parseOptions reads the document form and returns the path.
+func (s *unwindStage) parseOptions(d bson.D) (string, error) {
+	var path string
+	for _, e := range d {
+		var err error
+		switch e.Key {
+		case "path":
+			var ok bool
+			if path, ok = e.Value.(string); !ok {
+				err = mongoerr.Newf(28808, "expected a string as the path for $unwind stage, got %s", typeNameOf(e.Value))
+			}
+		case "preserveNullAndEmptyArrays":
+			var ok bool
+			if s.preserve, ok = e.Value.(bool); !ok {
+				err = mongoerr.Newf(28809,
+					"expected a boolean for the preserveNullAndEmptyArrays option to $unwind stage, got %s",
+					typeNameOf(e.Value))
+			}
+		case "includeArrayIndex":
+			err = s.parseIndexOption(e.Value)
+		default:
+			err = mongoerr.Newf(28811, "unrecognized option to $unwind stage: %s", e.Key)
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+	return path, nil
+}
+
+func (s *unwindStage) parseIndexOption(v any) error {
+	str, ok := v.(string)
+	if !ok || str == "" {
+		return mongoerr.Newf(28810,
+			"expected a non-empty string for the includeArrayIndex  option to $unwind stage, got %s", typeNameOf(v))
+	}
+	if strings.HasPrefix(str, "$") {
+		return mongoerr.Newf(28822,
+			"includeArrayIndex option to $unwind stage should not be prefixed with a '$': %s", str)
+	}
+	idx, err := splitFieldPath(str)
+	s.index = idx
+	return err
+}
+
+func (s *unwindStage) run(in Iterator, _ *runCtx) (Iterator, error) {
+	return &mapIter{in: in, name: "$unwind", f: func(d bson.D) ([]bson.D, error) {
+		return s.unwind(d), nil
+	}}, nil
+}
+
+// unwind expands one document. A non-array value counts as a one-element
+// array; null, missing and empty arrays produce nothing unless preserved.
+func (s *unwindStage) unwind(d bson.D) []bson.D {
+	v, ok := getPath(d, s.path)
+	arr, isArray := v.(bson.A)
+	switch {
+	case !ok || isNull(v) || (isArray && len(arr) == 0):
+		if !s.preserve {
+			return nil
+		}
+		return []bson.D{s.withIndex(d, nil)}
+	case !isArray:
+		return []bson.D{s.withIndex(d, nil)}
+	}
+	out := make([]bson.D, len(arr))
+	for i, el := range arr {
+		out[i] = s.withIndex(setPath(d, s.path, el), int64(i))
+	}
+	return out
+}
+
+func (s *unwindStage) withIndex(d bson.D, i any) bson.D {
+	if s.index == nil {
+		return d
+	}
+	return setPath(d, s.index, i)
+}
+
+func isNull(v any) bool {
+	switch v.(type) {
+	case nil, bson.Null:
+		return true
+	}
+	return false
+}

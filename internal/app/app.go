@@ -1,0 +1,192 @@
+// Package app assembles a Mayfly server from its parts: storage engine,
+// docstore, cursor registry, TTL monitor, command handler and network
+// server. cmd/mayfly and the integration tests both start servers here.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/clock"
+	"github.com/mayflydb/mayfly/internal/commands"
+	"github.com/mayflydb/mayfly/internal/cursor"
+	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/server"
+	"github.com/mayflydb/mayfly/internal/storage"
+	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
+	"github.com/mayflydb/mayfly/internal/ttl"
+)
+
+// Config is the whole server configuration. The zero value serves on
+// 127.0.0.1:27017 with data in ./mayfly-data.
+type Config struct {
+	Addr     string // default "127.0.0.1:27017"
+	DataDir  string // default "./mayfly-data"
+	InMemory bool   // --storage memory
+	MaxConns int
+	// TTLSleepSecs is the initial ttlMonitorSleepSecs (default 60).
+	TTLSleepSecs int64
+	// TTLDisabled starts with ttlMonitorEnabled false.
+	TTLDisabled bool
+	// LaggingExpiry turns off exact expiry (MongoDB's behaviour).
+	LaggingExpiry bool
+	// CursorIdle is the idle cursor timeout (default 10 minutes).
+	CursorIdle time.Duration
+	// SetParameters are name → value pairs applied at start, as mongod's
+	// --setParameter.
+	SetParameters map[string]string
+	Clock         clock.Clock
+	Logger        *slog.Logger
+	Argv          []string
+}
+
+// App is a running server.
+type App struct {
+	cfg      Config
+	eng      storage.Engine
+	store    *docstore.Store
+	cursors  *cursor.Registry
+	monitor  *ttl.Monitor
+	srv      *server.Server
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	serveErr chan error
+}
+
+// Start opens storage and starts listening; it returns once the server
+// accepts connections.
+func Start(cfg Config) (*App, error) {
+	cfg = withDefaults(cfg)
+	eng, err := pebblestore.Open(pebblestore.Options{Dir: cfg.DataDir, InMemory: cfg.InMemory, Logger: cfg.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("app: open storage: %w", err)
+	}
+	a := &App{cfg: cfg, eng: eng, serveErr: make(chan error, 1)}
+	if err := a.assemble(); err != nil {
+		_ = eng.Close()
+		return nil, err
+	}
+	if err := a.srv.Listen(); err != nil {
+		a.stopBackground()
+		_ = eng.Close()
+		return nil, fmt.Errorf("app: listen on %s: %w", cfg.Addr, err)
+	}
+	go func() { a.serveErr <- a.srv.Serve() }()
+	cfg.Logger.Info("mayfly listening", "addr", a.Addr().String(), "storage", storageName(cfg), "dir", cfg.DataDir)
+	return a, nil
+}
+
+func withDefaults(cfg Config) Config {
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:27017"
+	}
+	if cfg.DataDir == "" {
+		cfg.DataDir = "mayfly-data"
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return cfg
+}
+
+func storageName(cfg Config) string {
+	if cfg.InMemory {
+		return "memory"
+	}
+	return "disk"
+}
+
+func (a *App) assemble() error {
+	cfg := a.cfg
+	store, err := docstore.Open(a.eng, docstore.Options{Clock: cfg.Clock, Logger: cfg.Logger})
+	if err != nil {
+		return err
+	}
+	store.SetExactExpiry(!cfg.LaggingExpiry)
+	a.store = store
+	a.cursors = cursor.NewRegistry(cfg.Clock, cfg.CursorIdle)
+	a.monitor = ttl.New(store, cfg.Clock, ttl.Config{SleepSecs: cfg.TTLSleepSecs, Disabled: cfg.TTLDisabled, Logger: cfg.Logger})
+	params := a.params()
+	if err := applySetParameters(params, cfg.SetParameters); err != nil {
+		return err
+	}
+	h := commands.New(commands.Deps{
+		Store: store, Cursors: a.cursors, Clock: cfg.Clock, Logger: cfg.Logger, Params: params,
+		Argv: cfg.Argv, Parsed: a.parsedConfig(),
+		TTLStats: func() commands.TTLStats { return commands.TTLStats(a.monitor.Stats()) },
+	})
+	a.srv = server.New(server.Config{Addr: cfg.Addr, MaxConns: cfg.MaxConns, Logger: cfg.Logger}, h)
+	h.SetServerStats(a.srv.Stats)
+	a.startBackground()
+	return nil
+}
+
+func (a *App) parsedConfig() bson.D {
+	return bson.D{
+		{Key: "net", Value: bson.D{{Key: "bindIp", Value: a.cfg.Addr}}},
+		{Key: "storage", Value: bson.D{{Key: "dbPath", Value: a.cfg.DataDir}, {Key: "engine", Value: storageName(a.cfg)}}},
+	}
+}
+
+func (a *App) startBackground() {
+	ctx, cancel := context.WithCancel(context.Background())
+	a.cancel = cancel
+	a.wg.Add(2)
+	go func() { defer a.wg.Done(); a.monitor.Run(ctx) }()
+	go func() { defer a.wg.Done(); a.reapCursors(ctx) }()
+}
+
+func (a *App) stopBackground() {
+	if a.cancel != nil {
+		a.cancel()
+	}
+	a.wg.Wait()
+}
+
+func (a *App) reapCursors(ctx context.Context) {
+	t := a.cfg.Clock.NewTimer(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			a.cursors.ReapIdle()
+			t.Reset(time.Minute)
+		}
+	}
+}
+
+// Addr is the address the server listens on.
+func (a *App) Addr() net.Addr { return a.srv.Addr() }
+
+// Store exposes the docstore (for tests and tools).
+func (a *App) Store() *docstore.Store { return a.store }
+
+// Monitor exposes the TTL monitor (for tests).
+func (a *App) Monitor() *ttl.Monitor { return a.monitor }
+
+// Shutdown stops accepting connections, lets in-flight commands finish
+// (until ctx ends), stops background work, syncs and closes storage.
+func (a *App) Shutdown(ctx context.Context) error {
+	err := a.srv.Shutdown(ctx)
+	a.stopBackground()
+	a.cursors.CloseAll()
+	if serr := <-a.serveErr; serr != nil && !errors.Is(serr, server.ErrServerClosed) && err == nil {
+		err = serr
+	}
+	if cerr := a.eng.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return err
+}

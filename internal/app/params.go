@@ -1,0 +1,28 @@
+package app
+
+import (
+	"fmt"
+
+	"github.com/mayflydb/mayfly/internal/commands"
+)
+
+// params registers the server parameters Mayfly has beyond the defaults.
+func (a *App) params() *commands.Params {
+	p := commands.NewParams()
+	p.Register("ttlMonitorEnabled", commands.BoolParam(a.monitor.Enabled, a.monitor.SetEnabled))
+	p.Register("ttlMonitorSleepSecs", commands.IntParam(a.monitor.SleepSecs, a.monitor.SetSleepSecs, 1))
+	// mayflyExactExpiry hides expired documents from every command before
+	// the monitor deletes them; false restores MongoDB's lag.
+	p.Register("mayflyExactExpiry", commands.BoolParam(a.store.ExactExpiry, a.store.SetExactExpiry))
+	return p
+}
+
+// applySetParameters applies --setParameter name=value pairs at start.
+func applySetParameters(p *commands.Params, values map[string]string) error {
+	for name, raw := range values {
+		if err := p.SetFromString(name, raw); err != nil {
+			return fmt.Errorf("app: --setParameter %s=%s: %w", name, raw, err)
+		}
+	}
+	return nil
+}

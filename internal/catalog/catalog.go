@@ -1,0 +1,103 @@
+// Package catalog describes collections and their indexes: the metadata
+// Mayfly persists beside the data, and the rules that decide whether an index
+// specification is valid (including MongoDB's TTL rules).
+//
+// It is pure: nothing here touches storage.
+package catalog
+
+import (
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// IDIndexName is the name of the index every collection has on _id.
+const IDIndexName = "_id_"
+
+// MaxIndexes is MongoDB's limit of indexes per collection, _id_ included.
+const MaxIndexes = 64
+
+// Field is one component of an index key.
+type Field struct {
+	Path string `bson:"path"`
+	Desc bool   `bson:"desc"`
+}
+
+// Index is a persisted index definition.
+type Index struct {
+	ID     uint32  `bson:"id"`
+	Name   string  `bson:"name"`
+	Fields []Field `bson:"fields"`
+	Unique bool    `bson:"unique"`
+	Sparse bool    `bson:"sparse"`
+	Hidden bool    `bson:"hidden"`
+	// Partial is the partialFilterExpression, nil when absent.
+	Partial bson.D `bson:"partial,omitempty"`
+	// TTL is set when the index has expireAfterSeconds; ExpireAfter is then
+	// the (truncated) number of seconds.
+	TTL         bool  `bson:"ttl"`
+	ExpireAfter int64 `bson:"expireAfter"`
+	// Spec is the specification as listIndexes shows it, in stored order.
+	Spec bson.D `bson:"spec"`
+	// Ready is false while the index is being built; an index that is not
+	// ready after a restart is dropped.
+	Ready bool `bson:"ready"`
+}
+
+// IsID reports whether ix is the _id index.
+func (ix *Index) IsID() bool { return ix.Name == IDIndexName }
+
+// KeyPattern returns the key document of the index spec.
+func (ix *Index) KeyPattern() bson.D {
+	if v, ok := lookup(ix.Spec, "key"); ok {
+		if d, ok := v.(bson.D); ok {
+			return d
+		}
+	}
+	return nil
+}
+
+// Collection is a persisted collection definition.
+type Collection struct {
+	DB   string `bson:"db"`
+	Name string `bson:"name"`
+	// ID prefixes every key of the collection's documents and indexes; IDs
+	// are never reused, so a dropped collection's leftovers cannot leak into
+	// a new one.
+	ID   uint64      `bson:"id"`
+	UUID bson.Binary `bson:"uuid"`
+	// Options are the create options as listCollections shows them.
+	Options     bson.D  `bson:"options"`
+	Capped      bool    `bson:"capped"`
+	CappedSize  int64   `bson:"cappedSize"`
+	CappedMax   int64   `bson:"cappedMax"`
+	Indexes     []Index `bson:"indexes"`
+	NextIndexID uint32  `bson:"nextIndexId"`
+}
+
+// Namespace returns "db.name".
+func (c *Collection) Namespace() string { return c.DB + "." + c.Name }
+
+// Index returns the index with the given name.
+func (c *Collection) Index(name string) *Index {
+	for i := range c.Indexes {
+		if c.Indexes[i].Name == name {
+			return &c.Indexes[i]
+		}
+	}
+	return nil
+}
+
+// Clone returns a deep-enough copy to modify the index list safely.
+func (c *Collection) Clone() *Collection {
+	n := *c
+	n.Indexes = append([]Index(nil), c.Indexes...)
+	return &n
+}
+
+func lookup(d bson.D, key string) (any, bool) {
+	for _, e := range d {
+		if e.Key == key {
+			return e.Value, true
+		}
+	}
+	return nil, false
+}

@@ -1,0 +1,346 @@
+package catalog
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+)
+
+// allowedOptions are the index options MongoDB accepts in a specification
+// that Mayfly implements or can accept without effect.
+var allowedOptions = map[string]bool{
+	"v": true, "key": true, "name": true, "ns": true, "unique": true, "sparse": true,
+	"partialFilterExpression": true, "expireAfterSeconds": true, "hidden": true,
+	"background": true, "storageEngine": true, "dropDups": true, "prepareUnique": true,
+}
+
+// unsupportedOptions are valid MongoDB index options for features Mayfly
+// does not have; they fail loudly rather than being ignored.
+var unsupportedOptions = map[string]string{
+	"collation": "collation", "weights": "text", "default_language": "text",
+	"language_override": "text", "textIndexVersion": "text", "2dsphereIndexVersion": "2dsphere",
+	"bits": "2d", "min": "2d", "max": "2d", "bucketSize": "geoHaystack",
+	"wildcardProjection": "wildcard", "clustered": "clustered",
+}
+
+// idIndexOptions are the only fields MongoDB allows in an _id index spec.
+var idIndexOptions = map[string]bool{"v": true, "key": true, "name": true, "ns": true, "collation": true}
+
+// ParseIndexSpec validates one createIndexes specification and returns the
+// index it describes (without ID). Errors carry MongoDB's codes and messages.
+func ParseIndexSpec(spec bson.D) (*Index, error) {
+	key, err := specKey(spec)
+	if err != nil {
+		return nil, err
+	}
+	fields, err := parseKeyPattern(key, spec)
+	if err != nil {
+		return nil, err
+	}
+	ix := &Index{Fields: fields, Ready: true}
+	ix.Name, err = specName(spec, key)
+	if err != nil {
+		return nil, err
+	}
+	if isIDKey(fields) {
+		if err := checkIDSpec(spec); err != nil {
+			return nil, err
+		}
+	}
+	if err := applyOptions(ix, spec); err != nil {
+		return nil, err
+	}
+	ix.Spec = storedSpec(spec, key, ix.Name)
+	return ix, nil
+}
+
+func specKey(spec bson.D) (bson.D, error) {
+	v, ok := lookup(spec, "key")
+	if !ok {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "The 'key' field is a required property of an index specification")
+	}
+	key, ok := v.(bson.D)
+	if !ok {
+		return nil, mongoerr.Newf(mongoerr.TypeMismatch, "The field 'key' must be an object, but got %s", bsonutil.TypeName(v))
+	}
+	if len(key) == 0 {
+		return nil, mongoerr.New(mongoerr.CannotCreateIndex, "Index keys cannot be empty.")
+	}
+	return key, nil
+}
+
+func parseKeyPattern(key bson.D, spec bson.D) ([]Field, error) {
+	fields := make([]Field, 0, len(key))
+	seen := map[string]bool{}
+	for _, e := range key {
+		f, err := parseKeyField(e, spec)
+		if err != nil {
+			return nil, err
+		}
+		if seen[f.Path] {
+			return nil, mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: Index key pattern contains duplicate field: %s", bsonutil.Format(spec), f.Path)
+		}
+		seen[f.Path] = true
+		fields = append(fields, f)
+	}
+	return fields, nil
+}
+
+func parseKeyField(e bson.E, spec bson.D) (Field, error) {
+	if err := checkKeyPath(e.Key, spec); err != nil {
+		return Field{}, err
+	}
+	if s, ok := e.Value.(string); ok {
+		return Field{}, unsupportedPlugin(s, spec)
+	}
+	if !bsonutil.IsNumber(e.Value) {
+		return Field{}, mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: Values in the index key pattern can only be numbers or strings, found %s for field: %s", bsonutil.Format(spec), bsonutil.TypeName(e.Value), e.Key)
+	}
+	f := bsonutil.ToFloat(e.Value)
+	if f == 0 || math.IsNaN(f) {
+		return Field{}, mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: Values in the index key pattern can't be zero or NaN", bsonutil.Format(spec))
+	}
+	return Field{Path: e.Key, Desc: f < 0}, nil
+}
+
+func checkKeyPath(path string, spec bson.D) error {
+	if strings.HasSuffix(path, "$**") {
+		return unsupportedPlugin("wildcard", spec)
+	}
+	if path == "" || strings.HasPrefix(path, ".") || strings.HasSuffix(path, ".") || strings.Contains(path, "..") {
+		return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: Index keys cannot be an empty field.", bsonutil.Format(spec))
+	}
+	for _, part := range strings.Split(path, ".") {
+		if strings.HasPrefix(part, "$") {
+			return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: Index key contains an illegal field name: field name starts with '$'.", bsonutil.Format(spec))
+		}
+	}
+	return nil
+}
+
+func unsupportedPlugin(name string, spec bson.D) error {
+	switch name {
+	case "text", "2dsphere", "2d", "hashed", "geoHaystack", "wildcard", "columnstore":
+		return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: Index type '%s' is not supported by Mayfly", bsonutil.Format(spec), name)
+	}
+	return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: Unknown index plugin '%s'", bsonutil.Format(spec), name)
+}
+
+func specName(spec bson.D, key bson.D) (string, error) {
+	v, ok := lookup(spec, "name")
+	if !ok {
+		return GenerateName(key), nil
+	}
+	name, ok := v.(string)
+	if !ok {
+		return "", mongoerr.Newf(mongoerr.TypeMismatch, "The field 'name' must be a string, but got %s", bsonutil.TypeName(v))
+	}
+	if name == "" {
+		return "", mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: index name cannot be empty", bsonutil.Format(spec))
+	}
+	if name == "*" {
+		return "", mongoerr.Newf(mongoerr.BadValue, "Error in specification %s :: caused by :: The index name '*' is not valid.", bsonutil.Format(spec))
+	}
+	return name, nil
+}
+
+// GenerateName builds the default index name as MongoDB does: each key
+// field and its value joined with underscores ("a_1_b_-1").
+func GenerateName(key bson.D) string {
+	parts := make([]string, 0, 2*len(key))
+	for _, e := range key {
+		parts = append(parts, e.Key, keyValueString(e.Value))
+	}
+	return strings.Join(parts, "_")
+}
+
+func keyValueString(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case int32:
+		return strconv.Itoa(int(x))
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	}
+	return bsonutil.Format(v)
+}
+
+func isIDKey(fields []Field) bool {
+	return len(fields) == 1 && fields[0].Path == "_id"
+}
+
+func checkIDSpec(spec bson.D) error {
+	for _, e := range spec {
+		if !idIndexOptions[e.Key] {
+			return mongoerr.Newf(mongoerr.InvalidIndexSpecificationOption, "The field '%s' is not valid for an _id index specification. Specification: %s", e.Key, bsonutil.Format(spec))
+		}
+	}
+	return nil
+}
+
+func applyOptions(ix *Index, spec bson.D) error {
+	for _, e := range spec {
+		if err := applyOption(ix, e, spec); err != nil {
+			return err
+		}
+	}
+	if ix.Sparse && ix.Partial != nil {
+		return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: cannot mix \"partialFilterExpression\" and \"sparse\" options", bsonutil.Format(spec))
+	}
+	return nil
+}
+
+func applyOption(ix *Index, e bson.E, spec bson.D) error {
+	if feature, ok := unsupportedOptions[e.Key]; ok {
+		if e.Key == "collation" && isSimpleCollation(e.Value) {
+			return nil
+		}
+		return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: the '%s' option (%s) is not supported by Mayfly", bsonutil.Format(spec), e.Key, feature)
+	}
+	if !allowedOptions[e.Key] {
+		return mongoerr.Newf(mongoerr.InvalidIndexSpecificationOption, "The field '%s' is not valid for an index specification. Specification: %s", e.Key, bsonutil.Format(spec))
+	}
+	switch e.Key {
+	case "unique":
+		ix.Unique = truthy(e.Value)
+	case "sparse":
+		ix.Sparse = truthy(e.Value)
+	case "hidden":
+		return applyHidden(ix, e.Value, spec)
+	case "partialFilterExpression":
+		return applyPartial(ix, e.Value, spec)
+	case "expireAfterSeconds":
+		return applyTTL(ix, e.Value, spec)
+	case "v":
+		return checkVersion(e.Value, spec)
+	}
+	return nil
+}
+
+func isSimpleCollation(v any) bool {
+	d, ok := v.(bson.D)
+	if !ok || len(d) != 1 {
+		return false
+	}
+	s, _ := d[0].Value.(string)
+	return d[0].Key == "locale" && s == "simple"
+}
+
+func applyHidden(ix *Index, v any, spec bson.D) error {
+	b, ok := v.(bool)
+	if !ok {
+		return mongoerr.Newf(mongoerr.TypeMismatch, "Error in specification %s :: caused by :: The field 'hidden' must be a bool, but got %s", bsonutil.Format(spec), bsonutil.TypeName(v))
+	}
+	if b && isIDKey(ix.Fields) {
+		return mongoerr.New(mongoerr.BadValue, "can't hide _id index")
+	}
+	ix.Hidden = b
+	return nil
+}
+
+func applyPartial(ix *Index, v any, spec bson.D) error {
+	d, ok := v.(bson.D)
+	if !ok {
+		return mongoerr.Newf(mongoerr.TypeMismatch, "Error in specification %s :: caused by :: The field 'partialFilterExpression' must be an object, but got %s", bsonutil.Format(spec), bsonutil.TypeName(v))
+	}
+	ix.Partial = d
+	return nil
+}
+
+func checkVersion(v any, spec bson.D) error {
+	if !bsonutil.IsNumber(v) {
+		return mongoerr.Newf(mongoerr.TypeMismatch, "Error in specification %s :: caused by :: The field 'v' must be a number, but got %s", bsonutil.Format(spec), bsonutil.TypeName(v))
+	}
+	if n := bsonutil.ToFloat(v); n != 1 && n != 2 {
+		return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: Invalid index specification %s; cannot create an index with v=%s", bsonutil.Format(spec), bsonutil.Format(spec), bsonutil.Format(v))
+	}
+	return nil
+}
+
+func applyTTL(ix *Index, v any, spec bson.D) error {
+	secs, err := ValidateExpireAfterSeconds(v)
+	if err != nil {
+		return mongoerr.Newf(mongoerr.CannotCreateIndex, ". Index spec: %s :: caused by :: %s", bsonutil.Format(spec), mongoerr.As(err).Msg)
+	}
+	if len(ix.Fields) != 1 {
+		return mongoerr.Newf(mongoerr.CannotCreateIndex, "TTL indexes are single-field indexes, compound indexes do not support TTL. Index spec: %s", bsonutil.Format(spec))
+	}
+	ix.TTL = true
+	ix.ExpireAfter = secs
+	return nil
+}
+
+// ValidateExpireAfterSeconds applies MongoDB's rules for expireAfterSeconds
+// in their order: numeric, not NaN, within int32, not negative. Fractions are
+// truncated. The error's message is MongoDB's reason text; callers give it
+// their own code and context (67 for createIndexes, 72 for collMod).
+func ValidateExpireAfterSeconds(v any) (int64, error) {
+	if !bsonutil.IsNumber(v) {
+		return 0, mongoerr.Newf(mongoerr.CannotCreateIndex, "TTL index 'expireAfterSeconds' option must be numeric, but received a type of '%s", bsonutil.TypeName(v))
+	}
+	f := bsonutil.ToFloat(v)
+	if math.IsNaN(f) {
+		return 0, mongoerr.New(mongoerr.CannotCreateIndex, "TTL index 'expireAfterSeconds' option must not be NaN")
+	}
+	if f >= 2147483648 || f < -2147483648 {
+		return 0, mongoerr.New(mongoerr.CannotCreateIndex, "TTL index 'expireAfterSeconds' must be within the range of a 32-bit integer")
+	}
+	if f < 0 {
+		return 0, mongoerr.New(mongoerr.CannotCreateIndex, "TTL index 'expireAfterSeconds' option cannot be less than 0")
+	}
+	return int64(f), nil
+}
+
+func truthy(v any) bool {
+	switch x := v.(type) {
+	case bool:
+		return x
+	case nil:
+		return false
+	}
+	if bsonutil.IsNumber(v) {
+		return bsonutil.ToFloat(v) != 0
+	}
+	return true
+}
+
+// storedSpec is the spec as listIndexes returns it: v first, then key and
+// name, then the remaining options in request order.
+func storedSpec(spec bson.D, key bson.D, name string) bson.D {
+	out := bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: key}, {Key: "name", Value: name}}
+	for _, e := range spec {
+		switch e.Key {
+		case "v", "key", "name", "ns", "collation":
+			continue
+		case "expireAfterSeconds":
+			out = append(out, bson.E{Key: e.Key, Value: int32(bsonutil.ToFloat(e.Value))})
+		default:
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// IDIndex returns the definition of the _id index every collection has.
+func IDIndex() Index {
+	key := bson.D{{Key: "_id", Value: int32(1)}}
+	return Index{
+		Name:   IDIndexName,
+		Fields: []Field{{Path: "_id"}},
+		Unique: true,
+		Spec:   bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: key}, {Key: "name", Value: IDIndexName}},
+		Ready:  true,
+	}
+}
+
+// String describes an index for logs.
+func (ix *Index) String() string { return fmt.Sprintf("%s %v", ix.Name, ix.Fields) }

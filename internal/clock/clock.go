@@ -1,0 +1,128 @@
+// Package clock gives time-based code an injected source of "now", so that
+// TTL expiry and timeouts are tested by moving a manual clock instead of
+// sleeping.
+package clock
+
+import (
+	"sync"
+	"time"
+)
+
+// Clock tells the time and makes timers.
+type Clock interface {
+	Now() time.Time
+	// NewTimer returns a timer that fires once d has passed on this clock.
+	NewTimer(d time.Duration) Timer
+}
+
+// Timer is the part of time.Timer that clock users need.
+type Timer interface {
+	C() <-chan time.Time
+	Stop() bool
+	Reset(d time.Duration) bool
+}
+
+// Real is the wall clock.
+type Real struct{}
+
+// Now returns time.Now().
+func (Real) Now() time.Time { return time.Now() }
+
+// NewTimer returns a real timer.
+func (Real) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
+
+type realTimer struct{ t *time.Timer }
+
+func (r realTimer) C() <-chan time.Time        { return r.t.C }
+func (r realTimer) Stop() bool                 { return r.t.Stop() }
+func (r realTimer) Reset(d time.Duration) bool { return r.t.Reset(d) }
+
+// Manual is a clock that moves only when told to. Timers fire when Advance
+// or Set moves the time past their deadline.
+type Manual struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*manualTimer
+}
+
+// NewManual returns a manual clock set to start.
+func NewManual(start time.Time) *Manual { return &Manual{now: start} }
+
+// Now returns the manual time.
+func (m *Manual) Now() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.now
+}
+
+// Advance moves the clock forward by d and fires due timers.
+func (m *Manual) Advance(d time.Duration) { m.Set(m.Now().Add(d)) }
+
+// Set moves the clock to t and fires due timers.
+func (m *Manual) Set(t time.Time) {
+	m.mu.Lock()
+	m.now = t
+	var keep []*manualTimer
+	var due []*manualTimer
+	for _, tm := range m.timers {
+		if !tm.deadline.After(t) {
+			due = append(due, tm)
+		} else {
+			keep = append(keep, tm)
+		}
+	}
+	m.timers = keep
+	m.mu.Unlock()
+	for _, tm := range due {
+		select {
+		case tm.c <- t:
+		default:
+		}
+	}
+}
+
+// NewTimer returns a timer on the manual clock.
+func (m *Manual) NewTimer(d time.Duration) Timer {
+	tm := &manualTimer{clock: m, c: make(chan time.Time, 1)}
+	tm.Reset(d)
+	return tm
+}
+
+type manualTimer struct {
+	clock    *Manual
+	deadline time.Time
+	c        chan time.Time
+}
+
+func (t *manualTimer) C() <-chan time.Time { return t.c }
+
+func (t *manualTimer) Stop() bool {
+	m := t.clock
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, x := range m.timers {
+		if x == t {
+			m.timers = append(m.timers[:i], m.timers[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+func (t *manualTimer) Reset(d time.Duration) bool {
+	active := t.Stop()
+	m := t.clock
+	m.mu.Lock()
+	t.deadline = m.now.Add(d)
+	if d <= 0 {
+		m.mu.Unlock()
+		select {
+		case t.c <- t.deadline:
+		default:
+		}
+		return active
+	}
+	m.timers = append(m.timers, t)
+	m.mu.Unlock()
+	return active
+}

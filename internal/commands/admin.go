@@ -1,0 +1,344 @@
+package commands
+
+import (
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/query"
+	"github.com/mayflydb/mayfly/internal/wire"
+)
+
+// Version is the MongoDB version Mayfly answers as: its TTL rules and
+// reply shapes are those of 8.0.
+const (
+	Version        = "8.0.0"
+	MayflyVersion  = "0.1.0"
+	maxWireVersion = 25
+	sessionMinutes = 30
+)
+
+// clientMetadataKey marks a connection whose first hello carried `client`.
+const clientMetadataKey = "clientMetadata"
+
+func cmdHello(h *Handler, r *request) (bson.D, error) {
+	if err := checkClientMetadata(r); err != nil {
+		return nil, err
+	}
+	var reply bson.D
+	if v, ok := lookup(r.body, "helloOk"); ok && v == true {
+		reply = append(reply, bson.E{Key: "helloOk", Value: true})
+	}
+	primaryKey := "ismaster"
+	if r.name == "hello" {
+		primaryKey = "isWritablePrimary"
+	}
+	reply = append(reply,
+		bson.E{Key: primaryKey, Value: true},
+		bson.E{Key: "maxBsonObjectSize", Value: int32(wire.MaxBSONObjectSize)},
+		bson.E{Key: "maxMessageSizeBytes", Value: int32(wire.MaxMessageSize)},
+		bson.E{Key: "maxWriteBatchSize", Value: int32(wire.MaxWriteBatchSize)},
+		bson.E{Key: "localTime", Value: bson.NewDateTimeFromTime(h.deps.Clock.Now())},
+		bson.E{Key: "logicalSessionTimeoutMinutes", Value: int32(sessionMinutes)},
+		bson.E{Key: "connectionId", Value: int32(r.conn.ID())},
+		bson.E{Key: "minWireVersion", Value: int32(0)},
+		bson.E{Key: "maxWireVersion", Value: int32(maxWireVersion)},
+		bson.E{Key: "readOnly", Value: false},
+	)
+	return append(reply, negotiateCompression(r)...), nil
+}
+
+func checkClientMetadata(r *request) error {
+	if _, ok := lookup(r.body, "client"); !ok {
+		return nil
+	}
+	if r.conn.Value(clientMetadataKey) != nil {
+		return mongoerr.New(mongoerr.ClientMetadataCannotBeMutated, "The client metadata document may only be sent in the first hello")
+	}
+	r.conn.SetValue(clientMetadataKey, true)
+	return nil
+}
+
+func negotiateCompression(r *request) bson.D {
+	v, ok := lookup(r.body, "compression")
+	if !ok {
+		return nil
+	}
+	var names []string
+	for _, x := range bsonutil.ToA(v) {
+		if s, ok := x.(string); ok {
+			names = append(names, s)
+		}
+	}
+	kept := r.conn.NegotiateCompression(names)
+	if len(kept) == 0 {
+		return nil
+	}
+	arr := make(bson.A, len(kept))
+	for i, s := range kept {
+		arr[i] = s
+	}
+	return bson.D{{Key: "compression", Value: arr}}
+}
+
+func cmdPing(*Handler, *request) (bson.D, error) { return bson.D{}, nil }
+
+func cmdBuildInfo(h *Handler, r *request) (bson.D, error) {
+	return bson.D{
+		{Key: "version", Value: Version},
+		{Key: "gitVersion", Value: "mayfly-" + MayflyVersion},
+		{Key: "modules", Value: bson.A{}},
+		{Key: "allocator", Value: "go"},
+		{Key: "javascriptEngine", Value: "none"},
+		{Key: "sysInfo", Value: "deprecated"},
+		{Key: "versionArray", Value: bson.A{int32(8), int32(0), int32(0), int32(0)}},
+		{Key: "bits", Value: int32(64)},
+		{Key: "debug", Value: false},
+		{Key: "maxBsonObjectSize", Value: int32(wire.MaxBSONObjectSize)},
+		{Key: "storageEngines", Value: bson.A{"pebble"}},
+		{Key: "buildEnvironment", Value: bson.D{
+			{Key: "target_os", Value: runtime.GOOS},
+			{Key: "target_arch", Value: archName()},
+		}},
+		{Key: "mayflyVersion", Value: MayflyVersion},
+	}, nil
+}
+
+func archName() string {
+	if runtime.GOARCH == "amd64" {
+		return "x86_64"
+	}
+	return runtime.GOARCH
+}
+
+func cmdGetLog(h *Handler, r *request) (bson.D, error) {
+	which, ok := r.body[0].Value.(string)
+	if !ok {
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "Argument to getLog must be of type String")
+	}
+	switch which {
+	case "*":
+		return bson.D{{Key: "names", Value: bson.A{"global", "startupWarnings"}}}, nil
+	case "global", "startupWarnings":
+		return bson.D{{Key: "totalLinesWritten", Value: int32(0)}, {Key: "log", Value: bson.A{}}}, nil
+	}
+	return nil, mongoerr.Newf(mongoerr.OperationFailed, "No log named '%s'", which)
+}
+
+func cmdGetCmdLineOpts(h *Handler, r *request) (bson.D, error) {
+	argv := bson.A{}
+	for _, a := range h.deps.Argv {
+		argv = append(argv, a)
+	}
+	parsed := h.deps.Parsed
+	if parsed == nil {
+		parsed = bson.D{}
+	}
+	return bson.D{{Key: "argv", Value: argv}, {Key: "parsed", Value: parsed}}, nil
+}
+
+func cmdHostInfo(h *Handler, r *request) (bson.D, error) {
+	host, _ := os.Hostname()
+	return bson.D{
+		{Key: "system", Value: bson.D{
+			{Key: "currentTime", Value: bson.NewDateTimeFromTime(h.deps.Clock.Now())},
+			{Key: "hostname", Value: host},
+			{Key: "cpuAddrSize", Value: int32(64)},
+			{Key: "memSizeMB", Value: int64(totalMemoryMB())},
+			{Key: "numCores", Value: int32(runtime.NumCPU())},
+			{Key: "cpuArch", Value: archName()},
+		}},
+		{Key: "os", Value: bson.D{{Key: "type", Value: osType()}, {Key: "name", Value: runtime.GOOS}}},
+		{Key: "extra", Value: bson.D{}},
+	}, nil
+}
+
+func osType() string {
+	if runtime.GOOS == "linux" {
+		return "Linux"
+	}
+	return runtime.GOOS
+}
+
+func cmdWhatsMyURI(h *Handler, r *request) (bson.D, error) {
+	return bson.D{{Key: "you", Value: r.conn.RemoteAddr()}}, nil
+}
+
+func cmdConnectionStatus(h *Handler, r *request) (bson.D, error) {
+	info := bson.D{
+		{Key: "authenticatedUsers", Value: bson.A{}},
+		{Key: "authenticatedUserRoles", Value: bson.A{}},
+	}
+	if v, _ := optBool(r, "showPrivileges"); v {
+		info = append(info, bson.E{Key: "authenticatedUserPrivileges", Value: bson.A{}})
+	}
+	return bson.D{{Key: "authInfo", Value: info}}, nil
+}
+
+func cmdEmptyOK(*Handler, *request) (bson.D, error) { return bson.D{}, nil }
+
+func cmdDropAllUsers(*Handler, *request) (bson.D, error) {
+	return bson.D{{Key: "n", Value: int32(0)}}, nil
+}
+
+func cmdUsersInfo(*Handler, *request) (bson.D, error) {
+	return bson.D{{Key: "users", Value: bson.A{}}}, nil
+}
+
+func cmdListDatabases(h *Handler, r *request) (bson.D, error) {
+	if err := checkFields(r, "filter", "nameOnly", "authorizedDatabases"); err != nil {
+		return nil, err
+	}
+	filterDoc, err := optDoc(r, "filter")
+	if err != nil {
+		return nil, err
+	}
+	f, err := query.NewFilter(filterDoc)
+	if err != nil {
+		return nil, err
+	}
+	nameOnly, err := optBool(r, "nameOnly")
+	if err != nil {
+		return nil, err
+	}
+	dbs := bson.A{}
+	var total int64
+	for _, name := range h.deps.Store.DatabaseNames() {
+		size := h.databaseSize(name)
+		entry := bson.D{{Key: "name", Value: name}, {Key: "sizeOnDisk", Value: size}, {Key: "empty", Value: size == 0}}
+		if !f.Match(entry) {
+			continue
+		}
+		total += size
+		if nameOnly {
+			entry = entry[:1]
+		}
+		dbs = append(dbs, entry)
+	}
+	if nameOnly {
+		return bson.D{{Key: "databases", Value: dbs}}, nil
+	}
+	return bson.D{{Key: "databases", Value: dbs}, {Key: "totalSize", Value: total}, {Key: "totalSizeMb", Value: total >> 20}}, nil
+}
+
+func (h *Handler) databaseSize(db string) int64 {
+	var size int64
+	for _, name := range h.deps.Store.CollectionNames(db) {
+		if c := h.deps.Store.Collection(db, name); c != nil {
+			// A collection always occupies some space, so an existing database
+			// is never reported empty.
+			size += c.DataSize() + 4096
+		}
+	}
+	return size
+}
+
+func cmdServerStatus(h *Handler, r *request) (bson.D, error) {
+	now := h.deps.Clock.Now()
+	host, _ := os.Hostname()
+	uptime := now.Sub(h.started)
+	return bson.D{
+		{Key: "host", Value: host},
+		{Key: "version", Value: Version},
+		{Key: "process", Value: "mayfly"},
+		{Key: "pid", Value: int64(os.Getpid())},
+		{Key: "uptime", Value: float64(uptime / time.Second)},
+		{Key: "uptimeMillis", Value: uptime.Milliseconds()},
+		{Key: "uptimeEstimate", Value: int64(uptime / time.Second)},
+		{Key: "localTime", Value: bson.NewDateTimeFromTime(now)},
+		{Key: "connections", Value: h.connectionsStatus()},
+		{Key: "opcounters", Value: h.opcounters()},
+		{Key: "mem", Value: memStatus()},
+		{Key: "metrics", Value: h.metricsStatus()},
+		{Key: "storageEngine", Value: bson.D{{Key: "name", Value: "pebble"}, {Key: "persistent", Value: true}}},
+	}, nil
+}
+
+func (h *Handler) connectionsStatus() bson.D {
+	var cur, total int64
+	if h.deps.ServerStats != nil {
+		s := h.deps.ServerStats()
+		cur, total = s.Current, s.TotalCreated
+	}
+	return bson.D{
+		{Key: "current", Value: int32(cur)},
+		{Key: "available", Value: int32(1000000 - cur)},
+		{Key: "totalCreated", Value: int32(total)},
+	}
+}
+
+func (h *Handler) opcounters() bson.D {
+	c := &h.opCounts
+	return bson.D{
+		{Key: "insert", Value: c.insert.Load()},
+		{Key: "query", Value: c.query.Load()},
+		{Key: "update", Value: c.update.Load()},
+		{Key: "delete", Value: c.delete.Load()},
+		{Key: "getmore", Value: c.getmore.Load()},
+		{Key: "command", Value: c.command.Load()},
+	}
+}
+
+func (h *Handler) metricsStatus() bson.D {
+	var ttl TTLStats
+	if h.deps.TTLStats != nil {
+		ttl = h.deps.TTLStats()
+	}
+	return bson.D{
+		{Key: "cursor", Value: bson.D{
+			{Key: "timedOut", Value: h.deps.Cursors.TimedOut()},
+			{Key: "open", Value: bson.D{{Key: "total", Value: int64(h.deps.Cursors.Open())}}},
+		}},
+		{Key: "ttl", Value: bson.D{
+			{Key: "deletedDocuments", Value: ttl.DeletedDocuments},
+			{Key: "deletedKeys", Value: ttl.DeletedKeys},
+			{Key: "passes", Value: ttl.Passes},
+			{Key: "subPasses", Value: ttl.SubPasses},
+		}},
+	}
+}
+
+func memStatus() bson.D {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return bson.D{
+		{Key: "bits", Value: int32(64)},
+		{Key: "resident", Value: int32(residentMB())},
+		{Key: "virtual", Value: int32(ms.Sys >> 20)},
+		{Key: "supported", Value: true},
+	}
+}
+
+// residentMB reads VmRSS from /proc; 0 where there is no /proc.
+func residentMB() int64 { return procStatusKB("VmRSS:") >> 10 }
+
+func totalMemoryMB() int64 { return procFileKB("/proc/meminfo", "MemTotal:") >> 10 }
+
+func procStatusKB(field string) int64 { return procFileKB("/proc/self/status", field) }
+
+func procFileKB(path, field string) int64 {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, field) {
+			var kb int64
+			for _, f := range strings.Fields(line[len(field):]) {
+				for _, ch := range f {
+					if ch < '0' || ch > '9' {
+						return kb
+					}
+					kb = kb*10 + int64(ch-'0')
+				}
+				return kb
+			}
+		}
+	}
+	return 0
+}

@@ -1,0 +1,164 @@
+package commands
+
+import (
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/aggregate"
+	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/query"
+)
+
+var aggregateFields = []string{"pipeline", "cursor", "explain", "allowDiskUse", "hint", "let", "collation", "bypassDocumentValidation", "fromMongos", "needsMerge"}
+
+func cmdAggregate(h *Handler, r *request) (bson.D, error) {
+	if err := checkFields(r, aggregateFields...); err != nil {
+		return nil, err
+	}
+	if err := checkCollation(r.body); err != nil {
+		return nil, err
+	}
+	p, err := parsePipeline(r)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := lookup(r.body, "cursor"); !ok {
+		return nil, mongoerr.New(mongoerr.FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument")
+	}
+	batch, err := cursorBatchSize(r)
+	if err != nil {
+		return nil, err
+	}
+	coll, ok := r.body[0].Value.(string)
+	if !ok {
+		return nil, mongoerr.Newf(mongoerr.InvalidNamespace, "{aggregate: 1} is not supported by Mayfly for this pipeline")
+	}
+	if err := docstore.ValidateNamespace(r.db, coll); err != nil {
+		return nil, err
+	}
+	env := &aggEnv{h: h, r: r, coll: coll}
+	out, err := p.Run(h.aggregateInput(r, coll, p), env)
+	if err != nil {
+		return nil, err
+	}
+	return h.cursorReply(r.db+"."+coll, out, batch, false)
+}
+
+func parsePipeline(r *request) (*aggregate.Pipeline, error) {
+	v, ok := lookup(r.body, "pipeline")
+	if !ok {
+		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'aggregate.pipeline' is missing but a required field")
+	}
+	stages, ok := v.(bson.A)
+	if !ok {
+		return nil, wrongType(r.name, "pipeline", v, "array")
+	}
+	allowDisk, err := optBool(r, "allowDiskUse")
+	if err != nil {
+		return nil, err
+	}
+	let, err := optDoc(r, "let")
+	if err != nil {
+		return nil, err
+	}
+	return aggregate.Parse(stages, aggregate.Options{AllowDiskUse: allowDisk, Let: let})
+}
+
+// aggregateInput scans the collection, using an index for a leading
+// $match (the stage itself still runs; the scan only narrows the input).
+func (h *Handler) aggregateInput(r *request, coll string, p *aggregate.Pipeline) aggregate.Iterator {
+	c := h.deps.Store.Collection(r.db, coll)
+	if c == nil || p.StartsWithCollStats() {
+		return &sliceSource{}
+	}
+	var f *query.Filter
+	if m := p.LeadingMatch(); m != nil {
+		f, _ = query.NewFilter(m)
+	}
+	hint, _ := lookup(r.body, "hint")
+	plan, err := c.PlanQuery(f, hint)
+	if err != nil {
+		plan = nil
+	}
+	return c.Scan(plan, f)
+}
+
+// aggEnv gives a pipeline access to its database.
+type aggEnv struct {
+	h    *Handler
+	r    *request
+	coll string
+}
+
+func (e *aggEnv) Collection(name string) (aggregate.Iterator, error) {
+	c := e.h.deps.Store.Collection(e.r.db, name)
+	if c == nil {
+		return &sliceSource{}, nil
+	}
+	return c.Scan(nil, nil), nil
+}
+
+func (e *aggEnv) Now() time.Time { return e.h.deps.Clock.Now() }
+
+func (e *aggEnv) CollStats(spec bson.D) (bson.D, error) {
+	c := e.h.deps.Store.Collection(e.r.db, e.coll)
+	if c == nil {
+		return nil, nsNotFound(e.r.db, e.coll)
+	}
+	out := bson.D{
+		{Key: "ns", Value: c.Namespace()},
+		{Key: "host", Value: "localhost"},
+		{Key: "localTime", Value: bson.NewDateTimeFromTime(e.Now())},
+	}
+	if v, ok := lookup(spec, "storageStats"); ok {
+		out = append(out, bson.E{Key: "storageStats", Value: storageStats(c, scaleOf(v))})
+	}
+	if _, ok := lookup(spec, "count"); ok {
+		out = append(out, bson.E{Key: "count", Value: c.Count()})
+	}
+	return out, nil
+}
+
+func scaleOf(v any) int64 {
+	d, _ := v.(bson.D)
+	if s, ok := lookup(d, "scale"); ok {
+		if n, err := toInt64("$collStats", "scale", s); err == nil && n > 0 {
+			return n
+		}
+	}
+	return 1
+}
+
+func storageStats(c *docstore.Collection, scale int64) bson.D {
+	count, size := c.Count(), c.DataSize()
+	avg := int64(0)
+	if count > 0 {
+		avg = size / count
+	}
+	sizes := bson.D{}
+	for _, ix := range c.Indexes() {
+		sizes = append(sizes, bson.E{Key: ix.Name, Value: int64(0)})
+	}
+	meta := c.Meta()
+	out := bson.D{
+		{Key: "size", Value: size / scale},
+		{Key: "count", Value: count},
+		{Key: "avgObjSize", Value: avg},
+		{Key: "numOrphanDocs", Value: int64(0)},
+		{Key: "storageSize", Value: size / scale},
+		{Key: "freeStorageSize", Value: int64(0)},
+		{Key: "capped", Value: meta.Capped},
+		{Key: "nindexes", Value: int32(len(meta.Indexes))},
+		{Key: "indexBuilds", Value: bson.A{}},
+		{Key: "totalIndexSize", Value: int64(0)},
+		{Key: "totalSize", Value: size / scale},
+		{Key: "indexSizes", Value: sizes},
+		{Key: "scaleFactor", Value: int32(scale)},
+	}
+	if meta.Capped {
+		out = append(out, bson.E{Key: "max", Value: meta.CappedMax}, bson.E{Key: "maxSize", Value: meta.CappedSize / scale})
+	}
+	return out
+}

@@ -1,0 +1,142 @@
+package commands
+
+import (
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/cursor"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+)
+
+const (
+	defaultBatchSize = 101
+	// maxBatchBytes keeps a reply under the 16 MiB document limit, with room
+	// for the reply envelope.
+	maxBatchBytes = 16*1024*1024 - 16*1024
+)
+
+// peekSource lets a batch look one document ahead, so that a cursor that is
+// exhausted is reported with id 0 instead of costing the client a getMore.
+type peekSource struct {
+	src     cursor.Source
+	pending bson.D
+	has     bool
+	done    bool
+}
+
+func (p *peekSource) Next() (bson.D, bool, error) {
+	if p.has {
+		p.has = false
+		return p.pending, true, nil
+	}
+	if p.done {
+		return nil, false, nil
+	}
+	d, ok, err := p.src.Next()
+	if !ok || err != nil {
+		p.done = true
+	}
+	return d, ok, err
+}
+
+func (p *peekSource) more() (bool, error) {
+	if p.has {
+		return true, nil
+	}
+	d, ok, err := p.Next()
+	if err != nil || !ok {
+		return false, err
+	}
+	p.pending, p.has = d, true
+	return true, nil
+}
+
+func (p *peekSource) Close() error { return p.src.Close() }
+
+// fillBatch reads up to n documents (n < 0: no count limit) that fit in a
+// reply; n == 0 gives an empty batch (find's batchSize: 0 opens a cursor).
+func fillBatch(src *peekSource, n int64) (bson.A, error) {
+	batch := bson.A{}
+	size := 0
+	for n < 0 || int64(len(batch)) < n {
+		d, ok, err := src.Next()
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		raw, err := bson.Marshal(d)
+		if err != nil {
+			return nil, mongoerr.Newf(mongoerr.InternalError, "encode result: %v", err)
+		}
+		if len(batch) > 0 && size+len(raw) > maxBatchBytes {
+			src.pending, src.has = d, true
+			break
+		}
+		size += len(raw)
+		batch = append(batch, bson.Raw(raw))
+	}
+	return batch, nil
+}
+
+// cursorReply answers a cursor-producing command: it sends the first batch
+// and registers the rest, unless it is exhausted or singleBatch was asked.
+func (h *Handler) cursorReply(ns string, src cursor.Source, batchSize int64, singleBatch bool) (bson.D, error) {
+	p := &peekSource{src: src}
+	batch, err := fillBatch(p, batchSize)
+	if err != nil {
+		_ = p.Close()
+		return nil, err
+	}
+	id := int64(0)
+	more, err := p.more()
+	if err != nil {
+		_ = p.Close()
+		return nil, err
+	}
+	if more && !singleBatch {
+		id = h.deps.Cursors.Add(ns, p, 0, int64(len(batch))).ID
+	} else {
+		_ = p.Close()
+	}
+	return cursorDoc(id, ns, "firstBatch", batch), nil
+}
+
+func cursorDoc(id int64, ns, key string, batch bson.A) bson.D {
+	return bson.D{{Key: "cursor", Value: bson.D{
+		{Key: "id", Value: id},
+		{Key: "ns", Value: ns},
+		{Key: key, Value: batch},
+	}}}
+}
+
+// sliceSource serves documents already in memory.
+type sliceSource struct {
+	docs []bson.D
+	i    int
+}
+
+func (s *sliceSource) Next() (bson.D, bool, error) {
+	if s.i >= len(s.docs) {
+		return nil, false, nil
+	}
+	s.i++
+	return s.docs[s.i-1], true, nil
+}
+
+func (s *sliceSource) Close() error { return nil }
+
+// batchSizeArg reads cursor.batchSize (aggregate) or batchSize (find).
+func batchSizeArg(r *request, v any, field string) (int64, error) {
+	if v == nil {
+		return defaultBatchSize, nil
+	}
+	n, err := toInt64(r.name, field, v)
+	if err != nil {
+		return 0, err
+	}
+	if n < 0 {
+		return 0, mongoerr.Newf(mongoerr.Code(51024), "BSON field 'batchSize' value must be >= 0, actual value '%d'", n)
+	}
+	return n, nil
+}

@@ -1,0 +1,367 @@
+package commands
+
+import (
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/catalog"
+	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/query"
+)
+
+func nsNotFound(db, coll string) error {
+	return mongoerr.Newf(mongoerr.NamespaceNotFound, "ns does not exist: %s.%s", db, coll)
+}
+
+func cmdListCollections(h *Handler, r *request) (bson.D, error) {
+	if err := checkFields(r, "filter", "nameOnly", "authorizedCollections", "cursor", "includePendingDrops"); err != nil {
+		return nil, err
+	}
+	filterDoc, err := optDoc(r, "filter")
+	if err != nil {
+		return nil, err
+	}
+	f, err := query.NewFilter(filterDoc)
+	if err != nil {
+		return nil, err
+	}
+	nameOnly, err := optBool(r, "nameOnly")
+	if err != nil {
+		return nil, err
+	}
+	var docs []bson.D
+	for _, name := range h.deps.Store.CollectionNames(r.db) {
+		c := h.deps.Store.Collection(r.db, name)
+		if c == nil {
+			continue
+		}
+		entry := collectionInfo(c.Meta())
+		if !f.Match(entry) {
+			continue
+		}
+		if nameOnly {
+			entry = entry[:2]
+		}
+		docs = append(docs, entry)
+	}
+	batch, err := cursorBatchSize(r)
+	if err != nil {
+		return nil, err
+	}
+	return h.cursorReply(r.db+".$cmd.listCollections", &sliceSource{docs: docs}, batch, false)
+}
+
+func cursorBatchSize(r *request) (int64, error) {
+	cur, err := optDoc(r, "cursor")
+	if err != nil || cur == nil {
+		return defaultBatchSize, err
+	}
+	v, _ := lookup(cur, "batchSize")
+	return batchSizeArg(r, v, "cursor.batchSize")
+}
+
+func collectionInfo(m *catalog.Collection) bson.D {
+	return bson.D{
+		{Key: "name", Value: m.Name},
+		{Key: "type", Value: "collection"},
+		{Key: "options", Value: m.Options},
+		{Key: "info", Value: bson.D{{Key: "readOnly", Value: false}, {Key: "uuid", Value: m.UUID}}},
+		{Key: "idIndex", Value: m.Indexes[0].Spec},
+	}
+}
+
+// createOptionsKnown are create's options that Mayfly implements.
+var createOptionsKnown = []string{"capped", "size", "max", "autoIndexId", "idIndex", "writeConcern", "flags"}
+
+// createOptionsUnsupported are MongoDB's create options for features Mayfly
+// does not have; they fail instead of being ignored.
+var createOptionsUnsupported = []string{
+	"viewOn", "pipeline", "collation", "timeseries", "expireAfterSeconds", "clusteredIndex",
+	"validator", "validationLevel", "validationAction", "changeStreamPreAndPostImages",
+	"encryptedFields", "storageEngine", "indexOptionDefaults",
+}
+
+func cmdCreate(h *Handler, r *request) (bson.D, error) {
+	name, err := collectionArg(r)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range r.body[1:] {
+		if contains(createOptionsUnsupported, e.Key) {
+			return nil, mongoerr.Newf(mongoerr.InvalidOptions, "the create option '%s' is not supported by Mayfly", e.Key)
+		}
+	}
+	if err := checkFields(r, append(createOptionsKnown, createOptionsUnsupported...)...); err != nil {
+		return nil, err
+	}
+	opt, err := createOptions(r)
+	if err != nil {
+		return nil, err
+	}
+	_, err = h.deps.Store.CreateCollection(r.db, name, opt)
+	return bson.D{}, err
+}
+
+func createOptions(r *request) (docstore.CreateOptions, error) {
+	var opt docstore.CreateOptions
+	capped, err := optBool(r, "capped")
+	if err != nil {
+		return opt, err
+	}
+	size, err := optInt(r, "size", 0)
+	if err != nil {
+		return opt, err
+	}
+	maxDocs, err := optInt(r, "max", 0)
+	if err != nil {
+		return opt, err
+	}
+	if capped && size == 0 {
+		return opt, mongoerr.New(mongoerr.InvalidOptions, "the 'size' field is required when 'capped' is true")
+	}
+	opt.Capped, opt.CappedSize, opt.CappedMax = capped, size, maxDocs
+	if capped {
+		opt.Raw = bson.D{{Key: "capped", Value: true}, {Key: "size", Value: size}}
+		if maxDocs > 0 {
+			opt.Raw = append(opt.Raw, bson.E{Key: "max", Value: maxDocs})
+		}
+	}
+	return opt, nil
+}
+
+func cmdDrop(h *Handler, r *request) (bson.D, error) {
+	name, err := collectionArg(r)
+	if err != nil {
+		return nil, err
+	}
+	c := h.deps.Store.Collection(r.db, name)
+	if c == nil {
+		// MongoDB 7.0+ answers a drop of a missing collection with ok: 1.
+		return bson.D{{Key: "ns", Value: r.db + "." + name}}, nil
+	}
+	n := len(c.Indexes())
+	if _, err := h.deps.Store.DropCollection(r.db, name); err != nil {
+		return nil, err
+	}
+	return bson.D{{Key: "nIndexesWas", Value: int32(n)}, {Key: "ns", Value: r.db + "." + name}}, nil
+}
+
+func cmdDropDatabase(h *Handler, r *request) (bson.D, error) {
+	if err := h.deps.Store.DropDatabase(r.db); err != nil {
+		return nil, err
+	}
+	return bson.D{{Key: "dropped", Value: r.db}}, nil
+}
+
+func cmdRenameCollection(h *Handler, r *request) (bson.D, error) {
+	if r.db != "admin" {
+		return nil, mongoerr.New(mongoerr.Unauthorized, "renameCollection may only be run against the admin database.")
+	}
+	from, ok := r.body[0].Value.(string)
+	if !ok {
+		return nil, wrongType(r.name, "renameCollection", r.body[0].Value, "string")
+	}
+	toV, _ := lookup(r.body, "to")
+	to, ok := toV.(string)
+	if !ok {
+		return nil, wrongType(r.name, "to", toV, "string")
+	}
+	dropTarget, err := optBool(r, "dropTarget")
+	if err != nil {
+		return nil, err
+	}
+	fromDB, fromColl, ok1 := strings.Cut(from, ".")
+	toDB, toColl, ok2 := strings.Cut(to, ".")
+	if !ok1 || !ok2 {
+		return nil, mongoerr.Newf(mongoerr.InvalidNamespace, "Invalid namespace specified '%s'", from)
+	}
+	return bson.D{}, h.deps.Store.RenameCollection(fromDB, fromColl, toDB, toColl, dropTarget)
+}
+
+func cmdCreateIndexes(h *Handler, r *request) (bson.D, error) {
+	name, err := collectionArg(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFields(r, "indexes", "commitQuorum", "ignoreUnknownIndexOptions", "isTimeseriesNamespace"); err != nil {
+		return nil, err
+	}
+	v, ok := lookup(r.body, "indexes")
+	if !ok {
+		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'createIndexes.indexes' is missing but a required field")
+	}
+	specs, err := docArray(r.name, "indexes", v)
+	if err != nil {
+		return nil, err
+	}
+	if len(specs) == 0 {
+		return nil, mongoerr.New(mongoerr.BadValue, "Must specify at least one index to create")
+	}
+	ixs, err := parseIndexSpecs(specs)
+	if err != nil {
+		return nil, err
+	}
+	c, created, err := h.deps.Store.GetOrCreate(r.db, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkTTLOnCapped(c, ixs); err != nil {
+		return nil, err
+	}
+	res, err := c.CreateIndexes(ixs)
+	if err != nil {
+		return nil, err
+	}
+	return createIndexesReply(res, created), nil
+}
+
+func parseIndexSpecs(specs []bson.D) ([]*catalog.Index, error) {
+	ixs := make([]*catalog.Index, 0, len(specs))
+	for _, s := range specs {
+		ix, err := catalog.ParseIndexSpec(s)
+		if err != nil {
+			return nil, err
+		}
+		ixs = append(ixs, ix)
+	}
+	return ixs, nil
+}
+
+// checkTTLOnCapped: current MongoDB allows TTL indexes on capped
+// collections; Mayfly does too. The function exists so the rule has one
+// place when capped deletion semantics need it.
+func checkTTLOnCapped(c *docstore.Collection, ixs []*catalog.Index) error { return nil }
+
+func createIndexesReply(res docstore.CreateIndexesResult, created bool) bson.D {
+	out := bson.D{{Key: "numIndexesBefore", Value: int32(res.Before)}, {Key: "numIndexesAfter", Value: int32(res.After)}}
+	if created {
+		out = append(out, bson.E{Key: "createdCollectionAutomatically", Value: true})
+	}
+	if res.AllExisted {
+		out = append(out, bson.E{Key: "note", Value: "all indexes already exist"})
+	}
+	return out
+}
+
+func cmdListIndexes(h *Handler, r *request) (bson.D, error) {
+	name, err := collectionArg(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFields(r, "cursor", "includeBuildUUIDs", "includeIndexBuildInfo"); err != nil {
+		return nil, err
+	}
+	c := h.deps.Store.Collection(r.db, name)
+	if c == nil {
+		return nil, nsNotFound(r.db, name)
+	}
+	var docs []bson.D
+	for _, ix := range c.Indexes() {
+		if ix.Ready {
+			docs = append(docs, ix.Spec)
+		}
+	}
+	batch, err := cursorBatchSize(r)
+	if err != nil {
+		return nil, err
+	}
+	return h.cursorReply(r.db+"."+name, &sliceSource{docs: docs}, batch, false)
+}
+
+func cmdDropIndexes(h *Handler, r *request) (bson.D, error) {
+	name, err := collectionArg(r)
+	if err != nil {
+		return nil, err
+	}
+	c := h.deps.Store.Collection(r.db, name)
+	if c == nil {
+		return nil, nsNotFound(r.db, name)
+	}
+	v, ok := lookup(r.body, "index")
+	if !ok {
+		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'dropIndexes.index' is missing but a required field")
+	}
+	names, err := indexNamesToDrop(c, v)
+	if err != nil {
+		return nil, err
+	}
+	was := len(c.Indexes())
+	for _, n := range names {
+		if err := c.DropIndex(n); err != nil {
+			return nil, err
+		}
+	}
+	out := bson.D{{Key: "nIndexesWas", Value: int32(was)}}
+	if s, ok := v.(string); ok && s == "*" {
+		out = append(out, bson.E{Key: "msg", Value: "non-_id indexes dropped for collection"})
+	}
+	return out, nil
+}
+
+func indexNamesToDrop(c *docstore.Collection, v any) ([]string, error) {
+	switch x := v.(type) {
+	case string:
+		return indexNamesByName(c, x)
+	case bson.A:
+		var out []string
+		for _, e := range x {
+			s, ok := e.(string)
+			if !ok {
+				return nil, mongoerr.New(mongoerr.TypeMismatch, "dropIndexes: index names must be strings")
+			}
+			names, err := indexNamesByName(c, s)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, names...)
+		}
+		return out, nil
+	case bson.D:
+		ix, err := indexByKeyPattern(c, x)
+		if err != nil {
+			return nil, err
+		}
+		if ix.IsID() {
+			return nil, mongoerr.New(mongoerr.InvalidOptions, "cannot drop _id index")
+		}
+		return []string{ix.Name}, nil
+	}
+	return nil, wrongType("dropIndexes", "index", v, "[string, object, array]")
+}
+
+func indexNamesByName(c *docstore.Collection, name string) ([]string, error) {
+	if name == "*" {
+		var out []string
+		for _, ix := range c.Indexes()[1:] {
+			out = append(out, ix.Name)
+		}
+		return out, nil
+	}
+	if name == catalog.IDIndexName {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "cannot drop _id index")
+	}
+	if c.Meta().Index(name) == nil {
+		return nil, mongoerr.Newf(mongoerr.IndexNotFound, "index not found with name [%s]", name)
+	}
+	return []string{name}, nil
+}
+
+func indexByKeyPattern(c *docstore.Collection, key bson.D) (*catalog.Index, error) {
+	var found []*catalog.Index
+	meta := c.Meta()
+	for i := range meta.Indexes {
+		if bsonutil.Compare(meta.Indexes[i].KeyPattern(), key) == 0 {
+			found = append(found, &meta.Indexes[i])
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, mongoerr.Newf(mongoerr.IndexNotFound, "can't find index with key: %s", bsonutil.Format(key))
+	case 1:
+		return found[0], nil
+	}
+	return nil, mongoerr.Newf(mongoerr.AmbiguousIndexKeyPattern, "%d indexes found for key: %s, identify by name instead. Conflicting indexes: %s, %s", len(found), bsonutil.Format(key), bsonutil.Format(found[0].Spec), bsonutil.Format(found[1].Spec))
+}

@@ -1,0 +1,182 @@
+package commands
+
+import (
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/catalog"
+	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+)
+
+func cmdCollMod(h *Handler, r *request) (bson.D, error) {
+	name, err := collectionArg(r)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range r.body[1:] {
+		if !genericFields[e.Key] && e.Key != "index" {
+			return nil, mongoerr.Newf(mongoerr.InvalidOptions, "the collMod option '%s' is not supported by Mayfly", e.Key)
+		}
+	}
+	c := h.deps.Store.Collection(r.db, name)
+	if c == nil {
+		return nil, nsNotFound(r.db, name)
+	}
+	spec, err := optDoc(r, "index")
+	if err != nil || spec == nil {
+		return bson.D{}, err
+	}
+	return collModIndex(c, spec)
+}
+
+type indexMod struct {
+	ttl    any // new expireAfterSeconds, nil when absent
+	hidden *bool
+}
+
+func parseIndexMod(spec bson.D) (target any, mod indexMod, err error) {
+	name, hasName := lookup(spec, "name")
+	key, hasKey := lookup(spec, "keyPattern")
+	switch {
+	case hasName && hasKey:
+		return nil, mod, mongoerr.New(mongoerr.InvalidOptions, "Cannot specify both key pattern and name.")
+	case !hasName && !hasKey:
+		return nil, mod, mongoerr.New(mongoerr.InvalidOptions, "Must specify either index name or key pattern.")
+	}
+	target = name
+	if hasKey {
+		target = key
+	}
+	mod.ttl, _ = lookup(spec, "expireAfterSeconds")
+	if v, ok := lookup(spec, "hidden"); ok {
+		b, isBool := v.(bool)
+		if !isBool {
+			return nil, mod, wrongType("collMod", "index.hidden", v, "bool")
+		}
+		mod.hidden = &b
+	}
+	if _, unique := lookup(spec, "unique"); unique {
+		return nil, mod, mongoerr.New(mongoerr.InvalidOptions, "the collMod index option 'unique' is not supported by Mayfly")
+	}
+	if mod.ttl == nil && mod.hidden == nil {
+		return nil, mod, mongoerr.New(mongoerr.InvalidOptions, "no expireAfterSeconds, hidden, unique, or prepareUnique field")
+	}
+	return target, mod, nil
+}
+
+func collModIndex(c *docstore.Collection, spec bson.D) (bson.D, error) {
+	target, mod, err := parseIndexMod(spec)
+	if err != nil {
+		return nil, err
+	}
+	ix, err := findIndexForMod(c, target)
+	if err != nil {
+		return nil, err
+	}
+	var reply bson.D
+	err = c.ModifyIndex(ix.Name, func(ix *catalog.Index) error {
+		reply = nil
+		if mod.ttl != nil {
+			r, err := applyTTLMod(ix, mod.ttl)
+			if err != nil {
+				return err
+			}
+			reply = append(reply, r...)
+		}
+		if mod.hidden != nil {
+			r, err := applyHiddenMod(ix, *mod.hidden)
+			if err != nil {
+				return err
+			}
+			reply = append(reply, r...)
+		}
+		return nil
+	})
+	return reply, err
+}
+
+func findIndexForMod(c *docstore.Collection, target any) (*catalog.Index, error) {
+	meta := c.Meta()
+	switch t := target.(type) {
+	case string:
+		if ix := meta.Index(t); ix != nil {
+			return ix, nil
+		}
+		return nil, mongoerr.Newf(mongoerr.IndexNotFound, "cannot find index %s for ns %s", t, meta.Namespace())
+	case bson.D:
+		var found []*catalog.Index
+		for i := range meta.Indexes {
+			if bsonutil.Compare(meta.Indexes[i].KeyPattern(), t) == 0 {
+				found = append(found, &meta.Indexes[i])
+			}
+		}
+		if len(found) == 1 {
+			return found[0], nil
+		}
+		if len(found) > 1 {
+			return nil, mongoerr.Newf(mongoerr.AmbiguousIndexKeyPattern, "index keyPattern %s matches %d indexes, must use index name. Conflicting indexes: %s, %s", bsonutil.Format(t), len(found), bsonutil.Format(found[0].Spec), bsonutil.Format(found[1].Spec))
+		}
+		return nil, mongoerr.Newf(mongoerr.IndexNotFound, "cannot find index %s for ns %s", bsonutil.Format(t), meta.Namespace())
+	}
+	return nil, mongoerr.Newf(mongoerr.TypeMismatch, "index name or key pattern has the wrong type %s", bsonutil.TypeName(target))
+}
+
+func applyTTLMod(ix *catalog.Index, v any) (bson.D, error) {
+	if ix.IsID() {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "the _id field does not support TTL indexes")
+	}
+	if len(ix.Fields) != 1 {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "TTL indexes are single-field indexes, compound indexes do not support TTL")
+	}
+	secs, err := catalog.ValidateExpireAfterSeconds(v)
+	if err != nil {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, mongoerr.As(err).Msg)
+	}
+	var reply bson.D
+	if ix.TTL {
+		reply = append(reply, bson.E{Key: "expireAfterSeconds_old", Value: ix.ExpireAfter})
+	}
+	reply = append(reply, bson.E{Key: "expireAfterSeconds_new", Value: secs})
+	ix.TTL, ix.ExpireAfter = true, secs
+	ix.Spec = setSpecField(ix.Spec, "expireAfterSeconds", int32(secs))
+	return reply, nil
+}
+
+func applyHiddenMod(ix *catalog.Index, hidden bool) (bson.D, error) {
+	if ix.IsID() && hidden {
+		return nil, mongoerr.New(mongoerr.BadValue, "can't hide _id index")
+	}
+	if ix.Hidden == hidden {
+		return nil, nil
+	}
+	reply := bson.D{{Key: "hidden_old", Value: ix.Hidden}, {Key: "hidden_new", Value: hidden}}
+	ix.Hidden = hidden
+	if hidden {
+		ix.Spec = setSpecField(ix.Spec, "hidden", true)
+	} else {
+		ix.Spec = removeSpecField(ix.Spec, "hidden")
+	}
+	return reply, nil
+}
+
+func setSpecField(spec bson.D, key string, v any) bson.D {
+	out := append(bson.D(nil), spec...)
+	for i := range out {
+		if out[i].Key == key {
+			out[i].Value = v
+			return out
+		}
+	}
+	return append(out, bson.E{Key: key, Value: v})
+}
+
+func removeSpecField(spec bson.D, key string) bson.D {
+	out := make(bson.D, 0, len(spec))
+	for _, e := range spec {
+		if e.Key != key {
+			out = append(out, e)
+		}
+	}
+	return out
+}

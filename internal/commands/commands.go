@@ -1,0 +1,192 @@
+// Package commands implements MongoDB's commands over the docstore: the
+// command table, the fields every command may carry, and one handler per
+// command that parses its arguments, calls the store and builds MongoDB's
+// reply shape.
+package commands
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/clock"
+	"github.com/mayflydb/mayfly/internal/cursor"
+	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/server"
+)
+
+// Deps are what the handlers need from the rest of the server.
+type Deps struct {
+	Store   *docstore.Store
+	Cursors *cursor.Registry
+	Clock   clock.Clock
+	Logger  *slog.Logger
+	Params  *Params
+	// Argv is the command line, for getCmdLineOpts.
+	Argv []string
+	// Parsed is the effective configuration, for getCmdLineOpts.
+	Parsed bson.D
+	// ServerStats reports connection counts; may be nil in tests.
+	ServerStats func() server.Stats
+	// TTLStats reports the TTL monitor's counters; may be nil.
+	TTLStats func() TTLStats
+}
+
+// TTLStats are serverStatus().metrics.ttl.
+type TTLStats struct {
+	Passes, SubPasses, DeletedDocuments, DeletedKeys int64
+}
+
+// Handler runs commands; it implements server.Handler.
+type Handler struct {
+	deps      Deps
+	table     map[string]command
+	started   time.Time
+	processID bson.ObjectID
+	opCounts  opCounters
+}
+
+type opCounters struct {
+	insert, query, update, delete, getmore, command atomic.Int64
+}
+
+// request is one command invocation.
+type request struct {
+	ctx  context.Context
+	conn *server.Conn
+	db   string
+	name string
+	body bson.D
+}
+
+type command struct {
+	run func(h *Handler, r *request) (bson.D, error)
+	// counter is the opcounters field the command counts under.
+	counter func(*opCounters) *atomic.Int64
+}
+
+// New returns a Handler with the full command table.
+func New(deps Deps) *Handler {
+	if deps.Clock == nil {
+		deps.Clock = clock.Real{}
+	}
+	if deps.Logger == nil {
+		deps.Logger = slog.Default()
+	}
+	if deps.Params == nil {
+		deps.Params = NewParams()
+	}
+	h := &Handler{deps: deps, started: deps.Clock.Now(), processID: bson.NewObjectID()}
+	h.table = buildTable()
+	return h
+}
+
+// register adds a command; a duplicate name is a wiring bug, caught at start.
+func register(t map[string]command, name string, run func(h *Handler, r *request) (bson.D, error)) {
+	if _, dup := t[name]; dup {
+		panic("commands: duplicate registration of " + name)
+	}
+	t[name] = command{run: run}
+}
+
+// Handle runs one command and returns its reply document.
+func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Command) bson.D {
+	r := &request{ctx: ctx, conn: c, db: cmd.DB, name: cmd.Name, body: cmd.Body}
+	entry, ok := h.table[cmd.Name]
+	if !ok {
+		h.opCounts.command.Add(1)
+		return mongoerr.Reply(mongoerr.Newf(mongoerr.CommandNotFound, "no such command: '%s'", cmd.Name))
+	}
+	h.count(cmd.Name)
+	reply, err := h.run(entry, r)
+	if err != nil {
+		return mongoerr.Reply(err)
+	}
+	return append(reply, bson.E{Key: "ok", Value: 1.0})
+}
+
+func (h *Handler) run(entry command, r *request) (bson.D, error) {
+	if r.db == "" {
+		return nil, mongoerr.New(mongoerr.Location40414, "BSON field '$db' is missing but a required field")
+	}
+	if err := checkGeneric(r); err != nil {
+		return nil, err
+	}
+	ctx, cancel, err := withMaxTime(r)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	r.ctx = ctx
+	return entry.run(h, r)
+}
+
+func (h *Handler) count(name string) {
+	switch name {
+	case "insert":
+		h.opCounts.insert.Add(1)
+	case "find":
+		h.opCounts.query.Add(1)
+	case "update":
+		h.opCounts.update.Add(1)
+	case "delete":
+		h.opCounts.delete.Add(1)
+	case "getMore":
+		h.opCounts.getmore.Add(1)
+	default:
+		h.opCounts.command.Add(1)
+	}
+}
+
+// withMaxTime applies maxTimeMS to the command's context.
+func withMaxTime(r *request) (context.Context, context.CancelFunc, error) {
+	v, ok := lookup(r.body, "maxTimeMS")
+	if !ok {
+		return r.ctx, func() {}, nil
+	}
+	ms, err := toInt64(r.name, "maxTimeMS", v)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ms < 0 || ms > 2147483647 {
+		return nil, nil, mongoerr.Newf(mongoerr.BadValue, "%d value for maxTimeMS is out of range [0, 2147483647]", ms)
+	}
+	if ms == 0 {
+		return r.ctx, func() {}, nil
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, time.Duration(ms)*time.Millisecond)
+	return ctx, cancel, nil
+}
+
+// checkInterrupt turns an expired maxTimeMS into MongoDB's error.
+func checkInterrupt(ctx context.Context) error {
+	if ctx.Err() == nil {
+		return nil
+	}
+	if ctx.Err() == context.DeadlineExceeded {
+		return mongoerr.New(mongoerr.MaxTimeMSExpired, "operation exceeded time limit")
+	}
+	return mongoerr.New(mongoerr.Interrupted, "operation was interrupted")
+}
+
+// checkGeneric rejects generic fields whose features Mayfly lacks, instead
+// of silently ignoring them.
+func checkGeneric(r *request) error {
+	for _, e := range r.body {
+		switch e.Key {
+		case "startTransaction", "autocommit":
+			return mongoerr.New(mongoerr.IllegalOperation, "Transaction numbers are only allowed on a replica set member or mongos")
+		case "txnNumber":
+			return mongoerr.New(mongoerr.IllegalOperation, "Transaction numbers are only allowed on a replica set member or mongos")
+		}
+	}
+	return nil
+}
+
+// SetServerStats connects serverStatus to the network server's counters
+// once the server exists.
+func (h *Handler) SetServerStats(f func() server.Stats) { h.deps.ServerStats = f }

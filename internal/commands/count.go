@@ -1,0 +1,179 @@
+package commands
+
+import (
+	"sort"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/query"
+)
+
+func cmdCount(h *Handler, r *request) (bson.D, error) {
+	name, err := collectionArg(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFields(r, "query", "limit", "skip", "hint", "collation", "fields", "readConcern"); err != nil {
+		return nil, err
+	}
+	if err := checkCollation(r.body); err != nil {
+		return nil, err
+	}
+	q, err := optDoc(r, "query")
+	if err != nil {
+		return nil, err
+	}
+	skip, err := optInt(r, "skip", 0)
+	if err != nil {
+		return nil, err
+	}
+	limit, err := countLimit(r)
+	if err != nil {
+		return nil, err
+	}
+	hint, _ := lookup(r.body, "hint")
+	n, err := h.countDocs(r, name, q, hint)
+	if err != nil {
+		return nil, err
+	}
+	n = max(n-skip, 0)
+	if limit > 0 && n > limit {
+		n = limit
+	}
+	return bson.D{{Key: "n", Value: int32(n)}}, nil
+}
+
+// countLimit reads count's limit; a negative limit counts like a positive
+// one, as in MongoDB.
+func countLimit(r *request) (int64, error) {
+	v, ok := lookup(r.body, "limit")
+	if !ok || v == nil {
+		return 0, nil
+	}
+	n, err := toInt64(r.name, "limit", v)
+	if n < 0 {
+		n = -n
+	}
+	return n, err
+}
+
+func (h *Handler) countDocs(r *request, coll string, q bson.D, hint any) (int64, error) {
+	c := h.deps.Store.Collection(r.db, coll)
+	if c == nil {
+		return 0, nil
+	}
+	if len(q) == 0 && hint == nil && !(h.deps.Store.ExactExpiry() && c.HasTTL()) {
+		return c.Count(), nil
+	}
+	f, err := query.NewFilter(q)
+	if err != nil {
+		return 0, err
+	}
+	plan, err := c.PlanQuery(f, hint)
+	if err != nil {
+		return 0, err
+	}
+	it := c.Scan(plan, f)
+	defer it.Close()
+	var n int64
+	for {
+		if n%1024 == 0 {
+			if err := checkInterrupt(r.ctx); err != nil {
+				return 0, err
+			}
+		}
+		_, ok, err := it.Next()
+		if err != nil || !ok {
+			return n, err
+		}
+		n++
+	}
+}
+
+func cmdDistinct(h *Handler, r *request) (bson.D, error) {
+	name, err := collectionArg(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFields(r, "key", "query", "collation", "hint"); err != nil {
+		return nil, err
+	}
+	if err := checkCollation(r.body); err != nil {
+		return nil, err
+	}
+	kv, _ := lookup(r.body, "key")
+	key, ok := kv.(string)
+	if !ok {
+		return nil, wrongType(r.name, "key", kv, "string")
+	}
+	if key == "" {
+		return nil, mongoerr.New(mongoerr.Code(40352), "FieldPath cannot be constructed with empty string")
+	}
+	q, err := optDoc(r, "query")
+	if err != nil {
+		return nil, err
+	}
+	hint, _ := lookup(r.body, "hint")
+	values, err := h.distinctValues(r, name, key, q, hint)
+	if err != nil {
+		return nil, err
+	}
+	return bson.D{{Key: "values", Value: values}}, nil
+}
+
+func (h *Handler) distinctValues(r *request, coll, key string, q bson.D, hint any) (bson.A, error) {
+	c := h.deps.Store.Collection(r.db, coll)
+	if c == nil {
+		return bson.A{}, nil
+	}
+	f, err := query.NewFilter(q)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := c.PlanQuery(f, hint)
+	if err != nil {
+		return nil, err
+	}
+	it := c.Scan(plan, f)
+	defer it.Close()
+	var vals []any
+	for {
+		d, ok, err := it.Next()
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		vals = append(vals, distinctOf(d, key)...)
+	}
+	return dedupeSorted(vals), nil
+}
+
+// distinctOf returns the values a document contributes: array elements
+// one by one, as MongoDB's distinct does.
+func distinctOf(d bson.D, key string) []any {
+	var out []any
+	for _, v := range bsonutil.PathValues(d, key) {
+		if a, ok := v.(bson.A); ok {
+			out = append(out, a...)
+			continue
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func dedupeSorted(vals []any) bson.A {
+	sort.SliceStable(vals, func(i, j int) bool { return bsonutil.Compare(vals[i], vals[j]) < 0 })
+	out := bson.A{}
+	for i, v := range vals {
+		if i > 0 && bsonutil.Equal(vals[i-1], v) {
+			continue
+		}
+		out = append(out, v)
+	}
+	return out
+}

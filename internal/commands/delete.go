@@ -1,0 +1,99 @@
+package commands
+
+import (
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/query"
+)
+
+var deleteStmtFields = []string{"q", "limit", "hint", "collation"}
+
+func cmdDelete(h *Handler, r *request) (bson.D, error) {
+	a, stmts, err := parseWriteArgs(r, "deletes")
+	if err != nil {
+		return nil, err
+	}
+	var res writeResult
+	for i, s := range stmts {
+		n, err := h.deleteStatement(r, a, s)
+		res.n += n
+		if err != nil {
+			res.fail(i, err)
+			if a.ordered {
+				break
+			}
+		}
+	}
+	return res.reply(false), nil
+}
+
+func (h *Handler) deleteStatement(r *request, a writeArgs, s bson.D) (int64, error) {
+	if err := checkInterrupt(r.ctx); err != nil {
+		return 0, err
+	}
+	f, limit, hint, err := parseDeleteStmt(s)
+	if err != nil {
+		return 0, err
+	}
+	c := h.deps.Store.Collection(r.db, a.coll)
+	if c == nil {
+		return 0, nil
+	}
+	ids, err := matchingIDs(r, c, f, hint, limit)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, id := range ids {
+		removed, err := removeIfMatches(c, id, f, a.opt)
+		if err != nil {
+			return n, err
+		}
+		if removed {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func parseDeleteStmt(s bson.D) (*query.Filter, int, any, error) {
+	for _, e := range s {
+		if !contains(deleteStmtFields, e.Key) {
+			return nil, 0, nil, mongoerr.Newf(mongoerr.Location40415, "BSON field 'delete.deletes.%s' is an unknown field.", e.Key)
+		}
+	}
+	if err := checkCollation(s); err != nil {
+		return nil, 0, nil, err
+	}
+	q, _ := lookup(s, "q")
+	qd, ok := q.(bson.D)
+	if !ok {
+		return nil, 0, nil, mongoerr.New(mongoerr.Location40414, "BSON field 'delete.deletes.q' is missing but a required field")
+	}
+	lv, ok := lookup(s, "limit")
+	if !ok {
+		return nil, 0, nil, mongoerr.New(mongoerr.Location40414, "BSON field 'delete.deletes.limit' is missing but a required field")
+	}
+	limit := bsonutil.ToFloat(lv)
+	if limit != 0 && limit != 1 {
+		return nil, 0, nil, mongoerr.Newf(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %s", bsonutil.Format(lv))
+	}
+	f, err := query.NewFilter(qd)
+	hint, _ := lookup(s, "hint")
+	return f, int(limit), hint, err
+}
+
+func removeIfMatches(c *docstore.Collection, id any, f *query.Filter, opt docstore.WriteOptions) (bool, error) {
+	removed := false
+	_, err := c.Modify(id, opt, func(doc bson.D) (docstore.Change, error) {
+		if doc == nil || !f.Match(doc) {
+			return docstore.Change{}, nil
+		}
+		removed = true
+		return docstore.Change{Kind: docstore.Remove}, nil
+	})
+	return removed, err
+}

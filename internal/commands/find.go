@@ -1,0 +1,316 @@
+package commands
+
+import (
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/cursor"
+	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/query"
+)
+
+// sortMemoryLimit is MongoDB's internalQueryMaxBlockingSortMemoryUsageBytes.
+const sortMemoryLimit = 100 * 1024 * 1024
+
+type findArgs struct {
+	coll        string
+	filter      *query.Filter
+	sort        *query.Sort
+	projection  *query.Projection
+	skip, limit int64
+	batchSize   int64
+	singleBatch bool
+	hint        any
+	allowDisk   bool
+}
+
+var findFields = []string{
+	"filter", "sort", "projection", "skip", "limit", "batchSize", "singleBatch", "hint",
+	"allowDiskUse", "collation", "let", "noCursorTimeout", "allowPartialResults", "readOnce",
+	"tailable", "awaitData", "oplogReplay", "min", "max", "returnKey", "showRecordId", "explain",
+	"isCountCommand"}
+
+// findUnsupported are find options for features Mayfly lacks.
+var findUnsupported = []string{"tailable", "awaitData", "oplogReplay", "min", "max", "returnKey", "showRecordId"}
+
+func parseFind(r *request) (*findArgs, error) {
+	a := &findArgs{}
+	var err error
+	if a.coll, err = collectionArg(r); err != nil {
+		return nil, err
+	}
+	if err = checkFields(r, findFields...); err != nil {
+		return nil, err
+	}
+	for _, name := range findUnsupported {
+		if v, ok := lookup(r.body, name); ok && v != false {
+			return nil, mongoerr.Newf(mongoerr.BadValue, "the find option '%s' is not supported by Mayfly", name)
+		}
+	}
+	if err = checkCollation(r.body); err != nil {
+		return nil, err
+	}
+	if err = a.parseShape(r); err != nil {
+		return nil, err
+	}
+	return a, a.parseCounts(r)
+}
+
+func (a *findArgs) parseShape(r *request) error {
+	f, err := optDoc(r, "filter")
+	if err != nil {
+		return err
+	}
+	if a.filter, err = query.NewFilter(f); err != nil {
+		return err
+	}
+	s, err := optDoc(r, "sort")
+	if err != nil {
+		return err
+	}
+	if len(s) > 0 {
+		if a.sort, err = query.NewSort(s); err != nil {
+			return err
+		}
+	}
+	p, err := optDoc(r, "projection")
+	if err != nil {
+		return err
+	}
+	if len(p) > 0 {
+		if a.projection, err = query.NewProjection(p); err != nil {
+			return err
+		}
+	}
+	a.hint, _ = lookup(r.body, "hint")
+	return nil
+}
+
+func (a *findArgs) parseCounts(r *request) error {
+	var err error
+	if a.skip, err = optInt(r, "skip", 0); err != nil {
+		return err
+	}
+	if a.limit, err = optInt(r, "limit", 0); err != nil {
+		return err
+	}
+	bs, _ := lookup(r.body, "batchSize")
+	if a.batchSize, err = batchSizeArg(r, bs, "batchSize"); err != nil {
+		return err
+	}
+	if a.singleBatch, err = optBool(r, "singleBatch"); err != nil {
+		return err
+	}
+	a.allowDisk, err = optBool(r, "allowDiskUse")
+	return err
+}
+
+func cmdFind(h *Handler, r *request) (bson.D, error) {
+	a, err := parseFind(r)
+	if err != nil {
+		return nil, err
+	}
+	ns := r.db + "." + a.coll
+	c := h.deps.Store.Collection(r.db, a.coll)
+	if c == nil {
+		return cursorDoc(0, ns, "firstBatch", bson.A{}), nil
+	}
+	src, err := h.findSource(r, c, a)
+	if err != nil {
+		return nil, err
+	}
+	return h.cursorReply(ns, src, a.batchSize, a.singleBatch)
+}
+
+// findSource chains scan → sort → skip → limit → projection.
+func (h *Handler) findSource(r *request, c *docstore.Collection, a *findArgs) (cursor.Source, error) {
+	plan, err := c.PlanQuery(a.filter, a.hint)
+	if err != nil {
+		return nil, err
+	}
+	var src cursor.Source = c.Scan(plan, a.filter)
+	if a.sort != nil {
+		docs, err := drainLimited(r, src, a.allowDisk)
+		_ = src.Close()
+		if err != nil {
+			return nil, err
+		}
+		a.sort.Sort(docs)
+		src = &sliceSource{docs: docs}
+	}
+	src = &skipLimit{src: src, skip: a.skip, limit: a.limit}
+	if a.projection != nil {
+		src = &projectSource{src: src, p: a.projection, f: a.filter}
+	}
+	return src, nil
+}
+
+// drainLimited reads a source into memory for a blocking sort, failing as
+// MongoDB does past 100 MiB unless disk use was allowed (Mayfly then keeps
+// sorting in memory).
+func drainLimited(r *request, src cursor.Source, allowDisk bool) ([]bson.D, error) {
+	var docs []bson.D
+	size := 0
+	for {
+		if err := checkInterrupt(r.ctx); err != nil {
+			return nil, err
+		}
+		d, ok, err := src.Next()
+		if err != nil || !ok {
+			return docs, err
+		}
+		size += approxSize(d)
+		if size > sortMemoryLimit && !allowDisk {
+			return nil, mongoerr.Newf(mongoerr.QueryExceededMemoryLimitNoDiskUseAllowed, "Executor error during find command :: caused by :: Sort exceeded memory limit of %d bytes, but did not opt in to external sorting.", sortMemoryLimit)
+		}
+		docs = append(docs, d)
+	}
+}
+
+// approxSize estimates a document's BSON size without encoding it.
+func approxSize(d bson.D) int {
+	n := 5
+	for _, e := range d {
+		n += 2 + len(e.Key) + approxValueSize(e.Value)
+	}
+	return n
+}
+
+func approxValueSize(v any) int {
+	switch x := v.(type) {
+	case string:
+		return 5 + len(x)
+	case bson.D:
+		return approxSize(x)
+	case bson.A:
+		n := 5
+		for _, e := range x {
+			n += 4 + approxValueSize(e)
+		}
+		return n
+	case bson.Binary:
+		return 5 + len(x.Data)
+	}
+	return 8
+}
+
+type skipLimit struct {
+	src         cursor.Source
+	skip, limit int64
+	returned    int64
+}
+
+func (s *skipLimit) Next() (bson.D, bool, error) {
+	for ; s.skip > 0; s.skip-- {
+		if _, ok, err := s.src.Next(); !ok || err != nil {
+			return nil, false, err
+		}
+	}
+	if s.limit > 0 && s.returned >= s.limit {
+		return nil, false, nil
+	}
+	d, ok, err := s.src.Next()
+	if ok {
+		s.returned++
+	}
+	return d, ok, err
+}
+
+func (s *skipLimit) Close() error { return s.src.Close() }
+
+type projectSource struct {
+	src cursor.Source
+	p   *query.Projection
+	f   *query.Filter
+}
+
+func (s *projectSource) Next() (bson.D, bool, error) {
+	d, ok, err := s.src.Next()
+	if !ok || err != nil {
+		return nil, ok, err
+	}
+	_, pos := s.f.MatchPositional(d)
+	out, err := s.p.Apply(d, pos)
+	return out, err == nil, err
+}
+
+func (s *projectSource) Close() error { return s.src.Close() }
+
+func cmdGetMore(h *Handler, r *request) (bson.D, error) {
+	id, ok := r.body[0].Value.(int64)
+	if !ok {
+		return nil, wrongType(r.name, "getMore", r.body[0].Value, "long")
+	}
+	if err := checkFields(r, "collection", "batchSize", "term", "lastKnownCommittedOpTime"); err != nil {
+		return nil, err
+	}
+	collV, _ := lookup(r.body, "collection")
+	coll, ok := collV.(string)
+	if !ok {
+		return nil, wrongType(r.name, "collection", collV, "string")
+	}
+	n := int64(-1)
+	if v, ok := lookup(r.body, "batchSize"); ok {
+		bs, err := batchSizeArg(r, v, "batchSize")
+		if err != nil {
+			return nil, err
+		}
+		if bs > 0 {
+			n = bs
+		}
+	}
+	return h.getMore(r, id, r.db+"."+coll, n)
+}
+
+func (h *Handler) getMore(r *request, id int64, ns string, n int64) (bson.D, error) {
+	c, ok := h.deps.Cursors.Checkout(id)
+	if !ok {
+		return nil, mongoerr.Newf(mongoerr.CursorNotFound, "cursor id %d not found", id)
+	}
+	if c.NS != ns {
+		h.deps.Cursors.Checkin(c)
+		return nil, mongoerr.Newf(mongoerr.Unauthorized, "Requested getMore on namespace '%s', but cursor belongs to a different namespace %s", ns, c.NS)
+	}
+	src := c.Source.(*peekSource)
+	batch, err := fillBatch(src, n)
+	if err != nil {
+		h.deps.Cursors.Remove(id)
+		return nil, err
+	}
+	more, err := src.more()
+	if err != nil || !more {
+		h.deps.Cursors.Remove(id)
+		return cursorDoc(0, ns, "nextBatch", batch), err
+	}
+	h.deps.Cursors.Checkin(c)
+	return cursorDoc(id, ns, "nextBatch", batch), nil
+}
+
+func cmdKillCursors(h *Handler, r *request) (bson.D, error) {
+	if _, err := collectionArg(r); err != nil {
+		return nil, err
+	}
+	v, _ := lookup(r.body, "cursors")
+	ids, ok := v.(bson.A)
+	if !ok {
+		return nil, wrongType(r.name, "cursors", v, "array")
+	}
+	killed, notFound := bson.A{}, bson.A{}
+	for _, x := range ids {
+		id, ok := x.(int64)
+		if !ok {
+			return nil, wrongType(r.name, "cursors", x, "long")
+		}
+		if h.deps.Cursors.Remove(id) {
+			killed = append(killed, id)
+		} else {
+			notFound = append(notFound, id)
+		}
+	}
+	return bson.D{
+		{Key: "cursorsKilled", Value: killed},
+		{Key: "cursorsNotFound", Value: notFound},
+		{Key: "cursorsAlive", Value: bson.A{}},
+		{Key: "cursorsUnknown", Value: bson.A{}},
+	}, nil
+}

@@ -1,0 +1,240 @@
+package commands
+
+import (
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/query"
+)
+
+// famRetries bounds how often findAndModify looks again when the document
+// it found changed before it could take the write lock.
+const famRetries = 10
+
+type famArgs struct {
+	coll      string
+	filter    *query.Filter
+	sort      *query.Sort
+	fields    *query.Projection
+	remove    bool
+	mod       modifier
+	returnNew bool
+	upsert    bool
+	hint      any
+	opt       docstore.WriteOptions
+}
+
+var famFields = []string{"query", "sort", "remove", "update", "new", "fields", "upsert", "arrayFilters", "hint", "collation", "bypassDocumentValidation", "let"}
+
+func parseFAM(r *request) (*famArgs, error) {
+	a := &famArgs{}
+	var err error
+	if a.coll, err = collectionArg(r); err != nil {
+		return nil, err
+	}
+	if err = checkFields(r, famFields...); err != nil {
+		return nil, err
+	}
+	if err = checkCollation(r.body); err != nil {
+		return nil, err
+	}
+	if err = a.parseQueryParts(r); err != nil {
+		return nil, err
+	}
+	if err = a.parseFlags(r); err != nil {
+		return nil, err
+	}
+	a.opt.Sync, err = syncRequested(r)
+	return a, err
+}
+
+func (a *famArgs) parseQueryParts(r *request) error {
+	q, err := optDoc(r, "query")
+	if err != nil {
+		return err
+	}
+	if a.filter, err = query.NewFilter(q); err != nil {
+		return err
+	}
+	if s, err := optDoc(r, "sort"); err != nil {
+		return err
+	} else if len(s) > 0 {
+		if a.sort, err = query.NewSort(s); err != nil {
+			return err
+		}
+	}
+	if p, err := optDoc(r, "fields"); err != nil {
+		return err
+	} else if len(p) > 0 {
+		if a.fields, err = query.NewProjection(p); err != nil {
+			return err
+		}
+	}
+	a.hint, _ = lookup(r.body, "hint")
+	return nil
+}
+
+func (a *famArgs) parseFlags(r *request) error {
+	var err error
+	if a.remove, err = optBool(r, "remove"); err != nil {
+		return err
+	}
+	if a.returnNew, err = optBool(r, "new"); err != nil {
+		return err
+	}
+	if a.upsert, err = optBool(r, "upsert"); err != nil {
+		return err
+	}
+	u, hasUpdate := lookup(r.body, "update")
+	switch {
+	case a.remove && hasUpdate:
+		return mongoerr.New(mongoerr.FailedToParse, "Cannot specify both an update and remove=true")
+	case !a.remove && !hasUpdate:
+		return mongoerr.New(mongoerr.FailedToParse, "Either an update or remove=true must be specified")
+	case a.remove && a.upsert:
+		return mongoerr.New(mongoerr.FailedToParse, "Cannot specify both upsert=true and remove=true ")
+	case a.remove && a.returnNew:
+		return mongoerr.New(mongoerr.FailedToParse, "Cannot specify both new=true and remove=true; 'remove' always returns the deleted document")
+	}
+	if a.remove {
+		return nil
+	}
+	var filters []bson.D
+	if v, ok := lookup(r.body, "arrayFilters"); ok {
+		if filters, err = docArray(r.name, "arrayFilters", v); err != nil {
+			return err
+		}
+	}
+	a.mod, err = parseModifier(u, filters)
+	return err
+}
+
+func cmdFindAndModify(h *Handler, r *request) (bson.D, error) {
+	a, err := parseFAM(r)
+	if err != nil {
+		return nil, err
+	}
+	if c := h.deps.Store.Collection(r.db, a.coll); c != nil {
+		for try := 0; try < famRetries; try++ {
+			reply, done, err := h.famOnce(r, c, a)
+			if err != nil || done {
+				return reply, err
+			}
+		}
+	}
+	if !a.upsert {
+		return famReply(bson.D{{Key: "n", Value: int32(0)}}, nil), nil
+	}
+	return h.famUpsert(r, a)
+}
+
+// famOnce finds the first matching document and modifies it if it still
+// matches under the lock. done is false when nothing matched (then the
+// caller upserts) or when it must look again.
+func (h *Handler) famOnce(r *request, c *docstore.Collection, a *famArgs) (bson.D, bool, error) {
+	target, err := h.famTarget(r, c, a)
+	if err != nil || target == nil {
+		return nil, err != nil, err
+	}
+	id, _ := lookup(target, "_id")
+	var before, after bson.D
+	matched := false
+	_, err = c.Modify(id, a.opt, func(doc bson.D) (docstore.Change, error) {
+		if doc == nil {
+			return docstore.Change{}, nil
+		}
+		ok, pos := a.filter.MatchPositional(doc)
+		if !ok {
+			return docstore.Change{}, nil
+		}
+		matched, before = true, doc
+		if a.remove {
+			return docstore.Change{Kind: docstore.Remove}, nil
+		}
+		next, changed, err := a.mod.apply(doc, pos, false, h.deps.Clock.Now())
+		if err != nil {
+			return docstore.Change{}, err
+		}
+		after = doc
+		if changed {
+			after = next
+			return docstore.Change{Kind: docstore.Replace, Doc: next}, nil
+		}
+		return docstore.Change{}, nil
+	})
+	if err != nil || !matched {
+		return nil, err != nil, err
+	}
+	return h.famResult(a, before, after)
+}
+
+func (h *Handler) famResult(a *famArgs, before, after bson.D) (bson.D, bool, error) {
+	if a.remove {
+		v, err := a.project(before)
+		return famReply(bson.D{{Key: "n", Value: int32(1)}}, v), true, err
+	}
+	doc := before
+	if a.returnNew {
+		doc = after
+	}
+	v, err := a.project(doc)
+	leo := bson.D{{Key: "n", Value: int32(1)}, {Key: "updatedExisting", Value: true}}
+	return famReply(leo, v), true, err
+}
+
+func (h *Handler) famTarget(r *request, c *docstore.Collection, a *famArgs) (bson.D, error) {
+	plan, err := c.PlanQuery(a.filter, a.hint)
+	if err != nil {
+		return nil, err
+	}
+	it := c.Scan(plan, a.filter)
+	defer it.Close()
+	if a.sort == nil {
+		d, _, err := it.Next()
+		return d, err
+	}
+	docs, err := drainLimited(r, it, false)
+	if err != nil || len(docs) == 0 {
+		return nil, err
+	}
+	a.sort.Sort(docs)
+	return docs[0], nil
+}
+
+func (a *famArgs) project(doc bson.D) (any, error) {
+	if doc == nil {
+		return nil, nil
+	}
+	if a.fields == nil {
+		return doc, nil
+	}
+	return a.fields.Apply(doc, -1)
+}
+
+func (h *Handler) famUpsert(r *request, a *famArgs) (bson.D, error) {
+	doc, err := upsertDoc(a.filter, a.mod, h.deps.Clock.Now())
+	if err != nil {
+		return nil, err
+	}
+	c, _, err := h.deps.Store.GetOrCreate(r.db, a.coll)
+	if err != nil {
+		return nil, err
+	}
+	if err := insertOne(c, doc, a.opt); err != nil {
+		return nil, err
+	}
+	id, _ := lookup(doc, "_id")
+	leo := bson.D{{Key: "n", Value: int32(1)}, {Key: "updatedExisting", Value: false}, {Key: "upserted", Value: id}}
+	var v any
+	if a.returnNew {
+		if v, err = a.project(doc); err != nil {
+			return nil, err
+		}
+	}
+	return famReply(leo, v), nil
+}
+
+func famReply(leo bson.D, value any) bson.D {
+	return bson.D{{Key: "lastErrorObject", Value: leo}, {Key: "value", Value: value}}
+}

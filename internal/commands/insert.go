@@ -1,0 +1,142 @@
+package commands
+
+import (
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/wire"
+)
+
+// writeResult accumulates a write command's reply.
+type writeResult struct {
+	n, nModified int64
+	upserted     bson.A
+	errors       bson.A
+}
+
+func (w *writeResult) fail(i int, err error) {
+	w.errors = append(w.errors, mongoerr.WriteError(i, err))
+}
+
+func (w *writeResult) reply(withModified bool) bson.D {
+	out := bson.D{{Key: "n", Value: int32(w.n)}}
+	if withModified {
+		if len(w.upserted) > 0 {
+			out = append(out, bson.E{Key: "upserted", Value: w.upserted})
+		}
+		out = append(out, bson.E{Key: "nModified", Value: int32(w.nModified)})
+	}
+	if len(w.errors) > 0 {
+		out = append(out, bson.E{Key: "writeErrors", Value: w.errors})
+	}
+	return out
+}
+
+// statements reads a write command's array of statements and checks
+// MongoDB's batch size limits.
+func statements(r *request, field string) ([]bson.D, error) {
+	v, ok := lookup(r.body, field)
+	if !ok {
+		return nil, mongoerr.Newf(mongoerr.Location40414, "BSON field '%s.%s' is missing but a required field", r.name, field)
+	}
+	docs, err := docArray(r.name, field, v)
+	if err != nil {
+		return nil, err
+	}
+	if len(docs) == 0 || len(docs) > wire.MaxWriteBatchSize {
+		return nil, mongoerr.Newf(mongoerr.InvalidLength, "Write batch sizes must be between 1 and %d. Got %d operations.", wire.MaxWriteBatchSize, len(docs))
+	}
+	return docs, nil
+}
+
+func orderedArg(r *request) (bool, error) {
+	v, ok := lookup(r.body, "ordered")
+	if !ok {
+		return true, nil
+	}
+	b, isBool := v.(bool)
+	if !isBool {
+		return false, wrongType(r.name, "ordered", v, "bool")
+	}
+	return b, nil
+}
+
+// writeArgs are the arguments every write command shares.
+type writeArgs struct {
+	coll    string
+	ordered bool
+	opt     docstore.WriteOptions
+}
+
+func parseWriteArgs(r *request, field string, known ...string) (writeArgs, []bson.D, error) {
+	var a writeArgs
+	var err error
+	if a.coll, err = collectionArg(r); err != nil {
+		return a, nil, err
+	}
+	if err = checkFields(r, append(known, field, "ordered", "bypassDocumentValidation", "let")...); err != nil {
+		return a, nil, err
+	}
+	if a.ordered, err = orderedArg(r); err != nil {
+		return a, nil, err
+	}
+	if a.opt.Sync, err = syncRequested(r); err != nil {
+		return a, nil, err
+	}
+	stmts, err := statements(r, field)
+	return a, stmts, err
+}
+
+func cmdInsert(h *Handler, r *request) (bson.D, error) {
+	a, docs, err := parseWriteArgs(r, "documents")
+	if err != nil {
+		return nil, err
+	}
+	c, _, err := h.deps.Store.GetOrCreate(r.db, a.coll)
+	if err != nil {
+		return nil, err
+	}
+	var res writeResult
+	for i, d := range docs {
+		if err := checkInterrupt(r.ctx); err != nil {
+			res.fail(i, err)
+			break
+		}
+		if err := insertOne(c, d, a.opt); err != nil {
+			res.fail(i, err)
+			if a.ordered {
+				break
+			}
+			continue
+		}
+		res.n++
+	}
+	return res.reply(false), nil
+}
+
+func insertOne(c *docstore.Collection, d bson.D, opt docstore.WriteOptions) error {
+	doc, err := docstore.PrepareInsert(d)
+	if err != nil {
+		return err
+	}
+	if err := checkStorableFields(doc); err != nil {
+		return err
+	}
+	return c.Insert(doc, opt)
+}
+
+// checkStorableFields rejects top-level field names MongoDB refuses to
+// store: operators ($-prefixed) other than the DBRef fields.
+func checkStorableFields(doc bson.D) error {
+	for _, e := range doc {
+		if len(e.Key) > 0 && e.Key[0] == '$' {
+			switch e.Key {
+			case "$ref", "$id", "$db":
+				continue
+			}
+			return mongoerr.Newf(mongoerr.DollarPrefixedFieldName, "Document can't have $ prefixed field names: %s", e.Key)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,334 @@
+package commands
+
+import (
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/aggregate"
+	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/query"
+	"github.com/mayflydb/mayfly/internal/update"
+)
+
+// modifier is an update in any of its three forms: operators, a
+// replacement document, or an aggregation pipeline.
+type modifier interface {
+	apply(doc bson.D, positional int, isInsert bool, now time.Time) (bson.D, bool, error)
+	replacement() bool
+}
+
+type opModifier struct{ u *update.Update }
+
+func (m opModifier) apply(doc bson.D, pos int, isInsert bool, now time.Time) (bson.D, bool, error) {
+	return m.u.Apply(doc, update.Context{Now: now, IsInsert: isInsert, Positional: pos})
+}
+
+func (m opModifier) replacement() bool { return m.u.IsReplacement() }
+
+type pipelineModifier struct{ p *aggregate.Pipeline }
+
+func (m pipelineModifier) replacement() bool { return false }
+
+func (m pipelineModifier) apply(doc bson.D, _ int, _ bool, now time.Time) (bson.D, bool, error) {
+	out, err := m.p.Run(&sliceSource{docs: []bson.D{doc}}, nilEnv{now: now})
+	if err != nil {
+		return nil, false, err
+	}
+	defer out.Close()
+	next, ok, err := out.Next()
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	oldID, _ := lookup(doc, "_id")
+	newID, hasID := lookup(next, "_id")
+	if !hasID {
+		next = append(bson.D{{Key: "_id", Value: oldID}}, next...)
+	} else if !bsonutil.Equal(oldID, newID) {
+		return nil, false, mongoerr.Newf(mongoerr.ImmutableField, "After applying the update, the (immutable) field '_id' was found to have been altered to _id: %s", bsonutil.Format(newID))
+	}
+	return next, bsonutil.Compare(doc, next) != 0, nil
+}
+
+// nilEnv serves pipelines that read no other collection.
+type nilEnv struct{ now time.Time }
+
+func (e nilEnv) Collection(name string) (aggregate.Iterator, error) {
+	return nil, mongoerr.New(mongoerr.InvalidPipelineOperator, "this pipeline cannot read other collections")
+}
+
+func (e nilEnv) CollStats(bson.D) (bson.D, error) {
+	return nil, mongoerr.New(mongoerr.Location40415, "$collStats is not allowed here")
+}
+
+func (e nilEnv) Now() time.Time { return e.now }
+
+// parseModifier reads u: an operator document, a replacement, or a
+// pipeline (array of stages).
+func parseModifier(u any, arrayFilters []bson.D) (modifier, error) {
+	switch x := u.(type) {
+	case bson.D:
+		parsed, err := update.Parse(x, arrayFilters)
+		if err != nil {
+			return nil, err
+		}
+		return opModifier{parsed}, nil
+	case bson.A:
+		if len(arrayFilters) > 0 {
+			return nil, mongoerr.New(mongoerr.FailedToParse, "arrayFilters may not be specified for pipeline-style updates")
+		}
+		p, err := aggregate.Parse(x, aggregate.Options{})
+		if err != nil {
+			return nil, err
+		}
+		return pipelineModifier{p}, nil
+	}
+	return nil, mongoerr.Newf(mongoerr.FailedToParse, "Update argument must be either an object or an array")
+}
+
+// updateStmt is one parsed statement of an update command.
+type updateStmt struct {
+	filter *query.Filter
+	mod    modifier
+	upsert bool
+	multi  bool
+	hint   any
+}
+
+var updateStmtFields = []string{"q", "u", "upsert", "multi", "arrayFilters", "hint", "collation", "c", "sort", "upsertSupplied"}
+
+func parseUpdateStmt(s bson.D) (*updateStmt, error) {
+	for _, e := range s {
+		if !contains(updateStmtFields, e.Key) {
+			return nil, mongoerr.Newf(mongoerr.Location40415, "BSON field 'update.updates.%s' is an unknown field.", e.Key)
+		}
+	}
+	if err := checkCollation(s); err != nil {
+		return nil, err
+	}
+	st := &updateStmt{}
+	q, _ := lookup(s, "q")
+	qd, ok := q.(bson.D)
+	if !ok {
+		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'update.updates.q' is missing but a required field")
+	}
+	var err error
+	if st.filter, err = query.NewFilter(qd); err != nil {
+		return nil, err
+	}
+	if err := st.parseFlags(s); err != nil {
+		return nil, err
+	}
+	return st, st.parseMod(s)
+}
+
+func (st *updateStmt) parseFlags(s bson.D) error {
+	for _, f := range []struct {
+		name string
+		dst  *bool
+	}{{"upsert", &st.upsert}, {"multi", &st.multi}} {
+		v, ok := lookup(s, f.name)
+		if !ok {
+			continue
+		}
+		b, isBool := v.(bool)
+		if !isBool {
+			return wrongType("update.updates", f.name, v, "bool")
+		}
+		*f.dst = b
+	}
+	st.hint, _ = lookup(s, "hint")
+	return nil
+}
+
+func (st *updateStmt) parseMod(s bson.D) error {
+	u, ok := lookup(s, "u")
+	if !ok {
+		return mongoerr.New(mongoerr.Location40414, "BSON field 'update.updates.u' is missing but a required field")
+	}
+	var filters []bson.D
+	if v, ok := lookup(s, "arrayFilters"); ok {
+		var err error
+		if filters, err = docArray("update.updates", "arrayFilters", v); err != nil {
+			return err
+		}
+	}
+	var err error
+	if st.mod, err = parseModifier(u, filters); err != nil {
+		return err
+	}
+	if st.multi && st.mod.replacement() {
+		return mongoerr.New(mongoerr.FailedToParse, "multi update is not supported for replacement-style update")
+	}
+	return nil
+}
+
+// checkCollation refuses non-simple collations rather than ignoring them.
+func checkCollation(d bson.D) error {
+	v, ok := lookup(d, "collation")
+	if !ok || v == nil {
+		return nil
+	}
+	if c, isDoc := v.(bson.D); isDoc && len(c) == 1 && c[0].Key == "locale" && c[0].Value == "simple" {
+		return nil
+	}
+	return mongoerr.New(mongoerr.BadValue, "collation is not supported by Mayfly")
+}
+
+func cmdUpdate(h *Handler, r *request) (bson.D, error) {
+	a, stmts, err := parseWriteArgs(r, "updates")
+	if err != nil {
+		return nil, err
+	}
+	var res writeResult
+	for i, s := range stmts {
+		if err := h.updateStatement(r, a, i, s, &res); err != nil {
+			res.fail(i, err)
+			if a.ordered {
+				break
+			}
+		}
+	}
+	return res.reply(true), nil
+}
+
+func (h *Handler) updateStatement(r *request, a writeArgs, i int, s bson.D, res *writeResult) error {
+	if err := checkInterrupt(r.ctx); err != nil {
+		return err
+	}
+	st, err := parseUpdateStmt(s)
+	if err != nil {
+		return err
+	}
+	if c := h.deps.Store.Collection(r.db, a.coll); c != nil {
+		n, modified, err := h.applyUpdates(r, c, st, a.opt)
+		res.n += n
+		res.nModified += modified
+		if err != nil || n > 0 || !st.upsert {
+			return err
+		}
+	}
+	if !st.upsert {
+		return nil
+	}
+	id, err := h.upsert(r.db, a.coll, st.filter, st.mod, a.opt)
+	if err != nil {
+		return err
+	}
+	res.n++
+	res.upserted = append(res.upserted, bson.D{{Key: "index", Value: int32(i)}, {Key: "_id", Value: id}})
+	return nil
+}
+
+// matchingIDs collects the _ids of documents matching f (at most limit,
+// 0 for all) before any is modified, so an update never sees its own
+// writes during the scan.
+func matchingIDs(r *request, c *docstore.Collection, f *query.Filter, hint any, limit int) ([]any, error) {
+	plan, err := c.PlanQuery(f, hint)
+	if err != nil {
+		return nil, err
+	}
+	it := c.Scan(plan, f)
+	defer it.Close()
+	var ids []any
+	for limit == 0 || len(ids) < limit {
+		if err := checkInterrupt(r.ctx); err != nil {
+			return nil, err
+		}
+		d, ok, err := it.Next()
+		if err != nil || !ok {
+			return ids, err
+		}
+		id, _ := lookup(d, "_id")
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+func (h *Handler) applyUpdates(r *request, c *docstore.Collection, st *updateStmt, opt docstore.WriteOptions) (n, modified int64, err error) {
+	limit := 1
+	if st.multi {
+		limit = 0
+	}
+	ids, err := matchingIDs(r, c, st.filter, st.hint, limit)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, id := range ids {
+		matched, changed, err := h.updateOne(c, id, st.filter, st.mod, opt)
+		if err != nil {
+			return n, modified, err
+		}
+		if matched {
+			n++
+		}
+		if changed {
+			modified++
+		}
+	}
+	return n, modified, nil
+}
+
+// updateOne re-checks the filter under the write lock and applies mod.
+func (h *Handler) updateOne(c *docstore.Collection, id any, f *query.Filter, mod modifier, opt docstore.WriteOptions) (matched, changed bool, err error) {
+	now := h.deps.Clock.Now()
+	_, err = c.Modify(id, opt, func(doc bson.D) (docstore.Change, error) {
+		if doc == nil {
+			return docstore.Change{}, nil
+		}
+		ok, pos := f.MatchPositional(doc)
+		if !ok {
+			return docstore.Change{}, nil
+		}
+		matched = true
+		next, ch, err := mod.apply(doc, pos, false, now)
+		if err != nil || !ch {
+			return docstore.Change{}, err
+		}
+		changed = true
+		return docstore.Change{Kind: docstore.Replace, Doc: next}, nil
+	})
+	return matched, changed, err
+}
+
+// upsert inserts the document an update builds when nothing matched.
+func (h *Handler) upsert(db, coll string, f *query.Filter, mod modifier, opt docstore.WriteOptions) (any, error) {
+	doc, err := upsertDoc(f, mod, h.deps.Clock.Now())
+	if err != nil {
+		return nil, err
+	}
+	c, _, err := h.deps.Store.GetOrCreate(db, coll)
+	if err != nil {
+		return nil, err
+	}
+	if err := insertOne(c, doc, opt); err != nil {
+		return nil, err
+	}
+	id, _ := lookup(doc, "_id")
+	return id, nil
+}
+
+func upsertDoc(f *query.Filter, mod modifier, now time.Time) (bson.D, error) {
+	seed, err := update.UpsertSeed(f.Equalities())
+	if err != nil {
+		return nil, err
+	}
+	if mod.replacement() {
+		seedID, hasSeedID := lookup(seed, "_id")
+		doc, _, err := mod.apply(bson.D{}, -1, true, now)
+		if err != nil {
+			return nil, err
+		}
+		if _, has := lookup(doc, "_id"); !has && hasSeedID {
+			doc = append(bson.D{{Key: "_id", Value: seedID}}, doc...)
+		}
+		return docstore.PrepareInsert(doc)
+	}
+	doc, _, err := mod.apply(seed, -1, true, now)
+	if err != nil {
+		return nil, err
+	}
+	return docstore.PrepareInsert(doc)
+}

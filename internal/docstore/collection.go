@@ -1,0 +1,137 @@
+package docstore
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/catalog"
+	"github.com/mayflydb/mayfly/internal/query"
+)
+
+// Collection is an open collection. Writes to one collection are
+// serialised by writeMu so unique checks and read-modify-write updates see
+// a stable state; reads never take it.
+type Collection struct {
+	store   *Store
+	writeMu sync.Mutex
+	state   atomic.Pointer[collState]
+	dropped atomic.Bool
+
+	count    atomic.Int64 // live documents
+	dataSize atomic.Int64 // bytes of BSON
+}
+
+// collState is an immutable view of the collection's definition; it is
+// swapped whole when an index is added, dropped or modified.
+type collState struct {
+	meta    *catalog.Collection
+	indexes []*indexState
+	ttl     []*indexState // ready TTL indexes, for expiry checks
+}
+
+type indexState struct {
+	def     *catalog.Index
+	prefix  []byte
+	partial *query.Filter
+}
+
+func newCollection(s *Store, meta *catalog.Collection) *Collection {
+	c := &Collection{store: s}
+	c.setMeta(meta)
+	return c
+}
+
+func (c *Collection) setMeta(meta *catalog.Collection) {
+	st := &collState{meta: meta}
+	for i := range meta.Indexes {
+		def := &meta.Indexes[i]
+		ix := &indexState{def: def, prefix: indexPrefix(meta.ID, def.ID)}
+		if def.Partial != nil {
+			// Validated at creation; a stored filter always compiles.
+			ix.partial, _ = query.NewFilter(def.Partial)
+		}
+		st.indexes = append(st.indexes, ix)
+		if def.TTL && def.Ready && len(def.Fields) == 1 {
+			st.ttl = append(st.ttl, ix)
+		}
+	}
+	c.state.Store(st)
+}
+
+func (c *Collection) meta() *catalog.Collection { return c.state.Load().meta }
+
+// Meta returns the collection's current definition (do not modify).
+func (c *Collection) Meta() *catalog.Collection { return c.meta() }
+
+// Namespace returns "db.name".
+func (c *Collection) Namespace() string { return c.meta().Namespace() }
+
+// Count returns the number of stored documents (expired ones included
+// until they are deleted).
+func (c *Collection) Count() int64 { return c.count.Load() }
+
+// DataSize returns the total BSON size of stored documents.
+func (c *Collection) DataSize() int64 { return c.dataSize.Load() }
+
+// Indexes returns the index definitions, _id first.
+func (c *Collection) Indexes() []catalog.Index { return c.meta().Indexes }
+
+// HasTTL reports whether the collection has a TTL index.
+func (c *Collection) HasTTL() bool { return len(c.state.Load().ttl) > 0 }
+
+// recount walks the documents once at open to restore the counters.
+func (c *Collection) recount() error {
+	prefix := docPrefix(c.meta().ID)
+	it, err := c.store.eng.NewIter(prefix, prefixEnd(prefix))
+	if err != nil {
+		return fmt.Errorf("docstore: recount: %w", err)
+	}
+	defer it.Close()
+	var n, size int64
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+		size += int64(len(it.Value()))
+	}
+	c.count.Store(n)
+	c.dataSize.Store(size)
+	return it.Error()
+}
+
+// deleteAllLocked removes every document and index entry, and the catalog
+// entry too when dropMeta is set.
+func (c *Collection) deleteAllLocked(dropMeta bool) error {
+	meta := c.meta()
+	b := c.store.eng.NewBatch()
+	defer b.Close()
+	dp, ip := docPrefix(meta.ID), collIndexPrefix(meta.ID)
+	if err := b.DeleteRange(dp, prefixEnd(dp)); err != nil {
+		return err
+	}
+	if err := b.DeleteRange(ip, prefixEnd(ip)); err != nil {
+		return err
+	}
+	if dropMeta {
+		if err := b.Delete(catalogKey(meta.DB, meta.Name)); err != nil {
+			return err
+		}
+	}
+	if err := b.Commit(true); err != nil {
+		return fmt.Errorf("docstore: drop %s: %w", meta.Namespace(), err)
+	}
+	c.count.Store(0)
+	c.dataSize.Store(0)
+	return nil
+}
+
+// lookupID returns the _id of doc.
+func lookupID(doc bson.D) (any, bool) {
+	for _, e := range doc {
+		if e.Key == "_id" {
+			return e.Value, true
+		}
+	}
+	return nil, false
+}

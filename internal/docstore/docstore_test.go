@@ -1,0 +1,240 @@
+package docstore
+
+import (
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/catalog"
+	"github.com/mayflydb/mayfly/internal/clock"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/query"
+	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
+)
+
+var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+func openStore(t *testing.T) (*Store, *clock.Manual) {
+	t.Helper()
+	eng, err := pebblestore.Open(pebblestore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = eng.Close() })
+	clk := clock.NewManual(t0)
+	s, err := Open(eng, Options{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, clk
+}
+
+func mustIndex(t *testing.T, c *Collection, spec bson.D) {
+	t.Helper()
+	ix, err := catalog.ParseIndexSpec(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateIndexes([]*catalog.Index{ix}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func ttlColl(t *testing.T, field string, secs int) (*Collection, *clock.Manual) {
+	s, clk := openStore(t)
+	c, err := s.CreateCollection("db", "c", CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustIndex(t, c, bson.D{{Key: "key", Value: bson.D{{Key: field, Value: 1}}}, {Key: "name", Value: field + "_1"}, {Key: "expireAfterSeconds", Value: secs}})
+	return c, clk
+}
+
+func insert(t *testing.T, c *Collection, doc bson.D) {
+	t.Helper()
+	d, err := PrepareInsert(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Insert(d, WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func visible(t *testing.T, c *Collection) int {
+	t.Helper()
+	it := c.Scan(nil, nil)
+	defer it.Close()
+	n := 0
+	for {
+		_, ok, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return n
+		}
+		n++
+	}
+}
+
+func date(tm time.Time) bson.DateTime { return bson.NewDateTimeFromTime(tm) }
+
+func TestExpiryRules(t *testing.T) {
+	c, _ := ttlColl(t, "t", 60)
+	cases := []struct {
+		name    string
+		value   any
+		expired bool
+	}{
+		{"date older than expireAfterSeconds", date(t0.Add(-61 * time.Second)), true},
+		{"boundary is inclusive", date(t0.Add(-60 * time.Second)), true},
+		{"date within the window", date(t0.Add(-59 * time.Second)), false},
+		{"future date", date(t0.Add(time.Hour)), false},
+		{"before 1970", date(time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC)), true},
+		{"array: earliest date governs", bson.A{date(t0.Add(time.Hour)), date(t0.Add(-time.Hour))}, true},
+		{"array without dates", bson.A{"x", int32(1)}, false},
+		{"string", "2012-08-02T17:47:15Z", false},
+		{"number", int64(0), false},
+		{"null", nil, false},
+		{"ObjectId", bson.NewObjectIDFromTimestamp(t0.Add(-time.Hour)), false},
+		{"timestamp", bson.Timestamp{T: 1}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := bson.D{{Key: "_id", Value: 1}, {Key: "t", Value: tc.value}}
+			if got := c.Expired(doc, t0); got != tc.expired {
+				t.Fatalf("Expired = %v, want %v", got, tc.expired)
+			}
+		})
+	}
+	if c.Expired(bson.D{{Key: "_id", Value: 1}}, t0) {
+		t.Fatal("a missing field never expires")
+	}
+}
+
+func TestPartialTTLOnlyExpiresMatching(t *testing.T) {
+	s, _ := openStore(t)
+	c, _ := s.CreateCollection("db", "p", CreateOptions{})
+	mustIndex(t, c, bson.D{{Key: "key", Value: bson.D{{Key: "t", Value: 1}}}, {Key: "name", Value: "t_1"}, {Key: "expireAfterSeconds", Value: 0},
+		{Key: "partialFilterExpression", Value: bson.D{{Key: "kind", Value: "draft"}}}})
+	old := date(t0.Add(-time.Hour))
+	if !c.Expired(bson.D{{Key: "kind", Value: "draft"}, {Key: "t", Value: old}}, t0) {
+		t.Fatal("matching document should expire")
+	}
+	if c.Expired(bson.D{{Key: "kind", Value: "comment"}, {Key: "t", Value: old}}, t0) {
+		t.Fatal("document outside the partial filter must not expire")
+	}
+}
+
+func TestExpiredDocumentsInvisibleAndReplaceable(t *testing.T) {
+	c, clk := ttlColl(t, "t", 10)
+	insert(t, c, bson.D{{Key: "_id", Value: 1}, {Key: "t", Value: date(t0)}})
+	insert(t, c, bson.D{{Key: "_id", Value: 2}, {Key: "t", Value: date(t0.Add(time.Minute))}})
+	if n := visible(t, c); n != 2 {
+		t.Fatalf("visible before expiry: %d", n)
+	}
+	clk.Advance(10 * time.Second)
+	if n := visible(t, c); n != 1 {
+		t.Fatalf("visible after expiry: %d", n)
+	}
+	// An insert that meets an expired document with the same _id replaces it.
+	insert(t, c, bson.D{{Key: "_id", Value: 1}, {Key: "t", Value: date(clk.Now())}})
+	if n := visible(t, c); n != 2 {
+		t.Fatalf("after re-insert: %d", n)
+	}
+	// Modify never hands an expired document to its callback.
+	clk.Advance(time.Hour)
+	_, err := c.Modify(2, WriteOptions{}, func(doc bson.D) (Change, error) {
+		if doc != nil {
+			t.Fatalf("Modify saw expired document %v", doc)
+		}
+		return Change{}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestUniqueIndexTreatsExpiredHolderAsGone(t *testing.T) {
+	c, clk := ttlColl(t, "t", 10)
+	mustIndex(t, c, bson.D{{Key: "key", Value: bson.D{{Key: "token", Value: 1}}}, {Key: "name", Value: "token_1"}, {Key: "unique", Value: true}})
+	insert(t, c, bson.D{{Key: "_id", Value: 1}, {Key: "token", Value: "a"}, {Key: "t", Value: date(t0)}})
+	d, _ := PrepareInsert(bson.D{{Key: "_id", Value: 2}, {Key: "token", Value: "a"}, {Key: "t", Value: date(t0)}})
+	err := c.Insert(d, WriteOptions{})
+	if me := mongoerr.As(err); err == nil || me.Code != mongoerr.DuplicateKey {
+		t.Fatalf("live duplicate: %v", err)
+	}
+	clk.Advance(11 * time.Second)
+	if err := c.Insert(d, WriteOptions{}); err != nil {
+		t.Fatalf("expired holder should be replaced: %v", err)
+	}
+	if c.Count() != 1 {
+		t.Fatalf("the expired holder is deleted in the same batch: count %d", c.Count())
+	}
+}
+
+func TestNextExpiryAndExpireBatch(t *testing.T) {
+	c, clk := ttlColl(t, "t", 30)
+	if _, ok, _ := c.NextExpiry(); ok {
+		t.Fatal("empty collection has no next expiry")
+	}
+	for i := 0; i < 25; i++ {
+		insert(t, c, bson.D{{Key: "_id", Value: i}, {Key: "t", Value: date(t0.Add(time.Duration(i) * time.Second))}})
+	}
+	insert(t, c, bson.D{{Key: "_id", Value: 100}, {Key: "t", Value: "never"}})
+	at, ok, err := c.NextExpiry()
+	if err != nil || !ok || !at.Equal(t0.Add(30*time.Second)) {
+		t.Fatalf("next expiry %v %v %v", at, ok, err)
+	}
+	clk.Set(t0.Add(30*time.Second + 9*time.Second)) // documents 0..9 expired
+	res, err := c.ExpireBatch("t_1", clk.Now(), 4)
+	if err != nil || res.Deleted != 4 || !res.More || res.DeletedKeys != 8 {
+		t.Fatalf("first batch: %+v %v", res, err)
+	}
+	res, err = c.ExpireBatch("t_1", clk.Now(), 100)
+	if err != nil || res.Deleted != 6 || res.More {
+		t.Fatalf("second batch: %+v %v", res, err)
+	}
+	if c.Count() != 16 {
+		t.Fatalf("left: %d", c.Count())
+	}
+	at, _, _ = c.NextExpiry()
+	if !at.Equal(t0.Add(40 * time.Second)) {
+		t.Fatalf("next expiry after deletion: %v", at)
+	}
+}
+
+func TestIndexScanPlanAndDuplicateMultikey(t *testing.T) {
+	s, _ := openStore(t)
+	c, _ := s.CreateCollection("db", "m", CreateOptions{})
+	mustIndex(t, c, bson.D{{Key: "key", Value: bson.D{{Key: "tags", Value: 1}}}, {Key: "name", Value: "tags_1"}})
+	insert(t, c, bson.D{{Key: "_id", Value: 1}, {Key: "tags", Value: bson.A{"a", "b", "a"}}})
+	insert(t, c, bson.D{{Key: "_id", Value: 2}, {Key: "tags", Value: "b"}})
+	insert(t, c, bson.D{{Key: "_id", Value: 3}})
+	f, err := query.NewFilter(bson.D{{Key: "tags", Value: bson.D{{Key: "$in", Value: bson.A{"a", "b"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := c.PlanQuery(f, nil)
+	if err != nil || plan.Kind != IndexScan {
+		t.Fatalf("plan %+v %v", plan, err)
+	}
+	it := c.Scan(plan, f)
+	defer it.Close()
+	n := 0
+	for {
+		_, ok, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		n++
+	}
+	if n != 2 || it.Stats.KeysExamined != 3 || it.Stats.DocsExamined != 2 {
+		t.Fatalf("returned %d, stats %+v", n, it.Stats)
+	}
+}

@@ -1,0 +1,121 @@
+package docstore
+
+import (
+	"bytes"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/keyenc"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+)
+
+// maxKeysPerDoc bounds the multikey fan-out of one document in one index.
+const maxKeysPerDoc = 100000
+
+// keyValues returns, for each index field, the values the index stores for
+// doc: array elements are indexed one by one (an empty array as undefined)
+// and a missing field as null. indexed is false when a sparse index skips
+// the document.
+func (ix *indexState) keyValues(doc bson.D) (vals [][]any, indexed bool, err error) {
+	if ix.partial != nil && !ix.partial.Match(doc) {
+		return nil, false, nil
+	}
+	vals = make([][]any, len(ix.def.Fields))
+	anyPresent, arrays := false, 0
+	for i, f := range ix.def.Fields {
+		found := bsonutil.PathValues(doc, f.Path)
+		expanded, hadArray := expandArrays(found)
+		if hadArray {
+			arrays++
+		}
+		if len(found) > 0 {
+			anyPresent = true
+		} else {
+			expanded = []any{nil}
+		}
+		vals[i] = expanded
+	}
+	if ix.def.Sparse && !anyPresent {
+		return nil, false, nil
+	}
+	if arrays > 1 {
+		return nil, false, mongoerr.Newf(mongoerr.Code(171), "cannot index parallel arrays [%s]", ix.def.Name)
+	}
+	return vals, true, nil
+}
+
+func expandArrays(found []any) ([]any, bool) {
+	out := make([]any, 0, len(found))
+	hadArray := false
+	for _, v := range found {
+		a, ok := v.(bson.A)
+		if !ok {
+			out = append(out, v)
+			continue
+		}
+		hadArray = true
+		if len(a) == 0 {
+			out = append(out, bson.Undefined{})
+		}
+		out = append(out, a...)
+	}
+	return out, hadArray
+}
+
+// entryKeys returns the encoded key parts (without the index prefix and the
+// _id suffix) of doc in ix, deduplicated.
+func (ix *indexState) entryKeys(doc bson.D) ([][]byte, error) {
+	vals, indexed, err := ix.keyValues(doc)
+	if err != nil || !indexed {
+		return nil, err
+	}
+	desc := make([]bool, len(ix.def.Fields))
+	for i, f := range ix.def.Fields {
+		desc[i] = f.Desc
+	}
+	var out [][]byte
+	combo := make([]any, len(vals))
+	var walk func(i int) error
+	walk = func(i int) error {
+		if i == len(vals) {
+			if len(out) >= maxKeysPerDoc {
+				return mongoerr.New(mongoerr.CannotCreateIndex, "too many index keys for one document")
+			}
+			out = appendUnique(out, keyenc.AppendKey(nil, combo, desc))
+			return nil
+		}
+		for _, v := range vals[i] {
+			combo[i] = v
+			if err := walk(i + 1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return out, walk(0)
+}
+
+func appendUnique(keys [][]byte, k []byte) [][]byte {
+	for _, x := range keys {
+		if bytes.Equal(x, k) {
+			return keys
+		}
+	}
+	return append(keys, k)
+}
+
+// keyValueDoc renders the key of doc in ix as {field: value, ...} for
+// duplicate-key errors (the first value of each field).
+func (ix *indexState) keyValueDoc(doc bson.D) bson.D {
+	vals, _, _ := ix.keyValues(doc)
+	out := make(bson.D, 0, len(ix.def.Fields))
+	for i, f := range ix.def.Fields {
+		var v any
+		if i < len(vals) && len(vals[i]) > 0 {
+			v = vals[i][0]
+		}
+		out = append(out, bson.E{Key: f.Path, Value: v})
+	}
+	return out
+}

@@ -1,0 +1,68 @@
+package docstore
+
+import "encoding/binary"
+
+// Key space. Every key starts with one tag byte:
+//
+//	'c' db 0x00 coll          → catalog.Collection (BSON)
+//	'n'                       → next collection ID (8 bytes, big-endian)
+//	'd' collID(8) keyenc(_id) → the document (BSON)
+//	'i' collID(8) ixID(4) keyenc(key…) keyenc(_id) → keyenc(_id)
+//
+// The _id index has no entries of its own: the document keys are that
+// index. The catalog always lists _id_ first.
+//
+// Index entries end with the document's encoded _id, so entries of a
+// non-unique index never collide and an index scan yields document keys
+// without a second lookup.
+const (
+	tagCatalog  = 'c'
+	tagNextID   = 'n'
+	tagDocument = 'd'
+	tagIndex    = 'i'
+)
+
+func catalogKey(db, coll string) []byte {
+	k := make([]byte, 0, 2+len(db)+len(coll))
+	k = append(k, tagCatalog)
+	k = append(k, db...)
+	k = append(k, 0)
+	return append(k, coll...)
+}
+
+func nextIDKey() []byte { return []byte{tagNextID} }
+
+func docPrefix(collID uint64) []byte {
+	k := make([]byte, 9, 32)
+	k[0] = tagDocument
+	binary.BigEndian.PutUint64(k[1:], collID)
+	return k
+}
+
+func docKey(collID uint64, idEnc []byte) []byte {
+	return append(docPrefix(collID), idEnc...)
+}
+
+func collIndexPrefix(collID uint64) []byte {
+	k := make([]byte, 9, 48)
+	k[0] = tagIndex
+	binary.BigEndian.PutUint64(k[1:], collID)
+	return k
+}
+
+func indexPrefix(collID uint64, ixID uint32) []byte {
+	k := collIndexPrefix(collID)
+	return binary.BigEndian.AppendUint32(k, ixID)
+}
+
+// prefixEnd returns the first key after every key starting with p.
+func prefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,347 @@
+// Package docstore is Mayfly's write and read path for documents: it keeps
+// the catalog of databases, collections and indexes in storage, writes every
+// document together with all of its index entries in one atomic batch, and
+// serves scans that hide documents whose TTL has passed.
+package docstore
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/catalog"
+	"github.com/mayflydb/mayfly/internal/clock"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/storage"
+)
+
+// Options configure a Store. The zero value works with the real clock.
+type Options struct {
+	Clock  clock.Clock
+	Logger *slog.Logger
+}
+
+// Store is the set of databases kept in one storage engine.
+type Store struct {
+	eng    storage.Engine
+	clock  clock.Clock
+	logger *slog.Logger
+
+	// exactExpiry hides expired documents from every read and write before
+	// the TTL monitor removes them; off means MongoDB's lagging behaviour.
+	exactExpiry atomic.Bool
+
+	mu     sync.RWMutex // guards dbs and nextID; held for catalog changes
+	dbs    map[string]map[string]*Collection
+	nextID uint64
+
+	// onIndexChange is called after TTL indexes may have changed.
+	onIndexChange atomic.Pointer[func()]
+	// onExpiry is told the expiry of each document written to a TTL
+	// collection, so the monitor can wake earlier than it planned.
+	onExpiry atomic.Pointer[func(time.Time)]
+}
+
+// Open loads the catalog from eng and finishes or rolls back any index
+// build a crash interrupted.
+func Open(eng storage.Engine, opt Options) (*Store, error) {
+	if opt.Clock == nil {
+		opt.Clock = clock.Real{}
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	s := &Store{eng: eng, clock: opt.Clock, logger: opt.Logger, dbs: map[string]map[string]*Collection{}, nextID: 1}
+	s.exactExpiry.Store(true)
+	if err := s.load(); err != nil {
+		return nil, fmt.Errorf("docstore: open: %w", err)
+	}
+	return s, nil
+}
+
+// Engine returns the storage engine under the store.
+func (s *Store) Engine() storage.Engine { return s.eng }
+
+// Clock returns the store's clock.
+func (s *Store) Clock() clock.Clock { return s.clock }
+
+// SetExactExpiry turns read-time hiding of expired documents on or off.
+func (s *Store) SetExactExpiry(on bool) { s.exactExpiry.Store(on) }
+
+// ExactExpiry reports whether expired documents are hidden before deletion.
+func (s *Store) ExactExpiry() bool { return s.exactExpiry.Load() }
+
+// OnIndexChange registers f to run after any index is created, dropped or
+// modified (the TTL monitor uses it to re-plan its next wake-up).
+func (s *Store) OnIndexChange(f func()) { s.onIndexChange.Store(&f) }
+
+// OnExpiry registers f to learn the expiry time of written documents.
+func (s *Store) OnExpiry(f func(time.Time)) { s.onExpiry.Store(&f) }
+
+func (s *Store) hintExpiry(t time.Time) {
+	if f := s.onExpiry.Load(); f != nil {
+		(*f)(t)
+	}
+}
+
+func (s *Store) indexesChanged() {
+	if f := s.onIndexChange.Load(); f != nil {
+		(*f)()
+	}
+}
+
+func (s *Store) load() error {
+	if v, err := s.eng.Get(nextIDKey()); err == nil && len(v) == 8 {
+		s.nextID = binary.BigEndian.Uint64(v)
+	} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return err
+	}
+	it, err := s.eng.NewIter([]byte{tagCatalog}, []byte{tagCatalog + 1})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		var meta catalog.Collection
+		if err := bson.Unmarshal(it.Value(), &meta); err != nil {
+			return fmt.Errorf("catalog entry %q: %w", it.Key(), err)
+		}
+		if err := s.attach(&meta); err != nil {
+			return err
+		}
+	}
+	return it.Error()
+}
+
+// attach registers a loaded collection, dropping unfinished index builds.
+func (s *Store) attach(meta *catalog.Collection) error {
+	c := newCollection(s, meta)
+	for _, ix := range meta.Indexes {
+		if !ix.Ready {
+			s.logger.Warn("dropping index whose build did not finish", "ns", meta.Namespace(), "index", ix.Name)
+			if err := c.dropIndexLocked(ix.Name); err != nil {
+				return err
+			}
+		}
+	}
+	if err := c.recount(); err != nil {
+		return err
+	}
+	s.db(meta.DB, true)[meta.Name] = c
+	return nil
+}
+
+func (s *Store) db(name string, create bool) map[string]*Collection {
+	d := s.dbs[name]
+	if d == nil && create {
+		d = map[string]*Collection{}
+		s.dbs[name] = d
+	}
+	return d
+}
+
+// Collection returns the named collection, or nil.
+func (s *Store) Collection(db, name string) *Collection {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.dbs[db][name]
+}
+
+// CreateOptions are the create command's options that Mayfly honours.
+type CreateOptions struct {
+	Capped     bool
+	CappedSize int64
+	CappedMax  int64
+	// Raw is the options document listCollections reports.
+	Raw bson.D
+}
+
+// CreateCollection creates db.name; it fails with NamespaceExists (48) if
+// the collection is already there.
+func (s *Store) CreateCollection(db, name string, opt CreateOptions) (*Collection, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.dbs[db][name]; ok {
+		return nil, mongoerr.Newf(mongoerr.NamespaceExists, "Collection %s.%s already exists.", db, name)
+	}
+	return s.createLocked(db, name, opt)
+}
+
+// GetOrCreate returns db.name, creating it implicitly as inserts do.
+func (s *Store) GetOrCreate(db, name string) (*Collection, bool, error) {
+	if c := s.Collection(db, name); c != nil {
+		return c, false, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.dbs[db][name]; ok {
+		return c, false, nil
+	}
+	c, err := s.createLocked(db, name, CreateOptions{})
+	return c, err == nil, err
+}
+
+func (s *Store) createLocked(db, name string, opt CreateOptions) (*Collection, error) {
+	if err := ValidateNamespace(db, name); err != nil {
+		return nil, err
+	}
+	meta := &catalog.Collection{
+		DB: db, Name: name, ID: s.nextID, UUID: newUUID(), Options: opt.Raw,
+		Capped: opt.Capped, CappedSize: opt.CappedSize, CappedMax: opt.CappedMax,
+		Indexes: []catalog.Index{catalog.IDIndex()}, NextIndexID: 1,
+	}
+	if meta.Options == nil {
+		meta.Options = bson.D{}
+	}
+	b := s.eng.NewBatch()
+	defer b.Close()
+	if err := putMeta(b, meta); err != nil {
+		return nil, err
+	}
+	if err := b.Set(nextIDKey(), binary.BigEndian.AppendUint64(nil, s.nextID+1)); err != nil {
+		return nil, err
+	}
+	if err := b.Commit(true); err != nil {
+		return nil, fmt.Errorf("docstore: create %s.%s: %w", db, name, err)
+	}
+	s.nextID++
+	c := newCollection(s, meta)
+	s.db(db, true)[name] = c
+	return c, nil
+}
+
+func putMeta(b storage.Batch, meta *catalog.Collection) error {
+	raw, err := bson.Marshal(meta)
+	if err != nil {
+		return fmt.Errorf("docstore: encode catalog entry: %w", err)
+	}
+	return b.Set(catalogKey(meta.DB, meta.Name), raw)
+}
+
+func newUUID() bson.Binary {
+	u := make([]byte, 16)
+	_, _ = rand.Read(u)
+	u[6] = (u[6] & 0x0f) | 0x40
+	u[8] = (u[8] & 0x3f) | 0x80
+	return bson.Binary{Subtype: bson.TypeBinaryUUID, Data: u}
+}
+
+// DropCollection removes db.name with all its documents and indexes. It
+// reports false if there was no such collection.
+func (s *Store) DropCollection(db, name string) (bool, error) {
+	s.mu.Lock()
+	c, ok := s.dbs[db][name]
+	if ok {
+		delete(s.dbs[db], name)
+		if len(s.dbs[db]) == 0 {
+			delete(s.dbs, db)
+		}
+	}
+	s.mu.Unlock()
+	if !ok {
+		return false, nil
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	c.dropped.Store(true)
+	defer s.indexesChanged()
+	return true, c.deleteAllLocked(true)
+}
+
+// DropDatabase drops every collection of db.
+func (s *Store) DropDatabase(db string) error {
+	for _, name := range s.CollectionNames(db) {
+		if _, err := s.DropCollection(db, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RenameCollection moves a collection to a new name, keeping its data.
+func (s *Store) RenameCollection(fromDB, from, toDB, to string, dropTarget bool) error {
+	if err := ValidateNamespace(toDB, to); err != nil {
+		return err
+	}
+	if s.Collection(toDB, to) != nil {
+		if !dropTarget {
+			return mongoerr.New(mongoerr.NamespaceExists, "target namespace exists")
+		}
+		if _, err := s.DropCollection(toDB, to); err != nil {
+			return err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.dbs[fromDB][from]
+	if !ok {
+		return mongoerr.New(mongoerr.NamespaceNotFound, "source namespace does not exist")
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	meta := c.meta().Clone()
+	meta.DB, meta.Name = toDB, to
+	b := s.eng.NewBatch()
+	defer b.Close()
+	if err := b.Delete(catalogKey(fromDB, from)); err != nil {
+		return err
+	}
+	if err := putMeta(b, meta); err != nil {
+		return err
+	}
+	if err := b.Commit(true); err != nil {
+		return fmt.Errorf("docstore: rename: %w", err)
+	}
+	delete(s.dbs[fromDB], from)
+	if len(s.dbs[fromDB]) == 0 {
+		delete(s.dbs, fromDB)
+	}
+	c.setMeta(meta)
+	s.db(toDB, true)[to] = c
+	return nil
+}
+
+// DatabaseNames lists databases that hold at least one collection, sorted.
+func (s *Store) DatabaseNames() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	names := make([]string, 0, len(s.dbs))
+	for n := range s.dbs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// CollectionNames lists the collections of db, sorted.
+func (s *Store) CollectionNames(db string) []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	names := make([]string, 0, len(s.dbs[db]))
+	for n := range s.dbs[db] {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Collections returns every collection of every database.
+func (s *Store) Collections() []*Collection {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []*Collection
+	for _, d := range s.dbs {
+		for _, c := range d {
+			out = append(out, c)
+		}
+	}
+	return out
+}

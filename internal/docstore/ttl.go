@@ -1,0 +1,214 @@
+package docstore
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/keyenc"
+	"github.com/mayflydb/mayfly/internal/storage"
+)
+
+// ExpireResult reports one batch of TTL deletions.
+type ExpireResult struct {
+	Deleted     int
+	DeletedKeys int
+	// More is true when the batch stopped at its limit with expired
+	// documents left.
+	More bool
+}
+
+// TTLIndexes returns the names of the collection's ready TTL indexes.
+func (c *Collection) TTLIndexes() []string {
+	var out []string
+	for _, ix := range c.state.Load().ttl {
+		out = append(out, ix.def.Name)
+	}
+	return out
+}
+
+func (st *collState) ttlIndex(name string) *indexState {
+	for _, ix := range st.ttl {
+		if ix.def.Name == name {
+			return ix
+		}
+	}
+	return nil
+}
+
+// dateBracket is the key range of an index's BSON-date entries: dates sort
+// together, so the earliest expiry is the first (or, descending, last) one.
+func (ix *indexState) dateBracket() (lo, hi []byte) {
+	minDate := bson.DateTime(math.MinInt64)
+	next := bson.Timestamp{}
+	if ix.def.Fields[0].Desc {
+		lo = keyenc.AppendValueDesc(append([]byte(nil), ix.prefix...), next)
+		hi = prefixEnd(keyenc.AppendValueDesc(append([]byte(nil), ix.prefix...), minDate))
+		return lo, hi
+	}
+	lo = keyenc.AppendValue(append([]byte(nil), ix.prefix...), minDate)
+	hi = keyenc.AppendValue(append([]byte(nil), ix.prefix...), next)
+	return lo, hi
+}
+
+// entryDate decodes the date at the start of an index entry key.
+func (ix *indexState) entryDate(key []byte) (bson.DateTime, bool) {
+	rest := key[len(ix.prefix):]
+	var v any
+	var err error
+	if ix.def.Fields[0].Desc {
+		v, _, err = keyenc.DecodeValueDesc(rest)
+	} else {
+		v, _, err = keyenc.DecodeValue(rest)
+	}
+	d, ok := v.(bson.DateTime)
+	return d, ok && err == nil
+}
+
+// ttlCursor walks an index's date entries from the earliest date on.
+type ttlCursor struct {
+	ix *indexState
+	it storage.Iterator
+	ok bool
+}
+
+func (c *Collection) openTTLCursor(ix *indexState) (*ttlCursor, error) {
+	lo, hi := ix.dateBracket()
+	it, err := c.store.eng.NewIter(lo, hi)
+	if err != nil {
+		return nil, err
+	}
+	tc := &ttlCursor{ix: ix, it: it}
+	if ix.def.Fields[0].Desc {
+		tc.ok = it.Last()
+	} else {
+		tc.ok = it.First()
+	}
+	return tc, nil
+}
+
+func (tc *ttlCursor) advance() {
+	if tc.ix.def.Fields[0].Desc {
+		tc.ok = tc.it.Prev()
+	} else {
+		tc.ok = tc.it.Next()
+	}
+}
+
+// NextExpiry returns the earliest time at which a document of the
+// collection expires, read from the first date entry of each TTL index: no
+// scan of live documents is needed, whatever their number.
+func (c *Collection) NextExpiry() (time.Time, bool, error) {
+	var best time.Time
+	found := false
+	for _, ix := range c.state.Load().ttl {
+		tc, err := c.openTTLCursor(ix)
+		if err != nil {
+			return best, found, err
+		}
+		if tc.ok {
+			if d, ok := ix.entryDate(tc.it.Key()); ok {
+				at := time.UnixMilli(int64(d)).Add(time.Duration(ix.def.ExpireAfter) * time.Second)
+				if !found || at.Before(best) {
+					best, found = at, true
+				}
+			}
+		}
+		tc.it.Close()
+	}
+	return best, found, nil
+}
+
+// ExpireBatch deletes, in one atomic batch, up to limit documents that the
+// named TTL index says expired at now. Deletion takes the same path as a
+// user delete: every index entry of each document goes with it.
+func (c *Collection) ExpireBatch(index string, now time.Time, limit int) (ExpireResult, error) {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	var res ExpireResult
+	st := c.state.Load()
+	ix := st.ttlIndex(index)
+	if ix == nil || c.dropped.Load() {
+		return res, nil
+	}
+	ids, more, err := c.expiredIDs(ix, now, limit)
+	if err != nil {
+		return res, err
+	}
+	res.More = more
+	return c.removeExpired(st, ids, now, res)
+}
+
+func (c *Collection) expiredIDs(ix *indexState, now time.Time, limit int) ([][]byte, bool, error) {
+	cutoff := bson.NewDateTimeFromTime(now.Add(-time.Duration(ix.def.ExpireAfter) * time.Second))
+	tc, err := c.openTTLCursor(ix)
+	if err != nil {
+		return nil, false, err
+	}
+	defer tc.it.Close()
+	var ids [][]byte
+	seen := map[string]bool{}
+	for ; tc.ok; tc.advance() {
+		d, ok := ix.entryDate(tc.it.Key())
+		if !ok || d > cutoff {
+			break
+		}
+		id := string(tc.it.Value())
+		if seen[id] {
+			continue
+		}
+		if len(ids) == limit {
+			return ids, true, nil
+		}
+		seen[id] = true
+		ids = append(ids, []byte(id))
+	}
+	return ids, false, tc.it.Error()
+}
+
+func (c *Collection) removeExpired(st *collState, ids [][]byte, now time.Time, res ExpireResult) (ExpireResult, error) {
+	t := c.newTx()
+	for _, id := range ids {
+		old, err := c.loadLocked(id)
+		if err != nil {
+			t.abort()
+			return res, err
+		}
+		// Re-check the whole document: another TTL index or a newer date in
+		// an array may keep it alive.
+		if old == nil || !c.Expired(old.doc, now) {
+			continue
+		}
+		keys, err := t.countKeys(old)
+		if err != nil {
+			t.abort()
+			return res, err
+		}
+		if err := t.removeDoc(old); err != nil {
+			t.abort()
+			return res, err
+		}
+		res.Deleted++
+		res.DeletedKeys += keys
+	}
+	if err := t.commit(WriteOptions{}); err != nil {
+		return ExpireResult{}, fmt.Errorf("docstore: expire %s: %w", c.Namespace(), err)
+	}
+	return res, nil
+}
+
+// countKeys counts the index entries a document has (the _id index's one
+// included), for serverStatus' deletedKeys.
+func (t *tx) countKeys(d *stored) (int, error) {
+	n := 1
+	for _, ix := range t.st.indexes[1:] {
+		keys, err := ix.entryKeys(d.doc)
+		if err != nil {
+			return 0, err
+		}
+		n += len(keys)
+	}
+	return n, nil
+}

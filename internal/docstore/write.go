@@ -1,0 +1,417 @@
+package docstore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/keyenc"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/storage"
+)
+
+// MaxDocumentSize is MongoDB's limit for one stored document.
+const MaxDocumentSize = 16 * 1024 * 1024
+
+// WriteOptions say how durable a write must be before it returns.
+type WriteOptions struct {
+	// Sync waits until the write is on stable storage (j: true).
+	Sync bool
+}
+
+// stored is a document as read back under the write lock.
+type stored struct {
+	idEnc []byte
+	raw   []byte
+	doc   bson.D
+}
+
+// tx collects the writes of one document change into one atomic batch.
+type tx struct {
+	c      *Collection
+	st     *collState
+	b      storage.Batch
+	dCount int64
+	dSize  int64
+	// expiry is the earliest expiry among documents this batch writes.
+	expiry    time.Time
+	hasExpiry bool
+}
+
+func (c *Collection) newTx() *tx {
+	return &tx{c: c, st: c.state.Load(), b: c.store.eng.NewBatch()}
+}
+
+func (t *tx) commit(opt WriteOptions) error {
+	defer t.b.Close()
+	if t.b.Len() == 0 {
+		return nil
+	}
+	// Commit without sync while holding the collection lock; the fsync, if
+	// asked for, happens after the lock is released so that concurrent
+	// durable writers share one fsync.
+	if err := t.b.Commit(false); err != nil {
+		return fmt.Errorf("docstore: commit: %w", err)
+	}
+	t.c.count.Add(t.dCount)
+	t.c.dataSize.Add(t.dSize)
+	if t.hasExpiry {
+		t.c.store.hintExpiry(t.expiry)
+	}
+	return nil
+}
+
+func (t *tx) abort() { t.b.Close() }
+
+func (t *tx) noteExpiry(doc bson.D) {
+	if len(t.st.ttl) == 0 {
+		return
+	}
+	if at, ok := t.c.ExpiresAt(doc); ok && (!t.hasExpiry || at.Before(t.expiry)) {
+		t.expiry, t.hasExpiry = at, true
+	}
+}
+
+func (c *Collection) finish(opt WriteOptions) error {
+	if !opt.Sync {
+		return nil
+	}
+	if err := c.store.eng.Sync(); err != nil {
+		return fmt.Errorf("docstore: sync: %w", err)
+	}
+	return nil
+}
+
+// PrepareInsert gives doc an _id (a new ObjectId when absent), moves _id to
+// the front as MongoDB stores it, and checks the rules for _id values.
+func PrepareInsert(doc bson.D) (bson.D, error) {
+	idx := -1
+	for i, e := range doc {
+		if e.Key == "_id" {
+			idx = i
+			break
+		}
+	}
+	if idx < 0 {
+		return append(bson.D{{Key: "_id", Value: bson.NewObjectID()}}, doc...), nil
+	}
+	if err := checkIDValue(doc[idx].Value); err != nil {
+		return nil, err
+	}
+	if idx == 0 {
+		return doc, nil
+	}
+	out := make(bson.D, 0, len(doc))
+	out = append(out, doc[idx])
+	out = append(out, doc[:idx]...)
+	return append(out, doc[idx+1:]...), nil
+}
+
+func checkIDValue(v any) error {
+	switch v.(type) {
+	case bson.A:
+		return mongoerr.New(mongoerr.InvalidIDField, "The '_id' value cannot be of type array")
+	case bson.Regex:
+		return mongoerr.New(mongoerr.InvalidIDField, "can't use a regex for _id")
+	case bson.Undefined:
+		return mongoerr.New(mongoerr.InvalidIDField, "can't use a undefined for _id")
+	}
+	return nil
+}
+
+func marshalDoc(doc bson.D) ([]byte, error) {
+	raw, err := bson.Marshal(doc)
+	if err != nil {
+		return nil, mongoerr.Newf(mongoerr.BadValue, "cannot encode document: %v", err)
+	}
+	if len(raw) > MaxDocumentSize {
+		return nil, mongoerr.Newf(mongoerr.Code(17419), "Resulting document after update is larger than %d", MaxDocumentSize)
+	}
+	return raw, nil
+}
+
+// Insert stores one document (prepared by PrepareInsert) and its index
+// entries atomically. A live document with the same _id or unique key is a
+// duplicate-key error; an expired one is treated as gone and replaced.
+func (c *Collection) Insert(doc bson.D, opt WriteOptions) error {
+	raw, err := bson.Marshal(doc)
+	if err != nil {
+		return mongoerr.Newf(mongoerr.BadValue, "cannot encode document: %v", err)
+	}
+	if len(raw) > MaxDocumentSize {
+		return mongoerr.Newf(mongoerr.BadValue, "object to insert too large. size in bytes: %d, max size: %d", len(raw), MaxDocumentSize)
+	}
+	id, _ := lookupID(doc)
+	idEnc := keyenc.AppendValue(nil, id)
+	if err := c.insertLocked(idEnc, raw, doc); err != nil {
+		return err
+	}
+	return c.finish(opt)
+}
+
+func (c *Collection) insertLocked(idEnc, raw []byte, doc bson.D) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	if c.dropped.Load() {
+		return mongoerr.Newf(mongoerr.NamespaceNotFound, "collection %s was dropped", c.Namespace())
+	}
+	t := c.newTx()
+	old, err := c.loadLocked(idEnc)
+	if err != nil {
+		t.abort()
+		return err
+	}
+	if old != nil {
+		if !c.expiredNow(old.doc) {
+			t.abort()
+			return c.dupKeyError(t.st.indexes[0], doc)
+		}
+		if err := t.removeDoc(old); err != nil {
+			t.abort()
+			return err
+		}
+	}
+	if err := t.putDoc(&stored{idEnc: idEnc, raw: raw, doc: doc}, nil); err != nil {
+		t.abort()
+		return err
+	}
+	return t.commit(WriteOptions{})
+}
+
+// loadLocked reads the stored document with the given encoded _id.
+func (c *Collection) loadLocked(idEnc []byte) (*stored, error) {
+	raw, err := c.store.eng.Get(docKey(c.meta().ID, idEnc))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("docstore: read: %w", err)
+	}
+	var doc bson.D
+	if err := bson.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("docstore: decode stored document: %w", err)
+	}
+	return &stored{idEnc: idEnc, raw: raw, doc: doc}, nil
+}
+
+// putDoc writes doc and the difference between its index entries and
+// those of old (nil for a new document).
+func (t *tx) putDoc(d *stored, old *stored) error {
+	for _, ix := range t.st.indexes[1:] {
+		if err := t.updateIndex(ix, d, old); err != nil {
+			return err
+		}
+	}
+	if err := t.b.Set(docKey(t.st.meta.ID, d.idEnc), d.raw); err != nil {
+		return err
+	}
+	t.noteExpiry(d.doc)
+	t.dSize += int64(len(d.raw))
+	if old == nil {
+		t.dCount++
+	} else {
+		t.dSize -= int64(len(old.raw))
+	}
+	return nil
+}
+
+func (t *tx) updateIndex(ix *indexState, d, old *stored) error {
+	newKeys, err := ix.entryKeys(d.doc)
+	if err != nil {
+		return err
+	}
+	var oldKeys [][]byte
+	if old != nil {
+		if oldKeys, err = ix.entryKeys(old.doc); err != nil {
+			return err
+		}
+	}
+	for _, k := range oldKeys {
+		if !containsKey(newKeys, k) {
+			if err := t.b.Delete(entryKey(ix, k, old.idEnc)); err != nil {
+				return err
+			}
+		}
+	}
+	for _, k := range newKeys {
+		if containsKey(oldKeys, k) {
+			continue
+		}
+		if err := t.checkUnique(ix, k, d); err != nil {
+			return err
+		}
+		if err := t.b.Set(entryKey(ix, k, d.idEnc), d.idEnc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func containsKey(keys [][]byte, k []byte) bool {
+	for _, x := range keys {
+		if bytes.Equal(x, k) {
+			return true
+		}
+	}
+	return false
+}
+
+func entryKey(ix *indexState, key, idEnc []byte) []byte {
+	k := make([]byte, 0, len(ix.prefix)+len(key)+len(idEnc))
+	k = append(k, ix.prefix...)
+	k = append(k, key...)
+	return append(k, idEnc...)
+}
+
+// checkUnique fails with E11000 when another live document holds key in a
+// unique index. An expired holder is deleted in the same batch instead.
+func (t *tx) checkUnique(ix *indexState, key []byte, d *stored) error {
+	if !ix.def.Unique || ix.def.IsID() {
+		return nil
+	}
+	lo := append(append([]byte(nil), ix.prefix...), key...)
+	it, err := t.c.store.eng.NewIter(lo, prefixEnd(lo))
+	if err != nil {
+		return err
+	}
+	var holders [][]byte
+	for ok := it.First(); ok; ok = it.Next() {
+		if !bytes.Equal(it.Value(), d.idEnc) {
+			holders = append(holders, append([]byte(nil), it.Value()...))
+		}
+	}
+	err = it.Error()
+	it.Close()
+	if err != nil {
+		return err
+	}
+	return t.evictHolders(ix, holders, d)
+}
+
+func (t *tx) evictHolders(ix *indexState, holders [][]byte, d *stored) error {
+	for _, h := range holders {
+		other, err := t.c.loadLocked(h)
+		if err != nil {
+			return err
+		}
+		if other == nil {
+			continue
+		}
+		if !t.c.expiredNow(other.doc) {
+			return t.c.dupKeyError(ix, d.doc)
+		}
+		if err := t.removeDoc(other); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// removeDoc deletes a stored document and all of its index entries.
+func (t *tx) removeDoc(old *stored) error {
+	for _, ix := range t.st.indexes[1:] {
+		keys, err := ix.entryKeys(old.doc)
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := t.b.Delete(entryKey(ix, k, old.idEnc)); err != nil {
+				return err
+			}
+		}
+	}
+	if err := t.b.Delete(docKey(t.st.meta.ID, old.idEnc)); err != nil {
+		return err
+	}
+	t.dCount--
+	t.dSize -= int64(len(old.raw))
+	return nil
+}
+
+func (c *Collection) dupKeyError(ix *indexState, doc bson.D) error {
+	kv := ix.keyValueDoc(doc)
+	return &mongoerr.Error{
+		Code: mongoerr.DuplicateKey,
+		Msg:  fmt.Sprintf("E11000 duplicate key error collection: %s index: %s dup key: %s", c.Namespace(), ix.def.Name, bsonutil.Format(kv)),
+		Extra: []mongoerr.KV{
+			{Key: "keyPattern", Value: ix.def.KeyPattern()},
+			{Key: "keyValue", Value: kv},
+		},
+	}
+}
+
+// ChangeKind says what Modify should do with a document.
+type ChangeKind int
+
+// The outcomes of a Modify callback.
+const (
+	Keep ChangeKind = iota
+	Replace
+	Remove
+)
+
+// Change is what a Modify callback decided.
+type Change struct {
+	Kind ChangeKind
+	Doc  bson.D // the new document, for Replace
+}
+
+// Modify loads the live document with the given _id, lets fn decide what to
+// do with it, and applies the decision atomically, all under the
+// collection's write lock so nothing changes in between. fn receives nil
+// when there is no live document. It returns the document as it was.
+func (c *Collection) Modify(id any, opt WriteOptions, fn func(doc bson.D) (Change, error)) (bson.D, error) {
+	old, err := c.modifyLocked(keyenc.AppendValue(nil, id), fn)
+	if err != nil {
+		return nil, err
+	}
+	return old, c.finish(opt)
+}
+
+func (c *Collection) modifyLocked(idEnc []byte, fn func(doc bson.D) (Change, error)) (bson.D, error) {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	if c.dropped.Load() {
+		return nil, nil
+	}
+	old, err := c.loadLocked(idEnc)
+	if err != nil {
+		return nil, err
+	}
+	var cur bson.D
+	if old != nil && !c.expiredNow(old.doc) {
+		cur = old.doc
+	}
+	ch, err := fn(cur)
+	if err != nil || ch.Kind == Keep || cur == nil {
+		return cur, err
+	}
+	return cur, c.applyChange(old, ch)
+}
+
+func (c *Collection) applyChange(old *stored, ch Change) error {
+	t := c.newTx()
+	var err error
+	if ch.Kind == Remove {
+		err = t.removeDoc(old)
+	} else {
+		err = t.replace(old, ch.Doc)
+	}
+	if err != nil {
+		t.abort()
+		return err
+	}
+	return t.commit(WriteOptions{})
+}
+
+func (t *tx) replace(old *stored, doc bson.D) error {
+	raw, err := marshalDoc(doc)
+	if err != nil {
+		return err
+	}
+	return t.putDoc(&stored{idEnc: old.idEnc, raw: raw, doc: doc}, old)
+}

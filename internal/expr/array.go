@@ -1,0 +1,249 @@
+package expr
+
+import (
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+)
+
+func addArrayOps(m map[string]compileFn) {
+	m["$size"] = fixed(1, evalSize)
+	m["$arrayElemAt"] = fixed(2, evalArrayElemAt)
+	m["$first"] = fixed(1, firstOrLast(0))
+	m["$last"] = fixed(1, firstOrLast(-1))
+	m["$in"] = fixed(2, evalIn)
+	m["$slice"] = ranged(2, 3, evalSlice)
+	m["$concatArrays"] = variadic(evalConcatArrays)
+	m["$isArray"] = fixed(1, func(_ string, v []any) (any, error) { _, ok := asArray(v[0]); return ok, nil })
+	m["$reverseArray"] = fixed(1, evalReverseArray)
+	m["$range"] = ranged(2, 3, evalRange)
+	m["$indexOfArray"] = ranged(2, 4, evalIndexOfArray)
+	m["$filter"] = compileFilter
+	m["$map"] = compileMap
+	m["$reduce"] = compileReduce
+}
+
+func evalSize(_ string, vals []any) (any, error) {
+	a, ok := asArray(vals[0])
+	if !ok {
+		return nil, mongoerr.Newf(17124, "The argument to $size must be an array. Type of argument was: %s",
+			typeName(vals[0]))
+	}
+	return intOrLong(int64(len(a))), nil
+}
+
+func evalArrayElemAt(name string, vals []any) (any, error) {
+	arr, idx := vals[0], vals[1]
+	if nullish(arr) || nullish(idx) {
+		return nil, nil
+	}
+	a, ok := asArray(arr)
+	if !ok {
+		return nil, mongoerr.Newf(28689, "%s's first argument must be an array, but is %s", name, typeName(arr))
+	}
+	if !isNumber(idx) {
+		return nil, mongoerr.Newf(28690, "%s's second argument must be a numeric value, but is %s", name, typeName(idx))
+	}
+	if !isIntegral32(idx) {
+		return nil, mongoerr.Newf(28691, "%s's second argument must be representable as a 32-bit integer: %s",
+			name, formatNumber(toFloat(idx)))
+	}
+	return elemAt(a, toInt64(idx)), nil
+}
+
+// elemAt indexes from the front, or from the back for negative i; out of
+// range is missing.
+func elemAt(a bson.A, i int64) any {
+	if i < 0 {
+		i += int64(len(a))
+	}
+	if i < 0 || i >= int64(len(a)) {
+		return Missing
+	}
+	return a[i]
+}
+
+func firstOrLast(i int64) evalFn {
+	return func(name string, vals []any) (any, error) {
+		if nullish(vals[0]) {
+			return nil, nil
+		}
+		a, ok := asArray(vals[0])
+		if !ok {
+			return nil, mongoerr.Newf(28689, "%s's argument must be an array, but is %s", name, typeName(vals[0]))
+		}
+		return elemAt(a, i), nil
+	}
+}
+
+func evalIn(_ string, vals []any) (any, error) {
+	a, ok := asArray(vals[1])
+	if !ok {
+		return nil, mongoerr.Newf(40081, "$in requires an array as a second argument, found: %s", typeName(vals[1]))
+	}
+	for _, x := range a {
+		if compareValues(vals[0], x) == 0 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func evalSlice(_ string, vals []any) (any, error) {
+	if nullish(vals[0]) || nullish(vals[1]) {
+		return nil, nil
+	}
+	a, ok := asArray(vals[0])
+	if !ok {
+		return nil, mongoerr.Newf(28724, "First argument to $slice must be an array, but is of type: %s", typeName(vals[0]))
+	}
+	if !isNumber(vals[1]) {
+		return nil, mongoerr.Newf(28725, "Second argument to $slice must be a numeric value, but is of type: %s",
+			typeName(vals[1]))
+	}
+	if !isIntegral32(vals[1]) {
+		return nil, mongoerr.Newf(28726, "Second argument to $slice can't be represented as a 32-bit integer: %s",
+			formatNumber(toFloat(vals[1])))
+	}
+	n := int(toInt64(vals[1]))
+	if len(vals) == 2 {
+		return sliceCount(a, n), nil
+	}
+	return sliceFrom(a, n, vals[2])
+}
+
+func sliceCount(a bson.A, n int) bson.A {
+	if n >= 0 {
+		return append(bson.A{}, a[:min(n, len(a))]...)
+	}
+	return append(bson.A{}, a[max(len(a)+n, 0):]...)
+}
+
+func sliceFrom(a bson.A, start int, countVal any) (any, error) {
+	if start < 0 {
+		start = max(len(a)+start, 0)
+	}
+	start = min(start, len(a))
+	if nullish(countVal) {
+		return nil, nil
+	}
+	if !isNumber(countVal) {
+		return nil, mongoerr.Newf(28727, "Third argument to $slice must be numeric, but is of type: %s", typeName(countVal))
+	}
+	if !isIntegral32(countVal) {
+		return nil, mongoerr.Newf(28728, "Third argument to $slice can't be represented as a 32-bit integer: %s",
+			formatNumber(toFloat(countVal)))
+	}
+	count := int(toInt64(countVal))
+	if count <= 0 {
+		return nil, mongoerr.Newf(28729, "Third argument to $slice must be positive: %d", count)
+	}
+	return append(bson.A{}, a[start:min(start+count, len(a))]...), nil
+}
+
+func evalConcatArrays(_ string, vals []any) (any, error) {
+	out := bson.A{}
+	for _, v := range vals {
+		if nullish(v) {
+			return nil, nil
+		}
+		a, ok := asArray(v)
+		if !ok {
+			return nil, mongoerr.Newf(28664, "$concatArrays only supports arrays, not %s", typeName(v))
+		}
+		out = append(out, a...)
+	}
+	return out, nil
+}
+
+func evalReverseArray(_ string, vals []any) (any, error) {
+	if nullish(vals[0]) {
+		return nil, nil
+	}
+	a, ok := asArray(vals[0])
+	if !ok {
+		return nil, mongoerr.Newf(34435, "The argument to $reverseArray must be an array, but was of type: %s",
+			typeName(vals[0]))
+	}
+	out := make(bson.A, len(a))
+	for i, x := range a {
+		out[len(a)-1-i] = x
+	}
+	return out, nil
+}
+
+func evalRange(_ string, vals []any) (any, error) {
+	start, err := rangeArg(vals[0], "starting value", 34443)
+	if err != nil {
+		return nil, err
+	}
+	end, err := rangeArg(vals[1], "ending value", 34445)
+	if err != nil {
+		return nil, err
+	}
+	step := int64(1)
+	if len(vals) == 3 {
+		if step, err = rangeArg(vals[2], "step value", 34447); err != nil {
+			return nil, err
+		}
+		if step == 0 {
+			return nil, mongoerr.New(34449, "$range requires a non-zero step value")
+		}
+	}
+	if n := (end - start) / step; n > rangeMaxElems {
+		return nil, mongoerr.Newf(5489600,
+			"$range would use too much memory (%d bytes) and cannot spill to disk. Memory limit: %d bytes",
+			n*rangeElemBytes, rangeMaxElems*rangeElemBytes)
+	}
+	out := bson.A{}
+	for i := start; (step > 0 && i < end) || (step < 0 && i > end); i += step {
+		out = append(out, int32(i))
+	}
+	return out, nil
+}
+
+// $range's output is bounded like MongoDB's: 100 MiB at 16 bytes a value.
+const (
+	rangeElemBytes = 16
+	rangeMaxElems  = 100 << 20 / rangeElemBytes
+)
+
+func rangeArg(v any, what string, code mongoerr.Code) (int64, error) {
+	if !isNumber(v) {
+		sep := " "
+		if what == "step value" {
+			sep = ""
+		}
+		return 0, mongoerr.Newf(code, "$range requires a numeric %s, found value of type:%s%s", what, sep, typeName(v))
+	}
+	if !isIntegral32(v) {
+		article := "a"
+		if what == "ending value" {
+			article = "an"
+		}
+		return 0, mongoerr.Newf(code+1, "$range requires %s %s that can be represented as a 32-bit integer, found value: %s",
+			article, what, formatValue(v))
+	}
+	return toInt64(v), nil
+}
+
+func evalIndexOfArray(name string, vals []any) (any, error) {
+	if nullish(vals[0]) {
+		return nil, nil
+	}
+	a, ok := asArray(vals[0])
+	if !ok {
+		return nil, mongoerr.Newf(40090, "$indexOfArray requires an array as a first argument, found: %s",
+			typeName(vals[0]))
+	}
+	start, end, err := indexBounds(name, vals, len(a))
+	if err != nil {
+		return nil, err
+	}
+	for i := start; i < end; i++ {
+		if compareValues(a[i], vals[1]) == 0 {
+			return int32(i), nil
+		}
+	}
+	return int32(-1), nil
+}

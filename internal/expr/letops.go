@@ -1,0 +1,256 @@
+package expr
+
+import (
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+)
+
+// This file holds the operators that bind variables: $let, $map, $filter
+// and $reduce.
+
+func addVarOps(m map[string]compileFn) {
+	m["$let"] = compileLet
+	m["$literal"] = literalOp
+	m["$const"] = literalOp
+}
+
+func compileLet(_ string, arg any) (node, error) {
+	if !isDocument(arg) {
+		return nil, mongoerr.New(16874, "$let only supports an object as its argument")
+	}
+	var varsVal, inVal any
+	var haveVars, haveIn bool
+	for _, e := range asDocument(arg) {
+		switch e.Key {
+		case "vars":
+			varsVal, haveVars = e.Value, true
+		case "in":
+			inVal, haveIn = e.Value, true
+		default:
+			return nil, mongoerr.Newf(16875, "Unrecognized parameter to $let: %s", e.Key)
+		}
+	}
+	if !haveVars {
+		return nil, mongoerr.New(16876, "Missing 'vars' parameter to $let")
+	}
+	if !haveIn {
+		return nil, mongoerr.New(16877, "Missing 'in' parameter to $let")
+	}
+	return letNode(varsVal, inVal)
+}
+
+func letNode(varsVal, inVal any) (node, error) {
+	if !isDocument(varsVal) {
+		return nil, mongoerr.New(10065, "invalid parameter: expected an object (vars)")
+	}
+	vars := asDocument(varsVal)
+	names := make([]string, len(vars))
+	vals := make([]node, len(vars))
+	for i, e := range vars {
+		if err := validateVarName(e.Key, true); err != nil {
+			return nil, err
+		}
+		n, err := compile(e.Value)
+		if err != nil {
+			return nil, err
+		}
+		names[i], vals[i] = e.Key, n
+	}
+	in, err := compile(inVal)
+	if err != nil {
+		return nil, err
+	}
+	return fn(func(c *ctx) (any, error) {
+		// Every var is evaluated in the outer scope, so vars cannot refer
+		// to each other, as in MongoDB.
+		inner := c
+		for i, n := range vals {
+			v, err := n.eval(c)
+			if err != nil {
+				return nil, err
+			}
+			inner = inner.bind(names[i], v)
+		}
+		return in.eval(inner)
+	}), nil
+}
+
+// loopSpec is the parsed argument of $map or $filter.
+type loopSpec struct {
+	input, body, limit node
+	as                 string
+}
+
+// parseLoop parses {input, as, <bodyName>} for $map and $filter.
+func parseLoop(name string, arg any, bodyName string, codes [4]mongoerr.Code) (loopSpec, error) {
+	spec := loopSpec{as: "this"}
+	if !isDocument(arg) {
+		return spec, mongoerr.Newf(codes[0], "%s only supports an object as its argument", name)
+	}
+	var body any
+	var haveInput, haveBody bool
+	for _, e := range asDocument(arg) {
+		var err error
+		switch {
+		case e.Key == "input":
+			spec.input, err = compile(e.Value)
+			haveInput = true
+		case e.Key == "as":
+			spec.as, _ = e.Value.(string)
+			err = validateVarName(spec.as, true)
+		case e.Key == bodyName:
+			body, haveBody = e.Value, true
+		case e.Key == "limit" && name == "$filter":
+			spec.limit, err = compile(e.Value)
+		default:
+			err = mongoerr.Newf(codes[1], "Unrecognized parameter to %s: %s", name, e.Key)
+		}
+		if err != nil {
+			return spec, err
+		}
+	}
+	if !haveInput {
+		return spec, mongoerr.Newf(codes[2], "Missing 'input' parameter to %s", name)
+	}
+	if !haveBody {
+		return spec, mongoerr.Newf(codes[3], "Missing '%s' parameter to %s", bodyName, name)
+	}
+	var err error
+	spec.body, err = compile(body)
+	return spec, err
+}
+
+// loopInput evaluates a loop's input: null for nullish, error for a
+// non-array.
+func loopInput(c *ctx, name string, input node, code mongoerr.Code) (bson.A, bool, error) {
+	v, err := input.eval(c)
+	if err != nil || nullish(v) {
+		return nil, false, err
+	}
+	a, ok := asArray(v)
+	if !ok {
+		return nil, false, mongoerr.Newf(code, "input to %s must be an array not %s", name, typeName(v))
+	}
+	return a, true, nil
+}
+
+func compileMap(name string, arg any) (node, error) {
+	spec, err := parseLoop(name, arg, "in", [4]mongoerr.Code{16878, 16879, 16880, 16882})
+	if err != nil {
+		return nil, err
+	}
+	return fn(func(c *ctx) (any, error) {
+		a, ok, err := loopInput(c, name, spec.input, 16883)
+		if err != nil || !ok {
+			return nil, err
+		}
+		out := make(bson.A, len(a))
+		for i, x := range a {
+			v, err := spec.body.eval(c.bind(spec.as, x))
+			if err != nil {
+				return nil, err
+			}
+			if IsMissing(v) {
+				v = nil
+			}
+			out[i] = v
+		}
+		return out, nil
+	}), nil
+}
+
+func compileFilter(name string, arg any) (node, error) {
+	spec, err := parseLoop(name, arg, "cond", [4]mongoerr.Code{28646, 28647, 28648, 28650})
+	if err != nil {
+		return nil, err
+	}
+	return fn(func(c *ctx) (any, error) {
+		a, ok, err := loopInput(c, name, spec.input, 28651)
+		if err != nil || !ok {
+			return nil, err
+		}
+		limit, err := filterLimit(c, spec.limit, len(a))
+		if err != nil {
+			return nil, err
+		}
+		return filterArray(c, spec, a, limit)
+	}), nil
+}
+
+func filterArray(c *ctx, spec loopSpec, a bson.A, limit int) (any, error) {
+	out := bson.A{}
+	for _, x := range a {
+		if len(out) >= limit {
+			break
+		}
+		v, err := spec.body.eval(c.bind(spec.as, x))
+		if err != nil {
+			return nil, err
+		}
+		if Truthy(v) {
+			out = append(out, x)
+		}
+	}
+	return out, nil
+}
+
+// filterLimit evaluates $filter's optional limit (MongoDB 5.2+).
+func filterLimit(c *ctx, limit node, n int) (int, error) {
+	if limit == nil {
+		return n, nil
+	}
+	v, err := limit.eval(c)
+	if err != nil || nullish(v) {
+		return n, err
+	}
+	if !isNumber(v) || !isIntegral32(v) {
+		return 0, mongoerr.Newf(327391, "$filter: limit must be represented as a 32-bit integral value: %s",
+			formatValue(v))
+	}
+	if l := toInt64(v); l < 1 {
+		return 0, mongoerr.Newf(327392, "$filter: limit must be greater than 0: %d", l)
+	} else if int(l) < n {
+		return int(l), nil
+	}
+	return n, nil
+}
+
+func compileReduce(_ string, arg any) (node, error) {
+	if !isDocument(arg) {
+		return nil, mongoerr.Newf(40075, "$reduce requires an object as an argument, found: %s", typeName(arg))
+	}
+	named, err := namedArgs(arg, []string{"input", "initialValue", "in"}, func(f string) error {
+		return mongoerr.Newf(40076, "$reduce found an unknown argument: %s", f)
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, k := range []string{"input", "initialValue", "in"} {
+		if named[k] == nil {
+			return nil, mongoerr.Newf(mongoerr.Code(40077+i), "$reduce requires '%s' to be specified", k)
+		}
+	}
+	return reduceNode(named["input"], named["initialValue"], named["in"]), nil
+}
+
+func reduceNode(input, initial, in node) node {
+	return fn(func(c *ctx) (any, error) {
+		v, err := input.eval(c)
+		if err != nil || nullish(v) {
+			return nil, err
+		}
+		a, ok := asArray(v)
+		if !ok {
+			return nil, mongoerr.Newf(40080, "$reduce requires that 'input' be an array, found: %s", formatValue(v))
+		}
+		acc, err := initial.eval(c)
+		for _, x := range a {
+			if err != nil {
+				break
+			}
+			acc, err = in.eval(c.bind("this", x).bind("value", acc))
+		}
+		return acc, err
+	})
+}

@@ -1,0 +1,33 @@
+package mongoerr
+
+import "go.mongodb.org/mongo-driver/v2/bson"
+
+// Reply returns the command reply document for err:
+// {ok: 0.0, errmsg, code, codeName, <extra fields>}.
+func Reply(err error) bson.D {
+	e := As(err)
+	d := bson.D{
+		{Key: "ok", Value: 0.0},
+		{Key: "errmsg", Value: e.Msg},
+		{Key: "code", Value: int32(e.Code)},
+		{Key: "codeName", Value: e.Code.Name()},
+	}
+	for _, kv := range e.Extra {
+		d = append(d, bson.E{Key: kv.Key, Value: kv.Value})
+	}
+	return d
+}
+
+// WriteError returns the writeErrors entry for err at batch position index:
+// {index, code, errmsg, <extra fields>} (codeName is not part of it).
+func WriteError(index int, err error) bson.D {
+	e := As(err)
+	d := bson.D{
+		{Key: "index", Value: int32(index)},
+		{Key: "code", Value: int32(e.Code)},
+	}
+	for _, kv := range e.Extra {
+		d = append(d, bson.E{Key: kv.Key, Value: kv.Value})
+	}
+	return append(d, bson.E{Key: "errmsg", Value: e.Msg})
+}

@@ -1,0 +1,142 @@
+package query
+
+import (
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// Filter is a parsed query filter. It is immutable after NewFilter and safe
+// for concurrent use.
+type Filter struct {
+	root node
+	spec bson.D
+}
+
+// NewFilter parses and validates a query filter. Errors are
+// *mongoerr.Error values carrying MongoDB's code and message.
+func NewFilter(filter bson.D) (*Filter, error) {
+	root, err := parseFilterDoc(filter, levelTop)
+	if err != nil {
+		return nil, err
+	}
+	return &Filter{root: root, spec: filter}, nil
+}
+
+// Match reports whether doc matches the filter. A $expr that fails to
+// evaluate counts as no match; use MatchErr to see the error.
+func (f *Filter) Match(doc bson.D) bool {
+	return f.root.matches(doc, nil)
+}
+
+// MatchErr is Match that also returns the first error raised while
+// evaluating a $expr, which MongoDB reports as a failure of the whole
+// query.
+func (f *Filter) MatchErr(doc bson.D) (bool, error) {
+	c := matchCtx{pos: -1}
+	ok := f.root.matches(doc, &c)
+	if c.err != nil {
+		return false, c.err
+	}
+	return ok, nil
+}
+
+// MatchPositional matches doc and also returns the index of the array
+// element that satisfied the first predicate that matched by traversing an
+// array, as MongoDB's positional `$` projection and update operator use it;
+// -1 when no predicate did (or doc does not match). Predicates under $or,
+// $nor and $not never record an index, as in MongoDB. When several AND-ed
+// predicates traverse arrays, MongoDB leaves the choice unspecified;
+// Mayfly takes the first in filter order.
+func (f *Filter) MatchPositional(doc bson.D) (ok bool, arrayIndex int) {
+	c := matchCtx{pos: -1}
+	if !f.root.matches(doc, &c) {
+		return false, -1
+	}
+	return true, c.pos
+}
+
+// Spec returns the filter document the Filter was parsed from.
+func (f *Filter) Spec() bson.D { return f.spec }
+
+// matchCtx collects what a match records besides its result. A nil
+// *matchCtx records nothing, which keeps plain Match allocation-free.
+type matchCtx struct {
+	pos   int   // first array offset recorded, -1 for none
+	muted int   // > 0 inside $or, $nor, $not and $elemMatch bodies
+	err   error // first $expr evaluation error
+}
+
+// record notes the array offset of a match unless one is already known or
+// recording is muted.
+func (c *matchCtx) record(i int) {
+	if c != nil && c.muted == 0 && c.pos < 0 && i >= 0 {
+		c.pos = i
+	}
+}
+
+func (c *matchCtx) mute() {
+	if c != nil {
+		c.muted++
+	}
+}
+
+func (c *matchCtx) unmute() {
+	if c != nil {
+		c.muted--
+	}
+}
+
+func (c *matchCtx) fail(err error) {
+	if c != nil && c.err == nil {
+		c.err = err
+	}
+}
+
+// node is a document-level predicate: MongoDB's MatchExpression::matches.
+type node interface {
+	matches(doc bson.D, c *matchCtx) bool
+}
+
+type andNode []node
+
+func (n andNode) matches(doc bson.D, c *matchCtx) bool {
+	for _, child := range n {
+		if !child.matches(doc, c) {
+			return false
+		}
+	}
+	return true
+}
+
+type orNode []node
+
+func (n orNode) matches(doc bson.D, c *matchCtx) bool {
+	c.mute()
+	defer c.unmute()
+	for _, child := range n {
+		if child.matches(doc, c) {
+			return true
+		}
+	}
+	return false
+}
+
+type norNode []node
+
+func (n norNode) matches(doc bson.D, c *matchCtx) bool {
+	return !orNode(n).matches(doc, c)
+}
+
+type constNode bool
+
+func (n constNode) matches(bson.D, *matchCtx) bool { return bool(n) }
+
+// fieldNode applies an operator to the values at a path.
+type fieldNode struct {
+	name string // the dotted path as written
+	path []string
+	op   fieldOp
+}
+
+func (n *fieldNode) matches(doc bson.D, c *matchCtx) bool {
+	return n.op.atPath(doc, n.path, c)
+}

@@ -1,0 +1,107 @@
+package query
+
+import (
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// Predicate is one AND-ed condition of a filter on a path, for the index
+// planner: Op is "$eq", "$gt", "$gte", "$lt", "$lte" or "$in", Values its
+// operand(s) ($in lists all of them). A document that matches the filter
+// satisfies every predicate under MongoDB's array rules (some value the
+// path yields satisfies it; {$eq: null} also holds for a missing path), so
+// predicates may narrow an index scan, but the filter must still be applied
+// to every candidate document. Mind array operands: {a: {$eq: [1, 2]}}
+// also matches {a: [1, 2]}, which a multikey index stores under the keys 1
+// and 2, not under [1, 2] (MongoDB scans both); and {$eq: null} matches
+// documents without the path, which an index stores under null.
+type Predicate struct {
+	Path   string
+	Op     string
+	Values []any
+}
+
+var cmpNames = map[cmpKind]string{cmpEQ: "$eq", cmpLT: "$lt", cmpLTE: "$lte", cmpGT: "$gt", cmpGTE: "$gte"}
+
+// Predicates returns the filter's top-level AND-ed predicates on paths,
+// including those inside top-level $and (and one-clause $or), in filter
+// order. Conditions that
+// are not simple comparisons (regexes, $in lists with regexes, negations,
+// $or, $elemMatch, ...) are left out.
+func (f *Filter) Predicates() []Predicate {
+	var out []Predicate
+	eachTopField(f.root, func(n *fieldNode) {
+		for _, op := range flattenOps(n.op) {
+			if p, ok := predicateOf(n.name, op); ok {
+				out = append(out, p)
+			}
+		}
+	})
+	return out
+}
+
+// Equalities returns the filter's top-level equality conditions as a
+// document of dotted paths and values, in filter order: {a: v},
+// {a: {$eq: v}} and {a: {$in: [v]}} (one non-regex value), also inside
+// top-level $and and one-clause $or. These seed the document an upsert inserts; a path may
+// appear more than once, which the update layer must reject as MongoDB
+// does. Regex equality ({a: /x/}) is a match, not an equality, and is
+// left out.
+func (f *Filter) Equalities() bson.D {
+	var out bson.D
+	eachTopField(f.root, func(n *fieldNode) {
+		for _, op := range flattenOps(n.op) {
+			if v, ok := equalityOf(op); ok {
+				out = append(out, bson.E{Key: n.name, Value: v})
+			}
+		}
+	})
+	return out
+}
+
+// eachTopField calls fn for each field predicate AND-ed at the top level.
+// A one-clause $or counts, as MongoDB's optimizer replaces it by its clause.
+func eachTopField(n node, fn func(*fieldNode)) {
+	switch x := n.(type) {
+	case andNode:
+		for _, child := range x {
+			eachTopField(child, fn)
+		}
+	case orNode:
+		if len(x) == 1 {
+			eachTopField(x[0], fn)
+		}
+	case *fieldNode:
+		fn(x)
+	}
+}
+
+func flattenOps(op fieldOp) []fieldOp {
+	if and, ok := op.(andOp); ok {
+		return and
+	}
+	return []fieldOp{op}
+}
+
+func equalityOf(op fieldOp) (any, bool) {
+	switch x := op.(type) {
+	case *cmpOp:
+		return x.rhs, x.kind == cmpEQ
+	case *inOp:
+		if len(x.eqs) == 1 && len(x.regexes) == 0 {
+			return x.eqs[0], true
+		}
+	}
+	return nil, false
+}
+
+func predicateOf(path string, op fieldOp) (Predicate, bool) {
+	switch x := op.(type) {
+	case *cmpOp:
+		return Predicate{Path: path, Op: cmpNames[x.kind], Values: []any{x.rhs}}, true
+	case *inOp:
+		if len(x.regexes) == 0 {
+			return Predicate{Path: path, Op: "$in", Values: x.eqs}, true
+		}
+	}
+	return Predicate{}, false
+}

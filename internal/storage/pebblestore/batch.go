@@ -1,0 +1,118 @@
+package pebblestore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+var (
+	errBatchClosed = errors.New("pebblestore: batch closed")
+	errBatchUsed   = errors.New("pebblestore: batch already committed")
+)
+
+// batch is a storage.Batch. It is single-use: after Commit (successful or
+// not) only Len and Close are meaningful. Not safe for concurrent use.
+type batch struct {
+	s    *Store
+	pb   *pebble.Batch // nil once closed or handed off to a failed commit
+	used bool
+	err  error // set for batches made on a closed store
+}
+
+func (b *batch) usable() error {
+	switch {
+	case b.err != nil:
+		return b.err
+	case b.used:
+		return errBatchUsed
+	case b.pb == nil:
+		return errBatchClosed
+	}
+	return nil
+}
+
+// Set implements storage.Batch; key and value are copied.
+func (b *batch) Set(key, value []byte) error {
+	if err := b.usable(); err != nil {
+		return err
+	}
+	if err := b.pb.Set(key, value, nil); err != nil {
+		return fmt.Errorf("pebblestore: batch set: %w", err)
+	}
+	return nil
+}
+
+// Delete implements storage.Batch.
+func (b *batch) Delete(key []byte) error {
+	if err := b.usable(); err != nil {
+		return err
+	}
+	if err := b.pb.Delete(key, nil); err != nil {
+		return fmt.Errorf("pebblestore: batch delete: %w", err)
+	}
+	return nil
+}
+
+// DeleteRange implements storage.Batch: it deletes every key in
+// [start, end). A nil start is the smallest key; end must not be nil, and a
+// range with start >= end deletes nothing.
+func (b *batch) DeleteRange(start, end []byte) error {
+	if err := b.usable(); err != nil {
+		return err
+	}
+	if end == nil {
+		return errors.New("pebblestore: batch delete range: end key required")
+	}
+	if bytes.Compare(start, end) >= 0 {
+		return nil // pebble expects start < end
+	}
+	if start == nil {
+		start = []byte{}
+	}
+	if err := b.pb.DeleteRange(start, end, nil); err != nil {
+		return fmt.Errorf("pebblestore: batch delete range: %w", err)
+	}
+	return nil
+}
+
+// Commit implements storage.Batch. An error means the outcome is unknown:
+// the writes may be visible and may even be durable, but are not known to be.
+func (b *batch) Commit(sync bool) error {
+	if err := b.usable(); err != nil {
+		return err
+	}
+	entered, err := b.s.apply(b.pb, sync)
+	if entered {
+		b.used = true
+		if err != nil {
+			// pebble may still hold the batch (e.g. in its commit queue);
+			// leave it to the garbage collector rather than its pool.
+			b.pb = nil
+		}
+	}
+	return err
+}
+
+// Len implements storage.Batch.
+func (b *batch) Len() int {
+	if b.pb == nil || b.pb.Empty() {
+		return 0
+	}
+	return b.pb.Len()
+}
+
+// Close implements storage.Batch.
+func (b *batch) Close() error {
+	if b.pb == nil {
+		return nil
+	}
+	pb := b.pb
+	b.pb = nil
+	if err := pb.Close(); err != nil {
+		return fmt.Errorf("pebblestore: batch close: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,162 @@
+package pebblestore
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+	"github.com/mayflydb/mayfly/internal/storage"
+)
+
+// diskFull fails every data-writing filesystem operation with ENOSPC while
+// on, like a full disk.
+type diskFull struct{ on atomic.Bool }
+
+func (d *diskFull) String() string { return "diskFull" }
+
+func (d *diskFull) MaybeError(op errorfs.Op) error {
+	if !d.on.Load() {
+		return nil
+	}
+	switch op.Kind {
+	case errorfs.OpCreate, errorfs.OpReuseForWrite, errorfs.OpFileWrite, errorfs.OpFileWriteAt,
+		errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo, errorfs.OpFilePreallocate:
+		return &os.PathError{Op: "write", Path: op.Path, Err: syscall.ENOSPC}
+	}
+	return nil
+}
+
+// within runs f and fails the test if it does not return in time: a write
+// error must never hang a caller.
+func within(t *testing.T, what string, f func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s hung", what)
+		return nil
+	}
+}
+
+func wantWriteFailure(t *testing.T, what string, err error) {
+	t.Helper()
+	if !errors.Is(err, ErrWriteFailed) || !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("%s: %v; want ErrWriteFailed wrapping ENOSPC", what, err)
+	}
+	if !strings.HasPrefix(err.Error(), "pebblestore: ") {
+		t.Fatalf("%s: error lacks context: %v", what, err)
+	}
+}
+
+// TestDiskFull: with the disk full, commits fail with an error (no panic,
+// no hang), reads keep working, and after space returns a reopened store
+// has every write acknowledged before the failure and takes new writes.
+// pebble cannot resume writing after a WAL error without reopening, so the
+// store keeps refusing writes until then.
+func TestDiskFull(t *testing.T) {
+	for _, sync := range []bool{true, false} {
+		t.Run(fmt.Sprintf("sync=%v", sync), func(t *testing.T) {
+			mem := vfs.NewMem()
+			full := &diskFull{}
+			fs := errorfs.Wrap(mem, full)
+			s := openT(t, Options{Dir: "db", FS: fs, SyncInterval: 10 * time.Millisecond})
+			for i := range 50 {
+				if err := set(t, s, true, fmt.Sprintf("before%02d", i), "v"); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			full.on.Store(true)
+			// A NoSync commit only buffers; the failure shows when the WAL
+			// block is written or synced (by a later commit or the syncer).
+			var err error
+			for i := 0; err == nil && i < 1000; i++ {
+				err = within(t, "commit", func() error {
+					return set(t, s, sync, fmt.Sprintf("during%04d", i), strings.Repeat("x", 1000))
+				})
+				if !sync {
+					time.Sleep(time.Millisecond)
+				}
+			}
+			wantWriteFailure(t, "commit on a full disk", err)
+
+			// Reads still work, from every read path.
+			if _, err := s.Get([]byte("before07")); err != nil {
+				t.Fatalf("Get after write failure: %v", err)
+			}
+			it, err := s.NewIter(nil, []byte("c"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for ok := it.First(); ok; ok = it.Next() {
+				n++
+			}
+			if err := it.Close(); err != nil || n != 50 {
+				t.Fatalf("scan after write failure: %d keys, err %v", n, err)
+			}
+
+			// Space comes back: writes stay refused until reopen.
+			full.on.Store(false)
+			wantWriteFailure(t, "commit after space returns", within(t, "commit", func() error {
+				return set(t, s, true, "after", "v")
+			}))
+			wantWriteFailure(t, "Sync", within(t, "sync", s.Sync))
+			_ = within(t, "Close", s.Close) // may report the failure; must return
+
+			r := openT(t, Options{Dir: "db", FS: fs})
+			defer r.Close()
+			for i := range 50 {
+				if _, err := r.Get(fmt.Appendf(nil, "before%02d", i)); err != nil {
+					t.Fatalf("acknowledged write before%02d lost: %v", i, err)
+				}
+			}
+			if err := set(t, r, true, "after-reopen", "v"); err != nil {
+				t.Fatalf("write after reopen: %v", err)
+			}
+		})
+	}
+}
+
+// TestConcurrentCommitsDuringFailure: many committers hit the failure at
+// once; every call returns, none panics.
+func TestConcurrentCommitsDuringFailure(t *testing.T) {
+	full := &diskFull{}
+	s := openT(t, Options{Dir: "db", FS: errorfs.Wrap(vfs.NewMem(), full)})
+	full.on.Store(true)
+	errs := make(chan error, 32)
+	for g := range 32 {
+		go func() {
+			var err error
+			for i := 0; i < 20 && err == nil; i++ {
+				err = set(t, s, i%2 == 0, fmt.Sprintf("g%d-%d", g, i), strings.Repeat("x", 2000))
+			}
+			errs <- err
+		}()
+	}
+	for range 32 {
+		select {
+		case err := <-errs:
+			if err == nil {
+				continue // this committer finished before the failure was seen
+			}
+			wantWriteFailure(t, "concurrent commit", err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("a committer hung")
+		}
+	}
+	if _, err := s.Get([]byte("g0-0")); err != nil && !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("Get after failure: %v", err)
+	}
+	_ = within(t, "Close", s.Close)
+}

@@ -1,0 +1,211 @@
+package pebblestore
+
+import (
+	"bytes"
+	"fmt"
+	"sync"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/mayflydb/mayfly/internal/storage"
+)
+
+// registry tracks open iterators and snapshots so Close can release them
+// before pebble frees the memory they read from.
+type registry struct {
+	mu     sync.Mutex
+	closed bool
+	items  map[forceCloser]struct{}
+}
+
+type forceCloser interface{ forceClose() }
+
+// add registers c, or reports false once the store is closing.
+func (r *registry) add(c forceCloser) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return false
+	}
+	if r.items == nil {
+		r.items = make(map[forceCloser]struct{})
+	}
+	r.items[c] = struct{}{}
+	return true
+}
+
+func (r *registry) remove(c forceCloser) {
+	r.mu.Lock()
+	delete(r.items, c)
+	r.mu.Unlock()
+}
+
+// closeAll force-closes everything registered and refuses new entries.
+// Items are closed outside r.mu: their own locks are taken first elsewhere.
+func (r *registry) closeAll() {
+	r.mu.Lock()
+	r.closed = true
+	items := r.items
+	r.items = nil
+	r.mu.Unlock()
+	for c := range items {
+		c.forceClose()
+	}
+}
+
+// newIter opens a registered iterator over [lower, upper) on a pebble reader
+// (the DB or a snapshot).
+func (s *Store) newIter(r pebble.Reader, lower, upper []byte) (storage.Iterator, error) {
+	if lower != nil && upper != nil && bytes.Compare(lower, upper) > 0 {
+		upper = lower // an inverted range is empty; pebble would reject it
+	}
+	// pebble copies the bounds, so callers may reuse their buffers.
+	pi, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: new iterator: %w", err)
+	}
+	it := &iterator{s: s, pi: pi}
+	if !s.live.add(it) {
+		_ = pi.Close()
+		return nil, storage.ErrClosed
+	}
+	return it, nil
+}
+
+// iterator is a storage.Iterator. Its mutex is uncontended in normal use;
+// it only orders calls against a concurrent Store.Close.
+type iterator struct {
+	s      *Store
+	mu     sync.Mutex
+	pi     *pebble.Iterator // nil once closed
+	closed error            // returned by Error once pi is nil
+}
+
+func (it *iterator) move(f func(*pebble.Iterator) bool) bool {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	return it.pi != nil && f(it.pi)
+}
+
+func (it *iterator) First() bool { return it.move((*pebble.Iterator).First) }
+func (it *iterator) Last() bool  { return it.move((*pebble.Iterator).Last) }
+func (it *iterator) Next() bool  { return it.move((*pebble.Iterator).Next) }
+func (it *iterator) Prev() bool  { return it.move((*pebble.Iterator).Prev) }
+func (it *iterator) Valid() bool { return it.move((*pebble.Iterator).Valid) }
+
+func (it *iterator) SeekGE(key []byte) bool {
+	return it.move(func(pi *pebble.Iterator) bool { return pi.SeekGE(key) })
+}
+
+func (it *iterator) SeekLT(key []byte) bool {
+	return it.move(func(pi *pebble.Iterator) bool { return pi.SeekLT(key) })
+}
+
+func (it *iterator) Key() []byte {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	if it.pi == nil || !it.pi.Valid() {
+		return nil
+	}
+	return it.pi.Key()
+}
+
+func (it *iterator) Value() []byte {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	if it.pi == nil || !it.pi.Valid() {
+		return nil
+	}
+	v, err := it.pi.ValueAndErr() // an error also invalidates pi and shows in Error
+	if err != nil {
+		return nil
+	}
+	return v
+}
+
+func (it *iterator) Error() error {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	if it.pi == nil {
+		return it.closed
+	}
+	if err := it.pi.Error(); err != nil {
+		return fmt.Errorf("pebblestore: iterator: %w", err)
+	}
+	return nil
+}
+
+// Close implements storage.Iterator; closing twice is harmless.
+func (it *iterator) Close() error {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	if it.pi == nil {
+		return nil
+	}
+	err := it.pi.Close()
+	it.pi, it.closed = nil, storage.ErrClosed
+	it.s.live.remove(it)
+	if err != nil {
+		return fmt.Errorf("pebblestore: iterator close: %w", err)
+	}
+	return nil
+}
+
+func (it *iterator) forceClose() {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	if it.pi != nil {
+		_ = it.pi.Close()
+		it.pi, it.closed = nil, storage.ErrClosed
+	}
+}
+
+// snapshot is a storage.Snapshot, safe for concurrent use.
+type snapshot struct {
+	s  *Store
+	mu sync.Mutex
+	ps *pebble.Snapshot // nil once closed
+}
+
+func (sn *snapshot) Get(key []byte) ([]byte, error) {
+	sn.mu.Lock()
+	defer sn.mu.Unlock()
+	if sn.ps == nil {
+		return nil, storage.ErrClosed
+	}
+	return get(sn.ps, key)
+}
+
+func (sn *snapshot) NewIter(lower, upper []byte) (storage.Iterator, error) {
+	sn.mu.Lock()
+	defer sn.mu.Unlock()
+	if sn.ps == nil {
+		return nil, storage.ErrClosed
+	}
+	return sn.s.newIter(sn.ps, lower, upper)
+}
+
+// Close implements storage.Snapshot; iterators opened from the snapshot stay
+// valid. Closing twice is harmless.
+func (sn *snapshot) Close() error {
+	sn.mu.Lock()
+	defer sn.mu.Unlock()
+	if sn.ps == nil {
+		return nil
+	}
+	err := sn.ps.Close()
+	sn.ps = nil
+	sn.s.live.remove(sn)
+	if err != nil {
+		return fmt.Errorf("pebblestore: snapshot close: %w", err)
+	}
+	return nil
+}
+
+func (sn *snapshot) forceClose() {
+	sn.mu.Lock()
+	defer sn.mu.Unlock()
+	if sn.ps != nil {
+		_ = sn.ps.Close()
+		sn.ps = nil
+	}
+}

@@ -1,0 +1,100 @@
+package pebblestore
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// Tuning for many small documents, written and deleted at a high rate (TTL
+// expiry). The reasoning is in docs/design/0002-storage-and-durability.md.
+const (
+	memTableSize          = 32 << 20
+	memTableStopThreshold = 4  // memtables queued before writes stall
+	l0CompactionThreshold = 2  // start L0 compactions early: keeps read-amp low
+	l0StopWritesThreshold = 24 // but absorb bursts (e.g. expiry sweeps) before stalling
+	lBaseMaxBytes         = 64 << 20
+	bloomBitsPerKey       = 10 // ~1% false positives for point lookups
+)
+
+func (s *Store) pebbleOptions(fs vfs.FS, cache *pebble.Cache, diskHealth bool) *pebble.Options {
+	o := &pebble.Options{
+		FS:     fs,
+		Cache:  cache,
+		Logger: pebbleLogger{log: s.logger, onFatal: s.fail},
+		// Pin the on-disk format: a newer pebble must not silently ratchet
+		// an existing store to a format older binaries cannot read.
+		FormatMajorVersion:          pebble.FormatValueSeparation,
+		MemTableSize:                memTableSize,
+		MemTableStopWritesThreshold: memTableStopThreshold,
+		L0CompactionThreshold:       l0CompactionThreshold,
+		L0StopWritesThreshold:       l0StopWritesThreshold,
+		LBaseMaxBytes:               lBaseMaxBytes,
+		CompactionConcurrencyRange: func() (int, int) {
+			return 1, max(2, runtime.GOMAXPROCS(0)/2)
+		},
+		// In memory nothing survives the process, so a WAL would only cost
+		// memory and copying.
+		DisableWAL: s.inMem,
+	}
+	el := s.eventListener()
+	o.EventListener = &el
+	for i := range o.Levels {
+		o.Levels[i].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
+	}
+	o.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionBalanced })
+	if diskHealth {
+		o.WithFSDefaults() // pebble's disk-stall detection, reported as DiskSlow
+	}
+	return o
+}
+
+// eventListener logs the events an operator needs to see; routine flush and
+// compaction events are left out.
+func (s *Store) eventListener() pebble.EventListener {
+	log := s.logger
+	return pebble.EventListener{
+		BackgroundError: func(err error) { log.Error("pebble background error", "err", err) },
+		DataCorruption: func(info pebble.DataCorruptionInfo) {
+			log.Error("pebble data corruption", "path", info.Path, "err", info.Details)
+		},
+		DiskSlow:        func(info pebble.DiskSlowInfo) { log.Warn("disk slow", "info", info.String()) },
+		LowDiskSpace:    func(info pebble.LowDiskSpaceInfo) { log.Warn("low disk space", "info", info.String()) },
+		WriteStallBegin: func(info pebble.WriteStallBeginInfo) { log.Warn("write stall", "reason", info.Reason) },
+		WriteStallEnd:   func() { log.Info("write stall ended") },
+	}
+}
+
+// pebbleLogger adapts slog to pebble's Logger.
+type pebbleLogger struct {
+	log     *slog.Logger
+	onFatal func(error)
+}
+
+func (l pebbleLogger) Infof(format string, args ...any) {
+	l.log.Info(fmt.Sprintf(format, args...))
+}
+
+func (l pebbleLogger) Errorf(format string, args ...any) {
+	l.log.Error(fmt.Sprintf(format, args...))
+}
+
+// Fatalf is how pebble reports failures it cannot continue from (a failed
+// WAL sync, a failed MANIFEST write), expecting the process to exit. A
+// database server can still serve reads, so instead the store stops taking
+// writes; reopening recovers. The cause is kept for errors.Is.
+func (l pebbleLogger) Fatalf(format string, args ...any) {
+	err := errors.New(fmt.Sprintf(format, args...))
+	for _, a := range args {
+		if cause, ok := a.(error); ok {
+			err = fmt.Errorf("%s: %w", err, cause)
+			break
+		}
+	}
+	l.onFatal(fmt.Errorf("pebble: %w", err))
+}

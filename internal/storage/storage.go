@@ -1,0 +1,86 @@
+// Package storage defines the small ordered key-value contract that Mayfly's
+// document, index and catalog layers are written against. Engines live in
+// sub-packages (pebblestore); storagetest holds the one conformance suite
+// every engine must pass.
+//
+// Keys and values are opaque bytes; all query, index and TTL logic lives
+// above this package.
+package storage
+
+import "errors"
+
+// ErrNotFound is returned by Get when a key is absent.
+var ErrNotFound = errors.New("storage: not found")
+
+// ErrClosed is returned by operations on a closed engine.
+var ErrClosed = errors.New("storage: closed")
+
+// Reader reads a consistent view of the key space.
+type Reader interface {
+	// Get returns a copy of the value stored at key, or ErrNotFound.
+	Get(key []byte) ([]byte, error)
+	// NewIter returns an iterator over keys in [lower, upper). A nil bound is
+	// open. The iterator must be closed.
+	NewIter(lower, upper []byte) (Iterator, error)
+}
+
+// Engine is an open store.
+type Engine interface {
+	Reader
+	// NewBatch starts an atomic group of writes.
+	NewBatch() Batch
+	// NewSnapshot returns a point-in-time Reader; it must be closed.
+	NewSnapshot() Snapshot
+	// Sync makes every write committed so far durable.
+	Sync() error
+	// Metrics reports engine-level figures for serverStatus and stats.
+	Metrics() Metrics
+	Close() error
+}
+
+// Snapshot is a Reader frozen at the moment it was taken.
+type Snapshot interface {
+	Reader
+	Close() error
+}
+
+// Batch is an atomic set of writes: after Commit either all are visible or
+// none is, also across a crash.
+type Batch interface {
+	Set(key, value []byte) error
+	Delete(key []byte) error
+	// DeleteRange deletes every key in [start, end); dropping a collection
+	// or an index is one such range.
+	DeleteRange(start, end []byte) error
+	// Commit applies the batch. With sync, it returns only once the batch is
+	// durable on stable storage.
+	Commit(sync bool) error
+	// Len is the encoded size of the batch in bytes; 0 means empty.
+	Len() int
+	// Close releases the batch; it is safe after Commit.
+	Close() error
+}
+
+// Iterator walks keys in ascending byte order. Key and Value are valid
+// until the next positioning call; callers copy what they keep.
+type Iterator interface {
+	First() bool
+	Last() bool
+	SeekGE(key []byte) bool
+	SeekLT(key []byte) bool
+	Next() bool
+	Prev() bool
+	Valid() bool
+	Key() []byte
+	Value() []byte
+	Error() error
+	Close() error
+}
+
+// Metrics is the engine's own accounting.
+type Metrics struct {
+	// DiskBytes is the size of the engine's files on disk (0 in memory).
+	DiskBytes int64
+	// MemBytes is memory held by memtables and caches.
+	MemBytes int64
+}

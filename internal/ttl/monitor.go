@@ -1,0 +1,202 @@
+// Package ttl runs the TTL monitor: the background loop that deletes
+// documents whose TTL index says they have expired.
+//
+// Unlike MongoDB's monitor, which polls once a minute, it reads the next
+// expiry from the TTL indexes themselves and sleeps until then (never
+// longer than ttlMonitorSleepSecs, never shorter than a floor that keeps
+// batches efficient). Deletes go through the docstore's normal delete path
+// in bounded batches, so indexes and counters stay exact.
+package ttl
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/mayflydb/mayfly/internal/clock"
+	"github.com/mayflydb/mayfly/internal/docstore"
+)
+
+// Config tunes the monitor. The zero value is valid.
+type Config struct {
+	// SleepSecs is ttlMonitorSleepSecs: the longest the monitor sleeps
+	// between passes when it knows of no expiry (default 60).
+	SleepSecs int64
+	// Floor is the shortest pause between passes (default 50ms).
+	Floor time.Duration
+	// BatchDocs bounds the documents deleted in one atomic batch (default 1000).
+	BatchDocs int
+	// Disabled starts the monitor with ttlMonitorEnabled false.
+	Disabled bool
+	Logger   *slog.Logger
+}
+
+// Stats are the counters of serverStatus().metrics.ttl.
+type Stats struct {
+	Passes, SubPasses, DeletedDocuments, DeletedKeys int64
+}
+
+// Monitor is the TTL deletion loop.
+type Monitor struct {
+	store  *docstore.Store
+	clock  clock.Clock
+	cfg    Config
+	logger *slog.Logger
+
+	enabled   atomic.Bool
+	sleepSecs atomic.Int64
+	kick      chan struct{}
+	// wakeAt is when the current sleep ends (unix nanoseconds); a write
+	// that expires earlier kicks the monitor.
+	wakeAt atomic.Int64
+
+	passes, subPasses, deletedDocs, deletedKeys atomic.Int64
+}
+
+// New returns a monitor over store; Run starts it.
+func New(store *docstore.Store, clk clock.Clock, cfg Config) *Monitor {
+	if cfg.SleepSecs <= 0 {
+		cfg.SleepSecs = 60
+	}
+	if cfg.Floor <= 0 {
+		cfg.Floor = 50 * time.Millisecond
+	}
+	if cfg.BatchDocs <= 0 {
+		cfg.BatchDocs = 1000
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	m := &Monitor{store: store, clock: clk, cfg: cfg, logger: cfg.Logger, kick: make(chan struct{}, 1)}
+	m.enabled.Store(!cfg.Disabled)
+	m.sleepSecs.Store(cfg.SleepSecs)
+	store.OnIndexChange(m.Kick)
+	store.OnExpiry(m.hint)
+	return m
+}
+
+// Kick makes the monitor re-plan its next wake-up now.
+func (m *Monitor) Kick() {
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (m *Monitor) hint(at time.Time) {
+	if at.UnixNano() < m.wakeAt.Load() {
+		m.Kick()
+	}
+}
+
+// Enabled reports ttlMonitorEnabled.
+func (m *Monitor) Enabled() bool { return m.enabled.Load() }
+
+// SetEnabled sets ttlMonitorEnabled.
+func (m *Monitor) SetEnabled(on bool) { m.enabled.Store(on); m.Kick() }
+
+// SleepSecs reports ttlMonitorSleepSecs.
+func (m *Monitor) SleepSecs() int64 { return m.sleepSecs.Load() }
+
+// SetSleepSecs sets ttlMonitorSleepSecs and re-plans the current sleep.
+func (m *Monitor) SetSleepSecs(n int64) { m.sleepSecs.Store(n); m.Kick() }
+
+// Stats returns the monitor's counters.
+func (m *Monitor) Stats() Stats {
+	return Stats{
+		Passes: m.passes.Load(), SubPasses: m.subPasses.Load(),
+		DeletedDocuments: m.deletedDocs.Load(), DeletedKeys: m.deletedKeys.Load(),
+	}
+}
+
+// Run loops until ctx is done.
+func (m *Monitor) Run(ctx context.Context) {
+	timer := m.clock.NewTimer(m.nextWait())
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.kick:
+		case <-timer.C():
+			if m.enabled.Load() {
+				m.Pass(ctx)
+			}
+		}
+		timer.Reset(m.nextWait())
+	}
+}
+
+// nextWait is the time until the earliest known expiry, clamped to
+// [Floor, SleepSecs].
+func (m *Monitor) nextWait() time.Duration {
+	longest := time.Duration(m.sleepSecs.Load()) * time.Second
+	if !m.enabled.Load() {
+		return longest
+	}
+	now := m.clock.Now()
+	wait := longest
+	for _, c := range m.store.Collections() {
+		if !c.HasTTL() {
+			continue
+		}
+		at, ok, err := c.NextExpiry()
+		if err != nil {
+			m.logger.Warn("ttl: reading next expiry", "ns", c.Namespace(), "err", err)
+			continue
+		}
+		if ok && at.Sub(now) < wait {
+			wait = at.Sub(now)
+		}
+	}
+	wait = max(wait, m.cfg.Floor)
+	m.wakeAt.Store(now.Add(wait).UnixNano())
+	return wait
+}
+
+// Pass deletes everything expired as of the pass's start, visiting TTL
+// indexes round-robin one batch at a time so that no collection starves
+// another.
+func (m *Monitor) Pass(ctx context.Context) {
+	now := m.clock.Now()
+	work := m.ttlIndexes()
+	for len(work) > 0 && ctx.Err() == nil {
+		m.subPasses.Add(1)
+		work = m.subPass(work, now)
+	}
+	m.passes.Add(1)
+}
+
+type target struct {
+	coll  *docstore.Collection
+	index string
+}
+
+func (m *Monitor) ttlIndexes() []target {
+	var out []target
+	for _, c := range m.store.Collections() {
+		for _, name := range c.TTLIndexes() {
+			out = append(out, target{coll: c, index: name})
+		}
+	}
+	return out
+}
+
+// subPass runs one batch per index and returns the indexes with more to do.
+func (m *Monitor) subPass(work []target, now time.Time) []target {
+	var again []target
+	for _, t := range work {
+		res, err := t.coll.ExpireBatch(t.index, now, m.cfg.BatchDocs)
+		if err != nil {
+			m.logger.Error("Error running TTL job on collection", "ns", t.coll.Namespace(), "index", t.index, "err", err)
+			continue
+		}
+		m.deletedDocs.Add(int64(res.Deleted))
+		m.deletedKeys.Add(int64(res.DeletedKeys))
+		if res.More {
+			again = append(again, t)
+		}
+	}
+	return again
+}

@@ -1,0 +1,115 @@
+package ttl
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/catalog"
+	"github.com/mayflydb/mayfly/internal/clock"
+	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
+)
+
+var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+func setup(t *testing.T, secs int) (*Monitor, *docstore.Collection, *clock.Manual) {
+	t.Helper()
+	eng, err := pebblestore.Open(pebblestore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = eng.Close() })
+	clk := clock.NewManual(t0)
+	s, err := docstore.Open(eng, docstore.Options{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.CreateCollection("db", "s", docstore.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := catalog.ParseIndexSpec(bson.D{{Key: "key", Value: bson.D{{Key: "t", Value: 1}}}, {Key: "name", Value: "t_1"}, {Key: "expireAfterSeconds", Value: secs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateIndexes([]*catalog.Index{ix}); err != nil {
+		t.Fatal(err)
+	}
+	return New(s, clk, Config{BatchDocs: 10}), c, clk
+}
+
+func add(t *testing.T, c *docstore.Collection, id int, at time.Time) {
+	t.Helper()
+	if err := c.Insert(bson.D{{Key: "_id", Value: id}, {Key: "t", Value: bson.NewDateTimeFromTime(at)}}, docstore.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNextWaitFollowsEarliestExpiry(t *testing.T) {
+	m, c, clk := setup(t, 60)
+	if got := m.nextWait(); got != 60*time.Second {
+		t.Fatalf("nothing to expire: wait %v, want ttlMonitorSleepSecs", got)
+	}
+	add(t, c, 1, t0.Add(-50*time.Second)) // expires at t0+10s
+	if got := m.nextWait(); got != 10*time.Second {
+		t.Fatalf("wait %v, want 10s", got)
+	}
+	clk.Advance(10 * time.Second)
+	if got := m.nextWait(); got != m.cfg.Floor {
+		t.Fatalf("overdue expiry waits the floor, got %v", got)
+	}
+	m.SetSleepSecs(5)
+	clk.Set(t0)
+	if got := m.nextWait(); got != 5*time.Second {
+		t.Fatalf("ttlMonitorSleepSecs caps the wait: %v", got)
+	}
+}
+
+func TestPassDeletesEverythingExpiredInBatches(t *testing.T) {
+	m, c, clk := setup(t, 0)
+	for i := 0; i < 35; i++ {
+		add(t, c, i, t0.Add(time.Duration(i)*time.Second))
+	}
+	clk.Set(t0.Add(24 * time.Second)) // 0..24 expired
+	m.Pass(context.Background())
+	st := m.Stats()
+	if st.DeletedDocuments != 25 || st.Passes != 1 || st.SubPasses != 3 || st.DeletedKeys != 50 {
+		t.Fatalf("stats %+v", st)
+	}
+	if c.Count() != 10 {
+		t.Fatalf("left %d", c.Count())
+	}
+}
+
+func TestRunWakesAtExpiryWithoutPolling(t *testing.T) {
+	m, c, clk := setup(t, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	add(t, c, 1, t0.Add(5*time.Second))
+	// The write's expiry hint re-plans the sleep; moving the clock past it
+	// fires the timer and the pass deletes the document.
+	waitFor(t, func() bool { return m.wakeAt.Load() == t0.Add(5*time.Second).UnixNano() })
+	clk.Advance(5 * time.Second)
+	waitFor(t, func() bool { return m.Stats().DeletedDocuments == 1 })
+	if m.Stats().Passes != 1 {
+		t.Fatalf("exactly one pass ran: %+v", m.Stats())
+	}
+}
+
+// waitFor polls a condition that another goroutine makes true once the
+// manual clock has moved; it does not wait on wall-clock expiry.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for i := 0; i < 2000; i++ {
+		if cond() {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatal("condition not reached")
+}

@@ -1,0 +1,156 @@
+package update
+
+import (
+	"strconv"
+
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// applier carries what one Apply call shares across the tree walk.
+type applier struct {
+	u       *Update
+	ctx     Context
+	root    *mdoc
+	changed bool
+	tsInc   uint32 // increments handed out for Timestamp values in this call
+}
+
+// Apply returns the updated document (doc itself is not modified) and
+// whether anything changed, which is what counts toward nModified.
+func (u *Update) Apply(doc bson.D, ctx Context) (bson.D, bool, error) {
+	if u.replacement != nil {
+		return u.applyReplacement(doc, ctx)
+	}
+	a := &applier{u: u, ctx: ctx, root: &mdoc{d: append(bson.D(nil), doc...)}}
+	if err := u.root.apply(a, &state{elem: a.root}); err != nil {
+		return nil, false, err
+	}
+	if !a.changed {
+		return doc, false, nil
+	}
+	out := finish(a.root).(bson.D)
+	if ctx.IsInsert {
+		out = idFirst(out)
+		if err := checkID(out); err != nil {
+			return nil, false, err
+		}
+	}
+	return out, true, nil
+}
+
+func (n *objNode) apply(a *applier, st *state) error {
+	if n.positional == nil {
+		return n.applyChildren(a, st, "")
+	}
+	if a.ctx.Positional < 0 {
+		return errPositionalNoMatch()
+	}
+	return n.applyChildren(a, st, strconv.Itoa(a.ctx.Positional))
+}
+
+// applyChildren applies the children in order, slotting the positional
+// child in where its matched name falls (by plain string order, as MongoDB
+// does) or merging it with a child of the same name.
+func (n *objNode) applyChildren(a *applier, st *state, pos string) error {
+	pending := n.positional != nil
+	for _, c := range n.children {
+		child := c.node
+		if pending && c.name == pos {
+			merged, err := mergeNodes(n.positional, c.node, append(joinParts(st), pos))
+			if err != nil {
+				return err
+			}
+			child, pending = merged, false
+		} else if pending && pos < c.name {
+			if err := applyChild(a, st, n.positional, pos); err != nil {
+				return err
+			}
+			pending = false
+		}
+		if err := applyChild(a, st, child, c.name); err != nil {
+			return err
+		}
+	}
+	if pending {
+		return applyChild(a, st, n.positional, pos)
+	}
+	return nil
+}
+
+func applyChild(a *applier, st *state, child node, field string) error {
+	if err := child.apply(a, st.child(field)); err != nil {
+		return err
+	}
+	st.resync()
+	return nil
+}
+
+func joinParts(st *state) []string {
+	return append(clip(st.taken), st.create...)
+}
+
+func (n *arrNode) apply(a *applier, st *state) error {
+	if len(st.create) > 0 {
+		return errf(mongoerr.BadValue,
+			"The path '%s' must exist in the document in order to apply array updates.",
+			joinPath(st.taken, st.create))
+	}
+	arr, ok := st.elem.(*marr)
+	if !ok {
+		return errf(mongoerr.BadValue, "Cannot apply array updates to non-array element %s",
+			elemString(st.name(), st.elem))
+	}
+	matches := n.match(a, arr)
+	for i, sel := range matches {
+		if err := applyMatched(a, st, sel, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// match decides, before anything changes, which children apply to each
+// element of the array.
+func (n *arrNode) match(a *applier, arr *marr) [][]node {
+	out := make([][]node, len(arr.a))
+	for i, e := range arr.a {
+		for _, c := range n.children {
+			if c.name == "" || a.u.filters[c.name].matches(c.name, e) {
+				out[i] = append(out[i], c.node)
+			}
+		}
+	}
+	return out
+}
+
+func applyMatched(a *applier, st *state, sel []node, i int) error {
+	if len(sel) == 0 {
+		return nil
+	}
+	field := strconv.Itoa(i)
+	merged := sel[0]
+	for _, next := range sel[1:] {
+		m, err := mergeNodes(merged, next, append(clip(st.taken), field))
+		if err != nil {
+			return err
+		}
+		merged = m
+	}
+	return applyChild(a, st, merged, field)
+}
+
+// idFirst moves _id to the front, where MongoDB keeps it in stored
+// documents.
+func idFirst(d bson.D) bson.D {
+	for i, e := range d {
+		if e.Key == "_id" {
+			if i > 0 {
+				copy(d[1:i+1], d[:i])
+				d[0] = e
+			}
+			return d
+		}
+	}
+	return d
+}

@@ -1,0 +1,34 @@
+package update
+
+import (
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+)
+
+// Codes MongoDB uses here that the shared table has no name for yet.
+const (
+	codeCannotBackfillArray mongoerr.Code = 34
+	codeEmptyFieldName      mongoerr.Code = 56
+)
+
+// maxStorageDepth is MongoDB's nesting limit for stored documents: its BSON
+// depth limit (200) less the levels it reserves for system use (20).
+const maxStorageDepth = 180
+
+// maxPadding caps the nulls added when setting an array index past its end.
+const maxPadding = 1500000
+
+func errf(code mongoerr.Code, format string, args ...any) error {
+	return mongoerr.Newf(code, format, args...)
+}
+
+func errPositionalNoMatch() error {
+	return mongoerr.New(mongoerr.BadValue,
+		"The positional operator did not find the match needed from the query.")
+}
+
+func errImmutable(path string) error {
+	return errf(mongoerr.ImmutableField,
+		"Performing an update on the path '%s' would modify the immutable field '_id'", path)
+}
+
+const pathNotViable = mongoerr.PathNotViable

@@ -1,0 +1,246 @@
+package update
+
+import (
+	"strings"
+
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// leafParser builds the leaf for one field of one operator.
+type leafParser func(field string, v any) (*leafNode, error)
+
+// operator returns the parser for an update operator, or nil if unknown.
+func operator(name string) leafParser {
+	switch name {
+	case "$set":
+		return simple(func(v any) modifier { return setMod{val: v} })
+	case "$setOnInsert":
+		return func(_ string, v any) (*leafNode, error) {
+			return &leafNode{mod: setMod{val: v}, insertOnly: true}, nil
+		}
+	case "$unset":
+		return func(string, any) (*leafNode, error) {
+			return &leafNode{mod: unsetMod{}, allowNonViable: true}, nil
+		}
+	case "$min", "$max":
+		isMax := name == "$max"
+		return simple(func(v any) modifier { return compareMod{max: isMax, val: v} })
+	}
+	return arrayOperator(name)
+}
+
+func arrayOperator(name string) leafParser {
+	switch name {
+	case "$inc":
+		return withField(func(f string, v any) (modifier, error) { return parseArith(opAdd, f, v) })
+	case "$mul":
+		return withField(func(f string, v any) (modifier, error) { return parseArith(opMul, f, v) })
+	case "$pop":
+		return withField(parsePop)
+	case "$bit":
+		return checked(parseBit)
+	case "$currentDate":
+		return checked(parseCurrentDate)
+	case "$push":
+		return checked(parsePush)
+	case "$addToSet":
+		return checked(parseAddToSet)
+	case "$pull":
+		return checked(parsePull)
+	case "$pullAll":
+		return checked(parsePullAll)
+	}
+	return nil
+}
+
+func simple(f func(any) modifier) leafParser {
+	return func(_ string, v any) (*leafNode, error) { return &leafNode{mod: f(v)}, nil }
+}
+
+func checked(f func(any) (modifier, error)) leafParser {
+	return withField(func(_ string, v any) (modifier, error) { return f(v) })
+}
+
+func withField(f func(string, any) (modifier, error)) leafParser {
+	return func(field string, v any) (*leafNode, error) {
+		m, err := f(field, v)
+		if err != nil {
+			return nil, err
+		}
+		return &leafNode{mod: m}, nil
+	}
+}
+
+func (u *Update) parseOperators() error {
+	if _, ok := lookupKey(u.source, "$v"); ok {
+		return errf(mongoerr.FailedToParse, "The $v update field is only recognized internally")
+	}
+	for _, op := range u.source {
+		if err := u.parseOperator(op); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func lookupKey(d bson.D, key string) (any, bool) {
+	for _, e := range d {
+		if e.Key == key {
+			return e.Value, true
+		}
+	}
+	return nil, false
+}
+
+// parseOperator parses one {$op: {path: arg, ...}}. An empty argument
+// document is accepted as a no-op, as MongoDB does since 5.0.
+func (u *Update) parseOperator(op bson.E) error {
+	if op.Key == "$rename" {
+		return u.parseFields(op, u.addRename)
+	}
+	parse := operator(op.Key)
+	if parse == nil {
+		return errf(mongoerr.FailedToParse, "Unknown modifier: %s. Expected a valid update modifier "+
+			"or pipeline-style update specified as an array", op.Key)
+	}
+	return u.parseFields(op, func(f bson.E) error { return u.addLeaf(f.Key, f.Value, parse) })
+}
+
+func (u *Update) parseFields(op bson.E, add func(bson.E) error) error {
+	if kindOf(op.Value) != kindDoc {
+		return errf(mongoerr.FailedToParse, "Modifiers operate on fields but we found type %s "+
+			"instead. For example: {$mod: {<field>: ...}} not {%s}", typeName(op.Value),
+			elemString(op.Key, op.Value))
+	}
+	for _, f := range docOf(op.Value) {
+		if err := add(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addLeaf is MongoDB's UpdateObjectNode::parseAndMerge for one path.
+func (u *Update) addLeaf(path string, v any, parse leafParser) error {
+	parts, err := checkUpdatePath(path)
+	if err != nil {
+		return err
+	}
+	leaf, err := parse(path, v)
+	if err != nil {
+		return err
+	}
+	return u.insert(parts, path, leaf)
+}
+
+func checkUpdatePath(path string) ([]string, error) {
+	parts, err := splitPath(path)
+	if err != nil {
+		return nil, err
+	}
+	return parts, checkPositional(parts, path)
+}
+
+// insert places a leaf in the tree, creating internal vertices on the way
+// and rejecting paths that overlap one already there.
+func (u *Update) insert(parts []string, path string, leaf node) error {
+	var cur node = u.root
+	for i := range parts[:len(parts)-1] {
+		next, err := u.internal(cur, parts, i, path)
+		if err != nil {
+			return err
+		}
+		cur = next
+	}
+	last := len(parts) - 1
+	name, err := u.childName(parts, last, path)
+	if err != nil {
+		return err
+	}
+	if getChild(cur, name) != nil {
+		return errConflict(path, path)
+	}
+	setChild(cur, name, leaf)
+	return nil
+}
+
+// internal returns (creating if needed) the vertex for parts[i] below cur:
+// an arrNode if the next component is $[...], else an objNode.
+func (u *Update) internal(cur node, parts []string, i int, path string) (node, error) {
+	name, err := u.childName(parts, i, path)
+	if err != nil {
+		return nil, err
+	}
+	wantArr := isArrayFilter(parts[i+1])
+	child := getChild(cur, name)
+	if child == nil {
+		child = newInternal(wantArr)
+		setChild(cur, name, child)
+		return child, nil
+	}
+	if _, isArr := child.(*arrNode); isArr != wantArr || !isInternal(child) {
+		return nil, errConflict(path, strings.Join(parts[:i+1], "."))
+	}
+	return child, nil
+}
+
+func newInternal(arr bool) node {
+	if arr {
+		return &arrNode{}
+	}
+	return &objNode{}
+}
+
+func isInternal(n node) bool {
+	switch n.(type) {
+	case *objNode, *arrNode:
+		return true
+	}
+	return false
+}
+
+// childName is the key of parts[i] in its parent: the identifier for
+// $[<id>] (which must have a filter), else the component itself.
+func (u *Update) childName(parts []string, i int, path string) (string, error) {
+	p := parts[i]
+	if !isArrayFilter(p) {
+		return p, nil
+	}
+	if i == 0 {
+		return "", errf(mongoerr.BadValue, "Cannot have array filter identifier (i.e. '$[<id>]') "+
+			"element in the first position in path '%s'", path)
+	}
+	id := p[2 : len(p)-1]
+	if id != "" {
+		if _, ok := u.filters[id]; !ok {
+			return "", errf(mongoerr.BadValue, "No array filter found for identifier '%s' in path '%s'", id, path)
+		}
+		u.filters[id].used = true
+	}
+	return id, nil
+}
+
+func getChild(n node, name string) node {
+	switch x := n.(type) {
+	case *objNode:
+		return x.child(name)
+	case *arrNode:
+		return x.child(name)
+	}
+	return nil
+}
+
+func setChild(n node, name string, c node) {
+	switch x := n.(type) {
+	case *objNode:
+		x.setChild(name, c)
+	case *arrNode:
+		x.setChild(name, c)
+	}
+}
+
+func errConflict(path, at string) error {
+	return errf(mongoerr.ConflictingUpdateOperators,
+		"Updating the path '%s' would create a conflict at '%s'", path, at)
+}

@@ -1,0 +1,44 @@
+package update
+
+import (
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// Update is a parsed update document, reusable across documents.
+type Update struct {
+	root        *objNode
+	replacement bson.D // non-nil for a replacement document
+	filters     map[string]*arrayFilter
+	source      bson.D
+}
+
+// Context is what Apply needs to know about the operation in progress.
+type Context struct {
+	Now        time.Time // for $currentDate (date or {$type: "timestamp"|"date"})
+	IsInsert   bool      // applying to a fresh upsert document: $setOnInsert applies only then
+	Positional int       // array index matched by the query for the positional `$` operator; -1 if none
+}
+
+// IsReplacement reports whether the update replaces whole documents.
+func (u *Update) IsReplacement() bool { return u.replacement != nil }
+
+// Parse validates an update document once. u is either an operator
+// document ({$set: ...}) or a replacement document (no $-keys); a document
+// is an operator update when its first field starts with '$'. arrayFilters
+// are as given in the command. Pipeline updates are not handled here.
+func Parse(u bson.D, arrayFilters []bson.D) (*Update, error) {
+	if len(u) == 0 || u[0].Key == "" || u[0].Key[0] != '$' {
+		return parseReplacement(u, arrayFilters)
+	}
+	filters, err := parseArrayFilters(arrayFilters)
+	if err != nil {
+		return nil, err
+	}
+	up := &Update{root: &objNode{}, filters: filters, source: u}
+	if err := up.parseOperators(); err != nil {
+		return nil, err
+	}
+	return up, up.checkFiltersUsed()
+}

@@ -1,0 +1,245 @@
+package wire
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/klauspost/compress/snappy"
+	"github.com/klauspost/compress/zlib"
+	"github.com/klauspost/compress/zstd"
+)
+
+// Codec holds the compression state shared by all connections of a server:
+// which compressors are accepted, the zstd coder (safe for concurrent use
+// and too expensive to build per connection) and pools of zlib coders.
+type Codec struct {
+	accepted [4]bool
+
+	zstdOnce sync.Once
+	zstdDec  *zstd.Decoder
+	zstdEnc  *zstd.Encoder
+	zstdErr  error
+
+	zlibReaders sync.Pool // *zlibReader
+	zlibWriters sync.Pool // *zlibWriter
+}
+
+// NewCodec returns a Codec that accepts the given compressors; noop is
+// always accepted since it compresses nothing.
+func NewCodec(accepted ...CompressorID) *Codec {
+	c := &Codec{}
+	c.accepted[CompressorNoop] = true
+	for _, id := range accepted {
+		if int(id) < len(c.accepted) {
+			c.accepted[id] = true
+		}
+	}
+	return c
+}
+
+// Accepts reports whether messages compressed with id are accepted.
+func (c *Codec) Accepts(id CompressorID) bool {
+	return int(id) < len(c.accepted) && c.accepted[id]
+}
+
+// zstd builds the zstd coder on first use so servers that never see zstd
+// pay nothing for it.
+func (c *Codec) zstd() (*zstd.Decoder, *zstd.Encoder, error) {
+	c.zstdOnce.Do(func() {
+		c.zstdDec, c.zstdErr = zstd.NewReader(nil,
+			zstd.WithDecoderMaxMemory(MaxMessageSize),
+			zstd.WithDecodeAllCapLimit(true),
+			zstd.WithDecoderConcurrency(0))
+		if c.zstdErr != nil {
+			return
+		}
+		c.zstdEnc, c.zstdErr = zstd.NewWriter(nil,
+			zstd.WithEncoderLevel(zstd.SpeedFastest),
+			zstd.WithEncoderConcurrency(0),
+			zstd.WithLowerEncoderMem(true))
+	})
+	return c.zstdDec, c.zstdEnc, c.zstdErr
+}
+
+type zlibReader struct {
+	src bytes.Reader
+	r   io.ReadCloser
+}
+
+type zlibWriter struct {
+	dst appendBuf
+	w   *zlib.Writer
+}
+
+var errSizeMismatch = errors.New("decompressed size does not match uncompressedSize")
+
+// decompress inflates src, compressed with id, into dst, which has exactly
+// the announced uncompressed length; producing more or fewer bytes is an
+// error.
+func (c *Codec) decompress(id CompressorID, dst, src []byte) error {
+	switch id {
+	case CompressorNoop:
+		if len(src) != len(dst) {
+			return errSizeMismatch
+		}
+		copy(dst, src)
+		return nil
+	case CompressorSnappy:
+		return snappyDecode(dst, src)
+	case CompressorZlib:
+		return c.zlibDecode(dst, src)
+	case CompressorZstd:
+		return c.zstdDecode(dst, src)
+	}
+	return fmt.Errorf("unknown compressor id %d", id)
+}
+
+func snappyDecode(dst, src []byte) error {
+	n, err := snappy.DecodedLen(src)
+	if err != nil {
+		return fmt.Errorf("snappy: %w", err)
+	}
+	if n != len(dst) {
+		return errSizeMismatch
+	}
+	out, err := snappy.Decode(dst, src)
+	if err != nil {
+		return fmt.Errorf("snappy: %w", err)
+	}
+	if len(out) != len(dst) {
+		return errSizeMismatch
+	}
+	return nil
+}
+
+func (c *Codec) zlibDecode(dst, src []byte) (err error) {
+	z, _ := c.zlibReaders.Get().(*zlibReader)
+	if z == nil {
+		z = &zlibReader{}
+	}
+	z.src.Reset(src)
+	if z.r == nil {
+		z.r, err = zlib.NewReader(&z.src)
+	} else {
+		err = z.r.(zlib.Resetter).Reset(&z.src, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("zlib: %w", err)
+	}
+	defer func() {
+		z.src.Reset(nil)
+		c.zlibReaders.Put(z)
+	}()
+	if _, err := io.ReadFull(z.r, dst); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return errSizeMismatch
+		}
+		return fmt.Errorf("zlib: %w", err)
+	}
+	// Reading past the announced size both detects surplus data and makes
+	// the reader verify the stream's Adler-32 checksum.
+	var one [1]byte
+	n, err := z.r.Read(one[:])
+	if n > 0 {
+		return errSizeMismatch
+	}
+	if err != io.EOF {
+		if err == nil {
+			err = io.ErrNoProgress
+		}
+		return fmt.Errorf("zlib: %w", err)
+	}
+	return nil
+}
+
+func (c *Codec) zstdDecode(dst, src []byte) error {
+	dec, _, err := c.zstd()
+	if err != nil {
+		return fmt.Errorf("zstd: %w", err)
+	}
+	// The cap limit makes the decoder refuse to grow past the announced
+	// size, so a decompression bomb costs nothing.
+	out, err := dec.DecodeAll(src, dst[:0:len(dst)])
+	if err != nil {
+		if errors.Is(err, zstd.ErrDecoderSizeExceeded) {
+			return errSizeMismatch
+		}
+		return fmt.Errorf("zstd: %w", err)
+	}
+	if len(out) != len(dst) {
+		return errSizeMismatch
+	}
+	return nil
+}
+
+// compress appends src compressed with id to dst.
+func (c *Codec) compress(id CompressorID, dst, src []byte) ([]byte, error) {
+	switch id {
+	case CompressorNoop:
+		return append(dst, src...), nil
+	case CompressorSnappy:
+		n := snappy.MaxEncodedLen(len(src))
+		if n < 0 {
+			return nil, errors.New("snappy: message too large")
+		}
+		dst = grow(dst, len(dst)+n)
+		out := snappy.Encode(dst[len(dst)-n:], src)
+		return dst[:len(dst)-n+len(out)], nil
+	case CompressorZlib:
+		return c.zlibEncode(dst, src)
+	case CompressorZstd:
+		_, enc, err := c.zstd()
+		if err != nil {
+			return nil, fmt.Errorf("zstd: %w", err)
+		}
+		return enc.EncodeAll(src, dst), nil
+	}
+	return nil, fmt.Errorf("unknown compressor id %d", id)
+}
+
+func (c *Codec) zlibEncode(dst, src []byte) ([]byte, error) {
+	z, _ := c.zlibWriters.Get().(*zlibWriter)
+	if z == nil {
+		z = &zlibWriter{}
+		// BestSpeed: replies are small and latency matters more than ratio.
+		w, err := zlib.NewWriterLevel(&z.dst, zlib.BestSpeed)
+		if err != nil {
+			return nil, fmt.Errorf("zlib: %w", err)
+		}
+		z.w = w
+	}
+	z.dst.b = dst
+	z.w.Reset(&z.dst)
+	_, err := z.w.Write(src)
+	if err == nil {
+		err = z.w.Close()
+	}
+	out := z.dst.b
+	z.dst.b = nil
+	c.zlibWriters.Put(z)
+	if err != nil {
+		return nil, fmt.Errorf("zlib: %w", err)
+	}
+	return out, nil
+}
+
+// appendBuf is an io.Writer that appends to a slice the caller owns.
+type appendBuf struct{ b []byte }
+
+func (a *appendBuf) Write(p []byte) (int, error) {
+	a.b = append(a.b, p...)
+	return len(p), nil
+}
+
+// grow returns b extended to length n, reusing its array when possible.
+func grow(b []byte, n int) []byte {
+	if cap(b) >= n {
+		return b[:n]
+	}
+	nb := make([]byte, n, max(n, 2*cap(b)))
+	copy(nb, b)
+	return nb
+}
