@@ -95,21 +95,21 @@ func Parse(stages bson.A, opt Options) (*Pipeline, error) {
 		return nil, err
 	}
 	p.let = let
-	if err := p.parseStages(stages, false); err != nil {
+	if err := p.parseStages(stages, ""); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-// parseStages fills p from the stage list; inFacet applies $facet's
-// restrictions.
-func (p *Pipeline) parseStages(stages bson.A, inFacet bool) error {
+// parseStages fills p from the stage list. within names the stage whose
+// sub-pipeline this is ("$facet", "$lookup", "$unionWith"), "" at the top.
+func (p *Pipeline) parseStages(stages bson.A, within string) error {
 	for i, raw := range stages {
 		spec, err := stageSpec(raw)
 		if err != nil {
 			return err
 		}
-		if err := checkPlacement(spec.Key, i, inFacet); err != nil {
+		if err := checkPlacement(spec.Key, i, within); err != nil {
 			return err
 		}
 		s, err := parseStage(spec, p.opt)
@@ -136,9 +136,12 @@ func stageSpec(raw any) (bson.E, error) {
 // firstOnly are the stages that must start a pipeline.
 var firstOnly = map[string]bool{"$collStats": true, "$documents": true}
 
-func checkPlacement(name string, i int, inFacet bool) error {
-	if inFacet && (name == "$facet" || firstOnly[name]) {
+func checkPlacement(name string, i int, within string) error {
+	switch {
+	case within == "$facet" && (name == "$facet" || firstOnly[name]):
 		return mongoerr.Newf(40600, "%s is not allowed to be used within a $facet stage", name)
+	case within != "" && name == "$collStats":
+		return mongoerr.Newf(51047, "%s is not allowed to be used within a %s stage", name, within)
 	}
 	if firstOnly[name] && i != 0 {
 		return mongoerr.Newf(40602, "%s is only valid as the first stage in a pipeline.", name)

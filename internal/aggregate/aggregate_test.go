@@ -210,7 +210,7 @@ func TestGroup(t *testing.T) {
 			want: `[{"_id": null, "n": 2}]`},
 		"document id missing field": {input: `[{"a": 1}, {"a": 1, "b": null}, {"a": 2, "b": 3}]`,
 			pipeline: `[{"$group": {"_id": {"a": "$a", "b": "$b"}, "n": {"$sum": 1}}}]`,
-			want: `[{"_id": {"a": 1, "b": null}, "n": 2}, {"_id": {"a": 2, "b": 3}, "n": 1}]`},
+			want:     `[{"_id": {"a": 1, "b": null}, "n": 2}, {"_id": {"a": 2, "b": 3}, "n": 1}]`},
 		"first last addToSet": {pipeline: `[{"$sort": {"_id": 1}}, {"$group": {"_id": "$city", "f": {"$first": "$name"},
 			"l": {"$last": "$name"}, "ages": {"$addToSet": "$age"}}}]`,
 			want: `[{"_id": "Oslo", "f": "ann", "l": "cat", "ages": [31]}, {"_id": "Rome", "f": "bob", "l": "dan", "ages": [25, 40]}]`},
@@ -400,5 +400,14 @@ func TestMoreStages(t *testing.T) {
 		"sample some":       {pipeline: `[{"$sample": {"size": 2}}, {"$count": "n"}]`, want: `[{"n": 2}]`},
 		"sample bad":        {pipeline: `[{"$sample": {"size": -1}}]`, code: 28747},
 		"sample no size":    {pipeline: `[{"$sample": {}}]`, code: 28749},
+	})
+}
+
+func TestSubPipelinePlacement(t *testing.T) {
+	runPipeCases(t, map[string]pipeCase{
+		"collStats in lookup": {pipeline: `[{"$lookup": {"from": "x", "as": "y", "pipeline": [{"$collStats": {}}]}}]`, code: 51047},
+		"collStats in union":  {pipeline: `[{"$unionWith": {"coll": "x", "pipeline": [{"$collStats": {}}]}}]`, code: 51047},
+		"facet in lookup": {input: `[{"_id": 1}]`, pipeline: `[{"$lookup": {"from": "orders", "as": "y", "pipeline": [{"$facet": {"n": [{"$count": "n"}]}}]}}]`,
+			want: `[{"_id": 1, "y": [{"n": [{"n": 5}]}]}]`},
 	})
 }

@@ -53,7 +53,7 @@ func parseFacetPipeline(e bson.E, opt Options) (*Pipeline, error) {
 		}
 	}
 	sub := &Pipeline{opt: opt}
-	return sub, sub.parseStages(stages, true)
+	return sub, sub.parseStages(stages, "$facet")
 }
 
 func (f *facetStage) run(in Iterator, rc *runCtx) (Iterator, error) {

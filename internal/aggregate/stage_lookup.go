@@ -104,7 +104,7 @@ func buildLookup(raw *lookupSpec, opt Options) (stage, error) {
 	}
 	if raw.hasPipe {
 		sub := &Pipeline{opt: opt}
-		if err := sub.parseStages(raw.pipeline, false); err != nil {
+		if err := sub.parseStages(raw.pipeline, "$lookup"); err != nil {
 			return nil, err
 		}
 		s.pipeline = sub

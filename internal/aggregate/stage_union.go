@@ -53,7 +53,7 @@ func (u *unionWithStage) option(e bson.E, opt Options) error {
 				"BSON field '$unionWith.pipeline' is the wrong type '%s', expected type 'array'", typeNameOf(e.Value))
 		}
 		u.pipeline = &Pipeline{opt: opt}
-		return u.pipeline.parseStages(stages, false)
+		return u.pipeline.parseStages(stages, "$unionWith")
 	default:
 		return mongoerr.Newf(mongoerr.Location40415, "BSON field '$unionWith.%s' is an unknown field.", e.Key)
 	}

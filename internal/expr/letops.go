@@ -41,21 +41,9 @@ func compileLet(_ string, arg any) (node, error) {
 }
 
 func letNode(varsVal, inVal any) (node, error) {
-	if !isDocument(varsVal) {
-		return nil, mongoerr.New(10065, "invalid parameter: expected an object (vars)")
-	}
-	vars := asDocument(varsVal)
-	names := make([]string, len(vars))
-	vals := make([]node, len(vars))
-	for i, e := range vars {
-		if err := validateVarName(e.Key, true); err != nil {
-			return nil, err
-		}
-		n, err := compile(e.Value)
-		if err != nil {
-			return nil, err
-		}
-		names[i], vals[i] = e.Key, n
+	names, vals, err := compileLetVars(varsVal)
+	if err != nil {
+		return nil, err
 	}
 	in, err := compile(inVal)
 	if err != nil {
@@ -76,49 +64,75 @@ func letNode(varsVal, inVal any) (node, error) {
 	}), nil
 }
 
+func compileLetVars(varsVal any) ([]string, []node, error) {
+	if !isDocument(varsVal) {
+		return nil, nil, mongoerr.New(10065, "invalid parameter: expected an object (vars)")
+	}
+	vars := asDocument(varsVal)
+	names := make([]string, len(vars))
+	vals := make([]node, len(vars))
+	for i, e := range vars {
+		if err := validateVarName(e.Key, true); err != nil {
+			return nil, nil, err
+		}
+		n, err := compile(e.Value)
+		if err != nil {
+			return nil, nil, err
+		}
+		names[i], vals[i] = e.Key, n
+	}
+	return names, vals, nil
+}
+
 // loopSpec is the parsed argument of $map or $filter.
 type loopSpec struct {
 	input, body, limit node
 	as                 string
 }
 
-// parseLoop parses {input, as, <bodyName>} for $map and $filter.
+// parseLoop parses {input, as, <bodyName>} for $map and $filter; codes
+// are the errors for: not an object, unknown field, no input, no body.
 func parseLoop(name string, arg any, bodyName string, codes [4]mongoerr.Code) (loopSpec, error) {
 	spec := loopSpec{as: "this"}
 	if !isDocument(arg) {
 		return spec, mongoerr.Newf(codes[0], "%s only supports an object as its argument", name)
 	}
-	var body any
-	var haveInput, haveBody bool
+	var body *bson.E
 	for _, e := range asDocument(arg) {
-		var err error
-		switch {
-		case e.Key == "input":
-			spec.input, err = compile(e.Value)
-			haveInput = true
-		case e.Key == "as":
-			spec.as, _ = e.Value.(string)
-			err = validateVarName(spec.as, true)
-		case e.Key == bodyName:
-			body, haveBody = e.Value, true
-		case e.Key == "limit" && name == "$filter":
-			spec.limit, err = compile(e.Value)
-		default:
-			err = mongoerr.Newf(codes[1], "Unrecognized parameter to %s: %s", name, e.Key)
+		if e.Key == bodyName {
+			body = &e
+			continue
 		}
-		if err != nil {
+		if err := spec.option(name, e, codes[1]); err != nil {
 			return spec, err
 		}
 	}
-	if !haveInput {
+	if spec.input == nil {
 		return spec, mongoerr.Newf(codes[2], "Missing 'input' parameter to %s", name)
 	}
-	if !haveBody {
+	if body == nil {
 		return spec, mongoerr.Newf(codes[3], "Missing '%s' parameter to %s", bodyName, name)
 	}
 	var err error
-	spec.body, err = compile(body)
+	spec.body, err = compile(body.Value)
 	return spec, err
+}
+
+// option reads one field of a loop's argument other than its body.
+func (spec *loopSpec) option(name string, e bson.E, unknown mongoerr.Code) error {
+	var err error
+	switch {
+	case e.Key == "input":
+		spec.input, err = compile(e.Value)
+	case e.Key == "as":
+		spec.as, _ = e.Value.(string)
+		err = validateVarName(spec.as, true)
+	case e.Key == "limit" && name == "$filter":
+		spec.limit, err = compile(e.Value)
+	default:
+		err = mongoerr.Newf(unknown, "Unrecognized parameter to %s: %s", name, e.Key)
+	}
+	return err
 }
 
 // loopInput evaluates a loop's input: null for nullish, error for a

@@ -2,6 +2,7 @@ package query
 
 import (
 	"math"
+	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -155,9 +156,11 @@ func crossTypeMatch(kind cmpKind, v, rhs any) bool {
 }
 
 // inOp is $in: equality with any listed value, or a match of any listed
-// regex. A null in the list also matches a missing field.
+// regex. A null in the list also matches a missing field. The values are
+// kept sorted so that long lists cost a binary search, as MongoDB's do.
 type inOp struct {
-	eqs     []any
+	eqs     []any // sorted by bsonutil.Compare
+	hasNull bool
 	regexes []*regexOp
 }
 
@@ -165,11 +168,14 @@ func (o *inOp) atPath(doc bson.D, path []string, c *matchCtx) bool {
 	return leafAt(doc, path, true, c, o)
 }
 
+// single is equality by bsonutil.Compare, which agrees with compareMatch
+// for equality: different types never compare equal, NaN equals NaN.
 func (o *inOp) single(v any, c *matchCtx) bool {
-	for _, eq := range o.eqs {
-		if compareMatch(cmpEQ, v, eq) {
-			return true
-		}
+	if isAbsent(v) {
+		return o.hasNull
+	}
+	if _, found := slices.BinarySearchFunc(o.eqs, v, bsonutil.Compare); found {
+		return true
 	}
 	for _, re := range o.regexes {
 		if re.single(v, c) {

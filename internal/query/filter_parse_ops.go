@@ -2,9 +2,11 @@ package query
 
 import (
 	"math"
+	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
@@ -132,6 +134,7 @@ func parseIn(a opArgs) (fieldOp, error) {
 			return nil, err
 		}
 	}
+	slices.SortFunc(in.eqs, bsonutil.Compare)
 	if a.e.Key == "$nin" {
 		return notOp{in}, nil
 	}
@@ -153,6 +156,7 @@ func (o *inOp) add(v any) error {
 		return mongoerr.New(mongoerr.BadValue, "InMatchExpression equality cannot be undefined")
 	default:
 		o.eqs = append(o.eqs, v)
+		o.hasNull = o.hasNull || bsonutil.Rank(v) == bsonutil.RankNull
 	}
 	return nil
 }

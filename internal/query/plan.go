@@ -1,12 +1,14 @@
 package query
 
 import (
+	"slices"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
 // Predicate is one AND-ed condition of a filter on a path, for the index
 // planner: Op is "$eq", "$gt", "$gte", "$lt", "$lte" or "$in", Values its
-// operand(s) ($in lists all of them). A document that matches the filter
+// operand(s) ($in lists all of them, sorted in BSON order). A document that matches the filter
 // satisfies every predicate under MongoDB's array rules (some value the
 // path yields satisfies it; {$eq: null} also holds for a missing path), so
 // predicates may narrow an index scan, but the filter must still be applied
@@ -100,7 +102,7 @@ func predicateOf(path string, op fieldOp) (Predicate, bool) {
 		return Predicate{Path: path, Op: cmpNames[x.kind], Values: []any{x.rhs}}, true
 	case *inOp:
 		if len(x.regexes) == 0 {
-			return Predicate{Path: path, Op: "$in", Values: x.eqs}, true
+			return Predicate{Path: path, Op: "$in", Values: slices.Clone(x.eqs)}, true
 		}
 	}
 	return Predicate{}, false

@@ -9,7 +9,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
-// This file holds the less common array and object operators: $zip,
+// This file holds the less common array, object and random operators: $zip,
 // $sortArray, $rand, $setField and $unsetField.
 
 func addMoreOps(m map[string]compileFn) {
