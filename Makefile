@@ -1,6 +1,6 @@
 # Mayfly build and test entry points. `make test` is what CI runs.
 GO ?= go
-STATICCHECK_VERSION ?= 2025.1.1
+STATICCHECK_VERSION ?= v0.8.2
 
 .PHONY: run test lint unit clients fuzz bench
 

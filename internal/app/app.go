@@ -14,6 +14,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/activity"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/commands"
 	"github.com/mayflydb/mayfly/internal/cursor"
@@ -115,16 +116,19 @@ func (a *App) assemble() error {
 	store.SetExactExpiry(!cfg.LaggingExpiry)
 	a.store = store
 	a.cursors = cursor.NewRegistry(cfg.Clock, cfg.CursorIdle)
-	a.monitor = ttl.New(store, cfg.Clock, ttl.Config{SleepSecs: cfg.TTLSleepSecs, Disabled: cfg.TTLDisabled, Logger: cfg.Logger})
+	ops := activity.NewRegistry(cfg.Clock)
+	observer := &ttlObserver{ops: ops, clock: cfg.Clock}
+	a.monitor = ttl.New(store, cfg.Clock, ttl.Config{SleepSecs: cfg.TTLSleepSecs, Disabled: cfg.TTLDisabled, Logger: cfg.Logger, Observer: observer})
 	params := a.params()
 	if err := applySetParameters(params, cfg.SetParameters); err != nil {
 		return err
 	}
 	h := commands.New(commands.Deps{
 		Store: store, Cursors: a.cursors, Clock: cfg.Clock, Logger: cfg.Logger, Params: params,
-		Argv: cfg.Argv, Parsed: a.parsedConfig(),
+		Argv: cfg.Argv, Parsed: a.parsedConfig(), Activity: ops,
 		TTLStats: func() commands.TTLStats { return commands.TTLStats(a.monitor.Stats()) },
 	})
+	observer.handler = h
 	a.srv = server.New(server.Config{Addr: cfg.Addr, MaxConns: cfg.MaxConns, Logger: cfg.Logger}, h)
 	h.SetServerStats(a.srv.Stats)
 	a.startBackground()

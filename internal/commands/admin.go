@@ -3,6 +3,7 @@ package commands
 import (
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -327,17 +328,9 @@ func procFileKB(path, field string) int64 {
 		return 0
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, field) {
-			var kb int64
-			for _, f := range strings.Fields(line[len(field):]) {
-				for _, ch := range f {
-					if ch < '0' || ch > '9' {
-						return kb
-					}
-					kb = kb*10 + int64(ch-'0')
-				}
-				return kb
-			}
+		if rest, ok := strings.CutPrefix(line, field); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb
 		}
 	}
 	return 0

@@ -20,10 +20,6 @@ func cmdAggregate(h *Handler, r *request) (bson.D, error) {
 	if err := checkCollation(r.body); err != nil {
 		return nil, err
 	}
-	p, err := parsePipeline(r)
-	if err != nil {
-		return nil, err
-	}
 	if _, ok := lookup(r.body, "cursor"); !ok {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument")
 	}
@@ -33,9 +29,13 @@ func cmdAggregate(h *Handler, r *request) (bson.D, error) {
 	}
 	coll, ok := r.body[0].Value.(string)
 	if !ok {
-		return nil, mongoerr.Newf(mongoerr.InvalidNamespace, "{aggregate: 1} is not supported by Mayfly for this pipeline")
+		return h.collectionlessAggregate(r, stagesOf(r), batch)
 	}
 	if err := docstore.ValidateNamespace(r.db, coll); err != nil {
+		return nil, err
+	}
+	p, err := parsePipeline(r)
+	if err != nil {
 		return nil, err
 	}
 	env := &aggEnv{h: h, r: r, coll: coll}
@@ -44,6 +44,13 @@ func cmdAggregate(h *Handler, r *request) (bson.D, error) {
 		return nil, err
 	}
 	return h.cursorReply(r.db+"."+coll, out, batch, false)
+}
+
+// stagesOf returns the pipeline array (validated by the caller's parse).
+func stagesOf(r *request) bson.A {
+	v, _ := lookup(r.body, "pipeline")
+	a, _ := v.(bson.A)
+	return a
 }
 
 func parsePipeline(r *request) (*aggregate.Pipeline, error) {

@@ -12,6 +12,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/activity"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/docstore"
@@ -34,6 +35,10 @@ type Deps struct {
 	ServerStats func() server.Stats
 	// TTLStats reports the TTL monitor's counters; may be nil.
 	TTLStats func() TTLStats
+	// Activity tracks operations in flight; New makes one when nil.
+	Activity *activity.Registry
+	// Profiler holds profiling levels; New makes one when nil.
+	Profiler *activity.Profiler
 }
 
 // TTLStats are serverStatus().metrics.ttl.
@@ -65,8 +70,6 @@ type request struct {
 
 type command struct {
 	run func(h *Handler, r *request) (bson.D, error)
-	// counter is the opcounters field the command counts under.
-	counter func(*opCounters) *atomic.Int64
 }
 
 // New returns a Handler with the full command table.
@@ -79,6 +82,12 @@ func New(deps Deps) *Handler {
 	}
 	if deps.Params == nil {
 		deps.Params = NewParams()
+	}
+	if deps.Activity == nil {
+		deps.Activity = activity.NewRegistry(deps.Clock)
+	}
+	if deps.Profiler == nil {
+		deps.Profiler = activity.NewProfiler()
 	}
 	h := &Handler{deps: deps, started: deps.Clock.Now(), processID: bson.NewObjectID()}
 	h.table = buildTable()
@@ -102,11 +111,17 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 		return mongoerr.Reply(mongoerr.Newf(mongoerr.CommandNotFound, "no such command: '%s'", cmd.Name))
 	}
 	h.count(cmd.Name)
+	started := h.deps.Clock.Now()
+	id := h.beginOp(r)
 	reply, err := h.run(entry, r)
+	h.deps.Activity.End(id)
 	if err != nil {
-		return mongoerr.Reply(err)
+		reply = mongoerr.Reply(err)
+	} else {
+		reply = append(reply, bson.E{Key: "ok", Value: 1.0})
 	}
-	return append(reply, bson.E{Key: "ok", Value: 1.0})
+	h.profile(r, started, reply)
+	return reply
 }
 
 func (h *Handler) run(entry command, r *request) (bson.D, error) {

@@ -24,6 +24,7 @@ func buildTable() map[string]command {
 		"findAndModify": cmdFindAndModify, "findandmodify": cmdFindAndModify,
 		"find": cmdFind, "getMore": cmdGetMore, "killCursors": cmdKillCursors,
 		"count": cmdCount, "distinct": cmdDistinct, "aggregate": cmdAggregate,
+		"profile": cmdProfile, "currentOp": cmdCurrentOp,
 	} {
 		register(t, name, run)
 	}

@@ -238,3 +238,30 @@ func TestIndexScanPlanAndDuplicateMultikey(t *testing.T) {
 		t.Fatalf("returned %d, stats %+v", n, it.Stats)
 	}
 }
+
+func TestCappedCollectionEvictsOldest(t *testing.T) {
+	s, _ := openStore(t)
+	c, err := s.CreateCollection("db", "capped", CreateOptions{Capped: true, CappedSize: 1 << 20, CappedMax: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 5; i++ {
+		insert(t, c, bson.D{{Key: "_id", Value: i}})
+	}
+	if c.Count() != 3 {
+		t.Fatalf("count %d, want max 3", c.Count())
+	}
+	it := c.Scan(nil, nil)
+	defer it.Close()
+	first, _, _ := it.Next()
+	if first[0].Value != int32(3) {
+		t.Fatalf("oldest kept document is %v, want _id 3", first)
+	}
+	small, _ := s.CreateCollection("db", "bytes", CreateOptions{Capped: true, CappedSize: 100})
+	for i := 0; i < 10; i++ {
+		insert(t, small, bson.D{{Key: "_id", Value: i}, {Key: "pad", Value: "0123456789012345678901234567890123456789"}})
+	}
+	if small.DataSize() > 100 || small.Count() == 0 {
+		t.Fatalf("size-capped: %d bytes in %d documents", small.DataSize(), small.Count())
+	}
+}

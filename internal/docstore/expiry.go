@@ -26,7 +26,7 @@ func (ix *indexState) expiresAt(doc bson.D) (time.Time, bool) {
 	if ix.partial != nil && !ix.partial.Match(doc) {
 		return time.Time{}, false
 	}
-	vals, _ := expandArrays(bsonutil.PathValues(doc, ix.def.Fields[0].Path))
+	vals, _ := bsonutil.IndexKeys(doc, ix.def.Fields[0].Path)
 	var earliest bson.DateTime
 	found := false
 	for _, v := range vals {

@@ -22,45 +22,24 @@ func (ix *indexState) keyValues(doc bson.D) (vals [][]any, indexed bool, err err
 		return nil, false, nil
 	}
 	vals = make([][]any, len(ix.def.Fields))
-	anyPresent, arrays := false, 0
+	allMissing, arrays := true, 0
 	for i, f := range ix.def.Fields {
-		found := bsonutil.PathValues(doc, f.Path)
-		expanded, hadArray := expandArrays(found)
-		if hadArray {
+		keys, missing := bsonutil.IndexKeys(doc, f.Path)
+		if !missing {
+			allMissing = false
+		}
+		if len(keys) > 1 {
 			arrays++
 		}
-		if len(found) > 0 {
-			anyPresent = true
-		} else {
-			expanded = []any{nil}
-		}
-		vals[i] = expanded
+		vals[i] = keys
 	}
-	if ix.def.Sparse && !anyPresent {
+	if ix.def.Sparse && allMissing {
 		return nil, false, nil
 	}
 	if arrays > 1 {
-		return nil, false, mongoerr.Newf(mongoerr.Code(171), "cannot index parallel arrays [%s]", ix.def.Name)
+		return nil, false, mongoerr.Newf(mongoerr.CannotIndexParallelArrays, "cannot index parallel arrays [%s]", ix.def.Name)
 	}
 	return vals, true, nil
-}
-
-func expandArrays(found []any) ([]any, bool) {
-	out := make([]any, 0, len(found))
-	hadArray := false
-	for _, v := range found {
-		a, ok := v.(bson.A)
-		if !ok {
-			out = append(out, v)
-			continue
-		}
-		hadArray = true
-		if len(a) == 0 {
-			out = append(out, bson.Undefined{})
-		}
-		out = append(out, a...)
-	}
-	return out, hadArray
 }
 
 // entryKeys returns the encoded key parts (without the index prefix and the

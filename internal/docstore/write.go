@@ -179,6 +179,10 @@ func (c *Collection) insertLocked(idEnc, raw []byte, doc bson.D) error {
 		t.abort()
 		return err
 	}
+	if err := t.evictForCap(idEnc); err != nil {
+		t.abort()
+		return err
+	}
 	return t.commit(WriteOptions{})
 }
 

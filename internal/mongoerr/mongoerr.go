@@ -92,6 +92,11 @@ const (
 	Location40352                            Code = 40352
 	Location51024                            Code = 51024
 	NotImplemented                           Code = 238
+	EmptyFieldName                           Code = 56
+	CannotBackfillArray                      Code = 34
+	ConversionFailure                        Code = 241
+	BSONObjectTooLarge                       Code = 10334
+	CannotIndexParallelArrays                Code = 171
 )
 
 var names = map[Code]string{
@@ -148,6 +153,11 @@ var names = map[Code]string{
 	QueryFeatureNotAllowed:                   "QueryFeatureNotAllowed",
 	CannotImplicitlyCreateCollection:         "CannotImplicitlyCreateCollection",
 	NotImplemented:                           "NotImplemented",
+	EmptyFieldName:                           "EmptyFieldName",
+	CannotBackfillArray:                      "CannotBackfillArray",
+	ConversionFailure:                        "ConversionFailure",
+	BSONObjectTooLarge:                       "BSONObjectTooLarge",
+	CannotIndexParallelArrays:                "CannotIndexParallelArrays",
 	NoSuchTransaction:                        "NoSuchTransaction",
 	OperationNotSupportedInTransaction:       "OperationNotSupportedInTransaction",
 	QueryExceededMemoryLimitNoDiskUseAllowed: "QueryExceededMemoryLimitNoDiskUseAllowed",

@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
@@ -76,7 +77,7 @@ func parseBits(a opArgs) (fieldOp, error) {
 		op.addMask(v.Data)
 		return op, nil
 	}
-	if !isNumber(a.e.Value) {
+	if !bsonutil.IsNumber(a.e.Value) {
 		return nil, mongoerr.Newf(mongoerr.BadValue, "%s takes an Array, a number, or a BinData but received: %s",
 			a.name, formatElem(a.e.Key, a.e.Value))
 	}

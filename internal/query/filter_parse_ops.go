@@ -237,24 +237,16 @@ func checkModShape(arr bson.A) error {
 	switch {
 	case len(arr) == 0:
 		return bad("not enough elements")
-	case !isNumber(arr[0]):
+	case !bsonutil.IsNumber(arr[0]):
 		return bad("divisor not a number")
 	case len(arr) == 1:
 		return bad("not enough elements")
-	case !isNumber(arr[1]):
+	case !bsonutil.IsNumber(arr[1]):
 		return bad("remainder not a number")
 	case len(arr) > 2:
 		return bad("too many elements")
 	}
 	return nil
-}
-
-func isNumber(v any) bool {
-	switch v.(type) {
-	case int32, int64, int, float64, bson.Decimal128:
-		return true
-	}
-	return false
 }
 
 func parseGeo(a opArgs) (fieldOp, error) {

@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/expr"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
@@ -150,7 +151,7 @@ func (p *projParser) element(node *projNode, e bson.E, atRoot bool) error {
 		}
 		return p.subObject(node, e.Key, d, atRoot)
 	}
-	if isNumber(e.Value) || isBool(e.Value) {
+	if bsonutil.IsNumber(e.Value) || isBool(e.Value) {
 		if positional {
 			return p.positional(node, e)
 		}

@@ -143,7 +143,7 @@ func sliceSyntaxError(v any, findErr *mongoerr.Error, exprErr error) error {
 
 // parseFindSlice parses find's $slice: n, or [skip, limit] with limit > 0.
 func parseFindSlice(v any) (sliceSpec, *mongoerr.Error) {
-	if isNumber(v) {
+	if bsonutil.IsNumber(v) {
 		return sliceSpec{limit: numberInt(v)}, nil
 	}
 	arr, ok := asArray(v)
@@ -153,11 +153,11 @@ func parseFindSlice(v any) (sliceSpec, *mongoerr.Error) {
 	if len(arr) != 2 {
 		return sliceSpec{}, mongoerr.New(31272, "$slice array argument should be of form [skip, limit]")
 	}
-	if !isNumber(arr[0]) {
+	if !bsonutil.IsNumber(arr[0]) {
 		return sliceSpec{}, mongoerr.Newf(31257, "$slice expects the skip argument to be a number, got %s",
 			bsonutil.TypeName(arr[0]))
 	}
-	if !isNumber(arr[1]) {
+	if !bsonutil.IsNumber(arr[1]) {
 		return sliceSpec{}, mongoerr.Newf(31258, "$slice expects the limit argument to be a number, got %s",
 			bsonutil.TypeName(arr[1]))
 	}

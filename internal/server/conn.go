@@ -180,7 +180,9 @@ func (c *Conn) next() (*wire.Message, error) {
 	c.setBusy(false)
 	c.state.Store(stateIdle)
 	// Checked after going idle so Shutdown either sees us idle or we see it.
-
+	if c.srv.shutdown.Load() {
+		return nil, errClosing
+	}
 	if _, err := c.br.Peek(1); err != nil {
 		return nil, err
 	}

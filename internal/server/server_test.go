@@ -321,7 +321,11 @@ func TestShutdownWaitsForInFlightCommand(t *testing.T) {
 	})
 
 	shut := make(chan error, 1)
-	go func() { shut <- s.Shutdown(context.Background()) }()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		shut <- s.Shutdown(ctx)
+	}()
 	idle.expectClosed(5 * time.Second)
 	if err := <-served; !errors.Is(err, ErrServerClosed) {
 		t.Fatalf("Serve returned %v", err)

@@ -30,6 +30,14 @@ type Config struct {
 	// Disabled starts the monitor with ttlMonitorEnabled false.
 	Disabled bool
 	Logger   *slog.Logger
+	// Observer, when set, hears about every deletion batch.
+	Observer Observer
+}
+
+// Observer is told when a deletion batch starts and how it ended, so the
+// monitor's work shows in currentOp and the profiler.
+type Observer interface {
+	BatchStarted(ns, index string) (done func(res docstore.ExpireResult, err error))
 }
 
 // Stats are the counters of serverStatus().metrics.ttl.
@@ -183,11 +191,21 @@ func (m *Monitor) ttlIndexes() []target {
 	return out
 }
 
+func (m *Monitor) expireBatch(t target, now time.Time) (docstore.ExpireResult, error) {
+	if m.cfg.Observer == nil {
+		return t.coll.ExpireBatch(t.index, now, m.cfg.BatchDocs)
+	}
+	done := m.cfg.Observer.BatchStarted(t.coll.Namespace(), t.index)
+	res, err := t.coll.ExpireBatch(t.index, now, m.cfg.BatchDocs)
+	done(res, err)
+	return res, err
+}
+
 // subPass runs one batch per index and returns the indexes with more to do.
 func (m *Monitor) subPass(work []target, now time.Time) []target {
 	var again []target
 	for _, t := range work {
-		res, err := t.coll.ExpireBatch(t.index, now, m.cfg.BatchDocs)
+		res, err := m.expireBatch(t, now)
 		if err != nil {
 			m.logger.Error("Error running TTL job on collection", "ns", t.coll.Namespace(), "index", t.index, "err", err)
 			continue

@@ -11,6 +11,8 @@ import (
 	"github.com/klauspost/compress/snappy"
 	"github.com/klauspost/compress/zstd"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/wiremessage"
 
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
@@ -131,6 +133,34 @@ func foreignDecompress(t *testing.T, id CompressorID, src []byte) []byte {
 		t.Fatalf("%s: %v", id, err)
 	}
 	return out
+}
+
+// Payloads compressed by the official Go driver must decompress here, and
+// ours must decompress there.
+func TestCompressionInteropWithDriver(t *testing.T) {
+	body := mustDoc(t, bson.D{{Key: "insert", Value: "c"}, {Key: "pad", Value: string(bytes.Repeat([]byte("qrs"), 400))}})
+	plain := AppendMsg(nil, 4, 0, 0, body)
+	inner := plain[HeaderSize:]
+	codec := NewCodec(allCompressors...)
+	for _, id := range allCompressors {
+		opts := driver.CompressionOpts{Compressor: wiremessage.CompressorID(id), ZlibLevel: 6, ZstdLevel: 6, UncompressedSize: int32(len(inner))}
+		payload, err := driver.CompressPayload(inner, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := ReadMessage(bytes.NewReader(compressedRaw(OpMsg, int32(len(inner)), id, payload)), codec)
+		if err != nil || !bytes.Equal(m.Body, body) {
+			t.Fatalf("%s: driver payload: %v", id, err)
+		}
+		ours, err := codec.Compress(nil, plain, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := driver.DecompressPayload(ours[compressedPrefix:], opts)
+		if err != nil || !bytes.Equal(back, inner) {
+			t.Fatalf("%s: driver cannot read our payload: %v", id, err)
+		}
+	}
 }
 
 // compressedRaw builds an OP_COMPRESSED around an arbitrary payload.

@@ -1,7 +1,6 @@
 package pebblestore
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -89,7 +88,7 @@ func (l pebbleLogger) Errorf(format string, args ...any) {
 // database server can still serve reads, so instead the store stops taking
 // writes; reopening recovers. The cause is kept for errors.Is.
 func (l pebbleLogger) Fatalf(format string, args ...any) {
-	err := errors.New(fmt.Sprintf(format, args...))
+	err := fmt.Errorf(format, args...)
 	for _, a := range args {
 		if cause, ok := a.(error); ok {
 			err = fmt.Errorf("%s: %w", err, cause)

@@ -1,0 +1,158 @@
+// Package activity tracks the server's operations in flight, for
+// db.currentOp() ($currentOp), and holds the database profiler's settings,
+// for the profile command and <db>.system.profile.
+package activity
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/clock"
+)
+
+// Op is one operation in flight.
+type Op struct {
+	ID      int64
+	Desc    string // "conn12" for a client connection, "TTLMonitor" for expiry
+	Kind    string // "command", "query", "insert", "update", "remove", "getmore"
+	NS      string
+	Command bson.D
+	Client  string // remote address, empty for internal work
+	ConnID  int64
+	Started time.Time
+}
+
+// Registry holds the operations in flight.
+type Registry struct {
+	clock clock.Clock
+	mu    sync.Mutex
+	next  int64
+	ops   map[int64]*Op
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry(c clock.Clock) *Registry {
+	if c == nil {
+		c = clock.Real{}
+	}
+	return &Registry{clock: c, ops: map[int64]*Op{}}
+}
+
+// Begin records op as running and returns its ID for End.
+func (r *Registry) Begin(op Op) int64 {
+	op.Started = r.clock.Now()
+	r.mu.Lock()
+	r.next++
+	op.ID = r.next
+	r.ops[op.ID] = &op
+	r.mu.Unlock()
+	return op.ID
+}
+
+// End removes a finished operation.
+func (r *Registry) End(id int64) {
+	r.mu.Lock()
+	delete(r.ops, id)
+	r.mu.Unlock()
+}
+
+// Snapshot returns the operations in flight, oldest first.
+func (r *Registry) Snapshot() []Op {
+	r.mu.Lock()
+	out := make([]Op, 0, len(r.ops))
+	for _, op := range r.ops {
+		out = append(out, *op)
+	}
+	r.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Doc renders op as $currentOp reports it.
+func (op Op) Doc(now time.Time, host string) bson.D {
+	running := now.Sub(op.Started)
+	d := bson.D{
+		{Key: "type", Value: "op"},
+		{Key: "host", Value: host},
+		{Key: "desc", Value: op.Desc},
+	}
+	if op.Client != "" {
+		d = append(d, bson.E{Key: "connectionId", Value: op.ConnID}, bson.E{Key: "client", Value: op.Client})
+	}
+	command := op.Command
+	if command == nil {
+		command = bson.D{}
+	}
+	return append(d,
+		bson.E{Key: "active", Value: true},
+		bson.E{Key: "currentOpTime", Value: now.UTC().Format("2006-01-02T15:04:05.000Z07:00")},
+		bson.E{Key: "opid", Value: int32(op.ID)},
+		bson.E{Key: "secs_running", Value: int64(running / time.Second)},
+		bson.E{Key: "microsecs_running", Value: running.Microseconds()},
+		bson.E{Key: "op", Value: op.Kind},
+		bson.E{Key: "ns", Value: op.NS},
+		bson.E{Key: "command", Value: command},
+		bson.E{Key: "numYields", Value: int32(0)},
+		bson.E{Key: "waitingForLock", Value: false},
+	)
+}
+
+// ProfileSettings are one database's profiler settings.
+type ProfileSettings struct {
+	Level      int
+	SlowMS     int64
+	SampleRate float64
+}
+
+// DefaultSlowMS is mongod's slowms default.
+const DefaultSlowMS = 100
+
+// Profiler holds per-database profiling settings.
+type Profiler struct {
+	mu     sync.RWMutex
+	levels map[string]ProfileSettings
+	slowMS int64 // server-wide slowms, shared by all databases as in mongod
+}
+
+// NewProfiler returns a profiler with profiling off everywhere.
+func NewProfiler() *Profiler {
+	return &Profiler{levels: map[string]ProfileSettings{}, slowMS: DefaultSlowMS}
+}
+
+// Get returns db's settings.
+func (p *Profiler) Get(db string) ProfileSettings {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	s := p.levels[db]
+	s.SlowMS = p.slowMS
+	if s.SampleRate == 0 {
+		s.SampleRate = 1
+	}
+	return s
+}
+
+// Set changes db's level; slowms (server-wide) and sampleRate when given.
+func (p *Profiler) Set(db string, s ProfileSettings, setSlow bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if setSlow {
+		p.slowMS = s.SlowMS
+	}
+	p.levels[db] = ProfileSettings{Level: s.Level, SampleRate: s.SampleRate}
+}
+
+// ShouldProfile reports whether an operation of this duration on db is
+// recorded in db.system.profile.
+func (p *Profiler) ShouldProfile(db string, d time.Duration) bool {
+	s := p.Get(db)
+	switch s.Level {
+	case 2:
+		return true
+	case 1:
+		return d >= time.Duration(s.SlowMS)*time.Millisecond
+	}
+	return false
+}

@@ -1,0 +1,45 @@
+package app
+
+import (
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/activity"
+	"github.com/mayflydb/mayfly/internal/clock"
+	"github.com/mayflydb/mayfly/internal/commands"
+	"github.com/mayflydb/mayfly/internal/docstore"
+)
+
+// ttlObserver shows the TTL monitor's deletion batches in currentOp while
+// they run, and in <db>.system.profile when that database is profiled.
+type ttlObserver struct {
+	ops     *activity.Registry
+	handler *commands.Handler
+	clock   clock.Clock
+}
+
+func (o *ttlObserver) BatchStarted(ns, index string) func(docstore.ExpireResult, error) {
+	db, coll, _ := strings.Cut(ns, ".")
+	command := bson.D{{Key: "delete", Value: coll}, {Key: "ttlIndex", Value: index}}
+	started := o.clock.Now()
+	id := o.ops.Begin(activity.Op{Desc: "TTLMonitor", Kind: "remove", NS: ns, Command: command})
+	return func(res docstore.ExpireResult, err error) {
+		o.ops.End(id)
+		d := o.clock.Now().Sub(started)
+		if err != nil || res.Deleted == 0 || !o.handler.ProfileEnabled(db, d) {
+			return
+		}
+		o.handler.RecordProfile(db, bson.D{
+			{Key: "op", Value: "remove"},
+			{Key: "ns", Value: ns},
+			{Key: "command", Value: command},
+			{Key: "ndeleted", Value: int32(res.Deleted)},
+			{Key: "keysDeleted", Value: int32(res.DeletedKeys)},
+			{Key: "millis", Value: d.Milliseconds()},
+			{Key: "ts", Value: bson.NewDateTimeFromTime(started)},
+			{Key: "client", Value: "TTLMonitor"},
+			{Key: "user", Value: ""},
+		})
+	}
+}

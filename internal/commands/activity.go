@@ -1,0 +1,236 @@
+package commands
+
+import (
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/activity"
+	"github.com/mayflydb/mayfly/internal/aggregate"
+	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+)
+
+// profileCollection is where the database profiler writes, as in mongod.
+const profileCollection = "system.profile"
+
+// profileCapBytes is the size of an automatically created system.profile.
+const profileCapBytes = 1 << 20
+
+// opKind is the "op" field currentOp and the profiler show for a command.
+func opKind(name string) string {
+	switch name {
+	case "find":
+		return "query"
+	case "insert", "update":
+		return name
+	case "delete":
+		return "remove"
+	case "getMore":
+		return "getmore"
+	}
+	return "command"
+}
+
+// namespaceOf is the namespace a command works on ("db.coll", or
+// "db.$cmd" for commands without a collection).
+func namespaceOf(r *request) string {
+	if s, ok := r.body[0].Value.(string); ok && s != "" && r.name != "getLog" && r.name != "renameCollection" {
+		return r.db + "." + s
+	}
+	return r.db + ".$cmd"
+}
+
+func (h *Handler) beginOp(r *request) int64 {
+	return h.deps.Activity.Begin(activity.Op{
+		Desc: "conn" + itoa(r.conn.ID()), Kind: opKind(r.name), NS: namespaceOf(r),
+		Command: r.body, Client: r.conn.RemoteAddr(), ConnID: r.conn.ID(),
+	})
+}
+
+func itoa(n int64) string {
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			return string(b[i:])
+		}
+	}
+}
+
+// profile records a finished command in <db>.system.profile when the
+// database's profiler asks for it.
+func (h *Handler) profile(r *request, started time.Time, reply bson.D) {
+	d := h.deps.Clock.Now().Sub(started)
+	if strings.HasSuffix(namespaceOf(r), "."+profileCollection) || !h.deps.Profiler.ShouldProfile(r.db, d) {
+		return
+	}
+	h.RecordProfile(r.db, bson.D{
+		{Key: "op", Value: opKind(r.name)},
+		{Key: "ns", Value: namespaceOf(r)},
+		{Key: "command", Value: r.body},
+		{Key: "ok", Value: lookupOK(reply)},
+		{Key: "millis", Value: d.Milliseconds()},
+		{Key: "ts", Value: bson.NewDateTimeFromTime(started)},
+		{Key: "client", Value: r.conn.RemoteAddr()},
+		{Key: "user", Value: ""},
+	})
+}
+
+func lookupOK(reply bson.D) float64 {
+	if v, ok := lookup(reply, "ok"); ok {
+		if f, isF := v.(float64); isF {
+			return f
+		}
+	}
+	return 1
+}
+
+// RecordProfile appends an entry to db.system.profile, creating it as a
+// capped collection first. Failures are logged, never returned: profiling
+// must not fail the operation it describes.
+func (h *Handler) RecordProfile(db string, entry bson.D) {
+	c := h.deps.Store.Collection(db, profileCollection)
+	if c == nil {
+		var err error
+		c, err = h.deps.Store.CreateCollection(db, profileCollection, docstore.CreateOptions{
+			Capped: true, CappedSize: profileCapBytes,
+			Raw: bson.D{{Key: "capped", Value: true}, {Key: "size", Value: int64(profileCapBytes)}},
+		})
+		if err != nil && mongoerr.As(err).Code != mongoerr.NamespaceExists {
+			h.deps.Logger.Warn("profiler: create system.profile", "db", db, "err", err)
+			return
+		}
+		if c == nil {
+			c = h.deps.Store.Collection(db, profileCollection)
+		}
+	}
+	doc, err := docstore.PrepareInsert(entry)
+	if err == nil {
+		err = c.Insert(doc, docstore.WriteOptions{})
+	}
+	if err != nil {
+		h.deps.Logger.Warn("profiler: write entry", "db", db, "err", err)
+	}
+}
+
+// ProfileEnabled reports whether db's profiler records operations that
+// took d (the TTL monitor asks before describing a batch).
+func (h *Handler) ProfileEnabled(db string, d time.Duration) bool {
+	return h.deps.Profiler.ShouldProfile(db, d)
+}
+
+func cmdProfile(h *Handler, r *request) (bson.D, error) {
+	level, err := toInt64(r.name, "profile", r.body[0].Value)
+	if err != nil {
+		return nil, err
+	}
+	if level < -1 || level > 2 {
+		return nil, mongoerr.Newf(mongoerr.BadValue, "Invalid profiling level: %d", level)
+	}
+	was := h.deps.Profiler.Get(r.db)
+	reply := bson.D{{Key: "was", Value: int32(was.Level)}, {Key: "slowms", Value: int32(was.SlowMS)}, {Key: "sampleRate", Value: was.SampleRate}}
+	if level == -1 {
+		return reply, nil
+	}
+	next, setSlow, err := profileSettings(r, int(level), was)
+	if err != nil {
+		return nil, err
+	}
+	h.deps.Profiler.Set(r.db, next, setSlow)
+	return reply, nil
+}
+
+func profileSettings(r *request, level int, was activity.ProfileSettings) (activity.ProfileSettings, bool, error) {
+	next := activity.ProfileSettings{Level: level, SlowMS: was.SlowMS, SampleRate: was.SampleRate}
+	setSlow := false
+	if v, ok := lookup(r.body, "slowms"); ok {
+		n, err := toInt64(r.name, "slowms", v)
+		if err != nil {
+			return next, false, err
+		}
+		next.SlowMS, setSlow = n, true
+	}
+	if v, ok := lookup(r.body, "filter"); ok && v != nil {
+		return next, false, mongoerr.New(mongoerr.BadValue, "the profiler 'filter' option is not supported by Mayfly")
+	}
+	if v, ok := lookup(r.body, "sampleRate"); ok {
+		f, isF := v.(float64)
+		if !isF || f < 0 || f > 1 {
+			return next, false, mongoerr.New(mongoerr.BadValue, "'sampleRate' must be between 0.0 and 1.0 inclusive")
+		}
+		if f != 1 {
+			return next, false, mongoerr.New(mongoerr.BadValue, "profiler sampleRate other than 1.0 is not supported by Mayfly")
+		}
+		next.SampleRate = f
+	}
+	return next, setSlow, nil
+}
+
+// currentOpDocs lists the operations in flight as $currentOp shows them.
+func (h *Handler) currentOpDocs() []bson.D {
+	now := h.deps.Clock.Now()
+	var out []bson.D
+	for _, op := range h.deps.Activity.Snapshot() {
+		out = append(out, op.Doc(now, "localhost"))
+	}
+	return out
+}
+
+func cmdCurrentOp(h *Handler, r *request) (bson.D, error) {
+	if r.db != "admin" {
+		return nil, mongoerr.New(mongoerr.Unauthorized, "currentOp may only be run against the admin database.")
+	}
+	var filter bson.D
+	for _, e := range r.body[1:] {
+		if !genericFields[e.Key] && !strings.HasPrefix(e.Key, "$") {
+			filter = append(filter, e)
+		}
+	}
+	stages := bson.A{bson.D{{Key: "$match", Value: filter}}}
+	p, err := aggregate.Parse(stages, aggregate.Options{})
+	if err != nil {
+		return nil, err
+	}
+	out, err := p.Run(&sliceSource{docs: h.currentOpDocs()}, nilEnv{now: h.deps.Clock.Now()})
+	if err != nil {
+		return nil, err
+	}
+	defer out.Close()
+	inprog := bson.A{}
+	for {
+		d, ok, err := out.Next()
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return bson.D{{Key: "inprog", Value: inprog}}, nil
+		}
+		inprog = append(inprog, d)
+	}
+}
+
+// collectionlessAggregate runs {aggregate: 1} pipelines; Mayfly supports
+// those that start with $currentOp.
+func (h *Handler) collectionlessAggregate(r *request, stages bson.A, batch int64) (bson.D, error) {
+	first, _ := stages[0].(bson.D)
+	if len(first) != 1 || first[0].Key != "$currentOp" {
+		return nil, mongoerr.New(mongoerr.InvalidNamespace, "{aggregate: 1} is only supported with $currentOp by Mayfly")
+	}
+	if r.db != "admin" {
+		return nil, mongoerr.New(mongoerr.InvalidNamespace, "$currentOp must be run against the 'admin' database with {aggregate: 1}")
+	}
+	p, err := aggregate.Parse(stages[1:], aggregate.Options{})
+	if err != nil {
+		return nil, err
+	}
+	out, err := p.Run(&sliceSource{docs: h.currentOpDocs()}, nilEnv{now: h.deps.Clock.Now()})
+	if err != nil {
+		return nil, err
+	}
+	return h.cursorReply(r.db+".$cmd.aggregate", out, batch, false)
+}
