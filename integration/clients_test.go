@@ -116,9 +116,10 @@ func TestMongoshStartsWithoutWarnings(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("mongosh: %v\n%s", err, out.String())
 	}
-	text := out.String()
-	for _, bad := range []string{"Warning", "Error", "failed"} {
-		if strings.Contains(text, bad) {
+	text := withoutRuntimeNotice(out.String())
+	lower := strings.ToLower(text)
+	for _, bad := range []string{"warn", "error", "fail", "non-genuine"} {
+		if strings.Contains(lower, bad) {
 			t.Fatalf("mongosh start printed %q:\n%s", bad, text)
 		}
 	}
@@ -143,4 +144,16 @@ func TestPymongoCRUD(t *testing.T) {
 	if !strings.Contains(out, "pymongo ok") {
 		t.Fatalf("pymongo output:\n%s", out)
 	}
+}
+
+// withoutRuntimeNotice removes mongosh's notice about the Node.js it runs
+// on (this machine's Node 20; mongosh recommends 24). It is printed for any
+// server, mongod included, so it says nothing about Mayfly; every other
+// warning still fails the test.
+func withoutRuntimeNotice(text string) string {
+	const start = "Deprecation warnings:"
+	const node = "  - Using mongosh with Node.js versions lower than 24.0.0 is deprecated, and support may be removed in a future release."
+	const end = "See https://www.mongodb.com/docs/mongodb-shell/install/#supported-operating-systems for documentation on supported platforms."
+	block := start + "\n" + node + "\n" + end
+	return strings.Replace(text, block, "", 1)
 }

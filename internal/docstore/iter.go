@@ -16,6 +16,13 @@ type ScanStats struct {
 	KeysExamined int64
 	DocsExamined int64
 	Returned     int64
+	// Seeks is the number of key ranges opened.
+	Seeks int64
+	// DupsDropped counts index entries of documents already yielded (a
+	// multikey document has several).
+	DupsDropped int64
+	// EOF is set once the scan has run to its end.
+	EOF bool
 }
 
 // DocIter yields the live documents of a plan that match its filter.
@@ -37,7 +44,7 @@ type DocIter struct {
 // (nil matches all). Expired documents are skipped under exact expiry.
 func (c *Collection) Scan(plan *Plan, f *query.Filter) *DocIter {
 	if plan == nil {
-		plan = &Plan{Kind: CollScan}
+		plan = &Plan{Kind: CollScan, SortProvided: true}
 	}
 	return &DocIter{
 		c: c, plan: plan, filter: f,
@@ -45,6 +52,9 @@ func (c *Collection) Scan(plan *Plan, f *query.Filter) *DocIter {
 		hide: c.store.exactExpiry.Load() && c.HasTTL(),
 	}
 }
+
+// Plan returns the plan the iterator runs.
+func (d *DocIter) Plan() *Plan { return d.plan }
 
 // Next returns the next matching document; ok is false at the end.
 func (d *DocIter) Next() (bson.D, bool, error) {
@@ -59,6 +69,7 @@ func (d *DocIter) Next() (bson.D, bool, error) {
 			return doc, true, nil
 		}
 	}
+	d.Stats.EOF = d.err == nil
 	return nil, false, d.err
 }
 
@@ -94,9 +105,24 @@ func (d *DocIter) nextCollScan() ([]byte, bool) {
 		if !d.open(p, prefixEnd(p)) {
 			return nil, false
 		}
-		return d.current(d.it.First())
+		return d.current(d.first())
 	}
-	return d.current(d.it.Next())
+	return d.current(d.step())
+}
+
+// first and step move in the plan's direction.
+func (d *DocIter) first() bool {
+	if d.plan.Reverse {
+		return d.it.Last()
+	}
+	return d.it.First()
+}
+
+func (d *DocIter) step() bool {
+	if d.plan.Reverse {
+		return d.it.Prev()
+	}
+	return d.it.Next()
 }
 
 func (d *DocIter) current(ok bool) ([]byte, bool) {
@@ -110,10 +136,11 @@ func (d *DocIter) current(ok bool) ([]byte, bool) {
 func (d *DocIter) open(lo, hi []byte) bool {
 	it, err := d.c.store.eng.NewIter(lo, hi)
 	if err != nil {
-		d.err = err
+		d.err = fmt.Errorf("docstore: open scan: %w", err)
 		return false
 	}
 	d.it = it
+	d.Stats.Seeks++
 	return true
 }
 
@@ -141,7 +168,7 @@ func (d *DocIter) get(idEnc []byte) ([]byte, bool) {
 		return nil, false
 	}
 	if err != nil {
-		d.err = err
+		d.err = fmt.Errorf("docstore: fetch document: %w", err)
 		return nil, false
 	}
 	return raw, true
@@ -160,14 +187,20 @@ func (d *DocIter) markSeen(idEnc []byte) bool {
 	return false
 }
 
+// nextIndexed yields the document of the next index entry. On the _id
+// index the entries are the documents themselves.
 func (d *DocIter) nextIndexed() ([]byte, bool) {
 	for d.err == nil {
 		if !d.advanceIndex() {
 			return nil, false
 		}
 		d.Stats.KeysExamined++
+		if d.plan.idScan {
+			return d.it.Value(), true
+		}
 		idEnc := d.it.Value()
 		if d.markSeen(idEnc) {
+			d.Stats.DupsDropped++
 			continue
 		}
 		if raw, ok := d.get(idEnc); ok {
@@ -177,31 +210,50 @@ func (d *DocIter) nextIndexed() ([]byte, bool) {
 	return nil, false
 }
 
-// advanceIndex moves to the next index entry, opening ranges in turn.
+// advanceIndex moves to the next index entry, opening ranges in turn (in
+// reverse order when the plan reads backwards).
 func (d *DocIter) advanceIndex() bool {
 	for {
 		if d.it != nil {
-			if d.it.Next() {
+			if d.step() {
 				return true
 			}
-			if d.err = d.it.Error(); d.err != nil {
+			if !d.closeRange() {
 				return false
 			}
-			d.it.Close()
-			d.it = nil
 		}
-		if d.next >= len(d.plan.ranges) {
+		r, ok := d.nextRange()
+		if !ok || !d.open(r.lo, r.hi) {
 			return false
 		}
-		r := d.plan.ranges[d.next]
-		d.next++
-		if !d.open(r.lo, r.hi) {
-			return false
-		}
-		if d.it.First() {
+		if d.first() {
 			return true
 		}
+		if !d.closeRange() {
+			return false
+		}
 	}
+}
+
+// closeRange ends the current range; false if its iterator failed.
+func (d *DocIter) closeRange() bool {
+	d.err = d.it.Error()
+	_ = d.it.Close()
+	d.it = nil
+	return d.err == nil
+}
+
+func (d *DocIter) nextRange() (keyRange, bool) {
+	n := len(d.plan.ranges)
+	if d.next >= n {
+		return keyRange{}, false
+	}
+	i := d.next
+	if d.plan.Reverse {
+		i = n - 1 - d.next
+	}
+	d.next++
+	return d.plan.ranges[i], true
 }
 
 // Close releases the iterator.

@@ -1,7 +1,9 @@
 package docstore
 
 import (
+	"bytes"
 	"math"
+	"sort"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -22,61 +24,96 @@ const (
 	IndexScan                 // ranges of one index, then the documents
 )
 
+// Query is what the planner reads of an operation: its filter, its sort
+// specification (only paths and directions matter; nil for none) and its
+// hint (nil, an index name, a key pattern, or {$natural: ±1}).
+type Query struct {
+	Filter *query.Filter
+	Sort   bson.D
+	Hint   any
+}
+
 // Plan is a chosen access path. The full filter is always applied to the
 // documents it yields, so bounds may be looser than the predicate.
 type Plan struct {
-	Kind   PlanKind
-	Index  *catalog.Index
-	ranges []keyRange
-	ids    [][]byte
+	Kind  PlanKind
+	Index *catalog.Index
+	// SortProvided is true when the scan yields documents in the order the
+	// query's sort asks for (trivially so without a sort): the caller then
+	// needs no in-memory sort.
+	SortProvided bool
+	// Reverse reads the collection or the index backwards.
+	Reverse bool
+
+	ranges  []keyRange
+	ids     [][]byte
+	bounds  []fieldBounds     // per index field, for explain
+	covered []query.Predicate // predicates the bounds apply exactly
+	idScan  bool              // an index scan over the _id index: the documents themselves
 }
 
 type keyRange struct{ lo, hi []byte }
 
-// PlanQuery chooses how to find the documents matching f. hint is nil, an
-// index name, a key pattern, or {$natural: ±1}.
+// PlanQuery chooses how to find the documents matching f, without a sort.
 func (c *Collection) PlanQuery(f *query.Filter, hint any) (*Plan, error) {
-	st := c.state.Load()
-	if hint != nil {
-		return st.planHint(f, hint)
-	}
-	preds := predicatesByPath(f)
-	if ids := idPoints(preds["_id"]); ids != nil {
-		return &Plan{Kind: IDLookup, Index: st.indexes[0].def, ids: ids}, nil
-	}
-	best, bestScore := (*indexState)(nil), 0
-	for _, ix := range st.indexes[1:] {
-		if ix.def.Hidden || !ix.def.Ready || ix.partial != nil {
-			continue
-		}
-		if s := ix.score(preds); s > bestScore {
-			best, bestScore = ix, s
-		}
-	}
-	if best == nil {
-		return &Plan{Kind: CollScan}, nil
-	}
-	return &Plan{Kind: IndexScan, Index: best.def, ranges: best.bounds(preds)}, nil
+	return c.Plan(Query{Filter: f, Hint: hint})
 }
 
-func (st *collState) planHint(f *query.Filter, hint any) (*Plan, error) {
-	if d, ok := hint.(bson.D); ok && len(d) == 1 && d[0].Key == "$natural" {
-		return &Plan{Kind: CollScan}, nil
+// Plan chooses the access path for q: a hint when given, else _id point
+// reads, else the index with the best bounds (an index that also provides
+// the sort wins ties, and is used for the sort alone when nothing narrows
+// the scan), else a collection scan.
+func (c *Collection) Plan(q Query) (*Plan, error) {
+	st := c.state.Load()
+	s := parseSortSpec(q.Sort)
+	preds := predicatesByPath(q.Filter)
+	if q.Hint != nil {
+		return st.planHint(preds, s, q.Hint)
+	}
+	if s.natural != 0 {
+		return collScanPlan(s), nil
+	}
+	if p := st.idPlan(preds, s); p != nil {
+		return p, nil
+	}
+	if best := st.bestCandidate(preds, s); best != nil {
+		return best.plan(), nil
+	}
+	return collScanPlan(s), nil
+}
+
+func collScanPlan(s sortSpec) *Plan {
+	return &Plan{Kind: CollScan, Reverse: s.natural < 0, SortProvided: len(s.keys) == 0}
+}
+
+func (st *collState) planHint(preds map[string][]query.Predicate, s sortSpec, hint any) (*Plan, error) {
+	if n, ok := naturalHint(hint); ok {
+		return &Plan{Kind: CollScan, Reverse: n < 0, SortProvided: len(s.keys) == 0}, nil
 	}
 	for _, ix := range st.indexes {
-		if !hintMatches(ix.def, hint) {
+		if !ix.def.Ready || ix.def.Hidden || !hintMatches(ix.def, hint) {
 			continue
 		}
-		preds := predicatesByPath(f)
 		if ix.def.IsID() {
-			if ids := idPoints(preds["_id"]); ids != nil {
-				return &Plan{Kind: IDLookup, Index: ix.def, ids: ids}, nil
+			if p := st.idPlan(preds, s); p != nil {
+				return p, nil
 			}
-			return &Plan{Kind: CollScan, Index: ix.def}, nil
 		}
-		return &Plan{Kind: IndexScan, Index: ix.def, ranges: ix.bounds(preds)}, nil
+		return st.evaluate(ix, preds, s).plan(), nil
 	}
 	return nil, mongoerr.New(mongoerr.BadValue, "error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index")
+}
+
+// naturalHint recognises {$natural: ±1}.
+func naturalHint(hint any) (int, bool) {
+	d, ok := hint.(bson.D)
+	if !ok || len(d) != 1 || d[0].Key != "$natural" {
+		return 0, false
+	}
+	if bsonutil.ToFloat(d[0].Value) < 0 {
+		return -1, true
+	}
+	return 1, true
 }
 
 func hintMatches(ix *catalog.Index, hint any) bool {
@@ -88,6 +125,47 @@ func hintMatches(ix *catalog.Index, hint any) bool {
 	}
 	return false
 }
+
+// sortSpec is the part of a sort specification the planner matches
+// against index keys.
+type sortSpec struct {
+	keys    []sortKey
+	natural int
+}
+
+type sortKey struct {
+	path string
+	desc bool
+}
+
+// parseSortSpec reads an already validated sort specification.
+func parseSortSpec(spec bson.D) sortSpec {
+	var s sortSpec
+	for _, e := range spec {
+		desc := bsonutil.IsNumber(e.Value) && bsonutil.ToFloat(e.Value) < 0
+		if e.Key == "$natural" {
+			s.natural = 1
+			if desc {
+				s.natural = -1
+			}
+			continue
+		}
+		s.keys = append(s.keys, sortKey{path: e.Key, desc: desc})
+	}
+	return s
+}
+
+func (s sortSpec) hasPath(path string) bool {
+	for _, k := range s.keys {
+		if k.path == path {
+			return true
+		}
+	}
+	return false
+}
+
+// isIDOnly reports whether the sort is exactly {_id: ±1}.
+func (s sortSpec) isIDOnly() bool { return len(s.keys) == 1 && s.keys[0].path == "_id" }
 
 func predicatesByPath(f *query.Filter) map[string][]query.Predicate {
 	out := map[string][]query.Predicate{}
@@ -114,36 +192,183 @@ func indexable(p query.Predicate) bool {
 	return len(p.Values) > 0 || p.Op == "$in"
 }
 
-func idPoints(preds []query.Predicate) [][]byte {
-	for _, p := range preds {
-		if p.Op != "$eq" && p.Op != "$in" {
-			continue
+// idPlan reads documents by _id for an equality or $in on _id. The ids
+// come in BSON order ($in values are sorted), so {_id: ±1} is provided.
+func (st *collState) idPlan(preds map[string][]query.Predicate, s sortSpec) *Plan {
+	p := findIDPoints(preds["_id"])
+	if p == nil {
+		return nil
+	}
+	ids := make([][]byte, 0, len(p.Values))
+	for _, v := range p.Values {
+		ids = append(ids, keyenc.AppendValue(nil, v))
+	}
+	sort.Slice(ids, func(i, j int) bool { return bytes.Compare(ids[i], ids[j]) < 0 })
+	plan := &Plan{
+		Kind: IDLookup, Index: st.indexes[0].def, ids: ids, covered: []query.Predicate{*p},
+		bounds: []fieldBounds{{path: "_id", ivals: points(p.Values)}},
+	}
+	plan.SortProvided = len(ids) <= 1 || len(s.keys) == 0 || s.isIDOnly()
+	if s.isIDOnly() && s.keys[0].desc {
+		plan.Reverse = true
+		reverseIDs(ids)
+	}
+	return plan
+}
+
+func findIDPoints(preds []query.Predicate) *query.Predicate {
+	for i := range preds {
+		if preds[i].Op == "$eq" || preds[i].Op == "$in" {
+			return &preds[i]
 		}
-		ids := make([][]byte, 0, len(p.Values))
-		for _, v := range p.Values {
-			ids = append(ids, keyenc.AppendValue(nil, v))
-		}
-		return ids
 	}
 	return nil
 }
 
-// score ranks an index for the predicates: two points per leading equality
-// field, one for a trailing range or $in.
-func (ix *indexState) score(preds map[string][]query.Predicate) int {
-	score := 0
-	for _, f := range ix.def.Fields {
-		ps := preds[f.Path]
-		if eq := findOp(ps, "$eq"); eq != nil && !(ix.def.Sparse && eq.Values[0] == nil) {
-			score += 2
+func reverseIDs(ids [][]byte) {
+	for i, j := 0, len(ids)-1; i < j; i, j = i+1, j-1 {
+		ids[i], ids[j] = ids[j], ids[i]
+	}
+}
+
+// candidate is one index weighed for a query.
+type candidate struct {
+	st      *collState
+	ix      *indexState
+	score   int
+	bounds  []fieldBounds
+	covered []query.Predicate
+	sorted  bool
+	reverse bool
+}
+
+func (st *collState) bestCandidate(preds map[string][]query.Predicate, s sortSpec) *candidate {
+	var best *candidate
+	for _, ix := range st.indexes {
+		if !ix.def.Ready || ix.def.Hidden || !ix.usableFor(preds) {
 			continue
 		}
-		if len(ps) > 0 && !ix.def.Sparse {
-			score++
+		c := st.evaluate(ix, preds, s)
+		if c.useful(s) && c.beats(best) {
+			best = c
 		}
-		break
 	}
-	return score
+	return best
+}
+
+// usableFor excludes partial indexes whose filter the query does not imply:
+// they lack the entries of documents outside the filter.
+func (ix *indexState) usableFor(preds map[string][]query.Predicate) bool {
+	return ix.partial == nil || impliesPartial(preds, ix.def.Partial)
+}
+
+func (st *collState) evaluate(ix *indexState, preds map[string][]query.Predicate, s sortSpec) *candidate {
+	c := &candidate{st: st, ix: ix}
+	c.bounds, c.covered, c.score = ix.boundsFor(preds)
+	c.sorted, c.reverse = ix.providesSort(c.bounds, s)
+	return c
+}
+
+// useful: the index narrows the scan, or provides the sort. A sparse index
+// never serves a sort alone: it lacks documents without the field.
+func (c *candidate) useful(s sortSpec) bool {
+	if c.score > 0 {
+		return true
+	}
+	return len(s.keys) > 0 && c.sorted && !c.ix.def.Sparse
+}
+
+// beats ranks candidates: better bounds, then a provided sort, then a
+// unique index, then fewer fields.
+func (c *candidate) beats(o *candidate) bool {
+	switch {
+	case o == nil:
+		return true
+	case c.score != o.score:
+		return c.score > o.score
+	case c.sorted != o.sorted:
+		return c.sorted
+	case c.ix.def.Unique != o.ix.def.Unique:
+		return c.ix.def.Unique
+	}
+	return len(c.ix.def.Fields) < len(o.ix.def.Fields)
+}
+
+func (c *candidate) plan() *Plan {
+	p := &Plan{
+		Kind: IndexScan, Index: c.ix.def, SortProvided: c.sorted, Reverse: c.reverse,
+		bounds: c.bounds, covered: c.covered, idScan: c.ix.def.IsID(),
+	}
+	p.ranges = keyRanges(c.scanPrefix(), c.bounds)
+	return p
+}
+
+// scanPrefix is where the index's entries live: the _id index has none of
+// its own, its entries are the document keys.
+func (c *candidate) scanPrefix() []byte {
+	if c.ix.def.IsID() {
+		return docPrefix(c.st.meta.ID)
+	}
+	return c.ix.prefix
+}
+
+// boundsFor turns predicates into bounds for each index field: single
+// points for leading equalities, then one field with $in points or a
+// range, then everything. Scoring: two points per equality, one for the
+// field after them.
+func (ix *indexState) boundsFor(preds map[string][]query.Predicate) ([]fieldBounds, []query.Predicate, int) {
+	bounds := make([]fieldBounds, 0, len(ix.def.Fields))
+	var covered []query.Predicate
+	score, open := 0, true
+	for _, f := range ix.def.Fields {
+		b := fieldBounds{path: f.Path, desc: f.Desc, full: true}
+		if open {
+			var used []query.Predicate
+			var pts int
+			b, used, pts, open = ix.fieldBound(b, preds[f.Path])
+			covered = append(covered, used...)
+			score += pts
+		}
+		bounds = append(bounds, b)
+	}
+	return bounds, covered, score
+}
+
+// fieldBound bounds one field. A sparse index only takes predicates that
+// no document without the field can satisfy.
+func (ix *indexState) fieldBound(b fieldBounds, ps []query.Predicate) (fieldBounds, []query.Predicate, int, bool) {
+	sparse := ix.def.Sparse
+	if eq := findOp(ps, "$eq"); eq != nil && !(sparse && nullish(eq.Values[0])) {
+		b.full, b.ivals = false, []interval{point(eq.Values[0])}
+		return b, []query.Predicate{*eq}, 2, true
+	}
+	if in := findOp(ps, "$in"); in != nil && !(sparse && anyNullish(in.Values)) {
+		b.full, b.ivals = false, points(in.Values)
+		return b, []query.Predicate{*in}, 1, false
+	}
+	if iv, used, ok := rangeInterval(ps); ok && !(sparse && nullish(used[0].Values[0])) {
+		b.full, b.ivals = false, []interval{iv}
+		return b, used, 1, false
+	}
+	return b, nil, 0, false
+}
+
+// nullish values are those a document without the field may match.
+func nullish(v any) bool {
+	switch v.(type) {
+	case nil, bson.Null, bson.Undefined, bson.MinKey, bson.MaxKey:
+		return true
+	}
+	return false
+}
+
+func anyNullish(vs []any) bool {
+	for _, v := range vs {
+		if nullish(v) {
+			return true
+		}
+	}
+	return false
 }
 
 func findOp(ps []query.Predicate, op string) *query.Predicate {
@@ -155,25 +380,99 @@ func findOp(ps []query.Predicate, op string) *query.Predicate {
 	return nil
 }
 
-// bounds turns predicates into key ranges: exact prefixes for the leading
-// equality fields, then one range (or a set of points for $in).
-func (ix *indexState) bounds(preds map[string][]query.Predicate) []keyRange {
-	prefix := append([]byte(nil), ix.prefix...)
-	for _, f := range ix.def.Fields {
-		ps := preds[f.Path]
-		if eq := findOp(ps, "$eq"); eq != nil {
-			prefix = appendComponent(prefix, eq.Values[0], f.Desc)
+// providesSort reports whether scanning the bounds (forwards, or backwards
+// with reverse) yields the sort order. Leading fields pinned to one value
+// may be skipped. As MongoDB does for multikey indexes, the sort fields
+// must be unbounded: a document whose array has elements outside the
+// bounds sorts by an element the scan never meets. Mayfly does not track
+// which indexes are multikey, so it applies this to every index but _id.
+func (ix *indexState) providesSort(bounds []fieldBounds, s sortSpec) (bool, bool) {
+	if len(s.keys) == 0 {
+		return true, false
+	}
+	k := pinnedPrefix(bounds, s)
+	if k+len(s.keys) > len(bounds) {
+		return false, false
+	}
+	reverse := bounds[k].desc != s.keys[0].desc
+	for j, sk := range s.keys {
+		b := bounds[k+j]
+		if b.path != sk.path || (b.desc != sk.desc) != reverse || !(b.full || ix.def.IsID()) {
+			return false, false
+		}
+	}
+	return ix.def.IsID() || !sharesRoot(bounds[:k], s), reverse
+}
+
+// pinnedPrefix counts the leading fields bound to a single value that the
+// sort does not name.
+func pinnedPrefix(bounds []fieldBounds, s sortSpec) int {
+	k := 0
+	for k < len(bounds) && bounds[k].isPoint() && !s.hasPath(bounds[k].path) {
+		k++
+	}
+	return k
+}
+
+// sharesRoot reports whether a bounded field and a sort field start with
+// the same path component: they may then come from one array of
+// documents, whose elements the bounds pick apart (SERVER-32525).
+func sharesRoot(bounds []fieldBounds, s sortSpec) bool {
+	for _, b := range bounds {
+		for _, k := range s.keys {
+			if rootOf(b.path) == rootOf(k.path) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func rootOf(path string) string {
+	if i := bytes.IndexByte([]byte(path), '.'); i >= 0 {
+		return path[:i]
+	}
+	return path
+}
+
+// keyRanges turns bounds into key ranges under prefix, in key order:
+// pinned fields extend the prefix, the first field with several points or
+// a range gives one range per interval, and an unbounded field ends it.
+func keyRanges(prefix []byte, bounds []fieldBounds) []keyRange {
+	p := append([]byte(nil), prefix...)
+	for _, b := range bounds {
+		if b.full {
+			break
+		}
+		if !b.isPoint() {
+			return intervalRanges(p, b)
+		}
+		p = appendComponent(p, b.ivals[0].lo, b.desc)
+	}
+	return []keyRange{{lo: p, hi: prefixEnd(p)}}
+}
+
+func intervalRanges(p []byte, b fieldBounds) []keyRange {
+	out := make([]keyRange, 0, len(b.ivals))
+	for _, iv := range b.ivals {
+		if r, ok := iv.keyRange(p, b.desc); ok {
+			out = append(out, r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i].lo, out[j].lo) < 0 })
+	return dedupeRanges(out)
+}
+
+// dedupeRanges drops repeated ranges ($in lists may repeat a value).
+func dedupeRanges(rs []keyRange) []keyRange {
+	var out []keyRange
+	for _, r := range rs {
+		if n := len(out); n > 0 && bytes.Equal(r.lo, out[n-1].lo) && bytes.Equal(r.hi, out[n-1].hi) {
 			continue
 		}
-		if in := findOp(ps, "$in"); in != nil {
-			return pointRanges(prefix, in.Values, f.Desc)
-		}
-		if len(ps) > 0 {
-			return []keyRange{rangeFor(prefix, ps, f.Desc)}
-		}
-		break
+		out = append(out, r)
 	}
-	return []keyRange{{lo: prefix, hi: prefixEnd(prefix)}}
+	return out
 }
 
 func appendComponent(dst []byte, v any, desc bool) []byte {
@@ -183,52 +482,158 @@ func appendComponent(dst []byte, v any, desc bool) []byte {
 	return keyenc.AppendValue(dst, v)
 }
 
-func pointRanges(prefix []byte, vals []any, desc bool) []keyRange {
-	out := make([]keyRange, 0, len(vals))
-	for _, v := range vals {
-		p := appendComponent(append([]byte(nil), prefix...), v, desc)
-		out = append(out, keyRange{lo: p, hi: prefixEnd(p)})
+// fieldBounds are the values an index field is scanned over, as intervals
+// in ascending value order.
+type fieldBounds struct {
+	path  string
+	desc  bool
+	full  bool // [MinKey, MaxKey]
+	ivals []interval
+}
+
+// interval is a range of values; an end that is not inclusive is open.
+type interval struct {
+	lo, hi         any
+	loIncl, hiIncl bool
+}
+
+func (b fieldBounds) isPoint() bool {
+	return !b.full && len(b.ivals) == 1 && b.ivals[0].isPoint()
+}
+
+func (iv interval) isPoint() bool {
+	return iv.loIncl && iv.hiIncl && bsonutil.Compare(iv.lo, iv.hi) == 0
+}
+
+func point(v any) interval { return interval{lo: v, hi: v, loIncl: true, hiIncl: true} }
+
+// points are the intervals of an $in list, sorted and without repeats.
+func points(vs []any) []interval {
+	sorted := append([]any(nil), vs...)
+	sort.SliceStable(sorted, func(i, j int) bool { return bsonutil.Compare(sorted[i], sorted[j]) < 0 })
+	out := make([]interval, 0, len(sorted))
+	for i, v := range sorted {
+		if i > 0 && bsonutil.Compare(sorted[i-1], v) == 0 {
+			continue
+		}
+		out = append(out, point(v))
 	}
 	return out
 }
 
-// rangeFor uses one side of the comparison: with a multikey index two
-// bounds may be met by different array elements, so intersecting them
-// could miss documents. The filter recheck removes the excess.
-func rangeFor(prefix []byte, ps []query.Predicate, desc bool) keyRange {
-	var lo, hi any
-	loSet, hiSet := false, false
-	for _, p := range ps {
-		switch p.Op {
-		case "$gt", "$gte":
-			lo, loSet = p.Values[0], true
-		case "$lt", "$lte":
-			hi, hiSet = p.Values[0], true
+// keyRange is the byte range of the interval's keys after p. A descending
+// field's encoding reverses value order, so its ends swap.
+func (iv interval) keyRange(p []byte, desc bool) (keyRange, bool) {
+	lo, loIncl, hi, hiIncl := iv.lo, iv.loIncl, iv.hi, iv.hiIncl
+	if desc {
+		lo, loIncl, hi, hiIncl = hi, hiIncl, lo, loIncl
+	}
+	start := appendComponent(append([]byte(nil), p...), lo, desc)
+	if !loIncl {
+		start = prefixEnd(start)
+	}
+	end := appendComponent(append([]byte(nil), p...), hi, desc)
+	if hiIncl {
+		end = prefixEnd(end)
+	}
+	return keyRange{lo: start, hi: end}, bytes.Compare(start, end) < 0
+}
+
+func isRangeOp(op string) bool {
+	return op == "$gt" || op == "$gte" || op == "$lt" || op == "$lte"
+}
+
+func isLowerOp(op string) bool { return op == "$gt" || op == "$gte" }
+
+// rangeInterval bounds a field by its comparisons. Only the side of the
+// first one is used, as MongoDB does for multikey indexes: two bounds may
+// be met by different array elements ({a: [1, 10]} matches {$gt: 5,
+// $lt: 2}), so intersecting them could miss documents. Bounds on the same
+// side and of one type are tightened. The filter recheck removes the rest.
+func rangeInterval(ps []query.Predicate) (interval, []query.Predicate, bool) {
+	var best *query.Predicate
+	var used []query.Predicate
+	for i := range ps {
+		p := &ps[i]
+		if !isRangeOp(p.Op) || (best != nil && !sameSide(p, best)) {
+			continue
+		}
+		used = append(used, *p)
+		if best == nil || tighter(p, best) {
+			best = p
 		}
 	}
-	switch {
-	case loSet:
-		hi = rankCeiling(bsonutil.Rank(lo))
-	case hiSet:
-		lo = rankFloor(bsonutil.Rank(hi))
-	default:
-		return keyRange{lo: prefix, hi: prefixEnd(prefix)}
+	if best == nil {
+		return interval{}, nil, false
 	}
-	a := appendComponent(append([]byte(nil), prefix...), lo, desc)
-	b := appendComponent(append([]byte(nil), prefix...), hi, desc)
-	if desc {
-		a, b = b, a
+	return bracket(best), used, true
+}
+
+func sameSide(p, q *query.Predicate) bool {
+	return isLowerOp(p.Op) == isLowerOp(q.Op) && bsonutil.Rank(p.Values[0]) == bsonutil.Rank(q.Values[0])
+}
+
+func tighter(p, best *query.Predicate) bool {
+	c := bsonutil.Compare(p.Values[0], best.Values[0])
+	if isLowerOp(p.Op) {
+		return c > 0 || (c == 0 && p.Op == "$gt")
 	}
-	if !loSet || desc {
-		b = prefixEnd(b)
+	return c < 0 || (c == 0 && p.Op == "$lt")
+}
+
+// bracket is the interval of one comparison, within the values of its
+// type (MongoDB's type bracketing: {$gt: 5} never matches a string).
+func bracket(p *query.Predicate) interval {
+	v := p.Values[0]
+	if isNaN(v) {
+		return point(v)
 	}
-	return keyRange{lo: a, hi: b}
+	bottom, top, topIncl := typeBracket(v)
+	switch p.Op {
+	case "$gt":
+		return interval{lo: v, hi: top, hiIncl: topIncl}
+	case "$gte":
+		return interval{lo: v, hi: top, loIncl: true, hiIncl: topIncl}
+	case "$lt":
+		return interval{lo: bottom, hi: v, loIncl: true}
+	}
+	return interval{lo: bottom, hi: v, loIncl: true, hiIncl: true}
+}
+
+func isNaN(v any) bool {
+	switch x := v.(type) {
+	case float64:
+		return math.IsNaN(x)
+	case bson.Decimal128:
+		return x.IsNaN()
+	}
+	return false
+}
+
+// typeBracket returns the smallest and largest values of v's type, with
+// MongoDB's choices where explain shows them (numbers -inf.0 to inf.0,
+// strings "" to {} exclusive); top is exclusive unless topIncl.
+func typeBracket(v any) (bottom, top any, topIncl bool) {
+	switch v.(type) {
+	case int32, int64, float64, bson.Decimal128, int:
+		return math.Inf(-1), math.Inf(1), true
+	case string, bson.Symbol:
+		return "", bson.D{}, false
+	case bson.DateTime:
+		return bson.DateTime(math.MinInt64), bson.DateTime(math.MaxInt64), true
+	case bool:
+		return false, true, true
+	case bson.MaxKey:
+		return bson.MaxKey{}, bson.MaxKey{}, true
+	}
+	rank := bsonutil.Rank(v)
+	return rankFloor(rank), rankCeiling(rank), false
 }
 
 // rankOrder lists one smallest value of each canonical type, in order.
 func rankOrder() []any {
 	return []any{
-		bson.MinKey{}, bson.Undefined{}, nil, math.NaN(), "", bson.D{}, bson.A{},
+		bson.MinKey{}, bson.Undefined{}, nil, math.Inf(-1), "", bson.D{}, bson.A{},
 		bson.Binary{Data: []byte{}}, bson.ObjectID{}, false, bson.DateTime(math.MinInt64),
 		bson.Timestamp{}, bson.Regex{}, bson.MaxKey{},
 	}
@@ -251,4 +656,102 @@ func rankCeiling(rank int) any {
 		}
 	}
 	return bson.MaxKey{}
+}
+
+// impliesPartial reports whether every document the query's predicates
+// match also matches a partial index's filter: each clause of the filter
+// must be a comparison, $in or {$exists: true} that a predicate on the same
+// path implies. Anything else (an $or, a regex) makes the index unusable
+// without a hint, which is safe.
+func impliesPartial(preds map[string][]query.Predicate, partial bson.D) bool {
+	for _, c := range normalizeFilter(partial) {
+		if !impliedBy(c, preds[c.path]) {
+			return false
+		}
+	}
+	return true
+}
+
+func impliedBy(c clause, ps []query.Predicate) bool {
+	for _, p := range ps {
+		if c.path != "" && implies(p, c) {
+			return true
+		}
+	}
+	return false
+}
+
+func implies(p query.Predicate, c clause) bool {
+	switch {
+	case c.op == "$exists":
+		return truthy(c.val) && !anyNullish(p.Values) && len(p.Values) > 0
+	case p.Op == "$eq" || p.Op == "$in":
+		return len(p.Values) > 0 && allSatisfy(p.Values, c)
+	case isRangeOp(p.Op) && isRangeOp(c.op):
+		return rangeImplies(p, c)
+	}
+	return false
+}
+
+func truthy(v any) bool {
+	if b, ok := v.(bool); ok {
+		return b
+	}
+	return bsonutil.IsNumber(v) && bsonutil.ToFloat(v) != 0
+}
+
+// allSatisfy reports whether each value satisfies the clause on its own.
+func allSatisfy(vs []any, c clause) bool {
+	for _, v := range vs {
+		if !satisfies(v, c) {
+			return false
+		}
+	}
+	return true
+}
+
+func satisfies(v any, c clause) bool {
+	if c.op == "$in" {
+		for _, x := range bsonutil.ToA(c.val) {
+			if bsonutil.Equal(v, x) {
+				return true
+			}
+		}
+		return false
+	}
+	if c.op == "$eq" {
+		return bsonutil.Equal(v, c.val)
+	}
+	if !isRangeOp(c.op) || bsonutil.Rank(v) != bsonutil.Rank(c.val) {
+		return false
+	}
+	return compareHolds(bsonutil.Compare(v, c.val), c.op)
+}
+
+func compareHolds(cmp int, op string) bool {
+	switch op {
+	case "$gt":
+		return cmp > 0
+	case "$gte":
+		return cmp >= 0
+	case "$lt":
+		return cmp < 0
+	}
+	return cmp <= 0
+}
+
+// rangeImplies: {$gt: 7} implies {$gt: 5} and {$gte: 7}; some element
+// beyond the tighter bound is beyond the looser one too.
+func rangeImplies(p query.Predicate, c clause) bool {
+	v := p.Values[0]
+	if isLowerOp(p.Op) != isLowerOp(c.op) || bsonutil.Rank(v) != bsonutil.Rank(c.val) {
+		return false
+	}
+	cmp := bsonutil.Compare(v, c.val)
+	if !isLowerOp(p.Op) {
+		cmp = -cmp
+	}
+	strict := c.op == "$gt" || c.op == "$lt"
+	pStrict := p.Op == "$gt" || p.Op == "$lt"
+	return cmp > 0 || (cmp == 0 && (pStrict || !strict))
 }

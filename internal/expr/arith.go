@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"math"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -353,7 +354,7 @@ func evalLog(_ string, vals []any) (any, error) {
 // formatNumber prints a double as C++ streams do in MongoDB's messages.
 func formatNumber(f float64) string {
 	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
-		return formatDouble(f)[:len(formatDouble(f))-2]
+		return bsonutil.FormatDouble(f)[:len(bsonutil.FormatDouble(f))-2]
 	}
-	return formatDouble(f)
+	return bsonutil.FormatDouble(f)
 }

@@ -79,7 +79,7 @@ func parseBits(a opArgs) (fieldOp, error) {
 	}
 	if !bsonutil.IsNumber(a.e.Value) {
 		return nil, mongoerr.Newf(mongoerr.BadValue, "%s takes an Array, a number, or a BinData but received: %s",
-			a.name, formatElem(a.e.Key, a.e.Value))
+			a.name, bsonutil.FormatElem(a.e.Key, a.e.Value))
 	}
 	mask, err := parseInteger(a.e.Key, a.e.Value)
 	if err != nil {
@@ -87,7 +87,7 @@ func parseBits(a opArgs) (fieldOp, error) {
 	}
 	if mask < 0 {
 		return nil, mongoerr.Newf(mongoerr.FailedToParse, "Expected a non-negative number in: %s",
-			formatElem(a.e.Key, a.e.Value))
+			bsonutil.FormatElem(a.e.Key, a.e.Value))
 	}
 	for p := uint32(0); p < 63; p++ {
 		if mask&(1<<p) != 0 {
@@ -104,9 +104,9 @@ func (o *bitsOp) addPositions(v any) error {
 		switch {
 		case err != nil:
 		case n > math.MaxInt32 || n < math.MinInt32:
-			err = mongoerr.Newf(mongoerr.FailedToParse, "Cannot represent %s in an int", formatElem(key, p))
+			err = mongoerr.Newf(mongoerr.FailedToParse, "Cannot represent %s in an int", bsonutil.FormatElem(key, p))
 		case n < 0:
-			err = mongoerr.Newf(mongoerr.FailedToParse, "Expected a non-negative number in: %s", formatElem(key, p))
+			err = mongoerr.Newf(mongoerr.FailedToParse, "Expected a non-negative number in: %s", bsonutil.FormatElem(key, p))
 		}
 		if err != nil {
 			return mongoerr.New(mongoerr.BadValue, "Failed to parse bit position. "+err.Msg)

@@ -198,7 +198,7 @@ func parseSize(a opArgs) (fieldOp, error) {
 	if perr != nil {
 		return nil, mongoerr.New(mongoerr.BadValue, "Failed to parse $size. "+perr.Msg)
 	}
-	elem := formatElem(a.e.Key, a.e.Value)
+	elem := bsonutil.FormatElem(a.e.Key, a.e.Value)
 	if n > math.MaxInt32 || n < math.MinInt32 {
 		return nil, mongoerr.Newf(mongoerr.BadValue, "Failed to parse $size. Cannot represent %s in an int", elem)
 	}
@@ -252,7 +252,7 @@ func checkModShape(arr bson.A) error {
 func parseGeo(a opArgs) (fieldOp, error) {
 	if isNearOperator(a.e.Key) {
 		// Only reached when $near is not the first operator.
-		return nil, mongoerr.Newf(mongoerr.BadValue, "near must be first in: %s", formatDoc(a.ctx))
+		return nil, mongoerr.Newf(mongoerr.BadValue, "near must be first in: %s", bsonutil.Format(a.ctx))
 	}
 	return nil, geoUnsupported(a.e.Key)
 }

@@ -108,7 +108,7 @@ func (p *projParser) literal(node *projNode, e bson.E) error {
 		return err
 	}
 	if p.typ == typeExclusion {
-		return mongoerr.Newf(31310, "Cannot use an expression %s in an exclusion projection", formatElem(e.Key, e.Value))
+		return mongoerr.Newf(31310, "Cannot use an expression %s in an exclusion projection", bsonutil.FormatElem(e.Key, e.Value))
 	}
 	return p.addComputed(node, e.Key, &projField{kind: projExpr, expr: x})
 }
@@ -138,7 +138,7 @@ func sliceSyntaxError(v any, findErr *mongoerr.Error, exprErr error) error {
 	me := mongoerr.As(exprErr)
 	return mongoerr.Newf(me.Code, "Invalid $slice syntax. The given syntax %s did not match the find() syntax "+
 		"because :: %s: %s :: The given syntax did not match the expression $slice syntax. :: caused by :: %s",
-		formatDoc(bson.D{{Key: "$slice", Value: v}}), findErr.Code.Name(), findErr.Msg, me.Msg)
+		bsonutil.Format(bson.D{{Key: "$slice", Value: v}}), findErr.Code.Name(), findErr.Msg, me.Msg)
 }
 
 // parseFindSlice parses find's $slice: n, or [skip, limit] with limit > 0.

@@ -52,7 +52,7 @@ func sortDirection(e bson.E) (int, error) {
 		return 0, mongoerr.Newf(17312, "$meta is the only expression supported by $sort right now")
 	}
 	if !bsonutil.IsNumber(e.Value) {
-		return 0, mongoerr.Newf(mongoerr.Location15974, "Illegal key in $sort specification: %s", formatElem(e.Key, e.Value))
+		return 0, mongoerr.Newf(mongoerr.Location15974, "Illegal key in $sort specification: %s", bsonutil.FormatElem(e.Key, e.Value))
 	}
 	switch f := bsonutil.ToFloat(e.Value); f {
 	case 1:

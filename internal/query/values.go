@@ -1,12 +1,9 @@
 package query
 
 import (
-	"encoding/hex"
-	"fmt"
 	"math"
 	"math/big"
 	"strconv"
-	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -72,95 +69,6 @@ func isArrayIndex(part string) (int, bool) {
 
 // formatElem renders key and value as MongoDB's BSONElement::toString
 // does in error messages, e.g. `$size: "x"`.
-func formatElem(key string, v any) string {
-	return key + ": " + formatValue(v)
-}
-
-// formatValue renders a value in MongoDB's shell-like error-message style.
-func formatValue(v any) string {
-	switch x := v.(type) {
-	case string:
-		return strconv.Quote(x)
-	case int32, int64, int, bool:
-		return fmt.Sprint(x)
-	case float64:
-		return formatDouble(x)
-	case nil, bson.Null:
-		return "null"
-	case bson.Decimal128:
-		return `NumberDecimal("` + x.String() + `")`
-	}
-	return formatOther(v)
-}
-
-func formatOther(v any) string {
-	switch x := v.(type) {
-	case bson.D, bson.M, bson.Raw:
-		return formatDoc(bsonutil.ToD(x))
-	case bson.A, []any:
-		return formatArray(bsonutil.ToA(x))
-	case bson.ObjectID:
-		return "ObjectId('" + x.Hex() + "')"
-	case bson.DateTime:
-		return fmt.Sprintf("new Date(%d)", int64(x))
-	case bson.Regex:
-		return "/" + x.Pattern + "/" + x.Options
-	case bson.Timestamp:
-		return fmt.Sprintf("Timestamp(%d, %d)", x.T, x.I)
-	case bson.Binary:
-		return fmt.Sprintf("BinData(%d, %s)", x.Subtype, strings.ToUpper(hex.EncodeToString(x.Data)))
-	case bson.Undefined:
-		return "undefined"
-	case bson.MinKey:
-		return "MinKey"
-	case bson.MaxKey:
-		return "MaxKey"
-	}
-	return fmt.Sprint(v)
-}
-
-func formatDoc(d bson.D) string {
-	if len(d) == 0 {
-		return "{}"
-	}
-	parts := make([]string, len(d))
-	for i, e := range d {
-		parts[i] = formatElem(e.Key, e.Value)
-	}
-	return "{ " + strings.Join(parts, ", ") + " }"
-}
-
-func formatArray(a bson.A) string {
-	if len(a) == 0 {
-		return "[]"
-	}
-	parts := make([]string, len(a))
-	for i, v := range a {
-		parts[i] = formatValue(v)
-	}
-	return "[ " + strings.Join(parts, ", ") + " ]"
-}
-
-// formatDouble follows MongoDB's appendDoubleNice: %.16g, then ".0" unless
-// the text already has '.', 'E' or 'N' (so NaN prints as "nan.0").
-func formatDouble(f float64) string {
-	var s string
-	switch {
-	case math.IsNaN(f):
-		s = "nan"
-	case math.IsInf(f, 1):
-		s = "inf"
-	case math.IsInf(f, -1):
-		s = "-inf"
-	default:
-		s = strconv.FormatFloat(f, 'g', 16, 64)
-	}
-	if !strings.ContainsAny(s, ".EN") {
-		s += ".0"
-	}
-	return s
-}
-
 // formatNumber renders a number as C++ streams a double (precision 6),
 // which MongoDB uses for "Invalid numerical type code" messages.
 func formatNumber(v any) string {
@@ -195,11 +103,11 @@ func parseInteger(key string, v any) (int64, *mongoerr.Error) {
 	case bson.Decimal128:
 		return decimalToInteger(key, n)
 	}
-	return 0, mongoerr.Newf(mongoerr.FailedToParse, "Expected a number in: %s", formatElem(key, v))
+	return 0, mongoerr.Newf(mongoerr.FailedToParse, "Expected a number in: %s", bsonutil.FormatElem(key, v))
 }
 
 func doubleToInteger(key string, f float64) (int64, *mongoerr.Error) {
-	elem := formatElem(key, f)
+	elem := bsonutil.FormatElem(key, f)
 	switch {
 	case math.IsNaN(f):
 		return 0, mongoerr.Newf(mongoerr.FailedToParse, "Expected an integer, but found NaN in: %s", elem)
@@ -214,7 +122,7 @@ func doubleToInteger(key string, f float64) (int64, *mongoerr.Error) {
 func decimalToInteger(key string, d bson.Decimal128) (int64, *mongoerr.Error) {
 	i, exact, ok := decimalInt64(d)
 	if !ok || !exact {
-		return 0, mongoerr.Newf(mongoerr.FailedToParse, "Cannot represent as a 64-bit integer: %s", formatElem(key, d))
+		return 0, mongoerr.Newf(mongoerr.FailedToParse, "Cannot represent as a 64-bit integer: %s", bsonutil.FormatElem(key, d))
 	}
 	return i, nil
 }

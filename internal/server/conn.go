@@ -145,6 +145,14 @@ func (c *Conn) closeIfIdle() bool {
 // leaves, the stream breaks, or the server shuts down.
 func (c *Conn) serve() {
 	defer c.finish()
+	// Handler panics are caught per command; this catches our own bugs, so
+	// that one connection's failure never takes the process down.
+	defer func() {
+		if r := recover(); r != nil {
+			c.srv.log.Error("connection loop panicked", "conn", c.id, "remote", c.remote,
+				"panic", r, "stack", string(debug.Stack()))
+		}
+	}()
 	for {
 		msg, err := c.next()
 		if err != nil {

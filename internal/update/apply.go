@@ -99,7 +99,7 @@ func (n *arrNode) apply(a *applier, st *state) error {
 	arr, ok := st.elem.(*marr)
 	if !ok {
 		return errf(mongoerr.BadValue, "Cannot apply array updates to non-array element %s",
-			elemString(st.name(), st.elem))
+			formatElem(st.name(), st.elem))
 	}
 	matches := n.match(a, arr)
 	for i, sel := range matches {

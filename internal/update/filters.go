@@ -116,7 +116,7 @@ func (u *Update) checkFiltersUsed() error {
 	for _, id := range ids {
 		if !u.filters[id].used {
 			return errf(mongoerr.FailedToParse, "The array filter for identifier '%s' was not used in the update %s",
-				id, valueString(u.source))
+				id, formatValue(u.source))
 		}
 	}
 	return nil

@@ -66,7 +66,7 @@ func runCase(t *testing.T, c caseSpec) {
 	}
 	want := ej(t, c.want)
 	if !identicalDocs(got, want) {
-		t.Fatalf("got  %s\nwant %s", valueString(got), valueString(want))
+		t.Fatalf("got  %s\nwant %s", formatValue(got), formatValue(want))
 	}
 	if changed != c.changed {
 		t.Fatalf("changed = %v, want %v", changed, c.changed)

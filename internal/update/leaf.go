@@ -86,7 +86,7 @@ func commitCreated(a *applier, st *state, v any) error {
 	if len(st.taken) > 0 && st.taken[0] == "_id" {
 		return errf(mongoerr.ImmutableField,
 			"Updating the path '%s' to %s would modify the immutable field '_id'",
-			joinPath(st.taken), elemString(st.name(), st.elem))
+			joinPath(st.taken), formatElem(st.name(), st.elem))
 	}
 	a.changed = true
 	return nil
@@ -104,7 +104,7 @@ func checkViability(st *state) error {
 		}
 	}
 	return errf(pathNotViable, "Cannot use the part (%s) of (%s.%s) to traverse the element ({%s})",
-		st.create[0], joinPath(st.taken), joinPath(st.create), elemString(st.name(), st.elem))
+		st.create[0], joinPath(st.taken), joinPath(st.create), formatElem(st.name(), st.elem))
 }
 
 // checkCreated is MongoDB's storage validation of a new element: top-level

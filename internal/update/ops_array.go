@@ -23,7 +23,7 @@ func parseAddToSet(v any) (modifier, error) {
 		}
 		if len(d) > 1 {
 			return nil, errf(mongoerr.BadValue, "Found unexpected fields after $each in $addToSet: %s",
-				valueString(d))
+				formatValue(d))
 		}
 		values = arrOf(d[0].Value)
 	}
@@ -84,7 +84,7 @@ func parseIntegerArg(field string, v any) (int64, error) {
 	if n, ok := integerValue(v); ok {
 		return n, nil
 	}
-	elem := elemString(field, v)
+	elem := formatElem(field, v)
 	switch f, isFloat := v.(float64); {
 	case !bsonutil.IsNumber(v):
 		return 0, errf(mongoerr.FailedToParse, "Expected a number in: %s", elem)

@@ -18,7 +18,7 @@ func parseArith(op arith, field string, v any) (modifier, error) {
 	if !bsonutil.IsNumber(v) {
 		verb := map[arith]string{opAdd: "increment", opMul: "multiply"}[op]
 		return nil, errf(mongoerr.TypeMismatch, "Cannot %s with non-numeric argument: {%s}",
-			verb, elemString(field, v))
+			verb, formatElem(field, v))
 	}
 	return arithMod{op: op, val: normalizeInt(v)}, nil
 }
@@ -69,11 +69,11 @@ func identicalNumber(a, b any) bool {
 func safeNumString(v any) string {
 	switch x := v.(type) {
 	case int32:
-		return "(NumberInt)" + valueString(x)
+		return "(NumberInt)" + formatValue(x)
 	case int64, int:
-		return "(NumberLong)" + valueString(x)
+		return "(NumberLong)" + formatValue(x)
 	case float64:
-		return "(NumberDouble)" + valueString(x)
+		return "(NumberDouble)" + formatValue(x)
 	case bson.Decimal128:
 		return "(NumberDecimal)" + x.String()
 	}
@@ -83,7 +83,7 @@ func safeNumString(v any) string {
 // idString is the document's _id as MongoDB quotes it in messages.
 func (a *applier) idString() string {
 	if i := a.root.index("_id"); i >= 0 {
-		return elemString("_id", a.root.d[i].Value)
+		return formatElem("_id", a.root.d[i].Value)
 	}
 	return ""
 }
@@ -137,11 +137,11 @@ func parseBit(v any) (modifier, error) {
 func parseBitOp(e bson.E) (bitOp, error) {
 	if e.Key != "and" && e.Key != "or" && e.Key != "xor" {
 		return bitOp{}, errf(mongoerr.BadValue, "The $bit modifier only supports 'and', 'or', "+
-			"and 'xor', not '%s' which is an unknown operator: {%s}", e.Key, elemString(e.Key, e.Value))
+			"and 'xor', not '%s' which is an unknown operator: {%s}", e.Key, formatElem(e.Key, e.Value))
 	}
 	if !isIntegral(e.Value) {
 		return bitOp{}, errf(mongoerr.BadValue, "The $bit modifier field must be an Integer(32/64 bit); "+
-			"a '%s' is not supported here: {%s}", typeName(e.Value), elemString(e.Key, e.Value))
+			"a '%s' is not supported here: {%s}", typeName(e.Value), formatElem(e.Key, e.Value))
 	}
 	return bitOp{kind: e.Key, operand: normalizeInt(e.Value)}, nil
 }

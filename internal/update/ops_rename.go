@@ -26,7 +26,7 @@ func (u *Update) addRename(f bson.E) error {
 	to, ok := f.Value.(string)
 	if !ok {
 		return errf(mongoerr.BadValue, "The 'to' field for $rename must be a string: %s",
-			elemString(f.Key, f.Value))
+			formatElem(f.Key, f.Value))
 	}
 	toParts, err := checkUpdatePath(to)
 	if err != nil {
@@ -39,7 +39,7 @@ func (u *Update) addRename(f bson.E) error {
 }
 
 func checkRename(f bson.E, from, to []string) error {
-	expr := elemString(f.Key, f.Value)
+	expr := formatElem(f.Key, f.Value)
 	switch {
 	case strings.ContainsRune(f.Value.(string), 0):
 		return errf(mongoerr.BadValue, "The 'to' field for $rename cannot contain an embedded null byte")
@@ -112,7 +112,7 @@ func (r *renameNode) step(cur any, i int, p string) (any, bool, error) {
 		return nil, false, nil
 	}
 	return nil, false, errf(pathNotViable, "cannot use the part (%s of %s) to traverse the element ({%s})",
-		r.from[i-1], r.fromPath, elemString(r.from[i-1], cur))
+		r.from[i-1], r.fromPath, formatElem(r.from[i-1], cur))
 }
 
 func safeIndex(a bson.A, n int) (any, bool, error) {

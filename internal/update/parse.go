@@ -111,7 +111,7 @@ func (u *Update) parseFields(op bson.E, add func(bson.E) error) error {
 	if kindOf(op.Value) != kindDoc {
 		return errf(mongoerr.FailedToParse, "Modifiers operate on fields but we found type %s "+
 			"instead. For example: {$mod: {<field>: ...}} not {%s}", typeName(op.Value),
-			elemString(op.Key, op.Value))
+			formatElem(op.Key, op.Value))
 	}
 	for _, f := range docOf(op.Value) {
 		if err := add(f); err != nil {

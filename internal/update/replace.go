@@ -97,7 +97,7 @@ func checkIDKept(before, after bson.D) error {
 	}
 	return errf(mongoerr.ImmutableField,
 		"After applying the update, the (immutable) field '_id' was found to have been altered to %s",
-		elemString("_id", now))
+		formatElem("_id", now))
 }
 
 // checkID validates the _id of a document about to be inserted.

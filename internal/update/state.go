@@ -146,5 +146,5 @@ func (st *state) attachToArray(c *marr, v any) error {
 
 func (st *state) cannotCreate() error {
 	return errf(pathNotViable, "Cannot create field '%s' in element {%s}",
-		st.create[0], elemString(st.name(), st.elem))
+		st.create[0], formatElem(st.name(), st.elem))
 }

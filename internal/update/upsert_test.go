@@ -35,7 +35,7 @@ func TestUpsertSeed(t *testing.T) {
 				t.Fatal(err)
 			}
 			if want := ej(t, c.want); !identicalDocs(got, want) {
-				t.Fatalf("got %s, want %s", valueString(got), valueString(want))
+				t.Fatalf("got %s, want %s", formatValue(got), formatValue(want))
 			}
 		})
 	}
@@ -58,6 +58,6 @@ func TestUpsertFlow(t *testing.T) {
 	}
 	want := ej(t, `{"_id": 7, "user": {"name": "ann", "seen": 1}, "created": true, "logins": 1}`)
 	if !changed || !identicalDocs(got, want) {
-		t.Fatalf("got %s (changed %v)", valueString(got), changed)
+		t.Fatalf("got %s (changed %v)", formatValue(got), changed)
 	}
 }

@@ -232,3 +232,9 @@ func plainIfOwned(v any) any {
 	}
 	return v
 }
+
+// formatValue and formatElem print values, owned containers included, in
+// MongoDB's error-message form.
+func formatValue(v any) string { return bsonutil.Format(plainIfOwned(v)) }
+
+func formatElem(name string, v any) string { return bsonutil.FormatElem(name, plainIfOwned(v)) }

@@ -76,6 +76,47 @@ type zlibWriter struct {
 
 var errSizeMismatch = errors.New("decompressed size does not match uncompressedSize")
 
+// Upper bounds on expansion, so payloads claiming more are lies: deflate
+// codes a 258-byte match in about 2 bits; a zstd block is at most 128 KiB
+// and takes at least 4 bytes (an RLE block).
+const (
+	maxDeflateRatio = 1032
+	maxZstdRatio    = 128 << 10 / 4
+)
+
+// checkClaimedSize rejects, before any memory is committed, an announced
+// uncompressed size that src cannot possibly produce.
+func checkClaimedSize(id CompressorID, src []byte, size int) error {
+	switch id {
+	case CompressorNoop:
+		if len(src) != size {
+			return errSizeMismatch
+		}
+	case CompressorSnappy:
+		n, err := snappy.DecodedLen(src)
+		if err != nil {
+			return fmt.Errorf("snappy: %w", err)
+		}
+		if n != size {
+			return errSizeMismatch
+		}
+	case CompressorZlib:
+		if size > maxDeflateRatio*len(src)+1024 {
+			return errSizeMismatch
+		}
+	case CompressorZstd:
+		if size > maxZstdRatio*len(src) {
+			return errSizeMismatch
+		}
+		// Drivers send one frame, whose header usually records its size.
+		var h zstd.Header
+		if h.Decode(src) == nil && h.HasFCS && h.FrameContentSize != uint64(size) {
+			return errSizeMismatch
+		}
+	}
+	return nil
+}
+
 // decompress inflates src, compressed with id, into dst, which has exactly
 // the announced uncompressed length; producing more or fewer bytes is an
 // error.

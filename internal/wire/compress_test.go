@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/klauspost/compress/snappy"
@@ -259,5 +260,39 @@ func TestDecompressionBomb(t *testing.T) {
 		if !errors.As(err, &we) || !errors.Is(err, errSizeMismatch) {
 			t.Fatalf("%s: got %v, want size mismatch", id, err)
 		}
+	}
+}
+
+// A huge announced size that the payload cannot produce is refused before
+// the buffer for it is allocated.
+func TestClaimedSizeCheckedBeforeAllocation(t *testing.T) {
+	codec := NewCodec(allCompressors...)
+	small := AppendMsg(nil, 1, 0, 0, mustDoc(t, bson.D{{Key: "ping", Value: 1}}))[HeaderSize:]
+	// Big and compressible: the claim is within zstd's ratio bound, so the
+	// frame's recorded content size must catch it.
+	big := AppendMsg(nil, 1, 0, 0, mustDoc(t, bson.D{{Key: "pad", Value: strings.Repeat("a", 4000)}}))[HeaderSize:]
+	for _, id := range append([]CompressorID{CompressorNoop}, allCompressors...) {
+		for _, inner := range [][]byte{small, big} {
+			payload, err := codec.compress(id, nil, inner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			claim := MaxMessageSize - HeaderSize
+			if id == CompressorZstd && len(inner) == len(big) {
+				claim = min(claim, maxZstdRatio*len(payload))
+			}
+			checkClaimRefused(t, codec, id, compressedRaw(OpMsg, int32(claim), id, payload))
+		}
+	}
+}
+
+func checkClaimRefused(t *testing.T, codec *Codec, id CompressorID, msg []byte) {
+	t.Helper()
+	r := NewReader(bytes.NewReader(msg), codec)
+	if _, err := r.ReadMessage(); !errors.Is(err, errSizeMismatch) {
+		t.Fatalf("%s: got %v, want size mismatch", id, err)
+	}
+	if cap(r.dbuf) != 0 {
+		t.Fatalf("%s: allocated %d bytes for an impossible size", id, cap(r.dbuf))
 	}
 }

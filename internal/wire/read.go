@@ -23,6 +23,8 @@ const (
 	bigBuffer   = 4 << 20
 	smallBuffer = 256 << 10
 	growStep    = 64 << 10
+	// maxReusedDocs caps the kind-1 document lists kept between messages.
+	maxReusedDocs = 1024
 )
 
 // Message is one decoded request. Its byte slices alias the Reader's
@@ -118,6 +120,9 @@ func (r *Reader) ReadMessage() (*Message, error) {
 	default:
 		return nil, &Error{Code: mongoerr.ProtocolError, Header: h, Fatal: true,
 			Msg: fmt.Sprintf("unsupported opcode %d", int32(h.OpCode))}
+	}
+	if h.OpCode != OpCompressed && cap(r.dbuf) > bigBuffer {
+		r.dbuf = nil // the client stopped compressing; do not pin the memory
 	}
 	if err := r.readBody(int(h.MessageLength)); err != nil {
 		return nil, fmt.Errorf("wire: read %s body of %d bytes: %w", h.OpCode, h.MessageLength, err)
@@ -290,8 +295,12 @@ func splitSequence(p []byte, prev []Sequence) (Sequence, []byte, *Error) {
 		return Sequence{}, nil, fatalf(mongoerr.ProtocolError, "document sequence identifier is not terminated")
 	}
 	seq := Sequence{Identifier: identifier(sec[:nul])}
+	// Reuse the document list from an earlier message unless it is one of
+	// the huge ones a big batch leaves behind.
 	if n := len(prev); n < cap(prev) {
-		seq.Docs = prev[:n+1][n].Docs[:0]
+		if docs := prev[:n+1][n].Docs; cap(docs) <= maxReusedDocs {
+			seq.Docs = docs[:0]
+		}
 	}
 	for sec = sec[nul+1:]; len(sec) > 0; {
 		doc, more, err := splitDoc(sec)
@@ -412,8 +421,13 @@ func (r *Reader) parseCompressed(m *Message, b []byte) *Error {
 	if !r.codec.Accepts(id) {
 		return fatalf(mongoerr.ProtocolError, "compressor %s (id %d) is not enabled", id, uint8(id))
 	}
-	r.dbuf = reuse(r.dbuf, HeaderSize+int(size))
-	if err := r.codec.decompress(id, r.dbuf[HeaderSize:], b[HeaderSize+9:]); err != nil {
+	payload := b[HeaderSize+9:]
+	err := checkClaimedSize(id, payload, int(size))
+	if err == nil {
+		r.dbuf = reuse(r.dbuf, HeaderSize+int(size))
+		err = r.codec.decompress(id, r.dbuf[HeaderSize:], payload)
+	}
+	if err != nil {
 		e := fatalf(mongoerr.ProtocolError, "cannot decompress %s message", id)
 		e.Err = err
 		return e

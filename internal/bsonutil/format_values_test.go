@@ -1,4 +1,4 @@
-package update
+package bsonutil
 
 import (
 	"math"
@@ -25,8 +25,8 @@ func TestValueString(t *testing.T) {
 		{bson.D{}, "{}"}, {bson.A{}, "[]"},
 		{bson.D{{Key: "a", Value: bson.A{int32(1), bson.D{{Key: "b", Value: "c"}}}}}, `{ a: [ 1, { b: "c" } ] }`},
 	} {
-		if got := valueString(c.v); got != c.want {
-			t.Errorf("valueString(%v) = %s, want %s", c.v, got, c.want)
+		if got := Format(c.v); got != c.want {
+			t.Errorf("Format(%v) = %s, want %s", c.v, got, c.want)
 		}
 	}
 }

@@ -1,0 +1,177 @@
+// Command mayfly-bench measures Mayfly against Redis and a do-nothing
+// "null server" on this machine and prints one table (and writes JSON):
+// the session workload, durable writes, an expiry storm and resident
+// memory, each with client and servers sharing the cores and with the
+// server pinned to CPU 0 and the clients to CPU 1.
+//
+//	go run ./cmd/mayfly-bench          # the sizes
+//	go run ./cmd/mayfly-bench -short   # make bench: at most 3 minutes
+//
+// It builds ./cmd/mayfly, starts every server itself on 127.0.0.1, and
+// stops them when done. The -role flag is internal: the bench re-executes
+// itself as its client processes and as the null server.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mayflydb/mayfly/internal/bench"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:])
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "mayfly-bench:", err)
+		os.Exit(1)
+	}
+}
+
+// intList is a flag holding comma-separated integers.
+type intList []int
+
+func (l *intList) String() string { return fmt.Sprint([]int(*l)) }
+
+func (l *intList) Set(s string) error {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return fmt.Errorf("want comma-separated integers: %w", err)
+		}
+		out = append(out, n)
+	}
+	*l = out
+	return nil
+}
+
+// flagValues are the command line before the sizes are settled: -short
+// picks the defaults, and explicit flags override them.
+type flagValues struct {
+	role, addr           string
+	short, keep          bool
+	modes, phases, out   string
+	mayflyBin, redisBin  string
+	workDir              string
+	sessions, clients    int
+	warmup, duration     time.Duration
+	durableClients       intList
+	durableDuration      time.Duration
+	stormDocs, memory    int
+	stormWindow, stormBl time.Duration
+}
+
+func parse(args []string) (*flagValues, *flag.FlagSet, error) {
+	v := &flagValues{}
+	fs := flag.NewFlagSet("mayfly-bench", flag.ContinueOnError)
+	fs.StringVar(&v.role, "role", "", "internal: client or null")
+	fs.StringVar(&v.addr, "addr", "", "internal: the null server's address")
+	fs.BoolVar(&v.short, "short", false, "short run (make bench): at most 3 minutes")
+	fs.BoolVar(&v.keep, "keep", false, "keep the temporary directory (server data and logs)")
+	fs.StringVar(&v.modes, "modes", strings.Join(bench.AllModes(), ","), "modes to run: shared, pinned")
+	fs.StringVar(&v.phases, "phases", strings.Join(bench.AllPhases(), ","), "phases to run: sessions, durable, expiry, memory")
+	fs.StringVar(&v.out, "out", "bench-results/latest.json", "where to write the JSON report")
+	fs.StringVar(&v.mayflyBin, "mayfly-bin", "", "prebuilt mayfly server (default: go build ./cmd/mayfly)")
+	fs.StringVar(&v.redisBin, "redis-bin", "/usr/bin/redis-server", "redis-server to compare with")
+	fs.StringVar(&v.workDir, "workdir", "", "parent of the temporary directory (default: $TMPDIR)")
+	fs.IntVar(&v.sessions, "sessions", 0, "override: preloaded sessions")
+	fs.IntVar(&v.clients, "clients", 0, "override: session workload clients")
+	fs.DurationVar(&v.warmup, "warmup", 0, "override: unmeasured start of each run")
+	fs.DurationVar(&v.duration, "duration", 0, "override: measured time of each sessions run")
+	fs.Var(&v.durableClients, "durable-clients", "override: client counts for durable inserts, e.g. 1,16,64")
+	fs.DurationVar(&v.durableDuration, "durable-duration", 0, "override: measured time of each durable run")
+	fs.IntVar(&v.stormDocs, "storm-docs", 0, "override: documents expiring in the storm")
+	fs.DurationVar(&v.stormWindow, "storm-window", 0, "override: window their expiries spread over")
+	fs.DurationVar(&v.stormBl, "storm-baseline", 0, "override: sessions measured before the storm")
+	fs.IntVar(&v.memory, "memory-sessions", 0, "override: live sessions for the memory figure")
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, err
+	}
+	return v, fs, nil
+}
+
+// config turns the flags into a bench configuration.
+func (v *flagValues) config() (*bench.Config, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find own executable: %w", err)
+	}
+	sz := bench.FullSizes()
+	if v.short {
+		sz = bench.ShortSizes()
+	}
+	override(&sz.Sessions, v.sessions)
+	override(&sz.Clients, v.clients)
+	override(&sz.Warmup, v.warmup)
+	override(&sz.Duration, v.duration)
+	override(&sz.DurableDuration, v.durableDuration)
+	override(&sz.StormDocs, v.stormDocs)
+	override(&sz.StormWindow, v.stormWindow)
+	override(&sz.StormBaseline, v.stormBl)
+	override(&sz.MemorySessions, v.memory)
+	if len(v.durableClients) > 0 {
+		sz.DurableClients = v.durableClients
+	}
+	return &bench.Config{
+		Sizes: sz, Short: v.short,
+		Modes: split(v.modes), Phases: split(v.phases), Out: v.out,
+		MayflyBin: v.mayflyBin, RedisBin: v.redisBin, WorkDir: v.workDir, Keep: v.keep,
+		Self: self, Log: os.Stderr,
+	}, nil
+}
+
+func override[T comparable](dst *T, v T) {
+	var zero T
+	if v != zero {
+		*dst = v
+	}
+}
+
+func split(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func run(ctx context.Context, args []string) error {
+	v, _, err := parse(args)
+	if err != nil {
+		return err
+	}
+	switch v.role {
+	case "client":
+		return bench.ClientMain(ctx, os.Stdin, os.Stdout)
+	case "null":
+		return bench.ServeNull(ctx, v.addr)
+	case "":
+	default:
+		return fmt.Errorf("unknown -role %q", v.role)
+	}
+	cfg, err := v.config()
+	if err != nil {
+		return err
+	}
+	rep, err := bench.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	fmt.Print(bench.Table(rep))
+	if err := bench.WriteJSON(rep, cfg.Out); err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, "wrote", cfg.Out)
+	return nil
+}

@@ -1,0 +1,110 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"time"
+)
+
+// Sizes are the counts and durations of a run.
+type Sizes struct {
+	Sessions        int           `json:"sessions"`         // preloaded sessions
+	Clients         int           `json:"clients"`          // session workload clients
+	Warmup          time.Duration `json:"warmup"`           // unmeasured start of each run
+	Duration        time.Duration `json:"duration"`         // measured part of a sessions run
+	DurableClients  []int         `json:"durable_clients"`  // client counts for durable inserts
+	DurableDuration time.Duration `json:"durable_duration"` // measured part of each of those
+	FsyncDuration   time.Duration `json:"fsync_duration"`   // raw fsync loop
+	StormDocs       int           `json:"storm_docs"`       // documents that expire in the storm
+	StormWindow     time.Duration `json:"storm_window"`     // over which their expiries spread
+	StormBaseline   time.Duration `json:"storm_baseline"`   // sessions measured before the storm
+	StormPoll       time.Duration `json:"storm_poll"`       // deletion counter sampling period
+	StormMaxDrain   time.Duration `json:"storm_max_drain"`  // longest wait for deletion after the storm
+	MemorySessions  int           `json:"memory_sessions"`  // live sessions for the memory figure
+	MemorySettle    time.Duration `json:"memory_settle"`    // wait after loading before reading RSS
+}
+
+// FullSizes are the issue's sizes.
+func FullSizes() Sizes {
+	return Sizes{
+		Sessions: 100_000, Clients: 64, Warmup: 2 * time.Second, Duration: 10 * time.Second,
+		DurableClients: []int{1, 16, 64}, DurableDuration: 5 * time.Second, FsyncDuration: 3 * time.Second,
+		StormDocs: 1_000_000, StormWindow: 10 * time.Second, StormBaseline: 5 * time.Second,
+		StormPoll: 10 * time.Millisecond, StormMaxDrain: 30 * time.Second,
+		MemorySessions: 1_000_000, MemorySettle: 5 * time.Second,
+	}
+}
+
+// ShortSizes fit `make bench` in three minutes. The storm keeps the full
+// run's rate (100 000 expiries a second) over a shorter window.
+func ShortSizes() Sizes {
+	return Sizes{
+		Sessions: 100_000, Clients: 64, Warmup: time.Second, Duration: 4 * time.Second,
+		DurableClients: []int{1, 16, 64}, DurableDuration: 2 * time.Second, FsyncDuration: time.Second,
+		StormDocs: 200_000, StormWindow: 2 * time.Second, StormBaseline: 2 * time.Second,
+		StormPoll: 10 * time.Millisecond, StormMaxDrain: 10 * time.Second,
+		MemorySessions: 200_000, MemorySettle: 2 * time.Second,
+	}
+}
+
+// The modes: client and servers share both cores, or the server runs on
+// CPU 0 and the clients on CPU 1.
+const (
+	ModeShared = "shared"
+	ModePinned = "pinned"
+)
+
+// The phases, in the order they run.
+const (
+	PhaseSessions = "sessions"
+	PhaseDurable  = "durable"
+	PhaseExpiry   = "expiry"
+	PhaseMemory   = "memory"
+)
+
+// AllModes and AllPhases list every mode and phase.
+func AllModes() []string  { return []string{ModeShared, ModePinned} }
+func AllPhases() []string { return []string{PhaseSessions, PhaseDurable, PhaseExpiry, PhaseMemory} }
+
+// Config is a whole bench run.
+type Config struct {
+	Sizes
+	Short     bool
+	Modes     []string
+	Phases    []string
+	Out       string // JSON report path
+	MayflyBin string // prebuilt server; empty builds ./cmd/mayfly
+	RedisBin  string
+	WorkDir   string // parent of the run's temporary directory
+	Keep      bool   // keep the temporary directory (data, server logs)
+	Self      string // this executable, re-executed as client and null server
+	Log       io.Writer
+}
+
+// Validate checks the modes, phases and sizes.
+func (c *Config) Validate() error {
+	for _, m := range c.Modes {
+		if !slices.Contains(AllModes(), m) {
+			return fmt.Errorf("unknown mode %q (want %v)", m, AllModes())
+		}
+	}
+	for _, p := range c.Phases {
+		if !slices.Contains(AllPhases(), p) {
+			return fmt.Errorf("unknown phase %q (want %v)", p, AllPhases())
+		}
+	}
+	switch {
+	case c.Clients < 1:
+		return fmt.Errorf("-clients must be at least 1")
+	case c.Sessions < c.Clients:
+		return fmt.Errorf("-sessions must be at least -clients")
+	case c.StormDocs < 1 || c.StormWindow <= 0:
+		return fmt.Errorf("-storm-docs and -storm-window must be positive")
+	case c.Duration <= 0 || c.DurableDuration <= 0:
+		return fmt.Errorf("durations must be positive")
+	}
+	return nil
+}
+
+func (c *Config) has(phase string) bool { return slices.Contains(c.Phases, phase) }

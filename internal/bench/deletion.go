@@ -1,0 +1,121 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+)
+
+// ttlSample is one reading of serverStatus().metrics.ttl.deletedDocuments.
+// The server read its counter somewhere between sent and recv.
+type ttlSample struct {
+	sent, recv time.Time
+	deleted    int64
+}
+
+// readDeleted asks the server how many documents its TTL monitor deleted.
+func readDeleted(ctx context.Context, db *mongo.Database) (ttlSample, error) {
+	s := ttlSample{sent: time.Now()}
+	raw, err := db.RunCommand(ctx, bson.D{{Key: "serverStatus", Value: 1}}).Raw()
+	s.recv = time.Now()
+	if err != nil {
+		return s, fmt.Errorf("serverStatus: %w", err)
+	}
+	v, err := raw.LookupErr("metrics", "ttl", "deletedDocuments")
+	if err != nil {
+		return s, fmt.Errorf("serverStatus: metrics.ttl.deletedDocuments: %w", err)
+	}
+	n, ok := v.AsInt64OK()
+	if !ok {
+		return s, fmt.Errorf("serverStatus: metrics.ttl.deletedDocuments is %s", v.Type)
+	}
+	s.deleted = n
+	return s, nil
+}
+
+// pollDeleted samples the deletion counter every `every` from `from` until
+// want more documents than the first sample have been deleted, or until
+// `until`.
+func pollDeleted(ctx context.Context, db *mongo.Database, every time.Duration, from, until time.Time, want int64) ([]ttlSample, error) {
+	if err := sleepUntil(ctx, from); err != nil {
+		return nil, err
+	}
+	var out []ttlSample
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		s, err := readDeleted(ctx, db)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, s)
+		if s.deleted-out[0].deleted >= want || s.recv.After(until) {
+			return out, nil
+		}
+		select {
+		case <-ctx.Done():
+			return out, ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// Lateness is how long after its expiry each storm document was deleted,
+// bracketed by what the sampling can tell.
+type Lateness struct {
+	Deleted int64 `json:"deleted"`
+	// Upper bounds the lateness: a document counted deleted in a sample
+	// was deleted before that sample's reply arrived.
+	Upper Summary `json:"upper"`
+	// Lower bounds it: it was deleted after the previous sample was sent.
+	Lower Summary `json:"lower"`
+	// GapMs is the width of the bracket (reply to the previous request).
+	GapP50Ms float64 `json:"gap_p50_ms"`
+	GapMaxMs float64 `json:"gap_max_ms"`
+	// First and last are when the first and the last document were seen
+	// deleted; PerSec is the deletions over that span.
+	First  time.Time `json:"first"`
+	Last   time.Time `json:"last"`
+	PerSec float64   `json:"per_sec"`
+}
+
+// deletionLateness attributes the counter's increments to documents in
+// expiry order (the order in which the monitor walks a TTL index, and so
+// deletes) and measures each one's lateness against the schedule.
+func deletionLateness(samples []ttlSample, s schedule) Lateness {
+	var up, lo, gaps Histogram
+	var res Lateness
+	if len(samples) == 0 {
+		return res
+	}
+	base := samples[0].deleted
+	done := 0
+	for j := 1; j < len(samples); j++ {
+		prev, cur := samples[j-1], samples[j]
+		gaps.Add(cur.recv.Sub(prev.sent))
+		n := int(min(cur.deleted-base, int64(s.n)))
+		if n <= done {
+			continue
+		}
+		if done == 0 {
+			res.First = cur.recv
+		}
+		res.Last = cur.recv
+		for k := done; k < n; k++ {
+			e := s.expiry(k)
+			up.Add(cur.recv.Sub(e))
+			lo.Add(prev.sent.Sub(e))
+		}
+		done = n
+	}
+	res.Deleted = int64(done)
+	res.Upper, res.Lower = up.Summarize(), lo.Summarize()
+	res.GapP50Ms, res.GapMaxMs = ms(gaps.Quantile(0.5)), ms(gaps.Max())
+	if span := res.Last.Sub(res.First); span > 0 {
+		res.PerSec = float64(done) / span.Seconds()
+	}
+	return res
+}

@@ -1,0 +1,154 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// stormIndex is the storm collection's TTL index. It is created with
+// parkedTTL, so nothing expires while the documents load, and then set by
+// collMod so that the first expiry falls where the run wants it.
+const (
+	stormIndex = "at_ttl"
+	parkedTTL  = 1_000_000 // seconds, about 11.6 days
+)
+
+// StormSpec describes an expiry storm.
+type StormSpec struct {
+	Docs      int           `json:"docs"`       // documents that expire
+	Window    time.Duration `json:"window"`     // their expiries, evenly spread over it
+	Warmup    time.Duration `json:"warmup"`     // sessions run unmeasured this long first
+	Baseline  time.Duration `json:"baseline"`   // then measured this long before the storm
+	PollEvery time.Duration `json:"poll_every"` // deletion counter sampling period
+	MaxDrain  time.Duration `json:"max_drain"`  // wait at most this long after the last expiry
+}
+
+// ExpiryResult is what an expiry storm showed.
+type ExpiryResult struct {
+	Docs          int          `json:"docs"`
+	WindowSeconds float64      `json:"window_seconds"`
+	OfferedPerSec float64      `json:"offered_per_sec"`
+	Load          LoadResult   `json:"load"`
+	Visibility    Visibility   `json:"visibility"`
+	Lateness      Lateness     `json:"lateness"`
+	AllDeleted    bool         `json:"all_deleted"`
+	Baseline      WindowResult `json:"sessions_baseline"`
+	Storm         WindowResult `json:"sessions_storm"`
+	Mix           MixResult    `json:"sessions_mix"`
+}
+
+// stormDoc is a document of the storm collection.
+type stormDoc struct {
+	ID    int64     `bson:"_id"`
+	At    time.Time `bson:"at"`
+	Token string    `bson:"token"`
+}
+
+// loadStorm creates the storm collection's parked TTL index and inserts
+// the scheduled documents.
+func loadStorm(ctx context.Context, coll *mongo.Collection, s schedule) (LoadResult, error) {
+	start := time.Now()
+	_, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{
+		Keys:    bson.D{{Key: "at", Value: 1}},
+		Options: options.Index().SetName(stormIndex).SetExpireAfterSeconds(parkedTTL),
+	})
+	if err != nil {
+		return LoadResult{}, fmt.Errorf("storm index: %w", err)
+	}
+	err = inBatches(ctx, s.n, func(ctx context.Context, lo, hi int) error {
+		docs := make([]stormDoc, 0, hi-lo)
+		for i := lo; i < hi; i++ {
+			docs = append(docs, stormDoc{ID: int64(i), At: s.at(i), Token: token(uint64(i))})
+		}
+		if _, err := coll.InsertMany(ctx, docs); err != nil {
+			return fmt.Errorf("load storm %d..%d: %w", lo, hi, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return LoadResult{}, err
+	}
+	secs := time.Since(start).Seconds()
+	return LoadResult{Docs: s.n, Seconds: secs, DocsPerSec: float64(s.n) / secs}, nil
+}
+
+// armStorm sets the storm index's expireAfterSeconds to the schedule's.
+func armStorm(ctx context.Context, db *mongo.Database, s schedule) error {
+	err := db.RunCommand(ctx, bson.D{
+		{Key: "collMod", Value: stormColl},
+		{Key: "index", Value: bson.D{
+			{Key: "name", Value: stormIndex},
+			{Key: "expireAfterSeconds", Value: int64(s.after / time.Second)},
+		}},
+	}).Err()
+	if err != nil {
+		return fmt.Errorf("collMod storm index: %w", err)
+	}
+	return nil
+}
+
+// runExpiryJob loads the storm documents, then runs the session workload
+// (over j.Count preloaded sessions) through a baseline and the storm while
+// one reader checks that expired documents are invisible and a poller
+// samples the deletion counter.
+func runExpiryJob(ctx context.Context, j Job) (*ExpiryResult, error) {
+	sp := *j.Storm
+	probe, err := dialMongo(ctx, j.Addr, loadParallel)
+	if err != nil {
+		return nil, err
+	}
+	defer probe.Disconnect(context.WithoutCancel(ctx))
+	db := probe.Database(benchDB)
+	s := newSchedule(sp.Docs, sp.Window)
+	load, err := loadStorm(ctx, db.Collection(stormColl), s)
+	if err != nil {
+		return nil, err
+	}
+	st, err := newMongoStore(ctx, j.Addr, j.Clients)
+	if err != nil {
+		return nil, err
+	}
+	defer st.close(context.WithoutCancel(ctx))
+
+	first := s.startAtOrAfter(time.Now().Add(sp.Warmup + sp.Baseline))
+	if err := armStorm(ctx, db, s); err != nil {
+		return nil, err
+	}
+	base := span{first.Add(-sp.Baseline), first}
+	storm := span{first, first.Add(sp.Window)}
+	deadline := storm.to.Add(sp.MaxDrain)
+
+	var (
+		wg         sync.WaitGroup
+		samples    []ttlSample
+		vis        Visibility
+		perr, verr error
+	)
+	stop := make(chan struct{})
+	wg.Go(func() {
+		defer close(stop)
+		samples, perr = pollDeleted(ctx, db, sp.PollEvery, base.from, deadline, int64(s.n))
+	})
+	wg.Go(func() { vis, verr = watchVisibility(ctx, db.Collection(stormColl), s, base.from, deadline, stop) })
+	spec := mixSpec{clients: j.Clients, preloaded: j.Count, runID: j.RunID}
+	rec, mix := runMix(ctx, st, spec, []span{base, storm}, storm.to)
+	wg.Wait()
+	if perr != nil {
+		return nil, perr
+	}
+	if verr != nil {
+		return nil, verr
+	}
+	lat := deletionLateness(samples, s)
+	return &ExpiryResult{
+		Docs: s.n, WindowSeconds: sp.Window.Seconds(), OfferedPerSec: float64(s.n) / sp.Window.Seconds(),
+		Load: load, Visibility: vis, Lateness: lat, AllDeleted: lat.Deleted == int64(s.n),
+		Baseline: rec.result(0), Storm: rec.result(1), Mix: mix,
+	}, checkMix(rec.hists[0].Count(), mix)
+}

@@ -1,0 +1,231 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+)
+
+// Names of the three session targets.
+const (
+	nameMayfly = "mayfly"
+	nameRedis  = "redis"
+	nameNull   = "null"
+)
+
+// modeRun runs the phases of one mode. Servers go on serverCPU and client
+// children on clientCPU; -1 leaves them unpinned.
+type modeRun struct {
+	cfg       *Config
+	mode      string
+	mayflyBin string
+	work      string // this mode's directory
+	serverCPU int
+	clientCPU int
+	runs      int // numbers the jobs, so their new sessions never collide
+}
+
+func (m *modeRun) logf(format string, args ...any) {
+	fmt.Fprintf(m.cfg.Log, "[%s] "+format+"\n", append([]any{m.mode}, args...)...)
+}
+
+func (m *modeRun) job(ctx context.Context, j Job) (*JobResult, error) {
+	m.runs++
+	j.RunID = m.runs
+	return runChild(ctx, m.cfg, m.clientCPU, j)
+}
+
+// start starts a fresh server of the given kind with its own directory.
+func (m *modeRun) start(ctx context.Context, kind string) (*server, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := mkdir(m.work, kind)
+	if err != nil {
+		return nil, err
+	}
+	var argv []string
+	switch kind {
+	case nameMayfly:
+		argv = mayflyArgv(m.mayflyBin, addr, filepath.Join(dir, "data"))
+	case nameRedis:
+		if argv, err = redisArgv(m.cfg.RedisBin, addr, dir); err != nil {
+			return nil, err
+		}
+	case nameNull:
+		argv = nullArgv(m.cfg.Self, addr)
+	}
+	return startServer(ctx, kind, pinned(m.serverCPU, argv), addr, filepath.Join(dir, kind+".log"))
+}
+
+// withServer starts a server, runs fn, and stops it, reporting the first
+// error.
+func (m *modeRun) withServer(ctx context.Context, kind string, fn func(*server) error) error {
+	s, err := m.start(ctx, kind)
+	if err != nil {
+		return err
+	}
+	err = fn(s)
+	return errors.Join(err, s.stop())
+}
+
+// load preloads n sessions into s.
+func (m *modeRun) load(ctx context.Context, s *server, target string, n int) (*LoadResult, error) {
+	res, err := m.job(ctx, Job{Kind: jobLoad, Target: target, Addr: s.addr, Count: n})
+	if err != nil {
+		return nil, err
+	}
+	m.logf("%s: loaded %d sessions in %.1fs", s.name, n, res.Load.Seconds)
+	return res.Load, nil
+}
+
+func targetOf(kind string) string {
+	if kind == nameRedis {
+		return targetRedis
+	}
+	return targetMongo
+}
+
+// sessionsPhase runs the session workload against Mayfly, Redis and the
+// null server, one at a time, each freshly started.
+func (m *modeRun) sessionsPhase(ctx context.Context) (map[string]*SessionsResult, error) {
+	out := map[string]*SessionsResult{}
+	sz := m.cfg.Sizes
+	for _, kind := range []string{nameMayfly, nameRedis, nameNull} {
+		err := m.withServer(ctx, kind, func(s *server) error {
+			if kind != nameNull {
+				if _, err := m.load(ctx, s, targetOf(kind), sz.Sessions); err != nil {
+					return err
+				}
+			}
+			res, err := m.job(ctx, Job{Kind: jobSessions, Target: targetOf(kind), Addr: s.addr,
+				ServerPID: s.pid(), Clients: sz.Clients, Count: sz.Sessions, Warmup: sz.Warmup, Duration: sz.Duration})
+			if err != nil {
+				return err
+			}
+			out[kind] = res.Sessions
+			m.logf("sessions on %s: %.0f ops/s, p50 %.2f ms, p99 %.2f ms", kind,
+				res.Sessions.OpsPerSec, res.Sessions.Latency.P50Ms, res.Sessions.Latency.P99Ms)
+			return nil
+		})
+		if err != nil {
+			return out, fmt.Errorf("sessions on %s: %w", kind, err)
+		}
+	}
+	return out, nil
+}
+
+// DurableReport is the durable-writes phase.
+type DurableReport struct {
+	Fsync *FsyncResult     `json:"fsync"`
+	Runs  []*DurableResult `json:"runs"`
+}
+
+// find returns the run with that many clients and journal setting.
+func (d *DurableReport) find(clients int, journal bool) *DurableResult {
+	if d == nil {
+		return nil
+	}
+	for _, r := range d.Runs {
+		if r.Clients == clients && r.Journal == journal {
+			return r
+		}
+	}
+	return nil
+}
+
+// durablePhase measures the disk's raw fsync rate in Mayfly's data
+// directory, then inserts without and with j: true from each client count.
+func (m *modeRun) durablePhase(ctx context.Context) (*DurableReport, error) {
+	out := &DurableReport{}
+	sz := m.cfg.Sizes
+	err := m.withServer(ctx, nameMayfly, func(s *server) error {
+		res, err := m.job(ctx, Job{Kind: jobFsync, Dir: filepath.Dir(s.log), Duration: sz.FsyncDuration})
+		if err != nil {
+			return err
+		}
+		out.Fsync = res.Fsync
+		m.logf("raw fsync: %.0f/s", res.Fsync.FsyncPerSec)
+		for _, clients := range sz.DurableClients {
+			for _, journal := range []bool{false, true} {
+				res, err := m.job(ctx, Job{Kind: jobDurable, Addr: s.addr, Clients: clients,
+					Journal: journal, Warmup: sz.Warmup / 2, Duration: sz.DurableDuration})
+				if err != nil {
+					return err
+				}
+				out.Runs = append(out.Runs, res.Durable)
+				m.logf("inserts, %d clients, j=%v: %.0f/s", clients, journal, res.Durable.OpsPerSec)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// expiryPhase runs the storm on a fresh Mayfly holding the preloaded
+// sessions.
+func (m *modeRun) expiryPhase(ctx context.Context) (*ExpiryResult, error) {
+	var out *ExpiryResult
+	sz := m.cfg.Sizes
+	err := m.withServer(ctx, nameMayfly, func(s *server) error {
+		if _, err := m.load(ctx, s, targetMongo, sz.Sessions); err != nil {
+			return err
+		}
+		spec := &StormSpec{Docs: sz.StormDocs, Window: sz.StormWindow, Warmup: sz.Warmup,
+			Baseline: sz.StormBaseline, PollEvery: sz.StormPoll, MaxDrain: sz.StormMaxDrain}
+		res, err := m.job(ctx, Job{Kind: jobExpiry, Addr: s.addr, ServerPID: s.pid(),
+			Clients: sz.Clients, Count: sz.Sessions, Storm: spec})
+		if err != nil {
+			return err
+		}
+		out = res.Expiry
+		m.logf("storm: %d docs, deletion lateness p99 ≤ %.0f ms, %d violations, %.0f expirations/s",
+			out.Docs, out.Lateness.Upper.P99Ms, out.Visibility.Violations, out.Lateness.PerSec)
+		return nil
+	})
+	return out, err
+}
+
+// MemoryResult is resident memory with the same live sessions in Mayfly
+// and in Redis.
+type MemoryResult struct {
+	Sessions      int   `json:"sessions"`
+	MayflyIdleRSS int64 `json:"mayfly_idle_rss"`
+	MayflyRSS     int64 `json:"mayfly_rss"`
+	RedisIdleRSS  int64 `json:"redis_idle_rss"`
+	RedisRSS      int64 `json:"redis_rss"`
+}
+
+// memoryPhase loads the same sessions into a fresh Mayfly and a fresh
+// Redis and reads each one's VmRSS, idle and loaded.
+func (m *modeRun) memoryPhase(ctx context.Context) (*MemoryResult, error) {
+	out := &MemoryResult{Sessions: m.cfg.MemorySessions}
+	for _, kind := range []string{nameMayfly, nameRedis} {
+		idle, loaded := &out.MayflyIdleRSS, &out.MayflyRSS
+		if kind == nameRedis {
+			idle, loaded = &out.RedisIdleRSS, &out.RedisRSS
+		}
+		err := m.withServer(ctx, kind, func(s *server) error {
+			var err error
+			if *idle, err = rssBytes(s.pid()); err != nil {
+				return err
+			}
+			if _, err := m.load(ctx, s, targetOf(kind), out.Sessions); err != nil {
+				return err
+			}
+			if err := sleepUntil(ctx, time.Now().Add(m.cfg.MemorySettle)); err != nil {
+				return err
+			}
+			*loaded, err = rssBytes(s.pid())
+			return err
+		})
+		if err != nil {
+			return out, fmt.Errorf("memory of %s: %w", kind, err)
+		}
+		m.logf("%s RSS with %d sessions: %d MiB", kind, out.Sessions, *loaded>>20)
+	}
+	return out, nil
+}

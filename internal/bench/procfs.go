@@ -1,0 +1,67 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// clockTick is USER_HZ, the unit of utime and stime in /proc/<pid>/stat;
+// 100 on every Linux architecture Go supports.
+const clockTick = 10 * time.Millisecond
+
+// cpuTime returns the user plus system CPU time that process pid has used
+// (all its threads), from /proc/<pid>/stat.
+func cpuTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("cpu time of %d: %w", pid, err)
+	}
+	// The command name is in parentheses and may hold spaces; the fields
+	// counted from the closing parenthesis are fixed.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("cpu time of %d: malformed stat", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// After ")": state(3) ... utime is field 14 and stime 15 of the file,
+	// so indexes 11 and 12 here.
+	if len(f) < 13 {
+		return 0, fmt.Errorf("cpu time of %d: short stat", pid)
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	s, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("cpu time of %d: bad utime/stime %q %q", pid, f[11], f[12])
+	}
+	return time.Duration(u+s) * clockTick, nil
+}
+
+// rssBytes returns VmRSS of process pid from /proc/<pid>/status.
+func rssBytes(pid int) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("rss of %d: %w", pid, err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:")
+		if !ok {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("rss of %d: %w", pid, err)
+		}
+		return kb << 10, nil
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("rss of %d: %w", pid, err)
+	}
+	return 0, fmt.Errorf("rss of %d: no VmRSS line", pid)
+}

@@ -1,0 +1,276 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// WriteJSON writes the report to path, creating its directory.
+func WriteJSON(rep *Report, path string) error {
+	b, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode report: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
+
+// row is a line of the table: a figure per mode, and a goal if it is one
+// of the targets.
+type row struct {
+	label string
+	phase string
+	cell  func(m *ModeReport) string
+}
+
+const missing = "—"
+
+func sessionsCell(kind string) func(*ModeReport) string {
+	return func(m *ModeReport) string {
+		r := m.Sessions[kind]
+		if r == nil {
+			return missing
+		}
+		s := fmt.Sprintf("%s (%s / %s ms)", fmtN(r.OpsPerSec), fmtMs(r.Latency.P50Ms), fmtMs(r.Latency.P99Ms))
+		if r.Mix.Errors > 0 {
+			s += fmt.Sprintf(", %d errors", r.Mix.Errors)
+		}
+		return s
+	}
+}
+
+func nullOverRedis(m *ModeReport) string {
+	n, r := m.Sessions[nameNull], m.Sessions[nameRedis]
+	if n == nil || r == nil || r.OpsPerSec == 0 {
+		return missing
+	}
+	return fmtRatio(n.OpsPerSec / r.OpsPerSec)
+}
+
+func cpuCell(m *ModeReport) string {
+	var parts []string
+	for _, k := range []string{nameMayfly, nameNull, nameRedis} {
+		if r := m.Sessions[k]; r != nil {
+			parts = append(parts, fmt.Sprintf("%.1f", r.ServerCPUPerOpUs))
+		} else {
+			parts = append(parts, missing)
+		}
+	}
+	return strings.Join(parts, " / ")
+}
+
+func fsyncCell(m *ModeReport) string {
+	if m.Durable == nil || m.Durable.Fsync == nil {
+		return missing
+	}
+	f := m.Durable.Fsync
+	return fmt.Sprintf("%s (p50 %s ms)", fmtN(f.FsyncPerSec), fmtMs(f.Latency.P50Ms))
+}
+
+func insertsCell(journal bool) func(*ModeReport) string {
+	return func(m *ModeReport) string {
+		if m.Durable == nil || len(m.Durable.Runs) == 0 {
+			return missing
+		}
+		var parts []string
+		for _, r := range m.Durable.Runs {
+			if r.Journal == journal {
+				parts = append(parts, fmtN(r.OpsPerSec))
+			}
+		}
+		return strings.Join(parts, " / ")
+	}
+}
+
+func stormCell(m *ModeReport) string {
+	e := m.Expiry
+	if e == nil {
+		return missing
+	}
+	return fmt.Sprintf("%s over %.0f s (%s/s offered)", fmtN(float64(e.Docs)), e.WindowSeconds, fmtN(e.OfferedPerSec))
+}
+
+func latenessCell(m *ModeReport) string {
+	e := m.Expiry
+	if e == nil {
+		return missing
+	}
+	l := e.Lateness
+	return fmt.Sprintf("%s / %s / %s ms (lower bound p99 %s; sampling gap p50 %s ms)",
+		fmtMs(l.Upper.P50Ms), fmtMs(l.Upper.P99Ms), fmtMs(l.Upper.MaxMs), fmtMs(l.Lower.P99Ms), fmtMs(l.GapP50Ms))
+}
+
+func stormSessionsCell(m *ModeReport) string {
+	e := m.Expiry
+	if e == nil {
+		return missing
+	}
+	return fmt.Sprintf("%s / %s", fmtN(e.Baseline.OpsPerSec), fmtN(e.Storm.OpsPerSec))
+}
+
+func rssCell(m *ModeReport) string {
+	r := m.Memory
+	if r == nil || r.MayflyRSS == 0 {
+		return missing
+	}
+	return fmt.Sprintf("%s / %s (idle %s / %s)", fmtMiB(r.MayflyRSS), fmtMiB(r.RedisRSS), fmtMiB(r.MayflyIdleRSS), fmtMiB(r.RedisIdleRSS))
+}
+
+// targetCell shows a target's figure and verdict in one mode.
+func targetCell(rep *Report, name string) func(*ModeReport) string {
+	return func(m *ModeReport) string {
+		for _, t := range rep.Targets {
+			if t.Name != name || t.Mode != m.Mode {
+				continue
+			}
+			if !t.Measured {
+				return "not measured"
+			}
+			v := fmtRatio(t.Value)
+			switch name {
+			case tInvisible:
+				v = fmtN(t.Value)
+			case tLateness:
+				v = fmtMs(t.Value)
+			case tExpRate:
+				v = fmtN(t.Value)
+			}
+			verdict := "met"
+			if !t.Met {
+				verdict = "**MISSED**"
+			}
+			if t.Note != "" {
+				v += " (" + strings.TrimPrefix(t.Note, incomplete) + ")"
+			}
+			return v + " — " + verdict
+		}
+		return missing
+	}
+}
+
+func rows(rep *Report, sz Sizes) []row {
+	t := func(name string, phase string) row {
+		return row{label: "**" + name + "**", phase: phase, cell: targetCell(rep, name)}
+	}
+	return []row{
+		{"sessions ops/s, Mayfly (p50 / p99)", PhaseSessions, sessionsCell(nameMayfly)},
+		{"sessions ops/s, Redis (p50 / p99)", PhaseSessions, sessionsCell(nameRedis)},
+		{"sessions ops/s, null server (p50 / p99)", PhaseSessions, sessionsCell(nameNull)},
+		t(tMayflyNull, PhaseSessions),
+		t(tMayflyRedis, PhaseSessions),
+		{"sessions ops/s, null server / Redis", PhaseSessions, nullOverRedis},
+		{"server CPU µs per op: Mayfly / null / Redis", PhaseSessions, cpuCell},
+		t(tCPU, PhaseSessions),
+		{"raw fsync/s, 512 B write + fsync", PhaseDurable, fsyncCell},
+		{fmt.Sprintf("inserts/s without j, %s clients", joinInts(sz.DurableClients)), PhaseDurable, insertsCell(false)},
+		{fmt.Sprintf("inserts/s j:true, %s clients", joinInts(sz.DurableClients)), PhaseDurable, insertsCell(true)},
+		t(tDurable, PhaseDurable),
+		{"expiry storm", PhaseExpiry, stormCell},
+		t(tInvisible, PhaseExpiry),
+		{"lateness to deletion p50 / p99 / max (upper bounds)", PhaseExpiry, latenessCell},
+		t(tLateness, PhaseExpiry),
+		t(tExpRate, PhaseExpiry),
+		{"sessions ops/s without / during storm", PhaseExpiry, stormSessionsCell},
+		t(tStorm, PhaseExpiry),
+		{fmt.Sprintf("RSS with %s sessions, Mayfly / Redis", fmtN(float64(sz.MemorySessions))), PhaseMemory, rssCell},
+		t(tRSS, PhaseMemory),
+	}
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, " / ")
+}
+
+func modeTitle(m *ModeReport) string {
+	switch {
+	case m.Skipped != "":
+		return m.Mode + " (skipped: " + m.Skipped + ")"
+	case m.Mode == ModePinned:
+		return "pinned: server CPU 0, clients CPU 1"
+	}
+	return "shared: all on both cores"
+}
+
+// Table renders the report as one Markdown table, with the machine above
+// it and failures and the count of targets below.
+func Table(rep *Report) string {
+	var b strings.Builder
+	kind := "full"
+	if rep.Short {
+		kind = "short (-short)"
+	}
+	mc := rep.Machine
+	fmt.Fprintf(&b, "mayfly-bench, %s run of %.0f s, %s\n", kind, rep.Seconds, rep.Started.Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&b, "machine: %d × %s, Linux %s, %s, %s\n", mc.NProc, mc.CPUModel, mc.Kernel, mc.Go, mc.Redis)
+	fmt.Fprintf(&b, "%s preloaded sessions, %d clients, %v measured per sessions run\n\n",
+		fmtN(float64(rep.Sizes.Sessions)), rep.Sizes.Clients, rep.Sizes.Duration)
+	b.WriteString("| figure |")
+	for _, m := range rep.Modes {
+		b.WriteString(" " + modeTitle(m) + " |")
+	}
+	b.WriteString(" target |\n|---|")
+	for range rep.Modes {
+		b.WriteString("---|")
+	}
+	b.WriteString("---|\n")
+	goals := map[string]string{}
+	for _, d := range targetDefs() {
+		goals["**"+d.name+"**"] = d.goal
+	}
+	for _, r := range rows(rep, rep.Sizes) {
+		b.WriteString("| " + r.label + " |")
+		for _, m := range rep.Modes {
+			b.WriteString(" " + cellFor(m, r) + " |")
+		}
+		b.WriteString(" " + goals[r.label] + " |\n")
+	}
+	writeFooter(&b, rep)
+	return b.String()
+}
+
+func cellFor(m *ModeReport, r row) string {
+	if m.Skipped != "" {
+		return missing
+	}
+	if _, failed := m.Errors[r.phase]; failed {
+		return "failed"
+	}
+	return r.cell(m)
+}
+
+func writeFooter(b *strings.Builder, rep *Report) {
+	var met, missed, unmeasured int
+	var names []string
+	for _, t := range rep.Targets {
+		switch {
+		case !t.Measured:
+			unmeasured++
+		case t.Met:
+			met++
+		default:
+			missed++
+			names = append(names, t.Name+" ("+t.Mode+")")
+		}
+	}
+	fmt.Fprintf(b, "\ntargets: %d met, %d missed, %d not measured\n", met, missed, unmeasured)
+	for _, n := range names {
+		fmt.Fprintf(b, "  missed: %s\n", n)
+	}
+	for _, m := range rep.Modes {
+		for phase, err := range m.Errors {
+			fmt.Fprintf(b, "  %s %s phase failed: %s\n", m.Mode, phase, err)
+		}
+	}
+}

@@ -1,0 +1,118 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"time"
+)
+
+// ModeReport is everything measured in one mode. A phase that failed has
+// its error in Errors and no figures.
+type ModeReport struct {
+	Mode     string                     `json:"mode"`
+	Skipped  string                     `json:"skipped,omitempty"`
+	Sessions map[string]*SessionsResult `json:"sessions,omitempty"`
+	Durable  *DurableReport             `json:"durable,omitempty"`
+	Expiry   *ExpiryResult              `json:"expiry,omitempty"`
+	Memory   *MemoryResult              `json:"memory,omitempty"`
+	Errors   map[string]string          `json:"errors,omitempty"`
+}
+
+// Report is a whole run, as written to JSON.
+type Report struct {
+	Started time.Time       `json:"started"`
+	Seconds float64         `json:"seconds"`
+	Short   bool            `json:"short"`
+	Machine Machine         `json:"machine"`
+	Sizes   Sizes           `json:"sizes"`
+	Modes   []*ModeReport   `json:"modes"`
+	Targets []*TargetResult `json:"targets"`
+}
+
+// Run runs every configured mode and phase and evaluates the targets.
+// Failures of single phases are recorded in the report, not returned.
+func Run(ctx context.Context, cfg *Config) (*Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	rep := &Report{Started: time.Now(), Short: cfg.Short, Sizes: cfg.Sizes, Machine: detectMachine(cfg.RedisBin)}
+	work, err := os.MkdirTemp(cfg.WorkDir, "mayfly-bench-")
+	if err != nil {
+		return nil, fmt.Errorf("work directory: %w", err)
+	}
+	if cfg.Keep {
+		fmt.Fprintf(cfg.Log, "keeping %s\n", work)
+	} else {
+		defer os.RemoveAll(work)
+	}
+	bin := cfg.MayflyBin
+	if bin == "" {
+		fmt.Fprintln(cfg.Log, "building ./cmd/mayfly")
+		if bin, err = buildMayfly(ctx, work); err != nil {
+			return nil, err
+		}
+	}
+	for _, mode := range cfg.Modes {
+		rep.Modes = append(rep.Modes, runMode(ctx, cfg, mode, bin, work))
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+	rep.Targets = evaluate(rep)
+	rep.Seconds = time.Since(rep.Started).Seconds()
+	return rep, nil
+}
+
+// pinnable says why the pinned mode cannot run here, or "" if it can.
+func pinnable() string {
+	if runtime.NumCPU() < 2 {
+		return "fewer than 2 CPUs"
+	}
+	if _, err := exec.LookPath("taskset"); err != nil {
+		return "no taskset (util-linux)"
+	}
+	return ""
+}
+
+func runMode(ctx context.Context, cfg *Config, mode, bin, work string) *ModeReport {
+	rep := &ModeReport{Mode: mode, Errors: map[string]string{}}
+	m := &modeRun{cfg: cfg, mode: mode, mayflyBin: bin, serverCPU: -1, clientCPU: -1}
+	if mode == ModePinned {
+		if why := pinnable(); why != "" {
+			rep.Skipped = why
+			return rep
+		}
+		m.serverCPU, m.clientCPU = 0, 1
+	}
+	var err error
+	if m.work, err = mkdir(work, mode); err != nil {
+		rep.Errors["mode"] = err.Error()
+		return rep
+	}
+	note := func(phase string, err error) {
+		if err != nil {
+			rep.Errors[phase] = err.Error()
+			m.logf("%s phase failed: %v", phase, err)
+		}
+	}
+	if cfg.has(PhaseSessions) {
+		rep.Sessions, err = m.sessionsPhase(ctx)
+		note(PhaseSessions, err)
+	}
+	if cfg.has(PhaseDurable) {
+		rep.Durable, err = m.durablePhase(ctx)
+		note(PhaseDurable, err)
+	}
+	if cfg.has(PhaseExpiry) {
+		rep.Expiry, err = m.expiryPhase(ctx)
+		note(PhaseExpiry, err)
+	}
+	if cfg.has(PhaseMemory) {
+		rep.Memory, err = m.memoryPhase(ctx)
+		note(PhaseMemory, err)
+	}
+	return rep
+}

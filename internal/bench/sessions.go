@@ -1,0 +1,110 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+)
+
+// SessionsResult is one run of the session workload against one target.
+type SessionsResult struct {
+	Target  string `json:"target"`
+	Clients int    `json:"clients"`
+	WindowResult
+	Mix MixResult `json:"mix"`
+	// CPU time used inside the measured window, per operation, by the
+	// server process and by this client process.
+	ServerCPUPerOpUs float64 `json:"server_cpu_per_op_us"`
+	ClientCPUPerOpUs float64 `json:"client_cpu_per_op_us"`
+}
+
+// cpuDelta is the CPU time processes used over a span.
+type cpuDelta struct {
+	server, client time.Duration
+	err            error
+}
+
+// sampleCPU reads the CPU time of the server and of this process at the
+// start and the end of win, and sends the differences.
+func sampleCPU(ctx context.Context, serverPID int, win span) <-chan cpuDelta {
+	out := make(chan cpuDelta, 1)
+	go func() {
+		read := func(at time.Time) (s, c time.Duration, err error) {
+			if err := sleepUntil(ctx, at); err != nil {
+				return 0, 0, err
+			}
+			c, err = cpuTime(os.Getpid())
+			if err == nil && serverPID > 0 {
+				s, err = cpuTime(serverPID)
+			}
+			return s, c, err
+		}
+		s0, c0, err := read(win.from)
+		if err != nil {
+			out <- cpuDelta{err: err}
+			return
+		}
+		s1, c1, err := read(win.to)
+		out <- cpuDelta{server: s1 - s0, client: c1 - c0, err: err}
+	}()
+	return out
+}
+
+// sleepUntil waits for t or for ctx to end.
+func sleepUntil(ctx context.Context, t time.Time) error {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}
+
+// runSessionsJob runs the session workload: j.Clients workers over the
+// j.Count preloaded sessions, measured for j.Duration after j.Warmup.
+func runSessionsJob(ctx context.Context, j Job) (*SessionsResult, error) {
+	st, err := newStore(ctx, j.Target, j.Addr, j.Clients)
+	if err != nil {
+		return nil, err
+	}
+	defer st.close(context.WithoutCancel(ctx))
+	start := time.Now()
+	win := span{start.Add(j.Warmup), start.Add(j.Warmup + j.Duration)}
+	cpu := sampleCPU(ctx, j.ServerPID, win)
+	spec := mixSpec{clients: j.Clients, preloaded: j.Count, runID: j.RunID}
+	rec, mix := runMix(ctx, st, spec, []span{win}, win.to)
+	d := <-cpu
+	if d.err != nil {
+		return nil, d.err
+	}
+	res := &SessionsResult{Target: j.Target, Clients: j.Clients, WindowResult: rec.result(0), Mix: mix}
+	if n := float64(res.Latency.Count); n > 0 {
+		res.ServerCPUPerOpUs = float64(d.server.Microseconds()) / n
+		res.ClientCPUPerOpUs = float64(d.client.Microseconds()) / n
+	}
+	return res, checkMix(res.Latency.Count, mix)
+}
+
+// checkMix fails a run in which nothing worked or more than 1% of the
+// operations failed; a few failures are reported but tolerated.
+func checkMix(ops uint64, mix MixResult) error {
+	if ops == 0 {
+		return errors.New("no operation completed in the measured window: " + mix.FirstErr)
+	}
+	var total int64
+	for _, n := range mix.Ops {
+		total += n
+	}
+	if mix.Errors*100 > total {
+		return fmt.Errorf("%d of %d operations failed, first: %s", mix.Errors, total, mix.FirstErr)
+	}
+	return nil
+}

@@ -1,0 +1,163 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// opKind is one of the session workload's operations.
+type opKind int
+
+const (
+	opTouch opKind = iota
+	opVerify
+	opLogin
+	opLogout
+	numOps
+)
+
+func (k opKind) String() string {
+	switch k {
+	case opTouch:
+		return "touch"
+	case opVerify:
+		return "verify"
+	case opLogin:
+		return "login"
+	case opLogout:
+		return "logout"
+	}
+	return fmt.Sprintf("op(%d)", int(k))
+}
+
+// pickOp maps a uniform number in [0, 100) to the mix: 70% touch, 20%
+// verify, 5% login, 5% logout.
+func pickOp(pct int) opKind {
+	switch {
+	case pct < 70:
+		return opTouch
+	case pct < 90:
+		return opVerify
+	case pct < 95:
+		return opLogin
+	}
+	return opLogout
+}
+
+// mixSpec says which sessions exist and how workers share them.
+type mixSpec struct {
+	clients   int // number of workers
+	preloaded int // sessions 0..preloaded-1 exist before the run
+	runID     int // keeps this run's logins apart from other runs'
+}
+
+// worker is one client of the session workload. It owns the preloaded
+// sessions whose number is its id modulo the number of clients, plus those
+// it logs in, so workers never share a session and need no locks.
+type worker struct {
+	id     int
+	spec   mixSpec
+	live   []uint64
+	logins uint64
+	rng    *rand.Rand
+	rec    *recorder
+	counts [numOps]int64
+	misses int64
+	errs   int64
+	err    error // the first error
+}
+
+func newWorker(id int, spec mixSpec, spans []span) *worker {
+	w := &worker{id: id, spec: spec, rec: newRecorder(spans...),
+		rng: rand.New(rand.NewPCG(uint64(spec.runID), uint64(id)))}
+	for i := id; i < spec.preloaded; i += spec.clients {
+		w.live = append(w.live, uint64(i))
+	}
+	return w
+}
+
+// run issues operations back to back until the deadline.
+func (w *worker) run(ctx context.Context, st sessionStore, deadline time.Time) {
+	for ctx.Err() == nil {
+		start := time.Now()
+		if !start.Before(deadline) {
+			return
+		}
+		op := pickOp(w.rng.IntN(100))
+		if len(w.live) == 0 {
+			op = opLogin
+		}
+		ok, err := w.do(ctx, st, op, start)
+		end := time.Now()
+		w.counts[op]++
+		switch {
+		case err != nil:
+			w.errs++
+			if w.err == nil {
+				w.err = err
+			}
+		case !ok:
+			w.misses++
+		}
+		w.rec.add(end, end.Sub(start))
+	}
+}
+
+func (w *worker) do(ctx context.Context, st sessionStore, op opKind, now time.Time) (bool, error) {
+	switch op {
+	case opTouch:
+		return st.touch(ctx, token(w.pick()), now)
+	case opVerify:
+		return st.verify(ctx, token(w.pick()))
+	case opLogin:
+		n := loginBase(w.spec.runID) + uint64(w.id) + uint64(w.spec.clients)*w.logins
+		w.logins++
+		w.live = append(w.live, n)
+		return true, st.login(ctx, token(n), userID(n), now)
+	default:
+		i := w.rng.IntN(len(w.live))
+		n := w.live[i]
+		w.live[i] = w.live[len(w.live)-1]
+		w.live = w.live[:len(w.live)-1]
+		return st.logout(ctx, token(n))
+	}
+}
+
+func (w *worker) pick() uint64 { return w.live[w.rng.IntN(len(w.live))] }
+
+// MixResult is what the workers did over the whole run.
+type MixResult struct {
+	Ops      map[string]int64 `json:"ops"`
+	Misses   int64            `json:"misses"`
+	Errors   int64            `json:"errors"`
+	FirstErr string           `json:"first_error,omitempty"`
+}
+
+// runMix runs spec.clients workers on st until deadline and returns the
+// merged recorder and counts.
+func runMix(ctx context.Context, st sessionStore, spec mixSpec, spans []span, deadline time.Time) (*recorder, MixResult) {
+	workers := make([]*worker, spec.clients)
+	var wg sync.WaitGroup
+	for i := range workers {
+		workers[i] = newWorker(i, spec, spans)
+		wg.Go(func() { workers[i].run(ctx, st, deadline) })
+	}
+	wg.Wait()
+	rec := newRecorder(spans...)
+	res := MixResult{Ops: map[string]int64{}}
+	for _, w := range workers {
+		rec.merge(w.rec)
+		for k, c := range w.counts {
+			res.Ops[opKind(k).String()] += c
+		}
+		res.Misses += w.misses
+		res.Errors += w.errs
+		if w.err != nil && res.FirstErr == "" {
+			res.FirstErr = w.err.Error()
+		}
+	}
+	return rec, res
+}
