@@ -282,6 +282,9 @@ func (d *decoder) number(neg bool) (any, error) {
 		return nil, err
 	}
 	if m.inexact {
+		if !consistentTiebreak(m) {
+			return nil, d.errorf("decimal tiebreak does not match its magnitude")
+		}
 		h, l := m.dec.GetBytes()
 		if neg {
 			h |= 1 << 63
@@ -424,4 +427,21 @@ func asDecimal(neg bool, m mag, nb int) (any, error) {
 
 func maxCoefficient() *big.Int {
 	return new(big.Int).Sub(pow10(34), big.NewInt(1))
+}
+
+// consistentTiebreak checks the decimal carried after an inexact magnitude:
+// it must be a canonical positive Decimal128 (coefficient at most 10^34-1)
+// whose exact binary magnitude is the one stored, as the encoder writes it.
+// Anything else is corrupt input, not a value to hand back.
+func consistentTiebreak(m mag) bool {
+	h, _ := m.dec.GetBytes()
+	if h>>63 != 0 || m.dec.IsNaN() || m.dec.IsInf() != 0 {
+		return false
+	}
+	coef, exp, err := m.dec.BigInt()
+	if err != nil || coef.Sign() <= 0 || coef.Cmp(maxCoefficient()) > 0 {
+		return false
+	}
+	want := decimalMag(coef, exp)
+	return want.inexact && want.exp == m.exp && want.hi == m.hi && want.lo == m.lo && want.dec == m.dec
 }
