@@ -43,7 +43,53 @@ func startServer(t *testing.T, cfg app.Config) *testServer {
 	}
 	s := &testServer{app: a, uri: fmt.Sprintf("mongodb://%s/?directConnection=true", a.Addr())}
 	t.Cleanup(func() { s.stop(t) })
+	t.Cleanup(func() { s.validateAll(t) })
 	return s
+}
+
+// validateAll runs validate on every collection of every database while
+// the server still runs (cleanups run last-registered first), and fails
+// the test if one is not valid: whatever a test wrote, documents and
+// index entries must agree.
+func (s *testServer) validateAll(t *testing.T) {
+	if s.app == nil || t.Failed() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := mongo.Connect(options.Client().ApplyURI(s.uri))
+	if err != nil {
+		t.Errorf("validate: connect: %v", err)
+		return
+	}
+	defer func() { _ = c.Disconnect(ctx) }()
+	dbs, err := c.ListDatabaseNames(ctx, bson.D{})
+	if err != nil {
+		t.Errorf("validate: listDatabases: %v", err)
+		return
+	}
+	for _, name := range dbs {
+		validateDB(ctx, t, c.Database(name))
+	}
+}
+
+func validateDB(ctx context.Context, t *testing.T, db *mongo.Database) {
+	colls, err := db.ListCollectionNames(ctx, bson.D{})
+	if err != nil {
+		t.Errorf("validate: listCollections on %s: %v", db.Name(), err)
+		return
+	}
+	for _, coll := range colls {
+		var res bson.M
+		err := db.RunCommand(ctx, bson.D{{Key: "validate", Value: coll}, {Key: "full", Value: true}}).Decode(&res)
+		if err != nil {
+			t.Errorf("validate %s.%s: %v", db.Name(), coll, err)
+			continue
+		}
+		if res["valid"] != true {
+			t.Errorf("validate %s.%s is not valid: %v", db.Name(), coll, res)
+		}
+	}
 }
 
 func (s *testServer) stop(t *testing.T) {

@@ -32,6 +32,9 @@ type Config struct {
 	DataDir  string // default "./mayfly-data"
 	InMemory bool   // --storage memory
 	MaxConns int
+	// MessageTimeout bounds how long a request may take to arrive once it
+	// has started (default server.DefaultMessageTimeout).
+	MessageTimeout time.Duration
 	// TTLSleepSecs is the initial ttlMonitorSleepSecs (default 60).
 	TTLSleepSecs int64
 	// TTLDisabled starts with ttlMonitorEnabled false.
@@ -129,7 +132,7 @@ func (a *App) assemble() error {
 		TTLStats: func() commands.TTLStats { return commands.TTLStats(a.monitor.Stats()) },
 	})
 	observer.handler = h
-	a.srv = server.New(server.Config{Addr: cfg.Addr, MaxConns: cfg.MaxConns, Logger: cfg.Logger}, h)
+	a.srv = server.New(server.Config{Addr: cfg.Addr, MaxConns: cfg.MaxConns, MessageTimeout: cfg.MessageTimeout, Logger: cfg.Logger}, h)
 	h.SetServerStats(a.srv.Stats)
 	a.startBackground()
 	return nil

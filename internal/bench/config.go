@@ -40,10 +40,10 @@ func FullSizes() Sizes {
 // run's rate (100 000 expiries a second) over a shorter window.
 func ShortSizes() Sizes {
 	return Sizes{
-		Sessions: 100_000, Clients: 64, Warmup: time.Second, Duration: 4 * time.Second,
+		Sessions: 100_000, Clients: 64, Warmup: time.Second, Duration: 3 * time.Second,
 		DurableClients: []int{1, 16, 64}, DurableDuration: 2 * time.Second, FsyncDuration: time.Second,
 		StormDocs: 200_000, StormWindow: 2 * time.Second, StormBaseline: 2 * time.Second,
-		StormPoll: 10 * time.Millisecond, StormMaxDrain: 10 * time.Second,
+		StormPoll: 10 * time.Millisecond, StormMaxDrain: 5 * time.Second,
 		MemorySessions: 200_000, MemorySettle: 2 * time.Second,
 	}
 }

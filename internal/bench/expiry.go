@@ -34,6 +34,7 @@ type ExpiryResult struct {
 	Docs          int          `json:"docs"`
 	WindowSeconds float64      `json:"window_seconds"`
 	OfferedPerSec float64      `json:"offered_per_sec"`
+	FirstExpiry   time.Time    `json:"first_expiry"`
 	Load          LoadResult   `json:"load"`
 	Visibility    Visibility   `json:"visibility"`
 	Lateness      Lateness     `json:"lateness"`
@@ -147,7 +148,7 @@ func runExpiryJob(ctx context.Context, j Job) (*ExpiryResult, error) {
 	}
 	lat := deletionLateness(samples, s)
 	return &ExpiryResult{
-		Docs: s.n, WindowSeconds: sp.Window.Seconds(), OfferedPerSec: float64(s.n) / sp.Window.Seconds(),
+		Docs: s.n, WindowSeconds: sp.Window.Seconds(), OfferedPerSec: float64(s.n) / sp.Window.Seconds(), FirstExpiry: first,
 		Load: load, Visibility: vis, Lateness: lat, AllDeleted: lat.Deleted == int64(s.n),
 		Baseline: rec.result(0), Storm: rec.result(1), Mix: mix,
 	}, checkMix(rec.hists[0].Count(), mix)

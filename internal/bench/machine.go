@@ -15,12 +15,18 @@ type Machine struct {
 	Kernel   string `json:"kernel"`
 	Go       string `json:"go"`
 	Redis    string `json:"redis"`
+	// LoadAvg is /proc/loadavg when the run started: other work on the
+	// machine skews every figure.
+	LoadAvg string `json:"loadavg"`
 }
 
 func detectMachine(redisBin string) Machine {
 	m := Machine{NProc: runtime.NumCPU(), Go: runtime.Version(), CPUModel: cpuModel()}
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		m.LoadAvg = strings.Join(strings.Fields(string(b))[:3], " ")
 	}
 	if out, err := exec.Command(redisBin, "--version").Output(); err == nil {
 		m.Redis = strings.TrimSpace(string(out))

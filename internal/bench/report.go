@@ -213,7 +213,8 @@ func Table(rep *Report) string {
 	}
 	mc := rep.Machine
 	fmt.Fprintf(&b, "mayfly-bench, %s run of %.0f s, %s\n", kind, rep.Seconds, rep.Started.Format("2006-01-02 15:04 MST"))
-	fmt.Fprintf(&b, "machine: %d × %s, Linux %s, %s, %s\n", mc.NProc, mc.CPUModel, mc.Kernel, mc.Go, mc.Redis)
+	fmt.Fprintf(&b, "machine: %d × %s, Linux %s, %s, %s; load average at start %s\n",
+		mc.NProc, mc.CPUModel, mc.Kernel, mc.Go, mc.Redis, mc.LoadAvg)
 	fmt.Fprintf(&b, "%s preloaded sessions, %d clients, %v measured per sessions run\n\n",
 		fmtN(float64(rep.Sizes.Sessions)), rep.Sizes.Clients, rep.Sizes.Duration)
 	b.WriteString("| figure |")

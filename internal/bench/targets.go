@@ -112,7 +112,7 @@ func expirationRate(m *ModeReport) (float64, string, bool) {
 	if e == nil || e.Lateness.PerSec == 0 {
 		return 0, "", false
 	}
-	return e.Lateness.PerSec, fmt.Sprintf("offered %.0f/s", e.OfferedPerSec), true
+	return e.Lateness.PerSec, "offered " + fmtN(e.OfferedPerSec) + "/s", true
 }
 
 func stormRatio(m *ModeReport) (float64, string, bool) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -19,7 +20,7 @@ const liveMargin = time.Second
 type Visibility struct {
 	// ExpiredReads are reads that must find nothing: the most recently
 	// expired document by _id, and any document by a range on the TTL
-	// field up to that document's date. Violations are those that found
+	// field ending at that document's date. Violations are those that found
 	// something.
 	ExpiredReads int64 `json:"expired_reads"`
 	Violations   int64 `json:"violations"`
@@ -29,42 +30,83 @@ type Visibility struct {
 	LiveMissing int64 `json:"live_missing"`
 }
 
-// watchVisibility reads the storm collection back to back from `from`
-// until `until` or until stop is closed.
+// The range reader asks every rangeReadPause for any document dated in
+// the rangeReadSpan up to the most recently expired one. The span is
+// short because the server must step over every expired document not yet
+// deleted in it: an unbounded range would make the probe, not the
+// workload, the load during a storm.
+const (
+	rangeReadPause = 100 * time.Millisecond
+	rangeReadSpan  = time.Millisecond
+)
+
+// idReadPause spaces the rounds of the _id reader: a few hundred checks a
+// second are plenty, and back to back they would take a sizeable share of
+// the server during the storm.
+const idReadPause = 2 * time.Millisecond
+
+// watchVisibility runs two readers from `from` until `until` or until
+// stop is closed: one looks up, every idReadPause, the most recently
+// expired document by _id and a document that must still be live; the
+// other asks,
+// every rangeReadPause, for any document in a range of expired dates.
 func watchVisibility(ctx context.Context, coll *mongo.Collection, s schedule, from, until time.Time, stop <-chan struct{}) (Visibility, error) {
-	var v Visibility
 	if err := sleepUntil(ctx, from); err != nil {
-		return v, err
+		return Visibility{}, err
 	}
+	var (
+		wg         sync.WaitGroup
+		byID, rng  Visibility
+		err1, err2 error
+	)
+	wg.Go(func() {
+		err1 = readLoop(ctx, until, stop, idReadPause, func(now time.Time) error { return byID.checkByID(ctx, coll, s, now) })
+	})
+	wg.Go(func() {
+		err2 = readLoop(ctx, until, stop, rangeReadPause, func(now time.Time) error { return rng.checkRange(ctx, coll, s, now) })
+	})
+	wg.Wait()
+	byID.ExpiredReads += rng.ExpiredReads
+	byID.Violations += rng.Violations
+	return byID, errors.Join(err1, err2)
+}
+
+// readLoop calls read with the current time until `until` or stop,
+// pausing between calls.
+func readLoop(ctx context.Context, until time.Time, stop <-chan struct{}, pause time.Duration, read func(time.Time) error) error {
 	for time.Now().Before(until) {
 		select {
 		case <-stop:
-			return v, nil
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
 		default:
 		}
-		if err := v.check(ctx, coll, s, time.Now()); err != nil {
-			return v, err
+		if err := read(time.Now()); err != nil {
+			return err
 		}
-	}
-	return v, nil
-}
-
-// check does one round of reads as of now (a time taken before sending,
-// so the server's clock is at or past it when it answers).
-func (v *Visibility) check(ctx context.Context, coll *mongo.Collection, s schedule, now time.Time) error {
-	if k := s.expiredBy(now); k > 0 {
-		for _, filter := range []bson.D{
-			{{Key: "_id", Value: int64(k - 1)}},
-			{{Key: "at", Value: bson.D{{Key: "$lte", Value: s.at(k - 1)}}}},
-		} {
-			found, err := exists(ctx, coll, filter)
-			if err != nil {
+		if pause > 0 {
+			if err := sleepUntil(ctx, time.Now().Add(pause)); err != nil {
 				return err
 			}
-			v.ExpiredReads++
-			if found {
-				v.Violations++
-			}
+		}
+	}
+	return nil
+}
+
+// checkByID reads, as of now (taken before sending, so the server's clock
+// is at or past it when it answers), the most recently expired document,
+// which must be absent, and one that expires liveMargin or more later,
+// which must be present.
+func (v *Visibility) checkByID(ctx context.Context, coll *mongo.Collection, s schedule, now time.Time) error {
+	if k := s.expiredBy(now); k > 0 {
+		found, err := exists(ctx, coll, bson.D{{Key: "_id", Value: int64(k - 1)}})
+		if err != nil {
+			return err
+		}
+		v.ExpiredReads++
+		if found {
+			v.Violations++
 		}
 	}
 	if j := s.expiredBy(now.Add(liveMargin)); j < s.n {
@@ -76,6 +118,29 @@ func (v *Visibility) check(ctx context.Context, coll *mongo.Collection, s schedu
 		if !found {
 			v.LiveMissing++
 		}
+	}
+	return nil
+}
+
+// checkRange asks for any document dated within rangeReadSpan up to the
+// most recently expired one: all of them have expired, so none may come
+// back.
+func (v *Visibility) checkRange(ctx context.Context, coll *mongo.Collection, s schedule, now time.Time) error {
+	k := s.expiredBy(now)
+	if k == 0 {
+		return nil
+	}
+	last := s.at(k - 1)
+	found, err := exists(ctx, coll, bson.D{{Key: "at", Value: bson.D{
+		{Key: "$gt", Value: last.Add(-rangeReadSpan)},
+		{Key: "$lte", Value: last},
+	}}})
+	if err != nil {
+		return err
+	}
+	v.ExpiredReads++
+	if found {
+		v.Violations++
 	}
 	return nil
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
-	"github.com/mayflydb/mayfly/internal/query"
 )
 
 var aggregateFields = []string{"pipeline", "cursor", "explain", "allowDiskUse", "hint", "let", "collation", "bypassDocumentValidation", "fromMongos", "needsMerge"}
@@ -19,6 +18,12 @@ func cmdAggregate(h *Handler, r *request) (bson.D, error) {
 	}
 	if err := checkCollation(r.body); err != nil {
 		return nil, err
+	}
+	if explain, err := optBool(r, "explain"); err != nil || explain {
+		if err != nil {
+			return nil, err
+		}
+		return h.aggregateExplainReply(r)
 	}
 	if _, ok := lookup(r.body, "cursor"); !ok {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument")
@@ -34,12 +39,15 @@ func cmdAggregate(h *Handler, r *request) (bson.D, error) {
 	if err := docstore.ValidateNamespace(r.db, coll); err != nil {
 		return nil, err
 	}
-	p, err := parsePipeline(r)
+	p, err := parsePipeline(r, -1)
 	if err != nil {
 		return nil, err
 	}
-	env := &aggEnv{h: h, r: r, coll: coll}
-	out, err := p.Run(h.aggregateInput(r, coll, p), env)
+	in, p, err := h.aggregateInput(r, coll, p)
+	if err != nil {
+		return nil, err
+	}
+	out, err := p.Run(&interruptible{ctx: r.ctx, src: in}, &aggEnv{h: h, r: r, coll: coll})
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +61,9 @@ func stagesOf(r *request) bson.A {
 	return a
 }
 
-func parsePipeline(r *request) (*aggregate.Pipeline, error) {
+// parsePipeline parses the pipeline, leaving out the stage at position
+// omit (-1: none): a $sort the scan's index already provides.
+func parsePipeline(r *request, omit int) (*aggregate.Pipeline, error) {
 	v, ok := lookup(r.body, "pipeline")
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'aggregate.pipeline' is missing but a required field")
@@ -61,6 +71,9 @@ func parsePipeline(r *request) (*aggregate.Pipeline, error) {
 	stages, ok := v.(bson.A)
 	if !ok {
 		return nil, wrongType(r.name, "pipeline", v, "array")
+	}
+	if omit >= 0 && omit < len(stages) {
+		stages = append(append(bson.A{}, stages[:omit]...), stages[omit+1:]...)
 	}
 	allowDisk, err := optBool(r, "allowDiskUse")
 	if err != nil {
@@ -74,22 +87,19 @@ func parsePipeline(r *request) (*aggregate.Pipeline, error) {
 }
 
 // aggregateInput scans the collection, using an index for a leading
-// $match (the stage itself still runs; the scan only narrows the input).
-func (h *Handler) aggregateInput(r *request, coll string, p *aggregate.Pipeline) aggregate.Iterator {
-	c := h.deps.Store.Collection(r.db, coll)
-	if c == nil || p.StartsWithCollStats() {
-		return &sliceSource{}
-	}
-	var f *query.Filter
-	if m := p.LeadingMatch(); m != nil {
-		f, _ = query.NewFilter(m)
-	}
-	hint, _ := lookup(r.body, "hint")
-	plan, err := c.PlanQuery(f, hint)
+// $match (the stage itself still runs; the scan only narrows the input)
+// and for a leading $sort, which is then left out of the pipeline.
+func (h *Handler) aggregateInput(r *request, coll string, p *aggregate.Pipeline) (aggregate.Iterator, *aggregate.Pipeline, error) {
+	ex, provided, err := h.planAggregate(r, h.deps.Store.Collection(r.db, coll), p)
 	if err != nil {
-		plan = nil
+		return nil, nil, err
 	}
-	return c.Scan(plan, f)
+	if provided {
+		if p, err = parsePipeline(r, leadingSortIndex(stagesOf(r))); err != nil {
+			return nil, nil, err
+		}
+	}
+	return ex.start(), p, nil
 }
 
 // aggEnv gives a pipeline access to its database.

@@ -16,7 +16,9 @@ type findArgs struct {
 	coll        string
 	filter      *query.Filter
 	sort        *query.Sort
+	sortSpec    bson.D
 	projection  *query.Projection
+	projSpec    bson.D
 	skip, limit int64
 	batchSize   int64
 	singleBatch bool
@@ -72,6 +74,7 @@ func (a *findArgs) parseShape(r *request) error {
 		if a.sort, err = query.NewSort(s); err != nil {
 			return err
 		}
+		a.sortSpec = s
 	}
 	p, err := optDoc(r, "projection")
 	if err != nil {
@@ -81,6 +84,7 @@ func (a *findArgs) parseShape(r *request) error {
 		if a.projection, err = query.NewProjection(p); err != nil {
 			return err
 		}
+		a.projSpec = p
 	}
 	a.hint, _ = lookup(r.body, "hint")
 	return nil
@@ -122,27 +126,14 @@ func cmdFind(h *Handler, r *request) (bson.D, error) {
 	return h.cursorReply(ns, src, a.batchSize, a.singleBatch)
 }
 
-// findSource chains scan → sort → skip → limit → projection.
+// findSource chains scan → sort (unless the index provides the order) →
+// skip → limit → projection; planFind (explain.go) lays the stages out.
 func (h *Handler) findSource(r *request, c *docstore.Collection, a *findArgs) (cursor.Source, error) {
-	plan, err := c.PlanQuery(a.filter, a.hint)
+	ex, err := h.planFind(c, a)
 	if err != nil {
 		return nil, err
 	}
-	var src cursor.Source = c.Scan(plan, a.filter)
-	if a.sort != nil {
-		docs, err := drainLimited(r, src, a.allowDisk)
-		_ = src.Close()
-		if err != nil {
-			return nil, err
-		}
-		a.sort.Sort(docs)
-		src = &sliceSource{docs: docs}
-	}
-	src = &skipLimit{src: src, skip: a.skip, limit: a.limit}
-	if a.projection != nil {
-		src = &projectSource{src: src, p: a.projection, f: a.filter}
-	}
-	return src, nil
+	return ex.runFind(r, a)
 }
 
 // drainLimited reads a source into memory for a blocking sort, failing as
@@ -193,30 +184,6 @@ func approxValueSize(v any) int {
 	}
 	return 8
 }
-
-type skipLimit struct {
-	src         cursor.Source
-	skip, limit int64
-	returned    int64
-}
-
-func (s *skipLimit) Next() (bson.D, bool, error) {
-	for ; s.skip > 0; s.skip-- {
-		if _, ok, err := s.src.Next(); !ok || err != nil {
-			return nil, false, err
-		}
-	}
-	if s.limit > 0 && s.returned >= s.limit {
-		return nil, false, nil
-	}
-	d, ok, err := s.src.Next()
-	if ok {
-		s.returned++
-	}
-	return d, ok, err
-}
-
-func (s *skipLimit) Close() error { return s.src.Close() }
 
 type projectSource struct {
 	src cursor.Source

@@ -123,7 +123,38 @@ func insertOne(c *docstore.Collection, d bson.D, opt docstore.WriteOptions) erro
 	if err := checkStorableFields(doc); err != nil {
 		return err
 	}
+	if nestingDepth(doc) > maxStorageDepth {
+		return mongoerr.Newf(mongoerr.Overflow, "cannot insert document because it exceeds %d levels of nesting", maxStorageDepth)
+	}
 	return c.Insert(doc, opt)
+}
+
+// maxStorageDepth is MongoDB's nesting limit for stored documents: the wire
+// limit (200) less room for the levels the server adds around a document.
+const maxStorageDepth = 180
+
+// nestingDepth counts the levels of non-empty documents and arrays in v,
+// the document itself included; empty ones do not count, as in MongoDB.
+func nestingDepth(v any) int {
+	var children []any
+	switch x := v.(type) {
+	case bson.D:
+		for _, e := range x {
+			children = append(children, e.Value)
+		}
+	case bson.A:
+		children = x
+	default:
+		return 0
+	}
+	if len(children) == 0 {
+		return 0
+	}
+	deepest := 0
+	for _, c := range children {
+		deepest = max(deepest, nestingDepth(c))
+	}
+	return 1 + deepest
 }
 
 // checkStorableFields rejects top-level field names MongoDB refuses to

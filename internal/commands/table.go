@@ -25,6 +25,8 @@ func buildTable() map[string]command {
 		"find": cmdFind, "getMore": cmdGetMore, "killCursors": cmdKillCursors,
 		"count": cmdCount, "distinct": cmdDistinct, "aggregate": cmdAggregate,
 		"profile": cmdProfile, "currentOp": cmdCurrentOp,
+		"explain":  cmdExplain,
+		"validate": cmdValidate,
 	} {
 		register(t, name, run)
 	}

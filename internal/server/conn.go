@@ -19,9 +19,10 @@ import (
 
 // Connection states, for handing idle connections to Shutdown safely.
 const (
-	stateActive int32 = iota // reading or running a request
-	stateIdle                // waiting for a request's first byte
-	stateClosed              // closed by Shutdown while idle
+	stateActive  int32 = iota // running a request or sending its reply
+	stateIdle                 // waiting for a request's first byte
+	stateReading              // reading the rest of a request
+	stateClosed               // closed by Shutdown while idle or reading
 )
 
 const ioBufferSize = 8 << 10
@@ -131,10 +132,12 @@ func (c *Conn) SetValue(key string, v any) {
 	c.values[key] = v
 }
 
-// closeIfIdle closes the connection if it is waiting for a request, and
-// reports whether it did.
+// closeIfIdle closes the connection if it is waiting for a request or
+// still receiving one, and reports whether it did. A request not yet fully
+// read has had no effect, so dropping it is safe; waiting for it could
+// hold Shutdown for a whole MessageTimeout.
 func (c *Conn) closeIfIdle() bool {
-	if !c.state.CompareAndSwap(stateIdle, stateClosed) {
+	if !c.state.CompareAndSwap(stateIdle, stateClosed) && !c.state.CompareAndSwap(stateReading, stateClosed) {
 		return false
 	}
 	c.nc.Close()
@@ -194,7 +197,7 @@ func (c *Conn) next() (*wire.Message, error) {
 	if _, err := c.br.Peek(1); err != nil {
 		return nil, err
 	}
-	if !c.state.CompareAndSwap(stateIdle, stateActive) {
+	if !c.state.CompareAndSwap(stateIdle, stateReading) {
 		return nil, errClosing
 	}
 	c.setBusy(true)
@@ -204,7 +207,12 @@ func (c *Conn) next() (*wire.Message, error) {
 		}
 		c.readDeadline = true
 	}
-	return c.rd.ReadMessage()
+	msg, err := c.rd.ReadMessage()
+	// Once the whole request is in, Shutdown lets it run to its reply.
+	if !c.state.CompareAndSwap(stateReading, stateActive) {
+		return nil, errClosing
+	}
+	return msg, err
 }
 
 // messageBuffered reports whether the whole next message is already in

@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -345,10 +346,15 @@ func splitDoc(p []byte) (bson.Raw, []byte, *Error) {
 }
 
 func validate(doc bson.Raw) *Error {
-	if err := validateDoc(doc); err != nil {
-		return &Error{Code: mongoerr.InvalidBSON, Msg: "invalid BSON document", Err: err}
+	err := validateDoc(doc)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, errTooDeep):
+		// MongoDB's code and words, which drivers and users recognise.
+		return &Error{Code: mongoerr.Overflow, Msg: "BSONObj exceeds maximum nested object depth", Err: err}
 	}
-	return nil
+	return &Error{Code: mongoerr.InvalidBSON, Msg: "invalid BSON document", Err: err}
 }
 
 // parseQuery decodes an OP_QUERY and unwraps {$query: ...}.

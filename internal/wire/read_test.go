@@ -431,7 +431,7 @@ func TestReadNestingDepth(t *testing.T) {
 	}
 	for _, depth := range []int{MaxNestingDepth + 1, 1_000_000} {
 		_, err := readAll(rawMsg(0, kind0(nested(depth))))
-		wantWireErr(t, err, mongoerr.InvalidBSON, false, true)
+		wantWireErr(t, err, mongoerr.Overflow, false, true)
 	}
 }
 

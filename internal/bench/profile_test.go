@@ -1,0 +1,74 @@
+package bench
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/mayflydb/mayfly/internal/app"
+)
+
+// TestProfileServer runs a Mayfly server inside the test process under the
+// session workload (MAYFLY_BENCH_PROFILE=sessions) or the expiry storm
+// with the session workload (MAYFLY_BENCH_PROFILE=storm), at the -short
+// sizes, so that go test's -cpuprofile, -mutexprofile and -blockprofile
+// see the server, which has no pprof endpoint of its own. The driver's
+// frames are in the same profile, under go.mongodb.org/mongo-driver.
+// MAYFLY_BENCH_PROFILE_SECONDS sets the sessions run (default 10). It is
+// skipped unless MAYFLY_BENCH_PROFILE is set:
+//
+//	MAYFLY_BENCH_PROFILE=sessions go test ./internal/bench -run ProfileServer \
+//	    -cpuprofile cpu.prof -mutexprofile mutex.prof -blockprofile block.prof
+func TestProfileServer(t *testing.T) {
+	what := os.Getenv("MAYFLY_BENCH_PROFILE")
+	if what == "" {
+		t.Skip("set MAYFLY_BENCH_PROFILE=sessions or storm to profile the server")
+	}
+	secs, _ := strconv.Atoi(os.Getenv("MAYFLY_BENCH_PROFILE_SECONDS"))
+	if secs <= 0 {
+		secs = 10
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(secs)*time.Second+3*time.Minute)
+	defer cancel()
+	addr, err := freeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := app.Start(app.Config{Addr: addr, DataDir: t.TempDir(),
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Shutdown(context.WithoutCancel(ctx))
+	sz := ShortSizes()
+	if err := loadMongoSessions(ctx, addr, sz.Sessions); err != nil {
+		t.Fatal(err)
+	}
+	job := Job{Addr: addr, ServerPID: os.Getpid(), Clients: sz.Clients, Count: sz.Sessions, RunID: 1,
+		Warmup: time.Second, Duration: time.Duration(secs) * time.Second}
+	switch what {
+	case "sessions":
+		job.Kind, job.Target = jobSessions, targetMongo
+	case "storm":
+		job.Kind = jobExpiry
+		job.Storm = &StormSpec{Docs: sz.StormDocs, Window: sz.StormWindow, Warmup: sz.Warmup,
+			Baseline: sz.StormBaseline, PollEvery: sz.StormPoll, MaxDrain: sz.StormMaxDrain}
+	default:
+		t.Fatalf("MAYFLY_BENCH_PROFILE=%q: want sessions or storm", what)
+	}
+	res, err := RunJob(ctx, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res.Sessions; r != nil {
+		t.Logf("%.0f ops/s, p50 %.2f ms, p99 %.2f ms, %d errors", r.OpsPerSec, r.Latency.P50Ms, r.Latency.P99Ms, r.Mix.Errors)
+	}
+	if e := res.Expiry; e != nil {
+		t.Logf("storm: deleted %d of %d, lateness p99 ≤ %.0f ms, %.0f/s; sessions %.0f → %.0f ops/s; %d violations",
+			e.Lateness.Deleted, e.Docs, e.Lateness.Upper.P99Ms, e.Lateness.PerSec, e.Baseline.OpsPerSec, e.Storm.OpsPerSec, e.Visibility.Violations)
+	}
+}
