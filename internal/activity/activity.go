@@ -59,6 +59,20 @@ func (r *Registry) End(id int64) {
 	r.mu.Unlock()
 }
 
+// Active reports how many client operations are in flight (internal work
+// such as the TTL monitor's is not counted).
+func (r *Registry) Active() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, op := range r.ops {
+		if op.Client != "" {
+			n++
+		}
+	}
+	return n
+}
+
 // Snapshot returns the operations in flight, oldest first.
 func (r *Registry) Snapshot() []Op {
 	r.mu.Lock()

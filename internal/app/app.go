@@ -121,7 +121,10 @@ func (a *App) assemble() error {
 	a.cursors = cursor.NewRegistry(cfg.Clock, cfg.CursorIdle)
 	ops := activity.NewRegistry(cfg.Clock)
 	observer := &ttlObserver{ops: ops, clock: cfg.Clock}
-	a.monitor = ttl.New(store, cfg.Clock, ttl.Config{SleepSecs: cfg.TTLSleepSecs, Disabled: cfg.TTLDisabled, Logger: cfg.Logger, Observer: observer})
+	a.monitor = ttl.New(store, cfg.Clock, ttl.Config{
+		SleepSecs: cfg.TTLSleepSecs, Disabled: cfg.TTLDisabled, Logger: cfg.Logger, Observer: observer,
+		Busy: func() bool { return ops.Active() > 0 },
+	})
 	params := a.params()
 	if err := applySetParameters(params, cfg.SetParameters); err != nil {
 		return err

@@ -81,6 +81,14 @@ func (m *Manual) Set(t time.Time) {
 	}
 }
 
+// Pending reports how many timers wait on the clock, so a test can move
+// the clock only once the code under test has armed its timer.
+func (m *Manual) Pending() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.timers)
+}
+
 // NewTimer returns a timer on the manual clock.
 func (m *Manual) NewTimer(d time.Duration) Timer {
 	tm := &manualTimer{clock: m, c: make(chan time.Time, 1)}

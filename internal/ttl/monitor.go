@@ -32,6 +32,14 @@ type Config struct {
 	Logger   *slog.Logger
 	// Observer, when set, hears about every deletion batch.
 	Observer Observer
+	// Busy, when set, reports whether clients have requests in flight; the
+	// monitor then paces itself (see Pace).
+	Busy func() bool
+	// Pace is the share of its time the monitor may spend deleting while
+	// clients are busy: after a batch that took d it rests d·(1−Pace)/Pace.
+	// Default 0.5, so an expiry storm takes at most half of one core from
+	// foreground requests; with no client busy it deletes flat out.
+	Pace float64
 }
 
 // Observer is told when a deletion batch starts and how it ended, so the
@@ -72,6 +80,9 @@ func New(store *docstore.Store, clk clock.Clock, cfg Config) *Monitor {
 	}
 	if cfg.BatchDocs <= 0 {
 		cfg.BatchDocs = 1000
+	}
+	if cfg.Pace <= 0 || cfg.Pace > 1 {
+		cfg.Pace = 0.5
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -171,9 +182,24 @@ func (m *Monitor) Pass(ctx context.Context) {
 	work := m.ttlIndexes()
 	for len(work) > 0 && ctx.Err() == nil {
 		m.subPasses.Add(1)
-		work = m.subPass(work, now)
+		work = m.subPass(ctx, work, now)
 	}
 	m.passes.Add(1)
+}
+
+// rest pauses after a batch that took d while clients are busy, so that
+// deletion uses at most the Pace share of the monitor's time.
+func (m *Monitor) rest(ctx context.Context, d time.Duration) {
+	if m.cfg.Busy == nil || m.cfg.Pace >= 1 || !m.cfg.Busy() {
+		return
+	}
+	pause := time.Duration(float64(d) * (1 - m.cfg.Pace) / m.cfg.Pace)
+	t := m.clock.NewTimer(pause)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C():
+	}
 }
 
 type target struct {
@@ -202,10 +228,12 @@ func (m *Monitor) expireBatch(t target, now time.Time) (docstore.ExpireResult, e
 }
 
 // subPass runs one batch per index and returns the indexes with more to do.
-func (m *Monitor) subPass(work []target, now time.Time) []target {
+func (m *Monitor) subPass(ctx context.Context, work []target, now time.Time) []target {
 	var again []target
 	for _, t := range work {
+		started := m.clock.Now()
 		res, err := m.expireBatch(t, now)
+		m.rest(ctx, m.clock.Now().Sub(started))
 		if err != nil {
 			m.logger.Error("Error running TTL job on collection", "ns", t.coll.Namespace(), "index", t.index, "err", err)
 			continue

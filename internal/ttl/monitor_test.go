@@ -113,3 +113,33 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 	t.Fatal("condition not reached")
 }
+
+func TestPaceRestsOnlyWhileClientsAreBusy(t *testing.T) {
+	m, _, clk := setup(t, 0)
+	busy := false
+	m.cfg.Busy = func() bool { return busy }
+	done := make(chan struct{})
+	go func() { m.rest(context.Background(), 40*time.Millisecond); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		t.Fatal("an idle server must not pace deletion")
+	}
+	busy = true
+	done = make(chan struct{})
+	go func() { m.rest(context.Background(), 40*time.Millisecond); close(done) }()
+	waitFor(t, func() bool { return clk.Pending() == 1 })
+	// At the default pace (0.5) the rest equals the batch's own time.
+	clk.Advance(39 * time.Millisecond)
+	select {
+	case <-done:
+		t.Fatal("rested less than the batch took")
+	case <-time.After(20 * time.Millisecond):
+	}
+	clk.Advance(time.Millisecond)
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		t.Fatal("rest did not end when its time came")
+	}
+}

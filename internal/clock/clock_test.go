@@ -1,0 +1,34 @@
+package clock
+
+import (
+	"testing"
+	"time"
+)
+
+func TestManualTimersFireWhenTheClockPassesThem(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := NewManual(start)
+	early, late := c.NewTimer(time.Second), c.NewTimer(time.Minute)
+	if c.Pending() != 2 {
+		t.Fatalf("pending %d", c.Pending())
+	}
+	c.Advance(999 * time.Millisecond)
+	select {
+	case <-early.C():
+		t.Fatal("fired early")
+	default:
+	}
+	c.Advance(time.Millisecond)
+	if got := <-early.C(); !got.Equal(start.Add(time.Second)) {
+		t.Fatalf("fired at %v", got)
+	}
+	if !late.Stop() || late.Stop() || c.Pending() != 0 {
+		t.Fatal("Stop removes a pending timer once")
+	}
+	late.Reset(0)
+	select {
+	case <-late.C():
+	default:
+		t.Fatal("a zero reset fires at once")
+	}
+}
