@@ -178,6 +178,7 @@ func TestExplainStageNames(t *testing.T) {
 	}{
 		{"collection scan", find(filter(bson.D{{Key: "x", Value: 1}})), "COLLSCAN", [3]int64{0, 0, 200}},
 		{"find by _id", find(filter(bson.D{{Key: "_id", Value: 7}})), "EXPRESS_IXSCAN", [3]int64{1, 1, 1}},
+		{"findOne by _id", find(filter(bson.D{{Key: "_id", Value: 7}}), bson.E{Key: "limit", Value: 1}, bson.E{Key: "singleBatch", Value: true}), "EXPRESS_IXSCAN", [3]int64{1, 1, 1}},
 		{"_id with a projection", find(filter(bson.D{{Key: "_id", Value: 7}}), bson.E{Key: "projection", Value: bson.D{{Key: "n", Value: 1}}}), "PROJECTION_SIMPLE>IDHACK", [3]int64{1, 1, 1}},
 		{"_id $in", find(filter(bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: bson.A{1, 2, 999}}}}})), "FETCH>IXSCAN", [3]int64{2, 3, 2}},
 		{"blocking sort", find(sortBy(bson.D{{Key: "token", Value: -1}, {Key: "n", Value: 1}})), "SORT>COLLSCAN", [3]int64{200, 0, 200}},

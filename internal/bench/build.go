@@ -3,18 +3,26 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 )
 
-// goTool is the go command: the one on PATH, else the running toolchain's.
+// goTool is the go command: $GOROOT/bin/go when `go run` set GOROOT,
+// else the one on PATH.
 func goTool() string {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
+	if root := os.Getenv("GOROOT"); root != "" {
+		if p := filepath.Join(root, "bin", "go"); fileExists(p) {
+			return p
+		}
 	}
-	return filepath.Join(runtime.GOROOT(), "bin", "go")
+	return "go"
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // moduleRoot is the directory of the main module around the working

@@ -94,7 +94,8 @@ func armStorm(ctx context.Context, db *mongo.Database, s schedule) error {
 	return nil
 }
 
-// runExpiryJob loads the storm documents, then runs the session workload
+// runExpiryJob loads the storm documents, waits for the server to go
+// idle, then runs the session workload
 // (over j.Count preloaded sessions) through a baseline and the storm while
 // one reader checks that expired documents are invisible and a poller
 // samples the deletion counter.
@@ -110,6 +111,11 @@ func runExpiryJob(ctx context.Context, j Job) (*ExpiryResult, error) {
 	load, err := loadStorm(ctx, db.Collection(stormColl), s)
 	if err != nil {
 		return nil, err
+	}
+	if j.ServerPID > 0 {
+		if _, err := waitIdle(ctx, j.ServerPID, settleLimit); err != nil {
+			return nil, err
+		}
 	}
 	st, err := newMongoStore(ctx, j.Addr, j.Clients)
 	if err != nil {

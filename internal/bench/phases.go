@@ -72,13 +72,21 @@ func (m *modeRun) withServer(ctx context.Context, kind string, fn func(*server) 
 	return errors.Join(err, s.stop())
 }
 
-// load preloads n sessions into s.
+// settleLimit bounds the wait for a server to go idle after a preload.
+const settleLimit = 15 * time.Second
+
+// load preloads n sessions into s, then waits for s to go idle, so that
+// flushing and compacting the preload is not billed to the run after it.
 func (m *modeRun) load(ctx context.Context, s *server, target string, n int) (*LoadResult, error) {
 	res, err := m.job(ctx, Job{Kind: jobLoad, Target: target, Addr: s.addr, Count: n})
 	if err != nil {
 		return nil, err
 	}
-	m.logf("%s: loaded %d sessions in %.1fs", s.name, n, res.Load.Seconds)
+	idle, err := waitIdle(ctx, s.pid(), settleLimit)
+	if err != nil {
+		return nil, err
+	}
+	m.logf("%s: loaded %d sessions in %.1fs, idle %.1fs later", s.name, n, res.Load.Seconds, idle.Seconds())
 	return res.Load, nil
 }
 

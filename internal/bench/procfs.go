@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -64,4 +65,31 @@ func rssBytes(pid int) (int64, error) {
 		return 0, fmt.Errorf("rss of %d: %w", pid, err)
 	}
 	return 0, fmt.Errorf("rss of %d: no VmRSS line", pid)
+}
+
+// waitIdle waits until process pid uses less than a tenth of a CPU over a
+// quarter second (say, once the storage engine has finished compacting
+// what a preload wrote), or until limit passes. It returns how long it
+// waited.
+func waitIdle(ctx context.Context, pid int, limit time.Duration) (time.Duration, error) {
+	const step = 250 * time.Millisecond
+	start := time.Now()
+	prev, err := cpuTime(pid)
+	if err != nil {
+		return 0, err
+	}
+	for time.Since(start) < limit {
+		if err := sleepUntil(ctx, time.Now().Add(step)); err != nil {
+			return time.Since(start), err
+		}
+		cur, err := cpuTime(pid)
+		if err != nil {
+			return time.Since(start), err
+		}
+		if cur-prev < step/10 {
+			break
+		}
+		prev = cur
+	}
+	return time.Since(start), nil
 }

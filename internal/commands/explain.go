@@ -261,7 +261,7 @@ type queryExec struct {
 	started time.Time
 }
 
-func (h *Handler) newExec(c *docstore.Collection, f *query.Filter, q docstore.Query) (*queryExec, error) {
+func newExec(c *docstore.Collection, f *query.Filter, q docstore.Query) (*queryExec, error) {
 	ex := &queryExec{c: c, filter: f, started: time.Now()}
 	if c == nil {
 		return ex, nil
@@ -411,7 +411,7 @@ func drain(r *request, src cursor.Source) error {
 // (with skip+limit as its limit) unless the index provides the order, then
 // SKIP, LIMIT (folded into SORT when there is one) and PROJECTION.
 func (h *Handler) planFind(c *docstore.Collection, a *findArgs) (*queryExec, error) {
-	ex, err := h.newExec(c, a.filter, docstore.Query{Filter: a.filter, Sort: a.sortSpec, Hint: a.hint})
+	ex, err := newExec(c, a.filter, docstore.Query{Filter: a.filter, Sort: a.sortSpec, Hint: a.hint})
 	if err != nil {
 		return nil, err
 	}
@@ -422,13 +422,15 @@ func (h *Handler) planFind(c *docstore.Collection, a *findArgs) (*queryExec, err
 	if a.skip > 0 {
 		ex.push("SKIP", bson.D{{Key: "skipAmount", Value: docstore.Num(a.skip)}})
 	}
-	if a.limit > 0 && !sorted {
+	// A read of one _id returns at most one document: limit 1 is moot.
+	point := ex.plan != nil && ex.plan.PointLookup()
+	if a.limit > 0 && !sorted && !(point && a.limit == 1) {
 		ex.push("LIMIT", bson.D{{Key: "limitAmount", Value: docstore.Num(a.limit)}})
 	}
 	if a.projection != nil {
 		ex.push(projectionStage(a.projSpec), bson.D{{Key: "transformBy", Value: a.projSpec}})
 	}
-	ex.express = ex.plan != nil && ex.plan.Kind == docstore.IDLookup && len(ex.stages) == 0
+	ex.express = point && len(ex.stages) == 0
 	return ex, nil
 }
 
@@ -638,7 +640,7 @@ func (h *Handler) explainCount(r *request, v verbosity) (*explained, error) {
 	if err != nil {
 		return nil, err
 	}
-	ex, err := h.newExec(c, f, docstore.Query{Filter: f, Hint: a.hint})
+	ex, err := newExec(c, f, docstore.Query{Filter: f, Hint: a.hint})
 	if err != nil {
 		return nil, err
 	}
@@ -725,7 +727,7 @@ func (h *Handler) explainDistinct(r *request, v verbosity) (*explained, error) {
 		return nil, err
 	}
 	hint, _ := lookup(r.body, "hint")
-	ex, err := h.newExec(h.deps.Store.Collection(r.db, name), f, docstore.Query{Filter: f, Hint: hint})
+	ex, err := newExec(h.deps.Store.Collection(r.db, name), f, docstore.Query{Filter: f, Hint: hint})
 	if err != nil {
 		return nil, err
 	}
@@ -759,7 +761,7 @@ func (h *Handler) explainUpdate(r *request, v verbosity) (*explained, error) {
 	if err != nil {
 		return nil, err
 	}
-	ex, err := h.newExec(h.deps.Store.Collection(r.db, a.coll), st.filter, docstore.Query{Filter: st.filter, Hint: st.hint})
+	ex, err := newExec(h.deps.Store.Collection(r.db, a.coll), st.filter, docstore.Query{Filter: st.filter, Hint: st.hint})
 	if err != nil {
 		return nil, err
 	}
@@ -816,7 +818,7 @@ func (h *Handler) explainDelete(r *request, v verbosity) (*explained, error) {
 	if err != nil {
 		return nil, err
 	}
-	ex, err := h.newExec(h.deps.Store.Collection(r.db, a.coll), f, docstore.Query{Filter: f, Hint: hint})
+	ex, err := newExec(h.deps.Store.Collection(r.db, a.coll), f, docstore.Query{Filter: f, Hint: hint})
 	if err != nil {
 		return nil, err
 	}
@@ -860,7 +862,7 @@ func (h *Handler) explainFAM(r *request, v verbosity) (*explained, error) {
 	if err != nil {
 		return nil, err
 	}
-	ex, err := h.newExec(h.deps.Store.Collection(r.db, a.coll), a.filter, docstore.Query{Filter: a.filter, Hint: a.hint})
+	ex, err := newExec(h.deps.Store.Collection(r.db, a.coll), a.filter, docstore.Query{Filter: a.filter, Hint: a.hint})
 	if err != nil {
 		return nil, err
 	}
@@ -953,7 +955,7 @@ func (h *Handler) planAggregate(r *request, c *docstore.Collection, p *aggregate
 	}
 	sortSpec := p.LeadingSort()
 	hint, _ := lookup(r.body, "hint")
-	ex, err := h.newExec(c, f, docstore.Query{Filter: f, Sort: sortSpec, Hint: hint})
+	ex, err := newExec(c, f, docstore.Query{Filter: f, Sort: sortSpec, Hint: hint})
 	if err != nil {
 		return nil, false, err
 	}

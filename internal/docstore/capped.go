@@ -47,6 +47,9 @@ func (t *tx) evictForCap(keep []byte) error {
 
 func (t *tx) removeVictims(ids [][]byte) error {
 	for _, id := range ids {
+		if t.locks != nil && !t.locks.tryStripe(t.c.stripeOf(id)) {
+			return errRetry
+		}
 		old, err := t.c.loadLocked(id)
 		if err != nil || old == nil {
 			return err

@@ -2,6 +2,7 @@ package docstore
 
 import (
 	"fmt"
+	"hash/maphash"
 	"sync"
 	"sync/atomic"
 
@@ -11,14 +12,16 @@ import (
 	"github.com/mayflydb/mayfly/internal/query"
 )
 
-// Collection is an open collection. Writes to one collection are
-// serialised by writeMu so unique checks and read-modify-write updates see
-// a stable state; reads never take it.
+// Collection is an open collection. Writes take the locks locks.go
+// describes; reads take none.
 type Collection struct {
-	store   *Store
-	writeMu sync.Mutex
-	state   atomic.Pointer[collState]
-	dropped atomic.Bool
+	store    *Store
+	schemaMu sync.RWMutex
+	stripes  [lockStripes]sync.Mutex
+	uniqueMu sync.Mutex
+	seed     maphash.Seed
+	state    atomic.Pointer[collState]
+	dropped  atomic.Bool
 
 	count    atomic.Int64 // live documents
 	dataSize atomic.Int64 // bytes of BSON
@@ -39,7 +42,7 @@ type indexState struct {
 }
 
 func newCollection(s *Store, meta *catalog.Collection) *Collection {
-	c := &Collection{store: s}
+	c := &Collection{store: s, seed: maphash.MakeSeed()}
 	c.setMeta(meta)
 	return c
 }

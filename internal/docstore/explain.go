@@ -34,9 +34,9 @@ func (p *Plan) stage(f *query.Filter, express bool, ev *execView) bson.D {
 	switch {
 	case p.Kind == CollScan:
 		return p.collScanStage(f, ev)
-	case p.Kind == IDLookup && len(p.ids) <= 1 && express:
+	case p.PointLookup() && express:
 		return expressStage(ev)
-	case p.Kind == IDLookup && len(p.ids) <= 1:
+	case p.PointLookup():
 		return idHackStage(ev)
 	}
 	return p.fetchStage(f, ev)

@@ -26,8 +26,8 @@ type CreateIndexesResult struct {
 // a crash mid-build leaves an index that the next open drops: either no
 // index or a complete one.
 func (c *Collection) CreateIndexes(ixs []*catalog.Index) (CreateIndexesResult, error) {
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
+	c.schemaMu.Lock()
+	defer c.schemaMu.Unlock()
 	res := CreateIndexesResult{Before: len(c.meta().Indexes)}
 	added := 0
 	for _, ix := range ixs {
@@ -171,8 +171,8 @@ func (b *indexBuild) flush() error {
 
 // DropIndex removes the named index and its entries.
 func (c *Collection) DropIndex(name string) error {
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
+	c.schemaMu.Lock()
+	defer c.schemaMu.Unlock()
 	if err := c.dropIndexLocked(name); err != nil {
 		return err
 	}
@@ -214,8 +214,8 @@ func (c *Collection) dropIndexLocked(name string) error {
 // ModifyIndex rewrites the named index's definition through fn (collMod's
 // expireAfterSeconds and hidden changes). fn works on a copy.
 func (c *Collection) ModifyIndex(name string, fn func(ix *catalog.Index) error) error {
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
+	c.schemaMu.Lock()
+	defer c.schemaMu.Unlock()
 	next := c.meta().Clone()
 	ix := next.Index(name)
 	if ix == nil {

@@ -54,6 +54,9 @@ type Plan struct {
 
 type keyRange struct{ lo, hi []byte }
 
+// PointLookup reports whether the plan reads at most one document by _id.
+func (p *Plan) PointLookup() bool { return p.Kind == IDLookup && len(p.ids) <= 1 }
+
 // PlanQuery chooses how to find the documents matching f, without a sort.
 func (c *Collection) PlanQuery(f *query.Filter, hint any) (*Plan, error) {
 	return c.Plan(Query{Filter: f, Hint: hint})
@@ -67,8 +70,8 @@ func (c *Collection) Plan(q Query) (*Plan, error) {
 	st := c.state.Load()
 	s := parseSortSpec(q.Sort)
 	preds := predicatesByPath(q.Filter)
-	if q.Hint != nil {
-		return st.planHint(preds, s, q.Hint)
+	if d, isDoc := q.Hint.(bson.D); q.Hint != nil && !(isDoc && len(d) == 0) {
+		return st.planHint(preds, s, q.Hint) // an empty hint is none, as in MongoDB
 	}
 	if s.natural != 0 {
 		return collScanPlan(s), nil

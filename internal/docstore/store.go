@@ -249,8 +249,8 @@ func (s *Store) DropCollection(db, name string) (bool, error) {
 	if !ok {
 		return false, nil
 	}
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
+	c.schemaMu.Lock()
+	defer c.schemaMu.Unlock()
 	c.dropped.Store(true)
 	defer s.indexesChanged()
 	return true, c.deleteAllLocked(true)
@@ -285,8 +285,8 @@ func (s *Store) RenameCollection(fromDB, from, toDB, to string, dropTarget bool)
 	if !ok {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "source namespace does not exist")
 	}
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
+	c.schemaMu.Lock()
+	defer c.schemaMu.Unlock()
 	meta := c.meta().Clone()
 	meta.DB, meta.Name = toDB, to
 	b := s.eng.NewBatch()

@@ -125,8 +125,8 @@ func (c *Collection) NextExpiry() (time.Time, bool, error) {
 // named TTL index says expired at now. Deletion takes the same path as a
 // user delete: every index entry of each document goes with it.
 func (c *Collection) ExpireBatch(index string, now time.Time, limit int) (ExpireResult, error) {
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
+	c.schemaMu.RLock()
+	defer c.schemaMu.RUnlock()
 	var res ExpireResult
 	st := c.state.Load()
 	ix := st.ttlIndex(index)
@@ -138,7 +138,9 @@ func (c *Collection) ExpireBatch(index string, now time.Time, limit int) (Expire
 		return res, err
 	}
 	res.More = more
-	return c.removeExpired(st, ids, now, res)
+	l := &lockSet{c: c}
+	defer l.release()
+	return c.removeExpired(l, ids, now, res)
 }
 
 func (c *Collection) expiredIDs(ix *indexState, now time.Time, limit int) ([][]byte, bool, error) {
@@ -168,9 +170,15 @@ func (c *Collection) expiredIDs(ix *indexState, now time.Time, limit int) ([][]b
 	return ids, false, tc.it.Error()
 }
 
-func (c *Collection) removeExpired(st *collState, ids [][]byte, now time.Time, res ExpireResult) (ExpireResult, error) {
-	t := c.newTx()
+// removeExpired deletes the documents it can lock at once; one that a
+// client is writing right now is left for the next batch (More is set).
+func (c *Collection) removeExpired(l *lockSet, ids [][]byte, now time.Time, res ExpireResult) (ExpireResult, error) {
+	t := c.newTx(l)
 	for _, id := range ids {
+		if !l.tryStripe(c.stripeOf(id)) {
+			res.More = true
+			continue
+		}
 		old, err := c.loadLocked(id)
 		if err != nil {
 			t.abort()

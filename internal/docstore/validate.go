@@ -73,8 +73,8 @@ type validation struct {
 // not deleted yet are stored documents and are checked like any other.
 // Writes to the collection wait while it runs.
 func (c *Collection) Validate(ctx context.Context) (*ValidateResult, error) {
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
+	c.schemaMu.Lock()
+	defer c.schemaMu.Unlock()
 	v := c.newValidation(ctx)
 	if err := v.run(); err != nil {
 		return nil, fmt.Errorf("docstore: validate %s: %w", c.Namespace(), err)

@@ -34,6 +34,7 @@ type stored struct {
 type tx struct {
 	c      *Collection
 	st     *collState
+	locks  *lockSet
 	b      storage.Batch
 	dCount int64
 	dSize  int64
@@ -42,8 +43,46 @@ type tx struct {
 	hasExpiry bool
 }
 
-func (c *Collection) newTx() *tx {
-	return &tx{c: c, st: c.state.Load(), b: c.store.eng.NewBatch()}
+func (c *Collection) newTx(l *lockSet) *tx {
+	return &tx{c: c, st: c.state.Load(), locks: l, b: c.store.eng.NewBatch()}
+}
+
+// needsUniqueLock reports whether writing doc over old (nil for an insert)
+// adds entries to a unique secondary index, or the collection is capped.
+func (t *tx) needsUniqueLock(doc bson.D, old *stored) (bool, error) {
+	if t.st.meta.Capped {
+		return true, nil
+	}
+	for _, ix := range t.st.indexes[1:] {
+		if !ix.def.Unique {
+			continue
+		}
+		if old == nil {
+			return true, nil
+		}
+		changed, err := keysDiffer(ix, old.doc, doc)
+		if changed || err != nil {
+			return true, err
+		}
+	}
+	return false, nil
+}
+
+func keysDiffer(ix *indexState, a, b bson.D) (bool, error) {
+	ka, err := ix.entryKeys(a)
+	if err != nil {
+		return false, err
+	}
+	kb, err := ix.entryKeys(b)
+	if err != nil || len(ka) != len(kb) {
+		return true, err
+	}
+	for _, k := range kb {
+		if !containsKey(ka, k) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 func (t *tx) commit(opt WriteOptions) error {
@@ -154,36 +193,42 @@ func (c *Collection) Insert(doc bson.D, opt WriteOptions) error {
 }
 
 func (c *Collection) insertLocked(idEnc, raw []byte, doc bson.D) error {
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	if c.dropped.Load() {
-		return mongoerr.Newf(mongoerr.NamespaceNotFound, "collection %s was dropped", c.Namespace())
-	}
-	t := c.newTx()
-	old, err := c.loadLocked(idEnc)
-	if err != nil {
-		t.abort()
-		return err
-	}
-	if old != nil {
-		if !c.expiredNow(old.doc) {
-			t.abort()
-			return c.dupKeyError(t.st.indexes[0], doc)
+	return c.withDocLock(idEnc, func(l *lockSet) error {
+		if c.dropped.Load() {
+			return mongoerr.Newf(mongoerr.NamespaceNotFound, "collection %s was dropped", c.Namespace())
 		}
-		if err := t.removeDoc(old); err != nil {
+		t := c.newTx(l)
+		if err := t.insert(&stored{idEnc: idEnc, raw: raw, doc: doc}); err != nil {
 			t.abort()
 			return err
 		}
-	}
-	if err := t.putDoc(&stored{idEnc: idEnc, raw: raw, doc: doc}, nil); err != nil {
-		t.abort()
+		return t.commit(WriteOptions{})
+	})
+}
+
+// insert writes a new document, replacing an expired one with its _id.
+func (t *tx) insert(d *stored) error {
+	old, err := t.c.loadLocked(d.idEnc)
+	if err != nil {
 		return err
 	}
-	if err := t.evictForCap(idEnc); err != nil {
-		t.abort()
+	if old != nil {
+		if !t.c.expiredNow(old.doc) {
+			return t.c.dupKeyError(t.st.indexes[0], d.doc)
+		}
+		if err := t.removeDoc(old); err != nil {
+			return err
+		}
+	}
+	if need, err := t.needsUniqueLock(d.doc, nil); err != nil {
+		return err
+	} else if need {
+		t.locks.lockUnique()
+	}
+	if err := t.putDoc(d, nil); err != nil {
 		return err
 	}
-	return t.commit(WriteOptions{})
+	return t.evictForCap(d.idEnc)
 }
 
 // loadLocked reads the stored document with the given encoded _id.
@@ -298,6 +343,9 @@ func (t *tx) checkUnique(ix *indexState, key []byte, d *stored) error {
 
 func (t *tx) evictHolders(ix *indexState, holders [][]byte, d *stored) error {
 	for _, h := range holders {
+		if t.locks != nil && !t.locks.tryStripe(t.c.stripeOf(h)) {
+			return errRetry
+		}
 		other, err := t.c.loadLocked(h)
 		if err != nil {
 			return err
@@ -377,28 +425,30 @@ func (c *Collection) Modify(id any, opt WriteOptions, fn func(doc bson.D) (Chang
 }
 
 func (c *Collection) modifyLocked(idEnc []byte, fn func(doc bson.D) (Change, error)) (bson.D, error) {
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
-	if c.dropped.Load() {
-		return nil, nil
-	}
-	old, err := c.loadLocked(idEnc)
-	if err != nil {
-		return nil, err
-	}
 	var cur bson.D
-	if old != nil && !c.expiredNow(old.doc) {
-		cur = old.doc
-	}
-	ch, err := fn(cur)
-	if err != nil || ch.Kind == Keep || cur == nil {
-		return cur, err
-	}
-	return cur, c.applyChange(old, ch)
+	err := c.withDocLock(idEnc, func(l *lockSet) error {
+		cur = nil
+		if c.dropped.Load() {
+			return nil
+		}
+		old, err := c.loadLocked(idEnc)
+		if err != nil {
+			return err
+		}
+		if old != nil && !c.expiredNow(old.doc) {
+			cur = old.doc
+		}
+		ch, err := fn(cur)
+		if err != nil || ch.Kind == Keep || cur == nil {
+			return err
+		}
+		return c.applyChange(l, old, ch)
+	})
+	return cur, err
 }
 
-func (c *Collection) applyChange(old *stored, ch Change) error {
-	t := c.newTx()
+func (c *Collection) applyChange(l *lockSet, old *stored, ch Change) error {
+	t := c.newTx(l)
 	var err error
 	if ch.Kind == Remove {
 		err = t.removeDoc(old)
@@ -416,6 +466,11 @@ func (t *tx) replace(old *stored, doc bson.D) error {
 	raw, err := marshalDoc(doc)
 	if err != nil {
 		return err
+	}
+	if need, err := t.needsUniqueLock(doc, old); err != nil {
+		return err
+	} else if need {
+		t.locks.lockUnique()
 	}
 	return t.putDoc(&stored{idEnc: old.idEnc, raw: raw, doc: doc}, old)
 }

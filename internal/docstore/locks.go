@@ -1,0 +1,108 @@
+package docstore
+
+import (
+	"errors"
+	"hash/maphash"
+	"runtime"
+
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+)
+
+// Locking. A write to one document holds, in this order:
+//
+//  1. the collection's schemaMu shared (index and catalog changes take it
+//     exclusively, so a write always sees one index set);
+//  2. the stripe of its _id: writes to different documents run in
+//     parallel, writes to one document in turn;
+//  3. uniqueMu, only when it adds entries to a unique secondary index or
+//     writes a capped collection: two writers cannot both claim one key,
+//     and capped eviction sees one insertion order.
+//
+// A write that must also remove another document (an expired holder of its
+// unique key, a capped victim, a TTL batch) only try-locks that document's
+// stripe; when it is busy the write starts over (errRetry) or, for TTL,
+// leaves the document to the next batch. Nothing ever waits for a stripe
+// while holding another, so there is no lock-order cycle.
+
+// lockStripes is the number of per-document lock stripes per collection.
+const lockStripes = 64
+
+// errRetry asks the caller to release every lock and run the write again.
+var errRetry = errors.New("docstore: lock busy, retry")
+
+// maxRetries bounds errRetry loops before a write reports WriteConflict.
+const maxRetries = 1000
+
+func (c *Collection) stripeOf(idEnc []byte) int {
+	return int(maphash.Bytes(c.seed, idEnc) % lockStripes)
+}
+
+// lockSet is the locks one write holds.
+type lockSet struct {
+	c       *Collection
+	stripes [lockStripes]bool
+	unique  bool
+}
+
+func (l *lockSet) lockStripe(i int) {
+	if !l.stripes[i] {
+		l.c.stripes[i].Lock()
+		l.stripes[i] = true
+	}
+}
+
+// tryStripe locks stripe i unless another writer holds it.
+func (l *lockSet) tryStripe(i int) bool {
+	if l.stripes[i] {
+		return true
+	}
+	if !l.c.stripes[i].TryLock() {
+		return false
+	}
+	l.stripes[i] = true
+	return true
+}
+
+func (l *lockSet) lockUnique() {
+	if !l.unique {
+		l.c.uniqueMu.Lock()
+		l.unique = true
+	}
+}
+
+func (l *lockSet) release() {
+	if l.unique {
+		l.c.uniqueMu.Unlock()
+		l.unique = false
+	}
+	for i, held := range l.stripes {
+		if held {
+			l.c.stripes[i].Unlock()
+			l.stripes[i] = false
+		}
+	}
+}
+
+// withDocLock runs fn holding the schema lock shared and the stripe of
+// idEnc, retrying while fn reports errRetry.
+func (c *Collection) withDocLock(idEnc []byte, fn func(l *lockSet) error) error {
+	for attempt := 0; ; attempt++ {
+		err := c.lockedOnce(idEnc, fn)
+		if !errors.Is(err, errRetry) {
+			return err
+		}
+		if attempt == maxRetries {
+			return mongoerr.New(mongoerr.WriteConflict, "write conflict: another write holds a document this write must change")
+		}
+		runtime.Gosched()
+	}
+}
+
+func (c *Collection) lockedOnce(idEnc []byte, fn func(l *lockSet) error) error {
+	c.schemaMu.RLock()
+	defer c.schemaMu.RUnlock()
+	l := &lockSet{c: c}
+	defer l.release()
+	l.lockStripe(c.stripeOf(idEnc))
+	return fn(l)
+}
