@@ -13,9 +13,9 @@ import (
 )
 
 // TestProfileServer runs a Mayfly server inside the test process under the
-// session workload (MAYFLY_BENCH_PROFILE=sessions) or the expiry storm
-// with the session workload (MAYFLY_BENCH_PROFILE=storm), at the -short
-// sizes, so that go test's -cpuprofile, -mutexprofile and -blockprofile
+// session workload (MAYFLY_BENCH_PROFILE=sessions), j: true inserts from
+// 64 clients (durable) or the expiry storm with the session workload
+// (storm), at the -short sizes, so that go test's -cpuprofile, -mutexprofile and -blockprofile
 // see the server, which has no pprof endpoint of its own. The driver's
 // frames are in the same profile, under go.mongodb.org/mongo-driver.
 // MAYFLY_BENCH_PROFILE_SECONDS sets the sessions run (default 10). It is
@@ -26,7 +26,7 @@ import (
 func TestProfileServer(t *testing.T) {
 	what := os.Getenv("MAYFLY_BENCH_PROFILE")
 	if what == "" {
-		t.Skip("set MAYFLY_BENCH_PROFILE=sessions or storm to profile the server")
+		t.Skip("set MAYFLY_BENCH_PROFILE=sessions, durable or storm to profile the server")
 	}
 	secs, _ := strconv.Atoi(os.Getenv("MAYFLY_BENCH_PROFILE_SECONDS"))
 	if secs <= 0 {
@@ -53,12 +53,14 @@ func TestProfileServer(t *testing.T) {
 	switch what {
 	case "sessions":
 		job.Kind, job.Target = jobSessions, targetMongo
+	case "durable":
+		job.Kind, job.Journal = jobDurable, true
 	case "storm":
 		job.Kind = jobExpiry
 		job.Storm = &StormSpec{Docs: sz.StormDocs, Window: sz.StormWindow, Warmup: sz.Warmup,
 			Baseline: sz.StormBaseline, PollEvery: sz.StormPoll, MaxDrain: sz.StormMaxDrain}
 	default:
-		t.Fatalf("MAYFLY_BENCH_PROFILE=%q: want sessions or storm", what)
+		t.Fatalf("MAYFLY_BENCH_PROFILE=%q: want sessions, durable or storm", what)
 	}
 	res, err := RunJob(ctx, job)
 	if err != nil {
@@ -66,6 +68,9 @@ func TestProfileServer(t *testing.T) {
 	}
 	if r := res.Sessions; r != nil {
 		t.Logf("%.0f ops/s, p50 %.2f ms, p99 %.2f ms, %d errors", r.OpsPerSec, r.Latency.P50Ms, r.Latency.P99Ms, r.Mix.Errors)
+	}
+	if r := res.Durable; r != nil {
+		t.Logf("%.0f inserts/s, p50 %.2f ms, p99 %.2f ms", r.OpsPerSec, r.Latency.P50Ms, r.Latency.P99Ms)
 	}
 	if e := res.Expiry; e != nil {
 		t.Logf("storm: deleted %d of %d, lateness p99 ≤ %.0f ms, %.0f/s; sessions %.0f → %.0f ops/s; %d violations",

@@ -6,6 +6,7 @@ package commands
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -116,7 +117,7 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 	reply, err := h.run(entry, r)
 	h.deps.Activity.End(id)
 	if err != nil {
-		reply = mongoerr.Reply(err)
+		reply = mongoerr.Reply(interruptError(err))
 	} else {
 		reply = append(reply, bson.E{Key: "ok", Value: 1.0})
 	}
@@ -205,3 +206,15 @@ func checkGeneric(r *request) error {
 // SetServerStats connects serverStatus to the network server's counters
 // once the server exists.
 func (h *Handler) SetServerStats(f func() server.Stats) { h.deps.ServerStats = f }
+
+// interruptError turns a context that ended inside a lower layer (a scan
+// stopped by maxTimeMS or shutdown) into MongoDB's error for it.
+func interruptError(err error) error {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return mongoerr.New(mongoerr.MaxTimeMSExpired, "operation exceeded time limit")
+	case errors.Is(err, context.Canceled):
+		return mongoerr.New(mongoerr.Interrupted, "operation was interrupted")
+	}
+	return err
+}

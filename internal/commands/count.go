@@ -75,7 +75,7 @@ func (h *Handler) countDocs(r *request, coll string, q bson.D, hint any) (int64,
 	if err != nil {
 		return 0, err
 	}
-	it := c.Scan(plan, f)
+	it := c.Scan(plan, f).WithContext(r.ctx)
 	defer it.Close()
 	var n int64
 	for {
@@ -136,7 +136,7 @@ func (h *Handler) distinctValues(r *request, coll, key string, q bson.D, hint an
 	if err != nil {
 		return nil, err
 	}
-	it := c.Scan(plan, f)
+	it := c.Scan(plan, f).WithContext(r.ctx)
 	defer it.Close()
 	var vals []any
 	for {

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"context"
 	"net"
 	"os"
 	"strconv"
@@ -252,6 +253,7 @@ func (c *countingSource) Close() error { return c.src.Close() }
 
 // queryExec is an operation's scan and the stages above it.
 type queryExec struct {
+	ctx     context.Context // the command's: maxTimeMS ends the scan
 	c       *docstore.Collection
 	filter  *query.Filter
 	plan    *docstore.Plan
@@ -261,8 +263,8 @@ type queryExec struct {
 	started time.Time
 }
 
-func newExec(c *docstore.Collection, f *query.Filter, q docstore.Query) (*queryExec, error) {
-	ex := &queryExec{c: c, filter: f, started: time.Now()}
+func newExec(ctx context.Context, c *docstore.Collection, f *query.Filter, q docstore.Query) (*queryExec, error) {
+	ex := &queryExec{ctx: ctx, c: c, filter: f, started: time.Now()}
 	if c == nil {
 		return ex, nil
 	}
@@ -279,7 +281,7 @@ func (ex *queryExec) start() cursor.Source {
 	if ex.plan == nil {
 		return &sliceSource{}
 	}
-	ex.scan = ex.c.Scan(ex.plan, ex.filter)
+	ex.scan = ex.c.Scan(ex.plan, ex.filter).WithContext(ex.ctx)
 	return ex.scan
 }
 
@@ -410,8 +412,8 @@ func drain(r *request, src cursor.Source) error {
 // planFind plans a find and lays out its stages as MongoDB does: SORT
 // (with skip+limit as its limit) unless the index provides the order, then
 // SKIP, LIMIT (folded into SORT when there is one) and PROJECTION.
-func (h *Handler) planFind(c *docstore.Collection, a *findArgs) (*queryExec, error) {
-	ex, err := newExec(c, a.filter, docstore.Query{Filter: a.filter, Sort: a.sortSpec, Hint: a.hint})
+func (h *Handler) planFind(r *request, c *docstore.Collection, a *findArgs) (*queryExec, error) {
+	ex, err := newExec(r.ctx, c, a.filter, docstore.Query{Filter: a.filter, Sort: a.sortSpec, Hint: a.hint})
 	if err != nil {
 		return nil, err
 	}
@@ -605,7 +607,7 @@ func (h *Handler) explainFind(r *request, v verbosity) (*explained, error) {
 		return nil, err
 	}
 	c := h.deps.Store.Collection(r.db, a.coll)
-	ex, err := h.planFind(c, a)
+	ex, err := h.planFind(r, c, a)
 	if err != nil {
 		return nil, err
 	}
@@ -640,7 +642,7 @@ func (h *Handler) explainCount(r *request, v verbosity) (*explained, error) {
 	if err != nil {
 		return nil, err
 	}
-	ex, err := newExec(c, f, docstore.Query{Filter: f, Hint: a.hint})
+	ex, err := newExec(r.ctx, c, f, docstore.Query{Filter: f, Hint: a.hint})
 	if err != nil {
 		return nil, err
 	}
@@ -727,7 +729,7 @@ func (h *Handler) explainDistinct(r *request, v verbosity) (*explained, error) {
 		return nil, err
 	}
 	hint, _ := lookup(r.body, "hint")
-	ex, err := newExec(h.deps.Store.Collection(r.db, name), f, docstore.Query{Filter: f, Hint: hint})
+	ex, err := newExec(r.ctx, h.deps.Store.Collection(r.db, name), f, docstore.Query{Filter: f, Hint: hint})
 	if err != nil {
 		return nil, err
 	}
@@ -761,7 +763,7 @@ func (h *Handler) explainUpdate(r *request, v verbosity) (*explained, error) {
 	if err != nil {
 		return nil, err
 	}
-	ex, err := newExec(h.deps.Store.Collection(r.db, a.coll), st.filter, docstore.Query{Filter: st.filter, Hint: st.hint})
+	ex, err := newExec(r.ctx, h.deps.Store.Collection(r.db, a.coll), st.filter, docstore.Query{Filter: st.filter, Hint: st.hint})
 	if err != nil {
 		return nil, err
 	}
@@ -818,7 +820,7 @@ func (h *Handler) explainDelete(r *request, v verbosity) (*explained, error) {
 	if err != nil {
 		return nil, err
 	}
-	ex, err := newExec(h.deps.Store.Collection(r.db, a.coll), f, docstore.Query{Filter: f, Hint: hint})
+	ex, err := newExec(r.ctx, h.deps.Store.Collection(r.db, a.coll), f, docstore.Query{Filter: f, Hint: hint})
 	if err != nil {
 		return nil, err
 	}
@@ -862,7 +864,7 @@ func (h *Handler) explainFAM(r *request, v verbosity) (*explained, error) {
 	if err != nil {
 		return nil, err
 	}
-	ex, err := newExec(h.deps.Store.Collection(r.db, a.coll), a.filter, docstore.Query{Filter: a.filter, Hint: a.hint})
+	ex, err := newExec(r.ctx, h.deps.Store.Collection(r.db, a.coll), a.filter, docstore.Query{Filter: a.filter, Hint: a.hint})
 	if err != nil {
 		return nil, err
 	}
@@ -955,7 +957,7 @@ func (h *Handler) planAggregate(r *request, c *docstore.Collection, p *aggregate
 	}
 	sortSpec := p.LeadingSort()
 	hint, _ := lookup(r.body, "hint")
-	ex, err := newExec(c, f, docstore.Query{Filter: f, Sort: sortSpec, Hint: hint})
+	ex, err := newExec(r.ctx, c, f, docstore.Query{Filter: f, Sort: sortSpec, Hint: hint})
 	if err != nil {
 		return nil, false, err
 	}

@@ -129,7 +129,7 @@ func cmdFind(h *Handler, r *request) (bson.D, error) {
 // findSource chains scan → sort (unless the index provides the order) →
 // skip → limit → projection; planFind (explain.go) lays the stages out.
 func (h *Handler) findSource(r *request, c *docstore.Collection, a *findArgs) (cursor.Source, error) {
-	ex, err := h.planFind(c, a)
+	ex, err := h.planFind(r, c, a)
 	if err != nil {
 		return nil, err
 	}

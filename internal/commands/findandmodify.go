@@ -188,7 +188,7 @@ func (h *Handler) famTarget(r *request, c *docstore.Collection, a *famArgs) (bso
 	if err != nil {
 		return nil, err
 	}
-	it := c.Scan(plan, a.filter)
+	it := c.Scan(plan, a.filter).WithContext(r.ctx)
 	defer it.Close()
 	if a.sort == nil {
 		d, _, err := it.Next()

@@ -230,7 +230,7 @@ func matchingIDs(r *request, c *docstore.Collection, f *query.Filter, hint any, 
 	if err != nil {
 		return nil, err
 	}
-	it := c.Scan(plan, f)
+	it := c.Scan(plan, f).WithContext(r.ctx)
 	defer it.Close()
 	var ids []any
 	for limit == 0 || len(ids) < limit {

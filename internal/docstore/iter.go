@@ -1,6 +1,7 @@
 package docstore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -38,6 +39,29 @@ type DocIter struct {
 	seen  map[string]struct{}
 	Stats ScanStats
 	err   error
+	// ctx, when set, ends a long scan early (maxTimeMS, shutdown) even while
+	// no document matches.
+	ctx context.Context
+}
+
+// interruptEvery is how many examined documents pass between context checks.
+const interruptEvery = 256
+
+// WithContext makes the scan stop with ctx's error once ctx is done.
+func (d *DocIter) WithContext(ctx context.Context) *DocIter {
+	d.ctx = ctx
+	return d
+}
+
+func (d *DocIter) interrupted() bool {
+	if d.ctx == nil || d.Stats.DocsExamined%interruptEvery != 0 {
+		return false
+	}
+	if err := d.ctx.Err(); err != nil {
+		d.err = fmt.Errorf("docstore: scan: %w", err)
+		return true
+	}
+	return false
 }
 
 // Scan starts an iterator over the documents plan finds that match f
@@ -58,7 +82,7 @@ func (d *DocIter) Plan() *Plan { return d.plan }
 
 // Next returns the next matching document; ok is false at the end.
 func (d *DocIter) Next() (bson.D, bool, error) {
-	for d.err == nil {
+	for d.err == nil && !d.interrupted() {
 		raw, ok := d.nextRaw()
 		if !ok {
 			break
