@@ -142,7 +142,9 @@ func runExpiryJob(ctx context.Context, j Job) (*ExpiryResult, error) {
 		defer close(stop)
 		samples, perr = pollDeleted(ctx, db, sp.PollEvery, base.from, deadline, int64(s.n))
 	})
-	wg.Go(func() { vis, verr = watchVisibility(ctx, db.Collection(stormColl), s, base.from, deadline, stop) })
+	wg.Go(func() {
+		vis, verr = watchVisibility(ctx, db.Collection(stormColl), s, base.from, storm.to, deadline, stop)
+	})
 	spec := mixSpec{clients: j.Clients, preloaded: j.Count, runID: j.RunID}
 	rec, mix := runMix(ctx, st, spec, []span{base, storm}, storm.to)
 	wg.Wait()

@@ -86,11 +86,12 @@ func invisibility(m *ModeReport) (float64, string, bool) {
 	if e == nil || e.Visibility.ExpiredReads == 0 {
 		return 0, "", false
 	}
-	note := fmt.Sprintf("of %d reads", e.Visibility.ExpiredReads)
-	if e.Visibility.LiveMissing > 0 {
-		note += fmt.Sprintf("; %d live documents missing (early deletion)", e.Visibility.LiveMissing)
+	v := e.Visibility
+	note := fmt.Sprintf("of %s reads; %d by range, slowest %s ms", fmtN(float64(v.ExpiredReads)), v.RangeReads, fmtMs(v.RangeReadMaxMs))
+	if v.LiveMissing > 0 {
+		note += fmt.Sprintf("; %d live documents missing (early deletion)", v.LiveMissing)
 	}
-	return float64(e.Visibility.Violations), note, true
+	return float64(v.Violations), note, true
 }
 
 // lateness is the upper bound of the p99; documents never deleted make

@@ -20,7 +20,7 @@ const liveMargin = time.Second
 type Visibility struct {
 	// ExpiredReads are reads that must find nothing: the most recently
 	// expired document by _id, and any document by a range on the TTL
-	// field ending at that document's date. Violations are those that found
+	// field up to that document's date. Violations are those that found
 	// something.
 	ExpiredReads int64 `json:"expired_reads"`
 	Violations   int64 `json:"violations"`
@@ -28,29 +28,26 @@ type Visibility struct {
 	// LiveMissing count those not found (that would be early deletion).
 	LiveReads   int64 `json:"live_reads"`
 	LiveMissing int64 `json:"live_missing"`
+	// RangeReads are the range reads among ExpiredReads, and
+	// RangeReadMaxMs the slowest: each walks the expired backlog.
+	RangeReads     int64   `json:"range_reads"`
+	RangeReadMaxMs float64 `json:"range_read_max_ms"`
 }
-
-// The range reader asks every rangeReadPause for any document dated in
-// the rangeReadSpan up to the most recently expired one. The span is
-// short because the server must step over every expired document not yet
-// deleted in it: an unbounded range would make the probe, not the
-// workload, the load during a storm.
-const (
-	rangeReadPause = 100 * time.Millisecond
-	rangeReadSpan  = time.Millisecond
-)
 
 // idReadPause spaces the rounds of the _id reader: a few hundred checks a
 // second are plenty, and back to back they would take a sizeable share of
 // the server during the storm.
 const idReadPause = 2 * time.Millisecond
 
-// watchVisibility runs two readers from `from` until `until` or until
-// stop is closed: one looks up, every idReadPause, the most recently
-// expired document by _id and a document that must still be live; the
-// other asks,
-// every rangeReadPause, for any document in a range of expired dates.
-func watchVisibility(ctx context.Context, coll *mongo.Collection, s schedule, from, until time.Time, stop <-chan struct{}) (Visibility, error) {
+// watchVisibility checks from `from` until `until` or until stop is
+// closed that expired storm documents stay invisible. One reader looks up,
+// every idReadPause, the most recently expired document by _id and a
+// document that must still be live. A range read asks for any document
+// dated at or before the most recently expired one, once at rangeAt (the
+// end of the storm) and once more when stop closes (all deleted, or the
+// drain timed out). Range reads are few because each one walks every
+// expired document not yet deleted: back to back they would be the load.
+func watchVisibility(ctx context.Context, coll *mongo.Collection, s schedule, from, rangeAt, until time.Time, stop <-chan struct{}) (Visibility, error) {
 	if err := sleepUntil(ctx, from); err != nil {
 		return Visibility{}, err
 	}
@@ -63,11 +60,24 @@ func watchVisibility(ctx context.Context, coll *mongo.Collection, s schedule, fr
 		err1 = readLoop(ctx, until, stop, idReadPause, func(now time.Time) error { return byID.checkByID(ctx, coll, s, now) })
 	})
 	wg.Go(func() {
-		err2 = readLoop(ctx, until, stop, rangeReadPause, func(now time.Time) error { return rng.checkRange(ctx, coll, s, now) })
+		if err2 = sleepUntil(ctx, rangeAt); err2 != nil {
+			return
+		}
+		if err2 = rng.checkRange(ctx, coll, s, time.Now()); err2 != nil {
+			return
+		}
+		select {
+		case <-stop:
+		case <-ctx.Done():
+			err2 = ctx.Err()
+			return
+		}
+		err2 = rng.checkRange(ctx, coll, s, time.Now())
 	})
 	wg.Wait()
 	byID.ExpiredReads += rng.ExpiredReads
 	byID.Violations += rng.Violations
+	byID.RangeReads, byID.RangeReadMaxMs = rng.RangeReads, rng.RangeReadMaxMs
 	return byID, errors.Join(err1, err2)
 }
 
@@ -122,22 +132,20 @@ func (v *Visibility) checkByID(ctx context.Context, coll *mongo.Collection, s sc
 	return nil
 }
 
-// checkRange asks for any document dated within rangeReadSpan up to the
-// most recently expired one: all of them have expired, so none may come
-// back.
+// checkRange asks for any document dated at or before the most recently
+// expired one: all of them have expired, so none may come back.
 func (v *Visibility) checkRange(ctx context.Context, coll *mongo.Collection, s schedule, now time.Time) error {
 	k := s.expiredBy(now)
 	if k == 0 {
 		return nil
 	}
-	last := s.at(k - 1)
-	found, err := exists(ctx, coll, bson.D{{Key: "at", Value: bson.D{
-		{Key: "$gt", Value: last.Add(-rangeReadSpan)},
-		{Key: "$lte", Value: last},
-	}}})
+	t0 := time.Now()
+	found, err := exists(ctx, coll, bson.D{{Key: "at", Value: bson.D{{Key: "$lte", Value: s.at(k - 1)}}}})
 	if err != nil {
 		return err
 	}
+	v.RangeReads++
+	v.RangeReadMaxMs = max(v.RangeReadMaxMs, ms(time.Since(t0)))
 	v.ExpiredReads++
 	if found {
 		v.Violations++

@@ -3,8 +3,6 @@ package docstore
 import (
 	"fmt"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
-
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/catalog"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -123,8 +121,8 @@ type indexBuild struct {
 }
 
 func (b *indexBuild) add(idEnc, raw []byte) error {
-	var doc bson.D
-	if err := bson.Unmarshal(raw, &doc); err != nil {
+	doc, err := bsonutil.DecodeD(raw, 0)
+	if err != nil {
 		return fmt.Errorf("docstore: index build: decode: %w", err)
 	}
 	if b.t == nil {

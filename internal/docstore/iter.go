@@ -8,6 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/query"
 	"github.com/mayflydb/mayfly/internal/storage"
 )
@@ -99,8 +100,8 @@ func (d *DocIter) Next() (bson.D, bool, error) {
 
 func (d *DocIter) accept(raw []byte) (bson.D, bool) {
 	d.Stats.DocsExamined++
-	var doc bson.D
-	if err := bson.Unmarshal(raw, &doc); err != nil {
+	doc, err := bsonutil.DecodeD(raw, 0)
+	if err != nil {
 		d.err = fmt.Errorf("docstore: decode stored document: %w", err)
 		return nil, false
 	}

@@ -240,8 +240,8 @@ func (c *Collection) loadLocked(idEnc []byte) (*stored, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docstore: read: %w", err)
 	}
-	var doc bson.D
-	if err := bson.Unmarshal(raw, &doc); err != nil {
+	doc, err := bsonutil.DecodeD(raw, 0)
+	if err != nil {
 		return nil, fmt.Errorf("docstore: decode stored document: %w", err)
 	}
 	return &stored{idEnc: idEnc, raw: raw, doc: doc}, nil

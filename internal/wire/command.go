@@ -1,13 +1,9 @@
 package wire
 
 import (
-	"bytes"
-	"errors"
-	"fmt"
-
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
@@ -40,164 +36,11 @@ func (m *Message) Command() (bson.D, error) {
 	return body, nil
 }
 
-// decodeDoc converts raw to a bson.D with room for extra more fields. It
-// yields exactly what bson.Unmarshal into a bson.D yields, but several
-// times faster; rare types take the bson.Unmarshal path.
+// decodeDoc converts raw to a bson.D with room for extra more fields.
 func decodeDoc(raw bson.Raw, extra int) (bson.D, error) {
-	d, err := toD(bsoncore.Document(raw), extra)
-	if errors.Is(err, errSlowPath) {
-		d = make(bson.D, 0, extra+8)
-		err = bson.Unmarshal(raw, &d)
-	}
+	d, err := bsonutil.DecodeD(raw, extra)
 	if err != nil {
 		return nil, mongoerr.Newf(mongoerr.InvalidBSON, "invalid BSON in command: %v", err)
 	}
 	return d, nil
-}
-
-var errSlowPath = errors.New("value needs the reflective decoder")
-
-func toD(doc bsoncore.Document, extra int) (bson.D, error) {
-	elems, err := elements(doc)
-	if err != nil {
-		return nil, err
-	}
-	d := make(bson.D, 0, countElements(elems)+extra)
-	for len(elems) > 0 {
-		el, rest, ok := bsoncore.ReadElement(elems)
-		if !ok {
-			return nil, errors.New("truncated element")
-		}
-		elems = rest
-		v, err := toValue(el.Value())
-		if err != nil {
-			return nil, err
-		}
-		d = append(d, bson.E{Key: el.Key(), Value: v})
-	}
-	return d, nil
-}
-
-func toA(arr bsoncore.Document) (bson.A, error) {
-	elems, err := elements(arr)
-	if err != nil {
-		return nil, err
-	}
-	a := make(bson.A, 0, countElements(elems))
-	for len(elems) > 0 {
-		el, rest, ok := bsoncore.ReadElement(elems)
-		if !ok {
-			return nil, errors.New("truncated element")
-		}
-		elems = rest
-		v, err := toValue(el.Value())
-		if err != nil {
-			return nil, err
-		}
-		a = append(a, v)
-	}
-	return a, nil
-}
-
-// elements returns the element bytes of doc, between the length prefix and
-// the terminating NUL.
-func elements(doc bsoncore.Document) ([]byte, error) {
-	if len(doc) < 5 || doc[len(doc)-1] != 0 {
-		return nil, fmt.Errorf("malformed document of %d bytes", len(doc))
-	}
-	return doc[4 : len(doc)-1], nil
-}
-
-// countElements sizes the result slice; it stops early on malformed input,
-// which the decoding loop then reports.
-func countElements(elems []byte) int {
-	n := 0
-	for len(elems) > 0 {
-		_, rest, ok := bsoncore.ReadElement(elems)
-		if !ok {
-			break
-		}
-		elems = rest
-		n++
-	}
-	return n
-}
-
-func toValue(v bsoncore.Value) (any, error) {
-	var (
-		out any
-		ok  bool
-	)
-	switch v.Type {
-	case bsoncore.TypeEmbeddedDocument:
-		doc, ok := v.DocumentOK()
-		if !ok {
-			return nil, errors.New("malformed embedded document")
-		}
-		return toD(doc, 0)
-	case bsoncore.TypeArray:
-		arr, ok := v.ArrayOK()
-		if !ok {
-			return nil, errors.New("malformed array")
-		}
-		return toA(bsoncore.Document(arr))
-	case bsoncore.TypeDouble:
-		out, ok = v.DoubleOK()
-	case bsoncore.TypeString:
-		out, ok = v.StringValueOK()
-	case bsoncore.TypeInt32:
-		out, ok = v.Int32OK()
-	case bsoncore.TypeInt64:
-		out, ok = v.Int64OK()
-	case bsoncore.TypeBoolean:
-		out, ok = v.BooleanOK()
-	case bsoncore.TypeNull:
-		return nil, nil
-	default:
-		return toRareValue(v)
-	}
-	if !ok {
-		return nil, fmt.Errorf("malformed %s value", v.Type)
-	}
-	return out, nil
-}
-
-// toRareValue handles the types that are less common in commands.
-func toRareValue(v bsoncore.Value) (any, error) {
-	switch v.Type {
-	case bsoncore.TypeObjectID:
-		if oid, ok := v.ObjectIDOK(); ok {
-			return bson.ObjectID(oid), nil
-		}
-	case bsoncore.TypeDateTime:
-		if dt, ok := v.DateTimeOK(); ok {
-			return bson.DateTime(dt), nil
-		}
-	case bsoncore.TypeBinary:
-		// Subtype 2 (old binary) has an inner length the two decoders
-		// treat differently; leave it to the reference one.
-		if st, data, ok := v.BinaryOK(); ok && st != 0x02 {
-			return bson.Binary{Subtype: st, Data: bytes.Clone(data)}, nil
-		}
-		return nil, errSlowPath
-	case bsoncore.TypeTimestamp:
-		if t, i, ok := v.TimestampOK(); ok {
-			return bson.Timestamp{T: t, I: i}, nil
-		}
-	case bsoncore.TypeDecimal128:
-		if h, l, ok := v.Decimal128OK(); ok {
-			return bson.NewDecimal128(h, l), nil
-		}
-	case bsoncore.TypeRegex:
-		if p, o, ok := v.RegexOK(); ok {
-			return bson.Regex{Pattern: p, Options: o}, nil
-		}
-	case bsoncore.TypeUndefined:
-		return bson.Undefined{}, nil
-	case bsoncore.TypeMinKey:
-		return bson.MinKey{}, nil
-	case bsoncore.TypeMaxKey:
-		return bson.MaxKey{}, nil
-	}
-	return nil, errSlowPath
 }
