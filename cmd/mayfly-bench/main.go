@@ -70,7 +70,7 @@ type flagValues struct {
 	stormWindow, stormBl time.Duration
 }
 
-func parse(args []string) (*flagValues, *flag.FlagSet, error) {
+func parse(args []string) (*flagValues, error) {
 	v := &flagValues{}
 	fs := flag.NewFlagSet("mayfly-bench", flag.ContinueOnError)
 	fs.StringVar(&v.role, "role", "", "internal: client or null")
@@ -94,9 +94,9 @@ func parse(args []string) (*flagValues, *flag.FlagSet, error) {
 	fs.DurationVar(&v.stormBl, "storm-baseline", 0, "override: sessions measured before the storm")
 	fs.IntVar(&v.memory, "memory-sessions", 0, "override: live sessions for the memory figure")
 	if err := fs.Parse(args); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return v, fs, nil
+	return v, nil
 }
 
 // config turns the flags into a bench configuration.
@@ -147,7 +147,7 @@ func split(s string) []string {
 }
 
 func run(ctx context.Context, args []string) error {
-	v, _, err := parse(args)
+	v, err := parse(args)
 	if err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ func runDurableJob(ctx context.Context, j Job) (*DurableResult, error) {
 	win := span{start.Add(j.Warmup), start.Add(j.Warmup + j.Duration)}
 	recs := make([]*recorder, j.Clients)
 	errs := make([]error, j.Clients)
-	counts := make([]int64, j.Clients)
+	failures := make([]int64, j.Clients)
 	var wg sync.WaitGroup
 	for w := range j.Clients {
 		recs[w] = newRecorder(win)
@@ -55,7 +55,7 @@ func runDurableJob(ctx context.Context, j Job) (*DurableResult, error) {
 				_, err := coll.InsertOne(ctx, sessionDoc{Token: token(n), UserID: userID(n), AccessTime: t0})
 				t1 := time.Now()
 				if err != nil {
-					counts[w]++
+					failures[w]++
 					if errs[w] == nil {
 						errs[w] = err
 					}
@@ -70,7 +70,7 @@ func runDurableJob(ctx context.Context, j Job) (*DurableResult, error) {
 	all := newRecorder(win)
 	for w := range recs {
 		all.merge(recs[w])
-		res.Errors += counts[w]
+		res.Errors += failures[w]
 		if errs[w] != nil && res.FirstErr == "" {
 			res.FirstErr = errs[w].Error()
 		}

@@ -102,8 +102,8 @@ func lateness(m *ModeReport) (float64, string, bool) {
 		return 0, "", false
 	}
 	if !e.AllDeleted {
-		return e.Lateness.Upper.P99Ms, fmt.Sprintf(incomplete+"%d of %d never deleted; p99 of the deleted ones",
-			int64(e.Docs)-e.Lateness.Deleted, e.Docs), true
+		return e.Lateness.Upper.P99Ms, fmt.Sprintf(incomplete+"%s of %s not deleted by the end of the drain; p99 of the deleted ones",
+			fmtN(float64(int64(e.Docs)-e.Lateness.Deleted)), fmtN(float64(e.Docs))), true
 	}
 	return e.Lateness.Upper.P99Ms, "", true
 }

@@ -15,7 +15,9 @@ import (
 
 var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 
-func openStore(t *testing.T) (*Store, *clock.Manual) {
+func openStore(t *testing.T) (*Store, *clock.Manual) { return openStoreTB(t) }
+
+func openStoreTB(t testing.TB) (*Store, *clock.Manual) {
 	t.Helper()
 	eng, err := pebblestore.Open(pebblestore.Options{InMemory: true})
 	if err != nil {
@@ -30,7 +32,9 @@ func openStore(t *testing.T) (*Store, *clock.Manual) {
 	return s, clk
 }
 
-func mustIndex(t *testing.T, c *Collection, spec bson.D) {
+func mustIndex(t *testing.T, c *Collection, spec bson.D) { mustIndexTB(t, c, spec) }
+
+func mustIndexTB(t testing.TB, c *Collection, spec bson.D) {
 	t.Helper()
 	ix, err := catalog.ParseIndexSpec(spec)
 	if err != nil {
@@ -189,11 +193,11 @@ func TestNextExpiryAndExpireBatch(t *testing.T) {
 		t.Fatalf("next expiry %v %v %v", at, ok, err)
 	}
 	clk.Set(t0.Add(30*time.Second + 9*time.Second)) // documents 0..9 expired
-	res, err := c.ExpireBatch("t_1", clk.Now(), 4)
-	if err != nil || res.Deleted != 4 || !res.More || res.DeletedKeys != 8 {
+	res, err := c.ExpireBatch("t_1", clk.Now(), 4, nil)
+	if err != nil || res.Deleted != 4 || !res.More || res.DeletedKeys != 8 || res.Resume == nil {
 		t.Fatalf("first batch: %+v %v", res, err)
 	}
-	res, err = c.ExpireBatch("t_1", clk.Now(), 100)
+	res, err = c.ExpireBatch("t_1", clk.Now(), 100, res.Resume)
 	if err != nil || res.Deleted != 6 || res.More {
 		t.Fatalf("second batch: %+v %v", res, err)
 	}

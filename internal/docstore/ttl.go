@@ -1,6 +1,7 @@
 package docstore
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"time"
@@ -18,6 +19,10 @@ type ExpireResult struct {
 	// More is true when the batch stopped at its limit with expired
 	// documents left.
 	More bool
+	// Resume is the last index entry the batch visited: the next batch of
+	// the same pass starts after it instead of stepping again over the
+	// entries (and deletion tombstones) already behind.
+	Resume []byte
 }
 
 // TTLIndexes returns the names of the collection's ready TTL indexes.
@@ -74,17 +79,27 @@ type ttlCursor struct {
 	ok bool
 }
 
-func (c *Collection) openTTLCursor(ix *indexState) (*ttlCursor, error) {
+// openTTLCursor positions at the earliest date entry, or just past after
+// when a previous batch stopped there.
+func (c *Collection) openTTLCursor(ix *indexState, after []byte) (*ttlCursor, error) {
 	lo, hi := ix.dateBracket()
 	it, err := c.store.eng.NewIter(lo, hi)
 	if err != nil {
 		return nil, err
 	}
 	tc := &ttlCursor{ix: ix, it: it}
-	if ix.def.Fields[0].Desc {
+	desc := ix.def.Fields[0].Desc
+	switch {
+	case after == nil && desc:
 		tc.ok = it.Last()
-	} else {
+	case after == nil:
 		tc.ok = it.First()
+	case desc:
+		tc.ok = it.SeekLT(after)
+	default:
+		if tc.ok = it.SeekGE(after); tc.ok && bytes.Equal(it.Key(), after) {
+			tc.advance()
+		}
 	}
 	return tc, nil
 }
@@ -104,7 +119,7 @@ func (c *Collection) NextExpiry() (time.Time, bool, error) {
 	var best time.Time
 	found := false
 	for _, ix := range c.state.Load().ttl {
-		tc, err := c.openTTLCursor(ix)
+		tc, err := c.openTTLCursor(ix, nil)
 		if err != nil {
 			return best, found, err
 		}
@@ -124,7 +139,10 @@ func (c *Collection) NextExpiry() (time.Time, bool, error) {
 // ExpireBatch deletes, in one atomic batch, up to limit documents that the
 // named TTL index says expired at now. Deletion takes the same path as a
 // user delete: every index entry of each document goes with it.
-func (c *Collection) ExpireBatch(index string, now time.Time, limit int) (ExpireResult, error) {
+//
+// after is the Resume of the previous batch of the same pass (nil to start
+// from the earliest entry).
+func (c *Collection) ExpireBatch(index string, now time.Time, limit int, after []byte) (ExpireResult, error) {
 	c.schemaMu.RLock()
 	defer c.schemaMu.RUnlock()
 	var res ExpireResult
@@ -133,25 +151,28 @@ func (c *Collection) ExpireBatch(index string, now time.Time, limit int) (Expire
 	if ix == nil || c.dropped.Load() {
 		return res, nil
 	}
-	ids, more, err := c.expiredIDs(ix, now, limit)
+	ids, resume, err := c.expiredIDs(ix, now, limit, after)
 	if err != nil {
 		return res, err
 	}
-	res.More = more
+	res.More, res.Resume = resume != nil, resume
 	l := &lockSet{c: c}
 	defer l.release()
 	return c.removeExpired(l, ids, now, res)
 }
 
-func (c *Collection) expiredIDs(ix *indexState, now time.Time, limit int) ([][]byte, bool, error) {
+// expiredIDs collects up to limit documents whose entries in ix have
+// expired, starting after the given key. resume is the last entry taken
+// when the limit stopped the walk with entries left, else nil.
+func (c *Collection) expiredIDs(ix *indexState, now time.Time, limit int, after []byte) (ids [][]byte, resume []byte, err error) {
 	cutoff := bson.NewDateTimeFromTime(now.Add(-time.Duration(ix.def.ExpireAfter) * time.Second))
-	tc, err := c.openTTLCursor(ix)
+	tc, err := c.openTTLCursor(ix, after)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, err
 	}
 	defer tc.it.Close()
-	var ids [][]byte
 	seen := map[string]bool{}
+	var last []byte
 	for ; tc.ok; tc.advance() {
 		d, ok := ix.entryDate(tc.it.Key())
 		if !ok || d > cutoff {
@@ -162,21 +183,22 @@ func (c *Collection) expiredIDs(ix *indexState, now time.Time, limit int) ([][]b
 			continue
 		}
 		if len(ids) == limit {
-			return ids, true, nil
+			return ids, last, nil
 		}
 		seen[id] = true
 		ids = append(ids, []byte(id))
+		last = append(last[:0], tc.it.Key()...)
 	}
-	return ids, false, tc.it.Error()
+	return ids, nil, tc.it.Error()
 }
 
 // removeExpired deletes the documents it can lock at once; one that a
-// client is writing right now is left for the next batch (More is set).
+// client is writing right now is left for the next pass, which the monitor
+// schedules at once because that document is then the next expiry.
 func (c *Collection) removeExpired(l *lockSet, ids [][]byte, now time.Time, res ExpireResult) (ExpireResult, error) {
 	t := c.newTx(l)
 	for _, id := range ids {
 		if !l.tryStripe(c.stripeOf(id)) {
-			res.More = true
 			continue
 		}
 		old, err := c.loadLocked(id)
@@ -189,34 +211,15 @@ func (c *Collection) removeExpired(l *lockSet, ids [][]byte, now time.Time, res 
 		if old == nil || !c.Expired(old.doc, now) {
 			continue
 		}
-		keys, err := t.countKeys(old)
-		if err != nil {
-			t.abort()
-			return res, err
-		}
 		if err := t.removeDoc(old); err != nil {
 			t.abort()
 			return res, err
 		}
 		res.Deleted++
-		res.DeletedKeys += keys
 	}
+	res.DeletedKeys = t.keysRemoved
 	if err := t.commit(WriteOptions{}); err != nil {
 		return ExpireResult{}, fmt.Errorf("docstore: expire %s: %w", c.Namespace(), err)
 	}
 	return res, nil
-}
-
-// countKeys counts the index entries a document has (the _id index's one
-// included), for serverStatus' deletedKeys.
-func (t *tx) countKeys(d *stored) (int, error) {
-	n := 1
-	for _, ix := range t.st.indexes[1:] {
-		keys, err := ix.entryKeys(d.doc)
-		if err != nil {
-			return 0, err
-		}
-		n += len(keys)
-	}
-	return n, nil
 }

@@ -38,6 +38,9 @@ type tx struct {
 	b      storage.Batch
 	dCount int64
 	dSize  int64
+	// keysRemoved counts the index entries removeDoc deleted (a document's
+	// own key counts as its _id index entry), for metrics.ttl.deletedKeys.
+	keysRemoved int
 	// expiry is the earliest expiry among documents this batch writes.
 	expiry    time.Time
 	hasExpiry bool
@@ -375,10 +378,12 @@ func (t *tx) removeDoc(old *stored) error {
 				return err
 			}
 		}
+		t.keysRemoved += len(keys)
 	}
 	if err := t.b.Delete(docKey(t.st.meta.ID, old.idEnc)); err != nil {
 		return err
 	}
+	t.keysRemoved++
 	t.dCount--
 	t.dSize -= int64(len(old.raw))
 	return nil

@@ -205,6 +205,8 @@ func (m *Monitor) rest(ctx context.Context, d time.Duration) {
 type target struct {
 	coll  *docstore.Collection
 	index string
+	// resume is where this index's next batch of the pass starts.
+	resume []byte
 }
 
 func (m *Monitor) ttlIndexes() []target {
@@ -219,10 +221,10 @@ func (m *Monitor) ttlIndexes() []target {
 
 func (m *Monitor) expireBatch(t target, now time.Time) (docstore.ExpireResult, error) {
 	if m.cfg.Observer == nil {
-		return t.coll.ExpireBatch(t.index, now, m.cfg.BatchDocs)
+		return t.coll.ExpireBatch(t.index, now, m.cfg.BatchDocs, t.resume)
 	}
 	done := m.cfg.Observer.BatchStarted(t.coll.Namespace(), t.index)
-	res, err := t.coll.ExpireBatch(t.index, now, m.cfg.BatchDocs)
+	res, err := t.coll.ExpireBatch(t.index, now, m.cfg.BatchDocs, t.resume)
 	done(res, err)
 	return res, err
 }
@@ -241,6 +243,7 @@ func (m *Monitor) subPass(ctx context.Context, work []target, now time.Time) []t
 		m.deletedDocs.Add(int64(res.Deleted))
 		m.deletedKeys.Add(int64(res.DeletedKeys))
 		if res.More {
+			t.resume = res.Resume
 			again = append(again, t)
 		}
 	}
