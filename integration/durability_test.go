@@ -124,24 +124,3 @@ func TestKill9KeepsJournaledWrites(t *testing.T) {
 		t.Fatalf("after kill -9: %d of %d acknowledged documents, %v", got, n, err)
 	}
 }
-
-func TestSigtermShutsDownCleanly(t *testing.T) {
-	bin := buildBinary(t)
-	p := startBinary(t, bin, t.TempDir(), freePort(t))
-	if _, err := p.client(t).Database("d").Collection("c").InsertOne(ctxT(t), bson.D{{Key: "a", Value: 1}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit after SIGTERM: %v", err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("server did not exit after SIGTERM")
-	}
-}
