@@ -208,9 +208,6 @@ func cmdCreateIndexes(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkTTLOnCapped(c, ixs); err != nil {
-		return nil, err
-	}
 	res, err := c.CreateIndexes(ixs)
 	if err != nil {
 		return nil, err
@@ -229,11 +226,6 @@ func parseIndexSpecs(specs []bson.D) ([]*catalog.Index, error) {
 	}
 	return ixs, nil
 }
-
-// checkTTLOnCapped: current MongoDB allows TTL indexes on capped
-// collections; Mayfly does too. The function exists so the rule has one
-// place when capped deletion semantics need it.
-func checkTTLOnCapped(c *docstore.Collection, ixs []*catalog.Index) error { return nil }
 
 func createIndexesReply(res docstore.CreateIndexesResult, created bool) bson.D {
 	out := bson.D{{Key: "numIndexesBefore", Value: int32(res.Before)}, {Key: "numIndexesAfter", Value: int32(res.After)}}
