@@ -27,7 +27,7 @@ func cmdDelete(h *Handler, r *request) (bson.D, error) {
 			}
 		}
 	}
-	return res.reply(false), nil
+	return h.finishWrite(a, &res)
 }
 
 func (h *Handler) deleteStatement(r *request, a writeArgs, s bson.D) (int64, error) {

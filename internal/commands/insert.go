@@ -13,6 +13,8 @@ type writeResult struct {
 	n, nModified int64
 	upserted     bson.A
 	errors       bson.A
+	// withModified adds nModified (and upserted) to the reply, for update.
+	withModified bool
 }
 
 func (w *writeResult) fail(i int, err error) {
@@ -62,11 +64,25 @@ func orderedArg(r *request) (bool, error) {
 	return b, nil
 }
 
-// writeArgs are the arguments every write command shares.
+// writeArgs are the arguments every write command shares. Statements are
+// written without sync (opt); with journal the command syncs once at its
+// end, as MongoDB applies a write concern to the command, not per document.
 type writeArgs struct {
 	coll    string
 	ordered bool
 	opt     docstore.WriteOptions
+	journal bool
+}
+
+// finishWrite makes the command's writes durable when j: true (or
+// w: "majority") was asked for.
+func (h *Handler) finishWrite(a writeArgs, res *writeResult) (bson.D, error) {
+	if a.journal {
+		if err := h.deps.Store.Sync(); err != nil {
+			return nil, err
+		}
+	}
+	return res.reply(res.withModified), nil
 }
 
 func parseWriteArgs(r *request, field string, known ...string) (writeArgs, []bson.D, error) {
@@ -81,7 +97,7 @@ func parseWriteArgs(r *request, field string, known ...string) (writeArgs, []bso
 	if a.ordered, err = orderedArg(r); err != nil {
 		return a, nil, err
 	}
-	if a.opt.Sync, err = syncRequested(r); err != nil {
+	if a.journal, err = syncRequested(r); err != nil {
 		return a, nil, err
 	}
 	stmts, err := statements(r, field)
@@ -112,7 +128,7 @@ func cmdInsert(h *Handler, r *request) (bson.D, error) {
 		}
 		res.n++
 	}
-	return res.reply(false), nil
+	return h.finishWrite(a, &res)
 }
 
 func insertOne(c *docstore.Collection, d bson.D, opt docstore.WriteOptions) error {

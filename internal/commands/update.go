@@ -182,7 +182,7 @@ func cmdUpdate(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	var res writeResult
+	res := writeResult{withModified: true}
 	for i, s := range stmts {
 		if err := h.updateStatement(r, a, i, s, &res); err != nil {
 			res.fail(i, err)
@@ -191,7 +191,7 @@ func cmdUpdate(h *Handler, r *request) (bson.D, error) {
 			}
 		}
 	}
-	return res.reply(true), nil
+	return h.finishWrite(a, &res)
 }
 
 func (h *Handler) updateStatement(r *request, a writeArgs, i int, s bson.D, res *writeResult) error {

@@ -67,6 +67,15 @@ func Open(eng storage.Engine, opt Options) (*Store, error) {
 	return s, nil
 }
 
+// Sync makes every write committed so far durable: a command with j: true
+// writes its statements unsynced, then syncs once.
+func (s *Store) Sync() error {
+	if err := s.eng.Sync(); err != nil {
+		return fmt.Errorf("docstore: sync: %w", err)
+	}
+	return nil
+}
+
 // Engine returns the storage engine under the store.
 func (s *Store) Engine() storage.Engine { return s.eng }
 
