@@ -11,7 +11,6 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
-	"github.com/mayflydb/mayfly/internal/query"
 	"github.com/mayflydb/mayfly/internal/wire"
 )
 
@@ -195,15 +194,7 @@ func cmdListDatabases(h *Handler, r *request) (bson.D, error) {
 	if err := checkFields(r, "filter", "nameOnly", "authorizedDatabases"); err != nil {
 		return nil, err
 	}
-	filterDoc, err := optDoc(r, "filter")
-	if err != nil {
-		return nil, err
-	}
-	f, err := query.NewFilter(filterDoc)
-	if err != nil {
-		return nil, err
-	}
-	nameOnly, err := optBool(r, "nameOnly")
+	f, nameOnly, err := listingArgs(r)
 	if err != nil {
 		return nil, err
 	}

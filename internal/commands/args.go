@@ -9,6 +9,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/query"
 )
 
 // genericFields may appear on any command (driver and session plumbing).
@@ -175,4 +176,19 @@ func syncRequested(r *request) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// listingArgs reads the filter and nameOnly fields that listDatabases and
+// listCollections share.
+func listingArgs(r *request) (*query.Filter, bool, error) {
+	filterDoc, err := optDoc(r, "filter")
+	if err != nil {
+		return nil, false, err
+	}
+	f, err := query.NewFilter(filterDoc)
+	if err != nil {
+		return nil, false, err
+	}
+	nameOnly, err := optBool(r, "nameOnly")
+	return f, nameOnly, err
 }

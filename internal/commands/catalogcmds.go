@@ -9,7 +9,6 @@ import (
 	"github.com/mayflydb/mayfly/internal/catalog"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
-	"github.com/mayflydb/mayfly/internal/query"
 )
 
 func nsNotFound(db, coll string) error {
@@ -20,15 +19,7 @@ func cmdListCollections(h *Handler, r *request) (bson.D, error) {
 	if err := checkFields(r, "filter", "nameOnly", "authorizedCollections", "cursor", "includePendingDrops"); err != nil {
 		return nil, err
 	}
-	filterDoc, err := optDoc(r, "filter")
-	if err != nil {
-		return nil, err
-	}
-	f, err := query.NewFilter(filterDoc)
-	if err != nil {
-		return nil, err
-	}
-	nameOnly, err := optBool(r, "nameOnly")
+	f, nameOnly, err := listingArgs(r)
 	if err != nil {
 		return nil, err
 	}

@@ -647,16 +647,7 @@ func (h *Handler) explainCount(r *request, v verbosity) (*explained, error) {
 		return nil, err
 	}
 	st := ex.push("COUNT", nil)
-	if v == queryPlannerOnly {
-		return ex.explained(ns, false), nil
-	}
-	src := ex.start()
-	defer src.Close()
-	if err := drain(r, src); err != nil {
-		return nil, err
-	}
-	st.execDetails = a.counted(ex.scanReturned())
-	return ex.explained(ns, true), nil
+	return ex.runAll(r, ns, v, func() { st.execDetails = a.counted(ex.scanReturned()) })
 }
 
 type countArgs struct {
@@ -733,11 +724,12 @@ func (h *Handler) explainDistinct(r *request, v verbosity) (*explained, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ex.runAll(r, r.db+"."+name, v)
+	return ex.runAll(r, r.db+"."+name, v, nil)
 }
 
-// runAll explains a plan whose stages pass everything the scan finds.
-func (ex *queryExec) runAll(r *request, ns string, v verbosity) (*explained, error) {
+// runAll explains a plan whose stages pass everything the scan finds;
+// afterDrain, when set, fills in execution details once the scan is done.
+func (ex *queryExec) runAll(r *request, ns string, v verbosity, afterDrain func()) (*explained, error) {
 	if v == queryPlannerOnly {
 		return ex.explained(ns, false), nil
 	}
@@ -745,6 +737,9 @@ func (ex *queryExec) runAll(r *request, ns string, v verbosity) (*explained, err
 	defer src.Close()
 	if err := drain(r, src); err != nil {
 		return nil, err
+	}
+	if afterDrain != nil {
+		afterDrain()
 	}
 	return ex.explained(ns, true), nil
 }
