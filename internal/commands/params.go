@@ -89,6 +89,22 @@ func IntParam(get func() int64, set func(int64), min int64) Param {
 	}}
 }
 
+// FloatParam builds a double parameter within [min, max].
+func FloatParam(get func() float64, set func(float64), min, max float64) Param {
+	return Param{Get: func() any { return get() }, Set: func(v any) error {
+		if !bsonutil.IsNumber(v) {
+			return mongoerr.Newf(mongoerr.BadValue, "Invalid value for double parameter: %s", bsonutil.Format(v))
+		}
+		f := bsonutil.ToFloat(v)
+		if !(f >= min && f <= max) { // NaN fails both
+			return mongoerr.Newf(mongoerr.BadValue, "Invalid value for parameter: %s is not between %s and %s",
+				bsonutil.Format(v), bsonutil.Format(min), bsonutil.Format(max))
+		}
+		set(f)
+		return nil
+	}}
+}
+
 func cmdGetParameter(h *Handler, r *request) (bson.D, error) {
 	if s, ok := r.body[0].Value.(string); ok && s == "*" {
 		return h.allParams(), nil
@@ -156,11 +172,23 @@ func (p *Params) SetFromString(name, raw string) error {
 	if !ok || param.Set == nil {
 		return mongoerr.Newf(mongoerr.InvalidOptions, "unknown or read-only parameter %s", name)
 	}
-	var v any = raw
-	if b, err := strconv.ParseBool(raw); err == nil {
-		v = b
-	} else if n, err := strconv.ParseInt(raw, 10, 64); err == nil {
-		v = n
+	v, err := parseLike(param.Get(), raw)
+	if err != nil {
+		return mongoerr.Newf(mongoerr.BadValue, "Invalid value for parameter %s: %s", name, raw)
 	}
 	return param.Set(v)
+}
+
+// parseLike parses raw as a value of the type current has, so that "1"
+// sets an int parameter to 1 and a double one to 1.0.
+func parseLike(current any, raw string) (any, error) {
+	switch current.(type) {
+	case bool:
+		return strconv.ParseBool(raw)
+	case int32, int64:
+		return strconv.ParseInt(raw, 10, 64)
+	case float64:
+		return strconv.ParseFloat(raw, 64)
+	}
+	return raw, nil
 }

@@ -39,6 +39,8 @@ type indexState struct {
 	def     *catalog.Index
 	prefix  []byte
 	partial *query.Filter
+	// progress is set for ready TTL indexes.
+	progress *ttlProgress
 }
 
 func newCollection(s *Store, meta *catalog.Collection) *Collection {
@@ -58,6 +60,7 @@ func (c *Collection) setMeta(meta *catalog.Collection) {
 		}
 		st.indexes = append(st.indexes, ix)
 		if def.TTL && def.Ready && len(def.Fields) == 1 {
+			ix.progress = newTTLProgress()
 			st.ttl = append(st.ttl, ix)
 		}
 	}

@@ -193,11 +193,12 @@ func TestNextExpiryAndExpireBatch(t *testing.T) {
 		t.Fatalf("next expiry %v %v %v", at, ok, err)
 	}
 	clk.Set(t0.Add(30*time.Second + 9*time.Second)) // documents 0..9 expired
-	res, err := c.ExpireBatch("t_1", clk.Now(), 4, nil)
-	if err != nil || res.Deleted != 4 || !res.More || res.DeletedKeys != 8 || res.Resume == nil {
+	pass := c.BeginExpiry("t_1", clk.Now())
+	res, err := pass.Next(4)
+	if err != nil || res.Deleted != 4 || !res.More || res.DeletedKeys != 8 {
 		t.Fatalf("first batch: %+v %v", res, err)
 	}
-	res, err = c.ExpireBatch("t_1", clk.Now(), 100, res.Resume)
+	res, err = pass.Next(100)
 	if err != nil || res.Deleted != 6 || res.More {
 		t.Fatalf("second batch: %+v %v", res, err)
 	}

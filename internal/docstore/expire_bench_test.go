@@ -2,6 +2,7 @@ package docstore
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -10,23 +11,35 @@ import (
 
 // BenchmarkExpireBatch measures TTL deletion per document: sessions with a
 // token index and a TTL index, all expired, deleted in batches of 1000.
+// In "inOrder" documents expire in _id order, as when they are never
+// touched; in "touched" the order is a random permutation, as when the
+// application touches sessions at random, so each batch reads documents
+// scattered over the collection.
 func BenchmarkExpireBatch(b *testing.B) {
+	b.Run("inOrder", func(b *testing.B) { benchExpire(b, func(i int) int { return i }) })
+	b.Run("touched", func(b *testing.B) {
+		perm := rand.New(rand.NewPCG(1, 2)).Perm(b.N)
+		benchExpire(b, func(i int) int { return perm[i] })
+	})
+}
+
+func benchExpire(b *testing.B, expiryRank func(int) int) {
 	s, clk := openStoreTB(b)
 	c, _ := s.CreateCollection("db", "s", CreateOptions{})
 	mustIndexTB(b, c, bson.D{{Key: "key", Value: bson.D{{Key: "t", Value: 1}}}, {Key: "name", Value: "t_1"}, {Key: "expireAfterSeconds", Value: 0}})
 	mustIndexTB(b, c, bson.D{{Key: "key", Value: bson.D{{Key: "token", Value: 1}}}, {Key: "name", Value: "token_1"}})
 	for i := 0; i < b.N; i++ {
-		doc := bson.D{{Key: "_id", Value: bson.NewObjectID()}, {Key: "token", Value: fmt.Sprintf("tok%08d", i)}, {Key: "userID", Value: i}, {Key: "t", Value: date(t0.Add(time.Duration(i) * time.Microsecond))}}
+		doc := bson.D{{Key: "_id", Value: bson.NewObjectID()}, {Key: "token", Value: fmt.Sprintf("tok%08d", i)}, {Key: "userID", Value: i}, {Key: "t", Value: date(t0.Add(time.Duration(expiryRank(i)) * time.Microsecond))}}
 		if err := c.Insert(doc, WriteOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	clk.Advance(time.Hour)
 	b.ResetTimer()
-	var resume []byte
+	pass := c.BeginExpiry("t_1", clk.Now())
 	deleted := 0
 	for {
-		res, err := c.ExpireBatch("t_1", clk.Now(), 1000, resume)
+		res, err := pass.Next(1000)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -34,7 +47,6 @@ func BenchmarkExpireBatch(b *testing.B) {
 		if !res.More {
 			break
 		}
-		resume = res.Resume
 	}
 	if deleted != b.N {
 		b.Fatalf("deleted %d of %d", deleted, b.N)

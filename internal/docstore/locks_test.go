@@ -41,7 +41,7 @@ func TestConcurrentWritesKeepUniqueAndIndexesExact(t *testing.T) {
 					t.Errorf("modify: %v", err)
 				}
 				if i%50 == 0 {
-					if _, err := c.ExpireBatch("t_1", clk.Now().Add(2*time.Second), 10, nil); err != nil {
+					if _, err := c.BeginExpiry("t_1", clk.Now().Add(2*time.Second)).Next(10); err != nil {
 						t.Errorf("expire: %v", err)
 					}
 				}

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/keyenc"
 	"github.com/mayflydb/mayfly/internal/storage"
 )
@@ -19,10 +21,6 @@ type ExpireResult struct {
 	// More is true when the batch stopped at its limit with expired
 	// documents left.
 	More bool
-	// Resume is the last index entry the batch visited: the next batch of
-	// the same pass starts after it instead of stepping again over the
-	// entries (and deletion tombstones) already behind.
-	Resume []byte
 }
 
 // TTLIndexes returns the names of the collection's ready TTL indexes.
@@ -119,7 +117,7 @@ func (c *Collection) NextExpiry() (time.Time, bool, error) {
 	var best time.Time
 	found := false
 	for _, ix := range c.state.Load().ttl {
-		tc, err := c.openTTLCursor(ix, nil)
+		tc, err := c.openTTLCursor(ix, ix.ttlSeekKey(ix.progress.start()))
 		if err != nil {
 			return best, found, err
 		}
@@ -136,90 +134,175 @@ func (c *Collection) NextExpiry() (time.Time, bool, error) {
 	return best, found, nil
 }
 
-// ExpireBatch deletes, in one atomic batch, up to limit documents that the
-// named TTL index says expired at now. Deletion takes the same path as a
-// user delete: every index entry of each document goes with it.
-//
-// after is the Resume of the previous batch of the same pass (nil to start
-// from the earliest entry).
-func (c *Collection) ExpireBatch(index string, now time.Time, limit int, after []byte) (ExpireResult, error) {
-	c.schemaMu.RLock()
-	defer c.schemaMu.RUnlock()
-	var res ExpireResult
-	st := c.state.Load()
-	ix := st.ttlIndex(index)
-	if ix == nil || c.dropped.Load() {
-		return res, nil
-	}
-	ids, resume, err := c.expiredIDs(ix, now, limit, after)
-	if err != nil {
-		return res, err
-	}
-	res.More, res.Resume = resume != nil, resume
-	l := &lockSet{c: c}
-	defer l.release()
-	return c.removeExpired(l, ids, now, res)
+// ExpiryPass deletes, batch by batch, the documents a TTL index says had
+// expired at the pass's time. Each batch starts after the last entry the
+// previous one visited, and the pass starts where the previous pass of
+// the index stopped (see ttlProgress), so no batch steps again over the
+// deletion tombstones of documents already gone.
+type ExpiryPass struct {
+	c     *Collection
+	index string
+	ix    *indexState
+	now   time.Time
+	// begun is the progress mark the pass started from; left is the
+	// earliest date of an entry the pass left behind so far.
+	begun, left int64
+	after       []byte // the last entry visited; nil before the first batch
+	done        bool
 }
 
-// expiredIDs collects up to limit documents whose entries in ix have
-// expired, starting after the given key. resume is the last entry taken
-// when the limit stopped the walk with entries left, else nil.
-func (c *Collection) expiredIDs(ix *indexState, now time.Time, limit int, after []byte) (ids [][]byte, resume []byte, err error) {
-	cutoff := bson.NewDateTimeFromTime(now.Add(-time.Duration(ix.def.ExpireAfter) * time.Second))
-	tc, err := c.openTTLCursor(ix, after)
+// BeginExpiry starts a pass over the named TTL index as of now.
+func (c *Collection) BeginExpiry(index string, now time.Time) *ExpiryPass {
+	p := &ExpiryPass{c: c, index: index, now: now, left: math.MaxInt64}
+	if p.ix = c.state.Load().ttlIndex(index); p.ix != nil {
+		p.begun = p.ix.progress.begin()
+	}
+	return p
+}
+
+// Next deletes, in one atomic batch, up to limit expired documents. Deletion
+// takes the same path as a user delete: every index entry of each
+// document goes with it. res.More is false once the pass is over.
+func (p *ExpiryPass) Next(limit int) (ExpireResult, error) {
+	c := p.c
+	c.schemaMu.RLock()
+	defer c.schemaMu.RUnlock()
+	// A pass over an index that changed since it began ends: the new
+	// index state starts from its earliest entry anyway.
+	if p.done || p.ix == nil || c.dropped.Load() || c.state.Load().ttlIndex(p.index) != p.ix {
+		p.done = true
+		return ExpireResult{}, nil
+	}
+	entries, more, err := p.collect(limit)
 	if err != nil {
-		return nil, nil, err
+		return ExpireResult{}, err
+	}
+	l := &lockSet{c: c}
+	defer l.release()
+	res, left, err := c.removeExpired(l, entries, p.now)
+	if err != nil {
+		return ExpireResult{}, err
+	}
+	p.left = min(p.left, left)
+	res.More = more
+	if !more {
+		p.done = true
+		p.ix.progress.finish(p.begun, p.left)
+	}
+	return res, nil
+}
+
+// expiredEntry is a document a TTL index entry says has expired.
+type expiredEntry struct {
+	id   []byte
+	date int64
+}
+
+// collect walks on from the last entry visited and gathers up to limit
+// documents whose entries have expired. more is true when the limit
+// stopped the walk; otherwise the walk met the first unexpired entry (its
+// date joins p.left) or the end of the index's dates.
+func (p *ExpiryPass) collect(limit int) (entries []expiredEntry, more bool, err error) {
+	ix := p.ix
+	cutoff := bson.NewDateTimeFromTime(p.now.Add(-time.Duration(ix.def.ExpireAfter) * time.Second))
+	after := p.after
+	if after == nil {
+		after = ix.ttlSeekKey(p.begun)
+	}
+	tc, err := p.c.openTTLCursor(ix, after)
+	if err != nil {
+		return nil, false, err
 	}
 	defer tc.it.Close()
-	seen := map[string]bool{}
-	var last []byte
+	seen := make(map[string]bool, limit)
 	for ; tc.ok; tc.advance() {
 		d, ok := ix.entryDate(tc.it.Key())
 		if !ok || d > cutoff {
+			if ok {
+				p.left = min(p.left, int64(d))
+			}
 			break
 		}
-		id := string(tc.it.Value())
-		if seen[id] {
-			continue
+		if seen[string(tc.it.Value())] {
+			continue // a later date of an array already taken
 		}
-		if len(ids) == limit {
-			return ids, last, nil
+		if len(entries) == limit {
+			return entries, true, nil
 		}
-		seen[id] = true
-		ids = append(ids, []byte(id))
-		last = append(last[:0], tc.it.Key()...)
+		id := append([]byte(nil), tc.it.Value()...)
+		seen[string(id)] = true
+		entries = append(entries, expiredEntry{id: id, date: int64(d)})
+		p.after = append(p.after[:0], tc.it.Key()...)
 	}
-	return ids, nil, tc.it.Error()
+	return entries, false, tc.it.Error()
 }
 
 // removeExpired deletes the documents it can lock at once; one that a
 // client is writing right now is left for the next pass, which the monitor
-// schedules at once because that document is then the next expiry.
-func (c *Collection) removeExpired(l *lockSet, ids [][]byte, now time.Time, res ExpireResult) (ExpireResult, error) {
+// schedules at once because that document is then the next expiry. left
+// is the earliest date among the entries it did not delete.
+func (c *Collection) removeExpired(l *lockSet, entries []expiredEntry, now time.Time) (res ExpireResult, left int64, err error) {
+	left = math.MaxInt64
+	locked := make([][]byte, 0, len(entries))
+	for _, e := range entries {
+		if l.tryStripe(c.stripeOf(e.id)) {
+			locked = append(locked, e.id)
+		} else {
+			left = min(left, e.date)
+		}
+	}
+	slices.SortFunc(locked, bytes.Compare)
+	docs, err := c.loadMany(locked)
+	if err != nil {
+		return res, left, err
+	}
 	t := c.newTx(l)
-	for _, id := range ids {
-		if !l.tryStripe(c.stripeOf(id)) {
-			continue
-		}
-		old, err := c.loadLocked(id)
-		if err != nil {
-			t.abort()
-			return res, err
-		}
-		// Re-check the whole document: another TTL index or a newer date in
-		// an array may keep it alive.
-		if old == nil || !c.Expired(old.doc, now) {
+	for _, old := range docs {
+		// Re-check the whole document: it may have changed since the walk.
+		if !c.Expired(old.doc, now) {
+			left = math.MinInt64 // rare: let the next pass start over
 			continue
 		}
 		if err := t.removeDoc(old); err != nil {
 			t.abort()
-			return res, err
+			return res, left, err
 		}
 		res.Deleted++
 	}
 	res.DeletedKeys = t.keysRemoved
 	if err := t.commit(WriteOptions{}); err != nil {
-		return ExpireResult{}, fmt.Errorf("docstore: expire %s: %w", c.Namespace(), err)
+		return ExpireResult{}, left, fmt.Errorf("docstore: expire %s: %w", c.Namespace(), err)
 	}
-	return res, nil
+	return res, left, nil
+}
+
+// loadMany reads the documents with the given encoded _ids (sorted, their
+// stripes held) through one iterator: seeking forward in key order reuses
+// the index and data blocks a point Get per document would look up again.
+// Absent documents are skipped.
+func (c *Collection) loadMany(ids [][]byte) ([]*stored, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	prefix := docPrefix(c.meta().ID)
+	it, err := c.store.eng.NewIter(docKey(c.meta().ID, ids[0]), prefixEnd(prefix))
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	out := make([]*stored, 0, len(ids))
+	key := prefix
+	for _, id := range ids {
+		key = append(key[:len(prefix)], id...)
+		if !it.SeekGE(key) || !bytes.Equal(it.Key(), key) {
+			continue
+		}
+		raw := append([]byte(nil), it.Value()...)
+		doc, err := bsonutil.DecodeD(raw, 0)
+		if err != nil {
+			return nil, fmt.Errorf("docstore: decode stored document: %w", err)
+		}
+		out = append(out, &stored{idEnc: id, raw: raw, doc: doc})
+	}
+	return out, it.Error()
 }

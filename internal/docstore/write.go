@@ -44,6 +44,9 @@ type tx struct {
 	// expiry is the earliest expiry among documents this batch writes.
 	expiry    time.Time
 	hasExpiry bool
+	// ttlAdded is, per TTL index of st, the earliest date of the entries
+	// this batch adds (math.MaxInt64: none; nil: no TTL entry at all).
+	ttlAdded []int64
 }
 
 func (c *Collection) newTx(l *lockSet) *tx {
@@ -101,6 +104,7 @@ func (t *tx) commit(opt WriteOptions) error {
 	}
 	t.c.count.Add(t.dCount)
 	t.c.dataSize.Add(t.dSize)
+	t.announceTTLDates()
 	if t.hasExpiry {
 		t.c.store.hintExpiry(t.expiry)
 	}
@@ -299,6 +303,7 @@ func (t *tx) updateIndex(ix *indexState, d, old *stored) error {
 		if err := t.b.Set(entryKey(ix, k, d.idEnc), d.idEnc); err != nil {
 			return err
 		}
+		t.noteTTLEntry(ix, k)
 	}
 	return nil
 }

@@ -11,6 +11,8 @@ package ttl
 import (
 	"context"
 	"log/slog"
+	"math"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -23,7 +25,8 @@ type Config struct {
 	// SleepSecs is ttlMonitorSleepSecs: the longest the monitor sleeps
 	// between passes when it knows of no expiry (default 60).
 	SleepSecs int64
-	// Floor is the shortest pause between passes (default 50ms).
+	// Floor is the shortest time from the start of one pass to the start
+	// of the next (default 50ms).
 	Floor time.Duration
 	// BatchDocs bounds the documents deleted in one atomic batch (default 1000).
 	BatchDocs int
@@ -35,11 +38,18 @@ type Config struct {
 	// Busy, when set, reports whether clients have requests in flight; the
 	// monitor then paces itself (see Pace).
 	Busy func() bool
-	// Pace is the share of its time the monitor may spend deleting while
-	// clients are busy: after a batch that took d it rests d·(1−Pace)/Pace.
-	// Default 0.5, so an expiry storm takes at most half of one core from
-	// foreground requests; with no client busy it deletes flat out.
+	// Pace is the share of one core the monitor may spend deleting while
+	// clients are busy: after a batch that used CPU time d it rests
+	// d·(1−Pace)/Pace. Default 0.5, so an expiry storm takes at most half
+	// of one core from foreground requests; with no client busy it deletes
+	// flat out.
 	Pace float64
+	// CPUTime measures the CPU time the monitor's goroutine has used (ok
+	// false: unknown, and the monitor paces by wall time). Default: the
+	// clock of the OS thread Run locks itself to. Wall time would count
+	// the time a batch waited for a CPU while requests ran, and so rest
+	// twice for the same yield.
+	CPUTime func() (d time.Duration, ok bool)
 }
 
 // Observer is told when a deletion batch starts and how it ended, so the
@@ -66,6 +76,9 @@ type Monitor struct {
 	// wakeAt is when the current sleep ends (unix nanoseconds); a write
 	// that expires earlier kicks the monitor.
 	wakeAt atomic.Int64
+	pace   atomic.Uint64 // math.Float64bits of the current Pace
+	// lastPass is when the latest pass started (unix nanoseconds).
+	lastPass atomic.Int64
 
 	passes, subPasses, deletedDocs, deletedKeys atomic.Int64
 }
@@ -87,9 +100,13 @@ func New(store *docstore.Store, clk clock.Clock, cfg Config) *Monitor {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.CPUTime == nil {
+		cfg.CPUTime = threadCPU
+	}
 	m := &Monitor{store: store, clock: clk, cfg: cfg, logger: cfg.Logger, kick: make(chan struct{}, 1)}
 	m.enabled.Store(!cfg.Disabled)
 	m.sleepSecs.Store(cfg.SleepSecs)
+	m.SetPace(cfg.Pace)
 	store.OnIndexChange(m.Kick)
 	store.OnExpiry(m.hint)
 	return m
@@ -121,6 +138,14 @@ func (m *Monitor) SleepSecs() int64 { return m.sleepSecs.Load() }
 // SetSleepSecs sets ttlMonitorSleepSecs and re-plans the current sleep.
 func (m *Monitor) SetSleepSecs(n int64) { m.sleepSecs.Store(n); m.Kick() }
 
+// Pace reports the share of one core deletion may use while clients are
+// busy (mayflyTTLDeletePace).
+func (m *Monitor) Pace() float64 { return math.Float64frombits(m.pace.Load()) }
+
+// SetPace sets the share of one core deletion may use while clients are
+// busy, in (0, 1].
+func (m *Monitor) SetPace(p float64) { m.pace.Store(math.Float64bits(p)) }
+
 // Stats returns the monitor's counters.
 func (m *Monitor) Stats() Stats {
 	return Stats{
@@ -129,8 +154,11 @@ func (m *Monitor) Stats() Stats {
 	}
 }
 
-// Run loops until ctx is done.
+// Run loops until ctx is done. It keeps its goroutine on one OS thread so
+// that the thread's CPU clock measures the monitor's work for pacing.
 func (m *Monitor) Run(ctx context.Context) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	timer := m.clock.NewTimer(m.nextWait())
 	defer timer.Stop()
 	for {
@@ -147,8 +175,8 @@ func (m *Monitor) Run(ctx context.Context) {
 	}
 }
 
-// nextWait is the time until the earliest known expiry, clamped to
-// [Floor, SleepSecs].
+// nextWait is the time until the earliest known expiry, at most
+// SleepSecs, and no sooner than Floor after the previous pass started.
 func (m *Monitor) nextWait() time.Duration {
 	longest := time.Duration(m.sleepSecs.Load()) * time.Second
 	if !m.enabled.Load() {
@@ -169,7 +197,8 @@ func (m *Monitor) nextWait() time.Duration {
 			wait = at.Sub(now)
 		}
 	}
-	wait = max(wait, m.cfg.Floor)
+	sinceLast := max(now.Sub(time.Unix(0, m.lastPass.Load())), 0) // a clock set back
+	wait = max(wait, m.cfg.Floor-sinceLast, 0)
 	m.wakeAt.Store(now.Add(wait).UnixNano())
 	return wait
 }
@@ -179,21 +208,23 @@ func (m *Monitor) nextWait() time.Duration {
 // another.
 func (m *Monitor) Pass(ctx context.Context) {
 	now := m.clock.Now()
-	work := m.ttlIndexes()
+	m.lastPass.Store(now.UnixNano())
+	work := m.ttlIndexes(now)
 	for len(work) > 0 && ctx.Err() == nil {
 		m.subPasses.Add(1)
-		work = m.subPass(ctx, work, now)
+		work = m.subPass(ctx, work)
 	}
 	m.passes.Add(1)
 }
 
-// rest pauses after a batch that took d while clients are busy, so that
-// deletion uses at most the Pace share of the monitor's time.
+// rest pauses after a batch that used d while clients are busy, so that
+// deletion uses at most the Pace share of one core.
 func (m *Monitor) rest(ctx context.Context, d time.Duration) {
-	if m.cfg.Busy == nil || m.cfg.Pace >= 1 || !m.cfg.Busy() {
+	pace := m.Pace()
+	if m.cfg.Busy == nil || pace >= 1 || !m.cfg.Busy() {
 		return
 	}
-	pause := time.Duration(float64(d) * (1 - m.cfg.Pace) / m.cfg.Pace)
+	pause := time.Duration(float64(d) * (1 - pace) / pace)
 	t := m.clock.NewTimer(pause)
 	defer t.Stop()
 	select {
@@ -202,40 +233,52 @@ func (m *Monitor) rest(ctx context.Context, d time.Duration) {
 	}
 }
 
+// startWork starts measuring a batch; the returned func gives the CPU time
+// it used, or its wall time when CPU time is unknown.
+func (m *Monitor) startWork() func() time.Duration {
+	wallStart := m.clock.Now()
+	cpuStart, cpuOK := m.cfg.CPUTime()
+	return func() time.Duration {
+		if cpuEnd, ok := m.cfg.CPUTime(); cpuOK && ok {
+			return cpuEnd - cpuStart
+		}
+		return m.clock.Now().Sub(wallStart)
+	}
+}
+
 type target struct {
 	coll  *docstore.Collection
 	index string
-	// resume is where this index's next batch of the pass starts.
-	resume []byte
+	pass  *docstore.ExpiryPass
 }
 
-func (m *Monitor) ttlIndexes() []target {
+func (m *Monitor) ttlIndexes(now time.Time) []target {
 	var out []target
 	for _, c := range m.store.Collections() {
 		for _, name := range c.TTLIndexes() {
-			out = append(out, target{coll: c, index: name})
+			out = append(out, target{coll: c, index: name, pass: c.BeginExpiry(name, now)})
 		}
 	}
 	return out
 }
 
-func (m *Monitor) expireBatch(t target, now time.Time) (docstore.ExpireResult, error) {
+func (m *Monitor) expireBatch(t target) (docstore.ExpireResult, error) {
 	if m.cfg.Observer == nil {
-		return t.coll.ExpireBatch(t.index, now, m.cfg.BatchDocs, t.resume)
+		return t.pass.Next(m.cfg.BatchDocs)
 	}
 	done := m.cfg.Observer.BatchStarted(t.coll.Namespace(), t.index)
-	res, err := t.coll.ExpireBatch(t.index, now, m.cfg.BatchDocs, t.resume)
+	res, err := t.pass.Next(m.cfg.BatchDocs)
 	done(res, err)
 	return res, err
 }
 
 // subPass runs one batch per index and returns the indexes with more to do.
-func (m *Monitor) subPass(ctx context.Context, work []target, now time.Time) []target {
+func (m *Monitor) subPass(ctx context.Context, work []target) []target {
 	var again []target
 	for _, t := range work {
-		started := m.clock.Now()
-		res, err := m.expireBatch(t, now)
-		m.rest(ctx, m.clock.Now().Sub(started))
+		work := m.startWork()
+		res, err := m.expireBatch(t)
+		m.rest(ctx, work())
 		if err != nil {
 			m.logger.Error("Error running TTL job on collection", "ns", t.coll.Namespace(), "index", t.index, "err", err)
 			continue
@@ -243,7 +286,6 @@ func (m *Monitor) subPass(ctx context.Context, work []target, now time.Time) []t
 		m.deletedDocs.Add(int64(res.Deleted))
 		m.deletedKeys.Add(int64(res.DeletedKeys))
 		if res.More {
-			t.resume = res.Resume
 			again = append(again, t)
 		}
 	}

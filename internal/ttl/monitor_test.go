@@ -58,8 +58,12 @@ func TestNextWaitFollowsEarliestExpiry(t *testing.T) {
 		t.Fatalf("wait %v, want 10s", got)
 	}
 	clk.Advance(10 * time.Second)
-	if got := m.nextWait(); got != m.cfg.Floor {
-		t.Fatalf("overdue expiry waits the floor, got %v", got)
+	if got := m.nextWait(); got != 0 {
+		t.Fatalf("overdue expiry with no pass for a while: wait %v, want 0", got)
+	}
+	m.lastPass.Store(clk.Now().Add(-20 * time.Millisecond).UnixNano())
+	if got := m.nextWait(); got != m.cfg.Floor-20*time.Millisecond {
+		t.Fatalf("a pass started 20ms ago: wait %v, want the rest of the floor", got)
 	}
 	m.SetSleepSecs(5)
 	clk.Set(t0)

@@ -1,0 +1,125 @@
+package docstore
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/keyenc"
+)
+
+// runPass deletes everything the named TTL index says expired at now.
+func runPass(t *testing.T, c *Collection, now time.Time) int {
+	t.Helper()
+	pass := c.BeginExpiry("t_1", now)
+	deleted := 0
+	for {
+		res, err := pass.Next(3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deleted += res.Deleted
+		if !res.More {
+			return deleted
+		}
+	}
+}
+
+func TestPassStartsWhereThePreviousStopped(t *testing.T) {
+	c, clk := ttlColl(t, "t", 0)
+	for i := 0; i < 10; i++ {
+		insert(t, c, bson.D{{Key: "_id", Value: i}, {Key: "t", Value: date(t0.Add(time.Duration(i) * time.Second))}})
+	}
+	clk.Set(t0.Add(4 * time.Second))
+	if n := runPass(t, c, clk.Now()); n != 5 {
+		t.Fatalf("first pass deleted %d, want 5", n)
+	}
+	ix := c.state.Load().ttl[0]
+	if got, want := ix.progress.mark.Load(), int64(date(t0.Add(5*time.Second))); got != want {
+		t.Fatalf("mark %d, want the date of the first entry left (%d)", got, want)
+	}
+	at, ok, err := c.NextExpiry()
+	if err != nil || !ok || !at.Equal(t0.Add(5*time.Second)) {
+		t.Fatalf("next expiry from the mark: %v %v %v", at, ok, err)
+	}
+}
+
+// A write below the mark after a pass (an old date, or an expireAt sooner
+// than every other) is announced, so the next pass and NextExpiry still
+// find it.
+func TestEntriesWrittenBelowTheMarkAreFound(t *testing.T) {
+	c, clk := ttlColl(t, "t", 0)
+	for i := 0; i < 10; i++ {
+		insert(t, c, bson.D{{Key: "_id", Value: i}, {Key: "t", Value: date(t0.Add(time.Duration(i) * time.Second))}})
+	}
+	clk.Set(t0.Add(4 * time.Second))
+	runPass(t, c, clk.Now())
+	insert(t, c, bson.D{{Key: "_id", Value: "old"}, {Key: "t", Value: date(t0.Add(-time.Hour))}})
+	at, ok, _ := c.NextExpiry()
+	if !ok || !at.Equal(t0.Add(-time.Hour)) {
+		t.Fatalf("next expiry %v %v: the announced old date comes first", at, ok)
+	}
+	if n := runPass(t, c, clk.Now()); n != 1 {
+		t.Fatalf("second pass deleted %d, want the old document", n)
+	}
+	// An update that moves a live document's date below the mark too.
+	if _, err := c.Modify(7, WriteOptions{}, func(d bson.D) (Change, error) {
+		return Change{Kind: Replace, Doc: bson.D{{Key: "_id", Value: 7}, {Key: "t", Value: date(t0)}}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n := runPass(t, c, clk.Now()); n != 1 {
+		t.Fatalf("third pass deleted %d, want the updated document", n)
+	}
+	if c.Count() != 4 {
+		t.Fatalf("left %d documents, want 4 (5, 6, 8, 9)", c.Count())
+	}
+}
+
+// A document busy with a client is left behind: the mark stays at or
+// below it, so the next pass visits it again.
+func TestBusyDocumentKeepsTheMark(t *testing.T) {
+	c, clk := ttlColl(t, "t", 0)
+	for i := 0; i < 6; i++ {
+		insert(t, c, bson.D{{Key: "_id", Value: i}, {Key: "t", Value: date(t0.Add(time.Duration(i) * time.Second))}})
+	}
+	clk.Set(t0.Add(10 * time.Second))
+	stripe := c.stripeOf(keyenc.AppendValue(nil, int32(2)))
+	c.stripes[stripe].Lock()
+	n := runPass(t, c, clk.Now())
+	c.stripes[stripe].Unlock()
+	if n == 6 {
+		t.Fatal("the busy document was deleted")
+	}
+	if n := runPass(t, c, clk.Now()); c.Count() != 0 {
+		t.Fatalf("second pass deleted %d and left %d", n, c.Count())
+	}
+}
+
+func TestProgressProtocol(t *testing.T) {
+	p := newTTLProgress()
+	if got := p.begin(); got != math.MinInt64 {
+		t.Fatalf("a new index starts from the earliest entry, got %d", got)
+	}
+	p.finish(math.MinInt64, 100)
+	p.announce(150)
+	if got := p.start(); got != 100 {
+		t.Fatalf("start %d, want the mark", got)
+	}
+	p.announce(40)
+	begun := p.begin()
+	if begun != 40 {
+		t.Fatalf("begin %d, want the announced 40", begun)
+	}
+	p.announce(20) // during the pass
+	p.finish(begun, 300)
+	if got := p.begin(); got != 20 {
+		t.Fatalf("a write during the pass must lower the next start: %d", got)
+	}
+	p.finish(0, 500) // a pass that did not begin at the mark
+	if got := p.mark.Load(); got != 20 {
+		t.Fatalf("a stale finish moved the mark to %d", got)
+	}
+}
