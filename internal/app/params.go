@@ -14,7 +14,7 @@ func (a *App) params() *commands.Params {
 	// mayflyExactExpiry hides expired documents from every command before
 	// the monitor deletes them; false restores MongoDB's lag.
 	p.Register("mayflyExactExpiry", commands.BoolParam(a.store.ExactExpiry, a.store.SetExactExpiry))
-	// mayflyTTLDeletePace is the share of one core the TTL monitor may use
+	// mayflyTTLDeletePace is the share of the server's CPU time the TTL monitor may use
 	// while clients have requests in flight.
 	p.Register("mayflyTTLDeletePace", commands.FloatParam(a.monitor.Pace, a.monitor.SetPace, 0.01, 1))
 	return p

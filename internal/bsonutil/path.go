@@ -79,7 +79,7 @@ func PathValues(doc bson.D, path string) []any {
 // The result is never empty. missing reports that the path was absent
 // without any array on the way: the one case a sparse index skips.
 func IndexKeys(doc bson.D, path string) (keys []any, missing bool) {
-	walkKeys(doc, strings.Split(path, "."), func(v any, k keyKind) {
+	walkKeys(doc, splitPath(path), func(v any, k keyKind) {
 		switch k {
 		case keyValue:
 			keys = append(keys, v)
@@ -95,6 +95,15 @@ func IndexKeys(doc bson.D, path string) (keys []any, missing bool) {
 		keys = []any{nil}
 	}
 	return keys, missing
+}
+
+// splitPath splits a dotted path; a plain field name, the common case on
+// every write's index maintenance, costs no allocation beyond its slice.
+func splitPath(path string) []string {
+	if !strings.Contains(path, ".") {
+		return []string{path}
+	}
+	return strings.Split(path, ".")
 }
 
 func appendExpanded(keys []any, v any) []any {

@@ -257,6 +257,7 @@ func (c *Collection) removeExpired(l *lockSet, entries []expiredEntry, now time.
 		return res, left, err
 	}
 	t := c.newTx(l)
+	t.sortDeletes = true
 	for _, old := range docs {
 		// Re-check the whole document: it may have changed since the walk.
 		if !c.Expired(old.doc, now) {

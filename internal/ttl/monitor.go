@@ -38,12 +38,16 @@ type Config struct {
 	// Busy, when set, reports whether clients have requests in flight; the
 	// monitor then paces itself (see Pace).
 	Busy func() bool
-	// Pace is the share of one core the monitor may spend deleting while
-	// clients are busy: after a batch that used CPU time d it rests
-	// d·(1−Pace)/Pace. Default 0.5, so an expiry storm takes at most half
-	// of one core from foreground requests; with no client busy it deletes
-	// flat out.
+	// Pace is the share of the server's CPU time (CPUs cores) the monitor
+	// may spend deleting while clients are busy; being one goroutine it
+	// never takes more than one core. After a batch that used CPU time d
+	// it rests d·(1−s)/s, where s = min(1, Pace·CPUs) is its share of its
+	// own thread. Default 0.25: an expiry storm takes at most a quarter of
+	// the server from foreground requests (half a core on two cores); with
+	// no client busy it deletes flat out.
 	Pace float64
+	// CPUs is the number of cores the server runs on; default GOMAXPROCS.
+	CPUs int
 	// CPUTime measures the CPU time the monitor's goroutine has used (ok
 	// false: unknown, and the monitor paces by wall time). Default: the
 	// clock of the OS thread Run locks itself to. Wall time would count
@@ -95,7 +99,10 @@ func New(store *docstore.Store, clk clock.Clock, cfg Config) *Monitor {
 		cfg.BatchDocs = 1000
 	}
 	if cfg.Pace <= 0 || cfg.Pace > 1 {
-		cfg.Pace = 0.5
+		cfg.Pace = 0.25
+	}
+	if cfg.CPUs <= 0 {
+		cfg.CPUs = runtime.GOMAXPROCS(0)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -138,12 +145,12 @@ func (m *Monitor) SleepSecs() int64 { return m.sleepSecs.Load() }
 // SetSleepSecs sets ttlMonitorSleepSecs and re-plans the current sleep.
 func (m *Monitor) SetSleepSecs(n int64) { m.sleepSecs.Store(n); m.Kick() }
 
-// Pace reports the share of one core deletion may use while clients are
-// busy (mayflyTTLDeletePace).
+// Pace reports the share of the server's CPU time deletion may use while
+// clients are busy (mayflyTTLDeletePace).
 func (m *Monitor) Pace() float64 { return math.Float64frombits(m.pace.Load()) }
 
-// SetPace sets the share of one core deletion may use while clients are
-// busy, in (0, 1].
+// SetPace sets the share of the server's CPU time deletion may use while
+// clients are busy, in (0, 1].
 func (m *Monitor) SetPace(p float64) { m.pace.Store(math.Float64bits(p)) }
 
 // Stats returns the monitor's counters.
@@ -218,13 +225,13 @@ func (m *Monitor) Pass(ctx context.Context) {
 }
 
 // rest pauses after a batch that used d while clients are busy, so that
-// deletion uses at most the Pace share of one core.
+// deletion uses at most the Pace share of the server's CPU time.
 func (m *Monitor) rest(ctx context.Context, d time.Duration) {
-	pace := m.Pace()
-	if m.cfg.Busy == nil || pace >= 1 || !m.cfg.Busy() {
+	share := min(1, m.Pace()*float64(m.cfg.CPUs))
+	if m.cfg.Busy == nil || share >= 1 || !m.cfg.Busy() {
 		return
 	}
-	pause := time.Duration(float64(d) * (1 - pace) / pace)
+	pause := time.Duration(float64(d) * (1 - share) / share)
 	t := m.clock.NewTimer(pause)
 	defer t.Stop()
 	select {

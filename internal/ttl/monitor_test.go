@@ -2,6 +2,7 @@ package ttl
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 
@@ -38,7 +39,7 @@ func setup(t *testing.T, secs int) (*Monitor, *docstore.Collection, *clock.Manua
 	if _, err := c.CreateIndexes([]*catalog.Index{ix}); err != nil {
 		t.Fatal(err)
 	}
-	return New(s, clk, Config{BatchDocs: 10}), c, clk
+	return New(s, clk, Config{BatchDocs: 10, CPUs: 2}), c, clk
 }
 
 func add(t *testing.T, c *docstore.Collection, id int, at time.Time) {
@@ -133,7 +134,8 @@ func TestPaceRestsOnlyWhileClientsAreBusy(t *testing.T) {
 	done = make(chan struct{})
 	go func() { m.rest(context.Background(), 40*time.Millisecond); close(done) }()
 	waitFor(t, func() bool { return clk.Pending() == 1 })
-	// At the default pace (0.5) the rest equals the batch's own time.
+	// At the default pace (a quarter of two cores: half of the monitor's
+	// own thread) the rest equals the batch's own time.
 	clk.Advance(39 * time.Millisecond)
 	select {
 	case <-done:
@@ -145,5 +147,45 @@ func TestPaceRestsOnlyWhileClientsAreBusy(t *testing.T) {
 	case <-done:
 	case <-time.After(time.Second):
 		t.Fatal("rest did not end when its time came")
+	}
+}
+
+// A batch is measured by the CPU time it used, not by the wall time it
+// took: time spent waiting for a CPU while requests ran is not deletion.
+func TestWorkIsMeasuredInCPUTime(t *testing.T) {
+	m, _, clk := setup(t, 0)
+	cpu := 5 * time.Millisecond
+	m.cfg.CPUTime = func() (time.Duration, bool) { return cpu, true }
+	work := m.startWork()
+	clk.Advance(40 * time.Millisecond)
+	cpu += 10 * time.Millisecond
+	if got := work(); got != 10*time.Millisecond {
+		t.Fatalf("work %v, want the 10ms of CPU time", got)
+	}
+	m.cfg.CPUTime = func() (time.Duration, bool) { return 0, false }
+	work = m.startWork()
+	clk.Advance(40 * time.Millisecond)
+	if got := work(); got != 40*time.Millisecond {
+		t.Fatalf("without a CPU clock: work %v, want the wall time", got)
+	}
+}
+
+func TestThreadCPUClockAdvances(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	before, ok := threadCPU()
+	if ok != (runtime.GOOS == "linux") {
+		t.Fatalf("thread CPU clock available %v on %s", ok, runtime.GOOS)
+	}
+	if !ok {
+		return // paced by wall time there, which TestWorkIsMeasuredInCPUTime covers
+	}
+	x := 0
+	for i := 0; i < 20_000_000; i++ {
+		x += i % 7
+	}
+	after, _ := threadCPU()
+	if after <= before || x == 0 {
+		t.Fatalf("thread CPU clock did not advance: %v -> %v", before, after)
 	}
 }
