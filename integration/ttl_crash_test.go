@@ -55,7 +55,7 @@ func TestKill9DuringExpiryStorm(t *testing.T) {
 		t.Fatalf("validate after the crash: %v", reply)
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for n := storedCount(t, db2); n != live; n = storedCount(t, db2) {
+	for n := storedCount(t, db2.Collection("events")); n != live; n = storedCount(t, db2.Collection("events")) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the monitor left %d expired documents stored 30 s after the restart", n-live)
 		}
@@ -81,9 +81,9 @@ func waitDeleting(t *testing.T, db *mongo.Database) int64 {
 
 // storedCount is the number of documents physically stored, expired ones
 // included ($collStats counts storage, not what readers see).
-func storedCount(t *testing.T, db *mongo.Database) int64 {
+func storedCount(t *testing.T, coll *mongo.Collection) int64 {
 	t.Helper()
-	cur, err := db.Collection("events").Aggregate(ctxT(t), bson.A{bson.D{{Key: "$collStats", Value: bson.D{{Key: "count", Value: bson.D{}}}}}})
+	cur, err := coll.Aggregate(ctxT(t), bson.A{bson.D{{Key: "$collStats", Value: bson.D{{Key: "count", Value: bson.D{}}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

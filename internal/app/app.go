@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/activity"
@@ -46,9 +47,15 @@ type Config struct {
 	// SetParameters are name → value pairs applied at start, as mongod's
 	// --setParameter.
 	SetParameters map[string]string
-	Clock         clock.Clock
-	Logger        *slog.Logger
-	Argv          []string
+	// FS replaces the filesystem under DataDir, for fault-injection tests.
+	FS vfs.FS
+	// RecoverInterval is how often storage that failed (disk full, I/O
+	// error) checks whether it can take writes again (default 1s; negative
+	// turns automatic recovery off).
+	RecoverInterval time.Duration
+	Clock           clock.Clock
+	Logger          *slog.Logger
+	Argv            []string
 }
 
 // App is a running server.
@@ -68,7 +75,9 @@ type App struct {
 // accepts connections.
 func Start(cfg Config) (*App, error) {
 	cfg = withDefaults(cfg)
-	eng, err := pebblestore.Open(pebblestore.Options{Dir: cfg.DataDir, InMemory: cfg.InMemory, Logger: cfg.Logger})
+	eng, err := pebblestore.Open(pebblestore.Options{
+		Dir: cfg.DataDir, InMemory: cfg.InMemory, FS: cfg.FS, RecoverInterval: cfg.RecoverInterval, Logger: cfg.Logger,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("app: open storage: %w", err)
 	}

@@ -117,7 +117,7 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 	reply, err := h.run(entry, r)
 	h.deps.Activity.End(id)
 	if err != nil {
-		reply = mongoerr.Reply(interruptError(err))
+		reply = mongoerr.Reply(clientError(err))
 	} else {
 		reply = append(reply, bson.E{Key: "ok", Value: 1.0})
 	}

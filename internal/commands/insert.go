@@ -18,7 +18,7 @@ type writeResult struct {
 }
 
 func (w *writeResult) fail(i int, err error) {
-	w.errors = append(w.errors, mongoerr.WriteError(i, err))
+	w.errors = append(w.errors, mongoerr.WriteError(i, clientError(err)))
 }
 
 func (w *writeResult) reply(withModified bool) bson.D {

@@ -88,7 +88,24 @@ func (c *Collection) Indexes() []catalog.Index { return c.meta().Indexes }
 // HasTTL reports whether the collection has a TTL index.
 func (c *Collection) HasTTL() bool { return len(c.state.Load().ttl) > 0 }
 
-// recount walks the documents once at open to restore the counters.
+// settle makes the collection match its catalog entry meta as read from
+// storage, at open and after a storage reopen: it drops index builds that
+// did not finish (nothing is building while the caller holds schemaMu or
+// the store is opening) and recounts the documents.
+func (c *Collection) settle(meta *catalog.Collection) error {
+	c.setMeta(meta)
+	for _, ix := range meta.Indexes {
+		if !ix.Ready {
+			c.store.logger.Warn("dropping index whose build did not finish", "ns", meta.Namespace(), "index", ix.Name)
+			if err := c.dropIndexLocked(ix.Name); err != nil {
+				return err
+			}
+		}
+	}
+	return c.recount()
+}
+
+// recount walks the documents to restore the counters.
 func (c *Collection) recount() error {
 	prefix := docPrefix(c.meta().ID)
 	it, err := c.store.eng.NewIter(prefix, prefixEnd(prefix))

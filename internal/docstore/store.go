@@ -39,9 +39,12 @@ type Store struct {
 	// the TTL monitor removes them; off means MongoDB's lagging behaviour.
 	exactExpiry atomic.Bool
 
-	mu     sync.RWMutex // guards dbs and nextID; held for catalog changes
+	mu     sync.RWMutex // guards dbs, nextID and dropping; held for catalog changes
 	dbs    map[string]map[string]*Collection
 	nextID uint64
+	// dropping holds the IDs of collections a DropCollection has taken out
+	// of dbs but not yet deleted from storage, so a reload leaves them be.
+	dropping map[uint64]bool
 
 	// onIndexChange is called after TTL indexes may have changed.
 	onIndexChange atomic.Pointer[func()]
@@ -59,11 +62,12 @@ func Open(eng storage.Engine, opt Options) (*Store, error) {
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
-	s := &Store{eng: eng, clock: opt.Clock, logger: opt.Logger, dbs: map[string]map[string]*Collection{}, nextID: 1}
+	s := &Store{eng: eng, clock: opt.Clock, logger: opt.Logger, dbs: map[string]map[string]*Collection{}, nextID: 1, dropping: map[uint64]bool{}}
 	s.exactExpiry.Store(true)
 	if err := s.load(); err != nil {
 		return nil, fmt.Errorf("docstore: open: %w", err)
 	}
+	eng.OnReopen(s.afterReopen)
 	return s, nil
 }
 
@@ -108,40 +112,56 @@ func (s *Store) indexesChanged() {
 }
 
 func (s *Store) load() error {
-	if v, err := s.eng.Get(nextIDKey()); err == nil && len(v) == 8 {
-		s.nextID = binary.BigEndian.Uint64(v)
-	} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
-		return err
-	}
-	it, err := s.eng.NewIter([]byte{tagCatalog}, []byte{tagCatalog + 1})
+	nextID, metas, err := s.readCatalog()
 	if err != nil {
 		return err
 	}
-	defer it.Close()
-	for ok := it.First(); ok; ok = it.Next() {
-		var meta catalog.Collection
-		if err := bson.Unmarshal(it.Value(), &meta); err != nil {
-			return fmt.Errorf("catalog entry %q: %w", it.Key(), err)
-		}
-		if err := s.attach(&meta); err != nil {
+	s.nextID = max(s.nextID, nextID)
+	for _, meta := range metas {
+		if err := s.attach(meta); err != nil {
 			return err
 		}
 	}
-	return it.Error()
+	return nil
 }
 
-// attach registers a loaded collection, dropping unfinished index builds.
+// readCatalog reads the next collection ID (0 if none is stored) and every
+// collection's catalog entry from storage.
+func (s *Store) readCatalog() (uint64, []*catalog.Collection, error) {
+	var nextID uint64
+	if v, err := s.eng.Get(nextIDKey()); err == nil && len(v) == 8 {
+		nextID = binary.BigEndian.Uint64(v)
+	} else if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return 0, nil, err
+	}
+	it, err := s.eng.NewIter([]byte{tagCatalog}, []byte{tagCatalog + 1})
+	if err != nil {
+		return 0, nil, err
+	}
+	defer it.Close()
+	var metas []*catalog.Collection
+	for ok := it.First(); ok; ok = it.Next() {
+		meta, err := decodeMeta(it.Key(), it.Value())
+		if err != nil {
+			return 0, nil, err
+		}
+		metas = append(metas, meta)
+	}
+	return nextID, metas, it.Error()
+}
+
+func decodeMeta(key, raw []byte) (*catalog.Collection, error) {
+	var meta catalog.Collection
+	if err := bson.Unmarshal(raw, &meta); err != nil {
+		return nil, fmt.Errorf("catalog entry %q: %w", key, err)
+	}
+	return &meta, nil
+}
+
+// attach registers a loaded collection.
 func (s *Store) attach(meta *catalog.Collection) error {
 	c := newCollection(s, meta)
-	for _, ix := range meta.Indexes {
-		if !ix.Ready {
-			s.logger.Warn("dropping index whose build did not finish", "ns", meta.Namespace(), "index", ix.Name)
-			if err := c.dropIndexLocked(ix.Name); err != nil {
-				return err
-			}
-		}
-	}
-	if err := c.recount(); err != nil {
+	if err := c.settle(meta); err != nil {
 		return err
 	}
 	s.db(meta.DB, true)[meta.Name] = c
@@ -253,11 +273,13 @@ func (s *Store) DropCollection(db, name string) (bool, error) {
 		if len(s.dbs[db]) == 0 {
 			delete(s.dbs, db)
 		}
+		s.dropping[c.meta().ID] = true
 	}
 	s.mu.Unlock()
 	if !ok {
 		return false, nil
 	}
+	defer s.dropDone(c.meta().ID)
 	c.schemaMu.Lock()
 	defer c.schemaMu.Unlock()
 	c.dropped.Store(true)

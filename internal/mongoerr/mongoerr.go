@@ -20,6 +20,7 @@ const (
 	BadValue                                 Code = 2
 	NoSuchKey                                Code = 4
 	GraphContainsCycle                       Code = 5
+	UnknownError                             Code = 8
 	FailedToParse                            Code = 9
 	Unauthorized                             Code = 13
 	TypeMismatch                             Code = 14
@@ -58,6 +59,7 @@ const (
 	DocumentValidationFailure                Code = 121
 	CommandFailed                            Code = 125
 	CappedPositionLost                       Code = 136
+	QueryPlanKilled                          Code = 175
 	CommandNotSupportedOnView                Code = 166
 	OptionNotSupportedOnView                 Code = 167
 	InvalidPipelineOperator                  Code = 168
@@ -96,6 +98,7 @@ const (
 	CannotBackfillArray                      Code = 34
 	ConversionFailure                        Code = 241
 	BSONObjectTooLarge                       Code = 10334
+	OutOfDiskSpace                           Code = 14031
 	CannotIndexParallelArrays                Code = 171
 )
 
@@ -104,6 +107,7 @@ var names = map[Code]string{
 	BadValue:                                 "BadValue",
 	NoSuchKey:                                "NoSuchKey",
 	GraphContainsCycle:                       "GraphContainsCycle",
+	UnknownError:                             "UnknownError",
 	FailedToParse:                            "FailedToParse",
 	Unauthorized:                             "Unauthorized",
 	TypeMismatch:                             "TypeMismatch",
@@ -142,6 +146,7 @@ var names = map[Code]string{
 	DocumentValidationFailure:                "DocumentValidationFailure",
 	CommandFailed:                            "CommandFailed",
 	CappedPositionLost:                       "CappedPositionLost",
+	QueryPlanKilled:                          "QueryPlanKilled",
 	ExceededMemoryLimit:                      "ExceededMemoryLimit",
 	CommandNotSupportedOnView:                "CommandNotSupportedOnView",
 	OptionNotSupportedOnView:                 "OptionNotSupportedOnView",
@@ -157,6 +162,7 @@ var names = map[Code]string{
 	CannotBackfillArray:                      "CannotBackfillArray",
 	ConversionFailure:                        "ConversionFailure",
 	BSONObjectTooLarge:                       "BSONObjectTooLarge",
+	OutOfDiskSpace:                           "OutOfDiskSpace",
 	CannotIndexParallelArrays:                "CannotIndexParallelArrays",
 	NoSuchTransaction:                        "NoSuchTransaction",
 	OperationNotSupportedInTransaction:       "OperationNotSupportedInTransaction",

@@ -15,6 +15,18 @@ var ErrNotFound = errors.New("storage: not found")
 // ErrClosed is returned by operations on a closed engine.
 var ErrClosed = errors.New("storage: closed")
 
+// ErrWriteFailed is wrapped, together with its cause (errors.Is(err,
+// syscall.ENOSPC) works for a full disk), by every write an engine refuses
+// after a storage failure. Reads keep working; writes are refused until the
+// engine recovers. Its text has no package prefix because engines always
+// wrap it with theirs.
+var ErrWriteFailed = errors.New("writes refused after a storage failure")
+
+// ErrInvalidated is returned by iterators and snapshots that were open when
+// the engine reopened itself to recover from a storage failure: what they
+// read from is gone. Opening them again works.
+var ErrInvalidated = errors.New("storage: iterator or snapshot invalidated by a reopen after a storage failure")
+
 // Reader reads a consistent view of the key space.
 type Reader interface {
 	// Get returns a copy of the value stored at key, or ErrNotFound.
@@ -35,6 +47,13 @@ type Engine interface {
 	Sync() error
 	// Metrics reports engine-level figures for serverStatus and stats.
 	Metrics() Metrics
+	// OnReopen registers f to run each time the engine has reopened itself
+	// to recover from a storage failure. Writes acknowledged without sync
+	// may be gone after a reopen, so callers rebuild in f whatever they
+	// cache from storage. f runs on the engine's own goroutine with no
+	// engine lock held, once writes are accepted again, and may use the
+	// engine; Close waits for it. An engine that never reopens never calls f.
+	OnReopen(f func())
 	Close() error
 }
 

@@ -18,8 +18,9 @@ var (
 type batch struct {
 	s    *Store
 	pb   *pebble.Batch // nil once closed or handed off to a failed commit
+	gen  uint64        // the store's reopen count when pb was made
 	used bool
-	err  error // set for batches made on a closed store
+	err  error // set for batches made on a closed (or recovering) store
 }
 
 func (b *batch) usable() error {
@@ -84,7 +85,7 @@ func (b *batch) Commit(sync bool) error {
 	if err := b.usable(); err != nil {
 		return err
 	}
-	entered, err := b.s.apply(b.pb, sync)
+	entered, err := b.s.apply(b, sync)
 	if entered {
 		b.used = true
 		if err != nil {
@@ -94,6 +95,20 @@ func (b *batch) Commit(sync bool) error {
 		}
 	}
 	return err
+}
+
+// rebind moves the batch's writes onto db, the pebble DB a recovery opened
+// after this batch was made: pebble panics on a batch from another DB. The
+// writes are copied, so the caller sees no difference.
+func (b *batch) rebind(db *pebble.DB, gen uint64) error {
+	nb := db.NewBatch()
+	if err := nb.Apply(b.pb, nil); err != nil {
+		_ = nb.Close()
+		return fmt.Errorf("pebblestore: commit: move batch to the reopened store: %w", err)
+	}
+	_ = b.pb.Close() // the old DB is closed; this only recycles the batch
+	b.pb, b.gen = nb, gen
+	return nil
 }
 
 // Len implements storage.Batch.

@@ -3,9 +3,7 @@ package pebblestore
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -13,44 +11,13 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/mayflydb/mayfly/internal/storage"
+	"github.com/mayflydb/mayfly/internal/storage/pebblestore/faultfs"
+	"github.com/mayflydb/mayfly/internal/storage/storagetest"
 )
-
-// diskFull fails every data-writing filesystem operation with ENOSPC while
-// on, like a full disk.
-type diskFull struct{ on atomic.Bool }
-
-func (d *diskFull) String() string { return "diskFull" }
-
-func (d *diskFull) MaybeError(op errorfs.Op) error {
-	if !d.on.Load() {
-		return nil
-	}
-	switch op.Kind {
-	case errorfs.OpCreate, errorfs.OpReuseForWrite, errorfs.OpFileWrite, errorfs.OpFileWriteAt,
-		errorfs.OpFileSync, errorfs.OpFileSyncData, errorfs.OpFileSyncTo, errorfs.OpFilePreallocate:
-		return &os.PathError{Op: "write", Path: op.Path, Err: syscall.ENOSPC}
-	}
-	return nil
-}
-
-// within runs f and fails the test if it does not return in time: a write
-// error must never hang a caller.
-func within(t *testing.T, what string, f func() error) error {
-	t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- f() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s hung", what)
-		return nil
-	}
-}
 
 func wantWriteFailure(t *testing.T, what string, err error) {
 	t.Helper()
-	if !errors.Is(err, ErrWriteFailed) || !errors.Is(err, syscall.ENOSPC) {
+	if !errors.Is(err, storage.ErrWriteFailed) || !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("%s: %v; want ErrWriteFailed wrapping ENOSPC", what, err)
 	}
 	if !strings.HasPrefix(err.Error(), "pebblestore: ") {
@@ -61,27 +28,28 @@ func wantWriteFailure(t *testing.T, what string, err error) {
 // TestDiskFull: with the disk full, commits fail with an error (no panic,
 // no hang), reads keep working, and after space returns a reopened store
 // has every write acknowledged before the failure and takes new writes.
-// pebble cannot resume writing after a WAL error without reopening, so the
-// store keeps refusing writes until then.
+// pebble cannot resume writing after a WAL error without reopening; with
+// automatic recovery off (recover_test.go covers it on) the store keeps
+// refusing writes until reopened by hand.
 func TestDiskFull(t *testing.T) {
 	for _, sync := range []bool{true, false} {
 		t.Run(fmt.Sprintf("sync=%v", sync), func(t *testing.T) {
 			mem := vfs.NewMem()
-			full := &diskFull{}
+			full := &faultfs.DiskFull{}
 			fs := errorfs.Wrap(mem, full)
-			s := openT(t, Options{Dir: "db", FS: fs, SyncInterval: 10 * time.Millisecond})
+			s := openT(t, Options{Dir: "db", FS: fs, SyncInterval: 10 * time.Millisecond, RecoverInterval: -1})
 			for i := range 50 {
 				if err := set(t, s, true, fmt.Sprintf("before%02d", i), "v"); err != nil {
 					t.Fatal(err)
 				}
 			}
 
-			full.on.Store(true)
+			full.Set(true)
 			// A NoSync commit only buffers; the failure shows when the WAL
 			// block is written or synced (by a later commit or the syncer).
 			var err error
 			for i := 0; err == nil && i < 1000; i++ {
-				err = within(t, "commit", func() error {
+				err = storagetest.Within(t, "commit", func() error {
 					return set(t, s, sync, fmt.Sprintf("during%04d", i), strings.Repeat("x", 1000))
 				})
 				if !sync {
@@ -107,12 +75,12 @@ func TestDiskFull(t *testing.T) {
 			}
 
 			// Space comes back: writes stay refused until reopen.
-			full.on.Store(false)
-			wantWriteFailure(t, "commit after space returns", within(t, "commit", func() error {
+			full.Set(false)
+			wantWriteFailure(t, "commit after space returns", storagetest.Within(t, "commit", func() error {
 				return set(t, s, true, "after", "v")
 			}))
-			wantWriteFailure(t, "Sync", within(t, "sync", s.Sync))
-			_ = within(t, "Close", s.Close) // may report the failure; must return
+			wantWriteFailure(t, "Sync", storagetest.Within(t, "sync", s.Sync))
+			_ = storagetest.Within(t, "Close", s.Close) // may report the failure; must return
 
 			r := openT(t, Options{Dir: "db", FS: fs})
 			defer r.Close()
@@ -131,9 +99,9 @@ func TestDiskFull(t *testing.T) {
 // TestConcurrentCommitsDuringFailure: many committers hit the failure at
 // once; every call returns, none panics.
 func TestConcurrentCommitsDuringFailure(t *testing.T) {
-	full := &diskFull{}
+	full := &faultfs.DiskFull{}
 	s := openT(t, Options{Dir: "db", FS: errorfs.Wrap(vfs.NewMem(), full)})
-	full.on.Store(true)
+	full.Set(true)
 	errs := make(chan error, 32)
 	for g := range 32 {
 		go func() {
@@ -158,5 +126,5 @@ func TestConcurrentCommitsDuringFailure(t *testing.T) {
 	if _, err := s.Get([]byte("g0-0")); err != nil && !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("Get after failure: %v", err)
 	}
-	_ = within(t, "Close", s.Close)
+	_ = storagetest.Within(t, "Close", s.Close)
 }

@@ -9,15 +9,17 @@ import (
 	"github.com/mayflydb/mayfly/internal/storage"
 )
 
-// registry tracks open iterators and snapshots so Close can release them
-// before pebble frees the memory they read from.
+// registry tracks open iterators and snapshots so Close and a recovery
+// reopen can release them before pebble frees the memory they read from.
 type registry struct {
 	mu     sync.Mutex
 	closed bool
 	items  map[forceCloser]struct{}
 }
 
-type forceCloser interface{ forceClose() }
+// forceCloser is an iterator or snapshot; after forceClose its calls fail
+// with err.
+type forceCloser interface{ forceClose(err error) }
 
 // add registers c, or reports false once the store is closing.
 func (r *registry) add(c forceCloser) bool {
@@ -39,16 +41,28 @@ func (r *registry) remove(c forceCloser) {
 	r.mu.Unlock()
 }
 
-// closeAll force-closes everything registered and refuses new entries.
-// Items are closed outside r.mu: their own locks are taken first elsewhere.
-func (r *registry) closeAll() {
+// closeAll force-closes everything registered, with err, and refuses new
+// entries.
+func (r *registry) closeAll(err error) {
+	r.forceCloseAll(true, err)
+}
+
+// invalidateAll force-closes everything registered, with err, and keeps
+// taking new entries: the store lives on with a new pebble DB.
+func (r *registry) invalidateAll(err error) {
+	r.forceCloseAll(false, err)
+}
+
+// forceCloseAll closes items outside r.mu: their own locks are taken first
+// elsewhere.
+func (r *registry) forceCloseAll(refuseNew bool, err error) {
 	r.mu.Lock()
-	r.closed = true
+	r.closed = r.closed || refuseNew
 	items := r.items
 	r.items = nil
 	r.mu.Unlock()
 	for c := range items {
-		c.forceClose()
+		c.forceClose(err)
 	}
 }
 
@@ -150,38 +164,60 @@ func (it *iterator) Close() error {
 	return nil
 }
 
-func (it *iterator) forceClose() {
+func (it *iterator) forceClose(err error) {
 	it.mu.Lock()
 	defer it.mu.Unlock()
 	if it.pi != nil {
 		_ = it.pi.Close()
-		it.pi, it.closed = nil, storage.ErrClosed
+		it.pi, it.closed = nil, err
 	}
 }
 
 // snapshot is a storage.Snapshot, safe for concurrent use.
 type snapshot struct {
-	s  *Store
-	mu sync.Mutex
-	ps *pebble.Snapshot // nil once closed
+	s   *Store
+	mu  sync.Mutex
+	ps  *pebble.Snapshot // nil once closed
+	err error            // what reads return once ps is nil; ErrClosed if unset
 }
 
+// open returns the pebble snapshot, or why there is none; sn.mu is held.
+func (sn *snapshot) open() (*pebble.Snapshot, error) {
+	switch {
+	case sn.ps != nil:
+		return sn.ps, nil
+	case sn.err != nil:
+		return nil, sn.err
+	}
+	return nil, storage.ErrClosed
+}
+
+// Get and NewIter take the store's lock before their own, as a reopen
+// does, so a reopen cannot force-close the snapshot between a NewIter
+// registering its iterator and the reopen closing every registered one.
+
 func (sn *snapshot) Get(key []byte) ([]byte, error) {
+	sn.s.mu.RLock()
+	defer sn.s.mu.RUnlock()
 	sn.mu.Lock()
 	defer sn.mu.Unlock()
-	if sn.ps == nil {
-		return nil, storage.ErrClosed
+	ps, err := sn.open()
+	if err != nil {
+		return nil, err
 	}
-	return get(sn.ps, key)
+	return get(ps, key)
 }
 
 func (sn *snapshot) NewIter(lower, upper []byte) (storage.Iterator, error) {
+	sn.s.mu.RLock()
+	defer sn.s.mu.RUnlock()
 	sn.mu.Lock()
 	defer sn.mu.Unlock()
-	if sn.ps == nil {
-		return nil, storage.ErrClosed
+	ps, err := sn.open()
+	if err != nil {
+		return nil, err
 	}
-	return sn.s.newIter(sn.ps, lower, upper)
+	return sn.s.newIter(ps, lower, upper)
 }
 
 // Close implements storage.Snapshot; iterators opened from the snapshot stay
@@ -201,11 +237,11 @@ func (sn *snapshot) Close() error {
 	return nil
 }
 
-func (sn *snapshot) forceClose() {
+func (sn *snapshot) forceClose(err error) {
 	sn.mu.Lock()
 	defer sn.mu.Unlock()
 	if sn.ps != nil {
 		_ = sn.ps.Close()
-		sn.ps = nil
+		sn.ps, sn.err = nil, err
 	}
 }

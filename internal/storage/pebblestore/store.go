@@ -1,6 +1,7 @@
 // Package pebblestore implements storage.Engine on CockroachDB's pebble LSM:
 // durable group commit, a background WAL syncer for unsynced commits, and
-// fail-stop handling of storage errors (writes refused, reads still served).
+// fail-stop handling of storage errors (writes refused, reads still served)
+// with automatic recovery once the disk takes writes again.
 // Design notes: docs/design/0002-storage-and-durability.md.
 package pebblestore
 
@@ -34,25 +35,26 @@ type Options struct {
 	SyncInterval time.Duration
 	// CacheSize is the block cache size in bytes; default 64 MiB.
 	CacheSize int64
+	// RecoverInterval is how often a store whose writes failed (disk full,
+	// I/O error on the WAL or MANIFEST) checks whether the disk takes writes
+	// again and, if it does, reopens pebble in place. Default 1s; negative
+	// disables automatic recovery (closing and opening the store by hand
+	// still recovers). Ignored in memory, where a reopen would lose
+	// everything.
+	RecoverInterval time.Duration
 	// Logger receives pebble's messages; default slog.Default().
 	Logger *slog.Logger
 }
 
 const (
-	defaultSyncInterval = 100 * time.Millisecond
-	defaultCacheSize    = 64 << 20
-	memDir              = "mayfly"
+	defaultSyncInterval    = 100 * time.Millisecond
+	defaultRecoverInterval = time.Second
+	defaultCacheSize       = 64 << 20
+	memDir                 = "mayfly"
 )
-
-// ErrWriteFailed is wrapped by every write refused because the WAL or
-// MANIFEST failed earlier. Pebble cannot continue writing after such a
-// failure; reopening the store (restarting the server) recovers.
-// Its text has no package prefix because it is always wrapped with one.
-var ErrWriteFailed = errors.New("writes disabled after a storage failure; reopen to recover")
 
 // Store is a pebble-backed storage.Engine. It is safe for concurrent use.
 type Store struct {
-	db      *pebble.DB
 	inMem   bool
 	logger  *slog.Logger
 	live    registry
@@ -60,21 +62,54 @@ type Store struct {
 	failure atomic.Pointer[error] // the first storage failure; writes refused after
 	wedged  atomic.Bool           // pebble panicked mid-commit; its pipeline may be stuck
 
+	// What opening pebble again in place needs.
+	fs         vfs.FS
+	dir        string
+	cacheSize  int64
+	diskHealth bool
+
 	// mu is held shared by every operation that uses db, and exclusively by
-	// Close, so db is never closed under a running call.
+	// Close and by a recovery reopen, so db is never closed or replaced
+	// under a running call.
 	mu     sync.RWMutex
+	db     *pebble.DB // nil when a recovery closed it and could not open it again
+	gen    uint64     // counts reopens; a batch remembers the one it was made in
 	closed bool
 
-	stopSyncer chan struct{}
-	syncerDone chan struct{}
+	hooksMu sync.Mutex
+	hooks   []func() // OnReopen callbacks
+
+	stop chan struct{}  // closed by Close: background goroutines exit
+	bg   sync.WaitGroup // the syncer and the recoverer
 }
 
 var _ storage.Engine = (*Store)(nil)
 
 // Open opens (creating if needed) a store.
 func Open(opt Options) (*Store, error) {
+	opt = withDefaults(opt)
+	s := &Store{
+		inMem: opt.InMemory, cacheSize: opt.CacheSize, diskHealth: opt.FS == nil && !opt.InMemory,
+		logger: opt.Logger.With("component", "pebblestore"), stop: make(chan struct{}),
+	}
+	fs, dir, err := s.filesystem(opt)
+	if err != nil {
+		return nil, err
+	}
+	s.fs, s.dir = fs, dir
+	if s.db, err = s.openDB(); err != nil {
+		return nil, fmt.Errorf("pebblestore: open %s: %w", dir, err)
+	}
+	s.startBackground(opt)
+	return s, nil
+}
+
+func withDefaults(opt Options) Options {
 	if opt.SyncInterval == 0 {
 		opt.SyncInterval = defaultSyncInterval
+	}
+	if opt.RecoverInterval == 0 {
+		opt.RecoverInterval = defaultRecoverInterval
 	}
 	if opt.CacheSize <= 0 {
 		opt.CacheSize = defaultCacheSize
@@ -82,22 +117,31 @@ func Open(opt Options) (*Store, error) {
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
-	s := &Store{inMem: opt.InMemory, logger: opt.Logger.With("component", "pebblestore")}
-	fs, dir, err := s.filesystem(opt)
-	if err != nil {
-		return nil, err
-	}
-	cache := pebble.NewCache(opt.CacheSize)
+	return opt
+}
+
+// openDB opens pebble on the store's directory, at Open and at every
+// recovery reopen.
+func (s *Store) openDB() (*pebble.DB, error) {
+	cache := pebble.NewCache(s.cacheSize)
 	defer cache.Unref() // pebble holds its own reference while open
-	s.db, err = pebble.Open(dir, s.pebbleOptions(fs, cache, opt.FS == nil && !opt.InMemory))
-	if err != nil {
-		return nil, fmt.Errorf("pebblestore: open %s: %w", dir, err)
+	return pebble.Open(s.dir, s.pebbleOptions(s.fs, cache, s.diskHealth))
+}
+
+// startBackground starts the WAL syncer and the recoverer. In memory there
+// is no WAL to sync, and nothing a reopen could bring back.
+func (s *Store) startBackground(opt Options) {
+	if s.inMem {
+		return
 	}
-	if !s.inMem && opt.SyncInterval > 0 {
-		s.stopSyncer, s.syncerDone = make(chan struct{}), make(chan struct{})
+	if opt.SyncInterval > 0 {
+		s.bg.Add(1)
 		go s.syncLoop(opt.SyncInterval)
 	}
-	return s, nil
+	if opt.RecoverInterval > 0 {
+		s.bg.Add(1)
+		go s.recoverLoop(opt.RecoverInterval)
+	}
 }
 
 func (s *Store) filesystem(opt Options) (vfs.FS, string, error) {
@@ -112,11 +156,12 @@ func (s *Store) filesystem(opt Options) (vfs.FS, string, error) {
 	return &watchFS{FS: vfs.Default, onFailure: s.fail}, opt.Dir, nil
 }
 
-// fail records the first storage failure; from then on writes are refused.
+// fail records the first storage failure; from then on writes are refused
+// until a recovery reopens pebble.
 func (s *Store) fail(err error) {
-	wrapped := fmt.Errorf("%w: %w", ErrWriteFailed, err)
+	wrapped := fmt.Errorf("%w: %w", storage.ErrWriteFailed, err)
 	if s.failure.CompareAndSwap(nil, &wrapped) {
-		s.logger.Error("storage failure: refusing further writes until reopened", "err", err)
+		s.logger.Error("storage failure: refusing writes until the store recovers", "err", err)
 	}
 }
 
@@ -127,14 +172,29 @@ func (s *Store) writeFailure() error {
 	return nil
 }
 
+// dbLocked returns the pebble DB for a call holding s.mu, or why there is
+// none.
+func (s *Store) dbLocked() (*pebble.DB, error) {
+	switch {
+	case s.closed:
+		return nil, storage.ErrClosed
+	case s.db == nil:
+		// A recovery closed the failed DB and could not open it again yet;
+		// the failure it recorded says why (it is never nil here).
+		return nil, fmt.Errorf("pebblestore: unavailable until the store recovers: %w", s.writeFailure())
+	}
+	return s.db, nil
+}
+
 // Get implements storage.Reader.
 func (s *Store) Get(key []byte) ([]byte, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.closed {
-		return nil, storage.ErrClosed
+	db, err := s.dbLocked()
+	if err != nil {
+		return nil, err
 	}
-	return get(s.db, key)
+	return get(db, key)
 }
 
 func get(r pebble.Reader, key []byte) ([]byte, error) {
@@ -153,43 +213,48 @@ func get(r pebble.Reader, key []byte) ([]byte, error) {
 func (s *Store) NewIter(lower, upper []byte) (storage.Iterator, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.closed {
-		return nil, storage.ErrClosed
+	db, err := s.dbLocked()
+	if err != nil {
+		return nil, err
 	}
-	return s.newIter(s.db, lower, upper)
+	return s.newIter(db, lower, upper)
 }
 
 // NewSnapshot implements storage.Engine. On a closed store it returns a
-// snapshot whose reads fail with storage.ErrClosed.
+// snapshot whose reads fail with storage.ErrClosed (with the failure while
+// a recovery has pebble closed).
 func (s *Store) NewSnapshot() storage.Snapshot {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.closed {
-		return &snapshot{s: s}
+	db, err := s.dbLocked()
+	if err != nil {
+		return &snapshot{s: s, err: err}
 	}
-	snap := &snapshot{s: s, ps: s.db.NewSnapshot()}
+	snap := &snapshot{s: s, ps: db.NewSnapshot()}
 	if !s.live.add(snap) {
 		_ = snap.ps.Close()
-		snap.ps = nil
+		snap.ps, snap.err = nil, storage.ErrClosed
 	}
 	return snap
 }
 
 // NewBatch implements storage.Engine. On a closed store it returns a batch
-// whose operations fail with storage.ErrClosed.
+// whose operations fail with storage.ErrClosed (with the failure while a
+// recovery has pebble closed).
 func (s *Store) NewBatch() storage.Batch {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.closed {
-		return &batch{s: s, err: storage.ErrClosed}
+	db, err := s.dbLocked()
+	if err != nil {
+		return &batch{s: s, err: err}
 	}
-	return &batch{s: s, pb: s.db.NewBatch()}
+	return &batch{s: s, pb: db.NewBatch(), gen: s.gen}
 }
 
-// apply commits pb. entered reports whether pebble saw the batch: if so and
+// apply commits b. entered reports whether pebble saw the batch: if so and
 // the commit failed, pebble may still reference it, so it must not be
 // reused or returned to pebble's pool.
-func (s *Store) apply(pb *pebble.Batch, sync bool) (entered bool, err error) {
+func (s *Store) apply(b *batch, sync bool) (entered bool, err error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
@@ -198,11 +263,20 @@ func (s *Store) apply(pb *pebble.Batch, sync bool) (entered bool, err error) {
 	if err := s.writeFailure(); err != nil {
 		return false, fmt.Errorf("pebblestore: commit: %w", err)
 	}
+	db, err := s.dbLocked()
+	if err != nil {
+		return false, err
+	}
+	if b.gen != s.gen {
+		if err := b.rebind(db, s.gen); err != nil {
+			return false, err
+		}
+	}
 	opts := pebble.NoSync
 	if sync && !s.inMem {
 		opts = pebble.Sync
 	}
-	if err := s.pebbleWrite(func() error { return s.db.Apply(pb, opts) }); err != nil {
+	if err := s.pebbleWrite(func() error { return db.Apply(b.pb, opts) }); err != nil {
 		return true, fmt.Errorf("pebblestore: commit: %w", err)
 	}
 	if !sync {
@@ -245,21 +319,29 @@ func (s *Store) Sync() error {
 	if err := s.writeFailure(); err != nil {
 		return fmt.Errorf("pebblestore: sync: %w", err)
 	}
-	// An empty LogData record written with Sync makes pebble fsync the WAL up
-	// to and including it, which covers every earlier commit.
-	if err := s.pebbleWrite(func() error { return s.db.LogData(nil, pebble.Sync) }); err != nil {
+	db, err := s.dbLocked()
+	if err != nil {
+		return err
+	}
+	if err := s.syncDB(db); err != nil {
 		return fmt.Errorf("pebblestore: sync: %w", err)
 	}
 	return nil
 }
 
+// syncDB writes an empty LogData record with Sync, which makes pebble fsync
+// the WAL up to and including it, covering every earlier commit.
+func (s *Store) syncDB(db *pebble.DB) error {
+	return s.pebbleWrite(func() error { return db.LogData(nil, pebble.Sync) })
+}
+
 func (s *Store) syncLoop(interval time.Duration) {
-	defer close(s.syncerDone)
+	defer s.bg.Done()
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
-		case <-s.stopSyncer:
+		case <-s.stop:
 			return
 		case <-t.C:
 			// Swap before syncing: a commit that sets dirty after the swap
@@ -278,10 +360,11 @@ func (s *Store) syncLoop(interval time.Duration) {
 func (s *Store) Metrics() storage.Metrics {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.closed {
+	db, err := s.dbLocked()
+	if err != nil {
 		return storage.Metrics{}
 	}
-	m := s.db.Metrics()
+	m := db.Metrics()
 	out := storage.Metrics{MemBytes: int64(m.MemTable.Size) + m.BlockCache.Size}
 	if s.inMem {
 		out.MemBytes += int64(m.DiskSpaceUsage())
@@ -291,10 +374,17 @@ func (s *Store) Metrics() storage.Metrics {
 	return out
 }
 
-// Close implements storage.Engine. It stops the syncer, closes iterators
-// and snapshots still open (their later calls fail with storage.ErrClosed),
-// syncs the WAL and closes pebble. Calls after Close return
-// storage.ErrClosed.
+// OnReopen implements storage.Engine: f runs after every recovery reopen.
+func (s *Store) OnReopen(f func()) {
+	s.hooksMu.Lock()
+	defer s.hooksMu.Unlock()
+	s.hooks = append(s.hooks, f)
+}
+
+// Close implements storage.Engine. It stops the syncer and the recoverer,
+// closes iterators and snapshots still open (their later calls fail with
+// storage.ErrClosed), syncs the WAL and closes pebble. Calls after Close
+// return storage.ErrClosed.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -304,20 +394,26 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.mu.Unlock()
 
-	if s.stopSyncer != nil {
-		close(s.stopSyncer)
-		<-s.syncerDone
-	}
-	s.live.closeAll()
-	if s.wedged.Load() {
+	close(s.stop)
+	s.bg.Wait()
+	s.live.closeAll(storage.ErrClosed)
+	return s.closeDB()
+}
+
+// closeDB closes pebble once nothing else can use it.
+func (s *Store) closeDB() error {
+	switch {
+	case s.wedged.Load():
 		// pebble.DB.Close takes the commit mutex a panicking commit may have
 		// left locked; hanging shutdown would be worse than leaking the
 		// handle until the process exits.
 		return fmt.Errorf("pebblestore: close: pebble left open after a commit panic: %w", s.writeFailure())
+	case s.db == nil:
+		return fmt.Errorf("pebblestore: close: closed while recovering: %w", s.writeFailure())
 	}
 	var errs []error
 	if !s.inMem && s.writeFailure() == nil {
-		if err := s.pebbleWrite(func() error { return s.db.LogData(nil, pebble.Sync) }); err != nil {
+		if err := s.syncDB(s.db); err != nil {
 			errs = append(errs, fmt.Errorf("pebblestore: close: sync: %w", err))
 		}
 	}

@@ -144,10 +144,10 @@ func TestBatchIsSingleUse(t *testing.T) {
 func TestPanicDuringCommit(t *testing.T) {
 	s := openT(t, Options{InMemory: true})
 	err := s.pebbleWrite(func() error { panic("injected") })
-	if !errors.Is(err, ErrWriteFailed) {
+	if !errors.Is(err, storage.ErrWriteFailed) {
 		t.Fatalf("pebbleWrite after panic: %v", err)
 	}
-	if err := set(t, s, false, "a", "1"); !errors.Is(err, ErrWriteFailed) {
+	if err := set(t, s, false, "a", "1"); !errors.Is(err, storage.ErrWriteFailed) {
 		t.Fatalf("commit after panic: %v", err)
 	}
 	if err := s.Close(); err == nil {
