@@ -67,6 +67,8 @@ type flagValues struct {
 	durableClients       intList
 	durableDuration      time.Duration
 	stormDocs, memory    int
+	burstDocs            int
+	burstMeasure         time.Duration
 	stormWindow, stormBl time.Duration
 }
 
@@ -92,6 +94,8 @@ func parse(args []string) (*flagValues, error) {
 	fs.IntVar(&v.stormDocs, "storm-docs", 0, "override: documents expiring in the storm")
 	fs.DurationVar(&v.stormWindow, "storm-window", 0, "override: window their expiries spread over")
 	fs.DurationVar(&v.stormBl, "storm-baseline", 0, "override: sessions measured before the storm")
+	fs.IntVar(&v.burstDocs, "burst-docs", 0, "override: documents expiring at one instant in the burst")
+	fs.DurationVar(&v.burstMeasure, "burst-measure", 0, "override: sessions measured from the burst's instant")
 	fs.IntVar(&v.memory, "memory-sessions", 0, "override: live sessions for the memory figure")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -117,6 +121,8 @@ func (v *flagValues) config() (*bench.Config, error) {
 	override(&sz.StormDocs, v.stormDocs)
 	override(&sz.StormWindow, v.stormWindow)
 	override(&sz.StormBaseline, v.stormBl)
+	override(&sz.BurstDocs, v.burstDocs)
+	override(&sz.BurstMeasure, v.burstMeasure)
 	override(&sz.MemorySessions, v.memory)
 	if len(v.durableClients) > 0 {
 		sz.DurableClients = v.durableClients

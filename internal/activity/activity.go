@@ -6,6 +6,7 @@ package activity
 import (
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -31,6 +32,9 @@ type Registry struct {
 	mu    sync.Mutex
 	next  int64
 	ops   map[int64]*Op
+	// lastClient is when a client operation last began or ended (unix
+	// nanoseconds).
+	lastClient atomic.Int64
 }
 
 // NewRegistry returns an empty registry.
@@ -49,14 +53,29 @@ func (r *Registry) Begin(op Op) int64 {
 	op.ID = r.next
 	r.ops[op.ID] = &op
 	r.mu.Unlock()
+	if op.Client != "" {
+		r.lastClient.Store(op.Started.UnixNano())
+	}
 	return op.ID
 }
 
 // End removes a finished operation.
 func (r *Registry) End(id int64) {
 	r.mu.Lock()
+	op := r.ops[id]
 	delete(r.ops, id)
 	r.mu.Unlock()
+	if op != nil && op.Client != "" {
+		r.lastClient.Store(r.clock.Now().UnixNano())
+	}
+}
+
+// BusyWithin reports whether a client operation is in flight or one began
+// or ended within the last d. Background work that checks only for
+// operations in flight would, on a server with one core, find none while
+// it holds the core itself and requests wait unread in their sockets.
+func (r *Registry) BusyWithin(d time.Duration) bool {
+	return r.Active() > 0 || r.clock.Now().UnixNano()-r.lastClient.Load() <= int64(d)
 }
 
 // Active reports how many client operations are in flight (internal work

@@ -132,7 +132,7 @@ func (a *App) assemble() error {
 	observer := &ttlObserver{ops: ops, clock: cfg.Clock}
 	a.monitor = ttl.New(store, cfg.Clock, ttl.Config{
 		SleepSecs: cfg.TTLSleepSecs, Disabled: cfg.TTLDisabled, Logger: cfg.Logger, Observer: observer,
-		Busy: func() bool { return ops.Active() > 0 },
+		Busy: func() bool { return ops.BusyWithin(100 * time.Millisecond) },
 	})
 	params := a.params()
 	if err := applySetParameters(params, cfg.SetParameters); err != nil {

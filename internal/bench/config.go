@@ -21,6 +21,8 @@ type Sizes struct {
 	StormBaseline   time.Duration `json:"storm_baseline"`   // sessions measured before the storm
 	StormPoll       time.Duration `json:"storm_poll"`       // deletion counter sampling period
 	StormMaxDrain   time.Duration `json:"storm_max_drain"`  // longest wait for deletion after the storm
+	BurstDocs       int           `json:"burst_docs"`       // documents that expire at one instant
+	BurstMeasure    time.Duration `json:"burst_measure"`    // sessions measured this long from it
 	MemorySessions  int           `json:"memory_sessions"`  // live sessions for the memory figure
 	MemorySettle    time.Duration `json:"memory_settle"`    // wait after loading before reading RSS
 }
@@ -32,18 +34,22 @@ func FullSizes() Sizes {
 		DurableClients: []int{1, 16, 64}, DurableDuration: 5 * time.Second, FsyncDuration: 3 * time.Second,
 		StormDocs: 1_000_000, StormWindow: 10 * time.Second, StormBaseline: 5 * time.Second,
 		StormPoll: 10 * time.Millisecond, StormMaxDrain: 30 * time.Second,
+		BurstDocs: 1_000_000, BurstMeasure: 5 * time.Second,
 		MemorySessions: 1_000_000, MemorySettle: 5 * time.Second,
 	}
 }
 
 // ShortSizes fit `make bench` in three minutes. The storm keeps the full
-// run's rate (100 000 expiries a second) over a shorter window.
+// run's rate (100 000 expiries a second) over a shorter window; the burst
+// is measured for as long as 100 000 deletions a second would take for
+// half of it, as in the full run.
 func ShortSizes() Sizes {
 	return Sizes{
 		Sessions: 100_000, Clients: 64, Warmup: time.Second, Duration: 3 * time.Second,
 		DurableClients: []int{1, 16, 64}, DurableDuration: 2 * time.Second, FsyncDuration: time.Second,
 		StormDocs: 200_000, StormWindow: 2 * time.Second, StormBaseline: 2 * time.Second,
 		StormPoll: 10 * time.Millisecond, StormMaxDrain: 5 * time.Second,
+		BurstDocs: 200_000, BurstMeasure: time.Second,
 		MemorySessions: 200_000, MemorySettle: 2 * time.Second,
 	}
 }
@@ -101,6 +107,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("-sessions must be at least -clients")
 	case c.StormDocs < 1 || c.StormWindow <= 0:
 		return fmt.Errorf("-storm-docs and -storm-window must be positive")
+	case c.BurstDocs < 1 || c.BurstMeasure <= 0:
+		return fmt.Errorf("-burst-docs and -burst-measure must be positive")
 	case c.Duration <= 0 || c.DurableDuration <= 0:
 		return fmt.Errorf("durations must be positive")
 	}

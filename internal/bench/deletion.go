@@ -119,3 +119,29 @@ func deletionLateness(samples []ttlSample, s schedule) Lateness {
 	}
 	return res
 }
+
+// steadyRate is the deletion rate while a backlog remained: from the first
+// sample that saw a deletion to the last one that still saw documents
+// left, so neither the wait for the first pass nor the tail of the drain
+// counts. Once the server keeps up there is no backlog to measure, so it
+// is meaningful for a burst, where everything expires at once.
+func steadyRate(samples []ttlSample, n int64) float64 {
+	if len(samples) == 0 {
+		return 0
+	}
+	base := samples[0].deleted
+	var first, last *ttlSample
+	for i := range samples {
+		d := samples[i].deleted - base
+		if d > 0 && first == nil {
+			first = &samples[i]
+		}
+		if d > 0 && d < n {
+			last = &samples[i]
+		}
+	}
+	if first == nil || last == nil || last == first {
+		return 0
+	}
+	return float64(last.deleted-first.deleted) / last.recv.Sub(first.recv).Seconds()
+}

@@ -36,3 +36,21 @@ func TestPickOpMix(t *testing.T) {
 		t.Errorf("mix %v", n)
 	}
 }
+
+func TestSteadyRateIgnoresTheStartAndTheTail(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	samples := []ttlSample{
+		{recv: at(0), deleted: 50},     // before the burst: the counter's base
+		{recv: at(100), deleted: 50},   // waiting for the first pass
+		{recv: at(200), deleted: 1050}, // first deletions
+		{recv: at(700), deleted: 6050}, // 5000 in 0.5 s while a backlog remains
+		{recv: at(900), deleted: 7050}, // all 7000 gone: the tail is not measured
+	}
+	if got := steadyRate(samples, 7000); got != 10000 {
+		t.Fatalf("steady rate %v, want 10000/s", got)
+	}
+	if got := steadyRate(samples[:3], 7000); got != 0 {
+		t.Fatalf("one sample with a backlog gives no rate, got %v", got)
+	}
+}

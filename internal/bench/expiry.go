@@ -27,6 +27,27 @@ type StormSpec struct {
 	Baseline  time.Duration `json:"baseline"`   // then measured this long before the storm
 	PollEvery time.Duration `json:"poll_every"` // deletion counter sampling period
 	MaxDrain  time.Duration `json:"max_drain"`  // wait at most this long after the last expiry
+	// Burst makes every document expire at the same instant, the storm
+	// of the pacing target; Window is then how long the session workload
+	// is measured from that instant. The collection is "burst", not
+	// "storm", so that a burst can follow a storm on one server.
+	Burst bool `json:"burst,omitempty"`
+}
+
+// coll is the storm's collection.
+func (sp StormSpec) coll() string {
+	if sp.Burst {
+		return burstColl
+	}
+	return stormColl
+}
+
+// schedule is when the storm's documents expire.
+func (sp StormSpec) schedule() schedule {
+	if sp.Burst {
+		return newSchedule(sp.Docs, 0)
+	}
+	return newSchedule(sp.Docs, sp.Window)
 }
 
 // ExpiryResult is what an expiry storm showed.
@@ -42,6 +63,10 @@ type ExpiryResult struct {
 	Baseline      WindowResult `json:"sessions_baseline"`
 	Storm         WindowResult `json:"sessions_storm"`
 	Mix           MixResult    `json:"sessions_mix"`
+	// Burst is set for a burst; SteadyPerSec is then its deletion rate
+	// while a backlog remained (see steadyRate).
+	Burst        bool    `json:"burst,omitempty"`
+	SteadyPerSec float64 `json:"steady_per_sec,omitempty"`
 }
 
 // stormDoc is a document of the storm collection.
@@ -80,9 +105,9 @@ func loadStorm(ctx context.Context, coll *mongo.Collection, s schedule) (LoadRes
 }
 
 // armStorm sets the storm index's expireAfterSeconds to the schedule's.
-func armStorm(ctx context.Context, db *mongo.Database, s schedule) error {
+func armStorm(ctx context.Context, db *mongo.Database, coll string, s schedule) error {
 	err := db.RunCommand(ctx, bson.D{
-		{Key: "collMod", Value: stormColl},
+		{Key: "collMod", Value: coll},
 		{Key: "index", Value: bson.D{
 			{Key: "name", Value: stormIndex},
 			{Key: "expireAfterSeconds", Value: int64(s.after / time.Second)},
@@ -107,8 +132,8 @@ func runExpiryJob(ctx context.Context, j Job) (*ExpiryResult, error) {
 	}
 	defer probe.Disconnect(context.WithoutCancel(ctx))
 	db := probe.Database(benchDB)
-	s := newSchedule(sp.Docs, sp.Window)
-	load, err := loadStorm(ctx, db.Collection(stormColl), s)
+	s := sp.schedule()
+	load, err := loadStorm(ctx, db.Collection(sp.coll()), s)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +149,7 @@ func runExpiryJob(ctx context.Context, j Job) (*ExpiryResult, error) {
 	defer st.close(context.WithoutCancel(ctx))
 
 	first := s.startAtOrAfter(time.Now().Add(sp.Warmup + sp.Baseline))
-	if err := armStorm(ctx, db, s); err != nil {
+	if err := armStorm(ctx, db, sp.coll(), s); err != nil {
 		return nil, err
 	}
 	base := span{first.Add(-sp.Baseline), first}
@@ -143,7 +168,7 @@ func runExpiryJob(ctx context.Context, j Job) (*ExpiryResult, error) {
 		samples, perr = pollDeleted(ctx, db, sp.PollEvery, base.from, deadline, int64(s.n))
 	})
 	wg.Go(func() {
-		vis, verr = watchVisibility(ctx, db.Collection(stormColl), s, base.from, storm.to, deadline, stop)
+		vis, verr = watchVisibility(ctx, db.Collection(sp.coll()), s, base.from, storm.to, deadline, stop)
 	})
 	spec := mixSpec{clients: j.Clients, preloaded: j.Count, runID: j.RunID}
 	rec, mix := runMix(ctx, st, spec, []span{base, storm}, storm.to)
@@ -159,5 +184,6 @@ func runExpiryJob(ctx context.Context, j Job) (*ExpiryResult, error) {
 		Docs: s.n, WindowSeconds: sp.Window.Seconds(), OfferedPerSec: float64(s.n) / sp.Window.Seconds(), FirstExpiry: first,
 		Load: load, Visibility: vis, Lateness: lat, AllDeleted: lat.Deleted == int64(s.n),
 		Baseline: rec.result(0), Storm: rec.result(1), Mix: mix,
+		Burst: sp.Burst, SteadyPerSec: steadyRate(samples, int64(s.n)),
 	}, checkMix(rec.hists[0].Count(), mix)
 }

@@ -173,28 +173,41 @@ func (m *modeRun) durablePhase(ctx context.Context) (*DurableReport, error) {
 	return out, err
 }
 
-// expiryPhase runs the storm on a fresh Mayfly holding the preloaded
-// sessions.
-func (m *modeRun) expiryPhase(ctx context.Context) (*ExpiryResult, error) {
-	var out *ExpiryResult
+// expiryPhase runs, on a fresh Mayfly holding the preloaded sessions, the
+// storm (expiries spread at 100 000 a second: lateness and invisibility)
+// and then the burst (everything expiring at one instant: the deletion
+// rate under load and what it leaves the session workload).
+func (m *modeRun) expiryPhase(ctx context.Context) (storm, burst *ExpiryResult, err error) {
 	sz := m.cfg.Sizes
-	err := m.withServer(ctx, nameMayfly, func(s *server) error {
+	err = m.withServer(ctx, nameMayfly, func(s *server) error {
 		if _, err := m.load(ctx, s, targetMongo, sz.Sessions); err != nil {
 			return err
 		}
-		spec := &StormSpec{Docs: sz.StormDocs, Window: sz.StormWindow, Warmup: sz.Warmup,
+		spec := StormSpec{Docs: sz.StormDocs, Window: sz.StormWindow, Warmup: sz.Warmup,
 			Baseline: sz.StormBaseline, PollEvery: sz.StormPoll, MaxDrain: sz.StormMaxDrain}
-		res, err := m.job(ctx, Job{Kind: jobExpiry, Addr: s.addr, ServerPID: s.pid(),
-			Clients: sz.Clients, Count: sz.Sessions, Storm: spec})
-		if err != nil {
+		if storm, err = m.storm(ctx, s, spec); err != nil {
 			return err
 		}
-		out = res.Expiry
 		m.logf("storm: %d docs, deletion lateness p99 ≤ %.0f ms, %d violations, %.0f expirations/s",
-			out.Docs, out.Lateness.Upper.P99Ms, out.Visibility.Violations, out.Lateness.PerSec)
+			storm.Docs, storm.Lateness.Upper.P99Ms, storm.Visibility.Violations, storm.Lateness.PerSec)
+		spec.Docs, spec.Window, spec.Burst = sz.BurstDocs, sz.BurstMeasure, true
+		if burst, err = m.storm(ctx, s, spec); err != nil {
+			return fmt.Errorf("burst: %w", err)
+		}
+		m.logf("burst: %d docs, %.0f expirations/s while a backlog remained, sessions %.0f -> %.0f ops/s",
+			burst.Docs, burst.SteadyPerSec, burst.Baseline.OpsPerSec, burst.Storm.OpsPerSec)
 		return nil
 	})
-	return out, err
+	return storm, burst, err
+}
+
+func (m *modeRun) storm(ctx context.Context, s *server, spec StormSpec) (*ExpiryResult, error) {
+	res, err := m.job(ctx, Job{Kind: jobExpiry, Addr: s.addr, ServerPID: s.pid(),
+		Clients: m.cfg.Sizes.Clients, Count: m.cfg.Sizes.Sessions, Storm: &spec})
+	if err != nil {
+		return nil, err
+	}
+	return res.Expiry, nil
 }
 
 // MemoryResult is resident memory with the same live sessions in Mayfly

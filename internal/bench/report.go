@@ -108,12 +108,26 @@ func latenessCell(m *ModeReport) string {
 		fmtMs(l.Upper.P50Ms), fmtMs(l.Upper.P99Ms), fmtMs(l.Upper.MaxMs), fmtMs(l.Lower.P99Ms), fmtMs(l.GapP50Ms))
 }
 
-func stormSessionsCell(m *ModeReport) string {
-	e := m.Expiry
+func stormSessionsCell(pick func(*ModeReport) *ExpiryResult) func(*ModeReport) string {
+	return func(m *ModeReport) string {
+		e := pick(m)
+		if e == nil {
+			return missing
+		}
+		return fmt.Sprintf("%s / %s", fmtN(e.Baseline.OpsPerSec), fmtN(e.Storm.OpsPerSec))
+	}
+}
+
+func spreadStorm(m *ModeReport) *ExpiryResult { return m.Expiry }
+func burstStorm(m *ModeReport) *ExpiryResult  { return m.Burst }
+
+func burstCell(m *ModeReport) string {
+	e := m.Burst
 	if e == nil {
 		return missing
 	}
-	return fmt.Sprintf("%s / %s", fmtN(e.Baseline.OpsPerSec), fmtN(e.Storm.OpsPerSec))
+	return fmt.Sprintf("%s expiring at one instant; sessions measured %.0f s from it; deleted %s in %.1f s",
+		fmtN(float64(e.Docs)), e.WindowSeconds, fmtN(float64(e.Lateness.Deleted)), e.Lateness.Upper.MaxMs/1000)
 }
 
 func rssCell(m *ModeReport) string {
@@ -177,8 +191,10 @@ func rows(rep *Report, sz Sizes) []row {
 		t(tInvisible, PhaseExpiry),
 		{"lateness to deletion p50 / p99 / max (upper bounds)", PhaseExpiry, latenessCell},
 		t(tLateness, PhaseExpiry),
+		{"sessions ops/s without / during storm", PhaseExpiry, stormSessionsCell(spreadStorm)},
+		{"expiry burst", PhaseExpiry, burstCell},
 		t(tExpRate, PhaseExpiry),
-		{"sessions ops/s without / during storm", PhaseExpiry, stormSessionsCell},
+		{"sessions ops/s without / during burst", PhaseExpiry, stormSessionsCell(burstStorm)},
 		t(tStorm, PhaseExpiry),
 		{fmt.Sprintf("RSS with %s sessions, Mayfly / Redis", fmtN(float64(sz.MemorySessions))), PhaseMemory, rssCell},
 		t(tRSS, PhaseMemory),

@@ -17,6 +17,7 @@ type ModeReport struct {
 	Sessions map[string]*SessionsResult `json:"sessions,omitempty"`
 	Durable  *DurableReport             `json:"durable,omitempty"`
 	Expiry   *ExpiryResult              `json:"expiry,omitempty"`
+	Burst    *ExpiryResult              `json:"burst,omitempty"`
 	Memory   *MemoryResult              `json:"memory,omitempty"`
 	Errors   map[string]string          `json:"errors,omitempty"`
 }
@@ -107,7 +108,7 @@ func runMode(ctx context.Context, cfg *Config, mode, bin, work string) *ModeRepo
 		note(PhaseDurable, err)
 	}
 	if cfg.has(PhaseExpiry) {
-		rep.Expiry, err = m.expiryPhase(ctx)
+		rep.Expiry, rep.Burst, err = m.expiryPhase(ctx)
 		note(PhaseExpiry, err)
 	}
 	if cfg.has(PhaseMemory) {

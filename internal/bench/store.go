@@ -13,6 +13,7 @@ const (
 	benchDB      = "bench"
 	sessionsColl = "sessions"
 	stormColl    = "storm"
+	burstColl    = "burst"
 )
 
 // sessionStore is the session workload's four operations on one database.

@@ -123,3 +123,37 @@ func TestProgressProtocol(t *testing.T) {
 		t.Fatalf("a stale finish moved the mark to %d", got)
 	}
 }
+
+// docSeeker must find present keys and report absent ones whether it
+// steps or seeks, including when an absent key's seek lands on the next
+// key wanted.
+func TestDocSeeker(t *testing.T) {
+	s, _ := openStore(t)
+	b := s.eng.NewBatch()
+	for _, k := range []string{"a", "b", "c", "e", "f", "m", "z"} {
+		if err := b.Set([]byte(k), []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Commit(false); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"a": true, "b": true, "d": false, "e": true, "f": true, "g": false, "m": true, "n": false, "z": true, "zz": false}
+	for _, keys := range [][]string{
+		{"a", "b", "d", "e", "f", "m", "z"},
+		{"d", "e", "g", "m", "n", "z", "zz"},
+		{"b", "f", "z"},
+	} {
+		it, err := s.eng.NewIter(nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seek := docSeeker{it: it, stepping: true}
+		for _, k := range keys {
+			if got := seek.find([]byte(k)); got != want[k] {
+				t.Errorf("keys %v: find(%q) = %v", keys, k, got)
+			}
+		}
+		it.Close()
+	}
+}
