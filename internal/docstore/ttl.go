@@ -215,6 +215,8 @@ func (p *ExpiryPass) collect(limit int) (entries []expiredEntry, more bool, err 
 	}
 	defer tc.it.Close()
 	seen := make(map[string]bool, limit)
+	entries = make([]expiredEntry, 0, min(limit, 1024))
+	var ids []byte // one buffer for the batch's ids: fewer allocations
 	for ; tc.ok; tc.advance() {
 		d, ok := ix.entryDate(tc.it.Key())
 		if !ok || d > cutoff {
@@ -229,7 +231,8 @@ func (p *ExpiryPass) collect(limit int) (entries []expiredEntry, more bool, err 
 		if len(entries) == limit {
 			return entries, true, nil
 		}
-		id := append([]byte(nil), tc.it.Value()...)
+		var id []byte
+		ids, id = appendCopy(ids, tc.it.Value())
 		seen[string(id)] = true
 		entries = append(entries, expiredEntry{id: id, date: int64(d)})
 		p.after = append(p.after[:0], tc.it.Key()...)
@@ -257,7 +260,7 @@ func (c *Collection) removeExpired(l *lockSet, entries []expiredEntry, now time.
 		return res, left, err
 	}
 	t := c.newTx(l)
-	t.sortDeletes = true
+	t.sortDeletes, t.deleteHint = true, len(docs)
 	for _, old := range docs {
 		// Re-check the whole document: it may have changed since the walk.
 		if !c.Expired(old.doc, now) {
@@ -291,7 +294,8 @@ func (c *Collection) loadMany(ids [][]byte) ([]*stored, error) {
 		return nil, err
 	}
 	defer it.Close()
-	out := make([]*stored, 0, len(ids))
+	docs := make([]stored, 0, len(ids))
+	var raws []byte // one buffer for the batch's documents
 	key := prefix
 	seek := docSeeker{it: it, stepping: true}
 	for _, id := range ids {
@@ -299,12 +303,17 @@ func (c *Collection) loadMany(ids [][]byte) ([]*stored, error) {
 		if !seek.find(key) {
 			continue
 		}
-		raw := append([]byte(nil), it.Value()...)
+		var raw []byte
+		raws, raw = appendCopy(raws, it.Value())
 		doc, err := bsonutil.DecodeD(raw, 0)
 		if err != nil {
 			return nil, fmt.Errorf("docstore: decode stored document: %w", err)
 		}
-		out = append(out, &stored{idEnc: id, raw: raw, doc: doc})
+		docs = append(docs, stored{idEnc: id, raw: raw, doc: doc})
+	}
+	out := make([]*stored, len(docs))
+	for i := range docs {
+		out[i] = &docs[i]
 	}
 	return out, it.Error()
 }
@@ -338,4 +347,16 @@ func (s *docSeeker) find(key []byte) bool {
 		s.stepping = false
 	}
 	return s.it.SeekGE(key) && bytes.Equal(s.it.Key(), key)
+}
+
+// appendCopy appends b to buf and returns buf and the copy, capped so that
+// later appends never write into it. Earlier copies stay valid when buf
+// grows: they keep the array they were made in.
+func appendCopy(buf, b []byte) (grown, cp []byte) {
+	if cap(buf)-len(buf) < len(b) {
+		buf = make([]byte, 0, max(2*cap(buf), 64*len(b), 4096))
+	}
+	start := len(buf)
+	buf = append(buf, b...)
+	return buf, buf[start:len(buf):len(buf)]
 }

@@ -51,6 +51,7 @@ type tx struct {
 	// The deletions are grouped by key range (documents, then each index
 	// in st.indexes order), each group usually sorted already.
 	sortDeletes bool
+	deleteHint  int // documents expected, to size the groups
 	deletes     [][][]byte
 	// ttlAdded is, per TTL index of st, the earliest date of the entries
 	// this batch adds (math.MaxInt64: none; nil: no TTL entry at all).
@@ -132,6 +133,9 @@ func (t *tx) del(group int, key []byte) error {
 	}
 	if t.deletes == nil {
 		t.deletes = make([][][]byte, 1+len(t.st.indexes))
+		for i := range t.deletes {
+			t.deletes[i] = make([][]byte, 0, t.deleteHint)
+		}
 	}
 	t.deletes[group] = append(t.deletes[group], key)
 	return nil

@@ -224,14 +224,19 @@ func (m *Monitor) Pass(ctx context.Context) {
 	m.passes.Add(1)
 }
 
-// rest pauses after a batch that used d while clients are busy, so that
-// deletion uses at most the Pace share of the server's CPU time.
-func (m *Monitor) rest(ctx context.Context, d time.Duration) {
+// rest pauses after a batch that used cpu over wall time while clients are
+// busy, so that deletion uses at most the Pace share of the server's CPU
+// time: batch and pause together last cpu/share. Time the batch spent
+// waiting for a CPU while requests ran already counts as pause.
+func (m *Monitor) rest(ctx context.Context, cpu, wall time.Duration) {
 	share := min(1, m.Pace()*float64(m.cfg.CPUs))
 	if m.cfg.Busy == nil || share >= 1 || !m.cfg.Busy() {
 		return
 	}
-	pause := time.Duration(float64(d) * (1 - share) / share)
+	pause := time.Duration(float64(cpu)/share) - wall
+	if pause <= 0 {
+		return
+	}
 	t := m.clock.NewTimer(pause)
 	defer t.Stop()
 	select {
@@ -241,15 +246,16 @@ func (m *Monitor) rest(ctx context.Context, d time.Duration) {
 }
 
 // startWork starts measuring a batch; the returned func gives the CPU time
-// it used, or its wall time when CPU time is unknown.
-func (m *Monitor) startWork() func() time.Duration {
+// it used (its wall time when CPU time is unknown) and its wall time.
+func (m *Monitor) startWork() func() (cpu, wall time.Duration) {
 	wallStart := m.clock.Now()
 	cpuStart, cpuOK := m.cfg.CPUTime()
-	return func() time.Duration {
+	return func() (cpu, wall time.Duration) {
+		wall = m.clock.Now().Sub(wallStart)
 		if cpuEnd, ok := m.cfg.CPUTime(); cpuOK && ok {
-			return cpuEnd - cpuStart
+			return cpuEnd - cpuStart, wall
 		}
-		return m.clock.Now().Sub(wallStart)
+		return wall, wall
 	}
 }
 
@@ -285,7 +291,8 @@ func (m *Monitor) subPass(ctx context.Context, work []target) []target {
 	for _, t := range work {
 		work := m.startWork()
 		res, err := m.expireBatch(t)
-		m.rest(ctx, work())
+		cpu, wall := work()
+		m.rest(ctx, cpu, wall)
 		if err != nil {
 			m.logger.Error("Error running TTL job on collection", "ns", t.coll.Namespace(), "index", t.index, "err", err)
 			continue

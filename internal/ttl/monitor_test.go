@@ -124,7 +124,7 @@ func TestPaceRestsOnlyWhileClientsAreBusy(t *testing.T) {
 	busy := false
 	m.cfg.Busy = func() bool { return busy }
 	done := make(chan struct{})
-	go func() { m.rest(context.Background(), 40*time.Millisecond); close(done) }()
+	go func() { m.rest(context.Background(), 40*time.Millisecond, 40*time.Millisecond); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(time.Second):
@@ -132,7 +132,7 @@ func TestPaceRestsOnlyWhileClientsAreBusy(t *testing.T) {
 	}
 	busy = true
 	done = make(chan struct{})
-	go func() { m.rest(context.Background(), 40*time.Millisecond); close(done) }()
+	go func() { m.rest(context.Background(), 40*time.Millisecond, 40*time.Millisecond); close(done) }()
 	waitFor(t, func() bool { return clk.Pending() == 1 })
 	// At the default pace (a quarter of two cores: half of the monitor's
 	// own thread) the rest equals the batch's own time.
@@ -159,14 +159,43 @@ func TestWorkIsMeasuredInCPUTime(t *testing.T) {
 	work := m.startWork()
 	clk.Advance(40 * time.Millisecond)
 	cpu += 10 * time.Millisecond
-	if got := work(); got != 10*time.Millisecond {
-		t.Fatalf("work %v, want the 10ms of CPU time", got)
+	if c, w := work(); c != 10*time.Millisecond || w != 40*time.Millisecond {
+		t.Fatalf("work %v over %v, want 10ms of CPU time over 40ms", c, w)
 	}
 	m.cfg.CPUTime = func() (time.Duration, bool) { return 0, false }
 	work = m.startWork()
 	clk.Advance(40 * time.Millisecond)
-	if got := work(); got != 40*time.Millisecond {
-		t.Fatalf("without a CPU clock: work %v, want the wall time", got)
+	if c, w := work(); c != 40*time.Millisecond || w != 40*time.Millisecond {
+		t.Fatalf("without a CPU clock: work %v over %v, want the wall time", c, w)
+	}
+}
+
+// A batch that waited for a CPU longer than its budget's pause needs no
+// further rest; one that ran straight through rests the remainder.
+func TestRestCountsWaitingAsPause(t *testing.T) {
+	m, _, clk := setup(t, 0)
+	m.cfg.Busy = func() bool { return true }
+	done := make(chan struct{})
+	go func() { m.rest(context.Background(), 10*time.Millisecond, 40*time.Millisecond); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		t.Fatal("10ms of CPU over 40ms is within a half share: no rest")
+	}
+	done = make(chan struct{})
+	go func() { m.rest(context.Background(), 10*time.Millisecond, 15*time.Millisecond); close(done) }()
+	waitFor(t, func() bool { return clk.Pending() == 1 })
+	clk.Advance(4 * time.Millisecond)
+	select {
+	case <-done:
+		t.Fatal("rested less than the remaining 5ms")
+	case <-time.After(20 * time.Millisecond):
+	}
+	clk.Advance(time.Millisecond)
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		t.Fatal("rest did not end after the remaining 5ms")
 	}
 }
 
