@@ -169,3 +169,35 @@ func toRareValue(v bsoncore.Value) (any, error) {
 	}
 	return nil, errSlowPath
 }
+
+// LookupScalar reads the top-level field name of a raw document without
+// decoding the rest. ok is false when the value is an array, an embedded
+// document or a type that needs the reflective decoder: then the caller
+// decodes the document. A missing field is found false with ok true. The
+// value is the one DecodeD would give.
+func LookupScalar(raw []byte, name string) (v any, found, ok bool, err error) {
+	elems, err := elements(bsoncore.Document(raw))
+	if err != nil {
+		return nil, false, false, err
+	}
+	for len(elems) > 0 {
+		el, rest, valid := bsoncore.ReadElement(elems)
+		if !valid {
+			return nil, false, false, errors.New("truncated element")
+		}
+		elems = rest
+		if el.Key() != name {
+			continue
+		}
+		val := el.Value()
+		if val.Type == bsoncore.TypeArray || val.Type == bsoncore.TypeEmbeddedDocument {
+			return nil, true, false, nil
+		}
+		v, err := toValue(val)
+		if errors.Is(err, errSlowPath) {
+			return nil, true, false, nil
+		}
+		return v, true, err == nil, err
+	}
+	return nil, false, true, nil
+}

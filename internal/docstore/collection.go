@@ -3,6 +3,7 @@ package docstore
 import (
 	"fmt"
 	"hash/maphash"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -41,6 +42,10 @@ type indexState struct {
 	partial *query.Filter
 	// progress is set for ready TTL indexes.
 	progress *ttlProgress
+	// simple is true for an index without a partial filter whose fields
+	// are all top-level: its keys can be read from raw BSON (rawKeys).
+	simple bool
+	desc   []bool // per field
 }
 
 func newCollection(s *Store, meta *catalog.Collection) *Collection {
@@ -53,7 +58,11 @@ func (c *Collection) setMeta(meta *catalog.Collection) {
 	st := &collState{meta: meta}
 	for i := range meta.Indexes {
 		def := &meta.Indexes[i]
-		ix := &indexState{def: def, prefix: indexPrefix(meta.ID, def.ID)}
+		ix := &indexState{def: def, prefix: indexPrefix(meta.ID, def.ID), simple: def.Partial == nil}
+		for _, f := range def.Fields {
+			ix.desc = append(ix.desc, f.Desc)
+			ix.simple = ix.simple && !strings.Contains(f.Path, ".")
+		}
 		if def.Partial != nil {
 			// Validated at creation; a stored filter always compiles.
 			ix.partial, _ = query.NewFilter(def.Partial)

@@ -37,7 +37,12 @@ func (ix *indexState) expiresAt(doc bson.D) (time.Time, bool) {
 	if !found {
 		return time.Time{}, false
 	}
-	return time.UnixMilli(int64(earliest)).Add(time.Duration(ix.def.ExpireAfter) * time.Second), true
+	return ix.expiry(earliest), true
+}
+
+// expiry is when a document dated d expires under ix.
+func (ix *indexState) expiry(d bson.DateTime) time.Time {
+	return time.UnixMilli(int64(d)).Add(time.Duration(ix.def.ExpireAfter) * time.Second)
 }
 
 // Expired reports whether doc has expired at now: a date at or before

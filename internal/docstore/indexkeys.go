@@ -2,6 +2,7 @@ package docstore
 
 import (
 	"bytes"
+	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -49,10 +50,7 @@ func (ix *indexState) entryKeys(doc bson.D) ([][]byte, error) {
 	if err != nil || !indexed {
 		return nil, err
 	}
-	desc := make([]bool, len(ix.def.Fields))
-	for i, f := range ix.def.Fields {
-		desc[i] = f.Desc
-	}
+	desc := ix.desc
 	var out [][]byte
 	combo := make([]any, len(vals))
 	var walk func(i int) error
@@ -97,4 +95,52 @@ func (ix *indexState) keyValueDoc(doc bson.D) bson.D {
 		out = append(out, bson.E{Key: f.Path, Value: v})
 	}
 	return out
+}
+
+// rawKeys computes ix's entry keys straight from a stored document's BSON
+// when that is simple: an index without a partial filter on top-level
+// fields holding scalars, as most TTL and lookup indexes do. ok is false
+// otherwise, and the caller decodes the document. The keys are those
+// entryKeys gives for the decoded document.
+func (ix *indexState) rawKeys(raw []byte) (keys [][]byte, ok bool, err error) {
+	if !ix.simple {
+		return nil, false, nil
+	}
+	combo := make([]any, 0, len(ix.def.Fields))
+	allMissing := true
+	for _, f := range ix.def.Fields {
+		v, found, scalar, err := bsonutil.LookupScalar(raw, f.Path)
+		if err != nil || !scalar {
+			return nil, false, err
+		}
+		allMissing = allMissing && !found
+		combo = append(combo, v) // missing is indexed as null
+	}
+	if ix.def.Sparse && allMissing {
+		return nil, true, nil
+	}
+	return [][]byte{keyenc.AppendKey(nil, combo, ix.desc)}, true, nil
+}
+
+// keys returns ix's entry keys for a stored document: from its raw BSON
+// when it was not decoded and rawKeys can, else from the decoded document.
+func (d *stored) keys(ix *indexState) ([][]byte, error) {
+	if d.doc == nil {
+		if keys, ok, err := ix.rawKeys(d.raw); ok || err != nil {
+			return keys, err
+		}
+		if err := d.decode(); err != nil {
+			return nil, err
+		}
+	}
+	return ix.entryKeys(d.doc)
+}
+
+func (d *stored) decode() error {
+	doc, err := bsonutil.DecodeD(d.raw, 0)
+	if err != nil {
+		return fmt.Errorf("docstore: decode stored document: %w", err)
+	}
+	d.doc = doc
+	return nil
 }

@@ -123,7 +123,7 @@ func (c *Collection) NextExpiry() (time.Time, bool, error) {
 		}
 		if tc.ok {
 			if d, ok := ix.entryDate(tc.it.Key()); ok {
-				at := time.UnixMilli(int64(d)).Add(time.Duration(ix.def.ExpireAfter) * time.Second)
+				at := ix.expiry(d)
 				if !found || at.Before(best) {
 					best, found = at, true
 				}
@@ -263,7 +263,12 @@ func (c *Collection) removeExpired(l *lockSet, entries []expiredEntry, now time.
 	t.sortDeletes, t.deleteHint = true, len(docs)
 	for _, old := range docs {
 		// Re-check the whole document: it may have changed since the walk.
-		if !c.Expired(old.doc, now) {
+		expired, err := c.storedExpired(old, now)
+		if err != nil {
+			t.abort()
+			return res, left, err
+		}
+		if !expired {
 			left = math.MinInt64 // rare: let the next pass start over
 			continue
 		}
@@ -278,6 +283,39 @@ func (c *Collection) removeExpired(l *lockSet, entries []expiredEntry, now time.
 		return ExpireResult{}, left, fmt.Errorf("docstore: expire %s: %w", c.Namespace(), err)
 	}
 	return res, left, nil
+}
+
+// storedExpired reports whether a stored document has expired at now,
+// reading its TTL fields from raw BSON when every TTL index is simple and
+// holds a scalar there, else from the decoded document.
+func (c *Collection) storedExpired(d *stored, now time.Time) (bool, error) {
+	if d.doc == nil {
+		if expired, ok, err := c.rawExpired(d.raw, now); ok || err != nil {
+			return expired, err
+		}
+		if err := d.decode(); err != nil {
+			return false, err
+		}
+	}
+	return c.Expired(d.doc, now), nil
+}
+
+// rawExpired applies Expired's rule to raw BSON: expired when any TTL
+// index's date plus its expireAfterSeconds is at or before now.
+func (c *Collection) rawExpired(raw []byte, now time.Time) (expired, ok bool, err error) {
+	for _, ix := range c.state.Load().ttl {
+		if !ix.simple {
+			return false, false, nil
+		}
+		v, _, scalar, err := bsonutil.LookupScalar(raw, ix.def.Fields[0].Path)
+		if err != nil || !scalar {
+			return false, false, err
+		}
+		if d, isDate := v.(bson.DateTime); isDate && !ix.expiry(d).After(now) {
+			return true, true, nil
+		}
+	}
+	return false, true, nil
 }
 
 // loadMany reads the documents with the given encoded _ids (sorted, their
@@ -305,11 +343,7 @@ func (c *Collection) loadMany(ids [][]byte) ([]*stored, error) {
 		}
 		var raw []byte
 		raws, raw = appendCopy(raws, it.Value())
-		doc, err := bsonutil.DecodeD(raw, 0)
-		if err != nil {
-			return nil, fmt.Errorf("docstore: decode stored document: %w", err)
-		}
-		docs = append(docs, stored{idEnc: id, raw: raw, doc: doc})
+		docs = append(docs, stored{idEnc: id, raw: raw}) // decoded only if needed
 	}
 	out := make([]*stored, len(docs))
 	for i := range docs {

@@ -24,7 +24,8 @@ type WriteOptions struct {
 	Sync bool
 }
 
-// stored is a document as read back under the write lock.
+// stored is a document as read back under the write lock. doc may be nil
+// until needed (see stored.keys).
 type stored struct {
 	idEnc []byte
 	raw   []byte
@@ -417,7 +418,7 @@ func (t *tx) evictHolders(ix *indexState, holders [][]byte, d *stored) error {
 // removeDoc deletes a stored document and all of its index entries.
 func (t *tx) removeDoc(old *stored) error {
 	for i, ix := range t.st.indexes[1:] {
-		keys, err := ix.entryKeys(old.doc)
+		keys, err := old.keys(ix)
 		if err != nil {
 			return err
 		}

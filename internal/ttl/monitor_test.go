@@ -121,25 +121,26 @@ func waitFor(t *testing.T, cond func() bool) {
 
 func TestPaceRestsOnlyWhileClientsAreBusy(t *testing.T) {
 	m, _, clk := setup(t, 0)
+	m.SetPace(0.25) // of two cores: half of the monitor's own thread
+	m.cfg.Echo = 1  // and as much again for the storage engine
 	busy := false
 	m.cfg.Busy = func() bool { return busy }
-	done := make(chan struct{})
-	go func() { m.rest(context.Background(), 40*time.Millisecond, 40*time.Millisecond); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(time.Second):
-		t.Fatal("an idle server must not pace deletion")
+	if got := m.pauseFor(40*time.Millisecond, 40*time.Millisecond); got != 0 {
+		t.Fatalf("an idle server must not pace deletion: pause %v", got)
 	}
 	busy = true
-	done = make(chan struct{})
+	// 40ms of CPU counts 80ms with the echo; at half a thread, batch and
+	// rest last 160ms.
+	if got := m.pauseFor(40*time.Millisecond, 40*time.Millisecond); got != 120*time.Millisecond {
+		t.Fatalf("pause %v, want 120ms", got)
+	}
+	done := make(chan struct{})
 	go func() { m.rest(context.Background(), 40*time.Millisecond, 40*time.Millisecond); close(done) }()
 	waitFor(t, func() bool { return clk.Pending() == 1 })
-	// At the default pace (a quarter of two cores: half of the monitor's
-	// own thread) the rest equals the batch's own time.
-	clk.Advance(39 * time.Millisecond)
+	clk.Advance(119 * time.Millisecond)
 	select {
 	case <-done:
-		t.Fatal("rested less than the batch took")
+		t.Fatal("rested less than the pause")
 	case <-time.After(20 * time.Millisecond):
 	}
 	clk.Advance(time.Millisecond)
@@ -173,29 +174,15 @@ func TestWorkIsMeasuredInCPUTime(t *testing.T) {
 // A batch that waited for a CPU longer than its budget's pause needs no
 // further rest; one that ran straight through rests the remainder.
 func TestRestCountsWaitingAsPause(t *testing.T) {
-	m, _, clk := setup(t, 0)
+	m, _, _ := setup(t, 0)
+	m.SetPace(0.25)
+	m.cfg.Echo = 1
 	m.cfg.Busy = func() bool { return true }
-	done := make(chan struct{})
-	go func() { m.rest(context.Background(), 10*time.Millisecond, 40*time.Millisecond); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(time.Second):
-		t.Fatal("10ms of CPU over 40ms is within a half share: no rest")
+	if got := m.pauseFor(10*time.Millisecond, 40*time.Millisecond); got != 0 {
+		t.Fatalf("10ms of CPU (20 with the echo) over 40ms is within half a thread: pause %v", got)
 	}
-	done = make(chan struct{})
-	go func() { m.rest(context.Background(), 10*time.Millisecond, 15*time.Millisecond); close(done) }()
-	waitFor(t, func() bool { return clk.Pending() == 1 })
-	clk.Advance(4 * time.Millisecond)
-	select {
-	case <-done:
-		t.Fatal("rested less than the remaining 5ms")
-	case <-time.After(20 * time.Millisecond):
-	}
-	clk.Advance(time.Millisecond)
-	select {
-	case <-done:
-	case <-time.After(time.Second):
-		t.Fatal("rest did not end after the remaining 5ms")
+	if got := m.pauseFor(10*time.Millisecond, 15*time.Millisecond); got != 25*time.Millisecond {
+		t.Fatalf("pause %v, want the remaining 25ms", got)
 	}
 }
 
