@@ -42,21 +42,9 @@ func (h *Handler) deleteStatement(r *request, a writeArgs, s bson.D) (int64, err
 	if c == nil {
 		return 0, nil
 	}
-	ids, err := matchingIDs(r, c, f, hint, limit)
-	if err != nil {
-		return 0, err
-	}
-	var n int64
-	for _, id := range ids {
-		removed, err := removeIfMatches(c, id, f, a.opt)
-		if err != nil {
-			return n, err
-		}
-		if removed {
-			n++
-		}
-	}
-	return n, nil
+	return forMatching(r, c, f, hint, limit, func(id any) (bool, error) {
+		return removeIfMatches(c, id, f, a.opt)
+	})
 }
 
 func parseDeleteStmt(s bson.D) (*query.Filter, int, any, error) {

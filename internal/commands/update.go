@@ -222,15 +222,91 @@ func (h *Handler) updateStatement(r *request, a writeArgs, i int, s bson.D, res 
 	return nil
 }
 
-// matchingIDs collects the _ids of documents matching f (at most limit,
-// 0 for all) before any is modified, so an update never sees its own
-// writes during the scan.
-func matchingIDs(r *request, c *docstore.Collection, f *query.Filter, hint any, limit int) ([]any, error) {
+// forMatching runs write on each document matching f, at most limit of
+// them (0: all), and returns how many write reported as matched. write
+// re-checks the filter under the document's lock and reports whether the
+// document still matched.
+//
+// When the plan's index bounds express f exactly, the _ids come from the
+// index entries alone (docstore.CandidateIDs) and write's own read is the
+// only one of each document; a single-document write tries candidates
+// until one matches. Otherwise the matching documents are scanned first.
+// Either way every _id is collected before a multi-document write changes
+// anything, so it never meets its own writes.
+func forMatching(r *request, c *docstore.Collection, f *query.Filter, hint any, limit int, write func(id any) (bool, error)) (int64, error) {
 	plan, err := c.PlanQuery(f, hint)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
-	it := c.Scan(plan, f).WithContext(r.ctx)
+	if cands, ok := c.CandidateIDs(plan, f); ok {
+		defer cands.Close()
+		return writeCandidates(r, cands.WithContext(r.ctx), limit, write)
+	}
+	ids, err := matchingIDs(r, c.Scan(plan, f).WithContext(r.ctx), limit)
+	if err != nil {
+		return 0, err
+	}
+	return writeAll(ids, write)
+}
+
+func writeCandidates(r *request, cands *docstore.IDIter, limit int, write func(id any) (bool, error)) (int64, error) {
+	if limit != 1 {
+		ids, err := collectIDs(r, cands.Next)
+		if err != nil {
+			return 0, err
+		}
+		return writeAll(ids, write)
+	}
+	for {
+		if err := checkInterrupt(r.ctx); err != nil {
+			return 0, err
+		}
+		id, ok, err := cands.Next()
+		if err != nil || !ok {
+			return 0, err
+		}
+		if matched, err := write(id); matched || err != nil {
+			return b2i(matched), err
+		}
+	}
+}
+
+func writeAll(ids []any, write func(id any) (bool, error)) (int64, error) {
+	var n int64
+	for _, id := range ids {
+		matched, err := write(id)
+		if err != nil {
+			return n, err
+		}
+		n += b2i(matched)
+	}
+	return n, nil
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func collectIDs(r *request, next func() (any, bool, error)) ([]any, error) {
+	var ids []any
+	for {
+		if err := checkInterrupt(r.ctx); err != nil {
+			return nil, err
+		}
+		id, ok, err := next()
+		if err != nil || !ok {
+			return ids, err
+		}
+		ids = append(ids, id)
+	}
+}
+
+// matchingIDs collects the _ids of the documents a scan yields, at most
+// limit (0 for all).
+func matchingIDs(r *request, it *docstore.DocIter, limit int) ([]any, error) {
 	defer it.Close()
 	var ids []any
 	for limit == 0 || len(ids) < limit {
@@ -252,23 +328,12 @@ func (h *Handler) applyUpdates(r *request, c *docstore.Collection, st *updateStm
 	if st.multi {
 		limit = 0
 	}
-	ids, err := matchingIDs(r, c, st.filter, st.hint, limit)
-	if err != nil {
-		return 0, 0, err
-	}
-	for _, id := range ids {
+	n, err = forMatching(r, c, st.filter, st.hint, limit, func(id any) (bool, error) {
 		matched, changed, err := h.updateOne(c, id, st.filter, st.mod, opt)
-		if err != nil {
-			return n, modified, err
-		}
-		if matched {
-			n++
-		}
-		if changed {
-			modified++
-		}
-	}
-	return n, modified, nil
+		modified += b2i(changed)
+		return matched, err
+	})
+	return n, modified, err
 }
 
 // updateOne re-checks the filter under the write lock and applies mod.
