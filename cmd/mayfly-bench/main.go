@@ -68,6 +68,7 @@ type flagValues struct {
 	durableDuration      time.Duration
 	stormDocs, memory    int
 	burstDocs            int
+	stormShuffled        bool
 	burstMeasure         time.Duration
 	stormWindow, stormBl time.Duration
 }
@@ -94,6 +95,7 @@ func parse(args []string) (*flagValues, error) {
 	fs.IntVar(&v.stormDocs, "storm-docs", 0, "override: documents expiring in the storm")
 	fs.DurationVar(&v.stormWindow, "storm-window", 0, "override: window their expiries spread over")
 	fs.DurationVar(&v.stormBl, "storm-baseline", 0, "override: sessions measured before the storm")
+	fs.BoolVar(&v.stormShuffled, "storm-shuffle", false, "give the storm's documents _ids in random order to their expiry (default: in order)")
 	fs.IntVar(&v.burstDocs, "burst-docs", 0, "override: documents expiring at one instant in the burst")
 	fs.DurationVar(&v.burstMeasure, "burst-measure", 0, "override: sessions measured from the burst's instant")
 	fs.IntVar(&v.memory, "memory-sessions", 0, "override: live sessions for the memory figure")
@@ -121,6 +123,7 @@ func (v *flagValues) config() (*bench.Config, error) {
 	override(&sz.StormDocs, v.stormDocs)
 	override(&sz.StormWindow, v.stormWindow)
 	override(&sz.StormBaseline, v.stormBl)
+	sz.StormShuffled = v.stormShuffled
 	override(&sz.BurstDocs, v.burstDocs)
 	override(&sz.BurstMeasure, v.burstMeasure)
 	override(&sz.MemorySessions, v.memory)

@@ -21,6 +21,7 @@ type Sizes struct {
 	StormBaseline   time.Duration `json:"storm_baseline"`   // sessions measured before the storm
 	StormPoll       time.Duration `json:"storm_poll"`       // deletion counter sampling period
 	StormMaxDrain   time.Duration `json:"storm_max_drain"`  // longest wait for deletion after the storm
+	StormShuffled   bool          `json:"storm_shuffled"`   // storm _ids in random order to expiry
 	BurstDocs       int           `json:"burst_docs"`       // documents that expire at one instant
 	BurstMeasure    time.Duration `json:"burst_measure"`    // sessions measured this long from it
 	MemorySessions  int           `json:"memory_sessions"`  // live sessions for the memory figure

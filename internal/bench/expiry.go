@@ -32,6 +32,8 @@ type StormSpec struct {
 	// is measured from that instant. The collection is "burst", not
 	// "storm", so that a burst can follow a storm on one server.
 	Burst bool `json:"burst,omitempty"`
+	// Shuffled gives the documents _ids in random order to their expiry.
+	Shuffled bool `json:"shuffled,omitempty"`
 }
 
 // coll is the storm's collection.
@@ -44,10 +46,13 @@ func (sp StormSpec) coll() string {
 
 // schedule is when the storm's documents expire.
 func (sp StormSpec) schedule() schedule {
+	window := sp.Window
 	if sp.Burst {
-		return newSchedule(sp.Docs, 0)
+		window = 0
 	}
-	return newSchedule(sp.Docs, sp.Window)
+	s := newSchedule(sp.Docs, window)
+	s.shuffled = sp.Shuffled
+	return s
 }
 
 // ExpiryResult is what an expiry storm showed.
@@ -67,6 +72,7 @@ type ExpiryResult struct {
 	// while a backlog remained (see steadyRate).
 	Burst        bool    `json:"burst,omitempty"`
 	SteadyPerSec float64 `json:"steady_per_sec,omitempty"`
+	Shuffled     bool    `json:"shuffled,omitempty"`
 }
 
 // stormDoc is a document of the storm collection.
@@ -90,7 +96,7 @@ func loadStorm(ctx context.Context, coll *mongo.Collection, s schedule) (LoadRes
 	err = inBatches(ctx, s.n, func(ctx context.Context, lo, hi int) error {
 		docs := make([]stormDoc, 0, hi-lo)
 		for i := lo; i < hi; i++ {
-			docs = append(docs, stormDoc{ID: int64(i), At: s.at(i), Token: token(uint64(i))})
+			docs = append(docs, stormDoc{ID: s.id(i), At: s.at(i), Token: token(uint64(i))})
 		}
 		if _, err := coll.InsertMany(ctx, docs); err != nil {
 			return fmt.Errorf("load storm %d..%d: %w", lo, hi, err)
@@ -184,6 +190,6 @@ func runExpiryJob(ctx context.Context, j Job) (*ExpiryResult, error) {
 		Docs: s.n, WindowSeconds: sp.Window.Seconds(), OfferedPerSec: float64(s.n) / sp.Window.Seconds(), FirstExpiry: first,
 		Load: load, Visibility: vis, Lateness: lat, AllDeleted: lat.Deleted == int64(s.n),
 		Baseline: rec.result(0), Storm: rec.result(1), Mix: mix,
-		Burst: sp.Burst, SteadyPerSec: steadyRate(samples, int64(s.n)),
+		Burst: sp.Burst, SteadyPerSec: steadyRate(samples, int64(s.n)), Shuffled: sp.Shuffled,
 	}, checkMix(rec.hists[0].Count(), mix)
 }

@@ -184,13 +184,16 @@ func (m *modeRun) expiryPhase(ctx context.Context) (storm, burst *ExpiryResult, 
 			return err
 		}
 		spec := StormSpec{Docs: sz.StormDocs, Window: sz.StormWindow, Warmup: sz.Warmup,
-			Baseline: sz.StormBaseline, PollEvery: sz.StormPoll, MaxDrain: sz.StormMaxDrain}
+			Baseline: sz.StormBaseline, PollEvery: sz.StormPoll, MaxDrain: sz.StormMaxDrain,
+			Shuffled: sz.StormShuffled}
 		if storm, err = m.storm(ctx, s, spec); err != nil {
 			return err
 		}
 		m.logf("storm: %d docs, deletion lateness p99 ≤ %.0f ms, %d violations, %.0f expirations/s",
 			storm.Docs, storm.Lateness.Upper.P99Ms, storm.Visibility.Violations, storm.Lateness.PerSec)
-		spec.Docs, spec.Window, spec.Burst = sz.BurstDocs, sz.BurstMeasure, true
+		// The burst's documents share one date, so the TTL index holds them
+		// in _id order whatever their _ids.
+		spec.Docs, spec.Window, spec.Burst, spec.Shuffled = sz.BurstDocs, sz.BurstMeasure, true, false
 		if burst, err = m.storm(ctx, s, spec); err != nil {
 			return fmt.Errorf("burst: %w", err)
 		}

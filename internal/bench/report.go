@@ -95,7 +95,12 @@ func stormCell(m *ModeReport) string {
 	if e == nil {
 		return missing
 	}
-	return fmt.Sprintf("%s over %.0f s (%s/s offered)", fmtN(float64(e.Docs)), e.WindowSeconds, fmtN(e.OfferedPerSec))
+	order := "_ids in expiry order"
+	if e.Shuffled {
+		order = "_ids in random order"
+	}
+	return fmt.Sprintf("%s over %.0f s (%s/s offered; %s; %s/s deleted)", fmtN(float64(e.Docs)), e.WindowSeconds,
+		fmtN(e.OfferedPerSec), order, fmtN(e.Lateness.PerSec))
 }
 
 func latenessCell(m *ModeReport) string {

@@ -15,6 +15,18 @@ type schedule struct {
 	n      int
 	window time.Duration
 	after  time.Duration // the TTL index's expireAfterSeconds
+	// shuffled gives documents _ids in no relation to their expiry order,
+	// as sessions with ObjectIds touched at random have; otherwise
+	// document i's _id is i.
+	shuffled bool
+}
+
+// id is document i's _id: a bijection, so never a collision.
+func (s schedule) id(i int) int64 {
+	if s.shuffled {
+		return int64(mix64(uint64(i)) >> 1)
+	}
+	return int64(i)
 }
 
 func newSchedule(n int, window time.Duration) schedule {

@@ -110,7 +110,7 @@ func readLoop(ctx context.Context, until time.Time, stop <-chan struct{}, pause 
 // which must be present.
 func (v *Visibility) checkByID(ctx context.Context, coll *mongo.Collection, s schedule, now time.Time) error {
 	if k := s.expiredBy(now); k > 0 {
-		found, err := exists(ctx, coll, bson.D{{Key: "_id", Value: int64(k - 1)}})
+		found, err := exists(ctx, coll, bson.D{{Key: "_id", Value: s.id(k - 1)}})
 		if err != nil {
 			return err
 		}
@@ -120,7 +120,7 @@ func (v *Visibility) checkByID(ctx context.Context, coll *mongo.Collection, s sc
 		}
 	}
 	if j := s.expiredBy(now.Add(liveMargin)); j < s.n {
-		found, err := exists(ctx, coll, bson.D{{Key: "_id", Value: int64(j)}})
+		found, err := exists(ctx, coll, bson.D{{Key: "_id", Value: s.id(j)}})
 		if err != nil {
 			return err
 		}

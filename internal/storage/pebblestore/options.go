@@ -46,7 +46,7 @@ func (s *Store) pebbleOptions(fs vfs.FS, cache *pebble.Cache, diskHealth bool) *
 	for i := range o.Levels {
 		o.Levels[i].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
 	}
-	o.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionBalanced })
+	o.ApplyCompressionSettings(func() pebble.DBCompressionSettings { return pebble.DBCompressionFastest })
 	if diskHealth {
 		o.WithFSDefaults() // pebble's disk-stall detection, reported as DiskSlow
 	}
