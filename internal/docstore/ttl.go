@@ -58,13 +58,18 @@ func (ix *indexState) dateBracket() (lo, hi []byte) {
 
 // entryDate decodes the date at the start of an index entry key.
 func (ix *indexState) entryDate(key []byte) (bson.DateTime, bool) {
-	rest := key[len(ix.prefix):]
+	return ix.keyDate(key[len(ix.prefix):])
+}
+
+// keyDate decodes the date at the start of an index key without its
+// prefix.
+func (ix *indexState) keyDate(key []byte) (bson.DateTime, bool) {
 	var v any
 	var err error
 	if ix.def.Fields[0].Desc {
-		v, _, err = keyenc.DecodeValueDesc(rest)
+		v, _, err = keyenc.DecodeValueDesc(key)
 	} else {
-		v, _, err = keyenc.DecodeValue(rest)
+		v, _, err = keyenc.DecodeValue(key)
 	}
 	d, ok := v.(bson.DateTime)
 	return d, ok && err == nil

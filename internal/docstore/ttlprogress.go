@@ -104,7 +104,7 @@ func (t *tx) noteTTLEntry(ix *indexState, key []byte) {
 	if ix.progress == nil {
 		return
 	}
-	d, ok := ix.entryDate(append(append([]byte(nil), ix.prefix...), key...))
+	d, ok := ix.keyDate(key)
 	if !ok {
 		return
 	}
