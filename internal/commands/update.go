@@ -251,7 +251,7 @@ func forMatching(r *request, c *docstore.Collection, f *query.Filter, hint any, 
 
 func writeCandidates(r *request, cands *docstore.IDIter, limit int, write func(id any) (bool, error)) (int64, error) {
 	if limit != 1 {
-		ids, err := collectIDs(r, cands.Next)
+		ids, err := collectIDs(r, cands.Next, 0)
 		if err != nil {
 			return 0, err
 		}
@@ -290,9 +290,10 @@ func b2i(b bool) int64 {
 	return 0
 }
 
-func collectIDs(r *request, next func() (any, bool, error)) ([]any, error) {
+// collectIDs gathers the _ids next yields, at most limit (0 for all).
+func collectIDs(r *request, next func() (any, bool, error), limit int) ([]any, error) {
 	var ids []any
-	for {
+	for limit == 0 || len(ids) < limit {
 		if err := checkInterrupt(r.ctx); err != nil {
 			return nil, err
 		}
@@ -302,25 +303,21 @@ func collectIDs(r *request, next func() (any, bool, error)) ([]any, error) {
 		}
 		ids = append(ids, id)
 	}
+	return ids, nil
 }
 
 // matchingIDs collects the _ids of the documents a scan yields, at most
 // limit (0 for all).
 func matchingIDs(r *request, it *docstore.DocIter, limit int) ([]any, error) {
 	defer it.Close()
-	var ids []any
-	for limit == 0 || len(ids) < limit {
-		if err := checkInterrupt(r.ctx); err != nil {
-			return nil, err
-		}
+	return collectIDs(r, func() (any, bool, error) {
 		d, ok, err := it.Next()
-		if err != nil || !ok {
-			return ids, err
+		if !ok || err != nil {
+			return nil, ok, err
 		}
 		id, _ := lookup(d, "_id")
-		ids = append(ids, id)
-	}
-	return ids, nil
+		return id, true, nil
+	}, limit)
 }
 
 func (h *Handler) applyUpdates(r *request, c *docstore.Collection, st *updateStmt, opt docstore.WriteOptions) (n, modified int64, err error) {

@@ -291,11 +291,8 @@ func (c *Collection) loadLocked(idEnc []byte) (*stored, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docstore: read: %w", err)
 	}
-	doc, err := bsonutil.DecodeD(raw, 0)
-	if err != nil {
-		return nil, fmt.Errorf("docstore: decode stored document: %w", err)
-	}
-	return &stored{idEnc: idEnc, raw: raw, doc: doc}, nil
+	d := &stored{idEnc: idEnc, raw: raw}
+	return d, d.decode()
 }
 
 // putDoc writes doc and the difference between its index entries and
