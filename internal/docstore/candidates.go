@@ -48,7 +48,7 @@ func (it *IDIter) Next() (id any, ok bool, err error) {
 			break
 		}
 		d.Stats.KeysExamined++
-		idEnc := d.it.Value()
+		idEnc := entryID(d.it.Value())
 		if d.markSeen(idEnc) {
 			d.Stats.DupsDropped++
 			continue

@@ -223,7 +223,7 @@ func (d *DocIter) nextIndexed() ([]byte, bool) {
 		if d.plan.idScan {
 			return d.it.Value(), true
 		}
-		idEnc := d.it.Value()
+		idEnc := entryID(d.it.Value())
 		if d.markSeen(idEnc) {
 			d.Stats.DupsDropped++
 			continue

@@ -18,6 +18,9 @@ import (
 type ExpireResult struct {
 	Deleted     int
 	DeletedKeys int
+	// Read counts the deleted documents that had to be read first: their
+	// TTL entry had no deletion record fit for today's indexes.
+	Read int
 	// More is true when the batch stopped at its limit with expired
 	// documents left.
 	More bool
@@ -184,7 +187,7 @@ func (p *ExpiryPass) Next(limit int) (ExpireResult, error) {
 	}
 	l := &lockSet{c: c}
 	defer l.release()
-	res, left, err := c.removeExpired(l, entries, p.now)
+	res, left, err := c.removeExpired(l, p.ix, entries, p.now)
 	if err != nil {
 		return ExpireResult{}, err
 	}
@@ -199,6 +202,7 @@ func (p *ExpiryPass) Next(limit int) (ExpireResult, error) {
 
 // expiredEntry is a document a TTL index entry says has expired.
 type expiredEntry struct {
+	key  []byte // the entry
 	id   []byte
 	date int64
 }
@@ -221,7 +225,7 @@ func (p *ExpiryPass) collect(limit int) (entries []expiredEntry, more bool, err 
 	defer tc.it.Close()
 	seen := make(map[string]bool, limit)
 	entries = make([]expiredEntry, 0, min(limit, 1024))
-	var ids []byte // one buffer for the batch's ids: fewer allocations
+	var buf []byte // one buffer for the batch's keys and ids: fewer allocations
 	for ; tc.ok; tc.advance() {
 		d, ok := ix.entryDate(tc.it.Key())
 		if !ok || d > cutoff {
@@ -230,16 +234,17 @@ func (p *ExpiryPass) collect(limit int) (entries []expiredEntry, more bool, err 
 			}
 			break
 		}
-		if seen[string(tc.it.Value())] {
+		if seen[string(entryID(tc.it.Value()))] {
 			continue // a later date of an array already taken
 		}
 		if len(entries) == limit {
 			return entries, true, nil
 		}
-		var id []byte
-		ids, id = appendCopy(ids, tc.it.Value())
+		var key, id []byte
+		buf, key = appendCopy(buf, tc.it.Key())
+		buf, id = appendCopy(buf, entryID(tc.it.Value()))
 		seen[string(id)] = true
-		entries = append(entries, expiredEntry{id: id, date: int64(d)})
+		entries = append(entries, expiredEntry{key: key, id: id, date: int64(d)})
 		p.after = append(p.after[:0], tc.it.Key()...)
 	}
 	return entries, false, tc.it.Error()
@@ -249,45 +254,97 @@ func (p *ExpiryPass) collect(limit int) (entries []expiredEntry, more bool, err 
 // client is writing right now is left for the next pass, which the monitor
 // schedules at once because that document is then the next expiry. left
 // is the earliest date among the entries it did not delete.
-func (c *Collection) removeExpired(l *lockSet, entries []expiredEntry, now time.Time) (res ExpireResult, left int64, err error) {
+func (c *Collection) removeExpired(l *lockSet, ix *indexState, entries []expiredEntry, now time.Time) (res ExpireResult, left int64, err error) {
 	left = math.MaxInt64
-	locked := make([][]byte, 0, len(entries))
+	locked := make([]expiredEntry, 0, len(entries))
 	for _, e := range entries {
 		if l.tryStripe(c.stripeOf(e.id)) {
-			locked = append(locked, e.id)
+			locked = append(locked, e)
 		} else {
 			left = min(left, e.date)
 		}
 	}
-	slices.SortFunc(locked, bytes.Compare)
-	docs, err := c.loadMany(locked)
-	if err != nil {
-		return res, left, err
-	}
 	t := c.newTx(l)
-	t.sortDeletes, t.deleteHint = true, len(docs)
-	for _, old := range docs {
-		// Re-check the whole document: it may have changed since the walk.
-		expired, err := c.storedExpired(old, now)
-		if err != nil {
-			t.abort()
-			return res, left, err
-		}
-		if !expired {
-			left = math.MinInt64 // rare: let the next pass start over
-			continue
-		}
-		if err := t.removeDoc(old); err != nil {
-			t.abort()
-			return res, left, err
-		}
-		res.Deleted++
+	t.sortDeletes, t.deleteHint = true, len(locked)
+	unread, err := c.removeByRecords(t, ix, locked, &res)
+	if err == nil {
+		err = c.removeRead(t, unread, now, &res, &left)
+	}
+	if err != nil {
+		t.abort()
+		return ExpireResult{}, left, err
 	}
 	res.DeletedKeys = t.keysRemoved
 	if err := t.commit(WriteOptions{}); err != nil {
 		return ExpireResult{}, left, fmt.Errorf("docstore: expire %s: %w", c.Namespace(), err)
 	}
 	return res, left, nil
+}
+
+// removeByRecords reads again, now that their documents are locked, the
+// entries the walk collected, and deletes each document whose entry is
+// still there by its deletion record. An entry that is gone belonged to a
+// document written since the walk, which is then not expired by this
+// entry (or is gone); its new entries were announced to the progress mark.
+// It returns, sorted, the _ids of the documents it must read to delete.
+func (c *Collection) removeByRecords(t *tx, ix *indexState, entries []expiredEntry, res *ExpireResult) (unread [][]byte, err error) {
+	if len(entries) == 0 {
+		return nil, nil
+	}
+	slices.SortFunc(entries, func(a, b expiredEntry) int { return bytes.Compare(a.key, b.key) })
+	_, hi := ix.dateBracket()
+	it, err := c.store.eng.NewIter(entries[0].key, hi)
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	seek := docSeeker{it: it, stepping: true}
+	for _, e := range entries {
+		if !seek.find(e.key) {
+			continue
+		}
+		if _, rec, _ := splitEntryValue(it.Value()); rec != nil {
+			done, err := t.removeByRecord(e.id, rec)
+			if err != nil {
+				return nil, err
+			}
+			if done {
+				res.Deleted++
+				continue
+			}
+		}
+		unread = append(unread, e.id)
+	}
+	slices.SortFunc(unread, bytes.Compare)
+	return unread, it.Error()
+}
+
+// removeRead deletes the expired documents among ids (sorted, their
+// stripes held) after reading them.
+func (c *Collection) removeRead(t *tx, ids [][]byte, now time.Time, res *ExpireResult, left *int64) error {
+	docs, err := c.loadMany(ids)
+	if err != nil {
+		return err
+	}
+	for _, old := range docs {
+		// Re-check the whole document: its entry was there under the
+		// lock, so it has expired unless the index and the document
+		// disagree.
+		expired, err := c.storedExpired(old, now)
+		if err != nil {
+			return err
+		}
+		if !expired {
+			*left = math.MinInt64 // let the next pass start over
+			continue
+		}
+		if err := t.removeDoc(old); err != nil {
+			return err
+		}
+		res.Deleted++
+		res.Read++
+	}
+	return nil
 }
 
 // storedExpired reports whether a stored document has expired at now,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/maphash"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/keyenc"
+	"github.com/mayflydb/mayfly/internal/storage"
 )
 
 // validateBuckets is how many hash buckets the first pass of validate
@@ -229,16 +231,52 @@ func (v *validation) scanIndex(ic *indexCheck, fn func(ic *indexCheck, entry []b
 
 // checkEntry returns the entry's key part, for the next entry's unique
 // check.
-func (v *validation) checkEntry(ic *indexCheck, key, idEnc []byte, prev []byte) []byte {
-	if !bytes.HasSuffix(key, idEnc) || len(key) < len(ic.ix.prefix)+len(idEnc) {
+func (v *validation) checkEntry(ic *indexCheck, key, value []byte, prev []byte) []byte {
+	idEnc, rec, ok := splitEntryValue(value)
+	if !ok || !bytes.HasSuffix(key, idEnc) || len(key) < len(ic.ix.prefix)+len(idEnc) {
 		ic.errors = append(ic.errors, fmt.Sprintf("index '%s' has an entry whose value is not the _id its key ends with", ic.ix.def.Name))
 		return nil
+	}
+	if rec != nil {
+		v.checkRecord(ic, idEnc, rec, value)
 	}
 	part := key[len(ic.ix.prefix) : len(key)-len(idEnc)]
 	if ic.ix.def.Unique && prev != nil && bytes.Equal(part, prev) {
 		ic.errors = append(ic.errors, fmt.Sprintf("Unique index '%s' has duplicate key: %s", ic.ix.def.Name, bsonutil.Format(ic.ix.keyDoc(part))))
 	}
 	return append([]byte(nil), part...)
+}
+
+// checkRecord checks that a TTL entry's deletion record is the one its
+// document calls for. A record written for other indexes than today's is
+// not used (the monitor reads such documents), so it is not checked; nor
+// is one whose document is missing, which the entry counts report.
+func (v *validation) checkRecord(ic *indexCheck, idEnc, rec, value []byte) {
+	secondary := v.st.indexes[1:]
+	if _, ok := walkRecord(rec, secondary, nil); !ok {
+		return
+	}
+	raw, err := v.c.store.eng.Get(docKey(v.st.meta.ID, idEnc))
+	if err != nil {
+		if !errors.Is(err, storage.ErrNotFound) {
+			ic.errors = append(ic.errors, fmt.Sprintf("index '%s': reading the document of an entry: %v", ic.ix.def.Name, err))
+		}
+		return
+	}
+	d := &stored{idEnc: idEnc, raw: raw}
+	if d.decode() != nil {
+		return
+	}
+	keys := make([][][]byte, len(secondary))
+	for i, ix := range secondary {
+		if keys[i], err = ix.entryKeys(d.doc); err != nil {
+			return
+		}
+	}
+	if !bytes.Equal(value, appendTTLEntryValue(nil, idEnc, len(raw), secondary, keys)) {
+		ic.errors = append(ic.errors, fmt.Sprintf("index '%s' has an entry whose deletion record does not match document %s",
+			ic.ix.def.Name, bsonutil.Format(decodeID(idEnc))))
+	}
 }
 
 func (v *validation) countIndexKey(ic *indexCheck, entry []byte) {

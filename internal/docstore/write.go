@@ -298,8 +298,22 @@ func (c *Collection) loadLocked(idEnc []byte) (*stored, error) {
 // putDoc writes doc and the difference between its index entries and
 // those of old (nil for a new document).
 func (t *tx) putDoc(d *stored, old *stored) error {
-	for _, ix := range t.st.indexes[1:] {
-		if err := t.updateIndex(ix, d, old); err != nil {
+	secondary := t.st.indexes[1:]
+	keys := make([][][]byte, len(secondary))
+	hasTTL := false
+	for i, ix := range secondary {
+		var err error
+		if keys[i], err = ix.entryKeys(d.doc); err != nil {
+			return err
+		}
+		hasTTL = hasTTL || ix.def.TTL
+	}
+	var ttlValue []byte
+	if hasTTL {
+		ttlValue = appendTTLEntryValue(nil, d.idEnc, len(d.raw), secondary, keys)
+	}
+	for i, ix := range secondary {
+		if err := t.updateIndex(ix, keys[i], d, old, ttlValue); err != nil {
 			return err
 		}
 	}
@@ -316,13 +330,14 @@ func (t *tx) putDoc(d *stored, old *stored) error {
 	return nil
 }
 
-func (t *tx) updateIndex(ix *indexState, d, old *stored) error {
-	newKeys, err := ix.entryKeys(d.doc)
-	if err != nil {
-		return err
-	}
+// updateIndex writes the entries newKeys of d in ix that old lacks and
+// deletes those of old that d lacks. A TTL index's entries carry the
+// deletion record ttlValue, which changes with the document's size and
+// keys, so they are all written again.
+func (t *tx) updateIndex(ix *indexState, newKeys [][]byte, d, old *stored, ttlValue []byte) error {
 	var oldKeys [][]byte
 	if old != nil {
+		var err error
 		if oldKeys, err = ix.entryKeys(old.doc); err != nil {
 			return err
 		}
@@ -334,17 +349,24 @@ func (t *tx) updateIndex(ix *indexState, d, old *stored) error {
 			}
 		}
 	}
+	value := d.idEnc
+	if ix.def.TTL {
+		value = ttlValue
+	}
 	for _, k := range newKeys {
-		if containsKey(oldKeys, k) {
+		kept := containsKey(oldKeys, k)
+		if kept && !ix.def.TTL {
 			continue
 		}
-		if err := t.checkUnique(ix, k, d); err != nil {
+		if !kept {
+			if err := t.checkUnique(ix, k, d); err != nil {
+				return err
+			}
+			t.noteTTLEntry(ix, k)
+		}
+		if err := t.b.Set(entryKey(ix, k, d.idEnc), value); err != nil {
 			return err
 		}
-		if err := t.b.Set(entryKey(ix, k, d.idEnc), d.idEnc); err != nil {
-			return err
-		}
-		t.noteTTLEntry(ix, k)
 	}
 	return nil
 }
@@ -378,8 +400,8 @@ func (t *tx) checkUnique(ix *indexState, key []byte, d *stored) error {
 	}
 	var holders [][]byte
 	for ok := it.First(); ok; ok = it.Next() {
-		if !bytes.Equal(it.Value(), d.idEnc) {
-			holders = append(holders, append([]byte(nil), it.Value()...))
+		if id := entryID(it.Value()); !bytes.Equal(id, d.idEnc) {
+			holders = append(holders, append([]byte(nil), id...))
 		}
 	}
 	err = it.Error()

@@ -1,0 +1,144 @@
+package docstore
+
+import (
+	"encoding/binary"
+)
+
+// A TTL index entry carries, in its value, the deletion record of its
+// document: the document's size and its keys in every secondary index. The
+// monitor then deletes an expired document from the entry alone. Reading
+// the document instead costs a random read per document when documents
+// expire in another order than their _ids (sessions touched at random),
+// and those reads, not the deletions, bounded the expiry rate.
+//
+// Entries written by an index build, and records written before the
+// collection's indexes last changed, fall back to reading the document.
+//
+// The value of such an entry is
+//
+//	recordTag · uvarint(len(id)) · id · uvarint(size) · uvarint(n) ·
+//	n × (uvarint(indexID) · uvarint(keys) · keys × (uvarint(len) · key))
+//
+// with the indexes in catalog order. Every other entry's value is the bare
+// encoded _id, whose first byte is a key-encoding type tag: recordTag is
+// none of them.
+const recordTag = 0x01
+
+// entryID returns the encoded _id an index entry's value holds.
+func entryID(v []byte) []byte {
+	id, _, _ := splitEntryValue(v)
+	return id
+}
+
+// splitEntryValue returns the encoded _id and, when the value has one, the
+// deletion record. ok is false for a malformed tagged value, which is then
+// returned whole as the _id so that no document is found under it.
+func splitEntryValue(v []byte) (id, rec []byte, ok bool) {
+	if len(v) == 0 || v[0] != recordTag {
+		return v, nil, true
+	}
+	n, w := binary.Uvarint(v[1:])
+	if w <= 0 || n > uint64(len(v)-1-w) {
+		return v, nil, false
+	}
+	start := 1 + w
+	return v[start : start+int(n)], v[start+int(n):], true
+}
+
+// appendTTLEntryValue appends the value of a TTL index entry for the
+// document idEnc of the given size, whose keys in indexes (the secondary
+// ones, in catalog order) are keys.
+func appendTTLEntryValue(dst, idEnc []byte, size int, indexes []*indexState, keys [][][]byte) []byte {
+	dst = append(dst, recordTag)
+	dst = binary.AppendUvarint(dst, uint64(len(idEnc)))
+	dst = append(dst, idEnc...)
+	dst = binary.AppendUvarint(dst, uint64(size))
+	dst = binary.AppendUvarint(dst, uint64(len(indexes)))
+	for i, ix := range indexes {
+		dst = binary.AppendUvarint(dst, uint64(ix.def.ID))
+		dst = binary.AppendUvarint(dst, uint64(len(keys[i])))
+		for _, k := range keys[i] {
+			dst = binary.AppendUvarint(dst, uint64(len(k)))
+			dst = append(dst, k...)
+		}
+	}
+	return dst
+}
+
+// walkRecord checks that rec was written for indexes and hands each key it
+// lists to fn (which may be nil) with the position of its index. It
+// returns the document's size; ok is false when rec is malformed or lists
+// other indexes, and then the document must be read instead.
+func walkRecord(rec []byte, indexes []*indexState, fn func(i int, key []byte)) (size int, ok bool) {
+	r := recordReader{b: rec}
+	size = int(r.uvarint())
+	if r.uvarint() != uint64(len(indexes)) {
+		return 0, false
+	}
+	for i, ix := range indexes {
+		if r.uvarint() != uint64(ix.def.ID) {
+			return 0, false
+		}
+		for n := r.uvarint(); n > 0 && !r.bad; n-- {
+			key := r.take(r.uvarint())
+			if fn != nil && !r.bad {
+				fn(i, key)
+			}
+		}
+	}
+	return size, !r.bad && len(r.b) == 0
+}
+
+// recordReader reads a deletion record; once bad, every read returns zero.
+type recordReader struct {
+	b   []byte
+	bad bool
+}
+
+func (r *recordReader) uvarint() uint64 {
+	v, w := binary.Uvarint(r.b)
+	if w <= 0 {
+		r.bad, r.b = true, nil
+		return 0
+	}
+	r.b = r.b[w:]
+	return v
+}
+
+func (r *recordReader) take(n uint64) []byte {
+	if n > uint64(len(r.b)) {
+		r.bad, r.b = true, nil
+		return nil
+	}
+	out := r.b[:n]
+	r.b = r.b[n:]
+	return out
+}
+
+// removeByRecord deletes the document idEnc and every index entry its
+// deletion record lists, without reading it. It deletes nothing and
+// returns false when the record does not fit the collection's indexes.
+func (t *tx) removeByRecord(idEnc, rec []byte) (bool, error) {
+	secondary := t.st.indexes[1:]
+	size, ok := walkRecord(rec, secondary, nil)
+	if !ok {
+		return false, nil
+	}
+	var err error
+	walkRecord(rec, secondary, func(i int, key []byte) {
+		if err == nil {
+			err = t.del(2+i, entryKey(secondary[i], key, idEnc))
+			t.keysRemoved++
+		}
+	})
+	if err != nil {
+		return false, err
+	}
+	if err := t.del(0, docKey(t.st.meta.ID, idEnc)); err != nil {
+		return false, err
+	}
+	t.keysRemoved++
+	t.dCount--
+	t.dSize -= int64(size)
+	return true, nil
+}

@@ -1,0 +1,195 @@
+package docstore
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/keyenc"
+)
+
+// passTotals runs a whole pass over t_1 and sums its batches.
+func passTotals(t *testing.T, c *Collection, now time.Time) ExpireResult {
+	t.Helper()
+	pass := c.BeginExpiry("t_1", now)
+	var sum ExpireResult
+	for {
+		res, err := pass.Next(2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum.Deleted += res.Deleted
+		sum.DeletedKeys += res.DeletedKeys
+		sum.Read += res.Read
+		if !res.More {
+			return sum
+		}
+	}
+}
+
+// wantClean fails unless validate finds the collection consistent: every
+// index entry matches a document, counters and deletion records agree.
+func wantClean(t *testing.T, c *Collection) {
+	t.Helper()
+	if res := mustValidate(t, c); !res.Valid() {
+		t.Fatalf("validate: %v", res.Errors)
+	}
+}
+
+// ttlEntryOf returns the key and value of the t_1 entry of document id
+// dated d.
+func ttlEntryOf(t *testing.T, c *Collection, id any, d bson.DateTime) (key, value []byte) {
+	t.Helper()
+	ix := c.state.Load().ttl[0]
+	key = entryKey(ix, keyenc.AppendKey(nil, []any{d}, ix.desc), keyenc.AppendValue(nil, id))
+	value, err := c.store.eng.Get(key)
+	if err != nil {
+		t.Fatalf("entry of %v: %v", id, err)
+	}
+	return key, value
+}
+
+func TestExpiryDeletesByRecordWithoutReading(t *testing.T) {
+	c := validColl(t) // four secondary indexes, multikey and partial ones among them
+	_, value := ttlEntryOf(t, c, 0, date(t0))
+	if id, rec, ok := splitEntryValue(value); !ok || rec == nil || string(id) != string(keyenc.AppendValue(nil, 0)) {
+		t.Fatalf("entry value %x: want the _id and a deletion record", value)
+	}
+	keysBefore := countKeys(t, c)
+	res := passTotals(t, c, c.store.clock.Now().Add(3*time.Minute)) // _id 0, 1, 2 expire; 3 has no date
+	if res.Deleted != 3 || res.Read != 0 {
+		t.Fatalf("pass %+v: want 3 deleted, none read", res)
+	}
+	if got := keysBefore - countKeys(t, c); got != res.DeletedKeys-res.Deleted {
+		t.Fatalf("%d index entries went, the pass reported %d", got, res.DeletedKeys-res.Deleted)
+	}
+	wantClean(t, c)
+	if c.Count() != 3 {
+		t.Fatalf("count %d, want 3", c.Count())
+	}
+}
+
+// countKeys counts the secondary index entries of the collection.
+func countKeys(t *testing.T, c *Collection) int {
+	t.Helper()
+	p := collIndexPrefix(c.meta().ID)
+	it, err := c.store.eng.NewIter(p, prefixEnd(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+	}
+	return n
+}
+
+func TestArrayOfDatesDeletedByRecord(t *testing.T) {
+	c, clk := ttlColl(t, "t", 0)
+	insert(t, c, bson.D{{Key: "_id", Value: 1}, {Key: "t", Value: bson.A{date(t0.Add(time.Hour)), date(t0), date(t0.Add(time.Minute))}}})
+	clk.Set(t0.Add(time.Second))
+	res := wantPass(t, c, clk.Now(), 1, 0, 0)
+	if res.DeletedKeys != 4 {
+		t.Fatalf("pass %+v: want the document and its three dates deleted", res)
+	}
+}
+
+// wantPass runs a pass at now and checks how many documents it deleted,
+// how many of those it read, and how many index entries are left; then
+// that validate finds the collection clean.
+func wantPass(t *testing.T, c *Collection, now time.Time, deleted, read, entriesLeft int) ExpireResult {
+	t.Helper()
+	res := passTotals(t, c, now)
+	if res.Deleted != deleted || res.Read != read {
+		t.Fatalf("pass %+v: want %d deleted, %d of them read", res, deleted, read)
+	}
+	if n := countKeys(t, c); n != entriesLeft {
+		t.Fatalf("%d index entries left, want %d", n, entriesLeft)
+	}
+	wantClean(t, c)
+	return res
+}
+
+// Records written before an index was added do not list its keys: those
+// documents are read, and their new entries go too.
+func TestStaleRecordFallsBackToReading(t *testing.T) {
+	c, clk := ttlColl(t, "t", 0)
+	for i := 0; i < 5; i++ {
+		insert(t, c, bson.D{{Key: "_id", Value: i}, {Key: "w", Value: i}, {Key: "t", Value: date(t0)}})
+	}
+	insert(t, c, bson.D{{Key: "_id", Value: 9}, {Key: "t", Value: date(t0.Add(time.Hour))}})
+	mustIndex(t, c, ixSpec("w_1", bson.D{{Key: "w", Value: 1}}))
+	// One document written after the new index has a fresh record.
+	insert(t, c, bson.D{{Key: "_id", Value: 5}, {Key: "w", Value: 5}, {Key: "t", Value: date(t0)}})
+	clk.Set(t0.Add(time.Second))
+	wantPass(t, c, clk.Now(), 6, 5, 2) // _id 9's two entries stay
+}
+
+// A document written between a batch's walk and its locks is judged by
+// its entries as they are under the locks.
+func TestWriteBetweenWalkAndLockIsSeen(t *testing.T) {
+	c, clk := ttlColl(t, "t", 0)
+	for i := 0; i < 3; i++ {
+		insert(t, c, bson.D{{Key: "_id", Value: i}, {Key: "t", Value: date(t0)}})
+	}
+	clk.Set(t0.Add(time.Second))
+	pass := c.BeginExpiry("t_1", clk.Now())
+	entries, _, err := pass.collect(10)
+	if err != nil || len(entries) != 3 {
+		t.Fatalf("walk found %d entries (%v)", len(entries), err)
+	}
+	// Expired documents cannot be updated, but an insert replaces them.
+	// _id 0 comes back alive. _id 1 comes back larger with the same date:
+	// still expired, and its record's new size is the one to subtract.
+	insert(t, c, bson.D{{Key: "_id", Value: 0}, {Key: "t", Value: date(t0.Add(time.Hour))}})
+	insert(t, c, bson.D{{Key: "_id", Value: 1}, {Key: "t", Value: date(t0)}, {Key: "pad", Value: "grown since the walk"}})
+	l := &lockSet{c: c}
+	res, left, err := c.removeExpired(l, pass.ix, entries, clk.Now())
+	l.release()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Deleted != 2 || res.Read != 0 || left != math.MaxInt64 {
+		t.Fatalf("batch %+v, left %d: want _id 1 and 2 deleted by record", res, left)
+	}
+	if n := visible(t, c); n != 1 {
+		t.Fatalf("%d documents visible, want the touched one", n)
+	}
+	wantClean(t, c)
+}
+
+func TestValidateFindsWrongDeletionRecord(t *testing.T) {
+	c := validColl(t)
+	key, value := ttlEntryOf(t, c, 1, date(t0.Add(time.Minute)))
+	id, _, _ := splitEntryValue(value)
+	st := c.state.Load()
+	secondary := st.indexes[1:]
+	keys := make([][][]byte, len(secondary)) // a record without any key
+	setKey(t, c, key, appendTTLEntryValue(nil, id, 10, secondary, keys))
+	res := mustValidate(t, c)
+	wantMessages(t, res.Errors, "index 't_1' has an entry whose deletion record does not match document 1")
+}
+
+func TestMalformedRecordsAreRejected(t *testing.T) {
+	c := validColl(t)
+	secondary := c.state.Load().indexes[1:]
+	_, value := ttlEntryOf(t, c, 1, date(t0.Add(time.Minute)))
+	_, rec, _ := splitEntryValue(value)
+	if _, ok := walkRecord(rec, secondary, nil); !ok {
+		t.Fatal("a good record is rejected")
+	}
+	for cut := 0; cut < len(rec); cut++ {
+		if _, ok := walkRecord(rec[:cut], secondary, nil); ok {
+			t.Fatalf("a record cut at %d of %d bytes is accepted", cut, len(rec))
+		}
+	}
+	if _, ok := walkRecord(append(rec[:len(rec):len(rec)], 0), secondary, nil); ok {
+		t.Fatal("a record with a trailing byte is accepted")
+	}
+	if _, _, ok := splitEntryValue([]byte{recordTag, 200}); ok {
+		t.Fatal("a tagged value whose _id overruns it is accepted")
+	}
+}
