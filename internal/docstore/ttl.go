@@ -67,15 +67,7 @@ func (ix *indexState) entryDate(key []byte) (bson.DateTime, bool) {
 // keyDate decodes the date at the start of an index key without its
 // prefix.
 func (ix *indexState) keyDate(key []byte) (bson.DateTime, bool) {
-	var v any
-	var err error
-	if ix.def.Fields[0].Desc {
-		v, _, err = keyenc.DecodeValueDesc(key)
-	} else {
-		v, _, err = keyenc.DecodeValue(key)
-	}
-	d, ok := v.(bson.DateTime)
-	return d, ok && err == nil
+	return keyenc.DecodeDate(key, ix.def.Fields[0].Desc)
 }
 
 // ttlCursor walks an index's date entries from the earliest date on.
@@ -223,7 +215,8 @@ func (p *ExpiryPass) collect(limit int) (entries []expiredEntry, more bool, err 
 		return nil, false, err
 	}
 	defer tc.it.Close()
-	seen := make(map[string]bool, limit)
+	// seen holds the documents taken that have several entries here.
+	var seen map[string]bool
 	entries = make([]expiredEntry, 0, min(limit, 1024))
 	var buf []byte // one buffer for the batch's keys and ids: fewer allocations
 	for ; tc.ok; tc.advance() {
@@ -234,7 +227,9 @@ func (p *ExpiryPass) collect(limit int) (entries []expiredEntry, more bool, err 
 			}
 			break
 		}
-		if seen[string(entryID(tc.it.Value()))] {
+		value := tc.it.Value()
+		only := onlyEntry(value)
+		if !only && seen[string(entryID(value))] {
 			continue // a later date of an array already taken
 		}
 		if len(entries) == limit {
@@ -242,8 +237,13 @@ func (p *ExpiryPass) collect(limit int) (entries []expiredEntry, more bool, err 
 		}
 		var key, id []byte
 		buf, key = appendCopy(buf, tc.it.Key())
-		buf, id = appendCopy(buf, entryID(tc.it.Value()))
-		seen[string(id)] = true
+		buf, id = appendCopy(buf, entryID(value))
+		if !only {
+			if seen == nil {
+				seen = map[string]bool{}
+			}
+			seen[string(id)] = true
+		}
 		entries = append(entries, expiredEntry{key: key, id: id, date: int64(d)})
 		p.after = append(p.after[:0], tc.it.Key()...)
 	}

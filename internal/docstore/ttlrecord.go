@@ -19,10 +19,32 @@ import (
 //	recordTag · uvarint(len(id)) · id · uvarint(size) · uvarint(n) ·
 //	n × (uvarint(indexID) · uvarint(keys) · keys × (uvarint(len) · key))
 //
-// with the indexes in catalog order. Every other entry's value is the bare
-// encoded _id, whose first byte is a key-encoding type tag: recordTag is
+// with the indexes in catalog order. recordTagMulti replaces recordTag in
+// the entries of a document that has several in the index (an array of
+// dates), so that a walk needs to remember only those documents' _ids to
+// take each document once. Every other entry's value is the bare encoded
+// _id, whose first byte is a key-encoding type tag: the record tags are
 // none of them.
-const recordTag = 0x01
+const (
+	recordTag      = 0x01
+	recordTagMulti = 0x02
+)
+
+// hasRecord reports whether an index entry's value carries a record.
+func hasRecord(v []byte) bool {
+	return len(v) > 0 && (v[0] == recordTag || v[0] == recordTagMulti)
+}
+
+// onlyEntry reports whether an index entry's value says it is its
+// document's only entry in the index.
+func onlyEntry(v []byte) bool { return len(v) > 0 && v[0] == recordTag }
+
+// multiEntryValue returns a TTL entry value marked as one of several.
+func multiEntryValue(v []byte) []byte {
+	out := append([]byte(nil), v...)
+	out[0] = recordTagMulti
+	return out
+}
 
 // entryID returns the encoded _id an index entry's value holds.
 func entryID(v []byte) []byte {
@@ -34,7 +56,7 @@ func entryID(v []byte) []byte {
 // deletion record. ok is false for a malformed tagged value, which is then
 // returned whole as the _id so that no document is found under it.
 func splitEntryValue(v []byte) (id, rec []byte, ok bool) {
-	if len(v) == 0 || v[0] != recordTag {
+	if !hasRecord(v) {
 		return v, nil, true
 	}
 	n, w := binary.Uvarint(v[1:])
@@ -127,14 +149,17 @@ func (t *tx) removeByRecord(idEnc, rec []byte) (bool, error) {
 	var err error
 	walkRecord(rec, secondary, func(i int, key []byte) {
 		if err == nil {
-			err = t.del(2+i, entryKey(secondary[i], key, idEnc))
+			err = t.del(2+i, t.arenaKey(secondary[i].prefix, key, idEnc))
 			t.keysRemoved++
 		}
 	})
 	if err != nil {
 		return false, err
 	}
-	if err := t.del(0, docKey(t.st.meta.ID, idEnc)); err != nil {
+	if t.docPrefix == nil {
+		t.docPrefix = docPrefix(t.st.meta.ID)
+	}
+	if err := t.del(0, t.arenaKey(t.docPrefix, nil, idEnc)); err != nil {
 		return false, err
 	}
 	t.keysRemoved++
@@ -142,3 +167,20 @@ func (t *tx) removeByRecord(idEnc, rec []byte) (bool, error) {
 	t.dSize -= int64(size)
 	return true, nil
 }
+
+// arenaKey returns prefix·mid·idEnc built in the transaction's arena: a
+// batch of expiry deletions builds thousands of keys, and an allocation
+// each is garbage-collection work that grows with the deletion rate. The
+// keys live as long as the transaction.
+func (t *tx) arenaKey(prefix, mid, idEnc []byte) []byte {
+	n := len(prefix) + len(mid) + len(idEnc)
+	if cap(t.arena)-len(t.arena) < n {
+		t.arena = make([]byte, 0, max(arenaChunk, n))
+	}
+	start := len(t.arena)
+	t.arena = append(append(append(t.arena, prefix...), mid...), idEnc...)
+	return t.arena[start:len(t.arena):len(t.arena)]
+}
+
+// arenaChunk is the size of each piece of a transaction's key arena.
+const arenaChunk = 64 << 10

@@ -90,8 +90,15 @@ func countKeys(t *testing.T, c *Collection) int {
 func TestArrayOfDatesDeletedByRecord(t *testing.T) {
 	c, clk := ttlColl(t, "t", 0)
 	insert(t, c, bson.D{{Key: "_id", Value: 1}, {Key: "t", Value: bson.A{date(t0.Add(time.Hour)), date(t0), date(t0.Add(time.Minute))}}})
-	clk.Set(t0.Add(time.Second))
-	res := wantPass(t, c, clk.Now(), 1, 0, 0)
+	insert(t, c, bson.D{{Key: "_id", Value: 2}, {Key: "t", Value: date(t0.Add(time.Hour))}})
+	_, multi := ttlEntryOf(t, c, 1, date(t0))
+	_, single := ttlEntryOf(t, c, 2, date(t0.Add(time.Hour)))
+	if onlyEntry(multi) || !onlyEntry(single) {
+		t.Fatalf("entry tags %#x and %#x: want the array's entries marked as several", multi[0], single[0])
+	}
+	wantClean(t, c)
+	clk.Set(t0.Add(2 * time.Minute)) // two of the array's dates have passed
+	res := wantPass(t, c, clk.Now(), 1, 0, 1)
 	if res.DeletedKeys != 4 {
 		t.Fatalf("pass %+v: want the document and its three dates deleted", res)
 	}

@@ -54,6 +54,9 @@ type tx struct {
 	sortDeletes bool
 	deleteHint  int // documents expected, to size the groups
 	deletes     [][][]byte
+	// arena holds the keys removeByRecord builds; docPrefix is the
+	// collection's document key prefix, once computed.
+	arena, docPrefix []byte
 	// ttlAdded is, per TTL index of st, the earliest date of the entries
 	// this batch adds (math.MaxInt64: none; nil: no TTL entry at all).
 	ttlAdded []int64
@@ -350,7 +353,10 @@ func (t *tx) updateIndex(ix *indexState, newKeys [][]byte, d, old *stored, ttlVa
 		}
 	}
 	value := d.idEnc
-	if ix.def.TTL {
+	switch {
+	case ix.def.TTL && len(newKeys) > 1:
+		value = multiEntryValue(ttlValue)
+	case ix.def.TTL:
 		value = ttlValue
 	}
 	for _, k := range newKeys {

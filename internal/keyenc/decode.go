@@ -1,6 +1,7 @@
 package keyenc
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -41,6 +42,24 @@ func DecodeValueDesc(src []byte) (any, []byte, error) {
 		return nil, nil, err
 	}
 	return v, d.src[d.pos:], nil
+}
+
+// DecodeDate decodes a BSON date at the start of src, inverted when desc
+// (a descending index's key), without DecodeValue's allocation: it is the
+// TTL monitor's hot path. ok is false when src does not start with a date.
+func DecodeDate(src []byte, desc bool) (d bson.DateTime, ok bool) {
+	var inv byte
+	if desc {
+		inv = 0xFF
+	}
+	if len(src) < 9 || src[0]^inv != tagDate {
+		return 0, false
+	}
+	u := binary.BigEndian.Uint64(src[1:9])
+	if desc {
+		u = ^u
+	}
+	return bson.DateTime(int64(u ^ 1<<63)), true
 }
 
 // decoder reads an encoding; inv is XORed into every byte read, which undoes
