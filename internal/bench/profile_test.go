@@ -14,10 +14,12 @@ import (
 
 // TestProfileServer runs a Mayfly server inside the test process under the
 // session workload (MAYFLY_BENCH_PROFILE=sessions), j: true inserts from
-// 64 clients (durable) or the expiry storm with the session workload
-// (storm), at the -short sizes, so that go test's -cpuprofile, -mutexprofile and -blockprofile
-// see the server, which has no pprof endpoint of its own. The driver's
-// frames are in the same profile, under go.mongodb.org/mongo-driver.
+// 64 clients (durable) or expiry with the session workload (storm;
+// storm-shuffled, its _ids in random order to expiry; burst), at the
+// -short sizes, so that go test's -cpuprofile, -mutexprofile and
+// -blockprofile see the server, which has no pprof endpoint of its own.
+// The driver's frames are in the same profile, under
+// go.mongodb.org/mongo-driver.
 // MAYFLY_BENCH_PROFILE_SECONDS sets the sessions run (default 10). It is
 // skipped unless MAYFLY_BENCH_PROFILE is set:
 //
@@ -55,12 +57,16 @@ func TestProfileServer(t *testing.T) {
 		job.Kind, job.Target = jobSessions, targetMongo
 	case "durable":
 		job.Kind, job.Journal = jobDurable, true
-	case "storm":
+	case "storm", "storm-shuffled", "burst":
 		job.Kind = jobExpiry
 		job.Storm = &StormSpec{Docs: sz.StormDocs, Window: sz.StormWindow, Warmup: sz.Warmup,
-			Baseline: sz.StormBaseline, PollEvery: sz.StormPoll, MaxDrain: sz.StormMaxDrain}
+			Baseline: sz.StormBaseline, PollEvery: sz.StormPoll, MaxDrain: sz.StormMaxDrain,
+			Shuffled: what == "storm-shuffled"}
+		if what == "burst" {
+			job.Storm.Docs, job.Storm.Window, job.Storm.Burst = sz.BurstDocs, sz.BurstMeasure, true
+		}
 	default:
-		t.Fatalf("MAYFLY_BENCH_PROFILE=%q: want sessions, durable or storm", what)
+		t.Fatalf("MAYFLY_BENCH_PROFILE=%q: want sessions, durable, storm, storm-shuffled or burst", what)
 	}
 	res, err := RunJob(ctx, job)
 	if err != nil {
