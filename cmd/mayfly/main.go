@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -113,6 +114,26 @@ func newLogger(level, format string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
 }
 
+// threadsPerCore is how many goroutines may run at once per core.
+//
+// With one per core (Go's default), the TTL monitor's deletion batches and
+// the storage engine's compactions, each running for milliseconds, can
+// hold every one of them, and requests then wait for the Go scheduler to
+// preempt one (it does so after 10 ms). With two per core, requests always
+// find one free and the kernel shares the cores between all of them at
+// a finer grain. Measured in docs/design/0003 ("Pacing").
+const threadsPerCore = 2
+
+// oversubscribe raises GOMAXPROCS to threadsPerCore per core unless the
+// GOMAXPROCS variable chose it, and returns the number of cores.
+func oversubscribe() int {
+	cores := runtime.GOMAXPROCS(0)
+	if _, set := os.LookupEnv("GOMAXPROCS"); !set {
+		runtime.GOMAXPROCS(threadsPerCore * cores)
+	}
+	return cores
+}
+
 func run(args []string) error {
 	o, err := parseFlags(args)
 	if err != nil {
@@ -124,6 +145,7 @@ func run(args []string) error {
 	}
 	o.cfg.Logger = logger
 	o.cfg.Argv = append([]string{"mayfly"}, args...)
+	o.cfg.CPUs = oversubscribe()
 	a, err := app.Start(o.cfg)
 	if err != nil {
 		return err

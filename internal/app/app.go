@@ -53,9 +53,14 @@ type Config struct {
 	// error) checks whether it can take writes again (default 1s; negative
 	// turns automatic recovery off).
 	RecoverInterval time.Duration
-	Clock           clock.Clock
-	Logger          *slog.Logger
-	Argv            []string
+	// CPUs is the number of cores the server runs on, on which the TTL
+	// monitor's pace and the storage engine's compaction concurrency are
+	// reckoned; default GOMAXPROCS. cmd/mayfly runs with GOMAXPROCS above
+	// the number of cores (see there) and sets this to the cores.
+	CPUs   int
+	Clock  clock.Clock
+	Logger *slog.Logger
+	Argv   []string
 }
 
 // App is a running server.
@@ -77,6 +82,7 @@ func Start(cfg Config) (*App, error) {
 	cfg = withDefaults(cfg)
 	eng, err := pebblestore.Open(pebblestore.Options{
 		Dir: cfg.DataDir, InMemory: cfg.InMemory, FS: cfg.FS, RecoverInterval: cfg.RecoverInterval, Logger: cfg.Logger,
+		CPUs: cfg.CPUs,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("app: open storage: %w", err)
@@ -133,6 +139,7 @@ func (a *App) assemble() error {
 	a.monitor = ttl.New(store, cfg.Clock, ttl.Config{
 		SleepSecs: cfg.TTLSleepSecs, Disabled: cfg.TTLDisabled, Logger: cfg.Logger, Observer: observer,
 		Busy: func() bool { return ops.BusyWithin(100 * time.Millisecond) },
+		CPUs: cfg.CPUs,
 	})
 	params := a.params()
 	if err := applySetParameters(params, cfg.SetParameters); err != nil {

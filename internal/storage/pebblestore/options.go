@@ -3,7 +3,6 @@ package pebblestore
 import (
 	"fmt"
 	"log/slog"
-	"runtime"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -35,7 +34,7 @@ func (s *Store) pebbleOptions(fs vfs.FS, cache *pebble.Cache, diskHealth bool) *
 		L0StopWritesThreshold:       l0StopWritesThreshold,
 		LBaseMaxBytes:               lBaseMaxBytes,
 		CompactionConcurrencyRange: func() (int, int) {
-			return 1, max(2, runtime.GOMAXPROCS(0)/2)
+			return 1, max(2, s.cpus/2)
 		},
 		// In memory nothing survives the process, so a WAL would only cost
 		// memory and copying.

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +43,9 @@ type Options struct {
 	// still recovers). Ignored in memory, where a reopen would lose
 	// everything.
 	RecoverInterval time.Duration
+	// CPUs is the number of cores the server runs on, which sets how many
+	// compactions may run at once; default GOMAXPROCS.
+	CPUs int
 	// Logger receives pebble's messages; default slog.Default().
 	Logger *slog.Logger
 }
@@ -66,6 +70,7 @@ type Store struct {
 	fs         vfs.FS
 	dir        string
 	cacheSize  int64
+	cpus       int
 	diskHealth bool
 
 	// mu is held shared by every operation that uses db, and exclusively by
@@ -89,7 +94,7 @@ var _ storage.Engine = (*Store)(nil)
 func Open(opt Options) (*Store, error) {
 	opt = withDefaults(opt)
 	s := &Store{
-		inMem: opt.InMemory, cacheSize: opt.CacheSize, diskHealth: opt.FS == nil && !opt.InMemory,
+		inMem: opt.InMemory, cacheSize: opt.CacheSize, cpus: opt.CPUs, diskHealth: opt.FS == nil && !opt.InMemory,
 		logger: opt.Logger.With("component", "pebblestore"), stop: make(chan struct{}),
 	}
 	fs, dir, err := s.filesystem(opt)
@@ -113,6 +118,9 @@ func withDefaults(opt Options) Options {
 	}
 	if opt.CacheSize <= 0 {
 		opt.CacheSize = defaultCacheSize
+	}
+	if opt.CPUs <= 0 {
+		opt.CPUs = runtime.GOMAXPROCS(0)
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
