@@ -63,6 +63,13 @@ func (l *lockSet) tryStripe(i int) bool {
 	return true
 }
 
+// tryAllStripes locks every stripe no other writer holds.
+func (l *lockSet) tryAllStripes() {
+	for i := range l.stripes {
+		l.tryStripe(i)
+	}
+}
+
 func (l *lockSet) lockUnique() {
 	if !l.unique {
 		l.c.uniqueMu.Lock()

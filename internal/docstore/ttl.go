@@ -163,6 +163,13 @@ func (c *Collection) BeginExpiry(index string, now time.Time) *ExpiryPass {
 // Next deletes, in one atomic batch, up to limit expired documents. Deletion
 // takes the same path as a user delete: every index entry of each
 // document goes with it. res.More is false once the pass is over.
+//
+// The batch first try-locks every lock stripe of the collection, then
+// walks the index: what it reads is then what it deletes, with no second
+// look. A batch of hundreds of documents holds every stripe anyway. A
+// document whose stripe a client holds is left for the next pass, which
+// the monitor schedules at once because that document is then the next
+// expiry.
 func (p *ExpiryPass) Next(limit int) (ExpireResult, error) {
 	c := p.c
 	c.schemaMu.RLock()
@@ -173,37 +180,33 @@ func (p *ExpiryPass) Next(limit int) (ExpireResult, error) {
 		p.done = true
 		return ExpireResult{}, nil
 	}
-	entries, more, err := p.collect(limit)
-	if err != nil {
-		return ExpireResult{}, err
-	}
 	l := &lockSet{c: c}
 	defer l.release()
-	res, left, err := c.removeExpired(l, p.ix, entries, p.now)
+	l.tryAllStripes()
+	t := c.newTx(l)
+	t.sortDeletes, t.deleteHint = true, min(limit, 1024)
+	res, err := p.walk(t, limit)
 	if err != nil {
+		t.abort()
 		return ExpireResult{}, err
 	}
-	p.left = min(p.left, left)
-	res.More = more
-	if !more {
+	res.DeletedKeys = t.keysRemoved
+	if err := t.commit(WriteOptions{}); err != nil {
+		return ExpireResult{}, fmt.Errorf("docstore: expire %s: %w", c.Namespace(), err)
+	}
+	if !res.More {
 		p.done = true
 		p.ix.progress.finish(p.begun, p.left)
 	}
 	return res, nil
 }
 
-// expiredEntry is a document a TTL index entry says has expired.
-type expiredEntry struct {
-	key  []byte // the entry
-	id   []byte
-	date int64
-}
-
-// collect walks on from the last entry visited and gathers up to limit
-// documents whose entries have expired. more is true when the limit
-// stopped the walk; otherwise the walk met the first unexpired entry (its
-// date joins p.left) or the end of the index's dates.
-func (p *ExpiryPass) collect(limit int) (entries []expiredEntry, more bool, err error) {
+// walk goes on from the last entry visited and deletes, into t, up to
+// limit documents whose entries have expired: by their deletion records,
+// or by reading those without one. It stops at the limit (res.More), at
+// the first unexpired entry (its date joins p.left) or at the end of the
+// index's dates.
+func (p *ExpiryPass) walk(t *tx, limit int) (res ExpireResult, err error) {
 	ix := p.ix
 	cutoff := bson.NewDateTimeFromTime(p.now.Add(-time.Duration(ix.def.ExpireAfter) * time.Second))
 	after := p.after
@@ -212,13 +215,12 @@ func (p *ExpiryPass) collect(limit int) (entries []expiredEntry, more bool, err 
 	}
 	tc, err := p.c.openTTLCursor(ix, after)
 	if err != nil {
-		return nil, false, err
+		return res, err
 	}
 	defer tc.it.Close()
-	// seen holds the documents taken that have several entries here.
-	var seen map[string]bool
-	entries = make([]expiredEntry, 0, min(limit, 1024))
-	var buf []byte // one buffer for the batch's keys and ids: fewer allocations
+	var seen map[string]bool // the documents taken that have several entries here
+	var unread [][]byte
+	var ids []byte // one buffer for unread's ids
 	for ; tc.ok; tc.advance() {
 		d, ok := ix.entryDate(tc.it.Key())
 		if !ok || d > cutoff {
@@ -228,95 +230,44 @@ func (p *ExpiryPass) collect(limit int) (entries []expiredEntry, more bool, err 
 			break
 		}
 		value := tc.it.Value()
-		only := onlyEntry(value)
-		if !only && seen[string(entryID(value))] {
+		id, rec, _ := splitEntryValue(value)
+		if !onlyEntry(value) && seen[string(id)] {
 			continue // a later date of an array already taken
 		}
-		if len(entries) == limit {
-			return entries, true, nil
+		if res.Deleted+len(unread) == limit {
+			res.More = true
+			break
 		}
-		var key, id []byte
-		buf, key = appendCopy(buf, tc.it.Key())
-		buf, id = appendCopy(buf, entryID(value))
-		if !only {
+		p.after = append(p.after[:0], tc.it.Key()...)
+		if !t.locks.stripes[p.c.stripeOf(id)] {
+			p.left = min(p.left, int64(d)) // busy: the next pass comes back
+			continue
+		}
+		if !onlyEntry(value) {
 			if seen == nil {
 				seen = map[string]bool{}
 			}
 			seen[string(id)] = true
 		}
-		entries = append(entries, expiredEntry{key: key, id: id, date: int64(d)})
-		p.after = append(p.after[:0], tc.it.Key()...)
-	}
-	return entries, false, tc.it.Error()
-}
-
-// removeExpired deletes the documents it can lock at once; one that a
-// client is writing right now is left for the next pass, which the monitor
-// schedules at once because that document is then the next expiry. left
-// is the earliest date among the entries it did not delete.
-func (c *Collection) removeExpired(l *lockSet, ix *indexState, entries []expiredEntry, now time.Time) (res ExpireResult, left int64, err error) {
-	left = math.MaxInt64
-	locked := make([]expiredEntry, 0, len(entries))
-	for _, e := range entries {
-		if l.tryStripe(c.stripeOf(e.id)) {
-			locked = append(locked, e)
-		} else {
-			left = min(left, e.date)
-		}
-	}
-	t := c.newTx(l)
-	t.sortDeletes, t.deleteHint = true, len(locked)
-	unread, err := c.removeByRecords(t, ix, locked, &res)
-	if err == nil {
-		err = c.removeRead(t, unread, now, &res, &left)
-	}
-	if err != nil {
-		t.abort()
-		return ExpireResult{}, left, err
-	}
-	res.DeletedKeys = t.keysRemoved
-	if err := t.commit(WriteOptions{}); err != nil {
-		return ExpireResult{}, left, fmt.Errorf("docstore: expire %s: %w", c.Namespace(), err)
-	}
-	return res, left, nil
-}
-
-// removeByRecords reads again, now that their documents are locked, the
-// entries the walk collected, and deletes each document whose entry is
-// still there by its deletion record. An entry that is gone belonged to a
-// document written since the walk, which is then not expired by this
-// entry (or is gone); its new entries were announced to the progress mark.
-// It returns, sorted, the _ids of the documents it must read to delete.
-func (c *Collection) removeByRecords(t *tx, ix *indexState, entries []expiredEntry, res *ExpireResult) (unread [][]byte, err error) {
-	if len(entries) == 0 {
-		return nil, nil
-	}
-	slices.SortFunc(entries, func(a, b expiredEntry) int { return bytes.Compare(a.key, b.key) })
-	_, hi := ix.dateBracket()
-	it, err := c.store.eng.NewIter(entries[0].key, hi)
-	if err != nil {
-		return nil, err
-	}
-	defer it.Close()
-	seek := docSeeker{it: it, stepping: true}
-	for _, e := range entries {
-		if !seek.find(e.key) {
-			continue
-		}
-		if _, rec, _ := splitEntryValue(it.Value()); rec != nil {
-			done, err := t.removeByRecord(e.id, rec)
+		if rec != nil {
+			done, err := t.removeByRecord(id, rec)
 			if err != nil {
-				return nil, err
+				return res, err
 			}
 			if done {
 				res.Deleted++
 				continue
 			}
 		}
-		unread = append(unread, e.id)
+		var cp []byte
+		ids, cp = appendCopy(ids, id)
+		unread = append(unread, cp)
+	}
+	if err := tc.it.Error(); err != nil {
+		return res, err
 	}
 	slices.SortFunc(unread, bytes.Compare)
-	return unread, it.Error()
+	return res, p.c.removeRead(t, unread, p.now, &res, &p.left)
 }
 
 // removeRead deletes the expired documents among ids (sorted, their

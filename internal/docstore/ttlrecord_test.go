@@ -1,13 +1,16 @@
 package docstore
 
 import (
-	"math"
+	"math/rand/v2"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/keyenc"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
 // passTotals runs a whole pass over t_1 and sums its batches.
@@ -135,37 +138,67 @@ func TestStaleRecordFallsBackToReading(t *testing.T) {
 	wantPass(t, c, clk.Now(), 6, 5, 2) // _id 9's two entries stay
 }
 
-// A document written between a batch's walk and its locks is judged by
-// its entries as they are under the locks.
-func TestWriteBetweenWalkAndLockIsSeen(t *testing.T) {
+// Passes run while clients write the same documents: an insert replacing
+// an expired document, an update moving a date, a document growing. Each
+// batch deletes what it read under its locks, so at the end every index
+// entry, record and counter agrees with the documents, and nothing expired
+// is left once a last pass has run.
+func TestExpiryRacesWithWriters(t *testing.T) {
 	c, clk := ttlColl(t, "t", 0)
-	for i := 0; i < 3; i++ {
-		insert(t, c, bson.D{{Key: "_id", Value: i}, {Key: "t", Value: date(t0)}})
+	mustIndex(t, c, ixSpec("k_1", bson.D{{Key: "k", Value: 1}}))
+	clk.Set(t0)
+	doc := func(id, n int) bson.D {
+		at := t0.Add(time.Duration(n%3-1) * time.Second) // past, now or future
+		return bson.D{{Key: "_id", Value: id}, {Key: "k", Value: n}, {Key: "t", Value: date(at)}, {Key: "pad", Value: strings.Repeat("x", n%50)}}
 	}
-	clk.Set(t0.Add(time.Second))
-	pass := c.BeginExpiry("t_1", clk.Now())
-	entries, _, err := pass.collect(10)
-	if err != nil || len(entries) != 3 {
-		t.Fatalf("walk found %d entries (%v)", len(entries), err)
+	for i := 0; i < 200; i++ {
+		insert(t, c, doc(i, i))
 	}
-	// Expired documents cannot be updated, but an insert replaces them.
-	// _id 0 comes back alive. _id 1 comes back larger with the same date:
-	// still expired, and its record's new size is the one to subtract.
-	insert(t, c, bson.D{{Key: "_id", Value: 0}, {Key: "t", Value: date(t0.Add(time.Hour))}})
-	insert(t, c, bson.D{{Key: "_id", Value: 1}, {Key: "t", Value: date(t0)}, {Key: "pad", Value: "grown since the walk"}})
-	l := &lockSet{c: c}
-	res, left, err := c.removeExpired(l, pass.ix, entries, clk.Now())
-	l.release()
-	if err != nil {
-		t.Fatal(err)
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			for i := 0; i < 1000; i++ {
+				id, n := rng.IntN(200), rng.IntN(1000)
+				old, err := c.Modify(id, WriteOptions{}, func(cur bson.D) (Change, error) {
+					return Change{Kind: Replace, Doc: doc(id, n)}, nil
+				})
+				if err == nil && old == nil {
+					err = c.Insert(doc(id, n), WriteOptions{}) // gone or expired: insert afresh
+				}
+				if e := mongoerr.As(err); err != nil && (e == nil || e.Code != mongoerr.DuplicateKey) {
+					t.Error(err)
+					return
+				}
+			}
+		}(w)
 	}
-	if res.Deleted != 2 || res.Read != 0 || left != math.MaxInt64 {
-		t.Fatalf("batch %+v, left %d: want _id 1 and 2 deleted by record", res, left)
+	deleted := 0
+	for done := false; !done; {
+		select {
+		case <-waitDone(&wg):
+			done = true
+		default:
+		}
+		deleted += passTotals(t, c, clk.Now()).Deleted
 	}
-	if n := visible(t, c); n != 1 {
-		t.Fatalf("%d documents visible, want the touched one", n)
+	deleted += passTotals(t, c, clk.Now()).Deleted
+	if deleted == 0 {
+		t.Fatal("no pass deleted anything while the writers ran")
+	}
+	if stored, live := c.Count(), visible(t, c); stored != int64(live) {
+		t.Fatalf("%d documents stored, %d visible: expired ones are left", stored, live)
 	}
 	wantClean(t, c)
+}
+
+// waitDone returns a channel closed once wg is done.
+func waitDone(wg *sync.WaitGroup) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() { wg.Wait(); close(ch) }()
+	return ch
 }
 
 func TestValidateFindsWrongDeletionRecord(t *testing.T) {
