@@ -24,6 +24,12 @@ type ExpireResult struct {
 	// More is true when the batch stopped at its limit with expired
 	// documents left.
 	More bool
+	// Scattered is true when the batch's _ids reach below the highest of
+	// the previous batch of the pass: documents expiring out of _id order
+	// (sessions touched at random), whose deletions land all over the
+	// storage engine's memtable. Bigger batches make each of those
+	// cheaper; in _id order the size makes no difference.
+	Scattered bool
 }
 
 // TTLIndexes returns the names of the collection's ready TTL indexes.
@@ -148,7 +154,9 @@ type ExpiryPass struct {
 	// earliest date of an entry the pass left behind so far.
 	begun, left int64
 	after       []byte // the last entry visited; nil before the first batch
-	done        bool
+	// lastMax is the highest _id the previous batch took (nil: none).
+	lastMax []byte
+	done    bool
 }
 
 // BeginExpiry starts a pass over the named TTL index as of now.
@@ -221,6 +229,7 @@ func (p *ExpiryPass) walk(t *tx, limit int) (res ExpireResult, err error) {
 	var seen map[string]bool // the documents taken that have several entries here
 	var unread [][]byte
 	var ids []byte // one buffer for unread's ids
+	var lowest, highest []byte
 	for ; tc.ok; tc.advance() {
 		d, ok := ix.entryDate(tc.it.Key())
 		if !ok || d > cutoff {
@@ -242,6 +251,12 @@ func (p *ExpiryPass) walk(t *tx, limit int) (res ExpireResult, err error) {
 		if !t.locks.stripes[p.c.stripeOf(id)] {
 			p.left = min(p.left, int64(d)) // busy: the next pass comes back
 			continue
+		}
+		if lowest == nil || bytes.Compare(id, lowest) < 0 {
+			lowest = append(lowest[:0], id...)
+		}
+		if bytes.Compare(id, highest) > 0 {
+			highest = append(highest[:0], id...)
 		}
 		if !onlyEntry(value) {
 			if seen == nil {
@@ -265,6 +280,10 @@ func (p *ExpiryPass) walk(t *tx, limit int) (res ExpireResult, err error) {
 	}
 	if err := tc.it.Error(); err != nil {
 		return res, err
+	}
+	res.Scattered = p.lastMax != nil && lowest != nil && bytes.Compare(lowest, p.lastMax) < 0
+	if highest != nil {
+		p.lastMax = highest
 	}
 	slices.SortFunc(unread, bytes.Compare)
 	return res, p.c.removeRead(t, unread, p.now, &res, &p.left)

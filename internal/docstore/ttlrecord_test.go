@@ -233,3 +233,31 @@ func TestMalformedRecordsAreRejected(t *testing.T) {
 		t.Fatal("a tagged value whose _id overruns it is accepted")
 	}
 }
+
+func TestBatchReportsScatteredDocuments(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		id        func(i int) int
+		scattered bool
+	}{
+		{"in order", func(i int) int { return i }, false},
+		{"random", func(i int) int { return (i * 37) % 100 }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, clk := ttlColl(t, "t", 0)
+			for i := 0; i < 100; i++ {
+				insert(t, c, bson.D{{Key: "_id", Value: tc.id(i)}, {Key: "t", Value: date(t0.Add(time.Duration(i) * time.Millisecond))}})
+			}
+			clk.Set(t0.Add(time.Second))
+			pass := c.BeginExpiry("t_1", clk.Now())
+			first, err := pass.Next(40)
+			if err != nil || first.Scattered {
+				t.Fatalf("first batch %+v (%v): nothing to compare with yet", first, err)
+			}
+			second, err := pass.Next(40)
+			if err != nil || second.Deleted != 40 || second.Scattered != tc.scattered {
+				t.Fatalf("second batch %+v (%v): want 40 deleted, scattered %v", second, err, tc.scattered)
+			}
+		})
+	}
+}

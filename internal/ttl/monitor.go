@@ -28,8 +28,17 @@ type Config struct {
 	// Floor is the shortest time from the start of one pass to the start
 	// of the next (default 50ms).
 	Floor time.Duration
-	// BatchDocs bounds the documents deleted in one atomic batch (default 1000).
+	// BatchDocs bounds the documents deleted in one atomic batch (default
+	// 1000), or ScatteredBatches times as many after a batch whose
+	// documents were scattered (docstore.ExpireResult.Scattered).
 	BatchDocs int
+	// ScatteredBatches multiplies BatchDocs after a scattered batch
+	// (default 4). Documents expiring in random _id order, as sessions
+	// touched at random do, cost 4.2 µs each in batches of 1000 and 2.8 in
+	// batches of 4000 (each deletion lands nearer the previous one in the
+	// memtable), while in _id order the size makes no difference and
+	// smaller batches hold the collection's locks for less time.
+	ScatteredBatches int
 	// Disabled starts the monitor with ttlMonitorEnabled false.
 	Disabled bool
 	Logger   *slog.Logger
@@ -104,6 +113,9 @@ func New(store *docstore.Store, clk clock.Clock, cfg Config) *Monitor {
 	}
 	if cfg.BatchDocs <= 0 {
 		cfg.BatchDocs = 1000
+	}
+	if cfg.ScatteredBatches <= 0 {
+		cfg.ScatteredBatches = 4
 	}
 	if cfg.Pace <= 0 || cfg.Pace > 1 {
 		cfg.Pace = 0.3
@@ -279,6 +291,16 @@ type target struct {
 	coll  *docstore.Collection
 	index string
 	pass  *docstore.ExpiryPass
+	// scattered says the last batch's documents were scattered.
+	scattered bool
+}
+
+// batchDocs is the size of t's next batch.
+func (m *Monitor) batchDocs(t target) int {
+	if t.scattered {
+		return m.cfg.BatchDocs * m.cfg.ScatteredBatches
+	}
+	return m.cfg.BatchDocs
 }
 
 func (m *Monitor) ttlIndexes(now time.Time) []target {
@@ -293,10 +315,10 @@ func (m *Monitor) ttlIndexes(now time.Time) []target {
 
 func (m *Monitor) expireBatch(t target) (docstore.ExpireResult, error) {
 	if m.cfg.Observer == nil {
-		return t.pass.Next(m.cfg.BatchDocs)
+		return t.pass.Next(m.batchDocs(t))
 	}
 	done := m.cfg.Observer.BatchStarted(t.coll.Namespace(), t.index)
-	res, err := t.pass.Next(m.cfg.BatchDocs)
+	res, err := t.pass.Next(m.batchDocs(t))
 	done(res, err)
 	return res, err
 }
@@ -316,6 +338,7 @@ func (m *Monitor) subPass(ctx context.Context, work []target) []target {
 		m.deletedDocs.Add(int64(res.Deleted))
 		m.deletedKeys.Add(int64(res.DeletedKeys))
 		if res.More {
+			t.scattered = res.Scattered
 			again = append(again, t)
 		}
 	}

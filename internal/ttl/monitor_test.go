@@ -89,6 +89,32 @@ func TestPassDeletesEverythingExpiredInBatches(t *testing.T) {
 	}
 }
 
+// Documents expiring far from _id order are deleted in bigger batches
+// once a batch has found them scattered.
+func TestScatteredDocumentsGetBiggerBatches(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		id        func(i int) int
+		subPasses int64
+	}{
+		{"in order", func(i int) int { return i }, 4},              // 10 a batch
+		{"scattered", func(i int) int { return (i * 37) % 50 }, 3}, // 10, 10, then 30
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, c, clk := setup(t, 0)
+			m.cfg.ScatteredBatches = 3
+			for i := 0; i < 40; i++ {
+				add(t, c, tc.id(i), t0.Add(time.Duration(i)*time.Millisecond))
+			}
+			clk.Set(t0.Add(time.Second))
+			m.Pass(context.Background())
+			if st := m.Stats(); st.DeletedDocuments != 40 || st.SubPasses != tc.subPasses {
+				t.Fatalf("stats %+v, want 40 deleted in %d sub-passes", st, tc.subPasses)
+			}
+		})
+	}
+}
+
 func TestRunWakesAtExpiryWithoutPolling(t *testing.T) {
 	m, c, clk := setup(t, 0)
 	ctx, cancel := context.WithCancel(context.Background())
