@@ -229,7 +229,7 @@ func (p *ExpiryPass) walk(t *tx, limit int) (res ExpireResult, err error) {
 	var seen map[string]bool // the documents taken that have several entries here
 	var unread [][]byte
 	var ids []byte // one buffer for unread's ids
-	var lowest, highest []byte
+	var span idSpan
 	for ; tc.ok; tc.advance() {
 		d, ok := ix.entryDate(tc.it.Key())
 		if !ok || d > cutoff {
@@ -252,12 +252,7 @@ func (p *ExpiryPass) walk(t *tx, limit int) (res ExpireResult, err error) {
 			p.left = min(p.left, int64(d)) // busy: the next pass comes back
 			continue
 		}
-		if lowest == nil || bytes.Compare(id, lowest) < 0 {
-			lowest = append(lowest[:0], id...)
-		}
-		if bytes.Compare(id, highest) > 0 {
-			highest = append(highest[:0], id...)
-		}
+		span.add(id)
 		if !onlyEntry(value) {
 			if seen == nil {
 				seen = map[string]bool{}
@@ -281,12 +276,31 @@ func (p *ExpiryPass) walk(t *tx, limit int) (res ExpireResult, err error) {
 	if err := tc.it.Error(); err != nil {
 		return res, err
 	}
-	res.Scattered = p.lastMax != nil && lowest != nil && bytes.Compare(lowest, p.lastMax) < 0
-	if highest != nil {
-		p.lastMax = highest
+	res.Scattered = span.reachesBelow(p.lastMax)
+	if span.highest != nil {
+		p.lastMax = span.highest
 	}
 	slices.SortFunc(unread, bytes.Compare)
 	return res, p.c.removeRead(t, unread, p.now, &res, &p.left)
+}
+
+// idSpan follows the lowest and highest _id a batch takes.
+type idSpan struct{ lowest, highest []byte }
+
+func (s *idSpan) add(id []byte) {
+	if s.lowest == nil || bytes.Compare(id, s.lowest) < 0 {
+		s.lowest = append(s.lowest[:0], id...)
+	}
+	if bytes.Compare(id, s.highest) > 0 {
+		s.highest = append(s.highest[:0], id...)
+	}
+}
+
+// reachesBelow reports whether the span's lowest _id is below prevHighest (nil:
+// no previous batch): the batch's documents are scattered (see
+// ExpireResult.Scattered).
+func (s *idSpan) reachesBelow(prevHighest []byte) bool {
+	return prevHighest != nil && s.lowest != nil && bytes.Compare(s.lowest, prevHighest) < 0
 }
 
 // removeRead deletes the expired documents among ids (sorted, their

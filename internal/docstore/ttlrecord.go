@@ -39,6 +39,19 @@ func hasRecord(v []byte) bool {
 // document's only entry in the index.
 func onlyEntry(v []byte) bool { return len(v) > 0 && v[0] == recordTag }
 
+// entryValue is the value of a document's entries in ix, which has keys
+// of them: the bare _id, or in a TTL index ttlValue, marked when the
+// document has several entries there.
+func entryValue(ix *indexState, idEnc, ttlValue []byte, keys int) []byte {
+	switch {
+	case !ix.def.TTL:
+		return idEnc
+	case keys > 1:
+		return multiEntryValue(ttlValue)
+	}
+	return ttlValue
+}
+
 // multiEntryValue returns a TTL entry value marked as one of several.
 func multiEntryValue(v []byte) []byte {
 	out := append([]byte(nil), v...)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -273,13 +274,8 @@ func (v *validation) checkRecord(ic *indexCheck, idEnc, rec, value []byte) {
 			return
 		}
 	}
-	want := appendTTLEntryValue(nil, idEnc, len(raw), secondary, keys)
-	for i, ix := range secondary {
-		if ix == ic.ix && len(keys[i]) > 1 {
-			want = multiEntryValue(want)
-		}
-	}
-	if !bytes.Equal(value, want) {
+	record := appendTTLEntryValue(nil, idEnc, len(raw), secondary, keys)
+	if !bytes.Equal(value, entryValue(ic.ix, idEnc, record, len(keys[slices.Index(secondary, ic.ix)]))) {
 		ic.errors = append(ic.errors, fmt.Sprintf("index '%s' has an entry whose deletion record does not match document %s",
 			ic.ix.def.Name, bsonutil.Format(decodeID(idEnc))))
 	}

@@ -352,13 +352,7 @@ func (t *tx) updateIndex(ix *indexState, newKeys [][]byte, d, old *stored, ttlVa
 			}
 		}
 	}
-	value := d.idEnc
-	switch {
-	case ix.def.TTL && len(newKeys) > 1:
-		value = multiEntryValue(ttlValue)
-	case ix.def.TTL:
-		value = ttlValue
-	}
+	value := entryValue(ix, d.idEnc, ttlValue, len(newKeys))
 	for _, k := range newKeys {
 		kept := containsKey(oldKeys, k)
 		if kept && !ix.def.TTL {
