@@ -60,6 +60,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.cfg.MessageTimeout, "message-timeout", envDuration("MAYFLY_MESSAGE_TIMEOUT", 60*time.Second), "longest time a request may take to arrive once started (MAYFLY_MESSAGE_TIMEOUT)")
 	fs.Int64Var(&o.cfg.TTLSleepSecs, "ttl-monitor-sleep-secs", int64(envInt("MAYFLY_TTL_MONITOR_SLEEP_SECS", 60)), "longest pause of the TTL monitor (MAYFLY_TTL_MONITOR_SLEEP_SECS)")
 	fs.Var(setParams(o.cfg.SetParameters), "setParameter", "server parameter name=value, repeatable")
+	fs.StringVar(&o.cfg.ReplSet, "replSet", env("MAYFLY_REPLSET", ""), "replica set name: run as a member of that set (MAYFLY_REPLSET)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

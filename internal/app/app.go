@@ -20,6 +20,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/commands"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/repl"
 	"github.com/mayflydb/mayfly/internal/server"
 	"github.com/mayflydb/mayfly/internal/storage"
 	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
@@ -58,9 +59,15 @@ type Config struct {
 	// reckoned; default GOMAXPROCS. cmd/mayfly runs with GOMAXPROCS above
 	// the number of cores (see there) and sets this to the cores.
 	CPUs   int
-	Clock  clock.Clock
-	Logger *slog.Logger
-	Argv   []string
+	// ReplSet is --replSet: the name of the replica set this server is a
+	// member of (empty: a standalone server).
+	ReplSet string
+	// ReplTick is the replica set's raft tick (default 100ms; elections
+	// take 10–20 ticks).
+	ReplTick time.Duration
+	Clock    clock.Clock
+	Logger   *slog.Logger
+	Argv     []string
 }
 
 // App is a running server.
@@ -71,6 +78,7 @@ type App struct {
 	cursors  *cursor.Registry
 	monitor  *ttl.Monitor
 	srv      *server.Server
+	rs       *repl.Replica
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	serveErr chan error
@@ -88,6 +96,10 @@ func Start(cfg Config) (*App, error) {
 		return nil, fmt.Errorf("app: open storage: %w", err)
 	}
 	a := &App{cfg: cfg, eng: eng, serveErr: make(chan error, 1)}
+	if err := a.openReplica(eng); err != nil {
+		_ = eng.Close()
+		return nil, err
+	}
 	if err := a.assemble(); err != nil {
 		_ = eng.Close()
 		return nil, err
@@ -98,6 +110,10 @@ func Start(cfg Config) (*App, error) {
 		return nil, fmt.Errorf("app: listen on %s: %w", cfg.Addr, err)
 	}
 	go func() { a.serveErr <- a.srv.Serve() }()
+	if err := a.startReplica(); err != nil {
+		_ = a.Shutdown(context.Background())
+		return nil, err
+	}
 	cfg.Logger.Info("mayfly listening", "addr", a.Addr().String(), "storage", storageName(cfg), "dir", cfg.DataDir)
 	return a, nil
 }
@@ -127,7 +143,11 @@ func storageName(cfg Config) string {
 
 func (a *App) assemble() error {
 	cfg := a.cfg
-	store, err := docstore.Open(a.eng, docstore.Options{Clock: cfg.Clock, Logger: cfg.Logger})
+	eng := a.eng
+	if a.rs != nil {
+		eng = a.rs.Engine()
+	}
+	store, err := docstore.Open(eng, docstore.Options{Clock: cfg.Clock, Logger: cfg.Logger, Replicated: a.rs != nil})
 	if err != nil {
 		return err
 	}
@@ -139,7 +159,7 @@ func (a *App) assemble() error {
 	a.monitor = ttl.New(store, cfg.Clock, ttl.Config{
 		SleepSecs: cfg.TTLSleepSecs, Disabled: cfg.TTLDisabled, Logger: cfg.Logger, Observer: observer,
 		Busy: func() bool { return ops.BusyWithin(100 * time.Millisecond) },
-		CPUs: cfg.CPUs,
+		CPUs: cfg.CPUs, Active: a.primaryOrStandalone,
 	})
 	params := a.params()
 	if err := applySetParameters(params, cfg.SetParameters); err != nil {
@@ -149,6 +169,7 @@ func (a *App) assemble() error {
 		Store: store, Cursors: a.cursors, Clock: cfg.Clock, Logger: cfg.Logger, Params: params,
 		Argv: cfg.Argv, Parsed: a.parsedConfig(), Activity: ops,
 		TTLStats: func() commands.TTLStats { return commands.TTLStats(a.monitor.Stats()) },
+		Repl:     a.rs,
 	})
 	observer.handler = h
 	a.srv = server.New(server.Config{Addr: cfg.Addr, MaxConns: cfg.MaxConns, MessageTimeout: cfg.MessageTimeout, Logger: cfg.Logger}, h)
@@ -206,6 +227,9 @@ func (a *App) Monitor() *ttl.Monitor { return a.monitor }
 // (until ctx ends), stops background work, syncs and closes storage.
 func (a *App) Shutdown(ctx context.Context) error {
 	err := a.srv.Shutdown(ctx)
+	if a.rs != nil {
+		a.rs.Close()
+	}
 	a.stopBackground()
 	a.cursors.CloseAll()
 	if serr := <-a.serveErr; serr != nil && !errors.Is(serr, server.ErrServerClosed) && err == nil {

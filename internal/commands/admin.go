@@ -38,8 +38,16 @@ func cmdHello(h *Handler, r *request) (bson.D, error) {
 	if r.name == "hello" {
 		primaryKey = "isWritablePrimary"
 	}
+	writable, replFields := true, bson.D(nil)
+	if h.deps.Repl != nil {
+		var err error
+		if writable, replFields, err = h.helloReplFields(r); err != nil {
+			return nil, err
+		}
+	}
+	reply = append(reply, bson.E{Key: primaryKey, Value: writable})
+	reply = append(reply, replFields...)
 	reply = append(reply,
-		bson.E{Key: primaryKey, Value: true},
 		bson.E{Key: "maxBsonObjectSize", Value: int32(wire.MaxBSONObjectSize)},
 		bson.E{Key: "maxMessageSizeBytes", Value: int32(wire.MaxMessageSize)},
 		bson.E{Key: "maxWriteBatchSize", Value: int32(wire.MaxWriteBatchSize)},

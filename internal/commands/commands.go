@@ -18,6 +18,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/repl"
 	"github.com/mayflydb/mayfly/internal/server"
 )
 
@@ -40,6 +41,8 @@ type Deps struct {
 	Activity *activity.Registry
 	// Profiler holds profiling levels; New makes one when nil.
 	Profiler *activity.Profiler
+	// Repl is this server's replica set membership; nil for a standalone.
+	Repl *repl.Replica
 }
 
 // TTLStats are serverStatus().metrics.ttl.
@@ -117,19 +120,36 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 	reply, err := h.run(entry, r)
 	h.deps.Activity.End(id)
 	if err != nil {
-		reply = mongoerr.Reply(clientError(err))
+		reply = mongoerr.Reply(replError(clientError(err)))
 	} else {
 		reply = append(reply, bson.E{Key: "ok", Value: 1.0})
 	}
+	if h.deps.Repl != nil {
+		reply = h.replicaReply(r, reply, err)
+	}
 	h.profile(r, started, reply)
 	return reply
+}
+
+// replicaReply finishes a replica set member's reply: the write concern,
+// the retryable-write label on errors, the cluster time.
+func (h *Handler) replicaReply(r *request, reply bson.D, err error) bson.D {
+	if err != nil {
+		reply = labelRetryable(r, reply)
+	} else {
+		reply = h.awaitWriteConcern(r.ctx, r, reply)
+	}
+	return h.replyClusterTime(reply)
 }
 
 func (h *Handler) run(entry command, r *request) (bson.D, error) {
 	if r.db == "" {
 		return nil, mongoerr.New(mongoerr.Location40414, "BSON field '$db' is missing but a required field")
 	}
-	if err := checkGeneric(r); err != nil {
+	if err := checkGeneric(r, h.deps.Repl != nil); err != nil {
+		return nil, err
+	}
+	if err := h.checkRole(r); err != nil {
 		return nil, err
 	}
 	ctx, cancel, err := withMaxTime(r)
@@ -138,6 +158,11 @@ func (h *Handler) run(entry command, r *request) (bson.D, error) {
 	}
 	defer cancel()
 	r.ctx = ctx
+	if h.deps.Repl != nil && readCommands[r.name] {
+		if err := h.awaitReadConcern(r); err != nil {
+			return nil, err
+		}
+	}
 	return entry.run(h, r)
 }
 
@@ -191,13 +216,21 @@ func checkInterrupt(ctx context.Context) error {
 
 // checkGeneric rejects generic fields whose features Mayfly lacks, instead
 // of silently ignoring them.
-func checkGeneric(r *request) error {
+// On a replica set member txnNumber is accepted for retryable writes;
+// multi-document transactions stay refused as mongod refuses them on a
+// storage engine without them.
+func checkGeneric(r *request, replicaSet bool) error {
 	for _, e := range r.body {
 		switch e.Key {
 		case "startTransaction", "autocommit":
+			if replicaSet {
+				return mongoerr.New(mongoerr.IllegalOperation, "Transaction numbers are only allowed on storage engines that support document-level locking")
+			}
 			return mongoerr.New(mongoerr.IllegalOperation, "Transaction numbers are only allowed on a replica set member or mongos")
 		case "txnNumber":
-			return mongoerr.New(mongoerr.IllegalOperation, "Transaction numbers are only allowed on a replica set member or mongos")
+			if !replicaSet {
+				return mongoerr.New(mongoerr.IllegalOperation, "Transaction numbers are only allowed on a replica set member or mongos")
+			}
 		}
 	}
 	return nil

@@ -25,8 +25,12 @@ func buildTable() map[string]command {
 		"find": cmdFind, "getMore": cmdGetMore, "killCursors": cmdKillCursors,
 		"count": cmdCount, "distinct": cmdDistinct, "aggregate": cmdAggregate,
 		"profile": cmdProfile, "currentOp": cmdCurrentOp,
-		"explain":  cmdExplain,
-		"validate": cmdValidate,
+		"explain":         cmdExplain,
+		"validate":        cmdValidate,
+		"replSetInitiate": cmdReplSetInitiate, "replSetGetStatus": cmdReplSetGetStatus,
+		"replSetGetConfig": cmdReplSetGetConfig, "replSetReconfig": cmdReplSetReconfig,
+		"replSetStepDown": cmdReplSetStepDown, "replSetFreeze": cmdReplSetFreeze,
+		"replSetRaft": cmdReplSetRaft, "replSetSnapshot": cmdReplSetSnapshot,
 	} {
 		register(t, name, run)
 	}

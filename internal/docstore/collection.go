@@ -104,7 +104,7 @@ func (c *Collection) HasTTL() bool { return len(c.state.Load().ttl) > 0 }
 func (c *Collection) settle(meta *catalog.Collection) error {
 	c.setMeta(meta)
 	for _, ix := range meta.Indexes {
-		if !ix.Ready {
+		if !ix.Ready && !c.store.replicated {
 			c.store.logger.Warn("dropping index whose build did not finish", "ns", meta.Namespace(), "index", ix.Name)
 			if err := c.dropIndexLocked(ix.Name); err != nil {
 				return err

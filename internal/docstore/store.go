@@ -27,13 +27,19 @@ import (
 type Options struct {
 	Clock  clock.Clock
 	Logger *slog.Logger
+	// Replicated says that the engine is a replica set member's: writes
+	// reach storage only through the primary, so the store never writes
+	// on its own at open (an unfinished index build stays until a primary
+	// drops it; see DropUnfinishedBuilds).
+	Replicated bool
 }
 
 // Store is the set of databases kept in one storage engine.
 type Store struct {
-	eng    storage.Engine
-	clock  clock.Clock
-	logger *slog.Logger
+	eng        storage.Engine
+	clock      clock.Clock
+	logger     *slog.Logger
+	replicated bool
 
 	// exactExpiry hides expired documents from every read and write before
 	// the TTL monitor removes them; off means MongoDB's lagging behaviour.
@@ -62,7 +68,7 @@ func Open(eng storage.Engine, opt Options) (*Store, error) {
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
-	s := &Store{eng: eng, clock: opt.Clock, logger: opt.Logger, dbs: map[string]map[string]*Collection{}, nextID: 1, dropping: map[uint64]bool{}}
+	s := &Store{eng: eng, clock: opt.Clock, logger: opt.Logger, replicated: opt.Replicated, dbs: map[string]map[string]*Collection{}, nextID: 1, dropping: map[uint64]bool{}}
 	s.exactExpiry.Store(true)
 	if err := s.load(); err != nil {
 		return nil, fmt.Errorf("docstore: open: %w", err)

@@ -22,6 +22,16 @@ const MaxDocumentSize = 16 * 1024 * 1024
 type WriteOptions struct {
 	// Sync waits until the write is on stable storage (j: true).
 	Sync bool
+	// Extra, when set, adds writes of the caller's to the batch of each
+	// document change, so they commit atomically with it (a retryable
+	// write's session record).
+	Extra func(storage.Batch) error
+}
+
+// countNoter is implemented by batches that carry a collection's count
+// changes to other places (a replica set's other members).
+type countNoter interface {
+	NoteCounts(collID uint64, docs, bytes int64)
 }
 
 // stored is a document as read back under the write lock. doc may be nil
@@ -60,6 +70,8 @@ type tx struct {
 	// ttlAdded is, per TTL index of st, the earliest date of the entries
 	// this batch adds (math.MaxInt64: none; nil: no TTL entry at all).
 	ttlAdded []int64
+	// extra is WriteOptions.Extra of the write this batch belongs to.
+	extra func(storage.Batch) error
 }
 
 func (c *Collection) newTx(l *lockSet) *tx {
@@ -109,8 +121,16 @@ func (t *tx) commit(opt WriteOptions) error {
 	if err := t.applyDeletes(); err != nil {
 		return err
 	}
+	if t.extra != nil && t.b.Len() > 0 {
+		if err := t.extra(t.b); err != nil {
+			return err
+		}
+	}
 	if t.b.Len() == 0 {
 		return nil
+	}
+	if n, ok := t.b.(countNoter); ok {
+		n.NoteCounts(t.st.meta.ID, t.dCount, t.dSize)
 	}
 	// Commit without sync while holding the collection lock; the fsync, if
 	// asked for, happens after the lock is released so that concurrent
@@ -240,18 +260,19 @@ func (c *Collection) Insert(doc bson.D, opt WriteOptions) error {
 	}
 	id, _ := lookupID(doc)
 	idEnc := keyenc.AppendValue(nil, id)
-	if err := c.insertLocked(idEnc, raw, doc); err != nil {
+	if err := c.insertLocked(idEnc, raw, doc, opt.Extra); err != nil {
 		return err
 	}
 	return c.finish(opt)
 }
 
-func (c *Collection) insertLocked(idEnc, raw []byte, doc bson.D) error {
+func (c *Collection) insertLocked(idEnc, raw []byte, doc bson.D, extra func(storage.Batch) error) error {
 	return c.withDocLock(idEnc, func(l *lockSet) error {
 		if c.dropped.Load() {
 			return mongoerr.Newf(mongoerr.NamespaceNotFound, "collection %s was dropped", c.Namespace())
 		}
 		t := c.newTx(l)
+		t.extra = extra
 		if err := t.insert(&stored{idEnc: idEnc, raw: raw, doc: doc}); err != nil {
 			t.abort()
 			return err
@@ -490,14 +511,14 @@ type Change struct {
 // collection's write lock so nothing changes in between. fn receives nil
 // when there is no live document. It returns the document as it was.
 func (c *Collection) Modify(id any, opt WriteOptions, fn func(doc bson.D) (Change, error)) (bson.D, error) {
-	old, err := c.modifyLocked(keyenc.AppendValue(nil, id), fn)
+	old, err := c.modifyLocked(keyenc.AppendValue(nil, id), opt.Extra, fn)
 	if err != nil {
 		return nil, err
 	}
 	return old, c.finish(opt)
 }
 
-func (c *Collection) modifyLocked(idEnc []byte, fn func(doc bson.D) (Change, error)) (bson.D, error) {
+func (c *Collection) modifyLocked(idEnc []byte, extra func(storage.Batch) error, fn func(doc bson.D) (Change, error)) (bson.D, error) {
 	var cur bson.D
 	err := c.withDocLock(idEnc, func(l *lockSet) error {
 		cur = nil
@@ -515,13 +536,14 @@ func (c *Collection) modifyLocked(idEnc []byte, fn func(doc bson.D) (Change, err
 		if err != nil || ch.Kind == Keep || cur == nil {
 			return err
 		}
-		return c.applyChange(l, old, ch)
+		return c.applyChange(l, old, ch, extra)
 	})
 	return cur, err
 }
 
-func (c *Collection) applyChange(l *lockSet, old *stored, ch Change) error {
+func (c *Collection) applyChange(l *lockSet, old *stored, ch Change, extra func(storage.Batch) error) error {
 	t := c.newTx(l)
+	t.extra = extra
 	var err error
 	if ch.Kind == Remove {
 		err = t.removeDoc(old)

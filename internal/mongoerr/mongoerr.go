@@ -98,6 +98,24 @@ const (
 	CannotBackfillArray                      Code = 34
 	ConversionFailure                        Code = 241
 	BSONObjectTooLarge                       Code = 10334
+	AlreadyInitialized                       Code = 23
+	WriteConcernTimeout                      Code = 64
+	NoReplicationEnabled                     Code = 76
+	InvalidReplicaSetConfig                  Code = 93
+	NotYetInitialized                        Code = 94
+	NotSecondary                             Code = 95
+	UnsatisfiableWriteConcern                Code = 100
+	NewReplicaSetConfigurationIncompatible   Code = 103
+	CannotInitializeNodeWithData             Code = 110
+	PrimarySteppedDown                       Code = 189
+	IncompleteTransactionHistory             Code = 217
+	TransactionTooOld                        Code = 225
+	ExceededTimeLimit                        Code = 262
+	InterruptedAtShutdown                    Code = 11600
+	InterruptedDueToReplStateChange          Code = 11602
+	NotPrimaryNoSecondaryOk                  Code = 13435
+	NotPrimaryOrSecondary                    Code = 13436
+	UnknownReplWriteConcern                  Code = 79
 	OutOfDiskSpace                           Code = 14031
 	CannotIndexParallelArrays                Code = 171
 )
@@ -162,6 +180,24 @@ var names = map[Code]string{
 	CannotBackfillArray:                      "CannotBackfillArray",
 	ConversionFailure:                        "ConversionFailure",
 	BSONObjectTooLarge:                       "BSONObjectTooLarge",
+	AlreadyInitialized:                       "AlreadyInitialized",
+	WriteConcernTimeout:                      "WriteConcernTimeout",
+	NoReplicationEnabled:                     "NoReplicationEnabled",
+	InvalidReplicaSetConfig:                  "InvalidReplicaSetConfig",
+	NotYetInitialized:                        "NotYetInitialized",
+	NotSecondary:                             "NotSecondary",
+	UnsatisfiableWriteConcern:                "UnsatisfiableWriteConcern",
+	NewReplicaSetConfigurationIncompatible:   "NewReplicaSetConfigurationIncompatible",
+	CannotInitializeNodeWithData:             "CannotInitializeNodeWithData",
+	PrimarySteppedDown:                       "PrimarySteppedDown",
+	IncompleteTransactionHistory:             "IncompleteTransactionHistory",
+	TransactionTooOld:                        "TransactionTooOld",
+	ExceededTimeLimit:                        "ExceededTimeLimit",
+	InterruptedAtShutdown:                    "InterruptedAtShutdown",
+	InterruptedDueToReplStateChange:          "InterruptedDueToReplStateChange",
+	NotPrimaryNoSecondaryOk:                  "NotPrimaryNoSecondaryOk",
+	NotPrimaryOrSecondary:                    "NotPrimaryOrSecondary",
+	UnknownReplWriteConcern:                  "UnknownReplWriteConcern",
 	OutOfDiskSpace:                           "OutOfDiskSpace",
 	CannotIndexParallelArrays:                "CannotIndexParallelArrays",
 	NoSuchTransaction:                        "NoSuchTransaction",

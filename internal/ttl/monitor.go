@@ -41,6 +41,10 @@ type Config struct {
 	ScatteredBatches int
 	// Disabled starts the monitor with ttlMonitorEnabled false.
 	Disabled bool
+	// Active, when set, reports whether this server may delete now: in a
+	// replica set only the primary's monitor deletes, and the others
+	// apply its deletions (kick the monitor when it becomes true).
+	Active func() bool
 	Logger   *slog.Logger
 	// Observer, when set, hears about every deletion batch.
 	Observer Observer
@@ -196,7 +200,7 @@ func (m *Monitor) Run(ctx context.Context) {
 			return
 		case <-m.kick:
 		case <-timer.C():
-			if m.enabled.Load() {
+			if m.enabled.Load() && (m.cfg.Active == nil || m.cfg.Active()) {
 				m.Pass(ctx)
 			}
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/mayflydb/mayfly/internal/storage"
 )
 
 var (
@@ -130,4 +131,27 @@ func (b *batch) Close() error {
 		return fmt.Errorf("pebblestore: batch close: %w", err)
 	}
 	return nil
+}
+
+// Repr returns a copy of the batch's encoded writes, which ApplyRepr on
+// another store turns back into the same writes (replication ships it).
+func (b *batch) Repr() ([]byte, error) {
+	if err := b.usable(); err != nil {
+		return nil, err
+	}
+	return append([]byte(nil), b.pb.Repr()...), nil
+}
+
+// NewBatchFromRepr returns a batch holding the writes of repr, as returned
+// by a batch's Repr, to which more writes may be added before Commit.
+func (s *Store) NewBatchFromRepr(repr []byte) (storage.Batch, error) {
+	b, ok := s.NewBatch().(*batch)
+	if !ok || b.err != nil {
+		return nil, fmt.Errorf("pebblestore: batch from repr: %w", b.err)
+	}
+	if err := b.pb.SetRepr(append([]byte(nil), repr...)); err != nil {
+		_ = b.Close()
+		return nil, fmt.Errorf("pebblestore: batch from repr: %w", err)
+	}
+	return b, nil
 }

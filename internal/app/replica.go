@@ -1,0 +1,75 @@
+package app
+
+import (
+	"fmt"
+
+	"github.com/mayflydb/mayfly/internal/repl"
+	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
+)
+
+// openReplica reads this server's replica set membership (--replSet);
+// raft starts once the server listens (startReplica).
+func (a *App) openReplica(eng *pebblestore.Store) error {
+	if a.cfg.ReplSet == "" {
+		return nil
+	}
+	rs, err := repl.Open(repl.Config{
+		SetName: a.cfg.ReplSet, Self: a.cfg.Addr, Base: eng, Tick: a.cfg.ReplTick,
+		Clock: a.cfg.Clock, Logger: a.cfg.Logger,
+	})
+	if err != nil {
+		return fmt.Errorf("app: open replica set state: %w", err)
+	}
+	a.rs = rs
+	return nil
+}
+
+func (a *App) startReplica() error {
+	if a.rs == nil {
+		return nil
+	}
+	a.rs.SetSelf(a.Addr().String())
+	if err := a.rs.Start(replicaHooks{a}); err != nil {
+		return fmt.Errorf("app: start replica set member: %w", err)
+	}
+	return nil
+}
+
+// primaryOrStandalone reports whether this server's TTL monitor deletes.
+func (a *App) primaryOrStandalone() bool { return a.rs == nil || a.rs.Writable() }
+
+// replicaHooks keep the docstore's in-memory state in step with what the
+// member applies, and start expiry on a new primary.
+type replicaHooks struct{ a *App }
+
+func (h replicaHooks) Applied(deltas []repl.CountDelta, catalogChanged bool) {
+	if catalogChanged {
+		// The reload recounts every collection, this batch included.
+		h.reload()
+		return
+	}
+	for _, d := range deltas {
+		h.a.store.ApplyCounts(d.CollID, d.Docs, d.Bytes)
+	}
+}
+
+func (h replicaHooks) Reloaded() { h.reload() }
+
+func (h replicaHooks) reload() {
+	if err := h.a.store.Reload(); err != nil {
+		h.a.cfg.Logger.Error("reloading the catalog after a replicated change failed", "err", err)
+	}
+}
+
+// Promoted runs on the member's apply goroutine, which the writes below
+// wait on, so they run on their own.
+func (h replicaHooks) Promoted() {
+	go func() {
+		if err := h.a.store.DropUnfinishedBuilds(); err != nil {
+			h.a.cfg.Logger.Warn("dropping unfinished index builds on promotion failed", "err", err)
+		}
+		h.a.monitor.Kick()
+	}()
+}
+
+func (h replicaHooks) Demoted() {}

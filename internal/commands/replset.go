@@ -1,0 +1,375 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/repl"
+)
+
+// The replica set commands, and what every command does differently on a
+// replica set member: writes only on the primary, reads on a secondary
+// only with a read preference that allows one, write and read concerns,
+// and the cluster time in every reply. Without --replSet the replSet*
+// commands answer NoReplicationEnabled, as mongod's do.
+
+// writeCommands change data or the catalog: only a primary takes them.
+var writeCommands = map[string]bool{
+	"insert": true, "update": true, "delete": true, "findAndModify": true, "findandmodify": true,
+	"create": true, "drop": true, "dropDatabase": true, "renameCollection": true,
+	"createIndexes": true, "dropIndexes": true, "deleteIndexes": true, "collMod": true,
+}
+
+// readCommands read data: a secondary serves them only when the read
+// preference allows it.
+var readCommands = map[string]bool{
+	"find": true, "count": true, "distinct": true, "aggregate": true,
+	"listCollections": true, "listIndexes": true, "validate": true,
+}
+
+func errNoReplication() error {
+	return mongoerr.New(mongoerr.NoReplicationEnabled, "This node was not started with replication enabled.")
+}
+
+// checkRole refuses a command this member's role does not allow.
+func (h *Handler) checkRole(r *request) error {
+	rs := h.deps.Repl
+	switch {
+	case rs == nil:
+		return nil
+	case writeCommands[r.name]:
+		return replError(rs.CheckWrite())
+	case readCommands[r.name]:
+		return replError(rs.CheckRead(secondaryOk(r)))
+	}
+	return nil
+}
+
+// secondaryOk reports whether the read preference lets a secondary serve.
+func secondaryOk(r *request) bool {
+	v, ok := lookup(r.body, "$readPreference")
+	if !ok {
+		return false
+	}
+	d, _ := v.(bson.D)
+	mode, _ := lookup(d, "mode")
+	return mode != nil && mode != "primary"
+}
+
+// replError gives the replica set's errors MongoDB's codes.
+func replError(err error) error {
+	var cfgErr *repl.ConfigError
+	var incompatible *repl.IncompatibleConfigError
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, repl.ErrNotPrimary):
+		return mongoerr.New(mongoerr.NotWritablePrimary, "not primary")
+	case errors.Is(err, repl.ErrNotPrimaryNoSecondaryOk):
+		return mongoerr.New(mongoerr.NotPrimaryNoSecondaryOk, "not primary and secondaryOk=false")
+	case errors.Is(err, repl.ErrNotPrimaryOrSecondary):
+		return mongoerr.New(mongoerr.NotPrimaryOrSecondary, "node is not in primary or recovering state")
+	case errors.Is(err, repl.ErrStateChange):
+		return mongoerr.New(mongoerr.InterruptedDueToReplStateChange, "operation was interrupted because a replica set state change happened")
+	case errors.Is(err, repl.ErrShutdown):
+		return mongoerr.New(mongoerr.InterruptedAtShutdown, "interrupted at shutdown")
+	case errors.Is(err, repl.ErrAlreadyInitialized):
+		return mongoerr.New(mongoerr.AlreadyInitialized, "already initialized")
+	case errors.Is(err, repl.ErrNotYetInitialized):
+		return mongoerr.New(mongoerr.NotYetInitialized, "no replset config has been received")
+	case errors.Is(err, repl.ErrNoCaughtUpSecondary):
+		return mongoerr.New(mongoerr.ExceededTimeLimit, "No electable secondaries caught up as of the stepdown deadline. Please use the replSetStepDown command with the argument {force: true} to force node to step down.")
+	case errors.Is(err, repl.ErrNotPrimaryOrSecondaryFreeze):
+		return mongoerr.New(mongoerr.NotSecondary, err.Error())
+	case errors.As(err, &cfgErr):
+		return mongoerr.New(mongoerr.InvalidReplicaSetConfig, cfgErr.Msg)
+	case errors.As(err, &incompatible):
+		return mongoerr.New(mongoerr.NewReplicaSetConfigurationIncompatible, incompatible.Msg)
+	}
+	return err
+}
+
+func cmdReplSetInitiate(h *Handler, r *request) (bson.D, error) {
+	rs := h.deps.Repl
+	if rs == nil {
+		return nil, errNoReplication()
+	}
+	v, _ := lookup(r.body, r.name)
+	cfg, _ := v.(bson.D)
+	if len(cfg) == 0 {
+		cfg = nil
+	}
+	if err := rs.Initiate(cfg); err != nil {
+		return nil, replError(err)
+	}
+	return bson.D{}, nil
+}
+
+func cmdReplSetGetStatus(h *Handler, r *request) (bson.D, error) {
+	if h.deps.Repl == nil {
+		return nil, mongoerr.New(mongoerr.NoReplicationEnabled, "not running with --replSet")
+	}
+	st, err := h.deps.Repl.Status()
+	return st, replError(err)
+}
+
+func cmdReplSetGetConfig(h *Handler, r *request) (bson.D, error) {
+	rs := h.deps.Repl
+	if rs == nil {
+		return nil, errNoReplication()
+	}
+	c := rs.Config()
+	if c == nil {
+		return nil, replError(repl.ErrNotYetInitialized)
+	}
+	return bson.D{{Key: "config", Value: c.Doc()}}, nil
+}
+
+func cmdReplSetReconfig(h *Handler, r *request) (bson.D, error) {
+	rs := h.deps.Repl
+	if rs == nil {
+		return nil, errNoReplication()
+	}
+	v, _ := lookup(r.body, r.name)
+	cfg, ok := v.(bson.D)
+	if !ok {
+		return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'replSetReconfig' is the wrong type, expected type 'object'")
+	}
+	return bson.D{}, replError(rs.Reconfig(cfg))
+}
+
+func cmdReplSetStepDown(h *Handler, r *request) (bson.D, error) {
+	rs := h.deps.Repl
+	if rs == nil {
+		return nil, errNoReplication()
+	}
+	v, _ := lookup(r.body, r.name)
+	secs, err := toInt64(r.name, r.name, v)
+	if err != nil {
+		return nil, err
+	}
+	catchUp, err := optInt(r, "secondaryCatchUpPeriodSecs", 10)
+	if err != nil {
+		return nil, err
+	}
+	if catchUp > secs {
+		return nil, mongoerr.New(mongoerr.BadValue, "stepdown period must be longer than secondaryCatchUpPeriodSecs")
+	}
+	err = rs.StepDown(r.ctx, time.Duration(secs)*time.Second, time.Duration(catchUp)*time.Second)
+	return bson.D{}, replError(err)
+}
+
+func cmdReplSetFreeze(h *Handler, r *request) (bson.D, error) {
+	rs := h.deps.Repl
+	if rs == nil {
+		return nil, errNoReplication()
+	}
+	v, _ := lookup(r.body, r.name)
+	secs, err := toInt64(r.name, r.name, v)
+	if err != nil {
+		return nil, err
+	}
+	return bson.D{}, replError(rs.Freeze(time.Duration(secs) * time.Second))
+}
+
+// cmdReplSetRaft takes raft messages from another member.
+func cmdReplSetRaft(h *Handler, r *request) (bson.D, error) {
+	if h.deps.Repl == nil {
+		return nil, errNoReplication()
+	}
+	if err := h.deps.Repl.Receive(r.body); err != nil {
+		return nil, mongoerr.New(mongoerr.InvalidReplicaSetConfig, err.Error())
+	}
+	return bson.D{}, nil
+}
+
+// cmdReplSetSnapshot takes a snapshot chunk from the primary.
+func cmdReplSetSnapshot(h *Handler, r *request) (bson.D, error) {
+	if h.deps.Repl == nil {
+		return nil, errNoReplication()
+	}
+	if err := h.deps.Repl.ReceiveSnapshot(r.body); err != nil {
+		return nil, mongoerr.New(mongoerr.OperationFailed, err.Error())
+	}
+	return bson.D{}, nil
+}
+
+// helloReplFields adds the replica set's fields to a hello reply; it
+// waits first when the hello is awaitable and nothing changed.
+func (h *Handler) helloReplFields(r *request) (bool, bson.D, error) {
+	rs := h.deps.Repl
+	if err := h.awaitTopology(r); err != nil {
+		return false, nil, err
+	}
+	writable, fields := rs.Hello()
+	_, counter := rs.TopologyChanges()
+	fields = append(fields, bson.E{Key: "topologyVersion", Value: bson.D{
+		{Key: "processId", Value: h.processID}, {Key: "counter", Value: counter},
+	}})
+	return writable, fields, nil
+}
+
+// awaitTopology waits, for an awaitable hello (topologyVersion and
+// maxAwaitTimeMS), until the topology changes or maxAwaitTimeMS passes.
+func (h *Handler) awaitTopology(r *request) error {
+	tv, hasTV := lookup(r.body, "topologyVersion")
+	wait, hasWait := lookup(r.body, "maxAwaitTimeMS")
+	if hasTV != hasWait {
+		return mongoerr.New(mongoerr.FailedToParse, "topologyVersion must be provided if and only if maxAwaitTimeMS is provided")
+	}
+	if !hasTV {
+		return nil
+	}
+	ms, err := toInt64(r.name, "maxAwaitTimeMS", wait)
+	if err != nil || ms < 0 {
+		return mongoerr.New(mongoerr.BadValue, "maxAwaitTimeMS must be a non-negative integer")
+	}
+	ch, counter := h.deps.Repl.TopologyChanges()
+	d, _ := tv.(bson.D)
+	pid, _ := lookup(d, "processId")
+	c, _ := lookup(d, "counter")
+	if pid != h.processID || c != counter {
+		return nil
+	}
+	t := time.NewTimer(time.Duration(ms) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	case <-r.ctx.Done():
+	}
+	return nil
+}
+
+// replyClusterTime adds operationTime and $clusterTime to a reply.
+func (h *Handler) replyClusterTime(reply bson.D) bson.D {
+	ts, _, _ := h.deps.Repl.OpTime()
+	t := bson.Timestamp{T: ts.T, I: ts.I}
+	return append(reply,
+		bson.E{Key: "operationTime", Value: t},
+		bson.E{Key: "$clusterTime", Value: bson.D{
+			{Key: "clusterTime", Value: t},
+			{Key: "signature", Value: bson.D{{Key: "hash", Value: bson.Binary{Data: make([]byte, 20)}}, {Key: "keyId", Value: int64(0)}}},
+		}},
+	)
+}
+
+// retryableCodes are the codes mongod labels RetryableWriteError.
+var retryableCodes = map[mongoerr.Code]bool{
+	mongoerr.NotWritablePrimary: true, mongoerr.NotPrimaryNoSecondaryOk: true, mongoerr.NotPrimaryOrSecondary: true,
+	mongoerr.InterruptedAtShutdown: true, mongoerr.InterruptedDueToReplStateChange: true,
+	mongoerr.PrimarySteppedDown: true, mongoerr.ExceededTimeLimit: true, mongoerr.NetworkTimeout: true,
+}
+
+// labelRetryable adds errorLabels to a failed retryable write's reply.
+func labelRetryable(r *request, reply bson.D) bson.D {
+	if _, ok := lookup(r.body, "txnNumber"); !ok {
+		return reply
+	}
+	code, _ := lookup(reply, "code")
+	if c, ok := code.(int32); !ok || !retryableCodes[mongoerr.Code(c)] {
+		return reply
+	}
+	return append(reply, bson.E{Key: "errorLabels", Value: bson.A{"RetryableWriteError"}})
+}
+
+// writeConcern is a command's writeConcern as a replica set applies it.
+type writeConcern struct {
+	w        int  // members that must have the write (0: none, 1: this one)
+	majority bool // w: "majority"
+	wtimeout time.Duration
+}
+
+func parseWriteConcern(r *request) (writeConcern, error) {
+	wc := writeConcern{w: 1}
+	d, err := optDoc(r, "writeConcern")
+	if err != nil || d == nil {
+		return wc, err
+	}
+	if v, ok := lookup(d, "w"); ok {
+		switch w := v.(type) {
+		case string:
+			if w != "majority" {
+				return wc, mongoerr.Newf(mongoerr.UnknownReplWriteConcern, "No write concern mode named '%s' found in replica set configuration", w)
+			}
+			wc.majority = true
+		default:
+			n, err := toInt64("writeConcern", "w", v)
+			if err != nil || n < 0 {
+				return wc, mongoerr.New(mongoerr.FailedToParse, "w has to be a non-negative number and not greater than 50; or a string")
+			}
+			wc.w = int(n)
+		}
+	}
+	if v, ok := lookup(d, "wtimeout"); ok {
+		ms, err := toInt64("writeConcern", "wtimeout", v)
+		if err != nil {
+			return wc, err
+		}
+		wc.wtimeout = time.Duration(ms) * time.Millisecond
+	}
+	return wc, nil
+}
+
+// awaitWriteConcern waits until the write concern is met after a write on
+// the primary; a failure becomes the reply's writeConcernError. Every
+// acknowledged write is already committed by a majority and applied here,
+// so only w greater than that waits.
+func (h *Handler) awaitWriteConcern(ctx context.Context, r *request, reply bson.D) bson.D {
+	if !writeCommands[r.name] {
+		return reply
+	}
+	wc, err := parseWriteConcern(r)
+	if err != nil || wc.w <= 1 || wc.majority {
+		return reply
+	}
+	err = h.deps.Repl.WaitForMembers(ctx, wc.w, wc.wtimeout)
+	switch {
+	case err == nil:
+		return reply
+	case errors.Is(err, repl.ErrWriteConcernTimeout):
+		return append(reply, bson.E{Key: "writeConcernError", Value: bson.D{
+			{Key: "code", Value: int32(mongoerr.WriteConcernTimeout)}, {Key: "codeName", Value: mongoerr.WriteConcernTimeout.Name()},
+			{Key: "errmsg", Value: "waiting for replication timed out"}, {Key: "errInfo", Value: bson.D{{Key: "wtimeout", Value: true}}},
+		}})
+	case errors.Is(err, repl.ErrUnsatisfiableWriteConcern):
+		return append(reply, bson.E{Key: "writeConcernError", Value: bson.D{
+			{Key: "code", Value: int32(mongoerr.UnsatisfiableWriteConcern)}, {Key: "codeName", Value: mongoerr.UnsatisfiableWriteConcern.Name()},
+			{Key: "errmsg", Value: "Not enough data-bearing nodes"},
+		}})
+	}
+	me := mongoerr.As(replError(err))
+	return append(reply, bson.E{Key: "writeConcernError", Value: bson.D{
+		{Key: "code", Value: int32(me.Code)}, {Key: "codeName", Value: me.Code.Name()}, {Key: "errmsg", Value: me.Msg},
+	}})
+}
+
+// awaitReadConcern makes a read see what its read concern asks for:
+// linearizable confirms leadership with a majority and waits for the
+// commit point; afterClusterTime waits for that time to be applied.
+func (h *Handler) awaitReadConcern(r *request) error {
+	d, err := optDoc(r, "readConcern")
+	if err != nil || d == nil {
+		return err
+	}
+	level, _ := lookup(d, "level")
+	if level == "linearizable" {
+		if err := h.deps.Repl.ReadLinearizable(r.ctx); err != nil {
+			return replError(err)
+		}
+	}
+	if v, ok := lookup(d, "afterClusterTime"); ok {
+		ts, ok := v.(bson.Timestamp)
+		if !ok {
+			return mongoerr.New(mongoerr.TypeMismatch, "afterClusterTime must be a timestamp")
+		}
+		if err := h.deps.Repl.WaitForTimestamp(r.ctx, repl.Timestamp{T: ts.T, I: ts.I}); err != nil {
+			return interruptError(err)
+		}
+	}
+	return nil
+}

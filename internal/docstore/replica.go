@@ -1,0 +1,52 @@
+package docstore
+
+import "fmt"
+
+// A replica set member that is not primary never writes through the store:
+// it applies the primary's batches beneath it. These keep its in-memory
+// state (the catalog and each collection's counters) in step with what it
+// applied.
+
+// ApplyCounts adds a replicated batch's count changes to the collection
+// with ID collID.
+func (s *Store) ApplyCounts(collID uint64, docs, bytes int64) {
+	s.mu.RLock()
+	c := s.collectionsByIDLocked()[collID]
+	s.mu.RUnlock()
+	if c == nil {
+		return
+	}
+	c.count.Add(docs)
+	c.dataSize.Add(bytes)
+}
+
+// Reload reads the catalog and every collection's counters from storage
+// again, after a replicated batch changed the catalog or a snapshot
+// replaced everything.
+func (s *Store) Reload() error { return s.reload() }
+
+// DropUnfinishedBuilds drops the indexes whose build never finished: a
+// new primary does it for the builds of a primary that died mid-build.
+func (s *Store) DropUnfinishedBuilds() error {
+	for _, c := range s.Collections() {
+		if err := c.dropUnfinished(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Collection) dropUnfinished() error {
+	c.schemaMu.Lock()
+	defer c.schemaMu.Unlock()
+	for _, ix := range c.meta().Indexes {
+		if ix.Ready || c.dropped.Load() {
+			continue
+		}
+		c.store.logger.Warn("dropping index whose build did not finish", "ns", c.Namespace(), "index", ix.Name)
+		if err := c.dropIndexLocked(ix.Name); err != nil {
+			return fmt.Errorf("docstore: drop unfinished index %s: %w", ix.Name, err)
+		}
+	}
+	return nil
+}

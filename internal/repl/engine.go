@@ -1,0 +1,119 @@
+package repl
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/mayflydb/mayfly/internal/storage"
+)
+
+// engine is the storage.Engine the docstore writes through in a replica
+// set: reads go straight to the base engine, which holds the applied
+// state; a batch's Commit proposes the batch's writes through raft and
+// returns once this member has applied them, so the docstore never learns
+// that it is replicated. On a member that is not a writable primary every
+// commit fails with ErrNotPrimary.
+type engine struct {
+	Base
+	rs *Replica
+}
+
+var _ storage.Engine = (*engine)(nil)
+
+// proposeTimeout bounds a write's wait for its entry: long enough for an
+// election, short enough that a stuck write fails (the outcome unknown).
+const proposeTimeout = 30 * time.Second
+
+// NewBatch implements storage.Engine.
+func (e *engine) NewBatch() storage.Batch {
+	return &batch{inner: e.Base.NewBatch(), rs: e.rs}
+}
+
+// Sync implements storage.Engine: a write is durable once applied, since
+// its log entry was synced before it committed.
+func (e *engine) Sync() error { return nil }
+
+// batch collects a write and what the other members need to know of it.
+type batch struct {
+	inner   storage.Batch
+	rs      *Replica
+	catalog bool
+	deltas  []CountDelta
+}
+
+// Set implements storage.Batch.
+func (b *batch) Set(key, value []byte) error {
+	b.note(key, nil)
+	return b.inner.Set(key, value)
+}
+
+// Delete implements storage.Batch.
+func (b *batch) Delete(key []byte) error {
+	b.note(key, nil)
+	return b.inner.Delete(key)
+}
+
+// DeleteRange implements storage.Batch.
+func (b *batch) DeleteRange(start, end []byte) error {
+	b.note(start, end)
+	return b.inner.DeleteRange(start, end)
+}
+
+// note marks a batch that touches the catalog: keys tagged 'c' or 'n'.
+func (b *batch) note(start, end []byte) {
+	if b.catalog {
+		return
+	}
+	lo := byte(0)
+	if len(start) > 0 {
+		lo = start[0]
+	}
+	hi := lo
+	if end != nil && len(end) > 0 {
+		hi = end[0]
+	}
+	b.catalog = overlaps(lo, hi, 'c') || overlaps(lo, hi, 'n')
+}
+
+func overlaps(lo, hi, tag byte) bool { return lo <= tag && tag <= hi }
+
+// NoteCounts implements the docstore's counting hook: the collection's
+// document count and size change by docs and bytes.
+func (b *batch) NoteCounts(collID uint64, docs, bytes int64) {
+	if docs == 0 && bytes == 0 {
+		return
+	}
+	b.deltas = append(b.deltas, CountDelta{CollID: collID, Docs: docs, Bytes: bytes})
+}
+
+// Commit implements storage.Batch.
+func (b *batch) Commit(bool) error {
+	if b.inner.Len() == 0 {
+		return nil
+	}
+	repr, err := b.inner.(interface{ Repr() ([]byte, error) }).Repr()
+	if err != nil {
+		return err
+	}
+	ent := &entry{kind: kindWrite, deltas: b.deltas, payload: repr}
+	if b.catalog {
+		ent.flags |= flagCatalog
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), proposeTimeout)
+	defer cancel()
+	if err := b.rs.propose(ctx, ent); err != nil {
+		return fmt.Errorf("repl: commit: %w", err)
+	}
+	return nil
+}
+
+// Len implements storage.Batch.
+func (b *batch) Len() int { return b.inner.Len() }
+
+// Close implements storage.Batch.
+func (b *batch) Close() error { return b.inner.Close() }
+
+// isRaftKey reports whether key belongs to raft's own state.
+func isRaftKey(key []byte) bool { return len(key) > 0 && bytes.HasPrefix(key, []byte{tagRaft}) }

@@ -1,0 +1,135 @@
+package repl
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// An entry's data in the raft log. Every member applies the same bytes, so
+// an entry carries effects, never a command to evaluate again: the
+// primary decided everything (which documents, which index keys) before it
+// proposed.
+//
+//	kind(1) proposal(8) ts(8) wallMillis(8) flags(1)
+//	deltas: count(uvarint) {collID(uvarint) docs(varint) bytes(varint)}…
+//	payload: the rest (a storage batch's repr, or a config document)
+type entryKind byte
+
+const (
+	// kindWrite carries one storage batch of documents, index entries and
+	// session records.
+	kindWrite entryKind = 1
+	// kindConfig carries a new replica set config (BSON).
+	kindConfig entryKind = 2
+	// kindNoop moves the log forward (idle primaries write one now and then
+	// so that secondaries' lastWriteDate advances).
+	kindNoop entryKind = 3
+)
+
+const flagCatalog = 1 // the batch changes the catalog
+
+// entry is a decoded log entry.
+type entry struct {
+	kind     entryKind
+	proposal uint64
+	ts       Timestamp
+	wall     int64 // the primary's wall clock at proposal, Unix ms
+	flags    byte
+	deltas   []CountDelta
+	payload  []byte
+}
+
+// CountDelta is how a batch changes a collection's document count and
+// size; members other than the proposer keep their counters with it.
+type CountDelta struct {
+	CollID uint64
+	Docs   int64
+	Bytes  int64
+}
+
+// Timestamp is MongoDB's (seconds, increment) timestamp of an entry.
+type Timestamp struct{ T, I uint32 }
+
+// After reports whether ts is later than o.
+func (ts Timestamp) After(o Timestamp) bool {
+	return ts.T > o.T || ts.T == o.T && ts.I > o.I
+}
+
+const entryHeader = 1 + 8 + 8 + 8 + 1
+
+func (e *entry) encode() []byte {
+	b := make([]byte, entryHeader, entryHeader+8+len(e.deltas)*12+len(e.payload))
+	b[0] = byte(e.kind)
+	binary.BigEndian.PutUint64(b[1:], e.proposal)
+	e.putStamp(b)
+	b[25] = e.flags
+	b = binary.AppendUvarint(b, uint64(len(e.deltas)))
+	for _, d := range e.deltas {
+		b = binary.AppendUvarint(b, d.CollID)
+		b = binary.AppendVarint(b, d.Docs)
+		b = binary.AppendVarint(b, d.Bytes)
+	}
+	return append(b, e.payload...)
+}
+
+// putStamp writes ts and wall into an encoded entry: the node stamps each
+// proposal as it hands it to raft, so stamps grow in log order.
+func (e *entry) putStamp(b []byte) {
+	binary.BigEndian.PutUint32(b[9:], e.ts.T)
+	binary.BigEndian.PutUint32(b[13:], e.ts.I)
+	binary.BigEndian.PutUint64(b[17:], uint64(e.wall))
+}
+
+var errShortEntry = errors.New("repl: log entry too short")
+
+func decodeEntry(b []byte) (*entry, error) {
+	if len(b) < entryHeader {
+		return nil, errShortEntry
+	}
+	e := &entry{
+		kind:     entryKind(b[0]),
+		proposal: binary.BigEndian.Uint64(b[1:]),
+		ts:       Timestamp{T: binary.BigEndian.Uint32(b[9:]), I: binary.BigEndian.Uint32(b[13:])},
+		wall:     int64(binary.BigEndian.Uint64(b[17:])),
+		flags:    b[25],
+	}
+	rest := b[entryHeader:]
+	n, k := binary.Uvarint(rest)
+	if k <= 0 || n > uint64(len(rest)) {
+		return nil, fmt.Errorf("repl: log entry: bad delta count")
+	}
+	rest = rest[k:]
+	for range n {
+		var d CountDelta
+		var ok bool
+		if d.CollID, rest, ok = uvarint(rest); !ok {
+			return nil, errShortEntry
+		}
+		if d.Docs, rest, ok = varint(rest); !ok {
+			return nil, errShortEntry
+		}
+		if d.Bytes, rest, ok = varint(rest); !ok {
+			return nil, errShortEntry
+		}
+		e.deltas = append(e.deltas, d)
+	}
+	e.payload = rest
+	return e, nil
+}
+
+func uvarint(b []byte) (uint64, []byte, bool) {
+	v, k := binary.Uvarint(b)
+	if k <= 0 {
+		return 0, nil, false
+	}
+	return v, b[k:], true
+}
+
+func varint(b []byte) (int64, []byte, bool) {
+	v, k := binary.Varint(b)
+	if k <= 0 {
+		return 0, nil, false
+	}
+	return v, b[k:], true
+}

@@ -1,0 +1,290 @@
+package repl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	pb "go.etcd.io/raft/v3/raftpb"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/mayflydb/mayfly/internal/wire"
+)
+
+// Members talk to each other on the address clients use, with ordinary
+// OP_MSG commands on the admin database: replSetRaft carries raft's
+// messages, replSetSnapshot a snapshot for a member far behind. Each peer
+// has one sending goroutine and connection, so messages to it keep their
+// order; a message that cannot be sent is dropped (raft sends it again)
+// and raft is told the peer is unreachable.
+type transport struct {
+	rs    *Replica
+	mu    sync.Mutex
+	peers map[uint64]*peer
+	stop  chan struct{}
+	wg    sync.WaitGroup
+}
+
+type peer struct {
+	t    *transport
+	id   uint64
+	addr atomic.Pointer[string]
+	q    chan *pb.Message
+	conn *memberConn
+}
+
+// peerQueue bounds the messages waiting for one peer; more are dropped.
+const peerQueue = 4096
+
+// dialTimeout bounds a connection attempt to a member.
+const dialTimeout = time.Second
+
+func newTransport(rs *Replica) *transport {
+	return &transport{rs: rs, peers: map[uint64]*peer{}, stop: make(chan struct{})}
+}
+
+// setAddr records where member id listens.
+func (t *transport) setAddr(id uint64, addr string) {
+	p := t.peer(id)
+	if cur := p.addr.Load(); cur == nil || *cur != addr {
+		p.addr.Store(&addr)
+	}
+}
+
+func (t *transport) peer(id uint64) *peer {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p, ok := t.peers[id]
+	if !ok {
+		p = &peer{t: t, id: id, q: make(chan *pb.Message, peerQueue)}
+		t.peers[id] = p
+		t.wg.Add(1)
+		go p.run()
+	}
+	return p
+}
+
+func (t *transport) close() {
+	close(t.stop)
+	t.wg.Wait()
+}
+
+// send queues raft's outgoing messages.
+func (t *transport) send(msgs []*pb.Message) {
+	for _, m := range msgs {
+		if m.GetType() == pb.MessageType_MsgSnap {
+			go t.sendSnapshot(m)
+			continue
+		}
+		select {
+		case t.peer(m.GetTo()).q <- m:
+		default:
+			t.rs.node().reportUnreachable(m.GetTo())
+		}
+	}
+}
+
+func (p *peer) run() {
+	defer p.t.wg.Done()
+	for {
+		var m *pb.Message
+		select {
+		case <-p.t.stop:
+			p.closeConn()
+			return
+		case m = <-p.q:
+		}
+		batch := []*pb.Message{m}
+		for len(batch) < 256 {
+			select {
+			case m = <-p.q:
+				batch = append(batch, m)
+				continue
+			default:
+			}
+			break
+		}
+		if err := p.deliver(batch); err != nil {
+			p.closeConn()
+			if n := p.t.rs.node(); n != nil {
+				n.reportUnreachable(p.id)
+			}
+			p.pause()
+		}
+	}
+}
+
+func (p *peer) pause() {
+	select {
+	case <-p.t.stop:
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+func (p *peer) closeConn() {
+	if p.conn != nil {
+		p.conn.close()
+		p.conn = nil
+	}
+}
+
+func (p *peer) deliver(batch []*pb.Message) error {
+	msgs := make(bson.A, 0, len(batch))
+	for _, m := range batch {
+		raw, err := proto.Marshal(m)
+		if err != nil {
+			return err
+		}
+		msgs = append(msgs, bson.Binary{Data: raw})
+	}
+	cmd := p.t.rs.memberCommand("replSetRaft", p.id)
+	cmd = append(cmd, bson.E{Key: "msgs", Value: msgs})
+	_, err := p.call(cmd)
+	return err
+}
+
+func (p *peer) call(cmd bson.D) (bson.D, error) {
+	if p.conn == nil {
+		addr := p.addr.Load()
+		if addr == nil {
+			return nil, fmt.Errorf("repl: no address for member %d", p.id)
+		}
+		c, err := dialMember(*addr)
+		if err != nil {
+			return nil, err
+		}
+		p.conn = c
+	}
+	return p.conn.call(cmd)
+}
+
+// memberConn is a client connection from one member to another.
+type memberConn struct {
+	nc     net.Conn
+	r      *wire.Reader
+	nextID int32
+}
+
+func dialMember(addr string) (*memberConn, error) {
+	nc, err := net.DialTimeout("tcp", addr, dialTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("repl: connect to member %s: %w", addr, err)
+	}
+	return &memberConn{nc: nc, r: wire.NewReader(nc, wire.NewCodec())}, nil
+}
+
+// callTimeout bounds one request between members.
+const callTimeout = 10 * time.Second
+
+func (c *memberConn) call(cmd bson.D) (bson.D, error) {
+	body, err := bson.Marshal(cmd)
+	if err != nil {
+		return nil, err
+	}
+	c.nextID++
+	_ = c.nc.SetDeadline(time.Now().Add(callTimeout))
+	if _, err := c.nc.Write(wire.AppendMsg(nil, c.nextID, 0, 0, body)); err != nil {
+		return nil, err
+	}
+	msg, err := c.r.ReadMessage()
+	if err != nil {
+		return nil, err
+	}
+	reply, err := msg.Command()
+	if err != nil {
+		return nil, err
+	}
+	if ok, _ := lookupNumber(reply, "ok"); ok != 1 {
+		return reply, fmt.Errorf("repl: member refused %s: %v", cmd[0].Key, reply)
+	}
+	return reply, nil
+}
+
+func (c *memberConn) close() { _ = c.nc.Close() }
+
+func lookupNumber(d bson.D, key string) (float64, bool) {
+	for _, e := range d {
+		if e.Key != key {
+			continue
+		}
+		switch v := e.Value.(type) {
+		case float64:
+			return v, true
+		case int32:
+			return float64(v), true
+		case int64:
+			return float64(v), true
+		}
+	}
+	return 0, false
+}
+
+// sendSnapshot streams this member's data to the member raft wants to
+// send a snapshot to, then the snapshot message itself, whose metadata
+// names the applied state the data is at.
+func (t *transport) sendSnapshot(m *pb.Message) {
+	n := t.rs.node()
+	err := t.streamSnapshot(m)
+	if err != nil {
+		t.rs.cfg.Logger.Warn("sending a snapshot to a member failed", "member", m.GetTo(), "err", err)
+	}
+	if n != nil {
+		n.reportSnapshot(m.GetTo(), err == nil)
+	}
+}
+
+func (t *transport) streamSnapshot(m *pb.Message) error {
+	addr := t.peer(m.GetTo()).addr.Load()
+	if addr == nil {
+		return errors.New("no address")
+	}
+	c, err := dialMember(*addr)
+	if err != nil {
+		return err
+	}
+	defer c.close()
+	snap := t.rs.cfg.Base.NewSnapshot()
+	defer snap.Close()
+	a, err := readApplied(snap)
+	if err != nil {
+		return err
+	}
+	if _, err := c.call(t.snapshotCommand(m.GetTo(), "begin")); err != nil {
+		return err
+	}
+	err = readSnapshot(snap, func(kvs [][]byte) error {
+		items := make(bson.A, len(kvs))
+		for i, b := range kvs {
+			items[i] = bson.Binary{Data: b}
+		}
+		_, err := c.call(append(t.snapshotCommand(m.GetTo(), "data"), bson.E{Key: "kvs", Value: items}))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	msg := proto.Clone(m).(*pb.Message)
+	msg.Snapshot = &pb.Snapshot{Metadata: &pb.SnapshotMetadata{Index: proto.Uint64(a.index), Term: proto.Uint64(a.term), ConfState: a.conf}}
+	raw, err := proto.Marshal(msg)
+	if err != nil {
+		return err
+	}
+	_, err = c.call(append(t.snapshotCommand(m.GetTo(), "end"), bson.E{Key: "msg", Value: bson.Binary{Data: raw}}))
+	return err
+}
+
+func (t *transport) snapshotCommand(to uint64, phase string) bson.D {
+	return append(t.rs.memberCommand("replSetSnapshot", to), bson.E{Key: "phase", Value: phase})
+}
+
+// ctxDone reports whether the transport is stopping.
+func (t *transport) ctxDone() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-t.stop; cancel() }()
+	return ctx
+}
