@@ -16,9 +16,20 @@ func cmdDelete(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	rt, err := h.retryableWrite(r)
+	if err != nil {
+		return nil, err
+	}
 	var res writeResult
 	for i, s := range stmts {
-		n, err := h.deleteStatement(r, a, s)
+		if prior, done, err := rt.prior(i); err != nil || done {
+			if err != nil {
+				return nil, err
+			}
+			res.n += int64(asInt32(prior, "n"))
+			continue
+		}
+		n, err := h.deleteStatement(r, a, s, rt, i)
 		res.n += n
 		if err != nil {
 			res.fail(i, err)
@@ -27,10 +38,11 @@ func cmdDelete(h *Handler, r *request) (bson.D, error) {
 			}
 		}
 	}
-	return h.finishWrite(a, &res)
+	reply, err := h.finishWrite(a, &res)
+	return rt.reply(reply), err
 }
 
-func (h *Handler) deleteStatement(r *request, a writeArgs, s bson.D) (int64, error) {
+func (h *Handler) deleteStatement(r *request, a writeArgs, s bson.D, rt *retryTxn, i int) (int64, error) {
 	if err := checkInterrupt(r.ctx); err != nil {
 		return 0, err
 	}
@@ -42,8 +54,12 @@ func (h *Handler) deleteStatement(r *request, a writeArgs, s bson.D) (int64, err
 	if c == nil {
 		return 0, nil
 	}
+	if limit != 1 && rt != nil {
+		return 0, refuseMulti(rt)
+	}
+	opt := rt.options(a.opt, i, recordN(1))
 	return forMatching(r, c, f, hint, limit, func(id any) (bool, error) {
-		return removeIfMatches(c, id, f, a.opt)
+		return removeIfMatches(c, id, f, opt)
 	})
 }
 

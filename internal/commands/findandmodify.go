@@ -115,9 +115,19 @@ func cmdFindAndModify(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	rt, err := h.retryableWrite(r)
+	if err != nil {
+		return nil, err
+	}
+	if prior, done, err := rt.prior(0); err != nil || done {
+		if err != nil {
+			return nil, err
+		}
+		return h.famRetried(a, prior)
+	}
 	if c := h.deps.Store.Collection(r.db, a.coll); c != nil {
 		for try := 0; try < famRetries; try++ {
-			reply, done, err := h.famOnce(r, c, a)
+			reply, done, err := h.famOnce(r, c, a, rt)
 			if err != nil || done {
 				return reply, err
 			}
@@ -126,13 +136,27 @@ func cmdFindAndModify(h *Handler, r *request) (bson.D, error) {
 	if !a.upsert {
 		return famReply(bson.D{{Key: "n", Value: int32(0)}}, nil), nil
 	}
-	return h.famUpsert(r, a)
+	return h.famUpsert(r, a, rt)
+}
+
+// famRetried answers a retried findAndModify from its record.
+func (h *Handler) famRetried(a *famArgs, prior bson.D) (bson.D, error) {
+	if v, ok := lookup(prior, "upserted"); ok {
+		doc, _ := v.(bson.D)
+		return h.famUpsertReply(a, doc)
+	}
+	before, _ := lookup(prior, "before")
+	after, _ := lookup(prior, "after")
+	b, _ := before.(bson.D)
+	aft, _ := after.(bson.D)
+	reply, _, err := h.famResult(a, b, aft)
+	return reply, err
 }
 
 // famOnce finds the first matching document and modifies it if it still
 // matches under the lock. done is false when nothing matched (then the
 // caller upserts) or when it must look again.
-func (h *Handler) famOnce(r *request, c *docstore.Collection, a *famArgs) (bson.D, bool, error) {
+func (h *Handler) famOnce(r *request, c *docstore.Collection, a *famArgs, rt *retryTxn) (bson.D, bool, error) {
 	target, err := h.famTarget(r, c, a)
 	if err != nil || target == nil {
 		return nil, err != nil, err
@@ -140,7 +164,8 @@ func (h *Handler) famOnce(r *request, c *docstore.Collection, a *famArgs) (bson.
 	id, _ := lookup(target, "_id")
 	var before, after bson.D
 	matched := false
-	_, err = c.Modify(id, a.opt, func(doc bson.D) (docstore.Change, error) {
+	opt := rt.options(a.opt, 0, func() bson.D { return bson.D{{Key: "before", Value: before}, {Key: "after", Value: after}} })
+	_, err = c.Modify(id, opt, func(doc bson.D) (docstore.Change, error) {
 		if doc == nil {
 			return docstore.Change{}, nil
 		}
@@ -212,7 +237,7 @@ func (a *famArgs) project(doc bson.D) (any, error) {
 	return a.fields.Apply(doc, -1)
 }
 
-func (h *Handler) famUpsert(r *request, a *famArgs) (bson.D, error) {
+func (h *Handler) famUpsert(r *request, a *famArgs, rt *retryTxn) (bson.D, error) {
 	doc, err := upsertDoc(a.filter, a.mod, h.deps.Clock.Now())
 	if err != nil {
 		return nil, err
@@ -221,13 +246,19 @@ func (h *Handler) famUpsert(r *request, a *famArgs) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := insertOne(c, doc, a.opt); err != nil {
+	opt := rt.options(a.opt, 0, func() bson.D { return bson.D{{Key: "upserted", Value: doc}} })
+	if err := insertOne(c, doc, opt); err != nil {
 		return nil, err
 	}
+	return h.famUpsertReply(a, doc)
+}
+
+func (h *Handler) famUpsertReply(a *famArgs, doc bson.D) (bson.D, error) {
 	id, _ := lookup(doc, "_id")
 	leo := bson.D{{Key: "n", Value: int32(1)}, {Key: "updatedExisting", Value: false}, {Key: "upserted", Value: id}}
 	var v any
 	if a.returnNew {
+		var err error
 		if v, err = a.project(doc); err != nil {
 			return nil, err
 		}

@@ -109,6 +109,10 @@ func cmdInsert(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	rt, err := h.retryableWrite(r)
+	if err != nil {
+		return nil, err
+	}
 	c, _, err := h.deps.Store.GetOrCreate(r.db, a.coll)
 	if err != nil {
 		return nil, err
@@ -119,7 +123,14 @@ func cmdInsert(h *Handler, r *request) (bson.D, error) {
 			res.fail(i, err)
 			break
 		}
-		if err := insertOne(c, d, a.opt); err != nil {
+		if _, done, err := rt.prior(i); err != nil || done {
+			if err != nil {
+				return nil, err
+			}
+			res.n++
+			continue
+		}
+		if err := insertOne(c, d, rt.options(a.opt, i, recordN(1))); err != nil {
 			res.fail(i, err)
 			if a.ordered {
 				break
@@ -128,7 +139,8 @@ func cmdInsert(h *Handler, r *request) (bson.D, error) {
 		}
 		res.n++
 	}
-	return h.finishWrite(a, &res)
+	reply, err := h.finishWrite(a, &res)
+	return rt.reply(reply), err
 }
 
 func insertOne(c *docstore.Collection, d bson.D, opt docstore.WriteOptions) error {

@@ -182,19 +182,31 @@ func cmdUpdate(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	rt, err := h.retryableWrite(r)
+	if err != nil {
+		return nil, err
+	}
 	res := writeResult{withModified: true}
 	for i, s := range stmts {
-		if err := h.updateStatement(r, a, i, s, &res); err != nil {
+		if prior, done, err := rt.prior(i); err != nil || done {
+			if err != nil {
+				return nil, err
+			}
+			res.addPrior(i, prior)
+			continue
+		}
+		if err := h.updateStatement(r, a, i, s, &res, rt); err != nil {
 			res.fail(i, err)
 			if a.ordered {
 				break
 			}
 		}
 	}
-	return h.finishWrite(a, &res)
+	reply, err := h.finishWrite(a, &res)
+	return rt.reply(reply), err
 }
 
-func (h *Handler) updateStatement(r *request, a writeArgs, i int, s bson.D, res *writeResult) error {
+func (h *Handler) updateStatement(r *request, a writeArgs, i int, s bson.D, res *writeResult, rt *retryTxn) error {
 	if err := checkInterrupt(r.ctx); err != nil {
 		return err
 	}
@@ -202,8 +214,12 @@ func (h *Handler) updateStatement(r *request, a writeArgs, i int, s bson.D, res 
 	if err != nil {
 		return err
 	}
+	if st.multi && rt != nil {
+		return refuseMulti(rt)
+	}
+	opt := rt.options(a.opt, i, func() bson.D { return bson.D{{Key: "n", Value: int32(1)}, {Key: "nModified", Value: int32(1)}} })
 	if c := h.deps.Store.Collection(r.db, a.coll); c != nil {
-		n, modified, err := h.applyUpdates(r, c, st, a.opt)
+		n, modified, err := h.applyUpdates(r, c, st, opt)
 		res.n += n
 		res.nModified += modified
 		if err != nil || n > 0 || !st.upsert {
@@ -213,7 +229,9 @@ func (h *Handler) updateStatement(r *request, a writeArgs, i int, s bson.D, res 
 	if !st.upsert {
 		return nil
 	}
-	id, err := h.upsert(r.db, a.coll, st.filter, st.mod, a.opt)
+	id, err := h.upsert(r.db, a.coll, st.filter, st.mod, func(id any) docstore.WriteOptions {
+		return rt.options(a.opt, i, func() bson.D { return bson.D{{Key: "n", Value: int32(1)}, {Key: "upserted", Value: id}} })
+	})
 	if err != nil {
 		return err
 	}
@@ -356,7 +374,8 @@ func (h *Handler) updateOne(c *docstore.Collection, id any, f *query.Filter, mod
 }
 
 // upsert inserts the document an update builds when nothing matched.
-func (h *Handler) upsert(db, coll string, f *query.Filter, mod modifier, opt docstore.WriteOptions) (any, error) {
+// optFor gives the write options for the document's _id.
+func (h *Handler) upsert(db, coll string, f *query.Filter, mod modifier, optFor func(id any) docstore.WriteOptions) (any, error) {
 	doc, err := upsertDoc(f, mod, h.deps.Clock.Now())
 	if err != nil {
 		return nil, err
@@ -365,10 +384,10 @@ func (h *Handler) upsert(db, coll string, f *query.Filter, mod modifier, opt doc
 	if err != nil {
 		return nil, err
 	}
-	if err := insertOne(c, doc, opt); err != nil {
+	id, _ := lookup(doc, "_id")
+	if err := insertOne(c, doc, optFor(id)); err != nil {
 		return nil, err
 	}
-	id, _ := lookup(doc, "_id")
 	return id, nil
 }
 

@@ -50,3 +50,20 @@ func (c *Collection) dropUnfinished() error {
 	}
 	return nil
 }
+
+// EachStored calls fn with every stored document's BSON in _id order,
+// expired ones included: what a member holds, for dbHash.
+func (c *Collection) EachStored(fn func(raw []byte) error) error {
+	p := docPrefix(c.meta().ID)
+	it, err := c.store.eng.NewIter(p, prefixEnd(p))
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		if err := fn(it.Value()); err != nil {
+			return err
+		}
+	}
+	return it.Error()
+}

@@ -1,0 +1,178 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
+)
+
+// replSet is three (or more) real mayfly processes on 127.0.0.1 forming
+// one replica set, as a user starts them.
+type replSet struct {
+	t     *testing.T
+	bin   string
+	name  string
+	dirs  []string
+	addrs []string
+	procs []*process
+	args  []string
+}
+
+// startReplSet starts n members and initiates the set from the first.
+func startReplSet(t *testing.T, n int, args ...string) *replSet {
+	t.Helper()
+	rs := &replSet{t: t, bin: buildBinary(t), name: "rs0", args: args}
+	for i := 0; i < n; i++ {
+		rs.dirs = append(rs.dirs, t.TempDir())
+		rs.addrs = append(rs.addrs, freePort(t))
+	}
+	rs.procs = make([]*process, n)
+	for i := range rs.addrs {
+		rs.start(i)
+	}
+	members := bson.A{}
+	for i, a := range rs.addrs {
+		members = append(members, bson.D{{Key: "_id", Value: int32(i)}, {Key: "host", Value: a}})
+	}
+	cfg := bson.D{{Key: "_id", Value: rs.name}, {Key: "members", Value: members}}
+	c := quickClient(t, rs.addrs[0], 10*time.Second)
+	if err := c.Database("admin").RunCommand(ctxT(t), bson.D{{Key: "replSetInitiate", Value: cfg}}).Err(); err != nil {
+		t.Fatalf("replSetInitiate: %v", err)
+	}
+	rs.waitPrimary(-1, 15*time.Second)
+	return rs
+}
+
+// start (re)starts member i on its address and data directory.
+func (rs *replSet) start(i int) {
+	rs.t.Helper()
+	args := append([]string{"--replSet", rs.name, "--ttl-monitor-sleep-secs", "1"}, rs.args...)
+	p, err := startMayfly(rs.t, rs.bin, rs.dirs[i], rs.addrs[i], args...)
+	if err != nil {
+		rs.t.Fatalf("member %d: %v", i, err)
+	}
+	rs.procs[i] = p
+}
+
+// uri is the seed list with replicaSet=rs0.
+func (rs *replSet) uri() string {
+	return fmt.Sprintf("mongodb://%s/?replicaSet=%s", strings.Join(rs.addrs, ","), rs.name)
+}
+
+// client connects through the seed list, as applications do.
+func (rs *replSet) client(opts ...*options.ClientOptions) *mongo.Client {
+	rs.t.Helper()
+	o := append([]*options.ClientOptions{options.Client().ApplyURI(rs.uri()).SetServerSelectionTimeout(20 * time.Second)}, opts...)
+	c, err := mongo.Connect(o...)
+	if err != nil {
+		rs.t.Fatal(err)
+	}
+	rs.t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
+	return c
+}
+
+// direct connects to member i alone.
+func (rs *replSet) direct(i int) *mongo.Client {
+	return quickClient(rs.t, rs.addrs[i], 10*time.Second)
+}
+
+func (rs *replSet) hello(i int) bson.D {
+	rs.t.Helper()
+	var d bson.D
+	c := rs.direct(i)
+	defer func() { _ = c.Disconnect(context.Background()) }()
+	if err := c.Database("admin").RunCommand(ctxT(rs.t), bson.D{{Key: "hello", Value: 1}}).Decode(&d); err != nil {
+		rs.t.Fatalf("hello on member %d: %v", i, err)
+	}
+	return d
+}
+
+// waitPrimary waits until a member other than not (-1: any) is a
+// writable primary and returns its index.
+func (rs *replSet) waitPrimary(not int, timeout time.Duration) int {
+	rs.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		for i, a := range rs.addrs {
+			if i == not || rs.procs[i] == nil {
+				continue
+			}
+			if isPrimary(a) {
+				return i
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	rs.t.Fatalf("no primary within %v", timeout)
+	return -1
+}
+
+func isPrimary(addr string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + addr + "/?directConnection=true").SetServerSelectionTimeout(time.Second))
+	if err != nil {
+		return false
+	}
+	defer func() { _ = c.Disconnect(context.Background()) }()
+	var d struct {
+		IsWritablePrimary bool `bson:"isWritablePrimary"`
+	}
+	err = c.Database("admin").RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Decode(&d)
+	return err == nil && d.IsWritablePrimary
+}
+
+// kill9 kills member i with SIGKILL.
+func (rs *replSet) kill9(i int) {
+	rs.procs[i].kill9()
+	rs.procs[i] = nil
+}
+
+// dbHashes returns each running member's dbHash md5 of db once all have
+// applied the same log position (they are compared until equal or the
+// timeout passes).
+func (rs *replSet) waitSameHash(db string, timeout time.Duration) string {
+	rs.t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last []string
+	for time.Now().Before(deadline) {
+		last = rs.hashes(db)
+		same := len(last) > 0
+		for _, h := range last {
+			same = same && h == last[0]
+		}
+		if same {
+			return last[0]
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	rs.t.Fatalf("members' dbHash differ after %v: %v", timeout, last)
+	return ""
+}
+
+func (rs *replSet) hashes(db string) []string {
+	var out []string
+	for i, p := range rs.procs {
+		if p == nil {
+			continue
+		}
+		c := rs.direct(i)
+		var d struct {
+			MD5 string `bson:"md5"`
+		}
+		err := c.Database(db).RunCommand(ctxT(rs.t), bson.D{{Key: "dbHash", Value: 1}}, options.RunCmd().SetReadPreference(readpref.PrimaryPreferred())).Decode(&d)
+		_ = c.Disconnect(context.Background())
+		if err != nil {
+			rs.t.Fatalf("dbHash on member %d: %v", i, err)
+		}
+		out = append(out, d.MD5)
+	}
+	return out
+}

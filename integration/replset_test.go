@@ -1,0 +1,318 @@
+package integration
+
+import (
+	"context"
+	"net"
+	"slices"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
+	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
+
+	"github.com/mayflydb/mayfly/internal/app"
+	"github.com/mayflydb/mayfly/internal/wire"
+)
+
+// rawCall sends one OP_MSG command with nothing added by a driver (no
+// $readPreference) and returns the reply.
+func rawCall(t *testing.T, addr string, cmd bson.D) bson.D {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := nc.Write(wire.AppendMsg(nil, 1, 0, 0, docBytes(t, cmd))); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := wire.ReadMessage(nc, wire.NewCodec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply, err := msg.Command()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reply
+}
+
+func codeOf(d bson.D) int32 {
+	for _, e := range d {
+		if e.Key == "code" {
+			c, _ := e.Value.(int32)
+			return c
+		}
+	}
+	return 0
+}
+
+func TestReplicaSetHelloAndRoles(t *testing.T) {
+	rs := startReplSet(t, 3)
+	primary := rs.waitPrimary(-1, 10*time.Second)
+	for i, addr := range rs.addrs {
+		h := rs.hello(i)
+		if got := field(t, h, "setName"); got != "rs0" {
+			t.Fatalf("member %d setName %v", i, got)
+		}
+		if got := field(t, h, "me"); got != addr {
+			t.Fatalf("member %d me %v, want %s", i, got, addr)
+		}
+		hosts, _ := field(t, h, "hosts").(bson.A)
+		if len(hosts) != 3 {
+			t.Fatalf("member %d hosts %v", i, hosts)
+		}
+		writable := field(t, h, "isWritablePrimary") == true
+		secondary := field(t, h, "secondary") == true
+		if writable != (i == primary) || secondary == writable {
+			t.Fatalf("member %d: isWritablePrimary %v secondary %v, primary is %d", i, writable, secondary, primary)
+		}
+		if got := field(t, h, "primary"); got != rs.addrs[primary] {
+			t.Fatalf("member %d says primary is %v, want %s", i, got, rs.addrs[primary])
+		}
+		tv, _ := field(t, h, "topologyVersion").(bson.D)
+		if len(tv) != 2 {
+			t.Fatalf("member %d topologyVersion %v", i, tv)
+		}
+		if _, hasElection := lookupD(h, "electionId"); hasElection != (i == primary) {
+			t.Fatalf("member %d electionId presence wrong: %v", i, h)
+		}
+	}
+	secondary := (primary + 1) % 3
+	ins := bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "x", Value: 1}}}}, {Key: "$db", Value: "test"}}
+	if code := codeOf(rawCall(t, rs.addrs[secondary], ins)); code != 10107 {
+		t.Fatalf("insert on a secondary: code %d, want 10107", code)
+	}
+	find := bson.D{{Key: "find", Value: "c"}, {Key: "$db", Value: "test"}}
+	if code := codeOf(rawCall(t, rs.addrs[secondary], find)); code != 13435 {
+		t.Fatalf("find on a secondary without read preference: code %d, want 13435", code)
+	}
+	withPref := append(find, bson.E{Key: "$readPreference", Value: bson.D{{Key: "mode", Value: "secondaryPreferred"}}})
+	if code := codeOf(rawCall(t, rs.addrs[secondary], withPref)); code != 0 {
+		t.Fatalf("find on a secondary with secondaryPreferred: code %d", code)
+	}
+	retryable := append(ins[:len(ins)-1:len(ins)-1], bson.E{Key: "lsid", Value: bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: make([]byte, 16)}}}},
+		bson.E{Key: "txnNumber", Value: int64(1)}, bson.E{Key: "$db", Value: "test"})
+	reply := rawCall(t, rs.addrs[secondary], retryable)
+	labels, _ := lookupD(reply, "errorLabels")
+	if codeOf(reply) != 10107 || !slices.Contains(labels.(bson.A), any("RetryableWriteError")) {
+		t.Fatalf("retryable insert on a secondary: %v", reply)
+	}
+	for _, name := range []string{"operationTime", "$clusterTime"} {
+		if _, ok := lookupD(reply, name); !ok {
+			t.Fatalf("reply lacks %s: %v", name, reply)
+		}
+	}
+}
+
+func lookupD(d bson.D, key string) (any, bool) {
+	for _, e := range d {
+		if e.Key == key {
+			return e.Value, true
+		}
+	}
+	return nil, false
+}
+
+func TestReplicaSetCommandsAndErrors(t *testing.T) {
+	standalone := startServer(t, app.Config{})
+	c := connect(t, standalone)
+	wantCode(t, c.Database("admin").RunCommand(ctxT(t), bson.D{{Key: "replSetInitiate", Value: bson.D{}}}).Err(), 76, "replication")
+	wantCode(t, c.Database("admin").RunCommand(ctxT(t), bson.D{{Key: "replSetGetStatus", Value: 1}}).Err(), 76, "--replSet")
+
+	rs := startReplSet(t, 3)
+	admin := rs.client().Database("admin")
+	var status struct {
+		Set     string `bson:"set"`
+		MyState int32  `bson:"myState"`
+		Members []struct {
+			Name     string `bson:"name"`
+			StateStr string `bson:"stateStr"`
+		} `bson:"members"`
+	}
+	if err := admin.RunCommand(ctxT(t), bson.D{{Key: "replSetGetStatus", Value: 1}}).Decode(&status); err != nil {
+		t.Fatal(err)
+	}
+	states := map[string]int{}
+	for _, m := range status.Members {
+		states[m.StateStr]++
+	}
+	if status.Set != "rs0" || status.MyState != 1 || states["PRIMARY"] != 1 || states["SECONDARY"] != 2 {
+		t.Fatalf("replSetGetStatus: %+v", status)
+	}
+	var conf struct {
+		Config struct {
+			ID      string   `bson:"_id"`
+			Version int32    `bson:"version"`
+			Members []bson.D `bson:"members"`
+		} `bson:"config"`
+	}
+	if err := admin.RunCommand(ctxT(t), bson.D{{Key: "replSetGetConfig", Value: 1}}).Decode(&conf); err != nil {
+		t.Fatal(err)
+	}
+	if conf.Config.ID != "rs0" || conf.Config.Version != 1 || len(conf.Config.Members) != 3 {
+		t.Fatalf("replSetGetConfig: %+v", conf)
+	}
+	wantCode(t, admin.RunCommand(ctxT(t), bson.D{{Key: "replSetInitiate", Value: bson.D{}}}).Err(), 23, "already initialized")
+
+	// A member started with --replSet but not initiated, and a bad config.
+	loose := startReplSetMember(t, rs.bin)
+	lc := quickClient(t, loose, 5*time.Second)
+	wantCode(t, lc.Database("admin").RunCommand(ctxT(t), bson.D{{Key: "replSetGetStatus", Value: 1}}).Err(), 94, "no replset config")
+	bad := bson.D{{Key: "_id", Value: "rs0"}, {Key: "members", Value: bson.A{bson.D{{Key: "_id", Value: int32(0)}, {Key: "host", Value: "elsewhere:1"}}}}}
+	wantCode(t, lc.Database("admin").RunCommand(ctxT(t), bson.D{{Key: "replSetInitiate", Value: bad}}).Err(), 93, "maps to this node")
+	h := rawCall(t, loose, bson.D{{Key: "hello", Value: 1}, {Key: "$db", Value: "admin"}})
+	if field(t, h, "isreplicaset") != true {
+		t.Fatalf("uninitiated member hello: %v", h)
+	}
+
+	primary := rs.waitPrimary(-1, 5*time.Second)
+	for _, tc := range []struct {
+		w    any
+		code int32
+	}{{w: 5, code: 100}, {w: 3, code: 0}, {w: "majority", code: 0}} {
+		d := rawCall(t, rs.addrs[primary], bson.D{{Key: "insert", Value: "wc"}, {Key: "documents", Value: bson.A{bson.D{{Key: "w", Value: tc.w}}}},
+			{Key: "writeConcern", Value: bson.D{{Key: "w", Value: tc.w}, {Key: "wtimeout", Value: int32(5000)}}}, {Key: "$db", Value: "test"}})
+		wce, has := lookupD(d, "writeConcernError")
+		if (tc.code != 0) != has || (has && codeOf(wce.(bson.D)) != tc.code) {
+			t.Fatalf("w=%v: %v", tc.w, d)
+		}
+	}
+}
+
+// startReplSetMember starts one more --replSet rs0 member, not initiated.
+func startReplSetMember(t *testing.T, bin string) string {
+	addr := freePort(t)
+	if _, err := startMayfly(t, bin, t.TempDir(), addr, "--replSet", "rs0"); err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+func TestReplicaSetReplicatesWritesIndexesAndExpiry(t *testing.T) {
+	rs := startReplSet(t, 3)
+	cl := rs.client()
+	db := cl.Database("test")
+	coll := db.Collection("sessions")
+	ctx := ctxT(t)
+	if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "at", Value: 1}}, Options: options.Index().SetExpireAfterSeconds(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "token", Value: 1}}, Options: options.Index().SetUnique(true)}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	var docs []any
+	for i := 0; i < 200; i++ {
+		at := now.Add(time.Hour)
+		if i%2 == 0 {
+			at = now // expires in a second
+		}
+		docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "token", Value: i}, {Key: "at", Value: at}})
+	}
+	if _, err := coll.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	// Every member, read as a secondary read would be, never returns an
+	// expired document and converges to the 100 live ones.
+	deadline := time.Now().Add(10 * time.Second)
+	for i := range rs.addrs {
+		mc := rs.direct(i)
+		mcoll := mc.Database("test").Collection("sessions", options.Collection().SetReadPreference(readpref.SecondaryPreferred()))
+		for {
+			cur, err := mcoll.Find(ctx, bson.D{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []struct {
+				At time.Time `bson:"at"`
+			}
+			if err := cur.All(ctx, &got); err != nil {
+				t.Fatal(err)
+			}
+			readAt := time.Now()
+			for _, d := range got {
+				if !d.At.Add(time.Second).After(readAt.Add(-50 * time.Millisecond)) {
+					t.Fatalf("member %d returned a document expired at %v (read at %v)", i, d.At.Add(time.Second), readAt)
+				}
+			}
+			stored := storedDocs(t, mcoll)
+			if len(got) == 100 && stored == 100 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("member %d: %d documents returned, %d stored", i, len(got), stored)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	rs.waitSameHash("test", 10*time.Second)
+	_, err := coll.InsertOne(ctx, bson.D{{Key: "token", Value: 1}, {Key: "at", Value: now}})
+	wantCode(t, err, 11000, "token_1")
+}
+
+func TestReplicaSetRetryableWriteAppliesOnce(t *testing.T) {
+	rs := startReplSet(t, 3)
+	primary := rs.waitPrimary(-1, 10*time.Second)
+	c := rs.direct(primary)
+	db := c.Database("test")
+	if _, err := db.Collection("n").InsertOne(ctxT(t), bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	lsid := bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: []byte("0123456789abcdef")}}}
+	update := func(txn int64) bson.D {
+		return bson.D{{Key: "update", Value: "n"}, {Key: "updates", Value: bson.A{bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "u", Value: bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}}}}},
+			{Key: "lsid", Value: lsid}, {Key: "txnNumber", Value: txn}, {Key: "$db", Value: "test"}}
+	}
+	first := rawCall(t, rs.addrs[primary], update(7))
+	again := rawCall(t, rs.addrs[primary], update(7))
+	if field(t, first, "nModified") != int32(1) || field(t, again, "nModified") != int32(1) {
+		t.Fatalf("replies: %v / %v", first, again)
+	}
+	if ids, _ := lookupD(again, "retriedStmtIds"); ids == nil {
+		t.Fatalf("retry without retriedStmtIds: %v", again)
+	}
+	if code := codeOf(rawCall(t, rs.addrs[primary], update(6))); code != 225 {
+		t.Fatalf("older txnNumber: code %d, want 225", code)
+	}
+	var doc struct{ N int }
+	if err := db.Collection("n").FindOne(ctxT(t), bson.D{}).Decode(&doc); err != nil || doc.N != 1 {
+		t.Fatalf("counter %d after a write and its retry (%v)", doc.N, err)
+	}
+	// The record replicated: the retry on a new primary answers too.
+	rs.kill9(primary)
+	next := rs.waitPrimary(primary, 10*time.Second)
+	retried := rawCall(t, rs.addrs[next], update(7))
+	if field(t, retried, "nModified") != int32(1) {
+		t.Fatalf("retry on the new primary: %v", retried)
+	}
+	nc := rs.direct(next)
+	if err := nc.Database("test").Collection("n").FindOne(ctxT(t), bson.D{}).Decode(&doc); err != nil || doc.N != 1 {
+		t.Fatalf("counter %d after a retry on the new primary (%v)", doc.N, err)
+	}
+	wc := writeconcern.Majority()
+	if _, err := rs.client(options.Client().SetWriteConcern(wc)).Database("test").Collection("n").UpdateOne(context.Background(), bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// storedDocs is the collection's stored document count ($collStats),
+// expired documents not yet deleted included.
+func storedDocs(t *testing.T, coll *mongo.Collection) int64 {
+	t.Helper()
+	cur, err := coll.Aggregate(ctxT(t), bson.A{bson.D{{Key: "$collStats", Value: bson.D{{Key: "count", Value: bson.D{}}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []struct {
+		Count int64 `bson:"count"`
+	}
+	if err := cur.All(ctxT(t), &out); err != nil || len(out) != 1 {
+		t.Fatalf("$collStats: %v %v", out, err)
+	}
+	return out[0].Count
+}

@@ -1,0 +1,224 @@
+package commands
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/storage"
+)
+
+// Retryable writes on a replica set member. A write that carries lsid and
+// txnNumber records, in the same atomic batch as each statement's effect,
+// that the statement ran and what it returned; the record replicates with
+// the write, so a retry on whichever member is primary next finds it and
+// answers the first attempt's result instead of writing again.
+//
+// Records live under the tag 's':
+//
+//	's' sessionID 0x00                    → the session's txnNumber (8 bytes)
+//	's' sessionID 0x01 txnNumber(8) stmt(4) → the statement's result (BSON)
+//
+// A session's records of older txnNumbers are deleted when a newer one
+// writes. Records are kept until then (see docs/design/0007).
+const tagSession = 's'
+
+// retryTxn is one retryable write command's session and txnNumber.
+type retryTxn struct {
+	eng      storage.Engine
+	session  []byte
+	txn      int64
+	stmtIDs  []int32
+	newer    bool // the first write of this txnNumber in the session
+	retried  bson.A
+	sessText string
+}
+
+// retryableWrite returns the retry state of a write command, or nil when
+// it is not a retryable write (standalone, or no txnNumber).
+func (h *Handler) retryableWrite(r *request) (*retryTxn, error) {
+	if h.deps.Repl == nil {
+		return nil, nil
+	}
+	v, ok := lookup(r.body, "txnNumber")
+	if !ok {
+		return nil, nil
+	}
+	txn, isInt := v.(int64)
+	if !isInt {
+		return nil, wrongType(r.name, "txnNumber", v, "long")
+	}
+	session, text, err := sessionKey(r)
+	if err != nil {
+		return nil, err
+	}
+	rt := &retryTxn{eng: h.deps.Store.Engine(), session: session, txn: txn, sessText: text}
+	if rt.stmtIDs, err = stmtIDs(r); err != nil {
+		return nil, err
+	}
+	return rt, rt.checkOrder()
+}
+
+// sessionKey encodes lsid.id (and lsid.uid when present).
+func sessionKey(r *request) ([]byte, string, error) {
+	v, ok := lookup(r.body, "lsid")
+	d, isDoc := v.(bson.D)
+	if !ok || !isDoc {
+		return nil, "", mongoerr.New(mongoerr.InvalidOptions, "Must specify an lsid with txnNumber")
+	}
+	id, _ := lookup(d, "id")
+	bin, isBin := id.(bson.Binary)
+	if !isBin {
+		return nil, "", mongoerr.New(mongoerr.InvalidOptions, "lsid.id must be a UUID")
+	}
+	key := append([]byte{tagSession}, bin.Data...)
+	if uid, ok := lookup(d, "uid"); ok {
+		if b, isBin := uid.(bson.Binary); isBin {
+			key = append(key, b.Data...)
+		}
+	}
+	return key, fmt.Sprintf("%x", bin.Data), nil
+}
+
+func stmtIDs(r *request) ([]int32, error) {
+	v, ok := lookup(r.body, "stmtIds")
+	if !ok {
+		return nil, nil
+	}
+	arr, isArr := v.(bson.A)
+	if !isArr {
+		return nil, wrongType(r.name, "stmtIds", v, "array")
+	}
+	out := make([]int32, len(arr))
+	for i, x := range arr {
+		n, err := toInt64(r.name, "stmtIds", x)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = int32(n)
+	}
+	return out, nil
+}
+
+// checkOrder refuses a txnNumber older than the session's last one.
+func (rt *retryTxn) checkOrder() error {
+	raw, err := rt.eng.Get(append(rt.sessionPrefix(0), nil...))
+	if errors.Is(err, storage.ErrNotFound) {
+		rt.newer = true
+		return nil
+	}
+	if err != nil || len(raw) != 8 {
+		return fmt.Errorf("commands: read session record: %w", err)
+	}
+	last := int64(binary.BigEndian.Uint64(raw))
+	switch {
+	case last > rt.txn:
+		return mongoerr.Newf(mongoerr.TransactionTooOld, "Retryable write with txnNumber %d is prohibited on session %s because a newer retryable write with txnNumber %d has already started on this session.", rt.txn, rt.sessText, last)
+	case last < rt.txn:
+		rt.newer = true
+	}
+	return nil
+}
+
+func (rt *retryTxn) sessionPrefix(kind byte) []byte {
+	return append(append([]byte(nil), rt.session...), kind)
+}
+
+func (rt *retryTxn) stmtKey(stmt int32) []byte {
+	k := binary.BigEndian.AppendUint64(rt.sessionPrefix(1), uint64(rt.txn))
+	return binary.BigEndian.AppendUint32(k, uint32(stmt))
+}
+
+func (rt *retryTxn) stmtID(i int) int32 {
+	if i < len(rt.stmtIDs) {
+		return rt.stmtIDs[i]
+	}
+	return int32(i)
+}
+
+// prior returns the recorded result of statement i if it already ran, and
+// notes it in retriedStmtIds.
+func (rt *retryTxn) prior(i int) (bson.D, bool, error) {
+	if rt == nil || rt.newer {
+		return nil, false, nil
+	}
+	raw, err := rt.eng.Get(rt.stmtKey(rt.stmtID(i)))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	var d bson.D
+	if err := bson.Unmarshal(raw, &d); err != nil {
+		return nil, false, fmt.Errorf("commands: decode session record: %w", err)
+	}
+	rt.retried = append(rt.retried, rt.stmtID(i))
+	return d, true, nil
+}
+
+// options returns opt with statement i's record added to its batch;
+// result is called at commit, when the statement's outcome is known.
+func (rt *retryTxn) options(opt docstore.WriteOptions, i int, result func() bson.D) docstore.WriteOptions {
+	if rt == nil {
+		return opt
+	}
+	opt.Extra = func(b storage.Batch) error {
+		raw, err := bson.Marshal(result())
+		if err != nil {
+			return err
+		}
+		if rt.newer {
+			// Older txnNumbers' records go; this is now the session's.
+			if err := b.DeleteRange(rt.sessionPrefix(1), rt.sessionPrefix(2)); err != nil {
+				return err
+			}
+			rt.newer = false
+		}
+		if err := b.Set(rt.sessionPrefix(0), binary.BigEndian.AppendUint64(nil, uint64(rt.txn))); err != nil {
+			return err
+		}
+		return b.Set(rt.stmtKey(rt.stmtID(i)), raw)
+	}
+	return opt
+}
+
+// reply adds retriedStmtIds to a write command's reply.
+func (rt *retryTxn) reply(reply bson.D) bson.D {
+	if rt == nil || len(rt.retried) == 0 {
+		return reply
+	}
+	return append(reply, bson.E{Key: "retriedStmtIds", Value: rt.retried})
+}
+
+// refuseMulti refuses a multi-document statement in a retryable write, as
+// mongod does.
+func refuseMulti(rt *retryTxn) error {
+	if rt == nil {
+		return nil
+	}
+	return mongoerr.New(mongoerr.InvalidOptions, "Cannot use (or request) retryable writes with multi=true")
+}
+
+func recordN(n int32) func() bson.D {
+	return func() bson.D { return bson.D{{Key: "n", Value: n}} }
+}
+
+func asInt32(d bson.D, key string) int32 {
+	v, _ := lookup(d, key)
+	n, _ := v.(int32)
+	return n
+}
+
+// addPrior counts a retried update statement's recorded result.
+func (w *writeResult) addPrior(i int, prior bson.D) {
+	w.n += int64(asInt32(prior, "n"))
+	w.nModified += int64(asInt32(prior, "nModified"))
+	if id, ok := lookup(prior, "upserted"); ok {
+		w.upserted = append(w.upserted, bson.D{{Key: "index", Value: int32(i)}, {Key: "_id", Value: id}})
+	}
+}
