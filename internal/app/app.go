@@ -58,7 +58,7 @@ type Config struct {
 	// monitor's pace and the storage engine's compaction concurrency are
 	// reckoned; default GOMAXPROCS. cmd/mayfly runs with GOMAXPROCS above
 	// the number of cores (see there) and sets this to the cores.
-	CPUs   int
+	CPUs int
 	// ReplSet is --replSet: the name of the replica set this server is a
 	// member of (empty: a standalone server).
 	ReplSet string

@@ -66,11 +66,11 @@ type nodeConfig struct {
 // node runs one member's raft: it persists the log, sends messages,
 // applies committed entries and wakes the operations waiting on them.
 type node struct {
-	cfg   nodeConfig
-	base  Base
-	ls    *logStore
-	send  func([]*pb.Message)
-	hooks Hooks
+	cfg          nodeConfig
+	base         Base
+	ls           *logStore
+	send         func([]*pb.Message)
+	hooks        Hooks
 	onCfg        func([]byte) // a config entry was applied
 	onConfChange func()       // a membership change was applied
 

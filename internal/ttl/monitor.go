@@ -45,7 +45,7 @@ type Config struct {
 	// replica set only the primary's monitor deletes, and the others
 	// apply its deletions (kick the monitor when it becomes true).
 	Active func() bool
-	Logger   *slog.Logger
+	Logger *slog.Logger
 	// Observer, when set, hears about every deletion batch.
 	Observer Observer
 	// Busy, when set, reports whether clients have requests in flight; the
