@@ -51,9 +51,10 @@ func startReplSet(t *testing.T, n int, args ...string) *replSet {
 }
 
 // start (re)starts member i on its address and data directory.
-func (rs *replSet) start(i int) {
+func (rs *replSet) start(i int, extra ...string) {
 	rs.t.Helper()
 	args := append([]string{"--replSet", rs.name, "--ttl-monitor-sleep-secs", "1"}, rs.args...)
+	args = append(args, extra...)
 	p, err := startMayfly(rs.t, rs.bin, rs.dirs[i], rs.addrs[i], args...)
 	if err != nil {
 		rs.t.Fatalf("member %d: %v", i, err)

@@ -65,9 +65,18 @@ type Config struct {
 	// ReplTick is the replica set's raft tick (default 100ms; elections
 	// take 10–20 ticks).
 	ReplTick time.Duration
-	Clock    clock.Clock
-	Logger   *slog.Logger
-	Argv     []string
+	// ReplRetainEntries is how many applied entries the replica set's log
+	// keeps (default 20000); a member further behind gets a snapshot.
+	ReplRetainEntries uint64
+	// MaxClockOffset is how far a secondary's clock may be from the
+	// primary's before it stops serving reads (default 250ms).
+	MaxClockOffset time.Duration
+	// ClockSkew shifts this server's clock, for tests of clocks that
+	// disagree (--test-clock-skew).
+	ClockSkew time.Duration
+	Clock     clock.Clock
+	Logger    *slog.Logger
+	Argv      []string
 }
 
 // App is a running server.
@@ -128,6 +137,9 @@ func withDefaults(cfg Config) Config {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
+	if cfg.ClockSkew != 0 {
+		cfg.Clock = clock.Skewed{Base: cfg.Clock, Offset: cfg.ClockSkew}
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -169,7 +181,7 @@ func (a *App) assemble() error {
 		Store: store, Cursors: a.cursors, Clock: cfg.Clock, Logger: cfg.Logger, Params: params,
 		Argv: cfg.Argv, Parsed: a.parsedConfig(), Activity: ops,
 		TTLStats: func() commands.TTLStats { return commands.TTLStats(a.monitor.Stats()) },
-		Repl:     a.rs,
+		Repl:     a.rs, TestCommands: testCommands(cfg.SetParameters),
 	})
 	observer.handler = h
 	a.srv = server.New(server.Config{Addr: cfg.Addr, MaxConns: cfg.MaxConns, MessageTimeout: cfg.MessageTimeout, Logger: cfg.Logger}, h)

@@ -20,9 +20,19 @@ func (a *App) params() *commands.Params {
 	return p
 }
 
+// testCommands reports whether --setParameter enableTestCommands=1 was
+// given: commands that inject faults answer only then, as on mongod.
+func testCommands(values map[string]string) bool {
+	v := values["enableTestCommands"]
+	return v == "1" || v == "true"
+}
+
 // applySetParameters applies --setParameter name=value pairs at start.
 func applySetParameters(p *commands.Params, values map[string]string) error {
 	for name, raw := range values {
+		if name == "enableTestCommands" {
+			continue // read at start by testCommands
+		}
 		if err := p.SetFromString(name, raw); err != nil {
 			return fmt.Errorf("app: --setParameter %s=%s: %w", name, raw, err)
 		}

@@ -15,6 +15,7 @@ func (a *App) openReplica(eng *pebblestore.Store) error {
 	}
 	rs, err := repl.Open(repl.Config{
 		SetName: a.cfg.ReplSet, Self: a.cfg.Addr, Base: eng, Tick: a.cfg.ReplTick,
+		RetainEntries: a.cfg.ReplRetainEntries, MaxClockOffset: a.cfg.MaxClockOffset,
 		Clock: a.cfg.Clock, Logger: a.cfg.Logger,
 	})
 	if err != nil {

@@ -134,3 +134,17 @@ func (t *manualTimer) Reset(d time.Duration) bool {
 	m.mu.Unlock()
 	return active
 }
+
+// Skewed is a clock that reads Base shifted by Offset: a server started
+// with a skewed clock, to test what the replica set does about clocks
+// that disagree. Timers are the base clock's (durations do not skew).
+type Skewed struct {
+	Base   Clock
+	Offset time.Duration
+}
+
+// Now implements Clock.
+func (s Skewed) Now() time.Time { return s.Base.Now().Add(s.Offset) }
+
+// NewTimer implements Clock.
+func (s Skewed) NewTimer(d time.Duration) Timer { return s.Base.NewTimer(d) }

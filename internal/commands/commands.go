@@ -43,6 +43,8 @@ type Deps struct {
 	Profiler *activity.Profiler
 	// Repl is this server's replica set membership; nil for a standalone.
 	Repl *repl.Replica
+	// TestCommands is enableTestCommands: commands that inject faults.
+	TestCommands bool
 }
 
 // TTLStats are serverStatus().metrics.ttl.

@@ -64,9 +64,12 @@ func secondaryOk(r *request) bool {
 func replError(err error) error {
 	var cfgErr *repl.ConfigError
 	var incompatible *repl.IncompatibleConfigError
+	var offErr *repl.ClockOffsetError
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &offErr):
+		return mongoerr.New(mongoerr.NotPrimaryOrSecondary, offErr.Error())
 	case errors.Is(err, repl.ErrNotPrimary):
 		return mongoerr.New(mongoerr.NotWritablePrimary, "not primary")
 	case errors.Is(err, repl.ErrNotPrimaryNoSecondaryOk):
@@ -372,4 +375,26 @@ func (h *Handler) awaitReadConcern(r *request) error {
 		}
 	}
 	return nil
+}
+
+// cmdReplPartition is a test command (enableTestCommands): the member
+// drops every message to and from the members listed, until called with
+// none.
+func cmdReplPartition(h *Handler, r *request) (bson.D, error) {
+	if !h.deps.TestCommands {
+		return nil, mongoerr.Newf(mongoerr.CommandNotFound, "no such command: '%s'", r.name)
+	}
+	if h.deps.Repl == nil {
+		return nil, errNoReplication()
+	}
+	v, _ := lookup(r.body, r.name)
+	arr, _ := v.(bson.A)
+	var hosts []string
+	for _, x := range arr {
+		if s, ok := x.(string); ok {
+			hosts = append(hosts, s)
+		}
+	}
+	h.deps.Repl.Partition(hosts)
+	return bson.D{}, nil
 }

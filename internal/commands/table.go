@@ -31,7 +31,7 @@ func buildTable() map[string]command {
 		"replSetGetConfig": cmdReplSetGetConfig, "replSetReconfig": cmdReplSetReconfig,
 		"replSetStepDown": cmdReplSetStepDown, "replSetFreeze": cmdReplSetFreeze,
 		"replSetRaft": cmdReplSetRaft, "replSetSnapshot": cmdReplSetSnapshot,
-		"dbHash": cmdDBHash, "dbhash": cmdDBHash,
+		"dbHash": cmdDBHash, "dbhash": cmdDBHash, "mayflyReplPartition": cmdReplPartition,
 	} {
 		register(t, name, run)
 	}

@@ -181,6 +181,12 @@ func (n *node) tickLoop() {
 	}
 }
 
+func (n *node) leaderID() uint64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.leader
+}
+
 // step hands a message from another member to raft.
 func (n *node) step(m *pb.Message) error {
 	n.mu.Lock()

@@ -40,8 +40,12 @@ type Config struct {
 	// RetainEntries is how many applied entries the log keeps (default
 	// 20000); a member further behind catches up from a snapshot.
 	RetainEntries uint64
-	Clock         clock.Clock
-	Logger        *slog.Logger
+	// MaxClockOffset is how far this member's clock may be from the
+	// primary's before it stops serving reads (default 250ms): exact
+	// expiry on a secondary is only as exact as its clock.
+	MaxClockOffset time.Duration
+	Clock          clock.Clock
+	Logger         *slog.Logger
 }
 
 // Errors of the replica set commands, with MongoDB's meaning; the command
@@ -67,6 +71,14 @@ type Replica struct {
 	configApplied atomic.Bool // a config entry is in the applied log
 	hooks         Hooks
 	started       time.Time
+
+	// clockOffset is the primary's clock minus this member's, measured on
+	// each message from the primary (nanoseconds; loopback and LAN
+	// latency are far below the bound it is compared with).
+	clockOffset atomic.Int64
+	// partitioned holds the members this one neither sends to nor hears
+	// from (a test fault; see Partition).
+	partitioned sync.Map
 }
 
 // Open reads this member's replica set state from storage. It does not
@@ -100,6 +112,9 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.RetainEntries == 0 {
 		cfg.RetainEntries = 20000
+	}
+	if cfg.MaxClockOffset == 0 {
+		cfg.MaxClockOffset = 250 * time.Millisecond
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
@@ -296,8 +311,15 @@ func (rs *Replica) persistIdentity(id uint64, config []byte) error {
 func (rs *Replica) memberCommand(name string, to uint64) bson.D {
 	return bson.D{
 		{Key: name, Value: int32(1)}, {Key: "$db", Value: "admin"}, {Key: "setName", Value: rs.cfg.SetName},
-		{Key: "from", Value: int64(rs.myID)}, {Key: "fromHost", Value: rs.cfg.Self}, {Key: "to", Value: int64(to)},
+		{Key: "from", Value: int64(rs.myID)}, {Key: "fromHost", Value: rs.self()}, {Key: "to", Value: int64(to)},
+		{Key: "sentAt", Value: rs.cfg.Clock.Now().UnixNano()},
 	}
+}
+
+func (rs *Replica) self() string {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.cfg.Self
 }
 
 // memberHeader is the part of replSetRaft and replSetSnapshot that names
@@ -306,6 +328,7 @@ type memberHeader struct {
 	setName  string
 	from, to uint64
 	fromHost string
+	sentAt   int64
 }
 
 func parseHeader(body bson.D) (memberHeader, error) {
@@ -322,6 +345,8 @@ func parseHeader(body bson.D) (memberHeader, error) {
 			h.to = uint64(v)
 		case "fromHost":
 			h.fromHost, _ = e.Value.(string)
+		case "sentAt":
+			h.sentAt, _ = e.Value.(int64)
 		}
 	}
 	if h.from == 0 || h.to == 0 || h.fromHost == "" {
@@ -340,6 +365,9 @@ func (rs *Replica) accept(body bson.D) (*node, error) {
 	if h.setName != rs.cfg.SetName {
 		return nil, fmt.Errorf("repl: message for replica set %q, this member is in %q", h.setName, rs.cfg.SetName)
 	}
+	if _, cut := rs.partitioned.Load(h.from); cut {
+		return nil, fmt.Errorf("repl: member %d is partitioned away", h.from-1)
+	}
 	rs.transport.setAddr(h.from, h.fromHost)
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
@@ -356,8 +384,30 @@ func (rs *Replica) accept(body bson.D) (*node, error) {
 	if h.to != rs.myID {
 		return nil, fmt.Errorf("repl: message for member %d, this is member %d", h.to-1, rs.myID-1)
 	}
+	if rs.n.leaderID() == h.from && h.sentAt != 0 {
+		rs.clockOffset.Store(h.sentAt - rs.cfg.Clock.Now().UnixNano())
+	}
 	return rs.n, nil
 }
+
+// Partition makes this member drop every message to and from the members
+// at hosts (none: heal). It is a fault for tests, reached only through a
+// test command.
+func (rs *Replica) Partition(hosts []string) {
+	rs.partitioned.Clear()
+	c := rs.Config()
+	if c == nil {
+		return
+	}
+	for _, h := range hosts {
+		if m, ok := c.memberByHost(h); ok {
+			rs.partitioned.Store(m.RaftID(), true)
+		}
+	}
+}
+
+// ClockOffset is the primary's clock minus this member's, as last seen.
+func (rs *Replica) ClockOffset() time.Duration { return time.Duration(rs.clockOffset.Load()) }
 
 // Receive takes a replSetRaft command's messages.
 func (rs *Replica) Receive(body bson.D) error {

@@ -85,12 +85,23 @@ func (rs *Replica) CheckRead(secondaryOk bool) error {
 	case StatePrimary:
 		return nil
 	case StateSecondary:
-		if secondaryOk {
-			return nil
+		if !secondaryOk {
+			return ErrNotPrimaryNoSecondaryOk
 		}
-		return ErrNotPrimaryNoSecondaryOk
+		if off := rs.ClockOffset(); off > rs.cfg.MaxClockOffset || -off > rs.cfg.MaxClockOffset {
+			return &ClockOffsetError{Offset: off, Bound: rs.cfg.MaxClockOffset}
+		}
+		return nil
 	}
 	return ErrNotPrimaryOrSecondary
+}
+
+// ClockOffsetError: this member's clock is too far from the primary's for
+// it to decide expiry, so it serves no reads (NotPrimaryOrSecondary).
+type ClockOffsetError struct{ Offset, Bound time.Duration }
+
+func (e *ClockOffsetError) Error() string {
+	return fmt.Sprintf("node is not in primary or recovering state: its clock is %v off the primary's, beyond the %v bound (maxClockOffset), so it cannot tell what has expired", e.Offset.Round(time.Millisecond), e.Bound)
 }
 
 // CheckWrite says whether this member may take a write.
@@ -242,6 +253,9 @@ func (rs *Replica) memberStatus(m Member, st status, opTime bson.D, wall bson.Da
 	d = append(d, bson.E{Key: "configVersion", Value: int32(rs.Config().Version)}, bson.E{Key: "configTerm", Value: int64(st.term)})
 	if id == rs.myID {
 		d = append(d, bson.E{Key: "self", Value: true})
+		if err := rs.CheckRead(true); err != nil && state == StateSecondary {
+			d = append(d, bson.E{Key: "infoMessage", Value: err.Error()})
+		}
 	}
 	return d
 }

@@ -77,6 +77,9 @@ func (t *transport) close() {
 // send queues raft's outgoing messages.
 func (t *transport) send(msgs []*pb.Message) {
 	for _, m := range msgs {
+		if _, cut := t.rs.partitioned.Load(m.GetTo()); cut {
+			continue
+		}
 		if m.GetType() == pb.MessageType_MsgSnap {
 			go t.sendSnapshot(m)
 			continue

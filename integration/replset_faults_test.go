@@ -1,0 +1,125 @@
+package integration
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
+)
+
+// TestReplicaSetClockSkewRefusesReads restarts a secondary with its clock
+// 2 s ahead: beyond the 250 ms bound it must refuse reads (13436) and say
+// why in replSetGetStatus, while a secondary with a good clock serves.
+func TestReplicaSetClockSkewRefusesReads(t *testing.T) {
+	rs := startReplSet(t, 3)
+	primary := rs.waitPrimary(-1, 10*time.Second)
+	skewed, good := (primary+1)%3, (primary+2)%3
+	rs.kill9(skewed)
+	rs.start(skewed, "--test-clock-skew", "2s")
+	find := bson.D{{Key: "find", Value: "c"}, {Key: "$db", Value: "test"}, {Key: "$readPreference", Value: bson.D{{Key: "mode", Value: "secondaryPreferred"}}}}
+	deadline := time.Now().Add(10 * time.Second)
+	var reply bson.D
+	for time.Now().Before(deadline) {
+		reply = rawCall(t, rs.addrs[skewed], find)
+		if codeOf(reply) == 13436 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if codeOf(reply) != 13436 || !strings.Contains(field(t, reply, "errmsg").(string), "clock") {
+		t.Fatalf("skewed secondary answered %v", reply)
+	}
+	if code := codeOf(rawCall(t, rs.addrs[good], find)); code != 0 {
+		t.Fatalf("secondary with a good clock: code %d", code)
+	}
+	status := rawCall(t, rs.addrs[skewed], bson.D{{Key: "replSetGetStatus", Value: 1}, {Key: "$db", Value: "admin"}})
+	members, _ := field(t, status, "members").(bson.A)
+	found := false
+	for _, m := range members {
+		d := m.(bson.D)
+		if self, _ := lookupD(d, "self"); self == true {
+			msg, _ := lookupD(d, "infoMessage")
+			found = msg != nil && strings.Contains(msg.(string), "maxClockOffset")
+		}
+	}
+	if !found {
+		t.Fatalf("replSetGetStatus on the skewed member does not say why: %v", members)
+	}
+}
+
+// TestReplicaSetPartitionedPrimary cuts the primary off from the other
+// members (clients still reach it): it must not acknowledge a write, must
+// step down, must never show that write, and the majority side must elect
+// a primary that takes writes. After healing, the write is nowhere.
+func TestReplicaSetPartitionedPrimary(t *testing.T) {
+	rs := startReplSet(t, 3, "--setParameter", "enableTestCommands=1")
+	old := rs.waitPrimary(-1, 10*time.Second)
+	others := []string{}
+	for i, a := range rs.addrs {
+		if i != old {
+			others = append(others, a)
+		}
+	}
+	partition := func(i int, hosts []string) {
+		arr := bson.A{}
+		for _, h := range hosts {
+			arr = append(arr, h)
+		}
+		if r := rawCall(t, rs.addrs[i], bson.D{{Key: "mayflyReplPartition", Value: arr}, {Key: "$db", Value: "admin"}}); codeOf(r) != 0 {
+			t.Fatalf("partition: %v", r)
+		}
+	}
+	partition(old, others)
+	for i := range rs.addrs {
+		if i != old {
+			partition(i, []string{rs.addrs[old]})
+		}
+	}
+	lost := bson.D{{Key: "insert", Value: "p"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: "minority"}}}},
+		{Key: "writeConcern", Value: bson.D{{Key: "w", Value: "majority"}}}, {Key: "$db", Value: "test"}}
+	done := make(chan bson.D, 1)
+	go func() { done <- rawCall(t, rs.addrs[old], lost) }()
+	time.Sleep(200 * time.Millisecond)
+	readOld := bson.D{{Key: "find", Value: "p"}, {Key: "$db", Value: "test"}, {Key: "$readPreference", Value: bson.D{{Key: "mode", Value: "primaryPreferred"}}}}
+	if r := rawCall(t, rs.addrs[old], readOld); strings.Contains(bsonText(r), "minority") {
+		t.Fatalf("the isolated primary shows a write no majority has: %v", r)
+	}
+	var reply bson.D
+	select {
+	case reply = <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the isolated primary neither acknowledged nor failed the write within 15s")
+	}
+	if codeOf(reply) == 0 {
+		if _, wce := lookupD(reply, "writeConcernError"); !wce {
+			t.Fatalf("the isolated primary acknowledged a write the majority lacks: %v", reply)
+		}
+	}
+	next := rs.waitPrimary(old, 10*time.Second)
+	if isPrimary(rs.addrs[old]) {
+		t.Fatal("the isolated old primary still says it is primary")
+	}
+	if _, err := rs.direct(next).Database("test").Collection("p").InsertOne(ctxT(t), bson.D{{Key: "_id", Value: "majority"}}); err != nil {
+		t.Fatalf("write on the majority side: %v", err)
+	}
+	for i := range rs.addrs {
+		partition(i, nil)
+	}
+	rs.waitSameHash("test", 15*time.Second)
+	for i := range rs.addrs {
+		coll := rs.direct(i).Database("test").Collection("p", options.Collection().SetReadPreference(readpref.SecondaryPreferred()))
+		n, err := coll.CountDocuments(context.Background(), bson.D{{Key: "_id", Value: "minority"}})
+		if err != nil || n != 0 {
+			t.Fatalf("member %d holds the unacknowledged write (%d, %v)", i, n, err)
+		}
+	}
+}
+
+func bsonText(d bson.D) string {
+	raw, _ := bson.MarshalExtJSON(d, false, false)
+	return string(raw)
+}
