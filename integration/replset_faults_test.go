@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 )
@@ -122,4 +123,83 @@ func TestReplicaSetPartitionedPrimary(t *testing.T) {
 func bsonText(d bson.D) string {
 	raw, _ := bson.MarshalExtJSON(d, false, false)
 	return string(raw)
+}
+
+// TestReplicaSetAddMemberCatchesUpFromSnapshot adds an empty member to a
+// set whose log no longer holds the beginning: it must catch up from a
+// snapshot of the primary's data, then from the log, while writes go on.
+func TestReplicaSetAddMemberCatchesUpFromSnapshot(t *testing.T) {
+	rs := startReplSet(t, 3, "--repl-retain-entries", "50")
+	cl := rs.client()
+	coll := cl.Database("test").Collection("c")
+	ctx := ctxT(t)
+	if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "at", Value: 1}}, Options: options.Index().SetExpireAfterSeconds(3600)}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 300; i++ {
+		if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: i}, {Key: "at", Value: time.Now()}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	newAddr := freePort(t)
+	dir := t.TempDir()
+	if _, err := startMayfly(t, rs.bin, dir, newAddr, "--replSet", "rs0", "--repl-retain-entries", "50"); err != nil {
+		t.Fatal(err)
+	}
+	var conf struct {
+		Config bson.D `bson:"config"`
+	}
+	admin := cl.Database("admin")
+	if err := admin.RunCommand(ctx, bson.D{{Key: "replSetGetConfig", Value: 1}}).Decode(&conf); err != nil {
+		t.Fatal(err)
+	}
+	next := bson.D{}
+	for _, e := range conf.Config {
+		switch e.Key {
+		case "version":
+			e.Value = e.Value.(int32) + 1
+		case "members":
+			e.Value = append(e.Value.(bson.A), bson.D{{Key: "_id", Value: int32(3)}, {Key: "host", Value: newAddr}})
+		}
+		next = append(next, e)
+	}
+	if err := admin.RunCommand(ctx, bson.D{{Key: "replSetReconfig", Value: next}}).Err(); err != nil {
+		t.Fatalf("replSetReconfig: %v", err)
+	}
+	for i := 300; i < 350; i++ {
+		if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: i}, {Key: "at", Value: time.Now()}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nc := quickClient(t, newAddr, 10*time.Second)
+	ncoll := nc.Database("test").Collection("c", options.Collection().SetReadPreference(readpref.SecondaryPreferred()))
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		n, err := ncoll.CountDocuments(ctx, bson.D{})
+		if err == nil && n == 350 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the added member holds %d documents (%v), want 350", n, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var idx []bson.M
+	cur, err := ncoll.Indexes().List(ctx)
+	if err != nil || cur.All(ctx, &idx) != nil || len(idx) != 2 {
+		t.Fatalf("indexes on the added member: %v %v", idx, err)
+	}
+	var ss struct {
+		Repl struct {
+			Raft struct {
+				SnapshotsInstalled int64 `bson:"snapshotsInstalled"`
+			} `bson:"raft"`
+		} `bson:"repl"`
+	}
+	if err := nc.Database("admin").RunCommand(ctx, bson.D{{Key: "serverStatus", Value: 1}}).Decode(&ss); err != nil || ss.Repl.Raft.SnapshotsInstalled < 1 {
+		t.Fatalf("the added member installed %d snapshots (%v), want it to have caught up from one", ss.Repl.Raft.SnapshotsInstalled, err)
+	}
+	rs.procs = append(rs.procs, &process{addr: newAddr})
+	rs.addrs = append(rs.addrs, newAddr)
+	rs.waitSameHash("test", 10*time.Second)
 }

@@ -242,7 +242,7 @@ func cmdServerStatus(h *Handler, r *request) (bson.D, error) {
 	now := h.deps.Clock.Now()
 	host, _ := os.Hostname()
 	uptime := now.Sub(h.started)
-	return bson.D{
+	return h.withReplStatus(bson.D{
 		{Key: "host", Value: host},
 		{Key: "version", Value: Version},
 		{Key: "process", Value: "mayfly"},
@@ -256,7 +256,7 @@ func cmdServerStatus(h *Handler, r *request) (bson.D, error) {
 		{Key: "mem", Value: memStatus()},
 		{Key: "metrics", Value: h.metricsStatus()},
 		{Key: "storageEngine", Value: bson.D{{Key: "name", Value: "pebble"}, {Key: "persistent", Value: true}}},
-	}, nil
+	}), nil
 }
 
 func (h *Handler) connectionsStatus() bson.D {

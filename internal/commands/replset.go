@@ -398,3 +398,11 @@ func cmdReplPartition(h *Handler, r *request) (bson.D, error) {
 	h.deps.Repl.Partition(hosts)
 	return bson.D{}, nil
 }
+
+// withReplStatus adds serverStatus's repl section on a replica set member.
+func (h *Handler) withReplStatus(status bson.D) bson.D {
+	if h.deps.Repl == nil {
+		return status
+	}
+	return append(status, bson.E{Key: "repl", Value: h.deps.Repl.ServerStatus()})
+}

@@ -79,6 +79,8 @@ type Replica struct {
 	// partitioned holds the members this one neither sends to nor hears
 	// from (a test fault; see Partition).
 	partitioned sync.Map
+
+	snapshotsSent, snapshotsInstalled atomic.Int64
 }
 
 // Open reads this member's replica set state from storage. It does not
@@ -498,6 +500,8 @@ func (f hookFilter) Applied(d []CountDelta, catalog bool) {
 }
 
 func (f hookFilter) Reloaded() {
+	f.rs.snapshotsInstalled.Add(1)
+	f.rs.cfg.Logger.Info("installed a snapshot from the primary")
 	if h := f.rs.hooks; h != nil {
 		h.Reloaded()
 	}

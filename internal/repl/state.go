@@ -461,3 +461,25 @@ func checkHostsKeepIDs(cur, next *SetConfig) error {
 	}
 	return nil
 }
+
+// ServerStatus is serverStatus's repl section: hello's replica set fields,
+// and Mayfly's own figures of the raft log under "raft".
+func (rs *Replica) ServerStatus() bson.D {
+	writable, fields := rs.Hello()
+	out := append(bson.D{{Key: "isWritablePrimary", Value: writable}}, fields...)
+	raftDoc := bson.D{
+		{Key: "snapshotsSent", Value: rs.snapshotsSent.Load()},
+		{Key: "snapshotsInstalled", Value: rs.snapshotsInstalled.Load()},
+		{Key: "clockOffsetMillis", Value: rs.ClockOffset().Milliseconds()},
+	}
+	if n := rs.node(); n != nil {
+		st := n.status()
+		first, _ := rs.ls.FirstIndex()
+		last, _ := rs.ls.LastIndex()
+		raftDoc = append(raftDoc,
+			bson.E{Key: "term", Value: int64(st.term)}, bson.E{Key: "commitIndex", Value: int64(st.commit)},
+			bson.E{Key: "appliedIndex", Value: int64(st.applied)},
+			bson.E{Key: "firstLogIndex", Value: int64(first)}, bson.E{Key: "lastLogIndex", Value: int64(last)})
+	}
+	return append(out, bson.E{Key: "raft", Value: raftDoc})
+}

@@ -234,7 +234,10 @@ func (t *transport) sendSnapshot(m *pb.Message) {
 	n := t.rs.node()
 	err := t.streamSnapshot(m)
 	if err != nil {
-		t.rs.cfg.Logger.Warn("sending a snapshot to a member failed", "member", m.GetTo(), "err", err)
+		t.rs.cfg.Logger.Warn("sending a snapshot to a member failed", "member", m.GetTo()-1, "err", err)
+	} else {
+		t.rs.snapshotsSent.Add(1)
+		t.rs.cfg.Logger.Info("sent a snapshot to a member", "member", m.GetTo()-1)
 	}
 	if n != nil {
 		n.reportSnapshot(m.GetTo(), err == nil)
