@@ -26,7 +26,7 @@ func TestReplicaSetClockSkewRefusesReads(t *testing.T) {
 	var reply bson.D
 	for time.Now().Before(deadline) {
 		reply = rawCall(t, rs.addrs[skewed], find)
-		if codeOf(reply) == 13436 {
+		if msg, _ := lookupD(reply, "errmsg"); codeOf(reply) == 13436 && strings.Contains(msg.(string), "clock") {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)

@@ -238,12 +238,17 @@ func (h *Handler) awaitTopology(r *request) error {
 	if pid != h.processID || c != counter {
 		return nil
 	}
+	var draining <-chan struct{}
+	if r.conn != nil {
+		draining = r.conn.Draining()
+	}
 	t := time.NewTimer(time.Duration(ms) * time.Millisecond)
 	defer t.Stop()
 	select {
 	case <-ch:
 	case <-t.C:
 	case <-r.ctx.Done():
+	case <-draining:
 	}
 	return nil
 }

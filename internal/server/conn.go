@@ -296,6 +296,9 @@ func isTimeout(err error) bool {
 // connection can go on.
 func (c *Conn) handle(msg *wire.Message) bool {
 	cmd, errReply := c.command(msg)
+	if errReply == nil && streams(msg, cmd) {
+		return c.stream(msg, cmd)
+	}
 	reply := errReply
 	if reply == nil {
 		reply = c.call(cmd)

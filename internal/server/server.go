@@ -96,6 +96,9 @@ type Server struct {
 	conns    map[*Conn]struct{}
 	wg       sync.WaitGroup // one per registered connection
 	shutdown atomic.Bool
+	// draining is closed when Shutdown starts, so that requests that wait
+	// by design (an awaitable hello) answer at once.
+	draining chan struct{}
 
 	// Conn IDs come from the Server rather than a package variable; a
 	// process runs one Server, so they are process-unique in practice.
@@ -120,7 +123,7 @@ func New(cfg Config, h Handler) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, h: h, log: cfg.Logger, conns: make(map[*Conn]struct{})}
+	s := &Server{cfg: cfg, h: h, log: cfg.Logger, conns: make(map[*Conn]struct{}), draining: make(chan struct{})}
 	for _, name := range cfg.Compressors {
 		id, ok := wire.CompressorByName(name)
 		if !ok {
@@ -245,7 +248,9 @@ func (s *Server) forget(c *Conn) {
 // to end. If ctx ends first, it cancels the handlers' context, closes all
 // connections and returns ctx.Err().
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.shutdown.Store(true)
+	if !s.shutdown.Swap(true) {
+		close(s.draining)
+	}
 	s.mu.Lock()
 	var lnErr error
 	if s.ln != nil {

@@ -132,6 +132,17 @@ func (w *Writer) WriteMsg(responseTo int32, doc any) error {
 	return w.flush(w.buf)
 }
 
+// WriteMsgMoreToCome writes doc as an OP_MSG reply flagged moreToCome (one
+// of a stream of replies) and returns the message's requestID, to which
+// the next reply of the stream responds.
+func (w *Writer) WriteMsgMoreToCome(responseTo int32, doc any) (int32, error) {
+	if err := w.buildMsg(responseTo, doc); err != nil {
+		return 0, err
+	}
+	binary.LittleEndian.PutUint32(w.buf[HeaderSize:], FlagMoreToCome)
+	return w.nextID, w.flush(w.buf)
+}
+
 // WriteCompressedMsg is WriteMsg wrapped in OP_COMPRESSED using id.
 func (w *Writer) WriteCompressedMsg(responseTo int32, doc any, id CompressorID) error {
 	if err := w.buildMsg(responseTo, doc); err != nil {

@@ -1,0 +1,56 @@
+// Run by integration/replset_clients_test.go with HOSTS (three members
+// started with --replSet rs0, not initiated) and EXTRA (a fourth) defined:
+// what a user types to make and run a replica set.
+function check(cond, what) {
+  if (!cond) { throw new Error("check failed: " + what); }
+}
+
+const cfg = { _id: "rs0", members: HOSTS.map((h, i) => ({ _id: i, host: h })) };
+const init = rs.initiate(cfg);
+check(init.ok === 1, EJSON.stringify(init));
+
+function primaryOf() {
+  for (let i = 0; i < 200; i++) {
+    const st = rs.status();
+    const p = st.members.filter((m) => m.stateStr === "PRIMARY");
+    if (p.length === 1) return p[0].name;
+    sleep(100);
+  }
+  throw new Error("no primary: " + EJSON.stringify(rs.status()));
+}
+const first = primaryOf();
+check(rs.conf().members.length === 3, "rs.conf().members.length");
+check(rs.conf()._id === "rs0", "rs.conf()._id");
+
+const set = new Mongo("mongodb://" + HOSTS.join(",") + "/?replicaSet=rs0");
+const test = set.getDB("test");
+test.carts.createIndex({ lastModified: 1 }, { expireAfterSeconds: 3600 });
+test.carts.insertOne({ _id: 1, lastModified: new Date(), items: ["a"] });
+check(test.carts.countDocuments() === 1, "test.carts.countDocuments()");
+
+// rs.* as the primary sees them.
+db = set.getDB("admin");
+const added = rs.add(EXTRA);
+check(added.ok === 1, EJSON.stringify(added));
+check(rs.conf().members.length === 4, "rs.conf().members.length");
+for (let i = 0; i < 200; i++) {
+  const m = rs.status().members.find((x) => x.name === EXTRA);
+  if (m && m.stateStr === "SECONDARY") break;
+  sleep(100);
+}
+const extra = new Mongo("mongodb://" + EXTRA + "/?directConnection=true");
+extra.setReadPref("secondaryPreferred");
+for (let i = 0; i < 100 && extra.getDB("test").carts.countDocuments() !== 1; i++) sleep(100);
+check(extra.getDB("test").carts.countDocuments() === 1, "extra.getDB('test').carts.countDocuments()");
+
+const down = rs.stepDown(30, 10);
+check(down.ok === 1, EJSON.stringify(down));
+let second = first;
+for (let i = 0; i < 200 && second === first; i++) {
+  sleep(100);
+  try { second = primaryOf(); } catch (e) { /* an election is under way */ }
+}
+check(second !== first, "stepDown did not hand over");
+test.carts.updateOne({ _id: 1 }, { $set: { lastModified: new Date() } });
+check(test.carts.findOne({ _id: 1 }).items.length === 1, "test.carts.findOne({ _id: 1 }).items.length");
+print("mongosh replset ok");
