@@ -76,6 +76,7 @@ type node struct {
 
 	mu       sync.Mutex // guards rn and the fields below it
 	rn       *raft.RawNode
+	closed   bool // no more messages, proposals or ticks
 	leader   uint64
 	role     raft.StateType
 	term     uint64
@@ -151,6 +152,9 @@ func (n *node) start(send func([]*pb.Message)) {
 }
 
 func (n *node) close() {
+	n.mu.Lock()
+	n.closed = true
+	n.mu.Unlock()
 	close(n.stop)
 	<-n.done
 	n.mu.Lock()
@@ -174,7 +178,9 @@ func (n *node) tickLoop() {
 			return
 		case <-t.C:
 			n.mu.Lock()
-			n.rn.Tick()
+			if !n.closed {
+				n.rn.Tick()
+			}
 			n.mu.Unlock()
 			n.poke()
 		}
@@ -190,6 +196,10 @@ func (n *node) leaderID() uint64 {
 // step hands a message from another member to raft.
 func (n *node) step(m *pb.Message) error {
 	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return ErrShutdown
+	}
 	err := n.rn.Step(m)
 	n.mu.Unlock()
 	n.poke()
@@ -430,7 +440,7 @@ func (n *node) applyConfChange(e *pb.Entry) error {
 func (n *node) propose(ctx context.Context, ent *entry) error {
 	ch := make(chan error, 1)
 	n.mu.Lock()
-	if !n.writable {
+	if !n.writable || n.closed {
 		n.mu.Unlock()
 		return ErrNotPrimary
 	}
@@ -618,7 +628,9 @@ func (n *node) proposeConfChange(cc *pb.ConfChangeV2) error {
 
 func (n *node) reportUnreachable(id uint64) {
 	n.mu.Lock()
-	n.rn.ReportUnreachable(id)
+	if !n.closed {
+		n.rn.ReportUnreachable(id)
+	}
 	n.mu.Unlock()
 }
 
@@ -628,7 +640,9 @@ func (n *node) reportSnapshot(id uint64, ok bool) {
 		status = raft.SnapshotFailure
 	}
 	n.mu.Lock()
-	n.rn.ReportSnapshot(id, status)
+	if !n.closed {
+		n.rn.ReportSnapshot(id, status)
+	}
 	n.mu.Unlock()
 	n.poke()
 }

@@ -1,7 +1,6 @@
 package repl
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -274,9 +273,7 @@ func (t *transport) streamSnapshot(m *pb.Message) error {
 	if err != nil {
 		return err
 	}
-	msg := proto.Clone(m).(*pb.Message)
-	msg.Snapshot = &pb.Snapshot{Metadata: &pb.SnapshotMetadata{Index: proto.Uint64(a.index), Term: proto.Uint64(a.term), ConfState: a.conf}}
-	raw, err := proto.Marshal(msg)
+	raw, err := proto.Marshal(snapshotMessage(m, a))
 	if err != nil {
 		return err
 	}
@@ -288,9 +285,10 @@ func (t *transport) snapshotCommand(to uint64, phase string) bson.D {
 	return append(t.rs.memberCommand("replSetSnapshot", to), bson.E{Key: "phase", Value: phase})
 }
 
-// ctxDone reports whether the transport is stopping.
-func (t *transport) ctxDone() context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { <-t.stop; cancel() }()
-	return ctx
+// snapshotMessage is raft's snapshot message m with the metadata of the
+// applied state a, which is what the streamed data holds.
+func snapshotMessage(m *pb.Message, a applied) *pb.Message {
+	msg := proto.Clone(m).(*pb.Message)
+	msg.Snapshot = &pb.Snapshot{Metadata: &pb.SnapshotMetadata{Index: proto.Uint64(a.index), Term: proto.Uint64(a.term), ConfState: a.conf}}
+	return msg
 }
