@@ -54,6 +54,7 @@ type Handler struct {
 	started   time.Time
 	processID bson.ObjectID
 	opCounts  opCounters
+	emptyTs   emptyTsClock
 }
 
 type opCounters struct {
