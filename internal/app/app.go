@@ -74,12 +74,14 @@ type App struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	serveErr chan error
+	ops      operations
 }
 
 // Start opens storage and starts listening; it returns once the server
 // accepts connections.
 func Start(cfg Config) (*App, error) {
 	cfg = withDefaults(cfg)
+	ops := newOperations(&cfg)
 	eng, err := pebblestore.Open(pebblestore.Options{
 		Dir: cfg.DataDir, InMemory: cfg.InMemory, FS: cfg.FS, RecoverInterval: cfg.RecoverInterval, Logger: cfg.Logger,
 		CPUs: cfg.CPUs,
@@ -87,7 +89,7 @@ func Start(cfg Config) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("app: open storage: %w", err)
 	}
-	a := &App{cfg: cfg, eng: eng, serveErr: make(chan error, 1)}
+	a := &App{cfg: cfg, eng: eng, serveErr: make(chan error, 1), ops: ops}
 	if err := a.assemble(); err != nil {
 		_ = eng.Close()
 		return nil, err
@@ -99,6 +101,7 @@ func Start(cfg Config) (*App, error) {
 	}
 	go func() { a.serveErr <- a.srv.Serve() }()
 	cfg.Logger.Info("mayfly listening", "addr", a.Addr().String(), "storage", storageName(cfg), "dir", cfg.DataDir)
+	ops.ring.Started()
 	return a, nil
 }
 
@@ -135,7 +138,7 @@ func (a *App) assemble() error {
 	a.store = store
 	a.cursors = cursor.NewRegistry(cfg.Clock, cfg.CursorIdle)
 	ops := activity.NewRegistry(cfg.Clock)
-	observer := &ttlObserver{ops: ops, clock: cfg.Clock}
+	observer := &ttlObserver{ops: ops, clock: cfg.Clock, fsync: a.ops.fsync}
 	a.monitor = ttl.New(store, cfg.Clock, ttl.Config{
 		SleepSecs: cfg.TTLSleepSecs, Disabled: cfg.TTLDisabled, Logger: cfg.Logger, Observer: observer,
 		Busy: func() bool { return ops.BusyWithin(100 * time.Millisecond) },
@@ -149,6 +152,7 @@ func (a *App) assemble() error {
 		Store: store, Cursors: a.cursors, Clock: cfg.Clock, Logger: cfg.Logger, Params: params,
 		Argv: cfg.Argv, Parsed: a.parsedConfig(), Activity: ops,
 		TTLStats: func() commands.TTLStats { return commands.TTLStats(a.monitor.Stats()) },
+		OpStats:  a.ops.stats, Log: a.ops.ring, DataDir: a.dataDir(), Fsync: a.ops.fsync,
 	})
 	observer.handler = h
 	a.srv = server.New(server.Config{Addr: cfg.Addr, MaxConns: cfg.MaxConns, MessageTimeout: cfg.MessageTimeout, Logger: cfg.Logger}, h)
@@ -205,6 +209,7 @@ func (a *App) Monitor() *ttl.Monitor { return a.monitor }
 // Shutdown stops accepting connections, lets in-flight commands finish
 // (until ctx ends), stops background work, syncs and closes storage.
 func (a *App) Shutdown(ctx context.Context) error {
+	a.ops.fsync.Release()
 	err := a.srv.Shutdown(ctx)
 	a.stopBackground()
 	a.cursors.CloseAll()

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -17,9 +18,12 @@ type ttlObserver struct {
 	ops     *activity.Registry
 	handler *commands.Handler
 	clock   clock.Clock
+	// fsync holds deletion while db.fsyncLock() is in force.
+	fsync *commands.FsyncLock
 }
 
 func (o *ttlObserver) BatchStarted(ns, index string) func(docstore.ExpireResult, error) {
+	_ = o.fsync.Wait(context.Background()) // Shutdown releases the lock
 	db, coll, _ := strings.Cut(ns, ".")
 	command := bson.D{{Key: "delete", Value: coll}, {Key: "ttlIndex", Value: index}}
 	started := o.clock.Now()

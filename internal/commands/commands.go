@@ -17,7 +17,9 @@ import (
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/logring"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/opstats"
 	"github.com/mayflydb/mayfly/internal/server"
 )
 
@@ -40,6 +42,13 @@ type Deps struct {
 	Activity *activity.Registry
 	// Profiler holds profiling levels; New makes one when nil.
 	Profiler *activity.Profiler
+
+	// Operations: statistics, the log ring, the data directory (empty in
+	// memory) and the fsync lock.
+	OpStats *opstats.Stats // New makes one when nil
+	Log     *logring.Ring  // getLog; may be nil
+	DataDir string
+	Fsync   *FsyncLock // New makes one when nil
 }
 
 // TTLStats are serverStatus().metrics.ttl.
@@ -91,6 +100,12 @@ func New(deps Deps) *Handler {
 	if deps.Profiler == nil {
 		deps.Profiler = activity.NewProfiler()
 	}
+	if deps.OpStats == nil {
+		deps.OpStats = opstats.New()
+	}
+	if deps.Fsync == nil {
+		deps.Fsync = NewFsyncLock()
+	}
 	h := &Handler{deps: deps, started: deps.Clock.Now(), processID: bson.NewObjectID()}
 	h.table = buildTable()
 	return h
@@ -115,8 +130,11 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 	h.count(cmd.Name)
 	started := h.deps.Clock.Now()
 	id := h.beginOp(r)
+	done := h.deps.OpStats.Begin(opstats.ClassOf(cmd.Name))
 	reply, err := h.run(entry, r)
+	done()
 	h.deps.Activity.End(id)
+	h.recordStats(r, h.deps.Clock.Now().Sub(started), err)
 	if err != nil {
 		reply = mongoerr.Reply(clientError(err))
 	} else {
@@ -139,6 +157,9 @@ func (h *Handler) run(entry command, r *request) (bson.D, error) {
 	}
 	defer cancel()
 	r.ctx = ctx
+	if err := h.waitForWrites(r); err != nil {
+		return nil, err
+	}
 	return entry.run(h, r)
 }
 
