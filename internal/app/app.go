@@ -20,6 +20,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/commands"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/expirywatch"
 	"github.com/mayflydb/mayfly/internal/server"
 	"github.com/mayflydb/mayfly/internal/storage"
 	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
@@ -61,6 +62,10 @@ type Config struct {
 	Clock  clock.Clock
 	Logger *slog.Logger
 	Argv   []string
+
+	// HTTPAddr, when set, serves Prometheus metrics at /metrics and the
+	// expiry dashboard at / (--http-addr).
+	HTTPAddr string
 }
 
 // App is a running server.
@@ -74,7 +79,7 @@ type App struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	serveErr chan error
-	ops      operations
+	ops      *operations
 }
 
 // Start opens storage and starts listening; it returns once the server
@@ -82,26 +87,33 @@ type App struct {
 func Start(cfg Config) (*App, error) {
 	cfg = withDefaults(cfg)
 	ops := newOperations(&cfg)
+	if err := ops.prepare(cfg); err != nil {
+		return nil, err
+	}
 	eng, err := pebblestore.Open(pebblestore.Options{
 		Dir: cfg.DataDir, InMemory: cfg.InMemory, FS: cfg.FS, RecoverInterval: cfg.RecoverInterval, Logger: cfg.Logger,
 		CPUs: cfg.CPUs,
 	})
 	if err != nil {
+		ops.abandon(cfg)
 		return nil, fmt.Errorf("app: open storage: %w", err)
 	}
 	a := &App{cfg: cfg, eng: eng, serveErr: make(chan error, 1), ops: ops}
 	if err := a.assemble(); err != nil {
 		_ = eng.Close()
+		ops.abandon(cfg)
 		return nil, err
 	}
 	if err := a.srv.Listen(); err != nil {
 		a.stopBackground()
 		_ = eng.Close()
+		ops.abandon(cfg)
 		return nil, fmt.Errorf("app: listen on %s: %w", cfg.Addr, err)
 	}
 	go func() { a.serveErr <- a.srv.Serve() }()
+	a.serveOperations()
 	cfg.Logger.Info("mayfly listening", "addr", a.Addr().String(), "storage", storageName(cfg), "dir", cfg.DataDir)
-	ops.ring.Started()
+	a.ops.ring.Started()
 	return a, nil
 }
 
@@ -138,7 +150,8 @@ func (a *App) assemble() error {
 	a.store = store
 	a.cursors = cursor.NewRegistry(cfg.Clock, cfg.CursorIdle)
 	ops := activity.NewRegistry(cfg.Clock)
-	observer := &ttlObserver{ops: ops, clock: cfg.Clock, fsync: a.ops.fsync}
+	a.ops.watch = expirywatch.New(store, cfg.Clock, cfg.Logger)
+	observer := &ttlObserver{ops: ops, clock: cfg.Clock, fsync: a.ops.fsync, watch: a.ops.watch}
 	a.monitor = ttl.New(store, cfg.Clock, ttl.Config{
 		SleepSecs: cfg.TTLSleepSecs, Disabled: cfg.TTLDisabled, Logger: cfg.Logger, Observer: observer,
 		Busy: func() bool { return ops.BusyWithin(100 * time.Millisecond) },
@@ -218,6 +231,9 @@ func (a *App) Shutdown(ctx context.Context) error {
 	}
 	if cerr := a.eng.Close(); cerr != nil && err == nil {
 		err = cerr
+	}
+	if oerr := a.ops.shutdown(ctx); oerr != nil && err == nil {
+		err = oerr
 	}
 	return err
 }
