@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -46,10 +47,13 @@ type options struct {
 	storage   string
 	logLevel  string
 	logFormat string
+
+	args   []string  // the command line, for --help
+	logOut io.Writer // standard error unless systemLog.path says otherwise
 }
 
 func parseFlags(args []string) (*options, error) {
-	o := &options{cfg: app.Config{SetParameters: setParams{}}}
+	o := &options{cfg: app.Config{SetParameters: setParams{}}, args: args, logOut: os.Stderr}
 	fs := flag.NewFlagSet("mayfly", flag.ContinueOnError)
 	fs.StringVar(&o.cfg.Addr, "addr", env("MAYFLY_ADDR", "127.0.0.1:27017"), "listen address (MAYFLY_ADDR)")
 	fs.StringVar(&o.cfg.DataDir, "dbpath", env("MAYFLY_DBPATH", "mayfly-data"), "data directory (MAYFLY_DBPATH)")
@@ -60,7 +64,12 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.cfg.MessageTimeout, "message-timeout", envDuration("MAYFLY_MESSAGE_TIMEOUT", 60*time.Second), "longest time a request may take to arrive once started (MAYFLY_MESSAGE_TIMEOUT)")
 	fs.Int64Var(&o.cfg.TTLSleepSecs, "ttl-monitor-sleep-secs", int64(envInt("MAYFLY_TTL_MONITOR_SLEEP_SECS", 60)), "longest pause of the TTL monitor (MAYFLY_TTL_MONITOR_SLEEP_SECS)")
 	fs.Var(setParams(o.cfg.SetParameters), "setParameter", "server parameter name=value, repeatable")
+	// Deployment: mongod's --port, --bind_ip and --config, --version, --http-addr.
+	ops := addOperationsFlags(fs, o)
 	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if err := ops.apply(fs, o); err != nil {
 		return nil, err
 	}
 	switch o.storage {
@@ -99,7 +108,7 @@ func envDuration(name string, def time.Duration) time.Duration {
 	return def
 }
 
-func newLogger(level, format string) (*slog.Logger, error) {
+func newLogger(level, format string, out io.Writer) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
@@ -107,9 +116,9 @@ func newLogger(level, format string) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: lv}
 	switch format {
 	case "text":
-		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+		return slog.New(slog.NewTextHandler(out, opts)), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+		return slog.New(slog.NewJSONHandler(out, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
 }
@@ -136,10 +145,13 @@ func oversubscribe() int {
 
 func run(args []string) error {
 	o, err := parseFlags(args)
+	if errors.Is(err, errDone) || errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
-	logger, err := newLogger(o.logLevel, o.logFormat)
+	logger, err := newLogger(o.logLevel, o.logFormat, o.logOut)
 	if err != nil {
 		return err
 	}
