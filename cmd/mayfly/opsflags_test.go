@@ -107,3 +107,13 @@ func TestSystemLogPath(t *testing.T) {
 		t.Fatalf("log file has %q", b)
 	}
 }
+
+func TestShippedConfigIsValid(t *testing.T) {
+	o, err := parseFlags([]string{"--config", filepath.Join("..", "..", "deploy", "mayfly.conf")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.cfg.DataDir != "/var/lib/mayfly" || o.cfg.Addr != "127.0.0.1:27017" || o.cfg.HTTPAddr != "127.0.0.1:9216" {
+		t.Fatalf("deploy/mayfly.conf: %+v", o.cfg)
+	}
+}

@@ -115,7 +115,7 @@ func extraInfo() bson.D {
 	return append(out,
 		bson.E{Key: "user_time_us", Value: ru.Utime.Nano() / 1000},
 		bson.E{Key: "system_time_us", Value: ru.Stime.Nano() / 1000},
-		bson.E{Key: "maximum_resident_set_kb", Value: int64(ru.Maxrss)},
+		bson.E{Key: "maximum_resident_set_kb", Value: maxRSSKB(int64(ru.Maxrss))},
 		bson.E{Key: "input_blocks", Value: int64(ru.Inblock)},
 		bson.E{Key: "output_blocks", Value: int64(ru.Oublock)},
 		bson.E{Key: "page_reclaims", Value: int64(ru.Minflt)},
@@ -175,4 +175,13 @@ func hostExtra() bson.D {
 		out = append(out, bson.E{Key: "maxOpenFiles", Value: int64(lim.Cur)})
 	}
 	return out
+}
+
+// maxRSSKB converts getrusage's ru_maxrss, which Linux gives in kilobytes
+// and macOS in bytes.
+func maxRSSKB(v int64) int64 {
+	if runtime.GOOS == "darwin" {
+		return v >> 10
+	}
+	return v
 }
