@@ -179,6 +179,16 @@ func TestServerStatusSectionsForMongostat(t *testing.T) {
 	if after.Mem.Resident < 5 || after.Mem.Virtual < after.Mem.Resident {
 		t.Fatalf("mem (MB) must be the process's true sizes: %+v", after.Mem)
 	}
+	var raw bson.Raw
+	if err := c.Database("admin").RunCommand(ctxT(t), bson.D{{Key: "serverStatus", Value: 1}}).Decode(&raw); err != nil {
+		t.Fatal(err)
+	}
+	if n := raw.Lookup("metrics", "commands", "find", "total").AsInt64(); n != 10 {
+		t.Fatalf("metrics.commands.find.total %d, want 10", n)
+	}
+	if n := raw.Lookup("metrics", "commands", "insert", "failed").AsInt64(); n != 1 {
+		t.Fatalf("metrics.commands.insert.failed %d, want 1", n)
+	}
 	if after.GlobalLock.TotalTime <= 0 || after.Connections.Current < 1 || after.Uptime < 0 {
 		t.Fatalf("globalLock %+v connections %+v", after.GlobalLock, after.Connections)
 	}

@@ -287,6 +287,7 @@ func (h *Handler) metricsStatus() bson.D {
 		ttl = h.deps.TTLStats()
 	}
 	return bson.D{
+		{Key: "commands", Value: h.commandMetrics()},
 		{Key: "cursor", Value: bson.D{
 			{Key: "timedOut", Value: h.deps.Cursors.TimedOut()},
 			{Key: "open", Value: bson.D{{Key: "total", Value: int64(h.deps.Cursors.Open())}}},

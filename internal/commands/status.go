@@ -3,6 +3,7 @@ package commands
 import (
 	"os"
 	"runtime"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -184,4 +185,23 @@ func maxRSSKB(v int64) int64 {
 		return v >> 10
 	}
 	return v
+}
+
+// commandMetrics is serverStatus.metrics.commands: per command run, how
+// many ran and how many failed, in name order.
+func (h *Handler) commandMetrics() bson.D {
+	all := h.deps.OpStats.Commands()
+	names := make([]string, 0, len(all))
+	for name := range all {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	out := bson.D{}
+	for _, name := range names {
+		c := all[name]
+		out = append(out, bson.E{Key: name, Value: bson.D{
+			{Key: "failed", Value: c.Failed}, {Key: "total", Value: int64(c.Latency.Total)},
+		}})
+	}
+	return out
 }
