@@ -96,16 +96,16 @@ func collectionStorageStats(c *docstore.Collection, scale int64, head bson.D) (b
 	}
 	scaled := bson.D{}
 	for _, e := range s.indexes {
-		scaled = append(scaled, bson.E{Key: e.Key, Value: e.Value.(int64) / scale})
+		scaled = append(scaled, bson.E{Key: e.Key, Value: docstore.Num(e.Value.(int64) / scale)})
 	}
 	meta := c.Meta()
 	out := append(head,
-		bson.E{Key: "size", Value: s.size / scale},
-		bson.E{Key: "count", Value: s.count},
-		bson.E{Key: "avgObjSize", Value: s.avgObjSize()},
-		bson.E{Key: "numOrphanDocs", Value: int64(0)},
-		bson.E{Key: "storageSize", Value: s.storage / scale},
-		bson.E{Key: "freeStorageSize", Value: int64(0)},
+		bson.E{Key: "size", Value: docstore.Num(s.size / scale)},
+		bson.E{Key: "count", Value: docstore.Num(s.count)},
+		bson.E{Key: "avgObjSize", Value: docstore.Num(s.avgObjSize())},
+		bson.E{Key: "numOrphanDocs", Value: int32(0)},
+		bson.E{Key: "storageSize", Value: docstore.Num(s.storage / scale)},
+		bson.E{Key: "freeStorageSize", Value: int32(0)},
 		bson.E{Key: "capped", Value: meta.Capped},
 	)
 	if meta.Capped {
@@ -115,8 +115,8 @@ func collectionStorageStats(c *docstore.Collection, scale int64, head bson.D) (b
 		bson.E{Key: "nindexes", Value: int32(len(meta.Indexes))},
 		bson.E{Key: "indexDetails", Value: bson.D{}},
 		bson.E{Key: "indexBuilds", Value: bson.A{}},
-		bson.E{Key: "totalIndexSize", Value: s.totalIndex / scale},
-		bson.E{Key: "totalSize", Value: (s.storage + s.totalIndex) / scale},
+		bson.E{Key: "totalIndexSize", Value: docstore.Num(s.totalIndex / scale)},
+		bson.E{Key: "totalSize", Value: docstore.Num((s.storage + s.totalIndex) / scale)},
 		bson.E{Key: "indexSizes", Value: scaled},
 		bson.E{Key: "scaleFactor", Value: int32(scale)},
 	), nil
@@ -150,13 +150,13 @@ func cmdDBStats(h *Handler, r *request) (bson.D, error) {
 	}
 	out := bson.D{
 		{Key: "db", Value: r.db},
-		{Key: "collections", Value: colls},
-		{Key: "views", Value: int64(0)},
-		{Key: "objects", Value: total.count},
+		{Key: "collections", Value: docstore.Num(colls)},
+		{Key: "views", Value: int32(0)},
+		{Key: "objects", Value: docstore.Num(total.count)},
 		{Key: "avgObjSize", Value: float64(total.avgObjSize())},
 		{Key: "dataSize", Value: float64(total.size / scale)},
 		{Key: "storageSize", Value: float64(total.storage / scale)},
-		{Key: "indexes", Value: indexes},
+		{Key: "indexes", Value: docstore.Num(indexes)},
 		{Key: "indexSize", Value: float64(total.totalIndex / scale)},
 		{Key: "totalSize", Value: float64((total.storage + total.totalIndex) / scale)},
 		{Key: "scaleFactor", Value: float64(scale)},
@@ -325,7 +325,7 @@ func (h *Handler) recordStats(r *request, d time.Duration, err error) {
 // statistics, the fsync lock and backups.
 func operationsCommands() map[string]func(*Handler, *request) (bson.D, error) {
 	return map[string]func(*Handler, *request) (bson.D, error){
-		"collStats": cmdCollStats, "dbStats": cmdDBStats, "dbstats": cmdDBStats,
+		"collStats": cmdCollStats, "collstats": cmdCollStats, "dbStats": cmdDBStats, "dbstats": cmdDBStats,
 		"dataSize": cmdDataSize, "datasize": cmdDataSize, "top": cmdTop,
 		"fsync": cmdFsync, "fsyncUnlock": cmdFsyncUnlock, "mayflyCheckpoint": cmdMayflyCheckpoint,
 	}
