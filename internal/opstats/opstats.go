@@ -40,26 +40,10 @@ type Histogram struct {
 	Total  uint64
 }
 
-func (h *Histogram) observe(d time.Duration) {
-	if h.Counts == nil {
-		h.Counts = make([]uint64, len(LatencyBuckets)+1)
-	}
-	s := d.Seconds()
-	i := sort.SearchFloat64s(LatencyBuckets, s)
-	h.Counts[i]++
-	h.Sum += d
-	h.Total++
-}
-
 // Timed is a count and the time it took, for top.
 type Timed struct {
 	Count int64
 	Time  time.Duration
-}
-
-func (t *Timed) add(d time.Duration) {
-	t.Count++
-	t.Time += d
 }
 
 // Kind is what top files an operation under.
@@ -93,20 +77,47 @@ type Asserts struct {
 	Regular, Warning, Msg, User, Tripwire int64
 }
 
-// Stats is safe for concurrent use.
+// Stats is safe for concurrent use. Every command updates it, so the
+// counters are atomics and the maps are only locked to add a name.
 type Stats struct {
-	mu         sync.Mutex
-	commands   map[string]*Command
-	namespaces map[string]*Namespace
-	classes    [numClasses]Timed
+	mu         sync.RWMutex
+	commands   map[string]*commandStats
+	namespaces map[string]*nsStats
+	classes    [numClasses]timed
 
 	active  [numClasses]atomic.Int64
 	asserts struct{ regular, user atomic.Int64 }
 }
 
+// numLatencyBuckets is len(LatencyBuckets), for the counters' array.
+const numLatencyBuckets = 17
+
+type commandStats struct {
+	failed  atomic.Int64
+	total   atomic.Uint64
+	nanos   atomic.Int64
+	buckets [numLatencyBuckets + 1]atomic.Uint64
+}
+
+type timed struct{ count, nanos atomic.Int64 }
+
+func (t *timed) add(d time.Duration) {
+	t.count.Add(1)
+	t.nanos.Add(int64(d))
+}
+
+func (t *timed) load() Timed {
+	return Timed{Count: t.count.Load(), Time: time.Duration(t.nanos.Load())}
+}
+
+type nsStats struct {
+	total, readLock, writeLock timed
+	kinds                      [numKinds]timed
+}
+
 // New returns empty statistics.
 func New() *Stats {
-	return &Stats{commands: map[string]*Command{}, namespaces: map[string]*Namespace{}}
+	return &Stats{commands: map[string]*commandStats{}, namespaces: map[string]*nsStats{}}
 }
 
 // ClassOf tells which class a command belongs to.
@@ -173,73 +184,77 @@ func (s *Stats) Record(name, ns string, d time.Duration, failed, internal bool) 
 			s.asserts.user.Add(1)
 		}
 	}
-	class := ClassOf(name)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c := s.commands[name]
-	if c == nil {
-		c = &Command{}
-		s.commands[name] = c
-	}
+	c := getOrAdd(&s.mu, s.commands, name)
 	if failed {
-		c.Failed++
+		c.failed.Add(1)
 	}
-	c.Latency.observe(d)
-	s.classes[class].add(d)
+	c.buckets[sort.SearchFloat64s(LatencyBuckets, d.Seconds())].Add(1)
+	c.nanos.Add(int64(d))
+	c.total.Add(1)
+	s.classes[ClassOf(name)].add(d)
 	if ns == "" || strings.HasSuffix(ns, ".$cmd") {
 		return
 	}
-	n := s.namespaces[ns]
-	if n == nil {
-		n = &Namespace{}
-		s.namespaces[ns] = n
-	}
-	n.Total.add(d)
+	n := getOrAdd(&s.mu, s.namespaces, ns)
+	n.total.add(d)
 	if WritesData(name) {
-		n.WriteLock.add(d)
+		n.writeLock.add(d)
 	} else {
-		n.ReadLock.add(d)
+		n.readLock.add(d)
 	}
-	n.Kinds[KindOf(name)].add(d)
+	n.kinds[KindOf(name)].add(d)
 }
 
-// Commands returns a copy of every command's record, by name.
+// getOrAdd finds m[key], adding a zero entry the first time.
+func getOrAdd[T any](mu *sync.RWMutex, m map[string]*T, key string) *T {
+	mu.RLock()
+	v := m[key]
+	mu.RUnlock()
+	if v != nil {
+		return v
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if v = m[key]; v == nil {
+		v = new(T)
+		m[key] = v
+	}
+	return v
+}
+
+// Commands returns every command's record, by name.
 func (s *Stats) Commands() map[string]Command {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	out := make(map[string]Command, len(s.commands))
 	for name, c := range s.commands {
-		cp := *c
-		cp.Latency.Counts = append([]uint64(nil), c.Latency.Counts...)
-		out[name] = cp
+		h := Histogram{Counts: make([]uint64, len(c.buckets)), Sum: time.Duration(c.nanos.Load())}
+		for i := range c.buckets {
+			h.Counts[i] = c.buckets[i].Load()
+			h.Total += h.Counts[i]
+		}
+		out[name] = Command{Failed: c.failed.Load(), Latency: h}
 	}
 	return out
 }
 
-// Namespaces returns a copy of top's entries, by namespace.
+// Namespaces returns top's entries, by namespace.
 func (s *Stats) Namespaces() map[string]Namespace {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	out := make(map[string]Namespace, len(s.namespaces))
 	for ns, n := range s.namespaces {
-		out[ns] = *n
+		v := Namespace{Total: n.total.load(), ReadLock: n.readLock.load(), WriteLock: n.writeLock.load()}
+		for k := range n.kinds {
+			v.Kinds[k] = n.kinds[k].load()
+		}
+		out[ns] = v
 	}
 	return out
-}
-
-// Forget drops a namespace from top, when its collection is dropped.
-func (s *Stats) Forget(ns string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.namespaces, ns)
 }
 
 // Class returns the count and total time of class c.
-func (s *Stats) Class(c Class) Timed {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.classes[c]
-}
+func (s *Stats) Class(c Class) Timed { return s.classes[c].load() }
 
 // Asserts returns the error counters.
 func (s *Stats) Asserts() Asserts {

@@ -42,3 +42,9 @@ func TestRecordFilesByCommandNamespaceAndClass(t *testing.T) {
 		t.Fatal("finished")
 	}
 }
+
+func TestBucketArrayFitsTheBounds(t *testing.T) {
+	if len(LatencyBuckets) != numLatencyBuckets {
+		t.Fatalf("numLatencyBuckets %d, LatencyBuckets has %d", numLatencyBuckets, len(LatencyBuckets))
+	}
+}
