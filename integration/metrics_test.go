@@ -194,6 +194,12 @@ func TestDashboardInHeadlessChromium(t *testing.T) {
 	url := "http://" + s.app.HTTPAddr() + "/"
 	check := func(phase string) {
 		dom := chromium(t, "--dump-dom", url)
+		// The page fetches its data again every 2 s: in the 6 s the
+		// browser is given it has redrawn itself more than once.
+		m := regexp.MustCompile(`<body data-refreshes="(\d+)"`).FindStringSubmatch(dom)
+		if m == nil || m[1] == "0" || m[1] == "1" {
+			t.Fatalf("%s: the page did not refresh itself: %v", phase, m)
+		}
 		fields := dashboardFields(t, dom, "shop.sessions/at_1")
 		fams := scrape(t, s)
 		for field, metric := range map[string]string{"overdue": "overdue_documents", "live": "live_documents", "deleted": "deleted_documents_total"} {
