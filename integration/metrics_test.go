@@ -150,7 +150,17 @@ func TestPrometheusMetrics(t *testing.T) {
 	if late.GetSampleCount() != 5 || late.GetSampleSum() < 5*(2*3600-60) {
 		t.Fatalf("lateness of documents two hours overdue: %v", late)
 	}
-	if ttl("live_documents") != 30 || ttl("oldest_overdue_age_seconds") != 0 {
+	// Delete what is due within the hour: the next expiry is then the
+	// documents three hours out, beyond the hour the forecast reads.
+	if _, err := c.Database("shop").Collection("sessions").DeleteMany(ctxT(t), bson.D{{Key: "at", Value: bson.D{{Key: "$lt", Value: time.Now().Add(2 * time.Hour)}}}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond) // past the shared read's second
+	fams = scrape(t, s)
+	if next := ttl("next_expiry_timestamp_seconds"); math.Abs(next-float64(time.Now().Add(3*time.Hour+time.Minute).Unix())) > 30 {
+		t.Fatalf("next expiry %v, want about three hours from now", next)
+	}
+	if ttl("live_documents") != 10 || ttl("oldest_overdue_age_seconds") != 0 {
 		t.Fatalf("after deletion: live %v, oldest overdue %v", ttl("live_documents"), ttl("oldest_overdue_age_seconds"))
 	}
 }

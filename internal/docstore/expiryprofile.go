@@ -14,8 +14,7 @@ type ExpiryProfile struct {
 	Overdue int64
 	// OldestOverdue is the expiry of the earliest of them (zero: none).
 	OldestOverdue time.Time
-	// Next is the earliest expiry after now (zero: none within the
-	// horizon).
+	// Next is the earliest expiry after now (zero: none).
 	Next time.Time
 	// Upcoming[i] counts the entries expiring in (now+i·step,
 	// now+(i+1)·step].
@@ -23,8 +22,8 @@ type ExpiryProfile struct {
 }
 
 // ExpiryProfile reads the named TTL index's date entries from the earliest
-// up to now+steps·step. It reads only the overdue entries and those in
-// the horizon, never the whole index.
+// up to now+steps·step, and one more for Next. It reads only the overdue
+// entries and those in the horizon, never the whole index.
 func (c *Collection) ExpiryProfile(index string, now time.Time, step time.Duration, steps int) (ExpiryProfile, error) {
 	p := ExpiryProfile{Upcoming: make([]int64, steps)}
 	ix := c.state.Load().ttlIndex(index)
@@ -44,6 +43,9 @@ func (c *Collection) ExpiryProfile(index string, now time.Time, step time.Durati
 		}
 		at := ix.expiry(d)
 		if at.After(horizon) {
+			if p.Next.IsZero() {
+				p.Next = at
+			}
 			break
 		}
 		if !at.After(now) {

@@ -181,7 +181,7 @@ type View struct {
 	// OldestOverdue is the earliest of those expiries (zero: none).
 	Overdue       int64
 	OldestOverdue time.Time
-	// Next is the earliest expiry still ahead within the hour (zero: none).
+	// Next is the earliest expiry still ahead (zero: none).
 	Next time.Time
 	// Deleted counts the documents the monitor deleted since start.
 	Deleted  int64
