@@ -32,6 +32,9 @@ func runBackup(args []string, stdout io.Writer) error {
 		fmt.Fprintln(fs.Output(), "usage: mayfly backup --addr HOST:PORT --to DIR")
 		fs.PrintDefaults()
 	}
+	if wantsHelp(args) {
+		fs.SetOutput(stdout)
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
