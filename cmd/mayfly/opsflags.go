@@ -153,7 +153,7 @@ var flagEnv = map[string]string{
 // setFlag gives a flag the file's value unless the command line or its
 // variable set it.
 func (c *configApplier) setFlag(name string, s mongodconf.Setting, value string) error {
-	if c.set[name] {
+	if c.set[name] || (listenFlag(name) && c.addrGiven()) {
 		return nil
 	}
 	if v, ok := flagEnv[name]; ok {
@@ -165,6 +165,16 @@ func (c *configApplier) setFlag(name string, s mongodconf.Setting, value string)
 		return fmt.Errorf("line %d: invalid value %q for --%s: %w", s.Line, value, name, err)
 	}
 	return nil
+}
+
+// listenFlag tells the flags --addr (or MAYFLY_ADDR) replaces.
+func listenFlag(name string) bool {
+	return name == "port" || name == "bind_ip" || name == "bind_ip_all"
+}
+
+func (c *configApplier) addrGiven() bool {
+	_, inEnv := os.LookupEnv("MAYFLY_ADDR")
+	return c.set["addr"] || inEnv
 }
 
 func (c *configApplier) apply(name string, s mongodconf.Setting) error {

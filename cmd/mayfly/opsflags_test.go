@@ -54,6 +54,19 @@ func TestFlagsAndVariablesWinOverTheFile(t *testing.T) {
 	}
 }
 
+func TestAddrWinsOverTheFilesPort(t *testing.T) {
+	conf := writeConfig(t, deployConfig)
+	o, err := parseFlags([]string{"--config", conf, "--addr", "127.0.0.1:4000"})
+	if err != nil || o.cfg.Addr != "127.0.0.1:4000" {
+		t.Fatalf("--addr over net.port: %q %v", o.cfg.Addr, err)
+	}
+	t.Setenv("MAYFLY_ADDR", "127.0.0.1:4001")
+	o, err = parseFlags([]string{"--config", conf})
+	if err != nil || o.cfg.Addr != "127.0.0.1:4001" {
+		t.Fatalf("MAYFLY_ADDR over net.port: %q %v", o.cfg.Addr, err)
+	}
+}
+
 func TestPortAndBindIP(t *testing.T) {
 	for args, want := range map[string]string{
 		"--port 27019":           "127.0.0.1:27019",
