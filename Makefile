@@ -2,7 +2,7 @@
 GO ?= go
 STATICCHECK_VERSION ?= v0.8.2
 
-.PHONY: run test lint unit clients fuzz bench
+.PHONY: run test lint unit clients fuzz bench release
 
 run:
 	$(GO) run ./cmd/mayfly
@@ -30,3 +30,15 @@ fuzz:
 
 bench:
 	$(GO) run ./cmd/mayfly-bench -short
+
+# Static binaries for the platforms Mayfly ships on, into dist/. The time
+# zone database is built in (timetzdata), so they run on images without one.
+RELEASE_TARGETS ?= linux/amd64 linux/arm64 darwin/arm64
+release:
+	@mkdir -p dist
+	@for t in $(RELEASE_TARGETS); do \
+		os=$${t%/*}; arch=$${t#*/}; out=dist/mayfly-$$os-$$arch; \
+		echo "building $$out"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -tags timetzdata \
+			-ldflags="-s -w" -o $$out ./cmd/mayfly || exit 1; \
+	done

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -21,7 +22,7 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	if err := dispatch(os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "mayfly:", err)
 		os.Exit(1)
 	}
@@ -46,10 +47,13 @@ type options struct {
 	storage   string
 	logLevel  string
 	logFormat string
+
+	args   []string  // the command line, for --help
+	logOut io.Writer // standard error unless systemLog.path says otherwise
 }
 
 func parseFlags(args []string) (*options, error) {
-	o := &options{cfg: app.Config{SetParameters: setParams{}}}
+	o := &options{cfg: app.Config{SetParameters: setParams{}}, args: args, logOut: os.Stderr}
 	fs := flag.NewFlagSet("mayfly", flag.ContinueOnError)
 	fs.StringVar(&o.cfg.Addr, "addr", env("MAYFLY_ADDR", "127.0.0.1:27017"), "listen address (MAYFLY_ADDR)")
 	fs.StringVar(&o.cfg.DataDir, "dbpath", env("MAYFLY_DBPATH", "mayfly-data"), "data directory (MAYFLY_DBPATH)")
@@ -64,7 +68,12 @@ func parseFlags(args []string) (*options, error) {
 	fs.Uint64Var(&o.cfg.ReplRetainEntries, "repl-retain-entries", uint64(envInt("MAYFLY_REPL_RETAIN_ENTRIES", 20000)), "applied entries the replica set log keeps; members further behind get a snapshot (MAYFLY_REPL_RETAIN_ENTRIES)")
 	fs.DurationVar(&o.cfg.MaxClockOffset, "max-clock-offset", envDuration("MAYFLY_MAX_CLOCK_OFFSET", 250*time.Millisecond), "a secondary whose clock is further from the primary's serves no reads (MAYFLY_MAX_CLOCK_OFFSET)")
 	fs.DurationVar(&o.cfg.ClockSkew, "test-clock-skew", 0, "for tests only: shift this server's clock")
+	// Deployment: mongod's --port, --bind_ip and --config, --version, --http-addr.
+	ops := addOperationsFlags(fs, o)
 	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if err := ops.apply(fs, o); err != nil {
 		return nil, err
 	}
 	switch o.storage {
@@ -103,7 +112,7 @@ func envDuration(name string, def time.Duration) time.Duration {
 	return def
 }
 
-func newLogger(level, format string) (*slog.Logger, error) {
+func newLogger(level, format string, out io.Writer) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
@@ -111,9 +120,9 @@ func newLogger(level, format string) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: lv}
 	switch format {
 	case "text":
-		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
+		return slog.New(slog.NewTextHandler(out, opts)), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
+		return slog.New(slog.NewJSONHandler(out, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
 }
@@ -140,10 +149,13 @@ func oversubscribe() int {
 
 func run(args []string) error {
 	o, err := parseFlags(args)
+	if errors.Is(err, errDone) || errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
 	if err != nil {
 		return err
 	}
-	logger, err := newLogger(o.logLevel, o.logFormat)
+	logger, err := newLogger(o.logLevel, o.logFormat, o.logOut)
 	if err != nil {
 		return err
 	}

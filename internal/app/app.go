@@ -20,6 +20,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/commands"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/expirywatch"
 	"github.com/mayflydb/mayfly/internal/repl"
 	"github.com/mayflydb/mayfly/internal/server"
 	"github.com/mayflydb/mayfly/internal/storage"
@@ -77,6 +78,10 @@ type Config struct {
 	Clock     clock.Clock
 	Logger    *slog.Logger
 	Argv      []string
+
+	// HTTPAddr, when set, serves Prometheus metrics at /metrics and the
+	// expiry dashboard at / (--http-addr).
+	HTTPAddr string
 }
 
 // App is a running server.
@@ -91,31 +96,40 @@ type App struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	serveErr chan error
+	ops      *operations
 }
 
 // Start opens storage and starts listening; it returns once the server
 // accepts connections.
 func Start(cfg Config) (*App, error) {
 	cfg = withDefaults(cfg)
+	ops := newOperations(&cfg)
+	if err := ops.prepare(cfg); err != nil {
+		return nil, err
+	}
 	eng, err := pebblestore.Open(pebblestore.Options{
 		Dir: cfg.DataDir, InMemory: cfg.InMemory, FS: cfg.FS, RecoverInterval: cfg.RecoverInterval, Logger: cfg.Logger,
 		CPUs: cfg.CPUs,
 	})
 	if err != nil {
+		ops.abandon(cfg)
 		return nil, fmt.Errorf("app: open storage: %w", err)
 	}
-	a := &App{cfg: cfg, eng: eng, serveErr: make(chan error, 1)}
+	a := &App{cfg: cfg, eng: eng, serveErr: make(chan error, 1), ops: ops}
 	if err := a.openReplica(eng); err != nil {
 		_ = eng.Close()
+		ops.abandon(cfg)
 		return nil, err
 	}
 	if err := a.assemble(); err != nil {
 		_ = eng.Close()
+		ops.abandon(cfg)
 		return nil, err
 	}
 	if err := a.srv.Listen(); err != nil {
 		a.stopBackground()
 		_ = eng.Close()
+		ops.abandon(cfg)
 		return nil, fmt.Errorf("app: listen on %s: %w", cfg.Addr, err)
 	}
 	go func() { a.serveErr <- a.srv.Serve() }()
@@ -123,7 +137,9 @@ func Start(cfg Config) (*App, error) {
 		_ = a.Shutdown(context.Background())
 		return nil, err
 	}
+	a.serveOperations()
 	cfg.Logger.Info("mayfly listening", "addr", a.Addr().String(), "storage", storageName(cfg), "dir", cfg.DataDir)
+	a.ops.ring.Started()
 	return a, nil
 }
 
@@ -167,7 +183,8 @@ func (a *App) assemble() error {
 	a.store = store
 	a.cursors = cursor.NewRegistry(cfg.Clock, cfg.CursorIdle)
 	ops := activity.NewRegistry(cfg.Clock)
-	observer := &ttlObserver{ops: ops, clock: cfg.Clock}
+	a.ops.watch = expirywatch.New(store, cfg.Clock, cfg.Logger)
+	observer := &ttlObserver{ops: ops, clock: cfg.Clock, fsync: a.ops.fsync, watch: a.ops.watch}
 	a.monitor = ttl.New(store, cfg.Clock, ttl.Config{
 		SleepSecs: cfg.TTLSleepSecs, Disabled: cfg.TTLDisabled, Logger: cfg.Logger, Observer: observer,
 		Busy: func() bool { return ops.BusyWithin(100 * time.Millisecond) },
@@ -181,7 +198,8 @@ func (a *App) assemble() error {
 		Store: store, Cursors: a.cursors, Clock: cfg.Clock, Logger: cfg.Logger, Params: params,
 		Argv: cfg.Argv, Parsed: a.parsedConfig(), Activity: ops,
 		TTLStats: func() commands.TTLStats { return commands.TTLStats(a.monitor.Stats()) },
-		Repl:     a.rs, TestCommands: testCommands(cfg.SetParameters),
+		OpStats:  a.ops.stats, Log: a.ops.ring, DataDir: a.dataDir(), Fsync: a.ops.fsync,
+		Repl: a.rs, TestCommands: testCommands(cfg.SetParameters),
 	})
 	observer.handler = h
 	a.srv = server.New(server.Config{Addr: cfg.Addr, MaxConns: cfg.MaxConns, MessageTimeout: cfg.MessageTimeout, Logger: cfg.Logger}, h)
@@ -238,6 +256,7 @@ func (a *App) Monitor() *ttl.Monitor { return a.monitor }
 // Shutdown stops accepting connections, lets in-flight commands finish
 // (until ctx ends), stops background work, syncs and closes storage.
 func (a *App) Shutdown(ctx context.Context) error {
+	a.ops.fsync.Release()
 	err := a.srv.Shutdown(ctx)
 	if a.rs != nil {
 		a.rs.Close()
@@ -249,6 +268,9 @@ func (a *App) Shutdown(ctx context.Context) error {
 	}
 	if cerr := a.eng.Close(); cerr != nil && err == nil {
 		err = cerr
+	}
+	if oerr := a.ops.shutdown(ctx); oerr != nil && err == nil {
+		err = oerr
 	}
 	return err
 }

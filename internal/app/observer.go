@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -9,6 +10,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/commands"
 	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/expirywatch"
 )
 
 // ttlObserver shows the TTL monitor's deletion batches in currentOp while
@@ -17,15 +19,23 @@ type ttlObserver struct {
 	ops     *activity.Registry
 	handler *commands.Handler
 	clock   clock.Clock
+	// fsync holds deletion while db.fsyncLock() is in force.
+	fsync *commands.FsyncLock
+	// watch hears of each batch's deletions, for the expiry metrics.
+	watch *expirywatch.Watch
 }
 
 func (o *ttlObserver) BatchStarted(ns, index string) func(docstore.ExpireResult, error) {
+	_ = o.fsync.Wait(context.Background()) // Shutdown releases the lock
 	db, coll, _ := strings.Cut(ns, ".")
 	command := bson.D{{Key: "delete", Value: coll}, {Key: "ttlIndex", Value: index}}
 	started := o.clock.Now()
 	id := o.ops.Begin(activity.Op{Desc: "TTLMonitor", Kind: "remove", NS: ns, Command: command})
 	return func(res docstore.ExpireResult, err error) {
 		o.ops.End(id)
+		if err == nil {
+			o.watch.Deleted(ns, index, res.Expiries, o.clock.Now())
+		}
 		d := o.clock.Now().Sub(started)
 		if err != nil || res.Deleted == 0 || !o.handler.ProfileEnabled(db, d) {
 			return

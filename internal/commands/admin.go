@@ -133,7 +133,7 @@ func cmdGetLog(h *Handler, r *request) (bson.D, error) {
 	case "*":
 		return bson.D{{Key: "names", Value: bson.A{"global", "startupWarnings"}}}, nil
 	case "global", "startupWarnings":
-		return bson.D{{Key: "totalLinesWritten", Value: int32(0)}, {Key: "log", Value: bson.A{}}}, nil
+		return h.logLines(which), nil
 	}
 	return nil, mongoerr.Newf(mongoerr.OperationFailed, "No log named '%s'", which)
 }
@@ -161,8 +161,8 @@ func cmdHostInfo(h *Handler, r *request) (bson.D, error) {
 			{Key: "numCores", Value: int32(runtime.NumCPU())},
 			{Key: "cpuArch", Value: archName()},
 		}},
-		{Key: "os", Value: bson.D{{Key: "type", Value: osType()}, {Key: "name", Value: runtime.GOOS}}},
-		{Key: "extra", Value: bson.D{}},
+		{Key: "os", Value: osInfo()},
+		{Key: "extra", Value: hostExtra()},
 	}, nil
 }
 
@@ -251,11 +251,16 @@ func cmdServerStatus(h *Handler, r *request) (bson.D, error) {
 		{Key: "uptimeMillis", Value: uptime.Milliseconds()},
 		{Key: "uptimeEstimate", Value: int64(uptime / time.Second)},
 		{Key: "localTime", Value: bson.NewDateTimeFromTime(now)},
+		{Key: "asserts", Value: h.assertsStatus()},
 		{Key: "connections", Value: h.connectionsStatus()},
+		{Key: "extra_info", Value: extraInfo()},
+		{Key: "globalLock", Value: h.globalLockStatus(uptime)},
+		{Key: "network", Value: h.networkStatus()},
+		{Key: "opLatencies", Value: h.opLatencies()},
 		{Key: "opcounters", Value: h.opcounters()},
 		{Key: "mem", Value: memStatus()},
 		{Key: "metrics", Value: h.metricsStatus()},
-		{Key: "storageEngine", Value: bson.D{{Key: "name", Value: "pebble"}, {Key: "persistent", Value: true}}},
+		{Key: "storageEngine", Value: bson.D{{Key: "name", Value: "pebble"}, {Key: "persistent", Value: h.deps.DataDir != ""}}},
 	}), nil
 }
 
@@ -290,6 +295,7 @@ func (h *Handler) metricsStatus() bson.D {
 		ttl = h.deps.TTLStats()
 	}
 	return bson.D{
+		{Key: "commands", Value: h.commandMetrics()},
 		{Key: "cursor", Value: bson.D{
 			{Key: "timedOut", Value: h.deps.Cursors.TimedOut()},
 			{Key: "open", Value: bson.D{{Key: "total", Value: int64(h.deps.Cursors.Open())}}},
@@ -309,7 +315,7 @@ func memStatus() bson.D {
 	return bson.D{
 		{Key: "bits", Value: int32(64)},
 		{Key: "resident", Value: int32(residentMB())},
-		{Key: "virtual", Value: int32(ms.Sys >> 20)},
+		{Key: "virtual", Value: int32(virtualMB(ms.Sys))},
 		{Key: "supported", Value: true},
 	}
 }

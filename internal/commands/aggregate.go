@@ -130,7 +130,11 @@ func (e *aggEnv) CollStats(spec bson.D) (bson.D, error) {
 		{Key: "localTime", Value: bson.NewDateTimeFromTime(e.Now())},
 	}
 	if v, ok := lookup(spec, "storageStats"); ok {
-		out = append(out, bson.E{Key: "storageStats", Value: storageStats(c, scaleOf(v))})
+		st, err := storageStats(c, scaleOf(v))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, bson.E{Key: "storageStats", Value: st})
 	}
 	if _, ok := lookup(spec, "count"); ok {
 		out = append(out, bson.E{Key: "count", Value: c.Count()})
@@ -148,34 +152,6 @@ func scaleOf(v any) int64 {
 	return 1
 }
 
-func storageStats(c *docstore.Collection, scale int64) bson.D {
-	count, size := c.Count(), c.DataSize()
-	avg := int64(0)
-	if count > 0 {
-		avg = size / count
-	}
-	sizes := bson.D{}
-	for _, ix := range c.Indexes() {
-		sizes = append(sizes, bson.E{Key: ix.Name, Value: int64(0)})
-	}
-	meta := c.Meta()
-	out := bson.D{
-		{Key: "size", Value: size / scale},
-		{Key: "count", Value: count},
-		{Key: "avgObjSize", Value: avg},
-		{Key: "numOrphanDocs", Value: int64(0)},
-		{Key: "storageSize", Value: size / scale},
-		{Key: "freeStorageSize", Value: int64(0)},
-		{Key: "capped", Value: meta.Capped},
-		{Key: "nindexes", Value: int32(len(meta.Indexes))},
-		{Key: "indexBuilds", Value: bson.A{}},
-		{Key: "totalIndexSize", Value: int64(0)},
-		{Key: "totalSize", Value: size / scale},
-		{Key: "indexSizes", Value: sizes},
-		{Key: "scaleFactor", Value: int32(scale)},
-	}
-	if meta.Capped {
-		out = append(out, bson.E{Key: "max", Value: meta.CappedMax}, bson.E{Key: "maxSize", Value: meta.CappedSize / scale})
-	}
-	return out
+func storageStats(c *docstore.Collection, scale int64) (bson.D, error) {
+	return collectionStorageStats(c, scale, nil)
 }

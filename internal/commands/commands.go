@@ -17,7 +17,9 @@ import (
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/logring"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/opstats"
 	"github.com/mayflydb/mayfly/internal/repl"
 	"github.com/mayflydb/mayfly/internal/server"
 )
@@ -45,6 +47,13 @@ type Deps struct {
 	Repl *repl.Replica
 	// TestCommands is enableTestCommands: commands that inject faults.
 	TestCommands bool
+
+	// Operations: statistics, the log ring, the data directory (empty in
+	// memory) and the fsync lock.
+	OpStats *opstats.Stats // New makes one when nil
+	Log     *logring.Ring  // getLog; may be nil
+	DataDir string
+	Fsync   *FsyncLock // New makes one when nil
 }
 
 // TTLStats are serverStatus().metrics.ttl.
@@ -59,6 +68,7 @@ type Handler struct {
 	started   time.Time
 	processID bson.ObjectID
 	opCounts  opCounters
+	emptyTs   emptyTsClock
 }
 
 type opCounters struct {
@@ -95,6 +105,12 @@ func New(deps Deps) *Handler {
 	if deps.Profiler == nil {
 		deps.Profiler = activity.NewProfiler()
 	}
+	if deps.OpStats == nil {
+		deps.OpStats = opstats.New()
+	}
+	if deps.Fsync == nil {
+		deps.Fsync = NewFsyncLock()
+	}
 	h := &Handler{deps: deps, started: deps.Clock.Now(), processID: bson.NewObjectID()}
 	h.table = buildTable()
 	return h
@@ -119,8 +135,11 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 	h.count(cmd.Name)
 	started := h.deps.Clock.Now()
 	id := h.beginOp(r)
+	done := h.deps.OpStats.Begin(opstats.ClassOf(cmd.Name))
 	reply, err := h.run(entry, r)
+	done()
 	h.deps.Activity.End(id)
+	h.recordStats(r, h.deps.Clock.Now().Sub(started), err)
 	if err != nil {
 		reply = mongoerr.Reply(replError(clientError(err)))
 	} else {
@@ -160,6 +179,9 @@ func (h *Handler) run(entry command, r *request) (bson.D, error) {
 	}
 	defer cancel()
 	r.ctx = ctx
+	if err := h.waitForWrites(r); err != nil {
+		return nil, err
+	}
 	if h.deps.Repl != nil && readCommands[r.name] {
 		if err := h.awaitReadConcern(r); err != nil {
 			return nil, err

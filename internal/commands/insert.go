@@ -72,6 +72,10 @@ type writeArgs struct {
 	ordered bool
 	opt     docstore.WriteOptions
 	journal bool
+	// keepEmptyTs is bypassEmptyTsReplacement: top-level Timestamp(0, 0)
+	// values are stored as given instead of filled with the time, as
+	// mongorestore and mongoimport ask.
+	keepEmptyTs bool
 }
 
 // finishWrite makes the command's writes durable when j: true (or
@@ -91,7 +95,10 @@ func parseWriteArgs(r *request, field string, known ...string) (writeArgs, []bso
 	if a.coll, err = collectionArg(r); err != nil {
 		return a, nil, err
 	}
-	if err = checkFields(r, append(known, field, "ordered", "bypassDocumentValidation", "let")...); err != nil {
+	if err = checkFields(r, append(known, field, "ordered", "bypassDocumentValidation", "let", "bypassEmptyTsReplacement")...); err != nil {
+		return a, nil, err
+	}
+	if a.keepEmptyTs, err = optBool(r, "bypassEmptyTsReplacement"); err != nil {
 		return a, nil, err
 	}
 	if a.ordered, err = orderedArg(r); err != nil {
@@ -122,6 +129,9 @@ func cmdInsert(h *Handler, r *request) (bson.D, error) {
 		if err := checkInterrupt(r.ctx); err != nil {
 			res.fail(i, err)
 			break
+		}
+		if !a.keepEmptyTs {
+			d = h.fillEmptyTimestamps(d)
 		}
 		if _, done, err := rt.prior(i); err != nil || done {
 			if err != nil {

@@ -35,5 +35,8 @@ func buildTable() map[string]command {
 	} {
 		register(t, name, run)
 	}
+	for name, run := range operationsCommands() {
+		register(t, name, run)
+	}
 	return t
 }

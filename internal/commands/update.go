@@ -20,10 +20,13 @@ type modifier interface {
 	replacement() bool
 }
 
-type opModifier struct{ u *update.Update }
+type opModifier struct {
+	u           *update.Update
+	keepEmptyTs bool // bypassEmptyTsReplacement
+}
 
 func (m opModifier) apply(doc bson.D, pos int, isInsert bool, now time.Time) (bson.D, bool, error) {
-	return m.u.Apply(doc, update.Context{Now: now, IsInsert: isInsert, Positional: pos})
+	return m.u.Apply(doc, update.Context{Now: now, IsInsert: isInsert, Positional: pos, KeepEmptyTimestamps: m.keepEmptyTs})
 }
 
 func (m opModifier) replacement() bool { return m.u.IsReplacement() }
@@ -74,7 +77,7 @@ func parseModifier(u any, arrayFilters []bson.D) (modifier, error) {
 		if err != nil {
 			return nil, err
 		}
-		return opModifier{parsed}, nil
+		return opModifier{u: parsed}, nil
 	case bson.A:
 		if len(arrayFilters) > 0 {
 			return nil, mongoerr.New(mongoerr.FailedToParse, "arrayFilters may not be specified for pipeline-style updates")
@@ -218,6 +221,10 @@ func (h *Handler) updateStatement(r *request, a writeArgs, i int, s bson.D, res 
 		return refuseMulti(rt)
 	}
 	opt := rt.options(a.opt, i, func() bson.D { return bson.D{{Key: "n", Value: int32(1)}, {Key: "nModified", Value: int32(1)}} })
+	if m, ok := st.mod.(opModifier); ok && a.keepEmptyTs {
+		m.keepEmptyTs = true
+		st.mod = m
+	}
 	if c := h.deps.Store.Collection(r.db, a.coll); c != nil {
 		n, modified, err := h.applyUpdates(r, c, st, opt)
 		res.n += n

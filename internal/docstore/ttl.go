@@ -30,6 +30,9 @@ type ExpireResult struct {
 	// storage engine's memtable. Bigger batches make each of those
 	// cheaper; in _id order the size makes no difference.
 	Scattered bool
+	// Expiries holds, for each document taken, the expiry its entry gave
+	// (unix nanoseconds): with the batch's end, how late it was deleted.
+	Expiries []int64
 }
 
 // TTLIndexes returns the names of the collection's ready TTL indexes.
@@ -253,6 +256,7 @@ func (p *ExpiryPass) walk(t *tx, limit int) (res ExpireResult, err error) {
 			continue
 		}
 		span.add(id)
+		res.Expiries = append(res.Expiries, ix.expiry(d).UnixNano())
 		if !onlyEntry(value) {
 			if seen == nil {
 				seen = map[string]bool{}

@@ -64,7 +64,7 @@ func newConn(s *Server, nc net.Conn) *Conn {
 	}
 	c.state.Store(stateActive)
 	c.compressor.Store(-1)
-	c.br = bufio.NewReaderSize(nc, ioBufferSize)
+	c.br = bufio.NewReaderSize(countingReader{nc, &s.traffic.in}, ioBufferSize)
 	c.rd = wire.NewReader(c.br, s.codec)
 	c.wr = wire.NewWriter(deadlineWriter{c}, s.codec)
 	return c
@@ -295,6 +295,7 @@ func isTimeout(err error) bool {
 // handle runs one request and sends its reply; it reports whether the
 // connection can go on.
 func (c *Conn) handle(msg *wire.Message) bool {
+	c.srv.traffic.requests.Add(1)
 	cmd, errReply := c.command(msg)
 	if errReply == nil && streams(msg, cmd) {
 		return c.stream(msg, cmd)
@@ -380,5 +381,7 @@ func (w deadlineWriter) Write(p []byte) (int, error) {
 			return 0, err
 		}
 	}
-	return c.nc.Write(p)
+	n, err := c.nc.Write(p)
+	c.srv.traffic.out.Add(int64(n))
+	return n, err
 }

@@ -76,6 +76,8 @@ type Stats struct {
 	TotalCreated int64 // connections accepted since start
 	Rejected     int64 // connections refused because of MaxConns
 	Active       int64 // connections with a request in progress
+	// Network traffic, as serverStatus.network reports it.
+	BytesIn, BytesOut, Requests int64
 }
 
 // Server serves the MongoDB wire protocol on one listener.
@@ -107,6 +109,7 @@ type Server struct {
 	totalCreated atomic.Int64
 	rejected     atomic.Int64
 	active       atomic.Int64
+	traffic      traffic
 }
 
 // New returns a Server that will run commands with h.
@@ -163,7 +166,7 @@ func (s *Server) Listen() error {
 		return fmt.Errorf("server: already listening on %s", s.ln.Addr())
 	}
 	s.ln = ln
-	s.log.Info("listening", "addr", ln.Addr().String())
+	s.log.Debug("listening", "addr", ln.Addr().String())
 	return nil
 }
 
@@ -296,6 +299,9 @@ func (s *Server) Stats() Stats {
 		TotalCreated: s.totalCreated.Load(),
 		Rejected:     s.rejected.Load(),
 		Active:       s.active.Load(),
+		BytesIn:      s.traffic.in.Load(),
+		BytesOut:     s.traffic.out.Load(),
+		Requests:     s.traffic.requests.Load(),
 	}
 }
 

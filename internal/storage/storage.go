@@ -102,4 +102,17 @@ type Metrics struct {
 	DiskBytes int64
 	// MemBytes is memory held by memtables and caches.
 	MemBytes int64
+	// What an operator watches in an LSM engine; zero where an engine has
+	// no such thing.
+	MemTableBytes     int64
+	BlockCacheBytes   int64
+	BlockCacheHits    int64
+	BlockCacheMisses  int64
+	Compactions       int64
+	CompactionDebt    int64 // bytes to compact before the tree is stable
+	Flushes           int64
+	ReadAmplification int64
+	L0Files           int64
+	WALBytes          int64
+	WriteStalls       int64
 }

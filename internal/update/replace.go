@@ -45,7 +45,7 @@ func (u *Update) replacementFor(doc bson.D, ctx Context) bson.D {
 	}
 	a := &applier{ctx: ctx}
 	for _, e := range u.replacement {
-		if ts, ok := e.Value.(bson.Timestamp); ok && e.Key != "_id" && ts == (bson.Timestamp{}) {
+		if ts, ok := e.Value.(bson.Timestamp); ok && e.Key != "_id" && ts == (bson.Timestamp{}) && !ctx.KeepEmptyTimestamps {
 			// MongoDB fills zero timestamps in top-level fields with the time.
 			e.Value = a.timestamp()
 		}

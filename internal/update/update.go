@@ -19,6 +19,9 @@ type Context struct {
 	Now        time.Time // for $currentDate (date or {$type: "timestamp"|"date"})
 	IsInsert   bool      // applying to a fresh upsert document: $setOnInsert applies only then
 	Positional int       // array index matched by the query for the positional `$` operator; -1 if none
+	// KeepEmptyTimestamps stores top-level Timestamp(0, 0) values of a
+	// replacement as given (the bypassEmptyTsReplacement field).
+	KeepEmptyTimestamps bool
 }
 
 // IsReplacement reports whether the update replaces whole documents.

@@ -1,6 +1,7 @@
 package pebblestore
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 
@@ -63,7 +64,7 @@ func (s *Store) eventListener() pebble.EventListener {
 		},
 		DiskSlow:        func(info pebble.DiskSlowInfo) { log.Warn("disk slow", "info", info.String()) },
 		LowDiskSpace:    func(info pebble.LowDiskSpaceInfo) { log.Warn("low disk space", "info", info.String()) },
-		WriteStallBegin: func(info pebble.WriteStallBeginInfo) { log.Warn("write stall", "reason", info.Reason) },
+		WriteStallBegin: func(info pebble.WriteStallBeginInfo) { s.stalls.Add(1); log.Warn("write stall", "reason", info.Reason) },
 		WriteStallEnd:   func() { log.Info("write stall ended") },
 	}
 }
@@ -74,8 +75,14 @@ type pebbleLogger struct {
 	onFatal func(error)
 }
 
+// Infof carries pebble's routine messages (WAL recycling, table stats
+// collection, ...): debug level, so that an operator's log at info shows
+// what the server does, not the engine's housekeeping.
 func (l pebbleLogger) Infof(format string, args ...any) {
-	l.log.Info(fmt.Sprintf(format, args...))
+	if !l.log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	l.log.Debug(fmt.Sprintf(format, args...))
 }
 
 func (l pebbleLogger) Errorf(format string, args ...any) {

@@ -65,6 +65,7 @@ type Store struct {
 	dirty   atomic.Bool           // committed without sync since the last sync
 	failure atomic.Pointer[error] // the first storage failure; writes refused after
 	wedged  atomic.Bool           // pebble panicked mid-commit; its pipeline may be stuck
+	stalls  atomic.Int64          // write stalls begun, for metrics
 
 	// What opening pebble again in place needs.
 	fs         vfs.FS
@@ -373,7 +374,13 @@ func (s *Store) Metrics() storage.Metrics {
 		return storage.Metrics{}
 	}
 	m := db.Metrics()
-	out := storage.Metrics{MemBytes: int64(m.MemTable.Size) + m.BlockCache.Size}
+	out := storage.Metrics{
+		MemBytes: int64(m.MemTable.Size) + m.BlockCache.Size, MemTableBytes: int64(m.MemTable.Size),
+		BlockCacheBytes: m.BlockCache.Size, BlockCacheHits: m.BlockCache.Hits, BlockCacheMisses: m.BlockCache.Misses,
+		Compactions: m.Compact.Count, CompactionDebt: int64(m.Compact.EstimatedDebt), Flushes: m.Flush.Count,
+		ReadAmplification: int64(m.ReadAmp()), L0Files: m.Levels[0].TablesCount, WALBytes: int64(m.WAL.PhysicalSize),
+		WriteStalls: s.stalls.Load(),
+	}
 	if s.inMem {
 		out.MemBytes += int64(m.DiskSpaceUsage())
 	} else {

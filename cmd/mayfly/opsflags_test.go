@@ -1,0 +1,142 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeConfig(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "mayfly.conf")
+	if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const deployConfig = `storage:
+  dbPath: /srv/mayfly
+net:
+  port: 27018
+  bindIp: 0.0.0.0
+  maxIncomingConnections: 500
+systemLog:
+  verbosity: 1
+setParameter:
+  ttlMonitorSleepSecs: 5
+mayfly:
+  httpAddr: 127.0.0.1:9216
+processManagement:
+  timeZoneInfo: /usr/share/zoneinfo
+`
+
+func TestConfigFileInMongodShape(t *testing.T) {
+	o, err := parseFlags([]string{"--config", writeConfig(t, deployConfig)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.cfg.Addr != "0.0.0.0:27018" || o.cfg.DataDir != "/srv/mayfly" || o.cfg.MaxConns != 500 ||
+		o.logLevel != "debug" || o.cfg.HTTPAddr != "127.0.0.1:9216" || o.cfg.SetParameters["ttlMonitorSleepSecs"] != "5" {
+		t.Fatalf("options from the file: %+v, log level %s", o.cfg, o.logLevel)
+	}
+}
+
+func TestFlagsAndVariablesWinOverTheFile(t *testing.T) {
+	t.Setenv("MAYFLY_DBPATH", "/from/env")
+	o, err := parseFlags([]string{"--config", writeConfig(t, deployConfig), "--port", "27100", "--setParameter", "ttlMonitorSleepSecs=9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.cfg.Addr != "0.0.0.0:27100" || o.cfg.DataDir != "/from/env" || o.cfg.SetParameters["ttlMonitorSleepSecs"] != "9" {
+		t.Fatalf("flag and variable must win: %+v", o.cfg)
+	}
+}
+
+func TestAddrWinsOverTheFilesPort(t *testing.T) {
+	conf := writeConfig(t, deployConfig)
+	o, err := parseFlags([]string{"--config", conf, "--addr", "127.0.0.1:4000"})
+	if err != nil || o.cfg.Addr != "127.0.0.1:4000" {
+		t.Fatalf("--addr over net.port: %q %v", o.cfg.Addr, err)
+	}
+	t.Setenv("MAYFLY_ADDR", "127.0.0.1:4001")
+	o, err = parseFlags([]string{"--config", conf})
+	if err != nil || o.cfg.Addr != "127.0.0.1:4001" {
+		t.Fatalf("MAYFLY_ADDR over net.port: %q %v", o.cfg.Addr, err)
+	}
+}
+
+func TestPortAndBindIP(t *testing.T) {
+	for args, want := range map[string]string{
+		"--port 27019":           "127.0.0.1:27019",
+		"--bind_ip 10.0.0.5":     "10.0.0.5:27017",
+		"--bind_ip ::1 --port 1": "[::1]:1",
+		"--bind_ip_all":          "0.0.0.0:27017",
+		"--addr 127.0.0.1:4000":  "127.0.0.1:4000",
+		"":                       "127.0.0.1:27017",
+	} {
+		o, err := parseFlags(strings.Fields(args))
+		if err != nil || o.cfg.Addr != want {
+			t.Errorf("%q: addr %q %v, want %q", args, o.cfg.Addr, err, want)
+		}
+	}
+}
+
+func TestDeploymentErrors(t *testing.T) {
+	for _, c := range []struct{ args, config, want string }{
+		{"--addr 127.0.0.1:1 --port 2", "", "--addr and --port/--bind_ip are alternatives"},
+		{"--bind_ip 127.0.0.1,10.0.0.1", "", "Mayfly listens on one address"},
+		{"", "net:\n  prot: 1\n", "line 2: unrecognized option: net.prot"},
+		{"", "net:\n  port: many\n", "line 2: invalid value"},
+		{"", "security:\n  authorization: enabled\n", "has no access control"},
+		{"", "systemLog:\n  destination: syslog\n", "systemLog.destination \"syslog\""},
+		{"", "systemLog:\n  destination: file\n", "needs systemLog.path"},
+	} {
+		args := strings.Fields(c.args)
+		if c.config != "" {
+			args = append(args, "--config", writeConfig(t, c.config))
+		}
+		_, err := parseFlags(args)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v %q: got %v, want %q", args, c.config, err, c.want)
+		}
+	}
+}
+
+func TestSystemLogPath(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mayfly.log")
+	o, err := parseFlags([]string{"--config", writeConfig(t, "systemLog:\n  destination: file\n  path: "+path+"\n  logAppend: true\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger, err := newLogger(o.logLevel, o.logFormat, o.logOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger.Info("hello file")
+	if b, _ := os.ReadFile(path); !strings.Contains(string(b), "hello file") {
+		t.Fatalf("log file has %q", b)
+	}
+}
+
+func TestShippedConfigIsValid(t *testing.T) {
+	o, err := parseFlags([]string{"--config", filepath.Join("..", "..", "deploy", "mayfly.conf")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.cfg.DataDir != "/var/lib/mayfly" || o.cfg.Addr != "127.0.0.1:27017" || o.cfg.HTTPAddr != "127.0.0.1:9216" {
+		t.Fatalf("deploy/mayfly.conf: %+v", o.cfg)
+	}
+}
+
+func TestConfigFileNamesTheReplicaSet(t *testing.T) {
+	o, err := parseFlags([]string{"--config", writeConfig(t, "replication:\n  replSetName: rs0\n")})
+	if err != nil || o.cfg.ReplSet != "rs0" {
+		t.Fatalf("replication.replSetName: %q, %v", o.cfg.ReplSet, err)
+	}
+	o, err = parseFlags([]string{"--replSet", "other", "--config", writeConfig(t, "replication:\n  replSetName: rs0\n")})
+	if err != nil || o.cfg.ReplSet != "other" {
+		t.Fatalf("--replSet over the file: %q, %v", o.cfg.ReplSet, err)
+	}
+}

@@ -1,0 +1,185 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/opstats"
+	"github.com/mayflydb/mayfly/internal/storage"
+)
+
+// FsyncLock is db.fsyncLock(): while held, commands that write wait, and
+// so does the TTL monitor, so the data directory can be copied as it is.
+// It nests, as mongod's does: each lock needs its unlock.
+type FsyncLock struct {
+	mu       sync.Mutex
+	count    int64
+	unlocked chan struct{} // closed while count is 0
+	waiting  atomic.Int64
+}
+
+// NewFsyncLock returns an unlocked FsyncLock.
+func NewFsyncLock() *FsyncLock {
+	l := &FsyncLock{unlocked: make(chan struct{})}
+	close(l.unlocked)
+	return l
+}
+
+// Lock takes the lock once more and returns how many times it is held.
+func (l *FsyncLock) Lock() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.count == 0 {
+		l.unlocked = make(chan struct{})
+	}
+	l.count++
+	return l.count
+}
+
+// Unlock releases one hold; ok is false when the lock was not held.
+func (l *FsyncLock) Unlock() (left int64, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.count == 0 {
+		return 0, false
+	}
+	l.count--
+	if l.count == 0 {
+		close(l.unlocked)
+	}
+	return l.count, true
+}
+
+// Release drops every hold, at shutdown.
+func (l *FsyncLock) Release() {
+	for {
+		if _, ok := l.Unlock(); !ok {
+			return
+		}
+	}
+}
+
+// Count is how many times the lock is held.
+func (l *FsyncLock) Count() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.count
+}
+
+// Wait returns once the lock is not held, or ctx's error.
+func (l *FsyncLock) Wait(ctx context.Context) error {
+	l.mu.Lock()
+	ch := l.unlocked
+	l.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	default:
+	}
+	l.waiting.Add(1)
+	defer l.waiting.Add(-1)
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Waiting is how many writers wait for the lock now.
+func (l *FsyncLock) Waiting() int64 { return l.waiting.Load() }
+
+// waitForWrites holds a writing command while the fsync lock is held.
+func (h *Handler) waitForWrites(r *request) error {
+	if !opstats.WritesData(r.name) {
+		return nil
+	}
+	if err := h.deps.Fsync.Wait(r.ctx); err != nil {
+		return interruptError(err)
+	}
+	return nil
+}
+
+func requireAdmin(r *request) error {
+	if r.db != "admin" {
+		return mongoerr.Newf(mongoerr.Unauthorized, "%s may only be run against the admin database.", r.name)
+	}
+	return nil
+}
+
+func cmdFsync(h *Handler, r *request) (bson.D, error) {
+	if err := requireAdmin(r); err != nil {
+		return nil, err
+	}
+	if err := checkFields(r, "lock", "async", "forBackup", "fsyncLockAcquisitionTimeoutMillis"); err != nil {
+		return nil, err
+	}
+	lock, err := optBool(r, "lock")
+	if err != nil {
+		return nil, err
+	}
+	if err := h.deps.Store.Sync(); err != nil {
+		return nil, err
+	}
+	if !lock {
+		return bson.D{{Key: "numFiles", Value: int32(1)}}, nil
+	}
+	n := h.deps.Fsync.Lock()
+	h.deps.Logger.Info("fsync lock taken: writes wait until fsyncUnlock", "lockCount", n)
+	return bson.D{
+		{Key: "info", Value: "now locked against writes, use db.fsyncUnlock() to unlock"},
+		{Key: "lockCount", Value: n},
+		{Key: "seeAlso", Value: "http://dochub.mongodb.org/core/fsynccommand"},
+	}, nil
+}
+
+func cmdFsyncUnlock(h *Handler, r *request) (bson.D, error) {
+	if err := requireAdmin(r); err != nil {
+		return nil, err
+	}
+	left, ok := h.deps.Fsync.Unlock()
+	if !ok {
+		return nil, mongoerr.New(mongoerr.IllegalOperation, "fsyncUnlock called when not locked")
+	}
+	h.deps.Logger.Info("fsync lock released", "lockCount", left)
+	return bson.D{{Key: "info", Value: "fsyncUnlock completed"}, {Key: "lockCount", Value: left}}, nil
+}
+
+// cmdMayflyCheckpoint writes a consistent copy of the whole data
+// directory, while writes go on, to `to`, a directory on the server's
+// machine that must not exist yet: `mayfly backup` sends it, and `mayfly
+// --dbpath DIR` then serves the copy.
+func cmdMayflyCheckpoint(h *Handler, r *request) (bson.D, error) {
+	if err := requireAdmin(r); err != nil {
+		return nil, err
+	}
+	if err := checkFields(r, "to"); err != nil {
+		return nil, err
+	}
+	v, _ := lookup(r.body, "to")
+	dir, ok := v.(string)
+	if !ok || !filepath.IsAbs(dir) {
+		return nil, mongoerr.New(mongoerr.BadValue, "mayflyCheckpoint needs 'to', an absolute path on the server's machine")
+	}
+	if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {
+		return nil, mongoerr.Newf(mongoerr.BadValue, "backup directory %s already exists", dir)
+	}
+	cp, ok := h.deps.Store.Engine().(storage.Checkpointer)
+	if !ok || h.deps.DataDir == "" {
+		return nil, mongoerr.New(mongoerr.IllegalOperation, "a server running in memory has no files to back up")
+	}
+	started := h.deps.Clock.Now()
+	if err := cp.Checkpoint(dir); err != nil {
+		return nil, mongoerr.Newf(mongoerr.OperationFailed, "backup to %s failed: %v", dir, err)
+	}
+	millis := h.deps.Clock.Now().Sub(started).Milliseconds()
+	h.deps.Logger.Info("backup written", "to", dir, "ms", millis)
+	return bson.D{{Key: "to", Value: dir}, {Key: "millis", Value: millis}}, nil
+}
