@@ -221,6 +221,10 @@ func (a *App) startBackground() {
 	a.wg.Add(2)
 	go func() { defer a.wg.Done(); a.monitor.Run(ctx) }()
 	go func() { defer a.wg.Done(); a.reapCursors(ctx) }()
+	if a.rs != nil {
+		a.wg.Add(1)
+		go func() { defer a.wg.Done(); a.sweepSessions(ctx) }()
+	}
 }
 
 func (a *App) stopBackground() {

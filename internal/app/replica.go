@@ -1,8 +1,11 @@
 package app
 
 import (
+	"context"
 	"fmt"
+	"time"
 
+	"github.com/mayflydb/mayfly/internal/commands"
 	"github.com/mayflydb/mayfly/internal/repl"
 	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
 )
@@ -74,3 +77,25 @@ func (h replicaHooks) Promoted() {
 }
 
 func (h replicaHooks) Demoted() {}
+
+// sweepSessions removes, on the primary, the retryable-write records of
+// sessions idle for longer than a driver may retry.
+func (a *App) sweepSessions(ctx context.Context) {
+	t := a.cfg.Clock.NewTimer(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+		if a.rs.Writable() {
+			if n, err := commands.SweepSessions(a.store.Engine(), a.cfg.Clock.Now()); err != nil {
+				a.cfg.Logger.Warn("removing idle sessions' records failed", "err", err)
+			} else if n > 0 {
+				a.cfg.Logger.Debug("removed idle sessions' records", "sessions", n)
+			}
+		}
+		t.Reset(time.Minute)
+	}
+}

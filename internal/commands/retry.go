@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -20,11 +21,12 @@ import (
 //
 // Records live under the tag 's':
 //
-//	's' sessionID 0x00                    → the session's txnNumber (8 bytes)
-//	's' sessionID 0x01 txnNumber(8) stmt(4) → the statement's result (BSON)
+//	's' len(sessionID) sessionID 0x00                    → txnNumber(8) lastWriteMillis(8)
+//	's' len(sessionID) sessionID 0x01 txnNumber(8) stmt(4) → the statement's result (BSON)
 //
 // A session's records of older txnNumbers are deleted when a newer one
-// writes. Records are kept until then (see docs/design/0007).
+// writes, and a session's records all go once it has not written for
+// sessionLifetime (SweepSessions, on the primary).
 const tagSession = 's'
 
 // retryTxn is one retryable write command's session and txnNumber.
@@ -36,6 +38,7 @@ type retryTxn struct {
 	newer    bool // the first write of this txnNumber in the session
 	retried  bson.A
 	sessText string
+	now      func() time.Time
 }
 
 // retryableWrite returns the retry state of a write command, or nil when
@@ -56,7 +59,7 @@ func (h *Handler) retryableWrite(r *request) (*retryTxn, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt := &retryTxn{eng: h.deps.Store.Engine(), session: session, txn: txn, sessText: text}
+	rt := &retryTxn{eng: h.deps.Store.Engine(), session: session, txn: txn, sessText: text, now: h.deps.Clock.Now}
 	if rt.stmtIDs, err = stmtIDs(r); err != nil {
 		return nil, err
 	}
@@ -70,17 +73,21 @@ func sessionKey(r *request) ([]byte, string, error) {
 	if !ok || !isDoc {
 		return nil, "", mongoerr.New(mongoerr.InvalidOptions, "Must specify an lsid with txnNumber")
 	}
-	id, _ := lookup(d, "id")
-	bin, isBin := id.(bson.Binary)
+	idValue, _ := lookup(d, "id")
+	bin, isBin := idValue.(bson.Binary)
 	if !isBin {
 		return nil, "", mongoerr.New(mongoerr.InvalidOptions, "lsid.id must be a UUID")
 	}
-	key := append([]byte{tagSession}, bin.Data...)
+	id := append([]byte(nil), bin.Data...)
 	if uid, ok := lookup(d, "uid"); ok {
 		if b, isBin := uid.(bson.Binary); isBin {
-			key = append(key, b.Data...)
+			id = append(id, b.Data...)
 		}
 	}
+	if len(id) > 255 {
+		return nil, "", mongoerr.New(mongoerr.InvalidOptions, "lsid is too long")
+	}
+	key := append([]byte{tagSession, byte(len(id))}, id...)
 	return key, fmt.Sprintf("%x", bin.Data), nil
 }
 
@@ -111,8 +118,8 @@ func (rt *retryTxn) checkOrder() error {
 		rt.newer = true
 		return nil
 	}
-	if err != nil || len(raw) != 8 {
-		return fmt.Errorf("commands: read session record: %w", err)
+	if err != nil || len(raw) != 16 {
+		return fmt.Errorf("commands: read session record (%d bytes): %w", len(raw), err)
 	}
 	last := int64(binary.BigEndian.Uint64(raw))
 	switch {
@@ -179,7 +186,9 @@ func (rt *retryTxn) options(opt docstore.WriteOptions, i int, result func() bson
 			}
 			rt.newer = false
 		}
-		if err := b.Set(rt.sessionPrefix(0), binary.BigEndian.AppendUint64(nil, uint64(rt.txn))); err != nil {
+		head := binary.BigEndian.AppendUint64(nil, uint64(rt.txn))
+		head = binary.BigEndian.AppendUint64(head, uint64(rt.now().UnixMilli()))
+		if err := b.Set(rt.sessionPrefix(0), head); err != nil {
 			return err
 		}
 		return b.Set(rt.stmtKey(rt.stmtID(i)), raw)
@@ -221,4 +230,48 @@ func (w *writeResult) addPrior(i int, prior bson.D) {
 	if id, ok := lookup(prior, "upserted"); ok {
 		w.upserted = append(w.upserted, bson.D{{Key: "index", Value: int32(i)}, {Key: "_id", Value: id}})
 	}
+}
+
+// SessionLifetime is how long a session's retryable-write records outlive
+// its last write: mongod's localLogicalSessionTimeoutMinutes, which also
+// bounds how long a driver may retry.
+const SessionLifetime = sessionMinutes * time.Minute
+
+// SweepSessions deletes the records of sessions that have not written for
+// SessionLifetime, through eng (on a replica set, the primary's writes
+// replicate the deletion). It returns how many sessions it removed.
+func SweepSessions(eng storage.Engine, now time.Time) (int, error) {
+	stale, err := staleSessions(eng, now.Add(-SessionLifetime))
+	if err != nil || len(stale) == 0 {
+		return 0, err
+	}
+	b := eng.NewBatch()
+	defer b.Close()
+	for _, p := range stale {
+		if err := b.DeleteRange(p, append(append([]byte(nil), p...), 0xff)); err != nil {
+			return 0, err
+		}
+	}
+	return len(stale), b.Commit(false)
+}
+
+// staleSessions lists the key prefixes of sessions last written before
+// cutoff.
+func staleSessions(eng storage.Engine, cutoff time.Time) ([][]byte, error) {
+	it, err := eng.NewIter([]byte{tagSession}, []byte{tagSession + 1})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var stale [][]byte
+	for ok := it.First(); ok; ok = it.Next() {
+		k, v := it.Key(), it.Value()
+		if len(k) < 2 || len(k) != 3+int(k[1]) || k[len(k)-1] != 0 || len(v) != 16 {
+			continue // a statement record, or not a session's head
+		}
+		if int64(binary.BigEndian.Uint64(v[8:])) < cutoff.UnixMilli() {
+			stale = append(stale, append([]byte(nil), k[:len(k)-1]...))
+		}
+	}
+	return stale, it.Error()
 }
