@@ -26,6 +26,7 @@ type Sizes struct {
 	BurstMeasure    time.Duration `json:"burst_measure"`    // sessions measured this long from it
 	MemorySessions  int           `json:"memory_sessions"`  // live sessions for the memory figure
 	MemorySettle    time.Duration `json:"memory_settle"`    // wait after loading before reading RSS
+	Failovers       int           `json:"failovers"`        // kill -9 of a replica set's primary
 }
 
 // FullSizes are the issue's sizes.
@@ -37,6 +38,7 @@ func FullSizes() Sizes {
 		StormPoll: 10 * time.Millisecond, StormMaxDrain: 30 * time.Second,
 		BurstDocs: 1_000_000, BurstMeasure: 5 * time.Second,
 		MemorySessions: 1_000_000, MemorySettle: 5 * time.Second,
+		Failovers: 10,
 	}
 }
 
@@ -52,6 +54,7 @@ func ShortSizes() Sizes {
 		StormPoll: 10 * time.Millisecond, StormMaxDrain: 5 * time.Second,
 		BurstDocs: 200_000, BurstMeasure: time.Second,
 		MemorySessions: 200_000, MemorySettle: 2 * time.Second,
+		Failovers: 3,
 	}
 }
 
@@ -68,11 +71,14 @@ const (
 	PhaseDurable  = "durable"
 	PhaseExpiry   = "expiry"
 	PhaseMemory   = "memory"
+	PhaseReplSet  = "replset"
 )
 
 // AllModes and AllPhases list every mode and phase.
-func AllModes() []string  { return []string{ModeShared, ModePinned} }
-func AllPhases() []string { return []string{PhaseSessions, PhaseDurable, PhaseExpiry, PhaseMemory} }
+func AllModes() []string { return []string{ModeShared, ModePinned} }
+func AllPhases() []string {
+	return []string{PhaseSessions, PhaseDurable, PhaseExpiry, PhaseMemory, PhaseReplSet}
+}
 
 // Config is a whole bench run.
 type Config struct {

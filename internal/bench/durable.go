@@ -27,13 +27,16 @@ type DurableResult struct {
 // writeConcern {j: true} if j.Journal and the server's default (w: 1, no
 // journal wait) otherwise.
 func runDurableJob(ctx context.Context, j Job) (*DurableResult, error) {
-	c, err := dialMongo(ctx, j.Addr, j.Clients)
+	c, err := dialJob(ctx, j)
 	if err != nil {
 		return nil, err
 	}
 	defer c.Disconnect(context.WithoutCancel(ctx))
 	copts := options.Collection()
-	if j.Journal {
+	switch {
+	case j.Majority:
+		copts.SetWriteConcern(writeconcern.Majority())
+	case j.Journal:
 		copts.SetWriteConcern(writeconcern.Journaled())
 	}
 	coll := c.Database(benchDB).Collection(fmt.Sprintf("durable_%d", j.RunID), copts)

@@ -36,8 +36,10 @@ type Job struct {
 	RunID     int           `json:"run_id,omitempty"` // keeps runs' new sessions apart
 	Warmup    time.Duration `json:"warmup,omitempty"`
 	Duration  time.Duration `json:"duration,omitempty"`
-	Journal   bool          `json:"journal,omitempty"` // durable: j: true
-	Dir       string        `json:"dir,omitempty"`     // fsync: where to write
+	Journal   bool          `json:"journal,omitempty"`  // durable: j: true
+	URI       string        `json:"uri,omitempty"`      // a replica set's seed list, instead of Addr
+	Majority  bool          `json:"majority,omitempty"` // durable: w: "majority"
+	Dir       string        `json:"dir,omitempty"`      // fsync: where to write
 	Storm     *StormSpec    `json:"storm,omitempty"`
 }
 

@@ -179,7 +179,7 @@ func rows(rep *Report, sz Sizes) []row {
 	t := func(name string, phase string) row {
 		return row{label: "**" + name + "**", phase: phase, cell: targetCell(rep, name)}
 	}
-	return []row{
+	return append([]row{
 		{"sessions ops/s, Mayfly (p50 / p99)", PhaseSessions, sessionsCell(nameMayfly)},
 		{"sessions ops/s, Redis (p50 / p99)", PhaseSessions, sessionsCell(nameRedis)},
 		{"sessions ops/s, null server (p50 / p99)", PhaseSessions, sessionsCell(nameNull)},
@@ -203,7 +203,7 @@ func rows(rep *Report, sz Sizes) []row {
 		t(tStorm, PhaseExpiry),
 		{fmt.Sprintf("RSS with %s sessions, Mayfly / Redis", fmtN(float64(sz.MemorySessions))), PhaseMemory, rssCell},
 		t(tRSS, PhaseMemory),
-	}
+	}, replSetRows(rep)...)
 }
 
 func joinInts(xs []int) string {

@@ -19,6 +19,7 @@ type ModeReport struct {
 	Expiry   *ExpiryResult              `json:"expiry,omitempty"`
 	Burst    *ExpiryResult              `json:"burst,omitempty"`
 	Memory   *MemoryResult              `json:"memory,omitempty"`
+	ReplSet  *ReplSetResult             `json:"replset,omitempty"`
 	Errors   map[string]string          `json:"errors,omitempty"`
 }
 
@@ -114,6 +115,10 @@ func runMode(ctx context.Context, cfg *Config, mode, bin, work string) *ModeRepo
 	if cfg.has(PhaseMemory) {
 		rep.Memory, err = m.memoryPhase(ctx)
 		note(PhaseMemory, err)
+	}
+	if cfg.has(PhaseReplSet) {
+		rep.ReplSet, err = m.replSetPhase(ctx)
+		note(PhaseReplSet, err)
 	}
 	return rep
 }

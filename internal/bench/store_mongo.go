@@ -20,6 +20,23 @@ type sessionDoc struct {
 
 // dialMongo connects the official Go driver to addr (Mayfly or the null
 // server) with at most pool connections, and pings it.
+// dialJob connects to a job's server: its replica set's seed list when it
+// has one, else its address.
+func dialJob(ctx context.Context, j Job) (*mongo.Client, error) {
+	if j.URI == "" {
+		return dialMongo(ctx, j.Addr, j.Clients)
+	}
+	c, err := mongo.Connect(options.Client().ApplyURI(j.URI).SetMaxPoolSize(uint64(max(j.Clients, 1))).SetAppName("mayfly-bench"))
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", j.URI, err)
+	}
+	if err := c.Ping(ctx, nil); err != nil {
+		_ = c.Disconnect(ctx)
+		return nil, fmt.Errorf("ping %s: %w", j.URI, err)
+	}
+	return c, nil
+}
+
 func dialMongo(ctx context.Context, addr string, pool int) (*mongo.Client, error) {
 	opts := options.Client().
 		ApplyURI("mongodb://" + addr + "/?directConnection=true").

@@ -60,7 +60,7 @@ const (
 )
 
 func targetDefs() []targetDef {
-	return []targetDef{
+	return append([]targetDef{
 		{tMayflyNull, "≥ 0.8", atLeast(0.8), sessionsRatio(nameMayfly, nameNull, opsPerSec)},
 		{tMayflyRedis, "≥ 0.6", atLeast(0.6), sessionsRatio(nameMayfly, nameRedis, opsPerSec)},
 		{tCPU, "≤ 1.5", atMost(1.5), sessionsRatio(nameMayfly, nameNull, cpuPerOp)},
@@ -70,7 +70,7 @@ func targetDefs() []targetDef {
 		{tExpRate, "≥ 100,000", atLeast(100_000), expirationRate},
 		{tStorm, "≥ 0.5", atLeast(0.5), stormRatio},
 		{tRSS, "≤ 0.5", atMost(0.5), rssRatio},
-	}
+	}, replSetTargetDefs()...)
 }
 
 func durableRatio(m *ModeReport) (float64, string, bool) {

@@ -1,0 +1,349 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
+	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
+)
+
+// ReplSetResult is what a three-member replica set on this machine showed:
+// the members share its cores and its one disk, so these are lower bounds
+// of what three machines give.
+type ReplSetResult struct {
+	Members int `json:"members"`
+	// Majority is inserts with w: "majority" from Clients clients through
+	// the seed list; the durable phase's j: true inserts on a standalone
+	// server are what it is compared with.
+	Majority *DurableResult `json:"majority_inserts"`
+	// StormPrimary and StormSecondary are deletion lateness during an
+	// expiry storm: on the primary, whose monitor deletes; on a secondary,
+	// which applies the primary's deletions.
+	StormDocs      int      `json:"storm_docs"`
+	StormPrimary   Lateness `json:"storm_primary"`
+	StormSecondary Lateness `json:"storm_secondary"`
+	// LagP99Ms and LagMaxMs are the secondary's replication lag during the
+	// storm: the primary's last write date minus the secondary's.
+	LagP99Ms float64 `json:"lag_p99_ms"`
+	LagMaxMs float64 `json:"lag_max_ms"`
+	// FailoverMs is, per kill -9 of the primary, the time until a client
+	// writing through the seed list had its next write acknowledged.
+	FailoverMs    []float64 `json:"failover_ms"`
+	FailoverP50Ms float64   `json:"failover_p50_ms"`
+	FailoverMaxMs float64   `json:"failover_max_ms"`
+}
+
+// replSetRun is a replica set of Mayfly processes started by the bench.
+type replSetRun struct {
+	m       *modeRun
+	members []*server
+	addrs   []string
+	dirs    []string
+}
+
+const replSetName = "rs0"
+
+func (m *modeRun) replSetPhase(ctx context.Context) (*ReplSetResult, error) {
+	rs, err := m.startReplSet(ctx, 3)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.stop()
+	res := &ReplSetResult{Members: 3}
+	sz := m.cfg.Sizes
+	job, err := m.job(ctx, Job{Kind: jobDurable, URI: rs.uri(), Majority: true, Clients: sz.Clients,
+		Warmup: sz.Warmup / 2, Duration: sz.DurableDuration})
+	if err != nil {
+		return nil, fmt.Errorf("majority inserts: %w", err)
+	}
+	res.Majority = job.Durable
+	m.logf("replica set: w:majority inserts, %d clients: %.0f/s", sz.Clients, res.Majority.OpsPerSec)
+	if err := rs.storm(ctx, res); err != nil {
+		return res, fmt.Errorf("replica set storm: %w", err)
+	}
+	m.logf("replica set storm: %d docs, lateness p99 primary %.0f ms, secondary %.0f ms, lag p99 %.0f ms",
+		res.StormDocs, res.StormPrimary.Upper.P99Ms, res.StormSecondary.Upper.P99Ms, res.LagP99Ms)
+	if err := rs.failovers(ctx, sz.Failovers, res); err != nil {
+		return res, fmt.Errorf("failover: %w", err)
+	}
+	m.logf("failover: %d kills, next acknowledged write after p50 %.0f ms, max %.0f ms", len(res.FailoverMs), res.FailoverP50Ms, res.FailoverMaxMs)
+	return res, nil
+}
+
+func (m *modeRun) startReplSet(ctx context.Context, n int) (*replSetRun, error) {
+	rs := &replSetRun{m: m}
+	for i := 0; i < n; i++ {
+		addr, err := freeAddr()
+		if err != nil {
+			return nil, err
+		}
+		dir, err := mkdir(m.work, fmt.Sprintf("member%d", i))
+		if err != nil {
+			return nil, err
+		}
+		rs.addrs, rs.dirs = append(rs.addrs, addr), append(rs.dirs, dir)
+		rs.members = append(rs.members, nil)
+		if err := rs.start(ctx, i); err != nil {
+			rs.stop()
+			return nil, err
+		}
+	}
+	if err := rs.initiate(ctx); err != nil {
+		rs.stop()
+		return nil, err
+	}
+	return rs, nil
+}
+
+func (rs *replSetRun) start(ctx context.Context, i int) error {
+	argv := append(mayflyArgv(rs.m.mayflyBin, rs.addrs[i], filepath.Join(rs.dirs[i], "data")), "--replSet", replSetName)
+	s, err := startServer(ctx, fmt.Sprintf("member%d", i), pinned(rs.m.serverCPU, argv), rs.addrs[i], filepath.Join(rs.dirs[i], "mayfly.log"))
+	rs.members[i] = s
+	return err
+}
+
+func (rs *replSetRun) stop() {
+	for _, s := range rs.members {
+		if s != nil {
+			_ = s.stop()
+		}
+	}
+}
+
+func (rs *replSetRun) uri() string {
+	return fmt.Sprintf("mongodb://%s/?replicaSet=%s", strings.Join(rs.addrs, ","), replSetName)
+}
+
+func (rs *replSetRun) initiate(ctx context.Context) error {
+	c, err := dialMongo(ctx, rs.addrs[0], 1)
+	if err != nil {
+		return err
+	}
+	defer c.Disconnect(context.WithoutCancel(ctx))
+	members := bson.A{}
+	for i, a := range rs.addrs {
+		members = append(members, bson.D{{Key: "_id", Value: int32(i)}, {Key: "host", Value: a}})
+	}
+	cfg := bson.D{{Key: "_id", Value: replSetName}, {Key: "members", Value: members}}
+	if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "replSetInitiate", Value: cfg}}).Err(); err != nil {
+		return fmt.Errorf("replSetInitiate: %w", err)
+	}
+	_, err = rs.primary(ctx, -1, 20*time.Second)
+	return err
+}
+
+// primary waits for a writable primary other than member not.
+func (rs *replSetRun) primary(ctx context.Context, not int, timeout time.Duration) (int, error) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		for i, a := range rs.addrs {
+			if i != not && rs.members[i] != nil && memberWritable(ctx, a) {
+				return i, nil
+			}
+		}
+		if err := sleepUntil(ctx, time.Now().Add(20*time.Millisecond)); err != nil {
+			return -1, err
+		}
+	}
+	return -1, fmt.Errorf("no primary within %v", timeout)
+}
+
+func memberWritable(ctx context.Context, addr string) bool {
+	h, err := memberHello(ctx, addr)
+	return err == nil && h.IsWritablePrimary
+}
+
+type memberHelloReply struct {
+	IsWritablePrimary bool `bson:"isWritablePrimary"`
+	LastWrite         struct {
+		Date time.Time `bson:"lastWriteDate"`
+	} `bson:"lastWrite"`
+}
+
+func memberHello(ctx context.Context, addr string) (memberHelloReply, error) {
+	var h memberHelloReply
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + addr + "/?directConnection=true").SetServerSelectionTimeout(time.Second))
+	if err != nil {
+		return h, err
+	}
+	defer c.Disconnect(context.WithoutCancel(ctx))
+	err = c.Database("admin").RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Decode(&h)
+	return h, err
+}
+
+// storm loads documents that expire over the storm window through the
+// set, then samples the primary's deletion counter, a secondary's stored
+// count and both members' last write dates until all are deleted.
+func (rs *replSetRun) storm(ctx context.Context, res *ReplSetResult) error {
+	sz := rs.m.cfg.Sizes
+	p, err := rs.primary(ctx, -1, 10*time.Second)
+	if err != nil {
+		return err
+	}
+	sec := (p + 1) % len(rs.addrs)
+	set, err := mongo.Connect(options.Client().ApplyURI(rs.uri()).SetMaxPoolSize(loadParallel))
+	if err != nil {
+		return err
+	}
+	defer set.Disconnect(context.WithoutCancel(ctx))
+	db := set.Database(benchDB)
+	s := newSchedule(sz.StormDocs, sz.StormWindow)
+	if _, err := loadStorm(ctx, db.Collection(stormColl), s); err != nil {
+		return err
+	}
+	start := s.startAtOrAfter(time.Now().Add(time.Second))
+	if err := armStorm(ctx, db, stormColl, s); err != nil {
+		return err
+	}
+	res.StormDocs = s.n
+	prim, err := dialMongo(ctx, rs.addrs[p], 2)
+	if err != nil {
+		return err
+	}
+	defer prim.Disconnect(context.WithoutCancel(ctx))
+	secc, err := dialMongo(ctx, rs.addrs[sec], 2)
+	if err != nil {
+		return err
+	}
+	defer secc.Disconnect(context.WithoutCancel(ctx))
+	until := s.expiry(s.n - 1).Add(sz.StormMaxDrain)
+	lags := &Histogram{}
+	secSamples := make(chan []ttlSample, 1)
+	go func() {
+		out, _ := pollStored(ctx, secc.Database(benchDB).Collection(stormColl, options.Collection().SetReadPreference(readpref.SecondaryPreferred())),
+			sz.StormPoll, start, until, int64(s.n), rs.addrs[p], rs.addrs[sec], lags)
+		secSamples <- out
+	}()
+	primSamples, err := pollDeleted(ctx, prim.Database(benchDB), sz.StormPoll, start, until, int64(s.n))
+	if err != nil {
+		return err
+	}
+	res.StormPrimary = deletionLateness(primSamples, s)
+	res.StormSecondary = deletionLateness(<-secSamples, s)
+	res.LagP99Ms, res.LagMaxMs = ms(lags.Quantile(0.99)), ms(lags.Max())
+	return nil
+}
+
+// pollStored samples how many of want documents are gone from a member's
+// storage (its stored count against the first sample), and the member's
+// replication lag behind the primary at each sample.
+func pollStored(ctx context.Context, coll *mongo.Collection, every time.Duration, from, until time.Time, want int64, primary, secondary string, lags *Histogram) ([]ttlSample, error) {
+	if err := sleepUntil(ctx, from); err != nil {
+		return nil, err
+	}
+	var out []ttlSample
+	var first int64 = -1
+	for {
+		smp := ttlSample{sent: time.Now()}
+		n, err := storedCount(ctx, coll)
+		smp.recv = time.Now()
+		if err != nil {
+			return out, err
+		}
+		if first < 0 {
+			first = n
+		}
+		smp.deleted = first - n + (want - first)
+		out = append(out, smp)
+		if ph, err := memberHello(ctx, primary); err == nil {
+			if sh, err := memberHello(ctx, secondary); err == nil && ph.LastWrite.Date.After(sh.LastWrite.Date) {
+				lags.Add(ph.LastWrite.Date.Sub(sh.LastWrite.Date))
+			} else if err == nil {
+				lags.Add(0)
+			}
+		}
+		if n == 0 || smp.recv.After(until) {
+			return out, nil
+		}
+		if err := sleepUntil(ctx, smp.sent.Add(every)); err != nil {
+			return out, err
+		}
+	}
+}
+
+func storedCount(ctx context.Context, coll *mongo.Collection) (int64, error) {
+	cur, err := coll.Aggregate(ctx, bson.A{bson.D{{Key: "$collStats", Value: bson.D{{Key: "count", Value: bson.D{}}}}}})
+	if err != nil {
+		return 0, err
+	}
+	var out []struct {
+		Count int64 `bson:"count"`
+	}
+	if err := cur.All(ctx, &out); err != nil || len(out) != 1 {
+		return 0, errors.Join(err, fmt.Errorf("$collStats: %d results", len(out)))
+	}
+	return out[0].Count, nil
+}
+
+// failovers kills the primary with SIGKILL kills times while a client
+// writes through the seed list, and records how long each time it took
+// until its next write was acknowledged. Each killed member is restarted.
+func (rs *replSetRun) failovers(ctx context.Context, kills int, res *ReplSetResult) error {
+	c, err := mongo.Connect(options.Client().ApplyURI(rs.uri()).SetWriteConcern(writeconcern.Majority()))
+	if err != nil {
+		return err
+	}
+	defer c.Disconnect(context.WithoutCancel(ctx))
+	coll := c.Database(benchDB).Collection("failover")
+	var lastAck atomic.Int64
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		for i := 0; wctx.Err() == nil; i++ {
+			opCtx, cancel := context.WithTimeout(wctx, 20*time.Second)
+			if _, err := coll.InsertOne(opCtx, bson.D{{Key: "i", Value: i}}); err == nil {
+				lastAck.Store(time.Now().UnixNano())
+			}
+			cancel()
+		}
+	}()
+	for k := 0; k < kills; k++ {
+		if err := sleepUntil(ctx, time.Now().Add(time.Second)); err != nil {
+			return err
+		}
+		p, err := rs.primary(ctx, -1, 20*time.Second)
+		if err != nil {
+			return err
+		}
+		killed := time.Now()
+		_ = rs.members[p].cmd.Process.Kill()
+		<-rs.members[p].done
+		rs.members[p] = nil
+		d, err := nextAck(ctx, &lastAck, killed, 20*time.Second)
+		if err != nil {
+			return err
+		}
+		res.FailoverMs = append(res.FailoverMs, ms(d))
+		if err := rs.start(ctx, p); err != nil {
+			return err
+		}
+	}
+	sorted := slices.Sorted(slices.Values(res.FailoverMs))
+	res.FailoverP50Ms, res.FailoverMaxMs = sorted[len(sorted)/2], sorted[len(sorted)-1]
+	return nil
+}
+
+func nextAck(ctx context.Context, lastAck *atomic.Int64, after time.Time, timeout time.Duration) (time.Duration, error) {
+	deadline := after.Add(timeout)
+	for time.Now().Before(deadline) {
+		if at := lastAck.Load(); at > after.UnixNano() {
+			return time.Duration(at - after.UnixNano()), nil
+		}
+		if err := sleepUntil(ctx, time.Now().Add(5*time.Millisecond)); err != nil {
+			return 0, err
+		}
+	}
+	return 0, fmt.Errorf("no write acknowledged within %v of a kill", timeout)
+}

@@ -1,0 +1,64 @@
+package bench
+
+import "fmt"
+
+// The replica set's targets (issue: failover ≤ 3 s, replicated majority
+// inserts ≥ 0.5 of standalone j:true, deletion lateness on a secondary
+// ≤ 250 ms).
+const (
+	tFailover     = "replica set: kill -9 of the primary to next acknowledged write, max (ms)"
+	tMajority     = "replica set: w:majority inserts / standalone j:true, 64 clients"
+	tSecLateness  = "replica set: expiry lateness to deletion on a secondary, p99 (ms)"
+	tPrimLateness = "replica set: expiry lateness to deletion on the primary, p99 (ms)"
+)
+
+func replSetTargetDefs() []targetDef {
+	return []targetDef{
+		{tFailover, "≤ 3000", atMost(3000), failoverMax},
+		{tMajority, "≥ 0.5", atLeast(0.5), majorityRatio},
+		{tPrimLateness, "≤ 250", atMost(250), replLateness(func(r *ReplSetResult) Lateness { return r.StormPrimary })},
+		{tSecLateness, "≤ 250", atMost(250), replLateness(func(r *ReplSetResult) Lateness { return r.StormSecondary })},
+	}
+}
+
+func failoverMax(m *ModeReport) (float64, string, bool) {
+	r := m.ReplSet
+	if r == nil || len(r.FailoverMs) == 0 {
+		return 0, "", false
+	}
+	return r.FailoverMaxMs, fmt.Sprintf("p50 %s ms over %d kills", fmtMs(r.FailoverP50Ms), len(r.FailoverMs)), true
+}
+
+func majorityRatio(m *ModeReport) (float64, string, bool) {
+	r := m.ReplSet
+	if r == nil || r.Majority == nil || m.Durable == nil {
+		return 0, "", false
+	}
+	j := m.Durable.find(r.Majority.Clients, true)
+	if j == nil || j.OpsPerSec == 0 {
+		return 0, "", false
+	}
+	return r.Majority.OpsPerSec / j.OpsPerSec, fmt.Sprintf("%s / %s inserts/s", fmtN(r.Majority.OpsPerSec), fmtN(j.OpsPerSec)), true
+}
+
+func replLateness(pick func(*ReplSetResult) Lateness) func(*ModeReport) (float64, string, bool) {
+	return func(m *ModeReport) (float64, string, bool) {
+		r := m.ReplSet
+		if r == nil || r.StormDocs == 0 {
+			return 0, "", false
+		}
+		l := pick(r)
+		note := fmt.Sprintf("%s docs; replication lag p99 %s ms", fmtN(float64(r.StormDocs)), fmtMs(r.LagP99Ms))
+		if l.Deleted < int64(r.StormDocs) {
+			note = fmt.Sprintf("%s%d of %d deleted", incomplete, l.Deleted, r.StormDocs)
+		}
+		return l.Upper.P99Ms, note, true
+	}
+}
+
+func replSetRows(rep *Report) []row {
+	t := func(name string) row {
+		return row{label: "**" + name + "**", phase: PhaseReplSet, cell: targetCell(rep, name)}
+	}
+	return []row{t(tFailover), t(tMajority), t(tPrimLateness), t(tSecLateness)}
+}
