@@ -35,7 +35,9 @@ var (
 // rebuild a batch from its repr.
 type Base interface {
 	storage.Engine
-	NewBatchFromRepr(repr []byte) (storage.Batch, error)
+	// AppendRepr adds the writes of repr, a batch's encoded writes (see
+	// pebblestore), to b.
+	AppendRepr(b storage.Batch, repr []byte) error
 }
 
 // Hooks tell the layers above about entries this member applied that it
@@ -229,12 +231,21 @@ func (n *node) handleReady() bool {
 	}
 	rd := n.rn.Ready()
 	n.noteSoftState(rd.SoftState)
+	leader := n.role == raft.StateLeader
 	n.mu.Unlock()
+	// A leader may send its appends while it writes them itself (raft's
+	// parallel leader append); a follower answers only once its log and
+	// vote are durable.
+	if leader {
+		n.send(rd.Messages)
+	}
 	if err := n.persist(rd); err != nil {
 		n.cfg.Logger.Error("raft: cannot persist the log; stopping this member's raft", "err", err)
 		return false
 	}
-	n.send(rd.Messages)
+	if !leader {
+		n.send(rd.Messages)
+	}
 	if err := n.applyEntries(rd.CommittedEntries); err != nil {
 		n.cfg.Logger.Error("raft: cannot apply committed entries; stopping this member's raft", "err", err)
 		return false
@@ -297,68 +308,98 @@ func (n *node) failWaiters(err error) {
 	n.pending = nil
 }
 
+// applyEntries applies committed entries in groups, each one storage
+// batch with the applied state moved to its last entry: one commit for
+// many writes. A group ends after an entry that changes the catalog, the
+// config or the membership, so the layers above reload after exactly
+// that entry.
 func (n *node) applyEntries(ents []*pb.Entry) error {
-	for _, e := range ents {
-		if err := n.applyEntry(e); err != nil {
-			return fmt.Errorf("entry %d: %w", e.GetIndex(), err)
+	for len(ents) > 0 {
+		k := groupEnd(ents)
+		if err := n.applyGroup(ents[:k]); err != nil {
+			return err
+		}
+		ents = ents[k:]
+	}
+	n.appliedMu.Lock()
+	n.applyCond.Broadcast()
+	n.appliedMu.Unlock()
+	n.releaseReads()
+	n.maybeCompact()
+	return nil
+}
+
+// groupEnd is how many of ents go in the next group.
+func groupEnd(ents []*pb.Entry) int {
+	for i, e := range ents {
+		if e.GetType() != pb.EntryNormal {
+			return i + 1
+		}
+		if d := e.GetData(); len(d) > 0 && (entryKind(d[0]) != kindWrite || len(d) > 25 && d[25]&flagCatalog != 0) {
+			return i + 1
 		}
 	}
-	if len(ents) > 0 {
-		n.appliedMu.Lock()
-		n.applyCond.Broadcast()
-		n.appliedMu.Unlock()
-		n.releaseReads()
-		n.maybeCompact()
+	return len(ents)
+}
+
+func (n *node) applyGroup(ents []*pb.Entry) error {
+	b := n.base.NewBatch()
+	defer b.Close()
+	decoded := make([]*entry, 0, len(ents))
+	confChanged := false
+	for _, e := range ents {
+		ent, err := n.stage(b, e)
+		if err != nil {
+			return fmt.Errorf("entry %d: %w", e.GetIndex(), err)
+		}
+		if ent != nil {
+			decoded = append(decoded, ent)
+		}
+		confChanged = confChanged || e.GetType() != pb.EntryNormal
+	}
+	last := ents[len(ents)-1]
+	if err := n.commitApplied(b, last); err != nil {
+		return err
+	}
+	for _, ent := range decoded {
+		n.noteApplied(ent)
+	}
+	n.maybePromote(last.GetTerm())
+	if confChanged && n.onConfChange != nil {
+		n.onConfChange()
 	}
 	return nil
 }
 
-func (n *node) applyEntry(e *pb.Entry) error {
+// stage adds e's effects to b; it returns the decoded entry (nil for
+// raft's own entries).
+func (n *node) stage(b storage.Batch, e *pb.Entry) (*entry, error) {
 	switch e.GetType() {
 	case pb.EntryConfChange, pb.EntryConfChangeV2:
-		return n.applyConfChange(e)
+		return nil, n.applyConfChange(e)
 	}
 	if len(e.GetData()) == 0 {
-		// The entry a new leader appends: once applied, everything of
-		// earlier terms is, and the leader may take writes.
-		if err := n.commitApplied(n.base.NewBatch(), e); err != nil {
-			return err
-		}
-		n.maybePromote(e.GetTerm())
-		return nil
+		return nil, nil // the empty entry a new leader appends
 	}
 	ent, err := decodeEntry(e.GetData())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	b, err := n.entryBatch(ent)
-	if err != nil {
-		return err
-	}
-	if err := n.commitApplied(b, e); err != nil {
-		return err
-	}
-	n.noteApplied(ent)
-	n.maybePromote(e.GetTerm())
-	return nil
-}
-
-func (n *node) entryBatch(ent *entry) (storage.Batch, error) {
 	switch ent.kind {
 	case kindWrite:
-		return n.base.NewBatchFromRepr(ent.payload)
+		return ent, n.base.AppendRepr(b, ent.payload)
 	case kindConfig:
-		b := n.base.NewBatch()
-		return b, b.Set(configKey, ent.payload)
+		return ent, b.Set(configKey, ent.payload)
 	}
-	return n.base.NewBatch(), nil
+	return ent, nil
 }
 
 // commitApplied commits b with the applied state moved to e. Unsynced: the
 // log already holds e durably, and a restart applies it again.
 func (n *node) commitApplied(b storage.Batch, e *pb.Entry) error {
-	defer b.Close()
+	n.mu.Lock()
 	a := applied{index: e.GetIndex(), term: e.GetTerm(), conf: n.confState}
+	n.mu.Unlock()
 	if err := b.Set(appliedKey, a.encode()); err != nil {
 		return err
 	}
@@ -426,12 +467,6 @@ func (n *node) applyConfChange(e *pb.Entry) error {
 	n.mu.Lock()
 	n.confState = n.rn.ApplyConfChange(cc)
 	n.mu.Unlock()
-	if err := n.commitApplied(n.base.NewBatch(), e); err != nil {
-		return err
-	}
-	if n.onConfChange != nil {
-		n.onConfChange()
-	}
 	return nil
 }
 

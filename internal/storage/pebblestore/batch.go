@@ -142,16 +142,26 @@ func (b *batch) Repr() ([]byte, error) {
 	return append([]byte(nil), b.pb.Repr()...), nil
 }
 
-// NewBatchFromRepr returns a batch holding the writes of repr, as returned
-// by a batch's Repr, to which more writes may be added before Commit.
-func (s *Store) NewBatchFromRepr(repr []byte) (storage.Batch, error) {
-	b, ok := s.NewBatch().(*batch)
-	if !ok || b.err != nil {
-		return nil, fmt.Errorf("pebblestore: batch from repr: %w", b.err)
+// AppendRepr adds the writes of repr, as returned by a batch's Repr, to
+// dst, a batch of this store.
+func (s *Store) AppendRepr(dst storage.Batch, repr []byte) error {
+	b, ok := dst.(*batch)
+	if !ok {
+		return fmt.Errorf("pebblestore: append repr: not a batch of this store")
 	}
-	if err := b.pb.SetRepr(append([]byte(nil), repr...)); err != nil {
-		_ = b.Close()
-		return nil, fmt.Errorf("pebblestore: batch from repr: %w", err)
+	if err := b.usable(); err != nil {
+		return err
 	}
-	return b, nil
+	tmp, ok := s.NewBatch().(*batch)
+	if !ok || tmp.err != nil {
+		return fmt.Errorf("pebblestore: append repr: %w", tmp.err)
+	}
+	defer tmp.Close()
+	if err := tmp.pb.SetRepr(append([]byte(nil), repr...)); err != nil {
+		return fmt.Errorf("pebblestore: append repr: %w", err)
+	}
+	if err := b.pb.Apply(tmp.pb, nil); err != nil {
+		return fmt.Errorf("pebblestore: append repr: %w", err)
+	}
+	return nil
 }
