@@ -223,7 +223,7 @@ func (rs *replSetRun) storm(ctx context.Context, res *ReplSetResult) error {
 	secSamples := make(chan []ttlSample, 1)
 	go func() {
 		out, _ := pollStored(ctx, secc.Database(benchDB).Collection(stormColl, options.Collection().SetReadPreference(readpref.SecondaryPreferred())),
-			sz.StormPoll, start, until, int64(s.n), rs.addrs[p], rs.addrs[sec], lags)
+			sz.StormPoll, start, until, int64(s.n), prim, secc, lags)
 		secSamples <- out
 	}()
 	primSamples, err := pollDeleted(ctx, prim.Database(benchDB), sz.StormPoll, start, until, int64(s.n))
@@ -239,7 +239,7 @@ func (rs *replSetRun) storm(ctx context.Context, res *ReplSetResult) error {
 // pollStored samples how many of want documents are gone from a member's
 // storage (its stored count against the first sample), and the member's
 // replication lag behind the primary at each sample.
-func pollStored(ctx context.Context, coll *mongo.Collection, every time.Duration, from, until time.Time, want int64, primary, secondary string, lags *Histogram) ([]ttlSample, error) {
+func pollStored(ctx context.Context, coll *mongo.Collection, every time.Duration, from, until time.Time, want int64, primary, secondary *mongo.Client, lags *Histogram) ([]ttlSample, error) {
 	if err := sleepUntil(ctx, from); err != nil {
 		return nil, err
 	}
@@ -257,12 +257,8 @@ func pollStored(ctx context.Context, coll *mongo.Collection, every time.Duration
 		}
 		smp.deleted = first - n + (want - first)
 		out = append(out, smp)
-		if ph, err := memberHello(ctx, primary); err == nil {
-			if sh, err := memberHello(ctx, secondary); err == nil && ph.LastWrite.Date.After(sh.LastWrite.Date) {
-				lags.Add(ph.LastWrite.Date.Sub(sh.LastWrite.Date))
-			} else if err == nil {
-				lags.Add(0)
-			}
+		if lag, err := replicationLag(ctx, primary, secondary); err == nil {
+			lags.Add(lag)
 		}
 		if n == 0 || smp.recv.After(until) {
 			return out, nil
@@ -271,6 +267,18 @@ func pollStored(ctx context.Context, coll *mongo.Collection, every time.Duration
 			return out, err
 		}
 	}
+}
+
+// replicationLag is the primary's last write date minus the secondary's.
+func replicationLag(ctx context.Context, primary, secondary *mongo.Client) (time.Duration, error) {
+	var ph, sh memberHelloReply
+	if err := primary.Database("admin").RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Decode(&ph); err != nil {
+		return 0, err
+	}
+	if err := secondary.Database("admin").RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Decode(&sh); err != nil {
+		return 0, err
+	}
+	return max(ph.LastWrite.Date.Sub(sh.LastWrite.Date), 0), nil
 }
 
 func storedCount(ctx context.Context, coll *mongo.Collection) (int64, error) {
