@@ -91,7 +91,7 @@ type node struct {
 	applied    atomic.Uint64
 	appliedTS  atomic.Uint64 // Timestamp packed T<<32|I
 	appliedWal atomic.Int64
-	changes    atomic.Int64 // role changes, for topologyVersion
+	onChange   func() // leader or role changed (topologyVersion)
 	confState  *pb.ConfState
 	appliedMu  sync.Mutex
 	applyCond  *sync.Cond
@@ -277,7 +277,9 @@ func (n *node) noteSoftState(ss *raft.SoftState) {
 	wasLeader := n.role == raft.StateLeader
 	n.leader, n.role = ss.Lead, ss.RaftState
 	n.term = n.rn.BasicStatus().HardState.GetTerm()
-	n.changes.Add(1)
+	if n.onChange != nil {
+		go n.onChange()
+	}
 	if wasLeader && ss.RaftState != raft.StateLeader {
 		n.demoteLocked()
 	}
@@ -438,7 +440,6 @@ func (n *node) maybePromote(term uint64) {
 	promote := n.role == raft.StateLeader && !n.writable && term == n.term
 	if promote {
 		n.writable = true
-		n.changes.Add(1)
 		if ts := n.appliedTimestamp(); ts.After(n.lastTS) {
 			n.lastTS = ts
 		}
@@ -622,7 +623,6 @@ type status struct {
 	writable         bool
 	applied, commit  uint64
 	progress         map[uint64]uint64 // leader only: each member's match
-	changes          int64
 }
 
 func (n *node) status() status {
@@ -631,7 +631,7 @@ func (n *node) status() status {
 	st := n.rn.Status()
 	s := status{
 		id: n.cfg.ID, leader: n.leader, term: st.HardState.GetTerm(), role: n.role, writable: n.writable,
-		applied: n.applied.Load(), commit: st.HardState.GetCommit(), changes: n.changes.Load(),
+		applied: n.applied.Load(), commit: st.HardState.GetCommit(),
 	}
 	if n.role == raft.StateLeader {
 		s.progress = map[uint64]uint64{}

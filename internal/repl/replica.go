@@ -66,7 +66,10 @@ type Replica struct {
 	myID     uint64
 	set      *SetConfig
 	topology chan struct{} // closed and replaced on every change
-	frozen   time.Time     // no election win until then (replSetFreeze, stepDown)
+	// topologyCounter is topologyVersion.counter: it moves with every
+	// change of role, leader or config.
+	topologyCounter int64
+	frozen          time.Time // no election win until then (replSetFreeze, stepDown)
 
 	configApplied atomic.Bool // a config entry is in the applied log
 	hooks         Hooks
@@ -158,6 +161,7 @@ func (rs *Replica) startNodeLocked() error {
 		return err
 	}
 	n.onCfg = rs.configEntryApplied
+	n.onChange = rs.changed
 	n.onConfChange = func() { go rs.syncMembership() }
 	rs.n = n
 	if rs.set != nil {
@@ -227,6 +231,7 @@ func (rs *Replica) configEntryApplied(raw []byte) {
 // changed wakes awaitable hellos.
 func (rs *Replica) changed() {
 	rs.mu.Lock()
+	rs.topologyCounter++
 	close(rs.topology)
 	rs.topology = make(chan struct{})
 	rs.mu.Unlock()
@@ -237,11 +242,7 @@ func (rs *Replica) changed() {
 func (rs *Replica) TopologyChanges() (<-chan struct{}, int64) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	var c int64
-	if rs.n != nil {
-		c = rs.n.changes.Load()
-	}
-	return rs.topology, c
+	return rs.topology, rs.topologyCounter
 }
 
 // Initiate makes a new set from doc (nil: a set of this member alone).
