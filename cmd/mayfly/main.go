@@ -43,6 +43,7 @@ func (s setParams) Set(v string) error {
 
 type options struct {
 	cfg       app.Config
+	tlsMode   string
 	storage   string
 	logLevel  string
 	logFormat string
@@ -60,7 +61,11 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.cfg.MessageTimeout, "message-timeout", envDuration("MAYFLY_MESSAGE_TIMEOUT", 60*time.Second), "longest time a request may take to arrive once started (MAYFLY_MESSAGE_TIMEOUT)")
 	fs.Int64Var(&o.cfg.TTLSleepSecs, "ttl-monitor-sleep-secs", int64(envInt("MAYFLY_TTL_MONITOR_SLEEP_SECS", 60)), "longest pause of the TTL monitor (MAYFLY_TTL_MONITOR_SLEEP_SECS)")
 	fs.Var(setParams(o.cfg.SetParameters), "setParameter", "server parameter name=value, repeatable")
+	securityFlags(fs, o)
 	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if err := o.securitySettings(); err != nil {
 		return nil, err
 	}
 	switch o.storage {

@@ -16,6 +16,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/activity"
+	"github.com/mayflydb/mayfly/internal/auth"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/commands"
 	"github.com/mayflydb/mayfly/internal/cursor"
@@ -61,6 +62,9 @@ type Config struct {
 	Clock  clock.Clock
 	Logger *slog.Logger
 	Argv   []string
+
+	// Security is access control and TLS (--auth, --keyFile, --tls*).
+	Security Security
 }
 
 // App is a running server.
@@ -71,6 +75,7 @@ type App struct {
 	cursors  *cursor.Registry
 	monitor  *ttl.Monitor
 	srv      *server.Server
+	auth     *auth.Manager
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	serveErr chan error
@@ -98,6 +103,7 @@ func Start(cfg Config) (*App, error) {
 		return nil, fmt.Errorf("app: listen on %s: %w", cfg.Addr, err)
 	}
 	go func() { a.serveErr <- a.srv.Serve() }()
+	warnIfOpen(cfg.Logger, a.Addr(), cfg.Security)
 	cfg.Logger.Info("mayfly listening", "addr", a.Addr().String(), "storage", storageName(cfg), "dir", cfg.DataDir)
 	return a, nil
 }
@@ -141,17 +147,22 @@ func (a *App) assemble() error {
 		Busy: func() bool { return ops.BusyWithin(100 * time.Millisecond) },
 		CPUs: cfg.CPUs,
 	})
+	authMgr, tlsCfg, err := a.security(store)
+	if err != nil {
+		return err
+	}
 	params := a.params()
 	if err := applySetParameters(params, cfg.SetParameters); err != nil {
 		return err
 	}
 	h := commands.New(commands.Deps{
 		Store: store, Cursors: a.cursors, Clock: cfg.Clock, Logger: cfg.Logger, Params: params,
-		Argv: cfg.Argv, Parsed: a.parsedConfig(), Activity: ops,
+		Argv: cfg.Argv, Parsed: a.parsedConfig(), Activity: ops, Auth: authMgr,
 		TTLStats: func() commands.TTLStats { return commands.TTLStats(a.monitor.Stats()) },
 	})
 	observer.handler = h
-	a.srv = server.New(server.Config{Addr: cfg.Addr, MaxConns: cfg.MaxConns, MessageTimeout: cfg.MessageTimeout, Logger: cfg.Logger}, h)
+	a.srv = server.New(server.Config{Addr: cfg.Addr, MaxConns: cfg.MaxConns, MessageTimeout: cfg.MessageTimeout, Logger: cfg.Logger,
+		TLS: tlsCfg, TLSMode: cfg.Security.TLSMode}, h)
 	h.SetServerStats(a.srv.Stats)
 	a.startBackground()
 	return nil

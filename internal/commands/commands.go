@@ -14,6 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/activity"
+	"github.com/mayflydb/mayfly/internal/auth"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/docstore"
@@ -40,6 +41,9 @@ type Deps struct {
 	Activity *activity.Registry
 	// Profiler holds profiling levels; New makes one when nil.
 	Profiler *activity.Profiler
+	// Auth holds users and roles and authorizes commands; New makes one
+	// with access control off when nil.
+	Auth *auth.Manager
 }
 
 // TTLStats are serverStatus().metrics.ttl.
@@ -67,6 +71,9 @@ type request struct {
 	db   string
 	name string
 	body bson.D
+	// secret is the body as sent, passwords included; body has them masked
+	// for everything that may show it (currentOp, profiler, errors).
+	secret bson.D
 }
 
 type command struct {
@@ -90,6 +97,9 @@ func New(deps Deps) *Handler {
 	if deps.Profiler == nil {
 		deps.Profiler = activity.NewProfiler()
 	}
+	if deps.Auth == nil {
+		deps.Auth = auth.Disabled(deps.Store, deps.Logger)
+	}
 	h := &Handler{deps: deps, started: deps.Clock.Now(), processID: bson.NewObjectID()}
 	h.table = buildTable()
 	return h
@@ -105,20 +115,25 @@ func register(t map[string]command, name string, run func(h *Handler, r *request
 
 // Handle runs one command and returns its reply document.
 func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Command) bson.D {
-	r := &request{ctx: ctx, conn: c, db: cmd.DB, name: cmd.Name, body: cmd.Body}
+	r := &request{ctx: ctx, conn: c, db: cmd.DB, name: cmd.Name, body: auth.Redact(cmd.Body), secret: cmd.Body}
 	entry, ok := h.table[cmd.Name]
 	if !ok {
 		h.opCounts.command.Add(1)
 		return mongoerr.Reply(mongoerr.Newf(mongoerr.CommandNotFound, "no such command: '%s'", cmd.Name))
 	}
 	h.count(cmd.Name)
+	if err := h.deps.Auth.Authorize(c, cmd.DB, cmd.Name, cmd.Body); err != nil {
+		return mongoerr.Reply(err)
+	}
 	started := h.deps.Clock.Now()
 	id := h.beginOp(r)
 	reply, err := h.run(entry, r)
 	h.deps.Activity.End(id)
+	h.deps.Auth.AfterCommand(r.db, r.name, r.body)
 	if err != nil {
 		reply = mongoerr.Reply(clientError(err))
 	} else {
+		h.recordCursorOwner(r, reply)
 		reply = append(reply, bson.E{Key: "ok", Value: 1.0})
 	}
 	h.profile(r, started, reply)

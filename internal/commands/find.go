@@ -234,6 +234,10 @@ func (h *Handler) getMore(r *request, id int64, ns string, n int64) (bson.D, err
 	if !ok {
 		return nil, mongoerr.Newf(mongoerr.CursorNotFound, "cursor id %d not found", id)
 	}
+	if err := h.checkCursorUse(r, c); err != nil {
+		h.deps.Cursors.Checkin(c)
+		return nil, err
+	}
 	if c.NS != ns {
 		h.deps.Cursors.Checkin(c)
 		return nil, mongoerr.Newf(mongoerr.Unauthorized, "Requested getMore on namespace '%s', but cursor belongs to a different namespace %s", ns, c.NS)
@@ -267,6 +271,9 @@ func cmdKillCursors(h *Handler, r *request) (bson.D, error) {
 		id, ok := x.(int64)
 		if !ok {
 			return nil, wrongType(r.name, "cursors", x, "long")
+		}
+		if err := h.checkCursorKill(r, id); err != nil {
+			return nil, err
 		}
 		if h.deps.Cursors.Remove(id) {
 			killed = append(killed, id)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -51,6 +52,7 @@ type Conn struct {
 	wr            *wire.Writer
 	busy          bool      // counted in Server.active
 	readDeadline  bool      // a read deadline is set
+	tc            *tls.Conn // the TLS layer over nc, once started
 	writeDeadline time.Time // the write deadline currently set
 }
 
@@ -156,6 +158,9 @@ func (c *Conn) serve() {
 				"panic", r, "stack", string(debug.Stack()))
 		}
 	}()
+	if !c.secure() {
+		return
+	}
 	for {
 		msg, err := c.next()
 		if err != nil {
@@ -376,6 +381,9 @@ func (w deadlineWriter) Write(p []byte) (int, error) {
 		if err := c.nc.SetWriteDeadline(c.writeDeadline); err != nil {
 			return 0, err
 		}
+	}
+	if c.tc != nil {
+		return c.tc.Write(p)
 	}
 	return c.nc.Write(p)
 }

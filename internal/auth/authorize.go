@@ -1,0 +1,164 @@
+package auth
+
+import (
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+)
+
+// Authorize decides whether the connection may run the command; it is
+// called once per command before it runs. With access control off every
+// command may run.
+func (m *Manager) Authorize(c Conn, db, name string, body bson.D) error {
+	if !m.cfg.Enabled || open[name] {
+		return nil
+	}
+	s := sessionOf(c)
+	if s.user == nil {
+		if m.localhostException(c, db, name) {
+			return nil
+		}
+		return requiresAuthentication(name)
+	}
+	for _, n := range requirementsOf(db, name, body) {
+		if !m.allowed(s, n) {
+			return notAuthorized(db, body)
+		}
+	}
+	return nil
+}
+
+// localhostException lets a loopback client create the first user (in
+// admin) while there is none, as mongod's enableLocalhostAuthBypass.
+func (m *Manager) localhostException(c Conn, db, name string) bool {
+	return (name == "createUser" || name == "createRole") && db == adminDB &&
+		!m.HasUsers() && isLoopback(c.RemoteAddr())
+}
+
+// notAuthorized is mongod's refusal, quoting the command with its
+// secrets masked.
+func notAuthorized(db string, body bson.D) error {
+	return mongoerr.Newf(mongoerr.Unauthorized, "not authorized on %s to execute command %s",
+		db, bsonutil.Format(Redact(body)))
+}
+
+// secretFields are the fields whose values never leave the command: not
+// in error messages, logs, currentOp or the profiler.
+var secretFields = map[string]bool{"pwd": true, "payload": true}
+
+// Redact returns body with secret values replaced by "xxx", as mongod
+// shows them; body itself is left alone.
+func Redact(body bson.D) bson.D {
+	for i, e := range body {
+		if secretFields[e.Key] {
+			out := append(bson.D(nil), body...)
+			for j := i; j < len(out); j++ {
+				if secretFields[out[j].Key] {
+					out[j].Value = "xxx"
+				}
+			}
+			return out
+		}
+	}
+	return body
+}
+
+// CursorOwner is the owner recorded on a cursor the connection opens.
+func (m *Manager) CursorOwner(c Conn) string {
+	if u, ok := sessionOf(c).User(); ok {
+		return u.String()
+	}
+	return ""
+}
+
+// MayUseCursor reports whether the connection may getMore a cursor opened
+// by owner: only the same user may, as on mongod.
+func (m *Manager) MayUseCursor(c Conn, owner string) bool {
+	return !m.cfg.Enabled || m.CursorOwner(c) == owner
+}
+
+// MayKillCursor reports whether the connection may kill a cursor on ns
+// opened by owner: its owner may, and so may holders of killAnyCursor.
+func (m *Manager) MayKillCursor(c Conn, owner, ns string) bool {
+	if m.MayUseCursor(c, owner) {
+		return true
+	}
+	db, coll := splitNS(ns)
+	return m.allowed(sessionOf(c), need(nsTarget(db, coll), "killAnyCursor"))
+}
+
+// CursorError is mongod's refusal of another user's cursor.
+func CursorError(id int64) error {
+	return mongoerr.Newf(mongoerr.Unauthorized, "cursor id %d was not created by the authenticated user", id)
+}
+
+// MayListAllDatabases reports whether listDatabases shows every
+// database; otherwise it shows those the user has some privilege on.
+func (m *Manager) MayListAllDatabases(c Conn) bool {
+	return !m.cfg.Enabled || m.allowed(sessionOf(c), need(clusterTarget(), "listDatabases"))
+}
+
+// MaySeeDatabase reports whether the user holds any privilege on db.
+func (m *Manager) MaySeeDatabase(c Conn, db string) bool {
+	s := sessionOf(c)
+	m.refresh(s)
+	for _, p := range s.privileges {
+		r := p.Resource
+		if r.Any || (!r.Cluster && (r.DB == "" || r.DB == db)) {
+			return true
+		}
+	}
+	return false
+}
+
+// HelloFields are what hello adds for authentication: the mechanisms of
+// the user named in saslSupportedMechs, and the first step of a
+// speculative authentication.
+func (m *Manager) HelloFields(c Conn, body bson.D) bson.D {
+	var out bson.D
+	if v, ok := lookup(body, "saslSupportedMechs"); ok {
+		if mechs := m.supportedMechs(stringOf(v)); mechs != nil {
+			out = append(out, bson.E{Key: "saslSupportedMechs", Value: mechs})
+		}
+	}
+	if v, ok := lookup(body, "speculativeAuthenticate"); ok {
+		if reply := m.speculate(c, v); reply != nil {
+			out = append(out, bson.E{Key: "speculativeAuthenticate", Value: reply})
+		}
+	}
+	return out
+}
+
+func (m *Manager) supportedMechs(dbUser string) bson.A {
+	db, user, ok := strings.Cut(dbUser, ".")
+	if !ok {
+		return nil
+	}
+	u := m.lookupUser(UserName{User: user, DB: db})
+	if u == nil {
+		return nil
+	}
+	out := bson.A{}
+	for _, mech := range u.Credentials.Mechanisms() {
+		out = append(out, mech)
+	}
+	return out
+}
+
+// speculate runs the saslStart a driver put in its hello; a failure only
+// means the driver authenticates the ordinary way.
+func (m *Manager) speculate(c Conn, v any) bson.D {
+	d, ok := v.(bson.D)
+	if !ok || len(d) == 0 || d[0].Key != "saslStart" {
+		return nil
+	}
+	db, _ := lookup(d, "db")
+	reply, err := m.saslStart(c, stringOf(db), d)
+	if err != nil {
+		return nil
+	}
+	return reply
+}

@@ -1,0 +1,64 @@
+package commands
+
+import (
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/auth"
+	"github.com/mayflydb/mayfly/internal/cursor"
+)
+
+// registerAuth adds the authentication and user-management commands,
+// which internal/auth answers (some are already in the table's list).
+func registerAuth(t map[string]command) {
+	for _, name := range auth.CommandNames() {
+		if _, listed := t[name]; !listed {
+			register(t, name, cmdAuth)
+		}
+	}
+}
+
+func cmdAuth(h *Handler, r *request) (bson.D, error) {
+	return h.deps.Auth.Run(r.conn, r.db, r.name, r.secret)
+}
+
+// listable reports whether listDatabases shows db to this client: all of
+// them with the listDatabases action, else those it has privileges on.
+func (h *Handler) listable(r *request, db string) bool {
+	a := h.deps.Auth
+	return a.MayListAllDatabases(r.conn) || a.MaySeeDatabase(r.conn, db)
+}
+
+// recordCursorOwner marks a cursor the command opened as its user's. The
+// client learns the id only from this reply, so nobody can use the cursor
+// before it has its owner.
+func (h *Handler) recordCursorOwner(r *request, reply bson.D) {
+	owner := h.deps.Auth.CursorOwner(r.conn)
+	if owner == "" {
+		return
+	}
+	cur, _ := lookup(reply, "cursor")
+	d, _ := cur.(bson.D)
+	if id, _ := lookup(d, "id"); id != nil && id != int64(0) {
+		if n, ok := id.(int64); ok {
+			h.deps.Cursors.SetOwner(n, owner)
+		}
+	}
+}
+
+// checkCursorUse refuses getMore of another user's cursor.
+func (h *Handler) checkCursorUse(r *request, c *cursor.Cursor) error {
+	if h.deps.Auth.MayUseCursor(r.conn, c.Owner) {
+		return nil
+	}
+	return auth.CursorError(c.ID)
+}
+
+// checkCursorKill refuses killCursors of another user's cursor unless the
+// user may kill any cursor.
+func (h *Handler) checkCursorKill(r *request, id int64) error {
+	owner, ns, ok := h.deps.Cursors.Lookup(id)
+	if !ok || h.deps.Auth.MayKillCursor(r.conn, owner, ns) {
+		return nil
+	}
+	return auth.CursorError(id)
+}
