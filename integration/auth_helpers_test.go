@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
@@ -49,13 +50,24 @@ func (l *logBuffer) String() string {
 // (so the harness's checks at the end can still read everything).
 func startAuthServer(t *testing.T, cfg app.Config) (*testServer, *logBuffer) {
 	t.Helper()
+	return startAuthServerTLS(t, cfg, nil)
+}
+
+// startAuthServerTLS is startAuthServer whose first client speaks TLS
+// with clientTLS (when not nil).
+func startAuthServerTLS(t *testing.T, cfg app.Config, clientTLS *tls.Config) (*testServer, *logBuffer) {
+	t.Helper()
 	logs := &logBuffer{}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(logs), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	cfg.Security.Auth = true
 	s := startServer(t, cfg)
-	anon := connect(t, s)
+	anon, err := mongo.Connect(options.Client().ApplyURI(s.uri).SetTLSConfig(clientTLS).SetTimeout(20 * time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = anon.Disconnect(context.Background()) })
 	runCmd(t, anon.Database("admin"), bson.D{
 		{Key: "createUser", Value: rootUser}, {Key: "pwd", Value: rootPwd},
 		{Key: "roles", Value: bson.A{"root"}},

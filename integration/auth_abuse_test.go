@@ -1,0 +1,179 @@
+package integration
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/xdg-go/scram"
+
+	"github.com/mayflydb/mayfly/internal/app"
+	"github.com/mayflydb/mayfly/internal/auth"
+)
+
+// TestAuthNoSecretInLogs runs logins right and wrong, password changes and
+// refused commands that carry passwords, with the log at debug level, and
+// looks for every password (and the SCRAM-SHA-1 digest of each) in it.
+func TestAuthNoSecretInLogs(t *testing.T) {
+	logs := &logBuffer{}
+	cfg := app.Config{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	s, _ := startAuthServer(t, cfg)
+	root := connect(t, s)
+	secrets := []string{rootPwd, "Fir5t-Secret", "Sec0nd-Secret", "Wr0ng-Secret", "Ref7sed-Secret"}
+	createUser(t, root, "test", "sam", secrets[1], bson.A{"read"})
+	runCmd(t, root.Database("test"), bson.D{{Key: "updateUser", Value: "sam"}, {Key: "pwd", Value: secrets[2]}})
+	for _, mech := range []string{"SCRAM-SHA-1", "SCRAM-SHA-256"} {
+		mustConnectAs(t, s, "sam", secrets[2], "test", mech)
+		if _, err := connectAs(t, s, "sam", secrets[3], "test", mech); err == nil {
+			t.Fatal("wrong password accepted")
+		}
+	}
+	sam := mustConnectAs(t, s, "sam", secrets[2], "test", "")
+	err := sam.Database("test").RunCommand(ctxT(t), bson.D{{Key: "createUser", Value: "x"}, {Key: "pwd", Value: secrets[4]}, {Key: "roles", Value: bson.A{}}}).Err()
+	wantCode(t, err, 13, "pwd: \"xxx\"")
+	if strings.Contains(err.Error(), secrets[4]) {
+		t.Fatalf("the error shows the password: %v", err)
+	}
+	waitForLog(t, logs, "Authentication failed")
+	text := logs.String()
+	for _, sec := range secrets {
+		for _, form := range []string{sec, auth.DigestSHA1("sam", sec), sha1Hex(sec)} {
+			if strings.Contains(text, form) {
+				t.Fatalf("log contains a secret (%q)", form)
+			}
+		}
+	}
+	// A failed attempt names the user and the client.
+	for _, line := range strings.Split(text, "\n") {
+		if strings.Contains(line, "Authentication failed") {
+			if !strings.Contains(line, "user=sam") || !strings.Contains(line, "remote=127.0.0.1:") {
+				t.Fatalf("failed attempt without user or client: %s", line)
+			}
+			return
+		}
+	}
+}
+
+func sha1Hex(s string) string {
+	sum := sha1.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// loginOnce opens a connection, authenticates and runs one find.
+func loginOnce(ctx context.Context, addr string, cred auth.Credential) error {
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	rt := auth.WireRoundTrip(nc)
+	if err := auth.Authenticate(ctx, rt, cred); err != nil {
+		return err
+	}
+	_, err = rt(ctx, "test", bson.D{{Key: "find", Value: "c"}, {Key: "limit", Value: 1}})
+	return err
+}
+
+// timeLogins measures n logins (each with a command) by one client.
+func timeLogins(t *testing.T, addr string, cred auth.Credential, n int) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for range n {
+		if err := loginOnce(context.Background(), addr, cred); err != nil {
+			t.Fatalf("login: %v", err)
+		}
+	}
+	return time.Since(start)
+}
+
+// wrongPassword runs one SCRAM-SHA-256 conversation and reports whether
+// the server refused it with 18.
+func wrongPassword(rt auth.RoundTrip, client *scram.Client) bool {
+	ctx := context.Background()
+	conv := client.NewConversation()
+	first, _ := conv.Step("")
+	r, err := rt(ctx, "test", bson.D{{Key: "saslStart", Value: 1}, {Key: "mechanism", Value: "SCRAM-SHA-256"},
+		{Key: "payload", Value: bson.Binary{Data: []byte(first)}}, {Key: "options", Value: bson.D{{Key: "skipEmptyExchange", Value: true}}}})
+	if err != nil {
+		return false
+	}
+	p, _ := lookupField(r, "payload").(bson.Binary)
+	final, err := conv.Step(string(p.Data))
+	if err != nil {
+		return false
+	}
+	r, err = rt(ctx, "test", bson.D{{Key: "saslContinue", Value: 1}, {Key: "conversationId", Value: int32(1)},
+		{Key: "payload", Value: bson.Binary{Data: []byte(final)}}})
+	return err == nil && lookupField(r, "code") == int32(18)
+}
+
+func lookupField(d bson.D, key string) any {
+	for _, e := range d {
+		if e.Key == key {
+			return e.Value
+		}
+	}
+	return nil
+}
+
+// TestAuthBruteForceDoesNotSlowOthers: a client trying 1000 wrong
+// passwords on one connection does not materially slow another client's
+// logins and commands, measured alone and side by side.
+func TestAuthBruteForceDoesNotSlowOthers(t *testing.T) {
+	s, _ := startAuthServer(t, app.Config{Logger: slog.New(slog.NewTextHandler(&logBuffer{}, nil))})
+	root := connect(t, s)
+	createUser(t, root, "test", "victim", "victim-pw", bson.A{"read"})
+	createUser(t, root, "test", "user", "user-pw", bson.A{"read"})
+	addr := s.app.Addr().String()
+	good := auth.Credential{User: "user", DB: "test", Password: "user-pw"}
+	const logins = 40
+	alone := timeLogins(t, addr, good, logins)
+
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	rt := auth.WireRoundTrip(nc)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var failures int
+	attackDone := make(chan struct{})
+	go func() {
+		defer wg.Done()
+		defer close(attackDone)
+		// One SCRAM client keeps its derived key, so the attacker spends its
+		// time on the server, not on key stretching of its own.
+		client, err := scram.SHA256.NewClient("victim", "guess", "")
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		for range 1000 {
+			if wrongPassword(rt, client) {
+				failures++
+			}
+		}
+	}()
+	besideAttack := timeLogins(t, addr, good, logins)
+	wg.Wait()
+	if failures != 1000 {
+		t.Fatalf("%d of 1000 wrong passwords failed", failures)
+	}
+	t.Logf("%d logins: alone %v, beside 1000 wrong passwords %v", logins, alone, besideAttack)
+	if besideAttack > 4*alone+200*time.Millisecond {
+		t.Fatalf("logins slowed from %v to %v by another client's failures", alone, besideAttack)
+	}
+	// The attacking connection itself still works for what it may do.
+	if _, err := rt(context.Background(), "admin", bson.D{{Key: "ping", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+}
