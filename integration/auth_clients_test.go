@@ -1,0 +1,76 @@
+package integration
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/app"
+	"github.com/mayflydb/mayfly/internal/server"
+)
+
+// authClientEnv starts an access-controlled server (TLS required, with
+// client certificates, when useTLS) with the user app/app-pw (readWrite on
+// test) and sets the environment the client scripts read.
+func authClientEnv(t *testing.T, useTLS bool) {
+	t.Helper()
+	var s *testServer
+	if useTLS {
+		var p *testPKI
+		s, p, _ = tlsServer(t, server.TLSRequire)
+		t.Setenv("MAYFLY_TLS_OPTS", "&tls=true&tlsCAFile="+p.CAFile+"&tlsCertificateKeyFile="+p.ClientFile)
+		t.Setenv("MAYFLY_NOCERT_OPTS", "&tls=true&tlsCAFile="+p.CAFile)
+	} else {
+		s, _ = startAuthServer(t, app.Config{})
+		t.Setenv("MAYFLY_TLS_OPTS", "")
+		t.Setenv("MAYFLY_NOCERT_OPTS", "")
+	}
+	createUser(t, connect(t, s), "test", "app", "app-pw", bson.A{"readWrite"})
+	t.Setenv("MAYFLY_HOST", s.app.Addr().String())
+}
+
+func transports() map[string]bool { return map[string]bool{"plain": false, "tls": true} }
+
+func TestAuthMongosh(t *testing.T) {
+	for name, useTLS := range transports() {
+		t.Run(name, func(t *testing.T) {
+			authClientEnv(t, useTLS)
+			dir := ensureNodeClients(t)
+			bin := filepath.Join(dir, "node_modules", ".bin", "mongosh")
+			out, _ := run(t, "", 2*time.Minute, bin, "--nodb", "--quiet", "--norc", "--file", scriptPath(t, "mongosh_auth.js"))
+			t.Log(out)
+			if !strings.Contains(out, "mongosh auth ok") {
+				t.Fatalf("mongosh output:\n%s", out)
+			}
+		})
+	}
+}
+
+func TestAuthNodeDriver(t *testing.T) {
+	for name, useTLS := range transports() {
+		t.Run(name, func(t *testing.T) {
+			authClientEnv(t, useTLS)
+			out, _ := run(t, ensureNodeClients(t), 2*time.Minute, "node", scriptPath(t, "node_auth.mjs"))
+			t.Log(out)
+			if !strings.Contains(out, "node auth ok") {
+				t.Fatalf("node output:\n%s", out)
+			}
+		})
+	}
+}
+
+func TestAuthPymongo(t *testing.T) {
+	for name, useTLS := range transports() {
+		t.Run(name, func(t *testing.T) {
+			authClientEnv(t, useTLS)
+			out, _ := run(t, "", 2*time.Minute, ensurePymongo(t), scriptPath(t, "pymongo_auth.py"))
+			t.Log(out)
+			if !strings.Contains(out, "pymongo auth ok") {
+				t.Fatalf("pymongo output:\n%s", out)
+			}
+		})
+	}
+}
