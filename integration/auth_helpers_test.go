@@ -61,7 +61,8 @@ func startAuthServerTLS(t *testing.T, cfg app.Config, clientTLS *tls.Config) (*t
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(logs), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
-	cfg.Security.Auth = true
+	// A keyFile turns access control on by itself.
+	cfg.Security.Auth = cfg.Security.KeyFile == ""
 	s := startServer(t, cfg)
 	anon, err := mongo.Connect(options.Client().ApplyURI(s.uri).SetTLSConfig(clientTLS).SetTimeout(20 * time.Second))
 	if err != nil {
