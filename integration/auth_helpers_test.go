@@ -92,14 +92,6 @@ func userURI(s *testServer, user, pwd, authSource, mech string) string {
 	return u
 }
 
-func plainURI(s *testServer) string {
-	host := strings.TrimPrefix(strings.SplitN(s.uri, "/?", 2)[0], "mongodb://")
-	if i := strings.LastIndex(host, "@"); i >= 0 {
-		host = host[i+1:]
-	}
-	return "mongodb://" + host + "/?directConnection=true"
-}
-
 // connectAs logs in as user and checks the login with a ping.
 func connectAs(t *testing.T, s *testServer, user, pwd, authSource, mech string) (*mongo.Client, error) {
 	t.Helper()

@@ -57,9 +57,9 @@ func Authenticate(ctx context.Context, rt RoundTrip, cred Credential) error {
 		if step > 2 {
 			return errors.New("auth: conversation did not end")
 		}
-		next, err := conv.Step(string(bin.Data))
-		if err != nil {
-			return fmt.Errorf("auth: server answer rejected: %w", err)
+		next, stepErr := conv.Step(string(bin.Data))
+		if stepErr != nil {
+			return fmt.Errorf("auth: server answer rejected: %w", stepErr)
 		}
 		reply, err = rt(ctx, cred.DB, bson.D{
 			{Key: "saslContinue", Value: int32(1)}, {Key: "conversationId", Value: conversationID},

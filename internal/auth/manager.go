@@ -109,37 +109,30 @@ func (m *Manager) Reload() error {
 }
 
 func (m *Manager) loadUsers() (map[string]*User, error) {
-	docs, err := m.store.load(usersColl)
-	if err != nil {
-		return nil, err
-	}
-	users := map[string]*User{}
-	for _, d := range docs {
-		u, err := parseUserDoc(d)
-		if err != nil {
-			m.log.Warn("skipping malformed user document", "id", fmt.Sprint(firstValue(d)), "err", err)
-			continue
-		}
-		users[u.Name.id()] = u
-	}
-	return users, nil
+	return loadDocs(m, usersColl, parseUserDoc, func(u *User) string { return u.Name.id() })
 }
 
 func (m *Manager) loadRoles() (map[string]*Role, error) {
-	docs, err := m.store.load(rolesColl)
+	return loadDocs(m, rolesColl, parseRoleDoc, func(r *Role) string { return r.Name.DB + "." + r.Name.Role })
+}
+
+// loadDocs parses every document of admin.<coll>, skipping (with a
+// warning) those it cannot read, so one bad entry locks nobody out.
+func loadDocs[T any](m *Manager, coll string, parse func(bson.D) (T, error), key func(T) string) (map[string]T, error) {
+	docs, err := m.store.load(coll)
 	if err != nil {
 		return nil, err
 	}
-	roles := map[string]*Role{}
+	out := map[string]T{}
 	for _, d := range docs {
-		r, err := parseRoleDoc(d)
+		v, err := parse(d)
 		if err != nil {
-			m.log.Warn("skipping malformed role document", "id", fmt.Sprint(firstValue(d)), "err", err)
+			m.log.Warn("skipping malformed document", "ns", adminDB+"."+coll, "id", fmt.Sprint(firstValue(d)), "err", err)
 			continue
 		}
-		roles[r.Name.DB+"."+r.Name.Role] = r
+		out[key(v)] = v
 	}
-	return roles, nil
+	return out, nil
 }
 
 func firstValue(d bson.D) any {
