@@ -27,7 +27,7 @@ type testPKI struct {
 	client     tls.Certificate
 }
 
-func newPKI(t *testing.T) *testPKI {
+func newPKI(t testing.TB) *testPKI {
 	t.Helper()
 	dir := t.TempDir()
 	caKey, caCert, caDER := newCert(t, nil, nil, &x509.Certificate{
@@ -65,7 +65,7 @@ func (p *testPKI) clientTLS(withCert bool) *tls.Config {
 	return cfg
 }
 
-func newCert(t *testing.T, parentKey *ecdsa.PrivateKey, parent *x509.Certificate, tmpl *x509.Certificate) (*ecdsa.PrivateKey, *x509.Certificate, []byte) {
+func newCert(t testing.TB, parentKey *ecdsa.PrivateKey, parent *x509.Certificate, tmpl *x509.Certificate) (*ecdsa.PrivateKey, *x509.Certificate, []byte) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -93,7 +93,7 @@ func pemBlock(kind string, der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der})
 }
 
-func keyPEM(t *testing.T, key *ecdsa.PrivateKey) []byte {
+func keyPEM(t testing.TB, key *ecdsa.PrivateKey) []byte {
 	der, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func keyPEM(t *testing.T, key *ecdsa.PrivateKey) []byte {
 	return pemBlock("PRIVATE KEY", der)
 }
 
-func writePEM(t *testing.T, dir, name string, blocks ...[]byte) string {
+func writePEM(t testing.TB, dir, name string, blocks ...[]byte) string {
 	t.Helper()
 	var all []byte
 	for _, b := range blocks {

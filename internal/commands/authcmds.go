@@ -53,12 +53,15 @@ func (h *Handler) checkCursorUse(r *request, c *cursor.Cursor) error {
 	return auth.CursorError(c.ID)
 }
 
-// checkCursorKill refuses killCursors of another user's cursor unless the
-// user may kill any cursor.
-func (h *Handler) checkCursorKill(r *request, id int64) error {
-	owner, ns, ok := h.deps.Cursors.Lookup(id)
-	if !ok || h.deps.Auth.MayKillCursor(r.conn, owner, ns) {
-		return nil
+// checkCursorsKill refuses killCursors, before it kills any, when one of
+// the cursors is another user's and the user may not kill any cursor.
+func (h *Handler) checkCursorsKill(r *request, ids bson.A) error {
+	for _, x := range ids {
+		id, _ := x.(int64)
+		owner, ns, ok := h.deps.Cursors.Lookup(id)
+		if ok && !h.deps.Auth.MayKillCursor(r.conn, owner, ns) {
+			return auth.CursorError(id)
+		}
 	}
-	return auth.CursorError(id)
+	return nil
 }

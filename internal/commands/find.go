@@ -266,14 +266,14 @@ func cmdKillCursors(h *Handler, r *request) (bson.D, error) {
 	if !ok {
 		return nil, wrongType(r.name, "cursors", v, "array")
 	}
+	if err := h.checkCursorsKill(r, ids); err != nil {
+		return nil, err
+	}
 	killed, notFound := bson.A{}, bson.A{}
 	for _, x := range ids {
 		id, ok := x.(int64)
 		if !ok {
 			return nil, wrongType(r.name, "cursors", x, "long")
-		}
-		if err := h.checkCursorKill(r, id); err != nil {
-			return nil, err
 		}
 		if h.deps.Cursors.Remove(id) {
 			killed = append(killed, id)
