@@ -87,6 +87,9 @@ func Disabled(store *docstore.Store, logger *slog.Logger) *Manager {
 	return m
 }
 
+// KeyFile returns the replica set key the server was started with, or nil.
+func (m *Manager) KeyFile() *KeyFile { return m.cfg.KeyFile }
+
 // Enabled reports whether access control is on.
 func (m *Manager) Enabled() bool { return m.cfg.Enabled }
 
