@@ -2,15 +2,19 @@ package integration
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/app"
 	"github.com/mayflydb/mayfly/internal/auth"
+	"github.com/mayflydb/mayfly/internal/server"
+	"github.com/mayflydb/mayfly/internal/tlsconf"
 )
 
 // TestKeyFileMembers: a server with a keyFile has access control on, and a
@@ -103,5 +107,59 @@ func TestAuthHelloHelpsDrivers(t *testing.T) {
 	reply, _ = rt(ctx, "test", bson.D{{Key: "find", Value: "c"}})
 	if lookupField(reply, "ok") != 1.0 {
 		t.Fatalf("after speculative login: %v", reply)
+	}
+}
+
+// TestKeyFileMembersOverTLS: with TLS required, a member dials with
+// tlsconf.Client (its certificate, the set's CA) and proves the key over
+// that connection.
+func TestKeyFileMembersOverTLS(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(path, []byte("bWVtYmVycyBvdmVyIFRMUw=="), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := newPKI(t)
+	opts := tlsconf.Options{CertificateKeyFile: p.ServerFile, CAFile: p.CAFile}
+	s, _ := startAuthServerTLS(t, app.Config{Security: app.Security{KeyFile: path, TLSMode: server.TLSRequire, TLS: opts}}, p.clientTLS(true))
+	s.uri += "&tls=true&tlsCAFile=" + p.CAFile + "&tlsCertificateKeyFile=" + p.ClientFile
+	memberTLS, err := tlsconf.Client(tlsconf.Options{CertificateKeyFile: p.ClientFile, CAFile: p.CAFile}, "localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := tls.Dial("tcp", s.app.Addr().String(), memberTLS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	kf := s.app.Auth().KeyFile()
+	if kf == nil {
+		t.Fatal("the server does not expose its keyFile")
+	}
+	rt := auth.WireRoundTrip(nc)
+	if err := auth.Authenticate(context.Background(), rt, kf.Credential()); err != nil {
+		t.Fatalf("member over TLS: %v", err)
+	}
+	reply, err := rt(context.Background(), "admin", bson.D{{Key: "serverStatus", Value: 1}})
+	if err != nil || lookupField(reply, "ok") != 1.0 {
+		t.Fatalf("member command: %v %v", reply, err)
+	}
+}
+
+// TestSecurityInCmdLineOpts: getCmdLineOpts shows the settings as mongod's
+// config file names them, the key file's path but not the key.
+func TestSecurityInCmdLineOpts(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(path, []byte("c2VjcmV0a2V5"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := startAuthServer(t, app.Config{Security: app.Security{KeyFile: path}})
+	out := runCmd(t, connect(t, s).Database("admin"), bson.D{{Key: "getCmdLineOpts", Value: 1}})
+	sec := field(t, field(t, out, "parsed").(bson.D), "security").(bson.D)
+	if field(t, sec, "authorization") != "enabled" || field(t, sec, "keyFile") != path {
+		t.Fatalf("security = %v", sec)
+	}
+	raw, _ := bson.Marshal(out)
+	if strings.Contains(string(raw), "c2VjcmV0a2V5") {
+		t.Fatal("getCmdLineOpts shows the key")
 	}
 }

@@ -157,7 +157,7 @@ func (a *App) assemble() error {
 	}
 	h := commands.New(commands.Deps{
 		Store: store, Cursors: a.cursors, Clock: cfg.Clock, Logger: cfg.Logger, Params: params,
-		Argv: cfg.Argv, Parsed: a.parsedConfig(), Activity: ops, Auth: authMgr,
+		Argv: cfg.Argv, Parsed: a.withSecurity(a.parsedConfig()), Activity: ops, Auth: authMgr,
 		TTLStats: func() commands.TTLStats { return commands.TTLStats(a.monitor.Stats()) },
 	})
 	observer.handler = h

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
+
 	"github.com/mayflydb/mayfly/internal/auth"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/server"
@@ -45,6 +47,32 @@ func (a *App) security(store *docstore.Store) (*auth.Manager, *tls.Config, error
 		return nil, nil, fmt.Errorf("app: TLS: %w", err)
 	}
 	return m, cfg, nil
+}
+
+// withSecurity adds the security settings to getCmdLineOpts' parsed
+// view, in mongod's config-file shape (the key file's path, never the key).
+func (a *App) withSecurity(parsed bson.D) bson.D {
+	sec := a.cfg.Security
+	if sec.Auth || sec.KeyFile != "" {
+		d := bson.D{{Key: "authorization", Value: "enabled"}}
+		if sec.KeyFile != "" {
+			d = append(d, bson.E{Key: "keyFile", Value: sec.KeyFile})
+		}
+		parsed = append(parsed, bson.E{Key: "security", Value: d})
+	}
+	if sec.TLSMode == server.TLSDisabled {
+		return parsed
+	}
+	tls := bson.D{{Key: "mode", Value: sec.TLSMode.String()}, {Key: "certificateKeyFile", Value: sec.TLS.CertificateKeyFile}}
+	if sec.TLS.CAFile != "" {
+		tls = append(tls, bson.E{Key: "CAFile", Value: sec.TLS.CAFile})
+	}
+	for i, e := range parsed {
+		if net, ok := e.Value.(bson.D); ok && e.Key == "net" {
+			parsed[i].Value = append(net, bson.E{Key: "tls", Value: tls})
+		}
+	}
+	return parsed
 }
 
 // Auth exposes users, roles and the keyFile (for replication and tests).
