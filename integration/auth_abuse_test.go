@@ -94,25 +94,34 @@ func timeLogins(t *testing.T, addr string, cred auth.Credential, n int) time.Dur
 	return time.Since(start)
 }
 
-// wrongPassword runs one SCRAM-SHA-256 conversation and reports whether
-// the server refused it with 18.
-func wrongPassword(rt auth.RoundTrip, client *scram.Client) bool {
+// scramLogin runs one SCRAM-SHA-256 conversation on db with a client
+// that keeps its derived key, and returns the server's last reply (nil if
+// the conversation broke off).
+func scramLogin(rt auth.RoundTrip, client *scram.Client, db string) bson.D {
 	ctx := context.Background()
 	conv := client.NewConversation()
 	first, _ := conv.Step("")
-	r, err := rt(ctx, "test", bson.D{{Key: "saslStart", Value: 1}, {Key: "mechanism", Value: "SCRAM-SHA-256"},
+	r, err := rt(ctx, db, bson.D{{Key: "saslStart", Value: 1}, {Key: "mechanism", Value: "SCRAM-SHA-256"},
 		{Key: "payload", Value: bson.Binary{Data: []byte(first)}}, {Key: "options", Value: bson.D{{Key: "skipEmptyExchange", Value: true}}}})
 	if err != nil {
-		return false
+		return nil
 	}
 	p, _ := lookupField(r, "payload").(bson.Binary)
 	final, err := conv.Step(string(p.Data))
 	if err != nil {
-		return false
+		return nil
 	}
-	r, err = rt(ctx, "test", bson.D{{Key: "saslContinue", Value: 1}, {Key: "conversationId", Value: int32(1)},
+	r, err = rt(ctx, db, bson.D{{Key: "saslContinue", Value: 1}, {Key: "conversationId", Value: int32(1)},
 		{Key: "payload", Value: bson.Binary{Data: []byte(final)}}})
-	return err == nil && lookupField(r, "code") == int32(18)
+	if err != nil {
+		return nil
+	}
+	return r
+}
+
+// wrongPassword reports whether the server refused the login with 18.
+func wrongPassword(rt auth.RoundTrip, client *scram.Client) bool {
+	return lookupField(scramLogin(rt, client, "test"), "code") == int32(18)
 }
 
 func lookupField(d bson.D, key string) any {

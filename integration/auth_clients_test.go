@@ -34,43 +34,39 @@ func authClientEnv(t *testing.T, useTLS bool) {
 
 func transports() map[string]bool { return map[string]bool{"plain": false, "tls": true} }
 
-func TestAuthMongosh(t *testing.T) {
+// runAuthScript runs a client script plain and over TLS and checks it
+// reports success.
+func runAuthScript(t *testing.T, ok string, script func(t *testing.T) string) {
 	for name, useTLS := range transports() {
 		t.Run(name, func(t *testing.T) {
 			authClientEnv(t, useTLS)
-			dir := ensureNodeClients(t)
-			bin := filepath.Join(dir, "node_modules", ".bin", "mongosh")
-			out, _ := run(t, "", 2*time.Minute, bin, "--nodb", "--quiet", "--norc", "--file", scriptPath(t, "mongosh_auth.js"))
+			out := script(t)
 			t.Log(out)
-			if !strings.Contains(out, "mongosh auth ok") {
-				t.Fatalf("mongosh output:\n%s", out)
+			if !strings.Contains(out, ok) {
+				t.Fatalf("output:\n%s", out)
 			}
 		})
 	}
+}
+
+func TestAuthMongosh(t *testing.T) {
+	runAuthScript(t, "mongosh auth ok", func(t *testing.T) string {
+		bin := filepath.Join(ensureNodeClients(t), "node_modules", ".bin", "mongosh")
+		out, _ := run(t, "", 2*time.Minute, bin, "--nodb", "--quiet", "--norc", "--file", scriptPath(t, "mongosh_auth.js"))
+		return out
+	})
 }
 
 func TestAuthNodeDriver(t *testing.T) {
-	for name, useTLS := range transports() {
-		t.Run(name, func(t *testing.T) {
-			authClientEnv(t, useTLS)
-			out, _ := run(t, ensureNodeClients(t), 2*time.Minute, "node", scriptPath(t, "node_auth.mjs"))
-			t.Log(out)
-			if !strings.Contains(out, "node auth ok") {
-				t.Fatalf("node output:\n%s", out)
-			}
-		})
-	}
+	runAuthScript(t, "node auth ok", func(t *testing.T) string {
+		out, _ := run(t, ensureNodeClients(t), 2*time.Minute, "node", scriptPath(t, "node_auth.mjs"))
+		return out
+	})
 }
 
 func TestAuthPymongo(t *testing.T) {
-	for name, useTLS := range transports() {
-		t.Run(name, func(t *testing.T) {
-			authClientEnv(t, useTLS)
-			out, _ := run(t, "", 2*time.Minute, ensurePymongo(t), scriptPath(t, "pymongo_auth.py"))
-			t.Log(out)
-			if !strings.Contains(out, "pymongo auth ok") {
-				t.Fatalf("pymongo output:\n%s", out)
-			}
-		})
-	}
+	runAuthScript(t, "pymongo auth ok", func(t *testing.T) string {
+		out, _ := run(t, "", 2*time.Minute, ensurePymongo(t), scriptPath(t, "pymongo_auth.py"))
+		return out
+	})
 }
