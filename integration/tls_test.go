@@ -79,6 +79,7 @@ func TestTLSRequired(t *testing.T) {
 		t.Fatal("client without a certificate accepted")
 	}
 	waitForLog(t, logs, "TLS handshake failed")
+	waitForLog(t, logs, "didn't provide a certificate")
 	if _, err := tlsClient(t, s, rootUser, rootPwd, nil); err == nil {
 		t.Fatal("plaintext client accepted by requireTLS")
 	}

@@ -44,6 +44,7 @@ for (const mech of ['SCRAM-SHA-256', 'SCRAM-SHA-1']) {
 if (nocert) {
   const e = await mustFail(uri('app', 'app-pw', 'SCRAM-SHA-256', nocert), 'missing client certificate');
   assert.notEqual(e.code, 18, 'missing certificate gave an authentication error: ' + e);
-  console.log('no certificate: ' + e.name);
+  assert.match(e.message, /certificate required/);
+  console.log('no certificate: ' + e.name + ': ' + e.message);
 }
 console.log('node auth ok');
