@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mayflydb/mayfly/internal/app"
 )
@@ -124,6 +125,19 @@ func TestAuthCustomRoles(t *testing.T) {
 		t.Fatalf("custom role find: %v", err)
 	}
 	err = c.Database("test").RunCommand(ctxT(t), bson.D{{Key: "find", Value: "other"}}).Err()
+	wantCode(t, err, 13, "not authorized on test")
+	// mongosh's "show collections": only what the role reaches.
+	if _, err := root.Database("test").Collection("logs").InsertOne(ctxT(t), bson.D{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root.Database("test").Collection("secret").InsertOne(ctxT(t), bson.D{}); err != nil {
+		t.Fatal(err)
+	}
+	names, err := c.Database("test").ListCollectionNames(ctxT(t), bson.D{}, options.ListCollections().SetAuthorizedCollections(true).SetNameOnly(true))
+	if err != nil || len(names) != 1 || names[0] != "logs" {
+		t.Fatalf("authorized collections = %v, %v", names, err)
+	}
+	err = c.Database("test").RunCommand(ctxT(t), bson.D{{Key: "listCollections", Value: 1}}).Err()
 	wantCode(t, err, 13, "not authorized on test")
 	info := runCmd(t, c.Database("test"), bson.D{{Key: "rolesInfo", Value: "logReader"}, {Key: "showPrivileges", Value: true}})
 	roles := field(t, info, "roles").(bson.A)

@@ -114,6 +114,24 @@ func (m *Manager) MaySeeDatabase(c Conn, db string) bool {
 	return false
 }
 
+// MayListAllCollections reports whether listCollections on db shows every
+// collection.
+func (m *Manager) MayListAllCollections(c Conn, db string) bool {
+	return !m.cfg.Enabled || m.allowed(sessionOf(c), need(dbTarget(db), "listCollections"))
+}
+
+// MaySeeCollection reports whether the user holds any privilege on db.coll.
+func (m *Manager) MaySeeCollection(c Conn, db, coll string) bool {
+	s := sessionOf(c)
+	m.refresh(s)
+	for _, p := range s.privileges {
+		if p.Resource.matches(nsTarget(db, coll)) {
+			return true
+		}
+	}
+	return false
+}
+
 // HelloFields are what hello adds for authentication: the mechanisms of
 // the user named in saslSupportedMechs, and the first step of a
 // speculative authentication.

@@ -27,7 +27,7 @@ var required = map[string]requirement{
 	"findAndModify": findAndModifyNeeds, "findandmodify": findAndModifyNeeds,
 	"getMore": none, "killCursors": none,
 	"create": createNeeds, "drop": onColl("dropCollection"), "dropDatabase": onDB("dropDatabase"),
-	"renameCollection": renameNeeds, "listCollections": onDB("listCollections"),
+	"renameCollection": renameNeeds, "listCollections": listCollectionsNeeds,
 	"createIndexes": onColl("createIndex"), "listIndexes": onColl("listIndexes"),
 	"dropIndexes": onColl("dropIndex"), "deleteIndexes": onColl("dropIndex"),
 	"collMod": onColl("collMod"), "validate": onColl("validate"),
@@ -145,6 +145,18 @@ func renameNeeds(_ string, body bson.D) []Need {
 		n = append(n, need(nsTarget(toDB, toColl), "dropCollection"))
 	}
 	return n
+}
+
+// listCollectionsNeeds: with authorizedCollections and nameOnly, any user
+// may list the collections it has privileges on (mongosh's "show
+// collections" asks that way); otherwise listCollections on the database.
+func listCollectionsNeeds(db string, body bson.D) []Need {
+	ac, _ := lookup(body, "authorizedCollections")
+	nameOnly, _ := lookup(body, "nameOnly")
+	if ac == true && nameOnly == true {
+		return nil
+	}
+	return []Need{need(dbTarget(db), "listCollections")}
 }
 
 func currentOpNeeds(_ string, body bson.D) []Need {

@@ -28,6 +28,14 @@ func (h *Handler) listable(r *request, db string) bool {
 	return a.MayListAllDatabases(r.conn) || a.MaySeeDatabase(r.conn, db)
 }
 
+// collectionListable reports whether listCollections shows a collection:
+// all of them with the listCollections action, else (authorizedCollections)
+// those the user has a privilege on.
+func (h *Handler) collectionListable(r *request, coll string) bool {
+	a := h.deps.Auth
+	return a.MayListAllCollections(r.conn, r.db) || a.MaySeeCollection(r.conn, r.db, coll)
+}
+
 // recordCursorOwner marks a cursor the command opened as its user's. The
 // client learns the id only from this reply, so nobody can use the cursor
 // before it has its owner.
