@@ -182,3 +182,53 @@ func TestAuthUserCommands(t *testing.T) {
 	err = dan.Database("test").RunCommand(ctxT(t), bson.D{{Key: "find", Value: "c"}}).Err()
 	wantCode(t, err, 13, "not authorized on test")
 }
+
+func privilege(db, coll string, actions ...string) bson.D {
+	a := bson.A{}
+	for _, x := range actions {
+		a = append(a, x)
+	}
+	return bson.D{{Key: "resource", Value: bson.D{{Key: "db", Value: db}, {Key: "collection", Value: coll}}}, {Key: "actions", Value: a}}
+}
+
+// TestAuthRoleEditing: grant and revoke privileges and roles on a custom
+// role, with the change seen by a logged-in user at once; cycles and
+// built-in roles are refused.
+func TestAuthRoleEditing(t *testing.T) {
+	s, _ := startAuthServer(t, app.Config{})
+	root := connect(t, s)
+	db := root.Database("test")
+	runCmd(t, db, bson.D{{Key: "createRole", Value: "r1"}, {Key: "privileges", Value: bson.A{privilege("test", "a", "find")}}, {Key: "roles", Value: bson.A{}}})
+	createUser(t, root, "test", "ed", "ed-pw", bson.A{"r1"})
+	ed := mustConnectAs(t, s, "ed", "ed-pw", "test", "")
+	canFind := func(coll string) error {
+		return ed.Database("test").RunCommand(ctxT(t), bson.D{{Key: "find", Value: coll}}).Err()
+	}
+	if err := canFind("a"); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, canFind("b"), 13, "not authorized on test")
+	runCmd(t, db, bson.D{{Key: "grantPrivilegesToRole", Value: "r1"}, {Key: "privileges", Value: bson.A{privilege("test", "b", "find")}}})
+	if err := canFind("b"); err != nil {
+		t.Fatalf("after grantPrivilegesToRole: %v", err)
+	}
+	runCmd(t, db, bson.D{{Key: "revokePrivilegesFromRole", Value: "r1"}, {Key: "privileges", Value: bson.A{privilege("test", "b", "find")}}})
+	wantCode(t, canFind("b"), 13, "not authorized on test")
+	runCmd(t, db, bson.D{{Key: "grantRolesToRole", Value: "r1"}, {Key: "roles", Value: bson.A{"read"}}})
+	if err := canFind("c"); err != nil {
+		t.Fatalf("after grantRolesToRole read: %v", err)
+	}
+	runCmd(t, db, bson.D{{Key: "revokeRolesFromRole", Value: "r1"}, {Key: "roles", Value: bson.A{"read"}}})
+	wantCode(t, canFind("c"), 13, "not authorized on test")
+	runCmd(t, db, bson.D{{Key: "createRole", Value: "r2"}, {Key: "privileges", Value: bson.A{}}, {Key: "roles", Value: bson.A{"r1"}}})
+	err := db.RunCommand(ctxT(t), bson.D{{Key: "grantRolesToRole", Value: "r1"}, {Key: "roles", Value: bson.A{"r2"}}}).Err()
+	wantCode(t, err, 49, "would introduce a cycle in the role graph")
+	err = db.RunCommand(ctxT(t), bson.D{{Key: "updateRole", Value: "read"}, {Key: "roles", Value: bson.A{}}}).Err()
+	wantCode(t, err, 49, "Cannot update built-in role")
+	runCmd(t, db, bson.D{{Key: "updateRole", Value: "r1"}, {Key: "privileges", Value: bson.A{}}})
+	wantCode(t, canFind("a"), 13, "not authorized on test")
+	out := runCmd(t, db, bson.D{{Key: "dropAllRolesFromDatabase", Value: 1}})
+	if field(t, out, "n") != int32(2) {
+		t.Fatalf("dropAllRolesFromDatabase = %v", out)
+	}
+}

@@ -41,6 +41,9 @@ var required = map[string]requirement{
 	"dropAllUsersFromDatabase": onDB("dropUser"), "usersInfo": none,
 	"grantRolesToUser": rolesNeeds("grantRole", "roles"), "revokeRolesFromUser": rolesNeeds("revokeRole", "roles"),
 	"createRole": createRoleNeeds, "dropRole": onDB("dropRole"), "rolesInfo": none,
+	"updateRole": updateRoleNeeds, "dropAllRolesFromDatabase": onDB("dropRole"),
+	"grantPrivilegesToRole": onDB("grantRole"), "revokePrivilegesFromRole": onDB("revokeRole"),
+	"grantRolesToRole": rolesNeeds("grantRole", "roles"), "revokeRolesFromRole": rolesNeeds("revokeRole", "roles"),
 }
 
 // explain needs what the command it explains needs; it refers back to the
@@ -285,6 +288,13 @@ func updateUserNeeds(db string, body bson.D) []Need {
 		n = append(n, rolesNeeds("revokeRole", "roles")(db, body)...)
 	}
 	return n
+}
+
+// updateRoleNeeds: replacing a role's privileges or roles is granting and
+// revoking them.
+func updateRoleNeeds(db string, body bson.D) []Need {
+	n := needs(dbTarget(db), "grantRole", "revokeRole")
+	return append(n, rolesNeeds("grantRole", "roles")(db, body)...)
 }
 
 // rolesNeeds asks action on the database of every role named in field.

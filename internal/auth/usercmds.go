@@ -18,6 +18,9 @@ var handlers = map[string]handler{
 	"dropAllUsersFromDatabase": cmdDropAllUsers, "usersInfo": cmdUsersInfo,
 	"grantRolesToUser": cmdGrantRoles, "revokeRolesFromUser": cmdRevokeRoles,
 	"createRole": cmdCreateRole, "dropRole": cmdDropRole, "rolesInfo": cmdRolesInfo,
+	"updateRole": cmdUpdateRole, "grantPrivilegesToRole": cmdGrantPrivileges,
+	"revokePrivilegesFromRole": cmdRevokePrivileges, "grantRolesToRole": cmdGrantRolesToRole,
+	"revokeRolesFromRole": cmdRevokeRolesFromRole, "dropAllRolesFromDatabase": cmdDropAllRoles,
 }
 
 // CommandNames lists the commands Run answers.
