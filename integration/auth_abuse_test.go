@@ -186,3 +186,37 @@ func TestAuthBruteForceDoesNotSlowOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAuthProfilerNamesUserHidesPassword: profiled commands name their
+// user, and a createUser's password shows as "xxx".
+func TestAuthProfilerNamesUserHidesPassword(t *testing.T) {
+	s, _ := startAuthServer(t, app.Config{})
+	db := connect(t, s).Database("test")
+	runCmd(t, db, bson.D{{Key: "profile", Value: 2}})
+	createUser(t, db.Client(), "test", "pro", "Pr0filed-Secret", bson.A{})
+	runCmd(t, db, bson.D{{Key: "profile", Value: 0}})
+	cur, err := db.Collection("system.profile").Find(ctxT(t), bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []bson.D
+	if err := cur.All(ctxT(t), &entries); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range entries {
+		raw, _ := bson.Marshal(e)
+		if strings.Contains(string(raw), "Pr0filed-Secret") {
+			t.Fatalf("profiler entry shows the password: %v", e)
+		}
+		if cmd, ok := lookupField(e, "command").(bson.D); ok && len(cmd) > 0 && cmd[0].Key == "createUser" {
+			found = true
+			if lookupField(cmd, "pwd") != "xxx" || lookupField(e, "user") != "root@admin" {
+				t.Fatalf("createUser entry = %v", e)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no createUser entry in %v", entries)
+	}
+}

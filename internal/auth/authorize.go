@@ -66,8 +66,9 @@ func Redact(body bson.D) bson.D {
 	return body
 }
 
-// CursorOwner is the owner recorded on a cursor the connection opens.
-func (m *Manager) CursorOwner(c Conn) string {
+// UserOf names the connection's user ("name@db"; "" before a login): the
+// owner of the cursors it opens and the user its profiler entries name.
+func (m *Manager) UserOf(c Conn) string {
 	if u, ok := sessionOf(c).User(); ok {
 		return u.String()
 	}
@@ -77,7 +78,7 @@ func (m *Manager) CursorOwner(c Conn) string {
 // MayUseCursor reports whether the connection may getMore a cursor opened
 // by owner: only the same user may, as on mongod.
 func (m *Manager) MayUseCursor(c Conn, owner string) bool {
-	return !m.cfg.Enabled || m.CursorOwner(c) == owner
+	return !m.cfg.Enabled || m.UserOf(c) == owner
 }
 
 // MayKillCursor reports whether the connection may kill a cursor on ns

@@ -40,7 +40,7 @@ func (h *Handler) collectionListable(r *request, coll string) bool {
 // client learns the id only from this reply, so nobody can use the cursor
 // before it has its owner.
 func (h *Handler) recordCursorOwner(r *request, reply bson.D) {
-	owner := h.deps.Auth.CursorOwner(r.conn)
+	owner := h.deps.Auth.UserOf(r.conn)
 	if owner == "" {
 		return
 	}
