@@ -18,10 +18,12 @@ func (m *Manager) Authorize(c Conn, db, name string, body bson.D) error {
 	}
 	s := sessionOf(c)
 	if s.user == nil {
-		if m.localhostException(c, db, name) {
+		if !m.localhostBypass(c) {
+			return requiresAuthentication(name)
+		}
+		if (name == "createUser" || name == "createRole") && db == adminDB {
 			return nil
 		}
-		return requiresAuthentication(name)
 	}
 	for _, n := range requirementsOf(db, name, body) {
 		if !m.allowed(s, n) {
@@ -31,11 +33,11 @@ func (m *Manager) Authorize(c Conn, db, name string, body bson.D) error {
 	return nil
 }
 
-// localhostException lets a loopback client create the first user (in
-// admin) while there is none, as mongod's enableLocalhostAuthBypass.
-func (m *Manager) localhostException(c Conn, db, name string) bool {
-	return (name == "createUser" || name == "createRole") && db == adminDB &&
-		!m.HasUsers() && isLoopback(c.RemoteAddr())
+// localhostBypass is mongod's localhost exception: while no user exists,
+// a loopback client is not told to authenticate; it holds no privilege,
+// but may create the first user (or role) in admin.
+func (m *Manager) localhostBypass(c Conn) bool {
+	return !m.HasUsers() && isLoopback(c.RemoteAddr())
 }
 
 // notAuthorized is mongod's refusal, quoting the command with its
