@@ -2,6 +2,7 @@ package auth
 
 import (
 	"crypto/rand"
+	"sort"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -102,11 +103,18 @@ func (m *Manager) userInfo(u *User, creds, privs bool) bson.D {
 	return append(d, bson.E{Key: "mechanisms", Value: mechs})
 }
 
+// setToList lists roles in a stable order (by database, then name).
 func setToList(seen map[RoleName]bool) []RoleName {
 	out := make([]RoleName, 0, len(seen))
 	for r := range seen {
 		out = append(out, r)
 	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].DB != out[j].DB {
+			return out[i].DB < out[j].DB
+		}
+		return out[i].Role < out[j].Role
+	})
 	return out
 }
 
@@ -239,6 +247,7 @@ func builtinRolesOf(db string) []RoleName {
 			}
 		}
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Role < out[j].Role })
 	return out
 }
 

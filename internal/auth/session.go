@@ -62,9 +62,7 @@ func (m *Manager) refresh(s *Session) {
 	}
 	seen := map[RoleName]bool{}
 	s.privileges = m.privilegesOf(u.Roles, seen)
-	for r := range seen {
-		s.roles = append(s.roles, r)
-	}
+	s.roles = setToList(seen)
 }
 
 func (m *Manager) allowed(s *Session, n Need) bool {
