@@ -47,18 +47,18 @@ func notAuthorized(db string, body bson.D) error {
 		db, bsonutil.Format(Redact(body)))
 }
 
-// secretFields are the fields whose values never leave the command: not
-// in error messages, logs, currentOp or the profiler.
-var secretFields = map[string]bool{"pwd": true, "payload": true}
+// isSecret reports whether a field's value must never leave the command:
+// not in error messages, logs, currentOp or the profiler.
+func isSecret(key string) bool { return key == "pwd" || key == "payload" }
 
 // Redact returns body with secret values replaced by "xxx", as mongod
 // shows them; body itself is left alone.
 func Redact(body bson.D) bson.D {
 	for i, e := range body {
-		if secretFields[e.Key] {
+		if isSecret(e.Key) {
 			out := append(bson.D(nil), body...)
 			for j := i; j < len(out); j++ {
-				if secretFields[out[j].Key] {
+				if isSecret(out[j].Key) {
 					out[j].Value = "xxx"
 				}
 			}

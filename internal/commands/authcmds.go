@@ -40,16 +40,15 @@ func (h *Handler) collectionListable(r *request, coll string) bool {
 // client learns the id only from this reply, so nobody can use the cursor
 // before it has its owner.
 func (h *Handler) recordCursorOwner(r *request, reply bson.D) {
-	owner := h.deps.Auth.UserOf(r.conn)
-	if owner == "" {
-		return
-	}
 	cur, _ := lookup(reply, "cursor")
 	d, _ := cur.(bson.D)
-	if id, _ := lookup(d, "id"); id != nil && id != int64(0) {
-		if n, ok := id.(int64); ok {
-			h.deps.Cursors.SetOwner(n, owner)
-		}
+	id, _ := lookup(d, "id")
+	n, ok := id.(int64)
+	if !ok || n == 0 {
+		return
+	}
+	if owner := h.deps.Auth.UserOf(r.conn); owner != "" {
+		h.deps.Cursors.SetOwner(n, owner)
 	}
 }
 
