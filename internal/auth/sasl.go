@@ -100,7 +100,14 @@ func (m *Manager) saslContinue(c Conn, body bson.D) (bson.D, error) {
 		return saslReply(true, ""), m.succeeded(c, s, conv)
 	}
 	out, err := conv.scram.Step(string(payload))
-	if err != nil || !conv.scram.Valid() {
+	if err == nil && !conv.scram.Valid() {
+		err = errors.New("invalid proof")
+	}
+	if z := conv.scram.AuthzID(); err == nil && z != "" && z != conv.user {
+		// mongod authenticates only as the user the keys belong to.
+		err = fmt.Errorf("authorization identity %q differs from the user", z)
+	}
+	if err != nil {
 		s.conv = nil
 		return nil, m.failed(c, conv, err)
 	}
@@ -129,12 +136,8 @@ func (m *Manager) succeeded(c Conn, s *Session, conv *conversation) error {
 // address (never the proof, which is derived from the password) and
 // returns mongod's one answer for every failure.
 func (m *Manager) failed(c Conn, conv *conversation, cause error) error {
-	reason := "invalid proof"
-	if cause != nil {
-		reason = cause.Error()
-	}
 	m.log.Info("Authentication failed", "user", conv.user, "db", conv.db, "mechanism", conv.mech,
-		"remote", c.RemoteAddr(), "reason", reason)
+		"remote", c.RemoteAddr(), "reason", cause.Error())
 	return errAuthFailed
 }
 
