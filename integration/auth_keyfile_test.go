@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"crypto/tls"
 	"net"
 	"os"
 	"path/filepath"
@@ -126,18 +125,17 @@ func TestKeyFileMembersOverTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := tls.Dial("tcp", s.app.Addr().String(), memberTLS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
 	kf := s.app.Auth().KeyFile()
 	if kf == nil {
 		t.Fatal("the server does not expose its keyFile")
 	}
-	rt := auth.WireRoundTrip(nc)
-	if err := auth.Authenticate(context.Background(), rt, kf.Credential()); err != nil {
+	nc, rt, err := auth.Dial(ctxT(t), s.app.Addr().String(), memberTLS, kf.Credential())
+	if err != nil {
 		t.Fatalf("member over TLS: %v", err)
+	}
+	defer nc.Close()
+	if _, plain, err := auth.Dial(ctxT(t), s.app.Addr().String(), nil, kf.Credential()); err == nil {
+		t.Fatalf("a plaintext member got through requireTLS: %v", plain)
 	}
 	reply, err := rt(context.Background(), "admin", bson.D{{Key: "serverStatus", Value: 1}})
 	if err != nil || lookupField(reply, "ok") != 1.0 {

@@ -266,3 +266,57 @@ func TestKeyFileMembersAuthenticate(t *testing.T) {
 		t.Fatal("a member with another key authenticated")
 	}
 }
+
+// loggedIn returns a connection authenticated as a new user with roles.
+func loggedIn(t *testing.T, m *Manager, name string, roles ...RoleName) Conn {
+	t.Helper()
+	addUser(t, m, name, "admin", "pw", roles...)
+	c := newConn("10.0.0.9:1")
+	if err := Authenticate(context.Background(), roundTrip(m, c), Credential{User: name, DB: "admin", Password: "pw"}); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestReplicaSetAndAdminCommands: commands of the replica set and of
+// administration have mongod's requirements; the internal ones are for
+// the keyFile's __system user only, not even root.
+func TestReplicaSetAndAdminCommands(t *testing.T) {
+	kf, _ := ParseKey("test", "c2V0LWtleQ==")
+	m := newManager(t, kf)
+	root := loggedIn(t, m, "root", RoleName{"root", "admin"})
+	monitor := loggedIn(t, m, "mon", RoleName{"clusterMonitor", "admin"})
+	writer := loggedIn(t, m, "w", RoleName{"readWrite", "app"})
+	member := newConn("10.0.0.10:1")
+	if err := Authenticate(context.Background(), roundTrip(m, member), kf.Credential()); err != nil {
+		t.Fatal(err)
+	}
+	cmd := func(name string, rest ...bson.E) bson.D { return append(bson.D{{Key: name, Value: 1}}, rest...) }
+	bulk := cmd("bulkWrite",
+		bson.E{Key: "ops", Value: bson.A{bson.D{{Key: "insert", Value: 0}}, bson.D{{Key: "update", Value: 1}, {Key: "upsert", Value: true}}}},
+		bson.E{Key: "nsInfo", Value: bson.A{bson.D{{Key: "ns", Value: "app.a"}}, bson.D{{Key: "ns", Value: "other.b"}}}})
+	cases := []struct {
+		c    Conn
+		body bson.D
+		ok   bool
+	}{
+		{root, cmd("replSetGetStatus"), true},
+		{monitor, cmd("replSetGetStatus"), true},
+		{writer, cmd("replSetGetStatus"), false},
+		{root, cmd("replSetHeartbeat"), false},
+		{member, cmd("replSetHeartbeat"), true},
+		{monitor, cmd("replSetReconfig"), false},
+		{root, cmd("replSetReconfig"), true},
+		{writer, bulk, false},
+		{root, bulk, true},
+		{writer, cmd("bulkWrite", bson.E{Key: "ops", Value: bson.A{bson.D{{Key: "delete", Value: 0}}}},
+			bson.E{Key: "nsInfo", Value: bson.A{bson.D{{Key: "ns", Value: "app.a"}}}}), true},
+	}
+	for _, c := range cases {
+		err := m.Authorize(c.c, "admin", c.body[0].Key, c.body)
+		if (err == nil) != c.ok {
+			u, _ := sessionOf(c.c).User()
+			t.Errorf("%s running %v: %v, want allowed=%v", u, c.body[0].Key, err, c.ok)
+		}
+	}
+}

@@ -2,10 +2,13 @@ package auth
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"sync/atomic"
+	"time"
 
 	"github.com/xdg-go/scram"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -121,6 +124,35 @@ func replyError(reply bson.D) error {
 	msg, _ := lookup(reply, "errmsg")
 	c, _ := code.(int32)
 	return &CommandError{Code: c, Msg: stringOf(msg)}
+}
+
+// Dial connects to addr (over TLS when tlsCfg is set) and authenticates
+// as cred: what a replica set member does before talking to another. The
+// returned RoundTrip runs further commands on the connection.
+func Dial(ctx context.Context, addr string, tlsCfg *tls.Config, cred Credential) (net.Conn, RoundTrip, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("auth: dial %s: %w", addr, err)
+	}
+	if tlsCfg != nil {
+		tc := tls.Client(nc, tlsCfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return nil, nil, fmt.Errorf("auth: TLS with %s: %w", addr, err)
+		}
+		nc = tc
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		_ = nc.SetDeadline(dl)
+		defer func() { _ = nc.SetDeadline(time.Time{}) }()
+	}
+	rt := WireRoundTrip(nc)
+	if err := Authenticate(ctx, rt, cred); err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return nc, rt, nil
 }
 
 // WireRoundTrip sends commands as OP_MSG over a connection (plain or

@@ -200,6 +200,8 @@ func base64Value(v any) ([]byte, error) {
 
 func intValue(v any) (int, error) {
 	switch n := v.(type) {
+	case int:
+		return n, nil
 	case int32:
 		return int(n), nil
 	case int64:

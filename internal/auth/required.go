@@ -14,7 +14,31 @@ type requirement func(db string, body bson.D) []Need
 var open = map[string]bool{
 	"hello": true, "isMaster": true, "ismaster": true, "ping": true, "buildInfo": true, "buildinfo": true,
 	"saslStart": true, "saslContinue": true, "authenticate": true, "logout": true,
-	"connectionStatus": true, "whatsmyuri": true,
+	"connectionStatus": true, "whatsmyuri": true, "listCommands": true, "_isSelf": true,
+}
+
+// moreRequired are mongod's requirements for commands Mayfly is growing
+// (replication, monitoring, administration), so that each is checked as on
+// mongod the day it is registered. The replica set's internal commands
+// need the internal action, which only the keyFile's __system user holds.
+var moreRequired = map[string]requirement{
+	"replSetInitiate": onCluster("replSetConfigure"), "replSetReconfig": onCluster("replSetConfigure"),
+	"replSetGetStatus": onCluster("replSetGetStatus"), "replSetGetConfig": onCluster("replSetGetConfig"),
+	"replSetStepDown": onCluster("replSetStateChange"), "replSetStepUp": onCluster("replSetStateChange"),
+	"replSetFreeze": onCluster("replSetStateChange"), "replSetMaintenance": onCluster("replSetStateChange"),
+	"replSetSyncFrom": onCluster("replSetStateChange"), "appendOplogNote": onCluster("appendOplogNote"),
+	"replSetHeartbeat": onCluster("internal"), "replSetUpdatePosition": onCluster("internal"),
+	"replSetRequestVotes": onCluster("internal"), "replSetGetRBID": onCluster("internal"),
+	"dbStats": onDB("dbStats"), "collStats": onColl("collStats"), "dbHash": onDB("dbHash"),
+	"dataSize": onColl("find"), "top": onCluster("top"), "killOp": onCluster("killop"),
+	"connPoolStats": onCluster("connPoolStats"), "lockInfo": onCluster("serverStatus"),
+	"fsync": onCluster("fsync"), "fsyncUnlock": onCluster("unlock"), "shutdown": onCluster("shutdown"),
+	"logRotate": onCluster("logRotate"), "compact": onColl("compact"), "reIndex": onColl("reIndex"),
+	"convertToCapped": onColl("convertToCapped"), "getDefaultRWConcern": onCluster("getDefaultRWConcern"),
+	"setDefaultRWConcern": onCluster("setDefaultRWConcern"), "setFeatureCompatibilityVersion": onCluster("setFeatureCompatibilityVersion"),
+	"rotateCertificates": onCluster("rotateCertificates"), "startSession": none,
+	"commitTransaction": none, "abortTransaction": none, "killAllSessionsByPattern": onCluster("killAnySession"),
+	"bulkWrite": bulkWriteNeeds,
 }
 
 // required is the table of what each command needs. Commands that only
@@ -48,7 +72,12 @@ var required = map[string]requirement{
 
 // explain needs what the command it explains needs; it refers back to the
 // table, so it joins it once the table exists.
-func init() { required["explain"] = explainNeeds }
+func init() {
+	required["explain"] = explainNeeds
+	for name, f := range moreRequired {
+		required[name] = f
+	}
+}
 
 // KnownCommand reports whether the table covers name.
 func KnownCommand(name string) bool {
@@ -265,6 +294,50 @@ func mergeTarget(db string, spec any) Target {
 	}
 	into, _ := lookup(d, "into")
 	return outTarget(db, into, "db", "coll")
+}
+
+// bulkWriteNeeds asks, per namespace of nsInfo, the actions its
+// operations take (bulkWrite runs on admin, naming namespaces in full).
+func bulkWriteNeeds(_ string, body bson.D) []Need {
+	v, _ := lookup(body, "nsInfo")
+	infos, _ := v.(bson.A)
+	targets := make([]Target, len(infos))
+	for i, x := range infos {
+		d, _ := x.(bson.D)
+		ns, _ := lookup(d, "ns")
+		db, coll := splitNS(stringOf(ns))
+		targets[i] = nsTarget(db, coll)
+	}
+	ops, _ := lookup(body, "ops")
+	arr, _ := ops.(bson.A)
+	var n []Need
+	for _, x := range arr {
+		op, _ := x.(bson.D)
+		if len(op) == 0 {
+			continue
+		}
+		idx, _ := intValue(op[0].Value)
+		if idx < 0 || idx >= len(targets) {
+			continue
+		}
+		n = append(n, bulkOpNeeds(targets[idx], op)...)
+	}
+	return n
+}
+
+func bulkOpNeeds(t Target, op bson.D) []Need {
+	switch op[0].Key {
+	case "insert":
+		return []Need{need(t, "insert")}
+	case "delete":
+		return []Need{need(t, "remove")}
+	case "update":
+		if v, _ := lookup(op, "upsert"); v == true {
+			return needs(t, "update", "insert")
+		}
+		return []Need{need(t, "update")}
+	}
+	return nil
 }
 
 func createUserNeeds(db string, body bson.D) []Need {
