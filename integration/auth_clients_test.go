@@ -15,21 +15,23 @@ import (
 // authClientEnv starts an access-controlled server (TLS required, with
 // client certificates, when useTLS) with the user app/app-pw (readWrite on
 // test) and sets the environment the client scripts read.
-func authClientEnv(t *testing.T, useTLS bool) {
+func authClientEnv(t *testing.T, useTLS bool) *logBuffer {
 	t.Helper()
 	var s *testServer
+	var logs *logBuffer
 	if useTLS {
 		var p *testPKI
-		s, p, _ = tlsServer(t, server.TLSRequire)
+		s, p, logs = tlsServer(t, server.TLSRequire)
 		t.Setenv("MAYFLY_TLS_OPTS", "&tls=true&tlsCAFile="+p.CAFile+"&tlsCertificateKeyFile="+p.ClientFile)
 		t.Setenv("MAYFLY_NOCERT_OPTS", "&tls=true&tlsCAFile="+p.CAFile)
 	} else {
-		s, _ = startAuthServer(t, app.Config{})
+		s, logs = startAuthServer(t, app.Config{})
 		t.Setenv("MAYFLY_TLS_OPTS", "")
 		t.Setenv("MAYFLY_NOCERT_OPTS", "")
 	}
 	createUser(t, connect(t, s), "test", "app", "app-pw", bson.A{"readWrite"})
 	t.Setenv("MAYFLY_HOST", s.app.Addr().String())
+	return logs
 }
 
 func transports() map[string]bool { return map[string]bool{"plain": false, "tls": true} }
@@ -39,11 +41,20 @@ func transports() map[string]bool { return map[string]bool{"plain": false, "tls"
 func runAuthScript(t *testing.T, ok string, script func(t *testing.T) string) {
 	for name, useTLS := range transports() {
 		t.Run(name, func(t *testing.T) {
-			authClientEnv(t, useTLS)
+			logs := authClientEnv(t, useTLS)
 			out := script(t)
 			t.Log(out)
 			if !strings.Contains(out, ok) {
 				t.Fatalf("output:\n%s", out)
+			}
+			// The whole server log of the run: logins right and wrong, never a secret.
+			for _, secret := range []string{"app-pw", "wrong-pw", rootPwd} {
+				if strings.Contains(logs.String(), secret) {
+					t.Fatalf("server log contains %q", secret)
+				}
+			}
+			if !strings.Contains(logs.String(), "Authentication failed") {
+				t.Fatal("failed logins were not logged")
 			}
 		})
 	}
