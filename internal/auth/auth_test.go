@@ -320,3 +320,28 @@ func TestReplicaSetAndAdminCommands(t *testing.T) {
 		}
 	}
 }
+
+func TestCreateUserArguments(t *testing.T) {
+	m := newManager(t, nil)
+	c := newConn("127.0.0.1:1")
+	for _, tc := range []struct {
+		db   string
+		body bson.D
+		want string
+	}{
+		{"test", bson.D{{Key: "createUser", Value: "a"}, {Key: "pwd", Value: "p"}, {Key: "roles", Value: bson.A{}}, {Key: "digestPassword", Value: false}},
+			"Use of SCRAM-SHA-256 requires undigested passwords"},
+		{"local", bson.D{{Key: "createUser", Value: "a"}, {Key: "pwd", Value: "p"}, {Key: "roles", Value: bson.A{}}}, "Cannot create users in the local database"},
+		{"test", bson.D{{Key: "createUser", Value: "a"}, {Key: "pwd", Value: ""}, {Key: "roles", Value: bson.A{}}}, "User passwords must not be empty"},
+		{"test", bson.D{{Key: "createUser", Value: "a"}, {Key: "roles", Value: bson.A{}}}, "Must provide a 'pwd' field"},
+		{"test", bson.D{{Key: "createUser", Value: "a"}, {Key: "pwd", Value: "p"}}, "BSON field 'createUser.roles' is missing"},
+		{"test", bson.D{{Key: "createUser", Value: "a"}, {Key: "pwd", Value: "p"}, {Key: "roles", Value: bson.A{}}, {Key: "mechanisms", Value: bson.A{"PLAIN"}}},
+			"Unknown auth mechanism 'PLAIN'"},
+		{"test", bson.D{{Key: "createUser", Value: "a"}, {Key: "pwd", Value: "p"}, {Key: "roles", Value: bson.A{"nosuch"}}}, "Could not find role: nosuch@test"},
+	} {
+		_, err := m.Run(c, tc.db, "createUser", tc.body)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got %v, want %q", tc.body, err, tc.want)
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package auth
 
 import (
+	"slices"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -84,6 +86,9 @@ func cmdCreateUser(m *Manager, c Conn, db string, body bson.D) (bson.D, error) {
 		return nil, err
 	}
 	n := UserName{User: name, DB: db}
+	if db == "local" {
+		return nil, mongoerr.New(mongoerr.BadValue, "Cannot create users in the local database")
+	}
 	rolesV, ok := lookup(body, "roles")
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'createUser.roles' is missing but a required field")
@@ -141,10 +146,8 @@ func credentialsArg(n UserName, body bson.D, keep []string) (Credentials, error)
 	digested := false
 	if v, ok := lookup(body, "digestPassword"); ok && v == false {
 		digested = true
-		for _, mech := range mechs {
-			if mech == MechSHA256 || len(mechs) == 0 {
-				return nil, mongoerr.New(mongoerr.BadValue, "Use of SCRAM-SHA-256 requires undigested passwords")
-			}
+		if len(mechs) == 0 || slices.Contains(mechs, MechSHA256) {
+			return nil, mongoerr.New(mongoerr.BadValue, "Use of SCRAM-SHA-256 requires undigested passwords")
 		}
 	}
 	creds, err := NewCredentials(n.User, pwd, mechs, digested)
