@@ -115,3 +115,55 @@ func TestTLSAllowAcceptsBoth(t *testing.T) {
 		})
 	}
 }
+
+// TestTLSX509Authentication: a client logs in by its certificate as the
+// $external user named by the certificate's subject.
+func TestTLSX509Authentication(t *testing.T) {
+	s, p, logs := tlsServer(t, server.TLSAllow)
+	root := connect(t, s)
+	x509URI := func() string {
+		return strings.Replace(plainHostURI(s), "/?", "/?authMechanism=MONGODB-X509&authSource=$external&", 1)
+	}
+	connectX509 := func(cfg *tls.Config) (*mongo.Client, error) {
+		c, err := mongo.Connect(options.Client().ApplyURI(x509URI()).SetTLSConfig(cfg).
+			SetServerSelectionTimeout(1500 * time.Millisecond).SetTimeout(10 * time.Second))
+		if err != nil {
+			return nil, err
+		}
+		t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
+		return c, c.Ping(ctxT(t), nil)
+	}
+	_, err := connectX509(p.clientTLS(true))
+	wantCode(t, err, 11, `Could not find user "CN=client" for db "$external"`)
+	runCmd(t, root.Database("$external"), bson.D{{Key: "createUser", Value: "CN=client"},
+		{Key: "roles", Value: bson.A{bson.D{{Key: "role", Value: "readWrite"}, {Key: "db", Value: "test"}}}}})
+	c, err := connectX509(p.clientTLS(true))
+	if err != nil {
+		t.Fatalf("X.509 login: %v", err)
+	}
+	if _, err := c.Database("test").Collection("c").InsertOne(ctxT(t), bson.D{}); err != nil {
+		t.Fatal(err)
+	}
+	err = c.Database("other").RunCommand(ctxT(t), bson.D{{Key: "find", Value: "c"}}).Err()
+	wantCode(t, err, 13, "not authorized on other")
+	status := runCmd(t, c.Database("test"), bson.D{{Key: "connectionStatus", Value: 1}})
+	users := field(t, field(t, status, "authInfo").(bson.D), "authenticatedUsers").(bson.A)
+	if len(users) != 1 || field(t, users[0].(bson.D), "user") != "CN=client" || field(t, users[0].(bson.D), "db") != "$external" {
+		t.Fatalf("authInfo = %v", status)
+	}
+	info := runCmd(t, root.Database("$external"), bson.D{{Key: "usersInfo", Value: "CN=client"}})
+	u := field(t, info, "users").(bson.A)[0].(bson.D)
+	if mechs := field(t, u, "mechanisms").(bson.A); len(mechs) != 1 || mechs[0] != "external" {
+		t.Fatalf("usersInfo = %v", info)
+	}
+	// Without TLS there is no certificate to go by.
+	anon := connect(t, &testServer{uri: plainHostURI(s)})
+	err = anon.Database("$external").RunCommand(ctxT(t), bson.D{{Key: "authenticate", Value: 1}, {Key: "mechanism", Value: "MONGODB-X509"}}).Err()
+	wantCode(t, err, 18, "No verified subject name available from client")
+	waitForLog(t, logs, "no verified client certificate")
+}
+
+// plainHostURI is the server's address without credentials or TLS options.
+func plainHostURI(s *testServer) string {
+	return "mongodb://" + s.app.Addr().String() + "/?directConnection=true"
+}

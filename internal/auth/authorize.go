@@ -173,11 +173,20 @@ func (m *Manager) supportedMechs(dbUser string) bson.A {
 // means the driver authenticates the ordinary way.
 func (m *Manager) speculate(c Conn, v any) bson.D {
 	d, ok := v.(bson.D)
-	if !ok || len(d) == 0 || d[0].Key != "saslStart" {
+	if !ok || len(d) == 0 {
 		return nil
 	}
 	db, _ := lookup(d, "db")
-	reply, err := m.saslStart(c, stringOf(db), d)
+	var reply bson.D
+	var err error
+	switch d[0].Key {
+	case "saslStart":
+		reply, err = m.saslStart(c, stringOf(db), d)
+	case "authenticate":
+		reply, err = cmdAuthenticate(m, c, stringOf(db), d)
+	default:
+		return nil
+	}
 	if err != nil {
 		return nil
 	}

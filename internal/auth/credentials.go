@@ -44,6 +44,13 @@ type Credentials map[string]*Secret
 // mechanisms lists what Mayfly supports, in the order replies list them.
 var mechanisms = [...]string{MechSHA1, MechSHA256}
 
+// externalKey marks the credentials of a $external user: someone else (the
+// TLS layer, for MONGODB-X509) vouches for it, so there is no secret.
+const externalKey = "external"
+
+// ExternalCredentials are those of a user in $external.
+func ExternalCredentials() Credentials { return Credentials{externalKey: &Secret{}} }
+
 func hashFor(mech string) (scram.HashGeneratorFcn, bool) {
 	switch mech {
 	case MechSHA1:
@@ -121,6 +128,9 @@ func (s *Secret) stored() scram.StoredCredentials {
 
 // Mechanisms lists the mechanisms c has secrets for, in mongod's order.
 func (c Credentials) Mechanisms() []string {
+	if c[externalKey] != nil {
+		return []string{externalKey}
+	}
 	var out []string
 	for _, m := range mechanisms {
 		if c[m] != nil {
@@ -132,6 +142,9 @@ func (c Credentials) Mechanisms() []string {
 
 // Document is the credentials field of a system.users document.
 func (c Credentials) Document() bson.D {
+	if c[externalKey] != nil {
+		return bson.D{{Key: externalKey, Value: true}}
+	}
 	var d bson.D
 	for _, m := range c.Mechanisms() {
 		s := c[m]
@@ -150,6 +163,9 @@ func (c Credentials) Document() bson.D {
 func parseCredentials(d bson.D) (Credentials, error) {
 	c := Credentials{}
 	for _, e := range d {
+		if e.Key == externalKey && e.Value == true {
+			return ExternalCredentials(), nil
+		}
 		if _, ok := hashFor(e.Key); !ok {
 			continue
 		}

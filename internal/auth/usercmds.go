@@ -44,10 +44,13 @@ func (m *Manager) Run(c Conn, db, name string, body bson.D) (bson.D, error) {
 	return h(m, c, db, body)
 }
 
-func cmdAuthenticate(_ *Manager, _ Conn, _ string, body bson.D) (bson.D, error) {
+func cmdAuthenticate(m *Manager, c Conn, db string, body bson.D) (bson.D, error) {
 	mech, _ := lookup(body, "mechanism")
-	return nil, mongoerr.Newf(mongoerr.MechanismUnavailable,
-		"Received authentication for mechanism %v which is unknown or not enabled", mech)
+	if mech != MechX509 {
+		return nil, mongoerr.Newf(mongoerr.MechanismUnavailable,
+			"Received authentication for mechanism %v which is unknown or not enabled", mech)
+	}
+	return m.authenticateX509(c, db, body)
 }
 
 func cmdLogout(_ *Manager, c Conn, _ string, _ bson.D) (bson.D, error) {
@@ -100,6 +103,12 @@ func cmdCreateUser(m *Manager, c Conn, db string, body bson.D) (bson.D, error) {
 	creds, err := credentialsArg(n, body, nil)
 	if err != nil {
 		return nil, err
+	}
+	if db == externalDB {
+		if creds != nil {
+			return nil, mongoerr.New(mongoerr.BadValue, "Cannot set the password for users defined on the '$external' database")
+		}
+		creds = ExternalCredentials()
 	}
 	if creds == nil {
 		return nil, mongoerr.New(mongoerr.BadValue,

@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
@@ -122,6 +123,19 @@ type bufferedConn struct {
 }
 
 func (b bufferedConn) Read(p []byte) (int, error) { return b.r.Read(p) }
+
+// PeerCertificate returns the client's certificate once verified against
+// the CA file, or nil (no TLS, no certificate, or none asked).
+func (c *Conn) PeerCertificate() *x509.Certificate {
+	if c.tc == nil {
+		return nil
+	}
+	st := c.tc.ConnectionState()
+	if len(st.VerifiedChains) == 0 || len(st.PeerCertificates) == 0 {
+		return nil
+	}
+	return st.PeerCertificates[0]
+}
 
 // TLS reports whether the connection runs over TLS.
 func (c *Conn) TLS() bool { return c.tc != nil }
