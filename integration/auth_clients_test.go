@@ -14,7 +14,8 @@ import (
 
 // authClientEnv starts an access-controlled server (TLS required, with
 // client certificates, when useTLS) with the user app/app-pw (readWrite on
-// test) and sets the environment the client scripts read.
+// test; over TLS also the certificate's user CN=client in $external) and
+// sets the environment the client scripts read.
 func authClientEnv(t *testing.T, useTLS bool) *logBuffer {
 	t.Helper()
 	var s *testServer
@@ -24,6 +25,8 @@ func authClientEnv(t *testing.T, useTLS bool) *logBuffer {
 		s, p, logs = tlsServer(t, server.TLSRequire)
 		t.Setenv("MAYFLY_TLS_OPTS", "&tls=true&tlsCAFile="+p.CAFile+"&tlsCertificateKeyFile="+p.ClientFile)
 		t.Setenv("MAYFLY_NOCERT_OPTS", "&tls=true&tlsCAFile="+p.CAFile)
+		runCmd(t, connect(t, s).Database("$external"), bson.D{{Key: "createUser", Value: "CN=client"},
+			{Key: "roles", Value: bson.A{bson.D{{Key: "role", Value: "readWrite"}, {Key: "db", Value: "test"}}}}})
 	} else {
 		s, logs = startAuthServer(t, app.Config{})
 		t.Setenv("MAYFLY_TLS_OPTS", "")

@@ -32,6 +32,12 @@ for (const mech of ['SCRAM-SHA-256', 'SCRAM-SHA-1']) {
     check(e.code === 18 && /Authentication failed/.test(e.message), what + ': ' + e);
   }
 }
+if (tls) {
+  const d = connect(`mongodb://${host}/test?authMechanism=MONGODB-X509&authSource=%24external&directConnection=true${tls}`);
+  d.shauth.insertOne({ x509: true });
+  const st = d.runCommand({ connectionStatus: 1 });
+  check(st.authInfo.authenticatedUsers[0].user === 'CN=client', 'X.509 connectionStatus ' + JSON.stringify(st));
+}
 if (nocert) {
   const e = mustFail(uri('app', 'app-pw', 'SCRAM-SHA-256', nocert), 'missing client certificate');
   check(e.code !== 18 && /certificate required/.test(e.message), 'missing certificate: ' + e);

@@ -41,6 +41,17 @@ for (const mech of ['SCRAM-SHA-256', 'SCRAM-SHA-1']) {
     assert.match(e.message, /Authentication failed/);
   }
 }
+if (tls) {
+  const x509 = `mongodb://${host}/?authMechanism=MONGODB-X509&authSource=%24external&directConnection=true${tls}`;
+  const client = new MongoClient(x509);
+  try {
+    await client.db('test').collection('nodeauth').insertOne({ x509: true });
+    const st = await client.db('test').command({ connectionStatus: 1 });
+    assert.deepEqual(st.authInfo.authenticatedUsers, [{ user: 'CN=client', db: '$external' }]);
+  } finally {
+    await client.close();
+  }
+}
 if (nocert) {
   const e = await mustFail(uri('app', 'app-pw', 'SCRAM-SHA-256', nocert), 'missing client certificate');
   assert.notEqual(e.code, 18, 'missing certificate gave an authentication error: ' + e);

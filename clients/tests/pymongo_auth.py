@@ -48,6 +48,15 @@ for mech in ("SCRAM-SHA-256", "SCRAM-SHA-1"):
     err = must_fail(uri("nobody", "app-pw", mech), "unknown user")
     assert err is None, err
 
+if TLS:
+    client = pymongo.MongoClient(
+        "mongodb://%s/?authMechanism=MONGODB-X509&authSource=%%24external&directConnection=true%s" % (HOST, TLS),
+        serverSelectionTimeoutMS=10000)
+    client.test.pyauth.insert_one({"x509": True})
+    status = client.test.command("connectionStatus")
+    assert status["authInfo"]["authenticatedUsers"] == [{"user": "CN=client", "db": "$external"}], status
+    client.close()
+
 if NOCERT:
     err = must_fail(uri("app", "app-pw", "SCRAM-SHA-256", NOCERT), "missing client certificate")
     assert err is not None, "missing certificate gave an authentication error instead of a TLS one"
