@@ -38,7 +38,12 @@ var moreRequired = map[string]requirement{
 	"setDefaultRWConcern": onCluster("setDefaultRWConcern"), "setFeatureCompatibilityVersion": onCluster("setFeatureCompatibilityVersion"),
 	"rotateCertificates": onCluster("rotateCertificates"), "startSession": none,
 	"commitTransaction": none, "abortTransaction": none, "killAllSessionsByPattern": onCluster("killAnySession"),
-	"bulkWrite": bulkWriteNeeds,
+	"bulkWrite": bulkWriteNeeds, "getDiagnosticData": onCluster("serverStatus"),
+	"listSearchIndexes": onColl("listSearchIndexes"), "createSearchIndexes": onColl("createSearchIndexes"),
+	"dropSearchIndex": onColl("dropSearchIndex"), "updateSearchIndex": onColl("updateSearchIndex"),
+	"planCacheClear": onColl("planCacheWrite"), "planCacheClearFilters": onColl("planCacheIndexFilter"),
+	"planCacheListFilters": onColl("planCacheRead"), "planCacheSetFilter": onColl("planCacheIndexFilter"),
+	"analyze": onColl("analyze"), "validateDBMetadata": onDB("validate"),
 }
 
 // required is the table of what each command needs. Commands that only
