@@ -100,19 +100,9 @@ func cmdCreateUser(m *Manager, c Conn, db string, body bson.D) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	creds, err := credentialsArg(n, body, nil)
+	creds, err := newUserCredentials(n, body)
 	if err != nil {
 		return nil, err
-	}
-	if db == externalDB {
-		if creds != nil {
-			return nil, mongoerr.New(mongoerr.BadValue, "Cannot set the password for users defined on the '$external' database")
-		}
-		creds = ExternalCredentials()
-	}
-	if creds == nil {
-		return nil, mongoerr.New(mongoerr.BadValue,
-			"Must provide a 'pwd' field for all user documents, except those with '$external' as the user's source db")
 	}
 	if m.lookupUser(n) != nil {
 		return nil, mongoerr.Newf(mongoerr.Location51003, "User \"%s\" already exists", n)
@@ -128,6 +118,24 @@ func cmdCreateUser(m *Manager, c Conn, db string, body bson.D) (bson.D, error) {
 	}
 	m.log.Info("user created", "user", n.User, "db", n.DB, "remote", c.RemoteAddr())
 	return bson.D{}, nil
+}
+
+// newUserCredentials are a new user's: derived from pwd, or external for
+// a user in $external (which may not have a password).
+func newUserCredentials(n UserName, body bson.D) (Credentials, error) {
+	creds, err := credentialsArg(n, body, nil)
+	switch {
+	case err != nil:
+		return nil, err
+	case n.DB == externalDB && creds != nil:
+		return nil, mongoerr.New(mongoerr.BadValue, "Cannot set the password for users defined on the '$external' database")
+	case n.DB == externalDB:
+		return ExternalCredentials(), nil
+	case creds == nil:
+		return nil, mongoerr.New(mongoerr.BadValue,
+			"Must provide a 'pwd' field for all user documents, except those with '$external' as the user's source db")
+	}
+	return creds, nil
 }
 
 // credentialsArg derives credentials from pwd, mechanisms and
