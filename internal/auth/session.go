@@ -77,9 +77,16 @@ func (m *Manager) allowed(s *Session, n Need) bool {
 			break
 		}
 	}
+	if len(s.decisions) >= maxDecisions {
+		clear(s.decisions)
+	}
 	s.decisions[n] = ok
 	return ok
 }
+
+// maxDecisions bounds a session's memo: a client touching ever new
+// namespaces must not grow it without end.
+const maxDecisions = 4096
 
 // isLoopback reports whether a client address is on the loopback
 // interface (the localhost exception applies only there).
