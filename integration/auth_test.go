@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -146,6 +147,10 @@ func TestAuthCursorsBelongToTheirUser(t *testing.T) {
 	wantCode(t, err, 13, "was not created by the authenticated user")
 	// The owner still can; root may kill any cursor.
 	runCmd(t, ann.Database("test"), bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "c"}, {Key: "batchSize", Value: 2}})
+	// Once the owner loses what opening the cursor took, getMore is refused.
+	runCmd(t, root.Database("test"), bson.D{{Key: "revokeRolesFromUser", Value: "ann"}, {Key: "roles", Value: bson.A{"read"}}})
+	err = ann.Database("test").RunCommand(ctxT(t), bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "c"}}).Err()
+	wantCode(t, err, 13, fmt.Sprintf("not authorized for getMore with cursor id %d", id))
 	killed := runCmd(t, root.Database("test"), bson.D{{Key: "killCursors", Value: "c"}, {Key: "cursors", Value: bson.A{id}}})
 	if got := field(t, killed, "cursorsKilled").(bson.A); len(got) != 1 {
 		t.Fatalf("root killCursors = %v", killed)

@@ -83,6 +83,28 @@ func (m *Manager) MayUseCursor(c Conn, owner string) bool {
 	return !m.cfg.Enabled || m.UserOf(c) == owner
 }
 
+// Privileges are what running name with body on db takes, to be kept
+// with a cursor it opens.
+func (m *Manager) Privileges(db, name string, body bson.D) any {
+	return requirementsOf(db, name, body)
+}
+
+// CheckGetMore refuses a getMore of another user's cursor, and one by a
+// user who no longer holds the privileges the cursor was opened with, as
+// mongod does.
+func (m *Manager) CheckGetMore(c Conn, id int64, owner string, privileges any) error {
+	if !m.MayUseCursor(c, owner) {
+		return CursorError(id)
+	}
+	needs, _ := privileges.([]Need)
+	for _, n := range needs {
+		if !m.allowed(sessionOf(c), n) {
+			return mongoerr.Newf(mongoerr.Unauthorized, "not authorized for getMore with cursor id %d", id)
+		}
+	}
+	return nil
+}
+
 // MayKillCursor reports whether the connection may kill a cursor on ns
 // opened by owner: its owner may, and so may holders of killAnyCursor.
 func (m *Manager) MayKillCursor(c Conn, owner, ns string) bool {

@@ -40,6 +40,9 @@ func (h *Handler) collectionListable(r *request, coll string) bool {
 // client learns the id only from this reply, so nobody can use the cursor
 // before it has its owner.
 func (h *Handler) recordCursorOwner(r *request, reply bson.D) {
+	if r.name == "getMore" {
+		return // the cursor keeps what it was opened with
+	}
 	cur, _ := lookup(reply, "cursor")
 	d, _ := cur.(bson.D)
 	id, _ := lookup(d, "id")
@@ -48,16 +51,14 @@ func (h *Handler) recordCursorOwner(r *request, reply bson.D) {
 		return
 	}
 	if owner := h.deps.Auth.UserOf(r.conn); owner != "" {
-		h.deps.Cursors.SetOwner(n, owner)
+		h.deps.Cursors.SetOwner(n, owner, h.deps.Auth.Privileges(r.db, r.name, r.secret))
 	}
 }
 
-// checkCursorUse refuses getMore of another user's cursor.
+// checkCursorUse refuses getMore of another user's cursor, or by a user
+// who has since lost what opening it took.
 func (h *Handler) checkCursorUse(r *request, c *cursor.Cursor) error {
-	if h.deps.Auth.MayUseCursor(r.conn, c.Owner) {
-		return nil
-	}
-	return auth.CursorError(c.ID)
+	return h.deps.Auth.CheckGetMore(r.conn, c.ID, c.Owner, c.Privileges)
 }
 
 // checkCursorsKill refuses killCursors, before it kills any, when one of

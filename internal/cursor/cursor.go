@@ -34,6 +34,9 @@ type Cursor struct {
 	// Owner is the user who opened the cursor ("" without access
 	// control); only they may use it.
 	Owner string
+	// Privileges are what opening it took, for getMore to check again;
+	// access control gives them meaning.
+	Privileges any
 	// Tailable and similar options are not supported.
 	lastUsed time.Time
 	busy     bool
@@ -112,12 +115,12 @@ func (r *Registry) Remove(id int64) bool {
 	return ok
 }
 
-// SetOwner records who opened cursor id.
-func (r *Registry) SetOwner(id int64, owner string) {
+// SetOwner records who opened cursor id and with what privileges.
+func (r *Registry) SetOwner(id int64, owner string, privileges any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if c, ok := r.cursors[id]; ok {
-		c.Owner = owner
+		c.Owner, c.Privileges = owner, privileges
 	}
 }
 
