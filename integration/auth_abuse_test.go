@@ -127,11 +127,6 @@ func scramLogin(rt auth.RoundTrip, client *scram.Client, db string) bson.D {
 	return r
 }
 
-// wrongPassword reports whether the server refused the login with 18.
-func wrongPassword(rt auth.RoundTrip, client *scram.Client) bool {
-	return lookupField(scramLogin(rt, client, "test"), "code") == int32(18)
-}
-
 func lookupField(d bson.D, key string) any {
 	for _, e := range d {
 		if e.Key == key {
