@@ -7,6 +7,7 @@ require (
 	github.com/klauspost/compress v1.20.3
 	github.com/prometheus/client_golang v1.16.0
 	github.com/redis/go-redis/v9 v9.7.3
+	github.com/xdg-go/scram v1.2.0
 	go.etcd.io/raft/v3 v3.7.0
 	go.mongodb.org/mongo-driver/v2 v2.9.3
 	google.golang.org/protobuf v1.36.11
@@ -40,7 +41,6 @@ require (
 	github.com/prometheus/procfs v0.10.1 // indirect
 	github.com/rogpeppe/go-internal v1.9.0 // indirect
 	github.com/xdg-go/pbkdf2 v1.0.0 // indirect
-	github.com/xdg-go/scram v1.2.0 // indirect
 	github.com/xdg-go/stringprep v1.0.4 // indirect
 	github.com/youmark/pkcs8 v0.0.0-20240726163527-a2c0da244d78 // indirect
 	golang.org/x/crypto v0.53.0 // indirect

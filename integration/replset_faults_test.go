@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -202,4 +204,46 @@ func TestReplicaSetAddMemberCatchesUpFromSnapshot(t *testing.T) {
 	rs.procs = append(rs.procs, &process{addr: newAddr})
 	rs.addrs = append(rs.addrs, newAddr)
 	rs.waitSameHash("test", 10*time.Second)
+}
+
+// TestReplicaSetWithKeyFile runs a set whose members prove the shared key
+// to each other: initiated through the localhost exception, then users
+// made on the primary log in on every member.
+func TestReplicaSetWithKeyFile(t *testing.T) {
+	key := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(key, []byte("c2hhcmVkIHNldCBrZXk="), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rs := startReplSet(t, 3, "--keyFile", key)
+	p := rs.waitPrimary(-1, 10*time.Second)
+	admin := rs.direct(p).Database("admin")
+	if err := admin.RunCommand(ctxT(t), bson.D{{Key: "createUser", Value: "root"}, {Key: "pwd", Value: "s3cret-pass"}, {Key: "roles", Value: bson.A{"root"}}}).Err(); err != nil {
+		t.Fatalf("first user through the localhost exception: %v", err)
+	}
+	if code := codeOf(rawCall(t, rs.addrs[p], bson.D{{Key: "find", Value: "c"}, {Key: "$db", Value: "test"}})); code != 13 {
+		t.Fatalf("find without a login: code %d, want 13", code)
+	}
+	cred := options.Credential{Username: "root", Password: "s3cret-pass"}
+	cl := rs.client(options.Client().SetAuth(cred))
+	if _, err := cl.Database("test").Collection("c").InsertOne(ctxT(t), bson.D{{Key: "_id", Value: 1}}); err != nil {
+		t.Fatalf("insert as root through the set: %v", err)
+	}
+	for i, addr := range rs.addrs {
+		c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + addr + "/?directConnection=true").SetAuth(cred))
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			n, err := c.Database("test").Collection("c", options.Collection().SetReadPreference(readpref.SecondaryPreferred())).CountDocuments(ctxT(t), bson.D{})
+			if err == nil && n == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("member %d: login and read as root: %d, %v", i, n, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		_ = c.Disconnect(context.Background())
+	}
 }

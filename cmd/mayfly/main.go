@@ -44,6 +44,7 @@ func (s setParams) Set(v string) error {
 
 type options struct {
 	cfg       app.Config
+	tlsMode   string
 	storage   string
 	logLevel  string
 	logFormat string
@@ -70,10 +71,14 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.cfg.ClockSkew, "test-clock-skew", 0, "for tests only: shift this server's clock")
 	// Deployment: mongod's --port, --bind_ip and --config, --version, --http-addr.
 	ops := addOperationsFlags(fs, o)
+	securityFlags(fs, o)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if err := ops.apply(fs, o); err != nil {
+		return nil, err
+	}
+	if err := o.securitySettings(); err != nil {
 		return nil, err
 	}
 	switch o.storage {

@@ -83,7 +83,7 @@ func (f *opsFlags) apply(fs *flag.FlagSet, o *options) error {
 	if err := f.settleAddr(o, set); err != nil {
 		return err
 	}
-	if err := applySecurity(f); err != nil {
+	if err := applySecurity(f, o, set); err != nil {
 		return err
 	}
 	return applyReplication(f, o, set)
@@ -266,12 +266,18 @@ func (c *configApplier) openLog(settings map[string]mongodconf.Setting) error {
 
 // applySecurity: access control is not part of this build, so a file
 // that asks for it must not start a server open to everyone.
-func applySecurity(f *opsFlags) error {
-	if f.authorization != "" && f.authorization != "disabled" {
-		return fmt.Errorf("security.authorization: %q: this build of Mayfly has no access control", f.authorization)
+func applySecurity(f *opsFlags, o *options, set map[string]bool) error {
+	switch f.authorization {
+	case "", "disabled":
+	case "enabled":
+		if !set["auth"] {
+			o.cfg.Security.Auth = true
+		}
+	default:
+		return fmt.Errorf("security.authorization: %q: want enabled or disabled", f.authorization)
 	}
-	if f.keyFile != "" {
-		return errors.New("security.keyFile: this build of Mayfly has no access control")
+	if f.keyFile != "" && !set["keyFile"] && o.cfg.Security.KeyFile == "" {
+		o.cfg.Security.KeyFile = f.keyFile
 	}
 	return nil
 }

@@ -89,7 +89,7 @@ func TestDeploymentErrors(t *testing.T) {
 		{"--bind_ip 127.0.0.1,10.0.0.1", "", "Mayfly listens on one address"},
 		{"", "net:\n  prot: 1\n", "line 2: unrecognized option: net.prot"},
 		{"", "net:\n  port: many\n", "line 2: invalid value"},
-		{"", "security:\n  authorization: enabled\n", "has no access control"},
+		{"", "security:\n  authorization: sometimes\n", "want enabled or disabled"},
 		{"", "systemLog:\n  destination: syslog\n", "systemLog.destination \"syslog\""},
 		{"", "systemLog:\n  destination: file\n", "needs systemLog.path"},
 	} {
@@ -138,5 +138,12 @@ func TestConfigFileNamesTheReplicaSet(t *testing.T) {
 	o, err = parseFlags([]string{"--replSet", "other", "--config", writeConfig(t, "replication:\n  replSetName: rs0\n")})
 	if err != nil || o.cfg.ReplSet != "other" {
 		t.Fatalf("--replSet over the file: %q, %v", o.cfg.ReplSet, err)
+	}
+}
+
+func TestConfigFileTurnsOnAccessControl(t *testing.T) {
+	o, err := parseFlags([]string{"--config", writeConfig(t, "security:\n  authorization: enabled\n  keyFile: /etc/mayfly/key\n")})
+	if err != nil || !o.cfg.Security.Auth || o.cfg.Security.KeyFile != "/etc/mayfly/key" {
+		t.Fatalf("security section: %+v, %v", o.cfg.Security, err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/activity"
+	"github.com/mayflydb/mayfly/internal/auth"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/commands"
 	"github.com/mayflydb/mayfly/internal/cursor"
@@ -82,6 +83,9 @@ type Config struct {
 	// HTTPAddr, when set, serves Prometheus metrics at /metrics and the
 	// expiry dashboard at / (--http-addr).
 	HTTPAddr string
+
+	// Security is access control and TLS (--auth, --keyFile, --tls*).
+	Security Security
 }
 
 // App is a running server.
@@ -93,6 +97,7 @@ type App struct {
 	monitor  *ttl.Monitor
 	srv      *server.Server
 	rs       *repl.Replica
+	auth     *auth.Manager
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	serveErr chan error
@@ -138,6 +143,7 @@ func Start(cfg Config) (*App, error) {
 		return nil, err
 	}
 	a.serveOperations()
+	warnIfOpen(cfg.Logger, a.Addr(), cfg.Security)
 	cfg.Logger.Info("mayfly listening", "addr", a.Addr().String(), "storage", storageName(cfg), "dir", cfg.DataDir)
 	a.ops.ring.Started()
 	return a, nil
@@ -190,19 +196,24 @@ func (a *App) assemble() error {
 		Busy: func() bool { return ops.BusyWithin(100 * time.Millisecond) },
 		CPUs: cfg.CPUs, Active: a.primaryOrStandalone,
 	})
+	authMgr, tlsCfg, err := a.security(store)
+	if err != nil {
+		return err
+	}
 	params := a.params()
 	if err := applySetParameters(params, cfg.SetParameters); err != nil {
 		return err
 	}
 	h := commands.New(commands.Deps{
 		Store: store, Cursors: a.cursors, Clock: cfg.Clock, Logger: cfg.Logger, Params: params,
-		Argv: cfg.Argv, Parsed: a.parsedConfig(), Activity: ops,
+		Argv: cfg.Argv, Parsed: a.withSecurity(a.parsedConfig()), Activity: ops, Auth: authMgr,
 		TTLStats: func() commands.TTLStats { return commands.TTLStats(a.monitor.Stats()) },
 		OpStats:  a.ops.stats, Log: a.ops.ring, DataDir: a.dataDir(), Fsync: a.ops.fsync,
 		Repl: a.rs, TestCommands: testCommands(cfg.SetParameters),
 	})
 	observer.handler = h
-	a.srv = server.New(server.Config{Addr: cfg.Addr, MaxConns: cfg.MaxConns, MessageTimeout: cfg.MessageTimeout, Logger: cfg.Logger}, h)
+	a.srv = server.New(server.Config{Addr: cfg.Addr, MaxConns: cfg.MaxConns, MessageTimeout: cfg.MessageTimeout, Logger: cfg.Logger,
+		TLS: tlsCfg, TLSMode: cfg.Security.TLSMode}, h)
 	h.SetServerStats(a.srv.Stats)
 	a.startBackground()
 	return nil

@@ -2,12 +2,17 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"net"
 	"time"
 
+	"github.com/mayflydb/mayfly/internal/auth"
 	"github.com/mayflydb/mayfly/internal/commands"
 	"github.com/mayflydb/mayfly/internal/repl"
+	"github.com/mayflydb/mayfly/internal/server"
 	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
+	"github.com/mayflydb/mayfly/internal/tlsconf"
 )
 
 // openReplica reads this server's replica set membership (--replSet);
@@ -33,6 +38,7 @@ func (a *App) startReplica() error {
 		return nil
 	}
 	a.rs.SetSelf(a.Addr().String())
+	a.rs.SetDialer(a.memberDialer())
 	if err := a.rs.Start(replicaHooks{a}); err != nil {
 		return fmt.Errorf("app: start replica set member: %w", err)
 	}
@@ -54,7 +60,21 @@ func (h replicaHooks) Applied(deltas []repl.CountDelta, catalogChanged bool) {
 	}
 	for _, d := range deltas {
 		h.a.store.ApplyCounts(d.CollID, d.Docs, d.Bytes)
+		if h.isAccessControl(d.CollID) {
+			h.reloadUsers()
+		}
 	}
+}
+
+// isAccessControl reports whether collID is admin.system.users or
+// admin.system.roles, whose changes the member's access control caches.
+func (h replicaHooks) isAccessControl(collID uint64) bool {
+	for _, name := range []string{"system.users", "system.roles"} {
+		if c := h.a.store.Collection("admin", name); c != nil && c.Meta().ID == collID {
+			return true
+		}
+	}
+	return false
 }
 
 func (h replicaHooks) Reloaded() { h.reload() }
@@ -62,6 +82,13 @@ func (h replicaHooks) Reloaded() { h.reload() }
 func (h replicaHooks) reload() {
 	if err := h.a.store.Reload(); err != nil {
 		h.a.cfg.Logger.Error("reloading the catalog after a replicated change failed", "err", err)
+	}
+	h.reloadUsers()
+}
+
+func (h replicaHooks) reloadUsers() {
+	if err := h.a.auth.Reload(); err != nil {
+		h.a.cfg.Logger.Error("reloading users and roles after a replicated change failed", "err", err)
 	}
 }
 
@@ -98,4 +125,42 @@ func (a *App) sweepSessions(ctx context.Context) {
 		}
 		t.Reset(time.Minute)
 	}
+}
+
+// memberDialer connects this member to the others as mongod does: over
+// TLS when the server prefers or requires it, and logged in as the
+// keyFile's __system user when there is a keyFile.
+func (a *App) memberDialer() repl.Dialer {
+	kf := a.auth.KeyFile()
+	useTLS := a.cfg.Security.TLSMode == server.TLSPrefer || a.cfg.Security.TLSMode == server.TLSRequire
+	return func(ctx context.Context, addr string) (net.Conn, error) {
+		var tlsCfg *tls.Config
+		if useTLS {
+			host, _, _ := net.SplitHostPort(addr)
+			cfg, err := tlsconf.Client(a.cfg.Security.TLS, host)
+			if err != nil {
+				return nil, err
+			}
+			tlsCfg = cfg
+		}
+		if kf == nil {
+			return dialPlain(ctx, addr, tlsCfg)
+		}
+		nc, _, err := auth.Dial(ctx, addr, tlsCfg, kf.Credential())
+		return nc, err
+	}
+}
+
+func dialPlain(ctx context.Context, addr string, tlsCfg *tls.Config) (net.Conn, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil || tlsCfg == nil {
+		return nc, err
+	}
+	tc := tls.Client(nc, tlsCfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return tc, nil
 }

@@ -8,11 +8,13 @@ import (
 	"time"
 )
 
-// Names of the three session targets.
+// Names of the session targets.
 const (
 	nameMayfly = "mayfly"
 	nameRedis  = "redis"
 	nameNull   = "null"
+	// nameMayflyAuth is Mayfly with --auth, its clients logged in.
+	nameMayflyAuth = "mayfly-auth"
 )
 
 // modeRun runs the phases of one mode. Servers go on serverCPU and client
@@ -57,8 +59,14 @@ func (m *modeRun) start(ctx context.Context, kind string) (*server, error) {
 		}
 	case nameNull:
 		argv = nullArgv(m.cfg.Self, addr)
+	case nameMayflyAuth:
+		argv = append(mayflyArgv(m.mayflyBin, addr, filepath.Join(dir, "data")), "--auth")
 	}
-	return startServer(ctx, kind, pinned(m.serverCPU, argv), addr, filepath.Join(dir, kind+".log"))
+	s, err := startServer(ctx, kind, pinned(m.serverCPU, argv), addr, filepath.Join(dir, kind+".log"))
+	if err == nil && kind == nameMayflyAuth {
+		err = withBenchUser(ctx, s)
+	}
+	return s, err
 }
 
 // withServer starts a server, runs fn, and stops it, reporting the first
@@ -78,7 +86,7 @@ const settleLimit = 15 * time.Second
 // load preloads n sessions into s, then waits for s to go idle, so that
 // flushing and compacting the preload is not billed to the run after it.
 func (m *modeRun) load(ctx context.Context, s *server, target string, n int) (*LoadResult, error) {
-	res, err := m.job(ctx, Job{Kind: jobLoad, Target: target, Addr: s.addr, Count: n})
+	res, err := m.job(ctx, Job{Kind: jobLoad, Target: target, Addr: s.dialAddr(), Count: n})
 	if err != nil {
 		return nil, err
 	}
@@ -102,14 +110,14 @@ func targetOf(kind string) string {
 func (m *modeRun) sessionsPhase(ctx context.Context) (map[string]*SessionsResult, error) {
 	out := map[string]*SessionsResult{}
 	sz := m.cfg.Sizes
-	for _, kind := range []string{nameMayfly, nameRedis, nameNull} {
+	for _, kind := range []string{nameMayfly, nameMayflyAuth, nameRedis, nameNull} {
 		err := m.withServer(ctx, kind, func(s *server) error {
 			if kind != nameNull {
 				if _, err := m.load(ctx, s, targetOf(kind), sz.Sessions); err != nil {
 					return err
 				}
 			}
-			res, err := m.job(ctx, Job{Kind: jobSessions, Target: targetOf(kind), Addr: s.addr,
+			res, err := m.job(ctx, Job{Kind: jobSessions, Target: targetOf(kind), Addr: s.dialAddr(),
 				ServerPID: s.pid(), Clients: sz.Clients, Count: sz.Sessions, Warmup: sz.Warmup, Duration: sz.Duration})
 			if err != nil {
 				return err

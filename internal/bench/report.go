@@ -181,6 +181,7 @@ func rows(rep *Report, sz Sizes) []row {
 	}
 	return append([]row{
 		{"sessions ops/s, Mayfly (p50 / p99)", PhaseSessions, sessionsCell(nameMayfly)},
+		{"sessions ops/s, Mayfly --auth (p50 / p99)", PhaseSessions, sessionsCell(nameMayflyAuth)},
 		{"sessions ops/s, Redis (p50 / p99)", PhaseSessions, sessionsCell(nameRedis)},
 		{"sessions ops/s, null server (p50 / p99)", PhaseSessions, sessionsCell(nameNull)},
 		t(tMayflyNull, PhaseSessions),

@@ -24,6 +24,9 @@ const (
 type server struct {
 	name string
 	addr string
+	// dial is the address clients use when it differs from addr (with
+	// credentials in it).
+	dial string
 	log  string // its stdout and stderr
 	cmd  *exec.Cmd
 	done chan struct{}

@@ -57,6 +57,7 @@ const (
 	tExpRate     = "expirations/s sustained under load (burst)"
 	tStorm       = "sessions ops/s during burst / without"
 	tRSS         = "RSS with the same live sessions, Mayfly / Redis"
+	tAuth        = "sessions ops/s, Mayfly --auth / Mayfly"
 )
 
 func targetDefs() []targetDef {
@@ -70,6 +71,7 @@ func targetDefs() []targetDef {
 		{tExpRate, "≥ 100,000", atLeast(100_000), expirationRate},
 		{tStorm, "≥ 0.5", atLeast(0.5), stormRatio},
 		{tRSS, "≤ 0.5", atMost(0.5), rssRatio},
+		{tAuth, "≥ 0.95", atLeast(0.95), sessionsRatio(nameMayflyAuth, nameMayfly, opsPerSec)},
 	}, replSetTargetDefs()...)
 }
 

@@ -77,7 +77,7 @@ func (h *Handler) profile(r *request, started time.Time, reply bson.D) {
 		{Key: "millis", Value: d.Milliseconds()},
 		{Key: "ts", Value: bson.NewDateTimeFromTime(started)},
 		{Key: "client", Value: r.conn.RemoteAddr()},
-		{Key: "user", Value: ""},
+		{Key: "user", Value: h.deps.Auth.UserOf(r.conn)},
 	})
 }
 

@@ -58,6 +58,7 @@ func cmdHello(h *Handler, r *request) (bson.D, error) {
 		bson.E{Key: "maxWireVersion", Value: int32(maxWireVersion)},
 		bson.E{Key: "readOnly", Value: false},
 	)
+	reply = append(reply, h.deps.Auth.HelloFields(r.conn, r.secret)...)
 	return append(reply, negotiateCompression(r)...), nil
 }
 
@@ -177,26 +178,7 @@ func cmdWhatsMyURI(h *Handler, r *request) (bson.D, error) {
 	return bson.D{{Key: "you", Value: r.conn.RemoteAddr()}}, nil
 }
 
-func cmdConnectionStatus(h *Handler, r *request) (bson.D, error) {
-	info := bson.D{
-		{Key: "authenticatedUsers", Value: bson.A{}},
-		{Key: "authenticatedUserRoles", Value: bson.A{}},
-	}
-	if v, _ := optBool(r, "showPrivileges"); v {
-		info = append(info, bson.E{Key: "authenticatedUserPrivileges", Value: bson.A{}})
-	}
-	return bson.D{{Key: "authInfo", Value: info}}, nil
-}
-
 func cmdEmptyOK(*Handler, *request) (bson.D, error) { return bson.D{}, nil }
-
-func cmdDropAllUsers(*Handler, *request) (bson.D, error) {
-	return bson.D{{Key: "n", Value: int32(0)}}, nil
-}
-
-func cmdUsersInfo(*Handler, *request) (bson.D, error) {
-	return bson.D{{Key: "users", Value: bson.A{}}}, nil
-}
 
 func cmdListDatabases(h *Handler, r *request) (bson.D, error) {
 	if err := checkFields(r, "filter", "nameOnly", "authorizedDatabases"); err != nil {
@@ -211,7 +193,7 @@ func cmdListDatabases(h *Handler, r *request) (bson.D, error) {
 	for _, name := range h.deps.Store.DatabaseNames() {
 		size := h.databaseSize(name)
 		entry := bson.D{{Key: "name", Value: name}, {Key: "sizeOnDisk", Value: size}, {Key: "empty", Value: size == 0}}
-		if !f.Match(entry) {
+		if !f.Match(entry) || !h.listable(r, name) {
 			continue
 		}
 		total += size

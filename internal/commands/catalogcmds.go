@@ -30,7 +30,7 @@ func cmdListCollections(h *Handler, r *request) (bson.D, error) {
 			continue
 		}
 		entry := collectionInfo(c.Meta())
-		if !f.Match(entry) {
+		if !f.Match(entry) || !h.collectionListable(r, name) {
 			continue
 		}
 		if nameOnly {

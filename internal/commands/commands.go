@@ -14,6 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/activity"
+	"github.com/mayflydb/mayfly/internal/auth"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/docstore"
@@ -54,6 +55,9 @@ type Deps struct {
 	Log     *logring.Ring  // getLog; may be nil
 	DataDir string
 	Fsync   *FsyncLock // New makes one when nil
+	// Auth holds users and roles and authorizes commands; New makes one
+	// with access control off when nil.
+	Auth *auth.Manager
 }
 
 // TTLStats are serverStatus().metrics.ttl.
@@ -82,6 +86,9 @@ type request struct {
 	db   string
 	name string
 	body bson.D
+	// secret is the body as sent, passwords included; body has them masked
+	// for everything that may show it (currentOp, profiler, errors).
+	secret bson.D
 }
 
 type command struct {
@@ -111,6 +118,9 @@ func New(deps Deps) *Handler {
 	if deps.Fsync == nil {
 		deps.Fsync = NewFsyncLock()
 	}
+	if deps.Auth == nil {
+		deps.Auth = auth.Disabled(deps.Store, deps.Logger)
+	}
 	h := &Handler{deps: deps, started: deps.Clock.Now(), processID: bson.NewObjectID()}
 	h.table = buildTable()
 	return h
@@ -126,13 +136,16 @@ func register(t map[string]command, name string, run func(h *Handler, r *request
 
 // Handle runs one command and returns its reply document.
 func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Command) bson.D {
-	r := &request{ctx: ctx, conn: c, db: cmd.DB, name: cmd.Name, body: cmd.Body}
+	r := &request{ctx: ctx, conn: c, db: cmd.DB, name: cmd.Name, body: auth.Redact(cmd.Body), secret: cmd.Body}
 	entry, ok := h.table[cmd.Name]
 	if !ok {
 		h.opCounts.command.Add(1)
 		return mongoerr.Reply(mongoerr.Newf(mongoerr.CommandNotFound, "no such command: '%s'", cmd.Name))
 	}
 	h.count(cmd.Name)
+	if err := h.deps.Auth.Authorize(c, cmd.DB, cmd.Name, cmd.Body); err != nil {
+		return mongoerr.Reply(err)
+	}
 	started := h.deps.Clock.Now()
 	id := h.beginOp(r)
 	done := h.deps.OpStats.Begin(opstats.ClassOf(cmd.Name))
@@ -140,9 +153,11 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 	done()
 	h.deps.Activity.End(id)
 	h.recordStats(r, h.deps.Clock.Now().Sub(started), err)
+	h.deps.Auth.AfterCommand(r.db, r.name, r.body)
 	if err != nil {
 		reply = mongoerr.Reply(replError(clientError(err)))
 	} else {
+		h.recordCursorOwner(r, reply)
 		reply = append(reply, bson.E{Key: "ok", Value: 1.0})
 	}
 	if h.deps.Repl != nil {

@@ -234,6 +234,10 @@ func (h *Handler) getMore(r *request, id int64, ns string, n int64) (bson.D, err
 	if !ok {
 		return nil, mongoerr.Newf(mongoerr.CursorNotFound, "cursor id %d not found", id)
 	}
+	if err := h.checkCursorUse(r, c); err != nil {
+		h.deps.Cursors.Checkin(c)
+		return nil, err
+	}
 	if c.NS != ns {
 		h.deps.Cursors.Checkin(c)
 		return nil, mongoerr.Newf(mongoerr.Unauthorized, "Requested getMore on namespace '%s', but cursor belongs to a different namespace %s", ns, c.NS)
@@ -261,6 +265,9 @@ func cmdKillCursors(h *Handler, r *request) (bson.D, error) {
 	ids, ok := v.(bson.A)
 	if !ok {
 		return nil, wrongType(r.name, "cursors", v, "array")
+	}
+	if err := h.checkCursorsKill(r, ids); err != nil {
+		return nil, err
 	}
 	killed, notFound := bson.A{}, bson.A{}
 	for _, x := range ids {

@@ -11,11 +11,11 @@ func buildTable() map[string]command {
 		"ping": cmdPing, "buildInfo": cmdBuildInfo, "buildinfo": cmdBuildInfo,
 		"getParameter": cmdGetParameter, "setParameter": cmdSetParameter,
 		"getLog": cmdGetLog, "getCmdLineOpts": cmdGetCmdLineOpts, "hostInfo": cmdHostInfo,
-		"serverStatus": cmdServerStatus, "connectionStatus": cmdConnectionStatus,
+		"serverStatus": cmdServerStatus, "connectionStatus": cmdAuth,
 		"whatsmyuri": cmdWhatsMyURI, "listDatabases": cmdListDatabases,
 		"endSessions": cmdEmptyOK, "killSessions": cmdEmptyOK, "refreshSessions": cmdEmptyOK,
-		"killAllSessions": cmdEmptyOK, "logout": cmdEmptyOK,
-		"dropAllUsersFromDatabase": cmdDropAllUsers, "usersInfo": cmdUsersInfo,
+		"killAllSessions": cmdEmptyOK, "logout": cmdAuth,
+		"dropAllUsersFromDatabase": cmdAuth, "usersInfo": cmdAuth,
 		"listCollections": cmdListCollections, "create": cmdCreate, "drop": cmdDrop,
 		"dropDatabase": cmdDropDatabase, "renameCollection": cmdRenameCollection,
 		"createIndexes": cmdCreateIndexes, "listIndexes": cmdListIndexes,
@@ -38,5 +38,6 @@ func buildTable() map[string]command {
 	for name, run := range operationsCommands() {
 		register(t, name, run)
 	}
+	registerAuth(t)
 	return t
 }

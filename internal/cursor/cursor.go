@@ -31,6 +31,12 @@ type Cursor struct {
 	// Limit is the number of documents still allowed (0: no limit).
 	Limit    int64
 	Returned int64
+	// Owner is the user who opened the cursor ("" without access
+	// control); only they may use it.
+	Owner string
+	// Privileges are what opening it took, for getMore to check again;
+	// access control gives them meaning.
+	Privileges any
 	// Tailable and similar options are not supported.
 	lastUsed time.Time
 	busy     bool
@@ -107,6 +113,26 @@ func (r *Registry) Remove(id int64) bool {
 		_ = c.Source.Close()
 	}
 	return ok
+}
+
+// SetOwner records who opened cursor id and with what privileges.
+func (r *Registry) SetOwner(id int64, owner string, privileges any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.cursors[id]; ok {
+		c.Owner, c.Privileges = owner, privileges
+	}
+}
+
+// Lookup returns the owner and namespace of cursor id.
+func (r *Registry) Lookup(id int64) (owner, ns string, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c, ok := r.cursors[id]
+	if !ok {
+		return "", "", false
+	}
+	return c.Owner, c.NS, true
 }
 
 // Open reports the number of open cursors.

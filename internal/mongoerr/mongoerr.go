@@ -118,6 +118,13 @@ const (
 	UnknownReplWriteConcern                  Code = 79
 	OutOfDiskSpace                           Code = 14031
 	CannotIndexParallelArrays                Code = 171
+	UserNotFound                             Code = 11
+	RoleNotFound                             Code = 31
+	InvalidRoleModification                  Code = 49
+	MechanismUnavailable                     Code = 334
+	Location51002                            Code = 51002
+	Location51003                            Code = 51003
+	Location5626701                          Code = 5626701
 )
 
 var names = map[Code]string{
@@ -208,6 +215,10 @@ var names = map[Code]string{
 	NotWritablePrimary:                       "NotWritablePrimary",
 	DuplicateKey:                             "DuplicateKey",
 	Interrupted:                              "Interrupted",
+	UserNotFound:                             "UserNotFound",
+	RoleNotFound:                             "RoleNotFound",
+	InvalidRoleModification:                  "InvalidRoleModification",
+	MechanismUnavailable:                     "MechanismUnavailable",
 }
 
 // Name returns MongoDB's codeName for c. Codes that MongoDB reports as

@@ -81,10 +81,9 @@ func overlaps(lo, hi, tag byte) bool { return lo <= tag && tag <= hi }
 
 // NoteCounts implements the docstore's counting hook: the collection's
 // document count and size change by docs and bytes.
+// A change with no count delta is noted too: it tells the other members
+// which collection the batch wrote (access control reloads its users).
 func (b *batch) NoteCounts(collID uint64, docs, bytes int64) {
-	if docs == 0 && bytes == 0 {
-		return
-	}
 	b.deltas = append(b.deltas, CountDelta{CollID: collID, Docs: docs, Bytes: bytes})
 }
 

@@ -44,8 +44,10 @@ type Config struct {
 	// primary's before it stops serving reads (default 250ms): exact
 	// expiry on a secondary is only as exact as its clock.
 	MaxClockOffset time.Duration
-	Clock          clock.Clock
-	Logger         *slog.Logger
+	// Dial connects to another member (default plain TCP).
+	Dial   Dialer
+	Clock  clock.Clock
+	Logger *slog.Logger
 }
 
 // Errors of the replica set commands, with MongoDB's meaning; the command
@@ -117,6 +119,9 @@ func withDefaults(cfg Config) Config {
 	}
 	if cfg.RetainEntries == 0 {
 		cfg.RetainEntries = 20000
+	}
+	if cfg.Dial == nil {
+		cfg.Dial = plainDial
 	}
 	if cfg.MaxClockOffset == 0 {
 		cfg.MaxClockOffset = 250 * time.Millisecond
@@ -644,4 +649,12 @@ func (rs *Replica) SetSelf(addr string) {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	rs.cfg.Self = strings.ToLower(addr)
+}
+
+// SetDialer sets how this member connects to the others, once access
+// control and TLS are loaded; call it before Start.
+func (rs *Replica) SetDialer(d Dialer) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	rs.cfg.Dial = d
 }

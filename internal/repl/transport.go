@@ -1,6 +1,7 @@
 package repl
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -156,7 +157,7 @@ func (p *peer) call(cmd bson.D) (bson.D, error) {
 		if addr == nil {
 			return nil, fmt.Errorf("repl: no address for member %d", p.id)
 		}
-		c, err := dialMember(*addr)
+		c, err := p.t.dialMember(*addr)
 		if err != nil {
 			return nil, err
 		}
@@ -172,8 +173,19 @@ type memberConn struct {
 	nextID int32
 }
 
-func dialMember(addr string) (*memberConn, error) {
-	nc, err := net.DialTimeout("tcp", addr, dialTimeout)
+// Dialer connects to another member: over TLS and authenticated with the
+// keyFile when the set runs with them (see app), plain TCP otherwise.
+type Dialer func(ctx context.Context, addr string) (net.Conn, error)
+
+func plainDial(ctx context.Context, addr string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", addr)
+}
+
+func (t *transport) dialMember(addr string) (*memberConn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+	defer cancel()
+	nc, err := t.rs.cfg.Dial(ctx, addr)
 	if err != nil {
 		return nil, fmt.Errorf("repl: connect to member %s: %w", addr, err)
 	}
@@ -248,7 +260,7 @@ func (t *transport) streamSnapshot(m *pb.Message) error {
 	if addr == nil {
 		return errors.New("no address")
 	}
-	c, err := dialMember(*addr)
+	c, err := t.dialMember(*addr)
 	if err != nil {
 		return err
 	}

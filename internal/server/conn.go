@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -51,6 +52,7 @@ type Conn struct {
 	wr            *wire.Writer
 	busy          bool      // counted in Server.active
 	readDeadline  bool      // a read deadline is set
+	tc            *tls.Conn // the TLS layer over nc, once started
 	writeDeadline time.Time // the write deadline currently set
 }
 
@@ -156,6 +158,9 @@ func (c *Conn) serve() {
 				"panic", r, "stack", string(debug.Stack()))
 		}
 	}()
+	if !c.secure() {
+		return
+	}
 	for {
 		msg, err := c.next()
 		if err != nil {
@@ -381,7 +386,13 @@ func (w deadlineWriter) Write(p []byte) (int, error) {
 			return 0, err
 		}
 	}
-	n, err := c.nc.Write(p)
+	var n int
+	var err error
+	if c.tc != nil {
+		n, err = c.tc.Write(p)
+	} else {
+		n, err = c.nc.Write(p)
+	}
 	c.srv.traffic.out.Add(int64(n))
 	return n, err
 }

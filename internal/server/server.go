@@ -6,6 +6,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -45,6 +46,10 @@ type Config struct {
 	// forever. 0 → DefaultMessageTimeout. Replies get the same bound.
 	MessageTimeout time.Duration
 	Logger         *slog.Logger // nil → slog.Default()
+	// TLS is the server's certificate setup; with TLSMode other than
+	// TLSDisabled it must be set.
+	TLS     *tls.Config
+	TLSMode TLSMode
 }
 
 // Handler runs commands.
