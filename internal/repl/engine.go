@@ -1,7 +1,6 @@
 package repl
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -71,7 +70,7 @@ func (b *batch) note(start, end []byte) {
 		lo = start[0]
 	}
 	hi := lo
-	if end != nil && len(end) > 0 {
+	if len(end) > 0 {
 		hi = end[0]
 	}
 	b.catalog = overlaps(lo, hi, 'c') || overlaps(lo, hi, 'n')
@@ -113,6 +112,3 @@ func (b *batch) Len() int { return b.inner.Len() }
 
 // Close implements storage.Batch.
 func (b *batch) Close() error { return b.inner.Close() }
-
-// isRaftKey reports whether key belongs to raft's own state.
-func isRaftKey(key []byte) bool { return len(key) > 0 && bytes.HasPrefix(key, []byte{tagRaft}) }

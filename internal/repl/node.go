@@ -577,25 +577,6 @@ func (n *node) releaseReadsLocked() {
 	n.pending = kept
 }
 
-// waitApplied waits until entry index is applied here.
-func (n *node) waitApplied(ctx context.Context, index uint64) error {
-	stop := context.AfterFunc(ctx, func() {
-		n.appliedMu.Lock()
-		n.applyCond.Broadcast()
-		n.appliedMu.Unlock()
-	})
-	defer stop()
-	n.appliedMu.Lock()
-	defer n.appliedMu.Unlock()
-	for n.applied.Load() < index {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		n.applyCond.Wait()
-	}
-	return nil
-}
-
 // maybeCompact drops applied entries beyond the retained window.
 func (n *node) maybeCompact() {
 	applied := n.applied.Load()

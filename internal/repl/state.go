@@ -22,7 +22,7 @@ var (
 	// the write.
 	ErrWriteConcernTimeout = errors.New("waiting for replication timed out")
 	// ErrUnsatisfiableWriteConcern: w asks for more members than exist.
-	ErrUnsatisfiableWriteConcern = errors.New("Not enough data-bearing nodes")
+	ErrUnsatisfiableWriteConcern = errors.New("not enough data-bearing nodes")
 )
 
 // State is a member's state as MongoDB names them.
@@ -334,7 +334,7 @@ func (rs *Replica) WaitForTimestamp(ctx context.Context, ts Timestamp) error {
 	if n == nil {
 		return ErrNotPrimaryOrSecondary
 	}
-	for n.appliedTimestamp().After(ts) == false && n.appliedTimestamp() != ts {
+	for !n.appliedTimestamp().After(ts) && n.appliedTimestamp() != ts {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -376,7 +376,7 @@ func (rs *Replica) StepDown(ctx context.Context, secs, catchUp time.Duration) er
 }
 
 // ErrNoCaughtUpSecondary: stepDown found no electable secondary caught up.
-var ErrNoCaughtUpSecondary = errors.New("No electable secondaries caught up")
+var ErrNoCaughtUpSecondary = errors.New("no electable secondaries caught up")
 
 func (rs *Replica) caughtUp(st status) uint64 {
 	c := rs.Config()
