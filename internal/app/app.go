@@ -246,15 +246,20 @@ func (a *App) stopBackground() {
 }
 
 func (a *App) reapCursors(ctx context.Context) {
-	t := a.cfg.Clock.NewTimer(time.Minute)
+	a.every(ctx, time.Minute, func() { a.cursors.ReapIdle() })
+}
+
+// every runs f each period until ctx ends.
+func (a *App) every(ctx context.Context, period time.Duration, f func()) {
+	t := a.cfg.Clock.NewTimer(period)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C():
-			a.cursors.ReapIdle()
-			t.Reset(time.Minute)
+			f()
+			t.Reset(period)
 		}
 	}
 }

@@ -108,23 +108,16 @@ func (h replicaHooks) Demoted() {}
 // sweepSessions removes, on the primary, the retryable-write records of
 // sessions idle for longer than a driver may retry.
 func (a *App) sweepSessions(ctx context.Context) {
-	t := a.cfg.Clock.NewTimer(time.Minute)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
+	a.every(ctx, time.Minute, func() {
+		if !a.rs.Writable() {
 			return
-		case <-t.C():
 		}
-		if a.rs.Writable() {
-			if n, err := commands.SweepSessions(a.store.Engine(), a.cfg.Clock.Now()); err != nil {
-				a.cfg.Logger.Warn("removing idle sessions' records failed", "err", err)
-			} else if n > 0 {
-				a.cfg.Logger.Debug("removed idle sessions' records", "sessions", n)
-			}
+		if n, err := commands.SweepSessions(a.store.Engine(), a.cfg.Clock.Now()); err != nil {
+			a.cfg.Logger.Warn("removing idle sessions' records failed", "err", err)
+		} else if n > 0 {
+			a.cfg.Logger.Debug("removed idle sessions' records", "sessions", n)
 		}
-		t.Reset(time.Minute)
-	}
+	})
 }
 
 // memberDialer connects this member to the others as mongod does: over
