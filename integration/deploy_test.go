@@ -113,7 +113,12 @@ setParameter:
 	}
 	// The readiness loop above connected and closed without a message, as
 	// a load balancer's port probe does: nothing to warn about.
-	if strings.Contains(string(b), "level=WARN") || strings.Contains(string(b), "level=ERROR") {
-		t.Fatalf("port probes logged as problems: %s", b)
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.Contains(line, "Access control is not enabled") {
+			continue // the start-up warning every open server gives
+		}
+		if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+			t.Fatalf("port probes logged as problems: %s", b)
+		}
 	}
 }

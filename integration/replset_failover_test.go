@@ -26,6 +26,7 @@ type failoverLoad struct {
 	incAcked map[string]int  // acknowledged $inc per counter
 	incErrs  map[string]int
 	lastAck  atomic.Int64 // unix nanos of the latest acknowledged write
+	lastTTL  atomic.Int64 // unix nanos of the latest expiry written
 	expired  atomic.Int64 // expired documents some member returned
 	reads    atomic.Int64
 }
@@ -134,6 +135,7 @@ func incWorker(ctx context.Context, coll *mongo.Collection, id string, load *fai
 func ttlWriter(ctx context.Context, coll *mongo.Collection, load *failoverLoad) {
 	for i := 0; ctx.Err() == nil; i++ {
 		at := time.Now().Add(time.Duration(200+i%1800) * time.Millisecond)
+		load.lastTTL.Store(at.UnixNano())
 		opCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		_, _ = coll.InsertOne(opCtx, bson.D{{Key: "at", Value: at}})
 		cancel()
@@ -232,8 +234,29 @@ func verifyFailover(t *testing.T, rs *replSet, load *failoverLoad) {
 			t.Errorf("counter %s is %d: %d $inc acknowledged, %d failed", id, c.N, acked, load.incErrs[id])
 		}
 	}
+	waitExpiredGone(t, db.Collection("ttl"), time.Unix(0, load.lastTTL.Load()))
 	for _, coll := range []string{"docs", "counters", "ttl"} {
 		verifyValidate(t, db, coll, -1)
 	}
 	rs.waitSameHash("test", 20*time.Second)
+}
+
+// waitExpiredGone checks that every document of the TTL collection is
+// physically deleted soon after the last one expired: the primary elected
+// after the last kill deletes promptly. The bound is the 250 ms
+// plus room for this shared machine's noise.
+func waitExpiredGone(t *testing.T, coll *mongo.Collection, lastExpiry time.Time) {
+	t.Helper()
+	deadline := lastExpiry.Add(1500 * time.Millisecond)
+	for {
+		n := storedDocs(t, coll)
+		if n == 0 {
+			t.Logf("every expired document physically gone %v after the last expiry", time.Since(lastExpiry).Round(time.Millisecond))
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d expired documents still stored %v after the last expiry", n, time.Since(lastExpiry).Round(time.Millisecond))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
