@@ -162,6 +162,9 @@ func withDefaults(cfg Config) Config {
 	if cfg.ClockSkew != 0 {
 		cfg.Clock = clock.Skewed{Base: cfg.Clock, Offset: cfg.ClockSkew}
 	}
+	if testCommands(cfg.SetParameters) {
+		cfg.Clock = &clock.Offset{Base: cfg.Clock}
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}

@@ -2,7 +2,9 @@ package app
 
 import (
 	"fmt"
+	"time"
 
+	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/commands"
 )
 
@@ -17,6 +19,13 @@ func (a *App) params() *commands.Params {
 	// mayflyTTLDeletePace is the share of the server's CPU time the TTL monitor may use
 	// while clients have requests in flight.
 	p.Register("mayflyTTLDeletePace", commands.FloatParam(a.monitor.Pace, a.monitor.SetPace, 0.01, 1))
+	if tc, ok := a.cfg.Clock.(*clock.Offset); ok {
+		// mayflyClockOffsetSeconds (enableTestCommands only) moves the
+		// server's clock ahead, for an application's tests of expiry.
+		p.Register("mayflyClockOffsetSeconds", commands.IntParam(
+			func() int64 { return int64(tc.Get() / time.Second) },
+			func(n int64) { tc.Set(time.Duration(n) * time.Second); a.monitor.Kick() }, 0))
+	}
 	return p
 }
 

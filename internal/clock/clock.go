@@ -5,6 +5,7 @@ package clock
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -148,3 +149,23 @@ func (s Skewed) Now() time.Time { return s.Base.Now().Add(s.Offset) }
 
 // NewTimer implements Clock.
 func (s Skewed) NewTimer(d time.Duration) Timer { return s.Base.NewTimer(d) }
+
+// Offset is a clock that reads Base moved ahead by an offset that can be
+// changed while the server runs: the test clock an application's test
+// suite sets (mayflyClockOffsetSeconds) to see expiry without sleeping.
+type Offset struct {
+	Base Clock
+	off  atomic.Int64 // nanoseconds
+}
+
+// Now implements Clock.
+func (o *Offset) Now() time.Time { return o.Base.Now().Add(time.Duration(o.off.Load())) }
+
+// NewTimer implements Clock; durations are not offset.
+func (o *Offset) NewTimer(d time.Duration) Timer { return o.Base.NewTimer(d) }
+
+// Set moves the clock to Base plus d.
+func (o *Offset) Set(d time.Duration) { o.off.Store(int64(d)) }
+
+// Get is the current offset.
+func (o *Offset) Get() time.Duration { return time.Duration(o.off.Load()) }
