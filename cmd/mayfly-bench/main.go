@@ -61,6 +61,7 @@ type flagValues struct {
 	short, keep          bool
 	modes, phases, out   string
 	mayflyBin, redisBin  string
+	baselineBin          string
 	workDir              string
 	sessions, clients    int
 	warmup, duration     time.Duration
@@ -84,6 +85,7 @@ func parse(args []string) (*flagValues, error) {
 	fs.StringVar(&v.phases, "phases", strings.Join(bench.AllPhases(), ","), "phases to run: sessions, durable, expiry, memory, replset")
 	fs.StringVar(&v.out, "out", "bench-results/latest.json", "where to write the JSON report")
 	fs.StringVar(&v.mayflyBin, "mayfly-bin", "", "prebuilt mayfly server (default: go build ./cmd/mayfly)")
+	fs.StringVar(&v.baselineBin, "baseline-bin", "", "a previous build of mayfly to measure beside this one (sessions, expiry)")
 	fs.StringVar(&v.redisBin, "redis-bin", "/usr/bin/redis-server", "redis-server to compare with")
 	fs.StringVar(&v.workDir, "workdir", "", "parent of the temporary directory (default: $TMPDIR)")
 	fs.IntVar(&v.sessions, "sessions", 0, "override: preloaded sessions")
@@ -133,7 +135,7 @@ func (v *flagValues) config() (*bench.Config, error) {
 	return &bench.Config{
 		Sizes: sz, Short: v.short,
 		Modes: split(v.modes), Phases: split(v.phases), Out: v.out,
-		MayflyBin: v.mayflyBin, RedisBin: v.redisBin, WorkDir: v.workDir, Keep: v.keep,
+		MayflyBin: v.mayflyBin, BaselineBin: v.baselineBin, RedisBin: v.redisBin, WorkDir: v.workDir, Keep: v.keep,
 		Self: self, Log: os.Stderr,
 	}, nil
 }

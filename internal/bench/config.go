@@ -88,11 +88,15 @@ type Config struct {
 	Phases    []string
 	Out       string // JSON report path
 	MayflyBin string // prebuilt server; empty builds ./cmd/mayfly
-	RedisBin  string
-	WorkDir   string // parent of the run's temporary directory
-	Keep      bool   // keep the temporary directory (data, server logs)
-	Self      string // this executable, re-executed as client and null server
-	Log       io.Writer
+	// BaselineBin is a previous build of mayfly, measured beside this one
+	// in the sessions and expiry phases, so a change shows as a ratio
+	// taken in one run (e.g. that standalone does not regress).
+	BaselineBin string
+	RedisBin    string
+	WorkDir     string // parent of the run's temporary directory
+	Keep        bool   // keep the temporary directory (data, server logs)
+	Self        string // this executable, re-executed as client and null server
+	Log         io.Writer
 }
 
 // Validate checks the modes, phases and sizes.

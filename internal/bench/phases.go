@@ -11,8 +11,10 @@ import (
 // Names of the session targets.
 const (
 	nameMayfly = "mayfly"
-	nameRedis  = "redis"
-	nameNull   = "null"
+	// nameBaseline is the previous build of Mayfly (-baseline-bin).
+	nameBaseline = "mayfly-baseline"
+	nameRedis    = "redis"
+	nameNull     = "null"
 	// nameMayflyAuth is Mayfly with --auth, its clients logged in.
 	nameMayflyAuth = "mayfly-auth"
 )
@@ -59,6 +61,8 @@ func (m *modeRun) start(ctx context.Context, kind string) (*server, error) {
 		}
 	case nameNull:
 		argv = nullArgv(m.cfg.Self, addr)
+	case nameBaseline:
+		argv = mayflyArgv(m.cfg.BaselineBin, addr, filepath.Join(dir, "data"))
 	case nameMayflyAuth:
 		argv = append(mayflyArgv(m.mayflyBin, addr, filepath.Join(dir, "data")), "--auth")
 	}
@@ -110,7 +114,11 @@ func targetOf(kind string) string {
 func (m *modeRun) sessionsPhase(ctx context.Context) (map[string]*SessionsResult, error) {
 	out := map[string]*SessionsResult{}
 	sz := m.cfg.Sizes
-	for _, kind := range []string{nameMayfly, nameMayflyAuth, nameRedis, nameNull} {
+	kinds := []string{nameMayfly, nameMayflyAuth, nameRedis, nameNull}
+	if m.cfg.BaselineBin != "" {
+		kinds = append(kinds, nameBaseline)
+	}
+	for _, kind := range kinds {
 		err := m.withServer(ctx, kind, func(s *server) error {
 			if kind != nameNull {
 				if _, err := m.load(ctx, s, targetOf(kind), sz.Sessions); err != nil {
@@ -186,8 +194,13 @@ func (m *modeRun) durablePhase(ctx context.Context) (*DurableReport, error) {
 // and then the burst (everything expiring at one instant: the deletion
 // rate under load and what it leaves the session workload).
 func (m *modeRun) expiryPhase(ctx context.Context) (storm, burst *ExpiryResult, err error) {
+	return m.expiryOn(ctx, nameMayfly)
+}
+
+// expiryOn runs the storm and the burst on a fresh server of kind.
+func (m *modeRun) expiryOn(ctx context.Context, kind string) (storm, burst *ExpiryResult, err error) {
 	sz := m.cfg.Sizes
-	err = m.withServer(ctx, nameMayfly, func(s *server) error {
+	err = m.withServer(ctx, kind, func(s *server) error {
 		if _, err := m.load(ctx, s, targetMongo, sz.Sessions); err != nil {
 			return err
 		}
@@ -197,16 +210,16 @@ func (m *modeRun) expiryPhase(ctx context.Context) (storm, burst *ExpiryResult, 
 		if storm, err = m.storm(ctx, s, spec); err != nil {
 			return err
 		}
-		m.logf("storm: %d docs, deletion lateness p99 ≤ %.0f ms, %d violations, %.0f expirations/s",
-			storm.Docs, storm.Lateness.Upper.P99Ms, storm.Visibility.Violations, storm.Lateness.PerSec)
+		m.logf("storm on %s: %d docs, deletion lateness p99 ≤ %.0f ms, %d violations, %.0f expirations/s",
+			kind, storm.Docs, storm.Lateness.Upper.P99Ms, storm.Visibility.Violations, storm.Lateness.PerSec)
 		// The burst's documents share one date, so the TTL index holds them
 		// in _id order whatever their _ids.
 		spec.Docs, spec.Window, spec.Burst, spec.Shuffled = sz.BurstDocs, sz.BurstMeasure, true, false
 		if burst, err = m.storm(ctx, s, spec); err != nil {
 			return fmt.Errorf("burst: %w", err)
 		}
-		m.logf("burst: %d docs, %.0f expirations/s while a backlog remained, sessions %.0f -> %.0f ops/s",
-			burst.Docs, burst.SteadyPerSec, burst.Baseline.OpsPerSec, burst.Storm.OpsPerSec)
+		m.logf("burst on %s: %d docs, %.0f expirations/s while a backlog remained, sessions %.0f -> %.0f ops/s",
+			kind, burst.Docs, burst.SteadyPerSec, burst.Baseline.OpsPerSec, burst.Storm.OpsPerSec)
 		return nil
 	})
 	return storm, burst, err

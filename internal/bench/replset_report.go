@@ -62,3 +62,42 @@ func replSetRows(rep *Report) []row {
 	}
 	return []row{t(tFailover), t(tMajority), t(tPrimLateness), t(tSecLateness)}
 }
+
+// The previous build, measured beside this one (-baseline-bin): a change
+// must not cost the standalone server more than 5 %.
+const (
+	tBaseSessions = "standalone sessions ops/s, this build / previous build"
+	tBaseStorm    = "standalone storm lateness p99, previous build / this build"
+	tBaseBurst    = "standalone burst expirations/s, this build / previous build"
+)
+
+func baselineTargetDefs() []targetDef {
+	return []targetDef{
+		{tBaseSessions, "≥ 0.95", atLeast(0.95), sessionsRatio(nameMayfly, nameBaseline, opsPerSec)},
+		{tBaseStorm, "≥ 0.95", atLeast(0.95), baselineStorm},
+		{tBaseBurst, "≥ 0.95", atLeast(0.95), baselineBurst},
+	}
+}
+
+func baselineStorm(m *ModeReport) (float64, string, bool) {
+	if m.Expiry == nil || m.BaselineExpiry == nil || m.Expiry.Lateness.Upper.P99Ms == 0 {
+		return 0, "", false
+	}
+	a, b := m.Expiry.Lateness.Upper.P99Ms, m.BaselineExpiry.Lateness.Upper.P99Ms
+	return b / a, fmt.Sprintf("%s ms now, %s ms before", fmtMs(a), fmtMs(b)), true
+}
+
+func baselineBurst(m *ModeReport) (float64, string, bool) {
+	if m.Burst == nil || m.BaselineBurst == nil || m.BaselineBurst.SteadyPerSec == 0 {
+		return 0, "", false
+	}
+	a, b := m.Burst.SteadyPerSec, m.BaselineBurst.SteadyPerSec
+	return a / b, fmt.Sprintf("%s/s now, %s/s before", fmtN(a), fmtN(b)), true
+}
+
+func baselineRows(rep *Report) []row {
+	t := func(name, phase string) row {
+		return row{label: "**" + name + "**", phase: phase, cell: targetCell(rep, name)}
+	}
+	return []row{t(tBaseSessions, PhaseSessions), t(tBaseStorm, PhaseExpiry), t(tBaseBurst, PhaseExpiry)}
+}

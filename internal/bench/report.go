@@ -204,7 +204,7 @@ func rows(rep *Report, sz Sizes) []row {
 		t(tStorm, PhaseExpiry),
 		{fmt.Sprintf("RSS with %s sessions, Mayfly / Redis", fmtN(float64(sz.MemorySessions))), PhaseMemory, rssCell},
 		t(tRSS, PhaseMemory),
-	}, replSetRows(rep)...)
+	}, append(replSetRows(rep), baselineRows(rep)...)...)
 }
 
 func joinInts(xs []int) string {

@@ -20,7 +20,11 @@ type ModeReport struct {
 	Burst    *ExpiryResult              `json:"burst,omitempty"`
 	Memory   *MemoryResult              `json:"memory,omitempty"`
 	ReplSet  *ReplSetResult             `json:"replset,omitempty"`
-	Errors   map[string]string          `json:"errors,omitempty"`
+	// BaselineExpiry and BaselineBurst are the previous build's storm and
+	// burst (-baseline-bin).
+	BaselineExpiry *ExpiryResult     `json:"baseline_expiry,omitempty"`
+	BaselineBurst  *ExpiryResult     `json:"baseline_burst,omitempty"`
+	Errors         map[string]string `json:"errors,omitempty"`
 }
 
 // Report is a whole run, as written to JSON.
@@ -111,6 +115,10 @@ func runMode(ctx context.Context, cfg *Config, mode, bin, work string) *ModeRepo
 	if cfg.has(PhaseExpiry) {
 		rep.Expiry, rep.Burst, err = m.expiryPhase(ctx)
 		note(PhaseExpiry, err)
+		if cfg.BaselineBin != "" {
+			rep.BaselineExpiry, rep.BaselineBurst, err = m.expiryOn(ctx, nameBaseline)
+			note(PhaseExpiry+" (baseline)", err)
+		}
 	}
 	if cfg.has(PhaseMemory) {
 		rep.Memory, err = m.memoryPhase(ctx)
