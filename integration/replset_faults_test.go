@@ -247,3 +247,128 @@ func TestReplicaSetWithKeyFile(t *testing.T) {
 		_ = c.Disconnect(context.Background())
 	}
 }
+
+// TestReplicaSetReconfigVotesAndRemove makes a member non-voting (a raft
+// learner that still replicates), then removes it: the set keeps taking
+// writes, and the removed member says it is REMOVED.
+func TestReplicaSetReconfigVotesAndRemove(t *testing.T) {
+	rs := startReplSet(t, 3)
+	admin := rs.client().Database("admin")
+	ctx := ctxT(t)
+	reconfig := func(edit func(members bson.A) bson.A) {
+		t.Helper()
+		var conf struct {
+			Config bson.D `bson:"config"`
+		}
+		if err := admin.RunCommand(ctx, bson.D{{Key: "replSetGetConfig", Value: 1}}).Decode(&conf); err != nil {
+			t.Fatal(err)
+		}
+		next := bson.D{}
+		for _, e := range conf.Config {
+			switch e.Key {
+			case "version":
+				e.Value = e.Value.(int32) + 1
+			case "members":
+				e.Value = edit(e.Value.(bson.A))
+			}
+			next = append(next, e)
+		}
+		if err := admin.RunCommand(ctx, bson.D{{Key: "replSetReconfig", Value: next}}).Err(); err != nil {
+			t.Fatalf("replSetReconfig: %v", err)
+		}
+	}
+	primary := rs.waitPrimary(-1, 10*time.Second)
+	other := (primary + 1) % 3
+	reconfig(func(ms bson.A) bson.A {
+		for i, m := range ms {
+			d := m.(bson.D)
+			if h, _ := lookupD(d, "host"); h == rs.addrs[other] {
+				ms[i] = bson.D{{Key: "_id", Value: int32(other)}, {Key: "host", Value: rs.addrs[other]}, {Key: "votes", Value: int32(0)}, {Key: "priority", Value: int32(0)}}
+			}
+		}
+		return ms
+	})
+	coll := rs.client().Database("test").Collection("c")
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: "after-votes"}}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		h := rs.hello(other)
+		if p, _ := lookupD(h, "passive"); p == true && field(t, h, "secondary") == true {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the non-voting member's hello: %v", h)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	reconfig(func(ms bson.A) bson.A {
+		out := bson.A{}
+		for _, m := range ms {
+			if h, _ := lookupD(m.(bson.D), "host"); h != rs.addrs[other] {
+				out = append(out, m)
+			}
+		}
+		return out
+	})
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: "after-remove"}}); err != nil {
+		t.Fatalf("write after removing a member: %v", err)
+	}
+	var st struct {
+		Members []bson.M `bson:"members"`
+	}
+	if err := admin.RunCommand(ctx, bson.D{{Key: "replSetGetStatus", Value: 1}}).Decode(&st); err != nil || len(st.Members) != 2 {
+		t.Fatalf("status after remove: %v %v", st.Members, err)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		s := rawCall(t, rs.addrs[other], bson.D{{Key: "replSetGetStatus", Value: 1}, {Key: "$db", Value: "admin"}})
+		if ms, _ := lookupD(s, "myState"); ms == int32(10) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the removed member's status: %v", s)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestReplicaSetPriorityZeroNeverStaysPrimary initiates a set from a
+// member with priority 0: raft may elect it, but it hands over at once, as
+// mongod's priority takeover does.
+func TestReplicaSetPriorityZeroNeverStaysPrimary(t *testing.T) {
+	bin := buildBinary(t)
+	var hosts []string
+	for i := 0; i < 3; i++ {
+		hosts = append(hosts, startReplSetMember(t, bin))
+	}
+	members := bson.A{}
+	for i, h := range hosts {
+		m := bson.D{{Key: "_id", Value: int32(i)}, {Key: "host", Value: h}}
+		if i == 0 {
+			m = append(m, bson.E{Key: "priority", Value: int32(0)})
+		}
+		members = append(members, m)
+	}
+	c := quickClient(t, hosts[0], 10*time.Second)
+	if err := c.Database("admin").RunCommand(ctxT(t), bson.D{{Key: "replSetInitiate", Value: bson.D{{Key: "_id", Value: "rs0"}, {Key: "members", Value: members}}}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if isPrimary(hosts[1]) || isPrimary(hosts[2]) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no electable member became primary")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for i := 0; i < 20; i++ {
+		if isPrimary(hosts[0]) {
+			t.Fatal("the priority-0 member is primary")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
