@@ -18,7 +18,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
 )
 
-func openBase(t *testing.T, fs vfs.FS) *pebblestore.Store {
+func openBase(t testing.TB, fs vfs.FS) *pebblestore.Store {
 	t.Helper()
 	s, err := pebblestore.Open(pebblestore.Options{Dir: "db", FS: fs, SyncInterval: -1, RecoverInterval: -1, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -137,7 +137,7 @@ func TestParseConfigRefusesWhatMongodRefuses(t *testing.T) {
 // cluster is three nodes in one process, joined by a router that can cut
 // links, each over its own in-memory engine.
 type cluster struct {
-	t     *testing.T
+	t     testing.TB
 	mu    sync.Mutex
 	nodes map[uint64]*node
 	bases map[uint64]*pebblestore.Store
@@ -152,9 +152,14 @@ func (noHooks) Promoted()                  {}
 func (noHooks) Demoted()                   {}
 
 func newCluster(t *testing.T) *cluster {
+	return newClusterOn(t, func() *pebblestore.Store { return openBase(t, vfs.NewMem()) })
+}
+
+// newClusterOn starts three nodes, each over an engine open makes.
+func newClusterOn(t testing.TB, open func() *pebblestore.Store) *cluster {
 	c := &cluster{t: t, nodes: map[uint64]*node{}, bases: map[uint64]*pebblestore.Store{}, cut: map[uint64]bool{}}
 	for id := uint64(1); id <= 3; id++ {
-		c.bases[id] = openBase(t, vfs.NewMem())
+		c.bases[id] = open()
 		c.startNode(id)
 	}
 	if err := c.node(1).bootstrap([]uint64{1, 2, 3}); err != nil {
