@@ -16,9 +16,13 @@ func cmdDelete(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	lv, err := h.parseLet(r)
+	if err != nil {
+		return nil, err
+	}
 	var res writeResult
 	for i, s := range stmts {
-		n, err := h.deleteStatement(r, a, s)
+		n, err := h.deleteStatement(r, a, lv, s)
 		res.n += n
 		if err != nil {
 			res.fail(i, err)
@@ -30,11 +34,11 @@ func cmdDelete(h *Handler, r *request) (bson.D, error) {
 	return h.finishWrite(a, &res)
 }
 
-func (h *Handler) deleteStatement(r *request, a writeArgs, s bson.D) (int64, error) {
+func (h *Handler) deleteStatement(r *request, a writeArgs, lv *letScope, s bson.D) (int64, error) {
 	if err := checkInterrupt(r.ctx); err != nil {
 		return 0, err
 	}
-	f, limit, hint, err := parseDeleteStmt(s)
+	f, limit, hint, err := parseDeleteStmt(s, lv)
 	if err != nil {
 		return 0, err
 	}
@@ -47,7 +51,7 @@ func (h *Handler) deleteStatement(r *request, a writeArgs, s bson.D) (int64, err
 	})
 }
 
-func parseDeleteStmt(s bson.D) (*query.Filter, int, any, error) {
+func parseDeleteStmt(s bson.D, let *letScope) (*query.Filter, int, any, error) {
 	for _, e := range s {
 		if !contains(deleteStmtFields, e.Key) {
 			return nil, 0, nil, mongoerr.Newf(mongoerr.Location40415, "BSON field 'delete.deletes.%s' is an unknown field.", e.Key)
@@ -69,7 +73,7 @@ func parseDeleteStmt(s bson.D) (*query.Filter, int, any, error) {
 	if limit != 0 && limit != 1 {
 		return nil, 0, nil, mongoerr.Newf(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %s", bsonutil.Format(lv))
 	}
-	f, err := query.NewFilter(qd)
+	f, err := let.filter(qd)
 	hint, _ := lookup(s, "hint")
 	return f, int(limit), hint, err
 }

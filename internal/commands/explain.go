@@ -602,7 +602,7 @@ func (s *limitSource) Next() (bson.D, bool, error) {
 func (s *limitSource) Close() error { return s.src.Close() }
 
 func (h *Handler) explainFind(r *request, v verbosity) (*explained, error) {
-	a, err := parseFind(r)
+	a, err := parseFind(h, r)
 	if err != nil {
 		return nil, err
 	}
@@ -754,7 +754,11 @@ func (h *Handler) explainUpdate(r *request, v verbosity) (*explained, error) {
 	if len(stmts) != 1 {
 		return nil, mongoerr.New(mongoerr.InvalidLength, "explained write batches must be of size 1")
 	}
-	st, err := parseUpdateStmt(stmts[0])
+	lv, err := h.parseLet(r)
+	if err != nil {
+		return nil, err
+	}
+	st, err := parseUpdateStmt(stmts[0], lv)
 	if err != nil {
 		return nil, err
 	}
@@ -811,7 +815,11 @@ func (h *Handler) explainDelete(r *request, v verbosity) (*explained, error) {
 	if len(stmts) != 1 {
 		return nil, mongoerr.New(mongoerr.InvalidLength, "explained write batches must be of size 1")
 	}
-	f, limit, hint, err := parseDeleteStmt(stmts[0])
+	lv, err := h.parseLet(r)
+	if err != nil {
+		return nil, err
+	}
+	f, limit, hint, err := parseDeleteStmt(stmts[0], lv)
 	if err != nil {
 		return nil, err
 	}
@@ -855,7 +863,7 @@ func countAll(r *request, src cursor.Source) (int64, error) {
 // SORT keeping the first document when a sort is given, then the UPDATE
 // or DELETE of that document.
 func (h *Handler) explainFAM(r *request, v verbosity) (*explained, error) {
-	a, err := parseFAM(r)
+	a, err := parseFAM(h, r)
 	if err != nil {
 		return nil, err
 	}

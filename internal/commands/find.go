@@ -35,7 +35,7 @@ var findFields = []string{
 // findUnsupported are find options for features Mayfly lacks.
 var findUnsupported = []string{"tailable", "awaitData", "oplogReplay", "min", "max", "returnKey", "showRecordId"}
 
-func parseFind(r *request) (*findArgs, error) {
+func parseFind(h *Handler, r *request) (*findArgs, error) {
 	a := &findArgs{}
 	var err error
 	if a.coll, err = collectionArg(r); err != nil {
@@ -52,18 +52,22 @@ func parseFind(r *request) (*findArgs, error) {
 	if err = checkCollation(r.body); err != nil {
 		return nil, err
 	}
-	if err = a.parseShape(r); err != nil {
+	lv, err := h.parseLet(r)
+	if err != nil {
+		return nil, err
+	}
+	if err = a.parseShape(r, lv); err != nil {
 		return nil, err
 	}
 	return a, a.parseCounts(r)
 }
 
-func (a *findArgs) parseShape(r *request) error {
+func (a *findArgs) parseShape(r *request, lv *letScope) error {
 	f, err := optDoc(r, "filter")
 	if err != nil {
 		return err
 	}
-	if a.filter, err = query.NewFilter(f); err != nil {
+	if a.filter, err = lv.filter(f); err != nil {
 		return err
 	}
 	s, err := optDoc(r, "sort")
@@ -110,7 +114,7 @@ func (a *findArgs) parseCounts(r *request) error {
 }
 
 func cmdFind(h *Handler, r *request) (bson.D, error) {
-	a, err := parseFind(r)
+	a, err := parseFind(h, r)
 	if err != nil {
 		return nil, err
 	}

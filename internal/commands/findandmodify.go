@@ -27,7 +27,7 @@ type famArgs struct {
 
 var famFields = []string{"query", "sort", "remove", "update", "new", "fields", "upsert", "arrayFilters", "hint", "collation", "bypassDocumentValidation", "let"}
 
-func parseFAM(r *request) (*famArgs, error) {
+func parseFAM(h *Handler, r *request) (*famArgs, error) {
 	a := &famArgs{}
 	var err error
 	if a.coll, err = collectionArg(r); err != nil {
@@ -39,22 +39,26 @@ func parseFAM(r *request) (*famArgs, error) {
 	if err = checkCollation(r.body); err != nil {
 		return nil, err
 	}
-	if err = a.parseQueryParts(r); err != nil {
+	lv, err := h.parseLet(r)
+	if err != nil {
 		return nil, err
 	}
-	if err = a.parseFlags(r); err != nil {
+	if err = a.parseQueryParts(r, lv); err != nil {
+		return nil, err
+	}
+	if err = a.parseFlags(r, lv); err != nil {
 		return nil, err
 	}
 	a.opt.Sync, err = syncRequested(r)
 	return a, err
 }
 
-func (a *famArgs) parseQueryParts(r *request) error {
+func (a *famArgs) parseQueryParts(r *request, lv *letScope) error {
 	q, err := optDoc(r, "query")
 	if err != nil {
 		return err
 	}
-	if a.filter, err = query.NewFilter(q); err != nil {
+	if a.filter, err = lv.filter(q); err != nil {
 		return err
 	}
 	if s, err := optDoc(r, "sort"); err != nil {
@@ -75,7 +79,7 @@ func (a *famArgs) parseQueryParts(r *request) error {
 	return nil
 }
 
-func (a *famArgs) parseFlags(r *request) error {
+func (a *famArgs) parseFlags(r *request, lv *letScope) error {
 	var err error
 	if a.remove, err = optBool(r, "remove"); err != nil {
 		return err
@@ -106,12 +110,12 @@ func (a *famArgs) parseFlags(r *request) error {
 			return err
 		}
 	}
-	a.mod, err = parseModifier(u, filters)
+	a.mod, err = parseModifier(u, filters, lv)
 	return err
 }
 
 func cmdFindAndModify(h *Handler, r *request) (bson.D, error) {
-	a, err := parseFAM(r)
+	a, err := parseFAM(h, r)
 	if err != nil {
 		return nil, err
 	}
@@ -184,13 +188,19 @@ func (h *Handler) famResult(a *famArgs, before, after bson.D) (bson.D, bool, err
 }
 
 func (h *Handler) famTarget(r *request, c *docstore.Collection, a *famArgs) (bson.D, error) {
-	plan, err := c.PlanQuery(a.filter, a.hint)
+	return firstInOrder(r, c, a.filter, a.sort, a.hint)
+}
+
+// firstInOrder returns the first document matching f in the order of s
+// (any matching document when s is nil); nil when none matches.
+func firstInOrder(r *request, c *docstore.Collection, f *query.Filter, s *query.Sort, hint any) (bson.D, error) {
+	plan, err := c.PlanQuery(f, hint)
 	if err != nil {
 		return nil, err
 	}
-	it := c.Scan(plan, a.filter).WithContext(r.ctx)
+	it := c.Scan(plan, f).WithContext(r.ctx)
 	defer it.Close()
-	if a.sort == nil {
+	if s == nil {
 		d, _, err := it.Next()
 		return d, err
 	}
@@ -198,7 +208,7 @@ func (h *Handler) famTarget(r *request, c *docstore.Collection, a *famArgs) (bso
 	if err != nil || len(docs) == 0 {
 		return nil, err
 	}
-	a.sort.Sort(docs)
+	s.Sort(docs)
 	return docs[0], nil
 }
 

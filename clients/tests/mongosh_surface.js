@@ -1,0 +1,30 @@
+// Run by integration/surface_clients_test.go: mongosh <uri>/test --quiet --file clients/tests/mongosh_surface.js
+// MongoDB 8.0 options that must not be silently ignored. Every check throws on failure.
+function check(cond, what) {
+  if (!cond) { throw new Error('check failed: ' + what); }
+}
+function code(f) {
+  try { f(); } catch (e) { return e.code; }
+  return 0;
+}
+
+const c = db.surface;
+c.drop();
+c.insertMany([{ _id: 1, n: 1, tag: 'a' }, { _id: 2, n: 2, tag: 'a' }, { _id: 3, n: 3, tag: 'a' }]);
+
+// let on find, update, delete, findAndModify
+const eq = { $expr: { $eq: ['$n', '$$target'] } };
+const found = c.find(eq, {}, { let: { target: 2 } }).toArray();
+check(found.length === 1 && found[0]._id === 2, 'find with let: ' + JSON.stringify(found));
+const up = c.updateOne(eq, { $set: { hit: true } }, { let: { target: 3 } });
+check(up.modifiedCount === 1 && c.findOne({ _id: 3 }).hit === true, 'updateOne with let');
+const fam = c.findOneAndUpdate(eq, { $inc: { n: 10 } }, { let: { target: 1 }, returnDocument: 'after' });
+check(fam && fam._id === 1 && fam.n === 11, 'findOneAndUpdate with let: ' + JSON.stringify(fam));
+check(code(() => c.find({ $expr: { $eq: ['$n', '$$nope'] } }).toArray()) === 17276, 'undefined variable');
+
+// sort on updateOne / replaceOne (8.0)
+c.updateOne({ tag: 'a' }, { $set: { top: true } }, { sort: { n: -1 } });
+check(c.findOne({ top: true })._id === 1, 'updateOne with sort {n: -1} picks n: 11');
+c.replaceOne({ tag: 'a' }, { tag: 'b' }, { sort: { n: 1 } });
+check(c.findOne({ tag: 'b' })._id === 2, 'replaceOne with sort {n: 1} picks n: 2');
+print('mongosh surface ok');

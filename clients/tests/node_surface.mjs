@@ -1,0 +1,31 @@
+// Run by integration/surface_clients_test.go: node node_surface.mjs <uri>
+// MongoDB 8.0 options that must not be silently ignored.
+import { MongoClient } from 'mongodb';
+import assert from 'node:assert/strict';
+
+const client = new MongoClient(process.argv[2]);
+try {
+  await client.connect();
+  const db = client.db('test');
+  const c = db.collection('nodesurface');
+  await c.deleteMany({});
+  await c.insertMany([{ _id: 1, n: 1, tag: 'a' }, { _id: 2, n: 2, tag: 'a' }, { _id: 3, n: 3, tag: 'a' }]);
+
+  const eq = { $expr: { $eq: ['$n', '$$target'] } };
+  const found = await c.find(eq, { let: { target: 2 } }).toArray();
+  assert.deepEqual(found.map(d => d._id), [2]);
+  const del = await c.deleteOne(eq, { let: { target: 3 } });
+  assert.equal(del.deletedCount, 1);
+  const u = await c.updateMany(eq, [{ $set: { v: '$$target' } }], { let: { target: 1 } });
+  assert.equal(u.modifiedCount, 1);
+  assert.equal((await c.findOne({ _id: 1 })).v, 1);
+  await assert.rejects(c.find({ $expr: { $eq: ['$n', '$$nope'] } }).toArray(), e => e.code === 17276);
+
+  await c.updateOne({ tag: 'a' }, { $set: { top: true } }, { sort: { n: -1 } });
+  assert.equal((await c.findOne({ top: true }))._id, 2);
+  await c.replaceOne({ tag: 'a' }, { tag: 'b', n: 0 }, { sort: { n: 1 } });
+  assert.equal((await c.findOne({ tag: 'b' }))._id, 1);
+  console.log('node surface ok');
+} finally {
+  await client.close();
+}

@@ -1,0 +1,35 @@
+"""Run by integration/surface_clients_test.go: python3 pymongo_surface.py <uri>
+
+MongoDB 8.0 options that must not be silently ignored. Debian's pymongo
+(3.11) predates the let and sort helpers, so the commands are sent as
+drivers build them."""
+import sys
+
+import pymongo
+from pymongo.errors import OperationFailure
+
+client = pymongo.MongoClient(sys.argv[1], serverSelectionTimeoutMS=10000)
+db = client.test
+c = db.pysurface
+c.delete_many({})
+c.insert_many([{"_id": i, "n": i, "tag": "a"} for i in (1, 2, 3)])
+
+eq = {"$expr": {"$eq": ["$n", "$$target"]}}
+found = db.command("find", "pysurface", filter=eq, let={"target": 2})["cursor"]["firstBatch"]
+assert [d["_id"] for d in found] == [2], found
+r = db.command("update", "pysurface", updates=[{"q": eq, "u": {"$set": {"hit": True}}}], let={"target": 1})
+assert r["n"] == 1 and r["nModified"] == 1, r
+assert c.find_one({"_id": 1})["hit"] is True
+fam = db.command("findAndModify", "pysurface", query=eq, remove=True, let={"target": 3})
+assert fam["value"]["_id"] == 3, fam
+try:
+    db.command("find", "pysurface", filter={"$expr": {"$eq": ["$n", "$$nope"]}})
+    raise AssertionError("undefined variable accepted")
+except OperationFailure as e:
+    assert e.code == 17276, e.details
+
+c.insert_one({"_id": 3, "n": 3, "tag": "a"})
+r = db.command("update", "pysurface", updates=[{"q": {"tag": "a"}, "u": {"$set": {"top": True}}, "sort": {"n": -1}}])
+assert r["nModified"] == 1, r
+assert c.find_one({"top": True})["_id"] == 3
+print("pymongo surface ok")
