@@ -10,11 +10,14 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mayflydb/mayfly/internal/app"
+	"github.com/mayflydb/mayfly/internal/catalog"
 )
 
-// createIndex runs createIndexes with one raw specification.
+// createIndex runs createIndexes with one raw specification, named as
+// drivers name it when the spec has a key and no name.
 func createIndex(t *testing.T, db *mongo.Database, coll string, spec bson.D) (bson.D, error) {
 	t.Helper()
+	spec = withDriverName(spec)
 	var out bson.D
 	err := db.RunCommand(ctxT(t), bson.D{{Key: "createIndexes", Value: coll}, {Key: "indexes", Value: bson.A{spec}}}).Decode(&out)
 	return out, err
@@ -27,6 +30,22 @@ func mustCreateIndex(t *testing.T, db *mongo.Database, coll string, spec bson.D)
 		t.Fatalf("createIndexes %v: %v", spec, err)
 	}
 	return out
+}
+
+func withDriverName(spec bson.D) bson.D {
+	var key bson.D
+	for _, e := range spec {
+		switch e.Key {
+		case "name":
+			return spec
+		case "key":
+			key, _ = e.Value.(bson.D)
+		}
+	}
+	if key == nil {
+		return spec
+	}
+	return append(append(bson.D(nil), spec...), bson.E{Key: "name", Value: catalog.GenerateName(key)})
 }
 
 func keySpec(key bson.D, opts ...bson.E) bson.D {

@@ -29,6 +29,11 @@ var unsupportedOptions = map[string]string{
 	"wildcardProjection": "wildcard", "clustered": "clustered",
 }
 
+// boolOptions are the flags mongod accepts as a bool or a number only.
+var boolOptions = map[string]bool{
+	"unique": true, "sparse": true, "background": true, "dropDups": true, "prepareUnique": true,
+}
+
 // idIndexOptions are the only fields MongoDB allows in an _id index spec.
 var idIndexOptions = map[string]bool{"v": true, "key": true, "name": true, "ns": true, "collation": true}
 
@@ -44,7 +49,7 @@ func ParseIndexSpec(spec bson.D) (*Index, error) {
 		return nil, err
 	}
 	ix := &Index{Fields: fields, Ready: true}
-	ix.Name, err = specName(spec, key)
+	ix.Name, err = specName(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +68,7 @@ func ParseIndexSpec(spec bson.D) (*Index, error) {
 func specKey(spec bson.D) (bson.D, error) {
 	v, ok := lookup(spec, "key")
 	if !ok {
-		return nil, mongoerr.New(mongoerr.FailedToParse, "The 'key' field is a required property of an index specification")
+		return nil, mongoerr.Newf(mongoerr.FailedToParse, "Error in specification %s :: caused by :: The 'key' field is a required property of an index specification", bsonutil.Format(spec))
 	}
 	key, ok := v.(bson.D)
 	if !ok {
@@ -132,10 +137,12 @@ func unsupportedPlugin(name string, spec bson.D) error {
 	return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: Unknown index plugin '%s'", bsonutil.Format(spec), name)
 }
 
-func specName(spec bson.D, key bson.D) (string, error) {
+func specName(spec bson.D) (string, error) {
 	v, ok := lookup(spec, "name")
 	if !ok {
-		return GenerateName(key), nil
+		// Drivers and shells always send one; mongod refuses a spec
+		// without it rather than making one up.
+		return "", mongoerr.Newf(mongoerr.FailedToParse, "Error in specification %s :: caused by :: The 'name' field is a required property of an index specification", bsonutil.Format(spec))
 	}
 	name, ok := v.(string)
 	if !ok {
@@ -208,6 +215,11 @@ func applyOption(ix *Index, e bson.E, spec bson.D) error {
 	}
 	if !allowedOptions[e.Key] {
 		return mongoerr.Newf(mongoerr.InvalidIndexSpecificationOption, "The field '%s' is not valid for an index specification. Specification: %s", e.Key, bsonutil.Format(spec))
+	}
+	if boolOptions[e.Key] && !bsonutil.IsNumber(e.Value) {
+		if _, isBool := e.Value.(bool); !isBool {
+			return mongoerr.Newf(mongoerr.TypeMismatch, "Error in specification %s :: caused by :: The field '%s has value %s: %s, which is not convertible to bool", bsonutil.Format(spec), e.Key, e.Key, bsonutil.Format(e.Value))
+		}
 	}
 	switch e.Key {
 	case "unique":

@@ -215,7 +215,7 @@ func parseIndexSpecs(specs []bson.D) ([]*catalog.Index, error) {
 		}
 		ixs = append(ixs, ix)
 	}
-	return ixs, nil
+	return ixs, catalog.CheckRequest(ixs)
 }
 
 func createIndexesReply(res docstore.CreateIndexesResult, created bool) bson.D {
