@@ -48,7 +48,7 @@ func ParseIndexSpec(spec bson.D) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	ix := &Index{Fields: fields, Ready: true}
+	ix := &Index{Fields: fields, Ready: true, MultiKeyTracked: true}
 	ix.Name, err = specName(spec)
 	if err != nil {
 		return nil, err

@@ -20,9 +20,11 @@ type Collection struct {
 	schemaMu sync.RWMutex
 	stripes  [lockStripes]sync.Mutex
 	uniqueMu sync.Mutex
-	seed     maphash.Seed
-	state    atomic.Pointer[collState]
-	dropped  atomic.Bool
+	// multikeyMu orders writers that record new multikey paths.
+	multikeyMu sync.Mutex
+	seed       maphash.Seed
+	state      atomic.Pointer[collState]
+	dropped    atomic.Bool
 
 	count    atomic.Int64 // live documents
 	dataSize atomic.Int64 // bytes of BSON

@@ -60,6 +60,8 @@ type tx struct {
 	// ttlAdded is, per TTL index of st, the earliest date of the entries
 	// this batch adds (math.MaxInt64: none; nil: no TTL entry at all).
 	ttlAdded []int64
+	// multikey holds the array paths this batch adds, by index ID.
+	multikey map[uint32][][]string
 }
 
 func (c *Collection) newTx(l *lockSet) *tx {
@@ -112,12 +114,18 @@ func (t *tx) commit(opt WriteOptions) error {
 	if t.b.Len() == 0 {
 		return nil
 	}
+	meta, release, err := t.stageMultikey()
+	if err != nil {
+		return err
+	}
+	defer release()
 	// Commit without sync while holding the collection lock; the fsync, if
 	// asked for, happens after the lock is released so that concurrent
 	// durable writers share one fsync.
 	if err := t.b.Commit(false); err != nil {
 		return fmt.Errorf("docstore: commit: %w", err)
 	}
+	t.c.publishMeta(meta)
 	t.c.count.Add(t.dCount)
 	t.c.dataSize.Add(t.dSize)
 	t.announceTTLDates()
@@ -309,6 +317,7 @@ func (t *tx) putDoc(d *stored, old *stored) error {
 		if keys[i], err = ix.entryKeys(d.doc); err != nil {
 			return err
 		}
+		t.noteMultikey(ix, d.doc)
 		hasTTL = hasTTL || ix.def.TTL
 	}
 	var ttlValue []byte
