@@ -20,14 +20,15 @@ type Collection struct {
 	schemaMu sync.RWMutex
 	stripes  [lockStripes]sync.Mutex
 	uniqueMu sync.Mutex
-	// multikeyMu orders writers that record new multikey paths.
-	multikeyMu sync.Mutex
-	seed       maphash.Seed
-	state      atomic.Pointer[collState]
-	dropped    atomic.Bool
+	seed     maphash.Seed
+	state    atomic.Pointer[collState]
+	dropped  atomic.Bool
 
 	count    atomic.Int64 // live documents
 	dataSize atomic.Int64 // bytes of BSON
+
+	// multikeyMu orders writers that record new multikey paths.
+	multikeyMu sync.Mutex
 }
 
 // collState is an immutable view of the collection's definition; it is
