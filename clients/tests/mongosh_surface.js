@@ -27,4 +27,16 @@ c.updateOne({ tag: 'a' }, { $set: { top: true } }, { sort: { n: -1 } });
 check(c.findOne({ top: true })._id === 1, 'updateOne with sort {n: -1} picks n: 11');
 c.replaceOne({ tag: 'a' }, { tag: 'b' }, { sort: { n: 1 } });
 check(c.findOne({ tag: 'b' })._id === 2, 'replaceOne with sort {n: 1} picks n: 2');
+// collation
+const names = db.names;
+names.drop();
+names.insertMany([{ _id: 1, name: 'ann' }, { _id: 2, name: 'Ann' }, { _id: 3, name: 'Bob' }]);
+const ci = { locale: 'en', strength: 2 };
+check(names.find({ name: 'ANN' }).collation(ci).count() === 2, 'find().collation()');
+check(names.countDocuments({ name: 'ANN' }, { collation: ci }) === 2, 'countDocuments with collation');
+const order = names.find().sort({ name: 1 }).collation({ locale: 'en' }).toArray().map(d => d._id);
+check(JSON.stringify(order) === '[1,2,3]', 'collated sort: ' + JSON.stringify(order));
+check(names.updateMany({ name: 'ann' }, { $set: { a: 1 } }, { collation: ci }).modifiedCount === 2, 'updateMany with collation');
+check(names.deleteOne({ name: 'BOB' }, { collation: ci }).deletedCount === 1, 'deleteOne with collation');
+check(code(() => names.find().collation({ locale: 'en', strength: 9 }).toArray()) === 51024, 'bad strength');
 print('mongosh surface ok');

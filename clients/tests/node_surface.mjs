@@ -25,6 +25,18 @@ try {
   assert.equal((await c.findOne({ top: true }))._id, 2);
   await c.replaceOne({ tag: 'a' }, { tag: 'b', n: 0 }, { sort: { n: 1 } });
   assert.equal((await c.findOne({ tag: 'b' }))._id, 1);
+
+  const names = db.collection('nodenames');
+  await names.deleteMany({});
+  await names.insertMany([{ _id: 1, name: 'ann' }, { _id: 2, name: 'Ann' }, { _id: 3, name: 'Bob' }]);
+  const ci = { locale: 'en', strength: 2 };
+  assert.equal((await names.find({ name: 'ANN' }, { collation: ci }).toArray()).length, 2);
+  assert.equal(await names.countDocuments({ name: 'ANN' }, { collation: ci }), 2);
+  const order = await names.find({}, { collation: { locale: 'en' } }).sort({ name: 1 }).toArray();
+  assert.deepEqual(order.map(d => d._id), [1, 2, 3]);
+  assert.deepEqual((await names.distinct('name', {}, { collation: ci })).length, 2);
+  const fam = await names.findOneAndDelete({ name: 'BOB' }, { collation: ci });
+  assert.equal(fam._id, 3);
   console.log('node surface ok');
 } finally {
   await client.close();

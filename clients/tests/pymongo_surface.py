@@ -32,4 +32,20 @@ c.insert_one({"_id": 3, "n": 3, "tag": "a"})
 r = db.command("update", "pysurface", updates=[{"q": {"tag": "a"}, "u": {"$set": {"top": True}}, "sort": {"n": -1}}])
 assert r["nModified"] == 1, r
 assert c.find_one({"top": True})["_id"] == 3
+from pymongo.collation import Collation
+
+names = client.test.pynames
+names.delete_many({})
+names.insert_many([{"_id": 1, "name": "ann"}, {"_id": 2, "name": "Ann"}, {"_id": 3, "name": "Bob"}])
+ci = Collation(locale="en", strength=2)
+assert [d["_id"] for d in names.find({"name": "ANN"}, collation=ci).sort("_id")] == [1, 2]
+assert names.count_documents({"name": "ANN"}, collation=ci) == 2
+assert [d["_id"] for d in names.find(collation=Collation(locale="en")).sort("name")] == [1, 2, 3]
+assert names.update_many({"name": "ann"}, {"$set": {"a": 1}}, collation=ci).modified_count == 2
+assert names.delete_one({"name": "BOB"}, collation=ci).deleted_count == 1
+try:
+    list(names.find(collation=Collation(locale="en", strength=9)))
+    raise AssertionError("strength 9 accepted")
+except OperationFailure as e:
+    assert e.code == 51024, e.details
 print("pymongo surface ok")

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/expr"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/query"
 )
 
 // Env is what a running pipeline needs from the database around it.
@@ -50,6 +51,9 @@ type Options struct {
 	MemoryLimitBytes int64
 	// Let defines variables ($$name) visible to the whole pipeline.
 	Let bson.D
+	// Collation, when set, is the command's non-simple collation (see
+	// collation.go for the stages that apply it).
+	Collation query.Collator
 }
 
 func (o Options) memoryLimit() int64 {
@@ -111,6 +115,11 @@ func (p *Pipeline) parseStages(stages bson.A, within string) error {
 		}
 		if err := checkPlacement(spec.Key, i, within); err != nil {
 			return err
+		}
+		if p.opt.Collation != nil {
+			if err := checkCollatedStage(spec); err != nil {
+				return err
+			}
 		}
 		s, err := parseStage(spec, p.opt)
 		if err != nil {

@@ -19,7 +19,7 @@ type sortStage struct {
 	limit int64
 }
 
-func parseSort(spec any, _ Options) (stage, error) {
+func parseSort(spec any, opt Options) (stage, error) {
 	d, ok := spec.(bson.D)
 	if !ok {
 		return nil, mongoerr.New(15973, "the $sort key specification must be an object")
@@ -35,6 +35,9 @@ func parseSort(spec any, _ Options) (stage, error) {
 	s, err := query.NewSort(d)
 	if err != nil {
 		return nil, err
+	}
+	if opt.Collation != nil {
+		s = s.WithCollation(opt.Collation)
 	}
 	return &sortStage{spec: d, sort: s}, nil
 }

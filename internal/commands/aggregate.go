@@ -16,7 +16,7 @@ func cmdAggregate(h *Handler, r *request) (bson.D, error) {
 	if err := checkFields(r, aggregateFields...); err != nil {
 		return nil, err
 	}
-	if err := checkCollation(r.body); err != nil {
+	if _, err := parseCollation(r.body); err != nil {
 		return nil, err
 	}
 	if explain, err := optBool(r, "explain"); err != nil || explain {
@@ -83,7 +83,11 @@ func parsePipeline(r *request, omit int) (*aggregate.Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	return aggregate.Parse(stages, aggregate.Options{AllowDiskUse: allowDisk, Let: let})
+	coll, err := parseCollation(r.body)
+	if err != nil {
+		return nil, err
+	}
+	return aggregate.Parse(stages, aggregate.Options{AllowDiskUse: allowDisk, Let: let, Collation: collator(coll)})
 }
 
 // aggregateInput scans the collection, using an index for a leading

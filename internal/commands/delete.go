@@ -57,7 +57,8 @@ func parseDeleteStmt(s bson.D, let *letScope) (*query.Filter, int, any, error) {
 			return nil, 0, nil, mongoerr.Newf(mongoerr.Location40415, "BSON field 'delete.deletes.%s' is an unknown field.", e.Key)
 		}
 	}
-	if err := checkCollation(s); err != nil {
+	coll, err := parseCollation(s)
+	if err != nil {
 		return nil, 0, nil, err
 	}
 	q, _ := lookup(s, "q")
@@ -73,7 +74,7 @@ func parseDeleteStmt(s bson.D, let *letScope) (*query.Filter, int, any, error) {
 	if limit != 0 && limit != 1 {
 		return nil, 0, nil, mongoerr.Newf(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %s", bsonutil.Format(lv))
 	}
-	f, err := let.filter(qd)
+	f, err := let.filter(qd, coll)
 	hint, _ := lookup(s, "hint")
 	return f, int(limit), hint, err
 }

@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/aggregate"
+	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -413,11 +414,16 @@ func drain(r *request, src cursor.Source) error {
 // (with skip+limit as its limit) unless the index provides the order, then
 // SKIP, LIMIT (folded into SORT when there is one) and PROJECTION.
 func (h *Handler) planFind(r *request, c *docstore.Collection, a *findArgs) (*queryExec, error) {
-	ex, err := newExec(r.ctx, c, a.filter, docstore.Query{Filter: a.filter, Sort: a.sortSpec, Hint: a.hint})
+	q := docstore.Query{Filter: a.filter, Sort: a.sortSpec, Hint: a.hint}
+	if a.collation != nil {
+		// Index order is binary order: it sorts no collated strings.
+		q.Sort = nil
+	}
+	ex, err := newExec(r.ctx, c, a.filter, q)
 	if err != nil {
 		return nil, err
 	}
-	sorted := a.sort != nil && !a.sort.IsEmpty() && ex.plan != nil && !ex.plan.SortProvided
+	sorted := a.sort != nil && !a.sort.IsEmpty() && ex.plan != nil && (!ex.plan.SortProvided || a.collation != nil)
 	if sorted {
 		ex.push("SORT", sortDetails(a))
 	}
@@ -638,7 +644,7 @@ func (h *Handler) explainCount(r *request, v verbosity) (*explained, error) {
 	if c != nil && len(a.query) == 0 && a.hint == nil && !(h.deps.Store.ExactExpiry() && c.HasTTL()) {
 		return fastCountExplain(ns, a, c.Count(), v), nil
 	}
-	f, err := query.NewFilter(a.query)
+	f, err := commandFilter(a.query, nil, a.collation)
 	if err != nil {
 		return nil, err
 	}
@@ -652,6 +658,7 @@ func (h *Handler) explainCount(r *request, v verbosity) (*explained, error) {
 
 type countArgs struct {
 	coll        string
+	collation   *collation.Collation
 	query       bson.D
 	skip, limit int64
 	hint        any
@@ -666,7 +673,7 @@ func parseCountArgs(r *request) (*countArgs, error) {
 	if err = checkFields(r, "query", "limit", "skip", "hint", "collation", "fields", "readConcern"); err != nil {
 		return nil, err
 	}
-	if err = checkCollation(r.body); err != nil {
+	if a.collation, err = parseCollation(r.body); err != nil {
 		return nil, err
 	}
 	if a.query, err = optDoc(r, "query"); err != nil {
@@ -715,7 +722,11 @@ func (h *Handler) explainDistinct(r *request, v verbosity) (*explained, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := query.NewFilter(q)
+	coll, err := parseCollation(r.body)
+	if err != nil {
+		return nil, err
+	}
+	f, err := commandFilter(q, nil, coll)
 	if err != nil {
 		return nil, err
 	}
@@ -951,14 +962,20 @@ func (h *Handler) planAggregate(r *request, c *docstore.Collection, p *aggregate
 	if p.StartsWithCollStats() {
 		c = nil
 	}
+	coll, err := parseCollation(r.body)
+	if err != nil {
+		return nil, false, err
+	}
 	var f *query.Filter
 	if m := p.LeadingMatch(); m != nil {
-		var err error
-		if f, err = query.NewFilter(m); err != nil {
+		if f, err = commandFilter(m, nil, coll); err != nil {
 			return nil, false, err
 		}
 	}
 	sortSpec := p.LeadingSort()
+	if coll != nil {
+		sortSpec = nil // index order is binary order
+	}
 	hint, _ := lookup(r.body, "hint")
 	ex, err := newExec(r.ctx, c, f, docstore.Query{Filter: f, Sort: sortSpec, Hint: hint})
 	if err != nil {

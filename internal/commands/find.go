@@ -3,6 +3,7 @@ package commands
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -24,6 +25,7 @@ type findArgs struct {
 	singleBatch bool
 	hint        any
 	allowDisk   bool
+	collation   *collation.Collation
 }
 
 var findFields = []string{
@@ -49,7 +51,7 @@ func parseFind(h *Handler, r *request) (*findArgs, error) {
 			return nil, mongoerr.Newf(mongoerr.BadValue, "the find option '%s' is not supported by Mayfly", name)
 		}
 	}
-	if err = checkCollation(r.body); err != nil {
+	if a.collation, err = parseCollation(r.body); err != nil {
 		return nil, err
 	}
 	lv, err := h.parseLet(r)
@@ -67,7 +69,7 @@ func (a *findArgs) parseShape(r *request, lv *letScope) error {
 	if err != nil {
 		return err
 	}
-	if a.filter, err = lv.filter(f); err != nil {
+	if a.filter, err = lv.filter(f, a.collation); err != nil {
 		return err
 	}
 	s, err := optDoc(r, "sort")
@@ -78,6 +80,7 @@ func (a *findArgs) parseShape(r *request, lv *letScope) error {
 		if a.sort, err = query.NewSort(s); err != nil {
 			return err
 		}
+		a.sort = collatedSort(a.sort, a.collation)
 		a.sortSpec = s
 	}
 	p, err := optDoc(r, "projection")

@@ -3,6 +3,7 @@ package commands
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
@@ -36,14 +37,15 @@ func parseFAM(h *Handler, r *request) (*famArgs, error) {
 	if err = checkFields(r, famFields...); err != nil {
 		return nil, err
 	}
-	if err = checkCollation(r.body); err != nil {
+	coll, err := parseCollation(r.body)
+	if err != nil {
 		return nil, err
 	}
 	lv, err := h.parseLet(r)
 	if err != nil {
 		return nil, err
 	}
-	if err = a.parseQueryParts(r, lv); err != nil {
+	if err = a.parseQueryParts(r, lv, coll); err != nil {
 		return nil, err
 	}
 	if err = a.parseFlags(r, lv); err != nil {
@@ -53,12 +55,12 @@ func parseFAM(h *Handler, r *request) (*famArgs, error) {
 	return a, err
 }
 
-func (a *famArgs) parseQueryParts(r *request, lv *letScope) error {
+func (a *famArgs) parseQueryParts(r *request, lv *letScope, coll *collation.Collation) error {
 	q, err := optDoc(r, "query")
 	if err != nil {
 		return err
 	}
-	if a.filter, err = lv.filter(q); err != nil {
+	if a.filter, err = lv.filter(q, coll); err != nil {
 		return err
 	}
 	if s, err := optDoc(r, "sort"); err != nil {
@@ -67,6 +69,7 @@ func (a *famArgs) parseQueryParts(r *request, lv *letScope) error {
 		if a.sort, err = query.NewSort(s); err != nil {
 			return err
 		}
+		a.sort = collatedSort(a.sort, coll)
 	}
 	if p, err := optDoc(r, "fields"); err != nil {
 		return err

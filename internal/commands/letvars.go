@@ -3,6 +3,7 @@ package commands
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/expr"
 	"github.com/mayflydb/mayfly/internal/query"
 )
@@ -28,7 +29,8 @@ func (h *Handler) parseLet(r *request) (*letScope, error) {
 	return &letScope{doc: doc, vars: vars}, nil
 }
 
-// filter parses a filter of the command with its variables.
-func (l *letScope) filter(d bson.D) (*query.Filter, error) {
-	return query.NewFilterVars(d, l.vars)
+// filter parses a filter of the command with its variables and the
+// collation that applies to it.
+func (l *letScope) filter(d bson.D, c *collation.Collation) (*query.Filter, error) {
+	return commandFilter(d, l, c)
 }

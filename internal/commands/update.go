@@ -108,7 +108,8 @@ func parseUpdateStmt(s bson.D, lv *letScope) (*updateStmt, error) {
 			return nil, mongoerr.Newf(mongoerr.Location40415, "BSON field 'update.updates.%s' is an unknown field.", e.Key)
 		}
 	}
-	if err := checkCollation(s); err != nil {
+	coll, err := parseCollation(s)
+	if err != nil {
 		return nil, err
 	}
 	st := &updateStmt{}
@@ -117,8 +118,7 @@ func parseUpdateStmt(s bson.D, lv *letScope) (*updateStmt, error) {
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'update.updates.q' is missing but a required field")
 	}
-	var err error
-	if st.filter, err = lv.filter(qd); err != nil {
+	if st.filter, err = lv.filter(qd, coll); err != nil {
 		return nil, err
 	}
 	if err := st.parseFlags(s); err != nil {
@@ -127,6 +127,7 @@ func parseUpdateStmt(s bson.D, lv *letScope) (*updateStmt, error) {
 	if err := st.parseSort(s); err != nil {
 		return nil, err
 	}
+	st.sort = collatedSort(st.sort, coll)
 	return st, st.parseMod(s, lv)
 }
 
@@ -189,18 +190,6 @@ func (st *updateStmt) parseMod(s bson.D, lv *letScope) error {
 		return mongoerr.New(mongoerr.FailedToParse, "multi update is not supported for replacement-style update")
 	}
 	return nil
-}
-
-// checkCollation refuses non-simple collations rather than ignoring them.
-func checkCollation(d bson.D) error {
-	v, ok := lookup(d, "collation")
-	if !ok || v == nil {
-		return nil
-	}
-	if c, isDoc := v.(bson.D); isDoc && len(c) == 1 && c[0].Key == "locale" && c[0].Value == "simple" {
-		return nil
-	}
-	return mongoerr.New(mongoerr.BadValue, "collation is not supported by Mayfly")
 }
 
 func cmdUpdate(h *Handler, r *request) (bson.D, error) {

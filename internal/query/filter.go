@@ -12,6 +12,11 @@ type Filter struct {
 	// vars are the command's let variables (and $$NOW) that $expr reads;
 	// nil when the filter was parsed without them.
 	vars map[string]any
+	// coll keys strings under a non-simple collation: root was parsed
+	// from the keyed filter, documents are keyed before matching. plain
+	// is the filter parsed as written, for the values an upsert stores.
+	coll  Collator
+	plain *Filter
 }
 
 // NewFilter parses and validates a query filter. Errors are
@@ -27,6 +32,7 @@ func NewFilter(filter bson.D) (*Filter, error) {
 // Match reports whether doc matches the filter. A $expr that fails to
 // evaluate counts as no match; use MatchErr to see the error.
 func (f *Filter) Match(doc bson.D) bool {
+	doc = f.keyed(doc)
 	if f.vars != nil {
 		return f.root.matches(doc, &matchCtx{pos: -1, vars: f.vars})
 	}
@@ -38,7 +44,7 @@ func (f *Filter) Match(doc bson.D) bool {
 // query.
 func (f *Filter) MatchErr(doc bson.D) (bool, error) {
 	c := matchCtx{pos: -1, vars: f.vars}
-	ok := f.root.matches(doc, &c)
+	ok := f.root.matches(f.keyed(doc), &c)
 	if c.err != nil {
 		return false, c.err
 	}
@@ -54,11 +60,25 @@ func (f *Filter) MatchErr(doc bson.D) (bool, error) {
 // Mayfly takes the first in filter order.
 func (f *Filter) MatchPositional(doc bson.D) (ok bool, arrayIndex int) {
 	c := matchCtx{pos: -1, vars: f.vars}
-	if !f.root.matches(doc, &c) {
+	if !f.root.matches(f.keyed(doc), &c) {
 		return false, -1
 	}
 	return true, c.pos
 }
+
+// keyed is doc as the filter compares it: its strings keyed under the
+// filter's collation, if any.
+func (f *Filter) keyed(doc bson.D) bson.D {
+	if f.coll == nil || doc == nil {
+		return doc
+	}
+	return f.coll.Doc(doc)
+}
+
+// Collated reports whether the filter compares strings under a
+// non-simple collation; its predicates then leave out string operands,
+// which an index without that collation cannot bound.
+func (f *Filter) Collated() bool { return f.coll != nil }
 
 // Spec returns the filter document the Filter was parsed from.
 func (f *Filter) Spec() bson.D { return f.spec }

@@ -33,7 +33,7 @@ func (f *Filter) Predicates() []Predicate {
 	var out []Predicate
 	eachTopField(f.root, func(n *fieldNode) {
 		for _, op := range flattenOps(n.op) {
-			if p, ok := predicateOf(n.name, op); ok {
+			if p, ok := predicateOf(n.name, op); ok && !(f.coll != nil && anyString(p.Values)) {
 				out = append(out, p)
 			}
 		}
@@ -49,6 +49,9 @@ func (f *Filter) Predicates() []Predicate {
 // does. Regex equality ({a: /x/}) is a match, not an equality, and is
 // left out.
 func (f *Filter) Equalities() bson.D {
+	if f.plain != nil {
+		return f.plain.Equalities()
+	}
 	var out bson.D
 	eachTopField(f.root, func(n *fieldNode) {
 		for _, op := range flattenOps(n.op) {
@@ -106,4 +109,26 @@ func predicateOf(path string, op fieldOp) (Predicate, bool) {
 		}
 	}
 	return Predicate{}, false
+}
+
+// anyString reports whether a value holds a string anywhere (a keyed one,
+// under a collation).
+func anyString(vs []any) bool {
+	for _, v := range vs {
+		switch x := v.(type) {
+		case string, bson.Symbol:
+			return true
+		case bson.D:
+			for _, e := range x {
+				if anyString([]any{e.Value}) {
+					return true
+				}
+			}
+		case bson.A:
+			if anyString(x) {
+				return true
+			}
+		}
+	}
+	return false
 }

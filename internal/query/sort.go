@@ -20,6 +20,16 @@ type Sort struct {
 type sortKey struct {
 	path string
 	desc bool
+	coll Collator // nil: simple comparison
+}
+
+// WithCollation returns the sort comparing strings under c.
+func (s *Sort) WithCollation(c Collator) *Sort {
+	out := &Sort{natural: s.natural, keys: append([]sortKey(nil), s.keys...)}
+	for i := range out.keys {
+		out.keys[i].coll = c
+	}
+	return out
 }
 
 // NewSort parses a sort specification: each value a number equal to 1 or
@@ -120,6 +130,13 @@ func (s *Sort) values(d bson.D) []any {
 // value is the document's sort key on this path.
 func (k sortKey) value(d bson.D) any {
 	keys, _ := bsonutil.IndexKeys(d, k.path)
+	if k.coll != nil {
+		keyed := make([]any, len(keys))
+		for i, v := range keys {
+			keyed[i] = k.coll.Value(v)
+		}
+		keys = keyed
+	}
 	best := keys[0]
 	for _, v := range keys[1:] {
 		c := bsonutil.Compare(v, best)
