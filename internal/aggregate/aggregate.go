@@ -137,7 +137,7 @@ func (p *Pipeline) parseStages(stages bson.A, within string) error {
 func stageSpec(raw any) (bson.E, error) {
 	d, ok := raw.(bson.D)
 	if !ok || len(d) != 1 {
-		return bson.E{}, mongoerr.New(40323, "A pipeline stage specification object must contain exactly one field.")
+		return bson.E{}, mongoerr.New(mongoerr.Location40323, "A pipeline stage specification object must contain exactly one field.")
 	}
 	return d[0], nil
 }
@@ -148,12 +148,12 @@ var firstOnly = map[string]bool{"$collStats": true, "$documents": true}
 func checkPlacement(name string, i int, within string) error {
 	switch {
 	case within == "$facet" && (name == "$facet" || firstOnly[name]):
-		return mongoerr.Newf(40600, "%s is not allowed to be used within a $facet stage", name)
+		return mongoerr.Newf(mongoerr.Location40600, "%s is not allowed to be used within a $facet stage", name)
 	case within != "" && name == "$collStats":
-		return mongoerr.Newf(51047, "%s is not allowed to be used within a %s stage", name, within)
+		return mongoerr.Newf(mongoerr.Location51047, "%s is not allowed to be used within a %s stage", name, within)
 	}
 	if firstOnly[name] && i != 0 {
-		return mongoerr.Newf(40602, "%s is only valid as the first stage in a pipeline.", name)
+		return mongoerr.Newf(mongoerr.Location40602, "%s is only valid as the first stage in a pipeline.", name)
 	}
 	return nil
 }
@@ -162,7 +162,7 @@ func checkPlacement(name string, i int, within string) error {
 func parseStage(spec bson.E, opt Options) (stage, error) {
 	parse, ok := stageParsers()[spec.Key]
 	if !ok {
-		return nil, mongoerr.Newf(40324, "Unrecognized pipeline stage name: '%s'", spec.Key)
+		return nil, mongoerr.Newf(mongoerr.Location40324, "Unrecognized pipeline stage name: '%s'", spec.Key)
 	}
 	return parse(spec.Value, opt)
 }

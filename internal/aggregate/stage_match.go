@@ -19,7 +19,7 @@ type matchStage struct {
 func parseMatch(spec any, opt Options) (stage, error) {
 	d, ok := spec.(bson.D)
 	if !ok {
-		return nil, mongoerr.New(15959, "the match filter must be an expression in an object")
+		return nil, mongoerr.New(mongoerr.Location15959, "the match filter must be an expression in an object")
 	}
 	f, err := query.NewFilter(d)
 	if err == nil && opt.Collation != nil {

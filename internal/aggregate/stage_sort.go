@@ -22,14 +22,14 @@ type sortStage struct {
 func parseSort(spec any, opt Options) (stage, error) {
 	d, ok := spec.(bson.D)
 	if !ok {
-		return nil, mongoerr.New(15973, "the $sort key specification must be an object")
+		return nil, mongoerr.New(mongoerr.Location15973, "the $sort key specification must be an object")
 	}
 	if len(d) == 0 {
-		return nil, mongoerr.New(15976, "$sort stage must have at least one sort key")
+		return nil, mongoerr.New(mongoerr.Location15976, "$sort stage must have at least one sort key")
 	}
 	for _, e := range d {
 		if bsonutil.IsNumber(e.Value) && math.Abs(bsonutil.ToFloat(e.Value)) != 1 {
-			return nil, mongoerr.New(15975, "$sort key ordering must be 1 (for ascending) or -1 (for descending)")
+			return nil, mongoerr.New(mongoerr.Location15975, "$sort key ordering must be 1 (for ascending) or -1 (for descending)")
 		}
 	}
 	s, err := query.NewSort(d)
@@ -101,12 +101,12 @@ func (s *sortStage) trim(docs []bson.D) []bson.D {
 type limitStage struct{ n int64 }
 
 func parseLimit(spec any, _ Options) (stage, error) {
-	n, err := parseCount64(spec, "$limit", 5107201)
+	n, err := parseCount64(spec, "$limit", mongoerr.Location5107201)
 	if err != nil {
 		return nil, err
 	}
 	if n == 0 {
-		return nil, mongoerr.New(15958, "the limit must be positive")
+		return nil, mongoerr.New(mongoerr.Location15958, "the limit must be positive")
 	}
 	return &limitStage{n: n}, nil
 }
@@ -134,7 +134,7 @@ func (it *limitIter) Close() error { return it.in.Close() }
 type skipStage struct{ n int64 }
 
 func parseSkip(spec any, _ Options) (stage, error) {
-	n, err := parseCount64(spec, "$skip", 5107200)
+	n, err := parseCount64(spec, "$skip", mongoerr.Location5107200)
 	if err != nil {
 		return nil, err
 	}

@@ -136,7 +136,7 @@ func batchSizeArg(r *request, v any, field string) (int64, error) {
 		return 0, err
 	}
 	if n < 0 {
-		return 0, mongoerr.Newf(mongoerr.Code(51024), "BSON field 'batchSize' value must be >= 0, actual value '%d'", n)
+		return 0, mongoerr.Newf(mongoerr.Location51024, "BSON field 'batchSize' value must be >= 0, actual value '%d'", n)
 	}
 	return n, nil
 }

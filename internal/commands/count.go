@@ -112,7 +112,7 @@ func cmdDistinct(h *Handler, r *request) (bson.D, error) {
 		return nil, wrongType(r.name, "key", kv, "string")
 	}
 	if key == "" {
-		return nil, mongoerr.New(mongoerr.Code(40352), "FieldPath cannot be constructed with empty string")
+		return nil, mongoerr.New(mongoerr.Location40352, "FieldPath cannot be constructed with empty string")
 	}
 	q, err := optDoc(r, "query")
 	if err != nil {

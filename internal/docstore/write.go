@@ -230,7 +230,7 @@ func marshalDoc(doc bson.D) ([]byte, error) {
 		return nil, mongoerr.Newf(mongoerr.BadValue, "cannot encode document: %v", err)
 	}
 	if len(raw) > MaxDocumentSize {
-		return nil, mongoerr.Newf(mongoerr.Code(17419), "Resulting document after update is larger than %d", MaxDocumentSize)
+		return nil, mongoerr.Newf(mongoerr.Location17419, "Resulting document after update is larger than %d", MaxDocumentSize)
 	}
 	return raw, nil
 }

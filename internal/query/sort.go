@@ -59,7 +59,7 @@ func sortDirection(e bson.E) (int, error) {
 		if len(d) > 0 && d[0].Key == "$meta" {
 			return 0, mongoerr.New(mongoerr.NotImplemented, "$meta sort is not supported by Mayfly: it has no text search")
 		}
-		return 0, mongoerr.Newf(17312, "$meta is the only expression supported by $sort right now")
+		return 0, mongoerr.Newf(mongoerr.Location17312, "$meta is the only expression supported by $sort right now")
 	}
 	if !bsonutil.IsNumber(e.Value) {
 		return 0, mongoerr.Newf(mongoerr.Location15974, "Illegal key in $sort specification: %s", bsonutil.FormatElem(e.Key, e.Value))
@@ -70,7 +70,7 @@ func sortDirection(e bson.E) (int, error) {
 	case -1:
 		return -1, nil
 	}
-	return 0, mongoerr.New(15975, "$sort key ordering must be 1 (for ascending) or -1 (for descending)")
+	return 0, mongoerr.New(mongoerr.Location15975, "$sort key ordering must be 1 (for ascending) or -1 (for descending)")
 }
 
 // Natural returns 1 or -1 for a {$natural: ±1} sort, 0 otherwise.
