@@ -49,9 +49,10 @@ func cmdAggregate(h *Handler, r *request) (bson.D, error) {
 	}
 	out, err := p.Run(&interruptible{ctx: r.ctx, src: in}, &aggEnv{h: h, r: r, coll: coll})
 	if err != nil {
-		return nil, err
+		return nil, causedBy(aggregateExecContext, err)
 	}
-	return h.cursorReply(r.db+"."+coll, out, batch, false)
+	reply, err := h.cursorReply(r.db+"."+coll, out, batch, false)
+	return reply, causedBy(aggregateExecContext, err)
 }
 
 // stagesOf returns the pipeline array (validated by the caller's parse).

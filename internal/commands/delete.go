@@ -16,6 +16,9 @@ func cmdDelete(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := deleteShape.check(stmts); err != nil {
+		return nil, err
+	}
 	lv, err := h.parseLet(r)
 	if err != nil {
 		return nil, err
@@ -82,8 +85,11 @@ func parseDeleteStmt(s bson.D, let *letScope) (*query.Filter, int, any, error) {
 func removeIfMatches(c *docstore.Collection, id any, f *query.Filter, opt docstore.WriteOptions) (bool, error) {
 	removed := false
 	_, err := c.Modify(id, opt, func(doc bson.D) (docstore.Change, error) {
-		if doc == nil || !f.Match(doc) {
+		if doc == nil {
 			return docstore.Change{}, nil
+		}
+		if ok, err := f.MatchErr(doc); !ok || err != nil {
+			return docstore.Change{}, err
 		}
 		removed = true
 		return docstore.Change{Kind: docstore.Remove}, nil

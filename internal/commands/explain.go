@@ -494,7 +494,7 @@ func (st *execStage) wire(r *request, a *findArgs, src cursor.Source) (cursor.So
 	case "LIMIT":
 		return &limitSource{src: src, n: a.limit}, nil
 	}
-	return &projectSource{src: src, p: a.projection, f: a.filter}, nil
+	return &projectSource{src: src, p: a.projection, f: a.filter, recordID: a.showRecord}, nil
 }
 
 func (st *execStage) sortAll(r *request, a *findArgs, src cursor.Source) (cursor.Source, error) {

@@ -26,6 +26,7 @@ type findArgs struct {
 	hint        any
 	allowDisk   bool
 	collation   *collation.Collation
+	showRecord  bool
 }
 
 var findFields = []string{
@@ -35,7 +36,7 @@ var findFields = []string{
 	"isCountCommand"}
 
 // findUnsupported are find options for features Mayfly lacks.
-var findUnsupported = []string{"tailable", "awaitData", "oplogReplay", "min", "max", "returnKey", "showRecordId"}
+var findUnsupported = []string{"tailable", "awaitData", "oplogReplay", "min", "max", "returnKey"}
 
 func parseFind(h *Handler, r *request) (*findArgs, error) {
 	a := &findArgs{}
@@ -112,6 +113,9 @@ func (a *findArgs) parseCounts(r *request) error {
 	if a.singleBatch, err = optBool(r, "singleBatch"); err != nil {
 		return err
 	}
+	if a.showRecord, err = optBool(r, "showRecordId"); err != nil {
+		return err
+	}
 	a.allowDisk, err = optBool(r, "allowDiskUse")
 	return err
 }
@@ -128,9 +132,10 @@ func cmdFind(h *Handler, r *request) (bson.D, error) {
 	}
 	src, err := h.findSource(r, c, a)
 	if err != nil {
-		return nil, err
+		return nil, causedBy(findExecContext, err)
 	}
-	return h.cursorReply(ns, src, a.batchSize, a.singleBatch)
+	reply, err := h.cursorReply(ns, src, a.batchSize, a.singleBatch)
+	return reply, causedBy(findExecContext, err)
 }
 
 // findSource chains scan → sort (unless the index provides the order) →
@@ -140,7 +145,11 @@ func (h *Handler) findSource(r *request, c *docstore.Collection, a *findArgs) (c
 	if err != nil {
 		return nil, err
 	}
-	return ex.runFind(r, a)
+	src, err := ex.runFind(r, a)
+	if err != nil || !a.showRecord || a.projection != nil {
+		return src, err // a projection appends $recordId itself
+	}
+	return &recordIDSource{src: src}, nil
 }
 
 // drainLimited reads a source into memory for a blocking sort, failing as
@@ -196,6 +205,8 @@ type projectSource struct {
 	src cursor.Source
 	p   *query.Projection
 	f   *query.Filter
+	// recordID appends $recordId, from the document before projection.
+	recordID bool
 }
 
 func (s *projectSource) Next() (bson.D, bool, error) {
@@ -205,6 +216,10 @@ func (s *projectSource) Next() (bson.D, bool, error) {
 	}
 	_, pos := s.f.MatchPositional(d)
 	out, err := s.p.Apply(d, pos)
+	if err == nil && s.recordID {
+		id, _ := lookup(d, "_id")
+		out = append(out, bson.E{Key: "$recordId", Value: recordID(id)})
+	}
 	return out, err == nil, err
 }
 
@@ -249,7 +264,7 @@ func (h *Handler) getMore(r *request, id int64, ns string, n int64) (bson.D, err
 	batch, err := fillBatch(src, n)
 	if err != nil {
 		h.deps.Cursors.Remove(id)
-		return nil, err
+		return nil, causedBy(getMoreExecContext, err)
 	}
 	more, err := src.more()
 	if err != nil || !more {

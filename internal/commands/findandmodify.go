@@ -126,7 +126,7 @@ func cmdFindAndModify(h *Handler, r *request) (bson.D, error) {
 		for try := 0; try < famRetries; try++ {
 			reply, done, err := h.famOnce(r, c, a)
 			if err != nil || done {
-				return reply, err
+				return reply, famError(err)
 			}
 		}
 	}
@@ -250,4 +250,13 @@ func (h *Handler) famUpsert(r *request, a *famArgs) (bson.D, error) {
 
 func famReply(leo bson.D, value any) bson.D {
 	return bson.D{{Key: "lastErrorObject", Value: leo}, {Key: "value", Value: value}}
+}
+
+// famError gives an error raised while findAndModify ran mongod's context,
+// except a duplicate key, which mongod reports as it is.
+func famError(err error) error {
+	if err == nil || mongoerr.As(err).Code == mongoerr.DuplicateKey {
+		return err
+	}
+	return causedBy(famExecContext, err)
 }

@@ -27,6 +27,8 @@ func buildTable() map[string]command {
 		"profile": cmdProfile, "currentOp": cmdCurrentOp,
 		"explain":  cmdExplain,
 		"validate": cmdValidate,
+
+		"listCommands": cmdListCommands,
 	} {
 		register(t, name, run)
 	}

@@ -197,6 +197,9 @@ func cmdUpdate(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := updateShape.check(stmts); err != nil {
+		return nil, err
+	}
 	lv, err := h.parseLet(r)
 	if err != nil {
 		return nil, err
