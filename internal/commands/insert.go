@@ -2,6 +2,7 @@ package commands
 
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"strings"
 
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -173,16 +174,20 @@ func nestingDepth(v any) int {
 	return 1 + deepest
 }
 
-// checkStorableFields rejects top-level field names MongoDB refuses to
-// store: operators ($-prefixed) other than the DBRef fields.
+// checkStorableFields applies MongoDB's (5.0+) rules for field names of
+// a stored document: $-prefixed and dotted names are allowed, at the top
+// level and below, except inside _id, which must not look like an
+// operator document.
 func checkStorableFields(doc bson.D) error {
-	for _, e := range doc {
-		if len(e.Key) > 0 && e.Key[0] == '$' {
-			switch e.Key {
-			case "$ref", "$id", "$db":
-				continue
+	id, ok := lookup(doc, "_id")
+	if !ok {
+		return nil
+	}
+	if d, isDoc := id.(bson.D); isDoc {
+		for _, e := range d {
+			if strings.HasPrefix(e.Key, "$") {
+				return mongoerr.Newf(mongoerr.DollarPrefixedFieldName, "_id fields may not contain '$'-prefixed fields: %s is not valid for storage.", e.Key)
 			}
-			return mongoerr.Newf(mongoerr.DollarPrefixedFieldName, "Document can't have $ prefixed field names: %s", e.Key)
 		}
 	}
 	return nil
