@@ -39,4 +39,11 @@ check(JSON.stringify(order) === '[1,2,3]', 'collated sort: ' + JSON.stringify(or
 check(names.updateMany({ name: 'ann' }, { $set: { a: 1 } }, { collation: ci }).modifiedCount === 2, 'updateMany with collation');
 check(names.deleteOne({ name: 'BOB' }, { collation: ci }).deletedCount === 1, 'deleteOne with collation');
 check(code(() => names.find().collation({ locale: 'en', strength: 9 }).toArray()) === 51024, 'bad strength');
+// 8.0 bulkWrite command
+const bw = db.adminCommand({ bulkWrite: 1, ops: [
+  { insert: 0, document: { _id: 1 } },
+  { update: 0, filter: { _id: 1 }, updateMods: { $set: { v: 1 } } },
+  { delete: 1, filter: {}, multi: true },
+], nsInfo: [{ ns: 'test.shbw' }, { ns: 'test.names' }] });
+check(bw.ok === 1 && bw.nInserted === 1 && bw.nModified === 1 && bw.nDeleted === 2, 'bulkWrite: ' + JSON.stringify(bw));
 print('mongosh surface ok');

@@ -37,6 +37,18 @@ try {
   assert.deepEqual((await names.distinct('name', {}, { collation: ci })).length, 2);
   const fam = await names.findOneAndDelete({ name: 'BOB' }, { collation: ci });
   assert.equal(fam._id, 3);
+
+  // 8.0 client bulk write across namespaces
+  const bw = await client.bulkWrite([
+    { name: 'insertOne', namespace: 'test.bwa', document: { _id: 1 } },
+    { name: 'insertOne', namespace: 'other.bwb', document: { _id: 1, n: 1 } },
+    { name: 'updateOne', namespace: 'other.bwb', filter: { _id: 1 }, update: { $inc: { n: 1 } } },
+    { name: 'deleteMany', namespace: 'test.bwa', filter: {} },
+  ]);
+  assert.equal(bw.insertedCount, 2);
+  assert.equal(bw.modifiedCount, 1);
+  assert.equal(bw.deletedCount, 1);
+  assert.equal((await client.db('other').collection('bwb').findOne({ _id: 1 })).n, 2);
   console.log('node surface ok');
 } finally {
   await client.close();

@@ -48,4 +48,14 @@ try:
     raise AssertionError("strength 9 accepted")
 except OperationFailure as e:
     assert e.code == 51024, e.details
+# 8.0 bulkWrite, as drivers send it
+r = client.admin.command("bulkWrite", 1, ops=[
+    {"insert": 0, "document": {"_id": 1}},
+    {"insert": 1, "document": {"_id": 1}},
+    {"update": 1, "filter": {"_id": 1}, "updateMods": {"$set": {"x": 1}}},
+    {"insert": 0, "document": {"_id": 1}},
+], nsInfo=[{"ns": "test.pybw"}, {"ns": "other.pybw"}], ordered=False)
+assert r["nInserted"] == 2 and r["nModified"] == 1 and r["nErrors"] == 1, r
+errors = [e for e in r["cursor"]["firstBatch"] if e["ok"] == 0]
+assert errors[0]["idx"] == 3 and errors[0]["code"] == 11000, errors
 print("pymongo surface ok")

@@ -29,6 +29,7 @@ func buildTable() map[string]command {
 		"validate": cmdValidate,
 
 		"listCommands": cmdListCommands,
+		"bulkWrite":    cmdBulkWrite,
 	} {
 		register(t, name, run)
 	}
