@@ -39,6 +39,12 @@ func cmdAggregate(h *Handler, r *request) (bson.D, error) {
 	if err := docstore.ValidateNamespace(r.db, coll); err != nil {
 		return nil, err
 	}
+	if t, err := writeStage(r); err != nil || t != nil {
+		if err != nil {
+			return nil, err
+		}
+		return h.aggregateInto(r, coll, t)
+	}
 	p, err := parsePipeline(r, -1)
 	if err != nil {
 		return nil, err

@@ -522,6 +522,8 @@ const (
 	Location16880   Code = 16880
 	Location16882   Code = 16882
 	Location16883   Code = 16883
+	Location16990   Code = 16990
+	Location16994   Code = 16994
 	Location17040   Code = 17040
 	Location17041   Code = 17041
 	Location17042   Code = 17042
@@ -740,6 +742,7 @@ const (
 	Location40571   Code = 40571
 	Location40587   Code = 40587
 	Location40600   Code = 40600
+	Location40601   Code = 40601
 	Location40602   Code = 40602
 	Location50694   Code = 50694
 	Location50695   Code = 50695
@@ -764,6 +767,11 @@ const (
 	Location51107   Code = 51107
 	Location51108   Code = 51108
 	Location51111   Code = 51111
+	Location51132   Code = 51132
+	Location51134   Code = 51134
+	Location51182   Code = 51182
+	Location51183   Code = 51183
+	Location51186   Code = 51186
 	Location51246   Code = 51246
 	Location51247   Code = 51247
 	Location51251   Code = 51251
