@@ -234,6 +234,11 @@ func (h *Handler) fillOut(r *request, c *docstore.Collection, t *aggTarget, out 
 			return err
 		}
 	}
+	return eachResult(r, out, func(d bson.D) error { return insertOne(c, d, docstore.WriteOptions{}) })
+}
+
+// eachResult calls fn on each document the pipeline yields.
+func eachResult(r *request, out aggregate.Iterator, fn func(bson.D) error) error {
 	for {
 		if err := checkInterrupt(r.ctx); err != nil {
 			return err
@@ -242,7 +247,7 @@ func (h *Handler) fillOut(r *request, c *docstore.Collection, t *aggTarget, out 
 		if err != nil || !ok {
 			return err
 		}
-		if err := insertOne(c, d, docstore.WriteOptions{}); err != nil {
+		if err := fn(d); err != nil {
 			return err
 		}
 	}
@@ -257,18 +262,7 @@ func (h *Handler) writeMerge(r *request, t *aggTarget, out aggregate.Iterator) e
 	if err := checkMergeIndex(c, t.on); err != nil {
 		return err
 	}
-	for {
-		if err := checkInterrupt(r.ctx); err != nil {
-			return err
-		}
-		d, ok, err := out.Next()
-		if err != nil || !ok {
-			return err
-		}
-		if err := h.mergeOne(c, t, d); err != nil {
-			return err
-		}
-	}
+	return eachResult(r, out, func(d bson.D) error { return h.mergeOne(c, t, d) })
 }
 
 // checkMergeIndex: 'on' fields other than _id need a unique index on
