@@ -46,4 +46,11 @@ const bw = db.adminCommand({ bulkWrite: 1, ops: [
   { delete: 1, filter: {}, multi: true },
 ], nsInfo: [{ ns: 'test.shbw' }, { ns: 'test.names' }] });
 check(bw.ok === 1 && bw.nInserted === 1 && bw.nModified === 1 && bw.nDeleted === 2, 'bulkWrite: ' + JSON.stringify(bw));
+// schema validation
+db.vv.drop();
+db.createCollection('vv', { validator: { qty: { $gt: 0 } } });
+let verr = null;
+try { db.vv.insertOne({ qty: 0 }); } catch (e) { verr = e; }
+check(verr && verr.code === 121 && verr.errInfo && verr.errInfo.details.operatorName === '$gt', 'validation error: ' + verr);
+check(db.vv.insertOne({ qty: 0 }, { bypassDocumentValidation: true }).acknowledged, 'bypassDocumentValidation');
 print('mongosh surface ok');

@@ -49,6 +49,12 @@ try {
   assert.equal(bw.modifiedCount, 1);
   assert.equal(bw.deletedCount, 1);
   assert.equal((await client.db('other').collection('bwb').findOne({ _id: 1 })).n, 2);
+
+  // schema validation
+  await db.collection('nodevv').drop().catch(() => {});
+  const vv = await db.createCollection('nodevv', { validator: { qty: { $gt: 0 } } });
+  await assert.rejects(vv.insertOne({ qty: -1 }), e => e.code === 121 && e.errInfo.details.reason === 'comparison failed');
+  await vv.insertOne({ qty: -1 }, { bypassDocumentValidation: true });
   console.log('node surface ok');
 } finally {
   await client.close();

@@ -58,4 +58,15 @@ r = client.admin.command("bulkWrite", 1, ops=[
 assert r["nInserted"] == 2 and r["nModified"] == 1 and r["nErrors"] == 1, r
 errors = [e for e in r["cursor"]["firstBatch"] if e["ok"] == 0]
 assert errors[0]["idx"] == 3 and errors[0]["code"] == 11000, errors
+# schema validation
+from pymongo.errors import WriteError
+
+client.test.drop_collection("pyvv")
+vv = client.test.create_collection("pyvv", validator={"qty": {"$gt": 0}})
+try:
+    vv.insert_one({"qty": 0})
+    raise AssertionError("invalid document accepted")
+except WriteError as e:
+    assert e.code == 121 and e.details["errInfo"]["details"]["operatorName"] == "$gt", e.details
+vv.insert_one({"qty": 0}, bypass_document_validation=True)
 print("pymongo surface ok")

@@ -26,6 +26,7 @@ type aggTarget struct {
 	whenMatched    string // replace, keepExisting, merge, fail, pipeline
 	matchedRaw     bson.A
 	whenNotMatched string // insert, discard, fail
+	opt            docstore.WriteOptions
 }
 
 // writeStage finds a $out or $merge: only as the last stage, as in mongod.
@@ -262,6 +263,11 @@ func (h *Handler) writeMerge(r *request, t *aggTarget, out aggregate.Iterator) e
 	if err := checkMergeIndex(c, t.on); err != nil {
 		return err
 	}
+	bypass, err := bypassArg(r)
+	if err != nil {
+		return err
+	}
+	t.opt = docstore.WriteOptions{Validate: h.documentValidator(t.db, t.coll, bypass)}
 	return eachResult(r, out, func(d bson.D) error { return h.mergeOne(c, t, d) })
 }
 
@@ -321,7 +327,7 @@ func (h *Handler) mergeUnmatched(c *docstore.Collection, t *aggTarget, d bson.D)
 	case "fail":
 		return mongoerr.New(mongoerr.MergeStageNoMatchingDocument, "$merge could not find a matching document in the target collection for at least one document in the source collection")
 	}
-	return insertOne(c, d, docstore.WriteOptions{})
+	return insertOne(c, d, t.opt)
 }
 
 func (h *Handler) mergeMatched(c *docstore.Collection, t *aggTarget, target, d bson.D) error {
@@ -342,7 +348,7 @@ func (h *Handler) mergeMatched(c *docstore.Collection, t *aggTarget, target, d b
 			return err
 		}
 	}
-	_, err := c.Modify(id, docstore.WriteOptions{}, func(cur bson.D) (docstore.Change, error) {
+	_, err := c.Modify(id, t.opt, func(cur bson.D) (docstore.Change, error) {
 		if cur == nil {
 			return docstore.Change{}, nil
 		}

@@ -30,6 +30,7 @@ type bulkWrite struct {
 	ns         []string
 	ordered    bool
 	errorsOnly bool
+	bypass     bool
 	let        *letScope
 	opt        docstore.WriteOptions
 	results    bson.A
@@ -72,6 +73,9 @@ func parseBulkWrite(h *Handler, r *request) (*bulkWrite, []bson.D, error) {
 	if b.errorsOnly, err = optBool(r, "errorsOnly"); err != nil {
 		return nil, nil, err
 	}
+	if b.bypass, err = bypassArg(r); err != nil {
+		return nil, nil, err
+	}
 	if b.let, err = h.parseLet(r); err != nil {
 		return nil, nil, err
 	}
@@ -106,13 +110,15 @@ func (b *bulkWrite) run(i int, op bson.D) bool {
 	}
 	rr := *b.r
 	rr.db = db
+	opt := b.opt
+	opt.Validate = b.h.documentValidator(db, coll, b.bypass)
 	switch kind {
 	case "insert":
-		return b.insert(i, &rr, coll, op)
+		return b.insert(i, &rr, coll, op, opt)
 	case "update":
-		return b.update(i, &rr, coll, op)
+		return b.update(i, &rr, coll, op, opt)
 	case "delete":
-		return b.remove(i, &rr, coll, op)
+		return b.remove(i, &rr, coll, op, opt)
 	}
 	return b.fail(i, kind, mongoerr.Newf(mongoerr.FailedToParse, "Unrecognized bulkWrite operation: %s", kind))
 }
@@ -132,14 +138,14 @@ func (b *bulkWrite) namespace(v any) (db, coll string, err error) {
 	return db, coll, docstore.ValidateNamespace(db, coll)
 }
 
-func (b *bulkWrite) insert(i int, r *request, coll string, op bson.D) bool {
+func (b *bulkWrite) insert(i int, r *request, coll string, op bson.D, opt docstore.WriteOptions) bool {
 	doc, ok := fieldDoc(op, "document")
 	if !ok {
 		return b.fail(i, "insert", mongoerr.New(mongoerr.Location40414, "BSON field 'bulkWrite.insert.document' is missing but a required field"))
 	}
 	c, _, err := b.h.deps.Store.GetOrCreate(r.db, coll)
 	if err == nil {
-		err = insertOne(c, doc, b.opt)
+		err = insertOne(c, doc, opt)
 	}
 	if err != nil {
 		return b.fail(i, "insert", err)
@@ -148,7 +154,7 @@ func (b *bulkWrite) insert(i int, r *request, coll string, op bson.D) bool {
 	return b.ok(i, bson.D{{Key: "n", Value: int32(1)}})
 }
 
-func (b *bulkWrite) update(i int, r *request, coll string, op bson.D) bool {
+func (b *bulkWrite) update(i int, r *request, coll string, op bson.D, opt docstore.WriteOptions) bool {
 	stmt := renameFields(op[1:], map[string]string{"filter": "q", "updateMods": "u"})
 	if err := updateShape.check([]bson.D{stmt}); err != nil {
 		return b.fail(i, "update", err)
@@ -157,7 +163,7 @@ func (b *bulkWrite) update(i int, r *request, coll string, op bson.D) bool {
 		return b.fail(i, "update", mongoerr.New(mongoerr.FailedToParse, "Cannot specify sort with multi=true"))
 	}
 	var res writeResult
-	a := writeArgs{coll: coll, opt: b.opt}
+	a := writeArgs{coll: coll, opt: opt}
 	if err := b.h.updateStatement(r, a, b.let, 0, stmt, &res); err != nil {
 		return b.fail(i, "update", err)
 	}
@@ -174,7 +180,7 @@ func (b *bulkWrite) update(i int, r *request, coll string, op bson.D) bool {
 	return b.ok(i, out)
 }
 
-func (b *bulkWrite) remove(i int, r *request, coll string, op bson.D) bool {
+func (b *bulkWrite) remove(i int, r *request, coll string, op bson.D, opt docstore.WriteOptions) bool {
 	stmt := renameFields(op[1:], map[string]string{"filter": "q"})
 	multi, _ := lookup(stmt, "multi")
 	stmt = withoutField(stmt, "multi")
@@ -186,7 +192,7 @@ func (b *bulkWrite) remove(i int, r *request, coll string, op bson.D) bool {
 	if err := deleteShape.check([]bson.D{stmt}); err != nil {
 		return b.fail(i, "delete", err)
 	}
-	n, err := b.h.deleteStatement(r, writeArgs{coll: coll, opt: b.opt}, b.let, stmt)
+	n, err := b.h.deleteStatement(r, writeArgs{coll: coll, opt: opt}, b.let, stmt)
 	if err != nil {
 		return b.fail(i, "delete", err)
 	}

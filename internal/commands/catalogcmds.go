@@ -65,13 +65,14 @@ func collectionInfo(m *catalog.Collection) bson.D {
 }
 
 // createOptionsKnown are create's options that Mayfly implements.
-var createOptionsKnown = []string{"capped", "size", "max", "autoIndexId", "idIndex", "writeConcern", "flags"}
+var createOptionsKnown = []string{"capped", "size", "max", "autoIndexId", "idIndex", "writeConcern", "flags",
+	"validator", "validationLevel", "validationAction"}
 
 // createOptionsUnsupported are MongoDB's create options for features Mayfly
 // does not have; they fail instead of being ignored.
 var createOptionsUnsupported = []string{
 	"viewOn", "pipeline", "collation", "timeseries", "expireAfterSeconds", "clusteredIndex",
-	"validator", "validationLevel", "validationAction", "changeStreamPreAndPostImages",
+	"changeStreamPreAndPostImages",
 	"encryptedFields", "storageEngine", "indexOptionDefaults",
 }
 
@@ -119,6 +120,13 @@ func createOptions(r *request) (docstore.CreateOptions, error) {
 		if maxDocs > 0 {
 			opt.Raw = append(opt.Raw, bson.E{Key: "max", Value: maxDocs})
 		}
+	}
+	vopts, ok, err := validationOptions(r.body, "create")
+	if err != nil {
+		return opt, err
+	}
+	if ok {
+		opt.Raw = append(opt.Raw, withValidationDefaults(vopts)...)
 	}
 	return opt, nil
 }

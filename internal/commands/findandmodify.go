@@ -122,6 +122,9 @@ func cmdFindAndModify(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	if a.opt.Validate, err = h.commandValidator(r, a.coll); err != nil {
+		return nil, err
+	}
 	if c := h.deps.Store.Collection(r.db, a.coll); c != nil {
 		for try := 0; try < famRetries; try++ {
 			reply, done, err := h.famOnce(r, c, a)

@@ -22,6 +22,10 @@ const MaxDocumentSize = 16 * 1024 * 1024
 type WriteOptions struct {
 	// Sync waits until the write is on stable storage (j: true).
 	Sync bool
+	// Validate, when set, checks each document about to be stored (old
+	// is the document it replaces, nil for an insert); its error refuses
+	// the write. Schema validation hooks in here.
+	Validate func(doc, old bson.D) error
 }
 
 // stored is a document as read back under the write lock. doc may be nil
@@ -239,6 +243,11 @@ func marshalDoc(doc bson.D) ([]byte, error) {
 // entries atomically. A live document with the same _id or unique key is a
 // duplicate-key error; an expired one is treated as gone and replaced.
 func (c *Collection) Insert(doc bson.D, opt WriteOptions) error {
+	if opt.Validate != nil {
+		if err := opt.Validate(doc, nil); err != nil {
+			return err
+		}
+	}
 	raw, err := bson.Marshal(doc)
 	if err != nil {
 		return mongoerr.Newf(mongoerr.BadValue, "cannot encode document: %v", err)
@@ -499,7 +508,7 @@ type Change struct {
 // collection's write lock so nothing changes in between. fn receives nil
 // when there is no live document. It returns the document as it was.
 func (c *Collection) Modify(id any, opt WriteOptions, fn func(doc bson.D) (Change, error)) (bson.D, error) {
-	old, err := c.modifyLocked(keyenc.AppendValue(nil, id), fn)
+	old, err := c.modifyLocked(keyenc.AppendValue(nil, id), validated(fn, opt.Validate))
 	if err != nil {
 		return nil, err
 	}
