@@ -75,23 +75,6 @@ func checkValidator(d bson.D) error {
 	return err
 }
 
-// mergeOptions sets each option of upd in opts, in place or at the end.
-func mergeOptions(opts, upd bson.D) bson.D {
-	out := append(bson.D(nil), opts...)
-	for _, e := range upd {
-		set := false
-		for i := range out {
-			if out[i].Key == e.Key {
-				out[i].Value, set = e.Value, true
-			}
-		}
-		if !set {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // withValidationDefaults gives a validator mongod's defaults for the
 // level and action, as listCollections reports them.
 func withValidationDefaults(opts bson.D) bson.D {
@@ -278,7 +261,7 @@ func collModValidation(c *docstore.Collection, r *request) error {
 	if err != nil || !ok {
 		return err
 	}
-	return c.SetOptions(withValidationDefaults(mergeOptions(c.Meta().Options, opts)))
+	return c.SetOptions(withValidationDefaults(mergeFields(c.Meta().Options, opts)))
 }
 
 // commandValidator is documentValidator for the command's collection, with
