@@ -53,4 +53,11 @@ let verr = null;
 try { db.vv.insertOne({ qty: 0 }); } catch (e) { verr = e; }
 check(verr && verr.code === 121 && verr.errInfo && verr.errInfo.details.operatorName === '$gt', 'validation error: ' + verr);
 check(db.vv.insertOne({ qty: 0 }, { bypassDocumentValidation: true }).acknowledged, 'bypassDocumentValidation');
+// views
+db.vsrc.drop(); db.vview.drop();
+db.vsrc.insertMany([{ _id: 1, k: 'a' }, { _id: 2, k: 'b' }, { _id: 3, k: 'a' }]);
+db.createView('vview', 'vsrc', [{ $match: { k: 'a' } }]);
+check(db.vview.find().toArray().length === 2, 'find through a view');
+check(db.vview.countDocuments({ _id: { $gt: 1 } }) === 1, 'countDocuments on a view');
+check(code(() => db.vview.insertOne({ k: 'a' })) === 166, 'insert into a view');
 print('mongosh surface ok');

@@ -55,6 +55,12 @@ try {
   const vv = await db.createCollection('nodevv', { validator: { qty: { $gt: 0 } } });
   await assert.rejects(vv.insertOne({ qty: -1 }), e => e.code === 121 && e.errInfo.details.reason === 'comparison failed');
   await vv.insertOne({ qty: -1 }, { bypassDocumentValidation: true });
+
+  // views
+  await db.collection('nodeview').drop().catch(() => {});
+  await db.createCollection('nodeview', { viewOn: 'nodesurface', pipeline: [{ $match: { tag: 'b' } }] });
+  assert.equal((await db.collection('nodeview').find().toArray()).length, 1);
+  await assert.rejects(db.collection('nodeview').insertOne({ tag: 'b' }), e => e.code === 166);
   console.log('node surface ok');
 } finally {
   await client.close();

@@ -69,4 +69,13 @@ try:
 except WriteError as e:
     assert e.code == 121 and e.details["errInfo"]["details"]["operatorName"] == "$gt", e.details
 vv.insert_one({"qty": 0}, bypass_document_validation=True)
+# views
+client.test.drop_collection("pyview")
+client.test.create_collection("pyview", viewOn="pysurface", pipeline=[{"$match": {"tag": "a"}}])
+assert len(list(client.test.pyview.find())) == 3
+try:
+    client.test.pyview.insert_one({"tag": "a"})
+    raise AssertionError("insert into a view accepted")
+except OperationFailure as e:
+    assert e.code == 166, e.details
 print("pymongo surface ok")

@@ -39,6 +39,12 @@ func cmdAggregate(h *Handler, r *request) (bson.D, error) {
 	if err := docstore.ValidateNamespace(r.db, coll); err != nil {
 		return nil, err
 	}
+	if v, err := h.resolveView(r.db, coll); err != nil || v != nil {
+		if err != nil {
+			return nil, err
+		}
+		return h.readView(r, coll, v, stagesOf(r), batch, false)
+	}
 	if t, err := writeStage(r); err != nil || t != nil {
 		if err != nil {
 			return nil, err

@@ -108,6 +108,9 @@ func (b *bulkWrite) run(i int, op bson.D) bool {
 	if err != nil {
 		return b.fail(i, kind, err)
 	}
+	if err := b.h.refuseView(db, coll); err != nil {
+		return b.fail(i, kind, err)
+	}
 	rr := *b.r
 	rr.db = db
 	opt := b.opt

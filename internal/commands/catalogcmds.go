@@ -30,6 +30,9 @@ func cmdListCollections(h *Handler, r *request) (bson.D, error) {
 			continue
 		}
 		entry := collectionInfo(c.Meta())
+		if isView(c.Meta()) {
+			entry = viewInfo(c.Meta())
+		}
 		if !f.Match(entry) {
 			continue
 		}
@@ -71,7 +74,7 @@ var createOptionsKnown = []string{"capped", "size", "max", "autoIndexId", "idInd
 // createOptionsUnsupported are MongoDB's create options for features Mayfly
 // does not have; they fail instead of being ignored.
 var createOptionsUnsupported = []string{
-	"viewOn", "pipeline", "collation", "timeseries", "expireAfterSeconds", "clusteredIndex",
+	"pipeline", "collation", "timeseries", "expireAfterSeconds", "clusteredIndex",
 	"changeStreamPreAndPostImages",
 	"encryptedFields", "storageEngine", "indexOptionDefaults",
 }
@@ -80,6 +83,12 @@ func cmdCreate(h *Handler, r *request) (bson.D, error) {
 	name, err := collectionArg(r)
 	if err != nil {
 		return nil, err
+	}
+	if _, ok := lookup(r.body, "viewOn"); ok {
+		return bson.D{}, h.createView(r, name)
+	}
+	if _, ok := lookup(r.body, "pipeline"); ok {
+		return nil, mongoerr.New(mongoerr.BadValue, "'pipeline' requires 'viewOn' to also be specified")
 	}
 	for _, e := range r.body[1:] {
 		if contains(createOptionsUnsupported, e.Key) {
@@ -201,6 +210,9 @@ func cmdCreateIndexes(h *Handler, r *request) (bson.D, error) {
 	}
 	ixs, err := parseIndexSpecs(specs)
 	if err != nil {
+		return nil, err
+	}
+	if err := h.refuseView(r.db, name); err != nil {
 		return nil, err
 	}
 	c, created, err := h.deps.Store.GetOrCreate(r.db, name)

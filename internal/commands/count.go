@@ -36,7 +36,7 @@ func cmdCount(h *Handler, r *request) (bson.D, error) {
 		return nil, err
 	}
 	hint, _ := lookup(r.body, "hint")
-	n, err := h.countDocs(r, name, q, hint, coll)
+	n, err := h.countMaybeView(r, name, q, hint, coll)
 	if err != nil {
 		return nil, err
 	}
@@ -119,6 +119,13 @@ func cmdDistinct(h *Handler, r *request) (bson.D, error) {
 		return nil, err
 	}
 	hint, _ := lookup(r.body, "hint")
+	if v, err := h.resolveView(r.db, name); err != nil || v != nil {
+		if err != nil {
+			return nil, err
+		}
+		values, err := h.distinctOnView(r, v, key, q)
+		return bson.D{{Key: "values", Value: values}}, err
+	}
 	values, err := h.distinctValues(r, name, key, q, hint, coll)
 	if err != nil {
 		return nil, err
@@ -193,4 +200,16 @@ func dedupeSorted(vals []any, c query.Collator) bson.A {
 		out = append(out, vals[i])
 	}
 	return out
+}
+
+// countMaybeView counts a collection's or a view's matching documents.
+func (h *Handler) countMaybeView(r *request, name string, q bson.D, hint any, cn *collation.Collation) (int64, error) {
+	v, err := h.resolveView(r.db, name)
+	if err != nil || v == nil {
+		if err != nil {
+			return 0, err
+		}
+		return h.countDocs(r, name, q, hint, cn)
+	}
+	return h.countOnView(r, v, q)
 }

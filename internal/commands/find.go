@@ -126,6 +126,12 @@ func cmdFind(h *Handler, r *request) (bson.D, error) {
 		return nil, err
 	}
 	ns := r.db + "." + a.coll
+	if v, err := h.resolveView(r.db, a.coll); err != nil || v != nil {
+		if err != nil {
+			return nil, err
+		}
+		return h.findOnView(r, a, v)
+	}
 	c := h.deps.Store.Collection(r.db, a.coll)
 	if c == nil {
 		return cursorDoc(0, ns, "firstBatch", bson.A{}), nil

@@ -110,6 +110,9 @@ func cmdInsert(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := h.refuseView(r.db, a.coll); err != nil {
+		return nil, err
+	}
 	if a.opt.Validate, err = h.commandValidator(r, a.coll); err != nil {
 		return nil, err
 	}
