@@ -51,17 +51,9 @@ func cmdAggregate(h *Handler, r *request) (bson.D, error) {
 		}
 		return h.aggregateInto(r, coll, t)
 	}
-	p, err := parsePipeline(r, -1)
+	out, err := h.runAggregate(r, coll)
 	if err != nil {
 		return nil, err
-	}
-	in, p, err := h.aggregateInput(r, coll, p)
-	if err != nil {
-		return nil, err
-	}
-	out, err := p.Run(&interruptible{ctx: r.ctx, src: in}, &aggEnv{h: h, r: r, coll: coll})
-	if err != nil {
-		return nil, causedBy(aggregateExecContext, err)
 	}
 	reply, err := h.cursorReply(r.db+"."+coll, out, batch, false)
 	return reply, causedBy(aggregateExecContext, err)

@@ -170,17 +170,9 @@ func enumArg(field string, v any, allowed ...string) (string, error) {
 func (h *Handler) aggregateInto(r *request, coll string, t *aggTarget) (bson.D, error) {
 	inner := *r
 	inner.body = withPipeline(r.body, stagesOf(r)[:len(stagesOf(r))-1])
-	p, err := parsePipeline(&inner, -1)
+	out, err := h.runAggregate(&inner, coll)
 	if err != nil {
 		return nil, err
-	}
-	in, p, err := h.aggregateInput(&inner, coll, p)
-	if err != nil {
-		return nil, err
-	}
-	out, err := p.Run(&interruptible{ctx: r.ctx, src: in}, &aggEnv{h: h, r: r, coll: coll})
-	if err != nil {
-		return nil, causedBy(aggregateExecContext, err)
 	}
 	defer out.Close()
 	if t.stage == "$out" {
