@@ -60,4 +60,12 @@ db.createView('vview', 'vsrc', [{ $match: { k: 'a' } }]);
 check(db.vview.find().toArray().length === 2, 'find through a view');
 check(db.vview.countDocuments({ _id: { $gt: 1 } }) === 1, 'countDocuments on a view');
 check(code(() => db.vview.insertOne({ k: 'a' })) === 166, 'insert into a view');
+// tailable cursor on a capped collection
+db.cap.drop();
+db.createCollection('cap', { capped: true, size: 65536 });
+db.cap.insertMany([{ _id: 1 }, { _id: 2 }]);
+const tail = db.cap.find().tailable({ awaitData: true });
+check(tail.next()._id === 1 && tail.next()._id === 2, 'tailable first batch');
+db.cap.insertOne({ _id: 3 });
+check(tail.next()._id === 3, 'tailable sees a new document');
 print('mongosh surface ok');

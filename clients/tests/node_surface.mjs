@@ -61,6 +61,17 @@ try {
   await db.createCollection('nodeview', { viewOn: 'nodesurface', pipeline: [{ $match: { tag: 'b' } }] });
   assert.equal((await db.collection('nodeview').find().toArray()).length, 1);
   await assert.rejects(db.collection('nodeview').insertOne({ tag: 'b' }), e => e.code === 166);
+
+  // tailable cursor on a capped collection
+  await db.collection('nodecap').drop().catch(() => {});
+  const cap = await db.createCollection('nodecap', { capped: true, size: 65536 });
+  await cap.insertMany([{ _id: 1 }, { _id: 2 }]);
+  const tail = cap.find({}, { tailable: true, awaitData: true, maxAwaitTimeMS: 100 });
+  assert.equal((await tail.next())._id, 1);
+  assert.equal((await tail.next())._id, 2);
+  await cap.insertOne({ _id: 3 });
+  assert.equal((await tail.next())._id, 3);
+  await tail.close();
   console.log('node surface ok');
 } finally {
   await client.close();

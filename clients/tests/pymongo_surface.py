@@ -78,4 +78,14 @@ try:
     raise AssertionError("insert into a view accepted")
 except OperationFailure as e:
     assert e.code == 166, e.details
+# tailable cursor on a capped collection
+client.test.drop_collection("pycap")
+cap = client.test.create_collection("pycap", capped=True, size=65536)
+cap.insert_many([{"_id": 1}, {"_id": 2}])
+tail = cap.find(cursor_type=pymongo.CursorType.TAILABLE_AWAIT).max_await_time_ms(100)
+assert [next(tail)["_id"], next(tail)["_id"]] == [1, 2]
+cap.insert_one({"_id": 3})
+assert next(tail)["_id"] == 3
+assert tail.alive
+tail.close()
 print("pymongo surface ok")

@@ -94,7 +94,7 @@ func (h *Handler) cursorReply(ns string, src cursor.Source, batchSize int64, sin
 		_ = p.Close()
 		return nil, err
 	}
-	if more && !singleBatch {
+	if (more || tailer(p) != nil) && !singleBatch {
 		id = h.deps.Cursors.Add(ns, p, 0, int64(len(batch))).ID
 	} else {
 		_ = p.Close()

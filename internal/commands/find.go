@@ -36,7 +36,7 @@ var findFields = []string{
 	"isCountCommand"}
 
 // findUnsupported are find options for features Mayfly lacks.
-var findUnsupported = []string{"tailable", "awaitData", "oplogReplay", "min", "max", "returnKey"}
+var findUnsupported = []string{"oplogReplay", "min", "max", "returnKey"}
 
 func parseFind(h *Handler, r *request) (*findArgs, error) {
 	a := &findArgs{}
@@ -135,6 +135,12 @@ func cmdFind(h *Handler, r *request) (bson.D, error) {
 	c := h.deps.Store.Collection(r.db, a.coll)
 	if c == nil {
 		return cursorDoc(0, ns, "firstBatch", bson.A{}), nil
+	}
+	if tailable, await, err := tailOptions(r, a); err != nil || tailable {
+		if err != nil {
+			return nil, err
+		}
+		return h.findTailable(r, a, c, await)
 	}
 	src, err := h.findSource(r, c, a)
 	if err != nil {
@@ -267,12 +273,22 @@ func (h *Handler) getMore(r *request, id int64, ns string, n int64) (bson.D, err
 		return nil, mongoerr.Newf(mongoerr.Unauthorized, "Requested getMore on namespace '%s', but cursor belongs to a different namespace %s", ns, c.NS)
 	}
 	src := c.Source.(*peekSource)
+	tail := tailer(src)
+	if tail != nil {
+		src.done = false // a tailable cursor looks again past its end
+	}
 	batch, err := fillBatch(src, n)
+	if err == nil && len(batch) == 0 && tail != nil && tail.await {
+		batch, err = h.awaitMore(r, src, n)
+	}
 	if err != nil {
 		h.deps.Cursors.Remove(id)
 		return nil, causedBy(getMoreExecContext, err)
 	}
 	more, err := src.more()
+	if err == nil && tail != nil {
+		more = true
+	}
 	if err != nil || !more {
 		h.deps.Cursors.Remove(id)
 		return cursorDoc(0, ns, "nextBatch", batch), err
