@@ -159,3 +159,23 @@ func TestUpdateOneAndReplaceOneHonourSort(t *testing.T) {
 		t.Fatalf("sort with multi: %v", ce)
 	}
 }
+
+// An aggregate that reads an undefined variable fails when parsed, even
+// over an empty collection.
+func TestAggregateUndefinedVariable(t *testing.T) {
+	db := newDB(t)
+	for _, stage := range []bson.D{
+		{{Key: "$match", Value: exprEq("n", "nope")}},
+		{{Key: "$project", Value: bson.D{{Key: "x", Value: "$$nope"}}}},
+		{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$$nope"}}}},
+	} {
+		_, err := db.Collection("empty").Aggregate(ctxT(t), bson.A{stage})
+		wantCode(t, err, 17276, "Use of undefined variable: nope")
+	}
+	cur, err := db.Collection("empty").Aggregate(ctxT(t), bson.A{bson.D{{Key: "$match", Value: exprEq("n", "x")}}},
+		options.Aggregate().SetLet(bson.D{{Key: "x", Value: 1}}))
+	if err != nil {
+		t.Fatalf("defined by let: %v", err)
+	}
+	_ = cur.Close(ctxT(t))
+}

@@ -121,6 +121,11 @@ func (p *Pipeline) parseStages(stages bson.A, within string) error {
 				return err
 			}
 		}
+		if within == "" {
+			if err := checkStageVars(spec, p.opt.Let); err != nil {
+				return err
+			}
+		}
 		s, err := parseStage(spec, p.opt)
 		if err != nil {
 			return fmt.Errorf("parsing pipeline stage %d (%s): %w", i, spec.Key, err)

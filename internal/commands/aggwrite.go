@@ -146,7 +146,7 @@ func (t *aggTarget) mergeWhenMatched(v any) error {
 	if a, ok := v.(bson.A); ok {
 		// Parsed here to report errors before anything runs; each
 		// matched document parses it again with its own $$new.
-		_, err := aggregate.Parse(a, aggregate.Options{})
+		_, err := aggregate.Parse(a, aggregate.Options{Let: bson.D{{Key: "new", Value: nil}}})
 		t.whenMatched, t.matchedRaw = "pipeline", a
 		return err
 	}

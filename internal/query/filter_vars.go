@@ -34,7 +34,7 @@ func NewFilterVars(filter bson.D, vars map[string]any) (*Filter, error) {
 // document as it is matched; regexes, $type and the like are left alone,
 // as MongoDB's collation does not apply to them.
 func NewFilterWith(filter bson.D, o FilterOptions) (*Filter, error) {
-	if err := checkExprVars(filter, o.Vars); err != nil {
+	if err := CheckExprVars(filter, o.Vars); err != nil {
 		return nil, err
 	}
 	if o.Collation == nil {
@@ -60,9 +60,10 @@ func NewFilterWith(filter bson.D, o FilterOptions) (*Filter, error) {
 	return f, nil
 }
 
-// checkExprVars checks the $expr clauses where MongoDB allows them: at the
-// top level and under $and, $or and $nor.
-func checkExprVars(filter bson.D, vars map[string]any) error {
+// CheckExprVars checks that the $expr clauses of a filter, where MongoDB
+// allows them (at the top level and under $and, $or and $nor), read only
+// variables defined in vars or builtins (17276 otherwise).
+func CheckExprVars(filter bson.D, vars map[string]any) error {
 	for _, e := range filter {
 		switch e.Key {
 		case "$expr":
@@ -71,7 +72,7 @@ func checkExprVars(filter bson.D, vars map[string]any) error {
 			}
 		case "$and", "$or", "$nor":
 			for _, d := range Clauses(e.Value) {
-				if err := checkExprVars(d, vars); err != nil {
+				if err := CheckExprVars(d, vars); err != nil {
 					return err
 				}
 			}
