@@ -169,3 +169,35 @@ func TestCollationErrorsAsMongod(t *testing.T) {
 		t.Fatalf("aggregate with a collation: %v", ce)
 	}
 }
+
+// An index may carry a collation (listIndexes shows it in full); it answers
+// queries of any collation correctly, as its keys stay in binary order.
+func TestIndexWithCollation(t *testing.T) {
+	db := newDB(t)
+	coll := db.Collection("names")
+	seedNames(t, coll)
+	spec := keySpec(bson.D{{Key: "name", Value: 1}}, bson.E{Key: "collation", Value: bson.D{{Key: "locale", Value: "en"}, {Key: "strength", Value: 2}}})
+	mustCreateIndex(t, db, "names", spec)
+	specs, err := coll.Indexes().ListSpecifications(ctxT(t))
+	if err != nil || len(specs) != 2 {
+		t.Fatalf("%v %v", specs, err)
+	}
+	raw, _ := coll.Indexes().List(ctxT(t))
+	var all []bson.D
+	if err := raw.All(ctxT(t), &all); err != nil {
+		t.Fatal(err)
+	}
+	c, ok := field(t, all[1], "collation").(bson.D)
+	if !ok || field(t, c, "locale") != "en" || field(t, c, "strength") != int32(2) || field(t, c, "caseFirst") != "off" {
+		t.Fatalf("listIndexes collation: %v", all[1])
+	}
+	ann := bson.D{{Key: "name", Value: "ann"}}
+	if got := findIDs(t, coll, ann, options.Find().SetCollation(caseInsensitive)); len(got) != 3 {
+		t.Fatalf("collated query: %v", got)
+	}
+	if got := findIDs(t, coll, ann, options.Find()); len(got) != 1 {
+		t.Fatalf("simple query: %v", got)
+	}
+	// Same key, another collation: another index.
+	mustCreateIndex(t, db, "names", bson.D{{Key: "key", Value: bson.D{{Key: "name", Value: 1}}}, {Key: "name", Value: "name_fr"}, {Key: "collation", Value: bson.D{{Key: "locale", Value: "fr"}}}})
+}

@@ -45,6 +45,9 @@ type Index struct {
 	// a document held an array (see multikey.go).
 	MultiKeyTracked bool       `bson:"multiKeyTracked,omitempty"`
 	MultiKeyPaths   [][]string `bson:"multiKeyPaths,omitempty"`
+	// Collation is the index's non-simple collation, in full, as
+	// listIndexes shows it; nil for simple.
+	Collation bson.D `bson:"collation,omitempty"`
 }
 
 // IsID reports whether ix is the _id index.

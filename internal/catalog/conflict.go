@@ -22,7 +22,7 @@ func Compare(a, b *Index) Comparison {
 	if bsonutil.Compare(a.KeyPattern(), b.KeyPattern()) != 0 || a.Unique != b.Unique || a.Sparse != b.Sparse {
 		return Different
 	}
-	if bsonutil.Compare(a.Partial, b.Partial) != 0 {
+	if bsonutil.Compare(a.Partial, b.Partial) != 0 || bsonutil.Compare(a.Collation, b.Collation) != 0 {
 		return Different
 	}
 	if a.TTL != b.TTL || a.ExpireAfter != b.ExpireAfter || a.Hidden != b.Hidden {

@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
@@ -18,12 +19,13 @@ var allowedOptions = map[string]bool{
 	"v": true, "key": true, "name": true, "ns": true, "unique": true, "sparse": true,
 	"partialFilterExpression": true, "expireAfterSeconds": true, "hidden": true,
 	"background": true, "storageEngine": true, "dropDups": true, "prepareUnique": true,
+	"collation": true,
 }
 
 // unsupportedOptions are valid MongoDB index options for features Mayfly
 // does not have; they fail loudly rather than being ignored.
 var unsupportedOptions = map[string]string{
-	"collation": "collation", "weights": "text", "default_language": "text",
+	"weights": "text", "default_language": "text",
 	"language_override": "text", "textIndexVersion": "text", "2dsphereIndexVersion": "2dsphere",
 	"bits": "2d", "min": "2d", "max": "2d", "bucketSize": "geoHaystack",
 	"wildcardProjection": "wildcard", "clustered": "clustered",
@@ -62,6 +64,9 @@ func ParseIndexSpec(spec bson.D) (*Index, error) {
 		return nil, err
 	}
 	ix.Spec = storedSpec(spec, key, ix.Name)
+	if ix.Collation != nil {
+		ix.Spec = append(ix.Spec, bson.E{Key: "collation", Value: ix.Collation})
+	}
 	return ix, nil
 }
 
@@ -200,6 +205,10 @@ func applyOptions(ix *Index, spec bson.D) error {
 			return err
 		}
 	}
+	if ix.Unique && ix.Collation != nil {
+		// Uniqueness would be checked in binary order, not the collation's.
+		return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: a unique index with a non-simple collation is not supported by Mayfly", bsonutil.Format(spec))
+	}
 	if ix.Sparse && ix.Partial != nil {
 		return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: cannot mix \"partialFilterExpression\" and \"sparse\" options", bsonutil.Format(spec))
 	}
@@ -208,9 +217,6 @@ func applyOptions(ix *Index, spec bson.D) error {
 
 func applyOption(ix *Index, e bson.E, spec bson.D) error {
 	if feature, ok := unsupportedOptions[e.Key]; ok {
-		if e.Key == "collation" && isSimpleCollation(e.Value) {
-			return nil
-		}
 		return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: the '%s' option (%s) is not supported by Mayfly", bsonutil.Format(spec), e.Key, feature)
 	}
 	if !allowedOptions[e.Key] {
@@ -222,6 +228,8 @@ func applyOption(ix *Index, e bson.E, spec bson.D) error {
 		}
 	}
 	switch e.Key {
+	case "collation":
+		return applyCollation(ix, e.Value)
 	case "unique":
 		ix.Unique = truthy(e.Value)
 	case "sparse":
@@ -238,13 +246,17 @@ func applyOption(ix *Index, e bson.E, spec bson.D) error {
 	return nil
 }
 
-func isSimpleCollation(v any) bool {
-	d, ok := v.(bson.D)
-	if !ok || len(d) != 1 {
-		return false
+// applyCollation records a non-simple collation. The index's keys stay in
+// binary order: the planner never bounds collated strings with an index
+// (see internal/query's Predicates), so the index answers correctly for
+// every query collation; it only serves fewer plans than on mongod.
+func applyCollation(ix *Index, v any) error {
+	c, err := collation.Parse(v)
+	if err != nil || c == nil {
+		return err
 	}
-	s, _ := d[0].Value.(string)
-	return d[0].Key == "locale" && s == "simple"
+	ix.Collation = c.Spec()
+	return nil
 }
 
 func applyHidden(ix *Index, v any, spec bson.D) error {
