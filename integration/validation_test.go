@@ -82,9 +82,13 @@ func TestSchemaValidationWithQueryOperators(t *testing.T) {
 
 func TestSchemaValidationRefusals(t *testing.T) {
 	db := newDB(t)
-	ce := cmdErr(t, db, bson.D{{Key: "create", Value: "j"}, {Key: "validator", Value: bson.D{{Key: "$jsonSchema", Value: bson.D{}}}}})
+	ce := cmdErr(t, db, bson.D{{Key: "create", Value: "j"}, {Key: "validator", Value: bson.D{{Key: "$jsonSchema", Value: bson.D{{Key: "anyOf", Value: bson.A{}}}}}}})
 	if ce.Code != 238 {
-		t.Fatalf("$jsonSchema: %v", ce)
+		t.Fatalf("$jsonSchema keyword not evaluated yet: %v", ce)
+	}
+	ce = cmdErr(t, db, bson.D{{Key: "create", Value: "j"}, {Key: "validator", Value: bson.D{{Key: "$jsonSchema", Value: bson.D{{Key: "colour", Value: 1}}}}}})
+	if ce.Code != 9 || ce.Message != "Unknown $jsonSchema keyword: colour" {
+		t.Fatalf("unknown $jsonSchema keyword: %v", ce)
 	}
 	ce = cmdErr(t, db, bson.D{{Key: "create", Value: "j"}, {Key: "validator", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "validationLevel", Value: "sometimes"}})
 	if ce.Code != 2 {
@@ -99,4 +103,39 @@ func bsonRawToD(t *testing.T, raw bson.Raw) bson.D {
 		t.Fatal(err)
 	}
 	return d
+}
+
+func TestSchemaValidationWithJSONSchema(t *testing.T) {
+	db := newDB(t)
+	schema := bson.D{
+		{Key: "bsonType", Value: "object"},
+		{Key: "required", Value: bson.A{"name"}},
+		{Key: "properties", Value: bson.D{
+			{Key: "name", Value: bson.D{{Key: "bsonType", Value: "string"}, {Key: "maxLength", Value: 5}}},
+			{Key: "age", Value: bson.D{{Key: "bsonType", Value: "int"}, {Key: "minimum", Value: 0}}},
+			{Key: "role", Value: bson.D{{Key: "enum", Value: bson.A{"admin", "user"}}}},
+		}},
+	}
+	c := validated(t, db, bson.D{{Key: "$jsonSchema", Value: schema}})
+	ctx := ctxT(t)
+	if _, err := c.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "name", Value: "ann"}, {Key: "age", Value: 30}, {Key: "role", Value: "user"}}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.InsertOne(ctx, bson.D{{Key: "_id", Value: 2}, {Key: "age", Value: -1}})
+	we := writeErrorOf(t, err)
+	want := `{"failingDocumentId":2,"details":{"operatorName":"$jsonSchema","schemaRulesNotSatisfied":[` +
+		`{"operatorName":"required","specifiedAs":{"required":["name"]},"missingProperties":["name"]},` +
+		`{"operatorName":"properties","propertiesNotSatisfied":[{"propertyName":"age","details":[{"operatorName":"minimum","specifiedAs":{"minimum":0},"reason":"comparison failed","consideredValue":-1}]}]}]}}`
+	if got := bsonString(bsonRawToD(t, we.Details)); we.Code != 121 || got != want {
+		t.Fatalf("errInfo\n got %s\nwant %s", got, want)
+	}
+	for _, bad := range []bson.D{
+		{{Key: "name", Value: 7}},
+		{{Key: "name", Value: "toolongname"}},
+		{{Key: "name", Value: "bo"}, {Key: "role", Value: "root"}},
+	} {
+		if _, err := c.InsertOne(ctx, bad); err == nil {
+			t.Fatalf("%v accepted", bad)
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/catalog"
 	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/jsonschema"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
 )
@@ -18,9 +19,10 @@ import (
 // validation is a collection's parsed validator and its settings.
 type validation struct {
 	spec   bson.D
-	filter *query.Filter
-	level  string // strict, moderate, off
-	action string // error, warn
+	filter *query.Filter      // the query operators, nil if none
+	schema *jsonschema.Schema // $jsonSchema, nil if none
+	level  string             // strict, moderate, off
+	action string             // error, warn
 }
 
 // validationOptions reads validator, validationLevel and validationAction
@@ -66,12 +68,18 @@ func checkValidator(d bson.D) error {
 	for _, e := range d {
 		switch e.Key {
 		case "$jsonSchema":
-			return mongoerr.New(mongoerr.NotImplemented, "$jsonSchema validators are not supported by Mayfly yet")
+			s, ok := e.Value.(bson.D)
+			if !ok {
+				return mongoerr.New(mongoerr.TypeMismatch, "$jsonSchema must be an object")
+			}
+			if _, err := jsonschema.Compile(s); err != nil {
+				return err
+			}
 		case "$near", "$nearSphere", "$text", "$where":
 			return mongoerr.Newf(mongoerr.QueryFeatureNotAllowed, "%s is not allowed in this context", e.Key)
 		}
 	}
-	_, err := query.NewFilter(d)
+	_, err := query.NewFilter(withoutField(d, "$jsonSchema"))
 	return err
 }
 
@@ -108,9 +116,20 @@ func validationOf(meta *catalog.Collection) *validation {
 	if v.level == "off" {
 		return nil
 	}
-	// Checked when it was set; a stored validator always parses.
-	v.filter, _ = query.NewFilter(d)
+	// Checked when it was set; a stored validator always compiles.
+	if rest := withoutField(d, "$jsonSchema"); len(rest) > 0 {
+		v.filter, _ = query.NewFilter(rest)
+	}
+	if s, ok := lookup(d, "$jsonSchema"); ok {
+		sd, _ := s.(bson.D)
+		v.schema, _ = jsonschema.Compile(sd)
+	}
 	return v
+}
+
+// matches reports whether doc satisfies the validator.
+func (v *validation) matches(doc bson.D) bool {
+	return (v.filter == nil || v.filter.Match(doc)) && (v.schema == nil || v.schema.Match(doc))
 }
 
 // documentValidator is the WriteOptions.Validate of a command writing to
@@ -125,10 +144,10 @@ func (h *Handler) documentValidator(db, coll string, bypass bool) func(doc, old 
 			return nil
 		}
 		v := validationOf(c.Meta())
-		if v == nil || v.filter == nil || v.filter.Match(doc) {
+		if v == nil || v.matches(doc) {
 			return nil
 		}
-		if v.level == "moderate" && old != nil && !v.filter.Match(old) {
+		if v.level == "moderate" && old != nil && !v.matches(old) {
 			return nil // moderate: documents already invalid may change
 		}
 		if v.action == "warn" {
@@ -177,14 +196,28 @@ func andDetails(op string, clauses bson.D, doc bson.D) bson.D {
 }
 
 func clauseMatches(e bson.E, doc bson.D) bool {
+	if e.Key == "$jsonSchema" {
+		return len(schemaFailures(e.Value, doc)) == 0
+	}
 	f, err := query.NewFilter(bson.D{e})
 	return err == nil && f.Match(doc)
+}
+
+func schemaFailures(spec any, doc bson.D) bson.A {
+	d, _ := spec.(bson.D)
+	s, err := jsonschema.Compile(d)
+	if err != nil {
+		return bson.A{}
+	}
+	return s.Failures(doc)
 }
 
 func clauseDetails(e bson.E, doc bson.D) bson.D {
 	switch e.Key {
 	case "$and", "$or", "$nor":
 		return logicalDetails(e.Key, query.Clauses(e.Value), doc)
+	case "$jsonSchema":
+		return bson.D{{Key: "operatorName", Value: "$jsonSchema"}, {Key: "schemaRulesNotSatisfied", Value: schemaFailures(e.Value, doc)}}
 	case "$expr":
 		return bson.D{{Key: "operatorName", Value: "$expr"}, {Key: "specifiedAs", Value: bson.D{e}},
 			{Key: "reason", Value: "expression did not match"}, {Key: "expressionResult", Value: false}}
