@@ -82,3 +82,21 @@ func mustValues(t *testing.T, raw bson.RawArray) []bson.RawValue {
 	}
 	return vals
 }
+
+// Options a read through a view cannot honour are refused, not dropped.
+func TestViewReadOptionsRefused(t *testing.T) {
+	db := newDB(t)
+	insertDocs(t, db.Collection("src"), bson.D{{Key: "_id", Value: 1}})
+	if err := db.CreateView(ctxT(t), "v", "src", bson.A{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []bson.D{
+		{{Key: "find", Value: "v"}, {Key: "collation", Value: bson.D{{Key: "locale", Value: "en"}}}},
+		{{Key: "find", Value: "v"}, {Key: "tailable", Value: true}},
+		{{Key: "count", Value: "v"}, {Key: "collation", Value: bson.D{{Key: "locale", Value: "fr"}}}},
+	} {
+		if ce := cmdErr(t, db, cmd); ce.Code != 167 {
+			t.Fatalf("%v: %v", cmd, ce)
+		}
+	}
+}

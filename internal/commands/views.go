@@ -115,12 +115,20 @@ func viewRequest(r *request, v *view, extra bson.A, batchSize int64) *request {
 		{Key: "pipeline", Value: append(append(bson.A{}, v.pipeline...), extra...)},
 		{Key: "cursor", Value: bson.D{{Key: "batchSize", Value: batchSize}}},
 	}
+	for _, k := range []string{"hint", "allowDiskUse", "let"} {
+		if val, ok := lookup(r.body, k); ok {
+			inner.body = append(inner.body, bson.E{Key: k, Value: val})
+		}
+	}
 	return &inner
 }
 
 // readView runs an aggregate over a view and replies with a cursor on
 // the view's namespace, as mongod does.
 func (h *Handler) readView(r *request, name string, v *view, extra bson.A, batchSize int64, singleBatch bool) (bson.D, error) {
+	if err := viewReadOptions(r); err != nil {
+		return nil, err
+	}
 	inner := viewRequest(r, v, extra, batchSize)
 	out, err := h.runAggregate(inner, v.base)
 	if err != nil {
@@ -165,8 +173,29 @@ func findStages(a *findArgs, filter bson.D) bson.A {
 	return out
 }
 
+// viewReadOptions refuses what a read through a view cannot honour, as
+// mongod does, rather than dropping it.
+func viewReadOptions(r *request) error {
+	c, err := parseCollation(r.body)
+	if err != nil {
+		return err
+	}
+	if c != nil {
+		return mongoerr.New(mongoerr.OptionNotSupportedOnView, "Cannot override a view's default collation")
+	}
+	for _, opt := range []string{"tailable", "awaitData", "showRecordId"} {
+		if v, ok := lookup(r.body, opt); ok && v != false {
+			return mongoerr.Newf(mongoerr.OptionNotSupportedOnView, "the %s option is not supported on a view", opt)
+		}
+	}
+	return nil
+}
+
 // findOnView answers a find on a view.
 func (h *Handler) findOnView(r *request, a *findArgs, v *view) (bson.D, error) {
+	if err := viewReadOptions(r); err != nil {
+		return nil, err
+	}
 	filter, err := optDoc(r, "filter")
 	if err != nil {
 		return nil, err
@@ -176,6 +205,9 @@ func (h *Handler) findOnView(r *request, a *findArgs, v *view) (bson.D, error) {
 
 // countOnView counts what a view yields after the query.
 func (h *Handler) countOnView(r *request, v *view, q bson.D) (int64, error) {
+	if err := viewReadOptions(r); err != nil {
+		return 0, err
+	}
 	extra := bson.A{}
 	if len(q) > 0 {
 		extra = append(extra, bson.D{{Key: "$match", Value: q}})
@@ -191,6 +223,9 @@ func (h *Handler) countOnView(r *request, v *view, q bson.D) (int64, error) {
 
 // distinctOnView collects a key's distinct values over a view.
 func (h *Handler) distinctOnView(r *request, v *view, key string, q bson.D) (bson.A, error) {
+	if err := viewReadOptions(r); err != nil {
+		return nil, err
+	}
 	extra := bson.A{}
 	if len(q) > 0 {
 		extra = append(extra, bson.D{{Key: "$match", Value: q}})
