@@ -2,7 +2,6 @@ package aggregate
 
 import (
 	"math"
-	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -55,46 +54,18 @@ func (p *Pipeline) fuseSortLimit() {
 	}
 }
 
+// run sorts the whole input under the memory limit; with a fused limit
+// it holds only the best documents (SortBuffered).
 func (s *sortStage) run(in Iterator, rc *runCtx) (Iterator, error) {
-	docs, err := s.collect(in, rc)
+	defer in.Close()
+	docs, _, err := SortBuffered(in, s.sort, s.limit, func(held int64) error {
+		mem := memTracker{used: held}
+		return mem.add(0, rc, "$sort")
+	})
 	if err != nil {
 		return nil, err
 	}
-	slices.SortStableFunc(docs, s.sort.Compare)
-	if s.limit > 0 && int64(len(docs)) > s.limit {
-		docs = docs[:s.limit]
-	}
 	return &sliceIter{docs: docs}, nil
-}
-
-// collect reads the input under the memory limit; with a fused limit it
-// trims the buffer to the best documents whenever it doubles.
-func (s *sortStage) collect(in Iterator, rc *runCtx) ([]bson.D, error) {
-	defer in.Close()
-	var docs []bson.D
-	var mem memTracker
-	for {
-		doc, ok, err := in.Next()
-		if err != nil || !ok {
-			return docs, err
-		}
-		docs = append(docs, doc)
-		mem.used += approxSize(doc)
-		if s.limit > 0 && int64(len(docs)) >= 2*s.limit+16 {
-			docs, mem.used = s.trim(docs), 0
-			for _, d := range docs {
-				mem.used += approxSize(d)
-			}
-		}
-		if err := mem.add(0, rc, "$sort"); err != nil {
-			return nil, err
-		}
-	}
-}
-
-func (s *sortStage) trim(docs []bson.D) []bson.D {
-	slices.SortStableFunc(docs, s.sort.Compare)
-	return append([]bson.D(nil), docs[:s.limit]...)
 }
 
 // limitStage is $limit.
@@ -112,7 +83,7 @@ func parseLimit(spec any, _ Options) (stage, error) {
 }
 
 func (s *limitStage) run(in Iterator, _ *runCtx) (Iterator, error) {
-	return &limitIter{in: in, left: s.n}, nil
+	return Limit(in, s.n), nil
 }
 
 type limitIter struct {
@@ -142,7 +113,7 @@ func parseSkip(spec any, _ Options) (stage, error) {
 }
 
 func (s *skipStage) run(in Iterator, _ *runCtx) (Iterator, error) {
-	return &skipIter{in: in, left: s.n}, nil
+	return Skip(in, s.n), nil
 }
 
 type skipIter struct {

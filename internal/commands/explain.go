@@ -490,9 +490,9 @@ func (st *execStage) wire(r *request, a *findArgs, src cursor.Source) (cursor.So
 	case "SORT":
 		return st.sortAll(r, a, src)
 	case "SKIP":
-		return &skipSource{src: src, n: a.skip}, nil
+		return aggregate.Skip(src, a.skip), nil
 	case "LIMIT":
-		return &limitSource{src: src, n: a.limit}, nil
+		return aggregate.Limit(src, a.limit), nil
 	}
 	return &projectSource{src: src, p: a.projection, f: a.filter, recordID: a.showRecord}, nil
 }
@@ -523,89 +523,26 @@ type closingSlice struct {
 
 func (s *closingSlice) Close() error { return s.under.Close() }
 
-// sortWithin reads src and sorts it in memory, failing as MongoDB does
-// when it holds more than 100 MiB without allowDiskUse (Mayfly then keeps
-// sorting in memory). With keep > 0 only the best keep documents are
-// held, as MongoDB's top-k sort does, and only they count against the
-// limit. It also returns the bytes it sorted.
+// sortWithin reads src and sorts it in memory (aggregate.SortBuffered),
+// failing as MongoDB does when it holds more than 100 MiB without
+// allowDiskUse (Mayfly then keeps sorting in memory). With keep > 0 only
+// the best keep documents are held, as MongoDB's top-k sort does, and only
+// they count against the limit. It also returns the bytes it sorted.
 func sortWithin(r *request, src cursor.Source, s *query.Sort, keep int64, allowDisk bool) ([]bson.D, int64, error) {
-	var docs []bson.D
-	var held, total int64
-	for {
+	return aggregate.SortBuffered(src, s, keep, func(held int64) error {
 		if err := checkInterrupt(r.ctx); err != nil {
-			return nil, 0, err
-		}
-		d, ok, err := src.Next()
-		if err != nil {
-			return nil, 0, err
-		}
-		if !ok {
-			break
-		}
-		size := int64(approxSize(d))
-		docs, held, total = append(docs, d), held+size, total+size
-		if keep > 0 && int64(len(docs)) >= 2*keep+16 {
-			docs, held = topK(s, docs, keep)
+			return err
 		}
 		if held > sortMemoryLimit && !allowDisk {
-			return nil, 0, sortMemoryError()
+			return sortMemoryError()
 		}
-	}
-	s.Sort(docs)
-	if keep > 0 && int64(len(docs)) > keep {
-		docs = docs[:keep]
-	}
-	return docs, total, nil
-}
-
-func topK(s *query.Sort, docs []bson.D, keep int64) ([]bson.D, int64) {
-	s.Sort(docs)
-	kept := append([]bson.D(nil), docs[:keep]...)
-	var held int64
-	for _, d := range kept {
-		held += int64(approxSize(d))
-	}
-	return kept, held
+		return nil
+	})
 }
 
 func sortMemoryError() error {
 	return mongoerr.Newf(mongoerr.QueryExceededMemoryLimitNoDiskUseAllowed, "Executor error during find command :: caused by :: Sort exceeded memory limit of %d bytes, but did not opt in to external sorting.", sortMemoryLimit)
 }
-
-type skipSource struct {
-	src cursor.Source
-	n   int64
-}
-
-func (s *skipSource) Next() (bson.D, bool, error) {
-	for ; s.n > 0; s.n-- {
-		if _, ok, err := s.src.Next(); !ok || err != nil {
-			return nil, false, err
-		}
-	}
-	return s.src.Next()
-}
-
-func (s *skipSource) Close() error { return s.src.Close() }
-
-type limitSource struct {
-	src  cursor.Source
-	n    int64
-	done int64
-}
-
-func (s *limitSource) Next() (bson.D, bool, error) {
-	if s.done >= s.n {
-		return nil, false, nil
-	}
-	d, ok, err := s.src.Next()
-	if ok {
-		s.done++
-	}
-	return d, ok, err
-}
-
-func (s *limitSource) Close() error { return s.src.Close() }
 
 func (h *Handler) explainFind(r *request, v verbosity) (*explained, error) {
 	a, err := parseFind(h, r)
@@ -845,7 +782,7 @@ func (h *Handler) explainDelete(r *request, v verbosity) (*explained, error) {
 	}
 	var src cursor.Source = ex.start()
 	if limit == 1 {
-		src = &limitSource{src: src, n: 1}
+		src = aggregate.Limit(src, 1)
 	}
 	defer src.Close()
 	n, err := countAll(r, src)
