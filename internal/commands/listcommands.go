@@ -22,8 +22,8 @@ var stableAPIV1 = map[string]bool{
 // adminOnly are the commands mongod runs only against the admin database.
 var adminOnly = map[string]bool{
 	"listDatabases": true, "renameCollection": true, "getParameter": true,
-	"setParameter": true, "getCmdLineOpts": true, "getLog": true, "hostInfo": false,
-	"killAllSessions": false, "currentOp": true,
+	"setParameter": true, "getCmdLineOpts": true, "getLog": true, "currentOp": true,
+	"bulkWrite": true,
 }
 
 // cmdListCommands lists the commands this server answers, with the
