@@ -179,3 +179,22 @@ func TestAggregateUndefinedVariable(t *testing.T) {
 	}
 	_ = cur.Close(ctxT(t))
 }
+
+// explain of an updateOne with a sort shows the SORT and judges the
+// document the sort picks.
+func TestExplainSortedUpdate(t *testing.T) {
+	db := newDB(t)
+	seedNumbers(t, db.Collection("c"))
+	ex := runCmd(t, db, bson.D{{Key: "explain", Value: bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{bson.D{
+		{Key: "q", Value: bson.D{}}, {Key: "u", Value: bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: 3}}}}},
+		{Key: "sort", Value: bson.D{{Key: "n", Value: -1}}},
+	}}}}}, {Key: "verbosity", Value: "executionStats"}})
+	if got := planStages(t, ex); got != "UPDATE>SORT>COLLSCAN" {
+		t.Fatalf("stages %s", got)
+	}
+	upd := stageNamed(t, field(t, execStats(t, ex), "executionStages").(bson.D), "UPDATE")
+	// The sort picks n: 3, which $set to 3 leaves unchanged.
+	if field(t, upd, "nMatched") != int32(1) || field(t, upd, "nWouldModify") != int32(0) {
+		t.Fatalf("UPDATE %v", upd)
+	}
+}

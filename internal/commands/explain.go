@@ -714,12 +714,13 @@ func (h *Handler) explainUpdate(r *request, v verbosity) (*explained, error) {
 	if err != nil {
 		return nil, err
 	}
+	sortSt := pushSortOne(ex, st.sort, st.sortSpec)
 	up := ex.push("UPDATE", nil)
 	ns := r.db + "." + a.coll
 	if v == queryPlannerOnly {
 		return ex.explained(ns, false), nil
 	}
-	matched, modified, err := h.dryRunUpdate(r, ex, st)
+	matched, modified, err := h.dryRunUpdate(r, ex, st, sortSt)
 	if err != nil {
 		return nil, err
 	}
@@ -733,7 +734,10 @@ func (h *Handler) explainUpdate(r *request, v verbosity) (*explained, error) {
 
 // dryRunUpdate applies the update to the matching documents without
 // storing anything.
-func (h *Handler) dryRunUpdate(r *request, ex *queryExec, st *updateStmt) (matched, modified int64, err error) {
+func (h *Handler) dryRunUpdate(r *request, ex *queryExec, st *updateStmt, sortSt *execStage) (matched, modified int64, err error) {
+	if sortSt != nil {
+		return h.dryRunSortedUpdate(r, ex, st, sortSt)
+	}
 	src := ex.start()
 	defer src.Close()
 	now := h.deps.Clock.Now()
@@ -819,11 +823,8 @@ func (h *Handler) explainFAM(r *request, v verbosity) (*explained, error) {
 	if err != nil {
 		return nil, err
 	}
-	var sortSt *execStage
-	if a.sort != nil && !a.sort.IsEmpty() {
-		spec, _ := optDoc(r, "sort")
-		sortSt = ex.push("SORT", bson.D{{Key: "sortPattern", Value: spec}, {Key: "memLimit", Value: int32(sortMemoryLimit)}, {Key: "limitAmount", Value: int32(1)}, {Key: "type", Value: "simple"}})
-	}
+	spec, _ := optDoc(r, "sort")
+	sortSt := pushSortOne(ex, a.sort, spec)
 	write := ex.push(famStageName(a), nil)
 	ns := r.db + "." + a.coll
 	if v == queryPlannerOnly {
@@ -849,13 +850,19 @@ func famStageName(a *famArgs) string {
 
 // famDryTarget finds the document findAndModify would change.
 func famDryTarget(r *request, ex *queryExec, a *famArgs, sortSt *execStage) (bson.D, error) {
+	return dryTarget(r, ex, a.sort, sortSt)
+}
+
+// dryTarget is the document a single-document write would change: the
+// first in the sort's order when there is a SORT stage.
+func dryTarget(r *request, ex *queryExec, s *query.Sort, sortSt *execStage) (bson.D, error) {
 	src := ex.start()
 	defer src.Close()
 	if sortSt == nil {
 		d, _, err := src.Next()
 		return d, err
 	}
-	docs, _, err := sortWithin(r, src, a.sort, 1, false)
+	docs, _, err := sortWithin(r, src, s, 1, false)
 	sortSt.out = &countingSource{src: &sliceSource{docs: docs}, n: int64(len(docs)), eof: true}
 	if err != nil || len(docs) == 0 {
 		return nil, err
@@ -1012,4 +1019,25 @@ func (h *Handler) aggregateExplainReply(r *request) (bson.D, error) {
 		return nil, err
 	}
 	return h.explainReply(r, ex, queryPlannerOnly), nil
+}
+
+// pushSortOne adds the SORT stage of a single-document write with a sort
+// (nil when there is none): the first document in order is the one.
+func pushSortOne(ex *queryExec, s *query.Sort, spec bson.D) *execStage {
+	if s == nil || s.IsEmpty() {
+		return nil
+	}
+	return ex.push("SORT", bson.D{{Key: "sortPattern", Value: spec}, {Key: "memLimit", Value: int32(sortMemoryLimit)}, {Key: "limitAmount", Value: int32(1)}, {Key: "type", Value: "simple"}})
+}
+
+// dryRunSortedUpdate is dryRunUpdate for an update with a sort: only the
+// first matching document in order would change.
+func (h *Handler) dryRunSortedUpdate(r *request, ex *queryExec, st *updateStmt, sortSt *execStage) (matched, modified int64, err error) {
+	target, err := dryTarget(r, ex, st.sort, sortSt)
+	if err != nil || target == nil {
+		return 0, 0, err
+	}
+	_, pos := st.filter.MatchPositional(target)
+	_, changed, err := st.mod.apply(target, pos, false, h.deps.Clock.Now())
+	return 1, b2i(changed), err
 }
