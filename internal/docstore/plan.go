@@ -192,7 +192,7 @@ func indexable(p query.Predicate) bool {
 			return false
 		}
 	}
-	return len(p.Values) > 0 || p.Op == "$in"
+	return len(p.Values) > 0 || p.Op == query.OpIn
 }
 
 // idPlan reads documents by _id for an equality or $in on _id. The ids
@@ -221,7 +221,7 @@ func (st *collState) idPlan(preds map[string][]query.Predicate, s sortSpec) *Pla
 
 func findIDPoints(preds []query.Predicate) *query.Predicate {
 	for i := range preds {
-		if preds[i].Op == "$eq" || preds[i].Op == "$in" {
+		if preds[i].Op == query.OpEq || preds[i].Op == query.OpIn {
 			return &preds[i]
 		}
 	}
@@ -354,11 +354,11 @@ const maxScanPoints = 200
 func (ix *indexState) fieldBound(i int, b fieldBounds, ps []query.Predicate) (fieldBounds, []query.Predicate, int, bool) {
 	sparse := ix.def.Sparse
 	multikey := ix.def.FieldMultiKey(i)
-	if eq := findOp(ps, "$eq"); eq != nil && !(sparse && nullish(eq.Values[0])) {
+	if eq := findOp(ps, query.OpEq); eq != nil && !(sparse && nullish(eq.Values[0])) {
 		b.full, b.ivals = false, []interval{point(eq.Values[0])}
 		return b, []query.Predicate{*eq}, 2, true
 	}
-	if in := findOp(ps, "$in"); in != nil && !(sparse && anyNullish(in.Values)) {
+	if in := findOp(ps, query.OpIn); in != nil && !(sparse && anyNullish(in.Values)) {
 		b.full, b.ivals = false, points(in.Values)
 		return b, []query.Predicate{*in}, 1, !ix.def.IsMultiKey()
 	}
@@ -391,7 +391,7 @@ func anyNullish(vs []any) bool {
 	return false
 }
 
-func findOp(ps []query.Predicate, op string) *query.Predicate {
+func findOp(ps []query.Predicate, op query.Op) *query.Predicate {
 	for i := range ps {
 		if ps[i].Op == op {
 			return &ps[i]
@@ -556,12 +556,6 @@ func (iv interval) keyRange(p []byte, desc bool) (keyRange, bool) {
 	return keyRange{lo: start, hi: end}, bytes.Compare(start, end) < 0
 }
 
-func isRangeOp(op string) bool {
-	return op == "$gt" || op == "$gte" || op == "$lt" || op == "$lte"
-}
-
-func isLowerOp(op string) bool { return op == "$gt" || op == "$gte" }
-
 // rangeInterval bounds a field by its comparisons. Only the side of the
 // first one is used, as MongoDB does for multikey indexes: two bounds may
 // be met by different array elements ({a: [1, 10]} matches {$gt: 5,
@@ -572,7 +566,7 @@ func rangeInterval(ps []query.Predicate) (interval, []query.Predicate, bool) {
 	var used []query.Predicate
 	for i := range ps {
 		p := &ps[i]
-		if !isRangeOp(p.Op) || (best != nil && !sameSide(p, best)) {
+		if !p.Op.IsRange() || (best != nil && !sameSide(p, best)) {
 			continue
 		}
 		used = append(used, *p)
@@ -593,7 +587,7 @@ func intersectRange(iv interval, used []query.Predicate, ps []query.Predicate) (
 	first := used[0]
 	var other []query.Predicate
 	for _, p := range ps {
-		if isRangeOp(p.Op) && isLowerOp(p.Op) != isLowerOp(first.Op) && bsonutil.Rank(p.Values[0]) == bsonutil.Rank(first.Values[0]) && !isNaN(p.Values[0]) {
+		if p.Op.IsRange() && p.Op.IsLower() != first.Op.IsLower() && bsonutil.Rank(p.Values[0]) == bsonutil.Rank(first.Values[0]) && !isNaN(p.Values[0]) {
 			other = append(other, p)
 		}
 	}
@@ -601,7 +595,7 @@ func intersectRange(iv interval, used []query.Predicate, ps []query.Predicate) (
 		return iv, used
 	}
 	side, _, _ := rangeInterval(other)
-	if isLowerOp(first.Op) {
+	if first.Op.IsLower() {
 		iv.hi, iv.hiIncl = side.hi, side.hiIncl
 	} else {
 		iv.lo, iv.loIncl = side.lo, side.loIncl
@@ -610,15 +604,15 @@ func intersectRange(iv interval, used []query.Predicate, ps []query.Predicate) (
 }
 
 func sameSide(p, q *query.Predicate) bool {
-	return isLowerOp(p.Op) == isLowerOp(q.Op) && bsonutil.Rank(p.Values[0]) == bsonutil.Rank(q.Values[0])
+	return p.Op.IsLower() == q.Op.IsLower() && bsonutil.Rank(p.Values[0]) == bsonutil.Rank(q.Values[0])
 }
 
 func tighter(p, best *query.Predicate) bool {
 	c := bsonutil.Compare(p.Values[0], best.Values[0])
-	if isLowerOp(p.Op) {
-		return c > 0 || (c == 0 && p.Op == "$gt")
+	if p.Op.IsLower() {
+		return c > 0 || (c == 0 && p.Op == query.OpGt)
 	}
-	return c < 0 || (c == 0 && p.Op == "$lt")
+	return c < 0 || (c == 0 && p.Op == query.OpLt)
 }
 
 // bracket is the interval of one comparison, within the values of its
@@ -630,11 +624,11 @@ func bracket(p *query.Predicate) interval {
 	}
 	bottom, top, topIncl := typeBracket(v)
 	switch p.Op {
-	case "$gt":
+	case query.OpGt:
 		return interval{lo: v, hi: top, hiIncl: topIncl}
-	case "$gte":
+	case query.OpGte:
 		return interval{lo: v, hi: top, loIncl: true, hiIncl: topIncl}
-	case "$lt":
+	case query.OpLt:
 		return interval{lo: bottom, hi: v, loIncl: true}
 	}
 	return interval{lo: bottom, hi: v, loIncl: true, hiIncl: true}
@@ -725,9 +719,9 @@ func implies(p query.Predicate, c clause) bool {
 	switch {
 	case c.op == "$exists":
 		return truthy(c.val) && !anyNullish(p.Values) && len(p.Values) > 0
-	case p.Op == "$eq" || p.Op == "$in":
+	case p.Op == query.OpEq || p.Op == query.OpIn:
 		return len(p.Values) > 0 && allSatisfy(p.Values, c)
-	case isRangeOp(p.Op) && isRangeOp(c.op):
+	case p.Op.IsRange() && c.op.IsRange():
 		return rangeImplies(p, c)
 	}
 	return false
@@ -751,7 +745,7 @@ func allSatisfy(vs []any, c clause) bool {
 }
 
 func satisfies(v any, c clause) bool {
-	if c.op == "$in" {
+	if c.op == query.OpIn {
 		for _, x := range bsonutil.ToA(c.val) {
 			if bsonutil.Equal(v, x) {
 				return true
@@ -759,22 +753,22 @@ func satisfies(v any, c clause) bool {
 		}
 		return false
 	}
-	if c.op == "$eq" {
+	if c.op == query.OpEq {
 		return bsonutil.Equal(v, c.val)
 	}
-	if !isRangeOp(c.op) || bsonutil.Rank(v) != bsonutil.Rank(c.val) {
+	if !c.op.IsRange() || bsonutil.Rank(v) != bsonutil.Rank(c.val) {
 		return false
 	}
 	return compareHolds(bsonutil.Compare(v, c.val), c.op)
 }
 
-func compareHolds(cmp int, op string) bool {
+func compareHolds(cmp int, op query.Op) bool {
 	switch op {
-	case "$gt":
+	case query.OpGt:
 		return cmp > 0
-	case "$gte":
+	case query.OpGte:
 		return cmp >= 0
-	case "$lt":
+	case query.OpLt:
 		return cmp < 0
 	}
 	return cmp <= 0
@@ -784,14 +778,14 @@ func compareHolds(cmp int, op string) bool {
 // beyond the tighter bound is beyond the looser one too.
 func rangeImplies(p query.Predicate, c clause) bool {
 	v := p.Values[0]
-	if isLowerOp(p.Op) != isLowerOp(c.op) || bsonutil.Rank(v) != bsonutil.Rank(c.val) {
+	if p.Op.IsLower() != c.op.IsLower() || bsonutil.Rank(v) != bsonutil.Rank(c.val) {
 		return false
 	}
 	cmp := bsonutil.Compare(v, c.val)
-	if !isLowerOp(p.Op) {
+	if !p.Op.IsLower() {
 		cmp = -cmp
 	}
-	strict := c.op == "$gt" || c.op == "$lt"
-	pStrict := p.Op == "$gt" || p.Op == "$lt"
+	strict := c.op == query.OpGt || c.op == query.OpLt
+	pStrict := p.Op == query.OpGt || p.Op == query.OpLt
 	return cmp > 0 || (cmp == 0 && (pStrict || !strict))
 }
