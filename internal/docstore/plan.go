@@ -785,7 +785,7 @@ func rangeImplies(p query.Predicate, c clause) bool {
 	if !p.Op.IsLower() {
 		cmp = -cmp
 	}
-	strict := c.op == query.OpGt || c.op == query.OpLt
-	pStrict := p.Op == query.OpGt || p.Op == query.OpLt
+	strict := c.op.IsStrict()
+	pStrict := p.Op.IsStrict()
 	return cmp > 0 || (cmp == 0 && (pStrict || !strict))
 }
