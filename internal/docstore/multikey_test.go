@@ -1,6 +1,7 @@
 package docstore
 
 import (
+	"context"
 	"math/rand/v2"
 	"testing"
 
@@ -58,5 +59,22 @@ func TestNonMultikeyPlansAgreeWithCollectionScan(t *testing.T) {
 	insert(t, c, bson.D{{Key: "_id", Value: int32(1000)}, {Key: "a", Value: bson.A{int32(1), int32(9)}}})
 	if ix := c.state.Load().indexes[1]; !ix.def.IsMultiKey() || ix.def.MultiKeyPaths[0][0] != "a" {
 		t.Fatalf("an array must make a_1 multikey: %+v", ix.def)
+	}
+}
+
+// validate catches an index whose multikey paths miss a document's arrays.
+func TestValidateChecksMultikeyPaths(t *testing.T) {
+	c := planColl(t, ixSpec("a_1", bson.D{{Key: "a", Value: 1}}))
+	insert(t, c, bson.D{{Key: "_id", Value: int32(1)}, {Key: "a", Value: bson.A{int32(1), int32(2)}}})
+	res, err := c.Validate(context.Background())
+	if err != nil || !res.Valid() {
+		t.Fatalf("valid collection: %+v %v", res, err)
+	}
+	lost := c.meta().Clone()
+	lost.Indexes[1].MultiKeyPaths = nil
+	c.publishMeta(lost)
+	res, err = c.Validate(context.Background())
+	if err != nil || res.Valid() {
+		t.Fatalf("lost multikey paths not reported: %+v %v", res, err)
 	}
 }
