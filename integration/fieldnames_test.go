@@ -29,6 +29,8 @@ func TestDollarAndDottedFieldNames(t *testing.T) {
 	}
 	_, err := c.InsertOne(ctxT(t), bson.D{{Key: "_id", Value: bson.D{{Key: "$gt", Value: 1}}}})
 	wantWriteCode(t, err, 52)
+	_, err = c.InsertOne(ctxT(t), bson.D{{Key: "_id", Value: 7}, {Key: "_id", Value: 8}})
+	wantWriteCode(t, err, 2)
 	if n, _ := c.CountDocuments(ctxT(t), bson.D{}); n != 1 {
 		t.Fatalf("%d documents", n)
 	}

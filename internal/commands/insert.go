@@ -183,8 +183,17 @@ func nestingDepth(v any) int {
 // checkStorableFields applies MongoDB's (5.0+) rules for field names of
 // a stored document: $-prefixed and dotted names are allowed, at the top
 // level and below, except inside _id, which must not look like an
-// operator document.
+// operator document; and one _id only.
 func checkStorableFields(doc bson.D) error {
+	ids := 0
+	for _, e := range doc {
+		if e.Key == "_id" {
+			ids++
+		}
+	}
+	if ids > 1 {
+		return mongoerr.New(mongoerr.BadValue, "can't have multiple _id fields in one document")
+	}
 	id, ok := lookup(doc, "_id")
 	if !ok {
 		return nil
