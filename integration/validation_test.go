@@ -82,7 +82,7 @@ func TestSchemaValidationWithQueryOperators(t *testing.T) {
 
 func TestSchemaValidationRefusals(t *testing.T) {
 	db := newDB(t)
-	ce := cmdErr(t, db, bson.D{{Key: "create", Value: "j"}, {Key: "validator", Value: bson.D{{Key: "$jsonSchema", Value: bson.D{{Key: "anyOf", Value: bson.A{}}}}}}})
+	ce := cmdErr(t, db, bson.D{{Key: "create", Value: "j"}, {Key: "validator", Value: bson.D{{Key: "$jsonSchema", Value: bson.D{{Key: "patternProperties", Value: bson.D{}}}}}}})
 	if ce.Code != 238 {
 		t.Fatalf("$jsonSchema keyword not evaluated yet: %v", ce)
 	}

@@ -5,12 +5,14 @@
 //
 // Supported keywords: bsonType, type, required, properties,
 // additionalProperties, enum, minimum, maximum, exclusiveMinimum,
-// exclusiveMaximum, minLength, maxLength, pattern, minItems, maxItems,
-// items (one schema), minProperties, maxProperties, title, description.
+// exclusiveMaximum, multipleOf, minLength, maxLength, pattern, minItems,
+// maxItems, uniqueItems, items (one schema), minProperties, maxProperties,
+// allOf, anyOf, oneOf, not, title, description.
 // Any other keyword is refused when the schema is compiled.
 package jsonschema
 
 import (
+	"math"
 	"regexp"
 	"unicode/utf8"
 
@@ -40,6 +42,11 @@ type Schema struct {
 	items      *Schema
 	minProps   int64
 	maxProps   int64
+	// logical keywords: allOf, anyOf, oneOf (lists) and not
+	allOf, anyOf, oneOf []*Schema
+	not                 *Schema
+	uniqueItems         bool
+	multipleOf          any
 }
 
 type property struct {
@@ -112,6 +119,25 @@ func (s *Schema) keyword(e bson.E) error {
 			return unsupported("items as an array of schemas")
 		}
 		s.items, err = Compile(d)
+	case "allOf", "anyOf", "oneOf":
+		err = s.compileList(e)
+	case "not":
+		d, ok := e.Value.(bson.D)
+		if !ok {
+			return badKeyword("not", "must be an object")
+		}
+		s.not, err = Compile(d)
+	case "uniqueItems":
+		b, ok := e.Value.(bool)
+		if !ok {
+			return badKeyword("uniqueItems", "must be a boolean")
+		}
+		s.uniqueItems = b
+	case "multipleOf":
+		if !bsonutil.IsNumber(e.Value) || bsonutil.ToFloat(e.Value) <= 0 {
+			return badKeyword("multipleOf", "must be a positive number")
+		}
+		s.multipleOf = e.Value
 	case "title", "description":
 	default:
 		if known[e.Key] {
@@ -125,9 +151,7 @@ func (s *Schema) keyword(e bson.E) error {
 // known are JSON Schema keywords MongoDB accepts that Mayfly does not
 // evaluate yet.
 var known = map[string]bool{
-	"allOf": true, "anyOf": true, "oneOf": true, "not": true, "patternProperties": true,
-	"dependencies": true, "uniqueItems": true, "additionalItems": true, "multipleOf": true,
-	"encrypt": true,
+	"patternProperties": true, "dependencies": true, "additionalItems": true, "encrypt": true,
 }
 
 func unsupported(what string) error {
@@ -234,6 +258,34 @@ func (s *Schema) count(e bson.E) error {
 	return nil
 }
 
+func (s *Schema) compileList(e bson.E) error {
+	a, ok := e.Value.(bson.A)
+	if !ok || len(a) == 0 {
+		return badKeyword(e.Key, "must be a non-empty array")
+	}
+	list := make([]*Schema, 0, len(a))
+	for _, x := range a {
+		d, ok := x.(bson.D)
+		if !ok {
+			return badKeyword(e.Key, "must hold objects")
+		}
+		c, err := Compile(d)
+		if err != nil {
+			return err
+		}
+		list = append(list, c)
+	}
+	switch e.Key {
+	case "allOf":
+		s.allOf = list
+	case "anyOf":
+		s.anyOf = list
+	default:
+		s.oneOf = list
+	}
+	return nil
+}
+
 // Match reports whether v satisfies the schema.
 func (s *Schema) Match(v any) bool { return len(s.Failures(v)) == 0 }
 
@@ -258,6 +310,40 @@ func (s *Schema) Failures(v any) bson.A {
 	}
 	if bsonutil.IsNumber(v) {
 		out = append(out, s.numberFailures(v)...)
+	}
+	return append(out, s.logicalFailures(v)...)
+}
+
+// logicalFailures checks allOf, anyOf, oneOf and not.
+func (s *Schema) logicalFailures(v any) bson.A {
+	out := bson.A{}
+	if failed := failingSchemas(s.allOf, v); len(failed) > 0 {
+		out = append(out, bson.D{{Key: "operatorName", Value: "allOf"}, {Key: "schemasNotSatisfied", Value: failed}})
+	}
+	if s.anyOf != nil && len(failingSchemas(s.anyOf, v)) == len(s.anyOf) {
+		out = append(out, bson.D{{Key: "operatorName", Value: "anyOf"}, {Key: "schemasNotSatisfied", Value: failingSchemas(s.anyOf, v)}})
+	}
+	if s.oneOf != nil {
+		if matched := len(s.oneOf) - len(failingSchemas(s.oneOf, v)); matched != 1 {
+			reason := "no schema matched"
+			if matched > 1 {
+				reason = "more than one schema matched"
+			}
+			out = append(out, bson.D{{Key: "operatorName", Value: "oneOf"}, {Key: "reason", Value: reason}})
+		}
+	}
+	if s.not != nil && s.not.Match(v) {
+		out = append(out, bson.D{{Key: "operatorName", Value: "not"}, {Key: "reason", Value: "child expression matched"}})
+	}
+	return out
+}
+
+func failingSchemas(list []*Schema, v any) bson.A {
+	out := bson.A{}
+	for i, c := range list {
+		if f := c.Failures(v); len(f) > 0 {
+			out = append(out, bson.D{{Key: "index", Value: int32(i)}, {Key: "details", Value: f}})
+		}
 	}
 	return out
 }
@@ -339,6 +425,9 @@ func (s *Schema) arrayFailures(a bson.A) bson.A {
 		}
 		out = append(out, s.rule(k, bson.E{Key: "reason", Value: "array did not match specified length"}, bson.E{Key: "consideredValue", Value: a}))
 	}
+	if s.uniqueItems && hasDuplicates(a) {
+		out = append(out, s.rule("uniqueItems", bson.E{Key: "reason", Value: "found a duplicate item"}, bson.E{Key: "consideredValue", Value: a}))
+	}
 	if s.items != nil {
 		for i, x := range a {
 			if f := s.items.Failures(x); len(f) > 0 {
@@ -373,6 +462,12 @@ func (s *Schema) numberFailures(v any) bson.A {
 			out = append(out, s.rule("minimum", bson.E{Key: "reason", Value: "comparison failed"}, bson.E{Key: "consideredValue", Value: v}))
 		}
 	}
+	if s.multipleOf != nil {
+		q := bsonutil.ToFloat(v) / bsonutil.ToFloat(s.multipleOf)
+		if q != math.Trunc(q) {
+			out = append(out, s.rule("multipleOf", bson.E{Key: "reason", Value: "considered value is not a multiple of the specified value"}, bson.E{Key: "consideredValue", Value: v}))
+		}
+	}
 	if s.max != nil {
 		c := bsonutil.Compare(v, s.max)
 		if c > 0 || (c == 0 && s.exclMax) {
@@ -380,6 +475,17 @@ func (s *Schema) numberFailures(v any) bson.A {
 		}
 	}
 	return out
+}
+
+func hasDuplicates(a bson.A) bool {
+	for i := range a {
+		for j := i + 1; j < len(a); j++ {
+			if bsonutil.Compare(a[i], a[j]) == 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func inEnum(enum bson.A, v any) bool {
