@@ -120,3 +120,20 @@ func TestAggregateOneWithDocuments(t *testing.T) {
 		t.Fatalf("$documents: %v", res)
 	}
 }
+
+// $out and $merge into a view are refused, and the view is left as it was.
+func TestAggregateWriteIntoViewRefused(t *testing.T) {
+	db := newDB(t)
+	seedNumbers(t, db.Collection("src"))
+	if err := db.CreateView(ctxT(t), "v", "src", bson.A{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, stage := range []bson.D{{{Key: "$out", Value: "v"}}, {{Key: "$merge", Value: bson.D{{Key: "into", Value: "v"}}}}} {
+		_, err := db.Collection("src").Aggregate(ctxT(t), bson.A{stage})
+		wantCode(t, err, 166, "is a view, not a collection")
+	}
+	colls, _ := db.ListCollectionSpecifications(ctxT(t), bson.D{{Key: "name", Value: "v"}})
+	if len(colls) != 1 || colls[0].Type != "view" {
+		t.Fatalf("view after refused writes: %+v", colls)
+	}
+}

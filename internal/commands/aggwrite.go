@@ -175,6 +175,9 @@ func (h *Handler) aggregateInto(r *request, coll string, t *aggTarget) (bson.D, 
 		return nil, err
 	}
 	defer out.Close()
+	if err := h.refuseView(t.db, t.coll); err != nil {
+		return nil, err
+	}
 	if t.stage == "$out" {
 		err = h.writeOut(r, t, out)
 	} else {
