@@ -10,11 +10,14 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mayflydb/mayfly/internal/app"
+	"github.com/mayflydb/mayfly/internal/catalog"
 )
 
-// createIndex runs createIndexes with one raw specification.
+// createIndex runs createIndexes with one raw specification, named as
+// drivers name it when the spec has a key and no name.
 func createIndex(t *testing.T, db *mongo.Database, coll string, spec bson.D) (bson.D, error) {
 	t.Helper()
+	spec = withDriverName(spec)
 	var out bson.D
 	err := db.RunCommand(ctxT(t), bson.D{{Key: "createIndexes", Value: coll}, {Key: "indexes", Value: bson.A{spec}}}).Decode(&out)
 	return out, err
@@ -27,6 +30,22 @@ func mustCreateIndex(t *testing.T, db *mongo.Database, coll string, spec bson.D)
 		t.Fatalf("createIndexes %v: %v", spec, err)
 	}
 	return out
+}
+
+func withDriverName(spec bson.D) bson.D {
+	var key bson.D
+	for _, e := range spec {
+		switch e.Key {
+		case "name":
+			return spec
+		case "key":
+			key, _ = e.Value.(bson.D)
+		}
+	}
+	if key == nil {
+		return spec
+	}
+	return append(append(bson.D(nil), spec...), bson.E{Key: "name", Value: catalog.GenerateName(key)})
 }
 
 func keySpec(key bson.D, opts ...bson.E) bson.D {
@@ -139,7 +158,7 @@ func TestCreateIndexUnsupportedTypesFail(t *testing.T) {
 		{"hashed", keySpec(bson.D{{Key: "h", Value: "hashed"}})},
 		{"wildcard", keySpec(bson.D{{Key: "$**", Value: 1}})},
 		{"wildcard under a path", keySpec(bson.D{{Key: "a.$**", Value: 1}})},
-		{"collation", keySpec(bson.D{{Key: "c", Value: 1}}, bson.E{Key: "collation", Value: bson.D{{Key: "locale", Value: "fr"}}})},
+		{"unique with a collation", keySpec(bson.D{{Key: "c", Value: 1}}, bson.E{Key: "unique", Value: true}, bson.E{Key: "collation", Value: bson.D{{Key: "locale", Value: "fr"}}})},
 		{"unknown plugin", keySpec(bson.D{{Key: "c", Value: "nope"}})},
 	}
 	for _, tc := range cases {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/expr"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/query"
 )
 
 // Env is what a running pipeline needs from the database around it.
@@ -50,6 +51,9 @@ type Options struct {
 	MemoryLimitBytes int64
 	// Let defines variables ($$name) visible to the whole pipeline.
 	Let bson.D
+	// Collation, when set, is the command's non-simple collation (see
+	// collation.go for the stages that apply it).
+	Collation query.Collator
 }
 
 func (o Options) memoryLimit() int64 {
@@ -112,6 +116,16 @@ func (p *Pipeline) parseStages(stages bson.A, within string) error {
 		if err := checkPlacement(spec.Key, i, within); err != nil {
 			return err
 		}
+		if p.opt.Collation != nil {
+			if err := checkCollatedStage(spec); err != nil {
+				return err
+			}
+		}
+		if within == "" {
+			if err := checkStageVars(spec, p.opt.Let); err != nil {
+				return err
+			}
+		}
 		s, err := parseStage(spec, p.opt)
 		if err != nil {
 			return fmt.Errorf("parsing pipeline stage %d (%s): %w", i, spec.Key, err)
@@ -128,7 +142,7 @@ func (p *Pipeline) parseStages(stages bson.A, within string) error {
 func stageSpec(raw any) (bson.E, error) {
 	d, ok := raw.(bson.D)
 	if !ok || len(d) != 1 {
-		return bson.E{}, mongoerr.New(40323, "A pipeline stage specification object must contain exactly one field.")
+		return bson.E{}, mongoerr.New(mongoerr.Location40323, "A pipeline stage specification object must contain exactly one field.")
 	}
 	return d[0], nil
 }
@@ -139,12 +153,12 @@ var firstOnly = map[string]bool{"$collStats": true, "$documents": true}
 func checkPlacement(name string, i int, within string) error {
 	switch {
 	case within == "$facet" && (name == "$facet" || firstOnly[name]):
-		return mongoerr.Newf(40600, "%s is not allowed to be used within a $facet stage", name)
+		return mongoerr.Newf(mongoerr.Location40600, "%s is not allowed to be used within a $facet stage", name)
 	case within != "" && name == "$collStats":
-		return mongoerr.Newf(51047, "%s is not allowed to be used within a %s stage", name, within)
+		return mongoerr.Newf(mongoerr.Location51047, "%s is not allowed to be used within a %s stage", name, within)
 	}
 	if firstOnly[name] && i != 0 {
-		return mongoerr.Newf(40602, "%s is only valid as the first stage in a pipeline.", name)
+		return mongoerr.Newf(mongoerr.Location40602, "%s is only valid as the first stage in a pipeline.", name)
 	}
 	return nil
 }
@@ -153,7 +167,7 @@ func checkPlacement(name string, i int, within string) error {
 func parseStage(spec bson.E, opt Options) (stage, error) {
 	parse, ok := stageParsers()[spec.Key]
 	if !ok {
-		return nil, mongoerr.Newf(40324, "Unrecognized pipeline stage name: '%s'", spec.Key)
+		return nil, mongoerr.Newf(mongoerr.Location40324, "Unrecognized pipeline stage name: '%s'", spec.Key)
 	}
 	return parse(spec.Value, opt)
 }

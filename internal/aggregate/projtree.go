@@ -42,7 +42,7 @@ func (n *projNode) insert(path []string, leaf *projNode) error {
 	for i, part := range path[:len(path)-1] {
 		next, ok := cur.children[part]
 		if ok && next.isLeaf() {
-			return mongoerr.Newf(31249, "Path collision at %s remaining portion %s",
+			return mongoerr.Newf(mongoerr.Location31249, "Path collision at %s remaining portion %s",
 				strings.Join(path, "."), strings.Join(path[i+1:], "."))
 		}
 		if !ok {
@@ -53,7 +53,7 @@ func (n *projNode) insert(path []string, leaf *projNode) error {
 	}
 	last := path[len(path)-1]
 	if _, ok := cur.children[last]; ok {
-		return mongoerr.Newf(31250, "Path collision at %s", strings.Join(path, "."))
+		return mongoerr.Newf(mongoerr.Location31250, "Path collision at %s", strings.Join(path, "."))
 	}
 	cur.add(last, leaf)
 	return nil
@@ -67,18 +67,18 @@ func (n *projNode) add(name string, child *projNode) {
 // splitFieldPath validates a spec key and splits it on dots.
 func splitFieldPath(key string) ([]string, error) {
 	if key == "" {
-		return nil, mongoerr.New(40352, "FieldPath cannot be constructed with empty string")
+		return nil, mongoerr.New(mongoerr.Location40352, "FieldPath cannot be constructed with empty string")
 	}
 	if strings.HasSuffix(key, ".") {
-		return nil, mongoerr.New(40353, "FieldPath must not end with a '.'.")
+		return nil, mongoerr.New(mongoerr.Location40353, "FieldPath must not end with a '.'.")
 	}
 	parts := splitPath(key)
 	for _, p := range parts {
 		if p == "" {
-			return nil, mongoerr.New(15998, "FieldPath field names may not be empty strings.")
+			return nil, mongoerr.New(mongoerr.Location15998, "FieldPath field names may not be empty strings.")
 		}
 		if strings.HasPrefix(p, "$") {
-			return nil, mongoerr.New(16410,
+			return nil, mongoerr.New(mongoerr.Location16410,
 				"FieldPath field names may not start with '$'. Consider using $getField or $setField.")
 		}
 	}

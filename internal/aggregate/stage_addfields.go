@@ -19,7 +19,7 @@ func parseAddFields(name string) stageParser {
 	return func(spec any, _ Options) (stage, error) {
 		d, ok := spec.(bson.D)
 		if !ok {
-			return nil, mongoerr.Newf(40272, "%s specification stage must be an object, got %s",
+			return nil, mongoerr.Newf(mongoerr.Location40272, "%s specification stage must be an object, got %s",
 				name, typeNameOf(spec))
 		}
 		root := newProjNode()
@@ -118,17 +118,17 @@ func parseUnset(spec any, _ Options) (stage, error) {
 		paths = []string{x}
 	case bson.A:
 		if len(x) == 0 {
-			return nil, mongoerr.New(31119, "$unset specification must be a string or an array with at least one field")
+			return nil, mongoerr.New(mongoerr.Location31119, "$unset specification must be a string or an array with at least one field")
 		}
 		for _, p := range x {
 			s, ok := p.(string)
 			if !ok {
-				return nil, mongoerr.New(31120, "$unset specification must be a string or an array containing only string values")
+				return nil, mongoerr.New(mongoerr.Location31120, "$unset specification must be a string or an array containing only string values")
 			}
 			paths = append(paths, s)
 		}
 	default:
-		return nil, mongoerr.New(31002, "$unset specification must be a string or an array")
+		return nil, mongoerr.New(mongoerr.Location31002, "$unset specification must be a string or an array")
 	}
 	return buildUnset(paths)
 }

@@ -24,7 +24,7 @@ type bucketSpec struct {
 func parseBucket(spec any, opt Options) (stage, error) {
 	d, ok := spec.(bson.D)
 	if !ok {
-		return nil, mongoerr.Newf(40201, "Argument to $bucket stage must be an object, but found type: %s.",
+		return nil, mongoerr.Newf(mongoerr.Location40201, "Argument to $bucket stage must be an object, but found type: %s.",
 			typeNameOf(spec))
 	}
 	b, err := readBucketSpec(d)
@@ -55,7 +55,7 @@ func readBucketSpec(d bson.D) (*bucketSpec, error) {
 		case "boundaries":
 			b.boundaries, _ = e.Value.(bson.A)
 			if b.boundaries == nil {
-				return nil, mongoerr.Newf(40200, "The $bucket 'boundaries' field must be an array, but found type: %s.",
+				return nil, mongoerr.Newf(mongoerr.Location40200, "The $bucket 'boundaries' field must be an array, but found type: %s.",
 					typeNameOf(e.Value))
 			}
 		case "default":
@@ -63,15 +63,15 @@ func readBucketSpec(d bson.D) (*bucketSpec, error) {
 		case "output":
 			var ok bool
 			if b.output, ok = e.Value.(bson.D); !ok {
-				return nil, mongoerr.Newf(40196, "The $bucket 'output' field must be an object, but found type: %s.",
+				return nil, mongoerr.Newf(mongoerr.Location40196, "The $bucket 'output' field must be an object, but found type: %s.",
 					typeNameOf(e.Value))
 			}
 		default:
-			return nil, mongoerr.Newf(40197, "Unrecognized option to $bucket: %s.", e.Key)
+			return nil, mongoerr.Newf(mongoerr.Location40197, "Unrecognized option to $bucket: %s.", e.Key)
 		}
 	}
 	if !hasGroupBy || b.boundaries == nil {
-		return nil, mongoerr.New(40198, "$bucket requires 'groupBy' and 'boundaries' to be specified.")
+		return nil, mongoerr.New(mongoerr.Location40198, "$bucket requires 'groupBy' and 'boundaries' to be specified.")
 	}
 	return b, nil
 }
@@ -79,12 +79,12 @@ func readBucketSpec(d bson.D) (*bucketSpec, error) {
 func (b *bucketSpec) validate() error {
 	s, isStr := b.groupBy.(string)
 	if !(isStr && strings.HasPrefix(s, "$")) && !isOperatorDoc(b.groupBy) {
-		return mongoerr.Newf(40202,
+		return mongoerr.Newf(mongoerr.Location40202,
 			"The $bucket 'groupBy' field must be defined as a $-prefixed path or an expression, but found: %s.",
 			bsonutil.Format(b.groupBy))
 	}
 	if len(b.boundaries) < 2 {
-		return mongoerr.Newf(40192, "The $bucket 'boundaries' field must have at least 2 values, but found %d value(s).",
+		return mongoerr.Newf(mongoerr.Location40192, "The $bucket 'boundaries' field must have at least 2 values, but found %d value(s).",
 			len(b.boundaries))
 	}
 	if err := b.checkBoundaries(); err != nil {
@@ -97,12 +97,12 @@ func (b *bucketSpec) checkBoundaries() error {
 	for i := 1; i < len(b.boundaries); i++ {
 		prev, cur := b.boundaries[i-1], b.boundaries[i]
 		if bsonutil.Rank(prev) != bsonutil.Rank(cur) {
-			return mongoerr.Newf(40193,
+			return mongoerr.Newf(mongoerr.Location40193,
 				"All values in the the 'boundaries' option to $bucket must have the same type. Found conflicting types %s and %s.",
 				typeNameOf(prev), typeNameOf(cur))
 		}
 		if bsonutil.Compare(prev, cur) >= 0 {
-			return mongoerr.Newf(40194,
+			return mongoerr.Newf(mongoerr.Location40194,
 				"The 'boundaries' option to $bucket must be sorted, but elements %d and %d are not in ascending order (%s is not less than %s).",
 				i-1, i, bsonutil.Format(prev), bsonutil.Format(cur))
 		}
@@ -116,7 +116,7 @@ func (b *bucketSpec) checkDefault() error {
 	}
 	lo, hi := b.boundaries[0], b.boundaries[len(b.boundaries)-1]
 	if bsonutil.Rank(b.def) == bsonutil.Rank(lo) && bsonutil.Compare(b.def, lo) >= 0 && bsonutil.Compare(b.def, hi) < 0 {
-		return mongoerr.New(40199,
+		return mongoerr.New(mongoerr.Location40199,
 			"The $bucket 'default' field must be less than the lowest boundary or greater than or equal to the highest boundary.")
 	}
 	return nil

@@ -20,15 +20,15 @@ func parseCount(spec any, _ Options) (stage, error) {
 	s, ok := spec.(string)
 	switch {
 	case !ok:
-		return nil, mongoerr.New(40156, "the count field must be a non-empty string")
+		return nil, mongoerr.New(mongoerr.Location40156, "the count field must be a non-empty string")
 	case s == "":
-		return nil, mongoerr.New(40157, "the count field must be a non-empty string")
+		return nil, mongoerr.New(mongoerr.Location40157, "the count field must be a non-empty string")
 	case s[0] == '$':
-		return nil, mongoerr.New(40158, "the count field cannot be a $-prefixed path")
+		return nil, mongoerr.New(mongoerr.Location40158, "the count field cannot be a $-prefixed path")
 	case strings.ContainsRune(s, 0):
-		return nil, mongoerr.New(40159, "the count field cannot contain a null byte")
+		return nil, mongoerr.New(mongoerr.Location40159, "the count field cannot contain a null byte")
 	case strings.Contains(s, "."):
-		return nil, mongoerr.New(40160, "the count field cannot contain '.'")
+		return nil, mongoerr.New(mongoerr.Location40160, "the count field cannot contain '.'")
 	}
 	return &countStage{name: s}, nil
 }
@@ -67,7 +67,7 @@ func parseSortByCount(spec any, _ Options) (stage, error) {
 	str, isStr := spec.(string)
 	isPath := isStr && strings.HasPrefix(str, "$")
 	if !isPath && !isOperatorDoc(spec) {
-		return nil, mongoerr.New(40148, "the sortByCount field must be defined as a $-prefixed path or an expression")
+		return nil, mongoerr.New(mongoerr.Location40148, "the sortByCount field must be defined as a $-prefixed path or an expression")
 	}
 	id, err := expr.Compile(spec)
 	if err != nil {

@@ -18,7 +18,7 @@ type facetStage struct {
 func parseFacet(spec any, opt Options) (stage, error) {
 	d, ok := spec.(bson.D)
 	if !ok || len(d) == 0 {
-		return nil, mongoerr.Newf(40169, "the $facet specification must be a non-empty object, but found: %s",
+		return nil, mongoerr.Newf(mongoerr.Location40169, "the $facet specification must be a non-empty object, but found: %s",
 			bsonutil.Format(spec))
 	}
 	f := &facetStage{}
@@ -39,7 +39,7 @@ func parseFacetPipeline(e bson.E, opt Options) (*Pipeline, error) {
 	}
 	stages, ok := e.Value.(bson.A)
 	if !ok {
-		return nil, mongoerr.Newf(40170, "arguments to $facet must be arrays, %s is type %s",
+		return nil, mongoerr.Newf(mongoerr.Location40170, "arguments to $facet must be arrays, %s is type %s",
 			e.Key, typeNameOf(e.Value))
 	}
 	if len(stages) == 0 {
@@ -47,7 +47,7 @@ func parseFacetPipeline(e bson.E, opt Options) (*Pipeline, error) {
 	}
 	for i, st := range stages {
 		if d, ok := st.(bson.D); !ok || len(d) == 0 {
-			return nil, mongoerr.Newf(40171,
+			return nil, mongoerr.Newf(mongoerr.Location40171,
 				"elements of arrays in $facet spec must be non-empty objects, %s argument contained an element of type %s: %d",
 				e.Key, typeNameOf(st), i)
 		}
@@ -89,7 +89,7 @@ var collStatsFields = map[string]bool{"latencyStats": true, "storageStats": true
 func parseCollStats(spec any, _ Options) (stage, error) {
 	d, ok := spec.(bson.D)
 	if !ok {
-		return nil, mongoerr.Newf(5447000, "$collStats must take a nested object but found: $collStats: %s",
+		return nil, mongoerr.Newf(mongoerr.Location5447000, "$collStats must take a nested object but found: $collStats: %s",
 			bsonutil.Format(spec))
 	}
 	for _, e := range d {
@@ -128,12 +128,12 @@ func (s *documentsStage) run(in Iterator, rc *runCtx) (Iterator, error) {
 	}
 	arr, ok := v.(bson.A)
 	if !ok {
-		return nil, mongoerr.New(5858203, "error during $documents stage: $documents must evaluate to an array of objects")
+		return nil, mongoerr.New(mongoerr.Location5858203, "error during $documents stage: $documents must evaluate to an array of objects")
 	}
 	docs := make([]bson.D, len(arr))
 	for i, x := range arr {
 		if docs[i], ok = x.(bson.D); !ok {
-			return nil, mongoerr.New(5858203, "error during $documents stage: $documents must evaluate to an array of objects")
+			return nil, mongoerr.New(mongoerr.Location5858203, "error during $documents stage: $documents must evaluate to an array of objects")
 		}
 	}
 	return &sliceIter{docs: docs}, nil

@@ -29,7 +29,7 @@ type groupField struct {
 func parseGroup(spec any, _ Options) (stage, error) {
 	d, ok := spec.(bson.D)
 	if !ok {
-		return nil, mongoerr.New(15947, "a group's fields must be specified in an object")
+		return nil, mongoerr.New(mongoerr.Location15947, "a group's fields must be specified in an object")
 	}
 	g := &groupStage{}
 	for _, e := range d {
@@ -46,7 +46,7 @@ func parseGroup(spec any, _ Options) (stage, error) {
 		g.fields = append(g.fields, f)
 	}
 	if g.id == nil && g.idDoc == nil {
-		return nil, mongoerr.New(15955, "a group specification must include an _id")
+		return nil, mongoerr.New(mongoerr.Location15955, "a group specification must include an _id")
 	}
 	return g, nil
 }
@@ -100,16 +100,16 @@ func nullIfMissing(v any) any {
 func parseGroupField(e bson.E) (groupField, error) {
 	switch {
 	case strings.Contains(e.Key, "."):
-		return groupField{}, mongoerr.Newf(40235, "The field name '%s' cannot contain '.'", e.Key)
+		return groupField{}, mongoerr.Newf(mongoerr.Location40235, "The field name '%s' cannot contain '.'", e.Key)
 	case strings.HasPrefix(e.Key, "$"):
-		return groupField{}, mongoerr.Newf(40236, "The field name '%s' cannot be an operator name", e.Key)
+		return groupField{}, mongoerr.Newf(mongoerr.Location40236, "The field name '%s' cannot be an operator name", e.Key)
 	}
 	acc, ok := e.Value.(bson.D)
 	if !ok {
-		return groupField{}, mongoerr.Newf(40234, "The field '%s' must be an accumulator object", e.Key)
+		return groupField{}, mongoerr.Newf(mongoerr.Location40234, "The field '%s' must be an accumulator object", e.Key)
 	}
 	if len(acc) != 1 {
-		return groupField{}, mongoerr.Newf(40238, "The field '%s' must specify one accumulator", e.Key)
+		return groupField{}, mongoerr.Newf(mongoerr.Location40238, "The field '%s' must specify one accumulator", e.Key)
 	}
 	return parseAccumulator(e.Key, acc[0])
 }
@@ -124,10 +124,10 @@ func parseAccumulator(name string, acc bson.E) (groupField, error) {
 		return groupField{name: name, op: "$sum", arg: one}, nil
 	}
 	if _, ok := expr.NewAccumulator(op); !ok {
-		return groupField{}, mongoerr.Newf(15952, "unknown group operator '%s'", op)
+		return groupField{}, mongoerr.Newf(mongoerr.Location15952, "unknown group operator '%s'", op)
 	}
 	if _, isArray := acc.Value.(bson.A); isArray {
-		return groupField{}, mongoerr.Newf(40237, "The %s accumulator is a unary operator", op)
+		return groupField{}, mongoerr.Newf(mongoerr.Location40237, "The %s accumulator is a unary operator", op)
 	}
 	arg, err := expr.Compile(acc.Value)
 	if err != nil {

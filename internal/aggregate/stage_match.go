@@ -16,12 +16,15 @@ type matchStage struct {
 	hasExpr bool
 }
 
-func parseMatch(spec any, _ Options) (stage, error) {
+func parseMatch(spec any, opt Options) (stage, error) {
 	d, ok := spec.(bson.D)
 	if !ok {
-		return nil, mongoerr.New(15959, "the match filter must be an expression in an object")
+		return nil, mongoerr.New(mongoerr.Location15959, "the match filter must be an expression in an object")
 	}
 	f, err := query.NewFilter(d)
+	if err == nil && opt.Collation != nil {
+		f, err = query.NewFilterWith(d, query.FilterOptions{Collation: opt.Collation})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -85,16 +88,7 @@ func hasExpr(filter bson.D) bool {
 
 func isLogical(k string) bool { return k == "$and" || k == "$or" || k == "$nor" }
 
-func asDocs(v any) []bson.D {
-	a, _ := v.(bson.A)
-	out := make([]bson.D, 0, len(a))
-	for _, x := range a {
-		if d, ok := x.(bson.D); ok {
-			out = append(out, d)
-		}
-	}
-	return out
-}
+func asDocs(v any) []bson.D { return query.Clauses(v) }
 
 // bindExprVars returns filter with every $$var reference inside its $expr
 // clauses replaced by the variable's value as a {$literal: ...}.

@@ -24,7 +24,7 @@ type projMode struct {
 func parseProject(spec any, _ Options) (stage, error) {
 	d, ok := spec.(bson.D)
 	if !ok {
-		return nil, mongoerr.New(15969, "$project specification must be an object")
+		return nil, mongoerr.New(mongoerr.Location15969, "$project specification must be an object")
 	}
 	s, err := buildProjection(d)
 	if err != nil {
@@ -41,7 +41,7 @@ func invalidProject(err error) error {
 
 func buildProjection(d bson.D) (*projectStage, error) {
 	if len(d) == 0 {
-		return nil, mongoerr.New(51272, "projection specification must have at least one field")
+		return nil, mongoerr.New(mongoerr.Location51272, "projection specification must have at least one field")
 	}
 	root := newProjNode()
 	var mode projMode
@@ -63,7 +63,7 @@ func parseProjLevel(d bson.D, prefix []string, root *projNode, mode *projMode) e
 		path := append(append([]string{}, prefix...), parts...)
 		if sub, ok := e.Value.(bson.D); ok && !isOperatorDoc(sub) {
 			if len(sub) == 0 {
-				return mongoerr.Newf(51270, "An empty sub-projection is not a valid value. Found empty object at path")
+				return mongoerr.Newf(mongoerr.Location51270, "An empty sub-projection is not a valid value. Found empty object at path")
 			}
 			if err := parseProjLevel(sub, path, root, mode); err != nil {
 				return err
@@ -105,7 +105,7 @@ func (m *projMode) setInclusion(name string, isID bool) error {
 		return nil
 	}
 	if m.exclusion {
-		return mongoerr.Newf(31253, "Cannot do inclusion on field %s in exclusion projection", name)
+		return mongoerr.Newf(mongoerr.Location31253, "Cannot do inclusion on field %s in exclusion projection", name)
 	}
 	m.inclusion = true
 	return nil
@@ -116,7 +116,7 @@ func (m *projMode) setExclusion(name string, isID bool) error {
 		return nil
 	}
 	if m.inclusion {
-		return mongoerr.Newf(31254, "Cannot do exclusion on field %s in inclusion projection", name)
+		return mongoerr.Newf(mongoerr.Location31254, "Cannot do exclusion on field %s in inclusion projection", name)
 	}
 	m.exclusion = true
 	return nil

@@ -19,20 +19,20 @@ type replaceStage struct {
 func parseReplaceRoot(spec any, _ Options) (stage, error) {
 	d, ok := spec.(bson.D)
 	if !ok {
-		return nil, mongoerr.Newf(40229, "expected an object as specification for $replaceRoot stage, got %s",
+		return nil, mongoerr.Newf(mongoerr.Location40229, "expected an object as specification for $replaceRoot stage, got %s",
 			typeNameOf(spec))
 	}
 	var newRoot any
 	found := false
 	for _, e := range d {
 		if e.Key != "newRoot" {
-			return nil, mongoerr.Newf(40230,
+			return nil, mongoerr.Newf(mongoerr.Location40230,
 				"unrecognized option to $replaceRoot stage: %s, only valid option is 'newRoot'.", e.Key)
 		}
 		newRoot, found = e.Value, true
 	}
 	if !found {
-		return nil, mongoerr.New(40231, "no newRoot specified for the $replaceRoot stage")
+		return nil, mongoerr.New(mongoerr.Location40231, "no newRoot specified for the $replaceRoot stage")
 	}
 	e, err := expr.Compile(newRoot)
 	if err != nil {
@@ -68,7 +68,7 @@ func (s *replaceStage) notDocument(v any, d bson.D) error {
 	if expr.IsMissing(v) {
 		shown, typ = "MISSING", "missing"
 	}
-	return mongoerr.Newf(40228,
+	return mongoerr.Newf(mongoerr.Location40228,
 		"%smust evaluate to an object, but resulting value was: %s. Type of resulting value: '%s'. Input document: %s",
 		s.what, shown, typ, bsonutil.Format(d))
 }

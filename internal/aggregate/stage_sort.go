@@ -2,7 +2,6 @@ package aggregate
 
 import (
 	"math"
-	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -19,22 +18,25 @@ type sortStage struct {
 	limit int64
 }
 
-func parseSort(spec any, _ Options) (stage, error) {
+func parseSort(spec any, opt Options) (stage, error) {
 	d, ok := spec.(bson.D)
 	if !ok {
-		return nil, mongoerr.New(15973, "the $sort key specification must be an object")
+		return nil, mongoerr.New(mongoerr.Location15973, "the $sort key specification must be an object")
 	}
 	if len(d) == 0 {
-		return nil, mongoerr.New(15976, "$sort stage must have at least one sort key")
+		return nil, mongoerr.New(mongoerr.Location15976, "$sort stage must have at least one sort key")
 	}
 	for _, e := range d {
 		if bsonutil.IsNumber(e.Value) && math.Abs(bsonutil.ToFloat(e.Value)) != 1 {
-			return nil, mongoerr.New(15975, "$sort key ordering must be 1 (for ascending) or -1 (for descending)")
+			return nil, mongoerr.New(mongoerr.Location15975, "$sort key ordering must be 1 (for ascending) or -1 (for descending)")
 		}
 	}
 	s, err := query.NewSort(d)
 	if err != nil {
 		return nil, err
+	}
+	if opt.Collation != nil {
+		s = s.WithCollation(opt.Collation)
 	}
 	return &sortStage{spec: d, sort: s}, nil
 }
@@ -52,64 +54,36 @@ func (p *Pipeline) fuseSortLimit() {
 	}
 }
 
+// run sorts the whole input under the memory limit; with a fused limit
+// it holds only the best documents (SortBuffered).
 func (s *sortStage) run(in Iterator, rc *runCtx) (Iterator, error) {
-	docs, err := s.collect(in, rc)
+	defer in.Close()
+	docs, _, err := SortBuffered(in, s.sort, s.limit, func(held int64) error {
+		mem := memTracker{used: held}
+		return mem.add(0, rc, "$sort")
+	})
 	if err != nil {
 		return nil, err
 	}
-	slices.SortStableFunc(docs, s.sort.Compare)
-	if s.limit > 0 && int64(len(docs)) > s.limit {
-		docs = docs[:s.limit]
-	}
 	return &sliceIter{docs: docs}, nil
-}
-
-// collect reads the input under the memory limit; with a fused limit it
-// trims the buffer to the best documents whenever it doubles.
-func (s *sortStage) collect(in Iterator, rc *runCtx) ([]bson.D, error) {
-	defer in.Close()
-	var docs []bson.D
-	var mem memTracker
-	for {
-		doc, ok, err := in.Next()
-		if err != nil || !ok {
-			return docs, err
-		}
-		docs = append(docs, doc)
-		mem.used += approxSize(doc)
-		if s.limit > 0 && int64(len(docs)) >= 2*s.limit+16 {
-			docs, mem.used = s.trim(docs), 0
-			for _, d := range docs {
-				mem.used += approxSize(d)
-			}
-		}
-		if err := mem.add(0, rc, "$sort"); err != nil {
-			return nil, err
-		}
-	}
-}
-
-func (s *sortStage) trim(docs []bson.D) []bson.D {
-	slices.SortStableFunc(docs, s.sort.Compare)
-	return append([]bson.D(nil), docs[:s.limit]...)
 }
 
 // limitStage is $limit.
 type limitStage struct{ n int64 }
 
 func parseLimit(spec any, _ Options) (stage, error) {
-	n, err := parseCount64(spec, "$limit", 5107201)
+	n, err := parseCount64(spec, "$limit", mongoerr.Location5107201)
 	if err != nil {
 		return nil, err
 	}
 	if n == 0 {
-		return nil, mongoerr.New(15958, "the limit must be positive")
+		return nil, mongoerr.New(mongoerr.Location15958, "the limit must be positive")
 	}
 	return &limitStage{n: n}, nil
 }
 
 func (s *limitStage) run(in Iterator, _ *runCtx) (Iterator, error) {
-	return &limitIter{in: in, left: s.n}, nil
+	return Limit(in, s.n), nil
 }
 
 type limitIter struct {
@@ -131,7 +105,7 @@ func (it *limitIter) Close() error { return it.in.Close() }
 type skipStage struct{ n int64 }
 
 func parseSkip(spec any, _ Options) (stage, error) {
-	n, err := parseCount64(spec, "$skip", 5107200)
+	n, err := parseCount64(spec, "$skip", mongoerr.Location5107200)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +113,7 @@ func parseSkip(spec any, _ Options) (stage, error) {
 }
 
 func (s *skipStage) run(in Iterator, _ *runCtx) (Iterator, error) {
-	return &skipIter{in: in, left: s.n}, nil
+	return Skip(in, s.n), nil
 }
 
 type skipIter struct {

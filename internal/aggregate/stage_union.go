@@ -111,22 +111,22 @@ type sampleStage struct{ size int64 }
 func parseSample(spec any, _ Options) (stage, error) {
 	d, ok := spec.(bson.D)
 	if !ok {
-		return nil, mongoerr.New(28745, "the $sample stage specification must be an object")
+		return nil, mongoerr.New(mongoerr.Location28745, "the $sample stage specification must be an object")
 	}
 	size := int64(-1)
 	for _, e := range d {
 		if e.Key != "size" {
-			return nil, mongoerr.Newf(28748, "unrecognized option to $sample: %s", e.Key)
+			return nil, mongoerr.Newf(mongoerr.Location28748, "unrecognized option to $sample: %s", e.Key)
 		}
 		if !bsonutil.IsNumber(e.Value) {
-			return nil, mongoerr.New(28746, "size argument to $sample must be a number")
+			return nil, mongoerr.New(mongoerr.Location28746, "size argument to $sample must be a number")
 		}
 		if size = int64(bsonutil.ToFloat(e.Value)); size < 0 {
-			return nil, mongoerr.New(28747, "size argument to $sample must not be negative")
+			return nil, mongoerr.New(mongoerr.Location28747, "size argument to $sample must not be negative")
 		}
 	}
 	if size < 0 {
-		return nil, mongoerr.New(28749, "$sample stage must specify a size")
+		return nil, mongoerr.New(mongoerr.Location28749, "$sample stage must specify a size")
 	}
 	return &sampleStage{size: size}, nil
 }

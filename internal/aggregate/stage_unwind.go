@@ -29,14 +29,14 @@ func parseUnwind(spec any, _ Options) (stage, error) {
 		}
 		prefixed = p
 	default:
-		return nil, mongoerr.Newf(15981,
+		return nil, mongoerr.Newf(mongoerr.Location15981,
 			"expected either a string or an object as specification for $unwind stage, got %s", typeNameOf(spec))
 	}
 	if prefixed == "" {
-		return nil, mongoerr.New(28812, "no path specified to $unwind stage")
+		return nil, mongoerr.New(mongoerr.Location28812, "no path specified to $unwind stage")
 	}
 	if !strings.HasPrefix(prefixed, "$") {
-		return nil, mongoerr.Newf(28818, "path option to $unwind stage should be prefixed with a '$': %s", prefixed)
+		return nil, mongoerr.Newf(mongoerr.Location28818, "path option to $unwind stage should be prefixed with a '$': %s", prefixed)
 	}
 	path, err := splitFieldPath(prefixed[1:])
 	s.path = path
@@ -52,19 +52,19 @@ func (s *unwindStage) parseOptions(d bson.D) (string, error) {
 		case "path":
 			var ok bool
 			if path, ok = e.Value.(string); !ok {
-				err = mongoerr.Newf(28808, "expected a string as the path for $unwind stage, got %s", typeNameOf(e.Value))
+				err = mongoerr.Newf(mongoerr.Location28808, "expected a string as the path for $unwind stage, got %s", typeNameOf(e.Value))
 			}
 		case "preserveNullAndEmptyArrays":
 			var ok bool
 			if s.preserve, ok = e.Value.(bool); !ok {
-				err = mongoerr.Newf(28809,
+				err = mongoerr.Newf(mongoerr.Location28809,
 					"expected a boolean for the preserveNullAndEmptyArrays option to $unwind stage, got %s",
 					typeNameOf(e.Value))
 			}
 		case "includeArrayIndex":
 			err = s.parseIndexOption(e.Value)
 		default:
-			err = mongoerr.Newf(28811, "unrecognized option to $unwind stage: %s", e.Key)
+			err = mongoerr.Newf(mongoerr.Location28811, "unrecognized option to $unwind stage: %s", e.Key)
 		}
 		if err != nil {
 			return "", err
@@ -76,11 +76,11 @@ func (s *unwindStage) parseOptions(d bson.D) (string, error) {
 func (s *unwindStage) parseIndexOption(v any) error {
 	str, ok := v.(string)
 	if !ok || str == "" {
-		return mongoerr.Newf(28810,
+		return mongoerr.Newf(mongoerr.Location28810,
 			"expected a non-empty string for the includeArrayIndex  option to $unwind stage, got %s", typeNameOf(v))
 	}
 	if strings.HasPrefix(str, "$") {
-		return mongoerr.Newf(28822,
+		return mongoerr.Newf(mongoerr.Location28822,
 			"includeArrayIndex option to $unwind stage should not be prefixed with a '$': %s", str)
 	}
 	idx, err := splitFieldPath(str)

@@ -40,6 +40,14 @@ type Index struct {
 	// Ready is false while the index is being built; an index that is not
 	// ready after a restart is dropped.
 	Ready bool `bson:"ready"`
+	// MultiKeyTracked is set on indexes whose MultiKeyPaths are kept up
+	// to date; MultiKeyPaths holds, per key field, the path prefixes where
+	// a document held an array (see multikey.go).
+	MultiKeyTracked bool       `bson:"multiKeyTracked,omitempty"`
+	MultiKeyPaths   [][]string `bson:"multiKeyPaths,omitempty"`
+	// Collation is the index's non-simple collation, in full, as
+	// listIndexes shows it; nil for simple.
+	Collation bson.D `bson:"collation,omitempty"`
 }
 
 // IsID reports whether ix is the _id index.

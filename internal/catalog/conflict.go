@@ -22,7 +22,7 @@ func Compare(a, b *Index) Comparison {
 	if bsonutil.Compare(a.KeyPattern(), b.KeyPattern()) != 0 || a.Unique != b.Unique || a.Sparse != b.Sparse {
 		return Different
 	}
-	if bsonutil.Compare(a.Partial, b.Partial) != 0 {
+	if bsonutil.Compare(a.Partial, b.Partial) != 0 || bsonutil.Compare(a.Collation, b.Collation) != 0 {
 		return Different
 	}
 	if a.TTL != b.TTL || a.ExpireAfter != b.ExpireAfter || a.Hidden != b.Hidden {
@@ -61,4 +61,18 @@ func sameName(old, ix *Index) (bool, error) {
 		return false, mongoerr.Newf(mongoerr.IndexOptionsConflict, "An equivalent index already exists with the same name but different options. Requested index: %s, existing index: %s", bsonutil.Format(ix.Spec), bsonutil.Format(old.Spec))
 	}
 	return false, mongoerr.Newf(mongoerr.IndexKeySpecsConflict, "An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: %s, existing index: %s", bsonutil.Format(ix.Spec), bsonutil.Format(old.Spec))
+}
+
+// CheckRequest refuses a createIndexes request that names the same index
+// twice, as mongod does (IndexAlreadyExists) before looking at the
+// collection.
+func CheckRequest(ixs []*Index) error {
+	for i, ix := range ixs {
+		for _, prev := range ixs[:i] {
+			if prev.Name == ix.Name && Compare(prev, ix) == Identical {
+				return mongoerr.Newf(mongoerr.IndexAlreadyExists, "Identical index already exists: %s", ix.Name)
+			}
+		}
+	}
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
@@ -18,15 +19,21 @@ var allowedOptions = map[string]bool{
 	"v": true, "key": true, "name": true, "ns": true, "unique": true, "sparse": true,
 	"partialFilterExpression": true, "expireAfterSeconds": true, "hidden": true,
 	"background": true, "storageEngine": true, "dropDups": true, "prepareUnique": true,
+	"collation": true,
 }
 
 // unsupportedOptions are valid MongoDB index options for features Mayfly
 // does not have; they fail loudly rather than being ignored.
 var unsupportedOptions = map[string]string{
-	"collation": "collation", "weights": "text", "default_language": "text",
+	"weights": "text", "default_language": "text",
 	"language_override": "text", "textIndexVersion": "text", "2dsphereIndexVersion": "2dsphere",
 	"bits": "2d", "min": "2d", "max": "2d", "bucketSize": "geoHaystack",
 	"wildcardProjection": "wildcard", "clustered": "clustered",
+}
+
+// boolOptions are the flags mongod accepts as a bool or a number only.
+var boolOptions = map[string]bool{
+	"unique": true, "sparse": true, "background": true, "dropDups": true, "prepareUnique": true,
 }
 
 // idIndexOptions are the only fields MongoDB allows in an _id index spec.
@@ -43,8 +50,8 @@ func ParseIndexSpec(spec bson.D) (*Index, error) {
 	if err != nil {
 		return nil, err
 	}
-	ix := &Index{Fields: fields, Ready: true}
-	ix.Name, err = specName(spec, key)
+	ix := &Index{Fields: fields, Ready: true, MultiKeyTracked: true}
+	ix.Name, err = specName(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -57,13 +64,16 @@ func ParseIndexSpec(spec bson.D) (*Index, error) {
 		return nil, err
 	}
 	ix.Spec = storedSpec(spec, key, ix.Name)
+	if ix.Collation != nil {
+		ix.Spec = append(ix.Spec, bson.E{Key: "collation", Value: ix.Collation})
+	}
 	return ix, nil
 }
 
 func specKey(spec bson.D) (bson.D, error) {
 	v, ok := lookup(spec, "key")
 	if !ok {
-		return nil, mongoerr.New(mongoerr.FailedToParse, "The 'key' field is a required property of an index specification")
+		return nil, mongoerr.Newf(mongoerr.FailedToParse, "Error in specification %s :: caused by :: The 'key' field is a required property of an index specification", bsonutil.Format(spec))
 	}
 	key, ok := v.(bson.D)
 	if !ok {
@@ -132,10 +142,12 @@ func unsupportedPlugin(name string, spec bson.D) error {
 	return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: Unknown index plugin '%s'", bsonutil.Format(spec), name)
 }
 
-func specName(spec bson.D, key bson.D) (string, error) {
+func specName(spec bson.D) (string, error) {
 	v, ok := lookup(spec, "name")
 	if !ok {
-		return GenerateName(key), nil
+		// Drivers and shells always send one; mongod refuses a spec
+		// without it rather than making one up.
+		return "", mongoerr.Newf(mongoerr.FailedToParse, "Error in specification %s :: caused by :: The 'name' field is a required property of an index specification", bsonutil.Format(spec))
 	}
 	name, ok := v.(string)
 	if !ok {
@@ -193,6 +205,10 @@ func applyOptions(ix *Index, spec bson.D) error {
 			return err
 		}
 	}
+	if ix.Unique && ix.Collation != nil {
+		// Uniqueness would be checked in binary order, not the collation's.
+		return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: a unique index with a non-simple collation is not supported by Mayfly", bsonutil.Format(spec))
+	}
 	if ix.Sparse && ix.Partial != nil {
 		return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: cannot mix \"partialFilterExpression\" and \"sparse\" options", bsonutil.Format(spec))
 	}
@@ -201,15 +217,19 @@ func applyOptions(ix *Index, spec bson.D) error {
 
 func applyOption(ix *Index, e bson.E, spec bson.D) error {
 	if feature, ok := unsupportedOptions[e.Key]; ok {
-		if e.Key == "collation" && isSimpleCollation(e.Value) {
-			return nil
-		}
 		return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: the '%s' option (%s) is not supported by Mayfly", bsonutil.Format(spec), e.Key, feature)
 	}
 	if !allowedOptions[e.Key] {
 		return mongoerr.Newf(mongoerr.InvalidIndexSpecificationOption, "The field '%s' is not valid for an index specification. Specification: %s", e.Key, bsonutil.Format(spec))
 	}
+	if boolOptions[e.Key] && !bsonutil.IsNumber(e.Value) {
+		if _, isBool := e.Value.(bool); !isBool {
+			return mongoerr.Newf(mongoerr.TypeMismatch, "Error in specification %s :: caused by :: The field '%s has value %s: %s, which is not convertible to bool", bsonutil.Format(spec), e.Key, e.Key, bsonutil.Format(e.Value))
+		}
+	}
 	switch e.Key {
+	case "collation":
+		return applyCollation(ix, e.Value)
 	case "unique":
 		ix.Unique = truthy(e.Value)
 	case "sparse":
@@ -226,13 +246,17 @@ func applyOption(ix *Index, e bson.E, spec bson.D) error {
 	return nil
 }
 
-func isSimpleCollation(v any) bool {
-	d, ok := v.(bson.D)
-	if !ok || len(d) != 1 {
-		return false
+// applyCollation records a non-simple collation. The index's keys stay in
+// binary order: the planner never bounds collated strings with an index
+// (see internal/query's Predicates), so the index answers correctly for
+// every query collation; it only serves fewer plans than on mongod.
+func applyCollation(ix *Index, v any) error {
+	c, err := collation.Parse(v)
+	if err != nil || c == nil {
+		return err
 	}
-	s, _ := d[0].Value.(string)
-	return d[0].Key == "locale" && s == "simple"
+	ix.Collation = c.Spec()
+	return nil
 }
 
 func applyHidden(ix *Index, v any, spec bson.D) error {

@@ -218,6 +218,9 @@ func cmdCurrentOp(h *Handler, r *request) (bson.D, error) {
 // those that start with $currentOp.
 func (h *Handler) collectionlessAggregate(r *request, stages bson.A, batch int64) (bson.D, error) {
 	first, _ := stages[0].(bson.D)
+	if len(first) == 1 && first[0].Key == "$documents" {
+		return h.documentsAggregate(r, stages, batch)
+	}
 	if len(first) != 1 || first[0].Key != "$currentOp" {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "{aggregate: 1} is only supported with $currentOp by Mayfly")
 	}

@@ -16,7 +16,7 @@ func cmdAggregate(h *Handler, r *request) (bson.D, error) {
 	if err := checkFields(r, aggregateFields...); err != nil {
 		return nil, err
 	}
-	if err := checkCollation(r.body); err != nil {
+	if _, err := parseCollation(r.body); err != nil {
 		return nil, err
 	}
 	if explain, err := optBool(r, "explain"); err != nil || explain {
@@ -39,19 +39,24 @@ func cmdAggregate(h *Handler, r *request) (bson.D, error) {
 	if err := docstore.ValidateNamespace(r.db, coll); err != nil {
 		return nil, err
 	}
-	p, err := parsePipeline(r, -1)
+	if v, err := h.resolveView(r.db, coll); err != nil || v != nil {
+		if err != nil {
+			return nil, err
+		}
+		return h.readView(r, coll, v, stagesOf(r), batch, false)
+	}
+	if t, err := writeStage(r); err != nil || t != nil {
+		if err != nil {
+			return nil, err
+		}
+		return h.aggregateInto(r, coll, t)
+	}
+	out, err := h.runAggregate(r, coll)
 	if err != nil {
 		return nil, err
 	}
-	in, p, err := h.aggregateInput(r, coll, p)
-	if err != nil {
-		return nil, err
-	}
-	out, err := p.Run(&interruptible{ctx: r.ctx, src: in}, &aggEnv{h: h, r: r, coll: coll})
-	if err != nil {
-		return nil, err
-	}
-	return h.cursorReply(r.db+"."+coll, out, batch, false)
+	reply, err := h.cursorReply(r.db+"."+coll, out, batch, false)
+	return reply, causedBy(aggregateExecContext, err)
 }
 
 // stagesOf returns the pipeline array (validated by the caller's parse).
@@ -83,7 +88,11 @@ func parsePipeline(r *request, omit int) (*aggregate.Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	return aggregate.Parse(stages, aggregate.Options{AllowDiskUse: allowDisk, Let: let})
+	coll, err := parseCollation(r.body)
+	if err != nil {
+		return nil, err
+	}
+	return aggregate.Parse(stages, aggregate.Options{AllowDiskUse: allowDisk, Let: let, Collation: collator(coll)})
 }
 
 // aggregateInput scans the collection, using an index for a leading

@@ -74,7 +74,7 @@ func toInt64(cmd, field string, v any) (int64, error) {
 	f := bsonutil.ToFloat(v)
 	if math.IsNaN(f) || f != math.Trunc(f) {
 		if _, isInt := v.(int64); !isInt {
-			return 0, mongoerr.Newf(mongoerr.Code(51024), "BSON field '%s' value must be an integer, actual value '%s'", field, bsonutil.Format(v))
+			return 0, mongoerr.Newf(mongoerr.Location51024, "BSON field '%s' value must be an integer, actual value '%s'", field, bsonutil.Format(v))
 		}
 	}
 	switch n := v.(type) {
@@ -97,7 +97,7 @@ func optInt(r *request, field string, def int64) (int64, error) {
 		return 0, err
 	}
 	if n < 0 {
-		return 0, mongoerr.Newf(mongoerr.Code(51024), "BSON field '%s' value must be >= 0, actual value '%d'", field, n)
+		return 0, mongoerr.Newf(mongoerr.Location51024, "BSON field '%s' value must be >= 0, actual value '%d'", field, n)
 	}
 	return n, nil
 }

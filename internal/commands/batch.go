@@ -94,7 +94,7 @@ func (h *Handler) cursorReply(ns string, src cursor.Source, batchSize int64, sin
 		_ = p.Close()
 		return nil, err
 	}
-	if more && !singleBatch {
+	if (more || tailer(p) != nil) && !singleBatch {
 		id = h.deps.Cursors.Add(ns, p, 0, int64(len(batch))).ID
 	} else {
 		_ = p.Close()
@@ -136,7 +136,7 @@ func batchSizeArg(r *request, v any, field string) (int64, error) {
 		return 0, err
 	}
 	if n < 0 {
-		return 0, mongoerr.Newf(mongoerr.Code(51024), "BSON field 'batchSize' value must be >= 0, actual value '%d'", n)
+		return 0, mongoerr.Newf(mongoerr.Location51024, "BSON field 'batchSize' value must be >= 0, actual value '%d'", n)
 	}
 	return n, nil
 }

@@ -30,6 +30,9 @@ func cmdListCollections(h *Handler, r *request) (bson.D, error) {
 			continue
 		}
 		entry := collectionInfo(c.Meta())
+		if isView(c.Meta()) {
+			entry = viewInfo(c.Meta())
+		}
 		if !f.Match(entry) || !h.collectionListable(r, name) {
 			continue
 		}
@@ -65,13 +68,14 @@ func collectionInfo(m *catalog.Collection) bson.D {
 }
 
 // createOptionsKnown are create's options that Mayfly implements.
-var createOptionsKnown = []string{"capped", "size", "max", "autoIndexId", "idIndex", "writeConcern", "flags"}
+var createOptionsKnown = []string{"capped", "size", "max", "autoIndexId", "idIndex", "writeConcern", "flags",
+	"validator", "validationLevel", "validationAction"}
 
 // createOptionsUnsupported are MongoDB's create options for features Mayfly
 // does not have; they fail instead of being ignored.
 var createOptionsUnsupported = []string{
-	"viewOn", "pipeline", "collation", "timeseries", "expireAfterSeconds", "clusteredIndex",
-	"validator", "validationLevel", "validationAction", "changeStreamPreAndPostImages",
+	"pipeline", "collation", "timeseries", "expireAfterSeconds", "clusteredIndex",
+	"changeStreamPreAndPostImages",
 	"encryptedFields", "storageEngine", "indexOptionDefaults",
 }
 
@@ -79,6 +83,12 @@ func cmdCreate(h *Handler, r *request) (bson.D, error) {
 	name, err := collectionArg(r)
 	if err != nil {
 		return nil, err
+	}
+	if _, ok := lookup(r.body, "viewOn"); ok {
+		return bson.D{}, h.createView(r, name)
+	}
+	if _, ok := lookup(r.body, "pipeline"); ok {
+		return nil, mongoerr.New(mongoerr.BadValue, "'pipeline' requires 'viewOn' to also be specified")
 	}
 	for _, e := range r.body[1:] {
 		if contains(createOptionsUnsupported, e.Key) {
@@ -119,6 +129,13 @@ func createOptions(r *request) (docstore.CreateOptions, error) {
 		if maxDocs > 0 {
 			opt.Raw = append(opt.Raw, bson.E{Key: "max", Value: maxDocs})
 		}
+	}
+	vopts, ok, err := validationOptions(r.body, "create")
+	if err != nil {
+		return opt, err
+	}
+	if ok {
+		opt.Raw = append(opt.Raw, withValidationDefaults(vopts)...)
 	}
 	return opt, nil
 }
@@ -195,6 +212,9 @@ func cmdCreateIndexes(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := h.refuseView(r.db, name); err != nil {
+		return nil, err
+	}
 	c, created, err := h.deps.Store.GetOrCreate(r.db, name)
 	if err != nil {
 		return nil, err
@@ -215,7 +235,7 @@ func parseIndexSpecs(specs []bson.D) ([]*catalog.Index, error) {
 		}
 		ixs = append(ixs, ix)
 	}
-	return ixs, nil
+	return ixs, catalog.CheckRequest(ixs)
 }
 
 func createIndexesReply(res docstore.CreateIndexesResult, created bool) bson.D {

@@ -15,13 +15,16 @@ func cmdCollMod(h *Handler, r *request) (bson.D, error) {
 		return nil, err
 	}
 	for _, e := range r.body[1:] {
-		if !genericFields[e.Key] && e.Key != "index" {
+		if !genericFields[e.Key] && e.Key != "index" && !isValidationOption(e.Key) {
 			return nil, mongoerr.Newf(mongoerr.InvalidOptions, "the collMod option '%s' is not supported by Mayfly", e.Key)
 		}
 	}
 	c := h.deps.Store.Collection(r.db, name)
 	if c == nil {
 		return nil, nsNotFound(r.db, name)
+	}
+	if err := collModValidation(c, r); err != nil {
+		return nil, err
 	}
 	spec, err := optDoc(r, "index")
 	if err != nil || spec == nil {

@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
 )
@@ -18,7 +19,8 @@ func cmdCount(h *Handler, r *request) (bson.D, error) {
 	if err := checkFields(r, "query", "limit", "skip", "hint", "collation", "fields", "readConcern"); err != nil {
 		return nil, err
 	}
-	if err := checkCollation(r.body); err != nil {
+	coll, err := parseCollation(r.body)
+	if err != nil {
 		return nil, err
 	}
 	q, err := optDoc(r, "query")
@@ -34,7 +36,7 @@ func cmdCount(h *Handler, r *request) (bson.D, error) {
 		return nil, err
 	}
 	hint, _ := lookup(r.body, "hint")
-	n, err := h.countDocs(r, name, q, hint)
+	n, err := h.countMaybeView(r, name, q, hint, coll)
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +61,7 @@ func countLimit(r *request) (int64, error) {
 	return n, err
 }
 
-func (h *Handler) countDocs(r *request, coll string, q bson.D, hint any) (int64, error) {
+func (h *Handler) countDocs(r *request, coll string, q bson.D, hint any, cn *collation.Collation) (int64, error) {
 	c := h.deps.Store.Collection(r.db, coll)
 	if c == nil {
 		return 0, nil
@@ -67,7 +69,7 @@ func (h *Handler) countDocs(r *request, coll string, q bson.D, hint any) (int64,
 	if len(q) == 0 && hint == nil && !(h.deps.Store.ExactExpiry() && c.HasTTL()) {
 		return c.Count(), nil
 	}
-	f, err := query.NewFilter(q)
+	f, err := commandFilter(q, nil, cn)
 	if err != nil {
 		return 0, err
 	}
@@ -100,7 +102,8 @@ func cmdDistinct(h *Handler, r *request) (bson.D, error) {
 	if err := checkFields(r, "key", "query", "collation", "hint"); err != nil {
 		return nil, err
 	}
-	if err := checkCollation(r.body); err != nil {
+	coll, err := parseCollation(r.body)
+	if err != nil {
 		return nil, err
 	}
 	kv, _ := lookup(r.body, "key")
@@ -109,26 +112,33 @@ func cmdDistinct(h *Handler, r *request) (bson.D, error) {
 		return nil, wrongType(r.name, "key", kv, "string")
 	}
 	if key == "" {
-		return nil, mongoerr.New(mongoerr.Code(40352), "FieldPath cannot be constructed with empty string")
+		return nil, mongoerr.New(mongoerr.Location40352, "FieldPath cannot be constructed with empty string")
 	}
 	q, err := optDoc(r, "query")
 	if err != nil {
 		return nil, err
 	}
 	hint, _ := lookup(r.body, "hint")
-	values, err := h.distinctValues(r, name, key, q, hint)
+	if v, err := h.resolveView(r.db, name); err != nil || v != nil {
+		if err != nil {
+			return nil, err
+		}
+		values, err := h.distinctOnView(r, v, key, q)
+		return bson.D{{Key: "values", Value: values}}, err
+	}
+	values, err := h.distinctValues(r, name, key, q, hint, coll)
 	if err != nil {
 		return nil, err
 	}
 	return bson.D{{Key: "values", Value: values}}, nil
 }
 
-func (h *Handler) distinctValues(r *request, coll, key string, q bson.D, hint any) (bson.A, error) {
+func (h *Handler) distinctValues(r *request, coll, key string, q bson.D, hint any, cn *collation.Collation) (bson.A, error) {
 	c := h.deps.Store.Collection(r.db, coll)
 	if c == nil {
 		return bson.A{}, nil
 	}
-	f, err := query.NewFilter(q)
+	f, err := commandFilter(q, nil, cn)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +159,7 @@ func (h *Handler) distinctValues(r *request, coll, key string, q bson.D, hint an
 		}
 		vals = append(vals, distinctOf(d, key)...)
 	}
-	return dedupeSorted(vals), nil
+	return dedupeSorted(vals, collator(cn)), nil
 }
 
 // distinctOf returns the values a document contributes: array elements
@@ -166,14 +176,40 @@ func distinctOf(d bson.D, key string) []any {
 	return out
 }
 
-func dedupeSorted(vals []any) bson.A {
-	sort.SliceStable(vals, func(i, j int) bool { return bsonutil.Compare(vals[i], vals[j]) < 0 })
+// dedupeSorted sorts the values and keeps one of each, comparing them
+// under the collation when there is one (then the first seen stands for
+// the values equal to it).
+func dedupeSorted(vals []any, c query.Collator) bson.A {
+	keys := vals
+	if c != nil {
+		keys = make([]any, len(vals))
+		for i, v := range vals {
+			keys[i] = c.Value(v)
+		}
+	}
+	order := make([]int, len(vals))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool { return bsonutil.Compare(keys[order[i]], keys[order[j]]) < 0 })
 	out := bson.A{}
-	for i, v := range vals {
-		if i > 0 && bsonutil.Equal(vals[i-1], v) {
+	for n, i := range order {
+		if n > 0 && bsonutil.Compare(keys[order[n-1]], keys[i]) == 0 {
 			continue
 		}
-		out = append(out, v)
+		out = append(out, vals[i])
 	}
 	return out
+}
+
+// countMaybeView counts a collection's or a view's matching documents.
+func (h *Handler) countMaybeView(r *request, name string, q bson.D, hint any, cn *collation.Collation) (int64, error) {
+	v, err := h.resolveView(r.db, name)
+	if err != nil || v == nil {
+		if err != nil {
+			return 0, err
+		}
+		return h.countDocs(r, name, q, hint, cn)
+	}
+	return h.countOnView(r, v, q)
 }

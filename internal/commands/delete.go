@@ -16,6 +16,16 @@ func cmdDelete(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := deleteShape.check(stmts); err != nil {
+		return nil, err
+	}
+	if err := h.refuseView(r.db, a.coll); err != nil {
+		return nil, err
+	}
+	lv, err := h.parseLet(r)
+	if err != nil {
+		return nil, err
+	}
 	rt, err := h.retryableWrite(r)
 	if err != nil {
 		return nil, err
@@ -29,7 +39,7 @@ func cmdDelete(h *Handler, r *request) (bson.D, error) {
 			res.n += int64(asInt32(prior, "n"))
 			continue
 		}
-		n, err := h.deleteStatement(r, a, s, rt, i)
+		n, err := h.deleteStatement(r, a, lv, s, rt, i)
 		res.n += n
 		if err != nil {
 			res.fail(i, err)
@@ -42,11 +52,11 @@ func cmdDelete(h *Handler, r *request) (bson.D, error) {
 	return rt.reply(reply), err
 }
 
-func (h *Handler) deleteStatement(r *request, a writeArgs, s bson.D, rt *retryTxn, i int) (int64, error) {
+func (h *Handler) deleteStatement(r *request, a writeArgs, lv *letScope, s bson.D, rt *retryTxn, i int) (int64, error) {
 	if err := checkInterrupt(r.ctx); err != nil {
 		return 0, err
 	}
-	f, limit, hint, err := parseDeleteStmt(s)
+	f, limit, hint, err := parseDeleteStmt(s, lv)
 	if err != nil {
 		return 0, err
 	}
@@ -63,13 +73,14 @@ func (h *Handler) deleteStatement(r *request, a writeArgs, s bson.D, rt *retryTx
 	})
 }
 
-func parseDeleteStmt(s bson.D) (*query.Filter, int, any, error) {
+func parseDeleteStmt(s bson.D, let *letScope) (*query.Filter, int, any, error) {
 	for _, e := range s {
 		if !contains(deleteStmtFields, e.Key) {
 			return nil, 0, nil, mongoerr.Newf(mongoerr.Location40415, "BSON field 'delete.deletes.%s' is an unknown field.", e.Key)
 		}
 	}
-	if err := checkCollation(s); err != nil {
+	coll, err := parseCollation(s)
+	if err != nil {
 		return nil, 0, nil, err
 	}
 	q, _ := lookup(s, "q")
@@ -85,7 +96,7 @@ func parseDeleteStmt(s bson.D) (*query.Filter, int, any, error) {
 	if limit != 0 && limit != 1 {
 		return nil, 0, nil, mongoerr.Newf(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %s", bsonutil.Format(lv))
 	}
-	f, err := query.NewFilter(qd)
+	f, err := let.filter(qd, coll)
 	hint, _ := lookup(s, "hint")
 	return f, int(limit), hint, err
 }
@@ -93,8 +104,11 @@ func parseDeleteStmt(s bson.D) (*query.Filter, int, any, error) {
 func removeIfMatches(c *docstore.Collection, id any, f *query.Filter, opt docstore.WriteOptions) (bool, error) {
 	removed := false
 	_, err := c.Modify(id, opt, func(doc bson.D) (docstore.Change, error) {
-		if doc == nil || !f.Match(doc) {
+		if doc == nil {
 			return docstore.Change{}, nil
+		}
+		if ok, err := f.MatchErr(doc); !ok || err != nil {
+			return docstore.Change{}, err
 		}
 		removed = true
 		return docstore.Change{Kind: docstore.Remove}, nil

@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/aggregate"
+	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -413,11 +414,16 @@ func drain(r *request, src cursor.Source) error {
 // (with skip+limit as its limit) unless the index provides the order, then
 // SKIP, LIMIT (folded into SORT when there is one) and PROJECTION.
 func (h *Handler) planFind(r *request, c *docstore.Collection, a *findArgs) (*queryExec, error) {
-	ex, err := newExec(r.ctx, c, a.filter, docstore.Query{Filter: a.filter, Sort: a.sortSpec, Hint: a.hint})
+	q := docstore.Query{Filter: a.filter, Sort: a.sortSpec, Hint: a.hint}
+	if a.collation != nil {
+		// Index order is binary order: it sorts no collated strings.
+		q.Sort = nil
+	}
+	ex, err := newExec(r.ctx, c, a.filter, q)
 	if err != nil {
 		return nil, err
 	}
-	sorted := a.sort != nil && !a.sort.IsEmpty() && ex.plan != nil && !ex.plan.SortProvided
+	sorted := a.sort != nil && !a.sort.IsEmpty() && ex.plan != nil && (!ex.plan.SortProvided || a.collation != nil)
 	if sorted {
 		ex.push("SORT", sortDetails(a))
 	}
@@ -484,11 +490,11 @@ func (st *execStage) wire(r *request, a *findArgs, src cursor.Source) (cursor.So
 	case "SORT":
 		return st.sortAll(r, a, src)
 	case "SKIP":
-		return &skipSource{src: src, n: a.skip}, nil
+		return aggregate.Skip(src, a.skip), nil
 	case "LIMIT":
-		return &limitSource{src: src, n: a.limit}, nil
+		return aggregate.Limit(src, a.limit), nil
 	}
-	return &projectSource{src: src, p: a.projection, f: a.filter}, nil
+	return &projectSource{src: src, p: a.projection, f: a.filter, recordID: a.showRecord}, nil
 }
 
 func (st *execStage) sortAll(r *request, a *findArgs, src cursor.Source) (cursor.Source, error) {
@@ -517,92 +523,29 @@ type closingSlice struct {
 
 func (s *closingSlice) Close() error { return s.under.Close() }
 
-// sortWithin reads src and sorts it in memory, failing as MongoDB does
-// when it holds more than 100 MiB without allowDiskUse (Mayfly then keeps
-// sorting in memory). With keep > 0 only the best keep documents are
-// held, as MongoDB's top-k sort does, and only they count against the
-// limit. It also returns the bytes it sorted.
+// sortWithin reads src and sorts it in memory (aggregate.SortBuffered),
+// failing as MongoDB does when it holds more than 100 MiB without
+// allowDiskUse (Mayfly then keeps sorting in memory). With keep > 0 only
+// the best keep documents are held, as MongoDB's top-k sort does, and only
+// they count against the limit. It also returns the bytes it sorted.
 func sortWithin(r *request, src cursor.Source, s *query.Sort, keep int64, allowDisk bool) ([]bson.D, int64, error) {
-	var docs []bson.D
-	var held, total int64
-	for {
+	return aggregate.SortBuffered(src, s, keep, func(held int64) error {
 		if err := checkInterrupt(r.ctx); err != nil {
-			return nil, 0, err
-		}
-		d, ok, err := src.Next()
-		if err != nil {
-			return nil, 0, err
-		}
-		if !ok {
-			break
-		}
-		size := int64(approxSize(d))
-		docs, held, total = append(docs, d), held+size, total+size
-		if keep > 0 && int64(len(docs)) >= 2*keep+16 {
-			docs, held = topK(s, docs, keep)
+			return err
 		}
 		if held > sortMemoryLimit && !allowDisk {
-			return nil, 0, sortMemoryError()
+			return sortMemoryError()
 		}
-	}
-	s.Sort(docs)
-	if keep > 0 && int64(len(docs)) > keep {
-		docs = docs[:keep]
-	}
-	return docs, total, nil
-}
-
-func topK(s *query.Sort, docs []bson.D, keep int64) ([]bson.D, int64) {
-	s.Sort(docs)
-	kept := append([]bson.D(nil), docs[:keep]...)
-	var held int64
-	for _, d := range kept {
-		held += int64(approxSize(d))
-	}
-	return kept, held
+		return nil
+	})
 }
 
 func sortMemoryError() error {
 	return mongoerr.Newf(mongoerr.QueryExceededMemoryLimitNoDiskUseAllowed, "Executor error during find command :: caused by :: Sort exceeded memory limit of %d bytes, but did not opt in to external sorting.", sortMemoryLimit)
 }
 
-type skipSource struct {
-	src cursor.Source
-	n   int64
-}
-
-func (s *skipSource) Next() (bson.D, bool, error) {
-	for ; s.n > 0; s.n-- {
-		if _, ok, err := s.src.Next(); !ok || err != nil {
-			return nil, false, err
-		}
-	}
-	return s.src.Next()
-}
-
-func (s *skipSource) Close() error { return s.src.Close() }
-
-type limitSource struct {
-	src  cursor.Source
-	n    int64
-	done int64
-}
-
-func (s *limitSource) Next() (bson.D, bool, error) {
-	if s.done >= s.n {
-		return nil, false, nil
-	}
-	d, ok, err := s.src.Next()
-	if ok {
-		s.done++
-	}
-	return d, ok, err
-}
-
-func (s *limitSource) Close() error { return s.src.Close() }
-
 func (h *Handler) explainFind(r *request, v verbosity) (*explained, error) {
-	a, err := parseFind(r)
+	a, err := parseFind(h, r)
 	if err != nil {
 		return nil, err
 	}
@@ -638,7 +581,7 @@ func (h *Handler) explainCount(r *request, v verbosity) (*explained, error) {
 	if c != nil && len(a.query) == 0 && a.hint == nil && !(h.deps.Store.ExactExpiry() && c.HasTTL()) {
 		return fastCountExplain(ns, a, c.Count(), v), nil
 	}
-	f, err := query.NewFilter(a.query)
+	f, err := commandFilter(a.query, nil, a.collation)
 	if err != nil {
 		return nil, err
 	}
@@ -652,6 +595,7 @@ func (h *Handler) explainCount(r *request, v verbosity) (*explained, error) {
 
 type countArgs struct {
 	coll        string
+	collation   *collation.Collation
 	query       bson.D
 	skip, limit int64
 	hint        any
@@ -666,7 +610,7 @@ func parseCountArgs(r *request) (*countArgs, error) {
 	if err = checkFields(r, "query", "limit", "skip", "hint", "collation", "fields", "readConcern"); err != nil {
 		return nil, err
 	}
-	if err = checkCollation(r.body); err != nil {
+	if a.collation, err = parseCollation(r.body); err != nil {
 		return nil, err
 	}
 	if a.query, err = optDoc(r, "query"); err != nil {
@@ -715,7 +659,11 @@ func (h *Handler) explainDistinct(r *request, v verbosity) (*explained, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := query.NewFilter(q)
+	coll, err := parseCollation(r.body)
+	if err != nil {
+		return nil, err
+	}
+	f, err := commandFilter(q, nil, coll)
 	if err != nil {
 		return nil, err
 	}
@@ -754,7 +702,11 @@ func (h *Handler) explainUpdate(r *request, v verbosity) (*explained, error) {
 	if len(stmts) != 1 {
 		return nil, mongoerr.New(mongoerr.InvalidLength, "explained write batches must be of size 1")
 	}
-	st, err := parseUpdateStmt(stmts[0])
+	lv, err := h.parseLet(r)
+	if err != nil {
+		return nil, err
+	}
+	st, err := parseUpdateStmt(stmts[0], lv)
 	if err != nil {
 		return nil, err
 	}
@@ -762,12 +714,13 @@ func (h *Handler) explainUpdate(r *request, v verbosity) (*explained, error) {
 	if err != nil {
 		return nil, err
 	}
+	sortSt := pushSortOne(ex, st.sort, st.sortSpec)
 	up := ex.push("UPDATE", nil)
 	ns := r.db + "." + a.coll
 	if v == queryPlannerOnly {
 		return ex.explained(ns, false), nil
 	}
-	matched, modified, err := h.dryRunUpdate(r, ex, st)
+	matched, modified, err := h.dryRunUpdate(r, ex, st, sortSt)
 	if err != nil {
 		return nil, err
 	}
@@ -781,7 +734,10 @@ func (h *Handler) explainUpdate(r *request, v verbosity) (*explained, error) {
 
 // dryRunUpdate applies the update to the matching documents without
 // storing anything.
-func (h *Handler) dryRunUpdate(r *request, ex *queryExec, st *updateStmt) (matched, modified int64, err error) {
+func (h *Handler) dryRunUpdate(r *request, ex *queryExec, st *updateStmt, sortSt *execStage) (matched, modified int64, err error) {
+	if sortSt != nil {
+		return h.dryRunSortedUpdate(r, ex, st, sortSt)
+	}
 	src := ex.start()
 	defer src.Close()
 	now := h.deps.Clock.Now()
@@ -811,7 +767,11 @@ func (h *Handler) explainDelete(r *request, v verbosity) (*explained, error) {
 	if len(stmts) != 1 {
 		return nil, mongoerr.New(mongoerr.InvalidLength, "explained write batches must be of size 1")
 	}
-	f, limit, hint, err := parseDeleteStmt(stmts[0])
+	lv, err := h.parseLet(r)
+	if err != nil {
+		return nil, err
+	}
+	f, limit, hint, err := parseDeleteStmt(stmts[0], lv)
 	if err != nil {
 		return nil, err
 	}
@@ -826,7 +786,7 @@ func (h *Handler) explainDelete(r *request, v verbosity) (*explained, error) {
 	}
 	var src cursor.Source = ex.start()
 	if limit == 1 {
-		src = &limitSource{src: src, n: 1}
+		src = aggregate.Limit(src, 1)
 	}
 	defer src.Close()
 	n, err := countAll(r, src)
@@ -855,7 +815,7 @@ func countAll(r *request, src cursor.Source) (int64, error) {
 // SORT keeping the first document when a sort is given, then the UPDATE
 // or DELETE of that document.
 func (h *Handler) explainFAM(r *request, v verbosity) (*explained, error) {
-	a, err := parseFAM(r)
+	a, err := parseFAM(h, r)
 	if err != nil {
 		return nil, err
 	}
@@ -863,11 +823,8 @@ func (h *Handler) explainFAM(r *request, v verbosity) (*explained, error) {
 	if err != nil {
 		return nil, err
 	}
-	var sortSt *execStage
-	if a.sort != nil && !a.sort.IsEmpty() {
-		spec, _ := optDoc(r, "sort")
-		sortSt = ex.push("SORT", bson.D{{Key: "sortPattern", Value: spec}, {Key: "memLimit", Value: int32(sortMemoryLimit)}, {Key: "limitAmount", Value: int32(1)}, {Key: "type", Value: "simple"}})
-	}
+	spec, _ := optDoc(r, "sort")
+	sortSt := pushSortOne(ex, a.sort, spec)
 	write := ex.push(famStageName(a), nil)
 	ns := r.db + "." + a.coll
 	if v == queryPlannerOnly {
@@ -893,13 +850,19 @@ func famStageName(a *famArgs) string {
 
 // famDryTarget finds the document findAndModify would change.
 func famDryTarget(r *request, ex *queryExec, a *famArgs, sortSt *execStage) (bson.D, error) {
+	return dryTarget(r, ex, a.sort, sortSt)
+}
+
+// dryTarget is the document a single-document write would change: the
+// first in the sort's order when there is a SORT stage.
+func dryTarget(r *request, ex *queryExec, s *query.Sort, sortSt *execStage) (bson.D, error) {
 	src := ex.start()
 	defer src.Close()
 	if sortSt == nil {
 		d, _, err := src.Next()
 		return d, err
 	}
-	docs, _, err := sortWithin(r, src, a.sort, 1, false)
+	docs, _, err := sortWithin(r, src, s, 1, false)
 	sortSt.out = &countingSource{src: &sliceSource{docs: docs}, n: int64(len(docs)), eof: true}
 	if err != nil || len(docs) == 0 {
 		return nil, err
@@ -943,14 +906,20 @@ func (h *Handler) planAggregate(r *request, c *docstore.Collection, p *aggregate
 	if p.StartsWithCollStats() {
 		c = nil
 	}
+	coll, err := parseCollation(r.body)
+	if err != nil {
+		return nil, false, err
+	}
 	var f *query.Filter
 	if m := p.LeadingMatch(); m != nil {
-		var err error
-		if f, err = query.NewFilter(m); err != nil {
+		if f, err = commandFilter(m, nil, coll); err != nil {
 			return nil, false, err
 		}
 	}
 	sortSpec := p.LeadingSort()
+	if coll != nil {
+		sortSpec = nil // index order is binary order
+	}
 	hint, _ := lookup(r.body, "hint")
 	ex, err := newExec(r.ctx, c, f, docstore.Query{Filter: f, Sort: sortSpec, Hint: hint})
 	if err != nil {
@@ -1050,4 +1019,25 @@ func (h *Handler) aggregateExplainReply(r *request) (bson.D, error) {
 		return nil, err
 	}
 	return h.explainReply(r, ex, queryPlannerOnly), nil
+}
+
+// pushSortOne adds the SORT stage of a single-document write with a sort
+// (nil when there is none): the first document in order is the one.
+func pushSortOne(ex *queryExec, s *query.Sort, spec bson.D) *execStage {
+	if s == nil || s.IsEmpty() {
+		return nil
+	}
+	return ex.push("SORT", bson.D{{Key: "sortPattern", Value: spec}, {Key: "memLimit", Value: int32(sortMemoryLimit)}, {Key: "limitAmount", Value: int32(1)}, {Key: "type", Value: "simple"}})
+}
+
+// dryRunSortedUpdate is dryRunUpdate for an update with a sort: only the
+// first matching document in order would change.
+func (h *Handler) dryRunSortedUpdate(r *request, ex *queryExec, st *updateStmt, sortSt *execStage) (matched, modified int64, err error) {
+	target, err := dryTarget(r, ex, st.sort, sortSt)
+	if err != nil || target == nil {
+		return 0, 0, err
+	}
+	_, pos := st.filter.MatchPositional(target)
+	_, changed, err := st.mod.apply(target, pos, false, h.deps.Clock.Now())
+	return 1, b2i(changed), err
 }

@@ -3,6 +3,7 @@ package commands
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -24,6 +25,8 @@ type findArgs struct {
 	singleBatch bool
 	hint        any
 	allowDisk   bool
+	collation   *collation.Collation
+	showRecord  bool
 }
 
 var findFields = []string{
@@ -33,9 +36,9 @@ var findFields = []string{
 	"isCountCommand"}
 
 // findUnsupported are find options for features Mayfly lacks.
-var findUnsupported = []string{"tailable", "awaitData", "oplogReplay", "min", "max", "returnKey", "showRecordId"}
+var findUnsupported = []string{"oplogReplay", "min", "max", "returnKey"}
 
-func parseFind(r *request) (*findArgs, error) {
+func parseFind(h *Handler, r *request) (*findArgs, error) {
 	a := &findArgs{}
 	var err error
 	if a.coll, err = collectionArg(r); err != nil {
@@ -49,21 +52,25 @@ func parseFind(r *request) (*findArgs, error) {
 			return nil, mongoerr.Newf(mongoerr.BadValue, "the find option '%s' is not supported by Mayfly", name)
 		}
 	}
-	if err = checkCollation(r.body); err != nil {
+	if a.collation, err = parseCollation(r.body); err != nil {
 		return nil, err
 	}
-	if err = a.parseShape(r); err != nil {
+	lv, err := h.parseLet(r)
+	if err != nil {
+		return nil, err
+	}
+	if err = a.parseShape(r, lv); err != nil {
 		return nil, err
 	}
 	return a, a.parseCounts(r)
 }
 
-func (a *findArgs) parseShape(r *request) error {
+func (a *findArgs) parseShape(r *request, lv *letScope) error {
 	f, err := optDoc(r, "filter")
 	if err != nil {
 		return err
 	}
-	if a.filter, err = query.NewFilter(f); err != nil {
+	if a.filter, err = lv.filter(f, a.collation); err != nil {
 		return err
 	}
 	s, err := optDoc(r, "sort")
@@ -74,6 +81,7 @@ func (a *findArgs) parseShape(r *request) error {
 		if a.sort, err = query.NewSort(s); err != nil {
 			return err
 		}
+		a.sort = collatedSort(a.sort, a.collation)
 		a.sortSpec = s
 	}
 	p, err := optDoc(r, "projection")
@@ -105,25 +113,41 @@ func (a *findArgs) parseCounts(r *request) error {
 	if a.singleBatch, err = optBool(r, "singleBatch"); err != nil {
 		return err
 	}
+	if a.showRecord, err = optBool(r, "showRecordId"); err != nil {
+		return err
+	}
 	a.allowDisk, err = optBool(r, "allowDiskUse")
 	return err
 }
 
 func cmdFind(h *Handler, r *request) (bson.D, error) {
-	a, err := parseFind(r)
+	a, err := parseFind(h, r)
 	if err != nil {
 		return nil, err
 	}
 	ns := r.db + "." + a.coll
+	if v, err := h.resolveView(r.db, a.coll); err != nil || v != nil {
+		if err != nil {
+			return nil, err
+		}
+		return h.findOnView(r, a, v)
+	}
 	c := h.deps.Store.Collection(r.db, a.coll)
 	if c == nil {
 		return cursorDoc(0, ns, "firstBatch", bson.A{}), nil
 	}
+	if tailable, await, err := tailOptions(r, a); err != nil || tailable {
+		if err != nil {
+			return nil, err
+		}
+		return h.findTailable(r, a, c, await)
+	}
 	src, err := h.findSource(r, c, a)
 	if err != nil {
-		return nil, err
+		return nil, causedBy(findExecContext, err)
 	}
-	return h.cursorReply(ns, src, a.batchSize, a.singleBatch)
+	reply, err := h.cursorReply(ns, src, a.batchSize, a.singleBatch)
+	return reply, causedBy(findExecContext, err)
 }
 
 // findSource chains scan → sort (unless the index provides the order) →
@@ -133,7 +157,11 @@ func (h *Handler) findSource(r *request, c *docstore.Collection, a *findArgs) (c
 	if err != nil {
 		return nil, err
 	}
-	return ex.runFind(r, a)
+	src, err := ex.runFind(r, a)
+	if err != nil || !a.showRecord || a.projection != nil {
+		return src, err // a projection appends $recordId itself
+	}
+	return &recordIDSource{src: src}, nil
 }
 
 // drainLimited reads a source into memory for a blocking sort, failing as
@@ -189,6 +217,8 @@ type projectSource struct {
 	src cursor.Source
 	p   *query.Projection
 	f   *query.Filter
+	// recordID appends $recordId, from the document before projection.
+	recordID bool
 }
 
 func (s *projectSource) Next() (bson.D, bool, error) {
@@ -198,6 +228,10 @@ func (s *projectSource) Next() (bson.D, bool, error) {
 	}
 	_, pos := s.f.MatchPositional(d)
 	out, err := s.p.Apply(d, pos)
+	if err == nil && s.recordID {
+		id, _ := lookup(d, "_id")
+		out = append(out, bson.E{Key: "$recordId", Value: recordID(id)})
+	}
 	return out, err == nil, err
 }
 
@@ -243,12 +277,22 @@ func (h *Handler) getMore(r *request, id int64, ns string, n int64) (bson.D, err
 		return nil, mongoerr.Newf(mongoerr.Unauthorized, "Requested getMore on namespace '%s', but cursor belongs to a different namespace %s", ns, c.NS)
 	}
 	src := c.Source.(*peekSource)
+	tail := tailer(src)
+	if tail != nil {
+		src.done = false // a tailable cursor looks again past its end
+	}
 	batch, err := fillBatch(src, n)
+	if err == nil && len(batch) == 0 && tail != nil && tail.await {
+		batch, err = h.awaitMore(r, src, n)
+	}
 	if err != nil {
 		h.deps.Cursors.Remove(id)
-		return nil, err
+		return nil, causedBy(getMoreExecContext, err)
 	}
 	more, err := src.more()
+	if err == nil && tail != nil {
+		more = true
+	}
 	if err != nil || !more {
 		h.deps.Cursors.Remove(id)
 		return cursorDoc(0, ns, "nextBatch", batch), err

@@ -3,6 +3,7 @@ package commands
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
@@ -27,7 +28,7 @@ type famArgs struct {
 
 var famFields = []string{"query", "sort", "remove", "update", "new", "fields", "upsert", "arrayFilters", "hint", "collation", "bypassDocumentValidation", "let"}
 
-func parseFAM(r *request) (*famArgs, error) {
+func parseFAM(h *Handler, r *request) (*famArgs, error) {
 	a := &famArgs{}
 	var err error
 	if a.coll, err = collectionArg(r); err != nil {
@@ -36,25 +37,30 @@ func parseFAM(r *request) (*famArgs, error) {
 	if err = checkFields(r, famFields...); err != nil {
 		return nil, err
 	}
-	if err = checkCollation(r.body); err != nil {
+	coll, err := parseCollation(r.body)
+	if err != nil {
 		return nil, err
 	}
-	if err = a.parseQueryParts(r); err != nil {
+	lv, err := h.parseLet(r)
+	if err != nil {
 		return nil, err
 	}
-	if err = a.parseFlags(r); err != nil {
+	if err = a.parseQueryParts(r, lv, coll); err != nil {
+		return nil, err
+	}
+	if err = a.parseFlags(r, lv); err != nil {
 		return nil, err
 	}
 	a.opt.Sync, err = syncRequested(r)
 	return a, err
 }
 
-func (a *famArgs) parseQueryParts(r *request) error {
+func (a *famArgs) parseQueryParts(r *request, lv *letScope, coll *collation.Collation) error {
 	q, err := optDoc(r, "query")
 	if err != nil {
 		return err
 	}
-	if a.filter, err = query.NewFilter(q); err != nil {
+	if a.filter, err = lv.filter(q, coll); err != nil {
 		return err
 	}
 	if s, err := optDoc(r, "sort"); err != nil {
@@ -63,6 +69,7 @@ func (a *famArgs) parseQueryParts(r *request) error {
 		if a.sort, err = query.NewSort(s); err != nil {
 			return err
 		}
+		a.sort = collatedSort(a.sort, coll)
 	}
 	if p, err := optDoc(r, "fields"); err != nil {
 		return err
@@ -75,7 +82,7 @@ func (a *famArgs) parseQueryParts(r *request) error {
 	return nil
 }
 
-func (a *famArgs) parseFlags(r *request) error {
+func (a *famArgs) parseFlags(r *request, lv *letScope) error {
 	var err error
 	if a.remove, err = optBool(r, "remove"); err != nil {
 		return err
@@ -106,13 +113,19 @@ func (a *famArgs) parseFlags(r *request) error {
 			return err
 		}
 	}
-	a.mod, err = parseModifier(u, filters)
+	a.mod, err = parseModifier(u, filters, lv)
 	return err
 }
 
 func cmdFindAndModify(h *Handler, r *request) (bson.D, error) {
-	a, err := parseFAM(r)
+	a, err := parseFAM(h, r)
 	if err != nil {
+		return nil, err
+	}
+	if err := h.refuseView(r.db, a.coll); err != nil {
+		return nil, err
+	}
+	if a.opt.Validate, err = h.commandValidator(r, a.coll); err != nil {
 		return nil, err
 	}
 	rt, err := h.retryableWrite(r)
@@ -129,7 +142,7 @@ func cmdFindAndModify(h *Handler, r *request) (bson.D, error) {
 		for try := 0; try < famRetries; try++ {
 			reply, done, err := h.famOnce(r, c, a, rt)
 			if err != nil || done {
-				return reply, err
+				return reply, famError(err)
 			}
 		}
 	}
@@ -209,13 +222,19 @@ func (h *Handler) famResult(a *famArgs, before, after bson.D) (bson.D, bool, err
 }
 
 func (h *Handler) famTarget(r *request, c *docstore.Collection, a *famArgs) (bson.D, error) {
-	plan, err := c.PlanQuery(a.filter, a.hint)
+	return firstInOrder(r, c, a.filter, a.sort, a.hint)
+}
+
+// firstInOrder returns the first document matching f in the order of s
+// (any matching document when s is nil); nil when none matches.
+func firstInOrder(r *request, c *docstore.Collection, f *query.Filter, s *query.Sort, hint any) (bson.D, error) {
+	plan, err := c.PlanQuery(f, hint)
 	if err != nil {
 		return nil, err
 	}
-	it := c.Scan(plan, a.filter).WithContext(r.ctx)
+	it := c.Scan(plan, f).WithContext(r.ctx)
 	defer it.Close()
-	if a.sort == nil {
+	if s == nil {
 		d, _, err := it.Next()
 		return d, err
 	}
@@ -223,7 +242,7 @@ func (h *Handler) famTarget(r *request, c *docstore.Collection, a *famArgs) (bso
 	if err != nil || len(docs) == 0 {
 		return nil, err
 	}
-	a.sort.Sort(docs)
+	s.Sort(docs)
 	return docs[0], nil
 }
 
@@ -268,4 +287,13 @@ func (h *Handler) famUpsertReply(a *famArgs, doc bson.D) (bson.D, error) {
 
 func famReply(leo bson.D, value any) bson.D {
 	return bson.D{{Key: "lastErrorObject", Value: leo}, {Key: "value", Value: value}}
+}
+
+// famError gives an error raised while findAndModify ran mongod's context,
+// except a duplicate key, which mongod reports as it is.
+func famError(err error) error {
+	if err == nil || mongoerr.As(err).Code == mongoerr.DuplicateKey {
+		return err
+	}
+	return causedBy(famExecContext, err)
 }

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"strings"
 
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -116,6 +117,12 @@ func cmdInsert(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := h.refuseView(r.db, a.coll); err != nil {
+		return nil, err
+	}
+	if a.opt.Validate, err = h.commandValidator(r, a.coll); err != nil {
+		return nil, err
+	}
 	rt, err := h.retryableWrite(r)
 	if err != nil {
 		return nil, err
@@ -195,16 +202,29 @@ func nestingDepth(v any) int {
 	return 1 + deepest
 }
 
-// checkStorableFields rejects top-level field names MongoDB refuses to
-// store: operators ($-prefixed) other than the DBRef fields.
+// checkStorableFields applies MongoDB's (5.0+) rules for field names of
+// a stored document: $-prefixed and dotted names are allowed, at the top
+// level and below, except inside _id, which must not look like an
+// operator document; and one _id only.
 func checkStorableFields(doc bson.D) error {
+	ids := 0
 	for _, e := range doc {
-		if len(e.Key) > 0 && e.Key[0] == '$' {
-			switch e.Key {
-			case "$ref", "$id", "$db":
-				continue
+		if e.Key == "_id" {
+			ids++
+		}
+	}
+	if ids > 1 {
+		return mongoerr.New(mongoerr.BadValue, "can't have multiple _id fields in one document")
+	}
+	id, ok := lookup(doc, "_id")
+	if !ok {
+		return nil
+	}
+	if d, isDoc := id.(bson.D); isDoc {
+		for _, e := range d {
+			if strings.HasPrefix(e.Key, "$") {
+				return mongoerr.Newf(mongoerr.DollarPrefixedFieldName, "_id fields may not contain '$'-prefixed fields: %s is not valid for storage.", e.Key)
 			}
-			return mongoerr.Newf(mongoerr.DollarPrefixedFieldName, "Document can't have $ prefixed field names: %s", e.Key)
 		}
 	}
 	return nil

@@ -106,13 +106,12 @@ func FloatParam(get func() float64, set func(float64), min, max float64) Param {
 }
 
 func cmdGetParameter(h *Handler, r *request) (bson.D, error) {
-	if s, ok := r.body[0].Value.(string); ok && s == "*" {
-		return h.allParams(), nil
+	all, details, err := getParameterOptions(r.body[0].Value)
+	if err != nil {
+		return nil, err
 	}
-	if d, ok := r.body[0].Value.(bson.D); ok {
-		if all, _ := lookup(d, "allParameters"); all == true {
-			return h.allParams(), nil
-		}
+	if all {
+		return h.allParams(details), nil
 	}
 	var out bson.D
 	for _, e := range r.body[1:] {
@@ -123,7 +122,7 @@ func cmdGetParameter(h *Handler, r *request) (bson.D, error) {
 		if !ok {
 			return nil, mongoerr.New(mongoerr.InvalidOptions, "no option found to get")
 		}
-		out = append(out, bson.E{Key: e.Key, Value: p.Get()})
+		out = append(out, bson.E{Key: e.Key, Value: paramValue(p, details)})
 	}
 	if len(out) == 0 {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "no option found to get")
@@ -131,11 +130,11 @@ func cmdGetParameter(h *Handler, r *request) (bson.D, error) {
 	return out, nil
 }
 
-func (h *Handler) allParams() bson.D {
+func (h *Handler) allParams(details bool) bson.D {
 	var out bson.D
 	for _, n := range h.deps.Params.names() {
 		p, _ := h.deps.Params.get(n)
-		out = append(out, bson.E{Key: n, Value: p.Get()})
+		out = append(out, bson.E{Key: n, Value: paramValue(p, details)})
 	}
 	return out
 }

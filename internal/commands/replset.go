@@ -22,6 +22,7 @@ var writeCommands = map[string]bool{
 	"insert": true, "update": true, "delete": true, "findAndModify": true, "findandmodify": true,
 	"create": true, "drop": true, "dropDatabase": true, "renameCollection": true,
 	"createIndexes": true, "dropIndexes": true, "deleteIndexes": true, "collMod": true,
+	"bulkWrite": true,
 }
 
 // readCommands read data: a secondary serves them only when the read

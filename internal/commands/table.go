@@ -32,6 +32,9 @@ func buildTable() map[string]command {
 		"replSetStepDown": cmdReplSetStepDown, "replSetFreeze": cmdReplSetFreeze,
 		"replSetRaft": cmdReplSetRaft, "replSetSnapshot": cmdReplSetSnapshot,
 		"dbHash": cmdDBHash, "dbhash": cmdDBHash, "mayflyReplPartition": cmdReplPartition,
+
+		"listCommands": cmdListCommands,
+		"bulkWrite":    cmdBulkWrite,
 	} {
 		register(t, name, run)
 	}

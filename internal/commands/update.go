@@ -70,7 +70,7 @@ func (e nilEnv) Now() time.Time { return e.now }
 
 // parseModifier reads u: an operator document, a replacement, or a
 // pipeline (array of stages).
-func parseModifier(u any, arrayFilters []bson.D) (modifier, error) {
+func parseModifier(u any, arrayFilters []bson.D, lv *letScope) (modifier, error) {
 	switch x := u.(type) {
 	case bson.D:
 		parsed, err := update.Parse(x, arrayFilters)
@@ -82,7 +82,7 @@ func parseModifier(u any, arrayFilters []bson.D) (modifier, error) {
 		if len(arrayFilters) > 0 {
 			return nil, mongoerr.New(mongoerr.FailedToParse, "arrayFilters may not be specified for pipeline-style updates")
 		}
-		p, err := aggregate.Parse(x, aggregate.Options{})
+		p, err := aggregate.Parse(x, aggregate.Options{Let: lv.doc})
 		if err != nil {
 			return nil, err
 		}
@@ -98,17 +98,21 @@ type updateStmt struct {
 	upsert bool
 	multi  bool
 	hint   any
+	// sort picks the document a single-document update changes (8.0).
+	sort     *query.Sort
+	sortSpec bson.D
 }
 
 var updateStmtFields = []string{"q", "u", "upsert", "multi", "arrayFilters", "hint", "collation", "c", "sort", "upsertSupplied"}
 
-func parseUpdateStmt(s bson.D) (*updateStmt, error) {
+func parseUpdateStmt(s bson.D, lv *letScope) (*updateStmt, error) {
 	for _, e := range s {
 		if !contains(updateStmtFields, e.Key) {
 			return nil, mongoerr.Newf(mongoerr.Location40415, "BSON field 'update.updates.%s' is an unknown field.", e.Key)
 		}
 	}
-	if err := checkCollation(s); err != nil {
+	coll, err := parseCollation(s)
+	if err != nil {
 		return nil, err
 	}
 	st := &updateStmt{}
@@ -117,14 +121,37 @@ func parseUpdateStmt(s bson.D) (*updateStmt, error) {
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'update.updates.q' is missing but a required field")
 	}
-	var err error
-	if st.filter, err = query.NewFilter(qd); err != nil {
+	if st.filter, err = lv.filter(qd, coll); err != nil {
 		return nil, err
 	}
 	if err := st.parseFlags(s); err != nil {
 		return nil, err
 	}
-	return st, st.parseMod(s)
+	if err := st.parseSort(s); err != nil {
+		return nil, err
+	}
+	st.sort = collatedSort(st.sort, coll)
+	return st, st.parseMod(s, lv)
+}
+
+// parseSort reads the statement's sort, which only a single-document
+// update may have.
+func (st *updateStmt) parseSort(s bson.D) error {
+	v, ok := lookup(s, "sort")
+	if !ok || v == nil {
+		return nil
+	}
+	d, isDoc := v.(bson.D)
+	if !isDoc {
+		return wrongType("update.updates", "sort", v, "object")
+	}
+	if len(d) == 0 {
+		return nil
+	}
+	var err error
+	st.sort, err = query.NewSort(d)
+	st.sortSpec = d
+	return err
 }
 
 func (st *updateStmt) parseFlags(s bson.D) error {
@@ -146,7 +173,7 @@ func (st *updateStmt) parseFlags(s bson.D) error {
 	return nil
 }
 
-func (st *updateStmt) parseMod(s bson.D) error {
+func (st *updateStmt) parseMod(s bson.D, lv *letScope) error {
 	u, ok := lookup(s, "u")
 	if !ok {
 		return mongoerr.New(mongoerr.Location40414, "BSON field 'update.updates.u' is missing but a required field")
@@ -159,7 +186,7 @@ func (st *updateStmt) parseMod(s bson.D) error {
 		}
 	}
 	var err error
-	if st.mod, err = parseModifier(u, filters); err != nil {
+	if st.mod, err = parseModifier(u, filters, lv); err != nil {
 		return err
 	}
 	if st.multi && st.mod.replacement() {
@@ -168,20 +195,21 @@ func (st *updateStmt) parseMod(s bson.D) error {
 	return nil
 }
 
-// checkCollation refuses non-simple collations rather than ignoring them.
-func checkCollation(d bson.D) error {
-	v, ok := lookup(d, "collation")
-	if !ok || v == nil {
-		return nil
-	}
-	if c, isDoc := v.(bson.D); isDoc && len(c) == 1 && c[0].Key == "locale" && c[0].Value == "simple" {
-		return nil
-	}
-	return mongoerr.New(mongoerr.BadValue, "collation is not supported by Mayfly")
-}
-
 func cmdUpdate(h *Handler, r *request) (bson.D, error) {
 	a, stmts, err := parseWriteArgs(r, "updates")
+	if err != nil {
+		return nil, err
+	}
+	if err := updateShape.check(stmts); err != nil {
+		return nil, err
+	}
+	if err := h.refuseView(r.db, a.coll); err != nil {
+		return nil, err
+	}
+	if a.opt.Validate, err = h.commandValidator(r, a.coll); err != nil {
+		return nil, err
+	}
+	lv, err := h.parseLet(r)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +226,12 @@ func cmdUpdate(h *Handler, r *request) (bson.D, error) {
 			res.addPrior(i, prior)
 			continue
 		}
-		if err := h.updateStatement(r, a, i, s, &res, rt); err != nil {
+		if sortWithMulti(s) {
+			// mongod checks this outside the statement's error handling:
+			// the whole command fails.
+			return nil, mongoerr.New(mongoerr.FailedToParse, "Cannot specify sort with multi=true")
+		}
+		if err := h.updateStatement(r, a, lv, i, s, &res, rt); err != nil {
 			res.fail(i, err)
 			if a.ordered {
 				break
@@ -209,11 +242,11 @@ func cmdUpdate(h *Handler, r *request) (bson.D, error) {
 	return rt.reply(reply), err
 }
 
-func (h *Handler) updateStatement(r *request, a writeArgs, i int, s bson.D, res *writeResult, rt *retryTxn) error {
+func (h *Handler) updateStatement(r *request, a writeArgs, lv *letScope, i int, s bson.D, res *writeResult, rt *retryTxn) error {
 	if err := checkInterrupt(r.ctx); err != nil {
 		return err
 	}
-	st, err := parseUpdateStmt(s)
+	st, err := parseUpdateStmt(s, lv)
 	if err != nil {
 		return err
 	}
@@ -346,6 +379,9 @@ func matchingIDs(r *request, it *docstore.DocIter, limit int) ([]any, error) {
 }
 
 func (h *Handler) applyUpdates(r *request, c *docstore.Collection, st *updateStmt, opt docstore.WriteOptions) (n, modified int64, err error) {
+	if st.sort != nil {
+		return h.updateFirstSorted(r, c, st, opt)
+	}
 	limit := 1
 	if st.multi {
 		limit = 0
@@ -419,4 +455,28 @@ func upsertDoc(f *query.Filter, mod modifier, now time.Time) (bson.D, error) {
 		return nil, err
 	}
 	return docstore.PrepareInsert(doc)
+}
+
+// updateFirstSorted updates the first matching document in the
+// statement's sort order. When that document changes before the write
+// lock is taken and no longer matches, the search starts over.
+func (h *Handler) updateFirstSorted(r *request, c *docstore.Collection, st *updateStmt, opt docstore.WriteOptions) (n, modified int64, err error) {
+	for try := 0; try < famRetries; try++ {
+		target, err := firstInOrder(r, c, st.filter, st.sort, st.hint)
+		if err != nil || target == nil {
+			return 0, 0, err
+		}
+		id, _ := lookup(target, "_id")
+		matched, changed, err := h.updateOne(c, id, st.filter, st.mod, opt)
+		if matched || err != nil {
+			return b2i(matched), b2i(changed), err
+		}
+	}
+	return 0, 0, nil
+}
+
+func sortWithMulti(s bson.D) bool {
+	multi, _ := lookup(s, "multi")
+	sort, hasSort := lookup(s, "sort")
+	return multi == true && hasSort && sort != nil
 }

@@ -26,6 +26,9 @@ type Collection struct {
 
 	count    atomic.Int64 // live documents
 	dataSize atomic.Int64 // bytes of BSON
+
+	// multikeyMu orders writers that record new multikey paths.
+	multikeyMu sync.Mutex
 }
 
 // collState is an immutable view of the collection's definition; it is

@@ -2,7 +2,6 @@ package docstore
 
 import (
 	"math"
-	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -130,18 +129,16 @@ func (p *Plan) dupsTested(s ScanStats) int64 {
 	return s.KeysExamined
 }
 
-// indexFields describe the index an IXSCAN reads. Mayfly does not track
-// which indexes hold arrays, so it plans every secondary index as possibly
-// multikey and says so: isMultiKey is true and every prefix of every field
-// is listed as a possible array.
+// indexFields describe the index an IXSCAN reads, with the multikey
+// paths the index has recorded (an index from before tracking began
+// lists every prefix of every field).
 func (p *Plan) indexFields() bson.D {
 	ix := p.Index
-	multi := !ix.IsID()
 	return bson.D{
 		{Key: "keyPattern", Value: ix.KeyPattern()},
 		{Key: "indexName", Value: ix.Name},
-		{Key: "isMultiKey", Value: multi},
-		{Key: "multiKeyPaths", Value: p.multiKeyPaths(multi)},
+		{Key: "isMultiKey", Value: ix.IsMultiKey()},
+		{Key: "multiKeyPaths", Value: p.multiKeyPaths()},
 		{Key: "isUnique", Value: ix.Unique},
 		{Key: "isSparse", Value: ix.Sparse},
 		{Key: "isPartial", Value: ix.Partial != nil},
@@ -151,15 +148,12 @@ func (p *Plan) indexFields() bson.D {
 	}
 }
 
-func (p *Plan) multiKeyPaths(multi bool) bson.D {
+func (p *Plan) multiKeyPaths() bson.D {
 	out := bson.D{}
-	for _, f := range p.Index.Fields {
+	for i, f := range p.Index.Fields {
 		paths := bson.A{}
-		if multi {
-			parts := strings.Split(f.Path, ".")
-			for i := range parts {
-				paths = append(paths, strings.Join(parts[:i+1], "."))
-			}
+		for _, s := range p.Index.FieldMultiKeyPaths(i) {
+			paths = append(paths, s)
 		}
 		out = append(out, bson.E{Key: f.Path, Value: paths})
 	}

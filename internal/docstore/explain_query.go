@@ -13,13 +13,13 @@ import (
 // {path: {op: val}}, or {op: val} for a top-level operator such as $or.
 type clause struct {
 	path string
-	op   string
+	op   query.Op
 	val  any
 }
 
 func (c clause) doc() bson.D {
 	if c.path == "" {
-		return bson.D{{Key: c.op, Value: c.val}}
+		return bson.D{{Key: string(c.op), Value: c.val}}
 	}
 	return bson.D{{Key: c.path, Value: c.opDoc()}}
 }
@@ -28,7 +28,7 @@ func (c clause) doc() bson.D {
 func (c clause) opDoc() bson.D {
 	re, ok := c.val.(bson.Regex)
 	if c.op != "$regex" || !ok {
-		return bson.D{{Key: c.op, Value: c.val}}
+		return bson.D{{Key: string(c.op), Value: c.val}}
 	}
 	d := bson.D{{Key: "$regex", Value: re.Pattern}}
 	if re.Options != "" {
@@ -55,7 +55,7 @@ func normalizeElem(e bson.E) []clause {
 	case e.Key == "$comment":
 		return nil
 	case strings.HasPrefix(e.Key, "$"):
-		return []clause{{op: e.Key, val: e.Value}}
+		return []clause{{op: query.Op(e.Key), val: e.Value}}
 	}
 	if re, ok := e.Value.(bson.Regex); ok {
 		return []clause{{path: e.Key, op: "$regex", val: re}}
@@ -85,7 +85,7 @@ func normalizeOps(path string, ops bson.D) []clause {
 		case "$regex":
 			out = append(out, clause{path: path, op: "$regex", val: regexOf(op.Value, ops)})
 		default:
-			out = append(out, clause{path: path, op: op.Key, val: op.Value})
+			out = append(out, clause{path: path, op: query.Op(op.Key), val: op.Value})
 		}
 	}
 	return out

@@ -134,6 +134,7 @@ func (b *indexBuild) add(idEnc, raw []byte) error {
 	if err != nil {
 		return err
 	}
+	b.t.noteMultikey(b.ix, doc)
 	for _, k := range keys {
 		if err := b.put(k, d); err != nil {
 			return err

@@ -108,10 +108,16 @@ func (d *DocIter) accept(raw []byte) (bson.D, bool) {
 	if d.hide && d.c.Expired(doc, d.now) {
 		return nil, false
 	}
-	if d.filter != nil && !d.filter.Match(doc) {
-		return nil, false
+	if d.filter == nil {
+		return doc, true
 	}
-	return doc, true
+	// A $expr that fails to evaluate fails the query, as in MongoDB; it
+	// does not merely leave the document out.
+	ok, err := d.filter.MatchErr(doc)
+	if err != nil {
+		d.err = err
+	}
+	return doc, ok && err == nil
 }
 
 func (d *DocIter) nextRaw() ([]byte, bool) {

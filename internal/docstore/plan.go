@@ -192,7 +192,7 @@ func indexable(p query.Predicate) bool {
 			return false
 		}
 	}
-	return len(p.Values) > 0 || p.Op == "$in"
+	return len(p.Values) > 0 || p.Op == query.OpIn
 }
 
 // idPlan reads documents by _id for an equality or $in on _id. The ids
@@ -221,7 +221,7 @@ func (st *collState) idPlan(preds map[string][]query.Predicate, s sortSpec) *Pla
 
 func findIDPoints(preds []query.Predicate) *query.Predicate {
 	for i := range preds {
-		if preds[i].Op == "$eq" || preds[i].Op == "$in" {
+		if preds[i].Op == query.OpEq || preds[i].Op == query.OpIn {
 			return &preds[i]
 		}
 	}
@@ -316,40 +316,57 @@ func (c *candidate) scanPrefix() []byte {
 }
 
 // boundsFor turns predicates into bounds for each index field: single
-// points for leading equalities, then one field with $in points or a
-// range, then everything. Scoring: two points per equality, one for the
-// field after them.
+// points for leading equalities, then $in points (on an index that is not
+// multikey, every combination of them, while there are at most
+// maxScanPoints), then one range, then everything. Scoring: two points per
+// equality, one per field bounded otherwise.
 func (ix *indexState) boundsFor(preds map[string][]query.Predicate) ([]fieldBounds, []query.Predicate, int) {
 	bounds := make([]fieldBounds, 0, len(ix.def.Fields))
 	var covered []query.Predicate
-	score, open := 0, true
-	for _, f := range ix.def.Fields {
+	score, open, combos := 0, true, 1
+	for i, f := range ix.def.Fields {
 		b := fieldBounds{path: f.Path, desc: f.Desc, full: true}
 		if open {
 			var used []query.Predicate
 			var pts int
-			b, used, pts, open = ix.fieldBound(b, preds[f.Path])
+			b, used, pts, open = ix.fieldBound(i, b, preds[f.Path])
 			covered = append(covered, used...)
 			score += pts
+			if !b.full {
+				combos *= len(b.ivals)
+			}
+			open = open && combos <= maxScanPoints
 		}
 		bounds = append(bounds, b)
 	}
 	return bounds, covered, score
 }
 
-// fieldBound bounds one field. A sparse index only takes predicates that
-// no document without the field can satisfy.
-func (ix *indexState) fieldBound(b fieldBounds, ps []query.Predicate) (fieldBounds, []query.Predicate, int, bool) {
+// maxScanPoints bounds the combinations of $in points a compound scan
+// explodes into (MongoDB's internalQueryMaxScansToExplode is 200).
+const maxScanPoints = 200
+
+// fieldBound bounds field i. A sparse index only takes predicates that no
+// document without the field can satisfy. The last result says whether
+// the next field may be bounded too: after an equality always; after $in
+// points only on an index that is not multikey, where a document has one
+// key per field and the scan can go point by point.
+func (ix *indexState) fieldBound(i int, b fieldBounds, ps []query.Predicate) (fieldBounds, []query.Predicate, int, bool) {
 	sparse := ix.def.Sparse
-	if eq := findOp(ps, "$eq"); eq != nil && !(sparse && nullish(eq.Values[0])) {
+	multikey := ix.def.FieldMultiKey(i)
+	if eq := findOp(ps, query.OpEq); eq != nil && !(sparse && nullish(eq.Values[0])) {
 		b.full, b.ivals = false, []interval{point(eq.Values[0])}
 		return b, []query.Predicate{*eq}, 2, true
 	}
-	if in := findOp(ps, "$in"); in != nil && !(sparse && anyNullish(in.Values)) {
+	if in := findOp(ps, query.OpIn); in != nil && !(sparse && anyNullish(in.Values)) {
 		b.full, b.ivals = false, points(in.Values)
-		return b, []query.Predicate{*in}, 1, false
+		return b, []query.Predicate{*in}, 1, !ix.def.IsMultiKey()
 	}
-	if iv, used, ok := rangeInterval(ps); ok && !(sparse && nullish(used[0].Values[0])) {
+	iv, used, ok := rangeInterval(ps)
+	if ok && !multikey {
+		iv, used = intersectRange(iv, used, ps)
+	}
+	if ok && !(sparse && nullish(used[0].Values[0])) {
 		b.full, b.ivals = false, []interval{iv}
 		return b, used, 1, false
 	}
@@ -374,7 +391,7 @@ func anyNullish(vs []any) bool {
 	return false
 }
 
-func findOp(ps []query.Predicate, op string) *query.Predicate {
+func findOp(ps []query.Predicate, op query.Op) *query.Predicate {
 	for i := range ps {
 		if ps[i].Op == op {
 			return &ps[i]
@@ -385,10 +402,9 @@ func findOp(ps []query.Predicate, op string) *query.Predicate {
 
 // providesSort reports whether scanning the bounds (forwards, or backwards
 // with reverse) yields the sort order. Leading fields pinned to one value
-// may be skipped. As MongoDB does for multikey indexes, the sort fields
-// must be unbounded: a document whose array has elements outside the
-// bounds sorts by an element the scan never meets. Mayfly does not track
-// which indexes are multikey, so it applies this to every index but _id.
+// may be skipped. As MongoDB does, sort fields that may hold arrays must
+// be unbounded: a document whose array has elements outside the bounds
+// sorts by an element the scan never meets.
 func (ix *indexState) providesSort(bounds []fieldBounds, s sortSpec) (bool, bool) {
 	if len(s.keys) == 0 {
 		return true, false
@@ -400,11 +416,11 @@ func (ix *indexState) providesSort(bounds []fieldBounds, s sortSpec) (bool, bool
 	reverse := bounds[k].desc != s.keys[0].desc
 	for j, sk := range s.keys {
 		b := bounds[k+j]
-		if b.path != sk.path || (b.desc != sk.desc) != reverse || !(b.full || ix.def.IsID()) {
+		if b.path != sk.path || (b.desc != sk.desc) != reverse || !(b.full || !ix.def.FieldMultiKey(k+j)) {
 			return false, false
 		}
 	}
-	return ix.def.IsID() || !sharesRoot(bounds[:k], s), reverse
+	return !ix.def.IsMultiKey() || !sharesRoot(bounds[:k], s), reverse
 }
 
 // pinnedPrefix counts the leading fields bound to a single value that the
@@ -438,32 +454,30 @@ func rootOf(path string) string {
 	return path
 }
 
-// keyRanges turns bounds into key ranges under prefix, in key order:
-// pinned fields extend the prefix, the first field with several points or
-// a range gives one range per interval, and an unbounded field ends it.
+// keyRanges turns bounds into key ranges under prefix, in key order: each
+// point of a field extends the prefix for the fields after it, a range
+// gives one key range, and an unbounded field ends it.
 func keyRanges(prefix []byte, bounds []fieldBounds) []keyRange {
-	p := append([]byte(nil), prefix...)
-	for _, b := range bounds {
-		if b.full {
-			break
-		}
-		if !b.isPoint() {
-			return intervalRanges(p, b)
-		}
-		p = appendComponent(p, b.ivals[0].lo, b.desc)
-	}
-	return []keyRange{{lo: p, hi: prefixEnd(p)}}
+	out := appendRanges(nil, append([]byte(nil), prefix...), bounds)
+	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i].lo, out[j].lo) < 0 })
+	return dedupeRanges(out)
 }
 
-func intervalRanges(p []byte, b fieldBounds) []keyRange {
-	out := make([]keyRange, 0, len(b.ivals))
+func appendRanges(out []keyRange, p []byte, bounds []fieldBounds) []keyRange {
+	if len(bounds) == 0 || bounds[0].full {
+		return append(out, keyRange{lo: p, hi: prefixEnd(p)})
+	}
+	b := bounds[0]
 	for _, iv := range b.ivals {
+		if iv.isPoint() {
+			out = appendRanges(out, appendComponent(append([]byte(nil), p...), iv.lo, b.desc), bounds[1:])
+			continue
+		}
 		if r, ok := iv.keyRange(p, b.desc); ok {
 			out = append(out, r)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i].lo, out[j].lo) < 0 })
-	return dedupeRanges(out)
+	return out
 }
 
 // dedupeRanges drops repeated ranges ($in lists may repeat a value).
@@ -542,12 +556,6 @@ func (iv interval) keyRange(p []byte, desc bool) (keyRange, bool) {
 	return keyRange{lo: start, hi: end}, bytes.Compare(start, end) < 0
 }
 
-func isRangeOp(op string) bool {
-	return op == "$gt" || op == "$gte" || op == "$lt" || op == "$lte"
-}
-
-func isLowerOp(op string) bool { return op == "$gt" || op == "$gte" }
-
 // rangeInterval bounds a field by its comparisons. Only the side of the
 // first one is used, as MongoDB does for multikey indexes: two bounds may
 // be met by different array elements ({a: [1, 10]} matches {$gt: 5,
@@ -558,7 +566,7 @@ func rangeInterval(ps []query.Predicate) (interval, []query.Predicate, bool) {
 	var used []query.Predicate
 	for i := range ps {
 		p := &ps[i]
-		if !isRangeOp(p.Op) || (best != nil && !sameSide(p, best)) {
+		if !p.Op.IsRange() || (best != nil && !sameSide(p, best)) {
 			continue
 		}
 		used = append(used, *p)
@@ -572,16 +580,39 @@ func rangeInterval(ps []query.Predicate) (interval, []query.Predicate, bool) {
 	return bracket(best), used, true
 }
 
+// intersectRange narrows iv, the bound of one side, by the tightest
+// comparison of the other side of the same type. Only for a field that
+// holds no arrays, where one value must meet both.
+func intersectRange(iv interval, used []query.Predicate, ps []query.Predicate) (interval, []query.Predicate) {
+	first := used[0]
+	var other []query.Predicate
+	for _, p := range ps {
+		if p.Op.IsRange() && p.Op.IsLower() != first.Op.IsLower() && bsonutil.Rank(p.Values[0]) == bsonutil.Rank(first.Values[0]) && !isNaN(p.Values[0]) {
+			other = append(other, p)
+		}
+	}
+	if len(other) == 0 || isNaN(first.Values[0]) {
+		return iv, used
+	}
+	side, _, _ := rangeInterval(other)
+	if first.Op.IsLower() {
+		iv.hi, iv.hiIncl = side.hi, side.hiIncl
+	} else {
+		iv.lo, iv.loIncl = side.lo, side.loIncl
+	}
+	return iv, append(used, other...)
+}
+
 func sameSide(p, q *query.Predicate) bool {
-	return isLowerOp(p.Op) == isLowerOp(q.Op) && bsonutil.Rank(p.Values[0]) == bsonutil.Rank(q.Values[0])
+	return p.Op.IsLower() == q.Op.IsLower() && bsonutil.Rank(p.Values[0]) == bsonutil.Rank(q.Values[0])
 }
 
 func tighter(p, best *query.Predicate) bool {
 	c := bsonutil.Compare(p.Values[0], best.Values[0])
-	if isLowerOp(p.Op) {
-		return c > 0 || (c == 0 && p.Op == "$gt")
+	if p.Op.IsLower() {
+		return c > 0 || (c == 0 && p.Op == query.OpGt)
 	}
-	return c < 0 || (c == 0 && p.Op == "$lt")
+	return c < 0 || (c == 0 && p.Op == query.OpLt)
 }
 
 // bracket is the interval of one comparison, within the values of its
@@ -593,11 +624,11 @@ func bracket(p *query.Predicate) interval {
 	}
 	bottom, top, topIncl := typeBracket(v)
 	switch p.Op {
-	case "$gt":
+	case query.OpGt:
 		return interval{lo: v, hi: top, hiIncl: topIncl}
-	case "$gte":
+	case query.OpGte:
 		return interval{lo: v, hi: top, loIncl: true, hiIncl: topIncl}
-	case "$lt":
+	case query.OpLt:
 		return interval{lo: bottom, hi: v, loIncl: true}
 	}
 	return interval{lo: bottom, hi: v, loIncl: true, hiIncl: true}
@@ -688,9 +719,9 @@ func implies(p query.Predicate, c clause) bool {
 	switch {
 	case c.op == "$exists":
 		return truthy(c.val) && !anyNullish(p.Values) && len(p.Values) > 0
-	case p.Op == "$eq" || p.Op == "$in":
+	case p.Op == query.OpEq || p.Op == query.OpIn:
 		return len(p.Values) > 0 && allSatisfy(p.Values, c)
-	case isRangeOp(p.Op) && isRangeOp(c.op):
+	case p.Op.IsRange() && c.op.IsRange():
 		return rangeImplies(p, c)
 	}
 	return false
@@ -714,7 +745,7 @@ func allSatisfy(vs []any, c clause) bool {
 }
 
 func satisfies(v any, c clause) bool {
-	if c.op == "$in" {
+	if c.op == query.OpIn {
 		for _, x := range bsonutil.ToA(c.val) {
 			if bsonutil.Equal(v, x) {
 				return true
@@ -722,22 +753,22 @@ func satisfies(v any, c clause) bool {
 		}
 		return false
 	}
-	if c.op == "$eq" {
+	if c.op == query.OpEq {
 		return bsonutil.Equal(v, c.val)
 	}
-	if !isRangeOp(c.op) || bsonutil.Rank(v) != bsonutil.Rank(c.val) {
+	if !c.op.IsRange() || bsonutil.Rank(v) != bsonutil.Rank(c.val) {
 		return false
 	}
 	return compareHolds(bsonutil.Compare(v, c.val), c.op)
 }
 
-func compareHolds(cmp int, op string) bool {
+func compareHolds(cmp int, op query.Op) bool {
 	switch op {
-	case "$gt":
+	case query.OpGt:
 		return cmp > 0
-	case "$gte":
+	case query.OpGte:
 		return cmp >= 0
-	case "$lt":
+	case query.OpLt:
 		return cmp < 0
 	}
 	return cmp <= 0
@@ -747,14 +778,14 @@ func compareHolds(cmp int, op string) bool {
 // beyond the tighter bound is beyond the looser one too.
 func rangeImplies(p query.Predicate, c clause) bool {
 	v := p.Values[0]
-	if isLowerOp(p.Op) != isLowerOp(c.op) || bsonutil.Rank(v) != bsonutil.Rank(c.val) {
+	if p.Op.IsLower() != c.op.IsLower() || bsonutil.Rank(v) != bsonutil.Rank(c.val) {
 		return false
 	}
 	cmp := bsonutil.Compare(v, c.val)
-	if !isLowerOp(p.Op) {
+	if !p.Op.IsLower() {
 		cmp = -cmp
 	}
-	strict := c.op == "$gt" || c.op == "$lt"
-	pStrict := p.Op == "$gt" || p.Op == "$lt"
+	strict := c.op.IsStrict()
+	pStrict := p.Op.IsStrict()
 	return cmp > 0 || (cmp == 0 && (pStrict || !strict))
 }

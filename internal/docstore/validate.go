@@ -151,6 +151,9 @@ func (v *validation) doc(idEnc, raw []byte, first bool, fn func(*indexCheck, []b
 	}
 	id, _ := lookupID(doc)
 	for _, ic := range v.checks {
+		if first {
+			v.checkMultikey(ic, doc, id)
+		}
 		keys, err := ic.ix.entryKeys(doc)
 		if err != nil {
 			if first {
@@ -462,4 +465,20 @@ func (v *validation) summarise() {
 	if n := len(r.ExtraEntries); n > 0 {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("Detected %d extra index entries.", n))
 	}
+}
+
+// checkMultikey reports a document whose arrays the index's multikey paths
+// do not record: the planner would take bounds too tight for it. The
+// index's latest definition is read, as a write may have recorded new
+// paths since the validation began.
+func (v *validation) checkMultikey(ic *indexCheck, doc bson.D, id any) {
+	if ic.ix.multikeyPaths(doc) == nil {
+		return
+	}
+	for _, ix := range v.c.state.Load().indexes {
+		if ix.def.ID == ic.ix.def.ID && ix.multikeyPaths(doc) == nil {
+			return
+		}
+	}
+	ic.errors = append(ic.errors, fmt.Sprintf("Index '%s' multikey paths do not cover the arrays of document %s", ic.ix.def.Name, bsonutil.Format(id)))
 }

@@ -26,6 +26,10 @@ type WriteOptions struct {
 	// document change, so they commit atomically with it (a retryable
 	// write's session record).
 	Extra func(storage.Batch) error
+	// Validate, when set, checks each document about to be stored (old
+	// is the document it replaces, nil for an insert); its error refuses
+	// the write. Schema validation hooks in here.
+	Validate func(doc, old bson.D) error
 }
 
 // countNoter is implemented by batches that carry a collection's count
@@ -72,6 +76,8 @@ type tx struct {
 	ttlAdded []int64
 	// extra is WriteOptions.Extra of the write this batch belongs to.
 	extra func(storage.Batch) error
+	// multikey holds the array paths this batch adds, by index ID.
+	multikey map[uint32][][]string
 }
 
 func (c *Collection) newTx(l *lockSet) *tx {
@@ -129,6 +135,11 @@ func (t *tx) commit(opt WriteOptions) error {
 	if t.b.Len() == 0 {
 		return nil
 	}
+	meta, release, err := t.stageMultikey()
+	if err != nil {
+		return err
+	}
+	defer release()
 	if n, ok := t.b.(countNoter); ok {
 		n.NoteCounts(t.st.meta.ID, t.dCount, t.dSize)
 	}
@@ -138,6 +149,7 @@ func (t *tx) commit(opt WriteOptions) error {
 	if err := t.b.Commit(false); err != nil {
 		return fmt.Errorf("docstore: commit: %w", err)
 	}
+	t.c.publishMeta(meta)
 	t.c.count.Add(t.dCount)
 	t.c.dataSize.Add(t.dSize)
 	t.announceTTLDates()
@@ -242,7 +254,7 @@ func marshalDoc(doc bson.D) ([]byte, error) {
 		return nil, mongoerr.Newf(mongoerr.BadValue, "cannot encode document: %v", err)
 	}
 	if len(raw) > MaxDocumentSize {
-		return nil, mongoerr.Newf(mongoerr.Code(17419), "Resulting document after update is larger than %d", MaxDocumentSize)
+		return nil, mongoerr.Newf(mongoerr.Location17419, "Resulting document after update is larger than %d", MaxDocumentSize)
 	}
 	return raw, nil
 }
@@ -251,6 +263,11 @@ func marshalDoc(doc bson.D) ([]byte, error) {
 // entries atomically. A live document with the same _id or unique key is a
 // duplicate-key error; an expired one is treated as gone and replaced.
 func (c *Collection) Insert(doc bson.D, opt WriteOptions) error {
+	if opt.Validate != nil {
+		if err := opt.Validate(doc, nil); err != nil {
+			return err
+		}
+	}
 	raw, err := bson.Marshal(doc)
 	if err != nil {
 		return mongoerr.Newf(mongoerr.BadValue, "cannot encode document: %v", err)
@@ -330,6 +347,7 @@ func (t *tx) putDoc(d *stored, old *stored) error {
 		if keys[i], err = ix.entryKeys(d.doc); err != nil {
 			return err
 		}
+		t.noteMultikey(ix, d.doc)
 		hasTTL = hasTTL || ix.def.TTL
 	}
 	var ttlValue []byte
@@ -511,7 +529,7 @@ type Change struct {
 // collection's write lock so nothing changes in between. fn receives nil
 // when there is no live document. It returns the document as it was.
 func (c *Collection) Modify(id any, opt WriteOptions, fn func(doc bson.D) (Change, error)) (bson.D, error) {
-	old, err := c.modifyLocked(keyenc.AppendValue(nil, id), opt.Extra, fn)
+	old, err := c.modifyLocked(keyenc.AppendValue(nil, id), opt.Extra, validated(fn, opt.Validate))
 	if err != nil {
 		return nil, err
 	}

@@ -182,7 +182,7 @@ func (a *mergeAcc) Add(v any) error {
 		return nil
 	}
 	if !isDocument(v) {
-		return mongoerr.Newf(40400, "$mergeObjects requires object inputs, but input %s is of type %s",
+		return mongoerr.Newf(mongoerr.Location40400, "$mergeObjects requires object inputs, but input %s is of type %s",
 			formatValue(v), typeName(v))
 	}
 	a.out = MergeInto(a.out, asDocument(v))

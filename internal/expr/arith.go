@@ -35,7 +35,7 @@ func evalAdd(name string, vals []any) (any, error) {
 		switch x := v.(type) {
 		case bson.DateTime:
 			if date != nil {
-				return nil, mongoerr.New(16612, "only one date allowed in an $add expression")
+				return nil, mongoerr.New(mongoerr.Location16612, "only one date allowed in an $add expression")
 			}
 			date = &x
 			s.add(int64(x))
@@ -44,7 +44,7 @@ func evalAdd(name string, vals []any) (any, error) {
 				return nil, nil
 			}
 			if !isNumber(v) {
-				return nil, mongoerr.Newf(16554, "$add only supports numeric or date types, not %s", typeName(v))
+				return nil, mongoerr.Newf(mongoerr.Location16554, "$add only supports numeric or date types, not %s", typeName(v))
 			}
 			s.add(v)
 		}
@@ -86,9 +86,9 @@ func evalSubtract(_ string, vals []any) (any, error) {
 		case int32, int64, float64, bson.Decimal128:
 			return bson.DateTime(int64(ld) - int64(math.Round(toFloat(rv)))), nil
 		}
-		return nil, mongoerr.Newf(16613, "can't $subtract %s from Date", typeName(r))
+		return nil, mongoerr.Newf(mongoerr.Location16613, "can't $subtract %s from Date", typeName(r))
 	}
-	return nil, mongoerr.Newf(16556, "can't $subtract %s from %s", typeName(r), typeName(l))
+	return nil, mongoerr.Newf(mongoerr.Location16556, "can't $subtract %s from %s", typeName(r), typeName(l))
 }
 
 func subtractNumbers(l, r any) any {
@@ -116,7 +116,7 @@ func evalMultiply(_ string, vals []any) (any, error) {
 			return nil, nil
 		}
 		if !isNumber(v) {
-			return nil, mongoerr.Newf(16555, "$multiply only supports numeric types, not %s", typeName(v))
+			return nil, mongoerr.Newf(mongoerr.Location16555, "$multiply only supports numeric types, not %s", typeName(v))
 		}
 		p.mul(v)
 	}
@@ -179,17 +179,17 @@ func evalDivide(_ string, vals []any) (any, error) {
 		if nullish(l) || nullish(r) {
 			return nil, nil
 		}
-		return nil, mongoerr.Newf(16609, "$divide only supports numeric types, not %s and %s", typeName(l), typeName(r))
+		return nil, mongoerr.Newf(mongoerr.Location16609, "$divide only supports numeric types, not %s and %s", typeName(l), typeName(r))
 	}
 	if kindOf(l) == kindDecimal || kindOf(r) == kindDecimal {
 		dr := toDecimal(r)
 		if dr.isZero() {
-			return nil, mongoerr.New(16608, "can't $divide by zero")
+			return nil, mongoerr.New(mongoerr.Location16608, "can't $divide by zero")
 		}
 		return decDiv(toDecimal(l), dr).bson(), nil
 	}
 	if toFloat(r) == 0 {
-		return nil, mongoerr.New(16608, "can't $divide by zero")
+		return nil, mongoerr.New(mongoerr.Location16608, "can't $divide by zero")
 	}
 	return toFloat(l) / toFloat(r), nil
 }
@@ -200,10 +200,10 @@ func evalMod(_ string, vals []any) (any, error) {
 		if nullish(l) || nullish(r) {
 			return nil, nil
 		}
-		return nil, mongoerr.Newf(16611, "$mod only supports numeric types, not %s and %s", typeName(l), typeName(r))
+		return nil, mongoerr.Newf(mongoerr.Location16611, "$mod only supports numeric types, not %s and %s", typeName(l), typeName(r))
 	}
 	if toFloat(r) == 0 {
-		return nil, mongoerr.New(16610, "can't $mod by zero")
+		return nil, mongoerr.New(mongoerr.Location16610, "can't $mod by zero")
 	}
 	lk, rk := kindOf(l), kindOf(r)
 	switch {
@@ -234,7 +234,7 @@ func numeric1(f func(name string, v any) (any, error)) evalFn {
 			return nil, nil
 		}
 		if !isNumber(v) {
-			return nil, mongoerr.Newf(28765, "%s only supports numeric types, not %s", name, typeName(v))
+			return nil, mongoerr.Newf(mongoerr.Location28765, "%s only supports numeric types, not %s", name, typeName(v))
 		}
 		return f(name, v)
 	}
@@ -255,7 +255,7 @@ func absNumber(_ string, v any) (any, error) {
 	}
 	i := toInt64(v)
 	if i == math.MinInt64 {
-		return nil, mongoerr.New(28680, "can't take $abs of long long min")
+		return nil, mongoerr.New(mongoerr.Location28680, "can't take $abs of long long min")
 	}
 	if _, long := v.(int64); long {
 		return absInt64(i), nil
@@ -293,7 +293,7 @@ func floorNumber(_ string, v any) (any, error) {
 func sqrtNumber(_ string, v any) (any, error) {
 	f := toFloat(v)
 	if f < 0 {
-		return nil, mongoerr.New(28714, "$sqrt's argument must be greater than or equal to 0")
+		return nil, mongoerr.New(mongoerr.Location28714, "$sqrt's argument must be greater than or equal to 0")
 	}
 	return floatOrDecimal(v, math.Sqrt(f)), nil
 }
@@ -303,7 +303,7 @@ func expNumber(_ string, v any) (any, error) { return floatOrDecimal(v, math.Exp
 func lnNumber(_ string, v any) (any, error) {
 	f := toFloat(v)
 	if !(f > 0 || math.IsNaN(f)) {
-		return nil, mongoerr.Newf(28766, "$ln's argument must be a positive number, but is %s", formatNumber(f))
+		return nil, mongoerr.Newf(mongoerr.Location28766, "$ln's argument must be a positive number, but is %s", formatNumber(f))
 	}
 	return floatOrDecimal(v, math.Log(f)), nil
 }
@@ -311,7 +311,7 @@ func lnNumber(_ string, v any) (any, error) {
 func log10Number(_ string, v any) (any, error) {
 	f := toFloat(v)
 	if !(f > 0 || math.IsNaN(f)) {
-		return nil, mongoerr.Newf(28761, "$log10's argument must be a positive number, but is %s", formatNumber(f))
+		return nil, mongoerr.Newf(mongoerr.Location28761, "$log10's argument must be a positive number, but is %s", formatNumber(f))
 	}
 	return floatOrDecimal(v, math.Log10(f)), nil
 }
@@ -331,17 +331,17 @@ func evalLog(_ string, vals []any) (any, error) {
 		return nil, nil
 	}
 	if !isNumber(x) {
-		return nil, mongoerr.Newf(28756, "$log's argument must be numeric, not %s", typeName(x))
+		return nil, mongoerr.Newf(mongoerr.Location28756, "$log's argument must be numeric, not %s", typeName(x))
 	}
 	if !isNumber(base) {
-		return nil, mongoerr.Newf(28757, "$log's base must be numeric, not %s", typeName(base))
+		return nil, mongoerr.Newf(mongoerr.Location28757, "$log's base must be numeric, not %s", typeName(base))
 	}
 	xf, bf := toFloat(x), toFloat(base)
 	if !(xf > 0 || math.IsNaN(xf)) {
-		return nil, mongoerr.Newf(28758, "$log's argument must be a positive number, but is %s", formatNumber(xf))
+		return nil, mongoerr.Newf(mongoerr.Location28758, "$log's argument must be a positive number, but is %s", formatNumber(xf))
 	}
 	if !((bf > 0 && bf != 1) || math.IsNaN(bf)) {
-		return nil, mongoerr.Newf(28759,
+		return nil, mongoerr.Newf(mongoerr.Location28759,
 			"$log's base must be a positive number not equal to 1, but is %s", formatNumber(bf))
 	}
 	r := math.Log(xf) / math.Log(bf)

@@ -26,7 +26,7 @@ func addArrayOps(m map[string]compileFn) {
 func evalSize(_ string, vals []any) (any, error) {
 	a, ok := asArray(vals[0])
 	if !ok {
-		return nil, mongoerr.Newf(17124, "The argument to $size must be an array. Type of argument was: %s",
+		return nil, mongoerr.Newf(mongoerr.Location17124, "The argument to $size must be an array. Type of argument was: %s",
 			typeName(vals[0]))
 	}
 	return intOrLong(int64(len(a))), nil
@@ -39,13 +39,13 @@ func evalArrayElemAt(name string, vals []any) (any, error) {
 	}
 	a, ok := asArray(arr)
 	if !ok {
-		return nil, mongoerr.Newf(28689, "%s's first argument must be an array, but is %s", name, typeName(arr))
+		return nil, mongoerr.Newf(mongoerr.Location28689, "%s's first argument must be an array, but is %s", name, typeName(arr))
 	}
 	if !isNumber(idx) {
-		return nil, mongoerr.Newf(28690, "%s's second argument must be a numeric value, but is %s", name, typeName(idx))
+		return nil, mongoerr.Newf(mongoerr.Location28690, "%s's second argument must be a numeric value, but is %s", name, typeName(idx))
 	}
 	if !isIntegral32(idx) {
-		return nil, mongoerr.Newf(28691, "%s's second argument must be representable as a 32-bit integer: %s",
+		return nil, mongoerr.Newf(mongoerr.Location28691, "%s's second argument must be representable as a 32-bit integer: %s",
 			name, formatNumber(toFloat(idx)))
 	}
 	return elemAt(a, toInt64(idx)), nil
@@ -70,7 +70,7 @@ func firstOrLast(i int64) evalFn {
 		}
 		a, ok := asArray(vals[0])
 		if !ok {
-			return nil, mongoerr.Newf(28689, "%s's argument must be an array, but is %s", name, typeName(vals[0]))
+			return nil, mongoerr.Newf(mongoerr.Location28689, "%s's argument must be an array, but is %s", name, typeName(vals[0]))
 		}
 		return elemAt(a, i), nil
 	}
@@ -79,7 +79,7 @@ func firstOrLast(i int64) evalFn {
 func evalIn(_ string, vals []any) (any, error) {
 	a, ok := asArray(vals[1])
 	if !ok {
-		return nil, mongoerr.Newf(40081, "$in requires an array as a second argument, found: %s", typeName(vals[1]))
+		return nil, mongoerr.Newf(mongoerr.Location40081, "$in requires an array as a second argument, found: %s", typeName(vals[1]))
 	}
 	for _, x := range a {
 		if compareValues(vals[0], x) == 0 {
@@ -95,14 +95,14 @@ func evalSlice(_ string, vals []any) (any, error) {
 	}
 	a, ok := asArray(vals[0])
 	if !ok {
-		return nil, mongoerr.Newf(28724, "First argument to $slice must be an array, but is of type: %s", typeName(vals[0]))
+		return nil, mongoerr.Newf(mongoerr.Location28724, "First argument to $slice must be an array, but is of type: %s", typeName(vals[0]))
 	}
 	if !isNumber(vals[1]) {
-		return nil, mongoerr.Newf(28725, "Second argument to $slice must be a numeric value, but is of type: %s",
+		return nil, mongoerr.Newf(mongoerr.Location28725, "Second argument to $slice must be a numeric value, but is of type: %s",
 			typeName(vals[1]))
 	}
 	if !isIntegral32(vals[1]) {
-		return nil, mongoerr.Newf(28726, "Second argument to $slice can't be represented as a 32-bit integer: %s",
+		return nil, mongoerr.Newf(mongoerr.Location28726, "Second argument to $slice can't be represented as a 32-bit integer: %s",
 			formatNumber(toFloat(vals[1])))
 	}
 	n := int(toInt64(vals[1]))
@@ -128,15 +128,15 @@ func sliceFrom(a bson.A, start int, countVal any) (any, error) {
 		return nil, nil
 	}
 	if !isNumber(countVal) {
-		return nil, mongoerr.Newf(28727, "Third argument to $slice must be numeric, but is of type: %s", typeName(countVal))
+		return nil, mongoerr.Newf(mongoerr.Location28727, "Third argument to $slice must be numeric, but is of type: %s", typeName(countVal))
 	}
 	if !isIntegral32(countVal) {
-		return nil, mongoerr.Newf(28728, "Third argument to $slice can't be represented as a 32-bit integer: %s",
+		return nil, mongoerr.Newf(mongoerr.Location28728, "Third argument to $slice can't be represented as a 32-bit integer: %s",
 			formatNumber(toFloat(countVal)))
 	}
 	count := int(toInt64(countVal))
 	if count <= 0 {
-		return nil, mongoerr.Newf(28729, "Third argument to $slice must be positive: %d", count)
+		return nil, mongoerr.Newf(mongoerr.Location28729, "Third argument to $slice must be positive: %d", count)
 	}
 	return append(bson.A{}, a[start:min(start+count, len(a))]...), nil
 }
@@ -149,7 +149,7 @@ func evalConcatArrays(_ string, vals []any) (any, error) {
 		}
 		a, ok := asArray(v)
 		if !ok {
-			return nil, mongoerr.Newf(28664, "$concatArrays only supports arrays, not %s", typeName(v))
+			return nil, mongoerr.Newf(mongoerr.Location28664, "$concatArrays only supports arrays, not %s", typeName(v))
 		}
 		out = append(out, a...)
 	}
@@ -162,7 +162,7 @@ func evalReverseArray(_ string, vals []any) (any, error) {
 	}
 	a, ok := asArray(vals[0])
 	if !ok {
-		return nil, mongoerr.Newf(34435, "The argument to $reverseArray must be an array, but was of type: %s",
+		return nil, mongoerr.Newf(mongoerr.Location34435, "The argument to $reverseArray must be an array, but was of type: %s",
 			typeName(vals[0]))
 	}
 	out := make(bson.A, len(a))
@@ -173,25 +173,25 @@ func evalReverseArray(_ string, vals []any) (any, error) {
 }
 
 func evalRange(_ string, vals []any) (any, error) {
-	start, err := rangeArg(vals[0], "starting value", 34443)
+	start, err := rangeArg(vals[0], "starting value", [2]mongoerr.Code{mongoerr.Location34443, mongoerr.Location34444})
 	if err != nil {
 		return nil, err
 	}
-	end, err := rangeArg(vals[1], "ending value", 34445)
+	end, err := rangeArg(vals[1], "ending value", [2]mongoerr.Code{mongoerr.Location34445, mongoerr.Location34446})
 	if err != nil {
 		return nil, err
 	}
 	step := int64(1)
 	if len(vals) == 3 {
-		if step, err = rangeArg(vals[2], "step value", 34447); err != nil {
+		if step, err = rangeArg(vals[2], "step value", [2]mongoerr.Code{mongoerr.Location34447, mongoerr.Location34448}); err != nil {
 			return nil, err
 		}
 		if step == 0 {
-			return nil, mongoerr.New(34449, "$range requires a non-zero step value")
+			return nil, mongoerr.New(mongoerr.Location34449, "$range requires a non-zero step value")
 		}
 	}
 	if n := (end - start) / step; n > rangeMaxElems {
-		return nil, mongoerr.Newf(5489600,
+		return nil, mongoerr.Newf(mongoerr.Location5489600,
 			"$range would use too much memory (%d bytes) and cannot spill to disk. Memory limit: %d bytes",
 			n*rangeElemBytes, rangeMaxElems*rangeElemBytes)
 	}
@@ -208,20 +208,20 @@ const (
 	rangeMaxElems  = 100 << 20 / rangeElemBytes
 )
 
-func rangeArg(v any, what string, code mongoerr.Code) (int64, error) {
+func rangeArg(v any, what string, codes [2]mongoerr.Code) (int64, error) {
 	if !isNumber(v) {
 		sep := " "
 		if what == "step value" {
 			sep = ""
 		}
-		return 0, mongoerr.Newf(code, "$range requires a numeric %s, found value of type:%s%s", what, sep, typeName(v))
+		return 0, mongoerr.Newf(codes[0], "$range requires a numeric %s, found value of type:%s%s", what, sep, typeName(v))
 	}
 	if !isIntegral32(v) {
 		article := "a"
 		if what == "ending value" {
 			article = "an"
 		}
-		return 0, mongoerr.Newf(code+1, "$range requires %s %s that can be represented as a 32-bit integer, found value: %s",
+		return 0, mongoerr.Newf(codes[1], "$range requires %s %s that can be represented as a 32-bit integer, found value: %s",
 			article, what, formatValue(v))
 	}
 	return toInt64(v), nil
@@ -233,7 +233,7 @@ func evalIndexOfArray(name string, vals []any) (any, error) {
 	}
 	a, ok := asArray(vals[0])
 	if !ok {
-		return nil, mongoerr.Newf(40090, "$indexOfArray requires an array as a first argument, found: %s",
+		return nil, mongoerr.Newf(mongoerr.Location40090, "$indexOfArray requires an array as a first argument, found: %s",
 			typeName(vals[0]))
 	}
 	start, end, err := indexBounds(name, vals, len(a))

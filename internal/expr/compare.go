@@ -82,14 +82,14 @@ func compileCond(name string, arg any) (node, error) {
 
 func condFields(arg any) ([]node, error) {
 	named, err := namedArgs(arg, []string{"if", "then", "else"}, func(f string) error {
-		return mongoerr.Newf(17083, "Unrecognized parameter to $cond: %s", f)
+		return mongoerr.Newf(mongoerr.Location17083, "Unrecognized parameter to $cond: %s", f)
 	})
 	if err != nil {
 		return nil, err
 	}
 	for i, k := range []string{"if", "then", "else"} {
 		if named[k] == nil {
-			return nil, mongoerr.Newf(mongoerr.Code(17080+i), "Missing '%s' parameter to $cond", k)
+			return nil, mongoerr.Newf([]mongoerr.Code{mongoerr.Location17080, mongoerr.Location17081, mongoerr.Location17082}[i], "Missing '%s' parameter to $cond", k)
 		}
 	}
 	return []node{named["if"], named["then"], named["else"]}, nil
@@ -103,7 +103,7 @@ func compileIfNull(_ string, arg any) (node, error) {
 		return nil, err
 	}
 	if len(nodes) < 2 {
-		return nil, mongoerr.Newf(1257300, "$ifNull needs at least two arguments, had: %d", len(nodes))
+		return nil, mongoerr.Newf(mongoerr.Location1257300, "$ifNull needs at least two arguments, had: %d", len(nodes))
 	}
 	return fn(func(c *ctx) (any, error) {
 		for _, n := range nodes[:len(nodes)-1] {
@@ -120,7 +120,7 @@ type switchBranch struct{ cond, then node }
 
 func compileSwitch(_ string, arg any) (node, error) {
 	if !isDocument(arg) {
-		return nil, mongoerr.Newf(40060, "$switch requires an object as an argument, found: %s", typeName(arg))
+		return nil, mongoerr.Newf(mongoerr.Location40060, "$switch requires an object as an argument, found: %s", typeName(arg))
 	}
 	var branches []switchBranch
 	var def node
@@ -132,14 +132,14 @@ func compileSwitch(_ string, arg any) (node, error) {
 		case "default":
 			def, err = compile(e.Value)
 		default:
-			err = mongoerr.Newf(40067, "$switch found an unknown argument: %s", e.Key)
+			err = mongoerr.Newf(mongoerr.Location40067, "$switch found an unknown argument: %s", e.Key)
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
 	if len(branches) == 0 {
-		return nil, mongoerr.New(40068, "$switch requires at least one branch.")
+		return nil, mongoerr.New(mongoerr.Location40068, "$switch requires at least one branch.")
 	}
 	return switchNode(branches, def), nil
 }
@@ -147,7 +147,7 @@ func compileSwitch(_ string, arg any) (node, error) {
 func switchBranches(v any) ([]switchBranch, error) {
 	arr, ok := asArray(v)
 	if !ok {
-		return nil, mongoerr.Newf(40061, "$switch expected an array for 'branches', found: %s", typeName(v))
+		return nil, mongoerr.Newf(mongoerr.Location40061, "$switch expected an array for 'branches', found: %s", typeName(v))
 	}
 	out := make([]switchBranch, 0, len(arr))
 	for _, b := range arr {
@@ -162,19 +162,19 @@ func switchBranches(v any) ([]switchBranch, error) {
 
 func switchBranchOf(b any) (switchBranch, error) {
 	if !isDocument(b) {
-		return switchBranch{}, mongoerr.Newf(40062,
+		return switchBranch{}, mongoerr.Newf(mongoerr.Location40062,
 			"$switch expected each branch to be an object, found: %s", typeName(b))
 	}
 	named, err := namedArgs(b, []string{"case", "then"}, func(f string) error {
-		return mongoerr.Newf(40063, "$switch found an unknown argument to a branch: %s", f)
+		return mongoerr.Newf(mongoerr.Location40063, "$switch found an unknown argument to a branch: %s", f)
 	})
 	switch {
 	case err != nil:
 		return switchBranch{}, err
 	case named["case"] == nil:
-		return switchBranch{}, mongoerr.New(40064, "$switch requires each branch have a 'case' expression")
+		return switchBranch{}, mongoerr.New(mongoerr.Location40064, "$switch requires each branch have a 'case' expression")
 	case named["then"] == nil:
-		return switchBranch{}, mongoerr.New(40065, "$switch requires each branch have a 'then' expression.")
+		return switchBranch{}, mongoerr.New(mongoerr.Location40065, "$switch requires each branch have a 'then' expression.")
 	}
 	return switchBranch{cond: named["case"], then: named["then"]}, nil
 }
@@ -191,7 +191,7 @@ func switchNode(branches []switchBranch, def node) node {
 			}
 		}
 		if def == nil {
-			return nil, mongoerr.New(40066,
+			return nil, mongoerr.New(mongoerr.Location40066,
 				"$switch could not find a matching branch for an input, and no default was specified.")
 		}
 		return def.eval(c)

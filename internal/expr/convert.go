@@ -13,7 +13,7 @@ import (
 
 // conversionFailure is MongoDB's ConversionFailure code, the only error
 // that $convert's onError catches.
-const conversionFailure mongoerr.Code = 241
+const conversionFailure = mongoerr.ConversionFailure
 
 func addTypeOps(m map[string]compileFn) {
 	m["$type"] = fixed(1, func(_ string, v []any) (any, error) { return typeName(v[0]), nil })
@@ -36,7 +36,7 @@ func conversionAlias(to string) compileFn {
 			return nil, err
 		}
 		if len(nodes) != 1 {
-			return nil, mongoerr.Newf(50723, "%s requires a single argument, got %d", name, len(nodes))
+			return nil, mongoerr.Newf(mongoerr.Location50723, "%s requires a single argument, got %d", name, len(nodes))
 		}
 		return convertNode(nodes[0], constNode{to}, nil, nil), nil
 	}

@@ -57,7 +57,7 @@ func coerceToDate(v any) (time.Time, error) {
 	case bson.ObjectID:
 		return x.Timestamp().UTC(), nil
 	}
-	return time.Time{}, mongoerr.Newf(16006, "can't convert from BSON type %s to Date", typeName(v))
+	return time.Time{}, mongoerr.Newf(mongoerr.Location16006, "can't convert from BSON type %s to Date", typeName(v))
 }
 
 // parseTimezone accepts Olson names ("Europe/Paris"), "UTC"/"GMT" and
@@ -71,7 +71,7 @@ func parseTimezone(s string) (*time.Location, error) {
 			return loc, nil
 		}
 	}
-	return nil, mongoerr.Newf(40485, "unrecognized time zone identifier: \"%s\"", s)
+	return nil, mongoerr.Newf(mongoerr.Location40485, "unrecognized time zone identifier: \"%s\"", s)
 }
 
 func parseOffset(s string) (*time.Location, bool) {
@@ -109,7 +109,7 @@ func timezoneArg(c *ctx, name string, tz node) (*time.Location, error) {
 	}
 	s, ok := v.(string)
 	if !ok {
-		return nil, mongoerr.Newf(40533, "%s requires a string for the timezone argument, but was given a %s (%s)",
+		return nil, mongoerr.Newf(mongoerr.Location40533, "%s requires a string for the timezone argument, but was given a %s (%s)",
 			name, typeName(v), formatValue(v))
 	}
 	return parseTimezone(s)
@@ -136,7 +136,7 @@ func datePartOp(part func(time.Time) int) compileFn {
 func parseDateArg(name string, arg any) (node, node, error) {
 	if a, ok := asArray(arg); ok {
 		if len(a) != 1 {
-			return nil, nil, mongoerr.Newf(40536,
+			return nil, nil, mongoerr.Newf(mongoerr.Location40536,
 				"%s accepts exactly one argument if given an array, but was given %d", name, len(a))
 		}
 		n, err := compile(a[0])
@@ -148,10 +148,10 @@ func parseDateArg(name string, arg any) (node, node, error) {
 		return n, nil, err
 	}
 	named, err := namedArgs(arg, []string{"date", "timezone"}, func(f string) error {
-		return mongoerr.Newf(40535, "unrecognized option to %s: \"%s\"", name, f)
+		return mongoerr.Newf(mongoerr.Location40535, "unrecognized option to %s: \"%s\"", name, f)
 	})
 	if err == nil && named["date"] == nil {
-		err = mongoerr.Newf(40539, "missing 'date' argument to %s, provided: %s", name, formatValue(arg))
+		err = mongoerr.Newf(mongoerr.Location40539, "missing 'date' argument to %s, provided: %s", name, formatValue(arg))
 	}
 	return named["date"], named["timezone"], err
 }
@@ -179,16 +179,16 @@ const defaultDateFormat = "%Y-%m-%dT%H:%M:%S.%LZ"
 
 func compileDateToString(name string, arg any) (node, error) {
 	if !isDocument(arg) {
-		return nil, mongoerr.New(18629, "$dateToString only supports an object as its argument")
+		return nil, mongoerr.New(mongoerr.Location18629, "$dateToString only supports an object as its argument")
 	}
 	named, err := namedArgs(arg, []string{"format", "date", "timezone", "onNull"}, func(f string) error {
-		return mongoerr.Newf(18534, "Unrecognized argument to $dateToString: %s", f)
+		return mongoerr.Newf(mongoerr.Location18534, "Unrecognized argument to $dateToString: %s", f)
 	})
 	if err != nil {
 		return nil, err
 	}
 	if named["date"] == nil {
-		return nil, mongoerr.New(18628, "Missing 'date' parameter to $dateToString")
+		return nil, mongoerr.New(mongoerr.Location18628, "Missing 'date' parameter to $dateToString")
 	}
 	return dateToStringNode(name, named), nil
 }
@@ -235,7 +235,7 @@ func dateFormatArg(c *ctx, format node) (string, bool, error) {
 	}
 	s, ok := v.(string)
 	if !ok {
-		return "", false, mongoerr.Newf(18533, "$dateToString requires that 'format' be a string, found: %s with value %s",
+		return "", false, mongoerr.Newf(mongoerr.Location18533, "$dateToString requires that 'format' be a string, found: %s with value %s",
 			typeName(v), formatValue(v))
 	}
 	return s, false, validateDateFormat(s)
@@ -247,11 +247,11 @@ func validateDateFormat(f string) error {
 			continue
 		}
 		if i+1 == len(f) {
-			return mongoerr.New(18535, "Unmatched '%' at end of format string")
+			return mongoerr.New(mongoerr.Location18535, "Unmatched '%' at end of format string")
 		}
 		i++
 		if !strings.ContainsRune("dGHjLmMSuUVwYzZ%", rune(f[i])) {
-			return mongoerr.Newf(18536, "Invalid format character '%%%c' in format string", f[i])
+			return mongoerr.Newf(mongoerr.Location18536, "Invalid format character '%%%c' in format string", f[i])
 		}
 	}
 	return nil
@@ -259,7 +259,7 @@ func validateDateFormat(f string) error {
 
 func formatDate(f string, t time.Time) (any, error) {
 	if t.Year() < 0 || t.Year() > 9999 {
-		return nil, mongoerr.Newf(18537, "$dateToString is only defined on year 0 to 9999")
+		return nil, mongoerr.Newf(mongoerr.Location18537, "$dateToString is only defined on year 0 to 9999")
 	}
 	var b strings.Builder
 	for i := 0; i < len(f); i++ {

@@ -21,16 +21,16 @@ var timeUnits = []string{"year", "quarter", "month", "week", "day", "hour", "min
 func compileDateAdd(sign int64) compileFn {
 	return func(name string, arg any) (node, error) {
 		if !isDocument(arg) {
-			return nil, mongoerr.Newf(5166400, "%s only supports an object as its argument", name)
+			return nil, mongoerr.Newf(mongoerr.Location5166400, "%s only supports an object as its argument", name)
 		}
 		named, err := namedArgs(arg, []string{"startDate", "unit", "amount", "timezone"}, func(f string) error {
-			return mongoerr.Newf(5166401, "Unrecognized argument to %s: %s", name, f)
+			return mongoerr.Newf(mongoerr.Location5166401, "Unrecognized argument to %s: %s", name, f)
 		})
 		if err != nil {
 			return nil, err
 		}
 		if named["startDate"] == nil || named["unit"] == nil || named["amount"] == nil {
-			return nil, mongoerr.Newf(5166402, "%s requires startDate, unit, and amount to be present", name)
+			return nil, mongoerr.Newf(mongoerr.Location5166402, "%s requires startDate, unit, and amount to be present", name)
 		}
 		return dateAddNode(name, sign, named), nil
 	}
@@ -57,14 +57,14 @@ func dateAddNode(name string, sign int64, named map[string]node) node {
 func dateAdd(name string, sign int64, vals []any) (any, error) {
 	start, err := coerceToDate(vals[0])
 	if err != nil {
-		return nil, mongoerr.Newf(5166403, "%s requires startDate to be convertible to a date", name)
+		return nil, mongoerr.Newf(mongoerr.Location5166403, "%s requires startDate to be convertible to a date", name)
 	}
 	unit, err := timeUnitArg(name, vals[1])
 	if err != nil {
 		return nil, err
 	}
 	if !isNumber(vals[2]) || !isIntegral(vals[2]) {
-		return nil, mongoerr.Newf(5166405, "%s expects integer amount of time units", name)
+		return nil, mongoerr.Newf(mongoerr.Location5166405, "%s expects integer amount of time units", name)
 	}
 	loc, err := zoneOf(name, vals[3])
 	if err != nil {
@@ -80,7 +80,7 @@ func zoneOf(name string, v any) (*time.Location, error) {
 	}
 	s, ok := v.(string)
 	if !ok {
-		return nil, mongoerr.Newf(40517, "timezone must evaluate to a string, found %s", typeName(v))
+		return nil, mongoerr.Newf(mongoerr.Location40517, "timezone must evaluate to a string, found %s", typeName(v))
 	}
 	return parseTimezone(s)
 }
@@ -88,7 +88,7 @@ func zoneOf(name string, v any) (*time.Location, error) {
 func timeUnitArg(name string, v any) (string, error) {
 	s, ok := v.(string)
 	if !ok {
-		return "", mongoerr.Newf(5439013, "%s requires 'unit' to be a string, but got %s", name, typeName(v))
+		return "", mongoerr.Newf(mongoerr.Location5439013, "%s requires 'unit' to be a string, but got %s", name, typeName(v))
 	}
 	if !contains(timeUnits, s) {
 		return "", mongoerr.Newf(mongoerr.FailedToParse, "unknown time unit value: %s", s)
@@ -139,18 +139,18 @@ func addMonths(t time.Time, n int64) time.Time {
 
 func compileDateDiff(name string, arg any) (node, error) {
 	if !isDocument(arg) {
-		return nil, mongoerr.New(5166301, "$dateDiff only supports an object as its argument")
+		return nil, mongoerr.New(mongoerr.Location5166301, "$dateDiff only supports an object as its argument")
 	}
 	keys := []string{"startDate", "endDate", "unit", "timezone", "startOfWeek"}
 	named, err := namedArgs(arg, keys, func(f string) error {
-		return mongoerr.Newf(5166302, "Unrecognized argument to $dateDiff: %s", f)
+		return mongoerr.Newf(mongoerr.Location5166302, "Unrecognized argument to $dateDiff: %s", f)
 	})
 	if err != nil {
 		return nil, err
 	}
 	for i, k := range keys[:3] {
 		if named[k] == nil {
-			return nil, mongoerr.Newf(mongoerr.Code(5166303+i), "Missing '%s' parameter to $dateDiff", k)
+			return nil, mongoerr.Newf([]mongoerr.Code{mongoerr.Location5166303, mongoerr.Location5166304, mongoerr.Location5166305}[i], "Missing '%s' parameter to $dateDiff", k)
 		}
 	}
 	return dateDiffNode(name, named, keys), nil
@@ -200,7 +200,7 @@ func dateDiff(name string, vals []any) (any, error) {
 func diffDate(v any, what string) (time.Time, error) {
 	t, err := coerceToDate(v)
 	if err != nil {
-		return t, mongoerr.Newf(5166307, "$dateDiff requires '%s' to be a date, but got %s", what, typeName(v))
+		return t, mongoerr.Newf(mongoerr.Location5166307, "$dateDiff requires '%s' to be a date, but got %s", what, typeName(v))
 	}
 	return t, nil
 }
@@ -218,11 +218,11 @@ func startOfWeek(v any) (time.Weekday, error) {
 	}
 	s, ok := v.(string)
 	if !ok {
-		return 0, mongoerr.Newf(5439015, "$dateDiff requires 'startOfWeek' to be a string, but got %s", typeName(v))
+		return 0, mongoerr.Newf(mongoerr.Location5439015, "$dateDiff requires 'startOfWeek' to be a string, but got %s", typeName(v))
 	}
 	d, ok := weekdayNames[strings.ToLower(s)]
 	if !ok {
-		return 0, mongoerr.Newf(5439016, "$dateDiff parameter 'startOfWeek' value cannot be recognized as a day of a week: %s", s)
+		return 0, mongoerr.Newf(mongoerr.Location5439016, "$dateDiff parameter 'startOfWeek' value cannot be recognized as a day of a week: %s", s)
 	}
 	return d, nil
 }

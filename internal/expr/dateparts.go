@@ -27,11 +27,11 @@ const minDatePart, maxDatePart = -32768, 32767
 
 func compileDateFromParts(_ string, arg any) (node, error) {
 	if !isDocument(arg) {
-		return nil, mongoerr.New(40519, "$dateFromParts only supports an object as its argument")
+		return nil, mongoerr.New(mongoerr.Location40519, "$dateFromParts only supports an object as its argument")
 	}
 	known := append(append(append([]string{"timezone"}, calendarParts...), isoParts...), timeParts...)
 	named, err := namedArgs(arg, known, func(f string) error {
-		return mongoerr.Newf(40518, "Unrecognized argument to $dateFromParts: %s", f)
+		return mongoerr.Newf(mongoerr.Location40518, "Unrecognized argument to $dateFromParts: %s", f)
 	})
 	if err != nil {
 		return nil, err
@@ -39,11 +39,11 @@ func compileDateFromParts(_ string, arg any) (node, error) {
 	iso := named["isoWeekYear"] != nil
 	switch {
 	case named["year"] == nil && !iso:
-		return nil, mongoerr.New(40516, "$dateFromParts requires either 'year' or 'isoWeekYear' to be present")
+		return nil, mongoerr.New(mongoerr.Location40516, "$dateFromParts requires either 'year' or 'isoWeekYear' to be present")
 	case named["year"] != nil && anyOf(named, isoParts):
-		return nil, mongoerr.New(40489, "$dateFromParts does not allow mixing natural dates with ISO dates")
+		return nil, mongoerr.New(mongoerr.Location40489, "$dateFromParts does not allow mixing natural dates with ISO dates")
 	case iso && anyOf(named, calendarParts):
-		return nil, mongoerr.New(40525, "$dateFromParts does not allow mixing ISO dates with natural dates")
+		return nil, mongoerr.New(mongoerr.Location40525, "$dateFromParts does not allow mixing ISO dates with natural dates")
 	}
 	return fn(func(c *ctx) (any, error) { return dateFromParts(c, named, iso) }), nil
 }
@@ -86,12 +86,12 @@ func datePart(c *ctx, name string, n node, def int64, bounded bool) (int64, bool
 		return 0, err == nil, err
 	}
 	if !isNumber(v) || !isIntegral(v) {
-		return 0, false, mongoerr.Newf(40515, "'%s' must evaluate to an integer, found %s with value %s",
+		return 0, false, mongoerr.Newf(mongoerr.Location40515, "'%s' must evaluate to an integer, found %s with value %s",
 			name, typeName(v), formatValue(v))
 	}
 	i := toInt64(v)
 	if bounded && (i < minDatePart || i > maxDatePart) {
-		return 0, false, mongoerr.Newf(31034, "'%s' must evaluate to a value in the range [%d, %d]; value %d is not in range",
+		return 0, false, mongoerr.Newf(mongoerr.Location31034, "'%s' must evaluate to a value in the range [%d, %d]; value %d is not in range",
 			name, minDatePart, maxDatePart, i)
 	}
 	return i, false, nil
@@ -99,9 +99,9 @@ func datePart(c *ctx, name string, n node, def int64, bounded bool) (int64, bool
 
 func buildDate(v []int64, iso bool, loc *time.Location) (any, error) {
 	if v[0] < 0 || v[0] > 9999 {
-		name, code := "year", mongoerr.Code(40523)
+		name, code := "year", mongoerr.Location40523
 		if iso {
-			name, code = "isoWeekYear", 31095
+			name, code = "isoWeekYear", mongoerr.Location31095
 		}
 		return nil, mongoerr.Newf(code, "'%s' must evaluate to an integer in the range 0 to 9999, found %d", name, v[0])
 	}
@@ -120,16 +120,16 @@ func buildDate(v []int64, iso bool, loc *time.Location) (any, error) {
 
 func compileDateToParts(_ string, arg any) (node, error) {
 	if !isDocument(arg) {
-		return nil, mongoerr.New(40524, "$dateToParts only supports an object as its argument")
+		return nil, mongoerr.New(mongoerr.Location40524, "$dateToParts only supports an object as its argument")
 	}
 	named, err := namedArgs(arg, []string{"date", "timezone", "iso8601"}, func(f string) error {
-		return mongoerr.Newf(40520, "Unrecognized argument to $dateToParts: %s", f)
+		return mongoerr.Newf(mongoerr.Location40520, "Unrecognized argument to $dateToParts: %s", f)
 	})
 	if err != nil {
 		return nil, err
 	}
 	if named["date"] == nil {
-		return nil, mongoerr.New(40522, "Missing 'date' parameter to $dateToParts")
+		return nil, mongoerr.New(mongoerr.Location40522, "Missing 'date' parameter to $dateToParts")
 	}
 	return fn(func(c *ctx) (any, error) {
 		iso, err := evalOr(c, named["iso8601"], false)
@@ -137,7 +137,7 @@ func compileDateToParts(_ string, arg any) (node, error) {
 			return nil, err
 		}
 		if _, ok := iso.(bool); !ok {
-			return nil, mongoerr.Newf(40521, "iso8601 must evaluate to a bool, found %s", typeName(iso))
+			return nil, mongoerr.Newf(mongoerr.Location40521, "iso8601 must evaluate to a bool, found %s", typeName(iso))
 		}
 		t, ok, err := evalDateInZone(c, "$dateToParts", named["date"], named["timezone"])
 		if err != nil || !ok {
@@ -163,20 +163,20 @@ func dateParts(t time.Time, iso bool) bson.D {
 
 func compileDateTrunc(_ string, arg any) (node, error) {
 	if !isDocument(arg) {
-		return nil, mongoerr.New(5439007, "$dateTrunc only supports an object as its argument")
+		return nil, mongoerr.New(mongoerr.Location5439007, "$dateTrunc only supports an object as its argument")
 	}
 	keys := []string{"date", "unit", "binSize", "timezone", "startOfWeek"}
 	named, err := namedArgs(arg, keys, func(f string) error {
-		return mongoerr.Newf(5439008, "Unrecognized argument to $dateTrunc: %s", f)
+		return mongoerr.Newf(mongoerr.Location5439008, "Unrecognized argument to $dateTrunc: %s", f)
 	})
 	if err != nil {
 		return nil, err
 	}
 	if named["date"] == nil {
-		return nil, mongoerr.New(5439009, "Missing 'date' parameter to $dateTrunc")
+		return nil, mongoerr.New(mongoerr.Location5439009, "Missing 'date' parameter to $dateTrunc")
 	}
 	if named["unit"] == nil {
-		return nil, mongoerr.New(5439010, "Missing 'unit' parameter to $dateTrunc")
+		return nil, mongoerr.New(mongoerr.Location5439010, "Missing 'unit' parameter to $dateTrunc")
 	}
 	return fn(func(c *ctx) (any, error) {
 		vals := make([]any, len(keys))
@@ -194,7 +194,7 @@ func compileDateTrunc(_ string, arg any) (node, error) {
 func dateTrunc(vals []any) (any, error) {
 	t, err := coerceToDate(vals[0])
 	if err != nil {
-		return nil, mongoerr.Newf(5439012, "$dateTrunc requires 'date' to be a date, but got %s", typeName(vals[0]))
+		return nil, mongoerr.Newf(mongoerr.Location5439012, "$dateTrunc requires 'date' to be a date, but got %s", typeName(vals[0]))
 	}
 	unit, err := timeUnitArg("$dateTrunc", vals[1])
 	if err != nil {
@@ -220,13 +220,13 @@ func binSizeArg(v any) (int64, error) {
 		return 1, nil
 	}
 	if !isNumber(v) || !isIntegral(v) {
-		return 0, mongoerr.Newf(5439017, "$dateTrunc requires 'binSize' to be a 64-bit integer, but got value '%s' of type %s",
+		return 0, mongoerr.Newf(mongoerr.Location5439017, "$dateTrunc requires 'binSize' to be a 64-bit integer, but got value '%s' of type %s",
 			formatValue(v), typeName(v))
 	}
 	if n := toInt64(v); n > 0 {
 		return n, nil
 	}
-	return 0, mongoerr.Newf(5439018, "$dateTrunc requires 'binSize' to be greater than 0, but got value %s", formatValue(v))
+	return 0, mongoerr.Newf(mongoerr.Location5439018, "$dateTrunc requires 'binSize' to be greater than 0, but got value %s", formatValue(v))
 }
 
 // truncate floors t to a bin of bin units, bins being counted from the

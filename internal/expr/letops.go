@@ -17,7 +17,7 @@ func addVarOps(m map[string]compileFn) {
 
 func compileLet(_ string, arg any) (node, error) {
 	if !isDocument(arg) {
-		return nil, mongoerr.New(16874, "$let only supports an object as its argument")
+		return nil, mongoerr.New(mongoerr.Location16874, "$let only supports an object as its argument")
 	}
 	var varsVal, inVal any
 	var haveVars, haveIn bool
@@ -28,14 +28,14 @@ func compileLet(_ string, arg any) (node, error) {
 		case "in":
 			inVal, haveIn = e.Value, true
 		default:
-			return nil, mongoerr.Newf(16875, "Unrecognized parameter to $let: %s", e.Key)
+			return nil, mongoerr.Newf(mongoerr.Location16875, "Unrecognized parameter to $let: %s", e.Key)
 		}
 	}
 	if !haveVars {
-		return nil, mongoerr.New(16876, "Missing 'vars' parameter to $let")
+		return nil, mongoerr.New(mongoerr.Location16876, "Missing 'vars' parameter to $let")
 	}
 	if !haveIn {
-		return nil, mongoerr.New(16877, "Missing 'in' parameter to $let")
+		return nil, mongoerr.New(mongoerr.Location16877, "Missing 'in' parameter to $let")
 	}
 	return letNode(varsVal, inVal)
 }
@@ -66,7 +66,7 @@ func letNode(varsVal, inVal any) (node, error) {
 
 func compileLetVars(varsVal any) ([]string, []node, error) {
 	if !isDocument(varsVal) {
-		return nil, nil, mongoerr.New(10065, "invalid parameter: expected an object (vars)")
+		return nil, nil, mongoerr.New(mongoerr.Location10065, "invalid parameter: expected an object (vars)")
 	}
 	vars := asDocument(varsVal)
 	names := make([]string, len(vars))
@@ -150,12 +150,12 @@ func loopInput(c *ctx, name string, input node, code mongoerr.Code) (bson.A, boo
 }
 
 func compileMap(name string, arg any) (node, error) {
-	spec, err := parseLoop(name, arg, "in", [4]mongoerr.Code{16878, 16879, 16880, 16882})
+	spec, err := parseLoop(name, arg, "in", [4]mongoerr.Code{mongoerr.Location16878, mongoerr.Location16879, mongoerr.Location16880, mongoerr.Location16882})
 	if err != nil {
 		return nil, err
 	}
 	return fn(func(c *ctx) (any, error) {
-		a, ok, err := loopInput(c, name, spec.input, 16883)
+		a, ok, err := loopInput(c, name, spec.input, mongoerr.Location16883)
 		if err != nil || !ok {
 			return nil, err
 		}
@@ -175,12 +175,12 @@ func compileMap(name string, arg any) (node, error) {
 }
 
 func compileFilter(name string, arg any) (node, error) {
-	spec, err := parseLoop(name, arg, "cond", [4]mongoerr.Code{28646, 28647, 28648, 28650})
+	spec, err := parseLoop(name, arg, "cond", [4]mongoerr.Code{mongoerr.Location28646, mongoerr.Location28647, mongoerr.Location28648, mongoerr.Location28650})
 	if err != nil {
 		return nil, err
 	}
 	return fn(func(c *ctx) (any, error) {
-		a, ok, err := loopInput(c, name, spec.input, 28651)
+		a, ok, err := loopInput(c, name, spec.input, mongoerr.Location28651)
 		if err != nil || !ok {
 			return nil, err
 		}
@@ -219,11 +219,11 @@ func filterLimit(c *ctx, limit node, n int) (int, error) {
 		return n, err
 	}
 	if !isNumber(v) || !isIntegral32(v) {
-		return 0, mongoerr.Newf(327391, "$filter: limit must be represented as a 32-bit integral value: %s",
+		return 0, mongoerr.Newf(mongoerr.Location327391, "$filter: limit must be represented as a 32-bit integral value: %s",
 			formatValue(v))
 	}
 	if l := toInt64(v); l < 1 {
-		return 0, mongoerr.Newf(327392, "$filter: limit must be greater than 0: %d", l)
+		return 0, mongoerr.Newf(mongoerr.Location327392, "$filter: limit must be greater than 0: %d", l)
 	} else if int(l) < n {
 		return int(l), nil
 	}
@@ -232,17 +232,17 @@ func filterLimit(c *ctx, limit node, n int) (int, error) {
 
 func compileReduce(_ string, arg any) (node, error) {
 	if !isDocument(arg) {
-		return nil, mongoerr.Newf(40075, "$reduce requires an object as an argument, found: %s", typeName(arg))
+		return nil, mongoerr.Newf(mongoerr.Location40075, "$reduce requires an object as an argument, found: %s", typeName(arg))
 	}
 	named, err := namedArgs(arg, []string{"input", "initialValue", "in"}, func(f string) error {
-		return mongoerr.Newf(40076, "$reduce found an unknown argument: %s", f)
+		return mongoerr.Newf(mongoerr.Location40076, "$reduce found an unknown argument: %s", f)
 	})
 	if err != nil {
 		return nil, err
 	}
 	for i, k := range []string{"input", "initialValue", "in"} {
 		if named[k] == nil {
-			return nil, mongoerr.Newf(mongoerr.Code(40077+i), "$reduce requires '%s' to be specified", k)
+			return nil, mongoerr.Newf([]mongoerr.Code{mongoerr.Location40077, mongoerr.Location40078, mongoerr.Location40079}[i], "$reduce requires '%s' to be specified", k)
 		}
 	}
 	return reduceNode(named["input"], named["initialValue"], named["in"]), nil
@@ -256,7 +256,7 @@ func reduceNode(input, initial, in node) node {
 		}
 		a, ok := asArray(v)
 		if !ok {
-			return nil, mongoerr.Newf(40080, "$reduce requires that 'input' be an array, found: %s", formatValue(v))
+			return nil, mongoerr.Newf(mongoerr.Location40080, "$reduce requires that 'input' be an array, found: %s", formatValue(v))
 		}
 		acc, err := initial.eval(c)
 		for _, x := range a {

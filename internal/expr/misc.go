@@ -27,7 +27,7 @@ type zipSpec struct {
 
 func compileZip(_ string, arg any) (node, error) {
 	if !isDocument(arg) {
-		return nil, mongoerr.Newf(34460, "$zip only supports an object as an argument, found %s", typeName(arg))
+		return nil, mongoerr.Newf(mongoerr.Location34460, "$zip only supports an object as an argument, found %s", typeName(arg))
 	}
 	z := &zipSpec{}
 	for _, e := range asDocument(arg) {
@@ -37,11 +37,11 @@ func compileZip(_ string, arg any) (node, error) {
 	}
 	switch {
 	case len(z.inputs) == 0:
-		return nil, mongoerr.New(34465, "$zip requires at least one input array")
+		return nil, mongoerr.New(mongoerr.Location34465, "$zip requires at least one input array")
 	case !z.longest && len(z.defaults) > 0:
-		return nil, mongoerr.New(34466, "cannot specify defaults unless useLongestLength is true")
+		return nil, mongoerr.New(mongoerr.Location34466, "cannot specify defaults unless useLongestLength is true")
 	case len(z.defaults) > 0 && len(z.defaults) != len(z.inputs):
-		return nil, mongoerr.New(34467, "defaults and inputs must have the same length")
+		return nil, mongoerr.New(mongoerr.Location34467, "defaults and inputs must have the same length")
 	}
 	return fn(z.eval), nil
 }
@@ -52,7 +52,7 @@ func (z *zipSpec) option(e bson.E) error {
 	case "inputs", "defaults":
 		a, ok := asArray(e.Value)
 		if !ok {
-			return mongoerr.Newf(mongoerr.Code(34461+btoi(e.Key == "defaults")),
+			return mongoerr.Newf([]mongoerr.Code{mongoerr.Location34461, mongoerr.Location34462}[btoi(e.Key == "defaults")],
 				"%s must be an array of expressions, found %s", e.Key, typeName(e.Value))
 		}
 		nodes, err := compileAll(a)
@@ -65,11 +65,11 @@ func (z *zipSpec) option(e bson.E) error {
 	case "useLongestLength":
 		b, ok := e.Value.(bool)
 		if !ok {
-			return mongoerr.Newf(34463, "useLongestLength must be a bool, found %s", typeName(e.Value))
+			return mongoerr.Newf(mongoerr.Location34463, "useLongestLength must be a bool, found %s", typeName(e.Value))
 		}
 		z.longest = b
 	default:
-		err = mongoerr.Newf(34464, "$zip found an unknown argument: %s", e.Key)
+		err = mongoerr.Newf(mongoerr.Location34464, "$zip found an unknown argument: %s", e.Key)
 	}
 	return err
 }
@@ -91,7 +91,7 @@ func (z *zipSpec) eval(c *ctx) (any, error) {
 		}
 		a, ok := asArray(v)
 		if !ok {
-			return nil, mongoerr.Newf(34468, "$zip found a non-array expression in input: %s", formatValue(v))
+			return nil, mongoerr.Newf(mongoerr.Location34468, "$zip found a non-array expression in input: %s", formatValue(v))
 		}
 		arrays[i] = a
 		if minLen < 0 || len(a) < minLen {
@@ -129,7 +129,7 @@ func zipRows(arrays []bson.A, defaults []any, n int) bson.A {
 
 func compileSortArray(_ string, arg any) (node, error) {
 	if !isDocument(arg) {
-		return nil, mongoerr.Newf(2942500, "$sortArray requires an object as an argument, found: %s", typeName(arg))
+		return nil, mongoerr.Newf(mongoerr.Location2942500, "$sortArray requires an object as an argument, found: %s", typeName(arg))
 	}
 	var input node
 	var sortBy any
@@ -144,7 +144,7 @@ func compileSortArray(_ string, arg any) (node, error) {
 		case "sortBy":
 			sortBy = e.Value
 		default:
-			return nil, mongoerr.Newf(2942501, "$sortArray found an unknown argument: %s", e.Key)
+			return nil, mongoerr.Newf(mongoerr.Location2942501, "$sortArray found an unknown argument: %s", e.Key)
 		}
 	}
 	cmp, err := sortArrayComparator(input, sortBy)
@@ -159,16 +159,16 @@ func compileSortArray(_ string, arg any) (node, error) {
 func sortArrayComparator(input node, sortBy any) (func(a, b any) int, error) {
 	switch {
 	case input == nil:
-		return nil, mongoerr.New(2942502, "$sortArray requires 'input' to be specified")
+		return nil, mongoerr.New(mongoerr.Location2942502, "$sortArray requires 'input' to be specified")
 	case sortBy == nil:
-		return nil, mongoerr.New(2942503, "$sortArray requires 'sortBy' to be specified")
+		return nil, mongoerr.New(mongoerr.Location2942503, "$sortArray requires 'sortBy' to be specified")
 	case isNumber(sortBy) && (toFloat(sortBy) == 1 || toFloat(sortBy) == -1):
 		dir := int(toFloat(sortBy))
 		return func(a, b any) int { return dir * compareValues(a, b) }, nil
 	case isDocument(sortBy) && len(asDocument(sortBy)) > 0:
 		return fieldComparator(asDocument(sortBy))
 	}
-	return nil, mongoerr.New(2942505, "$sortArray sortBy must be either a sort specification or a number")
+	return nil, mongoerr.New(mongoerr.Location2942505, "$sortArray sortBy must be either a sort specification or a number")
 }
 
 func fieldComparator(spec bson.D) (func(a, b any) int, error) {
@@ -183,7 +183,7 @@ func fieldComparator(spec bson.D) (func(a, b any) int, error) {
 			return nil, err
 		}
 		if !isNumber(e.Value) || (toFloat(e.Value) != 1 && toFloat(e.Value) != -1) {
-			return nil, mongoerr.New(15975, "$sort key ordering must be 1 (for ascending) or -1 (for descending)")
+			return nil, mongoerr.New(mongoerr.Location15975, "$sort key ordering must be 1 (for ascending) or -1 (for descending)")
 		}
 		keys[i] = key{path: path, dir: int(toFloat(e.Value))}
 	}
@@ -205,7 +205,7 @@ func sortArrayNode(input node, cmp func(a, b any) int) node {
 		}
 		a, ok := asArray(v)
 		if !ok {
-			return nil, mongoerr.Newf(2942504, "The input argument to $sortArray must be an array, but was of type: %s",
+			return nil, mongoerr.Newf(mongoerr.Location2942504, "The input argument to $sortArray must be an array, but was of type: %s",
 				typeName(v))
 		}
 		out := append(bson.A{}, a...)
@@ -216,7 +216,7 @@ func sortArrayNode(input node, cmp func(a, b any) int) node {
 
 func compileRand(_ string, arg any) (node, error) {
 	if d := asDocument(arg); !isDocument(arg) || len(d) != 0 {
-		return nil, mongoerr.New(3040501, "$rand does not currently accept arguments")
+		return nil, mongoerr.New(mongoerr.Location3040501, "$rand does not currently accept arguments")
 	}
 	return fn(func(*ctx) (any, error) { return rand.Float64(), nil }), nil
 }
@@ -226,14 +226,14 @@ func compileRand(_ string, arg any) (node, error) {
 func setFieldOp(remove bool) compileFn {
 	return func(name string, arg any) (node, error) {
 		if !isDocument(arg) {
-			return nil, mongoerr.Newf(4161100, "%s only supports an object as its argument", name)
+			return nil, mongoerr.Newf(mongoerr.Location4161100, "%s only supports an object as its argument", name)
 		}
 		known := []string{"field", "input", "value"}
 		if remove {
 			known = known[:2]
 		}
 		named, err := namedArgs(arg, known, func(f string) error {
-			return mongoerr.Newf(4161101, "%s found an unknown argument: %s", name, f)
+			return mongoerr.Newf(mongoerr.Location4161101, "%s found an unknown argument: %s", name, f)
 		})
 		if err != nil {
 			return nil, err
@@ -253,16 +253,16 @@ func setFieldOp(remove bool) compileFn {
 func constantFieldName(name string, arg bson.D, named map[string]node) (string, error) {
 	raw, ok := lookup(arg, "field")
 	if !ok {
-		return "", mongoerr.Newf(4161102, "%s requires 'field' to be specified", name)
+		return "", mongoerr.Newf(mongoerr.Location4161102, "%s requires 'field' to be specified", name)
 	}
 	if s, isStr := raw.(string); isStr && len(s) > 0 && s[0] == '$' {
-		return "", mongoerr.Newf(4161108,
+		return "", mongoerr.Newf(mongoerr.Location4161108,
 			"A field path reference which is not allowed in this context. Did you mean {$literal: '%s'}?", s)
 	}
 	c, isConst := named["field"].(constNode)
 	s, isStr := c.v.(string)
 	if !isConst || !isStr {
-		return "", mongoerr.Newf(4161106, "%s requires 'field' to evaluate to type String, but got %s",
+		return "", mongoerr.Newf(mongoerr.Location4161106, "%s requires 'field' to evaluate to type String, but got %s",
 			name, typeName(c.v))
 	}
 	return s, nil
@@ -270,10 +270,10 @@ func constantFieldName(name string, arg bson.D, named map[string]node) (string, 
 
 func setFieldNode(name, field string, named map[string]node) (node, error) {
 	if named["input"] == nil {
-		return nil, mongoerr.Newf(4161104, "%s requires 'input' to be specified", name)
+		return nil, mongoerr.Newf(mongoerr.Location4161104, "%s requires 'input' to be specified", name)
 	}
 	if named["value"] == nil {
-		return nil, mongoerr.Newf(4161103, "%s requires 'value' to be specified", name)
+		return nil, mongoerr.Newf(mongoerr.Location4161103, "%s requires 'value' to be specified", name)
 	}
 	return fn(func(c *ctx) (any, error) {
 		in, err := named["input"].eval(c)
@@ -281,7 +281,7 @@ func setFieldNode(name, field string, named map[string]node) (node, error) {
 			return nil, err
 		}
 		if !isDocument(in) {
-			return nil, mongoerr.Newf(4161105, "%s requires 'input' to evaluate to type Object", name)
+			return nil, mongoerr.Newf(mongoerr.Location4161105, "%s requires 'input' to evaluate to type Object", name)
 		}
 		v, err := named["value"].eval(c)
 		if err != nil {

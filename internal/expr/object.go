@@ -20,7 +20,7 @@ func evalMergeObjects(_ string, vals []any) (any, error) {
 			continue
 		}
 		if !isDocument(v) {
-			return nil, mongoerr.Newf(40400, "$mergeObjects requires object inputs, but input %d is of type %s",
+			return nil, mongoerr.Newf(mongoerr.Location40400, "$mergeObjects requires object inputs, but input %d is of type %s",
 				i+1, typeName(v))
 		}
 		out = MergeInto(out, asDocument(v))
@@ -53,7 +53,7 @@ func evalObjectToArray(_ string, vals []any) (any, error) {
 		return nil, nil
 	}
 	if !isDocument(v) {
-		return nil, mongoerr.Newf(40390, "$objectToArray requires a document input, found: %s", typeName(v))
+		return nil, mongoerr.Newf(mongoerr.Location40390, "$objectToArray requires a document input, found: %s", typeName(v))
 	}
 	out := bson.A{}
 	for _, e := range asDocument(v) {
@@ -69,7 +69,7 @@ func evalArrayToObject(_ string, vals []any) (any, error) {
 	}
 	a, ok := asArray(v)
 	if !ok {
-		return nil, mongoerr.Newf(40386, "$arrayToObject requires an array input, found: %s", typeName(v))
+		return nil, mongoerr.Newf(mongoerr.Location40386, "$arrayToObject requires an array input, found: %s", typeName(v))
 	}
 	if len(a) == 0 {
 		return bson.D{}, nil
@@ -79,7 +79,7 @@ func evalArrayToObject(_ string, vals []any) (any, error) {
 	case isArrayValue(a[0]):
 		pairForm = true
 	case !isDocument(a[0]):
-		return nil, mongoerr.Newf(40398, "Unrecognised input type format for $arrayToObject: %s", typeName(a[0]))
+		return nil, mongoerr.Newf(mongoerr.Location40398, "Unrecognised input type format for $arrayToObject: %s", typeName(a[0]))
 	}
 	out := bson.D{}
 	for _, e := range a {
@@ -100,16 +100,16 @@ func arrayToObjectEntry(e any, pairForm bool) (string, any, error) {
 	if pairForm {
 		pair, ok := asArray(e)
 		if !ok {
-			return "", nil, mongoerr.Newf(40396, "$arrayToObject requires a consistent input format. Elements must"+
+			return "", nil, mongoerr.Newf(mongoerr.Location40396, "$arrayToObject requires a consistent input format. Elements must"+
 				"all be arrays or all be objects. Array was detected, now found: %s", typeName(e))
 		}
 		if len(pair) != 2 {
-			return "", nil, mongoerr.Newf(40397,
+			return "", nil, mongoerr.Newf(mongoerr.Location40397,
 				"$arrayToObject requires an array of size 2 arrays,found array of size: %d", len(pair))
 		}
 		k, ok := pair[0].(string)
 		if !ok {
-			return "", nil, mongoerr.Newf(40395, "$arrayToObject requires an array of key-value pairs, where "+
+			return "", nil, mongoerr.Newf(mongoerr.Location40395, "$arrayToObject requires an array of key-value pairs, where "+
 				"the key must be of type string. Found key type: %s", typeName(pair[0]))
 		}
 		return k, pair[1], nil
@@ -119,24 +119,24 @@ func arrayToObjectEntry(e any, pairForm bool) (string, any, error) {
 
 func kvEntry(e any) (string, any, error) {
 	if !isDocument(e) {
-		return "", nil, mongoerr.Newf(40391, "$arrayToObject requires a consistent input format. Elements must"+
+		return "", nil, mongoerr.Newf(mongoerr.Location40391, "$arrayToObject requires a consistent input format. Elements must"+
 			"all be arrays or all be objects. Object was detected, now found: %s", typeName(e))
 	}
 	d := asDocument(e)
 	if len(d) != 2 {
-		return "", nil, mongoerr.Newf(40392,
+		return "", nil, mongoerr.Newf(mongoerr.Location40392,
 			"$arrayToObject requires an object keys of 'k' and 'v'. Found incorrect number of keys:%d", len(d))
 	}
 	k, hasK := lookup(d, "k")
 	v, hasV := lookup(d, "v")
 	if !hasK || !hasV {
-		return "", nil, mongoerr.Newf(40393,
+		return "", nil, mongoerr.Newf(mongoerr.Location40393,
 			"$arrayToObject requires an object with keys 'k' and 'v'. Missing either or both keys from: %s",
 			formatValue(d))
 	}
 	ks, ok := k.(string)
 	if !ok {
-		return "", nil, mongoerr.Newf(40394, "$arrayToObject requires an object with keys 'k' and 'v', where "+
+		return "", nil, mongoerr.Newf(mongoerr.Location40394, "$arrayToObject requires an object with keys 'k' and 'v', where "+
 			"the value of 'k' must be of type string. Found type: %s", typeName(k))
 	}
 	return ks, v, nil
@@ -154,15 +154,15 @@ func compileGetField(_ string, arg any) (node, error) {
 		return getFieldNode(field, nil), nil
 	}
 	named, err := namedArgs(arg, []string{"field", "input"}, func(f string) error {
-		return mongoerr.Newf(3041701, "$getField found an unknown argument: %s", f)
+		return mongoerr.Newf(mongoerr.Location3041701, "$getField found an unknown argument: %s", f)
 	})
 	switch {
 	case err != nil:
 		return nil, err
 	case named["field"] == nil:
-		return nil, mongoerr.New(3041702, "$getField requires 'field' to be specified")
+		return nil, mongoerr.New(mongoerr.Location3041702, "$getField requires 'field' to be specified")
 	case named["input"] == nil:
-		return nil, mongoerr.New(3041703, "$getField requires 'input' to be specified")
+		return nil, mongoerr.New(mongoerr.Location3041703, "$getField requires 'input' to be specified")
 	}
 	return getFieldNode(named["field"], named["input"]), nil
 }
@@ -175,7 +175,7 @@ func getFieldNode(field, input node) node {
 		}
 		name, ok := f.(string)
 		if !ok {
-			return nil, mongoerr.Newf(3041704, "$getField requires 'field' to evaluate to type String, but got %s",
+			return nil, mongoerr.Newf(mongoerr.Location3041704, "$getField requires 'field' to evaluate to type String, but got %s",
 				typeName(f))
 		}
 		in, err := evalOr(c, input, c.root)

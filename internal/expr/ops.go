@@ -87,7 +87,7 @@ func ranged(lo, hi int, f evalFn) compileFn {
 			return nil, err
 		}
 		if len(nodes) < lo || len(nodes) > hi {
-			return nil, mongoerr.Newf(28667,
+			return nil, mongoerr.Newf(mongoerr.Location28667,
 				"Expression %s takes at least %d arguments, and at most %d, but %d were passed in.",
 				name, lo, hi, len(nodes))
 		}
@@ -107,7 +107,7 @@ func variadic(f evalFn) compileFn {
 }
 
 func arityError(name string, want, got int) error {
-	return mongoerr.Newf(16020, "Expression %s takes exactly %d arguments. %d were passed in.", name, want, got)
+	return mongoerr.Newf(mongoerr.Location16020, "Expression %s takes exactly %d arguments. %d were passed in.", name, want, got)
 }
 
 // namedArgs compiles an operator's {name: expr} argument document by

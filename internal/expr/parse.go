@@ -42,7 +42,7 @@ func normalizeInt(i int) any {
 func compileDoc(d bson.D) (node, error) {
 	if len(d) > 0 && strings.HasPrefix(d[0].Key, "$") {
 		if len(d) != 1 {
-			return nil, mongoerr.Newf(15983,
+			return nil, mongoerr.Newf(mongoerr.Location15983,
 				"An object representing an expression must have exactly one field: %s", formatValue(d))
 		}
 		return compileOperator(d[0].Key, d[0].Value)
@@ -78,7 +78,7 @@ func compileObject(d bson.D) (node, error) {
 			return nil, err
 		}
 		if seen[e.Key] {
-			return nil, mongoerr.Newf(16406,
+			return nil, mongoerr.Newf(mongoerr.Location16406,
 				"duplicate field name specified in object literal: %s", formatValue(d))
 		}
 		seen[e.Key] = true
@@ -97,15 +97,15 @@ func compileObject(d bson.D) (node, error) {
 func ValidateFieldName(name string) error {
 	switch {
 	case name == "":
-		return mongoerr.New(15998, "FieldPath field names may not be empty strings.")
+		return mongoerr.New(mongoerr.Location15998, "FieldPath field names may not be empty strings.")
 	case strings.HasPrefix(name, "$"):
-		return mongoerr.New(16410,
+		return mongoerr.New(mongoerr.Location16410,
 			"FieldPath field names may not start with '$'. Consider using $getField or $setField.")
 	case strings.Contains(name, "."):
-		return mongoerr.New(16412,
+		return mongoerr.New(mongoerr.Location16412,
 			"FieldPath field names may not contain '.'. Consider using $getField or $setField.")
 	case strings.ContainsRune(name, 0):
-		return mongoerr.New(16411, "FieldPath field names may not contain null bytes")
+		return mongoerr.New(mongoerr.Location16411, "FieldPath field names may not contain null bytes")
 	}
 	return nil
 }

@@ -60,18 +60,18 @@ func regexMatchDoc(s string, m []int) bson.D {
 func regexOp(result func(re *regexp.Regexp, s string, ok bool) any) compileFn {
 	return func(name string, arg any) (node, error) {
 		if !isDocument(arg) {
-			return nil, mongoerr.Newf(51103, "%s expects an object of named arguments but found: %s", name, typeName(arg))
+			return nil, mongoerr.Newf(mongoerr.Location51103, "%s expects an object of named arguments but found: %s", name, typeName(arg))
 		}
 		named, err := namedArgs(arg, []string{"input", "regex", "options"}, func(f string) error {
-			return mongoerr.Newf(31024, "%s found an unknown argument: %s", name, f)
+			return mongoerr.Newf(mongoerr.Location31024, "%s found an unknown argument: %s", name, f)
 		})
 		switch {
 		case err != nil:
 			return nil, err
 		case named["input"] == nil:
-			return nil, mongoerr.Newf(31022, "%s requires 'input' parameter", name)
+			return nil, mongoerr.Newf(mongoerr.Location31022, "%s requires 'input' parameter", name)
 		case named["regex"] == nil:
-			return nil, mongoerr.Newf(31023, "%s requires 'regex' parameter", name)
+			return nil, mongoerr.Newf(mongoerr.Location31023, "%s requires 'regex' parameter", name)
 		}
 		return fn(func(c *ctx) (any, error) {
 			re, s, ok, err := evalRegexArgs(c, name, named)
@@ -91,7 +91,7 @@ func evalRegexArgs(c *ctx, name string, named map[string]node) (*regexp.Regexp, 
 	in, pat, opts := vals[0], vals[1], vals[2]
 	s, isStr := in.(string)
 	if !isStr && !nullish(in) {
-		return nil, "", false, mongoerr.Newf(51104, "%s needs 'input' to be of type string", name)
+		return nil, "", false, mongoerr.Newf(mongoerr.Location51104, "%s needs 'input' to be of type string", name)
 	}
 	pattern, flags, err := regexPattern(name, pat, opts)
 	if err != nil || nullish(pat) {
@@ -111,7 +111,7 @@ func orNull(n node) node {
 func regexPattern(name string, pat, opts any) (string, string, error) {
 	if !nullish(opts) {
 		if _, ok := opts.(string); !ok {
-			return "", "", mongoerr.Newf(51106, "%s needs 'options' to be of type string", name)
+			return "", "", mongoerr.Newf(mongoerr.Location51106, "%s needs 'options' to be of type string", name)
 		}
 	}
 	optStr, _ := opts.(string)
@@ -120,7 +120,7 @@ func regexPattern(name string, pat, opts any) (string, string, error) {
 		return p, optStr, nil
 	case bson.Regex:
 		if p.Options != "" && !nullish(opts) {
-			return "", "", mongoerr.Newf(51107,
+			return "", "", mongoerr.Newf(mongoerr.Location51107,
 				"%s: found regex option(s) specified in both 'regex' and 'option' fields", name)
 		}
 		return p.Pattern, p.Options + optStr, nil
@@ -128,7 +128,7 @@ func regexPattern(name string, pat, opts any) (string, string, error) {
 	if nullish(pat) {
 		return "", optStr, nil
 	}
-	return "", "", mongoerr.Newf(51105, "%s needs 'regex' to be of type string or regex", name)
+	return "", "", mongoerr.Newf(mongoerr.Location51105, "%s needs 'regex' to be of type string or regex", name)
 }
 
 // compileRegex translates PCRE flags to RE2 ones; 'x' (extended) is done
@@ -142,7 +142,7 @@ func compileRegex(name, pattern, flags string) (*regexp.Regexp, error) {
 		case 'x':
 			pattern = stripExtended(pattern)
 		default:
-			return nil, mongoerr.Newf(51108, "%s invalid flag in regex options: %c", name, f)
+			return nil, mongoerr.Newf(mongoerr.Location51108, "%s invalid flag in regex options: %c", name, f)
 		}
 	}
 	if goFlags.Len() > 0 {
@@ -150,7 +150,7 @@ func compileRegex(name, pattern, flags string) (*regexp.Regexp, error) {
 	}
 	re, err := regexp.Compile(pattern)
 	if err != nil {
-		return nil, mongoerr.Newf(51111, "Invalid Regex in %s: %s", name, err.Error())
+		return nil, mongoerr.Newf(mongoerr.Location51111, "Invalid Regex in %s: %s", name, err.Error())
 	}
 	return re, nil
 }

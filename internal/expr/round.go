@@ -19,7 +19,7 @@ func roundOrTrunc(mode roundMode) evalFn {
 			return nil, nil
 		}
 		if !isNumber(v) {
-			return nil, mongoerr.Newf(51081, "%s only supports numeric types, not %s", name, typeName(v))
+			return nil, mongoerr.Newf(mongoerr.Location51081, "%s only supports numeric types, not %s", name, typeName(v))
 		}
 		prec, isNull, err := roundPrecision(name, vals)
 		if err != nil || isNull {
@@ -38,11 +38,11 @@ func roundPrecision(name string, vals []any) (int64, bool, error) {
 		return 0, true, nil
 	}
 	if !isNumber(p) || !isIntegral(p) {
-		return 0, false, mongoerr.Newf(51082, "precision argument to  %s must be a integral value", name)
+		return 0, false, mongoerr.Newf(mongoerr.Location51082, "precision argument to  %s must be a integral value", name)
 	}
 	prec := toInt64(p)
 	if prec < -20 || prec > 100 {
-		return 0, false, mongoerr.Newf(51083,
+		return 0, false, mongoerr.Newf(mongoerr.Location51083,
 			"cannot apply %s with precision value %d value must be in [-20, 100]", name, prec)
 	}
 	return prec, false, nil
@@ -74,7 +74,7 @@ func roundInteger(name string, v any, prec int64, mode roundMode) (any, error) {
 	d := toDecimal(v).quantize(int(-prec), mode)
 	r := new(big.Int).Mul(d.coef, pow10(d.exp))
 	if !r.IsInt64() {
-		return nil, mongoerr.Newf(51080,
+		return nil, mongoerr.Newf(mongoerr.Location51080,
 			"invalid conversion from Decimal128 result in %s resulting from arguments: [%d, %d]",
 			name, toInt64(v), prec)
 	}
@@ -90,14 +90,14 @@ func evalPow(_ string, vals []any) (any, error) {
 		return nil, nil
 	}
 	if !isNumber(base) {
-		return nil, mongoerr.Newf(28762, "$pow's base must be numeric, not %s", typeName(base))
+		return nil, mongoerr.Newf(mongoerr.Location28762, "$pow's base must be numeric, not %s", typeName(base))
 	}
 	if !isNumber(exp) {
-		return nil, mongoerr.Newf(28763, "$pow's exponent must be numeric, not %s", typeName(exp))
+		return nil, mongoerr.Newf(mongoerr.Location28763, "$pow's exponent must be numeric, not %s", typeName(exp))
 	}
 	bf, ef := toFloat(base), toFloat(exp)
 	if bf == 0 && ef < 0 {
-		return nil, mongoerr.New(28764, "$pow cannot take a base of 0 and a negative exponent")
+		return nil, mongoerr.New(mongoerr.Location28764, "$pow cannot take a base of 0 and a negative exponent")
 	}
 	switch max(kindOf(base), kindOf(exp)) {
 	case kindDecimal:

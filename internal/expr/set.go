@@ -14,8 +14,8 @@ func addSetOps(m map[string]compileFn) {
 	m["$setDifference"] = fixed(2, evalSetDifference)
 	m["$setEquals"] = compileSetEquals
 	m["$setIsSubset"] = fixed(2, evalSetIsSubset)
-	m["$anyElementTrue"] = fixed(1, elementsTrue(true, 17041))
-	m["$allElementsTrue"] = fixed(1, elementsTrue(false, 17040))
+	m["$anyElementTrue"] = fixed(1, elementsTrue(true, mongoerr.Location17041))
+	m["$allElementsTrue"] = fixed(1, elementsTrue(false, mongoerr.Location17040))
 }
 
 // uniqueSorted returns a's distinct values in MongoDB's value order, which
@@ -46,7 +46,7 @@ func evalSetUnion(name string, vals []any) (any, error) {
 		if nullish(v) {
 			return nil, nil
 		}
-		a, err := setOperand(name, v, 17043)
+		a, err := setOperand(name, v, mongoerr.Location17043)
 		if err != nil {
 			return nil, err
 		}
@@ -61,7 +61,7 @@ func evalSetIntersection(name string, vals []any) (any, error) {
 		if nullish(v) {
 			return nil, nil
 		}
-		a, err := setOperand(name, v, 17047)
+		a, err := setOperand(name, v, mongoerr.Location17047)
 		if err != nil {
 			return nil, err
 		}
@@ -84,12 +84,12 @@ func evalSetDifference(_ string, vals []any) (any, error) {
 	}
 	l, ok := asArray(vals[0])
 	if !ok {
-		return nil, mongoerr.Newf(17048, "both operands of $setDifference must be arrays. First argument is of type: %s",
+		return nil, mongoerr.Newf(mongoerr.Location17048, "both operands of $setDifference must be arrays. First argument is of type: %s",
 			typeName(vals[0]))
 	}
 	r, ok := asArray(vals[1])
 	if !ok {
-		return nil, mongoerr.Newf(17049, "both operands of $setDifference must be arrays. Second argument is of type: %s",
+		return nil, mongoerr.Newf(mongoerr.Location17049, "both operands of $setDifference must be arrays. Second argument is of type: %s",
 			typeName(vals[1]))
 	}
 	seen := uniqueSorted(r)
@@ -109,7 +109,7 @@ func compileSetEquals(name string, arg any) (node, error) {
 		return nil, err
 	}
 	if len(nodes) < 2 {
-		return nil, mongoerr.Newf(17045, "$setEquals needs at least two arguments had: %d", len(nodes))
+		return nil, mongoerr.Newf(mongoerr.Location17045, "$setEquals needs at least two arguments had: %d", len(nodes))
 	}
 	return strict(name, nodes, evalSetEquals), nil
 }
@@ -119,7 +119,7 @@ func evalSetEquals(name string, vals []any) (any, error) {
 	for i, v := range vals {
 		a, ok := asArray(v)
 		if !ok {
-			return nil, mongoerr.Newf(17044, "All operands of $setEquals must be arrays. One argument is of type: %s",
+			return nil, mongoerr.Newf(mongoerr.Location17044, "All operands of $setEquals must be arrays. One argument is of type: %s",
 				typeName(v))
 		}
 		s := uniqueSorted(a)
@@ -135,12 +135,12 @@ func evalSetEquals(name string, vals []any) (any, error) {
 func evalSetIsSubset(_ string, vals []any) (any, error) {
 	l, ok := asArray(vals[0])
 	if !ok {
-		return nil, mongoerr.Newf(17046, "both operands of $setIsSubset must be arrays. First argument is of type: %s",
+		return nil, mongoerr.Newf(mongoerr.Location17046, "both operands of $setIsSubset must be arrays. First argument is of type: %s",
 			typeName(vals[0]))
 	}
 	r, ok := asArray(vals[1])
 	if !ok {
-		return nil, mongoerr.Newf(17042, "both operands of $setIsSubset must be arrays. Second argument is of type: %s",
+		return nil, mongoerr.Newf(mongoerr.Location17042, "both operands of $setIsSubset must be arrays. Second argument is of type: %s",
 			typeName(vals[1]))
 	}
 	set := uniqueSorted(r)

@@ -56,7 +56,7 @@ func coerceToString(v any) (string, error) {
 	case bson.Timestamp:
 		return formatValue(x), nil
 	}
-	return "", mongoerr.Newf(16007, "can't convert from BSON type %s to String", typeName(v))
+	return "", mongoerr.Newf(mongoerr.Location16007, "can't convert from BSON type %s to String", typeName(v))
 }
 
 // doubleToString prints a double for $toString and friends. Mayfly uses
@@ -84,7 +84,7 @@ func evalConcat(_ string, vals []any) (any, error) {
 		}
 		s, ok := v.(string)
 		if !ok {
-			return nil, mongoerr.Newf(16702, "$concat only supports strings, not %s", typeName(v))
+			return nil, mongoerr.Newf(mongoerr.Location16702, "$concat only supports strings, not %s", typeName(v))
 		}
 		b.WriteString(s)
 	}
@@ -138,7 +138,7 @@ func evalStrcasecmp(_ string, vals []any) (any, error) {
 func evalStrLenBytes(_ string, vals []any) (any, error) {
 	s, ok := vals[0].(string)
 	if !ok {
-		return nil, mongoerr.Newf(34473, "$strLenBytes requires a string argument, found: %s", typeName(vals[0]))
+		return nil, mongoerr.Newf(mongoerr.Location34473, "$strLenBytes requires a string argument, found: %s", typeName(vals[0]))
 	}
 	return int32(len(s)), nil
 }
@@ -146,7 +146,7 @@ func evalStrLenBytes(_ string, vals []any) (any, error) {
 func evalStrLenCP(_ string, vals []any) (any, error) {
 	s, ok := vals[0].(string)
 	if !ok {
-		return nil, mongoerr.Newf(34471, "$strLenCP requires a string argument, found: %s", typeName(vals[0]))
+		return nil, mongoerr.Newf(mongoerr.Location34471, "$strLenCP requires a string argument, found: %s", typeName(vals[0]))
 	}
 	return int32(utf8.RuneCountInString(s)), nil
 }
@@ -158,16 +158,16 @@ func evalSplit(_ string, vals []any) (any, error) {
 	}
 	s, ok := in.(string)
 	if !ok {
-		return nil, mongoerr.Newf(40085,
+		return nil, mongoerr.Newf(mongoerr.Location40085,
 			"$split requires an expression that evaluates to a string as a first argument, found: %s", typeName(in))
 	}
 	d, ok := sep.(string)
 	if !ok {
-		return nil, mongoerr.Newf(40086,
+		return nil, mongoerr.Newf(mongoerr.Location40086,
 			"$split requires an expression that evaluates to a string as a second argument, found: %s", typeName(sep))
 	}
 	if d == "" {
-		return nil, mongoerr.New(40087, "$split requires a non-empty separator")
+		return nil, mongoerr.New(mongoerr.Location40087, "$split requires a non-empty separator")
 	}
 	out := bson.A{}
 	for _, part := range strings.Split(s, d) {
@@ -199,12 +199,12 @@ func indexBounds(name string, vals []any, length int) (int, int, error) {
 
 func nonNegativeIndex(name string, v any, what string) (int, error) {
 	if !isNumber(v) || !isIntegral(v) {
-		return 0, mongoerr.Newf(40096, "%s requires an integral %s, found a value of type: %s, with value: %s",
+		return 0, mongoerr.Newf(mongoerr.Location40096, "%s requires an integral %s, found a value of type: %s, with value: %s",
 			name, what, typeName(v), formatValue(v))
 	}
 	i := toInt64(v)
 	if i < 0 {
-		return 0, mongoerr.Newf(40097, "%s requires a nonnegative %s, found: %s", name, what, formatValue(v))
+		return 0, mongoerr.Newf(mongoerr.Location40097, "%s requires a nonnegative %s, found: %s", name, what, formatValue(v))
 	}
 	return int(min(i, 1<<31)), nil
 }
@@ -228,7 +228,7 @@ func stringArgs(name string, vals []any, codes [2]mongoerr.Code) (string, string
 }
 
 func evalIndexOfBytes(name string, vals []any) (any, error) {
-	s, tok, isNull, err := stringArgs(name, vals, [2]mongoerr.Code{40091, 40092})
+	s, tok, isNull, err := stringArgs(name, vals, [2]mongoerr.Code{mongoerr.Location40091, mongoerr.Location40092})
 	if err != nil || isNull {
 		return nil, err
 	}
@@ -247,7 +247,7 @@ func evalIndexOfBytes(name string, vals []any) (any, error) {
 }
 
 func evalIndexOfCP(name string, vals []any) (any, error) {
-	s, tok, isNull, err := stringArgs(name, vals, [2]mongoerr.Code{40093, 40094})
+	s, tok, isNull, err := stringArgs(name, vals, [2]mongoerr.Code{mongoerr.Location40093, mongoerr.Location40094})
 	if err != nil || isNull {
 		return nil, err
 	}

@@ -18,16 +18,16 @@ func evalSubstrBytes(_ string, vals []any) (any, error) {
 		return nil, err
 	}
 	if !isBinaryNumber(vals[1]) {
-		return nil, mongoerr.Newf(16034, "%s:  starting index must be a numeric type (is BSON type %s)",
+		return nil, mongoerr.Newf(mongoerr.Location16034, "%s:  starting index must be a numeric type (is BSON type %s)",
 			op, typeName(vals[1]))
 	}
 	if !isBinaryNumber(vals[2]) {
-		return nil, mongoerr.Newf(16035, "%s:  length must be a numeric type (is BSON type %s)",
+		return nil, mongoerr.Newf(mongoerr.Location16035, "%s:  length must be a numeric type (is BSON type %s)",
 			op, typeName(vals[2]))
 	}
 	lower, length := toInt64(vals[1]), toInt64(vals[2])
 	if lower < 0 {
-		return nil, mongoerr.Newf(50752, "%s:  starting index must be non-negative (got: %d)", op, lower)
+		return nil, mongoerr.Newf(mongoerr.Location50752, "%s:  starting index must be non-negative (got: %d)", op, lower)
 	}
 	if length < 0 || lower+length > int64(len(s)) {
 		length = max(int64(len(s))-lower, 0)
@@ -46,10 +46,10 @@ func isBinaryNumber(v any) bool {
 
 func byteRange(op, s string, lower, length int) (any, error) {
 	if lower < len(s) && !utf8.RuneStart(s[lower]) {
-		return nil, mongoerr.Newf(28656, "%s:  Invalid range, starting index is a UTF-8 continuation byte.", op)
+		return nil, mongoerr.Newf(mongoerr.Location28656, "%s:  Invalid range, starting index is a UTF-8 continuation byte.", op)
 	}
 	if end := lower + length; end < len(s) && !utf8.RuneStart(s[end]) {
-		return nil, mongoerr.Newf(28657, "%s:  Invalid range, ending index is in the middle of a UTF-8 character.", op)
+		return nil, mongoerr.Newf(mongoerr.Location28657, "%s:  Invalid range, ending index is in the middle of a UTF-8 character.", op)
 	}
 	if lower >= len(s) {
 		return "", nil
@@ -62,18 +62,18 @@ func evalSubstrCP(name string, vals []any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := substrCPArg(name, vals[1], "starting index", 34450); err != nil {
+	if err := substrCPArg(name, vals[1], "starting index", [2]mongoerr.Code{mongoerr.Location34450, mongoerr.Location34451}); err != nil {
 		return nil, err
 	}
-	if err := substrCPArg(name, vals[2], "length", 34452); err != nil {
+	if err := substrCPArg(name, vals[2], "length", [2]mongoerr.Code{mongoerr.Location34452, mongoerr.Location34453}); err != nil {
 		return nil, err
 	}
 	start, length := toInt64(vals[1]), toInt64(vals[2])
 	if length < 0 {
-		return nil, mongoerr.Newf(34454, "%s: length must be a nonnegative integer.", name)
+		return nil, mongoerr.Newf(mongoerr.Location34454, "%s: length must be a nonnegative integer.", name)
 	}
 	if start < 0 {
-		return nil, mongoerr.Newf(34455, "%s: the starting index must be nonnegative integer.", name)
+		return nil, mongoerr.Newf(mongoerr.Location34455, "%s: the starting index must be nonnegative integer.", name)
 	}
 	runes := []rune(s)
 	if start >= int64(len(runes)) {
@@ -83,12 +83,12 @@ func evalSubstrCP(name string, vals []any) (any, error) {
 	return string(runes[start:end]), nil
 }
 
-func substrCPArg(name string, v any, what string, code mongoerr.Code) error {
+func substrCPArg(name string, v any, what string, codes [2]mongoerr.Code) error {
 	if !isNumber(v) {
-		return mongoerr.Newf(code, "%s: %s must be a numeric type (is BSON type %s)", name, what, typeName(v))
+		return mongoerr.Newf(codes[0], "%s: %s must be a numeric type (is BSON type %s)", name, what, typeName(v))
 	}
 	if !isIntegral32(v) {
-		return mongoerr.Newf(code+1, "%s: %s cannot be represented as a 32-bit integral value: %s",
+		return mongoerr.Newf(codes[1], "%s: %s cannot be represented as a 32-bit integral value: %s",
 			name, what, formatValue(v))
 	}
 	return nil
@@ -99,16 +99,16 @@ const defaultTrimChars = "\x00 \t\n\v\f\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2
 
 func compileTrim(name string, arg any) (node, error) {
 	if !isDocument(arg) {
-		return nil, mongoerr.Newf(50696, "%s only supports an object as an argument, found %s", name, typeName(arg))
+		return nil, mongoerr.Newf(mongoerr.Location50696, "%s only supports an object as an argument, found %s", name, typeName(arg))
 	}
 	named, err := namedArgs(arg, []string{"input", "chars"}, func(f string) error {
-		return mongoerr.Newf(50694, "%s found an unknown argument: %s", name, f)
+		return mongoerr.Newf(mongoerr.Location50694, "%s found an unknown argument: %s", name, f)
 	})
 	if err != nil {
 		return nil, err
 	}
 	if named["input"] == nil {
-		return nil, mongoerr.Newf(50695, "%s requires an 'input' field", name)
+		return nil, mongoerr.Newf(mongoerr.Location50695, "%s requires an 'input' field", name)
 	}
 	return trimNode(name, named["input"], named["chars"]), nil
 }
@@ -121,7 +121,7 @@ func trimNode(name string, input, chars node) node {
 		}
 		s, ok := in.(string)
 		if !ok {
-			return nil, mongoerr.Newf(50699, "%s requires its input to be a string, got %s (of type %s) instead.",
+			return nil, mongoerr.Newf(mongoerr.Location50699, "%s requires its input to be a string, got %s (of type %s) instead.",
 				name, formatValue(in), typeName(in))
 		}
 		cutset, isNull, err := trimChars(c, name, chars)
@@ -142,7 +142,7 @@ func trimChars(c *ctx, name string, chars node) (string, bool, error) {
 	}
 	s, ok := v.(string)
 	if !ok {
-		return "", false, mongoerr.Newf(50700, "%s requires 'chars' to be a string, got %s (of type %s) instead.",
+		return "", false, mongoerr.Newf(mongoerr.Location50700, "%s requires 'chars' to be a string, got %s (of type %s) instead.",
 			name, formatValue(v), typeName(v))
 	}
 	return s, false, nil

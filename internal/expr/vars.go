@@ -46,13 +46,13 @@ func (c *ctx) lookupVar(name string) (any, error) {
 	if v, ok := c.user[name]; ok {
 		return v, nil
 	}
-	return nil, mongoerr.Newf(17276, "Use of undefined variable: %s", name)
+	return nil, mongoerr.Newf(mongoerr.Location17276, "Use of undefined variable: %s", name)
 }
 
 // compileFieldPath parses "$a.b" or "$$var.a.b".
 func compileFieldPath(raw string) (node, error) {
 	if len(raw) < 2 {
-		return nil, mongoerr.New(16872, "'$' by itself is not a valid FieldPath")
+		return nil, mongoerr.New(mongoerr.Location16872, "'$' by itself is not a valid FieldPath")
 	}
 	if raw[1] != '$' {
 		path, err := splitPath(raw[1:])
@@ -77,7 +77,7 @@ func compileFieldPath(raw string) (node, error) {
 func checkBuiltinVar(name string) error {
 	switch name {
 	case "CLUSTER_TIME":
-		return mongoerr.New(10071,
+		return mongoerr.New(mongoerr.Location10071,
 			"Builtin variable '$$CLUSTER_TIME' is not available as the server is not part of a replica set")
 	case "USER_ROLES", "SEARCH_META", "SEARCH_SCORE":
 		return mongoerr.Newf(mongoerr.NotImplemented, "Builtin variable '$$%s' is not supported", name)
@@ -88,18 +88,18 @@ func checkBuiltinVar(name string) error {
 // splitPath splits and validates a dotted field path.
 func splitPath(p string) ([]string, error) {
 	if p == "" {
-		return nil, mongoerr.New(40352, "FieldPath cannot be constructed with empty string")
+		return nil, mongoerr.New(mongoerr.Location40352, "FieldPath cannot be constructed with empty string")
 	}
 	if strings.HasSuffix(p, ".") {
-		return nil, mongoerr.New(40353, "FieldPath must not end with a '.'.")
+		return nil, mongoerr.New(mongoerr.Location40353, "FieldPath must not end with a '.'.")
 	}
 	parts := strings.Split(p, ".")
 	for _, part := range parts {
 		if part == "" {
-			return nil, mongoerr.New(15998, "FieldPath field names may not be empty strings.")
+			return nil, mongoerr.New(mongoerr.Location15998, "FieldPath field names may not be empty strings.")
 		}
 		if strings.HasPrefix(part, "$") {
-			return nil, mongoerr.New(16410,
+			return nil, mongoerr.New(mongoerr.Location16410,
 				"FieldPath field names may not start with '$'. Consider using $getField or $setField.")
 		}
 	}
@@ -110,9 +110,9 @@ func splitPath(p string) ([]string, error) {
 // written (by $let, $map, as: ...) must start with a lowercase letter or a
 // non-ASCII character; names that are read may also be uppercase builtins.
 func validateVarName(name string, write bool) error {
-	codes := [3]mongoerr.Code{16869, 16870, 16871}
+	codes := [3]mongoerr.Code{mongoerr.Location16869, mongoerr.Location16870, mongoerr.Location16871}
 	if write {
-		codes = [3]mongoerr.Code{16866, 16867, 16868}
+		codes = [3]mongoerr.Code{mongoerr.Location16866, mongoerr.Location16867, mongoerr.Location16868}
 	}
 	if name == "" {
 		return mongoerr.New(codes[0], "empty variable names are not allowed")

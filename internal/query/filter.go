@@ -9,6 +9,14 @@ import (
 type Filter struct {
 	root node
 	spec bson.D
+	// vars are the command's let variables (and $$NOW) that $expr reads;
+	// nil when the filter was parsed without them.
+	vars map[string]any
+	// coll keys strings under a non-simple collation: root was parsed
+	// from the keyed filter, documents are keyed before matching. plain
+	// is the filter parsed as written, for the values an upsert stores.
+	coll  Collator
+	plain *Filter
 }
 
 // NewFilter parses and validates a query filter. Errors are
@@ -24,6 +32,10 @@ func NewFilter(filter bson.D) (*Filter, error) {
 // Match reports whether doc matches the filter. A $expr that fails to
 // evaluate counts as no match; use MatchErr to see the error.
 func (f *Filter) Match(doc bson.D) bool {
+	doc = f.keyed(doc)
+	if f.vars != nil {
+		return f.root.matches(doc, &matchCtx{pos: -1, vars: f.vars})
+	}
 	return f.root.matches(doc, nil)
 }
 
@@ -31,8 +43,8 @@ func (f *Filter) Match(doc bson.D) bool {
 // evaluating a $expr, which MongoDB reports as a failure of the whole
 // query.
 func (f *Filter) MatchErr(doc bson.D) (bool, error) {
-	c := matchCtx{pos: -1}
-	ok := f.root.matches(doc, &c)
+	c := matchCtx{pos: -1, vars: f.vars}
+	ok := f.root.matches(f.keyed(doc), &c)
 	if c.err != nil {
 		return false, c.err
 	}
@@ -47,12 +59,26 @@ func (f *Filter) MatchErr(doc bson.D) (bool, error) {
 // predicates traverse arrays, MongoDB leaves the choice unspecified;
 // Mayfly takes the first in filter order.
 func (f *Filter) MatchPositional(doc bson.D) (ok bool, arrayIndex int) {
-	c := matchCtx{pos: -1}
-	if !f.root.matches(doc, &c) {
+	c := matchCtx{pos: -1, vars: f.vars}
+	if !f.root.matches(f.keyed(doc), &c) {
 		return false, -1
 	}
 	return true, c.pos
 }
+
+// keyed is doc as the filter compares it: its strings keyed under the
+// filter's collation, if any.
+func (f *Filter) keyed(doc bson.D) bson.D {
+	if f.coll == nil || doc == nil {
+		return doc
+	}
+	return f.coll.Doc(doc)
+}
+
+// Collated reports whether the filter compares strings under a
+// non-simple collation; its predicates then leave out string operands,
+// which an index without that collation cannot bound.
+func (f *Filter) Collated() bool { return f.coll != nil }
 
 // Spec returns the filter document the Filter was parsed from.
 func (f *Filter) Spec() bson.D { return f.spec }
@@ -63,6 +89,7 @@ type matchCtx struct {
 	pos   int   // first array offset recorded, -1 for none
 	muted int   // > 0 inside $or, $nor, $not and $elemMatch bodies
 	err   error // first $expr evaluation error
+	vars  map[string]any
 }
 
 // record notes the array offset of a match unless one is already known or

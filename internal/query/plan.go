@@ -18,11 +18,33 @@ import (
 // documents without the path, which an index stores under null.
 type Predicate struct {
 	Path   string
-	Op     string
+	Op     Op
 	Values []any
 }
 
-var cmpNames = map[cmpKind]string{cmpEQ: "$eq", cmpLT: "$lt", cmpLTE: "$lte", cmpGT: "$gt", cmpGTE: "$gte"}
+// Op is a predicate's operator, named as MongoDB writes it.
+type Op string
+
+// The operators a Predicate has.
+const (
+	OpEq  Op = "$eq"
+	OpGt  Op = "$gt"
+	OpGte Op = "$gte"
+	OpLt  Op = "$lt"
+	OpLte Op = "$lte"
+	OpIn  Op = "$in"
+)
+
+// IsRange reports whether op bounds one side of a range.
+func (op Op) IsRange() bool { return op == OpGt || op == OpGte || op == OpLt || op == OpLte }
+
+// IsLower reports whether op bounds a range from below.
+func (op Op) IsLower() bool { return op == OpGt || op == OpGte }
+
+// IsStrict reports whether op excludes its operand.
+func (op Op) IsStrict() bool { return op == OpGt || op == OpLt }
+
+var cmpNames = map[cmpKind]Op{cmpEQ: OpEq, cmpLT: OpLt, cmpLTE: OpLte, cmpGT: OpGt, cmpGTE: OpGte}
 
 // Predicates returns the filter's top-level AND-ed predicates on paths,
 // including those inside top-level $and (and one-clause $or), in filter
@@ -33,7 +55,7 @@ func (f *Filter) Predicates() []Predicate {
 	var out []Predicate
 	eachTopField(f.root, func(n *fieldNode) {
 		for _, op := range flattenOps(n.op) {
-			if p, ok := predicateOf(n.name, op); ok {
+			if p, ok := predicateOf(n.name, op); ok && !(f.coll != nil && anyString(p.Values)) {
 				out = append(out, p)
 			}
 		}
@@ -49,6 +71,9 @@ func (f *Filter) Predicates() []Predicate {
 // does. Regex equality ({a: /x/}) is a match, not an equality, and is
 // left out.
 func (f *Filter) Equalities() bson.D {
+	if f.plain != nil {
+		return f.plain.Equalities()
+	}
 	var out bson.D
 	eachTopField(f.root, func(n *fieldNode) {
 		for _, op := range flattenOps(n.op) {
@@ -102,8 +127,30 @@ func predicateOf(path string, op fieldOp) (Predicate, bool) {
 		return Predicate{Path: path, Op: cmpNames[x.kind], Values: []any{x.rhs}}, true
 	case *inOp:
 		if len(x.regexes) == 0 {
-			return Predicate{Path: path, Op: "$in", Values: slices.Clone(x.eqs)}, true
+			return Predicate{Path: path, Op: OpIn, Values: slices.Clone(x.eqs)}, true
 		}
 	}
 	return Predicate{}, false
+}
+
+// anyString reports whether a value holds a string anywhere (a keyed one,
+// under a collation).
+func anyString(vs []any) bool {
+	for _, v := range vs {
+		switch x := v.(type) {
+		case string, bson.Symbol:
+			return true
+		case bson.D:
+			for _, e := range x {
+				if anyString([]any{e.Value}) {
+					return true
+				}
+			}
+		case bson.A:
+			if anyString(x) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -45,7 +45,7 @@ func TestPredicates(t *testing.T) {
 		t.Fatalf("Predicates() = %v", got)
 	}
 	for i, p := range got {
-		if s := p.Path + " " + p.Op + " " + shell(bson.A(p.Values)); s != want[i] {
+		if s := p.Path + " " + string(p.Op) + " " + shell(bson.A(p.Values)); s != want[i] {
 			t.Errorf("predicate %d = %s, want %s", i, s, want[i])
 		}
 	}

@@ -147,7 +147,7 @@ func (p *projParser) element(node *projNode, e bson.E, atRoot bool) error {
 	positional := strings.HasSuffix(e.Key, ".$")
 	if d, ok := asDoc(e.Value); ok {
 		if positional {
-			return mongoerr.New(31271, "positional projection cannot be used with an expression or sub object")
+			return mongoerr.New(mongoerr.Location31271, "positional projection cannot be used with an expression or sub object")
 		}
 		return p.subObject(node, e.Key, d, atRoot)
 	}
@@ -158,12 +158,12 @@ func (p *projParser) element(node *projNode, e bson.E, atRoot bool) error {
 		return p.inclusionOrExclusion(node, e, atRoot)
 	}
 	if positional {
-		return mongoerr.New(31308, "positional projection cannot be used with a literal")
+		return mongoerr.New(mongoerr.Location31308, "positional projection cannot be used with a literal")
 	}
 	return p.literal(node, e)
 }
 
-const codePositionalMiddle mongoerr.Code = 31394
+const codePositionalMiddle = mongoerr.Location31394
 
 const positionalMiddleMsg = "As of 4.4, it's illegal to specify positional operator in the middle of a path." +
 	"Positional projection may only be used at the end, for example: a.b.$. If the query previously used a " +
@@ -218,7 +218,7 @@ func validateFieldPath(path string) error {
 		return mongoerr.New(mongoerr.Location40352, "FieldPath cannot be constructed with empty string")
 	}
 	if strings.HasSuffix(path, ".") {
-		return mongoerr.New(40353, "FieldPath must not end with a '.'.")
+		return mongoerr.New(mongoerr.Location40353, "FieldPath must not end with a '.'.")
 	}
 	for _, part := range strings.Split(path, ".") {
 		if part == "" {
@@ -240,7 +240,7 @@ func addAtPath(node *projNode, path string, leaf *projField) error {
 		existing := node.find(part)
 		if i == len(parts)-1 {
 			if existing != nil {
-				return mongoerr.Newf(31250, "Path collision at %s", path)
+				return mongoerr.Newf(mongoerr.Location31250, "Path collision at %s", path)
 			}
 			leaf.name = part
 			node.fields = append(node.fields, leaf)
@@ -251,7 +251,7 @@ func addAtPath(node *projNode, path string, leaf *projField) error {
 			node.fields = append(node.fields, existing)
 		}
 		if existing.kind != projSub {
-			return mongoerr.Newf(31249, "Path collision at %s remaining portion %s", path, strings.Join(parts[1:], "."))
+			return mongoerr.Newf(mongoerr.Location31249, "Path collision at %s remaining portion %s", path, strings.Join(parts[1:], "."))
 		}
 		node = existing.sub
 	}

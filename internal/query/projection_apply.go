@@ -12,8 +12,8 @@ import (
 // layer prefixes their messages with "Executor error during find command
 // :: caused by :: " as MongoDB does.
 const (
-	codePositionalNoMatch  mongoerr.Code = 51246
-	codePositionalMismatch mongoerr.Code = 51247
+	codePositionalNoMatch  = mongoerr.Location51246
+	codePositionalMismatch = mongoerr.Location51247
 )
 
 // Apply projects doc. positional is the array index the query matched, as

@@ -20,13 +20,13 @@ func (p *projParser) subObject(node *projNode, key string, d bson.D, atRoot bool
 		if handled || err != nil {
 			return err
 		}
-		return mongoerr.Newf(31325, "Unknown expression %s", d[0].Key)
+		return mongoerr.Newf(mongoerr.Location31325, "Unknown expression %s", d[0].Key)
 	}
 	if err := validateFieldPath(key); err != nil {
 		return err
 	}
 	if len(d) == 0 {
-		return mongoerr.New(51270, "An empty sub-projection is not a valid value. Found empty object at path")
+		return mongoerr.New(mongoerr.Location51270, "An empty sub-projection is not a valid value. Found empty object at path")
 	}
 	sub, err := subNodeAt(node, key)
 	if err != nil {
@@ -51,9 +51,9 @@ func subNodeAt(node *projNode, path string) (*projNode, error) {
 			f = &projField{name: part, kind: projSub, sub: &projNode{}}
 			node.fields = append(node.fields, f)
 		case f.kind != projSub && i == len(parts)-1:
-			return nil, mongoerr.Newf(31250, "Path collision at %s", path)
+			return nil, mongoerr.Newf(mongoerr.Location31250, "Path collision at %s", path)
 		case f.kind != projSub:
-			return nil, mongoerr.Newf(31249, "Path collision at %s remaining portion %s", path, strings.Join(parts[1:], "."))
+			return nil, mongoerr.Newf(mongoerr.Location31249, "Path collision at %s remaining portion %s", path, strings.Join(parts[1:], "."))
 		}
 		node = f.sub
 	}
@@ -79,7 +79,7 @@ func (p *projParser) expression(node *projNode, key string, d bson.D, atRoot boo
 		return true, err
 	}
 	if p.typ == typeExclusion {
-		return true, mongoerr.New(31252, "Cannot use expression other than $meta in exclusion projection")
+		return true, mongoerr.New(mongoerr.Location31252, "Cannot use expression other than $meta in exclusion projection")
 	}
 	return true, p.addComputed(node, key, &projField{kind: projExpr, expr: x})
 }
@@ -108,7 +108,7 @@ func (p *projParser) literal(node *projNode, e bson.E) error {
 		return err
 	}
 	if p.typ == typeExclusion {
-		return mongoerr.Newf(31310, "Cannot use an expression %s in an exclusion projection", bsonutil.FormatElem(e.Key, e.Value))
+		return mongoerr.Newf(mongoerr.Location31310, "Cannot use an expression %s in an exclusion projection", bsonutil.FormatElem(e.Key, e.Value))
 	}
 	return p.addComputed(node, e.Key, &projField{kind: projExpr, expr: x})
 }
@@ -129,7 +129,7 @@ func (p *projParser) slice(node *projNode, key string, v any) error {
 		return sliceSyntaxError(v, findErr, err)
 	}
 	if p.typ == typeExclusion {
-		return mongoerr.New(31252, "Cannot use expression other than $meta in exclusion projection")
+		return mongoerr.New(mongoerr.Location31252, "Cannot use expression other than $meta in exclusion projection")
 	}
 	return p.addComputed(node, key, &projField{kind: projExpr, expr: x})
 }
@@ -148,22 +148,22 @@ func parseFindSlice(v any) (sliceSpec, *mongoerr.Error) {
 	}
 	arr, ok := asArray(v)
 	if !ok {
-		return sliceSpec{}, mongoerr.New(31273, "$slice only supports numbers and [skip, limit] arrays")
+		return sliceSpec{}, mongoerr.New(mongoerr.Location31273, "$slice only supports numbers and [skip, limit] arrays")
 	}
 	if len(arr) != 2 {
-		return sliceSpec{}, mongoerr.New(31272, "$slice array argument should be of form [skip, limit]")
+		return sliceSpec{}, mongoerr.New(mongoerr.Location31272, "$slice array argument should be of form [skip, limit]")
 	}
 	if !bsonutil.IsNumber(arr[0]) {
-		return sliceSpec{}, mongoerr.Newf(31257, "$slice expects the skip argument to be a number, got %s",
+		return sliceSpec{}, mongoerr.Newf(mongoerr.Location31257, "$slice expects the skip argument to be a number, got %s",
 			bsonutil.TypeName(arr[0]))
 	}
 	if !bsonutil.IsNumber(arr[1]) {
-		return sliceSpec{}, mongoerr.Newf(31258, "$slice expects the limit argument to be a number, got %s",
+		return sliceSpec{}, mongoerr.Newf(mongoerr.Location31258, "$slice expects the limit argument to be a number, got %s",
 			bsonutil.TypeName(arr[1]))
 	}
 	limit := numberInt(arr[1])
 	if limit <= 0 {
-		return sliceSpec{}, mongoerr.Newf(31259, "$slice limit must be positive, got %d", limit)
+		return sliceSpec{}, mongoerr.Newf(mongoerr.Location31259, "$slice limit must be positive, got %d", limit)
 	}
 	return sliceSpec{hasSkip: true, skip: numberInt(arr[0]), limit: limit}, nil
 }
@@ -188,13 +188,13 @@ func numberInt(v any) int {
 
 func (p *projParser) elemMatch(node *projNode, key string, v any, atRoot bool) error {
 	if _, ok := asDoc(v); !ok {
-		return mongoerr.Newf(31274, "elemMatch: Invalid argument, object required, but got %s", bsonutil.TypeName(v))
+		return mongoerr.Newf(mongoerr.Location31274, "elemMatch: Invalid argument, object required, but got %s", bsonutil.TypeName(v))
 	}
 	if p.hasPositional {
-		return mongoerr.New(31255, "Cannot specify positional operator and $elemMatch.")
+		return mongoerr.New(mongoerr.Location31255, "Cannot specify positional operator and $elemMatch.")
 	}
 	if !atRoot || strings.Contains(key, ".") {
-		return mongoerr.New(31275, "Cannot use $elemMatch projection on a nested field.")
+		return mongoerr.New(mongoerr.Location31275, "Cannot use $elemMatch projection on a nested field.")
 	}
 	f, err := NewFilter(bson.D{{Key: key, Value: bson.D{{Key: "$elemMatch", Value: v}}}})
 	if err != nil {
@@ -210,13 +210,13 @@ func (p *projParser) elemMatch(node *projNode, key string, v any, atRoot bool) e
 // positional parses {"path.$": 1}.
 func (p *projParser) positional(node *projNode, e bson.E) error {
 	if !trueValue(e.Value) {
-		return mongoerr.New(31395, "positional projection cannot be used with exclusion")
+		return mongoerr.New(mongoerr.Location31395, "positional projection cannot be used with exclusion")
 	}
 	if p.hasPositional {
-		return mongoerr.New(31276, "Cannot specify more than one positional projection per query.")
+		return mongoerr.New(mongoerr.Location31276, "Cannot specify more than one positional projection per query.")
 	}
 	if p.hasElemMatch {
-		return mongoerr.New(31256, "Cannot specify positional operator and $elemMatch.")
+		return mongoerr.New(mongoerr.Location31256, "Cannot specify positional operator and $elemMatch.")
 	}
 	prefix := strings.TrimSuffix(e.Key, ".$")
 	if err := validateFieldPath(prefix); err != nil {

@@ -16,10 +16,10 @@ const maxRegexLength = 32764
 
 // Error codes MongoDB uses for regular expressions.
 const (
-	codeRegexInvalid     mongoerr.Code = 51091
-	codeRegexFlag        mongoerr.Code = 51108
-	codeOptionsBothRegex mongoerr.Code = 51074
-	codeOptionsBothOpts  mongoerr.Code = 51075
+	codeRegexInvalid     = mongoerr.Location51091
+	codeRegexFlag        = mongoerr.Location51108
+	codeOptionsBothRegex = mongoerr.Location51074
+	codeOptionsBothOpts  = mongoerr.Location51075
 )
 
 // regexOp matches strings (and symbols) against a PCRE pattern translated

@@ -20,6 +20,16 @@ type Sort struct {
 type sortKey struct {
 	path string
 	desc bool
+	coll Collator // nil: simple comparison
+}
+
+// WithCollation returns the sort comparing strings under c.
+func (s *Sort) WithCollation(c Collator) *Sort {
+	out := &Sort{natural: s.natural, keys: append([]sortKey(nil), s.keys...)}
+	for i := range out.keys {
+		out.keys[i].coll = c
+	}
+	return out
 }
 
 // NewSort parses a sort specification: each value a number equal to 1 or
@@ -49,7 +59,7 @@ func sortDirection(e bson.E) (int, error) {
 		if len(d) > 0 && d[0].Key == "$meta" {
 			return 0, mongoerr.New(mongoerr.NotImplemented, "$meta sort is not supported by Mayfly: it has no text search")
 		}
-		return 0, mongoerr.Newf(17312, "$meta is the only expression supported by $sort right now")
+		return 0, mongoerr.Newf(mongoerr.Location17312, "$meta is the only expression supported by $sort right now")
 	}
 	if !bsonutil.IsNumber(e.Value) {
 		return 0, mongoerr.Newf(mongoerr.Location15974, "Illegal key in $sort specification: %s", bsonutil.FormatElem(e.Key, e.Value))
@@ -60,7 +70,7 @@ func sortDirection(e bson.E) (int, error) {
 	case -1:
 		return -1, nil
 	}
-	return 0, mongoerr.New(15975, "$sort key ordering must be 1 (for ascending) or -1 (for descending)")
+	return 0, mongoerr.New(mongoerr.Location15975, "$sort key ordering must be 1 (for ascending) or -1 (for descending)")
 }
 
 // Natural returns 1 or -1 for a {$natural: ±1} sort, 0 otherwise.
@@ -120,6 +130,13 @@ func (s *Sort) values(d bson.D) []any {
 // value is the document's sort key on this path.
 func (k sortKey) value(d bson.D) any {
 	keys, _ := bsonutil.IndexKeys(d, k.path)
+	if k.coll != nil {
+		keyed := make([]any, len(keys))
+		for i, v := range keys {
+			keyed[i] = k.coll.Value(v)
+		}
+		keys = keyed
+	}
 	best := keys[0]
 	for _, v := range keys[1:] {
 		c := bsonutil.Compare(v, best)

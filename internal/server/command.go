@@ -34,7 +34,7 @@ func (c *Conn) command(msg *wire.Message) (*Command, bson.D) {
 func setDB(cmd *Command) bson.D {
 	v, ok := lookup(cmd.Body, "$db")
 	if !ok {
-		return mongoerr.Reply(mongoerr.New(40571, "OP_MSG requests require a $db argument"))
+		return mongoerr.Reply(mongoerr.New(mongoerr.Location40571, "OP_MSG requests require a $db argument"))
 	}
 	db, ok := v.(string)
 	if !ok {

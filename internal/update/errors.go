@@ -6,8 +6,8 @@ import (
 
 // Codes MongoDB uses here that the shared table has no name for yet.
 const (
-	codeCannotBackfillArray mongoerr.Code = 34
-	codeEmptyFieldName      mongoerr.Code = 56
+	codeCannotBackfillArray = mongoerr.CannotBackfillArray
+	codeEmptyFieldName      = mongoerr.EmptyFieldName
 )
 
 // maxStorageDepth is MongoDB's nesting limit for stored documents: its BSON

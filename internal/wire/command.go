@@ -20,7 +20,7 @@ func (m *Message) Command() (bson.D, error) {
 	for _, s := range m.Sequences {
 		for _, e := range body {
 			if e.Key == s.Identifier {
-				return nil, mongoerr.Newf(40433, "Duplicate field between body and document sequence %s", s.Identifier)
+				return nil, mongoerr.Newf(mongoerr.Location40433, "Duplicate field between body and document sequence %s", s.Identifier)
 			}
 		}
 		docs := make(bson.A, 0, len(s.Docs))

@@ -218,12 +218,12 @@ func parseMsg(m *Message, b []byte) *Error {
 	end := len(b)
 	if m.Flags&FlagChecksumPresent != 0 {
 		if end-HeaderSize-4 <= 4 {
-			return fatalf(51251, "Invalid message size for an OpMsg containing a checksum")
+			return fatalf(mongoerr.Location51251, "Invalid message size for an OpMsg containing a checksum")
 		}
 		end -= 4
 		want := binary.LittleEndian.Uint32(b[end:])
 		if got := crc32.Checksum(b[:end], castagnoli); got != want {
-			return fatalf(288, "OP_MSG checksum does not match contents")
+			return fatalf(mongoerr.ChecksumMismatch, "OP_MSG checksum does not match contents")
 		}
 	}
 	return parseSections(m, b[HeaderSize+4:end])
@@ -243,7 +243,7 @@ func parseSections(m *Message, p []byte) *Error {
 			}
 			p = rest
 			if haveBody {
-				soft = firstErr(soft, errorf(40430, "Multiple body sections in message"))
+				soft = firstErr(soft, errorf(mongoerr.Location40430, "Multiple body sections in message"))
 			}
 			haveBody = true
 			m.Body = doc
@@ -256,7 +256,7 @@ func parseSections(m *Message, p []byte) *Error {
 			p = rest
 			for _, s := range m.Sequences {
 				if s.Identifier == seq.Identifier {
-					soft = firstErr(soft, errorf(40431, "Duplicate document sequence: %s", seq.Identifier))
+					soft = firstErr(soft, errorf(mongoerr.Location40431, "Duplicate document sequence: %s", seq.Identifier))
 				}
 			}
 			for _, d := range seq.Docs {
@@ -264,11 +264,11 @@ func parseSections(m *Message, p []byte) *Error {
 			}
 			m.Sequences = append(m.Sequences, seq)
 		default:
-			return fatalf(40432, "Unknown section kind %d", kind)
+			return fatalf(mongoerr.Location40432, "Unknown section kind %d", kind)
 		}
 	}
 	if !haveBody {
-		soft = firstErr(soft, errorf(40587, "OP_MSG messages must have a body"))
+		soft = firstErr(soft, errorf(mongoerr.Location40587, "OP_MSG messages must have a body"))
 	}
 	return soft
 }

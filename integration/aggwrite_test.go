@@ -1,0 +1,139 @@
+package integration
+
+import (
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+)
+
+func aggregateAll(t *testing.T, c *mongo.Collection, pipeline bson.A) []bson.M {
+	t.Helper()
+	cur, err := c.Aggregate(ctxT(t), pipeline)
+	if err != nil {
+		t.Fatalf("%v: %v", pipeline, err)
+	}
+	var out []bson.M
+	if err := cur.All(ctxT(t), &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func sumField(t *testing.T, c *mongo.Collection, f string) int32 {
+	t.Helper()
+	res := aggregateAll(t, c, bson.A{bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: nil}, {Key: "s", Value: bson.D{{Key: "$sum", Value: "$" + f}}}}}}})
+	if len(res) == 0 {
+		return 0
+	}
+	return res[0]["s"].(int32)
+}
+
+func TestAggregateOut(t *testing.T) {
+	db := newDB(t)
+	src := db.Collection("src")
+	seedNumbers(t, src)
+	dst := db.Collection("dst")
+	insertDocs(t, dst, bson.D{{Key: "_id", Value: 99}, {Key: "n", Value: 1000}})
+	mustCreateIndex(t, db, "dst", keySpec(bson.D{{Key: "n", Value: 1}}))
+	out := aggregateAll(t, src, bson.A{bson.D{{Key: "$match", Value: bson.D{{Key: "n", Value: bson.D{{Key: "$gte", Value: 2}}}}}}, bson.D{{Key: "$out", Value: "dst"}}})
+	if len(out) != 0 {
+		t.Fatalf("$out returns no documents: %v", out)
+	}
+	if n, _ := dst.CountDocuments(ctxT(t), bson.D{}); n != 2 || sumField(t, dst, "n") != 5 {
+		t.Fatalf("$out replaced the target with %d documents", n)
+	}
+	specs, _ := dst.Indexes().ListSpecifications(ctxT(t))
+	if len(specs) != 2 {
+		t.Fatalf("$out keeps the target's indexes: %v", specs)
+	}
+	// A failing $out leaves the target as it was.
+	_, err := src.Aggregate(ctxT(t), bson.A{bson.D{{Key: "$project", Value: bson.D{{Key: "_id", Value: 0}, {Key: "_id", Value: "$tag"}}}}, bson.D{{Key: "$out", Value: "dst"}}})
+	if err == nil {
+		t.Fatal("an $out of duplicate _ids must fail")
+	}
+	if n, _ := dst.CountDocuments(ctxT(t), bson.D{}); n != 2 {
+		t.Fatalf("failed $out touched the target: %d", n)
+	}
+	ce := cmdErr(t, db, bson.D{{Key: "aggregate", Value: "src"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$out", Value: "x"}}, bson.D{{Key: "$match", Value: bson.D{}}}}}, {Key: "cursor", Value: bson.D{}}})
+	if ce.Code != 40601 || ce.Message != "$out can only be the final stage in the pipeline" {
+		t.Fatalf("$out not last: %v", ce)
+	}
+}
+
+func TestAggregateMergeModes(t *testing.T) {
+	db := newDB(t)
+	src := db.Collection("src")
+	seedNumbers(t, src) // _id 1..3, n 1..3
+	dst := db.Collection("dst")
+	reset := func() {
+		_ = dst.Drop(ctxT(t))
+		insertDocs(t, dst, bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 100}, {Key: "keep", Value: true}})
+	}
+	merge := func(spec bson.D) error {
+		_, err := src.Aggregate(ctxT(t), bson.A{bson.D{{Key: "$merge", Value: spec}}})
+		return err
+	}
+	into := bson.E{Key: "into", Value: "dst"}
+	doc1 := func() bson.M {
+		var m bson.M
+		_ = dst.FindOne(ctxT(t), bson.D{{Key: "_id", Value: 1}}).Decode(&m)
+		return m
+	}
+	count := func() int64 { n, _ := dst.CountDocuments(ctxT(t), bson.D{}); return n }
+
+	reset()
+	if err := merge(bson.D{into}); err != nil || count() != 3 || doc1()["n"] != int32(1) || doc1()["keep"] != true {
+		t.Fatalf("default (merge/insert): %v %d %v", err, count(), doc1())
+	}
+	reset()
+	if err := merge(bson.D{into, {Key: "whenMatched", Value: "replace"}}); err != nil || doc1()["keep"] != nil || doc1()["n"] != int32(1) {
+		t.Fatalf("replace: %v %v", err, doc1())
+	}
+	reset()
+	if err := merge(bson.D{into, {Key: "whenMatched", Value: "keepExisting"}, {Key: "whenNotMatched", Value: "discard"}}); err != nil || count() != 1 || doc1()["n"] != int32(100) {
+		t.Fatalf("keepExisting/discard: %v %d %v", err, count(), doc1())
+	}
+	reset()
+	err := merge(bson.D{into, {Key: "whenMatched", Value: "fail"}})
+	wantCode(t, err, 11000, "")
+	reset()
+	err = merge(bson.D{into, {Key: "whenMatched", Value: "keepExisting"}, {Key: "whenNotMatched", Value: "fail"}})
+	wantCode(t, err, 13113, "$merge could not find a matching document")
+	reset()
+	pipe := bson.A{bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: bson.D{{Key: "$add", Value: bson.A{"$n", "$$new.n"}}}}}}}}
+	if err := merge(bson.D{into, {Key: "whenMatched", Value: pipe}, {Key: "whenNotMatched", Value: "discard"}}); err != nil || doc1()["n"] != int32(101) || count() != 1 {
+		t.Fatalf("pipeline: %v %v", err, doc1())
+	}
+	err = merge(bson.D{into, {Key: "on", Value: "n"}})
+	wantCode(t, err, 51183, "Cannot find index to verify that join fields will be unique")
+}
+
+func TestAggregateOneWithDocuments(t *testing.T) {
+	db := newDB(t)
+	res := runCmd(t, db, bson.D{{Key: "aggregate", Value: 1}, {Key: "pipeline", Value: bson.A{
+		bson.D{{Key: "$documents", Value: bson.A{bson.D{{Key: "x", Value: 2}}, bson.D{{Key: "x", Value: 1}}}}},
+		bson.D{{Key: "$sort", Value: bson.D{{Key: "x", Value: 1}}}},
+	}}, {Key: "cursor", Value: bson.D{}}})
+	batch := field(t, field(t, res, "cursor").(bson.D), "firstBatch").(bson.A)
+	if len(batch) != 2 || field(t, batch[0].(bson.D), "x") != int32(1) {
+		t.Fatalf("$documents: %v", res)
+	}
+}
+
+// $out and $merge into a view are refused, and the view is left as it was.
+func TestAggregateWriteIntoViewRefused(t *testing.T) {
+	db := newDB(t)
+	seedNumbers(t, db.Collection("src"))
+	if err := db.CreateView(ctxT(t), "v", "src", bson.A{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, stage := range []bson.D{{{Key: "$out", Value: "v"}}, {{Key: "$merge", Value: bson.D{{Key: "into", Value: "v"}}}}} {
+		_, err := db.Collection("src").Aggregate(ctxT(t), bson.A{stage})
+		wantCode(t, err, 166, "is a view, not a collection")
+	}
+	colls, _ := db.ListCollectionSpecifications(ctxT(t), bson.D{{Key: "name", Value: "v"}})
+	if len(colls) != 1 || colls[0].Type != "view" {
+		t.Fatalf("view after refused writes: %+v", colls)
+	}
+}

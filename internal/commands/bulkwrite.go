@@ -1,0 +1,305 @@
+package commands
+
+import (
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+)
+
+// MongoDB 8.0's bulkWrite runs inserts, updates and deletes over several
+// namespaces in one command, against the admin database. Each operation
+// names its namespace by index into nsInfo; the reply is a cursor of
+// per-operation results (only the failed ones with errorsOnly) and the
+// totals. Each operation goes the way the single-namespace command's
+// statement goes, so the two cannot drift apart.
+
+var bulkWriteFields = []string{"ops", "nsInfo", "ordered", "bypassDocumentValidation", "let", "errorsOnly", "cursor"}
+
+// bulkTotals are the counters of the reply.
+type bulkTotals struct {
+	errors, inserted, matched, modified, upserted, deleted int64
+}
+
+type bulkWrite struct {
+	h          *Handler
+	r          *request
+	ns         []string
+	ordered    bool
+	errorsOnly bool
+	bypass     bool
+	let        *letScope
+	opt        docstore.WriteOptions
+	rt         *retryTxn // a retryable bulkWrite's session, or nil
+	results    bson.A
+	totals     bulkTotals
+}
+
+func cmdBulkWrite(h *Handler, r *request) (bson.D, error) {
+	if r.db != "admin" {
+		return nil, mongoerr.New(mongoerr.Unauthorized, "The bulkWrite command can only be run against the admin database")
+	}
+	if err := checkFields(r, bulkWriteFields...); err != nil {
+		return nil, err
+	}
+	b, ops, err := parseBulkWrite(h, r)
+	if err != nil {
+		return nil, err
+	}
+	for i, op := range ops {
+		if err := checkInterrupt(r.ctx); err != nil {
+			return nil, err
+		}
+		if !b.run(i, op) && b.ordered {
+			break
+		}
+	}
+	if journal, err := syncRequested(r); err == nil && journal {
+		if err := h.deps.Store.Sync(); err != nil {
+			return nil, err
+		}
+	}
+	return b.reply(), nil
+}
+
+func parseBulkWrite(h *Handler, r *request) (*bulkWrite, []bson.D, error) {
+	b := &bulkWrite{h: h, r: r, ordered: true, results: bson.A{}}
+	var err error
+	if b.ordered, err = orderedArg(r); err != nil {
+		return nil, nil, err
+	}
+	if b.errorsOnly, err = optBool(r, "errorsOnly"); err != nil {
+		return nil, nil, err
+	}
+	if b.bypass, err = bypassArg(r); err != nil {
+		return nil, nil, err
+	}
+	if b.let, err = h.parseLet(r); err != nil {
+		return nil, nil, err
+	}
+	if b.opt.Sync, err = syncRequested(r); err != nil {
+		return nil, nil, err
+	}
+	if b.rt, err = h.retryableWrite(r); err != nil {
+		return nil, nil, err
+	}
+	nsInfo, err := statements(r, "nsInfo")
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, d := range nsInfo {
+		ns, _ := lookup(d, "ns")
+		s, ok := ns.(string)
+		if !ok {
+			return nil, nil, wrongType("bulkWrite.nsInfo", "ns", ns, "string")
+		}
+		b.ns = append(b.ns, s)
+	}
+	ops, err := statements(r, "ops")
+	return b, ops, err
+}
+
+// run executes op number i and records its result; false when it failed.
+func (b *bulkWrite) run(i int, op bson.D) bool {
+	if len(op) == 0 {
+		return b.fail(i, "", mongoerr.New(mongoerr.FailedToParse, "Unrecognized bulkWrite operation"))
+	}
+	kind := op[0].Key
+	db, coll, err := b.namespace(op[0].Value)
+	if err != nil {
+		return b.fail(i, kind, err)
+	}
+	if err := b.h.refuseView(db, coll); err != nil {
+		return b.fail(i, kind, err)
+	}
+	if prior, done, err := b.rt.prior(i); err != nil || done {
+		if err != nil {
+			return b.fail(i, kind, err)
+		}
+		return b.retried(i, kind, prior)
+	}
+	rr := *b.r
+	rr.db = db
+	opt := b.opt
+	opt.Validate = b.h.documentValidator(db, coll, b.bypass)
+	switch kind {
+	case "insert":
+		return b.insert(i, &rr, coll, op, opt)
+	case "update":
+		return b.update(i, &rr, coll, op, opt)
+	case "delete":
+		return b.remove(i, &rr, coll, op, opt)
+	}
+	return b.fail(i, kind, mongoerr.Newf(mongoerr.FailedToParse, "Unrecognized bulkWrite operation: %s", kind))
+}
+
+func (b *bulkWrite) namespace(v any) (db, coll string, err error) {
+	if !bsonutil.IsNumber(v) {
+		return "", "", mongoerr.New(mongoerr.TypeMismatch, "bulkWrite operation's namespace index must be a number")
+	}
+	i := int(bsonutil.ToFloat(v))
+	if i < 0 || i >= len(b.ns) {
+		return "", "", mongoerr.Newf(mongoerr.BadValue, "BulkWrite ops entry %d has an invalid nsInfo index.", i)
+	}
+	db, coll, ok := strings.Cut(b.ns[i], ".")
+	if !ok {
+		return "", "", mongoerr.Newf(mongoerr.InvalidNamespace, "Invalid namespace specified '%s'", b.ns[i])
+	}
+	return db, coll, docstore.ValidateNamespace(db, coll)
+}
+
+func (b *bulkWrite) insert(i int, r *request, coll string, op bson.D, opt docstore.WriteOptions) bool {
+	doc, ok := fieldDoc(op, "document")
+	if !ok {
+		return b.fail(i, "insert", mongoerr.New(mongoerr.Location40414, "BSON field 'bulkWrite.insert.document' is missing but a required field"))
+	}
+	c, _, err := b.h.deps.Store.GetOrCreate(r.db, coll)
+	if err == nil {
+		err = insertOne(c, doc, b.rt.options(opt, i, recordN(1)))
+	}
+	if err != nil {
+		return b.fail(i, "insert", err)
+	}
+	b.totals.inserted++
+	return b.ok(i, bson.D{{Key: "n", Value: int32(1)}})
+}
+
+func (b *bulkWrite) update(i int, r *request, coll string, op bson.D, opt docstore.WriteOptions) bool {
+	stmt := renameFields(op[1:], map[string]string{"filter": "q", "updateMods": "u"})
+	if err := updateShape.check([]bson.D{stmt}); err != nil {
+		return b.fail(i, "update", err)
+	}
+	if sortWithMulti(stmt) {
+		return b.fail(i, "update", mongoerr.New(mongoerr.FailedToParse, "Cannot specify sort with multi=true"))
+	}
+	var res writeResult
+	a := writeArgs{coll: coll, opt: opt}
+	if err := b.h.updateStatement(r, a, b.let, i, stmt, &res, b.rt); err != nil {
+		return b.fail(i, "update", err)
+	}
+	out := bson.D{{Key: "n", Value: int32(res.n)}, {Key: "nModified", Value: int32(res.nModified)}}
+	if len(res.upserted) > 0 {
+		id, _ := lookup(res.upserted[0].(bson.D), "_id")
+		out = append(out, bson.E{Key: "upserted", Value: bson.D{{Key: "_id", Value: id}}})
+		b.totals.upserted++
+		b.totals.matched += res.n - 1
+	} else {
+		b.totals.matched += res.n
+	}
+	b.totals.modified += res.nModified
+	return b.ok(i, out)
+}
+
+func (b *bulkWrite) remove(i int, r *request, coll string, op bson.D, opt docstore.WriteOptions) bool {
+	stmt := renameFields(op[1:], map[string]string{"filter": "q"})
+	multi, _ := lookup(stmt, "multi")
+	stmt = withoutField(stmt, "multi")
+	limit := int32(1)
+	if multi == true {
+		limit = 0
+	}
+	stmt = append(stmt, bson.E{Key: "limit", Value: limit})
+	if err := deleteShape.check([]bson.D{stmt}); err != nil {
+		return b.fail(i, "delete", err)
+	}
+	n, err := b.h.deleteStatement(r, writeArgs{coll: coll, opt: opt}, b.let, stmt, b.rt, i)
+	if err != nil {
+		return b.fail(i, "delete", err)
+	}
+	b.totals.deleted += n
+	return b.ok(i, bson.D{{Key: "n", Value: int32(n)}})
+}
+
+// retried answers op i of a retried bulkWrite from its record.
+func (b *bulkWrite) retried(i int, kind string, prior bson.D) bool {
+	n := asInt32(prior, "n")
+	switch kind {
+	case "insert":
+		b.totals.inserted++
+		return b.ok(i, bson.D{{Key: "n", Value: int32(1)}})
+	case "delete":
+		b.totals.deleted += int64(n)
+		return b.ok(i, bson.D{{Key: "n", Value: n}})
+	}
+	out := bson.D{{Key: "n", Value: n}, {Key: "nModified", Value: asInt32(prior, "nModified")}}
+	if id, ok := lookup(prior, "upserted"); ok {
+		out = append(out, bson.E{Key: "upserted", Value: bson.D{{Key: "_id", Value: id}}})
+		b.totals.upserted++
+	} else {
+		b.totals.matched += int64(n)
+		b.totals.modified += int64(asInt32(prior, "nModified"))
+	}
+	return b.ok(i, out)
+}
+
+func (b *bulkWrite) ok(i int, counts bson.D) bool {
+	if !b.errorsOnly {
+		b.results = append(b.results, append(bson.D{{Key: "ok", Value: 1.0}, {Key: "idx", Value: int32(i)}}, counts...))
+	}
+	return true
+}
+
+// fail records an operation's error as mongod's bulkWrite reply does:
+// {ok: 0, idx, code, errmsg, <extra>, n: 0 (nModified: 0 for updates)}.
+func (b *bulkWrite) fail(i int, kind string, err error) bool {
+	e := mongoerr.As(clientError(err))
+	d := bson.D{{Key: "ok", Value: 0.0}, {Key: "idx", Value: int32(i)}, {Key: "code", Value: int32(e.Code)}, {Key: "errmsg", Value: e.Msg}}
+	for _, kv := range e.Extra {
+		d = append(d, bson.E{Key: kv.Key, Value: kv.Value})
+	}
+	d = append(d, bson.E{Key: "n", Value: int32(0)})
+	if kind == "update" {
+		d = append(d, bson.E{Key: "nModified", Value: int32(0)})
+	}
+	b.results = append(b.results, d)
+	b.totals.errors++
+	return false
+}
+
+func (b *bulkWrite) reply() bson.D {
+	t := b.totals
+	return bson.D{
+		{Key: "cursor", Value: bson.D{
+			{Key: "id", Value: int64(0)},
+			{Key: "firstBatch", Value: b.results},
+			{Key: "ns", Value: "admin.$cmd.bulkWrite"},
+		}},
+		{Key: "nErrors", Value: int32(t.errors)},
+		{Key: "nInserted", Value: int32(t.inserted)},
+		{Key: "nMatched", Value: int32(t.matched)},
+		{Key: "nModified", Value: int32(t.modified)},
+		{Key: "nUpserted", Value: int32(t.upserted)},
+		{Key: "nDeleted", Value: int32(t.deleted)},
+	}
+}
+
+func fieldDoc(d bson.D, key string) (bson.D, bool) {
+	v, _ := lookup(d, key)
+	doc, ok := v.(bson.D)
+	return doc, ok
+}
+
+// renameFields returns d with the keys in names renamed.
+func renameFields(d bson.D, names map[string]string) bson.D {
+	out := make(bson.D, len(d))
+	for i, e := range d {
+		if n, ok := names[e.Key]; ok {
+			e.Key = n
+		}
+		out[i] = e
+	}
+	return out
+}
+
+func withoutField(d bson.D, key string) bson.D {
+	out := make(bson.D, 0, len(d))
+	for _, e := range d {
+		if e.Key != key {
+			out = append(out, e)
+		}
+	}
+	return out
+}

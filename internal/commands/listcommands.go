@@ -1,0 +1,94 @@
+package commands
+
+import (
+	"sort"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+)
+
+// stableAPIV1 are the commands of MongoDB's Stable API version 1.
+var stableAPIV1 = map[string]bool{
+	"abortTransaction": true, "aggregate": true, "authenticate": true, "bulkWrite": true,
+	"collMod": true, "commitTransaction": true, "count": true, "create": true,
+	"createIndexes": true, "delete": true, "drop": true, "dropDatabase": true,
+	"dropIndexes": true, "endSessions": true, "explain": true, "find": true,
+	"findAndModify": true, "getMore": true, "hello": true, "insert": true,
+	"killCursors": true, "listCollections": true, "listDatabases": true,
+	"listIndexes": true, "ping": true, "refreshSessions": true, "update": true,
+}
+
+// adminOnly are the commands mongod runs only against the admin database.
+var adminOnly = map[string]bool{
+	"listDatabases": true, "renameCollection": true, "getParameter": true,
+	"setParameter": true, "getCmdLineOpts": true, "getLog": true, "currentOp": true,
+	"bulkWrite": true,
+}
+
+// cmdListCommands lists the commands this server answers, with the
+// fields mongod gives each.
+func cmdListCommands(h *Handler, r *request) (bson.D, error) {
+	if err := checkFields(r); err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(h.table))
+	for n := range h.table {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	cmds := bson.D{}
+	for _, n := range names {
+		versions := bson.A{}
+		if stableAPIV1[n] {
+			versions = append(versions, "1")
+		}
+		cmds = append(cmds, bson.E{Key: n, Value: bson.D{
+			{Key: "help", Value: ""},
+			{Key: "requiresAuth", Value: false},
+			{Key: "secondaryOk", Value: true},
+			{Key: "adminOnly", Value: adminOnly[n]},
+			{Key: "apiVersions", Value: versions},
+			{Key: "deprecatedApiVersions", Value: bson.A{}},
+		}})
+	}
+	return bson.D{{Key: "commands", Value: cmds}}, nil
+}
+
+// getParameterOptions reads getParameter's first field: 1, "*", or
+// {allParameters, showDetails}.
+func getParameterOptions(v any) (all, details bool, err error) {
+	switch x := v.(type) {
+	case string:
+		return x == "*", false, nil
+	case bson.D:
+		for _, e := range x {
+			b, isBool := e.Value.(bool)
+			switch {
+			case e.Key != "allParameters" && e.Key != "showDetails":
+				return false, false, mongoerr.Newf(mongoerr.Location40415, "BSON field 'getParameter.%s' is an unknown field.", e.Key)
+			case !isBool:
+				return false, false, wrongType("getParameter", e.Key, e.Value, "bool")
+			case e.Key == "allParameters":
+				all = b
+			default:
+				details = b
+			}
+		}
+	}
+	return all, details, nil
+}
+
+// paramValue is a parameter as getParameter shows it; with details, as
+// {value, settableAtRuntime, settableAtStartup}.
+func paramValue(p Param, details bool) any {
+	if !details {
+		return p.Get()
+	}
+	settable := p.Set != nil
+	return bson.D{
+		{Key: "value", Value: p.Get()},
+		{Key: "settableAtRuntime", Value: settable},
+		{Key: "settableAtStartup", Value: settable},
+	}
+}

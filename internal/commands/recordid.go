@@ -1,0 +1,35 @@
+package commands
+
+import (
+	"hash/fnv"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/cursor"
+	"github.com/mayflydb/mayfly/internal/keyenc"
+)
+
+// recordIDSource appends $recordId to each document, as find's
+// showRecordId does. Mayfly stores documents by _id, so a document's
+// record id is derived from its _id: the same for the document's whole
+// life, different between documents (up to a 63-bit hash collision).
+type recordIDSource struct {
+	src cursor.Source
+}
+
+func (s *recordIDSource) Next() (bson.D, bool, error) {
+	d, ok, err := s.src.Next()
+	if !ok || err != nil {
+		return d, ok, err
+	}
+	id, _ := lookup(d, "_id")
+	return append(d, bson.E{Key: "$recordId", Value: recordID(id)}), true, nil
+}
+
+func (s *recordIDSource) Close() error { return s.src.Close() }
+
+func recordID(id any) int64 {
+	h := fnv.New64a()
+	_, _ = h.Write(keyenc.AppendValue(nil, id))
+	return int64(h.Sum64() >> 1)
+}

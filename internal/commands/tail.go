@@ -1,0 +1,135 @@
+package commands
+
+import (
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/query"
+)
+
+// Tailable cursors on capped collections stay open at the end of the
+// data: each getMore looks again for documents after the last one
+// returned. With awaitData a getMore that finds none waits for new ones,
+// up to its maxTimeMS (1 second by default), before answering an empty
+// batch.
+
+// awaitDataDefault is how long an awaitData getMore waits by default.
+const awaitDataDefault = time.Second
+
+// tailPoll is how often a waiting getMore looks for new documents.
+const tailPoll = 5 * time.Millisecond
+
+type tailSource struct {
+	store    *docstore.Store
+	db, coll string
+	filter   *query.Filter
+	last     any
+	hasLast  bool
+	cur      *docstore.DocIter
+	await    bool
+}
+
+func (s *tailSource) Next() (bson.D, bool, error) {
+	if s.cur == nil {
+		c := s.store.Collection(s.db, s.coll)
+		if c == nil {
+			return nil, false, nil
+		}
+		s.cur = c.ScanAfter(s.last, s.hasLast, s.filter)
+	}
+	d, ok, err := s.cur.Next()
+	if !ok || err != nil {
+		_ = s.cur.Close()
+		s.cur = nil
+		return nil, false, err
+	}
+	s.last, s.hasLast = docstore.DocID(d), true
+	return d, true, nil
+}
+
+func (s *tailSource) Close() error {
+	if s.cur != nil {
+		return s.cur.Close()
+	}
+	return nil
+}
+
+// tailOptions reads find's tailable and awaitData and checks them as
+// mongod does.
+func tailOptions(r *request, a *findArgs) (tailable, await bool, err error) {
+	if tailable, err = optBool(r, "tailable"); err != nil {
+		return false, false, err
+	}
+	if await, err = optBool(r, "awaitData"); err != nil {
+		return false, false, err
+	}
+	switch {
+	case await && !tailable:
+		return false, false, mongoerr.New(mongoerr.FailedToParse, "Cannot set 'awaitData' without also setting 'tailable'")
+	case tailable && a.sort != nil && !a.sort.IsEmpty():
+		return false, false, mongoerr.New(mongoerr.BadValue, "cannot use tailable option with a sort other than {$natural: 1}")
+	case tailable && a.singleBatch:
+		return false, false, mongoerr.New(mongoerr.FailedToParse, "cannot use tailable option with the 'singleBatch' option")
+	}
+	return tailable, await, nil
+}
+
+// findTailable starts a tailable cursor.
+func (h *Handler) findTailable(r *request, a *findArgs, c *docstore.Collection, await bool) (bson.D, error) {
+	if !c.Meta().Capped {
+		return nil, mongoerr.Newf(mongoerr.BadValue, "error processing query: ns=%s.%s tailable cursor requested on non capped collection", r.db, a.coll)
+	}
+	var src interface {
+		Next() (bson.D, bool, error)
+		Close() error
+	} = &tailSource{store: h.deps.Store, db: r.db, coll: a.coll, filter: a.filter, await: await}
+	if a.projection != nil {
+		src = &projectSource{src: src, p: a.projection, f: a.filter}
+	}
+	return h.cursorReply(r.db+"."+a.coll, src, a.batchSize, false)
+}
+
+// tailer returns the tail source under a cursor's source, nil if none.
+func tailer(p *peekSource) *tailSource {
+	switch s := p.src.(type) {
+	case *tailSource:
+		return s
+	case *projectSource:
+		t, _ := s.src.(*tailSource)
+		return t
+	}
+	return nil
+}
+
+// awaitMore waits, for an awaitData getMore that found nothing, until new
+// documents come or the wait is over.
+func (h *Handler) awaitMore(r *request, p *peekSource, n int64) (bson.A, error) {
+	wait := awaitDataDefault
+	if v, ok := lookup(r.body, "maxTimeMS"); ok {
+		if ms, err := toInt64(r.name, "maxTimeMS", v); err == nil && ms > 0 {
+			wait = time.Duration(ms) * time.Millisecond
+		}
+	}
+	if dl, ok := r.ctx.Deadline(); ok {
+		wait = min(wait, time.Until(dl)-tailPoll)
+	}
+	end := h.deps.Clock.Now().Add(wait)
+	for h.deps.Clock.Now().Before(end) {
+		t := h.deps.Clock.NewTimer(tailPoll)
+		select {
+		case <-r.ctx.Done():
+			t.Stop()
+			return bson.A{}, nil
+		case <-t.C():
+		}
+		p.done = false
+		batch, err := fillBatch(p, n)
+		if err != nil || len(batch) > 0 {
+			return batch, err
+		}
+	}
+	return bson.A{}, nil
+}

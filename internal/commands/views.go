@@ -1,0 +1,241 @@
+package commands
+
+import (
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/aggregate"
+	"github.com/mayflydb/mayfly/internal/catalog"
+	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+)
+
+// Views are read-only collections defined by a pipeline over another
+// collection or view. A view is a catalog entry whose options hold viewOn
+// and pipeline; it stores no documents. Reads through it run the view's
+// pipeline (and those of the views it stands on) over the base
+// collection, followed by what the read asks for; writes are refused with
+// mongod's CommandNotSupportedOnView.
+
+// maxViewDepth is mongod's limit on views defined on views.
+const maxViewDepth = 20
+
+// view is a resolved view: the base collection and the whole pipeline.
+type view struct {
+	base     string
+	pipeline bson.A
+}
+
+func isView(m *catalog.Collection) bool {
+	_, ok := lookup(m.Options, "viewOn")
+	return ok
+}
+
+// resolveView returns the view db.name stands for, nil for a collection
+// or nothing.
+func (h *Handler) resolveView(db, name string) (*view, error) {
+	var v *view
+	for depth := 0; ; depth++ {
+		c := h.deps.Store.Collection(db, name)
+		if c == nil || !isView(c.Meta()) {
+			return v, nil
+		}
+		if depth >= maxViewDepth {
+			return nil, mongoerr.Newf(mongoerr.ViewDepthLimitExceeded, "View depth too deep or view cycle detected; maximum depth is %d", maxViewDepth)
+		}
+		on, _ := lookup(c.Meta().Options, "viewOn")
+		stages, _ := lookup(c.Meta().Options, "pipeline")
+		a, _ := stages.(bson.A)
+		if v == nil {
+			v = &view{}
+		}
+		v.pipeline = append(append(bson.A{}, a...), v.pipeline...)
+		name, _ = on.(string)
+		v.base = name
+	}
+}
+
+// refuseView answers a write to a view as mongod does.
+func (h *Handler) refuseView(db, coll string) error {
+	c := h.deps.Store.Collection(db, coll)
+	if c != nil && isView(c.Meta()) {
+		return mongoerr.Newf(mongoerr.CommandNotSupportedOnView, "Namespace %s.%s is a view, not a collection", db, coll)
+	}
+	return nil
+}
+
+// createView records a view from create's viewOn and pipeline.
+func (h *Handler) createView(r *request, name string) error {
+	on, _ := lookup(r.body, "viewOn")
+	source, ok := on.(string)
+	if !ok {
+		return wrongType("create", "viewOn", on, "string")
+	}
+	if source == "" {
+		return mongoerr.New(mongoerr.BadValue, "'viewOn' cannot be empty")
+	}
+	pv, hasPipeline := lookup(r.body, "pipeline")
+	stages := bson.A{}
+	if hasPipeline {
+		a, isArr := pv.(bson.A)
+		if !isArr {
+			return wrongType("create", "pipeline", pv, "array")
+		}
+		stages = a
+	}
+	if _, err := aggregate.Parse(stages, aggregate.Options{}); err != nil {
+		return mongoerr.Newf(mongoerr.OptionNotSupportedOnView, "%s", mongoerr.As(err).Msg)
+	}
+	for _, e := range r.body[1:] {
+		if !genericFields[e.Key] && e.Key != "viewOn" && e.Key != "pipeline" {
+			return mongoerr.Newf(mongoerr.InvalidOptions, "option '%s' is not allowed with a view", e.Key)
+		}
+	}
+	opts := bson.D{{Key: "viewOn", Value: source}, {Key: "pipeline", Value: stages}}
+	_, err := h.deps.Store.CreateCollection(r.db, name, docstore.CreateOptions{Raw: opts})
+	return err
+}
+
+// viewInfo is a view's listCollections entry.
+func viewInfo(m *catalog.Collection) bson.D {
+	return bson.D{
+		{Key: "name", Value: m.Name},
+		{Key: "type", Value: "view"},
+		{Key: "options", Value: m.Options},
+		{Key: "info", Value: bson.D{{Key: "readOnly", Value: true}}},
+	}
+}
+
+// viewRequest is an aggregate over the view's base collection: the view's
+// pipeline, then extra.
+func viewRequest(r *request, v *view, extra bson.A, batchSize int64) *request {
+	inner := *r
+	inner.name = "aggregate"
+	inner.body = bson.D{
+		{Key: "aggregate", Value: v.base},
+		{Key: "pipeline", Value: append(append(bson.A{}, v.pipeline...), extra...)},
+		{Key: "cursor", Value: bson.D{{Key: "batchSize", Value: batchSize}}},
+	}
+	for _, k := range []string{"hint", "allowDiskUse", "let"} {
+		if val, ok := lookup(r.body, k); ok {
+			inner.body = append(inner.body, bson.E{Key: k, Value: val})
+		}
+	}
+	return &inner
+}
+
+// readView runs an aggregate over a view and replies with a cursor on
+// the view's namespace, as mongod does.
+func (h *Handler) readView(r *request, name string, v *view, extra bson.A, batchSize int64, singleBatch bool) (bson.D, error) {
+	if err := viewReadOptions(r); err != nil {
+		return nil, err
+	}
+	inner := viewRequest(r, v, extra, batchSize)
+	out, err := h.runAggregate(inner, v.base)
+	if err != nil {
+		return nil, err
+	}
+	reply, err := h.cursorReply(r.db+"."+name, out, batchSize, singleBatch)
+	return reply, causedBy(aggregateExecContext, err)
+}
+
+// runAggregate parses and starts a collection aggregate.
+func (h *Handler) runAggregate(r *request, coll string) (aggregate.Iterator, error) {
+	p, err := parsePipeline(r, -1)
+	if err != nil {
+		return nil, err
+	}
+	in, p, err := h.aggregateInput(r, coll, p)
+	if err != nil {
+		return nil, err
+	}
+	out, err := p.Run(&interruptible{ctx: r.ctx, src: in}, &aggEnv{h: h, r: r, coll: coll})
+	return out, causedBy(aggregateExecContext, err)
+}
+
+// findStages turns a find on a view into the stages after the view's.
+func findStages(a *findArgs, filter bson.D) bson.A {
+	out := bson.A{}
+	if len(filter) > 0 {
+		out = append(out, bson.D{{Key: "$match", Value: filter}})
+	}
+	if len(a.sortSpec) > 0 {
+		out = append(out, bson.D{{Key: "$sort", Value: a.sortSpec}})
+	}
+	if a.skip > 0 {
+		out = append(out, bson.D{{Key: "$skip", Value: a.skip}})
+	}
+	if a.limit > 0 {
+		out = append(out, bson.D{{Key: "$limit", Value: a.limit}})
+	}
+	if len(a.projSpec) > 0 {
+		out = append(out, bson.D{{Key: "$project", Value: a.projSpec}})
+	}
+	return out
+}
+
+// viewReadOptions refuses what a read through a view cannot honour, as
+// mongod does, rather than dropping it.
+func viewReadOptions(r *request) error {
+	c, err := parseCollation(r.body)
+	if err != nil {
+		return err
+	}
+	if c != nil {
+		return mongoerr.New(mongoerr.OptionNotSupportedOnView, "Cannot override a view's default collation")
+	}
+	for _, opt := range []string{"tailable", "awaitData", "showRecordId"} {
+		if v, ok := lookup(r.body, opt); ok && v != false {
+			return mongoerr.Newf(mongoerr.OptionNotSupportedOnView, "the %s option is not supported on a view", opt)
+		}
+	}
+	return nil
+}
+
+// findOnView answers a find on a view.
+func (h *Handler) findOnView(r *request, a *findArgs, v *view) (bson.D, error) {
+	if err := viewReadOptions(r); err != nil {
+		return nil, err
+	}
+	filter, err := optDoc(r, "filter")
+	if err != nil {
+		return nil, err
+	}
+	return h.readView(r, a.coll, v, findStages(a, filter), a.batchSize, a.singleBatch)
+}
+
+// countOnView counts what a view yields after the query.
+func (h *Handler) countOnView(r *request, v *view, q bson.D) (int64, error) {
+	if err := viewReadOptions(r); err != nil {
+		return 0, err
+	}
+	extra := bson.A{}
+	if len(q) > 0 {
+		extra = append(extra, bson.D{{Key: "$match", Value: q}})
+	}
+	out, err := h.runAggregate(viewRequest(r, v, extra, 0), v.base)
+	if err != nil {
+		return 0, err
+	}
+	defer out.Close()
+	n := int64(0)
+	return n, eachResult(r, out, func(bson.D) error { n++; return nil })
+}
+
+// distinctOnView collects a key's distinct values over a view.
+func (h *Handler) distinctOnView(r *request, v *view, key string, q bson.D) (bson.A, error) {
+	if err := viewReadOptions(r); err != nil {
+		return nil, err
+	}
+	extra := bson.A{}
+	if len(q) > 0 {
+		extra = append(extra, bson.D{{Key: "$match", Value: q}})
+	}
+	out, err := h.runAggregate(viewRequest(r, v, extra, 0), v.base)
+	if err != nil {
+		return nil, err
+	}
+	defer out.Close()
+	var vals []any
+	err = eachResult(r, out, func(d bson.D) error { vals = append(vals, distinctOf(d, key)...); return nil })
+	return dedupeSorted(vals, nil), err
+}
