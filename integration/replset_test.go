@@ -294,6 +294,22 @@ func TestReplicaSetRetryableWriteAppliesOnce(t *testing.T) {
 	if err := nc.Database("test").Collection("n").FindOne(ctxT(t), bson.D{}).Decode(&doc); err != nil || doc.N != 1 {
 		t.Fatalf("counter %d after a retry on the new primary (%v)", doc.N, err)
 	}
+	// A client bulkWrite retried with the same txnNumber applies once.
+	bulk := bson.D{{Key: "bulkWrite", Value: int32(1)},
+		{Key: "ops", Value: bson.A{
+			bson.D{{Key: "update", Value: int32(0)}, {Key: "filter", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "updateMods", Value: bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 10}}}}}},
+			bson.D{{Key: "insert", Value: int32(0)}, {Key: "document", Value: bson.D{{Key: "_id", Value: 2}}}},
+		}},
+		{Key: "nsInfo", Value: bson.A{bson.D{{Key: "ns", Value: "test.n"}}}},
+		{Key: "lsid", Value: lsid}, {Key: "txnNumber", Value: int64(8)}, {Key: "$db", Value: "admin"}}
+	for try := 0; try < 2; try++ {
+		if r := rawCall(t, rs.addrs[next], bulk); codeOf(r) != 0 || field(t, r, "nErrors") != int32(0) {
+			t.Fatalf("bulkWrite try %d: %v", try, r)
+		}
+	}
+	if err := nc.Database("test").Collection("n").FindOne(ctxT(t), bson.D{{Key: "_id", Value: 1}}).Decode(&doc); err != nil || doc.N != 11 {
+		t.Fatalf("counter %d after a bulkWrite and its retry (%v), want 11", doc.N, err)
+	}
 	wc := writeconcern.Majority()
 	if _, err := rs.client(options.Client().SetWriteConcern(wc)).Database("test").Collection("n").UpdateOne(context.Background(), bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}); err != nil {
 		t.Fatal(err)

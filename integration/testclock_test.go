@@ -36,11 +36,11 @@ func TestTestClockMovesExpiry(t *testing.T) {
 		Now time.Time `bson:"now"`
 	}
 	cur, err := c.Database("test").Aggregate(ctx, bson.A{bson.D{{Key: "$documents", Value: bson.A{bson.D{}}}}, bson.D{{Key: "$project", Value: bson.D{{Key: "now", Value: "$$NOW"}}}}})
-	if err == nil && cur.Next(ctx) {
-		_ = cur.Decode(&now)
-		if now.Now.Before(time.Now().Add(59 * time.Minute)) {
-			t.Fatalf("$$NOW is %v, not an hour ahead", now.Now)
-		}
+	if err != nil || !cur.Next(ctx) {
+		t.Fatalf("$$NOW: %v", err)
+	}
+	if err := cur.Decode(&now); err != nil || now.Now.Before(time.Now().Add(59*time.Minute)) {
+		t.Fatalf("$$NOW is %v (%v), not an hour ahead", now.Now, err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for storedDocs(t, coll) != 0 {
