@@ -16,6 +16,13 @@ func cmdAggregate(h *Handler, r *request) (bson.D, error) {
 	if err := checkFields(r, aggregateFields...); err != nil {
 		return nil, err
 	}
+	coll, collectionless, err := aggregateNamespace(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPipelineArg(r, collectionless); err != nil {
+		return nil, err
+	}
 	if err := checkCollation(r.body); err != nil {
 		return nil, err
 	}
@@ -32,8 +39,7 @@ func cmdAggregate(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	coll, ok := r.body[0].Value.(string)
-	if !ok {
+	if collectionless {
 		return h.collectionlessAggregate(r, stagesOf(r), batch)
 	}
 	if err := docstore.ValidateNamespace(r.db, coll); err != nil {

@@ -114,7 +114,7 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 	h.count(cmd.Name)
 	started := h.deps.Clock.Now()
 	id := h.beginOp(r)
-	reply, err := h.run(entry, r)
+	reply, err := h.runRecovering(entry, r)
 	h.deps.Activity.End(id)
 	if err != nil {
 		reply = mongoerr.Reply(clientError(err))
