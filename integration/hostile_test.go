@@ -1,9 +1,14 @@
 package integration
 
 import (
+	"bytes"
+	"context"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mayflydb/mayfly/internal/app"
 )
@@ -33,5 +38,106 @@ func TestHostileAggregateArguments(t *testing.T) {
 		if len(cmd) > 0 && cmd[0].Key == "aggregate" {
 			t.Errorf("an aggregate is still in currentOp: %v", op)
 		}
+	}
+}
+
+// openCursor runs find with a small batch and returns the cursor's id and
+// the first batch's size.
+func openCursor(t *testing.T, db *mongo.Database, coll string, filter bson.D) (int64, int) {
+	t.Helper()
+	reply := runCmd(t, db, bson.D{{Key: "find", Value: coll}, {Key: "filter", Value: filter}, {Key: "batchSize", Value: 5}})
+	cur := field(t, reply, "cursor").(bson.D)
+	return field(t, cur, "id").(int64), len(field(t, cur, "firstBatch").(bson.A))
+}
+
+func getMore(db *mongo.Database, coll string, id int64) (bson.D, error) {
+	var out bson.D
+	err := db.RunCommand(context.Background(), bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: coll}}).Decode(&out)
+	return out, err
+}
+
+func nextBatchLen(t *testing.T, reply bson.D) int {
+	t.Helper()
+	return len(field(t, field(t, reply, "cursor").(bson.D), "nextBatch").(bson.A))
+}
+
+// TestHostileCursorReturnsOnlyLiveDocuments: documents deleted, expired or
+// changed to no longer match after a cursor's first batch are not returned
+// by getMore, and a dropped collection's cursor gets 175.
+func TestHostileCursorReturnsOnlyLiveDocuments(t *testing.T) {
+	db := connect(t, startServer(t, app.Config{TTLDisabled: true})).Database("test")
+	ctx := ctxT(t)
+	docs := make([]any, 100)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "_id", Value: i}, {Key: "k", Value: 1}, {Key: "at", Value: time.Now().Add(time.Second)}}
+	}
+	for _, name := range []string{"deleted", "expired", "changed", "dropped"} {
+		if _, err := db.Collection(name).InsertMany(ctx, docs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := db.Collection("expired").Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "at", Value: 1}}, Options: options.Index().SetExpireAfterSeconds(0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]int64{}
+	for _, name := range []string{"deleted", "expired", "changed", "dropped"} {
+		id, n := openCursor(t, db, name, bson.D{{Key: "k", Value: 1}})
+		if id == 0 || n != 5 {
+			t.Fatalf("%s: cursor %d with %d documents", name, id, n)
+		}
+		ids[name] = id
+	}
+	if _, err := db.Collection("deleted").DeleteMany(ctx, bson.D{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Collection("changed").UpdateMany(ctx, bson.D{}, bson.D{{Key: "$set", Value: bson.D{{Key: "k", Value: 2}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Collection("dropped").Drop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Until(docs[0].(bson.D)[2].Value.(time.Time)) + 50*time.Millisecond)
+	for _, name := range []string{"deleted", "expired", "changed"} {
+		reply, err := getMore(db, name, ids[name])
+		if err != nil {
+			t.Fatalf("%s: getMore: %v", name, err)
+		}
+		if n := nextBatchLen(t, reply); n != 0 {
+			t.Errorf("%s: getMore returned %d documents that are no longer there or no longer match", name, n)
+		}
+	}
+	_, err = getMore(db, "dropped", ids["dropped"])
+	wantCode(t, err, 175, "collection dropped. UUID ")
+}
+
+// TestHostileCursorSessionRules: a cursor is continued only in the
+// session that opened it (mongod's 50736, 50737, 50738).
+func TestHostileCursorSessionRules(t *testing.T) {
+	db := connect(t, startServer(t, app.Config{})).Database("test")
+	docs := make([]any, 20)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "_id", Value: i}}
+	}
+	if _, err := db.Collection("c").InsertMany(ctxT(t), docs); err != nil {
+		t.Fatal(err)
+	}
+	lsid := func(b byte) bson.D {
+		return bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: bytes.Repeat([]byte{b}, 16)}}}
+	}
+	open := func(session bson.D) int64 {
+		cmd := bson.D{{Key: "find", Value: "c"}, {Key: "batchSize", Value: 2}, {Key: "lsid", Value: session}}
+		return field(t, field(t, runCmd(t, db, cmd), "cursor").(bson.D), "id").(int64)
+	}
+	more := func(id int64, session bson.D) error {
+		cmd := bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "c"}, {Key: "batchSize", Value: 1}, {Key: "lsid", Value: session}}
+		return db.RunCommand(context.Background(), cmd).Err()
+	}
+	// The driver adds its own lsid to every command, so "outside a
+	// session" is covered by the handler's unit test.
+	inA := open(lsid(1))
+	wantCode(t, more(inA, lsid(2)), 50738, "which was created in session 01010101-0101-0101-0101-010101010101 - ")
+	if err := more(inA, lsid(1)); err != nil {
+		t.Errorf("getMore in the cursor's own session: %v", err)
 	}
 }

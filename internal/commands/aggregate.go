@@ -57,7 +57,7 @@ func cmdAggregate(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	return h.cursorReply(r.db+"."+coll, out, batch, false)
+	return h.requestCursorReply(r, r.db+"."+coll, out, batch, false)
 }
 
 // stagesOf returns the pipeline array (validated by the caller's parse).
@@ -105,7 +105,9 @@ func (h *Handler) aggregateInput(r *request, coll string, p *aggregate.Pipeline)
 			return nil, nil, err
 		}
 	}
-	return ex.start(), p, nil
+	src := ex.start()
+	r.track(ex.scan)
+	return src, p, nil
 }
 
 // aggEnv gives a pipeline access to its database.

@@ -67,6 +67,8 @@ type request struct {
 	db   string
 	name string
 	body bson.D
+	// scans are the collection scans a cursor from this request reads.
+	scans []*docstore.DocIter
 }
 
 type command struct {

@@ -467,6 +467,7 @@ func projectionStage(spec bson.D) string {
 // reads its whole input here, so that its memory limit applies at once.
 func (ex *queryExec) runFind(r *request, a *findArgs) (cursor.Source, error) {
 	src := ex.start()
+	r.track(ex.scan)
 	for _, st := range ex.stages {
 		next, err := st.wire(r, a, src)
 		if err != nil {

@@ -123,7 +123,7 @@ func cmdFind(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	return h.cursorReply(ns, src, a.batchSize, a.singleBatch)
+	return h.requestCursorReply(r, ns, src, a.batchSize, a.singleBatch)
 }
 
 // findSource chains scan → sort (unless the index provides the order) →
@@ -239,6 +239,14 @@ func (h *Handler) getMore(r *request, id int64, ns string, n int64) (bson.D, err
 		return nil, mongoerr.Newf(mongoerr.Unauthorized, "Requested getMore on namespace '%s', but cursor belongs to a different namespace %s", ns, c.NS)
 	}
 	src := c.Source.(*peekSource)
+	if err := checkSession(r, id, src); err != nil {
+		h.deps.Cursors.Checkin(c)
+		return nil, err
+	}
+	if err := src.refresh(r.ctx); err != nil {
+		h.deps.Cursors.Remove(id)
+		return nil, droppedError(err)
+	}
 	batch, err := fillBatch(src, n)
 	if err != nil {
 		h.deps.Cursors.Remove(id)

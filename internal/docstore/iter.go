@@ -43,6 +43,13 @@ type DocIter struct {
 	// ctx, when set, ends a long scan early (maxTimeMS, shutdown) even while
 	// no document matches.
 	ctx context.Context
+
+	// Kept for Refresh: the current range's bounds, whether the reopened
+	// iterator already stands on an entry not yet read, and the _id of the
+	// last document yielded.
+	lo, hi     []byte
+	unconsumed bool
+	lastID     []byte
 }
 
 // interruptEvery is how many examined documents pass between context checks.
@@ -91,9 +98,11 @@ func (d *DocIter) Next() (bson.D, bool, error) {
 		doc, keep := d.accept(raw)
 		if keep {
 			d.Stats.Returned++
+			d.noteYielded(doc)
 			return doc, true, nil
 		}
 	}
+	d.lastID = nil
 	d.Stats.EOF = d.err == nil
 	return nil, false, d.err
 }
@@ -144,6 +153,10 @@ func (d *DocIter) first() bool {
 }
 
 func (d *DocIter) step() bool {
+	if d.unconsumed {
+		d.unconsumed = false
+		return d.it.Valid()
+	}
 	if d.plan.Reverse {
 		return d.it.Prev()
 	}
@@ -164,7 +177,7 @@ func (d *DocIter) open(lo, hi []byte) bool {
 		d.err = fmt.Errorf("docstore: open scan: %w", err)
 		return false
 	}
-	d.it = it
+	d.it, d.lo, d.hi = it, lo, hi
 	d.Stats.Seeks++
 	return true
 }

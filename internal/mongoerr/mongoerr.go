@@ -93,6 +93,9 @@ const (
 	Location40323                            Code = 40323
 	Location40352                            Code = 40352
 	Location51024                            Code = 51024
+	Location50736                            Code = 50736
+	Location50737                            Code = 50737
+	Location50738                            Code = 50738
 	NotImplemented                           Code = 238
 	EmptyFieldName                           Code = 56
 	CannotBackfillArray                      Code = 34
