@@ -6,11 +6,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 
 	"github.com/mayflydb/mayfly/internal/app"
+	"github.com/mayflydb/mayfly/internal/storage/pebblestore/faultfs"
 )
 
 // TestHostileAggregateArguments sends the aggregate shapes that used to
@@ -140,4 +144,68 @@ func TestHostileCursorSessionRules(t *testing.T) {
 	if err := more(inA, lsid(1)); err != nil {
 		t.Errorf("getMore in the cursor's own session: %v", err)
 	}
+}
+
+// TestHostileRefusalsAsMongod: what a standalone mongod refuses is refused
+// here too, with its code and message, and nothing is written.
+func TestHostileRefusalsAsMongod(t *testing.T) {
+	c := connect(t, startServer(t, app.Config{}))
+	ctx := ctxT(t)
+	db := c.Database("test")
+	for _, wc := range []bson.D{{{Key: "w", Value: 2}}, {{Key: "w", Value: "dc1"}}} {
+		err := db.RunCommand(ctx, bson.D{{Key: "insert", Value: "wc"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 1}}}}, {Key: "writeConcern", Value: wc}}).Err()
+		wantCode(t, err, 2, "when a host is not")
+	}
+	if n, _ := db.Collection("wc").CountDocuments(ctx, bson.D{}); n != 0 {
+		t.Errorf("%d documents written under a refused write concern", n)
+	}
+	for _, ok := range []bson.D{{{Key: "w", Value: 1}}, {{Key: "w", Value: "majority"}}, {{Key: "w", Value: 0}}} {
+		if err := db.RunCommand(ctx, bson.D{{Key: "insert", Value: "wc"}, {Key: "documents", Value: bson.A{bson.D{}}}, {Key: "writeConcern", Value: ok}}).Err(); err != nil {
+			t.Errorf("write concern %v: %v", ok, err)
+		}
+	}
+	wantCode(t, c.Database("admin").RunCommand(ctx, bson.D{{Key: "dropDatabase", Value: 1}}).Err(), 20, "Dropping the 'admin' database is prohibited.")
+
+	if _, err := c.Database("Cased").Collection("x").InsertOne(ctx, bson.D{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := c.Database("cased").Collection("x").InsertOne(ctx, bson.D{})
+	wantCode(t, err, 13297, "db already exists with different case already have: [Cased] trying to create [cased]")
+
+	_, err = db.Collection("system.foo").InsertOne(ctx, bson.D{})
+	wantCode(t, err, 73, "Invalid system namespace: test.system.foo")
+	_, err = db.Collection("system.profile").InsertOne(ctx, bson.D{})
+	wantCode(t, err, 73, "cannot write to test.system.profile")
+	if _, err := db.Collection("system.js").InsertOne(ctx, bson.D{{Key: "_id", Value: "f"}}); err != nil {
+		t.Errorf("insert into system.js: %v", err)
+	}
+}
+
+// TestHostileFailedWriteNeverVisible: a journaled insert answered with
+// 14031 on a full disk is not read back, not before space returns and not
+// after.
+func TestHostileFailedWriteNeverVisible(t *testing.T) {
+	full := &faultfs.DiskFull{}
+	srv := startServer(t, app.Config{DataDir: t.TempDir(), FS: errorfs.Wrap(vfs.Default, full), RecoverInterval: 20 * time.Millisecond})
+	db := connect(t, srv).Database("test")
+	coll := db.Collection("docs", options.Collection().SetWriteConcern(writeconcern.Journaled()))
+	acked := map[int32]bool{}
+	insertAcked(t, coll, acked, 0, 10)
+	full.Set(true)
+	ctx := ctxT(t)
+	_, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 100}})
+	wantCode(t, err, outOfDiskSpace, refusedMsg)
+	notThere := func(when string) {
+		t.Helper()
+		if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: 100}}).Err(); err != mongo.ErrNoDocuments {
+			t.Errorf("%s: findOne of the refused insert: %v", when, err)
+		}
+		if n, err := coll.CountDocuments(ctx, bson.D{}); err != nil || n != int64(len(acked)) {
+			t.Errorf("%s: countDocuments = %d, %v; want %d", when, n, err, len(acked))
+		}
+	}
+	notThere("disk full")
+	full.Set(false)
+	waitForWrites(t, coll, acked)
+	notThere("after recovery")
 }

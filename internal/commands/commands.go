@@ -40,6 +40,9 @@ type Deps struct {
 	Activity *activity.Registry
 	// Profiler holds profiling levels; New makes one when nil.
 	Profiler *activity.Profiler
+	// ReplicaSetMember is set when the server is a replica set member; a
+	// standalone refuses write concerns that need other members.
+	ReplicaSetMember bool
 }
 
 // TTLStats are serverStatus().metrics.ttl.
@@ -132,6 +135,9 @@ func (h *Handler) run(entry command, r *request) (bson.D, error) {
 		return nil, mongoerr.New(mongoerr.Location40414, "BSON field '$db' is missing but a required field")
 	}
 	if err := checkGeneric(r); err != nil {
+		return nil, err
+	}
+	if err := checkWriteConcernReach(r, h.deps.ReplicaSetMember); err != nil {
 		return nil, err
 	}
 	ctx, cancel, err := withMaxTime(r)

@@ -109,6 +109,9 @@ func cmdInsert(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := docstore.ValidateUserWrite(r.db, a.coll); err != nil {
+		return nil, err
+	}
 	c, _, err := h.deps.Store.GetOrCreate(r.db, a.coll)
 	if err != nil {
 		return nil, err

@@ -96,6 +96,7 @@ const (
 	Location50736                            Code = 50736
 	Location50737                            Code = 50737
 	Location50738                            Code = 50738
+	DatabaseDifferCase                       Code = 13297
 	NotImplemented                           Code = 238
 	EmptyFieldName                           Code = 56
 	CannotBackfillArray                      Code = 34
@@ -150,6 +151,7 @@ var names = map[Code]string{
 	CommandFailed:                            "CommandFailed",
 	CappedPositionLost:                       "CappedPositionLost",
 	QueryPlanKilled:                          "QueryPlanKilled",
+	DatabaseDifferCase:                       "DatabaseDifferCase",
 	ExceededMemoryLimit:                      "ExceededMemoryLimit",
 	CommandNotSupportedOnView:                "CommandNotSupportedOnView",
 	OptionNotSupportedOnView:                 "OptionNotSupportedOnView",
