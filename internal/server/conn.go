@@ -189,6 +189,7 @@ func (c *Conn) next() (*wire.Message, error) {
 		c.readDeadline = false
 	}
 	c.setBusy(false)
+	c.rd.Release()
 	c.state.Store(stateIdle)
 	// Checked after going idle so Shutdown either sees us idle or we see it.
 	if c.srv.shutdown.Load() {
