@@ -209,3 +209,61 @@ func TestHostileFailedWriteNeverVisible(t *testing.T) {
 	waitForWrites(t, coll, acked)
 	notThere("after recovery")
 }
+
+// heavyPipeline takes seconds per document: a $reduce over a million
+// elements, each mapping a small array.
+func heavyPipeline() bson.A {
+	inner := bson.D{{Key: "$size", Value: bson.D{{Key: "$map", Value: bson.D{
+		{Key: "input", Value: bson.D{{Key: "$range", Value: bson.A{0, 20}}}},
+		{Key: "in", Value: bson.D{{Key: "$multiply", Value: bson.A{"$$this", 2}}}},
+	}}}}}
+	return bson.A{bson.D{{Key: "$project", Value: bson.D{{Key: "x", Value: bson.D{{Key: "$reduce", Value: bson.D{
+		{Key: "input", Value: bson.D{{Key: "$range", Value: bson.A{0, 1_000_000}}}},
+		{Key: "initialValue", Value: 0},
+		{Key: "in", Value: bson.D{{Key: "$add", Value: bson.A{"$$value", inner}}}},
+	}}}}}}}}
+}
+
+// TestHostileMaxTimeInsideExpressions: maxTimeMS stops an expression that
+// runs for seconds on one document, not only between documents.
+func TestHostileMaxTimeInsideExpressions(t *testing.T) {
+	db := connect(t, startServer(t, app.Config{})).Database("test")
+	if _, err := db.Collection("one").InsertOne(ctxT(t), bson.D{{Key: "_id", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err := db.RunCommand(ctxT(t), bson.D{{Key: "aggregate", Value: "one"}, {Key: "pipeline", Value: heavyPipeline()},
+		{Key: "cursor", Value: bson.D{}}, {Key: "maxTimeMS", Value: 500}}).Err()
+	took := time.Since(start)
+	wantCode(t, err, 50, "operation exceeded time limit")
+	t.Logf("maxTimeMS 500 answered after %v", took)
+	if took > 900*time.Millisecond {
+		t.Fatalf("maxTimeMS 500 answered after %v", took)
+	}
+}
+
+// TestHostileGetMoreAfterMaxTime: a cursor opened with maxTimeMS keeps
+// working in later getMores (the find's own time limit ended with it).
+func TestHostileGetMoreAfterMaxTime(t *testing.T) {
+	db := connect(t, startServer(t, app.Config{})).Database("test")
+	docs := make([]any, 2000)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "_id", Value: i}}
+	}
+	if _, err := db.Collection("c").InsertMany(ctxT(t), docs); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []bson.D{
+		{{Key: "find", Value: "c"}, {Key: "batchSize", Value: 2}, {Key: "maxTimeMS", Value: 60000}},
+		{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: heavyPipeline()[:0]}, {Key: "cursor", Value: bson.D{{Key: "batchSize", Value: 2}}}, {Key: "maxTimeMS", Value: 60000}},
+	} {
+		id := field(t, field(t, runCmd(t, db, cmd), "cursor").(bson.D), "id").(int64)
+		reply, err := getMore(db, "c", id)
+		if err != nil {
+			t.Fatalf("%s: getMore: %v", cmd[0].Key, err)
+		}
+		if n := nextBatchLen(t, reply); n != 1998 {
+			t.Fatalf("%s: getMore returned %d documents", cmd[0].Key, n)
+		}
+	}
+}

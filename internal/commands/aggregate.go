@@ -13,6 +13,7 @@ import (
 var aggregateFields = []string{"pipeline", "cursor", "explain", "allowDiskUse", "hint", "let", "collation", "bypassDocumentValidation", "fromMongos", "needsMerge"}
 
 func cmdAggregate(h *Handler, r *request) (bson.D, error) {
+	cursorContext(r)
 	if err := checkFields(r, aggregateFields...); err != nil {
 		return nil, err
 	}

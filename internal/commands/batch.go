@@ -26,6 +26,7 @@ type peekSource struct {
 	// refreshed before each getMore (cursor_live.go).
 	lsid  []byte
 	scans []*docstore.DocIter
+	live  *swapCtx
 }
 
 func (p *peekSource) Next() (bson.D, bool, error) {

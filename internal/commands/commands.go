@@ -72,6 +72,7 @@ type request struct {
 	body bson.D
 	// scans are the collection scans a cursor from this request reads.
 	scans []*docstore.DocIter
+	live  *swapCtx // set by commands that may open a cursor
 }
 
 type command struct {

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync/atomic"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -40,6 +42,7 @@ func sessionID(r *request) []byte {
 func attachRequest(r *request, p *peekSource) {
 	p.lsid = sessionID(r)
 	p.scans = r.scans
+	p.live = r.live
 }
 
 // checkSession applies mongod's rule: a cursor is used only in the session
@@ -74,6 +77,9 @@ func formatUUID(b []byte) string {
 // last batch are not returned, and the one document read ahead for the
 // last batch is dropped if it is one of them.
 func (p *peekSource) refresh(ctx context.Context) error {
+	if p.live != nil {
+		p.live.set(ctx)
+	}
 	for _, s := range p.scans {
 		live, err := s.Refresh(ctx)
 		if err != nil {
@@ -94,4 +100,31 @@ func droppedError(err error) error {
 		return mongoerr.Newf(mongoerr.QueryPlanKilled, "collection dropped. UUID %s", formatUUID(de.UUID.Data))
 	}
 	return err
+}
+
+// swapCtx is the context a cursor's pipeline and scans check: the command
+// that runs them now. A cursor outlives the command that opened it (whose
+// context ends when it returns), so each getMore puts its own in.
+type swapCtx struct {
+	cur atomic.Pointer[context.Context]
+}
+
+func newSwapCtx(ctx context.Context) *swapCtx {
+	s := &swapCtx{}
+	s.set(ctx)
+	return s
+}
+
+func (s *swapCtx) set(ctx context.Context)     { s.cur.Store(&ctx) }
+func (s *swapCtx) now() context.Context        { return *s.cur.Load() }
+func (s *swapCtx) Deadline() (time.Time, bool) { return s.now().Deadline() }
+func (s *swapCtx) Done() <-chan struct{}       { return s.now().Done() }
+func (s *swapCtx) Err() error                  { return s.now().Err() }
+func (s *swapCtx) Value(key any) any           { return s.now().Value(key) }
+
+// cursorContext makes r's context one that getMore can replace, for a
+// command that may open a cursor.
+func cursorContext(r *request) {
+	r.live = newSwapCtx(r.ctx)
+	r.ctx = r.live
 }

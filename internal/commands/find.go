@@ -110,6 +110,7 @@ func (a *findArgs) parseCounts(r *request) error {
 }
 
 func cmdFind(h *Handler, r *request) (bson.D, error) {
+	cursorContext(r)
 	a, err := parseFind(r)
 	if err != nil {
 		return nil, err

@@ -97,6 +97,7 @@ const (
 	Location50737                            Code = 50737
 	Location50738                            Code = 50738
 	DatabaseDifferCase                       Code = 13297
+	Location16493                            Code = 16493
 	NotImplemented                           Code = 238
 	EmptyFieldName                           Code = 56
 	CannotBackfillArray                      Code = 34
