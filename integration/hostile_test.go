@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -266,4 +267,23 @@ func TestHostileGetMoreAfterMaxTime(t *testing.T) {
 			t.Fatalf("%s: getMore returned %d documents", cmd[0].Key, n)
 		}
 	}
+}
+
+// TestHostileReplyTooLarge: a $group building a document over 16 MiB gets
+// mongod's BSONObjectTooLarge, and the connection carries on.
+func TestHostileReplyTooLarge(t *testing.T) {
+	db := connect(t, startServer(t, app.Config{})).Database("test")
+	pad := strings.Repeat("x", 1<<20)
+	docs := make([]any, 21)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "_id", Value: i}, {Key: "pad", Value: pad}}
+	}
+	if _, err := db.Collection("big").InsertMany(ctxT(t), docs); err != nil {
+		t.Fatal(err)
+	}
+	err := db.RunCommand(ctxT(t), bson.D{{Key: "aggregate", Value: "big"}, {Key: "pipeline", Value: bson.A{
+		bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: nil}, {Key: "all", Value: bson.D{{Key: "$push", Value: "$pad"}}}}}},
+	}}, {Key: "cursor", Value: bson.D{}}}).Err()
+	wantCode(t, err, 10334, "is invalid. Size must be between 0 and 16793600(16MB) First element: _id: null")
+	runCmd(t, db, bson.D{{Key: "ping", Value: 1}})
 }

@@ -71,9 +71,9 @@ func fillBatch(src *peekSource, n int64) (bson.A, error) {
 		if !ok {
 			break
 		}
-		raw, err := bson.Marshal(d)
+		raw, err := encodeResult(d)
 		if err != nil {
-			return nil, mongoerr.Newf(mongoerr.InternalError, "encode result: %v", err)
+			return nil, err
 		}
 		if len(batch) > 0 && size+len(raw) > maxBatchBytes {
 			src.pending, src.has = d, true
