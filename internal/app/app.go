@@ -36,6 +36,9 @@ type Config struct {
 	// MessageTimeout bounds how long a request may take to arrive once it
 	// has started (default server.DefaultMessageTimeout).
 	MessageTimeout time.Duration
+	// IdleTimeout closes connections that send nothing for this long
+	// (default 0: never).
+	IdleTimeout time.Duration
 	// TTLSleepSecs is the initial ttlMonitorSleepSecs (default 60).
 	TTLSleepSecs int64
 	// TTLDisabled starts with ttlMonitorEnabled false.
@@ -151,7 +154,8 @@ func (a *App) assemble() error {
 		TTLStats: func() commands.TTLStats { return commands.TTLStats(a.monitor.Stats()) },
 	})
 	observer.handler = h
-	a.srv = server.New(server.Config{Addr: cfg.Addr, MaxConns: cfg.MaxConns, MessageTimeout: cfg.MessageTimeout, Logger: cfg.Logger}, h)
+	a.srv = server.New(server.Config{Addr: cfg.Addr, MaxConns: cfg.MaxConns, MessageTimeout: cfg.MessageTimeout, Logger: cfg.Logger,
+		IdleTimeout: cfg.IdleTimeout}, h)
 	h.SetServerStats(a.srv.Stats)
 	a.startBackground()
 	return nil

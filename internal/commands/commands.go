@@ -119,7 +119,10 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 	}
 	h.count(cmd.Name)
 	started := h.deps.Clock.Now()
-	id := h.beginOp(r)
+	var cancel context.CancelFunc
+	r.ctx, cancel = context.WithCancel(r.ctx) // killOp's handle on the operation
+	defer cancel()
+	id := h.beginOp(r, cancel)
 	reply, err := h.runRecovering(entry, r)
 	h.deps.Activity.End(id)
 	if err != nil {
@@ -195,7 +198,7 @@ func checkInterrupt(ctx context.Context) error {
 	if ctx.Err() == context.DeadlineExceeded {
 		return mongoerr.New(mongoerr.MaxTimeMSExpired, "operation exceeded time limit")
 	}
-	return mongoerr.New(mongoerr.Interrupted, "operation was interrupted")
+	return interruptCause(ctx)
 }
 
 // checkGeneric rejects generic fields whose features Mayfly lacks, instead

@@ -27,6 +27,7 @@ func buildTable() map[string]command {
 		"profile": cmdProfile, "currentOp": cmdCurrentOp,
 		"explain":  cmdExplain,
 		"validate": cmdValidate,
+		"killOp":   cmdKillOp,
 	} {
 		register(t, name, run)
 	}

@@ -98,6 +98,8 @@ const (
 	Location50738                            Code = 50738
 	DatabaseDifferCase                       Code = 13297
 	Location16493                            Code = 16493
+	InterruptedAtShutdown                    Code = 11600
+	ClientDisconnect                         Code = 279
 	NotImplemented                           Code = 238
 	EmptyFieldName                           Code = 56
 	CannotBackfillArray                      Code = 34
@@ -153,6 +155,8 @@ var names = map[Code]string{
 	CappedPositionLost:                       "CappedPositionLost",
 	QueryPlanKilled:                          "QueryPlanKilled",
 	DatabaseDifferCase:                       "DatabaseDifferCase",
+	InterruptedAtShutdown:                    "InterruptedAtShutdown",
+	ClientDisconnect:                         "ClientDisconnect",
 	ExceededMemoryLimit:                      "ExceededMemoryLimit",
 	CommandNotSupportedOnView:                "CommandNotSupportedOnView",
 	OptionNotSupportedOnView:                 "OptionNotSupportedOnView",

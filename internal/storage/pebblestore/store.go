@@ -61,6 +61,7 @@ const (
 type Store struct {
 	inMem   bool
 	logger  *slog.Logger
+	repeats *throttledLog // storage errors that repeat, logged with a count
 	live    registry
 	dirty   atomic.Bool           // committed without sync since the last sync
 	failure atomic.Pointer[error] // the first storage failure; writes refused after
@@ -98,6 +99,7 @@ func Open(opt Options) (*Store, error) {
 		inMem: opt.InMemory, cacheSize: opt.CacheSize, cpus: opt.CPUs, diskHealth: opt.FS == nil && !opt.InMemory,
 		logger: opt.Logger.With("component", "pebblestore"), stop: make(chan struct{}),
 	}
+	s.repeats = newThrottledLog(s.logger, time.Now)
 	fs, dir, err := s.filesystem(opt)
 	if err != nil {
 		return nil, err
