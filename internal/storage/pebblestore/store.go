@@ -106,7 +106,9 @@ func Open(opt Options) (*Store, error) {
 	}
 	s.fs, s.dir = fs, dir
 	if s.db, err = s.openDB(); err != nil {
-		return nil, fmt.Errorf("pebblestore: open %s: %w", dir, err)
+		if s.db, err = s.openFull(err); err != nil {
+			return nil, fmt.Errorf("pebblestore: open %s: %w", dir, err)
+		}
 	}
 	if !s.inMem {
 		s.setDurable(s.db.NewSnapshot()) // what was recovered is durable
