@@ -16,8 +16,8 @@ import (
 type panicCounter struct{ n atomic.Int64 }
 
 func (p *panicCounter) Enabled(context.Context, slog.Level) bool { return true }
-func (p *panicCounter) WithAttrs([]slog.Attr) slog.Handler        { return p }
-func (p *panicCounter) WithGroup(string) slog.Handler             { return p }
+func (p *panicCounter) WithAttrs([]slog.Attr) slog.Handler       { return p }
+func (p *panicCounter) WithGroup(string) slog.Handler            { return p }
 func (p *panicCounter) Handle(_ context.Context, r slog.Record) error {
 	if strings.Contains(r.Message, "panicked") {
 		p.n.Add(1)
