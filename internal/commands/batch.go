@@ -111,6 +111,9 @@ func (h *Handler) requestCursorReply(r *request, ns string, src cursor.Source, b
 	}
 	if more && !singleBatch {
 		id = h.deps.Cursors.Add(ns, p, 0, int64(len(batch))).ID
+		for _, s := range p.scans {
+			s.Lean()
+		}
 	} else {
 		_ = p.Close()
 	}

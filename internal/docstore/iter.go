@@ -50,6 +50,22 @@ type DocIter struct {
 	lo, hi     []byte
 	unconsumed bool
 	lastID     []byte
+	rest       *keyList // an IDLookup's ids once Lean packed them
+	restRanges *keyList // an index scan's ranges (lo, hi, ...) once packed
+}
+
+func (d *DocIter) idCount() int {
+	if d.rest != nil {
+		return len(d.rest.ends)
+	}
+	return len(d.plan.ids)
+}
+
+func (d *DocIter) idAt(i int) []byte {
+	if d.rest != nil {
+		return d.rest.key(i)
+	}
+	return d.plan.ids[i]
 }
 
 // interruptEvery is how many examined documents pass between context checks.
@@ -183,12 +199,9 @@ func (d *DocIter) open(lo, hi []byte) bool {
 }
 
 func (d *DocIter) nextID() ([]byte, bool) {
-	for d.next < len(d.plan.ids) {
-		id := d.plan.ids[d.next]
+	for d.next < d.idCount() {
+		id := d.idAt(d.next)
 		d.next++
-		if d.markSeen(id) {
-			continue
-		}
 		d.Stats.KeysExamined++
 		if raw, ok := d.get(id); ok {
 			return raw, true
@@ -282,7 +295,7 @@ func (d *DocIter) closeRange() bool {
 }
 
 func (d *DocIter) nextRange() (keyRange, bool) {
-	n := len(d.plan.ranges)
+	n := d.rangeCount()
 	if d.next >= n {
 		return keyRange{}, false
 	}
@@ -291,7 +304,21 @@ func (d *DocIter) nextRange() (keyRange, bool) {
 		i = n - 1 - d.next
 	}
 	d.next++
-	return d.plan.ranges[i], true
+	return d.rangeAt(i), true
+}
+
+func (d *DocIter) rangeCount() int {
+	if d.restRanges != nil {
+		return len(d.restRanges.ends) / 2
+	}
+	return len(d.plan.ranges)
+}
+
+func (d *DocIter) rangeAt(i int) keyRange {
+	if d.restRanges != nil {
+		return keyRange{lo: d.restRanges.key(2 * i), hi: d.restRanges.key(2*i + 1)}
+	}
+	return d.plan.ranges[i]
 }
 
 // Close releases the iterator.

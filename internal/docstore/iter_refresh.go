@@ -102,3 +102,77 @@ func (d *DocIter) lastStillLive() bool {
 	d.Stats.DocsExamined--
 	return keep
 }
+
+// Lean keeps of the plan only what the rest of the scan reads, for a scan
+// a cursor goes on with: a cursor left open holds neither the bounds and predicates kept for explain nor
+// the ids and key ranges already read (an $in of a million values would
+// otherwise stay whole until the cursor closes).
+func (d *DocIter) Lean() {
+	p := d.plan
+	lp := &Plan{Kind: p.Kind, Index: p.Index, SortProvided: p.SortProvided, Reverse: p.Reverse, idScan: p.idScan}
+	switch p.Kind {
+	case IDLookup:
+		d.rest = packKeys(d.remainingIDs())
+	case IndexScan:
+		d.restRanges = packRanges(d.remainingRanges())
+	}
+	d.plan, d.next = lp, 0
+}
+
+// keyList is a list of keys in one allocation, 4 bytes of overhead a key.
+type keyList struct {
+	buf  []byte
+	ends []uint32
+}
+
+func packKeys(keys [][]byte) *keyList {
+	l := &keyList{ends: make([]uint32, len(keys))}
+	for i, k := range keys {
+		l.buf = append(l.buf, k...)
+		l.ends[i] = uint32(len(l.buf))
+	}
+	return l
+}
+
+func (l *keyList) key(i int) []byte {
+	start := uint32(0)
+	if i > 0 {
+		start = l.ends[i-1]
+	}
+	return l.buf[start:l.ends[i]:l.ends[i]]
+}
+
+// remainingIDs are the ids of an IDLookup not read yet.
+func (d *DocIter) remainingIDs() [][]byte {
+	if d.rest == nil {
+		return d.plan.ids[d.next:]
+	}
+	out := make([][]byte, 0, len(d.rest.ends)-d.next)
+	for i := d.next; i < len(d.rest.ends); i++ {
+		out = append(out, d.rest.key(i))
+	}
+	return out
+}
+
+// remainingRanges are the key ranges of an index scan not opened yet, in
+// the plan's order.
+func (d *DocIter) remainingRanges() []keyRange {
+	n := d.rangeCount()
+	out := make([]keyRange, 0, n-d.next)
+	lo, hi := d.next, n
+	if d.plan.Reverse {
+		lo, hi = 0, n-d.next
+	}
+	for i := lo; i < hi; i++ {
+		out = append(out, d.rangeAt(i))
+	}
+	return out
+}
+
+func packRanges(ranges []keyRange) *keyList {
+	keys := make([][]byte, 0, 2*len(ranges))
+	for _, r := range ranges {
+		keys = append(keys, r.lo, r.hi)
+	}
+	return packKeys(keys)
+}
