@@ -80,6 +80,9 @@ func TestHostileSoak(t *testing.T) {
 	for _, n := range normal {
 		ops, errs = ops+n.ops, errs+n.errs
 		lat = append(lat, n.lat...)
+		if n.firstErr != nil {
+			t.Logf("normal client %d: %v", n.id, n.firstErr)
+		}
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	p99 := time.Duration(0)
@@ -147,6 +150,7 @@ func rss(t *testing.T) int64 {
 type soakNormal struct {
 	id, ops, errs int
 	lat           []time.Duration
+	firstErr      error
 }
 
 func (n *soakNormal) run(ctx context.Context, c *mongo.Client) {
@@ -159,6 +163,9 @@ func (n *soakNormal) run(ctx context.Context, c *mongo.Client) {
 		n.ops++
 		if err != nil {
 			n.errs++
+			if n.firstErr == nil {
+				n.firstErr = fmt.Errorf("%s operation %d: %w", time.Now().Format(time.TimeOnly), n.ops, err)
+			}
 		}
 	}
 }
