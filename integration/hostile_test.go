@@ -48,9 +48,13 @@ func TestHostileAggregateArguments(t *testing.T) {
 
 // openCursor runs find with a small batch and returns the cursor's id and
 // the first batch's size.
-func openCursor(t *testing.T, db *mongo.Database, coll string, filter bson.D) (int64, int) {
+func openCursor(t *testing.T, db *mongo.Database, coll string, filter, sort bson.D) (int64, int) {
 	t.Helper()
-	reply := runCmd(t, db, bson.D{{Key: "find", Value: coll}, {Key: "filter", Value: filter}, {Key: "batchSize", Value: 5}})
+	cmd := bson.D{{Key: "find", Value: coll}, {Key: "filter", Value: filter}, {Key: "batchSize", Value: 5}}
+	if sort != nil {
+		cmd = append(cmd, bson.E{Key: "sort", Value: sort})
+	}
+	reply := runCmd(t, db, cmd)
 	cur := field(t, reply, "cursor").(bson.D)
 	return field(t, cur, "id").(int64), len(field(t, cur, "firstBatch").(bson.A))
 }
@@ -76,18 +80,24 @@ func TestHostileCursorReturnsOnlyLiveDocuments(t *testing.T) {
 	for i := range docs {
 		docs[i] = bson.D{{Key: "_id", Value: i}, {Key: "k", Value: 1}, {Key: "at", Value: time.Now().Add(time.Second)}}
 	}
-	for _, name := range []string{"deleted", "expired", "changed", "dropped"} {
+	for _, name := range []string{"deleted", "expired", "sorted", "changed", "dropped"} {
 		if _, err := db.Collection(name).InsertMany(ctx, docs); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err := db.Collection("expired").Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "at", Value: 1}}, Options: options.Index().SetExpireAfterSeconds(0)})
-	if err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"expired", "sorted"} {
+		_, err := db.Collection(name).Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "at", Value: 1}}, Options: options.Index().SetExpireAfterSeconds(0)})
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 	ids := map[string]int64{}
-	for _, name := range []string{"deleted", "expired", "changed", "dropped"} {
-		id, n := openCursor(t, db, name, bson.D{{Key: "k", Value: 1}})
+	for _, name := range []string{"deleted", "expired", "sorted", "changed", "dropped"} {
+		var sort bson.D
+		if name == "sorted" { // a blocking sort holds its results past the scan
+			sort = bson.D{{Key: "k", Value: 1}, {Key: "_id", Value: 1}}
+		}
+		id, n := openCursor(t, db, name, bson.D{{Key: "k", Value: 1}}, sort)
 		if id == 0 || n != 5 {
 			t.Fatalf("%s: cursor %d with %d documents", name, id, n)
 		}
@@ -103,7 +113,7 @@ func TestHostileCursorReturnsOnlyLiveDocuments(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Until(docs[0].(bson.D)[2].Value.(time.Time)) + 50*time.Millisecond)
-	for _, name := range []string{"deleted", "expired", "changed"} {
+	for _, name := range []string{"deleted", "expired", "sorted", "changed"} {
 		reply, err := getMore(db, name, ids[name])
 		if err != nil {
 			t.Fatalf("%s: getMore: %v", name, err)
@@ -112,7 +122,7 @@ func TestHostileCursorReturnsOnlyLiveDocuments(t *testing.T) {
 			t.Errorf("%s: getMore returned %d documents that are no longer there or no longer match", name, n)
 		}
 	}
-	_, err = getMore(db, "dropped", ids["dropped"])
+	_, err := getMore(db, "dropped", ids["dropped"])
 	wantCode(t, err, 175, "collection dropped. UUID ")
 }
 

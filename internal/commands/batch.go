@@ -24,9 +24,10 @@ type peekSource struct {
 	done    bool
 	// lsid is the session the cursor was opened in (nil: none); scans are
 	// refreshed before each getMore (cursor_live.go).
-	lsid  []byte
-	scans []*docstore.DocIter
-	live  *swapCtx
+	lsid   []byte
+	scans  []*docstore.DocIter
+	sorted []*unexpiredSource
+	live   *swapCtx
 }
 
 func (p *peekSource) Next() (bson.D, bool, error) {

@@ -71,8 +71,9 @@ type request struct {
 	name string
 	body bson.D
 	// scans are the collection scans a cursor from this request reads.
-	scans []*docstore.DocIter
-	live  *swapCtx // set by commands that may open a cursor
+	scans  []*docstore.DocIter
+	sorted []*unexpiredSource // sorted results a cursor from it re-checks
+	live   *swapCtx           // set by commands that may open a cursor
 }
 
 type command struct {

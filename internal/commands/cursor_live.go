@@ -11,6 +11,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
@@ -42,6 +43,7 @@ func sessionID(r *request) []byte {
 func attachRequest(r *request, p *peekSource) {
 	p.lsid = sessionID(r)
 	p.scans = r.scans
+	p.sorted = r.sorted
 	p.live = r.live
 }
 
@@ -89,6 +91,11 @@ func (p *peekSource) refresh(ctx context.Context) error {
 			p.has, p.pending = false, nil
 		}
 	}
+	for _, u := range p.sorted {
+		if p.has && u.lastExpired() {
+			p.has, p.pending = false, nil
+		}
+	}
 	return nil
 }
 
@@ -128,3 +135,28 @@ func cursorContext(r *request) {
 	r.live = newSwapCtx(r.ctx)
 	r.ctx = r.live
 }
+
+// unexpiredSource drops sorted results that have expired by the time they
+// are returned: a blocking sort holds its documents past the scan that
+// hid expired ones, and a getMore may come after they expire.
+type unexpiredSource struct {
+	src  cursor.Source
+	c    *docstore.Collection
+	last bson.D // the last document returned, for lastExpired
+}
+
+func (s *unexpiredSource) Next() (bson.D, bool, error) {
+	for {
+		d, ok, err := s.src.Next()
+		if !ok || err != nil || !s.c.ExpiredNow(d) {
+			s.last = d
+			return d, ok, err
+		}
+	}
+}
+
+// lastExpired reports whether the document last returned (the one a
+// batch read ahead) has expired since.
+func (s *unexpiredSource) lastExpired() bool { return s.last != nil && s.c.ExpiredNow(s.last) }
+
+func (s *unexpiredSource) Close() error { return s.src.Close() }

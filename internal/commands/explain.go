@@ -474,6 +474,11 @@ func (ex *queryExec) runFind(r *request, a *findArgs) (cursor.Source, error) {
 			_ = src.Close()
 			return nil, err
 		}
+		if st.name == "SORT" && ex.c.HasTTL() {
+			u := &unexpiredSource{src: next, c: ex.c}
+			r.sorted = append(r.sorted, u)
+			next = u
+		}
 		st.out = &countingSource{src: next}
 		src = st.out
 	}

@@ -176,3 +176,8 @@ func packRanges(ranges []keyRange) *keyList {
 	}
 	return packKeys(keys)
 }
+
+// ExpiredNow reports whether doc has expired by now under exact expiry
+// (always false when expiry lags, as in MongoDB): for documents a cursor
+// holds past their scan, such as the results of a blocking sort.
+func (c *Collection) ExpiredNow(doc bson.D) bool { return c.expiredNow(doc) }

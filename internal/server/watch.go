@@ -35,9 +35,11 @@ func (c *Conn) watchPeer() (ctx context.Context, stop func()) {
 			return
 		}
 		started = true
+		// Under mu, so stop's wake-up deadline always comes after it.
+		err := c.nc.SetReadDeadline(time.Time{})
 		mu.Unlock()
 		defer close(done)
-		if c.nc.SetReadDeadline(time.Time{}) != nil {
+		if err != nil {
 			return
 		}
 		// Bytes of a pipelined next request are left buffered for the loop.
