@@ -24,6 +24,9 @@ func TestReliabilityBinaryLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// startMayfly's readiness probe connected and closed; on a loaded
+	// machine the server may not have counted it out yet.
+	time.Sleep(300 * time.Millisecond)
 	t.Run("max-conns", func(t *testing.T) { checkMaxConns(t, p.addr) })
 	t.Run("message-timeout", func(t *testing.T) { checkMessageTimeout(t, p.addr) })
 	t.Run("sigterm", func(t *testing.T) { checkSigterm(t, bin, dir, p) })
