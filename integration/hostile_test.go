@@ -253,6 +253,26 @@ func TestHostileMaxTimeInsideExpressions(t *testing.T) {
 	}
 }
 
+// TestHostileMaxTimeInsideFindExpr: maxTimeMS also stops a find whose
+// $expr runs for seconds on each document.
+func TestHostileMaxTimeInsideFindExpr(t *testing.T) {
+	db := connect(t, startServer(t, app.Config{})).Database("test")
+	if _, err := db.Collection("one").InsertOne(ctxT(t), bson.D{{Key: "_id", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	heavy := heavyPipeline()[0].(bson.D)[0].Value.(bson.D)[0].Value // the $reduce
+	start := time.Now()
+	err := db.RunCommand(ctxT(t), bson.D{{Key: "find", Value: "one"},
+		{Key: "filter", Value: bson.D{{Key: "$expr", Value: bson.D{{Key: "$gt", Value: bson.A{heavy, 0}}}}}},
+		{Key: "maxTimeMS", Value: 500}}).Err()
+	took := time.Since(start)
+	wantCode(t, err, 50, "operation exceeded time limit")
+	t.Logf("find with a heavy $expr, maxTimeMS 500, answered after %v", took)
+	if took > 900*time.Millisecond {
+		t.Fatalf("maxTimeMS 500 answered after %v", took)
+	}
+}
+
 // TestHostileGetMoreAfterMaxTime: a cursor opened with maxTimeMS keeps
 // working in later getMores (the find's own time limit ended with it).
 func TestHostileGetMoreAfterMaxTime(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/expr"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
 )
@@ -66,6 +67,7 @@ func (a *findArgs) parseShape(r *request) error {
 	if a.filter, err = query.NewFilter(f); err != nil {
 		return err
 	}
+	a.filter = a.filter.Guarded(expr.NewGuard(r.ctx))
 	s, err := optDoc(r, "sort")
 	if err != nil {
 		return err

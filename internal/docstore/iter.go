@@ -119,6 +119,7 @@ func (d *DocIter) Next() (bson.D, bool, error) {
 		}
 	}
 	d.lastID = nil
+	d.endedInterrupted()
 	d.Stats.EOF = d.err == nil
 	return nil, false, d.err
 }

@@ -181,3 +181,12 @@ func packRanges(ranges []keyRange) *keyList {
 // (always false when expiry lags, as in MongoDB): for documents a cursor
 // holds past their scan, such as the results of a blocking sort.
 func (c *Collection) ExpiredNow(doc bson.D) bool { return c.expiredNow(doc) }
+
+// endedInterrupted makes a scan that reached its end after its context
+// ended report that instead: a filter's $expr interrupted by the context
+// counts as no match, and the scan must not pass that off as its result.
+func (d *DocIter) endedInterrupted() {
+	if d.err == nil && d.ctx != nil && d.ctx.Err() != nil {
+		d.err = fmt.Errorf("docstore: scan: %w", d.ctx.Err())
+	}
+}

@@ -9,6 +9,7 @@ import (
 type Filter struct {
 	root node
 	spec bson.D
+	vars map[string]any // for $expr: set by Guarded
 }
 
 // NewFilter parses and validates a query filter. Errors are
@@ -24,6 +25,10 @@ func NewFilter(filter bson.D) (*Filter, error) {
 // Match reports whether doc matches the filter. A $expr that fails to
 // evaluate counts as no match; use MatchErr to see the error.
 func (f *Filter) Match(doc bson.D) bool {
+	if f.vars != nil {
+		c := matchCtx{pos: -1, vars: f.vars}
+		return f.root.matches(doc, &c)
+	}
 	return f.root.matches(doc, nil)
 }
 
@@ -31,7 +36,7 @@ func (f *Filter) Match(doc bson.D) bool {
 // evaluating a $expr, which MongoDB reports as a failure of the whole
 // query.
 func (f *Filter) MatchErr(doc bson.D) (bool, error) {
-	c := matchCtx{pos: -1}
+	c := matchCtx{pos: -1, vars: f.vars}
 	ok := f.root.matches(doc, &c)
 	if c.err != nil {
 		return false, c.err
@@ -47,7 +52,7 @@ func (f *Filter) MatchErr(doc bson.D) (bool, error) {
 // predicates traverse arrays, MongoDB leaves the choice unspecified;
 // Mayfly takes the first in filter order.
 func (f *Filter) MatchPositional(doc bson.D) (ok bool, arrayIndex int) {
-	c := matchCtx{pos: -1}
+	c := matchCtx{pos: -1, vars: f.vars}
 	if !f.root.matches(doc, &c) {
 		return false, -1
 	}
@@ -63,6 +68,7 @@ type matchCtx struct {
 	pos   int   // first array offset recorded, -1 for none
 	muted int   // > 0 inside $or, $nor, $not and $elemMatch bodies
 	err   error // first $expr evaluation error
+	vars  map[string]any
 }
 
 // record notes the array offset of a match unless one is already known or

@@ -24,7 +24,11 @@ func parseExpr(e bson.E, lvl parseLevel) (node, error) {
 type exprNode struct{ x *expr.Expr }
 
 func (n *exprNode) matches(doc bson.D, c *matchCtx) bool {
-	v, err := n.x.Eval(doc, nil)
+	var vars map[string]any
+	if c != nil {
+		vars = c.vars
+	}
+	v, err := n.x.Eval(doc, vars)
 	if err != nil {
 		c.fail(err)
 		return false
