@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,6 +24,9 @@ func TestReliabilityBinaryLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// startMayfly's readiness probe connected and closed; on a loaded
+	// machine the server may not have counted it out yet.
+	time.Sleep(300 * time.Millisecond)
 	t.Run("max-conns", func(t *testing.T) { checkMaxConns(t, p.addr) })
 	t.Run("message-timeout", func(t *testing.T) { checkMessageTimeout(t, p.addr) })
 	t.Run("sigterm", func(t *testing.T) { checkSigterm(t, bin, dir, p) })
@@ -129,24 +131,7 @@ func checkSigterm(t *testing.T, bin, dir string, p *process) {
 	stalled := dialRaw(t, p.addr)
 	req := wire.AppendMsg(nil, 9, 0, 0, docBytes(t, pingCmd()))
 	_, _ = stalled.Write(req[:10])
-	start := time.Now()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit after SIGTERM: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("no exit within 10s of SIGTERM")
-	}
-	t.Logf("SIGTERM to exit 0: %v", time.Since(start).Round(time.Millisecond))
-	if d := time.Since(start); d > 3*time.Second {
-		t.Fatalf("shutdown took %v", d)
-	}
+	sigtermExits(t, p)
 	p2, err := startMayfly(t, bin, dir, p.addr)
 	if err != nil {
 		t.Fatal(err)

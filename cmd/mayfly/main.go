@@ -62,6 +62,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.logLevel, "log-level", env("MAYFLY_LOG_LEVEL", "info"), "debug, info, warn or error (MAYFLY_LOG_LEVEL)")
 	fs.StringVar(&o.logFormat, "log-format", env("MAYFLY_LOG_FORMAT", "text"), "text or json (MAYFLY_LOG_FORMAT)")
 	fs.IntVar(&o.cfg.MaxConns, "max-conns", envInt("MAYFLY_MAX_CONNS", 1000000), "maximum connections (MAYFLY_MAX_CONNS)")
+	fs.DurationVar(&o.cfg.IdleTimeout, "idle-timeout", envDuration("MAYFLY_IDLE_TIMEOUT", 0), "close connections idle this long; 0 never (MAYFLY_IDLE_TIMEOUT)")
 	fs.DurationVar(&o.cfg.MessageTimeout, "message-timeout", envDuration("MAYFLY_MESSAGE_TIMEOUT", 60*time.Second), "longest time a request may take to arrive once started (MAYFLY_MESSAGE_TIMEOUT)")
 	fs.Int64Var(&o.cfg.TTLSleepSecs, "ttl-monitor-sleep-secs", int64(envInt("MAYFLY_TTL_MONITOR_SLEEP_SECS", 60)), "longest pause of the TTL monitor (MAYFLY_TTL_MONITOR_SLEEP_SECS)")
 	fs.Var(setParams(o.cfg.SetParameters), "setParameter", "server parameter name=value, repeatable")

@@ -24,6 +24,7 @@ type Op struct {
 	Client  string // remote address, empty for internal work
 	ConnID  int64
 	Started time.Time
+	cancel  func() // stops the operation (killOp); nil for internal work
 }
 
 // Registry holds the operations in flight.

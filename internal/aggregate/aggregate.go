@@ -255,6 +255,9 @@ func (p *Pipeline) StartsWithCollStats() bool {
 // input and closes it.
 func (p *Pipeline) Run(input Iterator, env Env) (Iterator, error) {
 	vars := map[string]any{"NOW": bson.NewDateTimeFromTime(env.Now())}
+	if g, ok := env.(interface{ Guard() *expr.Guard }); ok {
+		vars = expr.WithGuard(vars, g.Guard())
+	}
 	for _, v := range p.let {
 		val, err := v.e.Eval(bson.D{}, vars)
 		if err != nil {

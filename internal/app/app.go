@@ -39,6 +39,9 @@ type Config struct {
 	// MessageTimeout bounds how long a request may take to arrive once it
 	// has started (default server.DefaultMessageTimeout).
 	MessageTimeout time.Duration
+	// IdleTimeout closes connections that send nothing for this long
+	// (default 0: never).
+	IdleTimeout time.Duration
 	// TTLSleepSecs is the initial ttlMonitorSleepSecs (default 60).
 	TTLSleepSecs int64
 	// TTLDisabled starts with ttlMonitorEnabled false.
@@ -212,11 +215,11 @@ func (a *App) assemble() error {
 		Argv: cfg.Argv, Parsed: a.withSecurity(a.parsedConfig()), Activity: ops, Auth: authMgr,
 		TTLStats: func() commands.TTLStats { return commands.TTLStats(a.monitor.Stats()) },
 		OpStats:  a.ops.stats, Log: a.ops.ring, DataDir: a.dataDir(), Fsync: a.ops.fsync,
-		Repl: a.rs, TestCommands: testCommands(cfg.SetParameters),
+		Repl: a.rs, ReplicaSetMember: a.rs != nil, TestCommands: testCommands(cfg.SetParameters),
 	})
 	observer.handler = h
 	a.srv = server.New(server.Config{Addr: cfg.Addr, MaxConns: cfg.MaxConns, MessageTimeout: cfg.MessageTimeout, Logger: cfg.Logger,
-		TLS: tlsCfg, TLSMode: cfg.Security.TLSMode}, h)
+		TLS: tlsCfg, TLSMode: cfg.Security.TLSMode, IdleTimeout: cfg.IdleTimeout}, h)
 	h.SetServerStats(a.srv.Stats)
 	a.startBackground()
 	return nil

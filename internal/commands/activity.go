@@ -42,11 +42,11 @@ func namespaceOf(r *request) string {
 	return r.db + ".$cmd"
 }
 
-func (h *Handler) beginOp(r *request) int64 {
-	return h.deps.Activity.Begin(activity.Op{
+func (h *Handler) beginOp(r *request, cancel func()) int64 {
+	return h.deps.Activity.BeginCancelable(activity.Op{
 		Desc: "conn" + itoa(r.conn.ID()), Kind: opKind(r.name), NS: namespaceOf(r),
 		Command: r.body, Client: r.conn.RemoteAddr(), ConnID: r.conn.ID(),
-	})
+	}, cancel)
 }
 
 func itoa(n int64) string {

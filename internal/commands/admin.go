@@ -248,13 +248,14 @@ func cmdServerStatus(h *Handler, r *request) (bson.D, error) {
 
 func (h *Handler) connectionsStatus() bson.D {
 	var cur, total int64
+	available := int64(1000000)
 	if h.deps.ServerStats != nil {
 		s := h.deps.ServerStats()
-		cur, total = s.Current, s.TotalCreated
+		cur, total, available = s.Current, s.TotalCreated, s.Available
 	}
 	return bson.D{
 		{Key: "current", Value: int32(cur)},
-		{Key: "available", Value: int32(1000000 - cur)},
+		{Key: "available", Value: int32(available)},
 		{Key: "totalCreated", Value: int32(total)},
 	}
 }

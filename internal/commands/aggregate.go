@@ -13,7 +13,15 @@ import (
 var aggregateFields = []string{"pipeline", "cursor", "explain", "allowDiskUse", "hint", "let", "collation", "bypassDocumentValidation", "fromMongos", "needsMerge"}
 
 func cmdAggregate(h *Handler, r *request) (bson.D, error) {
+	cursorContext(r)
 	if err := checkFields(r, aggregateFields...); err != nil {
+		return nil, err
+	}
+	coll, collectionless, err := aggregateNamespace(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPipelineArg(r, collectionless); err != nil {
 		return nil, err
 	}
 	if _, err := parseCollation(r.body); err != nil {
@@ -32,8 +40,7 @@ func cmdAggregate(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	coll, ok := r.body[0].Value.(string)
-	if !ok {
+	if collectionless {
 		return h.collectionlessAggregate(r, stagesOf(r), batch)
 	}
 	if err := docstore.ValidateNamespace(r.db, coll); err != nil {
@@ -55,7 +62,7 @@ func cmdAggregate(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	reply, err := h.cursorReply(r.db+"."+coll, out, batch, false)
+	reply, err := h.requestCursorReply(r, r.db+"."+coll, out, batch, false)
 	return reply, causedBy(aggregateExecContext, err)
 }
 
@@ -108,7 +115,9 @@ func (h *Handler) aggregateInput(r *request, coll string, p *aggregate.Pipeline)
 			return nil, nil, err
 		}
 	}
-	return ex.start(), p, nil
+	src := ex.start()
+	r.track(ex.scan)
+	return src, p, nil
 }
 
 // aggEnv gives a pipeline access to its database.

@@ -192,3 +192,30 @@ func listingArgs(r *request) (*query.Filter, bool, error) {
 	nameOnly, err := optBool(r, "nameOnly")
 	return f, nameOnly, err
 }
+
+// checkWriteConcernReach refuses, as mongod does, a write concern that
+// asks for acknowledgement from other members when the server is not a
+// replica set member: w above 1, or a named (tag) mode other than
+// "majority". A replica set member accepts them (and waits for them
+// elsewhere).
+func checkWriteConcernReach(r *request, replicaSetMember bool) error {
+	if replicaSetMember {
+		return nil
+	}
+	v, _ := lookup(r.body, "writeConcern")
+	wc, _ := v.(bson.D)
+	w, ok := lookup(wc, "w")
+	if !ok {
+		return nil
+	}
+	if s, isStr := w.(string); isStr {
+		if s == "majority" {
+			return nil
+		}
+		return mongoerr.Newf(mongoerr.BadValue, "cannot use non-majority 'w' mode \"%s\" when a host is not a member of a replica set", s)
+	}
+	if bsonutil.IsNumber(w) && bsonutil.ToFloat(w) > 1 {
+		return mongoerr.New(mongoerr.BadValue, "cannot use 'w' > 1 when a host is not replicated")
+	}
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/cursor"
+	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
@@ -21,6 +22,12 @@ type peekSource struct {
 	pending bson.D
 	has     bool
 	done    bool
+	// lsid is the session the cursor was opened in (nil: none); scans are
+	// refreshed before each getMore (cursor_live.go).
+	lsid   []byte
+	scans  []*docstore.DocIter
+	sorted []*unexpiredSource
+	live   *swapCtx
 }
 
 func (p *peekSource) Next() (bson.D, bool, error) {
@@ -65,9 +72,9 @@ func fillBatch(src *peekSource, n int64) (bson.A, error) {
 		if !ok {
 			break
 		}
-		raw, err := bson.Marshal(d)
+		raw, err := encodeResult(d)
 		if err != nil {
-			return nil, mongoerr.Newf(mongoerr.InternalError, "encode result: %v", err)
+			return nil, err
 		}
 		if len(batch) > 0 && size+len(raw) > maxBatchBytes {
 			src.pending, src.has = d, true
@@ -82,7 +89,16 @@ func fillBatch(src *peekSource, n int64) (bson.A, error) {
 // cursorReply answers a cursor-producing command: it sends the first batch
 // and registers the rest, unless it is exhausted or singleBatch was asked.
 func (h *Handler) cursorReply(ns string, src cursor.Source, batchSize int64, singleBatch bool) (bson.D, error) {
+	return h.requestCursorReply(nil, ns, src, batchSize, singleBatch)
+}
+
+// requestCursorReply is cursorReply for a cursor bound to r's session and
+// scans (r nil: neither).
+func (h *Handler) requestCursorReply(r *request, ns string, src cursor.Source, batchSize int64, singleBatch bool) (bson.D, error) {
 	p := &peekSource{src: src}
+	if r != nil {
+		attachRequest(r, p)
+	}
 	batch, err := fillBatch(p, batchSize)
 	if err != nil {
 		_ = p.Close()
@@ -96,6 +112,9 @@ func (h *Handler) cursorReply(ns string, src cursor.Source, batchSize int64, sin
 	}
 	if (more || tailer(p) != nil) && !singleBatch {
 		id = h.deps.Cursors.Add(ns, p, 0, int64(len(batch))).ID
+		for _, s := range p.scans {
+			s.Lean()
+		}
 	} else {
 		_ = p.Close()
 	}

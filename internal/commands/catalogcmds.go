@@ -158,6 +158,9 @@ func cmdDrop(h *Handler, r *request) (bson.D, error) {
 }
 
 func cmdDropDatabase(h *Handler, r *request) (bson.D, error) {
+	if r.db == "admin" {
+		return nil, mongoerr.New(mongoerr.IllegalOperation, "Dropping the 'admin' database is prohibited.")
+	}
 	if err := h.deps.Store.DropDatabase(r.db); err != nil {
 		return nil, err
 	}

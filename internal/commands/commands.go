@@ -58,6 +58,9 @@ type Deps struct {
 	// Auth holds users and roles and authorizes commands; New makes one
 	// with access control off when nil.
 	Auth *auth.Manager
+	// ReplicaSetMember is set when the server is a replica set member; a
+	// standalone refuses write concerns that need other members.
+	ReplicaSetMember bool
 }
 
 // TTLStats are serverStatus().metrics.ttl.
@@ -89,6 +92,10 @@ type request struct {
 	// secret is the body as sent, passwords included; body has them masked
 	// for everything that may show it (currentOp, profiler, errors).
 	secret bson.D
+	// scans are the collection scans a cursor from this request reads.
+	scans  []*docstore.DocIter
+	sorted []*unexpiredSource // sorted results a cursor from it re-checks
+	live   *swapCtx           // set by commands that may open a cursor
 }
 
 type command struct {
@@ -147,9 +154,12 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 		return mongoerr.Reply(err)
 	}
 	started := h.deps.Clock.Now()
-	id := h.beginOp(r)
+	var cancel context.CancelFunc
+	r.ctx, cancel = context.WithCancel(r.ctx) // killOp's handle on the operation
+	defer cancel()
+	id := h.beginOp(r, cancel)
 	done := h.deps.OpStats.Begin(opstats.ClassOf(cmd.Name))
-	reply, err := h.run(entry, r)
+	reply, err := h.runRecovering(entry, r)
 	done()
 	h.deps.Activity.End(id)
 	h.recordStats(r, h.deps.Clock.Now().Sub(started), err)
@@ -186,6 +196,9 @@ func (h *Handler) run(entry command, r *request) (bson.D, error) {
 		return nil, err
 	}
 	if err := h.checkRole(r); err != nil {
+		return nil, err
+	}
+	if err := checkWriteConcernReach(r, h.deps.ReplicaSetMember); err != nil {
 		return nil, err
 	}
 	ctx, cancel, err := withMaxTime(r)
@@ -250,7 +263,7 @@ func checkInterrupt(ctx context.Context) error {
 	if ctx.Err() == context.DeadlineExceeded {
 		return mongoerr.New(mongoerr.MaxTimeMSExpired, "operation exceeded time limit")
 	}
-	return mongoerr.New(mongoerr.Interrupted, "operation was interrupted")
+	return interruptCause(ctx)
 }
 
 // checkGeneric rejects generic fields whose features Mayfly lacks, instead

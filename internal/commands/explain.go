@@ -473,11 +473,17 @@ func projectionStage(spec bson.D) string {
 // reads its whole input here, so that its memory limit applies at once.
 func (ex *queryExec) runFind(r *request, a *findArgs) (cursor.Source, error) {
 	src := ex.start()
+	r.track(ex.scan)
 	for _, st := range ex.stages {
 		next, err := st.wire(r, a, src)
 		if err != nil {
 			_ = src.Close()
 			return nil, err
+		}
+		if st.name == "SORT" && ex.c.HasTTL() {
+			u := &unexpiredSource{src: next, c: ex.c}
+			r.sorted = append(r.sorted, u)
+			next = u
 		}
 		st.out = &countingSource{src: next}
 		src = st.out

@@ -6,6 +6,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/expr"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
 )
@@ -73,6 +74,7 @@ func (a *findArgs) parseShape(r *request, lv *letScope) error {
 	if a.filter, err = lv.filter(f, a.collation); err != nil {
 		return err
 	}
+	a.filter = a.filter.Guarded(expr.NewGuard(r.ctx))
 	s, err := optDoc(r, "sort")
 	if err != nil {
 		return err
@@ -121,6 +123,7 @@ func (a *findArgs) parseCounts(r *request) error {
 }
 
 func cmdFind(h *Handler, r *request) (bson.D, error) {
+	cursorContext(r)
 	a, err := parseFind(h, r)
 	if err != nil {
 		return nil, err
@@ -146,7 +149,7 @@ func cmdFind(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, causedBy(findExecContext, err)
 	}
-	reply, err := h.cursorReply(ns, src, a.batchSize, a.singleBatch)
+	reply, err := h.requestCursorReply(r, ns, src, a.batchSize, a.singleBatch)
 	return reply, causedBy(findExecContext, err)
 }
 
@@ -277,6 +280,14 @@ func (h *Handler) getMore(r *request, id int64, ns string, n int64) (bson.D, err
 		return nil, mongoerr.Newf(mongoerr.Unauthorized, "Requested getMore on namespace '%s', but cursor belongs to a different namespace %s", ns, c.NS)
 	}
 	src := c.Source.(*peekSource)
+	if err := checkSession(r, id, src); err != nil {
+		h.deps.Cursors.Checkin(c)
+		return nil, err
+	}
+	if err := src.refresh(r.ctx); err != nil {
+		h.deps.Cursors.Remove(id)
+		return nil, droppedError(err)
+	}
 	tail := tailer(src)
 	if tail != nil {
 		src.done = false // a tailable cursor looks again past its end

@@ -2,38 +2,16 @@ package commands
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/mayflydb/mayfly/internal/clock"
-	"github.com/mayflydb/mayfly/internal/cursor"
-	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
-	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
 )
 
 // These tests call command handlers in process, without a server or a
 // network: a change to a command is checked in milliseconds.
 
-func newTestHandler(t *testing.T) *Handler {
-	t.Helper()
-	eng, err := pebblestore.Open(pebblestore.Options{InMemory: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = eng.Close() })
-	store, err := docstore.Open(eng, docstore.Options{Clock: clock.Real{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return New(Deps{
-		Store: store, Cursors: cursor.NewRegistry(clock.Real{}, 0), Clock: clock.Real{},
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Params: NewParams(),
-	})
-}
 
 // call runs one command's handler and returns its reply or error.
 func call(t *testing.T, h *Handler, db string, body bson.D) (bson.D, error) {
@@ -71,7 +49,7 @@ func seedHandler(t *testing.T, h *Handler) {
 }
 
 func TestHandlerFindWithLetAndCollation(t *testing.T) {
-	h := newTestHandler(t)
+	h, _ := newTestHandler(t)
 	seedHandler(t, h)
 	out := mustCall(t, h, "test", bson.D{{Key: "find", Value: "c"},
 		{Key: "filter", Value: bson.D{{Key: "$expr", Value: bson.D{{Key: "$gte", Value: bson.A{"$n", "$$min"}}}}}},
@@ -91,7 +69,7 @@ func TestHandlerFindWithLetAndCollation(t *testing.T) {
 }
 
 func TestHandlerUpdateSortAndValidation(t *testing.T) {
-	h := newTestHandler(t)
+	h, _ := newTestHandler(t)
 	seedHandler(t, h)
 	mustCall(t, h, "test", bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{bson.D{
 		{Key: "q", Value: bson.D{}}, {Key: "u", Value: bson.D{{Key: "$set", Value: bson.D{{Key: "top", Value: true}}}}},
@@ -110,7 +88,7 @@ func TestHandlerUpdateSortAndValidation(t *testing.T) {
 }
 
 func TestHandlerBulkWriteAndViews(t *testing.T) {
-	h := newTestHandler(t)
+	h, _ := newTestHandler(t)
 	seedHandler(t, h)
 	out := mustCall(t, h, "admin", bson.D{{Key: "bulkWrite", Value: 1}, {Key: "ops", Value: bson.A{
 		bson.D{{Key: "insert", Value: 0}, {Key: "document", Value: bson.D{{Key: "_id", Value: 9}}}},

@@ -117,6 +117,9 @@ func cmdInsert(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := docstore.ValidateUserWrite(r.db, a.coll); err != nil {
+		return nil, err
+	}
 	if err := h.refuseView(r.db, a.coll); err != nil {
 		return nil, err
 	}

@@ -35,6 +35,7 @@ func buildTable() map[string]command {
 
 		"listCommands": cmdListCommands,
 		"bulkWrite":    cmdBulkWrite,
+		"killOp":       cmdKillOp,
 	} {
 		register(t, name, run)
 	}

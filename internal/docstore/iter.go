@@ -43,6 +43,29 @@ type DocIter struct {
 	// ctx, when set, ends a long scan early (maxTimeMS, shutdown) even while
 	// no document matches.
 	ctx context.Context
+
+	// Kept for Refresh: the current range's bounds, whether the reopened
+	// iterator already stands on an entry not yet read, and the _id of the
+	// last document yielded.
+	lo, hi     []byte
+	unconsumed bool
+	lastID     []byte
+	rest       *keyList // an IDLookup's ids once Lean packed them
+	restRanges *keyList // an index scan's ranges (lo, hi, ...) once packed
+}
+
+func (d *DocIter) idCount() int {
+	if d.rest != nil {
+		return len(d.rest.ends)
+	}
+	return len(d.plan.ids)
+}
+
+func (d *DocIter) idAt(i int) []byte {
+	if d.rest != nil {
+		return d.rest.key(i)
+	}
+	return d.plan.ids[i]
 }
 
 // interruptEvery is how many examined documents pass between context checks.
@@ -91,9 +114,12 @@ func (d *DocIter) Next() (bson.D, bool, error) {
 		doc, keep := d.accept(raw)
 		if keep {
 			d.Stats.Returned++
+			d.noteYielded(doc)
 			return doc, true, nil
 		}
 	}
+	d.lastID = nil
+	d.endedInterrupted()
 	d.Stats.EOF = d.err == nil
 	return nil, false, d.err
 }
@@ -150,6 +176,10 @@ func (d *DocIter) first() bool {
 }
 
 func (d *DocIter) step() bool {
+	if d.unconsumed {
+		d.unconsumed = false
+		return d.it.Valid()
+	}
 	if d.plan.Reverse {
 		return d.it.Prev()
 	}
@@ -170,18 +200,15 @@ func (d *DocIter) open(lo, hi []byte) bool {
 		d.err = fmt.Errorf("docstore: open scan: %w", err)
 		return false
 	}
-	d.it = it
+	d.it, d.lo, d.hi = it, lo, hi
 	d.Stats.Seeks++
 	return true
 }
 
 func (d *DocIter) nextID() ([]byte, bool) {
-	for d.next < len(d.plan.ids) {
-		id := d.plan.ids[d.next]
+	for d.next < d.idCount() {
+		id := d.idAt(d.next)
 		d.next++
-		if d.markSeen(id) {
-			continue
-		}
 		d.Stats.KeysExamined++
 		if raw, ok := d.get(id); ok {
 			return raw, true
@@ -275,7 +302,7 @@ func (d *DocIter) closeRange() bool {
 }
 
 func (d *DocIter) nextRange() (keyRange, bool) {
-	n := len(d.plan.ranges)
+	n := d.rangeCount()
 	if d.next >= n {
 		return keyRange{}, false
 	}
@@ -284,7 +311,21 @@ func (d *DocIter) nextRange() (keyRange, bool) {
 		i = n - 1 - d.next
 	}
 	d.next++
-	return d.plan.ranges[i], true
+	return d.rangeAt(i), true
+}
+
+func (d *DocIter) rangeCount() int {
+	if d.restRanges != nil {
+		return len(d.restRanges.ends) / 2
+	}
+	return len(d.plan.ranges)
+}
+
+func (d *DocIter) rangeAt(i int) keyRange {
+	if d.restRanges != nil {
+		return keyRange{lo: d.restRanges.key(2 * i), hi: d.restRanges.key(2*i + 1)}
+	}
+	return d.plan.ranges[i]
 }
 
 // Close releases the iterator.

@@ -3,6 +3,7 @@ package docstore
 import (
 	"bytes"
 	"math"
+	"slices"
 	"sort"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -207,6 +208,7 @@ func (st *collState) idPlan(preds map[string][]query.Predicate, s sortSpec) *Pla
 		ids = append(ids, keyenc.AppendValue(nil, v))
 	}
 	sort.Slice(ids, func(i, j int) bool { return bytes.Compare(ids[i], ids[j]) < 0 })
+	ids = slices.CompactFunc(ids, bytes.Equal) // each document once
 	plan := &Plan{
 		Kind: IDLookup, Index: st.indexes[0].def, ids: ids, covered: []query.Predicate{*p},
 		bounds: []fieldBounds{{path: "_id", ivals: points(p.Values)}},

@@ -228,6 +228,9 @@ func (s *Store) createLocked(db, name string, opt CreateOptions) (*Collection, e
 	if err := ValidateNamespace(db, name); err != nil {
 		return nil, err
 	}
+	if err := s.checkDBCaseLocked(db); err != nil {
+		return nil, err
+	}
 	meta := &catalog.Collection{
 		DB: db, Name: name, ID: s.nextID, UUID: newUUID(), Options: opt.Raw,
 		Capped: opt.Capped, CappedSize: opt.CappedSize, CappedMax: opt.CappedMax,

@@ -153,7 +153,7 @@ func evalConcatArrays(_ string, vals []any) (any, error) {
 		}
 		out = append(out, a...)
 	}
-	return out, nil
+	return out, checkArraySize(out)
 }
 
 func evalReverseArray(_ string, vals []any) (any, error) {

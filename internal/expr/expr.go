@@ -69,6 +69,7 @@ func Compile(v any) (*Expr, error) {
 // bson.DateTime or time.Time pins $$NOW, otherwise the wall clock is read.
 func (e *Expr) Eval(doc bson.D, vars map[string]any) (any, error) {
 	c := &ctx{root: doc, user: vars}
+	c.guard, _ = vars[guardKey].(*Guard)
 	return e.root.eval(c)
 }
 
@@ -101,6 +102,7 @@ type ctx struct {
 	user  map[string]any
 	local *frame
 	now   any
+	guard *Guard // nil: unbounded in time
 }
 
 // frame is one variable bound by $let, $map, $filter or $reduce. Frames

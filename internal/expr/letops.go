@@ -161,6 +161,9 @@ func compileMap(name string, arg any) (node, error) {
 		}
 		out := make(bson.A, len(a))
 		for i, x := range a {
+			if err := c.step(); err != nil {
+				return nil, err
+			}
 			v, err := spec.body.eval(c.bind(spec.as, x))
 			if err != nil {
 				return nil, err
@@ -197,6 +200,9 @@ func filterArray(c *ctx, spec loopSpec, a bson.A, limit int) (any, error) {
 	for _, x := range a {
 		if len(out) >= limit {
 			break
+		}
+		if err := c.step(); err != nil {
+			return nil, err
 		}
 		v, err := spec.body.eval(c.bind(spec.as, x))
 		if err != nil {
@@ -260,6 +266,9 @@ func reduceNode(input, initial, in node) node {
 		}
 		acc, err := initial.eval(c)
 		for _, x := range a {
+			if err == nil {
+				err = c.step()
+			}
 			if err != nil {
 				break
 			}

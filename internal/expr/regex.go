@@ -30,16 +30,31 @@ func addRegexOps(m map[string]compileFn) {
 	m["$regexFindAll"] = regexOp(func(re *regexp.Regexp, s string, ok bool) any {
 		out := bson.A{}
 		if ok {
-			for _, m := range re.FindAllStringSubmatchIndex(s, -1) {
-				out = append(out, regexMatchDoc(s, m))
+			// idx counts code points; counting from the previous match,
+			// not from the start, keeps the whole search linear.
+			at, runes := 0, 0
+			for _, m := range re.FindAllStringSubmatchIndex(s, maxFindAllMatches+1) {
+				runes += utf8.RuneCountInString(s[at:m[0]])
+				at = m[0]
+				out = append(out, regexMatchDocAt(s, m, runes))
 			}
 		}
 		return out
 	})
 }
 
+// maxFindAllMatches bounds $regexFindAll's result: each match is a
+// document of at least 40 bytes, so more could not fit the largest
+// document; checkArraySize then refuses the result with mongod's error.
+const maxFindAllMatches = maxArrayBytes / 40
+
 // regexMatchDoc builds {match, idx, captures}; idx counts code points.
 func regexMatchDoc(s string, m []int) bson.D {
+	return regexMatchDocAt(s, m, utf8.RuneCountInString(s[:m[0]]))
+}
+
+// regexMatchDocAt is regexMatchDoc with idx already counted.
+func regexMatchDocAt(s string, m []int, idx int) bson.D {
 	caps := bson.A{}
 	for i := 2; i+1 < len(m); i += 2 {
 		if m[i] < 0 {
@@ -50,7 +65,7 @@ func regexMatchDoc(s string, m []int) bson.D {
 	}
 	return bson.D{
 		{Key: "match", Value: s[m[0]:m[1]]},
-		{Key: "idx", Value: int32(utf8.RuneCountInString(s[:m[0]]))},
+		{Key: "idx", Value: int32(idx)},
 		{Key: "captures", Value: caps},
 	}
 }
@@ -78,7 +93,11 @@ func regexOp(result func(re *regexp.Regexp, s string, ok bool) any) compileFn {
 			if err != nil {
 				return nil, err
 			}
-			return result(re, s, ok), nil
+			v := result(re, s, ok)
+			if a, isArray := v.(bson.A); isArray {
+				return v, checkArraySize(a)
+			}
+			return v, nil
 		}), nil
 	}
 }

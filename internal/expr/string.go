@@ -77,7 +77,7 @@ func doubleToString(f float64) string {
 }
 
 func evalConcat(_ string, vals []any) (any, error) {
-	var b strings.Builder
+	n := 0
 	for _, v := range vals {
 		if nullish(v) {
 			return nil, nil
@@ -86,7 +86,15 @@ func evalConcat(_ string, vals []any) (any, error) {
 		if !ok {
 			return nil, mongoerr.Newf(mongoerr.Location16702, "$concat only supports strings, not %s", typeName(v))
 		}
-		b.WriteString(s)
+		n += len(s)
+	}
+	if err := checkStringSize(n); err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, v := range vals {
+		b.WriteString(v.(string))
 	}
 	return b.String(), nil
 }

@@ -28,6 +28,7 @@ const (
 	Location16410   Code = 16410
 	Location16411   Code = 16411
 	Location16412   Code = 16412
+	Location16493   Code = 16493
 	Location16554   Code = 16554
 	Location16555   Code = 16555
 	Location16556   Code = 16556
@@ -283,6 +284,9 @@ const (
 	Location50699   Code = 50699
 	Location50700   Code = 50700
 	Location50723   Code = 50723
+	Location50736   Code = 50736
+	Location50737   Code = 50737
+	Location50738   Code = 50738
 	Location50752   Code = 50752
 	Location51002   Code = 51002
 	Location51003   Code = 51003

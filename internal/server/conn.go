@@ -194,12 +194,13 @@ func (c *Conn) next() (*wire.Message, error) {
 		c.readDeadline = false
 	}
 	c.setBusy(false)
+	c.rd.Release()
 	c.state.Store(stateIdle)
 	// Checked after going idle so Shutdown either sees us idle or we see it.
 	if c.srv.shutdown.Load() {
 		return nil, errClosing
 	}
-	if _, err := c.br.Peek(1); err != nil {
+	if err := c.waitForRequest(); err != nil {
 		return nil, err
 	}
 	if !c.state.CompareAndSwap(stateIdle, stateReading) {
@@ -282,6 +283,9 @@ func (c *Conn) logReadEnd(err error) {
 	switch {
 	case errors.Is(err, errClosing), errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
 		c.srv.log.Debug("connection closed", "conn", c.id, "remote", c.remote)
+	case errors.Is(err, errIdleTimeout):
+		c.srv.log.Info("idle connection timed out; closing", "conn", c.id, "remote", c.remote,
+			"timeout", c.srv.cfg.IdleTimeout)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		c.srv.log.Info("client disconnected mid-message", "conn", c.id, "remote", c.remote)
 	case isTimeout(err):
@@ -325,7 +329,9 @@ func (c *Conn) call(cmd *Command) (reply bson.D) {
 			reply = mongoerr.Reply(mongoerr.Newf(mongoerr.InternalError, "internal error while running %s", cmd.Name))
 		}
 	}()
-	reply = c.srv.h.Handle(c.srv.ctx, c, cmd)
+	ctx, stop := c.watchPeer()
+	defer stop()
+	reply = c.srv.h.Handle(ctx, c, cmd)
 	if reply == nil {
 		c.srv.log.Error("handler returned no reply", "conn", c.id, "command", cmd.Name)
 		reply = mongoerr.Reply(mongoerr.Newf(mongoerr.InternalError, "no reply for %s", cmd.Name))

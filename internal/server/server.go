@@ -22,7 +22,8 @@ import (
 
 // Defaults applied by New.
 const (
-	// DefaultMaxConns is MongoDB's default maxIncomingConnections on Linux.
+	// DefaultMaxConns is MongoDB's default maxIncomingConnections on Linux;
+	// New lowers it to 80% of the file-descriptor limit (connLimit).
 	DefaultMaxConns       = 1_000_000
 	DefaultMessageTimeout = 60 * time.Second
 )
@@ -33,6 +34,10 @@ func DefaultCompressors() []string { return []string{"snappy", "zlib", "zstd"} }
 
 // ErrServerClosed is returned by Serve and Listen after Shutdown.
 var ErrServerClosed = errors.New("server: closed")
+
+// ErrShuttingDown is the cause of an operation's context ending because
+// the server is shutting down.
+var ErrShuttingDown = errors.New("server: shutting down")
 
 // Config configures a Server.
 type Config struct {
@@ -45,7 +50,10 @@ type Config struct {
 	// first byte has: a stalled client cannot hold a connection mid-message
 	// forever. 0 → DefaultMessageTimeout. Replies get the same bound.
 	MessageTimeout time.Duration
-	Logger         *slog.Logger // nil → slog.Default()
+	// IdleTimeout closes a connection that sends no request for this long;
+	// 0 keeps idle connections open (mongod's default).
+	IdleTimeout time.Duration
+	Logger      *slog.Logger // nil → slog.Default()
 	// TLS is the server's certificate setup; with TLSMode other than
 	// TLSDisabled it must be set.
 	TLS     *tls.Config
@@ -56,8 +64,9 @@ type Config struct {
 type Handler interface {
 	// Handle runs one command and returns the reply document (never nil).
 	// It is called on the connection's goroutine, one command at a time per
-	// connection; ctx is cancelled when a Shutdown deadline forces
-	// connections closed.
+	// connection; ctx is cancelled when Shutdown starts (cause
+	// ErrShuttingDown) and when the client disconnects during a long
+	// command (cause ErrClientDisconnected).
 	Handle(ctx context.Context, c *Conn, cmd *Command) bson.D
 }
 
@@ -97,6 +106,9 @@ type Server struct {
 	// has finished or given up waiting.
 	ctx    context.Context
 	cancel context.CancelFunc
+	// stopOps interrupts running operations at the start of Shutdown, as
+	// mongod does, so that they answer at once instead of running on.
+	stopOps context.CancelCauseFunc
 
 	mu       sync.Mutex
 	ln       net.Listener
@@ -131,6 +143,7 @@ func New(cfg Config, h Handler) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	cfg.MaxConns = connLimit(cfg.MaxConns, descriptorLimit(), cfg.Logger)
 	s := &Server{cfg: cfg, h: h, log: cfg.Logger, conns: make(map[*Conn]struct{}), draining: make(chan struct{})}
 	for _, name := range cfg.Compressors {
 		id, ok := wire.CompressorByName(name)
@@ -142,6 +155,7 @@ func New(cfg Config, h Handler) *Server {
 	}
 	s.codec = wire.NewCodec(s.compressors...)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.ctx, s.stopOps = context.WithCancelCause(s.ctx)
 	return s
 }
 
@@ -275,6 +289,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	for _, c := range conns {
 		c.closeIfIdle()
 	}
+	s.stopOps(ErrShuttingDown)
 	done := make(chan struct{})
 	go func() {
 		s.wg.Wait()

@@ -55,6 +55,12 @@ func looksLikeTLS(b []byte) bool {
 // allows, and turns away what the mode forbids with a log line that names
 // TLS. It reports whether the connection can go on.
 func (c *Conn) secure() bool {
+	// The first bytes are a request's: an idle client is timed out here
+	// as between requests.
+	if err := c.waitForRequest(); err != nil {
+		c.logReadEnd(err)
+		return false
+	}
 	head, ok := c.peekHead()
 	if !ok {
 		return false

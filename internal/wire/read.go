@@ -97,6 +97,26 @@ func NewReader(src io.Reader, codec *Codec) *Reader {
 	return &Reader{src: src, codec: codec}
 }
 
+// Release drops buffers that a big message left behind, so that a
+// connection waiting for its next request does not keep them: a small
+// compressed message may inflate to tens of megabytes. The last Message
+// read is invalid afterwards.
+func (r *Reader) Release() {
+	if cap(r.buf) > smallBuffer {
+		r.buf = nil
+	}
+	if cap(r.dbuf) > smallBuffer {
+		r.dbuf = nil
+	}
+	// The decoded views alias the buffers; kept, they would pin them.
+	r.msg, r.query = Message{}, QueryFields{}
+	for i := range r.seqs[:cap(r.seqs)] {
+		seq := &r.seqs[:cap(r.seqs)][i]
+		clear(seq.Docs[:cap(seq.Docs)])
+		seq.Docs = seq.Docs[:0]
+	}
+}
+
 // ReadMessage reads one message with a fresh Reader; convenient for tests
 // and one-off use. codec may be nil.
 func ReadMessage(src io.Reader, codec *Codec) (*Message, error) {

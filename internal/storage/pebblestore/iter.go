@@ -179,6 +179,18 @@ type snapshot struct {
 	mu  sync.Mutex
 	ps  *pebble.Snapshot // nil once closed
 	err error            // what reads return once ps is nil; ErrClosed if unset
+	// borrowed: ps is the store's durable view, closed by the store.
+	borrowed bool
+}
+
+// release lets go of ps; sn.mu is held or sn is not shared yet.
+func (sn *snapshot) release() error {
+	var err error
+	if sn.ps != nil && !sn.borrowed {
+		err = sn.ps.Close()
+	}
+	sn.ps = nil
+	return err
 }
 
 // open returns the pebble snapshot, or why there is none; sn.mu is held.
@@ -228,8 +240,7 @@ func (sn *snapshot) Close() error {
 	if sn.ps == nil {
 		return nil
 	}
-	err := sn.ps.Close()
-	sn.ps = nil
+	err := sn.release()
 	sn.s.live.remove(sn)
 	if err != nil {
 		return fmt.Errorf("pebblestore: snapshot close: %w", err)
@@ -241,7 +252,7 @@ func (sn *snapshot) forceClose(err error) {
 	sn.mu.Lock()
 	defer sn.mu.Unlock()
 	if sn.ps != nil {
-		_ = sn.ps.Close()
-		sn.ps, sn.err = nil, err
+		_ = sn.release()
+		sn.err = err
 	}
 }

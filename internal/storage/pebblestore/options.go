@@ -25,7 +25,7 @@ func (s *Store) pebbleOptions(fs vfs.FS, cache *pebble.Cache, diskHealth bool) *
 	o := &pebble.Options{
 		FS:     fs,
 		Cache:  cache,
-		Logger: pebbleLogger{log: s.logger, onFatal: s.fail},
+		Logger: pebbleLogger{log: s.logger, onFatal: s.fail, repeats: s.repeats},
 		// Pin the on-disk format: a newer pebble must not silently ratchet
 		// an existing store to a format older binaries cannot read.
 		FormatMajorVersion:          pebble.FormatValueSeparation,
@@ -58,7 +58,9 @@ func (s *Store) pebbleOptions(fs vfs.FS, cache *pebble.Cache, diskHealth bool) *
 func (s *Store) eventListener() pebble.EventListener {
 	log := s.logger
 	return pebble.EventListener{
-		BackgroundError: func(err error) { log.Error("pebble background error", "err", err) },
+		BackgroundError: func(err error) {
+			s.repeats.Log(slog.LevelError, "background", "pebble background error", "err", err.Error())
+		},
 		DataCorruption: func(info pebble.DataCorruptionInfo) {
 			log.Error("pebble data corruption", "path", info.Path, "err", info.Details)
 		},
@@ -73,6 +75,7 @@ func (s *Store) eventListener() pebble.EventListener {
 type pebbleLogger struct {
 	log     *slog.Logger
 	onFatal func(error)
+	repeats *throttledLog // errors that repeat are logged once per logEvery
 }
 
 // Infof carries pebble's routine messages (WAL recycling, table stats
@@ -85,8 +88,10 @@ func (l pebbleLogger) Infof(format string, args ...any) {
 	l.log.Debug(fmt.Sprintf(format, args...))
 }
 
+// Errorf logs without stack traces, and a message that keeps repeating
+// (its format is the kind) once per logEvery with a count.
 func (l pebbleLogger) Errorf(format string, args ...any) {
-	l.log.Error(fmt.Sprintf(format, args...))
+	l.repeats.Log(slog.LevelError, format, fmt.Sprintf(withoutStacks(format), args...))
 }
 
 // Fatalf is how pebble reports failures it cannot continue from (a failed

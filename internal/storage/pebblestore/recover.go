@@ -155,6 +155,7 @@ func (s *Store) reopenLocked() (err error) {
 	if s.db != nil {
 		// Iterators and snapshots read pebble's memory; release them first.
 		s.live.invalidateAll(storage.ErrInvalidated)
+		s.dropDurable()
 		if err := s.db.Close(); err != nil {
 			// Expected: the WAL writer still holds the error it failed with.
 			s.logger.Info("closed the failed pebble DB before reopening", "err", err)
@@ -172,6 +173,7 @@ func (s *Store) reopenLocked() (err error) {
 	}
 	s.db = db
 	s.dirty.Store(false)
+	s.setDurable(db.NewSnapshot()) // the reopen replayed only durable writes
 	return nil
 }
 

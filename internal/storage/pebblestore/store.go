@@ -61,9 +61,11 @@ const (
 type Store struct {
 	inMem   bool
 	logger  *slog.Logger
+	repeats *throttledLog // storage errors that repeat, logged with a count
 	live    registry
 	dirty   atomic.Bool           // committed without sync since the last sync
 	failure atomic.Pointer[error] // the first storage failure; writes refused after
+	durable durableView           // what reads see once a write failed (durable.go)
 	wedged  atomic.Bool           // pebble panicked mid-commit; its pipeline may be stuck
 	stalls  atomic.Int64          // write stalls begun, for metrics
 
@@ -98,13 +100,19 @@ func Open(opt Options) (*Store, error) {
 		inMem: opt.InMemory, cacheSize: opt.CacheSize, cpus: opt.CPUs, diskHealth: opt.FS == nil && !opt.InMemory,
 		logger: opt.Logger.With("component", "pebblestore"), stop: make(chan struct{}),
 	}
+	s.repeats = newThrottledLog(s.logger, time.Now)
 	fs, dir, err := s.filesystem(opt)
 	if err != nil {
 		return nil, err
 	}
 	s.fs, s.dir = fs, dir
 	if s.db, err = s.openDB(); err != nil {
-		return nil, fmt.Errorf("pebblestore: open %s: %w", dir, err)
+		if s.db, err = s.openFull(err); err != nil {
+			return nil, fmt.Errorf("pebblestore: open %s: %w", dir, err)
+		}
+	}
+	if !s.inMem {
+		s.setDurable(s.db.NewSnapshot()) // what was recovered is durable
 	}
 	s.startBackground(opt)
 	return s, nil
@@ -169,7 +177,10 @@ func (s *Store) filesystem(opt Options) (vfs.FS, string, error) {
 // until a recovery reopens pebble.
 func (s *Store) fail(err error) {
 	wrapped := fmt.Errorf("%w: %w", storage.ErrWriteFailed, err)
-	if s.failure.CompareAndSwap(nil, &wrapped) {
+	s.durable.mu.Lock()
+	first := s.failure.CompareAndSwap(nil, &wrapped)
+	s.durable.mu.Unlock()
+	if first {
 		s.logger.Error("storage failure: refusing writes until the store recovers", "err", err)
 	}
 }
@@ -203,7 +214,8 @@ func (s *Store) Get(key []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return get(db, key)
+	r, _ := s.reader(db)
+	return get(r, key)
 }
 
 func get(r pebble.Reader, key []byte) ([]byte, error) {
@@ -226,7 +238,8 @@ func (s *Store) NewIter(lower, upper []byte) (storage.Iterator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.newIter(db, lower, upper)
+	r, _ := s.reader(db)
+	return s.newIter(r, lower, upper)
 }
 
 // NewSnapshot implements storage.Engine. On a closed store it returns a
@@ -239,9 +252,14 @@ func (s *Store) NewSnapshot() storage.Snapshot {
 	if err != nil {
 		return &snapshot{s: s, err: err}
 	}
-	snap := &snapshot{s: s, ps: db.NewSnapshot()}
+	snap := &snapshot{s: s}
+	if _, durable := s.reader(db); durable != nil {
+		snap.ps, snap.borrowed = durable, true
+	} else {
+		snap.ps = db.NewSnapshot()
+	}
 	if !s.live.add(snap) {
-		_ = snap.ps.Close()
+		snap.release()
 		snap.ps, snap.err = nil, storage.ErrClosed
 	}
 	return snap
@@ -281,15 +299,17 @@ func (s *Store) apply(b *batch, sync bool) (entered bool, err error) {
 			return false, err
 		}
 	}
-	opts := pebble.NoSync
-	if sync && !s.inMem {
-		opts = pebble.Sync
-	}
-	if err := s.pebbleWrite(func() error { return db.Apply(b.pb, opts) }); err != nil {
+	// A synced commit is a commit and a sync, so that the sync brings the
+	// durable view (durable.go) forward; pebble groups the fsyncs alike.
+	if err := s.pebbleWrite(func() error { return db.Apply(b.pb, pebble.NoSync) }); err != nil {
 		return true, fmt.Errorf("pebblestore: commit: %w", err)
 	}
-	if !sync {
+	if !sync || s.inMem {
 		s.dirty.Store(true)
+		return true, nil
+	}
+	if err := s.syncCovered(db); err != nil {
+		return true, fmt.Errorf("pebblestore: commit: %w", err)
 	}
 	return true, nil
 }
@@ -332,7 +352,7 @@ func (s *Store) Sync() error {
 	if err != nil {
 		return err
 	}
-	if err := s.syncDB(db); err != nil {
+	if err := s.syncCovered(db); err != nil {
 		return fmt.Errorf("pebblestore: sync: %w", err)
 	}
 	return nil
@@ -432,6 +452,7 @@ func (s *Store) closeDB() error {
 			errs = append(errs, fmt.Errorf("pebblestore: close: sync: %w", err))
 		}
 	}
+	s.dropDurable()
 	if err := s.db.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("pebblestore: close: %w", err))
 	}

@@ -1,0 +1,21 @@
+package activity
+
+// BeginCancelable is Begin for an operation that Kill can stop: cancel
+// ends the context the operation runs under.
+func (r *Registry) BeginCancelable(op Op, cancel func()) int64 {
+	op.cancel = cancel
+	return r.Begin(op)
+}
+
+// Kill stops the operation with the given ID, as killOp does, and reports
+// whether there was such an operation that can be stopped.
+func (r *Registry) Kill(id int64) bool {
+	r.mu.Lock()
+	op := r.ops[id]
+	r.mu.Unlock()
+	if op == nil || op.cancel == nil {
+		return false
+	}
+	op.cancel()
+	return true
+}

@@ -1,0 +1,47 @@
+package commands
+
+import (
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/expr"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+)
+
+// aggregateNamespace reads the aggregate command's first value as mongod
+// does: a collection name, or the number 1 for a collectionless pipeline.
+func aggregateNamespace(r *request) (coll string, collectionless bool, err error) {
+	v := r.body[0].Value
+	if bsonutil.IsNumber(v) {
+		if bsonutil.ToFloat(v) != 1 {
+			return "", false, mongoerr.Newf(mongoerr.FailedToParse, "Invalid command format: the '%s' field must specify a collection name or 1", r.body[0].Key)
+		}
+		return "", true, nil
+	}
+	s, ok := v.(string)
+	if !ok {
+		return "", false, mongoerr.Newf(mongoerr.TypeMismatch, "collection name has invalid type: %s", bsonutil.TypeName(v))
+	}
+	return s, false, nil
+}
+
+// checkPipelineArg requires the pipeline array; a collectionless pipeline
+// must have a first stage ($currentOp and the like).
+func checkPipelineArg(r *request, collectionless bool) error {
+	v, ok := lookup(r.body, "pipeline")
+	if !ok {
+		return mongoerr.New(mongoerr.Location40414, "BSON field 'aggregate.pipeline' is missing but a required field")
+	}
+	stages, ok := v.(bson.A)
+	if !ok {
+		return wrongType(r.name, "pipeline", v, "array")
+	}
+	if collectionless && len(stages) == 0 {
+		return mongoerr.New(mongoerr.InvalidNamespace, "{aggregate: 1} is not valid for an empty pipeline.")
+	}
+	return nil
+}
+
+// Guard lets the pipeline's expressions stop when the command's context
+// ends (maxTimeMS, killOp, the client leaving).
+func (e *aggEnv) Guard() *expr.Guard { return expr.NewGuard(e.r.ctx) }
