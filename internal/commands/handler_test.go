@@ -12,7 +12,6 @@ import (
 // These tests call command handlers in process, without a server or a
 // network: a change to a command is checked in milliseconds.
 
-
 // call runs one command's handler and returns its reply or error.
 func call(t *testing.T, h *Handler, db string, body bson.D) (bson.D, error) {
 	t.Helper()
