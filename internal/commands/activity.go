@@ -235,5 +235,5 @@ func (h *Handler) collectionlessAggregate(r *request, stages bson.A, batch int64
 	if err != nil {
 		return nil, err
 	}
-	return h.cursorReply(r.db+".$cmd.aggregate", out, batch, false)
+	return h.requestCursorReply(r, r.db+".$cmd.aggregate", out, batch, false)
 }

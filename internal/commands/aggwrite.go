@@ -392,6 +392,6 @@ func (h *Handler) documentsAggregate(r *request, stages bson.A, batch int64) (bs
 	if err != nil {
 		return nil, causedBy(aggregateExecContext, err)
 	}
-	reply, err := h.cursorReply(r.db+".$cmd.aggregate", out, batch, false)
+	reply, err := h.requestCursorReply(r, r.db+".$cmd.aggregate", out, batch, false)
 	return reply, causedBy(aggregateExecContext, err)
 }

@@ -86,14 +86,10 @@ func fillBatch(src *peekSource, n int64) (bson.A, error) {
 	return batch, nil
 }
 
-// cursorReply answers a cursor-producing command: it sends the first batch
-// and registers the rest, unless it is exhausted or singleBatch was asked.
-func (h *Handler) cursorReply(ns string, src cursor.Source, batchSize int64, singleBatch bool) (bson.D, error) {
-	return h.requestCursorReply(nil, ns, src, batchSize, singleBatch)
-}
-
-// requestCursorReply is cursorReply for a cursor bound to r's session and
-// scans (r nil: neither).
+// requestCursorReply answers a cursor-producing command: it sends the
+// first batch and registers the rest, unless it is exhausted or
+// singleBatch was asked; the cursor is bound to r's session and scans (r
+// nil: neither).
 func (h *Handler) requestCursorReply(r *request, ns string, src cursor.Source, batchSize int64, singleBatch bool) (bson.D, error) {
 	p := &peekSource{src: src}
 	if r != nil {

@@ -45,7 +45,7 @@ func cmdListCollections(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	return h.cursorReply(r.db+".$cmd.listCollections", &sliceSource{docs: docs}, batch, false)
+	return h.requestCursorReply(r, r.db+".$cmd.listCollections", &sliceSource{docs: docs}, batch, false)
 }
 
 func cursorBatchSize(r *request) (int64, error) {
@@ -274,7 +274,7 @@ func cmdListIndexes(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	return h.cursorReply(r.db+"."+name, &sliceSource{docs: docs}, batch, false)
+	return h.requestCursorReply(r, r.db+"."+name, &sliceSource{docs: docs}, batch, false)
 }
 
 func cmdDropIndexes(h *Handler, r *request) (bson.D, error) {

@@ -89,7 +89,7 @@ func (h *Handler) findTailable(r *request, a *findArgs, c *docstore.Collection, 
 	if a.projection != nil {
 		src = &projectSource{src: src, p: a.projection, f: a.filter}
 	}
-	return h.cursorReply(r.db+"."+a.coll, src, a.batchSize, false)
+	return h.requestCursorReply(r, r.db+"."+a.coll, src, a.batchSize, false)
 }
 
 // tailer returns the tail source under a cursor's source, nil if none.

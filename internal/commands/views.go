@@ -134,7 +134,7 @@ func (h *Handler) readView(r *request, name string, v *view, extra bson.A, batch
 	if err != nil {
 		return nil, err
 	}
-	reply, err := h.cursorReply(r.db+"."+name, out, batchSize, singleBatch)
+	reply, err := h.requestCursorReply(r, r.db+"."+name, out, batchSize, singleBatch)
 	return reply, causedBy(aggregateExecContext, err)
 }
 
