@@ -68,6 +68,7 @@ type flagValues struct {
 	durableClients       intList
 	durableDuration      time.Duration
 	stormDocs, memory    int
+	failovers            int
 	burstDocs            int
 	stormShuffled        bool
 	burstMeasure         time.Duration
@@ -101,6 +102,7 @@ func parse(args []string) (*flagValues, error) {
 	fs.IntVar(&v.burstDocs, "burst-docs", 0, "override: documents expiring at one instant in the burst")
 	fs.DurationVar(&v.burstMeasure, "burst-measure", 0, "override: sessions measured from the burst's instant")
 	fs.IntVar(&v.memory, "memory-sessions", 0, "override: live sessions for the memory figure")
+	fs.IntVar(&v.failovers, "failovers", 0, "override: kill -9 of the replica set's primary")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -129,6 +131,7 @@ func (v *flagValues) config() (*bench.Config, error) {
 	override(&sz.BurstDocs, v.burstDocs)
 	override(&sz.BurstMeasure, v.burstMeasure)
 	override(&sz.MemorySessions, v.memory)
+	override(&sz.Failovers, v.failovers)
 	if len(v.durableClients) > 0 {
 		sz.DurableClients = v.durableClients
 	}
