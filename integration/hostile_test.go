@@ -317,3 +317,32 @@ func TestHostileReplyTooLarge(t *testing.T) {
 	wantCode(t, err, 10334, "is invalid. Size must be between 0 and 16793600(16MB) First element: _id: null")
 	runCmd(t, db, bson.D{{Key: "ping", Value: 1}})
 }
+
+// TestHostileMaxTimeInsideWriteAndCountExpr: maxTimeMS also stops a heavy
+// $expr in the filters of update, delete, findAndModify, count and
+// distinct, inside one document's evaluation.
+func TestHostileMaxTimeInsideWriteAndCountExpr(t *testing.T) {
+	db := connect(t, startServer(t, app.Config{})).Database("test")
+	if _, err := db.Collection("one").InsertOne(ctxT(t), bson.D{{Key: "_id", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	heavy := heavyPipeline()[0].(bson.D)[0].Value.(bson.D)[0].Value // the $reduce
+	q := bson.D{{Key: "$expr", Value: bson.D{{Key: "$gt", Value: bson.A{heavy, 0}}}}}
+	for _, cmd := range []bson.D{
+		{{Key: "update", Value: "one"}, {Key: "updates", Value: bson.A{bson.D{{Key: "q", Value: q}, {Key: "u", Value: bson.D{{Key: "$set", Value: bson.D{{Key: "x", Value: 1}}}}}}}}},
+		{{Key: "delete", Value: "one"}, {Key: "deletes", Value: bson.A{bson.D{{Key: "q", Value: q}, {Key: "limit", Value: 1}}}}},
+		{{Key: "findAndModify", Value: "one"}, {Key: "query", Value: q}, {Key: "remove", Value: true}},
+		{{Key: "count", Value: "one"}, {Key: "query", Value: q}},
+		{{Key: "distinct", Value: "one"}, {Key: "key", Value: "_id"}, {Key: "query", Value: q}},
+	} {
+		start := time.Now()
+		err := db.RunCommand(ctxT(t), append(cmd, bson.E{Key: "maxTimeMS", Value: 500})).Err()
+		took := time.Since(start)
+		if took > 1500*time.Millisecond {
+			t.Fatalf("%s with a heavy $expr and maxTimeMS 500 answered after %v (%v)", cmd[0].Key, took, err)
+		}
+		if code := serverCode(err); code != 50 {
+			t.Fatalf("%s: %v, want MaxTimeMSExpired (50)", cmd[0].Key, err)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/collation"
+	"github.com/mayflydb/mayfly/internal/expr"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
 )
@@ -73,6 +74,7 @@ func (h *Handler) countDocs(r *request, coll string, q bson.D, hint any, cn *col
 	if err != nil {
 		return 0, err
 	}
+	f = f.Guarded(expr.NewGuard(r.ctx))
 	plan, err := c.PlanQuery(f, hint)
 	if err != nil {
 		return 0, err
@@ -142,6 +144,7 @@ func (h *Handler) distinctValues(r *request, coll, key string, q bson.D, hint an
 	if err != nil {
 		return nil, err
 	}
+	f = f.Guarded(expr.NewGuard(r.ctx))
 	plan, err := c.PlanQuery(f, hint)
 	if err != nil {
 		return nil, err

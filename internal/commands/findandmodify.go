@@ -5,6 +5,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/expr"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
 )
@@ -63,6 +64,7 @@ func (a *famArgs) parseQueryParts(r *request, lv *letScope, coll *collation.Coll
 	if a.filter, err = lv.filter(q, coll); err != nil {
 		return err
 	}
+	a.filter = a.filter.Guarded(expr.NewGuard(r.ctx))
 	if s, err := optDoc(r, "sort"); err != nil {
 		return err
 	} else if len(s) > 0 {

@@ -8,6 +8,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/expr"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
 	"github.com/mayflydb/mayfly/internal/update"
@@ -258,6 +259,7 @@ func (h *Handler) updateStatement(r *request, a writeArgs, lv *letScope, i int, 
 		m.keepEmptyTs = true
 		st.mod = m
 	}
+	st.filter = st.filter.Guarded(expr.NewGuard(r.ctx))
 	if c := h.deps.Store.Collection(r.db, a.coll); c != nil {
 		n, modified, err := h.applyUpdates(r, c, st, opt)
 		res.n += n
