@@ -516,10 +516,14 @@ func (f hookFilter) Reloaded() {
 func (f hookFilter) Promoted() {
 	f.rs.changed()
 	f.rs.cfg.Logger.Info("this member is now primary", "set", f.rs.cfg.SetName)
-	if !f.rs.configApplied.Load() {
-		go f.rs.replicateConfig()
-	}
-	go f.rs.yieldIfIneligible()
+	go func() {
+		// The config goes into the log first: a member that hands
+		// leadership on must not leave a successor without it.
+		if !f.rs.configApplied.Load() {
+			f.rs.replicateConfig()
+		}
+		f.rs.yieldIfIneligible()
+	}()
 	if h := f.rs.hooks; h != nil {
 		h.Promoted()
 	}
@@ -540,8 +544,15 @@ func (rs *Replica) replicateConfig() {
 	if c == nil {
 		return
 	}
-	if err := rs.proposeConfig(c); err != nil {
+	// Raft drops proposals while leadership moves; try again while this
+	// member is still the primary.
+	for try := 0; try < 10 && rs.Writable() && !rs.configApplied.Load(); try++ {
+		err := rs.proposeConfig(c)
+		if err == nil {
+			return
+		}
 		rs.cfg.Logger.Warn("replicating the replica set config failed", "err", err)
+		time.Sleep(rs.cfg.Tick)
 	}
 }
 
