@@ -67,8 +67,8 @@ type Config struct {
 	// ReplSet is --replSet: the name of the replica set this server is a
 	// member of (empty: a standalone server).
 	ReplSet string
-	// ReplTick is the replica set's raft tick (default 100ms; elections
-	// take 10–20 ticks).
+	// ReplTick is the replica set's raft tick (default 100ms; an election
+	// starts 6–12 ticks after the primary goes silent).
 	ReplTick time.Duration
 	// ReplRetainEntries is how many applied entries the replica set's log
 	// keeps (default 20000); a member further behind gets a snapshot.

@@ -34,7 +34,8 @@ type Config struct {
 	Self string
 	Base Base
 	// Tick is raft's clock (default 100ms); ElectionTicks ticks without a
-	// leader start an election (default 10, so 1–2 s).
+	// leader start an election (default 6: 0.6–1.2 s after the primary
+	// goes silent, raft's timeout being randomised between 1× and 2×).
 	Tick          time.Duration
 	ElectionTicks int
 	// RetainEntries is how many applied entries the log keeps (default
@@ -115,7 +116,7 @@ func withDefaults(cfg Config) Config {
 		cfg.Tick = 100 * time.Millisecond
 	}
 	if cfg.ElectionTicks == 0 {
-		cfg.ElectionTicks = 10
+		cfg.ElectionTicks = 6
 	}
 	if cfg.RetainEntries == 0 {
 		cfg.RetainEntries = 20000
