@@ -165,7 +165,7 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 	h.recordStats(r, h.deps.Clock.Now().Sub(started), err)
 	h.deps.Auth.AfterCommand(r.db, r.name, r.body)
 	if err != nil {
-		reply = mongoerr.Reply(replError(clientError(err)))
+		reply = mongoerr.Reply(clientError(err))
 	} else {
 		h.recordCursorOwner(r, reply)
 		reply = append(reply, bson.E{Key: "ok", Value: 1.0})

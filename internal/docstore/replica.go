@@ -10,9 +10,7 @@ import "fmt"
 // ApplyCounts adds a replicated batch's count changes to the collection
 // with ID collID.
 func (s *Store) ApplyCounts(collID uint64, docs, bytes int64) {
-	s.mu.RLock()
-	c := s.collectionsByIDLocked()[collID]
-	s.mu.RUnlock()
+	c := s.collectionByID(collID)
 	if c == nil {
 		return
 	}
@@ -66,4 +64,19 @@ func (c *Collection) EachStored(fn func(raw []byte) error) error {
 		}
 	}
 	return it.Error()
+}
+
+// collectionByID finds a collection by its ID without building a map: a
+// secondary calls it for every batch it applies.
+func (s *Store) collectionByID(id uint64) *Collection {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, d := range s.dbs {
+		for _, c := range d {
+			if c.meta().ID == id {
+				return c
+			}
+		}
+	}
+	return nil
 }

@@ -237,19 +237,7 @@ func (c *cluster) isCut(id uint64) bool {
 
 // put proposes one write of key=value through the leader.
 func (c *cluster) put(key, value string) error {
-	n := c.leader()
-	b := n.base.NewBatch()
-	defer b.Close()
-	if err := b.Set([]byte("d"+key), []byte(value)); err != nil {
-		return err
-	}
-	repr, err := b.(interface{ Repr() ([]byte, error) }).Repr()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return n.propose(ctx, &entry{kind: kindWrite, payload: repr})
+	return proposeSet(c.leader(), "d"+key, []byte(value))
 }
 
 func (c *cluster) waitValue(id uint64, key, want string) {
