@@ -57,8 +57,8 @@ func cmdBulkWrite(h *Handler, r *request) (bson.D, error) {
 			break
 		}
 	}
-	if journal, err := syncRequested(r); err == nil && journal {
-		if err := h.deps.Store.Sync(); err != nil {
+	if b.opt.Durable != nil {
+		if err := h.deps.Store.WaitDurable(b.opt.Durable); err != nil {
 			return nil, err
 		}
 	}
@@ -80,8 +80,12 @@ func parseBulkWrite(h *Handler, r *request) (*bulkWrite, []bson.D, error) {
 	if b.let, err = h.parseLet(r); err != nil {
 		return nil, nil, err
 	}
-	if b.opt.Sync, err = syncRequested(r); err != nil {
+	journal, err := syncRequested(r)
+	if err != nil {
 		return nil, nil, err
+	}
+	if journal {
+		b.opt.Durable = &docstore.Durability{}
 	}
 	if b.rt, err = h.retryableWrite(r); err != nil {
 		return nil, nil, err

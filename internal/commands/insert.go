@@ -65,14 +65,14 @@ func orderedArg(r *request) (bool, error) {
 	return b, nil
 }
 
-// writeArgs are the arguments every write command shares. Statements are
-// written without sync (opt); with journal the command syncs once at its
-// end, as MongoDB applies a write concern to the command, not per document.
+// writeArgs are the arguments every write command shares. With j: true
+// the statements' syncs are gathered (opt.Durable) and the command waits
+// for them once at its end, as MongoDB applies a write concern to the
+// command, not per document.
 type writeArgs struct {
 	coll    string
 	ordered bool
 	opt     docstore.WriteOptions
-	journal bool
 	// keepEmptyTs is bypassEmptyTsReplacement: top-level Timestamp(0, 0)
 	// values are stored as given instead of filled with the time, as
 	// mongorestore and mongoimport ask.
@@ -82,8 +82,8 @@ type writeArgs struct {
 // finishWrite makes the command's writes durable when j: true (or
 // w: "majority") was asked for.
 func (h *Handler) finishWrite(a writeArgs, res *writeResult) (bson.D, error) {
-	if a.journal {
-		if err := h.deps.Store.Sync(); err != nil {
+	if a.opt.Durable != nil {
+		if err := h.deps.Store.WaitDurable(a.opt.Durable); err != nil {
 			return nil, err
 		}
 	}
@@ -105,8 +105,12 @@ func parseWriteArgs(r *request, field string, known ...string) (writeArgs, []bso
 	if a.ordered, err = orderedArg(r); err != nil {
 		return a, nil, err
 	}
-	if a.journal, err = syncRequested(r); err != nil {
+	journal, err := syncRequested(r)
+	if err != nil {
 		return a, nil, err
+	}
+	if journal {
+		a.opt.Durable = &docstore.Durability{}
 	}
 	stmts, err := statements(r, field)
 	return a, stmts, err

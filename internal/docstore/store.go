@@ -77,8 +77,8 @@ func Open(eng storage.Engine, opt Options) (*Store, error) {
 	return s, nil
 }
 
-// Sync makes every write committed so far durable: a command with j: true
-// writes its statements unsynced, then syncs once.
+// Sync makes every write committed so far durable (the fsync command; a
+// j: true write that changed nothing).
 func (s *Store) Sync() error {
 	if err := s.eng.Sync(); err != nil {
 		return fmt.Errorf("docstore: sync: %w", err)

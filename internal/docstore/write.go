@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -26,6 +27,10 @@ type WriteOptions struct {
 	// document change, so they commit atomically with it (a retryable
 	// write's session record).
 	Extra func(storage.Batch) error
+	// Durable, when set, gathers the syncs of the write's commits for the
+	// caller to wait for once, with Store.WaitDurable (a command with
+	// j: true, whose statements share one fsync). Sync is then not needed.
+	Durable *Durability
 	// Validate, when set, checks each document about to be stored (old
 	// is the document it replaces, nil for an insert); its error refuses
 	// the write. Schema validation hooks in here.
@@ -76,6 +81,9 @@ type tx struct {
 	ttlAdded []int64
 	// extra is WriteOptions.Extra of the write this batch belongs to.
 	extra func(storage.Batch) error
+	// durable, for a write that asked for a journal sync, takes the wait
+	// for that sync, which the write does after releasing its locks.
+	durable *syncWait
 	// multikey holds the array paths this batch adds, by index ID.
 	multikey map[uint32][][]string
 }
@@ -146,7 +154,7 @@ func (t *tx) commit(opt WriteOptions) error {
 	// Commit without sync while holding the collection lock; the fsync, if
 	// asked for, happens after the lock is released so that concurrent
 	// durable writers share one fsync.
-	if err := t.b.Commit(false); err != nil {
+	if err := t.commitBatch(); err != nil {
 		return fmt.Errorf("docstore: commit: %w", err)
 	}
 	t.c.publishMeta(meta)
@@ -159,7 +167,70 @@ func (t *tx) commit(opt WriteOptions) error {
 	return nil
 }
 
+// commitBatch commits the batch, durably in two steps when the write asked
+// for a journal sync.
+func (t *tx) commitBatch() error {
+	sw := t.durable
+	if sw == nil || (!sw.want && sw.into == nil) {
+		return t.b.Commit(false)
+	}
+	wait, err := storage.CommitNoWait(t.b, t.c.store.eng)
+	if err == nil && sw.into != nil {
+		sw.into.add(wait)
+		return nil
+	}
+	sw.wait = wait
+	return err
+}
+
 func (t *tx) abort() { t.b.Close() }
+
+// syncWait is how a write with WriteOptions.Sync becomes durable: its
+// batch's commit leaves the wait for the sync here, or in into when the
+// caller gathers its writes' syncs (WriteOptions.Durable).
+type syncWait struct {
+	want bool
+	wait func() error
+	into *Durability
+}
+
+func newSyncWait(opt WriteOptions) *syncWait {
+	return &syncWait{want: opt.Sync && opt.Durable == nil, into: opt.Durable}
+}
+
+// Durability gathers the syncs a caller's writes wait for (see
+// WriteOptions.Durable). Safe for concurrent use.
+type Durability struct {
+	mu    sync.Mutex
+	waits []func() error
+}
+
+func (d *Durability) add(wait func() error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.waits = append(d.waits, wait)
+}
+
+// WaitDurable waits until every write gathered in d is durable and returns
+// the first failure. With none gathered (the writes changed nothing) it
+// syncs what came before, as j: true on such a write still waits for the
+// journal.
+func (s *Store) WaitDurable(d *Durability) error {
+	d.mu.Lock()
+	waits := d.waits
+	d.waits = nil
+	d.mu.Unlock()
+	if len(waits) == 0 {
+		return s.Sync()
+	}
+	var first error
+	for _, wait := range waits {
+		if err := wait(); err != nil && first == nil {
+			first = fmt.Errorf("docstore: sync: %w", err)
+		}
+	}
+	return first
+}
 
 // del deletes key, of group 0 (documents) or 1+i (index i), now or, with
 // sortDeletes, at commit in key order.
@@ -201,11 +272,25 @@ func (t *tx) noteExpiry(doc bson.D) {
 	}
 }
 
-func (c *Collection) finish(opt WriteOptions) error {
-	if !opt.Sync {
+// finish makes a write that ended with err durable if it asked to be: it
+// waits for its commit's sync, or, when it committed nothing, syncs what
+// came before. A commit's wait is always called: it releases what the
+// commit holds.
+func (c *Collection) finish(sw *syncWait, err error) error {
+	if err != nil {
+		if sw.wait != nil {
+			_ = sw.wait()
+		}
+		return err
+	}
+	if !sw.want {
 		return nil
 	}
-	if err := c.store.eng.Sync(); err != nil {
+	wait := sw.wait
+	if wait == nil {
+		wait = c.store.eng.Sync
+	}
+	if err := wait(); err != nil {
 		return fmt.Errorf("docstore: sync: %w", err)
 	}
 	return nil
@@ -277,19 +362,17 @@ func (c *Collection) Insert(doc bson.D, opt WriteOptions) error {
 	}
 	id, _ := lookupID(doc)
 	idEnc := keyenc.AppendValue(nil, id)
-	if err := c.insertLocked(idEnc, raw, doc, opt.Extra); err != nil {
-		return err
-	}
-	return c.finish(opt)
+	sw := newSyncWait(opt)
+	return c.finish(sw, c.insertLocked(idEnc, raw, doc, opt.Extra, sw))
 }
 
-func (c *Collection) insertLocked(idEnc, raw []byte, doc bson.D, extra func(storage.Batch) error) error {
+func (c *Collection) insertLocked(idEnc, raw []byte, doc bson.D, extra func(storage.Batch) error, sw *syncWait) error {
 	return c.withDocLock(idEnc, func(l *lockSet) error {
 		if c.dropped.Load() {
 			return mongoerr.Newf(mongoerr.NamespaceNotFound, "collection %s was dropped", c.Namespace())
 		}
 		t := c.newTx(l)
-		t.extra = extra
+		t.extra, t.durable = extra, sw
 		if err := t.insert(&stored{idEnc: idEnc, raw: raw, doc: doc}); err != nil {
 			t.abort()
 			return err
@@ -529,14 +612,15 @@ type Change struct {
 // collection's write lock so nothing changes in between. fn receives nil
 // when there is no live document. It returns the document as it was.
 func (c *Collection) Modify(id any, opt WriteOptions, fn func(doc bson.D) (Change, error)) (bson.D, error) {
-	old, err := c.modifyLocked(keyenc.AppendValue(nil, id), opt.Extra, validated(fn, opt.Validate))
-	if err != nil {
+	sw := newSyncWait(opt)
+	old, err := c.modifyLocked(keyenc.AppendValue(nil, id), opt.Extra, sw, validated(fn, opt.Validate))
+	if err = c.finish(sw, err); err != nil {
 		return nil, err
 	}
-	return old, c.finish(opt)
+	return old, nil
 }
 
-func (c *Collection) modifyLocked(idEnc []byte, extra func(storage.Batch) error, fn func(doc bson.D) (Change, error)) (bson.D, error) {
+func (c *Collection) modifyLocked(idEnc []byte, extra func(storage.Batch) error, sw *syncWait, fn func(doc bson.D) (Change, error)) (bson.D, error) {
 	var cur bson.D
 	err := c.withDocLock(idEnc, func(l *lockSet) error {
 		cur = nil
@@ -554,14 +638,14 @@ func (c *Collection) modifyLocked(idEnc []byte, extra func(storage.Batch) error,
 		if err != nil || ch.Kind == Keep || cur == nil {
 			return err
 		}
-		return c.applyChange(l, old, ch, extra)
+		return c.applyChange(l, old, ch, extra, sw)
 	})
 	return cur, err
 }
 
-func (c *Collection) applyChange(l *lockSet, old *stored, ch Change, extra func(storage.Batch) error) error {
+func (c *Collection) applyChange(l *lockSet, old *stored, ch Change, extra func(storage.Batch) error, sw *syncWait) error {
 	t := c.newTx(l)
-	t.extra = extra
+	t.extra, t.durable = extra, sw
 	var err error
 	if ch.Kind == Remove {
 		err = t.removeDoc(old)

@@ -80,6 +80,27 @@ type Batch interface {
 	Close() error
 }
 
+// GroupCommit is implemented by batches that commit durably in two steps:
+// CommitNoWait applies the batch, visible at once, and wait returns once
+// it is durable, or why not. A caller commits under its lock and waits
+// outside it, so concurrent durable writers share one fsync. wait must be
+// called once the commit succeeded.
+type GroupCommit interface {
+	CommitNoWait() (wait func() error, err error)
+}
+
+// CommitNoWait commits b durably in two steps, with b's own GroupCommit or
+// else by a commit now and a sync of eng as the wait.
+func CommitNoWait(b Batch, eng Engine) (wait func() error, err error) {
+	if gc, ok := b.(GroupCommit); ok {
+		return gc.CommitNoWait()
+	}
+	if err := b.Commit(false); err != nil {
+		return nil, err
+	}
+	return eng.Sync, nil
+}
+
 // Iterator walks keys in ascending byte order. Key and Value are valid
 // until the next positioning call; callers copy what they keep.
 type Iterator interface {

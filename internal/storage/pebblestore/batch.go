@@ -83,19 +83,36 @@ func (b *batch) DeleteRange(start, end []byte) error {
 // Commit implements storage.Batch. An error means the outcome is unknown:
 // the writes may be visible and may even be durable, but are not known to be.
 func (b *batch) Commit(sync bool) error {
-	if err := b.usable(); err != nil {
+	wait, err := b.commit(sync)
+	if err != nil || wait == nil {
 		return err
 	}
-	entered, err := b.s.apply(b, sync)
+	return wait()
+}
+
+// CommitNoWait implements storage.GroupCommit.
+func (b *batch) CommitNoWait() (wait func() error, err error) {
+	wait, err = b.commit(true)
+	if err == nil && wait == nil {
+		wait = func() error { return nil } // in memory: nothing to sync
+	}
+	return wait, err
+}
+
+func (b *batch) commit(durable bool) (wait func() error, err error) {
+	if err := b.usable(); err != nil {
+		return nil, err
+	}
+	wait, entered, err := b.s.apply(b, durable)
 	if entered {
 		b.used = true
-		if err != nil {
-			// pebble may still hold the batch (e.g. in its commit queue);
-			// leave it to the garbage collector rather than its pool.
+		if err != nil || wait != nil {
+			// pebble may still hold the batch (in its commit queue), or the
+			// wait owns it: not for Close or pebble's pool.
 			b.pb = nil
 		}
 	}
-	return err
+	return wait, err
 }
 
 // rebind moves the batch's writes onto db, the pebble DB a recovery opened

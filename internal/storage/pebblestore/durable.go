@@ -7,50 +7,89 @@ import (
 )
 
 // The durable view. pebble makes a batch visible as soon as it is applied,
-// before the WAL sync that makes it durable; when that sync fails, the
-// write was answered with an error yet reads would see it until the
+// before the WAL write and sync that make it durable; when either fails,
+// the write is answered with an error yet reads would see it until the
 // recovery reopen drops it (the reopen replays only what reached the WAL).
-// So the store keeps a pebble snapshot of the state the last successful
-// sync covers, and once a write has failed, reads go to that snapshot
-// until the reopen: a write answered with an error is not read back, and
-// neither are unjournaled writes that the reopen will drop. Writes
-// acknowledged as durable are all in the snapshot.
 //
-// The snapshot is taken before each sync (everything visible then is in
-// the WAL ahead of the sync record, so the sync covers it) and replaced
-// only while the store has not failed; fail takes the same lock, so once
-// a reader has seen the failure the snapshot it finds stays open until
-// the reopen or Close, which hold s.mu exclusively.
+// So a commit takes a guard, a pebble snapshot of the state just before
+// its apply. A commit that is not synced drops its guard as soon as its
+// apply succeeds; a durable commit keeps it until pebble reports its own
+// WAL sync done. When an apply or a durable commit's sync fails, the oldest
+// such guard becomes the view that reads use until the reopen: it shows
+// none of the writes that failed. Durable commits take their guard and
+// apply in one order (orderMu), which is their order in the WAL, and a WAL
+// that failed once fails every later sync; so every write acknowledged as
+// durable was applied before the oldest failed guard and is in the view.
+// Unsynced writes acknowledged before the view may stay visible, as the
+// reopen may keep or drop them, like a crash.
+//
+// Guards live only while a write is in flight. An earlier design kept a
+// snapshot of the last synced state open at all times, which pinned
+// deleted keys in every flush and compaction and cost expiry a third of
+// its speed (docs/design/0006, "What the durable view costs").
 type durableView struct {
+	orderMu  sync.Mutex     // a durable commit's guard and apply, in one order
+	inflight sync.WaitGroup // durable commits' sync waiters, which Close awaits
+
 	mu   sync.Mutex
+	next uint64 // numbers guards in the order they were taken
+	// view is what reads use once the store has failed: the oldest guard of
+	// a write that failed, nil until one did. Views it replaced stay open in
+	// retired (a reader may hold one) until the reopen or Close.
+	view    *guard
+	retired []*guard
+}
+
+// guard is the state before one commit's apply.
+type guard struct {
+	n    uint64
 	snap *pebble.Snapshot
 }
 
-// set makes snap the durable view if the store has not failed, closing the
-// view it replaces; otherwise it closes snap.
-func (s *Store) setDurable(snap *pebble.Snapshot) {
-	s.durable.mu.Lock()
-	defer s.durable.mu.Unlock()
-	if s.failure.Load() != nil {
-		_ = snap.Close()
-		return
-	}
-	old := s.durable.snap
-	s.durable.snap = snap
-	if old != nil {
-		_ = old.Close()
+// takeGuard snapshots db before a commit applies.
+func (s *Store) takeGuard(db *pebble.DB) *guard {
+	d := &s.durable
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	g := &guard{n: d.next, snap: db.NewSnapshot()}
+	d.next++
+	return g
+}
+
+// release drops the guard of a write that succeeded: an unsynced commit's
+// after its apply, a durable commit's after its sync.
+func (s *Store) release(g *guard) { _ = g.snap.Close() }
+
+// installView makes the guard of a write that failed the view reads use,
+// unless the view is older already.
+func (s *Store) installView(failed *guard) {
+	d := &s.durable
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	switch {
+	case d.view == nil:
+		d.view = failed
+	case failed.n < d.view.n:
+		d.retired = append(d.retired, d.view)
+		d.view = failed
+	default:
+		_ = failed.snap.Close()
 	}
 }
 
-// dropDurable closes the durable view; s.mu is held exclusively (a reopen
-// or Close), so no reader uses it.
+// dropDurable closes the view and those it replaced; s.mu is held
+// exclusively (a reopen or Close), so no reader uses them.
 func (s *Store) dropDurable() {
-	s.durable.mu.Lock()
-	defer s.durable.mu.Unlock()
-	if s.durable.snap != nil {
-		_ = s.durable.snap.Close()
-		s.durable.snap = nil
+	d := &s.durable
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.view != nil {
+		_ = d.view.snap.Close()
 	}
+	for _, g := range d.retired {
+		_ = g.snap.Close()
+	}
+	d.view, d.retired = nil, nil
 }
 
 // reader is what reads use: the DB, or the durable view once a write has
@@ -61,20 +100,8 @@ func (s *Store) reader(db *pebble.DB) (r pebble.Reader, durable *pebble.Snapshot
 	}
 	s.durable.mu.Lock()
 	defer s.durable.mu.Unlock()
-	if s.durable.snap == nil {
+	if s.durable.view == nil {
 		return db, nil
 	}
-	return s.durable.snap, s.durable.snap
-}
-
-// syncCovered syncs the WAL and, on success, makes the state before the
-// sync the durable view.
-func (s *Store) syncCovered(db *pebble.DB) error {
-	snap := db.NewSnapshot()
-	if err := s.syncDB(db); err != nil {
-		_ = snap.Close()
-		return err
-	}
-	s.setDurable(snap)
-	return nil
+	return s.durable.view.snap, s.durable.view.snap
 }

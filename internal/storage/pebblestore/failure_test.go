@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -127,4 +128,75 @@ func TestConcurrentCommitsDuringFailure(t *testing.T) {
 		t.Fatalf("Get after failure: %v", err)
 	}
 	_ = storagetest.Within(t, "Close", s.Close)
+}
+
+// TestFailedWritesNeverRead: durable writers run while the disk fills.
+// Once the store has failed, no write answered with an error can be read,
+// and every write acknowledged as durable can; both commit forms are used
+// (Commit(true), and CommitNoWait then its wait as a group commit does).
+func TestFailedWritesNeverRead(t *testing.T) {
+	full := &faultfs.DiskFull{}
+	s := openT(t, Options{Dir: "db", FS: errorfs.Wrap(vfs.NewMem(), full), SyncInterval: 5 * time.Millisecond, RecoverInterval: -1})
+	defer func() { _ = storagetest.Within(t, "Close", s.Close) }()
+	type outcome struct {
+		key string
+		err error
+	}
+	results := make(chan outcome, 16*400)
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 400 {
+				key := fmt.Sprintf("g%02d-%03d", g, i)
+				err := durableSet(s, g%2 == 0, key, strings.Repeat("x", 500))
+				results <- outcome{key, err}
+				if err != nil {
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	full.Set(true)
+	wg.Wait()
+	close(results)
+	acked, failed := 0, 0
+	for r := range results {
+		_, err := s.Get([]byte(r.key))
+		switch {
+		case r.err == nil && err != nil:
+			t.Errorf("acknowledged %s not readable: %v", r.key, err)
+		case r.err != nil && !errors.Is(err, storage.ErrNotFound):
+			t.Errorf("%s was answered %v, yet Get says %v", r.key, r.err, err)
+		}
+		if r.err == nil {
+			acked++
+		} else {
+			failed++
+		}
+	}
+	t.Logf("%d writes acknowledged, %d failed", acked, failed)
+	if failed == 0 {
+		t.Fatal("no write failed: the disk never filled")
+	}
+}
+
+// durableSet writes key with a synced commit, or in two steps as a group
+// commit does.
+func durableSet(s *Store, direct bool, key, value string) error {
+	b := s.NewBatch()
+	defer b.Close()
+	if err := b.Set([]byte(key), []byte(value)); err != nil {
+		return err
+	}
+	if direct {
+		return b.Commit(true)
+	}
+	wait, err := storage.CommitNoWait(b, s)
+	if err != nil {
+		return err
+	}
+	return wait()
 }

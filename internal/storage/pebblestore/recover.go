@@ -173,7 +173,6 @@ func (s *Store) reopenLocked() (err error) {
 	}
 	s.db = db
 	s.dirty.Store(false)
-	s.setDurable(db.NewSnapshot()) // the reopen replayed only durable writes
 	return nil
 }
 

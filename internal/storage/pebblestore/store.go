@@ -111,9 +111,6 @@ func Open(opt Options) (*Store, error) {
 			return nil, fmt.Errorf("pebblestore: open %s: %w", dir, err)
 		}
 	}
-	if !s.inMem {
-		s.setDurable(s.db.NewSnapshot()) // what was recovered is durable
-	}
 	s.startBackground(opt)
 	return s, nil
 }
@@ -278,40 +275,105 @@ func (s *Store) NewBatch() storage.Batch {
 	return &batch{s: s, pb: db.NewBatch(), gen: s.gen}
 }
 
-// apply commits b. entered reports whether pebble saw the batch: if so and
+// apply commits b: unsynced, or durably in two steps, returning the wait
+// for its sync. entered reports whether pebble saw the batch: if so and
 // the commit failed, pebble may still reference it, so it must not be
 // reused or returned to pebble's pool.
-func (s *Store) apply(b *batch, sync bool) (entered bool, err error) {
+func (s *Store) apply(b *batch, durable bool) (wait func() error, entered bool, err error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	db, err := s.writableDB(b)
+	if err != nil {
+		return nil, false, err
+	}
+	if s.inMem || !durable {
+		return nil, true, s.applyUnsynced(db, b.pb)
+	}
+	wait, err = s.applyDurable(db, b.pb)
+	return wait, true, err
+}
+
+// writableDB is the DB a commit of b goes to, or why none takes writes;
+// s.mu is held shared.
+func (s *Store) writableDB(b *batch) (*pebble.DB, error) {
 	if s.closed {
-		return false, storage.ErrClosed
+		return nil, storage.ErrClosed
 	}
 	if err := s.writeFailure(); err != nil {
-		return false, fmt.Errorf("pebblestore: commit: %w", err)
+		return nil, fmt.Errorf("pebblestore: commit: %w", err)
 	}
 	db, err := s.dbLocked()
 	if err != nil {
-		return false, err
+		return nil, err
 	}
 	if b.gen != s.gen {
 		if err := b.rebind(db, s.gen); err != nil {
-			return false, err
+			return nil, err
 		}
 	}
-	// A synced commit is a commit and a sync, so that the sync brings the
-	// durable view (durable.go) forward; pebble groups the fsyncs alike.
-	if err := s.pebbleWrite(func() error { return db.Apply(b.pb, pebble.NoSync) }); err != nil {
-		return true, fmt.Errorf("pebblestore: commit: %w", err)
+	return db, nil
+}
+
+// applyUnsynced applies pb without waiting for the WAL; the background
+// syncer makes it durable. Its guard lives only during the apply.
+func (s *Store) applyUnsynced(db *pebble.DB, pb *pebble.Batch) error {
+	apply := func() error { return db.Apply(pb, pebble.NoSync) }
+	if s.inMem {
+		if err := s.pebbleWrite(apply); err != nil {
+			return fmt.Errorf("pebblestore: commit: %w", err)
+		}
+		return nil
 	}
-	if !sync || s.inMem {
-		s.dirty.Store(true)
-		return true, nil
+	g := s.takeGuard(db)
+	if err := s.pebbleWrite(apply); err != nil {
+		s.installView(g)
+		return fmt.Errorf("pebblestore: commit: %w", err)
 	}
-	if err := s.syncCovered(db); err != nil {
-		return true, fmt.Errorf("pebblestore: commit: %w", err)
+	s.release(g)
+	s.dirty.Store(true)
+	return nil
+}
+
+// applyDurable applies pb, visible at once, and returns the wait for its
+// WAL sync, which pebble shares among the commits waiting together. The
+// sync is awaited in a goroutine of its own, so the guard is released (or
+// becomes the view) even if the caller never waits.
+func (s *Store) applyDurable(db *pebble.DB, pb *pebble.Batch) (func() error, error) {
+	s.durable.orderMu.Lock()
+	g := s.takeGuard(db)
+	err := s.pebbleWrite(func() error { return db.ApplyNoSyncWait(pb, pebble.Sync) })
+	s.durable.orderMu.Unlock()
+	if err != nil {
+		s.installView(g)
+		return nil, fmt.Errorf("pebblestore: commit: %w", err)
 	}
-	return true, nil
+	done := make(chan error, 1)
+	s.durable.inflight.Add(1)
+	go func() {
+		defer s.durable.inflight.Done()
+		done <- s.waitSynced(pb, g)
+	}()
+	var once sync.Once
+	var result error
+	return func() error {
+		once.Do(func() { result = <-done })
+		return result
+	}, nil
+}
+
+// waitSynced waits for a durable commit's WAL sync. Holding s.mu shared
+// keeps a reopen from closing the DB under the waiter.
+func (s *Store) waitSynced(pb *pebble.Batch, g *guard) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if err := pb.SyncWait(); err != nil {
+		s.fail(err)
+		s.installView(g)
+		return fmt.Errorf("pebblestore: commit: %w", s.writeFailure())
+	}
+	s.release(g)
+	_ = pb.Close()
+	return nil
 }
 
 // pebbleWrite runs a pebble write and turns pebble's ways of reporting an
@@ -352,7 +414,7 @@ func (s *Store) Sync() error {
 	if err != nil {
 		return err
 	}
-	if err := s.syncCovered(db); err != nil {
+	if err := s.syncDB(db); err != nil {
 		return fmt.Errorf("pebblestore: sync: %w", err)
 	}
 	return nil
@@ -431,6 +493,7 @@ func (s *Store) Close() error {
 
 	close(s.stop)
 	s.bg.Wait()
+	s.durable.inflight.Wait()
 	s.live.closeAll(storage.ErrClosed)
 	return s.closeDB()
 }
