@@ -125,6 +125,15 @@ func (rs *replSetRun) uri() string {
 }
 
 func (rs *replSetRun) initiate(ctx context.Context) error {
+	if err := rs.initiateOnly(ctx); err != nil {
+		return err
+	}
+	_, err := rs.primary(ctx, -1, 20*time.Second)
+	return err
+}
+
+// initiateOnly sends replSetInitiate with every member to the first.
+func (rs *replSetRun) initiateOnly(ctx context.Context) error {
 	c, err := dialMongo(ctx, rs.addrs[0], 1)
 	if err != nil {
 		return err
@@ -138,8 +147,7 @@ func (rs *replSetRun) initiate(ctx context.Context) error {
 	if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "replSetInitiate", Value: cfg}}).Err(); err != nil {
 		return fmt.Errorf("replSetInitiate: %w", err)
 	}
-	_, err = rs.primary(ctx, -1, 20*time.Second)
-	return err
+	return nil
 }
 
 // primary waits for a writable primary other than member not.

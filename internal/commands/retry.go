@@ -21,12 +21,15 @@ import (
 //
 // Records live under the tag 's':
 //
-//	's' len(sessionID) sessionID 0x00                    → txnNumber(8) lastWriteMillis(8)
+//	's' len(sessionID) sessionID 0x00                    → txnNumber(8) lastWriteMillis(8) firstStmt(4) lastStmt(4)
 //	's' len(sessionID) sessionID 0x01 txnNumber(8) stmt(4) → the statement's result (BSON)
 //
 // A session's records of older txnNumbers are deleted when a newer one
-// writes, and a session's records all go once it has not written for
-// sessionLifetime (SweepSessions, on the primary).
+// writes, key by key over the statement range its head records (a range
+// deletion per write would leave a range tombstone in the memtable that
+// every new iterator then fragments again), and a session's records all
+// go once it has not written for sessionLifetime (SweepSessions, on the
+// primary).
 const tagSession = 's'
 
 // retryTxn is one retryable write command's session and txnNumber.
@@ -35,7 +38,9 @@ type retryTxn struct {
 	session  []byte
 	txn      int64
 	stmtIDs  []int32
-	newer    bool // the first write of this txnNumber in the session
+	newer    bool         // the first write of this txnNumber in the session
+	stmts    stmtRange    // statements recorded for txn, by every attempt
+	prev     *sessionHead // the head a newer txn replaces, if any
 	retried  bson.A
 	sessText string
 	now      func() time.Time
@@ -111,22 +116,76 @@ func stmtIDs(r *request) ([]int32, error) {
 	return out, nil
 }
 
+// stmtRange is the first and last statement IDs a txnNumber recorded.
+type stmtRange struct {
+	first, last int32
+	any         bool
+}
+
+func (r *stmtRange) add(id int32) {
+	if !r.any {
+		*r = stmtRange{first: id, last: id, any: true}
+		return
+	}
+	r.first, r.last = min(r.first, id), max(r.last, id)
+}
+
+// sessionHead is a session's head record.
+type sessionHead struct {
+	txn   int64
+	stmts stmtRange // unknown (any false) in a head written without it
+}
+
+func decodeHead(raw []byte) (sessionHead, bool) {
+	if len(raw) != 16 && len(raw) != 24 {
+		return sessionHead{}, false
+	}
+	h := sessionHead{txn: int64(binary.BigEndian.Uint64(raw))}
+	if len(raw) == 24 {
+		h.stmts = stmtRange{first: int32(binary.BigEndian.Uint32(raw[16:])), last: int32(binary.BigEndian.Uint32(raw[20:])), any: true}
+	}
+	return h, true
+}
+
 // checkOrder refuses a txnNumber older than the session's last one.
 func (rt *retryTxn) checkOrder() error {
-	raw, err := rt.eng.Get(append(rt.sessionPrefix(0), nil...))
+	raw, err := rt.eng.Get(rt.sessionPrefix(0))
 	if errors.Is(err, storage.ErrNotFound) {
 		rt.newer = true
 		return nil
 	}
-	if err != nil || len(raw) != 16 {
+	head, ok := decodeHead(raw)
+	if err != nil || !ok {
 		return fmt.Errorf("commands: read session record (%d bytes): %w", len(raw), err)
 	}
-	last := int64(binary.BigEndian.Uint64(raw))
 	switch {
-	case last > rt.txn:
-		return mongoerr.Newf(mongoerr.TransactionTooOld, "Retryable write with txnNumber %d is prohibited on session %s because a newer retryable write with txnNumber %d has already started on this session.", rt.txn, rt.sessText, last)
-	case last < rt.txn:
-		rt.newer = true
+	case head.txn > rt.txn:
+		return mongoerr.Newf(mongoerr.TransactionTooOld, "Retryable write with txnNumber %d is prohibited on session %s because a newer retryable write with txnNumber %d has already started on this session.", rt.txn, rt.sessText, head.txn)
+	case head.txn < rt.txn:
+		rt.newer, rt.prev = true, &head
+	default:
+		rt.stmts = head.stmts // a retry: keep the first attempt's range
+	}
+	return nil
+}
+
+// maxPointDeletes bounds the statement records deleted key by key; a
+// larger (or unknown) range is deleted as a range.
+const maxPointDeletes = 4096
+
+// dropPrevious deletes the records of the txnNumber this one replaces.
+func (rt *retryTxn) dropPrevious(b storage.Batch) error {
+	p := rt.prev
+	if p == nil {
+		return nil
+	}
+	if !p.stmts.any || int64(p.stmts.last)-int64(p.stmts.first) >= maxPointDeletes {
+		return b.DeleteRange(rt.sessionPrefix(1), rt.sessionPrefix(2))
+	}
+	for id := int64(p.stmts.first); id <= int64(p.stmts.last); id++ {
+		if err := b.Delete(rt.stmtKeyOf(p.txn, int32(id))); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -135,8 +194,10 @@ func (rt *retryTxn) sessionPrefix(kind byte) []byte {
 	return append(append([]byte(nil), rt.session...), kind)
 }
 
-func (rt *retryTxn) stmtKey(stmt int32) []byte {
-	k := binary.BigEndian.AppendUint64(rt.sessionPrefix(1), uint64(rt.txn))
+func (rt *retryTxn) stmtKey(stmt int32) []byte { return rt.stmtKeyOf(rt.txn, stmt) }
+
+func (rt *retryTxn) stmtKeyOf(txn int64, stmt int32) []byte {
+	k := binary.BigEndian.AppendUint64(rt.sessionPrefix(1), uint64(txn))
 	return binary.BigEndian.AppendUint32(k, uint32(stmt))
 }
 
@@ -181,13 +242,16 @@ func (rt *retryTxn) options(opt docstore.WriteOptions, i int, result func() bson
 		}
 		if rt.newer {
 			// Older txnNumbers' records go; this is now the session's.
-			if err := b.DeleteRange(rt.sessionPrefix(1), rt.sessionPrefix(2)); err != nil {
+			if err := rt.dropPrevious(b); err != nil {
 				return err
 			}
-			rt.newer = false
+			rt.newer, rt.prev = false, nil
 		}
+		rt.stmts.add(rt.stmtID(i))
 		head := binary.BigEndian.AppendUint64(nil, uint64(rt.txn))
 		head = binary.BigEndian.AppendUint64(head, uint64(rt.now().UnixMilli()))
+		head = binary.BigEndian.AppendUint32(head, uint32(rt.stmts.first))
+		head = binary.BigEndian.AppendUint32(head, uint32(rt.stmts.last))
 		if err := b.Set(rt.sessionPrefix(0), head); err != nil {
 			return err
 		}
@@ -266,7 +330,7 @@ func staleSessions(eng storage.Engine, cutoff time.Time) ([][]byte, error) {
 	var stale [][]byte
 	for ok := it.First(); ok; ok = it.Next() {
 		k, v := it.Key(), it.Value()
-		if len(k) < 2 || len(k) != 3+int(k[1]) || k[len(k)-1] != 0 || len(v) != 16 {
+		if len(k) < 2 || len(k) != 3+int(k[1]) || k[len(k)-1] != 0 || (len(v) != 16 && len(v) != 24) {
 			continue // a statement record, or not a session's head
 		}
 		if int64(binary.BigEndian.Uint64(v[8:])) < cutoff.UnixMilli() {

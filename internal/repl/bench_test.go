@@ -15,9 +15,10 @@ import (
 
 // BenchmarkProposeDisk measures proposals from 64 writers through three
 // in-process members whose engines sync to disk: the cost of the raft
-// glue itself, without the network or the docstore.
+// glue itself, without the network or the docstore. The log keeps the
+// server's default retention, so followers never need a snapshot.
 func BenchmarkProposeDisk(b *testing.B) {
-	c := newClusterOn(b, func() *pebblestore.Store {
+	c := newClusterOn(b, defaultRetainEntries, func() *pebblestore.Store {
 		s, err := pebblestore.Open(pebblestore.Options{Dir: b.TempDir(), FS: vfs.Default, Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			b.Fatal(err)

@@ -239,6 +239,13 @@ func (n *node) handleReady() bool {
 	if leader {
 		n.send(rd.Messages)
 	}
+	// Entries this member already holds durably are applied before the
+	// new ones are written, so that their writers need not wait for an
+	// fsync of later entries.
+	early := n.appliesFirst(rd)
+	if early && !n.apply(rd.CommittedEntries) {
+		return false
+	}
 	if err := n.persist(rd); err != nil {
 		n.cfg.Logger.Error("raft: cannot persist the log; stopping this member's raft", "err", err)
 		return false
@@ -246,14 +253,33 @@ func (n *node) handleReady() bool {
 	if !leader {
 		n.send(rd.Messages)
 	}
-	if err := n.applyEntries(rd.CommittedEntries); err != nil {
-		n.cfg.Logger.Error("raft: cannot apply committed entries; stopping this member's raft", "err", err)
+	if !early && !n.apply(rd.CommittedEntries) {
 		return false
 	}
 	n.mu.Lock()
 	n.noteReadStates(rd.ReadStates)
 	n.rn.Advance(rd)
 	n.mu.Unlock()
+	return true
+}
+
+// appliesFirst reports whether rd's committed entries may be applied before
+// rd is persisted: there is no snapshot to install first and every one of
+// them is in the log already.
+func (n *node) appliesFirst(rd raft.Ready) bool {
+	if len(rd.CommittedEntries) == 0 || !raft.IsEmptySnap(rd.Snapshot) {
+		return false
+	}
+	last, _ := n.ls.LastIndex()
+	return rd.CommittedEntries[len(rd.CommittedEntries)-1].GetIndex() <= last
+}
+
+// apply applies committed entries, reporting whether it could.
+func (n *node) apply(ents []*pb.Entry) bool {
+	if err := n.applyEntries(ents); err != nil {
+		n.cfg.Logger.Error("raft: cannot apply committed entries; stopping this member's raft", "err", err)
+		return false
+	}
 	return true
 }
 

@@ -137,11 +137,12 @@ func TestParseConfigRefusesWhatMongodRefuses(t *testing.T) {
 // cluster is three nodes in one process, joined by a router that can cut
 // links, each over its own in-memory engine.
 type cluster struct {
-	t     testing.TB
-	mu    sync.Mutex
-	nodes map[uint64]*node
-	bases map[uint64]*pebblestore.Store
-	cut   map[uint64]bool
+	t      testing.TB
+	retain uint64
+	mu     sync.Mutex
+	nodes  map[uint64]*node
+	bases  map[uint64]*pebblestore.Store
+	cut    map[uint64]bool
 }
 
 type noHooks struct{}
@@ -152,12 +153,14 @@ func (noHooks) Promoted()                  {}
 func (noHooks) Demoted()                   {}
 
 func newCluster(t *testing.T) *cluster {
-	return newClusterOn(t, func() *pebblestore.Store { return openBase(t, vfs.NewMem()) })
+	return newClusterOn(t, 5, func() *pebblestore.Store { return openBase(t, vfs.NewMem()) })
 }
 
-// newClusterOn starts three nodes, each over an engine open makes.
-func newClusterOn(t testing.TB, open func() *pebblestore.Store) *cluster {
-	c := &cluster{t: t, nodes: map[uint64]*node{}, bases: map[uint64]*pebblestore.Store{}, cut: map[uint64]bool{}}
+// newClusterOn starts three nodes, each over an engine open makes, keeping
+// retain entries of log behind the applied index (tests keep few, so that
+// lagging members catch up by snapshot).
+func newClusterOn(t testing.TB, retain uint64, open func() *pebblestore.Store) *cluster {
+	c := &cluster{t: t, retain: retain, nodes: map[uint64]*node{}, bases: map[uint64]*pebblestore.Store{}, cut: map[uint64]bool{}}
 	for id := uint64(1); id <= 3; id++ {
 		c.bases[id] = open()
 		c.startNode(id)
@@ -187,7 +190,7 @@ func (c *cluster) startNode(id uint64) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	n, err := newNode(nodeConfig{ID: id, Tick: 10 * time.Millisecond, ElectionTicks: 10, RetainEntries: 5, Clock: clock.Real{}, Logger: slog.New(slog.DiscardHandler)}, c.bases[id], ls, noHooks{})
+	n, err := newNode(nodeConfig{ID: id, Tick: 10 * time.Millisecond, ElectionTicks: 10, RetainEntries: c.retain, Clock: clock.Real{}, Logger: slog.New(slog.DiscardHandler)}, c.bases[id], ls, noHooks{})
 	if err != nil {
 		c.t.Fatal(err)
 	}

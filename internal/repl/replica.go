@@ -25,6 +25,9 @@ import (
 	"github.com/mayflydb/mayfly/internal/storage"
 )
 
+// defaultRetainEntries is RetainEntries unless configured.
+const defaultRetainEntries = 20000
+
 // Config configures a member. SetName and Self are required.
 type Config struct {
 	// SetName is --replSet.
@@ -119,7 +122,7 @@ func withDefaults(cfg Config) Config {
 		cfg.ElectionTicks = 6
 	}
 	if cfg.RetainEntries == 0 {
-		cfg.RetainEntries = 20000
+		cfg.RetainEntries = defaultRetainEntries
 	}
 	if cfg.Dial == nil {
 		cfg.Dial = plainDial
