@@ -30,10 +30,7 @@ func TestProfileServer(t *testing.T) {
 	if what == "" {
 		t.Skip("set MAYFLY_BENCH_PROFILE=sessions, durable or storm to profile the server")
 	}
-	secs, _ := strconv.Atoi(os.Getenv("MAYFLY_BENCH_PROFILE_SECONDS"))
-	if secs <= 0 {
-		secs = 10
-	}
+	secs := profileSeconds()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(secs)*time.Second+3*time.Minute)
 	defer cancel()
 	addr, err := freeAddr()
@@ -82,4 +79,57 @@ func TestProfileServer(t *testing.T) {
 		t.Logf("storm: deleted %d of %d, lateness p99 ≤ %.0f ms, %.0f/s; sessions %.0f → %.0f ops/s; %d violations",
 			e.Lateness.Deleted, e.Docs, e.Lateness.Upper.P99Ms, e.Lateness.PerSec, e.Baseline.OpsPerSec, e.Storm.OpsPerSec, e.Visibility.Violations)
 	}
+}
+
+// profileSeconds is MAYFLY_BENCH_PROFILE_SECONDS, 10 by default.
+func profileSeconds() int {
+	secs, _ := strconv.Atoi(os.Getenv("MAYFLY_BENCH_PROFILE_SECONDS"))
+	if secs <= 0 {
+		secs = 10
+	}
+	return secs
+}
+
+// TestProfileReplSet runs a three-member replica set inside the test
+// process and w: "majority" inserts from 64 clients through its seed list,
+// so that go test's -cpuprofile sees all three members (and the driver) at
+// once. It is skipped unless MAYFLY_BENCH_PROFILE=replset:
+//
+//	MAYFLY_BENCH_PROFILE=replset go test ./internal/bench -run ProfileReplSet -cpuprofile cpu.prof
+func TestProfileReplSet(t *testing.T) {
+	if os.Getenv("MAYFLY_BENCH_PROFILE") != "replset" {
+		t.Skip("set MAYFLY_BENCH_PROFILE=replset to profile a replica set")
+	}
+	secs := profileSeconds()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(secs)*time.Second+2*time.Minute)
+	defer cancel()
+	rs := &replSetRun{members: make([]*server, 3)}
+	for range 3 {
+		addr, err := freeAddr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := app.Start(app.Config{Addr: addr, DataDir: t.TempDir(), ReplSet: replSetName,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer a.Shutdown(context.WithoutCancel(ctx))
+		rs.addrs = append(rs.addrs, addr)
+	}
+	if err := rs.initiateOnly(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for !memberWritable(ctx, rs.addrs[0]) && !memberWritable(ctx, rs.addrs[1]) && !memberWritable(ctx, rs.addrs[2]) {
+		if err := sleepUntil(ctx, time.Now().Add(50*time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	job := Job{Kind: jobDurable, URI: rs.uri(), Majority: true, Clients: 64, RunID: 1,
+		Warmup: time.Second, Duration: time.Duration(secs) * time.Second}
+	res, err := RunJob(ctx, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%.0f w:majority inserts/s, p50 %.2f ms, p99 %.2f ms", res.Durable.OpsPerSec, res.Durable.Latency.P50Ms, res.Durable.Latency.P99Ms)
 }
