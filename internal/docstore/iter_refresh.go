@@ -117,6 +117,7 @@ func (d *DocIter) Lean() {
 		d.restRanges = packRanges(d.remainingRanges())
 	}
 	d.plan, d.next = lp, 0
+	d.filter = d.filter.Lean() // the filter, not the command's document it came from
 }
 
 // keyList is a list of keys in one allocation, 4 bytes of overhead a key.
