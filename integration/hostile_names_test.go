@@ -57,13 +57,7 @@ func TestHostileDatabaseCaseEveryPath(t *testing.T) {
 		}},
 		{"client bulkWrite (write error)", func() error {
 			_, err := c.BulkWrite(ctx, []mongo.ClientBulkWrite{{Database: "cased", Collection: "x", Model: &mongo.ClientInsertOneModel{Document: bson.D{}}}})
-			var be mongo.ClientBulkWriteException
-			if errorAs(err, &be) && len(be.WriteErrors) == 1 {
-				for _, we := range be.WriteErrors {
-					return mongo.WriteException{WriteErrors: []mongo.WriteError{{Code: we.Code, Message: we.Message}}}
-				}
-			}
-			return err
+			return onlyWriteError(err)
 		}},
 		{"$out", func() error {
 			_, err := c.Database("test").Collection("src").Aggregate(ctx, mongo.Pipeline{{{Key: "$out", Value: bson.D{{Key: "db", Value: "cased"}, {Key: "coll", Value: "out"}}}}})
@@ -143,13 +137,7 @@ func TestHostileSystemNamespaceEveryPath(t *testing.T) {
 			}},
 			{"client bulkWrite", func() error {
 				_, err := c.BulkWrite(ctx, []mongo.ClientBulkWrite{{Database: "test", Collection: coll, Model: &mongo.ClientDeleteOneModel{Filter: filter}}})
-				var be mongo.ClientBulkWriteException
-				if errorAs(err, &be) && len(be.WriteErrors) == 1 {
-					for _, we := range be.WriteErrors {
-						return mongo.WriteException{WriteErrors: []mongo.WriteError{{Code: we.Code, Message: we.Message}}}
-					}
-				}
-				return err
+				return onlyWriteError(err)
 			}},
 		}
 	}
@@ -206,4 +194,17 @@ func TestHostileSystemNamespaceEveryPath(t *testing.T) {
 	if _, err := c.Database("admin").Collection("system.roles").Indexes().List(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// onlyWriteError turns a client bulkWrite's single operation error into a
+// WriteException, so that its code, message and shape (an operation's
+// error, not the command's) can be checked like a write error.
+func onlyWriteError(err error) error {
+	var be mongo.ClientBulkWriteException
+	if errorAs(err, &be) && len(be.WriteErrors) == 1 {
+		for _, we := range be.WriteErrors {
+			return mongo.WriteException{WriteErrors: []mongo.WriteError{{Code: we.Code, Message: we.Message}}}
+		}
+	}
+	return err
 }
