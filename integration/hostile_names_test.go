@@ -152,6 +152,12 @@ func TestHostileSystemNamespaceEveryPath(t *testing.T) {
 		}
 	}
 
+	wantCode(t, db.CreateCollection(ctx, "system.indexes"), 73, "Invalid system namespace: test.system.indexes")
+	wantCode(t, db.CreateView(ctx, "system.foo", "src", mongo.Pipeline{}), 73, "Invalid system namespace: test.system.foo")
+	if err := db.CreateCollection(ctx, "system.profile", options.CreateCollection().SetCapped(true).SetSizeInBytes(1<<20)); err != nil {
+		t.Errorf("create system.profile (allowed, to size it): %v", err)
+	}
+
 	src := db.Collection("src")
 	stage := func(name string, target bson.D) error {
 		_, err := src.Aggregate(ctx, mongo.Pipeline{{{Key: name, Value: target}}})

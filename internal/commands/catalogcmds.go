@@ -84,6 +84,12 @@ func cmdCreate(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := docstore.ValidateNamespace(r.db, name); err != nil {
+		return nil, err
+	}
+	if err := docstore.ValidateUserCreate(r.db, name); err != nil {
+		return nil, err
+	}
 	if _, ok := lookup(r.body, "viewOn"); ok {
 		return bson.D{}, h.createView(r, name)
 	}

@@ -87,10 +87,17 @@ func legalClientSystem(db, coll string) bool {
 // are the server's, and so is any other system collection clients have no
 // use for.
 func ValidateUserWrite(db, coll string) error {
-	switch {
-	case coll == "system.profile", coll == "system.views":
+	if coll == "system.profile" || coll == "system.views" {
 		return mongoerr.Newf(mongoerr.InvalidNamespace, "cannot write to %s.%s", db, coll)
-	case strings.HasPrefix(coll, "system.") && !legalClientSystem(db, coll):
+	}
+	return ValidateUserCreate(db, coll)
+}
+
+// ValidateUserCreate applies mongod's rule for a collection a client
+// creates with create (userAllowedCreateNS): the profiler's collection may
+// be created (to size it), the server's other system collections not.
+func ValidateUserCreate(db, coll string) error {
+	if coll != "system.profile" && strings.HasPrefix(coll, "system.") && !legalClientSystem(db, coll) {
 		return mongoerr.Newf(mongoerr.InvalidNamespace, "Invalid system namespace: %s.%s", db, coll)
 	}
 	return nil

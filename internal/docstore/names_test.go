@@ -29,6 +29,11 @@ func TestValidateUserWrite(t *testing.T) {
 		{"test", "system.foo", "Invalid system namespace: test.system.foo"},
 	} {
 		err := ValidateUserWrite(tc.db, tc.coll)
+		if tc.coll == "system.profile" {
+			if err := ValidateUserCreate(tc.db, tc.coll); err != nil {
+				t.Errorf("create %s.%s: %v", tc.db, tc.coll, err)
+			}
+		}
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s.%s: %v", tc.db, tc.coll, err)
