@@ -85,12 +85,12 @@ func TestHostileSoak(t *testing.T) {
 		}
 	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	p99 := time.Duration(0)
+	p99, slowest := time.Duration(0), time.Duration(0)
 	if len(lat) > 0 {
-		p99 = lat[len(lat)*99/100]
+		p99, slowest = lat[len(lat)*99/100], lat[len(lat)-1]
 	}
-	t.Logf("soak %v: %d hostile operations; normal clients %d operations, %d errors, p99 %v; resident baseline %d MiB, peak +%d MiB (first half +%d, second half +%d)",
-		dur, hostileOps.Load(), ops, errs, p99, baseline>>20, (peak-baseline)>>20, (first-baseline)>>20, (second-baseline)>>20)
+	t.Logf("soak %v: %d hostile operations; normal clients %d operations, %d errors, p99 %v, slowest %v; resident baseline %d MiB, peak +%d MiB (first half +%d, second half +%d)",
+		dur, hostileOps.Load(), ops, errs, p99, slowest, baseline>>20, (peak-baseline)>>20, (first-baseline)>>20, (second-baseline)>>20)
 	if errs > 0 || ops == 0 {
 		t.Errorf("normal clients: %d errors in %d operations", errs, ops)
 	}
@@ -173,16 +173,18 @@ func (n *soakNormal) run(ctx context.Context, c *mongo.Client) {
 func (n *soakNormal) step(coll *mongo.Collection, id int) error {
 	bg := context.Background()
 	if _, err := coll.InsertOne(bg, bson.D{{Key: "_id", Value: id}, {Key: "v", Value: id}}); err != nil {
-		return err
+		return fmt.Errorf("insert %d: %w", id, err)
 	}
 	if err := coll.FindOne(bg, bson.D{{Key: "_id", Value: id}}).Err(); err != nil {
-		return err
+		return fmt.Errorf("findOne %d: %w", id, err)
 	}
 	if _, err := coll.UpdateOne(bg, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "v", Value: 1}}}}); err != nil {
-		return err
+		return fmt.Errorf("update %d: %w", id, err)
 	}
-	_, err := coll.DeleteOne(bg, bson.D{{Key: "_id", Value: id - 10}})
-	return err
+	if _, err := coll.DeleteOne(bg, bson.D{{Key: "_id", Value: id - 10}}); err != nil {
+		return fmt.Errorf("delete %d: %w", id-10, err)
+	}
+	return nil
 }
 
 func soakInflate(t *testing.T, addr string) {

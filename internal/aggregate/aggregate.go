@@ -12,6 +12,7 @@ package aggregate
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -230,6 +231,35 @@ func (p *Pipeline) LeadingMatch() bson.D {
 		return pushdownFilter(p.stages[0].(*matchStage).spec)
 	}
 	return nil
+}
+
+// LeadingMatchFilter is the compiled filter of a leading $match without
+// $expr, which is then the whole of LeadingMatch: a caller narrowing its
+// scan with it shares the stage's compiled filter instead of compiling
+// the same (possibly very large) filter a second time. nil otherwise.
+func (p *Pipeline) LeadingMatchFilter() *query.Filter {
+	if len(p.names) == 0 || p.names[0] != "$match" {
+		return nil
+	}
+	if m := p.stages[0].(*matchStage); !m.hasExpr {
+		return m.filter
+	}
+	return nil
+}
+
+// WithoutStage returns the pipeline without its stage at position i (a
+// $sort the caller's index scan provides), sharing the other stages, so
+// that nothing is parsed twice; p itself is unchanged. An i out of range
+// gives p.
+func (p *Pipeline) WithoutStage(i int) *Pipeline {
+	if i < 0 || i >= len(p.stages) {
+		return p
+	}
+	out := *p
+	out.stages = slices.Delete(slices.Clone(p.stages), i, i+1)
+	out.names = slices.Delete(slices.Clone(p.names), i, i+1)
+	out.specs = slices.Delete(slices.Clone(p.specs), i, i+1)
+	return &out
 }
 
 // LeadingSort returns the $sort spec that comes first, or right after a

@@ -42,7 +42,9 @@ func (s *matchStage) run(in Iterator, rc *runCtx) (Iterator, error) {
 			return nil, err
 		}
 	}
-	return &filterIter{in: in, f: f}, nil
+	// The iterator may outlive the command (a cursor): it keeps the
+	// compiled filter, not the stage's document.
+	return &filterIter{in: in, f: f.Lean()}, nil
 }
 
 type filterIter struct {

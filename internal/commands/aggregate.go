@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"context"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -73,9 +74,8 @@ func stagesOf(r *request) bson.A {
 	return a
 }
 
-// parsePipeline parses the pipeline, leaving out the stage at position
-// omit (-1: none): a $sort the scan's index already provides.
-func parsePipeline(r *request, omit int) (*aggregate.Pipeline, error) {
+// parsePipeline parses the pipeline.
+func parsePipeline(r *request) (*aggregate.Pipeline, error) {
 	v, ok := lookup(r.body, "pipeline")
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'aggregate.pipeline' is missing but a required field")
@@ -83,9 +83,6 @@ func parsePipeline(r *request, omit int) (*aggregate.Pipeline, error) {
 	stages, ok := v.(bson.A)
 	if !ok {
 		return nil, wrongType(r.name, "pipeline", v, "array")
-	}
-	if omit >= 0 && omit < len(stages) {
-		stages = append(append(bson.A{}, stages[:omit]...), stages[omit+1:]...)
 	}
 	allowDisk, err := optBool(r, "allowDiskUse")
 	if err != nil {
@@ -111,24 +108,29 @@ func (h *Handler) aggregateInput(r *request, coll string, p *aggregate.Pipeline)
 		return nil, nil, err
 	}
 	if provided {
-		if p, err = parsePipeline(r, leadingSortIndex(stagesOf(r))); err != nil {
-			return nil, nil, err
-		}
+		p = p.WithoutStage(leadingSortIndex(stagesOf(r)))
 	}
 	src := ex.start()
 	r.track(ex.scan)
 	return src, p, nil
 }
 
-// aggEnv gives a pipeline access to its database.
+// aggEnv gives a pipeline access to its database. It is held by the
+// pipeline, and so by a cursor made from it, for the cursor's life: it
+// keeps the names and the context it needs, not the request.
 type aggEnv struct {
 	h    *Handler
-	r    *request
+	ctx  context.Context
+	db   string
 	coll string
 }
 
+func newAggEnv(h *Handler, r *request, coll string) *aggEnv {
+	return &aggEnv{h: h, ctx: r.ctx, db: r.db, coll: coll}
+}
+
 func (e *aggEnv) Collection(name string) (aggregate.Iterator, error) {
-	c := e.h.deps.Store.Collection(e.r.db, name)
+	c := e.h.deps.Store.Collection(e.db, name)
 	if c == nil {
 		return &sliceSource{}, nil
 	}
@@ -138,9 +140,9 @@ func (e *aggEnv) Collection(name string) (aggregate.Iterator, error) {
 func (e *aggEnv) Now() time.Time { return e.h.deps.Clock.Now() }
 
 func (e *aggEnv) CollStats(spec bson.D) (bson.D, error) {
-	c := e.h.deps.Store.Collection(e.r.db, e.coll)
+	c := e.h.deps.Store.Collection(e.db, e.coll)
 	if c == nil {
-		return nil, nsNotFound(e.r.db, e.coll)
+		return nil, nsNotFound(e.db, e.coll)
 	}
 	out := bson.D{
 		{Key: "ns", Value: c.Namespace()},

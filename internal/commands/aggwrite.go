@@ -2,6 +2,7 @@ package commands
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -65,14 +66,14 @@ func parseOut(db string, v any) (*aggTarget, error) {
 	default:
 		return nil, mongoerr.Newf(mongoerr.Location16990, "$out only supports a string or object argument, but found %s", bsonutil.TypeName(v))
 	}
-	return t, docstore.ValidateNamespace(t.db, t.coll)
+	return t, t.checkTarget()
 }
 
 func parseMerge(db string, v any) (*aggTarget, error) {
 	t := &aggTarget{stage: "$merge", db: db, on: []string{"_id"}, whenMatched: "merge", whenNotMatched: "insert"}
 	if s, ok := v.(string); ok {
 		t.coll = s
-		return t, docstore.ValidateNamespace(t.db, t.coll)
+		return t, t.checkTarget()
 	}
 	d, ok := v.(bson.D)
 	if !ok {
@@ -86,7 +87,29 @@ func parseMerge(db string, v any) (*aggTarget, error) {
 	if t.coll == "" {
 		return nil, mongoerr.New(mongoerr.Location40414, "BSON field '$merge.into' is missing but a required field")
 	}
-	return t, docstore.ValidateNamespace(t.db, t.coll)
+	return t, t.checkTarget()
+}
+
+// checkTarget applies mongod's rules for a $out or $merge target: a valid
+// namespace, no system collection and no internal database (admin, local,
+// config), each stage with its own codes and wording.
+func (t *aggTarget) checkTarget() error {
+	if err := docstore.ValidateNamespace(t.db, t.coll); err != nil {
+		return err
+	}
+	system := strings.HasPrefix(t.coll, "system.")
+	internal := t.db == "admin" || t.db == "local" || t.db == "config"
+	switch {
+	case t.stage == "$out" && system:
+		return mongoerr.Newf(mongoerr.Location17385, "Can't $out to special collection: %s", t.coll)
+	case t.stage == "$out" && internal:
+		return mongoerr.Newf(mongoerr.Location31321, "Can't $out to internal database: %s", t.db)
+	case system:
+		return mongoerr.Newf(mongoerr.Location31319, "Cannot $merge to special collection: %s", t.coll)
+	case internal:
+		return mongoerr.Newf(mongoerr.Location31320, "Cannot $merge to internal database: %s", t.db)
+	}
+	return nil
 }
 
 func (t *aggTarget) mergeOption(e bson.E) error {
@@ -384,7 +407,7 @@ func (t *aggTarget) applyMatchedPipeline(target, d bson.D, clk interface{ Now() 
 // documentsAggregate runs {aggregate: 1} over a leading $documents: the
 // pipeline reads no collection.
 func (h *Handler) documentsAggregate(r *request, stages bson.A, batch int64) (bson.D, error) {
-	p, err := parsePipeline(r, -1)
+	p, err := parsePipeline(r)
 	if err != nil {
 		return nil, err
 	}

@@ -152,7 +152,10 @@ func (b *bulkWrite) namespace(v any) (db, coll string, err error) {
 	if !ok {
 		return "", "", mongoerr.Newf(mongoerr.InvalidNamespace, "Invalid namespace specified '%s'", b.ns[i])
 	}
-	return db, coll, docstore.ValidateNamespace(db, coll)
+	if err := docstore.ValidateNamespace(db, coll); err != nil {
+		return "", "", err
+	}
+	return db, coll, docstore.ValidateUserWrite(db, coll)
 }
 
 func (b *bulkWrite) insert(i int, r *request, coll string, op bson.D, opt docstore.WriteOptions) bool {

@@ -84,6 +84,12 @@ func cmdCreate(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := docstore.ValidateNamespace(r.db, name); err != nil {
+		return nil, err
+	}
+	if err := docstore.ValidateUserCreate(r.db, name); err != nil {
+		return nil, err
+	}
 	if _, ok := lookup(r.body, "viewOn"); ok {
 		return bson.D{}, h.createView(r, name)
 	}
@@ -189,7 +195,28 @@ func cmdRenameCollection(h *Handler, r *request) (bson.D, error) {
 	if !ok1 || !ok2 {
 		return nil, mongoerr.Newf(mongoerr.InvalidNamespace, "Invalid namespace specified '%s'", from)
 	}
+	if err := checkRenameNamespaces(fromDB, fromColl, toDB, toColl); err != nil {
+		return nil, err
+	}
 	return bson.D{}, h.deps.Store.RenameCollection(fromDB, fromColl, toDB, toColl, dropTarget)
+}
+
+// checkRenameNamespaces applies mongod's rules for renameCollection: both
+// ends must be collections clients may write (IllegalOperation, naming
+// the end), and system.js and system.users are never renamed to or from.
+func checkRenameNamespaces(fromDB, fromColl, toDB, toColl string) error {
+	if err := docstore.ValidateUserWrite(fromDB, fromColl); err != nil {
+		return mongoerr.New(mongoerr.IllegalOperation, "error with source namespace: "+mongoerr.As(err).Msg)
+	}
+	if err := docstore.ValidateUserWrite(toDB, toColl); err != nil {
+		return mongoerr.New(mongoerr.IllegalOperation, "error with target namespace: "+mongoerr.As(err).Msg)
+	}
+	for _, special := range []string{"system.js", "system.users"} {
+		if fromColl == special || toColl == special {
+			return mongoerr.Newf(mongoerr.IllegalOperation, "renaming %s collection or renaming to %s is not allowed", special, special)
+		}
+	}
+	return nil
 }
 
 func cmdCreateIndexes(h *Handler, r *request) (bson.D, error) {
@@ -210,6 +237,9 @@ func cmdCreateIndexes(h *Handler, r *request) (bson.D, error) {
 	}
 	if len(specs) == 0 {
 		return nil, mongoerr.New(mongoerr.BadValue, "Must specify at least one index to create")
+	}
+	if err := docstore.ValidateUserWrite(r.db, name); err != nil {
+		return nil, err
 	}
 	ixs, err := parseIndexSpecs(specs)
 	if err != nil {

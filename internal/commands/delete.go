@@ -20,6 +20,9 @@ func cmdDelete(h *Handler, r *request) (bson.D, error) {
 	if err := deleteShape.check(stmts); err != nil {
 		return nil, err
 	}
+	if err := docstore.ValidateUserWrite(r.db, a.coll); err != nil {
+		return nil, err
+	}
 	if err := h.refuseView(r.db, a.coll); err != nil {
 		return nil, err
 	}

@@ -918,8 +918,12 @@ func (h *Handler) planAggregate(r *request, c *docstore.Collection, p *aggregate
 	}
 	var f *query.Filter
 	if m := p.LeadingMatch(); m != nil {
-		if f, err = commandFilter(m, nil, coll); err != nil {
-			return nil, false, err
+		// The $match stage's compiled filter when it is the whole of m:
+		// a large filter is then compiled, and held by a cursor, once.
+		if f = p.LeadingMatchFilter(); f == nil {
+			if f, err = commandFilter(m, nil, coll); err != nil {
+				return nil, false, err
+			}
 		}
 	}
 	sortSpec := p.LeadingSort()
@@ -973,7 +977,7 @@ func (h *Handler) explainAggregate(r *request, v verbosity) (*explained, error) 
 	if err := checkFields(r, aggregateFields...); err != nil {
 		return nil, err
 	}
-	p, err := parsePipeline(r, -1)
+	p, err := parsePipeline(r)
 	if err != nil {
 		return nil, err
 	}
@@ -1004,12 +1008,9 @@ func (h *Handler) explainAggregate(r *request, v verbosity) (*explained, error) 
 
 func (h *Handler) runPipelineForExplain(r *request, coll string, ex *queryExec, p *aggregate.Pipeline, provided bool) error {
 	if provided {
-		var err error
-		if p, err = parsePipeline(r, leadingSortIndex(stagesOf(r))); err != nil {
-			return err
-		}
+		p = p.WithoutStage(leadingSortIndex(stagesOf(r)))
 	}
-	out, err := p.Run(ex.start(), &aggEnv{h: h, r: r, coll: coll})
+	out, err := p.Run(ex.start(), newAggEnv(h, r, coll))
 	if err != nil {
 		return err
 	}

@@ -124,6 +124,9 @@ func cmdFindAndModify(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := docstore.ValidateUserWrite(r.db, a.coll); err != nil {
+		return nil, err
+	}
 	if err := h.refuseView(r.db, a.coll); err != nil {
 		return nil, err
 	}

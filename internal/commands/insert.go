@@ -22,6 +22,19 @@ func (w *writeResult) fail(i int, err error) {
 	w.errors = append(w.errors, mongoerr.WriteError(i, clientError(err)))
 }
 
+// failEach is the result of a batch none of whose statements could run:
+// each fails with err, up to the first when the batch is ordered.
+func failEach(n int, ordered bool, err error) *writeResult {
+	res := &writeResult{}
+	for i := range n {
+		res.fail(i, err)
+		if ordered {
+			break
+		}
+	}
+	return res
+}
+
 func (w *writeResult) reply(withModified bool) bson.D {
 	out := bson.D{{Key: "n", Value: int32(w.n)}}
 	if withModified {
@@ -121,6 +134,9 @@ func cmdInsert(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := docstore.ValidateNamespace(r.db, a.coll); err != nil {
+		return nil, err
+	}
 	if err := docstore.ValidateUserWrite(r.db, a.coll); err != nil {
 		return nil, err
 	}
@@ -136,7 +152,10 @@ func cmdInsert(h *Handler, r *request) (bson.D, error) {
 	}
 	c, _, err := h.deps.Store.GetOrCreate(r.db, a.coll)
 	if err != nil {
-		return nil, err
+		// mongod reports a collection it cannot create (a database name
+		// differing in case, 13297; a full disk) as each document's error.
+		reply, err := h.finishWrite(a, failEach(len(docs), a.ordered, err))
+		return rt.reply(reply), err
 	}
 	var res writeResult
 	for i, d := range docs {

@@ -204,6 +204,9 @@ func cmdUpdate(h *Handler, r *request) (bson.D, error) {
 	if err := updateShape.check(stmts); err != nil {
 		return nil, err
 	}
+	if err := docstore.ValidateUserWrite(r.db, a.coll); err != nil {
+		return nil, err
+	}
 	if err := h.refuseView(r.db, a.coll); err != nil {
 		return nil, err
 	}

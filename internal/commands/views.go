@@ -140,7 +140,7 @@ func (h *Handler) readView(r *request, name string, v *view, extra bson.A, batch
 
 // runAggregate parses and starts a collection aggregate.
 func (h *Handler) runAggregate(r *request, coll string) (aggregate.Iterator, error) {
-	p, err := parsePipeline(r, -1)
+	p, err := parsePipeline(r)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +148,7 @@ func (h *Handler) runAggregate(r *request, coll string) (aggregate.Iterator, err
 	if err != nil {
 		return nil, err
 	}
-	out, err := p.Run(&interruptible{ctx: r.ctx, src: in}, &aggEnv{h: h, r: r, coll: coll})
+	out, err := p.Run(&interruptible{ctx: r.ctx, src: in}, newAggEnv(h, r, coll))
 	return out, causedBy(aggregateExecContext, err)
 }
 

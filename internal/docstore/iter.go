@@ -50,8 +50,8 @@ type DocIter struct {
 	lo, hi     []byte
 	unconsumed bool
 	lastID     []byte
-	rest       *keyList // an IDLookup's ids once Lean packed them
-	restRanges *keyList // an index scan's ranges (lo, hi, ...) once packed
+	rest       *keyList   // an IDLookup's ids once Lean packed them
+	restRanges *rangeList // an index scan's ranges once packed
 }
 
 func (d *DocIter) idCount() int {
@@ -316,14 +316,14 @@ func (d *DocIter) nextRange() (keyRange, bool) {
 
 func (d *DocIter) rangeCount() int {
 	if d.restRanges != nil {
-		return len(d.restRanges.ends) / 2
+		return d.restRanges.len()
 	}
 	return len(d.plan.ranges)
 }
 
 func (d *DocIter) rangeAt(i int) keyRange {
 	if d.restRanges != nil {
-		return keyRange{lo: d.restRanges.key(2 * i), hi: d.restRanges.key(2*i + 1)}
+		return d.restRanges.at(i)
 	}
 	return d.plan.ranges[i]
 }

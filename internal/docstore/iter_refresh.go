@@ -117,6 +117,7 @@ func (d *DocIter) Lean() {
 		d.restRanges = packRanges(d.remainingRanges())
 	}
 	d.plan, d.next = lp, 0
+	d.filter = d.filter.Lean() // the filter, not the command's document it came from
 }
 
 // keyList is a list of keys in one allocation, 4 bytes of overhead a key.
@@ -126,7 +127,11 @@ type keyList struct {
 }
 
 func packKeys(keys [][]byte) *keyList {
-	l := &keyList{ends: make([]uint32, len(keys))}
+	size := 0
+	for _, k := range keys {
+		size += len(k)
+	}
+	l := &keyList{buf: make([]byte, 0, size), ends: make([]uint32, len(keys))}
 	for i, k := range keys {
 		l.buf = append(l.buf, k...)
 		l.ends[i] = uint32(len(l.buf))
@@ -167,14 +172,6 @@ func (d *DocIter) remainingRanges() []keyRange {
 		out = append(out, d.rangeAt(i))
 	}
 	return out
-}
-
-func packRanges(ranges []keyRange) *keyList {
-	keys := make([][]byte, 0, 2*len(ranges))
-	for _, r := range ranges {
-		keys = append(keys, r.lo, r.hi)
-	}
-	return packKeys(keys)
 }
 
 // ExpiredNow reports whether doc has expired by now under exact expiry

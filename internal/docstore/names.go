@@ -53,21 +53,51 @@ func (s *Store) checkDBCaseLocked(db string) error {
 	return nil
 }
 
-// clientSystemCollections are the system collections clients may write
-// to; the others belong to the server.
-var clientSystemCollections = map[string]bool{
-	"system.js": true, "system.users": true, "system.roles": true, "system.version": true,
-	"system.new_users": true, "system.backup_users": true, "system.sessions": true,
+// legalClientSystem reports whether clients may create and write db.coll,
+// a system collection (mongod's isLegalClientSystemNS): some belong to a
+// database (admin's roles and version, config's sessions, local's replica
+// set configuration), the rest may be in any.
+func legalClientSystem(db, coll string) bool {
+	switch coll {
+	case "system.users", "system.js", "system.views":
+		return true
+	}
+	if name, ok := strings.CutPrefix(coll, "system.buckets."); ok {
+		return name != "" && !strings.HasPrefix(name, ".") && !strings.Contains(name, "$")
+	}
+	if strings.HasPrefix(coll, "system.statistics.") {
+		return true
+	}
+	switch db {
+	case "admin":
+		return coll == "system.roles" || coll == "system.version" || coll == "system.keys" ||
+			coll == "system.backup_users" || coll == "system.new_users"
+	case "config":
+		return coll == "system.sessions" || coll == "system.indexBuilds" ||
+			coll == "system.sharding_ddl_coordinators" || strings.Contains(coll, ".system.resharding.")
+	case "local":
+		return coll == "system.replset" || coll == "system.healthlog" || coll == "system.collections_to_restore"
+	}
+	return false
 }
 
-// ValidateUserWrite applies mongod's rule for client writes that create
-// documents: the profiler's and the views' system collections are the
-// server's, and so is any other system collection clients have no use for.
+// ValidateUserWrite applies mongod's rule for client writes of every kind
+// (insert, update, delete, findAndModify, index builds, bulkWrite; mongod's
+// userAllowedWriteNS): the profiler's and the views' system collections
+// are the server's, and so is any other system collection clients have no
+// use for.
 func ValidateUserWrite(db, coll string) error {
-	switch {
-	case coll == "system.profile", coll == "system.views":
+	if coll == "system.profile" || coll == "system.views" {
 		return mongoerr.Newf(mongoerr.InvalidNamespace, "cannot write to %s.%s", db, coll)
-	case strings.HasPrefix(coll, "system.") && !clientSystemCollections[coll] && !strings.HasPrefix(coll, "system.buckets."):
+	}
+	return ValidateUserCreate(db, coll)
+}
+
+// ValidateUserCreate applies mongod's rule for a collection a client
+// creates with create (userAllowedCreateNS): the profiler's collection may
+// be created (to size it), the server's other system collections not.
+func ValidateUserCreate(db, coll string) error {
+	if coll != "system.profile" && strings.HasPrefix(coll, "system.") && !legalClientSystem(db, coll) {
 		return mongoerr.Newf(mongoerr.InvalidNamespace, "Invalid system namespace: %s.%s", db, coll)
 	}
 	return nil

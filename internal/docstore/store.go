@@ -325,6 +325,9 @@ func (s *Store) RenameCollection(fromDB, from, toDB, to string, dropTarget bool)
 	if !ok {
 		return mongoerr.New(mongoerr.NamespaceNotFound, "source namespace does not exist")
 	}
+	if err := s.checkDBCaseLocked(toDB); err != nil { // the target database may be new
+		return err
+	}
 	c.schemaMu.Lock()
 	defer c.schemaMu.Unlock()
 	meta := c.meta().Clone()

@@ -75,6 +75,7 @@ const (
 	Location17124   Code = 17124
 	Location17276   Code = 17276
 	Location17312   Code = 17312
+	Location17385   Code = 17385
 	Location17419   Code = 17419
 	Location18533   Code = 18533
 	Location18534   Code = 18534
@@ -151,6 +152,9 @@ const (
 	Location31276   Code = 31276
 	Location31308   Code = 31308
 	Location31310   Code = 31310
+	Location31319   Code = 31319
+	Location31320   Code = 31320
+	Location31321   Code = 31321
 	Location31325   Code = 31325
 	Location31394   Code = 31394
 	Location31395   Code = 31395

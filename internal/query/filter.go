@@ -17,6 +17,9 @@ type Filter struct {
 	// is the filter parsed as written, for the values an upsert stores.
 	coll  Collator
 	plain *Filter
+	// usesExpr is whether the filter has a $expr anywhere (Guarded), kept
+	// so that a filter without its spec (Lean) still knows.
+	usesExpr bool
 }
 
 // NewFilter parses and validates a query filter. Errors are
@@ -26,7 +29,7 @@ func NewFilter(filter bson.D) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Filter{root: root, spec: filter}, nil
+	return &Filter{root: root, spec: filter, usesExpr: hasExpr(filter)}, nil
 }
 
 // Match reports whether doc matches the filter. A $expr that fails to
@@ -80,8 +83,24 @@ func (f *Filter) keyed(doc bson.D) bson.D {
 // which an index without that collation cannot bound.
 func (f *Filter) Collated() bool { return f.coll != nil }
 
-// Spec returns the filter document the Filter was parsed from.
+// Spec returns the filter document the Filter was parsed from (nil once
+// Lean).
 func (f *Filter) Spec() bson.D { return f.spec }
+
+// Lean returns the filter without what only explain and upserts read (the
+// document it was parsed from, and under a collation the filter as
+// written), for a filter that only matches from now on, such as an open
+// cursor's: the spec is the command's own document, and holding it would
+// keep the request (an $in of a million values twice over) for the
+// cursor's life.
+func (f *Filter) Lean() *Filter {
+	if f == nil {
+		return nil
+	}
+	out := *f
+	out.spec, out.plain = nil, nil
+	return &out
+}
 
 // matchCtx collects what a match records besides its result. A nil
 // *matchCtx records nothing, which keeps plain Match allocation-free.

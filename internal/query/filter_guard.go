@@ -12,7 +12,7 @@ import (
 // reports the interruption at its next check. A filter without $expr is
 // returned as it is.
 func (f *Filter) Guarded(g *expr.Guard) *Filter {
-	if !hasExpr(f.spec) {
+	if !f.usesExpr {
 		return f
 	}
 	out := *f

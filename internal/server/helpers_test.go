@@ -61,6 +61,9 @@ func (h *fakeHandler) Handle(ctx context.Context, c *Conn, cmd *Command) bson.D 
 		h.started <- struct{}{}
 		<-ctx.Done()
 		return mongoerr.Reply(mongoerr.New(mongoerr.Interrupted, "interrupted at shutdown"))
+	case "nap": // sleeps the body's microseconds
+		us, _ := cmd.Body[0].Value.(int64)
+		time.Sleep(time.Duration(us) * time.Microsecond)
 	case "panic":
 		panic("boom")
 	case "nilReply":

@@ -58,6 +58,11 @@ type Config struct {
 	// TLSDisabled it must be set.
 	TLS     *tls.Config
 	TLSMode TLSMode
+
+	// watchStarted, when set (by tests), runs on the goroutine that
+	// watches for the client leaving once it has started, so that a test
+	// can make the command end at that moment.
+	watchStarted func()
 }
 
 // Handler runs commands.

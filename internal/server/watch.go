@@ -39,6 +39,9 @@ func (c *Conn) watchPeer() (ctx context.Context, stop func()) {
 		err := c.nc.SetReadDeadline(time.Time{})
 		mu.Unlock()
 		defer close(done)
+		if hook := c.srv.cfg.watchStarted; hook != nil {
+			hook()
+		}
 		if err != nil {
 			return
 		}
