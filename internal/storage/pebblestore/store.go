@@ -340,6 +340,13 @@ func (s *Store) applyUnsynced(db *pebble.DB, pb *pebble.Batch) error {
 // becomes the view) even if the caller never waits.
 func (s *Store) applyDurable(db *pebble.DB, pb *pebble.Batch) (func() error, error) {
 	s.durable.orderMu.Lock()
+	// Checked again in line: a commit that queued here while the WAL
+	// failed would make pebble panic with its commit mutex held, wedging
+	// the store until a restart.
+	if err := s.writeFailure(); err != nil {
+		s.durable.orderMu.Unlock()
+		return nil, fmt.Errorf("pebblestore: commit: %w", err)
+	}
 	g := s.takeGuard(db)
 	err := s.pebbleWrite(func() error { return db.ApplyNoSyncWait(pb, pebble.Sync) })
 	s.durable.orderMu.Unlock()
