@@ -200,7 +200,7 @@ func (a *App) assemble() error {
 	a.monitor = ttl.New(store, cfg.Clock, ttl.Config{
 		SleepSecs: cfg.TTLSleepSecs, Disabled: cfg.TTLDisabled, Logger: cfg.Logger, Observer: observer,
 		Busy: func() bool { return ops.BusyWithin(100 * time.Millisecond) },
-		CPUs: cfg.CPUs, Active: a.primaryOrStandalone,
+		CPUs: cfg.CPUs, Active: a.primaryOrStandalone, GrowBatches: replicatedGrowBatches(cfg),
 	})
 	authMgr, tlsCfg, err := a.security(store)
 	if err != nil {

@@ -157,3 +157,13 @@ func dialPlain(ctx context.Context, addr string, tlsCfg *tls.Config) (net.Conn, 
 	}
 	return tc, nil
 }
+
+// replicatedGrowBatches lets a primary's TTL batches grow to 16 times their
+// size while they wait for their commit: a batch's deletions then share
+// one raft round trip (docs/design/0007, "Expiry").
+func replicatedGrowBatches(cfg Config) int {
+	if cfg.ReplSet == "" {
+		return 1
+	}
+	return 16
+}

@@ -39,6 +39,12 @@ type Config struct {
 	// memtable), while in _id order the size makes no difference and
 	// smaller batches hold the collection's locks for less time.
 	ScatteredBatches int
+	// GrowBatches caps how many times its size a batch may grow to when
+	// batches spend most of their time waiting rather than working, as a
+	// replica set's primary waits for each deletion batch to commit: after
+	// such a batch, a pass with more to do doubles its batch, so that one
+	// commit's wait carries more deletions. Default 1 (no growth).
+	GrowBatches int
 	// Disabled starts the monitor with ttlMonitorEnabled false.
 	Disabled bool
 	// Active, when set, reports whether this server may delete now: in a
@@ -120,6 +126,9 @@ func New(store *docstore.Store, clk clock.Clock, cfg Config) *Monitor {
 	}
 	if cfg.ScatteredBatches <= 0 {
 		cfg.ScatteredBatches = 4
+	}
+	if cfg.GrowBatches <= 0 {
+		cfg.GrowBatches = 1
 	}
 	if cfg.Pace <= 0 || cfg.Pace > 1 {
 		cfg.Pace = 0.3
@@ -297,14 +306,26 @@ type target struct {
 	pass  *docstore.ExpiryPass
 	// scattered says the last batch's documents were scattered.
 	scattered bool
+	// grow multiplies the batch size after batches that mostly waited.
+	grow int
 }
 
 // batchDocs is the size of t's next batch.
 func (m *Monitor) batchDocs(t target) int {
+	n := m.cfg.BatchDocs * max(t.grow, 1)
 	if t.scattered {
-		return m.cfg.BatchDocs * m.cfg.ScatteredBatches
+		return n * m.cfg.ScatteredBatches
 	}
-	return m.cfg.BatchDocs
+	return n
+}
+
+// grown is the growth of t's batches after one that used cpu over wall.
+func (m *Monitor) grown(t target, cpu, wall time.Duration) int {
+	g := max(t.grow, 1)
+	if wall > 2*cpu {
+		g = min(2*g, m.cfg.GrowBatches)
+	}
+	return max(g, 1)
 }
 
 func (m *Monitor) ttlIndexes(now time.Time) []target {
@@ -343,6 +364,7 @@ func (m *Monitor) subPass(ctx context.Context, work []target) []target {
 		m.deletedKeys.Add(int64(res.DeletedKeys))
 		if res.More {
 			t.scattered = res.Scattered
+			t.grow = m.grown(t, cpu, wall)
 			again = append(again, t)
 		}
 	}

@@ -231,3 +231,38 @@ func TestThreadCPUClockAdvances(t *testing.T) {
 		t.Fatalf("thread CPU clock did not advance: %v -> %v", before, after)
 	}
 }
+
+// waitingBatches makes every batch wait 10ms of wall time using no CPU,
+// as a replica set's primary waits for its deletions to commit.
+type waitingBatches struct{ clk *clock.Manual }
+
+func (w waitingBatches) BatchStarted(string, string) func(docstore.ExpireResult, error) {
+	w.clk.Advance(10 * time.Millisecond)
+	return func(docstore.ExpireResult, error) {}
+}
+
+// Batches that mostly wait grow, doubling up to GrowBatches times their
+// size, so that one wait carries more deletions; without GrowBatches they
+// keep their size.
+func TestWaitingBatchesGrow(t *testing.T) {
+	for _, tc := range []struct {
+		grow      int
+		subPasses int64
+	}{
+		{1, 7}, // 10 a batch
+		{4, 3}, // 10, 20, 40
+	} {
+		m, c, clk := setup(t, 0)
+		m.cfg.GrowBatches = tc.grow
+		m.cfg.CPUTime = func() (time.Duration, bool) { return 0, true }
+		m.cfg.Observer = waitingBatches{clk}
+		for i := 0; i < 70; i++ {
+			add(t, c, i, t0.Add(time.Duration(i)*time.Millisecond))
+		}
+		clk.Set(t0.Add(time.Second))
+		m.Pass(context.Background())
+		if st := m.Stats(); st.DeletedDocuments != 70 || st.SubPasses != tc.subPasses {
+			t.Fatalf("GrowBatches %d: stats %+v, want 70 deleted in %d sub-passes", tc.grow, st, tc.subPasses)
+		}
+	}
+}
