@@ -83,6 +83,9 @@ type runCtx struct {
 	env  Env
 	vars map[string]any
 	opt  Options
+	// cur is the counters of the stage being started, where a blocking
+	// stage records what it did (bytes sorted, ...).
+	cur *StageRun
 }
 
 // letVar is one variable of Options.Let, evaluated once per run.
@@ -254,6 +257,15 @@ func (p *Pipeline) StartsWithCollStats() bool {
 // Run streams input through the pipeline. The returned iterator owns
 // input and closes it.
 func (p *Pipeline) Run(input Iterator, env Env) (Iterator, error) {
+	ex, err := p.Start(input, env)
+	if err != nil {
+		return nil, err
+	}
+	return ex, nil
+}
+
+// Start is Run that also gives each stage's counters (for explain).
+func (p *Pipeline) Start(input Iterator, env Env) (*Execution, error) {
 	vars := map[string]any{"NOW": bson.NewDateTimeFromTime(env.Now())}
 	if g, ok := env.(interface{ Guard() *expr.Guard }); ok {
 		vars = expr.WithGuard(vars, g.Guard())
@@ -266,17 +278,19 @@ func (p *Pipeline) Run(input Iterator, env Env) (Iterator, error) {
 		}
 		vars[v.name] = val
 	}
-	return p.runWith(input, &runCtx{env: env, vars: vars, opt: p.opt})
+	return p.start(input, &runCtx{env: env, vars: vars, opt: p.opt})
 }
 
-// runWith chains the stages over in.
+// runWith chains the stages over in (a sub-pipeline's run).
 func (p *Pipeline) runWith(in Iterator, rc *runCtx) (Iterator, error) {
-	for i, s := range p.stages {
-		out, err := s.run(in, rc)
-		if err != nil {
-			return nil, fmt.Errorf("%s stage: %w", p.names[i], err)
-		}
-		in = out
+	sub := *rc // the sub-pipeline's stages keep their own counters
+	ex, err := p.start(in, &sub)
+	if err != nil {
+		return nil, err
 	}
-	return in, nil
+	return ex, nil
+}
+
+func wrapStageErr(name string, err error) error {
+	return fmt.Errorf("%s stage: %w", name, err)
 }

@@ -16,6 +16,13 @@ type sortStage struct {
 	spec  bson.D
 	sort  *query.Sort
 	limit int64
+	// check, when set, replaces the $sort memory limit (find's SORT has
+	// its own message); then, when set, wraps the sorted output.
+	check func(held int64) error
+	then  func(Iterator) Iterator
+	// sizeKey names the bytes sorted in explain: $sort and find's SORT
+	// call it differently.
+	sizeKey string
 }
 
 func parseSort(spec any, opt Options) (stage, error) {
@@ -38,7 +45,7 @@ func parseSort(spec any, opt Options) (stage, error) {
 	if opt.Collation != nil {
 		s = s.WithCollation(opt.Collation)
 	}
-	return &sortStage{spec: d, sort: s}, nil
+	return &sortStage{spec: d, sort: s, sizeKey: "totalDataSizeSortedBytesEstimate"}, nil
 }
 
 // fuseSortLimit gives each $sort directly followed by $limit that limit.
@@ -58,14 +65,30 @@ func (p *Pipeline) fuseSortLimit() {
 // it holds only the best documents (SortBuffered).
 func (s *sortStage) run(in Iterator, rc *runCtx) (Iterator, error) {
 	defer in.Close()
-	docs, _, err := SortBuffered(in, s.sort, s.limit, func(held int64) error {
-		mem := memTracker{used: held}
-		return mem.add(0, rc, "$sort")
-	})
+	check := s.check
+	if check == nil {
+		check = func(held int64) error {
+			mem := memTracker{used: held}
+			return mem.add(0, rc, "$sort")
+		}
+	}
+	docs, size, err := SortBuffered(in, s.sort, s.limit, check)
 	if err != nil {
 		return nil, err
 	}
-	return &sliceIter{docs: docs}, nil
+	if rc.cur != nil {
+		rc.cur.Exec = bson.D{
+			{Key: s.sizeKey, Value: size},
+			{Key: "usedDisk", Value: false},
+			{Key: "spills", Value: int64(0)},
+			{Key: "spilledDataStorageSize", Value: int64(0)},
+		}
+	}
+	var out Iterator = &sliceIter{docs: docs}
+	if s.then != nil {
+		out = s.then(out)
+	}
+	return out, nil
 }
 
 // limitStage is $limit.

@@ -240,11 +240,10 @@ func firstInOrder(r *request, c *docstore.Collection, f *query.Filter, s *query.
 		d, _, err := it.Next()
 		return d, err
 	}
-	docs, err := drainLimited(r, it, false)
+	docs, _, err := sortWithin(r, it, s, 1, false)
 	if err != nil || len(docs) == 0 {
 		return nil, err
 	}
-	s.Sort(docs)
 	return docs[0], nil
 }
 
