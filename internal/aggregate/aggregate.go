@@ -119,11 +119,6 @@ func (p *Pipeline) parseStages(stages bson.A, within string) error {
 		if err := checkPlacement(spec.Key, i, within); err != nil {
 			return err
 		}
-		if p.opt.Collation != nil {
-			if err := checkCollatedStage(spec); err != nil {
-				return err
-			}
-		}
 		if within == "" {
 			if err := checkStageVars(spec, p.opt.Let); err != nil {
 				return err
@@ -269,6 +264,9 @@ func (p *Pipeline) Start(input Iterator, env Env) (*Execution, error) {
 	vars := map[string]any{"NOW": bson.NewDateTimeFromTime(env.Now())}
 	if g, ok := env.(interface{ Guard() *expr.Guard }); ok {
 		vars = expr.WithGuard(vars, g.Guard())
+	}
+	if p.opt.Collation != nil {
+		vars = expr.WithCollation(vars, p.opt.Collation)
 	}
 	for _, v := range p.let {
 		val, err := v.e.Eval(bson.D{}, vars)

@@ -76,7 +76,7 @@ func (s *sortStage) run(in Iterator, rc *runCtx) (Iterator, error) {
 	if err != nil {
 		return nil, err
 	}
-	if rc.cur != nil {
+	if rc.cur != nil && s.sizeKey != "" {
 		rc.cur.Exec = bson.D{
 			{Key: s.sizeKey, Value: size},
 			{Key: "usedDisk", Value: false},

@@ -75,7 +75,7 @@ func stagesOf(r *request) bson.A {
 
 // parsePipeline parses the pipeline, leaving out the stage at position
 // omit (-1: none): a $sort the scan's index already provides.
-func parsePipeline(r *request, omit int) (*aggregate.Pipeline, error) {
+func (h *Handler) parsePipeline(r *request, omit int) (*aggregate.Pipeline, error) {
 	v, ok := lookup(r.body, "pipeline")
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'aggregate.pipeline' is missing but a required field")
@@ -95,7 +95,7 @@ func parsePipeline(r *request, omit int) (*aggregate.Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	coll, err := parseCollation(r.body)
+	coll, err := h.requestCollation(r)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +111,7 @@ func (h *Handler) aggregateInput(r *request, coll string, p *aggregate.Pipeline)
 		return nil, nil, err
 	}
 	if provided {
-		if p, err = parsePipeline(r, leadingSortIndex(stagesOf(r))); err != nil {
+		if p, err = h.parsePipeline(r, leadingSortIndex(stagesOf(r))); err != nil {
 			return nil, nil, err
 		}
 	}

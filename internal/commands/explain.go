@@ -551,7 +551,7 @@ func (h *Handler) explainFind(r *request, v verbosity) (*explained, error) {
 // ---- count and distinct ----
 
 func (h *Handler) explainCount(r *request, v verbosity) (*explained, error) {
-	a, err := parseCountArgs(r)
+	a, err := parseCountArgs(h, r)
 	if err != nil {
 		return nil, err
 	}
@@ -580,7 +580,7 @@ type countArgs struct {
 	hint        any
 }
 
-func parseCountArgs(r *request) (*countArgs, error) {
+func parseCountArgs(h *Handler, r *request) (*countArgs, error) {
 	a := &countArgs{}
 	var err error
 	if a.coll, err = collectionArg(r); err != nil {
@@ -589,7 +589,7 @@ func parseCountArgs(r *request) (*countArgs, error) {
 	if err = checkFields(r, "query", "limit", "skip", "hint", "collation", "fields", "readConcern"); err != nil {
 		return nil, err
 	}
-	if a.collation, err = parseCollation(r.body); err != nil {
+	if a.collation, err = h.requestCollation(r); err != nil {
 		return nil, err
 	}
 	if a.query, err = optDoc(r, "query"); err != nil {
@@ -638,7 +638,7 @@ func (h *Handler) explainDistinct(r *request, v verbosity) (*explained, error) {
 	if err != nil {
 		return nil, err
 	}
-	coll, err := parseCollation(r.body)
+	coll, err := h.requestCollation(r)
 	if err != nil {
 		return nil, err
 	}
@@ -685,7 +685,7 @@ func (h *Handler) explainUpdate(r *request, v verbosity) (*explained, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := parseUpdateStmt(stmts[0], lv)
+	st, err := parseUpdateStmt(stmts[0], lv, h.defaultCollation(r.db, a.coll))
 	if err != nil {
 		return nil, err
 	}
@@ -750,7 +750,7 @@ func (h *Handler) explainDelete(r *request, v verbosity) (*explained, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, limit, hint, err := parseDeleteStmt(stmts[0], lv)
+	f, limit, hint, err := parseDeleteStmt(stmts[0], lv, h.defaultCollation(r.db, a.coll))
 	if err != nil {
 		return nil, err
 	}
@@ -885,7 +885,7 @@ func (h *Handler) planAggregate(r *request, c *docstore.Collection, p *aggregate
 	if p.StartsWithCollStats() {
 		c = nil
 	}
-	coll, err := parseCollation(r.body)
+	coll, err := h.requestCollation(r)
 	if err != nil {
 		return nil, false, err
 	}
@@ -926,7 +926,7 @@ func (h *Handler) explainAggregate(r *request, v verbosity) (*explained, error) 
 	if err := checkFields(r, aggregateFields...); err != nil {
 		return nil, err
 	}
-	p, err := parsePipeline(r, -1)
+	p, err := h.parsePipeline(r, -1)
 	if err != nil {
 		return nil, err
 	}
@@ -939,7 +939,7 @@ func (h *Handler) explainAggregate(r *request, v verbosity) (*explained, error) 
 		return nil, err
 	}
 	if provided {
-		if p, err = parsePipeline(r, leadingSortIndex(stagesOf(r))); err != nil {
+		if p, err = h.parsePipeline(r, leadingSortIndex(stagesOf(r))); err != nil {
 			return nil, err
 		}
 	}

@@ -53,7 +53,7 @@ func parseFind(h *Handler, r *request) (*findArgs, error) {
 			return nil, mongoerr.Newf(mongoerr.BadValue, "the find option '%s' is not supported by Mayfly", name)
 		}
 	}
-	if a.collation, err = parseCollation(r.body); err != nil {
+	if a.collation, err = h.requestCollation(r); err != nil {
 		return nil, err
 	}
 	lv, err := h.parseLet(r)

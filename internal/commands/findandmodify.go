@@ -38,7 +38,7 @@ func parseFAM(h *Handler, r *request) (*famArgs, error) {
 	if err = checkFields(r, famFields...); err != nil {
 		return nil, err
 	}
-	coll, err := parseCollation(r.body)
+	coll, err := h.requestCollation(r)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/expr"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -106,13 +107,13 @@ type updateStmt struct {
 
 var updateStmtFields = []string{"q", "u", "upsert", "multi", "arrayFilters", "hint", "collation", "c", "sort", "upsertSupplied"}
 
-func parseUpdateStmt(s bson.D, lv *letScope) (*updateStmt, error) {
+func parseUpdateStmt(s bson.D, lv *letScope, dflt *collation.Collation) (*updateStmt, error) {
 	for _, e := range s {
 		if !contains(updateStmtFields, e.Key) {
 			return nil, mongoerr.Newf(mongoerr.Location40415, "BSON field 'update.updates.%s' is an unknown field.", e.Key)
 		}
 	}
-	coll, err := parseCollation(s)
+	coll, err := statementCollation(s, dflt)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +248,7 @@ func (h *Handler) updateStatement(r *request, a writeArgs, lv *letScope, i int, 
 	if err := checkInterrupt(r.ctx); err != nil {
 		return err
 	}
-	st, err := parseUpdateStmt(s, lv)
+	st, err := parseUpdateStmt(s, lv, h.defaultCollation(r.db, a.coll))
 	if err != nil {
 		return err
 	}
