@@ -146,7 +146,7 @@ func stageSpec(raw any) (bson.E, error) {
 }
 
 // firstOnly are the stages that must start a pipeline.
-var firstOnly = map[string]bool{"$collStats": true, "$documents": true}
+var firstOnly = map[string]bool{"$collStats": true, "$documents": true, "$listLocalSessions": true}
 
 func checkPlacement(name string, i int, within string) error {
 	switch {
@@ -198,6 +198,11 @@ func stageParsers() map[string]stageParser {
 		"$bucket":      parseBucket,
 		"$unionWith":   parseUnionWith,
 		"$sample":      parseSample,
+		// $listLocalSessions runs in {aggregate: 1}, which the command
+		// layer answers; on a collection it is mongod's error.
+		"$listLocalSessions": func(any, Options) (stage, error) {
+			return nil, mongoerr.New(mongoerr.InvalidNamespace, "$listLocalSessions must be run against the database with {aggregate: 1}, not a collection")
+		},
 	}
 }
 
