@@ -18,8 +18,7 @@ import (
 //     returning the values they were given (collatedAcc).
 //
 // Sub-pipelines ($facet, $lookup, $unionWith) are parsed with the same
-// options and so apply the same collation. $expr inside a $match is still
-// refused under a collation by the query package.
+// options and so apply the same collation.
 
 // collatedAcc folds keyed values into an accumulator that compares, then
 // answers the original values: $min/$max return one of them, $addToSet
