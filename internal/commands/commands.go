@@ -154,7 +154,9 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 	if err := h.deps.Auth.Authorize(c, cmd.DB, cmd.Name, cmd.Body); err != nil {
 		return mongoerr.Reply(err)
 	}
-	h.touchSession(r)
+	if err := h.touchSession(r); err != nil {
+		return mongoerr.Reply(err)
+	}
 	started := h.deps.Clock.Now()
 	var cancel context.CancelFunc
 	r.ctx, cancel = context.WithCancel(r.ctx) // killOp's handle on the operation

@@ -23,9 +23,15 @@ import (
 // sessionTimeout is mongod's localLogicalSessionTimeoutMinutes default.
 const sessionTimeout = 30 * time.Minute
 
+// maxSessions is mongod's maxSessions default: past it, a command naming
+// a new session fails with TooManyLogicalSessions, so that clients
+// inventing session ids cannot grow the cache without bound.
+const maxSessions = 1_000_000
+
 type sessionCache struct {
-	mu sync.Mutex
-	m  map[string]*sessionRecord
+	mu    sync.Mutex
+	m     map[string]*sessionRecord
+	limit int
 }
 
 // sessionRecord is one session: its id, its user's digest (uid) and name
@@ -37,7 +43,9 @@ type sessionRecord struct {
 	lastUse time.Time
 }
 
-func newSessionCache() *sessionCache { return &sessionCache{m: map[string]*sessionRecord{}} }
+func newSessionCache() *sessionCache {
+	return &sessionCache{m: map[string]*sessionRecord{}, limit: maxSessions}
+}
 
 // userDigest is mongod's session uid: the SHA-256 of "user@db", or of
 // nothing without authentication.
@@ -48,12 +56,30 @@ func userDigest(user string) []byte {
 
 func (s *sessionRecord) key() string { return string(s.id) + string(s.uid) }
 
-// touch records that user used the session id at now.
-func (c *sessionCache) touch(id []byte, user string, now time.Time) {
+// touch records that user used the session id at now. A new session
+// past the limit first sweeps out expired ones, then fails as mongod's
+// cache does when still full.
+func (c *sessionCache) touch(id []byte, user string, now time.Time) error {
 	rec := &sessionRecord{id: id, uid: userDigest(user), user: user, lastUse: now}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if _, known := c.m[rec.key()]; !known && len(c.m) >= c.limit {
+		c.sweep(now)
+		if len(c.m) >= c.limit {
+			return mongoerr.Newf(mongoerr.TooManyLogicalSessions, "Unable to add session ID %s into the cache because the number of active sessions is too high", formatUUID(id))
+		}
+	}
 	c.m[rec.key()] = rec
+	return nil
+}
+
+// sweep forgets the sessions unused for sessionTimeout; c.mu is held.
+func (c *sessionCache) sweep(now time.Time) {
+	for k, rec := range c.m {
+		if now.Sub(rec.lastUse) > sessionTimeout {
+			delete(c.m, k)
+		}
+	}
 }
 
 // end forgets user's session id.
@@ -68,12 +94,9 @@ func (c *sessionCache) end(id []byte, user string) {
 // use first, and forgets the expired ones.
 func (c *sessionCache) list(uids [][]byte, now time.Time) []bson.D {
 	c.mu.Lock()
+	c.sweep(now)
 	var recs []*sessionRecord
-	for k, rec := range c.m {
-		if now.Sub(rec.lastUse) > sessionTimeout {
-			delete(c.m, k)
-			continue
-		}
+	for _, rec := range c.m {
 		if uids == nil || slices.ContainsFunc(uids, func(u []byte) bool { return bytes.Equal(u, rec.uid) }) {
 			copied := *rec
 			recs = append(recs, &copied)
@@ -104,10 +127,11 @@ func (s *sessionRecord) doc() bson.D {
 }
 
 // touchSession records the session a command names, if any.
-func (h *Handler) touchSession(r *request) {
+func (h *Handler) touchSession(r *request) error {
 	if id := sessionID(r); id != nil {
-		h.sessions.touch(id, h.deps.Auth.UserOf(r.conn), h.deps.Clock.Now())
+		return h.sessions.touch(id, h.deps.Auth.UserOf(r.conn), h.deps.Clock.Now())
 	}
+	return nil
 }
 
 // sessionIDs reads the {id: UUID} documents of endSessions and
@@ -150,7 +174,9 @@ func cmdRefreshSessions(h *Handler, r *request) (bson.D, error) {
 	}
 	user, now := h.deps.Auth.UserOf(r.conn), h.deps.Clock.Now()
 	for _, id := range ids {
-		h.sessions.touch(id, user, now)
+		if err := h.sessions.touch(id, user, now); err != nil {
+			return nil, err
+		}
 	}
 	return bson.D{}, nil
 }

@@ -93,3 +93,26 @@ func TestListLocalSessionsErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestSessionCacheLimit(t *testing.T) {
+	c := newSessionCache()
+	c.limit = 2
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	for b := byte(1); b <= 2; b++ {
+		if err := c.touch(bytes.Repeat([]byte{b}, 16), "", now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A known session is renewed; a new one past the limit is refused.
+	if err := c.touch(bytes.Repeat([]byte{1}, 16), "", now); err != nil {
+		t.Fatalf("renewing: %v", err)
+	}
+	err := c.touch(bytes.Repeat([]byte{3}, 16), "", now)
+	if e := mongoerr.As(err); e == nil || e.Code != mongoerr.TooManyLogicalSessions {
+		t.Fatalf("past the limit: %v", err)
+	}
+	// Once the old ones expire there is room again.
+	if err := c.touch(bytes.Repeat([]byte{3}, 16), "", now.Add(sessionTimeout+time.Second)); err != nil {
+		t.Fatalf("after expiry: %v", err)
+	}
+}
