@@ -116,12 +116,12 @@ func TestCollectionDefaultCollation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ixs []bson.M
+	var ixs []bson.D
 	if err := cur.All(ctx, &ixs); err != nil || len(ixs) != 2 {
 		t.Fatalf("listIndexes %v %v", ixs, err)
 	}
 	for _, ix := range ixs {
-		if c, ok := ix["collation"].(bson.M); !ok || c["locale"] != "en" {
+		if c, ok := field(t, ix, "collation").(bson.D); !ok || field(t, c, "locale") != "en" || field(t, c, "strength") != int32(2) {
 			t.Fatalf("index without the collection's collation: %v", ix)
 		}
 	}
