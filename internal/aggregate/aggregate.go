@@ -67,9 +67,12 @@ func (o Options) memoryLimit() int64 {
 type Pipeline struct {
 	stages []stage
 	names  []string
-	specs  []bson.E
-	opt    Options
-	let    []letVar
+	specs  []bson.E // each stage's argument as explain shows it
+	// absorbed marks a stage explain folds into the one before it (a
+	// $limit into the $sort it bounds).
+	absorbed []bool
+	opt      Options
+	let      []letVar
 }
 
 // stage is one parsed stage. run takes ownership of in: it returns an
@@ -132,6 +135,7 @@ func (p *Pipeline) parseStages(stages bson.A, within string) error {
 		p.names = append(p.names, spec.Key)
 		p.specs = append(p.specs, spec)
 	}
+	p.explainSpecs()
 	p.fuseSortLimit()
 	return nil
 }

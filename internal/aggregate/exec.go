@@ -27,6 +27,9 @@ type StageRun struct {
 	EOF     bool
 	// Exec holds details known once the stage ran (bytes sorted, ...).
 	Exec bson.D
+	// Absorbed says explain shows the stage folded into the one before
+	// it, as mongod's does (a $limit into its $sort).
+	Absorbed bool
 }
 
 // Execution is one run of a pipeline: an Iterator over its output that
@@ -70,9 +73,14 @@ func (e *Execution) Returned() int64 {
 func (p *Pipeline) Planned() []*StageRun {
 	out := make([]*StageRun, len(p.stages))
 	for i := range p.stages {
-		out[i] = &StageRun{Name: p.names[i], Spec: p.specs[i].Value}
+		out[i] = p.stageRun(i)
 	}
 	return out
+}
+
+// stageRun is stage i's record, before it runs.
+func (p *Pipeline) stageRun(i int) *StageRun {
+	return &StageRun{Name: p.names[i], Spec: p.specs[i].Value, Absorbed: i < len(p.absorbed) && p.absorbed[i]}
 }
 
 // countIter counts the documents that pass through it into run.
@@ -98,7 +106,7 @@ func (p *Pipeline) start(in Iterator, rc *runCtx) (*Execution, error) {
 	ex := &Execution{input: &StageRun{}}
 	in = &countIter{in: in, run: ex.input}
 	for i, s := range p.stages {
-		run := &StageRun{Name: p.names[i], Spec: p.specs[i].Value}
+		run := p.stageRun(i)
 		rc.cur = run
 		out, err := s.run(in, rc)
 		if err != nil {

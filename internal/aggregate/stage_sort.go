@@ -49,7 +49,10 @@ func parseSort(spec any, opt Options) (stage, error) {
 }
 
 // fuseSortLimit gives each $sort directly followed by $limit that limit.
+// Explain then shows them as mongod does: one $sort {sortKey, limit}, the
+// $limit absorbed.
 func (p *Pipeline) fuseSortLimit() {
+	p.absorbed = make([]bool, len(p.stages))
 	for i := 0; i+1 < len(p.stages); i++ {
 		s, ok := p.stages[i].(*sortStage)
 		l, isLimit := p.stages[i+1].(*limitStage)
@@ -57,6 +60,23 @@ func (p *Pipeline) fuseSortLimit() {
 			fused := *s
 			fused.limit = l.n
 			p.stages[i] = &fused
+			p.specs[i].Value = bson.D{{Key: "sortKey", Value: s.spec}, {Key: "limit", Value: l.n}}
+			p.absorbed[i+1] = true
+		}
+	}
+}
+
+// explainSpecs gives $sort, $skip and $limit the arguments mongod's
+// explain shows: {sortKey}, and the counts as longs.
+func (p *Pipeline) explainSpecs() {
+	for i, st := range p.stages {
+		switch s := st.(type) {
+		case *sortStage:
+			p.specs[i].Value = bson.D{{Key: "sortKey", Value: s.spec}}
+		case *skipStage:
+			p.specs[i].Value = s.n
+		case *limitStage:
+			p.specs[i].Value = s.n
 		}
 	}
 }

@@ -980,7 +980,9 @@ func aggregateStages(e *explained, stages []*aggregate.StageRun, scanned int64, 
 	}
 	out := bson.A{first}
 	for _, st := range stages {
-		out = append(out, st.Explain(executed, e.millis))
+		if !st.Absorbed {
+			out = append(out, st.Explain(executed, e.millis))
+		}
 	}
 	return out
 }

@@ -91,11 +91,30 @@ func TestExplainAggregateStagesHaveCounters(t *testing.T) {
 	if group[0].Key != "$group" || num(t, group, "nReturned") != 1 {
 		t.Fatalf("$group %v", group)
 	}
+	// A $limit after a $sort is shown inside it, as mongod shows it.
+	topTwo := bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{
+		bson.D{{Key: "$sort", Value: bson.D{{Key: "n", Value: -1}}}},
+		bson.D{{Key: "$limit", Value: int32(2)}},
+		bson.D{{Key: "$skip", Value: int32(1)}},
+	}}, {Key: "cursor", Value: bson.D{}}}
+	out = mustCall(t, h, "test", bson.D{{Key: "explain", Value: topTwo}, {Key: "verbosity", Value: "executionStats"}})
+	v, _ = lookup(out, "stages")
+	stages, _ = v.(bson.A)
+	if len(stages) != 3 {
+		t.Fatalf("stages %v", stages)
+	}
+	fused := doc(t, stages[1].(bson.D), "$sort")
+	if num(t, fused, "limit") != 2 || num(t, stages[1].(bson.D), "nReturned") != 2 {
+		t.Fatalf("$sort with its limit %v", stages[1])
+	}
+	if skip := stages[2].(bson.D); skip[0].Key != "$skip" || skip[0].Value != int64(1) || num(t, skip, "nReturned") != 1 {
+		t.Fatalf("$skip %v", skip)
+	}
 	// The explain option is queryPlanner: stages without counters.
 	withOpt := append(append(bson.D{}, agg[:2]...), bson.E{Key: "explain", Value: true})
 	out = mustCall(t, h, "test", withOpt)
 	v, _ = lookup(out, "stages")
-	if st := v.(bson.A)[1].(bson.D); len(st) != 1 || st[0].Key != "$sort" {
+	if st := v.(bson.A)[1].(bson.D); len(st) != 1 || st[0].Key != "$sort" || len(doc(t, st[0].Value.(bson.D), "sortKey")) != 1 {
 		t.Fatalf("planned $sort %v", st)
 	}
 }
