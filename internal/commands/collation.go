@@ -133,3 +133,49 @@ func statementCollation(s bson.D, dflt *collation.Collation) (*collation.Collati
 	}
 	return dflt, nil
 }
+
+// checkCollatedUpdate refuses, under a non-simple collation, the parts of
+// an operator update that would compare strings: mongod compares them
+// under the collation ($addToSet, $pull, $pullAll, $min, $max, $push's
+// $sort, arrayFilters), Mayfly's update operators in binary order. Pipeline
+// updates apply the collation.
+func checkCollatedUpdate(u bson.D, arrayFilters []bson.D, coll *collation.Collation) error {
+	if coll == nil {
+		return nil
+	}
+	for _, f := range arrayFilters {
+		if holdsString(f) {
+			return collatedUpdateError("arrayFilters")
+		}
+	}
+	for _, e := range u {
+		switch e.Key {
+		case "$addToSet", "$pull", "$pullAll", "$min", "$max":
+			if holdsString(e.Value) {
+				return collatedUpdateError(e.Key)
+			}
+		case "$push":
+			if pushSorts(e.Value) {
+				return collatedUpdateError("$push with $sort")
+			}
+		}
+	}
+	return nil
+}
+
+func collatedUpdateError(what string) error {
+	return mongoerr.Newf(mongoerr.BadValue, "%s comparing strings under a non-simple collation is not supported by Mayfly", what)
+}
+
+// pushSorts reports whether a $push argument uses the $sort modifier.
+func pushSorts(v any) bool {
+	d, _ := v.(bson.D)
+	for _, e := range d {
+		if mods, ok := e.Value.(bson.D); ok {
+			if _, has := lookup(mods, "$sort"); has {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -130,3 +130,39 @@ func rawDoc(t *testing.T, v any) bson.D {
 	t.Fatalf("not a document: %T", v)
 	return nil
 }
+
+func TestUpdatesUnderACollation(t *testing.T) {
+	h, _ := newTestHandler(t)
+	seedCollated(t, h)
+	// A pipeline update compares under the collection's collation.
+	pipe := bson.A{bson.D{{Key: "$set", Value: bson.D{{Key: "isAnn", Value: bson.D{{Key: "$eq", Value: bson.A{"$name", "ANN"}}}}}}}}
+	out := mustCall(t, h, "test", bson.D{{Key: "update", Value: "ci"}, {Key: "updates", Value: bson.A{
+		bson.D{{Key: "q", Value: bson.D{}}, {Key: "u", Value: pipe}, {Key: "multi", Value: true}}}}})
+	if n, _ := lookup(out, "nModified"); n != int32(3) {
+		t.Fatalf("pipeline update %v", out)
+	}
+	out = mustCall(t, h, "test", bson.D{{Key: "count", Value: "ci"}, {Key: "query", Value: bson.D{{Key: "isAnn", Value: true}}}})
+	if n, _ := lookup(out, "n"); n != int32(2) {
+		t.Fatalf("documents the collated $eq matched: %v", out)
+	}
+	// Operators that would compare strings in binary order are refused.
+	for _, u := range []bson.D{
+		{{Key: "$addToSet", Value: bson.D{{Key: "tags", Value: "A"}}}},
+		{{Key: "$pull", Value: bson.D{{Key: "tags", Value: "a"}}}},
+		{{Key: "$max", Value: bson.D{{Key: "name", Value: "Zed"}}}},
+	} {
+		out := mustCall(t, h, "test", bson.D{{Key: "update", Value: "ci"}, {Key: "updates", Value: bson.A{
+			bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: int32(1)}}}, {Key: "u", Value: u}}}}})
+		we, _ := lookup(out, "writeErrors")
+		if errs, ok := we.(bson.A); !ok || num(t, rawDoc(t, errs[0]), "code") != int64(mongoerr.BadValue) {
+			t.Fatalf("%v under a collation: %v", u, out)
+		}
+	}
+	// Those without strings, and other operators, run.
+	out = mustCall(t, h, "test", bson.D{{Key: "update", Value: "ci"}, {Key: "updates", Value: bson.A{
+		bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: int32(1)}}}, {Key: "u", Value: bson.D{
+			{Key: "$addToSet", Value: bson.D{{Key: "nums", Value: int32(1)}}}, {Key: "$set", Value: bson.D{{Key: "s", Value: "x"}}}}}}}}})
+	if n, _ := lookup(out, "nModified"); n != int32(1) {
+		t.Fatalf("update without string comparisons %v", out)
+	}
+}

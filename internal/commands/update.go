@@ -72,9 +72,12 @@ func (e nilEnv) Now() time.Time { return e.now }
 
 // parseModifier reads u: an operator document, a replacement, or a
 // pipeline (array of stages).
-func parseModifier(u any, arrayFilters []bson.D, lv *letScope) (modifier, error) {
+func parseModifier(u any, arrayFilters []bson.D, lv *letScope, coll *collation.Collation) (modifier, error) {
 	switch x := u.(type) {
 	case bson.D:
+		if err := checkCollatedUpdate(x, arrayFilters, coll); err != nil {
+			return nil, err
+		}
 		parsed, err := update.Parse(x, arrayFilters)
 		if err != nil {
 			return nil, err
@@ -84,7 +87,7 @@ func parseModifier(u any, arrayFilters []bson.D, lv *letScope) (modifier, error)
 		if len(arrayFilters) > 0 {
 			return nil, mongoerr.New(mongoerr.FailedToParse, "arrayFilters may not be specified for pipeline-style updates")
 		}
-		p, err := aggregate.Parse(x, aggregate.Options{Let: lv.doc})
+		p, err := aggregate.Parse(x, aggregate.Options{Let: lv.doc, Collation: collator(coll)})
 		if err != nil {
 			return nil, err
 		}
@@ -133,7 +136,7 @@ func parseUpdateStmt(s bson.D, lv *letScope, dflt *collation.Collation) (*update
 		return nil, err
 	}
 	st.sort = collatedSort(st.sort, coll)
-	return st, st.parseMod(s, lv)
+	return st, st.parseMod(s, lv, coll)
 }
 
 // parseSort reads the statement's sort, which only a single-document
@@ -175,7 +178,7 @@ func (st *updateStmt) parseFlags(s bson.D) error {
 	return nil
 }
 
-func (st *updateStmt) parseMod(s bson.D, lv *letScope) error {
+func (st *updateStmt) parseMod(s bson.D, lv *letScope, coll *collation.Collation) error {
 	u, ok := lookup(s, "u")
 	if !ok {
 		return mongoerr.New(mongoerr.Location40414, "BSON field 'update.updates.u' is missing but a required field")
@@ -188,7 +191,7 @@ func (st *updateStmt) parseMod(s bson.D, lv *letScope) error {
 		}
 	}
 	var err error
-	if st.mod, err = parseModifier(u, filters, lv); err != nil {
+	if st.mod, err = parseModifier(u, filters, lv, coll); err != nil {
 		return err
 	}
 	if st.multi && st.mod.replacement() {
