@@ -75,10 +75,7 @@ func (e nilEnv) Now() time.Time { return e.now }
 func parseModifier(u any, arrayFilters []bson.D, lv *letScope, coll *collation.Collation) (modifier, error) {
 	switch x := u.(type) {
 	case bson.D:
-		if err := checkCollatedUpdate(x, arrayFilters, coll); err != nil {
-			return nil, err
-		}
-		parsed, err := update.Parse(x, arrayFilters)
+		parsed, err := update.ParseCollated(x, arrayFilters, collator(coll))
 		if err != nil {
 			return nil, err
 		}
