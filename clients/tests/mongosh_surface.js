@@ -78,4 +78,7 @@ const tail = db.cap.find().tailable({ awaitData: true });
 check(tail.next()._id === 1 && tail.next()._id === 2, 'tailable first batch');
 db.cap.insertOne({ _id: 3 });
 check(tail.next()._id === 3, 'tailable sees a new document');
+// the server's logical sessions, as mongod lists them
+const sessions = db.aggregate([{ $listLocalSessions: {} }]).toArray();
+check(sessions.length >= 1 && sessions[0]._id.id !== undefined && sessions[0].lastUse instanceof Date, '$listLocalSessions: ' + JSON.stringify(sessions));
 print('mongosh surface ok');

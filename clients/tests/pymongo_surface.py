@@ -96,4 +96,9 @@ cap.insert_one({"_id": 3})
 assert next(tail)["_id"] == 3
 assert tail.alive
 tail.close()
+with client.start_session() as s:
+    client.test.pysurface.find_one({}, session=s)
+    listed = list(client.test.aggregate([{"$listLocalSessions": {"allUsers": True}}]))
+    want = s.session_id["id"].as_uuid()
+    assert any(d["_id"]["id"] == want for d in listed), listed
 print("pymongo surface ok")
