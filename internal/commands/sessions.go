@@ -20,9 +20,6 @@ import (
 // localLogicalSessionTimeoutMinutes (30) is gone. (mongod also writes the
 // cache to config.system.sessions; Mayfly keeps it in memory only.)
 
-// sessionTimeout is mongod's localLogicalSessionTimeoutMinutes default.
-const sessionTimeout = 30 * time.Minute
-
 // maxSessions is mongod's maxSessions default: past it, a command naming
 // a new session fails with TooManyLogicalSessions, so that clients
 // inventing session ids cannot grow the cache without bound.
@@ -73,10 +70,10 @@ func (c *sessionCache) touch(id []byte, user string, now time.Time) error {
 	return nil
 }
 
-// sweep forgets the sessions unused for sessionTimeout; c.mu is held.
+// sweep forgets the sessions unused for SessionLifetime; c.mu is held.
 func (c *sessionCache) sweep(now time.Time) {
 	for k, rec := range c.m {
-		if now.Sub(rec.lastUse) > sessionTimeout {
+		if now.Sub(rec.lastUse) > SessionLifetime {
 			delete(c.m, k)
 		}
 	}

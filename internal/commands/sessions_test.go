@@ -112,7 +112,7 @@ func TestSessionCacheLimit(t *testing.T) {
 		t.Fatalf("past the limit: %v", err)
 	}
 	// Once the old ones expire there is room again.
-	if err := c.touch(bytes.Repeat([]byte{3}, 16), "", now.Add(sessionTimeout+time.Second)); err != nil {
+	if err := c.touch(bytes.Repeat([]byte{3}, 16), "", now.Add(SessionLifetime+time.Second)); err != nil {
 		t.Fatalf("after expiry: %v", err)
 	}
 }
