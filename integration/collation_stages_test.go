@@ -105,6 +105,17 @@ func TestCollectionDefaultCollation(t *testing.T) {
 	if len(groups) != 3 {
 		t.Fatalf("$group under the default collation: %v", groups)
 	}
+	var apple bson.M
+	if err := names.FindOneAndUpdate(ctx, bson.D{{Key: "name", Value: "APPLE"}}, bson.D{{Key: "$addToSet", Value: bson.D{{Key: "tags", Value: "Red"}}}}).Decode(&apple); err != nil || apple["_id"] != int32(5) {
+		t.Fatalf("findAndModify under the default collation: %v %v", apple, err)
+	}
+	vals, err := names.Distinct(ctx, "name", bson.D{}).Raw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if arr, _ := vals.Values(); len(arr) != 3 {
+		t.Fatalf("distinct under the default collation: %v", vals)
+	}
 	if res, err := names.DeleteOne(ctx, bson.D{{Key: "name", Value: "BOB"}}); err != nil || res.DeletedCount != 1 {
 		t.Fatalf("deleteOne %v %v", res, err)
 	}
