@@ -126,7 +126,7 @@ func (s *sessionRecord) doc() bson.D {
 // touchSession records the session a command names, if any.
 func (h *Handler) touchSession(r *request) error {
 	if id := sessionID(r); id != nil {
-		return h.sessions.touch(id, h.deps.Auth.UserOf(r.conn), h.deps.Clock.Now())
+		return h.sessions.touch(id, h.sessionUser(r), h.deps.Clock.Now())
 	}
 	return nil
 }
@@ -157,7 +157,7 @@ func cmdEndSessions(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	user := h.deps.Auth.UserOf(r.conn)
+	user := h.sessionUser(r)
 	for _, id := range ids {
 		h.sessions.end(id, user)
 	}
@@ -169,7 +169,7 @@ func cmdRefreshSessions(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	user, now := h.deps.Auth.UserOf(r.conn), h.deps.Clock.Now()
+	user, now := h.sessionUser(r), h.deps.Clock.Now()
 	for _, id := range ids {
 		if err := h.sessions.touch(id, user, now); err != nil {
 			return nil, err
@@ -189,7 +189,7 @@ func (h *Handler) listLocalSessions(r *request, spec any) ([]bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	self := h.deps.Auth.UserOf(r.conn)
+	self := h.sessionUser(r)
 	if all || slices.ContainsFunc(users, func(u string) bool { return u != self }) {
 		if err := h.deps.Auth.CheckListSessions(r.conn, r.db, r.body); err != nil {
 			return nil, err
@@ -259,4 +259,13 @@ func lookupString(d bson.D, key string) (string, bool) {
 	v, _ := lookup(d, key)
 	s, ok := v.(string)
 	return s, ok
+}
+
+// sessionUser is the user whose sessions a request names: "" without a
+// login (or a connection, for commands run in process).
+func (h *Handler) sessionUser(r *request) string {
+	if r.conn == nil {
+		return ""
+	}
+	return h.deps.Auth.UserOf(r.conn)
 }
