@@ -5,11 +5,12 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
-func aggregateAll(t *testing.T, c *mongo.Collection, pipeline bson.A) []bson.M {
+func aggregateAll(t *testing.T, c *mongo.Collection, pipeline any, opts ...options.Lister[options.AggregateOptions]) []bson.M {
 	t.Helper()
-	cur, err := c.Aggregate(ctxT(t), pipeline)
+	cur, err := c.Aggregate(ctxT(t), pipeline, opts...)
 	if err != nil {
 		t.Fatalf("%v: %v", pipeline, err)
 	}

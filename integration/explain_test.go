@@ -457,3 +457,57 @@ print("validate " + db.s.validate({full: true}).valid);
 		}
 	}
 }
+
+// find and aggregate run on one engine: every stage reports what it
+// passed on, in find's shape (works, advanced, ...) and in aggregate's
+// (nReturned, executionTimeMillisEstimate per stage).
+func TestExplainCountsEveryStage(t *testing.T) {
+	db := tokenDB(t, 100)
+	find := bson.D{{Key: "find", Value: "s"}, {Key: "filter", Value: bson.D{{Key: "n", Value: bson.D{{Key: "$gte", Value: 5}}}}},
+		{Key: "sort", Value: bson.D{{Key: "_id", Value: -1}, {Key: "n", Value: 1}}}, {Key: "skip", Value: 3}, {Key: "limit", Value: 4},
+		{Key: "projection", Value: bson.D{{Key: "token", Value: 1}}}}
+	ex := explainFind(t, db, find, "executionStats")
+	if got := planStages(t, ex); got != "PROJECTION_SIMPLE>SKIP>SORT>FETCH>IXSCAN" {
+		t.Fatalf("stages %s", got)
+	}
+	top := field(t, execStats(t, ex), "executionStages").(bson.D)
+	for _, want := range []struct {
+		stage          string
+		returned, work int64
+	}{{"PROJECTION_SIMPLE", 4, 5}, {"SKIP", 4, 8}, {"SORT", 7, 51}} {
+		st := stageNamed(t, top, want.stage)
+		if toInt64(field(t, st, "nReturned")) != want.returned || toInt64(field(t, st, "works")) != want.work || toInt64(field(t, st, "advanced")) != want.returned {
+			t.Fatalf("%s: %v", want.stage, st)
+		}
+	}
+	if toInt64(field(t, stageNamed(t, top, "SORT"), "totalDataSizeSorted")) <= 0 {
+		t.Fatalf("SORT sorted nothing: %v", top)
+	}
+	agg := bson.D{{Key: "aggregate", Value: "s"}, {Key: "pipeline", Value: bson.A{
+		bson.D{{Key: "$match", Value: bson.D{{Key: "n", Value: bson.D{{Key: "$lt", Value: 3}}}}}},
+		bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$n"}, {Key: "c", Value: bson.D{{Key: "$sum", Value: 1}}}}}},
+		bson.D{{Key: "$sort", Value: bson.D{{Key: "c", Value: -1}}}},
+		bson.D{{Key: "$limit", Value: 2}},
+	}}, {Key: "cursor", Value: bson.D{}}}
+	stages := field(t, explainFind(t, db, agg, "executionStats"), "stages").(bson.A)
+	if len(stages) != 3 {
+		t.Fatalf("stages %v", stages)
+	}
+	want := []struct {
+		name     string
+		returned int64
+	}{{"$cursor", 30}, {"$group", 3}, {"$sort", 2}}
+	for i, w := range want {
+		st := stages[i].(bson.D)
+		if st[0].Key != w.name || field(t, st, "nReturned") != w.returned {
+			t.Fatalf("stage %d: %v, want %s returning %d", i, st, w.name, w.returned)
+		}
+		if _, ok := field(t, st, "executionTimeMillisEstimate").(int64); !ok {
+			t.Fatalf("stage %d time: %v", i, st)
+		}
+	}
+	sortSpec := field(t, stages[2].(bson.D), "$sort").(bson.D)
+	if field(t, sortSpec, "limit") != int64(2) || fmt.Sprint(field(t, sortSpec, "sortKey")) != `{"c":{"$numberInt":"-1"}}` {
+		t.Fatalf("$sort %v", sortSpec)
+	}
+}

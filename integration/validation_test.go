@@ -82,11 +82,7 @@ func TestSchemaValidationWithQueryOperators(t *testing.T) {
 
 func TestSchemaValidationRefusals(t *testing.T) {
 	db := newDB(t)
-	ce := cmdErr(t, db, bson.D{{Key: "create", Value: "j"}, {Key: "validator", Value: bson.D{{Key: "$jsonSchema", Value: bson.D{{Key: "patternProperties", Value: bson.D{}}}}}}})
-	if ce.Code != 238 {
-		t.Fatalf("$jsonSchema keyword not evaluated yet: %v", ce)
-	}
-	ce = cmdErr(t, db, bson.D{{Key: "create", Value: "j"}, {Key: "validator", Value: bson.D{{Key: "$jsonSchema", Value: bson.D{{Key: "colour", Value: 1}}}}}})
+	ce := cmdErr(t, db, bson.D{{Key: "create", Value: "j"}, {Key: "validator", Value: bson.D{{Key: "$jsonSchema", Value: bson.D{{Key: "colour", Value: 1}}}}}})
 	if ce.Code != 9 || ce.Message != "Unknown $jsonSchema keyword: colour" {
 		t.Fatalf("unknown $jsonSchema keyword: %v", ce)
 	}
@@ -137,5 +133,36 @@ func TestSchemaValidationWithJSONSchema(t *testing.T) {
 		if _, err := c.InsertOne(ctx, bad); err == nil {
 			t.Fatalf("%v accepted", bad)
 		}
+	}
+}
+
+// The structural $jsonSchema keywords are evaluated and explained as
+// mongod's errInfo does.
+func TestSchemaStructuralKeywords(t *testing.T) {
+	db := newDB(t)
+	ctx := ctxT(t)
+	var schema bson.D
+	if err := bson.UnmarshalExtJSON([]byte(`{"bsonType": "object",
+		"patternProperties": {"^n_": {"bsonType": "int"}},
+		"dependencies": {"card": ["billing"]},
+		"properties": {"tags": {"items": [{"bsonType": "string"}], "additionalItems": false}}}`), false, &schema); err != nil {
+		t.Fatal(err)
+	}
+	runCmd(t, db, bson.D{{Key: "create", Value: "s"}, {Key: "validator", Value: bson.D{{Key: "$jsonSchema", Value: schema}}}})
+	c := db.Collection("s")
+	if _, err := c.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "n_a", Value: 1}, {Key: "card", Value: 1}, {Key: "billing", Value: "x"}, {Key: "tags", Value: bson.A{"a"}}}); err != nil {
+		t.Fatalf("valid document: %v", err)
+	}
+	_, err := c.InsertOne(ctx, bson.D{{Key: "_id", Value: 2}, {Key: "n_a", Value: "one"}, {Key: "card", Value: 1}, {Key: "tags", Value: bson.A{"a", "b"}}})
+	we := writeErrorOf(t, err)
+	if we.Code != 121 {
+		t.Fatalf("invalid document: %+v", we)
+	}
+	want := `{"failingDocumentId":2,"details":{"operatorName":"$jsonSchema","schemaRulesNotSatisfied":[` +
+		`{"operatorName":"properties","propertiesNotSatisfied":[{"propertyName":"tags","details":[{"operatorName":"additionalItems","specifiedAs":{"additionalItems":false},"reason":"found additional items","additionalItems":["b"]}]}]},` +
+		`{"operatorName":"patternProperties","details":[{"propertyName":"n_a","regexMatched":"^n_","details":[{"operatorName":"bsonType","specifiedAs":{"bsonType":"int"},"reason":"type did not match","consideredValue":"one","consideredType":"string"}]}]},` +
+		`{"operatorName":"dependencies","failingDependencies":[{"conditionalProperty":"card","missingProperties":["billing"]}]}]}}`
+	if got := bsonString(bsonRawToD(t, we.Details)); got != want {
+		t.Fatalf("errInfo\n got %s\nwant %s", got, want)
 	}
 }

@@ -39,6 +39,16 @@ check(JSON.stringify(order) === '[1,2,3]', 'collated sort: ' + JSON.stringify(or
 check(names.updateMany({ name: 'ann' }, { $set: { a: 1 } }, { collation: ci }).modifiedCount === 2, 'updateMany with collation');
 check(names.deleteOne({ name: 'BOB' }, { collation: ci }).deletedCount === 1, 'deleteOne with collation');
 check(code(() => names.find().collation({ locale: 'en', strength: 9 }).toArray()) === 51024, 'bad strength');
+// a collection's default collation, and $group under it
+db.cinames.drop();
+db.createCollection('cinames', { collation: ci });
+const cin = db.cinames;
+cin.insertMany([{ _id: 1, name: 'ann' }, { _id: 2, name: 'Ann' }, { _id: 3, name: 'Bob' }]);
+check(cin.find({ name: 'ANN' }).count() === 2, 'find under the default collation');
+const infos = db.getCollectionInfos({ name: 'cinames' });
+check(infos[0].options.collation.locale === 'en' && infos[0].options.collation.strength === 2, 'listCollections collation: ' + JSON.stringify(infos));
+check(cin.aggregate([{ $group: { _id: '$name' } }]).toArray().length === 2, '$group under the default collation');
+check(cin.updateMany({ name: 'ANN' }, { $set: { a: 1 } }).modifiedCount === 2, 'updateMany under the default collation');
 // 8.0 bulkWrite command
 const bw = db.adminCommand({ bulkWrite: 1, ops: [
   { insert: 0, document: { _id: 1 } },
@@ -68,4 +78,7 @@ const tail = db.cap.find().tailable({ awaitData: true });
 check(tail.next()._id === 1 && tail.next()._id === 2, 'tailable first batch');
 db.cap.insertOne({ _id: 3 });
 check(tail.next()._id === 3, 'tailable sees a new document');
+// the server's logical sessions, as mongod lists them
+const sessions = db.aggregate([{ $listLocalSessions: {} }]).toArray();
+check(sessions.length >= 1 && sessions[0]._id.id !== undefined && sessions[0].lastUse instanceof Date, '$listLocalSessions: ' + JSON.stringify(sessions));
 print('mongosh surface ok');

@@ -37,6 +37,15 @@ try {
   assert.deepEqual((await names.distinct('name', {}, { collation: ci })).length, 2);
   const fam = await names.findOneAndDelete({ name: 'BOB' }, { collation: ci });
   assert.equal(fam._id, 3);
+  // a collection's default collation, and $group under it
+  await db.collection('nodeci').drop().catch(() => {});
+  const cin = await db.createCollection('nodeci', { collation: ci });
+  await cin.insertMany([{ _id: 1, name: 'ann' }, { _id: 2, name: 'Ann' }, { _id: 3, name: 'Bob' }]);
+  assert.equal(await cin.countDocuments({ name: 'ANN' }), 2);
+  const [info] = await db.listCollections({ name: 'nodeci' }).toArray();
+  assert.equal(info.options.collation.strength, 2);
+  assert.equal((await cin.aggregate([{ $group: { _id: '$name' } }]).toArray()).length, 2);
+  assert.equal((await cin.deleteMany({ name: 'ANN' })).deletedCount, 2);
 
   // 8.0 client bulk write across namespaces
   const bw = await client.bulkWrite([

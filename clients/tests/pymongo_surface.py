@@ -48,6 +48,14 @@ try:
     raise AssertionError("strength 9 accepted")
 except OperationFailure as e:
     assert e.code == 51024, e.details
+# a collection's default collation, and $group under it
+client.test.drop_collection("pyci")
+cin = client.test.create_collection("pyci", collation=ci)
+cin.insert_many([{"_id": 1, "name": "ann"}, {"_id": 2, "name": "Ann"}, {"_id": 3, "name": "Bob"}])
+assert cin.count_documents({"name": "ANN"}) == 2
+assert cin.options()["collation"]["strength"] == 2, cin.options()
+assert len(list(cin.aggregate([{"$group": {"_id": "$name"}}]))) == 2
+assert cin.update_many({"name": "ANN"}, {"$set": {"a": 1}}).modified_count == 2
 # 8.0 bulkWrite, as drivers send it
 r = client.admin.command("bulkWrite", 1, ops=[
     {"insert": 0, "document": {"_id": 1}},
@@ -88,4 +96,9 @@ cap.insert_one({"_id": 3})
 assert next(tail)["_id"] == 3
 assert tail.alive
 tail.close()
+with client.start_session() as s:
+    client.test.pysurface.find_one({}, session=s)
+    listed = list(client.test.aggregate([{"$listLocalSessions": {"allUsers": True}}]))
+    want = s.session_id["id"].as_uuid()
+    assert any(d["_id"]["id"] == want for d in listed), listed
 print("pymongo surface ok")

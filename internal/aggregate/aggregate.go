@@ -68,9 +68,12 @@ func (o Options) memoryLimit() int64 {
 type Pipeline struct {
 	stages []stage
 	names  []string
-	specs  []bson.E
-	opt    Options
-	let    []letVar
+	specs  []bson.E // each stage's argument as explain shows it
+	// absorbed marks a stage explain folds into the one before it (a
+	// $limit into the $sort it bounds).
+	absorbed []bool
+	opt      Options
+	let      []letVar
 }
 
 // stage is one parsed stage. run takes ownership of in: it returns an
@@ -84,6 +87,9 @@ type runCtx struct {
 	env  Env
 	vars map[string]any
 	opt  Options
+	// cur is the counters of the stage being started, where a blocking
+	// stage records what it did (bytes sorted, ...).
+	cur *StageRun
 }
 
 // letVar is one variable of Options.Let, evaluated once per run.
@@ -117,11 +123,6 @@ func (p *Pipeline) parseStages(stages bson.A, within string) error {
 		if err := checkPlacement(spec.Key, i, within); err != nil {
 			return err
 		}
-		if p.opt.Collation != nil {
-			if err := checkCollatedStage(spec); err != nil {
-				return err
-			}
-		}
 		if within == "" {
 			if err := checkStageVars(spec, p.opt.Let); err != nil {
 				return err
@@ -135,6 +136,7 @@ func (p *Pipeline) parseStages(stages bson.A, within string) error {
 		p.names = append(p.names, spec.Key)
 		p.specs = append(p.specs, spec)
 	}
+	p.explainSpecs()
 	p.fuseSortLimit()
 	return nil
 }
@@ -149,7 +151,7 @@ func stageSpec(raw any) (bson.E, error) {
 }
 
 // firstOnly are the stages that must start a pipeline.
-var firstOnly = map[string]bool{"$collStats": true, "$documents": true}
+var firstOnly = map[string]bool{"$collStats": true, "$documents": true, "$listLocalSessions": true}
 
 func checkPlacement(name string, i int, within string) error {
 	switch {
@@ -201,6 +203,11 @@ func stageParsers() map[string]stageParser {
 		"$bucket":      parseBucket,
 		"$unionWith":   parseUnionWith,
 		"$sample":      parseSample,
+		// $listLocalSessions runs in {aggregate: 1}, which the command
+		// layer answers; on a collection it is mongod's error.
+		"$listLocalSessions": func(any, Options) (stage, error) {
+			return nil, mongoerr.New(mongoerr.InvalidNamespace, "$listLocalSessions must be run against the database with {aggregate: 1}, not a collection")
+		},
 	}
 }
 
@@ -259,6 +266,14 @@ func (p *Pipeline) WithoutStage(i int) *Pipeline {
 	out.stages = slices.Delete(slices.Clone(p.stages), i, i+1)
 	out.names = slices.Delete(slices.Clone(p.names), i, i+1)
 	out.specs = slices.Delete(slices.Clone(p.specs), i, i+1)
+	if len(p.absorbed) == len(p.stages) {
+		// A $limit the removed $sort absorbed stands on its own again.
+		absorbed := slices.Clone(p.absorbed)
+		if i+1 < len(absorbed) {
+			absorbed[i+1] = false
+		}
+		out.absorbed = slices.Delete(absorbed, i, i+1)
+	}
 	return &out
 }
 
@@ -284,9 +299,21 @@ func (p *Pipeline) StartsWithCollStats() bool {
 // Run streams input through the pipeline. The returned iterator owns
 // input and closes it.
 func (p *Pipeline) Run(input Iterator, env Env) (Iterator, error) {
+	ex, err := p.Start(input, env)
+	if err != nil {
+		return nil, err
+	}
+	return ex, nil
+}
+
+// Start is Run that also gives each stage's counters (for explain).
+func (p *Pipeline) Start(input Iterator, env Env) (*Execution, error) {
 	vars := map[string]any{"NOW": bson.NewDateTimeFromTime(env.Now())}
 	if g, ok := env.(interface{ Guard() *expr.Guard }); ok {
 		vars = expr.WithGuard(vars, g.Guard())
+	}
+	if p.opt.Collation != nil {
+		vars = expr.WithCollation(vars, p.opt.Collation)
 	}
 	for _, v := range p.let {
 		val, err := v.e.Eval(bson.D{}, vars)
@@ -296,17 +323,19 @@ func (p *Pipeline) Run(input Iterator, env Env) (Iterator, error) {
 		}
 		vars[v.name] = val
 	}
-	return p.runWith(input, &runCtx{env: env, vars: vars, opt: p.opt})
+	return p.start(input, &runCtx{env: env, vars: vars, opt: p.opt})
 }
 
-// runWith chains the stages over in.
+// runWith chains the stages over in (a sub-pipeline's run).
 func (p *Pipeline) runWith(in Iterator, rc *runCtx) (Iterator, error) {
-	for i, s := range p.stages {
-		out, err := s.run(in, rc)
-		if err != nil {
-			return nil, fmt.Errorf("%s stage: %w", p.names[i], err)
-		}
-		in = out
+	sub := *rc // the sub-pipeline's stages keep their own counters
+	ex, err := p.start(in, &sub)
+	if err != nil {
+		return nil, err
 	}
-	return in, nil
+	return ex, nil
+}
+
+func wrapStageErr(name string, err error) error {
+	return fmt.Errorf("%s stage: %w", name, err)
 }

@@ -1,77 +1,50 @@
 package aggregate
 
 import (
-	"strings"
-
-	"go.mongodb.org/mongo-driver/v2/bson"
-
-	"github.com/mayflydb/mayfly/internal/bsonutil"
-	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/expr"
+	"github.com/mayflydb/mayfly/internal/query"
 )
 
-// Under a non-simple collation $match and $sort compare strings through
-// the collation's keys. Stages that compare or build strings in other ways
-// ($group keys, expressions, $lookup) do not apply it yet, so a pipeline
-// with them is refused rather than answered in binary order. What remains
-// covers what drivers send for countDocuments and plain filtered, sorted,
-// paged reads.
+// Under a non-simple collation (Options.Collation) every stage compares
+// strings as the collation orders them, as mongod does:
+//
+//   - $match and $lookup's equality match keyed documents against keyed
+//     filters (query.NewFilterWith), and $sort sorts by keyed values;
+//   - expressions ($project, $addFields, $group's _id and arguments,
+//     $bucket's boundaries, ...) get the collator through their variables
+//     (expr.WithCollation) and compare keyed values;
+//   - $group groups by the keyed _id, showing the first _id seen for each
+//     group, and its $min, $max and $addToSet compare keyed values while
+//     returning the values they were given (collatedAcc).
+//
+// Sub-pipelines ($facet, $lookup, $unionWith) are parsed with the same
+// options and so apply the same collation.
 
-// checkCollatedStage refuses a stage that would ignore the collation.
-func checkCollatedStage(spec bson.E) error {
-	switch spec.Key {
-	case "$match", "$sort", "$skip", "$limit", "$count":
-		return nil
-	case "$project", "$unset":
-		if plainProjection(spec.Value) {
-			return nil
-		}
-	case "$group":
-		if constantGroup(spec.Value) {
-			return nil
-		}
-	}
-	return mongoerr.Newf(mongoerr.BadValue, "a non-simple collation is not supported by Mayfly for the %s stage", spec.Key)
+// collatedAcc folds keyed values into an accumulator that compares, then
+// answers the original values: $min/$max return one of them, $addToSet
+// an array of them.
+type collatedAcc struct {
+	inner expr.Accumulator
+	coll  query.Collator
+	orig  expr.Originals
 }
 
-// plainProjection: only inclusions and exclusions, nothing computed.
-func plainProjection(v any) bool {
-	switch x := v.(type) {
-	case string:
-		return true
-	case bson.A:
-		return true
-	case bson.D:
-		for _, e := range x {
-			if _, isBool := e.Value.(bool); !isBool && !bsonutil.IsNumber(e.Value) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
+func (a *collatedAcc) Add(v any) error {
+	k := a.coll.Value(v)
+	a.orig.Add(k, v)
+	return a.inner.Add(k)
 }
 
-// constantGroup: one group (a constant _id) counted or summed over
-// numbers, as countDocuments builds it.
-func constantGroup(v any) bool {
-	d, ok := v.(bson.D)
-	if !ok {
-		return false
+func (a *collatedAcc) Result() any { return a.orig.Restore(a.inner.Result()) }
+
+// newAccumulator is expr.NewAccumulator under the run's collation.
+func newAccumulator(op string, coll query.Collator) expr.Accumulator {
+	acc, _ := expr.NewAccumulator(op)
+	switch {
+	case coll == nil:
+		return acc
+	case op == "$min" || op == "$max" || op == "$addToSet":
+		return &collatedAcc{inner: acc, coll: coll, orig: expr.Originals{}}
 	}
-	for _, e := range d {
-		if e.Key == "_id" {
-			if s, isStr := e.Value.(string); isStr && strings.HasPrefix(s, "$") {
-				return false
-			}
-			if _, isDoc := e.Value.(bson.D); isDoc {
-				return false
-			}
-			continue
-		}
-		acc, isDoc := e.Value.(bson.D)
-		if !isDoc || len(acc) != 1 || (acc[0].Key != "$sum" && acc[0].Key != "$count") {
-			return false
-		}
-	}
-	return true
+	return acc
 }

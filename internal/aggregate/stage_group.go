@@ -190,12 +190,15 @@ func (g *groupStage) groupFor(doc bson.D, rc *runCtx, index map[string]*group) (
 		return nil, 0, fmt.Errorf("evaluating the $group _id: %w", err)
 	}
 	key := groupKey(id)
+	if rc.opt.Collation != nil {
+		key = groupKey(rc.opt.Collation.Value(id))
+	}
 	if gr, ok := index[key]; ok {
 		return gr, 0, nil
 	}
 	gr := &group{id: id, accs: make([]expr.Accumulator, len(g.fields))}
 	for i, f := range g.fields {
-		gr.accs[i], _ = expr.NewAccumulator(f.op)
+		gr.accs[i] = newAccumulator(f.op, rc.opt.Collation)
 	}
 	index[key] = gr
 	return gr, int64(len(key)) + 64*int64(len(g.fields)+1), nil

@@ -16,6 +16,13 @@ type sortStage struct {
 	spec  bson.D
 	sort  *query.Sort
 	limit int64
+	// check, when set, replaces the $sort memory limit (find's SORT has
+	// its own message); then, when set, wraps the sorted output.
+	check func(held int64) error
+	then  func(Iterator) Iterator
+	// sizeKey names the bytes sorted in explain: $sort and find's SORT
+	// call it differently.
+	sizeKey string
 }
 
 func parseSort(spec any, opt Options) (stage, error) {
@@ -38,11 +45,14 @@ func parseSort(spec any, opt Options) (stage, error) {
 	if opt.Collation != nil {
 		s = s.WithCollation(opt.Collation)
 	}
-	return &sortStage{spec: d, sort: s}, nil
+	return &sortStage{spec: d, sort: s, sizeKey: "totalDataSizeSortedBytesEstimate"}, nil
 }
 
 // fuseSortLimit gives each $sort directly followed by $limit that limit.
+// Explain then shows them as mongod does: one $sort {sortKey, limit}, the
+// $limit absorbed.
 func (p *Pipeline) fuseSortLimit() {
+	p.absorbed = make([]bool, len(p.stages))
 	for i := 0; i+1 < len(p.stages); i++ {
 		s, ok := p.stages[i].(*sortStage)
 		l, isLimit := p.stages[i+1].(*limitStage)
@@ -50,6 +60,23 @@ func (p *Pipeline) fuseSortLimit() {
 			fused := *s
 			fused.limit = l.n
 			p.stages[i] = &fused
+			p.specs[i].Value = bson.D{{Key: "sortKey", Value: s.spec}, {Key: "limit", Value: l.n}}
+			p.absorbed[i+1] = true
+		}
+	}
+}
+
+// explainSpecs gives $sort, $skip and $limit the arguments mongod's
+// explain shows: {sortKey}, and the counts as longs.
+func (p *Pipeline) explainSpecs() {
+	for i, st := range p.stages {
+		switch s := st.(type) {
+		case *sortStage:
+			p.specs[i].Value = bson.D{{Key: "sortKey", Value: s.spec}}
+		case *skipStage:
+			p.specs[i].Value = s.n
+		case *limitStage:
+			p.specs[i].Value = s.n
 		}
 	}
 }
@@ -58,14 +85,30 @@ func (p *Pipeline) fuseSortLimit() {
 // it holds only the best documents (SortBuffered).
 func (s *sortStage) run(in Iterator, rc *runCtx) (Iterator, error) {
 	defer in.Close()
-	docs, _, err := SortBuffered(in, s.sort, s.limit, func(held int64) error {
-		mem := memTracker{used: held}
-		return mem.add(0, rc, "$sort")
-	})
+	check := s.check
+	if check == nil {
+		check = func(held int64) error {
+			mem := memTracker{used: held}
+			return mem.add(0, rc, "$sort")
+		}
+	}
+	docs, size, err := SortBuffered(in, s.sort, s.limit, check)
 	if err != nil {
 		return nil, err
 	}
-	return &sliceIter{docs: docs}, nil
+	if rc.cur != nil && s.sizeKey != "" {
+		rc.cur.Exec = bson.D{
+			{Key: s.sizeKey, Value: size},
+			{Key: "usedDisk", Value: false},
+			{Key: "spills", Value: int64(0)},
+			{Key: "spilledDataStorageSize", Value: int64(0)},
+		}
+	}
+	var out Iterator = &sliceIter{docs: docs}
+	if s.then != nil {
+		out = s.then(out)
+	}
+	return out, nil
 }
 
 // limitStage is $limit.

@@ -217,3 +217,13 @@ func (m *Manager) speculate(c Conn, v any) bson.D {
 	}
 	return reply
 }
+
+// CheckListSessions refuses, as mongod does, a listing of other users'
+// sessions ($listLocalSessions with allUsers or others' names) to a user
+// without listSessions on the cluster.
+func (m *Manager) CheckListSessions(c Conn, db string, body bson.D) error {
+	if !m.cfg.Enabled || m.allowed(sessionOf(c), need(clusterTarget(), "listSessions")) {
+		return nil
+	}
+	return notAuthorized(db, body)
+}

@@ -221,17 +221,30 @@ func (h *Handler) collectionlessAggregate(r *request, stages bson.A, batch int64
 	if len(first) == 1 && first[0].Key == "$documents" {
 		return h.documentsAggregate(r, stages, batch)
 	}
+	if len(first) == 1 && first[0].Key == "$listLocalSessions" {
+		docs, err := h.listLocalSessions(r, first[0].Value)
+		if err != nil {
+			return nil, err
+		}
+		return h.runOverDocs(r, stages[1:], docs, batch)
+	}
 	if len(first) != 1 || first[0].Key != "$currentOp" {
-		return nil, mongoerr.New(mongoerr.InvalidNamespace, "{aggregate: 1} is only supported with $currentOp by Mayfly")
+		return nil, mongoerr.New(mongoerr.InvalidNamespace, "{aggregate: 1} is only supported with $currentOp, $documents and $listLocalSessions by Mayfly")
 	}
 	if r.db != "admin" {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "$currentOp must be run against the 'admin' database with {aggregate: 1}")
 	}
-	p, err := aggregate.Parse(stages[1:], aggregate.Options{})
+	return h.runOverDocs(r, stages[1:], h.currentOpDocs(), batch)
+}
+
+// runOverDocs runs the stages after a collectionless first stage over the
+// documents it produced, and replies with a cursor.
+func (h *Handler) runOverDocs(r *request, stages bson.A, docs []bson.D, batch int64) (bson.D, error) {
+	p, err := aggregate.Parse(stages, aggregate.Options{})
 	if err != nil {
 		return nil, err
 	}
-	out, err := p.Run(&sliceSource{docs: h.currentOpDocs()}, nilEnv{now: h.deps.Clock.Now()})
+	out, err := p.Run(&sliceSource{docs: docs}, nilEnv{now: h.deps.Clock.Now()})
 	if err != nil {
 		return nil, err
 	}

@@ -74,8 +74,9 @@ func stagesOf(r *request) bson.A {
 	return a
 }
 
-// parsePipeline parses the pipeline.
-func parsePipeline(r *request) (*aggregate.Pipeline, error) {
+// parsePipeline parses the pipeline under the request's collation (or the
+// collection's default).
+func (h *Handler) parsePipeline(r *request) (*aggregate.Pipeline, error) {
 	v, ok := lookup(r.body, "pipeline")
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'aggregate.pipeline' is missing but a required field")
@@ -92,7 +93,7 @@ func parsePipeline(r *request) (*aggregate.Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	coll, err := parseCollation(r.body)
+	coll, err := h.requestCollation(r)
 	if err != nil {
 		return nil, err
 	}

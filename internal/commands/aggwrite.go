@@ -407,7 +407,7 @@ func (t *aggTarget) applyMatchedPipeline(target, d bson.D, clk interface{ Now() 
 // documentsAggregate runs {aggregate: 1} over a leading $documents: the
 // pipeline reads no collection.
 func (h *Handler) documentsAggregate(r *request, stages bson.A, batch int64) (bson.D, error) {
-	p, err := parsePipeline(r)
+	p, err := h.parsePipeline(r)
 	if err != nil {
 		return nil, err
 	}

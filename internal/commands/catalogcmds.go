@@ -7,6 +7,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/catalog"
+	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
@@ -63,18 +64,32 @@ func collectionInfo(m *catalog.Collection) bson.D {
 		{Key: "type", Value: "collection"},
 		{Key: "options", Value: m.Options},
 		{Key: "info", Value: bson.D{{Key: "readOnly", Value: false}, {Key: "uuid", Value: m.UUID}}},
-		{Key: "idIndex", Value: m.Indexes[0].Spec},
+		{Key: "idIndex", Value: idIndexSpec(m.Indexes[0].Spec, m.Options)},
 	}
+}
+
+// idIndexSpec is the _id index as listed: on a collection with a default
+// collation it carries that collation, as mongod's does (Mayfly's _id
+// index stays binary; see collatedIDError).
+func idIndexSpec(spec, options bson.D) bson.D {
+	coll, ok := lookup(options, "collation")
+	if !ok {
+		return spec
+	}
+	if _, has := lookup(spec, "collation"); has {
+		return spec
+	}
+	return append(append(bson.D{}, spec...), bson.E{Key: "collation", Value: coll})
 }
 
 // createOptionsKnown are create's options that Mayfly implements.
 var createOptionsKnown = []string{"capped", "size", "max", "autoIndexId", "idIndex", "writeConcern", "flags",
-	"validator", "validationLevel", "validationAction"}
+	"validator", "validationLevel", "validationAction", "collation"}
 
 // createOptionsUnsupported are MongoDB's create options for features Mayfly
 // does not have; they fail instead of being ignored.
 var createOptionsUnsupported = []string{
-	"pipeline", "collation", "timeseries", "expireAfterSeconds", "clusteredIndex",
+	"pipeline", "timeseries", "expireAfterSeconds", "clusteredIndex",
 	"changeStreamPreAndPostImages",
 	"encryptedFields", "storageEngine", "indexOptionDefaults",
 }
@@ -142,6 +157,13 @@ func createOptions(r *request) (docstore.CreateOptions, error) {
 	}
 	if ok {
 		opt.Raw = append(opt.Raw, withValidationDefaults(vopts)...)
+	}
+	coll, err := createCollation(r)
+	if err != nil {
+		return opt, err
+	}
+	if coll != nil {
+		opt.Raw = append(opt.Raw, bson.E{Key: "collation", Value: coll})
 	}
 	return opt, nil
 }
@@ -241,7 +263,7 @@ func cmdCreateIndexes(h *Handler, r *request) (bson.D, error) {
 	if err := docstore.ValidateUserWrite(r.db, name); err != nil {
 		return nil, err
 	}
-	ixs, err := parseIndexSpecs(specs)
+	ixs, err := parseIndexSpecs(withDefaultCollation(specs, h.defaultCollation(r.db, name)))
 	if err != nil {
 		return nil, err
 	}
@@ -257,6 +279,22 @@ func cmdCreateIndexes(h *Handler, r *request) (bson.D, error) {
 		return nil, err
 	}
 	return createIndexesReply(res, created), nil
+}
+
+// withDefaultCollation gives the collection's default collation (nil:
+// none) to the index specs that name no collation, as mongod does.
+func withDefaultCollation(specs []bson.D, dflt *collation.Collation) []bson.D {
+	if dflt == nil {
+		return specs
+	}
+	out := make([]bson.D, len(specs))
+	for i, s := range specs {
+		out[i] = s
+		if _, ok := lookup(s, "collation"); !ok {
+			out[i] = append(append(bson.D{}, s...), bson.E{Key: "collation", Value: dflt.Spec()})
+		}
+	}
+	return out
 }
 
 func parseIndexSpecs(specs []bson.D) ([]*catalog.Index, error) {
@@ -296,7 +334,10 @@ func cmdListIndexes(h *Handler, r *request) (bson.D, error) {
 	}
 	var docs []bson.D
 	for _, ix := range c.Indexes() {
-		if ix.Ready {
+		switch {
+		case ix.Ready && ix.IsID():
+			docs = append(docs, idIndexSpec(ix.Spec, c.Meta().Options))
+		case ix.Ready:
 			docs = append(docs, ix.Spec)
 		}
 	}

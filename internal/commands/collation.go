@@ -4,6 +4,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/collation"
+	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
 )
 
@@ -38,4 +40,96 @@ func commandFilter(d bson.D, let *letScope, c *collation.Collation) (*query.Filt
 		vars = let.vars
 	}
 	return query.NewFilterWith(d, query.FilterOptions{Vars: vars, Collation: collator(c)})
+}
+
+// A collection or view may have a default collation (create's collation
+// option, kept in its options as the full spec). Commands on it that give
+// no collation of their own use it, as mongod does; one that gives
+// {locale: "simple"} compares in binary order.
+
+// defaultCollation is db.coll's default collation, nil for simple or when
+// there is no such collection.
+func (h *Handler) defaultCollation(db, coll string) *collation.Collation {
+	c := h.deps.Store.Collection(db, coll)
+	if c == nil {
+		return nil
+	}
+	v, ok := lookup(c.Meta().Options, "collation")
+	if !ok {
+		return nil
+	}
+	out, err := collation.Parse(v)
+	if err != nil {
+		return nil // a stored spec was validated when it was stored
+	}
+	return out
+}
+
+// collationIn is the collation a command (or statement) d on db.coll
+// uses: its own when it gives one, else the collection's default.
+func (h *Handler) collationIn(d bson.D, db, coll string) (*collation.Collation, error) {
+	if _, ok := lookup(d, "collation"); ok {
+		return parseCollation(d)
+	}
+	return h.defaultCollation(db, coll), nil
+}
+
+// requestCollation is collationIn for a command whose first field names
+// its collection.
+func (h *Handler) requestCollation(r *request) (*collation.Collation, error) {
+	name, _ := r.body[0].Value.(string)
+	return h.collationIn(r.body, r.db, name)
+}
+
+// createCollation reads create's collation option: the full spec to keep
+// in the options, nil for none or simple.
+func createCollation(r *request) (bson.D, error) {
+	c, err := parseCollation(r.body)
+	if err != nil || c == nil {
+		return nil, err
+	}
+	return c.Spec(), nil
+}
+
+// collatedIDError refuses a new document whose _id holds a string in a
+// collection with a non-simple default collation: mongod's _id index
+// would then be unique under the collation, while Mayfly's is binary.
+func collatedIDError(c *docstore.Collection, doc bson.D) error {
+	if _, ok := lookup(c.Meta().Options, "collation"); !ok {
+		return nil
+	}
+	id, _ := lookup(doc, "_id")
+	if !holdsString(id) {
+		return nil
+	}
+	return mongoerr.Newf(mongoerr.BadValue, "an _id holding a string in %s, a collection with a non-simple default collation, is not supported by Mayfly: its _id index is unique in binary order", c.Namespace())
+}
+
+func holdsString(v any) bool {
+	switch x := v.(type) {
+	case string, bson.Symbol:
+		return true
+	case bson.D:
+		for _, e := range x {
+			if holdsString(e.Value) {
+				return true
+			}
+		}
+	case bson.A:
+		for _, e := range x {
+			if holdsString(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// statementCollation is a write statement's collation: its own, else the
+// collection's default dflt.
+func statementCollation(s bson.D, dflt *collation.Collation) (*collation.Collation, error) {
+	if _, ok := lookup(s, "collation"); ok {
+		return parseCollation(s)
+	}
+	return dflt, nil
 }

@@ -76,6 +76,7 @@ type Handler struct {
 	processID bson.ObjectID
 	opCounts  opCounters
 	emptyTs   emptyTsClock
+	sessions  *sessionCache
 }
 
 type opCounters struct {
@@ -128,7 +129,7 @@ func New(deps Deps) *Handler {
 	if deps.Auth == nil {
 		deps.Auth = auth.Disabled(deps.Store, deps.Logger)
 	}
-	h := &Handler{deps: deps, started: deps.Clock.Now(), processID: bson.NewObjectID()}
+	h := &Handler{deps: deps, started: deps.Clock.Now(), processID: bson.NewObjectID(), sessions: newSessionCache()}
 	h.table = buildTable()
 	return h
 }
@@ -151,6 +152,9 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 	}
 	h.count(cmd.Name)
 	if err := h.deps.Auth.Authorize(c, cmd.DB, cmd.Name, cmd.Body); err != nil {
+		return mongoerr.Reply(err)
+	}
+	if err := h.touchSession(r); err != nil {
 		return mongoerr.Reply(err)
 	}
 	started := h.deps.Clock.Now()

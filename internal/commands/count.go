@@ -20,7 +20,7 @@ func cmdCount(h *Handler, r *request) (bson.D, error) {
 	if err := checkFields(r, "query", "limit", "skip", "hint", "collation", "fields", "readConcern"); err != nil {
 		return nil, err
 	}
-	coll, err := parseCollation(r.body)
+	coll, err := h.requestCollation(r)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +104,7 @@ func cmdDistinct(h *Handler, r *request) (bson.D, error) {
 	if err := checkFields(r, "key", "query", "collation", "hint"); err != nil {
 		return nil, err
 	}
-	coll, err := parseCollation(r.body)
+	coll, err := h.requestCollation(r)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/expr"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -60,7 +61,7 @@ func (h *Handler) deleteStatement(r *request, a writeArgs, lv *letScope, s bson.
 	if err := checkInterrupt(r.ctx); err != nil {
 		return 0, err
 	}
-	f, limit, hint, err := parseDeleteStmt(s, lv)
+	f, limit, hint, err := parseDeleteStmt(s, lv, h.defaultCollation(r.db, a.coll))
 	if err != nil {
 		return 0, err
 	}
@@ -78,13 +79,13 @@ func (h *Handler) deleteStatement(r *request, a writeArgs, lv *letScope, s bson.
 	})
 }
 
-func parseDeleteStmt(s bson.D, let *letScope) (*query.Filter, int, any, error) {
+func parseDeleteStmt(s bson.D, let *letScope, dflt *collation.Collation) (*query.Filter, int, any, error) {
 	for _, e := range s {
 		if !contains(deleteStmtFields, e.Key) {
 			return nil, 0, nil, mongoerr.Newf(mongoerr.Location40415, "BSON field 'delete.deletes.%s' is an unknown field.", e.Key)
 		}
 	}
-	coll, err := parseCollation(s)
+	coll, err := statementCollation(s, dflt)
 	if err != nil {
 		return nil, 0, nil, err
 	}

@@ -222,37 +222,11 @@ func serverParameters() bson.D {
 	}
 }
 
-// execStage is one stage above the scan (SORT, SKIP, LIMIT, PROJECTION_*,
-// COUNT, UPDATE, ...). details are shown always, execDetails only with
-// executionStats. out counts what the stage passed on once it ran; stages
-// that pass nothing on (COUNT, UPDATE) leave it nil.
-type execStage struct {
-	name        string
-	details     bson.D
-	execDetails bson.D
-	out         *countingSource
-}
-
-// countingSource counts the documents a stage passes on.
-type countingSource struct {
-	src cursor.Source
-	n   int64
-	eof bool
-}
-
-func (c *countingSource) Next() (bson.D, bool, error) {
-	d, ok, err := c.src.Next()
-	if ok {
-		c.n++
-	} else if err == nil {
-		c.eof = true
-	}
-	return d, ok, err
-}
-
-func (c *countingSource) Close() error { return c.src.Close() }
-
-// queryExec is an operation's scan and the stages above it.
+// queryExec is an operation's planned scan and the stages above it. A
+// find's stages are an aggregate pipeline (pipe, composed by planFind)
+// whose run counts what each stage did; the stages of other commands
+// (COUNT, UPDATE, DELETE, the SORT of a single-document write) are
+// pushed with push and their counters set by the command.
 type queryExec struct {
 	ctx     context.Context // the command's: maxTimeMS ends the scan
 	c       *docstore.Collection
@@ -260,7 +234,9 @@ type queryExec struct {
 	plan    *docstore.Plan
 	scan    *docstore.DocIter
 	express bool
-	stages  []*execStage // bottom up
+	pipe    *aggregate.Pipeline
+	run     *aggregate.Execution
+	stages  []*aggregate.StageRun // bottom up
 	started time.Time
 }
 
@@ -286,8 +262,10 @@ func (ex *queryExec) start() cursor.Source {
 	return ex.scan
 }
 
-func (ex *queryExec) push(name string, details bson.D) *execStage {
-	st := &execStage{name: name, details: details}
+// push adds a stage that passes nothing on (COUNT, UPDATE, DELETE) or
+// whose counters the command sets (a single-document write's SORT).
+func (ex *queryExec) push(name string, details bson.D) *aggregate.StageRun {
+	st := &aggregate.StageRun{Name: name, Spec: details, EOF: true}
 	ex.stages = append(ex.stages, st)
 	return st
 }
@@ -307,13 +285,23 @@ func (ex *queryExec) explained(ns string, executed bool) *explained {
 	return out
 }
 
+// allStages are the stages above the scan: the find pipeline's, with the
+// counters of its run when it ran, then the pushed ones.
+func (ex *queryExec) allStages() []*aggregate.StageRun {
+	var out []*aggregate.StageRun
+	switch {
+	case ex.run != nil:
+		out = ex.run.Stages()
+	case ex.pipe != nil:
+		out = ex.pipe.Planned()
+	}
+	return append(append([]*aggregate.StageRun(nil), out...), ex.stages...)
+}
+
 func (ex *queryExec) returned() int64 {
 	n := ex.scanReturned()
-	for _, st := range ex.stages {
-		n = 0
-		if st.out != nil {
-			n = st.out.n
-		}
+	for _, st := range ex.allStages() {
+		n = st.Out
 	}
 	return n
 }
@@ -329,11 +317,9 @@ func (ex *queryExec) scanReturned() int64 {
 func (ex *queryExec) tree(executed bool, millis int64) bson.D {
 	doc := ex.leaf(executed, millis)
 	in := ex.scanReturned()
-	for _, st := range ex.stages {
-		doc = st.describe(doc, executed, in, millis)
-		if st.out != nil {
-			in = st.out.n
-		}
+	for _, st := range ex.allStages() {
+		doc = describeStage(st, doc, executed, in, millis)
+		in = st.Out
 	}
 	return doc
 }
@@ -357,18 +343,24 @@ func eofStage(executed bool) bson.D {
 	return append(out, bson.E{Key: "type", Value: "nonExistentNamespace"})
 }
 
-func (st *execStage) describe(input bson.D, executed bool, in, millis int64) bson.D {
-	out := bson.D{{Key: "stage", Value: st.name}}
+// describeStage renders one stage in find's explain shape: its name,
+// with executed its counters over the in documents it was given, its
+// details, what it measured, and the stage below.
+func describeStage(st *aggregate.StageRun, input bson.D, executed bool, in, millis int64) bson.D {
+	out := bson.D{{Key: "stage", Value: st.Name}}
 	if executed {
-		n, eof := int64(0), true
-		if st.out != nil {
-			n, eof = st.out.n, st.out.eof
-		}
-		out = append(out, stageCounters(n, in, eof, millis)...)
+		out = append(out, stageCounters(st.Out, in, st.EOF, millis)...)
 	}
-	out = append(out, st.details...)
+	if d, ok := st.Spec.(bson.D); ok {
+		out = append(out, d...)
+	}
 	if executed {
-		out = append(out, st.execDetails...)
+		for _, e := range st.Exec {
+			if n, isLong := e.Value.(int64); isLong {
+				e.Value = docstore.Num(n)
+			}
+			out = append(out, e)
+		}
 	}
 	return append(out, bson.E{Key: "inputStage", Value: input})
 }
@@ -412,7 +404,8 @@ func drain(r *request, src cursor.Source) error {
 
 // planFind plans a find and lays out its stages as MongoDB does: SORT
 // (with skip+limit as its limit) unless the index provides the order, then
-// SKIP, LIMIT (folded into SORT when there is one) and PROJECTION.
+// SKIP, LIMIT (folded into SORT when there is one) and PROJECTION. The
+// stages are an aggregate pipeline over the planned scan.
 func (h *Handler) planFind(r *request, c *docstore.Collection, a *findArgs) (*queryExec, error) {
 	q := docstore.Query{Filter: a.filter, Sort: a.sortSpec, Hint: a.hint}
 	if a.collation != nil {
@@ -423,23 +416,44 @@ func (h *Handler) planFind(r *request, c *docstore.Collection, a *findArgs) (*qu
 	if err != nil {
 		return nil, err
 	}
+	var steps []aggregate.Step
 	sorted := a.sort != nil && !a.sort.IsEmpty() && ex.plan != nil && (!ex.plan.SortProvided || a.collation != nil)
 	if sorted {
-		ex.push("SORT", sortDetails(a))
+		steps = append(steps, findSortStep(r, ex, a))
 	}
 	if a.skip > 0 {
-		ex.push("SKIP", bson.D{{Key: "skipAmount", Value: docstore.Num(a.skip)}})
+		steps = append(steps, aggregate.SkipStep("SKIP", bson.D{{Key: "skipAmount", Value: docstore.Num(a.skip)}}, a.skip))
 	}
 	// A read of one _id returns at most one document: limit 1 is moot.
 	point := ex.plan != nil && ex.plan.PointLookup()
 	if a.limit > 0 && !sorted && !(point && a.limit == 1) {
-		ex.push("LIMIT", bson.D{{Key: "limitAmount", Value: docstore.Num(a.limit)}})
+		steps = append(steps, aggregate.LimitStep("LIMIT", bson.D{{Key: "limitAmount", Value: docstore.Num(a.limit)}}, a.limit))
 	}
 	if a.projection != nil {
-		ex.push(projectionStage(a.projSpec), bson.D{{Key: "transformBy", Value: a.projSpec}})
+		steps = append(steps, aggregate.MapStep(projectionStage(a.projSpec), bson.D{{Key: "transformBy", Value: a.projSpec}}, projector(a.projection, a.filter, a.showRecord)))
 	}
-	ex.express = point && len(ex.stages) == 0
+	ex.pipe = aggregate.Compose(aggregate.Options{AllowDiskUse: a.allowDisk}, steps...)
+	ex.express = point && len(steps) == 0
 	return ex, nil
+}
+
+// findSortStep is find's SORT: a top-k sort when a limit follows, under
+// find's memory limit, and on a TTL collection the sorted documents are
+// re-checked for expiry as a cursor hands them out.
+func findSortStep(r *request, ex *queryExec, a *findArgs) aggregate.Step {
+	keep := int64(0)
+	if a.limit > 0 {
+		keep = a.skip + a.limit
+	}
+	var then func(aggregate.Iterator) aggregate.Iterator
+	if ex.c.HasTTL() {
+		then = func(in aggregate.Iterator) aggregate.Iterator {
+			u := &unexpiredSource{src: in, c: ex.c}
+			r.sorted = append(r.sorted, u)
+			return u
+		}
+	}
+	return aggregate.SortStep("SORT", sortDetails(a), a.sort, keep, sortCheck(r, a.allowDisk), then)
 }
 
 func sortDetails(a *findArgs) bson.D {
@@ -469,73 +483,32 @@ func projectionStage(spec bson.D) string {
 	return "PROJECTION_SIMPLE"
 }
 
-// runFind opens the scan and wires the planned stages over it. A SORT
+// runFind opens the scan and runs the planned stages over it. A SORT
 // reads its whole input here, so that its memory limit applies at once.
-func (ex *queryExec) runFind(r *request, a *findArgs) (cursor.Source, error) {
+func (ex *queryExec) runFind(h *Handler, r *request, coll string) (cursor.Source, error) {
 	src := ex.start()
 	r.track(ex.scan)
-	for _, st := range ex.stages {
-		next, err := st.wire(r, a, src)
-		if err != nil {
-			_ = src.Close()
-			return nil, err
-		}
-		if st.name == "SORT" && ex.c.HasTTL() {
-			u := &unexpiredSource{src: next, c: ex.c}
-			r.sorted = append(r.sorted, u)
-			next = u
-		}
-		st.out = &countingSource{src: next}
-		src = st.out
-	}
-	return src, nil
-}
-
-func (st *execStage) wire(r *request, a *findArgs, src cursor.Source) (cursor.Source, error) {
-	switch st.name {
-	case "SORT":
-		return st.sortAll(r, a, src)
-	case "SKIP":
-		return aggregate.Skip(src, a.skip), nil
-	case "LIMIT":
-		return aggregate.Limit(src, a.limit), nil
-	}
-	return &projectSource{src: src, p: a.projection, f: a.filter, recordID: a.showRecord}, nil
-}
-
-func (st *execStage) sortAll(r *request, a *findArgs, src cursor.Source) (cursor.Source, error) {
-	keep := int64(0)
-	if a.limit > 0 {
-		keep = a.skip + a.limit
-	}
-	docs, size, err := sortWithin(r, src, a.sort, keep, a.allowDisk)
+	run, err := ex.pipe.Start(src, newAggEnv(h, r, coll))
 	if err != nil {
 		return nil, err
 	}
-	st.execDetails = bson.D{
-		{Key: "totalDataSizeSorted", Value: docstore.Num(size)},
-		{Key: "usedDisk", Value: false},
-		{Key: "spills", Value: int32(0)},
-		{Key: "spilledDataStorageSize", Value: int32(0)},
-	}
-	return &closingSlice{sliceSource: sliceSource{docs: docs}, under: src}, nil
+	ex.run = run
+	return run, nil
 }
 
-// closingSlice serves sorted documents and closes the scan they came from.
-type closingSlice struct {
-	sliceSource
-	under cursor.Source
-}
-
-func (s *closingSlice) Close() error { return s.under.Close() }
-
-// sortWithin reads src and sorts it in memory (aggregate.SortBuffered),
-// failing as MongoDB does when it holds more than 100 MiB without
-// allowDiskUse (Mayfly then keeps sorting in memory). With keep > 0 only
-// the best keep documents are held, as MongoDB's top-k sort does, and only
-// they count against the limit. It also returns the bytes it sorted.
+// sortWithin reads src and sorts it in memory (aggregate.SortBuffered)
+// under find's memory limit (sortCheck). With keep > 0 only the best keep
+// documents are held, as MongoDB's top-k sort does. It also returns the
+// bytes it sorted.
 func sortWithin(r *request, src cursor.Source, s *query.Sort, keep int64, allowDisk bool) ([]bson.D, int64, error) {
-	return aggregate.SortBuffered(src, s, keep, func(held int64) error {
+	return aggregate.SortBuffered(src, s, keep, sortCheck(r, allowDisk))
+}
+
+// sortCheck fails a blocking sort as MongoDB does when it holds more than
+// 100 MiB without allowDiskUse (Mayfly then keeps sorting in memory), and
+// when the operation is interrupted.
+func sortCheck(r *request, allowDisk bool) func(held int64) error {
+	return func(held int64) error {
 		if err := checkInterrupt(r.ctx); err != nil {
 			return err
 		}
@@ -543,7 +516,7 @@ func sortWithin(r *request, src cursor.Source, s *query.Sort, keep int64, allowD
 			return sortMemoryError()
 		}
 		return nil
-	})
+	}
 }
 
 func sortMemoryError() error {
@@ -564,7 +537,7 @@ func (h *Handler) explainFind(r *request, v verbosity) (*explained, error) {
 	if v == queryPlannerOnly {
 		return ex.explained(ns, false), nil
 	}
-	src, err := ex.runFind(r, a)
+	src, err := ex.runFind(h, r, a.coll)
 	if err != nil {
 		return nil, err
 	}
@@ -578,7 +551,7 @@ func (h *Handler) explainFind(r *request, v verbosity) (*explained, error) {
 // ---- count and distinct ----
 
 func (h *Handler) explainCount(r *request, v verbosity) (*explained, error) {
-	a, err := parseCountArgs(r)
+	a, err := parseCountArgs(h, r)
 	if err != nil {
 		return nil, err
 	}
@@ -596,7 +569,7 @@ func (h *Handler) explainCount(r *request, v verbosity) (*explained, error) {
 		return nil, err
 	}
 	st := ex.push("COUNT", nil)
-	return ex.runAll(r, ns, v, func() { st.execDetails = a.counted(ex.scanReturned()) })
+	return ex.runAll(r, ns, v, func() { st.Exec = a.counted(ex.scanReturned()) })
 }
 
 type countArgs struct {
@@ -607,7 +580,7 @@ type countArgs struct {
 	hint        any
 }
 
-func parseCountArgs(r *request) (*countArgs, error) {
+func parseCountArgs(h *Handler, r *request) (*countArgs, error) {
 	a := &countArgs{}
 	var err error
 	if a.coll, err = collectionArg(r); err != nil {
@@ -616,7 +589,7 @@ func parseCountArgs(r *request) (*countArgs, error) {
 	if err = checkFields(r, "query", "limit", "skip", "hint", "collation", "fields", "readConcern"); err != nil {
 		return nil, err
 	}
-	if a.collation, err = parseCollation(r.body); err != nil {
+	if a.collation, err = h.requestCollation(r); err != nil {
 		return nil, err
 	}
 	if a.query, err = optDoc(r, "query"); err != nil {
@@ -665,7 +638,7 @@ func (h *Handler) explainDistinct(r *request, v verbosity) (*explained, error) {
 	if err != nil {
 		return nil, err
 	}
-	coll, err := parseCollation(r.body)
+	coll, err := h.requestCollation(r)
 	if err != nil {
 		return nil, err
 	}
@@ -712,7 +685,7 @@ func (h *Handler) explainUpdate(r *request, v verbosity) (*explained, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := parseUpdateStmt(stmts[0], lv)
+	st, err := parseUpdateStmt(stmts[0], lv, h.defaultCollation(r.db, a.coll))
 	if err != nil {
 		return nil, err
 	}
@@ -730,7 +703,7 @@ func (h *Handler) explainUpdate(r *request, v verbosity) (*explained, error) {
 	if err != nil {
 		return nil, err
 	}
-	up.execDetails = bson.D{
+	up.Exec = bson.D{
 		{Key: "nMatched", Value: docstore.Num(matched)},
 		{Key: "nWouldModify", Value: docstore.Num(modified)},
 		{Key: "nWouldUpsert", Value: matched == 0 && st.upsert},
@@ -740,7 +713,7 @@ func (h *Handler) explainUpdate(r *request, v verbosity) (*explained, error) {
 
 // dryRunUpdate applies the update to the matching documents without
 // storing anything.
-func (h *Handler) dryRunUpdate(r *request, ex *queryExec, st *updateStmt, sortSt *execStage) (matched, modified int64, err error) {
+func (h *Handler) dryRunUpdate(r *request, ex *queryExec, st *updateStmt, sortSt *aggregate.StageRun) (matched, modified int64, err error) {
 	if sortSt != nil {
 		return h.dryRunSortedUpdate(r, ex, st, sortSt)
 	}
@@ -777,7 +750,7 @@ func (h *Handler) explainDelete(r *request, v verbosity) (*explained, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, limit, hint, err := parseDeleteStmt(stmts[0], lv)
+	f, limit, hint, err := parseDeleteStmt(stmts[0], lv, h.defaultCollation(r.db, a.coll))
 	if err != nil {
 		return nil, err
 	}
@@ -799,7 +772,7 @@ func (h *Handler) explainDelete(r *request, v verbosity) (*explained, error) {
 	if err != nil {
 		return nil, err
 	}
-	del.execDetails = bson.D{{Key: "nWouldDelete", Value: docstore.Num(n)}}
+	del.Exec = bson.D{{Key: "nWouldDelete", Value: docstore.Num(n)}}
 	return ex.explained(ns, true), nil
 }
 
@@ -840,7 +813,7 @@ func (h *Handler) explainFAM(r *request, v verbosity) (*explained, error) {
 	if err != nil {
 		return nil, err
 	}
-	write.execDetails, err = h.famCounters(a, target)
+	write.Exec, err = h.famCounters(a, target)
 	if err != nil {
 		return nil, err
 	}
@@ -855,13 +828,13 @@ func famStageName(a *famArgs) string {
 }
 
 // famDryTarget finds the document findAndModify would change.
-func famDryTarget(r *request, ex *queryExec, a *famArgs, sortSt *execStage) (bson.D, error) {
+func famDryTarget(r *request, ex *queryExec, a *famArgs, sortSt *aggregate.StageRun) (bson.D, error) {
 	return dryTarget(r, ex, a.sort, sortSt)
 }
 
 // dryTarget is the document a single-document write would change: the
 // first in the sort's order when there is a SORT stage.
-func dryTarget(r *request, ex *queryExec, s *query.Sort, sortSt *execStage) (bson.D, error) {
+func dryTarget(r *request, ex *queryExec, s *query.Sort, sortSt *aggregate.StageRun) (bson.D, error) {
 	src := ex.start()
 	defer src.Close()
 	if sortSt == nil {
@@ -869,7 +842,7 @@ func dryTarget(r *request, ex *queryExec, s *query.Sort, sortSt *execStage) (bso
 		return d, err
 	}
 	docs, _, err := sortWithin(r, src, s, 1, false)
-	sortSt.out = &countingSource{src: &sliceSource{docs: docs}, n: int64(len(docs)), eof: true}
+	sortSt.Out = int64(len(docs))
 	if err != nil || len(docs) == 0 {
 		return nil, err
 	}
@@ -912,7 +885,7 @@ func (h *Handler) planAggregate(r *request, c *docstore.Collection, p *aggregate
 	if p.StartsWithCollStats() {
 		c = nil
 	}
-	coll, err := parseCollation(r.body)
+	coll, err := h.requestCollation(r)
 	if err != nil {
 		return nil, false, err
 	}
@@ -953,31 +926,11 @@ func firstKey(stage any) string {
 	return ""
 }
 
-// remainingStages are the stages explain lists after $cursor: all but a
-// leading $match and a $sort the index provides.
-func remainingStages(r *request, sortProvided bool) bson.A {
-	stages := stagesOf(r)
-	skip := map[int]bool{}
-	if len(stages) > 0 && firstKey(stages[0]) == "$match" {
-		skip[0] = true
-	}
-	if sortProvided {
-		skip[leadingSortIndex(stages)] = true
-	}
-	out := bson.A{}
-	for i, s := range stages {
-		if !skip[i] {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 func (h *Handler) explainAggregate(r *request, v verbosity) (*explained, error) {
 	if err := checkFields(r, aggregateFields...); err != nil {
 		return nil, err
 	}
-	p, err := parsePipeline(r)
+	p, err := h.parsePipeline(r)
 	if err != nil {
 		return nil, err
 	}
@@ -989,33 +942,62 @@ func (h *Handler) explainAggregate(r *request, v verbosity) (*explained, error) 
 	if err != nil {
 		return nil, err
 	}
-	ns := r.db + "." + coll
-	if v >= executionStats {
-		if err := h.runPipelineForExplain(r, coll, ex, p, provided); err != nil {
-			return nil, err
-		}
-	}
-	e := ex.explained(ns, v >= executionStats)
-	if rest := remainingStages(r, provided); len(rest) > 0 {
-		cur := bson.D{{Key: "queryPlanner", Value: e.queryPlanner()}}
-		if v >= executionStats {
-			cur = append(cur, bson.E{Key: "executionStats", Value: e.executionStats(v)})
-		}
-		e.stages = append(bson.A{bson.D{{Key: "$cursor", Value: cur}}}, rest...)
-	}
-	return e, nil
-}
-
-func (h *Handler) runPipelineForExplain(r *request, coll string, ex *queryExec, p *aggregate.Pipeline, provided bool) error {
 	if provided {
 		p = p.WithoutStage(leadingSortIndex(stagesOf(r)))
 	}
-	out, err := p.Run(ex.start(), newAggEnv(h, r, coll))
-	if err != nil {
-		return err
+	executed := v >= executionStats
+	stages := p.Planned()
+	if executed {
+		run, err := h.runPipelineForExplain(r, coll, ex, p)
+		if err != nil {
+			return nil, err
+		}
+		stages = run.Stages()
 	}
-	defer out.Close()
-	return drain(r, out)
+	e := ex.explained(r.db+"."+coll, executed)
+	e.stages = aggregateStages(e, stages, ex.scanReturned(), executed, v)
+	return e, nil
+}
+
+// aggregateStages lays out an aggregate's explain: a $cursor stage for
+// the scan, with a leading $match folded in, then the pipeline's stages
+// with their counters. It is nil when the scan answers the whole pipeline
+// (the explain is then a find's).
+func aggregateStages(e *explained, stages []*aggregate.StageRun, scanned int64, executed bool, v verbosity) bson.A {
+	cursorOut := scanned
+	if len(stages) > 0 && stages[0].Name == "$match" {
+		cursorOut = stages[0].Out
+		stages = stages[1:]
+	}
+	if len(stages) == 0 {
+		return nil
+	}
+	cur := bson.D{{Key: "queryPlanner", Value: e.queryPlanner()}}
+	first := bson.D{{Key: "$cursor", Value: cur}}
+	if executed {
+		first[0].Value = append(cur, bson.E{Key: "executionStats", Value: e.executionStats(v)})
+		first = append(first,
+			bson.E{Key: "nReturned", Value: cursorOut},
+			bson.E{Key: "executionTimeMillisEstimate", Value: e.millis})
+	}
+	out := bson.A{first}
+	for _, st := range stages {
+		if !st.Absorbed {
+			out = append(out, st.Explain(executed, e.millis))
+		}
+	}
+	return out
+}
+
+// runPipelineForExplain runs the pipeline over the planned scan to its
+// end, for its counters.
+func (h *Handler) runPipelineForExplain(r *request, coll string, ex *queryExec, p *aggregate.Pipeline) (*aggregate.Execution, error) {
+	run, err := p.Start(ex.start(), newAggEnv(h, r, coll))
+	if err != nil {
+		return nil, err
+	}
+	defer run.Close()
+	return run, drain(r, run)
 }
 
 // aggregateExplainReply answers aggregate's explain: true option, which is
@@ -1030,7 +1012,7 @@ func (h *Handler) aggregateExplainReply(r *request) (bson.D, error) {
 
 // pushSortOne adds the SORT stage of a single-document write with a sort
 // (nil when there is none): the first document in order is the one.
-func pushSortOne(ex *queryExec, s *query.Sort, spec bson.D) *execStage {
+func pushSortOne(ex *queryExec, s *query.Sort, spec bson.D) *aggregate.StageRun {
 	if s == nil || s.IsEmpty() {
 		return nil
 	}
@@ -1039,7 +1021,7 @@ func pushSortOne(ex *queryExec, s *query.Sort, spec bson.D) *execStage {
 
 // dryRunSortedUpdate is dryRunUpdate for an update with a sort: only the
 // first matching document in order would change.
-func (h *Handler) dryRunSortedUpdate(r *request, ex *queryExec, st *updateStmt, sortSt *execStage) (matched, modified int64, err error) {
+func (h *Handler) dryRunSortedUpdate(r *request, ex *queryExec, st *updateStmt, sortSt *aggregate.StageRun) (matched, modified int64, err error) {
 	target, err := dryTarget(r, ex, st.sort, sortSt)
 	if err != nil || target == nil {
 		return 0, 0, err

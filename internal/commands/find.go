@@ -53,7 +53,7 @@ func parseFind(h *Handler, r *request) (*findArgs, error) {
 			return nil, mongoerr.Newf(mongoerr.BadValue, "the find option '%s' is not supported by Mayfly", name)
 		}
 	}
-	if a.collation, err = parseCollation(r.body); err != nil {
+	if a.collation, err = h.requestCollation(r); err != nil {
 		return nil, err
 	}
 	lv, err := h.parseLet(r)
@@ -160,33 +160,11 @@ func (h *Handler) findSource(r *request, c *docstore.Collection, a *findArgs) (c
 	if err != nil {
 		return nil, err
 	}
-	src, err := ex.runFind(r, a)
+	src, err := ex.runFind(h, r, a.coll)
 	if err != nil || !a.showRecord || a.projection != nil {
 		return src, err // a projection appends $recordId itself
 	}
 	return &recordIDSource{src: src}, nil
-}
-
-// drainLimited reads a source into memory for a blocking sort, failing as
-// MongoDB does past 100 MiB unless disk use was allowed (Mayfly then keeps
-// sorting in memory).
-func drainLimited(r *request, src cursor.Source, allowDisk bool) ([]bson.D, error) {
-	var docs []bson.D
-	size := 0
-	for {
-		if err := checkInterrupt(r.ctx); err != nil {
-			return nil, err
-		}
-		d, ok, err := src.Next()
-		if err != nil || !ok {
-			return docs, err
-		}
-		size += approxSize(d)
-		if size > sortMemoryLimit && !allowDisk {
-			return nil, mongoerr.Newf(mongoerr.QueryExceededMemoryLimitNoDiskUseAllowed, "Executor error during find command :: caused by :: Sort exceeded memory limit of %d bytes, but did not opt in to external sorting.", sortMemoryLimit)
-		}
-		docs = append(docs, d)
-	}
 }
 
 // approxSize estimates a document's BSON size without encoding it.
@@ -216,12 +194,25 @@ func approxValueSize(v any) int {
 	return 8
 }
 
+// projector applies a find projection: positional operators read the
+// array position the filter matched; recordID appends $recordId, from the
+// document before projection.
+func projector(p *query.Projection, f *query.Filter, withRecordID bool) func(bson.D) (bson.D, error) {
+	return func(d bson.D) (bson.D, error) {
+		_, pos := f.MatchPositional(d)
+		out, err := p.Apply(d, pos)
+		if err == nil && withRecordID {
+			id, _ := lookup(d, "_id")
+			out = append(out, bson.E{Key: "$recordId", Value: recordID(id)})
+		}
+		return out, err
+	}
+}
+
+// projectSource is a tailable cursor's projection.
 type projectSource struct {
 	src cursor.Source
-	p   *query.Projection
-	f   *query.Filter
-	// recordID appends $recordId, from the document before projection.
-	recordID bool
+	f   func(bson.D) (bson.D, error)
 }
 
 func (s *projectSource) Next() (bson.D, bool, error) {
@@ -229,12 +220,7 @@ func (s *projectSource) Next() (bson.D, bool, error) {
 	if !ok || err != nil {
 		return nil, ok, err
 	}
-	_, pos := s.f.MatchPositional(d)
-	out, err := s.p.Apply(d, pos)
-	if err == nil && s.recordID {
-		id, _ := lookup(d, "_id")
-		out = append(out, bson.E{Key: "$recordId", Value: recordID(id)})
-	}
+	out, err := s.f(d)
 	return out, err == nil, err
 }
 

@@ -38,7 +38,7 @@ func parseFAM(h *Handler, r *request) (*famArgs, error) {
 	if err = checkFields(r, famFields...); err != nil {
 		return nil, err
 	}
-	coll, err := parseCollation(r.body)
+	coll, err := h.requestCollation(r)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +49,7 @@ func parseFAM(h *Handler, r *request) (*famArgs, error) {
 	if err = a.parseQueryParts(r, lv, coll); err != nil {
 		return nil, err
 	}
-	if err = a.parseFlags(r, lv); err != nil {
+	if err = a.parseFlags(r, lv, coll); err != nil {
 		return nil, err
 	}
 	a.opt.Sync, err = syncRequested(r)
@@ -84,7 +84,7 @@ func (a *famArgs) parseQueryParts(r *request, lv *letScope, coll *collation.Coll
 	return nil
 }
 
-func (a *famArgs) parseFlags(r *request, lv *letScope) error {
+func (a *famArgs) parseFlags(r *request, lv *letScope, coll *collation.Collation) error {
 	var err error
 	if a.remove, err = optBool(r, "remove"); err != nil {
 		return err
@@ -115,7 +115,7 @@ func (a *famArgs) parseFlags(r *request, lv *letScope) error {
 			return err
 		}
 	}
-	a.mod, err = parseModifier(u, filters, lv)
+	a.mod, err = parseModifier(u, filters, lv, coll)
 	return err
 }
 
@@ -243,11 +243,10 @@ func firstInOrder(r *request, c *docstore.Collection, f *query.Filter, s *query.
 		d, _, err := it.Next()
 		return d, err
 	}
-	docs, err := drainLimited(r, it, false)
+	docs, _, err := sortWithin(r, it, s, 1, false)
 	if err != nil || len(docs) == 0 {
 		return nil, err
 	}
-	s.Sort(docs)
 	return docs[0], nil
 }
 

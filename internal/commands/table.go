@@ -13,7 +13,7 @@ func buildTable() map[string]command {
 		"getLog": cmdGetLog, "getCmdLineOpts": cmdGetCmdLineOpts, "hostInfo": cmdHostInfo,
 		"serverStatus": cmdServerStatus, "connectionStatus": cmdAuth,
 		"whatsmyuri": cmdWhatsMyURI, "listDatabases": cmdListDatabases,
-		"endSessions": cmdEmptyOK, "killSessions": cmdEmptyOK, "refreshSessions": cmdEmptyOK,
+		"endSessions": cmdEndSessions, "killSessions": cmdEmptyOK, "refreshSessions": cmdRefreshSessions,
 		"killAllSessions": cmdEmptyOK, "logout": cmdAuth,
 		"dropAllUsersFromDatabase": cmdAuth, "usersInfo": cmdAuth,
 		"listCollections": cmdListCollections, "create": cmdCreate, "drop": cmdDrop,

@@ -87,7 +87,7 @@ func (h *Handler) findTailable(r *request, a *findArgs, c *docstore.Collection, 
 		Close() error
 	} = &tailSource{store: h.deps.Store, db: r.db, coll: a.coll, filter: a.filter, await: await}
 	if a.projection != nil {
-		src = &projectSource{src: src, p: a.projection, f: a.filter}
+		src = &projectSource{src: src, f: projector(a.projection, a.filter, false)}
 	}
 	return h.requestCursorReply(r, r.db+"."+a.coll, src, a.batchSize, false)
 }

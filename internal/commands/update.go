@@ -7,6 +7,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/expr"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -71,10 +72,10 @@ func (e nilEnv) Now() time.Time { return e.now }
 
 // parseModifier reads u: an operator document, a replacement, or a
 // pipeline (array of stages).
-func parseModifier(u any, arrayFilters []bson.D, lv *letScope) (modifier, error) {
+func parseModifier(u any, arrayFilters []bson.D, lv *letScope, coll *collation.Collation) (modifier, error) {
 	switch x := u.(type) {
 	case bson.D:
-		parsed, err := update.Parse(x, arrayFilters)
+		parsed, err := update.ParseCollated(x, arrayFilters, collator(coll))
 		if err != nil {
 			return nil, err
 		}
@@ -83,7 +84,7 @@ func parseModifier(u any, arrayFilters []bson.D, lv *letScope) (modifier, error)
 		if len(arrayFilters) > 0 {
 			return nil, mongoerr.New(mongoerr.FailedToParse, "arrayFilters may not be specified for pipeline-style updates")
 		}
-		p, err := aggregate.Parse(x, aggregate.Options{Let: lv.doc})
+		p, err := aggregate.Parse(x, aggregate.Options{Let: lv.doc, Collation: collator(coll)})
 		if err != nil {
 			return nil, err
 		}
@@ -106,13 +107,13 @@ type updateStmt struct {
 
 var updateStmtFields = []string{"q", "u", "upsert", "multi", "arrayFilters", "hint", "collation", "c", "sort", "upsertSupplied"}
 
-func parseUpdateStmt(s bson.D, lv *letScope) (*updateStmt, error) {
+func parseUpdateStmt(s bson.D, lv *letScope, dflt *collation.Collation) (*updateStmt, error) {
 	for _, e := range s {
 		if !contains(updateStmtFields, e.Key) {
 			return nil, mongoerr.Newf(mongoerr.Location40415, "BSON field 'update.updates.%s' is an unknown field.", e.Key)
 		}
 	}
-	coll, err := parseCollation(s)
+	coll, err := statementCollation(s, dflt)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +133,7 @@ func parseUpdateStmt(s bson.D, lv *letScope) (*updateStmt, error) {
 		return nil, err
 	}
 	st.sort = collatedSort(st.sort, coll)
-	return st, st.parseMod(s, lv)
+	return st, st.parseMod(s, lv, coll)
 }
 
 // parseSort reads the statement's sort, which only a single-document
@@ -174,7 +175,7 @@ func (st *updateStmt) parseFlags(s bson.D) error {
 	return nil
 }
 
-func (st *updateStmt) parseMod(s bson.D, lv *letScope) error {
+func (st *updateStmt) parseMod(s bson.D, lv *letScope, coll *collation.Collation) error {
 	u, ok := lookup(s, "u")
 	if !ok {
 		return mongoerr.New(mongoerr.Location40414, "BSON field 'update.updates.u' is missing but a required field")
@@ -187,7 +188,7 @@ func (st *updateStmt) parseMod(s bson.D, lv *letScope) error {
 		}
 	}
 	var err error
-	if st.mod, err = parseModifier(u, filters, lv); err != nil {
+	if st.mod, err = parseModifier(u, filters, lv, coll); err != nil {
 		return err
 	}
 	if st.multi && st.mod.replacement() {
@@ -250,7 +251,7 @@ func (h *Handler) updateStatement(r *request, a writeArgs, lv *letScope, i int, 
 	if err := checkInterrupt(r.ctx); err != nil {
 		return err
 	}
-	st, err := parseUpdateStmt(s, lv)
+	st, err := parseUpdateStmt(s, lv, h.defaultCollation(r.db, a.coll))
 	if err != nil {
 		return err
 	}

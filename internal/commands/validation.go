@@ -5,6 +5,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/catalog"
+	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/jsonschema"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -118,7 +119,10 @@ func validationOf(meta *catalog.Collection) *validation {
 	}
 	// Checked when it was set; a stored validator always compiles.
 	if rest := withoutField(d, "$jsonSchema"); len(rest) > 0 {
-		v.filter, _ = query.NewFilter(rest)
+		// The collection's default collation applies to its validator.
+		cv, _ := lookup(meta.Options, "collation")
+		coll, _ := collation.Parse(cv)
+		v.filter, _ = query.NewFilterWith(rest, query.FilterOptions{Collation: collator(coll)})
 	}
 	if s, ok := lookup(d, "$jsonSchema"); ok {
 		sd, _ := s.(bson.D)
@@ -135,12 +139,17 @@ func (v *validation) matches(doc bson.D) bool {
 // documentValidator is the WriteOptions.Validate of a command writing to
 // db.coll; nil when the command bypasses validation.
 func (h *Handler) documentValidator(db, coll string, bypass bool) func(doc, old bson.D) error {
-	if bypass {
-		return nil
-	}
 	return func(doc, old bson.D) error {
 		c := h.deps.Store.Collection(db, coll)
 		if c == nil {
+			return nil
+		}
+		if old == nil {
+			if err := collatedIDError(c, doc); err != nil {
+				return err
+			}
+		}
+		if bypass {
 			return nil
 		}
 		v := validationOf(c.Meta())

@@ -4,6 +4,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/aggregate"
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/catalog"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -23,6 +24,8 @@ const maxViewDepth = 20
 type view struct {
 	base     string
 	pipeline bson.A
+	// collation is the view's default collation spec, nil for simple.
+	collation bson.D
 }
 
 func isView(m *catalog.Collection) bool {
@@ -46,12 +49,19 @@ func (h *Handler) resolveView(db, name string) (*view, error) {
 		stages, _ := lookup(c.Meta().Options, "pipeline")
 		a, _ := stages.(bson.A)
 		if v == nil {
-			v = &view{}
+			v = &view{collation: viewCollation(c.Meta())}
 		}
 		v.pipeline = append(append(bson.A{}, a...), v.pipeline...)
 		name, _ = on.(string)
 		v.base = name
 	}
+}
+
+// viewCollation is a view's collation option, nil for none.
+func viewCollation(m *catalog.Collection) bson.D {
+	v, _ := lookup(m.Options, "collation")
+	d, _ := v.(bson.D)
+	return d
 }
 
 // refuseView answers a write to a view as mongod does.
@@ -86,13 +96,36 @@ func (h *Handler) createView(r *request, name string) error {
 		return mongoerr.Newf(mongoerr.OptionNotSupportedOnView, "%s", mongoerr.As(err).Msg)
 	}
 	for _, e := range r.body[1:] {
-		if !genericFields[e.Key] && e.Key != "viewOn" && e.Key != "pipeline" {
+		if !genericFields[e.Key] && e.Key != "viewOn" && e.Key != "pipeline" && e.Key != "collation" {
 			return mongoerr.Newf(mongoerr.InvalidOptions, "option '%s' is not allowed with a view", e.Key)
 		}
 	}
+	coll, err := createCollation(r)
+	if err != nil {
+		return err
+	}
+	if err := h.checkViewCollation(r.db, name, source, coll); err != nil {
+		return err
+	}
 	opts := bson.D{{Key: "viewOn", Value: source}, {Key: "pipeline", Value: stages}}
-	_, err := h.deps.Store.CreateCollection(r.db, name, docstore.CreateOptions{Raw: opts})
+	if coll != nil {
+		opts = append(opts, bson.E{Key: "collation", Value: coll})
+	}
+	_, err = h.deps.Store.CreateCollection(r.db, name, docstore.CreateOptions{Raw: opts})
 	return err
+}
+
+// checkViewCollation applies mongod's rule that a view defined on another
+// view has that view's collation.
+func (h *Handler) checkViewCollation(db, name, on string, coll bson.D) error {
+	c := h.deps.Store.Collection(db, on)
+	if c == nil || !isView(c.Meta()) {
+		return nil
+	}
+	if bsonutil.Compare(viewCollation(c.Meta()), coll) != 0 {
+		return mongoerr.Newf(mongoerr.OptionNotSupportedOnView, "View %s.%s has conflicting collation with view %s.%s", db, name, db, on)
+	}
+	return nil
 }
 
 // viewInfo is a view's listCollections entry.
@@ -115,6 +148,12 @@ func viewRequest(r *request, v *view, extra bson.A, batchSize int64) *request {
 		{Key: "pipeline", Value: append(append(bson.A{}, v.pipeline...), extra...)},
 		{Key: "cursor", Value: bson.D{{Key: "batchSize", Value: batchSize}}},
 	}
+	// The view's collation, not the base collection's default, applies.
+	coll := v.collation
+	if coll == nil {
+		coll = bson.D{{Key: "locale", Value: "simple"}}
+	}
+	inner.body = append(inner.body, bson.E{Key: "collation", Value: coll})
 	for _, k := range []string{"hint", "allowDiskUse", "let"} {
 		if val, ok := lookup(r.body, k); ok {
 			inner.body = append(inner.body, bson.E{Key: k, Value: val})
@@ -126,7 +165,7 @@ func viewRequest(r *request, v *view, extra bson.A, batchSize int64) *request {
 // readView runs an aggregate over a view and replies with a cursor on
 // the view's namespace, as mongod does.
 func (h *Handler) readView(r *request, name string, v *view, extra bson.A, batchSize int64, singleBatch bool) (bson.D, error) {
-	if err := viewReadOptions(r); err != nil {
+	if err := viewReadOptions(r, v); err != nil {
 		return nil, err
 	}
 	inner := viewRequest(r, v, extra, batchSize)
@@ -140,7 +179,7 @@ func (h *Handler) readView(r *request, name string, v *view, extra bson.A, batch
 
 // runAggregate parses and starts a collection aggregate.
 func (h *Handler) runAggregate(r *request, coll string) (aggregate.Iterator, error) {
-	p, err := parsePipeline(r)
+	p, err := h.parsePipeline(r)
 	if err != nil {
 		return nil, err
 	}
@@ -175,13 +214,19 @@ func findStages(a *findArgs, filter bson.D) bson.A {
 
 // viewReadOptions refuses what a read through a view cannot honour, as
 // mongod does, rather than dropping it.
-func viewReadOptions(r *request) error {
-	c, err := parseCollation(r.body)
-	if err != nil {
-		return err
-	}
-	if c != nil {
-		return mongoerr.New(mongoerr.OptionNotSupportedOnView, "Cannot override a view's default collation")
+func viewReadOptions(r *request, v *view) error {
+	if _, ok := lookup(r.body, "collation"); ok {
+		c, err := parseCollation(r.body)
+		if err != nil {
+			return err
+		}
+		var spec bson.D
+		if c != nil {
+			spec = c.Spec()
+		}
+		if bsonutil.Compare(spec, v.collation) != 0 {
+			return mongoerr.New(mongoerr.OptionNotSupportedOnView, "Cannot override a view's default collation")
+		}
 	}
 	for _, opt := range []string{"tailable", "awaitData", "showRecordId"} {
 		if v, ok := lookup(r.body, opt); ok && v != false {
@@ -193,7 +238,7 @@ func viewReadOptions(r *request) error {
 
 // findOnView answers a find on a view.
 func (h *Handler) findOnView(r *request, a *findArgs, v *view) (bson.D, error) {
-	if err := viewReadOptions(r); err != nil {
+	if err := viewReadOptions(r, v); err != nil {
 		return nil, err
 	}
 	filter, err := optDoc(r, "filter")
@@ -205,7 +250,7 @@ func (h *Handler) findOnView(r *request, a *findArgs, v *view) (bson.D, error) {
 
 // countOnView counts what a view yields after the query.
 func (h *Handler) countOnView(r *request, v *view, q bson.D) (int64, error) {
-	if err := viewReadOptions(r); err != nil {
+	if err := viewReadOptions(r, v); err != nil {
 		return 0, err
 	}
 	extra := bson.A{}
@@ -223,7 +268,7 @@ func (h *Handler) countOnView(r *request, v *view, q bson.D) (int64, error) {
 
 // distinctOnView collects a key's distinct values over a view.
 func (h *Handler) distinctOnView(r *request, v *view, key string, q bson.D) (bson.A, error) {
-	if err := viewReadOptions(r); err != nil {
+	if err := viewReadOptions(r, v); err != nil {
 		return nil, err
 	}
 	extra := bson.A{}

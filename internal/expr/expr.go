@@ -70,6 +70,7 @@ func Compile(v any) (*Expr, error) {
 func (e *Expr) Eval(doc bson.D, vars map[string]any) (any, error) {
 	c := &ctx{root: doc, user: vars}
 	c.guard, _ = vars[guardKey].(*Guard)
+	c.coll = CollatorOf(vars)
 	return e.root.eval(c)
 }
 
@@ -102,7 +103,8 @@ type ctx struct {
 	user  map[string]any
 	local *frame
 	now   any
-	guard *Guard // nil: unbounded in time
+	guard *Guard   // nil: unbounded in time
+	coll  Collator // nil: strings compare in binary order
 }
 
 // frame is one variable bound by $let, $map, $filter or $reduce. Frames

@@ -208,10 +208,29 @@ func sortArrayNode(input node, cmp func(a, b any) int) node {
 			return nil, mongoerr.Newf(mongoerr.Location2942504, "The input argument to $sortArray must be an array, but was of type: %s",
 				typeName(v))
 		}
+		if c.coll != nil {
+			return sortCollated(a, cmp, c.coll), nil
+		}
 		out := append(bson.A{}, a...)
 		slices.SortStableFunc(out, cmp)
 		return out, nil
 	})
+}
+
+// sortCollated sorts a by its keyed values under coll, returning the
+// original elements.
+func sortCollated(a bson.A, cmp func(a, b any) int, coll Collator) bson.A {
+	idx := make([]int, len(a))
+	keyed := make([]any, len(a))
+	for i, x := range a {
+		idx[i], keyed[i] = i, coll.Value(x)
+	}
+	slices.SortStableFunc(idx, func(i, j int) int { return cmp(keyed[i], keyed[j]) })
+	out := make(bson.A, len(a))
+	for i, j := range idx {
+		out[i] = a[j]
+	}
+	return out
 }
 
 func compileRand(_ string, arg any) (node, error) {

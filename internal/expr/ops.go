@@ -61,6 +61,9 @@ func strict(name string, nodes []node, f evalFn) node {
 		if err != nil {
 			return nil, err
 		}
+		if c.coll != nil {
+			return evalCollated(c.coll, name, vals, f)
+		}
 		return f(name, vals)
 	})
 }

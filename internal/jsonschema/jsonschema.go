@@ -6,9 +6,11 @@
 // Supported keywords: bsonType, type, required, properties,
 // additionalProperties, enum, minimum, maximum, exclusiveMinimum,
 // exclusiveMaximum, multipleOf, minLength, maxLength, pattern, minItems,
-// maxItems, uniqueItems, items (one schema), minProperties, maxProperties,
-// allOf, anyOf, oneOf, not, title, description.
-// Any other keyword is refused when the schema is compiled.
+// maxItems, uniqueItems, items (one schema or an array of them),
+// additionalItems, minProperties, maxProperties, patternProperties,
+// dependencies, encrypt, allOf, anyOf, oneOf, not, title, description.
+// Any other keyword is refused (FailedToParse) when the schema is
+// compiled.
 package jsonschema
 
 import (
@@ -47,6 +49,14 @@ type Schema struct {
 	not                 *Schema
 	uniqueItems         bool
 	multipleOf          any
+	// structural keywords (keywords.go)
+	patternProps          []patternProp
+	additionalSchema      *Schema
+	deps                  []dependency
+	itemList              []*Schema // items as an array; nil when not
+	additionalItems       *bool
+	additionalItemsSchema *Schema
+	encrypt               *encryptSpec
 }
 
 type property struct {
@@ -81,11 +91,15 @@ func (s *Schema) keyword(e bson.E) error {
 	case "properties":
 		err = s.compileProperties(e)
 	case "additionalProperties":
-		b, ok := e.Value.(bool)
-		if !ok {
-			return unsupported("additionalProperties as a schema")
-		}
-		s.additional = &b
+		err = s.compileAdditionalProperties(e)
+	case "patternProperties":
+		err = s.compilePatternProperties(e)
+	case "dependencies":
+		err = s.compileDependencies(e)
+	case "additionalItems":
+		err = s.compileAdditionalItems(e)
+	case "encrypt":
+		err = s.compileEncrypt(e)
 	case "enum":
 		s.enum, s.hasEnum = e.Value.(bson.A)
 		if !s.hasEnum || len(s.enum) == 0 {
@@ -114,11 +128,7 @@ func (s *Schema) keyword(e bson.E) error {
 			return badKeyword("pattern", "is not a valid regular expression")
 		}
 	case "items":
-		d, ok := e.Value.(bson.D)
-		if !ok {
-			return unsupported("items as an array of schemas")
-		}
-		s.items, err = Compile(d)
+		err = s.compileItems(e)
 	case "allOf", "anyOf", "oneOf":
 		err = s.compileList(e)
 	case "not":
@@ -140,22 +150,9 @@ func (s *Schema) keyword(e bson.E) error {
 		s.multipleOf = e.Value
 	case "title", "description":
 	default:
-		if known[e.Key] {
-			return unsupported(e.Key)
-		}
 		return mongoerr.Newf(mongoerr.FailedToParse, "Unknown $jsonSchema keyword: %s", e.Key)
 	}
 	return err
-}
-
-// known are JSON Schema keywords MongoDB accepts that Mayfly does not
-// evaluate yet.
-var known = map[string]bool{
-	"patternProperties": true, "dependencies": true, "additionalItems": true, "encrypt": true,
-}
-
-func unsupported(what string) error {
-	return mongoerr.Newf(mongoerr.NotImplemented, "$jsonSchema keyword %s is not supported by Mayfly yet", what)
 }
 
 func badKeyword(k, why string) error {
@@ -206,20 +203,30 @@ func stringList(e bson.E) ([]string, error) {
 }
 
 func (s *Schema) compileProperties(e bson.E) error {
+	return eachSubschema(e, func(name string, c *Schema) error {
+		s.properties = append(s.properties, property{name: name, schema: c})
+		return nil
+	})
+}
+
+// eachSubschema compiles the object of named subschemas a keyword holds.
+func eachSubschema(e bson.E, add func(name string, c *Schema) error) error {
 	d, ok := e.Value.(bson.D)
 	if !ok {
-		return badKeyword("properties", "must be an object")
+		return badKeyword(e.Key, "must be an object")
 	}
 	for _, p := range d {
 		sub, ok := p.Value.(bson.D)
 		if !ok {
-			return badKeyword("properties", "must hold objects")
+			return badKeyword(e.Key, "must hold objects")
 		}
 		c, err := Compile(sub)
 		if err != nil {
 			return err
 		}
-		s.properties = append(s.properties, property{name: p.Key, schema: c})
+		if err := add(p.Key, c); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -311,6 +318,7 @@ func (s *Schema) Failures(v any) bson.A {
 	if bsonutil.IsNumber(v) {
 		out = append(out, s.numberFailures(v)...)
 	}
+	out = append(out, s.encryptFailures(v)...)
 	return append(out, s.logicalFailures(v)...)
 }
 
@@ -367,11 +375,8 @@ func (s *Schema) objectFailures(d bson.D) bson.A {
 	if failed := s.propertyFailures(d); len(failed) > 0 {
 		out = append(out, bson.D{{Key: "operatorName", Value: "properties"}, {Key: "propertiesNotSatisfied", Value: failed}})
 	}
-	if s.additional != nil && !*s.additional {
-		if extra := s.extraProperties(d); len(extra) > 0 {
-			out = append(out, s.rule("additionalProperties", bson.E{Key: "additionalProperties", Value: extra}))
-		}
-	}
+	out = append(out, s.allowedPropertyFailures(d)...)
+	out = append(out, s.dependencyFailures(d)...)
 	if (s.minProps >= 0 && int64(len(d)) < s.minProps) || (s.maxProps >= 0 && int64(len(d)) > s.maxProps) {
 		out = append(out, bson.D{{Key: "operatorName", Value: "minProperties"}, {Key: "reason", Value: "specified number of properties was not satisfied"}, {Key: "numberOfProperties", Value: int32(len(d))}})
 	}
@@ -402,12 +407,17 @@ func (s *Schema) propertyFailures(d bson.D) bson.A {
 	return out
 }
 
+// extraProperties are the fields neither in properties nor matched by a
+// patternProperties regex (_id included, as in mongod).
 func (s *Schema) extraProperties(d bson.D) bson.A {
 	out := bson.A{}
 	for _, e := range d {
-		allowed := e.Key == "_id"
+		allowed := false
 		for _, p := range s.properties {
 			allowed = allowed || p.name == e.Key
+		}
+		for _, p := range s.patternProps {
+			allowed = allowed || p.re.MatchString(e.Key)
 		}
 		if !allowed {
 			out = append(out, e.Key)
@@ -428,6 +438,7 @@ func (s *Schema) arrayFailures(a bson.A) bson.A {
 	if s.uniqueItems && hasDuplicates(a) {
 		out = append(out, s.rule("uniqueItems", bson.E{Key: "reason", Value: "found a duplicate item"}, bson.E{Key: "consideredValue", Value: a}))
 	}
+	out = append(out, s.itemListFailures(a)...)
 	if s.items != nil {
 		for i, x := range a {
 			if f := s.items.Failures(x); len(f) > 0 {

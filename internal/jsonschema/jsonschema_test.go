@@ -22,7 +22,9 @@ func TestKeywords(t *testing.T) {
 		doc  bson.D
 		want bool
 	}{
-		{bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 9.5}, {Key: "tags", Value: bson.A{"a", "b"}}}, true},
+		{bson.D{{Key: "n", Value: 9.5}, {Key: "tags", Value: bson.A{"a", "b"}}}, true},
+		// additionalProperties: false leaves no exception for _id, as in mongod.
+		{bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 9.5}}, false},
 		{bson.D{{Key: "n", Value: int64(10)}}, false},
 		{bson.D{{Key: "n", Value: "9"}}, false},
 		{bson.D{{Key: "tags", Value: bson.A{"a", "b", "c"}}}, false},

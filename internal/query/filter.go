@@ -35,18 +35,17 @@ func NewFilter(filter bson.D) (*Filter, error) {
 // Match reports whether doc matches the filter. A $expr that fails to
 // evaluate counts as no match; use MatchErr to see the error.
 func (f *Filter) Match(doc bson.D) bool {
-	doc = f.keyed(doc)
 	if f.vars != nil {
-		return f.root.matches(doc, &matchCtx{pos: -1, vars: f.vars})
+		return f.root.matches(f.keyed(doc), &matchCtx{pos: -1, vars: f.vars, orig: doc})
 	}
-	return f.root.matches(doc, nil)
+	return f.root.matches(f.keyed(doc), nil)
 }
 
 // MatchErr is Match that also returns the first error raised while
 // evaluating a $expr, which MongoDB reports as a failure of the whole
 // query.
 func (f *Filter) MatchErr(doc bson.D) (bool, error) {
-	c := matchCtx{pos: -1, vars: f.vars}
+	c := matchCtx{pos: -1, vars: f.vars, orig: doc}
 	ok := f.root.matches(f.keyed(doc), &c)
 	if c.err != nil {
 		return false, c.err
@@ -62,7 +61,7 @@ func (f *Filter) MatchErr(doc bson.D) (bool, error) {
 // predicates traverse arrays, MongoDB leaves the choice unspecified;
 // Mayfly takes the first in filter order.
 func (f *Filter) MatchPositional(doc bson.D) (ok bool, arrayIndex int) {
-	c := matchCtx{pos: -1, vars: f.vars}
+	c := matchCtx{pos: -1, vars: f.vars, orig: doc}
 	if !f.root.matches(f.keyed(doc), &c) {
 		return false, -1
 	}
@@ -109,6 +108,10 @@ type matchCtx struct {
 	muted int   // > 0 inside $or, $nor, $not and $elemMatch bodies
 	err   error // first $expr evaluation error
 	vars  map[string]any
+	// orig is the document as given: under a collation the filter
+	// matches its keyed copy, while $expr reads the original (its
+	// comparisons apply the collation themselves).
+	orig bson.D
 }
 
 // record notes the array offset of a match unless one is already known or

@@ -27,6 +27,9 @@ func (n *exprNode) matches(doc bson.D, c *matchCtx) bool {
 	var vars map[string]any
 	if c != nil {
 		vars = c.vars
+		if c.orig != nil {
+			doc = c.orig
+		}
 	}
 	v, err := n.x.Eval(doc, vars)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/expr"
-	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
 // Collator turns strings into keys that compare bytewise as the strings
@@ -56,7 +55,7 @@ func NewFilterWith(filter bson.D, o FilterOptions) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	f.spec, f.vars, f.coll, f.plain = filter, o.Vars, o.Collation, plain
+	f.spec, f.vars, f.coll, f.plain = filter, collatedVars(o.Vars, o.Collation), o.Collation, plain
 	return f, nil
 }
 
@@ -110,11 +109,9 @@ func collateFilter(filter bson.D, c Collator) (bson.D, error) {
 				subs = append(subs, k)
 			}
 			out[i].Value = subs
-		case e.Key == "$expr":
-			// Expressions compare strings too, and build new ones: keying
-			// their inputs would give wrong answers.
-			return nil, mongoerr.New(mongoerr.BadValue, "$expr with a non-simple collation is not supported by Mayfly")
 		case len(e.Key) > 0 && e.Key[0] == '$':
+			// $expr stays as written: it reads the original document and
+			// compares under the collation its variables carry.
 		case opsDoc(e.Value):
 			out[i].Value = collateOps(e.Value.(bson.D), c)
 		default:
@@ -150,4 +147,14 @@ func collateOps(ops bson.D, c Collator) bson.D {
 		}
 	}
 	return out
+}
+
+// collatedVars are vars with the collation that $expr applies (a copy:
+// the command's variables may serve other filters).
+func collatedVars(vars map[string]any, c Collator) map[string]any {
+	out := make(map[string]any, len(vars)+1)
+	for k, v := range vars {
+		out[k] = v
+	}
+	return expr.WithCollation(out, c)
 }

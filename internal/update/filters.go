@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/query"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
@@ -22,10 +23,10 @@ func (f *arrayFilter) matches(id string, v any) bool {
 
 const filterContext = "Error parsing array filter :: caused by :: "
 
-func parseArrayFilters(list []bson.D) (map[string]*arrayFilter, error) {
+func parseArrayFilters(list []bson.D, coll query.Collator) (map[string]*arrayFilter, error) {
 	out := make(map[string]*arrayFilter, len(list))
 	for _, d := range list {
-		id, f, err := parseArrayFilter(d)
+		id, f, err := parseArrayFilter(d, coll)
 		if err != nil {
 			return nil, err
 		}
@@ -38,8 +39,8 @@ func parseArrayFilters(list []bson.D) (map[string]*arrayFilter, error) {
 	return out, nil
 }
 
-func parseArrayFilter(d bson.D) (string, *arrayFilter, error) {
-	m, err := compileFilter(d)
+func parseArrayFilter(d bson.D, coll query.Collator) (string, *arrayFilter, error) {
+	m, err := compileFilter(d, coll)
 	if err != nil {
 		return "", nil, withContext(err)
 	}

@@ -11,9 +11,12 @@ import (
 
 // addToSetMod is $addToSet, with or without $each; its values are
 // deduplicated up front, keeping first occurrences.
-type addToSetMod struct{ values bson.A }
+type addToSetMod struct {
+	values bson.A
+	cmp    func(a, b any) int
+}
 
-func parseAddToSet(v any) (modifier, error) {
+func parseAddToSet(v any, cmp func(a, b any) int) (modifier, error) {
 	values := bson.A{v}
 	if d := docOf(v); kindOf(v) == kindDoc && len(d) > 0 && d[0].Key == "$each" {
 		if kindOf(d[0].Value) != kindArr {
@@ -27,21 +30,21 @@ func parseAddToSet(v any) (modifier, error) {
 		}
 		values = arrOf(d[0].Value)
 	}
-	return addToSetMod{values: dedupe(values)}, nil
+	return addToSetMod{values: dedupe(values, cmp), cmp: cmp}, nil
 }
 
-func dedupe(values bson.A) bson.A {
+func dedupe(values bson.A, cmp func(a, b any) int) bson.A {
 	var out bson.A
 	for _, v := range values {
-		if !containsValue(out, v) {
+		if !containsValue(out, v, cmp) {
 			out = append(out, v)
 		}
 	}
 	return out
 }
 
-func containsValue(a bson.A, v any) bool {
-	return slices.ContainsFunc(a, func(x any) bool { return compareValues(x, v) == 0 })
+func containsValue(a bson.A, v any, cmp func(a, b any) int) bool {
+	return slices.ContainsFunc(a, func(x any) bool { return cmp(x, v) == 0 })
 }
 
 func (m addToSetMod) modify(_ *applier, st *state) (any, bool, error) {
@@ -53,7 +56,7 @@ func (m addToSetMod) modify(_ *applier, st *state) (any, bool, error) {
 	}
 	out := slices.Clone(arr.a)
 	for _, v := range m.values {
-		if !containsValue(arr.a, v) {
+		if !containsValue(arr.a, v, m.cmp) {
 			out = append(out, v)
 		}
 	}
@@ -127,11 +130,11 @@ func (m cullMod) modify(_ *applier, st *state) (any, bool, error) {
 
 func (cullMod) create(*applier) (any, bool, error) { return nil, false, nil }
 
-func parsePullAll(v any) (modifier, error) {
+func parsePullAll(v any, cmp func(a, b any) int) (modifier, error) {
 	if kindOf(v) != kindArr {
 		return nil, errf(mongoerr.BadValue, "$pullAll requires an array argument but was given a %s",
 			typeName(v))
 	}
 	values := arrOf(v)
-	return cullMod{match: func(x any) bool { return containsValue(values, x) }}, nil
+	return cullMod{match: func(x any) bool { return containsValue(values, x, cmp) }}, nil
 }

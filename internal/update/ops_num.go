@@ -92,10 +92,11 @@ func (a *applier) idString() string {
 type compareMod struct {
 	max bool
 	val any
+	cmp func(a, b any) int
 }
 
 func (m compareMod) modify(_ *applier, st *state) (any, bool, error) {
-	c := compareValues(st.elem, m.val)
+	c := m.cmp(st.elem, m.val)
 	if c == 0 || (m.max && c > 0) || (!m.max && c < 0) {
 		return nil, false, nil
 	}

@@ -2,6 +2,8 @@ package update
 
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/query"
 )
 
 // pullKey names the wrapper field for $pull conditions that apply to the
@@ -12,20 +14,21 @@ const pullKey = "v"
 // without a leading operator is a query on document elements; an operator
 // document or a regex is a condition on the element itself; anything else
 // must equal the element.
-func parsePull(v any) (modifier, error) {
+func parsePull(v any, coll query.Collator) (modifier, error) {
 	switch {
 	case kindOf(v) == kindDoc && !startsWithOperator(docOf(v)):
-		m, err := compileFilter(docOf(v))
+		m, err := compileFilter(docOf(v), coll)
 		return cullMod{match: func(x any) bool {
 			return kindOf(x) == kindDoc && m.Match(docOf(plain(x)))
 		}}, err
 	case kindOf(v) == kindDoc || isRegex(v):
-		m, err := compileFilter(bson.D{{Key: pullKey, Value: v}})
+		m, err := compileFilter(bson.D{{Key: pullKey, Value: v}}, coll)
 		return cullMod{match: func(x any) bool {
 			return m.Match(bson.D{{Key: pullKey, Value: plain(x)}})
 		}}, err
 	}
-	return cullMod{match: func(x any) bool { return compareValues(x, v) == 0 }}, nil
+	cmp := comparator(coll)
+	return cullMod{match: func(x any) bool { return cmp(x, v) == 0 }}, nil
 }
 
 func isRegex(v any) bool {

@@ -18,7 +18,7 @@ type pushMod struct {
 	sort     *pushSort
 }
 
-func parsePush(v any) (modifier, error) {
+func parsePush(v any, cmp func(a, b any) int) (modifier, error) {
 	if kindOf(v) != kindDoc {
 		return pushMod{values: bson.A{v}}, nil
 	}
@@ -30,7 +30,7 @@ func parsePush(v any) (modifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parsePushClauses(clauses)
+	return parsePushClauses(clauses, cmp)
 }
 
 func pushClauses(d bson.D) (map[string]any, error) {
@@ -49,7 +49,7 @@ func pushClauses(d bson.D) (map[string]any, error) {
 	return clauses, nil
 }
 
-func parsePushClauses(c map[string]any) (modifier, error) {
+func parsePushClauses(c map[string]any, cmp func(a, b any) int) (modifier, error) {
 	each := c["$each"]
 	if kindOf(each) != kindArr {
 		return nil, errf(mongoerr.BadValue,
@@ -62,6 +62,9 @@ func parsePushClauses(c map[string]any) (modifier, error) {
 	}
 	if v, ok := c["$sort"]; ok && err == nil {
 		m.sort, err = parsePushSort(v)
+		if m.sort != nil {
+			m.sort.cmp = cmp
+		}
 	}
 	if v, ok := c["$position"]; ok && err == nil {
 		m.position, err = pushInteger(v, "The value for $position must be an integer value, not of type: %s")

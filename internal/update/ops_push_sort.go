@@ -15,6 +15,7 @@ import (
 type pushSort struct {
 	whole  int
 	fields []sortField
+	cmp    func(a, b any) int // compareValues, or under a collation
 }
 
 type sortField struct {
@@ -88,11 +89,15 @@ func (s *pushSort) apply(a bson.A) {
 }
 
 func (s *pushSort) compare(x, y any) int {
+	cmp := s.cmp
+	if cmp == nil {
+		cmp = compareValues
+	}
 	if s.whole != 0 {
-		return s.whole * compareValues(x, y)
+		return s.whole * cmp(x, y)
 	}
 	for _, f := range s.fields {
-		if c := compareValues(sortKey(x, f.path), sortKey(y, f.path)); c != 0 {
+		if c := cmp(sortKey(x, f.path), sortKey(y, f.path)); c != 0 {
 			return c * f.dir
 		}
 	}

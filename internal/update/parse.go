@@ -4,14 +4,16 @@ import (
 	"strings"
 
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/query"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
 // leafParser builds the leaf for one field of one operator.
 type leafParser func(field string, v any) (*leafNode, error)
 
-// operator returns the parser for an update operator, or nil if unknown.
-func operator(name string) leafParser {
+// operator returns the parser for an update operator, or nil if unknown;
+// comparing operators compare under coll (nil: binary).
+func operator(name string, coll query.Collator) leafParser {
 	switch name {
 	case "$set":
 		return simple(func(v any) modifier { return setMod{val: v} })
@@ -24,13 +26,14 @@ func operator(name string) leafParser {
 			return &leafNode{mod: unsetMod{}, allowNonViable: true}, nil
 		}
 	case "$min", "$max":
-		isMax := name == "$max"
-		return simple(func(v any) modifier { return compareMod{max: isMax, val: v} })
+		isMax, cmp := name == "$max", comparator(coll)
+		return simple(func(v any) modifier { return compareMod{max: isMax, val: v, cmp: cmp} })
 	}
-	return arrayOperator(name)
+	return arrayOperator(name, coll)
 }
 
-func arrayOperator(name string) leafParser {
+func arrayOperator(name string, coll query.Collator) leafParser {
+	cmp := comparator(coll)
 	switch name {
 	case "$inc":
 		return withField(func(f string, v any) (modifier, error) { return parseArith(opAdd, f, v) })
@@ -43,13 +46,13 @@ func arrayOperator(name string) leafParser {
 	case "$currentDate":
 		return checked(parseCurrentDate)
 	case "$push":
-		return checked(parsePush)
+		return checked(func(v any) (modifier, error) { return parsePush(v, cmp) })
 	case "$addToSet":
-		return checked(parseAddToSet)
+		return checked(func(v any) (modifier, error) { return parseAddToSet(v, cmp) })
 	case "$pull":
-		return checked(parsePull)
+		return checked(func(v any) (modifier, error) { return parsePull(v, coll) })
 	case "$pullAll":
-		return checked(parsePullAll)
+		return checked(func(v any) (modifier, error) { return parsePullAll(v, cmp) })
 	}
 	return nil
 }
@@ -99,7 +102,7 @@ func (u *Update) parseOperator(op bson.E) error {
 	if op.Key == "$rename" {
 		return u.parseFields(op, u.addRename)
 	}
-	parse := operator(op.Key)
+	parse := operator(op.Key, u.coll)
 	if parse == nil {
 		return errf(mongoerr.FailedToParse, "Unknown modifier: %s. Expected a valid update modifier "+
 			"or pipeline-style update specified as an array", op.Key)

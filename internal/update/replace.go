@@ -10,7 +10,7 @@ import (
 func parseReplacement(u bson.D, arrayFilters []bson.D) (*Update, error) {
 	// MongoDB still parses the filters, then ignores them: only operator
 	// updates check that every filter is used.
-	if _, err := parseArrayFilters(arrayFilters); err != nil {
+	if _, err := parseArrayFilters(arrayFilters, nil); err != nil {
 		return nil, err
 	}
 	if u == nil {

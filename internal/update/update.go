@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/query"
 )
 
 // Update is a parsed update document, reusable across documents.
@@ -12,6 +14,7 @@ type Update struct {
 	replacement bson.D // non-nil for a replacement document
 	filters     map[string]*arrayFilter
 	source      bson.D
+	coll        query.Collator // nil: binary comparisons
 }
 
 // Context is what Apply needs to know about the operation in progress.
@@ -32,14 +35,20 @@ func (u *Update) IsReplacement() bool { return u.replacement != nil }
 // is an operator update when its first field starts with '$'. arrayFilters
 // are as given in the command. Pipeline updates are not handled here.
 func Parse(u bson.D, arrayFilters []bson.D) (*Update, error) {
+	return ParseCollated(u, arrayFilters, nil)
+}
+
+// ParseCollated is Parse for a statement with a non-simple collation
+// (coll), which the comparing operators and arrayFilters apply.
+func ParseCollated(u bson.D, arrayFilters []bson.D, coll query.Collator) (*Update, error) {
 	if len(u) == 0 || u[0].Key == "" || u[0].Key[0] != '$' {
 		return parseReplacement(u, arrayFilters)
 	}
-	filters, err := parseArrayFilters(arrayFilters)
+	filters, err := parseArrayFilters(arrayFilters, coll)
 	if err != nil {
 		return nil, err
 	}
-	up := &Update{root: &objNode{}, filters: filters, source: u}
+	up := &Update{root: &objNode{}, filters: filters, source: u, coll: coll}
 	if err := up.parseOperators(); err != nil {
 		return nil, err
 	}
