@@ -90,6 +90,8 @@ type runCtx struct {
 	// cur is the counters of the stage being started, where a blocking
 	// stage records what it did (bytes sorted, ...).
 	cur *StageRun
+	// specs keeps each stage's argument in its record (explain's runs).
+	specs bool
 }
 
 // letVar is one variable of Options.Let, evaluated once per run.
@@ -298,16 +300,24 @@ func (p *Pipeline) StartsWithCollStats() bool {
 
 // Run streams input through the pipeline. The returned iterator owns
 // input and closes it.
+// Its stages' records carry no arguments: a cursor made from it may live
+// for minutes, and a stage's argument can be megabytes (a $match with a
+// large $in) that only explain shows.
 func (p *Pipeline) Run(input Iterator, env Env) (Iterator, error) {
-	ex, err := p.Start(input, env)
+	ex, err := p.begin(input, env, false)
 	if err != nil {
 		return nil, err
 	}
 	return ex, nil
 }
 
-// Start is Run that also gives each stage's counters (for explain).
+// Start is Run that also gives each stage's counters and argument (for
+// explain).
 func (p *Pipeline) Start(input Iterator, env Env) (*Execution, error) {
+	return p.begin(input, env, true)
+}
+
+func (p *Pipeline) begin(input Iterator, env Env, specs bool) (*Execution, error) {
 	vars := map[string]any{"NOW": bson.NewDateTimeFromTime(env.Now())}
 	if g, ok := env.(interface{ Guard() *expr.Guard }); ok {
 		vars = expr.WithGuard(vars, g.Guard())
@@ -323,7 +333,7 @@ func (p *Pipeline) Start(input Iterator, env Env) (*Execution, error) {
 		}
 		vars[v.name] = val
 	}
-	return p.start(input, &runCtx{env: env, vars: vars, opt: p.opt})
+	return p.start(input, &runCtx{env: env, vars: vars, opt: p.opt, specs: specs})
 }
 
 // runWith chains the stages over in (a sub-pipeline's run).

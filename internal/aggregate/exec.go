@@ -107,6 +107,9 @@ func (p *Pipeline) start(in Iterator, rc *runCtx) (*Execution, error) {
 	in = &countIter{in: in, run: ex.input}
 	for i, s := range p.stages {
 		run := p.stageRun(i)
+		if !rc.specs {
+			run.Spec = nil
+		}
 		rc.cur = run
 		out, err := s.run(in, rc)
 		if err != nil {
