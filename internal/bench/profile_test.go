@@ -97,11 +97,12 @@ func profileSeconds() int {
 //
 //	MAYFLY_BENCH_PROFILE=replset go test ./internal/bench -run ProfileReplSet -cpuprofile cpu.prof
 func TestProfileReplSet(t *testing.T) {
-	if os.Getenv("MAYFLY_BENCH_PROFILE") != "replset" {
-		t.Skip("set MAYFLY_BENCH_PROFILE=replset to profile a replica set")
+	what := os.Getenv("MAYFLY_BENCH_PROFILE")
+	if what != "replset" && what != "replset-storm" {
+		t.Skip("set MAYFLY_BENCH_PROFILE=replset or replset-storm to profile a replica set")
 	}
 	secs := profileSeconds()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(secs)*time.Second+2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(secs)*time.Second+5*time.Minute)
 	defer cancel()
 	rs := &replSetRun{members: make([]*server, 3)}
 	for range 3 {
@@ -127,9 +128,26 @@ func TestProfileReplSet(t *testing.T) {
 	}
 	job := Job{Kind: jobDurable, URI: rs.uri(), Majority: true, Clients: 64, RunID: 1,
 		Warmup: time.Second, Duration: time.Duration(secs) * time.Second}
+	if what == "replset-storm" {
+		sz := ShortSizes()
+		primary := rs.addrs[0]
+		for _, a := range rs.addrs {
+			if memberWritable(ctx, a) {
+				primary = a
+			}
+		}
+		job = Job{Kind: jobExpiry, Addr: primary, ServerPID: os.Getpid(), Clients: sz.Clients, Count: sz.Sessions, RunID: 1,
+			Storm: &StormSpec{Docs: sz.StormDocs, Window: sz.StormWindow, Warmup: sz.Warmup,
+				Baseline: sz.StormBaseline, PollEvery: sz.StormPoll, MaxDrain: sz.StormMaxDrain}}
+	}
 	res, err := RunJob(ctx, job)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%.0f w:majority inserts/s, p50 %.2f ms, p99 %.2f ms", res.Durable.OpsPerSec, res.Durable.Latency.P50Ms, res.Durable.Latency.P99Ms)
+	if r := res.Durable; r != nil {
+		t.Logf("%.0f w:majority inserts/s, p50 %.2f ms, p99 %.2f ms", r.OpsPerSec, r.Latency.P50Ms, r.Latency.P99Ms)
+	}
+	if e := res.Expiry; e != nil {
+		t.Logf("storm: deleted %d of %d, lateness p99 ≤ %.0f ms, %.0f/s", e.Lateness.Deleted, e.Docs, e.Lateness.Upper.P99Ms, e.Lateness.PerSec)
+	}
 }

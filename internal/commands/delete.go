@@ -47,6 +47,9 @@ func cmdDelete(h *Handler, r *request) (bson.D, error) {
 		n, err := h.deleteStatement(r, a, lv, s, rt, i)
 		res.n += n
 		if err != nil {
+			if failsBatch(err) {
+				return nil, clientError(err)
+			}
 			res.fail(i, err)
 			if a.ordered {
 				break

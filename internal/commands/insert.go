@@ -1,11 +1,14 @@
 package commands
 
 import (
-	"go.mongodb.org/mongo-driver/v2/bson"
+	"errors"
 	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/repl"
 	"github.com/mayflydb/mayfly/internal/wire"
 )
 
@@ -20,6 +23,14 @@ type writeResult struct {
 
 func (w *writeResult) fail(i int, err error) {
 	w.errors = append(w.errors, mongoerr.WriteError(i, clientError(err)))
+}
+
+// failsBatch reports whether err fails a write command as a whole rather
+// than its statement: mongod's interruptions by a replica set state change
+// or a shutdown, and a primary that is no longer one, whose top-level code
+// and RetryableWriteError label tell a driver to retry the command.
+func failsBatch(err error) bool {
+	return errors.Is(err, repl.ErrStateChange) || errors.Is(err, repl.ErrNotPrimary) || errors.Is(err, repl.ErrShutdown)
 }
 
 // failEach is the result of a batch none of whose statements could run:
@@ -151,6 +162,9 @@ func cmdInsert(h *Handler, r *request) (bson.D, error) {
 		return nil, err
 	}
 	c, _, err := h.deps.Store.GetOrCreate(r.db, a.coll)
+	if err != nil && failsBatch(err) {
+		return nil, clientError(err)
+	}
 	if err != nil {
 		// mongod reports a collection it cannot create (a database name
 		// differing in case, 13297; a full disk) as each document's error.
@@ -174,6 +188,9 @@ func cmdInsert(h *Handler, r *request) (bson.D, error) {
 			continue
 		}
 		if err := insertOne(c, d, rt.options(a.opt, i, recordN(1))); err != nil {
+			if failsBatch(err) {
+				return nil, clientError(err)
+			}
 			res.fail(i, err)
 			if a.ordered {
 				break

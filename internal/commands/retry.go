@@ -38,7 +38,7 @@ type retryTxn struct {
 	session  []byte
 	txn      int64
 	stmtIDs  []int32
-	newer    bool         // the first write of this txnNumber in the session
+	newer    bool         // the command's txnNumber had no records when it began: nothing to look up
 	stmts    stmtRange    // statements recorded for txn, by every attempt
 	prev     *sessionHead // the head a newer txn replaces, if any
 	retried  bson.A
@@ -240,12 +240,12 @@ func (rt *retryTxn) options(opt docstore.WriteOptions, i int, result func() bson
 		if err != nil {
 			return err
 		}
-		if rt.newer {
+		if rt.prev != nil {
 			// Older txnNumbers' records go; this is now the session's.
 			if err := rt.dropPrevious(b); err != nil {
 				return err
 			}
-			rt.newer, rt.prev = false, nil
+			rt.prev = nil
 		}
 		rt.stmts.add(rt.stmtID(i))
 		head := binary.BigEndian.AppendUint64(nil, uint64(rt.txn))

@@ -237,6 +237,9 @@ func cmdUpdate(h *Handler, r *request) (bson.D, error) {
 			return nil, mongoerr.New(mongoerr.FailedToParse, "Cannot specify sort with multi=true")
 		}
 		if err := h.updateStatement(r, a, lv, i, s, &res, rt); err != nil {
+			if failsBatch(err) {
+				return nil, clientError(err)
+			}
 			res.fail(i, err)
 			if a.ordered {
 				break

@@ -51,12 +51,14 @@ type logStore struct {
 	compacted *pb.SnapshotMetadata // entries up to Index are gone
 	last      uint64
 	terms     map[uint64]uint64 // recent entries' terms, by index
+	recent    entryCache        // the newest entries themselves
 }
 
 var _ raft.Storage = (*logStore)(nil)
 
 func openLogStore(eng storage.Engine) (*logStore, error) {
-	ls := &logStore{eng: eng, hardState: &pb.HardState{}, compacted: &pb.SnapshotMetadata{ConfState: &pb.ConfState{}}, terms: map[uint64]uint64{}}
+	ls := &logStore{eng: eng, hardState: &pb.HardState{}, compacted: &pb.SnapshotMetadata{ConfState: &pb.ConfState{}}, terms: map[uint64]uint64{},
+		recent: entryCache{maxBytes: entryCacheBytes}}
 	if err := readProto(eng, hardStateKey, ls.hardState); err != nil {
 		return nil, err
 	}
@@ -116,12 +118,16 @@ func (ls *logStore) InitialState() (*pb.HardState, *pb.ConfState, error) {
 func (ls *logStore) Entries(lo, hi, maxSize uint64) ([]*pb.Entry, error) {
 	ls.mu.Lock()
 	first, last := ls.compacted.GetIndex()+1, ls.last
+	cached, ok := ls.recent.get(lo, hi, maxSize)
 	ls.mu.Unlock()
 	if lo < first {
 		return nil, raft.ErrCompacted
 	}
 	if hi > last+1 {
 		return nil, raft.ErrUnavailable
+	}
+	if ok {
+		return cached, nil
 	}
 	it, err := ls.eng.NewIter(logKey(lo), logKey(hi))
 	if err != nil {
@@ -245,6 +251,7 @@ func (ls *logStore) noteAppended(ents []*pb.Entry, hs *pb.HardState) {
 	if len(ents) == 0 {
 		return
 	}
+	ls.recent.add(ents)
 	first := ents[0].GetIndex()
 	for i := first; i <= ls.last; i++ {
 		delete(ls.terms, i)
@@ -315,6 +322,7 @@ func (ls *logStore) restart(b storage.Batch, meta *pb.SnapshotMetadata) error {
 	ls.compacted = proto.Clone(meta).(*pb.SnapshotMetadata)
 	ls.last = meta.GetIndex()
 	ls.terms = map[uint64]uint64{}
+	ls.recent.reset()
 	return nil
 }
 
