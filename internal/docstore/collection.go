@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/catalog"
+	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/query"
 )
 
@@ -152,6 +153,7 @@ func (c *Collection) deleteAllLocked(dropMeta bool) error {
 		if err := b.Delete(catalogKey(meta.DB, meta.Name)); err != nil {
 			return err
 		}
+		addCatalogEvent(b, &changestream.Event{Op: changestream.OpDrop, DB: meta.DB, Coll: meta.Name})
 	}
 	if err := b.Commit(true); err != nil {
 		return fmt.Errorf("docstore: drop %s: %w", meta.Namespace(), err)

@@ -78,6 +78,9 @@ type tx struct {
 	extra func(storage.Batch) error
 	// multikey holds the array paths this batch adds, by index ID.
 	multikey map[uint32][][]string
+	// images caches whether the collection keeps pre- and post-images
+	// for change streams (0: not looked up, 1: no, 2: yes).
+	images byte
 }
 
 func (c *Collection) newTx(l *lockSet) *tx {
@@ -308,7 +311,7 @@ func (t *tx) insert(d *stored) error {
 		if !t.c.expiredNow(old.doc) {
 			return t.c.dupKeyError(t.st.indexes[0], d.doc)
 		}
-		if err := t.removeDoc(old); err != nil {
+		if err := t.expireDoc(old); err != nil {
 			return err
 		}
 	}
@@ -320,6 +323,7 @@ func (t *tx) insert(d *stored) error {
 	if err := t.putDoc(d, nil); err != nil {
 		return err
 	}
+	t.emitWrite(d, nil, false)
 	return t.evictForCap(d.idEnc)
 }
 
@@ -466,7 +470,7 @@ func (t *tx) evictHolders(ix *indexState, holders [][]byte, d *stored) error {
 		if !t.c.expiredNow(other.doc) {
 			return t.c.dupKeyError(ix, d.doc)
 		}
-		if err := t.removeDoc(other); err != nil {
+		if err := t.expireDoc(other); err != nil {
 			return err
 		}
 	}
@@ -522,6 +526,10 @@ const (
 type Change struct {
 	Kind ChangeKind
 	Doc  bson.D // the new document, for Replace
+	// Whole says Doc replaces the document as a whole (a replacement
+	// document, reported to change streams as "replace"), not through
+	// update operators ("update").
+	Whole bool
 }
 
 // Modify loads the live document with the given _id, lets fn decide what to
@@ -564,9 +572,9 @@ func (c *Collection) applyChange(l *lockSet, old *stored, ch Change, extra func(
 	t.extra = extra
 	var err error
 	if ch.Kind == Remove {
-		err = t.removeDoc(old)
+		err = t.deleteDoc(old)
 	} else {
-		err = t.replace(old, ch.Doc)
+		err = t.replace(old, ch.Doc, ch.Whole)
 	}
 	if err != nil {
 		t.abort()
@@ -575,7 +583,7 @@ func (c *Collection) applyChange(l *lockSet, old *stored, ch Change, extra func(
 	return t.commit(WriteOptions{})
 }
 
-func (t *tx) replace(old *stored, doc bson.D) error {
+func (t *tx) replace(old *stored, doc bson.D, whole bool) error {
 	raw, err := marshalDoc(doc)
 	if err != nil {
 		return err
@@ -585,5 +593,10 @@ func (t *tx) replace(old *stored, doc bson.D) error {
 	} else if need {
 		t.locks.lockUnique()
 	}
-	return t.putDoc(&stored{idEnc: old.idEnc, raw: raw, doc: doc}, old)
+	d := &stored{idEnc: old.idEnc, raw: raw, doc: doc}
+	if err := t.putDoc(d, old); err != nil {
+		return err
+	}
+	t.emitWrite(d, old, whole)
+	return nil
 }
