@@ -55,7 +55,10 @@ func checkCollectionStream(t *testing.T, db *mongo.Database) {
 	if cs.ResumeToken() == nil {
 		t.Fatal("no postBatchResumeToken in the first batch")
 	}
-	mustDo(t, func() error { _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "items", Value: bson.A{"a"}}}); return err })
+	mustDo(t, func() error {
+		_, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "items", Value: bson.A{"a"}}})
+		return err
+	})
 	mustDo(t, func() error {
 		_, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$push", Value: bson.D{{Key: "items", Value: "b"}}}, {Key: "$set", Value: bson.D{{Key: "n", Value: 2}}}})
 		return err

@@ -69,13 +69,12 @@ func collectionInfo(m *catalog.Collection) bson.D {
 
 // createOptionsKnown are create's options that Mayfly implements.
 var createOptionsKnown = []string{"capped", "size", "max", "autoIndexId", "idIndex", "writeConcern", "flags",
-	"validator", "validationLevel", "validationAction"}
+	"validator", "validationLevel", "validationAction", preImagesOption}
 
 // createOptionsUnsupported are MongoDB's create options for features Mayfly
 // does not have; they fail instead of being ignored.
 var createOptionsUnsupported = []string{
 	"pipeline", "collation", "timeseries", "expireAfterSeconds", "clusteredIndex",
-	"changeStreamPreAndPostImages",
 	"encryptedFields", "storageEngine", "indexOptionDefaults",
 }
 
@@ -137,7 +136,7 @@ func createOptions(r *request) (docstore.CreateOptions, error) {
 	if ok {
 		opt.Raw = append(opt.Raw, withValidationDefaults(vopts)...)
 	}
-	return opt, nil
+	return opt, createPreImages(r, &opt)
 }
 
 func cmdDrop(h *Handler, r *request) (bson.D, error) {
