@@ -48,7 +48,10 @@ func TestChangeStreamExpiryEvents(t *testing.T) {
 		touched := base.Add(time.Duration(i) * time.Second / n)
 		docs[i] = bson.D{{Key: "_id", Value: int32(i)}, {Key: "touched", Value: bson.NewDateTimeFromTime(touched)}, {Key: "items", Value: bson.A{"sku", i}}}
 	}
-	mustDo(t, func() error { _, err := carts.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false)); return err })
+	mustDo(t, func() error {
+		_, err := carts.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
+		return err
+	})
 
 	late := make([]time.Duration, 0, n)
 	seen := map[int32]bool{}

@@ -27,9 +27,18 @@ func TestChangeStreamDatabaseAndCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer all.Close(ctx)
-	mustDo(t, func() error { _, err := shop.Collection("a").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}); return err })
-	mustDo(t, func() error { _, err := other.Collection("b").InsertOne(ctx, bson.D{{Key: "_id", Value: 2}}); return err })
-	mustDo(t, func() error { _, err := shop.Collection("c").InsertOne(ctx, bson.D{{Key: "_id", Value: 3}}); return err })
+	mustDo(t, func() error {
+		_, err := shop.Collection("a").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}})
+		return err
+	})
+	mustDo(t, func() error {
+		_, err := other.Collection("b").InsertOne(ctx, bson.D{{Key: "_id", Value: 2}})
+		return err
+	})
+	mustDo(t, func() error {
+		_, err := shop.Collection("c").InsertOne(ctx, bson.D{{Key: "_id", Value: 3}})
+		return err
+	})
 	mustDo(t, func() error {
 		return c.Database("admin").RunCommand(ctx, bson.D{{Key: "renameCollection", Value: "shop.c"}, {Key: "to", Value: "shop.d"}}).Err()
 	})
@@ -120,7 +129,10 @@ func TestChangeStreamFullDocumentModes(t *testing.T) {
 	db := newDB(t)
 	ctx := ctxT(t)
 	plain := db.Collection("plain")
-	mustDo(t, func() error { _, err := plain.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 0}}); return err })
+	mustDo(t, func() error {
+		_, err := plain.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 0}})
+		return err
+	})
 	lookup, err := plain.Watch(ctx, mongo.Pipeline{}, options.ChangeStream().SetFullDocument(options.UpdateLookup))
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +169,10 @@ func TestChangeStreamFullDocumentModes(t *testing.T) {
 	if first := asM(asM(info["cursor"])["firstBatch"].(bson.A)[0]); asM(asM(first["options"])["changeStreamPreAndPostImages"])["enabled"] != true {
 		t.Fatalf("listCollections options = %v", first["options"])
 	}
-	mustDo(t, func() error { _, err := imaged.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 0}}); return err })
+	mustDo(t, func() error {
+		_, err := imaged.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 0}})
+		return err
+	})
 	images, err := imaged.Watch(ctx, mongo.Pipeline{}, options.ChangeStream().SetFullDocument(options.Required).SetFullDocumentBeforeChange(options.Required))
 	if err != nil {
 		t.Fatal(err)
