@@ -25,7 +25,13 @@ func (t *tx) emit(ev *changestream.Event) {
 		return
 	}
 	ev.DB, ev.Coll = t.st.meta.DB, t.st.meta.Name
-	eb.AddEvent(ev.Encode(nil))
+	// Encoded into a scratch buffer, then copied into an arena the
+	// batch's events share: a TTL batch of thousands of deletions makes
+	// a few allocations, not one per event.
+	t.evScratch = ev.Encode(t.evScratch[:0])
+	var cp []byte
+	t.evArena, cp = appendCopy(t.evArena, t.evScratch)
+	eb.AddEvent(cp)
 }
 
 // preImages reports whether the collection keeps changeStreamPreAndPostImages.
@@ -134,20 +140,21 @@ func (t *tx) emitDelete(idEnc, raw []byte, exp *changestream.Expiry) {
 	if t.eventBatch() == nil {
 		return
 	}
-	ev := &changestream.Event{Op: changestream.OpDelete, Expired: exp}
+	ev := changestream.Event{Op: changestream.OpDelete, Expired: exp}
 	if ev.RawID = rawID(raw); ev.RawID == nil {
 		ev.ID = idEnc
 	}
 	if t.preImages() {
 		ev.Pre = raw
 	}
-	t.emit(ev)
+	t.emit(&ev)
 }
 
 // emitExpiry reports the deletion of an expired document: a delete with
 // the TTL index that expired it and when (atMillis).
 func (t *tx) emitExpiry(idEnc, raw []byte, ix *indexState, atMillis int64) {
-	t.emitDelete(idEnc, raw, &changestream.Expiry{Index: ix.def.Name, AfterSecs: ix.def.ExpireAfter, AtMillis: atMillis})
+	exp := changestream.Expiry{Index: ix.def.Name, AfterSecs: ix.def.ExpireAfter, AtMillis: atMillis}
+	t.emitDelete(idEnc, raw, &exp)
 }
 
 // emitExpiryByID is emitExpiry for a document the TTL monitor deleted by

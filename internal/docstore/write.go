@@ -81,6 +81,9 @@ type tx struct {
 	// images caches whether the collection keeps pre- and post-images
 	// for change streams (0: not looked up, 1: no, 2: yes).
 	images byte
+	// evScratch encodes each change event; evArena holds the encoded
+	// events handed to the batch (events.go).
+	evScratch, evArena []byte
 }
 
 func (c *Collection) newTx(l *lockSet) *tx {
