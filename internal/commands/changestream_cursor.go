@@ -20,7 +20,9 @@ type streamCursor struct {
 	h    *Handler
 	spec *streamSpec
 	pos  changestream.Position // the last change looked at (or a high-water mark)
-	kind byte                  // the token kind of pos
+	// pbrt is the last batch's postBatchResumeToken: the token of its
+	// last event, or, for an empty batch, of where the scan got to.
+	pbrt changestream.Token
 	lsid []byte
 	// ended is set once the stream returned its invalidate event.
 	ended bool
@@ -60,9 +62,9 @@ func (c *streamCursor) read(r *request, n int64) (bson.A, error) {
 		if err != nil {
 			return false, err
 		}
-		c.pos, c.kind = rec.Pos, changestream.KindEvent
-		if c.ended {
-			c.kind = changestream.KindInvalidate
+		c.pos = rec.Pos
+		if len(docs) > 0 {
+			c.pbrt = changestream.Token{Pos: rec.Pos, Kind: c.lastKind()}
 		}
 		for _, d := range docs {
 			raw, err := encodeResult(d)
@@ -80,14 +82,25 @@ func (c *streamCursor) read(r *request, n int64) (bson.A, error) {
 		return nil, err
 	}
 	if !stopped && hwm.After(c.pos) {
-		c.pos, c.kind = hwm, changestream.KindEvent
+		c.pos = hwm
+	}
+	if len(batch) == 0 {
+		c.pbrt = changestream.Token{Pos: c.pos}
 	}
 	return batch, nil
 }
 
+// lastKind is the token kind of the stream's last event.
+func (c *streamCursor) lastKind() byte {
+	if c.ended {
+		return changestream.KindInvalidate
+	}
+	return changestream.KindEvent
+}
+
 // reply is a change stream's cursor reply, with postBatchResumeToken.
 func (c *streamCursor) reply(id int64, ns, key string, batch bson.A) bson.D {
-	tok := changestream.Token{Pos: c.pos, Kind: c.kind}
+	tok := c.pbrt
 	return bson.D{{Key: "cursor", Value: bson.D{
 		{Key: key, Value: batch},
 		{Key: "postBatchResumeToken", Value: bson.D{{Key: "_data", Value: tok.String()}}},
