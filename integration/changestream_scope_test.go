@@ -2,6 +2,7 @@ package integration
 
 import (
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -244,4 +245,46 @@ func TestChangeStreamPipelineAndErrors(t *testing.T) {
 		t.Fatal("an event without its _id")
 	}
 	wantCode(t, idChange.Err(), 280, "_id field, which contains the resume token, was modified")
+}
+
+// TestChangeStreamHistoryLost: once the change log's retention has
+// dropped the changes after a token, resuming from it answers 286, and a
+// token that was never in the log answers 280.
+func TestChangeStreamHistoryLost(t *testing.T) {
+	db := newDB(t)
+	ctx := ctxT(t)
+	coll := db.Collection("c")
+	cs, err := coll.Watch(ctx, mongo.Pipeline{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close(ctx)
+	mustDo(t, func() error { _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}); return err })
+	mustDo(t, func() error { _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 2}}); return err })
+	first := nextEvent(t, cs)["_id"]
+	// A token of this server's form naming no change in the log.
+	tok := asM(first)["_data"].(string)
+	unknown := bson.D{{Key: "_data", Value: tok[:len(tok)-10] + "00000F0000"}}
+	_, err = coll.Watch(ctx, mongo.Pipeline{}, options.ChangeStream().SetResumeAfter(unknown))
+	wantCode(t, err, 280, "the resume token was not found")
+
+	time.Sleep(2100 * time.Millisecond)
+	mustDo(t, func() error {
+		return db.Client().Database("admin").RunCommand(ctx, bson.D{{Key: "setParameter", Value: 1}, {Key: "mayflyChangeStreamRetentionSecs", Value: 1}}).Err()
+	})
+	_, err = coll.Watch(ctx, mongo.Pipeline{}, options.ChangeStream().SetResumeAfter(first))
+	wantCode(t, err, 286, "Resume of change stream was not possible")
+	hourAgo := &bson.Timestamp{T: uint32(time.Now().Add(-time.Hour).Unix())}
+	_, err = coll.Watch(ctx, mongo.Pipeline{}, options.ChangeStream().SetStartAtOperationTime(hourAgo))
+	wantCode(t, err, 286, "")
+	// A stream opened now starts after the trimmed changes and works.
+	fresh, err := coll.Watch(ctx, mongo.Pipeline{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close(ctx)
+	mustDo(t, func() error { _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 3}}); return err })
+	if ev := nextEvent(t, fresh); asM(ev["documentKey"])["_id"] != int32(3) {
+		t.Fatalf("after the trim: %v", ev)
+	}
 }

@@ -219,7 +219,7 @@ func (a *App) assemble() error {
 		return err
 	}
 	params := a.params()
-	a.changes.registerParams(params)
+	a.registerChangeParams(params)
 	if err := applySetParameters(params, cfg.SetParameters); err != nil {
 		return err
 	}

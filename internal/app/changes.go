@@ -75,8 +75,13 @@ func (a *App) runChangeLogTrim(ctx context.Context) {
 	a.every(ctx, trimPeriod, a.trimChangeLog)
 }
 
-func (cl *changeLog) registerParams(p *commands.Params) {
-	// mayflyChangeStreamRetentionSecs is how long the change log keeps
-	// changes; a stream resuming from an older point gets 286.
-	p.Register("mayflyChangeStreamRetentionSecs", commands.IntParam(cl.retentionSecs.Load, cl.retentionSecs.Store, 1))
+// registerChangeParams registers mayflyChangeStreamRetentionSecs: how
+// long the change log keeps changes; a stream resuming from an older
+// point gets 286. A new value trims at once.
+func (a *App) registerChangeParams(p *commands.Params) {
+	cl := a.changes
+	p.Register("mayflyChangeStreamRetentionSecs", commands.IntParam(cl.retentionSecs.Load, func(secs int64) {
+		cl.retentionSecs.Store(secs)
+		a.trimChangeLog()
+	}, 1))
 }
