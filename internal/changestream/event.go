@@ -115,6 +115,15 @@ func (e *Event) Encode(dst []byte) []byte {
 	return dst
 }
 
+// Size is an upper bound of the event's encoded length.
+func (e *Event) Size() int {
+	n := 2 + 8*binary.MaxVarintLen64 + len(e.DB) + len(e.Coll) + len(e.ID) + len(e.RawID) + len(e.Doc) + len(e.Pre) + len(e.Update) + len(e.ToDB) + len(e.ToColl)
+	if e.Expired != nil {
+		n += len(e.Expired.Index) + 2*binary.MaxVarintLen64
+	}
+	return n
+}
+
 func bit(on bool, b byte) byte {
 	if on {
 		return b

@@ -25,9 +25,13 @@ func (t *tx) emit(ev *changestream.Event) {
 		return
 	}
 	ev.DB, ev.Coll = t.st.meta.DB, t.st.meta.Name
-	// Encoded into a scratch buffer, then copied into an arena the
-	// batch's events share: a TTL batch of thousands of deletions makes
-	// a few allocations, not one per event.
+	if !t.sortDeletes {
+		eb.AddEvent(ev.Encode(make([]byte, 0, ev.Size())))
+		return
+	}
+	// A TTL batch encodes into a scratch buffer, then copies into an
+	// arena the batch's events share: thousands of deletions make a few
+	// allocations, not one per event.
 	t.evScratch = ev.Encode(t.evScratch[:0])
 	var cp []byte
 	t.evArena, cp = appendCopy(t.evArena, t.evScratch)
