@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"time"
@@ -125,5 +124,60 @@ func TestChangeStreamExpiredReplacedByInsert(t *testing.T) {
 	if asM(ins["documentKey"])["_id"] != "s1" {
 		t.Fatalf("insert = %v", ins)
 	}
-	_ = context.Background()
+}
+
+// TestCartExpiryGivesStockBack is the application: carts reserve stock
+// and expire when abandoned; a watcher gives an expired cart's items back.
+func TestCartExpiryGivesStockBack(t *testing.T) {
+	db := connect(t, startServer(t, app.Config{})).Database("shop")
+	ctx := ctxT(t)
+	mustDo(t, func() error {
+		return db.CreateCollection(ctx, "carts", options.CreateCollection().SetChangeStreamPreAndPostImages(bson.D{{Key: "enabled", Value: true}}))
+	})
+	carts, stock := db.Collection("carts"), db.Collection("stock")
+	mustDo(t, func() error {
+		_, err := carts.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "touched", Value: 1}}, Options: options.Index().SetExpireAfterSeconds(1)})
+		return err
+	})
+	mustDo(t, func() error { _, err := stock.InsertOne(ctx, bson.D{{Key: "_id", Value: "apple"}, {Key: "qty", Value: 10}}); return err })
+	expired := mongo.Pipeline{{{Key: "$match", Value: bson.D{{Key: "operationType", Value: "delete"}, {Key: "expired", Value: bson.D{{Key: "$exists", Value: true}}}}}}}
+	cs, err := carts.Watch(ctx, expired, options.ChangeStream().SetFullDocumentBeforeChange(options.WhenAvailable))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close(ctx)
+	type item struct {
+		SKU string `bson:"sku"`
+		N   int    `bson:"n"`
+	}
+	mustDo(t, func() error {
+		_, err := carts.InsertOne(ctx, bson.D{{Key: "_id", Value: "c1"}, {Key: "items", Value: []item{{"apple", 3}}}, {Key: "touched", Value: time.Now()}})
+		return err
+	})
+	mustDo(t, func() error {
+		_, err := stock.UpdateByID(ctx, "apple", bson.D{{Key: "$inc", Value: bson.D{{Key: "qty", Value: -3}}}})
+		return err
+	})
+	var ev struct {
+		Before struct {
+			Items []item `bson:"items"`
+		} `bson:"fullDocumentBeforeChange"`
+	}
+	if !cs.Next(ctx) {
+		t.Fatal(cs.Err())
+	}
+	mustDo(t, func() error { return cs.Decode(&ev) })
+	for _, it := range ev.Before.Items {
+		mustDo(t, func() error {
+			_, err := stock.UpdateByID(ctx, it.SKU, bson.D{{Key: "$inc", Value: bson.D{{Key: "qty", Value: it.N}}}})
+			return err
+		})
+	}
+	var apple struct {
+		Qty int `bson:"qty"`
+	}
+	mustDo(t, func() error { return stock.FindOne(ctx, bson.D{{Key: "_id", Value: "apple"}}).Decode(&apple) })
+	if apple.Qty != 10 {
+		t.Fatalf("stock %d after the cart expired, want 10", apple.Qty)
+	}
 }

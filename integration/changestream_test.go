@@ -204,6 +204,7 @@ func TestChangeStreamOnReplicaSet(t *testing.T) {
 	secondary := (primary + 1) % 3
 	sc := rs.direct(secondary)
 	defer func() { _ = sc.Disconnect(context.Background()) }()
+	checkSecondaryExpiry(t, c.Database("shop"), sc.Database("shop"))
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		ss, err := sc.Database("shop").Collection("orders").Watch(ctx, mongo.Pipeline{}, options.ChangeStream().SetResumeAfter(firstToken))
@@ -223,6 +224,48 @@ func TestChangeStreamOnReplicaSet(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// checkSecondaryExpiry: the primary's TTL deletion reaches a stream
+// opened on a secondary as an expiry event.
+func checkSecondaryExpiry(t *testing.T, primary, secondary *mongo.Database) {
+	t.Helper()
+	ctx := ctxT(t)
+	sessions := primary.Collection("sessions")
+	mustDo(t, func() error {
+		_, err := sessions.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "at", Value: 1}}, Options: options.Index().SetExpireAfterSeconds(1)})
+		return err
+	})
+	var ss *mongo.ChangeStream
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var err error
+		if ss, err = secondary.Collection("sessions").Watch(ctx, mongo.Pipeline{}); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("watch on a secondary: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	defer ss.Close(ctx)
+	mustDo(t, func() error {
+		_, err := sessions.InsertOne(ctx, bson.D{{Key: "_id", Value: "s"}, {Key: "at", Value: bson.NewDateTimeFromTime(time.Now())}})
+		return err
+	})
+	wantOp(t, nextEvent(t, ss), "insert")
+	exp := nextEvent(t, ss)
+	wantOp(t, exp, "delete")
+	if asM(exp["expired"])["index"] != "at_1" {
+		t.Fatalf("expiry on a secondary: %v", exp)
+	}
+}
+
+// TestChangeStreamOneMemberSet: a replica set of one, as rs.initiate()
+// makes it, streams as a standalone does.
+func TestChangeStreamOneMemberSet(t *testing.T) {
+	rs := startReplSet(t, 1)
+	checkCollectionStream(t, rs.client().Database("shop"))
 }
 
 // asM reads an embedded document of a decoded event.

@@ -56,6 +56,14 @@ func (h *Handler) openChangeStream(r *request, coll string, batch int64) (bson.D
 	if h.deps.Changes == nil {
 		return nil, mongoerr.New(mongoerr.Location40573, "The $changeStream stage is only supported on replica sets")
 	}
+	if coll != "" {
+		if v, err := h.resolveView(r.db, coll); err != nil || v != nil {
+			if err != nil {
+				return nil, err
+			}
+			return nil, mongoerr.New(mongoerr.CommandNotSupportedOnView, "$changeStream is not supported on views.")
+		}
+	}
 	spec, err := h.parseChangeStream(r, coll)
 	if err != nil {
 		return nil, err
@@ -69,6 +77,7 @@ func (h *Handler) openChangeStream(r *request, coll string, batch int64) (bson.D
 			return nil, err
 		}
 	}
+	c.pbrt = changestream.Token{Pos: c.pos}
 	docs, err := c.read(r, batch)
 	if err != nil {
 		return nil, err
