@@ -139,7 +139,10 @@ func TestCartExpiryGivesStockBack(t *testing.T) {
 		_, err := carts.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "touched", Value: 1}}, Options: options.Index().SetExpireAfterSeconds(1)})
 		return err
 	})
-	mustDo(t, func() error { _, err := stock.InsertOne(ctx, bson.D{{Key: "_id", Value: "apple"}, {Key: "qty", Value: 10}}); return err })
+	mustDo(t, func() error {
+		_, err := stock.InsertOne(ctx, bson.D{{Key: "_id", Value: "apple"}, {Key: "qty", Value: 10}})
+		return err
+	})
 	expired := mongo.Pipeline{{{Key: "$match", Value: bson.D{{Key: "operationType", Value: "delete"}, {Key: "expired", Value: bson.D{{Key: "$exists", Value: true}}}}}}}
 	cs, err := carts.Watch(ctx, expired, options.ChangeStream().SetFullDocumentBeforeChange(options.WhenAvailable))
 	if err != nil {
