@@ -126,10 +126,13 @@ type Feed struct {
 }
 
 // Now is the position after every change committed so far: where a new
-// stream starts. It reads the log's own end too, since a member that has
-// not applied an entry since it started knows no timestamp yet.
+// stream starts. A member that has not applied an entry since it started
+// knows no timestamp yet; it reads the log's own end instead.
 func (f *Feed) Now() (Position, error) {
 	latest := f.Latest()
+	if latest != (Timestamp{}) {
+		return HighWater(latest), nil
+	}
 	last, err := LastTimestamp(f.Reader)
 	if err != nil {
 		return Position{}, err
