@@ -205,6 +205,7 @@ func TestChangeStreamOnReplicaSet(t *testing.T) {
 	sc := rs.direct(secondary)
 	defer func() { _ = sc.Disconnect(context.Background()) }()
 	checkSecondaryExpiry(t, c.Database("shop"), sc.Database("shop"))
+	checkDropDatabase(t, c.Database("gone"))
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		ss, err := sc.Database("shop").Collection("orders").Watch(ctx, mongo.Pipeline{}, options.ChangeStream().SetResumeAfter(firstToken))
@@ -258,6 +259,24 @@ func checkSecondaryExpiry(t *testing.T, primary, secondary *mongo.Database) {
 	wantOp(t, exp, "delete")
 	if asM(exp["expired"])["index"] != "at_1" {
 		t.Fatalf("expiry on a secondary: %v", exp)
+	}
+}
+
+// checkDropDatabase: a database stream sees a collection's drop, the
+// database's and its own end (in a replica set the database's event is
+// an entry with no writes of its own).
+func checkDropDatabase(t *testing.T, db *mongo.Database) {
+	t.Helper()
+	ctx := ctxT(t)
+	mustDo(t, func() error { _, err := db.Collection("c").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}); return err })
+	cs, err := db.Watch(ctx, mongo.Pipeline{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close(ctx)
+	mustDo(t, func() error { return db.Drop(ctx) })
+	for _, op := range []string{"drop", "dropDatabase", "invalidate"} {
+		wantOp(t, nextEvent(t, cs), op)
 	}
 }
 
