@@ -261,6 +261,9 @@ var streamStages = []string{"$match", "$project", "$addFields", "$set", "$unset"
 func streamPipeline(r *request, stages bson.A) (*aggregate.Pipeline, error) {
 	for _, s := range stages {
 		d, _ := s.(bson.D)
+		if len(d) == 1 && d[0].Key == "$changeStream" {
+			return nil, mongoerr.New(mongoerr.Location40602, "$changeStream is only valid as the first stage in a pipeline.")
+		}
 		if len(d) == 1 && !contains(streamStages, d[0].Key) {
 			return nil, mongoerr.Newf(mongoerr.IllegalOperation, "%s is not permitted in a $changeStream pipeline", d[0].Key)
 		}

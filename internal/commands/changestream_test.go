@@ -121,6 +121,8 @@ func TestHandlerChangeStreamRefusals(t *testing.T) {
 		{"test", watchCmd("c", bson.D{{Key: "fullDocument", Value: "always"}}, 1), mongoerr.BadValue},
 		{"test", watchCmd("c", bson.D{}, 1, bson.D{{Key: "$sort", Value: bson.D{{Key: "x", Value: 1}}}}), mongoerr.IllegalOperation},
 		{"test", watchCmd("c", bson.D{{Key: "startAtOperationTime", Value: "now"}}, 1), mongoerr.TypeMismatch},
+		{"test", watchCmd("c", bson.D{}, 1, bson.D{{Key: "$changeStream", Value: bson.D{}}}), mongoerr.Location40602},
+		{"test", bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$match", Value: bson.D{}}}, bson.D{{Key: "$changeStream", Value: bson.D{}}}}}, {Key: "cursor", Value: bson.D{}}}, mongoerr.Location40602},
 	}
 	for _, c := range cases {
 		_, err := call(t, h, c.db, c.cmd)
