@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"errors"
 	"strings"
 	"time"
 
@@ -452,8 +453,8 @@ var resumableCodes = map[mongoerr.Code]bool{
 // resumableStreamError adds the ResumableChangeStreamError label to an
 // error a driver may resume after.
 func resumableStreamError(err error) error {
-	me, ok := err.(*mongoerr.Error)
-	if !ok || !resumableCodes[me.Code] {
+	var me *mongoerr.Error
+	if !errors.As(err, &me) || !resumableCodes[me.Code] {
 		return err
 	}
 	labeled := *me

@@ -135,3 +135,25 @@ func TestHandlerChangeStreamRefusals(t *testing.T) {
 		t.Fatalf("without a change log: %v", err)
 	}
 }
+
+// TestResumableStreamErrorLabel: the errors a driver may resume after
+// carry ResumableChangeStreamError, others not.
+func TestResumableStreamErrorLabel(t *testing.T) {
+	labels := func(err error) any {
+		for _, kv := range mongoerr.As(err).Extra {
+			if kv.Key == "errorLabels" {
+				return kv.Value
+			}
+		}
+		return nil
+	}
+	stepped := resumableStreamError(mongoerr.New(mongoerr.NotWritablePrimary, "not primary"))
+	if l, ok := labels(stepped).(bson.A); !ok || len(l) != 1 || l[0] != "ResumableChangeStreamError" {
+		t.Fatalf("NotWritablePrimary labels %v", labels(stepped))
+	}
+	for _, code := range []mongoerr.Code{mongoerr.ChangeStreamHistoryLost, mongoerr.ChangeStreamFatalError, mongoerr.Interrupted} {
+		if l := labels(resumableStreamError(mongoerr.New(code, "x"))); l != nil {
+			t.Fatalf("code %d labelled %v", code, l)
+		}
+	}
+}
