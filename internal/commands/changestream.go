@@ -2,6 +2,7 @@ package commands
 
 import (
 	"math"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -37,6 +38,11 @@ type streamSpec struct {
 
 var changeStreamFields = []string{"resumeAfter", "startAfter", "startAtOperationTime", "fullDocument",
 	"fullDocumentBeforeChange", "allChangesForCluster", "showExpandedEvents", "allowToRunOnConfigDB", "allowToRunOnSystemNS"}
+
+// streamOptionsUnsupported are options Mayfly refuses when true rather
+// than ignore: expanded events (create, createIndexes, ...) and streams
+// on system collections and the config database.
+var streamOptionsUnsupported = []string{"showExpandedEvents", "allowToRunOnConfigDB", "allowToRunOnSystemNS"}
 
 // isChangeStream reports whether the aggregate's pipeline starts with
 // $changeStream.
@@ -103,6 +109,9 @@ func (h *Handler) parseChangeStream(r *request, coll string) (*streamSpec, error
 		if !contains(changeStreamFields, e.Key) {
 			return nil, mongoerr.Newf(mongoerr.Location40415, "BSON field '$changeStream.%s' is an unknown field.", e.Key)
 		}
+		if contains(streamOptionsUnsupported, e.Key) && e.Value == true {
+			return nil, mongoerr.Newf(mongoerr.InvalidOptions, "the $changeStream option '%s' is not supported by Mayfly", e.Key)
+		}
 	}
 	spec := &streamSpec{fullDocument: "default", before: "off"}
 	var err error
@@ -134,6 +143,8 @@ func streamScopeOf(db, coll string, opts bson.D) (streamScope, error) {
 		return streamScope{cluster: true}, nil
 	case db == "admin" || db == "config" || db == "local":
 		return streamScope{}, mongoerr.Newf(mongoerr.InvalidNamespace, "$changeStream may not be opened on the internal %s database", db)
+	case strings.HasPrefix(coll, "system."):
+		return streamScope{}, mongoerr.Newf(mongoerr.InvalidNamespace, "$changeStream may not be opened on the internal %s.%s collection", db, coll)
 	}
 	return streamScope{db: db, coll: coll}, nil
 }

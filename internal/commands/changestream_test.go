@@ -118,6 +118,8 @@ func TestHandlerChangeStreamRefusals(t *testing.T) {
 		{"admin", watchCmd(int32(1), bson.D{}, 1), mongoerr.InvalidNamespace},
 		{"test", watchCmd(int32(1), bson.D{{Key: "allChangesForCluster", Value: true}}, 1), mongoerr.InvalidNamespace},
 		{"test", watchCmd("c", bson.D{{Key: "bogus", Value: 1}}, 1), mongoerr.Location40415},
+		{"test", watchCmd("c", bson.D{{Key: "showExpandedEvents", Value: true}}, 1), mongoerr.InvalidOptions},
+		{"test", watchCmd("system.views", bson.D{}, 1), mongoerr.InvalidNamespace},
 		{"test", watchCmd("c", bson.D{{Key: "fullDocument", Value: "always"}}, 1), mongoerr.BadValue},
 		{"test", watchCmd("c", bson.D{}, 1, bson.D{{Key: "$sort", Value: bson.D{{Key: "x", Value: 1}}}}), mongoerr.IllegalOperation},
 		{"test", watchCmd("c", bson.D{{Key: "startAtOperationTime", Value: "now"}}, 1), mongoerr.TypeMismatch},
