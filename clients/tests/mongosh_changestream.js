@@ -50,4 +50,17 @@ for (const item of ev.fullDocumentBeforeChange.items) {
 }
 check(db.stock.findOne({ _id: 'apple' }).qty === 10, 'stock given back');
 expiries.close();
+
+// A warning before expiry: expiryWarningSeconds on the TTL index (through
+// createIndexes: createIndex() leaves out options the driver does not know).
+const made = db.runCommand({ createIndexes: 'sessions', indexes: [{ key: { at: 1 }, name: 'at_1', expireAfterSeconds: 2, expiryWarningSeconds: 1 }] });
+check(made.ok === 1, 'createIndexes: ' + JSON.stringify(made));
+const warnings = db.sessions.watch([{ $match: { operationType: 'expiring' } }]);
+const at = new Date();
+db.sessions.insertOne({ _id: 's1', at: at });
+ev = nextEvent(warnings);
+check(ev.documentKey._id === 's1' && ev.expiring.index === 'at_1' && ev.expiring.expireAfterSeconds === 2, 'expiring: ' + JSON.stringify(ev));
+check(ev.expiring.expiresAt.getTime() === at.getTime() + 2000, 'expiresAt: ' + JSON.stringify(ev));
+check(db.sessions.findOne({ _id: 's1' }) !== null, 'warned before it expired');
+warnings.close();
 print('mongosh changestream ok');

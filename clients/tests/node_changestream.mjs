@@ -53,6 +53,21 @@ try {
   }
   assert.equal((await stock.findOne({ _id: 'apple' })).qty, 10);
   await expiries.close();
+
+  // A warning before expiry: expiryWarningSeconds on the TTL index (through
+  // createIndexes: createIndex() leaves out options the driver does not know).
+  const sessions = db.collection('sessions');
+  await db.command({ createIndexes: 'sessions', indexes: [{ key: { at: 1 }, name: 'at_1', expireAfterSeconds: 2, expiryWarningSeconds: 1 }] });
+  const warnings = sessions.watch([{ $match: { operationType: 'expiring' } }], { maxAwaitTimeMS: 500 });
+  assert.equal(await warnings.tryNext(), null);
+  const at = new Date();
+  await sessions.insertOne({ _id: 's1', at });
+  ev = await warnings.next();
+  assert.equal(ev.documentKey._id, 's1');
+  assert.equal(ev.expiring.index, 'at_1');
+  assert.equal(ev.expiring.expiresAt.getTime(), at.getTime() + 2000);
+  assert.ok(await sessions.findOne({ _id: 's1' }), 'warned before it expired');
+  await warnings.close();
   console.log('node changestream ok');
 } finally {
   await client.close();

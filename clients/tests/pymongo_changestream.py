@@ -48,4 +48,15 @@ with carts.watch(expiries, max_await_time_ms=500) as stream:
         db.reservations.delete_one({"_id": r["_id"]})
 assert stock.find_one({"_id": "apple"})["qty"] == 10
 assert db.reservations.count_documents({}) == 0
+
+# A warning before expiry: expiryWarningSeconds on the TTL index.
+db.sessions.create_index("at", expireAfterSeconds=2, expiryWarningSeconds=1)
+with db.sessions.watch([{"$match": {"operationType": "expiring"}}], max_await_time_ms=500) as warnings:
+    at = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    db.sessions.insert_one({"_id": "s1", "at": at})
+    ev = warnings.next()
+    assert ev["documentKey"] == {"_id": "s1"}, ev
+    assert ev["expiring"]["index"] == "at_1" and ev["expiring"]["expireAfterSeconds"] == 2, ev
+    assert ev["expiring"]["expiresAt"] == (at + datetime.timedelta(seconds=2)).replace(tzinfo=None), ev
+    assert db.sessions.find_one({"_id": "s1"}) is not None
 print("pymongo changestream ok")

@@ -249,10 +249,11 @@ func (a *App) parsedConfig() bson.D {
 func (a *App) startBackground() {
 	ctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
-	a.wg.Add(3)
+	a.wg.Add(4)
 	go func() { defer a.wg.Done(); a.monitor.Run(ctx) }()
 	go func() { defer a.wg.Done(); a.reapCursors(ctx) }()
 	go func() { defer a.wg.Done(); a.runChangeLogTrim(ctx) }()
+	go func() { defer a.wg.Done(); a.runExpiryWarnings(ctx) }()
 	if a.rs != nil {
 		a.wg.Add(1)
 		go func() { defer a.wg.Done(); a.sweepSessions(ctx) }()

@@ -56,6 +56,26 @@ func (a *App) memberChangeLog(base storage.Engine) {
 	}}
 }
 
+// warnPeriod is how often the primary (or a standalone server) sends
+// the expiry warnings due: the warnings' lateness is at most about this.
+const warnPeriod = 50 * time.Millisecond
+
+// runExpiryWarnings sends the "expiring" events of TTL indexes with
+// expiryWarningSeconds (docstore/warn.go).
+func (a *App) runExpiryWarnings(ctx context.Context) {
+	a.every(ctx, warnPeriod, func() {
+		if !a.primaryOrStandalone() {
+			return
+		}
+		now := a.cfg.Clock.Now()
+		for _, c := range a.store.Collections() {
+			if _, err := c.WarnExpiring(now); err != nil {
+				a.cfg.Logger.Warn("expiry warnings failed", "ns", c.Namespace(), "err", err)
+			}
+		}
+	})
+}
+
 // trimPeriod is how often the change log is cut to its retention.
 const trimPeriod = 10 * time.Second
 

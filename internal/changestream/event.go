@@ -29,10 +29,13 @@ const (
 	OpDrop
 	OpRename
 	OpDropDatabase
+	// OpExpiring warns that a document will expire (a TTL index's
+	// expiryWarningSeconds); Expired says when.
+	OpExpiring
 )
 
 var opNames = [...]string{OpInsert: "insert", OpUpdate: "update", OpReplace: "replace", OpDelete: "delete",
-	OpDrop: "drop", OpRename: "rename", OpDropDatabase: "dropDatabase"}
+	OpDrop: "drop", OpRename: "rename", OpDropDatabase: "dropDatabase", OpExpiring: "expiring"}
 
 // String is the operationType change streams report.
 func (o Op) String() string {

@@ -186,7 +186,7 @@ func (c *streamCursor) eventDoc(rec changestream.Record) (bson.D, error) {
 		return nil, err
 	}
 	d = append(d, bson.E{Key: "ns", Value: nsDoc(ev.DB, ev.Coll)})
-	if ev.Op <= changestream.OpDelete {
+	if ev.Op <= changestream.OpDelete || ev.Op == changestream.OpExpiring {
 		id, err := eventID(ev, full)
 		if err != nil {
 			return nil, err
@@ -207,6 +207,12 @@ func appendDetails(d bson.D, ev *changestream.Event) (bson.D, error) {
 		d = append(d, bson.E{Key: "updateDescription", Value: upd})
 	case ev.Op == changestream.OpRename:
 		d = append(d, bson.E{Key: "to", Value: nsDoc(ev.ToDB, ev.ToColl)})
+	case ev.Op == changestream.OpExpiring:
+		d = append(d, bson.E{Key: "expiring", Value: bson.D{
+			{Key: "index", Value: ev.Expired.Index},
+			{Key: "expireAfterSeconds", Value: ev.Expired.AfterSecs},
+			{Key: "expiresAt", Value: bson.DateTime(ev.Expired.AtMillis)},
+		}})
 	case ev.Expired != nil:
 		d = append(d, bson.E{Key: "expired", Value: bson.D{
 			{Key: "index", Value: ev.Expired.Index},

@@ -50,6 +50,10 @@ type indexState struct {
 	// are all top-level: its keys can be read from raw BSON (rawKeys).
 	simple bool
 	desc   []bool // per field
+	// warnedTo is, for a TTL index with expiryWarningSeconds, the expiry
+	// (Unix ms) up to which its documents have been warned of (0: not
+	// started; see warn.go).
+	warnedTo atomic.Int64
 }
 
 func newCollection(s *Store, meta *catalog.Collection) *Collection {
