@@ -50,10 +50,10 @@ type indexState struct {
 	// are all top-level: its keys can be read from raw BSON (rawKeys).
 	simple bool
 	desc   []bool // per field
-	// warnedTo is, for a TTL index with expiryWarningSeconds, the expiry
-	// (Unix ms) up to which its documents have been warned of (0: not
-	// started; see warn.go).
-	warnedTo atomic.Int64
+	// warnedTo is, for a ready TTL index, the expiry (Unix ms) up to which
+	// its documents have been warned of (0: not started; see warn.go).
+	// A pointer, shared like progress by the copies publishMeta makes.
+	warnedTo *atomic.Int64
 }
 
 func newCollection(s *Store, meta *catalog.Collection) *Collection {
@@ -78,6 +78,7 @@ func (c *Collection) setMeta(meta *catalog.Collection) {
 		st.indexes = append(st.indexes, ix)
 		if def.TTL && def.Ready && len(def.Fields) == 1 {
 			ix.progress = newTTLProgress()
+			ix.warnedTo = new(atomic.Int64)
 			st.ttl = append(st.ttl, ix)
 		}
 	}
