@@ -64,7 +64,8 @@ const warnPeriod = 50 * time.Millisecond
 // expiryWarningSeconds (docstore/warn.go).
 func (a *App) runExpiryWarnings(ctx context.Context) {
 	a.every(ctx, warnPeriod, func() {
-		if !a.primaryOrStandalone() {
+		// Nothing is written while db.fsyncLock() holds writes.
+		if !a.primaryOrStandalone() || a.ops.fsync.Count() > 0 {
 			return
 		}
 		now := a.cfg.Clock.Now()
@@ -83,8 +84,8 @@ const trimPeriod = 10 * time.Second
 func (a *App) trimChangeLog() {
 	cl := a.changes
 	cutoff := a.cfg.Clock.Now().Unix() - cl.retentionSecs.Load()
-	if cutoff <= 0 {
-		return
+	if cutoff <= 0 || a.ops.fsync.Count() > 0 {
+		return // nothing is written while db.fsyncLock() holds writes
 	}
 	if _, err := changestream.Trim(cl.base, changestream.Timestamp{T: uint32(cutoff)}); err != nil {
 		a.cfg.Logger.Warn("change log trim failed", "err", err)
