@@ -26,7 +26,7 @@ type testServer struct {
 
 // startServer starts an in-memory server (or on disk in dir when given) on
 // a free loopback port and stops it when the test ends.
-func startServer(t *testing.T, cfg app.Config) *testServer {
+func startServer(t testing.TB, cfg app.Config) *testServer {
 	t.Helper()
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
@@ -51,7 +51,7 @@ func startServer(t *testing.T, cfg app.Config) *testServer {
 // the server still runs (cleanups run last-registered first), and fails
 // the test if one is not valid: whatever a test wrote, documents and
 // index entries must agree.
-func (s *testServer) validateAll(t *testing.T) {
+func (s *testServer) validateAll(t testing.TB) {
 	if s.app == nil || t.Failed() {
 		return
 	}
@@ -73,7 +73,7 @@ func (s *testServer) validateAll(t *testing.T) {
 	}
 }
 
-func validateDB(ctx context.Context, t *testing.T, db *mongo.Database) {
+func validateDB(ctx context.Context, t testing.TB, db *mongo.Database) {
 	colls, err := db.ListCollectionNames(ctx, bson.D{})
 	if err != nil {
 		t.Errorf("validate: listCollections on %s: %v", db.Name(), err)
@@ -92,7 +92,7 @@ func validateDB(ctx context.Context, t *testing.T, db *mongo.Database) {
 	}
 }
 
-func (s *testServer) stop(t *testing.T) {
+func (s *testServer) stop(t testing.TB) {
 	if s.app == nil {
 		return
 	}
@@ -105,7 +105,7 @@ func (s *testServer) stop(t *testing.T) {
 }
 
 // connect returns a Go driver client for the server, closed at test end.
-func connect(t *testing.T, s *testServer) *mongo.Client {
+func connect(t testing.TB, s *testServer) *mongo.Client {
 	t.Helper()
 	c, err := mongo.Connect(options.Client().ApplyURI(s.uri).SetTimeout(20 * time.Second))
 	if err != nil {

@@ -68,6 +68,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.Var(setParams(o.cfg.SetParameters), "setParameter", "server parameter name=value, repeatable")
 	fs.StringVar(&o.cfg.ReplSet, "replSet", env("MAYFLY_REPLSET", ""), "replica set name: run as a member of that set (MAYFLY_REPLSET)")
 	fs.Uint64Var(&o.cfg.ReplRetainEntries, "repl-retain-entries", uint64(envInt("MAYFLY_REPL_RETAIN_ENTRIES", 20000)), "applied entries the replica set log keeps; members further behind get a snapshot (MAYFLY_REPL_RETAIN_ENTRIES)")
+	fs.DurationVar(&o.cfg.ChangeStreamRetention, "change-stream-retention", envDuration("MAYFLY_CHANGE_STREAM_RETENTION", app.DefaultChangeStreamRetention), "how long the change log keeps changes for change streams to resume from (MAYFLY_CHANGE_STREAM_RETENTION)")
 	fs.DurationVar(&o.cfg.MaxClockOffset, "max-clock-offset", envDuration("MAYFLY_MAX_CLOCK_OFFSET", 250*time.Millisecond), "a secondary whose clock is further from the primary's serves no reads (MAYFLY_MAX_CLOCK_OFFSET)")
 	fs.DurationVar(&o.cfg.ClockSkew, "test-clock-skew", 0, "for tests only: shift this server's clock")
 	// Deployment: mongod's --port, --bind_ip and --config, --version, --http-addr.

@@ -153,7 +153,9 @@ func stageSpec(raw any) (bson.E, error) {
 }
 
 // firstOnly are the stages that must start a pipeline.
-var firstOnly = map[string]bool{"$collStats": true, "$documents": true, "$listLocalSessions": true}
+// ($changeStream runs in the commands layer, which takes it off the front
+// of the pipeline; anywhere else it is misplaced.)
+var firstOnly = map[string]bool{"$collStats": true, "$documents": true, "$listLocalSessions": true, "$changeStream": true}
 
 func checkPlacement(name string, i int, within string) error {
 	switch {
@@ -180,8 +182,9 @@ func parseStage(spec bson.E, opt Options) (stage, error) {
 type stageParser func(spec any, opt Options) (stage, error)
 
 // stageParsers is the table of supported stages. Stages MongoDB has but
-// Mayfly does not ($out, $merge, $geoNear, $search, $changeStream, ...)
-// are absent and so fail as unrecognized, never silently ignored.
+// Mayfly does not ($geoNear, $search, ...) are absent and so fail as
+// unrecognized, never silently ignored. $changeStream is absent too: the
+// commands layer runs it (internal/changestream).
 func stageParsers() map[string]stageParser {
 	return map[string]stageParser{
 		"$match":       parseMatch,

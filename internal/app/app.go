@@ -76,6 +76,10 @@ type Config struct {
 	// MaxClockOffset is how far a secondary's clock may be from the
 	// primary's before it stops serving reads (default 250ms).
 	MaxClockOffset time.Duration
+	// ChangeStreamRetention is how long the change log keeps changes
+	// (default DefaultChangeStreamRetention); a stream resuming from
+	// further back gets ChangeStreamHistoryLost.
+	ChangeStreamRetention time.Duration
 	// ClockSkew shifts this server's clock, for tests of clocks that
 	// disagree (--test-clock-skew).
 	ClockSkew time.Duration
@@ -105,6 +109,7 @@ type App struct {
 	wg       sync.WaitGroup
 	serveErr chan error
 	ops      *operations
+	changes  *changeLog
 }
 
 // Start opens storage and starts listening; it returns once the server
@@ -123,7 +128,7 @@ func Start(cfg Config) (*App, error) {
 		ops.abandon(cfg)
 		return nil, fmt.Errorf("app: open storage: %w", err)
 	}
-	a := &App{cfg: cfg, eng: eng, serveErr: make(chan error, 1), ops: ops}
+	a := &App{cfg: cfg, eng: eng, serveErr: make(chan error, 1), ops: ops, changes: newChangeLog(cfg)}
 	if err := a.openReplica(eng); err != nil {
 		_ = eng.Close()
 		ops.abandon(cfg)
@@ -183,9 +188,16 @@ func storageName(cfg Config) string {
 
 func (a *App) assemble() error {
 	cfg := a.cfg
-	eng := a.eng
+	var eng storage.Engine
 	if a.rs != nil {
 		eng = a.rs.Engine()
+		a.memberChangeLog(a.eng)
+	} else {
+		logged, err := a.changes.standalone(a.eng, cfg)
+		if err != nil {
+			return err
+		}
+		eng = logged
 	}
 	store, err := docstore.Open(eng, docstore.Options{Clock: cfg.Clock, Logger: cfg.Logger, Replicated: a.rs != nil})
 	if err != nil {
@@ -207,6 +219,7 @@ func (a *App) assemble() error {
 		return err
 	}
 	params := a.params()
+	a.registerChangeParams(params)
 	if err := applySetParameters(params, cfg.SetParameters); err != nil {
 		return err
 	}
@@ -216,6 +229,7 @@ func (a *App) assemble() error {
 		TTLStats: func() commands.TTLStats { return commands.TTLStats(a.monitor.Stats()) },
 		OpStats:  a.ops.stats, Log: a.ops.ring, DataDir: a.dataDir(), Fsync: a.ops.fsync,
 		Repl: a.rs, ReplicaSetMember: a.rs != nil, TestCommands: testCommands(cfg.SetParameters),
+		Changes: a.changes.feed,
 	})
 	observer.handler = h
 	a.srv = server.New(server.Config{Addr: cfg.Addr, MaxConns: cfg.MaxConns, MessageTimeout: cfg.MessageTimeout, Logger: cfg.Logger,
@@ -235,9 +249,11 @@ func (a *App) parsedConfig() bson.D {
 func (a *App) startBackground() {
 	ctx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
-	a.wg.Add(2)
+	a.wg.Add(4)
 	go func() { defer a.wg.Done(); a.monitor.Run(ctx) }()
 	go func() { defer a.wg.Done(); a.reapCursors(ctx) }()
+	go func() { defer a.wg.Done(); a.runChangeLogTrim(ctx) }()
+	go func() { defer a.wg.Done(); a.runExpiryWarnings(ctx) }()
 	if a.rs != nil {
 		a.wg.Add(1)
 		go func() { defer a.wg.Done(); a.sweepSessions(ctx) }()

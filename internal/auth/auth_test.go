@@ -345,3 +345,31 @@ func TestCreateUserArguments(t *testing.T) {
 		}
 	}
 }
+
+// TestChangeStreamPrivileges: a change stream needs changeStream and find
+// on what it watches, as on mongod: read on a database covers its
+// collection and database streams, not another database's nor the
+// cluster's.
+func TestChangeStreamPrivileges(t *testing.T) {
+	m := newManager(t, nil)
+	addUser(t, m, "r", "test", "pw", RoleName{"read", "test"})
+	c := newConn("127.0.0.1:1")
+	if err := Authenticate(context.Background(), roundTrip(m, c), Credential{User: "r", DB: "test", Password: "pw"}); err != nil {
+		t.Fatal(err)
+	}
+	stream := func(coll any, spec bson.D) bson.D {
+		return bson.D{{Key: "aggregate", Value: coll}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$changeStream", Value: spec}}}}, {Key: "cursor", Value: bson.D{}}}
+	}
+	if err := m.Authorize(c, "test", "aggregate", stream("c", bson.D{})); err != nil {
+		t.Fatalf("read may watch its collection: %v", err)
+	}
+	if err := m.Authorize(c, "test", "aggregate", stream(int32(1), bson.D{})); err != nil {
+		t.Fatalf("read may watch its database: %v", err)
+	}
+	if err := m.Authorize(c, "other", "aggregate", stream(int32(1), bson.D{})); err == nil {
+		t.Fatal("read on test watched another database")
+	}
+	if err := m.Authorize(c, "admin", "aggregate", stream(int32(1), bson.D{{Key: "allChangesForCluster", Value: true}})); err == nil {
+		t.Fatal("read on test watched the whole deployment")
+	}
+}

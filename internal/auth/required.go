@@ -266,12 +266,27 @@ func stageNeeds(db, coll, stage string, spec any) []Need {
 		return needs(mergeTarget(db, spec), "insert", "update")
 	case "$currentOp":
 		return []Need{need(clusterTarget(), "inprog")}
+	case "$changeStream":
+		return needs(changeStreamTarget(db, coll, d), "changeStream", "find")
 	case "$collStats":
 		return []Need{need(nsTarget(db, coll), "collStats")}
 	case "$indexStats":
 		return []Need{need(nsTarget(db, coll), "indexStats")}
 	}
 	return nil
+}
+
+// changeStreamTarget is what a change stream watches, as mongod checks
+// it: the collection, every collection of the database (aggregate: 1),
+// or every collection of every database (allChangesForCluster).
+func changeStreamTarget(db, coll string, spec bson.D) Target {
+	if all, _ := lookup(spec, "allChangesForCluster"); all == true {
+		return Target{}
+	}
+	if coll == "" {
+		return dbTarget(db)
+	}
+	return nsTarget(db, coll)
 }
 
 func fromNeeds(db string, from any) []Need {

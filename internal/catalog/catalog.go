@@ -35,6 +35,9 @@ type Index struct {
 	// the (truncated) number of seconds.
 	TTL         bool  `bson:"ttl"`
 	ExpireAfter int64 `bson:"expireAfter"`
+	// WarnBefore is expiryWarningSeconds (0: none): change streams get an
+	// "expiring" event that long before each document expires.
+	WarnBefore int64 `bson:"warnBefore,omitempty"`
 	// Spec is the specification as listIndexes shows it, in stored order.
 	Spec bson.D `bson:"spec"`
 	// Ready is false while the index is being built; an index that is not

@@ -19,7 +19,7 @@ var allowedOptions = map[string]bool{
 	"v": true, "key": true, "name": true, "ns": true, "unique": true, "sparse": true,
 	"partialFilterExpression": true, "expireAfterSeconds": true, "hidden": true,
 	"background": true, "storageEngine": true, "dropDups": true, "prepareUnique": true,
-	"collation": true,
+	"collation": true, "expiryWarningSeconds": true,
 }
 
 // unsupportedOptions are valid MongoDB index options for features Mayfly
@@ -209,6 +209,9 @@ func applyOptions(ix *Index, spec bson.D) error {
 		// Uniqueness would be checked in binary order, not the collation's.
 		return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: a unique index with a non-simple collation is not supported by Mayfly", bsonutil.Format(spec))
 	}
+	if ix.WarnBefore > 0 && !ix.TTL {
+		return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: 'expiryWarningSeconds' is an option of TTL indexes: it needs 'expireAfterSeconds'", bsonutil.Format(spec))
+	}
 	if ix.Sparse && ix.Partial != nil {
 		return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: cannot mix \"partialFilterExpression\" and \"sparse\" options", bsonutil.Format(spec))
 	}
@@ -240,6 +243,8 @@ func applyOption(ix *Index, e bson.E, spec bson.D) error {
 		return applyPartial(ix, e.Value, spec)
 	case "expireAfterSeconds":
 		return applyTTL(ix, e.Value, spec)
+	case "expiryWarningSeconds":
+		return applyWarning(ix, e.Value, spec)
 	case "v":
 		return checkVersion(e.Value, spec)
 	}
@@ -303,6 +308,18 @@ func applyTTL(ix *Index, v any, spec bson.D) error {
 	return nil
 }
 
+// applyWarning reads expiryWarningSeconds, Mayfly's TTL index option: change
+// streams get an "expiring" event that many seconds before each document
+// expires (docs/design/0012).
+func applyWarning(ix *Index, v any, spec bson.D) error {
+	f := bsonutil.ToFloat(v)
+	if !bsonutil.IsNumber(v) || f != math.Trunc(f) || f < 1 || f > math.MaxInt32 {
+		return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: 'expiryWarningSeconds' must be a whole number of seconds from 1 to 2147483647", bsonutil.Format(spec))
+	}
+	ix.WarnBefore = int64(f)
+	return nil
+}
+
 // ValidateExpireAfterSeconds applies MongoDB's rules for expireAfterSeconds
 // in their order: numeric, not NaN, within int32, not negative. Fractions are
 // truncated. The error's message is MongoDB's reason text; callers give it
@@ -345,7 +362,7 @@ func storedSpec(spec bson.D, key bson.D, name string) bson.D {
 		switch e.Key {
 		case "v", "key", "name", "ns", "collation":
 			continue
-		case "expireAfterSeconds":
+		case "expireAfterSeconds", "expiryWarningSeconds":
 			out = append(out, bson.E{Key: e.Key, Value: int32(bsonutil.ToFloat(e.Value))})
 		default:
 			out = append(out, e)

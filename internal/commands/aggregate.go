@@ -41,6 +41,9 @@ func cmdAggregate(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	if isChangeStream(r) {
+		return h.openChangeStream(r, coll, batch)
+	}
 	if collectionless {
 		return h.collectionlessAggregate(r, stagesOf(r), batch)
 	}

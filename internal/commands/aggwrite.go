@@ -370,7 +370,7 @@ func (h *Handler) mergeMatched(c *docstore.Collection, t *aggTarget, target, d b
 		if cur == nil {
 			return docstore.Change{}, nil
 		}
-		return docstore.Change{Kind: docstore.Replace, Doc: next}, nil
+		return docstore.Change{Kind: docstore.Replace, Doc: next, Whole: t.whenMatched == "replace"}, nil
 	})
 	return err
 }

@@ -84,13 +84,12 @@ func idIndexSpec(spec, options bson.D) bson.D {
 
 // createOptionsKnown are create's options that Mayfly implements.
 var createOptionsKnown = []string{"capped", "size", "max", "autoIndexId", "idIndex", "writeConcern", "flags",
-	"validator", "validationLevel", "validationAction", "collation"}
+	"validator", "validationLevel", "validationAction", "collation", preImagesOption}
 
 // createOptionsUnsupported are MongoDB's create options for features Mayfly
 // does not have; they fail instead of being ignored.
 var createOptionsUnsupported = []string{
 	"pipeline", "timeseries", "expireAfterSeconds", "clusteredIndex",
-	"changeStreamPreAndPostImages",
 	"encryptedFields", "storageEngine", "indexOptionDefaults",
 }
 
@@ -165,7 +164,7 @@ func createOptions(r *request) (docstore.CreateOptions, error) {
 	if coll != nil {
 		opt.Raw = append(opt.Raw, bson.E{Key: "collation", Value: coll})
 	}
-	return opt, nil
+	return opt, createPreImages(r, &opt)
 }
 
 func cmdDrop(h *Handler, r *request) (bson.D, error) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/activity"
 	"github.com/mayflydb/mayfly/internal/auth"
+	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/docstore"
@@ -48,6 +49,9 @@ type Deps struct {
 	Repl *repl.Replica
 	// TestCommands is enableTestCommands: commands that inject faults.
 	TestCommands bool
+	// Changes is the change log change streams read; nil: none, and
+	// $changeStream answers as mongod does where it has none.
+	Changes *changestream.Feed
 
 	// Operations: statistics, the log ring, the data directory (empty in
 	// memory) and the fsync lock.

@@ -265,6 +265,9 @@ func (h *Handler) getMore(r *request, id int64, ns string, n int64) (bson.D, err
 		h.deps.Cursors.Checkin(c)
 		return nil, mongoerr.Newf(mongoerr.Unauthorized, "Requested getMore on namespace '%s', but cursor belongs to a different namespace %s", ns, c.NS)
 	}
+	if sc, ok := c.Source.(*streamCursor); ok {
+		return h.streamGetMore(r, c, sc, n)
+	}
 	src := c.Source.(*peekSource)
 	if err := checkSession(r, id, src); err != nil {
 		h.deps.Cursors.Checkin(c)

@@ -202,7 +202,7 @@ func (h *Handler) famOnce(r *request, c *docstore.Collection, a *famArgs, rt *re
 		after = doc
 		if changed {
 			after = next
-			return docstore.Change{Kind: docstore.Replace, Doc: next}, nil
+			return docstore.Change{Kind: docstore.Replace, Doc: next, Whole: a.mod.replacement()}, nil
 		}
 		return docstore.Change{}, nil
 	})

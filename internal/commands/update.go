@@ -420,7 +420,7 @@ func (h *Handler) updateOne(c *docstore.Collection, id any, f *query.Filter, mod
 			return docstore.Change{}, err
 		}
 		changed = true
-		return docstore.Change{Kind: docstore.Replace, Doc: next}, nil
+		return docstore.Change{Kind: docstore.Replace, Doc: next, Whole: mod.replacement()}, nil
 	})
 	return matched, changed, err
 }

@@ -57,7 +57,7 @@ func (t *tx) removeVictims(ids [][]byte) error {
 		// removeDoc counts the document again; undo the estimate above.
 		t.dCount++
 		t.dSize += int64(len(old.raw))
-		if err := t.removeDoc(old); err != nil {
+		if err := t.deleteDoc(old); err != nil {
 			return err
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/catalog"
+	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/query"
 )
 
@@ -49,6 +50,10 @@ type indexState struct {
 	// are all top-level: its keys can be read from raw BSON (rawKeys).
 	simple bool
 	desc   []bool // per field
+	// warnedTo is, for a ready TTL index, the expiry (Unix ms) up to which
+	// its documents have been warned of (0: not started; see warn.go).
+	// A pointer, shared like progress by the copies publishMeta makes.
+	warnedTo *atomic.Int64
 }
 
 func newCollection(s *Store, meta *catalog.Collection) *Collection {
@@ -73,6 +78,7 @@ func (c *Collection) setMeta(meta *catalog.Collection) {
 		st.indexes = append(st.indexes, ix)
 		if def.TTL && def.Ready && len(def.Fields) == 1 {
 			ix.progress = newTTLProgress()
+			ix.warnedTo = new(atomic.Int64)
 			st.ttl = append(st.ttl, ix)
 		}
 	}
@@ -152,6 +158,7 @@ func (c *Collection) deleteAllLocked(dropMeta bool) error {
 		if err := b.Delete(catalogKey(meta.DB, meta.Name)); err != nil {
 			return err
 		}
+		addCatalogEvent(b, &changestream.Event{Op: changestream.OpDrop, DB: meta.DB, Coll: meta.Name})
 	}
 	if err := b.Commit(true); err != nil {
 		return fmt.Errorf("docstore: drop %s: %w", meta.Namespace(), err)

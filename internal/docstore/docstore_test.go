@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/catalog"
+	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
@@ -25,7 +26,13 @@ func openStoreTB(t testing.TB) (*Store, *clock.Manual) {
 	}
 	t.Cleanup(func() { _ = eng.Close() })
 	clk := clock.NewManual(t0)
-	s, err := Open(eng, Options{Clock: clk})
+	// Through the change log engine, as a standalone server runs, so every
+	// test and benchmark pays for (and checks) the change events.
+	logged, err := changestream.NewEngine(eng, clk, changestream.NewSignal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(logged, Options{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/catalog"
+	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/storage"
@@ -296,12 +297,27 @@ func (s *Store) DropCollection(db, name string) (bool, error) {
 	return true, c.deleteAllLocked(true)
 }
 
-// DropDatabase drops every collection of db.
+// DropDatabase drops every collection of db; change streams see each
+// collection's drop, then the database's.
 func (s *Store) DropDatabase(db string) error {
-	for _, name := range s.CollectionNames(db) {
+	names := s.CollectionNames(db)
+	for _, name := range names {
 		if _, err := s.DropCollection(db, name); err != nil {
 			return err
 		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	b := s.eng.NewBatch()
+	defer b.Close()
+	eb, ok := b.(changestream.EventBatch)
+	if !ok {
+		return nil
+	}
+	eb.AddEvent((&changestream.Event{Op: changestream.OpDropDatabase, DB: db}).Encode(nil))
+	if err := b.Commit(false); err != nil {
+		return fmt.Errorf("docstore: drop database %s: %w", db, err)
 	}
 	return nil
 }
@@ -340,6 +356,7 @@ func (s *Store) RenameCollection(fromDB, from, toDB, to string, dropTarget bool)
 	if err := putMeta(b, meta); err != nil {
 		return err
 	}
+	addCatalogEvent(b, &changestream.Event{Op: changestream.OpRename, DB: fromDB, Coll: from, ToDB: toDB, ToColl: to})
 	if err := b.Commit(true); err != nil {
 		return fmt.Errorf("docstore: rename: %w", err)
 	}

@@ -269,6 +269,9 @@ func (p *ExpiryPass) walk(t *tx, limit int) (res ExpireResult, err error) {
 				return res, err
 			}
 			if done {
+				if err := t.emitExpiryByID(id, ix, d); err != nil {
+					return res, err
+				}
 				res.Deleted++
 				continue
 			}
@@ -285,7 +288,7 @@ func (p *ExpiryPass) walk(t *tx, limit int) (res ExpireResult, err error) {
 		p.lastMax = span.highest
 	}
 	slices.SortFunc(unread, bytes.Compare)
-	return res, p.c.removeRead(t, unread, p.now, &res, &p.left)
+	return res, p.c.removeRead(t, ix, unread, p.now, &res, &p.left)
 }
 
 // idSpan follows the lowest and highest _id a batch takes.
@@ -309,7 +312,7 @@ func (s *idSpan) reachesBelow(prevHighest []byte) bool {
 
 // removeRead deletes the expired documents among ids (sorted, their
 // stripes held) after reading them.
-func (c *Collection) removeRead(t *tx, ids [][]byte, now time.Time, res *ExpireResult, left *int64) error {
+func (c *Collection) removeRead(t *tx, ix *indexState, ids [][]byte, now time.Time, res *ExpireResult, left *int64) error {
 	docs, err := c.loadMany(ids)
 	if err != nil {
 		return err
@@ -326,13 +329,35 @@ func (c *Collection) removeRead(t *tx, ids [][]byte, now time.Time, res *ExpireR
 			*left = math.MinInt64 // let the next pass start over
 			continue
 		}
-		if err := t.removeDoc(old); err != nil {
+		if err := t.expireRead(ix, old); err != nil {
 			return err
 		}
 		res.Deleted++
 		res.Read++
 	}
 	return nil
+}
+
+// expireRead removes a document the TTL monitor read and found expired,
+// with its expiry event: by the pass's index when the document has a date
+// there, else by whichever TTL index expired it.
+func (t *tx) expireRead(ix *indexState, old *stored) error {
+	if t.eventBatch() == nil {
+		return t.removeDoc(old)
+	}
+	if old.doc == nil {
+		if err := old.decode(); err != nil {
+			return err
+		}
+	}
+	if at, ok := ix.expiresAt(old.doc); ok {
+		if err := t.removeDoc(old); err != nil {
+			return err
+		}
+		t.emitExpiry(old.idEnc, old.raw, ix, at.UnixMilli())
+		return nil
+	}
+	return t.expireDoc(old)
 }
 
 // storedExpired reports whether a stored document has expired at now,

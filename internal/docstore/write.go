@@ -86,6 +86,12 @@ type tx struct {
 	durable *syncWait
 	// multikey holds the array paths this batch adds, by index ID.
 	multikey map[uint32][][]string
+	// images caches whether the collection keeps pre- and post-images
+	// for change streams (0: not looked up, 1: no, 2: yes).
+	images byte
+	// evScratch encodes each change event; evArena holds the encoded
+	// events handed to the batch (events.go).
+	evScratch, evArena []byte
 }
 
 func (c *Collection) newTx(l *lockSet) *tx {
@@ -391,7 +397,7 @@ func (t *tx) insert(d *stored) error {
 		if !t.c.expiredNow(old.doc) {
 			return t.c.dupKeyError(t.st.indexes[0], d.doc)
 		}
-		if err := t.removeDoc(old); err != nil {
+		if err := t.expireDoc(old); err != nil {
 			return err
 		}
 	}
@@ -403,6 +409,7 @@ func (t *tx) insert(d *stored) error {
 	if err := t.putDoc(d, nil); err != nil {
 		return err
 	}
+	t.emitWrite(d, nil, false)
 	return t.evictForCap(d.idEnc)
 }
 
@@ -549,7 +556,7 @@ func (t *tx) evictHolders(ix *indexState, holders [][]byte, d *stored) error {
 		if !t.c.expiredNow(other.doc) {
 			return t.c.dupKeyError(ix, d.doc)
 		}
-		if err := t.removeDoc(other); err != nil {
+		if err := t.expireDoc(other); err != nil {
 			return err
 		}
 	}
@@ -605,6 +612,10 @@ const (
 type Change struct {
 	Kind ChangeKind
 	Doc  bson.D // the new document, for Replace
+	// Whole says Doc replaces the document as a whole (a replacement
+	// document, reported to change streams as "replace"), not through
+	// update operators ("update").
+	Whole bool
 }
 
 // Modify loads the live document with the given _id, lets fn decide what to
@@ -648,9 +659,9 @@ func (c *Collection) applyChange(l *lockSet, old *stored, ch Change, extra func(
 	t.extra, t.durable = extra, sw
 	var err error
 	if ch.Kind == Remove {
-		err = t.removeDoc(old)
+		err = t.deleteDoc(old)
 	} else {
-		err = t.replace(old, ch.Doc)
+		err = t.replace(old, ch.Doc, ch.Whole)
 	}
 	if err != nil {
 		t.abort()
@@ -659,7 +670,7 @@ func (c *Collection) applyChange(l *lockSet, old *stored, ch Change, extra func(
 	return t.commit(WriteOptions{})
 }
 
-func (t *tx) replace(old *stored, doc bson.D) error {
+func (t *tx) replace(old *stored, doc bson.D, whole bool) error {
 	raw, err := marshalDoc(doc)
 	if err != nil {
 		return err
@@ -669,5 +680,10 @@ func (t *tx) replace(old *stored, doc bson.D) error {
 	} else if need {
 		t.locks.lockUnique()
 	}
-	return t.putDoc(&stored{idEnc: old.idEnc, raw: raw, doc: doc}, old)
+	d := &stored{idEnc: old.idEnc, raw: raw, doc: doc}
+	if err := t.putDoc(d, old); err != nil {
+		return err
+	}
+	t.emitWrite(d, old, whole)
+	return nil
 }

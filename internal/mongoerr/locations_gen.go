@@ -278,10 +278,12 @@ const (
 	Location40536   Code = 40536
 	Location40539   Code = 40539
 	Location40571   Code = 40571
+	Location40573   Code = 40573
 	Location40587   Code = 40587
 	Location40600   Code = 40600
 	Location40601   Code = 40601
 	Location40602   Code = 40602
+	Location40674   Code = 40674
 	Location50694   Code = 50694
 	Location50695   Code = 50695
 	Location50696   Code = 50696
@@ -292,6 +294,7 @@ const (
 	Location50737   Code = 50737
 	Location50738   Code = 50738
 	Location50752   Code = 50752
+	Location50808   Code = 50808
 	Location51002   Code = 51002
 	Location51003   Code = 51003
 	Location51024   Code = 51024

@@ -40,7 +40,12 @@ type batch struct {
 	rs      *Replica
 	catalog bool
 	deltas  []CountDelta
+	events  [][]byte
 }
+
+// AddEvent implements changestream.EventBatch: the events travel in the
+// entry, and every member writes them under the entry's ts.
+func (b *batch) AddEvent(ev []byte) { b.events = append(b.events, ev) }
 
 // Set implements storage.Batch.
 func (b *batch) Set(key, value []byte) error {
@@ -88,14 +93,14 @@ func (b *batch) NoteCounts(collID uint64, docs, bytes int64) {
 
 // Commit implements storage.Batch.
 func (b *batch) Commit(bool) error {
-	if b.inner.Len() == 0 {
+	if b.inner.Len() == 0 && len(b.events) == 0 {
 		return nil
 	}
 	repr, err := b.inner.(interface{ Repr() ([]byte, error) }).Repr()
 	if err != nil {
 		return err
 	}
-	ent := &entry{kind: kindWrite, deltas: b.deltas, payload: repr}
+	ent := &entry{kind: kindWrite, deltas: b.deltas, events: b.events, payload: repr}
 	if b.catalog {
 		ent.flags |= flagCatalog
 	}

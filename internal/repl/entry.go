@@ -13,6 +13,9 @@ import (
 //
 //	kind(1) proposal(8) ts(8) wallMillis(8) flags(1)
 //	deltas: count(uvarint) {collID(uvarint) docs(varint) bytes(varint)}…
+//	events: count(uvarint) {len(uvarint) event}… (change stream events,
+//	        internal/changestream; every member writes them under the
+//	        entry's ts at apply)
 //	payload: the rest (a storage batch's repr, or a config document)
 type entryKind byte
 
@@ -37,6 +40,7 @@ type entry struct {
 	wall     int64 // the primary's wall clock at proposal, Unix ms
 	flags    byte
 	deltas   []CountDelta
+	events   [][]byte
 	payload  []byte
 }
 
@@ -69,6 +73,11 @@ func (e *entry) encode() []byte {
 		b = binary.AppendUvarint(b, d.CollID)
 		b = binary.AppendVarint(b, d.Docs)
 		b = binary.AppendVarint(b, d.Bytes)
+	}
+	b = binary.AppendUvarint(b, uint64(len(e.events)))
+	for _, ev := range e.events {
+		b = binary.AppendUvarint(b, uint64(len(ev)))
+		b = append(b, ev...)
 	}
 	return append(b, e.payload...)
 }
@@ -114,8 +123,30 @@ func decodeEntry(b []byte) (*entry, error) {
 		}
 		e.deltas = append(e.deltas, d)
 	}
-	e.payload = rest
+	events, rest, err := decodeEvents(rest)
+	if err != nil {
+		return nil, err
+	}
+	e.events, e.payload = events, rest
 	return e, nil
+}
+
+// decodeEvents reads the events section; the events alias b.
+func decodeEvents(b []byte) ([][]byte, []byte, error) {
+	n, b, ok := uvarint(b)
+	if !ok || n > uint64(len(b)) {
+		return nil, nil, errShortEntry
+	}
+	var events [][]byte
+	for range n {
+		var size uint64
+		if size, b, ok = uvarint(b); !ok || size > uint64(len(b)) {
+			return nil, nil, errShortEntry
+		}
+		events = append(events, b[:size:size])
+		b = b[size:]
+	}
+	return events, b, nil
 }
 
 func uvarint(b []byte) (uint64, []byte, bool) {

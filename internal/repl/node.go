@@ -15,6 +15,7 @@ import (
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/storage"
 )
@@ -63,6 +64,7 @@ type nodeConfig struct {
 	RetainEntries uint64
 	Clock         clock.Clock
 	Logger        *slog.Logger
+	Changes       *changestream.Signal
 }
 
 // node runs one member's raft: it persists the log, sends messages,
@@ -392,6 +394,7 @@ func (n *node) applyGroup(ents []*pb.Entry) error {
 	for _, ent := range decoded {
 		n.noteApplied(ent)
 	}
+	n.cfg.Changes.Notify()
 	n.maybePromote(last.GetTerm())
 	if confChanged && n.onConfChange != nil {
 		n.onConfChange()
@@ -415,7 +418,11 @@ func (n *node) stage(b storage.Batch, e *pb.Entry) (*entry, error) {
 	}
 	switch ent.kind {
 	case kindWrite:
-		return ent, n.base.AppendRepr(b, ent.payload)
+		if err := n.base.AppendRepr(b, ent.payload); err != nil {
+			return ent, err
+		}
+		ts := changestream.Timestamp{T: ent.ts.T, I: ent.ts.I}
+		return ent, changestream.WriteEvents(b, ts, ent.wall, ent.events)
 	case kindConfig:
 		return ent, b.Set(configKey, ent.payload)
 	}

@@ -92,7 +92,8 @@ func TestLogStoreAppendReadCompactReopen(t *testing.T) {
 
 func TestEntryRoundTrip(t *testing.T) {
 	e := &entry{kind: kindWrite, proposal: 42, ts: Timestamp{T: 100, I: 3}, wall: 1234, flags: flagCatalog,
-		deltas: []CountDelta{{CollID: 7, Docs: -3, Bytes: -300}, {CollID: 9, Docs: 1, Bytes: 55}}, payload: []byte("batch")}
+		deltas: []CountDelta{{CollID: 7, Docs: -3, Bytes: -300}, {CollID: 9, Docs: 1, Bytes: 55}},
+		events: [][]byte{[]byte("ev1"), {}, []byte("event three")}, payload: []byte("batch")}
 	got, err := decodeEntry(e.encode())
 	if err != nil {
 		t.Fatal(err)
@@ -100,6 +101,9 @@ func TestEntryRoundTrip(t *testing.T) {
 	if got.kind != e.kind || got.proposal != 42 || got.ts != e.ts || got.wall != 1234 || got.flags != flagCatalog ||
 		len(got.deltas) != 2 || got.deltas[0] != e.deltas[0] || got.deltas[1] != e.deltas[1] || !bytes.Equal(got.payload, e.payload) {
 		t.Fatalf("round trip: %+v", got)
+	}
+	if len(got.events) != 3 || string(got.events[0]) != "ev1" || len(got.events[1]) != 0 || string(got.events[2]) != "event three" {
+		t.Fatalf("events round trip: %q", got.events)
 	}
 	if _, err := decodeEntry([]byte{1, 2, 3}); err == nil {
 		t.Fatal("a truncated entry decoded")

@@ -21,6 +21,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/storage"
 )
@@ -48,6 +49,9 @@ type Config struct {
 	// primary's before it stops serving reads (default 250ms): exact
 	// expiry on a secondary is only as exact as its clock.
 	MaxClockOffset time.Duration
+	// Changes, when set, is notified each time this member has applied
+	// entries: change streams wait on it for new events.
+	Changes *changestream.Signal
 	// Dial connects to another member (default plain TCP).
 	Dial   Dialer
 	Clock  clock.Clock
@@ -164,7 +168,7 @@ func (rs *Replica) startNodeLocked() error {
 	}
 	n, err := newNode(nodeConfig{
 		ID: rs.myID, Tick: rs.cfg.Tick, ElectionTicks: rs.cfg.ElectionTicks, RetainEntries: rs.cfg.RetainEntries,
-		Clock: rs.cfg.Clock, Logger: rs.cfg.Logger,
+		Clock: rs.cfg.Clock, Logger: rs.cfg.Logger, Changes: rs.cfg.Changes,
 	}, rs.cfg.Base, rs.ls, hookFilter{rs})
 	if err != nil {
 		return err

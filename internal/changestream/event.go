@@ -1,0 +1,204 @@
+// Package changestream keeps the change log that change streams read: one
+// record per logical change (insert, update, replace, delete, expiry,
+// drop, rename, dropDatabase), in the same storage engine as the
+// documents, under keys ordered by cluster timestamp and the change's
+// index within its write. It also holds the resume token format, the
+// updateDescription diff and the standalone engine wrapper that stamps
+// and writes a batch's events in the batch's own atomic commit.
+//
+// The docstore describes each change (Event) and hands it to the storage
+// batch it commits (EventBatch); the batch decides the timestamp: the
+// standalone Engine at commit, a replica set at apply, from the entry's
+// timestamp, so that every member holds the same log.
+package changestream
+
+import (
+	"encoding/binary"
+	"errors"
+)
+
+// Op is what a change did.
+type Op byte
+
+// The operations a change log record describes.
+const (
+	OpInsert Op = iota + 1
+	OpUpdate
+	OpReplace
+	OpDelete
+	OpDrop
+	OpRename
+	OpDropDatabase
+	// OpExpiring warns that a document will expire (a TTL index's
+	// expiryWarningSeconds); Expired says when.
+	OpExpiring
+)
+
+var opNames = [...]string{OpInsert: "insert", OpUpdate: "update", OpReplace: "replace", OpDelete: "delete",
+	OpDrop: "drop", OpRename: "rename", OpDropDatabase: "dropDatabase", OpExpiring: "expiring"}
+
+// String is the operationType change streams report.
+func (o Op) String() string {
+	if int(o) < len(opNames) && opNames[o] != "" {
+		return opNames[o]
+	}
+	return "unknown"
+}
+
+// Expiry marks a delete done because the document expired.
+type Expiry struct {
+	Index     string // the TTL index's name
+	AfterSecs int64  // its expireAfterSeconds
+	AtMillis  int64  // the moment the document expired, Unix ms
+}
+
+// Event is one logical change as the docstore saw it. Byte fields are
+// raw encodings: RawID is the _id's BSON value, ID the key-encoded _id
+// (internal/keyenc; a TTL deletion knows no more, and a key-encoded
+// number decodes as a number of equal value, not always of the same
+// type); Doc, Pre and Update are BSON documents. Empty fields are left out of the record, so a
+// TTL deletion costs its namespace, _id and marker only.
+type Event struct {
+	Op       Op
+	DB, Coll string
+	ID       []byte // key-encoded _id, when neither RawID nor Doc has it
+	RawID    []byte // the _id as a BSON value: type byte, then its bytes
+	Doc      []byte // the document after the change (insert, replace; update with post-images)
+	Pre      []byte // the document before it, with pre-images on
+	Update   []byte // updateDescription (update)
+	ToDB     string // rename target
+	ToColl   string
+	Expired  *Expiry
+}
+
+const (
+	hasDoc = 1 << iota
+	hasPre
+	hasUpdate
+	hasRename
+	hasExpired
+	hasRawID
+)
+
+// Encode appends the event's record to dst:
+//
+//	op(1) flags(1) db coll id [rawID] [doc] [pre] [update] [toDB toColl] [index afterSecs(varint) atMillis(varint)]
+//
+// where strings and byte fields are uvarint length + bytes and a flag bit
+// says which optional fields follow.
+func (e *Event) Encode(dst []byte) []byte {
+	flags := byte(0)
+	flags |= bit(len(e.Doc) > 0, hasDoc) | bit(len(e.Pre) > 0, hasPre) | bit(len(e.Update) > 0, hasUpdate)
+	flags |= bit(e.ToColl != "", hasRename) | bit(e.Expired != nil, hasExpired) | bit(len(e.RawID) > 0, hasRawID)
+	dst = append(dst, byte(e.Op), flags)
+	dst = appendBytes(dst, []byte(e.DB))
+	dst = appendBytes(dst, []byte(e.Coll))
+	dst = appendBytes(dst, e.ID)
+	if flags&hasRawID != 0 {
+		dst = appendBytes(dst, e.RawID)
+	}
+	if flags&hasDoc != 0 {
+		dst = appendBytes(dst, e.Doc)
+	}
+	if flags&hasPre != 0 {
+		dst = appendBytes(dst, e.Pre)
+	}
+	if flags&hasUpdate != 0 {
+		dst = appendBytes(dst, e.Update)
+	}
+	if flags&hasRename != 0 {
+		dst = appendBytes(dst, []byte(e.ToDB))
+		dst = appendBytes(dst, []byte(e.ToColl))
+	}
+	if flags&hasExpired != 0 {
+		dst = appendBytes(dst, []byte(e.Expired.Index))
+		dst = binary.AppendVarint(dst, e.Expired.AfterSecs)
+		dst = binary.AppendVarint(dst, e.Expired.AtMillis)
+	}
+	return dst
+}
+
+// Size is an upper bound of the event's encoded length.
+func (e *Event) Size() int {
+	n := 2 + 8*binary.MaxVarintLen64 + len(e.DB) + len(e.Coll) + len(e.ID) + len(e.RawID) + len(e.Doc) + len(e.Pre) + len(e.Update) + len(e.ToDB) + len(e.ToColl)
+	if e.Expired != nil {
+		n += len(e.Expired.Index) + 2*binary.MaxVarintLen64
+	}
+	return n
+}
+
+func bit(on bool, b byte) byte {
+	if on {
+		return b
+	}
+	return 0
+}
+
+func appendBytes(dst, b []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(b)))
+	return append(dst, b...)
+}
+
+// ErrCorrupt is returned for a record that does not decode.
+var ErrCorrupt = errors.New("changestream: corrupt change log record")
+
+// Decode reads a record written by Encode. The event's byte fields alias
+// b.
+func Decode(b []byte) (*Event, error) {
+	if len(b) < 2 {
+		return nil, ErrCorrupt
+	}
+	e := &Event{Op: Op(b[0])}
+	flags := b[1]
+	r := reader{b: b[2:]}
+	e.DB, e.Coll, e.ID = string(r.bytes()), string(r.bytes()), r.bytes()
+	if flags&hasRawID != 0 {
+		e.RawID = r.bytes()
+	}
+	if flags&hasDoc != 0 {
+		e.Doc = r.bytes()
+	}
+	if flags&hasPre != 0 {
+		e.Pre = r.bytes()
+	}
+	if flags&hasUpdate != 0 {
+		e.Update = r.bytes()
+	}
+	if flags&hasRename != 0 {
+		e.ToDB, e.ToColl = string(r.bytes()), string(r.bytes())
+	}
+	if flags&hasExpired != 0 {
+		e.Expired = &Expiry{Index: string(r.bytes()), AfterSecs: r.varint(), AtMillis: r.varint()}
+	}
+	if r.bad {
+		return nil, ErrCorrupt
+	}
+	return e, nil
+}
+
+// reader takes fields off a record, remembering a short read.
+type reader struct {
+	b   []byte
+	bad bool
+}
+
+func (r *reader) bytes() []byte {
+	n, k := binary.Uvarint(r.b)
+	if k <= 0 || n > uint64(len(r.b)-k) {
+		r.bad = true
+		return nil
+	}
+	out := r.b[k : k+int(n) : k+int(n)]
+	r.b = r.b[k+int(n):]
+	return out
+}
+
+func (r *reader) varint() int64 {
+	v, k := binary.Varint(r.b)
+	if k <= 0 {
+		r.bad = true
+		return 0
+	}
+	r.b = r.b[k:]
+	return v
+}

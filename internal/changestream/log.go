@@ -1,0 +1,144 @@
+package changestream
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/mayflydb/mayfly/internal/storage"
+)
+
+// Record is one change read from the log.
+type Record struct {
+	Pos        Position
+	WallMillis int64
+	Event      *Event
+}
+
+// LastTimestamp returns the timestamp of the newest record (zero when the
+// log is empty).
+func LastTimestamp(r storage.Reader) (Timestamp, error) {
+	it, err := r.NewIter(LogStart, LogEnd)
+	if err != nil {
+		return Timestamp{}, fmt.Errorf("changestream: last: %w", err)
+	}
+	defer it.Close()
+	if !it.Last() {
+		return Timestamp{}, it.Error()
+	}
+	p, _ := keyPosition(it.Key())
+	return p.TS, nil
+}
+
+// Scan calls fn with each record after the position after, in order,
+// until fn returns false or the log ends. The record's byte fields are
+// copies fn may keep.
+func Scan(r storage.Reader, after Position, fn func(Record) (bool, error)) error {
+	lower := append(Key(after), 0) // strictly after
+	it, err := r.NewIter(lower, LogEnd)
+	if err != nil {
+		return fmt.Errorf("changestream: scan: %w", err)
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		rec, err := decodeRecord(it.Key(), it.Value())
+		if err != nil {
+			return err
+		}
+		if more, err := fn(rec); err != nil || !more {
+			return err
+		}
+	}
+	return it.Error()
+}
+
+func decodeRecord(key, value []byte) (Record, error) {
+	p, ok := keyPosition(key)
+	if !ok || len(value) < wallLen {
+		return Record{}, ErrCorrupt
+	}
+	ev, err := Decode(append([]byte(nil), value[wallLen:]...))
+	if err != nil {
+		return Record{}, err
+	}
+	return Record{Pos: p, WallMillis: int64(binary.BigEndian.Uint64(value)), Event: ev}, nil
+}
+
+// TrimmedTo returns the position of the newest record trimming removed
+// (zero: none): a stream resuming before it has lost history.
+func TrimmedTo(r storage.Reader) (Position, error) {
+	v, err := r.Get(trimKey)
+	if errors.Is(err, storage.ErrNotFound) {
+		return Position{}, nil
+	}
+	if err != nil {
+		return Position{}, fmt.Errorf("changestream: trim mark: %w", err)
+	}
+	p, ok := keyPosition(v)
+	if !ok {
+		return Position{}, ErrCorrupt
+	}
+	return p, nil
+}
+
+// Trim deletes the records stamped before ts and moves the trim mark to
+// the newest of them. It reports whether it deleted anything. The writes
+// are local: each member trims its own copy of the log.
+func Trim(eng storage.Engine, ts Timestamp) (bool, error) {
+	last, found, err := lastBefore(eng, ts)
+	if err != nil || !found {
+		return false, err
+	}
+	b := eng.NewBatch()
+	defer b.Close()
+	if err := b.DeleteRange(append(append([]byte(nil), trimKey...), 0), append(Key(last), 0)); err != nil {
+		return false, fmt.Errorf("changestream: trim: %w", err)
+	}
+	if err := b.Set(trimKey, Key(last)); err != nil {
+		return false, fmt.Errorf("changestream: trim: %w", err)
+	}
+	if err := b.Commit(false); err != nil {
+		return false, fmt.Errorf("changestream: trim: %w", err)
+	}
+	return true, nil
+}
+
+// lastBefore finds the newest record stamped before ts.
+func lastBefore(r storage.Reader, ts Timestamp) (Position, bool, error) {
+	it, err := r.NewIter(append(append([]byte(nil), trimKey...), 0), Key(Position{TS: ts}))
+	if err != nil {
+		return Position{}, false, fmt.Errorf("changestream: trim: %w", err)
+	}
+	defer it.Close()
+	if !it.Last() {
+		return Position{}, false, it.Error()
+	}
+	p, ok := keyPosition(it.Key())
+	return p, ok, nil
+}
+
+// Feed is what change streams read: the log in storage, the newest
+// timestamp whose changes are all in it, and the signal of new ones.
+type Feed struct {
+	Reader storage.Reader
+	Latest func() Timestamp
+	Signal *Signal
+}
+
+// Now is the position after every change committed so far: where a new
+// stream starts. A member that has not applied an entry since it started
+// knows no timestamp yet; it reads the log's own end instead.
+func (f *Feed) Now() (Position, error) {
+	latest := f.Latest()
+	if latest != (Timestamp{}) {
+		return HighWater(latest), nil
+	}
+	last, err := LastTimestamp(f.Reader)
+	if err != nil {
+		return Position{}, err
+	}
+	if last.After(latest) {
+		latest = last
+	}
+	return HighWater(latest), nil
+}

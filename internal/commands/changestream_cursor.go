@@ -1,0 +1,469 @@
+package commands
+
+import (
+	"errors"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/changestream"
+	"github.com/mayflydb/mayfly/internal/cursor"
+	"github.com/mayflydb/mayfly/internal/keyenc"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/query"
+)
+
+// streamCursor is an open change stream: its position in the change log
+// and what it turns changes into.
+type streamCursor struct {
+	h    *Handler
+	spec *streamSpec
+	pos  changestream.Position // the last change looked at (or a high-water mark)
+	// pbrt is the last batch's postBatchResumeToken: the token of its
+	// last event, or, for an empty batch, of where the scan got to.
+	pbrt changestream.Token
+	lsid []byte
+	// ended is set once the stream returned its invalidate event.
+	ended bool
+}
+
+// Next implements cursor.Source; change streams are read by read.
+func (c *streamCursor) Next() (bson.D, bool, error) { return nil, false, nil }
+
+// Close implements cursor.Source.
+func (c *streamCursor) Close() error { return nil }
+
+const (
+	// streamScanLimit bounds the changes one batch looks at, so that a
+	// stream whose filter skips a storm of other changes still answers
+	// promptly (its postBatchResumeToken moves on).
+	streamScanLimit = 10000
+	// streamBatchBytes ends a batch early so one reply stays well under
+	// 16 MiB.
+	streamBatchBytes = 8 << 20
+)
+
+// read fills a batch of up to n events (n < 0: no count limit) from the
+// changes after c.pos, without waiting.
+func (c *streamCursor) read(r *request, n int64) (bson.A, error) {
+	batch := bson.A{}
+	if n == 0 {
+		return batch, nil
+	}
+	feed := c.h.deps.Changes
+	hwm, err := feed.Now() // before the scan: everything up to it is in the log
+	if err != nil {
+		return nil, err
+	}
+	size, scanned, stopped := 0, 0, false
+	err = changestream.Scan(feed.Reader, c.pos, func(rec changestream.Record) (bool, error) {
+		docs, err := c.events(r, rec)
+		if err != nil {
+			return false, err
+		}
+		c.pos = rec.Pos
+		if len(docs) > 0 {
+			c.pbrt = changestream.Token{Pos: rec.Pos, Kind: c.lastKind()}
+		}
+		for _, d := range docs {
+			raw, err := encodeResult(d)
+			if err != nil {
+				return false, err
+			}
+			batch = append(batch, bson.Raw(raw))
+			size += len(raw)
+		}
+		scanned++
+		stopped = c.ended || n > 0 && int64(len(batch)) >= n || size >= streamBatchBytes || scanned >= streamScanLimit
+		return !stopped, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !stopped && hwm.After(c.pos) {
+		c.pos = hwm
+	}
+	if len(batch) == 0 {
+		c.pbrt = changestream.Token{Pos: c.pos}
+	}
+	return batch, nil
+}
+
+// lastKind is the token kind of the stream's last event.
+func (c *streamCursor) lastKind() byte {
+	if c.ended {
+		return changestream.KindInvalidate
+	}
+	return changestream.KindEvent
+}
+
+// reply is a change stream's cursor reply, with postBatchResumeToken.
+func (c *streamCursor) reply(id int64, ns, key string, batch bson.A) bson.D {
+	tok := c.pbrt
+	return bson.D{{Key: "cursor", Value: bson.D{
+		{Key: key, Value: batch},
+		{Key: "postBatchResumeToken", Value: bson.D{{Key: "_data", Value: tok.String()}}},
+		{Key: "id", Value: id},
+		{Key: "ns", Value: ns},
+	}}}
+}
+
+// events turns one change into the events the stream returns: none when
+// it is not in the stream's scope, the change's event, and the
+// invalidate event after a change that ends the stream; each through the
+// stream's pipeline.
+func (c *streamCursor) events(r *request, rec changestream.Record) ([]bson.D, error) {
+	ev := rec.Event
+	if !c.spec.scope.covers(ev) {
+		return nil, nil
+	}
+	doc, err := c.eventDoc(rec)
+	if err != nil {
+		return nil, err
+	}
+	docs := []bson.D{doc}
+	if c.spec.scope.invalidatedBy(ev) {
+		c.ended = true
+		docs = append(docs, invalidateDoc(rec))
+	}
+	return c.runPipeline(r, docs)
+}
+
+// covers reports whether a change belongs to the stream: system
+// collections and the internal databases are never reported.
+func (s streamScope) covers(ev *changestream.Event) bool {
+	if strings.HasPrefix(ev.Coll, "system.") {
+		return false
+	}
+	switch {
+	case s.cluster:
+		return ev.DB != "admin" && ev.DB != "config" && ev.DB != "local"
+	case s.coll == "":
+		return ev.DB == s.db
+	}
+	return ev.DB == s.db && ev.Coll == s.coll
+}
+
+// invalidatedBy reports whether the change ends the stream: the drop or
+// rename of a watched collection, the drop of a watched database.
+func (s streamScope) invalidatedBy(ev *changestream.Event) bool {
+	switch {
+	case s.cluster:
+		return false
+	case s.coll == "":
+		return ev.Op == changestream.OpDropDatabase
+	}
+	return ev.Op == changestream.OpDrop || ev.Op == changestream.OpRename
+}
+
+func invalidateDoc(rec changestream.Record) bson.D {
+	tok := changestream.Token{Pos: rec.Pos, Kind: changestream.KindInvalidate}
+	return bson.D{
+		{Key: "_id", Value: bson.D{{Key: "_data", Value: tok.String()}}},
+		{Key: "operationType", Value: "invalidate"},
+		{Key: "clusterTime", Value: bson.Timestamp{T: rec.Pos.TS.T, I: rec.Pos.TS.I}},
+		{Key: "wallTime", Value: bson.DateTime(rec.WallMillis)},
+	}
+}
+
+// eventDoc is the change event as mongod shapes it.
+func (c *streamCursor) eventDoc(rec changestream.Record) (bson.D, error) {
+	ev := rec.Event
+	tok := changestream.Token{Pos: rec.Pos}
+	d := bson.D{
+		{Key: "_id", Value: bson.D{{Key: "_data", Value: tok.String()}}},
+		{Key: "operationType", Value: ev.Op.String()},
+		{Key: "clusterTime", Value: bson.Timestamp{T: rec.Pos.TS.T, I: rec.Pos.TS.I}},
+		{Key: "wallTime", Value: bson.DateTime(rec.WallMillis)},
+	}
+	full, err := decodeRaw(ev.Doc)
+	if err != nil {
+		return nil, err
+	}
+	if d, err = c.addImages(d, ev, full); err != nil {
+		return nil, err
+	}
+	d = append(d, bson.E{Key: "ns", Value: nsDoc(ev.DB, ev.Coll)})
+	if ev.Op <= changestream.OpDelete || ev.Op == changestream.OpExpiring {
+		id, err := eventID(ev, full)
+		if err != nil {
+			return nil, err
+		}
+		d = append(d, bson.E{Key: "documentKey", Value: bson.D{{Key: "_id", Value: id}}})
+	}
+	return appendDetails(d, ev)
+}
+
+// appendDetails adds what only some operations have.
+func appendDetails(d bson.D, ev *changestream.Event) (bson.D, error) {
+	switch {
+	case ev.Op == changestream.OpUpdate:
+		upd, err := decodeRaw(ev.Update)
+		if err != nil {
+			return nil, err
+		}
+		d = append(d, bson.E{Key: "updateDescription", Value: upd})
+	case ev.Op == changestream.OpRename:
+		d = append(d, bson.E{Key: "to", Value: nsDoc(ev.ToDB, ev.ToColl)})
+	case ev.Op == changestream.OpExpiring:
+		d = append(d, bson.E{Key: "expiring", Value: bson.D{
+			{Key: "index", Value: ev.Expired.Index},
+			{Key: "expireAfterSeconds", Value: ev.Expired.AfterSecs},
+			{Key: "expiresAt", Value: bson.DateTime(ev.Expired.AtMillis)},
+		}})
+	case ev.Expired != nil:
+		d = append(d, bson.E{Key: "expired", Value: bson.D{
+			{Key: "index", Value: ev.Expired.Index},
+			{Key: "expireAfterSeconds", Value: ev.Expired.AfterSecs},
+			{Key: "expiredAt", Value: bson.DateTime(ev.Expired.AtMillis)},
+		}})
+	}
+	return d, nil
+}
+
+func nsDoc(db, coll string) bson.D {
+	if coll == "" {
+		return bson.D{{Key: "db", Value: db}}
+	}
+	return bson.D{{Key: "db", Value: db}, {Key: "coll", Value: coll}}
+}
+
+// eventID is the changed document's _id: from the event's copy of it or
+// of the document, else decoded from its key encoding.
+func eventID(ev *changestream.Event, full bson.D) (any, error) {
+	if id, ok := lookup(full, "_id"); ok {
+		return id, nil
+	}
+	if len(ev.RawID) > 0 {
+		v := bson.RawValue{Type: bson.Type(ev.RawID[0]), Value: ev.RawID[1:]}
+		var id any
+		err := v.Unmarshal(&id)
+		return id, err
+	}
+	id, _, err := keyenc.DecodeValue(ev.ID)
+	return id, err
+}
+
+func decodeRaw(raw []byte) (bson.D, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	return bsonutil.DecodeD(raw, 0)
+}
+
+// addImages adds fullDocument and fullDocumentBeforeChange as the
+// stream's modes ask.
+func (c *streamCursor) addImages(d bson.D, ev *changestream.Event, full bson.D) (bson.D, error) {
+	if ev.Op > changestream.OpDelete {
+		return d, nil
+	}
+	if ev.Op == changestream.OpUpdate {
+		post, err := c.postImage(ev, full, d)
+		if err != nil {
+			return nil, err
+		}
+		if c.spec.fullDocument != "default" {
+			d = append(d, bson.E{Key: "fullDocument", Value: post})
+		}
+	} else if ev.Op != changestream.OpDelete {
+		d = append(d, bson.E{Key: "fullDocument", Value: full})
+	}
+	if c.spec.before == "off" || ev.Op == changestream.OpInsert {
+		return d, nil
+	}
+	pre, err := decodeRaw(ev.Pre)
+	if err != nil {
+		return nil, err
+	}
+	if pre == nil && c.spec.before == "required" {
+		return nil, mongoerr.Newf(mongoerr.NoMatchingDocument, "Change stream was configured to require a pre-image for all update, delete and replace events, but the pre-image was not found for event: %s", bsonutil.Format(d))
+	}
+	return append(d, bson.E{Key: "fullDocumentBeforeChange", Value: orNull(pre)}), nil
+}
+
+// postImage is an update's fullDocument: the current document for
+// updateLookup, the stored post-image for whenAvailable and required.
+func (c *streamCursor) postImage(ev *changestream.Event, stored, event bson.D) (any, error) {
+	switch c.spec.fullDocument {
+	case "updateLookup":
+		return c.lookupCurrent(ev)
+	case "required":
+		if stored == nil {
+			return nil, mongoerr.Newf(mongoerr.NoMatchingDocument, "Change stream was configured to require a post-image for all update, delete and replace events, but the post-image was not found for event: %s", bsonutil.Format(event))
+		}
+	}
+	return orNull(stored), nil
+}
+
+// lookupCurrent reads the document an update changed as it is now (null
+// when it is gone or expired), as updateLookup does on mongod.
+func (c *streamCursor) lookupCurrent(ev *changestream.Event) (any, error) {
+	coll := c.h.deps.Store.Collection(ev.DB, ev.Coll)
+	if coll == nil {
+		return nil, nil
+	}
+	id, err := eventID(ev, nil)
+	if err != nil {
+		return nil, err
+	}
+	f, err := query.NewFilter(bson.D{{Key: "_id", Value: id}})
+	if err != nil {
+		return nil, err
+	}
+	plan, err := coll.PlanQuery(f, nil)
+	if err != nil {
+		return nil, err
+	}
+	it := coll.Scan(plan, f)
+	defer it.Close()
+	doc, ok, err := it.Next()
+	if err != nil || !ok {
+		return nil, err
+	}
+	return doc, nil
+}
+
+func orNull(d bson.D) any {
+	if d == nil {
+		return nil
+	}
+	return d
+}
+
+// runPipeline passes events through the stages after $changeStream; an
+// event whose _id (its resume token) a stage changed ends the stream, as
+// on mongod.
+func (c *streamCursor) runPipeline(r *request, docs []bson.D) ([]bson.D, error) {
+	if c.spec.pipeline == nil {
+		return docs, nil
+	}
+	var out []bson.D
+	for _, d := range docs {
+		it, err := c.spec.pipeline.Run(&sliceSource{docs: []bson.D{d}}, newAggEnv(c.h, r, ""))
+		if err != nil {
+			return nil, err
+		}
+		res, err := collectAll(it)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range res {
+			if err := checkTokenKept(d, o); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, res...)
+	}
+	return out, nil
+}
+
+func collectAll(it cursor.Source) ([]bson.D, error) {
+	defer it.Close()
+	var out []bson.D
+	for {
+		d, ok, err := it.Next()
+		if err != nil || !ok {
+			return out, err
+		}
+		out = append(out, d)
+	}
+}
+
+func checkTokenKept(in, out bson.D) error {
+	a, _ := lookup(in, "_id")
+	b, ok := lookup(out, "_id")
+	if ok && bsonutil.Compare(a, b) == 0 {
+		return nil
+	}
+	return mongoerr.Newf(mongoerr.ChangeStreamFatalError, "Encountered an event whose _id field, which contains the resume token, was modified by the pipeline. Modifying the _id field of an event makes it impossible to resume the stream from that point. Only transformations that retain the unmodified _id field are allowed. Output: %s", bsonutil.Format(out))
+}
+
+// streamGetMore continues a change stream: the changes since the last
+// batch, or, when there are none, the first to come within the wait.
+func (h *Handler) streamGetMore(r *request, c *cursor.Cursor, sc *streamCursor, n int64) (bson.D, error) {
+	if err := checkSession(r, c.ID, &peekSource{lsid: sc.lsid}); err != nil {
+		h.deps.Cursors.Checkin(c)
+		return nil, err
+	}
+	docs, err := sc.await(r, n)
+	if err != nil {
+		h.deps.Cursors.Remove(c.ID)
+		return nil, resumableStreamError(err)
+	}
+	id := c.ID
+	if sc.ended {
+		h.deps.Cursors.Remove(c.ID)
+		id = 0
+	} else {
+		h.deps.Cursors.Checkin(c)
+	}
+	return sc.reply(id, c.NS, "nextBatch", docs), nil
+}
+
+// await reads a batch; an empty one waits for the next commit, up to the
+// getMore's maxTimeMS (1 s by default), and reads again.
+func (c *streamCursor) await(r *request, n int64) (bson.A, error) {
+	clk := c.h.deps.Clock
+	end := clk.Now().Add(awaitWait(r))
+	for {
+		changed := c.h.deps.Changes.Signal.Wait() // before the read: no commit slips between
+		docs, err := c.read(r, n)
+		if err != nil || len(docs) > 0 || c.ended {
+			return docs, err
+		}
+		left := end.Sub(clk.Now())
+		if left <= 0 {
+			return docs, nil
+		}
+		t := clk.NewTimer(left)
+		select {
+		case <-changed:
+			t.Stop()
+		case <-t.C():
+			return c.read(r, n)
+		case <-r.ctx.Done():
+			t.Stop()
+			return docs, nil
+		}
+	}
+}
+
+// awaitWait is how long an empty getMore may wait: its maxTimeMS, or a
+// second, and never past the command's deadline.
+func awaitWait(r *request) time.Duration {
+	wait := awaitDataDefault
+	if v, ok := lookup(r.body, "maxTimeMS"); ok {
+		if ms, err := toInt64(r.name, "maxTimeMS", v); err == nil && ms > 0 {
+			wait = time.Duration(ms) * time.Millisecond
+		}
+	}
+	if dl, ok := r.ctx.Deadline(); ok {
+		wait = min(wait, time.Until(dl)-tailPoll)
+	}
+	return wait
+}
+
+// resumableCodes are the errors after which a driver may resume a change
+// stream: mongod labels them ResumableChangeStreamError.
+var resumableCodes = map[mongoerr.Code]bool{
+	mongoerr.HostUnreachable: true, mongoerr.HostNotFound: true, mongoerr.NetworkTimeout: true,
+	mongoerr.ShutdownInProgress: true, mongoerr.PrimarySteppedDown: true, mongoerr.ExceededTimeLimit: true,
+	mongoerr.SocketException: true, mongoerr.NotWritablePrimary: true, mongoerr.InterruptedAtShutdown: true,
+	mongoerr.InterruptedDueToReplStateChange: true, mongoerr.NotPrimaryNoSecondaryOk: true,
+	mongoerr.NotPrimaryOrSecondary: true, mongoerr.StaleEpoch: true,
+	mongoerr.StaleConfig: true, mongoerr.RetryChangeStream: true, mongoerr.FailedToSatisfyReadPreference: true,
+}
+
+// resumableStreamError adds the ResumableChangeStreamError label to an
+// error a driver may resume after.
+func resumableStreamError(err error) error {
+	var me *mongoerr.Error
+	if !errors.As(err, &me) || !resumableCodes[me.Code] {
+		return err
+	}
+	labeled := *me
+	labeled.Extra = append(append([]mongoerr.KV(nil), me.Extra...), mongoerr.KV{Key: "errorLabels", Value: bson.A{"ResumableChangeStreamError"}})
+	return &labeled
+}

@@ -1,0 +1,130 @@
+package docstore
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/mayflydb/mayfly/internal/changestream"
+)
+
+// Expiry warnings. A TTL index with expiryWarningSeconds N makes the
+// collection's change streams carry an "expiring" event N seconds before
+// each document expires. A pass walks the index's date entries whose
+// expiry has entered the window (warnedTo, now + N] since the last pass
+// and writes one event per document, in one batch with no other writes.
+// A document touched before its warning has a new entry, warned when the
+// new expiry enters the window; one deleted first has none. The first
+// pass of an index (after a start, a promotion or a change of the index)
+// only opens the window: documents already inside it are not warned.
+
+// WarnExpiring runs a warning pass over each TTL index of the collection
+// that asks for warnings, as of now, and reports how many it sent.
+func (c *Collection) WarnExpiring(now time.Time) (int, error) {
+	c.schemaMu.RLock()
+	defer c.schemaMu.RUnlock()
+	if c.dropped.Load() {
+		return 0, nil
+	}
+	sent := 0
+	for _, ix := range c.state.Load().ttl {
+		if ix.def.WarnBefore <= 0 {
+			continue
+		}
+		n, err := c.warnIndex(ix, now)
+		if err != nil {
+			return sent, fmt.Errorf("docstore: expiry warnings of %s: %w", c.Namespace(), err)
+		}
+		sent += n
+	}
+	return sent, nil
+}
+
+// warnIndex warns of the documents of ix whose expiry entered the window.
+// It holds the stripes it can take, so that no touch commits between its
+// reading an entry and its warning; it stops before a document whose
+// stripe a client holds, and the next pass goes on from there.
+func (c *Collection) warnIndex(ix *indexState, now time.Time) (int, error) {
+	horizon := now.Add(time.Duration(ix.def.WarnBefore) * time.Second).UnixMilli()
+	from := ix.warnedTo.Load()
+	if from == 0 {
+		ix.warnedTo.Store(horizon)
+		return 0, nil
+	}
+	if horizon <= from {
+		return 0, nil
+	}
+	l := &lockSet{c: c}
+	defer l.release()
+	l.tryAllStripes()
+	t := c.newTx(l)
+	defer t.abort()
+	reached, n, err := t.warnRange(ix, from, horizon)
+	if err != nil || n == 0 {
+		ix.warnedTo.Store(reached)
+		return 0, err
+	}
+	if err := t.b.Commit(false); err != nil {
+		return 0, err
+	}
+	ix.warnedTo.Store(reached)
+	return n, nil
+}
+
+// warnRange adds a warning to t for each document whose expiry by ix is
+// in (from, to]; it returns how far it got and how many it added.
+func (t *tx) warnRange(ix *indexState, from, to int64) (int64, int, error) {
+	start := ix.ttlSeekKey(from - ix.def.ExpireAfter*1000)
+	tc, err := t.c.openTTLCursor(ix, nil)
+	if err != nil {
+		return from, 0, err
+	}
+	defer tc.it.Close()
+	if start != nil {
+		tc.ok = tc.it.SeekGE(start)
+	}
+	n := 0
+	for ; tc.ok; tc.advance() {
+		d, ok := ix.entryDate(tc.it.Key())
+		if !ok {
+			continue
+		}
+		at := ix.expiry(d).UnixMilli()
+		if at <= from {
+			continue
+		}
+		if at > to {
+			break
+		}
+		id := entryID(tc.it.Value())
+		if !t.locks.stripes[t.c.stripeOf(id)] {
+			return at - 1, n, tc.it.Error() // busy: the next pass starts here
+		}
+		doc, err := t.expiresBy(ix, id, tc.it.Value(), at)
+		if err != nil {
+			return from, 0, err
+		}
+		if doc != nil {
+			exp := changestream.Expiry{Index: ix.def.Name, AfterSecs: ix.def.ExpireAfter, AtMillis: at}
+			t.emit(&changestream.Event{Op: changestream.OpExpiring, RawID: rawID(doc.raw), Expired: &exp})
+			n++
+		}
+	}
+	return to, n, tc.it.Error()
+}
+
+// expiresBy returns the document id if it expires at at by this entry
+// (nil if not): always for a document with one date; for one with
+// several (an array), only by the entry of its earliest date. The warning
+// reads the document for its exact _id (the entry holds its key
+// encoding, in which numbers of every type look alike).
+func (t *tx) expiresBy(ix *indexState, id, value []byte, at int64) (*stored, error) {
+	d, err := t.c.loadLocked(id)
+	if err != nil || d == nil || onlyEntry(value) {
+		return d, err
+	}
+	when, ok := ix.expiresAt(d.doc)
+	if !ok || when.UnixMilli() != at {
+		return nil, nil
+	}
+	return d, nil
+}
