@@ -35,6 +35,10 @@ type Index struct {
 	// the (truncated) number of seconds.
 	TTL         bool  `bson:"ttl"`
 	ExpireAfter int64 `bson:"expireAfter"`
+	// RefreshOnRead (a TTL index only) makes a read that returns a
+	// document set the indexed date to the server's now (docstore's
+	// refresh.go).
+	RefreshOnRead bool `bson:"refreshOnRead,omitempty"`
 	// Spec is the specification as listIndexes shows it, in stored order.
 	Spec bson.D `bson:"spec"`
 	// Ready is false while the index is being built; an index that is not

@@ -19,7 +19,7 @@ var allowedOptions = map[string]bool{
 	"v": true, "key": true, "name": true, "ns": true, "unique": true, "sparse": true,
 	"partialFilterExpression": true, "expireAfterSeconds": true, "hidden": true,
 	"background": true, "storageEngine": true, "dropDups": true, "prepareUnique": true,
-	"collation": true,
+	"collation": true, RefreshOnReadOption: true,
 }
 
 // unsupportedOptions are valid MongoDB index options for features Mayfly
@@ -209,6 +209,9 @@ func applyOptions(ix *Index, spec bson.D) error {
 		// Uniqueness would be checked in binary order, not the collation's.
 		return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: a unique index with a non-simple collation is not supported by Mayfly", bsonutil.Format(spec))
 	}
+	if ix.RefreshOnRead && !ix.TTL {
+		return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: The '%s' option requires 'expireAfterSeconds'", bsonutil.Format(spec), RefreshOnReadOption)
+	}
 	if ix.Sparse && ix.Partial != nil {
 		return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: cannot mix \"partialFilterExpression\" and \"sparse\" options", bsonutil.Format(spec))
 	}
@@ -240,6 +243,8 @@ func applyOption(ix *Index, e bson.E, spec bson.D) error {
 		return applyPartial(ix, e.Value, spec)
 	case "expireAfterSeconds":
 		return applyTTL(ix, e.Value, spec)
+	case RefreshOnReadOption:
+		return applyRefreshOnRead(ix, e.Value, spec)
 	case "v":
 		return checkVersion(e.Value, spec)
 	}
@@ -345,6 +350,10 @@ func storedSpec(spec bson.D, key bson.D, name string) bson.D {
 		switch e.Key {
 		case "v", "key", "name", "ns", "collation":
 			continue
+		case RefreshOnReadOption:
+			if e.Value == true {
+				out = append(out, e)
+			}
 		case "expireAfterSeconds":
 			out = append(out, bson.E{Key: e.Key, Value: int32(bsonutil.ToFloat(e.Value))})
 		default:
@@ -368,3 +377,18 @@ func IDIndex() Index {
 
 // String describes an index for logs.
 func (ix *Index) String() string { return fmt.Sprintf("%s %v", ix.Name, ix.Fields) }
+
+// RefreshOnReadOption is the TTL index option that makes reads keep
+// documents alive.
+const RefreshOnReadOption = "refreshOnRead"
+
+// applyRefreshOnRead takes a bool only, as mongod takes hidden; whether
+// the index is a TTL index is checked once every option is read.
+func applyRefreshOnRead(ix *Index, v any, spec bson.D) error {
+	b, ok := v.(bool)
+	if !ok {
+		return mongoerr.Newf(mongoerr.TypeMismatch, "Error in specification %s :: caused by :: The field '%s' must be a bool, but got %s", bsonutil.Format(spec), RefreshOnReadOption, bsonutil.TypeName(v))
+	}
+	ix.RefreshOnRead = b
+	return nil
+}

@@ -288,6 +288,7 @@ func (h *Handler) metricsStatus() bson.D {
 			{Key: "deletedKeys", Value: ttl.DeletedKeys},
 			{Key: "passes", Value: ttl.Passes},
 			{Key: "subPasses", Value: ttl.SubPasses},
+			{Key: "refreshedOnRead", Value: h.deps.Store.RefreshedOnRead()},
 		}},
 	}
 }

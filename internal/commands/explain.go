@@ -474,7 +474,12 @@ func projectionStage(spec bson.D) string {
 func (ex *queryExec) runFind(r *request, a *findArgs) (cursor.Source, error) {
 	src := ex.start()
 	r.track(ex.scan)
+	refreshed := !a.refresh
 	for _, st := range ex.stages {
+		if !refreshed && strings.HasPrefix(st.name, "PROJECTION") {
+			// Below the projection, where documents are whole.
+			src, refreshed = &refreshSource{src: src, c: ex.c}, true
+		}
 		next, err := st.wire(r, a, src)
 		if err != nil {
 			_ = src.Close()
@@ -487,6 +492,9 @@ func (ex *queryExec) runFind(r *request, a *findArgs) (cursor.Source, error) {
 		}
 		st.out = &countingSource{src: next}
 		src = st.out
+	}
+	if !refreshed {
+		src = &refreshSource{src: src, c: ex.c}
 	}
 	return src, nil
 }

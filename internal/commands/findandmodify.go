@@ -178,7 +178,7 @@ func (h *Handler) famOnce(r *request, c *docstore.Collection, a *famArgs, rt *re
 	}
 	id, _ := lookup(target, "_id")
 	var before, after bson.D
-	matched := false
+	matched, refresh := false, h.refreshesOnRead(c)
 	opt := rt.options(a.opt, 0, func() bson.D { return bson.D{{Key: "before", Value: before}, {Key: "after", Value: after}} })
 	_, err = c.Modify(id, opt, func(doc bson.D) (docstore.Change, error) {
 		if doc == nil {
@@ -192,9 +192,21 @@ func (h *Handler) famOnce(r *request, c *docstore.Collection, a *famArgs, rt *re
 		if a.remove {
 			return docstore.Change{Kind: docstore.Remove}, nil
 		}
-		next, changed, err := a.mod.apply(doc, pos, false, h.deps.Clock.Now())
+		now := h.deps.Clock.Now()
+		next, changed, err := a.mod.apply(doc, pos, false, now)
 		if err != nil {
 			return docstore.Change{}, err
+		}
+		if refresh {
+			// The document returned keeps its refreshOnRead dates fresh
+			// in the same atomic write as the update.
+			base := doc
+			if changed {
+				base = next
+			}
+			if fresh, touched := c.Refreshed(base, now); touched {
+				next, changed = fresh, true
+			}
 		}
 		after = doc
 		if changed {

@@ -38,6 +38,7 @@ type collState struct {
 	meta    *catalog.Collection
 	indexes []*indexState
 	ttl     []*indexState // ready TTL indexes, for expiry checks
+	refresh []*indexState // those of ttl with refreshOnRead
 }
 
 type indexState struct {
@@ -75,6 +76,9 @@ func (c *Collection) setMeta(meta *catalog.Collection) {
 		if def.TTL && def.Ready && len(def.Fields) == 1 {
 			ix.progress = newTTLProgress()
 			st.ttl = append(st.ttl, ix)
+			if def.RefreshOnRead {
+				st.refresh = append(st.refresh, ix)
+			}
 		}
 	}
 	c.state.Store(st)

@@ -143,6 +143,9 @@ func (c *Collection) publishMeta(meta *catalog.Collection) {
 		st.indexes = append(st.indexes, &cp)
 		if ix.progress != nil {
 			st.ttl = append(st.ttl, &cp)
+			if cp.def.RefreshOnRead {
+				st.refresh = append(st.refresh, &cp)
+			}
 		}
 	}
 	c.state.Store(st)

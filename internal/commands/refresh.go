@@ -1,0 +1,53 @@
+package commands
+
+import (
+	"errors"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/cursor"
+	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/repl"
+)
+
+// refreshSource passes on the documents a read returns to its client,
+// refreshing their refreshOnRead dates (docstore.RefreshOnRead) as it
+// goes. It sits below any projection, so it sees each document whole.
+type refreshSource struct {
+	src cursor.Source
+	c   *docstore.Collection
+}
+
+func (s *refreshSource) Next() (bson.D, bool, error) {
+	d, ok, err := s.src.Next()
+	if !ok || err != nil {
+		return d, ok, err
+	}
+	out, err := s.c.RefreshOnRead(d)
+	if errors.Is(err, repl.ErrNotPrimary) {
+		// Stepped down since the read began: the new primary's reads
+		// refresh; this one returns the document as it read it.
+		return d, true, nil
+	}
+	return out, err == nil, err
+}
+
+func (s *refreshSource) Close() error { return s.src.Close() }
+
+// refreshesOnRead reports whether reads of c that return documents must
+// refresh them: c has a refreshOnRead index and this member takes writes
+// (a secondary's reads refresh nothing; only the primary writes).
+func (h *Handler) refreshesOnRead(c *docstore.Collection) bool {
+	if c == nil || !c.RefreshesOnRead() {
+		return false
+	}
+	return h.deps.Repl == nil || h.deps.Repl.Writable()
+}
+
+// refreshing wraps src in a refreshSource when reads of c refresh.
+func (h *Handler) refreshing(c *docstore.Collection, src cursor.Source) cursor.Source {
+	if !h.refreshesOnRead(c) {
+		return src
+	}
+	return &refreshSource{src: src, c: c}
+}
