@@ -100,8 +100,8 @@ type request struct {
 	scans  []*docstore.DocIter
 	sorted []*unexpiredSource // sorted results a cursor from it re-checks
 	live   *swapCtx           // set by commands that may open a cursor
-	// refreshReads: an aggregate whose leading $match returns documents
-	// to the client, so they refresh their refreshOnRead dates.
+	// refreshReads: an aggregate that returns the documents its leading
+	// $match passes on, so they refresh their refreshOnRead dates.
 	refreshReads bool
 }
 

@@ -51,3 +51,28 @@ func (h *Handler) refreshing(c *docstore.Collection, src cursor.Source) cursor.S
 	}
 	return &refreshSource{src: src, c: c}
 }
+
+// documentStages are the stages that pass documents on one by one (each
+// output is an input document, reshaped or not). An aggregate refreshes
+// only when its first stage is a $match and every stage is one of these:
+// a pipeline that groups or counts ($group, $count: the drivers'
+// countDocuments) returns no document to the client.
+var documentStages = map[string]bool{
+	"$match": true, "$sort": true, "$skip": true, "$limit": true, "$project": true,
+	"$addFields": true, "$set": true, "$unset": true, "$replaceRoot": true,
+	"$replaceWith": true, "$redact": true, "$lookup": true, "$unwind": true,
+}
+
+// aggregateReturnsDocuments reports whether a pipeline returns its
+// collection's documents to the client, so that they refresh.
+func aggregateReturnsDocuments(stages bson.A) bool {
+	if len(stages) == 0 || firstKey(stages[0]) != "$match" {
+		return false
+	}
+	for _, st := range stages {
+		if !documentStages[firstKey(st)] {
+			return false
+		}
+	}
+	return true
+}

@@ -53,6 +53,7 @@ func TestHandlerReadsThatReturnDocumentsRefresh(t *testing.T) {
 		{"find with a projection leaving the date out", bson.D{{Key: "find", Value: "s"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: bson.D{{Key: "$lte", Value: 2}}}}}, {Key: "projection", Value: bson.D{{Key: "lastSeen", Value: 0}}}}, []int32{1, 2}},
 		{"find with sort and limit refreshes only what it returns", bson.D{{Key: "find", Value: "s"}, {Key: "sort", Value: bson.D{{Key: "_id", Value: -1}}}, {Key: "limit", Value: 1}}, []int32{3}},
 		{"aggregate with a leading $match", bson.D{{Key: "aggregate", Value: "s"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$match", Value: bson.D{{Key: "_id", Value: 2}}}}}}, {Key: "cursor", Value: bson.D{}}}, []int32{2}},
+		{"aggregate that counts (countDocuments)", bson.D{{Key: "aggregate", Value: "s"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$match", Value: bson.D{}}}, bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: bson.D{{Key: "$sum", Value: 1}}}}}}}}, {Key: "cursor", Value: bson.D{}}}, nil},
 		{"aggregate without a leading $match", bson.D{{Key: "aggregate", Value: "s"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$project", Value: bson.D{{Key: "x", Value: 1}}}}}}, {Key: "cursor", Value: bson.D{}}}, nil},
 		{"findAndModify", bson.D{{Key: "findAndModify", Value: "s"}, {Key: "query", Value: bson.D{{Key: "_id", Value: 3}}}, {Key: "update", Value: bson.D{{Key: "$set", Value: bson.D{{Key: "x", Value: 1}}}}}}, []int32{3}},
 		{"distinct", bson.D{{Key: "distinct", Value: "s"}, {Key: "key", Value: "_id"}}, nil},
