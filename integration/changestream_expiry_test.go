@@ -40,7 +40,7 @@ func TestChangeStreamExpiryEvents(t *testing.T) {
 	mustDo(t, func() error { _, err := carts.InsertOne(ctx, bson.D{{Key: "_id", Value: -1}}); return err })
 	mustDo(t, func() error { _, err := carts.DeleteOne(ctx, bson.D{{Key: "_id", Value: -1}}); return err })
 
-	const n = 20000 // a storm: 20 000 expiries a second
+	const n = 20000                      // a storm: 20 000 expiries a second
 	base := time.Now().Add(-time.Second) // expiring 1 s to 2 s from now
 	docs := make([]any, n)
 	for i := range docs {
