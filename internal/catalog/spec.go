@@ -19,7 +19,7 @@ var allowedOptions = map[string]bool{
 	"v": true, "key": true, "name": true, "ns": true, "unique": true, "sparse": true,
 	"partialFilterExpression": true, "expireAfterSeconds": true, "hidden": true,
 	"background": true, "storageEngine": true, "dropDups": true, "prepareUnique": true,
-	"collation": true, RefreshOnReadOption: true,
+	"collation": true, RefreshOnReadOption: true, LRULimitOption: true,
 }
 
 // unsupportedOptions are valid MongoDB index options for features Mayfly
@@ -245,6 +245,8 @@ func applyOption(ix *Index, e bson.E, spec bson.D) error {
 		return applyTTL(ix, e.Value, spec)
 	case RefreshOnReadOption:
 		return applyRefreshOnRead(ix, e.Value, spec)
+	case LRULimitOption:
+		return applyLRULimit(ix, e.Value, spec)
 	case "v":
 		return checkVersion(e.Value, spec)
 	}

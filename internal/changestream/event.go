@@ -49,6 +49,11 @@ type Expiry struct {
 	AtMillis  int64  // the moment the document expired, Unix ms
 }
 
+// Eviction marks a delete done because an lruLimit index needed room.
+type Eviction struct {
+	Index string // the lruLimit index's name
+}
+
 // Event is one logical change as the docstore saw it. Byte fields are
 // raw encodings: RawID is the _id's BSON value, ID the key-encoded _id
 // (internal/keyenc; a TTL deletion knows no more, and a key-encoded
@@ -66,6 +71,7 @@ type Event struct {
 	ToDB     string // rename target
 	ToColl   string
 	Expired  *Expiry
+	Evicted  *Eviction
 }
 
 const (
@@ -75,11 +81,12 @@ const (
 	hasRename
 	hasExpired
 	hasRawID
+	hasEvicted
 )
 
 // Encode appends the event's record to dst:
 //
-//	op(1) flags(1) db coll id [rawID] [doc] [pre] [update] [toDB toColl] [index afterSecs(varint) atMillis(varint)]
+//	op(1) flags(1) db coll id [rawID] [doc] [pre] [update] [toDB toColl] [index afterSecs(varint) atMillis(varint)] [evicting index]
 //
 // where strings and byte fields are uvarint length + bytes and a flag bit
 // says which optional fields follow.
@@ -87,6 +94,7 @@ func (e *Event) Encode(dst []byte) []byte {
 	flags := byte(0)
 	flags |= bit(len(e.Doc) > 0, hasDoc) | bit(len(e.Pre) > 0, hasPre) | bit(len(e.Update) > 0, hasUpdate)
 	flags |= bit(e.ToColl != "", hasRename) | bit(e.Expired != nil, hasExpired) | bit(len(e.RawID) > 0, hasRawID)
+	flags |= bit(e.Evicted != nil, hasEvicted)
 	dst = append(dst, byte(e.Op), flags)
 	dst = appendBytes(dst, []byte(e.DB))
 	dst = appendBytes(dst, []byte(e.Coll))
@@ -112,6 +120,9 @@ func (e *Event) Encode(dst []byte) []byte {
 		dst = binary.AppendVarint(dst, e.Expired.AfterSecs)
 		dst = binary.AppendVarint(dst, e.Expired.AtMillis)
 	}
+	if flags&hasEvicted != 0 {
+		dst = appendBytes(dst, []byte(e.Evicted.Index))
+	}
 	return dst
 }
 
@@ -120,6 +131,9 @@ func (e *Event) Size() int {
 	n := 2 + 8*binary.MaxVarintLen64 + len(e.DB) + len(e.Coll) + len(e.ID) + len(e.RawID) + len(e.Doc) + len(e.Pre) + len(e.Update) + len(e.ToDB) + len(e.ToColl)
 	if e.Expired != nil {
 		n += len(e.Expired.Index) + 2*binary.MaxVarintLen64
+	}
+	if e.Evicted != nil {
+		n += len(e.Evicted.Index) + binary.MaxVarintLen64
 	}
 	return n
 }
@@ -166,6 +180,9 @@ func Decode(b []byte) (*Event, error) {
 	}
 	if flags&hasExpired != 0 {
 		e.Expired = &Expiry{Index: string(r.bytes()), AfterSecs: r.varint(), AtMillis: r.varint()}
+	}
+	if flags&hasEvicted != 0 {
+		e.Evicted = &Eviction{Index: string(r.bytes())}
 	}
 	if r.bad {
 		return nil, ErrCorrupt

@@ -290,6 +290,7 @@ func (h *Handler) metricsStatus() bson.D {
 			{Key: "subPasses", Value: ttl.SubPasses},
 			{Key: "refreshedOnRead", Value: h.deps.Store.RefreshedOnRead()},
 		}},
+		{Key: "lru", Value: bson.D{{Key: "evictedDocuments", Value: h.deps.Store.LRUEvicted()}}},
 	}
 }
 

@@ -212,6 +212,8 @@ func appendDetails(d bson.D, ev *changestream.Event) (bson.D, error) {
 			{Key: "expireAfterSeconds", Value: ev.Expired.AfterSecs},
 			{Key: "expiredAt", Value: bson.DateTime(ev.Expired.AtMillis)},
 		}})
+	case ev.Evicted != nil:
+		d = append(d, bson.E{Key: "evicted", Value: bson.D{{Key: "index", Value: ev.Evicted.Index}}})
 	}
 	return d, nil
 }

@@ -39,6 +39,7 @@ type collState struct {
 	indexes []*indexState
 	ttl     []*indexState // ready TTL indexes, for expiry checks
 	refresh []*indexState // those of ttl with refreshOnRead
+	lru     []*indexState // ready indexes with an lruLimit
 }
 
 type indexState struct {
@@ -73,6 +74,9 @@ func (c *Collection) setMeta(meta *catalog.Collection) {
 			ix.partial, _ = query.NewFilter(def.Partial)
 		}
 		st.indexes = append(st.indexes, ix)
+		if def.HasLRU() && def.Ready {
+			st.lru = append(st.lru, ix)
+		}
 		if def.TTL && def.Ready && len(def.Fields) == 1 {
 			ix.progress = newTTLProgress()
 			st.ttl = append(st.ttl, ix)

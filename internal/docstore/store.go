@@ -60,6 +60,8 @@ type Store struct {
 	onExpiry atomic.Pointer[func(time.Time)]
 	// refreshes counts the writes of refreshOnRead (refresh.go).
 	refreshes atomic.Int64
+	// evictions counts the documents lruLimit indexes evicted (lru.go).
+	evictions atomic.Int64
 }
 
 // Open loads the catalog from eng and finishes or rolls back any index

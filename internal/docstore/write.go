@@ -81,6 +81,8 @@ type tx struct {
 	// images caches whether the collection keeps pre- and post-images
 	// for change streams (0: not looked up, 1: no, 2: yes).
 	images byte
+	// evicted counts the documents an lruLimit evicted (lru.go).
+	evicted int64
 	// evScratch encodes each change event; evArena holds the encoded
 	// events handed to the batch (events.go).
 	evScratch, evArena []byte
@@ -93,7 +95,7 @@ func (c *Collection) newTx(l *lockSet) *tx {
 // needsUniqueLock reports whether writing doc over old (nil for an insert)
 // adds entries to a unique secondary index, or the collection is capped.
 func (t *tx) needsUniqueLock(doc bson.D, old *stored) (bool, error) {
-	if t.st.meta.Capped {
+	if t.st.meta.Capped || len(t.st.lru) > 0 {
 		return true, nil
 	}
 	for _, ix := range t.st.indexes[1:] {
@@ -158,6 +160,9 @@ func (t *tx) commit(opt WriteOptions) error {
 	t.c.publishMeta(meta)
 	t.c.count.Add(t.dCount)
 	t.c.dataSize.Add(t.dSize)
+	if t.evicted > 0 {
+		t.c.store.evictions.Add(t.evicted)
+	}
 	t.announceTTLDates()
 	if t.hasExpiry {
 		t.c.store.hintExpiry(t.expiry)
@@ -327,7 +332,10 @@ func (t *tx) insert(d *stored) error {
 		return err
 	}
 	t.emitWrite(d, nil, false)
-	return t.evictForCap(d.idEnc)
+	if err := t.evictForCap(d.idEnc); err != nil {
+		return err
+	}
+	return t.evictForLRU(d.idEnc)
 }
 
 // loadLocked reads the stored document with the given encoded _id.
@@ -601,5 +609,5 @@ func (t *tx) replace(old *stored, doc bson.D, whole bool) error {
 		return err
 	}
 	t.emitWrite(d, old, whole)
-	return nil
+	return t.evictForLRU(d.idEnc)
 }
