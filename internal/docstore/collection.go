@@ -52,6 +52,8 @@ type indexState struct {
 	// are all top-level: its keys can be read from raw BSON (rawKeys).
 	simple bool
 	desc   []bool // per field
+	// lruMark is set for indexes with an lruLimit (lru.go).
+	lruMark *lruMark
 }
 
 func newCollection(s *Store, meta *catalog.Collection) *Collection {
@@ -75,6 +77,7 @@ func (c *Collection) setMeta(meta *catalog.Collection) {
 		}
 		st.indexes = append(st.indexes, ix)
 		if def.HasLRU() && def.Ready {
+			ix.lruMark = &lruMark{}
 			st.lru = append(st.lru, ix)
 		}
 		if def.TTL && def.Ready && len(def.Fields) == 1 {

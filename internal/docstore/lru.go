@@ -2,6 +2,7 @@ package docstore
 
 import (
 	"bytes"
+	"sync"
 
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/storage"
@@ -34,7 +35,8 @@ func (t *tx) overLRU(ix *indexState) bool {
 }
 
 // evictLowest walks ix from its lowest value (the end of a descending
-// index) and evicts documents until the limits hold.
+// index), starting at its mark, and evicts documents until the limits
+// hold.
 func (t *tx) evictLowest(ix *indexState, keep []byte) error {
 	if !t.overLRU(ix) {
 		return nil
@@ -46,13 +48,14 @@ func (t *tx) evictLowest(ix *indexState, keep []byte) error {
 	defer it.Close()
 	desc := ix.desc[0]
 	seen := map[string]bool{} // a multikey document has several entries
-	ok := it.First()
-	if desc {
-		ok = it.Last()
-	}
+	var kept []byte           // the first entry the walk leaves
+	ok := ix.lruMark.start(it, desc)
 	for ; ok && t.overLRU(ix); ok = step(it, desc) {
 		id := entryID(it.Value())
 		if bytes.Equal(id, keep) || seen[string(id)] {
+			if kept == nil {
+				kept = append([]byte(nil), it.Key()...)
+			}
 			continue
 		}
 		seen[string(id)] = true
@@ -60,7 +63,39 @@ func (t *tx) evictLowest(ix *indexState, keep []byte) error {
 			return err
 		}
 	}
-	return it.Error()
+	if kept == nil && ok {
+		kept = append([]byte(nil), it.Key()...)
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	if added := t.lruAdded[ix.def.ID]; added != nil && kept != nil && beyond(kept, added, desc) {
+		// The walk cannot see this batch's own entries: the mark must
+		// not pass them.
+		kept = added
+	}
+	ix.lruMark.raise(kept, ok || kept != nil, desc)
+	return nil
+}
+
+// beyond reports whether key a lies past b in the walk's direction.
+func beyond(a, b []byte, desc bool) bool {
+	if desc {
+		return bytes.Compare(a, b) < 0
+	}
+	return bytes.Compare(a, b) > 0
+}
+
+// noteLRUEntry records a new entry of an lruLimit index: the mark moves
+// over it now, and the batch remembers its lowest for the walk's end.
+func (t *tx) noteLRUEntry(ix *indexState, key []byte) {
+	ix.lruMark.lower(ix, key)
+	if t.lruAdded == nil {
+		t.lruAdded = map[uint32][]byte{}
+	}
+	if prev := t.lruAdded[ix.def.ID]; prev == nil || beyond(prev, key, ix.desc[0]) {
+		t.lruAdded[ix.def.ID] = key
+	}
 }
 
 func step(it storage.Iterator, desc bool) bool {
@@ -68,6 +103,64 @@ func step(it storage.Iterator, desc bool) bool {
 		return it.Prev()
 	}
 	return it.Next()
+}
+
+// lruMark saves each eviction from stepping over the deletion tombstones
+// of the evictions before it (as the TTL progress mark does, 0003): below
+// from (above it, in a descending index, where from is an exclusive upper
+// bound) every entry was evicted. Writes to the collection hold the
+// unique-key lock, so marks move one write at a time; the mutex only
+// makes that explicit. A write that adds an entry beyond the mark moves
+// the mark over it before its eviction walks.
+type lruMark struct {
+	mu   sync.Mutex
+	from []byte // nil: the index's end
+}
+
+func (m *lruMark) start(it storage.Iterator, desc bool) bool {
+	m.mu.Lock()
+	from := m.from
+	m.mu.Unlock()
+	switch {
+	case from == nil && desc:
+		return it.Last()
+	case from == nil:
+		return it.First()
+	case desc:
+		return it.SeekLT(from)
+	}
+	return it.SeekGE(from)
+}
+
+// raise moves the mark to kept, the first entry the walk left; with
+// none (found false) the walk evicted everything it met, and the mark
+// stays.
+func (m *lruMark) raise(kept []byte, found, desc bool) {
+	if !found || kept == nil {
+		return
+	}
+	if desc {
+		kept = append(kept, 0) // exclusive: SeekLT lands on kept
+	}
+	m.mu.Lock()
+	m.from = kept
+	m.mu.Unlock()
+}
+
+// lower moves the mark of ix over a new entry key.
+func (m *lruMark) lower(ix *indexState, key []byte) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.from == nil {
+		return
+	}
+	if ix.desc[0] {
+		if bytes.Compare(key, m.from) >= 0 {
+			m.from = append(append([]byte(nil), key...), 0)
+		}
+	} else if bytes.Compare(key, m.from) < 0 {
+		m.from = append([]byte(nil), key...)
+	}
 }
 
 // evict deletes the document id as ix's limit demands, with a delete

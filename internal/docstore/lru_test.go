@@ -40,8 +40,14 @@ func TestLRULimitEvictsLowestDates(t *testing.T) {
 	if ids := liveIDs(t, c); len(ids) != 3 || !ids["old"] || ids["p2"] {
 		t.Fatalf("kept %v, want old, p3, p4", ids)
 	}
-	if n := c.store.LRUEvicted(); n != 3 {
-		t.Fatalf("LRUEvicted = %d, want 3", n)
+	// The next write evicts "old": its entry lies below where the last
+	// eviction stopped (the mark), and the walk must still find it.
+	put("new", t0.Add(time.Hour), 10)
+	if ids := liveIDs(t, c); len(ids) != 3 || ids["old"] || !ids["new"] {
+		t.Fatalf("kept %v, want p3, p4, new", ids)
+	}
+	if n := c.store.LRUEvicted(); n != 4 {
+		t.Fatalf("LRUEvicted = %d, want 4", n)
 	}
 	requireValid(t, c)
 }

@@ -81,8 +81,10 @@ type tx struct {
 	// images caches whether the collection keeps pre- and post-images
 	// for change streams (0: not looked up, 1: no, 2: yes).
 	images byte
-	// evicted counts the documents an lruLimit evicted (lru.go).
-	evicted int64
+	// evicted counts the documents an lruLimit evicted; lruAdded holds,
+	// per lruLimit index ID, the lowest entry this batch adds (lru.go).
+	evicted  int64
+	lruAdded map[uint32][]byte
 	// evScratch encodes each change event; evArena holds the encoded
 	// events handed to the batch (events.go).
 	evScratch, evArena []byte
@@ -417,6 +419,9 @@ func (t *tx) updateIndex(ix *indexState, newKeys [][]byte, d, old *stored, ttlVa
 				return err
 			}
 			t.noteTTLEntry(ix, k)
+			if ix.lruMark != nil {
+				t.noteLRUEntry(ix, entryKey(ix, k, d.idEnc))
+			}
 		}
 		if err := t.b.Set(entryKey(ix, k, d.idEnc), value); err != nil {
 			return err
