@@ -43,4 +43,21 @@ try:
     raise AssertionError("collMod refreshOnRead: 'yes' was accepted")
 except OperationFailure as e:
     assert e.code == 14, e.details
+# A page cache of at most 3 pages: reads keep pages, inserts evict the
+# least recently used.
+clock(0)
+pages = client.pyexpiry.pages
+pages.create_index("usedAt", expireAfterSeconds=86400, refreshOnRead=True, lruLimit={"documents": 3})
+assert pages.index_information()["usedAt_1"]["lruLimit"] == {"documents": 3}
+start = datetime.datetime.now(datetime.timezone.utc)
+for i in range(3):
+    pages.insert_one({"_id": "/p%d" % i, "usedAt": start + datetime.timedelta(seconds=i)})
+clock(3 * 3600)  # past the throttle, a tenth of a day
+assert pages.find_one({"_id": "/p0"}) is not None  # /p0 is now the most recent
+with pages.watch([{"$match": {"operationType": "delete"}}], max_await_time_ms=200) as evictions:
+    pages.insert_one({"_id": "/p3", "usedAt": start + datetime.timedelta(hours=3)})
+    ev = evictions.next()
+    assert ev["documentKey"]["_id"] == "/p1" and ev["evicted"] == {"index": "usedAt_1"}, ev
+assert sorted(d["_id"] for d in pages.find()) == ["/p0", "/p2", "/p3"]
+assert client.admin.command("serverStatus")["metrics"]["lru"]["evictedDocuments"] == 1
 print("pymongo expiry ok")
