@@ -73,7 +73,9 @@ func TestLRUPageCacheKeepsMostRead(t *testing.T) {
 			} `bson:"lru"`
 		} `bson:"metrics"`
 	}
-	mustDo(t, func() error { return c.Database("admin").RunCommand(ctx, bson.D{{Key: "serverStatus", Value: 1}}).Decode(&status) })
+	mustDo(t, func() error {
+		return c.Database("admin").RunCommand(ctx, bson.D{{Key: "serverStatus", Value: 1}}).Decode(&status)
+	})
 	if status.Metrics.LRU.Evicted != 10 {
 		t.Fatalf("metrics.lru.evictedDocuments = %d, want 10", status.Metrics.LRU.Evicted)
 	}
