@@ -42,8 +42,11 @@ type Index struct {
 	// LRUDocs and LRUBytes are the lruLimit option's documents and bytes
 	// (0: no limit): a write past either evicts the documents with the
 	// lowest values of this index's field (docstore's lru.go).
-	LRUDocs  int64 `bson:"lruDocs,omitempty"`
-	LRUBytes int64 `bson:"lruBytes,omitempty"`
+	// ExpireElements (a TTL index on a path through an array of
+	// subdocuments) expires the array's elements, not the document.
+	ExpireElements bool  `bson:"expireElements,omitempty"`
+	LRUDocs        int64 `bson:"lruDocs,omitempty"`
+	LRUBytes       int64 `bson:"lruBytes,omitempty"`
 	// Spec is the specification as listIndexes shows it, in stored order.
 	Spec bson.D `bson:"spec"`
 	// Ready is false while the index is being built; an index that is not

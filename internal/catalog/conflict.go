@@ -27,7 +27,7 @@ func Compare(a, b *Index) Comparison {
 		return Different
 	}
 	if a.TTL != b.TTL || a.ExpireAfter != b.ExpireAfter || a.Hidden != b.Hidden || a.RefreshOnRead != b.RefreshOnRead ||
-		a.LRUDocs != b.LRUDocs || a.LRUBytes != b.LRUBytes {
+		a.LRUDocs != b.LRUDocs || a.LRUBytes != b.LRUBytes || a.ExpireElements != b.ExpireElements {
 		return Equivalent
 	}
 	return Identical

@@ -20,6 +20,7 @@ var allowedOptions = map[string]bool{
 	"partialFilterExpression": true, "expireAfterSeconds": true, "hidden": true,
 	"background": true, "storageEngine": true, "dropDups": true, "prepareUnique": true,
 	"collation": true, RefreshOnReadOption: true, LRULimitOption: true,
+	ExpireElementsOption: true,
 }
 
 // unsupportedOptions are valid MongoDB index options for features Mayfly
@@ -209,6 +210,9 @@ func applyOptions(ix *Index, spec bson.D) error {
 		// Uniqueness would be checked in binary order, not the collation's.
 		return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: a unique index with a non-simple collation is not supported by Mayfly", bsonutil.Format(spec))
 	}
+	if err := checkExpireElements(ix, spec); err != nil {
+		return err
+	}
 	if ix.RefreshOnRead && !ix.TTL {
 		return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: The '%s' option requires 'expireAfterSeconds'", bsonutil.Format(spec), RefreshOnReadOption)
 	}
@@ -247,6 +251,8 @@ func applyOption(ix *Index, e bson.E, spec bson.D) error {
 		return applyRefreshOnRead(ix, e.Value, spec)
 	case LRULimitOption:
 		return applyLRULimit(ix, e.Value, spec)
+	case ExpireElementsOption:
+		return applyExpireElements(ix, e.Value, spec)
 	case "v":
 		return checkVersion(e.Value, spec)
 	}
@@ -352,7 +358,7 @@ func storedSpec(spec bson.D, key bson.D, name string) bson.D {
 		switch e.Key {
 		case "v", "key", "name", "ns", "collation":
 			continue
-		case RefreshOnReadOption:
+		case RefreshOnReadOption, ExpireElementsOption:
 			if e.Value == true {
 				out = append(out, e)
 			}
@@ -393,4 +399,39 @@ func applyRefreshOnRead(ix *Index, v any, spec bson.D) error {
 	}
 	ix.RefreshOnRead = b
 	return nil
+}
+
+// ExpireElementsOption is the TTL index option that expires the elements
+// of an array of subdocuments instead of the document.
+const ExpireElementsOption = "expireElements"
+
+func applyExpireElements(ix *Index, v any, spec bson.D) error {
+	b, ok := v.(bool)
+	if !ok {
+		return mongoerr.Newf(mongoerr.TypeMismatch, "Error in specification %s :: caused by :: The field '%s' must be a bool, but got %s", bsonutil.Format(spec), ExpireElementsOption, bsonutil.TypeName(v))
+	}
+	ix.ExpireElements = b
+	return nil
+}
+
+// checkExpireElements: a TTL index on a dotted path (the array, then the
+// date inside each element), and neither refreshOnRead nor lruLimit,
+// which act on whole documents.
+func checkExpireElements(ix *Index, spec bson.D) error {
+	if !ix.ExpireElements {
+		return nil
+	}
+	reason := ""
+	switch {
+	case !ix.TTL:
+		reason = "The 'expireElements' option requires 'expireAfterSeconds'"
+	case !strings.Contains(ix.Fields[0].Path, "."):
+		reason = "The 'expireElements' option needs a path through an array of subdocuments, such as 'items.addedAt'"
+	case ix.RefreshOnRead || ix.HasLRU():
+		reason = "The 'expireElements' option cannot be combined with 'refreshOnRead' or 'lruLimit'"
+	}
+	if reason == "" {
+		return nil
+	}
+	return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: %s", bsonutil.Format(spec), reason)
 }

@@ -54,6 +54,13 @@ type Eviction struct {
 	Index string // the lruLimit index's name
 }
 
+// ElementExpiry marks an update done because elements of an array
+// expired (an expireElements TTL index).
+type ElementExpiry struct {
+	Index     string // the TTL index's name
+	AfterSecs int64  // its expireAfterSeconds
+}
+
 // Event is one logical change as the docstore saw it. Byte fields are
 // raw encodings: RawID is the _id's BSON value, ID the key-encoded _id
 // (internal/keyenc; a TTL deletion knows no more, and a key-encoded
@@ -72,6 +79,7 @@ type Event struct {
 	ToColl   string
 	Expired  *Expiry
 	Evicted  *Eviction
+	Elements *ElementExpiry
 }
 
 const (
@@ -82,11 +90,13 @@ const (
 	hasExpired
 	hasRawID
 	hasEvicted
+	hasElements
 )
 
 // Encode appends the event's record to dst:
 //
 //	op(1) flags(1) db coll id [rawID] [doc] [pre] [update] [toDB toColl] [index afterSecs(varint) atMillis(varint)] [evicting index]
+//	[elements' index afterSecs(varint)]
 //
 // where strings and byte fields are uvarint length + bytes and a flag bit
 // says which optional fields follow.
@@ -94,7 +104,7 @@ func (e *Event) Encode(dst []byte) []byte {
 	flags := byte(0)
 	flags |= bit(len(e.Doc) > 0, hasDoc) | bit(len(e.Pre) > 0, hasPre) | bit(len(e.Update) > 0, hasUpdate)
 	flags |= bit(e.ToColl != "", hasRename) | bit(e.Expired != nil, hasExpired) | bit(len(e.RawID) > 0, hasRawID)
-	flags |= bit(e.Evicted != nil, hasEvicted)
+	flags |= bit(e.Evicted != nil, hasEvicted) | bit(e.Elements != nil, hasElements)
 	dst = append(dst, byte(e.Op), flags)
 	dst = appendBytes(dst, []byte(e.DB))
 	dst = appendBytes(dst, []byte(e.Coll))
@@ -123,6 +133,10 @@ func (e *Event) Encode(dst []byte) []byte {
 	if flags&hasEvicted != 0 {
 		dst = appendBytes(dst, []byte(e.Evicted.Index))
 	}
+	if flags&hasElements != 0 {
+		dst = appendBytes(dst, []byte(e.Elements.Index))
+		dst = binary.AppendVarint(dst, e.Elements.AfterSecs)
+	}
 	return dst
 }
 
@@ -134,6 +148,9 @@ func (e *Event) Size() int {
 	}
 	if e.Evicted != nil {
 		n += len(e.Evicted.Index) + binary.MaxVarintLen64
+	}
+	if e.Elements != nil {
+		n += len(e.Elements.Index) + 2*binary.MaxVarintLen64
 	}
 	return n
 }
@@ -183,6 +200,9 @@ func Decode(b []byte) (*Event, error) {
 	}
 	if flags&hasEvicted != 0 {
 		e.Evicted = &Eviction{Index: string(r.bytes())}
+	}
+	if flags&hasElements != 0 {
+		e.Elements = &ElementExpiry{Index: string(r.bytes()), AfterSecs: r.varint()}
 	}
 	if r.bad {
 		return nil, ErrCorrupt

@@ -204,6 +204,12 @@ func appendDetails(d bson.D, ev *changestream.Event) (bson.D, error) {
 			return nil, err
 		}
 		d = append(d, bson.E{Key: "updateDescription", Value: upd})
+		if ev.Elements != nil {
+			d = append(d, bson.E{Key: "expiredElements", Value: bson.D{
+				{Key: "index", Value: ev.Elements.Index},
+				{Key: "expireAfterSeconds", Value: ev.Elements.AfterSecs},
+			}})
+		}
 	case ev.Op == changestream.OpRename:
 		d = append(d, bson.E{Key: "to", Value: nsDoc(ev.ToDB, ev.ToColl)})
 	case ev.Expired != nil:

@@ -40,6 +40,9 @@ type collState struct {
 	ttl     []*indexState // ready TTL indexes, for expiry checks
 	refresh []*indexState // those of ttl with refreshOnRead
 	lru     []*indexState // ready indexes with an lruLimit
+	// elements are those of ttl with expireElements: they expire array
+	// elements, never documents (elements.go).
+	elements []*indexState
 }
 
 type indexState struct {
@@ -85,6 +88,9 @@ func (c *Collection) setMeta(meta *catalog.Collection) {
 			st.ttl = append(st.ttl, ix)
 			if def.RefreshOnRead {
 				st.refresh = append(st.refresh, ix)
+			}
+			if def.ExpireElements {
+				st.elements = append(st.elements, ix)
 			}
 		}
 	}

@@ -149,6 +149,9 @@ func (c *Collection) publishMeta(meta *catalog.Collection) {
 			if cp.def.RefreshOnRead {
 				st.refresh = append(st.refresh, &cp)
 			}
+			if cp.def.ExpireElements {
+				st.elements = append(st.elements, &cp)
+			}
 		}
 	}
 	c.state.Store(st)

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/keyenc"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/storage"
@@ -85,6 +86,8 @@ type tx struct {
 	// per lruLimit index ID, the lowest entry this batch adds (lru.go).
 	evicted  int64
 	lruAdded map[uint32][]byte
+	// elements marks the update events of an expireElements pass.
+	elements *changestream.ElementExpiry
 	// evScratch encodes each change event; evArena holds the encoded
 	// events handed to the batch (events.go).
 	evScratch, evArena []byte
@@ -211,6 +214,12 @@ func (t *tx) noteExpiry(doc bson.D) {
 	}
 	if at, ok := t.c.ExpiresAt(doc); ok && (!t.hasExpiry || at.Before(t.expiry)) {
 		t.expiry, t.hasExpiry = at, true
+	}
+	for _, ix := range t.st.elements {
+		// The monitor wakes for an element's expiry too.
+		if at, ok := ix.expiresAt(doc); ok && (!t.hasExpiry || at.Before(t.expiry)) {
+			t.expiry, t.hasExpiry = at, true
+		}
 	}
 }
 
@@ -573,6 +582,9 @@ func (c *Collection) modifyLocked(idEnc []byte, extra func(storage.Batch) error,
 		}
 		if old != nil && !c.expiredNow(old.doc) {
 			cur = old.doc
+			if len(c.state.Load().elements) > 0 {
+				cur = c.liveElements(cur, c.store.clock.Now())
+			}
 		}
 		ch, err := fn(cur)
 		if err != nil || ch.Kind == Keep || cur == nil {
