@@ -60,4 +60,21 @@ with pages.watch([{"$match": {"operationType": "delete"}}], max_await_time_ms=20
     assert ev["documentKey"]["_id"] == "/p1" and ev["evicted"] == {"index": "usedAt_1"}, ev
 assert sorted(d["_id"] for d in pages.find()) == ["/p0", "/p2", "/p3"]
 assert client.admin.command("serverStatus")["metrics"]["lru"]["evictedDocuments"] == 1
+# A cart whose lines expire an hour after they were added, the cart
+# staying: a stale line is never read, and the monitor removes it.
+clock(0)
+carts = client.pyexpiry.carts
+carts.create_index("items.addedAt", expireAfterSeconds=3600, expireElements=True)
+added = datetime.datetime.now(datetime.timezone.utc)
+carts.insert_one({"_id": "ann", "items": [
+    {"sku": "apple", "addedAt": added},
+    {"sku": "pear", "addedAt": added + datetime.timedelta(hours=2)},
+]})
+with carts.watch([{"$match": {"operationType": "update"}}], max_await_time_ms=200) as removals:
+    clock(3601)
+    assert [i["sku"] for i in carts.find_one({"_id": "ann"})["items"]] == ["pear"]
+    assert carts.count_documents({"items.sku": "apple"}) == 0
+    ev = removals.next()
+    assert ev["expiredElements"] == {"index": "items.addedAt_1", "expireAfterSeconds": 3600}, ev
+assert carts.count_documents({}) == 1
 print("pymongo expiry ok")
