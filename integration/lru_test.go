@@ -3,9 +3,12 @@ package integration
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 )
 
 // TestLRUPageCacheKeepsMostRead is a page cache bounded to 20 documents
@@ -121,5 +124,36 @@ func TestLRULimitOptionErrors(t *testing.T) {
 	wantCode(t, create(bson.D{{Key: "documents", Value: 10}}, bson.D{{Key: "a", Value: 1}, {Key: "b", Value: 1}}), 67, "single-field")
 	if err := create(bson.D{{Key: "documents", Value: 10}, {Key: "bytes", Value: int64(1 << 20)}}, at); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLRULimitReplicaSet: the primary evicts in the same replicated write
+// as the insert, so every member holds the same documents, never more than
+// the limit.
+func TestLRULimitReplicaSet(t *testing.T) {
+	rs := startReplSet(t, 3)
+	ctx := ctxT(t)
+	db := rs.client().Database("web")
+	mustDo(t, func() error {
+		return db.RunCommand(ctx, bson.D{{Key: "createIndexes", Value: "pages"}, {Key: "indexes", Value: bson.A{bson.D{
+			{Key: "key", Value: bson.D{{Key: "usedAt", Value: 1}}}, {Key: "name", Value: "lru"},
+			{Key: "lruLimit", Value: bson.D{{Key: "documents", Value: 5}}}}}}}).Err()
+	})
+	pages := db.Collection("pages")
+	for i := 0; i < 12; i++ {
+		mustDo(t, func() error {
+			_, err := pages.InsertOne(ctx, bson.D{{Key: "_id", Value: i}, {Key: "usedAt", Value: bson.DateTime(int64(1_700_000_000_000 + i))}})
+			return err
+		})
+	}
+	hash := rs.waitSameHash("web", 10*time.Second)
+	for i := range rs.addrs {
+		coll := rs.direct(i).Database("web").Collection("pages", options.Collection().SetReadPreference(readpref.SecondaryPreferred()))
+		if n := storedDocs(t, coll); n != 5 {
+			t.Fatalf("member %d stores %d documents, limit 5 (dbHash %s)", i, n, hash)
+		}
+		if n, err := coll.CountDocuments(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$gte", Value: 7}}}}); err != nil || n != 5 {
+			t.Fatalf("member %d kept other documents than the 5 latest (%d, %v)", i, n, err)
+		}
 	}
 }
