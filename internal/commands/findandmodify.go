@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"time"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/collation"
@@ -198,15 +200,7 @@ func (h *Handler) famOnce(r *request, c *docstore.Collection, a *famArgs, rt *re
 			return docstore.Change{}, err
 		}
 		if refresh {
-			// The document returned keeps its refreshOnRead dates fresh
-			// in the same atomic write as the update.
-			base := doc
-			if changed {
-				base = next
-			}
-			if fresh, touched := c.Refreshed(base, now); touched {
-				next, changed = fresh, true
-			}
+			next, changed = withRefresh(c, doc, next, changed, now)
 		}
 		after = doc
 		if changed {
@@ -310,4 +304,17 @@ func famError(err error) error {
 		return err
 	}
 	return causedBy(famExecContext, err)
+}
+
+// withRefresh adds to findAndModify's write the refreshOnRead dates of the
+// document it returns, so both land in one atomic write.
+func withRefresh(c *docstore.Collection, doc, next bson.D, changed bool, now time.Time) (bson.D, bool) {
+	base := doc
+	if changed {
+		base = next
+	}
+	if fresh, touched := c.Refreshed(base, now); touched {
+		return fresh, true
+	}
+	return next, changed
 }
