@@ -98,7 +98,8 @@ func (c *Collection) newTx(l *lockSet) *tx {
 }
 
 // needsUniqueLock reports whether writing doc over old (nil for an insert)
-// adds entries to a unique secondary index, or the collection is capped.
+// adds entries to a unique secondary index, or the collection is capped or
+// bounded by an lruLimit (whose writes must see exact counts).
 func (t *tx) needsUniqueLock(doc bson.D, old *stored) (bool, error) {
 	if t.st.meta.Capped || len(t.st.lru) > 0 {
 		return true, nil
@@ -582,7 +583,7 @@ func (c *Collection) modifyLocked(idEnc []byte, extra func(storage.Batch) error,
 		}
 		if old != nil && !c.expiredNow(old.doc) {
 			cur = old.doc
-			if len(c.state.Load().elements) > 0 {
+			if len(c.state.Load().elements) > 0 && c.store.exactExpiry.Load() {
 				cur = c.liveElements(cur, c.store.clock.Now())
 			}
 		}
