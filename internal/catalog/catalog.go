@@ -38,6 +38,18 @@ type Index struct {
 	// WarnBefore is expiryWarningSeconds (0: none): change streams get an
 	// "expiring" event that long before each document expires.
 	WarnBefore int64 `bson:"warnBefore,omitempty"`
+	// RefreshOnRead (a TTL index only) makes a read that returns a
+	// document set the indexed date to the server's now (docstore's
+	// refresh.go).
+	RefreshOnRead bool `bson:"refreshOnRead,omitempty"`
+	// LRUDocs and LRUBytes are the lruLimit option's documents and bytes
+	// (0: no limit): a write past either evicts the documents with the
+	// lowest values of this index's field (docstore's lru.go).
+	// ExpireElements (a TTL index on a path through an array of
+	// subdocuments) expires the array's elements, not the document.
+	ExpireElements bool  `bson:"expireElements,omitempty"`
+	LRUDocs        int64 `bson:"lruDocs,omitempty"`
+	LRUBytes       int64 `bson:"lruBytes,omitempty"`
 	// Spec is the specification as listIndexes shows it, in stored order.
 	Spec bson.D `bson:"spec"`
 	// Ready is false while the index is being built; an index that is not
@@ -52,6 +64,9 @@ type Index struct {
 	// listIndexes shows it; nil for simple.
 	Collation bson.D `bson:"collation,omitempty"`
 }
+
+// HasLRU reports whether the index carries an lruLimit.
+func (ix *Index) HasLRU() bool { return ix.LRUDocs > 0 || ix.LRUBytes > 0 }
 
 // IsID reports whether ix is the _id index.
 func (ix *Index) IsID() bool { return ix.Name == IDIndexName }

@@ -10,7 +10,8 @@ type Comparison int
 
 // The outcomes of comparing index definitions. Identifying options are the
 // key pattern, unique, sparse and partialFilterExpression; the rest
-// (expireAfterSeconds, hidden) are not identifying.
+// (expireAfterSeconds, refreshOnRead, lruLimit, hidden) are not
+// identifying.
 const (
 	Different  Comparison = iota
 	Equivalent            // same identifying options, other options differ
@@ -25,7 +26,8 @@ func Compare(a, b *Index) Comparison {
 	if bsonutil.Compare(a.Partial, b.Partial) != 0 || bsonutil.Compare(a.Collation, b.Collation) != 0 {
 		return Different
 	}
-	if a.TTL != b.TTL || a.ExpireAfter != b.ExpireAfter || a.Hidden != b.Hidden {
+	if a.TTL != b.TTL || a.ExpireAfter != b.ExpireAfter || a.Hidden != b.Hidden || a.RefreshOnRead != b.RefreshOnRead ||
+		a.LRUDocs != b.LRUDocs || a.LRUBytes != b.LRUBytes || a.ExpireElements != b.ExpireElements {
 		return Equivalent
 	}
 	return Identical

@@ -19,7 +19,8 @@ var allowedOptions = map[string]bool{
 	"v": true, "key": true, "name": true, "ns": true, "unique": true, "sparse": true,
 	"partialFilterExpression": true, "expireAfterSeconds": true, "hidden": true,
 	"background": true, "storageEngine": true, "dropDups": true, "prepareUnique": true,
-	"collation": true, "expiryWarningSeconds": true,
+	"collation": true, "expiryWarningSeconds": true, RefreshOnReadOption: true, LRULimitOption: true,
+	ExpireElementsOption: true,
 }
 
 // unsupportedOptions are valid MongoDB index options for features Mayfly
@@ -212,6 +213,12 @@ func applyOptions(ix *Index, spec bson.D) error {
 	if ix.WarnBefore > 0 && !ix.TTL {
 		return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: 'expiryWarningSeconds' is an option of TTL indexes: it needs 'expireAfterSeconds'", bsonutil.Format(spec))
 	}
+	if err := checkExpireElements(ix, spec); err != nil {
+		return err
+	}
+	if ix.RefreshOnRead && !ix.TTL {
+		return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: The '%s' option requires 'expireAfterSeconds'", bsonutil.Format(spec), RefreshOnReadOption)
+	}
 	if ix.Sparse && ix.Partial != nil {
 		return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: cannot mix \"partialFilterExpression\" and \"sparse\" options", bsonutil.Format(spec))
 	}
@@ -245,6 +252,12 @@ func applyOption(ix *Index, e bson.E, spec bson.D) error {
 		return applyTTL(ix, e.Value, spec)
 	case "expiryWarningSeconds":
 		return applyWarning(ix, e.Value, spec)
+	case RefreshOnReadOption:
+		return applyRefreshOnRead(ix, e.Value, spec)
+	case LRULimitOption:
+		return applyLRULimit(ix, e.Value, spec)
+	case ExpireElementsOption:
+		return applyExpireElements(ix, e.Value, spec)
 	case "v":
 		return checkVersion(e.Value, spec)
 	}
@@ -362,6 +375,10 @@ func storedSpec(spec bson.D, key bson.D, name string) bson.D {
 		switch e.Key {
 		case "v", "key", "name", "ns", "collation":
 			continue
+		case RefreshOnReadOption, ExpireElementsOption:
+			if e.Value == true {
+				out = append(out, e)
+			}
 		case "expireAfterSeconds", "expiryWarningSeconds":
 			out = append(out, bson.E{Key: e.Key, Value: int32(bsonutil.ToFloat(e.Value))})
 		default:
@@ -385,3 +402,53 @@ func IDIndex() Index {
 
 // String describes an index for logs.
 func (ix *Index) String() string { return fmt.Sprintf("%s %v", ix.Name, ix.Fields) }
+
+// RefreshOnReadOption is the TTL index option that makes reads keep
+// documents alive.
+const RefreshOnReadOption = "refreshOnRead"
+
+// applyRefreshOnRead takes a bool only, as mongod takes hidden; whether
+// the index is a TTL index is checked once every option is read.
+func applyRefreshOnRead(ix *Index, v any, spec bson.D) error {
+	b, ok := v.(bool)
+	if !ok {
+		return mongoerr.Newf(mongoerr.TypeMismatch, "Error in specification %s :: caused by :: The field '%s' must be a bool, but got %s", bsonutil.Format(spec), RefreshOnReadOption, bsonutil.TypeName(v))
+	}
+	ix.RefreshOnRead = b
+	return nil
+}
+
+// ExpireElementsOption is the TTL index option that expires the elements
+// of an array of subdocuments instead of the document.
+const ExpireElementsOption = "expireElements"
+
+func applyExpireElements(ix *Index, v any, spec bson.D) error {
+	b, ok := v.(bool)
+	if !ok {
+		return mongoerr.Newf(mongoerr.TypeMismatch, "Error in specification %s :: caused by :: The field '%s' must be a bool, but got %s", bsonutil.Format(spec), ExpireElementsOption, bsonutil.TypeName(v))
+	}
+	ix.ExpireElements = b
+	return nil
+}
+
+// checkExpireElements: a TTL index on a dotted path (the array, then the
+// date inside each element), and neither refreshOnRead nor lruLimit,
+// which act on whole documents.
+func checkExpireElements(ix *Index, spec bson.D) error {
+	if !ix.ExpireElements {
+		return nil
+	}
+	reason := ""
+	switch {
+	case !ix.TTL:
+		reason = "The 'expireElements' option requires 'expireAfterSeconds'"
+	case !strings.Contains(ix.Fields[0].Path, "."):
+		reason = "The 'expireElements' option needs a path through an array of subdocuments, such as 'items.addedAt'"
+	case ix.RefreshOnRead || ix.HasLRU():
+		reason = "The 'expireElements' option cannot be combined with 'refreshOnRead' or 'lruLimit'"
+	}
+	if reason == "" {
+		return nil
+	}
+	return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: %s", bsonutil.Format(spec), reason)
+}

@@ -52,6 +52,18 @@ type Expiry struct {
 	AtMillis  int64  // the moment the document expired, Unix ms
 }
 
+// Eviction marks a delete done because an lruLimit index needed room.
+type Eviction struct {
+	Index string // the lruLimit index's name
+}
+
+// ElementExpiry marks an update done because elements of an array
+// expired (an expireElements TTL index).
+type ElementExpiry struct {
+	Index     string // the TTL index's name
+	AfterSecs int64  // its expireAfterSeconds
+}
+
 // Event is one logical change as the docstore saw it. Byte fields are
 // raw encodings: RawID is the _id's BSON value, ID the key-encoded _id
 // (internal/keyenc; a TTL deletion knows no more, and a key-encoded
@@ -69,6 +81,8 @@ type Event struct {
 	ToDB     string // rename target
 	ToColl   string
 	Expired  *Expiry
+	Evicted  *Eviction
+	Elements *ElementExpiry
 }
 
 const (
@@ -78,11 +92,14 @@ const (
 	hasRename
 	hasExpired
 	hasRawID
+	hasEvicted
+	hasElements
 )
 
 // Encode appends the event's record to dst:
 //
-//	op(1) flags(1) db coll id [rawID] [doc] [pre] [update] [toDB toColl] [index afterSecs(varint) atMillis(varint)]
+//	op(1) flags(1) db coll id [rawID] [doc] [pre] [update] [toDB toColl] [index afterSecs(varint) atMillis(varint)] [evicting index]
+//	[elements' index afterSecs(varint)]
 //
 // where strings and byte fields are uvarint length + bytes and a flag bit
 // says which optional fields follow.
@@ -90,6 +107,7 @@ func (e *Event) Encode(dst []byte) []byte {
 	flags := byte(0)
 	flags |= bit(len(e.Doc) > 0, hasDoc) | bit(len(e.Pre) > 0, hasPre) | bit(len(e.Update) > 0, hasUpdate)
 	flags |= bit(e.ToColl != "", hasRename) | bit(e.Expired != nil, hasExpired) | bit(len(e.RawID) > 0, hasRawID)
+	flags |= bit(e.Evicted != nil, hasEvicted) | bit(e.Elements != nil, hasElements)
 	dst = append(dst, byte(e.Op), flags)
 	dst = appendBytes(dst, []byte(e.DB))
 	dst = appendBytes(dst, []byte(e.Coll))
@@ -115,6 +133,13 @@ func (e *Event) Encode(dst []byte) []byte {
 		dst = binary.AppendVarint(dst, e.Expired.AfterSecs)
 		dst = binary.AppendVarint(dst, e.Expired.AtMillis)
 	}
+	if flags&hasEvicted != 0 {
+		dst = appendBytes(dst, []byte(e.Evicted.Index))
+	}
+	if flags&hasElements != 0 {
+		dst = appendBytes(dst, []byte(e.Elements.Index))
+		dst = binary.AppendVarint(dst, e.Elements.AfterSecs)
+	}
 	return dst
 }
 
@@ -123,6 +148,12 @@ func (e *Event) Size() int {
 	n := 2 + 8*binary.MaxVarintLen64 + len(e.DB) + len(e.Coll) + len(e.ID) + len(e.RawID) + len(e.Doc) + len(e.Pre) + len(e.Update) + len(e.ToDB) + len(e.ToColl)
 	if e.Expired != nil {
 		n += len(e.Expired.Index) + 2*binary.MaxVarintLen64
+	}
+	if e.Evicted != nil {
+		n += len(e.Evicted.Index) + binary.MaxVarintLen64
+	}
+	if e.Elements != nil {
+		n += len(e.Elements.Index) + 2*binary.MaxVarintLen64
 	}
 	return n
 }
@@ -169,6 +200,12 @@ func Decode(b []byte) (*Event, error) {
 	}
 	if flags&hasExpired != 0 {
 		e.Expired = &Expiry{Index: string(r.bytes()), AfterSecs: r.varint(), AtMillis: r.varint()}
+	}
+	if flags&hasEvicted != 0 {
+		e.Evicted = &Eviction{Index: string(r.bytes())}
+	}
+	if flags&hasElements != 0 {
+		e.Elements = &ElementExpiry{Index: string(r.bytes()), AfterSecs: r.varint()}
 	}
 	if r.bad {
 		return nil, ErrCorrupt

@@ -288,7 +288,9 @@ func (h *Handler) metricsStatus() bson.D {
 			{Key: "deletedKeys", Value: ttl.DeletedKeys},
 			{Key: "passes", Value: ttl.Passes},
 			{Key: "subPasses", Value: ttl.SubPasses},
+			{Key: "refreshedOnRead", Value: h.deps.Store.RefreshedOnRead()},
 		}},
+		{Key: "lru", Value: bson.D{{Key: "evictedDocuments", Value: h.deps.Store.LRUEvicted()}}},
 	}
 }
 

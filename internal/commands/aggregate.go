@@ -62,6 +62,7 @@ func cmdAggregate(h *Handler, r *request) (bson.D, error) {
 		}
 		return h.aggregateInto(r, coll, t)
 	}
+	r.refreshReads = aggregateReturnsDocuments(stagesOf(r))
 	out, err := h.runAggregate(r, coll)
 	if err != nil {
 		return nil, err
@@ -116,6 +117,10 @@ func (h *Handler) aggregateInput(r *request, coll string, p *aggregate.Pipeline)
 	}
 	src := ex.start()
 	r.track(ex.scan)
+	if r.refreshReads {
+		// The scan yields what the leading $match passes on.
+		src = h.refreshing(ex.c, src)
+	}
 	return src, p, nil
 }
 

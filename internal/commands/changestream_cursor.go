@@ -205,6 +205,12 @@ func appendDetails(d bson.D, ev *changestream.Event) (bson.D, error) {
 			return nil, err
 		}
 		d = append(d, bson.E{Key: "updateDescription", Value: upd})
+		if ev.Elements != nil {
+			d = append(d, bson.E{Key: "expiredElements", Value: bson.D{
+				{Key: "index", Value: ev.Elements.Index},
+				{Key: "expireAfterSeconds", Value: ev.Elements.AfterSecs},
+			}})
+		}
 	case ev.Op == changestream.OpRename:
 		d = append(d, bson.E{Key: "to", Value: nsDoc(ev.ToDB, ev.ToColl)})
 	case ev.Op == changestream.OpExpiring:
@@ -219,6 +225,8 @@ func appendDetails(d bson.D, ev *changestream.Event) (bson.D, error) {
 			{Key: "expireAfterSeconds", Value: ev.Expired.AfterSecs},
 			{Key: "expiredAt", Value: bson.DateTime(ev.Expired.AtMillis)},
 		}})
+	case ev.Evicted != nil:
+		d = append(d, bson.E{Key: "evicted", Value: bson.D{{Key: "index", Value: ev.Evicted.Index}}})
 	}
 	return d, nil
 }

@@ -37,8 +37,9 @@ func cmdCollMod(h *Handler, r *request) (bson.D, error) {
 }
 
 type indexMod struct {
-	ttl    any // new expireAfterSeconds, nil when absent
-	hidden *bool
+	ttl     any // new expireAfterSeconds, nil when absent
+	hidden  *bool
+	refresh *bool // new refreshOnRead
 }
 
 func parseIndexMod(spec bson.D) (target any, mod indexMod, err error) {
@@ -62,10 +63,17 @@ func parseIndexMod(spec bson.D) (target any, mod indexMod, err error) {
 		}
 		mod.hidden = &b
 	}
+	if v, ok := lookup(spec, catalog.RefreshOnReadOption); ok {
+		b, isBool := v.(bool)
+		if !isBool {
+			return nil, mod, wrongType("collMod", "index."+catalog.RefreshOnReadOption, v, "bool")
+		}
+		mod.refresh = &b
+	}
 	if _, unique := lookup(spec, "unique"); unique {
 		return nil, mod, mongoerr.New(mongoerr.InvalidOptions, "the collMod index option 'unique' is not supported by Mayfly")
 	}
-	if mod.ttl == nil && mod.hidden == nil {
+	if mod.ttl == nil && mod.hidden == nil && mod.refresh == nil {
 		return nil, mod, mongoerr.New(mongoerr.InvalidOptions, "no expireAfterSeconds, hidden, unique, or prepareUnique field")
 	}
 	return target, mod, nil
@@ -92,6 +100,13 @@ func collModIndex(c *docstore.Collection, spec bson.D) (bson.D, error) {
 		}
 		if mod.hidden != nil {
 			r, err := applyHiddenMod(ix, *mod.hidden)
+			if err != nil {
+				return err
+			}
+			reply = append(reply, r...)
+		}
+		if mod.refresh != nil {
+			r, err := applyRefreshMod(ix, *mod.refresh)
 			if err != nil {
 				return err
 			}
@@ -185,4 +200,23 @@ func removeSpecField(spec bson.D, key string) bson.D {
 		}
 	}
 	return out
+}
+
+// applyRefreshMod turns refreshOnRead on or off; it answers as hidden
+// does (the old and new values, nothing when unchanged).
+func applyRefreshMod(ix *catalog.Index, refresh bool) (bson.D, error) {
+	if refresh && !ix.TTL {
+		return nil, mongoerr.Newf(mongoerr.InvalidOptions, "the '%s' option requires a TTL index, and index %s has no expireAfterSeconds", catalog.RefreshOnReadOption, ix.Name)
+	}
+	if ix.RefreshOnRead == refresh {
+		return nil, nil
+	}
+	reply := bson.D{{Key: "refreshOnRead_old", Value: ix.RefreshOnRead}, {Key: "refreshOnRead_new", Value: refresh}}
+	ix.RefreshOnRead = refresh
+	if refresh {
+		ix.Spec = setSpecField(ix.Spec, catalog.RefreshOnReadOption, true)
+	} else {
+		ix.Spec = removeSpecField(ix.Spec, catalog.RefreshOnReadOption)
+	}
+	return reply, nil
 }

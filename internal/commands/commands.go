@@ -101,6 +101,9 @@ type request struct {
 	scans  []*docstore.DocIter
 	sorted []*unexpiredSource // sorted results a cursor from it re-checks
 	live   *swapCtx           // set by commands that may open a cursor
+	// refreshReads: an aggregate that returns the documents its leading
+	// $match passes on, so they refresh their refreshOnRead dates.
+	refreshReads bool
 }
 
 type command struct {

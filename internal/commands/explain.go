@@ -238,6 +238,10 @@ type queryExec struct {
 	run     *aggregate.Execution
 	stages  []*aggregate.StageRun // bottom up
 	started time.Time
+	// refreshOut: the documents the pipeline returns refresh their
+	// refreshOnRead dates (a find without a projection; with one, the
+	// projection refreshes the whole document before reshaping it).
+	refreshOut bool
 }
 
 func newExec(ctx context.Context, c *docstore.Collection, f *query.Filter, q docstore.Query) (*queryExec, error) {
@@ -430,8 +434,13 @@ func (h *Handler) planFind(r *request, c *docstore.Collection, a *findArgs) (*qu
 		steps = append(steps, aggregate.LimitStep("LIMIT", bson.D{{Key: "limitAmount", Value: docstore.Num(a.limit)}}, a.limit))
 	}
 	if a.projection != nil {
-		steps = append(steps, aggregate.MapStep(projectionStage(a.projSpec), bson.D{{Key: "transformBy", Value: a.projSpec}}, projector(a.projection, a.filter, a.showRecord)))
+		project := projector(a.projection, a.filter, a.showRecord)
+		if a.refresh {
+			project = refreshThen(ex.c, project)
+		}
+		steps = append(steps, aggregate.MapStep(projectionStage(a.projSpec), bson.D{{Key: "transformBy", Value: a.projSpec}}, project))
 	}
+	ex.refreshOut = a.refresh && a.projection == nil
 	ex.pipe = aggregate.Compose(aggregate.Options{AllowDiskUse: a.allowDisk}, steps...)
 	ex.express = point && len(steps) == 0
 	return ex, nil
@@ -493,6 +502,9 @@ func (ex *queryExec) runFind(h *Handler, r *request, coll string) (cursor.Source
 		return nil, err
 	}
 	ex.run = run
+	if ex.refreshOut {
+		return &refreshSource{src: run, c: ex.c}, nil
+	}
 	return run, nil
 }
 

@@ -28,6 +28,9 @@ type findArgs struct {
 	allowDisk   bool
 	collation   *collation.Collation
 	showRecord  bool
+	// refresh: the documents returned refresh their refreshOnRead dates
+	// (a find, not its explain).
+	refresh bool
 }
 
 var findFields = []string{
@@ -145,6 +148,7 @@ func cmdFind(h *Handler, r *request) (bson.D, error) {
 		}
 		return h.findTailable(r, a, c, await)
 	}
+	a.refresh = h.refreshesOnRead(c)
 	src, err := h.findSource(r, c, a)
 	if err != nil {
 		return nil, causedBy(findExecContext, err)

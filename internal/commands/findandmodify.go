@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"time"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/collation"
@@ -181,7 +183,7 @@ func (h *Handler) famOnce(r *request, c *docstore.Collection, a *famArgs, rt *re
 	}
 	id, _ := lookup(target, "_id")
 	var before, after bson.D
-	matched := false
+	matched, refresh := false, h.refreshesOnRead(c)
 	opt := rt.options(a.opt, 0, func() bson.D { return bson.D{{Key: "before", Value: before}, {Key: "after", Value: after}} })
 	_, err = c.Modify(id, opt, func(doc bson.D) (docstore.Change, error) {
 		if doc == nil {
@@ -195,9 +197,13 @@ func (h *Handler) famOnce(r *request, c *docstore.Collection, a *famArgs, rt *re
 		if a.remove {
 			return docstore.Change{Kind: docstore.Remove}, nil
 		}
-		next, changed, err := a.mod.apply(doc, pos, false, h.deps.Clock.Now())
+		now := h.deps.Clock.Now()
+		next, changed, err := a.mod.apply(doc, pos, false, now)
 		if err != nil {
 			return docstore.Change{}, err
+		}
+		if refresh {
+			next, changed = withRefresh(c, doc, next, changed, now)
 		}
 		after = doc
 		if changed {
@@ -300,4 +306,17 @@ func famError(err error) error {
 		return err
 	}
 	return causedBy(famExecContext, err)
+}
+
+// withRefresh adds to findAndModify's write the refreshOnRead dates of the
+// document it returns, so both land in one atomic write.
+func withRefresh(c *docstore.Collection, doc, next bson.D, changed bool, now time.Time) (bson.D, bool) {
+	base := doc
+	if changed {
+		base = next
+	}
+	if fresh, touched := c.Refreshed(base, now); touched {
+		return fresh, true
+	}
+	return next, changed
 }

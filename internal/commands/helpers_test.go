@@ -8,6 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/server"
@@ -18,12 +19,18 @@ import (
 // the test ends, and a detached connection to run commands on.
 func newTestHandler(tb testing.TB) (*Handler, *server.Conn) {
 	tb.Helper()
+	return newClockedHandler(tb, clock.Real{})
+}
+
+// newClockedHandler is newTestHandler with the server's clock given.
+func newClockedHandler(tb testing.TB, clk clock.Clock) (*Handler, *server.Conn) {
+	tb.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	eng, err := pebblestore.Open(pebblestore.Options{InMemory: true, Logger: logger})
 	if err != nil {
 		tb.Fatalf("open storage: %v", err)
 	}
-	store, err := docstore.Open(eng, docstore.Options{Logger: logger})
+	store, err := docstore.Open(eng, docstore.Options{Logger: logger, Clock: clk})
 	if err != nil {
 		tb.Fatalf("open docstore: %v", err)
 	}
@@ -32,7 +39,7 @@ func newTestHandler(tb testing.TB) (*Handler, *server.Conn) {
 		cursors.CloseAll()
 		_ = eng.Close()
 	})
-	h := New(Deps{Store: store, Cursors: cursors, Logger: logger})
+	h := New(Deps{Store: store, Cursors: cursors, Logger: logger, Clock: clk})
 	return h, server.NewDetachedConn(1, "127.0.0.1:50000")
 }
 

@@ -38,6 +38,11 @@ type collState struct {
 	meta    *catalog.Collection
 	indexes []*indexState
 	ttl     []*indexState // ready TTL indexes, for expiry checks
+	refresh []*indexState // those of ttl with refreshOnRead
+	lru     []*indexState // ready indexes with an lruLimit
+	// elements are those of ttl with expireElements: they expire array
+	// elements, never documents (elements.go).
+	elements []*indexState
 }
 
 type indexState struct {
@@ -54,6 +59,8 @@ type indexState struct {
 	// its documents have been warned of (0: not started; see warn.go).
 	// A pointer, shared like progress by the copies publishMeta makes.
 	warnedTo *atomic.Int64
+	// lruMark is set for indexes with an lruLimit (lru.go).
+	lruMark *lruMark
 }
 
 func newCollection(s *Store, meta *catalog.Collection) *Collection {
@@ -76,10 +83,20 @@ func (c *Collection) setMeta(meta *catalog.Collection) {
 			ix.partial, _ = query.NewFilter(def.Partial)
 		}
 		st.indexes = append(st.indexes, ix)
+		if def.HasLRU() && def.Ready {
+			ix.lruMark = &lruMark{}
+			st.lru = append(st.lru, ix)
+		}
 		if def.TTL && def.Ready && len(def.Fields) == 1 {
 			ix.progress = newTTLProgress()
 			ix.warnedTo = new(atomic.Int64)
 			st.ttl = append(st.ttl, ix)
+			if def.RefreshOnRead {
+				st.refresh = append(st.refresh, ix)
+			}
+			if def.ExpireElements {
+				st.elements = append(st.elements, ix)
+			}
 		}
 	}
 	c.state.Store(st)

@@ -73,7 +73,7 @@ func (t *tx) emitWrite(d, old *stored, whole bool) {
 	if t.eventBatch() == nil {
 		return
 	}
-	ev := &changestream.Event{Op: changestream.OpInsert, Doc: d.raw}
+	ev := &changestream.Event{Op: changestream.OpInsert, Doc: d.raw, Elements: t.elements}
 	if old != nil {
 		ev.RawID = rawID(old.raw)
 		ev.Op = changestream.OpReplace
@@ -131,6 +131,9 @@ func (t *tx) expiryOf(doc bson.D) (*indexState, int64, bool) {
 	var best *indexState
 	var at int64
 	for _, ix := range t.st.ttl {
+		if ix.def.ExpireElements {
+			continue
+		}
 		if when, ok := ix.expiresAt(doc); ok && (best == nil || when.UnixMilli() < at) {
 			best, at = ix, when.UnixMilli()
 		}

@@ -14,6 +14,9 @@ import (
 // earliest over all indexes. ok is false when nothing makes it expire.
 func (c *Collection) ExpiresAt(doc bson.D) (at time.Time, ok bool) {
 	for _, ix := range c.state.Load().ttl {
+		if ix.def.ExpireElements {
+			continue // it expires elements, not the document
+		}
 		t, found := ix.expiresAt(doc)
 		if found && (!ok || t.Before(at)) {
 			at, ok = t, true

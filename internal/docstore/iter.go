@@ -134,6 +134,9 @@ func (d *DocIter) accept(raw []byte) (bson.D, bool) {
 	if d.hide && d.c.Expired(doc, d.now) {
 		return nil, false
 	}
+	if d.hide {
+		doc = d.c.liveElements(doc, d.now)
+	}
 	if d.filter == nil {
 		return doc, true
 	}

@@ -141,8 +141,17 @@ func (c *Collection) publishMeta(meta *catalog.Collection) {
 		cp := *ix
 		cp.def = &meta.Indexes[i]
 		st.indexes = append(st.indexes, &cp)
+		if cp.def.HasLRU() && cp.def.Ready {
+			st.lru = append(st.lru, &cp)
+		}
 		if ix.progress != nil {
 			st.ttl = append(st.ttl, &cp)
+			if cp.def.RefreshOnRead {
+				st.refresh = append(st.refresh, &cp)
+			}
+			if cp.def.ExpireElements {
+				st.elements = append(st.elements, &cp)
+			}
 		}
 	}
 	c.state.Store(st)

@@ -58,6 +58,10 @@ type Store struct {
 	// onExpiry is told the expiry of each document written to a TTL
 	// collection, so the monitor can wake earlier than it planned.
 	onExpiry atomic.Pointer[func(time.Time)]
+	// refreshes counts the writes of refreshOnRead (refresh.go).
+	refreshes atomic.Int64
+	// evictions counts the documents lruLimit indexes evicted (lru.go).
+	evictions atomic.Int64
 }
 
 // Open loads the catalog from eng and finishes or rolls back any index

@@ -30,6 +30,9 @@ type ExpireResult struct {
 	// storage engine's memtable. Bigger batches make each of those
 	// cheaper; in _id order the size makes no difference.
 	Scattered bool
+	// Trimmed counts the documents an expireElements pass rewrote
+	// without their expired elements (elements.go).
+	Trimmed int
 	// Expiries holds, for each document taken, the expiry its entry gave
 	// (unix nanoseconds): with the batch's end, how late it was deleted.
 	Expiries []int64
@@ -196,7 +199,11 @@ func (p *ExpiryPass) Next(limit int) (ExpireResult, error) {
 	l.tryAllStripes()
 	t := c.newTx(l)
 	t.sortDeletes, t.deleteHint = true, min(limit, 1024)
-	res, err := p.walk(t, limit)
+	walk := p.walk
+	if p.ix.def.ExpireElements {
+		walk = p.walkElements
+	}
+	res, err := walk(t, limit)
 	if err != nil {
 		t.abort()
 		return ExpireResult{}, err

@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/keyenc"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/storage"
@@ -89,6 +90,12 @@ type tx struct {
 	// images caches whether the collection keeps pre- and post-images
 	// for change streams (0: not looked up, 1: no, 2: yes).
 	images byte
+	// evicted counts the documents an lruLimit evicted; lruAdded holds,
+	// per lruLimit index ID, the lowest entry this batch adds (lru.go).
+	evicted  int64
+	lruAdded map[uint32][]byte
+	// elements marks the update events of an expireElements pass.
+	elements *changestream.ElementExpiry
 	// evScratch encodes each change event; evArena holds the encoded
 	// events handed to the batch (events.go).
 	evScratch, evArena []byte
@@ -99,9 +106,10 @@ func (c *Collection) newTx(l *lockSet) *tx {
 }
 
 // needsUniqueLock reports whether writing doc over old (nil for an insert)
-// adds entries to a unique secondary index, or the collection is capped.
+// adds entries to a unique secondary index, or the collection is capped or
+// bounded by an lruLimit (whose writes must see exact counts).
 func (t *tx) needsUniqueLock(doc bson.D, old *stored) (bool, error) {
-	if t.st.meta.Capped {
+	if t.st.meta.Capped || len(t.st.lru) > 0 {
 		return true, nil
 	}
 	for _, ix := range t.st.indexes[1:] {
@@ -166,6 +174,9 @@ func (t *tx) commit(opt WriteOptions) error {
 	t.c.publishMeta(meta)
 	t.c.count.Add(t.dCount)
 	t.c.dataSize.Add(t.dSize)
+	if t.evicted > 0 {
+		t.c.store.evictions.Add(t.evicted)
+	}
 	t.announceTTLDates()
 	if t.hasExpiry {
 		t.c.store.hintExpiry(t.expiry)
@@ -275,6 +286,12 @@ func (t *tx) noteExpiry(doc bson.D) {
 	}
 	if at, ok := t.c.ExpiresAt(doc); ok && (!t.hasExpiry || at.Before(t.expiry)) {
 		t.expiry, t.hasExpiry = at, true
+	}
+	for _, ix := range t.st.elements {
+		// The monitor wakes for an element's expiry too.
+		if at, ok := ix.expiresAt(doc); ok && (!t.hasExpiry || at.Before(t.expiry)) {
+			t.expiry, t.hasExpiry = at, true
+		}
 	}
 }
 
@@ -410,7 +427,10 @@ func (t *tx) insert(d *stored) error {
 		return err
 	}
 	t.emitWrite(d, nil, false)
-	return t.evictForCap(d.idEnc)
+	if err := t.evictForCap(d.idEnc); err != nil {
+		return err
+	}
+	return t.evictForLRU(d.idEnc)
 }
 
 // loadLocked reads the stored document with the given encoded _id.
@@ -492,6 +512,9 @@ func (t *tx) updateIndex(ix *indexState, newKeys [][]byte, d, old *stored, ttlVa
 				return err
 			}
 			t.noteTTLEntry(ix, k)
+			if ix.lruMark != nil {
+				t.noteLRUEntry(ix, entryKey(ix, k, d.idEnc))
+			}
 		}
 		if err := t.b.Set(entryKey(ix, k, d.idEnc), value); err != nil {
 			return err
@@ -644,6 +667,9 @@ func (c *Collection) modifyLocked(idEnc []byte, extra func(storage.Batch) error,
 		}
 		if old != nil && !c.expiredNow(old.doc) {
 			cur = old.doc
+			if len(c.state.Load().elements) > 0 && c.store.exactExpiry.Load() {
+				cur = c.liveElements(cur, c.store.clock.Now())
+			}
 		}
 		ch, err := fn(cur)
 		if err != nil || ch.Kind == Keep || cur == nil {
@@ -685,5 +711,5 @@ func (t *tx) replace(old *stored, doc bson.D, whole bool) error {
 		return err
 	}
 	t.emitWrite(d, old, whole)
-	return nil
+	return t.evictForLRU(d.idEnc)
 }
