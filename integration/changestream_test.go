@@ -298,3 +298,35 @@ func asM(v any) bson.M {
 }
 
 var _ = app.Config{}
+
+// TestChangeStreamStandaloneLogStartsWithFirstStream: a standalone server
+// keeps no change log before its first stream, so a stream asked to start
+// before that answers 286 instead of silently missing what happened; from
+// the first stream on, changes are kept (the unit test of the engine
+// covers its restart).
+func TestChangeStreamStandaloneLogStartsWithFirstStream(t *testing.T) {
+	dir := t.TempDir()
+	srv := startServer(t, app.Config{DataDir: dir})
+	ctx := ctxT(t)
+	coll := connect(t, srv).Database("shop").Collection("early")
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: "before"}}); err != nil {
+		t.Fatal(err)
+	}
+	past := bson.Timestamp{T: uint32(time.Now().Add(-time.Hour).Unix())}
+	_, err := coll.Watch(ctx, mongo.Pipeline{}, options.ChangeStream().SetStartAtOperationTime(&past))
+	wantCode(t, err, 286, "Resume of change stream was not possible")
+	cs, err := coll.Watch(ctx, mongo.Pipeline{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close(ctx)
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: "after"}}); err != nil {
+		t.Fatal(err)
+	}
+	if !cs.Next(ctx) {
+		t.Fatalf("no event for a write after the first stream: %v", cs.Err())
+	}
+	if id := cs.Current.Lookup("documentKey", "_id").StringValue(); id != "after" {
+		t.Fatalf("first event is for %q, want after", id)
+	}
+}

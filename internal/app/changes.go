@@ -42,7 +42,7 @@ func (cl *changeLog) standalone(eng storage.Engine, cfg Config) (storage.Engine,
 		return nil, err
 	}
 	cl.base = eng
-	cl.feed = &changestream.Feed{Reader: logged, Latest: logged.Latest, Signal: cl.signal}
+	cl.feed = &changestream.Feed{Reader: logged, Latest: logged.Latest, Signal: cl.signal, Record: logged.Record}
 	return logged, nil
 }
 

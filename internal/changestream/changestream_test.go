@@ -107,6 +107,20 @@ func TestEngineStampsAndTrims(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	commitOff := eng.NewBatch()
+	commitOff.(EventBatch).AddEvent((&Event{Op: OpInsert, DB: "db", Coll: "off"}).Encode(nil))
+	if err := commitOff.Commit(false); err != nil {
+		t.Fatal(err)
+	}
+	if last, _ := LastTimestamp(base); last != (Timestamp{}) {
+		t.Fatalf("the log kept an event before any stream: last %v", last)
+	}
+	if err := eng.Record(); err != nil {
+		t.Fatal(err)
+	}
+	if start, err := TrimmedTo(base); err != nil || start != HighWater(Timestamp{T: 1000, I: 1}) {
+		t.Fatalf("the log starts at %v (%v), want after 1000.1: a resume from before is history lost", start, err)
+	}
 	woken := sig.Wait()
 	commit := func(coll string, n int) {
 		b := eng.NewBatch()
@@ -144,7 +158,8 @@ func TestEngineStampsAndTrims(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "[1000.1.0:a 1000.1.1:a 1010.1.0:b 1010.2.0:c]"
+	// Record took 1000.1 as the log's start: nothing before it is kept.
+	want := "[1000.2.0:a 1000.2.1:a 1010.1.0:b 1010.2.0:c]"
 	if fmt.Sprint(got) != want {
 		t.Fatalf("log %v, want %s", got, want)
 	}
@@ -152,7 +167,7 @@ func TestEngineStampsAndTrims(t *testing.T) {
 		t.Fatalf("trim: %v %v", ok, err)
 	}
 	mark, err := TrimmedTo(base)
-	if err != nil || mark != (Position{TS: Timestamp{T: 1000, I: 1}, Index: 1}) {
+	if err != nil || mark != (Position{TS: Timestamp{T: 1000, I: 2}, Index: 1}) {
 		t.Fatalf("trim mark %+v %v", mark, err)
 	}
 	var left []byte

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/storage"
@@ -16,7 +17,20 @@ import (
 // not implement it keeps no change log (engines under unit tests).
 type EventBatch interface {
 	AddEvent(ev []byte)
+	// RecordsEvents reports whether the change log keeps this batch's
+	// events: a standalone server's log is off until a stream first
+	// opens (Engine.Record), and a write then pays nothing for events.
+	RecordsEvents() bool
 }
+
+// RecordingTag is the first byte of the key that marks a standalone
+// store whose change log is on (docs/design/0001 lists the tags).
+const RecordingTag = 'E'
+
+var recordingKey = []byte{RecordingTag}
+
+// recordWait bounds how long Record waits for writes begun before it.
+const recordWait = 10 * time.Second
 
 // Engine is the storage engine of a standalone server: its batches stamp
 // their events with the next cluster timestamp at commit and write them
@@ -35,6 +49,10 @@ type Engine struct {
 	last Timestamp  // the last stamp handed out; mu
 	// latest is the last stamp committed, packed T<<32|I.
 	latest atomic.Uint64
+	// recording: batches made from now on keep their events; unlogged
+	// counts open batches made before, which Record waits out.
+	recording atomic.Bool
+	unlogged  atomic.Int64
 }
 
 // NewEngine wraps base. The first stamp follows the last record in the
@@ -50,7 +68,55 @@ func NewEngine(base storage.Engine, c clock.Clock, signal *Signal) (*Engine, err
 	}
 	e.last = last
 	e.latest.Store(pack(last))
+	switch _, err := base.Get(recordingKey); {
+	case err == nil:
+		e.recording.Store(true)
+	case !errors.Is(err, storage.ErrNotFound):
+		return nil, fmt.Errorf("changestream: read the log's mark: %w", err)
+	}
 	return e, nil
+}
+
+// startLog writes the mark and, as the log's trim point, a stamp that
+// comes before every change it will keep: a stream asked to start earlier
+// gets 286, history lost, not a silent gap. Batches made from now on keep
+// their events.
+func (e *Engine) startLog() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ts := e.next()
+	b := e.Engine.NewBatch()
+	defer b.Close()
+	if err := b.Set(recordingKey, []byte{1}); err != nil {
+		return err
+	}
+	if err := b.Set(trimKey, Key(HighWater(ts))); err != nil {
+		return err
+	}
+	if err := b.Commit(true); err != nil {
+		return err
+	}
+	e.latest.Store(pack(ts))
+	e.recording.Store(true)
+	return nil
+}
+
+// Record turns the change log on, for good (the mark survives restarts):
+// every write whose batch is made after it returns keeps its events. It
+// waits (up to recordWait) for the writes begun before, so that a stream
+// that starts at Latest after Record misses none of them.
+func (e *Engine) Record() error {
+	if e.recording.Load() {
+		return nil
+	}
+	if err := e.startLog(); err != nil {
+		return fmt.Errorf("changestream: turn the log on: %w", err)
+	}
+	deadline := time.Now().Add(recordWait)
+	for e.unlogged.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	return nil
 }
 
 // Latest is the timestamp of the last committed write with events: every
@@ -59,7 +125,11 @@ func (e *Engine) Latest() Timestamp { return unpack(e.latest.Load()) }
 
 // NewBatch implements storage.Engine.
 func (e *Engine) NewBatch() storage.Batch {
-	return &batch{Batch: e.Engine.NewBatch(), eng: e}
+	b := &batch{Batch: e.Engine.NewBatch(), eng: e, records: e.recording.Load()}
+	if !b.records {
+		e.unlogged.Add(1)
+	}
+	return b
 }
 
 // EstimateDiskUsage forwards to the base engine (storage.SizeEstimator).
@@ -156,15 +226,40 @@ func WriteEvents(b storage.Batch, ts Timestamp, wallMillis int64, events [][]byt
 // batch is a storage batch of the standalone Engine.
 type batch struct {
 	storage.Batch
-	eng    *Engine
-	events [][]byte
+	eng     *Engine
+	events  [][]byte
+	records bool // the log was on when the batch was made
+	done    bool // counted out of eng.unlogged
 }
 
 // AddEvent implements EventBatch.
-func (b *batch) AddEvent(ev []byte) { b.events = append(b.events, ev) }
+func (b *batch) AddEvent(ev []byte) {
+	if b.records {
+		b.events = append(b.events, ev)
+	}
+}
+
+// RecordsEvents implements EventBatch.
+func (b *batch) RecordsEvents() bool { return b.records }
+
+// finish counts a batch made while the log was off out once it committed
+// or closed.
+func (b *batch) finish() {
+	if !b.records && !b.done {
+		b.done = true
+		b.eng.unlogged.Add(-1)
+	}
+}
+
+// Close implements storage.Batch.
+func (b *batch) Close() error {
+	b.finish()
+	return b.Batch.Close()
+}
 
 // Commit implements storage.Batch.
 func (b *batch) Commit(sync bool) error {
+	defer b.finish()
 	if len(b.events) == 0 {
 		return b.Batch.Commit(sync)
 	}
@@ -173,6 +268,7 @@ func (b *batch) Commit(sync bool) error {
 
 // CommitNoWait implements storage.GroupCommit.
 func (b *batch) CommitNoWait() (func() error, error) {
+	defer b.finish()
 	if len(b.events) == 0 {
 		return storage.CommitNoWait(b.Batch, b.eng.Engine)
 	}

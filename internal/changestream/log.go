@@ -123,6 +123,9 @@ type Feed struct {
 	Reader storage.Reader
 	Latest func() Timestamp
 	Signal *Signal
+	// Record, when set, turns the log on before a new stream starts (a
+	// standalone server's log is off until then: Engine.Record).
+	Record func() error
 }
 
 // Now is the position after every change committed so far: where a new

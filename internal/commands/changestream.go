@@ -74,6 +74,11 @@ func (h *Handler) openChangeStream(r *request, coll string, batch int64) (bson.D
 	if err != nil {
 		return nil, err
 	}
+	if rec := h.deps.Changes.Record; rec != nil {
+		if err := rec(); err != nil {
+			return nil, err
+		}
+	}
 	if err := h.checkResumePoint(spec); err != nil {
 		return nil, err
 	}

@@ -37,7 +37,7 @@ func newStreamHandler(t *testing.T) *Handler {
 	cursors := cursor.NewRegistry(nil, 0)
 	t.Cleanup(func() { cursors.CloseAll(); _ = base.Close() })
 	return New(Deps{Store: store, Cursors: cursors, Logger: logger, Clock: clock.Real{},
-		Changes: &changestream.Feed{Reader: eng, Latest: eng.Latest, Signal: sig}})
+		Changes: &changestream.Feed{Reader: eng, Latest: eng.Latest, Signal: sig, Record: eng.Record}})
 }
 
 func watchCmd(coll any, spec bson.D, batch int32, stages ...bson.D) bson.D {

@@ -29,6 +29,9 @@ func openStoreTB(t testing.TB) (*Store, *clock.Manual) {
 	// Through the change log engine, as a standalone server runs, so every
 	// test and benchmark pays for (and checks) the change events.
 	logged, err := changestream.NewEngine(eng, clk, changestream.NewSignal())
+	if err == nil {
+		err = logged.Record()
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

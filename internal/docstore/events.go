@@ -14,8 +14,10 @@ import (
 
 // eventBatch is the batch's change log hook, nil when it keeps none.
 func (t *tx) eventBatch() changestream.EventBatch {
-	eb, _ := t.b.(changestream.EventBatch)
-	return eb
+	if eb, ok := t.b.(changestream.EventBatch); ok && eb.RecordsEvents() {
+		return eb
+	}
+	return nil
 }
 
 // emit hands ev, filled with the collection's namespace, to the batch.
@@ -188,7 +190,7 @@ func (t *tx) emitExpiryByID(idEnc []byte, ix *indexState, date bson.DateTime) er
 // addCatalogEvent adds a drop, rename or dropDatabase event to b when
 // the engine keeps a change log.
 func addCatalogEvent(b any, ev *changestream.Event) {
-	if eb, ok := b.(changestream.EventBatch); ok {
+	if eb, ok := b.(changestream.EventBatch); ok && eb.RecordsEvents() {
 		eb.AddEvent(ev.Encode(nil))
 	}
 }

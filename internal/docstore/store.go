@@ -316,7 +316,7 @@ func (s *Store) DropDatabase(db string) error {
 	b := s.eng.NewBatch()
 	defer b.Close()
 	eb, ok := b.(changestream.EventBatch)
-	if !ok {
+	if !ok || !eb.RecordsEvents() {
 		return nil
 	}
 	eb.AddEvent((&changestream.Event{Op: changestream.OpDropDatabase, DB: db}).Encode(nil))

@@ -47,6 +47,10 @@ type batch struct {
 // entry, and every member writes them under the entry's ts.
 func (b *batch) AddEvent(ev []byte) { b.events = append(b.events, ev) }
 
+// RecordsEvents implements changestream.EventBatch: a replica set's log,
+// like mongod's oplog, is always on.
+func (b *batch) RecordsEvents() bool { return true }
+
 // Set implements storage.Batch.
 func (b *batch) Set(key, value []byte) error {
 	b.note(key, nil)
