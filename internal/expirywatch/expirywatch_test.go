@@ -60,6 +60,7 @@ func TestDeletedFeedsSeriesLatenessAndSummary(t *testing.T) {
 	if p.Deleted != 2 || p.MaxLateSec != 3 {
 		t.Fatalf("series point %+v", p)
 	}
+	w.summaries.Wait() // written off the monitor's goroutine
 	line := logs.String()
 	if !strings.Contains(line, "TTL monitor deleting") || !strings.Contains(line, "deleted=2") ||
 		!strings.Contains(line, "latenessP99=5s") || !strings.Contains(line, "backlog=0") {
