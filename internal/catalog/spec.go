@@ -409,26 +409,27 @@ const RefreshOnReadOption = "refreshOnRead"
 
 // applyRefreshOnRead takes a bool only, as mongod takes hidden; whether
 // the index is a TTL index is checked once every option is read.
-func applyRefreshOnRead(ix *Index, v any, spec bson.D) error {
+func applyRefreshOnRead(ix *Index, v any, spec bson.D) (err error) {
+	ix.RefreshOnRead, err = boolOption(v, RefreshOnReadOption, spec)
+	return err
+}
+
+// boolOption reads the index option name, which takes a bool only.
+func boolOption(v any, name string, spec bson.D) (bool, error) {
 	b, ok := v.(bool)
 	if !ok {
-		return mongoerr.Newf(mongoerr.TypeMismatch, "Error in specification %s :: caused by :: The field '%s' must be a bool, but got %s", bsonutil.Format(spec), RefreshOnReadOption, bsonutil.TypeName(v))
+		return false, mongoerr.Newf(mongoerr.TypeMismatch, "Error in specification %s :: caused by :: The field '%s' must be a bool, but got %s", bsonutil.Format(spec), name, bsonutil.TypeName(v))
 	}
-	ix.RefreshOnRead = b
-	return nil
+	return b, nil
 }
 
 // ExpireElementsOption is the TTL index option that expires the elements
 // of an array of subdocuments instead of the document.
 const ExpireElementsOption = "expireElements"
 
-func applyExpireElements(ix *Index, v any, spec bson.D) error {
-	b, ok := v.(bool)
-	if !ok {
-		return mongoerr.Newf(mongoerr.TypeMismatch, "Error in specification %s :: caused by :: The field '%s' must be a bool, but got %s", bsonutil.Format(spec), ExpireElementsOption, bsonutil.TypeName(v))
-	}
-	ix.ExpireElements = b
-	return nil
+func applyExpireElements(ix *Index, v any, spec bson.D) (err error) {
+	ix.ExpireElements, err = boolOption(v, ExpireElementsOption, spec)
+	return err
 }
 
 // checkExpireElements: a TTL index on a dotted path (the array, then the

@@ -90,23 +90,15 @@ func (ix *indexState) keepLive(arr bson.A, rest []string, now time.Time) (bson.A
 // expired elements (whose entries go with them), up to limit documents.
 func (p *ExpiryPass) walkElements(t *tx, limit int) (res ExpireResult, err error) {
 	ix := p.ix
-	cutoff := bson.NewDateTimeFromTime(p.now.Add(-time.Duration(ix.def.ExpireAfter) * time.Second))
-	after := p.after
-	if after == nil {
-		after = ix.ttlSeekKey(p.begun)
-	}
-	tc, err := p.c.openTTLCursor(ix, after)
+	tc, err := p.openCursor()
 	if err != nil {
 		return res, err
 	}
 	defer tc.it.Close()
 	seen := map[string]bool{}
 	for ; tc.ok; tc.advance() {
-		d, ok := ix.entryDate(tc.it.Key())
-		if !ok || d > cutoff {
-			if ok {
-				p.left = min(p.left, int64(d))
-			}
+		d, ok := p.expiredEntry(tc)
+		if !ok {
 			break
 		}
 		id := entryID(tc.it.Value())

@@ -156,6 +156,8 @@ type ExpiryPass struct {
 	index string
 	ix    *indexState
 	now   time.Time
+	// cutoff is the latest date of an entry expired as of now.
+	cutoff bson.DateTime
 	// begun is the progress mark the pass started from; left is the
 	// earliest date of an entry the pass left behind so far.
 	begun, left int64
@@ -170,6 +172,7 @@ func (c *Collection) BeginExpiry(index string, now time.Time) *ExpiryPass {
 	p := &ExpiryPass{c: c, index: index, now: now, left: math.MaxInt64}
 	if p.ix = c.state.Load().ttlIndex(index); p.ix != nil {
 		p.begun = p.ix.progress.begin()
+		p.cutoff = bson.NewDateTimeFromTime(now.Add(-time.Duration(p.ix.def.ExpireAfter) * time.Second))
 	}
 	return p
 }
@@ -219,6 +222,28 @@ func (p *ExpiryPass) Next(limit int) (ExpireResult, error) {
 	return res, nil
 }
 
+// openCursor opens the pass's cursor on its index's dates, from the last
+// entry visited (or the progress mark it began from).
+func (p *ExpiryPass) openCursor() (*ttlCursor, error) {
+	after := p.after
+	if after == nil {
+		after = p.ix.ttlSeekKey(p.begun)
+	}
+	return p.c.openTTLCursor(p.ix, after)
+}
+
+// expiredEntry is the date of tc's entry if it has expired as of the
+// pass; otherwise false, the walk ends there, and an unexpired date
+// joins p.left.
+func (p *ExpiryPass) expiredEntry(tc *ttlCursor) (bson.DateTime, bool) {
+	d, ok := p.ix.entryDate(tc.it.Key())
+	if ok && d > p.cutoff {
+		p.left = min(p.left, int64(d))
+		return d, false
+	}
+	return d, ok
+}
+
 // walk goes on from the last entry visited and deletes, into t, up to
 // limit documents whose entries have expired: by their deletion records,
 // or by reading those without one. It stops at the limit (res.More), at
@@ -226,12 +251,7 @@ func (p *ExpiryPass) Next(limit int) (ExpireResult, error) {
 // index's dates.
 func (p *ExpiryPass) walk(t *tx, limit int) (res ExpireResult, err error) {
 	ix := p.ix
-	cutoff := bson.NewDateTimeFromTime(p.now.Add(-time.Duration(ix.def.ExpireAfter) * time.Second))
-	after := p.after
-	if after == nil {
-		after = ix.ttlSeekKey(p.begun)
-	}
-	tc, err := p.c.openTTLCursor(ix, after)
+	tc, err := p.openCursor()
 	if err != nil {
 		return res, err
 	}
@@ -241,11 +261,8 @@ func (p *ExpiryPass) walk(t *tx, limit int) (res ExpireResult, err error) {
 	var ids []byte // one buffer for unread's ids
 	var span idSpan
 	for ; tc.ok; tc.advance() {
-		d, ok := ix.entryDate(tc.it.Key())
-		if !ok || d > cutoff {
-			if ok {
-				p.left = min(p.left, int64(d))
-			}
+		d, ok := p.expiredEntry(tc)
+		if !ok {
 			break
 		}
 		value := tc.it.Value()
