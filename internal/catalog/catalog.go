@@ -97,6 +97,16 @@ type Collection struct {
 	CappedMax   int64   `bson:"cappedMax"`
 	Indexes     []Index `bson:"indexes"`
 	NextIndexID uint32  `bson:"nextIndexId"`
+	// Clustered is set for a collection created with clusteredIndex
+	// (its spec is in Options). Every collection stores its documents
+	// by _id; a clustered one also answers as mongod's does (no separate
+	// _id index, expireAfterSeconds).
+	Clustered bool `bson:"clustered,omitempty"`
+	// ClusteredTTL is set when a clustered collection has
+	// expireAfterSeconds (ClusteredExpireAfter): a document whose _id is
+	// a date expires that long after it (see ClusteredTTLIndex).
+	ClusteredTTL         bool  `bson:"clusteredTTL,omitempty"`
+	ClusteredExpireAfter int64 `bson:"clusteredExpireAfter,omitempty"`
 }
 
 // Namespace returns "db.name".

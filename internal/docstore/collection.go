@@ -43,6 +43,9 @@ type collState struct {
 	// elements are those of ttl with expireElements: they expire array
 	// elements, never documents (elements.go).
 	elements []*indexState
+	// clustered is the TTL state of a clustered collection's
+	// expireAfterSeconds (clustered.go), also in ttl; nil without one.
+	clustered *indexState
 }
 
 type indexState struct {
@@ -55,6 +58,9 @@ type indexState struct {
 	// are all top-level: its keys can be read from raw BSON (rawKeys).
 	simple bool
 	desc   []bool // per field
+	// clustered marks the TTL state of a clustered collection: its
+	// entries are the documents (clustered.go).
+	clustered bool
 	// warnedTo is, for a ready TTL index, the expiry (Unix ms) up to which
 	// its documents have been warned of (0: not started; see warn.go).
 	// A pointer, shared like progress by the copies publishMeta makes.
@@ -99,6 +105,7 @@ func (c *Collection) setMeta(meta *catalog.Collection) {
 			}
 		}
 	}
+	st.addClustered(newClusteredTTL(meta))
 	c.state.Store(st)
 }
 

@@ -154,5 +154,6 @@ func (c *Collection) publishMeta(meta *catalog.Collection) {
 			}
 		}
 	}
+	st.addClustered(old.clustered)
 	c.state.Store(st)
 }

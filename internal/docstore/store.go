@@ -200,6 +200,11 @@ type CreateOptions struct {
 	Capped     bool
 	CappedSize int64
 	CappedMax  int64
+	// Clustered is set by clusteredIndex; ClusteredTTL and ExpireAfter
+	// by a clustered collection's expireAfterSeconds.
+	Clustered    bool
+	ClusteredTTL bool
+	ExpireAfter  int64
 	// Raw is the options document listCollections reports.
 	Raw bson.D
 }
@@ -240,6 +245,7 @@ func (s *Store) createLocked(db, name string, opt CreateOptions) (*Collection, e
 		DB: db, Name: name, ID: s.nextID, UUID: newUUID(), Options: opt.Raw,
 		Capped: opt.Capped, CappedSize: opt.CappedSize, CappedMax: opt.CappedMax,
 		Indexes: []catalog.Index{catalog.IDIndex()}, NextIndexID: 1,
+		Clustered: opt.Clustered, ClusteredTTL: opt.ClusteredTTL, ClusteredExpireAfter: opt.ExpireAfter,
 	}
 	if meta.Options == nil {
 		meta.Options = bson.D{}

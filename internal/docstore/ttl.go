@@ -265,6 +265,16 @@ func (p *ExpiryPass) walk(t *tx, limit int) (res ExpireResult, err error) {
 		if !ok {
 			break
 		}
+		if ix.clustered {
+			stop, err := p.takeClustered(t, tc, d, &res, limit, &span)
+			if err != nil {
+				return res, err
+			}
+			if stop {
+				break
+			}
+			continue
+		}
 		value := tc.it.Value()
 		id, rec, _ := splitEntryValue(value)
 		if !onlyEntry(value) && seen[string(id)] {

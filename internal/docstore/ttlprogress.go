@@ -86,6 +86,13 @@ func (ix *indexState) ttlSeekKey(d int64) []byte {
 	if d == math.MinInt64 || ix.def.Fields[0].Desc {
 		return nil
 	}
+	if ix.clustered {
+		// A clustered entry is the date's key itself, which a walk
+		// would skip as the entry it stopped at: start just after the
+		// last possible key of the millisecond before (dates encode in
+		// a fixed width).
+		return append(keyenc.AppendValue(append([]byte(nil), ix.prefix...), bson.DateTime(d-1)), 0xFF)
+	}
 	return keyenc.AppendValue(append([]byte(nil), ix.prefix...), bson.DateTime(d))
 }
 

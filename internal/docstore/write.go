@@ -476,6 +476,7 @@ func (t *tx) putDoc(d *stored, old *stored) error {
 	t.dSize += int64(len(d.raw))
 	if old == nil {
 		t.dCount++
+		t.noteClusteredEntry(d)
 	} else {
 		t.dSize -= int64(len(old.raw))
 	}
