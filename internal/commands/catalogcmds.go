@@ -59,13 +59,16 @@ func cursorBatchSize(r *request) (int64, error) {
 }
 
 func collectionInfo(m *catalog.Collection) bson.D {
-	return bson.D{
+	info := bson.D{
 		{Key: "name", Value: m.Name},
 		{Key: "type", Value: "collection"},
 		{Key: "options", Value: m.Options},
 		{Key: "info", Value: bson.D{{Key: "readOnly", Value: false}, {Key: "uuid", Value: m.UUID}}},
-		{Key: "idIndex", Value: idIndexSpec(m.Indexes[0].Spec, m.Options)},
 	}
+	if m.Clustered {
+		return info // a clustered collection has no separate _id index
+	}
+	return append(info, bson.E{Key: "idIndex", Value: idIndexSpec(m.Indexes[0].Spec, m.Options)})
 }
 
 // idIndexSpec is the _id index as listed: on a collection with a default
@@ -84,13 +87,13 @@ func idIndexSpec(spec, options bson.D) bson.D {
 
 // createOptionsKnown are create's options that Mayfly implements.
 var createOptionsKnown = []string{"capped", "size", "max", "autoIndexId", "idIndex", "writeConcern", "flags",
-	"validator", "validationLevel", "validationAction", "collation", preImagesOption}
+	"validator", "validationLevel", "validationAction", "collation", preImagesOption,
+	catalog.ClusteredIndexOption, catalog.ExpireAfterOption}
 
 // createOptionsUnsupported are MongoDB's create options for features Mayfly
 // does not have; they fail instead of being ignored.
 var createOptionsUnsupported = []string{
-	"pipeline", "timeseries", "expireAfterSeconds", "clusteredIndex",
-	"encryptedFields", "storageEngine", "indexOptionDefaults",
+	"pipeline", "timeseries", "encryptedFields", "storageEngine", "indexOptionDefaults",
 }
 
 func cmdCreate(h *Handler, r *request) (bson.D, error) {
@@ -120,6 +123,9 @@ func cmdCreate(h *Handler, r *request) (bson.D, error) {
 	}
 	opt, err := createOptions(r)
 	if err != nil {
+		return nil, err
+	}
+	if err := clusteredCreate(r, &opt, h.deps.Clock.Now()); err != nil {
 		return nil, err
 	}
 	_, err = h.deps.Store.CreateCollection(r.db, name, opt)
@@ -334,6 +340,8 @@ func cmdListIndexes(h *Handler, r *request) (bson.D, error) {
 	var docs []bson.D
 	for _, ix := range c.Indexes() {
 		switch {
+		case ix.IsID() && c.IsClustered():
+			docs = append(docs, clusteredIndexSpec(c.Meta()))
 		case ix.Ready && ix.IsID():
 			docs = append(docs, idIndexSpec(ix.Spec, c.Meta().Options))
 		case ix.Ready:

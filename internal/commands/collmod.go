@@ -15,7 +15,7 @@ func cmdCollMod(h *Handler, r *request) (bson.D, error) {
 		return nil, err
 	}
 	for _, e := range r.body[1:] {
-		if !genericFields[e.Key] && e.Key != "index" && e.Key != preImagesOption && !isValidationOption(e.Key) {
+		if !genericFields[e.Key] && e.Key != "index" && e.Key != preImagesOption && e.Key != catalog.ExpireAfterOption && !isValidationOption(e.Key) {
 			return nil, mongoerr.Newf(mongoerr.InvalidOptions, "the collMod option '%s' is not supported by Mayfly", e.Key)
 		}
 	}
@@ -27,6 +27,9 @@ func cmdCollMod(h *Handler, r *request) (bson.D, error) {
 		return nil, err
 	}
 	if err := collModPreImages(c, r); err != nil {
+		return nil, err
+	}
+	if err := collModClusteredExpiry(c, r, h.deps.Clock.Now()); err != nil {
 		return nil, err
 	}
 	spec, err := optDoc(r, "index")

@@ -372,4 +372,11 @@ const (
 	Location5489600 Code = 5489600
 	Location5626701 Code = 5626701
 	Location5858203 Code = 5858203
+	Location5979700 Code = 5979700
+	Location5979703 Code = 5979703
+	Location5979704 Code = 5979704
+	Location6026501 Code = 6026501
+	Location6049200 Code = 6049200
+	Location6049204 Code = 6049204
+	Location6127800 Code = 6127800
 )

@@ -1,0 +1,290 @@
+package commands
+
+import (
+	"math"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/catalog"
+	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+)
+
+// Clustered collections (create's clusteredIndex and expireAfterSeconds),
+// with mongod 8.0's rules, in its order: the options' types as its IDL
+// parser checks them, then the clustered creation options, then the
+// collection options (expireAfterSeconds needs a clustered collection),
+// then the clustered index spec and the expireAfterSeconds range.
+
+// clusteredSpecFields are the fields of create's clusteredIndex.
+var clusteredSpecFields = []string{"v", "key", "name", "unique"}
+
+// clusteredSpec is a parsed clusteredIndex document.
+type clusteredSpec struct {
+	v      int64
+	key    bson.D
+	name   string
+	unique bool
+}
+
+// clusteredCreate reads create's clusteredIndex and expireAfterSeconds
+// into opt; now bounds expireAfterSeconds as mongod's clock does.
+func clusteredCreate(r *request, opt *docstore.CreateOptions, now time.Time) error {
+	ci, hasCI := lookup(r.body, catalog.ClusteredIndexOption)
+	eas, hasEAS := lookup(r.body, catalog.ExpireAfterOption)
+	var secs int64
+	if hasEAS {
+		n, err := safeInt64("create", catalog.ExpireAfterOption, eas)
+		if err != nil {
+			return err
+		}
+		secs = n
+	}
+	spec, clustered, err := parseClusteredIndex(ci, hasCI)
+	if err != nil {
+		return err
+	}
+	if clustered {
+		if err := clusteredCreationOptions(r, hasEAS); err != nil {
+			return err
+		}
+	}
+	if hasEAS && !clustered {
+		return mongoerr.New(mongoerr.InvalidOptions, "'expireAfterSeconds' can be used only for clustered collections or timeseries collections")
+	}
+	if !clustered {
+		return nil
+	}
+	if err := clusteredWithOthers(r); err != nil {
+		return err
+	}
+	if err := spec.validate(secs, hasEAS, now); err != nil {
+		return err
+	}
+	opt.Clustered, opt.ClusteredTTL, opt.ExpireAfter = true, hasEAS, secs
+	opt.Raw = append(opt.Raw, bson.E{Key: catalog.ClusteredIndexOption, Value: spec.doc()})
+	if hasEAS {
+		opt.Raw = append(opt.Raw, bson.E{Key: catalog.ExpireAfterOption, Value: secs})
+	}
+	return nil
+}
+
+// parseClusteredIndex reads clusteredIndex as create's IDL does: a bool
+// (the legacy form, for internal collections only) or a document.
+func parseClusteredIndex(v any, present bool) (clusteredSpec, bool, error) {
+	var s clusteredSpec
+	if !present {
+		return s, false, nil
+	}
+	switch x := v.(type) {
+	case bool:
+		if !x {
+			return s, false, nil
+		}
+		return s, false, mongoerr.New(mongoerr.Location5979703, "The 'clusteredIndex' legacy format {clusteredIndex: <bool>} is only supported for specific internal collections and vice versa")
+	case bson.D:
+		return parseClusteredSpec(x)
+	}
+	return s, false, wrongType("create", catalog.ClusteredIndexOption, v, "[bool, object]")
+}
+
+func parseClusteredSpec(d bson.D) (clusteredSpec, bool, error) {
+	s := clusteredSpec{v: 2}
+	field := func(f string) string { return catalog.ClusteredIndexOption + "." + f }
+	for _, e := range d {
+		if !contains(clusteredSpecFields, e.Key) {
+			return s, false, mongoerr.Newf(mongoerr.Location40415, "BSON field 'create.%s' is an unknown field.", field(e.Key))
+		}
+	}
+	for _, f := range []string{"key", "unique"} {
+		if _, ok := lookup(d, f); !ok {
+			return s, false, mongoerr.Newf(mongoerr.Location40414, "BSON field 'create.%s' is missing but a required field", field(f))
+		}
+	}
+	var err error
+	if v, ok := lookup(d, "v"); ok {
+		if s.v, err = safeInt64("create", field("v"), v); err != nil {
+			return s, false, err
+		}
+	}
+	key, _ := lookup(d, "key")
+	if s.key, _ = key.(bson.D); s.key == nil {
+		return s, false, wrongType("create", field("key"), key, "object")
+	}
+	if v, ok := lookup(d, "name"); ok {
+		if s.name, ok = v.(string); !ok {
+			return s, false, wrongType("create", field("name"), v, "string")
+		}
+	}
+	unique, _ := lookup(d, "unique")
+	if s.unique, err = safeBool("create", field("unique"), unique); err != nil {
+		return s, false, err
+	}
+	return s, true, nil
+}
+
+// clusteredCreationOptions refuses what mongod refuses beside a
+// clusteredIndex before anything else: a capped collection's size and
+// max, and capped itself (mongod offers capped clustered collections to
+// its own tests only; Mayfly has none).
+func clusteredCreationOptions(r *request, hasEAS bool) error {
+	if _, ok := lookup(r.body, "size"); ok {
+		return mongoerr.New(mongoerr.Location6049200, "'size' field for capped collections is not allowed on clustered collections. Did you mean 'capped: true' with 'expireAfterSeconds'?")
+	}
+	if _, ok := lookup(r.body, "max"); ok {
+		return mongoerr.New(mongoerr.Location6049204, "'max' field for capped collections is not allowed on clustered collections. Did you mean 'capped: true' with 'expireAfterSeconds'?")
+	}
+	if capped, _ := optBool(r, "capped"); capped {
+		return mongoerr.New(mongoerr.Location6127800, "Clustered capped collection only available with 'enableTestCommands' server parameter")
+	}
+	return nil
+}
+
+// clusteredWithOthers refuses the create options a clustered collection
+// cannot have.
+func clusteredWithOthers(r *request) error {
+	if v, ok := lookup(r.body, "idIndex"); ok {
+		if d, isDoc := v.(bson.D); !isDoc || len(d) > 0 {
+			return mongoerr.New(mongoerr.InvalidOptions, "The 'clusteredIndex' option is not supported with the 'idIndex' option")
+		}
+	}
+	if v, ok := lookup(r.body, "autoIndexId"); ok && v == false {
+		return mongoerr.New(mongoerr.Location6026501, "The 'clusteredIndex' option does not support {autoIndexId: false}")
+	}
+	return nil
+}
+
+// validate applies mongod's checks of the clustered index spec and of
+// expireAfterSeconds (a 64-bit value here, unlike a TTL index's).
+func (s *clusteredSpec) validate(secs int64, hasEAS bool, now time.Time) error {
+	if !s.unique {
+		return mongoerr.New(mongoerr.Location5979700, "The clusteredIndex option requires unique: true to be specified")
+	}
+	if len(s.key) != 1 || s.key[0].Key != "_id" || !bsonutil.IsNumber(s.key[0].Value) || bsonutil.ToFloat(s.key[0].Value) != 1 {
+		return mongoerr.New(mongoerr.InvalidIndexSpecificationOption, "The clusteredIndex option is only supported for key: {_id: 1}")
+	}
+	if hasEAS {
+		if err := validateClusteredExpiry(secs, now); err != nil {
+			return err
+		}
+	}
+	if s.v != 2 {
+		return mongoerr.Newf(mongoerr.Location5979704, "Invalid clusteredIndex specification %s; cannot create a clusteredIndex with v=%d", bsonutil.Format(s.given()), s.v)
+	}
+	return nil
+}
+
+// validateClusteredExpiry is mongod's range check of a clustered
+// collection's expireAfterSeconds: not negative, and, in milliseconds,
+// not beyond the time since the epoch.
+func validateClusteredExpiry(secs int64, now time.Time) error {
+	if secs < 0 {
+		return mongoerr.New(mongoerr.InvalidOptions, "TTL index 'expireAfterSeconds' option cannot be less than 0")
+	}
+	if secs > math.MaxInt64/1000 || secs*1000 > now.UnixMilli() {
+		return mongoerr.New(mongoerr.InvalidOptions, "TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number")
+	}
+	return nil
+}
+
+// given is the spec as the client sent it, for messages.
+func (s *clusteredSpec) given() bson.D {
+	d := bson.D{{Key: "key", Value: s.key}, {Key: "unique", Value: s.unique}, {Key: "v", Value: int32(s.v)}}
+	if s.name != "" {
+		d = append(d, bson.E{Key: "name", Value: s.name})
+	}
+	return d
+}
+
+// doc is the spec as listCollections shows it: {v, key, name, unique},
+// the name defaulting to _id_.
+func (s *clusteredSpec) doc() bson.D {
+	name := s.name
+	if name == "" {
+		name = catalog.IDIndexName
+	}
+	return bson.D{
+		{Key: "v", Value: int32(s.v)},
+		{Key: "key", Value: bson.D{{Key: "_id", Value: int32(1)}}},
+		{Key: "name", Value: name},
+		{Key: "unique", Value: true},
+	}
+}
+
+// safeInt64 converts a number as mongod's safeInt64 IDL type does:
+// fractions truncated, NaN as 0, out-of-range values saturated.
+func safeInt64(cmd, field string, v any) (int64, error) {
+	if !bsonutil.IsNumber(v) {
+		return 0, wrongType(cmd, field, v, numberTypes)
+	}
+	switch n := v.(type) {
+	case int32:
+		return int64(n), nil
+	case int64:
+		return n, nil
+	}
+	f := bsonutil.ToFloat(v)
+	switch {
+	case math.IsNaN(f):
+		return 0, nil
+	case f >= math.MaxInt64:
+		return math.MaxInt64, nil
+	case f <= math.MinInt64:
+		return math.MinInt64, nil
+	}
+	return int64(f), nil
+}
+
+// safeBool reads a bool as mongod's safeBool IDL type does: a bool or a
+// number (non-zero is true).
+func safeBool(cmd, field string, v any) (bool, error) {
+	if b, ok := v.(bool); ok {
+		return b, nil
+	}
+	if bsonutil.IsNumber(v) {
+		return bsonutil.ToFloat(v) != 0, nil
+	}
+	return false, wrongType(cmd, field, v, "[bool, long, int, decimal, double]")
+}
+
+// clusteredIndexSpec is a clustered collection's _id index as listIndexes
+// shows it: the clusteredIndex spec, the collection's collation, its
+// expireAfterSeconds, and clustered: true.
+func clusteredIndexSpec(m *catalog.Collection) bson.D {
+	out := append(bson.D{}, m.ClusteredSpec()...)
+	if coll, ok := lookup(m.Options, "collation"); ok {
+		out = append(out, bson.E{Key: "collation", Value: coll})
+	}
+	if m.ClusteredTTL {
+		out = append(out, bson.E{Key: catalog.ExpireAfterOption, Value: m.ClusteredExpireAfter})
+	}
+	return append(out, bson.E{Key: "clustered", Value: true})
+}
+
+// collModClusteredExpiry applies collMod's top-level expireAfterSeconds:
+// a number, or "off" to remove it, on a clustered collection only.
+func collModClusteredExpiry(c *docstore.Collection, r *request, now time.Time) error {
+	v, ok := lookup(r.body, catalog.ExpireAfterOption)
+	if !ok {
+		return nil
+	}
+	if !c.IsClustered() {
+		return mongoerr.New(mongoerr.InvalidOptions, "'expireAfterSeconds' option is only supported on collections clustered by _id")
+	}
+	if s, isString := v.(string); isString {
+		if s != "off" {
+			return mongoerr.Newf(mongoerr.InvalidOptions, "Invalid string value for the 'clusteredIndex::expireAfterSeconds' option. Got: '%s'. Accepted value is 'off'", s)
+		}
+		return c.SetClusteredExpiry(-1)
+	}
+	if !bsonutil.IsNumber(v) {
+		return wrongType("collMod", catalog.ExpireAfterOption, v, "[string, long, int, decimal, double]")
+	}
+	secs, _ := safeInt64("collMod", catalog.ExpireAfterOption, v)
+	if err := validateClusteredExpiry(secs, now); err != nil {
+		return err
+	}
+	return c.SetClusteredExpiry(secs)
+}

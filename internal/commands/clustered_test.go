@@ -1,0 +1,173 @@
+package commands
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/clock"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+)
+
+var clusteredT0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+func idKey() bson.D { return bson.D{{Key: "_id", Value: 1}} }
+
+func clusteredIndex(opts ...bson.E) bson.D {
+	return append(bson.D{{Key: "key", Value: idKey()}, {Key: "unique", Value: true}}, opts...)
+}
+
+func TestCreateClusteredRefusals(t *testing.T) {
+	cases := []struct {
+		name string
+		opts bson.D
+		code mongoerr.Code
+	}{
+		{"expireAfterSeconds without clusteredIndex", bson.D{{Key: "expireAfterSeconds", Value: 10}}, mongoerr.InvalidOptions},
+		{"clusteredIndex false with expireAfterSeconds", bson.D{{Key: "clusteredIndex", Value: false}, {Key: "expireAfterSeconds", Value: 10}}, mongoerr.InvalidOptions},
+		{"legacy clusteredIndex: true", bson.D{{Key: "clusteredIndex", Value: true}}, mongoerr.Location5979703},
+		{"unique false", bson.D{{Key: "clusteredIndex", Value: bson.D{{Key: "key", Value: idKey()}, {Key: "unique", Value: false}}}}, mongoerr.Location5979700},
+		{"unique missing", bson.D{{Key: "clusteredIndex", Value: bson.D{{Key: "key", Value: idKey()}}}}, mongoerr.Location40414},
+		{"unknown field", bson.D{{Key: "clusteredIndex", Value: clusteredIndex(bson.E{Key: "sparse", Value: true})}}, mongoerr.Location40415},
+		{"key on another field", bson.D{{Key: "clusteredIndex", Value: bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "unique", Value: true}}}}, mongoerr.InvalidIndexSpecificationOption},
+		{"descending _id", bson.D{{Key: "clusteredIndex", Value: bson.D{{Key: "key", Value: bson.D{{Key: "_id", Value: -1}}}, {Key: "unique", Value: true}}}}, mongoerr.InvalidIndexSpecificationOption},
+		{"compound key", bson.D{{Key: "clusteredIndex", Value: bson.D{{Key: "key", Value: bson.D{{Key: "_id", Value: 1}, {Key: "b", Value: 1}}}, {Key: "unique", Value: true}}}}, mongoerr.InvalidIndexSpecificationOption},
+		{"v 1", bson.D{{Key: "clusteredIndex", Value: clusteredIndex(bson.E{Key: "v", Value: 1})}}, mongoerr.Location5979704},
+		{"negative expireAfterSeconds", bson.D{{Key: "clusteredIndex", Value: clusteredIndex()}, {Key: "expireAfterSeconds", Value: -1}}, mongoerr.InvalidOptions},
+		{"expireAfterSeconds beyond the epoch", bson.D{{Key: "clusteredIndex", Value: clusteredIndex()}, {Key: "expireAfterSeconds", Value: int64(clusteredT0.Unix() + 1)}}, mongoerr.InvalidOptions},
+		{"expireAfterSeconds overflowing milliseconds", bson.D{{Key: "clusteredIndex", Value: clusteredIndex()}, {Key: "expireAfterSeconds", Value: int64(math.MaxInt64)}}, mongoerr.InvalidOptions},
+		{"expireAfterSeconds a string", bson.D{{Key: "clusteredIndex", Value: clusteredIndex()}, {Key: "expireAfterSeconds", Value: "10"}}, mongoerr.TypeMismatch},
+		{"capped size", bson.D{{Key: "clusteredIndex", Value: clusteredIndex()}, {Key: "size", Value: 1000}}, mongoerr.Location6049200},
+		{"capped max", bson.D{{Key: "clusteredIndex", Value: clusteredIndex()}, {Key: "max", Value: 10}}, mongoerr.Location6049204},
+		{"idIndex", bson.D{{Key: "clusteredIndex", Value: clusteredIndex()}, {Key: "idIndex", Value: bson.D{{Key: "key", Value: idKey()}, {Key: "name", Value: "_id_"}}}}, mongoerr.InvalidOptions},
+		{"autoIndexId false", bson.D{{Key: "clusteredIndex", Value: clusteredIndex()}, {Key: "autoIndexId", Value: false}}, mongoerr.Location6026501},
+	}
+	h, _ := newClockedHandler(t, clock.NewManual(clusteredT0))
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := call(t, h, "test", append(bson.D{{Key: "create", Value: "c"}}, tc.opts...))
+			if me := mongoerr.As(err); err == nil || me.Code != tc.code {
+				t.Fatalf("create %v: %v, want code %d", tc.opts, err, tc.code)
+			}
+			if h.deps.Store.Collection("test", "c") != nil {
+				t.Fatal("a refused create made the collection")
+			}
+		})
+	}
+}
+
+func listedCollection(t *testing.T, h *Handler, name string) bson.D {
+	t.Helper()
+	out := mustCall(t, h, "test", bson.D{{Key: "listCollections", Value: 1}, {Key: "filter", Value: bson.D{{Key: "name", Value: name}}}})
+	batch := firstBatch(t, out)
+	if len(batch) != 1 {
+		t.Fatalf("listCollections %s: %v", name, batch)
+	}
+	return asDoc(t, batch[0])
+}
+
+// asDoc is a batch's document as bson.D (replies carry raw BSON).
+func asDoc(t *testing.T, v any) bson.D {
+	t.Helper()
+	if d, ok := v.(bson.D); ok {
+		return d
+	}
+	d, err := bsonutil.DecodeD(v.(bson.Raw), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestCreateClusteredListsAsMongod(t *testing.T) {
+	h, _ := newClockedHandler(t, clock.NewManual(clusteredT0))
+	mustCall(t, h, "test", bson.D{{Key: "create", Value: "c"}, {Key: "clusteredIndex", Value: clusteredIndex(bson.E{Key: "name", Value: "by_id"})}, {Key: "expireAfterSeconds", Value: 3600.7}})
+	entry := listedCollection(t, h, "c")
+	opts, _ := lookup(entry, "options")
+	want := bson.D{
+		{Key: "clusteredIndex", Value: bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: bson.D{{Key: "_id", Value: int32(1)}}}, {Key: "name", Value: "by_id"}, {Key: "unique", Value: true}}},
+		{Key: "expireAfterSeconds", Value: int64(3600)},
+	}
+	if bsonutil.Format(opts) != bsonutil.Format(want) {
+		t.Fatalf("options %s, want %s", bsonutil.Format(opts), bsonutil.Format(want))
+	}
+	if _, ok := lookup(entry, "idIndex"); ok {
+		t.Fatal("a clustered collection lists no idIndex")
+	}
+	out := mustCall(t, h, "test", bson.D{{Key: "listIndexes", Value: "c"}})
+	batch := firstBatch(t, out)
+	wantIx := bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: bson.D{{Key: "_id", Value: int32(1)}}}, {Key: "name", Value: "by_id"}, {Key: "unique", Value: true},
+		{Key: "expireAfterSeconds", Value: int64(3600)}, {Key: "clustered", Value: true}}
+	if len(batch) != 1 || bsonutil.Format(asDoc(t, batch[0])) != bsonutil.Format(wantIx) {
+		t.Fatalf("listIndexes %v, want [%s]", batch, bsonutil.Format(wantIx))
+	}
+	// Without expireAfterSeconds: the default name, no expiry.
+	mustCall(t, h, "test", bson.D{{Key: "create", Value: "plain"}, {Key: "clusteredIndex", Value: clusteredIndex()}})
+	opts, _ = lookup(listedCollection(t, h, "plain"), "options")
+	want = bson.D{{Key: "clusteredIndex", Value: bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: bson.D{{Key: "_id", Value: int32(1)}}}, {Key: "name", Value: "_id_"}, {Key: "unique", Value: true}}}}
+	if bsonutil.Format(opts) != bsonutil.Format(want) {
+		t.Fatalf("options %s", bsonutil.Format(opts))
+	}
+}
+
+func TestClusteredTTLHidesExpiredAndCollModChangesIt(t *testing.T) {
+	clk := clock.NewManual(clusteredT0)
+	h, _ := newClockedHandler(t, clk)
+	mustCall(t, h, "test", bson.D{{Key: "create", Value: "ev"}, {Key: "clusteredIndex", Value: clusteredIndex()}, {Key: "expireAfterSeconds", Value: 60}})
+	docs := bson.A{
+		bson.D{{Key: "_id", Value: bson.NewDateTimeFromTime(clusteredT0.Add(-90 * time.Second))}, {Key: "n", Value: 1}},
+		bson.D{{Key: "_id", Value: bson.NewDateTimeFromTime(clusteredT0.Add(-30 * time.Second))}, {Key: "n", Value: 2}},
+		bson.D{{Key: "_id", Value: bson.NewObjectIDFromTimestamp(clusteredT0.Add(-time.Hour))}, {Key: "n", Value: 3}},
+	}
+	mustCall(t, h, "test", bson.D{{Key: "insert", Value: "ev"}, {Key: "documents", Value: docs}})
+	ns := func() []int32 {
+		var out []int32
+		for _, d := range firstBatch(t, mustCall(t, h, "test", bson.D{{Key: "find", Value: "ev"}})) {
+			n, _ := lookup(asDoc(t, d), "n")
+			out = append(out, n.(int32))
+		}
+		return out
+	}
+	if got := ns(); len(got) != 2 || got[0] != 3 || got[1] != 2 {
+		t.Fatalf("find %v: want 3 then 2 (the expired date gone, the ObjectId kept; in _id order, ObjectIds before dates)", got)
+	}
+	clk.Advance(30 * time.Second)
+	if got := ns(); len(got) != 1 || got[0] != 3 {
+		t.Fatalf("find 30 s later %v: want only the ObjectId", got)
+	}
+	reply := mustCall(t, h, "test", bson.D{{Key: "collMod", Value: "ev"}, {Key: "expireAfterSeconds", Value: "off"}})
+	if len(reply) != 0 {
+		t.Fatalf("collMod reply %v, want nothing but ok", reply)
+	}
+	if got := ns(); len(got) != 3 {
+		t.Fatalf("expiry off: find %v, want all three", got)
+	}
+	opts, _ := lookup(listedCollection(t, h, "ev"), "options")
+	if _, ok := lookup(opts.(bson.D), "expireAfterSeconds"); ok {
+		t.Fatal("expireAfterSeconds still listed after off")
+	}
+	mustCall(t, h, "test", bson.D{{Key: "collMod", Value: "ev"}, {Key: "expireAfterSeconds", Value: 100}})
+	if got := ns(); len(got) != 2 {
+		t.Fatalf("expireAfterSeconds 100: find %v, want the -30 s date and the ObjectId", got)
+	}
+	refusals := []struct {
+		coll  string
+		value any
+		code  mongoerr.Code
+	}{
+		{"ev", "on", mongoerr.InvalidOptions},
+		{"ev", -5, mongoerr.InvalidOptions},
+		{"ev", true, mongoerr.TypeMismatch},
+		{"other", 10, mongoerr.InvalidOptions},
+	}
+	mustCall(t, h, "test", bson.D{{Key: "create", Value: "other"}})
+	for _, r := range refusals {
+		_, err := call(t, h, "test", bson.D{{Key: "collMod", Value: r.coll}, {Key: "expireAfterSeconds", Value: r.value}})
+		if me := mongoerr.As(err); err == nil || me.Code != r.code {
+			t.Fatalf("collMod %s expireAfterSeconds %v: %v, want code %d", r.coll, r.value, err, r.code)
+		}
+	}
+}
