@@ -31,3 +31,13 @@ func TestPymongoExpiry(t *testing.T) {
 		t.Fatalf("pymongo output:\n%s", out)
 	}
 }
+
+// TestMongoshClusteredExpiry runs a clustered collection with
+// expireAfterSeconds in mongosh.
+func TestMongoshClusteredExpiry(t *testing.T) {
+	s := startServer(t, testClockConfig())
+	out, _ := mongosh(t, dbURI(s, "test"), "--file", scriptPath(t, "mongosh_clustered.js"))
+	if !strings.Contains(out, "mongosh clustered ok") {
+		t.Fatalf("mongosh output:\n%s", out)
+	}
+}
