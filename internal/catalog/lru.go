@@ -57,3 +57,19 @@ func lruCount(e bson.E, spec bson.D) (int64, error) {
 func lruError(spec bson.D, reason string) error {
 	return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: %s", bsonutil.Format(spec), reason)
 }
+
+// ModLRULimit replaces ix's lruLimit with v ({documents, bytes} as
+// createIndexes takes it), for collMod; spec is the index's for messages.
+// The rules are createIndexes': the errors keep their messages.
+func ModLRULimit(ix *Index, v any, spec bson.D) error {
+	next := *ix
+	next.LRUDocs, next.LRUBytes = 0, 0
+	if err := applyLRULimit(&next, v, spec); err != nil {
+		return err
+	}
+	if err := checkExpireElements(&next, spec); err != nil {
+		return err
+	}
+	ix.LRUDocs, ix.LRUBytes = next.LRUDocs, next.LRUBytes
+	return nil
+}

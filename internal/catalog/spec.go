@@ -432,6 +432,18 @@ func applyExpireElements(ix *Index, v any, spec bson.D) (err error) {
 	return err
 }
 
+// ModExpireElements turns ix's expireElements on or off, for collMod,
+// with createIndexes' rules; spec is the index's for messages.
+func ModExpireElements(ix *Index, on bool, spec bson.D) error {
+	next := *ix
+	next.ExpireElements = on
+	if err := checkExpireElements(&next, spec); err != nil {
+		return err
+	}
+	ix.ExpireElements = on
+	return nil
+}
+
 // checkExpireElements: a TTL index on a dotted path (the array, then the
 // date inside each element), and neither refreshOnRead nor lruLimit,
 // which act on whole documents.

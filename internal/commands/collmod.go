@@ -40,9 +40,11 @@ func cmdCollMod(h *Handler, r *request) (bson.D, error) {
 }
 
 type indexMod struct {
-	ttl     any // new expireAfterSeconds, nil when absent
-	hidden  *bool
-	refresh *bool // new refreshOnRead
+	ttl      any // new expireAfterSeconds, nil when absent
+	hidden   *bool
+	refresh  *bool // new refreshOnRead
+	lru      any   // new lruLimit (an object, or "off"), nil when absent
+	elements *bool // new expireElements
 }
 
 func parseIndexMod(spec bson.D) (target any, mod indexMod, err error) {
@@ -73,10 +75,18 @@ func parseIndexMod(spec bson.D) (target any, mod indexMod, err error) {
 		}
 		mod.refresh = &b
 	}
+	mod.lru, _ = lookup(spec, catalog.LRULimitOption)
+	if v, ok := lookup(spec, catalog.ExpireElementsOption); ok {
+		b, isBool := v.(bool)
+		if !isBool {
+			return nil, mod, wrongType("collMod", "index."+catalog.ExpireElementsOption, v, "bool")
+		}
+		mod.elements = &b
+	}
 	if _, unique := lookup(spec, "unique"); unique {
 		return nil, mod, mongoerr.New(mongoerr.InvalidOptions, "the collMod index option 'unique' is not supported by Mayfly")
 	}
-	if mod.ttl == nil && mod.hidden == nil && mod.refresh == nil {
+	if mod.ttl == nil && mod.hidden == nil && mod.refresh == nil && mod.lru == nil && mod.elements == nil {
 		return nil, mod, mongoerr.New(mongoerr.InvalidOptions, "no expireAfterSeconds, hidden, unique, or prepareUnique field")
 	}
 	return target, mod, nil
@@ -115,9 +125,36 @@ func collModIndex(c *docstore.Collection, spec bson.D) (bson.D, error) {
 			}
 			reply = append(reply, r...)
 		}
-		return nil
+		r, err := applyMayflyMods(ix, mod)
+		reply = append(reply, r...)
+		return err
 	})
+	if err == nil && mod.lru != nil {
+		// A lowered limit holds at once: the evictions commit before
+		// the reply, as one write of their own.
+		err = c.EvictToLRULimits()
+	}
 	return reply, err
+}
+
+// applyMayflyMods applies the lruLimit and expireElements changes of mod.
+func applyMayflyMods(ix *catalog.Index, mod indexMod) (bson.D, error) {
+	var reply bson.D
+	if mod.lru != nil {
+		r, err := applyLRUMod(ix, mod.lru)
+		if err != nil {
+			return nil, err
+		}
+		reply = append(reply, r...)
+	}
+	if mod.elements != nil {
+		r, err := applyElementsMod(ix, *mod.elements)
+		if err != nil {
+			return nil, err
+		}
+		reply = append(reply, r...)
+	}
+	return reply, nil
 }
 
 func findIndexForMod(c *docstore.Collection, target any) (*catalog.Index, error) {

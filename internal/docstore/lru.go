@@ -2,9 +2,12 @@ package docstore
 
 import (
 	"bytes"
+	"errors"
+	"runtime"
 	"sync"
 
 	"github.com/mayflydb/mayfly/internal/changestream"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/storage"
 )
 
@@ -201,3 +204,38 @@ func (t *tx) emitEviction(old *stored, ix *indexState) {
 // LRUEvicted counts the documents lruLimit indexes evicted
 // (serverStatus metrics.lru.evictedDocuments).
 func (s *Store) LRUEvicted() int64 { return s.evictions.Load() }
+
+// EvictToLRULimits evicts, in one atomic write, what the collection holds
+// beyond its lruLimit indexes' limits: collMod lowering a limit makes it
+// hold at once, not at the next write. Like a write, it holds the
+// unique-key lock; a victim whose stripe a client holds makes it start
+// over.
+func (c *Collection) EvictToLRULimits() error {
+	for attempt := 0; ; attempt++ {
+		err := c.evictToLimitsOnce()
+		if !errors.Is(err, errRetry) {
+			return err
+		}
+		if attempt == maxRetries {
+			return mongoerr.New(mongoerr.WriteConflict, "write conflict: another write holds a document the eviction must remove")
+		}
+		runtime.Gosched()
+	}
+}
+
+func (c *Collection) evictToLimitsOnce() error {
+	c.schemaMu.RLock()
+	defer c.schemaMu.RUnlock()
+	if c.dropped.Load() || len(c.state.Load().lru) == 0 {
+		return nil
+	}
+	l := &lockSet{c: c}
+	defer l.release()
+	l.lockUnique()
+	t := c.newTx(l)
+	if err := t.evictForLRU(nil); err != nil || t.dCount == 0 {
+		t.abort()
+		return err
+	}
+	return t.commit(WriteOptions{})
+}
