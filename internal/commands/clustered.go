@@ -263,28 +263,27 @@ func clusteredIndexSpec(m *catalog.Collection) bson.D {
 	return append(out, bson.E{Key: "clustered", Value: true})
 }
 
-// collModClusteredExpiry applies collMod's top-level expireAfterSeconds:
-// a number, or "off" to remove it, on a clustered collection only.
-func collModClusteredExpiry(c *docstore.Collection, r *request, now time.Time) error {
+// clusteredExpiryMod reads collMod's top-level expireAfterSeconds: a
+// number, or "off" (-1) to remove it, on a clustered collection only. It
+// is read before collMod applies anything, as mongod parses the whole
+// request first; set is false when the field is absent.
+func clusteredExpiryMod(c *docstore.Collection, r *request, now time.Time) (secs int64, set bool, err error) {
 	v, ok := lookup(r.body, catalog.ExpireAfterOption)
 	if !ok {
-		return nil
+		return 0, false, nil
 	}
 	if !c.IsClustered() {
-		return mongoerr.New(mongoerr.InvalidOptions, "'expireAfterSeconds' option is only supported on collections clustered by _id")
+		return 0, false, mongoerr.New(mongoerr.InvalidOptions, "'expireAfterSeconds' option is only supported on collections clustered by _id")
 	}
 	if s, isString := v.(string); isString {
 		if s != "off" {
-			return mongoerr.Newf(mongoerr.InvalidOptions, "Invalid string value for the 'clusteredIndex::expireAfterSeconds' option. Got: '%s'. Accepted value is 'off'", s)
+			return 0, false, mongoerr.Newf(mongoerr.InvalidOptions, "Invalid string value for the 'clusteredIndex::expireAfterSeconds' option. Got: '%s'. Accepted value is 'off'", s)
 		}
-		return c.SetClusteredExpiry(-1)
+		return -1, true, nil
 	}
 	if !bsonutil.IsNumber(v) {
-		return wrongType("collMod", catalog.ExpireAfterOption, v, "[string, long, int, decimal, double]")
+		return 0, false, wrongType("collMod", catalog.ExpireAfterOption, v, "[string, long, int, decimal, double]")
 	}
-	secs, _ := safeInt64("collMod", catalog.ExpireAfterOption, v)
-	if err := validateClusteredExpiry(secs, now); err != nil {
-		return err
-	}
-	return c.SetClusteredExpiry(secs)
+	secs, _ = safeInt64("collMod", catalog.ExpireAfterOption, v)
+	return secs, true, validateClusteredExpiry(secs, now)
 }

@@ -163,6 +163,15 @@ func TestClusteredTTLHidesExpiredAndCollModChangesIt(t *testing.T) {
 		{"ev", true, mongoerr.TypeMismatch},
 		{"other", 10, mongoerr.InvalidOptions},
 	}
+	// A refused expireAfterSeconds leaves the rest of the request unapplied.
+	_, err := call(t, h, "test", bson.D{{Key: "collMod", Value: "ev"}, {Key: "validator", Value: bson.D{{Key: "n", Value: bson.D{{Key: "$gt", Value: 100}}}}}, {Key: "expireAfterSeconds", Value: "soon"}})
+	if me := mongoerr.As(err); err == nil || me.Code != mongoerr.InvalidOptions {
+		t.Fatalf("collMod with a bad expireAfterSeconds: %v", err)
+	}
+	opts, _ = lookup(listedCollection(t, h, "ev"), "options")
+	if _, ok := lookup(opts.(bson.D), "validator"); ok {
+		t.Fatalf("the validator of a refused collMod was applied: %v", opts)
+	}
 	mustCall(t, h, "test", bson.D{{Key: "create", Value: "other"}})
 	for _, r := range refusals {
 		_, err := call(t, h, "test", bson.D{{Key: "collMod", Value: r.coll}, {Key: "expireAfterSeconds", Value: r.value}})

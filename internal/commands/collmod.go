@@ -23,14 +23,20 @@ func cmdCollMod(h *Handler, r *request) (bson.D, error) {
 	if c == nil {
 		return nil, nsNotFound(r.db, name)
 	}
+	expiry, setExpiry, err := clusteredExpiryMod(c, r, h.deps.Clock.Now())
+	if err != nil {
+		return nil, err
+	}
 	if err := collModValidation(c, r); err != nil {
 		return nil, err
 	}
 	if err := collModPreImages(c, r); err != nil {
 		return nil, err
 	}
-	if err := collModClusteredExpiry(c, r, h.deps.Clock.Now()); err != nil {
-		return nil, err
+	if setExpiry {
+		if err := c.SetClusteredExpiry(expiry); err != nil {
+			return nil, err
+		}
 	}
 	spec, err := optDoc(r, "index")
 	if err != nil || spec == nil {
