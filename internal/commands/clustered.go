@@ -18,9 +18,6 @@ import (
 // collection options (expireAfterSeconds needs a clustered collection),
 // then the clustered index spec and the expireAfterSeconds range.
 
-// clusteredSpecFields are the fields of create's clusteredIndex.
-var clusteredSpecFields = []string{"v", "key", "name", "unique"}
-
 // clusteredSpec is a parsed clusteredIndex document.
 type clusteredSpec struct {
 	v      int64
@@ -90,39 +87,52 @@ func parseClusteredIndex(v any, present bool) (clusteredSpec, bool, error) {
 	return s, false, wrongType("create", catalog.ClusteredIndexOption, v, "[bool, object]")
 }
 
+// parseClusteredSpec reads clusteredIndex as mongod's IDL parser does:
+// field by field in the document's order (an unknown field or a wrong
+// type fails where it stands), then the required fields.
 func parseClusteredSpec(d bson.D) (clusteredSpec, bool, error) {
 	s := clusteredSpec{v: 2}
-	field := func(f string) string { return catalog.ClusteredIndexOption + "." + f }
+	seen := map[string]bool{}
 	for _, e := range d {
-		if !contains(clusteredSpecFields, e.Key) {
-			return s, false, mongoerr.Newf(mongoerr.Location40415, "BSON field 'create.%s' is an unknown field.", field(e.Key))
-		}
-	}
-	for _, f := range []string{"key", "unique"} {
-		if _, ok := lookup(d, f); !ok {
-			return s, false, mongoerr.Newf(mongoerr.Location40414, "BSON field 'create.%s' is missing but a required field", field(f))
-		}
-	}
-	var err error
-	if v, ok := lookup(d, "v"); ok {
-		if s.v, err = safeInt64("create", field("v"), v); err != nil {
+		if err := s.setField(e); err != nil {
 			return s, false, err
 		}
+		seen[e.Key] = true
 	}
-	key, _ := lookup(d, "key")
-	if s.key, _ = key.(bson.D); s.key == nil {
-		return s, false, wrongType("create", field("key"), key, "object")
-	}
-	if v, ok := lookup(d, "name"); ok {
-		if s.name, ok = v.(string); !ok {
-			return s, false, wrongType("create", field("name"), v, "string")
+	for _, f := range []string{"key", "unique"} {
+		if !seen[f] {
+			return s, false, mongoerr.Newf(mongoerr.Location40414, "BSON field 'create.%s.%s' is missing but a required field", catalog.ClusteredIndexOption, f)
 		}
 	}
-	unique, _ := lookup(d, "unique")
-	if s.unique, err = safeBool("create", field("unique"), unique); err != nil {
-		return s, false, err
-	}
 	return s, true, nil
+}
+
+func (s *clusteredSpec) setField(e bson.E) error {
+	field := catalog.ClusteredIndexOption + "." + e.Key
+	var ok bool
+	switch e.Key {
+	case "v":
+		if !bsonutil.IsNumber(e.Value) {
+			return wrongType("create", field, e.Value, numberTypes)
+		}
+		s.v, _ = safeInt64("create", field, e.Value)
+	case "key":
+		if s.key, ok = e.Value.(bson.D); !ok {
+			return wrongType("create", field, e.Value, "object")
+		}
+	case "name":
+		if s.name, ok = e.Value.(string); !ok {
+			return wrongType("create", field, e.Value, "string")
+		}
+	case "unique":
+		var err error
+		if s.unique, err = safeBool("create", field, e.Value); err != nil {
+			return err
+		}
+	default:
+		return mongoerr.Newf(mongoerr.Location40415, "BSON field 'create.%s' is an unknown field.", field)
+	}
+	return nil
 }
 
 // clusteredCreationOptions refuses what mongod refuses beside a
@@ -171,7 +181,7 @@ func (s *clusteredSpec) validate(secs int64, hasEAS bool, now time.Time) error {
 		}
 	}
 	if s.v != 2 {
-		return mongoerr.Newf(mongoerr.Location5979704, "Invalid clusteredIndex specification %s; cannot create a clusteredIndex with v=%d", bsonutil.Format(s.given()), s.v)
+		return mongoerr.Newf(mongoerr.Location5979704, "Invalid clusteredIndex specification %s; cannot create a clusteredIndex with v=%d", bsonutil.Format(s.doc()), s.v)
 	}
 	return nil
 }
@@ -189,17 +199,8 @@ func validateClusteredExpiry(secs int64, now time.Time) error {
 	return nil
 }
 
-// given is the spec as the client sent it, for messages.
-func (s *clusteredSpec) given() bson.D {
-	d := bson.D{{Key: "key", Value: s.key}, {Key: "unique", Value: s.unique}, {Key: "v", Value: int32(s.v)}}
-	if s.name != "" {
-		d = append(d, bson.E{Key: "name", Value: s.name})
-	}
-	return d
-}
-
-// doc is the spec as listCollections shows it: {v, key, name, unique},
-// the name defaulting to _id_.
+// doc is the spec as mongod keeps it and listCollections shows it: {v,
+// key, name, unique}, the key as given, the name defaulting to _id_.
 func (s *clusteredSpec) doc() bson.D {
 	name := s.name
 	if name == "" {
@@ -207,7 +208,7 @@ func (s *clusteredSpec) doc() bson.D {
 	}
 	return bson.D{
 		{Key: "v", Value: int32(s.v)},
-		{Key: "key", Value: bson.D{{Key: "_id", Value: int32(1)}}},
+		{Key: "key", Value: s.key},
 		{Key: "name", Value: name},
 		{Key: "unique", Value: true},
 	}
