@@ -279,6 +279,9 @@ func cmdCreateIndexes(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ixs, err = withoutClusteredIndex(c.Meta(), ixs); err != nil {
+		return nil, err
+	}
 	res, err := c.CreateIndexes(ixs)
 	if err != nil {
 		return nil, err

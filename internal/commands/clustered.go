@@ -288,3 +288,37 @@ func clusteredExpiryMod(c *docstore.Collection, r *request, now time.Time) (secs
 	secs, _ = safeInt64("collMod", catalog.ExpireAfterOption, v)
 	return secs, true, validateClusteredExpiry(secs, now)
 }
+
+// withoutClusteredIndex checks createIndexes' specs against a clustered
+// collection's clustered index as mongod does: a spec on the cluster key
+// ({_id: <number>}) is the clustered index, which exists already (left
+// out; a different name is ignored), unless it asks for another v or
+// unique: false; a spec with the clustered index's name on another key
+// is refused.
+func withoutClusteredIndex(m *catalog.Collection, ixs []*catalog.Index) ([]*catalog.Index, error) {
+	if !m.Clustered {
+		return ixs, nil
+	}
+	clustered := m.ClusteredSpec()
+	name, _ := lookup(clustered, "name")
+	out := ixs[:0:0]
+	for _, ix := range ixs {
+		key := ix.KeyPattern()
+		keysMatch := len(key) == 1 && key[0].Key == "_id" && bsonutil.IsNumber(key[0].Value)
+		namesMatch := ix.Name == name
+		switch {
+		case !keysMatch && !namesMatch:
+			out = append(out, ix)
+			continue
+		case !keysMatch:
+			return nil, mongoerr.Newf(mongoerr.Location6100906, "Cannot create an index where the name matches the clusteredIndex but the key does not - indexSpec: %s, clusteredIndex: %s", bsonutil.Format(ix.Spec), bsonutil.Format(clustered))
+		}
+		if v, ok := lookup(ix.Spec, "v"); ok && bsonutil.IsNumber(v) && bsonutil.ToFloat(v) != 2 {
+			return nil, mongoerr.New(mongoerr.Location6100908, "Cannot create an index with the same key pattern as the collection's clusteredIndex but a different 'v' field")
+		}
+		if u, ok := lookup(ix.Spec, "unique"); ok && u == false {
+			return nil, mongoerr.New(mongoerr.Location6100909, "Cannot create an index with the same key pattern as the collection's clusteredIndex but a different 'unique' field")
+		}
+	}
+	return out, nil
+}

@@ -183,3 +183,22 @@ func TestClusteredTTLHidesExpiredAndCollModChangesIt(t *testing.T) {
 		}
 	}
 }
+
+func TestCreateIndexesOnTheClusterKey(t *testing.T) {
+	h, _ := newClockedHandler(t, clock.NewManual(clusteredT0))
+	mustCall(t, h, "test", bson.D{{Key: "create", Value: "c"}, {Key: "clusteredIndex", Value: clusteredIndex(bson.E{Key: "name", Value: "by_id"})}})
+	create := func(spec bson.D) (bson.D, error) {
+		return call(t, h, "test", bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: bson.A{spec}}})
+	}
+	out, err := create(bson.D{{Key: "key", Value: idKey()}, {Key: "name", Value: "_id_"}})
+	if note, _ := lookup(out, "note"); err != nil || note != "all indexes already exist" {
+		t.Fatalf("the cluster key's index: %v %v, want it to exist already", out, err)
+	}
+	if _, err := create(bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: "by_id"}}); mongoerr.As(err).Code != mongoerr.Location6100906 {
+		t.Fatalf("the clustered index's name on another key: %v", err)
+	}
+	mustCall(t, h, "test", bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: bson.A{bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: "a_1"}}}}})
+	if n := len(firstBatch(t, mustCall(t, h, "test", bson.D{{Key: "listIndexes", Value: "c"}}))); n != 2 {
+		t.Fatalf("%d indexes listed, want the clustered one and a_1", n)
+	}
+}

@@ -378,5 +378,8 @@ const (
 	Location6026501 Code = 6026501
 	Location6049200 Code = 6049200
 	Location6049204 Code = 6049204
+	Location6100906 Code = 6100906
+	Location6100908 Code = 6100908
+	Location6100909 Code = 6100909
 	Location6127800 Code = 6127800
 )
