@@ -41,3 +41,14 @@ func TestMongoshClusteredExpiry(t *testing.T) {
 		t.Fatalf("mongosh output:\n%s", out)
 	}
 }
+
+// TestPymongoClustered runs a clustered TTL collection and collMod of an
+// lruLimit through pymongo.
+func TestPymongoClustered(t *testing.T) {
+	py := ensurePymongo(t)
+	s := startServer(t, testClockConfig())
+	out, _ := run(t, "", 2*time.Minute, py, scriptPath(t, "pymongo_clustered.py"), s.uri)
+	if !strings.Contains(out, "pymongo clustered ok") {
+		t.Fatalf("pymongo output:\n%s", out)
+	}
+}
