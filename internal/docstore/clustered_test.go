@@ -5,6 +5,9 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/clock"
+	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
 )
 
 func clusteredColl(t *testing.T, secs int64) (*Collection, *Store) {
@@ -136,4 +139,33 @@ func lookupOpt(d bson.D, key string) (any, bool) {
 		}
 	}
 	return nil, false
+}
+
+func TestClusteredExpirySurvivesReopen(t *testing.T) {
+	eng, err := pebblestore.Open(pebblestore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = eng.Close() })
+	clk := clock.NewManual(t0)
+	s, err := Open(eng, Options{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.CreateCollection("db", "cl", CreateOptions{Clustered: true, ClusteredTTL: true, ExpireAfter: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	insert(t, c, bson.D{{Key: "_id", Value: date(t0.Add(-time.Hour))}})
+	reopened, err := Open(eng, Options{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := reopened.Collection("db", "cl")
+	if rc == nil || !rc.IsClustered() || !rc.HasTTL() || visible(t, rc) != 0 {
+		t.Fatal("the reopened store lost the clustered collection's expiry")
+	}
+	if at, ok, err := rc.NextExpiry(); err != nil || !ok || !at.Equal(t0.Add(-time.Hour+time.Minute)) {
+		t.Fatalf("NextExpiry after reopen = %v %v %v", at, ok, err)
+	}
 }
