@@ -48,7 +48,7 @@ func clusteredCreate(r *request, opt *docstore.CreateOptions, now time.Time) err
 			return err
 		}
 	}
-	if hasEAS && !clustered {
+	if _, timeseries := lookup(r.body, "timeseries"); hasEAS && !clustered && !timeseries {
 		return mongoerr.New(mongoerr.InvalidOptions, "'expireAfterSeconds' can be used only for clustered collections or timeseries collections")
 	}
 	if !clustered {
