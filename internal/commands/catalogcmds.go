@@ -108,6 +108,9 @@ func cmdCreate(h *Handler, r *request) (bson.D, error) {
 		return nil, err
 	}
 	if _, ok := lookup(r.body, "viewOn"); ok {
+		if _, clustered := lookup(r.body, catalog.ClusteredIndexOption); clustered {
+			return nil, mongoerr.New(mongoerr.Location6026500, "The 'clusteredIndex' option is not supported with views")
+		}
 		return bson.D{}, h.createView(r, name)
 	}
 	if _, ok := lookup(r.body, "pipeline"); ok {

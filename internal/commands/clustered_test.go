@@ -46,6 +46,7 @@ func TestCreateClusteredRefusals(t *testing.T) {
 		{"capped size", bson.D{{Key: "clusteredIndex", Value: clusteredIndex()}, {Key: "size", Value: 1000}}, mongoerr.Location6049200},
 		{"capped max", bson.D{{Key: "clusteredIndex", Value: clusteredIndex()}, {Key: "max", Value: 10}}, mongoerr.Location6049204},
 		{"idIndex", bson.D{{Key: "clusteredIndex", Value: clusteredIndex()}, {Key: "idIndex", Value: bson.D{{Key: "key", Value: idKey()}, {Key: "name", Value: "_id_"}}}}, mongoerr.InvalidOptions},
+		{"a view", bson.D{{Key: "viewOn", Value: "src"}, {Key: "clusteredIndex", Value: clusteredIndex()}}, mongoerr.Location6026500},
 		{"autoIndexId false", bson.D{{Key: "clusteredIndex", Value: clusteredIndex()}, {Key: "autoIndexId", Value: false}}, mongoerr.Location6026501},
 	}
 	h, _ := newClockedHandler(t, clock.NewManual(clusteredT0))
