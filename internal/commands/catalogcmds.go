@@ -374,6 +374,9 @@ func cmdDropIndexes(h *Handler, r *request) (bson.D, error) {
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'dropIndexes.index' is missing but a required field")
 	}
+	if err := refuseDropClustered(c.Meta(), v); err != nil {
+		return nil, err
+	}
 	names, err := indexNamesToDrop(c, v)
 	if err != nil {
 		return nil, err

@@ -322,3 +322,28 @@ func withoutClusteredIndex(m *catalog.Collection, ixs []*catalog.Index) ([]*cata
 	}
 	return out, nil
 }
+
+// refuseDropClustered is dropIndexes' rule for a clustered collection:
+// its clustered index (by name, by the cluster key's pattern, or in a
+// list of names) cannot be dropped; "*" drops the others.
+func refuseDropClustered(m *catalog.Collection, index any) error {
+	if !m.Clustered {
+		return nil
+	}
+	name, _ := lookup(m.ClusteredSpec(), "name")
+	hit := false
+	switch x := index.(type) {
+	case string:
+		hit = x == name
+	case bson.D:
+		hit = len(x) == 1 && x[0].Key == "_id" && bsonutil.IsNumber(x[0].Value)
+	case bson.A:
+		for _, e := range x {
+			hit = hit || e == name
+		}
+	}
+	if hit {
+		return mongoerr.New(mongoerr.Location5979800, "It is illegal to drop the clusteredIndex")
+	}
+	return nil
+}

@@ -202,4 +202,13 @@ func TestCreateIndexesOnTheClusterKey(t *testing.T) {
 	if n := len(firstBatch(t, mustCall(t, h, "test", bson.D{{Key: "listIndexes", Value: "c"}}))); n != 2 {
 		t.Fatalf("%d indexes listed, want the clustered one and a_1", n)
 	}
+	for _, index := range []any{"by_id", idKey(), bson.A{"a_1", "by_id"}} {
+		if _, err := call(t, h, "test", bson.D{{Key: "dropIndexes", Value: "c"}, {Key: "index", Value: index}}); mongoerr.As(err).Code != mongoerr.Location5979800 {
+			t.Fatalf("dropIndexes %v: %v, want 5979800", index, err)
+		}
+	}
+	mustCall(t, h, "test", bson.D{{Key: "dropIndexes", Value: "c"}, {Key: "index", Value: "*"}})
+	if n := len(firstBatch(t, mustCall(t, h, "test", bson.D{{Key: "listIndexes", Value: "c"}}))); n != 1 {
+		t.Fatalf("%d indexes after dropping *, want the clustered one", n)
+	}
 }

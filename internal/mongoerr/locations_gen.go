@@ -375,6 +375,7 @@ const (
 	Location5979700 Code = 5979700
 	Location5979703 Code = 5979703
 	Location5979704 Code = 5979704
+	Location5979800 Code = 5979800
 	Location6026500 Code = 6026500
 	Location6026501 Code = 6026501
 	Location6049200 Code = 6049200
