@@ -13,7 +13,7 @@ func TestExpiryKeysRoundTrip(t *testing.T) {
 		[]byte("i\x00\x00\x00\x07ttl\x09\x80\x01ab"),
 		[]byte("i\x00\x00\x00\x07ttl\x09\x80\x02"),
 		[]byte("i\x00\x00\x00\x07"), // shorter than the key before
-		[]byte("j"),                // nothing shared
+		[]byte("j"),                 // nothing shared
 	}
 	var x expiryKeys
 	for _, k := range keys {
