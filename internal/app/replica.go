@@ -11,6 +11,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/commands"
 	"github.com/mayflydb/mayfly/internal/repl"
 	"github.com/mayflydb/mayfly/internal/server"
+	"github.com/mayflydb/mayfly/internal/storage"
 	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
 	"github.com/mayflydb/mayfly/internal/tlsconf"
 )
@@ -78,6 +79,12 @@ func (h replicaHooks) isAccessControl(collID uint64) bool {
 }
 
 func (h replicaHooks) Reloaded() { h.reload() }
+
+// ApplyExpiries deletes, on every member, what the primary's monitor
+// expired (docs/design/0007, compact expiries).
+func (h replicaHooks) ApplyExpiries(b storage.Batch, keys [][]byte) ([][]byte, func(), error) {
+	return h.a.store.ApplyExpiries(b, keys)
+}
 
 func (h replicaHooks) reload() {
 	if err := h.a.store.Reload(); err != nil {

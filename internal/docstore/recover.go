@@ -87,6 +87,7 @@ func (s *Store) reloadCatalog() ([]catalogEntry, []*Collection, error) {
 		entries = append(entries, catalogEntry{c: c, db: meta.DB, name: meta.Name})
 	}
 	s.dbs = dbs
+	s.publishIDsLocked()
 	// Never hand out an ID storage may already use: a create that failed
 	// may still have stored its collection and the next ID.
 	s.nextID = max(s.nextID, nextID)
@@ -143,4 +144,5 @@ func (s *Store) dropDone(id uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.dropping, id)
+	s.publishIDsLocked()
 }

@@ -66,17 +66,23 @@ func (c *Collection) EachStored(fn func(raw []byte) error) error {
 	return it.Error()
 }
 
-// collectionByID finds a collection by its ID without building a map: a
-// secondary calls it for every batch it applies.
+// collectionByID finds a collection by its ID without s.mu (see byID).
 func (s *Store) collectionByID(id uint64) *Collection {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	for _, d := range s.dbs {
-		for _, c := range d {
-			if c.meta().ID == id {
-				return c
+	if m := s.byID.Load(); m != nil {
+		return (*m)[id]
+	}
+	return nil
+}
+
+// publishIDsLocked publishes byID after a catalog change; s.mu is held.
+func (s *Store) publishIDsLocked() {
+	m := s.collectionsByIDLocked()
+	if old := s.byID.Load(); old != nil {
+		for id := range s.dropping {
+			if c, ok := (*old)[id]; ok {
+				m[id] = c // its drop is not in storage yet
 			}
 		}
 	}
-	return nil
+	s.byID.Store(&m)
 }

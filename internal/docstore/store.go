@@ -52,6 +52,12 @@ type Store struct {
 	// dropping holds the IDs of collections a DropCollection has taken out
 	// of dbs but not yet deleted from storage, so a reload leaves them be.
 	dropping map[uint64]bool
+	// byID maps collection IDs to collections without s.mu: a replica set
+	// member applies expiries by collection ID while a catalog change may
+	// hold s.mu waiting for that very apply. A dropped collection stays in
+	// it until its drop is in storage, so entries before the drop apply
+	// to it alike on every member.
+	byID atomic.Pointer[map[uint64]*Collection]
 
 	// onIndexChange is called after TTL indexes may have changed.
 	onIndexChange atomic.Pointer[func()]
@@ -133,6 +139,7 @@ func (s *Store) load() error {
 			return err
 		}
 	}
+	s.publishIDsLocked()
 	return nil
 }
 
@@ -264,6 +271,7 @@ func (s *Store) createLocked(db, name string, opt CreateOptions) (*Collection, e
 	s.nextID++
 	c := newCollection(s, meta)
 	s.db(db, true)[name] = c
+	s.publishIDsLocked()
 	return c, nil
 }
 

@@ -297,6 +297,10 @@ func (p *ExpiryPass) walk(t *tx, limit int) (res ExpireResult, err error) {
 			}
 			seen[string(id)] = true
 		}
+		if rec != nil && t.expireCompact(tc.it.Key(), rec) {
+			res.Deleted++
+			continue
+		}
 		if rec != nil {
 			done, err := t.removeByRecord(id, rec)
 			if err != nil {

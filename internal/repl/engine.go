@@ -41,7 +41,15 @@ type batch struct {
 	catalog bool
 	deltas  []CountDelta
 	events  [][]byte
+	// expiries are the TTL entry keys of documents the monitor expired,
+	// in their compact form (expiry.go).
+	expiries expiryKeys
 }
+
+var _ storage.ExpiryBatch = (*batch)(nil)
+
+// AddExpiry implements storage.ExpiryBatch.
+func (b *batch) AddExpiry(key []byte) { b.expiries.add(key) }
 
 // AddEvent implements changestream.EventBatch: the events travel in the
 // entry, and every member writes them under the entry's ts.
@@ -97,16 +105,22 @@ func (b *batch) NoteCounts(collID uint64, docs, bytes int64) {
 
 // Commit implements storage.Batch.
 func (b *batch) Commit(bool) error {
-	if b.inner.Len() == 0 && len(b.events) == 0 {
+	if b.inner.Len() == 0 && len(b.events) == 0 && b.expiries.n == 0 {
 		return nil
 	}
-	repr, err := b.inner.(interface{ Repr() ([]byte, error) }).Repr()
-	if err != nil {
-		return err
+	ent := &entry{kind: kindWrite, deltas: b.deltas, events: b.events, expiries: b.expiries}
+	if b.inner.Len() > 0 {
+		repr, err := b.inner.(interface{ Repr() ([]byte, error) }).Repr()
+		if err != nil {
+			return err
+		}
+		ent.payload = repr
 	}
-	ent := &entry{kind: kindWrite, deltas: b.deltas, events: b.events, payload: repr}
 	if b.catalog {
 		ent.flags |= flagCatalog
+	}
+	if b.expiries.n > 0 {
+		ent.flags |= flagExpiry
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), proposeTimeout)
 	defer cancel()
@@ -116,8 +130,8 @@ func (b *batch) Commit(bool) error {
 	return nil
 }
 
-// Len implements storage.Batch.
-func (b *batch) Len() int { return b.inner.Len() }
+// Len implements storage.Batch; an expiry counts as one write.
+func (b *batch) Len() int { return b.inner.Len() + b.expiries.n }
 
 // Close implements storage.Batch.
 func (b *batch) Close() error { return b.inner.Close() }

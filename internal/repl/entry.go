@@ -16,6 +16,10 @@ import (
 //	events: count(uvarint) {len(uvarint) event}… (change stream events,
 //	        internal/changestream; every member writes them under the
 //	        entry's ts at apply)
+//	expiries: count(uvarint) {shared(uvarint) len(uvarint) rest}… (the
+//	        TTL entry keys of documents the primary's monitor expired,
+//	        each sharing its first bytes with the key before; every
+//	        member deletes them from its own deletion records, expiry.go)
 //	payload: the rest (a storage batch's repr, or a config document)
 type entryKind byte
 
@@ -30,7 +34,10 @@ const (
 	kindNoop entryKind = 3
 )
 
-const flagCatalog = 1 // the batch changes the catalog
+const (
+	flagCatalog = 1 // the batch changes the catalog
+	flagExpiry  = 2 // the entry carries compact expiries
+)
 
 // entry is a decoded log entry.
 type entry struct {
@@ -41,6 +48,7 @@ type entry struct {
 	flags    byte
 	deltas   []CountDelta
 	events   [][]byte
+	expiries expiryKeys
 	payload  []byte
 }
 
@@ -79,6 +87,8 @@ func (e *entry) encode() []byte {
 		b = binary.AppendUvarint(b, uint64(len(ev)))
 		b = append(b, ev...)
 	}
+	b = binary.AppendUvarint(b, uint64(e.expiries.n))
+	b = append(b, e.expiries.enc...)
 	return append(b, e.payload...)
 }
 
@@ -127,7 +137,11 @@ func decodeEntry(b []byte) (*entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	e.events, e.payload = events, rest
+	e.events = events
+	if e.expiries, rest, err = decodeExpiryKeys(rest); err != nil {
+		return nil, err
+	}
+	e.payload = rest
 	return e, nil
 }
 

@@ -48,6 +48,8 @@ type Hooks interface {
 	Applied(deltas []CountDelta, catalogChanged bool)
 	// Reloaded is called after a snapshot replaced everything.
 	Reloaded()
+	// Expirer applies compact expiries; on every member, the proposer too.
+	Expirer
 	// Promoted is called when this member becomes a writable primary,
 	// Demoted when it stops being one.
 	Promoted()
@@ -359,13 +361,23 @@ func (n *node) applyEntries(ents []*pb.Entry) error {
 	return nil
 }
 
-// groupEnd is how many of ents go in the next group.
+// groupEnd is how many of ents go in the next group. An entry with
+// expiries starts a group: its member reads, from storage, the deletion
+// records of the documents it expires, which the entries before it may
+// have changed.
 func groupEnd(ents []*pb.Entry) int {
 	for i, e := range ents {
 		if e.GetType() != pb.EntryNormal {
 			return i + 1
 		}
-		if d := e.GetData(); len(d) > 0 && (entryKind(d[0]) != kindWrite || len(d) > 25 && d[25]&flagCatalog != 0) {
+		d := e.GetData()
+		if len(d) <= 25 {
+			continue
+		}
+		if d[25]&flagExpiry != 0 && i > 0 {
+			return i
+		}
+		if entryKind(d[0]) != kindWrite || d[25]&flagCatalog != 0 {
 			return i + 1
 		}
 	}
@@ -377,19 +389,26 @@ func (n *node) applyGroup(ents []*pb.Entry) error {
 	defer b.Close()
 	decoded := make([]*entry, 0, len(ents))
 	confChanged := false
+	var publish []func()
 	for _, e := range ents {
-		ent, err := n.stage(b, e)
+		ent, pub, err := n.stage(b, e)
 		if err != nil {
 			return fmt.Errorf("entry %d: %w", e.GetIndex(), err)
 		}
 		if ent != nil {
 			decoded = append(decoded, ent)
 		}
+		if pub != nil {
+			publish = append(publish, pub)
+		}
 		confChanged = confChanged || e.GetType() != pb.EntryNormal
 	}
 	last := ents[len(ents)-1]
 	if err := n.commitApplied(b, last); err != nil {
 		return err
+	}
+	for _, pub := range publish {
+		pub()
 	}
 	for _, ent := range decoded {
 		n.noteApplied(ent)
@@ -403,30 +422,51 @@ func (n *node) applyGroup(ents []*pb.Entry) error {
 }
 
 // stage adds e's effects to b; it returns the decoded entry (nil for
-// raft's own entries).
-func (n *node) stage(b storage.Batch, e *pb.Entry) (*entry, error) {
+// raft's own entries) and, for an entry with expiries, what makes their
+// counts known once b is in storage.
+func (n *node) stage(b storage.Batch, e *pb.Entry) (*entry, func(), error) {
 	switch e.GetType() {
 	case pb.EntryConfChange, pb.EntryConfChangeV2:
-		return nil, n.applyConfChange(e)
+		return nil, nil, n.applyConfChange(e)
 	}
 	if len(e.GetData()) == 0 {
-		return nil, nil // the empty entry a new leader appends
+		return nil, nil, nil // the empty entry a new leader appends
 	}
 	ent, err := decodeEntry(e.GetData())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	switch ent.kind {
 	case kindWrite:
-		if err := n.base.AppendRepr(b, ent.payload); err != nil {
-			return ent, err
-		}
-		ts := changestream.Timestamp{T: ent.ts.T, I: ent.ts.I}
-		return ent, changestream.WriteEvents(b, ts, ent.wall, ent.events)
+		pub, err := n.stageWrite(b, ent)
+		return ent, pub, err
 	case kindConfig:
-		return ent, b.Set(configKey, ent.payload)
+		return ent, nil, b.Set(configKey, ent.payload)
 	}
-	return ent, nil
+	return ent, nil, nil
+}
+
+// stageWrite adds a write entry's documents, expiries and events to b.
+func (n *node) stageWrite(b storage.Batch, ent *entry) (func(), error) {
+	if len(ent.payload) > 0 {
+		if err := n.base.AppendRepr(b, ent.payload); err != nil {
+			return nil, err
+		}
+	}
+	events, publish := ent.events, func() {}
+	if ent.expiries.n > 0 {
+		keys, err := ent.expiries.keys()
+		if err != nil {
+			return nil, err
+		}
+		more, pub, err := n.hooks.ApplyExpiries(b, keys)
+		if err != nil {
+			return nil, fmt.Errorf("apply expiries: %w", err)
+		}
+		events, publish = append(events[:len(events):len(events)], more...), pub
+	}
+	ts := changestream.Timestamp{T: ent.ts.T, I: ent.ts.I}
+	return publish, changestream.WriteEvents(b, ts, ent.wall, events)
 }
 
 // commitApplied commits b with the applied state moved to e. Unsynced: the

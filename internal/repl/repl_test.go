@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mayflydb/mayfly/internal/clock"
+	"github.com/mayflydb/mayfly/internal/storage"
 	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
 )
 
@@ -153,8 +154,11 @@ type noHooks struct{}
 
 func (noHooks) Applied([]CountDelta, bool) {}
 func (noHooks) Reloaded()                  {}
-func (noHooks) Promoted()                  {}
-func (noHooks) Demoted()                   {}
+func (noHooks) ApplyExpiries(storage.Batch, [][]byte) ([][]byte, func(), error) {
+	return nil, nil, errNoExpirer
+}
+func (noHooks) Promoted() {}
+func (noHooks) Demoted()  {}
 
 func newCluster(t *testing.T) *cluster {
 	return newClusterOn(t, 5, func() *pebblestore.Store { return openBase(t, vfs.NewMem()) })

@@ -513,6 +513,17 @@ func (f hookFilter) Applied(d []CountDelta, catalog bool) {
 	}
 }
 
+// errNoExpirer is an entry with expiries on a member with nothing to
+// apply them: a programming error, which stops the member's raft.
+var errNoExpirer = errors.New("repl: no expirer to apply expiries")
+
+func (f hookFilter) ApplyExpiries(b storage.Batch, keys [][]byte) ([][]byte, func(), error) {
+	if h := f.rs.hooks; h != nil {
+		return h.ApplyExpiries(b, keys)
+	}
+	return nil, nil, errNoExpirer
+}
+
 func (f hookFilter) Reloaded() {
 	f.rs.snapshotsInstalled.Add(1)
 	f.rs.cfg.Logger.Info("installed a snapshot from the primary")

@@ -137,3 +137,13 @@ type Metrics struct {
 	WALBytes          int64
 	WriteStalls       int64
 }
+
+// ExpiryBatch is implemented by batches that carry TTL deletions in their
+// compact form: the key of the expired TTL index entry alone. Whoever
+// applies the batch deletes the document from the deletion record that
+// entry holds in its own storage (docstore.Store.ApplyExpiries), so a
+// replicated deletion travels as one key, not as every key it removes.
+type ExpiryBatch interface {
+	// AddExpiry adds the TTL entry key; the batch copies it.
+	AddExpiry(key []byte)
+}

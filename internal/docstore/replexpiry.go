@@ -1,0 +1,184 @@
+package docstore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/mayflydb/mayfly/internal/changestream"
+	"github.com/mayflydb/mayfly/internal/storage"
+)
+
+// Compact expiries (docs/design/0007). On a replica set the primary's
+// monitor does not put a deletion's keys in its batch: it hands the batch
+// the TTL entry's key alone (storage.ExpiryBatch), and every member, the
+// primary included, deletes the document at apply from the deletion
+// record that entry holds in its own storage (ApplyExpiries). Members
+// hold the same state at the same log position, so they delete the same
+// keys; an entry a write replaced first is gone on every member, and so
+// is the delete.
+
+// expireCompact hands the TTL entry key to a batch that carries
+// expiries in compact form, when rec, its deletion record, is current;
+// false leaves the deletion to the caller.
+func (t *tx) expireCompact(key, rec []byte) bool {
+	eb, ok := t.b.(storage.ExpiryBatch)
+	if !ok {
+		return false
+	}
+	keys := 0
+	if _, ok := walkRecord(rec, t.st.indexes[1:], func(int, []byte) { keys++ }); !ok {
+		return false
+	}
+	eb.AddExpiry(key)
+	t.keysRemoved += keys + 1 // and the document's own key
+	return true
+}
+
+// ApplyExpiries deletes into b the documents whose TTL entries keys name
+// (compact expiries, in one entry's order), when the entries are still
+// in storage, and returns their change events. publish adds the
+// deletions to the collections' counts; the caller runs it once b is in
+// storage. Nothing else writes these collections meanwhile: a replica set
+// member applies its log on one goroutine, and the primary's monitor
+// holds the documents' locks until its entry is applied.
+func (s *Store) ApplyExpiries(b storage.Batch, keys [][]byte) (events [][]byte, publish func(), err error) {
+	ab := &expiryApply{Batch: b}
+	var txs []*tx
+	r := &expiryReader{s: s, ab: ab, hint: len(keys)}
+	defer r.close()
+	for _, key := range keys {
+		t, err := r.at(key)
+		if err != nil {
+			return nil, nil, err
+		}
+		if t == nil {
+			continue // the collection is gone: nothing to delete
+		}
+		if len(txs) == 0 || txs[len(txs)-1] != t {
+			txs = append(txs, t)
+		}
+		if err := t.applyExpiry(key, r.it); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, t := range txs {
+		if err := t.applyDeletes(); err != nil {
+			return nil, nil, err
+		}
+	}
+	return ab.events, func() {
+		for _, t := range txs {
+			t.c.count.Add(t.dCount)
+			t.c.dataSize.Add(t.dSize)
+		}
+	}, nil
+}
+
+// expiryReader follows the collection of the keys ApplyExpiries goes
+// through, with one iterator over its index entries: the keys come in
+// index order, so each seek moves forward from the last, where a point
+// lookup per key would start from the top of every level.
+type expiryReader struct {
+	s      *Store
+	ab     *expiryApply
+	hint   int
+	prefix []byte // the index key prefix of the current collection
+	t      *tx
+	it     storage.Iterator
+}
+
+// at returns the deletions of the collection key belongs to (nil when it
+// is gone), with r.it over that collection's index entries.
+func (r *expiryReader) at(key []byte) (*tx, error) {
+	if r.prefix != nil && bytes.HasPrefix(key, r.prefix) {
+		return r.t, nil
+	}
+	collID, ok := indexKeyCollection(key)
+	if !ok {
+		return nil, fmt.Errorf("docstore: apply expiry: bad key %x", key)
+	}
+	r.close()
+	r.prefix, r.t = collIndexPrefix(collID), nil
+	c := r.s.collectionByID(collID)
+	if c == nil {
+		return nil, nil
+	}
+	it, err := r.s.eng.NewIter(key, prefixEnd(r.prefix))
+	if err != nil {
+		return nil, fmt.Errorf("docstore: apply expiry: %w", err)
+	}
+	r.it = it
+	r.t = &tx{c: c, st: c.state.Load(), b: r.ab, sortDeletes: true, deleteHint: r.hint}
+	return r.t, nil
+}
+
+func (r *expiryReader) close() {
+	if r.it != nil {
+		r.it.Close()
+		r.it = nil
+	}
+}
+
+// indexKeyCollection returns the collection ID an index key starts with.
+func indexKeyCollection(key []byte) (uint64, bool) {
+	if len(key) < 13 || key[0] != tagIndex {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(key[1:9]), true
+}
+
+// applyExpiry deletes the document whose TTL entry is key, if the entry
+// is still there, by its deletion record or else by reading it.
+func (t *tx) applyExpiry(key []byte, it storage.Iterator) error {
+	ix := t.st.ttlIndexOfKey(key)
+	if ix == nil {
+		return nil // the index is gone, and with it the entry
+	}
+	if !it.SeekGE(key) || !bytes.Equal(it.Key(), key) {
+		if err := it.Error(); err != nil {
+			return fmt.Errorf("docstore: apply expiry: %w", err)
+		}
+		return nil // a write replaced the entry first
+	}
+	id, rec, _ := splitEntryValue(it.Value())
+	id = bytes.Clone(id) // the deletions below outlive the iterator's position
+	d, _ := ix.entryDate(key)
+	if rec != nil {
+		done, err := t.removeByRecord(id, rec)
+		if err != nil || done {
+			if err == nil {
+				err = t.emitExpiryByID(id, ix, d)
+			}
+			return err
+		}
+	}
+	old, err := t.c.loadLocked(id)
+	if err != nil || old == nil {
+		return err
+	}
+	return t.expireRead(ix, old)
+}
+
+// ttlIndexOfKey is the TTL index an index key belongs to.
+func (st *collState) ttlIndexOfKey(key []byte) *indexState {
+	for _, ix := range st.ttl {
+		if bytes.HasPrefix(key, ix.prefix) {
+			return ix
+		}
+	}
+	return nil
+}
+
+// expiryApply is the batch ApplyExpiries deletes into: it gathers the
+// change events, which the caller writes under the entry's stamp.
+type expiryApply struct {
+	storage.Batch
+	events [][]byte
+}
+
+var _ changestream.EventBatch = (*expiryApply)(nil)
+
+func (a *expiryApply) AddEvent(ev []byte) { a.events = append(a.events, ev) }
+
+func (a *expiryApply) RecordsEvents() bool { return true }

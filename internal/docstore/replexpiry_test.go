@@ -1,0 +1,146 @@
+package docstore
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/clock"
+	"github.com/mayflydb/mayfly/internal/storage"
+	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
+)
+
+// compactEngine stands for a replica set's engine: its batches carry
+// expiries as TTL entry keys, and their commit deletes the documents
+// from the deletion records in storage, as every member does at apply.
+// With hold set, a batch's expiries wait in held until applyHeld, as an
+// entry waits in the log behind others.
+type compactEngine struct {
+	storage.Engine
+	store  *Store
+	hold   bool
+	held   [][]byte
+	events int
+}
+
+type compactBatch struct {
+	storage.Batch
+	eng  *compactEngine
+	keys [][]byte
+}
+
+func (e *compactEngine) NewBatch() storage.Batch {
+	return &compactBatch{Batch: e.Engine.NewBatch(), eng: e}
+}
+
+func (b *compactBatch) AddExpiry(key []byte) { b.keys = append(b.keys, append([]byte(nil), key...)) }
+
+func (b *compactBatch) Len() int { return b.Batch.Len() + len(b.keys) }
+
+func (b *compactBatch) Commit(sync bool) error {
+	if b.eng.hold {
+		b.eng.held = append(b.eng.held, b.keys...)
+		return b.Batch.Commit(sync)
+	}
+	return b.eng.apply(b.Batch, b.keys, sync)
+}
+
+func (e *compactEngine) apply(b storage.Batch, keys [][]byte, sync bool) error {
+	events, publish, err := e.store.ApplyExpiries(b, keys)
+	if err != nil {
+		return err
+	}
+	if err := b.Commit(sync); err != nil {
+		return err
+	}
+	publish()
+	e.events += len(events)
+	return nil
+}
+
+func (e *compactEngine) applyHeld(t *testing.T) {
+	t.Helper()
+	b := e.Engine.NewBatch()
+	defer b.Close()
+	if err := e.apply(b, e.held, false); err != nil {
+		t.Fatal(err)
+	}
+	e.held = nil
+}
+
+func openCompactStore(t *testing.T) (*Collection, *compactEngine, *clock.Manual) {
+	t.Helper()
+	base, err := pebblestore.Open(pebblestore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = base.Close() })
+	eng := &compactEngine{Engine: base}
+	clk := clock.NewManual(t0)
+	s, err := Open(eng, Options{Clock: clk, Replicated: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng.store = s
+	c, err := s.CreateCollection("db", "c", CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustIndex(t, c, bson.D{{Key: "key", Value: bson.D{{Key: "t", Value: 1}}}, {Key: "name", Value: "t_1"}, {Key: "expireAfterSeconds", Value: 0}})
+	mustIndex(t, c, bson.D{{Key: "key", Value: bson.D{{Key: "k", Value: 1}}}, {Key: "name", Value: "k_1"}})
+	return c, eng, clk
+}
+
+func mustValid(t *testing.T, c *Collection) {
+	t.Helper()
+	v, err := c.Validate(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Records != c.Count() || len(v.ExtraEntries)+len(v.MissingEntries)+len(v.Errors) > 0 {
+		t.Fatalf("validate: %d records, count %d, extra %v, missing %v, errors %v",
+			v.Records, c.Count(), v.ExtraEntries, v.MissingEntries, v.Errors)
+	}
+}
+
+func TestCompactExpiriesDeleteFromRecords(t *testing.T) {
+	c, eng, clk := openCompactStore(t)
+	for i := range 100 {
+		insert(t, c, bson.D{{Key: "_id", Value: i}, {Key: "k", Value: i % 7}, {Key: "t", Value: date(t0.Add(time.Duration(i) * time.Second))}})
+	}
+	clk.Set(t0.Add(59 * time.Second)) // documents 0..59 expired
+	res, err := c.BeginExpiry("t_1", clk.Now()).Next(1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each document: its own key and its entries in t_1 and k_1.
+	if res.Deleted != 60 || res.DeletedKeys != 180 || c.Count() != 40 || eng.events != 60 {
+		t.Fatalf("deleted %d (%d keys), %d left, %d events", res.Deleted, res.DeletedKeys, c.Count(), eng.events)
+	}
+	mustValid(t, c)
+}
+
+func TestCompactExpiryVoidedByEarlierWrite(t *testing.T) {
+	c, eng, clk := openCompactStore(t)
+	for i := range 10 {
+		insert(t, c, bson.D{{Key: "_id", Value: i}, {Key: "k", Value: i}, {Key: "t", Value: date(t0)}})
+	}
+	clk.Set(t0.Add(time.Second))
+	eng.hold = true
+	res, err := c.BeginExpiry("t_1", clk.Now()).Next(1000)
+	if err != nil || res.Deleted != 10 || len(eng.held) != 10 {
+		t.Fatalf("pass: %+v, %d held, %v", res, len(eng.held), err)
+	}
+	eng.hold = false
+	// Before the expiries apply, a write puts a new document 3 in the
+	// expired one's place: its TTL entry is a new one, so the held
+	// expiry of the old entry deletes nothing.
+	insert(t, c, bson.D{{Key: "_id", Value: 3}, {Key: "k", Value: 3}, {Key: "t", Value: date(t0.Add(time.Hour))}})
+	eng.applyHeld(t)
+	if c.Count() != 1 {
+		t.Fatalf("%d left, want the rewritten document alone", c.Count())
+	}
+	mustValid(t, c)
+}
