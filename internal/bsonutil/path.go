@@ -82,6 +82,12 @@ func IndexKeys(doc bson.D, path string) (keys []any, missing bool) {
 	if keys, missing, ok := topLevelKey(doc, path); ok {
 		return keys, missing
 	}
+	return walkedKeys(doc, path)
+}
+
+// walkedKeys is IndexKeys by the general walk. It is a function of its
+// own because the walk's closure moves its results to the heap.
+func walkedKeys(doc bson.D, path string) (keys []any, missing bool) {
 	walkKeys(doc, splitPath(path), func(v any, k keyKind) {
 		switch k {
 		case keyValue:
