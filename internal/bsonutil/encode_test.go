@@ -95,7 +95,7 @@ func randomValue(rng *rand.Rand, depth int) any {
 	case 2:
 		return int64(rng.Uint64())
 	case 3:
-		return []float64{0, -0.0, 1.5, math.Inf(1), math.NaN(), math.MaxFloat64}[rng.IntN(6)]
+		return []float64{0, math.Copysign(0, -1), 1.5, math.Inf(1), math.NaN(), math.MaxFloat64}[rng.IntN(6)]
 	case 4:
 		return rng.IntN(2) == 0
 	case 5:
