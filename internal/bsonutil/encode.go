@@ -96,6 +96,14 @@ func appendValue(dst []byte, v any) (bson.Type, []byte, bool) {
 		return bson.TypeDateTime, binary.LittleEndian.AppendUint64(dst, uint64(x)), true
 	case bson.ObjectID:
 		return bson.TypeObjectID, append(dst, x[:]...), true
+	case bson.Raw:
+		// Result documents, encoded once already: copied as they are.
+		// The driver walks them element by element to the same bytes; a
+		// frame that is not a document is left to it (and its error).
+		if !framed(x) {
+			return 0, dst, false
+		}
+		return bson.TypeEmbeddedDocument, append(dst, x...), true
 	}
 	return appendRare(dst, v)
 }
@@ -125,6 +133,12 @@ func appendRare(dst []byte, v any) (bson.Type, []byte, bool) {
 		return bson.TypeMaxKey, dst, true
 	}
 	return 0, dst, false
+}
+
+// framed reports whether raw's length prefix is its length and it ends in
+// the document terminator.
+func framed(raw []byte) bool {
+	return len(raw) >= 5 && int(binary.LittleEndian.Uint32(raw)) == len(raw) && raw[len(raw)-1] == 0
 }
 
 func appendString(dst []byte, s string) []byte {

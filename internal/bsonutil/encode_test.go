@@ -30,6 +30,7 @@ func TestMarshalRejectsWhatTheDriverRejects(t *testing.T) {
 		{{Key: "a\x00b", Value: 1}},
 		{{Key: "a", Value: bson.D{{Key: "\x00", Value: "x"}}}},
 		{{Key: "a", Value: make(chan int)}},
+		{{Key: "raw", Value: bson.Raw{6, 0, 0, 0, 0}}},
 	} {
 		want, wantErr := bson.Marshal(doc)
 		got, err := Marshal(doc)
@@ -83,7 +84,7 @@ func randomKey(rng *rand.Rand, i int) string {
 }
 
 func randomValue(rng *rand.Rand, depth int) any {
-	n := 16
+	n := 17
 	if depth == 0 {
 		n = 14 // no nesting
 	}
@@ -118,6 +119,9 @@ func randomValue(rng *rand.Rand, depth int) any {
 		return bson.MaxKey{}
 	case 14:
 		return randomDoc(rng, depth-1)
+	case 15:
+		raw, _ := bson.Marshal(randomDoc(rng, depth-1))
+		return bson.Raw(raw)
 	}
 	a := bson.A{}
 	for range rng.IntN(4) {
