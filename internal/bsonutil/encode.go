@@ -27,8 +27,12 @@ func Marshal(doc bson.D) ([]byte, error) {
 
 // AppendD appends doc's BSON to dst. ok is false, with dst's contents past
 // its original length undefined, when doc holds a value of a type it does
-// not encode or a key with a NUL byte; the caller then uses bson.Marshal.
+// not encode, a key with a NUL byte, or is nil; the caller then uses
+// bson.Marshal.
 func AppendD(dst []byte, doc bson.D) (out []byte, ok bool) {
+	if doc == nil { // the driver refuses a nil document at the top level
+		return dst, false
+	}
 	start := len(dst)
 	dst = append(dst, 0, 0, 0, 0)
 	for _, e := range doc {
@@ -87,9 +91,15 @@ func appendValue(dst []byte, v any) (bson.Type, []byte, bool) {
 	case nil:
 		return bson.TypeNull, dst, true
 	case bson.D:
+		if x == nil { // the driver's nil slice is a null, not {}
+			return bson.TypeNull, dst, true
+		}
 		out, ok := AppendD(dst, x)
 		return bson.TypeEmbeddedDocument, out, ok
 	case bson.A:
+		if x == nil {
+			return bson.TypeNull, dst, true
+		}
 		out, ok := appendA(dst, x)
 		return bson.TypeArray, out, ok
 	case bson.DateTime:

@@ -23,10 +23,12 @@ func TestMarshalMatchesTheDriver(t *testing.T) {
 		}
 		assertSameBytes(t, doc)
 	}
+	assertSameBytes(t, bson.D{})
 }
 
 func TestMarshalRejectsWhatTheDriverRejects(t *testing.T) {
 	for _, doc := range []bson.D{
+		nil,
 		{{Key: "a\x00b", Value: 1}},
 		{{Key: "a", Value: bson.D{{Key: "\x00", Value: "x"}}}},
 		{{Key: "a", Value: make(chan int)}},
@@ -100,7 +102,7 @@ func randomValue(rng *rand.Rand, depth int) any {
 	case 4:
 		return rng.IntN(2) == 0
 	case 5:
-		return nil
+		return []any{nil, bson.D(nil), bson.A(nil)}[rng.IntN(3)]
 	case 6:
 		return bson.NewDateTimeFromTime(time.UnixMilli(rng.Int64N(1 << 42)))
 	case 7:
