@@ -13,8 +13,10 @@ import (
 // documents and replies are made of (those DecodeD produces, and the
 // integers, strings and nested documents of replies) are appended
 // directly; anything else, and every input bson.Marshal would reject,
-// goes to bson.Marshal itself. The driver's encoder looks each value's
-// codec up in its registry through reflection, which was most of the
+// goes to bson.Marshal itself, except that an embedded bson.Raw is
+// checked only for its frame (the server's own encoded results; the
+// driver would also walk its elements). The driver's encoder looks each
+// value's codec up in its registry through reflection, a visible share of
 // reply encoding and document writes in the session workload's profile
 // (docs/design/0005, "Hot path").
 func Marshal(doc bson.D) ([]byte, error) {
