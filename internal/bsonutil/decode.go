@@ -41,9 +41,71 @@ func toD(doc bsoncore.Document, extra int) (bson.D, error) {
 		if err != nil {
 			return nil, err
 		}
-		d = append(d, bson.E{Key: el.Key(), Value: v})
+		d = append(d, bson.E{Key: elementKey(el), Value: v})
 	}
 	return d, nil
+}
+
+// elementKey is el's key. The field names of the requests drivers send
+// most are returned as constants, without allocating a string for each;
+// a name not listed is copied as el.Key() copies it.
+func elementKey(el bsoncore.Element) string {
+	k := el.KeyBytes()
+	switch string(k) { // compared without conversion
+	case "_id":
+		return "_id"
+	case "$db":
+		return "$db"
+	case "lsid":
+		return "lsid"
+	case "id":
+		return "id"
+	case "q":
+		return "q"
+	case "u":
+		return "u"
+	case "$set":
+		return "$set"
+	case "filter":
+		return "filter"
+	case "limit":
+		return "limit"
+	case "singleBatch":
+		return "singleBatch"
+	case "ordered":
+		return "ordered"
+	case "txnNumber":
+		return "txnNumber"
+	case "$clusterTime":
+		return "$clusterTime"
+	case "clusterTime":
+		return "clusterTime"
+	case "signature":
+		return "signature"
+	case "hash":
+		return "hash"
+	case "keyId":
+		return "keyId"
+	case "find":
+		return "find"
+	case "update":
+		return "update"
+	case "insert":
+		return "insert"
+	case "delete":
+		return "delete"
+	case "multi":
+		return "multi"
+	case "upsert":
+		return "upsert"
+	case "readConcern":
+		return "readConcern"
+	case "writeConcern":
+		return "writeConcern"
+	case "$readPreference":
+		return "$readPreference"
+	}
+	return string(k)
 }
 
 func toA(arr bsoncore.Document) (bson.A, error) {

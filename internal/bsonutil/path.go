@@ -79,6 +79,15 @@ func PathValues(doc bson.D, path string) []any {
 // The result is never empty. missing reports that the path was absent
 // without any array on the way: the one case a sparse index skips.
 func IndexKeys(doc bson.D, path string) (keys []any, missing bool) {
+	if keys, missing, ok := topLevelKey(doc, path); ok {
+		return keys, missing
+	}
+	return walkedKeys(doc, path)
+}
+
+// walkedKeys is IndexKeys by the general walk. It is a function of its
+// own because the walk's closure moves its results to the heap.
+func walkedKeys(doc bson.D, path string) (keys []any, missing bool) {
 	walkKeys(doc, splitPath(path), func(v any, k keyKind) {
 		switch k {
 		case keyValue:
@@ -95,6 +104,23 @@ func IndexKeys(doc bson.D, path string) (keys []any, missing bool) {
 		keys = []any{nil}
 	}
 	return keys, missing
+}
+
+// topLevelKey is IndexKeys for the common case of every write's index
+// maintenance, a field at the top level that is absent or not an array,
+// without the general walk's slice and closure; ok is false otherwise.
+func topLevelKey(doc bson.D, path string) (keys []any, missing, ok bool) {
+	if strings.Contains(path, ".") {
+		return nil, false, false
+	}
+	v, found := Lookup(doc, path)
+	if !found {
+		return []any{nil}, true, true
+	}
+	if _, isArr := asArray(v); isArr {
+		return nil, false, false
+	}
+	return []any{v}, false, true
 }
 
 // splitPath splits a dotted path; a plain field name, the common case on

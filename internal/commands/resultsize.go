@@ -18,7 +18,7 @@ func encodeResult(d bson.D) ([]byte, error) {
 	if n := approxSize(d); n > 2*maxResultBytes {
 		return nil, tooLarge(n, d)
 	}
-	raw, err := bson.Marshal(d)
+	raw, err := bsonutil.Marshal(d)
 	if err != nil {
 		return nil, mongoerr.Newf(mongoerr.InternalError, "encode result: %v", err)
 	}

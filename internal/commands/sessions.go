@@ -56,11 +56,21 @@ func (s *sessionRecord) key() string { return string(s.id) + string(s.uid) }
 // touch records that user used the session id at now. A new session
 // past the limit first sweeps out expired ones, then fails as mongod's
 // cache does when still full.
+//
+// A known session, every request of a client after its first, is
+// renewed in place: records are only read under c.mu (list copies them).
 func (c *sessionCache) touch(id []byte, user string, now time.Time) error {
-	rec := &sessionRecord{id: id, uid: userDigest(user), user: user, lastUse: now}
+	uid := sha256.Sum256([]byte(user))
+	var buf [64]byte
+	key := append(append(buf[:0], id...), uid[:]...)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, known := c.m[rec.key()]; !known && len(c.m) >= c.limit {
+	if rec, known := c.m[string(key)]; known { // no allocation for the lookup
+		rec.lastUse = now
+		return nil
+	}
+	rec := &sessionRecord{id: id, uid: bytes.Clone(uid[:]), user: user, lastUse: now}
+	if len(c.m) >= c.limit {
 		c.sweep(now)
 		if len(c.m) >= c.limit {
 			return mongoerr.Newf(mongoerr.TooManyLogicalSessions, "Unable to add session ID %s into the cache because the number of active sessions is too high", formatUUID(id))

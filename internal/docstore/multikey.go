@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/catalog"
 )
 
@@ -16,6 +17,13 @@ import (
 // arrayPrefixes returns the prefixes of path ("a", "a.b") at which doc
 // holds an array, as MongoDB's multiKeyPaths lists them.
 func arrayPrefixes(doc bson.D, path string) []string {
+	if !strings.Contains(path, ".") {
+		// A top-level field, on every write's path: no split needed.
+		if v, _ := bsonutil.Lookup(doc, path); isBSONArray(v) {
+			return []string{path}
+		}
+		return nil
+	}
 	var out []string
 	walkArrays(doc, strings.Split(path, "."), 0, &out)
 	return out
@@ -43,6 +51,11 @@ func walkArrays(v any, parts []string, depth int, out *[]string) {
 			}
 		}
 	}
+}
+
+func isBSONArray(v any) bool {
+	_, ok := v.(bson.A)
+	return ok
 }
 
 func addPrefix(out *[]string, p string) {

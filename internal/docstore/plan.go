@@ -460,9 +460,18 @@ func rootOf(path string) string {
 // point of a field extends the prefix for the fields after it, a range
 // gives one key range, and an unbounded field ends it.
 func keyRanges(prefix []byte, bounds []fieldBounds) []keyRange {
-	out := appendRanges(nil, append([]byte(nil), prefix...), bounds)
-	sort.Slice(out, func(i, j int) bool { return bytes.Compare(out[i].lo, out[j].lo) < 0 })
+	out := appendRanges(nil, withRoom(prefix), bounds)
+	if len(out) < 2 { // an equality, the common case: nothing to order
+		return out
+	}
+	slices.SortFunc(out, func(a, b keyRange) int { return bytes.Compare(a.lo, b.lo) })
 	return dedupeRanges(out)
+}
+
+// withRoom copies p with room for a typical key component after it, so
+// that appending one does not allocate again.
+func withRoom(p []byte) []byte {
+	return append(make([]byte, 0, len(p)+64), p...)
 }
 
 func appendRanges(out []keyRange, p []byte, bounds []fieldBounds) []keyRange {
@@ -472,7 +481,7 @@ func appendRanges(out []keyRange, p []byte, bounds []fieldBounds) []keyRange {
 	b := bounds[0]
 	for _, iv := range b.ivals {
 		if iv.isPoint() {
-			out = appendRanges(out, appendComponent(append([]byte(nil), p...), iv.lo, b.desc), bounds[1:])
+			out = appendRanges(out, appendComponent(withRoom(p), iv.lo, b.desc), bounds[1:])
 			continue
 		}
 		if r, ok := iv.keyRange(p, b.desc); ok {
@@ -547,11 +556,11 @@ func (iv interval) keyRange(p []byte, desc bool) (keyRange, bool) {
 	if desc {
 		lo, loIncl, hi, hiIncl = hi, hiIncl, lo, loIncl
 	}
-	start := appendComponent(append([]byte(nil), p...), lo, desc)
+	start := appendComponent(withRoom(p), lo, desc)
 	if !loIncl {
 		start = prefixEnd(start)
 	}
-	end := appendComponent(append([]byte(nil), p...), hi, desc)
+	end := appendComponent(withRoom(p), hi, desc)
 	if hiIncl {
 		end = prefixEnd(end)
 	}

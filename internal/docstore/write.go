@@ -357,7 +357,7 @@ func checkIDValue(v any) error {
 }
 
 func marshalDoc(doc bson.D) ([]byte, error) {
-	raw, err := bson.Marshal(doc)
+	raw, err := bsonutil.Marshal(doc)
 	if err != nil {
 		return nil, mongoerr.Newf(mongoerr.BadValue, "cannot encode document: %v", err)
 	}
@@ -376,7 +376,7 @@ func (c *Collection) Insert(doc bson.D, opt WriteOptions) error {
 			return err
 		}
 	}
-	raw, err := bson.Marshal(doc)
+	raw, err := bsonutil.Marshal(doc)
 	if err != nil {
 		return mongoerr.Newf(mongoerr.BadValue, "cannot encode document: %v", err)
 	}

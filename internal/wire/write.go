@@ -7,6 +7,8 @@ import (
 	"io"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 )
 
 // Offsets inside the messages this package builds.
@@ -198,6 +200,16 @@ func (w *Writer) encode(doc any) error {
 		w.buf = append(w.buf, d...)
 	case []byte:
 		w.buf = append(w.buf, d...)
+	case bson.D:
+		// Most replies: appended directly, or by the driver's encoder
+		// when they hold a type bsonutil does not encode itself.
+		var ok bool
+		if w.buf, ok = bsonutil.AppendD(w.buf, d); !ok {
+			w.buf = w.buf[:start]
+			if err := w.encodeValue(doc); err != nil {
+				return err
+			}
+		}
 	default:
 		if err := w.encodeValue(doc); err != nil {
 			return err
