@@ -5,8 +5,10 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -18,7 +20,8 @@ import (
 // members) may get the same number as its local port, and once closed
 // that socket keeps the port in TIME_WAIT for a minute, so the restarted
 // server fails with "address already in use". Test servers therefore
-// listen on ports below or above that range.
+// listen on ports below or above that range, each claimed for the whole
+// test with a lock file, as other test processes may run at once.
 
 // ephemeralRange is the kernel's range of ports for outgoing connections.
 func ephemeralRange() (lo, hi int) {
@@ -53,28 +56,61 @@ func serverPortRange() (lo, hi int) {
 
 // freePort returns a 127.0.0.1 address whose port is free now and outside
 // the ephemeral range, so that a server restarted on it finds it free.
+// The port stays claimed for the rest of the test: other test processes
+// on this machine (which pick ports the same way) leave it alone while
+// its server is down.
 func freePort(t *testing.T) string {
 	t.Helper()
 	lo, hi := serverPortRange()
 	if hi-lo < 100 {
 		t.Fatalf("no room for server ports outside the ephemeral range (%d-%d)", lo, hi)
 	}
+	claims := portClaims()
+	if err := os.MkdirAll(claims, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for range 200 {
-		addr := fmt.Sprintf("127.0.0.1:%d", lo+rand.IntN(hi-lo+1))
+		port := lo + rand.IntN(hi-lo+1)
+		claim, ok := claimPort(claims, port)
+		if !ok {
+			continue
+		}
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
+			_ = claim.Close()
 			continue // taken: try another
 		}
 		_ = l.Close()
+		t.Cleanup(func() { _ = claim.Close() })
 		return addr
 	}
 	t.Fatalf("no free port in %d-%d", lo, hi)
 	return ""
 }
 
+// portClaims is the directory of the lock files claiming test ports,
+// shared by every test process on the machine.
+func portClaims() string { return filepath.Join(os.TempDir(), "mayfly-test-ports") }
+
+// claimPort takes an exclusive lock on the port's file under dir; the
+// lock goes when the file is closed or the process ends.
+func claimPort(dir string, port int) (*os.File, bool) {
+	f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(port)), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, false
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		return nil, false
+	}
+	return f, true
+}
+
 // TestFreePortOutsideClientPorts checks that no outgoing connection can
-// take a port freePort hands out: ports it returns, and the local ports of
-// many client connections, fall in disjoint ranges.
+// take a port freePort hands out (ports it returns, and the local ports of
+// many client connections, fall in disjoint ranges) and that no other
+// freePort can while the test runs.
 func TestFreePortOutsideClientPorts(t *testing.T) {
 	lo, hi := serverPortRange()
 	inServerRange := func(addr string) bool {
@@ -83,8 +119,15 @@ func TestFreePortOutsideClientPorts(t *testing.T) {
 		return n >= lo && n <= hi
 	}
 	for range 50 {
-		if a := freePort(t); !inServerRange(a) {
+		a := freePort(t)
+		if !inServerRange(a) {
 			t.Fatalf("freePort gave %s, outside %d-%d", a, lo, hi)
+		}
+		_, p, _ := net.SplitHostPort(a)
+		port, _ := strconv.Atoi(p)
+		if f, ok := claimPort(portClaims(), port); ok {
+			_ = f.Close()
+			t.Fatalf("port %d could be claimed again while its test runs", port)
 		}
 	}
 	l, err := net.Listen("tcp", freePort(t))
