@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mayflydb/mayfly/internal/clock"
+	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
 )
 
 // TestRestartAfterKillBetweenApplyAndPersist: a member applies committed
@@ -23,11 +24,7 @@ import (
 // the applied index as committed.
 func TestRestartAfterKillBetweenApplyAndPersist(t *testing.T) {
 	fs := vfs.NewMem()
-	base := openBase(t, fs)
-	ls, err := openLogStore(base)
-	if err != nil {
-		t.Fatal(err)
-	}
+	base, ls := openLog(t, fs)
 	hs := &pb.HardState{Term: proto.Uint64(1), Vote: proto.Uint64(1), Commit: proto.Uint64(3)}
 	if err := ls.append(entries(1, 5, 1), hs, true); err != nil {
 		t.Fatal(err)
@@ -46,12 +43,8 @@ func TestRestartAfterKillBetweenApplyAndPersist(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	base = openBase(t, fs)
+	base, ls = openLog(t, fs)
 	defer base.Close()
-	ls, err = openLogStore(base)
-	if err != nil {
-		t.Fatal(err)
-	}
 	n, err := restartNode(base, ls)
 	if err != nil {
 		t.Fatal(err)
@@ -63,6 +56,17 @@ func TestRestartAfterKillBetweenApplyAndPersist(t *testing.T) {
 	if hs := ls.hardState; hs.GetTerm() != 1 || hs.GetVote() != 1 {
 		t.Fatalf("term and vote changed: %v", hs)
 	}
+}
+
+// openLog opens the store on fs and the raft log in it.
+func openLog(t *testing.T, fs vfs.FS) (*pebblestore.Store, *logStore) {
+	t.Helper()
+	base := openBase(t, fs)
+	ls, err := openLogStore(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base, ls
 }
 
 // restartNode makes the raft node a restarting member makes, turning
