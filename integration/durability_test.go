@@ -55,19 +55,12 @@ func buildBinary(t *testing.T) string {
 	return bin
 }
 
-func freePort(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // process is a mayfly binary running as a child process.
 type process struct {
-	cmd  *exec.Cmd
-	addr string
+	cmd    *exec.Cmd
+	addr   string
+	log    string // the file its output goes to ("" for startBinary's)
+	killed bool   // killed by the test, or given up on
 }
 
 func startBinary(t *testing.T, bin, dir, addr string) *process {

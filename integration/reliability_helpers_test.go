@@ -1,12 +1,15 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,30 +19,84 @@ import (
 )
 
 // startMayfly runs the binary with extra flags (startBinary's fixed set
-// plus args) and waits until it accepts connections. Unlike startBinary it
-// does not fail the test on a slow start; the caller decides.
+// plus args) and waits, at most 20 s or until it exits, until it accepts
+// connections. Unlike startBinary it does not fail the test on a failed
+// start; the caller decides. The process's output goes to a log file
+// beside its data directory (dir + ".log", appended across restarts); a
+// failed start returns the log's tail, and a failed test prints the tail
+// of each server still running.
 func startMayfly(t *testing.T, bin, dir, addr string, args ...string) (*process, error) {
 	t.Helper()
-	argv := append([]string{"--addr", addr, "--dbpath", dir, "--log-level", "warn"}, args...)
+	argv := append([]string{"--addr", addr, "--dbpath", dir, "--log-level", "info"}, args...)
+	logPath := filepath.Clean(dir) + ".log"
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("member log: %w", err)
+	}
+	defer logf.Close() // the child holds its own descriptor
+	fmt.Fprintf(logf, "=== %s start %s\n", time.Now().UTC().Format(time.RFC3339Nano), strings.Join(argv, " "))
 	cmd := exec.Command(bin, argv...)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
+	p := &process{cmd: cmd, addr: addr, log: logPath}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_, _ = cmd.Process.Wait()
+		if t.Failed() && !p.killed {
+			t.Logf("log of %s (%s), last %d lines:\n%s", addr, logPath, logTailLines, logTail(logPath))
+		}
+	})
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 			c.Close()
-			return &process{cmd: cmd, addr: addr}, nil
+			return p, nil
+		}
+		if exited(cmd.Process.Pid) {
+			break
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return nil, fmt.Errorf("server at %s did not start within 20s", addr)
+	p.killed = true // its tail is in the error: do not print it twice
+	_ = cmd.Process.Kill()
+	state, _ := cmd.Process.Wait()
+	return nil, fmt.Errorf("server at %s did not start (%s): %v; its log's last %d lines:\n%s",
+		addr, logPath, state, logTailLines, logTail(logPath))
+}
+
+// exited reports whether the child pid has exited (a zombie not yet
+// reaped), without reaping it: the caller may still Wait for it.
+func exited(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which is in parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] == 'Z'
+}
+
+// logTailLines is how much of a member's log a failure shows.
+const logTailLines = 80
+
+// logTail returns the last logTailLines lines of the file at path.
+func logTail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(cannot read the log: %v)", err)
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > logTailLines {
+		lines = lines[len(lines)-logTailLines:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 // kill9 sends SIGKILL and reaps the process.
 func (p *process) kill9() {
+	p.killed = true
 	_ = p.cmd.Process.Kill()
 	_, _ = p.cmd.Process.Wait()
 }

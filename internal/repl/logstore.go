@@ -104,6 +104,14 @@ func lastLogIndex(eng storage.Engine) (uint64, error) {
 
 // InitialState implements raft.Storage. The ConfState is the one of the
 // applied state, since raft replays the entries after it.
+//
+// The commit index is at least the applied index: a member applies the
+// committed entries it already holds before it persists the HardState
+// that carries their commit (handleReady), so a crash between the two
+// leaves applied above the stored commit, a state raft refuses with a
+// panic at every start. Those entries were committed (raft hands out
+// only committed ones) and are in the log, so the commit is raised to
+// them.
 func (ls *logStore) InitialState() (*pb.HardState, *pb.ConfState, error) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
@@ -111,7 +119,12 @@ func (ls *logStore) InitialState() (*pb.HardState, *pb.ConfState, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return proto.Clone(ls.hardState).(*pb.HardState), a.conf, nil
+	hs := proto.Clone(ls.hardState).(*pb.HardState)
+	if a.index > hs.GetCommit() && a.index <= ls.last {
+		hs.Commit = proto.Uint64(a.index)
+		ls.hardState.Commit = proto.Uint64(a.index)
+	}
+	return hs, a.conf, nil
 }
 
 // Entries implements raft.Storage.

@@ -38,11 +38,7 @@ func entries(from, to, term uint64) []*pb.Entry {
 
 func TestLogStoreAppendReadCompactReopen(t *testing.T) {
 	fs := vfs.NewMem()
-	base := openBase(t, fs)
-	ls, err := openLogStore(base)
-	if err != nil {
-		t.Fatal(err)
-	}
+	base, ls := openLog(t, fs)
 	hs := &pb.HardState{Term: proto.Uint64(2), Vote: proto.Uint64(1), Commit: proto.Uint64(5)}
 	if err := ls.append(entries(1, 10, 1), hs, true); err != nil {
 		t.Fatal(err)
@@ -76,12 +72,8 @@ func TestLogStoreAppendReadCompactReopen(t *testing.T) {
 	if err := base.Close(); err != nil {
 		t.Fatal(err)
 	}
-	base = openBase(t, fs)
+	base, ls = openLog(t, fs)
 	defer base.Close()
-	ls, err = openLogStore(base)
-	if err != nil {
-		t.Fatal(err)
-	}
 	first, _ := ls.FirstIndex()
 	last, _ := ls.LastIndex()
 	term, _ := ls.Term(5)
