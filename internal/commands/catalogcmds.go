@@ -34,6 +34,9 @@ func cmdListCollections(h *Handler, r *request) (bson.D, error) {
 		if isView(c.Meta()) {
 			entry = viewInfo(c.Meta())
 		}
+		if timeseriesOf(c.Meta()) != nil {
+			entry = timeseriesInfo(c.Meta())
+		}
 		if !f.Match(entry) || !h.collectionListable(r, name) {
 			continue
 		}
@@ -89,7 +92,7 @@ var createOptionsKnown = []string{"capped", "size", "max", "autoIndexId", "idInd
 // createOptionsUnsupported are MongoDB's create options for features Mayfly
 // does not have; they fail instead of being ignored.
 var createOptionsUnsupported = []string{
-	"pipeline", "timeseries", "expireAfterSeconds", "clusteredIndex",
+	"pipeline", "clusteredIndex",
 	"encryptedFields", "storageEngine", "indexOptionDefaults",
 }
 
@@ -115,12 +118,18 @@ func cmdCreate(h *Handler, r *request) (bson.D, error) {
 			return nil, mongoerr.Newf(mongoerr.InvalidOptions, "the create option '%s' is not supported by Mayfly", e.Key)
 		}
 	}
-	if err := checkFields(r, append(createOptionsKnown, createOptionsUnsupported...)...); err != nil {
+	if err := checkFields(r, append(createOptionsKnown, append(createOptionsUnsupported, "timeseries", "expireAfterSeconds")...)...); err != nil {
 		return nil, err
 	}
 	opt, err := createOptions(r)
 	if err != nil {
 		return nil, err
+	}
+	if tsIndex, err := timeseriesCreate(r, &opt); err != nil || tsIndex != nil {
+		if err != nil {
+			return nil, err
+		}
+		return bson.D{}, h.createTimeseries(r.db, name, opt, tsIndex)
 	}
 	_, err = h.deps.Store.CreateCollection(r.db, name, opt)
 	return bson.D{}, err
@@ -336,7 +345,7 @@ func cmdListIndexes(h *Handler, r *request) (bson.D, error) {
 		switch {
 		case ix.Ready && ix.IsID():
 			docs = append(docs, idIndexSpec(ix.Spec, c.Meta().Options))
-		case ix.Ready:
+		case ix.Ready && visibleIndex(&ix):
 			docs = append(docs, ix.Spec)
 		}
 	}
@@ -412,14 +421,16 @@ func indexNamesByName(c *docstore.Collection, name string) ([]string, error) {
 	if name == "*" {
 		var out []string
 		for _, ix := range c.Indexes()[1:] {
-			out = append(out, ix.Name)
+			if visibleIndex(&ix) {
+				out = append(out, ix.Name)
+			}
 		}
 		return out, nil
 	}
 	if name == catalog.IDIndexName {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "cannot drop _id index")
 	}
-	if c.Meta().Index(name) == nil {
+	if ix := c.Meta().Index(name); ix == nil || !visibleIndex(ix) {
 		return nil, mongoerr.Newf(mongoerr.IndexNotFound, "index not found with name [%s]", name)
 	}
 	return []string{name}, nil

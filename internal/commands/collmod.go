@@ -15,7 +15,7 @@ func cmdCollMod(h *Handler, r *request) (bson.D, error) {
 		return nil, err
 	}
 	for _, e := range r.body[1:] {
-		if !genericFields[e.Key] && e.Key != "index" && e.Key != preImagesOption && !isValidationOption(e.Key) {
+		if !genericFields[e.Key] && !contains(collModKnown, e.Key) && !isValidationOption(e.Key) {
 			return nil, mongoerr.Newf(mongoerr.InvalidOptions, "the collMod option '%s' is not supported by Mayfly", e.Key)
 		}
 	}
@@ -23,18 +23,25 @@ func cmdCollMod(h *Handler, r *request) (bson.D, error) {
 	if c == nil {
 		return nil, nsNotFound(r.db, name)
 	}
+	if err := collModTimeseries(c, r); err != nil {
+		return nil, err
+	}
 	if err := collModValidation(c, r); err != nil {
 		return nil, err
 	}
 	if err := collModPreImages(c, r); err != nil {
 		return nil, err
 	}
+
 	spec, err := optDoc(r, "index")
 	if err != nil || spec == nil {
 		return bson.D{}, err
 	}
 	return collModIndex(c, spec)
 }
+
+// collModKnown are collMod's options besides validation's.
+var collModKnown = []string{"index", preImagesOption, "expireAfterSeconds", "timeseries"}
 
 type indexMod struct {
 	ttl     any // new expireAfterSeconds, nil when absent

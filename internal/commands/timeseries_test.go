@@ -1,0 +1,139 @@
+package commands
+
+import (
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/clock"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+)
+
+var tsT0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// weatherHandler has test.weather, a time-series collection expiring after
+// an hour, holding one measurement per sensor at t0-50min and t0-10min.
+func weatherHandler(t *testing.T) (*Handler, *clock.Manual) {
+	t.Helper()
+	clk := clock.NewManual(tsT0)
+	h, _ := newClockedHandler(t, clk)
+	mustCall(t, h, "test", bson.D{{Key: "create", Value: "weather"},
+		{Key: "timeseries", Value: bson.D{{Key: "timeField", Value: "ts"}, {Key: "metaField", Value: "meta"}, {Key: "granularity", Value: "minutes"}}},
+		{Key: "expireAfterSeconds", Value: 3600}})
+	docs := bson.A{}
+	for _, ago := range []time.Duration{50 * time.Minute, 10 * time.Minute} {
+		for _, sensor := range []string{"a", "b"} {
+			docs = append(docs, bson.D{{Key: "ts", Value: bson.NewDateTimeFromTime(tsT0.Add(-ago))},
+				{Key: "meta", Value: bson.D{{Key: "sensor", Value: sensor}}}, {Key: "temp", Value: 20.5}})
+		}
+	}
+	mustCall(t, h, "test", bson.D{{Key: "insert", Value: "weather"}, {Key: "documents", Value: docs}})
+	return h, clk
+}
+
+func countWeather(t *testing.T, h *Handler) int {
+	t.Helper()
+	return len(firstBatch(t, mustCall(t, h, "test", bson.D{{Key: "find", Value: "weather"}})))
+}
+
+func TestTimeseriesExpiryIsExactPerMeasurement(t *testing.T) {
+	h, clk := weatherHandler(t)
+	if n := countWeather(t, h); n != 4 {
+		t.Fatalf("found %d measurements, want 4", n)
+	}
+	first := tsDoc(t, firstBatch(t, mustCall(t, h, "test", bson.D{{Key: "find", Value: "weather"}}))[0])
+	if _, ok := tsField(first, "_id").(bson.ObjectID); !ok {
+		t.Fatalf("measurement has no generated ObjectId _id: %v", first)
+	}
+	clk.Advance(20 * time.Minute) // the 50-minute-old ones pass the hour
+	if n := countWeather(t, h); n != 2 {
+		t.Fatalf("after 20 min found %d measurements, want 2", n)
+	}
+	mustCall(t, h, "test", bson.D{{Key: "collMod", Value: "weather"}, {Key: "expireAfterSeconds", Value: "off"}})
+	if n := countWeather(t, h); n != 4 {
+		t.Fatalf("with expiry off found %d measurements, want the 4 not yet deleted", n)
+	}
+	mustCall(t, h, "test", bson.D{{Key: "collMod", Value: "weather"}, {Key: "expireAfterSeconds", Value: 60}})
+	if n := countWeather(t, h); n != 0 {
+		t.Fatalf("with a minute's expiry found %d measurements, want 0", n)
+	}
+}
+
+func TestTimeseriesAggregateAndDeleteByMeta(t *testing.T) {
+	h, _ := weatherHandler(t)
+	from := bson.NewDateTimeFromTime(tsT0.Add(-30 * time.Minute))
+	out := firstBatch(t, mustCall(t, h, "test", bson.D{{Key: "aggregate", Value: "weather"}, {Key: "pipeline", Value: bson.A{
+		bson.D{{Key: "$match", Value: bson.D{{Key: "ts", Value: bson.D{{Key: "$gte", Value: from}}}}}},
+		bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$meta.sensor"}, {Key: "n", Value: bson.D{{Key: "$sum", Value: 1}}}}}},
+		bson.D{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}},
+	}}, {Key: "cursor", Value: bson.D{}}}))
+	if len(out) != 2 || tsField(tsDoc(t, out[0]), "n") != int32(1) {
+		t.Fatalf("grouped recent measurements: %v", out)
+	}
+	reply := mustCall(t, h, "test", bson.D{{Key: "delete", Value: "weather"}, {Key: "deletes", Value: bson.A{
+		bson.D{{Key: "q", Value: bson.D{{Key: "meta.sensor", Value: "a"}}}, {Key: "limit", Value: 0}}}}})
+	if n, _ := lookup(reply, "n"); n != int32(2) {
+		t.Fatalf("delete by meta: %v", reply)
+	}
+	if n := countWeather(t, h); n != 2 {
+		t.Fatalf("found %d measurements after the delete, want 2", n)
+	}
+}
+
+func tsField(d bson.D, key string) any {
+	v, _ := lookup(d, key)
+	return v
+}
+
+func TestTimeseriesErrorsAndListing(t *testing.T) {
+	h, _ := weatherHandler(t)
+	for _, d := range []bson.D{{{Key: "temp", Value: 1}}, {{Key: "ts", Value: "yesterday"}}} {
+		reply := mustCall(t, h, "test", bson.D{{Key: "insert", Value: "weather"}, {Key: "documents", Value: bson.A{d}}})
+		we, _ := lookup(reply, "writeErrors")
+		if we == nil {
+			t.Fatalf("insert of %v accepted", d)
+		}
+		e := tsDoc(t, we.(bson.A)[0])
+		if tsField(e, "code") != int32(mongoerr.BadValue) || tsField(e, "errmsg") != "'ts' must be present and contain a valid BSON UTC datetime value" {
+			t.Fatalf("insert of %v: %v", d, e)
+		}
+	}
+	_, err := call(t, h, "test", bson.D{{Key: "collMod", Value: "weather"}, {Key: "timeseries", Value: bson.D{{Key: "granularity", Value: "seconds"}}}})
+	if mongoerr.As(err).Code != mongoerr.InvalidOptions {
+		t.Fatalf("finer granularity: %v", err)
+	}
+	mustCall(t, h, "test", bson.D{{Key: "collMod", Value: "weather"}, {Key: "timeseries", Value: bson.D{{Key: "granularity", Value: "hours"}}}})
+	info := tsDoc(t, firstBatch(t, mustCall(t, h, "test", bson.D{{Key: "listCollections", Value: 1}}))[0])
+	opts := tsField(info, "options").(bson.D)
+	want := bson.D{{Key: "timeField", Value: "ts"}, {Key: "metaField", Value: "meta"}, {Key: "granularity", Value: "hours"}, {Key: "bucketMaxSpanSeconds", Value: int32(2592000)}}
+	if tsField(info, "type") != "timeseries" || bsonutil.Compare(tsField(opts, "timeseries"), want) != 0 || tsField(opts, "expireAfterSeconds") != int64(3600) {
+		t.Fatalf("listCollections entry: %v", info)
+	}
+	ixs := firstBatch(t, mustCall(t, h, "test", bson.D{{Key: "listIndexes", Value: "weather"}}))
+	if len(ixs) != 1 {
+		t.Fatalf("listIndexes shows the internal time index: %v", ixs)
+	}
+	_, err = call(t, h, "test", bson.D{{Key: "create", Value: "w2"}, {Key: "timeseries", Value: bson.D{{Key: "metaField", Value: "m"}}}})
+	if mongoerr.As(err).Code != mongoerr.Location40414 {
+		t.Fatalf("create without timeField: %v", err)
+	}
+	_, err = call(t, h, "test", bson.D{{Key: "create", Value: "w3"}, {Key: "expireAfterSeconds", Value: 10}})
+	if mongoerr.As(err).Code != mongoerr.InvalidOptions {
+		t.Fatalf("expireAfterSeconds without timeseries: %v", err)
+	}
+}
+
+// tsDoc decodes a reply's document, raw or not.
+func tsDoc(t *testing.T, v any) bson.D {
+	t.Helper()
+	if d, ok := v.(bson.D); ok {
+		return d
+	}
+	var d bson.D
+	if err := bson.Unmarshal(v.(bson.Raw), &d); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
