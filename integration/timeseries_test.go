@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -92,5 +93,15 @@ func TestTimeseriesThroughDriver(t *testing.T) {
 	names, err := db.ListCollectionNames(ctx, bson.D{})
 	if err != nil || len(names) != 0 {
 		t.Fatalf("after drop: %v %v", names, err)
+	}
+}
+
+// TestPymongoTimeseries runs the weather store through pymongo.
+func TestPymongoTimeseries(t *testing.T) {
+	py := ensurePymongo(t)
+	s := startServer(t, testClockConfig())
+	out, _ := run(t, "", 2*time.Minute, py, scriptPath(t, "pymongo_timeseries.py"), s.uri)
+	if !strings.Contains(out, "pymongo timeseries ok") {
+		t.Fatalf("pymongo output:\n%s", out)
 	}
 }
