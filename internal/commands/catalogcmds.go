@@ -282,6 +282,9 @@ func cmdCreateIndexes(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := refuseTimeseriesTTL(c, ixs); err != nil {
+		return nil, err
+	}
 	res, err := c.CreateIndexes(ixs)
 	if err != nil {
 		return nil, err

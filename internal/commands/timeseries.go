@@ -320,3 +320,26 @@ func modExpiry(c *docstore.Collection, opts bson.D, v any) (bson.D, error) {
 	})
 	return setSpecField(opts, "expireAfterSeconds", secs), err
 }
+
+// refuseTimeseriesTTL refuses TTL indexes a user asks for on a time-series
+// collection: its expiry is the collection's expireAfterSeconds.
+func refuseTimeseriesTTL(c *docstore.Collection, ixs []*catalog.Index) error {
+	if timeseriesOf(c.Meta()) == nil {
+		return nil
+	}
+	for _, ix := range ixs {
+		if ix.TTL || ix.HasLRU() || ix.RefreshOnRead || ix.ExpireElements {
+			return mongoerr.New(mongoerr.InvalidOptions, "TTL indexes are not supported on time-series collections; use the collection's expireAfterSeconds")
+		}
+	}
+	return nil
+}
+
+// refuseOutToTimeseries refuses $out over a time-series collection, which
+// would replace it by an ordinary one.
+func refuseOutToTimeseries(c *docstore.Collection) error {
+	if c == nil || timeseriesOf(c.Meta()) == nil {
+		return nil
+	}
+	return mongoerr.New(mongoerr.InvalidOptions, "$out to a time-series collection is not supported by Mayfly")
+}

@@ -137,3 +137,32 @@ func tsDoc(t *testing.T, v any) bson.D {
 	}
 	return d
 }
+
+func TestTimeseriesRefusesWhatWouldBreakIt(t *testing.T) {
+	h, _ := weatherHandler(t)
+	_, err := call(t, h, "test", bson.D{{Key: "createIndexes", Value: "weather"}, {Key: "indexes", Value: bson.A{
+		bson.D{{Key: "key", Value: bson.D{{Key: "ts", Value: 1}}}, {Key: "name", Value: "ts_1"}, {Key: "expireAfterSeconds", Value: 5}}}}})
+	if mongoerr.As(err).Code != mongoerr.InvalidOptions {
+		t.Fatalf("TTL index on a time-series collection: %v", err)
+	}
+	mustCall(t, h, "test", bson.D{{Key: "createIndexes", Value: "weather"}, {Key: "indexes", Value: bson.A{
+		bson.D{{Key: "key", Value: bson.D{{Key: "meta.sensor", Value: 1}, {Key: "ts", Value: -1}}}, {Key: "name", Value: "sensor_ts"}}}}})
+	_, err = call(t, h, "test", bson.D{{Key: "aggregate", Value: "weather"}, {Key: "pipeline", Value: bson.A{
+		bson.D{{Key: "$out", Value: "weather"}}}}, {Key: "cursor", Value: bson.D{}}})
+	if mongoerr.As(err).Code != mongoerr.InvalidOptions {
+		t.Fatalf("$out over a time-series collection: %v", err)
+	}
+	mustCall(t, h, "test", bson.D{{Key: "dropIndexes", Value: "weather"}, {Key: "index", Value: "*"}})
+	if n := countWeather(t, h); n != 4 {
+		t.Fatalf("found %d measurements, want 4", n)
+	}
+	_, err = call(t, h, "test", bson.D{{Key: "dropIndexes", Value: "weather"}, {Key: "index", Value: tsIndexName}})
+	if mongoerr.As(err).Code != mongoerr.IndexNotFound {
+		t.Fatalf("dropping the internal index: %v", err)
+	}
+	reply := mustCall(t, h, "test", bson.D{{Key: "update", Value: "weather"}, {Key: "updates", Value: bson.A{
+		bson.D{{Key: "q", Value: bson.D{}}, {Key: "u", Value: bson.D{{Key: "$unset", Value: bson.D{{Key: "ts", Value: ""}}}}}}}}})
+	if we, _ := lookup(reply, "writeErrors"); we == nil {
+		t.Fatalf("an update removing the time: %v", reply)
+	}
+}
