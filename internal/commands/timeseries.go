@@ -131,19 +131,8 @@ func checkTSFieldNames(o tsOptions) error {
 func parseBucketing(ts bson.D, o *tsOptions) error {
 	span, hasSpan := lookup(ts, "bucketMaxSpanSeconds")
 	round, hasRound := lookup(ts, "bucketRoundingSeconds")
-	if !hasSpan && !hasRound {
-		if o.granularity == "" {
-			o.granularity = "seconds"
-		}
-		rank := granularityRank(o.granularity)
-		if rank < 0 {
-			return mongoerr.Newf(mongoerr.BadValue, "Enumeration value '%s' for field 'timeseries.granularity' is not a valid value.", o.granularity)
-		}
-		o.maxSpan = tsGranularities[rank].maxSpan
-		return nil
-	}
-	if o.granularity != "" {
-		return mongoerr.New(mongoerr.InvalidOptions, "Timeseries 'bucketMaxSpanSeconds' is not configurable to a value other than the default of 3600 for the provided granularity")
+	if !hasSpan && !hasRound || o.granularity != "" {
+		return granularityBucketing(span, hasSpan, hasRound, o)
 	}
 	if hasSpan != hasRound || !bsonutil.IsNumber(span) || !bsonutil.IsNumber(round) || bsonutil.ToFloat(span) != bsonutil.ToFloat(round) {
 		return mongoerr.New(mongoerr.InvalidOptions, "Timeseries 'bucketMaxSpanSeconds' and 'bucketRoundingSeconds' fields must be present together and must be equal")
@@ -153,6 +142,27 @@ func parseBucketing(ts bson.D, o *tsOptions) error {
 		return mongoerr.New(mongoerr.InvalidOptions, "Timeseries 'bucketMaxSpanSeconds' needs to be between 1 and 31536000")
 	}
 	o.maxSpan = int32(s)
+	return nil
+}
+
+// granularityBucketing sets the span of a granularity; mongod accepts a
+// bucketMaxSpanSeconds beside it only at that granularity's default, and
+// no bucketRoundingSeconds.
+func granularityBucketing(span any, hasSpan, hasRound bool, o *tsOptions) error {
+	if o.granularity == "" {
+		o.granularity = "seconds"
+	}
+	rank := granularityRank(o.granularity)
+	if rank < 0 {
+		return mongoerr.Newf(mongoerr.BadValue, "Enumeration value '%s' for field 'timeseries.granularity' is not a valid value.", o.granularity)
+	}
+	o.maxSpan = tsGranularities[rank].maxSpan
+	if hasRound {
+		return mongoerr.New(mongoerr.InvalidOptions, "Timeseries 'bucketRoundingSeconds' cannot be set together with 'granularity'")
+	}
+	if hasSpan && (!bsonutil.IsNumber(span) || bsonutil.ToFloat(span) != float64(o.maxSpan)) {
+		return mongoerr.Newf(mongoerr.InvalidOptions, "Timeseries 'bucketMaxSpanSeconds' is not configurable to a value other than the default of %d for the provided granularity", o.maxSpan)
+	}
 	return nil
 }
 

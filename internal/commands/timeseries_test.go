@@ -166,3 +166,32 @@ func TestTimeseriesRefusesWhatWouldBreakIt(t *testing.T) {
 		t.Fatalf("an update removing the time: %v", reply)
 	}
 }
+
+func TestTimeseriesBucketingOptions(t *testing.T) {
+	h, _ := newTestHandler(t)
+	create := func(name string, ts bson.D) error {
+		_, err := call(t, h, "test", bson.D{{Key: "create", Value: name}, {Key: "timeseries", Value: append(bson.D{{Key: "timeField", Value: "t"}}, ts...)}})
+		return err
+	}
+	if err := create("custom", bson.D{{Key: "bucketMaxSpanSeconds", Value: 600}, {Key: "bucketRoundingSeconds", Value: 600}}); err != nil {
+		t.Fatal(err)
+	}
+	info := tsDoc(t, firstBatch(t, mustCall(t, h, "test", bson.D{{Key: "listCollections", Value: 1}}))[0])
+	want := bson.D{{Key: "timeField", Value: "t"}, {Key: "bucketRoundingSeconds", Value: int32(600)}, {Key: "bucketMaxSpanSeconds", Value: int32(600)}}
+	if bsonutil.Compare(tsField(tsField(info, "options").(bson.D), "timeseries"), want) != 0 {
+		t.Fatalf("custom bucketing listed as %v", info)
+	}
+	for _, bad := range []bson.D{
+		{{Key: "bucketMaxSpanSeconds", Value: 600}},
+		{{Key: "bucketMaxSpanSeconds", Value: 600}, {Key: "bucketRoundingSeconds", Value: 60}},
+		{{Key: "granularity", Value: "hours"}, {Key: "bucketMaxSpanSeconds", Value: 3600}},
+		{{Key: "metaField", Value: "t"}},
+	} {
+		if err := create("bad", bad); mongoerr.As(err).Code != mongoerr.InvalidOptions {
+			t.Fatalf("create with %v: %v", bad, err)
+		}
+	}
+	if err := create("bad", bson.D{{Key: "granularity", Value: "days"}}); mongoerr.As(err).Code != mongoerr.BadValue {
+		t.Fatalf("granularity days: %v", err)
+	}
+}
