@@ -105,3 +105,12 @@ func TestPymongoTimeseries(t *testing.T) {
 		t.Fatalf("pymongo output:\n%s", out)
 	}
 }
+
+// TestMongoshTimeseries runs the README's weather store in mongosh.
+func TestMongoshTimeseries(t *testing.T) {
+	s := startServer(t, testClockConfig())
+	out, _ := mongosh(t, dbURI(s, "test"), "--file", scriptPath(t, "mongosh_timeseries.js"))
+	if !strings.Contains(out, "mongosh timeseries ok") {
+		t.Fatalf("mongosh output:\n%s", out)
+	}
+}
