@@ -443,7 +443,7 @@ func indexByKeyPattern(c *docstore.Collection, key bson.D) (*catalog.Index, erro
 	var found []*catalog.Index
 	meta := c.Meta()
 	for i := range meta.Indexes {
-		if bsonutil.Compare(meta.Indexes[i].KeyPattern(), key) == 0 {
+		if visibleIndex(&meta.Indexes[i]) && bsonutil.Compare(meta.Indexes[i].KeyPattern(), key) == 0 {
 			found = append(found, &meta.Indexes[i])
 		}
 	}

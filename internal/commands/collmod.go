@@ -128,14 +128,14 @@ func findIndexForMod(c *docstore.Collection, target any) (*catalog.Index, error)
 	meta := c.Meta()
 	switch t := target.(type) {
 	case string:
-		if ix := meta.Index(t); ix != nil {
+		if ix := meta.Index(t); ix != nil && visibleIndex(ix) {
 			return ix, nil
 		}
 		return nil, mongoerr.Newf(mongoerr.IndexNotFound, "cannot find index %s for ns %s", t, meta.Namespace())
 	case bson.D:
 		var found []*catalog.Index
 		for i := range meta.Indexes {
-			if bsonutil.Compare(meta.Indexes[i].KeyPattern(), t) == 0 {
+			if visibleIndex(&meta.Indexes[i]) && bsonutil.Compare(meta.Indexes[i].KeyPattern(), t) == 0 {
 				found = append(found, &meta.Indexes[i])
 			}
 		}

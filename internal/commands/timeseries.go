@@ -331,9 +331,15 @@ func modExpiry(c *docstore.Collection, opts bson.D, v any) (bson.D, error) {
 	return setSpecField(opts, "expireAfterSeconds", secs), err
 }
 
-// refuseTimeseriesTTL refuses TTL indexes a user asks for on a time-series
-// collection: its expiry is the collection's expireAfterSeconds.
+// refuseTimeseriesTTL refuses the internal index's name on any collection,
+// and TTL indexes a user asks for on a time-series collection: its expiry
+// is the collection's expireAfterSeconds.
 func refuseTimeseriesTTL(c *docstore.Collection, ixs []*catalog.Index) error {
+	for _, ix := range ixs {
+		if ix.Name == tsIndexName {
+			return mongoerr.Newf(mongoerr.CannotCreateIndex, "The index name '%s' is reserved for time-series collections", tsIndexName)
+		}
+	}
 	if timeseriesOf(c.Meta()) == nil {
 		return nil
 	}

@@ -152,6 +152,19 @@ func TestTimeseriesRefusesWhatWouldBreakIt(t *testing.T) {
 	if mongoerr.As(err).Code != mongoerr.InvalidOptions {
 		t.Fatalf("$out over a time-series collection: %v", err)
 	}
+	_, err = call(t, h, "test", bson.D{{Key: "dropIndexes", Value: "weather"}, {Key: "index", Value: bson.D{{Key: "ts", Value: 1}}}})
+	if mongoerr.As(err).Code != mongoerr.IndexNotFound {
+		t.Fatalf("dropping the internal index by key: %v", err)
+	}
+	_, err = call(t, h, "test", bson.D{{Key: "collMod", Value: "weather"}, {Key: "index", Value: bson.D{{Key: "keyPattern", Value: bson.D{{Key: "ts", Value: 1}}}, {Key: "expireAfterSeconds", Value: 1}}}})
+	if mongoerr.As(err).Code != mongoerr.IndexNotFound {
+		t.Fatalf("collMod of the internal index by key: %v", err)
+	}
+	_, err = call(t, h, "test", bson.D{{Key: "createIndexes", Value: "other"}, {Key: "indexes", Value: bson.A{
+		bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: tsIndexName}}}}})
+	if mongoerr.As(err).Code != mongoerr.CannotCreateIndex {
+		t.Fatalf("an index named as the internal one: %v", err)
+	}
 	mustCall(t, h, "test", bson.D{{Key: "dropIndexes", Value: "weather"}, {Key: "index", Value: "*"}})
 	if n := countWeather(t, h); n != 4 {
 		t.Fatalf("found %d measurements, want 4", n)
