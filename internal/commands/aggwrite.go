@@ -228,6 +228,9 @@ func withPipeline(body bson.D, stages bson.A) bson.D {
 // contents or the new, and a failure leaves the target as it was.
 func (h *Handler) writeOut(r *request, t *aggTarget, out aggregate.Iterator) error {
 	store := h.deps.Store
+	if err := refuseOutToTimeseries(store.Collection(t.db, t.coll)); err != nil {
+		return err
+	}
 	tmp := fmt.Sprintf("tmp.agg_out.%s", bson.NewObjectID().Hex())
 	c, err := store.CreateCollection(t.db, tmp, docstore.CreateOptions{})
 	if err != nil {

@@ -34,6 +34,9 @@ func cmdListCollections(h *Handler, r *request) (bson.D, error) {
 		if isView(c.Meta()) {
 			entry = viewInfo(c.Meta())
 		}
+		if timeseriesOf(c.Meta()) != nil {
+			entry = timeseriesInfo(c.Meta())
+		}
 		if !f.Match(entry) || !h.collectionListable(r, name) {
 			continue
 		}
@@ -93,7 +96,7 @@ var createOptionsKnown = []string{"capped", "size", "max", "autoIndexId", "idInd
 // createOptionsUnsupported are MongoDB's create options for features Mayfly
 // does not have; they fail instead of being ignored.
 var createOptionsUnsupported = []string{
-	"pipeline", "timeseries", "encryptedFields", "storageEngine", "indexOptionDefaults",
+	"pipeline", "encryptedFields", "storageEngine", "indexOptionDefaults",
 }
 
 func cmdCreate(h *Handler, r *request) (bson.D, error) {
@@ -121,7 +124,7 @@ func cmdCreate(h *Handler, r *request) (bson.D, error) {
 			return nil, mongoerr.Newf(mongoerr.InvalidOptions, "the create option '%s' is not supported by Mayfly", e.Key)
 		}
 	}
-	if err := checkFields(r, append(createOptionsKnown, createOptionsUnsupported...)...); err != nil {
+	if err := checkFields(r, append(createOptionsKnown, append(createOptionsUnsupported, "timeseries", "expireAfterSeconds")...)...); err != nil {
 		return nil, err
 	}
 	opt, err := createOptions(r)
@@ -130,6 +133,12 @@ func cmdCreate(h *Handler, r *request) (bson.D, error) {
 	}
 	if err := clusteredCreate(r, &opt, h.deps.Clock.Now()); err != nil {
 		return nil, err
+	}
+	if tsIndex, err := timeseriesCreate(r, &opt); err != nil || tsIndex != nil {
+		if err != nil {
+			return nil, err
+		}
+		return bson.D{}, h.createTimeseries(r.db, name, opt, tsIndex)
 	}
 	_, err = h.deps.Store.CreateCollection(r.db, name, opt)
 	return bson.D{}, err
@@ -285,6 +294,9 @@ func cmdCreateIndexes(h *Handler, r *request) (bson.D, error) {
 	if ixs, err = withoutClusteredIndex(c.Meta(), ixs); err != nil {
 		return nil, err
 	}
+	if err := refuseTimeseriesTTL(c, ixs); err != nil {
+		return nil, err
+	}
 	res, err := c.CreateIndexes(ixs)
 	if err != nil {
 		return nil, err
@@ -350,7 +362,7 @@ func cmdListIndexes(h *Handler, r *request) (bson.D, error) {
 			docs = append(docs, clusteredIndexSpec(c.Meta()))
 		case ix.Ready && ix.IsID():
 			docs = append(docs, idIndexSpec(ix.Spec, c.Meta().Options))
-		case ix.Ready:
+		case ix.Ready && visibleIndex(&ix):
 			docs = append(docs, ix.Spec)
 		}
 	}
@@ -429,14 +441,16 @@ func indexNamesByName(c *docstore.Collection, name string) ([]string, error) {
 	if name == "*" {
 		var out []string
 		for _, ix := range c.Indexes()[1:] {
-			out = append(out, ix.Name)
+			if visibleIndex(&ix) {
+				out = append(out, ix.Name)
+			}
 		}
 		return out, nil
 	}
 	if name == catalog.IDIndexName {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "cannot drop _id index")
 	}
-	if c.Meta().Index(name) == nil {
+	if ix := c.Meta().Index(name); ix == nil || !visibleIndex(ix) {
 		return nil, mongoerr.Newf(mongoerr.IndexNotFound, "index not found with name [%s]", name)
 	}
 	return []string{name}, nil
@@ -446,7 +460,7 @@ func indexByKeyPattern(c *docstore.Collection, key bson.D) (*catalog.Index, erro
 	var found []*catalog.Index
 	meta := c.Meta()
 	for i := range meta.Indexes {
-		if bsonutil.Compare(meta.Indexes[i].KeyPattern(), key) == 0 {
+		if visibleIndex(&meta.Indexes[i]) && bsonutil.Compare(meta.Indexes[i].KeyPattern(), key) == 0 {
 			found = append(found, &meta.Indexes[i])
 		}
 	}

@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"time"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
@@ -15,7 +17,7 @@ func cmdCollMod(h *Handler, r *request) (bson.D, error) {
 		return nil, err
 	}
 	for _, e := range r.body[1:] {
-		if !genericFields[e.Key] && e.Key != "index" && e.Key != preImagesOption && e.Key != catalog.ExpireAfterOption && !isValidationOption(e.Key) {
+		if !genericFields[e.Key] && !contains(collModKnown, e.Key) && !isValidationOption(e.Key) {
 			return nil, mongoerr.Newf(mongoerr.InvalidOptions, "the collMod option '%s' is not supported by Mayfly", e.Key)
 		}
 	}
@@ -23,7 +25,7 @@ func cmdCollMod(h *Handler, r *request) (bson.D, error) {
 	if c == nil {
 		return nil, nsNotFound(r.db, name)
 	}
-	expiry, setExpiry, err := clusteredExpiryMod(c, r, h.deps.Clock.Now())
+	expiry, setExpiry, err := collModExpiry(c, r, h.deps.Clock.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -43,6 +45,20 @@ func cmdCollMod(h *Handler, r *request) (bson.D, error) {
 		return bson.D{}, err
 	}
 	return collModIndex(c, spec)
+}
+
+// collModKnown are collMod's options besides validation's.
+var collModKnown = []string{"index", preImagesOption, catalog.ExpireAfterOption, "timeseries"}
+
+// collModExpiry applies a time-series collection's expireAfterSeconds and
+// granularity at once; on another collection it checks a clustered
+// collection's expireAfterSeconds, which the caller sets once the rest
+// of the command is known good (set).
+func collModExpiry(c *docstore.Collection, r *request, now time.Time) (secs int64, set bool, err error) {
+	if _, eas := lookup(r.body, catalog.ExpireAfterOption); timeseriesOf(c.Meta()) != nil || !eas {
+		return 0, false, collModTimeseries(c, r)
+	}
+	return clusteredExpiryMod(c, r, now)
 }
 
 type indexMod struct {
@@ -167,14 +183,14 @@ func findIndexForMod(c *docstore.Collection, target any) (*catalog.Index, error)
 	meta := c.Meta()
 	switch t := target.(type) {
 	case string:
-		if ix := meta.Index(t); ix != nil {
+		if ix := meta.Index(t); ix != nil && visibleIndex(ix) {
 			return ix, nil
 		}
 		return nil, mongoerr.Newf(mongoerr.IndexNotFound, "cannot find index %s for ns %s", t, meta.Namespace())
 	case bson.D:
 		var found []*catalog.Index
 		for i := range meta.Indexes {
-			if bsonutil.Compare(meta.Indexes[i].KeyPattern(), t) == 0 {
+			if visibleIndex(&meta.Indexes[i]) && bsonutil.Compare(meta.Indexes[i].KeyPattern(), t) == 0 {
 				found = append(found, &meta.Indexes[i])
 			}
 		}

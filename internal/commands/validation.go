@@ -149,6 +149,9 @@ func (h *Handler) documentValidator(db, coll string, bypass bool) func(doc, old 
 				return err
 			}
 		}
+		if err := checkMeasurement(c.Meta(), doc); err != nil {
+			return err
+		}
 		if bypass {
 			return nil
 		}
