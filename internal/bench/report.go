@@ -47,6 +47,19 @@ func sessionsCell(kind string) func(*ModeReport) string {
 	}
 }
 
+// streamsCell is the session rate with change streams open over the rate
+// without, and what the streams received.
+func streamsCell(m *ModeReport) string {
+	w, n := m.Sessions[nameMayflyStreams], m.Sessions[nameMayfly]
+	if w == nil || n == nil || n.OpsPerSec == 0 || w.Streams == nil {
+		return missing
+	}
+	st := w.Streams
+	return fmt.Sprintf("%s (%s ops/s; %d streams × %s events, lag p50 %s / p99 %s ms)",
+		fmtRatio(w.OpsPerSec/n.OpsPerSec), fmtN(w.OpsPerSec), st.Streams, fmtN(float64(st.MinEvents)),
+		fmtMs(st.Lag.P50Ms), fmtMs(st.Lag.P99Ms))
+}
+
 func nullOverRedis(m *ModeReport) string {
 	n, r := m.Sessions[nameNull], m.Sessions[nameRedis]
 	if n == nil || r == nil || r.OpsPerSec == 0 {
@@ -187,6 +200,7 @@ func rows(rep *Report, sz Sizes) []row {
 		t(tMayflyNull, PhaseSessions),
 		t(tMayflyRedis, PhaseSessions),
 		{"sessions ops/s, null server / Redis", PhaseSessions, nullOverRedis},
+		{"sessions with change streams / without (goal ≥ 0.9)", PhaseSessions, streamsCell},
 		{"server CPU µs per op: Mayfly / null / Redis", PhaseSessions, cpuCell},
 		t(tCPU, PhaseSessions),
 		{"raw fsync/s, 512 B write + fsync", PhaseDurable, fsyncCell},
