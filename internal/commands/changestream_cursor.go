@@ -59,7 +59,7 @@ func (c *streamCursor) read(r *request, n int64) (bson.A, error) {
 	}
 	size, scanned, stopped := 0, 0, false
 	err = changestream.Scan(feed.Reader, c.pos, func(rec changestream.Record) (bool, error) {
-		docs, err := c.events(r, rec)
+		docs, err := c.encodedEvents(r, rec)
 		if err != nil {
 			return false, err
 		}
@@ -67,11 +67,7 @@ func (c *streamCursor) read(r *request, n int64) (bson.A, error) {
 		if len(docs) > 0 {
 			c.pbrt = changestream.Token{Pos: rec.Pos, Kind: c.lastKind()}
 		}
-		for _, d := range docs {
-			raw, err := encodeResult(d)
-			if err != nil {
-				return false, err
-			}
+		for _, raw := range docs {
 			batch = append(batch, bson.Raw(raw))
 			size += len(raw)
 		}
@@ -429,12 +425,31 @@ func (c *streamCursor) await(r *request, n int64) (bson.A, error) {
 		select {
 		case <-changed:
 			t.Stop()
+			c.gather(r, min(streamGather, end.Sub(clk.Now())))
 		case <-t.C():
 			return c.read(r, n)
 		case <-r.ctx.Done():
 			t.Stop()
 			return docs, nil
 		}
+	}
+}
+
+// streamGather is how long a waiting getMore, once woken by a commit,
+// lets further commits gather before it reads: with many streams open,
+// one getMore per commit per stream costs more than the writes.
+const streamGather = 5 * time.Millisecond
+
+// gather waits d on the clock, or until the request ends.
+func (c *streamCursor) gather(r *request, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := c.h.deps.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+	case <-r.ctx.Done():
 	}
 }
 
