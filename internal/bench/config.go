@@ -31,6 +31,9 @@ type Sizes struct {
 	// sessions phase's mayfly-streams run, measured beside Mayfly without
 	// any; 0 leaves that run out.
 	Streams int `json:"streams"`
+	// StormStreams repeats the storm (expiry phase) on fresh servers with
+	// a change stream of its expiries open, without and with pre-images.
+	StormStreams bool `json:"storm_streams"`
 }
 
 // FullSizes are the issue's sizes.

@@ -239,6 +239,36 @@ func (m *modeRun) expiryOn(ctx context.Context, kind string) (storm, burst *Expi
 	return storm, burst, err
 }
 
+// streamStorms runs the storm on a fresh Mayfly each time with a change
+// stream of its expiries open: without pre-images, then with them.
+func (m *modeRun) streamStorms(ctx context.Context) ([]*ExpiryResult, error) {
+	sz := m.cfg.Sizes
+	var out []*ExpiryResult
+	for _, mode := range []string{stormStreamOff, stormStreamPre} {
+		err := m.withServer(ctx, nameMayfly, func(s *server) error {
+			if _, err := m.load(ctx, s, targetMongo, sz.Sessions); err != nil {
+				return err
+			}
+			spec := StormSpec{Docs: sz.StormDocs, Window: sz.StormWindow, Warmup: sz.Warmup,
+				Baseline: sz.StormBaseline, PollEvery: sz.StormPoll, MaxDrain: sz.StormMaxDrain,
+				Shuffled: sz.StormShuffled, Stream: mode}
+			res, err := m.storm(ctx, s, spec)
+			if err != nil {
+				return err
+			}
+			out = append(out, res)
+			ev := res.Events
+			m.logf("storm with a stream (pre-images %v): deletion lateness p99 ≤ %.0f ms; %d events, %d with pre-images, wallTime − expiredAt p50 %.0f ms, p99 %.0f ms",
+				ev.PreImages, res.Lateness.Upper.P99Ms, ev.Events, ev.WithPreImage, ev.Lateness.P50Ms, ev.Lateness.P99Ms)
+			return nil
+		})
+		if err != nil {
+			return out, fmt.Errorf("storm with a stream (%s): %w", mode, err)
+		}
+	}
+	return out, nil
+}
+
 func (m *modeRun) storm(ctx context.Context, s *server, spec StormSpec) (*ExpiryResult, error) {
 	res, err := m.job(ctx, Job{Kind: jobExpiry, Addr: s.addr, ServerPID: s.pid(),
 		Clients: m.cfg.Sizes.Clients, Count: m.cfg.Sizes.Sessions, Storm: &spec})

@@ -126,6 +126,29 @@ func latenessCell(m *ModeReport) string {
 		fmtMs(l.Upper.P50Ms), fmtMs(l.Upper.P99Ms), fmtMs(l.Upper.MaxMs), fmtMs(l.Lower.P99Ms), fmtMs(l.GapP50Ms))
 }
 
+// streamStormCell is the storm with a change stream of its expiries open,
+// without and with pre-images: the events' wallTime − expiredAt, and the
+// storm's own deletion lateness.
+func streamStormCell(m *ModeReport) string {
+	var parts []string
+	for _, e := range m.StreamStorms {
+		ev := e.Events
+		if ev == nil {
+			continue
+		}
+		label := "pre-images off"
+		if ev.PreImages {
+			label = "on"
+		}
+		parts = append(parts, fmt.Sprintf("%s: events %s / %s ms, deletion p99 %s ms",
+			label, fmtMs(ev.Lateness.P50Ms), fmtMs(ev.Lateness.P99Ms), fmtMs(e.Lateness.Upper.P99Ms)))
+	}
+	if len(parts) == 0 {
+		return missing
+	}
+	return strings.Join(parts, "; ")
+}
+
 func stormSessionsCell(pick func(*ModeReport) *ExpiryResult) func(*ModeReport) string {
 	return func(m *ModeReport) string {
 		e := pick(m)
@@ -212,6 +235,7 @@ func rows(rep *Report, sz Sizes) []row {
 		{"lateness to deletion p50 / p99 / max (upper bounds)", PhaseExpiry, latenessCell},
 		t(tLateness, PhaseExpiry),
 		{"sessions ops/s without / during storm", PhaseExpiry, stormSessionsCell(spreadStorm)},
+		{"storm with a change stream: expiry events wallTime − expiredAt p50 / p99", PhaseExpiry, streamStormCell},
 		{"expiry burst", PhaseExpiry, burstCell},
 		t(tExpRate, PhaseExpiry),
 		{"sessions ops/s without / during burst", PhaseExpiry, stormSessionsCell(burstStorm)},

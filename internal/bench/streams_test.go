@@ -54,3 +54,26 @@ func mustMarshal(t *testing.T, d bson.D) bson.Raw {
 	}
 	return b
 }
+
+func TestExpiryStreamBatchMeasuresLateness(t *testing.T) {
+	at := time.UnixMilli(1_700_000_000_000)
+	expiry := func(late time.Duration, pre bool) bson.D {
+		d := bson.D{{Key: "operationType", Value: "delete"},
+			{Key: "wallTime", Value: bson.NewDateTimeFromTime(at.Add(late))},
+			{Key: "expired", Value: bson.D{{Key: "index", Value: stormIndex}, {Key: "expiredAt", Value: bson.NewDateTimeFromTime(at)}}}}
+		if pre {
+			d = append(d, bson.E{Key: "fullDocumentBeforeChange", Value: bson.D{{Key: "_id", Value: 1}}})
+		}
+		return d
+	}
+	s := &expiryStream{}
+	if err := s.batch(reply(t, expiry(30*time.Millisecond, true), expiry(90*time.Millisecond, false))); err != nil {
+		t.Fatal(err)
+	}
+	if s.res.Events != 2 || s.res.WithPreImage != 1 || s.late.Max() < 90*time.Millisecond || s.late.Quantile(0.5) > 40*time.Millisecond {
+		t.Fatalf("events %d, with pre-image %d, lateness max %v p50 %v", s.res.Events, s.res.WithPreImage, s.late.Max(), s.late.Quantile(0.5))
+	}
+	if err := s.batch(reply(t, eventDoc(t, at, "x"))); err == nil {
+		t.Fatal("an event without expired.expiredAt was counted")
+	}
+}
