@@ -19,8 +19,11 @@ const (
 // ExpiryEvents is what a change stream open on the storm collection
 // received: one delete event per expired document.
 type ExpiryEvents struct {
-	PreImages bool  `json:"pre_images"`
-	Events    int64 `json:"events"`
+	PreImages bool `json:"pre_images"`
+	// Events is how many expiries the stream received by the storm's
+	// drain deadline, of Expected.
+	Events   int64 `json:"events"`
+	Expected int64 `json:"expected"`
 	// WithPreImage counts the events carrying fullDocumentBeforeChange.
 	WithPreImage int64 `json:"with_pre_image"`
 	// Lateness is the event's wallTime minus its expired.expiredAt: how
@@ -76,6 +79,7 @@ func (s *expiryStream) run(ctx context.Context, n int64, deadline time.Time) (*E
 	cmd := bson.D{{Key: "getMore", Value: s.cursor}, {Key: "collection", Value: s.coll},
 		{Key: "maxTimeMS", Value: streamAwait}}
 	ctx = mongo.NewSessionContext(ctx, s.sess)
+	s.res.Expected = n
 	for s.res.Events < n && time.Now().Before(deadline) {
 		raw, err := s.db.RunCommand(ctx, cmd).Raw()
 		if err != nil {
@@ -117,7 +121,8 @@ func (s *expiryStream) batch(reply bson.Raw) error {
 
 // startExpiryStream opens the storm's stream when sp asks for one and
 // reads it in the background until every document's expiry arrived or
-// the deadline passed; wait returns what it received.
+// the deadline passed; wait returns what it received. A stream that
+// falls behind is a figure of the run (Events < Expected), not a failure.
 func startExpiryStream(ctx context.Context, c *mongo.Client, sp StormSpec, n int64, deadline time.Time) (wait func() (*ExpiryEvents, error), err error) {
 	if sp.Stream == "" {
 		return func() (*ExpiryEvents, error) { return nil, nil }, nil
@@ -137,9 +142,6 @@ func startExpiryStream(ctx context.Context, c *mongo.Client, sp StormSpec, n int
 	}()
 	return func() (*ExpiryEvents, error) {
 		r := <-done
-		if r.err == nil && r.ev.Events < n {
-			r.err = fmt.Errorf("the storm's change stream received %d of %d expiries", r.ev.Events, n)
-		}
 		return r.ev, r.err
 	}, nil
 }

@@ -258,8 +258,8 @@ func (m *modeRun) streamStorms(ctx context.Context) ([]*ExpiryResult, error) {
 			}
 			out = append(out, res)
 			ev := res.Events
-			m.logf("storm with a stream (pre-images %v): deletion lateness p99 ≤ %.0f ms; %d events, %d with pre-images, wallTime − expiredAt p50 %.0f ms, p99 %.0f ms",
-				ev.PreImages, res.Lateness.Upper.P99Ms, ev.Events, ev.WithPreImage, ev.Lateness.P50Ms, ev.Lateness.P99Ms)
+			m.logf("storm with a stream (pre-images %v): deletion lateness p99 ≤ %.0f ms, all deleted %v; %d of %d events, %d with pre-images, wallTime − expiredAt p50 %.0f ms, p99 %.0f ms",
+				ev.PreImages, res.Lateness.Upper.P99Ms, res.AllDeleted, ev.Events, ev.Expected, ev.WithPreImage, ev.Lateness.P50Ms, ev.Lateness.P99Ms)
 			return nil
 		})
 		if err != nil {

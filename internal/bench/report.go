@@ -140,8 +140,12 @@ func streamStormCell(m *ModeReport) string {
 		if ev.PreImages {
 			label = "on"
 		}
-		parts = append(parts, fmt.Sprintf("%s: events %s / %s ms, deletion p99 %s ms",
-			label, fmtMs(ev.Lateness.P50Ms), fmtMs(ev.Lateness.P99Ms), fmtMs(e.Lateness.Upper.P99Ms)))
+		part := fmt.Sprintf("%s: events %s / %s ms, deletion p99 %s ms",
+			label, fmtMs(ev.Lateness.P50Ms), fmtMs(ev.Lateness.P99Ms), fmtMs(e.Lateness.Upper.P99Ms))
+		if ev.Events < ev.Expected {
+			part += fmt.Sprintf(" (only %s of %s events by the drain's end)", fmtN(float64(ev.Events)), fmtN(float64(ev.Expected)))
+		}
+		parts = append(parts, part)
 	}
 	if len(parts) == 0 {
 		return missing

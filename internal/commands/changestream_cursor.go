@@ -425,31 +425,12 @@ func (c *streamCursor) await(r *request, n int64) (bson.A, error) {
 		select {
 		case <-changed:
 			t.Stop()
-			c.gather(r, min(streamGather, end.Sub(clk.Now())))
 		case <-t.C():
 			return c.read(r, n)
 		case <-r.ctx.Done():
 			t.Stop()
 			return docs, nil
 		}
-	}
-}
-
-// streamGather is how long a waiting getMore, once woken by a commit,
-// lets further commits gather before it reads: with many streams open,
-// one getMore per commit per stream costs more than the writes.
-const streamGather = 5 * time.Millisecond
-
-// gather waits d on the clock, or until the request ends.
-func (c *streamCursor) gather(r *request, d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	t := c.h.deps.Clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C():
-	case <-r.ctx.Done():
 	}
 }
 
