@@ -73,6 +73,8 @@ type flagValues struct {
 	stormShuffled        bool
 	burstMeasure         time.Duration
 	stormWindow, stormBl time.Duration
+	streams              int
+	stormStreams         bool
 }
 
 func parse(args []string) (*flagValues, error) {
@@ -103,6 +105,8 @@ func parse(args []string) (*flagValues, error) {
 	fs.DurationVar(&v.burstMeasure, "burst-measure", 0, "override: sessions measured from the burst's instant")
 	fs.IntVar(&v.memory, "memory-sessions", 0, "override: live sessions for the memory figure")
 	fs.IntVar(&v.failovers, "failovers", 0, "override: kill -9 of the replica set's primary")
+	fs.BoolVar(&v.stormStreams, "storm-streams", false, "expiry phase: repeat the storm with a change stream of its expiries open, without and with pre-images")
+	fs.IntVar(&v.streams, "streams", 10, "change streams open in the sessions phase's mayfly-streams run (0: leave it out)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -132,6 +136,8 @@ func (v *flagValues) config() (*bench.Config, error) {
 	override(&sz.BurstMeasure, v.burstMeasure)
 	override(&sz.MemorySessions, v.memory)
 	override(&sz.Failovers, v.failovers)
+	sz.Streams = v.streams
+	sz.StormStreams = v.stormStreams
 	if len(v.durableClients) > 0 {
 		sz.DurableClients = v.durableClients
 	}

@@ -27,6 +27,13 @@ type Sizes struct {
 	MemorySessions  int           `json:"memory_sessions"`  // live sessions for the memory figure
 	MemorySettle    time.Duration `json:"memory_settle"`    // wait after loading before reading RSS
 	Failovers       int           `json:"failovers"`        // kill -9 of a replica set's primary
+	// Streams change streams are open on the sessions collection in the
+	// sessions phase's mayfly-streams run, measured beside Mayfly without
+	// any; 0 leaves that run out.
+	Streams int `json:"streams"`
+	// StormStreams repeats the storm (expiry phase) on fresh servers with
+	// a change stream of its expiries open, without and with pre-images.
+	StormStreams bool `json:"storm_streams"`
 }
 
 // FullSizes are the issue's sizes.
@@ -38,7 +45,7 @@ func FullSizes() Sizes {
 		StormPoll: 10 * time.Millisecond, StormMaxDrain: 30 * time.Second,
 		BurstDocs: 1_000_000, BurstMeasure: 5 * time.Second,
 		MemorySessions: 1_000_000, MemorySettle: 5 * time.Second,
-		Failovers: 10,
+		Failovers: 10, Streams: 10,
 	}
 }
 
@@ -54,7 +61,7 @@ func ShortSizes() Sizes {
 		StormPoll: 10 * time.Millisecond, StormMaxDrain: 5 * time.Second,
 		BurstDocs: 200_000, BurstMeasure: time.Second,
 		MemorySessions: 200_000, MemorySettle: 2 * time.Second,
-		Failovers: 3,
+		Failovers: 3, Streams: 10,
 	}
 }
 

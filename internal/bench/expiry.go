@@ -34,6 +34,9 @@ type StormSpec struct {
 	Burst bool `json:"burst,omitempty"`
 	// Shuffled gives the documents _ids in random order to their expiry.
 	Shuffled bool `json:"shuffled,omitempty"`
+	// Stream opens a change stream of the expiries during the storm:
+	// stormStreamOff, or stormStreamPre with pre-images; "" for none.
+	Stream string `json:"stream,omitempty"`
 }
 
 // coll is the storm's collection.
@@ -73,6 +76,8 @@ type ExpiryResult struct {
 	Burst        bool    `json:"burst,omitempty"`
 	SteadyPerSec float64 `json:"steady_per_sec,omitempty"`
 	Shuffled     bool    `json:"shuffled,omitempty"`
+	// Events is what a change stream open during the storm received.
+	Events *ExpiryEvents `json:"events,omitempty"`
 }
 
 // stormDoc is a document of the storm collection.
@@ -155,12 +160,16 @@ func runExpiryJob(ctx context.Context, j Job) (*ExpiryResult, error) {
 	defer st.close(context.WithoutCancel(ctx))
 
 	first := s.startAtOrAfter(time.Now().Add(sp.Warmup + sp.Baseline))
-	if err := armStorm(ctx, db, sp.coll(), s); err != nil {
-		return nil, err
-	}
 	base := span{first.Add(-sp.Baseline), first}
 	storm := span{first, first.Add(sp.Window)}
 	deadline := storm.to.Add(sp.MaxDrain)
+	events, err := startExpiryStream(ctx, probe, sp, int64(s.n), deadline)
+	if err != nil {
+		return nil, err
+	}
+	if err := armStorm(ctx, db, sp.coll(), s); err != nil {
+		return nil, err
+	}
 
 	var (
 		wg         sync.WaitGroup
@@ -185,8 +194,12 @@ func runExpiryJob(ctx context.Context, j Job) (*ExpiryResult, error) {
 	if verr != nil {
 		return nil, verr
 	}
+	ev, err := events()
+	if err != nil {
+		return nil, err
+	}
 	lat := deletionLateness(samples, s)
-	return &ExpiryResult{
+	return &ExpiryResult{Events: ev,
 		Docs: s.n, WindowSeconds: sp.Window.Seconds(), OfferedPerSec: float64(s.n) / sp.Window.Seconds(), FirstExpiry: first,
 		Load: load, Visibility: vis, Lateness: lat, AllDeleted: lat.Deleted == int64(s.n),
 		Baseline: rec.result(0), Storm: rec.result(1), Mix: mix,

@@ -41,6 +41,7 @@ type Job struct {
 	Majority  bool          `json:"majority,omitempty"` // durable: w: "majority"
 	Dir       string        `json:"dir,omitempty"`      // fsync: where to write
 	Storm     *StormSpec    `json:"storm,omitempty"`
+	Streams   int           `json:"streams,omitempty"` // sessions: change streams open on the collection
 }
 
 // JobResult holds the result of whichever kind of job ran.

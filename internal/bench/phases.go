@@ -17,6 +17,9 @@ const (
 	nameNull     = "null"
 	// nameMayflyAuth is Mayfly with --auth, its clients logged in.
 	nameMayflyAuth = "mayfly-auth"
+	// nameMayflyStreams is Mayfly with change streams open on the sessions
+	// collection while the workload runs.
+	nameMayflyStreams = "mayfly-streams"
 )
 
 // modeRun runs the phases of one mode. Servers go on serverCPU and client
@@ -53,7 +56,7 @@ func (m *modeRun) start(ctx context.Context, kind string) (*server, error) {
 	}
 	var argv []string
 	switch kind {
-	case nameMayfly:
+	case nameMayfly, nameMayflyStreams:
 		argv = mayflyArgv(m.mayflyBin, addr, filepath.Join(dir, "data"))
 	case nameRedis:
 		if argv, err = redisArgv(m.cfg.RedisBin, addr, dir); err != nil {
@@ -115,6 +118,9 @@ func (m *modeRun) sessionsPhase(ctx context.Context) (map[string]*SessionsResult
 	out := map[string]*SessionsResult{}
 	sz := m.cfg.Sizes
 	kinds := []string{nameMayfly, nameMayflyAuth, nameRedis, nameNull}
+	if sz.Streams > 0 {
+		kinds = append(kinds, nameMayflyStreams)
+	}
 	if m.cfg.BaselineBin != "" {
 		kinds = append(kinds, nameBaseline)
 	}
@@ -125,14 +131,22 @@ func (m *modeRun) sessionsPhase(ctx context.Context) (map[string]*SessionsResult
 					return err
 				}
 			}
-			res, err := m.job(ctx, Job{Kind: jobSessions, Target: targetOf(kind), Addr: s.dialAddr(),
-				ServerPID: s.pid(), Clients: sz.Clients, Count: sz.Sessions, Warmup: sz.Warmup, Duration: sz.Duration})
+			j := Job{Kind: jobSessions, Target: targetOf(kind), Addr: s.dialAddr(),
+				ServerPID: s.pid(), Clients: sz.Clients, Count: sz.Sessions, Warmup: sz.Warmup, Duration: sz.Duration}
+			if kind == nameMayflyStreams {
+				j.Streams = sz.Streams
+			}
+			res, err := m.job(ctx, j)
 			if err != nil {
 				return err
 			}
 			out[kind] = res.Sessions
 			m.logf("sessions on %s: %.0f ops/s, p50 %.2f ms, p99 %.2f ms", kind,
 				res.Sessions.OpsPerSec, res.Sessions.Latency.P50Ms, res.Sessions.Latency.P99Ms)
+			if st := res.Sessions.Streams; st != nil {
+				m.logf("%d streams: %d-%d events each of %d writes, lag p50 %.1f ms, p99 %.1f ms, %d getMores",
+					st.Streams, st.MinEvents, st.MaxEvents, st.Writes, st.Lag.P50Ms, st.Lag.P99Ms, st.GetMore)
+			}
 			return nil
 		})
 		if err != nil {
@@ -223,6 +237,36 @@ func (m *modeRun) expiryOn(ctx context.Context, kind string) (storm, burst *Expi
 		return nil
 	})
 	return storm, burst, err
+}
+
+// streamStorms runs the storm on a fresh Mayfly each time with a change
+// stream of its expiries open: without pre-images, then with them.
+func (m *modeRun) streamStorms(ctx context.Context) ([]*ExpiryResult, error) {
+	sz := m.cfg.Sizes
+	var out []*ExpiryResult
+	for _, mode := range []string{stormStreamOff, stormStreamPre} {
+		err := m.withServer(ctx, nameMayfly, func(s *server) error {
+			if _, err := m.load(ctx, s, targetMongo, sz.Sessions); err != nil {
+				return err
+			}
+			spec := StormSpec{Docs: sz.StormDocs, Window: sz.StormWindow, Warmup: sz.Warmup,
+				Baseline: sz.StormBaseline, PollEvery: sz.StormPoll, MaxDrain: sz.StormMaxDrain,
+				Shuffled: sz.StormShuffled, Stream: mode}
+			res, err := m.storm(ctx, s, spec)
+			if err != nil {
+				return err
+			}
+			out = append(out, res)
+			ev := res.Events
+			m.logf("storm with a stream (pre-images %v): deletion lateness p99 ≤ %.0f ms, all deleted %v; %d of %d events, %d with pre-images, wallTime − expiredAt p50 %.0f ms, p99 %.0f ms",
+				ev.PreImages, res.Lateness.Upper.P99Ms, res.AllDeleted, ev.Events, ev.Expected, ev.WithPreImage, ev.Lateness.P50Ms, ev.Lateness.P99Ms)
+			return nil
+		})
+		if err != nil {
+			return out, fmt.Errorf("storm with a stream (%s): %w", mode, err)
+		}
+	}
+	return out, nil
 }
 
 func (m *modeRun) storm(ctx context.Context, s *server, spec StormSpec) (*ExpiryResult, error) {

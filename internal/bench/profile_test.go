@@ -13,7 +13,8 @@ import (
 )
 
 // TestProfileServer runs a Mayfly server inside the test process under the
-// session workload (MAYFLY_BENCH_PROFILE=sessions), j: true inserts from
+// session workload (MAYFLY_BENCH_PROFILE=sessions; sessions-streams with
+// ten change streams open on the collection), j: true inserts from
 // 64 clients (durable) or expiry with the session workload (storm;
 // storm-shuffled, its _ids in random order to expiry; burst), at the
 // -short sizes, so that go test's -cpuprofile, -mutexprofile and
@@ -52,6 +53,8 @@ func TestProfileServer(t *testing.T) {
 	switch what {
 	case "sessions":
 		job.Kind, job.Target = jobSessions, targetMongo
+	case "sessions-streams":
+		job.Kind, job.Target, job.Streams = jobSessions, targetMongo, sz.Streams
 	case "durable":
 		job.Kind, job.Journal = jobDurable, true
 	case "storm", "storm-shuffled", "burst":
@@ -63,7 +66,7 @@ func TestProfileServer(t *testing.T) {
 			job.Storm.Docs, job.Storm.Window, job.Storm.Burst = sz.BurstDocs, sz.BurstMeasure, true
 		}
 	default:
-		t.Fatalf("MAYFLY_BENCH_PROFILE=%q: want sessions, durable, storm, storm-shuffled or burst", what)
+		t.Fatalf("MAYFLY_BENCH_PROFILE=%q: want sessions, sessions-streams, durable, storm, storm-shuffled or burst", what)
 	}
 	res, err := RunJob(ctx, job)
 	if err != nil {

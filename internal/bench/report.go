@@ -47,6 +47,19 @@ func sessionsCell(kind string) func(*ModeReport) string {
 	}
 }
 
+// streamsCell is the session rate with change streams open over the rate
+// without, and what the streams received.
+func streamsCell(m *ModeReport) string {
+	w, n := m.Sessions[nameMayflyStreams], m.Sessions[nameMayfly]
+	if w == nil || n == nil || n.OpsPerSec == 0 || w.Streams == nil {
+		return missing
+	}
+	st := w.Streams
+	return fmt.Sprintf("%s (%s ops/s; %d streams × %s events, lag p50 %s / p99 %s ms)",
+		fmtRatio(w.OpsPerSec/n.OpsPerSec), fmtN(w.OpsPerSec), st.Streams, fmtN(float64(st.MinEvents)),
+		fmtMs(st.Lag.P50Ms), fmtMs(st.Lag.P99Ms))
+}
+
 func nullOverRedis(m *ModeReport) string {
 	n, r := m.Sessions[nameNull], m.Sessions[nameRedis]
 	if n == nil || r == nil || r.OpsPerSec == 0 {
@@ -111,6 +124,33 @@ func latenessCell(m *ModeReport) string {
 	l := e.Lateness
 	return fmt.Sprintf("%s / %s / %s ms (lower bound p99 %s; sampling gap p50 %s ms)",
 		fmtMs(l.Upper.P50Ms), fmtMs(l.Upper.P99Ms), fmtMs(l.Upper.MaxMs), fmtMs(l.Lower.P99Ms), fmtMs(l.GapP50Ms))
+}
+
+// streamStormCell is the storm with a change stream of its expiries open,
+// without and with pre-images: the events' wallTime − expiredAt, and the
+// storm's own deletion lateness.
+func streamStormCell(m *ModeReport) string {
+	var parts []string
+	for _, e := range m.StreamStorms {
+		ev := e.Events
+		if ev == nil {
+			continue
+		}
+		label := "pre-images off"
+		if ev.PreImages {
+			label = "on"
+		}
+		part := fmt.Sprintf("%s: events %s / %s ms, deletion p99 %s ms",
+			label, fmtMs(ev.Lateness.P50Ms), fmtMs(ev.Lateness.P99Ms), fmtMs(e.Lateness.Upper.P99Ms))
+		if ev.Events < ev.Expected {
+			part += fmt.Sprintf(" (only %s of %s events by the drain's end)", fmtN(float64(ev.Events)), fmtN(float64(ev.Expected)))
+		}
+		parts = append(parts, part)
+	}
+	if len(parts) == 0 {
+		return missing
+	}
+	return strings.Join(parts, "; ")
 }
 
 func stormSessionsCell(pick func(*ModeReport) *ExpiryResult) func(*ModeReport) string {
@@ -187,6 +227,7 @@ func rows(rep *Report, sz Sizes) []row {
 		t(tMayflyNull, PhaseSessions),
 		t(tMayflyRedis, PhaseSessions),
 		{"sessions ops/s, null server / Redis", PhaseSessions, nullOverRedis},
+		{"sessions with change streams / without (goal ≥ 0.9)", PhaseSessions, streamsCell},
 		{"server CPU µs per op: Mayfly / null / Redis", PhaseSessions, cpuCell},
 		t(tCPU, PhaseSessions),
 		{"raw fsync/s, 512 B write + fsync", PhaseDurable, fsyncCell},
@@ -198,6 +239,7 @@ func rows(rep *Report, sz Sizes) []row {
 		{"lateness to deletion p50 / p99 / max (upper bounds)", PhaseExpiry, latenessCell},
 		t(tLateness, PhaseExpiry),
 		{"sessions ops/s without / during storm", PhaseExpiry, stormSessionsCell(spreadStorm)},
+		{"storm with a change stream: expiry events wallTime − expiredAt p50 / p99", PhaseExpiry, streamStormCell},
 		{"expiry burst", PhaseExpiry, burstCell},
 		t(tExpRate, PhaseExpiry),
 		{"sessions ops/s without / during burst", PhaseExpiry, stormSessionsCell(burstStorm)},

@@ -25,6 +25,9 @@ type ModeReport struct {
 	BaselineExpiry *ExpiryResult     `json:"baseline_expiry,omitempty"`
 	BaselineBurst  *ExpiryResult     `json:"baseline_burst,omitempty"`
 	Errors         map[string]string `json:"errors,omitempty"`
+	// StreamStorms are the storm with a change stream of its expiries
+	// open, without and with pre-images (-storm-streams).
+	StreamStorms []*ExpiryResult `json:"stream_storms,omitempty"`
 }
 
 // Report is a whole run, as written to JSON.
@@ -118,6 +121,10 @@ func runMode(ctx context.Context, cfg *Config, mode, bin, work string) *ModeRepo
 		if cfg.BaselineBin != "" {
 			rep.BaselineExpiry, rep.BaselineBurst, err = m.expiryOn(ctx, nameBaseline)
 			note(PhaseExpiry+" (baseline)", err)
+		}
+		if cfg.StormStreams {
+			rep.StreamStorms, err = m.streamStorms(ctx)
+			note(PhaseExpiry+" (streams)", err)
 		}
 	}
 	if cfg.has(PhaseMemory) {

@@ -18,6 +18,8 @@ type SessionsResult struct {
 	// server process and by this client process.
 	ServerCPUPerOpUs float64 `json:"server_cpu_per_op_us"`
 	ClientCPUPerOpUs float64 `json:"client_cpu_per_op_us"`
+	// Streams is set when change streams were open during the run.
+	Streams *StreamsResult `json:"streams,omitempty"`
 }
 
 // cpuDelta is the CPU time processes used over a span.
@@ -76,6 +78,11 @@ func runSessionsJob(ctx context.Context, j Job) (*SessionsResult, error) {
 		return nil, err
 	}
 	defer st.close(context.WithoutCancel(ctx))
+	streams, stop, err := withStreams(ctx, j)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
 	start := time.Now()
 	win := span{start.Add(j.Warmup), start.Add(j.Warmup + j.Duration)}
 	cpu := sampleCPU(ctx, j.ServerPID, win)
@@ -90,7 +97,38 @@ func runSessionsJob(ctx context.Context, j Job) (*SessionsResult, error) {
 		res.ServerCPUPerOpUs = float64(d.server.Microseconds()) / n
 		res.ClientCPUPerOpUs = float64(d.client.Microseconds()) / n
 	}
+	if streams != nil {
+		writes := mix.Writes
+		if ms, ok := st.(*mongoStore); ok {
+			writes -= ms.unchanged.Load()
+		}
+		if res.Streams, err = streams.finish(ctx, st, writes, mix.Errors, time.Now()); err != nil {
+			return nil, err
+		}
+	}
 	return res, checkMix(res.Latency.Count, mix)
+}
+
+// withStreams opens j.Streams change streams on the sessions collection
+// through their own client and starts reading them; nil when the job has
+// none.
+func withStreams(ctx context.Context, j Job) (*streamSet, func(), error) {
+	if j.Streams == 0 {
+		return nil, func() {}, nil
+	}
+	c, err := dialMongo(ctx, j.Addr, j.Streams)
+	if err != nil {
+		return nil, nil, err
+	}
+	stop := func() { _ = c.Disconnect(context.WithoutCancel(ctx)) }
+	cs, err := openStreams(ctx, c, j.Streams, fmt.Sprintf("streams-end-%d", j.RunID))
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	ss := &streamSet{consumers: cs}
+	ss.start(ctx)
+	return ss, stop, nil
 }
 
 // checkMix fails a run in which nothing worked or more than 1% of the

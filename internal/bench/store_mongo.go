@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -57,6 +58,9 @@ func dialMongo(ctx context.Context, addr string, pool int) (*mongo.Client, error
 type mongoStore struct {
 	client *mongo.Client
 	coll   *mongo.Collection
+	// unchanged counts touches that matched but changed nothing (the
+	// same accessTime, to the millisecond): they make no change event.
+	unchanged atomic.Int64
 }
 
 func newMongoStore(ctx context.Context, addr string, pool int) (*mongoStore, error) {
@@ -73,6 +77,9 @@ func (s *mongoStore) touch(ctx context.Context, tok string, now time.Time) (bool
 		bson.D{{Key: "$set", Value: bson.D{{Key: "accessTime", Value: now}}}})
 	if err != nil {
 		return false, fmt.Errorf("touch: %w", err)
+	}
+	if res.MatchedCount > 0 && res.ModifiedCount == 0 {
+		s.unchanged.Add(1)
 	}
 	return res.MatchedCount > 0, nil
 }

@@ -66,6 +66,7 @@ type worker struct {
 	rec    *recorder
 	counts [numOps]int64
 	misses int64
+	writes int64 // writes that changed a document
 	errs   int64
 	err    error // the first error
 }
@@ -101,6 +102,8 @@ func (w *worker) run(ctx context.Context, st sessionStore, deadline time.Time) {
 			}
 		case !ok:
 			w.misses++
+		case op != opVerify:
+			w.writes++
 		}
 		w.rec.add(end, end.Sub(start))
 	}
@@ -132,6 +135,7 @@ func (w *worker) pick() uint64 { return w.live[w.rng.IntN(len(w.live))] }
 type MixResult struct {
 	Ops      map[string]int64 `json:"ops"`
 	Misses   int64            `json:"misses"`
+	Writes   int64            `json:"writes"` // touches, logins and logouts that changed a document
 	Errors   int64            `json:"errors"`
 	FirstErr string           `json:"first_error,omitempty"`
 }
@@ -154,6 +158,7 @@ func runMix(ctx context.Context, st sessionStore, spec mixSpec, spans []span, de
 			res.Ops[opKind(k).String()] += c
 		}
 		res.Misses += w.misses
+		res.Writes += w.writes
 		res.Errors += w.errs
 		if w.err != nil && res.FirstErr == "" {
 			res.FirstErr = w.err.Error()

@@ -59,7 +59,7 @@ func (c *streamCursor) read(r *request, n int64) (bson.A, error) {
 	}
 	size, scanned, stopped := 0, 0, false
 	err = changestream.Scan(feed.Reader, c.pos, func(rec changestream.Record) (bool, error) {
-		docs, err := c.events(r, rec)
+		docs, err := c.encodedEvents(r, rec)
 		if err != nil {
 			return false, err
 		}
@@ -67,11 +67,7 @@ func (c *streamCursor) read(r *request, n int64) (bson.A, error) {
 		if len(docs) > 0 {
 			c.pbrt = changestream.Token{Pos: rec.Pos, Kind: c.lastKind()}
 		}
-		for _, d := range docs {
-			raw, err := encodeResult(d)
-			if err != nil {
-				return false, err
-			}
+		for _, raw := range docs {
 			batch = append(batch, bson.Raw(raw))
 			size += len(raw)
 		}

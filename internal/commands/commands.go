@@ -81,6 +81,7 @@ type Handler struct {
 	opCounts  opCounters
 	emptyTs   emptyTsClock
 	sessions  *sessionCache
+	events    *eventCache // change events encoded for streams
 }
 
 type opCounters struct {
@@ -136,7 +137,7 @@ func New(deps Deps) *Handler {
 	if deps.Auth == nil {
 		deps.Auth = auth.Disabled(deps.Store, deps.Logger)
 	}
-	h := &Handler{deps: deps, started: deps.Clock.Now(), processID: bson.NewObjectID(), sessions: newSessionCache()}
+	h := &Handler{deps: deps, started: deps.Clock.Now(), processID: bson.NewObjectID(), sessions: newSessionCache(), events: newEventCache()}
 	h.table = buildTable()
 	return h
 }
