@@ -15,40 +15,42 @@ func testClockConfig() app.Config {
 
 // TestMongoshExpiry runs the session store with refreshOnRead in mongosh.
 func TestMongoshExpiry(t *testing.T) {
-	s := startServer(t, testClockConfig())
-	out, _ := mongosh(t, dbURI(s, "test"), "--file", scriptPath(t, "mongosh_expiry.js"))
-	if !strings.Contains(out, "mongosh expiry ok") {
-		t.Fatalf("mongosh output:\n%s", out)
-	}
+	runClockScript(t, "mongosh", "mongosh_expiry.js", "mongosh expiry ok")
 }
 
 // TestPymongoExpiry runs the same session store through pymongo.
 func TestPymongoExpiry(t *testing.T) {
-	py := ensurePymongo(t)
-	s := startServer(t, testClockConfig())
-	out, _ := run(t, "", 2*time.Minute, py, scriptPath(t, "pymongo_expiry.py"), s.uri)
-	if !strings.Contains(out, "pymongo expiry ok") {
-		t.Fatalf("pymongo output:\n%s", out)
-	}
+	runClockScript(t, "pymongo", "pymongo_expiry.py", "pymongo expiry ok")
 }
 
 // TestMongoshClusteredExpiry runs a clustered collection with
 // expireAfterSeconds in mongosh.
 func TestMongoshClusteredExpiry(t *testing.T) {
-	s := startServer(t, testClockConfig())
-	out, _ := mongosh(t, dbURI(s, "test"), "--file", scriptPath(t, "mongosh_clustered.js"))
-	if !strings.Contains(out, "mongosh clustered ok") {
-		t.Fatalf("mongosh output:\n%s", out)
-	}
+	runClockScript(t, "mongosh", "mongosh_clustered.js", "mongosh clustered ok")
 }
 
 // TestPymongoClustered runs a clustered TTL collection and collMod of an
 // lruLimit through pymongo.
 func TestPymongoClustered(t *testing.T) {
-	py := ensurePymongo(t)
+	runClockScript(t, "pymongo", "pymongo_clustered.py", "pymongo clustered ok")
+}
+
+// runClockScript runs a client script (mongosh or pymongo) against a
+// server with the test clock, and wants marker in its output.
+func runClockScript(t *testing.T, client, script, marker string) {
+	t.Helper()
+	var py string
+	if client == "pymongo" {
+		py = ensurePymongo(t)
+	}
 	s := startServer(t, testClockConfig())
-	out, _ := run(t, "", 2*time.Minute, py, scriptPath(t, "pymongo_clustered.py"), s.uri)
-	if !strings.Contains(out, "pymongo clustered ok") {
-		t.Fatalf("pymongo output:\n%s", out)
+	var out string
+	if client == "mongosh" {
+		out, _ = mongosh(t, dbURI(s, "test"), "--file", scriptPath(t, script))
+	} else {
+		out, _ = run(t, "", 2*time.Minute, py, scriptPath(t, script), s.uri)
+	}
+	if !strings.Contains(out, marker) {
+		t.Fatalf("%s output:\n%s", client, out)
 	}
 }

@@ -219,37 +219,7 @@ func TestReplicaSetReplicatesWritesIndexesAndExpiry(t *testing.T) {
 	}
 	// Every member, read as a secondary read would be, never returns an
 	// expired document and converges to the 100 live ones.
-	deadline := time.Now().Add(10 * time.Second)
-	for i := range rs.addrs {
-		mc := rs.direct(i)
-		mcoll := mc.Database("test").Collection("sessions", options.Collection().SetReadPreference(readpref.SecondaryPreferred()))
-		for {
-			cur, err := mcoll.Find(ctx, bson.D{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []struct {
-				At time.Time `bson:"at"`
-			}
-			if err := cur.All(ctx, &got); err != nil {
-				t.Fatal(err)
-			}
-			readAt := time.Now()
-			for _, d := range got {
-				if !d.At.Add(time.Second).After(readAt.Add(-50 * time.Millisecond)) {
-					t.Fatalf("member %d returned a document expired at %v (read at %v)", i, d.At.Add(time.Second), readAt)
-				}
-			}
-			stored := storedDocs(t, mcoll)
-			if len(got) == 100 && stored == 100 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("member %d: %d documents returned, %d stored", i, len(got), stored)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
+	rs.waitLiveOnEveryMember(t, "sessions", "at", time.Second, 100)
 	rs.waitSameHash("test", 10*time.Second)
 	_, err := coll.InsertOne(ctx, bson.D{{Key: "token", Value: 1}, {Key: "at", Value: now}})
 	wantCode(t, err, 11000, "token_1")
@@ -331,4 +301,50 @@ func storedDocs(t *testing.T, coll *mongo.Collection) int64 {
 		t.Fatalf("$collStats: %v %v", out, err)
 	}
 	return out[0].Count
+}
+
+// waitLiveOnEveryMember reads test.coll on every member as a secondary
+// read would, until each returns and stores exactly live documents; a
+// document returned with field (a date) plus ttl past fails the test at
+// once.
+func (rs *replSet) waitLiveOnEveryMember(t *testing.T, coll, field string, ttl time.Duration, live int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for i := range rs.addrs {
+		mcoll := rs.direct(i).Database("test").Collection(coll, options.Collection().SetReadPreference(readpref.SecondaryPreferred()))
+		for {
+			got := findAll(t, mcoll)
+			readAt := time.Now()
+			for _, d := range got {
+				at, _ := d.Lookup(field).DateTimeOK()
+				if expires := time.UnixMilli(at).Add(ttl); !expires.After(readAt.Add(-50 * time.Millisecond)) {
+					t.Fatalf("member %d returned a document expired at %v (read at %v)", i, expires, readAt)
+				}
+			}
+			stored := storedDocs(t, mcoll)
+			if len(got) == live && stored == int64(live) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("member %d: %d documents returned, %d stored", i, len(got), stored)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	rs.waitSameHash("test", 10*time.Second)
+}
+
+// findAll returns every document of coll, raw.
+func findAll(t *testing.T, coll *mongo.Collection) []bson.Raw {
+	t.Helper()
+	ctx := ctxT(t)
+	cur, err := coll.Find(ctx, bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []bson.Raw
+	if err := cur.All(ctx, &got); err != nil {
+		t.Fatal(err)
+	}
+	return got
 }

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"strings"
 	"testing"
 	"time"
 
@@ -98,19 +97,10 @@ func TestTimeseriesThroughDriver(t *testing.T) {
 
 // TestPymongoTimeseries runs the weather store through pymongo.
 func TestPymongoTimeseries(t *testing.T) {
-	py := ensurePymongo(t)
-	s := startServer(t, testClockConfig())
-	out, _ := run(t, "", 2*time.Minute, py, scriptPath(t, "pymongo_timeseries.py"), s.uri)
-	if !strings.Contains(out, "pymongo timeseries ok") {
-		t.Fatalf("pymongo output:\n%s", out)
-	}
+	runClockScript(t, "pymongo", "pymongo_timeseries.py", "pymongo timeseries ok")
 }
 
 // TestMongoshTimeseries runs the README's weather store in mongosh.
 func TestMongoshTimeseries(t *testing.T) {
-	s := startServer(t, testClockConfig())
-	out, _ := mongosh(t, dbURI(s, "test"), "--file", scriptPath(t, "mongosh_timeseries.js"))
-	if !strings.Contains(out, "mongosh timeseries ok") {
-		t.Fatalf("mongosh output:\n%s", out)
-	}
+	runClockScript(t, "mongosh", "mongosh_timeseries.js", "mongosh timeseries ok")
 }
