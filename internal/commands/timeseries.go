@@ -208,15 +208,9 @@ func tsExpireAfter(v any) (int64, error) {
 
 // createTimeseries creates the collection and its internal time index.
 func (h *Handler) createTimeseries(db, name string, opt docstore.CreateOptions, ix *catalog.Index) error {
-	c, err := h.deps.Store.CreateCollection(db, name, opt)
-	if err != nil {
-		return err
-	}
-	if _, err := c.CreateIndexes([]*catalog.Index{ix}); err != nil {
-		_, _ = h.deps.Store.DropCollection(db, name)
-		return err
-	}
-	return nil
+	opt.Indexes = []*catalog.Index{ix}
+	_, err := h.deps.Store.CreateCollection(db, name, opt)
+	return err
 }
 
 // checkMeasurement refuses a measurement without a Date in the timeField,

@@ -280,3 +280,33 @@ func TestCappedCollectionEvictsOldest(t *testing.T) {
 		t.Fatalf("size-capped: %d bytes in %d documents", small.DataSize(), small.Count())
 	}
 }
+
+// TestCreateWithIndexesInOneCatalogEntry: indexes made with the
+// collection are in its first catalog entry, ready, and expire at once.
+func TestCreateWithIndexesInOneCatalogEntry(t *testing.T) {
+	s, clk := openStore(t)
+	ix, err := catalog.ParseIndexSpec(bson.D{{Key: "key", Value: bson.D{{Key: "ts", Value: 1}}}, {Key: "name", Value: "ts_1"}, {Key: "expireAfterSeconds", Value: 60}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.CreateCollection("db", "m", CreateOptions{Indexes: []*catalog.Index{ix}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := s.eng.Get(catalogKey("db", "m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored catalog.Collection
+	if err := bson.Unmarshal(raw, &stored); err != nil {
+		t.Fatal(err)
+	}
+	if len(stored.Indexes) != 2 || !stored.Indexes[1].Ready || stored.Indexes[1].Name != "ts_1" || stored.NextIndexID != 2 {
+		t.Fatalf("first catalog entry: %+v", stored.Indexes)
+	}
+	insert(t, c, bson.D{{Key: "_id", Value: 1}, {Key: "ts", Value: date(t0)}})
+	clk.Set(t0.Add(time.Minute))
+	if n := visible(t, c); n != 0 {
+		t.Fatalf("%d visible after expiry", n)
+	}
+}

@@ -214,6 +214,10 @@ type CreateOptions struct {
 	ExpireAfter  int64
 	// Raw is the options document listCollections reports.
 	Raw bson.D
+	// Indexes are made with the collection, in its first catalog entry:
+	// it is empty, so they are ready at once, and a crash cannot leave
+	// the collection without them (a time-series collection's expiry).
+	Indexes []*catalog.Index
 }
 
 // CreateCollection creates db.name; it fails with NamespaceExists (48) if
@@ -253,6 +257,12 @@ func (s *Store) createLocked(db, name string, opt CreateOptions) (*Collection, e
 		Capped: opt.Capped, CappedSize: opt.CappedSize, CappedMax: opt.CappedMax,
 		Indexes: []catalog.Index{catalog.IDIndex()}, NextIndexID: 1,
 		Clustered: opt.Clustered, ClusteredTTL: opt.ClusteredTTL, ClusteredExpireAfter: opt.ExpireAfter,
+	}
+	for _, ix := range opt.Indexes {
+		def := *ix
+		def.ID, def.Ready = meta.NextIndexID, true
+		meta.NextIndexID++
+		meta.Indexes = append(meta.Indexes, def)
 	}
 	if meta.Options == nil {
 		meta.Options = bson.D{}
