@@ -69,18 +69,8 @@ func TestLRUPageCacheKeepsMostRead(t *testing.T) {
 			t.Fatalf("%s evicted=%v; evicted %v, want the 10 unread pages", id, evicted[id], evicted)
 		}
 	}
-	var status struct {
-		Metrics struct {
-			LRU struct {
-				Evicted int64 `bson:"evictedDocuments"`
-			} `bson:"lru"`
-		} `bson:"metrics"`
-	}
-	mustDo(t, func() error {
-		return c.Database("admin").RunCommand(ctx, bson.D{{Key: "serverStatus", Value: 1}}).Decode(&status)
-	})
-	if status.Metrics.LRU.Evicted != 10 {
-		t.Fatalf("metrics.lru.evictedDocuments = %d, want 10", status.Metrics.LRU.Evicted)
+	if n := statusMetric(t, c, "lru", "evictedDocuments"); n != 10 {
+		t.Fatalf("metrics.lru.evictedDocuments = %d, want 10", n)
 	}
 	var spec bson.M
 	cur, err := pages.Indexes().List(ctx)

@@ -77,19 +77,27 @@ func TestRefreshOnReadSessionIdleAndAbsolute(t *testing.T) {
 	if err := sessions.FindOne(ctx, bson.D{{Key: "_id", Value: "busy"}}).Err(); err != mongo.ErrNoDocuments {
 		t.Fatalf("+3600 s: the absolute lifetime is up, findOne: %v", err)
 	}
-	var status struct {
-		Metrics struct {
-			TTL struct {
-				Refreshed int64 `bson:"refreshedOnRead"`
-			} `bson:"ttl"`
-		} `bson:"metrics"`
+	if n := statusMetric(t, c, "ttl", "refreshedOnRead"); n != 3 {
+		t.Fatalf("serverStatus metrics.ttl.refreshedOnRead = %d, want 3", n)
 	}
-	mustDo(t, func() error {
-		return c.Database("admin").RunCommand(ctx, bson.D{{Key: "serverStatus", Value: 1}}).Decode(&status)
-	})
-	if status.Metrics.TTL.Refreshed != 3 {
-		t.Fatalf("serverStatus metrics.ttl.refreshedOnRead = %d, want 3", status.Metrics.TTL.Refreshed)
+}
+
+// statusMetric reads serverStatus's metrics.<section>.<name> as a number.
+func statusMetric(t *testing.T, c *mongo.Client, section, name string) int64 {
+	t.Helper()
+	raw, err := c.Database("admin").RunCommand(ctxT(t), bson.D{{Key: "serverStatus", Value: 1}}).Raw()
+	if err != nil {
+		t.Fatal(err)
 	}
+	v, err := raw.LookupErr("metrics", section, name)
+	if err != nil {
+		t.Fatalf("serverStatus metrics.%s.%s: %v", section, name, err)
+	}
+	n, ok := v.AsInt64OK()
+	if !ok {
+		t.Fatalf("serverStatus metrics.%s.%s is %v, not a number", section, name, v)
+	}
+	return n
 }
 
 func setClockOffset(t *testing.T, c *mongo.Client, secs int) {

@@ -78,19 +78,7 @@ func insert(t *testing.T, c *Collection, doc bson.D) {
 
 func visible(t *testing.T, c *Collection) int {
 	t.Helper()
-	it := c.Scan(nil, nil)
-	defer it.Close()
-	n := 0
-	for {
-		_, ok, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !ok {
-			return n
-		}
-		n++
-	}
+	return countMatching(t, c, nil)
 }
 
 func date(tm time.Time) bson.DateTime { return bson.NewDateTimeFromTime(tm) }
