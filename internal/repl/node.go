@@ -453,7 +453,8 @@ func (n *node) stageWrite(b storage.Batch, ent *entry) (func(), error) {
 			return nil, err
 		}
 	}
-	events, publish := ent.events, func() {}
+	events := ent.events
+	var publish func() // nil without expiries
 	if ent.expiries.n > 0 {
 		keys, err := ent.expiries.keys()
 		if err != nil {
