@@ -50,7 +50,7 @@ func (t *tx) removeVictims(ids [][]byte) error {
 		if t.locks != nil && !t.locks.tryStripe(t.c.stripeOf(id)) {
 			return errRetry
 		}
-		old, err := t.c.loadLocked(id)
+		old, err := t.c.loadForWrite(id)
 		if err != nil || old == nil {
 			return err
 		}

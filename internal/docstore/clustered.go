@@ -97,7 +97,7 @@ func (p *ExpiryPass) takeClustered(t *tx, tc *ttlCursor, d bson.DateTime, res *E
 	key := tc.it.Key()
 	p.after = append(p.after[:0], key...)
 	id := key[len(p.ix.prefix):]
-	if !t.locks.stripes[p.c.stripeOf(id)] {
+	if !p.takeable(t, id) {
 		p.left = min(p.left, int64(d)) // busy: the next pass comes back
 		return false, nil
 	}

@@ -28,6 +28,10 @@ type Collection struct {
 	count    atomic.Int64 // live documents
 	dataSize atomic.Int64 // bytes of BSON
 
+	// inFlight is the documents in expiry batches not yet applied
+	// (inflight.go).
+	inFlight inFlight
+
 	// multikeyMu orders writers that record new multikey paths.
 	multikeyMu sync.Mutex
 }

@@ -110,7 +110,7 @@ func (p *ExpiryPass) walkElements(t *tx, limit int) (res ExpireResult, err error
 			break
 		}
 		p.after = append(p.after[:0], tc.it.Key()...)
-		if !t.locks.stripes[p.c.stripeOf(id)] {
+		if !p.takeable(t, id) {
 			p.left = min(p.left, int64(d))
 			continue
 		}

@@ -93,15 +93,27 @@ func (l *lockSet) release() {
 // withDocLock runs fn holding the schema lock shared and the stripe of
 // idEnc, retrying while fn reports errRetry.
 func (c *Collection) withDocLock(idEnc []byte, fn func(l *lockSet) error) error {
+	return retrying(func() error { return c.lockedOnce(idEnc, fn) },
+		"write conflict: another write holds a document this write must change")
+}
+
+// retrying runs once again, its locks released in between, while it asks
+// for a retry (WriteConflict after maxRetries) or for a wait on an expiry
+// batch in flight.
+func retrying(once func() error, conflict string) error {
 	for attempt := 0; ; attempt++ {
-		err := c.lockedOnce(idEnc, fn)
-		if !errors.Is(err, errRetry) {
+		err := once()
+		var wait errInFlight
+		switch {
+		case errors.As(err, &wait):
+			_ = wait.batch.Wait() // failed or not, the write reads again
+		case !errors.Is(err, errRetry):
 			return err
+		case attempt == maxRetries:
+			return mongoerr.New(mongoerr.WriteConflict, conflict)
+		default:
+			runtime.Gosched()
 		}
-		if attempt == maxRetries {
-			return mongoerr.New(mongoerr.WriteConflict, "write conflict: another write holds a document this write must change")
-		}
-		runtime.Gosched()
 	}
 }
 

@@ -2,12 +2,9 @@ package docstore
 
 import (
 	"bytes"
-	"errors"
-	"runtime"
 	"sync"
 
 	"github.com/mayflydb/mayfly/internal/changestream"
-	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/storage"
 )
 
@@ -172,7 +169,7 @@ func (t *tx) evict(ix *indexState, id []byte) error {
 	if t.locks != nil && !t.locks.tryStripe(t.c.stripeOf(id)) {
 		return errRetry
 	}
-	old, err := t.c.loadLocked(id)
+	old, err := t.c.loadForWrite(id)
 	if err != nil || old == nil {
 		return err
 	}
@@ -211,16 +208,8 @@ func (s *Store) LRUEvicted() int64 { return s.evictions.Load() }
 // unique-key lock; a victim whose stripe a client holds makes it start
 // over.
 func (c *Collection) EvictToLRULimits() error {
-	for attempt := 0; ; attempt++ {
-		err := c.evictToLimitsOnce()
-		if !errors.Is(err, errRetry) {
-			return err
-		}
-		if attempt == maxRetries {
-			return mongoerr.New(mongoerr.WriteConflict, "write conflict: another write holds a document the eviction must remove")
-		}
-		runtime.Gosched()
-	}
+	return retrying(c.evictToLimitsOnce,
+		"write conflict: another write holds a document the eviction must remove")
 }
 
 func (c *Collection) evictToLimitsOnce() error {

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
+
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/storage"
 )
@@ -18,10 +20,10 @@ import (
 // keys; an entry a write replaced first is gone on every member, and so
 // is the delete.
 
-// expireCompact hands the TTL entry key to a batch that carries
-// expiries in compact form, when rec, its deletion record, is current;
-// false leaves the deletion to the caller.
-func (t *tx) expireCompact(key, rec []byte) bool {
+// expireCompact hands the TTL entry key (dated d) of the document idEnc to
+// a batch that carries expiries in compact form, when rec, its deletion
+// record, is current; false leaves the deletion to the caller.
+func (t *tx) expireCompact(key, idEnc, rec []byte, d bson.DateTime) bool {
 	eb, ok := t.b.(storage.ExpiryBatch)
 	if !ok {
 		return false
@@ -32,6 +34,12 @@ func (t *tx) expireCompact(key, rec []byte) bool {
 	}
 	eb.AddExpiry(key)
 	t.keysRemoved += keys + 1 // and the document's own key
+	var id []byte
+	t.compactBuf, id = appendCopy(t.compactBuf, idEnc)
+	if len(t.compactIDs) == 0 || int64(d) < t.compactLow {
+		t.compactLow = int64(d)
+	}
+	t.compactIDs = append(t.compactIDs, id)
 	return true
 }
 
@@ -39,9 +47,9 @@ func (t *tx) expireCompact(key, rec []byte) bool {
 // (compact expiries, in one entry's order), when the entries are still
 // in storage, and returns their change events. publish adds the
 // deletions to the collections' counts; the caller runs it once b is in
-// storage. Nothing else writes these collections meanwhile: a replica set
-// member applies its log on one goroutine, and the primary's monitor
-// holds the documents' locks until its entry is applied.
+// storage. Nothing else writes these documents meanwhile: a replica set
+// member applies its log on one goroutine, and on the primary a write
+// that would change one waits for the batch (inflight.go).
 func (s *Store) ApplyExpiries(b storage.Batch, keys [][]byte) (events [][]byte, publish func(), err error) {
 	ab := &expiryApply{Batch: b}
 	var txs []*tx
@@ -182,3 +190,21 @@ var _ changestream.EventBatch = (*expiryApply)(nil)
 func (a *expiryApply) AddEvent(ev []byte) { a.events = append(a.events, ev) }
 
 func (a *expiryApply) RecordsEvents() bool { return true }
+
+// commitCompact proposes a batch that holds compact expiries alone and
+// returns the wait for its apply; the counts change at apply
+// (ApplyExpiries), so the batch notes none.
+func (t *tx) commitCompact() (wait func() error, err error) {
+	defer t.b.Close()
+	if n, ok := t.b.(countNoter); ok {
+		n.NoteCounts(t.st.meta.ID, 0, 0)
+	}
+	return t.b.(storage.ExpiryBatch).CommitAsync()
+}
+
+// onlyCompact reports whether every document the batch deleted went as
+// a compact expiry: then nothing in it depends on the locks it holds.
+func (t *tx) onlyCompact(res ExpireResult) bool {
+	_, ok := t.b.(storage.ExpiryBatch)
+	return ok && res.Deleted > 0 && len(t.compactIDs) == res.Deleted
+}

@@ -2,6 +2,9 @@ package docstore
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,13 +19,20 @@ import (
 // expiries as TTL entry keys, and their commit deletes the documents
 // from the deletion records in storage, as every member does at apply.
 // With hold set, a batch's expiries wait in held until applyHeld, as an
-// entry waits in the log behind others.
+// entry waits in the log behind others, while the proposer is told they
+// were applied. With gate set, an expiry batch proposed asynchronously
+// applies once gate closes, and the proposer waits for that.
 type compactEngine struct {
 	storage.Engine
 	store  *Store
 	hold   bool
 	held   [][]byte
+	gate   chan struct{}
+	mu     sync.Mutex
 	events int
+	// commits lists the batches in the order they reached storage:
+	// "write" or "expiry".
+	commits []string
 }
 
 type compactBatch struct {
@@ -47,7 +57,23 @@ func (b *compactBatch) Commit(sync bool) error {
 	return b.eng.apply(b.Batch, b.keys, sync)
 }
 
+func (b *compactBatch) CommitAsync() (func() error, error) {
+	if b.eng.gate == nil {
+		err := b.Commit(false)
+		return func() error { return err }, nil
+	}
+	keys := b.keys
+	return func() error {
+		<-b.eng.gate
+		nb := b.eng.Engine.NewBatch()
+		defer nb.Close()
+		return b.eng.apply(nb, keys, false)
+	}, nil
+}
+
 func (e *compactEngine) apply(b storage.Batch, keys [][]byte, sync bool) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	events, publish, err := e.store.ApplyExpiries(b, keys)
 	if err != nil {
 		return err
@@ -57,6 +83,11 @@ func (e *compactEngine) apply(b storage.Batch, keys [][]byte, sync bool) error {
 	}
 	publish()
 	e.events += len(events)
+	kind := "write"
+	if len(keys) > 0 {
+		kind = "expiry"
+	}
+	e.commits = append(e.commits, kind)
 	return nil
 }
 
@@ -141,6 +172,55 @@ func TestCompactExpiryVoidedByEarlierWrite(t *testing.T) {
 	eng.applyHeld(t)
 	if c.Count() != 1 {
 		t.Fatalf("%d left, want the rewritten document alone", c.Count())
+	}
+	mustValid(t, c)
+}
+
+// A write that would replace an expired document whose expiry is in
+// flight waits for it: its batch reaches storage after the expiry's, as
+// its entry would follow it in the log, and the counts stay exact.
+func TestWriteWaitsForExpiryInFlight(t *testing.T) {
+	c, eng, clk := openCompactStore(t)
+	for i := range 10 {
+		insert(t, c, bson.D{{Key: "_id", Value: i}, {Key: "k", Value: i}, {Key: "t", Value: date(t0)}})
+	}
+	clk.Set(t0.Add(time.Second))
+	eng.gate = make(chan struct{})
+	pass := make(chan error, 1)
+	go func() {
+		res, err := c.BeginExpiry("t_1", clk.Now()).Next(1000)
+		if err == nil && (res.Deleted != 10 || res.Applied == nil) {
+			err = fmt.Errorf("pass: %+v", res)
+		}
+		pass <- err
+	}()
+	for c.inFlight.n.Load() != 10 {
+		time.Sleep(time.Millisecond)
+	}
+	wrote := make(chan error, 1)
+	go func() {
+		wrote <- c.Insert(bson.D{{Key: "_id", Value: 3}, {Key: "k", Value: 3}, {Key: "t", Value: date(t0.Add(time.Hour))}}, WriteOptions{})
+	}()
+	select {
+	case err := <-wrote:
+		t.Fatalf("the insert went ahead of the expiry in flight: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(eng.gate)
+	if err := <-pass; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-wrote; err != nil {
+		t.Fatal(err)
+	}
+	eng.mu.Lock()
+	commits := slices.Clone(eng.commits)
+	eng.mu.Unlock()
+	if n := len(commits); n < 2 || commits[n-2] != "expiry" || commits[n-1] != "write" {
+		t.Fatalf("commits %v: want the expiry, then the insert", commits)
+	}
+	if c.Count() != 1 || c.inFlight.n.Load() != 0 {
+		t.Fatalf("%d left (want the new document alone), %d in flight", c.Count(), c.inFlight.n.Load())
 	}
 	mustValid(t, c)
 }

@@ -36,6 +36,9 @@ type ExpireResult struct {
 	// Expiries holds, for each document taken, the expiry its entry gave
 	// (unix nanoseconds): with the batch's end, how late it was deleted.
 	Expiries []int64
+	// Applied is set for a batch still in flight (a replica set's compact
+	// expiries): it returns once the batch is applied, with its failure.
+	Applied func() error
 }
 
 // TTLIndexes returns the names of the collection's ready TTL indexes.
@@ -167,6 +170,11 @@ type ExpiryPass struct {
 	done    bool
 }
 
+// maxBatchesInFlight bounds an index's expiry batches proposed and not
+// yet applied: each waits for its replication round trip while the next
+// is gathered, so deletion keeps up with several batches per round trip.
+const maxBatchesInFlight = 4
+
 // BeginExpiry starts a pass over the named TTL index as of now.
 func (c *Collection) BeginExpiry(index string, now time.Time) *ExpiryPass {
 	p := &ExpiryPass{c: c, index: index, now: now, left: math.MaxInt64}
@@ -188,6 +196,30 @@ func (c *Collection) BeginExpiry(index string, now time.Time) *ExpiryPass {
 // the monitor schedules at once because that document is then the next
 // expiry.
 func (p *ExpiryPass) Next(limit int) (ExpireResult, error) {
+	if p.ix == nil {
+		p.done = true
+		return ExpireResult{}, nil
+	}
+	// The slot is taken before the locks: waiting for one holds up no
+	// writer.
+	slots := p.ix.progress.slots
+	slots <- struct{}{}
+	res, err := p.next(limit)
+	if res.Applied == nil {
+		<-slots // nothing of it in flight
+	}
+	if err != nil || res.More || p.done {
+		return res, err
+	}
+	p.done = true
+	p.ix.progress.finish(p.begun, p.left)
+	return res, nil
+}
+
+// next deletes one batch, under the collection's locks. It reports
+// res.More false, with p.done unset, when the pass reached its end; a
+// batch it left in flight has res.Applied set.
+func (p *ExpiryPass) next(limit int) (ExpireResult, error) {
 	c := p.c
 	c.schemaMu.RLock()
 	defer c.schemaMu.RUnlock()
@@ -212,14 +244,44 @@ func (p *ExpiryPass) Next(limit int) (ExpireResult, error) {
 		return ExpireResult{}, err
 	}
 	res.DeletedKeys = t.keysRemoved
+	if t.onlyCompact(res) {
+		return p.propose(t, res)
+	}
 	if err := t.commit(WriteOptions{}); err != nil {
 		return ExpireResult{}, fmt.Errorf("docstore: expire %s: %w", c.Namespace(), err)
 	}
-	if !res.More {
-		p.done = true
-		p.ix.progress.finish(p.begun, p.left)
-	}
 	return res, nil
+}
+
+// propose hands a batch of compact expiries on without waiting for its
+// apply: its documents stay in the collection's in flight until then, and
+// the index's slot stays taken. The pass goes on past them; if the batch
+// fails, the earliest date it held is announced, so that a later pass
+// starts from there again.
+func (p *ExpiryPass) propose(t *tx, res ExpireResult) (ExpireResult, error) {
+	wait, err := t.commitCompact()
+	if err != nil {
+		return ExpireResult{}, fmt.Errorf("docstore: expire %s: %w", p.c.Namespace(), err)
+	}
+	b := &pendingBatch{done: make(chan struct{})}
+	ids, low, progress := t.compactIDs, t.compactLow, p.ix.progress
+	p.c.inFlight.add(ids, b)
+	go func() {
+		err := wait()
+		if err != nil {
+			progress.announce(low)
+		}
+		p.c.inFlight.finish(ids, b, err)
+		<-progress.slots
+	}()
+	res.Applied = b.Wait
+	return res, nil
+}
+
+// takeable reports whether the pass may take the document id now: it
+// holds the document's stripe, and no batch in flight deletes it already.
+func (p *ExpiryPass) takeable(t *tx, id []byte) bool {
+	return t.locks.stripes[p.c.stripeOf(id)] && p.c.inFlight.batchOf(id) == nil
 }
 
 // openCursor opens the pass's cursor on its index's dates, from the last
@@ -285,7 +347,7 @@ func (p *ExpiryPass) walk(t *tx, limit int) (res ExpireResult, err error) {
 			break
 		}
 		p.after = append(p.after[:0], tc.it.Key()...)
-		if !t.locks.stripes[p.c.stripeOf(id)] {
+		if !p.takeable(t, id) {
 			p.left = min(p.left, int64(d)) // busy: the next pass comes back
 			continue
 		}
@@ -297,7 +359,7 @@ func (p *ExpiryPass) walk(t *tx, limit int) (res ExpireResult, err error) {
 			}
 			seen[string(id)] = true
 		}
-		if rec != nil && t.expireCompact(tc.it.Key(), rec) {
+		if rec != nil && t.expireCompact(tc.it.Key(), id, rec, d) {
 			res.Deleted++
 			continue
 		}

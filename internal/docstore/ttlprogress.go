@@ -30,10 +30,13 @@ type ttlProgress struct {
 	// announced is the earliest date written since the latest pass began
 	// (math.MaxInt64: none).
 	announced atomic.Int64
+	// slots bounds the index's expiry batches in flight (ttl.go): a
+	// batch takes one before it gathers and gives it back once applied.
+	slots chan struct{}
 }
 
 func newTTLProgress() *ttlProgress {
-	p := &ttlProgress{}
+	p := &ttlProgress{slots: make(chan struct{}, maxBatchesInFlight)}
 	p.mark.Store(math.MinInt64)
 	p.announced.Store(math.MaxInt64)
 	return p

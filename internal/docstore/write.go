@@ -94,6 +94,12 @@ type tx struct {
 	// per lruLimit index ID, the lowest entry this batch adds (lru.go).
 	evicted  int64
 	lruAdded map[uint32][]byte
+	// compactIDs holds the _ids of the documents expireCompact took, in
+	// one buffer (compactBuf), and compactLow the earliest of their
+	// dates: the batch may go on in flight with them.
+	compactIDs [][]byte
+	compactBuf []byte
+	compactLow int64
 	// elements marks the update events of an expireElements pass.
 	elements *changestream.ElementExpiry
 	// evScratch encodes each change event; evArena holds the encoded
@@ -406,7 +412,7 @@ func (c *Collection) insertLocked(idEnc, raw []byte, doc bson.D, extra func(stor
 
 // insert writes a new document, replacing an expired one with its _id.
 func (t *tx) insert(d *stored) error {
-	old, err := t.c.loadLocked(d.idEnc)
+	old, err := t.c.loadForWrite(d.idEnc)
 	if err != nil {
 		return err
 	}
@@ -570,7 +576,7 @@ func (t *tx) evictHolders(ix *indexState, holders [][]byte, d *stored) error {
 		if t.locks != nil && !t.locks.tryStripe(t.c.stripeOf(h)) {
 			return errRetry
 		}
-		other, err := t.c.loadLocked(h)
+		other, err := t.c.loadForWrite(h)
 		if err != nil {
 			return err
 		}
@@ -662,7 +668,7 @@ func (c *Collection) modifyLocked(idEnc []byte, extra func(storage.Batch) error,
 		if c.dropped.Load() {
 			return nil
 		}
-		old, err := c.loadLocked(idEnc)
+		old, err := c.loadForWrite(idEnc)
 		if err != nil {
 			return err
 		}

@@ -105,14 +105,48 @@ func (b *batch) NoteCounts(collID uint64, docs, bytes int64) {
 
 // Commit implements storage.Batch.
 func (b *batch) Commit(bool) error {
-	if b.inner.Len() == 0 && len(b.events) == 0 && b.expiries.n == 0 {
-		return nil
+	wait, err := b.CommitAsync()
+	if err != nil {
+		return err
 	}
+	return wait()
+}
+
+// CommitAsync implements storage.ExpiryBatch: it proposes the entry and
+// returns; wait returns once this member has applied it.
+func (b *batch) CommitAsync() (wait func() error, err error) {
+	if b.inner.Len() == 0 && len(b.events) == 0 && b.expiries.n == 0 {
+		return func() error { return nil }, nil
+	}
+	ent, err := b.entry()
+	if err != nil {
+		return nil, err
+	}
+	n := b.rs.node()
+	if n == nil {
+		return nil, fmt.Errorf("repl: commit: %w", ErrNotPrimary)
+	}
+	ch, err := n.startProposal(ent)
+	if err != nil {
+		return nil, fmt.Errorf("repl: commit: %w", err)
+	}
+	return func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), proposeTimeout)
+		defer cancel()
+		if err := n.awaitProposal(ctx, ent.proposal, ch); err != nil {
+			return fmt.Errorf("repl: commit: %w", err)
+		}
+		return nil
+	}, nil
+}
+
+// entry is the write entry that carries the batch.
+func (b *batch) entry() (*entry, error) {
 	ent := &entry{kind: kindWrite, deltas: b.deltas, events: b.events, expiries: b.expiries}
 	if b.inner.Len() > 0 {
 		repr, err := b.inner.(interface{ Repr() ([]byte, error) }).Repr()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		ent.payload = repr
 	}
@@ -122,12 +156,7 @@ func (b *batch) Commit(bool) error {
 	if b.expiries.n > 0 {
 		ent.flags |= flagExpiry
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), proposeTimeout)
-	defer cancel()
-	if err := b.rs.propose(ctx, ent); err != nil {
-		return fmt.Errorf("repl: commit: %w", err)
-	}
-	return nil
+	return ent, nil
 }
 
 // Len implements storage.Batch; an expiry counts as one write.

@@ -101,10 +101,23 @@ type node struct {
 	applyCond  *sync.Cond
 	proposalID atomic.Uint64
 
+	// Committed entries go to their own goroutine to be applied
+	// (applyLoop), in order, while this one goes on persisting and
+	// sending: a follower acknowledges the next entries while it applies
+	// the last ones, and a large apply never holds up the log.
+	applyc    chan []*pb.Entry
+	applying  sync.WaitGroup // entries handed to applyLoop, not yet applied
+	applyDone chan struct{}
+	applyErr  atomic.Bool // applying failed: nothing later is applied
+
 	wake chan struct{}
 	stop chan struct{}
 	done chan struct{}
 }
+
+// applyQueue bounds the Readys waiting to be applied: past it, the
+// raft loop waits for the applier.
+const applyQueue = 4
 
 type readWait struct {
 	index uint64
@@ -120,6 +133,7 @@ func newNode(cfg nodeConfig, base Base, ls *logStore, hooks Hooks) (*node, error
 		cfg: cfg, base: base, ls: ls, hooks: hooks,
 		waiters: map[uint64]chan error{}, reads: map[string]*readWait{},
 		confState: a.conf, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+		applyc: make(chan []*pb.Entry, applyQueue), applyDone: make(chan struct{}),
 	}
 	n.applyCond = sync.NewCond(&n.appliedMu)
 	n.applied.Store(a.index)
@@ -154,6 +168,7 @@ func (n *node) bootstrap(peers []uint64) error {
 func (n *node) start(send func([]*pb.Message)) {
 	n.send = send
 	go n.tickLoop()
+	go n.applyLoop()
 	go n.readyLoop()
 }
 
@@ -163,6 +178,8 @@ func (n *node) close() {
 	n.mu.Unlock()
 	close(n.stop)
 	<-n.done
+	close(n.applyc) // the raft loop, the only sender, has stopped
+	<-n.applyDone
 	n.mu.Lock()
 	n.failWaiters(ErrShutdown)
 	n.mu.Unlock()
@@ -225,8 +242,9 @@ func (n *node) readyLoop() {
 	}
 }
 
-// handleReady runs one round of raft's Ready: persist, send, apply,
-// advance. It reports whether there was anything to do.
+// handleReady runs one round of raft's Ready: persist, send, hand the
+// committed entries to the applier, advance. It reports whether there was
+// anything to do.
 func (n *node) handleReady() bool {
 	n.mu.Lock()
 	if !n.rn.HasReady() {
@@ -243,12 +261,8 @@ func (n *node) handleReady() bool {
 	if leader {
 		n.send(rd.Messages)
 	}
-	// Entries this member already holds durably are applied before the
-	// new ones are written, so that their writers need not wait for an
-	// fsync of later entries.
-	early := n.appliesFirst(rd)
-	if early && !n.apply(rd.CommittedEntries) {
-		return false
+	if !raft.IsEmptySnap(rd.Snapshot) {
+		n.applying.Wait() // the snapshot replaces what they would apply to
 	}
 	if err := n.persist(rd); err != nil {
 		n.cfg.Logger.Error("raft: cannot persist the log; stopping this member's raft", "err", err)
@@ -257,8 +271,14 @@ func (n *node) handleReady() bool {
 	if !leader {
 		n.send(rd.Messages)
 	}
-	if !early && !n.apply(rd.CommittedEntries) {
-		return false
+	if len(rd.CommittedEntries) > 0 && !n.applyErr.Load() {
+		n.applying.Add(1)
+		n.applyc <- rd.CommittedEntries
+		// raft takes a membership change as made once advanced: it is
+		// applied (ApplyConfChange) before raft goes on.
+		if hasConfChange(rd.CommittedEntries) {
+			n.applying.Wait()
+		}
 	}
 	n.mu.Lock()
 	n.noteReadStates(rd.ReadStates)
@@ -267,24 +287,29 @@ func (n *node) handleReady() bool {
 	return true
 }
 
-// appliesFirst reports whether rd's committed entries may be applied before
-// rd is persisted: there is no snapshot to install first and every one of
-// them is in the log already.
-func (n *node) appliesFirst(rd raft.Ready) bool {
-	if len(rd.CommittedEntries) == 0 || !raft.IsEmptySnap(rd.Snapshot) {
-		return false
+// applyLoop applies the committed entries the raft loop hands it, in
+// order, until the node closes. After a failure it applies nothing more:
+// a later entry may depend on the one that failed.
+func (n *node) applyLoop() {
+	defer close(n.applyDone)
+	for ents := range n.applyc {
+		if !n.applyErr.Load() {
+			if err := n.applyEntries(ents); err != nil {
+				n.applyErr.Store(true)
+				n.cfg.Logger.Error("raft: cannot apply committed entries; this member applies nothing more until restarted", "err", err)
+			}
+		}
+		n.applying.Done()
 	}
-	last, _ := n.ls.LastIndex()
-	return rd.CommittedEntries[len(rd.CommittedEntries)-1].GetIndex() <= last
 }
 
-// apply applies committed entries, reporting whether it could.
-func (n *node) apply(ents []*pb.Entry) bool {
-	if err := n.applyEntries(ents); err != nil {
-		n.cfg.Logger.Error("raft: cannot apply committed entries; stopping this member's raft", "err", err)
-		return false
+func hasConfChange(ents []*pb.Entry) bool {
+	for _, e := range ents {
+		if e.GetType() != pb.EntryNormal {
+			return true
+		}
 	}
-	return true
+	return false
 }
 
 func (n *node) persist(rd raft.Ready) error {
@@ -548,11 +573,21 @@ func (n *node) applyConfChange(e *pb.Entry) error {
 // propose hands ent to raft on the primary and waits until this member
 // has applied it.
 func (n *node) propose(ctx context.Context, ent *entry) error {
+	ch, err := n.startProposal(ent)
+	if err != nil {
+		return err
+	}
+	return n.awaitProposal(ctx, ent.proposal, ch)
+}
+
+// startProposal stamps ent and hands it to raft; ch hears once this member
+// has applied it.
+func (n *node) startProposal(ent *entry) (chan error, error) {
 	ch := make(chan error, 1)
 	n.mu.Lock()
 	if !n.writable || n.closed {
 		n.mu.Unlock()
-		return ErrNotPrimary
+		return nil, ErrNotPrimary
 	}
 	ent.proposal = n.proposalID.Add(1)
 	ent.ts, ent.wall = n.nextTimestamp(), n.cfg.Clock.Now().UnixMilli()
@@ -560,16 +595,22 @@ func (n *node) propose(ctx context.Context, ent *entry) error {
 	if err := n.rn.Propose(ent.encode()); err != nil {
 		delete(n.waiters, ent.proposal)
 		n.mu.Unlock()
-		return fmt.Errorf("%w: %v", ErrNotPrimary, err)
+		return nil, fmt.Errorf("%w: %v", ErrNotPrimary, err)
 	}
 	n.mu.Unlock()
 	n.poke()
+	return ch, nil
+}
+
+// awaitProposal waits for the proposal's apply, or gives up with ctx (the
+// outcome then unknown).
+func (n *node) awaitProposal(ctx context.Context, proposal uint64, ch chan error) error {
 	select {
 	case err := <-ch:
 		return err
 	case <-ctx.Done():
 		n.mu.Lock()
-		delete(n.waiters, ent.proposal)
+		delete(n.waiters, proposal)
 		n.mu.Unlock()
 		return fmt.Errorf("%w: %v", ErrStateChange, ctx.Err())
 	}

@@ -146,4 +146,9 @@ type Metrics struct {
 type ExpiryBatch interface {
 	// AddExpiry adds the TTL entry key; the batch copies it.
 	AddExpiry(key []byte)
+	// CommitAsync hands the batch on and returns at once; wait returns
+	// once the batch is applied (or has failed). The TTL monitor keeps
+	// several deletion batches in flight this way, each waiting for its
+	// replication round trip while the next is gathered.
+	CommitAsync() (wait func() error, err error)
 }

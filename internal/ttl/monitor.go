@@ -344,6 +344,11 @@ func (m *Monitor) expireBatch(t target) (docstore.ExpireResult, error) {
 	}
 	done := m.cfg.Observer.BatchStarted(t.coll.Namespace(), t.index)
 	res, err := t.pass.Next(m.batchDocs(t))
+	if err == nil && res.Applied != nil {
+		// In flight: the observer hears of it once it is applied.
+		go func() { done(res, res.Applied()) }()
+		return res, nil
+	}
 	done(res, err)
 	return res, err
 }
