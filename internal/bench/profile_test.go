@@ -101,13 +101,13 @@ func profileSeconds() int {
 //	MAYFLY_BENCH_PROFILE=replset go test ./internal/bench -run ProfileReplSet -cpuprofile cpu.prof
 func TestProfileReplSet(t *testing.T) {
 	what := os.Getenv("MAYFLY_BENCH_PROFILE")
-	if what != "replset" && what != "replset-storm" {
-		t.Skip("set MAYFLY_BENCH_PROFILE=replset or replset-storm to profile a replica set")
+	if what != "replset" && what != "replset-storm" && what != "replset-expiry" {
+		t.Skip("set MAYFLY_BENCH_PROFILE=replset, replset-storm or replset-expiry to profile a replica set")
 	}
 	secs := profileSeconds()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(secs)*time.Second+5*time.Minute)
 	defer cancel()
-	rs := &replSetRun{members: make([]*server, 3)}
+	rs := &replSetRun{members: []*server{{}, {}, {}}} // in-process members: only their addresses
 	for range 3 {
 		addr, err := freeAddr()
 		if err != nil {
@@ -128,6 +128,10 @@ func TestProfileReplSet(t *testing.T) {
 		if err := sleepUntil(ctx, time.Now().Add(50*time.Millisecond)); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if what == "replset-expiry" {
+		profileReplSetStorm(ctx, t, rs)
+		return
 	}
 	job := Job{Kind: jobDurable, URI: rs.uri(), Majority: true, Clients: 64, RunID: 1,
 		Warmup: time.Second, Duration: time.Duration(secs) * time.Second}
@@ -153,4 +157,20 @@ func TestProfileReplSet(t *testing.T) {
 	if e := res.Expiry; e != nil {
 		t.Logf("storm: deleted %d of %d, lateness p99 ≤ %.0f ms, %.0f/s", e.Lateness.Deleted, e.Docs, e.Lateness.Upper.P99Ms, e.Lateness.PerSec)
 	}
+}
+
+// profileReplSetStorm runs the replica set phase's own storm (the -short
+// sizes, or MAYFLY_BENCH_STORM_DOCS documents) with no other load.
+func profileReplSetStorm(ctx context.Context, t *testing.T, rs *replSetRun) {
+	sz := ShortSizes()
+	if n, err := strconv.Atoi(os.Getenv("MAYFLY_BENCH_STORM_DOCS")); err == nil && n > 0 {
+		sz.StormDocs, sz.StormWindow = n, time.Duration(n/100)*time.Millisecond
+	}
+	rs.m = &modeRun{cfg: &Config{Sizes: sz, Log: os.Stderr}, mode: "profile"}
+	res := &ReplSetResult{}
+	if err := rs.storm(ctx, res); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("storm of %d: lateness p99 primary %.0f ms, secondary %.0f ms; lag p99 %.0f ms",
+		res.StormDocs, res.StormPrimary.Upper.P99Ms, res.StormSecondary.Upper.P99Ms, res.LagP99Ms)
 }

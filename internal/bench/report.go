@@ -230,6 +230,7 @@ func rows(rep *Report, sz Sizes) []row {
 		{"sessions with change streams / without (goal ≥ 0.9)", PhaseSessions, streamsCell},
 		{"server CPU µs per op: Mayfly / null / Redis", PhaseSessions, cpuCell},
 		t(tCPU, PhaseSessions),
+		t(tP99, PhaseSessions),
 		{"raw fsync/s, 512 B write + fsync", PhaseDurable, fsyncCell},
 		{fmt.Sprintf("inserts/s without j, %s clients", joinInts(sz.DurableClients)), PhaseDurable, insertsCell(false)},
 		{fmt.Sprintf("inserts/s j:true, %s clients", joinInts(sz.DurableClients)), PhaseDurable, insertsCell(true)},
