@@ -20,6 +20,9 @@ func TestEventRoundTrip(t *testing.T) {
 		{Op: OpDelete, DB: "db", Coll: "c", ID: []byte{0x1c, 1}, Expired: &Expiry{Index: "at_1", AfterSecs: 30, AtMillis: -5}},
 		{Op: OpRename, DB: "a", Coll: "b", ToDB: "a", ToColl: "d"},
 		{Op: OpDropDatabase, DB: "a"},
+		{Op: OpCreate, DB: "a", Coll: "b", UUID: bytes.Repeat([]byte{7}, 16), Desc: []byte{5, 0, 0, 0, 0}, NsType: NsCollection},
+		{Op: OpModify, DB: "a", Coll: "b", UUID: bytes.Repeat([]byte{7}, 16), Desc: []byte{5, 0, 0, 0, 0}, Before: []byte{5, 0, 0, 0, 0}},
+		{Op: OpDrop, DB: "a", Coll: "v", NsType: NsView},
 	}
 	for _, ev := range events {
 		got, err := Decode(ev.Encode(nil))
@@ -35,11 +38,38 @@ func TestEventRoundTrip(t *testing.T) {
 			t.Fatalf("round trip of %+v gave %+v", want, *got)
 		}
 	}
-	enc := events[2].Encode(nil)
-	for i := range enc {
-		if _, err := Decode(enc[:i]); err == nil && i < len(enc) {
-			t.Fatalf("a record cut to %d of %d bytes decoded", i, len(enc))
+	for _, ev := range []Event{events[2], events[6]} {
+		enc := ev.Encode(nil)
+		for i := range enc {
+			if _, err := Decode(enc[:i]); err == nil && i < len(enc) {
+				t.Fatalf("a record cut to %d of %d bytes decoded", i, len(enc))
+			}
 		}
+	}
+}
+
+// TestEventWithoutExtrasKeepsTheOldFormat: an event with none of the
+// fields showExpandedEvents added encodes as before them (the records
+// already in a log decode unchanged), and the DDL operations are the
+// expanded ones.
+func TestEventWithoutExtrasKeepsTheOldFormat(t *testing.T) {
+	ev := Event{Op: OpDrop, DB: "a", Coll: "b"}
+	enc := ev.Encode(nil)
+	if enc[0] != byte(OpDrop) || enc[1] != 0 || len(enc) != 2+2+2+1 {
+		t.Fatalf("plain drop encodes as %v", enc)
+	}
+	ev.UUID = bytes.Repeat([]byte{1}, 16)
+	if enc := ev.Encode(nil); enc[0] != byte(OpDrop)|extFlags || enc[2] != hasUUID {
+		t.Fatalf("drop with a uuid encodes as %v", enc)
+	}
+	for op := OpInsert; op <= OpModify; op++ {
+		want := op == OpCreate || op == OpCreateIndexes || op == OpDropIndexes || op == OpModify
+		if op.Expanded() != want || op.String() == "unknown" {
+			t.Fatalf("%v: Expanded() = %v", op, op.Expanded())
+		}
+	}
+	if !(&Event{NsType: NsTimeseries}).View() || (&Event{NsType: NsCollection}).View() {
+		t.Fatal("View() is wrong")
 	}
 }
 
