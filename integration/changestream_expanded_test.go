@@ -277,3 +277,42 @@ func checkRenameEvents(t *testing.T, db *mongo.Database, cs *mongo.ChangeStream)
 	wantSame(t, "rename to", ev["to"], to)
 	wantSame(t, "rename operationDescription", ev["operationDescription"], bson.D{{Key: "to", Value: to}, {Key: "dropTarget", Value: target}})
 }
+
+// TestChangeStreamExpandedUpdateDescription: with the option an update's
+// updateDescription has disambiguatedPaths ({} when no path is
+// ambiguous); without it, never.
+func TestChangeStreamExpandedUpdateDescription(t *testing.T) {
+	db := newDB(t)
+	ctx := ctxT(t)
+	coll := db.Collection("u")
+	mustDo(t, func() error {
+		_, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "o", Value: bson.D{{Key: "0", Value: "a"}}}, {Key: "n", Value: 1}})
+		return err
+	})
+	expanded, err := coll.Watch(ctx, mongo.Pipeline{}, options.ChangeStream().SetShowExpandedEvents(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer expanded.Close(ctx)
+	plain, err := coll.Watch(ctx, mongo.Pipeline{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close(ctx)
+	for _, set := range []bson.D{{{Key: "n", Value: 2}}, {{Key: "o.0", Value: "b"}}} {
+		mustDo(t, func() error {
+			_, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$set", Value: set}})
+			return err
+		})
+	}
+	want := []bson.D{{}, {{Key: "o.0", Value: bson.A{"o", "0"}}}}
+	for _, w := range want {
+		ev := nextEvent(t, expanded)
+		wantOp(t, ev, "update")
+		wantSame(t, "disambiguatedPaths", asM(ev["updateDescription"])["disambiguatedPaths"], w)
+		ev = nextEvent(t, plain)
+		if _, ok := asM(ev["updateDescription"])["disambiguatedPaths"]; ok {
+			t.Fatalf("a stream without showExpandedEvents has disambiguatedPaths: %v", ev)
+		}
+	}
+}

@@ -122,6 +122,42 @@ func TestUpdateDescription(t *testing.T) {
 	}
 }
 
+// TestDisambiguatedPaths follows mongod's jstest of the field: a path of
+// plain names and array indexes is not ambiguous; a numeric or dotted
+// field name makes it so, and its components tell indexes (numbers)
+// from names (strings); a truncated array's path counts too.
+func TestDisambiguatedPaths(t *testing.T) {
+	doc := func(kv ...any) bson.D {
+		var d bson.D
+		for i := 0; i < len(kv); i += 2 {
+			d = append(d, bson.E{Key: kv[i].(string), Value: kv[i+1]})
+		}
+		return d
+	}
+	cases := []struct {
+		old, next bson.D
+		want      bson.D // nil: no disambiguatedPaths field
+	}{
+		{doc("a", bson.A{doc("b", bson.A{1, 2})}), doc("a", bson.A{doc("b", bson.A{1, 3})}), nil},
+		{doc("arr", bson.A{bson.A{doc("0", "x")}}), doc("arr", bson.A{bson.A{doc("0", "x", "1", "y")}}),
+			doc("arr.0.0.1", bson.A{"arr", int32(0), int32(0), "1"})},
+		{doc("o", doc("0", doc("1", "a"))), doc("o", doc("0", doc("1", "b"))), doc("o.0.1", bson.A{"o", "0", "1"})},
+		{doc("x", 1), doc("x", 1, "new.Field.", 1), doc("new.Field.", bson.A{"new.Field."})},
+		{doc("s.o", bson.A{1, 2}), doc("s.o", bson.A{1}), doc("s.o", bson.A{"s.o"})},
+		{doc("gone", 1, "9", 2), doc("gone", 1), doc("9", bson.A{"9"})},
+	}
+	for i, c := range cases {
+		desc := UpdateDescription(c.old, c.next)
+		var got bson.D
+		if last := desc[len(desc)-1]; last.Key == DisambiguatedPaths {
+			got = last.Value.(bson.D)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("case %d: disambiguatedPaths %v, want %v (%v)", i, got, c.want, desc)
+		}
+	}
+}
+
 // TestEngineStampsAndTrims: events commit with their batch under growing
 // stamps that never go back across a reopen, readers find them in order,
 // and a trim removes the old ones and says up to where.

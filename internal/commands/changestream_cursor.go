@@ -209,7 +209,7 @@ func (c *streamCursor) eventDoc(rec changestream.Record) (bson.D, error) {
 	if c.spec.expanded {
 		return appendExpanded(d, ev)
 	}
-	return appendDetails(d, ev)
+	return appendDetails(d, ev, false)
 }
 
 // appendExpanded adds the details of an event as a stream with
@@ -223,7 +223,7 @@ func appendExpanded(d bson.D, ev *changestream.Event) (bson.D, error) {
 	if desc != nil {
 		d = append(d, bson.E{Key: "operationDescription", Value: desc})
 	}
-	if d, err = appendDetails(d, ev); err != nil {
+	if d, err = appendDetails(d, ev, true); err != nil {
 		return nil, err
 	}
 	before, err := decodeRaw(ev.Before)
@@ -239,15 +239,16 @@ func appendExpanded(d bson.D, ev *changestream.Event) (bson.D, error) {
 	return d, nil
 }
 
-// appendDetails adds what only some operations have.
-func appendDetails(d bson.D, ev *changestream.Event) (bson.D, error) {
+// appendDetails adds what only some operations have; expanded is the
+// stream's showExpandedEvents.
+func appendDetails(d bson.D, ev *changestream.Event, expanded bool) (bson.D, error) {
 	switch {
 	case ev.Op == changestream.OpUpdate:
 		upd, err := decodeRaw(ev.Update)
 		if err != nil {
 			return nil, err
 		}
-		d = append(d, bson.E{Key: "updateDescription", Value: upd})
+		d = append(d, bson.E{Key: "updateDescription", Value: disambiguated(upd, expanded)})
 		if ev.Elements != nil {
 			d = append(d, bson.E{Key: "expiredElements", Value: bson.D{
 				{Key: "index", Value: ev.Elements.Index},
@@ -272,6 +273,23 @@ func appendDetails(d bson.D, ev *changestream.Event) (bson.D, error) {
 		d = append(d, bson.E{Key: "evicted", Value: bson.D{{Key: "index", Value: ev.Evicted.Index}}})
 	}
 	return d, nil
+}
+
+// disambiguated gives an updateDescription the disambiguatedPaths field
+// as the stream reports it: with showExpandedEvents always ({} when no
+// path is ambiguous), without it never.
+func disambiguated(upd bson.D, expanded bool) bson.D {
+	n := len(upd)
+	if n > 0 && upd[n-1].Key == changestream.DisambiguatedPaths {
+		if expanded {
+			return upd
+		}
+		return upd[:n-1]
+	}
+	if expanded {
+		return append(upd, bson.E{Key: changestream.DisambiguatedPaths, Value: bson.D{}})
+	}
+	return upd
 }
 
 func nsDoc(db, coll string) bson.D {
