@@ -2,7 +2,9 @@ package integration
 
 import (
 	"bytes"
+	"context"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -314,5 +316,52 @@ func TestChangeStreamExpandedUpdateDescription(t *testing.T) {
 		if _, ok := asM(ev["updateDescription"])["disambiguatedPaths"]; ok {
 			t.Fatalf("a stream without showExpandedEvents has disambiguatedPaths: %v", ev)
 		}
+	}
+}
+
+// TestChangeStreamExpandedOnSecondary: DDL events travel in the entries
+// of the set like any other, so a secondary's log holds them, and a
+// stream opened there resumes after a create event's token from the
+// primary.
+func TestChangeStreamExpandedOnSecondary(t *testing.T) {
+	rs := startReplSet(t, 3)
+	ctx := ctxT(t)
+	db := rs.client().Database("ddl")
+	expanded := func() *options.ChangeStreamOptionsBuilder { return options.ChangeStream().SetShowExpandedEvents(true) }
+	cs, err := db.Watch(ctx, mongo.Pipeline{}, expanded())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close(ctx)
+	runCmd(t, db, bson.D{{Key: "create", Value: "c"}})
+	mustDo(t, func() error {
+		_, err := db.Collection("c").Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "k", Value: 1}}})
+		return err
+	})
+	create := nextEvent(t, cs)
+	wantOp(t, create, "create")
+	wantOp(t, nextEvent(t, cs), "createIndexes")
+
+	primary := rs.waitPrimary(-1, 10*time.Second)
+	sc := rs.direct((primary + 1) % 3)
+	defer func() { _ = sc.Disconnect(context.Background()) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ss, err := sc.Database("ddl").Watch(ctx, mongo.Pipeline{}, expanded().SetResumeAfter(create["_id"]))
+		if err == nil {
+			ev := nextEvent(t, ss)
+			_ = ss.Close(ctx)
+			wantOp(t, ev, "createIndexes")
+			wantUUID(t, ev, collUUID(t, db, "c"))
+			specs, _ := asM(ev["operationDescription"])["indexes"].(bson.A)
+			if len(specs) != 1 || asM(specs[0])["name"] != "k_1" {
+				t.Fatalf("secondary's createIndexes: %v", ev)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("watch on a secondary: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
