@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -86,6 +87,11 @@ func checkExpandedEvents(t *testing.T, db *mongo.Database) {
 		t.Fatal(err)
 	}
 	defer one.Close(ctx)
+	cluster, err := db.Client().Watch(ctx, mongo.Pipeline{}, expanded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close(ctx)
 
 	createTok := checkCreateAndCRUD(t, db, all)
 	checkIndexEvents(t, db, all)
@@ -102,6 +108,17 @@ func checkExpandedEvents(t *testing.T, db *mongo.Database) {
 		ev := nextEvent(t, plain)
 		wantOp(t, ev, op)
 		wantNoField(t, ev, "collectionUUID", "operationDescription")
+	}
+
+	// A cluster stream sees the collections' and the views' DDL too.
+	var creates []any
+	for len(creates) < 6 {
+		if ev := nextEvent(t, cluster); ev["operationType"] == "create" {
+			creates = append(creates, ev["nsType"])
+		}
+	}
+	if fmt.Sprint(creates) != "[collection collection collection collection view timeseries]" {
+		t.Fatalf("cluster stream's creates: %v", creates)
 	}
 
 	// A stream resumed after the create goes on with the insert.
