@@ -37,3 +37,14 @@ func TestPymongoChangeStream(t *testing.T) {
 		t.Fatalf("pymongo output:\n%s", out)
 	}
 }
+
+// TestPymongoExpandedEvents: a create and a createIndexes event read by
+// pymongo from a stream with showExpandedEvents.
+func TestPymongoExpandedEvents(t *testing.T) {
+	s := startServer(t, app.Config{})
+	py := ensurePymongo(t)
+	out, _ := run(t, "", 2*time.Minute, py, scriptPath(t, "pymongo_expanded_events.py"), s.uri)
+	if !strings.Contains(out, "pymongo expanded events ok") {
+		t.Fatalf("pymongo output:\n%s", out)
+	}
+}

@@ -20,6 +20,9 @@ func TestEventRoundTrip(t *testing.T) {
 		{Op: OpDelete, DB: "db", Coll: "c", ID: []byte{0x1c, 1}, Expired: &Expiry{Index: "at_1", AfterSecs: 30, AtMillis: -5}},
 		{Op: OpRename, DB: "a", Coll: "b", ToDB: "a", ToColl: "d"},
 		{Op: OpDropDatabase, DB: "a"},
+		{Op: OpCreate, DB: "a", Coll: "b", UUID: bytes.Repeat([]byte{7}, 16), Desc: []byte{5, 0, 0, 0, 0}, NsType: NsCollection},
+		{Op: OpModify, DB: "a", Coll: "b", UUID: bytes.Repeat([]byte{7}, 16), Desc: []byte{5, 0, 0, 0, 0}, Before: []byte{5, 0, 0, 0, 0}},
+		{Op: OpDrop, DB: "a", Coll: "v", NsType: NsView},
 	}
 	for _, ev := range events {
 		got, err := Decode(ev.Encode(nil))
@@ -35,11 +38,38 @@ func TestEventRoundTrip(t *testing.T) {
 			t.Fatalf("round trip of %+v gave %+v", want, *got)
 		}
 	}
-	enc := events[2].Encode(nil)
-	for i := range enc {
-		if _, err := Decode(enc[:i]); err == nil && i < len(enc) {
-			t.Fatalf("a record cut to %d of %d bytes decoded", i, len(enc))
+	for _, ev := range []Event{events[2], events[6]} {
+		enc := ev.Encode(nil)
+		for i := range enc {
+			if _, err := Decode(enc[:i]); err == nil && i < len(enc) {
+				t.Fatalf("a record cut to %d of %d bytes decoded", i, len(enc))
+			}
 		}
+	}
+}
+
+// TestEventWithoutExtrasKeepsTheOldFormat: an event with none of the
+// fields showExpandedEvents added encodes as before them (the records
+// already in a log decode unchanged), and the DDL operations are the
+// expanded ones.
+func TestEventWithoutExtrasKeepsTheOldFormat(t *testing.T) {
+	ev := Event{Op: OpDrop, DB: "a", Coll: "b"}
+	enc := ev.Encode(nil)
+	if enc[0] != byte(OpDrop) || enc[1] != 0 || len(enc) != 2+2+2+1 {
+		t.Fatalf("plain drop encodes as %v", enc)
+	}
+	ev.UUID = bytes.Repeat([]byte{1}, 16)
+	if enc := ev.Encode(nil); enc[0] != byte(OpDrop)|extFlags || enc[2] != hasUUID {
+		t.Fatalf("drop with a uuid encodes as %v", enc)
+	}
+	for op := OpInsert; op <= OpModify; op++ {
+		want := op == OpCreate || op == OpCreateIndexes || op == OpDropIndexes || op == OpModify
+		if op.Expanded() != want || op.String() == "unknown" {
+			t.Fatalf("%v: Expanded() = %v", op, op.Expanded())
+		}
+	}
+	if !(&Event{NsType: NsTimeseries}).View() || (&Event{NsType: NsCollection}).View() {
+		t.Fatal("View() is wrong")
 	}
 }
 
@@ -89,6 +119,42 @@ func TestUpdateDescription(t *testing.T) {
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("UpdateDescription\n got %v\nwant %v", got, want)
+	}
+}
+
+// TestDisambiguatedPaths follows mongod's jstest of the field: a path of
+// plain names and array indexes is not ambiguous; a numeric or dotted
+// field name makes it so, and its components tell indexes (numbers)
+// from names (strings); a truncated array's path counts too.
+func TestDisambiguatedPaths(t *testing.T) {
+	doc := func(kv ...any) bson.D {
+		var d bson.D
+		for i := 0; i < len(kv); i += 2 {
+			d = append(d, bson.E{Key: kv[i].(string), Value: kv[i+1]})
+		}
+		return d
+	}
+	cases := []struct {
+		old, next bson.D
+		want      bson.D // nil: no disambiguatedPaths field
+	}{
+		{doc("a", bson.A{doc("b", bson.A{1, 2})}), doc("a", bson.A{doc("b", bson.A{1, 3})}), nil},
+		{doc("arr", bson.A{bson.A{doc("0", "x")}}), doc("arr", bson.A{bson.A{doc("0", "x", "1", "y")}}),
+			doc("arr.0.0.1", bson.A{"arr", int32(0), int32(0), "1"})},
+		{doc("o", doc("0", doc("1", "a"))), doc("o", doc("0", doc("1", "b"))), doc("o.0.1", bson.A{"o", "0", "1"})},
+		{doc("x", 1), doc("x", 1, "new.Field.", 1), doc("new.Field.", bson.A{"new.Field."})},
+		{doc("s.o", bson.A{1, 2}), doc("s.o", bson.A{1}), doc("s.o", bson.A{"s.o"})},
+		{doc("gone", 1, "9", 2), doc("gone", 1), doc("9", bson.A{"9"})},
+	}
+	for i, c := range cases {
+		desc := UpdateDescription(c.old, c.next)
+		var got bson.D
+		if last := desc[len(desc)-1]; last.Key == DisambiguatedPaths {
+			got = last.Value.(bson.D)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("case %d: disambiguatedPaths %v, want %v (%v)", i, got, c.want, desc)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package changestream
 import (
 	"reflect"
 	"strconv"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -11,10 +12,14 @@ import (
 
 // UpdateDescription is what an update changed, as change streams report
 // it: fields set (dotted paths into embedded documents and array
-// elements), fields removed, and arrays cut shorter.
+// elements), fields removed, and arrays cut shorter. When a path is
+// ambiguous (one of its field names is a number or has a dot in it) a
+// fourth field, disambiguatedPaths, gives its components, array indexes
+// as numbers: streams with showExpandedEvents report it, {} when there
+// is none (DisambiguatedPaths).
 func UpdateDescription(old, next bson.D) bson.D {
 	var d differ
-	d.docs("", old, next)
+	d.docs(path{}, old, next)
 	if d.updated == nil {
 		d.updated = bson.D{}
 	}
@@ -24,62 +29,128 @@ func UpdateDescription(old, next bson.D) bson.D {
 	if d.truncated == nil {
 		d.truncated = bson.A{}
 	}
-	return bson.D{
+	desc := bson.D{
 		{Key: "updatedFields", Value: d.updated},
 		{Key: "removedFields", Value: d.removed},
 		{Key: "truncatedArrays", Value: d.truncated},
 	}
+	if d.ambiguous != nil {
+		desc = append(desc, bson.E{Key: DisambiguatedPaths, Value: d.ambiguous})
+	}
+	return desc
 }
+
+// DisambiguatedPaths is the updateDescription field only streams with
+// showExpandedEvents see.
+const DisambiguatedPaths = "disambiguatedPaths"
 
 type differ struct {
 	updated   bson.D
 	removed   bson.A
 	truncated bson.A
+	ambiguous bson.D // disambiguatedPaths, nil while there is none
 }
 
-func (d *differ) docs(prefix string, old, next bson.D) {
+// path is where the differ is: the dotted string, its components (field
+// names, and array indexes as int32), and whether a field name makes the
+// dotted string ambiguous.
+type path struct {
+	dotted    string
+	parts     []any
+	ambiguous bool
+}
+
+func (p path) field(name string) path {
+	return path{dotted: p.join(name), parts: appendPart(p.parts, name), ambiguous: p.ambiguous || ambiguousName(name)}
+}
+
+func (p path) index(i int) path {
+	return path{dotted: p.join(strconv.Itoa(i)), parts: appendPart(p.parts, int32(i)), ambiguous: p.ambiguous}
+}
+
+func (p path) join(s string) string {
+	if p.dotted == "" {
+		return s
+	}
+	return p.dotted + "." + s
+}
+
+// appendPart copies: paths share no backing array.
+func appendPart(parts []any, v any) []any {
+	return append(append(make([]any, 0, len(parts)+1), parts...), v)
+}
+
+// ambiguousName reports whether a field name reads, in a dotted path, as
+// something else: an array index, or more than one field.
+func ambiguousName(name string) bool {
+	if strings.Contains(name, ".") {
+		return true
+	}
+	if name == "" {
+		return false
+	}
+	for _, c := range name {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// note records p's components when its dotted form is ambiguous.
+func (d *differ) note(p path) {
+	if p.ambiguous {
+		d.ambiguous = append(d.ambiguous, bson.E{Key: p.dotted, Value: bson.A(p.parts)})
+	}
+}
+
+func (d *differ) docs(at path, old, next bson.D) {
 	for _, e := range next {
+		p := at.field(e.Key)
 		ov, ok := field(old, e.Key)
 		if !ok {
-			d.set(prefix+e.Key, e.Value)
+			d.set(p, e.Value)
 			continue
 		}
-		d.value(prefix+e.Key, ov, e.Value)
+		d.value(p, ov, e.Value)
 	}
 	for _, e := range old {
 		if _, ok := field(next, e.Key); !ok {
-			d.removed = append(d.removed, prefix+e.Key)
+			p := at.field(e.Key)
+			d.removed = append(d.removed, p.dotted)
+			d.note(p)
 		}
 	}
 }
 
-// value records how the value at path went from old to next: embedded
+// value records how the value at p went from old to next: embedded
 // documents and arrays are compared inside, anything else is set whole
 // when it differs (in value or in type: 1 and 1.0 are different here).
-func (d *differ) value(path string, old, next any) {
+func (d *differ) value(p path, old, next any) {
 	switch n := next.(type) {
 	case bson.D:
 		if o, ok := old.(bson.D); ok {
-			d.docs(path+".", o, n)
+			d.docs(p, o, n)
 			return
 		}
 	case bson.A:
 		if o, ok := old.(bson.A); ok {
-			d.arrays(path, o, n)
+			d.arrays(p, o, n)
 			return
 		}
 	}
 	if !same(old, next) {
-		d.set(path, next)
+		d.set(p, next)
 	}
 }
 
-func (d *differ) arrays(path string, old, next bson.A) {
+func (d *differ) arrays(at path, old, next bson.A) {
 	if len(next) < len(old) {
-		d.truncated = append(d.truncated, bson.D{{Key: "field", Value: path}, {Key: "newSize", Value: int32(len(next))}})
+		d.truncated = append(d.truncated, bson.D{{Key: "field", Value: at.dotted}, {Key: "newSize", Value: int32(len(next))}})
+		d.note(at)
 	}
 	for i, v := range next {
-		p := path + "." + strconv.Itoa(i)
+		p := at.index(i)
 		if i < len(old) {
 			d.value(p, old[i], v)
 		} else {
@@ -88,7 +159,10 @@ func (d *differ) arrays(path string, old, next bson.A) {
 	}
 }
 
-func (d *differ) set(path string, v any) { d.updated = append(d.updated, bson.E{Key: path, Value: v}) }
+func (d *differ) set(p path, v any) {
+	d.updated = append(d.updated, bson.E{Key: p.dotted, Value: v})
+	d.note(p)
+}
 
 func same(a, b any) bool {
 	return reflect.TypeOf(a) == reflect.TypeOf(b) && bsonutil.Compare(a, b) == 0

@@ -1,6 +1,7 @@
 // Package changestream keeps the change log that change streams read: one
 // record per logical change (insert, update, replace, delete, expiry,
-// drop, rename, dropDatabase), in the same storage engine as the
+// drop, rename, dropDatabase, and the DDL events of showExpandedEvents:
+// create, createIndexes, dropIndexes, modify), in the same storage engine as the
 // documents, under keys ordered by cluster timestamp and the change's
 // index within its write. It also holds the resume token format, the
 // updateDescription diff and the standalone engine wrapper that stamps
@@ -32,10 +33,30 @@ const (
 	// OpExpiring warns that a document will expire (a TTL index's
 	// expiryWarningSeconds); Expired says when.
 	OpExpiring
+	// The DDL events a stream reports with showExpandedEvents only.
+	OpCreate
+	OpCreateIndexes
+	OpDropIndexes
+	OpModify
 )
 
 var opNames = [...]string{OpInsert: "insert", OpUpdate: "update", OpReplace: "replace", OpDelete: "delete",
-	OpDrop: "drop", OpRename: "rename", OpDropDatabase: "dropDatabase", OpExpiring: "expiring"}
+	OpDrop: "drop", OpRename: "rename", OpDropDatabase: "dropDatabase", OpExpiring: "expiring",
+	OpCreate: "create", OpCreateIndexes: "createIndexes", OpDropIndexes: "dropIndexes", OpModify: "modify"}
+
+// Expanded reports whether only streams with showExpandedEvents see the
+// operation.
+func (o Op) Expanded() bool { return o >= OpCreate && o <= OpModify }
+
+// The nsType values of a create event; a drop or modify of a view or a
+// time-series collection carries its nsType too, since mongod reports
+// those from system.views, to database and cluster streams only, and
+// without a collectionUUID.
+const (
+	NsCollection = "collection"
+	NsView       = "view"
+	NsTimeseries = "timeseries"
+)
 
 // String is the operationType change streams report.
 func (o Op) String() string {
@@ -83,7 +104,22 @@ type Event struct {
 	Expired  *Expiry
 	Evicted  *Eviction
 	Elements *ElementExpiry
+	// UUID is the collection's UUID (16 bytes), reported as
+	// collectionUUID with showExpandedEvents; empty for a view and for
+	// dropDatabase.
+	UUID []byte
+	// Desc is the operationDescription (BSON document) of a DDL event
+	// and a rename; Before a modify's stateBeforeChange.
+	Desc   []byte
+	Before []byte
+	// NsType is what a create made (NsCollection, NsView, NsTimeseries);
+	// on a drop or modify, set only for a view or time-series collection.
+	NsType string
 }
+
+// View reports whether the event is about a view's definition (a view or
+// a time-series collection): mongod reports those from system.views.
+func (e *Event) View() bool { return e.NsType == NsView || e.NsType == NsTimeseries }
 
 const (
 	hasDoc = 1 << iota
@@ -96,19 +132,37 @@ const (
 	hasElements
 )
 
+// The second flags byte: present when the op byte has extFlags set, so
+// records written before it decode as they were.
+const (
+	hasUUID = 1 << iota
+	hasDesc
+	hasBefore
+	hasNsType
+)
+
+const extFlags = 0x80
+
 // Encode appends the event's record to dst:
 //
 //	op(1) flags(1) db coll id [rawID] [doc] [pre] [update] [toDB toColl] [index afterSecs(varint) atMillis(varint)] [evicting index]
-//	[elements' index afterSecs(varint)]
+//	[elements' index afterSecs(varint)] [uuid] [desc] [before] [nsType]
 //
 // where strings and byte fields are uvarint length + bytes and a flag bit
-// says which optional fields follow.
+// says which optional fields follow. The last four have flags of their own
+// in a second byte after the first, there when the op byte's high bit is
+// set.
 func (e *Event) Encode(dst []byte) []byte {
 	flags := byte(0)
 	flags |= bit(len(e.Doc) > 0, hasDoc) | bit(len(e.Pre) > 0, hasPre) | bit(len(e.Update) > 0, hasUpdate)
 	flags |= bit(e.ToColl != "", hasRename) | bit(e.Expired != nil, hasExpired) | bit(len(e.RawID) > 0, hasRawID)
 	flags |= bit(e.Evicted != nil, hasEvicted) | bit(e.Elements != nil, hasElements)
-	dst = append(dst, byte(e.Op), flags)
+	ext := bit(len(e.UUID) > 0, hasUUID) | bit(len(e.Desc) > 0, hasDesc) | bit(len(e.Before) > 0, hasBefore) | bit(e.NsType != "", hasNsType)
+	if ext != 0 {
+		dst = append(dst, byte(e.Op)|extFlags, flags, ext)
+	} else {
+		dst = append(dst, byte(e.Op), flags)
+	}
 	dst = appendBytes(dst, []byte(e.DB))
 	dst = appendBytes(dst, []byte(e.Coll))
 	dst = appendBytes(dst, e.ID)
@@ -140,12 +194,29 @@ func (e *Event) Encode(dst []byte) []byte {
 		dst = appendBytes(dst, []byte(e.Elements.Index))
 		dst = binary.AppendVarint(dst, e.Elements.AfterSecs)
 	}
+	return e.encodeExt(dst, ext)
+}
+
+func (e *Event) encodeExt(dst []byte, ext byte) []byte {
+	if ext&hasUUID != 0 {
+		dst = appendBytes(dst, e.UUID)
+	}
+	if ext&hasDesc != 0 {
+		dst = appendBytes(dst, e.Desc)
+	}
+	if ext&hasBefore != 0 {
+		dst = appendBytes(dst, e.Before)
+	}
+	if ext&hasNsType != 0 {
+		dst = appendBytes(dst, []byte(e.NsType))
+	}
 	return dst
 }
 
 // Size is an upper bound of the event's encoded length.
 func (e *Event) Size() int {
-	n := 2 + 8*binary.MaxVarintLen64 + len(e.DB) + len(e.Coll) + len(e.ID) + len(e.RawID) + len(e.Doc) + len(e.Pre) + len(e.Update) + len(e.ToDB) + len(e.ToColl)
+	n := 3 + 12*binary.MaxVarintLen64 + len(e.DB) + len(e.Coll) + len(e.ID) + len(e.RawID) + len(e.Doc) + len(e.Pre) + len(e.Update) + len(e.ToDB) + len(e.ToColl)
+	n += len(e.UUID) + len(e.Desc) + len(e.Before) + len(e.NsType)
 	if e.Expired != nil {
 		n += len(e.Expired.Index) + 2*binary.MaxVarintLen64
 	}
@@ -179,9 +250,15 @@ func Decode(b []byte) (*Event, error) {
 	if len(b) < 2 {
 		return nil, ErrCorrupt
 	}
-	e := &Event{Op: Op(b[0])}
-	flags := b[1]
+	e := &Event{Op: Op(b[0] &^ extFlags)}
+	flags, ext := b[1], byte(0)
 	r := reader{b: b[2:]}
+	if b[0]&extFlags != 0 {
+		if len(b) < 3 {
+			return nil, ErrCorrupt
+		}
+		ext, r.b = b[2], b[3:]
+	}
 	e.DB, e.Coll, e.ID = string(r.bytes()), string(r.bytes()), r.bytes()
 	if flags&hasRawID != 0 {
 		e.RawID = r.bytes()
@@ -207,10 +284,26 @@ func Decode(b []byte) (*Event, error) {
 	if flags&hasElements != 0 {
 		e.Elements = &ElementExpiry{Index: string(r.bytes()), AfterSecs: r.varint()}
 	}
+	decodeExt(e, ext, &r)
 	if r.bad {
 		return nil, ErrCorrupt
 	}
 	return e, nil
+}
+
+func decodeExt(e *Event, ext byte, r *reader) {
+	if ext&hasUUID != 0 {
+		e.UUID = r.bytes()
+	}
+	if ext&hasDesc != 0 {
+		e.Desc = r.bytes()
+	}
+	if ext&hasBefore != 0 {
+		e.Before = r.bytes()
+	}
+	if ext&hasNsType != 0 {
+		e.NsType = string(r.bytes())
+	}
 }
 
 // reader takes fields off a record, remembering a short read.

@@ -33,6 +33,7 @@ type streamSpec struct {
 	token        *changestream.Token   // resumeAfter/startAfter, to check it exists
 	fullDocument string                // default, updateLookup, whenAvailable, required
 	before       string                // fullDocumentBeforeChange: off, whenAvailable, required
+	expanded     bool                  // showExpandedEvents: DDL events and their extra fields
 	pipeline     *aggregate.Pipeline   // the stages after $changeStream (nil: none)
 }
 
@@ -40,9 +41,8 @@ var changeStreamFields = []string{"resumeAfter", "startAfter", "startAtOperation
 	"fullDocumentBeforeChange", "allChangesForCluster", "showExpandedEvents", "allowToRunOnConfigDB", "allowToRunOnSystemNS"}
 
 // streamOptionsUnsupported are options Mayfly refuses when true rather
-// than ignore: expanded events (create, createIndexes, ...) and streams
-// on system collections and the config database.
-var streamOptionsUnsupported = []string{"showExpandedEvents", "allowToRunOnConfigDB", "allowToRunOnSystemNS"}
+// than ignore: streams on system collections and the config database.
+var streamOptionsUnsupported = []string{"allowToRunOnConfigDB", "allowToRunOnSystemNS"}
 
 // isChangeStream reports whether the aggregate's pipeline starts with
 // $changeStream.
@@ -161,6 +161,13 @@ func (s *streamSpec) parseModes(opts bson.D) error {
 			return mongoerr.Newf(mongoerr.BadValue, "Enumeration value '%s' for field '$changeStream.fullDocument' is not a valid value.", bsonutil.Format(v))
 		}
 		s.fullDocument = mode
+	}
+	if v, ok := lookup(opts, "showExpandedEvents"); ok {
+		on, isBool := v.(bool)
+		if !isBool {
+			return wrongType("$changeStream", "showExpandedEvents", v, "bool")
+		}
+		s.expanded = on
 	}
 	if v, ok := lookup(opts, "fullDocumentBeforeChange"); ok {
 		mode, _ := v.(string)

@@ -58,6 +58,9 @@ func (c *streamCursor) cacheKey(ev *changestream.Event) string {
 	if c.spec.pipeline != nil || c.spec.fullDocument == "updateLookup" || c.spec.scope.invalidatedBy(ev) {
 		return ""
 	}
+	if c.spec.expanded {
+		return c.spec.fullDocument + "/" + c.spec.before + "/x"
+	}
 	return c.spec.fullDocument + "/" + c.spec.before
 }
 
@@ -65,7 +68,7 @@ func (c *streamCursor) cacheKey(ev *changestream.Event) string {
 // from the cache when another stream with the same options encoded it.
 func (c *streamCursor) encodedEvents(r *request, rec changestream.Record) ([][]byte, error) {
 	key := ""
-	if c.spec.scope.covers(rec.Event) {
+	if c.spec.covers(rec.Event) {
 		key = c.cacheKey(rec.Event)
 	}
 	cache := c.h.events

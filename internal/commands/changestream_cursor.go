@@ -112,7 +112,7 @@ func (c *streamCursor) reply(id int64, ns, key string, batch bson.A) bson.D {
 // stream's pipeline.
 func (c *streamCursor) events(r *request, rec changestream.Record) ([]bson.D, error) {
 	ev := rec.Event
-	if !c.spec.scope.covers(ev) {
+	if !c.spec.covers(ev) {
 		return nil, nil
 	}
 	doc, err := c.eventDoc(rec)
@@ -125,6 +125,20 @@ func (c *streamCursor) events(r *request, rec changestream.Record) ([]bson.D, er
 		docs = append(docs, invalidateDoc(rec))
 	}
 	return c.runPipeline(r, docs)
+}
+
+// covers reports whether the stream reports a change: in its scope, and,
+// for a DDL event, asked for with showExpandedEvents. As on mongod, the
+// expanded events of a view or a time-series collection (from
+// system.views there) reach database and cluster streams only.
+func (s *streamSpec) covers(ev *changestream.Event) bool {
+	switch {
+	case ev.Op.Expanded() && !s.expanded:
+		return false
+	case s.expanded && ev.View() && s.scope.coll != "":
+		return false
+	}
+	return s.scope.covers(ev)
 }
 
 // covers reports whether a change belongs to the stream: system
@@ -172,8 +186,11 @@ func (c *streamCursor) eventDoc(rec changestream.Record) (bson.D, error) {
 		{Key: "_id", Value: bson.D{{Key: "_data", Value: tok.String()}}},
 		{Key: "operationType", Value: ev.Op.String()},
 		{Key: "clusterTime", Value: bson.Timestamp{T: rec.Pos.TS.T, I: rec.Pos.TS.I}},
-		{Key: "wallTime", Value: bson.DateTime(rec.WallMillis)},
 	}
+	if c.spec.expanded && len(ev.UUID) > 0 {
+		d = append(d, bson.E{Key: "collectionUUID", Value: bson.Binary{Subtype: bson.TypeBinaryUUID, Data: ev.UUID}})
+	}
+	d = append(d, bson.E{Key: "wallTime", Value: bson.DateTime(rec.WallMillis)})
 	full, err := decodeRaw(ev.Doc)
 	if err != nil {
 		return nil, err
@@ -189,18 +206,49 @@ func (c *streamCursor) eventDoc(rec changestream.Record) (bson.D, error) {
 		}
 		d = append(d, bson.E{Key: "documentKey", Value: bson.D{{Key: "_id", Value: id}}})
 	}
-	return appendDetails(d, ev)
+	if c.spec.expanded {
+		return appendExpanded(d, ev)
+	}
+	return appendDetails(d, ev, false)
 }
 
-// appendDetails adds what only some operations have.
-func appendDetails(d bson.D, ev *changestream.Event) (bson.D, error) {
+// appendExpanded adds the details of an event as a stream with
+// showExpandedEvents reports it, in mongod's order: operationDescription,
+// the details every stream gets, stateBeforeChange, nsType (a create's).
+func appendExpanded(d bson.D, ev *changestream.Event) (bson.D, error) {
+	desc, err := decodeRaw(ev.Desc)
+	if err != nil {
+		return nil, err
+	}
+	if desc != nil {
+		d = append(d, bson.E{Key: "operationDescription", Value: desc})
+	}
+	if d, err = appendDetails(d, ev, true); err != nil {
+		return nil, err
+	}
+	before, err := decodeRaw(ev.Before)
+	if err != nil {
+		return nil, err
+	}
+	if before != nil {
+		d = append(d, bson.E{Key: "stateBeforeChange", Value: before})
+	}
+	if ev.Op == changestream.OpCreate {
+		d = append(d, bson.E{Key: "nsType", Value: ev.NsType})
+	}
+	return d, nil
+}
+
+// appendDetails adds what only some operations have; expanded is the
+// stream's showExpandedEvents.
+func appendDetails(d bson.D, ev *changestream.Event, expanded bool) (bson.D, error) {
 	switch {
 	case ev.Op == changestream.OpUpdate:
 		upd, err := decodeRaw(ev.Update)
 		if err != nil {
 			return nil, err
 		}
-		d = append(d, bson.E{Key: "updateDescription", Value: upd})
+		d = append(d, bson.E{Key: "updateDescription", Value: disambiguated(upd, expanded)})
 		if ev.Elements != nil {
 			d = append(d, bson.E{Key: "expiredElements", Value: bson.D{
 				{Key: "index", Value: ev.Elements.Index},
@@ -225,6 +273,23 @@ func appendDetails(d bson.D, ev *changestream.Event) (bson.D, error) {
 		d = append(d, bson.E{Key: "evicted", Value: bson.D{{Key: "index", Value: ev.Evicted.Index}}})
 	}
 	return d, nil
+}
+
+// disambiguated gives an updateDescription the disambiguatedPaths field
+// as the stream reports it: with showExpandedEvents always ({} when no
+// path is ambiguous), without it never.
+func disambiguated(upd bson.D, expanded bool) bson.D {
+	n := len(upd)
+	if n > 0 && upd[n-1].Key == changestream.DisambiguatedPaths {
+		if expanded {
+			return upd
+		}
+		return upd[:n-1]
+	}
+	if expanded {
+		return append(upd, bson.E{Key: changestream.DisambiguatedPaths, Value: bson.D{}})
+	}
+	return upd
 }
 
 func nsDoc(db, coll string) bson.D {

@@ -118,7 +118,8 @@ func TestHandlerChangeStreamRefusals(t *testing.T) {
 		{"admin", watchCmd(int32(1), bson.D{}, 1), mongoerr.InvalidNamespace},
 		{"test", watchCmd(int32(1), bson.D{{Key: "allChangesForCluster", Value: true}}, 1), mongoerr.InvalidNamespace},
 		{"test", watchCmd("c", bson.D{{Key: "bogus", Value: 1}}, 1), mongoerr.Location40415},
-		{"test", watchCmd("c", bson.D{{Key: "showExpandedEvents", Value: true}}, 1), mongoerr.InvalidOptions},
+		{"test", watchCmd("c", bson.D{{Key: "showExpandedEvents", Value: "yes"}}, 1), mongoerr.TypeMismatch},
+		{"test", watchCmd("c", bson.D{{Key: "allowToRunOnSystemNS", Value: true}}, 1), mongoerr.InvalidOptions},
 		{"test", watchCmd("system.views", bson.D{}, 1), mongoerr.InvalidNamespace},
 		{"test", watchCmd("c", bson.D{{Key: "fullDocument", Value: "always"}}, 1), mongoerr.BadValue},
 		{"test", watchCmd("c", bson.D{}, 1, bson.D{{Key: "$sort", Value: bson.D{{Key: "x", Value: 1}}}}), mongoerr.IllegalOperation},
@@ -156,6 +157,35 @@ func TestResumableStreamErrorLabel(t *testing.T) {
 	for _, code := range []mongoerr.Code{mongoerr.ChangeStreamHistoryLost, mongoerr.ChangeStreamFatalError, mongoerr.Interrupted} {
 		if l := labels(resumableStreamError(mongoerr.New(code, "x"))); l != nil {
 			t.Fatalf("code %d labelled %v", code, l)
+		}
+	}
+}
+
+// TestExpandedEventsReachOnlyExpandedStreams: the DDL events go to
+// streams with showExpandedEvents only, and a view's (from system.views
+// on mongod) to their database and cluster streams, not to a stream on
+// a collection of the same name.
+func TestExpandedEventsReachOnlyExpandedStreams(t *testing.T) {
+	create := &changestream.Event{Op: changestream.OpCreate, DB: "d", Coll: "c", NsType: changestream.NsCollection}
+	view := &changestream.Event{Op: changestream.OpCreate, DB: "d", Coll: "c", NsType: changestream.NsView}
+	viewDrop := &changestream.Event{Op: changestream.OpDrop, DB: "d", Coll: "c", NsType: changestream.NsView}
+	insert := &changestream.Event{Op: changestream.OpInsert, DB: "d", Coll: "c"}
+	coll, db := streamScope{db: "d", coll: "c"}, streamScope{db: "d"}
+	cases := []struct {
+		ev       *changestream.Event
+		scope    streamScope
+		expanded bool
+		want     bool
+	}{
+		{create, coll, false, false}, {create, coll, true, true}, {create, db, true, true},
+		{view, coll, true, false}, {view, db, true, true}, {view, db, false, false},
+		{viewDrop, coll, true, false}, {viewDrop, db, true, true}, {viewDrop, coll, false, true},
+		{insert, coll, false, true}, {insert, coll, true, true},
+	}
+	for i, c := range cases {
+		s := &streamSpec{scope: c.scope, expanded: c.expanded}
+		if got := s.covers(c.ev); got != c.want {
+			t.Errorf("case %d: %v %+v expanded=%v: covers = %v", i, c.ev.Op, c.scope, c.expanded, got)
 		}
 	}
 }

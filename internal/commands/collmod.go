@@ -25,6 +25,19 @@ func cmdCollMod(h *Handler, r *request) (bson.D, error) {
 	if c == nil {
 		return nil, nsNotFound(r.db, name)
 	}
+	old := c.Meta()
+	reply, err := collModApply(h, c, r)
+	if err != nil {
+		return nil, err
+	}
+	if err := recordCollMod(c, r, old); err != nil {
+		return nil, err
+	}
+	return reply, nil
+}
+
+// collModApply makes collMod's changes.
+func collModApply(h *Handler, c *docstore.Collection, r *request) (bson.D, error) {
 	expiry, setExpiry, err := collModExpiry(c, r, h.deps.Clock.Now())
 	if err != nil {
 		return nil, err

@@ -10,7 +10,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/catalog"
-	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/query"
 )
 
@@ -143,7 +142,7 @@ func (c *Collection) settle(meta *catalog.Collection) error {
 	for _, ix := range meta.Indexes {
 		if !ix.Ready && !c.store.replicated {
 			c.store.logger.Warn("dropping index whose build did not finish", "ns", meta.Namespace(), "index", ix.Name)
-			if err := c.dropIndexLocked(ix.Name); err != nil {
+			if err := c.dropIndexLocked(ix.Name, false); err != nil {
 				return err
 			}
 		}
@@ -186,7 +185,7 @@ func (c *Collection) deleteAllLocked(dropMeta bool) error {
 		if err := b.Delete(catalogKey(meta.DB, meta.Name)); err != nil {
 			return err
 		}
-		addCatalogEvent(b, &changestream.Event{Op: changestream.OpDrop, DB: meta.DB, Coll: meta.Name})
+		addCatalogEvent(b, dropEvent(meta))
 	}
 	if err := b.Commit(true); err != nil {
 		return fmt.Errorf("docstore: drop %s: %w", meta.Namespace(), err)

@@ -26,7 +26,7 @@ func (t *tx) emit(ev *changestream.Event) {
 	if eb == nil {
 		return
 	}
-	ev.DB, ev.Coll = t.st.meta.DB, t.st.meta.Name
+	ev.DB, ev.Coll, ev.UUID = t.st.meta.DB, t.st.meta.Name, t.st.meta.UUID.Data
 	if !t.sortDeletes {
 		eb.AddEvent(ev.Encode(make([]byte, 0, ev.Size())))
 		return
@@ -187,7 +187,8 @@ func (t *tx) emitExpiryByID(idEnc []byte, ix *indexState, date bson.DateTime) er
 	return nil
 }
 
-// addCatalogEvent adds a drop, rename or dropDatabase event to b when
+// addCatalogEvent adds a catalog change's event (drop, rename,
+// dropDatabase, and the DDL events of ddlevents.go) to b when
 // the engine keeps a change log.
 func addCatalogEvent(b any, ev *changestream.Event) {
 	if eb, ok := b.(changestream.EventBatch); ok && eb.RecordsEvents() {

@@ -1,10 +1,14 @@
 package docstore
 
 import (
+	"errors"
 	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/catalog"
+	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
 )
@@ -27,25 +31,46 @@ func (c *Collection) CreateIndexes(ixs []*catalog.Index) (CreateIndexesResult, e
 	c.schemaMu.Lock()
 	defer c.schemaMu.Unlock()
 	res := CreateIndexesResult{Before: len(c.meta().Indexes)}
-	added := 0
+	// As on mongod: an empty collection's indexes are each reported by
+	// an event of their own, written with the index; a build over
+	// documents reports every index it built in one event, after them.
+	each := c.count.Load() == 0
+	var built []bson.D
 	for _, ix := range ixs {
-		ok, err := c.addIndexLocked(ix)
+		ok, err := c.addIndexLocked(ix, each)
 		if err != nil {
+			if !each {
+				err = errors.Join(err, c.reportBuilt(built))
+			}
 			return res, err
 		}
 		if ok {
-			added++
+			built = append(built, ix.Spec)
 		}
 	}
 	res.After = len(c.meta().Indexes)
-	res.AllExisted = added == 0
-	if added > 0 {
+	res.AllExisted = len(built) == 0
+	if len(built) > 0 {
 		c.store.indexesChanged()
 	}
-	return res, nil
+	if each {
+		return res, nil
+	}
+	return res, c.reportBuilt(built)
 }
 
-func (c *Collection) addIndexLocked(ix *catalog.Index) (bool, error) {
+// reportBuilt writes the createIndexes event of indexes built over a
+// collection's documents.
+func (c *Collection) reportBuilt(specs []bson.D) error {
+	if len(specs) == 0 {
+		return nil
+	}
+	return c.store.commitEvents(indexesEvent(changestream.OpCreateIndexes, c.meta(), specs...))
+}
+
+// addIndexLocked builds ix; report puts its createIndexes event in the
+// write that makes it ready.
+func (c *Collection) addIndexLocked(ix *catalog.Index, report bool) (bool, error) {
 	meta := c.meta()
 	exists, err := catalog.CheckNew(meta.Indexes, ix)
 	if err != nil || exists {
@@ -68,19 +93,27 @@ func (c *Collection) addIndexLocked(ix *catalog.Index) (bool, error) {
 		return false, err
 	}
 	if err := c.buildLocked(len(next.Indexes) - 1); err != nil {
-		_ = c.dropIndexLocked(def.Name)
+		_ = c.dropIndexLocked(def.Name, false)
 		return false, err
 	}
 	done := c.meta().Clone()
 	done.Indexes[len(done.Indexes)-1].Ready = true
+	if report {
+		return true, c.saveMeta(done, indexesEvent(changestream.OpCreateIndexes, done, def.Spec))
+	}
 	return true, c.saveMeta(done)
 }
 
-func (c *Collection) saveMeta(meta *catalog.Collection) error {
+// saveMeta writes the collection's catalog entry, with the change events
+// that describe the change.
+func (c *Collection) saveMeta(meta *catalog.Collection, evs ...*changestream.Event) error {
 	b := c.store.eng.NewBatch()
 	defer b.Close()
 	if err := putMeta(b, meta); err != nil {
 		return err
+	}
+	for _, ev := range evs {
+		addCatalogEvent(b, ev)
 	}
 	if err := b.Commit(true); err != nil {
 		return fmt.Errorf("docstore: save catalog of %s: %w", meta.Namespace(), err)
@@ -172,14 +205,16 @@ func (b *indexBuild) flush() error {
 func (c *Collection) DropIndex(name string) error {
 	c.schemaMu.Lock()
 	defer c.schemaMu.Unlock()
-	if err := c.dropIndexLocked(name); err != nil {
+	if err := c.dropIndexLocked(name, true); err != nil {
 		return err
 	}
 	c.store.indexesChanged()
 	return nil
 }
 
-func (c *Collection) dropIndexLocked(name string) error {
+// dropIndexLocked removes the named index; report adds its dropIndexes
+// event (not for a build that failed, which no event announced).
+func (c *Collection) dropIndexLocked(name string, report bool) error {
 	meta := c.meta()
 	next := meta.Clone()
 	next.Indexes = next.Indexes[:0]
@@ -202,6 +237,9 @@ func (c *Collection) dropIndexLocked(name string) error {
 	}
 	if err := putMeta(b, next); err != nil {
 		return err
+	}
+	if report {
+		addCatalogEvent(b, indexesEvent(changestream.OpDropIndexes, next, gone.Spec))
 	}
 	if err := b.Commit(true); err != nil {
 		return fmt.Errorf("docstore: drop index %s: %w", name, err)

@@ -42,7 +42,7 @@ func (c *Collection) dropUnfinished() error {
 			continue
 		}
 		c.store.logger.Warn("dropping index whose build did not finish", "ns", c.Namespace(), "index", ix.Name)
-		if err := c.dropIndexLocked(ix.Name); err != nil {
+		if err := c.dropIndexLocked(ix.Name, false); err != nil {
 			return fmt.Errorf("docstore: drop unfinished index %s: %w", ix.Name, err)
 		}
 	}

@@ -275,6 +275,7 @@ func (s *Store) createLocked(db, name string, opt CreateOptions) (*Collection, e
 	if err := b.Set(nextIDKey(), binary.BigEndian.AppendUint64(nil, s.nextID+1)); err != nil {
 		return nil, err
 	}
+	addCatalogEvent(b, createEvent(meta))
 	if err := b.Commit(true); err != nil {
 		return nil, fmt.Errorf("docstore: create %s.%s: %w", db, name, err)
 	}
@@ -355,10 +356,12 @@ func (s *Store) RenameCollection(fromDB, from, toDB, to string, dropTarget bool)
 	if err := ValidateNamespace(toDB, to); err != nil {
 		return err
 	}
-	if s.Collection(toDB, to) != nil {
+	var dropped []byte // the replaced collection's UUID, for the rename's event
+	if target := s.Collection(toDB, to); target != nil {
 		if !dropTarget {
 			return mongoerr.New(mongoerr.NamespaceExists, "target namespace exists")
 		}
+		dropped = target.meta().UUID.Data
 		if _, err := s.DropCollection(toDB, to); err != nil {
 			return err
 		}
@@ -384,7 +387,7 @@ func (s *Store) RenameCollection(fromDB, from, toDB, to string, dropTarget bool)
 	if err := putMeta(b, meta); err != nil {
 		return err
 	}
-	addCatalogEvent(b, &changestream.Event{Op: changestream.OpRename, DB: fromDB, Coll: from, ToDB: toDB, ToColl: to})
+	addCatalogEvent(b, renameEvent(meta, fromDB, from, dropped))
 	if err := b.Commit(true); err != nil {
 		return fmt.Errorf("docstore: rename: %w", err)
 	}
