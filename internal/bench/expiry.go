@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -37,6 +38,11 @@ type StormSpec struct {
 	// Stream opens a change stream of the expiries during the storm:
 	// stormStreamOff, or stormStreamPre with pre-images; "" for none.
 	Stream string `json:"stream,omitempty"`
+	// Neighbours CPU-bound processes (see Spin) run from the moment the
+	// server has gone idle after the load to the end of the drain, on the
+	// taskset CPU list NeighbourCPUs ("": wherever the kernel puts them).
+	Neighbours    int    `json:"neighbours,omitempty"`
+	NeighbourCPUs string `json:"neighbour_cpus,omitempty"`
 }
 
 // coll is the storm's collection.
@@ -78,6 +84,12 @@ type ExpiryResult struct {
 	Shuffled     bool    `json:"shuffled,omitempty"`
 	// Events is what a change stream open during the storm received.
 	Events *ExpiryEvents `json:"events,omitempty"`
+	// Neighbours is how many CPU-bound processes ran beside it, and
+	// NeighbourCores how many CPUs they kept busy on average.
+	Neighbours     int     `json:"neighbours,omitempty"`
+	NeighbourCores float64 `json:"neighbour_cores,omitempty"`
+	// LoadAvg is /proc/loadavg when the drain ended.
+	LoadAvg string `json:"loadavg"`
 }
 
 // stormDoc is a document of the storm collection.
@@ -130,6 +142,18 @@ func armStorm(ctx context.Context, db *mongo.Database, coll string, s schedule) 
 	return nil
 }
 
+// startStormNeighbours starts the storm's neighbour processes, if any.
+func startStormNeighbours(sp StormSpec) (*neighbours, error) {
+	if sp.Neighbours == 0 {
+		return nil, nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find own executable: %w", err)
+	}
+	return startNeighbours(self, sp.Neighbours, sp.NeighbourCPUs)
+}
+
 // runExpiryJob loads the storm documents, waits for the server to go
 // idle, then runs the session workload
 // (over j.Count preloaded sessions) through a baseline and the storm while
@@ -153,6 +177,11 @@ func runExpiryJob(ctx context.Context, j Job) (*ExpiryResult, error) {
 			return nil, err
 		}
 	}
+	nb, err := startStormNeighbours(sp)
+	if err != nil {
+		return nil, err
+	}
+	defer nb.stop()
 	st, err := newMongoStore(ctx, j.Addr, j.Clients)
 	if err != nil {
 		return nil, err
@@ -199,7 +228,11 @@ func runExpiryJob(ctx context.Context, j Job) (*ExpiryResult, error) {
 		return nil, err
 	}
 	lat := deletionLateness(samples, s)
-	return &ExpiryResult{Events: ev,
+	var cores float64
+	if nb != nil {
+		cores = nb.cores()
+	}
+	return &ExpiryResult{Events: ev, Neighbours: sp.Neighbours, NeighbourCores: cores, LoadAvg: loadAvg(),
 		Docs: s.n, WindowSeconds: sp.Window.Seconds(), OfferedPerSec: float64(s.n) / sp.Window.Seconds(), FirstExpiry: first,
 		Load: load, Visibility: vis, Lateness: lat, AllDeleted: lat.Deleted == int64(s.n),
 		Baseline: rec.result(0), Storm: rec.result(1), Mix: mix,

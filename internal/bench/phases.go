@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"time"
 )
 
@@ -237,6 +238,34 @@ func (m *modeRun) expiryOn(ctx context.Context, kind string) (storm, burst *Expi
 		return nil
 	})
 	return storm, burst, err
+}
+
+// neighbourStorm runs the storm on a fresh Mayfly with the configured
+// CPU-bound neighbour processes running, free to use every CPU whatever
+// the mode pins.
+func (m *modeRun) neighbourStorm(ctx context.Context) (*ExpiryResult, error) {
+	sz := m.cfg.Sizes
+	var out *ExpiryResult
+	err := m.withServer(ctx, nameMayfly, func(s *server) error {
+		if _, err := m.load(ctx, s, targetMongo, sz.Sessions); err != nil {
+			return err
+		}
+		spec := StormSpec{Docs: sz.StormDocs, Window: sz.StormWindow, Warmup: sz.Warmup,
+			Baseline: sz.StormBaseline, PollEvery: sz.StormPoll, MaxDrain: sz.StormMaxDrain,
+			Shuffled: sz.StormShuffled, Neighbours: sz.Neighbours}
+		if m.clientCPU >= 0 {
+			spec.NeighbourCPUs = fmt.Sprintf("0-%d", runtime.NumCPU()-1)
+		}
+		res, err := m.storm(ctx, s, spec)
+		if err != nil {
+			return err
+		}
+		out = res
+		m.logf("storm with %d neighbours (%.2f cores busy, load %s): deletion lateness p50 ≤ %.0f ms, p99 ≤ %.0f ms, all deleted %v",
+			res.Neighbours, res.NeighbourCores, res.LoadAvg, res.Lateness.Upper.P50Ms, res.Lateness.Upper.P99Ms, res.AllDeleted)
+		return nil
+	})
+	return out, err
 }
 
 // streamStorms runs the storm on a fresh Mayfly each time with a change

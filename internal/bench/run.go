@@ -28,6 +28,9 @@ type ModeReport struct {
 	// StreamStorms are the storm with a change stream of its expiries
 	// open, without and with pre-images (-storm-streams).
 	StreamStorms []*ExpiryResult `json:"stream_storms,omitempty"`
+	// NeighbourExpiry is the storm with CPU-bound neighbour processes
+	// running (-neighbour).
+	NeighbourExpiry *ExpiryResult `json:"neighbour_expiry,omitempty"`
 }
 
 // Report is a whole run, as written to JSON.
@@ -121,6 +124,10 @@ func runMode(ctx context.Context, cfg *Config, mode, bin, work string) *ModeRepo
 		if cfg.BaselineBin != "" {
 			rep.BaselineExpiry, rep.BaselineBurst, err = m.expiryOn(ctx, nameBaseline)
 			note(PhaseExpiry+" (baseline)", err)
+		}
+		if cfg.Neighbours > 0 {
+			rep.NeighbourExpiry, err = m.neighbourStorm(ctx)
+			note(PhaseExpiry+" (neighbours)", err)
 		}
 		if cfg.StormStreams {
 			rep.StreamStorms, err = m.streamStorms(ctx)
