@@ -139,6 +139,9 @@ func neighbourCell(m *ModeReport) string {
 	if !n.AllDeleted {
 		s += fmt.Sprintf("; %s not deleted", fmtN(float64(int64(n.Docs)-n.Lateness.Deleted)))
 	}
+	if e.Sched != nil && n.Sched != nil {
+		s += fmt.Sprintf("; server ran %.2f → %.2f cores, waited for a CPU %.2f → %.2f", e.Sched.RunCores, n.Sched.RunCores, e.Sched.WaitCores, n.Sched.WaitCores)
+	}
 	return s
 }
 

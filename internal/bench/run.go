@@ -31,6 +31,8 @@ type ModeReport struct {
 	// NeighbourExpiry is the storm with CPU-bound neighbour processes
 	// running (-neighbour).
 	NeighbourExpiry *ExpiryResult `json:"neighbour_expiry,omitempty"`
+	// BaselineNeighbourExpiry is the previous build's (-baseline-bin).
+	BaselineNeighbourExpiry *ExpiryResult `json:"baseline_neighbour_expiry,omitempty"`
 }
 
 // Report is a whole run, as written to JSON.
@@ -126,8 +128,12 @@ func runMode(ctx context.Context, cfg *Config, mode, bin, work string) *ModeRepo
 			note(PhaseExpiry+" (baseline)", err)
 		}
 		if cfg.Neighbours > 0 {
-			rep.NeighbourExpiry, err = m.neighbourStorm(ctx)
+			rep.NeighbourExpiry, err = m.neighbourStorm(ctx, nameMayfly)
 			note(PhaseExpiry+" (neighbours)", err)
+		}
+		if cfg.Neighbours > 0 && cfg.BaselineBin != "" {
+			rep.BaselineNeighbourExpiry, err = m.neighbourStorm(ctx, nameBaseline)
+			note(PhaseExpiry+" (baseline, neighbours)", err)
 		}
 		if cfg.StormStreams {
 			rep.StreamStorms, err = m.streamStorms(ctx)
