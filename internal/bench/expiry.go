@@ -90,8 +90,9 @@ type ExpiryResult struct {
 	NeighbourCores float64 `json:"neighbour_cores,omitempty"`
 	// LoadAvg is /proc/loadavg when the drain ended.
 	LoadAvg string `json:"loadavg"`
-	// Sched is how much CPU the server got from the first expiry to the
-	// end of the drain, and how long its threads waited for a CPU.
+	// Sched is how much CPU the server got from the first expiry until
+	// the drain and the visibility reader's last range read ended, and
+	// how long its threads waited for a CPU.
 	Sched *SchedShare `json:"sched,omitempty"`
 }
 
