@@ -9,7 +9,8 @@
 //
 // It builds ./cmd/mayfly, starts every server itself on 127.0.0.1, and
 // stops them when done. The -role flag is internal: the bench re-executes
-// itself as its client processes and as the null server.
+// itself as its client processes, as the null server and as the CPU-bound
+// neighbours of -neighbour.
 package main
 
 import (
@@ -75,12 +76,13 @@ type flagValues struct {
 	stormWindow, stormBl time.Duration
 	streams              int
 	stormStreams         bool
+	neighbours           int
 }
 
 func parse(args []string) (*flagValues, error) {
 	v := &flagValues{}
 	fs := flag.NewFlagSet("mayfly-bench", flag.ContinueOnError)
-	fs.StringVar(&v.role, "role", "", "internal: client or null")
+	fs.StringVar(&v.role, "role", "", "internal: client, null or spin")
 	fs.StringVar(&v.addr, "addr", "", "internal: the null server's address")
 	fs.BoolVar(&v.short, "short", false, "short run (make bench): at most 3 minutes")
 	fs.BoolVar(&v.keep, "keep", false, "keep the temporary directory (server data and logs)")
@@ -106,6 +108,7 @@ func parse(args []string) (*flagValues, error) {
 	fs.IntVar(&v.memory, "memory-sessions", 0, "override: live sessions for the memory figure")
 	fs.IntVar(&v.failovers, "failovers", 0, "override: kill -9 of the replica set's primary")
 	fs.BoolVar(&v.stormStreams, "storm-streams", false, "expiry phase: repeat the storm with a change stream of its expiries open, without and with pre-images")
+	fs.IntVar(&v.neighbours, "neighbour", 0, "expiry phase: repeat the storm with N CPU-bound neighbour processes running (0: leave it out)")
 	fs.IntVar(&v.streams, "streams", 10, "change streams open in the sessions phase's mayfly-streams run (0: leave it out)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -138,6 +141,7 @@ func (v *flagValues) config() (*bench.Config, error) {
 	override(&sz.Failovers, v.failovers)
 	sz.Streams = v.streams
 	sz.StormStreams = v.stormStreams
+	sz.Neighbours = v.neighbours
 	if len(v.durableClients) > 0 {
 		sz.DurableClients = v.durableClients
 	}
@@ -176,6 +180,8 @@ func run(ctx context.Context, args []string) error {
 		return bench.ClientMain(ctx, os.Stdin, os.Stdout)
 	case "null":
 		return bench.ServeNull(ctx, v.addr)
+	case "spin":
+		return bench.Spin(ctx, os.Stdin)
 	case "":
 	default:
 		return fmt.Errorf("unknown -role %q", v.role)

@@ -34,6 +34,10 @@ type Sizes struct {
 	// StormStreams repeats the storm (expiry phase) on fresh servers with
 	// a change stream of its expiries open, without and with pre-images.
 	StormStreams bool `json:"storm_streams"`
+	// Neighbours repeats the storm (expiry phase) on a fresh server with
+	// that many CPU-bound neighbour processes running (see Spin), so that
+	// its lateness shows beside the storm's without them; 0 leaves it out.
+	Neighbours int `json:"neighbours"`
 }
 
 // FullSizes are the issue's sizes.
@@ -129,6 +133,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("-burst-docs and -burst-measure must be positive")
 	case c.Duration <= 0 || c.DurableDuration <= 0:
 		return fmt.Errorf("durations must be positive")
+	case c.Neighbours < 0:
+		return fmt.Errorf("-neighbour must not be negative")
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -37,6 +38,11 @@ type StormSpec struct {
 	// Stream opens a change stream of the expiries during the storm:
 	// stormStreamOff, or stormStreamPre with pre-images; "" for none.
 	Stream string `json:"stream,omitempty"`
+	// Neighbours CPU-bound processes (see Spin) run from the moment the
+	// server has gone idle after the load to the end of the drain, on the
+	// taskset CPU list NeighbourCPUs ("": wherever the kernel puts them).
+	Neighbours    int    `json:"neighbours,omitempty"`
+	NeighbourCPUs string `json:"neighbour_cpus,omitempty"`
 }
 
 // coll is the storm's collection.
@@ -78,6 +84,60 @@ type ExpiryResult struct {
 	Shuffled     bool    `json:"shuffled,omitempty"`
 	// Events is what a change stream open during the storm received.
 	Events *ExpiryEvents `json:"events,omitempty"`
+	// Neighbours is how many CPU-bound processes ran beside it, and
+	// NeighbourCores how many CPUs they kept busy on average.
+	Neighbours     int     `json:"neighbours,omitempty"`
+	NeighbourCores float64 `json:"neighbour_cores,omitempty"`
+	// LoadAvg is /proc/loadavg when the drain ended.
+	LoadAvg string `json:"loadavg"`
+	// Sched is how much CPU the server got from the first expiry until
+	// the drain and the visibility reader's last range read ended, and
+	// how long its threads waited for a CPU.
+	Sched *SchedShare `json:"sched,omitempty"`
+}
+
+// SchedShare is a process's CPU over a span, in cores: RunCores is the
+// CPU time its threads ran per second, WaitCores the time they spent
+// runnable on a run queue, waiting for a CPU someone else held.
+type SchedShare struct {
+	Seconds   float64 `json:"seconds"`
+	RunCores  float64 `json:"run_cores"`
+	WaitCores float64 `json:"wait_cores"`
+}
+
+func (s *SchedShare) String() string {
+	if s == nil {
+		return "server CPU unknown"
+	}
+	return fmt.Sprintf("server ran %.2f cores, waited for a CPU %.2f cores over %.1f s", s.RunCores, s.WaitCores, s.Seconds)
+}
+
+// schedFrom starts measuring pid's CPU at from; the returned func ends
+// it (nil when pid is unknown or its threads cannot be read).
+func schedFrom(ctx context.Context, pid int, from time.Time) func() *SchedShare {
+	type reading struct {
+		at        time.Time
+		run, wait time.Duration
+		ok        bool
+	}
+	start := make(chan reading, 1)
+	go func() {
+		if pid <= 0 || sleepUntil(ctx, from) != nil {
+			start <- reading{}
+			return
+		}
+		run, wait, err := schedTimes(pid)
+		start <- reading{at: time.Now(), run: run, wait: wait, ok: err == nil}
+	}()
+	return func() *SchedShare {
+		r0 := <-start
+		run, wait, err := schedTimes(pid)
+		secs := time.Since(r0.at).Seconds()
+		if !r0.ok || err != nil || secs <= 0 {
+			return nil
+		}
+		return &SchedShare{Seconds: secs, RunCores: (run - r0.run).Seconds() / secs, WaitCores: (wait - r0.wait).Seconds() / secs}
+	}
 }
 
 // stormDoc is a document of the storm collection.
@@ -130,6 +190,18 @@ func armStorm(ctx context.Context, db *mongo.Database, coll string, s schedule) 
 	return nil
 }
 
+// startStormNeighbours starts the storm's neighbour processes, if any.
+func startStormNeighbours(sp StormSpec) (*neighbours, error) {
+	if sp.Neighbours == 0 {
+		return nil, nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find own executable: %w", err)
+	}
+	return startNeighbours(self, sp.Neighbours, sp.NeighbourCPUs)
+}
+
 // runExpiryJob loads the storm documents, waits for the server to go
 // idle, then runs the session workload
 // (over j.Count preloaded sessions) through a baseline and the storm while
@@ -153,6 +225,11 @@ func runExpiryJob(ctx context.Context, j Job) (*ExpiryResult, error) {
 			return nil, err
 		}
 	}
+	nb, err := startStormNeighbours(sp)
+	if err != nil {
+		return nil, err
+	}
+	defer nb.stop()
 	st, err := newMongoStore(ctx, j.Addr, j.Clients)
 	if err != nil {
 		return nil, err
@@ -178,6 +255,7 @@ func runExpiryJob(ctx context.Context, j Job) (*ExpiryResult, error) {
 		perr, verr error
 	)
 	stop := make(chan struct{})
+	sched := schedFrom(ctx, j.ServerPID, storm.from)
 	wg.Go(func() {
 		defer close(stop)
 		samples, perr = pollDeleted(ctx, db, sp.PollEvery, base.from, deadline, int64(s.n))
@@ -188,6 +266,7 @@ func runExpiryJob(ctx context.Context, j Job) (*ExpiryResult, error) {
 	spec := mixSpec{clients: j.Clients, preloaded: j.Count, runID: j.RunID}
 	rec, mix := runMix(ctx, st, spec, []span{base, storm}, storm.to)
 	wg.Wait()
+	share := sched()
 	if perr != nil {
 		return nil, perr
 	}
@@ -199,7 +278,11 @@ func runExpiryJob(ctx context.Context, j Job) (*ExpiryResult, error) {
 		return nil, err
 	}
 	lat := deletionLateness(samples, s)
-	return &ExpiryResult{Events: ev,
+	var cores float64
+	if nb != nil {
+		cores = nb.cores()
+	}
+	return &ExpiryResult{Events: ev, Neighbours: sp.Neighbours, NeighbourCores: cores, LoadAvg: loadAvg(), Sched: share,
 		Docs: s.n, WindowSeconds: sp.Window.Seconds(), OfferedPerSec: float64(s.n) / sp.Window.Seconds(), FirstExpiry: first,
 		Load: load, Visibility: vis, Lateness: lat, AllDeleted: lat.Deleted == int64(s.n),
 		Baseline: rec.result(0), Storm: rec.result(1), Mix: mix,

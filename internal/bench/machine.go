@@ -25,9 +25,7 @@ func detectMachine(redisBin string) Machine {
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(b))
 	}
-	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
-		m.LoadAvg = strings.Join(strings.Fields(string(b))[:3], " ")
-	}
+	m.LoadAvg = loadAvg()
 	if out, err := exec.Command(redisBin, "--version").Output(); err == nil {
 		m.Redis = strings.TrimSpace(string(out))
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"time"
 )
 
@@ -224,8 +225,8 @@ func (m *modeRun) expiryOn(ctx context.Context, kind string) (storm, burst *Expi
 		if storm, err = m.storm(ctx, s, spec); err != nil {
 			return err
 		}
-		m.logf("storm on %s: %d docs, deletion lateness p99 ≤ %.0f ms, %d violations, %.0f expirations/s",
-			kind, storm.Docs, storm.Lateness.Upper.P99Ms, storm.Visibility.Violations, storm.Lateness.PerSec)
+		m.logf("storm on %s: %d docs, deletion lateness p99 ≤ %.0f ms, %d violations, %.0f expirations/s; %s",
+			kind, storm.Docs, storm.Lateness.Upper.P99Ms, storm.Visibility.Violations, storm.Lateness.PerSec, storm.Sched)
 		// The burst's documents share one date, so the TTL index holds them
 		// in _id order whatever their _ids.
 		spec.Docs, spec.Window, spec.Burst, spec.Shuffled = sz.BurstDocs, sz.BurstMeasure, true, false
@@ -237,6 +238,34 @@ func (m *modeRun) expiryOn(ctx context.Context, kind string) (storm, burst *Expi
 		return nil
 	})
 	return storm, burst, err
+}
+
+// neighbourStorm runs the storm on a fresh server of kind with the configured
+// CPU-bound neighbour processes running, free to use every CPU whatever
+// the mode pins.
+func (m *modeRun) neighbourStorm(ctx context.Context, kind string) (*ExpiryResult, error) {
+	sz := m.cfg.Sizes
+	var out *ExpiryResult
+	err := m.withServer(ctx, kind, func(s *server) error {
+		if _, err := m.load(ctx, s, targetMongo, sz.Sessions); err != nil {
+			return err
+		}
+		spec := StormSpec{Docs: sz.StormDocs, Window: sz.StormWindow, Warmup: sz.Warmup,
+			Baseline: sz.StormBaseline, PollEvery: sz.StormPoll, MaxDrain: sz.StormMaxDrain,
+			Shuffled: sz.StormShuffled, Neighbours: sz.Neighbours}
+		if m.clientCPU >= 0 {
+			spec.NeighbourCPUs = fmt.Sprintf("0-%d", runtime.NumCPU()-1)
+		}
+		res, err := m.storm(ctx, s, spec)
+		if err != nil {
+			return err
+		}
+		out = res
+		m.logf("storm on %s with %d neighbours (%.2f cores busy, load %s): deletion lateness p50 ≤ %.0f ms, p99 ≤ %.0f ms, all deleted %v; %s",
+			kind, res.Neighbours, res.NeighbourCores, res.LoadAvg, res.Lateness.Upper.P50Ms, res.Lateness.Upper.P99Ms, res.AllDeleted, res.Sched)
+		return nil
+	})
+	return out, err
 }
 
 // streamStorms runs the storm on a fresh Mayfly each time with a change

@@ -93,3 +93,32 @@ func waitIdle(ctx context.Context, pid int, limit time.Duration) (time.Duration,
 	}
 	return time.Since(start), nil
 }
+
+// schedTimes sums over the threads of process pid the time they ran on a
+// CPU and the time they waited, runnable, for one
+// (/proc/<pid>/task/*/schedstat): how much of the machine the process got,
+// and how much more it wanted while others held the cores.
+func schedTimes(pid int) (run, wait time.Duration, err error) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0, 0, fmt.Errorf("threads of %d: %w", pid, err)
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+		if err != nil {
+			continue // the thread exited
+		}
+		f := strings.Fields(string(b))
+		if len(f) < 2 {
+			continue
+		}
+		r, err1 := strconv.ParseInt(f[0], 10, 64)
+		w, err2 := strconv.ParseInt(f[1], 10, 64)
+		if err1 != nil || err2 != nil {
+			return 0, 0, fmt.Errorf("schedstat of %d/%s: %q", pid, t.Name(), b)
+		}
+		run += time.Duration(r)
+		wait += time.Duration(w)
+	}
+	return run, wait, nil
+}

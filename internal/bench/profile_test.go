@@ -21,7 +21,9 @@ import (
 // -blockprofile see the server, which has no pprof endpoint of its own.
 // The driver's frames are in the same profile, under
 // go.mongodb.org/mongo-driver.
-// MAYFLY_BENCH_PROFILE_SECONDS sets the sessions run (default 10). It is
+// MAYFLY_BENCH_PROFILE_SECONDS sets the sessions run (default 10);
+// MAYFLY_BENCH_NEIGHBOURS=N runs N CPU-bound neighbour processes beside
+// an expiry run (see -neighbour). It is
 // skipped unless MAYFLY_BENCH_PROFILE is set:
 //
 //	MAYFLY_BENCH_PROFILE=sessions go test ./internal/bench -run ProfileServer \
@@ -65,6 +67,9 @@ func TestProfileServer(t *testing.T) {
 		if what == "burst" {
 			job.Storm.Docs, job.Storm.Window, job.Storm.Burst = sz.BurstDocs, sz.BurstMeasure, true
 		}
+		// MAYFLY_BENCH_NEIGHBOURS runs that many CPU-bound neighbour
+		// processes (this test binary, see TestMain) beside the storm.
+		job.Storm.Neighbours, _ = strconv.Atoi(os.Getenv("MAYFLY_BENCH_NEIGHBOURS"))
 	default:
 		t.Fatalf("MAYFLY_BENCH_PROFILE=%q: want sessions, sessions-streams, durable, storm, storm-shuffled or burst", what)
 	}

@@ -99,5 +99,11 @@ func baselineRows(rep *Report) []row {
 	t := func(name, phase string) row {
 		return row{label: "**" + name + "**", phase: phase, cell: targetCell(rep, name)}
 	}
-	return []row{t(tBaseSessions, PhaseSessions), t(tBaseStorm, PhaseExpiry), t(tBaseBurst, PhaseExpiry)}
+	return []row{t(tBaseSessions, PhaseSessions), t(tBaseStorm, PhaseExpiry), t(tBaseBurst, PhaseExpiry),
+		{"previous build: lateness p50 / p99 without → with CPU-bound neighbours", PhaseExpiry, baselineNeighbourCell}}
+}
+
+// baselineNeighbourCell is neighbourCell for the previous build.
+func baselineNeighbourCell(m *ModeReport) string {
+	return neighbourCell(&ModeReport{Expiry: m.BaselineExpiry, NeighbourExpiry: m.BaselineNeighbourExpiry})
 }

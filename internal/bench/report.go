@@ -126,6 +126,25 @@ func latenessCell(m *ModeReport) string {
 		fmtMs(l.Upper.P50Ms), fmtMs(l.Upper.P99Ms), fmtMs(l.Upper.MaxMs), fmtMs(l.Lower.P99Ms), fmtMs(l.GapP50Ms))
 }
 
+// neighbourCell is the storm's deletion lateness without and with the
+// CPU-bound neighbours, side by side, with how busy they kept the machine.
+func neighbourCell(m *ModeReport) string {
+	e, n := m.Expiry, m.NeighbourExpiry
+	if e == nil || n == nil {
+		return missing
+	}
+	s := fmt.Sprintf("%s / %s → %s / %s ms (%d neighbours kept %.2f cores busy; load average %s → %s)",
+		fmtMs(e.Lateness.Upper.P50Ms), fmtMs(e.Lateness.Upper.P99Ms), fmtMs(n.Lateness.Upper.P50Ms), fmtMs(n.Lateness.Upper.P99Ms),
+		n.Neighbours, n.NeighbourCores, e.LoadAvg, n.LoadAvg)
+	if !n.AllDeleted {
+		s += fmt.Sprintf("; %s not deleted", fmtN(float64(int64(n.Docs)-n.Lateness.Deleted)))
+	}
+	if e.Sched != nil && n.Sched != nil {
+		s += fmt.Sprintf("; server ran %.2f → %.2f cores, waited for a CPU %.2f → %.2f", e.Sched.RunCores, n.Sched.RunCores, e.Sched.WaitCores, n.Sched.WaitCores)
+	}
+	return s
+}
+
 // streamStormCell is the storm with a change stream of its expiries open,
 // without and with pre-images: the events' wallTime − expiredAt, and the
 // storm's own deletion lateness.
@@ -197,7 +216,7 @@ func targetCell(rep *Report, name string) func(*ModeReport) string {
 			switch name {
 			case tInvisible:
 				v = fmtN(t.Value)
-			case tLateness:
+			case tLateness, tLatenessNb:
 				v = fmtMs(t.Value)
 			case tExpRate:
 				v = fmtN(t.Value)
@@ -239,6 +258,8 @@ func rows(rep *Report, sz Sizes) []row {
 		t(tInvisible, PhaseExpiry),
 		{"lateness to deletion p50 / p99 / max (upper bounds)", PhaseExpiry, latenessCell},
 		t(tLateness, PhaseExpiry),
+		{"lateness p50 / p99 without → with CPU-bound neighbours", PhaseExpiry, neighbourCell},
+		t(tLatenessNb, PhaseExpiry),
 		{"sessions ops/s without / during storm", PhaseExpiry, stormSessionsCell(spreadStorm)},
 		{"storm with a change stream: expiry events wallTime − expiredAt p50 / p99", PhaseExpiry, streamStormCell},
 		{"expiry burst", PhaseExpiry, burstCell},

@@ -28,6 +28,11 @@ type ModeReport struct {
 	// StreamStorms are the storm with a change stream of its expiries
 	// open, without and with pre-images (-storm-streams).
 	StreamStorms []*ExpiryResult `json:"stream_storms,omitempty"`
+	// NeighbourExpiry is the storm with CPU-bound neighbour processes
+	// running (-neighbour).
+	NeighbourExpiry *ExpiryResult `json:"neighbour_expiry,omitempty"`
+	// BaselineNeighbourExpiry is the previous build's (-baseline-bin).
+	BaselineNeighbourExpiry *ExpiryResult `json:"baseline_neighbour_expiry,omitempty"`
 }
 
 // Report is a whole run, as written to JSON.
@@ -121,6 +126,14 @@ func runMode(ctx context.Context, cfg *Config, mode, bin, work string) *ModeRepo
 		if cfg.BaselineBin != "" {
 			rep.BaselineExpiry, rep.BaselineBurst, err = m.expiryOn(ctx, nameBaseline)
 			note(PhaseExpiry+" (baseline)", err)
+		}
+		if cfg.Neighbours > 0 {
+			rep.NeighbourExpiry, err = m.neighbourStorm(ctx, nameMayfly)
+			note(PhaseExpiry+" (neighbours)", err)
+		}
+		if cfg.Neighbours > 0 && cfg.BaselineBin != "" {
+			rep.BaselineNeighbourExpiry, err = m.neighbourStorm(ctx, nameBaseline)
+			note(PhaseExpiry+" (baseline, neighbours)", err)
 		}
 		if cfg.StormStreams {
 			rep.StreamStorms, err = m.streamStorms(ctx)
