@@ -75,6 +75,7 @@ type flagValues struct {
 	stormWindow, stormBl time.Duration
 	streams              int
 	stormStreams         bool
+	stormStreamsPre      bool
 }
 
 func parse(args []string) (*flagValues, error) {
@@ -106,6 +107,7 @@ func parse(args []string) (*flagValues, error) {
 	fs.IntVar(&v.memory, "memory-sessions", 0, "override: live sessions for the memory figure")
 	fs.IntVar(&v.failovers, "failovers", 0, "override: kill -9 of the replica set's primary")
 	fs.BoolVar(&v.stormStreams, "storm-streams", false, "expiry phase: repeat the storm with a change stream of its expiries open, without and with pre-images")
+	fs.BoolVar(&v.stormStreamsPre, "storm-streams-pre", true, "with -storm-streams: also the storm with pre-images (false: only without)")
 	fs.IntVar(&v.streams, "streams", 10, "change streams open in the sessions phase's mayfly-streams run (0: leave it out)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -138,6 +140,7 @@ func (v *flagValues) config() (*bench.Config, error) {
 	override(&sz.Failovers, v.failovers)
 	sz.Streams = v.streams
 	sz.StormStreams = v.stormStreams
+	sz.StormStreamsNoPre = !v.stormStreamsPre
 	if len(v.durableClients) > 0 {
 		sz.DurableClients = v.durableClients
 	}

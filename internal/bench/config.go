@@ -34,6 +34,8 @@ type Sizes struct {
 	// StormStreams repeats the storm (expiry phase) on fresh servers with
 	// a change stream of its expiries open, without and with pre-images.
 	StormStreams bool `json:"storm_streams"`
+	// StormStreamsNoPre leaves out the stream storm with pre-images.
+	StormStreamsNoPre bool `json:"storm_streams_no_pre,omitempty"`
 }
 
 // FullSizes are the issue's sizes.
