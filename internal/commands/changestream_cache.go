@@ -89,6 +89,16 @@ func (c *streamCursor) encodedEvents(r *request, rec changestream.Record) ([][]b
 			return [][]byte{raw}, nil
 		}
 	}
+	if key != "" && c.plainDelete(ev) {
+		raw, err := plainDeleteEvent(rec)
+		if err != nil {
+			return nil, err
+		}
+		if len(raw) <= maxResultBytes {
+			cache.put(rec.Pos, key, raw)
+			return [][]byte{raw}, nil
+		}
+	}
 	docs, err := c.events(r, rec)
 	if err != nil {
 		return nil, err
