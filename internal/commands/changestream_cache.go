@@ -58,14 +58,17 @@ func (c *streamCursor) cacheKey(ev *changestream.Event) string {
 	if c.spec.pipeline != nil || c.spec.fullDocument == "updateLookup" || c.spec.scope.invalidatedBy(ev) {
 		return ""
 	}
-	key := c.spec.fullDocument + "/" + c.spec.before
-	if m := c.spec.match; m != nil {
-		if m.key == "" {
-			return ""
-		}
-		key += m.key
+	m := c.spec.match
+	if m != nil && m.key == "" {
+		return ""
 	}
-	return key
+	if c.optsKey == "" { // made once: a storm asks it for every event
+		c.optsKey = c.spec.fullDocument + "/" + c.spec.before
+		if m != nil {
+			c.optsKey += m.key
+		}
+	}
+	return c.optsKey
 }
 
 // encodedEvents is the encoded events of one change for the stream,

@@ -27,6 +27,8 @@ type streamCursor struct {
 	lsid []byte
 	// ended is set once the stream returned its invalidate event.
 	ended bool
+	// optsKey is cacheKey's answer for the changes it caches.
+	optsKey string
 }
 
 // Next implements cursor.Source; change streams are read by read.

@@ -25,7 +25,7 @@ func (c *streamCursor) plainDelete(ev *changestream.Event) bool {
 // of about its size.
 func plainDeleteEvent(rec changestream.Record) ([]byte, error) {
 	ev := rec.Event
-	n := 200 + len(ev.DB) + len(ev.Coll) + len(ev.ID) + len(ev.RawID)
+	n := 320 + len(ev.DB) + len(ev.Coll) + len(ev.ID) + len(ev.RawID)
 	if ev.Expired != nil {
 		n += len(ev.Expired.Index)
 	}
@@ -83,9 +83,25 @@ func appendEventID(dst []byte, ev *changestream.Event) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if id == nil {
+	switch v := id.(type) {
+	case nil:
 		return bsoncore.AppendNullElement(dst, "_id"), nil
+	case int32:
+		return bsoncore.AppendInt32Element(dst, "_id", v), nil
+	case int64:
+		return bsoncore.AppendInt64Element(dst, "_id", v), nil
+	case float64:
+		return bsoncore.AppendDoubleElement(dst, "_id", v), nil
+	case string:
+		return bsoncore.AppendStringElement(dst, "_id", v), nil
+	case bson.ObjectID:
+		return bsoncore.AppendObjectIDElement(dst, "_id", v), nil
+	case bson.DateTime:
+		return bsoncore.AppendDateTimeElement(dst, "_id", int64(v)), nil
+	case bool:
+		return bsoncore.AppendBooleanElement(dst, "_id", v), nil
 	}
+	// Other types (documents, binary, ...) by the driver's reflection.
 	t, data, err := bson.MarshalValue(id)
 	if err != nil {
 		return nil, err

@@ -2,10 +2,12 @@ package commands
 
 import (
 	"bytes"
+	"context"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/keyenc"
 )
@@ -69,4 +71,50 @@ func TestPlainDeleteEncoding(t *testing.T) {
 	if withPre.plainDelete(&changestream.Event{Op: changestream.OpDelete}) || c.plainDelete(&changestream.Event{Op: changestream.OpInsert}) {
 		t.Fatal("a delete with pre-images or an insert taken as a plain delete")
 	}
+}
+
+// BenchmarkStreamExpiryEvent: one TTL deletion turned into the event of a
+// stream keeping expiries ($match: {expired: {$exists: true}}), through
+// the pipeline as before against pushed down and encoded straight from
+// the change.
+func BenchmarkStreamExpiryEvent(b *testing.B) {
+	h := newStreamHandler(b)
+	r := &request{ctx: context.Background(), db: "db", name: "getMore"}
+	stages := bson.A{bson.D{{Key: "$match", Value: bson.D{{Key: "expired", Value: bson.D{{Key: "$exists", Value: true}}}}}}}
+	ev := &changestream.Event{Op: changestream.OpDelete, DB: "db", Coll: "c", ID: keyenc.AppendValue(nil, int64(123456)),
+		Expired: &changestream.Expiry{Index: "expiresAt_1", AtMillis: 1_700_000_000_000}}
+	rec := changestream.Record{Pos: changestream.Position{TS: changestream.Timestamp{T: 1_700_000_000, I: 1}}, WallMillis: 1_700_000_000_005, Event: ev}
+	run := func(b *testing.B, spec *streamSpec) {
+		c := &streamCursor{h: h, spec: spec}
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			rec.Pos.Index = uint32(i)
+			out, err := c.encodedEvents(r, rec)
+			if err != nil || len(out) != 1 {
+				b.Fatalf("%d events, %v", len(out), err)
+			}
+		}
+	}
+	base := streamSpec{scope: streamScope{db: "db", coll: "c"}, fullDocument: "default", before: "off"}
+	b.Run("pipeline", func(b *testing.B) {
+		p, err := aggregate.Parse(stages, aggregate.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		spec := base
+		spec.pipeline = p
+		run(b, &spec)
+	})
+	b.Run("pushedDown", func(b *testing.B) {
+		p, err := aggregate.Parse(stages, aggregate.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		spec := base
+		spec.match, spec.pipeline = pushDownMatch(p)
+		if spec.match == nil || spec.pipeline != nil {
+			b.Fatal("the $match was not pushed down")
+		}
+		run(b, &spec)
+	})
 }
