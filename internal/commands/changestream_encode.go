@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"encoding/binary"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
@@ -38,7 +40,7 @@ func appendPlainDelete(dst []byte, rec changestream.Record) ([]byte, error) {
 	ev := rec.Event
 	idx, dst := bsoncore.AppendDocumentStart(dst)
 	tokIdx, dst := bsoncore.AppendDocumentElementStart(dst, "_id")
-	dst = bsoncore.AppendStringElement(dst, "_data", changestream.Token{Pos: rec.Pos}.String())
+	dst = appendTokenData(dst, changestream.Token{Pos: rec.Pos})
 	dst, _ = bsoncore.AppendDocumentEnd(dst, tokIdx)
 	dst = bsoncore.AppendStringElement(dst, "operationType", ev.Op.String())
 	dst = bsoncore.AppendTimestampElement(dst, "clusterTime", rec.Pos.TS.T, rec.Pos.TS.I)
@@ -108,4 +110,14 @@ func appendEventID(dst []byte, ev *changestream.Event) ([]byte, error) {
 	}
 	dst = bsoncore.AppendHeader(dst, bsoncore.Type(t), "_id")
 	return append(dst, data...), nil
+}
+
+// appendTokenData appends the _data string element of tok.
+func appendTokenData(dst []byte, tok changestream.Token) []byte {
+	dst = bsoncore.AppendHeader(dst, bsoncore.TypeString, "_data")
+	lenAt := len(dst)
+	dst = bsoncore.AppendInt32(dst, 0)
+	dst = append(tok.AppendHex(dst), 0)
+	binary.LittleEndian.PutUint32(dst[lenAt:], uint32(len(dst)-lenAt-4))
+	return dst
 }
