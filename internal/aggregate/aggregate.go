@@ -259,6 +259,9 @@ func (p *Pipeline) LeadingMatchFilter() *query.Filter {
 	return nil
 }
 
+// Len is the number of stages.
+func (p *Pipeline) Len() int { return len(p.stages) }
+
 // WithoutStage returns the pipeline without its stage at position i (a
 // $sort the caller's index scan provides), sharing the other stages, so
 // that nothing is parsed twice; p itself is unchanged. An i out of range

@@ -38,6 +38,8 @@ type Sizes struct {
 	// that many CPU-bound neighbour processes running (see Spin), so that
 	// its lateness shows beside the storm's without them; 0 leaves it out.
 	Neighbours int `json:"neighbours"`
+	// StormStreamsNoPre leaves out the stream storm with pre-images.
+	StormStreamsNoPre bool `json:"storm_streams_no_pre,omitempty"`
 }
 
 // FullSizes are the issue's sizes.

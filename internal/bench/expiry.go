@@ -66,6 +66,9 @@ func (sp StormSpec) schedule() schedule {
 
 // ExpiryResult is what an expiry storm showed.
 type ExpiryResult struct {
+	// Server is the build it ran on, where a phase runs more than one
+	// (mayfly, mayfly-baseline); "" for mayfly.
+	Server        string       `json:"server,omitempty"`
 	Docs          int          `json:"docs"`
 	WindowSeconds float64      `json:"window_seconds"`
 	OfferedPerSec float64      `json:"offered_per_sec"`

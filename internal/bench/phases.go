@@ -269,33 +269,53 @@ func (m *modeRun) neighbourStorm(ctx context.Context, kind string) (*ExpiryResul
 }
 
 // streamStorms runs the storm on a fresh Mayfly each time with a change
-// stream of its expiries open: without pre-images, then with them.
+// stream of its expiries open: without pre-images, then with them; with
+// -baseline-bin, each on the previous build right after this one, so
+// that the two see the same load.
 func (m *modeRun) streamStorms(ctx context.Context) ([]*ExpiryResult, error) {
-	sz := m.cfg.Sizes
+	kinds := []string{nameMayfly}
+	if m.cfg.BaselineBin != "" {
+		kinds = append(kinds, nameBaseline)
+	}
+	modes := []string{stormStreamOff, stormStreamPre}
+	if m.cfg.Sizes.StormStreamsNoPre {
+		modes = modes[:1]
+	}
 	var out []*ExpiryResult
-	for _, mode := range []string{stormStreamOff, stormStreamPre} {
-		err := m.withServer(ctx, nameMayfly, func(s *server) error {
-			if _, err := m.load(ctx, s, targetMongo, sz.Sessions); err != nil {
-				return err
-			}
-			spec := StormSpec{Docs: sz.StormDocs, Window: sz.StormWindow, Warmup: sz.Warmup,
-				Baseline: sz.StormBaseline, PollEvery: sz.StormPoll, MaxDrain: sz.StormMaxDrain,
-				Shuffled: sz.StormShuffled, Stream: mode}
-			res, err := m.storm(ctx, s, spec)
+	for _, mode := range modes {
+		for _, kind := range kinds {
+			res, err := m.streamStorm(ctx, kind, mode)
 			if err != nil {
-				return err
+				return out, fmt.Errorf("storm with a stream (%s, %s): %w", kind, mode, err)
 			}
 			out = append(out, res)
-			ev := res.Events
-			m.logf("storm with a stream (pre-images %v): deletion lateness p99 ≤ %.0f ms, all deleted %v; %d of %d events, %d with pre-images, wallTime − expiredAt p50 %.0f ms, p99 %.0f ms",
-				ev.PreImages, res.Lateness.Upper.P99Ms, res.AllDeleted, ev.Events, ev.Expected, ev.WithPreImage, ev.Lateness.P50Ms, ev.Lateness.P99Ms)
-			return nil
-		})
-		if err != nil {
-			return out, fmt.Errorf("storm with a stream (%s): %w", mode, err)
 		}
 	}
 	return out, nil
+}
+
+// streamStorm runs one storm with a stream open on a fresh server of kind.
+func (m *modeRun) streamStorm(ctx context.Context, kind, mode string) (*ExpiryResult, error) {
+	sz := m.cfg.Sizes
+	var res *ExpiryResult
+	err := m.withServer(ctx, kind, func(s *server) error {
+		if _, err := m.load(ctx, s, targetMongo, sz.Sessions); err != nil {
+			return err
+		}
+		spec := StormSpec{Docs: sz.StormDocs, Window: sz.StormWindow, Warmup: sz.Warmup,
+			Baseline: sz.StormBaseline, PollEvery: sz.StormPoll, MaxDrain: sz.StormMaxDrain,
+			Shuffled: sz.StormShuffled, Stream: mode}
+		var err error
+		if res, err = m.storm(ctx, s, spec); err != nil {
+			return err
+		}
+		res.Server = kind
+		ev := res.Events
+		m.logf("storm on %s with a stream (pre-images %v): deletion lateness p99 ≤ %.0f ms, all deleted %v; %d of %d events, %d with pre-images, wallTime − expiredAt p50 %.0f ms, p99 %.0f ms",
+			kind, ev.PreImages, res.Lateness.Upper.P99Ms, res.AllDeleted, ev.Events, ev.Expected, ev.WithPreImage, ev.Lateness.P50Ms, ev.Lateness.P99Ms)
+		return nil
+	})
+	return res, err
 }
 
 func (m *modeRun) storm(ctx context.Context, s *server, spec StormSpec) (*ExpiryResult, error) {

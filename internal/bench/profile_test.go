@@ -16,7 +16,8 @@ import (
 // session workload (MAYFLY_BENCH_PROFILE=sessions; sessions-streams with
 // ten change streams open on the collection), j: true inserts from
 // 64 clients (durable) or expiry with the session workload (storm;
-// storm-shuffled, its _ids in random order to expiry; burst), at the
+// storm-shuffled, its _ids in random order to expiry; storm-streams,
+// with a change stream of its expiries open; burst), at the
 // -short sizes, so that go test's -cpuprofile, -mutexprofile and
 // -blockprofile see the server, which has no pprof endpoint of its own.
 // The driver's frames are in the same profile, under
@@ -59,11 +60,14 @@ func TestProfileServer(t *testing.T) {
 		job.Kind, job.Target, job.Streams = jobSessions, targetMongo, sz.Streams
 	case "durable":
 		job.Kind, job.Journal = jobDurable, true
-	case "storm", "storm-shuffled", "burst":
+	case "storm", "storm-shuffled", "storm-streams", "burst":
 		job.Kind = jobExpiry
 		job.Storm = &StormSpec{Docs: sz.StormDocs, Window: sz.StormWindow, Warmup: sz.Warmup,
 			Baseline: sz.StormBaseline, PollEvery: sz.StormPoll, MaxDrain: sz.StormMaxDrain,
 			Shuffled: what == "storm-shuffled"}
+		if what == "storm-streams" {
+			job.Storm.Stream = stormStreamOff
+		}
 		if what == "burst" {
 			job.Storm.Docs, job.Storm.Window, job.Storm.Burst = sz.BurstDocs, sz.BurstMeasure, true
 		}
@@ -71,7 +75,7 @@ func TestProfileServer(t *testing.T) {
 		// processes (this test binary, see TestMain) beside the storm.
 		job.Storm.Neighbours, _ = strconv.Atoi(os.Getenv("MAYFLY_BENCH_NEIGHBOURS"))
 	default:
-		t.Fatalf("MAYFLY_BENCH_PROFILE=%q: want sessions, sessions-streams, durable, storm, storm-shuffled or burst", what)
+		t.Fatalf("MAYFLY_BENCH_PROFILE=%q: want sessions, sessions-streams, durable, storm, storm-shuffled, storm-streams or burst", what)
 	}
 	res, err := RunJob(ctx, job)
 	if err != nil {

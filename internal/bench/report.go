@@ -159,6 +159,9 @@ func streamStormCell(m *ModeReport) string {
 		if ev.PreImages {
 			label = "on"
 		}
+		if e.Server == nameBaseline {
+			label += " (baseline build)"
+		}
 		part := fmt.Sprintf("%s: events %s / %s ms, deletion p99 %s ms",
 			label, fmtMs(ev.Lateness.P50Ms), fmtMs(ev.Lateness.P99Ms), fmtMs(e.Lateness.Upper.P99Ms))
 		if ev.Events < ev.Expected {

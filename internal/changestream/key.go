@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"math"
-	"strings"
 )
 
 // Tag is the first byte of every change log key (docs/design/0001 lists
@@ -100,13 +99,26 @@ type Token struct {
 // String encodes the token as the hex string of its _data field: version,
 // timestamp, index and kind, big-endian, so tokens sort as positions do.
 func (t Token) String() string {
-	b := make([]byte, 0, 14)
-	b = append(b, tokenVersion)
-	b = binary.BigEndian.AppendUint32(b, t.Pos.TS.T)
-	b = binary.BigEndian.AppendUint32(b, t.Pos.TS.I)
-	b = binary.BigEndian.AppendUint32(b, t.Pos.Index)
-	b = append(b, t.Kind)
-	return strings.ToUpper(hex.EncodeToString(b))
+	return string(t.AppendHex(make([]byte, 0, 2*tokenLen)))
+}
+
+// tokenLen is a token's length in bytes, before hex encoding.
+const tokenLen = 14
+
+// AppendHex appends String's text to dst, without a string of its own: a
+// stream encoding events straight into their bytes writes it in place.
+func (t Token) AppendHex(dst []byte) []byte {
+	const digits = "0123456789ABCDEF"
+	var b [tokenLen]byte
+	b[0] = tokenVersion
+	binary.BigEndian.PutUint32(b[1:], t.Pos.TS.T)
+	binary.BigEndian.PutUint32(b[5:], t.Pos.TS.I)
+	binary.BigEndian.PutUint32(b[9:], t.Pos.Index)
+	b[13] = t.Kind
+	for _, c := range b {
+		dst = append(dst, digits[c>>4], digits[c&0xF])
+	}
+	return dst
 }
 
 // ErrBadToken is returned for a _data string that is not one of ours.
@@ -115,7 +127,7 @@ var ErrBadToken = errors.New("changestream: malformed resume token")
 // ParseToken decodes a token's _data string.
 func ParseToken(s string) (Token, error) {
 	b, err := hex.DecodeString(s)
-	if err != nil || len(b) != 14 || b[0] != tokenVersion || b[13] > KindInvalidate {
+	if err != nil || len(b) != tokenLen || b[0] != tokenVersion || b[13] > KindInvalidate {
 		return Token{}, ErrBadToken
 	}
 	return Token{

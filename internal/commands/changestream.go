@@ -34,7 +34,8 @@ type streamSpec struct {
 	fullDocument string                // default, updateLookup, whenAvailable, required
 	before       string                // fullDocumentBeforeChange: off, whenAvailable, required
 	expanded     bool                  // showExpandedEvents: DDL events and their extra fields
-	pipeline     *aggregate.Pipeline   // the stages after $changeStream (nil: none)
+	pipeline     *aggregate.Pipeline   // the stages after $changeStream and match (nil: none)
+	match        *streamFilter         // a leading $match tested on the change (nil: none)
 }
 
 var changeStreamFields = []string{"resumeAfter", "startAfter", "startAtOperationTime", "fullDocument",
@@ -133,6 +134,7 @@ func (h *Handler) parseChangeStream(r *request, coll string) (*streamSpec, error
 		if spec.pipeline, err = streamPipeline(r, stages[1:]); err != nil {
 			return nil, err
 		}
+		spec.match, spec.pipeline = pushDownMatch(spec.pipeline)
 	}
 	return spec, nil
 }

@@ -51,29 +51,57 @@ func (c *eventCache) put(pos changestream.Position, opts string, raw []byte) {
 }
 
 // cacheKey is what an event's encoding depends on beyond its position,
-// or "" when it depends on more: a pipeline after $changeStream, an
-// updateLookup (the document as it is when read), or a change that ends
-// the stream (an invalidate event follows it).
+// or "" when it depends on more: stages after $changeStream other than a
+// pushed-down $match, an updateLookup (the document as it is when read),
+// or a change that ends the stream (an invalidate event follows it).
 func (c *streamCursor) cacheKey(ev *changestream.Event) string {
 	if c.spec.pipeline != nil || c.spec.fullDocument == "updateLookup" || c.spec.scope.invalidatedBy(ev) {
 		return ""
 	}
-	if c.spec.expanded {
-		return c.spec.fullDocument + "/" + c.spec.before + "/x"
+	m := c.spec.match
+	if m != nil && m.key == "" {
+		return ""
 	}
-	return c.spec.fullDocument + "/" + c.spec.before
+	if c.optsKey == "" { // made once: a storm asks it for every event
+		c.optsKey = c.spec.fullDocument + "/" + c.spec.before
+		if c.spec.expanded {
+			c.optsKey += "/x"
+		}
+		if m != nil {
+			c.optsKey += m.key
+		}
+	}
+	return c.optsKey
 }
 
 // encodedEvents is the encoded events of one change for the stream,
 // from the cache when another stream with the same options encoded it.
+// A pushed-down $match is tested first, on the change itself.
 func (c *streamCursor) encodedEvents(r *request, rec changestream.Record) ([][]byte, error) {
+	ev := rec.Event
+	if !c.spec.covers(ev) {
+		return nil, nil
+	}
 	key := ""
-	if c.spec.covers(rec.Event) {
-		key = c.cacheKey(rec.Event)
+	if !c.spec.scope.invalidatedBy(ev) {
+		if keep, err := c.spec.keeps(ev); err != nil || !keep {
+			return nil, err
+		}
+		key = c.cacheKey(ev)
 	}
 	cache := c.h.events
 	if key != "" {
 		if raw := cache.get(rec.Pos, key); raw != nil {
+			return [][]byte{raw}, nil
+		}
+	}
+	if key != "" && c.plainDelete(ev) {
+		raw, err := plainDeleteEvent(rec)
+		if err != nil {
+			return nil, err
+		}
+		if len(raw) <= maxResultBytes {
+			cache.put(rec.Pos, key, raw)
 			return [][]byte{raw}, nil
 		}
 	}

@@ -27,6 +27,8 @@ type streamCursor struct {
 	lsid []byte
 	// ended is set once the stream returned its invalidate event.
 	ended bool
+	// optsKey is cacheKey's answer for the changes it caches.
+	optsKey string
 }
 
 // Next implements cursor.Source; change streams are read by read.
@@ -106,23 +108,22 @@ func (c *streamCursor) reply(id int64, ns, key string, batch bson.A) bson.D {
 	}}}
 }
 
-// events turns one change into the events the stream returns: none when
-// it is not in the stream's scope, the change's event, and the
-// invalidate event after a change that ends the stream; each through the
-// stream's pipeline.
+// events turns one change in the stream's scope into the events the
+// stream returns: the change's event, and the invalidate event after a
+// change that ends the stream; each through the stream's pipeline. The
+// caller has tested a pushed-down $match on any other change; here it
+// runs on the built events of one that ends the stream.
 func (c *streamCursor) events(r *request, rec changestream.Record) ([]bson.D, error) {
-	ev := rec.Event
-	if !c.spec.covers(ev) {
-		return nil, nil
-	}
 	doc, err := c.eventDoc(rec)
 	if err != nil {
 		return nil, err
 	}
 	docs := []bson.D{doc}
-	if c.spec.scope.invalidatedBy(ev) {
+	if c.spec.scope.invalidatedBy(rec.Event) {
 		c.ended = true
-		docs = append(docs, invalidateDoc(rec))
+		if docs, err = c.spec.matching(append(docs, invalidateDoc(rec))); err != nil {
+			return nil, err
+		}
 	}
 	return c.runPipeline(r, docs)
 }
@@ -264,11 +265,8 @@ func appendDetails(d bson.D, ev *changestream.Event, expanded bool) (bson.D, err
 			{Key: "expiresAt", Value: bson.DateTime(ev.Expired.AtMillis)},
 		}})
 	case ev.Expired != nil:
-		d = append(d, bson.E{Key: "expired", Value: bson.D{
-			{Key: "index", Value: ev.Expired.Index},
-			{Key: "expireAfterSeconds", Value: ev.Expired.AfterSecs},
-			{Key: "expiredAt", Value: bson.DateTime(ev.Expired.AtMillis)},
-		}})
+		exp, _ := expiredDoc(ev)
+		d = append(d, bson.E{Key: "expired", Value: exp})
 	case ev.Evicted != nil:
 		d = append(d, bson.E{Key: "evicted", Value: bson.D{{Key: "index", Value: ev.Evicted.Index}}})
 	}
@@ -290,6 +288,19 @@ func disambiguated(upd bson.D, expanded bool) bson.D {
 		return append(upd, bson.E{Key: changestream.DisambiguatedPaths, Value: bson.D{}})
 	}
 	return upd
+}
+
+// expiredDoc is a TTL deletion's expired field (ok false: the change is
+// no TTL deletion).
+func expiredDoc(ev *changestream.Event) (bson.D, bool) {
+	if ev.Expired == nil || ev.Op != changestream.OpDelete {
+		return nil, false
+	}
+	return bson.D{
+		{Key: "index", Value: ev.Expired.Index},
+		{Key: "expireAfterSeconds", Value: ev.Expired.AfterSecs},
+		{Key: "expiredAt", Value: bson.DateTime(ev.Expired.AtMillis)},
+	}, true
 }
 
 func nsDoc(db, coll string) bson.D {

@@ -18,7 +18,7 @@ import (
 
 // newStreamHandler is newTestHandler with a change log, as a standalone
 // server runs.
-func newStreamHandler(t *testing.T) *Handler {
+func newStreamHandler(t testing.TB) *Handler {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	base, err := pebblestore.Open(pebblestore.Options{InMemory: true, Logger: logger})

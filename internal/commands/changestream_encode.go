@@ -1,0 +1,123 @@
+package commands
+
+import (
+	"encoding/binary"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
+
+	"github.com/mayflydb/mayfly/internal/changestream"
+	"github.com/mayflydb/mayfly/internal/keyenc"
+)
+
+// A delete without images (every TTL deletion of a stream without
+// pre-images) is encoded straight from the change: at a storm's hundred
+// thousand expiries a second, building each event as a document first
+// and then marshalling it was most of a stream's reading. The bytes are
+// those encodeResult gives for eventDoc's document
+// (TestPlainDeleteEncoding).
+
+// plainDelete reports whether the stream's event for ev is encoded by
+// appendPlainDelete: a delete, no pre-image asked for.
+func (c *streamCursor) plainDelete(ev *changestream.Event) bool {
+	return ev.Op == changestream.OpDelete && c.spec.before == "off" && len(ev.Doc) == 0 && !c.spec.expanded
+}
+
+// plainDeleteEvent encodes a delete by appendPlainDelete, into a buffer
+// of about its size.
+func plainDeleteEvent(rec changestream.Record) ([]byte, error) {
+	ev := rec.Event
+	n := 320 + len(ev.DB) + len(ev.Coll) + len(ev.ID) + len(ev.RawID)
+	if ev.Expired != nil {
+		n += len(ev.Expired.Index)
+	}
+	return appendPlainDelete(make([]byte, 0, n), rec)
+}
+
+// appendPlainDelete appends the delete event of rec, as eventDoc shapes
+// it, to dst.
+func appendPlainDelete(dst []byte, rec changestream.Record) ([]byte, error) {
+	ev := rec.Event
+	idx, dst := bsoncore.AppendDocumentStart(dst)
+	tokIdx, dst := bsoncore.AppendDocumentElementStart(dst, "_id")
+	dst = appendTokenData(dst, changestream.Token{Pos: rec.Pos})
+	dst, _ = bsoncore.AppendDocumentEnd(dst, tokIdx)
+	dst = bsoncore.AppendStringElement(dst, "operationType", ev.Op.String())
+	dst = bsoncore.AppendTimestampElement(dst, "clusterTime", rec.Pos.TS.T, rec.Pos.TS.I)
+	dst = bsoncore.AppendDateTimeElement(dst, "wallTime", rec.WallMillis)
+	nsIdx, dst := bsoncore.AppendDocumentElementStart(dst, "ns")
+	dst = bsoncore.AppendStringElement(dst, "db", ev.DB)
+	if ev.Coll != "" {
+		dst = bsoncore.AppendStringElement(dst, "coll", ev.Coll)
+	}
+	dst, _ = bsoncore.AppendDocumentEnd(dst, nsIdx)
+	keyIdx, dst := bsoncore.AppendDocumentElementStart(dst, "documentKey")
+	dst, err := appendEventID(dst, ev)
+	if err != nil {
+		return nil, err
+	}
+	dst, _ = bsoncore.AppendDocumentEnd(dst, keyIdx)
+	switch {
+	case ev.Expired != nil:
+		expIdx, d := bsoncore.AppendDocumentElementStart(dst, "expired")
+		d = bsoncore.AppendStringElement(d, "index", ev.Expired.Index)
+		d = bsoncore.AppendInt64Element(d, "expireAfterSeconds", ev.Expired.AfterSecs)
+		d = bsoncore.AppendDateTimeElement(d, "expiredAt", ev.Expired.AtMillis)
+		dst, _ = bsoncore.AppendDocumentEnd(d, expIdx)
+	case ev.Evicted != nil:
+		evIdx, d := bsoncore.AppendDocumentElementStart(dst, "evicted")
+		d = bsoncore.AppendStringElement(d, "index", ev.Evicted.Index)
+		dst, _ = bsoncore.AppendDocumentEnd(d, evIdx)
+	}
+	dst, err = bsoncore.AppendDocumentEnd(dst, idx)
+	return dst, err
+}
+
+// appendEventID appends the _id element of a delete's documentKey: the
+// stored _id's own bytes when the event carries them, else the value
+// decoded from its key encoding (eventID).
+func appendEventID(dst []byte, ev *changestream.Event) ([]byte, error) {
+	if len(ev.RawID) > 0 {
+		dst = bsoncore.AppendHeader(dst, bsoncore.Type(ev.RawID[0]), "_id")
+		return append(dst, ev.RawID[1:]...), nil
+	}
+	id, _, err := keyenc.DecodeValue(ev.ID)
+	if err != nil {
+		return nil, err
+	}
+	switch v := id.(type) {
+	case nil:
+		return bsoncore.AppendNullElement(dst, "_id"), nil
+	case int32:
+		return bsoncore.AppendInt32Element(dst, "_id", v), nil
+	case int64:
+		return bsoncore.AppendInt64Element(dst, "_id", v), nil
+	case float64:
+		return bsoncore.AppendDoubleElement(dst, "_id", v), nil
+	case string:
+		return bsoncore.AppendStringElement(dst, "_id", v), nil
+	case bson.ObjectID:
+		return bsoncore.AppendObjectIDElement(dst, "_id", v), nil
+	case bson.DateTime:
+		return bsoncore.AppendDateTimeElement(dst, "_id", int64(v)), nil
+	case bool:
+		return bsoncore.AppendBooleanElement(dst, "_id", v), nil
+	}
+	// Other types (documents, binary, ...) by the driver's reflection.
+	t, data, err := bson.MarshalValue(id)
+	if err != nil {
+		return nil, err
+	}
+	dst = bsoncore.AppendHeader(dst, bsoncore.Type(t), "_id")
+	return append(dst, data...), nil
+}
+
+// appendTokenData appends the _data string element of tok.
+func appendTokenData(dst []byte, tok changestream.Token) []byte {
+	dst = bsoncore.AppendHeader(dst, bsoncore.TypeString, "_data")
+	lenAt := len(dst)
+	dst = bsoncore.AppendInt32(dst, 0)
+	dst = append(tok.AppendHex(dst), 0)
+	binary.LittleEndian.PutUint32(dst[lenAt:], uint32(len(dst)-lenAt-4))
+	return dst
+}
