@@ -104,7 +104,7 @@ func checkExpandedEvents(t *testing.T, db *mongo.Database) {
 		wantOp(t, nextEvent(t, one), op)
 	}
 	// Without the option: the same writes, no DDL event, no extra field.
-	for _, op := range []string{"insert", "insert", "drop", "drop", "drop", "rename"} {
+	for _, op := range []string{"insert", "insert", "delete", "drop", "drop", "drop", "rename"} {
 		ev := nextEvent(t, plain)
 		wantOp(t, ev, op)
 		wantNoField(t, ev, "collectionUUID", "operationDescription")
@@ -136,7 +136,8 @@ func checkExpandedEvents(t *testing.T, db *mongo.Database) {
 }
 
 // checkCreateAndCRUD: an explicit create, an insert's collectionUUID, an
-// implicit create before its insert, a clustered collection's create.
+// implicit create before its insert, a clustered collection's create, a
+// delete's collectionUUID.
 func checkCreateAndCRUD(t *testing.T, db *mongo.Database, cs *mongo.ChangeStream) any {
 	ctx := ctxT(t)
 	runCmd(t, db, bson.D{{Key: "create", Value: "base"}})
@@ -179,6 +180,15 @@ func checkCreateAndCRUD(t *testing.T, db *mongo.Database, cs *mongo.ChangeStream
 	if _, ok := desc["idIndex"]; ok {
 		t.Fatalf("a clustered collection's create has an idIndex: %v", clu)
 	}
+	// A delete without a pre-image has an encoding of its own
+	// (changestream_encode.go); with the option it carries the UUID too.
+	mustDo(t, func() error {
+		_, err := db.Collection("implicit").DeleteOne(ctx, bson.D{{Key: "_id", Value: 2}})
+		return err
+	})
+	del := nextEvent(t, cs)
+	wantOp(t, del, "delete")
+	wantUUID(t, del, collUUID(t, db, "implicit"))
 	return create["_id"]
 }
 
