@@ -142,3 +142,11 @@ func (c *Config) Validate() error {
 }
 
 func (c *Config) has(phase string) bool { return slices.Contains(c.Phases, phase) }
+
+// stormSpec is the storm these sizes give, spread and in the configured
+// _id order, with no stream and no neighbours.
+func (sz Sizes) stormSpec() StormSpec {
+	return StormSpec{Docs: sz.StormDocs, Window: sz.StormWindow, Warmup: sz.Warmup,
+		Baseline: sz.StormBaseline, PollEvery: sz.StormPoll, MaxDrain: sz.StormMaxDrain,
+		Shuffled: sz.StormShuffled}
+}

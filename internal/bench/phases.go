@@ -219,9 +219,7 @@ func (m *modeRun) expiryOn(ctx context.Context, kind string) (storm, burst *Expi
 		if _, err := m.load(ctx, s, targetMongo, sz.Sessions); err != nil {
 			return err
 		}
-		spec := StormSpec{Docs: sz.StormDocs, Window: sz.StormWindow, Warmup: sz.Warmup,
-			Baseline: sz.StormBaseline, PollEvery: sz.StormPoll, MaxDrain: sz.StormMaxDrain,
-			Shuffled: sz.StormShuffled}
+		spec := sz.stormSpec()
 		if storm, err = m.storm(ctx, s, spec); err != nil {
 			return err
 		}
@@ -244,28 +242,18 @@ func (m *modeRun) expiryOn(ctx context.Context, kind string) (storm, burst *Expi
 // CPU-bound neighbour processes running, free to use every CPU whatever
 // the mode pins.
 func (m *modeRun) neighbourStorm(ctx context.Context, kind string) (*ExpiryResult, error) {
-	sz := m.cfg.Sizes
-	var out *ExpiryResult
-	err := m.withServer(ctx, kind, func(s *server) error {
-		if _, err := m.load(ctx, s, targetMongo, sz.Sessions); err != nil {
-			return err
-		}
-		spec := StormSpec{Docs: sz.StormDocs, Window: sz.StormWindow, Warmup: sz.Warmup,
-			Baseline: sz.StormBaseline, PollEvery: sz.StormPoll, MaxDrain: sz.StormMaxDrain,
-			Shuffled: sz.StormShuffled, Neighbours: sz.Neighbours}
-		if m.clientCPU >= 0 {
-			spec.NeighbourCPUs = fmt.Sprintf("0-%d", runtime.NumCPU()-1)
-		}
-		res, err := m.storm(ctx, s, spec)
-		if err != nil {
-			return err
-		}
-		out = res
-		m.logf("storm on %s with %d neighbours (%.2f cores busy, load %s): deletion lateness p50 ≤ %.0f ms, p99 ≤ %.0f ms, all deleted %v; %s",
-			kind, res.Neighbours, res.NeighbourCores, res.LoadAvg, res.Lateness.Upper.P50Ms, res.Lateness.Upper.P99Ms, res.AllDeleted, res.Sched)
-		return nil
-	})
-	return out, err
+	spec := m.cfg.Sizes.stormSpec()
+	spec.Neighbours = m.cfg.Sizes.Neighbours
+	if m.clientCPU >= 0 {
+		spec.NeighbourCPUs = fmt.Sprintf("0-%d", runtime.NumCPU()-1)
+	}
+	res, err := m.freshStorm(ctx, kind, spec)
+	if err != nil {
+		return nil, err
+	}
+	m.logf("storm on %s with %d neighbours (%.2f cores busy, load %s): deletion lateness p50 ≤ %.0f ms, p99 ≤ %.0f ms, all deleted %v; %s",
+		kind, res.Neighbours, res.NeighbourCores, res.LoadAvg, res.Lateness.Upper.P50Ms, res.Lateness.Upper.P99Ms, res.AllDeleted, res.Sched)
+	return res, nil
 }
 
 // streamStorms runs the storm on a fresh Mayfly each time with a change
@@ -296,24 +284,30 @@ func (m *modeRun) streamStorms(ctx context.Context) ([]*ExpiryResult, error) {
 
 // streamStorm runs one storm with a stream open on a fresh server of kind.
 func (m *modeRun) streamStorm(ctx context.Context, kind, mode string) (*ExpiryResult, error) {
-	sz := m.cfg.Sizes
+	spec := m.cfg.Sizes.stormSpec()
+	spec.Stream = mode
+	res, err := m.freshStorm(ctx, kind, spec)
+	if err != nil {
+		return nil, err
+	}
+	res.Server = kind
+	ev := res.Events
+	m.logf("storm on %s with a stream (pre-images %v): deletion lateness p99 ≤ %.0f ms, all deleted %v; %d of %d events, %d with pre-images, wallTime − expiredAt p50 %.0f ms, p99 %.0f ms",
+		kind, ev.PreImages, res.Lateness.Upper.P99Ms, res.AllDeleted, ev.Events, ev.Expected, ev.WithPreImage, ev.Lateness.P50Ms, ev.Lateness.P99Ms)
+	return res, nil
+}
+
+// freshStorm runs spec on a fresh server of kind holding the preloaded
+// sessions.
+func (m *modeRun) freshStorm(ctx context.Context, kind string, spec StormSpec) (*ExpiryResult, error) {
 	var res *ExpiryResult
 	err := m.withServer(ctx, kind, func(s *server) error {
-		if _, err := m.load(ctx, s, targetMongo, sz.Sessions); err != nil {
+		if _, err := m.load(ctx, s, targetMongo, m.cfg.Sizes.Sessions); err != nil {
 			return err
 		}
-		spec := StormSpec{Docs: sz.StormDocs, Window: sz.StormWindow, Warmup: sz.Warmup,
-			Baseline: sz.StormBaseline, PollEvery: sz.StormPoll, MaxDrain: sz.StormMaxDrain,
-			Shuffled: sz.StormShuffled, Stream: mode}
 		var err error
-		if res, err = m.storm(ctx, s, spec); err != nil {
-			return err
-		}
-		res.Server = kind
-		ev := res.Events
-		m.logf("storm on %s with a stream (pre-images %v): deletion lateness p99 ≤ %.0f ms, all deleted %v; %d of %d events, %d with pre-images, wallTime − expiredAt p50 %.0f ms, p99 %.0f ms",
-			kind, ev.PreImages, res.Lateness.Upper.P99Ms, res.AllDeleted, ev.Events, ev.Expected, ev.WithPreImage, ev.Lateness.P50Ms, ev.Lateness.P99Ms)
-		return nil
+		res, err = m.storm(ctx, s, spec)
+		return err
 	})
 	return res, err
 }

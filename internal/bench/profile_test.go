@@ -62,9 +62,9 @@ func TestProfileServer(t *testing.T) {
 		job.Kind, job.Journal = jobDurable, true
 	case "storm", "storm-shuffled", "storm-streams", "burst":
 		job.Kind = jobExpiry
-		job.Storm = &StormSpec{Docs: sz.StormDocs, Window: sz.StormWindow, Warmup: sz.Warmup,
-			Baseline: sz.StormBaseline, PollEvery: sz.StormPoll, MaxDrain: sz.StormMaxDrain,
-			Shuffled: what == "storm-shuffled"}
+		spec := sz.stormSpec()
+		spec.Shuffled = what == "storm-shuffled"
+		job.Storm = &spec
 		if what == "storm-streams" {
 			job.Storm.Stream = stormStreamOff
 		}
@@ -152,9 +152,8 @@ func TestProfileReplSet(t *testing.T) {
 				primary = a
 			}
 		}
-		job = Job{Kind: jobExpiry, Addr: primary, ServerPID: os.Getpid(), Clients: sz.Clients, Count: sz.Sessions, RunID: 1,
-			Storm: &StormSpec{Docs: sz.StormDocs, Window: sz.StormWindow, Warmup: sz.Warmup,
-				Baseline: sz.StormBaseline, PollEvery: sz.StormPoll, MaxDrain: sz.StormMaxDrain}}
+		spec := sz.stormSpec()
+		job = Job{Kind: jobExpiry, Addr: primary, ServerPID: os.Getpid(), Clients: sz.Clients, Count: sz.Sessions, RunID: 1, Storm: &spec}
 	}
 	res, err := RunJob(ctx, job)
 	if err != nil {

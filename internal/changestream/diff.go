@@ -49,23 +49,28 @@ type differ struct {
 	removed   bson.A
 	truncated bson.A
 	ambiguous bson.D // disambiguatedPaths, nil while there is none
+	// parts holds the components of the path being visited (field names,
+	// array indexes as int32), depth-first: a path of depth n owns
+	// parts[:n], so nothing is copied unless a path is ambiguous.
+	parts []any
 }
 
-// path is where the differ is: the dotted string, its components (field
-// names, and array indexes as int32), and whether a field name makes the
-// dotted string ambiguous.
+// path is where the differ is: the dotted string, how many components it
+// has, and whether a field name makes the dotted string ambiguous.
 type path struct {
 	dotted    string
-	parts     []any
+	depth     int
 	ambiguous bool
 }
 
-func (p path) field(name string) path {
-	return path{dotted: p.join(name), parts: appendPart(p.parts, name), ambiguous: p.ambiguous || ambiguousName(name)}
+func (d *differ) field(at path, name string) path {
+	d.parts = append(d.parts[:at.depth], name)
+	return path{dotted: at.join(name), depth: at.depth + 1, ambiguous: at.ambiguous || ambiguousName(name)}
 }
 
-func (p path) index(i int) path {
-	return path{dotted: p.join(strconv.Itoa(i)), parts: appendPart(p.parts, int32(i)), ambiguous: p.ambiguous}
+func (d *differ) index(at path, i int) path {
+	d.parts = append(d.parts[:at.depth], int32(i))
+	return path{dotted: at.join(strconv.Itoa(i)), depth: at.depth + 1, ambiguous: at.ambiguous}
 }
 
 func (p path) join(s string) string {
@@ -73,11 +78,6 @@ func (p path) join(s string) string {
 		return s
 	}
 	return p.dotted + "." + s
-}
-
-// appendPart copies: paths share no backing array.
-func appendPart(parts []any, v any) []any {
-	return append(append(make([]any, 0, len(parts)+1), parts...), v)
 }
 
 // ambiguousName reports whether a field name reads, in a dotted path, as
@@ -100,13 +100,13 @@ func ambiguousName(name string) bool {
 // note records p's components when its dotted form is ambiguous.
 func (d *differ) note(p path) {
 	if p.ambiguous {
-		d.ambiguous = append(d.ambiguous, bson.E{Key: p.dotted, Value: bson.A(p.parts)})
+		d.ambiguous = append(d.ambiguous, bson.E{Key: p.dotted, Value: append(bson.A(nil), d.parts[:p.depth]...)})
 	}
 }
 
 func (d *differ) docs(at path, old, next bson.D) {
 	for _, e := range next {
-		p := at.field(e.Key)
+		p := d.field(at, e.Key)
 		ov, ok := field(old, e.Key)
 		if !ok {
 			d.set(p, e.Value)
@@ -116,7 +116,7 @@ func (d *differ) docs(at path, old, next bson.D) {
 	}
 	for _, e := range old {
 		if _, ok := field(next, e.Key); !ok {
-			p := at.field(e.Key)
+			p := d.field(at, e.Key)
 			d.removed = append(d.removed, p.dotted)
 			d.note(p)
 		}
@@ -150,7 +150,7 @@ func (d *differ) arrays(at path, old, next bson.A) {
 		d.note(at)
 	}
 	for i, v := range next {
-		p := at.index(i)
+		p := d.index(at, i)
 		if i < len(old) {
 			d.value(p, old[i], v)
 		} else {
