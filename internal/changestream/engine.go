@@ -210,15 +210,35 @@ func (e *Engine) stampAndCommit(b *batch, commit func() (func() error, error)) (
 }
 
 // WriteEvents adds the records of events, stamped ts, to b: what a
-// standalone commit and a replica set member's apply both do.
+// standalone commit and a replica set member's apply both do. A run of
+// TTL deletions of one collection by one index goes in as compact records
+// (expirylog.go); every other event as a record of its own.
 func WriteEvents(b storage.Batch, ts Timestamp, wallMillis int64, events [][]byte) error {
 	var key, val []byte
-	for i, ev := range events {
+	var w compactWriter
+	var cur, next expiryView
+	for i := 0; i < len(events); {
 		key = AppendKey(key[:0], Position{TS: ts, Index: uint32(i)})
-		val = AppendRecord(val[:0], wallMillis, ev)
-		if err := b.Set(key, val); err != nil {
+		n := 1
+		if viewExpiry(events[i], &cur) {
+			w.start(wallMillis, &cur)
+			w.add(&cur)
+			for n < maxCompact && i+n < len(events) && viewExpiry(events[i+n], &next) && next.sameGroup(&cur) {
+				w.add(&next)
+				n++
+			}
+		}
+		var err error
+		if n > 1 {
+			err = b.Set(key, w.finish())
+		} else {
+			val = AppendRecord(val[:0], wallMillis, events[i])
+			err = b.Set(key, val)
+		}
+		if err != nil {
 			return fmt.Errorf("changestream: write event: %w", err)
 		}
+		i += n
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/mayflydb/mayfly/internal/storage"
 )
@@ -32,24 +33,56 @@ func LastTimestamp(r storage.Reader) (Timestamp, error) {
 
 // Scan calls fn with each record after the position after, in order,
 // until fn returns false or the log ends. The record's byte fields are
-// copies fn may keep.
+// copies fn may keep. A compact record comes as one Record per deletion
+// it holds, each with its own position; when after falls inside one, the
+// scan starts inside it.
 func Scan(r storage.Reader, after Position, fn func(Record) (bool, error)) error {
-	lower := append(Key(after), 0) // strictly after
-	it, err := r.NewIter(lower, LogEnd)
+	// A record that covers after is stamped after.TS: the bound keeps
+	// the trim mark out.
+	it, err := r.NewIter(Key(Position{TS: after.TS}), LogEnd)
 	if err != nil {
 		return fmt.Errorf("changestream: scan: %w", err)
 	}
 	defer it.Close()
-	for ok := it.First(); ok; ok = it.Next() {
-		rec, err := decodeRecord(it.Key(), it.Value())
-		if err != nil {
+	ok, from := startAt(it, after)
+	for ; ok; ok = it.Next() {
+		if more, err := emitRecord(it.Key(), it.Value(), from, fn); err != nil || !more {
 			return err
 		}
-		if more, err := fn(rec); err != nil || !more {
-			return err
-		}
+		from = 0
 	}
 	return it.Error()
+}
+
+// startAt puts it on the first record that holds a change after the
+// position after: the compact record that covers the next position, from
+// that position on, or else the first record after it.
+func startAt(it storage.Iterator, after Position) (bool, uint32) {
+	lower := append(Key(after), 0) // strictly after
+	if after.TS != (Timestamp{}) && after.Index != math.MaxUint32 && it.SeekLT(lower) {
+		p, _ := keyPosition(it.Key())
+		if last, ok := lastCovered(p, it.Value()); ok && p.TS == after.TS && last.Index > after.Index {
+			return true, after.Index + 1
+		}
+	}
+	return it.SeekGE(lower), 0
+}
+
+// emitRecord calls fn with the record at key, or with those a compact
+// record holds from the position from on.
+func emitRecord(key, value []byte, from uint32, fn func(Record) (bool, error)) (bool, error) {
+	if isCompact(value) {
+		p, ok := keyPosition(key)
+		if !ok {
+			return false, ErrCorrupt
+		}
+		return expandCompact(p, append([]byte(nil), value...), from, fn)
+	}
+	rec, err := decodeRecord(key, value)
+	if err != nil {
+		return false, err
+	}
+	return fn(rec)
 }
 
 func decodeRecord(key, value []byte) (Record, error) {
@@ -62,6 +95,25 @@ func decodeRecord(key, value []byte) (Record, error) {
 		return Record{}, err
 	}
 	return Record{Pos: p, WallMillis: int64(binary.BigEndian.Uint64(value)), Event: ev}, nil
+}
+
+// Has reports whether the log holds the change at p, in a record of its
+// own or inside a compact one.
+func Has(r storage.Reader, p Position) (bool, error) {
+	it, err := r.NewIter(Key(Position{TS: p.TS}), append(Key(p), 0))
+	if err != nil {
+		return false, fmt.Errorf("changestream: find: %w", err)
+	}
+	defer it.Close()
+	if !it.Last() {
+		return false, it.Error()
+	}
+	at, ok := keyPosition(it.Key())
+	if !ok || at.TS != p.TS || at.TS == (Timestamp{}) {
+		return false, nil
+	}
+	last, ok := lastCovered(at, it.Value())
+	return ok && last.Index >= p.Index, nil
 }
 
 // TrimmedTo returns the position of the newest record trimming removed
@@ -103,7 +155,8 @@ func Trim(eng storage.Engine, ts Timestamp) (bool, error) {
 	return true, nil
 }
 
-// lastBefore finds the newest record stamped before ts.
+// lastBefore finds the last position of the newest record stamped before
+// ts (of a compact record, the last change it holds).
 func lastBefore(r storage.Reader, ts Timestamp) (Position, bool, error) {
 	it, err := r.NewIter(append(append([]byte(nil), trimKey...), 0), Key(Position{TS: ts}))
 	if err != nil {
@@ -114,7 +167,14 @@ func lastBefore(r storage.Reader, ts Timestamp) (Position, bool, error) {
 		return Position{}, false, it.Error()
 	}
 	p, ok := keyPosition(it.Key())
-	return p, ok, nil
+	if !ok {
+		return Position{}, false, ErrCorrupt
+	}
+	last, ok := lastCovered(p, it.Value())
+	if !ok {
+		return Position{}, false, ErrCorrupt
+	}
+	return last, true, nil
 }
 
 // Feed is what change streams read: the log in storage, the newest

@@ -274,7 +274,11 @@ func (h *Handler) checkResumePoint(spec *streamSpec) error {
 	if spec.token == nil || spec.token.Pos.Index == math.MaxUint32 {
 		return nil
 	}
-	if _, err := feed.Reader.Get(changestream.Key(spec.token.Pos)); err != nil {
+	found, err := changestream.Has(feed.Reader, spec.token.Pos)
+	if err != nil {
+		return err
+	}
+	if !found {
 		return mongoerr.Newf(mongoerr.ChangeStreamFatalError, "cannot resume stream; the resume token was not found. {_data: \"%s\"}", spec.token.String())
 	}
 	return nil
