@@ -27,12 +27,20 @@ type Tail struct {
 	head, n int
 	from    Position
 	end     Position
+	// bytes is about what the ring's records hold; budget bounds it, so
+	// that large documents do not keep thousands of copies alive.
+	bytes, budget int
 }
 
 const (
 	// tailRecords is the ring's size: a few batches of a busy server
 	// for streams a getMore or two apart.
 	tailRecords = 4096
+	// tailBytes bounds the bytes of the records in the ring.
+	tailBytes = 32 << 20
+	// recordOverhead is what a decoded record costs beyond its
+	// documents' bytes, about.
+	recordOverhead = 256
 	// tailFill bounds the records one Scan adds, so that a burst of
 	// changes is read in steps and the lock is held briefly.
 	tailFill = 1024
@@ -42,10 +50,10 @@ const (
 )
 
 // NewTail returns a Tail over the log in r.
-func NewTail(r storage.Reader) *Tail { return newTail(r, tailRecords) }
+func NewTail(r storage.Reader) *Tail { return newTail(r, tailRecords, tailBytes) }
 
-func newTail(r storage.Reader, size int) *Tail {
-	return &Tail{reader: r, ring: make([]Record, size)}
+func newTail(r storage.Reader, size, budget int) *Tail {
+	return &Tail{reader: r, ring: make([]Record, size), budget: budget}
 }
 
 // Read calls fn with each record after the position after, in order,
@@ -97,6 +105,9 @@ func (t *Tail) take(after, hwm Position, dst []Record) ([]Record, bool, error) {
 		if err := t.fill(hwm); err != nil {
 			return dst, true, err
 		}
+		if t.from.After(after) { // records too large for the ring together
+			return dst, false, nil
+		}
 		i = t.search(after)
 	}
 	for ; i < t.n && len(dst) < tailHand; i++ {
@@ -108,26 +119,29 @@ func (t *Tail) take(after, hwm Position, dst []Record) ([]Record, bool, error) {
 // rebase empties the ring and starts it at p.
 func (t *Tail) rebase(p Position) {
 	clear(t.ring)
-	t.head, t.n = 0, 0
+	t.head, t.n, t.bytes = 0, 0, 0
 	t.from, t.end = p, p
 }
 
 // fill reads up to tailFill records after the ring's end from the log,
-// never more than the ring holds, so that they all stay for the stream
-// that asked. When the log ends before that, every record up to hwm has
-// been read (the caller took hwm before), so the ring's end moves to it.
+// never more than half of what the ring holds, so that they all stay for
+// the stream that asked. When the log ends before that, every record up
+// to hwm has been read (the caller took hwm before), so the ring's end
+// moves to it.
 func (t *Tail) fill(hwm Position) error {
 	limit := min(tailFill, len(t.ring))
-	read := 0
+	read, size, full := 0, 0, false
 	err := Scan(t.reader, t.end, func(rec Record) (bool, error) {
 		t.push(rec)
 		read++
-		return read < limit, nil
+		size += recordSize(rec)
+		full = read == limit || size >= t.budget/2
+		return !full, nil
 	})
 	if err != nil {
 		return err
 	}
-	if read < limit && hwm.After(t.end) {
+	if !full && hwm.After(t.end) {
 		t.end = hwm
 	}
 	return nil
@@ -137,13 +151,34 @@ func (t *Tail) fill(hwm Position) error {
 // when the ring is full.
 func (t *Tail) push(rec Record) {
 	if t.n == len(t.ring) {
-		t.from = t.ring[t.head].Pos
-		t.head = (t.head + 1) % len(t.ring)
-		t.n--
+		t.drop()
 	}
 	t.ring[(t.head+t.n)%len(t.ring)] = rec
 	t.n++
 	t.end = rec.Pos
+	t.bytes += recordSize(rec)
+	for t.bytes > t.budget && t.n > 1 {
+		t.drop()
+	}
+}
+
+// drop removes the ring's oldest record.
+func (t *Tail) drop() {
+	old := &t.ring[t.head]
+	t.from = old.Pos
+	t.bytes -= recordSize(*old)
+	*old = Record{}
+	t.head = (t.head + 1) % len(t.ring)
+	t.n--
+}
+
+// recordSize is about the memory a decoded record keeps alive.
+func recordSize(rec Record) int {
+	ev := rec.Event
+	if ev == nil {
+		return recordOverhead
+	}
+	return recordOverhead + len(ev.Doc) + len(ev.Pre) + len(ev.Update) + len(ev.Desc) + len(ev.Before)
 }
 
 // at is the ring's i-th record, oldest first.

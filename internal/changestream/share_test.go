@@ -96,7 +96,7 @@ func sameRecords(got, want []Record) error {
 // get every record after their start once, in order.
 func TestTailEveryRecordOnceInOrder(t *testing.T) {
 	eng := newTestLog(t)
-	tail := newTail(eng, 64)
+	tail := newTail(eng, 64, tailBytes)
 	start := HighWater(eng.Latest())
 	const writers, batches, perBatch = 4, 150, 3
 	total := writers * batches * perBatch
@@ -136,7 +136,7 @@ func TestTailEveryRecordOnceInOrder(t *testing.T) {
 // reads the log itself and still gets every record after its position.
 func TestTailSharesDecodedRecords(t *testing.T) {
 	eng := newTestLog(t)
-	tail := newTail(eng, 8)
+	tail := newTail(eng, 8, tailBytes)
 	start := HighWater(eng.Latest())
 	for i := range 20 {
 		commitEvents(t, eng, fmt.Sprint(i), 1)
@@ -172,5 +172,45 @@ func TestTailSharesDecodedRecords(t *testing.T) {
 	}
 	if c[0].Event == a[3].Event {
 		t.Fatal("a record before the ring came from the ring")
+	}
+}
+
+// TestTailBoundsItsBytes: large documents are held within the ring's
+// byte budget, one larger than the whole budget too, and streams still
+// get every record in order.
+func TestTailBoundsItsBytes(t *testing.T) {
+	eng := newTestLog(t)
+	const budget = 10 << 10
+	tail := newTail(eng, 64, budget)
+	start := HighWater(eng.Latest())
+	doc := func(size int) []byte {
+		d := make([]byte, size)
+		d[0], d[1] = byte(size), byte(size>>8)
+		return d
+	}
+	sizes := []int{3000, 3000, 3000, 3000, 3000, 3000, 20000, 3000, 100, 100}
+	for i, size := range sizes {
+		b := eng.NewBatch()
+		b.(EventBatch).AddEvent((&Event{Op: OpInsert, DB: "db", Coll: fmt.Sprint(i), Doc: doc(size)}).Encode(nil))
+		if err := b.Commit(false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for r := range 2 { // the second is behind the ring: its own scan
+		got, err := tailAll(tail, eng, start, len(sizes), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sameRecords(got, logRecords(t, eng)); err != nil {
+			t.Fatalf("reader %d: %v", r, err)
+		}
+		for i, rec := range got {
+			if len(rec.Event.Doc) != sizes[i] {
+				t.Fatalf("record %d has %d bytes, want %d", i, len(rec.Event.Doc), sizes[i])
+			}
+		}
+		if tail.bytes > budget || tail.n != 3 {
+			t.Fatalf("the ring holds %d records of %d bytes, budget %d", tail.n, tail.bytes, budget)
+		}
 	}
 }
