@@ -124,10 +124,11 @@ func (t *Tail) rebase(p Position) {
 }
 
 // fill reads up to tailFill records after the ring's end from the log,
-// never more than half of what the ring holds, so that they all stay for
-// the stream that asked. When the log ends before that, every record up
-// to hwm has been read (the caller took hwm before), so the ring's end
-// moves to it.
+// never more records than the ring holds nor much more than half its
+// bytes, so that they stay for the stream that asked (take checks: a
+// single record larger than that may push out the ones before it). When
+// the log ends before that, every record up to hwm has been read (the
+// caller took hwm before), so the ring's end moves to it.
 func (t *Tail) fill(hwm Position) error {
 	limit := min(tailFill, len(t.ring))
 	read, size, full := 0, 0, false
