@@ -214,3 +214,54 @@ func TestTailBoundsItsBytes(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkOneReaderStorm: one stream reading 10 000 new small records
+// per batch (a storm's expiries), by its own scan against through the
+// tail, whose ring it alone fills.
+func BenchmarkOneReaderStorm(b *testing.B) {
+	const batches, perBatch = 10, 1000
+	for _, mode := range []string{"scan", "tail"} {
+		b.Run(mode, func(b *testing.B) {
+			base, err := pebblestore.Open(pebblestore.Options{InMemory: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer base.Close()
+			eng, err := NewEngine(base, clock.NewManual(time.Unix(1000, 0)), NewSignal())
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := eng.Record(); err != nil {
+				b.Fatal(err)
+			}
+			tail := NewTail(eng)
+			pos := HighWater(eng.Latest())
+			ev := (&Event{Op: OpDelete, DB: "db", Coll: "c", ID: []byte{0x1c, 1, 2, 3}, Expired: &Expiry{Index: "at_1", AfterSecs: 1}}).Encode(nil)
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				for range batches {
+					bt := eng.NewBatch()
+					for range perBatch {
+						bt.(EventBatch).AddEvent(ev)
+					}
+					if err := bt.Commit(false); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StartTimer()
+				hwm := HighWater(eng.Latest())
+				n := 0
+				read := func(rec Record) (bool, error) { n++; pos = rec.Pos; return true, nil }
+				if mode == "scan" {
+					err = Scan(eng, pos, read)
+				} else {
+					err = tail.Read(pos, hwm, read)
+				}
+				if err != nil || n != batches*perBatch {
+					b.Fatalf("%d records, %v", n, err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed())/float64(b.N*batches*perBatch), "ns/record")
+		})
+	}
+}
