@@ -9,12 +9,16 @@ import (
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
 	"github.com/mayflydb/mayfly/internal/app"
 )
 
 // TestProfileServer runs a Mayfly server inside the test process under the
 // session workload (MAYFLY_BENCH_PROFILE=sessions; sessions-streams with
-// ten change streams open on the collection), j: true inserts from
+// ten change streams open on the collection; sessions-log with the
+// change log on but no stream open, as after a stream that closed), j: true inserts from
 // 64 clients (durable) or expiry with the session workload (storm;
 // storm-shuffled, its _ids in random order to expiry; storm-streams,
 // with a change stream of its expiries open; burst), at the
@@ -58,6 +62,11 @@ func TestProfileServer(t *testing.T) {
 		job.Kind, job.Target = jobSessions, targetMongo
 	case "sessions-streams":
 		job.Kind, job.Target, job.Streams = jobSessions, targetMongo, sz.Streams
+	case "sessions-log":
+		job.Kind, job.Target = jobSessions, targetMongo
+		if err := turnLogOn(ctx, addr); err != nil {
+			t.Fatal(err)
+		}
 	case "durable":
 		job.Kind, job.Journal = jobDurable, true
 	case "storm", "storm-shuffled", "storm-streams", "burst":
@@ -75,14 +84,15 @@ func TestProfileServer(t *testing.T) {
 		// processes (this test binary, see TestMain) beside the storm.
 		job.Storm.Neighbours, _ = strconv.Atoi(os.Getenv("MAYFLY_BENCH_NEIGHBOURS"))
 	default:
-		t.Fatalf("MAYFLY_BENCH_PROFILE=%q: want sessions, sessions-streams, durable, storm, storm-shuffled, storm-streams or burst", what)
+		t.Fatalf("MAYFLY_BENCH_PROFILE=%q: want sessions, sessions-streams, sessions-log, durable, storm, storm-shuffled, storm-streams or burst", what)
 	}
 	res, err := RunJob(ctx, job)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r := res.Sessions; r != nil {
-		t.Logf("%.0f ops/s, p50 %.2f ms, p99 %.2f ms, %d errors", r.OpsPerSec, r.Latency.P50Ms, r.Latency.P99Ms, r.Mix.Errors)
+		t.Logf("%.0f ops/s, p50 %.2f ms, p99 %.2f ms, %d errors; process CPU (server and clients) %.1f µs/op",
+			r.OpsPerSec, r.Latency.P50Ms, r.Latency.P99Ms, r.Mix.Errors, r.ServerCPUPerOpUs)
 	}
 	if r := res.Durable; r != nil {
 		t.Logf("%.0f inserts/s, p50 %.2f ms, p99 %.2f ms", r.OpsPerSec, r.Latency.P50Ms, r.Latency.P99Ms)
@@ -91,6 +101,22 @@ func TestProfileServer(t *testing.T) {
 		t.Logf("storm: deleted %d of %d, lateness p99 ≤ %.0f ms, %.0f/s; sessions %.0f → %.0f ops/s; %d violations",
 			e.Lateness.Deleted, e.Docs, e.Lateness.Upper.P99Ms, e.Lateness.PerSec, e.Baseline.OpsPerSec, e.Storm.OpsPerSec, e.Visibility.Violations)
 	}
+}
+
+// turnLogOn opens a change stream on the sessions collection and closes
+// it: a standalone server's change log stays on from then on, so the
+// writes pay for their events with no stream reading them.
+func turnLogOn(ctx context.Context, addr string) error {
+	c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + addr + "/?directConnection=true"))
+	if err != nil {
+		return err
+	}
+	defer c.Disconnect(context.WithoutCancel(ctx))
+	cs, err := c.Database(benchDB).Collection(sessionsColl).Watch(ctx, mongo.Pipeline{})
+	if err != nil {
+		return err
+	}
+	return cs.Close(ctx)
 }
 
 // profileSeconds is MAYFLY_BENCH_PROFILE_SECONDS, 10 by default.

@@ -60,7 +60,7 @@ func (c *streamCursor) read(r *request, n int64) (bson.A, error) {
 		return nil, err
 	}
 	size, scanned, stopped := 0, 0, false
-	err = changestream.Scan(feed.Reader, c.pos, func(rec changestream.Record) (bool, error) {
+	err = c.h.tail.Read(c.pos, hwm, func(rec changestream.Record) (bool, error) {
 		docs, err := c.encodedEvents(r, rec)
 		if err != nil {
 			return false, err

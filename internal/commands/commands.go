@@ -82,6 +82,9 @@ type Handler struct {
 	emptyTs   emptyTsClock
 	sessions  *sessionCache
 	events    *eventCache // change events encoded for streams
+	// tail reads the change log once for the streams near its end (nil
+	// without a change log).
+	tail *changestream.Tail
 }
 
 type opCounters struct {
@@ -138,6 +141,9 @@ func New(deps Deps) *Handler {
 		deps.Auth = auth.Disabled(deps.Store, deps.Logger)
 	}
 	h := &Handler{deps: deps, started: deps.Clock.Now(), processID: bson.NewObjectID(), sessions: newSessionCache(), events: newEventCache()}
+	if deps.Changes != nil {
+		h.tail = changestream.NewTail(deps.Changes.Reader)
+	}
 	h.table = buildTable()
 	return h
 }
