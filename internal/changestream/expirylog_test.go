@@ -110,7 +110,7 @@ func want(evs []*Event, ts Timestamp) []Record {
 	return out
 }
 
-func sameRecords(t *testing.T, what string, got, exp []Record) {
+func sameExpiryRecords(t *testing.T, what string, got, exp []Record) {
 	t.Helper()
 	if len(got) != len(exp) {
 		t.Fatalf("%s: %d records, want %d", what, len(got), len(exp))
@@ -147,7 +147,7 @@ func TestCompactExpiriesReadAsTheirEvents(t *testing.T) {
 	if isCompact(values[3]) || isCompact(values[4]) || !bytes.Equal(values[3][wallLen:], evs[9].Encode(nil)) {
 		t.Fatal("a lone expiry or one with a pre-image did not keep its own record")
 	}
-	sameRecords(t, "scan", scanAll(t, s, Position{}), want(evs, ts))
+	sameExpiryRecords(t, "scan", scanAll(t, s, Position{}), want(evs, ts))
 }
 
 // TestResumeAtEveryPosition: a scan after any position, inside a compact
@@ -162,13 +162,13 @@ func TestResumeAtEveryPosition(t *testing.T) {
 	writeEvents(t, s, Timestamp{T: 100, I: 4}, encodeAll(later))
 	all := append(want(evs, ts), want(later, Timestamp{T: 100, I: 4})...)
 	for i, rec := range all {
-		sameRecords(t, fmt.Sprintf("after %+v", rec.Pos), scanAll(t, s, rec.Pos), all[i+1:])
+		sameExpiryRecords(t, fmt.Sprintf("after %+v", rec.Pos), scanAll(t, s, rec.Pos), all[i+1:])
 		if ok, err := Has(s, rec.Pos); err != nil || !ok {
 			t.Fatalf("Has(%+v) = %v %v", rec.Pos, ok, err)
 		}
 	}
-	sameRecords(t, "after the high-water mark before", scanAll(t, s, HighWater(Timestamp{T: 100, I: 2})), all)
-	sameRecords(t, "after the write's high-water mark", scanAll(t, s, HighWater(ts)), all[len(evs):])
+	sameExpiryRecords(t, "after the high-water mark before", scanAll(t, s, HighWater(Timestamp{T: 100, I: 2})), all)
+	sameExpiryRecords(t, "after the write's high-water mark", scanAll(t, s, HighWater(ts)), all[len(evs):])
 	for _, p := range []Position{{TS: ts, Index: uint32(len(evs))}, {TS: Timestamp{T: 100, I: 2}}, {TS: Timestamp{T: 100, I: 4}, Index: 1}, {}} {
 		if ok, err := Has(s, p); err != nil || ok {
 			t.Fatalf("Has(%+v) = %v %v for a change the log does not hold", p, ok, err)
@@ -200,7 +200,7 @@ func TestScanStoppedInsideARecordResumes(t *testing.T) {
 				break
 			}
 		}
-		sameRecords(t, fmt.Sprintf("limit %d", limit), got, want(evs, ts))
+		sameExpiryRecords(t, fmt.Sprintf("limit %d", limit), got, want(evs, ts))
 	}
 }
 
@@ -221,8 +221,8 @@ func TestLongRunsSplitAtTheRecordCap(t *testing.T) {
 	if p, _ := keyPosition(keys[2]); p.Index != 2*maxCompact {
 		t.Fatalf("the third record starts at %d", p.Index)
 	}
-	sameRecords(t, "scan", scanAll(t, s, Position{}), want(evs, ts))
-	sameRecords(t, "from the second record's last", scanAll(t, s, Position{TS: ts, Index: 2*maxCompact - 1}), want(evs, ts)[2*maxCompact:])
+	sameExpiryRecords(t, "scan", scanAll(t, s, Position{}), want(evs, ts))
+	sameExpiryRecords(t, "from the second record's last", scanAll(t, s, Position{TS: ts, Index: 2*maxCompact - 1}), want(evs, ts)[2*maxCompact:])
 }
 
 // TestTrimMarksTheLastEventOfACompactRecord: the trim mark of a log whose
@@ -242,7 +242,7 @@ func TestTrimMarksTheLastEventOfACompactRecord(t *testing.T) {
 	if err != nil || mark != (Position{TS: ts, Index: 4}) {
 		t.Fatalf("trim mark %+v %v, want %+v", mark, err, Position{TS: ts, Index: 4})
 	}
-	sameRecords(t, "after the trim", scanAll(t, s, Position{}), want(later, Timestamp{T: 101, I: 1}))
+	sameExpiryRecords(t, "after the trim", scanAll(t, s, Position{}), want(later, Timestamp{T: 101, I: 1}))
 	if ok, _ := Has(s, Position{TS: ts, Index: 2}); ok {
 		t.Fatal("a trimmed event is still found")
 	}
