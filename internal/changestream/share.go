@@ -3,6 +3,7 @@ package changestream
 import (
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mayflydb/mayfly/internal/storage"
 )
@@ -16,9 +17,12 @@ import (
 // all. A stream behind the ring reads the log itself, as before.
 //
 // The ring's records are shared by every stream that reads them: their
-// fields must not be changed.
+// fields must not be changed. It is kept only while two or more streams
+// are open (Join, Leave): a lone stream gains nothing from it and would
+// pay for its upkeep.
 type Tail struct {
-	reader storage.Reader
+	reader  storage.Reader
+	readers atomic.Int64 // open streams: Join, Leave
 
 	mu sync.Mutex
 	// ring holds, in log order, every record after from up to and
@@ -56,6 +60,15 @@ func newTail(r storage.Reader, size, budget int) *Tail {
 	return &Tail{reader: r, ring: make([]Record, size), budget: budget}
 }
 
+// Join counts a stream in: with two or more the ring is kept.
+func (t *Tail) Join() { t.readers.Add(1) }
+
+// Leave counts a stream out.
+func (t *Tail) Leave() { t.readers.Add(-1) }
+
+// Readers is the number of streams counted in.
+func (t *Tail) Readers() int64 { return t.readers.Load() }
+
 // Read calls fn with each record after the position after, in order,
 // until fn returns false or the records up to hwm have all been passed
 // (records after hwm may follow). hwm must be a position every record up
@@ -63,6 +76,9 @@ func newTail(r storage.Reader, size, budget int) *Tail {
 // it). fn is called without the Tail's lock held, and must not change
 // the records it is given.
 func (t *Tail) Read(after, hwm Position, fn func(Record) (bool, error)) error {
+	if t.readers.Load() < 2 {
+		return Scan(t.reader, after, fn)
+	}
 	var buf []Record
 	for {
 		recs, inRing, err := t.take(after, hwm, buf[:0])

@@ -69,6 +69,13 @@ func tailAll(tail *Tail, eng *Engine, from Position, want int, pause time.Durati
 	return got, nil
 }
 
+// join counts n streams into tail.
+func join(tail *Tail, n int) {
+	for range n {
+		tail.Join()
+	}
+}
+
 // logRecords is the whole log, read by Scan.
 func logRecords(t *testing.T, eng *Engine) []Record {
 	t.Helper()
@@ -97,6 +104,7 @@ func sameRecords(got, want []Record) error {
 func TestTailEveryRecordOnceInOrder(t *testing.T) {
 	eng := newTestLog(t)
 	tail := newTail(eng, 64, tailBytes)
+	join(tail, 4)
 	start := HighWater(eng.Latest())
 	const writers, batches, perBatch = 4, 150, 3
 	total := writers * batches * perBatch
@@ -137,6 +145,7 @@ func TestTailEveryRecordOnceInOrder(t *testing.T) {
 func TestTailSharesDecodedRecords(t *testing.T) {
 	eng := newTestLog(t)
 	tail := newTail(eng, 8, tailBytes)
+	join(tail, 3)
 	start := HighWater(eng.Latest())
 	for i := range 20 {
 		commitEvents(t, eng, fmt.Sprint(i), 1)
@@ -182,6 +191,7 @@ func TestTailBoundsItsBytes(t *testing.T) {
 	eng := newTestLog(t)
 	const budget = 10 << 10
 	tail := newTail(eng, 64, budget)
+	join(tail, 2)
 	start := HighWater(eng.Latest())
 	doc := func(size int) []byte {
 		d := make([]byte, size)
@@ -217,10 +227,11 @@ func TestTailBoundsItsBytes(t *testing.T) {
 
 // BenchmarkOneReaderStorm: one stream reading 10 000 new small records
 // per batch (a storm's expiries), by its own scan against through the
-// tail, whose ring it alone fills.
+// tail: alone (the tail leaves it to its own scan) and with another
+// stream open (the ring kept, which it alone fills).
 func BenchmarkOneReaderStorm(b *testing.B) {
 	const batches, perBatch = 10, 1000
-	for _, mode := range []string{"scan", "tail"} {
+	for _, mode := range []string{"scan", "tail", "tailShared"} {
 		b.Run(mode, func(b *testing.B) {
 			base, err := pebblestore.Open(pebblestore.Options{InMemory: true})
 			if err != nil {
@@ -235,6 +246,10 @@ func BenchmarkOneReaderStorm(b *testing.B) {
 				b.Fatal(err)
 			}
 			tail := NewTail(eng)
+			tail.Join()
+			if mode == "tailShared" {
+				tail.Join() // another stream, idle
+			}
 			pos := HighWater(eng.Latest())
 			ev := (&Event{Op: OpDelete, DB: "db", Coll: "c", ID: []byte{0x1c, 1, 2, 3}, Expired: &Expiry{Index: "at_1", AfterSecs: 1}}).Encode(nil)
 			for i := 0; i < b.N; i++ {
@@ -263,5 +278,29 @@ func BenchmarkOneReaderStorm(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed())/float64(b.N*batches*perBatch), "ns/record")
 		})
+	}
+}
+
+// TestTailLeavesALoneStreamToItsScan: with one stream open the ring is
+// not kept; with a second it is.
+func TestTailLeavesALoneStreamToItsScan(t *testing.T) {
+	eng := newTestLog(t)
+	tail := newTail(eng, 64, tailBytes)
+	start := HighWater(eng.Latest())
+	for i := range 5 {
+		commitEvents(t, eng, fmt.Sprint(i), 1)
+	}
+	tail.Join()
+	if got, err := tailAll(tail, eng, start, 5, 0); err != nil || len(got) != 5 || tail.n != 0 {
+		t.Fatalf("a lone stream read %d records (%v) and the ring holds %d", len(got), err, tail.n)
+	}
+	tail.Join()
+	if got, err := tailAll(tail, eng, start, 5, 0); err != nil || len(got) != 5 || tail.n != 5 {
+		t.Fatalf("one of two streams read %d records (%v) and the ring holds %d", len(got), err, tail.n)
+	}
+	tail.Leave()
+	commitEvents(t, eng, "after", 1)
+	if got, err := tailAll(tail, eng, start, 6, 0); err != nil || len(got) != 6 || tail.n != 5 {
+		t.Fatalf("alone again, a stream read %d records (%v) and the ring holds %d", len(got), err, tail.n)
 	}
 }

@@ -100,6 +100,7 @@ func (h *Handler) openChangeStream(r *request, coll string, batch int64) (bson.D
 	}
 	id := int64(0)
 	if !c.ended {
+		c.join() // before Add: the registry may close it from then on
 		id = h.deps.Cursors.Add(ns, c, 0, int64(len(docs))).ID
 	}
 	return c.reply(id, ns, "firstBatch", docs), nil

@@ -29,13 +29,30 @@ type streamCursor struct {
 	ended bool
 	// optsKey is cacheKey's answer for the changes it caches.
 	optsKey string
+	// joined: the stream is counted in the handler's tail (open as a
+	// cursor), until Close.
+	joined bool
 }
 
 // Next implements cursor.Source; change streams are read by read.
 func (c *streamCursor) Next() (bson.D, bool, error) { return nil, false, nil }
 
-// Close implements cursor.Source.
-func (c *streamCursor) Close() error { return nil }
+// Close implements cursor.Source: the registry calls it once, when the
+// cursor is removed, reaped or closed at shutdown.
+func (c *streamCursor) Close() error {
+	if c.joined {
+		c.joined = false
+		c.h.tail.Leave()
+	}
+	return nil
+}
+
+// join counts the stream into the handler's tail, which keeps its ring
+// of shared records while two or more streams are open.
+func (c *streamCursor) join() {
+	c.joined = true
+	c.h.tail.Join()
+}
 
 const (
 	// streamScanLimit bounds the changes one batch looks at, so that a

@@ -59,6 +59,7 @@ func BenchmarkTenStreamsRead(b *testing.B) {
 				if c.pos, err = h.deps.Changes.Now(); err != nil {
 					b.Fatal(err)
 				}
+				c.join()
 				cs = append(cs, c)
 			}
 			var touches bson.A
@@ -95,7 +96,8 @@ func BenchmarkTenStreamsRead(b *testing.B) {
 }
 
 // TestTenStreamsReadTheSameEvents: streams through the shared tail and a
-// stream scanning the log itself return the same bytes for every event.
+// stream scanning the log itself return the same bytes for every event;
+// the streams count in and out of the tail as cursors.
 func TestTenStreamsReadTheSameEvents(t *testing.T) {
 	h := newStreamHandler(t)
 	r := &request{ctx: context.Background(), db: "test", name: "getMore"}
@@ -111,6 +113,9 @@ func TestTenStreamsReadTheSameEvents(t *testing.T) {
 		return c
 	}
 	tailed := []*streamCursor{newCursor(), newCursor()}
+	for _, c := range tailed {
+		c.join()
+	}
 	for i := range 30 {
 		mustCall(t, h, "test", bson.D{{Key: "insert", Value: "s"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: i}, {Key: "at", Value: time.Unix(int64(i), 0)}}}}})
 	}
@@ -146,5 +151,23 @@ func TestTenStreamsReadTheSameEvents(t *testing.T) {
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("stream %d read\n%v\nwant\n%v", i, got, want)
 		}
+	}
+}
+
+// TestStreamCursorsCountInTheTail: an open stream counts in the tail
+// until its cursor is removed.
+func TestStreamCursorsCountInTheTail(t *testing.T) {
+	h := newStreamHandler(t)
+	var ids []int64
+	for range 2 {
+		open := mustCall(t, h, "test", watchCmd("c", bson.D{}, 0))
+		ids = append(ids, cursorField(t, open, "id").(int64))
+	}
+	if n := h.tail.Readers(); n != 2 {
+		t.Fatalf("two open streams count %d in the tail", n)
+	}
+	mustCall(t, h, "test", bson.D{{Key: "killCursors", Value: "c"}, {Key: "cursors", Value: bson.A{ids[0]}}})
+	if n := h.tail.Readers(); n != 1 {
+		t.Fatalf("after one was killed, %d count in the tail", n)
 	}
 }
