@@ -52,7 +52,11 @@ assert db.reservations.count_documents({}) == 0
 # A warning before expiry: expiryWarningSeconds on the TTL index.
 db.sessions.create_index("at", expireAfterSeconds=2, expiryWarningSeconds=1)
 with db.sessions.watch([{"$match": {"operationType": "expiring"}}], max_await_time_ms=500) as warnings:
-    at = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
+    # A date two seconds ahead: the warning pass's first run after the
+    # index is made only opens its window, and a document already inside
+    # it is not warned, so the date must stay ahead of that first run.
+    at = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(seconds=2)
+    at = at.replace(microsecond=at.microsecond // 1000 * 1000)
     db.sessions.insert_one({"_id": "s1", "at": at})
     ev = warnings.next()
     assert ev["documentKey"] == {"_id": "s1"}, ev
