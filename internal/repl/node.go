@@ -132,7 +132,7 @@ type node struct {
 // itself bounds the bytes being applied (MaxCommittedSizePerReady).
 const (
 	appendQueue = 256
-	applyQueue  = 256
+	applyQueue  = 4
 )
 
 // applyReq is a MsgStorageApply for the applier, or a barrier: done is
