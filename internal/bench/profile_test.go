@@ -195,12 +195,19 @@ func TestProfileReplSet(t *testing.T) {
 
 // profileReplSetStorm runs the replica set phase's own storm (the -short
 // sizes, or MAYFLY_BENCH_STORM_DOCS documents) with no other load.
+// MAYFLY_BENCH_STORM_CPUPROFILE=file profiles the storm's window alone,
+// from its arming to its last deletion, without the load before it (use
+// it instead of -cpuprofile, which would cover the load too):
+//
+//	MAYFLY_BENCH_PROFILE=replset-expiry MAYFLY_BENCH_STORM_DOCS=300000 \
+//	    MAYFLY_BENCH_STORM_CPUPROFILE=storm.prof go test ./internal/bench -run ProfileReplSet
 func profileReplSetStorm(ctx context.Context, t *testing.T, rs *replSetRun) {
 	sz := ShortSizes()
 	if n, err := strconv.Atoi(os.Getenv("MAYFLY_BENCH_STORM_DOCS")); err == nil && n > 0 {
 		sz.StormDocs, sz.StormWindow = n, time.Duration(n/100)*time.Millisecond
 	}
 	rs.m = &modeRun{cfg: &Config{Sizes: sz, Log: os.Stderr}, mode: "profile"}
+	rs.stormProfile = os.Getenv("MAYFLY_BENCH_STORM_CPUPROFILE")
 	res := &ReplSetResult{}
 	if err := rs.storm(ctx, res); err != nil {
 		t.Fatal(err)

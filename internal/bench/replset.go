@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -49,6 +52,10 @@ type replSetRun struct {
 	members []*server
 	addrs   []string
 	dirs    []string
+	// stormProfile, when set, is a file for a CPU profile of this process
+	// over the storm's window only, without the load before it (the
+	// in-process profile, TestProfileReplSet).
+	stormProfile string
 }
 
 const replSetName = "rs0"
@@ -216,6 +223,11 @@ func (rs *replSetRun) storm(ctx context.Context, res *ReplSetResult) error {
 		return err
 	}
 	res.StormDocs = s.n
+	stopProfile, err := startCPUProfile(rs.stormProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	prim, err := dialMongo(ctx, rs.addrs[p], 2)
 	if err != nil {
 		return err
@@ -238,8 +250,10 @@ func (rs *replSetRun) storm(ctx context.Context, res *ReplSetResult) error {
 	if err != nil {
 		return err
 	}
+	secs := <-secSamples
+	stopProfile()
 	res.StormPrimary = deletionLateness(primSamples, s)
-	res.StormSecondary = deletionLateness(<-secSamples, s)
+	res.StormSecondary = deletionLateness(secs, s)
 	res.LagP99Ms, res.LagMaxMs = ms(lags.Quantile(0.99)), ms(lags.Max())
 	return nil
 }
@@ -362,4 +376,27 @@ func nextAck(ctx context.Context, lastAck *atomic.Int64, after time.Time, timeou
 		}
 	}
 	return 0, fmt.Errorf("no write acknowledged within %v of a kill", timeout)
+}
+
+// startCPUProfile starts a CPU profile of this process into path (none
+// when path is empty); stop ends it and may be called more than once.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("storm profile: %w", err)
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			pprof.StopCPUProfile()
+			_ = f.Close()
+		})
+	}, nil
 }

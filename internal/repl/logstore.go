@@ -221,25 +221,35 @@ func (ls *logStore) Snapshot() (*pb.Snapshot, error) {
 // append durably writes entries (replacing any conflicting tail) and the
 // hard state, in one batch.
 func (ls *logStore) append(ents []*pb.Entry, hs *pb.HardState, sync bool) error {
+	return ls.appendAll([]logAppend{{ents: ents, hs: hs}}, sync)
+}
+
+// logAppend is one write to the log: entries (replacing any conflicting
+// tail from the first one's index on) and a hard state, either empty.
+type logAppend struct {
+	ents []*pb.Entry
+	hs   *pb.HardState
+}
+
+// appendAll writes the appends in order in one storage batch, synced when
+// sync is set: several of raft's appends then share one fsync.
+func (ls *logStore) appendAll(as []logAppend, sync bool) error {
 	b := ls.eng.NewBatch()
 	defer b.Close()
-	if len(ents) > 0 {
-		if first := ents[0].GetIndex(); first <= ls.last {
-			if err := b.DeleteRange(logKey(first), logKey(ls.last+1)); err != nil {
-				return err
-			}
+	ls.mu.Lock()
+	last := ls.last
+	ls.mu.Unlock()
+	var hs *pb.HardState
+	for _, a := range as {
+		var err error
+		if last, err = stageEntries(b, a.ents, last); err != nil {
+			return err
 		}
-		for _, e := range ents {
-			raw, err := proto.Marshal(e)
-			if err != nil {
-				return err
-			}
-			if err := b.Set(logKey(e.GetIndex()), raw); err != nil {
-				return err
-			}
+		if a.hs != nil && !raft.IsEmptyHardState(a.hs) {
+			hs = a.hs
 		}
 	}
-	if hs != nil && !raft.IsEmptyHardState(hs) {
+	if hs != nil {
 		raw, err := proto.Marshal(hs)
 		if err != nil {
 			return err
@@ -251,8 +261,35 @@ func (ls *logStore) append(ents []*pb.Entry, hs *pb.HardState, sync bool) error 
 	if err := b.Commit(sync); err != nil {
 		return fmt.Errorf("repl: append to the log: %w", err)
 	}
-	ls.noteAppended(ents, hs)
+	for _, a := range as {
+		ls.noteAppended(a.ents, a.hs)
+	}
 	return nil
+}
+
+// stageEntries adds ents to b over a log whose last index is last; a
+// later write in a batch wins over an earlier one, so the tail an append
+// replaces is deleted before its entries are set. It returns the new last
+// index.
+func stageEntries(b storage.Batch, ents []*pb.Entry, last uint64) (uint64, error) {
+	if len(ents) == 0 {
+		return last, nil
+	}
+	if first := ents[0].GetIndex(); first <= last {
+		if err := b.DeleteRange(logKey(first), logKey(last+1)); err != nil {
+			return last, err
+		}
+	}
+	for _, e := range ents {
+		raw, err := proto.Marshal(e)
+		if err != nil {
+			return last, err
+		}
+		if err := b.Set(logKey(e.GetIndex()), raw); err != nil {
+			return last, err
+		}
+	}
+	return ents[len(ents)-1].GetIndex(), nil
 }
 
 func (ls *logStore) noteAppended(ents []*pb.Entry, hs *pb.HardState) {

@@ -89,8 +89,14 @@ type node struct {
 	writable bool
 	lastTS   Timestamp
 	waiters  map[uint64]chan error
-	reads    map[string]*readWait
-	pending  []*readWait // reads whose index is known, waiting for apply
+	// props are the stamped proposals not yet handed to raft: the raft
+	// loop hands them over together, one raft append for all of them,
+	// whenever the log writer has no append of this member's in hand
+	// (flushProposals). Without that, each write would be its own
+	// append, message to each follower and acknowledgement.
+	props   []propWait
+	reads   map[string]*readWait
+	pending []*readWait // reads whose index is known, waiting for apply
 
 	applied    atomic.Uint64
 	appliedTS  atomic.Uint64 // Timestamp packed T<<32|I
@@ -101,23 +107,46 @@ type node struct {
 	applyCond  *sync.Cond
 	proposalID atomic.Uint64
 
-	// Committed entries go to their own goroutine to be applied
-	// (applyLoop), in order, while this one goes on persisting and
-	// sending: a follower acknowledges the next entries while it applies
-	// the last ones, and a large apply never holds up the log.
-	applyc    chan []*pb.Entry
-	applying  sync.WaitGroup // entries handed to applyLoop, not yet applied
-	applyDone chan struct{}
-	applyErr  atomic.Bool // applying failed: nothing later is applied
+	// raft runs with asynchronous storage writes: the raft loop only
+	// sends, and hands the log's appends to one goroutine (appendLoop)
+	// and the committed entries to another (applyLoop), each in order,
+	// as raft's local messages. The raft loop goes on stepping messages
+	// and proposals while the log is synced, so a leader counts its
+	// followers' acknowledgements during its own fsync, and appends that
+	// queue during one fsync share the next.
+	appendc    chan *pb.Message
+	appendDone chan struct{}
+	persistErr atomic.Bool  // persisting failed: nothing more is acknowledged
+	appending  atomic.Int64 // MsgStorageAppends handed to the log writer, not yet written
+	applyc     chan applyReq
+	applyDone  chan struct{}
+	applyErr   atomic.Bool // applying failed: nothing later is applied
 
 	wake chan struct{}
 	stop chan struct{}
 	done chan struct{}
 }
 
-// applyQueue bounds the Readys waiting to be applied: past it, the
-// raft loop waits for the applier.
-const applyQueue = 4
+// appendQueue and applyQueue bound raft's local messages waiting for the
+// log writer and the applier: past them, the raft loop waits. raft
+// itself bounds the bytes being applied (MaxCommittedSizePerReady).
+const (
+	appendQueue = 256
+	applyQueue  = 4
+)
+
+// applyReq is a MsgStorageApply for the applier, or a barrier: done is
+// closed once everything handed to the applier before it is applied.
+type applyReq struct {
+	m    *pb.Message
+	done chan struct{}
+}
+
+// propWait is a proposal waiting for the raft loop.
+type propWait struct {
+	id   uint64
+	data []byte
+}
 
 type readWait struct {
 	index uint64
@@ -133,7 +162,8 @@ func newNode(cfg nodeConfig, base Base, ls *logStore, hooks Hooks) (*node, error
 		cfg: cfg, base: base, ls: ls, hooks: hooks,
 		waiters: map[uint64]chan error{}, reads: map[string]*readWait{},
 		confState: a.conf, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
-		applyc: make(chan []*pb.Entry, applyQueue), applyDone: make(chan struct{}),
+		appendc: make(chan *pb.Message, appendQueue), appendDone: make(chan struct{}),
+		applyc: make(chan applyReq, applyQueue), applyDone: make(chan struct{}),
 	}
 	n.applyCond = sync.NewCond(&n.appliedMu)
 	n.applied.Store(a.index)
@@ -143,7 +173,7 @@ func newNode(cfg nodeConfig, base Base, ls *logStore, hooks Hooks) (*node, error
 	rn, err := raft.NewRawNode(&raft.Config{
 		ID: cfg.ID, ElectionTick: cfg.ElectionTicks, HeartbeatTick: 1, Storage: ls, Applied: a.index,
 		MaxSizePerMsg: 4 << 20, MaxInflightMsgs: 256, MaxUncommittedEntriesSize: 1 << 30,
-		CheckQuorum: true, PreVote: true, ReadOnlyOption: raft.ReadOnlySafe,
+		CheckQuorum: true, PreVote: true, ReadOnlyOption: raft.ReadOnlySafe, AsyncStorageWrites: true,
 		DisableProposalForwarding: true, StepDownOnRemoval: true,
 		Logger: raftLogger{cfg.Logger.With("component", "raft")},
 	})
@@ -168,6 +198,7 @@ func (n *node) bootstrap(peers []uint64) error {
 func (n *node) start(send func([]*pb.Message)) {
 	n.send = send
 	go n.tickLoop()
+	go n.appendLoop()
 	go n.applyLoop()
 	go n.readyLoop()
 }
@@ -178,7 +209,9 @@ func (n *node) close() {
 	n.mu.Unlock()
 	close(n.stop)
 	<-n.done
-	close(n.applyc) // the raft loop, the only sender, has stopped
+	close(n.appendc) // the raft loop, its only sender, has stopped
+	<-n.appendDone
+	close(n.applyc) // the raft loop and the log writer, its senders, have stopped
 	<-n.applyDone
 	n.mu.Lock()
 	n.failWaiters(ErrShutdown)
@@ -237,14 +270,18 @@ func (n *node) readyLoop() {
 			return
 		case <-n.wake:
 		}
+		n.flushProposals()
 		for n.handleReady() {
 		}
 	}
 }
 
-// handleReady runs one round of raft's Ready: persist, send, hand the
-// committed entries to the applier, advance. It reports whether there was
-// anything to do.
+// handleReady takes one Ready from raft: it sends the messages for other
+// members at once and hands the local ones to the log writer and the
+// applier. raft puts every message that may only leave once something is
+// durable (a follower's acknowledgement, a vote) among the responses of
+// the log writer's message, so a leader sends its appends while it writes
+// them itself. It reports whether there was anything to do.
 func (n *node) handleReady() bool {
 	n.mu.Lock()
 	if !n.rn.HasReady() {
@@ -253,72 +290,195 @@ func (n *node) handleReady() bool {
 	}
 	rd := n.rn.Ready()
 	n.noteSoftState(rd.SoftState)
-	leader := n.role == raft.StateLeader
+	n.noteReadStates(rd.ReadStates)
 	n.mu.Unlock()
-	// A leader may send its appends while it writes them itself (raft's
-	// parallel leader append); a follower answers only once its log and
-	// vote are durable.
-	if leader {
-		n.send(rd.Messages)
-	}
-	if !raft.IsEmptySnap(rd.Snapshot) {
-		n.applying.Wait() // the snapshot replaces what they would apply to
-	}
-	if err := n.persist(rd); err != nil {
-		n.cfg.Logger.Error("raft: cannot persist the log; stopping this member's raft", "err", err)
-		return false
-	}
-	if !leader {
-		n.send(rd.Messages)
-	}
-	if len(rd.CommittedEntries) > 0 && !n.applyErr.Load() {
-		n.applying.Add(1)
-		n.applyc <- rd.CommittedEntries
-		// raft takes a membership change as made once advanced: it is
-		// applied (ApplyConfChange) before raft goes on.
-		if hasConfChange(rd.CommittedEntries) {
-			n.applying.Wait()
+	remote := make([]*pb.Message, 0, len(rd.Messages))
+	var local []*pb.Message
+	for _, m := range rd.Messages {
+		switch m.GetTo() {
+		case raft.LocalAppendThread, raft.LocalApplyThread:
+			local = append(local, m)
+		default:
+			remote = append(remote, m)
 		}
 	}
-	n.mu.Lock()
-	n.noteReadStates(rd.ReadStates)
-	n.rn.Advance(rd)
-	n.mu.Unlock()
+	n.send(remote)
+	for _, m := range local {
+		if m.GetTo() == raft.LocalAppendThread {
+			n.appending.Add(1)
+			n.appendc <- m
+		} else if !n.applyErr.Load() {
+			n.applyc <- applyReq{m: m}
+		}
+	}
 	return true
 }
 
-// applyLoop applies the committed entries the raft loop hands it, in
-// order, until the node closes. After a failure it applies nothing more:
-// a later entry may depend on the one that failed.
-func (n *node) applyLoop() {
-	defer close(n.applyDone)
-	for ents := range n.applyc {
-		if !n.applyErr.Load() {
-			if err := n.applyEntries(ents); err != nil {
-				n.applyErr.Store(true)
-				n.cfg.Logger.Error("raft: cannot apply committed entries; this member applies nothing more until restarted", "err", err)
+// appendLoop is the log writer: it persists raft's MsgStorageAppends in
+// order, as many as are waiting in one synced batch, then delivers their
+// responses. A snapshot is installed alone, once the applier has applied
+// everything before it.
+func (n *node) appendLoop() {
+	defer close(n.appendDone)
+	var pending []*pb.Message
+	for m := range n.appendc {
+		pending = append(pending[:0], m)
+	drain:
+		for len(pending) < appendQueue {
+			select {
+			case m, ok := <-n.appendc:
+				if !ok {
+					break drain
+				}
+				pending = append(pending, m)
+			default:
+				break drain
 			}
 		}
-		n.applying.Done()
+		for len(pending) > 0 {
+			k := snapshotRun(pending)
+			n.persistRun(pending[:k])
+			pending = pending[k:]
+		}
 	}
 }
 
-func hasConfChange(ents []*pb.Entry) bool {
-	for _, e := range ents {
-		if e.GetType() != pb.EntryNormal {
-			return true
+// snapshotRun is how many of ms go to the log together: a message with a
+// snapshot alone, else those before the next one with a snapshot.
+func snapshotRun(ms []*pb.Message) int {
+	for i, m := range ms {
+		if !raft.IsEmptySnap(m.GetSnapshot()) {
+			return max(i, 1)
 		}
 	}
-	return false
+	return len(ms)
 }
 
-func (n *node) persist(rd raft.Ready) error {
-	if !raft.IsEmptySnap(rd.Snapshot) {
-		if err := n.installSnapshot(rd.Snapshot); err != nil {
-			return err
+// persistRun writes ms to the log (and a snapshot, alone in its run) and
+// delivers their responses once that is durable. After a failure nothing
+// more is written or acknowledged: this member's raft stops.
+func (n *node) persistRun(ms []*pb.Message) {
+	if n.persistErr.Load() {
+		return
+	}
+	if err := n.persistMsgs(ms); err != nil {
+		n.persistErr.Store(true)
+		n.cfg.Logger.Error("raft: cannot persist the log; stopping this member's raft", "err", err)
+		return
+	}
+	if n.appending.Add(-int64(len(ms))) == 0 {
+		n.poke() // proposals may be waiting for the log writer (flushProposals)
+	}
+	var remote []*pb.Message
+	for _, m := range ms {
+		for _, r := range m.GetResponses() {
+			if r.GetTo() != n.cfg.ID {
+				remote = append(remote, r)
+			}
 		}
 	}
-	return n.ls.append(rd.Entries, rd.HardState, rd.MustSync)
+	n.send(remote)
+	for _, m := range ms {
+		for _, r := range m.GetResponses() {
+			if r.GetTo() == n.cfg.ID {
+				_ = n.step(r)
+			}
+		}
+	}
+}
+
+func (n *node) persistMsgs(ms []*pb.Message) error {
+	as := make([]logAppend, 0, len(ms))
+	n.ls.mu.Lock()
+	term, vote := n.ls.hardState.GetTerm(), n.ls.hardState.GetVote()
+	n.ls.mu.Unlock()
+	sync := false
+	for _, m := range ms {
+		if snap := m.GetSnapshot(); !raft.IsEmptySnap(snap) {
+			n.drainApplier()
+			if err := n.installSnapshot(snap); err != nil {
+				return err
+			}
+		}
+		a := logAppend{ents: m.GetEntries()}
+		if m.Term != nil {
+			a.hs = &pb.HardState{Term: m.Term, Vote: m.Vote, Commit: m.Commit}
+		}
+		as = append(as, a)
+		// What raft's synchronous interface calls MustSync: entries, a
+		// term or a vote. A commit index alone need not be durable, and
+		// everything before it in the log is, written and synced in
+		// order before it.
+		if len(a.ents) > 0 || a.hs != nil && (a.hs.GetTerm() != term || a.hs.GetVote() != vote) {
+			sync = true
+		}
+		if a.hs != nil {
+			term, vote = a.hs.GetTerm(), a.hs.GetVote()
+		}
+	}
+	return n.ls.appendAll(as, sync)
+}
+
+// drainApplier waits until the applier has applied everything handed to it:
+// a snapshot replaces what it would apply to.
+func (n *node) drainApplier() {
+	done := make(chan struct{})
+	n.applyc <- applyReq{done: done}
+	<-done
+}
+
+// applyLoop applies the committed entries the raft loop hands it, in
+// order, as many messages' worth as are waiting at once, until the node
+// closes. After a failure it applies nothing more: a later entry may
+// depend on the one that failed.
+func (n *node) applyLoop() {
+	defer close(n.applyDone)
+	var msgs []*pb.Message
+	for req := range n.applyc {
+		msgs = msgs[:0]
+		var barrier chan struct{}
+		for {
+			if req.done != nil {
+				barrier = req.done
+				break
+			}
+			msgs = append(msgs, req.m)
+			var ok bool
+			select {
+			case req, ok = <-n.applyc:
+			default:
+			}
+			if !ok {
+				break
+			}
+		}
+		n.applyMsgs(msgs)
+		if barrier != nil {
+			close(barrier)
+		}
+	}
+}
+
+// applyMsgs applies the entries of raft's MsgStorageApplys and then
+// delivers their responses to raft.
+func (n *node) applyMsgs(msgs []*pb.Message) {
+	if len(msgs) == 0 || n.applyErr.Load() {
+		return
+	}
+	var ents []*pb.Entry
+	for _, m := range msgs {
+		ents = append(ents, m.GetEntries()...)
+	}
+	if err := n.applyEntries(ents); err != nil {
+		n.applyErr.Store(true)
+		n.cfg.Logger.Error("raft: cannot apply committed entries; this member applies nothing more until restarted", "err", err)
+		return
+	}
+	for _, m := range msgs {
+		for _, r := range m.GetResponses() {
+			_ = n.step(r)
+		}
+	}
 }
 
 // noteSoftState follows leadership; n.mu is held.
@@ -363,6 +523,34 @@ func (n *node) failWaiters(err error) {
 		r.done <- err
 	}
 	n.pending = nil
+	n.props = nil // their waiters are gone; their stamps belong to the old term
+}
+
+// flushProposals hands the waiting proposals to raft as one append, once
+// the log writer has written this member's last one: proposals gather
+// while it syncs, and share the next sync. A proposal raft refuses (no
+// longer the leader) fails as not applied.
+func (n *node) flushProposals() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.props) == 0 || n.closed || n.appending.Load() > 0 {
+		return
+	}
+	ents := make([]*pb.Entry, len(n.props))
+	for i, p := range n.props {
+		ents[i] = &pb.Entry{Data: p.data}
+	}
+	err := n.rn.Step(&pb.Message{Type: pb.MessageType_MsgProp.Enum(), From: proto.Uint64(n.cfg.ID), Entries: ents})
+	if err != nil {
+		for _, p := range n.props {
+			if ch, ok := n.waiters[p.id]; ok {
+				ch <- fmt.Errorf("%w: %v", ErrNotPrimary, err)
+				delete(n.waiters, p.id)
+			}
+		}
+	}
+	clear(n.props)
+	n.props = n.props[:0]
 }
 
 // applyEntries applies committed entries in groups, each one storage
@@ -592,11 +780,7 @@ func (n *node) startProposal(ent *entry) (chan error, error) {
 	ent.proposal = n.proposalID.Add(1)
 	ent.ts, ent.wall = n.nextTimestamp(), n.cfg.Clock.Now().UnixMilli()
 	n.waiters[ent.proposal] = ch
-	if err := n.rn.Propose(ent.encode()); err != nil {
-		delete(n.waiters, ent.proposal)
-		n.mu.Unlock()
-		return nil, fmt.Errorf("%w: %v", ErrNotPrimary, err)
-	}
+	n.props = append(n.props, propWait{id: ent.proposal, data: ent.encode()})
 	n.mu.Unlock()
 	n.poke()
 	return ch, nil

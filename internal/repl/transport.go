@@ -21,7 +21,10 @@ import (
 // messages, replSetSnapshot a snapshot for a member far behind. Each peer
 // has one sending goroutine and connection, so messages to it keep their
 // order; a message that cannot be sent is dropped (raft sends it again)
-// and raft is told the peer is unreachable.
+// and raft is told the peer is unreachable. replSetRaft goes flagged
+// moreToCome, with no reply: the next batch leaves without waiting for
+// the member to have read the last, as a stream, and raft's own
+// acknowledgements say what arrived.
 type transport struct {
 	rs    *Replica
 	mu    sync.Mutex
@@ -147,23 +150,18 @@ func (p *peer) deliver(batch []*pb.Message) error {
 	}
 	cmd := p.t.rs.memberCommand("replSetRaft", p.id)
 	cmd = append(cmd, bson.E{Key: "msgs", Value: msgs})
-	_, err := p.call(cmd)
-	return err
-}
-
-func (p *peer) call(cmd bson.D) (bson.D, error) {
 	if p.conn == nil {
 		addr := p.addr.Load()
 		if addr == nil {
-			return nil, fmt.Errorf("repl: no address for member %d", p.id)
+			return fmt.Errorf("repl: no address for member %d", p.id)
 		}
 		c, err := p.t.dialMember(*addr)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		p.conn = c
 	}
-	return p.conn.call(cmd)
+	return p.conn.send(cmd)
 }
 
 // memberConn is a client connection from one member to another.
@@ -217,6 +215,19 @@ func (c *memberConn) call(cmd bson.D) (bson.D, error) {
 		return reply, fmt.Errorf("repl: member refused %s: %v", cmd[0].Key, reply)
 	}
 	return reply, nil
+}
+
+// send writes cmd flagged moreToCome: the member runs it and answers
+// nothing.
+func (c *memberConn) send(cmd bson.D) error {
+	body, err := bson.Marshal(cmd)
+	if err != nil {
+		return err
+	}
+	c.nextID++
+	_ = c.nc.SetWriteDeadline(time.Now().Add(callTimeout))
+	_, err = c.nc.Write(wire.AppendMsg(nil, c.nextID, 0, wire.FlagMoreToCome, body))
+	return err
 }
 
 func (c *memberConn) close() { _ = c.nc.Close() }

@@ -221,7 +221,12 @@ func (m *Monitor) Run(ctx context.Context) {
 // SleepSecs, and no sooner than Floor after the previous pass started.
 func (m *Monitor) nextWait() time.Duration {
 	longest := time.Duration(m.sleepSecs.Load()) * time.Second
-	if !m.enabled.Load() {
+	// A monitor that may not delete (a secondary's) has no expiry to wait
+	// for: planning one would find the earliest already due, wake at once
+	// and plan again, a busy loop over the index's first entries for as
+	// long as the primary's deletions of them take to arrive (a third of
+	// the set's CPU in a storm). Promotion kicks it.
+	if !m.enabled.Load() || m.cfg.Active != nil && !m.cfg.Active() {
 		return longest
 	}
 	now := m.clock.Now()

@@ -73,6 +73,24 @@ func TestNextWaitFollowsEarliestExpiry(t *testing.T) {
 	}
 }
 
+// TestInactiveMonitorWaitsForItsKick: a secondary's monitor, which may not
+// delete, does not plan a wake-up for an expiry that is already due (it
+// would wake at once, forever), and plans one again once active.
+func TestInactiveMonitorWaitsForItsKick(t *testing.T) {
+	m, c, clk := setup(t, 60)
+	active := false
+	m.cfg.Active = func() bool { return active }
+	add(t, c, 1, t0.Add(-70*time.Second)) // due since t0-10s
+	if got := m.nextWait(); got != 60*time.Second {
+		t.Fatalf("inactive with an expiry due: wait %v, want ttlMonitorSleepSecs", got)
+	}
+	active = true
+	clk.Advance(time.Second)
+	if got := m.nextWait(); got != 0 {
+		t.Fatalf("active with an expiry due: wait %v, want 0", got)
+	}
+}
+
 func TestPassDeletesEverythingExpiredInBatches(t *testing.T) {
 	m, c, clk := setup(t, 0)
 	for i := 0; i < 35; i++ {
