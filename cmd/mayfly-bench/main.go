@@ -91,7 +91,7 @@ func parse(args []string) (*flagValues, error) {
 	fs.StringVar(&v.phases, "phases", strings.Join(bench.AllPhases(), ","), "phases to run: sessions, durable, expiry, memory, replset")
 	fs.StringVar(&v.out, "out", "bench-results/latest.json", "where to write the JSON report")
 	fs.StringVar(&v.mayflyBin, "mayfly-bin", "", "prebuilt mayfly server (default: go build ./cmd/mayfly)")
-	fs.StringVar(&v.baselineBin, "baseline-bin", "", "a previous build of mayfly to measure beside this one (sessions, expiry)")
+	fs.StringVar(&v.baselineBin, "baseline-bin", "", "a previous build of mayfly to measure beside this one (sessions, expiry, replset)")
 	fs.StringVar(&v.redisBin, "redis-bin", "/usr/bin/redis-server", "redis-server to compare with")
 	fs.StringVar(&v.workDir, "workdir", "", "parent of the temporary directory (default: $TMPDIR)")
 	fs.IntVar(&v.sessions, "sessions", 0, "override: preloaded sessions")

@@ -43,6 +43,10 @@ type StormSpec struct {
 	// taskset CPU list NeighbourCPUs ("": wherever the kernel puts them).
 	Neighbours    int    `json:"neighbours,omitempty"`
 	NeighbourCPUs string `json:"neighbour_cpus,omitempty"`
+	// CPUProfile, when set, is a file for a CPU profile of the process
+	// running the job, from the baseline's start to the storm's end (the
+	// load before it left out); profiles use it with the server in process.
+	CPUProfile string `json:"cpu_profile,omitempty"`
 }
 
 // coll is the storm's collection.
@@ -257,6 +261,11 @@ func runExpiryJob(ctx context.Context, j Job) (*ExpiryResult, error) {
 		vis        Visibility
 		perr, verr error
 	)
+	stopProfile, err := startCPUProfile(sp.CPUProfile)
+	if err != nil {
+		return nil, err
+	}
+	defer stopProfile()
 	stop := make(chan struct{})
 	sched := schedFrom(ctx, j.ServerPID, storm.from)
 	wg.Go(func() {
@@ -268,6 +277,7 @@ func runExpiryJob(ctx context.Context, j Job) (*ExpiryResult, error) {
 	})
 	spec := mixSpec{clients: j.Clients, preloaded: j.Count, runID: j.RunID}
 	rec, mix := runMix(ctx, st, spec, []span{base, storm}, storm.to)
+	stopProfile()
 	wg.Wait()
 	share := sched()
 	if perr != nil {

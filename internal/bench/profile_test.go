@@ -28,7 +28,8 @@ import (
 // go.mongodb.org/mongo-driver.
 // MAYFLY_BENCH_PROFILE_SECONDS sets the sessions run (default 10);
 // MAYFLY_BENCH_NEIGHBOURS=N runs N CPU-bound neighbour processes beside
-// an expiry run (see -neighbour). It is
+// an expiry run (see -neighbour); MAYFLY_BENCH_STORM_CPUPROFILE=file
+// profiles an expiry run's baseline and storm alone, not its load. It is
 // skipped unless MAYFLY_BENCH_PROFILE is set:
 //
 //	MAYFLY_BENCH_PROFILE=sessions go test ./internal/bench -run ProfileServer \
@@ -83,6 +84,7 @@ func TestProfileServer(t *testing.T) {
 		// MAYFLY_BENCH_NEIGHBOURS runs that many CPU-bound neighbour
 		// processes (this test binary, see TestMain) beside the storm.
 		job.Storm.Neighbours, _ = strconv.Atoi(os.Getenv("MAYFLY_BENCH_NEIGHBOURS"))
+		job.Storm.CPUProfile = os.Getenv("MAYFLY_BENCH_STORM_CPUPROFILE")
 	default:
 		t.Fatalf("MAYFLY_BENCH_PROFILE=%q: want sessions, sessions-streams, sessions-log, durable, storm, storm-shuffled, storm-streams or burst", what)
 	}

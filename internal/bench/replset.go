@@ -49,6 +49,7 @@ type ReplSetResult struct {
 // replSetRun is a replica set of Mayfly processes started by the bench.
 type replSetRun struct {
 	m       *modeRun
+	bin     string // the members' mayfly build
 	members []*server
 	addrs   []string
 	dirs    []string
@@ -60,8 +61,14 @@ type replSetRun struct {
 
 const replSetName = "rs0"
 
-func (m *modeRun) replSetPhase(ctx context.Context) (*ReplSetResult, error) {
-	rs, err := m.startReplSet(ctx, 3)
+// replSetPhase measures a three-member set of kind's build (nameMayfly, or
+// nameBaseline for -baseline-bin).
+func (m *modeRun) replSetPhase(ctx context.Context, kind string) (*ReplSetResult, error) {
+	bin := m.mayflyBin
+	if kind == nameBaseline {
+		bin = m.cfg.BaselineBin
+	}
+	rs, err := m.startReplSet(ctx, 3, bin)
 	if err != nil {
 		return nil, err
 	}
@@ -74,21 +81,21 @@ func (m *modeRun) replSetPhase(ctx context.Context) (*ReplSetResult, error) {
 		return nil, fmt.Errorf("majority inserts: %w", err)
 	}
 	res.Majority = job.Durable
-	m.logf("replica set: w:majority inserts, %d clients: %.0f/s", sz.Clients, res.Majority.OpsPerSec)
+	m.logf("replica set of %s: w:majority inserts, %d clients: %.0f/s", kind, sz.Clients, res.Majority.OpsPerSec)
 	if err := rs.storm(ctx, res); err != nil {
 		return res, fmt.Errorf("replica set storm: %w", err)
 	}
-	m.logf("replica set storm: %d docs, lateness p99 primary %.0f ms, secondary %.0f ms, lag p99 %.0f ms",
-		res.StormDocs, res.StormPrimary.Upper.P99Ms, res.StormSecondary.Upper.P99Ms, res.LagP99Ms)
+	m.logf("replica set storm on %s: %d docs, lateness p99 primary %.0f ms, secondary %.0f ms, lag p99 %.0f ms",
+		kind, res.StormDocs, res.StormPrimary.Upper.P99Ms, res.StormSecondary.Upper.P99Ms, res.LagP99Ms)
 	if err := rs.failovers(ctx, sz.Failovers, res); err != nil {
 		return res, fmt.Errorf("failover: %w", err)
 	}
-	m.logf("failover: %d kills, next acknowledged write after p50 %.0f ms, max %.0f ms", len(res.FailoverMs), res.FailoverP50Ms, res.FailoverMaxMs)
+	m.logf("failover on %s: %d kills, next acknowledged write after p50 %.0f ms, max %.0f ms", kind, len(res.FailoverMs), res.FailoverP50Ms, res.FailoverMaxMs)
 	return res, nil
 }
 
-func (m *modeRun) startReplSet(ctx context.Context, n int) (*replSetRun, error) {
-	rs := &replSetRun{m: m}
+func (m *modeRun) startReplSet(ctx context.Context, n int, bin string) (*replSetRun, error) {
+	rs := &replSetRun{m: m, bin: bin}
 	for i := 0; i < n; i++ {
 		addr, err := freeAddr()
 		if err != nil {
@@ -113,7 +120,7 @@ func (m *modeRun) startReplSet(ctx context.Context, n int) (*replSetRun, error) 
 }
 
 func (rs *replSetRun) start(ctx context.Context, i int) error {
-	argv := append(mayflyArgv(rs.m.mayflyBin, rs.addrs[i], filepath.Join(rs.dirs[i], "data")), "--replSet", replSetName)
+	argv := append(mayflyArgv(rs.bin, rs.addrs[i], filepath.Join(rs.dirs[i], "data")), "--replSet", replSetName)
 	s, err := startServer(ctx, fmt.Sprintf("member%d", i), pinned(rs.m.serverCPU, argv), rs.addrs[i], filepath.Join(rs.dirs[i], "mayfly.log"))
 	rs.members[i] = s
 	return err

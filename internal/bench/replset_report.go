@@ -69,6 +69,8 @@ const (
 	tBaseSessions = "standalone sessions ops/s, this build / previous build"
 	tBaseStorm    = "standalone storm lateness p99, previous build / this build"
 	tBaseBurst    = "standalone burst expirations/s, this build / previous build"
+	tBaseMajority = "replica set w:majority inserts/s, this build / previous build"
+	tBaseRSStorm  = "replica set storm lateness p99 on a secondary, previous build / this build"
 )
 
 func baselineTargetDefs() []targetDef {
@@ -76,7 +78,28 @@ func baselineTargetDefs() []targetDef {
 		{tBaseSessions, "≥ 0.95", atLeast(0.95), sessionsRatio(nameMayfly, nameBaseline, opsPerSec)},
 		{tBaseStorm, "≥ 0.95", atLeast(0.95), baselineStorm},
 		{tBaseBurst, "≥ 0.95", atLeast(0.95), baselineBurst},
+		{tBaseMajority, "≥ 0.95", atLeast(0.95), baselineMajority},
+		{tBaseRSStorm, "≥ 0.95", atLeast(0.95), baselineReplStorm},
 	}
+}
+
+func baselineMajority(m *ModeReport) (float64, string, bool) {
+	r, b := m.ReplSet, m.BaselineReplSet
+	if r == nil || b == nil || r.Majority == nil || b.Majority == nil || b.Majority.OpsPerSec == 0 {
+		return 0, "", false
+	}
+	x, y := r.Majority.OpsPerSec, b.Majority.OpsPerSec
+	return x / y, fmt.Sprintf("%s/s now, %s/s before", fmtN(x), fmtN(y)), true
+}
+
+func baselineReplStorm(m *ModeReport) (float64, string, bool) {
+	r, b := m.ReplSet, m.BaselineReplSet
+	if r == nil || b == nil || r.StormDocs == 0 || b.StormDocs == 0 || r.StormSecondary.Upper.P99Ms == 0 {
+		return 0, "", false
+	}
+	x, y := r.StormSecondary.Upper.P99Ms, b.StormSecondary.Upper.P99Ms
+	return y / x, fmt.Sprintf("%s ms now, %s ms before (primary %s / %s ms)", fmtMs(x), fmtMs(y),
+		fmtMs(r.StormPrimary.Upper.P99Ms), fmtMs(b.StormPrimary.Upper.P99Ms)), true
 }
 
 func baselineStorm(m *ModeReport) (float64, string, bool) {
@@ -100,6 +123,7 @@ func baselineRows(rep *Report) []row {
 		return row{label: "**" + name + "**", phase: phase, cell: targetCell(rep, name)}
 	}
 	return []row{t(tBaseSessions, PhaseSessions), t(tBaseStorm, PhaseExpiry), t(tBaseBurst, PhaseExpiry),
+		t(tBaseMajority, PhaseReplSet), t(tBaseRSStorm, PhaseReplSet),
 		{"previous build: lateness p50 / p99 without → with CPU-bound neighbours", PhaseExpiry, baselineNeighbourCell}}
 }
 

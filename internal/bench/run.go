@@ -33,6 +33,9 @@ type ModeReport struct {
 	NeighbourExpiry *ExpiryResult `json:"neighbour_expiry,omitempty"`
 	// BaselineNeighbourExpiry is the previous build's (-baseline-bin).
 	BaselineNeighbourExpiry *ExpiryResult `json:"baseline_neighbour_expiry,omitempty"`
+	// BaselineReplSet is the previous build's replica set (-baseline-bin),
+	// run right after this build's so that the two see the same machine.
+	BaselineReplSet *ReplSetResult `json:"baseline_replset,omitempty"`
 }
 
 // Report is a whole run, as written to JSON.
@@ -145,8 +148,12 @@ func runMode(ctx context.Context, cfg *Config, mode, bin, work string) *ModeRepo
 		note(PhaseMemory, err)
 	}
 	if cfg.has(PhaseReplSet) {
-		rep.ReplSet, err = m.replSetPhase(ctx)
+		rep.ReplSet, err = m.replSetPhase(ctx, nameMayfly)
 		note(PhaseReplSet, err)
+		if cfg.BaselineBin != "" {
+			rep.BaselineReplSet, err = m.replSetPhase(ctx, nameBaseline)
+			note(PhaseReplSet+" (baseline)", err)
+		}
 	}
 	return rep
 }
