@@ -102,7 +102,7 @@ type Config struct {
 	Out       string // JSON report path
 	MayflyBin string // prebuilt server; empty builds ./cmd/mayfly
 	// BaselineBin is a previous build of mayfly, measured beside this one
-	// in the sessions and expiry phases, so a change shows as a ratio
+	// in the sessions, expiry and replset phases, so a change shows as a ratio
 	// taken in one run (e.g. that standalone does not regress).
 	BaselineBin string
 	RedisBin    string
