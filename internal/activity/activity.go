@@ -25,6 +25,7 @@ type Op struct {
 	ConnID  int64
 	Started time.Time
 	cancel  func() // stops the operation (killOp); nil for internal work
+	waiting bool   // see Registry.Wait
 }
 
 // Registry holds the operations in flight.
@@ -71,6 +72,31 @@ func (r *Registry) End(id int64) {
 	}
 }
 
+// Wait marks operation id as waiting for something to happen (an
+// awaitData getMore or a change stream with nothing to return yet, an
+// awaitable hello) until the returned func is called. A waiting operation
+// uses no CPU: it still shows in currentOp, but it does not make the
+// server busy for the background work that yields to clients, so one
+// idle change stream does not hold the TTL monitor to its pace.
+func (r *Registry) Wait(id int64) (resume func()) {
+	r.setWaiting(id, true)
+	return func() { r.setWaiting(id, false) }
+}
+
+// setWaiting sets op id's waiting flag; going from working to waiting or
+// back counts as a client operation's end or start for BusyWithin.
+func (r *Registry) setWaiting(id int64, waiting bool) {
+	r.mu.Lock()
+	op := r.ops[id]
+	if op != nil {
+		op.waiting = waiting
+	}
+	r.mu.Unlock()
+	if op != nil && op.Client != "" {
+		r.lastClient.Store(r.clock.Now().UnixNano())
+	}
+}
+
 // BusyWithin reports whether a client operation is in flight or one began
 // or ended within the last d. Background work that checks only for
 // operations in flight would, on a server with one core, find none while
@@ -79,14 +105,14 @@ func (r *Registry) BusyWithin(d time.Duration) bool {
 	return r.Active() > 0 || r.clock.Now().UnixNano()-r.lastClient.Load() <= int64(d)
 }
 
-// Active reports how many client operations are in flight (internal work
-// such as the TTL monitor's is not counted).
+// Active reports how many client operations are in flight and not
+// waiting (internal work such as the TTL monitor's is not counted).
 func (r *Registry) Active() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	n := 0
 	for _, op := range r.ops {
-		if op.Client != "" {
+		if op.Client != "" && !op.waiting {
 			n++
 		}
 	}

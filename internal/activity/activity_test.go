@@ -33,3 +33,35 @@ func TestBusyWithin(t *testing.T) {
 		t.Fatal("nothing for longer than d: not busy")
 	}
 }
+
+// An operation waiting for data (an awaitData getMore, an awaitable
+// hello) shows in currentOp but does not keep the server busy.
+func TestWaitingIsNotBusy(t *testing.T) {
+	clk := clock.NewManual(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
+	r := NewRegistry(clk)
+	id := r.Begin(Op{Client: "127.0.0.1:5000", Kind: "getmore"})
+	resume := r.Wait(id)
+	if n := r.Active(); n != 0 {
+		t.Fatalf("Active() = %d with the one operation waiting, want 0", n)
+	}
+	if len(r.Snapshot()) != 1 {
+		t.Fatal("a waiting operation left currentOp")
+	}
+	clk.Advance(100 * time.Millisecond)
+	if !r.BusyWithin(100 * time.Millisecond) {
+		t.Fatal("the operation began to wait 100ms ago: that still counts")
+	}
+	clk.Advance(time.Millisecond)
+	if r.BusyWithin(100 * time.Millisecond) {
+		t.Fatal("an operation waiting for longer than d keeps the server busy")
+	}
+	resume()
+	if !r.BusyWithin(100*time.Millisecond) || r.Active() != 1 {
+		t.Fatal("an operation that stopped waiting is working again")
+	}
+	r.End(id)
+	r.Wait(id)() // ended: nothing to mark
+	if r.Active() != 0 {
+		t.Fatal("an ended operation counted")
+	}
+}

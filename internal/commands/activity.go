@@ -49,6 +49,16 @@ func (h *Handler) beginOp(r *request, cancel func()) int64 {
 	}, cancel)
 }
 
+// waiting marks r's operation as waiting for data or an event until the
+// returned func is called (activity.Registry.Wait): an idle change
+// stream or awaitable hello does not make the server busy.
+func (h *Handler) waiting(r *request) (resume func()) {
+	if r.opID == 0 {
+		return func() {}
+	}
+	return h.deps.Activity.Wait(r.opID)
+}
+
 func itoa(n int64) string {
 	var b [20]byte
 	i := len(b)

@@ -514,16 +514,28 @@ func (c *streamCursor) await(r *request, n int64) (bson.A, error) {
 		if left <= 0 {
 			return docs, nil
 		}
-		t := clk.NewTimer(left)
-		select {
-		case <-changed:
-			t.Stop()
-		case <-t.C():
+		if !c.wait(r, changed, left) {
 			return c.read(r, n)
-		case <-r.ctx.Done():
-			t.Stop()
+		}
+		if r.ctx.Err() != nil {
 			return docs, nil
 		}
+	}
+}
+
+// wait waits, as a waiting operation, for the next commit (true), the
+// end of left (false) or the request's end (true, ctx done).
+func (c *streamCursor) wait(r *request, changed <-chan struct{}, left time.Duration) bool {
+	defer c.h.waiting(r)()
+	t := c.h.deps.Clock.NewTimer(left)
+	defer t.Stop()
+	select {
+	case <-changed:
+		return true
+	case <-t.C():
+		return false
+	case <-r.ctx.Done():
+		return true
 	}
 }
 

@@ -98,6 +98,8 @@ type request struct {
 	db   string
 	name string
 	body bson.D
+	// opID is the operation's entry in the activity registry (0: none).
+	opID int64
 	// secret is the body as sent, passwords included; body has them masked
 	// for everything that may show it (currentOp, profiler, errors).
 	secret bson.D
@@ -175,11 +177,11 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 	var cancel context.CancelFunc
 	r.ctx, cancel = context.WithCancel(r.ctx) // killOp's handle on the operation
 	defer cancel()
-	id := h.beginOp(r, cancel)
+	r.opID = h.beginOp(r, cancel)
 	done := h.deps.OpStats.Begin(opstats.ClassOf(cmd.Name))
 	reply, err := h.runRecovering(entry, r)
 	done()
-	h.deps.Activity.End(id)
+	h.deps.Activity.End(r.opID)
 	h.recordStats(r, h.deps.Clock.Now().Sub(started), err)
 	h.deps.Auth.AfterCommand(r.db, r.name, r.body)
 	if err != nil {

@@ -243,6 +243,7 @@ func (h *Handler) awaitTopology(r *request) error {
 	if r.conn != nil {
 		draining = r.conn.Draining()
 	}
+	defer h.waiting(r)()
 	t := time.NewTimer(time.Duration(ms) * time.Millisecond)
 	defer t.Stop()
 	select {

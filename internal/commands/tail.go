@@ -104,6 +104,20 @@ func tailer(p *peekSource) *tailSource {
 	return nil
 }
 
+// pollWait waits one tailPoll as a waiting operation; false when the
+// request ended first.
+func (h *Handler) pollWait(r *request) bool {
+	defer h.waiting(r)()
+	t := h.deps.Clock.NewTimer(tailPoll)
+	defer t.Stop()
+	select {
+	case <-r.ctx.Done():
+		return false
+	case <-t.C():
+		return true
+	}
+}
+
 // awaitMore waits, for an awaitData getMore that found nothing, until new
 // documents come or the wait is over.
 func (h *Handler) awaitMore(r *request, p *peekSource, n int64) (bson.A, error) {
@@ -118,12 +132,8 @@ func (h *Handler) awaitMore(r *request, p *peekSource, n int64) (bson.A, error) 
 	}
 	end := h.deps.Clock.Now().Add(wait)
 	for h.deps.Clock.Now().Before(end) {
-		t := h.deps.Clock.NewTimer(tailPoll)
-		select {
-		case <-r.ctx.Done():
-			t.Stop()
+		if !h.pollWait(r) {
 			return bson.A{}, nil
-		case <-t.C():
 		}
 		p.done = false
 		batch, err := fillBatch(p, n)
