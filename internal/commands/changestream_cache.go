@@ -84,7 +84,7 @@ func (c *streamCursor) encodedEvents(r *request, rec changestream.Record) ([][]b
 	}
 	key := ""
 	if !c.spec.scope.invalidatedBy(ev) {
-		if keep, err := c.spec.keeps(ev); err != nil || !keep {
+		if keep, err := c.keeps(ev); err != nil || !keep {
 			return nil, err
 		}
 		key = c.cacheKey(ev)

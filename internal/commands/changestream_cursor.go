@@ -32,6 +32,7 @@ type streamCursor struct {
 	// joined: the stream is counted in the handler's tail (open as a
 	// cursor), until Close.
 	joined bool
+	memo   probeMemo // the pushed-down $match's last answer
 }
 
 // Next implements cursor.Source; change streams are read by read.

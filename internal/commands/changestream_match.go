@@ -28,6 +28,10 @@ type streamFilter struct {
 	// key names the filter in the event cache when it is the whole
 	// pipeline ("" otherwise).
 	key string
+	// sameForGroup: the filter does not read expired.expiredAt, so it
+	// answers alike for every change of one kind, namespace and TTL
+	// index (probeKey), as the thousand deletions of one expiry batch are.
+	sameForGroup bool
 }
 
 // pushDownMatch splits a stream's pipeline into a leading $match tested
@@ -41,12 +45,63 @@ func pushDownMatch(p *aggregate.Pipeline) (*streamFilter, *aggregate.Pipeline) {
 	if f == nil || !readsOnly(f.Spec(), probeFields) {
 		return nil, p
 	}
+	same := !readsExpiredAt(f.Spec())
 	rest := p.WithoutStage(0)
 	if rest.Len() > 0 {
-		return &streamFilter{filter: f.Lean()}, rest
+		return &streamFilter{filter: f.Lean(), sameForGroup: same}, rest
 	}
-	return &streamFilter{filter: f.Lean(), key: "|" + bsonutil.Format(f.Spec())}, nil
+	return &streamFilter{filter: f.Lean(), key: "|" + bsonutil.Format(f.Spec()), sameForGroup: same}, nil
 }
+
+// readsExpiredAt reports whether a pushed-down filter may read
+// expired.expiredAt: a path under it, or "expired" itself with any
+// condition but $exists.
+func readsExpiredAt(filter bson.D) bool {
+	for _, e := range filter {
+		switch e.Key {
+		case "$and", "$or", "$nor":
+			arr, _ := e.Value.(bson.A)
+			for _, c := range arr {
+				if d, ok := c.(bson.D); !ok || readsExpiredAt(d) {
+					return true
+				}
+			}
+			continue
+		}
+		if e.Key == "expired.expiredAt" || strings.HasPrefix(e.Key, "expired.expiredAt.") {
+			return true
+		}
+		if e.Key == "expired" && !onlyExists(e.Value) {
+			return true
+		}
+	}
+	return false
+}
+
+// onlyExists reports whether a field's condition is {$exists: ...} alone.
+func onlyExists(cond any) bool {
+	d, ok := cond.(bson.D)
+	return ok && len(d) == 1 && d[0].Key == "$exists"
+}
+
+// probeKey is what a filter that does not read expired.expiredAt sees of
+// a change (see streamFilter.sameForGroup).
+type probeKey struct {
+	op        changestream.Op
+	db, coll  string
+	expired   bool
+	index     string
+	afterSecs int64
+}
+
+func probeKeyOf(ev *changestream.Event) probeKey {
+	k := probeKey{op: ev.Op, db: ev.DB, coll: ev.Coll}
+	if ev.Expired != nil && ev.Op == changestream.OpDelete { // as expiredDoc
+		k.expired, k.index, k.afterSecs = true, ev.Expired.Index, ev.Expired.AfterSecs
+	}
+	return k
+}
+
 
 // readsOnly reports whether a query filter reads no field outside roots
 // (the first element of each path), looking into $and, $or and $nor; any
@@ -95,6 +150,33 @@ func (s *streamSpec) keeps(ev *changestream.Event) (bool, error) {
 		return true, nil
 	}
 	return s.match.filter.MatchErr(probe(ev))
+}
+
+// probeMemo is a stream's last pushed-down filter answer, reused for
+// the changes that filter cannot tell apart.
+type probeMemo struct {
+	valid bool
+	key   probeKey
+	keep  bool
+}
+
+// keeps is streamSpec.keeps, answered from the memo when the filter
+// cannot tell ev from the change before it.
+func (c *streamCursor) keeps(ev *changestream.Event) (bool, error) {
+	m := c.spec.match
+	if m == nil || !m.sameForGroup {
+		return c.spec.keeps(ev)
+	}
+	k := probeKeyOf(ev)
+	if c.memo.valid && c.memo.key == k {
+		return c.memo.keep, nil
+	}
+	keep, err := c.spec.keeps(ev)
+	if err != nil {
+		return false, err
+	}
+	c.memo = probeMemo{valid: true, key: k, keep: keep}
+	return keep, nil
 }
 
 // matching is the events the stream's pushed-down $match keeps, tested
