@@ -102,7 +102,6 @@ func probeKeyOf(ev *changestream.Event) probeKey {
 	return k
 }
 
-
 // readsOnly reports whether a query filter reads no field outside roots
 // (the first element of each path), looking into $and, $or and $nor; any
 // other top-level operator ($where, $text, $jsonSchema, ...) counts as
