@@ -92,19 +92,24 @@ func checkExpandedEvents(t *testing.T, db *mongo.Database) {
 		t.Fatal(err)
 	}
 	defer cluster.Close(ctx)
+	w := watchRename(t, db)
+	defer w.close()
 
 	createTok := checkCreateAndCRUD(t, db, all)
 	checkIndexEvents(t, db, all)
 	checkModifyEvents(t, db, all)
 	checkViewEvents(t, db, all)
 	checkRenameEvents(t, db, all)
+	w.check(t, db)
 
 	// A collection stream sees its collection's DDL, not the views'.
 	for _, op := range []string{"create", "insert", "createIndexes", "dropIndexes", "modify", "modify", "rename", "invalidate"} {
 		wantOp(t, nextEvent(t, one), op)
 	}
-	// Without the option: the same writes, no DDL event, no extra field.
-	for _, op := range []string{"insert", "insert", "delete", "drop", "drop", "drop", "rename"} {
+	// Without the option: the same writes, no DDL event, no extra field,
+	// and none of a view's or a time-series collection's events, not
+	// even their drops (on mongod they are system.views writes).
+	for _, op := range []string{"insert", "insert", "delete", "rename"} {
 		ev := nextEvent(t, plain)
 		wantOp(t, ev, op)
 		wantNoField(t, ev, "collectionUUID", "operationDescription")
@@ -288,23 +293,94 @@ func checkViewEvents(t *testing.T, db *mongo.Database, cs *mongo.ChangeStream) {
 	wantOp(t, nextEvent(t, cs), "drop")
 }
 
-// checkRenameEvents: a rename over an existing collection names the
-// replaced collection's UUID in operationDescription.dropTarget.
+// checkRenameEvents: a rename over an existing collection is one rename
+// event, as mongod's one oplog entry, naming the replaced collection's
+// UUID in operationDescription.dropTarget; no drop of the replaced one.
 func checkRenameEvents(t *testing.T, db *mongo.Database, cs *mongo.ChangeStream) {
 	uuid, target := collUUID(t, db, "base"), collUUID(t, db, "empty")
 	runCmd(t, db.Client().Database("admin"), bson.D{
 		{Key: "renameCollection", Value: db.Name() + ".base"}, {Key: "to", Value: db.Name() + ".empty"}, {Key: "dropTarget", Value: true},
 	})
 	ev := nextEvent(t, cs)
-	if ev["operationType"] == "drop" { // Mayfly reports the replaced collection's drop first
-		wantUUID(t, ev, target)
-		ev = nextEvent(t, cs)
-	}
 	wantOp(t, ev, "rename")
 	wantUUID(t, ev, uuid)
 	to := bson.D{{Key: "db", Value: db.Name()}, {Key: "coll", Value: "empty"}}
 	wantSame(t, "rename to", ev["to"], to)
 	wantSame(t, "rename operationDescription", ev["operationDescription"], bson.D{{Key: "to", Value: to}, {Key: "dropTarget", Value: target}})
+}
+
+// renameWatchers are streams open before the rename of base over empty:
+// on the source without the option, on the target with and without it,
+// and a cluster stream without it.
+type renameWatchers struct {
+	source, target, targetExpanded, cluster *mongo.ChangeStream
+}
+
+func watchRename(t *testing.T, db *mongo.Database) *renameWatchers {
+	t.Helper()
+	ctx := ctxT(t)
+	watch := func(w interface {
+		Watch(context.Context, any, ...options.Lister[options.ChangeStreamOptions]) (*mongo.ChangeStream, error)
+	}, opts ...options.Lister[options.ChangeStreamOptions]) *mongo.ChangeStream {
+		cs, err := w.Watch(ctx, mongo.Pipeline{}, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cs
+	}
+	return &renameWatchers{
+		source:         watch(db.Collection("base")),
+		target:         watch(db.Collection("empty")),
+		targetExpanded: watch(db.Collection("empty"), options.ChangeStream().SetShowExpandedEvents(true)),
+		cluster:        watch(db.Client()),
+	}
+}
+
+func (w *renameWatchers) close() {
+	for _, cs := range []*mongo.ChangeStream{w.source, w.target, w.targetExpanded, w.cluster} {
+		_ = cs.Close(context.Background())
+	}
+}
+
+// check: as on mongod 8.0 (change_stream_filter_helpers.cpp takes a
+// rename whose 'to' is the watched namespace; metadata_notifications.js),
+// the streams on the source and on the target both see the rename, then
+// an invalidate; the target's drop reaches no stream; a stream without
+// the option sees none of the views' events.
+func (w *renameWatchers) check(t *testing.T, db *mongo.Database) {
+	t.Helper()
+	to := bson.D{{Key: "db", Value: db.Name()}, {Key: "coll", Value: "empty"}}
+	wantOps := func(name string, cs *mongo.ChangeStream, ops ...string) {
+		t.Helper()
+		for _, op := range ops {
+			ev := nextEvent(t, cs)
+			if ev["operationType"] != op {
+				t.Fatalf("%s stream: operationType = %v, want %s: %v", name, ev["operationType"], op, ev)
+			}
+			if op == "rename" {
+				wantSame(t, name+" stream's rename to", ev["to"], to)
+				wantNoField(t, ev, "operationDescription", "collectionUUID")
+			}
+		}
+	}
+	wantOps("source", w.source, "insert", "rename", "invalidate")
+	wantOps("target", w.target, "rename", "invalidate")
+	wantOps("expanded target", w.targetExpanded, "create", "createIndexes", "createIndexes")
+	ev := nextEvent(t, w.targetExpanded)
+	wantOp(t, ev, "rename")
+	if _, ok := asM(ev["operationDescription"])["dropTarget"]; !ok {
+		t.Fatalf("expanded target stream's rename: %v", ev)
+	}
+	wantOp(t, nextEvent(t, w.targetExpanded), "invalidate")
+	var got []any
+	for len(got) == 0 || got[len(got)-1] != "rename" {
+		if ev := nextEvent(t, w.cluster); asM(ev["ns"])["db"] == db.Name() {
+			got = append(got, ev["operationType"])
+		}
+	}
+	if fmt.Sprint(got) != "[insert insert delete rename]" {
+		t.Fatalf("cluster stream without the option: %v", got)
+	}
 }
 
 // TestChangeStreamExpandedUpdateDescription: with the option an update's

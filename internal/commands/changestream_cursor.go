@@ -147,21 +147,27 @@ func (c *streamCursor) events(r *request, rec changestream.Record) ([]bson.D, er
 }
 
 // covers reports whether the stream reports a change: in its scope, and,
-// for a DDL event, asked for with showExpandedEvents. As on mongod, the
-// expanded events of a view or a time-series collection (from
-// system.views there) reach database and cluster streams only.
+// for a DDL event, asked for with showExpandedEvents. As on mongod, a
+// view's or a time-series collection's events (writes to system.views
+// there, and the buckets collection's drop, a system one) reach only
+// database and cluster streams with showExpandedEvents: a stream
+// without the option sees none of them, not even the drop.
 func (s *streamSpec) covers(ev *changestream.Event) bool {
 	switch {
 	case ev.Op.Expanded() && !s.expanded:
 		return false
-	case s.expanded && ev.View() && s.scope.coll != "":
+	case ev.View() && (!s.expanded || s.scope.coll != ""):
 		return false
 	}
 	return s.scope.covers(ev)
 }
 
 // covers reports whether a change belongs to the stream: system
-// collections and the internal databases are never reported.
+// collections and the internal databases are never reported. A rename
+// belongs to the streams of its source and of its target: mongod's
+// filter takes a rename whose 'to' is the watched namespace (the target,
+// overwritten or new, is renamed into), and a stream on the target
+// collection sees the rename, then its invalidate.
 func (s streamScope) covers(ev *changestream.Event) bool {
 	if strings.HasPrefix(ev.Coll, "system.") {
 		return false
@@ -170,13 +176,15 @@ func (s streamScope) covers(ev *changestream.Event) bool {
 	case s.cluster:
 		return ev.DB != "admin" && ev.DB != "config" && ev.DB != "local"
 	case s.coll == "":
-		return ev.DB == s.db
+		return ev.DB == s.db || (ev.Op == changestream.OpRename && ev.ToDB == s.db)
 	}
-	return ev.DB == s.db && ev.Coll == s.coll
+	return (ev.DB == s.db && ev.Coll == s.coll) ||
+		(ev.Op == changestream.OpRename && ev.ToDB == s.db && ev.ToColl == s.coll)
 }
 
-// invalidatedBy reports whether the change ends the stream: the drop or
-// rename of a watched collection, the drop of a watched database.
+// invalidatedBy reports whether a change the stream covers ends it: the
+// drop of a watched collection, a rename from or to it, the drop of a
+// watched database.
 func (s streamScope) invalidatedBy(ev *changestream.Event) bool {
 	switch {
 	case s.cluster:

@@ -162,15 +162,20 @@ func TestResumableStreamErrorLabel(t *testing.T) {
 }
 
 // TestExpandedEventsReachOnlyExpandedStreams: the DDL events go to
-// streams with showExpandedEvents only, and a view's (from system.views
-// on mongod) to their database and cluster streams, not to a stream on
-// a collection of the same name.
+// streams with showExpandedEvents only, and a view's or a time-series
+// collection's (from system.views on mongod), its drop included, to
+// their database and cluster streams with the option only, not to a
+// stream on a collection of the same name. A rename reaches the streams
+// of its source and of its target.
 func TestExpandedEventsReachOnlyExpandedStreams(t *testing.T) {
 	create := &changestream.Event{Op: changestream.OpCreate, DB: "d", Coll: "c", NsType: changestream.NsCollection}
 	view := &changestream.Event{Op: changestream.OpCreate, DB: "d", Coll: "c", NsType: changestream.NsView}
 	viewDrop := &changestream.Event{Op: changestream.OpDrop, DB: "d", Coll: "c", NsType: changestream.NsView}
+	tsDrop := &changestream.Event{Op: changestream.OpDrop, DB: "d", Coll: "c", NsType: changestream.NsTimeseries}
 	insert := &changestream.Event{Op: changestream.OpInsert, DB: "d", Coll: "c"}
-	coll, db := streamScope{db: "d", coll: "c"}, streamScope{db: "d"}
+	renameTo := &changestream.Event{Op: changestream.OpRename, DB: "d", Coll: "a", ToDB: "d", ToColl: "c"}
+	renameIn := &changestream.Event{Op: changestream.OpRename, DB: "e", Coll: "a", ToDB: "d", ToColl: "c"}
+	coll, db, other := streamScope{db: "d", coll: "c"}, streamScope{db: "d"}, streamScope{db: "d", coll: "x"}
 	cases := []struct {
 		ev       *changestream.Event
 		scope    streamScope
@@ -179,8 +184,11 @@ func TestExpandedEventsReachOnlyExpandedStreams(t *testing.T) {
 	}{
 		{create, coll, false, false}, {create, coll, true, true}, {create, db, true, true},
 		{view, coll, true, false}, {view, db, true, true}, {view, db, false, false},
-		{viewDrop, coll, true, false}, {viewDrop, db, true, true}, {viewDrop, coll, false, true},
+		{viewDrop, coll, true, false}, {viewDrop, db, true, true}, {viewDrop, coll, false, false},
+		{viewDrop, db, false, false}, {tsDrop, db, false, false}, {tsDrop, db, true, true},
 		{insert, coll, false, true}, {insert, coll, true, true},
+		{renameTo, coll, false, true}, {renameTo, other, false, false}, {renameIn, coll, false, true},
+		{renameIn, db, false, true}, {renameIn, streamScope{db: "e"}, false, true},
 	}
 	for i, c := range cases {
 		s := &streamSpec{scope: c.scope, expanded: c.expanded}

@@ -268,12 +268,12 @@ func clusteredIndexSpec(m *catalog.Collection) bson.D {
 // number, or "off" (-1) to remove it, on a clustered collection only. It
 // is read before collMod applies anything, as mongod parses the whole
 // request first; set is false when the field is absent.
-func clusteredExpiryMod(c *docstore.Collection, r *request, now time.Time) (secs int64, set bool, err error) {
+func clusteredExpiryMod(e *docstore.CatalogEdit, r *request, now time.Time) (secs int64, set bool, err error) {
 	v, ok := lookup(r.body, catalog.ExpireAfterOption)
 	if !ok {
 		return 0, false, nil
 	}
-	if !c.IsClustered() {
+	if !e.IsClustered() {
 		return 0, false, mongoerr.New(mongoerr.InvalidOptions, "'expireAfterSeconds' option is only supported on collections clustered by _id")
 	}
 	if s, isString := v.(string); isString {

@@ -25,39 +25,51 @@ func cmdCollMod(h *Handler, r *request) (bson.D, error) {
 	if c == nil {
 		return nil, nsNotFound(r.db, name)
 	}
-	old := c.Meta()
-	reply, err := collModApply(h, c, r)
-	if err != nil {
-		return nil, err
+	reply, evict, err := collModCommit(h, c, r)
+	if err == nil && evict {
+		// A lowered lruLimit holds at once: the evictions commit before
+		// the reply, as one write of their own after the change.
+		err = c.EvictToLRULimits()
 	}
-	if err := recordCollMod(c, r, old); err != nil {
-		return nil, err
-	}
-	return reply, nil
+	return reply, err
 }
 
-// collModApply makes collMod's changes.
-func collModApply(h *Handler, c *docstore.Collection, r *request) (bson.D, error) {
-	expiry, setExpiry, err := collModExpiry(c, r, h.deps.Clock.Now())
+// collModCommit makes collMod's changes on one edit of the catalog entry
+// and commits them with the modify event, as mongod's one oplog entry:
+// all of the command or none of it, with its event. evict reports a
+// changed lruLimit.
+func collModCommit(h *Handler, c *docstore.Collection, r *request) (reply bson.D, evict bool, err error) {
+	e := c.Edit()
+	defer e.Close()
+	reply, evict, err = collModApply(h, e, r)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	if err := collModValidation(c, r); err != nil {
-		return nil, err
+	return reply, evict, e.Commit(collModEvent(e, r))
+}
+
+// collModApply makes collMod's changes on the edit.
+func collModApply(h *Handler, e *docstore.CatalogEdit, r *request) (bson.D, bool, error) {
+	expiry, setExpiry, err := collModExpiry(e, r, h.deps.Clock.Now())
+	if err != nil {
+		return nil, false, err
 	}
-	if err := collModPreImages(c, r); err != nil {
-		return nil, err
+	if err := collModValidation(e, r); err != nil {
+		return nil, false, err
+	}
+	if err := collModPreImages(e, r); err != nil {
+		return nil, false, err
 	}
 	if setExpiry {
-		if err := c.SetClusteredExpiry(expiry); err != nil {
-			return nil, err
+		if err := e.SetClusteredExpiry(expiry); err != nil {
+			return nil, false, err
 		}
 	}
 	spec, err := optDoc(r, "index")
 	if err != nil || spec == nil {
-		return bson.D{}, err
+		return bson.D{}, false, err
 	}
-	return collModIndex(c, spec)
+	return collModIndex(e, spec)
 }
 
 // collModKnown are collMod's options besides validation's.
@@ -67,11 +79,11 @@ var collModKnown = []string{"index", preImagesOption, catalog.ExpireAfterOption,
 // granularity at once; on another collection it checks a clustered
 // collection's expireAfterSeconds, which the caller sets once the rest
 // of the command is known good (set).
-func collModExpiry(c *docstore.Collection, r *request, now time.Time) (secs int64, set bool, err error) {
-	if _, eas := lookup(r.body, catalog.ExpireAfterOption); timeseriesOf(c.Meta()) != nil || !eas {
-		return 0, false, collModTimeseries(c, r)
+func collModExpiry(e *docstore.CatalogEdit, r *request, now time.Time) (secs int64, set bool, err error) {
+	if _, eas := lookup(r.body, catalog.ExpireAfterOption); timeseriesOf(e.Meta()) != nil || !eas {
+		return 0, false, collModTimeseries(e, r)
 	}
-	return clusteredExpiryMod(c, r, now)
+	return clusteredExpiryMod(e, r, now)
 }
 
 type indexMod struct {
@@ -127,17 +139,18 @@ func parseIndexMod(spec bson.D) (target any, mod indexMod, err error) {
 	return target, mod, nil
 }
 
-func collModIndex(c *docstore.Collection, spec bson.D) (bson.D, error) {
+// collModIndex changes an index's options; evict reports a new
+// lruLimit, whose evictions follow the commit.
+func collModIndex(e *docstore.CatalogEdit, spec bson.D) (reply bson.D, evict bool, err error) {
 	target, mod, err := parseIndexMod(spec)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	ix, err := findIndexForMod(c, target)
+	ix, err := findIndexForMod(e.Meta(), target)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	var reply bson.D
-	err = c.ModifyIndex(ix.Name, func(ix *catalog.Index) error {
+	err = e.ModifyIndex(ix.Name, func(ix *catalog.Index) error {
 		reply = nil
 		if mod.ttl != nil {
 			r, err := applyTTLMod(ix, mod.ttl)
@@ -164,12 +177,7 @@ func collModIndex(c *docstore.Collection, spec bson.D) (bson.D, error) {
 		reply = append(reply, r...)
 		return err
 	})
-	if err == nil && mod.lru != nil {
-		// A lowered limit holds at once: the evictions commit before
-		// the reply, as one write of their own.
-		err = c.EvictToLRULimits()
-	}
-	return reply, err
+	return reply, err == nil && mod.lru != nil, err
 }
 
 // applyMayflyMods applies the lruLimit and expireElements changes of mod.
@@ -192,8 +200,7 @@ func applyMayflyMods(ix *catalog.Index, mod indexMod) (bson.D, error) {
 	return reply, nil
 }
 
-func findIndexForMod(c *docstore.Collection, target any) (*catalog.Index, error) {
-	meta := c.Meta()
+func findIndexForMod(meta *catalog.Collection, target any) (*catalog.Index, error) {
 	switch t := target.(type) {
 	case string:
 		if ix := meta.Index(t); ix != nil && visibleIndex(ix) {

@@ -8,23 +8,23 @@ import (
 	"github.com/mayflydb/mayfly/internal/docstore"
 )
 
-// recordCollMod writes the modify event of a collMod that succeeded
-// (showExpandedEvents), with what mongod's oplog entry gives the stream:
-// operationDescription is the command less collMod and its generic
-// arguments, its index field cut to the index's name and the options
-// that changed; stateBeforeChange has the collection's options before
-// (with its uuid) and, for an index change, the index's old values. On a
-// time-series collection only a granularity change is reported (mongod
-// modifies the view over the buckets then; expireAfterSeconds changes
-// the buckets collection, a system one no stream shows).
-func recordCollMod(c *docstore.Collection, r *request, old *catalog.Collection) error {
+// collModEvent is the modify event of a collMod (showExpandedEvents),
+// with what mongod's oplog entry gives the stream: operationDescription
+// is the command less collMod and its generic arguments, its index field
+// cut to the index's name and the options that changed;
+// stateBeforeChange has the collection's options before (with its uuid)
+// and, for an index change, the index's old values. On a time-series
+// collection only a granularity change is reported (mongod modifies the
+// view over the buckets then; expireAfterSeconds changes the buckets
+// collection, a system one no stream shows): nil otherwise.
+func collModEvent(e *docstore.CatalogEdit, r *request) *docstore.Modify {
+	old, now := e.Old(), e.Meta()
 	if timeseriesOf(old) != nil {
 		if _, ok := lookup(r.body, "timeseries"); !ok {
 			return nil
 		}
-		return c.RecordModify(nil, nil)
+		return &docstore.Modify{}
 	}
-	now := c.Meta()
 	desc := bson.D{}
 	var ixBefore bson.D
 	for _, e := range r.body[1:] {
@@ -44,7 +44,7 @@ func recordCollMod(c *docstore.Collection, r *request, old *catalog.Collection) 
 	if ixBefore != nil {
 		before = append(before, bson.E{Key: "indexOptions", Value: ixBefore})
 	}
-	return c.RecordModify(desc, before)
+	return &docstore.Modify{Desc: desc, Before: before}
 }
 
 // indexModDesc is a collMod index change as mongod reports it: the

@@ -148,3 +148,22 @@ func TestCollModExpireElements(t *testing.T) {
 	mustCall(t, h, "test", collModIndexCmd("carts", bson.D{{Key: "name", Value: "lines"}, {Key: "expireElements", Value: true}}))
 	wantCollModCode(t, h, "carts", bson.D{{Key: "name", Value: "lines"}, {Key: "lruLimit", Value: bson.D{{Key: "documents", Value: 5}}}}, mongoerr.InvalidOptions)
 }
+
+// TestCollModAllOrNothing: mongod's collMod is one oplog entry, so a
+// command whose index part fails changes nothing, not even the validator
+// given before it (the parts used to be separate writes, and the
+// validator stayed).
+func TestCollModAllOrNothing(t *testing.T) {
+	h, _ := newTestHandler(t)
+	mustCall(t, h, "test", bson.D{{Key: "create", Value: "c"}})
+	_, err := call(t, h, "test", bson.D{{Key: "collMod", Value: "c"},
+		{Key: "validator", Value: bson.D{{Key: "n", Value: bson.D{{Key: "$gt", Value: 1}}}}},
+		{Key: "index", Value: bson.D{{Key: "name", Value: "missing"}, {Key: "hidden", Value: true}}}})
+	if me := mongoerr.As(err); err == nil || me.Code != mongoerr.IndexNotFound {
+		t.Fatalf("collMod of a missing index: %v", err)
+	}
+	opts, _ := lookup(listedCollection(t, h, "c"), "options")
+	if _, ok := lookup(opts.(bson.D), "validator"); ok {
+		t.Fatalf("the validator of a refused collMod was applied: %v", opts)
+	}
+}

@@ -66,7 +66,7 @@ func createPreImages(r *request, opt *docstore.CreateOptions) error {
 }
 
 // collModPreImages switches the option on an existing collection.
-func collModPreImages(c *docstore.Collection, r *request) error {
+func collModPreImages(e *docstore.CatalogEdit, r *request) error {
 	v, ok := lookup(r.body, preImagesOption)
 	if !ok {
 		return nil
@@ -75,5 +75,6 @@ func collModPreImages(c *docstore.Collection, r *request) error {
 	if err != nil {
 		return err
 	}
-	return c.SetOptions(withPreImages(c.Meta().Options, on))
+	e.SetOptions(withPreImages(e.Meta().Options, on))
+	return nil
 }

@@ -243,8 +243,8 @@ func visibleIndex(ix *catalog.Index) bool { return ix.Name != tsIndexName }
 
 // collModTimeseries applies collMod's expireAfterSeconds and
 // timeseries.granularity to a time-series collection.
-func collModTimeseries(c *docstore.Collection, r *request) error {
-	meta := c.Meta()
+func collModTimeseries(e *docstore.CatalogEdit, r *request) error {
+	meta := e.Meta()
 	ts := timeseriesOf(meta)
 	exp, hasExp := lookup(r.body, "expireAfterSeconds")
 	tsMod, err := optDoc(r, "timeseries")
@@ -264,11 +264,12 @@ func collModTimeseries(c *docstore.Collection, r *request) error {
 		}
 	}
 	if hasExp {
-		if opts, err = modExpiry(c, opts, exp); err != nil {
+		if opts, err = modExpiry(e, opts, exp); err != nil {
 			return err
 		}
 	}
-	return c.SetOptions(opts)
+	e.SetOptions(opts)
+	return nil
 }
 
 func modGranularity(opts, ts, mod bson.D) (bson.D, error) {
@@ -298,12 +299,12 @@ func modGranularity(opts, ts, mod bson.D) (bson.D, error) {
 
 // modExpiry sets or (with "off") removes the TTL of the internal time
 // index, and the option listCollections shows.
-func modExpiry(c *docstore.Collection, opts bson.D, v any) (bson.D, error) {
+func modExpiry(e *docstore.CatalogEdit, opts bson.D, v any) (bson.D, error) {
 	if s, ok := v.(string); ok {
 		if s != "off" {
 			return nil, mongoerr.Newf(mongoerr.InvalidOptions, "Invalid value for 'expireAfterSeconds': %s", s)
 		}
-		err := c.ModifyIndex(tsIndexName, func(ix *catalog.Index) error {
+		err := e.ModifyIndex(tsIndexName, func(ix *catalog.Index) error {
 			ix.TTL, ix.ExpireAfter = false, 0
 			ix.Spec = removeSpecField(ix.Spec, "expireAfterSeconds")
 			return nil
@@ -314,7 +315,7 @@ func modExpiry(c *docstore.Collection, opts bson.D, v any) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = c.ModifyIndex(tsIndexName, func(ix *catalog.Index) error {
+	err = e.ModifyIndex(tsIndexName, func(ix *catalog.Index) error {
 		ix.TTL, ix.ExpireAfter = true, secs
 		ix.Spec = setSpecField(ix.Spec, "expireAfterSeconds", int32(secs))
 		return nil

@@ -301,12 +301,13 @@ func isValidationOption(k string) bool {
 }
 
 // collModValidation applies collMod's validation options.
-func collModValidation(c *docstore.Collection, r *request) error {
+func collModValidation(e *docstore.CatalogEdit, r *request) error {
 	opts, ok, err := validationOptions(r.body, "collMod")
 	if err != nil || !ok {
 		return err
 	}
-	return c.SetOptions(withValidationDefaults(mergeFields(c.Meta().Options, opts)))
+	e.SetOptions(withValidationDefaults(mergeFields(e.Meta().Options, opts)))
+	return nil
 }
 
 // commandValidator is documentValidator for the command's collection, with

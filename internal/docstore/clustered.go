@@ -6,7 +6,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/catalog"
-	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
 // A clustered collection with expireAfterSeconds expires each document
@@ -53,21 +52,15 @@ func (c *Collection) IsClustered() bool { return c.meta().Clustered }
 // is an ordinary catalog write: replicated, and a new TTL state (from the
 // earliest date) replaces the old one.
 func (c *Collection) SetClusteredExpiry(secs int64) error {
-	c.schemaMu.Lock()
-	defer c.schemaMu.Unlock()
-	next := c.meta().Clone()
-	if !next.Clustered {
-		return mongoerr.New(mongoerr.InvalidOptions, "'expireAfterSeconds' option is only supported on collections clustered by _id")
-	}
-	if next.ClusteredTTL == (secs >= 0) && next.ClusteredExpireAfter == max(secs, 0) {
-		return nil
-	}
-	next.SetClusteredExpiry(secs)
-	if err := c.saveMeta(next); err != nil {
+	e := c.Edit()
+	defer e.Close()
+	if err := e.SetClusteredExpiry(secs); err != nil {
 		return err
 	}
-	c.store.indexesChanged()
-	return nil
+	if e.Meta().ClusteredTTL == e.Old().ClusteredTTL && e.Meta().ClusteredExpireAfter == e.Old().ClusteredExpireAfter {
+		return nil // unchanged: the TTL state and its progress stay
+	}
+	return e.Commit(nil)
 }
 
 // noteClusteredEntry announces a new document of a clustered TTL

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/catalog"
 	"github.com/mayflydb/mayfly/internal/query"
+	"github.com/mayflydb/mayfly/internal/storage"
 )
 
 // Collection is an open collection. Writes take the locks locks.go
@@ -169,11 +170,27 @@ func (c *Collection) recount() error {
 }
 
 // deleteAllLocked removes every document and index entry, and the catalog
-// entry too when dropMeta is set.
+// entry too (with the drop's event) when dropMeta is set.
 func (c *Collection) deleteAllLocked(dropMeta bool) error {
 	meta := c.meta()
 	b := c.store.eng.NewBatch()
 	defer b.Close()
+	if err := dropWrites(b, meta, dropMeta); err != nil {
+		return err
+	}
+	if dropMeta {
+		addCatalogEvent(b, dropEvent(meta))
+	}
+	if err := b.Commit(true); err != nil {
+		return fmt.Errorf("docstore: drop %s: %w", meta.Namespace(), err)
+	}
+	c.emptied()
+	return nil
+}
+
+// dropWrites adds to b the deletion of meta's documents and index entries
+// and, with dropMeta, of its catalog entry.
+func dropWrites(b storage.Batch, meta *catalog.Collection, dropMeta bool) error {
 	dp, ip := docPrefix(meta.ID), collIndexPrefix(meta.ID)
 	if err := b.DeleteRange(dp, prefixEnd(dp)); err != nil {
 		return err
@@ -182,17 +199,16 @@ func (c *Collection) deleteAllLocked(dropMeta bool) error {
 		return err
 	}
 	if dropMeta {
-		if err := b.Delete(catalogKey(meta.DB, meta.Name)); err != nil {
-			return err
-		}
-		addCatalogEvent(b, dropEvent(meta))
+		return b.Delete(catalogKey(meta.DB, meta.Name))
 	}
-	if err := b.Commit(true); err != nil {
-		return fmt.Errorf("docstore: drop %s: %w", meta.Namespace(), err)
-	}
+	return nil
+}
+
+// emptied resets the counters once the collection's documents are
+// deleted.
+func (c *Collection) emptied() {
 	c.count.Store(0)
 	c.dataSize.Store(0)
-	return nil
 }
 
 // lookupID returns the _id of doc.

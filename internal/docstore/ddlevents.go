@@ -1,8 +1,6 @@
 package docstore
 
 import (
-	"fmt"
-
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/catalog"
@@ -128,43 +126,4 @@ func marshalDesc(d bson.D) []byte {
 		return nil // a catalog entry always marshals: it was stored so
 	}
 	return raw
-}
-
-// commitEvents commits a batch that holds only events, when the engine
-// keeps a change log.
-func (s *Store) commitEvents(evs ...*changestream.Event) error {
-	b := s.eng.NewBatch()
-	defer b.Close()
-	eb, ok := b.(changestream.EventBatch)
-	if !ok || !eb.RecordsEvents() {
-		return nil
-	}
-	for _, ev := range evs {
-		eb.AddEvent(ev.Encode(nil))
-	}
-	if err := b.Commit(true); err != nil {
-		return fmt.Errorf("docstore: change event: %w", err)
-	}
-	return nil
-}
-
-// RecordModify reports a collMod that changed the collection: desc is
-// the command less its collMod field and generic arguments, before the
-// stateBeforeChange mongod gives (collectionOptions with the uuid, and
-// indexOptions when an index changed). A time-series collection's modify
-// is its view's: the new view definition, without stateBeforeChange.
-func (c *Collection) RecordModify(desc, before bson.D) error {
-	meta := c.meta()
-	ev := &changestream.Event{Op: changestream.OpModify, DB: meta.DB, Coll: meta.Name}
-	switch ev.NsType = nsTypeOf(meta); ev.NsType {
-	case changestream.NsCollection:
-		ev.NsType = ""
-		ev.UUID = meta.UUID.Data
-		ev.Desc, ev.Before = marshalDesc(desc), marshalDesc(before)
-	case changestream.NsTimeseries:
-		ev.Desc = marshalDesc(timeseriesView(meta))
-	default:
-		ev.Desc = marshalDesc(meta.Options)
-	}
-	return c.store.commitEvents(ev)
 }

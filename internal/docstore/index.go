@@ -27,25 +27,33 @@ type CreateIndexesResult struct {
 // the existing documents. A build first records the index as not ready, so
 // a crash mid-build leaves an index that the next open drops: either no
 // index or a complete one.
+//
+// As on mongod, an empty collection's indexes are each reported by an
+// event of their own, written with the index; a build over documents
+// reports every index it built in one event, written in the one catalog
+// write that makes them all ready (mongod's commitIndexBuild entry): a
+// crash before it leaves none of them, and no event.
 func (c *Collection) CreateIndexes(ixs []*catalog.Index) (CreateIndexesResult, error) {
 	c.schemaMu.Lock()
 	defer c.schemaMu.Unlock()
 	res := CreateIndexesResult{Before: len(c.meta().Indexes)}
-	// As on mongod: an empty collection's indexes are each reported by
-	// an event of their own, written with the index; a build over
-	// documents reports every index it built in one event, after them.
 	each := c.count.Load() == 0
-	var built []bson.D
+	var built []*catalog.Index
 	for _, ix := range ixs {
 		ok, err := c.addIndexLocked(ix, each)
 		if err != nil {
 			if !each {
-				err = errors.Join(err, c.reportBuilt(built))
+				err = errors.Join(err, c.readyLocked(built))
 			}
 			return res, err
 		}
 		if ok {
-			built = append(built, ix.Spec)
+			built = append(built, ix)
+		}
+	}
+	if !each {
+		if err := c.readyLocked(built); err != nil {
+			return res, err
 		}
 	}
 	res.After = len(c.meta().Indexes)
@@ -53,23 +61,27 @@ func (c *Collection) CreateIndexes(ixs []*catalog.Index) (CreateIndexesResult, e
 	if len(built) > 0 {
 		c.store.indexesChanged()
 	}
-	if each {
-		return res, nil
-	}
-	return res, c.reportBuilt(built)
+	return res, nil
 }
 
-// reportBuilt writes the createIndexes event of indexes built over a
-// collection's documents.
-func (c *Collection) reportBuilt(specs []bson.D) error {
-	if len(specs) == 0 {
+// readyLocked marks the built indexes of a build over documents ready, in
+// one catalog write with their createIndexes event.
+func (c *Collection) readyLocked(built []*catalog.Index) error {
+	if len(built) == 0 {
 		return nil
 	}
-	return c.store.commitEvents(indexesEvent(changestream.OpCreateIndexes, c.meta(), specs...))
+	next := c.meta().Clone()
+	specs := make([]bson.D, len(built))
+	for i, ix := range built {
+		specs[i] = ix.Spec
+		next.Index(ix.Name).Ready = true
+	}
+	return c.saveMeta(next, indexesEvent(changestream.OpCreateIndexes, next, specs...))
 }
 
-// addIndexLocked builds ix; report puts its createIndexes event in the
-// write that makes it ready.
+// addIndexLocked builds ix. report (an empty collection) makes it ready
+// in a write with its createIndexes event; otherwise it stays not ready
+// for readyLocked.
 func (c *Collection) addIndexLocked(ix *catalog.Index, report bool) (bool, error) {
 	meta := c.meta()
 	exists, err := catalog.CheckNew(meta.Indexes, ix)
@@ -96,12 +108,12 @@ func (c *Collection) addIndexLocked(ix *catalog.Index, report bool) (bool, error
 		_ = c.dropIndexLocked(def.Name, false)
 		return false, err
 	}
+	if !report {
+		return true, nil
+	}
 	done := c.meta().Clone()
 	done.Indexes[len(done.Indexes)-1].Ready = true
-	if report {
-		return true, c.saveMeta(done, indexesEvent(changestream.OpCreateIndexes, done, def.Spec))
-	}
-	return true, c.saveMeta(done)
+	return true, c.saveMeta(done, indexesEvent(changestream.OpCreateIndexes, done, def.Spec))
 }
 
 // saveMeta writes the collection's catalog entry, with the change events
@@ -248,22 +260,13 @@ func (c *Collection) dropIndexLocked(name string, report bool) error {
 	return nil
 }
 
-// ModifyIndex rewrites the named index's definition through fn (collMod's
-// expireAfterSeconds and hidden changes). fn works on a copy.
+// ModifyIndex rewrites the named index's definition through fn in a
+// write of its own, with no event (collMod uses Edit). fn works on a copy.
 func (c *Collection) ModifyIndex(name string, fn func(ix *catalog.Index) error) error {
-	c.schemaMu.Lock()
-	defer c.schemaMu.Unlock()
-	next := c.meta().Clone()
-	ix := next.Index(name)
-	if ix == nil {
-		return mongoerr.Newf(mongoerr.IndexNotFound, "cannot find index %s for ns %s", name, next.Namespace())
-	}
-	if err := fn(ix); err != nil {
+	e := c.Edit()
+	defer e.Close()
+	if err := e.ModifyIndex(name, fn); err != nil {
 		return err
 	}
-	if err := c.saveMeta(next); err != nil {
-		return err
-	}
-	c.store.indexesChanged()
-	return nil
+	return e.Commit(nil)
 }

@@ -3,11 +3,9 @@ package docstore
 import "go.mongodb.org/mongo-driver/v2/bson"
 
 // SetOptions replaces the collection's options (as listCollections shows
-// them), for collMod.
+// them) in a write of its own, with no event; collMod uses Edit.
 func (c *Collection) SetOptions(opts bson.D) error {
-	c.schemaMu.Lock()
-	defer c.schemaMu.Unlock()
-	next := c.meta().Clone()
-	next.Options = opts
-	return c.saveMeta(next)
+	e := c.Edit()
+	e.SetOptions(opts)
+	return e.Commit(nil)
 }

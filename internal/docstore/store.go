@@ -326,54 +326,96 @@ func (s *Store) DropCollection(db, name string) (bool, error) {
 	return true, c.deleteAllLocked(true)
 }
 
-// DropDatabase drops every collection of db; change streams see each
-// collection's drop, then the database's.
+// DropDatabase drops every collection of db. Change streams see each
+// collection's drop, then the database's, as mongod's oplog gives them;
+// here all of it is one batch, so a crash leaves every drop with its
+// event and the database's event, or nothing dropped.
 func (s *Store) DropDatabase(db string) error {
-	names := s.CollectionNames(db)
-	for _, name := range names {
-		if _, err := s.DropCollection(db, name); err != nil {
-			return err
-		}
-	}
-	if len(names) == 0 {
+	colls := s.takeOutDB(db)
+	if len(colls) == 0 {
 		return nil
 	}
+	for _, c := range colls {
+		defer s.dropDone(c.meta().ID)
+	}
+	for _, c := range colls {
+		c.schemaMu.Lock()
+		defer c.schemaMu.Unlock()
+		c.dropped.Store(true)
+	}
+	defer s.indexesChanged()
 	b := s.eng.NewBatch()
 	defer b.Close()
-	eb, ok := b.(changestream.EventBatch)
-	if !ok || !eb.RecordsEvents() {
-		return nil
+	for _, c := range colls {
+		meta := c.meta()
+		if err := dropWrites(b, meta, true); err != nil {
+			return err
+		}
+		addCatalogEvent(b, dropEvent(meta))
 	}
-	eb.AddEvent((&changestream.Event{Op: changestream.OpDropDatabase, DB: db}).Encode(nil))
-	if err := b.Commit(false); err != nil {
+	addCatalogEvent(b, &changestream.Event{Op: changestream.OpDropDatabase, DB: db})
+	if err := b.Commit(true); err != nil {
 		return fmt.Errorf("docstore: drop database %s: %w", db, err)
+	}
+	for _, c := range colls {
+		c.emptied()
 	}
 	return nil
 }
 
+// takeOutDB removes db's collections from the catalog in memory, marked
+// as being dropped, and returns them in name order.
+func (s *Store) takeOutDB(db string) []*Collection {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	names := make([]string, 0, len(s.dbs[db]))
+	for n := range s.dbs[db] {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	colls := make([]*Collection, len(names))
+	for i, n := range names {
+		colls[i] = s.dbs[db][n]
+		s.dropping[colls[i].meta().ID] = true
+	}
+	delete(s.dbs, db)
+	return colls
+}
+
 // RenameCollection moves a collection to a new name, keeping its data.
+// With dropTarget, a collection under the new name is dropped in the same
+// batch, without an event of its own: as on mongod, whose one rename
+// oplog entry carries the dropped collection's UUID (dropTarget), streams
+// see only the rename.
 func (s *Store) RenameCollection(fromDB, from, toDB, to string, dropTarget bool) error {
 	if err := ValidateNamespace(toDB, to); err != nil {
 		return err
 	}
-	var dropped []byte // the replaced collection's UUID, for the rename's event
-	if target := s.Collection(toDB, to); target != nil {
-		if !dropTarget {
-			return mongoerr.New(mongoerr.NamespaceExists, "target namespace exists")
-		}
-		dropped = target.meta().UUID.Data
-		if _, err := s.DropCollection(toDB, to); err != nil {
-			return err
-		}
+	if fromDB == toDB && from == to {
+		// Before: dropTarget dropped the collection, then found no source.
+		return mongoerr.New(mongoerr.IllegalOperation, "Can't rename a collection to itself")
 	}
+	replaced, err := s.renameLocked(fromDB, from, toDB, to, dropTarget)
+	if replaced {
+		s.indexesChanged()
+	}
+	return err
+}
+
+// renameLocked renames under s.mu; replaced reports a dropped target.
+func (s *Store) renameLocked(fromDB, from, toDB, to string, dropTarget bool) (replaced bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	target := s.dbs[toDB][to]
+	if target != nil && !dropTarget {
+		return false, mongoerr.New(mongoerr.NamespaceExists, "target namespace exists")
+	}
 	c, ok := s.dbs[fromDB][from]
 	if !ok {
-		return mongoerr.New(mongoerr.NamespaceNotFound, "source namespace does not exist")
+		return false, mongoerr.New(mongoerr.NamespaceNotFound, "source namespace does not exist")
 	}
 	if err := s.checkDBCaseLocked(toDB); err != nil { // the target database may be new
-		return err
+		return false, err
 	}
 	c.schemaMu.Lock()
 	defer c.schemaMu.Unlock()
@@ -381,15 +423,29 @@ func (s *Store) RenameCollection(fromDB, from, toDB, to string, dropTarget bool)
 	meta.DB, meta.Name = toDB, to
 	b := s.eng.NewBatch()
 	defer b.Close()
+	var dropped []byte // the replaced collection's UUID, for the rename's event
+	if target != nil {
+		target.schemaMu.Lock()
+		defer target.schemaMu.Unlock()
+		dropped = target.meta().UUID.Data
+		// Its catalog entry is overwritten by the renamed one's.
+		if err := dropWrites(b, target.meta(), false); err != nil {
+			return false, err
+		}
+	}
 	if err := b.Delete(catalogKey(fromDB, from)); err != nil {
-		return err
+		return false, err
 	}
 	if err := putMeta(b, meta); err != nil {
-		return err
+		return false, err
 	}
 	addCatalogEvent(b, renameEvent(meta, fromDB, from, dropped))
 	if err := b.Commit(true); err != nil {
-		return fmt.Errorf("docstore: rename: %w", err)
+		return false, fmt.Errorf("docstore: rename: %w", err)
+	}
+	if target != nil {
+		target.dropped.Store(true)
+		target.emptied()
 	}
 	delete(s.dbs[fromDB], from)
 	if len(s.dbs[fromDB]) == 0 {
@@ -397,7 +453,8 @@ func (s *Store) RenameCollection(fromDB, from, toDB, to string, dropTarget bool)
 	}
 	c.setMeta(meta)
 	s.db(toDB, true)[to] = c
-	return nil
+	s.publishIDsLocked()
+	return target != nil, nil
 }
 
 // DatabaseNames lists databases that hold at least one collection, sorted.
