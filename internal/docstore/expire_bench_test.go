@@ -15,17 +15,23 @@ import (
 // touched; in "touched" the order is a random permutation, as when the
 // application touches sessions at random, so each batch reads documents
 // scattered over the collection.
+// In "preImages" the collection records pre-images for change streams,
+// so every deletion's event carries the document.
 func BenchmarkExpireBatch(b *testing.B) {
-	b.Run("inOrder", func(b *testing.B) { benchExpire(b, func(i int) int { return i }) })
+	inOrder := func(i int) int { return i }
+	b.Run("inOrder", func(b *testing.B) { benchExpire(b, inOrder, CreateOptions{}) })
 	b.Run("touched", func(b *testing.B) {
 		perm := rand.New(rand.NewPCG(1, 2)).Perm(b.N)
-		benchExpire(b, func(i int) int { return perm[i] })
+		benchExpire(b, func(i int) int { return perm[i] }, CreateOptions{})
+	})
+	b.Run("preImages", func(b *testing.B) {
+		benchExpire(b, inOrder, CreateOptions{Raw: bson.D{{Key: "changeStreamPreAndPostImages", Value: bson.D{{Key: "enabled", Value: true}}}}})
 	})
 }
 
-func benchExpire(b *testing.B, expiryRank func(int) int) {
+func benchExpire(b *testing.B, expiryRank func(int) int, opts CreateOptions) {
 	s, clk := openStoreTB(b)
-	c, _ := s.CreateCollection("db", "s", CreateOptions{})
+	c, _ := s.CreateCollection("db", "s", opts)
 	mustIndexTB(b, c, bson.D{{Key: "key", Value: bson.D{{Key: "t", Value: 1}}}, {Key: "name", Value: "t_1"}, {Key: "expireAfterSeconds", Value: 0}})
 	mustIndexTB(b, c, bson.D{{Key: "key", Value: bson.D{{Key: "token", Value: 1}}}, {Key: "name", Value: "token_1"}})
 	for i := 0; i < b.N; i++ {
