@@ -386,7 +386,8 @@ func (s *Store) takeOutDB(db string) []*Collection {
 // With dropTarget, a collection under the new name is dropped in the same
 // batch, without an event of its own: as on mongod, whose one rename
 // oplog entry carries the dropped collection's UUID (dropTarget), streams
-// see only the rename.
+// see only the rename. Across databases the collection gets a new UUID
+// and the events are those of mongod's copy (renamedb.go).
 func (s *Store) RenameCollection(fromDB, from, toDB, to string, dropTarget bool) error {
 	if err := ValidateNamespace(toDB, to); err != nil {
 		return err
@@ -436,10 +437,14 @@ func (s *Store) renameLocked(fromDB, from, toDB, to string, dropTarget bool) (re
 	if err := b.Delete(catalogKey(fromDB, from)); err != nil {
 		return false, err
 	}
+	if fromDB == toDB {
+		addCatalogEvent(b, renameEvent(meta, fromDB, from, dropped))
+	} else if err := s.renameAcrossLocked(b, c, meta, dropped); err != nil {
+		return false, err
+	}
 	if err := putMeta(b, meta); err != nil {
 		return false, err
 	}
-	addCatalogEvent(b, renameEvent(meta, fromDB, from, dropped))
 	if err := b.Commit(true); err != nil {
 		return false, fmt.Errorf("docstore: rename: %w", err)
 	}
