@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/changestream"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
 var tmpRenameName = regexp.MustCompile(`^tmp[a-zA-Z0-9]{5}\.renameCollection$`)
@@ -148,4 +149,24 @@ func TestCrashRenameAcrossDatabases(t *testing.T) {
 			return fmt.Errorf("src there %v, dst there %v, events %v", src != nil, dst != nil, ops(evs))
 		},
 	})
+}
+
+// TestRenameViewRefused: mongod renames collections only; a view's name
+// answers CommandNotSupportedOnView (before, Mayfly moved the view, and
+// across databases would have reported it as a copied collection).
+func TestRenameViewRefused(t *testing.T) {
+	s, _ := openStore(t)
+	view := bson.D{{Key: "viewOn", Value: "c"}, {Key: "pipeline", Value: bson.A{}}}
+	if _, err := s.CreateCollection("db1", "v", CreateOptions{Raw: view}); err != nil {
+		t.Fatal(err)
+	}
+	for _, toDB := range []string{"db1", "db2"} {
+		err := s.RenameCollection("db1", "v", toDB, "w", false)
+		if e := mongoerr.As(err); e == nil || e.Code != mongoerr.CommandNotSupportedOnView || e.Msg != "cannot rename view: db1.v" {
+			t.Fatalf("to %s: %v", toDB, err)
+		}
+	}
+	if s.Collection("db1", "v") == nil {
+		t.Fatal("the view is gone")
+	}
 }

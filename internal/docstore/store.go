@@ -415,6 +415,10 @@ func (s *Store) renameLocked(fromDB, from, toDB, to string, dropTarget bool) (re
 	if !ok {
 		return false, mongoerr.New(mongoerr.NamespaceNotFound, "source namespace does not exist")
 	}
+	if nsTypeOf(c.meta()) == changestream.NsView {
+		// mongod finds no collection there, then the view (rename_collection.cpp).
+		return false, mongoerr.Newf(mongoerr.CommandNotSupportedOnView, "cannot rename view: %s.%s", fromDB, from)
+	}
 	if err := s.checkDBCaseLocked(toDB); err != nil { // the target database may be new
 		return false, err
 	}
