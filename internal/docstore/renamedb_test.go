@@ -151,22 +151,47 @@ func TestCrashRenameAcrossDatabases(t *testing.T) {
 	})
 }
 
-// TestRenameViewRefused: mongod renames collections only; a view's name
-// answers CommandNotSupportedOnView (before, Mayfly moved the view, and
-// across databases would have reported it as a copied collection).
+// TestRenameViewRefused: mongod renames collections only
+// (jstests/core/ddl/rename_collection_view.js): a view as the source
+// answers CommandNotSupportedOnView whatever the target, a view as the
+// target NamespaceExists even with dropTarget. Before, Mayfly moved a
+// view, or dropped one with dropTarget, and across databases would have
+// reported a view as a copied collection.
 func TestRenameViewRefused(t *testing.T) {
 	s, _ := openStore(t)
 	view := bson.D{{Key: "viewOn", Value: "c"}, {Key: "pipeline", Value: bson.A{}}}
-	if _, err := s.CreateCollection("db1", "v", CreateOptions{Raw: view}); err != nil {
-		t.Fatal(err)
-	}
-	for _, toDB := range []string{"db1", "db2"} {
-		err := s.RenameCollection("db1", "v", toDB, "w", false)
-		if e := mongoerr.As(err); e == nil || e.Code != mongoerr.CommandNotSupportedOnView || e.Msg != "cannot rename view: db1.v" {
-			t.Fatalf("to %s: %v", toDB, err)
+	for _, ns := range [][2]string{{"db1", "v"}, {"db2", "v"}} {
+		if _, err := s.CreateCollection(ns[0], ns[1], CreateOptions{Raw: view}); err != nil {
+			t.Fatal(err)
 		}
 	}
-	if s.Collection("db1", "v") == nil {
-		t.Fatal("the view is gone")
+	c, err := s.CreateCollection("db1", "c", CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	insertN(t, c, 2)
+	for _, tc := range []struct {
+		fromDB, from, toDB, to string
+		code                   mongoerr.Code
+		msg                    string
+	}{
+		{"db1", "v", "db1", "w", mongoerr.CommandNotSupportedOnView, "cannot rename view: db1.v"},
+		{"db1", "v", "db2", "w", mongoerr.CommandNotSupportedOnView, "cannot rename view: db1.v"},
+		{"db1", "v", "db1", "c", mongoerr.CommandNotSupportedOnView, "cannot rename view: db1.v"},
+		{"db1", "c", "db1", "v", mongoerr.NamespaceExists, "a view already exists with that name: db1.v"},
+		{"db1", "c", "db2", "v", mongoerr.NamespaceExists, "a view already exists with that name: db2.v"},
+		{"db1", "gone", "db1", "c", mongoerr.NamespaceNotFound, "source namespace does not exist"},
+	} {
+		for _, dropTarget := range []bool{false, true} {
+			err := s.RenameCollection(tc.fromDB, tc.from, tc.toDB, tc.to, dropTarget)
+			if e := mongoerr.As(err); e == nil || e.Code != tc.code || e.Msg != tc.msg {
+				t.Fatalf("%s.%s to %s.%s, dropTarget %v: %v", tc.fromDB, tc.from, tc.toDB, tc.to, dropTarget, err)
+			}
+		}
+	}
+	for _, ns := range [][2]string{{"db1", "v"}, {"db2", "v"}, {"db1", "c"}} {
+		if s.Collection(ns[0], ns[1]) == nil {
+			t.Fatalf("%s.%s is gone", ns[0], ns[1])
+		}
 	}
 }
