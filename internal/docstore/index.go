@@ -1,6 +1,7 @@
 package docstore
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -23,97 +24,166 @@ type CreateIndexesResult struct {
 	AllExisted bool
 }
 
-// CreateIndexes adds the given (already parsed) indexes, building each over
-// the existing documents. A build first records the index as not ready, so
-// a crash mid-build leaves an index that the next open drops: either no
-// index or a complete one.
+// CreateIndexes adds the given (already parsed) indexes, building them
+// over the existing documents, all or none: mongod builds a command's
+// indexes as one build, and a failure of any aborts them all. Every new
+// index is first recorded as not ready, in one write, so a crash mid-build
+// leaves indexes that the next open drops; one write then makes them all
+// ready with their createIndexes events, or drops them all without one.
 //
 // As on mongod, an empty collection's indexes are each reported by an
-// event of their own, written with the index; a build over documents
-// reports every index it built in one event, written in the one catalog
-// write that makes them all ready (mongod's commitIndexBuild entry): a
-// crash before it leaves none of them, and no event.
+// event of their own and a build over documents reports every index it
+// built in one event (mongod's commitIndexBuild entry).
 func (c *Collection) CreateIndexes(ixs []*catalog.Index) (CreateIndexesResult, error) {
 	c.schemaMu.Lock()
 	defer c.schemaMu.Unlock()
 	res := CreateIndexesResult{Before: len(c.meta().Indexes)}
 	each := c.count.Load() == 0
-	var built []*catalog.Index
-	for _, ix := range ixs {
-		ok, err := c.addIndexLocked(ix, each)
-		if err != nil {
-			if !each {
-				err = errors.Join(err, c.readyLocked(built))
-			}
-			return res, err
-		}
-		if ok {
-			built = append(built, ix)
+	news, err := c.newIndexesLocked(ixs)
+	if err != nil || len(news) == 0 {
+		res.After, res.AllExisted = res.Before, err == nil
+		return res, err
+	}
+	first, err := c.startBuildLocked(news)
+	if err != nil {
+		return res, err
+	}
+	for i := range news {
+		if err := c.buildLocked(first + i); err != nil {
+			return res, errors.Join(buildFailed(c.meta(), err), c.abortBuildLocked(news))
 		}
 	}
-	if !each {
-		if err := c.readyLocked(built); err != nil {
-			return res, err
-		}
+	if err := c.readyLocked(news, each); err != nil {
+		return res, err
 	}
 	res.After = len(c.meta().Indexes)
-	res.AllExisted = len(built) == 0
-	if len(built) > 0 {
-		c.store.indexesChanged()
-	}
+	c.store.indexesChanged()
 	return res, nil
 }
 
-// readyLocked marks the built indexes of a build over documents ready, in
-// one catalog write with their createIndexes event.
-func (c *Collection) readyLocked(built []*catalog.Index) error {
-	if len(built) == 0 {
-		return nil
+// newIndexesLocked checks every requested index against the collection's
+// and the ones before it in the request, before anything is built, as
+// mongod does, and returns those not already there.
+func (c *Collection) newIndexesLocked(ixs []*catalog.Index) ([]*catalog.Index, error) {
+	meta := c.meta()
+	have := append([]catalog.Index(nil), meta.Indexes...)
+	var news []*catalog.Index
+	for _, ix := range ixs {
+		exists, err := catalog.CheckNew(have, ix)
+		if err != nil {
+			return nil, err
+		}
+		if exists {
+			continue
+		}
+		if len(have) >= catalog.MaxIndexes {
+			return nil, mongoerr.Newf(mongoerr.CannotCreateIndex, "add index fails, too many indexes for %s key:%s", meta.Namespace(), bsonutil.Format(ix.KeyPattern()))
+		}
+		if ix.Partial != nil {
+			if _, err := query.NewFilter(ix.Partial); err != nil {
+				return nil, mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: %s", bsonutil.Format(ix.Spec), mongoerr.As(err).Msg)
+			}
+		}
+		have = append(have, *ix)
+		news = append(news, ix)
 	}
+	return news, nil
+}
+
+// startBuildLocked records the new indexes as not ready, in one write, and
+// returns the position of the first of them in the catalog entry.
+func (c *Collection) startBuildLocked(news []*catalog.Index) (int, error) {
+	next := c.meta().Clone()
+	first := len(next.Indexes)
+	for _, ix := range news {
+		def := *ix
+		def.ID, def.Ready = next.NextIndexID, false
+		next.NextIndexID++
+		next.Indexes = append(next.Indexes, def)
+	}
+	return first, c.saveMeta(next)
+}
+
+// readyLocked marks the built indexes ready in one catalog write with
+// their createIndexes events: one per index (each: an empty collection)
+// or one listing them all.
+func (c *Collection) readyLocked(built []*catalog.Index, each bool) error {
 	next := c.meta().Clone()
 	specs := make([]bson.D, len(built))
 	for i, ix := range built {
 		specs[i] = ix.Spec
 		next.Index(ix.Name).Ready = true
 	}
-	return c.saveMeta(next, indexesEvent(changestream.OpCreateIndexes, next, specs...))
+	if !each {
+		return c.saveMeta(next, indexesEvent(changestream.OpCreateIndexes, next, specs...))
+	}
+	evs := make([]*changestream.Event, len(specs))
+	for i, spec := range specs {
+		evs[i] = indexesEvent(changestream.OpCreateIndexes, next, spec)
+	}
+	return c.saveMeta(next, evs...)
 }
 
-// addIndexLocked builds ix. report (an empty collection) makes it ready
-// in a write with its createIndexes event; otherwise it stays not ready
-// for readyLocked.
-func (c *Collection) addIndexLocked(ix *catalog.Index, report bool) (bool, error) {
+// abortBuildLocked drops every index of a failed build, their entries and
+// catalog records, in one write and with no event: none announced them.
+func (c *Collection) abortBuildLocked(news []*catalog.Index) error {
 	meta := c.meta()
-	exists, err := catalog.CheckNew(meta.Indexes, ix)
-	if err != nil || exists {
-		return false, err
-	}
-	if len(meta.Indexes) >= catalog.MaxIndexes {
-		return false, mongoerr.Newf(mongoerr.CannotCreateIndex, "add index fails, too many indexes for %s key:%s", meta.Namespace(), bsonutil.Format(ix.KeyPattern()))
-	}
-	if ix.Partial != nil {
-		if _, err := query.NewFilter(ix.Partial); err != nil {
-			return false, mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: %s", bsonutil.Format(ix.Spec), mongoerr.As(err).Msg)
+	next := meta.Clone()
+	next.Indexes = next.Indexes[:0]
+	b := c.store.eng.NewBatch()
+	defer b.Close()
+	for i := range meta.Indexes {
+		ix := &meta.Indexes[i]
+		if ix.Ready || !building(news, ix.Name) {
+			next.Indexes = append(next.Indexes, *ix)
+			continue
+		}
+		p := indexPrefix(meta.ID, ix.ID)
+		if err := b.DeleteRange(p, prefixEnd(p)); err != nil {
+			return err
 		}
 	}
-	next := meta.Clone()
-	def := *ix
-	def.ID, def.Ready = next.NextIndexID, false
-	next.NextIndexID++
-	next.Indexes = append(next.Indexes, def)
-	if err := c.saveMeta(next); err != nil {
-		return false, err
+	if err := putMeta(b, next); err != nil {
+		return err
 	}
-	if err := c.buildLocked(len(next.Indexes) - 1); err != nil {
-		_ = c.dropIndexLocked(def.Name, false)
-		return false, err
+	if err := b.Commit(true); err != nil {
+		return fmt.Errorf("docstore: abort index build of %s: %w", meta.Namespace(), err)
 	}
-	if !report {
-		return true, nil
+	c.setMeta(next)
+	return nil
+}
+
+func building(news []*catalog.Index, name string) bool {
+	for _, ix := range news {
+		if ix.Name == name {
+			return true
+		}
 	}
-	done := c.meta().Clone()
-	done.Indexes[len(done.Indexes)-1].Ready = true
-	return true, c.saveMeta(done, indexesEvent(changestream.OpCreateIndexes, done, def.Spec))
+	return false
+}
+
+// buildFailed gives an error of the build's scan (a duplicate key, a
+// document the index cannot hold) the context mongod's createIndexes
+// adds to a failed build: a build UUID and the collection's.
+func buildFailed(meta *catalog.Collection, err error) error {
+	var me *mongoerr.Error
+	if !errors.As(err, &me) {
+		return err
+	}
+	return &mongoerr.Error{
+		Code:  me.Code,
+		Msg:   fmt.Sprintf("Index build failed: %s: Collection %s ( %s ) :: caused by :: %s", formatUUID(newUUID().Data), meta.Namespace(), formatUUID(meta.UUID.Data), me.Msg),
+		Extra: me.Extra,
+	}
+}
+
+// formatUUID writes a UUID as mongod's messages do.
+func formatUUID(b []byte) string {
+	h := hex.EncodeToString(b)
+	if len(b) != 16 {
+		return h
+	}
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
 // saveMeta writes the collection's catalog entry, with the change events

@@ -386,7 +386,8 @@ func (s *Store) takeOutDB(db string) []*Collection {
 // With dropTarget, a collection under the new name is dropped in the same
 // batch, without an event of its own: as on mongod, whose one rename
 // oplog entry carries the dropped collection's UUID (dropTarget), streams
-// see only the rename.
+// see only the rename. Across databases the collection gets a new UUID
+// and the events are those of mongod's copy (renamedb.go).
 func (s *Store) RenameCollection(fromDB, from, toDB, to string, dropTarget bool) error {
 	if err := ValidateNamespace(toDB, to); err != nil {
 		return err
@@ -406,13 +407,9 @@ func (s *Store) RenameCollection(fromDB, from, toDB, to string, dropTarget bool)
 func (s *Store) renameLocked(fromDB, from, toDB, to string, dropTarget bool) (replaced bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	target := s.dbs[toDB][to]
-	if target != nil && !dropTarget {
-		return false, mongoerr.New(mongoerr.NamespaceExists, "target namespace exists")
-	}
-	c, ok := s.dbs[fromDB][from]
-	if !ok {
-		return false, mongoerr.New(mongoerr.NamespaceNotFound, "source namespace does not exist")
+	c, target, err := s.renameEndsLocked(fromDB, from, toDB, to, dropTarget)
+	if err != nil {
+		return false, err
 	}
 	if err := s.checkDBCaseLocked(toDB); err != nil { // the target database may be new
 		return false, err
@@ -436,10 +433,14 @@ func (s *Store) renameLocked(fromDB, from, toDB, to string, dropTarget bool) (re
 	if err := b.Delete(catalogKey(fromDB, from)); err != nil {
 		return false, err
 	}
+	if fromDB == toDB {
+		addCatalogEvent(b, renameEvent(meta, fromDB, from, dropped))
+	} else if err := s.renameAcrossLocked(b, c, meta, dropped); err != nil {
+		return false, err
+	}
 	if err := putMeta(b, meta); err != nil {
 		return false, err
 	}
-	addCatalogEvent(b, renameEvent(meta, fromDB, from, dropped))
 	if err := b.Commit(true); err != nil {
 		return false, fmt.Errorf("docstore: rename: %w", err)
 	}
@@ -455,6 +456,29 @@ func (s *Store) renameLocked(fromDB, from, toDB, to string, dropTarget bool) (re
 	s.db(toDB, true)[to] = c
 	s.publishIDsLocked()
 	return target != nil, nil
+}
+
+// renameEndsLocked finds a rename's source and target (nil: none) and
+// refuses them in mongod's order (rename_collection.cpp): no source, a
+// view as the source (whatever the target), a view as the target (even
+// with dropTarget), a collection as the target without dropTarget.
+func (s *Store) renameEndsLocked(fromDB, from, toDB, to string, dropTarget bool) (c, target *Collection, err error) {
+	c, ok := s.dbs[fromDB][from]
+	if !ok {
+		return nil, nil, mongoerr.New(mongoerr.NamespaceNotFound, "source namespace does not exist")
+	}
+	if nsTypeOf(c.meta()) == changestream.NsView {
+		return nil, nil, mongoerr.Newf(mongoerr.CommandNotSupportedOnView, "cannot rename view: %s.%s", fromDB, from)
+	}
+	target = s.dbs[toDB][to]
+	switch {
+	case target == nil:
+	case nsTypeOf(target.meta()) == changestream.NsView:
+		return nil, nil, mongoerr.Newf(mongoerr.NamespaceExists, "a view already exists with that name: %s.%s", toDB, to)
+	case !dropTarget:
+		return nil, nil, mongoerr.New(mongoerr.NamespaceExists, "target namespace exists")
+	}
+	return c, target, nil
 }
 
 // DatabaseNames lists databases that hold at least one collection, sorted.
