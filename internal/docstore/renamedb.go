@@ -21,6 +21,13 @@ import (
 // catalog entry instead of copying, and writes the same events, in
 // mongod's order, in the rename's one batch.
 
+// copyEventsLimit bounds the documents a rename across databases copies
+// into its insert events: they all go into the rename's one write, which
+// in a replica set is one entry of the replicated log, where mongod writes
+// its copy as many entries. The rename of a larger collection is reported
+// as one rename event from the source to the target, its UUID kept.
+const copyEventsLimit = 16 << 20
+
 // tmpNameChars are the characters mongod puts for each '%' of a unique
 // collection name's model.
 const tmpNameChars = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -78,6 +85,10 @@ func (c *Collection) addCopyEvents(b storage.Batch, tmp *catalog.Collection) err
 // collection it replaced) and of the source's drop.
 func (s *Store) renameAcrossLocked(b storage.Batch, c *Collection, meta *catalog.Collection, dropped []byte) error {
 	src := c.meta()
+	if c.DataSize() > copyEventsLimit {
+		addCatalogEvent(b, renameEvent(meta, src.DB, src.Name, dropped))
+		return nil
+	}
 	meta.UUID = newUUID()
 	tmp := meta.Clone()
 	tmp.Name = s.tmpRenameNameLocked(meta.DB)

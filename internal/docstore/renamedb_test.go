@@ -3,6 +3,7 @@ package docstore
 import (
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -193,5 +194,40 @@ func TestRenameViewRefused(t *testing.T) {
 		if s.Collection(ns[0], ns[1]) == nil {
 			t.Fatalf("%s.%s is gone", ns[0], ns[1])
 		}
+	}
+}
+
+// TestRenameAcrossDatabasesLargeCollection: a collection over
+// copyEventsLimit is not copied into the rename's one write; its rename
+// is one rename event from the source, and it keeps its UUID.
+func TestRenameAcrossDatabasesLargeCollection(t *testing.T) {
+	s, records := loggedStore(t)
+	src, err := s.CreateCollection("db1", "src", CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pad := strings.Repeat("x", 1<<20)
+	n := copyEventsLimit/(1<<20) + 1
+	for i := 0; i < n; i++ {
+		if err := src.Insert(bson.D{{Key: "_id", Value: i}, {Key: "pad", Value: pad}}, WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srcUUID := src.Meta().UUID.Data
+	records()
+	if err := s.RenameCollection("db1", "src", "db2", "dst", false); err != nil {
+		t.Fatal(err)
+	}
+	got := s.Collection("db2", "dst")
+	if got == nil || got.Count() != int64(n) || string(got.Meta().UUID.Data) != string(srcUUID) {
+		t.Fatalf("after the rename: %v", got)
+	}
+	recs := records()
+	if len(recs) != 1 {
+		t.Fatalf("%d events, want the one rename", len(recs))
+	}
+	ev := recs[0].Event
+	if ev.Op != changestream.OpRename || ev.DB != "db1" || ev.Coll != "src" || ev.ToDB != "db2" || ev.ToColl != "dst" {
+		t.Fatalf("event %v %s.%s → %s.%s", ev.Op, ev.DB, ev.Coll, ev.ToDB, ev.ToColl)
 	}
 }
