@@ -36,23 +36,33 @@ const recordWait = 10 * time.Second
 // their events with the next cluster timestamp at commit and write them
 // into the change log atomically with the documents.
 //
-// Stamp and commit happen under one mutex, so the log becomes visible in
-// timestamp order: a reader that sees a record sees every earlier one.
-// Batches without events (index builds, session records) commit without
-// it.
+// A batch takes its stamp under a mutex but commits without it, so that
+// concurrent writers' commits overlap instead of queueing behind one
+// another's. Batches may then commit out of stamp order: the engine keeps
+// the stamps handed out and not yet settled (pending), and Latest moves
+// only over a settled prefix of them. Readers read the log up to Latest
+// (Feed.Now, Tail.Read), so a reader that sees a record sees every
+// earlier one. Batches without events (index builds, session records)
+// commit without any of this.
 type Engine struct {
 	storage.Engine
 	clock  clock.Clock
 	signal *Signal
 
-	mu   sync.Mutex // orders stamp + commit of batches with events
+	mu   sync.Mutex // orders the stamps; guards last and pending
 	last Timestamp  // the last stamp handed out; mu
-	// latest is the last stamp committed, packed T<<32|I.
+	// pending holds, in stamp order, the stamps handed out since the
+	// oldest one not yet settled (its commit returned, well or not);
+	// its first entry has sequence number settledSeq+1. mu.
+	pending    []pendingStamp
+	settledSeq uint64
+	// latest is the last stamp of the settled prefix, packed T<<32|I.
 	latest atomic.Uint64
 	// recording: batches made from now on keep their events; unlogged
 	// counts open batches made before, which Record waits out.
 	recording atomic.Bool
 	unlogged  atomic.Int64
+	starting  sync.Mutex // one startLog at a time
 }
 
 // NewEngine wraps base. The first stamp follows the last record in the
@@ -82,21 +92,31 @@ func NewEngine(base storage.Engine, c clock.Clock, signal *Signal) (*Engine, err
 // gets 286, history lost, not a silent gap. Batches made from now on keep
 // their events.
 func (e *Engine) startLog() error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	ts := e.next()
+	// Two streams opening at once: the second must not move the trim
+	// point past writes logged since the first.
+	e.starting.Lock()
+	defer e.starting.Unlock()
+	if e.recording.Load() {
+		return nil
+	}
 	b := e.Engine.NewBatch()
 	defer b.Close()
-	if err := b.Set(recordingKey, []byte{1}); err != nil {
+	e.mu.Lock()
+	ts := e.next()
+	seq := e.addPending(ts)
+	e.mu.Unlock()
+	err := b.Set(recordingKey, []byte{1})
+	if err == nil {
+		err = b.Set(trimKey, Key(HighWater(ts)))
+	}
+	if err == nil {
+		err = b.Commit(true)
+	}
+	// Settled either way, as a write's stamp is (stampAndCommit).
+	e.settle(seq)
+	if err != nil {
 		return err
 	}
-	if err := b.Set(trimKey, Key(HighWater(ts))); err != nil {
-		return err
-	}
-	if err := b.Commit(true); err != nil {
-		return err
-	}
-	e.latest.Store(pack(ts))
 	e.recording.Store(true)
 	return nil
 }
@@ -187,26 +207,65 @@ func (e *Engine) commitNoWait(b *batch) (func() error, error) {
 	return e.stampAndCommit(b, gc.CommitNoWait)
 }
 
-// stampAndCommit stamps b's events and runs commit under e.mu, so that the
-// log becomes visible in timestamp order, and wakes the readers.
+// stampAndCommit stamps b's events and runs commit, then publishes the
+// stamp (Latest) once every earlier one has settled too, and wakes the
+// readers. The commit runs without e.mu: only the stamp and the event
+// records' keys need the order.
 func (e *Engine) stampAndCommit(b *batch, commit func() (func() error, error)) (func() error, error) {
 	e.mu.Lock()
 	ts := e.next()
 	wall := e.clock.Now().UnixMilli()
 	if err := WriteEvents(b.Batch, ts, wall, b.events); err != nil {
+		// The stamp is not pending: nothing with it reaches the log.
 		e.mu.Unlock()
 		return nil, err
 	}
-	wait, err := commit()
-	if err == nil {
-		e.latest.Store(pack(ts))
-	}
+	seq := e.addPending(ts)
 	e.mu.Unlock()
+	wait, err := commit()
+	// A failed commit settles its stamp too: nothing of it is in the log,
+	// and the writers after it must not wait on it.
+	if e.settle(seq) {
+		e.signal.Notify()
+	}
 	if err != nil {
 		return nil, err
 	}
-	e.signal.Notify()
 	return wait, nil
+}
+
+// pendingStamp is a stamp handed out, and whether its commit returned.
+type pendingStamp struct {
+	ts      Timestamp
+	settled bool
+}
+
+// addPending adds ts, the newest stamp, to the pending ones and returns
+// its sequence number; e.mu is held.
+func (e *Engine) addPending(ts Timestamp) uint64 {
+	e.pending = append(e.pending, pendingStamp{ts: ts})
+	return e.settledSeq + uint64(len(e.pending))
+}
+
+// settle marks the stamp seq settled and moves Latest over the settled
+// prefix of the pending stamps. It reports whether Latest moved.
+func (e *Engine) settle(seq uint64) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.pending[seq-e.settledSeq-1].settled = true
+	n := 0
+	for n < len(e.pending) && e.pending[n].settled {
+		n++
+	}
+	if n == 0 {
+		return false
+	}
+	e.latest.Store(pack(e.pending[n-1].ts))
+	e.settledSeq += uint64(n)
+	// The queue holds about one stamp per concurrent writer: shifting
+	// it keeps its array, so settling allocates nothing.
+	e.pending = append(e.pending[:0], e.pending[n:]...)
+	return true
 }
 
 // WriteEvents adds the records of events, stamped ts, to b: what a
