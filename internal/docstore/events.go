@@ -31,13 +31,17 @@ func (t *tx) emit(ev *changestream.Event) {
 		eb.AddEvent(ev.Encode(make([]byte, 0, ev.Size())))
 		return
 	}
-	// A TTL batch encodes into a scratch buffer, then copies into an
-	// arena the batch's events share: thousands of deletions make a few
-	// allocations, not one per event.
-	t.evScratch = ev.Encode(t.evScratch[:0])
-	var cp []byte
-	t.evArena, cp = appendCopy(t.evArena, t.evScratch)
-	eb.AddEvent(cp)
+	// A TTL batch encodes into an arena the batch's events share:
+	// thousands of deletions make a few allocations, not one per event.
+	// Size bounds the encoding, so Encode appends in place and earlier
+	// events keep their bytes; a new arena leaves them in the old one.
+	size := ev.Size()
+	if cap(t.evArena)-len(t.evArena) < size {
+		t.evArena = make([]byte, 0, max(2*cap(t.evArena), 64*size, 4096))
+	}
+	start := len(t.evArena)
+	t.evArena = ev.Encode(t.evArena)
+	eb.AddEvent(t.evArena[start:len(t.evArena):len(t.evArena)])
 }
 
 // preImages reports whether the collection keeps changeStreamPreAndPostImages.
@@ -107,6 +111,11 @@ func (t *tx) deleteDoc(old *stored) error {
 // rawID is the _id of a stored document as a BSON value (type byte and
 // bytes); nil if it has none.
 func rawID(raw []byte) []byte {
+	if len(raw) == 0 {
+		// A TTL deletion by its record has no document: the lookup
+		// would only make an error to drop.
+		return nil
+	}
 	v, err := bsoncore.Document(raw).LookupErr("_id")
 	if err != nil {
 		return nil
