@@ -56,6 +56,7 @@ type Engine struct {
 	// its first entry has sequence number settledSeq+1. mu.
 	pending    []pendingStamp
 	settledSeq uint64
+	records    recordWriter // mu
 	// latest is the last stamp of the settled prefix, packed T<<32|I.
 	latest atomic.Uint64
 	// recording: batches made from now on keep their events; unlogged
@@ -215,7 +216,9 @@ func (e *Engine) stampAndCommit(b *batch, commit func() (func() error, error)) (
 	e.mu.Lock()
 	ts := e.next()
 	wall := e.clock.Now().UnixMilli()
-	if err := WriteEvents(b.Batch, ts, wall, b.events); err != nil {
+	err := e.records.write(b.Batch, ts, wall, b.events)
+	e.records.trim()
+	if err != nil {
 		// The stamp is not pending: nothing with it reaches the log.
 		e.mu.Unlock()
 		return nil, err
@@ -273,11 +276,27 @@ func (e *Engine) settle(seq uint64) bool {
 // TTL deletions of one collection by one index goes in as compact records
 // (expirylog.go); every other event as a record of its own.
 func WriteEvents(b storage.Batch, ts Timestamp, wallMillis int64, events [][]byte) error {
-	var key, val []byte
-	var w compactWriter
+	var w recordWriter
+	return w.write(b, ts, wallMillis, events)
+}
+
+// recordWriter holds WriteEvents' buffers. The Engine keeps one across
+// commits (under its mutex), since a batch copies what it is given: a
+// write's records then cost no allocations of their own.
+type recordWriter struct {
+	key, val []byte
+	compact  compactWriter
+}
+
+// maxKeptBuffer bounds the buffers the Engine keeps between commits: one
+// large document's record does not pin its size for good.
+const maxKeptBuffer = 64 << 10
+
+func (rw *recordWriter) write(b storage.Batch, ts Timestamp, wallMillis int64, events [][]byte) error {
+	w := &rw.compact
 	var cur, next expiryView
 	for i := 0; i < len(events); {
-		key = AppendKey(key[:0], Position{TS: ts, Index: uint32(i)})
+		rw.key = AppendKey(rw.key[:0], Position{TS: ts, Index: uint32(i)})
 		n := 1
 		if viewExpiry(events[i], &cur) {
 			w.start(wallMillis, &cur)
@@ -289,10 +308,10 @@ func WriteEvents(b storage.Batch, ts Timestamp, wallMillis int64, events [][]byt
 		}
 		var err error
 		if n > 1 {
-			err = b.Set(key, w.finish())
+			err = b.Set(rw.key, w.finish())
 		} else {
-			val = AppendRecord(val[:0], wallMillis, events[i])
-			err = b.Set(key, val)
+			rw.val = AppendRecord(rw.val[:0], wallMillis, events[i])
+			err = b.Set(rw.key, rw.val)
 		}
 		if err != nil {
 			return fmt.Errorf("changestream: write event: %w", err)
@@ -300,6 +319,19 @@ func WriteEvents(b storage.Batch, ts Timestamp, wallMillis int64, events [][]byt
 		i += n
 	}
 	return nil
+}
+
+// trim drops buffers grown past maxKeptBuffer.
+func (rw *recordWriter) trim() {
+	if cap(rw.val) > maxKeptBuffer {
+		rw.val = nil
+	}
+	if cap(rw.compact.val) > maxKeptBuffer {
+		rw.compact.val = nil
+	}
+	if cap(rw.compact.prevID) > maxKeptBuffer {
+		rw.compact.prevID = nil
+	}
 }
 
 // batch is a storage batch of the standalone Engine.
