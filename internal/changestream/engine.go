@@ -36,9 +36,9 @@ const recordWait = 10 * time.Second
 // their events with the next cluster timestamp at commit and write them
 // into the change log atomically with the documents.
 //
-// A batch takes its stamp under a mutex but commits without it, so that
-// concurrent writers' commits overlap instead of queueing behind one
-// another's. Batches may then commit out of stamp order: the engine keeps
+// A batch takes its stamp under a mutex but writes its records and
+// commits without it, so that concurrent writers' commits overlap instead
+// of queueing behind one another's. Batches may then commit out of stamp order: the engine keeps
 // the stamps handed out and not yet settled (pending), and Latest moves
 // only over a settled prefix of them. Readers read the log up to Latest
 // (Feed.Now, Tail.Read), so a reader that sees a record sees every
@@ -56,7 +56,8 @@ type Engine struct {
 	// its first entry has sequence number settledSeq+1. mu.
 	pending    []pendingStamp
 	settledSeq uint64
-	records    recordWriter // mu
+	// writers keeps WriteEvents' buffers (recordWriter) across commits.
+	writers sync.Pool
 	// latest is the last stamp of the settled prefix, packed T<<32|I.
 	latest atomic.Uint64
 	// recording: batches made from now on keep their events; unlogged
@@ -208,26 +209,30 @@ func (e *Engine) commitNoWait(b *batch) (func() error, error) {
 	return e.stampAndCommit(b, gc.CommitNoWait)
 }
 
-// stampAndCommit stamps b's events and runs commit, then publishes the
-// stamp (Latest) once every earlier one has settled too, and wakes the
-// readers. The commit runs without e.mu: only the stamp and the event
-// records' keys need the order.
+// stampAndCommit stamps b's events, writes their records and runs commit,
+// then publishes the stamp (Latest) once every earlier one has settled
+// too, and wakes the readers. Only taking the stamp holds e.mu: the
+// records and the commit, which copy and apply the documents, run
+// beside other writers'.
 func (e *Engine) stampAndCommit(b *batch, commit func() (func() error, error)) (func() error, error) {
 	e.mu.Lock()
 	ts := e.next()
 	wall := e.clock.Now().UnixMilli()
-	err := e.records.write(b.Batch, ts, wall, b.events)
-	e.records.trim()
-	if err != nil {
-		// The stamp is not pending: nothing with it reaches the log.
-		e.mu.Unlock()
-		return nil, err
-	}
 	seq := e.addPending(ts)
 	e.mu.Unlock()
-	wait, err := commit()
-	// A failed commit settles its stamp too: nothing of it is in the log,
-	// and the writers after it must not wait on it.
+	rw, _ := e.writers.Get().(*recordWriter)
+	if rw == nil {
+		rw = new(recordWriter)
+	}
+	err := rw.write(b.Batch, ts, wall, b.events)
+	rw.trim()
+	e.writers.Put(rw)
+	var wait func() error
+	if err == nil {
+		wait, err = commit()
+	}
+	// A stamp settles whether its commit worked or not: when not, nothing
+	// of it is in the log, and the writers after it must not wait on it.
 	if e.settle(seq) {
 		e.signal.Notify()
 	}
@@ -280,8 +285,8 @@ func WriteEvents(b storage.Batch, ts Timestamp, wallMillis int64, events [][]byt
 	return w.write(b, ts, wallMillis, events)
 }
 
-// recordWriter holds WriteEvents' buffers. The Engine keeps one across
-// commits (under its mutex), since a batch copies what it is given: a
+// recordWriter holds WriteEvents' buffers. The Engine keeps them across
+// commits (Engine.writers), since a batch copies what it is given: a
 // write's records then cost no allocations of their own.
 type recordWriter struct {
 	key, val []byte
