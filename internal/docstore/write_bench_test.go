@@ -23,6 +23,7 @@ func BenchmarkWrite(b *testing.B) {
 func benchInsert(b *testing.B, logged bool) {
 	c := benchSessions(b, logged)
 	b.ResetTimer()
+	defer reportThreadCPU(b)()
 	for i := 0; i < b.N; i++ {
 		if err := c.Insert(benchSession(i), WriteOptions{}); err != nil {
 			b.Fatal(err)
@@ -38,6 +39,7 @@ func benchTouch(b *testing.B, logged bool) {
 		}
 	}
 	b.ResetTimer()
+	defer reportThreadCPU(b)()
 	for i := 0; i < b.N; i++ {
 		_, err := c.Modify(int64(i), WriteOptions{}, func(doc bson.D) (Change, error) {
 			next := append(bson.D(nil), doc...)
