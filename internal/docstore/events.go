@@ -4,6 +4,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/changestream"
 )
 
@@ -85,7 +86,9 @@ func (t *tx) emitWrite(d, old *stored, whole bool) {
 		ev.Op = changestream.OpReplace
 		if !whole {
 			ev.Op = changestream.OpUpdate
-			if raw, err := bson.Marshal(changestream.UpdateDescription(old.doc, d.doc)); err == nil {
+			// bsonutil.Marshal: bson.Marshal's bytes without its
+			// reflection, about half the event's cost on an update.
+			if raw, err := bsonutil.Marshal(changestream.UpdateDescription(old.doc, d.doc)); err == nil {
 				ev.Update = raw
 			}
 			if !t.preImages() {
