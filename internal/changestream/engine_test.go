@@ -252,3 +252,48 @@ func testConcurrentWriters(t *testing.T, reader func(*Engine) func(after, hwm Po
 		t.Fatalf("the reader saw %d records of %d in the log (%d written): it passed over some", seen, all, writers*each)
 	}
 }
+
+// TestEngineRecordRace: two streams opening at once turn the log on once;
+// the second does not write a later trim point, which would report
+// history lost for the changes logged in between.
+func TestEngineRecordRace(t *testing.T) {
+	base, err := pebblestore.Open(pebblestore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer base.Close()
+	held, release := make(chan struct{}), make(chan struct{})
+	gated := &gatedEngine{Engine: base, before: func(tag []byte) error {
+		if len(tag) == 1 && tag[0] == RecordingTag {
+			select {
+			case <-held:
+			default:
+				close(held)
+				<-release
+			}
+		}
+		return nil
+	}}
+	clk := clock.NewManual(time.Unix(1000, 0))
+	eng, err := NewEngine(gated, clk, NewSignal())
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := make(chan error, 1)
+	go func() { first <- eng.Record() }()
+	<-held // the first is writing its mark
+	second := make(chan error, 1)
+	go func() { second <- eng.Record() }()
+	time.Sleep(20 * time.Millisecond) // the second waits for the first
+	clk.Advance(time.Second)          // a second mark would be later
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatal(err)
+	}
+	if mark, err := TrimmedTo(base); err != nil || mark != HighWater(Timestamp{T: 1000, I: 1}) {
+		t.Fatalf("trim point %v (%v), want the first Record's, after 1000.1", mark, err)
+	}
+}
