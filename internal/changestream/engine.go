@@ -104,7 +104,7 @@ func (e *Engine) startLog() error {
 	b := e.Engine.NewBatch()
 	defer b.Close()
 	e.mu.Lock()
-	ts := e.next()
+	ts := e.next(e.clock.Now())
 	seq := e.addPending(ts)
 	e.mu.Unlock()
 	err := b.Set(recordingKey, []byte{1})
@@ -172,10 +172,10 @@ func (e *Engine) Checkpoint(dir string) error {
 	return cp.Checkpoint(dir)
 }
 
-// next is the next stamp: the clock's second, never behind the last one;
-// e.mu is held.
-func (e *Engine) next() Timestamp {
-	secs := uint32(e.clock.Now().Unix())
+// next is the next stamp at now: now's second, never behind the last
+// one; e.mu is held.
+func (e *Engine) next(now time.Time) Timestamp {
+	secs := uint32(now.Unix())
 	if secs > e.last.T {
 		e.last = Timestamp{T: secs, I: 1}
 	} else {
@@ -216,8 +216,8 @@ func (e *Engine) commitNoWait(b *batch) (func() error, error) {
 // beside other writers'.
 func (e *Engine) stampAndCommit(b *batch, commit func() (func() error, error)) (func() error, error) {
 	e.mu.Lock()
-	ts := e.next()
-	wall := e.clock.Now().UnixMilli()
+	now := e.clock.Now()
+	ts, wall := e.next(now), now.UnixMilli()
 	seq := e.addPending(ts)
 	e.mu.Unlock()
 	rw, _ := e.writers.Get().(*recordWriter)
@@ -407,9 +407,12 @@ func unpack(v uint64) Timestamp { return Timestamp{T: uint32(v >> 32), I: uint32
 // Signal wakes waiting readers when changes commit. Notify closes the
 // current channel and makes a new one; readers take the channel before
 // they look at the log, so a commit after the look still wakes them.
+// A channel nobody took since the last Notify stays: closing it would
+// wake no one, and every write with events notifies, streams or not.
 type Signal struct {
-	mu sync.Mutex
-	ch chan struct{}
+	mu    sync.Mutex
+	ch    chan struct{}
+	taken bool // Wait handed out ch
 }
 
 // NewSignal returns a Signal.
@@ -419,6 +422,7 @@ func NewSignal() *Signal { return &Signal{ch: make(chan struct{})} }
 func (s *Signal) Wait() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.taken = true
 	return s.ch
 }
 
@@ -428,7 +432,9 @@ func (s *Signal) Notify() {
 		return
 	}
 	s.mu.Lock()
-	close(s.ch)
-	s.ch = make(chan struct{})
+	if s.taken {
+		close(s.ch)
+		s.ch, s.taken = make(chan struct{}), false
+	}
 	s.mu.Unlock()
 }

@@ -297,3 +297,38 @@ func TestEngineRecordRace(t *testing.T) {
 		t.Fatalf("trim point %v (%v), want the first Record's, after 1000.1", mark, err)
 	}
 }
+
+// TestSignal: a Notify wakes every reader that took the channel before it
+// and no later one; a Notify nobody waits for changes nothing, and the
+// next reader still wakes at the next Notify.
+func TestSignal(t *testing.T) {
+	s := NewSignal()
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	s.Notify() // nobody waits
+	a, b := s.Wait(), s.Wait()
+	if closed(a) || closed(b) {
+		t.Fatal("a Notify before Wait woke the reader")
+	}
+	s.Notify()
+	if !closed(a) || !closed(b) {
+		t.Fatal("Notify did not wake the readers that took the channel")
+	}
+	c := s.Wait()
+	if closed(c) {
+		t.Fatal("a reader after Notify got a closed channel")
+	}
+	s.Notify()
+	s.Notify()
+	if !closed(c) {
+		t.Fatal("Notify did not wake the reader")
+	}
+	var nilSignal *Signal
+	nilSignal.Notify()
+}
