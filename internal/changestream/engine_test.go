@@ -332,3 +332,22 @@ func TestSignal(t *testing.T) {
 	var nilSignal *Signal
 	nilSignal.Notify()
 }
+
+// TestScanToAheadOfMark: a reader whose position is past the high-water
+// mark (a stream started at a future operation time) reads nothing, and
+// no error, until the mark passes it.
+func TestScanToAheadOfMark(t *testing.T) {
+	eng, _, _ := newGatedEngine(t)
+	if err := commitEvent(eng, "a"); err != nil {
+		t.Fatal(err)
+	}
+	hwm := HighWater(eng.Latest())
+	future := Position{TS: Timestamp{T: hwm.TS.T + 100}}
+	n := 0
+	if err := ScanTo(eng, future, hwm, func(Record) (bool, error) { n++; return true, nil }); err != nil || n != 0 {
+		t.Fatalf("ScanTo from after the mark: %d records, %v; want none, no error", n, err)
+	}
+	if err := ScanTo(eng, Position{}, hwm, func(Record) (bool, error) { n++; return true, nil }); err != nil || n != 1 {
+		t.Fatalf("ScanTo from the start: %d records, %v; want a's", n, err)
+	}
+}

@@ -1,6 +1,7 @@
 package changestream
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -52,7 +53,13 @@ func ScanTo(r storage.Reader, after, hwm Position, fn func(Record) (bool, error)
 func scan(r storage.Reader, after Position, upper []byte, fn func(Record) (bool, error)) error {
 	// A record that covers after is stamped after.TS: the bound keeps
 	// the trim mark out.
-	it, err := r.NewIter(Key(Position{TS: after.TS}), upper)
+	lower := Key(Position{TS: after.TS})
+	if bytes.Compare(lower, upper) >= 0 {
+		// A stream ahead of the high-water mark (startAtOperationTime
+		// in the future): nothing to read yet.
+		return nil
+	}
+	it, err := r.NewIter(lower, upper)
 	if err != nil {
 		return fmt.Errorf("changestream: scan: %w", err)
 	}
