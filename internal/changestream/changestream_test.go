@@ -9,6 +9,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
 )
@@ -240,5 +241,44 @@ func TestEngineStampsAndTrims(t *testing.T) {
 	_ = Scan(base, Position{}, func(rec Record) (bool, error) { left = append(left, rec.Event.Coll...); return true, nil })
 	if !bytes.Equal(left, []byte("bc")) {
 		t.Fatalf("after the trim the log holds %q", left)
+	}
+}
+
+// TestUpdateDescriptionMarshalsDirectly: an update event's description is
+// encoded by bsonutil.AppendD (docstore's emitWrite), without the
+// driver's reflection, and to the bytes bson.Marshal gives: the log's
+// records stay what they were. The documents are decoded from BSON, as a
+// write's are, so their values have the types a stored document has.
+func TestUpdateDescriptionMarshalsDirectly(t *testing.T) {
+	decoded := func(d bson.D) bson.D {
+		raw, err := bson.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := bsonutil.DecodeD(raw, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	oid := bson.NewObjectID()
+	cases := [][2]bson.D{
+		{{{Key: "_id", Value: oid}, {Key: "t", Value: bson.DateTime(1)}, {Key: "token", Value: "x"}},
+			{{Key: "_id", Value: oid}, {Key: "t", Value: bson.DateTime(2)}, {Key: "token", Value: "x"}}},
+		{{{Key: "_id", Value: 1}, {Key: "a", Value: int32(1)}, {Key: "gone", Value: true}, {Key: "arr", Value: bson.A{1, 2, 3}}, {Key: "sub", Value: bson.D{{Key: "x", Value: int64(1)}}}},
+			{{Key: "_id", Value: 1}, {Key: "a", Value: 1.5}, {Key: "arr", Value: bson.A{1, "two"}}, {Key: "sub", Value: bson.D{{Key: "x", Value: nil}, {Key: "b", Value: bson.Binary{Data: []byte{1}}}}}}},
+		{{{Key: "o", Value: bson.D{{Key: "0", Value: "a"}}}, {Key: "s.o", Value: bson.A{1, 2}}},
+			{{Key: "o", Value: bson.D{{Key: "0", Value: "b"}}}, {Key: "s.o", Value: bson.A{1}}}},
+	}
+	for i, c := range cases {
+		desc := UpdateDescription(decoded(c[0]), decoded(c[1]))
+		want, err := bson.Marshal(desc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := bsonutil.AppendD(nil, desc)
+		if !ok || !bytes.Equal(got, want) {
+			t.Errorf("case %d: AppendD ok=%v, bytes equal %v: want bson.Marshal's bytes without its fallback", i, ok, bytes.Equal(got, want))
+		}
 	}
 }

@@ -36,23 +36,35 @@ const recordWait = 10 * time.Second
 // their events with the next cluster timestamp at commit and write them
 // into the change log atomically with the documents.
 //
-// Stamp and commit happen under one mutex, so the log becomes visible in
-// timestamp order: a reader that sees a record sees every earlier one.
-// Batches without events (index builds, session records) commit without
-// it.
+// A batch takes its stamp under a mutex but writes its records and
+// commits without it, so that concurrent writers' commits overlap instead
+// of queueing behind one another's. Batches may then commit out of stamp order: the engine keeps
+// the stamps handed out and not yet settled (pending), and Latest moves
+// only over a settled prefix of them. Readers read the log up to Latest
+// (Feed.Now, Tail.Read), so a reader that sees a record sees every
+// earlier one. Batches without events (index builds, session records)
+// commit without any of this.
 type Engine struct {
 	storage.Engine
 	clock  clock.Clock
 	signal *Signal
 
-	mu   sync.Mutex // orders stamp + commit of batches with events
+	mu   sync.Mutex // orders the stamps; guards last and pending
 	last Timestamp  // the last stamp handed out; mu
-	// latest is the last stamp committed, packed T<<32|I.
+	// pending holds, in stamp order, the stamps handed out since the
+	// oldest one not yet settled (its commit returned, well or not);
+	// its first entry has sequence number settledSeq+1. mu.
+	pending    []pendingStamp
+	settledSeq uint64
+	// writers keeps WriteEvents' buffers (recordWriter) across commits.
+	writers sync.Pool
+	// latest is the last stamp of the settled prefix, packed T<<32|I.
 	latest atomic.Uint64
 	// recording: batches made from now on keep their events; unlogged
 	// counts open batches made before, which Record waits out.
 	recording atomic.Bool
 	unlogged  atomic.Int64
+	starting  sync.Mutex // one startLog at a time
 }
 
 // NewEngine wraps base. The first stamp follows the last record in the
@@ -82,21 +94,31 @@ func NewEngine(base storage.Engine, c clock.Clock, signal *Signal) (*Engine, err
 // gets 286, history lost, not a silent gap. Batches made from now on keep
 // their events.
 func (e *Engine) startLog() error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	ts := e.next()
+	// Two streams opening at once: the second must not move the trim
+	// point past writes logged since the first.
+	e.starting.Lock()
+	defer e.starting.Unlock()
+	if e.recording.Load() {
+		return nil
+	}
 	b := e.Engine.NewBatch()
 	defer b.Close()
-	if err := b.Set(recordingKey, []byte{1}); err != nil {
+	e.mu.Lock()
+	ts := e.next(e.clock.Now())
+	seq := e.addPending(ts)
+	e.mu.Unlock()
+	err := b.Set(recordingKey, []byte{1})
+	if err == nil {
+		err = b.Set(trimKey, Key(HighWater(ts)))
+	}
+	if err == nil {
+		err = b.Commit(true)
+	}
+	// Settled either way, as a write's stamp is (stampAndCommit).
+	e.settle(seq)
+	if err != nil {
 		return err
 	}
-	if err := b.Set(trimKey, Key(HighWater(ts))); err != nil {
-		return err
-	}
-	if err := b.Commit(true); err != nil {
-		return err
-	}
-	e.latest.Store(pack(ts))
 	e.recording.Store(true)
 	return nil
 }
@@ -150,10 +172,10 @@ func (e *Engine) Checkpoint(dir string) error {
 	return cp.Checkpoint(dir)
 }
 
-// next is the next stamp: the clock's second, never behind the last one;
-// e.mu is held.
-func (e *Engine) next() Timestamp {
-	secs := uint32(e.clock.Now().Unix())
+// next is the next stamp at now: now's second, never behind the last
+// one; e.mu is held.
+func (e *Engine) next(now time.Time) Timestamp {
+	secs := uint32(now.Unix())
 	if secs > e.last.T {
 		e.last = Timestamp{T: secs, I: 1}
 	} else {
@@ -187,26 +209,71 @@ func (e *Engine) commitNoWait(b *batch) (func() error, error) {
 	return e.stampAndCommit(b, gc.CommitNoWait)
 }
 
-// stampAndCommit stamps b's events and runs commit under e.mu, so that the
-// log becomes visible in timestamp order, and wakes the readers.
+// stampAndCommit stamps b's events, writes their records and runs commit,
+// then publishes the stamp (Latest) once every earlier one has settled
+// too, and wakes the readers. Only taking the stamp holds e.mu: the
+// records and the commit, which copy and apply the documents, run
+// beside other writers'.
 func (e *Engine) stampAndCommit(b *batch, commit func() (func() error, error)) (func() error, error) {
 	e.mu.Lock()
-	ts := e.next()
-	wall := e.clock.Now().UnixMilli()
-	if err := WriteEvents(b.Batch, ts, wall, b.events); err != nil {
-		e.mu.Unlock()
-		return nil, err
-	}
-	wait, err := commit()
-	if err == nil {
-		e.latest.Store(pack(ts))
-	}
+	now := e.clock.Now()
+	ts, wall := e.next(now), now.UnixMilli()
+	seq := e.addPending(ts)
 	e.mu.Unlock()
+	rw, _ := e.writers.Get().(*recordWriter)
+	if rw == nil {
+		rw = new(recordWriter)
+	}
+	err := rw.write(b.Batch, ts, wall, b.events)
+	rw.trim()
+	e.writers.Put(rw)
+	var wait func() error
+	if err == nil {
+		wait, err = commit()
+	}
+	// A stamp settles whether its commit worked or not: when not, nothing
+	// of it is in the log, and the writers after it must not wait on it.
+	if e.settle(seq) {
+		e.signal.Notify()
+	}
 	if err != nil {
 		return nil, err
 	}
-	e.signal.Notify()
 	return wait, nil
+}
+
+// pendingStamp is a stamp handed out, and whether its commit returned.
+type pendingStamp struct {
+	ts      Timestamp
+	settled bool
+}
+
+// addPending adds ts, the newest stamp, to the pending ones and returns
+// its sequence number; e.mu is held.
+func (e *Engine) addPending(ts Timestamp) uint64 {
+	e.pending = append(e.pending, pendingStamp{ts: ts})
+	return e.settledSeq + uint64(len(e.pending))
+}
+
+// settle marks the stamp seq settled and moves Latest over the settled
+// prefix of the pending stamps. It reports whether Latest moved.
+func (e *Engine) settle(seq uint64) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.pending[seq-e.settledSeq-1].settled = true
+	n := 0
+	for n < len(e.pending) && e.pending[n].settled {
+		n++
+	}
+	if n == 0 {
+		return false
+	}
+	e.latest.Store(pack(e.pending[n-1].ts))
+	e.settledSeq += uint64(n)
+	// The queue holds about one stamp per concurrent writer: shifting
+	// it keeps its array, so settling allocates nothing.
+	e.pending = append(e.pending[:0], e.pending[n:]...)
+	return true
 }
 
 // WriteEvents adds the records of events, stamped ts, to b: what a
@@ -214,11 +281,27 @@ func (e *Engine) stampAndCommit(b *batch, commit func() (func() error, error)) (
 // TTL deletions of one collection by one index goes in as compact records
 // (expirylog.go); every other event as a record of its own.
 func WriteEvents(b storage.Batch, ts Timestamp, wallMillis int64, events [][]byte) error {
-	var key, val []byte
-	var w compactWriter
+	var w recordWriter
+	return w.write(b, ts, wallMillis, events)
+}
+
+// recordWriter holds WriteEvents' buffers. The Engine keeps them across
+// commits (Engine.writers), since a batch copies what it is given: a
+// write's records then cost no allocations of their own.
+type recordWriter struct {
+	key, val []byte
+	compact  compactWriter
+}
+
+// maxKeptBuffer bounds the buffers the Engine keeps between commits: one
+// large document's record does not pin its size for good.
+const maxKeptBuffer = 64 << 10
+
+func (rw *recordWriter) write(b storage.Batch, ts Timestamp, wallMillis int64, events [][]byte) error {
+	w := &rw.compact
 	var cur, next expiryView
 	for i := 0; i < len(events); {
-		key = AppendKey(key[:0], Position{TS: ts, Index: uint32(i)})
+		rw.key = AppendKey(rw.key[:0], Position{TS: ts, Index: uint32(i)})
 		n := 1
 		if viewExpiry(events[i], &cur) {
 			w.start(wallMillis, &cur)
@@ -230,10 +313,10 @@ func WriteEvents(b storage.Batch, ts Timestamp, wallMillis int64, events [][]byt
 		}
 		var err error
 		if n > 1 {
-			err = b.Set(key, w.finish())
+			err = b.Set(rw.key, w.finish())
 		} else {
-			val = AppendRecord(val[:0], wallMillis, events[i])
-			err = b.Set(key, val)
+			rw.val = AppendRecord(rw.val[:0], wallMillis, events[i])
+			err = b.Set(rw.key, rw.val)
 		}
 		if err != nil {
 			return fmt.Errorf("changestream: write event: %w", err)
@@ -241,6 +324,19 @@ func WriteEvents(b storage.Batch, ts Timestamp, wallMillis int64, events [][]byt
 		i += n
 	}
 	return nil
+}
+
+// trim drops buffers grown past maxKeptBuffer.
+func (rw *recordWriter) trim() {
+	if cap(rw.val) > maxKeptBuffer {
+		rw.val = nil
+	}
+	if cap(rw.compact.val) > maxKeptBuffer {
+		rw.compact.val = nil
+	}
+	if cap(rw.compact.prevID) > maxKeptBuffer {
+		rw.compact.prevID = nil
+	}
 }
 
 // batch is a storage batch of the standalone Engine.
@@ -311,9 +407,12 @@ func unpack(v uint64) Timestamp { return Timestamp{T: uint32(v >> 32), I: uint32
 // Signal wakes waiting readers when changes commit. Notify closes the
 // current channel and makes a new one; readers take the channel before
 // they look at the log, so a commit after the look still wakes them.
+// A channel nobody took since the last Notify stays: closing it would
+// wake no one, and every write with events notifies, streams or not.
 type Signal struct {
-	mu sync.Mutex
-	ch chan struct{}
+	mu    sync.Mutex
+	ch    chan struct{}
+	taken bool // Wait handed out ch
 }
 
 // NewSignal returns a Signal.
@@ -323,6 +422,7 @@ func NewSignal() *Signal { return &Signal{ch: make(chan struct{})} }
 func (s *Signal) Wait() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.taken = true
 	return s.ch
 }
 
@@ -332,7 +432,9 @@ func (s *Signal) Notify() {
 		return
 	}
 	s.mu.Lock()
-	close(s.ch)
-	s.ch = make(chan struct{})
+	if s.taken {
+		close(s.ch)
+		s.ch, s.taken = make(chan struct{}), false
+	}
 	s.mu.Unlock()
 }

@@ -1,6 +1,7 @@
 package changestream
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -37,9 +38,28 @@ func LastTimestamp(r storage.Reader) (Timestamp, error) {
 // it holds, each with its own position; when after falls inside one, the
 // scan starts inside it.
 func Scan(r storage.Reader, after Position, fn func(Record) (bool, error)) error {
+	return scan(r, after, LogEnd, fn)
+}
+
+// ScanTo is Scan up to the high-water mark hwm (Feed.Now): it reads no
+// record stamped after hwm's timestamp. A standalone Engine commits
+// batches out of stamp order, so the log may hold a record stamped after
+// one not yet in it; Feed.Now stays before both until both are in, and a
+// reader that keeps to it never passes over the missing one.
+func ScanTo(r storage.Reader, after, hwm Position, fn func(Record) (bool, error)) error {
+	return scan(r, after, append(Key(HighWater(hwm.TS)), 0), fn)
+}
+
+func scan(r storage.Reader, after Position, upper []byte, fn func(Record) (bool, error)) error {
 	// A record that covers after is stamped after.TS: the bound keeps
 	// the trim mark out.
-	it, err := r.NewIter(Key(Position{TS: after.TS}), LogEnd)
+	lower := Key(Position{TS: after.TS})
+	if bytes.Compare(lower, upper) >= 0 {
+		// A stream ahead of the high-water mark (startAtOperationTime
+		// in the future): nothing to read yet.
+		return nil
+	}
+	it, err := r.NewIter(lower, upper)
 	if err != nil {
 		return fmt.Errorf("changestream: scan: %w", err)
 	}

@@ -71,13 +71,13 @@ func (t *Tail) Readers() int64 { return t.readers.Load() }
 
 // Read calls fn with each record after the position after, in order,
 // until fn returns false or the records up to hwm have all been passed
-// (records after hwm may follow). hwm must be a position every record up
-// to which was in the log before Read was called (Feed.Now taken before
-// it). fn is called without the Tail's lock held, and must not change
+// (none stamped after hwm's timestamp follow: ScanTo). hwm must be a
+// position every record up to which was in the log before Read was called
+// (Feed.Now taken before it). fn is called without the Tail's lock held, and must not change
 // the records it is given.
 func (t *Tail) Read(after, hwm Position, fn func(Record) (bool, error)) error {
 	if t.readers.Load() < 2 {
-		return Scan(t.reader, after, fn)
+		return ScanTo(t.reader, after, hwm, fn)
 	}
 	var buf []Record
 	for {
@@ -86,7 +86,7 @@ func (t *Tail) Read(after, hwm Position, fn func(Record) (bool, error)) error {
 			return err
 		}
 		if !inRing {
-			return Scan(t.reader, after, fn)
+			return ScanTo(t.reader, after, hwm, fn)
 		}
 		if len(recs) == 0 {
 			return nil
@@ -148,7 +148,7 @@ func (t *Tail) rebase(p Position) {
 func (t *Tail) fill(hwm Position) error {
 	limit := min(tailFill, len(t.ring))
 	read, size, full := 0, 0, false
-	err := Scan(t.reader, t.end, func(rec Record) (bool, error) {
+	err := ScanTo(t.reader, t.end, hwm, func(rec Record) (bool, error) {
 		t.push(rec)
 		read++
 		size += recordSize(rec)

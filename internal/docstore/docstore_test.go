@@ -20,6 +20,14 @@ func openStore(t *testing.T) (*Store, *clock.Manual) { return openStoreTB(t) }
 
 func openStoreTB(t testing.TB) (*Store, *clock.Manual) {
 	t.Helper()
+	return openStoreLog(t, true)
+}
+
+// openStoreLog opens a store through the change log engine, its log on
+// when logged, off (as a standalone before its first stream) when not:
+// benchmarks measure the log's cost as the difference.
+func openStoreLog(t testing.TB, logged bool) (*Store, *clock.Manual) {
+	t.Helper()
 	eng, err := pebblestore.Open(pebblestore.Options{InMemory: true})
 	if err != nil {
 		t.Fatal(err)
@@ -28,14 +36,14 @@ func openStoreTB(t testing.TB) (*Store, *clock.Manual) {
 	clk := clock.NewManual(t0)
 	// Through the change log engine, as a standalone server runs, so every
 	// test and benchmark pays for (and checks) the change events.
-	logged, err := changestream.NewEngine(eng, clk, changestream.NewSignal())
-	if err == nil {
-		err = logged.Record()
+	wrapped, err := changestream.NewEngine(eng, clk, changestream.NewSignal())
+	if err == nil && logged {
+		err = wrapped.Record()
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Open(logged, Options{Clock: clk})
+	s, err := Open(wrapped, Options{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,9 +102,8 @@ type tx struct {
 	compactLow int64
 	// elements marks the update events of an expireElements pass.
 	elements *changestream.ElementExpiry
-	// evScratch encodes each change event; evArena holds the encoded
-	// events handed to the batch (events.go).
-	evScratch, evArena []byte
+	// evArena holds the encoded events of a TTL batch (events.go).
+	evArena []byte
 }
 
 func (c *Collection) newTx(l *lockSet) *tx {
