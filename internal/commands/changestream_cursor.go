@@ -319,7 +319,7 @@ func disambiguated(upd bson.D, expanded bool) bson.D {
 // expiredDoc is a TTL deletion's expired field (ok false: the change is
 // no TTL deletion).
 func expiredDoc(ev *changestream.Event) (bson.D, bool) {
-	if ev.Expired == nil || ev.Op != changestream.OpDelete {
+	if !carriesExpired(ev) {
 		return nil, false
 	}
 	return bson.D{
@@ -327,6 +327,12 @@ func expiredDoc(ev *changestream.Event) (bson.D, bool) {
 		{Key: "expireAfterSeconds", Value: ev.Expired.AfterSecs},
 		{Key: "expiredAt", Value: bson.DateTime(ev.Expired.AtMillis)},
 	}, true
+}
+
+// carriesExpired reports whether the change's event has the expired
+// field: a delete by the TTL monitor.
+func carriesExpired(ev *changestream.Event) bool {
+	return ev.Expired != nil && ev.Op == changestream.OpDelete
 }
 
 func nsDoc(db, coll string) bson.D {
@@ -523,7 +529,7 @@ func (c *streamCursor) await(r *request, n int64) (bson.A, error) {
 		if left <= 0 {
 			return docs, nil
 		}
-		if !c.wait(r, changed, left) {
+		if timedOut := c.waitChange(r, changed, left); timedOut {
 			return c.read(r, n)
 		}
 		if r.ctx.Err() != nil {
@@ -532,20 +538,19 @@ func (c *streamCursor) await(r *request, n int64) (bson.A, error) {
 	}
 }
 
-// wait waits, as a waiting operation, for the next commit (true), the
-// end of left (false) or the request's end (true, ctx done).
-func (c *streamCursor) wait(r *request, changed <-chan struct{}, left time.Duration) bool {
+// waitChange waits, as a waiting operation, for the next commit, the
+// request's end or left to pass; it reports whether left passed first.
+func (c *streamCursor) waitChange(r *request, changed <-chan struct{}, left time.Duration) (timedOut bool) {
 	defer c.h.waiting(r)()
 	t := c.h.deps.Clock.NewTimer(left)
 	defer t.Stop()
 	select {
 	case <-changed:
-		return true
-	case <-t.C():
-		return false
 	case <-r.ctx.Done():
+	case <-t.C():
 		return true
 	}
+	return false
 }
 
 // awaitWait is how long an empty getMore may wait: its maxTimeMS, or a

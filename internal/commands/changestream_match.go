@@ -96,7 +96,7 @@ type probeKey struct {
 
 func probeKeyOf(ev *changestream.Event) probeKey {
 	k := probeKey{op: ev.Op, db: ev.DB, coll: ev.Coll}
-	if ev.Expired != nil && ev.Op == changestream.OpDelete { // as expiredDoc
+	if carriesExpired(ev) {
 		k.expired, k.index, k.afterSecs = true, ev.Expired.Index, ev.Expired.AfterSecs
 	}
 	return k

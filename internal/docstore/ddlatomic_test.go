@@ -245,13 +245,7 @@ func TestCrashIndexBuildKeepsEventWithIndexes(t *testing.T) {
 func TestCrashDropDatabaseKeepsEventsWithDrops(t *testing.T) {
 	runCrashes(t, crashCase{
 		setup: func(t *testing.T, s *Store) {
-			for _, name := range []string{"a", "b"} {
-				c, err := s.CreateCollection("db", name, CreateOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				insertN(t, c, 5)
-			}
+			createFilled(t, s, "db", 5, "a", "b")
 			if _, err := s.CreateCollection("other", "c", CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -279,13 +273,7 @@ func TestCrashRenameOverTargetReportsOneRename(t *testing.T) {
 	var srcUUID, dstUUID []byte
 	runCrashes(t, crashCase{
 		setup: func(t *testing.T, s *Store) {
-			for _, name := range []string{"src", "dst"} {
-				c, err := s.CreateCollection("db", name, CreateOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				insertN(t, c, 5)
-			}
+			createFilled(t, s, "db", 5, "src", "dst")
 			srcUUID = s.Collection("db", "src").Meta().UUID.Data
 			dstUUID = s.Collection("db", "dst").Meta().UUID.Data
 		},
@@ -339,5 +327,17 @@ func TestRenameToItselfKeepsData(t *testing.T) {
 	}
 	if got := s.Collection("db", "c"); got == nil || got.Count() != 3 {
 		t.Fatalf("collection after the refused renames: %v", got)
+	}
+}
+
+// createFilled creates the collections names in db, n documents each.
+func createFilled(t *testing.T, s *Store, db string, n int, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		c, err := s.CreateCollection(db, name, CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		insertN(t, c, n)
 	}
 }
