@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.etcd.io/raft/v3"
 	pb "go.etcd.io/raft/v3/raftpb"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"google.golang.org/protobuf/proto"
@@ -541,7 +542,7 @@ func (f hookFilter) Promoted() {
 		if !f.rs.configApplied.Load() {
 			f.rs.replicateConfig()
 		}
-		f.rs.yieldIfIneligible()
+		f.rs.yieldWhileIneligible()
 	}()
 	if h := f.rs.hooks; h != nil {
 		h.Promoted()
@@ -638,19 +639,43 @@ func membershipChange(conf *pb.ConfState, c *SetConfig) *pb.ConfChangeV2 {
 // yieldIfIneligible hands leadership on when this member may not be
 // primary (priority 0, or frozen): raft has no priorities, so Mayfly does
 // what mongod's priority takeover does, at once.
-func (rs *Replica) yieldIfIneligible() {
+// It reports whether it asked for a transfer.
+func (rs *Replica) yieldIfIneligible() bool {
 	rs.mu.Lock()
 	c, frozen := rs.set, rs.cfg.Clock.Now().Before(rs.frozen)
 	rs.mu.Unlock()
 	if c == nil {
-		return
+		return false
 	}
 	me, ok := c.member(rs.myID)
 	if ok && me.Priority > 0 && !frozen {
-		return
+		return false
 	}
-	if to := rs.bestSuccessor(); to != 0 {
-		rs.node().transferLeadership(to)
+	to := rs.bestSuccessor()
+	if to == 0 {
+		return false
+	}
+	rs.node().transferLeadership(to)
+	return true
+}
+
+// maxYieldTries bounds how often a new primary that may not lead asks
+// again for a transfer that did not take.
+const maxYieldTries = 10
+
+// yieldWhileIneligible is yieldIfIneligible, asked again while this
+// member still leads: raft drops a transfer whose successor does not
+// campaign within an election timeout, and a successor refuses to while
+// it still has configuration entries to apply, as right after an
+// initiate.
+func (rs *Replica) yieldWhileIneligible() {
+	wait := rs.cfg.Tick * time.Duration(2*rs.cfg.ElectionTicks)
+	for try := 0; try < maxYieldTries && rs.yieldIfIneligible(); try++ {
+		t := rs.cfg.Clock.NewTimer(wait)
+		<-t.C()
+		if n := rs.node(); n == nil || n.status().role != raft.StateLeader {
+			return
+		}
 	}
 }
 
