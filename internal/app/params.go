@@ -19,6 +19,12 @@ func (a *App) params() *commands.Params {
 	// mayflyTTLDeletePace is the share of the server's CPU time the TTL monitor may use
 	// while clients have requests in flight.
 	p.Register("mayflyTTLDeletePace", commands.FloatParam(a.monitor.Pace, a.monitor.SetPace, 0.01, 1))
+	// mayflyTTLCatchUpAfterMS is how late (milliseconds) the monitor's
+	// oldest document may be before it stops pacing to catch up with a
+	// storm it can outrun; -1 never.
+	p.Register("mayflyTTLCatchUpAfterMS", commands.IntParam(
+		func() int64 { return max(int64(a.monitor.CatchUpAfter()/time.Millisecond), -1) },
+		func(n int64) { a.monitor.SetCatchUpAfter(time.Duration(n) * time.Millisecond) }, -1))
 	if tc, ok := a.cfg.Clock.(*clock.Offset); ok {
 		// mayflyClockOffsetSeconds (enableTestCommands only) moves the
 		// server's clock ahead, for an application's tests of expiry.

@@ -289,6 +289,7 @@ func (h *Handler) metricsStatus() bson.D {
 			{Key: "passes", Value: ttl.Passes},
 			{Key: "subPasses", Value: ttl.SubPasses},
 			{Key: "refreshedOnRead", Value: h.deps.Store.RefreshedOnRead()},
+			{Key: "catchUpBatches", Value: ttl.CatchUpBatches},
 		}},
 		{Key: "lru", Value: bson.D{{Key: "evictedDocuments", Value: h.deps.Store.LRUEvicted()}}},
 	}

@@ -70,6 +70,9 @@ type Deps struct {
 // TTLStats are serverStatus().metrics.ttl.
 type TTLStats struct {
 	Passes, SubPasses, DeletedDocuments, DeletedKeys int64
+	// CatchUpBatches counts the deletion batches after which the monitor
+	// did not rest, catching up with a storm it had fallen behind.
+	CatchUpBatches int64
 }
 
 // Handler runs commands; it implements server.Handler.

@@ -20,3 +20,20 @@ func threadCPU() (time.Duration, bool) {
 	}
 	return time.Duration(ts.Nano()), true
 }
+
+// catchUpNice is the nice value of the monitor's thread while it catches
+// up: a weight about three times a default thread's, so that the kernel
+// gives deletion a bigger share of a saturated machine for as long as it
+// is behind a storm it can outrun.
+const catchUpNice = -5
+
+// threadPriority raises the calling OS thread's priority to catchUpNice
+// (up) or sets it back to the default. It reports whether the system
+// allowed it: raising needs CAP_SYS_NICE or a RLIMIT_NICE that permits it.
+func threadPriority(up bool) bool {
+	nice := 0
+	if up {
+		nice = catchUpNice
+	}
+	return syscall.Setpriority(syscall.PRIO_PROCESS, syscall.Gettid(), nice) == nil
+}

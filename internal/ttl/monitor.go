@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"math"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -80,6 +81,16 @@ type Config struct {
 	// the time a batch waited for a CPU while requests ran, and so rest
 	// twice for the same yield.
 	CPUTime func() (d time.Duration, ok bool)
+	// CatchUpAfter is how late a batch's oldest document may be before the
+	// monitor stops resting to catch up, which it does only when the
+	// batch's documents expired more slowly than it can delete them (see
+	// catchingUp). Default 100 ms, well inside the 250 ms a storm's
+	// deletions are held to; negative turns catching up off.
+	CatchUpAfter time.Duration
+	// Priority raises (up) the priority of the monitor's thread while it
+	// catches up, and sets it back; it reports whether it could. Default:
+	// the OS thread's nice value (Linux, where the system allows it).
+	Priority func(up bool) bool
 }
 
 // Observer is told when a deletion batch starts and how it ended, so the
@@ -91,6 +102,9 @@ type Observer interface {
 // Stats are the counters of serverStatus().metrics.ttl.
 type Stats struct {
 	Passes, SubPasses, DeletedDocuments, DeletedKeys int64
+	// CatchUpBatches counts the batches after which the monitor did not
+	// rest because it was catching up (see Config.CatchUpAfter).
+	CatchUpBatches int64
 }
 
 // Monitor is the TTL deletion loop.
@@ -107,10 +121,18 @@ type Monitor struct {
 	// that expires earlier kicks the monitor.
 	wakeAt atomic.Int64
 	pace   atomic.Uint64 // math.Float64bits of the current Pace
+	// catchUpAfter is the current CatchUpAfter (nanoseconds; negative: off).
+	catchUpAfter atomic.Int64
 	// lastPass is when the latest pass started (unix nanoseconds).
 	lastPass atomic.Int64
 
 	passes, subPasses, deletedDocs, deletedKeys atomic.Int64
+	// catchUps counts the batches after which the monitor did not rest
+	// because it was catching up.
+	catchUps atomic.Int64
+	// raised says the monitor's thread runs at the catching-up priority;
+	// only the monitor's goroutine reads and writes it.
+	raised bool
 }
 
 // New returns a monitor over store; Run starts it.
@@ -139,16 +161,23 @@ func New(store *docstore.Store, clk clock.Clock, cfg Config) *Monitor {
 	if cfg.CPUs <= 0 {
 		cfg.CPUs = runtime.GOMAXPROCS(0)
 	}
+	if cfg.CatchUpAfter == 0 {
+		cfg.CatchUpAfter = 100 * time.Millisecond
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.CPUTime == nil {
 		cfg.CPUTime = threadCPU
 	}
+	if cfg.Priority == nil {
+		cfg.Priority = threadPriority
+	}
 	m := &Monitor{store: store, clock: clk, cfg: cfg, logger: cfg.Logger, kick: make(chan struct{}, 1)}
 	m.enabled.Store(!cfg.Disabled)
 	m.sleepSecs.Store(cfg.SleepSecs)
 	m.SetPace(cfg.Pace)
+	m.SetCatchUpAfter(cfg.CatchUpAfter)
 	store.OnIndexChange(m.Kick)
 	store.OnExpiry(m.hint)
 	return m
@@ -188,11 +217,21 @@ func (m *Monitor) Pace() float64 { return math.Float64frombits(m.pace.Load()) }
 // clients are busy, in (0, 1].
 func (m *Monitor) SetPace(p float64) { m.pace.Store(math.Float64bits(p)) }
 
+// CatchUpAfter reports how late a batch's oldest document may be before
+// the monitor catches up (negative: it never does); see
+// Config.CatchUpAfter.
+func (m *Monitor) CatchUpAfter() time.Duration { return time.Duration(m.catchUpAfter.Load()) }
+
+// SetCatchUpAfter sets how late a batch's oldest document may be before
+// the monitor catches up; negative turns catching up off.
+func (m *Monitor) SetCatchUpAfter(d time.Duration) { m.catchUpAfter.Store(int64(d)) }
+
 // Stats returns the monitor's counters.
 func (m *Monitor) Stats() Stats {
 	return Stats{
 		Passes: m.passes.Load(), SubPasses: m.subPasses.Load(),
 		DeletedDocuments: m.deletedDocs.Load(), DeletedKeys: m.deletedKeys.Load(),
+		CatchUpBatches: m.catchUps.Load(),
 	}
 }
 
@@ -201,6 +240,7 @@ func (m *Monitor) Stats() Stats {
 func (m *Monitor) Run(ctx context.Context) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	defer m.raise(false) // the thread goes back to Go's pool as it came
 	timer := m.clock.NewTimer(m.nextWait())
 	defer timer.Stop()
 	for {
@@ -291,6 +331,46 @@ func (m *Monitor) pauseFor(cpu, wall time.Duration) time.Duration {
 	return max(time.Duration(float64(cpu)*(1+m.cfg.Echo)/share)-wall, 0)
 }
 
+// catchUpMargin is how much faster than its documents expired a batch
+// must delete them, at its cost, for the monitor to catch up: the
+// backlog then shrinks by at least a fifth of the deletion rate.
+const catchUpMargin = 1.25
+
+// catchingUp reports whether the monitor should go on without resting,
+// at a raised priority, after a batch that cost cpu (its thread's CPU
+// time) to delete documents of the given expiries (unix nanoseconds). It
+// should when the oldest is more than CatchUpAfter late and the span of
+// expiry time the batch covers is over catchUpMargin times the batch's
+// cost with its echo: documents that expire more slowly than the monitor
+// deletes them once it gets the CPU, as in a steady storm it fell behind
+// while requests held the cores, so deleting flat out clears the backlog
+// in a bounded time and then the pace applies again. Documents that
+// expired together (a burst: a span of nothing) or faster than the
+// monitor could delete them leave a backlog that no rush would clear
+// soon, and the pace keeps the foreground's share of the CPU.
+func (m *Monitor) catchingUp(expiries []int64, cpu time.Duration) bool {
+	after := m.CatchUpAfter()
+	if after < 0 || len(expiries) < 2 {
+		return false
+	}
+	oldest, newest := slices.Min(expiries), slices.Max(expiries)
+	if m.clock.Now().UnixNano()-oldest <= int64(after) {
+		return false
+	}
+	return float64(newest-oldest) > catchUpMargin*float64(cpu)*(1+m.cfg.Echo)
+}
+
+// raise sets the monitor's thread to the catching-up priority (up) or
+// back, when it is not there already.
+func (m *Monitor) raise(up bool) {
+	if up == m.raised {
+		return
+	}
+	if m.cfg.Priority(up) || !up {
+		m.raised = up
+	}
+}
+
 // startWork starts measuring a batch; the returned func gives the CPU time
 // it used (its wall time when CPU time is unknown) and its wall time.
 func (m *Monitor) startWork() func() (cpu, wall time.Duration) {
@@ -365,7 +445,13 @@ func (m *Monitor) subPass(ctx context.Context, work []target) []target {
 		work := m.startWork()
 		res, err := m.expireBatch(t)
 		cpu, wall := work()
-		m.rest(ctx, cpu, wall)
+		catchUp := m.catchingUp(res.Expiries, cpu)
+		m.raise(catchUp)
+		if catchUp {
+			m.catchUps.Add(1)
+		} else {
+			m.rest(ctx, cpu, wall)
+		}
 		if err != nil {
 			m.logger.Error("Error running TTL job on collection", "ns", t.coll.Namespace(), "index", t.index, "err", err)
 			continue

@@ -3,6 +3,7 @@ package ttl
 import (
 	"context"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -282,5 +283,100 @@ func TestWaitingBatchesGrow(t *testing.T) {
 		if st := m.Stats(); st.DeletedDocuments != 70 || st.SubPasses != tc.subPasses {
 			t.Fatalf("GrowBatches %d: stats %+v, want 70 deleted in %d sub-passes", tc.grow, st, tc.subPasses)
 		}
+	}
+}
+
+// A monitor behind a storm it can outrun deletes without resting until
+// it has caught up; behind a burst (documents that expired together) it
+// keeps its pace, since no rush would clear that backlog soon.
+func TestCatchUpOnlyWhereItClearsTheBacklog(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		spacing  time.Duration // between the documents' expiries
+		catchUps int64
+		rests    int
+		raised   []bool // the thread's priority changes
+	}{
+		{"storm", time.Millisecond, 3, 0, []bool{true}},
+		{"burst", 0, 0, 3, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, c, clk := setup(t, 0)
+			var cpu time.Duration
+			m.cfg.CPUTime = func() (time.Duration, bool) { cpu += time.Millisecond; return cpu, true }
+			m.cfg.Busy = func() bool { return true }
+			var raised []bool
+			m.cfg.Priority = func(up bool) bool { raised = append(raised, up); return true }
+			for i := 0; i < 30; i++ {
+				add(t, c, i, t0.Add(time.Duration(i)*tc.spacing))
+			}
+			clk.Set(t0.Add(time.Second))
+			done := make(chan struct{})
+			go func() { m.Pass(context.Background()); close(done) }()
+			rests := 0
+			for finished := false; !finished; {
+				select {
+				case <-done:
+					finished = true
+				case <-time.After(time.Millisecond):
+					if clk.Pending() > 0 {
+						clk.Advance(time.Second) // a rest
+						rests++
+					}
+				}
+			}
+			if st := m.Stats(); st.DeletedDocuments != 30 || st.CatchUpBatches != tc.catchUps || rests != tc.rests {
+				t.Fatalf("stats %+v after %d rests, want 30 deleted with %d batches catching up and %d rests", st, rests, tc.catchUps, tc.rests)
+			}
+			if !slices.Equal(raised, tc.raised) {
+				t.Fatalf("priority changes %v, want %v", raised, tc.raised)
+			}
+		})
+	}
+}
+
+func TestCatchingUp(t *testing.T) {
+	m, _, clk := setup(t, 0)
+	now := t0.Add(time.Second)
+	clk.Set(now)
+	at := func(late time.Duration) int64 { return now.Add(-late).UnixNano() }
+	for _, tc := range []struct {
+		name     string
+		expiries []int64
+		cpu      time.Duration
+		want     bool
+	}{
+		// The default Echo doubles the CPU time.
+		{"late, 10ms of expiries deleted with 2.5ms of CPU", []int64{at(time.Second), at(990 * time.Millisecond)}, 2500 * time.Microsecond, true},
+		{"late, deleted barely faster than they expired", []int64{at(time.Second), at(990 * time.Millisecond)}, 4500 * time.Microsecond, false},
+		{"late, expired together", []int64{at(time.Second), at(time.Second)}, time.Millisecond, false},
+		{"on time", []int64{at(60 * time.Millisecond), at(50 * time.Millisecond)}, time.Millisecond, false},
+		{"one document", []int64{at(time.Second)}, 0, false},
+	} {
+		if got := m.catchingUp(tc.expiries, tc.cpu); got != tc.want {
+			t.Errorf("%s: catching up %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	m.SetCatchUpAfter(-1)
+	if m.catchingUp([]int64{at(time.Second), at(900 * time.Millisecond)}, time.Millisecond) {
+		t.Error("catching up while turned off")
+	}
+}
+
+// The catching-up priority is dropped with the first batch that does not
+// catch up, and a system that refuses it is asked again next time.
+func TestCatchUpPriorityFollowsTheBatches(t *testing.T) {
+	m, _, _ := setup(t, 0)
+	var calls []bool
+	allow := false
+	m.cfg.Priority = func(up bool) bool { calls = append(calls, up); return allow || !up }
+	m.raise(true) // refused
+	m.raise(false)
+	allow = true
+	m.raise(true)
+	m.raise(true)
+	m.raise(false)
+	if want := []bool{true, true, false}; !slices.Equal(calls, want) {
+		t.Fatalf("priority calls %v, want %v", calls, want)
 	}
 }
