@@ -21,6 +21,8 @@ const (
 	// nameMayflyStreams is Mayfly with change streams open on the sessions
 	// collection while the workload runs.
 	nameMayflyStreams = "mayfly-streams"
+	// nameMayflyNoStreams is Mayfly measured beside it without them.
+	nameMayflyNoStreams = "mayfly-no-streams"
 )
 
 // modeRun runs the phases of one mode. Servers go on serverCPU and client
@@ -57,7 +59,7 @@ func (m *modeRun) start(ctx context.Context, kind string) (*server, error) {
 	}
 	var argv []string
 	switch kind {
-	case nameMayfly, nameMayflyStreams:
+	case nameMayfly, nameMayflyStreams, nameMayflyNoStreams:
 		argv = mayflyArgv(m.mayflyBin, addr, filepath.Join(dir, "data"))
 	case nameRedis:
 		if argv, err = redisArgv(m.cfg.RedisBin, addr, dir); err != nil {
@@ -117,44 +119,86 @@ func targetOf(kind string) string {
 // null server, one at a time, each freshly started.
 func (m *modeRun) sessionsPhase(ctx context.Context) (map[string]*SessionsResult, error) {
 	out := map[string]*SessionsResult{}
-	sz := m.cfg.Sizes
 	kinds := []string{nameMayfly, nameMayflyAuth, nameRedis, nameNull}
-	if sz.Streams > 0 {
-		kinds = append(kinds, nameMayflyStreams)
-	}
 	if m.cfg.BaselineBin != "" {
 		kinds = append(kinds, nameBaseline)
 	}
 	for _, kind := range kinds {
 		err := m.withServer(ctx, kind, func(s *server) error {
 			if kind != nameNull {
-				if _, err := m.load(ctx, s, targetOf(kind), sz.Sessions); err != nil {
+				if _, err := m.load(ctx, s, targetOf(kind), m.cfg.Sizes.Sessions); err != nil {
 					return err
 				}
 			}
-			j := Job{Kind: jobSessions, Target: targetOf(kind), Addr: s.dialAddr(),
-				ServerPID: s.pid(), Clients: sz.Clients, Count: sz.Sessions, Warmup: sz.Warmup, Duration: sz.Duration}
-			if kind == nameMayflyStreams {
-				j.Streams = sz.Streams
-			}
-			res, err := m.job(ctx, j)
-			if err != nil {
-				return err
-			}
-			out[kind] = res.Sessions
-			m.logf("sessions on %s: %.0f ops/s, p50 %.2f ms, p99 %.2f ms", kind,
-				res.Sessions.OpsPerSec, res.Sessions.Latency.P50Ms, res.Sessions.Latency.P99Ms)
-			if st := res.Sessions.Streams; st != nil {
-				m.logf("%d streams: %d-%d events each of %d writes, lag p50 %.1f ms, p99 %.1f ms, %d getMores",
-					st.Streams, st.MinEvents, st.MaxEvents, st.Writes, st.Lag.P50Ms, st.Lag.P99Ms, st.GetMore)
-			}
-			return nil
+			res, err := m.sessionsRun(ctx, s, targetOf(kind), 0)
+			out[kind] = res
+			return err
 		})
 		if err != nil {
 			return out, fmt.Errorf("sessions on %s: %w", kind, err)
 		}
 	}
 	return out, nil
+}
+
+// streamRoundStreams are the change streams open in each of the streams
+// rounds, n standing for the configured number: without, with, with,
+// without, so that a drift of the machine over the rounds weighs on both
+// sides alike.
+func streamRoundStreams(n int) []int { return []int{0, n, n, 0} }
+
+// streamRounds measures the session workload with change streams open
+// against the same workload without them, in rounds one after the other
+// on two servers started and loaded together: one that never sees a
+// stream (its change log stays off, as on a server nobody watches) and
+// one whose rounds open them. The ratio is then of runs seconds apart on
+// the same machine rather than of servers started minutes apart.
+func (m *modeRun) streamRounds(ctx context.Context) ([]*SessionsResult, error) {
+	var out []*SessionsResult
+	err := m.withServer(ctx, nameMayflyNoStreams, func(without *server) error {
+		return m.withServer(ctx, nameMayflyStreams, func(with *server) error {
+			for _, s := range []*server{without, with} {
+				if _, err := m.load(ctx, s, targetMongo, m.cfg.Sizes.Sessions); err != nil {
+					return err
+				}
+			}
+			for _, streams := range streamRoundStreams(m.cfg.Sizes.Streams) {
+				s := without
+				if streams > 0 {
+					s = with
+				}
+				res, err := m.sessionsRun(ctx, s, targetMongo, streams)
+				if err != nil {
+					return err
+				}
+				out = append(out, res)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return out, fmt.Errorf("sessions with streams: %w", err)
+	}
+	return out, nil
+}
+
+// sessionsRun runs the session workload once against s, with that many
+// change streams open on the sessions collection.
+func (m *modeRun) sessionsRun(ctx context.Context, s *server, target string, streams int) (*SessionsResult, error) {
+	sz := m.cfg.Sizes
+	res, err := m.job(ctx, Job{Kind: jobSessions, Target: target, Addr: s.dialAddr(), ServerPID: s.pid(),
+		Clients: sz.Clients, Count: sz.Sessions, Warmup: sz.Warmup, Duration: sz.Duration, Streams: streams})
+	if err != nil {
+		return nil, err
+	}
+	r := res.Sessions
+	m.logf("sessions on %s, %d streams: %.0f ops/s, p50 %.2f ms, p99 %.2f ms", s.name, streams,
+		r.OpsPerSec, r.Latency.P50Ms, r.Latency.P99Ms)
+	if st := r.Streams; st != nil {
+		m.logf("%d streams: %d-%d events each of %d writes, lag p50 %.1f ms, p99 %.1f ms, %d getMores",
+			st.Streams, st.MinEvents, st.MaxEvents, st.Writes, st.Lag.P50Ms, st.Lag.P99Ms, st.GetMore)
+	}
+	return r, nil
 }
 
 // DurableReport is the durable-writes phase.

@@ -48,16 +48,49 @@ func sessionsCell(kind string) func(*ModeReport) string {
 }
 
 // streamsCell is the session rate with change streams open over the rate
-// without, and what the streams received.
+// without, both the means of their rounds on one server, and what the
+// streams received.
 func streamsCell(m *ModeReport) string {
-	w, n := m.Sessions[nameMayflyStreams], m.Sessions[nameMayfly]
-	if w == nil || n == nil || n.OpsPerSec == 0 || w.Streams == nil {
+	with, without := splitStreamRounds(m.StreamRounds)
+	if len(with) == 0 || len(without) == 0 || meanOps(without) == 0 {
 		return missing
 	}
-	st := w.Streams
-	return fmt.Sprintf("%s (%s ops/s; %d streams × %s events, lag p50 %s / p99 %s ms)",
-		fmtRatio(w.OpsPerSec/n.OpsPerSec), fmtN(w.OpsPerSec), st.Streams, fmtN(float64(st.MinEvents)),
-		fmtMs(st.Lag.P50Ms), fmtMs(st.Lag.P99Ms))
+	var events int64 = -1
+	var p50, p99 float64
+	for _, r := range with {
+		if events < 0 || r.Streams.MinEvents < events {
+			events = r.Streams.MinEvents
+		}
+		p50, p99 = max(p50, r.Streams.Lag.P50Ms), max(p99, r.Streams.Lag.P99Ms)
+	}
+	return fmt.Sprintf("%s (%s / %s ops/s over %d rounds each; %d streams × ≥ %s events a round, lag p50 %s / p99 %s ms at most)",
+		fmtRatio(meanOps(with)/meanOps(without)), fmtN(meanOps(with)), fmtN(meanOps(without)), len(with),
+		with[0].Streams.Streams, fmtN(float64(events)), fmtMs(p50), fmtMs(p99))
+}
+
+// splitStreamRounds parts the rounds run with change streams from those
+// run without.
+func splitStreamRounds(rounds []*SessionsResult) (with, without []*SessionsResult) {
+	for _, r := range rounds {
+		if r.Streams != nil {
+			with = append(with, r)
+		} else {
+			without = append(without, r)
+		}
+	}
+	return with, without
+}
+
+// meanOps is the mean session rate of the runs.
+func meanOps(runs []*SessionsResult) float64 {
+	if len(runs) == 0 {
+		return 0
+	}
+	var sum float64
+	for _, r := range runs {
+		sum += r.OpsPerSec
+	}
+	return sum / float64(len(runs))
 }
 
 func nullOverRedis(m *ModeReport) string {

@@ -15,11 +15,14 @@ type ModeReport struct {
 	Mode     string                     `json:"mode"`
 	Skipped  string                     `json:"skipped,omitempty"`
 	Sessions map[string]*SessionsResult `json:"sessions,omitempty"`
-	Durable  *DurableReport             `json:"durable,omitempty"`
-	Expiry   *ExpiryResult              `json:"expiry,omitempty"`
-	Burst    *ExpiryResult              `json:"burst,omitempty"`
-	Memory   *MemoryResult              `json:"memory,omitempty"`
-	ReplSet  *ReplSetResult             `json:"replset,omitempty"`
+	// StreamRounds are the session workload's rounds on one server
+	// without and with change streams open (streamRoundStreams).
+	StreamRounds []*SessionsResult `json:"stream_rounds,omitempty"`
+	Durable      *DurableReport    `json:"durable,omitempty"`
+	Expiry       *ExpiryResult     `json:"expiry,omitempty"`
+	Burst        *ExpiryResult     `json:"burst,omitempty"`
+	Memory       *MemoryResult     `json:"memory,omitempty"`
+	ReplSet      *ReplSetResult    `json:"replset,omitempty"`
 	// BaselineExpiry and BaselineBurst are the previous build's storm and
 	// burst (-baseline-bin).
 	BaselineExpiry *ExpiryResult     `json:"baseline_expiry,omitempty"`
@@ -118,6 +121,10 @@ func runMode(ctx context.Context, cfg *Config, mode, bin, work string) *ModeRepo
 	if cfg.has(PhaseSessions) {
 		rep.Sessions, err = m.sessionsPhase(ctx)
 		note(PhaseSessions, err)
+		if cfg.Sizes.Streams > 0 {
+			rep.StreamRounds, err = m.streamRounds(ctx)
+			note(PhaseSessions+" (streams)", err)
+		}
 	}
 	if cfg.has(PhaseDurable) {
 		rep.Durable, err = m.durablePhase(ctx)

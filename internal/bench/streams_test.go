@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -75,5 +76,32 @@ func TestExpiryStreamBatchMeasuresLateness(t *testing.T) {
 	}
 	if err := s.batch(reply(t, eventDoc(t, at, "x"))); err == nil {
 		t.Fatal("an event without expired.expiredAt was counted")
+	}
+}
+
+func TestStreamsCellIsTheMeanOfRoundsOnOneServer(t *testing.T) {
+	run := func(ops float64, streams bool) *SessionsResult {
+		r := &SessionsResult{WindowResult: WindowResult{OpsPerSec: ops}}
+		if streams {
+			r.Streams = &StreamsResult{Streams: 10, MinEvents: int64(ops)}
+		}
+		return r
+	}
+	m := &ModeReport{StreamRounds: []*SessionsResult{
+		run(1000, false), run(950, true), run(850, true), run(800, false)}}
+	// (950+850)/2 over (1000+800)/2: 1.00, whatever the order.
+	if got := streamsCell(m); !strings.HasPrefix(got, "1.00 (900 / 900 ops/s over 2 rounds each; 10 streams × ≥ 850 events") {
+		t.Errorf("streamsCell = %q", got)
+	}
+	m.StreamRounds = m.StreamRounds[:2]
+	if got := streamsCell(m); !strings.HasPrefix(got, "0.95 ") {
+		t.Errorf("streamsCell of one round each = %q", got)
+	}
+	m.StreamRounds = m.StreamRounds[1:]
+	if got := streamsCell(m); got != missing {
+		t.Errorf("streamsCell without a round without streams = %q, want %q", got, missing)
+	}
+	if got := streamRoundStreams(10); len(got) != 4 || got[0] != 0 || got[1] != 10 || got[2] != 10 || got[3] != 0 {
+		t.Errorf("streamRoundStreams(10) = %v, want without, with, with, without", got)
 	}
 }
