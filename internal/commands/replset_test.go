@@ -46,7 +46,7 @@ func newUninitiatedHandler(tb testing.TB) (*Handler, *server.Conn) {
 // The replies of a member not yet initiated to what mongosh sends before
 // rs.initiate, as mongod 8.0 gives them: reads with a read preference
 // that allows a secondary (a direct connection's primaryPreferred) are
-// refused with 13436, writes with 10107,
+// refused with 13436, reads without one with 13435, writes with 10107,
 // and each of these NotPrimaryError replies carries the topologyVersion
 // hello reports, so that a driver takes it as stale and keeps the member
 // selectable.
@@ -68,6 +68,7 @@ func TestUninitiatedMemberRefusalsCarryTopologyVersion(t *testing.T) {
 			{Key: "pipeline", Value: bson.A{bson.D{{Key: "$match", Value: bson.D{{Key: "managedClusterType", Value: "atlasCliLocalDevCluster"}}}}}},
 			{Key: "cursor", Value: bson.D{}}, primaryPreferred}, 13436, "node is not in primary or recovering state"},
 		{"find, secondaryOk", bson.D{{Key: "find", Value: "c"}, primaryPreferred}, 13436, "node is not in primary or recovering state"},
+		{"find, no read preference", bson.D{{Key: "find", Value: "c"}}, 13435, "not primary and secondaryOk=false"},
 		{"insert", bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{}}}}, 10107, "not primary"},
 	} {
 		reply := runOn(h, c, "admin", tc.body)
