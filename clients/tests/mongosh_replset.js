@@ -5,6 +5,22 @@ function check(cond, what) {
   if (!cond) { throw new Error("check failed: " + what); }
 }
 
+// A read before the set exists is refused, as mongod refuses it (13436
+// with the direct connection's primaryPreferred), and the refusal must not
+// keep the member from being selected for the rs.initiate typed next: the
+// driver marks a member Unknown on such an error unless the reply's
+// topologyVersion shows it stale, and its monitor, once it streams
+// (about 0.5 s after connecting), only looks again when its awaitable
+// hello returns, up to 10 s later; mongosh selects for 2 s on localhost.
+// mongosh's own startup countDocuments on admin.atlascli, run beside the
+// script, failed rs.initiate so in loaded CI runs whenever it was answered
+// after the monitor began streaming: "MongoServerSelectionError: node is
+// not in primary or recovering state". The sleep makes that order certain.
+sleep(1500);
+let refused = null;
+try { db.getSiblingDB("admin").atlascli.countDocuments({}); } catch (e) { refused = e; }
+check(refused !== null && refused.code === 13436, "read before rs.initiate: " + refused);
+
 const cfg = { _id: "rs0", members: HOSTS.map((h, i) => ({ _id: i, host: h })) };
 const init = rs.initiate(cfg);
 check(init.ok === 1, EJSON.stringify(init));

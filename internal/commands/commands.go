@@ -201,14 +201,15 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 }
 
 // replicaReply finishes a replica set member's reply: the write concern,
-// the retryable-write label on errors, the cluster time.
+// the retryable-write label on errors, the topologyVersion on state
+// change errors, the cluster time.
 func (h *Handler) replicaReply(r *request, reply bson.D, err error) bson.D {
 	if err != nil {
 		reply = labelRetryable(r, reply)
 	} else {
 		reply = h.awaitWriteConcern(r.ctx, r, reply)
 	}
-	return h.replyClusterTime(reply)
+	return h.replyClusterTime(h.withTopologyVersion(reply))
 }
 
 func (h *Handler) run(entry command, r *request) (bson.D, error) {

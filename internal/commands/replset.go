@@ -210,11 +210,49 @@ func (h *Handler) helloReplFields(r *request) (bool, bson.D, error) {
 		return false, nil, err
 	}
 	writable, fields := rs.Hello()
-	_, counter := rs.TopologyChanges()
-	fields = append(fields, bson.E{Key: "topologyVersion", Value: bson.D{
-		{Key: "processId", Value: h.processID}, {Key: "counter", Value: counter},
-	}})
+	fields = append(fields, bson.E{Key: "topologyVersion", Value: h.topologyVersion()})
 	return writable, fields, nil
+}
+
+// topologyVersion is this member's topologyVersion as hello reports it.
+func (h *Handler) topologyVersion() bson.D {
+	_, counter := h.deps.Repl.TopologyChanges()
+	return bson.D{{Key: "processId", Value: h.processID}, {Key: "counter", Value: counter}}
+}
+
+// notPrimaryCodes are mongod's NotPrimaryError category.
+var notPrimaryCodes = map[mongoerr.Code]bool{
+	mongoerr.NotWritablePrimary: true, mongoerr.NotPrimaryNoSecondaryOk: true, mongoerr.NotPrimaryOrSecondary: true,
+	mongoerr.InterruptedDueToReplStateChange: true, mongoerr.PrimarySteppedDown: true,
+}
+
+// withTopologyVersion adds the member's topologyVersion to a reply whose
+// error, or write concern error, is a NotPrimaryError, as mongod does. A
+// driver compares it with the one of the last hello it saw: an error no
+// newer than that hello is stale and changes nothing. Without it the
+// driver marks the member Unknown on every such error, and the Node.js
+// driver's monitor, once parked in an awaitable hello, ignores the request
+// to check at once and looks again only when that hello returns, up to
+// heartbeatFrequencyMS (10 s) later: mongosh's startup countDocuments,
+// refused by a member not yet initiated, left the member unselectable for
+// longer than mongosh's 2 s serverSelectionTimeoutMS on localhost, and the
+// rs.initiate typed next failed with "MongoServerSelectionError: node is
+// not in primary or recovering state".
+func (h *Handler) withTopologyVersion(reply bson.D) bson.D {
+	if !notPrimaryCodes[codeIn(reply)] {
+		wce, _ := lookup(reply, "writeConcernError")
+		if d, _ := wce.(bson.D); !notPrimaryCodes[codeIn(d)] {
+			return reply
+		}
+	}
+	return append(reply, bson.E{Key: "topologyVersion", Value: h.topologyVersion()})
+}
+
+// codeIn is the code field of a reply or a writeConcernError (0 if none).
+func codeIn(d bson.D) mongoerr.Code {
+	v, _ := lookup(d, "code")
+	c, _ := v.(int32)
+	return mongoerr.Code(c)
 }
 
 // awaitTopology waits, for an awaitable hello (topologyVersion and

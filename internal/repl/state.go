@@ -79,21 +79,24 @@ func (rs *Replica) myState() State {
 }
 
 // CheckRead says whether this member may serve a read; secondaryOk is
-// whether the client's read preference allows a secondary.
+// whether the client's read preference allows a secondary. As mongod, a
+// read that did not opt in is refused by any member but the primary
+// (13435) before the member's state is looked at; one that did is refused
+// (13436) by a member neither primary nor secondary, e.g. one not yet
+// initiated.
 func (rs *Replica) CheckRead(secondaryOk bool) error {
-	switch rs.myState() {
-	case StatePrimary:
+	switch state := rs.myState(); {
+	case state == StatePrimary:
 		return nil
-	case StateSecondary:
-		if !secondaryOk {
-			return ErrNotPrimaryNoSecondaryOk
-		}
-		if off := rs.ClockOffset(); off > rs.cfg.MaxClockOffset || -off > rs.cfg.MaxClockOffset {
-			return &ClockOffsetError{Offset: off, Bound: rs.cfg.MaxClockOffset}
-		}
-		return nil
+	case !secondaryOk:
+		return ErrNotPrimaryNoSecondaryOk
+	case state != StateSecondary:
+		return ErrNotPrimaryOrSecondary
 	}
-	return ErrNotPrimaryOrSecondary
+	if off := rs.ClockOffset(); off > rs.cfg.MaxClockOffset || -off > rs.cfg.MaxClockOffset {
+		return &ClockOffsetError{Offset: off, Bound: rs.cfg.MaxClockOffset}
+	}
+	return nil
 }
 
 // ClockOffsetError: this member's clock is too far from the primary's for

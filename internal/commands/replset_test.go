@@ -1,0 +1,96 @@
+package commands
+
+import (
+	"io"
+	"log/slog"
+	"reflect"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/clock"
+	"github.com/mayflydb/mayfly/internal/cursor"
+	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/repl"
+	"github.com/mayflydb/mayfly/internal/server"
+	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
+)
+
+// newUninitiatedHandler returns a Handler of a member started with
+// --replSet rs0 and not initiated (state STARTUP), as mongosh finds the
+// first member before rs.initiate.
+func newUninitiatedHandler(tb testing.TB) (*Handler, *server.Conn) {
+	tb.Helper()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	eng, err := pebblestore.Open(pebblestore.Options{InMemory: true, Logger: logger})
+	if err != nil {
+		tb.Fatalf("open storage: %v", err)
+	}
+	store, err := docstore.Open(eng, docstore.Options{Logger: logger, Clock: clock.Real{}})
+	if err != nil {
+		tb.Fatalf("open docstore: %v", err)
+	}
+	rs, err := repl.Open(repl.Config{SetName: "rs0", Self: "127.0.0.1:50001", Base: eng, Logger: logger})
+	if err != nil {
+		tb.Fatalf("open replica: %v", err)
+	}
+	cursors := cursor.NewRegistry(nil, 0)
+	tb.Cleanup(func() {
+		cursors.CloseAll()
+		_ = eng.Close()
+	})
+	h := New(Deps{Store: store, Cursors: cursors, Logger: logger, Repl: rs, ReplicaSetMember: true})
+	return h, server.NewDetachedConn(1, "127.0.0.1:50000")
+}
+
+// The replies of a member not yet initiated to what mongosh sends before
+// rs.initiate, as mongod 8.0 gives them: reads with a read preference
+// that allows a secondary (a direct connection's primaryPreferred) are
+// refused with 13436, reads without one with 13435, writes with 10107,
+// and each of these NotPrimaryError replies carries the topologyVersion
+// hello reports, so that a driver takes it as stale and keeps the member
+// selectable.
+func TestUninitiatedMemberRefusalsCarryTopologyVersion(t *testing.T) {
+	h, c := newUninitiatedHandler(t)
+	hello := runOn(h, c, "admin", bson.D{{Key: "hello", Value: 1}})
+	tv, ok := lookup(hello, "topologyVersion")
+	if !ok {
+		t.Fatalf("hello without topologyVersion: %v", hello)
+	}
+	primaryPreferred := bson.E{Key: "$readPreference", Value: bson.D{{Key: "mode", Value: "primaryPreferred"}}}
+	for _, tc := range []struct {
+		what string
+		body bson.D
+		code int32
+		msg  string
+	}{
+		{"mongosh's startup countDocuments", bson.D{{Key: "aggregate", Value: "atlascli"},
+			{Key: "pipeline", Value: bson.A{bson.D{{Key: "$match", Value: bson.D{{Key: "managedClusterType", Value: "atlasCliLocalDevCluster"}}}}}},
+			{Key: "cursor", Value: bson.D{}}, primaryPreferred}, 13436, "node is not in primary or recovering state"},
+		{"find, secondaryOk", bson.D{{Key: "find", Value: "c"}, primaryPreferred}, 13436, "node is not in primary or recovering state"},
+		{"find, no read preference", bson.D{{Key: "find", Value: "c"}}, 13435, "not primary and secondaryOk=false"},
+		{"insert", bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{}}}}, 10107, "not primary"},
+	} {
+		reply := runOn(h, c, "admin", tc.body)
+		if code, msg := replyCode(reply), errmsgOf(reply); code != tc.code || msg != tc.msg {
+			t.Errorf("%s: code %d %q, want %d %q: %v", tc.what, code, msg, tc.code, tc.msg, reply)
+		}
+		if got, _ := lookup(reply, "topologyVersion"); !reflect.DeepEqual(got, tv) {
+			t.Errorf("%s: topologyVersion %v, want hello's %v", tc.what, got, tv)
+		}
+	}
+	// Other errors carry none, as mongod's do not.
+	reply := runOn(h, c, "admin", bson.D{{Key: "replSetGetStatus", Value: 1}})
+	if replyCode(reply) != 94 {
+		t.Fatalf("replSetGetStatus: %v", reply)
+	}
+	if _, has := lookup(reply, "topologyVersion"); has {
+		t.Errorf("NotYetInitialized with a topologyVersion: %v", reply)
+	}
+}
+
+func errmsgOf(reply bson.D) string {
+	v, _ := lookup(reply, "errmsg")
+	s, _ := v.(string)
+	return s
+}
