@@ -95,8 +95,12 @@ func (c *streamCursor) encodedEvents(r *request, rec changestream.Record) ([][]b
 			return [][]byte{raw}, nil
 		}
 	}
-	if key != "" && c.plainDelete(ev) {
-		raw, err := plainDeleteEvent(rec)
+	if key != "" && (c.plainDelete(ev) || c.plainWrite(ev)) {
+		encode := plainDeleteEvent
+		if ev.Op != changestream.OpDelete {
+			encode = plainWriteEvent
+		}
+		raw, err := encode(rec)
 		if err != nil {
 			return nil, err
 		}
