@@ -95,11 +95,7 @@ func (c *streamCursor) encodedEvents(r *request, rec changestream.Record) ([][]b
 			return [][]byte{raw}, nil
 		}
 	}
-	if key != "" && (c.plainDelete(ev) || c.plainWrite(ev)) {
-		encode := plainDeleteEvent
-		if ev.Op != changestream.OpDelete {
-			encode = plainWriteEvent
-		}
+	if encode := c.plainEncoder(ev); key != "" && encode != nil {
 		raw, err := encode(rec)
 		if err != nil {
 			return nil, err

@@ -44,19 +44,8 @@ func plainDeleteEvent(rec changestream.Record) ([]byte, error) {
 // it, to dst.
 func appendPlainDelete(dst []byte, rec changestream.Record) ([]byte, error) {
 	ev := rec.Event
-	idx, dst := bsoncore.AppendDocumentStart(dst)
-	tokIdx, dst := bsoncore.AppendDocumentElementStart(dst, "_id")
-	dst = appendTokenData(dst, changestream.Token{Pos: rec.Pos})
-	dst, _ = bsoncore.AppendDocumentEnd(dst, tokIdx)
-	dst = bsoncore.AppendStringElement(dst, "operationType", ev.Op.String())
-	dst = bsoncore.AppendTimestampElement(dst, "clusterTime", rec.Pos.TS.T, rec.Pos.TS.I)
-	dst = bsoncore.AppendDateTimeElement(dst, "wallTime", rec.WallMillis)
-	nsIdx, dst := bsoncore.AppendDocumentElementStart(dst, "ns")
-	dst = bsoncore.AppendStringElement(dst, "db", ev.DB)
-	if ev.Coll != "" {
-		dst = bsoncore.AppendStringElement(dst, "coll", ev.Coll)
-	}
-	dst, _ = bsoncore.AppendDocumentEnd(dst, nsIdx)
+	idx, dst := appendEventHead(dst, rec)
+	dst = appendNS(dst, ev)
 	keyIdx, dst := bsoncore.AppendDocumentElementStart(dst, "documentKey")
 	dst, err := appendEventID(dst, ev)
 	if err != nil {
@@ -161,22 +150,11 @@ func plainWriteEvent(rec changestream.Record) ([]byte, error) {
 // expanded events show.
 func appendPlainWrite(dst []byte, rec changestream.Record) ([]byte, error) {
 	ev := rec.Event
-	idx, dst := bsoncore.AppendDocumentStart(dst)
-	tokIdx, dst := bsoncore.AppendDocumentElementStart(dst, "_id")
-	dst = appendTokenData(dst, changestream.Token{Pos: rec.Pos})
-	dst, _ = bsoncore.AppendDocumentEnd(dst, tokIdx)
-	dst = bsoncore.AppendStringElement(dst, "operationType", ev.Op.String())
-	dst = bsoncore.AppendTimestampElement(dst, "clusterTime", rec.Pos.TS.T, rec.Pos.TS.I)
-	dst = bsoncore.AppendDateTimeElement(dst, "wallTime", rec.WallMillis)
+	idx, dst := appendEventHead(dst, rec)
 	if ev.Op == changestream.OpInsert {
 		dst = bsoncore.AppendDocumentElement(dst, "fullDocument", ev.Doc)
 	}
-	nsIdx, dst := bsoncore.AppendDocumentElementStart(dst, "ns")
-	dst = bsoncore.AppendStringElement(dst, "db", ev.DB)
-	if ev.Coll != "" {
-		dst = bsoncore.AppendStringElement(dst, "coll", ev.Coll)
-	}
-	dst, _ = bsoncore.AppendDocumentEnd(dst, nsIdx)
+	dst = appendNS(dst, ev)
 	keyIdx, dst := bsoncore.AppendDocumentElementStart(dst, "documentKey")
 	var err error
 	if ev.Op == changestream.OpInsert {
@@ -210,14 +188,51 @@ func appendDocID(dst, doc []byte) ([]byte, error) {
 // recorded description, without its disambiguatedPaths.
 func appendUpdateDescription(dst, desc []byte) ([]byte, error) {
 	idx, dst := bsoncore.AppendDocumentElementStart(dst, "updateDescription")
-	rest, ok := bsoncore.Document(desc).Elements()
-	if ok != nil {
-		return nil, fmt.Errorf("change stream: recorded updateDescription: %w", ok)
+	elems, err := bsoncore.Document(desc).Elements()
+	if err != nil {
+		return nil, fmt.Errorf("change stream: recorded updateDescription: %w", err)
 	}
-	for _, e := range rest {
+	for _, e := range elems {
 		if e.Key() != changestream.DisambiguatedPaths {
 			dst = append(dst, e...)
 		}
 	}
 	return bsoncore.AppendDocumentEnd(dst, idx)
+}
+
+// appendEventHead starts an event document in dst with the fields every
+// event opens with: its resume token, operationType, clusterTime and
+// wallTime. It returns the document's start for bsoncore.AppendDocumentEnd.
+func appendEventHead(dst []byte, rec changestream.Record) (int32, []byte) {
+	idx, dst := bsoncore.AppendDocumentStart(dst)
+	tokIdx, dst := bsoncore.AppendDocumentElementStart(dst, "_id")
+	dst = appendTokenData(dst, changestream.Token{Pos: rec.Pos})
+	dst, _ = bsoncore.AppendDocumentEnd(dst, tokIdx)
+	dst = bsoncore.AppendStringElement(dst, "operationType", rec.Event.Op.String())
+	dst = bsoncore.AppendTimestampElement(dst, "clusterTime", rec.Pos.TS.T, rec.Pos.TS.I)
+	return idx, bsoncore.AppendDateTimeElement(dst, "wallTime", rec.WallMillis)
+}
+
+// appendNS appends the ns element of ev, as nsDoc shapes it.
+func appendNS(dst []byte, ev *changestream.Event) []byte {
+	nsIdx, dst := bsoncore.AppendDocumentElementStart(dst, "ns")
+	dst = bsoncore.AppendStringElement(dst, "db", ev.DB)
+	if ev.Coll != "" {
+		dst = bsoncore.AppendStringElement(dst, "coll", ev.Coll)
+	}
+	dst, _ = bsoncore.AppendDocumentEnd(dst, nsIdx)
+	return dst
+}
+
+// plainEncoder is how the stream's event for ev is encoded straight from
+// the change (appendPlainDelete or appendPlainWrite), or nil when it is
+// built as a document.
+func (c *streamCursor) plainEncoder(ev *changestream.Event) func(changestream.Record) ([]byte, error) {
+	switch {
+	case c.plainDelete(ev):
+		return plainDeleteEvent
+	case c.plainWrite(ev):
+		return plainWriteEvent
+	}
+	return nil
 }

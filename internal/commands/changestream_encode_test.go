@@ -45,25 +45,10 @@ func TestPlainDeleteEncoding(t *testing.T) {
 					ev.RawID = append([]byte{byte(t0)}, data...)
 				}
 				mark(ev)
-				rec := changestream.Record{Pos: pos, WallMillis: 1_700_000_000_456, Event: ev}
 				if !c.plainDelete(ev) {
 					t.Fatalf("%v: not a plain delete", ev)
 				}
-				got, err := plainDeleteEvent(rec)
-				if err != nil {
-					t.Fatal(err)
-				}
-				doc, err := c.eventDoc(rec)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want, err := encodeResult(doc)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !bytes.Equal(got, want) {
-					t.Errorf("_id %v (key-encoded %v):\n got %v\nwant %v", id, byKey, bson.Raw(got), bson.Raw(want))
-				}
+				checkPlainEncoding(t, c, changestream.Record{Pos: pos, WallMillis: 1_700_000_000_456, Event: ev}, plainDeleteEvent)
 			}
 		}
 	}
@@ -151,25 +136,10 @@ func TestPlainWriteEncoding(t *testing.T) {
 		}
 	}
 	for _, ev := range evs {
-		rec := changestream.Record{Pos: pos, WallMillis: 1_700_000_000_456, Event: ev}
 		if !c.plainWrite(ev) {
 			t.Fatalf("%v: not a plain write", ev)
 		}
-		got, err := plainWriteEvent(rec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		doc, err := c.eventDoc(rec)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := encodeResult(doc)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%v %s:\n got %v\nwant %v", ev.Op, ev.RawID, bson.Raw(got), bson.Raw(want))
-		}
+		checkPlainEncoding(t, c, changestream.Record{Pos: pos, WallMillis: 1_700_000_000_456, Event: ev}, plainWriteEvent)
 	}
 	upd := &changestream.Event{Op: changestream.OpUpdate, Update: []byte{5, 0, 0, 0, 0}, RawID: []byte{0x10, 1, 0, 0, 0}}
 	for _, tc := range []struct {
@@ -187,6 +157,27 @@ func TestPlainWriteEncoding(t *testing.T) {
 		if (&streamCursor{spec: tc.spec}).plainWrite(tc.ev) {
 			t.Errorf("%+v with %+v taken as a plain write", tc.ev, tc.spec)
 		}
+	}
+}
+
+// checkPlainEncoding fails t unless encode gives, byte for byte, what
+// eventDoc builds for rec and encodeResult encodes.
+func checkPlainEncoding(t *testing.T, c *streamCursor, rec changestream.Record, encode func(changestream.Record) ([]byte, error)) {
+	t.Helper()
+	got, err := encode(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := c.eventDoc(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := encodeResult(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%v (_id %x, key-encoded %x):\n got %v\nwant %v", rec.Event.Op, rec.Event.RawID, rec.Event.ID, bson.Raw(got), bson.Raw(want))
 	}
 }
 
