@@ -95,6 +95,10 @@ func TestProfileServer(t *testing.T) {
 	if r := res.Sessions; r != nil {
 		t.Logf("%.0f ops/s, p50 %.2f ms, p99 %.2f ms, %d errors; process CPU (server and clients) %.1f µs/op",
 			r.OpsPerSec, r.Latency.P50Ms, r.Latency.P99Ms, r.Mix.Errors, r.ServerCPUPerOpUs)
+		if s := r.Streams; s != nil {
+			t.Logf("%d streams: %d writes, %d–%d events each, %d getMores, lag p99 %.2f ms",
+				s.Streams, s.Writes, s.MinEvents, s.MaxEvents, s.GetMore, s.Lag.P99Ms)
+		}
 	}
 	if r := res.Durable; r != nil {
 		t.Logf("%.0f inserts/s, p50 %.2f ms, p99 %.2f ms", r.OpsPerSec, r.Latency.P50Ms, r.Latency.P99Ms)
