@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"crypto/tls"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -166,4 +168,40 @@ func TestTLSX509Authentication(t *testing.T) {
 // plainHostURI is the server's address without credentials or TLS options.
 func plainHostURI(s *testServer) string {
 	return "mongodb://" + s.app.Addr().String() + "/?directConnection=true"
+}
+
+// TestTLSFromConfigFile: a server started as mongod is, from a config
+// file whose net.tls section requires TLS, refuses plaintext clients and
+// serves a client that trusts its CA, with no client certificate since
+// the file allows that.
+func TestTLSFromConfigFile(t *testing.T) {
+	p := newPKI(t)
+	conf := filepath.Join(t.TempDir(), "mayfly.conf")
+	text := "net:\n  tls:\n    mode: requireTLS\n    certificateKeyFile: " + p.ServerFile +
+		"\n    CAFile: " + p.CAFile + "\n    allowConnectionsWithoutCertificates: true\n"
+	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freePort(t)
+	if _, err := startMayfly(t, buildBinary(t), filepath.Join(t.TempDir(), "data"), addr, "--config", conf); err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t)
+	secure, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + addr + "/?tls=true").
+		SetTLSConfig(p.clientTLS(false)).SetServerSelectionTimeout(5 * time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer secure.Disconnect(context.Background())
+	if _, err := secure.Database("shop").Collection("carts").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
+		t.Fatalf("insert over TLS: %v", err)
+	}
+	plain, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + addr + "/").SetServerSelectionTimeout(1500 * time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Disconnect(context.Background())
+	if err := plain.Ping(ctx, nil); err == nil {
+		t.Fatal("a plaintext client reached a server whose config file requires TLS")
+	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/commands"
 	"github.com/mayflydb/mayfly/internal/mongodconf"
+	"github.com/mayflydb/mayfly/internal/server"
 )
 
 // errDone ends the program successfully without serving (--version).
@@ -148,6 +149,17 @@ type configApplier struct {
 var flagEnv = map[string]string{
 	"dbpath": "MAYFLY_DBPATH", "max-conns": "MAYFLY_MAX_CONNS", "log-level": "MAYFLY_LOG_LEVEL",
 	"http-addr": "MAYFLY_HTTP_ADDR", "storage": "MAYFLY_STORAGE", "log-format": "MAYFLY_LOG_FORMAT",
+	"tlsMode": "MAYFLY_TLS_MODE", "tlsCertificateKeyFile": "MAYFLY_TLS_CERTIFICATE_KEY_FILE", "tlsCAFile": "MAYFLY_TLS_CA_FILE",
+}
+
+// tlsSettings maps mongod's net.tls settings to the flags of the same
+// meaning; the others (passwords, protocols, FIPS, invalid
+// certificates allowed) are refused as unknown rather than ignored.
+var tlsSettings = map[string]string{
+	"net.tls.mode":                                "tlsMode",
+	"net.tls.certificateKeyFile":                  "tlsCertificateKeyFile",
+	"net.tls.CAFile":                              "tlsCAFile",
+	"net.tls.allowConnectionsWithoutCertificates": "tlsAllowConnectionsWithoutCertificates",
 }
 
 // setFlag gives a flag the file's value unless the command line or its
@@ -183,6 +195,14 @@ func (c *configApplier) apply(name string, s mongodconf.Setting) error {
 			c.o.cfg.SetParameters[p] = s.Value
 		}
 		return nil
+	}
+	if flagName, ok := tlsSettings[name]; ok {
+		if name == "net.tls.mode" {
+			if _, err := server.ParseTLSMode(s.Value); err != nil {
+				return fmt.Errorf("line %d: invalid value %q for %s: %w", s.Line, s.Value, name, err)
+			}
+		}
+		return c.setFlag(flagName, s, s.Value)
 	}
 	switch name {
 	case "net.port":

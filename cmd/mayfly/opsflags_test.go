@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mayflydb/mayfly/internal/server"
 )
 
 func writeConfig(t *testing.T, text string) string {
@@ -145,5 +147,42 @@ func TestConfigFileTurnsOnAccessControl(t *testing.T) {
 	o, err := parseFlags([]string{"--config", writeConfig(t, "security:\n  authorization: enabled\n  keyFile: /etc/mayfly/key\n")})
 	if err != nil || !o.cfg.Security.Auth || o.cfg.Security.KeyFile != "/etc/mayfly/key" {
 		t.Fatalf("security section: %+v, %v", o.cfg.Security, err)
+	}
+}
+
+// TestConfigFileTurnsOnTLS: net.tls in mongod's shape sets the TLS
+// flags, which win over it, and an option of net.tls Mayfly does not
+// have stops the start instead of being ignored.
+func TestConfigFileTurnsOnTLS(t *testing.T) {
+	const tlsConfig = `net:
+  tls:
+    mode: requireTLS
+    certificateKeyFile: /etc/ssl/mayfly.pem
+    CAFile: /etc/ssl/ca.pem
+    allowConnectionsWithoutCertificates: true
+`
+	o, err := parseFlags([]string{"--config", writeConfig(t, tlsConfig)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := o.cfg.Security
+	if sec.TLSMode != server.TLSRequire || sec.TLS.CertificateKeyFile != "/etc/ssl/mayfly.pem" ||
+		sec.TLS.CAFile != "/etc/ssl/ca.pem" || !sec.TLS.AllowConnectionsWithoutCertificates {
+		t.Fatalf("net.tls: %+v", sec)
+	}
+	t.Setenv("MAYFLY_TLS_CA_FILE", "/env/ca.pem")
+	o, err = parseFlags([]string{"--config", writeConfig(t, tlsConfig), "--tlsMode", "preferTLS"})
+	if err != nil || o.cfg.Security.TLSMode != server.TLSPrefer || o.cfg.Security.TLS.CAFile != "/env/ca.pem" {
+		t.Fatalf("flag and variable over the file: %+v, %v", o.cfg.Security, err)
+	}
+	for conf, want := range map[string]string{
+		"net:\n  tls:\n    mode: sometimes\n":                        "line 3: invalid value \"sometimes\"",
+		"net:\n  tls:\n    allowInvalidCertificates: true\n":         "line 3: unrecognized option: net.tls.allowInvalidCertificates",
+		"net:\n  tls:\n    certificateKeyFilePassword: secret\n":     "unrecognized option: net.tls.certificateKeyFilePassword",
+		"net:\n  tls:\n    allowConnectionsWithoutCertificates: 2\n": "line 3: invalid value \"2\"",
+	} {
+		if _, err := parseFlags([]string{"--config", writeConfig(t, conf)}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", conf, err, want)
+		}
 	}
 }
