@@ -123,3 +123,59 @@ func TestChangeStreamExpiryWarningsOnTime(t *testing.T) {
 		t.Fatalf("warnings early or late: first %v p99 %v", late[0], p99)
 	}
 }
+
+// TestChangeStreamExpiryWarningsAcrossFailover: a warning that falls due
+// while the set has no primary (the primary killed with kill -9) is sent
+// by the new primary, late, from the mark the old one replicated; a
+// stream resumed from before the kill receives it once.
+func TestChangeStreamExpiryWarningsAcrossFailover(t *testing.T) {
+	rs := startReplSet(t, 3)
+	c := rs.client()
+	ctx := ctxT(t)
+	db := c.Database("shop")
+	carts := db.Collection("carts")
+	runCmd(t, db, bson.D{{Key: "createIndexes", Value: "carts"}, {Key: "indexes", Value: bson.A{bson.D{
+		{Key: "key", Value: bson.D{{Key: "touched", Value: 1}}}, {Key: "name", Value: "idle"},
+		{Key: "expireAfterSeconds", Value: 60}, {Key: "expiryWarningSeconds", Value: 30},
+	}}}})
+	time.Sleep(1500 * time.Millisecond) // the window opens; its mark is stored and replicated
+	expiring := mongo.Pipeline{{{Key: "$match", Value: bson.D{{Key: "operationType", Value: "expiring"}}}}}
+	cs, err := carts.Watch(ctx, expiring, options.ChangeStream().SetMaxAwaitTime(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs.TryNext(ctx) {
+		t.Fatalf("a warning before any document: %v", cs.Current)
+	}
+	token := cs.ResumeToken()
+	cs.Close(ctx)
+	primary := rs.waitPrimary(-1, 15*time.Second)
+	// Due 300 ms from now: after the kill, before a new primary.
+	touched := time.Now().Add(-29700 * time.Millisecond)
+	mustDo(t, func() error {
+		_, err := carts.InsertOne(ctx, bson.D{{Key: "_id", Value: "late"}, {Key: "touched", Value: bson.NewDateTimeFromTime(touched)}})
+		return err
+	})
+	rs.kill9(primary)
+	killed := time.Now()
+	rs.waitPrimary(primary, 20*time.Second)
+	t.Logf("killed %s after the insert's date, a new primary %s after the kill", killed.Sub(touched.Add(29700*time.Millisecond)), time.Since(killed))
+	resumed, err := carts.Watch(ctx, expiring, options.ChangeStream().SetResumeAfter(token).SetMaxAwaitTime(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resumed.Close(ctx)
+	ev := nextEvent(t, resumed)
+	w := asM(ev["expiring"])
+	if asM(ev["documentKey"])["_id"] != "late" || w["expiresAt"] != bson.NewDateTimeFromTime(touched.Add(time.Minute)) {
+		t.Fatalf("warning %v", ev)
+	}
+	due := touched.Add(30 * time.Second)
+	sent := ev["wallTime"].(bson.DateTime).Time()
+	t.Logf("due %s, sent %s after (the set had no primary)", due.Format(time.RFC3339Nano), sent.Sub(due))
+	for range 3 {
+		if resumed.TryNext(ctx) {
+			t.Fatalf("a second warning: %v", resumed.Current)
+		}
+	}
+}

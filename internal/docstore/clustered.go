@@ -30,7 +30,7 @@ func newClusteredTTL(meta *catalog.Collection) *indexState {
 	}
 	return &indexState{
 		def: def, prefix: docPrefix(meta.ID), simple: true, desc: []bool{false},
-		clustered: true, progress: newTTLProgress(), warnedTo: new(atomic.Int64),
+		clustered: true, progress: newTTLProgress(), warnedTo: new(atomic.Int64), warnedStored: new(atomic.Int64),
 	}
 }
 

@@ -69,6 +69,8 @@ type indexState struct {
 	// its documents have been warned of (0: not started; see warn.go).
 	// A pointer, shared like progress by the copies publishMeta makes.
 	warnedTo *atomic.Int64
+	// warnedStored is the warnedTo last stored (warn.go); shared the same way.
+	warnedStored *atomic.Int64
 	// lruMark is set for indexes with an lruLimit (lru.go).
 	lruMark *lruMark
 }
@@ -99,7 +101,7 @@ func (c *Collection) setMeta(meta *catalog.Collection) {
 		}
 		if def.TTL && def.Ready && len(def.Fields) == 1 {
 			ix.progress = newTTLProgress()
-			ix.warnedTo = new(atomic.Int64)
+			ix.warnedTo, ix.warnedStored = new(atomic.Int64), new(atomic.Int64)
 			st.ttl = append(st.ttl, ix)
 			if def.RefreshOnRead {
 				st.refresh = append(st.refresh, ix)
@@ -196,6 +198,10 @@ func dropWrites(b storage.Batch, meta *catalog.Collection, dropMeta bool) error 
 		return err
 	}
 	if err := b.DeleteRange(ip, prefixEnd(ip)); err != nil {
+		return err
+	}
+	wp := collWarnedPrefix(meta.ID)
+	if err := b.DeleteRange(wp, prefixEnd(wp)); err != nil {
 		return err
 	}
 	if dropMeta {

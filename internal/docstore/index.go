@@ -317,6 +317,9 @@ func (c *Collection) dropIndexLocked(name string, report bool) error {
 	if err := b.DeleteRange(p, prefixEnd(p)); err != nil {
 		return err
 	}
+	if err := b.Delete(warnedKey(meta.ID, gone.ID)); err != nil {
+		return err
+	}
 	if err := putMeta(b, next); err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import "encoding/binary"
 //	'n'                       → next collection ID (8 bytes, big-endian)
 //	'd' collID(8) keyenc(_id) → the document (BSON)
 //	'i' collID(8) ixID(4) keyenc(key…) keyenc(_id) → keyenc(_id)
+//	'w' collID(8) ixID(4)     → expiry warnings sent up to (warn.go)
 //
 // The _id index has no entries of its own: the document keys are that
 // index. The catalog always lists _id_ first.
@@ -20,6 +21,7 @@ const (
 	tagNextID   = 'n'
 	tagDocument = 'd'
 	tagIndex    = 'i'
+	tagWarned   = 'w'
 )
 
 func catalogKey(db, coll string) []byte {
@@ -53,6 +55,17 @@ func collIndexPrefix(collID uint64) []byte {
 func indexPrefix(collID uint64, ixID uint32) []byte {
 	k := collIndexPrefix(collID)
 	return binary.BigEndian.AppendUint32(k, ixID)
+}
+
+func collWarnedPrefix(collID uint64) []byte {
+	k := make([]byte, 9, 13)
+	k[0] = tagWarned
+	binary.BigEndian.PutUint64(k[1:], collID)
+	return k
+}
+
+func warnedKey(collID uint64, ixID uint32) []byte {
+	return binary.BigEndian.AppendUint32(collWarnedPrefix(collID), ixID)
 }
 
 // prefixEnd returns the first key after every key starting with p.

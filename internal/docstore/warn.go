@@ -1,10 +1,13 @@
 package docstore
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/mayflydb/mayfly/internal/changestream"
+	"github.com/mayflydb/mayfly/internal/storage"
 )
 
 // Expiry warnings. A TTL index with expiryWarningSeconds N makes the
@@ -13,9 +16,16 @@ import (
 // expiry has entered the window (warnedTo, now + N] since the last pass
 // and writes one event per document, in one batch with no other writes.
 // A document touched before its warning has a new entry, warned when the
-// new expiry enters the window; one deleted first has none. The first
-// pass of an index (after a start, a promotion or a change of the index)
-// only opens the window: documents already inside it are not warned.
+// new expiry enters the window; one deleted first has none.
+//
+// Each batch of warnings, and a pass with none about once a second,
+// stores how far the window had got (a warnedKey, replicated like the
+// warnings), so that the first pass after
+// a restart or a promotion goes on from there: the documents whose
+// warning fell due meanwhile and that have not expired yet are warned
+// then, late, and none twice. The first pass of a new index, or of one
+// whose expireAfterSeconds changed since, only opens the window:
+// documents already inside it are not warned.
 
 // WarnExpiring runs a warning pass over each TTL index of the collection
 // that asks for warnings, as of now, and reports how many it sent.
@@ -47,8 +57,16 @@ func (c *Collection) warnIndex(ix *indexState, now time.Time) (int, error) {
 	horizon := now.Add(time.Duration(ix.def.WarnBefore) * time.Second).UnixMilli()
 	from := ix.warnedTo.Load()
 	if from == 0 {
-		ix.warnedTo.Store(horizon)
-		return 0, nil
+		stored, ok, err := c.storedWarnedTo(ix)
+		if err != nil || !ok {
+			ix.warnedTo.Store(horizon) // stored by the next pass
+			return 0, err
+		}
+		// Documents that expired meanwhile get their expiry event, not a
+		// warning.
+		from = max(stored, now.UnixMilli())
+		ix.warnedTo.Store(from)
+		ix.warnedStored.Store(stored)
 	}
 	if horizon <= from {
 		return 0, nil
@@ -59,15 +77,50 @@ func (c *Collection) warnIndex(ix *indexState, now time.Time) (int, error) {
 	t := c.newTx(l)
 	defer t.abort()
 	reached, n, err := t.warnRange(ix, from, horizon)
-	if err != nil || n == 0 {
+	if err != nil || n == 0 && reached-ix.warnedStored.Load() < warnedStoreEvery {
 		ix.warnedTo.Store(reached)
+		return 0, err
+	}
+	if err := t.b.Set(warnedKey(c.meta().ID, ix.def.ID), warnedValue(reached, ix.def.ExpireAfter)); err != nil {
 		return 0, err
 	}
 	if err := t.b.Commit(false); err != nil {
 		return 0, err
 	}
 	ix.warnedTo.Store(reached)
+	ix.warnedStored.Store(reached)
 	return n, nil
+}
+
+// warnedStoreEvery is how far (ms of expiry time) the window may move on
+// with no warning to send before its mark is stored anyway: a restart
+// then warns at most that much of it again, and passes with nothing to
+// send write about once a second.
+const warnedStoreEvery = 1000
+
+// warnedValue is a warnedKey's value: how far the warnings of the index
+// have got (Unix ms of expiry), and the expireAfterSeconds that mark
+// was reached with.
+func warnedValue(to, expireAfter int64) []byte {
+	v := binary.BigEndian.AppendUint64(make([]byte, 0, 16), uint64(to))
+	return binary.BigEndian.AppendUint64(v, uint64(expireAfter))
+}
+
+// storedWarnedTo is how far the warnings of ix had got before this
+// server's first pass over it; false when never, or when the index's
+// expireAfterSeconds has changed since (every expiry moved with it).
+func (c *Collection) storedWarnedTo(ix *indexState) (int64, bool, error) {
+	v, err := c.store.eng.Get(warnedKey(c.meta().ID, ix.def.ID))
+	if errors.Is(err, storage.ErrNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("read expiry warnings mark: %w", err)
+	}
+	if len(v) != 16 || int64(binary.BigEndian.Uint64(v[8:])) != ix.def.ExpireAfter {
+		return 0, false, nil
+	}
+	return int64(binary.BigEndian.Uint64(v)), true, nil
 }
 
 // warnRange adds a warning to t for each document whose expiry by ix is

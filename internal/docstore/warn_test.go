@@ -9,6 +9,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/catalog"
 	"github.com/mayflydb/mayfly/internal/changestream"
+	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
@@ -74,4 +75,91 @@ func TestExpiryWarningSecondsNeedsTTL(t *testing.T) {
 	if mongoerr.As(err).Code != mongoerr.CannotCreateIndex {
 		t.Fatalf("half a second: %v", err)
 	}
+}
+
+// TestWarnExpiringAfterRestart: the first pass after a restart goes on
+// from where the warnings had got, so that the warnings that fell due
+// while the server was down are sent, late, for the documents that have
+// not expired yet, none twice and none for a document already expired;
+// a change of expireAfterSeconds starts the window afresh, and a dropped
+// index leaves no mark behind.
+func TestWarnExpiringAfterRestart(t *testing.T) {
+	s, clk := openStore(t)
+	c, _ := s.CreateCollection("db", "s", CreateOptions{})
+	mustIndex(t, c, bson.D{{Key: "key", Value: bson.D{{Key: "at", Value: 1}}}, {Key: "name", Value: "at_1"},
+		{Key: "expireAfterSeconds", Value: 100}, {Key: "expiryWarningSeconds", Value: 10}})
+	start := clk.Now()
+	if n, err := c.WarnExpiring(start); n != 0 || err != nil { // opens the window
+		t.Fatalf("first pass: %d %v", n, err)
+	}
+	for i, after := range []time.Duration{0, 5 * time.Second, 20 * time.Second, 40 * time.Second} {
+		if err := c.Insert(bson.D{{Key: "_id", Value: int32(i)}, {Key: "at", Value: date(start.Add(after))}}, WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Advance(91 * time.Second) // 0 is due (expires at 100 s)
+	if n, err := c.WarnExpiring(clk.Now()); n != 1 || err != nil {
+		t.Fatalf("before the restart: %d %v", n, err)
+	}
+	// Down from 91 s to 112 s: 1 (due 95 s) expired at 105 s, 2 (due 110 s)
+	// expires at 120 s and was never warned; 3 is due at 130 s.
+	clk.Advance(21 * time.Second)
+	reopened := reopenStore(t, s, clk)
+	c = reopened.Collection("db", "s")
+	if n, err := c.WarnExpiring(clk.Now()); n != 1 || err != nil {
+		t.Fatalf("first pass after the restart: %d %v", n, err)
+	}
+	clk.Advance(20 * time.Second)
+	if n, _ := c.WarnExpiring(clk.Now()); n != 1 {
+		t.Fatalf("3 when due: %d", n)
+	}
+	if got, want := warningsSent(t, reopened, start), "[\x00@1m40s \x02@2m0s \x03@2m20s]"; got != want {
+		t.Fatalf("warnings %q, want %q", got, want)
+	}
+
+	if err := c.ModifyIndex("at_1", func(ix *catalog.Index) error { ix.ExpireAfter = 200; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := c.storedWarnedTo(c.state.Load().ttl[0]); ok {
+		t.Fatal("a mark from before expireAfterSeconds changed was taken")
+	}
+	if err := c.DropIndex("at_1"); err != nil {
+		t.Fatal(err)
+	}
+	it, err := reopened.Engine().NewIter([]byte{tagWarned}, []byte{tagWarned + 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	if it.First() {
+		t.Fatalf("a mark outlived its index: %x", it.Key())
+	}
+}
+
+// reopenStore opens the store's engine again, as a restart does: every
+// collection's memory starts afresh.
+func reopenStore(t *testing.T, s *Store, clk *clock.Manual) *Store {
+	t.Helper()
+	again, err := Open(s.Engine(), Options{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return again
+}
+
+// warningsSent lists the "expiring" events in the log as _id@expiry
+// after start.
+func warningsSent(t *testing.T, s *Store, start time.Time) string {
+	t.Helper()
+	var got []string
+	err := changestream.Scan(s.Engine(), changestream.Position{}, func(rec changestream.Record) (bool, error) {
+		if rec.Event.Op == changestream.OpExpiring {
+			got = append(got, string(rec.Event.RawID[1:2])+"@"+time.UnixMilli(rec.Event.Expired.AtMillis).Sub(start).String())
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprint(got)
 }
