@@ -321,6 +321,9 @@ func applyTTL(ix *Index, v any, spec bson.D) error {
 	return nil
 }
 
+// WarningOption is the TTL index option that asks for expiry warnings.
+const WarningOption = "expiryWarningSeconds"
+
 // applyWarning reads expiryWarningSeconds, Mayfly's TTL index option: change
 // streams get an "expiring" event that many seconds before each document
 // expires (docs/design/0012).

@@ -92,6 +92,7 @@ type indexMod struct {
 	refresh  *bool // new refreshOnRead
 	lru      any   // new lruLimit (an object, or "off"), nil when absent
 	elements *bool // new expireElements
+	warn     any   // new expiryWarningSeconds (a number, or "off"), nil when absent
 }
 
 func parseIndexMod(spec bson.D) (target any, mod indexMod, err error) {
@@ -123,6 +124,7 @@ func parseIndexMod(spec bson.D) (target any, mod indexMod, err error) {
 		mod.refresh = &b
 	}
 	mod.lru, _ = lookup(spec, catalog.LRULimitOption)
+	mod.warn, _ = lookup(spec, catalog.WarningOption)
 	if v, ok := lookup(spec, catalog.ExpireElementsOption); ok {
 		b, isBool := v.(bool)
 		if !isBool {
@@ -133,7 +135,7 @@ func parseIndexMod(spec bson.D) (target any, mod indexMod, err error) {
 	if _, unique := lookup(spec, "unique"); unique {
 		return nil, mod, mongoerr.New(mongoerr.InvalidOptions, "the collMod index option 'unique' is not supported by Mayfly")
 	}
-	if mod.ttl == nil && mod.hidden == nil && mod.refresh == nil && mod.lru == nil && mod.elements == nil {
+	if mod.ttl == nil && mod.hidden == nil && mod.refresh == nil && mod.lru == nil && mod.elements == nil && mod.warn == nil {
 		return nil, mod, mongoerr.New(mongoerr.InvalidOptions, "no expireAfterSeconds, hidden, unique, or prepareUnique field")
 	}
 	return target, mod, nil
@@ -192,6 +194,13 @@ func applyMayflyMods(ix *catalog.Index, mod indexMod) (bson.D, error) {
 	}
 	if mod.elements != nil {
 		r, err := applyElementsMod(ix, *mod.elements)
+		if err != nil {
+			return nil, err
+		}
+		reply = append(reply, r...)
+	}
+	if mod.warn != nil {
+		r, err := applyWarningMod(ix, mod.warn)
 		if err != nil {
 			return nil, err
 		}

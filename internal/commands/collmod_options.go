@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"math"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
@@ -8,7 +10,8 @@ import (
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
-// collMod of Mayfly's own index options lruLimit and expireElements. They
+// collMod of Mayfly's own index options lruLimit, expireElements and
+// expiryWarningSeconds. They
 // answer as collMod's hidden does: <option>_old and <option>_new, nothing
 // when unchanged. Their rules are createIndexes' (the catalog's), with
 // collMod's code: InvalidOptions for a rule, TypeMismatch for a type.
@@ -73,4 +76,49 @@ func collModRuleError(err error) error {
 		return err
 	}
 	return mongoerr.New(mongoerr.InvalidOptions, me.Msg)
+}
+
+// applyWarningMod sets expiryWarningSeconds (a whole number of seconds)
+// or, with "off", removes it; it answers as lruLimit does. A new lead time
+// moves the window at the next pass: a longer one warns at once of the
+// documents it now takes in, a shorter one waits until its window passes
+// where the warnings had got.
+func applyWarningMod(ix *catalog.Index, v any) (bson.D, error) {
+	secs, err := warningSeconds(ix, v)
+	if err != nil {
+		return nil, err
+	}
+	old := ix.WarnBefore
+	if secs == old {
+		return nil, nil
+	}
+	var reply bson.D
+	if old > 0 {
+		reply = append(reply, bson.E{Key: catalog.WarningOption + "_old", Value: old})
+	}
+	ix.WarnBefore = secs
+	if secs == 0 {
+		ix.Spec = removeSpecField(ix.Spec, catalog.WarningOption)
+		return reply, nil
+	}
+	ix.Spec = setSpecField(ix.Spec, catalog.WarningOption, int32(secs))
+	return append(reply, bson.E{Key: catalog.WarningOption + "_new", Value: secs}), nil
+}
+
+// warningSeconds is collMod's expiryWarningSeconds value: 0 for "off".
+func warningSeconds(ix *catalog.Index, v any) (int64, error) {
+	if s, isString := v.(string); isString {
+		if s != lruOff {
+			return 0, mongoerr.Newf(mongoerr.InvalidOptions, "Invalid string value for the '%s' option. Got: '%s'. Accepted value is '%s'", catalog.WarningOption, s, lruOff)
+		}
+		return 0, nil
+	}
+	f := bsonutil.ToFloat(v)
+	if !bsonutil.IsNumber(v) || f != math.Trunc(f) || f < 1 || f > math.MaxInt32 {
+		return 0, mongoerr.Newf(mongoerr.InvalidOptions, "'%s' must be a whole number of seconds from 1 to 2147483647, or '%s'", catalog.WarningOption, lruOff)
+	}
+	if !ix.TTL {
+		return 0, mongoerr.Newf(mongoerr.InvalidOptions, "the '%s' option requires a TTL index, and index %s has no expireAfterSeconds", catalog.WarningOption, ix.Name)
+	}
+	return int64(f), nil
 }

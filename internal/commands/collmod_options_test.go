@@ -167,3 +167,46 @@ func TestCollModAllOrNothing(t *testing.T) {
 		t.Fatalf("the validator of a refused collMod was applied: %v", opts)
 	}
 }
+
+// TestCollModExpiryWarningSeconds: collMod sets, changes and ("off")
+// removes a TTL index's expiryWarningSeconds, answering as lruLimit does,
+// and refuses it on an index without expireAfterSeconds.
+func TestCollModExpiryWarningSeconds(t *testing.T) {
+	h, _ := newClockedHandler(t, clock.NewManual(clusteredT0))
+	mustCall(t, h, "test", bson.D{{Key: "createIndexes", Value: "carts"}, {Key: "indexes", Value: bson.A{
+		bson.D{{Key: "key", Value: bson.D{{Key: "touched", Value: 1}}}, {Key: "name", Value: "idle"}, {Key: "expireAfterSeconds", Value: 3600}, {Key: "expiryWarningSeconds", Value: 600}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "sku", Value: 1}}}, {Key: "name", Value: "sku"}},
+	}}})
+	mod := func(v any) bson.D {
+		return mustCall(t, h, "test", collModIndexCmd("carts", bson.D{{Key: "name", Value: "idle"}, {Key: "expiryWarningSeconds", Value: v}}))
+	}
+	shown := func() any {
+		v, _ := lookup(indexSpecNamed(t, h, "carts", "idle"), "expiryWarningSeconds")
+		return v
+	}
+	if reply, want := mod(900), (bson.D{{Key: "expiryWarningSeconds_old", Value: int64(600)}, {Key: "expiryWarningSeconds_new", Value: int64(900)}}); bsonutil.Format(reply) != bsonutil.Format(want) {
+		t.Fatalf("reply %s, want %s", bsonutil.Format(reply), bsonutil.Format(want))
+	}
+	if v := shown(); v != int32(900) {
+		t.Fatalf("listIndexes expiryWarningSeconds %v", v)
+	}
+	if reply := mod(900.0); len(reply) != 0 {
+		t.Fatalf("unchanged: reply %v", reply)
+	}
+	if reply := mod("off"); bsonutil.Format(reply) != bsonutil.Format(bson.D{{Key: "expiryWarningSeconds_old", Value: int64(900)}}) {
+		t.Fatalf("off: reply %s", bsonutil.Format(reply))
+	}
+	if v := shown(); v != nil {
+		t.Fatalf("listIndexes still shows expiryWarningSeconds %v after off", v)
+	}
+	if reply := mod(60); len(reply) != 1 || reply[0].Key != "expiryWarningSeconds_new" {
+		t.Fatalf("on again: reply %v", reply)
+	}
+	for _, v := range []any{0, 1.5, -3, "on", int64(1) << 31} {
+		wantCollModCode(t, h, "carts", bson.D{{Key: "name", Value: "idle"}, {Key: "expiryWarningSeconds", Value: v}}, mongoerr.InvalidOptions)
+	}
+	wantCollModCode(t, h, "carts", bson.D{{Key: "name", Value: "sku"}, {Key: "expiryWarningSeconds", Value: 60}}, mongoerr.InvalidOptions)
+	if v := shown(); v != int32(60) {
+		t.Fatalf("refused collMods changed the index: %v", v)
+	}
+}

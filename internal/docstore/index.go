@@ -194,6 +194,15 @@ func (c *Collection) saveMeta(meta *catalog.Collection, evs ...*changestream.Eve
 	if err := putMeta(b, meta); err != nil {
 		return err
 	}
+	for i := range meta.Indexes {
+		// Warnings turned off leave no mark: turned on again, they start
+		// as a new index's do, not from where they stopped (warn.go).
+		if ix := &meta.Indexes[i]; ix.TTL && ix.WarnBefore == 0 {
+			if err := b.Delete(warnedKey(meta.ID, ix.ID)); err != nil {
+				return err
+			}
+		}
+	}
 	for _, ev := range evs {
 		addCatalogEvent(b, ev)
 	}

@@ -163,3 +163,48 @@ func warningsSent(t *testing.T, s *Store, start time.Time) string {
 	}
 	return fmt.Sprint(got)
 }
+
+// TestWarnExpiringLeadTimeChanged: a longer expiryWarningSeconds warns at
+// once of the documents its window now takes in and later ones on time;
+// warnings turned off and on again start as a new index's do.
+func TestWarnExpiringLeadTimeChanged(t *testing.T) {
+	s, clk := openStore(t)
+	c, _ := s.CreateCollection("db", "s", CreateOptions{})
+	mustIndex(t, c, bson.D{{Key: "key", Value: bson.D{{Key: "at", Value: 1}}}, {Key: "name", Value: "at_1"},
+		{Key: "expireAfterSeconds", Value: 100}, {Key: "expiryWarningSeconds", Value: 10}})
+	start := clk.Now()
+	setLead := func(secs int64) {
+		t.Helper()
+		if err := c.ModifyIndex("at_1", func(ix *catalog.Index) error { ix.WarnBefore = secs; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pass := func(want int) {
+		t.Helper()
+		if n, err := c.WarnExpiring(clk.Now()); n != want || err != nil {
+			t.Fatalf("at %v: %d warnings, %v; want %d", clk.Now().Sub(start), n, err, want)
+		}
+	}
+	pass(0) // opens the window
+	for i, after := range []time.Duration{0, 30 * time.Second, 60 * time.Second} {
+		if err := c.Insert(bson.D{{Key: "_id", Value: int32(i)}, {Key: "at", Value: date(start.Add(after))}}, WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Advance(85 * time.Second)
+	pass(0) // window up to 95 s
+	setLead(30)
+	pass(1) // up to 115 s: 0 (expires at 100 s) at once
+	clk.Advance(16 * time.Second)
+	pass(1) // 131 s: 1
+	setLead(0)
+	pass(0)
+	clk.Advance(34 * time.Second)
+	setLead(30)
+	pass(0) // 135 s: 2 (expires at 160 s) is inside the window this opens
+	clk.Advance(20 * time.Second)
+	pass(0)
+	if got, want := warningsSent(t, s, start), "[\x00@1m40s \x01@2m10s]"; got != want {
+		t.Fatalf("warnings %q, want %q", got, want)
+	}
+}
