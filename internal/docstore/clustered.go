@@ -1,6 +1,7 @@
 package docstore
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -30,7 +31,7 @@ func newClusteredTTL(meta *catalog.Collection) *indexState {
 	}
 	return &indexState{
 		def: def, prefix: docPrefix(meta.ID), simple: true, desc: []bool{false},
-		clustered: true, progress: newTTLProgress(), warnedTo: new(atomic.Int64), warnedStored: new(atomic.Int64),
+		clustered: true, progress: newTTLProgress(), warnedTo: new(atomic.Int64), warnedStored: new(atomic.Int64), warnMu: new(sync.Mutex),
 	}
 }
 

@@ -71,6 +71,9 @@ type indexState struct {
 	warnedTo *atomic.Int64
 	// warnedStored is the warnedTo last stored (warn.go); shared the same way.
 	warnedStored *atomic.Int64
+	// warnMu orders a warning pass and the writes that warn of their own
+	// documents (warn.go); shared the same way.
+	warnMu *sync.Mutex
 	// lruMark is set for indexes with an lruLimit (lru.go).
 	lruMark *lruMark
 }
@@ -101,7 +104,7 @@ func (c *Collection) setMeta(meta *catalog.Collection) {
 		}
 		if def.TTL && def.Ready && len(def.Fields) == 1 {
 			ix.progress = newTTLProgress()
-			ix.warnedTo, ix.warnedStored = new(atomic.Int64), new(atomic.Int64)
+			ix.warnedTo, ix.warnedStored, ix.warnMu = new(atomic.Int64), new(atomic.Int64), new(sync.Mutex)
 			st.ttl = append(st.ttl, ix)
 			if def.RefreshOnRead {
 				st.refresh = append(st.refresh, ix)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/mayflydb/mayfly/internal/changestream"
@@ -54,6 +55,8 @@ func (c *Collection) WarnExpiring(now time.Time) (int, error) {
 // reading an entry and its warning; it stops before a document whose
 // stripe a client holds, and the next pass goes on from there.
 func (c *Collection) warnIndex(ix *indexState, now time.Time) (int, error) {
+	ix.warnMu.Lock()
+	defer ix.warnMu.Unlock()
 	horizon := now.Add(time.Duration(ix.def.WarnBefore) * time.Second).UnixMilli()
 	from := ix.warnedTo.Load()
 	if from == 0 {
@@ -180,4 +183,83 @@ func (t *tx) expiresBy(ix *indexState, id, value []byte, at int64) (*stored, err
 		return nil, nil
 	}
 	return d, nil
+}
+
+// lateWarning is a document a write puts with a new expiry by a warning
+// index.
+type lateWarning struct {
+	ix *indexState
+	d  *stored
+	at int64 // its expiry by ix, Unix ms
+}
+
+// lateMargin widens, beyond now + N, the expiries a committing write
+// checks against the window under the index's lock: the window is at
+// most a pass's now + N, and a pass would have to run that much later
+// than the write's clock reading, between it and the commit, to go past
+// one of the others unseen.
+const lateMargin = 5 * time.Second
+
+// noteLateWarning notes d, written by t over old (nil: none), for each
+// warning index it has an expiry by; a write that leaves the expiry as
+// it was has been warned of already, or will be.
+func (t *tx) noteLateWarning(d, old *stored) {
+	for _, ix := range t.st.ttl {
+		if ix.def.WarnBefore <= 0 || ix.warnMu == nil {
+			continue
+		}
+		when, ok := ix.expiresAt(d.doc)
+		if !ok {
+			continue
+		}
+		if old != nil {
+			if was, had := ix.expiresAt(old.doc); had && was.Equal(when) {
+				continue
+			}
+		}
+		t.lateWarnings = append(t.lateWarnings, lateWarning{ix: ix, d: d, at: when.UnixMilli()})
+	}
+}
+
+// sendLateWarnings, just before t commits, warns of the noted documents
+// that have not expired and whose expiry the window has already passed;
+// the pass, which it keeps out until the commit (the returned unlock),
+// goes on past the others later. Only a write with an expiry near the
+// window takes the lock; indexes are locked in the state's order, so two
+// writes never wait for each other.
+func (t *tx) sendLateWarnings() (unlock func()) {
+	if len(t.lateWarnings) == 0 {
+		return func() {}
+	}
+	now := t.c.store.clock.Now()
+	var locked []*indexState
+	for _, ix := range t.st.ttl {
+		if t.nearWindow(ix, now) {
+			ix.warnMu.Lock()
+			locked = append(locked, ix)
+		}
+	}
+	for _, w := range t.lateWarnings {
+		if slices.Contains(locked, w.ix) && w.at > now.UnixMilli() && w.at <= w.ix.warnedTo.Load() {
+			exp := changestream.Expiry{Index: w.ix.def.Name, AfterSecs: w.ix.def.ExpireAfter, AtMillis: w.at}
+			t.emit(&changestream.Event{Op: changestream.OpExpiring, RawID: rawID(w.d.raw), Expired: &exp})
+		}
+	}
+	return func() {
+		for _, ix := range locked {
+			ix.warnMu.Unlock()
+		}
+	}
+}
+
+// nearWindow reports whether a noted document of ix expires within its
+// lead time and lateMargin of now.
+func (t *tx) nearWindow(ix *indexState, now time.Time) bool {
+	limit := now.Add(time.Duration(ix.def.WarnBefore)*time.Second + lateMargin).UnixMilli()
+	for _, w := range t.lateWarnings {
+		if w.ix == ix && w.at <= limit {
+			return true
+		}
+	}
+	return false
 }

@@ -1,7 +1,11 @@
 package docstore
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,6 +14,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/catalog"
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/clock"
+	"github.com/mayflydb/mayfly/internal/keyenc"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
@@ -206,5 +211,131 @@ func TestWarnExpiringLeadTimeChanged(t *testing.T) {
 	pass(0)
 	if got, want := warningsSent(t, s, start), "[\x00@1m40s \x01@2m10s]"; got != want {
 		t.Fatalf("warnings %q, want %q", got, want)
+	}
+}
+
+// TestWarnExpiringWrittenInsideTheWindow: a document written (or touched)
+// to expire within the window the passes have gone past is warned of by
+// the write, after its write event; one written already expired, or
+// rewritten without a new expiry, is not.
+func TestWarnExpiringWrittenInsideTheWindow(t *testing.T) {
+	s, clk := openStore(t)
+	c, _ := s.CreateCollection("db", "s", CreateOptions{})
+	mustIndex(t, c, bson.D{{Key: "key", Value: bson.D{{Key: "at", Value: 1}}}, {Key: "name", Value: "at_1"},
+		{Key: "expireAfterSeconds", Value: 100}, {Key: "expiryWarningSeconds", Value: 10}})
+	start := clk.Now()
+	c.WarnExpiring(start)
+	clk.Advance(time.Second)
+	c.WarnExpiring(clk.Now()) // the window reaches 111 s
+	written := map[int32]bool{}
+	set := func(id int32, d bson.D) {
+		t.Helper()
+		doc := append(bson.D{{Key: "_id", Value: id}}, d...)
+		var err error
+		if written[id] {
+			_, err = c.Modify(id, WriteOptions{}, func(bson.D) (Change, error) { return Change{Kind: Replace, Doc: doc}, nil })
+		} else {
+			err = c.Insert(doc, WriteOptions{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		written[id] = true
+	}
+	set(0, bson.D{{Key: "at", Value: date(start.Add(-94 * time.Second))}})  // expires at 6 s
+	set(1, bson.D{{Key: "at", Value: date(start.Add(-150 * time.Second))}}) // expired
+	set(2, bson.D{{Key: "at", Value: date(start)}})                         // expires at 100 s: the passes'
+	set(0, bson.D{{Key: "at", Value: date(start.Add(-94 * time.Second))}, {Key: "n", Value: 1}})
+	set(0, bson.D{{Key: "at", Value: date(start.Add(-92 * time.Second))}}) // touched: 8 s
+	clk.Advance(89 * time.Second)
+	if n, _ := c.WarnExpiring(clk.Now()); n != 1 {
+		t.Fatalf("2 when due: %d", n)
+	}
+	if got, want := warningsSent(t, s, start), "[\x00@6s \x00@8s \x02@1m40s]"; got != want {
+		t.Fatalf("warnings %q, want %q", got, want)
+	}
+	var ops []string
+	err := changestream.Scan(s.Engine(), changestream.Position{}, func(rec changestream.Record) (bool, error) {
+		id := rec.Event.RawID
+		if len(id) == 0 && len(rec.Event.Doc) > 0 {
+			id = append([]byte{byte(bson.TypeInt32)}, bson.Raw(rec.Event.Doc).Lookup("_id").Value...)
+		}
+		if len(id) > 1 && id[1] == 0 {
+			ops = append(ops, rec.Event.Op.String())
+		}
+		return true, nil
+	})
+	if err != nil || fmt.Sprint(ops) != "[insert expiring update update expiring]" {
+		t.Fatalf("events of 0: %v %v", ops, err)
+	}
+}
+
+// TestWarnExpiringRacingWrites: writers putting documents whose expiry is
+// just inside or just outside the window while passes run and the clock
+// moves on with the writes (2 ms a document, so that none has expired by
+// the time it commits): every document is warned of exactly once, by its
+// write or by a pass.
+func TestWarnExpiringRacingWrites(t *testing.T) {
+	s, clk := openStore(t)
+	c, _ := s.CreateCollection("db", "s", CreateOptions{})
+	mustIndex(t, c, bson.D{{Key: "key", Value: bson.D{{Key: "at", Value: 1}}}, {Key: "name", Value: "at_1"},
+		{Key: "expireAfterSeconds", Value: 100}, {Key: "expiryWarningSeconds", Value: 10}})
+	start := clk.Now()
+	if _, err := c.WarnExpiring(start); err != nil {
+		t.Fatal(err)
+	}
+	const writers, each = 4, 300
+	var wg sync.WaitGroup
+	var written atomic.Int64
+	for w := range writers {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			for i := range each {
+				// Expires 8–12 s from now: inside the window or just past it.
+				at := clk.Now().Add(-90*time.Second - time.Duration(rng.IntN(4000))*time.Millisecond)
+				if err := c.Insert(bson.D{{Key: "_id", Value: int32(w*each + i)}, {Key: "at", Value: date(at)}}, WriteOptions{}); err != nil {
+					t.Error(err)
+					return
+				}
+				written.Add(1)
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	for moved := time.Duration(0); ; {
+		select {
+		case <-done:
+		default:
+			if step := time.Duration(written.Load())*2*time.Millisecond - moved; step > 0 {
+				clk.Advance(step)
+				moved += step
+			}
+			if _, err := c.WarnExpiring(clk.Now()); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		break
+	}
+	clk.Advance(5 * time.Second) // every document's expiry inside the window
+	if _, err := c.WarnExpiring(clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int32]int{}
+	err := changestream.Scan(s.Engine(), changestream.Position{}, func(rec changestream.Record) (bool, error) {
+		if rec.Event.Op == changestream.OpExpiring {
+			seen[int32(binary.LittleEndian.Uint32(rec.Event.RawID[1:]))]++
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := range int32(writers * each) {
+		if seen[id] != 1 {
+			doc, _ := c.loadLocked(keyenc.AppendValue(nil, id))
+			t.Fatalf("document %d (%v; now %v, start %v) warned of %d times (of %d documents, %d warned)", id, doc, clk.Now(), start, seen[id], writers*each, len(seen))
+		}
 	}
 }

@@ -104,6 +104,9 @@ type tx struct {
 	elements *changestream.ElementExpiry
 	// evArena holds the encoded events of a TTL batch (events.go).
 	evArena []byte
+	// lateWarnings are the documents written whose expiry may already be
+	// inside a warning window (warn.go).
+	lateWarnings []lateWarning
 }
 
 func (c *Collection) newTx(l *lockSet) *tx {
@@ -162,6 +165,7 @@ func (t *tx) commit(opt WriteOptions) error {
 	if t.b.Len() == 0 {
 		return nil
 	}
+	defer t.sendLateWarnings()()
 	meta, release, err := t.stageMultikey()
 	if err != nil {
 		return err
@@ -478,6 +482,7 @@ func (t *tx) putDoc(d *stored, old *stored) error {
 		return err
 	}
 	t.noteExpiry(d.doc)
+	t.noteLateWarning(d, old)
 	t.dSize += int64(len(d.raw))
 	if old == nil {
 		t.dCount++
