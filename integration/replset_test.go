@@ -97,7 +97,8 @@ func TestReplicaSetHelloAndRoles(t *testing.T) {
 	}
 	// As mongod: a secondary answers, without a read preference, what may
 	// run anywhere (secondaryAllowed kAlways: dbStats, dbHash, validate),
-	// and refuses the reads that must opt in (listDatabases, explain).
+	// refuses the reads that must opt in (listDatabases, explain,
+	// usersInfo) and makes no user.
 	secondaryPref := bson.E{Key: "$readPreference", Value: bson.D{{Key: "mode", Value: "secondaryPreferred"}}}
 	for _, tc := range []struct {
 		cmd  bson.D
@@ -110,6 +111,9 @@ func TestReplicaSetHelloAndRoles(t *testing.T) {
 		{bson.D{{Key: "listDatabases", Value: 1}, {Key: "$db", Value: "admin"}, secondaryPref}, 0},
 		{bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "c"}}}, {Key: "$db", Value: "test"}}, 13435},
 		{bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "c"}}}, {Key: "$db", Value: "test"}, secondaryPref}, 0},
+		{bson.D{{Key: "createUser", Value: "u"}, {Key: "pwd", Value: "p"}, {Key: "roles", Value: bson.A{}}, {Key: "$db", Value: "admin"}}, 10107},
+		{bson.D{{Key: "usersInfo", Value: "u"}, {Key: "$db", Value: "admin"}}, 13435},
+		{bson.D{{Key: "usersInfo", Value: "u"}, {Key: "$db", Value: "admin"}, secondaryPref}, 0},
 	} {
 		if reply := rawCall(t, rs.addrs[secondary], tc.cmd); codeOf(reply) != tc.code {
 			t.Fatalf("%v on a secondary: code %d, want %d: %v", tc.cmd, codeOf(reply), tc.code, reply)

@@ -52,6 +52,17 @@ var roles = map[string]role{
 	"dropDatabase": {secondary: neverOnSecondary}, "renameCollection": {secondary: neverOnSecondary},
 	"createIndexes": {secondary: neverOnSecondary}, "dropIndexes": {secondary: neverOnSecondary},
 	"deleteIndexes": {secondary: neverOnSecondary}, "collMod": {secondary: neverOnSecondary},
+	"createUser": {secondary: neverOnSecondary}, "updateUser": {secondary: neverOnSecondary},
+	"dropUser": {secondary: neverOnSecondary}, "dropAllUsersFromDatabase": {secondary: neverOnSecondary},
+	"grantRolesToUser": {secondary: neverOnSecondary}, "revokeRolesFromUser": {secondary: neverOnSecondary},
+	"createRole": {secondary: neverOnSecondary}, "updateRole": {secondary: neverOnSecondary},
+	"dropRole": {secondary: neverOnSecondary}, "dropAllRolesFromDatabase": {secondary: neverOnSecondary},
+	"grantPrivilegesToRole": {secondary: neverOnSecondary}, "revokePrivilegesFromRole": {secondary: neverOnSecondary},
+	"grantRolesToRole": {secondary: neverOnSecondary}, "revokeRolesFromRole": {secondary: neverOnSecondary},
+
+	// maintenanceOk, unlike the reads below: with a read preference that
+	// allows a secondary, a member not yet initiated answers them.
+	"usersInfo": {secondary: optInOnSecondary}, "rolesInfo": {secondary: optInOnSecondary},
 
 	"find": optInRead, "count": optInRead, "distinct": optInRead, "aggregate": optInRead,
 	"explain": optInRead, "listDatabases": optInRead, "listCollections": optInRead,
@@ -98,8 +109,15 @@ func (h *Handler) checkRole(r *request) error {
 			return replError(err)
 		}
 	case optInOnSecondary:
-		if err := rs.CheckRead(secondaryOk(r)); err != nil {
-			return replError(err)
+		// CheckRead refuses without the opt-in on any member but the
+		// primary; with it, it also refuses on a member neither primary
+		// nor secondary, and on a secondary whose clock is too far off
+		// to tell what has expired, so only the reads of data call it so.
+		ok := secondaryOk(r)
+		if !ok || ro.needsPrimaryOrSecondary {
+			if err := rs.CheckRead(ok); err != nil {
+				return replError(err)
+			}
 		}
 	}
 	if ro.needsPrimaryOrSecondary {

@@ -102,7 +102,9 @@ func errmsgOf(reply bson.D) string {
 // hello's topologyVersion. It still answers what mongod answers there:
 // the handshake, the commands mongosh runs on connect, rs.initiate's
 // replSetInitiate (checked in TestReplicaSetMongosh) and the commands
-// whose maintenanceOk is true, dataSize among them.
+// whose maintenanceOk is true, dataSize among them, and usersInfo and
+// rolesInfo when the read preference allows a secondary. A user or role
+// is made on the primary only (10107), as in mongod.
 func TestUninitiatedMemberRefusesWhatMongodRefuses(t *testing.T) {
 	h, c := newUninitiatedHandler(t)
 	tv, _ := lookup(runOn(h, c, "admin", bson.D{{Key: "hello", Value: 1}}), "topologyVersion")
@@ -136,6 +138,10 @@ func TestUninitiatedMemberRefusesWhatMongodRefuses(t *testing.T) {
 		{"test", bson.D{{Key: "dbHash", Value: 1}}, 13436, notPrimaryOrSecondary},
 		{"test", bson.D{{Key: "create", Value: "c"}, primaryPreferred}, 10107, "not primary"},
 		{"test", bson.D{{Key: "collMod", Value: "c"}}, 10107, "not primary"},
+		{"admin", bson.D{{Key: "createUser", Value: "u"}, {Key: "pwd", Value: "p"}, {Key: "roles", Value: bson.A{}}}, 10107, "not primary"},
+		{"admin", bson.D{{Key: "createRole", Value: "r"}, {Key: "privileges", Value: bson.A{}}, {Key: "roles", Value: bson.A{}}, primaryPreferred}, 10107, "not primary"},
+		{"admin", bson.D{{Key: "usersInfo", Value: "u"}}, 13435, noSecondaryOk},
+		{"admin", bson.D{{Key: "rolesInfo", Value: "r"}}, 13435, noSecondaryOk},
 	}
 	for _, tc := range refused {
 		reply := runOn(h, c, tc.db, tc.body)
@@ -166,6 +172,10 @@ func TestUninitiatedMemberRefusesWhatMongodRefuses(t *testing.T) {
 		{"admin", bson.D{{Key: "currentOp", Value: 1}}},
 		{"admin", bson.D{{Key: "endSessions", Value: bson.A{}}}},
 		{"test", bson.D{{Key: "dataSize", Value: "test.c"}}},
+		// maintenanceOk: answered once the read preference allows a
+		// secondary.
+		{"admin", bson.D{{Key: "usersInfo", Value: "u"}, primaryPreferred}},
+		{"admin", bson.D{{Key: "rolesInfo", Value: "r"}, primaryPreferred}},
 	}
 	for _, tc := range answered {
 		if reply := runOn(h, c, tc.db, tc.body); lookupOK(reply) != 1 {
