@@ -95,6 +95,30 @@ func TestReplicaSetHelloAndRoles(t *testing.T) {
 	if code := codeOf(rawCall(t, rs.addrs[secondary], withPref)); code != 0 {
 		t.Fatalf("find on a secondary with secondaryPreferred: code %d", code)
 	}
+	// As mongod: a secondary answers, without a read preference, what may
+	// run anywhere (secondaryAllowed kAlways: dbStats, dbHash, validate),
+	// refuses the reads that must opt in (listDatabases, explain,
+	// usersInfo) and makes no user.
+	secondaryPref := bson.E{Key: "$readPreference", Value: bson.D{{Key: "mode", Value: "secondaryPreferred"}}}
+	for _, tc := range []struct {
+		cmd  bson.D
+		code int32
+	}{
+		{bson.D{{Key: "dbStats", Value: 1}, {Key: "$db", Value: "test"}}, 0},
+		{bson.D{{Key: "dbHash", Value: 1}, {Key: "$db", Value: "test"}}, 0},
+		{bson.D{{Key: "validate", Value: "nosuch"}, {Key: "$db", Value: "test"}}, 26},
+		{bson.D{{Key: "listDatabases", Value: 1}, {Key: "$db", Value: "admin"}}, 13435},
+		{bson.D{{Key: "listDatabases", Value: 1}, {Key: "$db", Value: "admin"}, secondaryPref}, 0},
+		{bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "c"}}}, {Key: "$db", Value: "test"}}, 13435},
+		{bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "c"}}}, {Key: "$db", Value: "test"}, secondaryPref}, 0},
+		{bson.D{{Key: "createUser", Value: "u"}, {Key: "pwd", Value: "p"}, {Key: "roles", Value: bson.A{}}, {Key: "$db", Value: "admin"}}, 10107},
+		{bson.D{{Key: "usersInfo", Value: "u"}, {Key: "$db", Value: "admin"}}, 13435},
+		{bson.D{{Key: "usersInfo", Value: "u"}, {Key: "$db", Value: "admin"}, secondaryPref}, 0},
+	} {
+		if reply := rawCall(t, rs.addrs[secondary], tc.cmd); codeOf(reply) != tc.code {
+			t.Fatalf("%v on a secondary: code %d, want %d: %v", tc.cmd, codeOf(reply), tc.code, reply)
+		}
+	}
 	retryable := append(ins[:len(ins)-1:len(ins)-1], bson.E{Key: "lsid", Value: bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: make([]byte, 16)}}}},
 		bson.E{Key: "txnNumber", Value: int64(1)}, bson.E{Key: "$db", Value: "test"})
 	reply := rawCall(t, rs.addrs[secondary], retryable)

@@ -234,7 +234,7 @@ func (h *Handler) run(entry command, r *request) (bson.D, error) {
 	if err := h.waitForWrites(r); err != nil {
 		return nil, err
 	}
-	if h.deps.Repl != nil && readCommands[r.name] {
+	if h.deps.Repl != nil && readConcernCommands[r.name] {
 		if err := h.awaitReadConcern(r); err != nil {
 			return nil, err
 		}

@@ -17,17 +17,74 @@ import (
 // and the cluster time in every reply. Without --replSet the replSet*
 // commands answer NoReplicationEnabled, as mongod's do.
 
-// writeCommands change data or the catalog: only a primary takes them.
-var writeCommands = map[string]bool{
-	"insert": true, "update": true, "delete": true, "findAndModify": true, "findandmodify": true,
-	"create": true, "drop": true, "dropDatabase": true, "renameCollection": true,
-	"createIndexes": true, "dropIndexes": true, "deleteIndexes": true, "collMod": true,
-	"bulkWrite": true,
+// allowedOnSecondary is where mongod lets a command run (its
+// AllowedOnSecondary): anywhere, on a secondary only when the read
+// preference allows one, or on the primary only.
+type allowedOnSecondary int
+
+const (
+	alwaysOnSecondary allowedOnSecondary = iota
+	optInOnSecondary
+	neverOnSecondary
+)
+
+// role is what a replica set member checks before it runs a command.
+type role struct {
+	secondary allowedOnSecondary
+	// needsPrimaryOrSecondary: mongod's maintenanceOk() is false, so a
+	// member neither primary nor secondary (not yet initiated, removed)
+	// refuses the command even where its read preference would allow it.
+	needsPrimaryOrSecondary bool
 }
 
-// readCommands read data: a secondary serves them only when the read
-// preference allows it.
-var readCommands = map[string]bool{
+// roles gives each command Mayfly answers that mongod 8.0 restricts on a
+// replica set member its mongod placement; a command not listed runs on
+// any member, as mongod's commands whose secondaryAllowed is kAlways and
+// maintenanceOk true do (hello, buildInfo, ping, getParameter,
+// serverStatus, replSet*, dataSize, currentOp, profile, ...).
+// docs/design/0007-replica-sets.md lists where in mongod's source each
+// fact comes from.
+var roles = map[string]role{
+	"insert": {secondary: neverOnSecondary}, "update": {secondary: neverOnSecondary},
+	"delete": {secondary: neverOnSecondary}, "bulkWrite": {secondary: neverOnSecondary},
+	"findAndModify": {secondary: neverOnSecondary}, "findandmodify": {secondary: neverOnSecondary},
+	"create": {secondary: neverOnSecondary}, "drop": {secondary: neverOnSecondary},
+	"dropDatabase": {secondary: neverOnSecondary}, "renameCollection": {secondary: neverOnSecondary},
+	"createIndexes": {secondary: neverOnSecondary}, "dropIndexes": {secondary: neverOnSecondary},
+	"deleteIndexes": {secondary: neverOnSecondary}, "collMod": {secondary: neverOnSecondary},
+	"createUser": {secondary: neverOnSecondary}, "updateUser": {secondary: neverOnSecondary},
+	"dropUser": {secondary: neverOnSecondary}, "dropAllUsersFromDatabase": {secondary: neverOnSecondary},
+	"grantRolesToUser": {secondary: neverOnSecondary}, "revokeRolesFromUser": {secondary: neverOnSecondary},
+	"createRole": {secondary: neverOnSecondary}, "updateRole": {secondary: neverOnSecondary},
+	"dropRole": {secondary: neverOnSecondary}, "dropAllRolesFromDatabase": {secondary: neverOnSecondary},
+	"grantPrivilegesToRole": {secondary: neverOnSecondary}, "revokePrivilegesFromRole": {secondary: neverOnSecondary},
+	"grantRolesToRole": {secondary: neverOnSecondary}, "revokeRolesFromRole": {secondary: neverOnSecondary},
+
+	// maintenanceOk, unlike the reads below: with a read preference that
+	// allows a secondary, a member not yet initiated answers them.
+	"usersInfo": {secondary: optInOnSecondary}, "rolesInfo": {secondary: optInOnSecondary},
+
+	"find": optInRead, "count": optInRead, "distinct": optInRead, "aggregate": optInRead,
+	"explain": optInRead, "listDatabases": optInRead, "listCollections": optInRead,
+	"listIndexes": optInRead,
+
+	"getMore": primaryOrSecondary, "killCursors": primaryOrSecondary,
+	"collStats": primaryOrSecondary, "collstats": primaryOrSecondary,
+	"dbStats": primaryOrSecondary, "dbstats": primaryOrSecondary,
+	"validate": primaryOrSecondary, "dbHash": primaryOrSecondary, "dbhash": primaryOrSecondary,
+}
+
+var (
+	optInRead          = role{secondary: optInOnSecondary, needsPrimaryOrSecondary: true}
+	primaryOrSecondary = role{needsPrimaryOrSecondary: true}
+)
+
+// isWrite reports whether a command changes data or the catalog: only a
+// primary takes it, and it waits for its write concern.
+func isWrite(name string) bool { return roles[name].secondary == neverOnSecondary }
+
+// readConcernCommands are the reads that wait for their read concern.
+var readConcernCommands = map[string]bool{
 	"find": true, "count": true, "distinct": true, "aggregate": true,
 	"listCollections": true, "listIndexes": true, "validate": true,
 }
@@ -36,16 +93,35 @@ func errNoReplication() error {
 	return mongoerr.New(mongoerr.NoReplicationEnabled, "This node was not started with replication enabled.")
 }
 
-// checkRole refuses a command this member's role does not allow.
+// checkRole refuses a command this member's role does not allow, in
+// mongod's order: a read that could have opted in to a secondary and did
+// not (13435, on any member but the primary), a write (10107), then a
+// command a member neither primary nor secondary may not run (13436).
 func (h *Handler) checkRole(r *request) error {
 	rs := h.deps.Repl
-	switch {
-	case rs == nil:
+	if rs == nil {
 		return nil
-	case writeCommands[r.name]:
-		return replError(rs.CheckWrite())
-	case readCommands[r.name]:
-		return replError(rs.CheckRead(secondaryOk(r)))
+	}
+	ro := roles[r.name]
+	switch ro.secondary {
+	case neverOnSecondary:
+		if err := rs.CheckWrite(); err != nil {
+			return replError(err)
+		}
+	case optInOnSecondary:
+		// CheckRead refuses without the opt-in on any member but the
+		// primary; with it, it also refuses on a member neither primary
+		// nor secondary, and on a secondary whose clock is too far off
+		// to tell what has expired, so only the reads of data call it so.
+		ok := secondaryOk(r)
+		if !ok || ro.needsPrimaryOrSecondary {
+			if err := rs.CheckRead(ok); err != nil {
+				return replError(err)
+			}
+		}
+	}
+	if ro.needsPrimaryOrSecondary {
+		return replError(rs.CheckPrimaryOrSecondary())
 	}
 	return nil
 }
@@ -368,7 +444,7 @@ func parseWriteConcern(r *request) (writeConcern, error) {
 // acknowledged write is already committed by a majority and applied here,
 // so only w greater than that waits.
 func (h *Handler) awaitWriteConcern(ctx context.Context, r *request, reply bson.D) bson.D {
-	if !writeCommands[r.name] {
+	if !isWrite(r.name) {
 		return reply
 	}
 	wc, err := parseWriteConcern(r)

@@ -94,3 +94,92 @@ func errmsgOf(reply bson.D) string {
 	s, _ := v.(string)
 	return s
 }
+
+// A member not yet initiated refuses, as mongod 8.0 does, every command
+// whose maintenanceOk is false, in mongod's order: a read that could have
+// opted in to a secondary and did not with 13435, a write with 10107, and
+// the rest with 13436 whatever the read preference; each refusal carries
+// hello's topologyVersion. It still answers what mongod answers there:
+// the handshake, the commands mongosh runs on connect, rs.initiate's
+// replSetInitiate (checked in TestReplicaSetMongosh) and the commands
+// whose maintenanceOk is true, dataSize among them, and usersInfo and
+// rolesInfo when the read preference allows a secondary. A user or role
+// is made on the primary only (10107), as in mongod.
+func TestUninitiatedMemberRefusesWhatMongodRefuses(t *testing.T) {
+	h, c := newUninitiatedHandler(t)
+	tv, _ := lookup(runOn(h, c, "admin", bson.D{{Key: "hello", Value: 1}}), "topologyVersion")
+	primaryPreferred := bson.E{Key: "$readPreference", Value: bson.D{{Key: "mode", Value: "primaryPreferred"}}}
+	const (
+		notPrimaryOrSecondary = "node is not in primary or recovering state"
+		noSecondaryOk         = "not primary and secondaryOk=false"
+	)
+	refused := []struct {
+		db   string
+		body bson.D
+		code int32
+		msg  string
+	}{
+		{"test", bson.D{{Key: "count", Value: "c"}, primaryPreferred}, 13436, notPrimaryOrSecondary},
+		{"test", bson.D{{Key: "count", Value: "c"}}, 13435, noSecondaryOk},
+		{"test", bson.D{{Key: "distinct", Value: "c"}, {Key: "key", Value: "a"}, primaryPreferred}, 13436, notPrimaryOrSecondary},
+		{"test", bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "c"}}}, primaryPreferred}, 13436, notPrimaryOrSecondary},
+		{"test", bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "c"}}}}, 13435, noSecondaryOk},
+		{"admin", bson.D{{Key: "listDatabases", Value: 1}, primaryPreferred}, 13436, notPrimaryOrSecondary},
+		{"admin", bson.D{{Key: "listDatabases", Value: 1}}, 13435, noSecondaryOk},
+		{"test", bson.D{{Key: "listCollections", Value: 1}, primaryPreferred}, 13436, notPrimaryOrSecondary},
+		{"test", bson.D{{Key: "listIndexes", Value: "c"}, primaryPreferred}, 13436, notPrimaryOrSecondary},
+		{"test", bson.D{{Key: "getMore", Value: int64(1)}, {Key: "collection", Value: "c"}}, 13436, notPrimaryOrSecondary},
+		{"test", bson.D{{Key: "killCursors", Value: "c"}, {Key: "cursors", Value: bson.A{int64(1)}}}, 13436, notPrimaryOrSecondary},
+		{"test", bson.D{{Key: "dbStats", Value: 1}}, 13436, notPrimaryOrSecondary},
+		{"test", bson.D{{Key: "dbstats", Value: 1}, primaryPreferred}, 13436, notPrimaryOrSecondary},
+		{"test", bson.D{{Key: "collStats", Value: "c"}}, 13436, notPrimaryOrSecondary},
+		{"test", bson.D{{Key: "validate", Value: "c"}}, 13436, notPrimaryOrSecondary},
+		{"test", bson.D{{Key: "validate", Value: "c"}, primaryPreferred}, 13436, notPrimaryOrSecondary},
+		{"test", bson.D{{Key: "dbHash", Value: 1}}, 13436, notPrimaryOrSecondary},
+		{"test", bson.D{{Key: "create", Value: "c"}, primaryPreferred}, 10107, "not primary"},
+		{"test", bson.D{{Key: "collMod", Value: "c"}}, 10107, "not primary"},
+		{"admin", bson.D{{Key: "createUser", Value: "u"}, {Key: "pwd", Value: "p"}, {Key: "roles", Value: bson.A{}}}, 10107, "not primary"},
+		{"admin", bson.D{{Key: "createRole", Value: "r"}, {Key: "privileges", Value: bson.A{}}, {Key: "roles", Value: bson.A{}}, primaryPreferred}, 10107, "not primary"},
+		{"admin", bson.D{{Key: "usersInfo", Value: "u"}}, 13435, noSecondaryOk},
+		{"admin", bson.D{{Key: "rolesInfo", Value: "r"}}, 13435, noSecondaryOk},
+	}
+	for _, tc := range refused {
+		reply := runOn(h, c, tc.db, tc.body)
+		if code, msg := replyCode(reply), errmsgOf(reply); code != tc.code || msg != tc.msg {
+			t.Errorf("%v: code %d %q, want %d %q: %v", tc.body, code, msg, tc.code, tc.msg, reply)
+		}
+		if got, _ := lookup(reply, "topologyVersion"); !reflect.DeepEqual(got, tv) {
+			t.Errorf("%v: topologyVersion %v, want hello's %v", tc.body, got, tv)
+		}
+	}
+	answered := []struct {
+		db   string
+		body bson.D
+	}{
+		{"admin", bson.D{{Key: "hello", Value: 1}}},
+		{"admin", bson.D{{Key: "isMaster", Value: 1}}},
+		{"admin", bson.D{{Key: "ismaster", Value: 1}, primaryPreferred}},
+		{"admin", bson.D{{Key: "ping", Value: 1}}},
+		{"admin", bson.D{{Key: "buildInfo", Value: 1}}},
+		{"admin", bson.D{{Key: "getParameter", Value: 1}, {Key: "featureCompatibilityVersion", Value: 1}}},
+		{"admin", bson.D{{Key: "serverStatus", Value: 1}}},
+		{"admin", bson.D{{Key: "getCmdLineOpts", Value: 1}}},
+		{"admin", bson.D{{Key: "getLog", Value: "startupWarnings"}}},
+		{"admin", bson.D{{Key: "connectionStatus", Value: 1}}},
+		{"admin", bson.D{{Key: "hostInfo", Value: 1}}},
+		{"admin", bson.D{{Key: "listCommands", Value: 1}}},
+		{"admin", bson.D{{Key: "whatsmyuri", Value: 1}}},
+		{"admin", bson.D{{Key: "currentOp", Value: 1}}},
+		{"admin", bson.D{{Key: "endSessions", Value: bson.A{}}}},
+		{"test", bson.D{{Key: "dataSize", Value: "test.c"}}},
+		// maintenanceOk: answered once the read preference allows a
+		// secondary.
+		{"admin", bson.D{{Key: "usersInfo", Value: "u"}, primaryPreferred}},
+		{"admin", bson.D{{Key: "rolesInfo", Value: "r"}, primaryPreferred}},
+	}
+	for _, tc := range answered {
+		if reply := runOn(h, c, tc.db, tc.body); lookupOK(reply) != 1 {
+			t.Errorf("%v refused: %v", tc.body, reply)
+		}
+	}
+}

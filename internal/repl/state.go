@@ -99,6 +99,20 @@ func (rs *Replica) CheckRead(secondaryOk bool) error {
 	return nil
 }
 
+// CheckPrimaryOrSecondary says whether this member may run a command
+// mongod keeps from a member in maintenance (its maintenanceOk is false):
+// only a primary or a secondary does; one not yet initiated (STARTUP,
+// STARTUP2) or removed from the set refuses with 13436. mongod says "node
+// is recovering" instead for a member in RECOVERING, a state no Mayfly
+// member is ever in.
+func (rs *Replica) CheckPrimaryOrSecondary() error {
+	switch rs.myState() {
+	case StatePrimary, StateSecondary:
+		return nil
+	}
+	return ErrNotPrimaryOrSecondary
+}
+
 // ClockOffsetError: this member's clock is too far from the primary's for
 // it to decide expiry, so it serves no reads (NotPrimaryOrSecondary).
 type ClockOffsetError struct{ Offset, Bound time.Duration }
