@@ -179,3 +179,52 @@ func TestChangeStreamExpiryWarningsAcrossFailover(t *testing.T) {
 		}
 	}
 }
+
+// TestChangeStreamExpiryWarningOfAShortLivedDocument: a document written
+// to expire sooner than expiryWarningSeconds is warned of by its insert,
+// right after the insert event, and a touch that moves its expiry, still
+// inside the window, warns again with the new time.
+func TestChangeStreamExpiryWarningOfAShortLivedDocument(t *testing.T) {
+	s := startServer(t, app.Config{})
+	db := connect(t, s).Database("shop")
+	ctx := ctxT(t)
+	runCmd(t, db, bson.D{{Key: "createIndexes", Value: "carts"}, {Key: "indexes", Value: bson.A{bson.D{
+		{Key: "key", Value: bson.D{{Key: "touched", Value: 1}}}, {Key: "name", Value: "idle"},
+		{Key: "expireAfterSeconds", Value: 600}, {Key: "expiryWarningSeconds", Value: 300},
+	}}}})
+	time.Sleep(200 * time.Millisecond) // the first warning pass opens the window
+	carts := db.Collection("carts")
+	cs, err := carts.Watch(ctx, mongo.Pipeline{}, options.ChangeStream().SetMaxAwaitTime(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close(ctx)
+	touched := time.Now().Add(-590 * time.Second) // expires in 10 s
+	mustDo(t, func() error {
+		_, err := carts.InsertOne(ctx, bson.D{{Key: "_id", Value: "quick"}, {Key: "touched", Value: bson.NewDateTimeFromTime(touched)}})
+		return err
+	})
+	wantOp(t, nextEvent(t, cs), "insert")
+	ev := nextEvent(t, cs)
+	wantOp(t, ev, "expiring")
+	if at := asM(ev["expiring"])["expiresAt"]; at != bson.NewDateTimeFromTime(touched.Add(10*time.Minute)) {
+		t.Fatalf("expiresAt %v", at)
+	}
+	mustDo(t, func() error {
+		_, err := carts.UpdateByID(ctx, "quick", bson.D{{Key: "$set", Value: bson.D{{Key: "touched", Value: bson.NewDateTimeFromTime(touched.Add(20 * time.Second))}}}})
+		return err
+	})
+	wantOp(t, nextEvent(t, cs), "update")
+	ev = nextEvent(t, cs)
+	if ev["operationType"] != "expiring" || asM(ev["expiring"])["expiresAt"] != bson.NewDateTimeFromTime(touched.Add(10*time.Minute+20*time.Second)) {
+		t.Fatalf("after the touch: %v", ev)
+	}
+	mustDo(t, func() error {
+		_, err := carts.UpdateByID(ctx, "quick", bson.D{{Key: "$set", Value: bson.D{{Key: "items", Value: 3}}}})
+		return err
+	})
+	wantOp(t, nextEvent(t, cs), "update")
+	if cs.TryNext(ctx) {
+		t.Fatalf("a warning for a write that left the expiry: %v", cs.Current)
+	}
+}
