@@ -236,3 +236,15 @@ func TestAuthProfilerNamesUserHidesPassword(t *testing.T) {
 		t.Fatalf("no createUser entry in %v", entries)
 	}
 }
+
+// TestAuthCollModViewNeedsBoth: with access control on, collMod of a
+// view must give viewOn and pipeline together, as on mongod (either alone
+// could show more of the collection underneath than the user may read).
+func TestAuthCollModViewNeedsBoth(t *testing.T) {
+	s, _ := startAuthServer(t, app.Config{})
+	db := connect(t, s).Database("test")
+	runCmd(t, db, bson.D{{Key: "create", Value: "v"}, {Key: "viewOn", Value: "c"}, {Key: "pipeline", Value: bson.A{}}})
+	err := db.RunCommand(ctxT(t), bson.D{{Key: "collMod", Value: "v"}, {Key: "pipeline", Value: bson.A{}}}).Err()
+	wantCode(t, err, 72, "Must specify both 'viewOn' and 'pipeline' when modifying a view and auth is enabled")
+	runCmd(t, db, bson.D{{Key: "collMod", Value: "v"}, {Key: "viewOn", Value: "d"}, {Key: "pipeline", Value: bson.A{}}})
+}

@@ -257,8 +257,9 @@ func checkModifyEvents(t *testing.T, db *mongo.Database, cs *mongo.ChangeStream)
 }
 
 // checkViewEvents: a view's and a time-series collection's create, modify
-// and drop, as mongod reports them from system.views: no
-// collectionUUID, and nsType on the create.
+// (collMod of the view's pipeline, of the time-series granularity) and
+// drop, as mongod reports them from system.views: no collectionUUID, and
+// nsType on the create.
 func checkViewEvents(t *testing.T, db *mongo.Database, cs *mongo.ChangeStream) {
 	pipeline := bson.A{bson.D{{Key: "$match", Value: bson.D{{Key: "a", Value: int32(2)}}}}}
 	runCmd(t, db, bson.D{{Key: "create", Value: "v"}, {Key: "viewOn", Value: "base"}, {Key: "pipeline", Value: pipeline}})
@@ -269,6 +270,12 @@ func checkViewEvents(t *testing.T, db *mongo.Database, cs *mongo.ChangeStream) {
 		t.Fatalf("view nsType = %v", ev["nsType"])
 	}
 	wantNoField(t, ev, "collectionUUID")
+	changed := bson.A{bson.D{{Key: "$match", Value: bson.D{{Key: "a", Value: int32(3)}}}}}
+	runCmd(t, db, bson.D{{Key: "collMod", Value: "v"}, {Key: "pipeline", Value: changed}})
+	ev = nextEvent(t, cs)
+	wantOp(t, ev, "modify")
+	wantSame(t, "view modify operationDescription", ev["operationDescription"], bson.D{{Key: "viewOn", Value: "base"}, {Key: "pipeline", Value: changed}})
+	wantNoField(t, ev, "collectionUUID", "stateBeforeChange", "nsType")
 	runCmd(t, db, bson.D{{Key: "drop", Value: "v"}})
 	ev = nextEvent(t, cs)
 	wantOp(t, ev, "drop")

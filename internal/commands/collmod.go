@@ -25,6 +25,12 @@ func cmdCollMod(h *Handler, r *request) (bson.D, error) {
 	if c == nil {
 		return nil, nsNotFound(r.db, name)
 	}
+	if isView(c.Meta()) {
+		return collModView(h, c, r)
+	}
+	if err := viewModOnCollection(r); err != nil {
+		return nil, err
+	}
 	reply, evict, err := collModCommit(h, c, r)
 	if err == nil && evict {
 		// A lowered lruLimit holds at once: the evictions commit before
@@ -73,7 +79,7 @@ func collModApply(h *Handler, e *docstore.CatalogEdit, r *request) (bson.D, bool
 }
 
 // collModKnown are collMod's options besides validation's.
-var collModKnown = []string{"index", preImagesOption, catalog.ExpireAfterOption, "timeseries"}
+var collModKnown = []string{"index", preImagesOption, catalog.ExpireAfterOption, "timeseries", "viewOn", "pipeline"}
 
 // collModExpiry applies a time-series collection's expireAfterSeconds and
 // granularity at once; on another collection it checks a clustered
