@@ -84,10 +84,16 @@ func (c *Collection) warnIndex(ix *indexState, now time.Time) (int, error) {
 		ix.warnedTo.Store(reached)
 		return 0, err
 	}
-	if err := t.b.Set(warnedKey(c.meta().ID, ix.def.ID), warnedValue(reached, ix.def.ExpireAfter)); err != nil {
+	b := t.b
+	if n == 0 {
+		// The mark alone: warnings a pass gave up on stay out.
+		b = c.store.eng.NewBatch()
+		defer b.Close()
+	}
+	if err := b.Set(warnedKey(c.meta().ID, ix.def.ID), warnedValue(reached, ix.def.ExpireAfter)); err != nil {
 		return 0, err
 	}
-	if err := t.b.Commit(false); err != nil {
+	if err := b.Commit(false); err != nil {
 		return 0, err
 	}
 	ix.warnedTo.Store(reached)
@@ -138,7 +144,7 @@ func (t *tx) warnRange(ix *indexState, from, to int64) (int64, int, error) {
 	if start != nil {
 		tc.ok = tc.it.SeekGE(start)
 	}
-	n := 0
+	n, lastAt := 0, int64(0)
 	for ; tc.ok; tc.advance() {
 		d, ok := ix.entryDate(tc.it.Key())
 		if !ok {
@@ -153,6 +159,12 @@ func (t *tx) warnRange(ix *indexState, from, to int64) (int64, int, error) {
 		}
 		id := entryID(tc.it.Value())
 		if !t.locks.stripes[t.c.stripeOf(id)] {
+			if lastAt == at {
+				// Warned of some documents of this millisecond but not
+				// this one: the next pass could start neither before
+				// them nor after it, so it starts over, none sent.
+				return from, 0, tc.it.Error()
+			}
 			return at - 1, n, tc.it.Error() // busy: the next pass starts here
 		}
 		doc, err := t.expiresBy(ix, id, tc.it.Value(), at)
@@ -162,7 +174,7 @@ func (t *tx) warnRange(ix *indexState, from, to int64) (int64, int, error) {
 		if doc != nil {
 			exp := changestream.Expiry{Index: ix.def.Name, AfterSecs: ix.def.ExpireAfter, AtMillis: at}
 			t.emit(&changestream.Event{Op: changestream.OpExpiring, RawID: rawID(doc.raw), Expired: &exp})
-			n++
+			n, lastAt = n+1, at
 		}
 	}
 	return to, n, tc.it.Error()

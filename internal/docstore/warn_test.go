@@ -339,3 +339,48 @@ func TestWarnExpiringRacingWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestWarnExpiringWaitsForAHeldDocument: a pass stops before a document
+// whose lock a write holds and sends its warning at the next pass, and
+// none twice, also when documents of the same millisecond came before it.
+func TestWarnExpiringWaitsForAHeldDocument(t *testing.T) {
+	s, clk := openStore(t)
+	c, _ := s.CreateCollection("db", "s", CreateOptions{})
+	mustIndex(t, c, bson.D{{Key: "key", Value: bson.D{{Key: "at", Value: 1}}}, {Key: "name", Value: "at_1"},
+		{Key: "expireAfterSeconds", Value: 100}, {Key: "expiryWarningSeconds", Value: 10}})
+	start := clk.Now()
+	if _, err := c.WarnExpiring(start); err != nil {
+		t.Fatal(err)
+	}
+	for i := range int32(20) { // all expire at 100 s
+		if err := c.Insert(bson.D{{Key: "_id", Value: i}, {Key: "at", Value: date(start)}}, WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Advance(91 * time.Second)
+	held := &lockSet{c: c}
+	held.lockStripe(c.stripeOf(keyenc.AppendValue(nil, int32(7))))
+	if n, err := c.WarnExpiring(clk.Now()); err != nil || n == 20 {
+		t.Fatalf("with 7 held: %d warnings, %v", n, err)
+	}
+	held.release()
+	clk.Advance(10 * time.Millisecond)
+	if _, err := c.WarnExpiring(clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int32]int{}
+	err := changestream.Scan(s.Engine(), changestream.Position{}, func(rec changestream.Record) (bool, error) {
+		if rec.Event.Op == changestream.OpExpiring {
+			seen[int32(binary.LittleEndian.Uint32(rec.Event.RawID[1:]))]++
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := range int32(20) {
+		if seen[id] != 1 {
+			t.Fatalf("document %d warned of %d times: %v", id, seen[id], seen)
+		}
+	}
+}
