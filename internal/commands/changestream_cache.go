@@ -92,7 +92,7 @@ func (c *streamCursor) encodedEvents(r *request, rec changestream.Record) ([][]b
 	cache := c.h.events
 	if key != "" {
 		if raw := cache.get(rec.Pos, key); raw != nil {
-			return [][]byte{raw}, nil
+			return c.single(raw), nil
 		}
 	}
 	if encode := c.plainEncoder(ev); key != "" && encode != nil {
@@ -102,7 +102,7 @@ func (c *streamCursor) encodedEvents(r *request, rec changestream.Record) ([][]b
 		}
 		if len(raw) <= maxResultBytes {
 			cache.put(rec.Pos, key, raw)
-			return [][]byte{raw}, nil
+			return c.single(raw), nil
 		}
 	}
 	docs, err := c.events(r, rec)
@@ -119,4 +119,11 @@ func (c *streamCursor) encodedEvents(r *request, rec changestream.Record) ([][]b
 		cache.put(rec.Pos, key, out[0])
 	}
 	return out, nil
+}
+
+// single is the one event of a change, in the cursor's own slice: the
+// caller reads it before asking for the next change.
+func (c *streamCursor) single(raw []byte) [][]byte {
+	c.one[0] = raw
+	return c.one[:]
 }

@@ -33,6 +33,10 @@ type streamCursor struct {
 	// cursor), until Close.
 	joined bool
 	memo   probeMemo // the pushed-down $match's last answer
+	// one holds the event encodedEvents returns alone (single).
+	one [1][]byte
+	// lastBatch is the length of the last batch read, to size the next.
+	lastBatch int
 }
 
 // Next implements cursor.Source; change streams are read by read.
@@ -68,10 +72,11 @@ const (
 // read fills a batch of up to n events (n < 0: no count limit) from the
 // changes after c.pos, without waiting.
 func (c *streamCursor) read(r *request, n int64) (bson.A, error) {
-	batch := bson.A{}
+	batch := make(bson.A, 0, max(c.lastBatch, 8))
 	if n == 0 {
 		return batch, nil
 	}
+	defer func() { c.lastBatch = len(batch) }()
 	feed := c.h.deps.Changes
 	hwm, err := feed.Now() // before the scan: everything up to it is in the log
 	if err != nil {
