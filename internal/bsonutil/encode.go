@@ -62,6 +62,25 @@ func appendA(dst []byte, a []any) ([]byte, bool) {
 	return dst, true
 }
 
+// appendRaws appends documents encoded already as the elements of an
+// array: a change stream's batch, whose events are copied as they are.
+func appendRaws(dst []byte, docs []bson.Raw) ([]byte, bool) {
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0)
+	for i, d := range docs {
+		if !framed(d) {
+			return dst, false
+		}
+		dst = append(dst, byte(bson.TypeEmbeddedDocument))
+		dst = strconv.AppendInt(dst, int64(i), 10)
+		dst = append(dst, 0)
+		dst = append(dst, d...)
+	}
+	dst = append(dst, 0)
+	binary.LittleEndian.PutUint32(dst[start:], uint32(len(dst)-start))
+	return dst, true
+}
+
 // appendElement appends one element, or reports that v is not one of the
 // types appended here.
 func appendElement(dst []byte, key string, v any) ([]byte, bool) {
@@ -108,6 +127,12 @@ func appendValue(dst []byte, v any) (bson.Type, []byte, bool) {
 		return bson.TypeDateTime, binary.LittleEndian.AppendUint64(dst, uint64(x)), true
 	case bson.ObjectID:
 		return bson.TypeObjectID, append(dst, x[:]...), true
+	case []bson.Raw:
+		if x == nil { // as the driver encodes a nil slice
+			return bson.TypeNull, dst, true
+		}
+		out, ok := appendRaws(dst, x)
+		return bson.TypeArray, out, ok
 	case bson.Raw:
 		// Result documents, encoded once already: copied as they are.
 		// The driver walks them element by element to the same bytes; a

@@ -86,7 +86,7 @@ func randomKey(rng *rand.Rand, i int) string {
 }
 
 func randomValue(rng *rand.Rand, depth int) any {
-	n := 17
+	n := 18
 	if depth == 0 {
 		n = 14 // no nesting
 	}
@@ -124,6 +124,13 @@ func randomValue(rng *rand.Rand, depth int) any {
 	case 15:
 		raw, _ := bson.Marshal(randomDoc(rng, depth-1))
 		return bson.Raw(raw)
+	case 16: // a change stream's batch
+		var raws []bson.Raw
+		for range rng.IntN(4) {
+			raw, _ := bson.Marshal(randomDoc(rng, depth-1))
+			raws = append(raws, raw)
+		}
+		return raws
 	}
 	a := bson.A{}
 	for range rng.IntN(4) {

@@ -71,8 +71,8 @@ const (
 
 // read fills a batch of up to n events (n < 0: no count limit) from the
 // changes after c.pos, without waiting.
-func (c *streamCursor) read(r *request, n int64) (bson.A, error) {
-	batch := make(bson.A, 0, max(c.lastBatch, 8))
+func (c *streamCursor) read(r *request, n int64) ([]bson.Raw, error) {
+	batch := make([]bson.Raw, 0, max(c.lastBatch, 8))
 	if n == 0 {
 		return batch, nil
 	}
@@ -121,7 +121,7 @@ func (c *streamCursor) lastKind() byte {
 }
 
 // reply is a change stream's cursor reply, with postBatchResumeToken.
-func (c *streamCursor) reply(id int64, ns, key string, batch bson.A) bson.D {
+func (c *streamCursor) reply(id int64, ns, key string, batch []bson.Raw) bson.D {
 	tok := c.pbrt
 	return bson.D{{Key: "cursor", Value: bson.D{
 		{Key: key, Value: batch},
@@ -521,7 +521,7 @@ func (h *Handler) streamGetMore(r *request, c *cursor.Cursor, sc *streamCursor, 
 
 // await reads a batch; an empty one waits for the next commit, up to the
 // getMore's maxTimeMS (1 s by default), and reads again.
-func (c *streamCursor) await(r *request, n int64) (bson.A, error) {
+func (c *streamCursor) await(r *request, n int64) ([]bson.Raw, error) {
 	clk := c.h.deps.Clock
 	end := clk.Now().Add(awaitWait(r))
 	for {

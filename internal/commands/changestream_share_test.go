@@ -81,7 +81,7 @@ func BenchmarkTenStreamsRead(b *testing.B) {
 					if mode == "scan" {
 						n, err = scanRead(c, r)
 					} else {
-						var batch bson.A
+						var batch []bson.Raw
 						batch, err = c.read(r, -1)
 						n = len(batch)
 					}
@@ -145,7 +145,7 @@ func TestTenStreamsReadTheSameEvents(t *testing.T) {
 				t.Fatalf("stream %d stopped after %d events", i, len(got))
 			}
 			for _, d := range batch {
-				got = append(got, d.(bson.Raw).String())
+				got = append(got, d.String())
 			}
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {

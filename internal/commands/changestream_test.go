@@ -55,6 +55,9 @@ func cursorField(t *testing.T, reply bson.D, key string) any {
 	if !ok {
 		t.Fatalf("no cursor.%s in %v", key, reply)
 	}
+	if raws, ok := v.([]bson.Raw); ok {
+		return asArray(raws)
+	}
 	return v
 }
 

@@ -35,7 +35,21 @@ func firstBatch(t *testing.T, reply bson.D) bson.A {
 	t.Helper()
 	cur, _ := lookup(reply, "cursor")
 	batch, _ := lookup(cur.(bson.D), "firstBatch")
-	return batch.(bson.A)
+	return asArray(batch)
+}
+
+// asArray is a reply's batch as bson.A: a change stream's comes as its
+// encoded events.
+func asArray(v any) bson.A {
+	raws, ok := v.([]bson.Raw)
+	if !ok {
+		return v.(bson.A)
+	}
+	out := bson.A{}
+	for _, d := range raws {
+		out = append(out, d)
+	}
+	return out
 }
 
 func seedHandler(t *testing.T, h *Handler) {
