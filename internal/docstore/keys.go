@@ -34,35 +34,29 @@ func catalogKey(db, coll string) []byte {
 
 func nextIDKey() []byte { return []byte{tagNextID} }
 
-func docPrefix(collID uint64) []byte {
-	k := make([]byte, 9, 32)
-	k[0] = tagDocument
+// collPrefix is the start of a collection's keys under tag, with room
+// for size bytes in all.
+func collPrefix(tag byte, collID uint64, size int) []byte {
+	k := make([]byte, 9, size)
+	k[0] = tag
 	binary.BigEndian.PutUint64(k[1:], collID)
 	return k
 }
+
+func docPrefix(collID uint64) []byte { return collPrefix(tagDocument, collID, 32) }
 
 func docKey(collID uint64, idEnc []byte) []byte {
 	return append(docPrefix(collID), idEnc...)
 }
 
-func collIndexPrefix(collID uint64) []byte {
-	k := make([]byte, 9, 48)
-	k[0] = tagIndex
-	binary.BigEndian.PutUint64(k[1:], collID)
-	return k
-}
+func collIndexPrefix(collID uint64) []byte { return collPrefix(tagIndex, collID, 48) }
 
 func indexPrefix(collID uint64, ixID uint32) []byte {
 	k := collIndexPrefix(collID)
 	return binary.BigEndian.AppendUint32(k, ixID)
 }
 
-func collWarnedPrefix(collID uint64) []byte {
-	k := make([]byte, 9, 13)
-	k[0] = tagWarned
-	binary.BigEndian.PutUint64(k[1:], collID)
-	return k
-}
+func collWarnedPrefix(collID uint64) []byte { return collPrefix(tagWarned, collID, 13) }
 
 func warnedKey(collID uint64, ixID uint32) []byte {
 	return binary.BigEndian.AppendUint32(collWarnedPrefix(collID), ixID)

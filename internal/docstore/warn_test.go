@@ -22,10 +22,7 @@ import (
 // expiry entered the window since the last pass: a document with an
 // array of dates once, by its earliest; a touched one at its new time.
 func TestWarnExpiring(t *testing.T) {
-	s, clk := openStore(t)
-	c, _ := s.CreateCollection("db", "s", CreateOptions{})
-	mustIndex(t, c, bson.D{{Key: "key", Value: bson.D{{Key: "at", Value: 1}}}, {Key: "name", Value: "at_1"},
-		{Key: "expireAfterSeconds", Value: 100}, {Key: "expiryWarningSeconds", Value: 10}})
+	s, clk, c := warnedCollection(t)
 	if n, err := c.WarnExpiring(clk.Now()); n != 0 || err != nil {
 		t.Fatalf("first pass: %d %v", n, err)
 	}
@@ -89,10 +86,7 @@ func TestExpiryWarningSecondsNeedsTTL(t *testing.T) {
 // a change of expireAfterSeconds starts the window afresh, and a dropped
 // index leaves no mark behind.
 func TestWarnExpiringAfterRestart(t *testing.T) {
-	s, clk := openStore(t)
-	c, _ := s.CreateCollection("db", "s", CreateOptions{})
-	mustIndex(t, c, bson.D{{Key: "key", Value: bson.D{{Key: "at", Value: 1}}}, {Key: "name", Value: "at_1"},
-		{Key: "expireAfterSeconds", Value: 100}, {Key: "expiryWarningSeconds", Value: 10}})
+	s, clk, c := warnedCollection(t)
 	start := clk.Now()
 	if n, err := c.WarnExpiring(start); n != 0 || err != nil { // opens the window
 		t.Fatalf("first pass: %d %v", n, err)
@@ -173,10 +167,7 @@ func warningsSent(t *testing.T, s *Store, start time.Time) string {
 // once of the documents its window now takes in and later ones on time;
 // warnings turned off and on again start as a new index's do.
 func TestWarnExpiringLeadTimeChanged(t *testing.T) {
-	s, clk := openStore(t)
-	c, _ := s.CreateCollection("db", "s", CreateOptions{})
-	mustIndex(t, c, bson.D{{Key: "key", Value: bson.D{{Key: "at", Value: 1}}}, {Key: "name", Value: "at_1"},
-		{Key: "expireAfterSeconds", Value: 100}, {Key: "expiryWarningSeconds", Value: 10}})
+	s, clk, c := warnedCollection(t)
 	start := clk.Now()
 	setLead := func(secs int64) {
 		t.Helper()
@@ -219,10 +210,7 @@ func TestWarnExpiringLeadTimeChanged(t *testing.T) {
 // the write, after its write event; one written already expired, or
 // rewritten without a new expiry, is not.
 func TestWarnExpiringWrittenInsideTheWindow(t *testing.T) {
-	s, clk := openStore(t)
-	c, _ := s.CreateCollection("db", "s", CreateOptions{})
-	mustIndex(t, c, bson.D{{Key: "key", Value: bson.D{{Key: "at", Value: 1}}}, {Key: "name", Value: "at_1"},
-		{Key: "expireAfterSeconds", Value: 100}, {Key: "expiryWarningSeconds", Value: 10}})
+	s, clk, c := warnedCollection(t)
 	start := clk.Now()
 	c.WarnExpiring(start)
 	clk.Advance(time.Second)
@@ -276,10 +264,7 @@ func TestWarnExpiringWrittenInsideTheWindow(t *testing.T) {
 // the time it commits): every document is warned of exactly once, by its
 // write or by a pass.
 func TestWarnExpiringRacingWrites(t *testing.T) {
-	s, clk := openStore(t)
-	c, _ := s.CreateCollection("db", "s", CreateOptions{})
-	mustIndex(t, c, bson.D{{Key: "key", Value: bson.D{{Key: "at", Value: 1}}}, {Key: "name", Value: "at_1"},
-		{Key: "expireAfterSeconds", Value: 100}, {Key: "expiryWarningSeconds", Value: 10}})
+	s, clk, c := warnedCollection(t)
 	start := clk.Now()
 	if _, err := c.WarnExpiring(start); err != nil {
 		t.Fatal(err)
@@ -322,16 +307,7 @@ func TestWarnExpiringRacingWrites(t *testing.T) {
 	if _, err := c.WarnExpiring(clk.Now()); err != nil {
 		t.Fatal(err)
 	}
-	seen := map[int32]int{}
-	err := changestream.Scan(s.Engine(), changestream.Position{}, func(rec changestream.Record) (bool, error) {
-		if rec.Event.Op == changestream.OpExpiring {
-			seen[int32(binary.LittleEndian.Uint32(rec.Event.RawID[1:]))]++
-		}
-		return true, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	seen := warningsPerID(t, s)
 	for id := range int32(writers * each) {
 		if seen[id] != 1 {
 			doc, _ := c.loadLocked(keyenc.AppendValue(nil, id))
@@ -344,10 +320,7 @@ func TestWarnExpiringRacingWrites(t *testing.T) {
 // whose lock a write holds and sends its warning at the next pass, and
 // none twice, also when documents of the same millisecond came before it.
 func TestWarnExpiringWaitsForAHeldDocument(t *testing.T) {
-	s, clk := openStore(t)
-	c, _ := s.CreateCollection("db", "s", CreateOptions{})
-	mustIndex(t, c, bson.D{{Key: "key", Value: bson.D{{Key: "at", Value: 1}}}, {Key: "name", Value: "at_1"},
-		{Key: "expireAfterSeconds", Value: 100}, {Key: "expiryWarningSeconds", Value: 10}})
+	s, clk, c := warnedCollection(t)
 	start := clk.Now()
 	if _, err := c.WarnExpiring(start); err != nil {
 		t.Fatal(err)
@@ -368,6 +341,30 @@ func TestWarnExpiringWaitsForAHeldDocument(t *testing.T) {
 	if _, err := c.WarnExpiring(clk.Now()); err != nil {
 		t.Fatal(err)
 	}
+	seen := warningsPerID(t, s)
+	for id := range int32(20) {
+		if seen[id] != 1 {
+			t.Fatalf("document %d warned of %d times: %v", id, seen[id], seen)
+		}
+	}
+}
+
+// warnedCollection is a store and its clock with a collection whose TTL
+// index at_1 expires documents 100 s after their date and warns of them
+// 10 s before.
+func warnedCollection(t *testing.T) (*Store, *clock.Manual, *Collection) {
+	t.Helper()
+	s, clk := openStore(t)
+	c, _ := s.CreateCollection("db", "s", CreateOptions{})
+	mustIndex(t, c, bson.D{{Key: "key", Value: bson.D{{Key: "at", Value: 1}}}, {Key: "name", Value: "at_1"},
+		{Key: "expireAfterSeconds", Value: 100}, {Key: "expiryWarningSeconds", Value: 10}})
+	return s, clk, c
+}
+
+// warningsPerID counts the "expiring" events in the log by their int32
+// _id.
+func warningsPerID(t *testing.T, s *Store) map[int32]int {
+	t.Helper()
 	seen := map[int32]int{}
 	err := changestream.Scan(s.Engine(), changestream.Position{}, func(rec changestream.Record) (bool, error) {
 		if rec.Event.Op == changestream.OpExpiring {
@@ -378,9 +375,5 @@ func TestWarnExpiringWaitsForAHeldDocument(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for id := range int32(20) {
-		if seen[id] != 1 {
-			t.Fatalf("document %d warned of %d times: %v", id, seen[id], seen)
-		}
-	}
+	return seen
 }
