@@ -243,11 +243,17 @@ func verifyFailover(t *testing.T, rs *replSet, load *failoverLoad) {
 
 // waitExpiredGone checks that every document of the TTL collection is
 // physically deleted soon after the last one expired: the primary elected
-// after the last kill deletes promptly. The bound is the 250 ms
-// plus room for this shared machine's noise.
+// after the last kill deletes promptly, not at a monitor's next minute.
+// The bound is the 250 ms plus room for this shared machine's
+// noise and for the set's state after ten kills in fifteen seconds: a
+// deletion commits once a follower has it, and the followers restarted
+// last may still be catching up (on a CI machine running other tests,
+// 30 documents were still there 1.5 s on, once in many runs; quiet, the
+// last went 0.05–0.8 s after the last expiry, as seen by this check,
+// which starts after the writes are verified).
 func waitExpiredGone(t *testing.T, coll *mongo.Collection, lastExpiry time.Time) {
 	t.Helper()
-	deadline := lastExpiry.Add(1500 * time.Millisecond)
+	deadline := lastExpiry.Add(3 * time.Second)
 	for {
 		n := storedDocs(t, coll)
 		if n == 0 {
