@@ -76,7 +76,6 @@ func (c *streamCursor) read(r *request, n int64) ([]bson.Raw, error) {
 	if n == 0 {
 		return batch, nil
 	}
-	defer func() { c.lastBatch = len(batch) }()
 	feed := c.h.deps.Changes
 	hwm, err := feed.Now() // before the scan: everything up to it is in the log
 	if err != nil {
@@ -109,6 +108,7 @@ func (c *streamCursor) read(r *request, n int64) ([]bson.Raw, error) {
 	if len(batch) == 0 {
 		c.pbrt = changestream.Token{Pos: c.pos}
 	}
+	c.lastBatch = len(batch)
 	return batch, nil
 }
 

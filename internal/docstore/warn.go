@@ -240,9 +240,6 @@ func (t *tx) noteLateWarning(d, old *stored) {
 // window takes the lock; indexes are locked in the state's order, so two
 // writes never wait for each other.
 func (t *tx) sendLateWarnings() (unlock func()) {
-	if len(t.lateWarnings) == 0 {
-		return func() {}
-	}
 	now := t.c.store.clock.Now()
 	var locked []*indexState
 	for _, ix := range t.st.ttl {

@@ -165,7 +165,9 @@ func (t *tx) commit(opt WriteOptions) error {
 	if t.b.Len() == 0 {
 		return nil
 	}
-	defer t.sendLateWarnings()()
+	if len(t.lateWarnings) > 0 {
+		defer t.sendLateWarnings()()
+	}
 	meta, release, err := t.stageMultikey()
 	if err != nil {
 		return err
