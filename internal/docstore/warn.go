@@ -200,9 +200,9 @@ func (t *tx) expiresBy(ix *indexState, id, value []byte, at int64) (*stored, err
 // lateWarning is a document a write puts with a new expiry by a warning
 // index.
 type lateWarning struct {
-	ix *indexState
-	d  *stored
-	at int64 // its expiry by ix, Unix ms
+	ix  *indexState
+	raw []byte // the document as written
+	at  int64  // its expiry by ix, Unix ms
 }
 
 // lateMargin widens, beyond now + N, the expiries a committing write
@@ -229,7 +229,7 @@ func (t *tx) noteLateWarning(d, old *stored) {
 				continue
 			}
 		}
-		t.lateWarnings = append(t.lateWarnings, lateWarning{ix: ix, d: d, at: when.UnixMilli()})
+		t.lateWarnings = append(t.lateWarnings, lateWarning{ix: ix, raw: d.raw, at: when.UnixMilli()})
 	}
 }
 
@@ -251,7 +251,7 @@ func (t *tx) sendLateWarnings() (unlock func()) {
 	for _, w := range t.lateWarnings {
 		if slices.Contains(locked, w.ix) && w.at > now.UnixMilli() && w.at <= w.ix.warnedTo.Load() {
 			exp := changestream.Expiry{Index: w.ix.def.Name, AfterSecs: w.ix.def.ExpireAfter, AtMillis: w.at}
-			t.emit(&changestream.Event{Op: changestream.OpExpiring, RawID: rawID(w.d.raw), Expired: &exp})
+			t.emit(&changestream.Event{Op: changestream.OpExpiring, RawID: rawID(w.raw), Expired: &exp})
 		}
 	}
 	return func() {
