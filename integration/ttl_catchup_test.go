@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 
 	"github.com/mayflydb/mayfly/internal/app"
 )
@@ -20,13 +21,7 @@ func TestTTLCatchUp(t *testing.T) {
 	s := startServer(t, app.Config{})
 	c := connect(t, s)
 	ctx := ctxT(t)
-	admin := c.Database("admin")
-	setParam := func(name string, v any) {
-		t.Helper()
-		mustDo(t, func() error {
-			return admin.RunCommand(ctx, bson.D{{Key: "setParameter", Value: 1}, {Key: name, Value: v}}).Err()
-		})
-	}
+	setParam := func(name string, v any) { setServerParameter(t, c, name, v) }
 	const docs = 3000
 	backlog := func(name string, spacing time.Duration) int64 {
 		t.Helper()
@@ -65,4 +60,59 @@ func TestTTLCatchUp(t *testing.T) {
 	if n := backlog("stormOff", time.Second); n != 0 {
 		t.Fatalf("with catching up off the monitor caught up in %d batches", n)
 	}
+}
+
+// TestReplicaSetTTLCatchUp is a set's primary behind a backlog spread over
+// time: its monitor catches up as a standalone's does, its batches
+// queued behind the clients' writes in the replicated log, and every
+// member ends without the expired documents.
+func TestReplicaSetTTLCatchUp(t *testing.T) {
+	rs := startReplSet(t, 3)
+	p := rs.waitPrimary(-1, 15*time.Second)
+	c := rs.direct(p)
+	ctx := ctxT(t)
+	const docs = 6000
+	setServerParameter(t, c, "ttlMonitorEnabled", false)
+	coll := c.Database("app").Collection("storm")
+	if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "at", Value: 1}}, Options: options.Index().SetExpireAfterSeconds(0)}); err != nil {
+		t.Fatal(err)
+	}
+	first := time.Now().Add(-time.Hour)
+	batch := make([]any, docs)
+	for i := range batch {
+		batch[i] = bson.D{{Key: "_id", Value: i}, {Key: "at", Value: first.Add(time.Duration(i) * 100 * time.Millisecond)}}
+	}
+	if _, err := coll.InsertMany(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	before := statusMetric(t, c, "ttl", "catchUpBatches")
+	setServerParameter(t, c, "ttlMonitorEnabled", true)
+	for i := range rs.addrs {
+		m := rs.direct(i).Database("app").Collection("storm", options.Collection().SetReadPreference(readpref.SecondaryPreferred()))
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			n, err := m.CountDocuments(ctx, bson.D{})
+			if err != nil {
+				t.Fatalf("member %d: %v", i, err)
+			}
+			if n == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("member %d still holds %d of the %d expired documents after 30 s", i, n, docs)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if n := statusMetric(t, c, "ttl", "catchUpBatches") - before; n < 1 {
+		t.Fatalf("the primary's monitor caught up in %d batches behind %d documents expiring 100 ms apart, want some", n, docs)
+	}
+}
+
+// setServerParameter sets a runtime parameter of the server c talks to.
+func setServerParameter(t *testing.T, c *mongo.Client, name string, v any) {
+	t.Helper()
+	mustDo(t, func() error {
+		return c.Database("admin").RunCommand(ctxT(t), bson.D{{Key: "setParameter", Value: 1}, {Key: name, Value: v}}).Err()
+	})
 }

@@ -143,7 +143,7 @@ func (t *tx) applyExpiry(key []byte, it storage.Iterator) error {
 	if ix == nil {
 		return nil // the index is gone, and with it the entry
 	}
-	if !it.SeekGE(key) || !bytes.Equal(it.Key(), key) {
+	if !seekForward(it, key) {
 		if err := it.Error(); err != nil {
 			return fmt.Errorf("docstore: apply expiry: %w", err)
 		}
@@ -166,6 +166,23 @@ func (t *tx) applyExpiry(key []byte, it storage.Iterator) error {
 		return err
 	}
 	return t.expireRead(ix, old)
+}
+
+// seekForward positions it at key and reports whether key is there. An
+// entry's keys come in index order, each most often the entry right
+// after the one before (a pass takes every expired entry it walks), so
+// one step forward usually finds it, where a seek would go down every
+// level of the engine again.
+func seekForward(it storage.Iterator, key []byte) bool {
+	if it.Valid() && bytes.Compare(it.Key(), key) < 0 && it.Next() {
+		switch c := bytes.Compare(it.Key(), key); {
+		case c == 0:
+			return true
+		case c > 0:
+			return false // nothing between the last key and this one
+		}
+	}
+	return it.SeekGE(key) && bytes.Equal(it.Key(), key)
 }
 
 // ttlIndexOfKey is the TTL index an index key belongs to.

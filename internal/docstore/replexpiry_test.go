@@ -224,3 +224,39 @@ func TestWriteWaitsForExpiryInFlight(t *testing.T) {
 	}
 	mustValid(t, c)
 }
+
+// TestSeekForward finds each key of an ascending run, stepping where the
+// key is the next one and seeking where it is not, and reports the keys
+// that are not there.
+func TestSeekForward(t *testing.T) {
+	eng, err := pebblestore.Open(pebblestore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	b := eng.NewBatch()
+	for _, k := range []string{"a", "b", "c", "e", "g", "h"} {
+		if err := b.Set([]byte(k), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Commit(false); err != nil {
+		t.Fatal(err)
+	}
+	it, err := eng.NewIter([]byte("a"), []byte("z"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	for _, step := range []struct {
+		key   string
+		there bool
+	}{{"b", true}, {"c", true}, {"d", false}, {"e", true}, {"f", false}, {"h", true}, {"i", false}, {"j", false}} {
+		if got := seekForward(it, []byte(step.key)); got != step.there {
+			t.Fatalf("seekForward(%q) = %v, want %v", step.key, got, step.there)
+		}
+		if step.there && string(it.Key()) != step.key {
+			t.Fatalf("seekForward(%q) left the iterator at %q", step.key, it.Key())
+		}
+	}
+}

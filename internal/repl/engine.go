@@ -105,16 +105,23 @@ func (b *batch) NoteCounts(collID uint64, docs, bytes int64) {
 
 // Commit implements storage.Batch.
 func (b *batch) Commit(bool) error {
-	wait, err := b.CommitAsync()
+	wait, err := b.proposeAsync(false)
 	if err != nil {
 		return err
 	}
 	return wait()
 }
 
-// CommitAsync implements storage.ExpiryBatch: it proposes the entry and
-// returns; wait returns once this member has applied it.
+// CommitAsync implements storage.ExpiryBatch: it proposes the entry in
+// the background, behind the clients' writes, and returns; wait returns
+// once this member has applied it.
 func (b *batch) CommitAsync() (wait func() error, err error) {
+	return b.proposeAsync(true)
+}
+
+// proposeAsync proposes the entry and returns; wait returns once this
+// member has applied it.
+func (b *batch) proposeAsync(background bool) (wait func() error, err error) {
 	if b.inner.Len() == 0 && len(b.events) == 0 && b.expiries.n == 0 {
 		return func() error { return nil }, nil
 	}
@@ -126,7 +133,7 @@ func (b *batch) CommitAsync() (wait func() error, err error) {
 	if n == nil {
 		return nil, fmt.Errorf("repl: commit: %w", ErrNotPrimary)
 	}
-	ch, err := n.startProposal(ent)
+	ch, err := n.startProposal(ent, background)
 	if err != nil {
 		return nil, fmt.Errorf("repl: commit: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -94,9 +95,17 @@ type node struct {
 	// whenever the log writer has no append of this member's in hand
 	// (flushProposals). Without that, each write would be its own
 	// append, message to each follower and acknowledgement.
-	props   []propWait
-	reads   map[string]*readWait
-	pending []*readWait // reads whose index is known, waiting for apply
+	props []propWait
+	// background are the TTL monitor's expiry proposals not yet handed
+	// to raft. They follow the clients' proposals, at most
+	// backgroundInLog of them in the log unapplied (backgroundLog), and
+	// are stamped when handed over: a storm's deletions then never stand
+	// in the log ahead of more than that many batches' worth of a
+	// client's write, whatever the monitor queues (docs/design/0007).
+	background    []propWait
+	backgroundLog map[uint64]bool // background proposals in raft, not yet applied
+	reads         map[string]*readWait
+	pending       []*readWait // reads whose index is known, waiting for apply
 
 	applied    atomic.Uint64
 	appliedTS  atomic.Uint64 // Timestamp packed T<<32|I
@@ -142,6 +151,11 @@ type applyReq struct {
 	done chan struct{}
 }
 
+// backgroundInLog bounds the background proposals in the log and not yet
+// applied: one applies while the next replicates, so the deletions keep
+// the apply busy and a client's write waits for at most two batches.
+const backgroundInLog = 2
+
 // propWait is a proposal waiting for the raft loop.
 type propWait struct {
 	id   uint64
@@ -160,7 +174,7 @@ func newNode(cfg nodeConfig, base Base, ls *logStore, hooks Hooks) (*node, error
 	}
 	n := &node{
 		cfg: cfg, base: base, ls: ls, hooks: hooks,
-		waiters: map[uint64]chan error{}, reads: map[string]*readWait{},
+		waiters: map[uint64]chan error{}, reads: map[string]*readWait{}, backgroundLog: map[uint64]bool{},
 		confState: a.conf, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		appendc: make(chan *pb.Message, appendQueue), appendDone: make(chan struct{}),
 		applyc: make(chan applyReq, applyQueue), applyDone: make(chan struct{}),
@@ -524,33 +538,71 @@ func (n *node) failWaiters(err error) {
 	}
 	n.pending = nil
 	n.props = nil // their waiters are gone; their stamps belong to the old term
+	n.background = nil
+	clear(n.backgroundLog)
 }
 
 // flushProposals hands the waiting proposals to raft as one append, once
 // the log writer has written this member's last one: proposals gather
-// while it syncs, and share the next sync. A proposal raft refuses (no
-// longer the leader) fails as not applied.
+// while it syncs, and share the next sync. The clients' proposals go
+// first, then as many background ones as the log has room for. A
+// proposal raft refuses (no longer the leader) fails as not applied.
 func (n *node) flushProposals() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if len(n.props) == 0 || n.closed || n.appending.Load() > 0 {
+	if n.closed || n.appending.Load() > 0 {
 		return
 	}
-	ents := make([]*pb.Entry, len(n.props))
-	for i, p := range n.props {
-		ents[i] = &pb.Entry{Data: p.data}
+	bg := n.takeBackground()
+	if len(n.props)+len(bg) == 0 {
+		return
+	}
+	ents := make([]*pb.Entry, 0, len(n.props)+len(bg))
+	for _, p := range n.props {
+		ents = append(ents, &pb.Entry{Data: p.data})
+	}
+	for _, p := range bg {
+		ents = append(ents, &pb.Entry{Data: p.data})
 	}
 	err := n.rn.Step(&pb.Message{Type: pb.MessageType_MsgProp.Enum(), From: proto.Uint64(n.cfg.ID), Entries: ents})
 	if err != nil {
-		for _, p := range n.props {
-			if ch, ok := n.waiters[p.id]; ok {
-				ch <- fmt.Errorf("%w: %v", ErrNotPrimary, err)
-				delete(n.waiters, p.id)
-			}
+		n.refuse(n.props, err)
+		n.refuse(bg, err)
+		for _, p := range bg {
+			delete(n.backgroundLog, p.id)
 		}
 	}
 	clear(n.props)
 	n.props = n.props[:0]
+}
+
+// takeBackground stamps and returns the background proposals the log has
+// room for (backgroundInLog), after the clients' stamped ones; n.mu is
+// held.
+func (n *node) takeBackground() []propWait {
+	room := min(backgroundInLog-len(n.backgroundLog), len(n.background))
+	if room <= 0 {
+		return nil
+	}
+	out := slices.Clone(n.background[:room])
+	for _, p := range out {
+		stamp := entry{ts: n.nextTimestamp(), wall: n.cfg.Clock.Now().UnixMilli()}
+		stamp.putStamp(p.data)
+		n.backgroundLog[p.id] = true
+	}
+	n.background = slices.Delete(n.background, 0, room)
+	return out
+}
+
+// refuse fails the waiters of props with err, raft's refusal; n.mu is
+// held.
+func (n *node) refuse(props []propWait, err error) {
+	for _, p := range props {
+		if ch, ok := n.waiters[p.id]; ok {
+			ch <- fmt.Errorf("%w: %v", ErrNotPrimary, err)
+			delete(n.waiters, p.id)
+		}
+	}
 }
 
 // applyEntries applies committed entries in groups, each one storage
@@ -709,7 +761,12 @@ func (n *node) noteApplied(ent *entry) {
 	n.mu.Lock()
 	ch, mine := n.waiters[ent.proposal]
 	delete(n.waiters, ent.proposal)
+	wasBackground := n.backgroundLog[ent.proposal]
+	delete(n.backgroundLog, ent.proposal)
 	n.mu.Unlock()
+	if wasBackground {
+		n.poke() // room in the log for the next background proposal
+	}
 	if ent.kind == kindConfig && n.onCfg != nil {
 		n.onCfg(ent.payload)
 	}
@@ -761,7 +818,7 @@ func (n *node) applyConfChange(e *pb.Entry) error {
 // propose hands ent to raft on the primary and waits until this member
 // has applied it.
 func (n *node) propose(ctx context.Context, ent *entry) error {
-	ch, err := n.startProposal(ent)
+	ch, err := n.startProposal(ent, false)
 	if err != nil {
 		return err
 	}
@@ -769,8 +826,9 @@ func (n *node) propose(ctx context.Context, ent *entry) error {
 }
 
 // startProposal stamps ent and hands it to raft; ch hears once this member
-// has applied it.
-func (n *node) startProposal(ent *entry) (chan error, error) {
+// has applied it. A background proposal is stamped later, when it goes
+// to raft behind the clients' (flushProposals).
+func (n *node) startProposal(ent *entry, background bool) (chan error, error) {
 	ch := make(chan error, 1)
 	n.mu.Lock()
 	if !n.writable || n.closed {
@@ -778,9 +836,13 @@ func (n *node) startProposal(ent *entry) (chan error, error) {
 		return nil, ErrNotPrimary
 	}
 	ent.proposal = n.proposalID.Add(1)
-	ent.ts, ent.wall = n.nextTimestamp(), n.cfg.Clock.Now().UnixMilli()
 	n.waiters[ent.proposal] = ch
-	n.props = append(n.props, propWait{id: ent.proposal, data: ent.encode()})
+	if background {
+		n.background = append(n.background, propWait{id: ent.proposal, data: ent.encode()})
+	} else {
+		ent.ts, ent.wall = n.nextTimestamp(), n.cfg.Clock.Now().UnixMilli()
+		n.props = append(n.props, propWait{id: ent.proposal, data: ent.encode()})
+	}
 	n.mu.Unlock()
 	n.poke()
 	return ch, nil

@@ -135,6 +135,7 @@ func TestParseConfigRefusesWhatMongodRefuses(t *testing.T) {
 // links, each over its own in-memory engine.
 type cluster struct {
 	t      testing.TB
+	hooks  Hooks // every node's; noHooks unless set before the nodes start
 	retain uint64
 	mu     sync.Mutex
 	nodes  map[uint64]*node
@@ -160,7 +161,12 @@ func newCluster(t *testing.T) *cluster {
 // retain entries of log behind the applied index (tests keep few, so that
 // lagging members catch up by snapshot).
 func newClusterOn(t testing.TB, retain uint64, open func() *pebblestore.Store) *cluster {
-	c := &cluster{t: t, retain: retain, nodes: map[uint64]*node{}, bases: map[uint64]*pebblestore.Store{}, cut: map[uint64]bool{}}
+	return newClusterWith(t, retain, open, noHooks{})
+}
+
+// newClusterWith is newClusterOn with every node's hooks.
+func newClusterWith(t testing.TB, retain uint64, open func() *pebblestore.Store, hooks Hooks) *cluster {
+	c := &cluster{t: t, retain: retain, hooks: hooks, nodes: map[uint64]*node{}, bases: map[uint64]*pebblestore.Store{}, cut: map[uint64]bool{}}
 	for id := uint64(1); id <= 3; id++ {
 		c.bases[id] = open()
 		c.startNode(id)
@@ -190,7 +196,7 @@ func (c *cluster) startNode(id uint64) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	n, err := newNode(nodeConfig{ID: id, Tick: 10 * time.Millisecond, ElectionTicks: 10, RetainEntries: c.retain, Clock: clock.Real{}, Logger: slog.New(slog.DiscardHandler)}, c.bases[id], ls, noHooks{})
+	n, err := newNode(nodeConfig{ID: id, Tick: 10 * time.Millisecond, ElectionTicks: 10, RetainEntries: c.retain, Clock: clock.Real{}, Logger: slog.New(slog.DiscardHandler)}, c.bases[id], ls, c.hooks)
 	if err != nil {
 		c.t.Fatal(err)
 	}
