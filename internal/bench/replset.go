@@ -39,6 +39,11 @@ type ReplSetResult struct {
 	// storm: the primary's last write date minus the secondary's.
 	LagP99Ms float64 `json:"lag_p99_ms"`
 	LagMaxMs float64 `json:"lag_max_ms"`
+	// StormWrites is the latency of clients' w:"majority" inserts made
+	// back to back by stormWriters clients while the storm is deleted:
+	// what a storm's deletions, queued in the replicated log, cost an
+	// application's writes.
+	StormWrites Summary `json:"storm_writes"`
 	// FailoverMs is, per kill -9 of the primary, the time until a client
 	// writing through the seed list had its next write acknowledged.
 	FailoverMs    []float64 `json:"failover_ms"`
@@ -85,8 +90,9 @@ func (m *modeRun) replSetPhase(ctx context.Context, kind string) (*ReplSetResult
 	if err := rs.storm(ctx, res); err != nil {
 		return res, fmt.Errorf("replica set storm: %w", err)
 	}
-	m.logf("replica set storm on %s: %d docs, lateness p99 primary %.0f ms, secondary %.0f ms, lag p99 %.0f ms",
-		kind, res.StormDocs, res.StormPrimary.Upper.P99Ms, res.StormSecondary.Upper.P99Ms, res.LagP99Ms)
+	m.logf("replica set storm on %s: %d docs, lateness p99 primary %.0f ms, secondary %.0f ms, lag p99 %.0f ms; %d w:majority inserts meanwhile, p50 %.1f ms, p99 %.1f ms, max %.1f ms",
+		kind, res.StormDocs, res.StormPrimary.Upper.P99Ms, res.StormSecondary.Upper.P99Ms, res.LagP99Ms,
+		res.StormWrites.Count, res.StormWrites.P50Ms, res.StormWrites.P99Ms, res.StormWrites.MaxMs)
 	if err := rs.failovers(ctx, sz.Failovers, res); err != nil {
 		return res, fmt.Errorf("failover: %w", err)
 	}
@@ -253,7 +259,12 @@ func (rs *replSetRun) storm(ctx context.Context, res *ReplSetResult) error {
 			sz.StormPoll, start, until, int64(s.n), prim, secc, lags)
 		secSamples <- out
 	}()
+	writesCtx, stopWrites := context.WithCancel(ctx)
+	writes := make(chan *Histogram, 1)
+	go func() { writes <- stormWrites(writesCtx, db, start) }()
 	primSamples, err := pollDeleted(ctx, prim.Database(benchDB), sz.StormPoll, start, until, int64(s.n))
+	stopWrites()
+	res.StormWrites = (<-writes).Summarize()
 	if err != nil {
 		return err
 	}
@@ -263,6 +274,43 @@ func (rs *replSetRun) storm(ctx context.Context, res *ReplSetResult) error {
 	res.StormSecondary = deletionLateness(secs, s)
 	res.LagP99Ms, res.LagMaxMs = ms(lags.Quantile(0.99)), ms(lags.Max())
 	return nil
+}
+
+// stormWriters is how many clients insert during the storm, each its
+// next document as soon as the last is acknowledged.
+const stormWriters = 4
+
+// stormWrites inserts with w:"majority" from stormWriters clients, from
+// start until ctx ends, and returns their latencies.
+func stormWrites(ctx context.Context, db *mongo.Database, start time.Time) *Histogram {
+	all := &Histogram{}
+	if sleepUntil(ctx, start) != nil {
+		return all
+	}
+	coll := db.Collection("stormWrites", options.Collection().SetWriteConcern(writeconcern.Majority()))
+	hists := make([]*Histogram, stormWriters)
+	var wg sync.WaitGroup
+	for i := range hists {
+		h := &Histogram{}
+		hists[i] = h
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				t := time.Now()
+				if _, err := coll.InsertOne(ctx, bson.D{{Key: "writer", Value: i}, {Key: "at", Value: t}}); err != nil {
+					// The storm's end cancels the last one; anything else
+					// is retried after a pause.
+					_ = sleepUntil(ctx, time.Now().Add(10*time.Millisecond))
+					continue
+				}
+				h.Add(time.Since(t))
+			}
+		})
+	}
+	wg.Wait()
+	for _, h := range hists {
+		all.Merge(h)
+	}
+	return all
 }
 
 // pollStored samples how many of want documents are gone from a member's
