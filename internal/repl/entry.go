@@ -74,7 +74,7 @@ func (e *entry) encode() []byte {
 	b := make([]byte, entryHeader, entryHeader+8+len(e.deltas)*12+len(e.payload))
 	b[0] = byte(e.kind)
 	binary.BigEndian.PutUint64(b[1:], e.proposal)
-	e.putStamp(b)
+	putStamp(b, e.ts, e.wall)
 	b[25] = e.flags
 	b = binary.AppendUvarint(b, uint64(len(e.deltas)))
 	for _, d := range e.deltas {
@@ -94,10 +94,10 @@ func (e *entry) encode() []byte {
 
 // putStamp writes ts and wall into an encoded entry: the node stamps each
 // proposal as it hands it to raft, so stamps grow in log order.
-func (e *entry) putStamp(b []byte) {
-	binary.BigEndian.PutUint32(b[9:], e.ts.T)
-	binary.BigEndian.PutUint32(b[13:], e.ts.I)
-	binary.BigEndian.PutUint64(b[17:], uint64(e.wall))
+func putStamp(b []byte, ts Timestamp, wall int64) {
+	binary.BigEndian.PutUint32(b[9:], ts.T)
+	binary.BigEndian.PutUint32(b[13:], ts.I)
+	binary.BigEndian.PutUint64(b[17:], uint64(wall))
 }
 
 var errShortEntry = errors.New("repl: log entry too short")

@@ -586,8 +586,7 @@ func (n *node) takeBackground() []propWait {
 	}
 	out := slices.Clone(n.background[:room])
 	for _, p := range out {
-		stamp := entry{ts: n.nextTimestamp(), wall: n.cfg.Clock.Now().UnixMilli()}
-		stamp.putStamp(p.data)
+		putStamp(p.data, n.nextTimestamp(), n.cfg.Clock.Now().UnixMilli())
 		n.backgroundLog[p.id] = true
 	}
 	n.background = slices.Delete(n.background, 0, room)
@@ -837,11 +836,14 @@ func (n *node) startProposal(ent *entry, background bool) (chan error, error) {
 	}
 	ent.proposal = n.proposalID.Add(1)
 	n.waiters[ent.proposal] = ch
-	if background {
-		n.background = append(n.background, propWait{id: ent.proposal, data: ent.encode()})
-	} else {
+	if !background {
 		ent.ts, ent.wall = n.nextTimestamp(), n.cfg.Clock.Now().UnixMilli()
-		n.props = append(n.props, propWait{id: ent.proposal, data: ent.encode()})
+	}
+	p := propWait{id: ent.proposal, data: ent.encode()}
+	if background {
+		n.background = append(n.background, p)
+	} else {
+		n.props = append(n.props, p)
 	}
 	n.mu.Unlock()
 	n.poke()
