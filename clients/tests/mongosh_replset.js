@@ -69,4 +69,20 @@ for (let i = 0; i < 200 && second === first; i++) {
 check(second !== first, "stepDown did not hand over");
 test.carts.updateOne({ _id: 1 }, { $set: { lastModified: new Date() } });
 check(test.carts.findOne({ _id: 1 }).items.length === 1, "test.carts.findOne({ _id: 1 }).items.length");
+
+// The oplog's window and the members' lag, as an operator checks them,
+// and the oplog's entries, newest first, as tools read them.
+const window = rs.printReplicationInfo().value;
+check(window["log length start to end"] !== undefined && window["configured oplog size"] !== undefined, "rs.printReplicationInfo(): " + EJSON.stringify(window));
+const lag = rs.printSecondaryReplicationInfo().value;
+check(Object.keys(lag).filter((k) => k.startsWith("source: ")).length === 3, "rs.printSecondaryReplicationInfo(): " + EJSON.stringify(lag));
+const local = set.getDB("local");
+const last = local.oplog.rs.find().sort({ $natural: -1 }).limit(1).next();
+check(last.op === "u" && last.ns === "test.carts" && last.o2._id === 1 && last.o.diff.u.lastModified instanceof Date, "newest oplog entry: " + EJSON.stringify(last));
+check(local.oplog.rs.countDocuments({ op: "i", ns: "test.carts" }) === 1, "oplog inserts into test.carts");
+check(local.oplog.rs.countDocuments({ ts: { $gte: last.ts } }) === 1 && local.oplog.rs.countDocuments({ ts: { $gt: last.ts } }) === 0, "oplog entries from the newest one's ts");
+check(local.system.replset.findOne()._id === "rs0", "local.system.replset");
+let readOnly = null;
+try { local.oplog.rs.insertOne({ op: "n" }); } catch (e) { readOnly = e; }
+check(readOnly !== null && readOnly.code === 73, "insert into local.oplog.rs: " + readOnly);
 print("mongosh replset ok");

@@ -225,3 +225,69 @@ func (f *Feed) Now() (Position, error) {
 	}
 	return HighWater(latest), nil
 }
+
+// ScanBack calls fn with the log's writes before the timestamp before
+// (zero: the log's end), newest first: each call has every change of one
+// timestamp, in order. It stops when fn returns false or the log begins.
+func ScanBack(r storage.Reader, before Timestamp, fn func([]Record) (bool, error)) error {
+	upper := LogEnd
+	if before != (Timestamp{}) {
+		upper = Key(Position{TS: before})
+	}
+	it, err := r.NewIter(append(append([]byte(nil), trimKey...), 0), upper)
+	if err != nil {
+		return fmt.Errorf("changestream: scan back: %w", err)
+	}
+	defer it.Close()
+	for ok := it.Last(); ok; {
+		p, found := keyPosition(it.Key())
+		if !found {
+			return ErrCorrupt
+		}
+		var entries [][2][]byte
+		for ; ok; ok = it.Prev() {
+			q, _ := keyPosition(it.Key())
+			if q.TS != p.TS {
+				break
+			}
+			entries = append(entries, [2][]byte{append([]byte(nil), it.Key()...), append([]byte(nil), it.Value()...)})
+		}
+		var group []Record
+		for i := len(entries) - 1; i >= 0; i-- {
+			if _, err := emitRecord(entries[i][0], entries[i][1], 0, func(rec Record) (bool, error) {
+				group = append(group, rec)
+				return true, nil
+			}); err != nil {
+				return err
+			}
+		}
+		if more, err := fn(group); err != nil || !more {
+			return err
+		}
+	}
+	return it.Error()
+}
+
+// WriteStats counts the writes the log holds (its distinct timestamps)
+// and the bytes of their records, reading keys and values without
+// decoding them.
+func WriteStats(r storage.Reader) (writes, size int64, err error) {
+	it, err := r.NewIter(append(append([]byte(nil), trimKey...), 0), LogEnd)
+	if err != nil {
+		return 0, 0, fmt.Errorf("changestream: write stats: %w", err)
+	}
+	defer it.Close()
+	var last Timestamp
+	for ok := it.First(); ok; ok = it.Next() {
+		p, found := keyPosition(it.Key())
+		if !found {
+			return 0, 0, ErrCorrupt
+		}
+		size += int64(len(it.Key()) + len(it.Value()))
+		if p.TS != last {
+			writes++
+			last = p.TS
+		}
+	}
+	return writes, size, it.Error()
+}

@@ -108,6 +108,9 @@ func (h *Handler) parsePipeline(r *request) (*aggregate.Pipeline, error) {
 // $match (the stage itself still runs; the scan only narrows the input)
 // and for a leading $sort, which is then left out of the pipeline.
 func (h *Handler) aggregateInput(r *request, coll string, p *aggregate.Pipeline) (aggregate.Iterator, *aggregate.Pipeline, error) {
+	if h.localView(r.db, coll) {
+		return h.localSource(r, coll), p, nil
+	}
 	ex, provided, err := h.planAggregate(r, h.deps.Store.Collection(r.db, coll), p)
 	if err != nil {
 		return nil, nil, err
@@ -149,6 +152,9 @@ func (e *aggEnv) Collection(name string) (aggregate.Iterator, error) {
 func (e *aggEnv) Now() time.Time { return e.h.deps.Clock.Now() }
 
 func (e *aggEnv) CollStats(spec bson.D) (bson.D, error) {
+	if e.h.localView(e.db, e.coll) {
+		return e.localCollStats(spec)
+	}
 	c := e.h.deps.Store.Collection(e.db, e.coll)
 	if c == nil {
 		return nil, nsNotFound(e.db, e.coll)

@@ -45,6 +45,9 @@ func cmdListCollections(h *Handler, r *request) (bson.D, error) {
 		}
 		docs = append(docs, entry)
 	}
+	if docs, err = h.listLocalViews(r, f, nameOnly, docs); err != nil {
+		return nil, err
+	}
 	batch, err := cursorBatchSize(r)
 	if err != nil {
 		return nil, err

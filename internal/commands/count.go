@@ -207,6 +207,9 @@ func dedupeSorted(vals []any, c query.Collator) bson.A {
 
 // countMaybeView counts a collection's or a view's matching documents.
 func (h *Handler) countMaybeView(r *request, name string, q bson.D, hint any, cn *collation.Collation) (int64, error) {
+	if h.localView(r.db, name) {
+		return h.countLocal(r, name, q)
+	}
 	v, err := h.resolveView(r.db, name)
 	if err != nil || v == nil {
 		if err != nil {

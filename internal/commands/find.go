@@ -39,8 +39,10 @@ var findFields = []string{
 	"tailable", "awaitData", "oplogReplay", "min", "max", "returnKey", "showRecordId", "explain",
 	"isCountCommand"}
 
-// findUnsupported are find options for features Mayfly lacks.
-var findUnsupported = []string{"oplogReplay", "min", "max", "returnKey"}
+// findUnsupported are find options for features Mayfly lacks. oplogReplay
+// is not among them: mongod has ignored it since 4.4 (it finds the start
+// of a ts range by itself), and mongodump still sends it.
+var findUnsupported = []string{"min", "max", "returnKey"}
 
 func parseFind(h *Handler, r *request) (*findArgs, error) {
 	a := &findArgs{}
@@ -132,6 +134,9 @@ func cmdFind(h *Handler, r *request) (bson.D, error) {
 		return nil, err
 	}
 	ns := r.db + "." + a.coll
+	if h.localView(r.db, a.coll) {
+		return h.findLocal(r, a)
+	}
 	if v, err := h.resolveView(r.db, a.coll); err != nil || v != nil {
 		if err != nil {
 			return nil, err

@@ -69,6 +69,9 @@ func cmdCollStats(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	if h.localView(r.db, coll) {
+		return h.localStats(coll, scale, bson.D{{Key: "ns", Value: r.db + "." + coll}})
+	}
 	c := h.deps.Store.Collection(r.db, coll)
 	if c == nil {
 		return emptyCollStats(r.db+"."+coll, scale), nil

@@ -66,6 +66,9 @@ func viewCollation(m *catalog.Collection) bson.D {
 
 // refuseView answers a write to a view as mongod does.
 func (h *Handler) refuseView(db, coll string) error {
+	if err := h.refuseLocalWrite(db, coll); err != nil {
+		return err
+	}
 	c := h.deps.Store.Collection(db, coll)
 	if c != nil && isView(c.Meta()) {
 		return mongoerr.Newf(mongoerr.CommandNotSupportedOnView, "Namespace %s.%s is a view, not a collection", db, coll)

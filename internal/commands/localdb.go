@@ -1,0 +1,312 @@
+package commands
+
+import (
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/aggregate"
+	"github.com/mayflydb/mayfly/internal/changestream"
+	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/oplog"
+	"github.com/mayflydb/mayfly/internal/query"
+)
+
+// A replica set member's local database shows the two collections mongod
+// keeps there that tools read: oplog.rs, the member's change log in the
+// oplog's format (internal/oplog), and system.replset, the set's
+// configuration. They are read-only views: find, aggregate, count,
+// collStats and listCollections see them, writes are refused.
+const (
+	localDB     = "local"
+	oplogColl   = "oplog.rs"
+	replsetColl = "system.replset"
+)
+
+// localView reports whether db.coll is one of those views on this server:
+// a member of an initiated set.
+func (h *Handler) localView(db, coll string) bool {
+	if db != localDB || (coll != oplogColl && coll != replsetColl) {
+		return false
+	}
+	rs := h.deps.Repl
+	return rs != nil && rs.Config() != nil && h.deps.Changes != nil
+}
+
+// localSource reads a local view for the aggregate r: the oplog newest
+// first when r hints {$natural: -1}, else oldest first from where its
+// leading $match's ts bound lets it start (the $match still runs).
+func (h *Handler) localSource(r *request, coll string) aggregate.Iterator {
+	if coll == replsetColl {
+		return &sliceSource{docs: []bson.D{h.deps.Repl.Config().Doc()}}
+	}
+	hint, _ := lookup(r.body, "hint")
+	if naturalDirection(hint) < 0 {
+		return oplog.NewReverseCursor(h.deps.Changes.Reader)
+	}
+	return oplog.NewCursor(h.deps.Changes.Reader, oplogStart(stagesOf(r)))
+}
+
+// oplogStart is the timestamp a leading {$match: {ts: ...}} puts every
+// entry after: a tool reading the oplog from a point ($gt, $gte or
+// equality with a Timestamp) reads no more of the log than it needs.
+func oplogStart(stages bson.A) changestream.Timestamp {
+	first, _ := lookupFirst(stages)
+	if len(first) != 1 || first[0].Key != "$match" {
+		return changestream.Timestamp{}
+	}
+	match, _ := first[0].Value.(bson.D)
+	bound, _ := lookup(match, "ts")
+	if ts, ok := bound.(bson.Timestamp); ok {
+		return justBefore(changestream.Timestamp{T: ts.T, I: ts.I}).TS
+	}
+	ops, _ := bound.(bson.D)
+	var from changestream.Timestamp
+	for _, op := range ops {
+		ts, ok := op.Value.(bson.Timestamp)
+		switch {
+		case !ok:
+		case op.Key == "$gt":
+			from = later(from, changestream.Timestamp{T: ts.T, I: ts.I})
+		case op.Key == "$gte":
+			from = later(from, justBefore(changestream.Timestamp{T: ts.T, I: ts.I}).TS)
+		}
+	}
+	return from
+}
+
+func lookupFirst(stages bson.A) (bson.D, bool) {
+	if len(stages) == 0 {
+		return nil, false
+	}
+	d, ok := stages[0].(bson.D)
+	return d, ok
+}
+
+func later(a, b changestream.Timestamp) changestream.Timestamp {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// refuseLocalWrite refuses a write to a local view.
+func (h *Handler) refuseLocalWrite(db, coll string) error {
+	if !h.localView(db, coll) {
+		return nil
+	}
+	return mongoerr.Newf(mongoerr.InvalidNamespace, "cannot write to %s.%s: on Mayfly it is a read-only view of the replicated log and configuration", db, coll)
+}
+
+// findLocal answers a find on a local view as an aggregate over it. A
+// sort or hint of {$natural: -1} reads the oplog newest first, as
+// mongod's reverse collection scan does; tailing it is refused (a change
+// stream follows the same log).
+func (h *Handler) findLocal(r *request, a *findArgs) (bson.D, error) {
+	tailable, _, err := tailOptions(r, a)
+	if err != nil {
+		return nil, err
+	}
+	if tailable {
+		return nil, mongoerr.Newf(mongoerr.BadValue, "a tailable cursor on %s.%s is not supported by Mayfly; a change stream (watch) follows the same log", r.db, a.coll)
+	}
+	filter, err := optDoc(r, "filter")
+	if err != nil {
+		return nil, err
+	}
+	stages := *a
+	reverse, err := naturalOrder(&stages)
+	if err != nil {
+		return nil, err
+	}
+	out, err := h.runAggregate(localRequest(r, a.coll, findStages(&stages, filter), a.batchSize, reverse), a.coll)
+	if err != nil {
+		return nil, err
+	}
+	reply, err := h.requestCursorReply(r, r.db+"."+a.coll, out, a.batchSize, a.singleBatch)
+	return reply, causedBy(findExecContext, err)
+}
+
+// naturalOrder takes a {$natural: ±1} sort out of a (the view's own
+// order) and reports whether it, or the hint, asks for newest first.
+func naturalOrder(a *findArgs) (reverse bool, err error) {
+	reverse = naturalDirection(a.hint) < 0
+	if len(a.sortSpec) == 0 {
+		return reverse, nil
+	}
+	if a.sortSpec[0].Key != "$natural" {
+		return reverse, nil
+	}
+	if len(a.sortSpec) > 1 {
+		return false, mongoerr.New(mongoerr.BadValue, "$natural sort cannot be set in combination with other sort keys")
+	}
+	reverse = naturalDirection(bson.D{a.sortSpec[0]}) < 0
+	a.sortSpec, a.sort = nil, nil
+	return reverse, nil
+}
+
+// naturalDirection is the direction of a {$natural: n} hint or sort, 0
+// for anything else.
+func naturalDirection(v any) int64 {
+	d, ok := v.(bson.D)
+	if !ok || len(d) != 1 || d[0].Key != "$natural" {
+		return 0
+	}
+	n, err := toInt64("hint", "$natural", d[0].Value)
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
+// localRequest is an aggregate of stages over a local view.
+func localRequest(r *request, coll string, stages bson.A, batchSize int64, reverse bool) *request {
+	inner := *r
+	inner.name = "aggregate"
+	inner.body = bson.D{
+		{Key: "aggregate", Value: coll},
+		{Key: "pipeline", Value: stages},
+		{Key: "cursor", Value: bson.D{{Key: "batchSize", Value: batchSize}}},
+	}
+	if reverse {
+		inner.body = append(inner.body, bson.E{Key: "hint", Value: bson.D{{Key: "$natural", Value: int32(-1)}}})
+	}
+	for _, k := range []string{"collation", "let"} {
+		if val, ok := lookup(r.body, k); ok {
+			inner.body = append(inner.body, bson.E{Key: k, Value: val})
+		}
+	}
+	return &inner
+}
+
+// countLocal counts a local view's documents matching q.
+func (h *Handler) countLocal(r *request, name string, q bson.D) (int64, error) {
+	stages := bson.A{}
+	if len(q) > 0 {
+		stages = append(stages, bson.D{{Key: "$match", Value: q}})
+	}
+	out, err := h.runAggregate(localRequest(r, name, stages, 0, false), name)
+	if err != nil {
+		return 0, err
+	}
+	defer out.Close()
+	n := int64(0)
+	return n, eachResult(r, out, func(bson.D) error { n++; return nil })
+}
+
+// localInfo is a local view's listCollections entry: the oplog as mongod
+// lists it, capped, at the size the log has now (Mayfly keeps the log
+// for a time, --change-stream-retention, not to a size).
+func (h *Handler) localInfo(coll string) (bson.D, error) {
+	opts := bson.D{}
+	if coll == oplogColl {
+		_, size, err := oplog.Stats(h.deps.Changes.Reader)
+		if err != nil {
+			return nil, err
+		}
+		opts = bson.D{{Key: "capped", Value: true}, {Key: "size", Value: max(size, 1)}}
+	}
+	info := bson.D{
+		{Key: "name", Value: coll},
+		{Key: "type", Value: "collection"},
+		{Key: "options", Value: opts},
+		{Key: "info", Value: bson.D{{Key: "readOnly", Value: false}}},
+	}
+	if coll == oplogColl {
+		return info, nil // mongod's oplog has no _id index
+	}
+	return append(info, bson.E{Key: "idIndex", Value: bson.D{{Key: "v", Value: int32(2)},
+		{Key: "key", Value: bson.D{{Key: "_id", Value: int32(1)}}}, {Key: "name", Value: "_id_"}}}), nil
+}
+
+// localStats is collStats' reply for a local view, after head. The
+// oplog's maxSize is the log's size now: it is kept for a time, not to
+// a size, so that is the most it holds.
+func (h *Handler) localStats(coll string, scale int64, head bson.D) (bson.D, error) {
+	count, size, err := h.localSizes(coll)
+	if err != nil {
+		return nil, err
+	}
+	nindexes := int32(1) // system.replset's _id index; the oplog has none
+	if coll == oplogColl {
+		nindexes = 0
+	}
+	avg := int64(0)
+	if count > 0 {
+		avg = size / count
+	}
+	out := append(head,
+		bson.E{Key: "size", Value: docstore.Num(size / scale)},
+		bson.E{Key: "count", Value: docstore.Num(count)},
+		bson.E{Key: "avgObjSize", Value: docstore.Num(avg)},
+		bson.E{Key: "numOrphanDocs", Value: int32(0)},
+		bson.E{Key: "storageSize", Value: docstore.Num(size / scale)},
+		bson.E{Key: "freeStorageSize", Value: int32(0)},
+		bson.E{Key: "capped", Value: coll == oplogColl},
+	)
+	if coll == oplogColl {
+		out = append(out, bson.E{Key: "max", Value: int64(0)}, bson.E{Key: "maxSize", Value: max(size, 1) / scale})
+	}
+	return append(out,
+		bson.E{Key: "nindexes", Value: nindexes},
+		bson.E{Key: "indexDetails", Value: bson.D{}},
+		bson.E{Key: "indexBuilds", Value: bson.A{}},
+		bson.E{Key: "totalIndexSize", Value: int32(0)},
+		bson.E{Key: "totalSize", Value: docstore.Num(size / scale)},
+		bson.E{Key: "indexSizes", Value: bson.D{}},
+		bson.E{Key: "scaleFactor", Value: int32(scale)},
+	), nil
+}
+
+// localSizes is a local view's document count and bytes.
+func (h *Handler) localSizes(coll string) (count, size int64, err error) {
+	if coll == oplogColl {
+		return oplog.Stats(h.deps.Changes.Reader)
+	}
+	b, err := bson.Marshal(h.deps.Repl.Config().Doc())
+	return 1, int64(len(b)), err
+}
+
+// localCollStats is $collStats on a local view: storageStats and count.
+func (e *aggEnv) localCollStats(spec bson.D) (bson.D, error) {
+	out := bson.D{
+		{Key: "ns", Value: e.db + "." + e.coll},
+		{Key: "host", Value: "localhost"},
+		{Key: "localTime", Value: bson.NewDateTimeFromTime(e.Now())},
+	}
+	if v, ok := lookup(spec, "storageStats"); ok {
+		st, err := e.h.localStats(e.coll, scaleOf(v), nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, bson.E{Key: "storageStats", Value: st})
+	}
+	if _, ok := lookup(spec, "count"); ok {
+		n, _, err := e.h.localSizes(e.coll)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, bson.E{Key: "count", Value: n})
+	}
+	return out, nil
+}
+
+// listLocalViews adds the local views to a listCollections of local.
+func (h *Handler) listLocalViews(r *request, f *query.Filter, nameOnly bool, docs []bson.D) ([]bson.D, error) {
+	for _, coll := range []string{oplogColl, replsetColl} {
+		if !h.localView(r.db, coll) || !h.collectionListable(r, coll) {
+			continue
+		}
+		entry, err := h.localInfo(coll)
+		if err != nil {
+			return nil, err
+		}
+		if !f.Match(entry) {
+			continue
+		}
+		if nameOnly {
+			entry = entry[:2]
+		}
+		docs = append(docs, entry)
+	}
+	return docs, nil
+}

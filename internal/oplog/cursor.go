@@ -1,0 +1,110 @@
+package oplog
+
+import (
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/changestream"
+	"github.com/mayflydb/mayfly/internal/storage"
+)
+
+// chunk is how many writes a cursor reads from the log at a time: a
+// read holds its iterator only while it fills one chunk.
+const chunk = 256
+
+// Cursor reads the oplog's entries from a change log, oldest first or
+// newest first, a chunk at a time, so that a find with a limit reads no
+// more of a large log than it returns.
+type Cursor struct {
+	log     storage.Reader
+	reverse bool
+	// from is where the next chunk starts: after it going forward,
+	// before it going back (zero: the log's start, or its end).
+	from    changestream.Timestamp
+	pending []bson.D
+	done    bool
+}
+
+// NewCursor reads log's entries oldest first, from the first write after
+// the timestamp after (zero: from the log's start).
+func NewCursor(log storage.Reader, after changestream.Timestamp) *Cursor {
+	return &Cursor{log: log, from: after}
+}
+
+// NewReverseCursor reads log's entries newest first.
+func NewReverseCursor(log storage.Reader) *Cursor {
+	return &Cursor{log: log, reverse: true}
+}
+
+// Next returns the next entry; ok is false at the end.
+func (c *Cursor) Next() (bson.D, bool, error) {
+	for len(c.pending) == 0 {
+		if c.done {
+			return nil, false, nil
+		}
+		if err := c.fill(); err != nil {
+			return nil, false, err
+		}
+	}
+	d := c.pending[0]
+	c.pending = c.pending[1:]
+	return d, true, nil
+}
+
+// Close ends the cursor; it holds no iterator between chunks.
+func (c *Cursor) Close() error { return nil }
+
+func (c *Cursor) fill() error {
+	writes := 0
+	add := func(write []changestream.Record) (bool, error) {
+		c.from = write[0].Pos.TS
+		writes++
+		e, ok, err := Entry(write)
+		if err != nil || !ok {
+			return err == nil, err
+		}
+		c.pending = append(c.pending, e)
+		return writes < chunk, nil
+	}
+	var err error
+	if c.reverse {
+		err = changestream.ScanBack(c.log, c.from, add)
+	} else {
+		err = scanWrites(c.log, c.from, add)
+	}
+	c.done = err == nil && writes < chunk
+	return err
+}
+
+// scanWrites calls fn with each write after the timestamp after, its
+// records together.
+func scanWrites(log storage.Reader, after changestream.Timestamp, fn func([]changestream.Record) (bool, error)) error {
+	var write []changestream.Record
+	var stopped bool
+	start := changestream.HighWater(after)
+	if after == (changestream.Timestamp{}) {
+		start = changestream.Position{}
+	}
+	err := changestream.Scan(log, start, func(rec changestream.Record) (bool, error) {
+		if len(write) > 0 && rec.Pos.TS != write[0].Pos.TS {
+			more, err := fn(write)
+			if err != nil || !more {
+				stopped = true
+				return false, err
+			}
+			write = nil
+		}
+		write = append(write, rec)
+		return true, nil
+	})
+	if err != nil || stopped || len(write) == 0 {
+		return err
+	}
+	_, err = fn(write)
+	return err
+}
+
+// Stats counts the log's writes (the oplog's entries) and the bytes of
+// its records.
+func Stats(log storage.Reader) (entries, size int64, err error) {
+	return changestream.WriteStats(log)
+}
