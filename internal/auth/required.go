@@ -48,6 +48,9 @@ var moreRequired = map[string]requirement{
 	// Mayfly's own: raft between members, a test fault, a storage checkpoint.
 	"replSetRaft": onCluster("internal"), "replSetSnapshot": onCluster("internal"),
 	"mayflyReplPartition": onCluster("internal"), "mayflyCheckpoint": onCluster("fsync"),
+	// mongod asks anyAction on anyResource of mongorestore --oplogReplay's
+	// applyOps: no built-in role but root (and __system) holds it.
+	"applyOps": onCluster(actionAnyAction),
 }
 
 // required is the table of what each command needs. Commands that only

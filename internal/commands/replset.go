@@ -52,6 +52,7 @@ var roles = map[string]role{
 	"dropDatabase": {secondary: neverOnSecondary}, "renameCollection": {secondary: neverOnSecondary},
 	"createIndexes": {secondary: neverOnSecondary}, "dropIndexes": {secondary: neverOnSecondary},
 	"deleteIndexes": {secondary: neverOnSecondary}, "collMod": {secondary: neverOnSecondary},
+	"applyOps":   {secondary: neverOnSecondary},
 	"createUser": {secondary: neverOnSecondary}, "updateUser": {secondary: neverOnSecondary},
 	"dropUser": {secondary: neverOnSecondary}, "dropAllUsersFromDatabase": {secondary: neverOnSecondary},
 	"grantRolesToUser": {secondary: neverOnSecondary}, "revokeRolesFromUser": {secondary: neverOnSecondary},

@@ -36,6 +36,7 @@ func buildTable() map[string]command {
 		"listCommands": cmdListCommands,
 		"bulkWrite":    cmdBulkWrite,
 		"killOp":       cmdKillOp,
+		"applyOps":     cmdApplyOps,
 	} {
 		register(t, name, run)
 	}

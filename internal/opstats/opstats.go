@@ -140,7 +140,7 @@ func WritesData(name string) bool {
 	}
 	switch name {
 	case "create", "drop", "dropDatabase", "createIndexes", "dropIndexes", "deleteIndexes",
-		"collMod", "renameCollection":
+		"collMod", "renameCollection", "applyOps":
 		return true
 	}
 	return false
