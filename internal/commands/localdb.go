@@ -48,18 +48,42 @@ func (h *Handler) localSource(r *request, coll string) aggregate.Iterator {
 
 // oplogStart is the timestamp a leading {$match: {ts: ...}} puts every
 // entry after: a tool reading the oplog from a point ($gt, $gte or
-// equality with a Timestamp) reads no more of the log than it needs.
+// equality with a Timestamp, at the top or inside $and, as mongodump
+// asks) reads no more of the log than it needs.
 func oplogStart(stages bson.A) changestream.Timestamp {
 	first, _ := lookupFirst(stages)
 	if len(first) != 1 || first[0].Key != "$match" {
 		return changestream.Timestamp{}
 	}
 	match, _ := first[0].Value.(bson.D)
-	bound, _ := lookup(match, "ts")
-	if ts, ok := bound.(bson.Timestamp); ok {
+	return matchStart(match)
+}
+
+// matchStart is the latest lower bound a filter sets on ts.
+func matchStart(match bson.D) changestream.Timestamp {
+	var from changestream.Timestamp
+	for _, e := range match {
+		switch e.Key {
+		case "ts":
+			from = later(from, tsStart(e.Value))
+		case "$and":
+			all, _ := e.Value.(bson.A)
+			for _, v := range all {
+				if d, ok := v.(bson.D); ok {
+					from = later(from, matchStart(d))
+				}
+			}
+		}
+	}
+	return from
+}
+
+// tsStart is the lower bound one condition on ts sets.
+func tsStart(cond any) changestream.Timestamp {
+	if ts, ok := cond.(bson.Timestamp); ok {
 		return justBefore(changestream.Timestamp{T: ts.T, I: ts.I}).TS
 	}
-	ops, _ := bound.(bson.D)
+	ops, _ := cond.(bson.D)
 	var from changestream.Timestamp
 	for _, op := range ops {
 		ts, ok := op.Value.(bson.Timestamp)

@@ -29,6 +29,13 @@ func TestOplogStart(t *testing.T) {
 		{"not a timestamp", match(bson.D{{Key: "$gt", Value: int32(5)}}), changestream.Timestamp{}},
 		{"not leading", append(bson.A{bson.D{{Key: "$project", Value: bson.D{{Key: "ts", Value: 1}}}}}, match(ts)...), changestream.Timestamp{}},
 		{"no stages", nil, changestream.Timestamp{}},
+		{"mongodump's $and", bson.A{bson.D{{Key: "$match", Value: bson.D{{Key: "$and", Value: bson.A{
+			bson.D{{Key: "ts", Value: bson.D{{Key: "$gte", Value: ts}}}},
+			bson.D{{Key: "ts", Value: bson.D{{Key: "$lte", Value: bson.Timestamp{T: 90}}}}},
+		}}}}}}, changestream.Timestamp{T: 50, I: 2}},
+		{"$or does not move it", bson.A{bson.D{{Key: "$match", Value: bson.D{{Key: "$or", Value: bson.A{
+			bson.D{{Key: "ts", Value: bson.D{{Key: "$gte", Value: ts}}}}, bson.D{{Key: "op", Value: "i"}},
+		}}}}}}, changestream.Timestamp{}},
 	}
 	for _, c := range cases {
 		if got := oplogStart(c.stages); got != c.want {
