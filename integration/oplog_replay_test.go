@@ -233,3 +233,67 @@ func sameHashSoon(ctx context.Context, t *testing.T, a, b *mongo.Database) (stri
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestOplogTailable: a tailable awaitData find on local.oplog.rs, as
+// oplog tailers open it from the newest entry's ts, receives each later
+// write of the namespace it filters on, in order, waits at the end
+// without closing, and receives the next write after that.
+func TestOplogTailable(t *testing.T) {
+	rs := startReplSet(t, 1)
+	c := rs.client()
+	defer c.Disconnect(context.Background())
+	ctx := ctxT(t)
+	live := c.Database("shop").Collection("live")
+	if _, err := live.InsertOne(ctx, bson.D{{Key: "_id", Value: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	oplog := c.Database("local").Collection("oplog.rs")
+	var newest struct {
+		TS bson.Timestamp `bson:"ts"`
+	}
+	if err := oplog.FindOne(ctx, bson.D{}, options.FindOne().SetSort(bson.D{{Key: "$natural", Value: -1}})).Decode(&newest); err != nil {
+		t.Fatal(err)
+	}
+	cur, err := oplog.Find(ctx, bson.D{{Key: "ts", Value: bson.D{{Key: "$gt", Value: newest.TS}}}, {Key: "ns", Value: "shop.live"}},
+		options.Find().SetCursorType(options.TailableAwait).SetMaxAwaitTime(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.Close(context.Background())
+	next := func(want int32) {
+		t.Helper()
+		for cur.Next(ctx) == false {
+			if cur.Err() != nil || cur.ID() == 0 {
+				t.Fatalf("the tailable cursor ended: %v", cur.Err())
+			}
+		}
+		var e struct {
+			Op string `bson:"op"`
+			O  bson.D `bson:"o"`
+		}
+		if err := cur.Decode(&e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Op != "i" || len(e.O) == 0 || e.O[0].Value != want {
+			t.Fatalf("entry %+v, want the insert of %d", e, want)
+		}
+	}
+	for i := int32(1); i <= 3; i++ {
+		if _, err := live.InsertOne(ctx, bson.D{{Key: "_id", Value: i}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Database("shop").Collection("other").InsertOne(ctx, bson.D{{Key: "_id", Value: 100 + i}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := int32(1); i <= 3; i++ {
+		next(i)
+	}
+	if cur.TryNext(ctx) || cur.Err() != nil || cur.ID() == 0 {
+		t.Fatalf("at the end: an entry, an error (%v) or a closed cursor", cur.Err())
+	}
+	if _, err := live.InsertOne(ctx, bson.D{{Key: "_id", Value: int32(4)}}); err != nil {
+		t.Fatal(err)
+	}
+	next(4)
+}

@@ -291,7 +291,7 @@ func (h *Handler) getMore(r *request, id int64, ns string, n int64) (bson.D, err
 		src.done = false // a tailable cursor looks again past its end
 	}
 	batch, err := fillBatch(src, n)
-	if err == nil && len(batch) == 0 && tail != nil && tail.await {
+	if err == nil && len(batch) == 0 && tail != nil && tail.awaits() {
 		batch, err = h.awaitMore(r, src, n)
 	}
 	if err != nil {

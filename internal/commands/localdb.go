@@ -5,10 +5,12 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/changestream"
+	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/oplog"
 	"github.com/mayflydb/mayfly/internal/query"
+	"github.com/mayflydb/mayfly/internal/storage"
 )
 
 // A replica set member's local database shows the two collections mongod
@@ -123,19 +125,18 @@ func (h *Handler) refuseLocalWrite(db, coll string) error {
 
 // findLocal answers a find on a local view as an aggregate over it. A
 // sort or hint of {$natural: -1} reads the oplog newest first, as
-// mongod's reverse collection scan does; tailing it is refused (a change
-// stream follows the same log).
+// mongod's reverse collection scan does; a tailable find follows it.
 func (h *Handler) findLocal(r *request, a *findArgs) (bson.D, error) {
-	tailable, _, err := tailOptions(r, a)
+	tailable, await, err := tailOptions(r, a)
 	if err != nil {
 		return nil, err
-	}
-	if tailable {
-		return nil, mongoerr.Newf(mongoerr.BadValue, "a tailable cursor on %s.%s is not supported by Mayfly; a change stream (watch) follows the same log", r.db, a.coll)
 	}
 	filter, err := optDoc(r, "filter")
 	if err != nil {
 		return nil, err
+	}
+	if tailable {
+		return h.tailOplog(r, a, filter, await)
 	}
 	stages := *a
 	reverse, err := naturalOrder(&stages)
@@ -333,4 +334,59 @@ func (h *Handler) listLocalViews(r *request, f *query.Filter, nameOnly bool, doc
 		docs = append(docs, entry)
 	}
 	return docs, nil
+}
+
+// tailOplog answers a tailable find on the oplog, as oplog tailers
+// (change data capture tools, Meteor) send it: a cursor that stays open
+// at the log's end, each getMore reading on from the last entry it
+// returned and, with awaitData, waiting for new ones. The filter's ts
+// bound, if any, says where it starts.
+func (h *Handler) tailOplog(r *request, a *findArgs, filter bson.D, await bool) (bson.D, error) {
+	if a.coll != oplogColl {
+		return nil, mongoerr.Newf(mongoerr.BadValue, "error processing query: ns=%s.%s tailable cursor requested on non capped collection", r.db, a.coll)
+	}
+	var src cursor.Source = &oplogTail{log: h.deps.Changes.Reader, filter: a.filter, after: matchStart(filter), await: await}
+	if a.projection != nil {
+		src = &projectSource{src: src, f: projector(a.projection, a.filter, false)}
+	}
+	return h.requestCursorReply(r, r.db+"."+a.coll, src, a.batchSize, false)
+}
+
+// oplogTail is a tailable cursor's source on the oplog: at the log's end
+// it answers "nothing for now" and reads on from there the next time.
+type oplogTail struct {
+	log    storage.Reader
+	filter *query.Filter
+	after  changestream.Timestamp // the last entry read
+	cur    *oplog.Cursor
+	await  bool
+}
+
+func (s *oplogTail) awaits() bool { return s.await }
+
+func (s *oplogTail) Next() (bson.D, bool, error) {
+	for {
+		if s.cur == nil {
+			s.cur = oplog.NewCursor(s.log, s.after)
+		}
+		d, ok, err := s.cur.Next()
+		if err != nil || !ok {
+			s.cur = nil
+			return nil, false, err
+		}
+		if ts, isTS := lookupTS(d); isTS {
+			s.after = ts
+		}
+		if match, err := s.filter.MatchErr(d); err != nil || match {
+			return d, err == nil, err
+		}
+	}
+}
+
+func (s *oplogTail) Close() error { return nil }
+
+func lookupTS(entry bson.D) (changestream.Timestamp, bool) {
+	v, _ := lookup(entry, "ts")
+	ts, ok := v.(bson.Timestamp)
+	return changestream.Timestamp{T: ts.T, I: ts.I}, ok
 }

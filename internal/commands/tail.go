@@ -92,16 +92,23 @@ func (h *Handler) findTailable(r *request, a *findArgs, c *docstore.Collection, 
 	return h.requestCursorReply(r, r.db+"."+a.coll, src, a.batchSize, false)
 }
 
-// tailer returns the tail source under a cursor's source, nil if none.
-func tailer(p *peekSource) *tailSource {
-	switch s := p.src.(type) {
-	case *tailSource:
-		return s
-	case *projectSource:
-		t, _ := s.src.(*tailSource)
-		return t
+// tailing is a source that stays open at its end: a tailable cursor's.
+type tailing interface {
+	// awaits says whether a getMore that finds nothing waits for more
+	// (awaitData).
+	awaits() bool
+}
+
+func (s *tailSource) awaits() bool { return s.await }
+
+// tailer returns the tailing source under a cursor's source, nil if none.
+func tailer(p *peekSource) tailing {
+	src := p.src
+	if ps, ok := src.(*projectSource); ok {
+		src = ps.src
 	}
-	return nil
+	t, _ := src.(tailing)
+	return t
 }
 
 // pollWait waits one tailPoll as a waiting operation; false when the
