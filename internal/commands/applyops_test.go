@@ -75,6 +75,10 @@ func TestApplyOpsFailures(t *testing.T) {
 		{"a bad ns", entry("i", "nodot", bson.D{{Key: "_id", Value: 1}}), mongoerr.InvalidNamespace},
 		{"a delete from a missing collection", entry("d", "shop.none", bson.D{{Key: "_id", Value: 1}}), mongoerr.NamespaceNotFound},
 		{"a command it does not apply", entry("c", "shop.$cmd", bson.D{{Key: "shutdown", Value: 1}}), mongoerr.BadValue},
+		{"a time-series collection's create, its view over buckets", entry("c", "shop.$cmd", bson.D{{Key: "create", Value: "m"},
+			{Key: "viewOn", Value: "system.buckets.m"},
+			{Key: "pipeline", Value: bson.A{bson.D{{Key: "$_internalUnpackBucket", Value: bson.D{{Key: "timeField", Value: "t"}}}}}}}),
+			mongoerr.OptionNotSupportedOnView},
 		{"a diff that does not fit", entry("u", "shop.c", bson.D{{Key: "$v", Value: int32(2)}, {Key: "diff", Value: bson.D{{Key: "sa", Value: bson.D{{Key: "a", Value: true}}}}}},
 			bson.E{Key: "o2", Value: bson.D{{Key: "_id", Value: int32(1)}}}), mongoerr.BadValue},
 	}
