@@ -270,24 +270,28 @@ func ScanBack(r storage.Reader, before Timestamp, fn func([]Record) (bool, error
 
 // WriteStats counts the writes the log holds (its distinct timestamps)
 // and the bytes of their records, reading keys and values without
-// decoding them.
-func WriteStats(r storage.Reader) (writes, size int64, err error) {
+// decoding them, up to limit writes (0: all). complete is false when it
+// stopped there; next is then the key of the first record not read.
+func WriteStats(r storage.Reader, limit int64) (writes, size int64, next []byte, complete bool, err error) {
 	it, err := r.NewIter(append(append([]byte(nil), trimKey...), 0), LogEnd)
 	if err != nil {
-		return 0, 0, fmt.Errorf("changestream: write stats: %w", err)
+		return 0, 0, nil, false, fmt.Errorf("changestream: write stats: %w", err)
 	}
 	defer it.Close()
 	var last Timestamp
 	for ok := it.First(); ok; ok = it.Next() {
 		p, found := keyPosition(it.Key())
 		if !found {
-			return 0, 0, ErrCorrupt
+			return 0, 0, nil, false, ErrCorrupt
 		}
-		size += int64(len(it.Key()) + len(it.Value()))
 		if p.TS != last {
+			if limit > 0 && writes == limit {
+				return writes, size, append([]byte(nil), it.Key()...), false, nil
+			}
 			writes++
 			last = p.TS
 		}
+		size += int64(len(it.Key()) + len(it.Value()))
 	}
-	return writes, size, it.Error()
+	return writes, size, nil, true, it.Error()
 }

@@ -45,9 +45,7 @@ func cmdListCollections(h *Handler, r *request) (bson.D, error) {
 		}
 		docs = append(docs, entry)
 	}
-	if docs, err = h.listLocalViews(r, f, nameOnly, docs); err != nil {
-		return nil, err
-	}
+	docs = h.listLocalViews(r, f, nameOnly, docs)
 	batch, err := cursorBatchSize(r)
 	if err != nil {
 		return nil, err

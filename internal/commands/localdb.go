@@ -219,16 +219,13 @@ func (h *Handler) countLocal(r *request, name string, q bson.D) (int64, error) {
 }
 
 // localInfo is a local view's listCollections entry: the oplog as mongod
-// lists it, capped, at the size the log has now (Mayfly keeps the log
-// for a time, --change-stream-retention, not to a size).
-func (h *Handler) localInfo(coll string) (bson.D, error) {
+// lists it, capped, at the size the log has on disk now (Mayfly keeps
+// the log for a time, --change-stream-retention, not to a size), which
+// the engine estimates without reading the log.
+func (h *Handler) localInfo(coll string) bson.D {
 	opts := bson.D{}
 	if coll == oplogColl {
-		_, size, err := oplog.Stats(h.deps.Changes.Reader)
-		if err != nil {
-			return nil, err
-		}
-		opts = bson.D{{Key: "capped", Value: true}, {Key: "size", Value: max(size, 1)}}
+		opts = bson.D{{Key: "capped", Value: true}, {Key: "size", Value: max(oplog.DiskSize(h.deps.Changes.Reader), 1)}}
 	}
 	info := bson.D{
 		{Key: "name", Value: coll},
@@ -237,10 +234,10 @@ func (h *Handler) localInfo(coll string) (bson.D, error) {
 		{Key: "info", Value: bson.D{{Key: "readOnly", Value: false}}},
 	}
 	if coll == oplogColl {
-		return info, nil // mongod's oplog has no _id index
+		return info // mongod's oplog has no _id index
 	}
 	return append(info, bson.E{Key: "idIndex", Value: bson.D{{Key: "v", Value: int32(2)},
-		{Key: "key", Value: bson.D{{Key: "_id", Value: int32(1)}}}, {Key: "name", Value: "_id_"}}}), nil
+		{Key: "key", Value: bson.D{{Key: "_id", Value: int32(1)}}}, {Key: "name", Value: "_id_"}}})
 }
 
 // localStats is collStats' reply for a local view, after head. The
@@ -316,15 +313,12 @@ func (e *aggEnv) localCollStats(spec bson.D) (bson.D, error) {
 }
 
 // listLocalViews adds the local views to a listCollections of local.
-func (h *Handler) listLocalViews(r *request, f *query.Filter, nameOnly bool, docs []bson.D) ([]bson.D, error) {
+func (h *Handler) listLocalViews(r *request, f *query.Filter, nameOnly bool, docs []bson.D) []bson.D {
 	for _, coll := range []string{oplogColl, replsetColl} {
 		if !h.localView(r.db, coll) || !h.collectionListable(r, coll) {
 			continue
 		}
-		entry, err := h.localInfo(coll)
-		if err != nil {
-			return nil, err
-		}
+		entry := h.localInfo(coll)
 		if !f.Match(entry) {
 			continue
 		}
@@ -333,7 +327,7 @@ func (h *Handler) listLocalViews(r *request, f *query.Filter, nameOnly bool, doc
 		}
 		docs = append(docs, entry)
 	}
-	return docs, nil
+	return docs
 }
 
 // tailOplog answers a tailable find on the oplog, as oplog tailers

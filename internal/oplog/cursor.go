@@ -103,8 +103,52 @@ func scanWrites(log storage.Reader, after changestream.Timestamp, fn func([]chan
 	return err
 }
 
-// Stats counts the log's writes (the oplog's entries) and the bytes of
-// its records.
+// statsScan is how many writes Stats counts one by one before it
+// estimates the rest.
+const statsScan = 100_000
+
+// Stats is the oplog's entries and the bytes of their records: counted
+// for a log of up to statsScan writes; for a longer one (a day of a busy
+// set's writes is hundreds of millions) the first statsScan writes'
+// counts scaled by the log's bytes on disk against theirs, as an engine
+// that can estimate them tells (records still in memory are not on disk
+// yet, so the newest few are left out). Without an estimate the counts
+// stop at statsScan.
 func Stats(log storage.Reader) (entries, size int64, err error) {
-	return changestream.WriteStats(log)
+	return stats(log, statsScan)
+}
+
+func stats(log storage.Reader, scan int64) (entries, size int64, err error) {
+	entries, size, next, complete, err := changestream.WriteStats(log, scan)
+	if err != nil || complete {
+		return entries, size, err
+	}
+	est, ok := log.(storage.SizeEstimator)
+	if !ok {
+		return entries, size, nil
+	}
+	total, err := est.EstimateDiskUsage(changestream.LogStart, changestream.LogEnd)
+	if err != nil {
+		return 0, 0, err
+	}
+	counted, err := est.EstimateDiskUsage(changestream.LogStart, next)
+	if err != nil || counted == 0 || total <= counted {
+		return entries, size, err
+	}
+	scale := float64(total) / float64(counted)
+	return int64(float64(entries) * scale), int64(float64(size) * scale), nil
+}
+
+// DiskSize is the engine's estimate of the log's bytes on disk (0 where
+// it cannot say): cheap, for listCollections.
+func DiskSize(log storage.Reader) int64 {
+	est, ok := log.(storage.SizeEstimator)
+	if !ok {
+		return 0
+	}
+	n, err := est.EstimateDiskUsage(changestream.LogStart, changestream.LogEnd)
+	if err != nil {
+		return 0
+	}
+	return int64(n)
 }

@@ -180,3 +180,40 @@ func TestCursorBothWays(t *testing.T) {
 		t.Fatalf("stats: %d entries, %d bytes, %v", n, size, err)
 	}
 }
+
+// TestStatsEstimatesALongLog: past the writes it counts one by one, Stats
+// scales its counts by the log's bytes on disk, close to the true ones.
+func TestStatsEstimatesALongLog(t *testing.T) {
+	st, err := pebblestore.Open(pebblestore.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	const writes = 3000
+	for i := 1; i <= writes; i++ {
+		b := st.NewBatch()
+		d := bson.D{{Key: "_id", Value: int32(i)}, {Key: "pad", Value: "a session's worth of fields"}}
+		ev := (&changestream.Event{Op: changestream.OpInsert, DB: "db", Coll: "c", Doc: marshal(t, d)}).Encode(nil)
+		if err := changestream.WriteEvents(b, changestream.Timestamp{T: uint32(1000 + i), I: 1}, int64(i), [][]byte{ev}); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Commit(false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := st.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	exact, exactSize, err := stats(st, 0)
+	if err != nil || exact != writes {
+		t.Fatalf("counted %d, %v", exact, err)
+	}
+	n, size, err := stats(st, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < writes*8/10 || n > writes*12/10 || size < exactSize*8/10 || size > exactSize*12/10 {
+		t.Fatalf("estimated %d writes of %d bytes; there are %d of %d", n, size, writes, exactSize)
+	}
+	t.Logf("estimated %d writes, %d bytes; exact %d, %d", n, size, writes, exactSize)
+}
