@@ -203,8 +203,13 @@ func localRequest(r *request, coll string, stages bson.A, batchSize int64, rever
 	return &inner
 }
 
-// countLocal counts a local view's documents matching q.
+// countLocal counts a local view's documents matching q; with no query,
+// as mongod's count of a whole collection, from its statistics.
 func (h *Handler) countLocal(r *request, name string, q bson.D) (int64, error) {
+	if len(q) == 0 {
+		n, _, err := h.localSizes(name)
+		return n, err
+	}
 	stages := bson.A{}
 	if len(q) > 0 {
 		stages = append(stages, bson.D{{Key: "$match", Value: q}})
