@@ -16,6 +16,10 @@ package changestream
 import (
 	"encoding/binary"
 	"errors"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/keyenc"
 )
 
 // Op is what a change did.
@@ -115,6 +119,33 @@ type Event struct {
 	// NsType is what a create made (NsCollection, NsView, NsTimeseries);
 	// on a drop or modify, set only for a view or time-series collection.
 	NsType string
+}
+
+// DocumentID is the changed document's _id: the event's copy of it, or
+// the document's, else decoded from its key encoding (a TTL deletion's:
+// a number then decodes as a number of equal value, not always of the
+// stored type).
+func (e *Event) DocumentID() (any, error) {
+	var raw bson.RawValue
+	switch {
+	case len(e.RawID) > 0:
+		raw = bson.RawValue{Type: bson.Type(e.RawID[0]), Value: e.RawID[1:]}
+	case len(e.Doc) > 0:
+		v, err := bson.Raw(e.Doc).LookupErr("_id")
+		if err != nil {
+			return e.keyID()
+		}
+		raw = v
+	default:
+		return e.keyID()
+	}
+	var id any
+	return id, raw.Unmarshal(&id)
+}
+
+func (e *Event) keyID() (any, error) {
+	id, _, err := keyenc.DecodeValue(e.ID)
+	return id, err
 }
 
 // View reports whether the event is about a view's definition (a view or

@@ -65,6 +65,10 @@ func keyPosition(k []byte) (Position, bool) {
 // before every record, whose timestamps are never zero.
 var trimKey = Key(Position{})
 
+// recordsStart is the first key after the trim mark: where the records
+// begin.
+var recordsStart = append(Key(Position{}), 0)
+
 // LogStart and LogEnd bound the change log's key space (the trim mark
 // included).
 var (

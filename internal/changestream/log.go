@@ -163,7 +163,7 @@ func Trim(eng storage.Engine, ts Timestamp) (bool, error) {
 	}
 	b := eng.NewBatch()
 	defer b.Close()
-	if err := b.DeleteRange(append(append([]byte(nil), trimKey...), 0), append(Key(last), 0)); err != nil {
+	if err := b.DeleteRange(recordsStart, append(Key(last), 0)); err != nil {
 		return false, fmt.Errorf("changestream: trim: %w", err)
 	}
 	if err := b.Set(trimKey, Key(last)); err != nil {
@@ -178,7 +178,7 @@ func Trim(eng storage.Engine, ts Timestamp) (bool, error) {
 // lastBefore finds the last position of the newest record stamped before
 // ts (of a compact record, the last change it holds).
 func lastBefore(r storage.Reader, ts Timestamp) (Position, bool, error) {
-	it, err := r.NewIter(append(append([]byte(nil), trimKey...), 0), Key(Position{TS: ts}))
+	it, err := r.NewIter(recordsStart, Key(Position{TS: ts}))
 	if err != nil {
 		return Position{}, false, fmt.Errorf("changestream: trim: %w", err)
 	}
@@ -234,7 +234,7 @@ func ScanBack(r storage.Reader, before Timestamp, fn func([]Record) (bool, error
 	if before != (Timestamp{}) {
 		upper = Key(Position{TS: before})
 	}
-	it, err := r.NewIter(append(append([]byte(nil), trimKey...), 0), upper)
+	it, err := r.NewIter(recordsStart, upper)
 	if err != nil {
 		return fmt.Errorf("changestream: scan back: %w", err)
 	}
@@ -273,7 +273,7 @@ func ScanBack(r storage.Reader, before Timestamp, fn func([]Record) (bool, error
 // decoding them, up to limit writes (0: all). complete is false when it
 // stopped there; next is then the key of the first record not read.
 func WriteStats(r storage.Reader, limit int64) (writes, size int64, next []byte, complete bool, err error) {
-	it, err := r.NewIter(append(append([]byte(nil), trimKey...), 0), LogEnd)
+	it, err := r.NewIter(recordsStart, LogEnd)
 	if err != nil {
 		return 0, 0, nil, false, fmt.Errorf("changestream: write stats: %w", err)
 	}

@@ -152,27 +152,27 @@ func (e *aggEnv) Collection(name string) (aggregate.Iterator, error) {
 func (e *aggEnv) Now() time.Time { return e.h.deps.Clock.Now() }
 
 func (e *aggEnv) CollStats(spec bson.D) (bson.D, error) {
-	if e.h.localView(e.db, e.coll) {
-		return e.localCollStats(spec)
-	}
-	c := e.h.deps.Store.Collection(e.db, e.coll)
-	if c == nil {
+	if !e.h.localView(e.db, e.coll) && e.h.deps.Store.Collection(e.db, e.coll) == nil {
 		return nil, nsNotFound(e.db, e.coll)
 	}
 	out := bson.D{
-		{Key: "ns", Value: c.Namespace()},
+		{Key: "ns", Value: e.db + "." + e.coll},
 		{Key: "host", Value: "localhost"},
 		{Key: "localTime", Value: bson.NewDateTimeFromTime(e.Now())},
 	}
 	if v, ok := lookup(spec, "storageStats"); ok {
-		st, err := storageStats(c, scaleOf(v))
+		st, _, err := e.h.storageStats(e.db, e.coll, scaleOf(v), nil)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, bson.E{Key: "storageStats", Value: st})
 	}
 	if _, ok := lookup(spec, "count"); ok {
-		out = append(out, bson.E{Key: "count", Value: c.Count()})
+		n, err := e.h.docCount(e.db, e.coll)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, bson.E{Key: "count", Value: n})
 	}
 	return out, nil
 }
@@ -185,8 +185,4 @@ func scaleOf(v any) int64 {
 		}
 	}
 	return 1
-}
-
-func storageStats(c *docstore.Collection, scale int64) (bson.D, error) {
-	return collectionStorageStats(c, scale, nil)
 }

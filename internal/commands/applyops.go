@@ -45,18 +45,30 @@ func cmdApplyOps(h *Handler, r *request) (bson.D, error) {
 		return nil, err
 	}
 	a := &opApplier{h: h, r: r, upsert: upsert, bypass: bypass, sync: sync}
-	results := bson.A{}
+	applied, err := a.applyAll(list)
+	if err != nil {
+		return nil, applyOpsFailed(err, applied+1)
+	}
+	results := make(bson.A, applied)
+	for i := range results {
+		results[i] = true
+	}
+	return bson.D{{Key: "applied", Value: int32(applied)}, {Key: "results", Value: results}}, nil
+}
+
+// applyAll applies the entries of list in order until one fails, and
+// returns how many it applied.
+func (a *opApplier) applyAll(list bson.A) (int, error) {
 	for i, v := range list {
 		op, ok := v.(bson.D)
 		if !ok {
-			return nil, wrongType(r.name, "applyOps."+strconv.Itoa(i), v, "object")
+			return i, wrongType("applyOps", "applyOps."+strconv.Itoa(i), v, "object")
 		}
 		if err := a.apply(op); err != nil {
-			return nil, applyOpsFailed(err, len(results)+1)
+			return i, err
 		}
-		results = append(results, true)
 	}
-	return bson.D{{Key: "applied", Value: int32(len(results))}, {Key: "results", Value: results}}, nil
+	return len(list), nil
 }
 
 // applyOpsFailed is mongod's reply for an entry that failed: its error,
@@ -97,6 +109,11 @@ func (a *opApplier) apply(op bson.D) error {
 	if !ok {
 		return mongoerr.Newf(mongoerr.FailedToParse, "an applyOps entry's 'o' must be an object, not %s", bsonutil.TypeName(o))
 	}
+	if kind != "c" {
+		if err := a.writable(db, coll); err != nil {
+			return err
+		}
+	}
 	switch kind {
 	case "i":
 		return a.insert(db, coll, doc)
@@ -110,6 +127,18 @@ func (a *opApplier) apply(op bson.D) error {
 	return mongoerr.Newf(mongoerr.BadValue, "unknown op type in an applyOps entry: %v", kind)
 }
 
+// writable refuses an entry's write where a client's write is refused:
+// an invalid namespace, a system collection the server keeps, a view.
+func (a *opApplier) writable(db, coll string) error {
+	if err := docstore.ValidateNamespace(db, coll); err != nil {
+		return err
+	}
+	if err := docstore.ValidateUserWrite(db, coll); err != nil {
+		return err
+	}
+	return a.h.refuseView(db, coll)
+}
+
 func (a *opApplier) options(db, coll string) docstore.WriteOptions {
 	return docstore.WriteOptions{Sync: a.sync, Validate: a.h.documentValidator(db, coll, a.bypass)}
 }
@@ -119,9 +148,6 @@ func (a *opApplier) insert(db, coll string, o bson.D) error {
 	id, ok := lookup(o, "_id")
 	if !ok {
 		return mongoerr.Newf(mongoerr.NoSuchKey, "Failed to apply insert due to missing _id: %s", bsonutil.Format(o))
-	}
-	if err := a.h.refuseView(db, coll); err != nil {
-		return err
 	}
 	c, _, err := a.h.deps.Store.GetOrCreate(db, coll)
 	if err != nil {
@@ -273,16 +299,8 @@ func (a *opApplier) command(db string, o bson.D) error {
 		if !ok {
 			return wrongType("applyOps", "applyOps", o[0].Value, "array")
 		}
-		for _, v := range inner {
-			op, ok := v.(bson.D)
-			if !ok {
-				return wrongType("applyOps", "applyOps", v, "object")
-			}
-			if err := a.apply(op); err != nil {
-				return err
-			}
-		}
-		return nil
+		_, err := a.applyAll(inner)
+		return err
 	}
 	convert, ok := oplogCommands[name]
 	if !ok {

@@ -58,8 +58,8 @@ func TestApplyOpsEntries(t *testing.T) {
 	}
 }
 
-// TestApplyOpsFailures: an entry that cannot apply fails the command
-// with its own error and mongod's applied / results fields; the entries
+// TestApplyOpsFailures: an entry that cannot apply (or that a client's
+// write could not make) fails the command with its own error and mongod's applied / results fields; the entries
 // before it stay applied.
 func TestApplyOpsFailures(t *testing.T) {
 	h, _ := newTestHandler(t)
@@ -75,6 +75,9 @@ func TestApplyOpsFailures(t *testing.T) {
 		{"a bad ns", entry("i", "nodot", bson.D{{Key: "_id", Value: 1}}), mongoerr.InvalidNamespace},
 		{"a delete from a missing collection", entry("d", "shop.none", bson.D{{Key: "_id", Value: 1}}), mongoerr.NamespaceNotFound},
 		{"a command it does not apply", entry("c", "shop.$cmd", bson.D{{Key: "shutdown", Value: 1}}), mongoerr.BadValue},
+		{"a write to a collection the server keeps", entry("i", "shop.system.profile", bson.D{{Key: "_id", Value: 1}}), mongoerr.InvalidNamespace},
+		{"a diff that changes _id", entry("u", "shop.c", bson.D{{Key: "$v", Value: int32(2)}, {Key: "diff", Value: bson.D{{Key: "u", Value: bson.D{{Key: "_id", Value: int32(9)}}}}}},
+			bson.E{Key: "o2", Value: bson.D{{Key: "_id", Value: int32(1)}}}), mongoerr.ImmutableField},
 		{"a time-series collection's create, its view over buckets", entry("c", "shop.$cmd", bson.D{{Key: "create", Value: "m"},
 			{Key: "viewOn", Value: "system.buckets.m"},
 			{Key: "pipeline", Value: bson.A{bson.D{{Key: "$_internalUnpackBucket", Value: bson.D{{Key: "timeField", Value: "t"}}}}}}}),

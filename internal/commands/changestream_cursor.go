@@ -10,7 +10,6 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/cursor"
-	"github.com/mayflydb/mayfly/internal/keyenc"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
 )
@@ -347,20 +346,13 @@ func nsDoc(db, coll string) bson.D {
 	return bson.D{{Key: "db", Value: db}, {Key: "coll", Value: coll}}
 }
 
-// eventID is the changed document's _id: from the event's copy of it or
-// of the document, else decoded from its key encoding.
+// eventID is the changed document's _id: from the event's copy of the
+// document when it has one, else the event's own (Event.DocumentID).
 func eventID(ev *changestream.Event, full bson.D) (any, error) {
 	if id, ok := lookup(full, "_id"); ok {
 		return id, nil
 	}
-	if len(ev.RawID) > 0 {
-		v := bson.RawValue{Type: bson.Type(ev.RawID[0]), Value: ev.RawID[1:]}
-		var id any
-		err := v.Unmarshal(&id)
-		return id, err
-	}
-	id, _, err := keyenc.DecodeValue(ev.ID)
-	return id, err
+	return ev.DocumentID()
 }
 
 func decodeRaw(raw []byte) (bson.D, error) {

@@ -6,7 +6,6 @@ import (
 	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/cursor"
-	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/oplog"
 	"github.com/mayflydb/mayfly/internal/query"
@@ -53,7 +52,10 @@ func (h *Handler) localSource(r *request, coll string) aggregate.Iterator {
 // equality with a Timestamp, at the top or inside $and, as mongodump
 // asks) reads no more of the log than it needs.
 func oplogStart(stages bson.A) changestream.Timestamp {
-	first, _ := lookupFirst(stages)
+	var first bson.D
+	if len(stages) > 0 {
+		first, _ = stages[0].(bson.D)
+	}
 	if len(first) != 1 || first[0].Key != "$match" {
 		return changestream.Timestamp{}
 	}
@@ -98,14 +100,6 @@ func tsStart(cond any) changestream.Timestamp {
 		}
 	}
 	return from
-}
-
-func lookupFirst(stages bson.A) (bson.D, bool) {
-	if len(stages) == 0 {
-		return nil, false
-	}
-	d, ok := stages[0].(bson.D)
-	return d, ok
 }
 
 func later(a, b changestream.Timestamp) changestream.Timestamp {
@@ -207,13 +201,9 @@ func localRequest(r *request, coll string, stages bson.A, batchSize int64, rever
 // as mongod's count of a whole collection, from its statistics.
 func (h *Handler) countLocal(r *request, name string, q bson.D) (int64, error) {
 	if len(q) == 0 {
-		n, _, err := h.localSizes(name)
-		return n, err
+		return h.docCount(r.db, name)
 	}
-	stages := bson.A{}
-	if len(q) > 0 {
-		stages = append(stages, bson.D{{Key: "$match", Value: q}})
-	}
+	stages := bson.A{bson.D{{Key: "$match", Value: q}}}
 	out, err := h.runAggregate(localRequest(r, name, stages, 0, false), name)
 	if err != nil {
 		return 0, err
@@ -245,76 +235,18 @@ func (h *Handler) localInfo(coll string) bson.D {
 		{Key: "key", Value: bson.D{{Key: "_id", Value: int32(1)}}}, {Key: "name", Value: "_id_"}}})
 }
 
-// localStats is collStats' reply for a local view, after head. The
-// oplog's maxSize is the log's size now: it is kept for a time, not to
-// a size, so that is the most it holds.
-func (h *Handler) localStats(coll string, scale int64, head bson.D) (bson.D, error) {
-	count, size, err := h.localSizes(coll)
-	if err != nil {
-		return nil, err
-	}
-	nindexes := int32(1) // system.replset's _id index; the oplog has none
+// localSizes is what collStats reports of a local view. The oplog's
+// maxSize is the log's size now: it is kept for a time, not to a size,
+// so that is the most it holds; its storageSize is that size too.
+func (h *Handler) localSizes(coll string) (collSizes, collShape, error) {
 	if coll == oplogColl {
-		nindexes = 0
-	}
-	avg := int64(0)
-	if count > 0 {
-		avg = size / count
-	}
-	out := append(head,
-		bson.E{Key: "size", Value: docstore.Num(size / scale)},
-		bson.E{Key: "count", Value: docstore.Num(count)},
-		bson.E{Key: "avgObjSize", Value: docstore.Num(avg)},
-		bson.E{Key: "numOrphanDocs", Value: int32(0)},
-		bson.E{Key: "storageSize", Value: docstore.Num(size / scale)},
-		bson.E{Key: "freeStorageSize", Value: int32(0)},
-		bson.E{Key: "capped", Value: coll == oplogColl},
-	)
-	if coll == oplogColl {
-		out = append(out, bson.E{Key: "max", Value: int64(0)}, bson.E{Key: "maxSize", Value: max(size, 1) / scale})
-	}
-	return append(out,
-		bson.E{Key: "nindexes", Value: nindexes},
-		bson.E{Key: "indexDetails", Value: bson.D{}},
-		bson.E{Key: "indexBuilds", Value: bson.A{}},
-		bson.E{Key: "totalIndexSize", Value: int32(0)},
-		bson.E{Key: "totalSize", Value: docstore.Num(size / scale)},
-		bson.E{Key: "indexSizes", Value: bson.D{}},
-		bson.E{Key: "scaleFactor", Value: int32(scale)},
-	), nil
-}
-
-// localSizes is a local view's document count and bytes.
-func (h *Handler) localSizes(coll string) (count, size int64, err error) {
-	if coll == oplogColl {
-		return oplog.Stats(h.deps.Changes.Reader)
+		n, size, err := oplog.Stats(h.deps.Changes.Reader)
+		s := collSizes{count: n, size: size, storage: size, indexes: bson.D{}}
+		return s, collShape{capped: true, maxSize: max(size, 1)}, err
 	}
 	b, err := bson.Marshal(h.deps.Repl.Config().Doc())
-	return 1, int64(len(b)), err
-}
-
-// localCollStats is $collStats on a local view: storageStats and count.
-func (e *aggEnv) localCollStats(spec bson.D) (bson.D, error) {
-	out := bson.D{
-		{Key: "ns", Value: e.db + "." + e.coll},
-		{Key: "host", Value: "localhost"},
-		{Key: "localTime", Value: bson.NewDateTimeFromTime(e.Now())},
-	}
-	if v, ok := lookup(spec, "storageStats"); ok {
-		st, err := e.h.localStats(e.coll, scaleOf(v), nil)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, bson.E{Key: "storageStats", Value: st})
-	}
-	if _, ok := lookup(spec, "count"); ok {
-		n, _, err := e.h.localSizes(e.coll)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, bson.E{Key: "count", Value: n})
-	}
-	return out, nil
+	s := collSizes{count: 1, size: int64(len(b)), storage: int64(len(b)), indexes: bson.D{{Key: "_id_", Value: int64(0)}}}
+	return s, collShape{nindexes: 1}, err
 }
 
 // listLocalViews adds the local views to a listCollections of local.

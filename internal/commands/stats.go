@@ -69,14 +69,12 @@ func cmdCollStats(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	if h.localView(r.db, coll) {
-		return h.localStats(coll, scale, bson.D{{Key: "ns", Value: r.db + "." + coll}})
+	ns := r.db + "." + coll
+	out, found, err := h.storageStats(r.db, coll, scale, bson.D{{Key: "ns", Value: ns}})
+	if !found {
+		return emptyCollStats(ns, scale), nil
 	}
-	c := h.deps.Store.Collection(r.db, coll)
-	if c == nil {
-		return emptyCollStats(r.db+"."+coll, scale), nil
-	}
-	return collectionStorageStats(c, scale, bson.D{{Key: "ns", Value: c.Namespace()}})
+	return out, err
 }
 
 // emptyCollStats is mongod's answer for a collection that does not exist.
@@ -90,18 +88,56 @@ func emptyCollStats(ns string, scale int64) bson.D {
 	}
 }
 
-// collectionStorageStats is collStats' reply (and $collStats'
-// storageStats) after the given leading fields.
-func collectionStorageStats(c *docstore.Collection, scale int64, head bson.D) (bson.D, error) {
-	s, err := sizesOf(c)
-	if err != nil {
-		return nil, err
+// collShape is what collStats reports of a collection beside its sizes.
+type collShape struct {
+	capped       bool
+	max, maxSize int64
+	nindexes     int32
+}
+
+func shapeOf(c *docstore.Collection) collShape {
+	m := c.Meta()
+	return collShape{capped: m.Capped, max: m.CappedMax, maxSize: m.CappedSize, nindexes: int32(len(m.Indexes))}
+}
+
+// storageStats is collStats' reply (and $collStats' storageStats) for
+// db.coll, a collection or a local view (localdb.go), after the given
+// leading fields; found is false when there is neither.
+func (h *Handler) storageStats(db, coll string, scale int64, head bson.D) (out bson.D, found bool, err error) {
+	var s collSizes
+	var shape collShape
+	if h.localView(db, coll) {
+		s, shape, err = h.localSizes(coll)
+	} else if c := h.deps.Store.Collection(db, coll); c != nil {
+		s, err = sizesOf(c)
+		shape = shapeOf(c)
+	} else {
+		return nil, false, nil
 	}
+	if err != nil {
+		return nil, true, err
+	}
+	return storageStatsReply(s, shape, scale, head), true, nil
+}
+
+// docCount is db.coll's document count as collStats gives it, without
+// the sizes' scans.
+func (h *Handler) docCount(db, coll string) (int64, error) {
+	if h.localView(db, coll) {
+		s, _, err := h.localSizes(coll)
+		return s.count, err
+	}
+	if c := h.deps.Store.Collection(db, coll); c != nil {
+		return c.Count(), nil
+	}
+	return 0, nil
+}
+
+func storageStatsReply(s collSizes, shape collShape, scale int64, head bson.D) bson.D {
 	scaled := bson.D{}
 	for _, e := range s.indexes {
 		scaled = append(scaled, bson.E{Key: e.Key, Value: docstore.Num(e.Value.(int64) / scale)})
 	}
-	meta := c.Meta()
 	out := append(head,
 		bson.E{Key: "size", Value: docstore.Num(s.size / scale)},
 		bson.E{Key: "count", Value: docstore.Num(s.count)},
@@ -109,20 +145,20 @@ func collectionStorageStats(c *docstore.Collection, scale int64, head bson.D) (b
 		bson.E{Key: "numOrphanDocs", Value: int32(0)},
 		bson.E{Key: "storageSize", Value: docstore.Num(s.storage / scale)},
 		bson.E{Key: "freeStorageSize", Value: int32(0)},
-		bson.E{Key: "capped", Value: meta.Capped},
+		bson.E{Key: "capped", Value: shape.capped},
 	)
-	if meta.Capped {
-		out = append(out, bson.E{Key: "max", Value: meta.CappedMax}, bson.E{Key: "maxSize", Value: meta.CappedSize / scale})
+	if shape.capped {
+		out = append(out, bson.E{Key: "max", Value: shape.max}, bson.E{Key: "maxSize", Value: shape.maxSize / scale})
 	}
 	return append(out,
-		bson.E{Key: "nindexes", Value: int32(len(meta.Indexes))},
+		bson.E{Key: "nindexes", Value: shape.nindexes},
 		bson.E{Key: "indexDetails", Value: bson.D{}},
 		bson.E{Key: "indexBuilds", Value: bson.A{}},
 		bson.E{Key: "totalIndexSize", Value: docstore.Num(s.totalIndex / scale)},
 		bson.E{Key: "totalSize", Value: docstore.Num((s.storage + s.totalIndex) / scale)},
 		bson.E{Key: "indexSizes", Value: scaled},
 		bson.E{Key: "scaleFactor", Value: int32(scale)},
-	), nil
+	)
 }
 
 func cmdDBStats(h *Handler, r *request) (bson.D, error) {

@@ -7,17 +7,18 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
 // IsDiff reports whether an update entry's o is a "$v": 2 diff, and
 // returns the diff.
 func IsDiff(o bson.D) (bson.D, bool) {
-	v, ok := fieldOf(o, "$v")
+	v, ok := bsonutil.Lookup(o, "$v")
 	if !ok || !isTwo(v) {
 		return nil, false
 	}
-	d, _ := fieldOf(o, "diff")
+	d, _ := bsonutil.Lookup(o, "diff")
 	diff, ok := d.(bson.D)
 	return diff, ok
 }
@@ -38,7 +39,22 @@ func isTwo(v any) bool {
 // "d" removes fields, "u" and "i" set them, "s<name>" applies a sub-diff
 // to an embedded document or, with "a": true, to an array, whose "l"
 // resizes it and "u<index>" / "s<index>" change its elements.
+// The document's _id may not change (ImmutableField), as through any
+// update.
 func ApplyDiff(doc, diff bson.D) (bson.D, error) {
+	out, err := applyDocDiff(doc, diff)
+	if err != nil {
+		return nil, err
+	}
+	was, had := bsonutil.Lookup(doc, "_id")
+	now, has := bsonutil.Lookup(out, "_id")
+	if had != has || had && bsonutil.Compare(was, now) != 0 {
+		return nil, mongoerr.New(mongoerr.ImmutableField, "Performing an update on the path '_id' would modify the immutable field '_id'")
+	}
+	return out, nil
+}
+
+func applyDocDiff(doc, diff bson.D) (bson.D, error) {
 	out := append(bson.D(nil), doc...)
 	for _, e := range diff {
 		var err error
@@ -106,7 +122,7 @@ func applySub(doc bson.D, name string, sub any) (bson.D, error) {
 	if !ok {
 		return nil, badDiff("'s%s' is %T, not a document", name, sub)
 	}
-	cur, _ := fieldOf(doc, name)
+	cur, _ := bsonutil.Lookup(doc, name)
 	next, err := applyTo(cur, diff, name)
 	if err != nil {
 		return nil, err
@@ -127,11 +143,11 @@ func applyTo(v any, diff bson.D, where string) (any, error) {
 	if !ok {
 		return nil, badDiff("%s is %T, not the document its diff needs", where, v)
 	}
-	return ApplyDiff(d, diff)
+	return applyDocDiff(d, diff)
 }
 
 func isArrayDiff(diff bson.D) bool {
-	v, ok := fieldOf(diff, "a")
+	v, ok := bsonutil.Lookup(diff, "a")
 	return ok && v == true
 }
 

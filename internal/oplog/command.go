@@ -31,7 +31,7 @@ func commandOps(ev *changestream.Event) ([]bson.D, error) {
 			{Key: "to", Value: ev.ToDB + "." + ev.ToColl},
 			{Key: "stayTemp", Value: false},
 		}
-		if v, ok := fieldOf(desc, "dropTarget"); ok {
+		if v, ok := bsonutil.Lookup(desc, "dropTarget"); ok {
 			o = append(o, bson.E{Key: "dropTarget", Value: v})
 		}
 		return one(ev, o, nil), nil
@@ -44,7 +44,7 @@ func commandOps(ev *changestream.Event) ([]bson.D, error) {
 // indexOps is one operation per index, as mongod logs an index built on
 // an empty collection and each index a dropIndexes removed.
 func indexOps(ev *changestream.Event, desc bson.D) ([]bson.D, error) {
-	v, _ := fieldOf(desc, "indexes")
+	v, _ := bsonutil.Lookup(desc, "indexes")
 	specs, _ := v.(bson.A)
 	ops := make([]bson.D, 0, len(specs))
 	for _, s := range specs {
@@ -56,7 +56,7 @@ func indexOps(ev *changestream.Event, desc bson.D) ([]bson.D, error) {
 			ops = append(ops, one(ev, append(bson.D{{Key: "createIndexes", Value: ev.Coll}}, spec...), nil)...)
 			continue
 		}
-		name, _ := fieldOf(spec, "name")
+		name, _ := bsonutil.Lookup(spec, "name")
 		ops = append(ops, one(ev, bson.D{{Key: "dropIndexes", Value: ev.Coll}, {Key: "index", Value: name}}, spec)...)
 	}
 	return ops, nil

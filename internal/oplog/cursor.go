@@ -80,11 +80,7 @@ func (c *Cursor) fill() error {
 func scanWrites(log storage.Reader, after changestream.Timestamp, fn func([]changestream.Record) (bool, error)) error {
 	var write []changestream.Record
 	var stopped bool
-	start := changestream.HighWater(after)
-	if after == (changestream.Timestamp{}) {
-		start = changestream.Position{}
-	}
-	err := changestream.Scan(log, start, func(rec changestream.Record) (bool, error) {
+	err := changestream.Scan(log, changestream.HighWater(after), func(rec changestream.Record) (bool, error) {
 		if len(write) > 0 && rec.Pos.TS != write[0].Pos.TS {
 			more, err := fn(write)
 			if err != nil || !more {

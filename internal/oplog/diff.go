@@ -7,6 +7,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/changestream"
 )
 
@@ -23,13 +24,13 @@ func Diff(desc bson.D) (bson.D, error) {
 		return nil, err
 	}
 	root := &level{}
-	updated, _ := fieldOf(desc, "updatedFields")
+	updated, _ := bsonutil.Lookup(desc, "updatedFields")
 	set, _ := updated.(bson.D)
 	for _, e := range set {
 		parts := paths.of(e.Key)
 		root.at(parts[:len(parts)-1]).set(parts[len(parts)-1], e.Value)
 	}
-	removed, _ := fieldOf(desc, "removedFields")
+	removed, _ := bsonutil.Lookup(desc, "removedFields")
 	list, _ := removed.(bson.A)
 	for _, v := range list {
 		p, ok := v.(string)
@@ -39,7 +40,7 @@ func Diff(desc bson.D) (bson.D, error) {
 		parts := paths.of(p)
 		root.at(parts[:len(parts)-1]).remove(parts[len(parts)-1])
 	}
-	truncated, _ := fieldOf(desc, "truncatedArrays")
+	truncated, _ := bsonutil.Lookup(desc, "truncatedArrays")
 	cuts, _ := truncated.(bson.A)
 	for _, v := range cuts {
 		if err := root.truncate(paths, v); err != nil {
@@ -54,7 +55,7 @@ func Diff(desc bson.D) (bson.D, error) {
 type pathParts map[string][]any
 
 func disambiguated(desc bson.D) (pathParts, error) {
-	v, _ := fieldOf(desc, changestream.DisambiguatedPaths)
+	v, _ := bsonutil.Lookup(desc, changestream.DisambiguatedPaths)
 	d, _ := v.(bson.D)
 	out := make(pathParts, len(d))
 	for _, e := range d {
@@ -176,14 +177,15 @@ func (l *level) truncate(paths pathParts, v any) error {
 	if !ok {
 		return fmt.Errorf("truncated array is %T, not a document", v)
 	}
-	f, _ := fieldOf(cut, "field")
+	f, _ := bsonutil.Lookup(cut, "field")
 	field, ok := f.(string)
 	if !ok {
 		return fmt.Errorf("truncated array field is %T, not a string", f)
 	}
 	arr := l.at(paths.of(field))
 	arr.array, arr.cut = true, true
-	switch n := fieldValue(cut, "newSize").(type) {
+	size, _ := bsonutil.Lookup(cut, "newSize")
+	switch n := size.(type) {
 	case int32:
 		arr.newLen = int64(n)
 	case int64:
@@ -192,11 +194,6 @@ func (l *level) truncate(paths pathParts, v any) error {
 		return fmt.Errorf("truncated array size is %T", n)
 	}
 	return nil
-}
-
-func fieldValue(d bson.D, key string) any {
-	v, _ := fieldOf(d, key)
-	return v
 }
 
 func (l *level) diff() bson.D {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/changestream"
-	"github.com/mayflydb/mayfly/internal/keyenc"
 )
 
 // Entry is the oplog entry of one write: the change log records stamped
@@ -63,7 +62,7 @@ func opsOf(ev *changestream.Event) ([]bson.D, error) {
 	case changestream.OpUpdate:
 		return updateOp(ev)
 	case changestream.OpDelete:
-		id, err := eventID(ev)
+		id, err := ev.DocumentID()
 		if err != nil {
 			return nil, err
 		}
@@ -79,7 +78,7 @@ func docOp(ev *changestream.Event) ([]bson.D, error) {
 	if err != nil {
 		return nil, fmt.Errorf("document: %w", err)
 	}
-	id, _ := fieldOf(doc, "_id")
+	id, _ := bsonutil.Lookup(doc, "_id")
 	op := "i"
 	if ev.Op == changestream.OpReplace {
 		op = "u"
@@ -88,7 +87,7 @@ func docOp(ev *changestream.Event) ([]bson.D, error) {
 }
 
 func updateOp(ev *changestream.Event) ([]bson.D, error) {
-	id, err := eventID(ev)
+	id, err := ev.DocumentID()
 	if err != nil {
 		return nil, err
 	}
@@ -115,33 +114,4 @@ func crudOp(op string, ev *changestream.Event, o, o2 bson.D) bson.D {
 		d = append(d, bson.E{Key: "o2", Value: o2})
 	}
 	return d
-}
-
-// eventID is the changed document's _id: the event's copy of it, or the
-// document's, else decoded from its key encoding (a TTL deletion's,
-// whose number types may differ from the stored value's while equal to
-// it).
-func eventID(ev *changestream.Event) (any, error) {
-	if len(ev.RawID) > 0 {
-		var id any
-		err := bson.RawValue{Type: bson.Type(ev.RawID[0]), Value: ev.RawID[1:]}.Unmarshal(&id)
-		return id, err
-	}
-	if len(ev.Doc) > 0 {
-		if v, err := bson.Raw(ev.Doc).LookupErr("_id"); err == nil {
-			var id any
-			return id, v.Unmarshal(&id)
-		}
-	}
-	id, _, err := keyenc.DecodeValue(ev.ID)
-	return id, err
-}
-
-func fieldOf(d bson.D, key string) (any, bool) {
-	for _, e := range d {
-		if e.Key == key {
-			return e.Value, true
-		}
-	}
-	return nil, false
 }

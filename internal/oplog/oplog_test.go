@@ -148,16 +148,16 @@ func TestCursorBothWays(t *testing.T) {
 			if !ok {
 				return ts
 			}
-			v, _ := fieldOf(d, "ts")
+			v, _ := bsonutil.Lookup(d, "ts")
 			ts = append(ts, v.(bson.Timestamp).T)
 			if n := 1 + (ts[len(ts)-1]-1000)%3; n > 1 {
-				o, _ := fieldOf(d, "o")
-				ops, _ := fieldOf(o.(bson.D), "applyOps")
+				o, _ := bsonutil.Lookup(d, "o")
+				ops, _ := bsonutil.Lookup(o.(bson.D), "applyOps")
 				if len(ops.(bson.A)) != int(n) {
 					t.Fatalf("entry %v: want %d operations", d, n)
 				}
 			}
-			if o, _ := fieldOf(d, "op"); (1+(ts[len(ts)-1]-1000)%3 > 1) != (o == "c") {
+			if o, _ := bsonutil.Lookup(d, "op"); (1+(ts[len(ts)-1]-1000)%3 > 1) != (o == "c") {
 				t.Fatalf("entry %v: a write of several changes must be one applyOps entry", d)
 			}
 		}
