@@ -247,6 +247,52 @@ func TestReplicaSetReplicatesWritesIndexesAndExpiry(t *testing.T) {
 	rs.waitSameHash("test", 10*time.Second)
 	_, err := coll.InsertOne(ctx, bson.D{{Key: "token", Value: 1}, {Key: "at", Value: now}})
 	wantCode(t, err, 11000, "token_1")
+	rs.wantStoredCount(t, "sessions", 100)
+	// A catalog change (a new collection, an index) keeps every member's
+	// counts of the collections it held, and the writes after it add.
+	if _, err := db.Collection("other").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "u", Value: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	// An array under an indexed field makes the index multikey: the
+	// insert changes the catalog and the count together.
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1000}, {Key: "token", Value: 1000}, {Key: "u", Value: bson.A{1, 2}}, {Key: "at", Value: now.Add(time.Hour)}}); err != nil {
+		t.Fatal(err)
+	}
+	rs.wantStoredCount(t, "sessions", 101)
+	rs.wantStoredCount(t, "other", 1)
+}
+
+// wantStoredCount waits until every member's stored count of coll, from
+// its counters as $collStats reads them, is want.
+func (rs *replSet) wantStoredCount(t *testing.T, coll string, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	stats := bson.A{bson.D{{Key: "$collStats", Value: bson.D{{Key: "count", Value: bson.D{}}}}}}
+	for i, p := range rs.procs {
+		if p == nil {
+			continue
+		}
+		c := rs.direct(i).Database("test").Collection(coll)
+		for {
+			var out []struct {
+				Count int64 `bson:"count"`
+			}
+			cur, err := c.Aggregate(ctxT(t), stats)
+			if err == nil {
+				err = cur.All(ctxT(t), &out)
+			}
+			if err == nil && len(out) == 1 && out[0].Count == want {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("member %d: $collStats count of %s = %v (%v), want %d", i, coll, out, err, want)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 }
 
 func TestReplicaSetRetryableWriteAppliesOnce(t *testing.T) {

@@ -54,14 +54,19 @@ func (a *App) primaryOrStandalone() bool { return a.rs == nil || a.rs.Writable()
 type replicaHooks struct{ a *App }
 
 func (h replicaHooks) Applied(deltas []repl.CountDelta, catalogChanged bool) {
+	var counted map[uint64]bool // collections whose count includes this batch
 	if catalogChanged {
-		// The reload recounts every collection, this batch included.
-		h.reload()
-		return
+		var err error
+		if counted, err = h.a.store.ReloadCatalog(); err != nil {
+			h.a.cfg.Logger.Error("reloading the catalog after a replicated change failed", "err", err)
+		}
+		defer h.reloadUsers()
 	}
 	for _, d := range deltas {
-		h.a.store.ApplyCounts(d.CollID, d.Docs, d.Bytes)
-		if h.isAccessControl(d.CollID) {
+		if !counted[d.CollID] {
+			h.a.store.ApplyCounts(d.CollID, d.Docs, d.Bytes)
+		}
+		if !catalogChanged && h.isAccessControl(d.CollID) {
 			h.reloadUsers()
 		}
 	}

@@ -28,7 +28,8 @@ import (
 // go.mongodb.org/mongo-driver.
 // MAYFLY_BENCH_PROFILE_SECONDS sets the sessions run (default 10);
 // MAYFLY_BENCH_NEIGHBOURS=N runs N CPU-bound neighbour processes beside
-// an expiry run (see -neighbour); MAYFLY_BENCH_STORM_CPUPROFILE=file
+// an expiry run (see -neighbour); MAYFLY_BENCH_CPUPROFILE=file profiles
+// the run after the sessions' preload; MAYFLY_BENCH_STORM_CPUPROFILE=file
 // profiles an expiry run's baseline and storm alone, not its load. It is
 // skipped unless MAYFLY_BENCH_PROFILE is set:
 //
@@ -56,6 +57,13 @@ func TestProfileServer(t *testing.T) {
 	if err := loadMongoSessions(ctx, addr, sz.Sessions); err != nil {
 		t.Fatal(err)
 	}
+	// Started once the sessions are loaded, so that the profile shows the
+	// workload and not the preload's inserts, as -cpuprofile does.
+	stop, err := startCPUProfile(os.Getenv("MAYFLY_BENCH_CPUPROFILE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
 	job := Job{Addr: addr, ServerPID: os.Getpid(), Clients: sz.Clients, Count: sz.Sessions, RunID: 1,
 		Warmup: time.Second, Duration: time.Duration(secs) * time.Second}
 	switch what {

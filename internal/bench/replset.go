@@ -39,6 +39,10 @@ type ReplSetResult struct {
 	// storm: the primary's last write date minus the secondary's.
 	LagP99Ms float64 `json:"lag_p99_ms"`
 	LagMaxMs float64 `json:"lag_max_ms"`
+	// StormElections is how many elections the set held during the storm
+	// (its term's growth): a member starved of CPU long enough misses
+	// raft's heartbeats.
+	StormElections int64 `json:"storm_elections"`
 	// StormWrites is the latency of clients' w:"majority" inserts made
 	// back to back by stormWriters clients while the storm is deleted:
 	// what a storm's deletions, queued in the replicated log, cost an
@@ -90,8 +94,8 @@ func (m *modeRun) replSetPhase(ctx context.Context, kind string) (*ReplSetResult
 	if err := rs.storm(ctx, res); err != nil {
 		return res, fmt.Errorf("replica set storm: %w", err)
 	}
-	m.logf("replica set storm on %s: %d docs, lateness p99 primary %.0f ms, secondary %.0f ms, lag p99 %.0f ms; %d w:majority inserts meanwhile, p50 %.1f ms, p99 %.1f ms, max %.1f ms",
-		kind, res.StormDocs, res.StormPrimary.Upper.P99Ms, res.StormSecondary.Upper.P99Ms, res.LagP99Ms,
+	m.logf("replica set storm on %s: %d docs, lateness p99 primary %.0f ms, secondary %.0f ms, lag p99 %.0f ms, %d elections; %d w:majority inserts meanwhile, p50 %.1f ms, p99 %.1f ms, max %.1f ms",
+		kind, res.StormDocs, res.StormPrimary.Upper.P99Ms, res.StormSecondary.Upper.P99Ms, res.LagP99Ms, res.StormElections,
 		res.StormWrites.Count, res.StormWrites.P50Ms, res.StormWrites.P99Ms, res.StormWrites.MaxMs)
 	if err := rs.failovers(ctx, sz.Failovers, res); err != nil {
 		return res, fmt.Errorf("failover: %w", err)
@@ -212,8 +216,8 @@ func memberHello(ctx context.Context, addr string) (memberHelloReply, error) {
 }
 
 // storm loads documents that expire over the storm window through the
-// set, then samples the primary's deletion counter, a secondary's stored
-// count and both members' last write dates until all are deleted.
+// set, then samples the stored count of the primary and of a secondary,
+// and both members' last write dates, until all are deleted.
 func (rs *replSetRun) storm(ctx context.Context, res *ReplSetResult) error {
 	sz := rs.m.cfg.Sizes
 	p, err := rs.primary(ctx, -1, 10*time.Second)
@@ -236,6 +240,10 @@ func (rs *replSetRun) storm(ctx context.Context, res *ReplSetResult) error {
 		return err
 	}
 	res.StormDocs = s.n
+	term, err := setTerm(ctx, set)
+	if err != nil {
+		return err
+	}
 	stopProfile, err := startCPUProfile(rs.stormProfile)
 	if err != nil {
 		return err
@@ -262,7 +270,10 @@ func (rs *replSetRun) storm(ctx context.Context, res *ReplSetResult) error {
 	writesCtx, stopWrites := context.WithCancel(ctx)
 	writes := make(chan *Histogram, 1)
 	go func() { writes <- stormWrites(writesCtx, db, start) }()
-	primSamples, err := pollDeleted(ctx, prim.Database(benchDB), sz.StormPoll, start, until, int64(s.n))
+	// The primary is sampled as the secondary is, by what its storage
+	// still holds: its TTL counter would stop if an election moved the
+	// deleting to another member, and undercount the storm.
+	primSamples, err := pollStored(ctx, prim.Database(benchDB).Collection(stormColl), sz.StormPoll, start, until, int64(s.n), nil, nil, nil)
 	stopWrites()
 	res.StormWrites = (<-writes).Summarize()
 	if err != nil {
@@ -270,6 +281,9 @@ func (rs *replSetRun) storm(ctx context.Context, res *ReplSetResult) error {
 	}
 	secs := <-secSamples
 	stopProfile()
+	if now, err := setTerm(ctx, set); err == nil {
+		res.StormElections = now - term
+	}
 	res.StormPrimary = deletionLateness(primSamples, s)
 	res.StormSecondary = deletionLateness(secs, s)
 	res.LagP99Ms, res.LagMaxMs = ms(lags.Quantile(0.99)), ms(lags.Max())
@@ -314,8 +328,8 @@ func stormWrites(ctx context.Context, db *mongo.Database, start time.Time) *Hist
 }
 
 // pollStored samples how many of want documents are gone from a member's
-// storage (its stored count against the first sample), and the member's
-// replication lag behind the primary at each sample.
+// storage (its stored count against the first sample), and, unless lags
+// is nil, the member's replication lag behind the primary at each sample.
 func pollStored(ctx context.Context, coll *mongo.Collection, every time.Duration, from, until time.Time, want int64, primary, secondary *mongo.Client, lags *Histogram) ([]ttlSample, error) {
 	if err := sleepUntil(ctx, from); err != nil {
 		return nil, err
@@ -334,8 +348,10 @@ func pollStored(ctx context.Context, coll *mongo.Collection, every time.Duration
 		}
 		smp.deleted = first - n + (want - first)
 		out = append(out, smp)
-		if lag, err := replicationLag(ctx, primary, secondary); err == nil {
-			lags.Add(lag)
+		if lags != nil { // nil for the primary, which lags no one
+			if lag, err := replicationLag(ctx, primary, secondary); err == nil {
+				lags.Add(lag)
+			}
 		}
 		if n == 0 || smp.recv.After(until) {
 			return out, nil
@@ -344,6 +360,16 @@ func pollStored(ctx context.Context, coll *mongo.Collection, every time.Duration
 			return out, err
 		}
 	}
+}
+
+// setTerm is the set's raft term as its primary reports it: a term that
+// grows during a storm says the members held an election meanwhile.
+func setTerm(ctx context.Context, set *mongo.Client) (int64, error) {
+	var st struct {
+		Term int64 `bson:"term"`
+	}
+	err := set.Database("admin").RunCommand(ctx, bson.D{{Key: "replSetGetStatus", Value: 1}}).Decode(&st)
+	return st.Term, err
 }
 
 // replicationLag is the primary's last write date minus the secondary's.

@@ -52,6 +52,9 @@ func replLateness(pick func(*ReplSetResult) Lateness) func(*ModeReport) (float64
 		if l.Deleted < int64(r.StormDocs) {
 			note = fmt.Sprintf("%s%d of %d deleted", incomplete, l.Deleted, r.StormDocs)
 		}
+		if r.StormElections > 0 {
+			note += fmt.Sprintf("; %d elections during the storm", r.StormElections)
+		}
 		return l.Upper.P99Ms, note, true
 	}
 }

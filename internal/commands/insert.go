@@ -172,49 +172,117 @@ func cmdInsert(h *Handler, r *request) (bson.D, error) {
 		return rt.reply(reply), err
 	}
 	var res writeResult
-	for i, d := range docs {
-		if err := checkInterrupt(r.ctx); err != nil {
-			res.fail(i, err)
-			break
-		}
-		if !a.keepEmptyTs {
-			d = h.fillEmptyTimestamps(d)
-		}
-		if _, done, err := rt.prior(i); err != nil || done {
-			if err != nil {
-				return nil, err
-			}
-			res.n++
-			continue
-		}
-		if err := insertOne(c, d, rt.options(a.opt, i, recordN(1))); err != nil {
-			if failsBatch(err) {
-				return nil, clientError(err)
-			}
-			res.fail(i, err)
-			if a.ordered {
-				break
-			}
-			continue
-		}
-		res.n++
+	if err := h.insertDocs(r, &a, rt, c, docs, &res); err != nil {
+		return nil, err
 	}
 	reply, err := h.finishWrite(a, &res)
 	return rt.reply(reply), err
 }
 
+// insertDocs inserts an insert command's documents into res, gathered in
+// groups that commit together (docstore.InsertGroup). A document's own
+// failure comes after those before it have committed, so that the write
+// errors stay in statement order and an ordered write stops at the first.
+func (h *Handler) insertDocs(r *request, a *writeArgs, rt *retryTxn, c *docstore.Collection, docs []bson.D, res *writeResult) error {
+	g := insertGroup{c: c, ordered: a.ordered}
+	for i, d := range docs {
+		err := checkInterrupt(r.ctx)
+		interrupted := err != nil
+		if err == nil && !a.keepEmptyTs {
+			d = h.fillEmptyTimestamps(d)
+		}
+		if err == nil {
+			if _, done, perr := rt.prior(i); perr != nil {
+				return perr
+			} else if done {
+				res.n++
+				continue
+			}
+			if d, err = prepareForInsert(d); err == nil {
+				g.add(i, d, rt.options(a.opt, i, recordN(1)))
+				if len(g.docs) < docstore.InsertGroupDocs {
+					continue
+				}
+			}
+		}
+		stop, ferr := g.flush(res)
+		if ferr != nil {
+			return ferr
+		}
+		if err != nil && !stop {
+			if failsBatch(err) {
+				return clientError(err)
+			}
+			res.fail(i, err)
+			stop = a.ordered || interrupted
+		}
+		if stop {
+			return nil
+		}
+	}
+	_, err := g.flush(res)
+	return err
+}
+
+// insertGroup gathers an insert command's documents for
+// docstore.InsertGroup.
+type insertGroup struct {
+	c       *docstore.Collection
+	ordered bool
+	docs    []docstore.GroupDoc
+	stmts   []int // each document's statement index
+}
+
+func (g *insertGroup) add(stmt int, doc bson.D, opt docstore.WriteOptions) {
+	g.docs = append(g.docs, docstore.GroupDoc{Doc: doc, Opt: opt})
+	g.stmts = append(g.stmts, stmt)
+}
+
+// flush inserts the gathered documents, counting them into res; stop
+// reports an ordered write's first failure.
+func (g *insertGroup) flush(res *writeResult) (stop bool, err error) {
+	if len(g.docs) == 0 {
+		return false, nil
+	}
+	errs, attempted := g.c.InsertGroup(g.docs, g.ordered)
+	stmts := g.stmts
+	g.docs, g.stmts = g.docs[:0], g.stmts[:0]
+	for k, err := range errs[:attempted] {
+		switch {
+		case err == nil:
+			res.n++
+		case failsBatch(err):
+			return true, clientError(err)
+		default:
+			res.fail(stmts[k], err)
+			stop = g.ordered
+		}
+	}
+	return stop, nil
+}
+
 func insertOne(c *docstore.Collection, d bson.D, opt docstore.WriteOptions) error {
-	doc, err := docstore.PrepareInsert(d)
+	doc, err := prepareForInsert(d)
 	if err != nil {
 		return err
 	}
+	return c.Insert(doc, opt)
+}
+
+// prepareForInsert gives d its _id and checks what a stored document may
+// hold.
+func prepareForInsert(d bson.D) (bson.D, error) {
+	doc, err := docstore.PrepareInsert(d)
+	if err != nil {
+		return nil, err
+	}
 	if err := checkStorableFields(doc); err != nil {
-		return err
+		return nil, err
 	}
 	if nestingDepth(doc) > maxStorageDepth {
-		return mongoerr.Newf(mongoerr.Overflow, "cannot insert document because it exceeds %d levels of nesting", maxStorageDepth)
+		return nil, mongoerr.Newf(mongoerr.Overflow, "cannot insert document because it exceeds %d levels of nesting", maxStorageDepth)
 	}
-	return c.Insert(doc, opt)
+	return doc, nil
 }
 
 // maxStorageDepth is MongoDB's nesting limit for stored documents: the wire

@@ -140,10 +140,11 @@ func (c *Collection) Indexes() []catalog.Index { return c.meta().Indexes }
 func (c *Collection) HasTTL() bool { return len(c.state.Load().ttl) > 0 }
 
 // settle makes the collection match its catalog entry meta as read from
-// storage, at open and after a storage reopen: it drops index builds that
-// did not finish (nothing is building while the caller holds schemaMu or
-// the store is opening) and recounts the documents.
-func (c *Collection) settle(meta *catalog.Collection) error {
+// storage, at open, after a storage reopen and after a replicated catalog
+// change: it drops index builds that did not finish (nothing is building
+// while the caller holds schemaMu or the store is opening) and, if
+// recount is set, recounts the documents.
+func (c *Collection) settle(meta *catalog.Collection, recount bool) error {
 	c.setMeta(meta)
 	for _, ix := range meta.Indexes {
 		if !ix.Ready && !c.store.replicated {
@@ -152,6 +153,9 @@ func (c *Collection) settle(meta *catalog.Collection) error {
 				return err
 			}
 		}
+	}
+	if !recount {
+		return nil
 	}
 	return c.recount()
 }

@@ -23,18 +23,20 @@ import (
 // being set.
 
 func (s *Store) afterReopen() {
-	if err := s.reload(); err != nil {
+	if _, err := s.reload(true); err != nil {
 		s.logger.Error("reloading the catalog after the storage reopened failed; collection counts may be wrong until the next reopen or restart", "err", err)
 		return
 	}
 	s.logger.Info("catalog and collection counts reloaded after the storage reopened")
 }
 
-// reload makes the catalog and every collection's counters match storage.
-func (s *Store) reload() error {
+// reload makes the catalog match storage, and the counters of every
+// collection when recountAll is set, else only those of the collections
+// new to the store, whose IDs it returns.
+func (s *Store) reload(recountAll bool) (counted map[uint64]bool, err error) {
 	entries, gone, err := s.reloadCatalog()
 	if err != nil {
-		return fmt.Errorf("docstore: reload: %w", err)
+		return nil, fmt.Errorf("docstore: reload: %w", err)
 	}
 	for _, c := range gone {
 		c.schemaMu.Lock()
@@ -42,12 +44,17 @@ func (s *Store) reload() error {
 		c.schemaMu.Unlock()
 	}
 	defer s.indexesChanged() // index sets may differ; the TTL monitor re-plans
+	counted = map[uint64]bool{}
 	for _, e := range entries {
-		if err := e.c.resync(e.db, e.name); err != nil {
-			return fmt.Errorf("docstore: reload %s.%s: %w", e.db, e.name, err)
+		recount := recountAll || e.fresh
+		if err := e.c.resync(e.db, e.name, recount); err != nil {
+			return nil, fmt.Errorf("docstore: reload %s.%s: %w", e.db, e.name, err)
+		}
+		if recount {
+			counted[e.c.meta().ID] = true
 		}
 	}
-	return nil
+	return counted, nil
 }
 
 // catalogEntry is a collection as placed by reloadCatalog, under the name
@@ -55,6 +62,7 @@ func (s *Store) reload() error {
 type catalogEntry struct {
 	c        *Collection
 	db, name string
+	fresh    bool // c is new: the store knew no collection with its ID
 }
 
 // reloadCatalog rebuilds the name → collection map from the catalog in
@@ -75,16 +83,16 @@ func (s *Store) reloadCatalog() ([]catalogEntry, []*Collection, error) {
 		if s.dropping[meta.ID] {
 			continue // its DropCollection is deleting it
 		}
-		c := known[meta.ID]
+		c, fresh := known[meta.ID], false
 		if c == nil {
-			c = newCollection(s, meta)
+			c, fresh = newCollection(s, meta), true
 		}
 		delete(known, meta.ID)
 		if dbs[meta.DB] == nil {
 			dbs[meta.DB] = map[string]*Collection{}
 		}
 		dbs[meta.DB][meta.Name] = c
-		entries = append(entries, catalogEntry{c: c, db: meta.DB, name: meta.Name})
+		entries = append(entries, catalogEntry{c: c, db: meta.DB, name: meta.Name, fresh: fresh})
 	}
 	s.dbs = dbs
 	s.publishIDsLocked()
@@ -109,10 +117,11 @@ func (s *Store) collectionsByIDLocked() map[uint64]*Collection {
 }
 
 // resync settles the collection against its catalog entry under db.name,
-// read again under schemaMu. An entry that is gone or now belongs to
-// another collection was changed by a drop or rename after the catalog was
-// read; that operation keeps the collection's state itself.
-func (c *Collection) resync(db, name string) error {
+// read again under schemaMu, recounting its documents if recount is set.
+// An entry that is gone or now belongs to another collection was changed
+// by a drop or rename after the catalog was read; that operation keeps the
+// collection's state itself.
+func (c *Collection) resync(db, name string, recount bool) error {
 	c.schemaMu.Lock()
 	defer c.schemaMu.Unlock()
 	if c.dropped.Load() {
@@ -122,7 +131,7 @@ func (c *Collection) resync(db, name string) error {
 	if err != nil || meta == nil || meta.ID != c.meta().ID {
 		return err
 	}
-	return c.settle(meta)
+	return c.settle(meta, recount)
 }
 
 // readMeta reads one catalog entry; nil if there is none.

@@ -142,3 +142,54 @@ func TestRecoverRestoresAFailedDrop(t *testing.T) {
 		t.Fatalf("collections after the drop: %v", names)
 	}
 }
+
+// TestReloadCatalogCountsOnlyNewCollections: after a replicated batch
+// changes the catalog, a collection the member knew keeps its counters
+// (the batch's deltas bring them up to date) and only one new to it is
+// counted from storage; a snapshot's reload counts every collection.
+func TestReloadCatalogCountsOnlyNewCollections(t *testing.T) {
+	s, _ := openStore(t)
+	known, err := s.CreateCollection("db", "known", CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	insertSynced(t, known, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "_id", Value: 2}})
+	// Another store on the same engine stands for the primary's writes
+	// arriving through the log: storage changes, s's counters do not.
+	other, err := Open(s.eng, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	insertSynced(t, other.Collection("db", "known"), bson.D{{Key: "_id", Value: 3}})
+	fresh, err := other.CreateCollection("db", "fresh", CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	insertSynced(t, fresh, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "_id", Value: 2}}, bson.D{{Key: "_id", Value: 3}})
+
+	counted, err := s.ReloadCatalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	freshID := fresh.Meta().ID
+	if len(counted) != 1 || !counted[freshID] {
+		t.Fatalf("counted %v, want only the new collection %d", counted, freshID)
+	}
+	if n := s.Collection("db", "known").Count(); n != 2 {
+		t.Fatalf("known collection's count after the catalog reload: %d, want 2 (kept, not recounted)", n)
+	}
+	if n := s.Collection("db", "fresh").Count(); n != 3 {
+		t.Fatalf("new collection's count: %d, want 3 (counted from storage)", n)
+	}
+	s.ApplyCounts(known.Meta().ID, 1, 0) // the batch's delta
+	if n := s.Collection("db", "known").Count(); n != 3 {
+		t.Fatalf("known collection's count after its delta: %d, want 3", n)
+	}
+	s.ApplyCounts(known.Meta().ID, 5, 0) // a wrong delta, which a snapshot's reload repairs
+	if err := s.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.Collection("db", "known").Count(); n != 3 {
+		t.Fatalf("count after a full reload: %d, want 3", n)
+	}
+}

@@ -19,9 +19,22 @@ func (s *Store) ApplyCounts(collID uint64, docs, bytes int64) {
 }
 
 // Reload reads the catalog and every collection's counters from storage
-// again, after a replicated batch changed the catalog or a snapshot
-// replaced everything.
-func (s *Store) Reload() error { return s.reload() }
+// again, after a snapshot replaced everything.
+func (s *Store) Reload() error {
+	_, err := s.reload(true)
+	return err
+}
+
+// ReloadCatalog reads the catalog from storage again after a replicated
+// batch changed it. The collections the store knew keep their counters,
+// which the batch's count deltas bring up to date; those new to the store
+// are counted from storage, and their IDs returned, so that the caller
+// does not add the batch's deltas to them twice. Recounting every
+// collection here would walk every document the member holds on each
+// replicated create, index build or drop.
+func (s *Store) ReloadCatalog() (counted map[uint64]bool, err error) {
+	return s.reload(false)
+}
 
 // DropUnfinishedBuilds drops the indexes whose build never finished: a
 // new primary does it for the builds of a primary that died mid-build.

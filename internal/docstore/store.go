@@ -179,7 +179,7 @@ func decodeMeta(key, raw []byte) (*catalog.Collection, error) {
 // attach registers a loaded collection.
 func (s *Store) attach(meta *catalog.Collection) error {
 	c := newCollection(s, meta)
-	if err := c.settle(meta); err != nil {
+	if err := c.settle(meta, true); err != nil {
 		return err
 	}
 	s.db(meta.DB, true)[meta.Name] = c

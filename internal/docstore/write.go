@@ -382,22 +382,12 @@ func marshalDoc(doc bson.D) ([]byte, error) {
 // entries atomically. A live document with the same _id or unique key is a
 // duplicate-key error; an expired one is treated as gone and replaced.
 func (c *Collection) Insert(doc bson.D, opt WriteOptions) error {
-	if opt.Validate != nil {
-		if err := opt.Validate(doc, nil); err != nil {
-			return err
-		}
-	}
-	raw, err := bsonutil.Marshal(doc)
+	p, err := prepareStored(GroupDoc{Doc: doc, Opt: opt})
 	if err != nil {
-		return mongoerr.Newf(mongoerr.BadValue, "cannot encode document: %v", err)
+		return err
 	}
-	if len(raw) > MaxDocumentSize {
-		return mongoerr.Newf(mongoerr.BadValue, "object to insert too large. size in bytes: %d, max size: %d", len(raw), MaxDocumentSize)
-	}
-	id, _ := lookupID(doc)
-	idEnc := keyenc.AppendValue(nil, id)
 	sw := newSyncWait(opt)
-	return c.finish(sw, c.insertLocked(idEnc, raw, doc, opt.Extra, sw))
+	return c.finish(sw, c.insertLocked(p.idEnc, p.raw, doc, opt.Extra, sw))
 }
 
 func (c *Collection) insertLocked(idEnc, raw []byte, doc bson.D, extra func(storage.Batch) error, sw *syncWait) error {

@@ -1,0 +1,243 @@
+package docstore
+
+import (
+	"errors"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/keyenc"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/storage"
+)
+
+// An insert command's documents commit in groups: one batch, and in a
+// replica set one entry of the log and one round of raft, for up to
+// InsertGroupDocs documents or insertGroupBytes of them, as mongod groups
+// them into one storage transaction (internalInsertMaxBatchSize and
+// insertVectorMaxBytes). One round per document made a replica set's
+// bulk insert wait for a round of fsyncs for each document.
+const (
+	InsertGroupDocs  = 64
+	insertGroupBytes = 256 << 10
+)
+
+// GroupDoc is one document for InsertGroup, with its own write options:
+// each statement of a retryable write has its own record (Extra).
+type GroupDoc struct {
+	Doc bson.D
+	Opt WriteOptions
+}
+
+// InsertGroup inserts docs in order, each with its own result in errs,
+// as Insert would one by one. With ordered it stops at the first failure;
+// attempted is how many documents have a result. A collection whose
+// writes must see each other's (a unique secondary index, capped, an
+// lruLimit) commits each document on its own; the others commit runs of
+// documents together, a run ending before an _id it already holds.
+func (c *Collection) InsertGroup(docs []GroupDoc, ordered bool) (errs []error, attempted int) {
+	errs = make([]error, len(docs))
+	preps := make([]*stored, len(docs))
+	for i := 0; i < len(docs); {
+		end := c.prepareRun(docs, preps, errs, i)
+		if end > i {
+			if failed := c.insertRun(docs[i:end], preps[i:end], errs[i:end], ordered); failed >= 0 && ordered {
+				return errs, i + failed + 1
+			}
+		}
+		if end < len(docs) && errs[end] != nil {
+			if ordered {
+				return errs, end + 1
+			}
+			end++
+		}
+		i = end
+	}
+	return errs, len(docs)
+}
+
+// prepareRun prepares docs from i on and returns the end of the run that
+// starts at i: at its size limits, before an _id already in it, or at a
+// document that fails its checks (its error in errs).
+func (c *Collection) prepareRun(docs []GroupDoc, preps []*stored, errs []error, i int) int {
+	single := !c.groupable()
+	var ids map[string]bool // made at a run's second document
+	size := 0
+	for j := i; j < len(docs); j++ {
+		if j > i && (single || j-i == InsertGroupDocs || size >= insertGroupBytes) {
+			return j
+		}
+		if preps[j] == nil {
+			p, err := prepareStored(docs[j])
+			if err != nil {
+				errs[j] = err
+				return j
+			}
+			preps[j] = p
+		}
+		if j > i {
+			if ids == nil {
+				ids = map[string]bool{string(preps[i].idEnc): true}
+			}
+			if ids[string(preps[j].idEnc)] {
+				return j
+			}
+			ids[string(preps[j].idEnc)] = true
+		}
+		size += len(preps[j].raw)
+	}
+	return len(docs)
+}
+
+// groupable reports whether documents may commit together: none of its
+// inserts needs to see another's uncommitted entries.
+func (c *Collection) groupable() bool {
+	st := c.state.Load()
+	if st.meta.Capped || len(st.lru) > 0 {
+		return false
+	}
+	for _, ix := range st.indexes[1:] {
+		if ix.def.Unique {
+			return false
+		}
+	}
+	return true
+}
+
+// prepareStored runs Insert's checks on one document and encodes it.
+func prepareStored(d GroupDoc) (*stored, error) {
+	if d.Opt.Validate != nil {
+		if err := d.Opt.Validate(d.Doc, nil); err != nil {
+			return nil, err
+		}
+	}
+	raw, err := bsonutil.Marshal(d.Doc)
+	if err != nil {
+		return nil, mongoerr.Newf(mongoerr.BadValue, "cannot encode document: %v", err)
+	}
+	if len(raw) > MaxDocumentSize {
+		return nil, mongoerr.Newf(mongoerr.BadValue, "object to insert too large. size in bytes: %d, max size: %d", len(raw), MaxDocumentSize)
+	}
+	id, _ := lookupID(d.Doc)
+	return &stored{idEnc: keyenc.AppendValue(nil, id), raw: raw, doc: d.Doc}, nil
+}
+
+// insertRun inserts a run of prepared documents, as one batch while none
+// fails. When one fails, the documents before it commit together and it
+// is tried again on its own, which gives its error. It returns the index
+// of the first failure, or -1.
+func (c *Collection) insertRun(docs []GroupDoc, preps []*stored, errs []error, ordered bool) (failed int) {
+	failed = -1
+	for start := 0; start < len(preps); {
+		end := len(preps)
+		for {
+			k, docErr, commitErr := c.tryRun(docs[start:end], preps[start:end])
+			if commitErr != nil {
+				for j := start; j < end; j++ {
+					errs[j] = commitErr
+				}
+				if failed < 0 {
+					failed = start
+				}
+				if ordered {
+					return failed
+				}
+				start = end
+				break
+			}
+			if docErr == nil {
+				start = end
+				break
+			}
+			if k > 0 {
+				end = start + k
+				continue
+			}
+			errs[start] = docErr
+			if failed < 0 {
+				failed = start
+			}
+			if ordered {
+				return failed
+			}
+			start++
+			break
+		}
+	}
+	return failed
+}
+
+// tryRun commits every document of the run in one batch, or none: then k
+// is the first that failed and docErr its error. commitErr is the batch's
+// own failure, which every document shares.
+func (c *Collection) tryRun(docs []GroupDoc, preps []*stored) (k int, docErr, commitErr error) {
+	sw := newSyncWait(docs[0].Opt)
+	err := retrying(func() error {
+		k, docErr = 0, nil
+		return c.lockedRun(preps, func(l *lockSet) error {
+			if c.dropped.Load() {
+				return mongoerr.Newf(mongoerr.NamespaceNotFound, "collection %s was dropped", c.Namespace())
+			}
+			t := c.newTx(l)
+			t.durable = sw
+			var extras []func(storage.Batch) error
+			for i, p := range preps {
+				if err := t.insert(p); err != nil {
+					t.abort()
+					if errors.Is(err, errRetry) || errors.As(err, new(errInFlight)) {
+						return err
+					}
+					k, docErr = i, err
+					return nil
+				}
+				if e := docs[i].Opt.Extra; e != nil {
+					extras = append(extras, e)
+				}
+			}
+			t.extra = allExtras(extras)
+			return t.commit(WriteOptions{})
+		})
+	}, "write conflict: another write holds a document this write must change")
+	if docErr != nil {
+		return k, docErr, nil
+	}
+	return 0, nil, c.finish(sw, err)
+}
+
+// lockedRun runs fn holding the schema lock shared and the stripes of
+// every document of the run, taken in stripe order so that two runs
+// never wait for each other crosswise.
+func (c *Collection) lockedRun(preps []*stored, fn func(l *lockSet) error) error {
+	c.schemaMu.RLock()
+	defer c.schemaMu.RUnlock()
+	l := &lockSet{c: c}
+	defer l.release()
+	var want [lockStripes]bool
+	for _, p := range preps {
+		want[c.stripeOf(p.idEnc)] = true
+	}
+	for i, w := range want {
+		if w {
+			l.lockStripe(i)
+		}
+	}
+	return fn(l)
+}
+
+// allExtras is one Extra that adds the writes of each of extras.
+func allExtras(extras []func(storage.Batch) error) func(storage.Batch) error {
+	switch len(extras) {
+	case 0:
+		return nil
+	case 1:
+		return extras[0]
+	}
+	return func(b storage.Batch) error {
+		for _, e := range extras {
+			if err := e(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}

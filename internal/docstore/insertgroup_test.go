@@ -1,0 +1,124 @@
+package docstore
+
+import (
+	"errors"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/storage"
+)
+
+// groupDocs makes one GroupDoc per _id, each counting its Extra's calls.
+func groupDocs(t *testing.T, extras *int, ids ...any) []GroupDoc {
+	t.Helper()
+	var out []GroupDoc
+	for i, id := range ids {
+		d, err := PrepareInsert(bson.D{{Key: "_id", Value: id}, {Key: "k", Value: i}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, GroupDoc{Doc: d, Opt: WriteOptions{Extra: func(storage.Batch) error { *extras++; return nil }}})
+	}
+	return out
+}
+
+func wantCodes(t *testing.T, errs []error, want map[int]mongoerr.Code) {
+	t.Helper()
+	for i, err := range errs {
+		code, ok := want[i]
+		var me *mongoerr.Error
+		switch {
+		case !ok && err != nil:
+			t.Errorf("document %d: %v, want inserted", i, err)
+		case ok && (!errors.As(err, &me) || me.Code != code):
+			t.Errorf("document %d: %v, want code %d", i, err, code)
+		}
+	}
+}
+
+// TestInsertGroupResults: a run of documents commits together, and a
+// document that fails (its _id stored already, or twice in the run) fails
+// alone, in its place, as Insert one by one would.
+func TestInsertGroupResults(t *testing.T) {
+	s, _ := openStore(t)
+	c, err := s.CreateCollection("db", "g", CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	insertSynced(t, c, bson.D{{Key: "_id", Value: 5}})
+	extras := 0
+	docs := groupDocs(t, &extras, 1, 2, 5, 3, 2, 4)
+	errs, attempted := c.InsertGroup(docs, false)
+	if attempted != len(docs) {
+		t.Fatalf("attempted %d of %d unordered", attempted, len(docs))
+	}
+	wantCodes(t, errs, map[int]mongoerr.Code{2: mongoerr.DuplicateKey, 4: mongoerr.DuplicateKey})
+	if n := c.Count(); n != 5 {
+		t.Fatalf("count %d, want 5", n)
+	}
+	if extras != 4 {
+		t.Fatalf("%d statements' records written, want one per inserted document (4)", extras)
+	}
+
+	// The same _id twice in one run: the second sees the first.
+	errs, attempted = c.InsertGroup(groupDocs(t, &extras, 20, 21, 20, 22), false)
+	wantCodes(t, errs[:attempted], map[int]mongoerr.Code{2: mongoerr.DuplicateKey})
+	if n := c.Count(); n != 8 {
+		t.Fatalf("count %d, want 8", n)
+	}
+
+	errs, attempted = c.InsertGroup(groupDocs(t, &extras, 10, 11, 1, 12), true)
+	if attempted != 3 {
+		t.Fatalf("ordered: attempted %d, want 3 (stopped at the duplicate)", attempted)
+	}
+	wantCodes(t, errs[:attempted], map[int]mongoerr.Code{2: mongoerr.DuplicateKey})
+	if n := c.Count(); n != 10 {
+		t.Fatalf("count %d, want 10", n)
+	}
+}
+
+// TestInsertGroupManyRuns: more documents than one run holds all go in,
+// in runs that each commit once.
+func TestInsertGroupManyRuns(t *testing.T) {
+	s, _ := openStore(t)
+	c, err := s.CreateCollection("db", "many", CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	extras := 0
+	var ids []any
+	for i := range 3*InsertGroupDocs + 7 {
+		ids = append(ids, i)
+	}
+	errs, attempted := c.InsertGroup(groupDocs(t, &extras, ids...), true)
+	if attempted != len(ids) {
+		t.Fatalf("attempted %d of %d", attempted, len(ids))
+	}
+	wantCodes(t, errs, nil)
+	if n := c.Count(); n != int64(len(ids)) {
+		t.Fatalf("count %d, want %d", n, len(ids))
+	}
+}
+
+// TestInsertGroupUniqueIndex: where a unique secondary index must see
+// each insert's entries, two documents of one command with the same key
+// do not both go in.
+func TestInsertGroupUniqueIndex(t *testing.T) {
+	s, _ := openStore(t)
+	c, err := s.CreateCollection("db", "u", CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustIndex(t, c, bson.D{{Key: "key", Value: bson.D{{Key: "k", Value: 1}}}, {Key: "name", Value: "k_1"}, {Key: "unique", Value: true}})
+	var docs []GroupDoc
+	for i, k := range []int{1, 2, 1, 3} {
+		docs = append(docs, GroupDoc{Doc: bson.D{{Key: "_id", Value: i}, {Key: "k", Value: k}}})
+	}
+	errs, _ := c.InsertGroup(docs, false)
+	wantCodes(t, errs, map[int]mongoerr.Code{2: mongoerr.DuplicateKey})
+	if n := c.Count(); n != 3 {
+		t.Fatalf("count %d, want 3", n)
+	}
+}
