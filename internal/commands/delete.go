@@ -77,6 +77,15 @@ func (h *Handler) deleteStatement(r *request, a writeArgs, lv *letScope, s bson.
 		return 0, refuseMulti(rt)
 	}
 	opt := rt.options(a.opt, i, recordN(1))
+	if limit != 1 {
+		// Removed in groups: a replica set's round for each group, not
+		// for each document.
+		ids, err := allMatching(r, c, f, hint)
+		if err != nil {
+			return 0, err
+		}
+		return c.RemoveGroup(ids, opt, f.MatchErr)
+	}
 	return forMatching(r, c, f, hint, limit, func(id any) (bool, error) {
 		return removeIfMatches(c, id, f, opt)
 	})

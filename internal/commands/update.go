@@ -301,13 +301,20 @@ func (h *Handler) updateStatement(r *request, a writeArgs, lv *letScope, i int, 
 // Either way every _id is collected before a multi-document write changes
 // anything, so it never meets its own writes.
 func forMatching(r *request, c *docstore.Collection, f *query.Filter, hint any, limit int, write func(id any) (bool, error)) (int64, error) {
+	if limit != 1 {
+		ids, err := allMatching(r, c, f, hint)
+		if err != nil {
+			return 0, err
+		}
+		return writeAll(ids, write)
+	}
 	plan, err := c.PlanQuery(f, hint)
 	if err != nil {
 		return 0, err
 	}
 	if cands, ok := c.CandidateIDs(plan, f); ok {
 		defer cands.Close()
-		return writeCandidates(r, cands.WithContext(r.ctx), limit, write)
+		return writeCandidates(r, cands.WithContext(r.ctx), write)
 	}
 	ids, err := matchingIDs(r, c.Scan(plan, f).WithContext(r.ctx), limit)
 	if err != nil {
@@ -316,14 +323,22 @@ func forMatching(r *request, c *docstore.Collection, f *query.Filter, hint any, 
 	return writeAll(ids, write)
 }
 
-func writeCandidates(r *request, cands *docstore.IDIter, limit int, write func(id any) (bool, error)) (int64, error) {
-	if limit != 1 {
-		ids, err := collectIDs(r, cands.Next, 0)
-		if err != nil {
-			return 0, err
-		}
-		return writeAll(ids, write)
+// allMatching collects the _id of every document f matches, for a
+// multi-document write (see forMatching).
+func allMatching(r *request, c *docstore.Collection, f *query.Filter, hint any) ([]any, error) {
+	plan, err := c.PlanQuery(f, hint)
+	if err != nil {
+		return nil, err
 	}
+	if cands, ok := c.CandidateIDs(plan, f); ok {
+		defer cands.Close()
+		return collectIDs(r, cands.WithContext(r.ctx).Next, 0)
+	}
+	return matchingIDs(r, c.Scan(plan, f).WithContext(r.ctx), 0)
+}
+
+// writeCandidates writes the first candidate that write finds matching.
+func writeCandidates(r *request, cands *docstore.IDIter, write func(id any) (bool, error)) (int64, error) {
 	for {
 		if err := checkInterrupt(r.ctx); err != nil {
 			return 0, err

@@ -204,17 +204,26 @@ func (c *Collection) tryRun(docs []GroupDoc, preps []*stored) (k int, docErr, co
 	return 0, nil, c.finish(sw, err)
 }
 
-// lockedRun runs fn holding the schema lock shared and the stripes of
-// every document of the run, taken in stripe order so that two runs
-// never wait for each other crosswise.
+// lockedRun runs fn holding the locks of a run of documents (lockedIDs).
 func (c *Collection) lockedRun(preps []*stored, fn func(l *lockSet) error) error {
+	encs := make([][]byte, len(preps))
+	for i, p := range preps {
+		encs[i] = p.idEnc
+	}
+	return c.lockedIDs(encs, fn)
+}
+
+// lockedIDs runs fn holding the schema lock shared and the stripes of
+// every document of idEncs, taken in stripe order so that two runs never
+// wait for each other crosswise.
+func (c *Collection) lockedIDs(idEncs [][]byte, fn func(l *lockSet) error) error {
 	c.schemaMu.RLock()
 	defer c.schemaMu.RUnlock()
 	l := &lockSet{c: c}
 	defer l.release()
 	var want [lockStripes]bool
-	for _, p := range preps {
-		want[c.stripeOf(p.idEnc)] = true
+	for _, enc := range idEncs {
+		want[c.stripeOf(enc)] = true
 	}
 	for i, w := range want {
 		if w {

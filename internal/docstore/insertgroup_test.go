@@ -122,3 +122,41 @@ func TestInsertGroupUniqueIndex(t *testing.T) {
 		t.Fatalf("count %d, want 3", n)
 	}
 }
+
+// TestRemoveGroup: the matching documents of more than one run go, and a
+// filter that fails on a document stops the removal there, the documents
+// before it removed, those after it kept.
+func TestRemoveGroup(t *testing.T) {
+	s, _ := openStore(t)
+	c, err := s.CreateCollection("db", "rm", CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []any
+	for i := range 2*InsertGroupDocs + 10 {
+		insertSynced(t, c, bson.D{{Key: "_id", Value: i}, {Key: "odd", Value: i%2 == 1}})
+		ids = append(ids, i)
+	}
+	odd := func(doc bson.D) (bool, error) { return doc[1].Value.(bool), nil }
+	n, err := c.RemoveGroup(ids, WriteOptions{}, odd)
+	if err != nil || n != int64(InsertGroupDocs+5) {
+		t.Fatalf("removed %d (%v), want %d", n, err, InsertGroupDocs+5)
+	}
+	if got := c.Count(); got != int64(InsertGroupDocs+5) {
+		t.Fatalf("count %d after removing the odd ones, want %d", got, InsertGroupDocs+5)
+	}
+	failAt := 2*InsertGroupDocs - 4 // an even _id in the second run
+	boom := errors.New("filter failed")
+	n, err = c.RemoveGroup(ids, WriteOptions{}, func(doc bson.D) (bool, error) {
+		if doc[0].Value.(int32) == int32(failAt) {
+			return false, boom
+		}
+		return true, nil
+	})
+	if !errors.Is(err, boom) || n != int64(failAt/2) {
+		t.Fatalf("removed %d (%v), want %d and the filter's error", n, err, failAt/2)
+	}
+	if got := c.Count(); got != int64(InsertGroupDocs+5-failAt/2) {
+		t.Fatalf("count %d, want %d: the documents after the failure kept", got, InsertGroupDocs+5-failAt/2)
+	}
+}

@@ -669,10 +669,7 @@ func (c *Collection) modifyLocked(idEnc []byte, extra func(storage.Batch) error,
 			return err
 		}
 		if old != nil && !c.expiredNow(old.doc) {
-			cur = old.doc
-			if len(c.state.Load().elements) > 0 && c.store.exactExpiry.Load() {
-				cur = c.liveElements(cur, c.store.clock.Now())
-			}
+			cur = c.live(old.doc)
 		}
 		ch, err := fn(cur)
 		if err != nil || ch.Kind == Keep || cur == nil {
@@ -681,6 +678,15 @@ func (c *Collection) modifyLocked(idEnc []byte, extra func(storage.Batch) error,
 		return c.applyChange(l, old, ch, extra, sw)
 	})
 	return cur, err
+}
+
+// live is doc, a live document, without its elements that have expired
+// when exact expiry hides them.
+func (c *Collection) live(doc bson.D) bson.D {
+	if len(c.state.Load().elements) > 0 && c.store.exactExpiry.Load() {
+		return c.liveElements(doc, c.store.clock.Now())
+	}
+	return doc
 }
 
 func (c *Collection) applyChange(l *lockSet, old *stored, ch Change, extra func(storage.Batch) error, sw *syncWait) error {
