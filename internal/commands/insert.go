@@ -186,38 +186,31 @@ func cmdInsert(h *Handler, r *request) (bson.D, error) {
 func (h *Handler) insertDocs(r *request, a *writeArgs, rt *retryTxn, c *docstore.Collection, docs []bson.D, res *writeResult) error {
 	g := insertGroup{c: c, ordered: a.ordered}
 	for i, d := range docs {
-		err := checkInterrupt(r.ctx)
-		interrupted := err != nil
-		if err == nil && !a.keepEmptyTs {
-			d = h.fillEmptyTimestamps(d)
-		}
-		if err == nil {
-			if _, done, perr := rt.prior(i); perr != nil {
-				return perr
-			} else if done {
-				res.n++
-				continue
-			}
-			if d, err = prepareForInsert(d); err == nil {
-				g.add(i, d, rt.options(a.opt, i, recordN(1)))
-				if len(g.docs) < docstore.InsertGroupDocs {
-					continue
-				}
-			}
-		}
-		stop, ferr := g.flush(res)
-		if ferr != nil {
+		if err := checkInterrupt(r.ctx); err != nil {
+			_, ferr := g.failAfter(res, i, err)
 			return ferr
 		}
-		if err != nil && !stop {
-			if failsBatch(err) {
-				return clientError(err)
-			}
-			res.fail(i, err)
-			stop = a.ordered || interrupted
+		if !a.keepEmptyTs {
+			d = h.fillEmptyTimestamps(d)
 		}
-		if stop {
-			return nil
+		if _, done, err := rt.prior(i); err != nil {
+			return err
+		} else if done {
+			res.n++
+			continue
+		}
+		doc, err := prepareForInsert(d)
+		if err != nil {
+			if stop, ferr := g.failAfter(res, i, err); stop || ferr != nil || a.ordered {
+				return ferr
+			}
+			continue
+		}
+		g.add(i, doc, rt.options(a.opt, i, recordN(1)))
+		if len(g.docs) == docstore.InsertGroupDocs {
+			if stop, err := g.flush(res); stop || err != nil {
+				return err
+			}
 		}
 	}
 	_, err := g.flush(res)
@@ -236,6 +229,19 @@ type insertGroup struct {
 func (g *insertGroup) add(stmt int, doc bson.D, opt docstore.WriteOptions) {
 	g.docs = append(g.docs, docstore.GroupDoc{Doc: doc, Opt: opt})
 	g.stmts = append(g.stmts, stmt)
+}
+
+// failAfter inserts the documents gathered before statement i, then
+// records i's own failure err, unless the insert stopped an ordered write.
+func (g *insertGroup) failAfter(res *writeResult, i int, err error) (stop bool, _ error) {
+	if stop, ferr := g.flush(res); stop || ferr != nil {
+		return true, ferr
+	}
+	if failsBatch(err) {
+		return true, clientError(err)
+	}
+	res.fail(i, err)
+	return false, nil
 }
 
 // flush inserts the gathered documents, counting them into res; stop

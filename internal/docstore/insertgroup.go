@@ -124,65 +124,85 @@ func prepareStored(d GroupDoc) (*stored, error) {
 
 // insertRun inserts a run of prepared documents, as one batch while none
 // fails. When one fails, the documents before it commit together and it
-// is tried again on its own, which gives its error. It returns the index
-// of the first failure, or -1.
+// has its own error. It returns the index of the first failure, or -1.
 func (c *Collection) insertRun(docs []GroupDoc, preps []*stored, errs []error, ordered bool) (failed int) {
 	failed = -1
-	for start := 0; start < len(preps); {
-		end := len(preps)
-		for {
-			k, docErr, commitErr := c.tryRun(docs[start:end], preps[start:end])
-			if commitErr != nil {
-				for j := start; j < end; j++ {
-					errs[j] = commitErr
-				}
-				if failed < 0 {
-					failed = start
-				}
-				if ordered {
-					return failed
-				}
-				start = end
-				break
+	for start := 0; start < len(preps) && (failed < 0 || !ordered); {
+		n, docErr, commitErr := c.commitPrefix(docs[start:], preps[start:])
+		fail := -1
+		switch {
+		case commitErr != nil:
+			for j := start; j < start+n; j++ {
+				errs[j] = commitErr
 			}
-			if docErr == nil {
-				start = end
-				break
-			}
-			if k > 0 {
-				end = start + k
-				continue
-			}
-			errs[start] = docErr
-			if failed < 0 {
-				failed = start
-			}
-			if ordered {
-				return failed
-			}
-			start++
-			break
+			fail = start
+		case docErr != nil:
+			errs[start+n] = docErr
+			fail, n = start+n, n+1
 		}
+		if failed < 0 {
+			failed = fail
+		}
+		start += n
 	}
 	return failed
+}
+
+// commitPrefix commits, in one batch, the longest prefix of a run whose
+// documents all insert: n documents. docErr is then the error of the
+// document after them (nil when the run went in whole); commitErr is the
+// batch's own failure, which those n documents share.
+func (c *Collection) commitPrefix(docs []GroupDoc, preps []*stored) (n int, docErr, commitErr error) {
+	for end := len(preps); ; {
+		k, err, cerr := c.tryRun(docs[:end], preps[:end])
+		switch {
+		case cerr != nil:
+			return end, nil, cerr
+		case err == nil:
+			return end, docErr, nil
+		case k == 0:
+			return 0, err, nil
+		}
+		docErr, end = err, k // each try is shorter: the last error is the earliest
+	}
 }
 
 // tryRun commits every document of the run in one batch, or none: then k
 // is the first that failed and docErr its error. commitErr is the batch's
 // own failure, which every document shares.
 func (c *Collection) tryRun(docs []GroupDoc, preps []*stored) (k int, docErr, commitErr error) {
-	sw := newSyncWait(docs[0].Opt)
-	err := retrying(func() error {
+	encs := make([][]byte, len(preps))
+	var extras []func(storage.Batch) error
+	for i, p := range preps {
+		encs[i] = p.idEnc
+		if e := docs[i].Opt.Extra; e != nil {
+			extras = append(extras, e)
+		}
+	}
+	dropped := func() error {
+		return mongoerr.Newf(mongoerr.NamespaceNotFound, "collection %s was dropped", c.Namespace())
+	}
+	return c.groupTx(encs, newSyncWait(docs[0].Opt), allExtras(extras), dropped,
+		func(t *tx, i int) error { return t.insert(preps[i]) })
+}
+
+// groupTx stages the documents of idEncs into one batch under their locks,
+// step staging document i into t, and commits it with extra's writes. An
+// error of step's, but for the lock and in-flight waits that retrying
+// handles, is document i's own: nothing commits, and k and docErr say
+// which. err is the batch's own failure, or dropped's when the collection
+// is gone.
+func (c *Collection) groupTx(idEncs [][]byte, sw *syncWait, extra func(storage.Batch) error, dropped func() error, step func(t *tx, i int) error) (k int, docErr, err error) {
+	err = retrying(func() error {
 		k, docErr = 0, nil
-		return c.lockedRun(preps, func(l *lockSet) error {
+		return c.lockedIDs(idEncs, func(l *lockSet) error {
 			if c.dropped.Load() {
-				return mongoerr.Newf(mongoerr.NamespaceNotFound, "collection %s was dropped", c.Namespace())
+				return dropped()
 			}
 			t := c.newTx(l)
-			t.durable = sw
-			var extras []func(storage.Batch) error
-			for i, p := range preps {
-				if err := t.insert(p); err != nil {
+			t.extra, t.durable = extra, sw
+			for i := range idEncs {
+				if err := step(t, i); err != nil {
 					t.abort()
 					if errors.Is(err, errRetry) || errors.As(err, new(errInFlight)) {
 						return err
@@ -190,11 +210,7 @@ func (c *Collection) tryRun(docs []GroupDoc, preps []*stored) (k int, docErr, co
 					k, docErr = i, err
 					return nil
 				}
-				if e := docs[i].Opt.Extra; e != nil {
-					extras = append(extras, e)
-				}
 			}
-			t.extra = allExtras(extras)
 			return t.commit(WriteOptions{})
 		})
 	}, "write conflict: another write holds a document this write must change")
@@ -202,15 +218,6 @@ func (c *Collection) tryRun(docs []GroupDoc, preps []*stored) (k int, docErr, co
 		return k, docErr, nil
 	}
 	return 0, nil, c.finish(sw, err)
-}
-
-// lockedRun runs fn holding the locks of a run of documents (lockedIDs).
-func (c *Collection) lockedRun(preps []*stored, fn func(l *lockSet) error) error {
-	encs := make([][]byte, len(preps))
-	for i, p := range preps {
-		encs[i] = p.idEnc
-	}
-	return c.lockedIDs(encs, fn)
 }
 
 // lockedIDs runs fn holding the schema lock shared and the stripes of

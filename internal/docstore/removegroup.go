@@ -52,44 +52,26 @@ func (c *Collection) removeRun(encs [][]byte, opt WriteOptions, matches func(doc
 // or none: then k is the document whose filter failed and docErr its
 // error.
 func (c *Collection) tryRemove(encs [][]byte, opt WriteOptions, matches func(doc bson.D) (bool, error)) (removed int64, k int, docErr, err error) {
-	sw := newSyncWait(opt)
-	err = retrying(func() error {
-		removed, k, docErr = 0, 0, nil
-		return c.lockedIDs(encs, func(l *lockSet) error {
-			if c.dropped.Load() {
-				return nil
-			}
-			t := c.newTx(l)
-			t.extra, t.durable = opt.Extra, sw
-			for i, enc := range encs {
-				old, err := c.loadForWrite(enc)
-				if err != nil {
-					t.abort()
-					return err
-				}
-				if old == nil || c.expiredNow(old.doc) {
-					continue
-				}
-				ok, err := matches(c.live(old.doc))
-				if err != nil {
-					t.abort()
-					k, docErr = i, err
-					return nil
-				}
-				if !ok {
-					continue
-				}
-				if err := t.deleteDoc(old); err != nil {
-					t.abort()
-					return err
-				}
-				removed++
-			}
-			return t.commit(WriteOptions{})
-		})
-	}, "write conflict: another write holds a document this write must change")
-	if docErr != nil {
-		return 0, k, docErr, nil
+	gone := make([]bool, len(encs))
+	k, docErr, err = c.groupTx(encs, newSyncWait(opt), opt.Extra, func() error { return nil }, func(t *tx, i int) error {
+		gone[i] = false // a retry runs the steps again
+		old, err := c.loadForWrite(encs[i])
+		if err != nil || old == nil || c.expiredNow(old.doc) {
+			return err
+		}
+		if ok, err := matches(c.live(old.doc)); !ok || err != nil {
+			return err
+		}
+		gone[i] = true
+		return t.deleteDoc(old)
+	})
+	if docErr != nil || err != nil {
+		return 0, k, docErr, err
 	}
-	return removed, 0, nil, c.finish(sw, err)
+	for _, g := range gone {
+		if g {
+			removed++
+		}
+	}
+	return removed, 0, nil, nil
 }
