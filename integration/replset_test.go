@@ -263,6 +263,32 @@ func TestReplicaSetReplicatesWritesIndexesAndExpiry(t *testing.T) {
 	}
 	rs.wantStoredCount(t, "sessions", 101)
 	rs.wantStoredCount(t, "other", 1)
+	replicateManyWrites(t, rs, db.Collection("other"))
+}
+
+// replicateManyWrites runs a multi-document update and delete, which
+// commit their documents in groups, on other (holding {_id: 1}) and
+// wants every member the same after them.
+func replicateManyWrites(t *testing.T, rs *replSet, other *mongo.Collection) {
+	t.Helper()
+	ctx := ctxT(t)
+	var docs []any
+	for i := 2; i < 152; i++ {
+		docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "n", Value: i}})
+	}
+	if _, err := other.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	up, err := other.UpdateMany(ctx, bson.D{}, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}})
+	if err != nil || up.MatchedCount != 151 || up.ModifiedCount != 151 {
+		t.Fatalf("updateMany: %+v (%v), want 151 matched and modified", up, err)
+	}
+	del, err := other.DeleteMany(ctx, bson.D{{Key: "n", Value: bson.D{{Key: "$gt", Value: 100}}}})
+	if err != nil || del.DeletedCount != 52 {
+		t.Fatalf("deleteMany: %+v (%v), want 52 deleted", del, err)
+	}
+	rs.waitSameHash("test", 10*time.Second)
+	rs.wantStoredCount(t, "other", 99)
 }
 
 // wantStoredCount waits until every member's stored count of coll, from

@@ -86,7 +86,7 @@ func (h *Handler) deleteStatement(r *request, a writeArgs, lv *letScope, s bson.
 		}
 		return c.RemoveGroup(ids, opt, f.MatchErr)
 	}
-	return forMatching(r, c, f, hint, limit, func(id any) (bool, error) {
+	return firstMatching(r, c, f, hint, func(id any) (bool, error) {
 		return removeIfMatches(c, id, f, opt)
 	})
 }

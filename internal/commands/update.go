@@ -289,25 +289,15 @@ func (h *Handler) updateStatement(r *request, a writeArgs, lv *letScope, i int, 
 	return nil
 }
 
-// forMatching runs write on each document matching f, at most limit of
-// them (0: all), and returns how many write reported as matched. write
-// re-checks the filter under the document's lock and reports whether the
-// document still matched.
+// firstMatching runs write on the first document matching f and returns
+// 1 when write reported it matched. write re-checks the filter under the
+// document's lock and reports whether the document still matched.
 //
 // When the plan's index bounds express f exactly, the _ids come from the
 // index entries alone (docstore.CandidateIDs) and write's own read is the
-// only one of each document; a single-document write tries candidates
-// until one matches. Otherwise the matching documents are scanned first.
-// Either way every _id is collected before a multi-document write changes
-// anything, so it never meets its own writes.
-func forMatching(r *request, c *docstore.Collection, f *query.Filter, hint any, limit int, write func(id any) (bool, error)) (int64, error) {
-	if limit != 1 {
-		ids, err := allMatching(r, c, f, hint)
-		if err != nil {
-			return 0, err
-		}
-		return writeAll(ids, write)
-	}
+// only one of each document: candidates are tried until one matches.
+// Otherwise the first matching document is found by a scan.
+func firstMatching(r *request, c *docstore.Collection, f *query.Filter, hint any, write func(id any) (bool, error)) (int64, error) {
 	plan, err := c.PlanQuery(f, hint)
 	if err != nil {
 		return 0, err
@@ -316,15 +306,17 @@ func forMatching(r *request, c *docstore.Collection, f *query.Filter, hint any, 
 		defer cands.Close()
 		return writeCandidates(r, cands.WithContext(r.ctx), write)
 	}
-	ids, err := matchingIDs(r, c.Scan(plan, f).WithContext(r.ctx), limit)
-	if err != nil {
+	ids, err := matchingIDs(r, c.Scan(plan, f).WithContext(r.ctx), 1)
+	if err != nil || len(ids) == 0 {
 		return 0, err
 	}
-	return writeAll(ids, write)
+	matched, err := write(ids[0])
+	return b2i(matched), err
 }
 
 // allMatching collects the _id of every document f matches, for a
-// multi-document write (see forMatching).
+// multi-document write: every _id is collected before the write changes
+// anything, so it never meets its own writes.
 func allMatching(r *request, c *docstore.Collection, f *query.Filter, hint any) ([]any, error) {
 	plan, err := c.PlanQuery(f, hint)
 	if err != nil {
@@ -351,18 +343,6 @@ func writeCandidates(r *request, cands *docstore.IDIter, write func(id any) (boo
 			return b2i(matched), err
 		}
 	}
-}
-
-func writeAll(ids []any, write func(id any) (bool, error)) (int64, error) {
-	var n int64
-	for _, id := range ids {
-		matched, err := write(id)
-		if err != nil {
-			return n, err
-		}
-		n += b2i(matched)
-	}
-	return n, nil
 }
 
 func b2i(b bool) int64 {
@@ -403,14 +383,17 @@ func matchingIDs(r *request, it *docstore.DocIter, limit int) ([]any, error) {
 }
 
 func (h *Handler) applyUpdates(r *request, c *docstore.Collection, st *updateStmt, opt docstore.WriteOptions) (n, modified int64, err error) {
-	if st.sort != nil {
+	switch {
+	case st.sort != nil:
 		return h.updateFirstSorted(r, c, st, opt)
+	case st.multi:
+		ids, err := allMatching(r, c, st.filter, st.hint)
+		if err != nil {
+			return 0, 0, err
+		}
+		return h.updateAll(c, ids, st.filter, st.mod, opt)
 	}
-	limit := 1
-	if st.multi {
-		limit = 0
-	}
-	n, err = forMatching(r, c, st.filter, st.hint, limit, func(id any) (bool, error) {
+	n, err = firstMatching(r, c, st.filter, st.hint, func(id any) (bool, error) {
 		matched, changed, err := h.updateOne(c, id, st.filter, st.mod, opt)
 		modified += b2i(changed)
 		return matched, err
@@ -422,22 +405,46 @@ func (h *Handler) applyUpdates(r *request, c *docstore.Collection, st *updateStm
 func (h *Handler) updateOne(c *docstore.Collection, id any, f *query.Filter, mod modifier, opt docstore.WriteOptions) (matched, changed bool, err error) {
 	now := h.deps.Clock.Now()
 	_, err = c.Modify(id, opt, func(doc bson.D) (docstore.Change, error) {
-		if doc == nil {
-			return docstore.Change{}, nil
-		}
-		ok, pos := f.MatchPositional(doc)
-		if !ok {
-			return docstore.Change{}, nil
-		}
-		matched = true
-		next, ch, err := mod.apply(doc, pos, false, now)
-		if err != nil || !ch {
-			return docstore.Change{}, err
-		}
-		changed = true
-		return docstore.Change{Kind: docstore.Replace, Doc: next, Whole: mod.replacement()}, nil
+		var ch docstore.Change
+		ch, matched, changed, err = updateDoc(doc, f, mod, now)
+		return ch, err
 	})
 	return matched, changed, err
+}
+
+// updateAll updates the documents of ids that still match f, committing
+// them in groups (docstore.ModifyGroup).
+func (h *Handler) updateAll(c *docstore.Collection, ids []any, f *query.Filter, mod modifier, opt docstore.WriteOptions) (n, modified int64, err error) {
+	now := h.deps.Clock.Now()
+	matched, changed := make([]bool, len(ids)), make([]bool, len(ids))
+	done, err := c.ModifyGroup(ids, opt, func(i int, doc bson.D) (docstore.Change, error) {
+		var ch docstore.Change
+		var err error
+		ch, matched[i], changed[i], err = updateDoc(doc, f, mod, now)
+		return ch, err
+	})
+	for i := range done {
+		n += b2i(matched[i])
+		modified += b2i(changed[i])
+	}
+	return n, modified, err
+}
+
+// updateDoc applies mod to doc, the live document (nil when gone), when
+// it still matches f.
+func updateDoc(doc bson.D, f *query.Filter, mod modifier, now time.Time) (ch docstore.Change, matched, changed bool, err error) {
+	if doc == nil {
+		return ch, false, false, nil
+	}
+	ok, pos := f.MatchPositional(doc)
+	if !ok {
+		return ch, false, false, nil
+	}
+	next, changed, err := mod.apply(doc, pos, false, now)
+	if err != nil || !changed {
+		return ch, true, false, err
+	}
+	return docstore.Change{Kind: docstore.Replace, Doc: next, Whole: mod.replacement()}, true, true, nil
 }
 
 // upsert inserts the document an update builds when nothing matched.

@@ -91,8 +91,9 @@ func (c *Collection) prepareRun(docs []GroupDoc, preps []*stored, errs []error, 
 
 // groupable reports whether documents may commit together: none of its
 // inserts needs to see another's uncommitted entries.
-func (c *Collection) groupable() bool {
-	st := c.state.Load()
+func (c *Collection) groupable() bool { return c.state.Load().groupable() }
+
+func (st *collState) groupable() bool {
 	if st.meta.Capped || len(st.lru) > 0 {
 		return false
 	}
@@ -186,15 +187,20 @@ func (c *Collection) tryRun(docs []GroupDoc, preps []*stored) (k int, docErr, co
 		func(t *tx, i int) error { return t.insert(preps[i]) })
 }
 
+// errRunFull, from a step of groupTx, ends the batch before document i:
+// the documents before it commit.
+var errRunFull = errors.New("docstore: the batch is full")
+
 // groupTx stages the documents of idEncs into one batch under their locks,
-// step staging document i into t, and commits it with extra's writes. An
+// step staging document i into t, and commits it with extra's writes: k
+// documents, fewer than idEncs when a step said the batch was full. An
 // error of step's, but for the lock and in-flight waits that retrying
 // handles, is document i's own: nothing commits, and k and docErr say
 // which. err is the batch's own failure, or dropped's when the collection
 // is gone.
 func (c *Collection) groupTx(idEncs [][]byte, sw *syncWait, extra func(storage.Batch) error, dropped func() error, step func(t *tx, i int) error) (k int, docErr, err error) {
 	err = retrying(func() error {
-		k, docErr = 0, nil
+		k, docErr = len(idEncs), nil
 		return c.lockedIDs(idEncs, func(l *lockSet) error {
 			if c.dropped.Load() {
 				return dropped()
@@ -202,7 +208,12 @@ func (c *Collection) groupTx(idEncs [][]byte, sw *syncWait, extra func(storage.B
 			t := c.newTx(l)
 			t.extra, t.durable = extra, sw
 			for i := range idEncs {
-				if err := step(t, i); err != nil {
+				err := step(t, i)
+				if errors.Is(err, errRunFull) {
+					k = i
+					break
+				}
+				if err != nil {
 					t.abort()
 					if errors.Is(err, errRetry) || errors.As(err, new(errInFlight)) {
 						return err
@@ -217,7 +228,7 @@ func (c *Collection) groupTx(idEncs [][]byte, sw *syncWait, extra func(storage.B
 	if docErr != nil {
 		return k, docErr, nil
 	}
-	return 0, nil, c.finish(sw, err)
+	return k, nil, c.finish(sw, err)
 }
 
 // lockedIDs runs fn holding the schema lock shared and the stripes of

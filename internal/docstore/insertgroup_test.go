@@ -160,3 +160,120 @@ func TestRemoveGroup(t *testing.T) {
 		t.Fatalf("count %d, want %d: the documents after the failure kept", got, InsertGroupDocs+5-failAt/2)
 	}
 }
+
+// modifyN inserts n documents {_id: i, n: i, pad} to c and returns their
+// _ids.
+func modifyN(t *testing.T, c *Collection, n, pad int) []any {
+	t.Helper()
+	var ids []any
+	for i := range n {
+		insertSynced(t, c, bson.D{{Key: "_id", Value: i}, {Key: "n", Value: i}, {Key: "pad", Value: string(make([]byte, pad))}})
+		ids = append(ids, i)
+	}
+	return ids
+}
+
+// addN is a ModifyGroup callback that adds add to n, but for every third
+// document (by index), which it keeps; it fails on the document failAt
+// (-1: none).
+func addN(add, failAt int, boom error) func(i int, doc bson.D) (Change, error) {
+	return func(i int, doc bson.D) (Change, error) {
+		n := int(doc[1].Value.(int32))
+		switch {
+		case i%3 == 0:
+			return Change{}, nil
+		case i == failAt:
+			return Change{}, boom
+		}
+		next := append(bson.D{}, doc...)
+		next[1].Value = int32(n + add)
+		return Change{Kind: Replace, Doc: next}, nil
+	}
+}
+
+// wantN checks the n of each document: i plus add for those of the
+// changed range [from, to) that addN changes.
+func wantN(t *testing.T, c *Collection, ids []any, add, from, to int) {
+	t.Helper()
+	for i, id := range ids {
+		doc, err := c.Modify(id, WriteOptions{}, func(bson.D) (Change, error) { return Change{}, nil })
+		if err != nil || doc == nil {
+			t.Fatalf("document %d: %v", i, err)
+		}
+		want := i
+		if i%3 != 0 && i >= from && i < to {
+			want += add
+		}
+		if got := int(doc[1].Value.(int32)); got != want {
+			t.Fatalf("document %d: n %d, want %d", i, got, want)
+		}
+	}
+}
+
+// TestModifyGroup: the changes of a multi-document update commit a run
+// of documents to a batch, and a change that fails stops the update
+// there, the documents before it changed, those after it kept.
+func TestModifyGroup(t *testing.T) {
+	s, _ := openStore(t)
+	c, err := s.CreateCollection("db", "up", CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := modifyN(t, c, 2*InsertGroupDocs+10, 0)
+	batches := 0
+	opt := WriteOptions{Extra: func(storage.Batch) error { batches++; return nil }}
+	done, err := c.ModifyGroup(ids, opt, addN(1000, -1, nil))
+	if err != nil || done != len(ids) || batches != 3 {
+		t.Fatalf("done %d of %d in %d batches (%v), want all in 3", done, len(ids), batches, err)
+	}
+	wantN(t, c, ids, 1000, 0, len(ids))
+	boom := errors.New("update failed")
+	failAt := InsertGroupDocs + 7
+	done, err = c.ModifyGroup(ids, WriteOptions{}, addN(-1000, failAt, boom))
+	if !errors.Is(err, boom) || done != failAt {
+		t.Fatalf("done %d (%v), want %d and the update's error", done, err, failAt)
+	}
+	wantN(t, c, ids, 1000, failAt, len(ids))
+}
+
+// TestModifyGroupLargeDocuments: a run ends when its batch holds about
+// insertGroupBytes, and the next run goes on from there.
+func TestModifyGroupLargeDocuments(t *testing.T) {
+	s, _ := openStore(t)
+	c, err := s.CreateCollection("db", "big", CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := modifyN(t, c, 30, 100<<10)
+	batches := 0
+	opt := WriteOptions{Extra: func(storage.Batch) error { batches++; return nil }}
+	done, err := c.ModifyGroup(ids, opt, addN(7, -1, nil))
+	if err != nil || done != len(ids) || batches < 5 || batches > 15 {
+		t.Fatalf("done %d of %d in %d batches (%v), want all in 5 to 15", done, len(ids), batches, err)
+	}
+	wantN(t, c, ids, 7, 0, len(ids))
+}
+
+// TestModifyGroupUniqueIndex: where a unique secondary index must see
+// each change's entries, two documents updated to one key do not both
+// change.
+func TestModifyGroupUniqueIndex(t *testing.T) {
+	s, _ := openStore(t)
+	c, err := s.CreateCollection("db", "u", CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustIndex(t, c, bson.D{{Key: "key", Value: bson.D{{Key: "k", Value: 1}}}, {Key: "name", Value: "k_1"}, {Key: "unique", Value: true}})
+	var ids []any
+	for i := range 4 {
+		insertSynced(t, c, bson.D{{Key: "_id", Value: i}, {Key: "k", Value: i}})
+		ids = append(ids, i)
+	}
+	done, err := c.ModifyGroup(ids, WriteOptions{}, func(i int, doc bson.D) (Change, error) {
+		return Change{Kind: Replace, Doc: bson.D{doc[0], {Key: "k", Value: "same"}}}, nil
+	})
+	var me *mongoerr.Error
+	if !errors.As(err, &me) || me.Code != mongoerr.DuplicateKey || done != 1 {
+		t.Fatalf("done %d (%v), want 1 and a duplicate key", done, err)
+	}
+}

@@ -1,0 +1,123 @@
+package docstore
+
+import (
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/keyenc"
+)
+
+// A multi-document update or delete commits its documents' changes in
+// groups, as an insert command does (InsertGroup): one batch, and in a
+// replica set one raft round, for up to InsertGroupDocs documents or
+// about insertGroupBytes of them. One round per document made updateMany
+// and deleteMany of a thousand documents on three members take seconds.
+
+// ModifyGroup applies fn to each document of ids in order, as Modify
+// would one by one, and commits the changes of a run of documents in one
+// batch. fn gets the document's index in ids and the live document (nil
+// when there is none). A run that must start over calls fn again from its
+// first document, so fn keeps what it learns by index, overwriting.
+// Replacements group only where the writes of a batch cannot collide (no
+// unique secondary index, not capped, no lruLimit); elsewhere each
+// document commits alone. Removals group everywhere. It stops at the
+// first error, the changes of the documents before it committed, and
+// returns how many documents it got through.
+func (c *Collection) ModifyGroup(ids []any, opt WriteOptions, fn func(i int, doc bson.D) (Change, error)) (done int, err error) {
+	encs := make([][]byte, len(ids))
+	for i, id := range ids {
+		encs[i] = keyenc.AppendValue(nil, id)
+	}
+	for done < len(encs) {
+		end := min(done+InsertGroupDocs, len(encs))
+		n, docErr, err := c.modifyPrefix(encs[done:end], done, opt, fn)
+		done += n
+		switch {
+		case err != nil:
+			return done, err
+		case docErr != nil:
+			return done, docErr
+		}
+	}
+	return done, nil
+}
+
+// RemoveGroup removes each live document of ids that matches accepts, as
+// ModifyGroup. It returns how many it removed.
+func (c *Collection) RemoveGroup(ids []any, opt WriteOptions, matches func(doc bson.D) (bool, error)) (removed int64, err error) {
+	gone := make([]bool, len(ids))
+	done, err := c.ModifyGroup(ids, opt, func(i int, doc bson.D) (Change, error) {
+		gone[i] = false
+		if doc == nil {
+			return Change{}, nil
+		}
+		ok, err := matches(doc)
+		if !ok || err != nil {
+			return Change{}, err
+		}
+		gone[i] = true
+		return Change{Kind: Remove}, nil
+	})
+	for _, g := range gone[:done] {
+		if g {
+			removed++
+		}
+	}
+	return removed, err
+}
+
+// modifyPrefix commits, in one batch, the longest prefix of a run whose
+// changes all apply: n documents, fewer than the run when the batch
+// filled up. docErr is then the error of the document after them, when
+// it failed; err is the batch's own failure, and then n is 0.
+func (c *Collection) modifyPrefix(encs [][]byte, base int, opt WriteOptions, fn func(int, bson.D) (Change, error)) (n int, docErr, err error) {
+	for end := len(encs); ; {
+		k, derr, cerr := c.tryModify(encs[:end], base, opt, fn)
+		switch {
+		case cerr != nil:
+			return 0, nil, cerr
+		case derr == nil && k < end:
+			return k, nil, nil // full: the failure after end comes in a later run
+		case derr == nil:
+			return k, docErr, nil
+		case k == 0:
+			return 0, derr, nil
+		}
+		docErr, end = derr, k // each try is shorter: the last error is the earliest
+	}
+}
+
+// tryModify stages the changes of a run into one batch and commits them:
+// k documents, fewer than the run when the batch filled up. When a
+// document's change fails, nothing commits, and k is that document and
+// docErr its error.
+func (c *Collection) tryModify(encs [][]byte, base int, opt WriteOptions, fn func(int, bson.D) (Change, error)) (k int, docErr, err error) {
+	dropped := func() error {
+		for i := range encs {
+			_, _ = fn(base+i, nil) // nothing matched: fn forgets an earlier try
+		}
+		return nil
+	}
+	return c.groupTx(encs, newSyncWait(opt), opt.Extra, dropped, func(t *tx, i int) error {
+		if i > 0 && t.b.Len() >= insertGroupBytes {
+			return errRunFull
+		}
+		old, err := c.loadForWrite(encs[i])
+		if err != nil {
+			return err
+		}
+		var cur bson.D
+		if old != nil && !c.expiredNow(old.doc) {
+			cur = c.live(old.doc)
+		}
+		ch, err := validated(func(doc bson.D) (Change, error) { return fn(base+i, doc) }, opt.Validate)(cur)
+		switch {
+		case err != nil || ch.Kind == Keep || cur == nil:
+			return err
+		case ch.Kind == Remove:
+			return t.deleteDoc(old)
+		case i > 0 && !t.st.groupable():
+			return errRunFull // this document's writes must see the batch's
+		}
+		return t.replace(old, ch.Doc, ch.Whole)
+	})
+}
