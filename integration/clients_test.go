@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -60,6 +61,7 @@ func run(t *testing.T, dir string, timeout time.Duration, name string, args ...s
 	cmd.Env = append(os.Environ(), "DO_NOT_TRACK=1", "MONGOSH_NO_TELEMETRY=1")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = 5 * time.Second // a child's child that keeps the pipes open does not hold Wait
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}
@@ -72,9 +74,27 @@ func run(t *testing.T, dir string, timeout time.Duration, name string, args ...s
 		}
 	case <-time.After(timeout):
 		_ = cmd.Process.Kill()
-		t.Fatalf("%s %v: timed out\nstdout:\n%s\nstderr:\n%s", name, args, stdout.String(), stderr.String())
+		<-done // the output is whole, and no longer written, once Wait returns
+		t.Fatalf("%s %v: timed out\nstdout:\n%s\nstderr:\n%s\nthe server's goroutines:\n%s", name, args, stdout.String(), stderr.String(), serverStacks())
 	}
 	return stdout.String(), stderr.String()
+}
+
+// serverStacks is the stacks of this process's goroutines that run
+// Mayfly's code (the servers the tests start run in it) and do not wait
+// for the network, at most 32 KiB: what a client that hung waited for.
+func serverStacks() string {
+	buf := make([]byte, 8<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out strings.Builder
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		idle := strings.Contains(g, "[IO wait")
+		if !idle && strings.Contains(g, "mayfly/internal/") && out.Len() < 32<<10 {
+			out.WriteString(g)
+			out.WriteString("\n\n")
+		}
+	}
+	return out.String()
 }
 
 func mongosh(t *testing.T, uri string, args ...string) (string, string) {

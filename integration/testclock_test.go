@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -59,4 +60,69 @@ func TestTestClockMovesExpiry(t *testing.T) {
 	plain := connect(t, startServer(t, app.Config{}))
 	err = plain.Database("admin").RunCommand(ctx, bson.D{{Key: "setParameter", Value: 1}, {Key: "mayflyClockOffsetSeconds", Value: 10}}).Err()
 	wantCode(t, err, 72, "unrecognized parameter")
+}
+
+// TestClockSetBackDuringAwait: a getMore that waits for a change stream's
+// next event, or for a tailable cursor's next document, ends after its
+// wait (a second without maxTimeMS, which would also set a deadline)
+// however the test clock moves meanwhile. Measured against the clock, the
+// wait went on for as long as the clock was set back.
+func TestClockSetBackDuringAwait(t *testing.T) {
+	s := startServer(t, testClockConfig())
+	c := connect(t, s)
+	ctx := ctxT(t)
+	// The cursors' client has no timeout, which the driver would send as
+	// maxTimeMS, a deadline of its own.
+	plain, err := mongo.Connect(options.Client().ApplyURI(s.uri))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = plain.Disconnect(context.Background()) }()
+	db := plain.Database("test")
+	if err := db.CreateCollection(ctx, "log", options.CreateCollection().SetCapped(true).SetSizeInBytes(4096)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Collection("log").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	stream := cursorOf(t, db, bson.D{{Key: "aggregate", Value: "events"}, {Key: "pipeline", Value: bson.A{
+		bson.D{{Key: "$changeStream", Value: bson.D{}}},
+		bson.D{{Key: "$match", Value: bson.D{{Key: "operationType", Value: "delete"}}}},
+	}}, {Key: "cursor", Value: bson.D{}}})
+	tail := cursorOf(t, db, bson.D{{Key: "find", Value: "log"}, {Key: "tailable", Value: true}, {Key: "awaitData", Value: true}})
+	for _, cur := range []struct {
+		coll string
+		id   int64
+	}{{"events", stream}, {"log", tail}} {
+		setClockOffset(t, c, 3600)
+		done := make(chan error, 1)
+		go func() {
+			done <- db.RunCommand(context.Background(), bson.D{{Key: "getMore", Value: cur.id}, {Key: "collection", Value: cur.coll}}).Err()
+		}()
+		time.Sleep(100 * time.Millisecond)
+		setClockOffset(t, c, 0) // an hour back
+		// An event the stream's $match drops wakes its wait.
+		if _, err := db.Collection("events").InsertOne(ctx, bson.D{}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("getMore on %s: %v", cur.coll, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("getMore on %s, which waits a second, still waits 10 s after the clock went back\n%s", cur.coll, serverStacks())
+		}
+	}
+}
+
+// cursorOf runs a command that opens a cursor and returns its id.
+func cursorOf(t *testing.T, db *mongo.Database, cmd bson.D) int64 {
+	t.Helper()
+	cur := field(t, runCmd(t, db, cmd), "cursor").(bson.D)
+	id := field(t, cur, "id").(int64)
+	if id == 0 {
+		t.Fatalf("%s opened no cursor", cmd[0].Key)
+	}
+	return id
 }

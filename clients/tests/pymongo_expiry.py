@@ -22,11 +22,17 @@ def clock(secs):
     client.admin.command("setParameter", 1, mayflyClockOffsetSeconds=secs)
 
 
+def step(name):
+    """Says on stderr where the script is, for a run that hangs."""
+    print("step:", name, file=sys.stderr, flush=True)
+
+
 now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
 sessions.insert_many([
     {"_id": "busy", "lastSeen": now, "createdAt": now},
     {"_id": "idle", "lastSeen": now, "createdAt": now},
 ])
+step("sessions kept alive by reads")
 for offset in (1000, 2000, 3000):
     clock(offset)
     s = sessions.find_one({"_id": "busy"})  # the read keeps it alive
@@ -54,6 +60,7 @@ for i in range(3):
     pages.insert_one({"_id": "/p%d" % i, "usedAt": start + datetime.timedelta(seconds=i)})
 clock(3 * 3600)  # past the throttle, a tenth of a day
 assert pages.find_one({"_id": "/p0"}) is not None  # /p0 is now the most recent
+step("page cache eviction event")
 with pages.watch([{"$match": {"operationType": "delete"}}], max_await_time_ms=200) as evictions:
     pages.insert_one({"_id": "/p3", "usedAt": start + datetime.timedelta(hours=3)})
     ev = evictions.next()
@@ -70,6 +77,7 @@ carts.insert_one({"_id": "ann", "items": [
     {"sku": "apple", "addedAt": added},
     {"sku": "pear", "addedAt": added + datetime.timedelta(hours=2)},
 ]})
+step("cart line expiry event")
 with carts.watch([{"$match": {"operationType": "update"}}], max_await_time_ms=200) as removals:
     clock(3601)
     assert [i["sku"] for i in carts.find_one({"_id": "ann"})["items"]] == ["pear"]

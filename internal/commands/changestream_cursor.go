@@ -9,6 +9,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/changestream"
+	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
@@ -512,21 +513,19 @@ func (h *Handler) streamGetMore(r *request, c *cursor.Cursor, sc *streamCursor, 
 }
 
 // await reads a batch; an empty one waits for the next commit, up to the
-// getMore's maxTimeMS (1 s by default), and reads again.
+// getMore's maxTimeMS (1 s by default), and reads again. The wait is one
+// timer, never a deadline on the clock: the clock may be set back (the
+// test clock, or the system's) and would stretch the wait by as much.
 func (c *streamCursor) await(r *request, n int64) ([]bson.Raw, error) {
-	clk := c.h.deps.Clock
-	end := clk.Now().Add(awaitWait(r))
+	t := c.h.deps.Clock.NewTimer(awaitWait(r))
+	defer t.Stop()
 	for {
 		changed := c.h.deps.Changes.Signal.Wait() // before the read: no commit slips between
 		docs, err := c.read(r, n)
 		if err != nil || len(docs) > 0 || c.ended {
 			return docs, err
 		}
-		left := end.Sub(clk.Now())
-		if left <= 0 {
-			return docs, nil
-		}
-		if timedOut := c.waitChange(r, changed, left); timedOut {
+		if timedOut := c.waitChange(r, changed, t); timedOut {
 			return c.read(r, n)
 		}
 		if r.ctx.Err() != nil {
@@ -536,11 +535,9 @@ func (c *streamCursor) await(r *request, n int64) ([]bson.Raw, error) {
 }
 
 // waitChange waits, as a waiting operation, for the next commit, the
-// request's end or left to pass; it reports whether left passed first.
-func (c *streamCursor) waitChange(r *request, changed <-chan struct{}, left time.Duration) (timedOut bool) {
+// request's end or the timer; it reports whether the timer fired first.
+func (c *streamCursor) waitChange(r *request, changed <-chan struct{}, t clock.Timer) (timedOut bool) {
 	defer c.h.waiting(r)()
-	t := c.h.deps.Clock.NewTimer(left)
-	defer t.Stop()
 	select {
 	case <-changed:
 	case <-r.ctx.Done():

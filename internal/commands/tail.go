@@ -126,19 +126,16 @@ func (h *Handler) pollWait(r *request) bool {
 }
 
 // awaitMore waits, for an awaitData getMore that found nothing, until new
-// documents come or the wait is over.
+// documents come or the wait (one timer, as a stream's await) is over.
 func (h *Handler) awaitMore(r *request, p *peekSource, n int64) (bson.A, error) {
-	wait := awaitDataDefault
-	if v, ok := lookup(r.body, "maxTimeMS"); ok {
-		if ms, err := toInt64(r.name, "maxTimeMS", v); err == nil && ms > 0 {
-			wait = time.Duration(ms) * time.Millisecond
+	over := h.deps.Clock.NewTimer(awaitWait(r))
+	defer over.Stop()
+	for {
+		select {
+		case <-over.C():
+			return bson.A{}, nil
+		default:
 		}
-	}
-	if dl, ok := r.ctx.Deadline(); ok {
-		wait = min(wait, time.Until(dl)-tailPoll)
-	}
-	end := h.deps.Clock.Now().Add(wait)
-	for h.deps.Clock.Now().Before(end) {
 		if !h.pollWait(r) {
 			return bson.A{}, nil
 		}
@@ -148,5 +145,4 @@ func (h *Handler) awaitMore(r *request, p *peekSource, n int64) (bson.A, error) 
 			return batch, err
 		}
 	}
-	return bson.A{}, nil
 }

@@ -328,7 +328,11 @@ func (m *Monitor) pauseFor(cpu, wall time.Duration) time.Duration {
 	if m.cfg.Busy == nil || share >= 1 || !m.cfg.Busy() {
 		return 0
 	}
-	return max(time.Duration(float64(cpu)*(1+m.cfg.Echo)/share)-wall, 0)
+	// Never longer than the monitor's longest sleep: a batch measured
+	// across a jump of the clock (the test clock moved, or the system's
+	// set) must not stop deletion for the jump's length.
+	longest := time.Duration(m.sleepSecs.Load()) * time.Second
+	return min(max(time.Duration(float64(cpu)*(1+m.cfg.Echo)/share)-wall, 0), longest)
 }
 
 // catchUpMargin is how much faster than its documents expired a batch
@@ -377,7 +381,7 @@ func (m *Monitor) startWork() func() (cpu, wall time.Duration) {
 	wallStart := m.clock.Now()
 	cpuStart, cpuOK := m.cfg.CPUTime()
 	return func() (cpu, wall time.Duration) {
-		wall = m.clock.Now().Sub(wallStart)
+		wall = max(m.clock.Now().Sub(wallStart), 0) // a clock set back
 		if cpuEnd, ok := m.cfg.CPUTime(); cpuOK && ok {
 			return cpuEnd - cpuStart, wall
 		}

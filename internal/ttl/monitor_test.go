@@ -216,6 +216,26 @@ func TestWorkIsMeasuredInCPUTime(t *testing.T) {
 	}
 }
 
+// A clock set back during a batch (the test clock, or the system's) gives
+// no negative wall time, and no rest outlasts the longest sleep: a rest
+// of the jump's length stopped deletion for an hour.
+func TestClockJumpsDoNotStopDeletion(t *testing.T) {
+	m, _, clk := setup(t, 0)
+	m.SetPace(0.25)
+	m.cfg.Echo = 1
+	m.cfg.Busy = func() bool { return true }
+	m.cfg.CPUTime = func() (time.Duration, bool) { return 0, false }
+	work := m.startWork()
+	clk.Set(clk.Now().Add(-time.Hour))
+	if c, w := work(); c != 0 || w != 0 {
+		t.Fatalf("work %v over %v across the clock set back an hour, want 0 over 0", c, w)
+	}
+	longest := time.Duration(m.SleepSecs()) * time.Second
+	if got := m.pauseFor(time.Hour, 0); got != longest {
+		t.Fatalf("pause %v after an hour's batch, want the longest sleep %v", got, longest)
+	}
+}
+
 // A batch that waited for a CPU longer than its budget's pause needs no
 // further rest; one that ran straight through rests the remainder.
 func TestRestCountsWaitingAsPause(t *testing.T) {
