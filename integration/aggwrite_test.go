@@ -49,12 +49,36 @@ func TestAggregateOut(t *testing.T) {
 		t.Fatalf("$out keeps the target's indexes: %v", specs)
 	}
 	// A failing $out leaves the target as it was.
-	_, err := src.Aggregate(ctxT(t), bson.A{bson.D{{Key: "$project", Value: bson.D{{Key: "_id", Value: 0}, {Key: "_id", Value: "$tag"}}}}, bson.D{{Key: "$out", Value: "dst"}}})
-	if err == nil {
-		t.Fatal("an $out of duplicate _ids must fail")
-	}
+	_, err := src.Aggregate(ctxT(t), bson.A{bson.D{{Key: "$set", Value: bson.D{{Key: "_id", Value: 7}}}}, bson.D{{Key: "$out", Value: "dst"}}})
+	wantCode(t, err, 11000, "dup key") // an $out of duplicate _ids fails as its insert does
 	if n, _ := dst.CountDocuments(ctxT(t), bson.D{}); n != 2 {
 		t.Fatalf("failed $out touched the target: %d", n)
+	}
+	// More documents than one insert group (64) all go in, and a duplicate
+	// in a later group fails the whole $out.
+	var many []any
+	for i := range 200 {
+		many = append(many, bson.D{{Key: "_id", Value: i}, {Key: "n", Value: 1}})
+	}
+	bulk := db.Collection("bulk")
+	if _, err := bulk.InsertMany(ctxT(t), many); err != nil {
+		t.Fatal(err)
+	}
+	outTo := func(stages ...any) error {
+		_, err := bulk.Aggregate(ctxT(t), append(bson.A(stages), bson.D{{Key: "$out", Value: "copy"}}))
+		return err
+	}
+	if err := outTo(); err != nil {
+		t.Fatal(err)
+	}
+	if got := sumField(t, db.Collection("copy"), "n"); got != 200 {
+		t.Fatalf("$out of 200 documents stored a sum of %d", got)
+	}
+	// From the 151st document on, every _id is 150.
+	dup := bson.D{{Key: "$set", Value: bson.D{{Key: "_id", Value: bson.D{{Key: "$min", Value: bson.A{"$_id", 150}}}}}}}
+	wantCode(t, outTo(bson.D{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}}, dup), 11000, "dup key")
+	if got := sumField(t, db.Collection("copy"), "n"); got != 200 {
+		t.Fatalf("a failed $out left a sum of %d, want the 200 before it", got)
 	}
 	ce := cmdErr(t, db, bson.D{{Key: "aggregate", Value: "src"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$out", Value: "x"}}, bson.D{{Key: "$match", Value: bson.D{}}}}}, {Key: "cursor", Value: bson.D{}}})
 	if ce.Code != 40601 || ce.Message != "$out can only be the final stage in the pipeline" {

@@ -205,7 +205,7 @@ func (a *App) assemble() error {
 	}
 	store.SetExactExpiry(!cfg.LaggingExpiry)
 	a.store = store
-	a.cursors = cursor.NewRegistry(cfg.Clock, cfg.CursorIdle)
+	a.cursors = cursor.NewRegistry(clock.Unoffset(cfg.Clock), cfg.CursorIdle)
 	ops := activity.NewRegistry(cfg.Clock)
 	a.ops.watch = expirywatch.New(store, cfg.Clock, cfg.Logger)
 	observer := &ttlObserver{ops: ops, clock: cfg.Clock, fsync: a.ops.fsync, watch: a.ops.watch}

@@ -169,3 +169,13 @@ func (o *Offset) Set(d time.Duration) { o.off.Store(int64(d)) }
 
 // Get is the current offset.
 func (o *Offset) Get() time.Duration { return time.Duration(o.off.Load()) }
+
+// Unoffset is c without the test clock's offset: the clock of resource
+// timeouts (idle cursors), which a test suite that moves the clock to see
+// documents expire must not set off.
+func Unoffset(c Clock) Clock {
+	if o, ok := c.(*Offset); ok {
+		return o.Base
+	}
+	return c
+}

@@ -256,7 +256,39 @@ func (h *Handler) fillOut(r *request, c *docstore.Collection, t *aggTarget, out 
 			return err
 		}
 	}
-	return eachResult(r, out, func(d bson.D) error { return insertOne(c, d, docstore.WriteOptions{}) })
+	return insertResults(r, c, out)
+}
+
+// insertResults inserts the pipeline's documents into c, a new collection
+// no client writes, in groups (docstore.InsertGroup): in a replica set one
+// raft round for each group, not for each document. The first failure
+// ends it.
+func insertResults(r *request, c *docstore.Collection, out aggregate.Iterator) error {
+	group := make([]docstore.GroupDoc, 0, docstore.InsertGroupDocs)
+	flush := func() error {
+		errs, _ := c.InsertGroup(group, true)
+		group = group[:0]
+		for _, err := range errs {
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	err := eachResult(r, out, func(d bson.D) error {
+		doc, err := prepareForInsert(d)
+		if err != nil {
+			return err
+		}
+		if group = append(group, docstore.GroupDoc{Doc: doc}); len(group) == docstore.InsertGroupDocs {
+			return flush()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return flush()
 }
 
 // eachResult calls fn on each document the pipeline yields.
