@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -104,5 +105,50 @@ func TestBulkWriteReplyShape(t *testing.T) {
 	ce := cmdErr(t, db, cmd(false))
 	if ce.Code != 13 {
 		t.Fatalf("bulkWrite outside admin: %v", ce)
+	}
+}
+
+// TestBulkWriteInsertRuns: consecutive inserts into one namespace commit
+// in groups, and still answer op by op, in order: a duplicate in the
+// middle of a run fails alone, stops an ordered bulkWrite there and not an
+// unordered one.
+func TestBulkWriteInsertRuns(t *testing.T) {
+	admin := newDB(t).Client().Database("admin")
+	for _, ordered := range []bool{false, true} {
+		ns := bson.A{bson.D{{Key: "ns", Value: fmt.Sprintf("test.runs%v", ordered)}}, bson.D{{Key: "ns", Value: "test.other"}}}
+		var ops bson.A
+		for i := range 150 {
+			id := i
+			if i == 100 {
+				id = 5 // a duplicate in the run's second group
+			}
+			ops = append(ops, bson.D{{Key: "insert", Value: 0}, {Key: "document", Value: bson.D{{Key: "_id", Value: id}}}})
+		}
+		ops = append(ops, bson.D{{Key: "insert", Value: 1}, {Key: "document", Value: bson.D{}}})
+		for i := range 3 {
+			ops = append(ops, bson.D{{Key: "insert", Value: 0}, {Key: "document", Value: bson.D{{Key: "_id", Value: 1000 + i}}}})
+		}
+		res := runCmd(t, admin, bson.D{{Key: "bulkWrite", Value: 1}, {Key: "ops", Value: ops}, {Key: "nsInfo", Value: ns}, {Key: "ordered", Value: ordered}})
+		batch := field(t, field(t, res, "cursor").(bson.D), "firstBatch").(bson.A)
+		wantResults, wantInserted := len(ops), int32(len(ops)-1)
+		if ordered {
+			wantResults, wantInserted = 101, 100
+		}
+		if len(batch) != wantResults || field(t, res, "nInserted") != wantInserted || field(t, res, "nErrors") != int32(1) {
+			t.Fatalf("ordered %v: %d results, nInserted %v, nErrors %v; want %d, %d, 1", ordered, len(batch), field(t, res, "nInserted"), field(t, res, "nErrors"), wantResults, wantInserted)
+		}
+		for i, e := range batch {
+			entry := e.(bson.D)
+			wantOK := 1.0
+			if i == 100 {
+				wantOK = 0
+			}
+			if field(t, entry, "idx") != int32(i) || field(t, entry, "ok") != wantOK {
+				t.Fatalf("ordered %v: result %d is %v", ordered, i, entry)
+			}
+		}
+		if code := field(t, batch[100].(bson.D), "code"); code != int32(11000) {
+			t.Fatalf("ordered %v: the duplicate's code %v", ordered, code)
+		}
 	}
 }

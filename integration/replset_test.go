@@ -365,6 +365,7 @@ func TestReplicaSetRetryableWriteAppliesOnce(t *testing.T) {
 		{Key: "ops", Value: bson.A{
 			bson.D{{Key: "update", Value: int32(0)}, {Key: "filter", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "updateMods", Value: bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 10}}}}}},
 			bson.D{{Key: "insert", Value: int32(0)}, {Key: "document", Value: bson.D{{Key: "_id", Value: 2}}}},
+			bson.D{{Key: "insert", Value: int32(0)}, {Key: "document", Value: bson.D{{Key: "_id", Value: 3}}}}, // a run of inserts: one group
 		}},
 		{Key: "nsInfo", Value: bson.A{bson.D{{Key: "ns", Value: "test.n"}}}},
 		{Key: "lsid", Value: lsid}, {Key: "txnNumber", Value: int64(8)}, {Key: "$db", Value: "admin"}}

@@ -15,7 +15,7 @@ import (
 type emptySource struct{}
 
 func (emptySource) Next() (bson.D, bool, error) { return nil, false, nil }
-func (emptySource) Close() error                 { return nil }
+func (emptySource) Close() error                { return nil }
 
 // TestCursorsIdleByTheUnmovedClock: a test suite that moves the test clock
 // an hour ahead (mayflyClockOffsetSeconds) to see documents expire keeps

@@ -49,13 +49,25 @@ func cmdBulkWrite(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	for i, op := range ops {
+	for i := 0; i < len(ops); {
 		if err := checkInterrupt(r.ctx); err != nil {
 			return nil, err
 		}
-		if !b.run(i, op) && b.ordered {
+		if n := insertRunLen(ops[i:]); n > 1 {
+			goOn, err := b.insertRun(i, ops[i:i+n])
+			if err != nil {
+				return nil, err
+			}
+			if !goOn {
+				break
+			}
+			i += n
+			continue
+		}
+		if !b.run(i, ops[i]) && b.ordered {
 			break
 		}
+		i++
 	}
 	if b.opt.Durable != nil {
 		if err := h.deps.Store.WaitDurable(b.opt.Durable); err != nil {
@@ -159,13 +171,13 @@ func (b *bulkWrite) namespace(v any) (db, coll string, err error) {
 }
 
 func (b *bulkWrite) insert(i int, r *request, coll string, op bson.D, opt docstore.WriteOptions) bool {
-	doc, ok := fieldDoc(op, "document")
-	if !ok {
-		return b.fail(i, "insert", mongoerr.New(mongoerr.Location40414, "BSON field 'bulkWrite.insert.document' is missing but a required field"))
-	}
-	c, _, err := b.h.deps.Store.GetOrCreate(r.db, coll)
+	doc, err := insertedDoc(op)
+	var c *docstore.Collection
 	if err == nil {
-		err = insertOne(c, doc, b.rt.options(opt, i, recordN(1)))
+		c, _, err = b.h.deps.Store.GetOrCreate(r.db, coll)
+	}
+	if err == nil {
+		err = c.Insert(doc, b.rt.options(opt, i, recordN(1)))
 	}
 	if err != nil {
 		return b.fail(i, "insert", err)
