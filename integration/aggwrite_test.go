@@ -162,3 +162,35 @@ func TestAggregateWriteIntoViewRefused(t *testing.T) {
 		t.Fatalf("view after refused writes: %+v", colls)
 	}
 }
+
+// TestDocumentsIntoCollection: a collectionless aggregate's $documents
+// written with $out or $merge, as mongod 8.0 runs it, seeds a collection
+// from the command alone.
+func TestDocumentsIntoCollection(t *testing.T) {
+	db := newDB(t)
+	var docs bson.A
+	for i := range 200 {
+		docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "n", Value: 1}})
+	}
+	write := func(docs bson.A, stage bson.D) {
+		t.Helper()
+		cur, err := db.Aggregate(ctxT(t), bson.A{bson.D{{Key: "$documents", Value: docs}}, stage})
+		if err != nil {
+			t.Fatalf("%s: %v", stage[0].Key, err)
+		}
+		if cur.Next(ctxT(t)) {
+			t.Fatalf("%s returned %v", stage[0].Key, cur.Current)
+		}
+		_ = cur.Close(ctxT(t))
+	}
+	seeded := db.Collection("seeded")
+	write(docs, bson.D{{Key: "$out", Value: "seeded"}})
+	if got := sumField(t, seeded, "n"); got != 200 {
+		t.Fatalf("$documents into $out stored a sum of %d, want 200", got)
+	}
+	write(bson.A{bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 101}}, bson.D{{Key: "_id", Value: 500}, {Key: "n", Value: 1000}}},
+		bson.D{{Key: "$merge", Value: bson.D{{Key: "into", Value: "seeded"}}}})
+	if got := sumField(t, seeded, "n"); got != 200+100+1000 {
+		t.Fatalf("$documents into $merge left a sum of %d, want 1300", got)
+	}
+}

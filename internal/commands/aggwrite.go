@@ -197,10 +197,17 @@ func (h *Handler) aggregateInto(r *request, coll string, t *aggTarget) (bson.D, 
 	if err != nil {
 		return nil, err
 	}
+	return h.writeInto(r, r.db+"."+coll, t, out)
+}
+
+// writeInto writes a pipeline's results, out, into t's collection and
+// replies as an aggregate with a write stage does: an empty cursor on ns.
+func (h *Handler) writeInto(r *request, ns string, t *aggTarget, out aggregate.Iterator) (bson.D, error) {
 	defer out.Close()
 	if err := h.refuseView(t.db, t.coll); err != nil {
 		return nil, err
 	}
+	var err error
 	if t.stage == "$out" {
 		err = h.writeOut(r, t, out)
 	} else {
@@ -209,7 +216,7 @@ func (h *Handler) aggregateInto(r *request, coll string, t *aggTarget) (bson.D, 
 	if err != nil {
 		return nil, causedBy(aggregateExecContext, err)
 	}
-	return cursorDoc(0, r.db+"."+coll, "firstBatch", bson.A{}), nil
+	return cursorDoc(0, ns, "firstBatch", bson.A{}), nil
 }
 
 func withPipeline(body bson.D, stages bson.A) bson.D {
@@ -442,7 +449,17 @@ func (t *aggTarget) applyMatchedPipeline(target, d bson.D, clk interface{ Now() 
 // documentsAggregate runs {aggregate: 1} over a leading $documents: the
 // pipeline reads no collection.
 func (h *Handler) documentsAggregate(r *request, stages bson.A, batch int64) (bson.D, error) {
-	p, err := h.parsePipeline(r)
+	t, err := writeStage(r)
+	if err != nil {
+		return nil, err
+	}
+	read := r
+	if t != nil { // $documents then $out or $merge: a collection seeded from the command
+		inner := *r
+		inner.body = withPipeline(r.body, stages[:len(stages)-1])
+		read = &inner
+	}
+	p, err := h.parsePipeline(read)
 	if err != nil {
 		return nil, err
 	}
@@ -450,6 +467,10 @@ func (h *Handler) documentsAggregate(r *request, stages bson.A, batch int64) (bs
 	if err != nil {
 		return nil, causedBy(aggregateExecContext, err)
 	}
-	reply, err := h.requestCursorReply(r, r.db+".$cmd.aggregate", out, batch, false)
+	ns := r.db + ".$cmd.aggregate"
+	if t != nil {
+		return h.writeInto(r, ns, t, out)
+	}
+	reply, err := h.requestCursorReply(r, ns, out, batch, false)
 	return reply, causedBy(aggregateExecContext, err)
 }
