@@ -194,3 +194,50 @@ func TestDocumentsIntoCollection(t *testing.T) {
 		t.Fatalf("$documents into $merge left a sum of %d, want 1300", got)
 	}
 }
+
+// TestMergeInGroups: $merge on _id writes its results in groups of 64;
+// a result whose _id an earlier one of the same group holds meets that
+// one's write, as one by one, and a failure keeps the writes before it.
+func TestMergeInGroups(t *testing.T) {
+	db := newDB(t)
+	src := db.Collection("src")
+	var docs []any
+	for i := range 150 {
+		docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "n", Value: i}})
+	}
+	if _, err := src.InsertMany(ctxT(t), docs); err != nil {
+		t.Fatal(err)
+	}
+	// _ids 0..39 over and over: each group of 64 holds some twice.
+	pipeline := bson.A{
+		bson.D{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "_id", Value: bson.D{{Key: "$mod", Value: bson.A{"$_id", 40}}}}, {Key: "seen", Value: 1}}}},
+		bson.D{{Key: "$merge", Value: bson.D{{Key: "into", Value: "dst"}, {Key: "whenMatched", Value: bson.A{
+			bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: "$$new.n"}, {Key: "seen", Value: bson.D{{Key: "$add", Value: bson.A{"$seen", 1}}}}}}},
+		}}}}},
+	}
+	if _, err := src.Aggregate(ctxT(t), pipeline); err != nil {
+		t.Fatal(err)
+	}
+	dst := db.Collection("dst")
+	if n, _ := dst.CountDocuments(ctxT(t), bson.D{}); n != 40 {
+		t.Fatalf("$merge made %d documents, want 40", n)
+	}
+	// Every result counted once; each _id ends with its last result's n.
+	if got := sumField(t, dst, "seen"); got != 150 {
+		t.Fatalf("seen sums to %d, want 150", got)
+	}
+	if got, want := sumField(t, dst, "n"), int32(30*29/2+30*120+(30+39)*10/2+10*80); got != want {
+		t.Fatalf("n sums to %d, want %d", got, want)
+	}
+	// whenNotMatched: "fail" stops at the first result with no match
+	// (_id 40), the 40 replacements before it kept.
+	_, err := src.Aggregate(ctxT(t), bson.A{
+		bson.D{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}},
+		bson.D{{Key: "$merge", Value: bson.D{{Key: "into", Value: "dst"}, {Key: "whenMatched", Value: "replace"}, {Key: "whenNotMatched", Value: "fail"}}}},
+	})
+	wantCode(t, err, 13113, "")
+	if got, want := sumField(t, dst, "n"), int32(39*40/2); got != want {
+		t.Fatalf("after the failed $merge n sums to %d, want %d: the 40 replacements before it", got, want)
+	}
+}

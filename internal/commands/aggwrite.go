@@ -11,6 +11,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/catalog"
 	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/keyenc"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
 )
@@ -328,7 +329,78 @@ func (h *Handler) writeMerge(r *request, t *aggTarget, out aggregate.Iterator) e
 		return err
 	}
 	t.opt = docstore.WriteOptions{Validate: h.documentValidator(t.db, t.coll, bypass)}
+	if len(t.on) == 1 && t.on[0] == "_id" {
+		return h.mergeByID(r, c, t, out)
+	}
 	return eachResult(r, out, func(d bson.D) error { return h.mergeOne(c, t, d) })
+}
+
+// mergeByID merges the results on _id in groups (docstore.ModifyGroup):
+// in a replica set one raft round for each group of up to 64, not for
+// each document. A group ends before a result whose _id it already
+// holds, so that the later result meets the earlier one's write.
+func (h *Handler) mergeByID(r *request, c *docstore.Collection, t *aggTarget, out aggregate.Iterator) error {
+	var docs []bson.D
+	var ids []any
+	held := map[string]bool{}
+	flush := func() error {
+		err := h.mergeRun(c, t, docs, ids)
+		docs, ids = docs[:0], ids[:0]
+		clear(held)
+		return err
+	}
+	err := eachResult(r, out, func(d bson.D) error {
+		v := bsonutil.PathValues(d, "_id")
+		if len(v) != 1 {
+			if err := flush(); err != nil {
+				return err
+			}
+			return mongoerr.New(mongoerr.Location51132, "$merge write error: 'on' field '_id' cannot be missing, null, undefined or an array")
+		}
+		key := string(keyenc.AppendValue(nil, v[0]))
+		if held[key] || len(docs) == docstore.InsertGroupDocs {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		held[key] = true
+		docs, ids = append(docs, d), append(ids, v[0])
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return flush()
+}
+
+// mergeRun merges docs, whose _ids are ids, into c in one group.
+func (h *Handler) mergeRun(c *docstore.Collection, t *aggTarget, docs []bson.D, ids []any) error {
+	if len(docs) == 0 {
+		return nil
+	}
+	_, err := c.ModifyGroup(ids, t.opt, func(i int, cur bson.D) (docstore.Change, error) {
+		if cur == nil {
+			return mergeUnmatchedChange(t, docs[i])
+		}
+		next, err := h.mergedDoc(t, cur, docs[i])
+		if next == nil || err != nil {
+			return docstore.Change{}, err
+		}
+		return docstore.Change{Kind: docstore.Replace, Doc: next, Whole: t.whenMatched == "replace"}, nil
+	})
+	return err
+}
+
+// mergeUnmatchedChange is whenNotMatched for d, which matched nothing.
+func mergeUnmatchedChange(t *aggTarget, d bson.D) (docstore.Change, error) {
+	switch t.whenNotMatched {
+	case "discard":
+		return docstore.Change{}, nil
+	case "fail":
+		return docstore.Change{}, mergeNoMatch()
+	}
+	doc, err := prepareForInsert(d)
+	return docstore.Change{Kind: docstore.Insert, Doc: doc}, err
 }
 
 // checkMergeIndex: 'on' fields other than _id need a unique index on
@@ -380,35 +452,46 @@ func (h *Handler) mergeOne(c *docstore.Collection, t *aggTarget, d bson.D) error
 	return h.mergeMatched(c, t, target, d)
 }
 
+// mergeNoMatch is whenNotMatched: "fail" meeting a result that matched
+// nothing.
+func mergeNoMatch() error {
+	return mongoerr.New(mongoerr.MergeStageNoMatchingDocument, "$merge could not find a matching document in the target collection for at least one document in the source collection")
+}
+
 func (h *Handler) mergeUnmatched(c *docstore.Collection, t *aggTarget, d bson.D) error {
 	switch t.whenNotMatched {
 	case "discard":
 		return nil
 	case "fail":
-		return mongoerr.New(mongoerr.MergeStageNoMatchingDocument, "$merge could not find a matching document in the target collection for at least one document in the source collection")
+		return mergeNoMatch()
 	}
 	return insertOne(c, d, t.opt)
 }
 
-func (h *Handler) mergeMatched(c *docstore.Collection, t *aggTarget, target, d bson.D) error {
+// mergedDoc is whenMatched for d, which matched target: the document to
+// put in target's place, or nil to keep it.
+func (h *Handler) mergedDoc(t *aggTarget, target, d bson.D) (bson.D, error) {
 	id, _ := lookup(target, "_id")
-	var next bson.D
 	switch t.whenMatched {
 	case "keepExisting":
-		return nil
+		return nil, nil
 	case "fail":
-		return mongoerr.Newf(mongoerr.DuplicateKey, "$merge with whenMatched: fail found an existing document with the same values for the 'on' fields: %s", bsonutil.Format(id))
+		return nil, mongoerr.Newf(mongoerr.DuplicateKey, "$merge with whenMatched: fail found an existing document with the same values for the 'on' fields: %s", bsonutil.Format(id))
 	case "replace":
-		next = append(bson.D{{Key: "_id", Value: id}}, withoutField(d, "_id")...)
+		return append(bson.D{{Key: "_id", Value: id}}, withoutField(d, "_id")...), nil
 	case "merge":
-		next = mergeFields(target, d)
-	default:
-		var err error
-		if next, err = t.applyMatchedPipeline(target, d, h.deps.Clock); err != nil {
-			return err
-		}
+		return mergeFields(target, d), nil
 	}
-	_, err := c.Modify(id, t.opt, func(cur bson.D) (docstore.Change, error) {
+	return t.applyMatchedPipeline(target, d, h.deps.Clock)
+}
+
+func (h *Handler) mergeMatched(c *docstore.Collection, t *aggTarget, target, d bson.D) error {
+	id, _ := lookup(target, "_id")
+	next, err := h.mergedDoc(t, target, d)
+	if next == nil || err != nil {
+		return err
+	}
+	_, err = c.Modify(id, t.opt, func(cur bson.D) (docstore.Change, error) {
 		if cur == nil {
 			return docstore.Change{}, nil
 		}

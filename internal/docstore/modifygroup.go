@@ -1,6 +1,9 @@
 package docstore
 
 import (
+	"bytes"
+	"fmt"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/keyenc"
@@ -17,9 +20,11 @@ import (
 // batch. fn gets the document's index in ids and the live document (nil
 // when there is none). A run that must start over calls fn again from its
 // first document, so fn keeps what it learns by index, overwriting.
-// Replacements group only where the writes of a batch cannot collide (no
-// unique secondary index, not capped, no lruLimit); elsewhere each
-// document commits alone. Removals group everywhere. It stops at the
+// fn may also insert (Insert) where there is no live document, a
+// document with the same _id. Replacements and inserts group only where
+// the writes of a batch cannot collide (no unique secondary index, not
+// capped, no lruLimit); elsewhere each document commits alone. Removals
+// group everywhere. It stops at the
 // first error, the changes of the documents before it committed, and
 // returns how many documents it got through.
 func (c *Collection) ModifyGroup(ids []any, opt WriteOptions, fn func(i int, doc bson.D) (Change, error)) (done int, err error) {
@@ -111,8 +116,12 @@ func (c *Collection) tryModify(encs [][]byte, base int, opt WriteOptions, fn fun
 		}
 		ch, err := validated(func(doc bson.D) (Change, error) { return fn(base+i, doc) }, opt.Validate)(cur)
 		switch {
-		case err != nil || ch.Kind == Keep || cur == nil:
+		case err != nil || ch.Kind == Keep:
 			return err
+		case ch.Kind == Insert && cur == nil:
+			return t.insertNew(ch.Doc, opt, i, encs[i])
+		case cur == nil || ch.Kind == Insert:
+			return nil
 		case ch.Kind == Remove:
 			return t.deleteDoc(old)
 		case i > 0 && !t.st.groupable():
@@ -120,4 +129,20 @@ func (c *Collection) tryModify(encs [][]byte, base int, opt WriteOptions, fn fun
 		}
 		return t.replace(old, ch.Doc, ch.Whole)
 	})
+}
+
+// insertNew stages the insert of doc, the run's document i whose _id
+// encodes as idEnc, checked and encoded as InsertGroup's are.
+func (t *tx) insertNew(doc bson.D, opt WriteOptions, i int, idEnc []byte) error {
+	if i > 0 && !t.st.groupable() {
+		return errRunFull
+	}
+	p, err := prepareStored(GroupDoc{Doc: doc, Opt: opt})
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(p.idEnc, idEnc) { // its stripe is not the one locked
+		return fmt.Errorf("docstore: an insert in place of _id %x has another _id", idEnc)
+	}
+	return t.insert(p)
 }

@@ -632,6 +632,9 @@ const (
 	Keep ChangeKind = iota
 	Replace
 	Remove
+	// Insert inserts Doc where there is no live document (ModifyGroup
+	// only: an upsert's insert, $merge's whenNotMatched).
+	Insert
 )
 
 // Change is what a Modify callback decided.
