@@ -277,3 +277,33 @@ func TestModifyGroupUniqueIndex(t *testing.T) {
 		t.Fatalf("done %d (%v), want 1 and a duplicate key", done, err)
 	}
 }
+
+// TestModifyGroupInserts: an Insert change inserts where no document
+// lives, in the run's batch; over a live document it is a duplicate key,
+// and a document whose _id is not the run's is refused.
+func TestModifyGroupInserts(t *testing.T) {
+	s, _ := openStore(t)
+	c, err := s.CreateCollection("db", "ins", CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	insertSynced(t, c, bson.D{{Key: "_id", Value: 2}})
+	ids := []any{0, 1, 2}
+	insert := func(i int, cur bson.D) (Change, error) {
+		return Change{Kind: Insert, Doc: bson.D{{Key: "_id", Value: ids[i]}}}, nil
+	}
+	done, err := c.ModifyGroup(ids, WriteOptions{}, insert)
+	var me *mongoerr.Error
+	if done != 2 || !errors.As(err, &me) || me.Code != mongoerr.DuplicateKey {
+		t.Fatalf("done %d (%v), want 2 and a duplicate key on the live document", done, err)
+	}
+	if n := c.Count(); n != 3 {
+		t.Fatalf("count %d, want 3", n)
+	}
+	done, err = c.ModifyGroup([]any{7}, WriteOptions{}, func(int, bson.D) (Change, error) {
+		return Change{Kind: Insert, Doc: bson.D{{Key: "_id", Value: 8}}}, nil
+	})
+	if done != 0 || err == nil || c.Count() != 3 {
+		t.Fatalf("an insert under another _id: done %d (%v), count %d", done, err, c.Count())
+	}
+}

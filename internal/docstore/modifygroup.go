@@ -118,9 +118,9 @@ func (c *Collection) tryModify(encs [][]byte, base int, opt WriteOptions, fn fun
 		switch {
 		case err != nil || ch.Kind == Keep:
 			return err
-		case ch.Kind == Insert && cur == nil:
+		case ch.Kind == Insert: // over a live document, a duplicate key
 			return t.insertNew(ch.Doc, opt, i, encs[i])
-		case cur == nil || ch.Kind == Insert:
+		case cur == nil:
 			return nil
 		case ch.Kind == Remove:
 			return t.deleteDoc(old)
