@@ -9,24 +9,24 @@ import (
 	"github.com/mayflydb/mayfly/internal/keyenc"
 )
 
-// A multi-document update or delete commits its documents' changes in
-// groups, as an insert command does (InsertGroup): one batch, and in a
-// replica set one raft round, for up to InsertGroupDocs documents or
-// about insertGroupBytes of them. One round per document made updateMany
-// and deleteMany of a thousand documents on three members take seconds.
+// A multi-document update or delete, and $merge, commit their documents'
+// changes in groups, as an insert command does (InsertGroup): one batch,
+// and in a replica set one raft round, for up to InsertGroupDocs
+// documents or about insertGroupBytes of them. One round per document
+// made updateMany and deleteMany of a thousand documents on three members
+// take seconds.
 
 // ModifyGroup applies fn to each document of ids in order, as Modify
 // would one by one, and commits the changes of a run of documents in one
 // batch. fn gets the document's index in ids and the live document (nil
 // when there is none). A run that must start over calls fn again from its
 // first document, so fn keeps what it learns by index, overwriting.
-// fn may also insert (Insert) where there is no live document, a
-// document with the same _id. Replacements and inserts group only where
-// the writes of a batch cannot collide (no unique secondary index, not
-// capped, no lruLimit); elsewhere each document commits alone. Removals
-// group everywhere. It stops at the
-// first error, the changes of the documents before it committed, and
-// returns how many documents it got through.
+// fn may also insert (Insert) a document with the same _id where none
+// lives. Replacements and inserts group only where the writes of a batch
+// cannot collide (no unique secondary index, not capped, no lruLimit);
+// elsewhere each document commits alone. Removals group everywhere. It
+// stops at the first error, the changes of the documents before it
+// committed, and returns how many documents it got through.
 func (c *Collection) ModifyGroup(ids []any, opt WriteOptions, fn func(i int, doc bson.D) (Change, error)) (done int, err error) {
 	encs := make([][]byte, len(ids))
 	for i, id := range ids {
@@ -46,8 +46,8 @@ func (c *Collection) ModifyGroup(ids []any, opt WriteOptions, fn func(i int, doc
 	return done, nil
 }
 
-// RemoveGroup removes each live document of ids that matches accepts, as
-// ModifyGroup. It returns how many it removed.
+// RemoveGroup removes each live document of ids for which matches is true, in
+// groups as ModifyGroup. It returns how many it removed.
 func (c *Collection) RemoveGroup(ids []any, opt WriteOptions, matches func(doc bson.D) (bool, error)) (removed int64, err error) {
 	gone := make([]bool, len(ids))
 	done, err := c.ModifyGroup(ids, opt, func(i int, doc bson.D) (Change, error) {
