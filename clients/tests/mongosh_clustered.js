@@ -30,6 +30,12 @@ if (kinds() !== "oid,newer") throw new Error("+3600 s: " + kinds());
 clock(3600 + 1000);
 if (kinds() !== "oid") throw new Error("+4600 s: " + kinds());
 
+// Switching expiry off shows again what the monitor has not deleted yet:
+// wait for its two deletions first.
+const deleted = () => Number(db.serverStatus().metrics.ttl.deletedDocuments);
+for (const until = Date.now() + 10000; deleted() < 2; sleep(20)) {
+  if (Date.now() > until) throw new Error("the monitor deleted " + deleted() + " of 2 expired events in 10 s");
+}
 const off = app.runCommand({ collMod: "events", expireAfterSeconds: "off" });
 if (off.ok !== 1) throw new Error("collMod off: " + EJSON.stringify(off));
 events.insertOne({ _id: new Date(now.getTime() - 7200 * 1000), kind: "old" });
