@@ -154,17 +154,31 @@ func (c *Collection) insertRun(docs []GroupDoc, preps []*stored, errs []error, o
 // document after them (nil when the run went in whole); commitErr is the
 // batch's own failure, which those n documents share.
 func (c *Collection) commitPrefix(docs []GroupDoc, preps []*stored) (n int, docErr, commitErr error) {
-	for end := len(preps); ; {
-		k, err, cerr := c.tryRun(docs[:end], preps[:end])
+	return longestPrefix(len(preps), func(end int) (int, error, error) { return c.tryRun(docs[:end], preps[:end]) })
+}
+
+// longestPrefix commits the longest prefix of a run of size documents
+// whose documents all apply. try(end) commits the first end documents in
+// one batch: k of them (fewer when the batch filled up), or none, k then
+// the first that failed and docErr its error. Each failure makes the next
+// try shorter, so the last failure is the earliest. It returns the
+// documents committed, n, and docErr, the error of the document right
+// after them when the run stopped there; or commitErr, the batch's own
+// failure, with n the documents that batch held.
+func longestPrefix(size int, try func(end int) (k int, docErr, commitErr error)) (n int, docErr, commitErr error) {
+	for end := size; ; {
+		k, err, cerr := try(end)
 		switch {
 		case cerr != nil:
 			return end, nil, cerr
+		case err == nil && k < end:
+			return k, nil, nil // full: whatever failed after end comes in a later batch
 		case err == nil:
-			return end, docErr, nil
+			return k, docErr, nil
 		case k == 0:
 			return 0, err, nil
 		}
-		docErr, end = err, k // each try is shorter: the last error is the earliest
+		docErr, end = err, k
 	}
 }
 

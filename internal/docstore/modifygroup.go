@@ -34,12 +34,14 @@ func (c *Collection) ModifyGroup(ids []any, opt WriteOptions, fn func(i int, doc
 	}
 	for done < len(encs) {
 		end := min(done+InsertGroupDocs, len(encs))
-		n, docErr, err := c.modifyPrefix(encs[done:end], done, opt, fn)
-		done += n
-		switch {
-		case err != nil:
-			return done, err
-		case docErr != nil:
+		run := encs[done:end]
+		n, docErr, err := longestPrefix(len(run), func(end int) (int, error, error) {
+			return c.tryModify(run[:end], done, opt, fn)
+		})
+		if err != nil {
+			return done, err // the batch failed: none of its documents changed
+		}
+		if done += n; docErr != nil {
 			return done, docErr
 		}
 	}
@@ -68,27 +70,6 @@ func (c *Collection) RemoveGroup(ids []any, opt WriteOptions, matches func(doc b
 		}
 	}
 	return removed, err
-}
-
-// modifyPrefix commits, in one batch, the longest prefix of a run whose
-// changes all apply: n documents, fewer than the run when the batch
-// filled up. docErr is then the error of the document after them, when
-// it failed; err is the batch's own failure, and then n is 0.
-func (c *Collection) modifyPrefix(encs [][]byte, base int, opt WriteOptions, fn func(int, bson.D) (Change, error)) (n int, docErr, err error) {
-	for end := len(encs); ; {
-		k, derr, cerr := c.tryModify(encs[:end], base, opt, fn)
-		switch {
-		case cerr != nil:
-			return 0, nil, cerr
-		case derr == nil && k < end:
-			return k, nil, nil // full: the failure after end comes in a later run
-		case derr == nil:
-			return k, docErr, nil
-		case k == 0:
-			return 0, derr, nil
-		}
-		docErr, end = derr, k // each try is shorter: the last error is the earliest
-	}
 }
 
 // tryModify stages the changes of a run into one batch and commits them:
