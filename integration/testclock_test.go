@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"testing"
 	"time"
@@ -125,4 +126,64 @@ func cursorOf(t *testing.T, db *mongo.Database, cmd bson.D) int64 {
 		t.Fatalf("%s opened no cursor", cmd[0].Key)
 	}
 	return id
+}
+
+// TestClockMovesNeitherDurationsNorSessions: moving the test clock is a
+// way to make documents expire, not time passing for the server's own
+// bookkeeping. The command that moves it must not be counted as having
+// taken the jump (opLatencies), and a logical session used just before
+// must not be swept as if unused for the jump.
+func TestClockMovesNeitherDurationsNorSessions(t *testing.T) {
+	s := startServer(t, testClockConfig())
+	c := connect(t, s)
+	ctx := ctxT(t)
+	before := commandLatencyMicros(t, c)
+	sess, err := c.StartSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.EndSession(ctx)
+	mustDo(t, func() error {
+		return c.Database("admin").RunCommand(mongo.NewSessionContext(ctx, sess), bson.D{{Key: "ping", Value: 1}}).Err()
+	})
+	setClockOffset(t, c, 7200)
+	setClockOffset(t, c, 0)
+	setClockOffset(t, c, 7200)
+	if took := commandLatencyMicros(t, c) - before; took > 60_000_000 {
+		t.Errorf("opLatencies.commands grew by %d µs over a ping and three setParameters: the clock's jumps were counted as time taken", took)
+	}
+	cur, err := c.Database("admin").Aggregate(ctx, bson.A{bson.D{{Key: "$listLocalSessions", Value: bson.D{}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []struct {
+		ID struct {
+			ID bson.Binary `bson:"id"`
+		} `bson:"_id"`
+	}
+	if err := cur.All(ctx, &listed); err != nil {
+		t.Fatal(err)
+	}
+	_, want := sess.ID().Lookup("id").Binary()
+	for _, l := range listed {
+		if bytes.Equal(l.ID.ID.Data, want) {
+			return
+		}
+	}
+	t.Errorf("the session used before the clock moved two hours is gone from $listLocalSessions (%d listed)", len(listed))
+}
+
+func commandLatencyMicros(t *testing.T, c *mongo.Client) int64 {
+	t.Helper()
+	var st struct {
+		OpLatencies struct {
+			Commands struct {
+				Latency int64 `bson:"latency"`
+			} `bson:"commands"`
+		} `bson:"opLatencies"`
+	}
+	if err := c.Database("admin").RunCommand(ctxT(t), bson.D{{Key: "serverStatus", Value: 1}}).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	return st.OpLatencies.Commands.Latency
 }

@@ -74,8 +74,7 @@ func itoa(n int64) string {
 
 // profile records a finished command in <db>.system.profile when the
 // database's profiler asks for it.
-func (h *Handler) profile(r *request, started time.Time, reply bson.D) {
-	d := h.deps.Clock.Now().Sub(started)
+func (h *Handler) profile(r *request, started time.Time, d time.Duration, reply bson.D) {
 	if strings.HasSuffix(namespaceOf(r), "."+profileCollection) || !h.deps.Profiler.ShouldProfile(r.db, d) {
 		return
 	}

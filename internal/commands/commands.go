@@ -77,8 +77,12 @@ type TTLStats struct {
 
 // Handler runs commands; it implements server.Handler.
 type Handler struct {
-	deps      Deps
-	table     map[string]command
+	deps  Deps
+	table map[string]command
+	// steady is deps.Clock without the test clock's offset: durations
+	// (opLatencies, the profiler's millis) and the logical sessions'
+	// lifetime, which moving the clock to expire documents must not bend.
+	steady    clock.Clock
 	started   time.Time
 	processID bson.ObjectID
 	opCounts  opCounters
@@ -145,7 +149,7 @@ func New(deps Deps) *Handler {
 	if deps.Auth == nil {
 		deps.Auth = auth.Disabled(deps.Store, deps.Logger)
 	}
-	h := &Handler{deps: deps, started: deps.Clock.Now(), processID: bson.NewObjectID(), sessions: newSessionCache(), events: newEventCache()}
+	h := &Handler{deps: deps, steady: clock.Unoffset(deps.Clock), started: deps.Clock.Now(), processID: bson.NewObjectID(), sessions: newSessionCache(), events: newEventCache()}
 	if deps.Changes != nil {
 		h.tail = changestream.NewTail(deps.Changes.Reader)
 	}
@@ -176,7 +180,7 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 	if err := h.touchSession(r); err != nil {
 		return mongoerr.Reply(err)
 	}
-	started := h.deps.Clock.Now()
+	started, begun := h.deps.Clock.Now(), h.steady.Now()
 	var cancel context.CancelFunc
 	r.ctx, cancel = context.WithCancel(r.ctx) // killOp's handle on the operation
 	defer cancel()
@@ -185,7 +189,8 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 	reply, err := h.runRecovering(entry, r)
 	done()
 	h.deps.Activity.End(r.opID)
-	h.recordStats(r, h.deps.Clock.Now().Sub(started), err)
+	took := h.steady.Now().Sub(begun)
+	h.recordStats(r, took, err)
 	h.deps.Auth.AfterCommand(r.db, r.name, r.body)
 	if err != nil {
 		reply = mongoerr.Reply(clientError(err))
@@ -196,7 +201,7 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 	if h.deps.Repl != nil {
 		reply = h.replicaReply(r, reply, err)
 	}
-	h.profile(r, started, reply)
+	h.profile(r, started, took, reply)
 	return reply
 }
 

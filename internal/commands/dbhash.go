@@ -4,7 +4,6 @@ import (
 	"crypto/md5"
 	"encoding/hex"
 	"os"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -16,7 +15,7 @@ func cmdDBHash(h *Handler, r *request) (bson.D, error) {
 	if err := checkFields(r, "collections"); err != nil {
 		return nil, err
 	}
-	started := time.Now()
+	started := h.steady.Now()
 	names, err := dbHashCollections(h, r)
 	if err != nil {
 		return nil, err
@@ -45,7 +44,7 @@ func cmdDBHash(h *Handler, r *request) (bson.D, error) {
 		{Key: "numCollections", Value: int32(len(collections))}, {Key: "host", Value: hostName()},
 		{Key: "collections", Value: collections}, {Key: "capped", Value: capped}, {Key: "uuids", Value: uuids},
 		{Key: "md5", Value: hex.EncodeToString(all.Sum(nil))},
-		{Key: "timeMillis", Value: int32(time.Since(started).Milliseconds())}, {Key: "fromCache", Value: bson.A{}},
+		{Key: "timeMillis", Value: int32(h.steady.Now().Sub(started).Milliseconds())}, {Key: "fromCache", Value: bson.A{}},
 	}, nil
 }
 

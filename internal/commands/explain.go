@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/aggregate"
+	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/docstore"
@@ -237,6 +238,7 @@ type queryExec struct {
 	pipe    *aggregate.Pipeline
 	run     *aggregate.Execution
 	stages  []*aggregate.StageRun // bottom up
+	clock   clock.Clock           // the handler's steady clock, for executionTimeMillis
 	started time.Time
 	// refreshOut: the documents the pipeline returns refresh their
 	// refreshOnRead dates (a find without a projection; with one, the
@@ -244,8 +246,8 @@ type queryExec struct {
 	refreshOut bool
 }
 
-func newExec(ctx context.Context, c *docstore.Collection, f *query.Filter, q docstore.Query) (*queryExec, error) {
-	ex := &queryExec{ctx: ctx, c: c, filter: f, started: time.Now()}
+func (h *Handler) newExec(ctx context.Context, c *docstore.Collection, f *query.Filter, q docstore.Query) (*queryExec, error) {
+	ex := &queryExec{ctx: ctx, c: c, filter: f, clock: h.steady, started: h.steady.Now()}
 	if c == nil {
 		return ex, nil
 	}
@@ -280,7 +282,7 @@ func (ex *queryExec) explained(ns string, executed bool) *explained {
 	if !executed {
 		return out
 	}
-	out.millis = time.Since(ex.started).Milliseconds()
+	out.millis = ex.clock.Now().Sub(ex.started).Milliseconds()
 	out.exec = ex.tree(true, out.millis)
 	if ex.scan != nil {
 		out.keys, out.docs = ex.scan.Stats.KeysExamined, ex.scan.Stats.DocsExamined
@@ -416,7 +418,7 @@ func (h *Handler) planFind(r *request, c *docstore.Collection, a *findArgs) (*qu
 		// Index order is binary order: it sorts no collated strings.
 		q.Sort = nil
 	}
-	ex, err := newExec(r.ctx, c, a.filter, q)
+	ex, err := h.newExec(r.ctx, c, a.filter, q)
 	if err != nil {
 		return nil, err
 	}
@@ -576,7 +578,7 @@ func (h *Handler) explainCount(r *request, v verbosity) (*explained, error) {
 	if err != nil {
 		return nil, err
 	}
-	ex, err := newExec(r.ctx, c, f, docstore.Query{Filter: f, Hint: a.hint})
+	ex, err := h.newExec(r.ctx, c, f, docstore.Query{Filter: f, Hint: a.hint})
 	if err != nil {
 		return nil, err
 	}
@@ -659,7 +661,7 @@ func (h *Handler) explainDistinct(r *request, v verbosity) (*explained, error) {
 		return nil, err
 	}
 	hint, _ := lookup(r.body, "hint")
-	ex, err := newExec(r.ctx, h.deps.Store.Collection(r.db, name), f, docstore.Query{Filter: f, Hint: hint})
+	ex, err := h.newExec(r.ctx, h.deps.Store.Collection(r.db, name), f, docstore.Query{Filter: f, Hint: hint})
 	if err != nil {
 		return nil, err
 	}
@@ -701,7 +703,7 @@ func (h *Handler) explainUpdate(r *request, v verbosity) (*explained, error) {
 	if err != nil {
 		return nil, err
 	}
-	ex, err := newExec(r.ctx, h.deps.Store.Collection(r.db, a.coll), st.filter, docstore.Query{Filter: st.filter, Hint: st.hint})
+	ex, err := h.newExec(r.ctx, h.deps.Store.Collection(r.db, a.coll), st.filter, docstore.Query{Filter: st.filter, Hint: st.hint})
 	if err != nil {
 		return nil, err
 	}
@@ -766,7 +768,7 @@ func (h *Handler) explainDelete(r *request, v verbosity) (*explained, error) {
 	if err != nil {
 		return nil, err
 	}
-	ex, err := newExec(r.ctx, h.deps.Store.Collection(r.db, a.coll), f, docstore.Query{Filter: f, Hint: hint})
+	ex, err := h.newExec(r.ctx, h.deps.Store.Collection(r.db, a.coll), f, docstore.Query{Filter: f, Hint: hint})
 	if err != nil {
 		return nil, err
 	}
@@ -810,7 +812,7 @@ func (h *Handler) explainFAM(r *request, v verbosity) (*explained, error) {
 	if err != nil {
 		return nil, err
 	}
-	ex, err := newExec(r.ctx, h.deps.Store.Collection(r.db, a.coll), a.filter, docstore.Query{Filter: a.filter, Hint: a.hint})
+	ex, err := h.newExec(r.ctx, h.deps.Store.Collection(r.db, a.coll), a.filter, docstore.Query{Filter: a.filter, Hint: a.hint})
 	if err != nil {
 		return nil, err
 	}
@@ -916,7 +918,7 @@ func (h *Handler) planAggregate(r *request, c *docstore.Collection, p *aggregate
 		sortSpec = nil // index order is binary order
 	}
 	hint, _ := lookup(r.body, "hint")
-	ex, err := newExec(r.ctx, c, f, docstore.Query{Filter: f, Sort: sortSpec, Hint: hint})
+	ex, err := h.newExec(r.ctx, c, f, docstore.Query{Filter: f, Sort: sortSpec, Hint: hint})
 	if err != nil {
 		return nil, false, err
 	}

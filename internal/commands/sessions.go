@@ -136,7 +136,7 @@ func (s *sessionRecord) doc() bson.D {
 // touchSession records the session a command names, if any.
 func (h *Handler) touchSession(r *request) error {
 	if id := sessionID(r); id != nil {
-		return h.sessions.touch(id, h.sessionUser(r), h.deps.Clock.Now())
+		return h.sessions.touch(id, h.sessionUser(r), h.steady.Now())
 	}
 	return nil
 }
@@ -179,7 +179,7 @@ func cmdRefreshSessions(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	user, now := h.sessionUser(r), h.deps.Clock.Now()
+	user, now := h.sessionUser(r), h.steady.Now()
 	for _, id := range ids {
 		if err := h.sessions.touch(id, user, now); err != nil {
 			return nil, err
@@ -206,7 +206,7 @@ func (h *Handler) listLocalSessions(r *request, spec any) ([]bson.D, error) {
 		}
 	}
 	if all {
-		return h.sessions.list(nil, h.deps.Clock.Now()), nil
+		return h.sessions.list(nil, h.steady.Now()), nil
 	}
 	if len(users) == 0 {
 		users = []string{self}
@@ -215,7 +215,7 @@ func (h *Handler) listLocalSessions(r *request, spec any) ([]bson.D, error) {
 	for i, u := range users {
 		uids[i] = userDigest(u)
 	}
-	return h.sessions.list(uids, h.deps.Clock.Now()), nil
+	return h.sessions.list(uids, h.steady.Now()), nil
 }
 
 // parseListSessions reads {allUsers, users: [{user, db}]} as mongod's

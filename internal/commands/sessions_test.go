@@ -34,7 +34,7 @@ func listSessions(t *testing.T, h *Handler, conn *server.Conn, spec any) []bson.
 func TestListLocalSessions(t *testing.T) {
 	h, conn := newTestHandler(t)
 	manual := clock.NewManual(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	h.deps.Clock = manual
+	h.deps.Clock, h.steady = manual, manual
 	runOn(h, conn, "test", bson.D{{Key: "find", Value: "c"}, {Key: "lsid", Value: lsid(1)}})
 	manual.Advance(time.Second)
 	runOn(h, conn, "test", bson.D{{Key: "count", Value: "c"}, {Key: "lsid", Value: lsid(2)}})
