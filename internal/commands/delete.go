@@ -36,25 +36,19 @@ func cmdDelete(h *Handler, r *request) (bson.D, error) {
 		return nil, err
 	}
 	var res writeResult
-	for i, s := range stmts {
-		if prior, done, err := rt.prior(i); err != nil || done {
-			if err != nil {
-				return nil, err
+	err = writeStatements(len(stmts), rt, statementSteps{
+		prior: func(_ int, rec bson.D) { res.n += int64(asInt32(rec, "n")) },
+		group: func(i int) (groupEnd, error) { return h.deleteGroup(r, a, lv, stmts, i, &res, rt) },
+		alone: func(i int) (bool, error) {
+			n, err := h.deleteStatement(r, a, lv, stmts[i], rt, i)
+			if err == nil {
+				res.n += n // a statement that fails counts nothing, as on mongod
 			}
-			res.n += int64(asInt32(prior, "n"))
-			continue
-		}
-		n, err := h.deleteStatement(r, a, lv, s, rt, i)
-		res.n += n
-		if err != nil {
-			if failsBatch(err) {
-				return nil, clientError(err)
-			}
-			res.fail(i, err)
-			if a.ordered {
-				break
-			}
-		}
+			return statementFailed(a, &res, i, err)
+		},
+	})
+	if err != nil {
+		return nil, err
 	}
 	reply, err := h.finishWrite(a, &res)
 	return rt.reply(reply), err

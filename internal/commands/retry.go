@@ -208,6 +208,11 @@ func (rt *retryTxn) stmtID(i int) int32 {
 	return int32(i)
 }
 
+// retry says that the command retries a txnNumber that recorded
+// statements before: each statement must then be looked up (prior) before
+// it runs, so none runs in a group.
+func (rt *retryTxn) retry() bool { return rt != nil && !rt.newer }
+
 // prior returns the recorded result of statement i if it already ran, and
 // notes it in retriedStmtIds.
 func (rt *retryTxn) prior(i int) (bson.D, bool, error) {

@@ -223,28 +223,22 @@ func cmdUpdate(h *Handler, r *request) (bson.D, error) {
 		return nil, err
 	}
 	res := writeResult{withModified: true}
-	for i, s := range stmts {
-		if prior, done, err := rt.prior(i); err != nil || done {
-			if err != nil {
-				return nil, err
+	err = writeStatements(len(stmts), rt, statementSteps{
+		prior: res.addPrior,
+		group: func(i int) (groupEnd, error) {
+			if sortWithMulti(stmts[i]) {
+				// mongod checks this outside the statement's error
+				// handling: the whole command fails.
+				return groupEnd{}, mongoerr.New(mongoerr.FailedToParse, "Cannot specify sort with multi=true")
 			}
-			res.addPrior(i, prior)
-			continue
-		}
-		if sortWithMulti(s) {
-			// mongod checks this outside the statement's error handling:
-			// the whole command fails.
-			return nil, mongoerr.New(mongoerr.FailedToParse, "Cannot specify sort with multi=true")
-		}
-		if err := h.updateStatement(r, a, lv, i, s, &res, rt); err != nil {
-			if failsBatch(err) {
-				return nil, clientError(err)
-			}
-			res.fail(i, err)
-			if a.ordered {
-				break
-			}
-		}
+			return h.updateGroup(r, a, lv, stmts, i, &res, rt)
+		},
+		alone: func(i int) (bool, error) {
+			return statementFailed(a, &res, i, h.updateStatement(r, a, lv, i, stmts[i], &res, rt))
+		},
+	})
+	if err != nil {
+		return nil, err
 	}
 	reply, err := h.finishWrite(a, &res)
 	return rt.reply(reply), err
@@ -254,7 +248,7 @@ func (h *Handler) updateStatement(r *request, a writeArgs, lv *letScope, i int, 
 	if err := checkInterrupt(r.ctx); err != nil {
 		return err
 	}
-	st, err := parseUpdateStmt(s, lv, h.defaultCollation(r.db, a.coll))
+	st, err := h.parsedUpdate(r, a, lv, s)
 	if err != nil {
 		return err
 	}
@@ -262,17 +256,15 @@ func (h *Handler) updateStatement(r *request, a writeArgs, lv *letScope, i int, 
 		return refuseMulti(rt)
 	}
 	opt := rt.options(a.opt, i, func() bson.D { return bson.D{{Key: "n", Value: int32(1)}, {Key: "nModified", Value: int32(1)}} })
-	if m, ok := st.mod.(opModifier); ok && a.keepEmptyTs {
-		m.keepEmptyTs = true
-		st.mod = m
-	}
-	st.filter = st.filter.Guarded(expr.NewGuard(r.ctx))
 	if c := h.deps.Store.Collection(r.db, a.coll); c != nil {
 		n, modified, err := h.applyUpdates(r, c, st, opt)
+		if err != nil {
+			return err // a statement that fails counts nothing, as on mongod
+		}
 		res.n += n
 		res.nModified += modified
-		if err != nil || n > 0 || !st.upsert {
-			return err
+		if n > 0 || !st.upsert {
+			return nil
 		}
 	}
 	if !st.upsert {
@@ -287,6 +279,20 @@ func (h *Handler) updateStatement(r *request, a writeArgs, lv *letScope, i int, 
 	res.n++
 	res.upserted = append(res.upserted, bson.D{{Key: "index", Value: int32(i)}, {Key: "_id", Value: id}})
 	return nil
+}
+
+// parsedUpdate is statement s, ready to run in r.
+func (h *Handler) parsedUpdate(r *request, a writeArgs, lv *letScope, s bson.D) (*updateStmt, error) {
+	st, err := parseUpdateStmt(s, lv, h.defaultCollation(r.db, a.coll))
+	if err != nil {
+		return nil, err
+	}
+	if m, ok := st.mod.(opModifier); ok && a.keepEmptyTs {
+		m.keepEmptyTs = true
+		st.mod = m
+	}
+	st.filter = st.filter.Guarded(expr.NewGuard(r.ctx))
+	return st, nil
 }
 
 // firstMatching runs write on the first document matching f and returns

@@ -2,6 +2,7 @@ package docstore
 
 import (
 	"errors"
+	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -187,17 +188,14 @@ func longestPrefix(size int, try func(end int) (k int, docErr, commitErr error))
 // own failure, which every document shares.
 func (c *Collection) tryRun(docs []GroupDoc, preps []*stored) (k int, docErr, commitErr error) {
 	encs := make([][]byte, len(preps))
-	var extras []func(storage.Batch) error
+	extras := make([]func(storage.Batch) error, len(preps))
 	for i, p := range preps {
-		encs[i] = p.idEnc
-		if e := docs[i].Opt.Extra; e != nil {
-			extras = append(extras, e)
-		}
+		encs[i], extras[i] = p.idEnc, docs[i].Opt.Extra
 	}
 	dropped := func() error {
 		return mongoerr.Newf(mongoerr.NamespaceNotFound, "collection %s was dropped", c.Namespace())
 	}
-	return c.groupTx(encs, newSyncWait(docs[0].Opt), allExtras(extras), dropped,
+	return c.groupTx(encs, newSyncWait(docs[0].Opt), extrasOf(extras), dropped,
 		func(t *tx, i int) error { return t.insert(preps[i]) })
 }
 
@@ -206,13 +204,13 @@ func (c *Collection) tryRun(docs []GroupDoc, preps []*stored) (k int, docErr, co
 var errRunFull = errors.New("docstore: the batch is full")
 
 // groupTx stages the documents of idEncs into one batch under their locks,
-// step staging document i into t, and commits it with extra's writes: k
-// documents, fewer than idEncs when a step said the batch was full. An
+// step staging document i into t, and commits it with extra(k)'s writes:
+// k documents, fewer than idEncs when a step said the batch was full. An
 // error of step's, but for the lock and in-flight waits that retrying
 // handles, is document i's own: nothing commits, and k and docErr say
 // which. err is the batch's own failure, or dropped's when the collection
 // is gone.
-func (c *Collection) groupTx(idEncs [][]byte, sw *syncWait, extra func(storage.Batch) error, dropped func() error, step func(t *tx, i int) error) (k int, docErr, err error) {
+func (c *Collection) groupTx(idEncs [][]byte, sw *syncWait, extra func(k int) func(storage.Batch) error, dropped func() error, step func(t *tx, i int) error) (k int, docErr, err error) {
 	err = retrying(func() error {
 		k, docErr = len(idEncs), nil
 		return c.lockedIDs(idEncs, func(l *lockSet) error {
@@ -220,7 +218,7 @@ func (c *Collection) groupTx(idEncs [][]byte, sw *syncWait, extra func(storage.B
 				return dropped()
 			}
 			t := c.newTx(l)
-			t.extra, t.durable = extra, sw
+			t.durable = sw
 			for i := range idEncs {
 				err := step(t, i)
 				if errors.Is(err, errRunFull) {
@@ -236,6 +234,7 @@ func (c *Collection) groupTx(idEncs [][]byte, sw *syncWait, extra func(storage.B
 					return nil
 				}
 			}
+			t.extra = extra(k)
 			return t.commit(WriteOptions{})
 		})
 	}, "write conflict: another write holds a document this write must change")
@@ -265,20 +264,26 @@ func (c *Collection) lockedIDs(idEncs [][]byte, fn func(l *lockSet) error) error
 	return fn(l)
 }
 
-// allExtras is one Extra that adds the writes of each of extras.
-func allExtras(extras []func(storage.Batch) error) func(storage.Batch) error {
-	switch len(extras) {
-	case 0:
-		return nil
-	case 1:
-		return extras[0]
-	}
-	return func(b storage.Batch) error {
-		for _, e := range extras {
-			if err := e(b); err != nil {
-				return err
-			}
+// extrasOf gives groupTx the writes of the documents a batch holds:
+// extras[i] is document i's (nil: none), and a batch of the first k
+// documents writes those of the k alone. A retryable write's record of a
+// statement must commit with the statement's change, never before it.
+func extrasOf(extras []func(storage.Batch) error) func(k int) func(storage.Batch) error {
+	return func(k int) func(storage.Batch) error {
+		held := extras[:k]
+		if !slices.ContainsFunc(held, func(e func(storage.Batch) error) bool { return e != nil }) {
+			return nil
 		}
-		return nil
+		return func(b storage.Batch) error {
+			for _, e := range held {
+				if e == nil {
+					continue
+				}
+				if err := e(b); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
 	}
 }

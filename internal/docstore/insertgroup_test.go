@@ -2,6 +2,7 @@ package docstore
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -305,5 +306,35 @@ func TestModifyGroupInserts(t *testing.T) {
 	})
 	if done != 0 || err == nil || c.Count() != 3 {
 		t.Fatalf("an insert under another _id: done %d (%v), count %d", done, err, c.Count())
+	}
+}
+
+// TestModifyEachWritesOnlyCommittedExtras: each document's extra writes
+// (a retryable statement's record) commit with its own change and with
+// no other: a run cut by the batch's size writes the extras of the
+// documents it holds, and a document that fails writes none.
+func TestModifyEachWritesOnlyCommittedExtras(t *testing.T) {
+	s, _ := openStore(t)
+	c, err := s.CreateCollection("db", "each", CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := modifyN(t, c, 30, 100<<10)
+	marker := func(i int) []byte { return fmt.Appendf(nil, "\xfemarker/%02d", i) }
+	extras := make([]func(storage.Batch) error, len(ids))
+	for i := range extras {
+		extras[i] = func(b storage.Batch) error { return b.Set(marker(i), []byte{1}) }
+	}
+	boom := errors.New("boom")
+	done, err := c.ModifyEach(ids, WriteOptions{}, extras, addN(7, 20, boom))
+	if !errors.Is(err, boom) || done != 20 {
+		t.Fatalf("done %d (%v), want 20 and the failure", done, err)
+	}
+	wantN(t, c, ids, 7, 0, 20)
+	for i := range ids {
+		_, err := s.Engine().Get(marker(i))
+		if written := err == nil; written != (i < 20) {
+			t.Fatalf("document %d's extra written %v (%v), want %v", i, written, err, i < 20)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/keyenc"
+	"github.com/mayflydb/mayfly/internal/storage"
 )
 
 // A multi-document update or delete, and $merge, commit their documents'
@@ -28,6 +29,14 @@ import (
 // stops at the first error, the changes of the documents before it
 // committed, and returns how many documents it got through.
 func (c *Collection) ModifyGroup(ids []any, opt WriteOptions, fn func(i int, doc bson.D) (Change, error)) (done int, err error) {
+	return c.ModifyEach(ids, opt, nil, fn)
+}
+
+// ModifyEach is ModifyGroup for documents that each belong to a statement
+// of their own: extras[i] (nil: none) adds document i's writes, a
+// retryable statement's record, to the batch that commits its change, and
+// only to that one. With extras nil, every batch writes opt.Extra.
+func (c *Collection) ModifyEach(ids []any, opt WriteOptions, extras []func(storage.Batch) error, fn func(i int, doc bson.D) (Change, error)) (done int, err error) {
 	encs := make([][]byte, len(ids))
 	for i, id := range ids {
 		encs[i] = keyenc.AppendValue(nil, id)
@@ -35,8 +44,12 @@ func (c *Collection) ModifyGroup(ids []any, opt WriteOptions, fn func(i int, doc
 	for done < len(encs) {
 		end := min(done+InsertGroupDocs, len(encs))
 		run := encs[done:end]
+		extra := func(int) func(storage.Batch) error { return opt.Extra }
+		if extras != nil {
+			extra = extrasOf(extras[done:end])
+		}
 		n, docErr, err := longestPrefix(len(run), func(end int) (int, error, error) {
-			return c.tryModify(run[:end], done, opt, fn)
+			return c.tryModify(run[:end], done, opt, extra, fn)
 		})
 		if err != nil {
 			return done, err // the batch failed: none of its documents changed
@@ -76,14 +89,14 @@ func (c *Collection) RemoveGroup(ids []any, opt WriteOptions, matches func(doc b
 // k documents, fewer than the run when the batch filled up. When a
 // document's change fails, nothing commits, and k is that document and
 // docErr its error.
-func (c *Collection) tryModify(encs [][]byte, base int, opt WriteOptions, fn func(int, bson.D) (Change, error)) (k int, docErr, err error) {
+func (c *Collection) tryModify(encs [][]byte, base int, opt WriteOptions, extra func(k int) func(storage.Batch) error, fn func(int, bson.D) (Change, error)) (k int, docErr, err error) {
 	dropped := func() error {
 		for i := range encs {
 			_, _ = fn(base+i, nil) // nothing matched: fn forgets an earlier try
 		}
 		return nil
 	}
-	return c.groupTx(encs, newSyncWait(opt), opt.Extra, dropped, func(t *tx, i int) error {
+	return c.groupTx(encs, newSyncWait(opt), extra, dropped, func(t *tx, i int) error {
 		if i > 0 && t.b.Len() >= insertGroupBytes {
 			return errRunFull
 		}

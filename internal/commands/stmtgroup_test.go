@@ -1,0 +1,179 @@
+package commands
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
+)
+
+// TestGroupedStatementsAnswerAsOneByOne: a command whose statements
+// commit in groups answers, and leaves the collection, exactly as the same
+// statements sent one command each: numbers that are one _id, a collation
+// that folds a string _id, upserts (one whose document has another _id),
+// failures, a statement that changes nothing, and statements of other
+// shapes between them; ordered and not.
+func TestGroupedStatementsAnswerAsOneByOne(t *testing.T) {
+	coll := bson.D{{Key: "locale", Value: "en"}, {Key: "strength", Value: 2}}
+	set := func(k string, v any) bson.D { return bson.D{{Key: "$set", Value: bson.D{{Key: k, Value: v}}}} }
+	upd := func(q, u bson.D, extra ...bson.E) bson.D {
+		return append(bson.D{{Key: "q", Value: q}, {Key: "u", Value: u}}, extra...)
+	}
+	id := func(v any) bson.D { return bson.D{{Key: "_id", Value: v}} }
+	updates := []bson.D{
+		upd(id(1), bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}),
+		upd(id(1.0), bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}),
+		upd(id(int64(2)), set("x", 1)),
+		upd(id("a"), set("y", 1), bson.E{Key: "collation", Value: coll}),
+		upd(id("b"), set("y", 2), bson.E{Key: "collation", Value: coll}),
+		upd(id(50), set("n", 50), bson.E{Key: "upsert", Value: true}),
+		upd(id(51), bson.D{{Key: "_id", Value: 52}, {Key: "n", Value: 0}}, bson.E{Key: "upsert", Value: true}),
+		upd(id(3), bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: "x"}}}}),
+		upd(id(4), set("n", 4)),
+		upd(id(99), set("n", 99)),
+		upd(id(5), bson.D{{Key: "$unset", Value: bson.D{{Key: "n", Value: ""}}}}),
+		upd(id(6), set("_id", 7)),
+		upd(bson.D{{Key: "_id", Value: bson.D{{Key: "$gt", Value: 18}}}}, set("z", 1)),
+		upd(id(8), bson.D{{Key: "m", Value: 1}}),
+		upd(id(9), set("n", -9)),
+	}
+	deletes := []bson.D{
+		{{Key: "q", Value: id(10)}, {Key: "limit", Value: 1}},
+		{{Key: "q", Value: id(10.0)}, {Key: "limit", Value: 1}},
+		{{Key: "q", Value: id("b")}, {Key: "limit", Value: 1}, {Key: "collation", Value: coll}},
+		{{Key: "q", Value: id(30)}, {Key: "limit", Value: 1}},
+		{{Key: "q", Value: bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: bson.A{11, 12}}}}}}, {Key: "limit", Value: 1}},
+		{{Key: "q", Value: id(13)}, {Key: "limit", Value: 1}},
+	}
+	for _, ordered := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ordered=%v", ordered), func(t *testing.T) {
+			grouped, alone := groupTestHandler(t), groupTestHandler(t)
+			compareWrites(t, grouped, alone, "update", "updates", updates, ordered)
+			compareWrites(t, grouped, alone, "delete", "deletes", deletes, ordered)
+			if g, a := allDocs(t, grouped), allDocs(t, alone); g != a {
+				t.Fatalf("documents differ:\ngrouped %s\nalone   %s", g, a)
+			}
+		})
+	}
+}
+
+// asSent is d as the server decodes it from the wire: Go ints become
+// int32 or int64, as a driver sends them.
+func asSent(t *testing.T, d bson.D) bson.D {
+	t.Helper()
+	raw, err := bson.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := bsonutil.DecodeD(raw, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func groupTestHandler(t *testing.T) *Handler {
+	h, _ := newTestHandler(t)
+	docs := bson.A{bson.D{{Key: "_id", Value: "A"}, {Key: "n", Value: 100}}, bson.D{{Key: "_id", Value: "B"}, {Key: "n", Value: 101}}}
+	for i := range 20 {
+		docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "n", Value: i}})
+	}
+	mustCall(t, h, "test", asSent(t, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: docs}}))
+	return h
+}
+
+// compareWrites runs stmts as one command on grouped and one command each
+// on alone (stopping at the first failure when ordered), and compares the
+// two results.
+func compareWrites(t *testing.T, grouped, alone *Handler, name, field string, stmts []bson.D, ordered bool) {
+	t.Helper()
+	cmd := func(s bson.A) bson.D {
+		return asSent(t, bson.D{{Key: name, Value: "c"}, {Key: field, Value: s}, {Key: "ordered", Value: ordered}})
+	}
+	var all bson.A
+	for _, s := range stmts {
+		all = append(all, s)
+	}
+	got := summary(t, mustCall(t, grouped, "test", cmd(all)), 0)
+	want := writeSummary{}
+	for i, s := range stmts {
+		one := summary(t, mustCall(t, alone, "test", cmd(bson.A{s})), i)
+		want.add(one)
+		if ordered && len(one.errors) > 0 {
+			break
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("%s:\ngrouped %+v\nalone   %+v", name, got, want)
+	}
+}
+
+// writeSummary is a write reply's counts, upserts and errors, statement
+// indexes shifted by the statement's place in the whole.
+type writeSummary struct {
+	n, modified int32
+	upserted    []string
+	errors      []string
+}
+
+func summary(t *testing.T, r bson.D, base int) writeSummary {
+	t.Helper()
+	var s writeSummary
+	n, _ := lookup(r, "n")
+	s.n = n.(int32)
+	if m, ok := lookup(r, "nModified"); ok {
+		s.modified = m.(int32)
+	}
+	up, _ := lookup(r, "upserted")
+	for _, u := range asArrayOrNil(up) {
+		i, _ := lookup(u.(bson.D), "index")
+		v, _ := lookup(u.(bson.D), "_id")
+		s.upserted = append(s.upserted, fmt.Sprintf("%d:%v", base+int(i.(int32)), v))
+	}
+	errs, _ := lookup(r, "writeErrors")
+	for _, e := range asArrayOrNil(errs) {
+		i, _ := lookup(e.(bson.D), "index")
+		code, _ := lookup(e.(bson.D), "code")
+		msg, _ := lookup(e.(bson.D), "errmsg")
+		s.errors = append(s.errors, fmt.Sprintf("%d:%v:%v", base+int(i.(int32)), code, msg))
+	}
+	return s
+}
+
+func (s *writeSummary) add(o writeSummary) {
+	s.n += o.n
+	s.modified += o.modified
+	s.upserted = append(s.upserted, o.upserted...)
+	s.errors = append(s.errors, o.errors...)
+}
+
+func asArrayOrNil(v any) bson.A {
+	if v == nil {
+		return nil
+	}
+	return v.(bson.A)
+}
+
+// allDocs is the collection's documents in _id order, printed.
+func allDocs(t *testing.T, h *Handler) string {
+	t.Helper()
+	r := mustCall(t, h, "test", bson.D{{Key: "find", Value: "c"}, {Key: "sort", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "batchSize", Value: 1000}})
+	return fmt.Sprint(firstBatch(t, r))
+}
+
+// TestFailedStatementCountsNothing: a statement that matched and then
+// failed (here on the immutable _id) adds nothing to n, as on mongod,
+// where only the statements that succeed have a result to count.
+func TestFailedStatementCountsNothing(t *testing.T) {
+	h := groupTestHandler(t)
+	r := mustCall(t, h, "test", asSent(t, bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{
+		bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: 6}}}, {Key: "u", Value: bson.D{{Key: "$set", Value: bson.D{{Key: "_id", Value: 7}}}}}},
+	}}}))
+	s := summary(t, r, 0)
+	if s.n != 0 || s.modified != 0 || len(s.errors) != 1 || !strings.HasPrefix(s.errors[0], "0:66:") {
+		t.Fatalf("an update that fails on _id: %+v", s)
+	}
+}
