@@ -84,6 +84,30 @@ func TestReplicaSetGroupedStatements(t *testing.T) {
 	}
 	rs.waitSameHash("test", 10*time.Second)
 
+	// The bulkWrite command's runs of updates and of deletes by _id, retried.
+	var ops bson.A
+	for k := range 50 {
+		ops = append(ops, bson.D{{Key: "update", Value: 0}, {Key: "filter", Value: bson.D{{Key: "_id", Value: 200 + k}}},
+			{Key: "updateMods", Value: bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}}})
+	}
+	for k := range 10 {
+		ops = append(ops, bson.D{{Key: "delete", Value: 0}, {Key: "filter", Value: bson.D{{Key: "_id", Value: 270 + k}}}})
+	}
+	bulk := bson.D{{Key: "bulkWrite", Value: 1}, {Key: "ops", Value: ops}, {Key: "nsInfo", Value: bson.A{bson.D{{Key: "ns", Value: "test.g"}}}},
+		{Key: "lsid", Value: lsid}, {Key: "txnNumber", Value: int64(3)}, {Key: "$db", Value: "admin"}}
+	for try := range 2 {
+		r := rawCall(t, rs.addrs[next], bulk)
+		if codeOf(r) != 0 || field(t, r, "nErrors") != int32(0) || field(t, r, "nMatched") != int32(50) ||
+			field(t, r, "nModified") != int32(50) || field(t, r, "nDeleted") != int32(10) {
+			t.Fatalf("bulkWrite try %d: errors %v, matched %v, modified %v, deleted %v", try, field(t, r, "nErrors"),
+				field(t, r, "nMatched"), field(t, r, "nModified"), field(t, r, "nDeleted"))
+		}
+	}
+	checkN(t, ncoll, map[int]int{200: 201, 249: 250})
+	if n := count(t, ncoll, bson.D{{Key: "_id", Value: bson.D{{Key: "$gte", Value: 270}, {Key: "$lt", Value: 280}}}}); n != 0 {
+		t.Fatalf("%d of the bulkWrite's deleted documents left", n)
+	}
+
 	// A driver's bulkWrite of updateOne, replaceOne and deleteOne by _id.
 	// The driver sends one command for each run of one kind.
 	models := []mongo.WriteModel{}

@@ -53,6 +53,19 @@ func cmdBulkWrite(h *Handler, r *request) (bson.D, error) {
 		if err := checkInterrupt(r.ctx); err != nil {
 			return nil, err
 		}
+		if n := writeRunLen(ops[i:]); n > 1 {
+			taken, goOn, err := b.writeRun(i, ops[i:i+n])
+			if err != nil {
+				return nil, err
+			}
+			if !goOn {
+				break
+			}
+			if taken > 0 {
+				i += taken
+				continue
+			}
+		}
 		if n := insertRunLen(ops[i:]); n > 1 {
 			goOn, err := b.insertRun(i, ops[i:i+n])
 			if err != nil {
@@ -186,9 +199,28 @@ func (b *bulkWrite) insert(i int, r *request, coll string, op bson.D, opt docsto
 	return b.ok(i, bson.D{{Key: "n", Value: int32(1)}})
 }
 
-func (b *bulkWrite) update(i int, r *request, coll string, op bson.D, opt docstore.WriteOptions) bool {
+// updateStmtOf is an update op as an update command's statement.
+func updateStmtOf(op bson.D) (bson.D, error) {
 	stmt := renameFields(op[1:], map[string]string{"filter": "q", "updateMods": "u"})
-	if err := updateShape.check([]bson.D{stmt}); err != nil {
+	return stmt, updateShape.check([]bson.D{stmt})
+}
+
+// deleteStmtOf is a delete op as a delete command's statement.
+func deleteStmtOf(op bson.D) (bson.D, error) {
+	stmt := renameFields(op[1:], map[string]string{"filter": "q"})
+	multi, _ := lookup(stmt, "multi")
+	stmt = withoutField(stmt, "multi")
+	limit := int32(1)
+	if multi == true {
+		limit = 0
+	}
+	stmt = append(stmt, bson.E{Key: "limit", Value: limit})
+	return stmt, deleteShape.check([]bson.D{stmt})
+}
+
+func (b *bulkWrite) update(i int, r *request, coll string, op bson.D, opt docstore.WriteOptions) bool {
+	stmt, err := updateStmtOf(op)
+	if err != nil {
 		return b.fail(i, "update", err)
 	}
 	if sortWithMulti(stmt) {
@@ -199,35 +231,43 @@ func (b *bulkWrite) update(i int, r *request, coll string, op bson.D, opt docsto
 	if err := b.h.updateStatement(r, a, b.let, i, stmt, &res, b.rt); err != nil {
 		return b.fail(i, "update", err)
 	}
-	out := bson.D{{Key: "n", Value: int32(res.n)}, {Key: "nModified", Value: int32(res.nModified)}}
+	var upserted any
 	if len(res.upserted) > 0 {
-		id, _ := lookup(res.upserted[0].(bson.D), "_id")
-		out = append(out, bson.E{Key: "upserted", Value: bson.D{{Key: "_id", Value: id}}})
-		b.totals.upserted++
-		b.totals.matched += res.n - 1
-	} else {
-		b.totals.matched += res.n
+		upserted, _ = lookup(res.upserted[0].(bson.D), "_id")
 	}
-	b.totals.modified += res.nModified
+	return b.updated(i, res.n, res.nModified, upserted)
+}
+
+// updated records update op i's result: n documents matched (the
+// upserted one included), modified of them changed, upserted the new
+// document's _id when it inserted one (else nil).
+func (b *bulkWrite) updated(i int, n, modified int64, upserted any) bool {
+	out := bson.D{{Key: "n", Value: int32(n)}, {Key: "nModified", Value: int32(modified)}}
+	if upserted != nil {
+		out = append(out, bson.E{Key: "upserted", Value: bson.D{{Key: "_id", Value: upserted}}})
+		b.totals.upserted++
+		b.totals.matched += n - 1
+	} else {
+		b.totals.matched += n
+	}
+	b.totals.modified += modified
 	return b.ok(i, out)
 }
 
 func (b *bulkWrite) remove(i int, r *request, coll string, op bson.D, opt docstore.WriteOptions) bool {
-	stmt := renameFields(op[1:], map[string]string{"filter": "q"})
-	multi, _ := lookup(stmt, "multi")
-	stmt = withoutField(stmt, "multi")
-	limit := int32(1)
-	if multi == true {
-		limit = 0
-	}
-	stmt = append(stmt, bson.E{Key: "limit", Value: limit})
-	if err := deleteShape.check([]bson.D{stmt}); err != nil {
+	stmt, err := deleteStmtOf(op)
+	if err != nil {
 		return b.fail(i, "delete", err)
 	}
 	n, err := b.h.deleteStatement(r, writeArgs{coll: coll, opt: opt}, b.let, stmt, b.rt, i)
 	if err != nil {
 		return b.fail(i, "delete", err)
 	}
+	return b.deleted(i, n)
+}
+
+// deleted records delete op i's result: n documents removed.
+func (b *bulkWrite) deleted(i int, n int64) bool {
 	b.totals.deleted += n
 	return b.ok(i, bson.D{{Key: "n", Value: int32(n)}})
 }

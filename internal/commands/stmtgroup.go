@@ -217,24 +217,31 @@ func (h *Handler) commitGroup(r *request, a writeArgs, stmts []bson.D, i int, re
 // name one document by _id, in a group.
 func (h *Handler) updateGroup(r *request, a writeArgs, lv *letScope, stmts []bson.D, i int, res *writeResult, rt *retryTxn) (groupEnd, error) {
 	return h.commitGroup(r, a, stmts, i, res, rt, func(g *stmtGroup) func(int) {
-		var effects []*updateEffect
-		for j := i; j < len(stmts); j++ {
-			st, id, ok := h.groupableUpdate(r, a, lv, stmts[j])
-			if !ok {
-				break
-			}
-			e := &updateEffect{}
-			if !g.add(idStmt{id: id, change: e.changeFn(st, id), record: e.record}) {
-				break
-			}
-			effects = append(effects, e)
-		}
+		effects := h.gatherUpdates(r, a, lv, stmts[i:], g)
 		return func(done int) {
 			for k, e := range effects[:done] {
 				e.count(i+k, res)
 			}
 		}
 	})
+}
+
+// gatherUpdates takes into g the update statements from the first of
+// stmts on that can join it, and returns their effects.
+func (h *Handler) gatherUpdates(r *request, a writeArgs, lv *letScope, stmts []bson.D, g *stmtGroup) []*updateEffect {
+	var effects []*updateEffect
+	for _, s := range stmts {
+		st, id, ok := h.groupableUpdate(r, a, lv, s)
+		if !ok {
+			break
+		}
+		e := &updateEffect{}
+		if !g.add(idStmt{id: id, change: e.changeFn(st, id), record: e.record}) {
+			break
+		}
+		effects = append(effects, e)
+	}
+	return effects
 }
 
 // groupableUpdate parses an update statement that may join a group: one
@@ -307,23 +314,26 @@ func (e *updateEffect) count(i int, res *writeResult) {
 // deleteGroup is updateGroup for a delete command's statements.
 func (h *Handler) deleteGroup(r *request, a writeArgs, lv *letScope, stmts []bson.D, i int, res *writeResult, rt *retryTxn) (groupEnd, error) {
 	return h.commitGroup(r, a, stmts, i, res, rt, func(g *stmtGroup) func(int) {
-		var removed []bool
-		for j := i; j < len(stmts); j++ {
-			f, id, ok := h.groupableDelete(r, a, lv, stmts[j])
-			if !ok {
-				break
-			}
-			k := len(removed)
-			if !g.add(idStmt{id: id, change: removeIfMatching(f, &removed, k), record: recordN(1)}) {
-				break
-			}
-		}
+		removed := h.gatherDeletes(r, a, lv, stmts[i:], g)
 		return func(done int) {
-			for _, gone := range removed[:done] {
+			for _, gone := range (*removed)[:done] {
 				res.n += b2i(gone)
 			}
 		}
 	})
+}
+
+// gatherDeletes takes into g the delete statements from the first of
+// stmts on that can join it; the result says which removed a document.
+func (h *Handler) gatherDeletes(r *request, a writeArgs, lv *letScope, stmts []bson.D, g *stmtGroup) *[]bool {
+	removed := new([]bool)
+	for _, s := range stmts {
+		f, id, ok := h.groupableDelete(r, a, lv, s)
+		if !ok || !g.add(idStmt{id: id, change: removeIfMatching(f, removed, len(*removed)), record: recordN(1)}) {
+			break
+		}
+	}
+	return removed
 }
 
 // removeIfMatching is a grouped delete statement's change: the document

@@ -27,6 +27,8 @@ func TestGroupedStatementsAnswerAsOneByOne(t *testing.T) {
 		upd(id(1), bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}),
 		upd(id(1.0), bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}),
 		upd(id(int64(2)), set("x", 1)),
+		upd(id(15), set("_id", 16)), // fails in its group
+		upd(id(17), set("x", 1)),
 		upd(id("a"), set("y", 1), bson.E{Key: "collation", Value: coll}),
 		upd(id("b"), set("y", 2), bson.E{Key: "collation", Value: coll}),
 		upd(id(50), set("n", 50), bson.E{Key: "upsert", Value: true}),
@@ -176,4 +178,95 @@ func TestFailedStatementCountsNothing(t *testing.T) {
 	if s.n != 0 || s.modified != 0 || len(s.errors) != 1 || !strings.HasPrefix(s.errors[0], "0:66:") {
 		t.Fatalf("an update that fails on _id: %+v", s)
 	}
+}
+
+// TestGroupedBulkWriteAnswersAsOneByOne: a bulkWrite's runs of updates
+// and deletes by _id answer, op by op, as the same ops sent one bulkWrite
+// each, and leave the same documents.
+func TestGroupedBulkWriteAnswersAsOneByOne(t *testing.T) {
+	coll := bson.D{{Key: "locale", Value: "en"}, {Key: "strength", Value: 2}}
+	update := func(id any, mods bson.D, extra ...bson.E) bson.D {
+		return append(bson.D{{Key: "update", Value: 0}, {Key: "filter", Value: bson.D{{Key: "_id", Value: id}}}, {Key: "updateMods", Value: mods}}, extra...)
+	}
+	remove := func(id any, extra ...bson.E) bson.D {
+		return append(bson.D{{Key: "delete", Value: 0}, {Key: "filter", Value: bson.D{{Key: "_id", Value: id}}}}, extra...)
+	}
+	inc := func(v any) bson.D { return bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: v}}}} }
+	ops := []bson.D{
+		update(1, inc(1)), update(1.0, inc(1)), update(int64(2), inc(5)),
+		update(15, bson.D{{Key: "$set", Value: bson.D{{Key: "_id", Value: 16}}}}), update(17, inc(1)), // fails in its group
+		update("a", inc(1), bson.E{Key: "collation", Value: coll}), update("b", inc(1), bson.E{Key: "collation", Value: coll}),
+		update(50, bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: 50}}}}, bson.E{Key: "upsert", Value: true}),
+		update(3, inc("x")), update(4, bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: 4}}}}), update(99, inc(1)),
+		update(5, bson.D{{Key: "m", Value: 1}}), update(6, bson.D{{Key: "$set", Value: bson.D{{Key: "_id", Value: 7}}}}),
+		remove(10), remove(10.0), remove(11), remove(30), remove("b", bson.E{Key: "collation", Value: coll}), remove(12),
+		update(13, inc(1)), update(14, inc(1)),
+	}
+	for _, ordered := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ordered=%v", ordered), func(t *testing.T) {
+			grouped, alone := groupTestHandler(t), groupTestHandler(t)
+			bulk := func(h *Handler, ops bson.A) bson.D {
+				return mustCall(t, h, "admin", asSent(t, bson.D{{Key: "bulkWrite", Value: 1}, {Key: "ops", Value: ops},
+					{Key: "nsInfo", Value: bson.A{bson.D{{Key: "ns", Value: "test.c"}}}}, {Key: "ordered", Value: ordered}}))
+			}
+			var all bson.A
+			for _, op := range ops {
+				all = append(all, op)
+			}
+			reply := bulk(grouped, all)
+			got := append(bulkResults(t, reply, 0), fmt.Sprint(bulkTotalsOf(reply, nil)))
+			var want []string
+			var totals []int32
+			for i, op := range ops {
+				reply := bulk(alone, bson.A{op})
+				one := bulkResults(t, reply, i)
+				want = append(want, one...)
+				totals = bulkTotalsOf(reply, totals)
+				if ordered && strings.Contains(one[0], "ok:0") {
+					break
+				}
+			}
+			want = append(want, fmt.Sprint(totals))
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("results:\ngrouped %v\nalone   %v", got, want)
+			}
+			if g, a := allDocs(t, grouped), allDocs(t, alone); g != a {
+				t.Fatalf("documents differ:\ngrouped %s\nalone   %s", g, a)
+			}
+		})
+	}
+}
+
+// bulkResults prints a bulkWrite reply's per-op results, idx shifted by
+// base.
+func bulkResults(t *testing.T, r bson.D, base int) []string {
+	t.Helper()
+	var out []string
+	for _, x := range firstBatch(t, r) {
+		d := rawDoc(t, x)
+		var parts []string
+		for _, e := range d {
+			v := e.Value
+			if e.Key == "idx" {
+				v = base + int(v.(int32))
+			}
+			parts = append(parts, fmt.Sprintf("%s:%v", e.Key, v))
+		}
+		out = append(out, strings.Join(parts, " "))
+	}
+	return out
+}
+
+var bulkTotalNames = []string{"nErrors", "nInserted", "nMatched", "nModified", "nUpserted", "nDeleted"}
+
+// bulkTotalsOf adds a bulkWrite reply's totals to sum.
+func bulkTotalsOf(r bson.D, sum []int32) []int32 {
+	if sum == nil {
+		sum = make([]int32, len(bulkTotalNames))
+	}
+	for i, name := range bulkTotalNames {
+		v, _ := lookup(r, name)
+		sum[i] += v.(int32)
+	}
+	return sum
 }
