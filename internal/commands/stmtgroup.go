@@ -184,8 +184,9 @@ func statementFailed(a writeArgs, res *writeResult, i int, err error) (stop bool
 
 // commitGroup commits, from statement i on, the statements gather takes
 // into g (none when statement i is not of the shape), and counts the
-// first done of them with the count gather returns.
-func (h *Handler) commitGroup(r *request, a writeArgs, stmts []bson.D, i int, res *writeResult, rt *retryTxn, gather func(g *stmtGroup) (count func(done int))) (groupEnd, error) {
+// first done of them with count. Neither function outlives the call, so
+// a command's result stays on its stack.
+func (h *Handler) commitGroup(r *request, a writeArgs, stmts []bson.D, i int, res *writeResult, rt *retryTxn, gather func(g *stmtGroup), count func(done int)) (groupEnd, error) {
 	if !byIDShape(stmts, i) || rt.retry() {
 		return groupEnd{}, nil
 	}
@@ -194,7 +195,7 @@ func (h *Handler) commitGroup(r *request, a writeArgs, stmts []bson.D, i int, re
 		return groupEnd{}, nil
 	}
 	var g stmtGroup
-	count := gather(&g)
+	gather(&g)
 	if len(g.stmts) == 0 {
 		return groupEnd{}, nil
 	}
@@ -216,14 +217,14 @@ func (h *Handler) commitGroup(r *request, a writeArgs, stmts []bson.D, i int, re
 // updateGroup commits, from statement i on, the update statements that
 // name one document by _id, in a group.
 func (h *Handler) updateGroup(r *request, a writeArgs, lv *letScope, stmts []bson.D, i int, res *writeResult, rt *retryTxn) (groupEnd, error) {
-	return h.commitGroup(r, a, stmts, i, res, rt, func(g *stmtGroup) func(int) {
-		effects := h.gatherUpdates(r, a, lv, stmts[i:], g)
-		return func(done int) {
+	var effects []*updateEffect
+	return h.commitGroup(r, a, stmts, i, res, rt,
+		func(g *stmtGroup) { effects = h.gatherUpdates(r, a, lv, stmts[i:], g) },
+		func(done int) {
 			for k, e := range effects[:done] {
 				e.count(i+k, res)
 			}
-		}
-	})
+		})
 }
 
 // gatherUpdates takes into g the update statements from the first of
@@ -313,14 +314,14 @@ func (e *updateEffect) count(i int, res *writeResult) {
 
 // deleteGroup is updateGroup for a delete command's statements.
 func (h *Handler) deleteGroup(r *request, a writeArgs, lv *letScope, stmts []bson.D, i int, res *writeResult, rt *retryTxn) (groupEnd, error) {
-	return h.commitGroup(r, a, stmts, i, res, rt, func(g *stmtGroup) func(int) {
-		removed := h.gatherDeletes(r, a, lv, stmts[i:], g)
-		return func(done int) {
+	var removed *[]bool
+	return h.commitGroup(r, a, stmts, i, res, rt,
+		func(g *stmtGroup) { removed = h.gatherDeletes(r, a, lv, stmts[i:], g) },
+		func(done int) {
 			for _, gone := range (*removed)[:done] {
 				res.n += b2i(gone)
 			}
-		}
-	})
+		})
 }
 
 // gatherDeletes takes into g the delete statements from the first of

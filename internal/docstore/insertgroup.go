@@ -188,9 +188,15 @@ func longestPrefix(size int, try func(end int) (k int, docErr, commitErr error))
 // own failure, which every document shares.
 func (c *Collection) tryRun(docs []GroupDoc, preps []*stored) (k int, docErr, commitErr error) {
 	encs := make([][]byte, len(preps))
-	extras := make([]func(storage.Batch) error, len(preps))
+	var extras []func(storage.Batch) error // only a retryable write's
 	for i, p := range preps {
-		encs[i], extras[i] = p.idEnc, docs[i].Opt.Extra
+		encs[i] = p.idEnc
+		if e := docs[i].Opt.Extra; e != nil {
+			if extras == nil {
+				extras = make([]func(storage.Batch) error, len(preps))
+			}
+			extras[i] = e
+		}
 	}
 	dropped := func() error {
 		return mongoerr.Newf(mongoerr.NamespaceNotFound, "collection %s was dropped", c.Namespace())
@@ -264,11 +270,18 @@ func (c *Collection) lockedIDs(idEncs [][]byte, fn func(l *lockSet) error) error
 	return fn(l)
 }
 
+// noExtras is extrasOf(nil): no document of the batch has writes of its
+// own, as in every write but a retryable one.
+func noExtras(int) func(storage.Batch) error { return nil }
+
 // extrasOf gives groupTx the writes of the documents a batch holds:
 // extras[i] is document i's (nil: none), and a batch of the first k
 // documents writes those of the k alone. A retryable write's record of a
 // statement must commit with the statement's change, never before it.
 func extrasOf(extras []func(storage.Batch) error) func(k int) func(storage.Batch) error {
+	if extras == nil {
+		return noExtras
+	}
 	return func(k int) func(storage.Batch) error {
 		held := extras[:k]
 		if !slices.ContainsFunc(held, func(e func(storage.Batch) error) bool { return e != nil }) {
