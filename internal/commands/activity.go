@@ -74,7 +74,7 @@ func itoa(n int64) string {
 
 // profile records a finished command in <db>.system.profile when the
 // database's profiler asks for it.
-func (h *Handler) profile(r *request, started time.Time, d time.Duration, reply bson.D) {
+func (h *Handler) profile(r *request, d time.Duration, reply bson.D) {
 	if strings.HasSuffix(namespaceOf(r), "."+profileCollection) || !h.deps.Profiler.ShouldProfile(r.db, d) {
 		return
 	}
@@ -84,7 +84,7 @@ func (h *Handler) profile(r *request, started time.Time, d time.Duration, reply 
 		{Key: "command", Value: r.body},
 		{Key: "ok", Value: lookupOK(reply)},
 		{Key: "millis", Value: d.Milliseconds()},
-		{Key: "ts", Value: bson.NewDateTimeFromTime(started)},
+		{Key: "ts", Value: bson.NewDateTimeFromTime(h.deps.Clock.Now().Add(-d))}, // when it started, by the server's clock
 		{Key: "client", Value: r.conn.RemoteAddr()},
 		{Key: "user", Value: h.deps.Auth.UserOf(r.conn)},
 	})

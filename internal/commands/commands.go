@@ -180,7 +180,7 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 	if err := h.touchSession(r); err != nil {
 		return mongoerr.Reply(err)
 	}
-	started, begun := h.deps.Clock.Now(), h.steady.Now()
+	begun := h.steady.Now()
 	var cancel context.CancelFunc
 	r.ctx, cancel = context.WithCancel(r.ctx) // killOp's handle on the operation
 	defer cancel()
@@ -201,7 +201,7 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 	if h.deps.Repl != nil {
 		reply = h.replicaReply(r, reply, err)
 	}
-	h.profile(r, started, took, reply)
+	h.profile(r, took, reply)
 	return reply
 }
 
