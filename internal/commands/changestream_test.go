@@ -13,6 +13,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/server"
 	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
 )
 
@@ -20,13 +21,19 @@ import (
 // server runs.
 func newStreamHandler(t testing.TB) *Handler {
 	t.Helper()
+	return newClockedStreamHandler(t, clock.Real{})
+}
+
+// newClockedStreamHandler is newStreamHandler on clk.
+func newClockedStreamHandler(t testing.TB, clk clock.Clock) *Handler {
+	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	base, err := pebblestore.Open(pebblestore.Options{InMemory: true, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sig := changestream.NewSignal()
-	eng, err := changestream.NewEngine(base, clock.Real{}, sig)
+	eng, err := changestream.NewEngine(base, clk, sig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +43,7 @@ func newStreamHandler(t testing.TB) *Handler {
 	}
 	cursors := cursor.NewRegistry(nil, 0)
 	t.Cleanup(func() { cursors.CloseAll(); _ = base.Close() })
-	return New(Deps{Store: store, Cursors: cursors, Logger: logger, Clock: clock.Real{},
+	return New(Deps{Store: store, Cursors: cursors, Logger: logger, Clock: clk,
 		Changes: &changestream.Feed{Reader: eng, Latest: eng.Latest, Signal: sig, Record: eng.Record}})
 }
 
@@ -197,6 +204,77 @@ func TestExpandedEventsReachOnlyExpandedStreams(t *testing.T) {
 		s := &streamSpec{scope: c.scope, expanded: c.expanded}
 		if got := s.covers(c.ev); got != c.want {
 			t.Errorf("case %d: %v %+v expanded=%v: covers = %v", i, c.ev.Op, c.scope, c.expanded, got)
+		}
+	}
+}
+
+// TestStreamBehindAFlowGathersItsBatch: a getMore on a stream whose last
+// batch had events, finding a short batch, waits gatherWait for more and
+// returns them together; a trickle, a full batch and a stream's first
+// batch after an empty one are answered at once. The wait runs on the
+// handler's clock, which the test moves.
+func TestStreamBehindAFlowGathersItsBatch(t *testing.T) {
+	clk := clock.NewManual(time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC))
+	h := newClockedStreamHandler(t, clk)
+	id := cursorField(t, mustCall(t, h, "test", watchCmd("c", bson.D{}, 0)), "id").(int64)
+	next := 0
+	insert := func(n int) {
+		docs := bson.A{}
+		for range n {
+			docs = append(docs, bson.D{{Key: "_id", Value: next}})
+			next++
+		}
+		mustCall(t, h, "test", bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: docs}})
+	}
+	more := bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "c"}, {Key: "maxTimeMS", Value: int64(60000)}}
+	getMore := func() <-chan int {
+		got := make(chan int, 1)
+		go func() {
+			reply := runOn(h, server.NewDetachedConn(1, "127.0.0.1:50000"), "test", more)
+			cur, _ := lookup(reply, "cursor")
+			batch, _ := lookup(cur.(bson.D), "nextBatch")
+			got <- len(asArray(batch))
+		}()
+		return got
+	}
+	atOnce := func(what string, want int) {
+		t.Helper()
+		select {
+		case n := <-getMore():
+			if n != want {
+				t.Fatalf("%s: %d events, want %d", what, n, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: the getMore waited", what)
+		}
+	}
+	insert(20)
+	atOnce("the first batch after an empty one", 20)
+	insert(20)
+	got := getMore()
+	waitTimers(t, clk, 2) // the getMore's own wait and the gathering's
+	insert(30)
+	clk.Advance(gatherWait)
+	select {
+	case n := <-got:
+		if n != 50 {
+			t.Fatalf("a stream behind a flow got %d events, want the 20 waiting and the 30 gathered", n)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the gathering getMore did not return once its wait passed")
+	}
+	insert(3)
+	atOnce("a trickle", 3)
+	insert(gatherFull)
+	atOnce("a full batch", gatherFull)
+}
+
+// waitTimers waits until clk has n timers pending.
+func waitTimers(t *testing.T, clk *clock.Manual, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); clk.Pending() < n; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d timers pending, want %d", clk.Pending(), n)
 		}
 	}
 }
