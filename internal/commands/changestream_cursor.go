@@ -551,7 +551,7 @@ func (c *streamCursor) await(r *request, n int64) ([]bson.Raw, error) {
 // three times fewer once gathered. A trickle, or a stream catching up on
 // a backlog, is answered at once.
 func (c *streamCursor) gather(r *request, n int64, docs []bson.Raw, wait clock.Timer) ([]bson.Raw, error) {
-	if len(docs) < gatherFrom || len(docs) >= gatherFull || n > 0 && int64(len(docs)) >= n {
+	if len(docs) < gatherFrom || len(docs) >= gatherFull || n > 0 && int64(len(docs)) >= n || rawBytes(docs) >= gatherBytes {
 		return docs, nil
 	}
 	if !c.pause(r, wait) {
@@ -584,14 +584,26 @@ func (c *streamCursor) pause(r *request, wait clock.Timer) bool {
 	return true
 }
 
+// rawBytes is the size of a batch's events.
+func rawBytes(docs []bson.Raw) int {
+	n := 0
+	for _, d := range docs {
+		n += len(d)
+	}
+	return n
+}
+
 // The bounds of gather: a batch of at least gatherFrom events and under
 // gatherFull, from a stream whose last batch had events, waits gatherWait
 // for more. Under a busy server's flow (10,000 changes a second) that
-// triples a batch and adds a few milliseconds to an event's delivery.
+// triples a batch and adds a few milliseconds to an event's delivery. A
+// batch of gatherBytes or more is sent as it is: what the second read
+// adds (up to streamBatchBytes) must leave the reply under 16 MiB.
 const (
-	gatherFrom = 16
-	gatherFull = 128
-	gatherWait = 8 * time.Millisecond
+	gatherFrom  = 16
+	gatherFull  = 128
+	gatherWait  = 8 * time.Millisecond
+	gatherBytes = 1 << 20
 )
 
 // waitChange waits, as a waiting operation, for the next commit, the

@@ -3,6 +3,7 @@ package commands
 import (
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -267,6 +268,12 @@ func TestStreamBehindAFlowGathersItsBatch(t *testing.T) {
 	atOnce("a trickle", 3)
 	insert(gatherFull)
 	atOnce("a full batch", gatherFull)
+	big := bson.A{}
+	for i := range gatherFrom {
+		big = append(big, bson.D{{Key: "_id", Value: -1 - i}, {Key: "pad", Value: strings.Repeat("x", gatherBytes/gatherFrom)}})
+	}
+	mustCall(t, h, "test", bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: big}})
+	atOnce("a batch of gatherBytes", gatherFrom)
 }
 
 // waitTimers waits until clk has n timers pending.
