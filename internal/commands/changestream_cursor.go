@@ -528,7 +528,7 @@ func (c *streamCursor) await(r *request, n int64) ([]bson.Raw, error) {
 			return docs, err
 		}
 		if len(docs) > 0 {
-			if steady {
+			if steady && worthGathering(docs, n) {
 				return c.gather(r, n, docs, t)
 			}
 			return docs, nil
@@ -542,18 +542,22 @@ func (c *streamCursor) await(r *request, n int64) ([]bson.Raw, error) {
 	}
 }
 
-// gather lets a stream that is behind a steady flow of changes take them
-// in fewer, bigger batches. When its last batch had events too and this
-// one has at least gatherFrom but fewer than gatherFull, it waits
-// gatherWait (never past the getMore's own wait) and reads on. Each
+// worthGathering reports whether a batch of a stream behind a steady flow
+// is short enough to wait on: at least gatherFrom events and fewer than
+// gatherFull, under the getMore's batchSize n and under gatherBytes. A
+// trickle, or a stream catching up on a backlog, is answered at once.
+func worthGathering(docs []bson.Raw, n int64) bool {
+	short := len(docs) >= gatherFrom && len(docs) < gatherFull && (n <= 0 || int64(len(docs)) < n)
+	return short && rawBytes(docs) < gatherBytes
+}
+
+// gather lets a stream that is behind a steady flow of changes (its last
+// batch had events too) take them in fewer, bigger batches: it waits
+// gatherWait, never past the getMore's own wait, and reads on. Each
 // getMore costs the server and the consumer a round trip whatever it
 // carries; ten streams on a busy server made one every 50 changes, and
-// three times fewer once gathered. A trickle, or a stream catching up on
-// a backlog, is answered at once.
+// three times fewer once gathered.
 func (c *streamCursor) gather(r *request, n int64, docs []bson.Raw, wait clock.Timer) ([]bson.Raw, error) {
-	if len(docs) < gatherFrom || len(docs) >= gatherFull || n > 0 && int64(len(docs)) >= n || rawBytes(docs) >= gatherBytes {
-		return docs, nil
-	}
 	if !c.pause(r, wait) {
 		return docs, nil
 	}
