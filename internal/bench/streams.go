@@ -9,6 +9,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 )
 
 // StreamsResult is what the change streams open on the sessions
@@ -92,31 +93,68 @@ func (s *streamConsumer) run(ctx context.Context) error {
 }
 
 // batch counts the events of one getMore reply and their lag, and says
-// whether the marker was among them.
+// whether the marker was among them. It walks the batch once, without
+// decoding it into values: ten streams read every write, so what a
+// consumer spends per event weighs on the workload beside it.
 func (s *streamConsumer) batch(reply bson.Raw, now time.Time) (bool, error) {
 	arr, ok := reply.Lookup("cursor", "nextBatch").ArrayOK()
 	if !ok {
 		return false, errors.New("getMore reply without cursor.nextBatch")
 	}
-	vals, err := arr.Values()
+	done := false
+	err := eachElement(bsoncore.Document(arr), func(e bsoncore.Element) error {
+		ev, ok := e.Value().DocumentOK()
+		if !ok {
+			return errors.New("an event that is not a document")
+		}
+		s.events++
+		wall, marked, err := s.look(ev)
+		if wall != 0 {
+			s.lag.Add(now.Sub(time.UnixMilli(wall)))
+		}
+		done = done || marked
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("nextBatch: %w", err)
 	}
-	done := false
-	for _, v := range vals {
-		ev, ok := v.DocumentOK()
-		if !ok {
-			return false, errors.New("an event that is not a document")
+	return done, nil
+}
+
+// look reads an event's wallTime (0 without one) and whether it is the
+// marker's insert, in one pass over its fields.
+func (s *streamConsumer) look(ev bsoncore.Document) (wall int64, marked bool, err error) {
+	err = eachElement(ev, func(e bsoncore.Element) error {
+		switch e.Key() {
+		case "wallTime":
+			wall, _ = e.Value().DateTimeOK()
+		case "fullDocument":
+			if doc, ok := e.Value().DocumentOK(); ok {
+				tok, ok := doc.Lookup("token").StringValueOK()
+				marked = ok && tok == s.marker
+			}
 		}
-		s.events++
-		if wt, ok := ev.Lookup("wallTime").DateTimeOK(); ok {
-			s.lag.Add(now.Sub(time.UnixMilli(wt)))
+		return nil
+	})
+	return wall, marked, err
+}
+
+// eachElement calls fn with each element of doc, in order.
+func eachElement(doc bsoncore.Document, fn func(bsoncore.Element) error) error {
+	_, rem, ok := bsoncore.ReadLength(doc)
+	if !ok {
+		return errors.New("a document too short for its length")
+	}
+	for len(rem) > 1 {
+		var e bsoncore.Element
+		if e, rem, ok = bsoncore.ReadElement(rem); !ok {
+			return errors.New("a malformed element")
 		}
-		if tok, ok := ev.Lookup("fullDocument", "token").StringValueOK(); ok && tok == s.marker {
-			done = true
+		if err := fn(e); err != nil {
+			return err
 		}
 	}
-	return done, nil
+	return nil
 }
 
 // streamSet runs consumers until each has seen the marker.

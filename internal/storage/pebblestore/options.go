@@ -41,6 +41,7 @@ func (s *Store) pebbleOptions(fs vfs.FS, cache *pebble.Cache, diskHealth bool) *
 		// memory and copying.
 		DisableWAL: s.inMem,
 	}
+	o.Experimental.SpanPolicyFunc = splitAtTags
 	el := s.eventListener()
 	o.EventListener = &el
 	for i := range o.Levels {
@@ -107,4 +108,19 @@ func (l pebbleLogger) Fatalf(format string, args ...any) {
 		}
 	}
 	l.onFatal(fmt.Errorf("pebble: %w", err))
+}
+
+// splitAtTags ends a flush's or compaction's output table where a key's
+// first byte (its tag: documents, index entries, the change log, the raft
+// log) changes. The logs, appended in key order, then get tables of their
+// own, which move down the levels instead of being rewritten with the
+// documents' (docs/design/0002, "Pebble tuning").
+func splitAtTags(start []byte) (pebble.SpanPolicy, []byte, error) {
+	switch {
+	case len(start) == 0:
+		return pebble.SpanPolicy{}, []byte{0}, nil
+	case start[0] == 0xff:
+		return pebble.SpanPolicy{}, nil, nil // to the end of the key space
+	}
+	return pebble.SpanPolicy{}, []byte{start[0] + 1}, nil
 }

@@ -1,6 +1,7 @@
 package pebblestore
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -154,4 +155,60 @@ func TestPanicDuringCommit(t *testing.T) {
 		t.Fatal("Close after a commit panic reported success")
 	}
 	_ = s.db.Close() // this pebble is not really wedged; release it
+}
+
+// The change log and the raft log are appended in key order beside
+// documents written anywhere; tables of their own let them move down the
+// levels instead of being rewritten with the documents.
+func TestTablesKeepToOneTag(t *testing.T) {
+	s := openT(t, Options{Dir: t.TempDir()})
+	defer s.Close()
+	for round := range 3 {
+		for i := range 300 {
+			for _, tag := range []string{"d", "e", "i"} {
+				if err := set(t, s, false, fmt.Sprintf("%s%02d%04d", tag, round, i), "a value"); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := s.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.mu.RLock()
+	db, err := s.dbLocked()
+	s.mu.RUnlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Compact(context.Background(), []byte("a"), []byte("z"), true); err != nil {
+		t.Fatal(err)
+	}
+	levels, err := db.SSTables()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := 0
+	for level, infos := range levels {
+		for _, info := range infos {
+			tables++
+			if lo, hi := info.Smallest.UserKey, info.Largest.UserKey; lo[0] != hi[0] {
+				t.Errorf("L%d: a table spans %q to %q", level, lo, hi)
+			}
+		}
+	}
+	if tables < 3 {
+		t.Errorf("%d tables for three tags", tables)
+	}
+}
+
+func TestSplitAtTagsEnds(t *testing.T) {
+	for _, c := range []struct{ start, end string }{
+		{"", "\x00"}, {"d\x00\x01", "e"}, {"e", "f"}, {"\xfe\xff", "\xff"}, {"\xff\x00", ""},
+	} {
+		_, end, err := splitAtTags([]byte(c.start))
+		if err != nil || string(end) != c.end {
+			t.Errorf("splitAtTags(%q) ends at %q (%v), want %q", c.start, end, err, c.end)
+		}
+	}
 }
