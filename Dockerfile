@@ -21,4 +21,4 @@ USER 65532:65532
 VOLUME ["/data"]
 EXPOSE 27017 9216
 ENTRYPOINT ["/mayfly"]
-CMD ["--bind_ip_all", "--dbpath", "/data", "--http-addr", "0.0.0.0:9216"]
+CMD ["--bind_ip_all", "--dbpath", "/data", "--http-addr", "0.0.0.0:9216", "--http-allow-remote"]

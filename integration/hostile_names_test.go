@@ -139,6 +139,10 @@ func TestHostileSystemNamespaceEveryPath(t *testing.T) {
 				_, err := c.BulkWrite(ctx, []mongo.ClientBulkWrite{{Database: "test", Collection: coll, Model: &mongo.ClientDeleteOneModel{Filter: filter}}})
 				return onlyWriteError(err)
 			}},
+			{"applyOps", func() error {
+				op := bson.D{{Key: "op", Value: "i"}, {Key: "ns", Value: "test." + coll}, {Key: "o", Value: bson.D{{Key: "_id", Value: 2}}}}
+				return c.Database("admin").RunCommand(ctx, bson.D{{Key: "applyOps", Value: bson.A{op}}}).Err()
+			}},
 		}
 	}
 	for coll, msg := range map[string]string{
@@ -178,8 +182,9 @@ func TestHostileSystemNamespaceEveryPath(t *testing.T) {
 	wantCode(t, rename("test.src", "test.system.js"), 20, "renaming system.js collection or renaming to system.js is not allowed")
 	wantCode(t, rename("test.src", "test.system.users"), 20, "renaming system.users collection or renaming to system.users is not allowed")
 
-	// What clients may write.
-	for _, coll := range []string{"system.js", "system.buckets.m"} {
+	// What clients may write: mongod's isLegalClientSystemNS lets
+	// system.users, system.js and system.buckets.* through in any database.
+	for _, coll := range []string{"system.js", "system.buckets.m", "system.users"} {
 		x := db.Collection(coll)
 		if _, err := x.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
 			t.Errorf("insert into %s: %v", coll, err)

@@ -38,6 +38,7 @@ func addOperationsFlags(fs *flag.FlagSet, o *options) *opsFlags {
 	fs.BoolVar(&f.bindIPAll, "bind_ip_all", false, "listen on all IPv4 addresses, as mongod's --bind_ip_all")
 	fs.StringVar(&f.configFile, "config", env("MAYFLY_CONFIG", ""), "mongod-style YAML configuration file (MAYFLY_CONFIG); flags win over it")
 	fs.StringVar(&o.cfg.HTTPAddr, "http-addr", env("MAYFLY_HTTP_ADDR", ""), "serve Prometheus /metrics and the expiry dashboard here, e.g. 127.0.0.1:9216 (MAYFLY_HTTP_ADDR; off when empty)")
+	fs.BoolVar(&o.cfg.HTTPAllowRemote, "http-allow-remote", env("MAYFLY_HTTP_ALLOW_REMOTE", "") == "true", "let --http-addr listen beyond loopback with access control off: anyone who reaches it reads database names and counts (MAYFLY_HTTP_ALLOW_REMOTE=true)")
 	fs.BoolVar(&f.version, "version", false, "print the version and exit")
 	fs.Usage = func() { usage(fs) }
 	if wantsHelp(o.args) {
@@ -148,7 +149,7 @@ type configApplier struct {
 // flagEnv names the variable behind each flag a config setting maps to.
 var flagEnv = map[string]string{
 	"dbpath": "MAYFLY_DBPATH", "max-conns": "MAYFLY_MAX_CONNS", "log-level": "MAYFLY_LOG_LEVEL",
-	"http-addr": "MAYFLY_HTTP_ADDR", "storage": "MAYFLY_STORAGE", "log-format": "MAYFLY_LOG_FORMAT",
+	"http-addr": "MAYFLY_HTTP_ADDR", "http-allow-remote": "MAYFLY_HTTP_ALLOW_REMOTE", "storage": "MAYFLY_STORAGE", "log-format": "MAYFLY_LOG_FORMAT",
 	"tlsMode": "MAYFLY_TLS_MODE", "tlsCertificateKeyFile": "MAYFLY_TLS_CERTIFICATE_KEY_FILE", "tlsCAFile": "MAYFLY_TLS_CA_FILE",
 }
 
@@ -243,6 +244,8 @@ func (c *configApplier) apply(name string, s mongodconf.Setting) error {
 		// Go reads the system's time zone database itself.
 	case "mayfly.httpAddr":
 		return c.setFlag("http-addr", s, s.Value)
+	case "mayfly.httpAllowRemote":
+		return c.setFlag("http-allow-remote", s, s.Value)
 	case "mayfly.storage":
 		return c.setFlag("storage", s, s.Value)
 	case "mayfly.logFormat":

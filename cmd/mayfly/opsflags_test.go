@@ -30,6 +30,7 @@ setParameter:
   ttlMonitorSleepSecs: 5
 mayfly:
   httpAddr: 127.0.0.1:9216
+  httpAllowRemote: true
 processManagement:
   timeZoneInfo: /usr/share/zoneinfo
 `
@@ -40,7 +41,7 @@ func TestConfigFileInMongodShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.cfg.Addr != "0.0.0.0:27018" || o.cfg.DataDir != "/srv/mayfly" || o.cfg.MaxConns != 500 ||
-		o.logLevel != "debug" || o.cfg.HTTPAddr != "127.0.0.1:9216" || o.cfg.SetParameters["ttlMonitorSleepSecs"] != "5" {
+		o.logLevel != "debug" || o.cfg.HTTPAddr != "127.0.0.1:9216" || !o.cfg.HTTPAllowRemote || o.cfg.SetParameters["ttlMonitorSleepSecs"] != "5" {
 		t.Fatalf("options from the file: %+v, log level %s", o.cfg, o.logLevel)
 	}
 }

@@ -88,8 +88,13 @@ type Config struct {
 	Argv      []string
 
 	// HTTPAddr, when set, serves Prometheus metrics at /metrics and the
-	// expiry dashboard at / (--http-addr).
+	// expiry dashboard at / (--http-addr). With access control on it asks
+	// for a user who holds clusterMonitor; without, it serves anyone, so
+	// it refuses an address beyond loopback unless HTTPAllowRemote.
 	HTTPAddr string
+	// HTTPAllowRemote lets the endpoint listen beyond loopback with access
+	// control off (--http-allow-remote).
+	HTTPAllowRemote bool
 
 	// Security is access control and TLS (--auth, --keyFile, --tls*).
 	Security Security

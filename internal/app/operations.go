@@ -47,6 +47,10 @@ func (o *operations) prepare(cfg Config) error {
 		if err != nil {
 			return fmt.Errorf("app: --http-addr: %w", err)
 		}
+		if err := checkHTTPExposure(cfg, hs.Addr()); err != nil {
+			_ = hs.Close()
+			return err
+		}
 		o.http = hs
 	}
 	if cfg.InMemory || cfg.FS != nil {
@@ -84,7 +88,7 @@ func (a *App) serveOperations() {
 	a.ops.http.Serve(metrics.Sources{
 		Ops: a.ops.stats, Server: a.srv.Stats, Storage: a.eng.Metrics, Expiry: a.ops.watch,
 		TTLPasses: func() int64 { return a.monitor.Stats().Passes },
-	}, a.cfg.Logger)
+	}, a.httpAccess(), a.cfg.Logger)
 }
 
 // HTTPAddr is the address of the metrics listener, or nil without one.

@@ -88,24 +88,18 @@ func NewCredentials(user, password string, mechs []string, digested bool) (Crede
 
 func deriveSecret(mech, user, password string, digested bool) (*Secret, error) {
 	var (
-		client *scram.Client
-		err    error
-		iters  int
-		salt   []byte
+		iters int
+		salt  []byte
 	)
 	switch mech {
 	case MechSHA1:
-		if !digested {
-			password = DigestSHA1(user, password)
-		}
-		client, err = scram.SHA1.NewClientUnprepped(user, password, "")
 		iters, salt = IterationsSHA1, make([]byte, saltLenSHA1)
 	case MechSHA256:
-		client, err = scram.SHA256.NewClient(user, password, "")
 		iters, salt = IterationsSHA256, make([]byte, saltLenSHA256)
 	default:
 		return nil, fmt.Errorf("auth: unknown mechanism %q", mech)
 	}
+	client, err := passwordClient(mech, user, password, digested)
 	if err != nil {
 		return nil, fmt.Errorf("auth: prepare password: %w", err)
 	}
@@ -117,6 +111,19 @@ func deriveSecret(mech, user, password string, digested bool) (*Secret, error) {
 		return nil, fmt.Errorf("auth: derive keys: %w", err)
 	}
 	return &Secret{Iterations: iters, Salt: salt, StoredKey: sc.StoredKey, ServerKey: sc.ServerKey}, nil
+}
+
+// passwordClient prepares password as mech hashes it: SCRAM-SHA-1 over
+// DigestSHA1's form (unless it is digested already), SCRAM-SHA-256 over
+// the SASLprep'd password.
+func passwordClient(mech, user, password string, digested bool) (*scram.Client, error) {
+	if mech == MechSHA1 {
+		if !digested {
+			password = DigestSHA1(user, password)
+		}
+		return scram.SHA1.NewClientUnprepped(user, password, "")
+	}
+	return scram.SHA256.NewClient(user, password, "")
 }
 
 func (s *Secret) stored() scram.StoredCredentials {

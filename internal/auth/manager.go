@@ -61,6 +61,8 @@ type Manager struct {
 	// gen changes with every user or role change; sessions recompute their
 	// privileges when it moves.
 	gen atomic.Uint64
+	// monitor remembers HTTP logins to the metrics endpoint.
+	monitor monitorLogins
 }
 
 // NewManager loads users and roles from store.

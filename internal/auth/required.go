@@ -17,6 +17,10 @@ var open = map[string]bool{
 	"connectionStatus": true, "whatsmyuri": true, "listCommands": true, "_isSelf": true,
 }
 
+// RequiresAuthentication reports whether name answers only a client that
+// has logged in (listCommands' requiresAuth).
+func RequiresAuthentication(name string) bool { return !open[name] }
+
 // moreRequired are mongod's requirements for commands Mayfly is growing
 // (replication, monitoring, administration), so that each is checked as on
 // mongod the day it is registered. The replica set's internal commands

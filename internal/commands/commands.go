@@ -121,6 +121,9 @@ type request struct {
 
 type command struct {
 	run func(h *Handler, r *request) (bson.D, error)
+	// name is the command's own name, which an alias stands for: what
+	// refusals and listCommands name, as mongod's do.
+	name string
 }
 
 // New returns a Handler with the full command table.
@@ -162,7 +165,11 @@ func register(t map[string]command, name string, run func(h *Handler, r *request
 	if _, dup := t[name]; dup {
 		panic("commands: duplicate registration of " + name)
 	}
-	t[name] = command{run: run}
+	canonical := name
+	if own, ok := aliasOf[name]; ok {
+		canonical = own
+	}
+	t[name] = command{run: run, name: canonical}
 }
 
 // Handle runs one command and returns its reply document.
@@ -174,7 +181,7 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 		return mongoerr.Reply(mongoerr.Newf(mongoerr.CommandNotFound, "no such command: '%s'", cmd.Name))
 	}
 	h.count(cmd.Name)
-	if err := h.deps.Auth.Authorize(c, cmd.DB, cmd.Name, cmd.Body); err != nil {
+	if err := h.deps.Auth.Authorize(c, cmd.DB, entry.name, cmd.Body); err != nil {
 		return mongoerr.Reply(err)
 	}
 	if err := h.touchSession(r); err != nil {

@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/auth"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
@@ -33,8 +34,10 @@ func cmdListCommands(h *Handler, r *request) (bson.D, error) {
 		return nil, err
 	}
 	names := make([]string, 0, len(h.table))
-	for n := range h.table {
-		names = append(names, n)
+	for n, c := range h.table {
+		if c.name == n { // aliases are not listed, as on mongod
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	cmds := bson.D{}
@@ -45,7 +48,7 @@ func cmdListCommands(h *Handler, r *request) (bson.D, error) {
 		}
 		cmds = append(cmds, bson.E{Key: n, Value: bson.D{
 			{Key: "help", Value: ""},
-			{Key: "requiresAuth", Value: false},
+			{Key: "requiresAuth", Value: auth.RequiresAuthentication(n)},
 			{Key: "secondaryOk", Value: true},
 			{Key: "adminOnly", Value: adminOnly[n]},
 			{Key: "apiVersions", Value: versions},

@@ -2,6 +2,13 @@ package commands
 
 import "go.mongodb.org/mongo-driver/v2/bson"
 
+// aliasOf maps MongoDB's historical spellings to the command they stand
+// for.
+var aliasOf = map[string]string{
+	"ismaster": "isMaster", "buildinfo": "buildInfo", "findandmodify": "findAndModify",
+	"dbhash": "dbHash", "deleteIndexes": "dropIndexes",
+}
+
 // buildTable lists every command Mayfly answers. Names are matched
 // exactly, with MongoDB's historical lower-case aliases.
 func buildTable() map[string]command {

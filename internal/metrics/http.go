@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"crypto/tls"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -41,22 +42,74 @@ func Listen(addr string) (*Server, error) {
 // Close releases a listener that will not serve.
 func (s *Server) Close() error { return s.ln.Close() }
 
+// Access says who may read the endpoint, and over what.
+type Access struct {
+	// Authorize answers http.StatusOK for a request that may be served,
+	// or the status to refuse it with (401 without valid credentials,
+	// 403 for a user without the privilege). Nil serves every request:
+	// access control is off.
+	Authorize func(*http.Request) int
+	// TLS, when set, serves HTTPS with it.
+	TLS *tls.Config
+}
+
+// Paths lists what the endpoint serves, in the order the mux registers it.
+func Paths() []string { return []string{"/metrics", "/api/expiry", "/"} }
+
 // Serve serves src's figures until Shutdown, in the background.
-func (s *Server) Serve(src Sources, logger *slog.Logger) {
+func (s *Server) Serve(src Sources, access Access, logger *slog.Logger) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(newCollector(src),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	handlers := []http.Handler{
+		promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+			ErrorHandling: promhttp.ContinueOnError,
+			ErrorLog:      slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		}),
+		expiryAPI(src.Expiry, logger),
+		http.HandlerFunc(dashboard),
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
-		ErrorHandling: promhttp.ContinueOnError,
-		ErrorLog:      slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}))
-	mux.HandleFunc("/api/expiry", expiryAPI(src.Expiry, logger))
-	mux.HandleFunc("/", dashboard)
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	logger.Info("metrics and dashboard listening", "addr", "http://"+s.ln.Addr().String()+"/")
-	go func() { s.done <- s.http.Serve(s.ln) }()
+	for i, path := range Paths() {
+		mux.Handle(path, handlers[i])
+	}
+	s.http = &http.Server{Handler: guard(mux, access.Authorize), ReadHeaderTimeout: 10 * time.Second,
+		// Failed handshakes and bad requests are the client's doing:
+		// a scanner must not fill the log.
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelDebug)}
+	scheme, ln := "http", s.ln
+	if access.TLS != nil {
+		scheme, ln = "https", tls.NewListener(s.ln, access.TLS)
+	}
+	logger.Info("metrics and dashboard listening", "addr", scheme+"://"+s.ln.Addr().String()+"/",
+		"access", accessName(access))
+	go func() { s.done <- s.http.Serve(ln) }()
+}
+
+// guard refuses what authorize refuses, asking for HTTP basic credentials.
+func guard(next http.Handler, authorize func(*http.Request) int) http.Handler {
+	if authorize == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		status := authorize(r)
+		if status == http.StatusOK {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if status == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Basic realm="mayfly", charset="UTF-8"`)
+		}
+		http.Error(w, http.StatusText(status), status)
+	})
+}
+
+func accessName(a Access) string {
+	if a.Authorize == nil {
+		return "open"
+	}
+	return "clusterMonitor users"
 }
 
 // Addr is the address the listener is bound to.
