@@ -127,8 +127,9 @@ func replyError(reply bson.D) error {
 }
 
 // Dial connects to addr (over TLS when tlsCfg is set) and authenticates
-// as cred: what a replica set member does before talking to another. The
-// returned RoundTrip runs further commands on the connection.
+// as cred (unless it names no user): what a replica set member does
+// before talking to another. The returned RoundTrip runs further commands
+// on the connection.
 func Dial(ctx context.Context, addr string, tlsCfg *tls.Config, cred Credential) (net.Conn, RoundTrip, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "tcp", addr)
@@ -148,6 +149,9 @@ func Dial(ctx context.Context, addr string, tlsCfg *tls.Config, cred Credential)
 		defer func() { _ = nc.SetDeadline(time.Time{}) }()
 	}
 	rt := WireRoundTrip(nc)
+	if cred.User == "" {
+		return nc, rt, nil
+	}
 	if err := Authenticate(ctx, rt, cred); err != nil {
 		nc.Close()
 		return nil, nil, err

@@ -50,15 +50,20 @@ func Server(o Options) (*tls.Config, error) {
 	return cfg, nil
 }
 
-// Client returns a configuration for connecting to another member: it
-// trusts the CAFile and presents the same certificate.
+// Client returns a configuration for connecting to a server: it trusts
+// the CAFile (the system's roots without one) and presents the
+// certificate of CertificateKeyFile when one is given.
 func Client(o Options, serverName string) (*tls.Config, error) {
-	cfg, err := Server(Options{CertificateKeyFile: o.CertificateKeyFile})
-	if err != nil {
-		return nil, err
+	out := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: serverName}
+	if o.CertificateKeyFile != "" {
+		cfg, err := Server(Options{CertificateKeyFile: o.CertificateKeyFile})
+		if err != nil {
+			return nil, err
+		}
+		out.Certificates = cfg.Certificates
 	}
-	out := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: cfg.Certificates, ServerName: serverName}
 	if o.CAFile != "" {
+		var err error
 		if out.RootCAs, err = loadPool(o.CAFile); err != nil {
 			return nil, err
 		}
