@@ -38,6 +38,8 @@ func TestSecondServerOnTheSameDataDirectoryIsRefused(t *testing.T) {
 	}
 }
 
+// TestFailedBindLeavesNoDirectory: a start that cannot bind fails with
+// one clear line naming the address once, and leaves no directory.
 func TestFailedBindLeavesNoDirectory(t *testing.T) {
 	bin := buildBinary(t)
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
@@ -53,6 +55,9 @@ func TestFailedBindLeavesNoDirectory(t *testing.T) {
 		out, err := runToExit(t, bin, append(args, "--dbpath", dir)...)
 		if err == nil || !strings.Contains(out, "address already in use") {
 			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		if n := strings.Count(out, taken.Addr().String()); n != 1 {
+			t.Errorf("%v: the address stands %d times in the error:\n%s", args, n, out)
 		}
 		if _, err := os.Stat(dir); !os.IsNotExist(err) {
 			t.Fatalf("%v: a failed start left %s behind (%v)", args, dir, err)

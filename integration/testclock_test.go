@@ -60,7 +60,7 @@ func TestTestClockMovesExpiry(t *testing.T) {
 
 	plain := connect(t, startServer(t, app.Config{}))
 	err = plain.Database("admin").RunCommand(ctx, bson.D{{Key: "setParameter", Value: 1}, {Key: "mayflyClockOffsetSeconds", Value: 10}}).Err()
-	wantCode(t, err, 72, "unrecognized parameter")
+	wantCode(t, err, 72, "unrecognized parameter [mayflyClockOffsetSeconds], use help:true to see options ; mayflyClockOffsetSeconds needs --setParameter enableTestCommands=1 at start")
 }
 
 // TestClockSetBackDuringAwait: a getMore that waits for a change stream's

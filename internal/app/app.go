@@ -148,7 +148,7 @@ func Start(cfg Config) (*App, error) {
 		a.stopBackground()
 		_ = eng.Close()
 		ops.abandon(cfg)
-		return nil, fmt.Errorf("app: listen on %s: %w", cfg.Addr, err)
+		return nil, fmt.Errorf("app: %w", err)
 	}
 	go func() { a.serveErr <- a.srv.Serve() }()
 	if err := a.startReplica(); err != nil {

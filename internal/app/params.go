@@ -31,6 +31,8 @@ func (a *App) params() *commands.Params {
 		p.Register("mayflyClockOffsetSeconds", commands.IntParam(
 			func() int64 { return int64(tc.Get() / time.Second) },
 			func(n int64) { tc.Set(time.Duration(n) * time.Second); a.monitor.Kick() }, 0))
+	} else {
+		p.Absent("mayflyClockOffsetSeconds", "--setParameter enableTestCommands=1 at start")
 	}
 	return p
 }

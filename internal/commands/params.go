@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"fmt"
 	"sort"
 	"strconv"
 	"sync"
@@ -23,11 +24,14 @@ type Param struct {
 type Params struct {
 	mu     sync.RWMutex
 	params map[string]Param
+	// absent says, for a parameter this server lacks by its settings,
+	// what would provide it: the hint a refusal adds.
+	absent map[string]string
 }
 
 // NewParams returns a table with the parameters every server has.
 func NewParams() *Params {
-	p := &Params{params: map[string]Param{}}
+	p := &Params{params: map[string]Param{}, absent: map[string]string{}}
 	p.Register("featureCompatibilityVersion", Param{Get: func() any {
 		return bson.D{{Key: "version", Value: "8.0"}}
 	}})
@@ -39,6 +43,26 @@ func (p *Params) Register(name string, param Param) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.params[name] = param
+}
+
+// Absent names a parameter this server does not have by its settings,
+// with what would provide it, so that an attempt to set it says so.
+func (p *Params) Absent(name, provider string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.absent[name] = provider
+}
+
+// unknown is the refusal of a parameter that cannot be set: msg, and the
+// switch that provides it when the server lacks it by its settings.
+func (p *Params) unknown(name, msg string) error {
+	p.mu.RLock()
+	provider := p.absent[name]
+	p.mu.RUnlock()
+	if provider != "" {
+		msg += "; " + name + " needs " + provider
+	}
+	return mongoerr.New(mongoerr.InvalidOptions, msg)
 }
 
 func (p *Params) get(name string) (Param, bool) {
@@ -150,7 +174,7 @@ func cmdSetParameter(h *Handler, r *request) (bson.D, error) {
 		}
 		p, ok := h.deps.Params.get(e.Key)
 		if !ok || p.Set == nil {
-			return nil, mongoerr.Newf(mongoerr.InvalidOptions, "attempted to set unrecognized parameter [%s], use help:true to see options ", e.Key)
+			return nil, h.deps.Params.unknown(e.Key, fmt.Sprintf("attempted to set unrecognized parameter [%s], use help:true to see options ", e.Key))
 		}
 		was := p.Get()
 		if err := p.Set(e.Value); err != nil {
@@ -169,7 +193,7 @@ func cmdSetParameter(h *Handler, r *request) (bson.D, error) {
 func (p *Params) SetFromString(name, raw string) error {
 	param, ok := p.get(name)
 	if !ok || param.Set == nil {
-		return mongoerr.Newf(mongoerr.InvalidOptions, "unknown or read-only parameter %s", name)
+		return p.unknown(name, "unknown or read-only parameter "+name)
 	}
 	v, err := parseLike(param.Get(), raw)
 	if err != nil {

@@ -34,7 +34,7 @@ type Server struct {
 func Listen(addr string) (*Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("metrics: listen on %s: %w", addr, err)
+		return nil, fmt.Errorf("metrics: %w", err)
 	}
 	return &Server{ln: ln, done: make(chan error, 1)}, nil
 }

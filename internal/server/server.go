@@ -177,7 +177,7 @@ func (s *Server) ListenAndServe() error {
 func (s *Server) Listen() error {
 	ln, err := net.Listen("tcp", s.cfg.Addr)
 	if err != nil {
-		return fmt.Errorf("server: listen on %q: %w", s.cfg.Addr, err)
+		return fmt.Errorf("server: %w", err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
