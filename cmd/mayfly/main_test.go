@@ -1,8 +1,12 @@
 package main
 
 import (
+	"io"
 	"os"
+	"path/filepath"
+	"regexp"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -23,4 +27,42 @@ func TestOversubscribeDoublesGOMAXPROCSUnlessChosen(t *testing.T) {
 			t.Fatalf("cores %d, GOMAXPROCS %d: want %d and %d", cores, runtime.GOMAXPROCS(0), before, threadsPerCore*before)
 		}
 	})
+}
+
+// TestReadmeNamesEveryFlag: every flag `mayfly --help` lists has a line
+// in the README, so that a new flag cannot go undocumented.
+func TestReadmeNamesEveryFlag(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	help := captureStdout(t, func() { _, _ = parseFlags([]string{"--help"}) })
+	flags := regexp.MustCompile(`(?m)^  -([A-Za-z_-]+)`).FindAllStringSubmatch(help, -1)
+	if len(flags) < 20 {
+		t.Fatalf("--help lists %d flags:\n%s", len(flags), help)
+	}
+	for _, f := range flags {
+		if !strings.Contains(string(readme), "`--"+f[1]) {
+			t.Errorf("the README does not name --%s", f[1])
+		}
+	}
+}
+
+func captureStdout(t *testing.T, f func()) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := os.Stdout
+	os.Stdout = w
+	done := make(chan string)
+	go func() {
+		b, _ := io.ReadAll(r)
+		done <- string(b)
+	}()
+	f()
+	os.Stdout = saved
+	_ = w.Close()
+	return <-done
 }
