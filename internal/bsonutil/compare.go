@@ -412,3 +412,19 @@ func cmpBool(a, b bool) int {
 	}
 	return 1
 }
+
+// TrueValue is MongoDB's truthiness of a value (BSONElement::trueValue,
+// and the aggregation language's): false for false, null, undefined, an
+// absent value (nil) and numeric zero of every type; true for everything
+// else, strings, empty arrays and NaN included.
+func TrueValue(v any) bool {
+	switch x := v.(type) {
+	case bool:
+		return x
+	case nil, bson.Null, bson.Undefined:
+		return false
+	case int32, int64, int, float64, bson.Decimal128:
+		return ToFloat(x) != 0 // NaN is true
+	}
+	return true
+}

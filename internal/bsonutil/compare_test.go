@@ -57,3 +57,25 @@ func TestFormatLikeServer(t *testing.T) {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
 }
+
+// TestTrueValue: mongod's truthiness, one row per BSON type, so that
+// every caller (index options, partial filters, $exists, expressions)
+// agrees on strings and the rest.
+func TestTrueValue(t *testing.T) {
+	nan, _ := bson.ParseDecimal128("NaN")
+	zero, _ := bson.ParseDecimal128("0.0")
+	for _, row := range []struct {
+		v    any
+		want bool
+	}{
+		{nil, false}, {bson.Null{}, false}, {bson.Undefined{}, false}, {false, false}, {true, true},
+		{int32(0), false}, {int64(0), false}, {0.0, false}, {zero, false},
+		{int32(-1), true}, {int64(2), true}, {0.5, true}, {math.NaN(), true}, {nan, true},
+		{"", true}, {"false", true}, {bson.A{}, true}, {bson.D{}, true}, {bson.MinKey{}, true},
+		{bson.ObjectID{}, true}, {bson.Binary{}, true}, {bson.Regex{}, true},
+	} {
+		if got := TrueValue(row.v); got != row.want {
+			t.Errorf("TrueValue(%#v) = %v, want %v", row.v, got, row.want)
+		}
+	}
+}

@@ -241,9 +241,9 @@ func applyOption(ix *Index, e bson.E, spec bson.D) error {
 	case "collation":
 		return applyCollation(ix, e.Value)
 	case "unique":
-		ix.Unique = truthy(e.Value)
+		ix.Unique = bsonutil.TrueValue(e.Value)
 	case "sparse":
-		ix.Sparse = truthy(e.Value)
+		ix.Sparse = bsonutil.TrueValue(e.Value)
 	case "hidden":
 		return applyHidden(ix, e.Value, spec)
 	case "partialFilterExpression":
@@ -357,18 +357,6 @@ func ValidateExpireAfterSeconds(v any) (int64, error) {
 	return int64(f), nil
 }
 
-func truthy(v any) bool {
-	switch x := v.(type) {
-	case bool:
-		return x
-	case nil:
-		return false
-	}
-	if bsonutil.IsNumber(v) {
-		return bsonutil.ToFloat(v) != 0
-	}
-	return true
-}
 
 // storedSpec is the spec as listIndexes returns it: v first, then key and
 // name, then the remaining options in request order.

@@ -729,7 +729,7 @@ func impliedBy(c clause, ps []query.Predicate) bool {
 func implies(p query.Predicate, c clause) bool {
 	switch {
 	case c.op == "$exists":
-		return truthy(c.val) && !anyNullish(p.Values) && len(p.Values) > 0
+		return bsonutil.TrueValue(c.val) && !anyNullish(p.Values) && len(p.Values) > 0
 	case p.Op == query.OpEq || p.Op == query.OpIn:
 		return len(p.Values) > 0 && allSatisfy(p.Values, c)
 	case p.Op.IsRange() && c.op.IsRange():
@@ -738,12 +738,6 @@ func implies(p query.Predicate, c clause) bool {
 	return false
 }
 
-func truthy(v any) bool {
-	if b, ok := v.(bool); ok {
-		return b
-	}
-	return bsonutil.IsNumber(v) && bsonutil.ToFloat(v) != 0
-}
 
 // allSatisfy reports whether each value satisfies the clause on its own.
 func allSatisfy(vs []any, c clause) bool {
