@@ -98,7 +98,7 @@ type Config struct {
 // App is a running server.
 type App struct {
 	cfg      Config
-	eng      storage.Engine
+	eng      *pebblestore.Store
 	store    *docstore.Store
 	cursors  *cursor.Registry
 	monitor  *ttl.Monitor
@@ -212,7 +212,7 @@ func (a *App) assemble() error {
 	a.monitor = ttl.New(store, cfg.Clock, ttl.Config{
 		SleepSecs: cfg.TTLSleepSecs, Disabled: cfg.TTLDisabled, Logger: cfg.Logger, Observer: observer,
 		Busy: func() bool { return ops.BusyWithin(100 * time.Millisecond) },
-		CPUs: cfg.CPUs, Active: a.primaryOrStandalone, GrowBatches: replicatedGrowBatches(cfg),
+		CPUs: cfg.CPUs, Active: a.backgroundWrites, GrowBatches: replicatedGrowBatches(cfg),
 	})
 	authMgr, tlsCfg, err := a.security(store)
 	if err != nil {
@@ -235,6 +235,7 @@ func (a *App) assemble() error {
 	a.srv = server.New(server.Config{Addr: cfg.Addr, MaxConns: cfg.MaxConns, MessageTimeout: cfg.MessageTimeout, Logger: cfg.Logger,
 		TLS: tlsCfg, TLSMode: cfg.Security.TLSMode, IdleTimeout: cfg.IdleTimeout}, h)
 	h.SetServerStats(a.srv.Stats)
+	a.resumeAfterReopen()
 	a.startBackground()
 	return nil
 }
