@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -104,6 +105,7 @@ func fullStart(t *testing.T, bin string, stop func(*process), removeLock bool) {
 		t.Fatalf("hello on a full disk: %v", err)
 	}
 	lockNames(t, dir, p, !removeLock)
+	secondRefused(t, bin, dir, p, !removeLock)
 	coll := db.Collection("docs", options.Collection().SetWriteConcern(writeconcern.Journaled()))
 	writesRefused(t, db, coll, 1000)
 	idleWhileFull(t, p)
@@ -244,9 +246,28 @@ func lockNames(t *testing.T, dir string, p *process, want bool) {
 	}
 }
 
+// secondRefused starts a second server on dir and checks that it exits,
+// refused with the running server's pid if the lock file names it and as
+// unknown if not: never another process's.
+func secondRefused(t *testing.T, bin, dir string, running *process, named bool) {
+	t.Helper()
+	holder := "unknown"
+	if named {
+		holder = strconv.Itoa(running.cmd.Process.Pid)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "--addr", freePort(t), "--dbpath", dir).CombinedOutput()
+	want := "data directory " + dir + " is in use by another mayfly (pid " + holder + ")"
+	if err == nil || !strings.Contains(string(out), want) {
+		t.Fatalf("second server on the data directory: %v, %s; want refused with %q", err, out, want)
+	}
+}
+
 // idleWhileFull checks that the server, idle on the full disk with expired
 // documents it cannot delete, neither spins nor floods its log: over
-// idleWindow it uses under a fifth of a core and logs at most a few lines.
+// idleWindow it uses under a fifth of a core and logs at most 5 lines (a
+// retry at the TTL monitor's 50 ms pace would log 60).
 func idleWhileFull(t *testing.T, p *process) {
 	t.Helper()
 	const idleWindow = 3 * time.Second
@@ -257,7 +278,7 @@ func idleWhileFull(t *testing.T, p *process) {
 	if cpu > idleWindow/5 {
 		t.Errorf("%v of CPU in %v idle on a full disk: a retry loop", cpu, idleWindow)
 	}
-	if lines > 3 {
+	if lines > 5 {
 		t.Errorf("%d log lines in %v idle on a full disk:\n%s", lines, idleWindow, logTail(p.log))
 	}
 }
