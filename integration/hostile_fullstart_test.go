@@ -57,6 +57,7 @@ func TestHostileStartOnFullDisk(t *testing.T) {
 			fullStart(t, bin, stop.stop, stop.removeLock)
 		})
 	}
+	t.Run("replica set member", func(t *testing.T) { fullStartMember(t, bin) })
 }
 
 // fullDiskSize is the tmpfs's size: room for a server's files (pebble
@@ -114,13 +115,62 @@ func fullStart(t *testing.T, bin string, stop func(*process), removeLock bool) {
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
-	id := journaledWriteWithin(t, coll, 30*time.Second)
+	id := journaledWriteWithin(t, coll, 30*time.Second, outOfDiskSpace, refusedMsg)
 	t.Logf("space freed: first j:true write acknowledged after %v", time.Since(freed).Round(time.Millisecond))
 	acked[id] = int32(id)
 	fullDiskReads(t, db, acked)
 	expiredDeleted(t, c)
 	lockNames(t, dir, p, true)
 }
+
+// fullStartMember: a one-member replica set stopped (SIGTERM) on a disk
+// that then fills starts again and answers hello; its raft, which stops for
+// good at a log write that fails, starts once the storage takes writes, so
+// until then writes get NotWritablePrimary, and within 30 s of space being
+// freed the member is primary again and takes j: true writes with every
+// acknowledged document there.
+func fullStartMember(t *testing.T, bin string) {
+	dir := filepath.Join(t.TempDir(), "data")
+	mountTmpfs(t, dir, fullDiskSize)
+	rs := &replSet{t: t, bin: bin, name: "rs0", dirs: []string{dir}, addrs: []string{freePort(t)}, procs: make([]*process, 1)}
+	rs.start(0, "--setParameter", "ttlMonitorEnabled=false")
+	admin := quickClient(t, rs.addrs[0], 10*time.Second).Database("admin")
+	member := bson.D{{Key: "_id", Value: 0}, {Key: "host", Value: rs.addrs[0]}}
+	initiate := bson.D{{Key: "replSetInitiate", Value: bson.D{{Key: "_id", Value: rs.name}, {Key: "members", Value: bson.A{member}}}}}
+	if err := admin.RunCommand(ctxT(t), initiate).Err(); err != nil {
+		t.Fatalf("replSetInitiate: %v", err)
+	}
+	rs.waitPrimary(-1, 15*time.Second)
+	acked := writeFullDiskData(t, rs.addrs[0])
+	stopClean(rs.procs[0])
+	filler := fillDisk(t, dir)
+
+	rs.start(0)
+	c := quickClient(t, rs.addrs[0], 10*time.Second)
+	var hello struct {
+		SetName string `bson:"setName"`
+	}
+	if err := c.Database("admin").RunCommand(ctxT(t), bson.D{{Key: "hello", Value: 1}}).Decode(&hello); err != nil || hello.SetName != rs.name {
+		t.Fatalf("hello on a full disk: %+v, %v", hello, err)
+	}
+	coll := c.Database("test").Collection("docs", options.Collection().SetWriteConcern(writeconcern.Journaled()))
+	_, err := coll.InsertOne(ctxT(t), bson.D{{Key: "_id", Value: 1000}})
+	wantCode(t, err, notWritablePrimary, "not primary")
+	idleWhileFull(t, rs.procs[0])
+
+	freed := time.Now()
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	id := journaledWriteWithin(t, coll, 30*time.Second, notWritablePrimary, "not primary")
+	t.Logf("space freed: member primary and first j:true write acknowledged after %v", time.Since(freed).Round(time.Millisecond))
+	acked[id] = int32(id)
+	fullDiskReads(t, c.Database("test"), acked)
+	expiredDeleted(t, c)
+}
+
+// notWritablePrimary is MongoDB's NotWritablePrimary code.
+const notWritablePrimary = 10107
 
 // stopClean sends SIGTERM and waits for the exit.
 func stopClean(p *process) {
@@ -309,9 +359,9 @@ func logLines(t *testing.T, p *process) int {
 }
 
 // journaledWriteWithin inserts j: true documents until one is acknowledged,
-// within limit; each refusal before must be OutOfDiskSpace. It returns the
-// acknowledged _id.
-func journaledWriteWithin(t *testing.T, coll *mongo.Collection, limit time.Duration) int32 {
+// within limit; each refusal before must have the code and message. It
+// returns the acknowledged _id.
+func journaledWriteWithin(t *testing.T, coll *mongo.Collection, limit time.Duration, code int32, msg string) int32 {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for id := int32(2000); ; id++ {
@@ -319,7 +369,7 @@ func journaledWriteWithin(t *testing.T, coll *mongo.Collection, limit time.Durat
 		if err == nil {
 			return id
 		}
-		wantCode(t, err, outOfDiskSpace, refusedMsg)
+		wantCode(t, err, code, msg)
 		if time.Now().After(deadline) {
 			t.Fatalf("j:true writes still refused %v after space was freed: %v", limit, err)
 		}

@@ -110,6 +110,7 @@ type App struct {
 	serveErr chan error
 	ops      *operations
 	changes  *changeLog
+	raft     raftStart // when this member's raft starts (diskfull.go)
 }
 
 // Start opens storage and starts listening; it returns once the server
@@ -146,7 +147,7 @@ func Start(cfg Config) (*App, error) {
 		return nil, fmt.Errorf("app: listen on %s: %w", cfg.Addr, err)
 	}
 	go func() { a.serveErr <- a.srv.Serve() }()
-	if err := a.startReplica(); err != nil {
+	if err := a.startReplicaWhenWritable(); err != nil {
 		_ = a.Shutdown(context.Background())
 		return nil, err
 	}
@@ -301,9 +302,7 @@ func (a *App) Monitor() *ttl.Monitor { return a.monitor }
 func (a *App) Shutdown(ctx context.Context) error {
 	a.ops.fsync.Release()
 	err := a.srv.Shutdown(ctx)
-	if a.rs != nil {
-		a.rs.Close()
-	}
+	a.closeReplica()
 	a.stopBackground()
 	a.cursors.CloseAll()
 	if serr := <-a.serveErr; serr != nil && !errors.Is(serr, server.ErrServerClosed) && err == nil {
