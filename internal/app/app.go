@@ -103,7 +103,7 @@ type Config struct {
 // App is a running server.
 type App struct {
 	cfg      Config
-	eng      storage.Engine
+	eng      *pebblestore.Store
 	store    *docstore.Store
 	cursors  *cursor.Registry
 	monitor  *ttl.Monitor
@@ -115,6 +115,7 @@ type App struct {
 	serveErr chan error
 	ops      *operations
 	changes  *changeLog
+	raft     raftStart // when this member's raft starts (diskfull.go)
 }
 
 // Start opens storage and starts listening; it returns once the server
@@ -151,7 +152,7 @@ func Start(cfg Config) (*App, error) {
 		return nil, fmt.Errorf("app: %w", err)
 	}
 	go func() { a.serveErr <- a.srv.Serve() }()
-	if err := a.startReplica(); err != nil {
+	if err := a.startReplicaWhenWritable(); err != nil {
 		_ = a.Shutdown(context.Background())
 		return nil, err
 	}
@@ -217,7 +218,7 @@ func (a *App) assemble() error {
 	a.monitor = ttl.New(store, cfg.Clock, ttl.Config{
 		SleepSecs: cfg.TTLSleepSecs, Disabled: cfg.TTLDisabled, Logger: cfg.Logger, Observer: observer,
 		Busy: func() bool { return ops.BusyWithin(100 * time.Millisecond) },
-		CPUs: cfg.CPUs, Active: a.primaryOrStandalone, GrowBatches: replicatedGrowBatches(cfg),
+		CPUs: cfg.CPUs, Active: a.backgroundWrites, GrowBatches: replicatedGrowBatches(cfg),
 	})
 	authMgr, tlsCfg, err := a.security(store)
 	if err != nil {
@@ -240,6 +241,7 @@ func (a *App) assemble() error {
 	a.srv = server.New(server.Config{Addr: cfg.Addr, MaxConns: cfg.MaxConns, MessageTimeout: cfg.MessageTimeout, Logger: cfg.Logger,
 		TLS: tlsCfg, TLSMode: cfg.Security.TLSMode, IdleTimeout: cfg.IdleTimeout}, h)
 	h.SetServerStats(a.srv.Stats)
+	a.resumeAfterReopen()
 	a.startBackground()
 	return nil
 }
@@ -305,9 +307,7 @@ func (a *App) Monitor() *ttl.Monitor { return a.monitor }
 func (a *App) Shutdown(ctx context.Context) error {
 	a.ops.fsync.Release()
 	err := a.srv.Shutdown(ctx)
-	if a.rs != nil {
-		a.rs.Close()
-	}
+	a.closeReplica()
 	a.stopBackground()
 	a.cursors.CloseAll()
 	if serr := <-a.serveErr; serr != nil && !errors.Is(serr, server.ErrServerClosed) && err == nil {

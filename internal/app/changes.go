@@ -65,7 +65,7 @@ const warnPeriod = 50 * time.Millisecond
 func (a *App) runExpiryWarnings(ctx context.Context) {
 	a.every(ctx, warnPeriod, func() {
 		// Nothing is written while db.fsyncLock() holds writes.
-		if !a.primaryOrStandalone() || a.ops.fsync.Count() > 0 {
+		if !a.backgroundWrites() || a.ops.fsync.Count() > 0 {
 			return
 		}
 		now := a.cfg.Clock.Now()

@@ -969,7 +969,12 @@ type status struct {
 	progress         map[uint64]uint64 // leader only: each member's match
 }
 
+// status is the zero status (no leader, not writable) on a member whose
+// raft has not started: app starts it late on a full disk.
 func (n *node) status() status {
+	if n == nil {
+		return status{}
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	st := n.rn.Status()

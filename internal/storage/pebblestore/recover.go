@@ -91,8 +91,8 @@ func (s *Store) recoverTick(failed int) int {
 
 // tryRecover probes the disk and, if it takes writes, reopens pebble.
 func (s *Store) tryRecover() error {
-	if err := s.probe(); err != nil {
-		return fmt.Errorf("pebblestore: recover: disk still refuses writes: %w", err)
+	if err := s.roomToOpen(); err != nil {
+		return fmt.Errorf("pebblestore: recover: no room to reopen: %w", err)
 	}
 	if err := s.lockForReopen(); err != nil {
 		return err

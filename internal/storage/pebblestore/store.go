@@ -106,10 +106,8 @@ func Open(opt Options) (*Store, error) {
 		return nil, err
 	}
 	s.fs, s.dir = fs, dir
-	if s.db, err = s.openDB(); err != nil {
-		if s.db, err = s.openFull(err); err != nil {
-			return nil, fmt.Errorf("pebblestore: open %s: %w", dir, err)
-		}
+	if s.db, err = s.openAtStart(); err != nil {
+		return nil, fmt.Errorf("pebblestore: open %s: %w", dir, err)
 	}
 	s.startBackground(opt)
 	return s, nil
@@ -181,6 +179,10 @@ func (s *Store) fail(err error) {
 		s.logger.Error("storage failure: refusing writes until the store recovers", "err", err)
 	}
 }
+
+// Writable reports whether the store takes writes: false from a failure
+// (a full disk, an open on one) until the recovery reopen.
+func (s *Store) Writable() bool { return s.writeFailure() == nil }
 
 func (s *Store) writeFailure() error {
 	if p := s.failure.Load(); p != nil {
