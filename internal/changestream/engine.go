@@ -339,6 +339,12 @@ func (rw *recordWriter) trim() {
 	}
 }
 
+var (
+	_ EventBatch          = (*batch)(nil)
+	_ storage.Encodable   = (*batch)(nil)
+	_ storage.GroupCommit = (*batch)(nil)
+)
+
 // batch is a storage batch of the standalone Engine.
 type batch struct {
 	storage.Batch
@@ -393,7 +399,7 @@ func (b *batch) CommitNoWait() (func() error, error) {
 
 // Repr forwards the base batch's encoding when it has one.
 func (b *batch) Repr() ([]byte, error) {
-	r, ok := b.Batch.(interface{ Repr() ([]byte, error) })
+	r, ok := b.Batch.(storage.Encodable)
 	if !ok {
 		return nil, errors.ErrUnsupported
 	}

@@ -313,7 +313,7 @@ func BenchmarkExpiryBatch16k(b *testing.B) {
 				if err := w.write(bt, Timestamp{T: 1, I: uint32(i + 1)}, enc); err != nil {
 					b.Fatal(err)
 				}
-				if r, ok := bt.(interface{ Repr() ([]byte, error) }); ok {
+				if r, ok := bt.(storage.Encodable); ok {
 					rep, _ := r.Repr()
 					bytesOut = len(rep)
 				}

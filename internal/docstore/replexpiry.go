@@ -213,7 +213,7 @@ func (a *expiryApply) RecordsEvents() bool { return true }
 // (ApplyExpiries), so the batch notes none.
 func (t *tx) commitCompact() (wait func() error, err error) {
 	defer t.b.Close()
-	if n, ok := t.b.(countNoter); ok {
+	if n, ok := t.b.(storage.CountNoter); ok {
 		n.NoteCounts(t.st.meta.ID, 0, 0)
 	}
 	return t.b.(storage.ExpiryBatch).CommitAsync()

@@ -38,12 +38,6 @@ type WriteOptions struct {
 	Validate func(doc, old bson.D) error
 }
 
-// countNoter is implemented by batches that carry a collection's count
-// changes to other places (a replica set's other members).
-type countNoter interface {
-	NoteCounts(collID uint64, docs, bytes int64)
-}
-
 // stored is a document as read back under the write lock. doc may be nil
 // until needed (see stored.keys).
 type stored struct {
@@ -173,7 +167,7 @@ func (t *tx) commit(opt WriteOptions) error {
 		return err
 	}
 	defer release()
-	if n, ok := t.b.(countNoter); ok {
+	if n, ok := t.b.(storage.CountNoter); ok {
 		n.NoteCounts(t.st.meta.ID, t.dCount, t.dSize)
 	}
 	// Commit without sync while holding the collection lock; the fsync, if

@@ -92,7 +92,7 @@ func setRepr(t *testing.T, l *node, key, value string) []byte {
 	if err := bt.Set([]byte(key), []byte(value)); err != nil {
 		t.Fatal(err)
 	}
-	repr, err := bt.(interface{ Repr() ([]byte, error) }).Repr()
+	repr, err := bt.(storage.Encodable).Repr()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/mayflydb/mayfly/internal/storage"
 	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
 )
 
@@ -59,7 +60,7 @@ func proposeSet(l *node, key string, value []byte) error {
 	if err := bt.Set([]byte(key), value); err != nil {
 		return err
 	}
-	repr, err := bt.(interface{ Repr() ([]byte, error) }).Repr()
+	repr, err := bt.(storage.Encodable).Repr()
 	if err != nil {
 		return err
 	}

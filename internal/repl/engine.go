@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/storage"
 )
 
@@ -33,6 +34,13 @@ func (e *engine) NewBatch() storage.Batch {
 // Sync implements storage.Engine: a write is durable once applied, since
 // its log entry was synced before it committed.
 func (e *engine) Sync() error { return nil }
+
+// The batch is the write path's contract with replication: it carries
+// change events and count changes, and ships its writes as one record.
+var (
+	_ changestream.EventBatch = (*batch)(nil)
+	_ storage.CountNoter      = (*batch)(nil)
+)
 
 // batch collects a write and what the other members need to know of it.
 type batch struct {
@@ -151,7 +159,7 @@ func (b *batch) proposeAsync(background bool) (wait func() error, err error) {
 func (b *batch) entry() (*entry, error) {
 	ent := &entry{kind: kindWrite, deltas: b.deltas, events: b.events, expiries: b.expiries}
 	if b.inner.Len() > 0 {
-		repr, err := b.inner.(interface{ Repr() ([]byte, error) }).Repr()
+		repr, err := b.inner.(storage.Encodable).Repr()
 		if err != nil {
 			return nil, err
 		}

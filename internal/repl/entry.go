@@ -29,8 +29,10 @@ const (
 	kindWrite entryKind = 1
 	// kindConfig carries a new replica set config (BSON).
 	kindConfig entryKind = 2
-	// kindNoop moves the log forward (idle primaries write one now and then
-	// so that secondaries' lastWriteDate advances).
+	// kindNoop carries no change: applying it only advances the applied
+	// index. The server proposes none today (an idle primary writes
+	// nothing); the kind is reserved so that an entry of it is applied,
+	// not refused.
 	kindNoop entryKind = 3
 )
 

@@ -44,9 +44,6 @@ var stateNames = map[State]string{
 	StateStartup2: "STARTUP2", StateUnknown: "UNKNOWN", StateDown: "(not reachable/healthy)", StateRemoved: "REMOVED",
 }
 
-// Initiated reports whether this member has a config.
-func (rs *Replica) Initiated() bool { return rs.Config() != nil }
-
 // Writable reports whether this member is a primary taking writes.
 func (rs *Replica) Writable() bool {
 	n := rs.node()

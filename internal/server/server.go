@@ -164,15 +164,6 @@ func New(cfg Config, h Handler) *Server {
 	return s
 }
 
-// ListenAndServe listens on cfg.Addr and serves until Shutdown, after which
-// it returns ErrServerClosed.
-func (s *Server) ListenAndServe() error {
-	if err := s.Listen(); err != nil {
-		return err
-	}
-	return s.Serve()
-}
-
 // Listen opens the listener, so Addr is known before Serve runs.
 func (s *Server) Listen() error {
 	ln, err := net.Listen("tcp", s.cfg.Addr)

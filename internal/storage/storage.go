@@ -80,6 +80,20 @@ type Batch interface {
 	Close() error
 }
 
+// Encodable is implemented by batches whose writes encode as one record
+// that ApplyRepr on another store turns back into the same writes: a
+// replica set ships it.
+type Encodable interface {
+	Repr() ([]byte, error)
+}
+
+// CountNoter is implemented by batches that carry a collection's count
+// changes to other places (a replica set's other members): the write path
+// notes each change beside the keys it writes.
+type CountNoter interface {
+	NoteCounts(collID uint64, docs, bytes int64)
+}
+
 // GroupCommit is implemented by batches that commit durably in two steps:
 // CommitNoWait applies the batch, visible at once, and wait returns once
 // it is durable, or why not. A caller commits under its lock and waits

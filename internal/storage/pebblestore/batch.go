@@ -14,6 +14,8 @@ var (
 	errBatchUsed   = errors.New("pebblestore: batch already committed")
 )
 
+var _ storage.Encodable = (*batch)(nil)
+
 // batch is a storage.Batch. It is single-use: after Commit (successful or
 // not) only Len and Close are meaningful. Not safe for concurrent use.
 type batch struct {
