@@ -19,6 +19,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/failpoint"
 	"github.com/mayflydb/mayfly/internal/logring"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/opstats"
@@ -89,6 +90,9 @@ type Handler struct {
 	emptyTs   emptyTsClock
 	sessions  *sessionCache
 	events    *eventCache // change events encoded for streams
+	// failPoints are the fail points configureFailPoint sets (nil without
+	// enableTestCommands).
+	failPoints *failpoint.Registry
 	// tail reads the change log once for the streams near its end (nil
 	// without a change log).
 	tail *changestream.Tail
@@ -154,6 +158,10 @@ func New(deps Deps) *Handler {
 		h.tail = changestream.NewTail(deps.Changes.Reader)
 	}
 	h.table = buildTable()
+	if deps.TestCommands {
+		h.failPoints = failpoint.NewRegistry(uint64(h.started.UnixNano()), failpoint.FailCommand)
+		register(h.table, "configureFailPoint", cmdConfigureFailPoint)
+	}
 	return h
 }
 
@@ -196,7 +204,7 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 		reply = mongoerr.Reply(clientError(err))
 	} else {
 		h.recordCursorOwner(r, reply)
-		reply = append(reply, bson.E{Key: "ok", Value: 1.0})
+		reply = append(h.failWriteConcern(r, reply), bson.E{Key: "ok", Value: 1.0})
 	}
 	if h.deps.Repl != nil {
 		reply = h.replicaReply(r, reply, err)
@@ -209,11 +217,10 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 // the retryable-write label on errors, the topologyVersion on state
 // change errors, the cluster time.
 func (h *Handler) replicaReply(r *request, reply bson.D, err error) bson.D {
-	if err != nil {
-		reply = labelRetryable(r, reply)
-	} else {
+	if err == nil {
 		reply = h.awaitWriteConcern(r.ctx, r, reply)
 	}
+	reply = labelRetryable(r, reply)
 	return h.replyClusterTime(h.withTopologyVersion(reply))
 }
 
@@ -236,6 +243,9 @@ func (h *Handler) run(entry command, r *request) (bson.D, error) {
 	}
 	defer cancel()
 	r.ctx = ctx
+	if err := h.failCommand(r); err != nil {
+		return nil, err
+	}
 	if err := h.waitForWrites(r); err != nil {
 		return nil, err
 	}

@@ -383,19 +383,31 @@ func (h *Handler) replyClusterTime(reply bson.D) bson.D {
 	)
 }
 
-// retryableCodes are the codes mongod labels RetryableWriteError.
+// retryableCodes are the codes mongod labels RetryableWriteError: its
+// RetriableError category, as the retryable writes specification lists it.
 var retryableCodes = map[mongoerr.Code]bool{
-	mongoerr.NotWritablePrimary: true, mongoerr.NotPrimaryNoSecondaryOk: true, mongoerr.NotPrimaryOrSecondary: true,
-	mongoerr.InterruptedAtShutdown: true, mongoerr.InterruptedDueToReplStateChange: true,
-	mongoerr.PrimarySteppedDown: true, mongoerr.ExceededTimeLimit: true, mongoerr.NetworkTimeout: true,
+	mongoerr.HostUnreachable: true, mongoerr.HostNotFound: true, mongoerr.NetworkTimeout: true,
+	mongoerr.ShutdownInProgress: true, mongoerr.PrimarySteppedDown: true, mongoerr.ExceededTimeLimit: true,
+	mongoerr.SocketException: true, mongoerr.NotWritablePrimary: true, mongoerr.InterruptedAtShutdown: true,
+	mongoerr.InterruptedDueToReplStateChange: true, mongoerr.NotPrimaryNoSecondaryOk: true,
+	mongoerr.NotPrimaryOrSecondary: true,
 }
 
-// labelRetryable adds errorLabels to a failed retryable write's reply.
+// labelRetryable adds errorLabels to a retryable write's reply whose
+// error, or write concern error, is retryable; labels already in the
+// reply (a fail point's) are kept as they are.
 func labelRetryable(r *request, reply bson.D) bson.D {
 	if _, ok := lookup(r.body, "txnNumber"); !ok {
 		return reply
 	}
+	if _, labelled := lookup(reply, "errorLabels"); labelled {
+		return reply
+	}
 	code, _ := lookup(reply, "code")
+	if wce, ok := lookup(reply, "writeConcernError"); ok {
+		wcDoc, _ := wce.(bson.D)
+		code, _ = lookup(wcDoc, "code")
+	}
 	if c, ok := code.(int32); !ok || !retryableCodes[mongoerr.Code(c)] {
 		return reply
 	}
