@@ -156,5 +156,3 @@ func (h *Handler) block(ctx context.Context, f failpoint.CommandFailure) error {
 		return checkInterrupt(ctx)
 	}
 }
-
-

@@ -41,7 +41,7 @@ type Conn struct {
 	local  string
 
 	state      atomic.Int32
-	hangUp     atomic.Bool // close instead of replying (HangUp)
+	hangUp     atomic.Bool  // close instead of replying (HangUp)
 	compressor atomic.Int32 // negotiated wire.CompressorID, or -1 for none
 
 	mu     sync.Mutex
