@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mayflydb/mayfly/internal/app"
+	"github.com/mayflydb/mayfly/internal/commands"
 )
 
 func testCommandsServer(t *testing.T) *testServer {
@@ -162,4 +163,45 @@ func sameValue(a, b any) bool {
 	ra, errA := bson.Marshal(bson.D{{Key: "v", Value: a}})
 	rb, errB := bson.Marshal(bson.D{{Key: "v", Value: b}})
 	return errA == nil && errB == nil && string(ra) == string(rb)
+}
+
+// TestFailCommandOnEveryWrite: each command that writes documents, failed
+// by the fail point, answers with the whole error (code, codeName,
+// errmsg, errorLabels), and given a writeConcernError succeeds with it;
+// drivers' errorResponse assertions read these fields.
+func TestFailCommandOnEveryWrite(t *testing.T) {
+	c := connectApp(t, testCommandsServer(t), "writes")
+	writes := map[string]struct {
+		db  string
+		cmd bson.D
+	}{
+		"insert": {"test", bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "a", Value: 1}}}}}},
+		"update": {"test", bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{bson.D{
+			{Key: "q", Value: bson.D{}}, {Key: "u", Value: bson.D{{Key: "$set", Value: bson.D{{Key: "b", Value: 1}}}}}}}}}},
+		"delete": {"test", bson.D{{Key: "delete", Value: "c"}, {Key: "deletes", Value: bson.A{bson.D{{Key: "q", Value: bson.D{{Key: "none", Value: 1}}}, {Key: "limit", Value: 0}}}}}},
+		"findAndModify": {"test", bson.D{{Key: "findAndModify", Value: "c"}, {Key: "query", Value: bson.D{}},
+			{Key: "update", Value: bson.D{{Key: "$set", Value: bson.D{{Key: "b", Value: 2}}}}}}},
+		"bulkWrite": {"admin", bson.D{{Key: "bulkWrite", Value: 1},
+			{Key: "ops", Value: bson.A{bson.D{{Key: "insert", Value: 0}, {Key: "document", Value: bson.D{{Key: "a", Value: 2}}}}}},
+			{Key: "nsInfo", Value: bson.A{bson.D{{Key: "ns", Value: "test.c"}}}}}},
+		"aggregate": {"test", bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{
+			bson.D{{Key: "$merge", Value: bson.D{{Key: "into", Value: "d"}}}}}}, {Key: "cursor", Value: bson.D{}}}},
+	}
+	for _, name := range commands.RetryableWrites() {
+		if _, ok := writes[name]; !ok {
+			t.Errorf("write command %s has no row", name)
+		}
+	}
+	wce := bson.D{{Key: "code", Value: int32(100)}, {Key: "codeName", Value: "UnsatisfiableWriteConcern"}, {Key: "errmsg", Value: "Not enough data-bearing nodes"}, {Key: "errInfo", Value: bson.D{{Key: "writeConcern", Value: bson.D{{Key: "w", Value: int32(2)}}}}}}
+	for name, w := range writes {
+		t.Run(name, func(t *testing.T) {
+			db := c.Database(w.db)
+			failCommand(t, c, bson.D{{Key: "times", Value: 1}}, bson.D{{Key: "failCommands", Value: bson.A{name}},
+				{Key: "errorCode", Value: 8}, {Key: "errorLabels", Value: bson.A{"Label"}}})
+			wantFields(t, anyReply(t, db, w.cmd), bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: "Failing command via 'failCommand' failpoint"},
+				{Key: "code", Value: int32(8)}, {Key: "codeName", Value: "UnknownError"}, {Key: "errorLabels", Value: bson.A{"Label"}}})
+			failCommand(t, c, bson.D{{Key: "times", Value: 1}}, bson.D{{Key: "failCommands", Value: bson.A{name}}, {Key: "writeConcernError", Value: wce}})
+			wantFields(t, anyReply(t, db, w.cmd), bson.D{{Key: "writeConcernError", Value: wce}, {Key: "ok", Value: 1.0}})
+		})
+	}
 }

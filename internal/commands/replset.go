@@ -540,3 +540,9 @@ func (h *Handler) withReplStatus(status bson.D) bson.D {
 	}
 	return append(status, bson.E{Key: "repl", Value: h.deps.Repl.ServerStatus()})
 }
+
+// RetryableWrites are the commands mongod retries as retryable writes:
+// the document writes whose replies drivers inspect most closely.
+func RetryableWrites() []string {
+	return []string{"insert", "update", "delete", "findAndModify", "bulkWrite"}
+}
