@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -98,10 +97,6 @@ type Handler struct {
 	tail *changestream.Tail
 }
 
-type opCounters struct {
-	insert, query, update, delete, getmore, command atomic.Int64
-}
-
 // request is one command invocation.
 type request struct {
 	ctx  context.Context
@@ -181,7 +176,7 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 		h.opCounts.command.Add(1)
 		return mongoerr.Reply(mongoerr.Newf(mongoerr.CommandNotFound, "no such command: '%s'", cmd.Name))
 	}
-	h.count(cmd.Name)
+	h.countStart(cmd.Name)
 	if err := h.deps.Auth.Authorize(c, cmd.DB, cmd.Name, cmd.Body); err != nil {
 		return mongoerr.Reply(err)
 	}
@@ -195,6 +190,7 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 	r.opID = h.beginOp(r, cancel)
 	done := h.deps.OpStats.Begin(opstats.ClassOf(cmd.Name))
 	reply, err := h.runRecovering(entry, r)
+	h.countWrites(r, reply, err)
 	done()
 	h.deps.Activity.End(r.opID)
 	took := h.steady.Now().Sub(begun)
@@ -255,23 +251,6 @@ func (h *Handler) run(entry command, r *request) (bson.D, error) {
 		}
 	}
 	return entry.run(h, r)
-}
-
-func (h *Handler) count(name string) {
-	switch name {
-	case "insert":
-		h.opCounts.insert.Add(1)
-	case "find":
-		h.opCounts.query.Add(1)
-	case "update":
-		h.opCounts.update.Add(1)
-	case "delete":
-		h.opCounts.delete.Add(1)
-	case "getMore":
-		h.opCounts.getmore.Add(1)
-	default:
-		h.opCounts.command.Add(1)
-	}
 }
 
 // withMaxTime applies maxTimeMS to the command's context.
