@@ -205,3 +205,49 @@ func TestFailCommandOnEveryWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestFailCommandRetryableWriteLabels: on a replica set, a retryable
+// write failed by the fail point with a retryable code, or given a
+// retryable writeConcernError, carries RetryableWriteError as mongod's
+// replies do, so the driver retries it; labels set in the fail point
+// replace the server's.
+func TestFailCommandRetryableWriteLabels(t *testing.T) {
+	rs := startReplSet(t, 1, "--setParameter", "enableTestCommands=1")
+	c := rs.client(options.Client().SetRetryWrites(true))
+	db := c.Database("test")
+	// ExceededTimeLimit is retryable without being a state change error,
+	// which would make the driver rediscover the server first.
+	const retryable = 262
+	failCommand(t, c, bson.D{{Key: "times", Value: 1}}, bson.D{{Key: "failCommands", Value: bson.A{"insert"}}, {Key: "errorCode", Value: retryable}})
+	if _, err := db.Collection("retry").InsertOne(ctxT(t), bson.D{{Key: "_id", Value: 1}}); err != nil {
+		t.Fatalf("one retryable error: the driver's retry must succeed: %v", err)
+	}
+	sess, err := c.StartSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.EndSession(ctxT(t))
+	ctx := mongo.NewSessionContext(ctxT(t), sess)
+	for i, tc := range []struct {
+		name   string
+		data   bson.D
+		labels bson.A
+	}{
+		{"retryable code", bson.D{{Key: "errorCode", Value: retryable}}, bson.A{"RetryableWriteError"}},
+		{"retryable writeConcernError", bson.D{{Key: "writeConcernError", Value: bson.D{{Key: "code", Value: int32(retryable)}, {Key: "errmsg", Value: "operation exceeded time limit"}}}}, bson.A{"RetryableWriteError"}},
+		{"fail point's labels", bson.D{{Key: "errorCode", Value: retryable}, {Key: "errorLabels", Value: bson.A{}}}, bson.A{}},
+		{"code not retryable", bson.D{{Key: "errorCode", Value: 8}}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			failCommand(t, c, bson.D{{Key: "times", Value: 1}}, append(bson.D{{Key: "failCommands", Value: bson.A{"insert"}}}, tc.data...))
+			cmd := bson.D{{Key: "insert", Value: "retry"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 10 + i}}}}, {Key: "txnNumber", Value: int64(100 + i)}}
+			var reply bson.D
+			if err := db.RunCommand(ctx, cmd).Decode(&reply); err != nil {
+				reply = rawError(t, err)
+			}
+			if got := lookupField(reply, "errorLabels"); !sameValue(got, tc.labels) && !(tc.labels == nil && got == nil) {
+				t.Fatalf("errorLabels %v, want %v in %v", got, tc.labels, reply)
+			}
+		})
+	}
+}
