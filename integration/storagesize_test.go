@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/app"
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 )
 
 // TestStorageSizesNeverZeroWithData: dbStats, collStats and $collStats
@@ -55,7 +56,7 @@ func TestStorageSizesNeverZeroWithData(t *testing.T) {
 // for collStats every index sized.
 func checkSizes(t *testing.T, source string, reply bson.D, storageKey, indexKey, totalKey string) {
 	t.Helper()
-	storage, index, total := asNumber(lookupField(reply, storageKey)), asNumber(lookupField(reply, indexKey)), asNumber(lookupField(reply, totalKey))
+	storage, index, total := bsonutil.ToFloat(lookupField(reply, storageKey)), bsonutil.ToFloat(lookupField(reply, indexKey)), bsonutil.ToFloat(lookupField(reply, totalKey))
 	if storage <= 0 || index <= 0 || total != storage+index {
 		t.Fatalf("%s: %s %v, %s %v, %s %v", source, storageKey, storage, indexKey, index, totalKey, total)
 	}
@@ -67,20 +68,8 @@ func checkSizes(t *testing.T, source string, reply bson.D, storageKey, indexKey,
 		t.Fatalf("%s: indexSizes %v, want _id_ and name_1", source, sizes)
 	}
 	for _, e := range sizes {
-		if asNumber(e.Value) <= 0 {
+		if bsonutil.ToFloat(e.Value) <= 0 {
 			t.Fatalf("%s: index %s sized %v", source, e.Key, e.Value)
 		}
 	}
-}
-
-func asNumber(v any) float64 {
-	switch n := v.(type) {
-	case int32:
-		return float64(n)
-	case int64:
-		return float64(n)
-	case float64:
-		return n
-	}
-	return -1
 }

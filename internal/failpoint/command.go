@@ -1,6 +1,7 @@
 package failpoint
 
 import (
+	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -90,7 +91,7 @@ func stringOf(v any) string {
 // from its application and namespace, and not an internal command unless
 // asked. configureFailPoint itself is never failed.
 func (f CommandFailure) Applies(call Call) bool {
-	if contains(call.Names, "configureFailPoint") {
+	if slices.Contains(call.Names, "configureFailPoint") {
 		return false
 	}
 	if f.HasAppName && f.AppName != call.AppName {
@@ -103,7 +104,7 @@ func (f CommandFailure) Applies(call Call) bool {
 		return false
 	}
 	for _, name := range f.Commands {
-		if contains(call.Names, name) {
+		if slices.Contains(call.Names, name) {
 			return true
 		}
 	}
@@ -144,13 +145,4 @@ func (f CommandFailure) Error() *mongoerr.Error {
 		e.Extra = []mongoerr.KV{{Key: "errorLabels", Value: f.ErrorLabels}}
 	}
 	return e
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -56,7 +56,7 @@ func parseModeDoc(m bson.D) (Setting, error) {
 		return Setting{Mode: Skip, Count: n}, err
 	}
 	if v, ok := bsonutil.Lookup(m, "activationProbability"); ok {
-		p, isNum := number(v)
+		p, isNum := bsonutil.ToFloat(v), bsonutil.IsNumber(v)
 		if !isNum {
 			return Setting{}, mongoerr.New(mongoerr.TypeMismatch, "the 'activationProbability' option to 'mode' must be a double between 0 and 1")
 		}
@@ -90,7 +90,7 @@ func IntegerField(d bson.D, field string) (int64, error) {
 	if !ok {
 		return 0, mongoerr.Newf(mongoerr.NoSuchKey, "Missing expected field \"%s\"", field)
 	}
-	f, isNum := number(v)
+	f, isNum := bsonutil.ToFloat(v), bsonutil.IsNumber(v)
 	if !isNum {
 		return 0, mongoerr.Newf(mongoerr.TypeMismatch, "Expected field \"%s\" to have numeric type, but found %s", field, bsonutil.TypeName(v))
 	}
@@ -101,16 +101,4 @@ func IntegerField(d bson.D, field string) (int64, error) {
 		return n, nil
 	}
 	return int64(f), nil
-}
-
-func number(v any) (float64, bool) {
-	switch n := v.(type) {
-	case int32:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case float64:
-		return n, true
-	}
-	return 0, false
 }
