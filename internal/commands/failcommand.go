@@ -35,7 +35,10 @@ func cmdConfigureFailPoint(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	h.deps.Logger.Warn("Set failpoint", "failPointName", name, "mode", bsonutil.Format(r.body))
+	mode, _ := lookup(r.body, "mode")
+	data, _ := lookup(r.body, "data")
+	h.deps.Logger.Warn("Set failpoint", "failPointName", name,
+		"mode", bsonutil.Format(bson.D{{Key: "mode", Value: mode}, {Key: "data", Value: data}}))
 	return bson.D{{Key: "count", Value: intOrLong(entered)}}, nil
 }
 
