@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -397,7 +398,7 @@ var retryableCodes = map[mongoerr.Code]bool{
 // error, or write concern error, is retryable; labels already in the
 // reply (a fail point's) are kept as they are.
 func labelRetryable(r *request, reply bson.D) bson.D {
-	if _, ok := lookup(r.body, "txnNumber"); !ok {
+	if _, ok := lookup(r.body, "txnNumber"); !ok || !isRetryableWrite(r.name) {
 		return reply
 	}
 	if _, labelled := lookup(reply, "errorLabels"); labelled {
@@ -541,8 +542,18 @@ func (h *Handler) withReplStatus(status bson.D) bson.D {
 	return append(status, bson.E{Key: "repl", Value: h.deps.Repl.ServerStatus()})
 }
 
-// RetryableWrites are the commands mongod retries as retryable writes:
-// the document writes whose replies drivers inspect most closely.
+// RetryableWrites are the commands mongod retries as retryable writes
+// (and labels RetryableWriteError): the document writes whose replies
+// drivers inspect most closely.
 func RetryableWrites() []string {
 	return []string{"insert", "update", "delete", "findAndModify", "bulkWrite"}
+}
+
+func isRetryableWrite(name string) bool {
+	for _, n := range append([]string{name}, commandAliases[name]...) {
+		if slices.Contains(RetryableWrites(), n) {
+			return true
+		}
+	}
+	return false
 }
