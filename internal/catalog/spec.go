@@ -357,7 +357,6 @@ func ValidateExpireAfterSeconds(v any) (int64, error) {
 	return int64(f), nil
 }
 
-
 // storedSpec is the spec as listIndexes returns it: v first, then key and
 // name, then the remaining options in request order.
 func storedSpec(spec bson.D, key bson.D, name string) bson.D {

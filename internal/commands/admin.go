@@ -23,7 +23,8 @@ const (
 	sessionMinutes = 30
 )
 
-// clientMetadataKey marks a connection whose first hello carried `client`.
+// clientMetadataKey holds the clientMetadata of a connection whose first
+// hello carried `client`.
 const clientMetadataKey = "clientMetadata"
 
 func cmdHello(h *Handler, r *request) (bson.D, error) {
@@ -69,7 +70,7 @@ func checkClientMetadata(r *request) error {
 	if r.conn.Value(clientMetadataKey) != nil {
 		return mongoerr.New(mongoerr.ClientMetadataCannotBeMutated, "The client metadata document may only be sent in the first hello")
 	}
-	r.conn.SetValue(clientMetadataKey, true)
+	r.conn.SetValue(clientMetadataKey, clientMetadata{appName: appNameOf(r.body)})
 	return nil
 }
 

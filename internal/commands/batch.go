@@ -15,8 +15,8 @@ const (
 	maxBatchBytes = 16*1024*1024 - 16*1024
 )
 
-// peekSource lets a batch look one document ahead, so that a cursor that is
-// exhausted is reported with id 0 instead of costing the client a getMore.
+// peekSource holds a cursor's source and the document a batch read but
+// could not send (the reply was full).
 type peekSource struct {
 	src     cursor.Source
 	pending bson.D
@@ -45,16 +45,21 @@ func (p *peekSource) Next() (bson.D, bool, error) {
 	return d, ok, err
 }
 
-func (p *peekSource) more() (bool, error) {
+// open reports whether the cursor stays open after a batch, as on mongod:
+// it closes once its source has ended, and a batch that stopped at its
+// count leaves it open unless the source knows it is at its end without
+// reading on (documents served from memory, a find's limit reached). A
+// scan learns that it has ended only on the next getMore, which then
+// answers an empty batch and id 0.
+func (p *peekSource) open() bool {
 	if p.has {
-		return true, nil
+		return true
 	}
-	d, ok, err := p.Next()
-	if err != nil || !ok {
-		return false, err
+	if p.done {
+		return false
 	}
-	p.pending, p.has = d, true
-	return true, nil
+	ends, ok := p.src.(interface{ exhausted() bool })
+	return !ok || !ends.exhausted()
 }
 
 func (p *peekSource) Close() error { return p.src.Close() }
@@ -101,12 +106,7 @@ func (h *Handler) requestCursorReply(r *request, ns string, src cursor.Source, b
 		return nil, err
 	}
 	id := int64(0)
-	more, err := p.more()
-	if err != nil {
-		_ = p.Close()
-		return nil, err
-	}
-	if (more || tailer(p) != nil) && !singleBatch {
+	if (p.open() || tailer(p) != nil) && !singleBatch {
 		id = h.deps.Cursors.Add(ns, p, 0, int64(len(batch))).ID
 		for _, s := range p.scans {
 			s.Lean()
@@ -140,6 +140,28 @@ func (s *sliceSource) Next() (bson.D, bool, error) {
 }
 
 func (s *sliceSource) Close() error { return nil }
+
+func (s *sliceSource) exhausted() bool { return s.i >= len(s.docs) }
+
+// limitedSource is find's source under a limit: once it has returned
+// limit documents it knows it has ended, as mongod's LIMIT stage does.
+type limitedSource struct {
+	cursor.Source
+	left int64
+}
+
+func (l *limitedSource) Next() (bson.D, bool, error) {
+	if l.left <= 0 {
+		return nil, false, nil
+	}
+	d, ok, err := l.Source.Next()
+	if ok {
+		l.left--
+	}
+	return d, ok, err
+}
+
+func (l *limitedSource) exhausted() bool { return l.left <= 0 }
 
 // batchSizeArg reads cursor.batchSize (aggregate) or batchSize (find).
 func batchSizeArg(r *request, v any, field string) (int64, error) {

@@ -82,6 +82,7 @@ func cmdBulkWrite(h *Handler, r *request) (bson.D, error) {
 		}
 		i++
 	}
+	b.countOps(ops)
 	if b.opt.Durable != nil {
 		if err := h.deps.Store.WaitDurable(b.opt.Durable); err != nil {
 			return nil, err

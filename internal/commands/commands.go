@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -19,6 +18,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/failpoint"
 	"github.com/mayflydb/mayfly/internal/logring"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/opstats"
@@ -89,13 +89,12 @@ type Handler struct {
 	emptyTs   emptyTsClock
 	sessions  *sessionCache
 	events    *eventCache // change events encoded for streams
+	// failPoints are the fail points configureFailPoint sets (nil without
+	// enableTestCommands).
+	failPoints *failpoint.Registry
 	// tail reads the change log once for the streams near its end (nil
 	// without a change log).
 	tail *changestream.Tail
-}
-
-type opCounters struct {
-	insert, query, update, delete, getmore, command atomic.Int64
 }
 
 // request is one command invocation.
@@ -157,6 +156,10 @@ func New(deps Deps) *Handler {
 		h.tail = changestream.NewTail(deps.Changes.Reader)
 	}
 	h.table = buildTable()
+	if deps.TestCommands {
+		h.failPoints = failpoint.NewRegistry(uint64(h.started.UnixNano()), failpoint.FailCommand)
+		register(h.table, "configureFailPoint", cmdConfigureFailPoint)
+	}
 	return h
 }
 
@@ -180,7 +183,7 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 		h.opCounts.command.Add(1)
 		return mongoerr.Reply(mongoerr.Newf(mongoerr.CommandNotFound, "no such command: '%s'", cmd.Name))
 	}
-	h.count(cmd.Name)
+	h.countStart(cmd.Name)
 	if err := h.deps.Auth.Authorize(c, cmd.DB, entry.name, cmd.Body); err != nil {
 		return mongoerr.Reply(err)
 	}
@@ -194,6 +197,7 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 	r.opID = h.beginOp(r, cancel)
 	done := h.deps.OpStats.Begin(opstats.ClassOf(cmd.Name))
 	reply, err := h.runRecovering(entry, r)
+	h.countWrites(r, reply, err)
 	done()
 	h.deps.Activity.End(r.opID)
 	took := h.steady.Now().Sub(begun)
@@ -203,7 +207,7 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 		reply = mongoerr.Reply(clientError(err))
 	} else {
 		h.recordCursorOwner(r, reply)
-		reply = append(reply, bson.E{Key: "ok", Value: 1.0})
+		reply = append(h.failWriteConcern(r, reply), bson.E{Key: "ok", Value: 1.0})
 	}
 	if h.deps.Repl != nil {
 		reply = h.replicaReply(r, reply, err)
@@ -216,11 +220,10 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 // the retryable-write label on errors, the topologyVersion on state
 // change errors, the cluster time.
 func (h *Handler) replicaReply(r *request, reply bson.D, err error) bson.D {
-	if err != nil {
-		reply = labelRetryable(r, reply)
-	} else {
+	if err == nil {
 		reply = h.awaitWriteConcern(r.ctx, r, reply)
 	}
+	reply = labelRetryable(r, reply)
 	return h.replyClusterTime(h.withTopologyVersion(reply))
 }
 
@@ -243,6 +246,9 @@ func (h *Handler) run(entry command, r *request) (bson.D, error) {
 	}
 	defer cancel()
 	r.ctx = ctx
+	if err := h.failCommand(r); err != nil {
+		return nil, err
+	}
 	if err := h.waitForWrites(r); err != nil {
 		return nil, err
 	}
@@ -252,23 +258,6 @@ func (h *Handler) run(entry command, r *request) (bson.D, error) {
 		}
 	}
 	return entry.run(h, r)
-}
-
-func (h *Handler) count(name string) {
-	switch name {
-	case "insert":
-		h.opCounts.insert.Add(1)
-	case "find":
-		h.opCounts.query.Add(1)
-	case "update":
-		h.opCounts.update.Add(1)
-	case "delete":
-		h.opCounts.delete.Add(1)
-	case "getMore":
-		h.opCounts.getmore.Add(1)
-	default:
-		h.opCounts.command.Add(1)
-	}
 }
 
 // withMaxTime applies maxTimeMS to the command's context.

@@ -158,6 +158,9 @@ func cmdFind(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, causedBy(findExecContext, err)
 	}
+	if a.limit > 0 {
+		src = &limitedSource{Source: src, left: a.limit}
+	}
 	reply, err := h.requestCursorReply(r, ns, src, a.batchSize, a.singleBatch)
 	return reply, causedBy(findExecContext, err)
 }
@@ -298,13 +301,9 @@ func (h *Handler) getMore(r *request, id int64, ns string, n int64) (bson.D, err
 		h.deps.Cursors.Remove(id)
 		return nil, causedBy(getMoreExecContext, err)
 	}
-	more, err := src.more()
-	if err == nil && tail != nil {
-		more = true
-	}
-	if err != nil || !more {
+	if !src.open() && tail == nil {
 		h.deps.Cursors.Remove(id)
-		return cursorDoc(0, ns, "nextBatch", batch), err
+		return cursorDoc(0, ns, "nextBatch", batch), nil
 	}
 	h.deps.Cursors.Checkin(c)
 	return cursorDoc(id, ns, "nextBatch", batch), nil

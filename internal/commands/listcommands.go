@@ -24,7 +24,7 @@ var stableAPIV1 = map[string]bool{
 var adminOnly = map[string]bool{
 	"listDatabases": true, "renameCollection": true, "getParameter": true,
 	"setParameter": true, "getCmdLineOpts": true, "getLog": true, "currentOp": true,
-	"bulkWrite": true,
+	"bulkWrite": true, "configureFailPoint": true,
 }
 
 // cmdListCommands lists the commands this server answers, with the

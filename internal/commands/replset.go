@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -383,19 +384,31 @@ func (h *Handler) replyClusterTime(reply bson.D) bson.D {
 	)
 }
 
-// retryableCodes are the codes mongod labels RetryableWriteError.
+// retryableCodes are the codes mongod labels RetryableWriteError: its
+// RetriableError category, as the retryable writes specification lists it.
 var retryableCodes = map[mongoerr.Code]bool{
-	mongoerr.NotWritablePrimary: true, mongoerr.NotPrimaryNoSecondaryOk: true, mongoerr.NotPrimaryOrSecondary: true,
-	mongoerr.InterruptedAtShutdown: true, mongoerr.InterruptedDueToReplStateChange: true,
-	mongoerr.PrimarySteppedDown: true, mongoerr.ExceededTimeLimit: true, mongoerr.NetworkTimeout: true,
+	mongoerr.HostUnreachable: true, mongoerr.HostNotFound: true, mongoerr.NetworkTimeout: true,
+	mongoerr.ShutdownInProgress: true, mongoerr.PrimarySteppedDown: true, mongoerr.ExceededTimeLimit: true,
+	mongoerr.SocketException: true, mongoerr.NotWritablePrimary: true, mongoerr.InterruptedAtShutdown: true,
+	mongoerr.InterruptedDueToReplStateChange: true, mongoerr.NotPrimaryNoSecondaryOk: true,
+	mongoerr.NotPrimaryOrSecondary: true,
 }
 
-// labelRetryable adds errorLabels to a failed retryable write's reply.
+// labelRetryable adds errorLabels to a retryable write's reply whose
+// error, or write concern error, is retryable; labels already in the
+// reply (a fail point's) are kept as they are.
 func labelRetryable(r *request, reply bson.D) bson.D {
-	if _, ok := lookup(r.body, "txnNumber"); !ok {
+	if _, ok := lookup(r.body, "txnNumber"); !ok || !isRetryableWrite(r.name) {
+		return reply
+	}
+	if _, labelled := lookup(reply, "errorLabels"); labelled {
 		return reply
 	}
 	code, _ := lookup(reply, "code")
+	if wce, ok := lookup(reply, "writeConcernError"); ok {
+		wcDoc, _ := wce.(bson.D)
+		code, _ = lookup(wcDoc, "code")
+	}
 	if c, ok := code.(int32); !ok || !retryableCodes[mongoerr.Code(c)] {
 		return reply
 	}
@@ -527,4 +540,20 @@ func (h *Handler) withReplStatus(status bson.D) bson.D {
 		return status
 	}
 	return append(status, bson.E{Key: "repl", Value: h.deps.Repl.ServerStatus()})
+}
+
+// RetryableWrites are the commands mongod retries as retryable writes
+// (and labels RetryableWriteError): the document writes whose replies
+// drivers inspect most closely.
+func RetryableWrites() []string {
+	return []string{"insert", "update", "delete", "findAndModify", "bulkWrite"}
+}
+
+func isRetryableWrite(name string) bool {
+	for _, n := range append([]string{name}, commandAliases[name]...) {
+		if slices.Contains(RetryableWrites(), n) {
+			return true
+		}
+	}
+	return false
 }

@@ -21,7 +21,11 @@ type collSizes struct {
 }
 
 func sizesOf(c *docstore.Collection) (collSizes, error) {
-	s := collSizes{count: c.Count(), size: c.DataSize(), storage: c.StorageSize()}
+	s := collSizes{count: c.Count(), size: c.DataSize()}
+	var err error
+	if s.storage, err = c.StorageSize(); err != nil {
+		return s, err
+	}
 	byName, err := c.IndexSizes()
 	if err != nil {
 		return s, err

@@ -738,7 +738,6 @@ func implies(p query.Predicate, c clause) bool {
 	return false
 }
 
-
 // allSatisfy reports whether each value satisfies the clause on its own.
 func allSatisfy(vs []any, c clause) bool {
 	for _, v := range vs {

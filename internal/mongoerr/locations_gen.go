@@ -295,6 +295,7 @@ const (
 	Location50738   Code = 50738
 	Location50752   Code = 50752
 	Location50808   Code = 50808
+	Location50985   Code = 50985
 	Location51002   Code = 51002
 	Location51003   Code = 51003
 	Location51024   Code = 51024

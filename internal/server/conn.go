@@ -41,6 +41,7 @@ type Conn struct {
 	local  string
 
 	state      atomic.Int32
+	hangUp     atomic.Bool  // close instead of replying (HangUp)
 	compressor atomic.Int32 // negotiated wire.CompressorID, or -1 for none
 
 	mu     sync.Mutex
@@ -111,6 +112,10 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// HangUp makes the connection close once the current request is handled,
+// without replying: mongod's failCommand closeConnection.
+func (c *Conn) HangUp() { c.hangUp.Store(true) }
 
 // Value returns what SetValue stored under key, or nil.
 func (c *Conn) Value(key string) any {
@@ -312,6 +317,9 @@ func (c *Conn) handle(msg *wire.Message) bool {
 	reply := errReply
 	if reply == nil {
 		reply = c.call(cmd)
+	}
+	if c.hangUp.Load() {
+		return false
 	}
 	if msg.MoreToCome() {
 		return true

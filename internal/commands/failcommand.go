@@ -1,0 +1,161 @@
+package commands
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/failpoint"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+)
+
+// clientMetadata is what a connection's first hello said about its client.
+type clientMetadata struct{ appName string }
+
+// commandAliases are the other names of commands with more than one; a
+// failCommand entry names a command by any of them, as on mongod.
+var commandAliases = map[string][]string{
+	"isMaster": {"ismaster"}, "ismaster": {"isMaster"},
+	"buildInfo": {"buildinfo"}, "buildinfo": {"buildInfo"},
+	"findAndModify": {"findandmodify"}, "findandmodify": {"findAndModify"},
+	"dropIndexes": {"deleteIndexes"}, "deleteIndexes": {"dropIndexes"},
+	"dbHash": {"dbhash"}, "dbhash": {"dbHash"},
+}
+
+// cmdConfigureFailPoint is configureFailPoint (registered only with
+// enableTestCommands): it sets a fail point and answers how many times
+// the point had fired.
+func cmdConfigureFailPoint(h *Handler, r *request) (bson.D, error) {
+	if err := requireAdmin(r); err != nil {
+		return nil, err
+	}
+	name, _ := r.body[0].Value.(string)
+	entered, err := h.failPoints.Configure(name, r.body)
+	if err != nil {
+		return nil, err
+	}
+	mode, _ := lookup(r.body, "mode")
+	data, _ := lookup(r.body, "data")
+	h.deps.Logger.Warn("Set failpoint", "failPointName", name,
+		"mode", bsonutil.Format(bson.D{{Key: "mode", Value: mode}, {Key: "data", Value: data}}))
+	return bson.D{{Key: "count", Value: intOrLong(entered)}}, nil
+}
+
+func intOrLong(n int64) any {
+	if n == int64(int32(n)) {
+		return int32(n)
+	}
+	return n
+}
+
+// failCommand consults the failCommand fail point once, before the
+// command runs: it may hold the command (blockConnection), drop the
+// connection without a reply (closeConnection) or fail the command
+// (errorCode).
+func (h *Handler) failCommand(r *request) error {
+	f, ok := h.evaluateFailCommand(r, failpoint.CommandFailure.FailsCommand)
+	if !ok {
+		return nil
+	}
+	if f.BlockConnection {
+		if err := h.block(r.ctx, f); err != nil {
+			return err
+		}
+	}
+	if f.CloseConnection {
+		if r.conn != nil {
+			r.conn.HangUp()
+		}
+		return mongoerr.New(mongoerr.Location50985, "Failing command due to 'failCommand' failpoint")
+	}
+	if f.HasErrorCode {
+		return f.Error()
+	}
+	return nil
+}
+
+// failWriteConcern gives a successful command's reply the fail point's
+// writeConcernError (and its errorLabels), for commands that take a
+// write concern.
+func (h *Handler) failWriteConcern(r *request, reply bson.D) bson.D {
+	if !takesWriteConcern(r) {
+		return reply
+	}
+	f, ok := h.evaluateFailCommand(r, func(f failpoint.CommandFailure) bool { return f.HasWriteConcern })
+	if !ok {
+		return reply
+	}
+	reply = append(reply, bson.E{Key: "writeConcernError", Value: f.WriteConcernError})
+	if len(f.ErrorLabels) > 0 {
+		reply = append(reply, bson.E{Key: "errorLabels", Value: f.ErrorLabels})
+	}
+	return reply
+}
+
+// takesWriteConcern reports whether the command is a write, which is
+// what accepts a write concern (aggregate: with $out or $merge).
+func takesWriteConcern(r *request) bool {
+	if r.name == "aggregate" {
+		t, err := writeStage(r)
+		return err == nil && t != nil
+	}
+	return isWrite(r.name)
+}
+
+func (h *Handler) evaluateFailCommand(r *request, acts func(failpoint.CommandFailure) bool) (failpoint.CommandFailure, bool) {
+	if h.failPoints == nil {
+		return failpoint.CommandFailure{}, false
+	}
+	call := h.failCall(r)
+	data, ok := h.failPoints.Point(failpoint.FailCommand).Evaluate(func(data bson.D) bool {
+		f := failpoint.ReadCommandFailure(data)
+		return f.Applies(call) && acts(f)
+	})
+	if !ok {
+		return failpoint.CommandFailure{}, false
+	}
+	return failpoint.ReadCommandFailure(data), true
+}
+
+// failCall describes r to the fail point. A handshake's own client
+// metadata counts, so that appName can fail the hello that carries it.
+func (h *Handler) failCall(r *request) failpoint.Call {
+	call := failpoint.Call{Names: append([]string{r.name}, commandAliases[r.name]...), Namespace: r.db}
+	if coll, ok := r.body[0].Value.(string); ok {
+		call.Namespace = r.db + "." + coll
+	}
+	if r.conn == nil {
+		return call
+	}
+	if md, ok := r.conn.Value(clientMetadataKey).(clientMetadata); ok {
+		call.AppName = md.appName
+	} else {
+		call.AppName = appNameOf(r.body)
+	}
+	return call
+}
+
+// appNameOf reads client.application.name from a hello.
+func appNameOf(hello bson.D) string {
+	v, _ := bsonutil.LookupPath(hello, "client.application.name")
+	s, _ := v.(string)
+	return s
+}
+
+// block holds the command for blockTimeMS, or until it is interrupted.
+func (h *Handler) block(ctx context.Context, f failpoint.CommandFailure) error {
+	d, err := f.BlockTime()
+	if err != nil || d == 0 {
+		return err
+	}
+	h.deps.Logger.Info("Blocking connection via 'failCommand' failpoint", "blockTime", d.String())
+	t := h.steady.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return nil
+	case <-ctx.Done():
+		return checkInterrupt(ctx)
+	}
+}
