@@ -52,7 +52,7 @@ func (a *App) memberChangeLog(base storage.Engine) {
 	cl.base = base
 	cl.feed = &changestream.Feed{Reader: base, Signal: cl.signal, Latest: func() changestream.Timestamp {
 		ts, _, _ := a.rs.OpTime()
-		return changestream.Timestamp{T: ts.T, I: ts.I}
+		return ts
 	}}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/repl"
 )
@@ -505,7 +506,7 @@ func (h *Handler) awaitReadConcern(r *request) error {
 		if !ok {
 			return mongoerr.New(mongoerr.TypeMismatch, "afterClusterTime must be a timestamp")
 		}
-		if err := h.deps.Repl.WaitForTimestamp(r.ctx, repl.Timestamp{T: ts.T, I: ts.I}); err != nil {
+		if err := h.deps.Repl.WaitForTimestamp(r.ctx, changestream.Timestamp{T: ts.T, I: ts.I}); err != nil {
 			return interruptError(err)
 		}
 	}

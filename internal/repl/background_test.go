@@ -2,6 +2,7 @@ package repl
 
 import (
 	"context"
+	"github.com/mayflydb/mayfly/internal/changestream"
 	"slices"
 	"testing"
 	"time"
@@ -127,7 +128,7 @@ func logOrder(t *testing.T, l *node) []uint64 {
 		t.Fatal(err)
 	}
 	var ids []uint64
-	var prev Timestamp
+	var prev changestream.Timestamp
 	for _, e := range ents {
 		if e.GetType() != pb.EntryNormal || len(e.GetData()) == 0 {
 			continue

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/mayflydb/mayfly/internal/changestream"
 )
 
 // An entry's data in the raft log. Every member applies the same bytes, so
@@ -45,7 +46,7 @@ const (
 type entry struct {
 	kind     entryKind
 	proposal uint64
-	ts       Timestamp
+	ts       changestream.Timestamp
 	wall     int64 // the primary's wall clock at proposal, Unix ms
 	flags    byte
 	deltas   []CountDelta
@@ -60,14 +61,6 @@ type CountDelta struct {
 	CollID uint64
 	Docs   int64
 	Bytes  int64
-}
-
-// Timestamp is MongoDB's (seconds, increment) timestamp of an entry.
-type Timestamp struct{ T, I uint32 }
-
-// After reports whether ts is later than o.
-func (ts Timestamp) After(o Timestamp) bool {
-	return ts.T > o.T || ts.T == o.T && ts.I > o.I
 }
 
 const entryHeader = 1 + 8 + 8 + 8 + 1
@@ -96,7 +89,7 @@ func (e *entry) encode() []byte {
 
 // putStamp writes ts and wall into an encoded entry: the node stamps each
 // proposal as it hands it to raft, so stamps grow in log order.
-func putStamp(b []byte, ts Timestamp, wall int64) {
+func putStamp(b []byte, ts changestream.Timestamp, wall int64) {
 	binary.BigEndian.PutUint32(b[9:], ts.T)
 	binary.BigEndian.PutUint32(b[13:], ts.I)
 	binary.BigEndian.PutUint64(b[17:], uint64(wall))
@@ -111,7 +104,7 @@ func decodeEntry(b []byte) (*entry, error) {
 	e := &entry{
 		kind:     entryKind(b[0]),
 		proposal: binary.BigEndian.Uint64(b[1:]),
-		ts:       Timestamp{T: binary.BigEndian.Uint32(b[9:]), I: binary.BigEndian.Uint32(b[13:])},
+		ts:       changestream.Timestamp{T: binary.BigEndian.Uint32(b[9:]), I: binary.BigEndian.Uint32(b[13:])},
 		wall:     int64(binary.BigEndian.Uint64(b[17:])),
 		flags:    b[25],
 	}

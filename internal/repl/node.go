@@ -88,7 +88,7 @@ type node struct {
 	role     raft.StateType
 	term     uint64
 	writable bool
-	lastTS   Timestamp
+	lastTS   changestream.Timestamp
 	waiters  map[uint64]chan error
 	// props are the stamped proposals not yet handed to raft: the raft
 	// loop hands them over together, one raft append for all of them,
@@ -730,8 +730,7 @@ func (n *node) stageWrite(b storage.Batch, ent *entry) (func(), error) {
 		}
 		events, publish = append(events[:len(events):len(events)], more...), pub
 	}
-	ts := changestream.Timestamp{T: ent.ts.T, I: ent.ts.I}
-	return publish, changestream.WriteEvents(b, ts, ent.wall, events)
+	return publish, changestream.WriteEvents(b, ent.ts, ent.wall, events)
 }
 
 // commitApplied commits b with the applied state moved to e. Unsynced: the
@@ -753,7 +752,7 @@ func (n *node) commitApplied(b storage.Batch, e *pb.Entry) error {
 // noteApplied wakes the proposer of ent, or, when nobody waits for it,
 // tells the layers above what changed.
 func (n *node) noteApplied(ent *entry) {
-	if ent.ts != (Timestamp{}) {
+	if ent.ts != (changestream.Timestamp{}) {
 		n.appliedTS.Store(uint64(ent.ts.T)<<32 | uint64(ent.ts.I))
 		n.appliedWal.Store(ent.wall)
 	}
@@ -866,19 +865,19 @@ func (n *node) awaitProposal(ctx context.Context, proposal uint64, ch chan error
 
 // nextTimestamp is the primary's next entry stamp: seconds of its clock,
 // never behind the last stamp; n.mu is held.
-func (n *node) nextTimestamp() Timestamp {
+func (n *node) nextTimestamp() changestream.Timestamp {
 	secs := uint32(n.cfg.Clock.Now().Unix())
 	if secs > n.lastTS.T {
-		n.lastTS = Timestamp{T: secs, I: 1}
+		n.lastTS = changestream.Timestamp{T: secs, I: 1}
 	} else {
 		n.lastTS.I++
 	}
 	return n.lastTS
 }
 
-func (n *node) appliedTimestamp() Timestamp {
+func (n *node) appliedTimestamp() changestream.Timestamp {
 	v := n.appliedTS.Load()
-	return Timestamp{T: uint32(v >> 32), I: uint32(v)}
+	return changestream.Timestamp{T: uint32(v >> 32), I: uint32(v)}
 }
 
 // readIndex waits until this member has applied everything committed when

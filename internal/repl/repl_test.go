@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/mayflydb/mayfly/internal/changestream"
 	"log/slog"
 	"sync"
 	"testing"
@@ -84,7 +85,7 @@ func TestLogStoreAppendReadCompactReopen(t *testing.T) {
 }
 
 func TestEntryRoundTrip(t *testing.T) {
-	e := &entry{kind: kindWrite, proposal: 42, ts: Timestamp{T: 100, I: 3}, wall: 1234, flags: flagCatalog,
+	e := &entry{kind: kindWrite, proposal: 42, ts: changestream.Timestamp{T: 100, I: 3}, wall: 1234, flags: flagCatalog,
 		deltas: []CountDelta{{CollID: 7, Docs: -3, Bytes: -300}, {CollID: 9, Docs: 1, Bytes: 55}},
 		events: [][]byte{[]byte("ev1"), {}, []byte("event three")}, payload: []byte("batch")}
 	got, err := decodeEntry(e.encode())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mayflydb/mayfly/internal/changestream"
 	"sort"
 	"time"
 
@@ -128,10 +129,10 @@ func (rs *Replica) CheckWrite() error {
 
 // OpTime is the (timestamp, term) of the last applied entry and when it was
 // written.
-func (rs *Replica) OpTime() (Timestamp, int64, time.Time) {
+func (rs *Replica) OpTime() (changestream.Timestamp, int64, time.Time) {
 	n := rs.node()
 	if n == nil {
-		return Timestamp{}, -1, time.Time{}
+		return changestream.Timestamp{}, -1, time.Time{}
 	}
 	n.mu.Lock()
 	term := n.term
@@ -343,7 +344,7 @@ func (rs *Replica) ReadLinearizable(ctx context.Context) error {
 
 // WaitForTimestamp waits until this member has applied an entry at or after
 // ts (readConcern afterClusterTime).
-func (rs *Replica) WaitForTimestamp(ctx context.Context, ts Timestamp) error {
+func (rs *Replica) WaitForTimestamp(ctx context.Context, ts changestream.Timestamp) error {
 	n := rs.node()
 	if n == nil {
 		return ErrNotPrimaryOrSecondary
