@@ -15,6 +15,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/auth"
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/tlsconf"
 )
 
@@ -118,11 +119,8 @@ func (o *backupOptions) dial(ctx context.Context) (net.Conn, auth.RoundTrip, err
 	return auth.Dial(dialCtx, o.addr, tlsCfg, o.cred)
 }
 
+// lookupValue is d's field key, nil when there is none.
 func lookupValue(d bson.D, key string) any {
-	for _, e := range d {
-		if e.Key == key {
-			return e.Value
-		}
-	}
-	return nil
+	v, _ := bsonutil.Field(d, key)
+	return v
 }

@@ -3,6 +3,7 @@ package auth
 import (
 	"context"
 	"errors"
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"io"
 	"log/slog"
 	"os"
@@ -99,7 +100,7 @@ func TestEmptyExchange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p1, _ := lookup(r1, "payload")
+	p1, _ := bsonutil.Field(r1, "payload")
 	second, err := conv.Step(string(p1.(bson.Binary).Data))
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +110,7 @@ func TestEmptyExchange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if done, _ := lookup(r2, "done"); done != false {
+	if done, _ := bsonutil.Field(r2, "done"); done != false {
 		t.Fatalf("without skipEmptyExchange the second reply must not be done: %v", r2)
 	}
 	r3, err := m.Run(c, "admin", "saslContinue", bson.D{{Key: "saslContinue", Value: 1}, {Key: "conversationId", Value: int32(1)},
@@ -117,7 +118,7 @@ func TestEmptyExchange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if done, _ := lookup(r3, "done"); done != true {
+	if done, _ := bsonutil.Field(r3, "done"); done != true {
 		t.Fatalf("empty step must end the conversation: %v", r3)
 	}
 	if _, ok := sessionOf(c).User(); !ok {
@@ -167,10 +168,10 @@ func TestAuthorizeFollowsRoles(t *testing.T) {
 func TestRedactHidesPasswords(t *testing.T) {
 	body := bson.D{{Key: "createUser", Value: "u"}, {Key: "pwd", Value: "s3cret"}, {Key: "roles", Value: bson.A{}}}
 	red := Redact(body)
-	if v, _ := lookup(red, "pwd"); v != "xxx" {
+	if v, _ := bsonutil.Field(red, "pwd"); v != "xxx" {
 		t.Fatalf("redacted = %v", red)
 	}
-	if v, _ := lookup(body, "pwd"); v != "s3cret" {
+	if v, _ := bsonutil.Field(body, "pwd"); v != "s3cret" {
 		t.Fatal("Redact changed its argument")
 	}
 	err := notAuthorized("admin", body)

@@ -165,12 +165,12 @@ func (m *Manager) MaySeeCollection(c Conn, db, coll string) bool {
 // speculative authentication.
 func (m *Manager) HelloFields(c Conn, body bson.D) bson.D {
 	var out bson.D
-	if v, ok := lookup(body, "saslSupportedMechs"); ok {
+	if v, ok := bsonutil.Field(body, "saslSupportedMechs"); ok {
 		if mechs := m.supportedMechs(stringOf(v)); mechs != nil {
 			out = append(out, bson.E{Key: "saslSupportedMechs", Value: mechs})
 		}
 	}
-	if v, ok := lookup(body, "speculativeAuthenticate"); ok {
+	if v, ok := bsonutil.Field(body, "speculativeAuthenticate"); ok {
 		if reply := m.speculate(c, v); reply != nil {
 			out = append(out, bson.E{Key: "speculativeAuthenticate", Value: reply})
 		}
@@ -201,7 +201,7 @@ func (m *Manager) speculate(c Conn, v any) bson.D {
 	if !ok || len(d) == 0 {
 		return nil
 	}
-	db, _ := lookup(d, "db")
+	db, _ := bsonutil.Field(d, "db")
 	var reply bson.D
 	var err error
 	switch d[0].Key {

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"io"
 	"net"
 	"sync/atomic"
@@ -52,9 +53,9 @@ func Authenticate(ctx context.Context, rt RoundTrip, cred Credential) error {
 		if err := replyError(reply); err != nil {
 			return err
 		}
-		payload, _ := lookup(reply, "payload")
+		payload, _ := bsonutil.Field(reply, "payload")
 		bin, _ := payload.(bson.Binary)
-		if done, _ := lookup(reply, "done"); done == true {
+		if done, _ := bsonutil.Field(reply, "done"); done == true {
 			return finish(conv, bin.Data)
 		}
 		if step > 2 {
@@ -116,12 +117,12 @@ type CommandError struct {
 func (e *CommandError) Error() string { return fmt.Sprintf("auth: (%d) %s", e.Code, e.Msg) }
 
 func replyError(reply bson.D) error {
-	ok, _ := lookup(reply, "ok")
+	ok, _ := bsonutil.Field(reply, "ok")
 	if f, isF := ok.(float64); isF && f == 1 {
 		return nil
 	}
-	code, _ := lookup(reply, "code")
-	msg, _ := lookup(reply, "errmsg")
+	code, _ := bsonutil.Field(reply, "code")
+	msg, _ := bsonutil.Field(reply, "errmsg")
 	c, _ := code.(int32)
 	return &CommandError{Code: c, Msg: stringOf(msg)}
 }

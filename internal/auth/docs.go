@@ -3,6 +3,7 @@ package auth
 import (
 	"errors"
 	"fmt"
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -119,7 +120,7 @@ func parsePrivileges(v any) ([]Privilege, error) {
 
 func parsePrivilege(d bson.D) (Privilege, error) {
 	var p Privilege
-	res, ok := lookup(d, "resource")
+	res, ok := bsonutil.Field(d, "resource")
 	resDoc, isDoc := res.(bson.D)
 	if !ok || !isDoc {
 		return p, mongoerr.New(mongoerr.FailedToParse, "BSON field 'resource' is missing but a required field")
@@ -129,7 +130,7 @@ func parsePrivilege(d bson.D) (Privilege, error) {
 		return p, err
 	}
 	p.Resource = r
-	acts, _ := lookup(d, "actions")
+	acts, _ := bsonutil.Field(d, "actions")
 	arr, ok := acts.(bson.A)
 	if !ok {
 		return p, mongoerr.New(mongoerr.FailedToParse, "BSON field 'actions' is missing but a required field")
@@ -145,14 +146,14 @@ func parsePrivilege(d bson.D) (Privilege, error) {
 }
 
 func parseResource(d bson.D) (Resource, error) {
-	if v, ok := lookup(d, "cluster"); ok && v == true {
+	if v, ok := bsonutil.Field(d, "cluster"); ok && v == true {
 		return Resource{Cluster: true}, nil
 	}
-	if v, ok := lookup(d, "anyResource"); ok && v == true {
+	if v, ok := bsonutil.Field(d, "anyResource"); ok && v == true {
 		return Resource{Any: true}, nil
 	}
-	db, okDB := lookup(d, "db")
-	coll, okColl := lookup(d, "collection")
+	db, okDB := bsonutil.Field(d, "db")
+	coll, okColl := bsonutil.Field(d, "collection")
 	dbs, isDB := db.(string)
 	colls, isColl := coll.(string)
 	if !okDB || !okColl || !isDB || !isColl {

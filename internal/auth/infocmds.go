@@ -2,6 +2,7 @@ package auth
 
 import (
 	"crypto/rand"
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"sort"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -25,8 +26,8 @@ func cmdUsersInfo(m *Manager, c Conn, db string, body bson.D) (bson.D, error) {
 		return nil, err
 	}
 	s := sessionOf(c)
-	showCreds, _ := lookup(body, "showCredentials")
-	showPrivs, _ := lookup(body, "showPrivileges")
+	showCreds, _ := bsonutil.Field(body, "showCredentials")
+	showPrivs, _ := bsonutil.Field(body, "showPrivileges")
 	out := bson.A{}
 	for _, u := range users {
 		if err := m.mayView(s, u.Name.DB, "viewUser", s.user != nil && *s.user == u.Name, body); err != nil {
@@ -49,11 +50,11 @@ func (m *Manager) selectUsers(db string, arg any) ([]*User, error) {
 	case string:
 		return m.someUsers(UserName{User: v, DB: db}), nil
 	case bson.D:
-		if fa, _ := lookup(v, "forAllDBs"); fa == true {
+		if fa, _ := bsonutil.Field(v, "forAllDBs"); fa == true {
 			return m.usersOf(""), nil
 		}
-		u, _ := lookup(v, "user")
-		d, _ := lookup(v, "db")
+		u, _ := bsonutil.Field(v, "user")
+		d, _ := bsonutil.Field(v, "db")
 		return m.someUsers(UserName{User: stringOf(u), DB: stringOf(d)}), nil
 	case bson.A:
 		var out []*User
@@ -127,7 +128,7 @@ func cmdCreateRole(m *Manager, _ Conn, db string, body bson.D) (bson.D, error) {
 	if IsBuiltin(n) || dbRoles[name] != nil {
 		return nil, mongoerr.New(mongoerr.BadValue, "Cannot create roles with the same name as a built-in role")
 	}
-	privV, ok := lookup(body, "privileges")
+	privV, ok := bsonutil.Field(body, "privileges")
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'createRole.privileges' is missing but a required field")
 	}
@@ -138,7 +139,7 @@ func cmdCreateRole(m *Manager, _ Conn, db string, body bson.D) (bson.D, error) {
 	if err := checkPrivilegesStayIn(db, privs); err != nil {
 		return nil, err
 	}
-	rolesV, ok := lookup(body, "roles")
+	rolesV, ok := bsonutil.Field(body, "roles")
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'createRole.roles' is missing but a required field")
 	}
@@ -184,7 +185,7 @@ func cmdRolesInfo(m *Manager, c Conn, db string, body bson.D) (bson.D, error) {
 	}
 	s := sessionOf(c)
 	m.refresh(s)
-	showPrivs, _ := lookup(body, "showPrivileges")
+	showPrivs, _ := bsonutil.Field(body, "showPrivileges")
 	out := bson.A{}
 	for _, n := range names {
 		if err := m.mayView(s, n.DB, "viewRole", hasRole(s.roles, n), body); err != nil {
@@ -209,8 +210,8 @@ func (m *Manager) selectRoles(db string, arg any, body bson.D) ([]RoleName, erro
 	case string:
 		return m.someRoles(RoleName{Role: v, DB: db}), nil
 	case bson.D:
-		r, _ := lookup(v, "role")
-		d, _ := lookup(v, "db")
+		r, _ := bsonutil.Field(v, "role")
+		d, _ := bsonutil.Field(v, "db")
 		return m.someRoles(RoleName{Role: stringOf(r), DB: stringOf(d)}), nil
 	case bson.A:
 		var out []RoleName
@@ -224,7 +225,7 @@ func (m *Manager) selectRoles(db string, arg any, body bson.D) ([]RoleName, erro
 		return out, nil
 	case int32, int64, float64:
 		var out []RoleName
-		if b, _ := lookup(body, "showBuiltinRoles"); b == true {
+		if b, _ := bsonutil.Field(body, "showBuiltinRoles"); b == true {
 			out = builtinRolesOf(db)
 		}
 		for _, r := range m.rolesOf(db) {

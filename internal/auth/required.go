@@ -1,6 +1,10 @@
 package auth
 
-import "go.mongodb.org/mongo-driver/v2/bson"
+import (
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
+)
 
 // actionRootOnly is what a command missing from the table needs: only
 // root and the internal __system user hold it, so a command added without
@@ -129,7 +133,7 @@ func writeNeeds(action string) requirement {
 	return func(db string, body bson.D) []Need {
 		t := nsTarget(db, firstString(body))
 		n := []Need{need(t, action)}
-		if v, _ := lookup(body, "bypassDocumentValidation"); v == true {
+		if v, _ := bsonutil.Field(body, "bypassDocumentValidation"); v == true {
 			n = append(n, need(t, "bypassDocumentValidation"))
 		}
 		return n
@@ -138,11 +142,11 @@ func writeNeeds(action string) requirement {
 
 func updateNeeds(db string, body bson.D) []Need {
 	n := writeNeeds("update")(db, body)
-	updates, _ := lookup(body, "updates")
+	updates, _ := bsonutil.Field(body, "updates")
 	arr, _ := updates.(bson.A)
 	for _, u := range arr {
 		if d, ok := u.(bson.D); ok {
-			if v, _ := lookup(d, "upsert"); v == true {
+			if v, _ := bsonutil.Field(d, "upsert"); v == true {
 				return append(n, need(n[0].Target, "insert"))
 			}
 		}
@@ -153,14 +157,14 @@ func updateNeeds(db string, body bson.D) []Need {
 func findAndModifyNeeds(db string, body bson.D) []Need {
 	t := nsTarget(db, firstString(body))
 	n := []Need{need(t, "find")}
-	if v, _ := lookup(body, "remove"); v == true {
+	if v, _ := bsonutil.Field(body, "remove"); v == true {
 		return append(n, need(t, "remove"))
 	}
 	n = append(n, need(t, "update"))
-	if v, _ := lookup(body, "upsert"); v == true {
+	if v, _ := bsonutil.Field(body, "upsert"); v == true {
 		n = append(n, need(t, "insert"))
 	}
-	if v, _ := lookup(body, "bypassDocumentValidation"); v == true {
+	if v, _ := bsonutil.Field(body, "bypassDocumentValidation"); v == true {
 		n = append(n, need(t, "bypassDocumentValidation"))
 	}
 	return n
@@ -168,7 +172,7 @@ func findAndModifyNeeds(db string, body bson.D) []Need {
 
 func createNeeds(db string, body bson.D) []Need {
 	n := []Need{need(nsTarget(db, firstString(body)), "createCollection")}
-	if src, ok := lookup(body, "viewOn"); ok {
+	if src, ok := bsonutil.Field(body, "viewOn"); ok {
 		s, _ := src.(string)
 		n = append(n, need(nsTarget(db, s), "find"))
 	}
@@ -180,7 +184,7 @@ func createNeeds(db string, body bson.D) []Need {
 // filling the target.
 func renameNeeds(_ string, body bson.D) []Need {
 	fromDB, from := splitNS(firstString(body))
-	to, _ := lookup(body, "to")
+	to, _ := bsonutil.Field(body, "to")
 	toDB, toColl := splitNS(stringOf(to))
 	var n []Need
 	if fromDB == toDB {
@@ -189,7 +193,7 @@ func renameNeeds(_ string, body bson.D) []Need {
 		n = append(needs(nsTarget(fromDB, from), "find", "dropCollection"),
 			needs(nsTarget(toDB, toColl), "insert", "createIndex")...)
 	}
-	if v, _ := lookup(body, "dropTarget"); v == true {
+	if v, _ := bsonutil.Field(body, "dropTarget"); v == true {
 		n = append(n, need(nsTarget(toDB, toColl), "dropCollection"))
 	}
 	return n
@@ -199,8 +203,8 @@ func renameNeeds(_ string, body bson.D) []Need {
 // may list the collections it has privileges on (mongosh's "show
 // collections" asks that way); otherwise listCollections on the database.
 func listCollectionsNeeds(db string, body bson.D) []Need {
-	ac, _ := lookup(body, "authorizedCollections")
-	nameOnly, _ := lookup(body, "nameOnly")
+	ac, _ := bsonutil.Field(body, "authorizedCollections")
+	nameOnly, _ := bsonutil.Field(body, "nameOnly")
 	if ac == true && nameOnly == true {
 		return nil
 	}
@@ -208,7 +212,7 @@ func listCollectionsNeeds(db string, body bson.D) []Need {
 }
 
 func currentOpNeeds(_ string, body bson.D) []Need {
-	if v, _ := lookup(body, "$ownOps"); v == true {
+	if v, _ := bsonutil.Field(body, "$ownOps"); v == true {
 		return nil
 	}
 	return []Need{need(clusterTarget(), "inprog")}
@@ -230,7 +234,7 @@ func aggregateNeeds(db string, body bson.D) []Need {
 	if isColl {
 		n = append(n, need(nsTarget(db, c), "find"))
 	}
-	p, _ := lookup(body, "pipeline")
+	p, _ := bsonutil.Field(body, "pipeline")
 	return append(n, pipelineNeeds(db, c, p)...)
 }
 
@@ -251,15 +255,15 @@ func stageNeeds(db, coll, stage string, spec any) []Need {
 	d, _ := spec.(bson.D)
 	switch stage {
 	case "$lookup", "$graphLookup":
-		from, _ := lookup(d, "from")
-		sub, _ := lookup(d, "pipeline")
+		from, _ := bsonutil.Field(d, "from")
+		sub, _ := bsonutil.Field(d, "pipeline")
 		return append(fromNeeds(db, from), pipelineNeeds(db, stringOf(from), sub)...)
 	case "$unionWith":
 		if s, ok := spec.(string); ok {
 			return []Need{need(nsTarget(db, s), "find")}
 		}
-		other, _ := lookup(d, "coll")
-		sub, _ := lookup(d, "pipeline")
+		other, _ := bsonutil.Field(d, "coll")
+		sub, _ := bsonutil.Field(d, "pipeline")
 		return append(fromNeeds(db, other), pipelineNeeds(db, stringOf(other), sub)...)
 	case "$facet":
 		var n []Need
@@ -287,7 +291,7 @@ func stageNeeds(db, coll, stage string, spec any) []Need {
 // it: the collection, every collection of the database (aggregate: 1),
 // or every collection of every database (allChangesForCluster).
 func changeStreamTarget(db, coll string, spec bson.D) Target {
-	if all, _ := lookup(spec, "allChangesForCluster"); all == true {
+	if all, _ := bsonutil.Field(spec, "allChangesForCluster"); all == true {
 		return Target{}
 	}
 	if coll == "" {
@@ -311,10 +315,10 @@ func outTarget(db string, spec any, dbKey, collKey string) Target {
 		return nsTarget(db, s)
 	}
 	d, _ := spec.(bson.D)
-	if v, ok := lookup(d, dbKey); ok {
+	if v, ok := bsonutil.Field(d, dbKey); ok {
 		db = stringOf(v)
 	}
-	c, _ := lookup(d, collKey)
+	c, _ := bsonutil.Field(d, collKey)
 	return nsTarget(db, stringOf(c))
 }
 
@@ -323,23 +327,23 @@ func mergeTarget(db string, spec any) Target {
 	if !ok {
 		return outTarget(db, spec, "db", "coll")
 	}
-	into, _ := lookup(d, "into")
+	into, _ := bsonutil.Field(d, "into")
 	return outTarget(db, into, "db", "coll")
 }
 
 // bulkWriteNeeds asks, per namespace of nsInfo, the actions its
 // operations take (bulkWrite runs on admin, naming namespaces in full).
 func bulkWriteNeeds(_ string, body bson.D) []Need {
-	v, _ := lookup(body, "nsInfo")
+	v, _ := bsonutil.Field(body, "nsInfo")
 	infos, _ := v.(bson.A)
 	targets := make([]Target, len(infos))
 	for i, x := range infos {
 		d, _ := x.(bson.D)
-		ns, _ := lookup(d, "ns")
+		ns, _ := bsonutil.Field(d, "ns")
 		db, coll := splitNS(stringOf(ns))
 		targets[i] = nsTarget(db, coll)
 	}
-	ops, _ := lookup(body, "ops")
+	ops, _ := bsonutil.Field(body, "ops")
 	arr, _ := ops.(bson.A)
 	var n []Need
 	for _, x := range arr {
@@ -363,7 +367,7 @@ func bulkOpNeeds(t Target, op bson.D) []Need {
 	case "delete":
 		return []Need{need(t, "remove")}
 	case "update":
-		if v, _ := lookup(op, "upsert"); v == true {
+		if v, _ := bsonutil.Field(op, "upsert"); v == true {
 			return needs(t, "update", "insert")
 		}
 		return []Need{need(t, "update")}
@@ -381,13 +385,13 @@ func createRoleNeeds(db string, body bson.D) []Need {
 
 func updateUserNeeds(db string, body bson.D) []Need {
 	var n []Need
-	if _, ok := lookup(body, "pwd"); ok {
+	if _, ok := bsonutil.Field(body, "pwd"); ok {
 		n = append(n, need(dbTarget(db), "changePassword"))
 	}
-	if _, ok := lookup(body, "customData"); ok {
+	if _, ok := bsonutil.Field(body, "customData"); ok {
 		n = append(n, need(dbTarget(db), "changeCustomData"))
 	}
-	if _, ok := lookup(body, "roles"); ok {
+	if _, ok := bsonutil.Field(body, "roles"); ok {
 		n = append(n, rolesNeeds("grantRole", "roles")(db, body)...)
 		n = append(n, rolesNeeds("revokeRole", "roles")(db, body)...)
 	}
@@ -404,7 +408,7 @@ func updateRoleNeeds(db string, body bson.D) []Need {
 // rolesNeeds asks action on the database of every role named in field.
 func rolesNeeds(action, field string) requirement {
 	return func(db string, body bson.D) []Need {
-		v, _ := lookup(body, field)
+		v, _ := bsonutil.Field(body, field)
 		roles, _ := parseRoleList(v, db)
 		var n []Need
 		for _, r := range roles {

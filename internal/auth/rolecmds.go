@@ -3,6 +3,7 @@ package auth
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
@@ -66,8 +67,8 @@ func cmdUpdateRole(m *Manager, _ Conn, db string, body bson.D) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	privV, hasPrivs := lookup(body, "privileges")
-	rolesV, hasRoles := lookup(body, "roles")
+	privV, hasPrivs := bsonutil.Field(body, "privileges")
+	rolesV, hasRoles := bsonutil.Field(body, "roles")
 	if !hasPrivs && !hasRoles {
 		return nil, mongoerr.New(mongoerr.BadValue, "Must specify at least one field to update in updateRole")
 	}
@@ -125,7 +126,7 @@ func (m *Manager) changePrivileges(cmd, db string, body bson.D, apply func(*Role
 	if err != nil {
 		return nil, err
 	}
-	v, ok := lookup(body, "privileges")
+	v, ok := bsonutil.Field(body, "privileges")
 	if !ok {
 		return nil, mongoerr.Newf(mongoerr.Location40414, "BSON field '%s.privileges' is missing but a required field", cmd)
 	}
@@ -157,7 +158,7 @@ func (m *Manager) changeInherited(cmd, db string, body bson.D, apply func([]Role
 	if err != nil {
 		return nil, err
 	}
-	v, ok := lookup(body, "roles")
+	v, ok := bsonutil.Field(body, "roles")
 	if !ok {
 		return nil, mongoerr.Newf(mongoerr.Location40414, "BSON field '%s.roles' is missing but a required field", cmd)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 
 	"github.com/xdg-go/scram"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -31,7 +32,7 @@ var errAuthFailed = mongoerr.New(mongoerr.AuthenticationFailed, "Authentication 
 // saslStart begins a conversation: it parses the client's first message
 // and answers with the salt and iteration count.
 func (m *Manager) saslStart(c Conn, db string, body bson.D) (bson.D, error) {
-	mechV, _ := lookup(body, "mechanism")
+	mechV, _ := bsonutil.Field(body, "mechanism")
 	mech, ok := mechV.(string)
 	if !ok {
 		return nil, mongoerr.New(mongoerr.BadValue, "BSON field 'saslStart.mechanism' is missing but a required field")
@@ -86,7 +87,7 @@ func (m *Manager) saslContinue(c Conn, body bson.D) (bson.D, error) {
 	if conv == nil {
 		return nil, mongoerr.New(mongoerr.ProtocolError, "No SASL session state found")
 	}
-	if id, _ := lookup(body, "conversationId"); !sameConversation(id) {
+	if id, _ := bsonutil.Field(body, "conversationId"); !sameConversation(id) {
 		s.conv = nil
 		return nil, mongoerr.New(mongoerr.ProtocolError, "sasl: Mismatched conversation id")
 	}
@@ -156,7 +157,7 @@ func sameConversation(v any) bool {
 // payloadOf takes the payload as BinData or, as mongod also accepts, a
 // base64 string.
 func payloadOf(body bson.D) ([]byte, error) {
-	v, ok := lookup(body, "payload")
+	v, ok := bsonutil.Field(body, "payload")
 	if !ok {
 		return nil, mongoerr.New(mongoerr.BadValue, "BSON field 'payload' is missing but a required field")
 	}
@@ -174,9 +175,9 @@ func payloadOf(body bson.D) ([]byte, error) {
 }
 
 func skipEmptyExchange(body bson.D) bool {
-	opts, _ := lookup(body, "options")
+	opts, _ := bsonutil.Field(body, "options")
 	d, _ := opts.(bson.D)
-	v, _ := lookup(d, "skipEmptyExchange")
+	v, _ := bsonutil.Field(d, "skipEmptyExchange")
 	return v == true
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
@@ -45,7 +46,7 @@ func (m *Manager) Run(c Conn, db, name string, body bson.D) (bson.D, error) {
 }
 
 func cmdAuthenticate(m *Manager, c Conn, db string, body bson.D) (bson.D, error) {
-	mech, _ := lookup(body, "mechanism")
+	mech, _ := bsonutil.Field(body, "mechanism")
 	if mech != MechX509 {
 		return nil, mongoerr.Newf(mongoerr.MechanismUnavailable,
 			"Received authentication for mechanism %v which is unknown or not enabled", mech)
@@ -68,7 +69,7 @@ func cmdConnectionStatus(m *Manager, c Conn, _ string, body bson.D) (bson.D, err
 		roles = roleDocs(s.roles)
 	}
 	info := bson.D{{Key: "authenticatedUsers", Value: users}, {Key: "authenticatedUserRoles", Value: roles}}
-	if v, _ := lookup(body, "showPrivileges"); v == true {
+	if v, _ := bsonutil.Field(body, "showPrivileges"); v == true {
 		info = append(info, bson.E{Key: "authenticatedUserPrivileges", Value: privilegeDocs(s.privileges)})
 	}
 	return bson.D{{Key: "authInfo", Value: info}}, nil
@@ -92,7 +93,7 @@ func cmdCreateUser(m *Manager, c Conn, db string, body bson.D) (bson.D, error) {
 	if db == "local" {
 		return nil, mongoerr.New(mongoerr.BadValue, "Cannot create users in the local database")
 	}
-	rolesV, ok := lookup(body, "roles")
+	rolesV, ok := bsonutil.Field(body, "roles")
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'createUser.roles' is missing but a required field")
 	}
@@ -108,7 +109,7 @@ func cmdCreateUser(m *Manager, c Conn, db string, body bson.D) (bson.D, error) {
 		return nil, mongoerr.Newf(mongoerr.Location51003, "User \"%s\" already exists", n)
 	}
 	u := &User{Name: n, UserID: newUUID(), Roles: roles, Credentials: creds}
-	if cd, ok := lookup(body, "customData"); ok {
+	if cd, ok := bsonutil.Field(body, "customData"); ok {
 		if u.CustomData, ok = cd.(bson.D); !ok {
 			return nil, mongoerr.New(mongoerr.BadValue, "\"customData\" must be an object")
 		}
@@ -142,7 +143,7 @@ func newUserCredentials(n UserName, body bson.D) (Credentials, error) {
 // digestPassword; nil without pwd. keep are the mechanisms to keep when
 // none are named (updateUser keeps the user's).
 func credentialsArg(n UserName, body bson.D, keep []string) (Credentials, error) {
-	pwdV, ok := lookup(body, "pwd")
+	pwdV, ok := bsonutil.Field(body, "pwd")
 	if !ok {
 		return nil, nil
 	}
@@ -154,14 +155,14 @@ func credentialsArg(n UserName, body bson.D, keep []string) (Credentials, error)
 		return nil, mongoerr.New(mongoerr.BadValue, "User passwords must not be empty")
 	}
 	mechs := keep
-	if v, ok := lookup(body, "mechanisms"); ok {
+	if v, ok := bsonutil.Field(body, "mechanisms"); ok {
 		var err error
 		if mechs, err = mechanismsArg(v); err != nil {
 			return nil, err
 		}
 	}
 	digested := false
-	if v, ok := lookup(body, "digestPassword"); ok && v == false {
+	if v, ok := bsonutil.Field(body, "digestPassword"); ok && v == false {
 		digested = true
 		if len(mechs) == 0 || slices.Contains(mechs, MechSHA256) {
 			return nil, mongoerr.New(mongoerr.BadValue, "Use of SCRAM-SHA-256 requires undigested passwords")
@@ -219,10 +220,10 @@ func cmdUpdateUser(m *Manager, _ Conn, db string, body bson.D) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, hasPwd := lookup(body, "pwd")
-	rolesV, hasRoles := lookup(body, "roles")
-	cd, hasCD := lookup(body, "customData")
-	_, hasMechs := lookup(body, "mechanisms")
+	_, hasPwd := bsonutil.Field(body, "pwd")
+	rolesV, hasRoles := bsonutil.Field(body, "roles")
+	cd, hasCD := bsonutil.Field(body, "customData")
+	_, hasMechs := bsonutil.Field(body, "mechanisms")
 	if !hasPwd && !hasRoles && !hasCD && !hasMechs {
 		return nil, mongoerr.New(mongoerr.BadValue, "Must specify at least one field to update in updateUser")
 	}
@@ -303,7 +304,7 @@ func (m *Manager) changeRoles(db, cmd string, body bson.D, apply func([]RoleName
 	if err != nil {
 		return nil, err
 	}
-	rolesV, ok := lookup(body, "roles")
+	rolesV, ok := bsonutil.Field(body, "roles")
 	if !ok {
 		return nil, mongoerr.Newf(mongoerr.Location40414, "BSON field '%s.roles' is missing but a required field", cmd)
 	}

@@ -5,17 +5,9 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
-
-func lookup(d bson.D, key string) (any, bool) {
-	for _, e := range d {
-		if e.Key == key {
-			return e.Value, true
-		}
-	}
-	return nil, false
-}
 
 func firstString(body bson.D) string {
 	if len(body) == 0 {
@@ -47,8 +39,8 @@ func parseRoleList(v any, db string) ([]RoleName, error) {
 		case string:
 			out = append(out, RoleName{Role: r, DB: db})
 		case bson.D:
-			name, _ := lookup(r, "role")
-			rdb, _ := lookup(r, "db")
+			name, _ := bsonutil.Field(r, "role")
+			rdb, _ := bsonutil.Field(r, "db")
 			rn, okN := name.(string)
 			rd, okD := rdb.(string)
 			if !okN || !okD {

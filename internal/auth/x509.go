@@ -2,6 +2,7 @@ package auth
 
 import (
 	"crypto/x509"
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -37,7 +38,7 @@ func (m *Manager) authenticateX509(c Conn, db string, body bson.D) (bson.D, erro
 		return nil, mongoerr.New(mongoerr.AuthenticationFailed, "No verified subject name available from client")
 	}
 	subject := cert.Subject.String()
-	if u, ok := lookup(body, "user"); ok && stringOf(u) != subject {
+	if u, ok := bsonutil.Field(body, "user"); ok && stringOf(u) != subject {
 		m.log.Info("Authentication failed", "user", stringOf(u), "db", db, "mechanism", MechX509,
 			"remote", c.RemoteAddr(), "reason", "user differs from the certificate's subject")
 		return nil, mongoerr.New(mongoerr.AuthenticationFailed, "There is no x.509 client certificate matching the user.")

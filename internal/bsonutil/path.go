@@ -297,3 +297,14 @@ func asArray(v any) (bson.A, bool) {
 	}
 	return nil, false
 }
+
+// Field returns the value of d's first field named key (no dotted path:
+// see LookupPath), and whether there is one.
+func Field(d bson.D, key string) (any, bool) {
+	for _, e := range d {
+		if e.Key == key {
+			return e.Value, true
+		}
+	}
+	return nil, false
+}

@@ -7,6 +7,8 @@ package catalog
 
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 )
 
 // IDIndexName is the name of the index every collection has on _id.
@@ -73,7 +75,7 @@ func (ix *Index) IsID() bool { return ix.Name == IDIndexName }
 
 // KeyPattern returns the key document of the index spec.
 func (ix *Index) KeyPattern() bson.D {
-	if v, ok := lookup(ix.Spec, "key"); ok {
+	if v, ok := bsonutil.Field(ix.Spec, "key"); ok {
 		if d, ok := v.(bson.D); ok {
 			return d
 		}
@@ -127,13 +129,4 @@ func (c *Collection) Clone() *Collection {
 	n := *c
 	n.Indexes = append([]Index(nil), c.Indexes...)
 	return &n
-}
-
-func lookup(d bson.D, key string) (any, bool) {
-	for _, e := range d {
-		if e.Key == key {
-			return e.Value, true
-		}
-	}
-	return nil, false
 }

@@ -1,6 +1,10 @@
 package catalog
 
-import "go.mongodb.org/mongo-driver/v2/bson"
+import (
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
+)
 
 // ClusteredIndexOption and ExpireAfterOption are the create and collMod
 // options of a clustered collection, as listCollections shows them.
@@ -33,7 +37,7 @@ func (c *Collection) ClusteredSpec() bson.D {
 	if !c.Clustered {
 		return nil
 	}
-	if v, ok := lookup(c.Options, ClusteredIndexOption); ok {
+	if v, ok := bsonutil.Field(c.Options, ClusteredIndexOption); ok {
 		if d, ok := v.(bson.D); ok {
 			return d
 		}

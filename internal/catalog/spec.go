@@ -72,7 +72,7 @@ func ParseIndexSpec(spec bson.D) (*Index, error) {
 }
 
 func specKey(spec bson.D) (bson.D, error) {
-	v, ok := lookup(spec, "key")
+	v, ok := bsonutil.Field(spec, "key")
 	if !ok {
 		return nil, mongoerr.Newf(mongoerr.FailedToParse, "Error in specification %s :: caused by :: The 'key' field is a required property of an index specification", bsonutil.Format(spec))
 	}
@@ -144,7 +144,7 @@ func unsupportedPlugin(name string, spec bson.D) error {
 }
 
 func specName(spec bson.D) (string, error) {
-	v, ok := lookup(spec, "name")
+	v, ok := bsonutil.Field(spec, "name")
 	if !ok {
 		// Drivers and shells always send one; mongod refuses a spec
 		// without it rather than making one up.

@@ -386,7 +386,7 @@ func (s *Schema) objectFailures(d bson.D) bson.A {
 func missingProperties(d bson.D, required []string) bson.A {
 	out := bson.A{}
 	for _, r := range required {
-		if _, ok := lookup(d, r); !ok {
+		if _, ok := bsonutil.Field(d, r); !ok {
 			out = append(out, r)
 		}
 	}
@@ -396,7 +396,7 @@ func missingProperties(d bson.D, required []string) bson.A {
 func (s *Schema) propertyFailures(d bson.D) bson.A {
 	out := bson.A{}
 	for _, p := range s.properties {
-		v, ok := lookup(d, p.name)
+		v, ok := bsonutil.Field(d, p.name)
 		if !ok {
 			continue
 		}
@@ -515,13 +515,4 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-func lookup(d bson.D, key string) (any, bool) {
-	for _, e := range d {
-		if e.Key == key {
-			return e.Value, true
-		}
-	}
-	return nil, false
 }

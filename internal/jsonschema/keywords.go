@@ -4,6 +4,8 @@ import (
 	"regexp"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 )
 
 // The keywords below are the structural ones MongoDB implements beyond
@@ -160,7 +162,7 @@ func (s *Schema) allowedPropertyFailures(d bson.D) bson.A {
 	}
 	if s.additionalSchema != nil {
 		for _, name := range extra {
-			v, _ := lookup(d, name.(string))
+			v, _ := bsonutil.Field(d, name.(string))
 			if f := s.additionalSchema.Failures(v); len(f) > 0 {
 				out = append(out, bson.D{{Key: "operatorName", Value: "additionalProperties"},
 					{Key: "reason", Value: "at least one additional property did not match the subschema"},
@@ -196,7 +198,7 @@ func (s *Schema) patternFailures(d bson.D) bson.A {
 func (s *Schema) dependencyFailures(d bson.D) bson.A {
 	failed := bson.A{}
 	for _, dep := range s.deps {
-		if _, ok := lookup(d, dep.prop); !ok {
+		if _, ok := bsonutil.Field(d, dep.prop); !ok {
 			continue
 		}
 		if dep.schema != nil {

@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/wire"
 )
@@ -32,7 +33,7 @@ func (c *Conn) command(msg *wire.Message) (*Command, bson.D) {
 
 // setDB takes the database from the required $db field.
 func setDB(cmd *Command) bson.D {
-	v, ok := lookup(cmd.Body, "$db")
+	v, ok := bsonutil.Field(cmd.Body, "$db")
 	if !ok {
 		return mongoerr.Reply(mongoerr.New(mongoerr.Location40571, "OP_MSG requests require a $db argument"))
 	}
@@ -58,10 +59,10 @@ func legacyCommand(cmd *Command, q *wire.QueryFields) bson.D {
 		return unsupportedOpQuery(cmd.Name)
 	}
 	cmd.DB = db
-	if _, ok := lookup(cmd.Body, "$db"); !ok {
+	if _, ok := bsonutil.Field(cmd.Body, "$db"); !ok {
 		cmd.Body = append(cmd.Body, bson.E{Key: "$db", Value: db})
 	}
-	if _, ok := lookup(cmd.Body, "$readPreference"); !ok && q.ReadPreference.Type == bson.TypeEmbeddedDocument {
+	if _, ok := bsonutil.Field(cmd.Body, "$readPreference"); !ok && q.ReadPreference.Type == bson.TypeEmbeddedDocument {
 		var rp bson.D
 		if err := q.ReadPreference.Unmarshal(&rp); err != nil {
 			return mongoerr.Reply(mongoerr.Newf(mongoerr.InvalidBSON, "invalid $readPreference: %v", err))
@@ -86,15 +87,6 @@ func unsupportedOpQuery(name string) bson.D {
 	return mongoerr.Reply(mongoerr.Newf(mongoerr.UnsupportedOpQueryCommand,
 		"Unsupported OP_QUERY command: %s. The client driver may require an upgrade. "+
 			"For more details see https://dochub.mongodb.org/core/legacy-opcode-removal", name))
-}
-
-func lookup(d bson.D, key string) (any, bool) {
-	for _, e := range d {
-		if e.Key == key {
-			return e.Value, true
-		}
-	}
-	return nil, false
 }
 
 // typeName names v's BSON type the way MongoDB error messages do.

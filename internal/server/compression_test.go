@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/wire"
 )
 
@@ -23,7 +24,7 @@ func helloWith(t *testing.T, c *rawClient, names ...string) []string {
 	}
 	wantOK(t, r.doc)
 	var kept []string
-	if v, ok := lookup(r.doc, "compression"); ok {
+	if v, ok := bsonutil.Field(r.doc, "compression"); ok {
 		for _, n := range v.(bson.A) {
 			kept = append(kept, n.(string))
 		}

@@ -3,6 +3,7 @@ package server
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/wire"
 )
 
@@ -23,8 +24,8 @@ func streams(msg *wire.Message, cmd *Command) bool {
 	default:
 		return false
 	}
-	_, tv := lookup(cmd.Body, "topologyVersion")
-	_, wait := lookup(cmd.Body, "maxAwaitTimeMS")
+	_, tv := bsonutil.Field(cmd.Body, "topologyVersion")
+	_, wait := bsonutil.Field(cmd.Body, "maxAwaitTimeMS")
 	return tv && wait
 }
 
@@ -35,7 +36,7 @@ func (c *Conn) stream(msg *wire.Message, cmd *Command) bool {
 	responseTo := msg.Header.RequestID
 	for {
 		reply := c.call(cmd)
-		tv, ok := lookup(reply, "topologyVersion")
+		tv, ok := bsonutil.Field(reply, "topologyVersion")
 		if !ok || c.srv.shutdown.Load() {
 			return c.send(msg.OpCode, responseTo, cmd.Name, reply)
 		}

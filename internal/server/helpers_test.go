@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"io"
 	"log/slog"
 	"net"
@@ -84,7 +85,7 @@ func hello(c *Conn, cmd *Command) bson.D {
 		key = "isWritablePrimary"
 	}
 	var r bson.D
-	if _, ok := lookup(cmd.Body, "helloOk"); ok {
+	if _, ok := bsonutil.Field(cmd.Body, "helloOk"); ok {
 		r = append(r, bson.E{Key: "helloOk", Value: true})
 	}
 	r = append(r,
@@ -99,7 +100,7 @@ func hello(c *Conn, cmd *Command) bson.D {
 		bson.E{Key: "maxWireVersion", Value: int32(25)},
 		bson.E{Key: "readOnly", Value: false},
 	)
-	if v, ok := lookup(cmd.Body, "compression"); ok {
+	if v, ok := bsonutil.Field(cmd.Body, "compression"); ok {
 		var names []string
 		for _, n := range v.(bson.A) {
 			names = append(names, n.(string))
@@ -302,7 +303,7 @@ func (c *rawClient) expectClosed(timeout time.Duration) {
 }
 
 func field(d bson.D, key string) any {
-	v, _ := lookup(d, key)
+	v, _ := bsonutil.Field(d, key)
 	return v
 }
 
