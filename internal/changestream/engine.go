@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mayflydb/mayfly/internal/clock"
+	"github.com/mayflydb/mayfly/internal/keyspace"
 	"github.com/mayflydb/mayfly/internal/storage"
 )
 
@@ -23,11 +24,8 @@ type EventBatch interface {
 	RecordsEvents() bool
 }
 
-// RecordingTag is the first byte of the key that marks a standalone
-// store whose change log is on (docs/design/0001 lists the tags).
-const RecordingTag = 'E'
-
-var recordingKey = []byte{RecordingTag}
+// recordingKey marks a standalone store whose change log is on.
+var recordingKey = keyspace.Recording.Start()
 
 // recordWait bounds how long Record waits for writes begun before it.
 const recordWait = 10 * time.Second

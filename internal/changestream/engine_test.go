@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mayflydb/mayfly/internal/clock"
+	"github.com/mayflydb/mayfly/internal/keyspace"
 	"github.com/mayflydb/mayfly/internal/storage"
 	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
 )
@@ -264,7 +265,7 @@ func TestEngineRecordRace(t *testing.T) {
 	defer base.Close()
 	held, release := make(chan struct{}), make(chan struct{})
 	gated := &gatedEngine{Engine: base, before: func(tag []byte) error {
-		if len(tag) == 1 && tag[0] == RecordingTag {
+		if len(tag) == 1 && tag[0] == byte(keyspace.Recording) {
 			select {
 			case <-held:
 			default:

@@ -5,11 +5,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"math"
+
+	"github.com/mayflydb/mayfly/internal/keyspace"
 )
 
-// Tag is the first byte of every change log key (docs/design/0001 lists
-// the key space's tags).
-const Tag = 'e'
+// tag is the first byte of every change log key.
+const tag = byte(keyspace.Events)
 
 // Timestamp is MongoDB's (seconds, increment) cluster time.
 type Timestamp struct{ T, I uint32 }
@@ -44,7 +45,7 @@ func Key(p Position) []byte {
 
 // AppendKey appends p's key to dst.
 func AppendKey(dst []byte, p Position) []byte {
-	dst = append(dst, Tag)
+	dst = append(dst, tag)
 	dst = binary.BigEndian.AppendUint32(dst, p.TS.T)
 	dst = binary.BigEndian.AppendUint32(dst, p.TS.I)
 	return binary.BigEndian.AppendUint32(dst, p.Index)
@@ -52,7 +53,7 @@ func AppendKey(dst []byte, p Position) []byte {
 
 // keyPosition decodes a change log key.
 func keyPosition(k []byte) (Position, bool) {
-	if len(k) != keyLen || k[0] != Tag {
+	if len(k) != keyLen || k[0] != tag {
 		return Position{}, false
 	}
 	return Position{
@@ -72,8 +73,8 @@ var recordsStart = append(Key(Position{}), 0)
 // LogStart and LogEnd bound the change log's key space (the trim mark
 // included).
 var (
-	LogStart = []byte{Tag}
-	LogEnd   = []byte{Tag + 1}
+	LogStart = keyspace.Events.Start()
+	LogEnd   = keyspace.Events.End()
 )
 
 // Record values are wallMillis(8) followed by the encoded event.

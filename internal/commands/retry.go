@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/keyspace"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/storage"
 )
@@ -30,7 +31,7 @@ import (
 // every new iterator then fragments again), and a session's records all
 // go once it has not written for sessionLifetime (SweepSessions, on the
 // primary).
-const tagSession = 's'
+const tagSession = byte(keyspace.Session)
 
 // retryTxn is one retryable write command's session and txnNumber.
 type retryTxn struct {

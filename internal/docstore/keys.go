@@ -1,14 +1,13 @@
 package docstore
 
-import "encoding/binary"
+import (
+	"encoding/binary"
 
-// Key space. Every key starts with one tag byte:
-//
-//	'c' db 0x00 coll          → catalog.Collection (BSON)
-//	'n'                       → next collection ID (8 bytes, big-endian)
-//	'd' collID(8) keyenc(_id) → the document (BSON)
-//	'i' collID(8) ixID(4) keyenc(key…) keyenc(_id) → keyenc(_id)
-//	'w' collID(8) ixID(4)     → expiry warnings sent up to (warn.go)
+	"github.com/mayflydb/mayfly/internal/keyspace"
+)
+
+// Key space: docstore owns the catalog, next-ID, document, index and
+// warned tags (internal/keyspace lists every tag with its layout).
 //
 // The _id index has no entries of its own: the document keys are that
 // index. The catalog always lists _id_ first.
@@ -17,11 +16,11 @@ import "encoding/binary"
 // non-unique index never collide and an index scan yields document keys
 // without a second lookup.
 const (
-	tagCatalog  = 'c'
-	tagNextID   = 'n'
-	tagDocument = 'd'
-	tagIndex    = 'i'
-	tagWarned   = 'w'
+	tagCatalog  = byte(keyspace.Catalog)
+	tagNextID   = byte(keyspace.NextID)
+	tagDocument = byte(keyspace.Document)
+	tagIndex    = byte(keyspace.Index)
+	tagWarned   = byte(keyspace.Warned)
 )
 
 func catalogKey(db, coll string) []byte {

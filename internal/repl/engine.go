@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mayflydb/mayfly/internal/changestream"
+	"github.com/mayflydb/mayfly/internal/keyspace"
 	"github.com/mayflydb/mayfly/internal/storage"
 )
 
@@ -85,7 +86,8 @@ func (b *batch) DeleteRange(start, end []byte) error {
 	return b.inner.DeleteRange(start, end)
 }
 
-// note marks a batch that touches the catalog: keys tagged 'c' or 'n'.
+// note marks a batch that touches the catalog: keys under a tag that
+// keyspace marks as defining collections.
 func (b *batch) note(start, end []byte) {
 	if b.catalog {
 		return
@@ -98,10 +100,8 @@ func (b *batch) note(start, end []byte) {
 	if len(end) > 0 {
 		hi = end[0]
 	}
-	b.catalog = overlaps(lo, hi, 'c') || overlaps(lo, hi, 'n')
+	b.catalog = keyspace.CatalogWithin(lo, hi)
 }
-
-func overlaps(lo, hi, tag byte) bool { return lo <= tag && tag <= hi }
 
 // NoteCounts implements the docstore's counting hook: the collection's
 // document count and size change by docs and bytes.

@@ -10,11 +10,12 @@ import (
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/mayflydb/mayfly/internal/keyspace"
 	"github.com/mayflydb/mayfly/internal/storage"
 )
 
 // Raft state lives in the same engine as the documents, under the tag 'r'
-// (docstore uses 'c', 'n', 'd' and 'i'; sessions use 's'):
+// (internal/keyspace lists every tag):
 //
 //	'r' 'h'            → raft HardState (protobuf)
 //	'r' 'm'            → the log's compaction point: SnapshotMetadata (protobuf)
@@ -23,7 +24,7 @@ import (
 //	'r' 'i'            → this member's raft ID (8 bytes)
 //	'r' 'c'            → the replica set config (BSON), as last applied
 //	'r' 'x'            → present while a snapshot is being installed
-const tagRaft = 'r'
+const tagRaft = byte(keyspace.Raft)
 
 var (
 	hardStateKey  = []byte{tagRaft, 'h'}

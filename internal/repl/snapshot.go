@@ -6,6 +6,7 @@ import (
 	pb "go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/mayflydb/mayfly/internal/keyspace"
 	"github.com/mayflydb/mayfly/internal/storage"
 )
 
@@ -15,7 +16,7 @@ import (
 // tag 'z'; when raft accepts the snapshot, the staged keys replace the
 // member's data in one swap, restarted after a crash (the 'r' 'x' marker)
 // until it is done.
-const tagStaged = 'z'
+const tagStaged = byte(keyspace.Staged)
 
 // dataRanges are the key ranges a snapshot carries: everything but raft's
 // own state and the staging area, plus the replica set config.

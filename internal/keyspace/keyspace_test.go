@@ -1,0 +1,42 @@
+package keyspace
+
+import "testing"
+
+// TestTagsAreDistinct: no two owners share a tag, the list is in byte
+// order, and every tag names its owner.
+func TestTagsAreDistinct(t *testing.T) {
+	seen := map[Tag]string{}
+	var prev Tag
+	for i, e := range All() {
+		if owner, dup := seen[e.Tag]; dup {
+			t.Errorf("tag %q is both %s's and %s's", e.Tag, owner, e.Owner)
+		}
+		seen[e.Tag] = e.Owner
+		if i > 0 && e.Tag <= prev {
+			t.Errorf("tag %q is listed after %q", e.Tag, prev)
+		}
+		if e.Owner == "" || e.Name == "" {
+			t.Errorf("tag %q has no owner or name", e.Tag)
+		}
+		prev = e.Tag
+	}
+	if len(seen) != 10 {
+		t.Errorf("%d tags declared; a new tag needs a row in All", len(seen))
+	}
+}
+
+// TestCatalogWithin: a range reaches the catalog exactly when it covers a
+// tag that defines collections.
+func TestCatalogWithin(t *testing.T) {
+	for lo := 0; lo < 256; lo++ {
+		for hi := lo; hi < 256; hi++ {
+			want := false
+			for _, e := range All() {
+				want = want || e.Tag.DefinesCatalog() && lo <= int(e.Tag) && int(e.Tag) <= hi
+			}
+			if got := CatalogWithin(byte(lo), byte(hi)); got != want {
+				t.Fatalf("CatalogWithin(%d, %d) = %v", lo, hi, got)
+			}
+		}
+	}
+}
