@@ -63,14 +63,33 @@ type CountDelta struct {
 	Bytes  int64
 }
 
-const entryHeader = 1 + 8 + 8 + 8 + 1
+// An encoded entry starts with a fixed header: kind(1) proposal(8)
+// ts.T(4) ts.I(4) wall(8) flags(1); the offsets name each field.
+const (
+	offKind     = 0
+	offProposal = 1
+	offTS       = 9
+	offTSInc    = 13
+	offWall     = 17
+	offFlags    = 25
+	entryHeader = offFlags + 1
+)
+
+// headerOf reads an encoded entry's kind and flags without decoding it;
+// ok is false for data too short to hold a header.
+func headerOf(b []byte) (kind entryKind, flags byte, ok bool) {
+	if len(b) < entryHeader {
+		return 0, 0, false
+	}
+	return entryKind(b[offKind]), b[offFlags], true
+}
 
 func (e *entry) encode() []byte {
 	b := make([]byte, entryHeader, entryHeader+8+len(e.deltas)*12+len(e.payload))
-	b[0] = byte(e.kind)
-	binary.BigEndian.PutUint64(b[1:], e.proposal)
+	b[offKind] = byte(e.kind)
+	binary.BigEndian.PutUint64(b[offProposal:], e.proposal)
 	putStamp(b, e.ts, e.wall)
-	b[25] = e.flags
+	b[offFlags] = e.flags
 	b = binary.AppendUvarint(b, uint64(len(e.deltas)))
 	for _, d := range e.deltas {
 		b = binary.AppendUvarint(b, d.CollID)
@@ -90,9 +109,9 @@ func (e *entry) encode() []byte {
 // putStamp writes ts and wall into an encoded entry: the node stamps each
 // proposal as it hands it to raft, so stamps grow in log order.
 func putStamp(b []byte, ts changestream.Timestamp, wall int64) {
-	binary.BigEndian.PutUint32(b[9:], ts.T)
-	binary.BigEndian.PutUint32(b[13:], ts.I)
-	binary.BigEndian.PutUint64(b[17:], uint64(wall))
+	binary.BigEndian.PutUint32(b[offTS:], ts.T)
+	binary.BigEndian.PutUint32(b[offTSInc:], ts.I)
+	binary.BigEndian.PutUint64(b[offWall:], uint64(wall))
 }
 
 var errShortEntry = errors.New("repl: log entry too short")
@@ -102,11 +121,11 @@ func decodeEntry(b []byte) (*entry, error) {
 		return nil, errShortEntry
 	}
 	e := &entry{
-		kind:     entryKind(b[0]),
-		proposal: binary.BigEndian.Uint64(b[1:]),
-		ts:       changestream.Timestamp{T: binary.BigEndian.Uint32(b[9:]), I: binary.BigEndian.Uint32(b[13:])},
-		wall:     int64(binary.BigEndian.Uint64(b[17:])),
-		flags:    b[25],
+		kind:     entryKind(b[offKind]),
+		proposal: binary.BigEndian.Uint64(b[offProposal:]),
+		ts:       changestream.Timestamp{T: binary.BigEndian.Uint32(b[offTS:]), I: binary.BigEndian.Uint32(b[offTSInc:])},
+		wall:     int64(binary.BigEndian.Uint64(b[offWall:])),
+		flags:    b[offFlags],
 	}
 	rest := b[entryHeader:]
 	n, k := binary.Uvarint(rest)

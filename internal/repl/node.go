@@ -634,14 +634,14 @@ func groupEnd(ents []*pb.Entry) int {
 		if e.GetType() != pb.EntryNormal {
 			return i + 1
 		}
-		d := e.GetData()
-		if len(d) <= 25 {
+		kind, flags, ok := headerOf(e.GetData())
+		if !ok {
 			continue
 		}
-		if d[25]&flagExpiry != 0 && i > 0 {
+		if flags&flagExpiry != 0 && i > 0 {
 			return i
 		}
-		if entryKind(d[0]) != kindWrite || d[25]&flagCatalog != 0 {
+		if kind != kindWrite || flags&flagCatalog != 0 {
 			return i + 1
 		}
 	}
