@@ -98,14 +98,16 @@ func NewReader(src io.Reader, codec *Codec) *Reader {
 }
 
 // Release drops buffers that a big message left behind, so that a
-// connection waiting for its next request does not keep them: a small
-// compressed message may inflate to tens of megabytes. The last Message
-// read is invalid afterwards.
-func (r *Reader) Release() {
+// connection waiting for its next request keeps at most 2*smallBuffer: a
+// small compressed message may inflate to tens of megabytes. It returns how
+// many bytes it dropped. The last Message read is invalid afterwards.
+func (r *Reader) Release() (dropped int) {
 	if cap(r.buf) > smallBuffer {
+		dropped += cap(r.buf)
 		r.buf = nil
 	}
 	if cap(r.dbuf) > smallBuffer {
+		dropped += cap(r.dbuf)
 		r.dbuf = nil
 	}
 	// The decoded views alias the buffers; kept, they would pin them.
@@ -115,7 +117,11 @@ func (r *Reader) Release() {
 		clear(seq.Docs[:cap(seq.Docs)])
 		seq.Docs = seq.Docs[:0]
 	}
+	return dropped
 }
+
+// Held returns the bytes of buffer the Reader holds.
+func (r *Reader) Held() int { return cap(r.buf) + cap(r.dbuf) }
 
 // ReadMessage reads one message with a fresh Reader; convenient for tests
 // and one-off use. codec may be nil.

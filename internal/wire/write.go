@@ -246,6 +246,30 @@ func (w *Writer) encodeValue(doc any) error {
 	return nil
 }
 
+// Release drops reply buffers above smallBuffer, so that a connection
+// waiting for its next request does not keep the memory of a big reply,
+// and returns how many bytes it dropped. Between the replies of one
+// stream the buffers are kept.
+func (w *Writer) Release() (dropped int) {
+	if cap(w.buf) > smallBuffer {
+		dropped += cap(w.buf)
+		w.buf = nil
+	}
+	if cap(w.cbuf) > smallBuffer {
+		dropped += cap(w.cbuf)
+		w.cbuf = nil
+	}
+	if w.encMax > smallBuffer {
+		dropped += w.encMax
+		w.enc, w.encMax = nil, 0
+	}
+	return dropped
+}
+
+// Held returns the bytes of buffer the Writer holds, its encoder's
+// estimated by the largest document it encoded.
+func (w *Writer) Held() int { return cap(w.buf) + cap(w.cbuf) + w.encMax }
+
 func (w *Writer) flush(msg []byte) error {
 	_, err := w.dst.Write(msg)
 	if cap(w.buf) > bigBuffer {
