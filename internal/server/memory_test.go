@@ -14,13 +14,15 @@ func TestMemoryReturnerCoalesces(t *testing.T) {
 	frees := 0
 	m.after = func(d time.Duration, f func()) { delays, scheduled = append(delays, d), append(scheduled, f) }
 	m.free = func() { frees++ }
+	heap := int64(0)
+	m.heap = func() int64 { return heap }
 
-	m.dropped(bigRelease - 1)
+	m.released(bigRelease-1, false)
 	if len(scheduled) != 0 {
 		t.Fatalf("a %d-byte drop scheduled a return", bigRelease-1)
 	}
-	m.dropped(bigRelease)
-	m.dropped(10 * bigRelease)
+	m.released(bigRelease, false)
+	m.released(10*bigRelease, false)
 	if len(scheduled) != 1 || delays[0] != returnInterval {
 		t.Fatalf("two big drops scheduled %d returns (delays %v), want 1 after %v", len(scheduled), delays, returnInterval)
 	}
@@ -28,9 +30,40 @@ func TestMemoryReturnerCoalesces(t *testing.T) {
 	if frees != 1 {
 		t.Fatalf("%d returns ran, want 1", frees)
 	}
-	m.dropped(bigRelease)
+	m.released(bigRelease, false)
 	if len(scheduled) != 2 {
 		t.Fatalf("a big drop after the return scheduled %d in all, want 2", len(scheduled))
+	}
+}
+
+// A server going idle asks for a return only once its heap has grown by
+// idleGrowth since the last one.
+func TestMemoryReturnerOnIdleAfterGrowth(t *testing.T) {
+	m := newMemoryReturner()
+	var scheduled []func()
+	m.after = func(_ time.Duration, f func()) { scheduled = append(scheduled, f) }
+	m.free = func() {}
+	heap := int64(100 << 20)
+	m.heap = func() int64 { return heap }
+
+	m.released(0, true)
+	if len(scheduled) != 1 {
+		t.Fatalf("idle with %d MiB grown: %d returns scheduled, want 1", heap>>20, len(scheduled))
+	}
+	scheduled[0]() // records 100 MiB as the heap after the return
+	heap += idleGrowth
+	m.released(0, true)
+	if len(scheduled) != 1 {
+		t.Fatalf("idle with exactly idleGrowth grown scheduled a return")
+	}
+	heap++
+	m.released(0, false)
+	if len(scheduled) != 1 {
+		t.Fatalf("a busy server scheduled a return for heap growth")
+	}
+	m.released(0, true)
+	if len(scheduled) != 2 {
+		t.Fatalf("idle with more than idleGrowth grown: %d returns scheduled, want 2", len(scheduled))
 	}
 }
 
