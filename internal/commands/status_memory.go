@@ -4,6 +4,8 @@ import (
 	"runtime/metrics"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/server"
 )
 
 // The runtime/metrics samples memoryStatus reads, in the order of
@@ -41,6 +43,15 @@ func readGoMemory() goMemory {
 	return goMemory{v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]}
 }
 
+// serverStats returns the network server's counters, zero without one
+// (in tests).
+func (h *Handler) serverStats() server.Stats {
+	if h.deps.ServerStats == nil {
+		return server.Stats{}
+	}
+	return h.deps.ServerStats()
+}
+
 // resident is what of the runtime's mappings is in memory: all but the
 // pages it has given back to the system.
 func (g goMemory) resident() int64 { return g.total - g.heapReleased }
@@ -59,14 +70,10 @@ func (h *Handler) memoryStatus() bson.D {
 	if storageOffGoHeap {
 		offHeap = storage.MemTableBytes + storage.BlockCacheBytes
 	}
-	var conns, active, buffers int64
-	if h.deps.ServerStats != nil {
-		s := h.deps.ServerStats()
-		conns, active, buffers = s.Current, s.Active, s.BufferBytes
-	}
+	conns := h.serverStats()
 	return bson.D{
 		{Key: "resident", Value: resident},
-		{Key: "connections", Value: bson.D{{Key: "current", Value: conns}, {Key: "active", Value: active}, {Key: "bufferBytes", Value: buffers}}},
+		{Key: "connections", Value: bson.D{{Key: "current", Value: conns.Current}, {Key: "active", Value: conns.Active}, {Key: "bufferBytes", Value: conns.BufferBytes}}},
 		{Key: "cursors", Value: bson.D{{Key: "open", Value: int64(h.deps.Cursors.Open())}}},
 		{Key: "storage", Value: bson.D{
 			{Key: "blockCacheBytes", Value: storage.BlockCacheBytes},

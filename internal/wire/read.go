@@ -102,14 +102,7 @@ func NewReader(src io.Reader, codec *Codec) *Reader {
 // small compressed message may inflate to tens of megabytes. It returns how
 // many bytes it dropped. The last Message read is invalid afterwards.
 func (r *Reader) Release() (dropped int) {
-	if cap(r.buf) > smallBuffer {
-		dropped += cap(r.buf)
-		r.buf = nil
-	}
-	if cap(r.dbuf) > smallBuffer {
-		dropped += cap(r.dbuf)
-		r.dbuf = nil
-	}
+	dropped = dropBig(&r.buf) + dropBig(&r.dbuf)
 	// The decoded views alias the buffers; kept, they would pin them.
 	r.msg, r.query = Message{}, QueryFields{}
 	for i := range r.seqs[:cap(r.seqs)] {
@@ -118,6 +111,17 @@ func (r *Reader) Release() (dropped int) {
 		seq.Docs = seq.Docs[:0]
 	}
 	return dropped
+}
+
+// dropBig forgets *b if it is larger than an idle connection keeps, and
+// returns how many bytes that dropped.
+func dropBig(b *[]byte) int {
+	n := cap(*b)
+	if n <= smallBuffer {
+		return 0
+	}
+	*b = nil
+	return n
 }
 
 // Held returns the bytes of buffer the Reader holds.

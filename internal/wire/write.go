@@ -251,14 +251,7 @@ func (w *Writer) encodeValue(doc any) error {
 // and returns how many bytes it dropped. Between the replies of one
 // stream the buffers are kept.
 func (w *Writer) Release() (dropped int) {
-	if cap(w.buf) > smallBuffer {
-		dropped += cap(w.buf)
-		w.buf = nil
-	}
-	if cap(w.cbuf) > smallBuffer {
-		dropped += cap(w.cbuf)
-		w.cbuf = nil
-	}
+	dropped = dropBig(&w.buf) + dropBig(&w.cbuf)
 	if w.encMax > smallBuffer {
 		dropped += w.encMax
 		w.enc, w.encMax = nil, 0
