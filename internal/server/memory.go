@@ -12,59 +12,65 @@ import (
 // left to the runtime's background scavenger.
 const bigRelease = 4 << 20
 
-// idleGrowth is how much the Go heap (objects and free pages) must have
-// grown since the last return for a server going idle to ask for one.
+// idleGrowth is how much must have been allocated since the last return
+// for a server going idle to ask for one: garbage the runtime may still
+// hold, since an idle server does not collect.
 const idleGrowth = 64 << 20
 
 // returnInterval is the shortest time between two forced returns: each
 // is a full collection, so a stream of big messages costs at most one per
-// interval.
-const returnInterval = time.Second
+// interval. With a large live heap a collection takes longer, and the
+// interval grows to costFactor times the last return's duration, so that
+// forced returns never take more than about a tenth of the time.
+const (
+	returnInterval = time.Second
+	costFactor     = 10
+)
 
 // memoryReturner gives freed memory back to the system soon after a
-// connection drops a big buffer, or the server goes idle after its heap
-// grew. The Go runtime returns freed pages lazily and an idle server
+// connection drops a big buffer, or the server goes idle after allocating
+// much. The Go runtime returns freed pages lazily and an idle server
 // collects rarely (every two minutes), so without it the memory of a burst
 // (47 MB messages, big aggregates) stays resident long after the last
 // reference to it was dropped. Requests within one interval share a single
 // return.
 type memoryReturner struct {
 	pending atomic.Bool
-	// heapAfter is the heap's size after the last return.
-	heapAfter atomic.Int64
-	// after, free and heap are time.AfterFunc, debug.FreeOSMemory and
-	// heapBytes, replaced in tests.
-	after func(time.Duration, func())
-	free  func()
-	heap  func() int64
+	// allocsAtReturn is the bytes allocated since start as of the last
+	// return, lastCost how long that return took.
+	allocsAtReturn atomic.Int64
+	lastCost       atomic.Int64
+	// after, free, allocs and now are time.AfterFunc, debug.FreeOSMemory,
+	// allocatedBytes and time.Now, replaced in tests.
+	after  func(time.Duration, func())
+	free   func()
+	allocs func() int64
+	now    func() time.Time
 }
 
 func newMemoryReturner() *memoryReturner {
 	return &memoryReturner{
-		after: func(d time.Duration, f func()) { time.AfterFunc(d, f) },
-		free:  debug.FreeOSMemory,
-		heap:  heapBytes,
+		after:  func(d time.Duration, f func()) { time.AfterFunc(d, f) },
+		free:   debug.FreeOSMemory,
+		allocs: allocatedBytes,
+		now:    time.Now,
 	}
 }
 
-// heapBytes is the resident part of the Go heap: objects, live or not yet
-// collected, and free pages not yet returned.
-func heapBytes() int64 {
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/free:bytes"}}
+// allocatedBytes is the bytes the Go heap has allocated since start.
+func allocatedBytes() int64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
 	metrics.Read(s)
-	var n int64
-	for _, v := range s {
-		if v.Value.Kind() == metrics.KindUint64 {
-			n += int64(v.Value.Uint64())
-		}
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
 	}
-	return n
+	return int64(s[0].Value.Uint64())
 }
 
 // released notes that a connection going idle dropped n bytes of buffers,
 // and whether it was the last one active.
 func (m *memoryReturner) released(n int, serverIdle bool) {
-	if n >= bigRelease || serverIdle && m.heap() > m.heapAfter.Load()+idleGrowth {
+	if n >= bigRelease || serverIdle && m.allocs() > m.allocsAtReturn.Load()+idleGrowth {
 		m.schedule()
 	}
 }
@@ -73,12 +79,14 @@ func (m *memoryReturner) schedule() {
 	if !m.pending.CompareAndSwap(false, true) {
 		return
 	}
-	m.after(returnInterval, func() {
+	m.after(max(returnInterval, costFactor*time.Duration(m.lastCost.Load())), func() {
 		// Cleared first: a buffer dropped during the collection asks for
 		// the next one.
 		m.pending.Store(false)
+		start := m.now()
 		m.free()
-		m.heapAfter.Store(m.heap())
+		m.lastCost.Store(int64(m.now().Sub(start)))
+		m.allocsAtReturn.Store(m.allocs())
 	})
 }
 

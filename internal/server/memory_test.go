@@ -14,8 +14,7 @@ func TestMemoryReturnerCoalesces(t *testing.T) {
 	frees := 0
 	m.after = func(d time.Duration, f func()) { delays, scheduled = append(delays, d), append(scheduled, f) }
 	m.free = func() { frees++ }
-	heap := int64(0)
-	m.heap = func() int64 { return heap }
+	m.allocs = func() int64 { return 0 }
 
 	m.released(bigRelease-1, false)
 	if len(scheduled) != 0 {
@@ -36,34 +35,54 @@ func TestMemoryReturnerCoalesces(t *testing.T) {
 	}
 }
 
-// A server going idle asks for a return only once its heap has grown by
-// idleGrowth since the last one.
+// A return that took long spaces the next one by costFactor times its
+// duration, so forced collections take at most about a tenth of the time.
+func TestMemoryReturnerSpacedByCost(t *testing.T) {
+	m := newMemoryReturner()
+	var scheduled []func()
+	var delays []time.Duration
+	m.after = func(d time.Duration, f func()) { delays, scheduled = append(delays, d), append(scheduled, f) }
+	now := time.Unix(0, 0)
+	m.now = func() time.Time { return now }
+	m.free = func() { now = now.Add(300 * time.Millisecond) }
+	m.allocs = func() int64 { return 0 }
+
+	m.released(bigRelease, false)
+	scheduled[0]()
+	m.released(bigRelease, false)
+	if want := costFactor * 300 * time.Millisecond; len(delays) != 2 || delays[1] != want {
+		t.Fatalf("delays %v after a 300 ms return, want the second %v", delays, want)
+	}
+}
+
+// A server going idle asks for a return only once it has allocated more
+// than idleGrowth since the last one.
 func TestMemoryReturnerOnIdleAfterGrowth(t *testing.T) {
 	m := newMemoryReturner()
 	var scheduled []func()
 	m.after = func(_ time.Duration, f func()) { scheduled = append(scheduled, f) }
 	m.free = func() {}
-	heap := int64(100 << 20)
-	m.heap = func() int64 { return heap }
+	allocated := int64(100 << 20)
+	m.allocs = func() int64 { return allocated }
 
 	m.released(0, true)
 	if len(scheduled) != 1 {
-		t.Fatalf("idle with %d MiB grown: %d returns scheduled, want 1", heap>>20, len(scheduled))
+		t.Fatalf("idle with %d MiB allocated: %d returns scheduled, want 1", allocated>>20, len(scheduled))
 	}
-	scheduled[0]() // records 100 MiB as the heap after the return
-	heap += idleGrowth
+	scheduled[0]() // records 100 MiB as allocated at the return
+	allocated += idleGrowth
 	m.released(0, true)
 	if len(scheduled) != 1 {
-		t.Fatalf("idle with exactly idleGrowth grown scheduled a return")
+		t.Fatalf("idle with exactly idleGrowth allocated scheduled a return")
 	}
-	heap++
+	allocated++
 	m.released(0, false)
 	if len(scheduled) != 1 {
-		t.Fatalf("a busy server scheduled a return for heap growth")
+		t.Fatalf("a busy server scheduled a return for its allocations")
 	}
 	m.released(0, true)
 	if len(scheduled) != 2 {
-		t.Fatalf("idle with more than idleGrowth grown: %d returns scheduled, want 2", len(scheduled))
+		t.Fatalf("idle with more than idleGrowth allocated: %d returns scheduled, want 2", len(scheduled))
 	}
 }
 
