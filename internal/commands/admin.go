@@ -242,6 +242,7 @@ func cmdServerStatus(h *Handler, r *request) (bson.D, error) {
 		{Key: "opLatencies", Value: h.opLatencies()},
 		{Key: "opcounters", Value: h.opcounters()},
 		{Key: "mem", Value: memStatus()},
+		{Key: "mayflyMemory", Value: h.memoryStatus()},
 		{Key: "metrics", Value: h.metricsStatus()},
 		{Key: "storageEngine", Value: bson.D{{Key: "name", Value: "pebble"}, {Key: "persistent", Value: h.deps.DataDir != ""}}},
 	}), nil

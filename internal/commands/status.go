@@ -68,11 +68,8 @@ func (h *Handler) globalLockStatus(uptime time.Duration) bson.D {
 // messages count at their compressed size in both the logical and the
 // physical figures.
 func (h *Handler) networkStatus() bson.D {
-	var in, out, requests int64
-	if h.deps.ServerStats != nil {
-		s := h.deps.ServerStats()
-		in, out, requests = s.BytesIn, s.BytesOut, s.Requests
-	}
+	s := h.serverStats()
+	in, out, requests := s.BytesIn, s.BytesOut, s.Requests
 	return bson.D{
 		{Key: "bytesIn", Value: in},
 		{Key: "bytesOut", Value: out},

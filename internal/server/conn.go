@@ -51,6 +51,7 @@ type Conn struct {
 	br            *bufio.Reader
 	rd            *wire.Reader
 	wr            *wire.Writer
+	buffers       connBuffers
 	busy          bool      // counted in Server.active
 	readDeadline  bool      // a read deadline is set
 	tc            *tls.Conn // the TLS layer over nc, once started
@@ -70,6 +71,7 @@ func newConn(s *Server, nc net.Conn) *Conn {
 	c.br = bufio.NewReaderSize(countingReader{nc, &s.traffic.in}, ioBufferSize)
 	c.rd = wire.NewReader(c.br, s.codec)
 	c.wr = wire.NewWriter(deadlineWriter{c}, s.codec)
+	c.buffers.total = &s.bufferBytes
 	return c
 }
 
@@ -182,6 +184,7 @@ func (c *Conn) serve() {
 
 func (c *Conn) finish() {
 	c.nc.Close()
+	c.buffers.set(0)
 	if c.busy {
 		c.srv.active.Add(-1)
 	}
@@ -199,7 +202,7 @@ func (c *Conn) next() (*wire.Message, error) {
 		c.readDeadline = false
 	}
 	c.setBusy(false)
-	c.rd.Release()
+	c.releaseBuffers()
 	c.state.Store(stateIdle)
 	// Checked after going idle so Shutdown either sees us idle or we see it.
 	if c.srv.shutdown.Load() {
@@ -224,6 +227,14 @@ func (c *Conn) next() (*wire.Message, error) {
 		return nil, errClosing
 	}
 	return msg, err
+}
+
+// releaseBuffers shrinks the connection's buffers before it waits for a
+// request, so an idle connection holds at most a few hundred kilobytes
+// whatever it last sent or received.
+func (c *Conn) releaseBuffers() {
+	c.srv.memory.released(c.rd.Release()+c.wr.Release(), c.srv.active.Load() == 0)
+	c.buffers.set(int64(ioBufferSize + c.rd.Held() + c.wr.Held()))
 }
 
 // messageBuffered reports whether the whole next message is already in

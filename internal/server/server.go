@@ -97,6 +97,9 @@ type Stats struct {
 	Active       int64 // connections with a request in progress
 	// Network traffic, as serverStatus.network reports it.
 	BytesIn, BytesOut, Requests int64
+	// BufferBytes is the read and reply buffer memory connections hold,
+	// as of their last request.
+	BufferBytes int64
 }
 
 // Server serves the MongoDB wire protocol on one listener.
@@ -132,6 +135,8 @@ type Server struct {
 	rejected     atomic.Int64
 	active       atomic.Int64
 	traffic      traffic
+	bufferBytes  atomic.Int64
+	memory       *memoryReturner
 }
 
 // New returns a Server that will run commands with h.
@@ -149,7 +154,8 @@ func New(cfg Config, h Handler) *Server {
 		cfg.Logger = slog.Default()
 	}
 	cfg.MaxConns = connLimit(cfg.MaxConns, descriptorLimit(), cfg.Logger)
-	s := &Server{cfg: cfg, h: h, log: cfg.Logger, conns: make(map[*Conn]struct{}), draining: make(chan struct{})}
+	s := &Server{cfg: cfg, h: h, log: cfg.Logger, conns: make(map[*Conn]struct{}), draining: make(chan struct{}),
+		memory: newMemoryReturner()}
 	for _, name := range cfg.Compressors {
 		id, ok := wire.CompressorByName(name)
 		if !ok {
@@ -318,6 +324,7 @@ func (s *Server) Stats() Stats {
 		BytesIn:      s.traffic.in.Load(),
 		BytesOut:     s.traffic.out.Load(),
 		Requests:     s.traffic.requests.Load(),
+		BufferBytes:  s.bufferBytes.Load(),
 	}
 }
 

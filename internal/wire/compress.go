@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 
 	"github.com/klauspost/compress/snappy"
@@ -13,15 +14,19 @@ import (
 )
 
 // Codec holds the compression state shared by all connections of a server:
-// which compressors are accepted, the zstd coder (safe for concurrent use
-// and too expensive to build per connection) and pools of zlib coders.
+// which compressors are accepted, the zstd encoder (safe for concurrent
+// use and too expensive to build per connection), idle zstd decoders and
+// pools of zlib coders.
 type Codec struct {
 	accepted [4]bool
 
 	zstdOnce sync.Once
-	zstdDec  *zstd.Decoder
 	zstdEnc  *zstd.Encoder
 	zstdErr  error
+	// zstdDecs holds idle single-threaded decoders, at most one per
+	// processor. A decoder keeps a reference to the last output it wrote,
+	// so one that inflated a large message is closed instead of kept.
+	zstdDecs chan *zstd.Decoder
 
 	zlibReaders sync.Pool // *zlibReader
 	zlibWriters sync.Pool // *zlibWriter
@@ -30,7 +35,7 @@ type Codec struct {
 // NewCodec returns a Codec that accepts the given compressors; noop is
 // always accepted since it compresses nothing.
 func NewCodec(accepted ...CompressorID) *Codec {
-	c := &Codec{}
+	c := &Codec{zstdDecs: make(chan *zstd.Decoder, runtime.GOMAXPROCS(0))}
 	c.accepted[CompressorNoop] = true
 	for _, id := range accepted {
 		if int(id) < len(c.accepted) {
@@ -45,23 +50,45 @@ func (c *Codec) Accepts(id CompressorID) bool {
 	return int(id) < len(c.accepted) && c.accepted[id]
 }
 
-// zstd builds the zstd coder on first use so servers that never see zstd
-// pay nothing for it.
-func (c *Codec) zstd() (*zstd.Decoder, *zstd.Encoder, error) {
+// zstdEncoder builds the zstd encoder on first use so servers that never
+// see zstd pay nothing for it.
+func (c *Codec) zstdEncoder() (*zstd.Encoder, error) {
 	c.zstdOnce.Do(func() {
-		c.zstdDec, c.zstdErr = zstd.NewReader(nil,
-			zstd.WithDecoderMaxMemory(MaxMessageSize),
-			zstd.WithDecodeAllCapLimit(true),
-			zstd.WithDecoderConcurrency(0))
-		if c.zstdErr != nil {
-			return
-		}
 		c.zstdEnc, c.zstdErr = zstd.NewWriter(nil,
 			zstd.WithEncoderLevel(zstd.SpeedFastest),
 			zstd.WithEncoderConcurrency(0),
 			zstd.WithLowerEncoderMem(true))
 	})
-	return c.zstdDec, c.zstdEnc, c.zstdErr
+	return c.zstdEnc, c.zstdErr
+}
+
+// zstdDecoder returns an idle decoder, or a new one.
+func (c *Codec) zstdDecoder() (*zstd.Decoder, error) {
+	select {
+	case d := <-c.zstdDecs:
+		return d, nil
+	default:
+	}
+	return zstd.NewReader(nil,
+		zstd.WithDecoderMaxMemory(MaxMessageSize),
+		zstd.WithDecodeAllCapLimit(true),
+		zstd.WithDecoderConcurrency(1))
+}
+
+// putZstdDecoder keeps d for reuse unless its last output was larger than
+// a connection keeps between messages (the decoder still references it,
+// so keeping d would pin what Reader.Release dropped) or enough decoders
+// are idle already.
+func (c *Codec) putZstdDecoder(d *zstd.Decoder, lastOutput int) {
+	if lastOutput > smallBuffer {
+		d.Close()
+		return
+	}
+	select {
+	case c.zstdDecs <- d:
+	default:
+		d.Close()
+	}
 }
 
 type zlibReader struct {
@@ -197,10 +224,11 @@ func (c *Codec) zlibDecode(dst, src []byte) (err error) {
 }
 
 func (c *Codec) zstdDecode(dst, src []byte) error {
-	dec, _, err := c.zstd()
+	dec, err := c.zstdDecoder()
 	if err != nil {
 		return fmt.Errorf("zstd: %w", err)
 	}
+	defer c.putZstdDecoder(dec, len(dst))
 	// The cap limit makes the decoder refuse to grow past the announced
 	// size, so a decompression bomb costs nothing.
 	out, err := dec.DecodeAll(src, dst[:0:len(dst)])
@@ -232,7 +260,7 @@ func (c *Codec) compress(id CompressorID, dst, src []byte) ([]byte, error) {
 	case CompressorZlib:
 		return c.zlibEncode(dst, src)
 	case CompressorZstd:
-		_, enc, err := c.zstd()
+		enc, err := c.zstdEncoder()
 		if err != nil {
 			return nil, fmt.Errorf("zstd: %w", err)
 		}

@@ -98,16 +98,11 @@ func NewReader(src io.Reader, codec *Codec) *Reader {
 }
 
 // Release drops buffers that a big message left behind, so that a
-// connection waiting for its next request does not keep them: a small
-// compressed message may inflate to tens of megabytes. The last Message
-// read is invalid afterwards.
-func (r *Reader) Release() {
-	if cap(r.buf) > smallBuffer {
-		r.buf = nil
-	}
-	if cap(r.dbuf) > smallBuffer {
-		r.dbuf = nil
-	}
+// connection waiting for its next request keeps at most 2*smallBuffer: a
+// small compressed message may inflate to tens of megabytes. It returns how
+// many bytes it dropped. The last Message read is invalid afterwards.
+func (r *Reader) Release() (dropped int) {
+	dropped = dropBig(&r.buf) + dropBig(&r.dbuf)
 	// The decoded views alias the buffers; kept, they would pin them.
 	r.msg, r.query = Message{}, QueryFields{}
 	for i := range r.seqs[:cap(r.seqs)] {
@@ -115,7 +110,22 @@ func (r *Reader) Release() {
 		clear(seq.Docs[:cap(seq.Docs)])
 		seq.Docs = seq.Docs[:0]
 	}
+	return dropped
 }
+
+// dropBig forgets *b if it is larger than an idle connection keeps, and
+// returns how many bytes that dropped.
+func dropBig(b *[]byte) int {
+	n := cap(*b)
+	if n <= smallBuffer {
+		return 0
+	}
+	*b = nil
+	return n
+}
+
+// Held returns the bytes of buffer the Reader holds.
+func (r *Reader) Held() int { return cap(r.buf) + cap(r.dbuf) }
 
 // ReadMessage reads one message with a fresh Reader; convenient for tests
 // and one-off use. codec may be nil.

@@ -246,6 +246,23 @@ func (w *Writer) encodeValue(doc any) error {
 	return nil
 }
 
+// Release drops reply buffers above smallBuffer, so that a connection
+// waiting for its next request does not keep the memory of a big reply,
+// and returns how many bytes it dropped. Between the replies of one
+// stream the buffers are kept.
+func (w *Writer) Release() (dropped int) {
+	dropped = dropBig(&w.buf) + dropBig(&w.cbuf)
+	if w.encMax > smallBuffer {
+		dropped += w.encMax
+		w.enc, w.encMax = nil, 0
+	}
+	return dropped
+}
+
+// Held returns the bytes of buffer the Writer holds, its encoder's
+// estimated by the largest document it encoded.
+func (w *Writer) Held() int { return cap(w.buf) + cap(w.cbuf) + w.encMax }
+
 func (w *Writer) flush(msg []byte) error {
 	_, err := w.dst.Write(msg)
 	if cap(w.buf) > bigBuffer {
