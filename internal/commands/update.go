@@ -9,7 +9,6 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/docstore"
-	"github.com/mayflydb/mayfly/internal/expr"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
 	"github.com/mayflydb/mayfly/internal/update"
@@ -291,7 +290,7 @@ func (h *Handler) parsedUpdate(r *request, a writeArgs, lv *letScope, s bson.D) 
 		m.keepEmptyTs = true
 		st.mod = m
 	}
-	st.filter = st.filter.Guarded(expr.NewGuard(r.ctx))
+	st.filter = st.filter.Guarded(newGuard(r.ctx))
 	return st, nil
 }
 
