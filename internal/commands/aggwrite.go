@@ -525,7 +525,7 @@ func (t *aggTarget) applyMatchedPipeline(target, d bson.D, clk interface{ Now() 
 	if err != nil {
 		return nil, err
 	}
-	next, _, err := pipelineModifier{p}.apply(target, -1, false, clk.Now())
+	next, _, err := pipelineModifier{p: p}.apply(target, -1, false, clk.Now())
 	return next, err
 }
 

@@ -117,6 +117,7 @@ func (a *famArgs) parseFlags(r *request, lv *letScope, coll *collation.Collation
 		}
 	}
 	a.mod, err = parseModifier(u, filters, lv, coll)
+	a.mod = guardModifier(a.mod, newGuard(r.ctx))
 	return err
 }
 
