@@ -33,11 +33,7 @@ func NewGuard(ctx context.Context) *Guard { return NewGuardFor(ctx, interruptedB
 // (the command layer tells a shutdown from a killOp by the cause).
 func NewGuardFor(ctx context.Context, stop func(context.Context) error) *Guard {
 	g := &Guard{ctx: ctx, stop: stop}
-	if ctx.Err() != nil {
-		g.ended.Store(true) // AfterFunc would set it later, in a goroutine
-	} else {
-		context.AfterFunc(ctx, func() { g.ended.Store(true) })
-	}
+	g.ended.Store(true) // the first Step arms it
 	return g
 }
 
@@ -51,7 +47,24 @@ func (g *Guard) Step() error {
 	if !g.ended.Load() {
 		return nil
 	}
-	return g.stop(g.ctx)
+	return g.confirm()
+}
+
+// confirm asks the context itself once the flag says it ended. A cursor's
+// context is swapped for each getMore's (see commands' swapCtx), so a flag
+// set when the command that opened the cursor returned may be stale: then
+// the guard arms again, on the context now in place.
+func (g *Guard) confirm() error {
+	if g.ctx.Err() != nil {
+		return g.stop(g.ctx)
+	}
+	if g.ended.CompareAndSwap(true, false) {
+		context.AfterFunc(g.ctx, func() { g.ended.Store(true) })
+	}
+	if g.ctx.Err() != nil { // ended while arming: AfterFunc's goroutine may lag
+		return g.stop(g.ctx)
+	}
+	return nil
 }
 
 // Steps is how many loop steps looked at g: a loop that never looks
