@@ -16,6 +16,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mayflydb/mayfly/internal/aggregate"
+	"github.com/mayflydb/mayfly/internal/app"
 	"github.com/mayflydb/mayfly/internal/expr"
 	"github.com/mayflydb/mayfly/internal/expr/exprtest"
 	"github.com/mayflydb/mayfly/internal/wire"
@@ -572,4 +573,33 @@ func interruptBySigterm(t *testing.T, p *process, rowsClient *mongo.Client, admi
 	}
 	t.Logf("%d rows at once; SIGTERM to exit 0: %v; worst SIGTERM to an operation's end: %v (%s)",
 		len(rows), time.Since(start).Round(time.Millisecond), lat.worst.Round(time.Millisecond), lat.row)
+}
+
+// TestHostileGuardedCursorGetMore: a pipeline's guard outlives the
+// command that opened its cursor (whose context ends when it returns), so
+// each getMore runs the stages and expressions again under its own.
+func TestHostileGuardedCursorGetMore(t *testing.T) {
+	db := connect(t, startServer(t, app.Config{})).Database("test")
+	var docs []any
+	for i := range 10 {
+		docs = append(docs, bson.D{{Key: "_id", Value: i}, {Key: "a", Value: bson.A{i, i + 1}}})
+	}
+	if _, err := db.Collection("c").InsertMany(ctxT(t), docs); err != nil {
+		t.Fatal(err)
+	}
+	pipeline := bson.A{
+		stage("$unwind", "$a"),
+		stage("$addFields", bson.D{{Key: "s", Value: stage("$sum", bson.A{"$a", stage("$size", stage("$range", bson.A{0, "$a"}))})}}),
+	}
+	cur, err := db.Collection("c").Aggregate(ctxT(t), pipeline, options.Aggregate().SetBatchSize(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []bson.D
+	if err := cur.All(ctxT(t), &out); err != nil {
+		t.Fatalf("after %d documents: %v", len(out), err)
+	}
+	if len(out) != 20 {
+		t.Fatalf("%d documents, want 20", len(out))
+	}
 }

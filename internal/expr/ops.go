@@ -70,12 +70,7 @@ func evalAll(c *ctx, nodes []node) ([]any, error) {
 	return vals, nil
 }
 
-// strict makes a node that evaluates all arguments, then applies f.
-func strict(name string, nodes []node, f evalFn) node {
-	return strictLoop(name, nodes, ignoresMeter(f))
-}
-
-// strictLoop is strict for a loopFn.
+// strictLoop makes a node that evaluates all arguments, then applies f.
 func strictLoop(name string, nodes []node, f loopFn) node {
 	return fn(func(c *ctx) (any, error) {
 		m := c.meter()
