@@ -285,7 +285,10 @@ func rowComment(i int) string { return fmt.Sprintf("interrupt-row-%d", i) }
 type runningOp struct {
 	opid int32
 	// started is when the server began it, by this machine's clock: the
-	// time of the currentOp request less how long it had run.
+	// time currentOp's reply came less how long the operation had run.
+	// The server may have begun it up to currentOp's round trip earlier,
+	// which the test cannot tell apart; on a busy machine that round trip
+	// is the larger error, so the later bound is taken.
 	started time.Time
 }
 
@@ -295,10 +298,10 @@ func runningRows(t *testing.T, admin *mongo.Database) map[string]runningOp {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var reply bson.D
-	asked := time.Now()
 	if err := admin.RunCommand(ctx, bson.D{{Key: "currentOp", Value: 1}}).Decode(&reply); err != nil {
 		t.Fatalf("currentOp: %v", err)
 	}
+	replied := time.Now()
 	out := map[string]runningOp{}
 	for _, op := range field(t, reply, "inprog").(bson.A) {
 		d := op.(bson.D)
@@ -306,7 +309,7 @@ func runningRows(t *testing.T, admin *mongo.Database) map[string]runningOp {
 		if c, ok := valueOf(cmd, "comment").(string); ok {
 			opid, _ := valueOf(d, "opid").(int32)
 			micros, _ := valueOf(d, "microsecs_running").(int64)
-			out[c] = runningOp{opid: opid, started: asked.Add(-time.Duration(micros) * time.Microsecond)}
+			out[c] = runningOp{opid: opid, started: replied.Add(-time.Duration(micros) * time.Microsecond)}
 		}
 	}
 	return out
@@ -421,7 +424,7 @@ func TestHostileInterruptTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := quickClient(t, p.addr, time.Minute)
+	client := wideClient(t, p.addr, 2)
 	admin := client.Database("admin")
 	rows := interruptRows()
 	t.Logf("built and started in %v", time.Since(began).Round(time.Millisecond))
@@ -516,7 +519,9 @@ func interruptByDisconnect(t *testing.T, addr string, admin *mongo.Database, row
 	}
 }
 
-// wideClient is a client that opens up to n connections at once.
+// wideClient is a client that opens up to n connections at once. Its
+// disconnect is bounded: the server is gone by then, and the driver would
+// otherwise wait a server selection timeout to end its sessions.
 func wideClient(t *testing.T, addr string, n int) *mongo.Client {
 	t.Helper()
 	uri := fmt.Sprintf("mongodb://%s/?directConnection=true&retryWrites=false&retryReads=false", addr)
@@ -525,7 +530,11 @@ func wideClient(t *testing.T, addr string, n int) *mongo.Client {
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
-	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = c.Disconnect(ctx)
+	})
 	return c
 }
 
