@@ -41,10 +41,10 @@ const (
 	// interruptBound is how long after its trigger an operation may
 	// still run.
 	interruptBound = time.Second
-	// interruptGroup is how many rows run at once against the in-process
-	// server: enough to load both cores, few enough that each still
+	// interruptGroup is how many rows run at once for the first three
+	// triggers: enough to load both cores, few enough that each still
 	// gets the CPU to notice its end promptly on a shared machine.
-	interruptGroup = 10
+	interruptGroup = 6
 	// bigN is the length of each field of the operator rows' input.
 	bigN = 5000
 )
@@ -452,7 +452,7 @@ func TestHostileInterruptTable(t *testing.T) {
 // interruptMaxTimeMS leaves time for every row of a group to show in
 // currentOp, which tells when the server started each, before any
 // deadline passes.
-const interruptMaxTimeMS = 3000
+const interruptMaxTimeMS = 2000
 
 // interruptByMaxTime requires each row to answer 50 within
 // interruptBound of its deadline: the time the server started it (as
