@@ -12,6 +12,7 @@ package aggregate
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -87,6 +88,8 @@ type runCtx struct {
 	env  Env
 	vars map[string]any
 	opt  Options
+	// guard ends the run when the operation ends; nil runs to the end.
+	guard *expr.Guard
 	// cur is the counters of the stage being started, where a blocking
 	// stage records what it did (bytes sorted, ...).
 	cur *StageRun
@@ -180,6 +183,10 @@ func parseStage(spec bson.E, opt Options) (stage, error) {
 }
 
 type stageParser func(spec any, opt Options) (stage, error)
+
+// StageNames lists every stage Parse accepts, sorted: tests hold tables
+// over the whole class against it.
+func StageNames() []string { return slices.Sorted(maps.Keys(stageParsers())) }
 
 // stageParsers is the table of supported stages. Stages MongoDB has but
 // Mayfly does not ($geoNear, $search, ...) are absent and so fail as
@@ -325,8 +332,10 @@ func (p *Pipeline) Start(input Iterator, env Env) (*Execution, error) {
 
 func (p *Pipeline) begin(input Iterator, env Env, specs bool) (*Execution, error) {
 	vars := map[string]any{"NOW": bson.NewDateTimeFromTime(env.Now())}
+	var guard *expr.Guard
 	if g, ok := env.(interface{ Guard() *expr.Guard }); ok {
-		vars = expr.WithGuard(vars, g.Guard())
+		guard = g.Guard()
+		vars = expr.WithGuard(vars, guard)
 	}
 	if p.opt.Collation != nil {
 		vars = expr.WithCollation(vars, p.opt.Collation)
@@ -339,7 +348,7 @@ func (p *Pipeline) begin(input Iterator, env Env, specs bool) (*Execution, error
 		}
 		vars[v.name] = val
 	}
-	return p.start(input, &runCtx{env: env, vars: vars, opt: p.opt, specs: specs})
+	return p.start(input, &runCtx{env: env, vars: vars, opt: p.opt, specs: specs, guard: guard})
 }
 
 // runWith chains the stages over in (a sub-pipeline's run).

@@ -3,6 +3,7 @@ package aggregate
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/expr"
 	"github.com/mayflydb/mayfly/internal/query"
 )
 
@@ -83,13 +84,20 @@ func (p *Pipeline) stageRun(i int) *StageRun {
 	return &StageRun{Name: p.names[i], Spec: p.specs[i].Value, Absorbed: i < len(p.absorbed) && p.absorbed[i]}
 }
 
-// countIter counts the documents that pass through it into run.
+// countIter is what every stage's output, and the pipeline's input, pass
+// through: it counts the documents into run, and before each one looks at
+// the operation's guard. So every stage, whatever it does with its input,
+// stops between two documents it emits once the operation ends.
 type countIter struct {
-	in  Iterator
-	run *StageRun
+	in    Iterator
+	run   *StageRun
+	guard *expr.Guard
 }
 
 func (c *countIter) Next() (bson.D, bool, error) {
+	if err := c.guard.Step(); err != nil {
+		return nil, false, err
+	}
 	d, ok, err := c.in.Next()
 	if ok {
 		c.run.Out++
@@ -104,7 +112,7 @@ func (c *countIter) Close() error { return c.in.Close() }
 // start chains the stages over in, counting each stage's output.
 func (p *Pipeline) start(in Iterator, rc *runCtx) (*Execution, error) {
 	ex := &Execution{input: &StageRun{}}
-	in = &countIter{in: in, run: ex.input}
+	in = &countIter{in: in, run: ex.input, guard: rc.guard}
 	for i, s := range p.stages {
 		run := p.stageRun(i)
 		if !rc.specs {
@@ -115,7 +123,7 @@ func (p *Pipeline) start(in Iterator, rc *runCtx) (*Execution, error) {
 		if err != nil {
 			return nil, wrapStageErr(p.names[i], err)
 		}
-		in = &countIter{in: out, run: run}
+		in = &countIter{in: out, run: run, guard: rc.guard}
 		ex.stages = append(ex.stages, run)
 	}
 	ex.out = in

@@ -37,25 +37,31 @@ func SortBuffered(in Iterator, s *query.Sort, keep int64, check func(held int64)
 		size := int64(approxSize(d))
 		docs, held, total = append(docs, d), held+size, total+size
 		if keep > 0 && int64(len(docs)) >= 2*keep+16 {
-			docs, held = topK(s, docs, keep)
+			if docs, held, err = topK(s, docs, keep, check); err != nil {
+				return nil, 0, err
+			}
 		}
 		if err := check(held); err != nil {
 			return nil, 0, err
 		}
 	}
-	s.Sort(docs)
+	if err := s.SortUntil(docs, func() error { return check(held) }); err != nil {
+		return nil, 0, err
+	}
 	if keep > 0 && int64(len(docs)) > keep {
 		docs = docs[:keep]
 	}
 	return docs, total, nil
 }
 
-func topK(s *query.Sort, docs []bson.D, keep int64) ([]bson.D, int64) {
-	s.Sort(docs)
+func topK(s *query.Sort, docs []bson.D, keep int64, check func(held int64) error) ([]bson.D, int64, error) {
+	if err := s.SortUntil(docs, func() error { return check(0) }); err != nil {
+		return nil, 0, err
+	}
 	kept := append([]bson.D(nil), docs[:keep]...)
 	var held int64
 	for _, d := range kept {
 		held += int64(approxSize(d))
 	}
-	return kept, held
+	return kept, held, nil
 }

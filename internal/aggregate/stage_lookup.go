@@ -145,7 +145,7 @@ func (s *lookupStage) join(d bson.D, foreign []bson.D, rc *runCtx) (bson.A, erro
 	candidates := foreign
 	if s.localField != "" {
 		var err error
-		if candidates, err = s.equalityMatches(d, foreign, rc.opt.Collation); err != nil {
+		if candidates, err = s.equalityMatches(d, foreign, rc); err != nil {
 			return nil, err
 		}
 	}
@@ -162,14 +162,17 @@ func (s *lookupStage) join(d bson.D, foreign []bson.D, rc *runCtx) (bson.A, erro
 // equalityMatches selects the foreign documents whose foreignField equals
 // any value of d's localField (array elements count separately, and a
 // missing local value matches null and missing), as {$in: values} does.
-func (s *lookupStage) equalityMatches(d bson.D, foreign []bson.D, coll query.Collator) ([]bson.D, error) {
+func (s *lookupStage) equalityMatches(d bson.D, foreign []bson.D, rc *runCtx) ([]bson.D, error) {
 	f, err := query.NewFilterWith(bson.D{{Key: s.foreignField, Value: bson.D{{Key: "$in", Value: localValues(d, s.localField)}}}},
-		query.FilterOptions{Collation: coll})
+		query.FilterOptions{Collation: rc.opt.Collation})
 	if err != nil {
 		return nil, err
 	}
 	var out []bson.D
 	for _, fd := range foreign {
+		if err := rc.guard.Step(); err != nil {
+			return nil, err
+		}
 		if f.Match(fd) {
 			out = append(out, fd)
 		}

@@ -88,6 +88,9 @@ func (s *sortStage) run(in Iterator, rc *runCtx) (Iterator, error) {
 	check := s.check
 	if check == nil {
 		check = func(held int64) error {
+			if err := rc.guard.Step(); err != nil {
+				return err
+			}
 			mem := memTracker{used: held}
 			return mem.add(0, rc, "$sort")
 		}

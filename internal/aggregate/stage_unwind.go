@@ -89,30 +89,58 @@ func (s *unwindStage) parseIndexOption(v any) error {
 }
 
 func (s *unwindStage) run(in Iterator, _ *runCtx) (Iterator, error) {
-	return &mapIter{in: in, name: "$unwind", f: func(d bson.D) ([]bson.D, error) {
-		return s.unwind(d), nil
-	}}, nil
+	return &unwindIter{in: in, s: s}, nil
 }
 
-// unwind expands one document. A non-array value counts as a one-element
-// array; null, missing and empty arrays produce nothing unless preserved.
-func (s *unwindStage) unwind(d bson.D) []bson.D {
-	v, ok := getPath(d, s.path)
-	arr, isArray := v.(bson.A)
-	switch {
-	case !ok || isNull(v) || (isArray && len(arr) == 0):
-		if !s.preserve {
-			return nil
+// unwindIter makes each element's document only when it is asked for, so
+// a large array never sits in memory as documents and the pipeline's look
+// at the operation's end between documents comes between elements too.
+type unwindIter struct {
+	in   Iterator
+	s    *unwindStage
+	doc  bson.D // the document whose array is being unwound
+	arr  bson.A
+	next int
+}
+
+func (u *unwindIter) Next() (bson.D, bool, error) {
+	for u.next >= len(u.arr) {
+		d, ok, err := u.in.Next()
+		if err != nil || !ok {
+			return nil, false, err
 		}
-		return []bson.D{s.withIndex(d, nil)}
-	case !isArray:
-		return []bson.D{s.withIndex(d, nil)}
+		if arr, isArray := u.s.nonEmptyArray(d); isArray {
+			u.doc, u.arr, u.next = d, arr, 0
+			continue
+		}
+		if out, ok := u.s.single(d); ok {
+			return out, true, nil
+		}
 	}
-	out := make([]bson.D, len(arr))
-	for i, el := range arr {
-		out[i] = s.withIndex(setPath(d, s.path, el), int64(i))
+	i := u.next
+	u.next++
+	return u.s.withIndex(setPath(u.doc, u.s.path, u.arr[i]), int64(i)), true, nil
+}
+
+func (u *unwindIter) Close() error { return u.in.Close() }
+
+// nonEmptyArray returns the array at the unwound path when there is one
+// with elements.
+func (s *unwindStage) nonEmptyArray(d bson.D) (bson.A, bool) {
+	v, _ := getPath(d, s.path)
+	arr, ok := v.(bson.A)
+	return arr, ok && len(arr) > 0
+}
+
+// single is what a document without a non-empty array at the path
+// unwinds to: a non-array value counts as a one-element array; null,
+// missing and empty arrays produce nothing unless preserved.
+func (s *unwindStage) single(d bson.D) (bson.D, bool) {
+	v, ok := getPath(d, s.path)
+	if arr, isArray := v.(bson.A); (!ok || isNull(v) || isArray && len(arr) == 0) && !s.preserve {
+		return nil, false
 	}
-	return out
+	return s.withIndex(d, nil), true
 }
 
 func (s *unwindStage) withIndex(d bson.D, i any) bson.D {

@@ -146,7 +146,7 @@ func (e *aggEnv) Collection(name string) (aggregate.Iterator, error) {
 	if c == nil {
 		return &sliceSource{}, nil
 	}
-	return c.Scan(nil, nil), nil
+	return &interruptible{ctx: e.ctx, src: c.Scan(nil, nil)}, nil
 }
 
 func (e *aggEnv) Now() time.Time { return e.h.deps.Clock.Now() }

@@ -44,4 +44,4 @@ func checkPipelineArg(r *request, collectionless bool) error {
 
 // Guard lets the pipeline's expressions stop when the command's context
 // ends (maxTimeMS, killOp, the client leaving).
-func (e *aggEnv) Guard() *expr.Guard { return expr.NewGuard(e.ctx) }
+func (e *aggEnv) Guard() *expr.Guard { return newGuard(e.ctx) }

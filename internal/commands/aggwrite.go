@@ -525,7 +525,7 @@ func (t *aggTarget) applyMatchedPipeline(target, d bson.D, clk interface{ Now() 
 	if err != nil {
 		return nil, err
 	}
-	next, _, err := pipelineModifier{p}.apply(target, -1, false, clk.Now())
+	next, _, err := pipelineModifier{p: p}.apply(target, -1, false, clk.Now())
 	return next, err
 }
 
@@ -546,7 +546,7 @@ func (h *Handler) documentsAggregate(r *request, stages bson.A, batch int64) (bs
 	if err != nil {
 		return nil, err
 	}
-	out, err := p.Run(&sliceSource{}, nilEnv{now: h.deps.Clock.Now()})
+	out, err := p.Run(&sliceSource{}, nilEnv{now: h.deps.Clock.Now(), guard: newGuard(r.ctx)})
 	if err != nil {
 		return nil, causedBy(aggregateExecContext, err)
 	}

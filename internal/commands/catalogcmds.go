@@ -298,9 +298,9 @@ func cmdCreateIndexes(h *Handler, r *request) (bson.D, error) {
 	if err := refuseTimeseriesTTL(c, ixs); err != nil {
 		return nil, err
 	}
-	res, err := c.CreateIndexes(ixs)
+	res, err := c.CreateIndexesContext(r.ctx, ixs)
 	if err != nil {
-		return nil, err
+		return nil, interruptionOr(r.ctx, err)
 	}
 	return createIndexesReply(res, created), nil
 }

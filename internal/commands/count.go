@@ -7,7 +7,6 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/collation"
-	"github.com/mayflydb/mayfly/internal/expr"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
 )
@@ -74,7 +73,7 @@ func (h *Handler) countDocs(r *request, coll string, q bson.D, hint any, cn *col
 	if err != nil {
 		return 0, err
 	}
-	f = f.Guarded(expr.NewGuard(r.ctx))
+	f = f.Guarded(newGuard(r.ctx))
 	plan, err := c.PlanQuery(f, hint)
 	if err != nil {
 		return 0, err
@@ -144,7 +143,7 @@ func (h *Handler) distinctValues(r *request, coll, key string, q bson.D, hint an
 	if err != nil {
 		return nil, err
 	}
-	f = f.Guarded(expr.NewGuard(r.ctx))
+	f = f.Guarded(newGuard(r.ctx))
 	plan, err := c.PlanQuery(f, hint)
 	if err != nil {
 		return nil, err

@@ -6,7 +6,6 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/docstore"
-	"github.com/mayflydb/mayfly/internal/expr"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
 )
@@ -62,7 +61,7 @@ func (h *Handler) deleteStatement(r *request, a writeArgs, lv *letScope, s bson.
 	if err != nil {
 		return 0, err
 	}
-	f = f.Guarded(expr.NewGuard(r.ctx))
+	f = f.Guarded(newGuard(r.ctx))
 	c := h.deps.Store.Collection(r.db, a.coll)
 	if c == nil {
 		return 0, nil

@@ -6,7 +6,6 @@ import (
 	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/docstore"
-	"github.com/mayflydb/mayfly/internal/expr"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
 )
@@ -79,7 +78,7 @@ func (a *findArgs) parseShape(r *request, lv *letScope) error {
 	if a.filter, err = lv.filter(f, a.collation); err != nil {
 		return err
 	}
-	a.filter = a.filter.Guarded(expr.NewGuard(r.ctx))
+	a.filter = a.filter.Guarded(newGuard(r.ctx))
 	s, err := optDoc(r, "sort")
 	if err != nil {
 		return err

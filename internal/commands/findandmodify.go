@@ -7,7 +7,6 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/docstore"
-	"github.com/mayflydb/mayfly/internal/expr"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
 )
@@ -66,7 +65,7 @@ func (a *famArgs) parseQueryParts(r *request, lv *letScope, coll *collation.Coll
 	if a.filter, err = lv.filter(q, coll); err != nil {
 		return err
 	}
-	a.filter = a.filter.Guarded(expr.NewGuard(r.ctx))
+	a.filter = a.filter.Guarded(newGuard(r.ctx))
 	if s, err := optDoc(r, "sort"); err != nil {
 		return err
 	} else if len(s) > 0 {
@@ -118,6 +117,7 @@ func (a *famArgs) parseFlags(r *request, lv *letScope, coll *collation.Collation
 		}
 	}
 	a.mod, err = parseModifier(u, filters, lv, coll)
+	a.mod = guardModifier(a.mod, newGuard(r.ctx))
 	return err
 }
 

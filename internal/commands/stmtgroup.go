@@ -8,7 +8,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/docstore"
-	"github.com/mayflydb/mayfly/internal/expr"
 	"github.com/mayflydb/mayfly/internal/keyenc"
 	"github.com/mayflydb/mayfly/internal/query"
 	"github.com/mayflydb/mayfly/internal/storage"
@@ -367,5 +366,5 @@ func (h *Handler) groupableDelete(r *request, a writeArgs, lv *letScope, s bson.
 		return nil, nil, false
 	}
 	id, ok := idOnly(qd, f)
-	return f.Guarded(expr.NewGuard(r.ctx)), id, ok
+	return f.Guarded(newGuard(r.ctx)), id, ok
 }

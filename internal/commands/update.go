@@ -33,12 +33,25 @@ func (m opModifier) apply(doc bson.D, pos int, isInsert bool, now time.Time) (bs
 
 func (m opModifier) replacement() bool { return m.u.IsReplacement() }
 
-type pipelineModifier struct{ p *aggregate.Pipeline }
+type pipelineModifier struct {
+	p     *aggregate.Pipeline
+	guard *expr.Guard // nil: the pipeline runs to its end
+}
+
+// guardModifier makes a pipeline-style m stop when g's operation ends;
+// an operator update's work is bounded by its document.
+func guardModifier(m modifier, g *expr.Guard) modifier {
+	if pm, ok := m.(pipelineModifier); ok {
+		pm.guard = g
+		return pm
+	}
+	return m
+}
 
 func (m pipelineModifier) replacement() bool { return false }
 
 func (m pipelineModifier) apply(doc bson.D, _ int, _ bool, now time.Time) (bson.D, bool, error) {
-	out, err := m.p.Run(&sliceSource{docs: []bson.D{doc}}, nilEnv{now: now})
+	out, err := m.p.Run(&sliceSource{docs: []bson.D{doc}}, nilEnv{now: now, guard: m.guard})
 	if err != nil {
 		return nil, false, err
 	}
@@ -58,7 +71,13 @@ func (m pipelineModifier) apply(doc bson.D, _ int, _ bool, now time.Time) (bson.
 }
 
 // nilEnv serves pipelines that read no other collection.
-type nilEnv struct{ now time.Time }
+type nilEnv struct {
+	now   time.Time
+	guard *expr.Guard // nil: the pipeline runs to its end
+}
+
+// Guard is the operation's, when the pipeline runs for one.
+func (e nilEnv) Guard() *expr.Guard { return e.guard }
 
 func (e nilEnv) Collection(name string) (aggregate.Iterator, error) {
 	return nil, mongoerr.New(mongoerr.InvalidPipelineOperator, "this pipeline cannot read other collections")
@@ -88,7 +107,7 @@ func parseModifier(u any, arrayFilters []bson.D, lv *letScope, coll *collation.C
 		if err != nil {
 			return nil, err
 		}
-		return pipelineModifier{p}, nil
+		return pipelineModifier{p: p}, nil
 	}
 	return nil, mongoerr.Newf(mongoerr.FailedToParse, "Update argument must be either an object or an array")
 }
@@ -291,7 +310,8 @@ func (h *Handler) parsedUpdate(r *request, a writeArgs, lv *letScope, s bson.D) 
 		m.keepEmptyTs = true
 		st.mod = m
 	}
-	st.filter = st.filter.Guarded(expr.NewGuard(r.ctx))
+	g := newGuard(r.ctx)
+	st.filter, st.mod = st.filter.Guarded(g), guardModifier(st.mod, g)
 	return st, nil
 }
 

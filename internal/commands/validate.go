@@ -1,9 +1,6 @@
 package commands
 
 import (
-	"context"
-	"errors"
-
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/docstore"
@@ -31,11 +28,8 @@ func cmdValidate(h *Handler, r *request) (bson.D, error) {
 		return nil, mongoerr.Newf(mongoerr.NamespaceNotFound, "Collection '%s.%s' does not exist to validate.", r.db, name)
 	}
 	res, err := c.Validate(r.ctx)
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return nil, checkInterrupt(r.ctx)
-	}
 	if err != nil {
-		return nil, err
+		return nil, interruptionOr(r.ctx, err)
 	}
 	return validateReply(c, res), nil
 }

@@ -1,6 +1,7 @@
 package docstore
 
 import (
+	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -35,6 +36,13 @@ type CreateIndexesResult struct {
 // event of their own and a build over documents reports every index it
 // built in one event (mongod's commitIndexBuild entry).
 func (c *Collection) CreateIndexes(ixs []*catalog.Index) (CreateIndexesResult, error) {
+	return c.CreateIndexesContext(context.Background(), ixs)
+}
+
+// CreateIndexesContext is CreateIndexes whose build over the stored
+// documents stops, and is abandoned as a failed build is, once ctx ends;
+// the error then wraps ctx's.
+func (c *Collection) CreateIndexesContext(ctx context.Context, ixs []*catalog.Index) (CreateIndexesResult, error) {
 	c.schemaMu.Lock()
 	defer c.schemaMu.Unlock()
 	res := CreateIndexesResult{Before: len(c.meta().Indexes)}
@@ -49,7 +57,7 @@ func (c *Collection) CreateIndexes(ixs []*catalog.Index) (CreateIndexesResult, e
 		return res, err
 	}
 	for i := range news {
-		if err := c.buildLocked(first + i); err != nil {
+		if err := c.buildLocked(ctx, first+i); err != nil {
 			return res, errors.Join(buildFailed(c.meta(), err), c.abortBuildLocked(news))
 		}
 	}
@@ -213,8 +221,9 @@ func (c *Collection) saveMeta(meta *catalog.Collection, evs ...*changestream.Eve
 	return nil
 }
 
-// buildLocked writes the entries of index i for every stored document.
-func (c *Collection) buildLocked(i int) error {
+// buildLocked writes the entries of index i for every stored document,
+// looking at ctx before each.
+func (c *Collection) buildLocked(ctx context.Context, i int) error {
 	st := c.state.Load()
 	ix := st.indexes[i]
 	b := &indexBuild{c: c, ix: ix, st: st}
@@ -225,6 +234,9 @@ func (c *Collection) buildLocked(i int) error {
 	}
 	defer it.Close()
 	for ok := it.First(); ok; ok = it.Next() {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("docstore: index build of %s: %w", ix.def.Name, err)
+		}
 		if err := b.add(it.Key()[len(p):], it.Value()); err != nil {
 			return err
 		}

@@ -224,11 +224,11 @@ func (a *stdDevAcc) Result() any {
 // folded element by element, several arguments are folded in turn.
 func addAccumulatorOps(m map[string]compileFn) {
 	for _, op := range []string{"$sum", "$avg", "$min", "$max", "$stdDevPop", "$stdDevSamp"} {
-		m[op] = variadic(accumulate)
+		m[op] = variadicLoop(accumulate)
 	}
 }
 
-func accumulate(name string, vals []any) (any, error) {
+func accumulate(m meter, name string, vals []any) (any, error) {
 	acc, _ := NewAccumulator(name)
 	if len(vals) == 1 {
 		if a, ok := asArray(vals[0]); ok {
@@ -236,6 +236,9 @@ func accumulate(name string, vals []any) (any, error) {
 		}
 	}
 	for _, v := range vals {
+		if err := m.step(); err != nil {
+			return nil, err
+		}
 		if err := acc.Add(v); err != nil {
 			return nil, err
 		}

@@ -11,13 +11,13 @@ func addArrayOps(m map[string]compileFn) {
 	m["$arrayElemAt"] = fixed(2, evalArrayElemAt)
 	m["$first"] = fixed(1, firstOrLast(0))
 	m["$last"] = fixed(1, firstOrLast(-1))
-	m["$in"] = fixed(2, evalIn)
+	m["$in"] = fixedLoop(2, evalIn)
 	m["$slice"] = ranged(2, 3, evalSlice)
-	m["$concatArrays"] = variadic(evalConcatArrays)
+	m["$concatArrays"] = variadicLoop(evalConcatArrays)
 	m["$isArray"] = fixed(1, func(_ string, v []any) (any, error) { _, ok := asArray(v[0]); return ok, nil })
-	m["$reverseArray"] = fixed(1, evalReverseArray)
-	m["$range"] = ranged(2, 3, evalRange)
-	m["$indexOfArray"] = ranged(2, 4, evalIndexOfArray)
+	m["$reverseArray"] = fixedLoop(1, evalReverseArray)
+	m["$range"] = rangedLoop(2, 3, evalRange)
+	m["$indexOfArray"] = rangedLoop(2, 4, evalIndexOfArray)
 	m["$filter"] = compileFilter
 	m["$map"] = compileMap
 	m["$reduce"] = compileReduce
@@ -76,12 +76,15 @@ func firstOrLast(i int64) evalFn {
 	}
 }
 
-func evalIn(_ string, vals []any) (any, error) {
+func evalIn(m meter, _ string, vals []any) (any, error) {
 	a, ok := asArray(vals[1])
 	if !ok {
 		return nil, mongoerr.Newf(mongoerr.Location40081, "$in requires an array as a second argument, found: %s", typeName(vals[1]))
 	}
 	for _, x := range a {
+		if err := m.step(); err != nil {
+			return nil, err
+		}
 		if compareValues(vals[0], x) == 0 {
 			return true, nil
 		}
@@ -141,9 +144,12 @@ func sliceFrom(a bson.A, start int, countVal any) (any, error) {
 	return append(bson.A{}, a[start:min(start+count, len(a))]...), nil
 }
 
-func evalConcatArrays(_ string, vals []any) (any, error) {
+func evalConcatArrays(m meter, _ string, vals []any) (any, error) {
 	out := bson.A{}
 	for _, v := range vals {
+		if err := m.step(); err != nil {
+			return nil, err
+		}
 		if nullish(v) {
 			return nil, nil
 		}
@@ -156,7 +162,7 @@ func evalConcatArrays(_ string, vals []any) (any, error) {
 	return out, checkArraySize(out)
 }
 
-func evalReverseArray(_ string, vals []any) (any, error) {
+func evalReverseArray(m meter, _ string, vals []any) (any, error) {
 	if nullish(vals[0]) {
 		return nil, nil
 	}
@@ -167,12 +173,15 @@ func evalReverseArray(_ string, vals []any) (any, error) {
 	}
 	out := make(bson.A, len(a))
 	for i, x := range a {
+		if err := m.step(); err != nil {
+			return nil, err
+		}
 		out[len(a)-1-i] = x
 	}
 	return out, nil
 }
 
-func evalRange(_ string, vals []any) (any, error) {
+func evalRange(m meter, _ string, vals []any) (any, error) {
 	start, err := rangeArg(vals[0], "starting value", [2]mongoerr.Code{mongoerr.Location34443, mongoerr.Location34444})
 	if err != nil {
 		return nil, err
@@ -197,6 +206,9 @@ func evalRange(_ string, vals []any) (any, error) {
 	}
 	out := bson.A{}
 	for i := start; (step > 0 && i < end) || (step < 0 && i > end); i += step {
+		if err := m.step(); err != nil {
+			return nil, err
+		}
 		out = append(out, int32(i))
 	}
 	return out, nil
@@ -227,7 +239,7 @@ func rangeArg(v any, what string, codes [2]mongoerr.Code) (int64, error) {
 	return toInt64(v), nil
 }
 
-func evalIndexOfArray(name string, vals []any) (any, error) {
+func evalIndexOfArray(m meter, name string, vals []any) (any, error) {
 	if nullish(vals[0]) {
 		return nil, nil
 	}
@@ -241,6 +253,9 @@ func evalIndexOfArray(name string, vals []any) (any, error) {
 		return nil, err
 	}
 	for i := start; i < end; i++ {
+		if err := m.step(); err != nil {
+			return nil, err
+		}
 		if compareValues(a[i], vals[1]) == 0 {
 			return int32(i), nil
 		}

@@ -69,7 +69,7 @@ func Compile(v any) (*Expr, error) {
 // bson.DateTime or time.Time pins $$NOW, otherwise the wall clock is read.
 func (e *Expr) Eval(doc bson.D, vars map[string]any) (any, error) {
 	c := &ctx{root: doc, user: vars}
-	c.guard, _ = vars[guardKey].(*Guard)
+	c.guard = GuardOf(vars)
 	c.coll = CollatorOf(vars)
 	return e.root.eval(c)
 }

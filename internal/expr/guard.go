@@ -12,16 +12,70 @@ import (
 )
 
 // Guard bounds the evaluations of one operation: when its context ends
-// (maxTimeMS, killOp, the client leaving, shutdown) the loops of long
-// expressions stop within checkEvery steps instead of running to the end.
-// It is safe for concurrent use.
+// (maxTimeMS, killOp, the client leaving, shutdown) every loop that looks
+// at it stops at its next step instead of running to the end. It is safe
+// for concurrent use.
 type Guard struct {
-	ctx   context.Context
-	steps atomic.Uint32
+	ctx context.Context
+	// stop turns the context's end into the operation's error.
+	stop func(context.Context) error
+	// ended is set once ctx ends, so a loop's look costs one atomic load
+	// rather than the context's lock.
+	ended atomic.Bool
+	steps atomic.Uint64
 }
 
-// NewGuard returns a Guard that stops evaluations once ctx is done.
-func NewGuard(ctx context.Context) *Guard { return &Guard{ctx: ctx} }
+// NewGuard returns a Guard that stops evaluations once ctx is done, with
+// MaxTimeMSExpired for a deadline and Interrupted otherwise.
+func NewGuard(ctx context.Context) *Guard { return NewGuardFor(ctx, interruptedBy) }
+
+// NewGuardFor is NewGuard whose error for the context's end is stop's
+// (the command layer tells a shutdown from a killOp by the cause).
+func NewGuardFor(ctx context.Context, stop func(context.Context) error) *Guard {
+	g := &Guard{ctx: ctx, stop: stop}
+	g.ended.Store(true) // the first Step arms it
+	return g
+}
+
+// Step counts one step of a loop and reports the operation's end as
+// MongoDB's error for it. A nil Guard never stops.
+func (g *Guard) Step() error {
+	if g == nil {
+		return nil
+	}
+	g.steps.Add(1)
+	if !g.ended.Load() {
+		return nil
+	}
+	return g.confirm()
+}
+
+// confirm asks the context itself once the flag says it ended. A cursor's
+// context is swapped for each getMore's (see commands' swapCtx), so a flag
+// set when the command that opened the cursor returned may be stale: then
+// the guard arms again, on the context now in place.
+func (g *Guard) confirm() error {
+	if g.ctx.Err() != nil {
+		return g.stop(g.ctx)
+	}
+	if g.ended.CompareAndSwap(true, false) {
+		context.AfterFunc(g.ctx, func() { g.ended.Store(true) })
+	}
+	if g.ctx.Err() != nil { // ended while arming: AfterFunc's goroutine may lag
+		return g.stop(g.ctx)
+	}
+	return nil
+}
+
+// Steps is how many loop steps looked at g: a loop that never looks
+// leaves it unchanged, which is how tests find one.
+func (g *Guard) Steps() uint64 { return g.steps.Load() }
+
+// GuardOf returns the Guard vars carry (see WithGuard), or nil.
+func GuardOf(vars map[string]any) *Guard {
+	g, _ := vars[guardKey].(*Guard)
+	return g
+}
 
 // guardKey holds the Guard among an evaluation's variables; no user
 // variable can be named so.
@@ -36,20 +90,34 @@ func WithGuard(vars map[string]any, g *Guard) map[string]any {
 	return vars
 }
 
-// checkEvery is how many loop steps pass between looks at the context.
-const checkEvery = 1024
+// meter is what an evaluation's loops count their steps on; with no
+// Guard it never stops them.
+type meter struct{ guard *Guard }
 
-// step counts one loop step and, every checkEvery, reports the context's
-// end as MongoDB's error for it.
-func (c *ctx) step() error {
-	if c.guard == nil || c.guard.steps.Add(1)%checkEvery != 0 {
-		return nil
-	}
-	return interrupted(c.guard.ctx.Err())
+func (m meter) step() error { return m.guard.Step() }
+
+// order is cmp counting each comparison on m. A sort cannot be stopped
+// midway, so once the operation has ended every comparison answers 0 at
+// once and the sort runs out quickly; err then holds the reason.
+func (m meter) order(cmp func(a, b any) int) (compare func(a, b any) int, err func() error) {
+	var stopped error
+	return func(a, b any) int {
+		if stopped != nil {
+			return 0
+		}
+		if stopped = m.step(); stopped != nil {
+			return 0
+		}
+		return cmp(a, b)
+	}, func() error { return stopped }
 }
 
-func interrupted(err error) error {
-	switch {
+func (c *ctx) meter() meter { return meter{c.guard} }
+
+func (c *ctx) step() error { return c.guard.Step() }
+
+func interruptedBy(ctx context.Context) error {
+	switch err := ctx.Err(); {
 	case err == nil:
 		return nil
 	case errors.Is(err, context.DeadlineExceeded):

@@ -3,6 +3,7 @@ package expr
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -97,5 +98,60 @@ func TestGuardStopsLongLoops(t *testing.T) {
 	}
 	if took := time.Since(start); took > 5*time.Second {
 		t.Fatalf("stopped after %v", took)
+	}
+}
+
+// swappedCtx is a context whose current context a test replaces, as a
+// cursor's is replaced by each getMore's.
+type swappedCtx struct {
+	context.Context
+	cur *atomic.Pointer[context.Context]
+}
+
+func (s swappedCtx) Done() <-chan struct{} { return (*s.cur.Load()).Done() }
+func (s swappedCtx) Err() error            { return (*s.cur.Load()).Err() }
+
+// stepsUntilStopped steps g until it reports the end (its flag is set by
+// a goroutine context.AfterFunc starts, so not at once), for up to 10 s.
+func stepsUntilStopped(t *testing.T, g *Guard) error {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if err := g.Step(); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the guard never saw its context end")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestGuardFollowsSwappedContext: a cursor's Guard outlives the command
+// that opened it; once a getMore's live context is in place it runs
+// again, and stops when that one ends.
+func TestGuardFollowsSwappedContext(t *testing.T) {
+	first, endFirst := context.WithCancel(context.Background())
+	var cur atomic.Pointer[context.Context]
+	cur.Store(&first)
+	g := NewGuard(swappedCtx{Context: context.Background(), cur: &cur})
+	if err := g.Step(); err != nil {
+		t.Fatalf("while the opening command runs: %v", err)
+	}
+	endFirst()
+	if err := stepsUntilStopped(t, g); codeOf(err) != mongoerr.Interrupted {
+		t.Fatalf("after the opening command ended: %v", err)
+	}
+	getMore, endGetMore := context.WithTimeout(context.Background(), time.Hour)
+	defer endGetMore()
+	cur.Store(&getMore)
+	for range 3 {
+		if err := g.Step(); err != nil {
+			t.Fatalf("in the getMore: %v", err)
+		}
+	}
+	endGetMore()
+	if err := stepsUntilStopped(t, g); codeOf(err) != mongoerr.Interrupted {
+		t.Fatalf("after the getMore ended: %v", err)
 	}
 }

@@ -107,12 +107,15 @@ func (z *zipSpec) eval(c *ctx) (any, error) {
 	if z.longest {
 		n = maxLen
 	}
-	return zipRows(arrays, defaults, n), nil
+	return zipRows(c.meter(), arrays, defaults, n)
 }
 
-func zipRows(arrays []bson.A, defaults []any, n int) bson.A {
+func zipRows(m meter, arrays []bson.A, defaults []any, n int) (bson.A, error) {
 	out := make(bson.A, n)
 	for row := range n {
+		if err := m.step(); err != nil {
+			return nil, err
+		}
 		r := make(bson.A, len(arrays))
 		for col, a := range arrays {
 			switch {
@@ -124,7 +127,7 @@ func zipRows(arrays []bson.A, defaults []any, n int) bson.A {
 		}
 		out[row] = r
 	}
-	return out
+	return out, nil
 }
 
 func compileSortArray(_ string, arg any) (node, error) {
@@ -208,11 +211,17 @@ func sortArrayNode(input node, cmp func(a, b any) int) node {
 			return nil, mongoerr.Newf(mongoerr.Location2942504, "The input argument to $sortArray must be an array, but was of type: %s",
 				typeName(v))
 		}
+		cmp, stopped := c.meter().order(cmp)
+		var out bson.A
 		if c.coll != nil {
-			return sortCollated(a, cmp, c.coll), nil
+			out = sortCollated(a, cmp, c.coll)
+		} else {
+			out = append(bson.A{}, a...)
+			slices.SortStableFunc(out, cmp)
 		}
-		out := append(bson.A{}, a...)
-		slices.SortStableFunc(out, cmp)
+		if err := stopped(); err != nil {
+			return nil, err
+		}
 		return out, nil
 	})
 }

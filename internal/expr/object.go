@@ -7,13 +7,13 @@ import (
 )
 
 func addObjectOps(m map[string]compileFn) {
-	m["$mergeObjects"] = variadic(evalMergeObjects)
-	m["$objectToArray"] = fixed(1, evalObjectToArray)
-	m["$arrayToObject"] = fixed(1, evalArrayToObject)
+	m["$mergeObjects"] = variadicLoop(evalMergeObjects)
+	m["$objectToArray"] = fixedLoop(1, evalObjectToArray)
+	m["$arrayToObject"] = fixedLoop(1, evalArrayToObject)
 	m["$getField"] = compileGetField
 }
 
-func evalMergeObjects(_ string, vals []any) (any, error) {
+func evalMergeObjects(m meter, _ string, vals []any) (any, error) {
 	out := bson.D{}
 	for i, v := range vals {
 		if nullish(v) {
@@ -23,7 +23,10 @@ func evalMergeObjects(_ string, vals []any) (any, error) {
 			return nil, mongoerr.Newf(mongoerr.Location40400, "$mergeObjects requires object inputs, but input %d is of type %s",
 				i+1, typeName(v))
 		}
-		out = MergeInto(out, asDocument(v))
+		var err error
+		if out, err = mergeMetered(m, out, asDocument(v)); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
@@ -47,7 +50,19 @@ func MergeInto(dst, src bson.D) bson.D {
 	return dst
 }
 
-func evalObjectToArray(_ string, vals []any) (any, error) {
+// mergeMetered is MergeInto counting each field of src on m: merging
+// costs dst's length per field.
+func mergeMetered(m meter, dst, src bson.D) (bson.D, error) {
+	for i := range src {
+		if err := m.step(); err != nil {
+			return nil, err
+		}
+		dst = MergeInto(dst, src[i:i+1])
+	}
+	return dst, nil
+}
+
+func evalObjectToArray(m meter, _ string, vals []any) (any, error) {
 	v := vals[0]
 	if nullish(v) {
 		return nil, nil
@@ -57,12 +72,15 @@ func evalObjectToArray(_ string, vals []any) (any, error) {
 	}
 	out := bson.A{}
 	for _, e := range asDocument(v) {
+		if err := m.step(); err != nil {
+			return nil, err
+		}
 		out = append(out, bson.D{{Key: "k", Value: e.Key}, {Key: "v", Value: e.Value}})
 	}
 	return out, nil
 }
 
-func evalArrayToObject(_ string, vals []any) (any, error) {
+func evalArrayToObject(m meter, _ string, vals []any) (any, error) {
 	v := vals[0]
 	if nullish(v) {
 		return nil, nil
@@ -84,10 +102,12 @@ func evalArrayToObject(_ string, vals []any) (any, error) {
 	out := bson.D{}
 	for _, e := range a {
 		k, val, err := arrayToObjectEntry(e, pairForm)
+		if err == nil {
+			out, err = mergeMetered(m, out, bson.D{{Key: k, Value: val}})
+		}
 		if err != nil {
 			return nil, err
 		}
-		out = MergeInto(out, bson.D{{Key: k, Value: val}})
 	}
 	return out, nil
 }

@@ -1,6 +1,9 @@
 package expr
 
 import (
+	"maps"
+	"slices"
+
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
@@ -9,6 +12,15 @@ type compileFn func(name string, arg any) (node, error)
 
 // evalFn computes an operator from its already evaluated arguments.
 type evalFn func(name string, vals []any) (any, error)
+
+// loopFn is an evalFn whose work grows with its input: it counts each
+// step of its loops on m, so the end of the operation stops it midway.
+type loopFn func(m meter, name string, vals []any) (any, error)
+
+// ignoresMeter adapts an operator whose work does not grow with its input.
+func ignoresMeter(f evalFn) loopFn {
+	return func(_ meter, name string, vals []any) (any, error) { return f(name, vals) }
+}
 
 // operators is the immutable operator table, filled once at start-up. It
 // cannot be a plain initialised variable because operators compile their
@@ -27,6 +39,10 @@ func buildOperators() map[string]compileFn {
 	}
 	return m
 }
+
+// OperatorNames lists every expression operator, sorted: tests hold
+// tables over the whole class against it.
+func OperatorNames() []string { return slices.Sorted(maps.Keys(operators)) }
 
 // parseArgs compiles an operator's argument list: an array is the list, any
 // other value is a single argument.
@@ -54,22 +70,26 @@ func evalAll(c *ctx, nodes []node) ([]any, error) {
 	return vals, nil
 }
 
-// strict makes a node that evaluates all arguments, then applies f.
-func strict(name string, nodes []node, f evalFn) node {
+// strictLoop makes a node that evaluates all arguments, then applies f.
+func strictLoop(name string, nodes []node, f loopFn) node {
 	return fn(func(c *ctx) (any, error) {
+		m := c.meter()
 		vals, err := evalAll(c, nodes)
 		if err != nil {
 			return nil, err
 		}
 		if c.coll != nil {
-			return evalCollated(c.coll, name, vals, f)
+			return evalCollated(c.coll, name, vals, func(name string, vals []any) (any, error) { return f(m, name, vals) })
 		}
-		return f(name, vals)
+		return f(m, name, vals)
 	})
 }
 
 // fixed is an operator taking exactly n arguments.
-func fixed(n int, f evalFn) compileFn {
+func fixed(n int, f evalFn) compileFn { return fixedLoop(n, ignoresMeter(f)) }
+
+// fixedLoop is fixed for an operator whose work grows with its input.
+func fixedLoop(n int, f loopFn) compileFn {
 	return func(name string, arg any) (node, error) {
 		nodes, err := parseArgs(arg)
 		if err != nil {
@@ -78,12 +98,15 @@ func fixed(n int, f evalFn) compileFn {
 		if len(nodes) != n {
 			return nil, arityError(name, n, len(nodes))
 		}
-		return strict(name, nodes, f), nil
+		return strictLoop(name, nodes, f), nil
 	}
 }
 
 // ranged is an operator taking between lo and hi arguments.
-func ranged(lo, hi int, f evalFn) compileFn {
+func ranged(lo, hi int, f evalFn) compileFn { return rangedLoop(lo, hi, ignoresMeter(f)) }
+
+// rangedLoop is ranged for an operator whose work grows with its input.
+func rangedLoop(lo, hi int, f loopFn) compileFn {
 	return func(name string, arg any) (node, error) {
 		nodes, err := parseArgs(arg)
 		if err != nil {
@@ -94,18 +117,21 @@ func ranged(lo, hi int, f evalFn) compileFn {
 				"Expression %s takes at least %d arguments, and at most %d, but %d were passed in.",
 				name, lo, hi, len(nodes))
 		}
-		return strict(name, nodes, f), nil
+		return strictLoop(name, nodes, f), nil
 	}
 }
 
 // variadic is an operator taking any number of arguments.
-func variadic(f evalFn) compileFn {
+func variadic(f evalFn) compileFn { return variadicLoop(ignoresMeter(f)) }
+
+// variadicLoop is variadic for an operator whose work grows with its input.
+func variadicLoop(f loopFn) compileFn {
 	return func(name string, arg any) (node, error) {
 		nodes, err := parseArgs(arg)
 		if err != nil {
 			return nil, err
 		}
-		return strict(name, nodes, f), nil
+		return strictLoop(name, nodes, f), nil
 	}
 }
 

@@ -155,7 +155,24 @@ func compileOperator(name string, arg any) (node, error) {
 	if !ok {
 		return nil, mongoerr.Newf(mongoerr.InvalidPipelineOperator, "Unrecognized expression '%s'", name)
 	}
-	return op(name, arg)
+	n, err := op(name, arg)
+	if _, literal := n.(constNode); err != nil || literal {
+		return n, err // a literal ($literal) does no work to count
+	}
+	return counted{n}, nil
+}
+
+// counted is every operator's node: each evaluation counts a step on the
+// operation's Guard before it runs, so however an expression is built
+// (many cheap operators, or one applied to each of many documents) it
+// stops at its next operator once the operation ends.
+type counted struct{ n node }
+
+func (c counted) eval(cx *ctx) (any, error) {
+	if err := cx.step(); err != nil {
+		return nil, err
+	}
+	return c.n.eval(cx)
 }
 
 // asDocument returns v as a bson.D, or nil if v is not a document.

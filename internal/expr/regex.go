@@ -27,20 +27,29 @@ func addRegexOps(m map[string]compileFn) {
 		}
 		return nil
 	})
-	m["$regexFindAll"] = regexOp(func(re *regexp.Regexp, s string, ok bool) any {
-		out := bson.A{}
-		if ok {
-			// idx counts code points; counting from the previous match,
-			// not from the start, keeps the whole search linear.
-			at, runes := 0, 0
-			for _, m := range re.FindAllStringSubmatchIndex(s, maxFindAllMatches+1) {
-				runes += utf8.RuneCountInString(s[at:m[0]])
-				at = m[0]
-				out = append(out, regexMatchDocAt(s, m, runes))
-			}
+	m["$regexFindAll"] = regexLoop(findAll)
+}
+
+// findAll is $regexFindAll's result, a document per match. Go's regexp
+// finds all matches in one call; building their documents, the larger
+// part of the work, counts a step each.
+func findAll(m meter, re *regexp.Regexp, s string, ok bool) (any, error) {
+	out := bson.A{}
+	if !ok {
+		return out, nil
+	}
+	// idx counts code points; counting from the previous match, not from
+	// the start, keeps the whole search linear.
+	at, runes := 0, 0
+	for _, match := range re.FindAllStringSubmatchIndex(s, maxFindAllMatches+1) {
+		if err := m.step(); err != nil {
+			return nil, err
 		}
-		return out
-	})
+		runes += utf8.RuneCountInString(s[at:match[0]])
+		at = match[0]
+		out = append(out, regexMatchDocAt(s, match, runes))
+	}
+	return out, nil
 }
 
 // maxFindAllMatches bounds $regexFindAll's result: each match is a
@@ -73,6 +82,11 @@ func regexMatchDocAt(s string, m []int, idx int) bson.D {
 // regexOp compiles {input, regex, options}; result receives the compiled
 // pattern, the input, and whether both were present (not nullish).
 func regexOp(result func(re *regexp.Regexp, s string, ok bool) any) compileFn {
+	return regexLoop(func(_ meter, re *regexp.Regexp, s string, ok bool) (any, error) { return result(re, s, ok), nil })
+}
+
+// regexLoop is regexOp for a result whose work grows with its matches.
+func regexLoop(result func(m meter, re *regexp.Regexp, s string, ok bool) (any, error)) compileFn {
 	return func(name string, arg any) (node, error) {
 		if !isDocument(arg) {
 			return nil, mongoerr.Newf(mongoerr.Location51103, "%s expects an object of named arguments but found: %s", name, typeName(arg))
@@ -93,7 +107,10 @@ func regexOp(result func(re *regexp.Regexp, s string, ok bool) any) compileFn {
 			if err != nil {
 				return nil, err
 			}
-			v := result(re, s, ok)
+			v, err := result(c.meter(), re, s, ok)
+			if err != nil {
+				return nil, err
+			}
 			if a, isArray := v.(bson.A); isArray {
 				return v, checkArraySize(a)
 			}

@@ -9,26 +9,35 @@ import (
 )
 
 func addSetOps(m map[string]compileFn) {
-	m["$setUnion"] = variadic(evalSetUnion)
-	m["$setIntersection"] = variadic(evalSetIntersection)
-	m["$setDifference"] = fixed(2, evalSetDifference)
+	m["$setUnion"] = variadicLoop(evalSetUnion)
+	m["$setIntersection"] = variadicLoop(evalSetIntersection)
+	m["$setDifference"] = fixedLoop(2, evalSetDifference)
 	m["$setEquals"] = compileSetEquals
-	m["$setIsSubset"] = fixed(2, evalSetIsSubset)
-	m["$anyElementTrue"] = fixed(1, elementsTrue(true, mongoerr.Location17041))
-	m["$allElementsTrue"] = fixed(1, elementsTrue(false, mongoerr.Location17040))
+	m["$setIsSubset"] = fixedLoop(2, evalSetIsSubset)
+	m["$anyElementTrue"] = fixedLoop(1, elementsTrue(true, mongoerr.Location17041))
+	m["$allElementsTrue"] = fixedLoop(1, elementsTrue(false, mongoerr.Location17040))
 }
 
 // uniqueSorted returns a's distinct values in MongoDB's value order, which
 // is the order MongoDB's set operators return them in.
-func uniqueSorted(a bson.A) bson.A {
+func uniqueSorted(m meter, a bson.A) (bson.A, error) {
 	out := append(bson.A{}, a...)
-	slices.SortStableFunc(out, compareValues)
-	return slices.CompactFunc(out, func(x, y any) bool { return compareValues(x, y) == 0 })
+	cmp, stopped := m.order(compareValues)
+	slices.SortStableFunc(out, cmp)
+	if err := stopped(); err != nil {
+		return nil, err
+	}
+	return slices.CompactFunc(out, func(x, y any) bool { return compareValues(x, y) == 0 }), nil
 }
 
-func containsValue(sorted bson.A, v any) bool {
+// containsValue looks v up in sorted, counting the lookup as one step of
+// the caller's loop.
+func containsValue(m meter, sorted bson.A, v any) (bool, error) {
+	if err := m.step(); err != nil {
+		return false, err
+	}
 	_, found := slices.BinarySearchFunc(sorted, v, compareValues)
-	return found
+	return found, nil
 }
 
 func setOperand(name string, v any, code mongoerr.Code) (bson.A, error) {
@@ -40,7 +49,7 @@ func setOperand(name string, v any, code mongoerr.Code) (bson.A, error) {
 	return a, nil
 }
 
-func evalSetUnion(name string, vals []any) (any, error) {
+func evalSetUnion(m meter, name string, vals []any) (any, error) {
 	all := bson.A{}
 	for _, v := range vals {
 		if nullish(v) {
@@ -52,10 +61,10 @@ func evalSetUnion(name string, vals []any) (any, error) {
 		}
 		all = append(all, a...)
 	}
-	return uniqueSorted(all), nil
+	return uniqueSorted(m, all)
 }
 
-func evalSetIntersection(name string, vals []any) (any, error) {
+func evalSetIntersection(m meter, name string, vals []any) (any, error) {
 	var cur bson.A
 	for i, v := range vals {
 		if nullish(v) {
@@ -65,12 +74,17 @@ func evalSetIntersection(name string, vals []any) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		next, err := uniqueSorted(m, a)
+		if err != nil {
+			return nil, err
+		}
 		if i == 0 {
-			cur = uniqueSorted(a)
+			cur = next
 			continue
 		}
-		next := uniqueSorted(a)
-		cur = slices.DeleteFunc(cur, func(x any) bool { return !containsValue(next, x) })
+		if cur, err = keepContained(m, cur, next); err != nil {
+			return nil, err
+		}
 	}
 	if cur == nil {
 		cur = bson.A{}
@@ -78,7 +92,20 @@ func evalSetIntersection(name string, vals []any) (any, error) {
 	return cur, nil
 }
 
-func evalSetDifference(_ string, vals []any) (any, error) {
+// keepContained keeps the values of cur that sorted holds.
+func keepContained(m meter, cur, sorted bson.A) (bson.A, error) {
+	var err error
+	cur = slices.DeleteFunc(cur, func(x any) bool {
+		found := false
+		if err == nil {
+			found, err = containsValue(m, sorted, x)
+		}
+		return !found
+	})
+	return cur, err
+}
+
+func evalSetDifference(m meter, _ string, vals []any) (any, error) {
 	if nullish(vals[0]) || nullish(vals[1]) {
 		return nil, nil
 	}
@@ -92,9 +119,15 @@ func evalSetDifference(_ string, vals []any) (any, error) {
 		return nil, mongoerr.Newf(mongoerr.Location17049, "both operands of $setDifference must be arrays. Second argument is of type: %s",
 			typeName(vals[1]))
 	}
-	seen := uniqueSorted(r)
+	seen, err := uniqueSorted(m, r)
+	if err != nil {
+		return nil, err
+	}
 	out := bson.A{}
 	for _, x := range l {
+		if err := m.step(); err != nil {
+			return nil, err
+		}
 		if pos, found := slices.BinarySearchFunc(seen, x, compareValues); !found {
 			out = append(out, x)
 			seen = slices.Insert(seen, pos, x)
@@ -111,10 +144,10 @@ func compileSetEquals(name string, arg any) (node, error) {
 	if len(nodes) < 2 {
 		return nil, mongoerr.Newf(mongoerr.Location17045, "$setEquals needs at least two arguments had: %d", len(nodes))
 	}
-	return strict(name, nodes, evalSetEquals), nil
+	return strictLoop(name, nodes, evalSetEquals), nil
 }
 
-func evalSetEquals(name string, vals []any) (any, error) {
+func evalSetEquals(m meter, name string, vals []any) (any, error) {
 	var first bson.A
 	for i, v := range vals {
 		a, ok := asArray(v)
@@ -122,7 +155,10 @@ func evalSetEquals(name string, vals []any) (any, error) {
 			return nil, mongoerr.Newf(mongoerr.Location17044, "All operands of $setEquals must be arrays. One argument is of type: %s",
 				typeName(v))
 		}
-		s := uniqueSorted(a)
+		s, err := uniqueSorted(m, a)
+		if err != nil {
+			return nil, err
+		}
 		if i == 0 {
 			first = s
 		} else if compareValues(first, s) != 0 {
@@ -132,7 +168,7 @@ func evalSetEquals(name string, vals []any) (any, error) {
 	return true, nil
 }
 
-func evalSetIsSubset(_ string, vals []any) (any, error) {
+func evalSetIsSubset(m meter, _ string, vals []any) (any, error) {
 	l, ok := asArray(vals[0])
 	if !ok {
 		return nil, mongoerr.Newf(mongoerr.Location17046, "both operands of $setIsSubset must be arrays. First argument is of type: %s",
@@ -143,23 +179,29 @@ func evalSetIsSubset(_ string, vals []any) (any, error) {
 		return nil, mongoerr.Newf(mongoerr.Location17042, "both operands of $setIsSubset must be arrays. Second argument is of type: %s",
 			typeName(vals[1]))
 	}
-	set := uniqueSorted(r)
+	set, err := uniqueSorted(m, r)
+	if err != nil {
+		return nil, err
+	}
 	for _, x := range l {
-		if !containsValue(set, x) {
-			return false, nil
+		if found, err := containsValue(m, set, x); err != nil || !found {
+			return false, err
 		}
 	}
 	return true, nil
 }
 
 // elementsTrue builds $anyElementTrue (any) and $allElementsTrue (!any).
-func elementsTrue(wantAny bool, code mongoerr.Code) evalFn {
-	return func(name string, vals []any) (any, error) {
+func elementsTrue(wantAny bool, code mongoerr.Code) loopFn {
+	return func(m meter, name string, vals []any) (any, error) {
 		a, ok := asArray(vals[0])
 		if !ok {
 			return nil, mongoerr.Newf(code, "%s's argument must be an array, but is %s", name, typeName(vals[0]))
 		}
 		for _, x := range a {
+			if err := m.step(); err != nil {
+				return nil, err
+			}
 			if Truthy(x) == wantAny {
 				return wantAny, nil
 			}

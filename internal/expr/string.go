@@ -21,7 +21,7 @@ func addStringOps(m map[string]compileFn) {
 	m["$substrCP"] = fixed(3, evalSubstrCP)
 	m["$strLenBytes"] = fixed(1, evalStrLenBytes)
 	m["$strLenCP"] = fixed(1, evalStrLenCP)
-	m["$split"] = fixed(2, evalSplit)
+	m["$split"] = fixedLoop(2, evalSplit)
 	m["$indexOfBytes"] = ranged(2, 4, evalIndexOfBytes)
 	m["$indexOfCP"] = ranged(2, 4, evalIndexOfCP)
 	m["$trim"] = compileTrim
@@ -159,7 +159,7 @@ func evalStrLenCP(_ string, vals []any) (any, error) {
 	return int32(utf8.RuneCountInString(s)), nil
 }
 
-func evalSplit(_ string, vals []any) (any, error) {
+func evalSplit(m meter, _ string, vals []any) (any, error) {
 	in, sep := vals[0], vals[1]
 	if nullish(in) || nullish(sep) {
 		return nil, nil
@@ -178,7 +178,10 @@ func evalSplit(_ string, vals []any) (any, error) {
 		return nil, mongoerr.New(mongoerr.Location40087, "$split requires a non-empty separator")
 	}
 	out := bson.A{}
-	for _, part := range strings.Split(s, d) {
+	for part := range strings.SplitSeq(s, d) {
+		if err := m.step(); err != nil {
+			return nil, err
+		}
 		out = append(out, part)
 	}
 	return out, nil

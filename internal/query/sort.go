@@ -94,9 +94,19 @@ func (s *Sort) Compare(a, b bson.D) int {
 }
 
 // Sort sorts docs in place, stably, computing each sort key once.
-func (s *Sort) Sort(docs []bson.D) {
+func (s *Sort) Sort(docs []bson.D) { _ = s.SortUntil(docs, func() error { return nil }) }
+
+// stopEvery is how many comparisons a sort makes between calls of its
+// stop function.
+const stopEvery = 1024
+
+// SortUntil is Sort that calls stop every stopEvery comparisons (and once
+// per document keyed) and gives up with its error: sorting a million
+// documents takes seconds, and an operation that has ended must not wait
+// for it. docs is left in some order when it gives up.
+func (s *Sort) SortUntil(docs []bson.D, stop func() error) error {
 	if len(s.keys) == 0 || len(docs) < 2 {
-		return
+		return stop()
 	}
 	type keyed struct {
 		doc  bson.D
@@ -104,9 +114,19 @@ func (s *Sort) Sort(docs []bson.D) {
 	}
 	items := make([]keyed, len(docs))
 	for i, d := range docs {
+		if err := stop(); err != nil {
+			return err
+		}
 		items[i] = keyed{doc: d, keys: s.values(d)}
 	}
+	var stopped error
+	compared := 0
 	slices.SortStableFunc(items, func(x, y keyed) int {
+		// Once stopped every comparison answers at once, so the sort
+		// runs out quickly (a sort cannot be left midway).
+		if compared++; stopped != nil || (compared%stopEvery == 0 && stopErr(stop, &stopped)) {
+			return 0
+		}
 		for i, k := range s.keys {
 			if c := k.compare(x.keys[i], y.keys[i]); c != 0 {
 				return c
@@ -114,9 +134,20 @@ func (s *Sort) Sort(docs []bson.D) {
 		}
 		return 0
 	})
+	if stopped != nil {
+		return stopped
+	}
 	for i := range items {
 		docs[i] = items[i].doc
 	}
+	return nil
+}
+
+// stopErr calls stop, keeping its error in *into; it reports whether
+// there was one.
+func stopErr(stop func() error, into *error) bool {
+	*into = stop()
+	return *into != nil
 }
 
 func (s *Sort) values(d bson.D) []any {
