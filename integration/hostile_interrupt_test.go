@@ -44,7 +44,7 @@ const (
 	// interruptGroup is how many rows run at once for the first three
 	// triggers: enough to load both cores, few enough that each still
 	// gets the CPU to notice its end promptly on a shared machine.
-	interruptGroup = 6
+	interruptGroup = 2
 	// bigN is the length of each field of the operator rows' input.
 	bigN = 5000
 )
