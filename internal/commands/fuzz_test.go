@@ -9,6 +9,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/fuzzlimit"
 	"github.com/mayflydb/mayfly/internal/server"
 )
 
@@ -43,28 +44,30 @@ func FuzzCommand(f *testing.F) {
 	h.deps.Logger = slog.New(panics)
 	seedData(h, c)
 	f.Fuzz(func(t *testing.T, raw []byte, at uint16, kind uint8, data []byte) {
-		var cmd bson.D
-		if bson.UnmarshalExtJSON(raw, false, &cmd) != nil || len(cmd) == 0 {
-			cmd = cloneD(fuzzSeeds[int(at)%len(fuzzSeeds)])
-		}
-		cmd = mutate(cmd, int(at), kind, data)
-		if len(cmd) == 0 {
-			return
-		}
-		db := "fuzz"
-		if v, ok := lookup(cmd, "$db"); ok {
-			db, _ = v.(string)
-			cmd = without(cmd, "$db")
-		}
-		if _, ok := lookup(cmd, "maxTimeMS"); !ok {
-			cmd = append(cmd, bson.E{Key: "maxTimeMS", Value: int32(2000)})
-		}
-		before := panics.n.Load()
-		reply := runOn(h, c, db, cmd)
-		if panics.n.Load() != before {
-			t.Fatalf("%v panicked a handler", cmd)
-		}
-		checkReplyShape(t, cmd, reply)
+		fuzzlimit.Run(t, func() {
+			var cmd bson.D
+			if bson.UnmarshalExtJSON(raw, false, &cmd) != nil || len(cmd) == 0 {
+				cmd = cloneD(fuzzSeeds[int(at)%len(fuzzSeeds)])
+			}
+			cmd = mutate(cmd, int(at), kind, data)
+			if len(cmd) == 0 {
+				return
+			}
+			db := "fuzz"
+			if v, ok := lookup(cmd, "$db"); ok {
+				db, _ = v.(string)
+				cmd = without(cmd, "$db")
+			}
+			if _, ok := lookup(cmd, "maxTimeMS"); !ok {
+				cmd = append(cmd, bson.E{Key: "maxTimeMS", Value: int32(2000)})
+			}
+			before := panics.n.Load()
+			reply := runOn(h, c, db, cmd)
+			if panics.n.Load() != before {
+				t.Fatalf("%v panicked a handler", cmd)
+			}
+			checkReplyShape(t, cmd, reply)
+		}, raw, at, kind, data)
 	})
 }
 

@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/fuzzlimit"
 )
 
 // FuzzCompile feeds arbitrary extended JSON to Compile and evaluates what
@@ -25,14 +27,16 @@ func FuzzCompile(f *testing.F) {
 		{Key: "s", Value: "héllo"},
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var d bson.D
-		if bson.UnmarshalExtJSON(data, false, &d) != nil || len(d) == 0 {
-			return
-		}
-		e, err := Compile(d[0].Value)
-		if err != nil {
-			return
-		}
-		_, _ = e.Eval(doc, map[string]any{"v": int32(3)})
+		fuzzlimit.Run(t, func() {
+			var d bson.D
+			if bson.UnmarshalExtJSON(data, false, &d) != nil || len(d) == 0 {
+				return
+			}
+			e, err := Compile(d[0].Value)
+			if err != nil {
+				return
+			}
+			_, _ = e.Eval(doc, map[string]any{"v": int32(3)})
+		}, data)
 	})
 }
