@@ -1,12 +1,19 @@
 package expr
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/fuzzlimit"
 )
+
+// evalTimeLimit is the maxTimeMS each fuzzed evaluation runs under; well
+// below fuzzlimit's CPU-time limit, so that an evaluation the Guard can
+// stop is stopped before it counts as slow.
+const evalTimeLimit = 200 * time.Millisecond
 
 // FuzzCompile feeds arbitrary extended JSON to Compile and evaluates what
 // compiles: neither may panic, whatever the input.
@@ -36,7 +43,12 @@ func FuzzCompile(f *testing.F) {
 			if err != nil {
 				return
 			}
-			_, _ = e.Eval(doc, map[string]any{"v": int32(3)})
+			// As under maxTimeMS: a loop whose cost is its output's size
+			// squared ($reduce concatenating) is stopped by the Guard, as
+			// in mongod, rather than counted as a slow input.
+			ctx, cancel := context.WithTimeout(context.Background(), evalTimeLimit)
+			defer cancel()
+			_, _ = e.Eval(doc, WithGuard(map[string]any{"v": int32(3)}, NewGuard(ctx)))
 		}, data)
 	})
 }

@@ -30,8 +30,33 @@ func evalMergeObjects(_ string, vals []any) (any, error) {
 
 // MergeInto sets every field of src on dst: existing fields keep their
 // position and take the new value, new fields are appended. It is
-// $mergeObjects' rule, shared with the $mergeObjects accumulator.
+// $mergeObjects' rule, shared with the $mergeObjects accumulator. Merging
+// more than a few fields finds them through a map, so that merging n
+// fields into m costs n + m, not n times m.
 func MergeInto(dst, src bson.D) bson.D {
+	if len(src) <= mergeScanMax {
+		return mergeByScan(dst, src)
+	}
+	at := make(map[string]int, len(dst)+len(src))
+	for i := len(dst) - 1; i >= 0; i-- {
+		at[dst[i].Key] = i // the first of duplicate names, as a scan finds
+	}
+	for _, e := range src {
+		if i, ok := at[e.Key]; ok {
+			dst[i].Value = e.Value
+			continue
+		}
+		at[e.Key] = len(dst)
+		dst = append(dst, e)
+	}
+	return dst
+}
+
+// mergeScanMax is the number of fields up to which scanning dst for each
+// beats building a map of dst.
+const mergeScanMax = 8
+
+func mergeByScan(dst, src bson.D) bson.D {
 	for _, e := range src {
 		found := false
 		for i := range dst {
@@ -81,15 +106,15 @@ func evalArrayToObject(_ string, vals []any) (any, error) {
 	case !isDocument(a[0]):
 		return nil, mongoerr.Newf(mongoerr.Location40398, "Unrecognised input type format for $arrayToObject: %s", typeName(a[0]))
 	}
-	out := bson.D{}
+	entries := make(bson.D, 0, len(a))
 	for _, e := range a {
 		k, val, err := arrayToObjectEntry(e, pairForm)
 		if err != nil {
 			return nil, err
 		}
-		out = MergeInto(out, bson.D{{Key: k, Value: val}})
+		entries = append(entries, bson.E{Key: k, Value: val})
 	}
-	return out, nil
+	return MergeInto(bson.D{}, entries), nil
 }
 
 func isArrayValue(v any) bool { _, ok := asArray(v); return ok }
