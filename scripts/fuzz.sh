@@ -46,8 +46,9 @@ run_target() {
 # first "fuzz: elapsed" line, printed once it handles SIGINT; a signal
 # before that would kill the binary instead.
 interrupt_after() {
-	local dir=$1 log=$bindir/log pid waited
+	local dir=$1 log pid waited
 	shift
+	log=$(mktemp -p "$bindir") # its own: a previous target's tee may still be writing
 	(cd "$dir" && exec "$@") > >(tee "$log") 2>&1 &
 	pid=$!
 	for ((waited = 0; waited < startup * 5; waited++)); do
