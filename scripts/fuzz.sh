@@ -19,6 +19,10 @@
 set -euo pipefail
 fuzztime=${1:-30s}
 cd "$(dirname "$0")/.."
+if ! [[ $fuzztime =~ ^[0-9]+[smhx]?$ ]]; then
+	echo "usage: $0 DURATION|COUNT, such as 10s, 10m, 1h or 200000x" >&2
+	exit 2
+fi
 
 # grace is how long a target may take to stop after SIGINT (its workers
 # finish the input in hand, and a crash found is written) before SIGKILL;
