@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/fuzzlimit"
 )
 
 // FuzzAuthCommands feeds arbitrary documents to the authentication and
@@ -28,21 +30,23 @@ func FuzzAuthCommands(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		var body bson.D
-		if bson.Unmarshal(raw, &body) != nil || len(body) == 0 {
-			return
-		}
-		m := newManager(t, nil)
-		n := UserName{User: "ann", DB: "admin"}
-		m.users[n.id()] = &User{Name: n, Roles: []RoleName{{"read", "test"}}, Credentials: ann}
-		c := newConn("127.0.0.1:9")
-		_ = m.Authorize(c, "admin", body[0].Key, body)
-		if _, ok := handlers[body[0].Key]; ok {
-			_, _ = m.Run(c, "admin", body[0].Key, body)
-		}
-		_ = Redact(body)
-		if u, ok := sessionOf(c).User(); ok {
-			t.Fatalf("authenticated as %v without a password", u)
-		}
+		fuzzlimit.Run(t, func() {
+			var body bson.D
+			if bson.Unmarshal(raw, &body) != nil || len(body) == 0 {
+				return
+			}
+			m := newManager(t, nil)
+			n := UserName{User: "ann", DB: "admin"}
+			m.users[n.id()] = &User{Name: n, Roles: []RoleName{{"read", "test"}}, Credentials: ann}
+			c := newConn("127.0.0.1:9")
+			_ = m.Authorize(c, "admin", body[0].Key, body)
+			if _, ok := handlers[body[0].Key]; ok {
+				_, _ = m.Run(c, "admin", body[0].Key, body)
+			}
+			_ = Redact(body)
+			if u, ok := sessionOf(c).User(); ok {
+				t.Fatalf("authenticated as %v without a password", u)
+			}
+		}, raw)
 	})
 }

@@ -9,6 +9,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/fuzzlimit"
 	"github.com/mayflydb/mayfly/internal/server"
 )
 
@@ -43,29 +44,64 @@ func FuzzCommand(f *testing.F) {
 	h.deps.Logger = slog.New(panics)
 	seedData(h, c)
 	f.Fuzz(func(t *testing.T, raw []byte, at uint16, kind uint8, data []byte) {
-		var cmd bson.D
-		if bson.UnmarshalExtJSON(raw, false, &cmd) != nil || len(cmd) == 0 {
-			cmd = cloneD(fuzzSeeds[int(at)%len(fuzzSeeds)])
-		}
-		cmd = mutate(cmd, int(at), kind, data)
-		if len(cmd) == 0 {
-			return
-		}
-		db := "fuzz"
-		if v, ok := lookup(cmd, "$db"); ok {
-			db, _ = v.(string)
-			cmd = without(cmd, "$db")
-		}
-		if _, ok := lookup(cmd, "maxTimeMS"); !ok {
-			cmd = append(cmd, bson.E{Key: "maxTimeMS", Value: int32(2000)})
-		}
-		before := panics.n.Load()
-		reply := runOn(h, c, db, cmd)
-		if panics.n.Load() != before {
-			t.Fatalf("%v panicked a handler", cmd)
-		}
-		checkReplyShape(t, cmd, reply)
+		fuzzlimit.Run(t, func() {
+			var cmd bson.D
+			if bson.UnmarshalExtJSON(raw, false, &cmd) != nil || len(cmd) == 0 {
+				cmd = cloneD(fuzzSeeds[int(at)%len(fuzzSeeds)])
+			}
+			cmd = mutate(cmd, int(at), kind, data)
+			if len(cmd) == 0 {
+				return
+			}
+			db := "fuzz"
+			if v, ok := lookup(cmd, "$db"); ok {
+				db, _ = v.(string)
+				cmd = without(cmd, "$db")
+			}
+			cmd = boundTime(cmd)
+			before := panics.n.Load()
+			reply := runOn(h, c, db, cmd)
+			if panics.n.Load() != before {
+				t.Fatalf("%v panicked a handler", cmd)
+			}
+			checkReplyShape(t, cmd, reply)
+		}, raw, at, kind, data)
 	})
+}
+
+// fuzzMaxTimeMS is the longest maxTimeMS a fuzzed command runs under: below
+// fuzzlimit's 1 s of CPU, so that a command the operation's guard can stop
+// is stopped before it counts as a slow input, whatever the machine's load.
+const fuzzMaxTimeMS = 500
+
+// boundTime gives cmd maxTimeMS fuzzMaxTimeMS if it has none, none (0) or
+// a longer one; other values, wrong ones included, stay to be parsed.
+func boundTime(cmd bson.D) bson.D {
+	for i, e := range cmd {
+		if e.Key != "maxTimeMS" {
+			continue
+		}
+		switch n := e.Value.(type) {
+		case int32, int64, float64:
+			if ms := toFloat(n); ms == 0 || ms > fuzzMaxTimeMS {
+				cmd[i].Value = int32(fuzzMaxTimeMS)
+			}
+		}
+		return cmd
+	}
+	return append(cmd, bson.E{Key: "maxTimeMS", Value: int32(fuzzMaxTimeMS)})
+}
+
+func toFloat(v any) float64 {
+	switch n := v.(type) {
+	case int32:
+		return float64(n)
+	case int64:
+		return float64(n)
+	case float64:
+		return n
+	}
+	return 0
 }
 
 func checkReplyShape(t *testing.T, cmd, reply bson.D) {

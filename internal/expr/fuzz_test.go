@@ -1,10 +1,19 @@
 package expr
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/fuzzlimit"
 )
+
+// evalTimeLimit is the maxTimeMS each fuzzed evaluation runs under; well
+// below fuzzlimit's CPU-time limit, so that an evaluation the Guard can
+// stop is stopped before it counts as slow.
+const evalTimeLimit = 200 * time.Millisecond
 
 // FuzzCompile feeds arbitrary extended JSON to Compile and evaluates what
 // compiles: neither may panic, whatever the input.
@@ -25,14 +34,21 @@ func FuzzCompile(f *testing.F) {
 		{Key: "s", Value: "héllo"},
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var d bson.D
-		if bson.UnmarshalExtJSON(data, false, &d) != nil || len(d) == 0 {
-			return
-		}
-		e, err := Compile(d[0].Value)
-		if err != nil {
-			return
-		}
-		_, _ = e.Eval(doc, map[string]any{"v": int32(3)})
+		fuzzlimit.Run(t, func() {
+			var d bson.D
+			if bson.UnmarshalExtJSON(data, false, &d) != nil || len(d) == 0 {
+				return
+			}
+			e, err := Compile(d[0].Value)
+			if err != nil {
+				return
+			}
+			// As under maxTimeMS: a loop whose cost is its output's size
+			// squared ($reduce concatenating) is stopped by the Guard, as
+			// in mongod, rather than counted as a slow input.
+			ctx, cancel := context.WithTimeout(context.Background(), evalTimeLimit)
+			defer cancel()
+			_, _ = e.Eval(doc, WithGuard(map[string]any{"v": int32(3)}, NewGuard(ctx)))
+		}, data)
 	})
 }

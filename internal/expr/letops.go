@@ -160,6 +160,7 @@ func compileMap(name string, arg any) (node, error) {
 			return nil, err
 		}
 		out := make(bson.A, len(a))
+		size := 5
 		for i, x := range a {
 			if err := c.step(); err != nil {
 				return nil, err
@@ -172,9 +173,21 @@ func compileMap(name string, arg any) (node, error) {
 				v = nil
 			}
 			out[i] = v
+			// A body that builds a large value each time must stop at
+			// the largest array, not after building all of them.
+			if size += 8 + valueBytes(v); size > maxArrayBytes {
+				return nil, errArrayTooLarge(size)
+			}
 		}
 		return out, nil
 	}), nil
+}
+
+// errArrayTooLarge is mongod's error for an array past the largest
+// document, as checkArraySize reports it.
+func errArrayTooLarge(size int) error {
+	return mongoerr.Newf(mongoerr.BSONObjectTooLarge,
+		"BSONObj size: %d (0x%X) is invalid. Size must be between 0 and 16793600(16MB)", size, size)
 }
 
 func compileFilter(name string, arg any) (node, error) {

@@ -33,8 +33,33 @@ func evalMergeObjects(m meter, _ string, vals []any) (any, error) {
 
 // MergeInto sets every field of src on dst: existing fields keep their
 // position and take the new value, new fields are appended. It is
-// $mergeObjects' rule, shared with the $mergeObjects accumulator.
+// $mergeObjects' rule, shared with the $mergeObjects accumulator. Merging
+// more than a few fields finds them through a map, so that merging n
+// fields into m costs n + m, not n times m.
 func MergeInto(dst, src bson.D) bson.D {
+	if len(src) <= mergeScanMax {
+		return mergeByScan(dst, src)
+	}
+	at := make(map[string]int, len(dst)+len(src))
+	for i := len(dst) - 1; i >= 0; i-- {
+		at[dst[i].Key] = i // the first of duplicate names, as a scan finds
+	}
+	for _, e := range src {
+		if i, ok := at[e.Key]; ok {
+			dst[i].Value = e.Value
+			continue
+		}
+		at[e.Key] = len(dst)
+		dst = append(dst, e)
+	}
+	return dst
+}
+
+// mergeScanMax is the number of fields up to which scanning dst for each
+// beats building a map of dst.
+const mergeScanMax = 8
+
+func mergeByScan(dst, src bson.D) bson.D {
 	for _, e := range src {
 		found := false
 		for i := range dst {
@@ -50,16 +75,17 @@ func MergeInto(dst, src bson.D) bson.D {
 	return dst
 }
 
-// mergeMetered is MergeInto counting each field of src on m: merging
-// costs dst's length per field.
+// mergeMetered is MergeInto counting each field of src on m, so that a
+// long merge stops once its operation has ended.
 func mergeMetered(m meter, dst, src bson.D) (bson.D, error) {
-	for i := range src {
+	for range src {
 		if err := m.step(); err != nil {
 			return nil, err
 		}
-		dst = MergeInto(dst, src[i:i+1])
 	}
-	return dst, nil
+	// One merge of all of src: MergeInto is linear in its fields, a merge
+	// per field would be quadratic.
+	return MergeInto(dst, src), nil
 }
 
 func evalObjectToArray(m meter, _ string, vals []any) (any, error) {
@@ -99,17 +125,18 @@ func evalArrayToObject(m meter, _ string, vals []any) (any, error) {
 	case !isDocument(a[0]):
 		return nil, mongoerr.Newf(mongoerr.Location40398, "Unrecognised input type format for $arrayToObject: %s", typeName(a[0]))
 	}
-	out := bson.D{}
+	entries := make(bson.D, 0, len(a))
 	for _, e := range a {
 		k, val, err := arrayToObjectEntry(e, pairForm)
 		if err == nil {
-			out, err = mergeMetered(m, out, bson.D{{Key: k, Value: val}})
+			err = m.step()
 		}
 		if err != nil {
 			return nil, err
 		}
+		entries = append(entries, bson.E{Key: k, Value: val})
 	}
-	return out, nil
+	return MergeInto(bson.D{}, entries), nil
 }
 
 func isArrayValue(v any) bool { _, ok := asArray(v); return ok }

@@ -2,6 +2,8 @@ package keyenc
 
 import (
 	"testing"
+
+	"github.com/mayflydb/mayfly/internal/fuzzlimit"
 )
 
 // FuzzKeyOrder checks the order property on pairs of values built from the
@@ -11,11 +13,13 @@ func FuzzKeyOrder(f *testing.F) {
 	f.Add([]byte{5, 3}, []byte{6, 3})
 	f.Add([]byte{19, 2, 1, 5}, []byte{20, 2, 0, 0})
 	f.Fuzz(func(t *testing.T, a, b []byte) {
-		va := genValue(&byteChooser{b: a}, 3)
-		vb := genValue(&byteChooser{b: b}, 3)
-		if err := checkPair(va, vb); err != nil {
-			t.Fatal(err)
-		}
+		fuzzlimit.Run(t, func() {
+			va := genValue(&byteChooser{b: a}, 3)
+			vb := genValue(&byteChooser{b: b}, 3)
+			if err := checkPair(va, vb); err != nil {
+				t.Fatal(err)
+			}
+		}, a, b)
 	})
 }
 
@@ -26,18 +30,20 @@ func FuzzRoundTrip(f *testing.F) {
 	f.Add([]byte{0x1c, 0x80, 0x00, 0x00})
 	f.Add([]byte{0x30, 0x20, 0x61, 0x00, 0xff, 0x00, 0x01, 0x00})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if err := checkRoundTrip(genValue(&byteChooser{b: data}, 3)); err != nil {
-			t.Fatal(err)
-		}
-		for _, dec := range []func([]byte) (any, []byte, error){DecodeValue, DecodeValueDesc} {
-			v, rest, err := dec(data)
-			if err != nil {
-				continue
+		fuzzlimit.Run(t, func() {
+			if err := checkRoundTrip(genValue(&byteChooser{b: data}, 3)); err != nil {
+				t.Fatal(err)
 			}
-			// Whatever decodes must be a value the encoder accepts.
-			if err := checkRoundTrip(v); err != nil {
-				t.Fatalf("decoded % x to %#v (rest % x): %v", data, v, rest, err)
+			for _, dec := range []func([]byte) (any, []byte, error){DecodeValue, DecodeValueDesc} {
+				v, rest, err := dec(data)
+				if err != nil {
+					continue
+				}
+				// Whatever decodes must be a value the encoder accepts.
+				if err := checkRoundTrip(v); err != nil {
+					t.Fatalf("decoded % x to %#v (rest % x): %v", data, v, rest, err)
+				}
 			}
-		}
+		}, data)
 	})
 }

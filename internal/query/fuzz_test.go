@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/fuzzlimit"
 )
 
 // FuzzFilter builds a filter, a document, a projection and a sort from the
@@ -14,15 +16,17 @@ func FuzzFilter(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte("filter and document"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		g := &fuzzGen{data: data}
-		filter, d := g.filter(0), g.doc(0)
-		checkFilter(t, filter, d)
-		if p, err := NewProjection(g.projection()); err == nil {
-			_, _ = p.Apply(d, int(g.byte())-1)
-		}
-		if s, err := NewSort(g.sortSpec()); err == nil {
-			s.Sort([]bson.D{d, g.doc(0), g.doc(0)})
-		}
+		fuzzlimit.Run(t, func() {
+			g := &fuzzGen{data: data}
+			filter, d := g.filter(0), g.doc(0)
+			checkFilter(t, filter, d)
+			if p, err := NewProjection(g.projection()); err == nil {
+				_, _ = p.Apply(d, int(g.byte())-1)
+			}
+			if s, err := NewSort(g.sortSpec()); err == nil {
+				s.Sort([]bson.D{d, g.doc(0), g.doc(0)})
+			}
+		}, data)
 	})
 }
 

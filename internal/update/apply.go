@@ -14,6 +14,9 @@ type applier struct {
 	root    *mdoc
 	changed bool
 	tsInc   uint32 // increments handed out for Timestamp values in this call
+	// placed is a lower bound on the BSON size of what this update has put
+	// in the document (see place).
+	placed int
 }
 
 // Apply returns the updated document (doc itself is not modified) and
@@ -153,4 +156,33 @@ func idFirst(d bson.D) bson.D {
 		}
 	}
 	return d
+}
+
+// place counts n more bytes put in the document and fails once they pass
+// the largest document. Every operator writes its own path (two writes to
+// one path conflict at parse), so what they put adds up in the result, and
+// past the limit the result can only be refused: MongoDB builds it and
+// refuses it with this error. Stopping here instead bounds what an update
+// costs by one document, whatever the fan-out of $[] or the padding asked
+// for; the one difference is that an error a later operator would raise is
+// not reached.
+func (a *applier) place(n int) error {
+	a.placed += n
+	if a.placed > maxDocumentBytes {
+		return errTooLarge()
+	}
+	return nil
+}
+
+// nullElementsBytes is the BSON size of null array elements at indexes
+// [from, to): a type byte, the decimal index and its terminating zero.
+func nullElementsBytes(from, to int) int {
+	n := 0
+	for digits, next := 1, 10; from < to; digits, next = digits+1, next*10 {
+		if end := min(to, next); from < end {
+			n += (end - from) * (digits + 2)
+			from = end
+		}
+	}
+	return n
 }

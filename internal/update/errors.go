@@ -14,6 +14,16 @@ const (
 // depth limit (200) less the levels it reserves for system use (20).
 const maxStorageDepth = 180
 
+// maxDocumentBytes is the largest document MongoDB stores
+// (BSONObjMaxUserSize), as docstore.MaxDocumentSize.
+const maxDocumentBytes = 16 << 20
+
+// errTooLarge is MongoDB's error for an update whose result is larger than
+// maxDocumentBytes, worded as docstore words it.
+func errTooLarge() error {
+	return errf(mongoerr.Location17419, "Resulting document after update is larger than %d", maxDocumentBytes)
+}
+
 // maxPadding caps the nulls added when setting an array index past its end.
 const maxPadding = 1500000
 

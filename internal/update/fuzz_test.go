@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/fuzzlimit"
 )
 
 // FuzzApply parses an update and applies it to a document, both built from
@@ -16,17 +18,19 @@ func FuzzApply(f *testing.F) {
 	f.Add(`{"_id": 1, "a": {"b": 1}}`, `{"$rename": {"a.b": "c.d"}}`, `{}`, int8(-1), true)
 	f.Add(`{"_id": 1, "a": [5]}`, `{"$set": {"a.$": 1}}`, `{}`, int8(0), false)
 	f.Fuzz(func(t *testing.T, docJSON, updateJSON, filterJSON string, pos int8, insert bool) {
-		doc, ok1 := fuzzDoc(docJSON)
-		upd, ok2 := fuzzDoc(updateJSON)
-		filter, ok3 := fuzzDoc(filterJSON)
-		if !ok1 || !ok2 || !ok3 {
-			return
-		}
-		var filters []bson.D
-		if len(filter) > 0 {
-			filters = []bson.D{filter}
-		}
-		checkFuzzApply(t, doc, upd, filters, Context{Now: testNow, IsInsert: insert, Positional: int(pos)})
+		fuzzlimit.Run(t, func() {
+			doc, ok1 := fuzzDoc(docJSON)
+			upd, ok2 := fuzzDoc(updateJSON)
+			filter, ok3 := fuzzDoc(filterJSON)
+			if !ok1 || !ok2 || !ok3 {
+				return
+			}
+			var filters []bson.D
+			if len(filter) > 0 {
+				filters = []bson.D{filter}
+			}
+			checkFuzzApply(t, doc, upd, filters, Context{Now: testNow, IsInsert: insert, Positional: int(pos)})
+		}, docJSON, updateJSON, filterJSON, pos, insert)
 	})
 }
 

@@ -58,6 +58,9 @@ func commitExisting(a *applier, st *state, v any) error {
 	if err := checkDepth(v, len(st.taken)); err != nil {
 		return err
 	}
+	if err := a.place(bsonBytes(v)); err != nil {
+		return err
+	}
 	st.set(v)
 	return nil
 }
@@ -77,6 +80,13 @@ func (l *leafNode) applyMissing(a *applier, st *state) error {
 
 // commitCreated creates the missing part of the path holding v.
 func commitCreated(a *applier, st *state, v any) error {
+	from, to, err := st.padding()
+	if err != nil {
+		return err
+	}
+	if err := a.place(nullElementsBytes(from, to) + bsonBytes(v)); err != nil {
+		return err
+	}
 	if err := st.attach(v); err != nil {
 		return err
 	}

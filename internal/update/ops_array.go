@@ -33,18 +33,55 @@ func parseAddToSet(v any, cmp func(a, b any) int) (modifier, error) {
 	return addToSetMod{values: dedupe(values, cmp), cmp: cmp}, nil
 }
 
+// dedupe keeps the first of each run of equal values, in their order. A
+// stable sort of their positions puts equal values side by side, first
+// occurrence first, so the cost is n log n, not a scan per value.
 func dedupe(values bson.A, cmp func(a, b any) int) bson.A {
+	plainVals := plainAll(values)
+	order := make([]int, len(values))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int { return cmp(plainVals[i], plainVals[j]) })
+	keep := make([]bool, len(values))
+	for k, i := range order {
+		keep[i] = k == 0 || cmp(plainVals[order[k-1]], plainVals[i]) != 0
+	}
 	var out bson.A
-	for _, v := range values {
-		if !containsValue(out, v, cmp) {
+	for i, v := range values {
+		if keep[i] {
 			out = append(out, v)
 		}
 	}
 	return out
 }
 
-func containsValue(a bson.A, v any, cmp func(a, b any) int) bool {
-	return slices.ContainsFunc(a, func(x any) bool { return cmp(x, v) == 0 })
+// sortedValues answers "is v among these values?" in log n comparisons,
+// which keeps $addToSet with $each and $pullAll at n log n in the sizes of
+// the array and the list rather than their product.
+type sortedValues struct {
+	vals []any
+	cmp  func(a, b any) int
+}
+
+func newSortedValues(values bson.A, cmp func(a, b any) int) sortedValues {
+	vals := plainAll(values)
+	slices.SortFunc(vals, cmp)
+	return sortedValues{vals: vals, cmp: cmp}
+}
+
+func (s sortedValues) contains(v any) bool {
+	_, ok := slices.BinarySearchFunc(s.vals, plainIfOwned(v), s.cmp)
+	return ok
+}
+
+// plainAll converts owned containers once, not at every comparison.
+func plainAll(values bson.A) []any {
+	out := make([]any, len(values))
+	for i, v := range values {
+		out[i] = plainIfOwned(v)
+	}
+	return out
 }
 
 func (m addToSetMod) modify(_ *applier, st *state) (any, bool, error) {
@@ -55,8 +92,9 @@ func (m addToSetMod) modify(_ *applier, st *state) (any, bool, error) {
 			st.name(), typeName(st.elem))
 	}
 	out := slices.Clone(arr.a)
+	have := newSortedValues(arr.a, m.cmp)
 	for _, v := range m.values {
-		if !containsValue(arr.a, v, m.cmp) {
+		if !have.contains(v) {
 			out = append(out, v)
 		}
 	}
@@ -135,6 +173,6 @@ func parsePullAll(v any, cmp func(a, b any) int) (modifier, error) {
 		return nil, errf(mongoerr.BadValue, "$pullAll requires an array argument but was given a %s",
 			typeName(v))
 	}
-	values := arrOf(v)
-	return cullMod{match: func(x any) bool { return containsValue(values, x, cmp) }}, nil
+	values := newSortedValues(arrOf(v), cmp)
+	return cullMod{match: values.contains}, nil
 }

@@ -1,6 +1,8 @@
 package update
 
 import (
+	"slices"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
@@ -130,18 +132,34 @@ func (st *state) attach(v any) error {
 }
 
 func (st *state) attachToArray(c *marr, v any) error {
-	i, ok := arrayIndex(st.create[0])
-	if !ok {
-		return st.cannotCreate()
+	from, to, err := st.padding()
+	if err != nil {
+		return err
 	}
-	if i-len(c.a) > maxPadding {
-		return errf(codeCannotBackfillArray, "can't backfill more than %d elements", maxPadding)
-	}
-	for len(c.a) < i {
+	c.a = slices.Grow(c.a, to+1-from)
+	for range to - from {
 		c.a = append(c.a, nil)
 	}
 	c.a = append(c.a, v)
 	return nil
+}
+
+// padding returns the indexes [from, to) of the nulls that creating
+// st.create[0] in an array adds before it: none unless the index is past
+// the array's end, and at most maxPadding, as MongoDB allows.
+func (st *state) padding() (from, to int, err error) {
+	c, ok := st.elem.(*marr)
+	if !ok {
+		return 0, 0, nil
+	}
+	i, ok := arrayIndex(st.create[0])
+	if !ok {
+		return 0, 0, st.cannotCreate()
+	}
+	if i-len(c.a) > maxPadding {
+		return 0, 0, errf(codeCannotBackfillArray, "can't backfill more than %d elements", maxPadding)
+	}
+	return len(c.a), max(i, len(c.a)), nil
 }
 
 func (st *state) cannotCreate() error {

@@ -238,3 +238,51 @@ func plainIfOwned(v any) any {
 func formatValue(v any) string { return bsonutil.Format(plainIfOwned(v)) }
 
 func formatElem(name string, v any) string { return bsonutil.FormatElem(name, plainIfOwned(v)) }
+
+// bsonBytes is a lower bound on v's size as a BSON element's value: exact
+// for the types documents are made of, 0 for the rest.
+func bsonBytes(v any) int {
+	switch x := v.(type) {
+	case *mdoc:
+		return docBytes(x.d)
+	case bson.D:
+		return docBytes(x)
+	case *marr:
+		return arrBytes(x.a)
+	case bson.A:
+		return arrBytes(x)
+	case string:
+		return 5 + len(x)
+	case bson.Binary:
+		return 5 + len(x.Data)
+	case int32:
+		return 4
+	case int64, float64, bson.DateTime, bson.Timestamp:
+		return 8
+	case bson.Decimal128:
+		return 16
+	case bson.ObjectID:
+		return 12
+	case bool:
+		return 1
+	}
+	return 0
+}
+
+// docBytes is bsonBytes of a document: a length, the elements (type byte,
+// name, terminating zero, value) and a closing zero.
+func docBytes(d bson.D) int {
+	n := 5
+	for _, e := range d {
+		n += 2 + len(e.Key) + bsonBytes(e.Value)
+	}
+	return n
+}
+
+func arrBytes(a bson.A) int {
+	n := 5 + nullElementsBytes(0, len(a))
+	for _, e := range a {
+		n += bsonBytes(e)
+	}
+	return n
+}

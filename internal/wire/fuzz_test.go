@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/fuzzlimit"
 )
 
 // FuzzReadMessage feeds arbitrary streams to the Reader. Seeds live in
@@ -17,20 +19,22 @@ import (
 func FuzzReadMessage(f *testing.F) {
 	codec := NewCodec(allCompressors...)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r := NewReader(bytes.NewReader(data), codec)
-		consumed := 0
-		for range 4 {
-			m, err := r.ReadMessage()
-			if err != nil {
-				checkReadError(t, err)
-				return
+		fuzzlimit.Run(t, func() {
+			r := NewReader(bytes.NewReader(data), codec)
+			consumed := 0
+			for range 4 {
+				m, err := r.ReadMessage()
+				if err != nil {
+					checkReadError(t, err)
+					return
+				}
+				consumed += int(m.Header.MessageLength)
+				if consumed > len(data) {
+					t.Fatalf("read %d bytes from %d of input", consumed, len(data))
+				}
+				checkMessage(t, m)
 			}
-			consumed += int(m.Header.MessageLength)
-			if consumed > len(data) {
-				t.Fatalf("read %d bytes from %d of input", consumed, len(data))
-			}
-			checkMessage(t, m)
-		}
+		}, data)
 	})
 }
 
