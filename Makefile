@@ -11,7 +11,7 @@ run:
 # driven by the Go driver, mongosh, the Node.js driver and pymongo), and a
 # short run of each fuzz target.
 test: lint clients
-	$(GO) test -count=1 -timeout 15m ./...
+	$(GO) test -count=1 -timeout 25m ./...
 	$(MAKE) fuzz FUZZTIME=10s
 
 lint:

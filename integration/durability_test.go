@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -44,15 +45,42 @@ func TestRestartKeepsCollectionsIndexesDocuments(t *testing.T) {
 	wantCode(t, err, 11000, "index: cartID_1")
 }
 
-// buildBinary compiles cmd/mayfly once per test binary run.
-func buildBinary(t *testing.T) string {
+// buildBinary returns cmd/mayfly built once for the whole test run: the
+// link alone takes seconds, and a score of tests start the binary.
+func buildBinary(t testing.TB) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "mayfly")
-	cmd := exec.Command("go", "build", "-o", bin, "../cmd/mayfly")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
+	built.once.Do(func() {
+		built.path = filepath.Join(built.dir, "mayfly")
+		out, err := exec.Command("go", "build", "-o", built.path, "../cmd/mayfly").CombinedOutput()
+		if err != nil {
+			built.err = fmt.Errorf("build: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	return bin
+	return built.path
+}
+
+// built is the test run's one build of cmd/mayfly, in a directory
+// TestMain removes at the end.
+var built struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "mayfly-integration-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	built.dir = dir
+	code := m.Run()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 // process is a mayfly binary running as a child process.
