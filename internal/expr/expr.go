@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 )
 
 // Expr is a compiled aggregation expression. It is immutable and safe for
@@ -78,23 +80,10 @@ func (e *Expr) Eval(doc bson.D, vars map[string]any) (any, error) {
 // undefined and numeric zero are false; everything else (including "" and
 // empty arrays and NaN) is true.
 func Truthy(v any) bool {
-	switch x := v.(type) {
-	case nil, bson.Null, bson.Undefined, missing:
+	if _, ok := v.(missing); ok {
 		return false
-	case bool:
-		return x
-	case int32:
-		return x != 0
-	case int64:
-		return x != 0
-	case int:
-		return x != 0
-	case float64:
-		return x != 0
-	case bson.Decimal128:
-		return !x.IsZero()
 	}
-	return true
+	return bsonutil.TrueValue(v)
 }
 
 // ctx is the evaluation state of one Eval call.

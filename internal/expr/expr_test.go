@@ -180,6 +180,8 @@ func TestComparisonAndLogic(t *testing.T) {
 		"or":                      {expr: `{"$or": [0, null, "$nope"]}`, want: `false`},
 		"or short circuit":        {expr: `{"$or": [1, {"$divide": [1, 0]}]}`, want: `true`},
 		"not":                     {expr: `{"$not": [0]}`, want: `true`},
+		"not decimal zero":        {expr: `{"$not": [{"$numberDecimal": "0.00"}]}`, want: `true`},
+		"not string":              {expr: `{"$not": ["false"]}`, want: `false`},
 		"cond array":              {expr: `{"$cond": [{"$gt": ["$a", 3]}, "big", "small"]}`, want: `"big"`},
 		"cond doc":                {expr: `{"$cond": {"if": "$f", "then": 1, "else": 2}}`, want: `2`},
 		"cond lazy":               {expr: `{"$cond": [true, 1, {"$divide": [1, 0]}]}`, want: `1`},

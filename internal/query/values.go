@@ -195,13 +195,8 @@ func numberToInt64(v any) (i int64, exact, ok bool) {
 // trueValue is MongoDB's BSONElement::trueValue: false for false, null,
 // undefined, absent and numeric zero; true otherwise (NaN is true).
 func trueValue(v any) bool {
-	switch x := v.(type) {
-	case bool:
-		return x
-	case nil, bson.Null, bson.Undefined, absent:
+	if _, ok := v.(absent); ok {
 		return false
-	case int32, int64, int, float64, bson.Decimal128:
-		return bsonutil.ToFloat(x) != 0 // NaN is true
 	}
-	return true
+	return bsonutil.TrueValue(v)
 }
