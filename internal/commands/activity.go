@@ -8,6 +8,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/activity"
 	"github.com/mayflydb/mayfly/internal/aggregate"
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
@@ -91,7 +92,7 @@ func (h *Handler) profile(r *request, d time.Duration, reply bson.D) {
 }
 
 func lookupOK(reply bson.D) float64 {
-	if v, ok := lookup(reply, "ok"); ok {
+	if v, ok := bsonutil.Field(reply, "ok"); ok {
 		if f, isF := v.(float64); isF {
 			return f
 		}
@@ -157,17 +158,17 @@ func cmdProfile(h *Handler, r *request) (bson.D, error) {
 func profileSettings(r *request, level int, was activity.ProfileSettings) (activity.ProfileSettings, bool, error) {
 	next := activity.ProfileSettings{Level: level, SlowMS: was.SlowMS, SampleRate: was.SampleRate}
 	setSlow := false
-	if v, ok := lookup(r.body, "slowms"); ok {
+	if v, ok := bsonutil.Field(r.body, "slowms"); ok {
 		n, err := toInt64(r.name, "slowms", v)
 		if err != nil {
 			return next, false, err
 		}
 		next.SlowMS, setSlow = n, true
 	}
-	if v, ok := lookup(r.body, "filter"); ok && v != nil {
+	if v, ok := bsonutil.Field(r.body, "filter"); ok && v != nil {
 		return next, false, mongoerr.New(mongoerr.BadValue, "the profiler 'filter' option is not supported by Mayfly")
 	}
-	if v, ok := lookup(r.body, "sampleRate"); ok {
+	if v, ok := bsonutil.Field(r.body, "sampleRate"); ok {
 		f, isF := v.(float64)
 		if !isF || f < 0 || f > 1 {
 			return next, false, mongoerr.New(mongoerr.BadValue, "'sampleRate' must be between 0.0 and 1.0 inclusive")

@@ -32,7 +32,7 @@ func cmdHello(h *Handler, r *request) (bson.D, error) {
 		return nil, err
 	}
 	var reply bson.D
-	if v, ok := lookup(r.body, "helloOk"); ok && v == true {
+	if v, ok := bsonutil.Field(r.body, "helloOk"); ok && v == true {
 		reply = append(reply, bson.E{Key: "helloOk", Value: true})
 	}
 	primaryKey := "ismaster"
@@ -64,7 +64,7 @@ func cmdHello(h *Handler, r *request) (bson.D, error) {
 }
 
 func checkClientMetadata(r *request) error {
-	if _, ok := lookup(r.body, "client"); !ok {
+	if _, ok := bsonutil.Field(r.body, "client"); !ok {
 		return nil
 	}
 	if r.conn.Value(clientMetadataKey) != nil {
@@ -75,7 +75,7 @@ func checkClientMetadata(r *request) error {
 }
 
 func negotiateCompression(r *request) bson.D {
-	v, ok := lookup(r.body, "compression")
+	v, ok := bsonutil.Field(r.body, "compression")
 	if !ok {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/aggregate"
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
@@ -34,7 +35,7 @@ func cmdAggregate(h *Handler, r *request) (bson.D, error) {
 		}
 		return h.aggregateExplainReply(r)
 	}
-	if _, ok := lookup(r.body, "cursor"); !ok {
+	if _, ok := bsonutil.Field(r.body, "cursor"); !ok {
 		return nil, mongoerr.New(mongoerr.FailedToParse, "The 'cursor' option is required, except for aggregate with the explain argument")
 	}
 	batch, err := cursorBatchSize(r)
@@ -73,7 +74,7 @@ func cmdAggregate(h *Handler, r *request) (bson.D, error) {
 
 // stagesOf returns the pipeline array (validated by the caller's parse).
 func stagesOf(r *request) bson.A {
-	v, _ := lookup(r.body, "pipeline")
+	v, _ := bsonutil.Field(r.body, "pipeline")
 	a, _ := v.(bson.A)
 	return a
 }
@@ -81,7 +82,7 @@ func stagesOf(r *request) bson.A {
 // parsePipeline parses the pipeline under the request's collation (or the
 // collection's default).
 func (h *Handler) parsePipeline(r *request) (*aggregate.Pipeline, error) {
-	v, ok := lookup(r.body, "pipeline")
+	v, ok := bsonutil.Field(r.body, "pipeline")
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'aggregate.pipeline' is missing but a required field")
 	}
@@ -160,14 +161,14 @@ func (e *aggEnv) CollStats(spec bson.D) (bson.D, error) {
 		{Key: "host", Value: "localhost"},
 		{Key: "localTime", Value: bson.NewDateTimeFromTime(e.Now())},
 	}
-	if v, ok := lookup(spec, "storageStats"); ok {
+	if v, ok := bsonutil.Field(spec, "storageStats"); ok {
 		st, _, err := e.h.storageStats(e.db, e.coll, scaleOf(v), nil)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, bson.E{Key: "storageStats", Value: st})
 	}
-	if _, ok := lookup(spec, "count"); ok {
+	if _, ok := bsonutil.Field(spec, "count"); ok {
 		n, err := e.h.docCount(e.db, e.coll)
 		if err != nil {
 			return nil, err
@@ -179,7 +180,7 @@ func (e *aggEnv) CollStats(spec bson.D) (bson.D, error) {
 
 func scaleOf(v any) int64 {
 	d, _ := v.(bson.D)
-	if s, ok := lookup(d, "scale"); ok {
+	if s, ok := bsonutil.Field(d, "scale"); ok {
 		if n, err := toInt64("$collStats", "scale", s); err == nil && n > 0 {
 			return n
 		}

@@ -28,7 +28,7 @@ func aggregateNamespace(r *request) (coll string, collectionless bool, err error
 // checkPipelineArg requires the pipeline array; a collectionless pipeline
 // must have a first stage ($currentOp and the like).
 func checkPipelineArg(r *request, collectionless bool) error {
-	v, ok := lookup(r.body, "pipeline")
+	v, ok := bsonutil.Field(r.body, "pipeline")
 	if !ok {
 		return mongoerr.New(mongoerr.Location40414, "BSON field 'aggregate.pipeline' is missing but a required field")
 	}

@@ -56,8 +56,8 @@ func parseOut(db string, v any) (*aggTarget, error) {
 	case string:
 		t.coll = x
 	case bson.D:
-		dbv, _ := lookup(x, "db")
-		collv, _ := lookup(x, "coll")
+		dbv, _ := bsonutil.Field(x, "db")
+		collv, _ := bsonutil.Field(x, "coll")
 		s, ok1 := dbv.(string)
 		c, ok2 := collv.(string)
 		if !ok1 || !ok2 {
@@ -136,10 +136,10 @@ func (t *aggTarget) mergeInto(v any) error {
 	case string:
 		t.coll = x
 	case bson.D:
-		if s, ok := lookup(x, "db"); ok {
+		if s, ok := bsonutil.Field(x, "db"); ok {
 			t.db, _ = s.(string)
 		}
-		c, _ := lookup(x, "coll")
+		c, _ := bsonutil.Field(x, "coll")
 		t.coll, _ = c.(string)
 	default:
 		return wrongType("$merge", "into", v, "string")
@@ -471,7 +471,7 @@ func (h *Handler) mergeUnmatched(c *docstore.Collection, t *aggTarget, d bson.D)
 // mergedDoc is whenMatched for d, which matched target: the document to
 // put in target's place, or nil to keep it.
 func (h *Handler) mergedDoc(t *aggTarget, target, d bson.D) (bson.D, error) {
-	id, _ := lookup(target, "_id")
+	id, _ := bsonutil.Field(target, "_id")
 	switch t.whenMatched {
 	case "keepExisting":
 		return nil, nil
@@ -486,7 +486,7 @@ func (h *Handler) mergedDoc(t *aggTarget, target, d bson.D) (bson.D, error) {
 }
 
 func (h *Handler) mergeMatched(c *docstore.Collection, t *aggTarget, target, d bson.D) error {
-	id, _ := lookup(target, "_id")
+	id, _ := bsonutil.Field(target, "_id")
 	next, err := h.mergedDoc(t, target, d)
 	if next == nil || err != nil {
 		return err

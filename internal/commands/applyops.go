@@ -33,7 +33,7 @@ func cmdApplyOps(h *Handler, r *request) (bson.D, error) {
 		return nil, err
 	}
 	upsert := true
-	if v, ok := lookup(r.body, "alwaysUpsert"); ok {
+	if v, ok := bsonutil.Field(r.body, "alwaysUpsert"); ok {
 		upsert = expr.Truthy(v)
 	}
 	bypass, err := optBool(r, "bypassDocumentValidation")
@@ -94,17 +94,17 @@ type opApplier struct {
 }
 
 func (a *opApplier) apply(op bson.D) error {
-	kind, _ := lookup(op, "op")
+	kind, _ := bsonutil.Field(op, "op")
 	if kind == "n" {
 		return nil
 	}
-	nsV, _ := lookup(op, "ns")
+	nsV, _ := bsonutil.Field(op, "ns")
 	ns, _ := nsV.(string)
 	db, coll, found := strings.Cut(ns, ".")
 	if !found || db == "" || coll == "" {
 		return mongoerr.Newf(mongoerr.InvalidNamespace, "invalid ns in an applyOps entry: %q", ns)
 	}
-	o, _ := lookup(op, "o")
+	o, _ := bsonutil.Field(op, "o")
 	doc, ok := o.(bson.D)
 	if !ok {
 		return mongoerr.Newf(mongoerr.FailedToParse, "an applyOps entry's 'o' must be an object, not %s", bsonutil.TypeName(o))
@@ -145,7 +145,7 @@ func (a *opApplier) options(db, coll string) docstore.WriteOptions {
 
 // insert stores o, or replaces the document with its _id.
 func (a *opApplier) insert(db, coll string, o bson.D) error {
-	id, ok := lookup(o, "_id")
+	id, ok := bsonutil.Field(o, "_id")
 	if !ok {
 		return mongoerr.Newf(mongoerr.NoSuchKey, "Failed to apply insert due to missing _id: %s", bsonutil.Format(o))
 	}
@@ -171,9 +171,9 @@ func (a *opApplier) insert(db, coll string, o bson.D) error {
 // update applies o (a $v: 2 diff, update operators or a replacement) to
 // the document o2._id names.
 func (a *opApplier) update(db, coll string, o, op bson.D) error {
-	o2v, _ := lookup(op, "o2")
+	o2v, _ := bsonutil.Field(op, "o2")
 	o2, _ := o2v.(bson.D)
-	id, ok := lookup(o2, "_id")
+	id, ok := bsonutil.Field(o2, "_id")
 	if !ok {
 		return mongoerr.Newf(mongoerr.NoSuchKey, "Failed to apply update due to missing _id: %s", bsonutil.Format(op))
 	}
@@ -182,7 +182,7 @@ func (a *opApplier) update(db, coll string, o, op bson.D) error {
 		return err
 	}
 	c := a.h.deps.Store.Collection(db, coll)
-	b, _ := lookup(op, "b")
+	b, _ := bsonutil.Field(op, "b")
 	upsert := a.upsert || expr.Truthy(b)
 	if c == nil && !upsert {
 		return mongoerr.Newf(mongoerr.NamespaceNotFound, "Failed to apply operation due to missing collection (%s.%s)", db, coll)
@@ -234,7 +234,7 @@ func updateFunc(o bson.D, now time.Time) (func(cur bson.D, insert bool) (bson.D,
 
 // remove deletes the document o._id names; a missing one is no error.
 func (a *opApplier) remove(db, coll string, o bson.D) error {
-	id, ok := lookup(o, "_id")
+	id, ok := bsonutil.Field(o, "_id")
 	if !ok {
 		return mongoerr.Newf(mongoerr.NoSuchKey, "Failed to apply delete due to missing _id: %s", bsonutil.Format(o))
 	}

@@ -40,7 +40,7 @@ func TestApplyOpsEntries(t *testing.T) {
 		entry("d", "shop.c", id(4)), // not there: no error
 		bson.D{{Key: "op", Value: "n"}, {Key: "ns", Value: ""}, {Key: "o", Value: bson.D{{Key: "msg", Value: "noop"}}}},
 	))
-	if n, _ := lookup(reply, "applied"); n != int32(9) {
+	if n, _ := bsonutil.Field(reply, "applied"); n != int32(9) {
 		t.Fatalf("reply %v", reply)
 	}
 	got := firstBatch(t, mustCall(t, h, "shop", bson.D{{Key: "find", Value: "c"}, {Key: "sort", Value: id(1)}}))
@@ -93,8 +93,8 @@ func TestApplyOpsFailures(t *testing.T) {
 			continue
 		}
 		reply := mongoerr.Reply(err)
-		applied, _ := lookup(reply, "applied")
-		results, _ := lookup(reply, "results")
+		applied, _ := bsonutil.Field(reply, "applied")
+		results, _ := bsonutil.Field(reply, "results")
 		if applied != int32(2) || bsonutil.Compare(results, bson.A{false, false}) != 0 {
 			t.Errorf("%s: reply %v", c.name, reply)
 		}

@@ -24,15 +24,6 @@ var genericFields = map[string]bool{
 	"databaseVersion": true, "shardVersion": true, "clientOperationKey": true,
 }
 
-func lookup(d bson.D, key string) (any, bool) {
-	for _, e := range d {
-		if e.Key == key {
-			return e.Value, true
-		}
-	}
-	return nil, false
-}
-
 // checkFields rejects fields that are neither generic nor known to the
 // command, as MongoDB's IDL parser does (code 40415).
 func checkFields(r *request, known ...string) error {
@@ -88,7 +79,7 @@ func toInt64(cmd, field string, v any) (int64, error) {
 
 // optInt reads an optional non-negative integer field.
 func optInt(r *request, field string, def int64) (int64, error) {
-	v, ok := lookup(r.body, field)
+	v, ok := bsonutil.Field(r.body, field)
 	if !ok || v == nil {
 		return def, nil
 	}
@@ -103,7 +94,7 @@ func optInt(r *request, field string, def int64) (int64, error) {
 }
 
 func optDoc(r *request, field string) (bson.D, error) {
-	v, ok := lookup(r.body, field)
+	v, ok := bsonutil.Field(r.body, field)
 	if !ok || v == nil {
 		return nil, nil
 	}
@@ -115,7 +106,7 @@ func optDoc(r *request, field string) (bson.D, error) {
 }
 
 func optBool(r *request, field string) (bool, error) {
-	v, ok := lookup(r.body, field)
+	v, ok := bsonutil.Field(r.body, field)
 	if !ok || v == nil {
 		return false, nil
 	}
@@ -165,12 +156,12 @@ func syncRequested(r *request) (bool, error) {
 	if err != nil || wc == nil {
 		return false, err
 	}
-	if j, ok := lookup(wc, "j"); ok {
+	if j, ok := bsonutil.Field(wc, "j"); ok {
 		if b, isBool := j.(bool); isBool && b {
 			return true, nil
 		}
 	}
-	if w, ok := lookup(wc, "w"); ok {
+	if w, ok := bsonutil.Field(wc, "w"); ok {
 		if s, isStr := w.(string); isStr && s == "majority" {
 			return true, nil
 		}
@@ -202,9 +193,9 @@ func checkWriteConcernReach(r *request, replicaSetMember bool) error {
 	if replicaSetMember {
 		return nil
 	}
-	v, _ := lookup(r.body, "writeConcern")
+	v, _ := bsonutil.Field(r.body, "writeConcern")
 	wc, _ := v.(bson.D)
-	w, ok := lookup(wc, "w")
+	w, ok := bsonutil.Field(wc, "w")
 	if !ok {
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/auth"
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/cursor"
 )
 
@@ -43,9 +44,9 @@ func (h *Handler) recordCursorOwner(r *request, reply bson.D) {
 	if r.name == "getMore" {
 		return // the cursor keeps what it was opened with
 	}
-	cur, _ := lookup(reply, "cursor")
+	cur, _ := bsonutil.Field(reply, "cursor")
 	d, _ := cur.(bson.D)
-	id, _ := lookup(d, "id")
+	id, _ := bsonutil.Field(d, "id")
 	n, ok := id.(int64)
 	if !ok || n == 0 {
 		return

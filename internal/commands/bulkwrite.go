@@ -121,7 +121,7 @@ func parseBulkWrite(h *Handler, r *request) (*bulkWrite, []bson.D, error) {
 		return nil, nil, err
 	}
 	for _, d := range nsInfo {
-		ns, _ := lookup(d, "ns")
+		ns, _ := bsonutil.Field(d, "ns")
 		s, ok := ns.(string)
 		if !ok {
 			return nil, nil, wrongType("bulkWrite.nsInfo", "ns", ns, "string")
@@ -209,7 +209,7 @@ func updateStmtOf(op bson.D) (bson.D, error) {
 // deleteStmtOf is a delete op as a delete command's statement.
 func deleteStmtOf(op bson.D) (bson.D, error) {
 	stmt := renameFields(op[1:], map[string]string{"filter": "q"})
-	multi, _ := lookup(stmt, "multi")
+	multi, _ := bsonutil.Field(stmt, "multi")
 	stmt = withoutField(stmt, "multi")
 	limit := int32(1)
 	if multi == true {
@@ -234,7 +234,7 @@ func (b *bulkWrite) update(i int, r *request, coll string, op bson.D, opt docsto
 	}
 	var upserted any
 	if len(res.upserted) > 0 {
-		upserted, _ = lookup(res.upserted[0].(bson.D), "_id")
+		upserted, _ = bsonutil.Field(res.upserted[0].(bson.D), "_id")
 	}
 	return b.updated(i, res.n, res.nModified, upserted)
 }
@@ -285,7 +285,7 @@ func (b *bulkWrite) retried(i int, kind string, prior bson.D) bool {
 		return b.ok(i, bson.D{{Key: "n", Value: n}})
 	}
 	out := bson.D{{Key: "n", Value: n}, {Key: "nModified", Value: asInt32(prior, "nModified")}}
-	if id, ok := lookup(prior, "upserted"); ok {
+	if id, ok := bsonutil.Field(prior, "upserted"); ok {
 		out = append(out, bson.E{Key: "upserted", Value: bson.D{{Key: "_id", Value: id}}})
 		b.totals.upserted++
 	} else {
@@ -337,7 +337,7 @@ func (b *bulkWrite) reply() bson.D {
 }
 
 func fieldDoc(d bson.D, key string) (bson.D, bool) {
-	v, _ := lookup(d, key)
+	v, _ := bsonutil.Field(d, key)
 	doc, ok := v.(bson.D)
 	return doc, ok
 }

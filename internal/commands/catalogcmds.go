@@ -58,7 +58,7 @@ func cursorBatchSize(r *request) (int64, error) {
 	if err != nil || cur == nil {
 		return defaultBatchSize, err
 	}
-	v, _ := lookup(cur, "batchSize")
+	v, _ := bsonutil.Field(cur, "batchSize")
 	return batchSizeArg(r, v, "cursor.batchSize")
 }
 
@@ -79,11 +79,11 @@ func collectionInfo(m *catalog.Collection) bson.D {
 // collation it carries that collation, as mongod's does (Mayfly's _id
 // index stays binary; see collatedIDError).
 func idIndexSpec(spec, options bson.D) bson.D {
-	coll, ok := lookup(options, "collation")
+	coll, ok := bsonutil.Field(options, "collation")
 	if !ok {
 		return spec
 	}
-	if _, has := lookup(spec, "collation"); has {
+	if _, has := bsonutil.Field(spec, "collation"); has {
 		return spec
 	}
 	return append(append(bson.D{}, spec...), bson.E{Key: "collation", Value: coll})
@@ -111,13 +111,13 @@ func cmdCreate(h *Handler, r *request) (bson.D, error) {
 	if err := docstore.ValidateUserCreate(r.db, name); err != nil {
 		return nil, err
 	}
-	if _, ok := lookup(r.body, "viewOn"); ok {
-		if _, clustered := lookup(r.body, catalog.ClusteredIndexOption); clustered {
+	if _, ok := bsonutil.Field(r.body, "viewOn"); ok {
+		if _, clustered := bsonutil.Field(r.body, catalog.ClusteredIndexOption); clustered {
 			return nil, mongoerr.New(mongoerr.Location6026500, "The 'clusteredIndex' option is not supported with views")
 		}
 		return bson.D{}, h.createView(r, name)
 	}
-	if _, ok := lookup(r.body, "pipeline"); ok {
+	if _, ok := bsonutil.Field(r.body, "pipeline"); ok {
 		return nil, mongoerr.New(mongoerr.BadValue, "'pipeline' requires 'viewOn' to also be specified")
 	}
 	for _, e := range r.body[1:] {
@@ -221,7 +221,7 @@ func cmdRenameCollection(h *Handler, r *request) (bson.D, error) {
 	if !ok {
 		return nil, wrongType(r.name, "renameCollection", r.body[0].Value, "string")
 	}
-	toV, _ := lookup(r.body, "to")
+	toV, _ := bsonutil.Field(r.body, "to")
 	to, ok := toV.(string)
 	if !ok {
 		return nil, wrongType(r.name, "to", toV, "string")
@@ -267,7 +267,7 @@ func cmdCreateIndexes(h *Handler, r *request) (bson.D, error) {
 	if err := checkFields(r, "indexes", "commitQuorum", "ignoreUnknownIndexOptions", "isTimeseriesNamespace"); err != nil {
 		return nil, err
 	}
-	v, ok := lookup(r.body, "indexes")
+	v, ok := bsonutil.Field(r.body, "indexes")
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'createIndexes.indexes' is missing but a required field")
 	}
@@ -314,7 +314,7 @@ func withDefaultCollation(specs []bson.D, dflt *collation.Collation) []bson.D {
 	out := make([]bson.D, len(specs))
 	for i, s := range specs {
 		out[i] = s
-		if _, ok := lookup(s, "collation"); !ok {
+		if _, ok := bsonutil.Field(s, "collation"); !ok {
 			out[i] = append(append(bson.D{}, s...), bson.E{Key: "collation", Value: dflt.Spec()})
 		}
 	}
@@ -383,7 +383,7 @@ func cmdDropIndexes(h *Handler, r *request) (bson.D, error) {
 	if c == nil {
 		return nil, nsNotFound(r.db, name)
 	}
-	v, ok := lookup(r.body, "index")
+	v, ok := bsonutil.Field(r.body, "index")
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'dropIndexes.index' is missing but a required field")
 	}

@@ -48,7 +48,7 @@ var streamOptionsUnsupported = []string{"allowToRunOnConfigDB", "allowToRunOnSys
 // isChangeStream reports whether the aggregate's pipeline starts with
 // $changeStream.
 func isChangeStream(r *request) bool {
-	v, _ := lookup(r.body, "pipeline")
+	v, _ := bsonutil.Field(r.body, "pipeline")
 	stages, _ := v.(bson.A)
 	if len(stages) == 0 {
 		return false
@@ -142,7 +142,7 @@ func (h *Handler) parseChangeStream(r *request, coll string) (*streamSpec, error
 
 // streamScopeOf applies mongod's rules for where a stream may be opened.
 func streamScopeOf(db, coll string, opts bson.D) (streamScope, error) {
-	all, _ := lookup(opts, "allChangesForCluster")
+	all, _ := bsonutil.Field(opts, "allChangesForCluster")
 	cluster, _ := all.(bool)
 	switch {
 	case cluster && (db != "admin" || coll != ""):
@@ -158,21 +158,21 @@ func streamScopeOf(db, coll string, opts bson.D) (streamScope, error) {
 }
 
 func (s *streamSpec) parseModes(opts bson.D) error {
-	if v, ok := lookup(opts, "fullDocument"); ok {
+	if v, ok := bsonutil.Field(opts, "fullDocument"); ok {
 		mode, _ := v.(string)
 		if !contains([]string{"default", "updateLookup", "whenAvailable", "required"}, mode) {
 			return mongoerr.Newf(mongoerr.BadValue, "Enumeration value '%s' for field '$changeStream.fullDocument' is not a valid value.", bsonutil.Format(v))
 		}
 		s.fullDocument = mode
 	}
-	if v, ok := lookup(opts, "showExpandedEvents"); ok {
+	if v, ok := bsonutil.Field(opts, "showExpandedEvents"); ok {
 		on, isBool := v.(bool)
 		if !isBool {
 			return wrongType("$changeStream", "showExpandedEvents", v, "bool")
 		}
 		s.expanded = on
 	}
-	if v, ok := lookup(opts, "fullDocumentBeforeChange"); ok {
+	if v, ok := bsonutil.Field(opts, "fullDocumentBeforeChange"); ok {
 		mode, _ := v.(string)
 		if !contains([]string{"off", "whenAvailable", "required"}, mode) {
 			return mongoerr.Newf(mongoerr.BadValue, "Enumeration value '%s' for field '$changeStream.fullDocumentBeforeChange' is not a valid value.", bsonutil.Format(v))
@@ -187,14 +187,14 @@ func (s *streamSpec) parseModes(opts bson.D) error {
 func (s *streamSpec) parseResume(opts bson.D) error {
 	n := 0
 	for _, f := range []string{"resumeAfter", "startAfter", "startAtOperationTime"} {
-		if _, ok := lookup(opts, f); ok {
+		if _, ok := bsonutil.Field(opts, f); ok {
 			n++
 		}
 	}
 	if n > 1 {
 		return mongoerr.New(mongoerr.Location40674, "Only one type of resume option is allowed, but multiple were found.")
 	}
-	if v, ok := lookup(opts, "startAtOperationTime"); ok {
+	if v, ok := bsonutil.Field(opts, "startAtOperationTime"); ok {
 		ts, ok := v.(bson.Timestamp)
 		if !ok {
 			return wrongType("$changeStream", "startAtOperationTime", v, "timestamp")
@@ -203,7 +203,7 @@ func (s *streamSpec) parseResume(opts bson.D) error {
 		return nil
 	}
 	for _, f := range []string{"resumeAfter", "startAfter"} {
-		if v, ok := lookup(opts, f); ok {
+		if v, ok := bsonutil.Field(opts, f); ok {
 			return s.resumeFrom(f, v)
 		}
 	}
@@ -227,7 +227,7 @@ func parseResumeToken(field string, v any) (changestream.Token, error) {
 	if !ok {
 		return changestream.Token{}, wrongType("$changeStream", field, v, "object")
 	}
-	data, _ := lookup(d, "_data")
+	data, _ := bsonutil.Field(d, "_data")
 	s, ok := data.(string)
 	if !ok {
 		return changestream.Token{}, mongoerr.New(mongoerr.FailedToParse, "Bad resume token: _data of missing or of wrong type. Expected string, got "+typeNameOf(data))

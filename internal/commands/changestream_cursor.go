@@ -350,7 +350,7 @@ func nsDoc(db, coll string) bson.D {
 // eventID is the changed document's _id: from the event's copy of the
 // document when it has one, else the event's own (Event.DocumentID).
 func eventID(ev *changestream.Event, full bson.D) (any, error) {
-	if id, ok := lookup(full, "_id"); ok {
+	if id, ok := bsonutil.Field(full, "_id"); ok {
 		return id, nil
 	}
 	return ev.DocumentID()
@@ -482,8 +482,8 @@ func collectAll(it cursor.Source) ([]bson.D, error) {
 }
 
 func checkTokenKept(in, out bson.D) error {
-	a, _ := lookup(in, "_id")
-	b, ok := lookup(out, "_id")
+	a, _ := bsonutil.Field(in, "_id")
+	b, ok := bsonutil.Field(out, "_id")
 	if ok && bsonutil.Compare(a, b) == 0 {
 		return nil
 	}
@@ -627,7 +627,7 @@ func (c *streamCursor) waitChange(r *request, changed <-chan struct{}, t clock.T
 // second, and never past the command's deadline.
 func awaitWait(r *request) time.Duration {
 	wait := awaitDataDefault
-	if v, ok := lookup(r.body, "maxTimeMS"); ok {
+	if v, ok := bsonutil.Field(r.body, "maxTimeMS"); ok {
 		if ms, err := toInt64(r.name, "maxTimeMS", v); err == nil && ms > 0 {
 			wait = time.Duration(ms) * time.Millisecond
 		}

@@ -9,6 +9,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/cursor"
@@ -58,8 +59,8 @@ func watchCmd(coll any, spec bson.D, batch int32, stages ...bson.D) bson.D {
 
 func cursorField(t *testing.T, reply bson.D, key string) any {
 	t.Helper()
-	cur, _ := lookup(reply, "cursor")
-	v, ok := lookup(cur.(bson.D), key)
+	cur, _ := bsonutil.Field(reply, "cursor")
+	v, ok := bsonutil.Field(cur.(bson.D), key)
 	if !ok {
 		t.Fatalf("no cursor.%s in %v", key, reply)
 	}
@@ -79,7 +80,7 @@ func TestHandlerChangeStreamBatches(t *testing.T) {
 		t.Fatalf("first batch %v", open)
 	}
 	start := cursorField(t, open, "postBatchResumeToken")
-	if tok, _ := lookup(start.(bson.D), "_data"); tok == "" || tok == (changestream.Token{}).String() {
+	if tok, _ := bsonutil.Field(start.(bson.D), "_data"); tok == "" || tok == (changestream.Token{}).String() {
 		t.Fatalf("batchSize 0 gave postBatchResumeToken %v", start)
 	}
 	id := cursorField(t, open, "id").(int64)
@@ -232,8 +233,8 @@ func TestStreamBehindAFlowGathersItsBatch(t *testing.T) {
 		got := make(chan int, 1)
 		go func() {
 			reply := runOn(h, server.NewDetachedConn(1, "127.0.0.1:50000"), "test", more)
-			cur, _ := lookup(reply, "cursor")
-			batch, _ := lookup(cur.(bson.D), "nextBatch")
+			cur, _ := bsonutil.Field(reply, "cursor")
+			batch, _ := bsonutil.Field(cur.(bson.D), "nextBatch")
 			got <- len(asArray(batch))
 		}()
 		return got

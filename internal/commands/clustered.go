@@ -29,8 +29,8 @@ type clusteredSpec struct {
 // clusteredCreate reads create's clusteredIndex and expireAfterSeconds
 // into opt; now bounds expireAfterSeconds as mongod's clock does.
 func clusteredCreate(r *request, opt *docstore.CreateOptions, now time.Time) error {
-	ci, hasCI := lookup(r.body, catalog.ClusteredIndexOption)
-	eas, hasEAS := lookup(r.body, catalog.ExpireAfterOption)
+	ci, hasCI := bsonutil.Field(r.body, catalog.ClusteredIndexOption)
+	eas, hasEAS := bsonutil.Field(r.body, catalog.ExpireAfterOption)
 	var secs int64
 	if hasEAS {
 		n, err := safeInt64("create", catalog.ExpireAfterOption, eas)
@@ -48,7 +48,7 @@ func clusteredCreate(r *request, opt *docstore.CreateOptions, now time.Time) err
 			return err
 		}
 	}
-	if _, timeseries := lookup(r.body, "timeseries"); hasEAS && !clustered && !timeseries {
+	if _, timeseries := bsonutil.Field(r.body, "timeseries"); hasEAS && !clustered && !timeseries {
 		return mongoerr.New(mongoerr.InvalidOptions, "'expireAfterSeconds' can be used only for clustered collections or timeseries collections")
 	}
 	if !clustered {
@@ -140,10 +140,10 @@ func (s *clusteredSpec) setField(e bson.E) error {
 // max, and capped itself (mongod offers capped clustered collections to
 // its own tests only; Mayfly has none).
 func clusteredCreationOptions(r *request, hasEAS bool) error {
-	if _, ok := lookup(r.body, "size"); ok {
+	if _, ok := bsonutil.Field(r.body, "size"); ok {
 		return mongoerr.New(mongoerr.Location6049200, "'size' field for capped collections is not allowed on clustered collections. Did you mean 'capped: true' with 'expireAfterSeconds'?")
 	}
-	if _, ok := lookup(r.body, "max"); ok {
+	if _, ok := bsonutil.Field(r.body, "max"); ok {
 		return mongoerr.New(mongoerr.Location6049204, "'max' field for capped collections is not allowed on clustered collections. Did you mean 'capped: true' with 'expireAfterSeconds'?")
 	}
 	if capped, _ := optBool(r, "capped"); capped {
@@ -155,12 +155,12 @@ func clusteredCreationOptions(r *request, hasEAS bool) error {
 // clusteredWithOthers refuses the create options a clustered collection
 // cannot have.
 func clusteredWithOthers(r *request) error {
-	if v, ok := lookup(r.body, "idIndex"); ok {
+	if v, ok := bsonutil.Field(r.body, "idIndex"); ok {
 		if d, isDoc := v.(bson.D); !isDoc || len(d) > 0 {
 			return mongoerr.New(mongoerr.InvalidOptions, "The 'clusteredIndex' option is not supported with the 'idIndex' option")
 		}
 	}
-	if v, ok := lookup(r.body, "autoIndexId"); ok && v == false {
+	if v, ok := bsonutil.Field(r.body, "autoIndexId"); ok && v == false {
 		return mongoerr.New(mongoerr.Location6026501, "The 'clusteredIndex' option does not support {autoIndexId: false}")
 	}
 	return nil
@@ -255,7 +255,7 @@ func safeBool(cmd, field string, v any) (bool, error) {
 // expireAfterSeconds, and clustered: true.
 func clusteredIndexSpec(m *catalog.Collection) bson.D {
 	out := append(bson.D{}, m.ClusteredSpec()...)
-	if coll, ok := lookup(m.Options, "collation"); ok {
+	if coll, ok := bsonutil.Field(m.Options, "collation"); ok {
 		out = append(out, bson.E{Key: "collation", Value: coll})
 	}
 	if m.ClusteredTTL {
@@ -269,7 +269,7 @@ func clusteredIndexSpec(m *catalog.Collection) bson.D {
 // is read before collMod applies anything, as mongod parses the whole
 // request first; set is false when the field is absent.
 func clusteredExpiryMod(e *docstore.CatalogEdit, r *request, now time.Time) (secs int64, set bool, err error) {
-	v, ok := lookup(r.body, catalog.ExpireAfterOption)
+	v, ok := bsonutil.Field(r.body, catalog.ExpireAfterOption)
 	if !ok {
 		return 0, false, nil
 	}
@@ -300,7 +300,7 @@ func withoutClusteredIndex(m *catalog.Collection, ixs []*catalog.Index) ([]*cata
 		return ixs, nil
 	}
 	clustered := m.ClusteredSpec()
-	name, _ := lookup(clustered, "name")
+	name, _ := bsonutil.Field(clustered, "name")
 	out := ixs[:0:0]
 	for _, ix := range ixs {
 		key := ix.KeyPattern()
@@ -313,10 +313,10 @@ func withoutClusteredIndex(m *catalog.Collection, ixs []*catalog.Index) ([]*cata
 		case !keysMatch:
 			return nil, mongoerr.Newf(mongoerr.Location6100906, "Cannot create an index where the name matches the clusteredIndex but the key does not - indexSpec: %s, clusteredIndex: %s", bsonutil.Format(ix.Spec), bsonutil.Format(clustered))
 		}
-		if v, ok := lookup(ix.Spec, "v"); ok && bsonutil.IsNumber(v) && bsonutil.ToFloat(v) != 2 {
+		if v, ok := bsonutil.Field(ix.Spec, "v"); ok && bsonutil.IsNumber(v) && bsonutil.ToFloat(v) != 2 {
 			return nil, mongoerr.New(mongoerr.Location6100908, "Cannot create an index with the same key pattern as the collection's clusteredIndex but a different 'v' field")
 		}
-		if u, ok := lookup(ix.Spec, "unique"); ok && u == false {
+		if u, ok := bsonutil.Field(ix.Spec, "unique"); ok && u == false {
 			return nil, mongoerr.New(mongoerr.Location6100909, "Cannot create an index with the same key pattern as the collection's clusteredIndex but a different 'unique' field")
 		}
 	}
@@ -330,7 +330,7 @@ func refuseDropClustered(m *catalog.Collection, index any) error {
 	if !m.Clustered {
 		return nil
 	}
-	name, _ := lookup(m.ClusteredSpec(), "name")
+	name, _ := bsonutil.Field(m.ClusteredSpec(), "name")
 	hit := false
 	switch x := index.(type) {
 	case string:

@@ -90,7 +90,7 @@ func TestCreateClusteredListsAsMongod(t *testing.T) {
 	h, _ := newClockedHandler(t, clock.NewManual(clusteredT0))
 	mustCall(t, h, "test", bson.D{{Key: "create", Value: "c"}, {Key: "clusteredIndex", Value: clusteredIndex(bson.E{Key: "name", Value: "by_id"})}, {Key: "expireAfterSeconds", Value: 3600.7}})
 	entry := listedCollection(t, h, "c")
-	opts, _ := lookup(entry, "options")
+	opts, _ := bsonutil.Field(entry, "options")
 	want := bson.D{
 		{Key: "clusteredIndex", Value: bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: bson.D{{Key: "_id", Value: int32(1)}}}, {Key: "name", Value: "by_id"}, {Key: "unique", Value: true}}},
 		{Key: "expireAfterSeconds", Value: int64(3600)},
@@ -98,7 +98,7 @@ func TestCreateClusteredListsAsMongod(t *testing.T) {
 	if bsonutil.Format(opts) != bsonutil.Format(want) {
 		t.Fatalf("options %s, want %s", bsonutil.Format(opts), bsonutil.Format(want))
 	}
-	if _, ok := lookup(entry, "idIndex"); ok {
+	if _, ok := bsonutil.Field(entry, "idIndex"); ok {
 		t.Fatal("a clustered collection lists no idIndex")
 	}
 	out := mustCall(t, h, "test", bson.D{{Key: "listIndexes", Value: "c"}})
@@ -110,7 +110,7 @@ func TestCreateClusteredListsAsMongod(t *testing.T) {
 	}
 	// Without expireAfterSeconds: the default name, no expiry.
 	mustCall(t, h, "test", bson.D{{Key: "create", Value: "plain"}, {Key: "clusteredIndex", Value: clusteredIndex()}})
-	opts, _ = lookup(listedCollection(t, h, "plain"), "options")
+	opts, _ = bsonutil.Field(listedCollection(t, h, "plain"), "options")
 	want = bson.D{{Key: "clusteredIndex", Value: bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: bson.D{{Key: "_id", Value: int32(1)}}}, {Key: "name", Value: "_id_"}, {Key: "unique", Value: true}}}}
 	if bsonutil.Format(opts) != bsonutil.Format(want) {
 		t.Fatalf("options %s", bsonutil.Format(opts))
@@ -130,7 +130,7 @@ func TestClusteredTTLHidesExpiredAndCollModChangesIt(t *testing.T) {
 	ns := func() []int32 {
 		var out []int32
 		for _, d := range firstBatch(t, mustCall(t, h, "test", bson.D{{Key: "find", Value: "ev"}})) {
-			n, _ := lookup(asDoc(t, d), "n")
+			n, _ := bsonutil.Field(asDoc(t, d), "n")
 			out = append(out, n.(int32))
 		}
 		return out
@@ -149,8 +149,8 @@ func TestClusteredTTLHidesExpiredAndCollModChangesIt(t *testing.T) {
 	if got := ns(); len(got) != 3 {
 		t.Fatalf("expiry off: find %v, want all three", got)
 	}
-	opts, _ := lookup(listedCollection(t, h, "ev"), "options")
-	if _, ok := lookup(opts.(bson.D), "expireAfterSeconds"); ok {
+	opts, _ := bsonutil.Field(listedCollection(t, h, "ev"), "options")
+	if _, ok := bsonutil.Field(opts.(bson.D), "expireAfterSeconds"); ok {
 		t.Fatal("expireAfterSeconds still listed after off")
 	}
 	mustCall(t, h, "test", bson.D{{Key: "collMod", Value: "ev"}, {Key: "expireAfterSeconds", Value: 100}})
@@ -172,8 +172,8 @@ func TestClusteredTTLHidesExpiredAndCollModChangesIt(t *testing.T) {
 	if me := mongoerr.As(err); err == nil || me.Code != mongoerr.InvalidOptions {
 		t.Fatalf("collMod with a bad expireAfterSeconds: %v", err)
 	}
-	opts, _ = lookup(listedCollection(t, h, "ev"), "options")
-	if _, ok := lookup(opts.(bson.D), "validator"); ok {
+	opts, _ = bsonutil.Field(listedCollection(t, h, "ev"), "options")
+	if _, ok := bsonutil.Field(opts.(bson.D), "validator"); ok {
 		t.Fatalf("the validator of a refused collMod was applied: %v", opts)
 	}
 	mustCall(t, h, "test", bson.D{{Key: "create", Value: "other"}})
@@ -192,7 +192,7 @@ func TestCreateIndexesOnTheClusterKey(t *testing.T) {
 		return call(t, h, "test", bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: bson.A{spec}}})
 	}
 	out, err := create(bson.D{{Key: "key", Value: idKey()}, {Key: "name", Value: "_id_"}})
-	if note, _ := lookup(out, "note"); err != nil || note != "all indexes already exist" {
+	if note, _ := bsonutil.Field(out, "note"); err != nil || note != "all indexes already exist" {
 		t.Fatalf("the cluster key's index: %v %v, want it to exist already", out, err)
 	}
 	if _, err := create(bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: "by_id"}}); mongoerr.As(err).Code != mongoerr.Location6100906 {

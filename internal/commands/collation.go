@@ -3,6 +3,7 @@ package commands
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -12,7 +13,7 @@ import (
 // parseCollation reads the collation option of a command or a statement:
 // nil for none or {locale: "simple"}.
 func parseCollation(d bson.D) (*collation.Collation, error) {
-	v, _ := lookup(d, "collation")
+	v, _ := bsonutil.Field(d, "collation")
 	return collation.Parse(v)
 }
 
@@ -54,7 +55,7 @@ func (h *Handler) defaultCollation(db, coll string) *collation.Collation {
 	if c == nil {
 		return nil
 	}
-	v, ok := lookup(c.Meta().Options, "collation")
+	v, ok := bsonutil.Field(c.Meta().Options, "collation")
 	if !ok {
 		return nil
 	}
@@ -68,7 +69,7 @@ func (h *Handler) defaultCollation(db, coll string) *collation.Collation {
 // collationIn is the collation a command (or statement) d on db.coll
 // uses: its own when it gives one, else the collection's default.
 func (h *Handler) collationIn(d bson.D, db, coll string) (*collation.Collation, error) {
-	if _, ok := lookup(d, "collation"); ok {
+	if _, ok := bsonutil.Field(d, "collation"); ok {
 		return parseCollation(d)
 	}
 	return h.defaultCollation(db, coll), nil
@@ -95,10 +96,10 @@ func createCollation(r *request) (bson.D, error) {
 // collection with a non-simple default collation: mongod's _id index
 // would then be unique under the collation, while Mayfly's is binary.
 func collatedIDError(c *docstore.Collection, doc bson.D) error {
-	if _, ok := lookup(c.Meta().Options, "collation"); !ok {
+	if _, ok := bsonutil.Field(c.Meta().Options, "collation"); !ok {
 		return nil
 	}
-	id, _ := lookup(doc, "_id")
+	id, _ := bsonutil.Field(doc, "_id")
 	if !holdsString(id) {
 		return nil
 	}
@@ -128,7 +129,7 @@ func holdsString(v any) bool {
 // statementCollation is a write statement's collation: its own, else the
 // collection's default dflt.
 func statementCollation(s bson.D, dflt *collation.Collation) (*collation.Collation, error) {
-	if _, ok := lookup(s, "collation"); ok {
+	if _, ok := bsonutil.Field(s, "collation"); ok {
 		return parseCollation(s)
 	}
 	return dflt, nil

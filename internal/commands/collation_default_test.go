@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
@@ -36,21 +37,21 @@ func TestDefaultCollationAppliesWhenNoneIsGiven(t *testing.T) {
 		t.Fatalf("find with the simple collation: %d documents", got)
 	}
 	out = mustCall(t, h, "test", bson.D{{Key: "count", Value: "ci"}, {Key: "query", Value: ann}})
-	if n, _ := lookup(out, "n"); n != int32(2) {
+	if n, _ := bsonutil.Field(out, "n"); n != int32(2) {
 		t.Fatalf("count %v", out)
 	}
 	out = mustCall(t, h, "test", bson.D{{Key: "distinct", Value: "ci"}, {Key: "key", Value: "name"}})
-	if v, _ := lookup(out, "values"); len(v.(bson.A)) != 2 {
+	if v, _ := bsonutil.Field(out, "values"); len(v.(bson.A)) != 2 {
 		t.Fatalf("distinct %v", out)
 	}
 	out = mustCall(t, h, "test", bson.D{{Key: "update", Value: "ci"}, {Key: "updates", Value: bson.A{
 		bson.D{{Key: "q", Value: ann}, {Key: "u", Value: bson.D{{Key: "$set", Value: bson.D{{Key: "seen", Value: true}}}}}, {Key: "multi", Value: true}}}}})
-	if n, _ := lookup(out, "nModified"); n != int32(2) {
+	if n, _ := bsonutil.Field(out, "nModified"); n != int32(2) {
 		t.Fatalf("update %v", out)
 	}
 	out = mustCall(t, h, "test", bson.D{{Key: "delete", Value: "ci"}, {Key: "deletes", Value: bson.A{
 		bson.D{{Key: "q", Value: bson.D{{Key: "name", Value: "BOB"}}}, {Key: "limit", Value: int32(0)}}}}})
-	if n, _ := lookup(out, "n"); n != int32(1) {
+	if n, _ := bsonutil.Field(out, "n"); n != int32(1) {
 		t.Fatalf("delete %v", out)
 	}
 	out = mustCall(t, h, "test", bson.D{{Key: "aggregate", Value: "ci"}, {Key: "pipeline", Value: bson.A{
@@ -66,13 +67,13 @@ func TestDefaultCollationInCatalog(t *testing.T) {
 	out := mustCall(t, h, "test", bson.D{{Key: "listCollections", Value: int32(1)}, {Key: "filter", Value: bson.D{{Key: "name", Value: "ci"}}}})
 	info := rawDoc(t, firstBatch(t, out)[0])
 	coll := doc(t, doc(t, info, "options"), "collation")
-	if v, _ := lookup(coll, "locale"); v != "en" || num(t, coll, "strength") != 2 {
+	if v, _ := bsonutil.Field(coll, "locale"); v != "en" || num(t, coll, "strength") != 2 {
 		t.Fatalf("options.collation %v", coll)
 	}
-	if _, ok := lookup(coll, "caseFirst"); !ok {
+	if _, ok := bsonutil.Field(coll, "caseFirst"); !ok {
 		t.Fatalf("collation not in full: %v", coll)
 	}
-	if _, ok := lookup(doc(t, info, "idIndex"), "collation"); !ok {
+	if _, ok := bsonutil.Field(doc(t, info, "idIndex"), "collation"); !ok {
 		t.Fatalf("idIndex %v", info)
 	}
 	// An index without a collation takes the collection's.
@@ -80,13 +81,13 @@ func TestDefaultCollationInCatalog(t *testing.T) {
 		bson.D{{Key: "key", Value: bson.D{{Key: "name", Value: int32(1)}}}, {Key: "name", Value: "name_1"}}}}})
 	out = mustCall(t, h, "test", bson.D{{Key: "listIndexes", Value: "ci"}})
 	for _, ix := range firstBatch(t, out) {
-		if _, ok := lookup(rawDoc(t, ix), "collation"); !ok {
+		if _, ok := bsonutil.Field(rawDoc(t, ix), "collation"); !ok {
 			t.Fatalf("index without the default collation: %v", ix)
 		}
 	}
 	// Its _id index is binary: a string _id is refused, never a silent duplicate.
 	out = mustCall(t, h, "test", bson.D{{Key: "insert", Value: "ci"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: "x"}}}}})
-	we, _ := lookup(out, "writeErrors")
+	we, _ := bsonutil.Field(out, "writeErrors")
 	if errs, ok := we.(bson.A); !ok || len(errs) != 1 || num(t, rawDoc(t, errs[0]), "code") != int64(mongoerr.BadValue) {
 		t.Fatalf("string _id in a collated collection: %v", out)
 	}
@@ -138,11 +139,11 @@ func TestUpdatesUnderACollation(t *testing.T) {
 	pipe := bson.A{bson.D{{Key: "$set", Value: bson.D{{Key: "isAnn", Value: bson.D{{Key: "$eq", Value: bson.A{"$name", "ANN"}}}}}}}}
 	out := mustCall(t, h, "test", bson.D{{Key: "update", Value: "ci"}, {Key: "updates", Value: bson.A{
 		bson.D{{Key: "q", Value: bson.D{}}, {Key: "u", Value: pipe}, {Key: "multi", Value: true}}}}})
-	if n, _ := lookup(out, "nModified"); n != int32(3) {
+	if n, _ := bsonutil.Field(out, "nModified"); n != int32(3) {
 		t.Fatalf("pipeline update %v", out)
 	}
 	out = mustCall(t, h, "test", bson.D{{Key: "count", Value: "ci"}, {Key: "query", Value: bson.D{{Key: "isAnn", Value: true}}}})
-	if n, _ := lookup(out, "n"); n != int32(2) {
+	if n, _ := bsonutil.Field(out, "n"); n != int32(2) {
 		t.Fatalf("documents the collated $eq matched: %v", out)
 	}
 	// Update operators compare under it too; they store what they are given.
@@ -165,7 +166,7 @@ func TestUpdatesUnderACollation(t *testing.T) {
 		}
 		mustCall(t, h, "test", bson.D{{Key: "update", Value: "ci"}, {Key: "updates", Value: bson.A{stmt}}})
 		out := mustCall(t, h, "test", bson.D{{Key: "find", Value: "ci"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: int32(1)}}}})
-		tags, _ := lookup(rawDoc(t, firstBatch(t, out)[0]), "tags")
+		tags, _ := bsonutil.Field(rawDoc(t, firstBatch(t, out)[0]), "tags")
 		if got, _ := bson.MarshalExtJSON(bson.D{{Key: "t", Value: tags}}, false, false); string(got) != `{"t":`+tc.want+`}` {
 			t.Fatalf("%v: tags %s, want %s", tc.u, got, tc.want)
 		}
@@ -174,7 +175,7 @@ func TestUpdatesUnderACollation(t *testing.T) {
 	mustCall(t, h, "test", bson.D{{Key: "update", Value: "ci"}, {Key: "updates", Value: bson.A{
 		bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: int32(1)}}}, {Key: "u", Value: bson.D{{Key: "$max", Value: bson.D{{Key: "name", Value: "Zed"}}}}}}}}})
 	out = mustCall(t, h, "test", bson.D{{Key: "count", Value: "ci"}, {Key: "query", Value: bson.D{{Key: "name", Value: "zed"}}}})
-	if n, _ := lookup(out, "n"); n != int32(1) {
+	if n, _ := bsonutil.Field(out, "n"); n != int32(1) {
 		t.Fatalf("$max under the collation: %v", out)
 	}
 }

@@ -86,7 +86,7 @@ var collModKnown = []string{"index", preImagesOption, catalog.ExpireAfterOption,
 // collection's expireAfterSeconds, which the caller sets once the rest
 // of the command is known good (set).
 func collModExpiry(e *docstore.CatalogEdit, r *request, now time.Time) (secs int64, set bool, err error) {
-	if _, eas := lookup(r.body, catalog.ExpireAfterOption); timeseriesOf(e.Meta()) != nil || !eas {
+	if _, eas := bsonutil.Field(r.body, catalog.ExpireAfterOption); timeseriesOf(e.Meta()) != nil || !eas {
 		return 0, false, collModTimeseries(e, r)
 	}
 	return clusteredExpiryMod(e, r, now)
@@ -102,8 +102,8 @@ type indexMod struct {
 }
 
 func parseIndexMod(spec bson.D) (target any, mod indexMod, err error) {
-	name, hasName := lookup(spec, "name")
-	key, hasKey := lookup(spec, "keyPattern")
+	name, hasName := bsonutil.Field(spec, "name")
+	key, hasKey := bsonutil.Field(spec, "keyPattern")
 	switch {
 	case hasName && hasKey:
 		return nil, mod, mongoerr.New(mongoerr.InvalidOptions, "Cannot specify both key pattern and name.")
@@ -114,31 +114,31 @@ func parseIndexMod(spec bson.D) (target any, mod indexMod, err error) {
 	if hasKey {
 		target = key
 	}
-	mod.ttl, _ = lookup(spec, "expireAfterSeconds")
-	if v, ok := lookup(spec, "hidden"); ok {
+	mod.ttl, _ = bsonutil.Field(spec, "expireAfterSeconds")
+	if v, ok := bsonutil.Field(spec, "hidden"); ok {
 		b, isBool := v.(bool)
 		if !isBool {
 			return nil, mod, wrongType("collMod", "index.hidden", v, "bool")
 		}
 		mod.hidden = &b
 	}
-	if v, ok := lookup(spec, catalog.RefreshOnReadOption); ok {
+	if v, ok := bsonutil.Field(spec, catalog.RefreshOnReadOption); ok {
 		b, isBool := v.(bool)
 		if !isBool {
 			return nil, mod, wrongType("collMod", "index."+catalog.RefreshOnReadOption, v, "bool")
 		}
 		mod.refresh = &b
 	}
-	mod.lru, _ = lookup(spec, catalog.LRULimitOption)
-	mod.warn, _ = lookup(spec, catalog.WarningOption)
-	if v, ok := lookup(spec, catalog.ExpireElementsOption); ok {
+	mod.lru, _ = bsonutil.Field(spec, catalog.LRULimitOption)
+	mod.warn, _ = bsonutil.Field(spec, catalog.WarningOption)
+	if v, ok := bsonutil.Field(spec, catalog.ExpireElementsOption); ok {
 		b, isBool := v.(bool)
 		if !isBool {
 			return nil, mod, wrongType("collMod", "index."+catalog.ExpireElementsOption, v, "bool")
 		}
 		mod.elements = &b
 	}
-	if _, unique := lookup(spec, "unique"); unique {
+	if _, unique := bsonutil.Field(spec, "unique"); unique {
 		return nil, mod, mongoerr.New(mongoerr.InvalidOptions, "the collMod index option 'unique' is not supported by Mayfly")
 	}
 	if mod.ttl == nil && mod.hidden == nil && mod.refresh == nil && mod.lru == nil && mod.elements == nil && mod.warn == nil {

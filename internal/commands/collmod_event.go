@@ -20,7 +20,7 @@ import (
 func collModEvent(e *docstore.CatalogEdit, r *request) *docstore.Modify {
 	old, now := e.Old(), e.Meta()
 	if timeseriesOf(old) != nil {
-		if _, ok := lookup(r.body, "timeseries"); !ok {
+		if _, ok := bsonutil.Field(r.body, "timeseries"); !ok {
 			return nil
 		}
 		return &docstore.Modify{}
@@ -73,7 +73,7 @@ func indexModDesc(spec bson.D, old, now *catalog.Collection) (desc, before bson.
 	}
 	// Mayfly's own index options, as the command gave them.
 	for _, k := range []string{catalog.RefreshOnReadOption, catalog.LRULimitOption, catalog.ExpireElementsOption} {
-		if v, ok := lookup(spec, k); ok {
+		if v, ok := bsonutil.Field(spec, k); ok {
 			desc = append(desc, bson.E{Key: k, Value: v})
 		}
 	}

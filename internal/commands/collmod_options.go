@@ -24,7 +24,7 @@ const lruOff = "off"
 // index's lruLimit. The reply's lruLimit_old is the limit as it was
 // given, absent when there was none; lruLimit_new likewise.
 func applyLRUMod(ix *catalog.Index, v any) (bson.D, error) {
-	old, hadOld := lookup(ix.Spec, catalog.LRULimitOption)
+	old, hadOld := bsonutil.Field(ix.Spec, catalog.LRULimitOption)
 	if s, isString := v.(string); isString {
 		if s != lruOff {
 			return nil, mongoerr.Newf(mongoerr.InvalidOptions, "Invalid string value for the '%s' option. Got: '%s'. Accepted value is '%s'", catalog.LRULimitOption, s, lruOff)

@@ -27,7 +27,7 @@ func foundIDs(t *testing.T, h *Handler, coll string) []any {
 	t.Helper()
 	var ids []any
 	for _, d := range firstBatch(t, mustCall(t, h, "test", bson.D{{Key: "find", Value: coll}, {Key: "sort", Value: bson.D{{Key: "_id", Value: 1}}}})) {
-		id, _ := lookup(asDoc(t, d), "_id")
+		id, _ := bsonutil.Field(asDoc(t, d), "_id")
 		ids = append(ids, id)
 	}
 	return ids
@@ -37,7 +37,7 @@ func indexSpecNamed(t *testing.T, h *Handler, coll, name string) bson.D {
 	t.Helper()
 	for _, d := range firstBatch(t, mustCall(t, h, "test", bson.D{{Key: "listIndexes", Value: coll}})) {
 		spec := asDoc(t, d)
-		if n, _ := lookup(spec, "name"); n == name {
+		if n, _ := bsonutil.Field(spec, "name"); n == name {
 			return spec
 		}
 	}
@@ -67,7 +67,7 @@ func TestCollModLRULimitEvictsAtOnce(t *testing.T) {
 	if c := h.deps.Store.Collection("test", "cache"); c.Count() != 4 {
 		t.Fatalf("%d stored: the lowered limit must hold before the reply", c.Count())
 	}
-	if got, _ := lookup(indexSpecNamed(t, h, "cache", "lru"), "lruLimit"); bsonutil.Format(got) != bsonutil.Format(four) {
+	if got, _ := bsonutil.Field(indexSpecNamed(t, h, "cache", "lru"), "lruLimit"); bsonutil.Format(got) != bsonutil.Format(four) {
 		t.Fatalf("listIndexes lruLimit %v", got)
 	}
 	if reply := mustCall(t, h, "test", collModIndexCmd("cache", bson.D{{Key: "name", Value: "lru"}, {Key: "lruLimit", Value: four}})); len(reply) != 0 {
@@ -81,7 +81,7 @@ func TestCollModLRULimitEvictsAtOnce(t *testing.T) {
 	if ids := foundIDs(t, h, "cache"); len(ids) != 6 {
 		t.Fatalf("without a limit nothing is evicted: %v", ids)
 	}
-	if _, ok := lookup(indexSpecNamed(t, h, "cache", "lru"), "lruLimit"); ok {
+	if _, ok := bsonutil.Field(indexSpecNamed(t, h, "cache", "lru"), "lruLimit"); ok {
 		t.Fatal("listIndexes still shows lruLimit after off")
 	}
 	// A limit on an index that had none: only lruLimit_new, and it holds
@@ -127,11 +127,11 @@ func TestCollModExpireElements(t *testing.T) {
 	if len(batch) != 1 {
 		t.Fatalf("with expireElements the cart stays: %v", batch)
 	}
-	items, _ := lookup(asDoc(t, batch[0]), "items")
+	items, _ := bsonutil.Field(asDoc(t, batch[0]), "items")
 	if lines := items.(bson.A); len(lines) != 1 || bsonutil.Format(lines[0]) != bsonutil.Format(item("fresh", 0)) {
 		t.Fatalf("cart lines %v, want only the fresh one", lines)
 	}
-	if v, _ := lookup(indexSpecNamed(t, h, "carts", "lines"), "expireElements"); v != true {
+	if v, _ := bsonutil.Field(indexSpecNamed(t, h, "carts", "lines"), "expireElements"); v != true {
 		t.Fatalf("listIndexes expireElements %v", v)
 	}
 	if reply := mustCall(t, h, "test", collModIndexCmd("carts", bson.D{{Key: "name", Value: "lines"}, {Key: "expireElements", Value: true}})); len(reply) != 0 {
@@ -162,8 +162,8 @@ func TestCollModAllOrNothing(t *testing.T) {
 	if me := mongoerr.As(err); err == nil || me.Code != mongoerr.IndexNotFound {
 		t.Fatalf("collMod of a missing index: %v", err)
 	}
-	opts, _ := lookup(listedCollection(t, h, "c"), "options")
-	if _, ok := lookup(opts.(bson.D), "validator"); ok {
+	opts, _ := bsonutil.Field(listedCollection(t, h, "c"), "options")
+	if _, ok := bsonutil.Field(opts.(bson.D), "validator"); ok {
 		t.Fatalf("the validator of a refused collMod was applied: %v", opts)
 	}
 }
@@ -181,7 +181,7 @@ func TestCollModExpiryWarningSeconds(t *testing.T) {
 		return mustCall(t, h, "test", collModIndexCmd("carts", bson.D{{Key: "name", Value: "idle"}, {Key: "expiryWarningSeconds", Value: v}}))
 	}
 	shown := func() any {
-		v, _ := lookup(indexSpecNamed(t, h, "carts", "idle"), "expiryWarningSeconds")
+		v, _ := bsonutil.Field(indexSpecNamed(t, h, "carts", "idle"), "expiryWarningSeconds")
 		return v
 	}
 	if reply, want := mod(900), (bson.D{{Key: "expiryWarningSeconds_old", Value: int64(600)}, {Key: "expiryWarningSeconds_new", Value: int64(900)}}); bsonutil.Format(reply) != bsonutil.Format(want) {

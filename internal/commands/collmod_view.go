@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/aggregate"
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/catalog"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -29,7 +30,7 @@ var notOnViewOptions = []string{"index", "validator", "validationLevel", "valida
 // mongod's order.
 func viewModOnCollection(r *request) error {
 	for _, k := range []string{"pipeline", "viewOn"} {
-		if _, ok := lookup(r.body, k); ok {
+		if _, ok := bsonutil.Field(r.body, k); ok {
 			return mongoerr.Newf(mongoerr.InvalidOptions, "option only supported on a view: %s", k)
 		}
 	}
@@ -47,7 +48,7 @@ func collModView(h *Handler, c *docstore.Collection, r *request) (bson.D, error)
 	if err != nil || !changed {
 		return bson.D{}, err
 	}
-	on, _ := lookup(opts, "viewOn")
+	on, _ := bsonutil.Field(opts, "viewOn")
 	if err := h.checkViewCollation(r.db, c.Meta().Name, on.(string), viewCollation(e.Meta())); err != nil {
 		return nil, err
 	}
@@ -63,17 +64,17 @@ func collModView(h *Handler, c *docstore.Collection, r *request) (bson.D, error)
 // without a new pipeline or the other way round (either alone could show
 // more of the underlying collection than the user may read).
 func checkViewModOptions(h *Handler, r *request) error {
-	_, hasOn := lookup(r.body, "viewOn")
-	_, hasPipeline := lookup(r.body, "pipeline")
+	_, hasOn := bsonutil.Field(r.body, "viewOn")
+	_, hasPipeline := bsonutil.Field(r.body, "pipeline")
 	if h.deps.Auth != nil && h.deps.Auth.Enabled() && hasOn != hasPipeline {
 		return mongoerr.New(mongoerr.InvalidOptions, "Must specify both 'viewOn' and 'pipeline' when modifying a view and auth is enabled")
 	}
 	for _, k := range notOnViewOptions {
-		if _, ok := lookup(r.body, k); ok {
+		if _, ok := bsonutil.Field(r.body, k); ok {
 			return mongoerr.Newf(mongoerr.InvalidOptions, "option not supported on a view: %s", k)
 		}
 	}
-	if _, ok := lookup(r.body, "timeseries"); ok {
+	if _, ok := bsonutil.Field(r.body, "timeseries"); ok {
 		return mongoerr.New(mongoerr.InvalidOptions, "option only supported on a time-series collection: timeseries")
 	}
 	return nil
@@ -85,7 +86,7 @@ func checkViewModOptions(h *Handler, r *request) error {
 func viewModDefinition(r *request, meta *catalog.Collection) (bson.D, bool, error) {
 	opts := append(bson.D(nil), meta.Options...)
 	changed := false
-	if v, ok := lookup(r.body, "pipeline"); ok {
+	if v, ok := bsonutil.Field(r.body, "pipeline"); ok {
 		stages, isArr := v.(bson.A)
 		if !isArr {
 			return nil, false, wrongType("collMod", "pipeline", v, "array")
@@ -95,7 +96,7 @@ func viewModDefinition(r *request, meta *catalog.Collection) (bson.D, bool, erro
 		}
 		opts, changed = setSpecField(opts, "pipeline", stages), true
 	}
-	if v, ok := lookup(r.body, "viewOn"); ok {
+	if v, ok := bsonutil.Field(r.body, "viewOn"); ok {
 		on, isString := v.(string)
 		if !isString {
 			return nil, false, wrongType("collMod", "viewOn", v, "string")
@@ -128,7 +129,7 @@ func (h *Handler) checkViewCycle(db, name, viewOn string) error {
 		if c == nil || !isView(c.Meta()) {
 			return nil
 		}
-		next, _ := lookup(c.Meta().Options, "viewOn")
+		next, _ := bsonutil.Field(c.Meta().Options, "viewOn")
 		on, _ = next.(string)
 	}
 }

@@ -28,7 +28,7 @@ func TestCollModView(t *testing.T) {
 		t.Helper()
 		var out []any
 		for _, d := range firstBatch(t, mustCall(t, h, "test", bson.D{{Key: "find", Value: "v"}, {Key: "sort", Value: bson.D{{Key: "_id", Value: 1}}}})) {
-			id, _ := lookup(asDoc(t, d), "_id")
+			id, _ := bsonutil.Field(asDoc(t, d), "_id")
 			out = append(out, id)
 		}
 		return out

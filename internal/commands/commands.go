@@ -14,6 +14,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/activity"
 	"github.com/mayflydb/mayfly/internal/auth"
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/cursor"
@@ -262,7 +263,7 @@ func (h *Handler) run(entry command, r *request) (bson.D, error) {
 
 // withMaxTime applies maxTimeMS to the command's context.
 func withMaxTime(r *request) (context.Context, context.CancelFunc, error) {
-	v, ok := lookup(r.body, "maxTimeMS")
+	v, ok := bsonutil.Field(r.body, "maxTimeMS")
 	if !ok {
 		return r.ctx, func() {}, nil
 	}

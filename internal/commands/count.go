@@ -35,7 +35,7 @@ func cmdCount(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	hint, _ := lookup(r.body, "hint")
+	hint, _ := bsonutil.Field(r.body, "hint")
 	n, err := h.countMaybeView(r, name, q, hint, coll)
 	if err != nil {
 		return nil, err
@@ -50,7 +50,7 @@ func cmdCount(h *Handler, r *request) (bson.D, error) {
 // countLimit reads count's limit; a negative limit counts like a positive
 // one, as in MongoDB.
 func countLimit(r *request) (int64, error) {
-	v, ok := lookup(r.body, "limit")
+	v, ok := bsonutil.Field(r.body, "limit")
 	if !ok || v == nil {
 		return 0, nil
 	}
@@ -107,7 +107,7 @@ func cmdDistinct(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	kv, _ := lookup(r.body, "key")
+	kv, _ := bsonutil.Field(r.body, "key")
 	key, ok := kv.(string)
 	if !ok {
 		return nil, wrongType(r.name, "key", kv, "string")
@@ -119,7 +119,7 @@ func cmdDistinct(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	hint, _ := lookup(r.body, "hint")
+	hint, _ := bsonutil.Field(r.body, "hint")
 	if v, err := h.resolveView(r.db, name); err != nil || v != nil {
 		if err != nil {
 			return nil, err

@@ -11,6 +11,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -30,9 +31,9 @@ func (r *request) track(scan *docstore.DocIter) {
 
 // sessionID is the request's lsid.id, or nil outside a session.
 func sessionID(r *request) []byte {
-	v, _ := lookup(r.body, "lsid")
+	v, _ := bsonutil.Field(r.body, "lsid")
 	d, _ := v.(bson.D)
-	id, _ := lookup(d, "id")
+	id, _ := bsonutil.Field(d, "id")
 	if b, ok := id.(bson.Binary); ok {
 		return b.Data
 	}

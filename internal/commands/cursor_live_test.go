@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
@@ -21,8 +22,8 @@ func TestGetMoreSessionRules(t *testing.T) {
 	session := bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: bytes.Repeat([]byte{7}, 16)}}}
 	open := func(extra ...bson.E) int64 {
 		r := runOn(h, c, "test", append(bson.D{{Key: "find", Value: "c"}, {Key: "batchSize", Value: int32(1)}}, extra...))
-		cur, _ := lookup(r, "cursor")
-		id, _ := lookup(cur.(bson.D), "id")
+		cur, _ := bsonutil.Field(r, "cursor")
+		id, _ := bsonutil.Field(cur.(bson.D), "id")
 		return id.(int64)
 	}
 	more := func(id int64, extra ...bson.E) int32 {

@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 )
 
 // cmdDBHash answers dbHash as mongod does: an MD5 of each collection's
@@ -54,7 +56,7 @@ func hostName() string {
 }
 
 func dbHashCollections(h *Handler, r *request) ([]string, error) {
-	v, ok := lookup(r.body, "collections")
+	v, ok := bsonutil.Field(r.body, "collections")
 	if !ok {
 		return h.deps.Store.CollectionNames(r.db), nil
 	}

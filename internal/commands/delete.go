@@ -94,12 +94,12 @@ func parseDeleteStmt(s bson.D, let *letScope, dflt *collation.Collation) (*query
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	q, _ := lookup(s, "q")
+	q, _ := bsonutil.Field(s, "q")
 	qd, ok := q.(bson.D)
 	if !ok {
 		return nil, 0, nil, mongoerr.New(mongoerr.Location40414, "BSON field 'delete.deletes.q' is missing but a required field")
 	}
-	lv, ok := lookup(s, "limit")
+	lv, ok := bsonutil.Field(s, "limit")
 	if !ok {
 		return nil, 0, nil, mongoerr.New(mongoerr.Location40414, "BSON field 'delete.deletes.limit' is missing but a required field")
 	}
@@ -108,7 +108,7 @@ func parseDeleteStmt(s bson.D, let *letScope, dflt *collation.Collation) (*query
 		return nil, 0, nil, mongoerr.Newf(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %s", bsonutil.Format(lv))
 	}
 	f, err := let.filter(qd, coll)
-	hint, _ := lookup(s, "hint")
+	hint, _ := bsonutil.Field(s, "hint")
 	return f, int(limit), hint, err
 }
 

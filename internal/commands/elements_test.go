@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/clock"
 )
 
@@ -36,11 +37,11 @@ func TestHandlerExpiredElementsInEveryRead(t *testing.T) {
 		t.Fatalf("$unwind gave %d lines, want 1", n)
 	}
 	out = mustCall(t, h, "test", bson.D{{Key: "distinct", Value: "carts"}, {Key: "key", Value: "items.sku"}})
-	if v, _ := lookup(out, "values"); len(v.(bson.A)) != 1 || v.(bson.A)[0] != "fresh" {
+	if v, _ := bsonutil.Field(out, "values"); len(v.(bson.A)) != 1 || v.(bson.A)[0] != "fresh" {
 		t.Fatalf("distinct values %v", v)
 	}
 	out = mustCall(t, h, "test", bson.D{{Key: "findAndModify", Value: "carts"}, {Key: "query", Value: bson.D{{Key: "items.sku", Value: "stale"}}}, {Key: "update", Value: bson.D{{Key: "$set", Value: bson.D{{Key: "x", Value: 1}}}}}})
-	if v, _ := lookup(out, "value"); v != nil {
+	if v, _ := bsonutil.Field(out, "value"); v != nil {
 		t.Fatalf("findAndModify matched on an expired line: %v", v)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/aggregate"
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/cursor"
@@ -67,7 +68,7 @@ func cmdExplain(h *Handler, r *request) (bson.D, error) {
 }
 
 func explainVerbosity(r *request) (verbosity, error) {
-	raw, ok := lookup(r.body, "verbosity")
+	raw, ok := bsonutil.Field(r.body, "verbosity")
 	if !ok {
 		return allPlansExecution, nil
 	}
@@ -87,7 +88,7 @@ func explainVerbosity(r *request) (verbosity, error) {
 }
 
 func checkInnerDB(r *request, inner bson.D) error {
-	v, ok := lookup(inner, "$db")
+	v, ok := bsonutil.Field(inner, "$db")
 	if !ok {
 		return nil
 	}
@@ -612,7 +613,7 @@ func parseCountArgs(h *Handler, r *request) (*countArgs, error) {
 	if a.skip, err = optInt(r, "skip", 0); err != nil {
 		return nil, err
 	}
-	a.hint, _ = lookup(r.body, "hint")
+	a.hint, _ = bsonutil.Field(r.body, "hint")
 	a.limit, err = countLimit(r)
 	return a, err
 }
@@ -660,7 +661,7 @@ func (h *Handler) explainDistinct(r *request, v verbosity) (*explained, error) {
 	if err != nil {
 		return nil, err
 	}
-	hint, _ := lookup(r.body, "hint")
+	hint, _ := bsonutil.Field(r.body, "hint")
 	ex, err := h.newExec(r.ctx, h.deps.Store.Collection(r.db, name), f, docstore.Query{Filter: f, Hint: hint})
 	if err != nil {
 		return nil, err
@@ -917,7 +918,7 @@ func (h *Handler) planAggregate(r *request, c *docstore.Collection, p *aggregate
 	if coll != nil {
 		sortSpec = nil // index order is binary order
 	}
-	hint, _ := lookup(r.body, "hint")
+	hint, _ := bsonutil.Field(r.body, "hint")
 	ex, err := h.newExec(r.ctx, c, f, docstore.Query{Filter: f, Sort: sortSpec, Hint: hint})
 	if err != nil {
 		return nil, false, err

@@ -4,12 +4,14 @@ import (
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 )
 
 // doc returns the sub-document at key, failing the test when absent.
 func doc(t *testing.T, d bson.D, key string) bson.D {
 	t.Helper()
-	v, ok := lookup(d, key)
+	v, ok := bsonutil.Field(d, key)
 	sub, isDoc := v.(bson.D)
 	if !ok || !isDoc {
 		t.Fatalf("no document %s in %v", key, d)
@@ -19,7 +21,7 @@ func doc(t *testing.T, d bson.D, key string) bson.D {
 
 func num(t *testing.T, d bson.D, key string) int64 {
 	t.Helper()
-	v, _ := lookup(d, key)
+	v, _ := bsonutil.Field(d, key)
 	switch n := v.(type) {
 	case int32:
 		return int64(n)
@@ -48,7 +50,7 @@ func TestExplainFindStagesCountWhatTheyPass(t *testing.T) {
 	}{{"PROJECTION_SIMPLE", 1, 2}, {"SKIP", 1, 3}, {"SORT", 2, 4}, {"COLLSCAN", 3, 4}}
 	st := doc(t, stats, "executionStages")
 	for _, w := range want {
-		if name, _ := lookup(st, "stage"); name != w.stage || num(t, st, "nReturned") != w.returned || num(t, st, "works") != w.wks {
+		if name, _ := bsonutil.Field(st, "stage"); name != w.stage || num(t, st, "nReturned") != w.returned || num(t, st, "works") != w.wks {
 			t.Fatalf("stage %v, want %+v", st, w)
 		}
 		if w.stage == "SORT" && (num(t, st, "limitAmount") != 2 || num(t, st, "totalDataSizeSorted") <= 0) {
@@ -61,7 +63,7 @@ func TestExplainFindStagesCountWhatTheyPass(t *testing.T) {
 	// queryPlanner alone runs nothing: the stages carry no counters.
 	out = mustCall(t, h, "test", bson.D{{Key: "explain", Value: find}, {Key: "verbosity", Value: "queryPlanner"}})
 	plan := doc(t, doc(t, out, "queryPlanner"), "winningPlan")
-	if _, ok := lookup(plan, "nReturned"); ok || num(t, doc(t, plan, "inputStage"), "skipAmount") != 1 {
+	if _, ok := bsonutil.Field(plan, "nReturned"); ok || num(t, doc(t, plan, "inputStage"), "skipAmount") != 1 {
 		t.Fatalf("winningPlan %v", plan)
 	}
 }
@@ -75,7 +77,7 @@ func TestExplainAggregateStagesHaveCounters(t *testing.T) {
 		bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: nil}, {Key: "c", Value: bson.D{{Key: "$sum", Value: 1}}}}}},
 	}}, {Key: "cursor", Value: bson.D{}}}
 	out := mustCall(t, h, "test", bson.D{{Key: "explain", Value: agg}, {Key: "verbosity", Value: "executionStats"}})
-	v, _ := lookup(out, "stages")
+	v, _ := bsonutil.Field(out, "stages")
 	stages, _ := v.(bson.A)
 	if len(stages) != 3 {
 		t.Fatalf("stages %v", out)
@@ -98,7 +100,7 @@ func TestExplainAggregateStagesHaveCounters(t *testing.T) {
 		bson.D{{Key: "$skip", Value: int32(1)}},
 	}}, {Key: "cursor", Value: bson.D{}}}
 	out = mustCall(t, h, "test", bson.D{{Key: "explain", Value: topTwo}, {Key: "verbosity", Value: "executionStats"}})
-	v, _ = lookup(out, "stages")
+	v, _ = bsonutil.Field(out, "stages")
 	stages, _ = v.(bson.A)
 	if len(stages) != 3 {
 		t.Fatalf("stages %v", stages)
@@ -113,7 +115,7 @@ func TestExplainAggregateStagesHaveCounters(t *testing.T) {
 	// The explain option is queryPlanner: stages without counters.
 	withOpt := append(append(bson.D{}, agg[:2]...), bson.E{Key: "explain", Value: true})
 	out = mustCall(t, h, "test", withOpt)
-	v, _ = lookup(out, "stages")
+	v, _ = bsonutil.Field(out, "stages")
 	if st := v.(bson.A)[1].(bson.D); len(st) != 1 || st[0].Key != "$sort" || len(doc(t, st[0].Value.(bson.D), "sortKey")) != 1 {
 		t.Fatalf("planned $sort %v", st)
 	}

@@ -35,8 +35,8 @@ func cmdConfigureFailPoint(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	mode, _ := lookup(r.body, "mode")
-	data, _ := lookup(r.body, "data")
+	mode, _ := bsonutil.Field(r.body, "mode")
+	data, _ := bsonutil.Field(r.body, "data")
 	h.deps.Logger.Warn("Set failpoint", "failPointName", name,
 		"mode", bsonutil.Format(bson.D{{Key: "mode", Value: mode}, {Key: "data", Value: data}}))
 	return bson.D{{Key: "count", Value: intOrLong(entered)}}, nil

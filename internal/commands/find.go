@@ -3,6 +3,7 @@ package commands
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/docstore"
@@ -53,7 +54,7 @@ func parseFind(h *Handler, r *request) (*findArgs, error) {
 		return nil, err
 	}
 	for _, name := range findUnsupported {
-		if v, ok := lookup(r.body, name); ok && v != false {
+		if v, ok := bsonutil.Field(r.body, name); ok && v != false {
 			return nil, mongoerr.Newf(mongoerr.BadValue, "the find option '%s' is not supported by Mayfly", name)
 		}
 	}
@@ -100,7 +101,7 @@ func (a *findArgs) parseShape(r *request, lv *letScope) error {
 		}
 		a.projSpec = p
 	}
-	a.hint, _ = lookup(r.body, "hint")
+	a.hint, _ = bsonutil.Field(r.body, "hint")
 	return nil
 }
 
@@ -112,7 +113,7 @@ func (a *findArgs) parseCounts(r *request) error {
 	if a.limit, err = optInt(r, "limit", 0); err != nil {
 		return err
 	}
-	bs, _ := lookup(r.body, "batchSize")
+	bs, _ := bsonutil.Field(r.body, "batchSize")
 	if a.batchSize, err = batchSizeArg(r, bs, "batchSize"); err != nil {
 		return err
 	}
@@ -213,7 +214,7 @@ func projector(p *query.Projection, f *query.Filter, withRecordID bool) func(bso
 		_, pos := f.MatchPositional(d)
 		out, err := p.Apply(d, pos)
 		if err == nil && withRecordID {
-			id, _ := lookup(d, "_id")
+			id, _ := bsonutil.Field(d, "_id")
 			out = append(out, bson.E{Key: "$recordId", Value: recordID(id)})
 		}
 		return out, err
@@ -245,13 +246,13 @@ func cmdGetMore(h *Handler, r *request) (bson.D, error) {
 	if err := checkFields(r, "collection", "batchSize", "term", "lastKnownCommittedOpTime"); err != nil {
 		return nil, err
 	}
-	collV, _ := lookup(r.body, "collection")
+	collV, _ := bsonutil.Field(r.body, "collection")
 	coll, ok := collV.(string)
 	if !ok {
 		return nil, wrongType(r.name, "collection", collV, "string")
 	}
 	n := int64(-1)
-	if v, ok := lookup(r.body, "batchSize"); ok {
+	if v, ok := bsonutil.Field(r.body, "batchSize"); ok {
 		bs, err := batchSizeArg(r, v, "batchSize")
 		if err != nil {
 			return nil, err
@@ -312,7 +313,7 @@ func cmdKillCursors(h *Handler, r *request) (bson.D, error) {
 	if _, err := collectionArg(r); err != nil {
 		return nil, err
 	}
-	v, _ := lookup(r.body, "cursors")
+	v, _ := bsonutil.Field(r.body, "cursors")
 	ids, ok := v.(bson.A)
 	if !ok {
 		return nil, wrongType(r.name, "cursors", v, "array")

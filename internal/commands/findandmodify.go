@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -81,7 +82,7 @@ func (a *famArgs) parseQueryParts(r *request, lv *letScope, coll *collation.Coll
 			return err
 		}
 	}
-	a.hint, _ = lookup(r.body, "hint")
+	a.hint, _ = bsonutil.Field(r.body, "hint")
 	return nil
 }
 
@@ -96,7 +97,7 @@ func (a *famArgs) parseFlags(r *request, lv *letScope, coll *collation.Collation
 	if a.upsert, err = optBool(r, "upsert"); err != nil {
 		return err
 	}
-	u, hasUpdate := lookup(r.body, "update")
+	u, hasUpdate := bsonutil.Field(r.body, "update")
 	switch {
 	case a.remove && hasUpdate:
 		return mongoerr.New(mongoerr.FailedToParse, "Cannot specify both an update and remove=true")
@@ -111,7 +112,7 @@ func (a *famArgs) parseFlags(r *request, lv *letScope, coll *collation.Collation
 		return nil
 	}
 	var filters []bson.D
-	if v, ok := lookup(r.body, "arrayFilters"); ok {
+	if v, ok := bsonutil.Field(r.body, "arrayFilters"); ok {
 		if filters, err = docArray(r.name, "arrayFilters", v); err != nil {
 			return err
 		}
@@ -161,12 +162,12 @@ func cmdFindAndModify(h *Handler, r *request) (bson.D, error) {
 
 // famRetried answers a retried findAndModify from its record.
 func (h *Handler) famRetried(a *famArgs, prior bson.D) (bson.D, error) {
-	if v, ok := lookup(prior, "upserted"); ok {
+	if v, ok := bsonutil.Field(prior, "upserted"); ok {
 		doc, _ := v.(bson.D)
 		return h.famUpsertReply(a, doc)
 	}
-	before, _ := lookup(prior, "before")
-	after, _ := lookup(prior, "after")
+	before, _ := bsonutil.Field(prior, "before")
+	after, _ := bsonutil.Field(prior, "after")
 	b, _ := before.(bson.D)
 	aft, _ := after.(bson.D)
 	reply, _, err := h.famResult(a, b, aft)
@@ -181,7 +182,7 @@ func (h *Handler) famOnce(r *request, c *docstore.Collection, a *famArgs, rt *re
 	if err != nil || target == nil {
 		return nil, err != nil, err
 	}
-	id, _ := lookup(target, "_id")
+	id, _ := bsonutil.Field(target, "_id")
 	var before, after bson.D
 	matched, refresh := false, h.refreshesOnRead(c)
 	opt := rt.options(a.opt, 0, func() bson.D { return bson.D{{Key: "before", Value: before}, {Key: "after", Value: after}} })
@@ -283,7 +284,7 @@ func (h *Handler) famUpsert(r *request, a *famArgs, rt *retryTxn) (bson.D, error
 }
 
 func (h *Handler) famUpsertReply(a *famArgs, doc bson.D) (bson.D, error) {
-	id, _ := lookup(doc, "_id")
+	id, _ := bsonutil.Field(doc, "_id")
 	leo := bson.D{{Key: "n", Value: int32(1)}, {Key: "updatedExisting", Value: false}, {Key: "upserted", Value: id}}
 	var v any
 	if a.returnNew {

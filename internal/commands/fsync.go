@@ -10,6 +10,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/opstats"
 	"github.com/mayflydb/mayfly/internal/storage"
@@ -163,7 +164,7 @@ func cmdMayflyCheckpoint(h *Handler, r *request) (bson.D, error) {
 	if err := checkFields(r, "to"); err != nil {
 		return nil, err
 	}
-	v, _ := lookup(r.body, "to")
+	v, _ := bsonutil.Field(r.body, "to")
 	dir, ok := v.(string)
 	if !ok || !filepath.IsAbs(dir) {
 		return nil, mongoerr.New(mongoerr.BadValue, "mayflyCheckpoint needs 'to', an absolute path on the server's machine")

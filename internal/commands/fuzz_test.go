@@ -9,6 +9,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/fuzzlimit"
 	"github.com/mayflydb/mayfly/internal/server"
 )
@@ -54,7 +55,7 @@ func FuzzCommand(f *testing.F) {
 				return
 			}
 			db := "fuzz"
-			if v, ok := lookup(cmd, "$db"); ok {
+			if v, ok := bsonutil.Field(cmd, "$db"); ok {
 				db, _ = v.(string)
 				cmd = without(cmd, "$db")
 			}
@@ -105,13 +106,13 @@ func toFloat(v any) float64 {
 }
 
 func checkReplyShape(t *testing.T, cmd, reply bson.D) {
-	ok, _ := lookup(reply, "ok")
+	ok, _ := bsonutil.Field(reply, "ok")
 	switch ok {
 	case 1.0:
 		return
 	case 0.0:
-		code, _ := lookup(reply, "code")
-		msg, _ := lookup(reply, "errmsg")
+		code, _ := bsonutil.Field(reply, "code")
+		msg, _ := bsonutil.Field(reply, "errmsg")
 		if n, isInt := code.(int32); !isInt || n == 0 {
 			t.Fatalf("%v: error reply without a code: %v", cmd, reply)
 		}

@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
@@ -33,8 +34,8 @@ func mustCall(t *testing.T, h *Handler, db string, body bson.D) bson.D {
 
 func firstBatch(t *testing.T, reply bson.D) bson.A {
 	t.Helper()
-	cur, _ := lookup(reply, "cursor")
-	batch, _ := lookup(cur.(bson.D), "firstBatch")
+	cur, _ := bsonutil.Field(reply, "cursor")
+	batch, _ := bsonutil.Field(cur.(bson.D), "firstBatch")
 	return asArray(batch)
 }
 
@@ -94,7 +95,7 @@ func TestHandlerUpdateSortAndValidation(t *testing.T) {
 	}
 	mustCall(t, h, "test", bson.D{{Key: "create", Value: "v"}, {Key: "validator", Value: bson.D{{Key: "n", Value: bson.D{{Key: "$gt", Value: 0}}}}}})
 	out = mustCall(t, h, "test", bson.D{{Key: "insert", Value: "v"}, {Key: "documents", Value: bson.A{bson.D{{Key: "n", Value: 0}}}}})
-	errs, _ := lookup(out, "writeErrors")
+	errs, _ := bsonutil.Field(out, "writeErrors")
 	if a, ok := errs.(bson.A); !ok || len(a) != 1 {
 		t.Fatalf("validation: %v", out)
 	}
@@ -107,7 +108,7 @@ func TestHandlerBulkWriteAndViews(t *testing.T) {
 		bson.D{{Key: "insert", Value: 0}, {Key: "document", Value: bson.D{{Key: "_id", Value: 9}}}},
 		bson.D{{Key: "delete", Value: 1}, {Key: "filter", Value: bson.D{{Key: "_id", Value: 1}}}},
 	}}, {Key: "nsInfo", Value: bson.A{bson.D{{Key: "ns", Value: "other.x"}}, bson.D{{Key: "ns", Value: "test.c"}}}}})
-	if n, _ := lookup(out, "nInserted"); n != int32(1) {
+	if n, _ := bsonutil.Field(out, "nInserted"); n != int32(1) {
 		t.Fatalf("bulkWrite: %v", out)
 	}
 	mustCall(t, h, "test", bson.D{{Key: "create", Value: "bobs"}, {Key: "viewOn", Value: "c"},

@@ -8,6 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/docstore"
@@ -50,7 +51,7 @@ func runOn(h *Handler, c *server.Conn, db string, body bson.D) bson.D {
 }
 
 func replyCode(reply bson.D) int32 {
-	v, _ := lookup(reply, "code")
+	v, _ := bsonutil.Field(reply, "code")
 	n, _ := v.(int32)
 	return n
 }

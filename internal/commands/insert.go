@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/repl"
@@ -63,7 +64,7 @@ func (w *writeResult) reply(withModified bool) bson.D {
 // statements reads a write command's array of statements and checks
 // MongoDB's batch size limits.
 func statements(r *request, field string) ([]bson.D, error) {
-	v, ok := lookup(r.body, field)
+	v, ok := bsonutil.Field(r.body, field)
 	if !ok {
 		return nil, mongoerr.Newf(mongoerr.Location40414, "BSON field '%s.%s' is missing but a required field", r.name, field)
 	}
@@ -78,7 +79,7 @@ func statements(r *request, field string) ([]bson.D, error) {
 }
 
 func orderedArg(r *request) (bool, error) {
-	v, ok := lookup(r.body, "ordered")
+	v, ok := bsonutil.Field(r.body, "ordered")
 	if !ok {
 		return true, nil
 	}
@@ -333,7 +334,7 @@ func checkStorableFields(doc bson.D) error {
 	if ids > 1 {
 		return mongoerr.New(mongoerr.BadValue, "can't have multiple _id fields in one document")
 	}
-	id, ok := lookup(doc, "_id")
+	id, ok := bsonutil.Field(doc, "_id")
 	if !ok {
 		return nil
 	}

@@ -21,7 +21,7 @@ func cmdKillOp(h *Handler, r *request) (bson.D, error) {
 	if err := checkFields(r, "op"); err != nil {
 		return nil, err
 	}
-	v, ok := lookup(r.body, "op")
+	v, ok := bsonutil.Field(r.body, "op")
 	if !ok {
 		return nil, mongoerr.New(mongoerr.BadValue, `Did not provide "op" field`)
 	}

@@ -4,6 +4,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/aggregate"
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -40,7 +41,7 @@ func (h *Handler) localSource(r *request, coll string) aggregate.Iterator {
 	if coll == replsetColl {
 		return &sliceSource{docs: []bson.D{h.deps.Repl.Config().Doc()}}
 	}
-	hint, _ := lookup(r.body, "hint")
+	hint, _ := bsonutil.Field(r.body, "hint")
 	if naturalDirection(hint) < 0 {
 		return oplog.NewReverseCursor(h.deps.Changes.Reader)
 	}
@@ -190,7 +191,7 @@ func localRequest(r *request, coll string, stages bson.A, batchSize int64, rever
 		inner.body = append(inner.body, bson.E{Key: "hint", Value: bson.D{{Key: "$natural", Value: int32(-1)}}})
 	}
 	for _, k := range []string{"collation", "let"} {
-		if val, ok := lookup(r.body, k); ok {
+		if val, ok := bsonutil.Field(r.body, k); ok {
 			inner.body = append(inner.body, bson.E{Key: k, Value: val})
 		}
 	}
@@ -317,7 +318,7 @@ func (s *oplogTail) Next() (bson.D, bool, error) {
 func (s *oplogTail) Close() error { return nil }
 
 func lookupTS(entry bson.D) (changestream.Timestamp, bool) {
-	v, _ := lookup(entry, "ts")
+	v, _ := bsonutil.Field(entry, "ts")
 	ts, ok := v.(bson.Timestamp)
 	return changestream.Timestamp{T: ts.T, I: ts.I}, ok
 }

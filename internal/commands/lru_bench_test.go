@@ -8,6 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/clock"
 )
 
@@ -62,8 +63,8 @@ func call0(h *Handler, body bson.D) (bson.D, error) {
 }
 
 func firstBatchOf(reply bson.D) bson.A {
-	cur, _ := lookup(reply, "cursor")
-	batch, _ := lookup(cur.(bson.D), "firstBatch")
+	cur, _ := bsonutil.Field(reply, "cursor")
+	batch, _ := bsonutil.Field(cur.(bson.D), "firstBatch")
 	return batch.(bson.A)
 }
 

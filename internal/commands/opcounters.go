@@ -4,6 +4,8 @@ import (
 	"sync/atomic"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 )
 
 // serverStatus's opcounters follow mongod: find counts one query and
@@ -47,7 +49,7 @@ func (h *Handler) countWrites(r *request, reply bson.D, err error) {
 // statementsRun is how many of the command's statements ran: all of them,
 // or in an ordered command those up to its first error.
 func statementsRun(r *request, field string, reply bson.D) int64 {
-	v, _ := lookup(r.body, field)
+	v, _ := bsonutil.Field(r.body, field)
 	stmts, _ := v.(bson.A)
 	ran := int64(len(stmts))
 	if ordered, err := orderedArg(r); err != nil || !ordered {
@@ -62,14 +64,14 @@ func statementsRun(r *request, field string, reply bson.D) int64 {
 // firstErrorIndex reads the position of the first error a reply's list
 // holds (writeErrors by index, bulkWrite's items by idx).
 func firstErrorIndex(reply bson.D, list, key string) (int64, bool) {
-	v, _ := lookup(reply, list)
+	v, _ := bsonutil.Field(reply, list)
 	items, _ := v.(bson.A)
 	for _, item := range items {
 		d, _ := item.(bson.D)
-		if ok, has := lookup(d, "ok"); has && ok != 0.0 {
+		if ok, has := bsonutil.Field(d, "ok"); has && ok != 0.0 {
 			continue
 		}
-		if _, has := lookup(d, key); has {
+		if _, has := bsonutil.Field(d, key); has {
 			return int64(asInt32(d, key)), true
 		}
 	}

@@ -3,6 +3,7 @@ package commands
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
@@ -53,7 +54,7 @@ func withPreImages(opts bson.D, on bool) bson.D {
 
 // createPreImages applies create's option to the new collection's options.
 func createPreImages(r *request, opt *docstore.CreateOptions) error {
-	v, ok := lookup(r.body, preImagesOption)
+	v, ok := bsonutil.Field(r.body, preImagesOption)
 	if !ok {
 		return nil
 	}
@@ -67,7 +68,7 @@ func createPreImages(r *request, opt *docstore.CreateOptions) error {
 
 // collModPreImages switches the option on an existing collection.
 func collModPreImages(e *docstore.CatalogEdit, r *request) error {
-	v, ok := lookup(r.body, preImagesOption)
+	v, ok := bsonutil.Field(r.body, preImagesOption)
 	if !ok {
 		return nil
 	}

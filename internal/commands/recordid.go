@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/keyenc"
 )
@@ -22,7 +23,7 @@ func (s *recordIDSource) Next() (bson.D, bool, error) {
 	if !ok || err != nil {
 		return d, ok, err
 	}
-	id, _ := lookup(d, "_id")
+	id, _ := bsonutil.Field(d, "_id")
 	return append(d, bson.E{Key: "$recordId", Value: recordID(id)}), true, nil
 }
 

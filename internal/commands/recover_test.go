@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
@@ -45,7 +46,7 @@ func TestCollectionlessAggregateArguments(t *testing.T) {
 	}
 	for _, tc := range cases {
 		reply := runOn(h, c, "admin", tc.body)
-		msg, _ := lookup(reply, "errmsg")
+		msg, _ := bsonutil.Field(reply, "errmsg")
 		if replyCode(reply) != int32(tc.code) || msg != tc.msg {
 			t.Errorf("%v: got %v; want %d %q", tc.body, reply, tc.code, tc.msg)
 		}

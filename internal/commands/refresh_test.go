@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
@@ -37,7 +38,7 @@ func refreshedIDs(t *testing.T, h *Handler) []int32 {
 	var ids []int32
 	for i := int32(1); i <= 3; i++ {
 		out := mustCall(t, h, "test", bson.D{{Key: "count", Value: "s"}, {Key: "query", Value: bson.D{{Key: "_id", Value: i}, {Key: "lastSeen", Value: bson.D{{Key: "$gt", Value: bson.NewDateTimeFromTime(refreshT0)}}}}}})
-		if n, _ := lookup(out, "n"); n != int32(0) && n != int64(0) {
+		if n, _ := bsonutil.Field(out, "n"); n != int32(0) && n != int64(0) {
 			ids = append(ids, i)
 		}
 	}
@@ -126,10 +127,10 @@ func TestHandlerRefreshOnReadOptionErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o, _ := lookup(reply, "refreshOnRead_old"); o != true {
+	if o, _ := bsonutil.Field(reply, "refreshOnRead_old"); o != true {
 		t.Fatalf("collMod reply %v", reply)
 	}
-	if n, _ := lookup(reply, "refreshOnRead_new"); n != false {
+	if n, _ := bsonutil.Field(reply, "refreshOnRead_new"); n != false {
 		t.Fatalf("collMod reply %v", reply)
 	}
 	mustCall(t, h, "test", bson.D{{Key: "find", Value: "s"}})

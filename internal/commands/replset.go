@@ -8,6 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/repl"
@@ -131,12 +132,12 @@ func (h *Handler) checkRole(r *request) error {
 
 // secondaryOk reports whether the read preference lets a secondary serve.
 func secondaryOk(r *request) bool {
-	v, ok := lookup(r.body, "$readPreference")
+	v, ok := bsonutil.Field(r.body, "$readPreference")
 	if !ok {
 		return false
 	}
 	d, _ := v.(bson.D)
-	mode, _ := lookup(d, "mode")
+	mode, _ := bsonutil.Field(d, "mode")
 	return mode != nil && mode != "primary"
 }
 
@@ -181,7 +182,7 @@ func cmdReplSetInitiate(h *Handler, r *request) (bson.D, error) {
 	if rs == nil {
 		return nil, errNoReplication()
 	}
-	v, _ := lookup(r.body, r.name)
+	v, _ := bsonutil.Field(r.body, r.name)
 	cfg, _ := v.(bson.D)
 	if len(cfg) == 0 {
 		cfg = nil
@@ -217,7 +218,7 @@ func cmdReplSetReconfig(h *Handler, r *request) (bson.D, error) {
 	if rs == nil {
 		return nil, errNoReplication()
 	}
-	v, _ := lookup(r.body, r.name)
+	v, _ := bsonutil.Field(r.body, r.name)
 	cfg, ok := v.(bson.D)
 	if !ok {
 		return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'replSetReconfig' is the wrong type, expected type 'object'")
@@ -230,7 +231,7 @@ func cmdReplSetStepDown(h *Handler, r *request) (bson.D, error) {
 	if rs == nil {
 		return nil, errNoReplication()
 	}
-	v, _ := lookup(r.body, r.name)
+	v, _ := bsonutil.Field(r.body, r.name)
 	secs, err := toInt64(r.name, r.name, v)
 	if err != nil {
 		return nil, err
@@ -251,7 +252,7 @@ func cmdReplSetFreeze(h *Handler, r *request) (bson.D, error) {
 	if rs == nil {
 		return nil, errNoReplication()
 	}
-	v, _ := lookup(r.body, r.name)
+	v, _ := bsonutil.Field(r.body, r.name)
 	secs, err := toInt64(r.name, r.name, v)
 	if err != nil {
 		return nil, err
@@ -319,7 +320,7 @@ var notPrimaryCodes = map[mongoerr.Code]bool{
 // not in primary or recovering state".
 func (h *Handler) withTopologyVersion(reply bson.D) bson.D {
 	if !notPrimaryCodes[codeIn(reply)] {
-		wce, _ := lookup(reply, "writeConcernError")
+		wce, _ := bsonutil.Field(reply, "writeConcernError")
 		if d, _ := wce.(bson.D); !notPrimaryCodes[codeIn(d)] {
 			return reply
 		}
@@ -329,7 +330,7 @@ func (h *Handler) withTopologyVersion(reply bson.D) bson.D {
 
 // codeIn is the code field of a reply or a writeConcernError (0 if none).
 func codeIn(d bson.D) mongoerr.Code {
-	v, _ := lookup(d, "code")
+	v, _ := bsonutil.Field(d, "code")
 	c, _ := v.(int32)
 	return mongoerr.Code(c)
 }
@@ -337,8 +338,8 @@ func codeIn(d bson.D) mongoerr.Code {
 // awaitTopology waits, for an awaitable hello (topologyVersion and
 // maxAwaitTimeMS), until the topology changes or maxAwaitTimeMS passes.
 func (h *Handler) awaitTopology(r *request) error {
-	tv, hasTV := lookup(r.body, "topologyVersion")
-	wait, hasWait := lookup(r.body, "maxAwaitTimeMS")
+	tv, hasTV := bsonutil.Field(r.body, "topologyVersion")
+	wait, hasWait := bsonutil.Field(r.body, "maxAwaitTimeMS")
 	if hasTV != hasWait {
 		return mongoerr.New(mongoerr.FailedToParse, "topologyVersion must be provided if and only if maxAwaitTimeMS is provided")
 	}
@@ -351,8 +352,8 @@ func (h *Handler) awaitTopology(r *request) error {
 	}
 	ch, counter := h.deps.Repl.TopologyChanges()
 	d, _ := tv.(bson.D)
-	pid, _ := lookup(d, "processId")
-	c, _ := lookup(d, "counter")
+	pid, _ := bsonutil.Field(d, "processId")
+	c, _ := bsonutil.Field(d, "counter")
 	if pid != h.processID || c != counter {
 		return nil
 	}
@@ -399,16 +400,16 @@ var retryableCodes = map[mongoerr.Code]bool{
 // error, or write concern error, is retryable; labels already in the
 // reply (a fail point's) are kept as they are.
 func labelRetryable(r *request, reply bson.D) bson.D {
-	if _, ok := lookup(r.body, "txnNumber"); !ok || !isRetryableWrite(r.name) {
+	if _, ok := bsonutil.Field(r.body, "txnNumber"); !ok || !isRetryableWrite(r.name) {
 		return reply
 	}
-	if _, labelled := lookup(reply, "errorLabels"); labelled {
+	if _, labelled := bsonutil.Field(reply, "errorLabels"); labelled {
 		return reply
 	}
-	code, _ := lookup(reply, "code")
-	if wce, ok := lookup(reply, "writeConcernError"); ok {
+	code, _ := bsonutil.Field(reply, "code")
+	if wce, ok := bsonutil.Field(reply, "writeConcernError"); ok {
 		wcDoc, _ := wce.(bson.D)
-		code, _ = lookup(wcDoc, "code")
+		code, _ = bsonutil.Field(wcDoc, "code")
 	}
 	if c, ok := code.(int32); !ok || !retryableCodes[mongoerr.Code(c)] {
 		return reply
@@ -429,7 +430,7 @@ func parseWriteConcern(r *request) (writeConcern, error) {
 	if err != nil || d == nil {
 		return wc, err
 	}
-	if v, ok := lookup(d, "w"); ok {
+	if v, ok := bsonutil.Field(d, "w"); ok {
 		switch w := v.(type) {
 		case string:
 			if w != "majority" {
@@ -444,7 +445,7 @@ func parseWriteConcern(r *request) (writeConcern, error) {
 			wc.w = int(n)
 		}
 	}
-	if v, ok := lookup(d, "wtimeout"); ok {
+	if v, ok := bsonutil.Field(d, "wtimeout"); ok {
 		ms, err := toInt64("writeConcern", "wtimeout", v)
 		if err != nil {
 			return wc, err
@@ -495,13 +496,13 @@ func (h *Handler) awaitReadConcern(r *request) error {
 	if err != nil || d == nil {
 		return err
 	}
-	level, _ := lookup(d, "level")
+	level, _ := bsonutil.Field(d, "level")
 	if level == "linearizable" {
 		if err := h.deps.Repl.ReadLinearizable(r.ctx); err != nil {
 			return replError(err)
 		}
 	}
-	if v, ok := lookup(d, "afterClusterTime"); ok {
+	if v, ok := bsonutil.Field(d, "afterClusterTime"); ok {
 		ts, ok := v.(bson.Timestamp)
 		if !ok {
 			return mongoerr.New(mongoerr.TypeMismatch, "afterClusterTime must be a timestamp")
@@ -523,7 +524,7 @@ func cmdReplPartition(h *Handler, r *request) (bson.D, error) {
 	if h.deps.Repl == nil {
 		return nil, errNoReplication()
 	}
-	v, _ := lookup(r.body, r.name)
+	v, _ := bsonutil.Field(r.body, r.name)
 	arr, _ := v.(bson.A)
 	var hosts []string
 	for _, x := range arr {

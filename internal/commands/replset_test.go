@@ -8,6 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/docstore"
@@ -53,7 +54,7 @@ func newUninitiatedHandler(tb testing.TB) (*Handler, *server.Conn) {
 func TestUninitiatedMemberRefusalsCarryTopologyVersion(t *testing.T) {
 	h, c := newUninitiatedHandler(t)
 	hello := runOn(h, c, "admin", bson.D{{Key: "hello", Value: 1}})
-	tv, ok := lookup(hello, "topologyVersion")
+	tv, ok := bsonutil.Field(hello, "topologyVersion")
 	if !ok {
 		t.Fatalf("hello without topologyVersion: %v", hello)
 	}
@@ -75,7 +76,7 @@ func TestUninitiatedMemberRefusalsCarryTopologyVersion(t *testing.T) {
 		if code, msg := replyCode(reply), errmsgOf(reply); code != tc.code || msg != tc.msg {
 			t.Errorf("%s: code %d %q, want %d %q: %v", tc.what, code, msg, tc.code, tc.msg, reply)
 		}
-		if got, _ := lookup(reply, "topologyVersion"); !reflect.DeepEqual(got, tv) {
+		if got, _ := bsonutil.Field(reply, "topologyVersion"); !reflect.DeepEqual(got, tv) {
 			t.Errorf("%s: topologyVersion %v, want hello's %v", tc.what, got, tv)
 		}
 	}
@@ -84,13 +85,13 @@ func TestUninitiatedMemberRefusalsCarryTopologyVersion(t *testing.T) {
 	if replyCode(reply) != 94 {
 		t.Fatalf("replSetGetStatus: %v", reply)
 	}
-	if _, has := lookup(reply, "topologyVersion"); has {
+	if _, has := bsonutil.Field(reply, "topologyVersion"); has {
 		t.Errorf("NotYetInitialized with a topologyVersion: %v", reply)
 	}
 }
 
 func errmsgOf(reply bson.D) string {
-	v, _ := lookup(reply, "errmsg")
+	v, _ := bsonutil.Field(reply, "errmsg")
 	s, _ := v.(string)
 	return s
 }
@@ -107,7 +108,7 @@ func errmsgOf(reply bson.D) string {
 // is made on the primary only (10107), as in mongod.
 func TestUninitiatedMemberRefusesWhatMongodRefuses(t *testing.T) {
 	h, c := newUninitiatedHandler(t)
-	tv, _ := lookup(runOn(h, c, "admin", bson.D{{Key: "hello", Value: 1}}), "topologyVersion")
+	tv, _ := bsonutil.Field(runOn(h, c, "admin", bson.D{{Key: "hello", Value: 1}}), "topologyVersion")
 	primaryPreferred := bson.E{Key: "$readPreference", Value: bson.D{{Key: "mode", Value: "primaryPreferred"}}}
 	const (
 		notPrimaryOrSecondary = "node is not in primary or recovering state"
@@ -148,7 +149,7 @@ func TestUninitiatedMemberRefusesWhatMongodRefuses(t *testing.T) {
 		if code, msg := replyCode(reply), errmsgOf(reply); code != tc.code || msg != tc.msg {
 			t.Errorf("%v: code %d %q, want %d %q: %v", tc.body, code, msg, tc.code, tc.msg, reply)
 		}
-		if got, _ := lookup(reply, "topologyVersion"); !reflect.DeepEqual(got, tv) {
+		if got, _ := bsonutil.Field(reply, "topologyVersion"); !reflect.DeepEqual(got, tv) {
 			t.Errorf("%v: topologyVersion %v, want hello's %v", tc.body, got, tv)
 		}
 	}

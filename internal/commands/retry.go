@@ -8,6 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/keyspace"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -53,7 +54,7 @@ func (h *Handler) retryableWrite(r *request) (*retryTxn, error) {
 	if h.deps.Repl == nil {
 		return nil, nil
 	}
-	v, ok := lookup(r.body, "txnNumber")
+	v, ok := bsonutil.Field(r.body, "txnNumber")
 	if !ok {
 		return nil, nil
 	}
@@ -74,18 +75,18 @@ func (h *Handler) retryableWrite(r *request) (*retryTxn, error) {
 
 // sessionKey encodes lsid.id (and lsid.uid when present).
 func sessionKey(r *request) ([]byte, string, error) {
-	v, ok := lookup(r.body, "lsid")
+	v, ok := bsonutil.Field(r.body, "lsid")
 	d, isDoc := v.(bson.D)
 	if !ok || !isDoc {
 		return nil, "", mongoerr.New(mongoerr.InvalidOptions, "Must specify an lsid with txnNumber")
 	}
-	idValue, _ := lookup(d, "id")
+	idValue, _ := bsonutil.Field(d, "id")
 	bin, isBin := idValue.(bson.Binary)
 	if !isBin {
 		return nil, "", mongoerr.New(mongoerr.InvalidOptions, "lsid.id must be a UUID")
 	}
 	id := append([]byte(nil), bin.Data...)
-	if uid, ok := lookup(d, "uid"); ok {
+	if uid, ok := bsonutil.Field(d, "uid"); ok {
 		if b, isBin := uid.(bson.Binary); isBin {
 			id = append(id, b.Data...)
 		}
@@ -98,7 +99,7 @@ func sessionKey(r *request) ([]byte, string, error) {
 }
 
 func stmtIDs(r *request) ([]int32, error) {
-	v, ok := lookup(r.body, "stmtIds")
+	v, ok := bsonutil.Field(r.body, "stmtIds")
 	if !ok {
 		return nil, nil
 	}
@@ -288,7 +289,7 @@ func recordN(n int32) func() bson.D {
 }
 
 func asInt32(d bson.D, key string) int32 {
-	v, _ := lookup(d, key)
+	v, _ := bsonutil.Field(d, key)
 	n, _ := v.(int32)
 	return n
 }
@@ -297,7 +298,7 @@ func asInt32(d bson.D, key string) int32 {
 func (w *writeResult) addPrior(i int, prior bson.D) {
 	w.n += int64(asInt32(prior, "n"))
 	w.nModified += int64(asInt32(prior, "nModified"))
-	if id, ok := lookup(prior, "upserted"); ok {
+	if id, ok := bsonutil.Field(prior, "upserted"); ok {
 		w.upserted = append(w.upserted, bson.D{{Key: "index", Value: int32(i)}, {Key: "_id", Value: id}})
 	}
 }

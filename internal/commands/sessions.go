@@ -152,7 +152,7 @@ func sessionIDs(r *request) ([][]byte, error) {
 	out := make([][]byte, 0, len(a))
 	for _, x := range a {
 		d, _ := x.(bson.D)
-		idv, _ := lookup(d, "id")
+		idv, _ := bsonutil.Field(d, "id")
 		b, isBin := idv.(bson.Binary)
 		if !isBin || b.Subtype != bson.TypeBinaryUUID {
 			return nil, mongoerr.Newf(mongoerr.Location40414, "BSON field '%s.id' is missing but a required field", r.name)
@@ -266,7 +266,7 @@ func listSessionsUsers(v any) ([]string, error) {
 }
 
 func lookupString(d bson.D, key string) (string, bool) {
-	v, _ := lookup(d, key)
+	v, _ := bsonutil.Field(d, key)
 	s, ok := v.(string)
 	return s, ok
 }

@@ -11,6 +11,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/server"
 	"github.com/mayflydb/mayfly/internal/wire"
 )
@@ -149,13 +150,13 @@ func (sb *sessionBench) serve(b *testing.B, msg []byte) {
 		b.Fatal(err)
 	}
 	reply := sb.h.Handle(context.Background(), sb.conn, &server.Command{DB: "test", Name: body[0].Key, Body: body, Size: len(msg)})
-	if ok, _ := lookup(reply, "ok"); ok != 1.0 {
+	if ok, _ := bsonutil.Field(reply, "ok"); ok != 1.0 {
 		b.Fatalf("%s: %v", body[0].Key, reply)
 	}
-	if cur, ok := lookup(reply, "cursor"); ok && len(firstBatchOf(reply)) != 1 {
+	if cur, ok := bsonutil.Field(reply, "cursor"); ok && len(firstBatchOf(reply)) != 1 {
 		b.Fatalf("find found no session: %v", cur)
 	}
-	if n, _ := lookup(reply, "n"); n == int32(0) {
+	if n, _ := bsonutil.Field(reply, "n"); n == int32(0) {
 		b.Fatalf("%s matched nothing: %v", body[0].Key, reply)
 	}
 	if err := sb.out.WriteMsg(m.Header.RequestID, reply); err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/server"
@@ -21,7 +22,7 @@ func listSessions(t *testing.T, h *Handler, conn *server.Conn, spec any) []bson.
 	t.Helper()
 	out := runOn(h, conn, "test", bson.D{{Key: "aggregate", Value: int32(1)},
 		{Key: "pipeline", Value: bson.A{bson.D{{Key: "$listLocalSessions", Value: spec}}}}, {Key: "cursor", Value: bson.D{}}})
-	if ok, _ := lookup(out, "ok"); ok != 1.0 {
+	if ok, _ := bsonutil.Field(out, "ok"); ok != 1.0 {
 		t.Fatalf("$listLocalSessions: %v", out)
 	}
 	var docs []bson.D
@@ -43,17 +44,17 @@ func TestListLocalSessions(t *testing.T) {
 		t.Fatalf("sessions %v", got)
 	}
 	id := doc(t, got[0], "_id")
-	if v, _ := lookup(id, "id"); !bytes.Equal(v.(bson.Binary).Data, bytes.Repeat([]byte{1}, 16)) {
+	if v, _ := bsonutil.Field(id, "id"); !bytes.Equal(v.(bson.Binary).Data, bytes.Repeat([]byte{1}, 16)) {
 		t.Fatalf("first session %v", got[0])
 	}
 	// Without authentication uid is the digest of no user, and no user is named.
-	if v, _ := lookup(id, "uid"); !bytes.Equal(v.(bson.Binary).Data, userDigest("")) {
+	if v, _ := bsonutil.Field(id, "uid"); !bytes.Equal(v.(bson.Binary).Data, userDigest("")) {
 		t.Fatalf("uid %v", id)
 	}
-	if _, ok := lookup(got[0], "user"); ok {
+	if _, ok := bsonutil.Field(got[0], "user"); ok {
 		t.Fatalf("user without authentication: %v", got[0])
 	}
-	if v, _ := lookup(got[1], "lastUse"); v.(bson.DateTime).Time().Sub(manual.Now()) != 0 {
+	if v, _ := bsonutil.Field(got[1], "lastUse"); v.(bson.DateTime).Time().Sub(manual.Now()) != 0 {
 		t.Fatalf("lastUse %v", got[1])
 	}
 	if n := len(listSessions(t, h, conn, bson.D{{Key: "allUsers", Value: true}})); n != 2 {

@@ -47,7 +47,7 @@ func (s collSizes) avgObjSize() int64 {
 
 // scaleArg reads the scale field (default 1); MongoDB refuses one below 1.
 func scaleArg(r *request) (int64, error) {
-	v, ok := lookup(r.body, "scale")
+	v, ok := bsonutil.Field(r.body, "scale")
 	if !ok {
 		return 1, nil
 	}
@@ -260,9 +260,9 @@ type keyRange struct {
 }
 
 func dataSizeBounds(r *request) (*keyRange, error) {
-	kp, hasKP := lookup(r.body, "keyPattern")
-	lo, hasMin := lookup(r.body, "min")
-	hi, hasMax := lookup(r.body, "max")
+	kp, hasKP := bsonutil.Field(r.body, "keyPattern")
+	lo, hasMin := bsonutil.Field(r.body, "min")
+	hi, hasMax := bsonutil.Field(r.body, "max")
 	if !hasMin && !hasMax {
 		return nil, nil
 	}
@@ -351,7 +351,7 @@ func timedDoc(t opstats.Timed) bson.D {
 func (h *Handler) recordStats(r *request, d time.Duration, err error) {
 	ns := namespaceOf(r)
 	if r.name == "getMore" {
-		if coll, ok := lookup(r.body, "collection"); ok {
+		if coll, ok := bsonutil.Field(r.body, "collection"); ok {
 			if s, isStr := coll.(string); isStr {
 				ns = r.db + "." + s
 			}

@@ -7,6 +7,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/keyenc"
 	"github.com/mayflydb/mayfly/internal/query"
@@ -65,7 +66,7 @@ func byIDShape(stmts []bson.D, i int) bool {
 		return false
 	}
 	for _, s := range stmts[i : i+2] {
-		q, _ := lookup(s, "q")
+		q, _ := bsonutil.Field(s, "q")
 		if qd, _ := q.(bson.D); len(qd) != 1 || qd[0].Key != "_id" {
 			return false
 		}
@@ -247,7 +248,7 @@ func (h *Handler) gatherUpdates(r *request, a writeArgs, lv *letScope, stmts []b
 // groupableUpdate parses an update statement that may join a group: one
 // document, named by _id, with no sort and no hint.
 func (h *Handler) groupableUpdate(r *request, a writeArgs, lv *letScope, s bson.D) (*updateStmt, any, bool) {
-	q, _ := lookup(s, "q")
+	q, _ := bsonutil.Field(s, "q")
 	qd, _ := q.(bson.D)
 	if len(qd) != 1 || qd[0].Key != "_id" {
 		return nil, nil, false
@@ -283,7 +284,7 @@ func (e *updateEffect) changeFn(st *updateStmt, id any) func(bson.D, time.Time) 
 		if err != nil {
 			return docstore.Change{}, err
 		}
-		got, _ := lookup(ins, "_id")
+		got, _ := bsonutil.Field(ins, "_id")
 		if !bytes.Equal(keyenc.AppendValue(nil, got), keyenc.AppendValue(nil, id)) {
 			return docstore.Change{}, errAlone
 		}
@@ -356,7 +357,7 @@ func removeIfMatching(f *query.Filter, removed *[]bool, k int) func(bson.D, time
 // groupableDelete parses a delete statement that may join a group: one
 // document (limit 1), named by _id, with no hint.
 func (h *Handler) groupableDelete(r *request, a writeArgs, lv *letScope, s bson.D) (*query.Filter, any, bool) {
-	q, _ := lookup(s, "q")
+	q, _ := bsonutil.Field(s, "q")
 	qd, _ := q.(bson.D)
 	if len(qd) != 1 || qd[0].Key != "_id" {
 		return nil, nil, false

@@ -124,22 +124,22 @@ type writeSummary struct {
 func summary(t *testing.T, r bson.D, base int) writeSummary {
 	t.Helper()
 	var s writeSummary
-	n, _ := lookup(r, "n")
+	n, _ := bsonutil.Field(r, "n")
 	s.n = n.(int32)
-	if m, ok := lookup(r, "nModified"); ok {
+	if m, ok := bsonutil.Field(r, "nModified"); ok {
 		s.modified = m.(int32)
 	}
-	up, _ := lookup(r, "upserted")
+	up, _ := bsonutil.Field(r, "upserted")
 	for _, u := range asArrayOrNil(up) {
-		i, _ := lookup(u.(bson.D), "index")
-		v, _ := lookup(u.(bson.D), "_id")
+		i, _ := bsonutil.Field(u.(bson.D), "index")
+		v, _ := bsonutil.Field(u.(bson.D), "_id")
 		s.upserted = append(s.upserted, fmt.Sprintf("%d:%v", base+int(i.(int32)), v))
 	}
-	errs, _ := lookup(r, "writeErrors")
+	errs, _ := bsonutil.Field(r, "writeErrors")
 	for _, e := range asArrayOrNil(errs) {
-		i, _ := lookup(e.(bson.D), "index")
-		code, _ := lookup(e.(bson.D), "code")
-		msg, _ := lookup(e.(bson.D), "errmsg")
+		i, _ := bsonutil.Field(e.(bson.D), "index")
+		code, _ := bsonutil.Field(e.(bson.D), "code")
+		msg, _ := bsonutil.Field(e.(bson.D), "errmsg")
 		s.errors = append(s.errors, fmt.Sprintf("%d:%v:%v", base+int(i.(int32)), code, msg))
 	}
 	return s
@@ -265,7 +265,7 @@ func bulkTotalsOf(r bson.D, sum []int32) []int32 {
 		sum = make([]int32, len(bulkTotalNames))
 	}
 	for i, name := range bulkTotalNames {
-		v, _ := lookup(r, name)
+		v, _ := bsonutil.Field(r, name)
 		sum[i] += v.(int32)
 	}
 	return sum

@@ -3,6 +3,7 @@ package commands
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
@@ -29,12 +30,12 @@ func (s stmtShape) check(stmts []bson.D) error {
 			}
 		}
 		for _, f := range s.required {
-			if _, ok := lookup(st, f); !ok {
+			if _, ok := bsonutil.Field(st, f); !ok {
 				return mongoerr.Newf(mongoerr.Location40414, "BSON field '%s.%s' is missing but a required field", s.path, f)
 			}
 		}
 		for _, f := range s.docs {
-			if v, _ := lookup(st, f); !isDoc(v) {
+			if v, _ := bsonutil.Field(st, f); !isDoc(v) {
 				return wrongType(s.path, f, v, "object")
 			}
 		}

@@ -59,7 +59,7 @@ func (o tsOptions) doc() bson.D {
 // timeseriesOf returns the collection's timeseries options, nil for an
 // ordinary collection.
 func timeseriesOf(m *catalog.Collection) bson.D {
-	v, _ := lookup(m.Options, "timeseries")
+	v, _ := bsonutil.Field(m.Options, "timeseries")
 	d, _ := v.(bson.D)
 	return d
 }
@@ -70,7 +70,7 @@ func tsTimeField(m *catalog.Collection) string {
 }
 
 func tsStringField(ts bson.D, field string, required bool) (string, error) {
-	v, ok := lookup(ts, field)
+	v, ok := bsonutil.Field(ts, field)
 	if !ok {
 		if required {
 			return "", mongoerr.Newf(mongoerr.Location40414, "BSON field 'timeseries.%s' is missing but a required field", field)
@@ -129,8 +129,8 @@ func checkTSFieldNames(o tsOptions) error {
 // "seconds"), or bucketMaxSpanSeconds and bucketRoundingSeconds together
 // and equal, never both kinds.
 func parseBucketing(ts bson.D, o *tsOptions) error {
-	span, hasSpan := lookup(ts, "bucketMaxSpanSeconds")
-	round, hasRound := lookup(ts, "bucketRoundingSeconds")
+	span, hasSpan := bsonutil.Field(ts, "bucketMaxSpanSeconds")
+	round, hasRound := bsonutil.Field(ts, "bucketRoundingSeconds")
 	if !hasSpan && !hasRound || o.granularity != "" {
 		return granularityBucketing(span, hasSpan, hasRound, o)
 	}
@@ -174,7 +174,7 @@ func timeseriesCreate(r *request, opt *docstore.CreateOptions) (*catalog.Index, 
 	if err != nil {
 		return nil, err
 	}
-	exp, hasExp := lookup(r.body, "expireAfterSeconds")
+	exp, hasExp := bsonutil.Field(r.body, "expireAfterSeconds")
 	if ts == nil {
 		return nil, nil // clusteredCreate took expireAfterSeconds, or refused it
 	}
@@ -220,7 +220,7 @@ func checkMeasurement(m *catalog.Collection, d bson.D) error {
 	if tf == "" {
 		return nil
 	}
-	v, ok := lookup(d, tf)
+	v, ok := bsonutil.Field(d, tf)
 	if _, isDate := v.(bson.DateTime); !ok || !isDate {
 		return mongoerr.Newf(mongoerr.BadValue, "'%s' must be present and contain a valid BSON UTC datetime value", tf)
 	}
@@ -246,7 +246,7 @@ func visibleIndex(ix *catalog.Index) bool { return ix.Name != tsIndexName }
 func collModTimeseries(e *docstore.CatalogEdit, r *request) error {
 	meta := e.Meta()
 	ts := timeseriesOf(meta)
-	exp, hasExp := lookup(r.body, "expireAfterSeconds")
+	exp, hasExp := bsonutil.Field(r.body, "expireAfterSeconds")
 	tsMod, err := optDoc(r, "timeseries")
 	if err != nil {
 		return err
@@ -278,7 +278,7 @@ func modGranularity(opts, ts, mod bson.D) (bson.D, error) {
 			return nil, mongoerr.Newf(mongoerr.InvalidOptions, "the collMod option 'timeseries.%s' is not supported by Mayfly", e.Key)
 		}
 	}
-	v, _ := lookup(mod, "granularity")
+	v, _ := bsonutil.Field(mod, "granularity")
 	g, ok := v.(string)
 	if !ok {
 		return nil, wrongType("collMod", "timeseries.granularity", v, "string")

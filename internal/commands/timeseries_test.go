@@ -74,7 +74,7 @@ func TestTimeseriesAggregateAndDeleteByMeta(t *testing.T) {
 	}
 	reply := mustCall(t, h, "test", bson.D{{Key: "delete", Value: "weather"}, {Key: "deletes", Value: bson.A{
 		bson.D{{Key: "q", Value: bson.D{{Key: "meta.sensor", Value: "a"}}}, {Key: "limit", Value: 0}}}}})
-	if n, _ := lookup(reply, "n"); n != int32(2) {
+	if n, _ := bsonutil.Field(reply, "n"); n != int32(2) {
 		t.Fatalf("delete by meta: %v", reply)
 	}
 	if n := countWeather(t, h); n != 2 {
@@ -83,7 +83,7 @@ func TestTimeseriesAggregateAndDeleteByMeta(t *testing.T) {
 }
 
 func tsField(d bson.D, key string) any {
-	v, _ := lookup(d, key)
+	v, _ := bsonutil.Field(d, key)
 	return v
 }
 
@@ -91,7 +91,7 @@ func TestTimeseriesErrorsAndListing(t *testing.T) {
 	h, _ := weatherHandler(t)
 	for _, d := range []bson.D{{{Key: "temp", Value: 1}}, {{Key: "ts", Value: "yesterday"}}} {
 		reply := mustCall(t, h, "test", bson.D{{Key: "insert", Value: "weather"}, {Key: "documents", Value: bson.A{d}}})
-		we, _ := lookup(reply, "writeErrors")
+		we, _ := bsonutil.Field(reply, "writeErrors")
 		if we == nil {
 			t.Fatalf("insert of %v accepted", d)
 		}
@@ -175,7 +175,7 @@ func TestTimeseriesRefusesWhatWouldBreakIt(t *testing.T) {
 	}
 	reply := mustCall(t, h, "test", bson.D{{Key: "update", Value: "weather"}, {Key: "updates", Value: bson.A{
 		bson.D{{Key: "q", Value: bson.D{}}, {Key: "u", Value: bson.D{{Key: "$unset", Value: bson.D{{Key: "ts", Value: ""}}}}}}}}})
-	if we, _ := lookup(reply, "writeErrors"); we == nil {
+	if we, _ := bsonutil.Field(reply, "writeErrors"); we == nil {
 		t.Fatalf("an update removing the time: %v", reply)
 	}
 }

@@ -60,8 +60,8 @@ func (m pipelineModifier) apply(doc bson.D, _ int, _ bool, now time.Time) (bson.
 	if err != nil || !ok {
 		return nil, false, err
 	}
-	oldID, _ := lookup(doc, "_id")
-	newID, hasID := lookup(next, "_id")
+	oldID, _ := bsonutil.Field(doc, "_id")
+	newID, hasID := bsonutil.Field(next, "_id")
 	if !hasID {
 		next = append(bson.D{{Key: "_id", Value: oldID}}, next...)
 	} else if !bsonutil.Equal(oldID, newID) {
@@ -137,7 +137,7 @@ func parseUpdateStmt(s bson.D, lv *letScope, dflt *collation.Collation) (*update
 		return nil, err
 	}
 	st := &updateStmt{}
-	q, _ := lookup(s, "q")
+	q, _ := bsonutil.Field(s, "q")
 	qd, ok := q.(bson.D)
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'update.updates.q' is missing but a required field")
@@ -158,7 +158,7 @@ func parseUpdateStmt(s bson.D, lv *letScope, dflt *collation.Collation) (*update
 // parseSort reads the statement's sort, which only a single-document
 // update may have.
 func (st *updateStmt) parseSort(s bson.D) error {
-	v, ok := lookup(s, "sort")
+	v, ok := bsonutil.Field(s, "sort")
 	if !ok || v == nil {
 		return nil
 	}
@@ -180,7 +180,7 @@ func (st *updateStmt) parseFlags(s bson.D) error {
 		name string
 		dst  *bool
 	}{{"upsert", &st.upsert}, {"multi", &st.multi}} {
-		v, ok := lookup(s, f.name)
+		v, ok := bsonutil.Field(s, f.name)
 		if !ok {
 			continue
 		}
@@ -190,17 +190,17 @@ func (st *updateStmt) parseFlags(s bson.D) error {
 		}
 		*f.dst = b
 	}
-	st.hint, _ = lookup(s, "hint")
+	st.hint, _ = bsonutil.Field(s, "hint")
 	return nil
 }
 
 func (st *updateStmt) parseMod(s bson.D, lv *letScope, coll *collation.Collation) error {
-	u, ok := lookup(s, "u")
+	u, ok := bsonutil.Field(s, "u")
 	if !ok {
 		return mongoerr.New(mongoerr.Location40414, "BSON field 'update.updates.u' is missing but a required field")
 	}
 	var filters []bson.D
-	if v, ok := lookup(s, "arrayFilters"); ok {
+	if v, ok := bsonutil.Field(s, "arrayFilters"); ok {
 		var err error
 		if filters, err = docArray("update.updates", "arrayFilters", v); err != nil {
 			return err
@@ -403,7 +403,7 @@ func matchingIDs(r *request, it *docstore.DocIter, limit int) ([]any, error) {
 		if !ok || err != nil {
 			return nil, ok, err
 		}
-		id, _ := lookup(d, "_id")
+		id, _ := bsonutil.Field(d, "_id")
 		return id, true, nil
 	}, limit)
 }
@@ -484,7 +484,7 @@ func (h *Handler) upsert(db, coll string, f *query.Filter, mod modifier, optFor 
 	if err != nil {
 		return nil, err
 	}
-	id, _ := lookup(doc, "_id")
+	id, _ := bsonutil.Field(doc, "_id")
 	if err := insertOne(c, doc, optFor(id)); err != nil {
 		return nil, err
 	}
@@ -497,12 +497,12 @@ func upsertDoc(f *query.Filter, mod modifier, now time.Time) (bson.D, error) {
 		return nil, err
 	}
 	if mod.replacement() {
-		seedID, hasSeedID := lookup(seed, "_id")
+		seedID, hasSeedID := bsonutil.Field(seed, "_id")
 		doc, _, err := mod.apply(bson.D{}, -1, true, now)
 		if err != nil {
 			return nil, err
 		}
-		if _, has := lookup(doc, "_id"); !has && hasSeedID {
+		if _, has := bsonutil.Field(doc, "_id"); !has && hasSeedID {
 			doc = append(bson.D{{Key: "_id", Value: seedID}}, doc...)
 		}
 		return docstore.PrepareInsert(doc)
@@ -523,7 +523,7 @@ func (h *Handler) updateFirstSorted(r *request, c *docstore.Collection, st *upda
 		if err != nil || target == nil {
 			return 0, 0, err
 		}
-		id, _ := lookup(target, "_id")
+		id, _ := bsonutil.Field(target, "_id")
 		matched, changed, err := h.updateOne(c, id, st.filter, st.mod, opt)
 		if matched || err != nil {
 			return b2i(matched), b2i(changed), err
@@ -533,7 +533,7 @@ func (h *Handler) updateFirstSorted(r *request, c *docstore.Collection, st *upda
 }
 
 func sortWithMulti(s bson.D) bool {
-	multi, _ := lookup(s, "multi")
-	sort, hasSort := lookup(s, "sort")
+	multi, _ := bsonutil.Field(s, "multi")
+	sort, hasSort := bsonutil.Field(s, "sort")
 	return multi == true && hasSort && sort != nil
 }

@@ -29,9 +29,9 @@ type validation struct {
 // validationOptions reads validator, validationLevel and validationAction
 // from a create or collMod command; ok is false when none is there.
 func validationOptions(body bson.D, cmd string) (opts bson.D, ok bool, err error) {
-	v, hasValidator := lookup(body, "validator")
-	level, hasLevel := lookup(body, "validationLevel")
-	action, hasAction := lookup(body, "validationAction")
+	v, hasValidator := bsonutil.Field(body, "validator")
+	level, hasLevel := bsonutil.Field(body, "validationLevel")
+	action, hasAction := bsonutil.Field(body, "validationAction")
 	if !hasValidator && !hasLevel && !hasAction {
 		return nil, false, nil
 	}
@@ -87,13 +87,13 @@ func checkValidator(d bson.D) error {
 // withValidationDefaults gives a validator mongod's defaults for the
 // level and action, as listCollections reports them.
 func withValidationDefaults(opts bson.D) bson.D {
-	if _, ok := lookup(opts, "validator"); !ok {
+	if _, ok := bsonutil.Field(opts, "validator"); !ok {
 		return opts
 	}
-	if _, ok := lookup(opts, "validationLevel"); !ok {
+	if _, ok := bsonutil.Field(opts, "validationLevel"); !ok {
 		opts = append(opts, bson.E{Key: "validationLevel", Value: "strict"})
 	}
-	if _, ok := lookup(opts, "validationAction"); !ok {
+	if _, ok := bsonutil.Field(opts, "validationAction"); !ok {
 		opts = append(opts, bson.E{Key: "validationAction", Value: "error"})
 	}
 	return opts
@@ -102,16 +102,16 @@ func withValidationDefaults(opts bson.D) bson.D {
 // validationOf returns the collection's validation, nil when it has none
 // or its level is off.
 func validationOf(meta *catalog.Collection) *validation {
-	spec, ok := lookup(meta.Options, "validator")
+	spec, ok := bsonutil.Field(meta.Options, "validator")
 	d, isDoc := spec.(bson.D)
 	if !ok || !isDoc || len(d) == 0 {
 		return nil
 	}
 	v := &validation{spec: d, level: "strict", action: "error"}
-	if s, ok := lookup(meta.Options, "validationLevel"); ok {
+	if s, ok := bsonutil.Field(meta.Options, "validationLevel"); ok {
 		v.level, _ = s.(string)
 	}
-	if s, ok := lookup(meta.Options, "validationAction"); ok {
+	if s, ok := bsonutil.Field(meta.Options, "validationAction"); ok {
 		v.action, _ = s.(string)
 	}
 	if v.level == "off" {
@@ -120,11 +120,11 @@ func validationOf(meta *catalog.Collection) *validation {
 	// Checked when it was set; a stored validator always compiles.
 	if rest := withoutField(d, "$jsonSchema"); len(rest) > 0 {
 		// The collection's default collation applies to its validator.
-		cv, _ := lookup(meta.Options, "collation")
+		cv, _ := bsonutil.Field(meta.Options, "collation")
 		coll, _ := collation.Parse(cv)
 		v.filter, _ = query.NewFilterWith(rest, query.FilterOptions{Collation: collator(coll)})
 	}
-	if s, ok := lookup(d, "$jsonSchema"); ok {
+	if s, ok := bsonutil.Field(d, "$jsonSchema"); ok {
 		sd, _ := s.(bson.D)
 		v.schema, _ = jsonschema.Compile(sd)
 	}
@@ -177,7 +177,7 @@ func bypassArg(r *request) (bool, error) {
 
 // validationError is mongod's 121 with errInfo {failingDocumentId, details}.
 func validationError(spec, doc bson.D) error {
-	id, _ := lookup(doc, "_id")
+	id, _ := bsonutil.Field(doc, "_id")
 	return &mongoerr.Error{
 		Code: mongoerr.DocumentValidationFailure,
 		Msg:  "Document failed validation",

@@ -29,7 +29,7 @@ type view struct {
 }
 
 func isView(m *catalog.Collection) bool {
-	_, ok := lookup(m.Options, "viewOn")
+	_, ok := bsonutil.Field(m.Options, "viewOn")
 	return ok
 }
 
@@ -45,8 +45,8 @@ func (h *Handler) resolveView(db, name string) (*view, error) {
 		if depth >= maxViewDepth {
 			return nil, mongoerr.Newf(mongoerr.ViewDepthLimitExceeded, "View depth too deep or view cycle detected; maximum depth is %d", maxViewDepth)
 		}
-		on, _ := lookup(c.Meta().Options, "viewOn")
-		stages, _ := lookup(c.Meta().Options, "pipeline")
+		on, _ := bsonutil.Field(c.Meta().Options, "viewOn")
+		stages, _ := bsonutil.Field(c.Meta().Options, "pipeline")
 		a, _ := stages.(bson.A)
 		if v == nil {
 			v = &view{collation: viewCollation(c.Meta())}
@@ -59,7 +59,7 @@ func (h *Handler) resolveView(db, name string) (*view, error) {
 
 // viewCollation is a view's collation option, nil for none.
 func viewCollation(m *catalog.Collection) bson.D {
-	v, _ := lookup(m.Options, "collation")
+	v, _ := bsonutil.Field(m.Options, "collation")
 	d, _ := v.(bson.D)
 	return d
 }
@@ -78,7 +78,7 @@ func (h *Handler) refuseView(db, coll string) error {
 
 // createView records a view from create's viewOn and pipeline.
 func (h *Handler) createView(r *request, name string) error {
-	on, _ := lookup(r.body, "viewOn")
+	on, _ := bsonutil.Field(r.body, "viewOn")
 	source, ok := on.(string)
 	if !ok {
 		return wrongType("create", "viewOn", on, "string")
@@ -86,7 +86,7 @@ func (h *Handler) createView(r *request, name string) error {
 	if source == "" {
 		return mongoerr.New(mongoerr.BadValue, "'viewOn' cannot be empty")
 	}
-	pv, hasPipeline := lookup(r.body, "pipeline")
+	pv, hasPipeline := bsonutil.Field(r.body, "pipeline")
 	stages := bson.A{}
 	if hasPipeline {
 		a, isArr := pv.(bson.A)
@@ -158,7 +158,7 @@ func viewRequest(r *request, v *view, extra bson.A, batchSize int64) *request {
 	}
 	inner.body = append(inner.body, bson.E{Key: "collation", Value: coll})
 	for _, k := range []string{"hint", "allowDiskUse", "let"} {
-		if val, ok := lookup(r.body, k); ok {
+		if val, ok := bsonutil.Field(r.body, k); ok {
 			inner.body = append(inner.body, bson.E{Key: k, Value: val})
 		}
 	}
@@ -218,7 +218,7 @@ func findStages(a *findArgs, filter bson.D) bson.A {
 // viewReadOptions refuses what a read through a view cannot honour, as
 // mongod does, rather than dropping it.
 func viewReadOptions(r *request, v *view) error {
-	if _, ok := lookup(r.body, "collation"); ok {
+	if _, ok := bsonutil.Field(r.body, "collation"); ok {
 		c, err := parseCollation(r.body)
 		if err != nil {
 			return err
@@ -232,7 +232,7 @@ func viewReadOptions(r *request, v *view) error {
 		}
 	}
 	for _, opt := range []string{"tailable", "awaitData", "showRecordId"} {
-		if v, ok := lookup(r.body, opt); ok && v != false {
+		if v, ok := bsonutil.Field(r.body, opt); ok && v != false {
 			return mongoerr.Newf(mongoerr.OptionNotSupportedOnView, "the %s option is not supported on a view", opt)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/keyenc"
 	"github.com/mayflydb/mayfly/internal/query"
 )
@@ -28,11 +29,11 @@ func cartColl(t *testing.T) *Collection {
 
 func skus(t *testing.T, doc bson.D) []any {
 	t.Helper()
-	items, _ := lookupField(doc, "items")
+	items, _ := bsonutil.Field(doc, "items")
 	var out []any
 	for _, el := range items.(bson.A) {
 		if d, ok := el.(bson.D); ok {
-			v, _ := lookupField(d, "sku")
+			v, _ := bsonutil.Field(d, "sku")
 			out = append(out, v)
 		} else {
 			out = append(out, el)

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 )
 
 // RefreshDivisor sets how stale a refreshOnRead date must be before a read
@@ -49,7 +51,7 @@ func (ix *indexState) stale(d bson.DateTime, now time.Time) bool {
 
 // dateAt returns the date at the path parts of doc, through subdocuments.
 func dateAt(doc bson.D, parts []string) (bson.DateTime, bool) {
-	v, ok := lookupField(doc, parts[0])
+	v, ok := bsonutil.Field(doc, parts[0])
 	if !ok {
 		return 0, false
 	}
@@ -80,15 +82,6 @@ func withDate(doc bson.D, parts []string, d bson.DateTime) bson.D {
 		break
 	}
 	return out
-}
-
-func lookupField(doc bson.D, key string) (any, bool) {
-	for _, e := range doc {
-		if e.Key == key {
-			return e.Value, true
-		}
-	}
-	return nil, false
 }
 
 // RefreshOnRead is what a read that returns doc to a client does in a

@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/clock"
 )
 
@@ -53,7 +54,7 @@ func storedDate(t *testing.T, c *Collection, id any, field string) bson.DateTime
 			t.Fatalf("document %v not found (err %v)", id, err)
 		}
 		if got, _ := lookupID(d); got == id {
-			v, _ := lookupField(d, field)
+			v, _ := bsonutil.Field(d, field)
 			return v.(bson.DateTime)
 		}
 	}
@@ -68,7 +69,7 @@ func TestRefreshOnReadIsThrottled(t *testing.T) {
 	if got := storedDate(t, c, "s1", "lastSeen"); got != date(t0) || c.store.RefreshedOnRead() != 0 {
 		t.Fatalf("a read 180 s after the last refresh wrote lastSeen %v (%d refreshes)", got.Time(), c.store.RefreshedOnRead())
 	}
-	if v, _ := lookupField(docs[0], "lastSeen"); v != date(t0) {
+	if v, _ := bsonutil.Field(docs[0], "lastSeen"); v != date(t0) {
 		t.Fatalf("returned lastSeen %v, want the stored %v", v, date(t0))
 	}
 	// Past it, the read sets lastSeen to now and returns what it stored.
@@ -78,10 +79,10 @@ func TestRefreshOnReadIsThrottled(t *testing.T) {
 	if got := storedDate(t, c, "s1", "lastSeen"); got != now || c.store.RefreshedOnRead() != 1 {
 		t.Fatalf("stored lastSeen %v, want %v (%d refreshes)", got.Time(), now.Time(), c.store.RefreshedOnRead())
 	}
-	if v, _ := lookupField(docs[0], "lastSeen"); v != now {
+	if v, _ := bsonutil.Field(docs[0], "lastSeen"); v != now {
 		t.Fatalf("returned lastSeen %v, want %v", v, now)
 	}
-	if v, _ := lookupField(docs[0], "createdAt"); v != date(t0) {
+	if v, _ := bsonutil.Field(docs[0], "createdAt"); v != date(t0) {
 		t.Fatalf("createdAt changed to %v: only refreshOnRead indexes are refreshed", v)
 	}
 }
@@ -167,11 +168,11 @@ func TestRefreshOnlyWhereOneDateDecides(t *testing.T) {
 		t.Fatalf("%d refreshes, want 1 (the nested date only)", n)
 	}
 	got, _ := c.Refreshed(docs[0], clk.Now())
-	meta, _ := lookupField(got, "meta")
-	if x, _ := lookupField(meta.(bson.D), "x"); x != 1 {
+	meta, _ := bsonutil.Field(got, "meta")
+	if x, _ := bsonutil.Field(meta.(bson.D), "x"); x != 1 {
 		t.Fatalf("refresh lost a sibling field: %v", meta)
 	}
-	if seen, _ := lookupField(docs[0][2].Value.(bson.D), "seen"); seen != old {
+	if seen, _ := bsonutil.Field(docs[0][2].Value.(bson.D), "seen"); seen != old {
 		t.Fatal("Refreshed modified the caller's document")
 	}
 }

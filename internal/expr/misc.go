@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
@@ -279,7 +280,7 @@ func setFieldOp(remove bool) compileFn {
 
 // constantFieldName checks that 'field' is a constant string.
 func constantFieldName(name string, arg bson.D, named map[string]node) (string, error) {
-	raw, ok := lookup(arg, "field")
+	raw, ok := bsonutil.Field(arg, "field")
 	if !ok {
 		return "", mongoerr.Newf(mongoerr.Location4161102, "%s requires 'field' to be specified", name)
 	}
@@ -331,7 +332,7 @@ func withField(d bson.D, field string, v any) bson.D {
 	if IsMissing(v) {
 		return out
 	}
-	if _, ok := lookup(d, field); ok {
+	if _, ok := bsonutil.Field(d, field); ok {
 		return MergeInto(append(bson.D{}, d...), bson.D{{Key: field, Value: v}})
 	}
 	return append(out, bson.E{Key: field, Value: v})

@@ -3,6 +3,7 @@ package expr
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
@@ -174,8 +175,8 @@ func kvEntry(e any) (string, any, error) {
 		return "", nil, mongoerr.Newf(mongoerr.Location40392,
 			"$arrayToObject requires an object keys of 'k' and 'v'. Found incorrect number of keys:%d", len(d))
 	}
-	k, hasK := lookup(d, "k")
-	v, hasV := lookup(d, "v")
+	k, hasK := bsonutil.Field(d, "k")
+	v, hasV := bsonutil.Field(d, "v")
 	if !hasK || !hasV {
 		return "", nil, mongoerr.Newf(mongoerr.Location40393,
 			"$arrayToObject requires an object with keys 'k' and 'v'. Missing either or both keys from: %s",
@@ -243,7 +244,7 @@ func getField(in any, name string) any {
 		}
 		return nil
 	}
-	if v, ok := lookup(asDocument(in), name); ok {
+	if v, ok := bsonutil.Field(asDocument(in), name); ok {
 		return v
 	}
 	return Missing

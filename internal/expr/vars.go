@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
@@ -153,7 +154,7 @@ func walkValue(v any, path []string) any {
 }
 
 func walkDoc(d bson.D, path []string) any {
-	v, ok := lookup(d, path[0])
+	v, ok := bsonutil.Field(d, path[0])
 	if !ok {
 		return Missing
 	}
@@ -174,14 +175,4 @@ func walkArray(a bson.A, path []string) any {
 		}
 	}
 	return out
-}
-
-// lookup returns the top-level field key of d.
-func lookup(d bson.D, key string) (any, bool) {
-	for _, e := range d {
-		if e.Key == key {
-			return e.Value, true
-		}
-	}
-	return nil, false
 }

@@ -22,6 +22,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/storage"
@@ -460,7 +461,7 @@ func (rs *Replica) ReceiveSnapshot(body bson.D) error {
 	case "begin":
 		return stageBegin(rs.cfg.Base)
 	case "data":
-		v, _ := lookupValue(body, "kvs")
+		v, _ := bsonutil.Field(body, "kvs")
 		arr, _ := v.(bson.A)
 		kvs := make([][]byte, len(arr))
 		for i, item := range arr {
@@ -469,7 +470,7 @@ func (rs *Replica) ReceiveSnapshot(body bson.D) error {
 		}
 		return stageChunk(rs.cfg.Base, kvs)
 	case "end":
-		v, _ := lookupValue(body, "msg")
+		v, _ := bsonutil.Field(body, "msg")
 		bin, _ := v.(bson.Binary)
 		m := &pb.Message{}
 		if err := proto.Unmarshal(bin.Data, m); err != nil {
@@ -480,17 +481,8 @@ func (rs *Replica) ReceiveSnapshot(body bson.D) error {
 	return fmt.Errorf("repl: unknown snapshot phase %q", phase)
 }
 
-func lookupValue(d bson.D, key string) (any, bool) {
-	for _, e := range d {
-		if e.Key == key {
-			return e.Value, true
-		}
-	}
-	return nil, false
-}
-
 func lookupString(d bson.D, key string) (string, bool) {
-	v, ok := lookupValue(d, key)
+	v, ok := bsonutil.Field(d, key)
 	s, _ := v.(string)
 	return s, ok
 }

@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/fuzzlimit"
 )
 
@@ -55,8 +56,8 @@ func checkFuzzApply(t *testing.T, doc, upd bson.D, filters []bson.D, ctx Context
 	if err != nil || ctx.IsInsert {
 		return
 	}
-	oldID, had := lookupKey(doc, "_id")
-	newID, has := lookupKey(got, "_id")
+	oldID, had := bsonutil.Field(doc, "_id")
+	newID, has := bsonutil.Field(got, "_id")
 	if had && (!has || compareValues(oldID, newID) != 0) {
 		t.Fatalf("_id changed from %v to %v", oldID, newID)
 	}

@@ -3,6 +3,7 @@ package update
 import (
 	"strings"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -100,7 +101,7 @@ func (r *renameNode) source(a *applier) (any, bool, error) {
 func (r *renameNode) step(cur any, i int, p string) (any, bool, error) {
 	switch kindOf(cur) {
 	case kindDoc:
-		v, ok := lookupKey(docOf(cur), p)
+		v, ok := bsonutil.Field(docOf(cur), p)
 		return v, ok, nil
 	case kindArr:
 		if n, ok := arrayIndex(p); ok {
@@ -146,7 +147,7 @@ func (r *renameNode) checkDestination(a *applier, st *state) error {
 
 func (r *renameNode) stepQuiet(cur any, p string) (any, bool, error) {
 	if kindOf(cur) == kindDoc {
-		v, ok := lookupKey(docOf(cur), p)
+		v, ok := bsonutil.Field(docOf(cur), p)
 		return v, ok, nil
 	}
 	n, _ := arrayIndex(p)

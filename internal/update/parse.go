@@ -3,6 +3,7 @@ package update
 import (
 	"strings"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -76,7 +77,7 @@ func withField(f func(string, any) (modifier, error)) leafParser {
 }
 
 func (u *Update) parseOperators() error {
-	if _, ok := lookupKey(u.source, "$v"); ok {
+	if _, ok := bsonutil.Field(u.source, "$v"); ok {
 		return errf(mongoerr.FailedToParse, "The $v update field is only recognized internally")
 	}
 	for _, op := range u.source {
@@ -85,15 +86,6 @@ func (u *Update) parseOperators() error {
 		}
 	}
 	return nil
-}
-
-func lookupKey(d bson.D, key string) (any, bool) {
-	for _, e := range d {
-		if e.Key == key {
-			return e.Value, true
-		}
-	}
-	return nil, false
 }
 
 // parseOperator parses one {$op: {path: arg, ...}}. An empty argument

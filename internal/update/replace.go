@@ -3,6 +3,7 @@ package update
 import (
 	"strings"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -38,8 +39,8 @@ func (u *Update) applyReplacement(doc bson.D, ctx Context) (bson.D, bool, error)
 
 func (u *Update) replacementFor(doc bson.D, ctx Context) bson.D {
 	out := make(bson.D, 0, len(u.replacement)+1)
-	if _, hasID := lookupKey(u.replacement, "_id"); !hasID {
-		if id, ok := lookupKey(doc, "_id"); ok {
+	if _, hasID := bsonutil.Field(u.replacement, "_id"); !hasID {
+		if id, ok := bsonutil.Field(doc, "_id"); ok {
 			out = append(out, bson.E{Key: "_id", Value: id})
 		}
 	}
@@ -90,8 +91,8 @@ func dbRefField(d bson.D, i int) bool {
 }
 
 func checkIDKept(before, after bson.D) error {
-	old, hadID := lookupKey(before, "_id")
-	now, hasID := lookupKey(after, "_id")
+	old, hadID := bsonutil.Field(before, "_id")
+	now, hasID := bsonutil.Field(after, "_id")
 	if !hadID || !hasID || compareValues(old, now) == 0 {
 		return nil
 	}
@@ -102,7 +103,7 @@ func checkIDKept(before, after bson.D) error {
 
 // checkID validates the _id of a document about to be inserted.
 func checkID(d bson.D) error {
-	if id, ok := lookupKey(d, "_id"); ok {
+	if id, ok := bsonutil.Field(d, "_id"); ok {
 		return checkIDValue(id)
 	}
 	return nil
