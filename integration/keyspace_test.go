@@ -2,6 +2,7 @@ package integration
 
 import (
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -14,7 +15,8 @@ import (
 
 // TestEveryKeyUnderADeclaredTag: after a server has stored documents,
 // secondary and TTL indexes, a change log and a capped profile, every key
-// in its store starts with a tag that internal/keyspace declares.
+// in its store starts with a tag that internal/keyspace declares. The
+// documents expire in an hour, so the TTL deleter leaves their keys.
 func TestEveryKeyUnderADeclaredTag(t *testing.T) {
 	dir := t.TempDir()
 	s := startServer(t, app.Config{DataDir: dir})
@@ -24,13 +26,12 @@ func TestEveryKeyUnderADeclaredTag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cs.Close(ctxT(t))
 	createTTL(t, db, "c", "at", 3600)
 	if _, err := db.Collection("c").Indexes().CreateOne(ctxT(t), mongo.IndexModel{Keys: bson.D{{Key: "k", Value: 1}}}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 20 {
-		if _, err := db.Collection("c").InsertOne(ctxT(t), bson.D{{Key: "_id", Value: i}, {Key: "k", Value: i % 3}, {Key: "at", Value: bson.DateTime(0)}}); err != nil {
+		if _, err := db.Collection("c").InsertOne(ctxT(t), bson.D{{Key: "_id", Value: i}, {Key: "k", Value: i % 3}, {Key: "at", Value: bson.NewDateTimeFromTime(time.Now())}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -39,6 +40,9 @@ func TestEveryKeyUnderADeclaredTag(t *testing.T) {
 	}
 	runCmd(t, db, bson.D{{Key: "profile", Value: 2}})
 	runCmd(t, db, bson.D{{Key: "find", Value: "c"}})
+	if err := cs.Close(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
 	s.stop(t)
 
 	store, err := pebblestore.Open(pebblestore.Options{Dir: dir})
