@@ -17,6 +17,11 @@ const bigRelease = 4 << 20
 // hold, since an idle server does not collect.
 const idleGrowth = 64 << 20
 
+// idleCheckInterval spaces the idle checks: reading the runtime's
+// allocation counter costs about 300 ns, and a client that sends one
+// request at a time makes the server go idle after every one.
+const idleCheckInterval = 100 * time.Millisecond
+
 // returnInterval is the shortest time between two forced returns: each
 // is a full collection, so a stream of big messages costs at most one per
 // interval. With a large live heap a collection takes longer, and the
@@ -40,6 +45,9 @@ type memoryReturner struct {
 	// return, lastCost how long that return took.
 	allocsAtReturn atomic.Int64
 	lastCost       atomic.Int64
+	// idleCheckedAt is when (UnixNano) an idle server last compared its
+	// allocations.
+	idleCheckedAt atomic.Int64
 	// after, free, allocs and now are time.AfterFunc, debug.FreeOSMemory,
 	// allocatedBytes and time.Now, replaced in tests.
 	after  func(time.Duration, func())
@@ -70,9 +78,17 @@ func allocatedBytes() int64 {
 // released notes that a connection going idle dropped n bytes of buffers,
 // and whether it was the last one active.
 func (m *memoryReturner) released(n int, serverIdle bool) {
-	if n >= bigRelease || serverIdle && m.allocs() > m.allocsAtReturn.Load()+idleGrowth {
+	if n >= bigRelease || serverIdle && m.idleCheckDue() && m.allocs() > m.allocsAtReturn.Load()+idleGrowth {
 		m.schedule()
 	}
+}
+
+// idleCheckDue reports whether idleCheckInterval has passed since the last
+// idle check, and if so claims this one.
+func (m *memoryReturner) idleCheckDue() bool {
+	now := m.now().UnixNano()
+	last := m.idleCheckedAt.Load()
+	return now-last >= int64(idleCheckInterval) && m.idleCheckedAt.CompareAndSwap(last, now)
 }
 
 func (m *memoryReturner) schedule() {

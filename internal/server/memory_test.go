@@ -64,6 +64,11 @@ func TestMemoryReturnerOnIdleAfterGrowth(t *testing.T) {
 	m.free = func() {}
 	allocated := int64(100 << 20)
 	m.allocs = func() int64 { return allocated }
+	now := time.Unix(0, 0)
+	m.now = func() time.Time {
+		now = now.Add(idleCheckInterval) // every check is due
+		return now
+	}
 
 	m.released(0, true)
 	if len(scheduled) != 1 {
@@ -83,6 +88,30 @@ func TestMemoryReturnerOnIdleAfterGrowth(t *testing.T) {
 	m.released(0, true)
 	if len(scheduled) != 2 {
 		t.Fatalf("idle with more than idleGrowth allocated: %d returns scheduled, want 2", len(scheduled))
+	}
+}
+
+// Idle checks within idleCheckInterval of the last one do not read the
+// allocation counter: a client sending one request at a time makes the
+// server idle after each.
+func TestMemoryReturnerIdleChecksSpaced(t *testing.T) {
+	m := newMemoryReturner()
+	reads := 0
+	m.allocs = func() int64 { reads++; return 0 }
+	now := time.Unix(0, 0).Add(idleCheckInterval)
+	m.now = func() time.Time { return now }
+	for range 1000 {
+		m.released(0, true)
+	}
+	now = now.Add(idleCheckInterval - 1)
+	m.released(0, true)
+	if reads != 1 {
+		t.Fatalf("%d counter reads within one interval, want 1", reads)
+	}
+	now = now.Add(1)
+	m.released(0, true)
+	if reads != 2 {
+		t.Fatalf("%d counter reads after the interval, want 2", reads)
 	}
 }
 
