@@ -8,16 +8,6 @@ import (
 	"github.com/mayflydb/mayfly/internal/cursor"
 )
 
-// registerAuth adds the authentication and user-management commands,
-// which internal/auth answers (some are already in the table's list).
-func registerAuth(t map[string]command) {
-	for _, name := range auth.CommandNames() {
-		if _, listed := t[name]; !listed {
-			register(t, name, cmdAuth)
-		}
-	}
-}
-
 func cmdAuth(h *Handler, r *request) (bson.D, error) {
 	return h.deps.Auth.Run(r.conn, r.db, r.name, r.secret)
 }

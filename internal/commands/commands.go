@@ -119,13 +119,6 @@ type request struct {
 	refreshReads bool
 }
 
-type command struct {
-	run func(h *Handler, r *request) (bson.D, error)
-	// name is the command's own name, which an alias stands for: what
-	// refusals and listCommands name, as mongod's do.
-	name string
-}
-
 // New returns a Handler with the full command table.
 func New(deps Deps) *Handler {
 	if deps.Clock == nil {
@@ -156,24 +149,11 @@ func New(deps Deps) *Handler {
 	if deps.Changes != nil {
 		h.tail = changestream.NewTail(deps.Changes.Reader)
 	}
-	h.table = buildTable()
+	h.table = buildTable(deps.TestCommands)
 	if deps.TestCommands {
 		h.failPoints = failpoint.NewRegistry(uint64(h.started.UnixNano()), failpoint.FailCommand)
-		register(h.table, "configureFailPoint", cmdConfigureFailPoint)
 	}
 	return h
-}
-
-// register adds a command; a duplicate name is a wiring bug, caught at start.
-func register(t map[string]command, name string, run func(h *Handler, r *request) (bson.D, error)) {
-	if _, dup := t[name]; dup {
-		panic("commands: duplicate registration of " + name)
-	}
-	canonical := name
-	if own, ok := aliasOf[name]; ok {
-		canonical = own
-	}
-	t[name] = command{run: run, name: canonical}
 }
 
 // Handle runs one command and returns its reply document.
@@ -185,6 +165,9 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 		return mongoerr.Reply(mongoerr.Newf(mongoerr.CommandNotFound, "no such command: '%s'", cmd.Name))
 	}
 	h.countStart(cmd.Name)
+	if err := checkAPIParameters(r, entry); err != nil {
+		return mongoerr.Reply(err)
+	}
 	if err := h.deps.Auth.Authorize(c, cmd.DB, entry.name, cmd.Body); err != nil {
 		return mongoerr.Reply(err)
 	}
@@ -235,7 +218,7 @@ func (h *Handler) run(entry command, r *request) (bson.D, error) {
 	if err := checkGeneric(r, h.deps.Repl != nil); err != nil {
 		return nil, err
 	}
-	if err := h.checkRole(r); err != nil {
+	if err := h.checkRole(r, entry.role); err != nil {
 		return nil, err
 	}
 	if err := checkWriteConcernReach(r, h.deps.ReplicaSetMember); err != nil {
@@ -253,7 +236,7 @@ func (h *Handler) run(entry command, r *request) (bson.D, error) {
 	if err := h.waitForWrites(r); err != nil {
 		return nil, err
 	}
-	if h.deps.Repl != nil && readConcernCommands[r.name] {
+	if h.deps.Repl != nil && entry.readConcern {
 		if err := h.awaitReadConcern(r); err != nil {
 			return nil, err
 		}

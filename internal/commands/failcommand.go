@@ -79,7 +79,7 @@ func (h *Handler) failCommand(r *request) error {
 // writeConcernError (and its errorLabels), for commands that take a
 // write concern.
 func (h *Handler) failWriteConcern(r *request, reply bson.D) bson.D {
-	if !takesWriteConcern(r) {
+	if !h.takesWriteConcern(r) {
 		return reply
 	}
 	f, ok := h.evaluateFailCommand(r, func(f failpoint.CommandFailure) bool { return f.HasWriteConcern })
@@ -95,12 +95,12 @@ func (h *Handler) failWriteConcern(r *request, reply bson.D) bson.D {
 
 // takesWriteConcern reports whether the command is a write, which is
 // what accepts a write concern (aggregate: with $out or $merge).
-func takesWriteConcern(r *request) bool {
+func (h *Handler) takesWriteConcern(r *request) bool {
 	if r.name == "aggregate" {
 		t, err := writeStage(r)
 		return err == nil && t != nil
 	}
-	return isWrite(r.name)
+	return h.isWrite(r.name)
 }
 
 func (h *Handler) evaluateFailCommand(r *request, acts func(failpoint.CommandFailure) bool) (failpoint.CommandFailure, bool) {

@@ -9,24 +9,6 @@ import (
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
-// stableAPIV1 are the commands of MongoDB's Stable API version 1.
-var stableAPIV1 = map[string]bool{
-	"abortTransaction": true, "aggregate": true, "authenticate": true, "bulkWrite": true,
-	"collMod": true, "commitTransaction": true, "count": true, "create": true,
-	"createIndexes": true, "delete": true, "drop": true, "dropDatabase": true,
-	"dropIndexes": true, "endSessions": true, "explain": true, "find": true,
-	"findAndModify": true, "getMore": true, "hello": true, "insert": true,
-	"killCursors": true, "listCollections": true, "listDatabases": true,
-	"listIndexes": true, "ping": true, "refreshSessions": true, "update": true,
-}
-
-// adminOnly are the commands mongod runs only against the admin database.
-var adminOnly = map[string]bool{
-	"listDatabases": true, "renameCollection": true, "getParameter": true,
-	"setParameter": true, "getCmdLineOpts": true, "getLog": true, "currentOp": true,
-	"bulkWrite": true, "configureFailPoint": true,
-}
-
 // cmdListCommands lists the commands this server answers, with the
 // fields mongod gives each.
 func cmdListCommands(h *Handler, r *request) (bson.D, error) {
@@ -42,15 +24,16 @@ func cmdListCommands(h *Handler, r *request) (bson.D, error) {
 	sort.Strings(names)
 	cmds := bson.D{}
 	for _, n := range names {
+		c := h.table[n]
 		versions := bson.A{}
-		if stableAPIV1[n] {
+		if c.apiV1 {
 			versions = append(versions, "1")
 		}
 		cmds = append(cmds, bson.E{Key: n, Value: bson.D{
 			{Key: "help", Value: ""},
 			{Key: "requiresAuth", Value: auth.RequiresAuthentication(n)},
 			{Key: "secondaryOk", Value: true},
-			{Key: "adminOnly", Value: adminOnly[n]},
+			{Key: "adminOnly", Value: c.adminOnly},
 			{Key: "apiVersions", Value: versions},
 			{Key: "deprecatedApiVersions", Value: bson.A{}},
 		}})

@@ -11,11 +11,11 @@ import (
 
 func TestHandlerPanicEndsOperationAndAnswersError(t *testing.T) {
 	h, c := newTestHandler(t)
-	register(h.table, "panicForTest", func(*Handler, *request) (bson.D, error) {
+	h.table["panicForTest"] = command{name: "panicForTest", run: func(*Handler, *request) (bson.D, error) {
 		var stages []int
 		_ = stages[0] // the index out of range that {aggregate: 1, pipeline: []} used to hit
 		return nil, nil
-	})
+	}}
 	reply := runOn(h, c, "test", bson.D{{Key: "panicForTest", Value: 1}})
 	if got := replyCode(reply); got != int32(mongoerr.InternalError) {
 		t.Fatalf("reply %v: want code %d", reply, mongoerr.InternalError)

@@ -40,59 +40,6 @@ type role struct {
 	needsPrimaryOrSecondary bool
 }
 
-// roles gives each command Mayfly answers that mongod 8.0 restricts on a
-// replica set member its mongod placement; a command not listed runs on
-// any member, as mongod's commands whose secondaryAllowed is kAlways and
-// maintenanceOk true do (hello, buildInfo, ping, getParameter,
-// serverStatus, replSet*, dataSize, currentOp, profile, ...).
-// docs/design/0007-replica-sets.md lists where in mongod's source each
-// fact comes from.
-var roles = map[string]role{
-	"insert": {secondary: neverOnSecondary}, "update": {secondary: neverOnSecondary},
-	"delete": {secondary: neverOnSecondary}, "bulkWrite": {secondary: neverOnSecondary},
-	"findAndModify": {secondary: neverOnSecondary}, "findandmodify": {secondary: neverOnSecondary},
-	"create": {secondary: neverOnSecondary}, "drop": {secondary: neverOnSecondary},
-	"dropDatabase": {secondary: neverOnSecondary}, "renameCollection": {secondary: neverOnSecondary},
-	"createIndexes": {secondary: neverOnSecondary}, "dropIndexes": {secondary: neverOnSecondary},
-	"deleteIndexes": {secondary: neverOnSecondary}, "collMod": {secondary: neverOnSecondary},
-	"applyOps":   {secondary: neverOnSecondary},
-	"createUser": {secondary: neverOnSecondary}, "updateUser": {secondary: neverOnSecondary},
-	"dropUser": {secondary: neverOnSecondary}, "dropAllUsersFromDatabase": {secondary: neverOnSecondary},
-	"grantRolesToUser": {secondary: neverOnSecondary}, "revokeRolesFromUser": {secondary: neverOnSecondary},
-	"createRole": {secondary: neverOnSecondary}, "updateRole": {secondary: neverOnSecondary},
-	"dropRole": {secondary: neverOnSecondary}, "dropAllRolesFromDatabase": {secondary: neverOnSecondary},
-	"grantPrivilegesToRole": {secondary: neverOnSecondary}, "revokePrivilegesFromRole": {secondary: neverOnSecondary},
-	"grantRolesToRole": {secondary: neverOnSecondary}, "revokeRolesFromRole": {secondary: neverOnSecondary},
-
-	// maintenanceOk, unlike the reads below: with a read preference that
-	// allows a secondary, a member not yet initiated answers them.
-	"usersInfo": {secondary: optInOnSecondary}, "rolesInfo": {secondary: optInOnSecondary},
-
-	"find": optInRead, "count": optInRead, "distinct": optInRead, "aggregate": optInRead,
-	"explain": optInRead, "listDatabases": optInRead, "listCollections": optInRead,
-	"listIndexes": optInRead,
-
-	"getMore": primaryOrSecondary, "killCursors": primaryOrSecondary,
-	"collStats": primaryOrSecondary, "collstats": primaryOrSecondary,
-	"dbStats": primaryOrSecondary, "dbstats": primaryOrSecondary,
-	"validate": primaryOrSecondary, "dbHash": primaryOrSecondary, "dbhash": primaryOrSecondary,
-}
-
-var (
-	optInRead          = role{secondary: optInOnSecondary, needsPrimaryOrSecondary: true}
-	primaryOrSecondary = role{needsPrimaryOrSecondary: true}
-)
-
-// isWrite reports whether a command changes data or the catalog: only a
-// primary takes it, and it waits for its write concern.
-func isWrite(name string) bool { return roles[name].secondary == neverOnSecondary }
-
-// readConcernCommands are the reads that wait for their read concern.
-var readConcernCommands = map[string]bool{
-	"find": true, "count": true, "distinct": true, "aggregate": true,
-	"listCollections": true, "listIndexes": true, "validate": true,
-}
-
 func errNoReplication() error {
 	return mongoerr.New(mongoerr.NoReplicationEnabled, "This node was not started with replication enabled.")
 }
@@ -101,12 +48,11 @@ func errNoReplication() error {
 // mongod's order: a read that could have opted in to a secondary and did
 // not (13435, on any member but the primary), a write (10107), then a
 // command a member neither primary nor secondary may not run (13436).
-func (h *Handler) checkRole(r *request) error {
+func (h *Handler) checkRole(r *request, ro role) error {
 	rs := h.deps.Repl
 	if rs == nil {
 		return nil
 	}
-	ro := roles[r.name]
 	switch ro.secondary {
 	case neverOnSecondary:
 		if err := rs.CheckWrite(); err != nil {
@@ -460,7 +406,7 @@ func parseWriteConcern(r *request) (writeConcern, error) {
 // acknowledged write is already committed by a majority and applied here,
 // so only w greater than that waits.
 func (h *Handler) awaitWriteConcern(ctx context.Context, r *request, reply bson.D) bson.D {
-	if !isWrite(r.name) {
+	if !h.isWrite(r.name) {
 		return reply
 	}
 	wc, err := parseWriteConcern(r)

@@ -363,13 +363,3 @@ func (h *Handler) recordStats(r *request, d time.Duration, err error) {
 	}
 	h.deps.OpStats.Record(r.name, ns, d, err != nil, internal)
 }
-
-// operationsCommands are the commands operators and their tools use:
-// statistics, the fsync lock and backups.
-func operationsCommands() map[string]func(*Handler, *request) (bson.D, error) {
-	return map[string]func(*Handler, *request) (bson.D, error){
-		"collStats": cmdCollStats, "collstats": cmdCollStats, "dbStats": cmdDBStats, "dbstats": cmdDBStats,
-		"dataSize": cmdDataSize, "datasize": cmdDataSize, "top": cmdTop,
-		"fsync": cmdFsync, "fsyncUnlock": cmdFsyncUnlock, "mayflyCheckpoint": cmdMayflyCheckpoint,
-	}
-}

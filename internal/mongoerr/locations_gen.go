@@ -346,6 +346,7 @@ const (
 	Location4161105 Code = 4161105
 	Location4161106 Code = 4161106
 	Location4161108 Code = 4161108
+	Location4886600 Code = 4886600
 	Location5107200 Code = 5107200
 	Location5107201 Code = 5107201
 	Location5166301 Code = 5166301
