@@ -158,7 +158,6 @@ func TestCreateIndexUnsupportedTypesFail(t *testing.T) {
 		{"hashed", keySpec(bson.D{{Key: "h", Value: "hashed"}})},
 		{"wildcard", keySpec(bson.D{{Key: "$**", Value: 1}})},
 		{"wildcard under a path", keySpec(bson.D{{Key: "a.$**", Value: 1}})},
-		{"unique with a collation", keySpec(bson.D{{Key: "c", Value: 1}}, bson.E{Key: "unique", Value: true}, bson.E{Key: "collation", Value: bson.D{{Key: "locale", Value: "fr"}}})},
 		{"unknown plugin", keySpec(bson.D{{Key: "c", Value: "nope"}})},
 	}
 	for _, tc := range cases {

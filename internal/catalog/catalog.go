@@ -65,6 +65,11 @@ type Index struct {
 	// Collation is the index's non-simple collation, in full, as
 	// listIndexes shows it; nil for simple.
 	Collation bson.D `bson:"collation,omitempty"`
+	// CollatedKeys: the index stores the collation's keys of its strings,
+	// as mongod's do, so that it orders and holds unique strings under the
+	// collation. Indexes created before it existed store the strings
+	// themselves (binary order) and are never unique.
+	CollatedKeys bool `bson:"collatedKeys,omitempty"`
 }
 
 // HasLRU reports whether the index carries an lruLimit.

@@ -206,10 +206,6 @@ func applyOptions(ix *Index, spec bson.D) error {
 			return err
 		}
 	}
-	if ix.Unique && ix.Collation != nil {
-		// Uniqueness would be checked in binary order, not the collation's.
-		return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: a unique index with a non-simple collation is not supported by Mayfly", bsonutil.Format(spec))
-	}
 	if ix.WarnBefore > 0 && !ix.TTL {
 		return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: 'expiryWarningSeconds' is an option of TTL indexes: it needs 'expireAfterSeconds'", bsonutil.Format(spec))
 	}
@@ -264,16 +260,16 @@ func applyOption(ix *Index, e bson.E, spec bson.D) error {
 	return nil
 }
 
-// applyCollation records a non-simple collation. The index's keys stay in
-// binary order: the planner never bounds collated strings with an index
-// (see internal/query's Predicates), so the index answers correctly for
-// every query collation; it only serves fewer plans than on mongod.
+// applyCollation records a non-simple collation. The index stores the
+// collation's keys of its strings (internal/docstore's indexkeys.go), so
+// a unique index holds one string per collation-equal group, and only a
+// query under the same collation bounds its strings.
 func applyCollation(ix *Index, v any) error {
 	c, err := collation.Parse(v)
 	if err != nil || c == nil {
 		return err
 	}
-	ix.Collation = c.Spec()
+	ix.Collation, ix.CollatedKeys = c.Spec(), true
 	return nil
 }
 

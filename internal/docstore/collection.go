@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/catalog"
+	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/query"
 	"github.com/mayflydb/mayfly/internal/storage"
 )
@@ -76,6 +77,9 @@ type indexState struct {
 	warnMu *sync.Mutex
 	// lruMark is set for indexes with an lruLimit (lru.go).
 	lruMark *lruMark
+	// collator keys the index's strings when it stores collation keys
+	// (catalog.Index.CollatedKeys); nil otherwise.
+	collator *collation.Collation
 }
 
 func newCollection(s *Store, meta *catalog.Collection) *Collection {
@@ -96,6 +100,11 @@ func (c *Collection) setMeta(meta *catalog.Collection) {
 		if def.Partial != nil {
 			// Validated at creation; a stored filter always compiles.
 			ix.partial, _ = query.NewFilter(def.Partial)
+		}
+		if def.CollatedKeys {
+			// Validated at creation too.
+			ix.collator, _ = collation.Parse(def.Collation)
+			ix.simple = false // rawKeys does not key strings
 		}
 		st.indexes = append(st.indexes, ix)
 		if def.HasLRU() && def.Ready {

@@ -1,6 +1,7 @@
 package docstore
 
 import (
+	"encoding/hex"
 	"math"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -212,13 +213,14 @@ func (b fieldBounds) strings(backwards bool) bson.A {
 		if backwards {
 			iv = b.ivals[len(b.ivals)-1-i]
 		}
-		out = append(out, iv.string(backwards))
+		out = append(out, iv.string(backwards, b.keyed))
 	}
 	return out
 }
 
-// string prints an interval as MongoDB does: "[5, 5]", "(3, inf.0]".
-func (iv interval) string(backwards bool) string {
+// string prints an interval as MongoDB does: "[5, 5]", "(3, inf.0]", and
+// a collation key as "CollationKey(0x…)".
+func (iv interval) string(backwards, keyed bool) string {
 	lo, loIncl, hi, hiIncl := iv.lo, iv.loIncl, iv.hi, iv.hiIncl
 	if backwards {
 		lo, loIncl, hi, hiIncl = hi, hiIncl, lo, loIncl
@@ -230,5 +232,38 @@ func (iv interval) string(backwards bool) string {
 	if hiIncl {
 		closing = "]"
 	}
-	return open + bsonutil.Format(lo) + ", " + bsonutil.Format(hi) + closing
+	return open + formatBound(lo, keyed) + ", " + formatBound(hi, keyed) + closing
+}
+
+func formatBound(v any, keyed bool) string {
+	if s, ok := v.(string); ok && keyed {
+		return "CollationKey(0x" + hex.EncodeToString([]byte(s)) + ")"
+	}
+	if keyed {
+		v = hexKeys(v, "CollationKey(0x", ")")
+	}
+	return bsonutil.Format(v)
+}
+
+// hexKeys is v with the collation keys in it (its strings, inside
+// documents and arrays too) written as hex between before and after: a
+// key is bytes, often not UTF-8, which a driver would refuse in a reply.
+func hexKeys(v any, before, after string) any {
+	switch x := v.(type) {
+	case string:
+		return before + hex.EncodeToString([]byte(x)) + after
+	case bson.D:
+		out := make(bson.D, len(x))
+		for i, e := range x {
+			out[i] = bson.E{Key: e.Key, Value: hexKeys(e.Value, before, after)}
+		}
+		return out
+	case bson.A:
+		out := make(bson.A, len(x))
+		for i, e := range x {
+			out[i] = hexKeys(e, before, after)
+		}
+		return out
+	}
+	return v
 }

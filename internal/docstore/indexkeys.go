@@ -63,7 +63,7 @@ func (ix *indexState) entryKeys(doc bson.D) ([][]byte, error) {
 			return nil
 		}
 		for _, v := range vals[i] {
-			combo[i] = v
+			combo[i] = ix.keyed(v)
 			if err := walk(i + 1); err != nil {
 				return err
 			}
@@ -71,6 +71,16 @@ func (ix *indexState) entryKeys(doc bson.D) ([][]byte, error) {
 		return nil
 	}
 	return out, walk(0)
+}
+
+// keyed is v as the index stores it: under the index's collation, its
+// strings (inside documents and arrays too) become the collation's keys,
+// so that collation-equal strings make one key.
+func (ix *indexState) keyed(v any) any {
+	if ix.collator == nil {
+		return v
+	}
+	return ix.collator.Value(v)
 }
 
 func appendUnique(keys [][]byte, k []byte) [][]byte {
@@ -95,6 +105,24 @@ func (ix *indexState) keyValueDoc(doc bson.D) bson.D {
 		out = append(out, bson.E{Key: f.Path, Value: v})
 	}
 	return out
+}
+
+// collationNote is what a duplicate-key message says of the index's
+// collation, as mongod's: " collation: {…}", or nothing.
+func (ix *indexState) collationNote() string {
+	if ix.collator == nil {
+		return ""
+	}
+	return " collation: " + bsonutil.Format(ix.def.Collation)
+}
+
+// messageKey is a key as a duplicate-key message shows it: under a
+// collation, as mongod, with each string's collation key in hex.
+func (ix *indexState) messageKey(kv bson.D) bson.D {
+	if ix.collator == nil {
+		return kv
+	}
+	return hexKeys(ix.collator.Doc(kv), "0x", "").(bson.D)
 }
 
 // rawKeys computes ix's entry keys straight from a stored document's BSON

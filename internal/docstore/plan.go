@@ -10,6 +10,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/catalog"
+	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/keyenc"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
@@ -70,14 +71,14 @@ func (c *Collection) PlanQuery(f *query.Filter, hint any) (*Plan, error) {
 func (c *Collection) Plan(q Query) (*Plan, error) {
 	st := c.state.Load()
 	s := parseSortSpec(q.Sort)
-	preds := predicatesByPath(q.Filter)
+	preds := newPredicateSet(q.Filter)
 	if d, isDoc := q.Hint.(bson.D); q.Hint != nil && !(isDoc && len(d) == 0) {
 		return st.planHint(preds, s, q.Hint) // an empty hint is none, as in MongoDB
 	}
 	if s.natural != 0 {
 		return collScanPlan(s), nil
 	}
-	if p := st.idPlan(preds, s); p != nil {
+	if p := st.idPlan(preds.own, s); p != nil {
 		return p, nil
 	}
 	if best := st.bestCandidate(preds, s); best != nil {
@@ -90,7 +91,7 @@ func collScanPlan(s sortSpec) *Plan {
 	return &Plan{Kind: CollScan, Reverse: s.natural < 0, SortProvided: len(s.keys) == 0}
 }
 
-func (st *collState) planHint(preds map[string][]query.Predicate, s sortSpec, hint any) (*Plan, error) {
+func (st *collState) planHint(preds predicateSet, s sortSpec, hint any) (*Plan, error) {
 	if n, ok := naturalHint(hint); ok {
 		return &Plan{Kind: CollScan, Reverse: n < 0, SortProvided: len(s.keys) == 0}, nil
 	}
@@ -99,11 +100,11 @@ func (st *collState) planHint(preds map[string][]query.Predicate, s sortSpec, hi
 			continue
 		}
 		if ix.def.IsID() {
-			if p := st.idPlan(preds, s); p != nil {
+			if p := st.idPlan(preds.own, s); p != nil {
 				return p, nil
 			}
 		}
-		return st.evaluate(ix, preds, s).plan(), nil
+		return st.evaluate(ix, preds.forIndex(ix), s).plan(), nil
 	}
 	return nil, mongoerr.New(mongoerr.BadValue, "error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index")
 }
@@ -171,13 +172,47 @@ func (s sortSpec) hasPath(path string) bool {
 // isIDOnly reports whether the sort is exactly {_id: ±1}.
 func (s sortSpec) isIDOnly() bool { return len(s.keys) == 1 && s.keys[0].path == "_id" }
 
-func predicatesByPath(f *query.Filter) map[string][]query.Predicate {
-	out := map[string][]query.Predicate{}
+// predicateSet is a query's indexable predicates by path, for the two
+// kinds of index: own, the filter's predicates, for an index of the
+// strings themselves; keyed, with string operands as the collation's keys,
+// for an index of keys under the filter's own collation.
+type predicateSet struct {
+	own, keyed map[string][]query.Predicate
+	// noStrings is own less the predicates on strings: what an index of
+	// keys under another collation can bound.
+	noStrings map[string][]query.Predicate
+	coll      *collation.Collation // the filter's; nil for simple
+}
+
+func newPredicateSet(f *query.Filter) predicateSet {
 	if f == nil {
-		return out
+		empty := map[string][]query.Predicate{}
+		return predicateSet{own: empty, keyed: empty, noStrings: empty}
 	}
-	for _, p := range f.Predicates() {
-		if indexable(p) {
+	ps := predicateSet{own: byPath(f.Predicates(), true)}
+	ps.coll, _ = f.Collation().(*collation.Collation)
+	ps.keyed = byPath(f.KeyedPredicates(), true)
+	ps.noStrings = byPath(f.Predicates(), false)
+	return ps
+}
+
+// forIndex is the predicates that may bound ix.
+func (ps predicateSet) forIndex(ix *indexState) map[string][]query.Predicate {
+	switch {
+	case ix.collator == nil:
+		return ps.own
+	case ps.coll != nil && bsonutil.Compare(ps.coll.Spec(), ix.def.Collation) == 0:
+		return ps.keyed
+	}
+	return ps.noStrings
+}
+
+// byPath groups the indexable predicates by path, those on strings only
+// when withStrings.
+func byPath(preds []query.Predicate, withStrings bool) map[string][]query.Predicate {
+	out := map[string][]query.Predicate{}
+	for _, p := range preds {
+		if indexable(p) && (withStrings || !p.HasString()) {
 			out[p.Path] = append(out[p.Path], p)
 		}
 	}
@@ -247,13 +282,13 @@ type candidate struct {
 	reverse bool
 }
 
-func (st *collState) bestCandidate(preds map[string][]query.Predicate, s sortSpec) *candidate {
+func (st *collState) bestCandidate(preds predicateSet, s sortSpec) *candidate {
 	var best *candidate
 	for _, ix := range st.indexes {
-		if !ix.def.Ready || ix.def.Hidden || !ix.usableFor(preds) {
+		if !ix.def.Ready || ix.def.Hidden || !ix.usableFor(preds.own) {
 			continue
 		}
-		c := st.evaluate(ix, preds, s)
+		c := st.evaluate(ix, preds.forIndex(ix), s)
 		if c.useful(s) && c.beats(best) {
 			best = c
 		}
@@ -327,7 +362,7 @@ func (ix *indexState) boundsFor(preds map[string][]query.Predicate) ([]fieldBoun
 	var covered []query.Predicate
 	score, open, combos := 0, true, 1
 	for i, f := range ix.def.Fields {
-		b := fieldBounds{path: f.Path, desc: f.Desc, full: true}
+		b := fieldBounds{path: f.Path, desc: f.Desc, full: true, keyed: ix.collator != nil}
 		if open {
 			var used []query.Predicate
 			var pts int
@@ -410,6 +445,9 @@ func findOp(ps []query.Predicate, op query.Op) *query.Predicate {
 func (ix *indexState) providesSort(bounds []fieldBounds, s sortSpec) (bool, bool) {
 	if len(s.keys) == 0 {
 		return true, false
+	}
+	if ix.collator != nil {
+		return false, false // its strings are in the collation's order
 	}
 	k := pinnedPrefix(bounds, s)
 	if k+len(s.keys) > len(bounds) {
@@ -517,6 +555,8 @@ type fieldBounds struct {
 	desc  bool
 	full  bool // [MinKey, MaxKey]
 	ivals []interval
+	// keyed: the index stores collation keys, and so do string bounds.
+	keyed bool
 }
 
 // interval is a range of values; an end that is not inclusive is open.

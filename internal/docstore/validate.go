@@ -400,8 +400,13 @@ func (ix *indexState) splitEntry(rest []byte) (bson.D, []byte) {
 	return out, rest
 }
 
+// keyDoc is an entry's key as {field: value}, its collation keys in hex
+// as mongod's messages show them.
 func (ix *indexState) keyDoc(part []byte) bson.D {
 	d, _ := ix.splitEntry(part)
+	if ix.collator != nil {
+		return hexKeys(d, "0x", "").(bson.D)
+	}
 	return d
 }
 

@@ -610,7 +610,7 @@ func (c *Collection) dupKeyError(ix *indexState, doc bson.D) error {
 	kv := ix.keyValueDoc(doc)
 	return &mongoerr.Error{
 		Code: mongoerr.DuplicateKey,
-		Msg:  fmt.Sprintf("E11000 duplicate key error collection: %s index: %s dup key: %s", c.Namespace(), ix.def.Name, bsonutil.Format(kv)),
+		Msg:  fmt.Sprintf("E11000 duplicate key error collection: %s index: %s%s dup key: %s", c.Namespace(), ix.def.Name, ix.collationNote(), bsonutil.Format(ix.messageKey(kv))),
 		Extra: []mongoerr.KV{
 			{Key: "keyPattern", Value: ix.def.KeyPattern()},
 			{Key: "keyValue", Value: kv},

@@ -50,12 +50,28 @@ var cmpNames = map[cmpKind]Op{cmpEQ: OpEq, cmpLT: OpLt, cmpLTE: OpLte, cmpGT: Op
 // including those inside top-level $and (and one-clause $or), in filter
 // order. Conditions that
 // are not simple comparisons (regexes, $in lists with regexes, negations,
-// $or, $elemMatch, ...) are left out.
+// $or, $elemMatch, ...) are left out. Under a collation, so are those
+// with string operands: an index of the strings themselves cannot bound
+// them (KeyedPredicates has them, for an index of collation keys).
 func (f *Filter) Predicates() []Predicate {
+	return f.predicates(f.coll != nil)
+}
+
+// KeyedPredicates are the predicates with those on strings included,
+// under the filter's collation with their strings turned into the
+// collation's keys: what bounds an index that stores keys of the same
+// collation.
+func (f *Filter) KeyedPredicates() []Predicate { return f.predicates(false) }
+
+// Collation is the collation the filter compares strings under; nil for
+// simple.
+func (f *Filter) Collation() Collator { return f.coll }
+
+func (f *Filter) predicates(noStrings bool) []Predicate {
 	var out []Predicate
 	eachTopField(f.root, func(n *fieldNode) {
 		for _, op := range flattenOps(n.op) {
-			if p, ok := predicateOf(n.name, op); ok && !(f.coll != nil && anyString(p.Values)) {
+			if p, ok := predicateOf(n.name, op); ok && !(noStrings && anyString(p.Values)) {
 				out = append(out, p)
 			}
 		}
@@ -132,6 +148,10 @@ func predicateOf(path string, op fieldOp) (Predicate, bool) {
 	}
 	return Predicate{}, false
 }
+
+// HasString reports whether an operand holds a string anywhere, which
+// only an index of the same collation as the filter's can bound.
+func (p Predicate) HasString() bool { return anyString(p.Values) }
 
 // anyString reports whether a value holds a string anywhere (a keyed one,
 // under a collation).
