@@ -94,8 +94,8 @@ func TestCollatedIndexAnswersLikeACollectionScan(t *testing.T) {
 		{{Key: "w", Value: nil}},
 	}
 	collations := map[string]*options.Collation{
-		"the index's":  {Locale: "en", Strength: 2},
-		"another":      {Locale: "en", Strength: 1},
+		"the index's":   {Locale: "en", Strength: 2},
+		"another":       {Locale: "en", Strength: 1},
 		"simple (none)": nil,
 	}
 	for _, f := range filters {
