@@ -118,10 +118,7 @@ func TestCollatedIndexAnswersLikeACollectionScan(t *testing.T) {
 		t.Errorf("index bounds %s do not show the collation key as mongod does", bounds)
 	}
 	sorted := collatedIDs(t, coll, bson.D{{Key: "w", Value: bson.D{{Key: "$type", Value: "string"}}}}, nil, nil, options.Find().SetSort(bson.D{{Key: "w", Value: 1}}))
-	var wantOrder []string
-	for _, w := range words {
-		wantOrder = append(wantOrder, w)
-	}
+	wantOrder := slices.Clone(words)
 	slices.Sort(wantOrder)
 	var gotOrder []string
 	for _, id := range sorted {
