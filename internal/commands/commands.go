@@ -218,6 +218,9 @@ func (h *Handler) run(entry command, r *request) (bson.D, error) {
 	if err := checkGeneric(r, h.deps.Repl != nil); err != nil {
 		return nil, err
 	}
+	if err := checkArgTypes(r, entry); err != nil {
+		return nil, err
+	}
 	if err := h.checkRole(r, entry.role); err != nil {
 		return nil, err
 	}
@@ -250,12 +253,9 @@ func withMaxTime(r *request) (context.Context, context.CancelFunc, error) {
 	if !ok {
 		return r.ctx, func() {}, nil
 	}
-	ms, err := toInt64(r.name, "maxTimeMS", v)
+	ms, err := parseMaxTimeMS(v)
 	if err != nil {
 		return nil, nil, err
-	}
-	if ms < 0 || ms > 2147483647 {
-		return nil, nil, mongoerr.Newf(mongoerr.BadValue, "%d value for maxTimeMS is out of range [0, 2147483647]", ms)
 	}
 	if ms == 0 {
 		return r.ctx, func() {}, nil

@@ -91,7 +91,7 @@ func collScanPlan(s sortSpec) *Plan {
 	return &Plan{Kind: CollScan, Reverse: s.natural < 0, SortProvided: len(s.keys) == 0}
 }
 
-func (st *collState) planHint(preds predicateSet, s sortSpec, hint any) (*Plan, error) {
+func (st *collState) planHint(preds *predicateSet, s sortSpec, hint any) (*Plan, error) {
 	if n, ok := naturalHint(hint); ok {
 		return &Plan{Kind: CollScan, Reverse: n < 0, SortProvided: len(s.keys) == 0}, nil
 	}
@@ -174,35 +174,36 @@ func (s sortSpec) isIDOnly() bool { return len(s.keys) == 1 && s.keys[0].path ==
 
 // predicateSet is a query's indexable predicates by path, for the two
 // kinds of index: own, the filter's predicates, for an index of the
-// strings themselves; keyed, with string operands as the collation's keys,
-// for an index of keys under the filter's own collation.
+// strings themselves; for an index of collation keys, those with string
+// operands as keys when the collations agree, else those without strings.
+// The second kind is worked out only when an index of keys asks.
 type predicateSet struct {
-	own, keyed map[string][]query.Predicate
-	// noStrings is own less the predicates on strings: what an index of
-	// keys under another collation can bound.
-	noStrings map[string][]query.Predicate
-	coll      *collation.Collation // the filter's; nil for simple
+	f   *query.Filter
+	own map[string][]query.Predicate
+	// keyed and noStrings are set on first use.
+	keyed, noStrings map[string][]query.Predicate
 }
 
-func newPredicateSet(f *query.Filter) predicateSet {
+func newPredicateSet(f *query.Filter) *predicateSet {
 	if f == nil {
-		empty := map[string][]query.Predicate{}
-		return predicateSet{own: empty, keyed: empty, noStrings: empty}
+		return &predicateSet{own: map[string][]query.Predicate{}}
 	}
-	ps := predicateSet{own: byPath(f.Predicates(), true)}
-	ps.coll, _ = f.Collation().(*collation.Collation)
-	ps.keyed = byPath(f.KeyedPredicates(), true)
-	ps.noStrings = byPath(f.Predicates(), false)
-	return ps
+	return &predicateSet{f: f, own: byPath(f.Predicates(), true)}
 }
 
 // forIndex is the predicates that may bound ix.
-func (ps predicateSet) forIndex(ix *indexState) map[string][]query.Predicate {
-	switch {
-	case ix.collator == nil:
+func (ps *predicateSet) forIndex(ix *indexState) map[string][]query.Predicate {
+	if ix.collator == nil || ps.f == nil {
 		return ps.own
-	case ps.coll != nil && bsonutil.Compare(ps.coll.Spec(), ix.def.Collation) == 0:
+	}
+	if coll, ok := ps.f.Collation().(*collation.Collation); ok && bsonutil.Compare(coll.Spec(), ix.def.Collation) == 0 {
+		if ps.keyed == nil {
+			ps.keyed = byPath(ps.f.KeyedPredicates(), true)
+		}
 		return ps.keyed
+	}
+	if ps.noStrings == nil {
+		ps.noStrings = byPath(ps.f.Predicates(), false)
 	}
 	return ps.noStrings
 }
@@ -282,7 +283,7 @@ type candidate struct {
 	reverse bool
 }
 
-func (st *collState) bestCandidate(preds predicateSet, s sortSpec) *candidate {
+func (st *collState) bestCandidate(preds *predicateSet, s sortSpec) *candidate {
 	var best *candidate
 	for _, ix := range st.indexes {
 		if !ix.def.Ready || ix.def.Hidden || !ix.usableFor(preds.own) {
