@@ -57,7 +57,7 @@ var argSpecs = map[string]map[string]argKind{
 		"fromMongos": argOptionalBool, "isMapReduceCommand": argOptionalBool,
 		"$_requestReshardingResumeToken": argOptionalBool, "$_requestResumeToken": argOptionalBool,
 		"$_isClusterQueryWithoutShardKeyCmd": argOptionalBool,
-		"bypassDocumentValidation": argSafeBool, "maxTimeMS": argSafeInt64,
+		"bypassDocumentValidation":           argSafeBool, "maxTimeMS": argSafeInt64,
 		"readConcern": argObject, "collation": argObject, "let": argObject,
 		"$queryOptions": argObject, "$_resumeAfter": argObject,
 	},
