@@ -15,9 +15,6 @@ const (
 // systemUser is the internal user replica set members authenticate as.
 var systemUser = UserName{User: "__system", DB: "local"}
 
-// SystemUser names the internal user a keyFile defines.
-func SystemUser() UserName { return systemUser }
-
 // KeyFile is a replica set's shared secret. Members prove they hold it by
 // authenticating as __system@local with SCRAM, the key being the
 // password; the key itself never crosses the wire.

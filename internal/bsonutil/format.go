@@ -5,7 +5,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -197,9 +196,4 @@ func FormatDouble(f float64) string {
 		s += ".0"
 	}
 	return s
-}
-
-// DateString formats a BSON date as MongoDB's ISO form (for messages).
-func DateString(d bson.DateTime) string {
-	return time.UnixMilli(int64(d)).UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }

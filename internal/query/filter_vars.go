@@ -21,13 +21,6 @@ type FilterOptions struct {
 	Collation Collator
 }
 
-// NewFilterVars parses a command's filter with its let variables. A
-// $$name that is neither defined there nor a builtin fails here, with
-// MongoDB's 17276, whatever the collection holds.
-func NewFilterVars(filter bson.D, vars map[string]any) (*Filter, error) {
-	return NewFilterWith(filter, FilterOptions{Vars: vars})
-}
-
 // NewFilterWith parses a command's filter with its options. Under a
 // collation the comparison operands are turned into keys here and each
 // document as it is matched; regexes, $type and the like are left alone,

@@ -10,6 +10,15 @@ import (
 	"github.com/mayflydb/mayfly/internal/storage"
 )
 
+// Base is the engine under the replicated one: pebblestore, which can
+// rebuild a batch from its repr.
+type Base interface {
+	storage.Engine
+	// AppendRepr adds the writes of repr, a batch's encoded writes (see
+	// pebblestore), to b.
+	AppendRepr(b storage.Batch, repr []byte) error
+}
+
 // engine is the storage.Engine the docstore writes through in a replica
 // set: reads go straight to the base engine, which holds the applied
 // state; a batch's Commit proposes the batch's writes through raft and

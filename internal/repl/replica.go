@@ -1,28 +1,16 @@
-// Package repl makes several Mayfly processes one replica set on etcd raft:
-// the primary evaluates each write as a standalone server would and
-// proposes the resulting storage batch; every member applies committed
-// entries only, so nothing a client reads is ever rolled back. The raft
-// log, its hard state and the applied index live in the same engine as the
-// documents. Design notes: docs/design/0007-replica-sets.md.
 package repl
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"go.etcd.io/raft/v3"
-	pb "go.etcd.io/raft/v3/raftpb"
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"google.golang.org/protobuf/proto"
 
-	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/storage"
@@ -148,6 +136,21 @@ func withDefaults(cfg Config) Config {
 
 // Engine is the engine the docstore must write through.
 func (rs *Replica) Engine() storage.Engine { return &engine{Base: rs.cfg.Base, rs: rs} }
+
+// Hooks tell the layers above about entries this member applied that it
+// did not itself propose: a secondary keeps its in-memory state with them.
+type Hooks interface {
+	// Applied is called after a write entry is in storage.
+	Applied(deltas []CountDelta, catalogChanged bool)
+	// Reloaded is called after a snapshot replaced everything.
+	Reloaded()
+	// Expirer applies compact expiries; on every member, the proposer too.
+	Expirer
+	// Promoted is called when this member becomes a writable primary,
+	// Demoted when it stops being one.
+	Promoted()
+	Demoted()
+}
 
 // Start starts raft if this member already belongs to a set.
 func (rs *Replica) Start(h Hooks) error {
@@ -325,177 +328,6 @@ func (rs *Replica) persistIdentity(id uint64, config []byte) error {
 	return b.Commit(true)
 }
 
-// memberCommand starts a command from this member to member to.
-func (rs *Replica) memberCommand(name string, to uint64) bson.D {
-	return bson.D{
-		{Key: name, Value: int32(1)}, {Key: "$db", Value: "admin"}, {Key: "setName", Value: rs.cfg.SetName},
-		{Key: "from", Value: int64(rs.myID)}, {Key: "fromHost", Value: rs.self()}, {Key: "to", Value: int64(to)},
-		{Key: "sentAt", Value: rs.cfg.Clock.Now().UnixNano()},
-	}
-}
-
-func (rs *Replica) self() string {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	return rs.cfg.Self
-}
-
-// memberHeader is the part of replSetRaft and replSetSnapshot that names
-// who talks to whom.
-type memberHeader struct {
-	setName  string
-	from, to uint64
-	fromHost string
-	sentAt   int64
-}
-
-func parseHeader(body bson.D) (memberHeader, error) {
-	var h memberHeader
-	for _, e := range body {
-		switch e.Key {
-		case "setName":
-			h.setName, _ = e.Value.(string)
-		case "from":
-			v, _ := e.Value.(int64)
-			h.from = uint64(v)
-		case "to":
-			v, _ := e.Value.(int64)
-			h.to = uint64(v)
-		case "fromHost":
-			h.fromHost, _ = e.Value.(string)
-		case "sentAt":
-			h.sentAt, _ = e.Value.(int64)
-		}
-	}
-	if h.from == 0 || h.to == 0 || h.fromHost == "" {
-		return h, errors.New("repl: member message without from, to or fromHost")
-	}
-	return h, nil
-}
-
-// accept checks a message from another member and, on a member not yet in
-// a set, joins the set it names with the ID it was given.
-func (rs *Replica) accept(body bson.D) (*node, error) {
-	h, err := parseHeader(body)
-	if err != nil {
-		return nil, err
-	}
-	if h.setName != rs.cfg.SetName {
-		return nil, fmt.Errorf("repl: message for replica set %q, this member is in %q", h.setName, rs.cfg.SetName)
-	}
-	if _, cut := rs.partitioned.Load(h.from); cut {
-		return nil, fmt.Errorf("repl: member %d is partitioned away", h.from-1)
-	}
-	rs.transport.setAddr(h.from, h.fromHost)
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	if rs.myID == 0 {
-		if err := rs.persistIdentity(h.to, nil); err != nil {
-			return nil, err
-		}
-		rs.myID = h.to
-		if err := rs.startNodeLocked(); err != nil {
-			return nil, err
-		}
-		rs.cfg.Logger.Info("joined replica set", "set", rs.cfg.SetName, "member", h.to-1, "via", h.fromHost)
-	}
-	if h.to != rs.myID {
-		return nil, fmt.Errorf("repl: message for member %d, this is member %d", h.to-1, rs.myID-1)
-	}
-	if rs.n.leaderID() == h.from && h.sentAt != 0 {
-		rs.clockOffset.Store(h.sentAt - rs.cfg.Clock.Now().UnixNano())
-	}
-	return rs.n, nil
-}
-
-// Partition makes this member drop every message to and from the members
-// at hosts (none: heal). It is a fault for tests, reached only through a
-// test command.
-func (rs *Replica) Partition(hosts []string) {
-	rs.partitioned.Clear()
-	c := rs.Config()
-	if c == nil {
-		return
-	}
-	for _, h := range hosts {
-		if m, ok := c.memberByHost(h); ok {
-			rs.partitioned.Store(m.RaftID(), true)
-		}
-	}
-}
-
-// ClockOffset is the primary's clock minus this member's, as last seen.
-func (rs *Replica) ClockOffset() time.Duration { return time.Duration(rs.clockOffset.Load()) }
-
-// Receive takes a replSetRaft command's messages.
-func (rs *Replica) Receive(body bson.D) error {
-	n, err := rs.accept(body)
-	if err != nil {
-		return err
-	}
-	for _, e := range body {
-		if e.Key != "msgs" {
-			continue
-		}
-		arr, _ := e.Value.(bson.A)
-		for _, item := range arr {
-			bin, _ := item.(bson.Binary)
-			m := &pb.Message{}
-			if err := proto.Unmarshal(bin.Data, m); err != nil {
-				return fmt.Errorf("repl: decode raft message: %w", err)
-			}
-			_ = n.step(m) // a message raft refuses (stale term) is dropped
-		}
-	}
-	return nil
-}
-
-// ReceiveSnapshot takes one replSetSnapshot command.
-func (rs *Replica) ReceiveSnapshot(body bson.D) error {
-	n, err := rs.accept(body)
-	if err != nil {
-		return err
-	}
-	phase, _ := lookupString(body, "phase")
-	switch phase {
-	case "begin":
-		return stageBegin(rs.cfg.Base)
-	case "data":
-		v, _ := bsonutil.Field(body, "kvs")
-		arr, _ := v.(bson.A)
-		kvs := make([][]byte, len(arr))
-		for i, item := range arr {
-			bin, _ := item.(bson.Binary)
-			kvs[i] = bin.Data
-		}
-		return stageChunk(rs.cfg.Base, kvs)
-	case "end":
-		v, _ := bsonutil.Field(body, "msg")
-		bin, _ := v.(bson.Binary)
-		m := &pb.Message{}
-		if err := proto.Unmarshal(bin.Data, m); err != nil {
-			return err
-		}
-		return n.step(m)
-	}
-	return fmt.Errorf("repl: unknown snapshot phase %q", phase)
-}
-
-func lookupString(d bson.D, key string) (string, bool) {
-	v, ok := bsonutil.Field(d, key)
-	s, _ := v.(string)
-	return s, ok
-}
-
-// propose sends a write entry through raft.
-func (rs *Replica) propose(ctx context.Context, ent *entry) error {
-	n := rs.node()
-	if n == nil {
-		return ErrNotPrimary
-	}
-	return n.propose(ctx, ent)
-}
-
 // hookFilter passes the node's events to the layers above and keeps the
 // replica set's own state (config, topology) current.
 type hookFilter struct{ rs *Replica }
@@ -547,148 +379,6 @@ func (f hookFilter) Demoted() {
 	if h := f.rs.hooks; h != nil {
 		h.Demoted()
 	}
-}
-
-// replicateConfig puts the local config into the log, on the primary of a
-// set that was just initiated.
-func (rs *Replica) replicateConfig() {
-	c := rs.Config()
-	if c == nil {
-		return
-	}
-	// Raft drops proposals while leadership moves; try again while this
-	// member is still the primary.
-	for try := 0; try < 10 && rs.Writable() && !rs.configApplied.Load(); try++ {
-		err := rs.proposeConfig(c)
-		if err == nil {
-			return
-		}
-		rs.cfg.Logger.Warn("replicating the replica set config failed", "err", err)
-		time.Sleep(rs.cfg.Tick)
-	}
-}
-
-func (rs *Replica) proposeConfig(c *SetConfig) error {
-	raw, err := bson.Marshal(c.Doc())
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), proposeTimeout)
-	defer cancel()
-	return rs.propose(ctx, &entry{kind: kindConfig, payload: raw})
-}
-
-// syncMembership makes raft's voters and learners match the config, one
-// change at a time, on the primary.
-func (rs *Replica) syncMembership() {
-	n, c := rs.node(), rs.Config()
-	if n == nil || c == nil {
-		return
-	}
-	n.mu.Lock()
-	conf := proto.Clone(n.confState).(*pb.ConfState)
-	n.mu.Unlock()
-	cc := membershipChange(conf, c)
-	if cc == nil {
-		return
-	}
-	if err := n.proposeConfChange(cc); err != nil && !errors.Is(err, ErrNotPrimary) {
-		rs.cfg.Logger.Warn("membership change failed", "err", err)
-	}
-}
-
-// membershipChange is the first raft change that brings conf towards c,
-// or nil when they agree.
-func membershipChange(conf *pb.ConfState, c *SetConfig) *pb.ConfChangeV2 {
-	has := func(ids []uint64, id uint64) bool {
-		for _, x := range ids {
-			if x == id {
-				return true
-			}
-		}
-		return false
-	}
-	single := func(t pb.ConfChangeType, id uint64) *pb.ConfChangeV2 {
-		return &pb.ConfChangeV2{Changes: []*pb.ConfChangeSingle{{Type: t.Enum(), NodeId: proto.Uint64(id)}}}
-	}
-	for _, m := range c.Members {
-		id := m.RaftID()
-		switch {
-		case m.Votes > 0 && !has(conf.GetVoters(), id):
-			return single(pb.ConfChangeType_ConfChangeAddNode, id)
-		case m.Votes == 0 && !has(conf.GetLearners(), id):
-			return single(pb.ConfChangeType_ConfChangeAddLearnerNode, id)
-		}
-	}
-	for _, id := range append(append([]uint64{}, conf.GetVoters()...), conf.GetLearners()...) {
-		if _, ok := c.member(id); !ok {
-			return single(pb.ConfChangeType_ConfChangeRemoveNode, id)
-		}
-	}
-	return nil
-}
-
-// yieldIfIneligible hands leadership on when this member may not be
-// primary (priority 0, or frozen): raft has no priorities, so Mayfly does
-// what mongod's priority takeover does, at once.
-// It reports whether it asked for a transfer.
-func (rs *Replica) yieldIfIneligible() bool {
-	rs.mu.Lock()
-	c, frozen := rs.set, rs.cfg.Clock.Now().Before(rs.frozen)
-	rs.mu.Unlock()
-	if c == nil {
-		return false
-	}
-	me, ok := c.member(rs.myID)
-	if ok && me.Priority > 0 && !frozen {
-		return false
-	}
-	to := rs.bestSuccessor()
-	if to == 0 {
-		return false
-	}
-	rs.node().transferLeadership(to)
-	return true
-}
-
-// maxYieldTries bounds how often a new primary that may not lead asks
-// again for a transfer that did not take.
-const maxYieldTries = 10
-
-// yieldWhileIneligible is yieldIfIneligible, asked again while this
-// member still leads: raft drops a transfer whose successor does not
-// campaign within an election timeout, and a successor refuses to while
-// it still has configuration entries to apply, as right after an
-// initiate.
-func (rs *Replica) yieldWhileIneligible() {
-	wait := rs.cfg.Tick * time.Duration(2*rs.cfg.ElectionTicks)
-	for try := 0; try < maxYieldTries && rs.yieldIfIneligible(); try++ {
-		t := rs.cfg.Clock.NewTimer(wait)
-		<-t.C()
-		if n := rs.node(); n == nil || n.status().role != raft.StateLeader {
-			return
-		}
-	}
-}
-
-// bestSuccessor is the electable member that has applied the most.
-func (rs *Replica) bestSuccessor() uint64 {
-	n, c := rs.node(), rs.Config()
-	if n == nil || c == nil {
-		return 0
-	}
-	st := n.status()
-	var best, bestMatch uint64
-	for _, m := range c.Members {
-		id := m.RaftID()
-		if id == rs.myID || m.Priority <= 0 || m.Votes == 0 {
-			continue
-		}
-		if match := st.progress[id]; best == 0 || match > bestMatch {
-			best, bestMatch = id, match
-		}
-	}
-	return best
 }
 
 // SetSelf sets the address this member listens on, once it is known.

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/mayflydb/mayfly/internal/changestream"
 	"sort"
 	"time"
 
 	"go.etcd.io/raft/v3"
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/changestream"
 )
 
 // More errors the command layer gives codes.
@@ -330,33 +331,6 @@ func countAtLeast(progress map[uint64]uint64, index uint64) int {
 		}
 	}
 	return n
-}
-
-// ReadLinearizable waits until a read here sees every write acknowledged
-// before it began (raft ReadIndex, on the primary).
-func (rs *Replica) ReadLinearizable(ctx context.Context) error {
-	n := rs.node()
-	if n == nil {
-		return ErrNotPrimary
-	}
-	return n.readIndex(ctx)
-}
-
-// WaitForTimestamp waits until this member has applied an entry at or after
-// ts (readConcern afterClusterTime).
-func (rs *Replica) WaitForTimestamp(ctx context.Context, ts changestream.Timestamp) error {
-	n := rs.node()
-	if n == nil {
-		return ErrNotPrimaryOrSecondary
-	}
-	for !n.appliedTimestamp().After(ts) && n.appliedTimestamp() != ts {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(2 * time.Millisecond):
-		}
-	}
-	return nil
 }
 
 // StepDown hands leadership to a caught-up electable member within

@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/wire"
 )
 
@@ -314,4 +315,166 @@ func snapshotMessage(m *pb.Message, a applied) *pb.Message {
 	msg := proto.Clone(m).(*pb.Message)
 	msg.Snapshot = &pb.Snapshot{Metadata: &pb.SnapshotMetadata{Index: proto.Uint64(a.index), Term: proto.Uint64(a.term), ConfState: a.conf}}
 	return msg
+}
+
+// memberCommand starts a command from this member to member to.
+func (rs *Replica) memberCommand(name string, to uint64) bson.D {
+	return bson.D{
+		{Key: name, Value: int32(1)}, {Key: "$db", Value: "admin"}, {Key: "setName", Value: rs.cfg.SetName},
+		{Key: "from", Value: int64(rs.myID)}, {Key: "fromHost", Value: rs.self()}, {Key: "to", Value: int64(to)},
+		{Key: "sentAt", Value: rs.cfg.Clock.Now().UnixNano()},
+	}
+}
+
+func (rs *Replica) self() string {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.cfg.Self
+}
+
+// memberHeader is the part of replSetRaft and replSetSnapshot that names
+// who talks to whom.
+type memberHeader struct {
+	setName  string
+	from, to uint64
+	fromHost string
+	sentAt   int64
+}
+
+func parseHeader(body bson.D) (memberHeader, error) {
+	var h memberHeader
+	for _, e := range body {
+		switch e.Key {
+		case "setName":
+			h.setName, _ = e.Value.(string)
+		case "from":
+			v, _ := e.Value.(int64)
+			h.from = uint64(v)
+		case "to":
+			v, _ := e.Value.(int64)
+			h.to = uint64(v)
+		case "fromHost":
+			h.fromHost, _ = e.Value.(string)
+		case "sentAt":
+			h.sentAt, _ = e.Value.(int64)
+		}
+	}
+	if h.from == 0 || h.to == 0 || h.fromHost == "" {
+		return h, errors.New("repl: member message without from, to or fromHost")
+	}
+	return h, nil
+}
+
+// accept checks a message from another member and, on a member not yet in
+// a set, joins the set it names with the ID it was given.
+func (rs *Replica) accept(body bson.D) (*node, error) {
+	h, err := parseHeader(body)
+	if err != nil {
+		return nil, err
+	}
+	if h.setName != rs.cfg.SetName {
+		return nil, fmt.Errorf("repl: message for replica set %q, this member is in %q", h.setName, rs.cfg.SetName)
+	}
+	if _, cut := rs.partitioned.Load(h.from); cut {
+		return nil, fmt.Errorf("repl: member %d is partitioned away", h.from-1)
+	}
+	rs.transport.setAddr(h.from, h.fromHost)
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.myID == 0 {
+		if err := rs.persistIdentity(h.to, nil); err != nil {
+			return nil, err
+		}
+		rs.myID = h.to
+		if err := rs.startNodeLocked(); err != nil {
+			return nil, err
+		}
+		rs.cfg.Logger.Info("joined replica set", "set", rs.cfg.SetName, "member", h.to-1, "via", h.fromHost)
+	}
+	if h.to != rs.myID {
+		return nil, fmt.Errorf("repl: message for member %d, this is member %d", h.to-1, rs.myID-1)
+	}
+	if rs.n.leaderID() == h.from && h.sentAt != 0 {
+		rs.clockOffset.Store(h.sentAt - rs.cfg.Clock.Now().UnixNano())
+	}
+	return rs.n, nil
+}
+
+// Partition makes this member drop every message to and from the members
+// at hosts (none: heal). It is a fault for tests, reached only through a
+// test command.
+func (rs *Replica) Partition(hosts []string) {
+	rs.partitioned.Clear()
+	c := rs.Config()
+	if c == nil {
+		return
+	}
+	for _, h := range hosts {
+		if m, ok := c.memberByHost(h); ok {
+			rs.partitioned.Store(m.RaftID(), true)
+		}
+	}
+}
+
+// ClockOffset is the primary's clock minus this member's, as last seen.
+func (rs *Replica) ClockOffset() time.Duration { return time.Duration(rs.clockOffset.Load()) }
+
+// Receive takes a replSetRaft command's messages.
+func (rs *Replica) Receive(body bson.D) error {
+	n, err := rs.accept(body)
+	if err != nil {
+		return err
+	}
+	for _, e := range body {
+		if e.Key != "msgs" {
+			continue
+		}
+		arr, _ := e.Value.(bson.A)
+		for _, item := range arr {
+			bin, _ := item.(bson.Binary)
+			m := &pb.Message{}
+			if err := proto.Unmarshal(bin.Data, m); err != nil {
+				return fmt.Errorf("repl: decode raft message: %w", err)
+			}
+			_ = n.step(m) // a message raft refuses (stale term) is dropped
+		}
+	}
+	return nil
+}
+
+// ReceiveSnapshot takes one replSetSnapshot command.
+func (rs *Replica) ReceiveSnapshot(body bson.D) error {
+	n, err := rs.accept(body)
+	if err != nil {
+		return err
+	}
+	phase, _ := lookupString(body, "phase")
+	switch phase {
+	case "begin":
+		return stageBegin(rs.cfg.Base)
+	case "data":
+		v, _ := bsonutil.Field(body, "kvs")
+		arr, _ := v.(bson.A)
+		kvs := make([][]byte, len(arr))
+		for i, item := range arr {
+			bin, _ := item.(bson.Binary)
+			kvs[i] = bin.Data
+		}
+		return stageChunk(rs.cfg.Base, kvs)
+	case "end":
+		v, _ := bsonutil.Field(body, "msg")
+		bin, _ := v.(bson.Binary)
+		m := &pb.Message{}
+		if err := proto.Unmarshal(bin.Data, m); err != nil {
+			return err
+		}
+		return n.step(m)
+	}
+	return fmt.Errorf("repl: unknown snapshot phase %q", phase)
+}
+
+func lookupString(d bson.D, key string) (string, bool) {
+	v, ok := bsonutil.Field(d, key)
+	s, _ := v.(string)
+	return s, ok
 }
