@@ -50,10 +50,10 @@ type Txn struct {
 	session []byte // the key prefix: tag, length, LSID
 	txn     int64
 	stmtIDs []int32
-	newer   bool         // the command's txnNumber had no records when it began: nothing to look up
-	stmts   stmtRange    // statements recorded for txn, by every attempt
-	prev    *head        // the head a newer txn replaces, if any
-	retried bson.A       // the statement ids answered from records
+	newer   bool      // the command's txnNumber had no records when it began: nothing to look up
+	stmts   stmtRange // statements recorded for txn, by every attempt
+	prev    *head     // the head a newer txn replaces, if any
+	retried bson.A    // the statement ids answered from records
 	label   string
 	now     func() time.Time
 }
