@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/mayflydb/mayfly/internal/auth"
-	"github.com/mayflydb/mayfly/internal/commands"
 	"github.com/mayflydb/mayfly/internal/repl"
 	"github.com/mayflydb/mayfly/internal/server"
+	"github.com/mayflydb/mayfly/internal/session"
 	"github.com/mayflydb/mayfly/internal/storage"
 	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
 	"github.com/mayflydb/mayfly/internal/tlsconf"
@@ -124,7 +124,7 @@ func (a *App) sweepSessions(ctx context.Context) {
 		if !a.rs.Writable() {
 			return
 		}
-		if n, err := commands.SweepSessions(a.store.Engine(), a.cfg.Clock.Now()); err != nil {
+		if n, err := session.Sweep(a.store.Engine(), a.cfg.Clock.Now()); err != nil {
 			a.cfg.Logger.Warn("removing idle sessions' records failed", "err", err)
 		} else if n > 0 {
 			a.cfg.Logger.Debug("removed idle sessions' records", "sessions", n)

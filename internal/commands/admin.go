@@ -11,6 +11,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/session"
 	"github.com/mayflydb/mayfly/internal/wire"
 )
 
@@ -20,7 +21,7 @@ const (
 	Version        = "8.0.0"
 	MayflyVersion  = "0.1.0"
 	maxWireVersion = 25
-	sessionMinutes = 30
+	sessionMinutes = session.TimeoutMinutes
 )
 
 // clientMetadataKey holds the clientMetadata of a connection whose first

@@ -28,14 +28,15 @@ type bulkWrite struct {
 	h          *Handler
 	r          *request
 	ns         []string
+	ops        []bson.D
 	ordered    bool
 	errorsOnly bool
-	bypass     bool
 	let        *letScope
-	opt        docstore.WriteOptions
-	rt         *retryTxn // a retryable bulkWrite's session, or nil
-	results    bson.A
-	totals     bulkTotals
+	// runner runs the ops; it holds the retryable write's session (rt)
+	// and the write options.
+	runner  *stmtRunner
+	results bson.A
+	totals  bulkTotals
 }
 
 func cmdBulkWrite(h *Handler, r *request) (bson.D, error) {
@@ -45,94 +46,83 @@ func cmdBulkWrite(h *Handler, r *request) (bson.D, error) {
 	if err := checkFields(r, bulkWriteFields...); err != nil {
 		return nil, err
 	}
-	b, ops, err := parseBulkWrite(h, r)
+	b, err := parseBulkWrite(h, r)
 	if err != nil {
 		return nil, err
 	}
-	for i := 0; i < len(ops); {
-		if err := checkInterrupt(r.ctx); err != nil {
-			return nil, err
-		}
-		if n := writeRunLen(ops[i:]); n > 1 {
-			taken, goOn, err := b.writeRun(i, ops[i:i+n])
-			if err != nil {
-				return nil, err
-			}
-			if !goOn {
-				break
-			}
-			if taken > 0 {
-				i += taken
-				continue
-			}
-		}
-		if n := insertRunLen(ops[i:]); n > 1 {
-			goOn, err := b.insertRun(i, ops[i:i+n])
-			if err != nil {
-				return nil, err
-			}
-			if !goOn {
-				break
-			}
-			i += n
-			continue
-		}
-		if !b.run(i, ops[i]) && b.ordered {
-			break
-		}
-		i++
+	if err := b.runner.run(len(b.ops)); err != nil {
+		return nil, err
 	}
-	b.countOps(ops)
-	if b.opt.Durable != nil {
-		if err := h.deps.Store.WaitDurable(b.opt.Durable); err != nil {
+	b.countOps(b.ops)
+	if b.runner.opt.Durable != nil {
+		if err := h.deps.Store.WaitDurable(b.runner.opt.Durable); err != nil {
 			return nil, err
 		}
 	}
 	return b.reply(), nil
 }
 
-func parseBulkWrite(h *Handler, r *request) (*bulkWrite, []bson.D, error) {
+func parseBulkWrite(h *Handler, r *request) (*bulkWrite, error) {
 	b := &bulkWrite{h: h, r: r, ordered: true, results: bson.A{}}
+	b.runner = &stmtRunner{h: h, ctx: r.ctx, eachInterrupt: true,
+		interrupted: func(_ int, err error) error { return err },
+		prior:       func(i int, rec bson.D) { b.retried(i, bulkOpKind(b.ops[i]), rec) },
+		gather:      b.group,
+		alone:       func(i int) (bool, error) { return !b.run(i, b.ops[i]) && b.ordered, nil },
+		failed: func(i int, err error) (bool, error) {
+			b.fail(i, bulkOpKind(b.ops[i]), err)
+			return b.ordered, nil
+		},
+	}
 	var err error
 	if b.ordered, err = orderedArg(r); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if b.errorsOnly, err = optBool(r, "errorsOnly"); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if b.bypass, err = bypassArg(r); err != nil {
-		return nil, nil, err
+	if b.runner.bypass, err = bypassArg(r); err != nil {
+		return nil, err
 	}
 	if b.let, err = h.parseLet(r); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	journal, err := syncRequested(r)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if journal {
-		b.opt.Durable = &docstore.Durability{}
+		b.runner.opt.Durable = &docstore.Durability{}
 	}
-	if b.rt, err = h.retryableWrite(r); err != nil {
-		return nil, nil, err
+	if b.runner.rt, err = h.retryableWrite(r); err != nil {
+		return nil, err
 	}
 	nsInfo, err := statements(r, "nsInfo")
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	for _, d := range nsInfo {
 		ns, _ := bsonutil.Field(d, "ns")
 		s, ok := ns.(string)
 		if !ok {
-			return nil, nil, wrongType("bulkWrite.nsInfo", "ns", ns, "string")
+			return nil, wrongType("bulkWrite.nsInfo", "ns", ns, "string")
 		}
 		b.ns = append(b.ns, s)
 	}
-	ops, err := statements(r, "ops")
-	return b, ops, err
+	b.ops, err = statements(r, "ops")
+	return b, err
 }
 
-// run executes op number i and records its result; false when it failed.
+// bulkOpKind is an op's kind: insert, update or delete ("" when empty).
+func bulkOpKind(op bson.D) string {
+	if len(op) == 0 {
+		return ""
+	}
+	return op[0].Key
+}
+
+// run executes op number i alone and records its result; false when it
+// failed.
 func (b *bulkWrite) run(i int, op bson.D) bool {
 	if len(op) == 0 {
 		return b.fail(i, "", mongoerr.New(mongoerr.FailedToParse, "Unrecognized bulkWrite operation"))
@@ -145,16 +135,9 @@ func (b *bulkWrite) run(i int, op bson.D) bool {
 	if err := b.h.refuseView(db, coll); err != nil {
 		return b.fail(i, kind, err)
 	}
-	if prior, done, err := b.rt.prior(i); err != nil || done {
-		if err != nil {
-			return b.fail(i, kind, err)
-		}
-		return b.retried(i, kind, prior)
-	}
 	rr := *b.r
 	rr.db = db
-	opt := b.opt
-	opt.Validate = b.h.documentValidator(db, coll, b.bypass)
+	opt := b.runner.options(db, coll)
 	switch kind {
 	case "insert":
 		return b.insert(i, &rr, coll, op, opt)
@@ -191,7 +174,7 @@ func (b *bulkWrite) insert(i int, r *request, coll string, op bson.D, opt docsto
 		c, _, err = b.h.deps.Store.GetOrCreate(r.db, coll)
 	}
 	if err == nil {
-		err = c.Insert(doc, b.rt.options(opt, i, recordN(1)))
+		err = c.Insert(doc, recorded(b.runner.rt, opt, i, recordN(1)))
 	}
 	if err != nil {
 		return b.fail(i, "insert", err)
@@ -229,7 +212,7 @@ func (b *bulkWrite) update(i int, r *request, coll string, op bson.D, opt docsto
 	}
 	var res writeResult
 	a := writeArgs{coll: coll, opt: opt}
-	if err := b.h.updateStatement(r, a, b.let, i, stmt, &res, b.rt); err != nil {
+	if err := b.h.updateStatement(r, a, b.let, i, stmt, &res, b.runner.rt); err != nil {
 		return b.fail(i, "update", err)
 	}
 	var upserted any
@@ -260,7 +243,7 @@ func (b *bulkWrite) remove(i int, r *request, coll string, op bson.D, opt docsto
 	if err != nil {
 		return b.fail(i, "delete", err)
 	}
-	n, err := b.h.deleteStatement(r, writeArgs{coll: coll, opt: opt}, b.let, stmt, b.rt, i)
+	n, err := b.h.deleteStatement(r, writeArgs{coll: coll, opt: opt}, b.let, stmt, b.runner.rt, i)
 	if err != nil {
 		return b.fail(i, "delete", err)
 	}

@@ -1,17 +1,32 @@
 package commands
 
 import (
-	"errors"
-
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
-// A bulkWrite's consecutive updates, or deletes, of one namespace that
-// each name one document by _id commit in groups, as the update and
-// delete commands' statements do (stmtgroup.go), each op with its own
-// result and retry record.
+// A bulkWrite's consecutive ops of one kind on one namespace commit in
+// groups through the statement runner (stmtgroup.go), as the insert,
+// update and delete commands' statements do: inserts by
+// docstore.InsertGroup, updates and deletes that each name one document
+// by _id by docstore.ModifyEach, each op with its own result and retry
+// record.
+
+// group groups the ops from op i on, when a run of them can share one
+// (nil: op i runs alone).
+func (b *bulkWrite) group(i int) (*stmtGroup, error) {
+	ops := b.ops[i:]
+	if n := writeRunLen(ops); n > 1 {
+		return b.writeGroup(i, ops[:n]), nil
+	}
+	if n := insertRunLen(ops); n > 1 {
+		return b.insertGroup(i, ops[:n])
+	}
+	return nil, nil
+}
 
 // writeRunLen is how many ops from the first are updates, or deletes,
 // of the same namespace.
@@ -19,6 +34,20 @@ func writeRunLen(ops []bson.D) int {
 	if len(ops[0]) == 0 || (ops[0][0].Key != "update" && ops[0][0].Key != "delete") {
 		return 0
 	}
+	return runLen(ops)
+}
+
+// insertRunLen is how many ops from the first are inserts into the same
+// namespace.
+func insertRunLen(ops []bson.D) int {
+	if len(ops[0]) == 0 || ops[0][0].Key != "insert" {
+		return 0
+	}
+	return runLen(ops)
+}
+
+// runLen is how many ops from the first are of its kind and namespace.
+func runLen(ops []bson.D) int {
 	n := 0
 	for _, op := range ops {
 		if len(op) == 0 || op[0].Key != ops[0][0].Key || bsonutil.Compare(op[0].Value, ops[0][0].Value) != 0 {
@@ -29,39 +58,28 @@ func writeRunLen(ops []bson.D) int {
 	return n
 }
 
-// writeRun commits run, the updates or deletes of one namespace from op
-// start on, in a group. It returns how many ops it answered (none: op
-// start runs alone), whether an ordered bulkWrite goes on, and an error
-// that ends the command.
-func (b *bulkWrite) writeRun(start int, run []bson.D) (taken int, goOn bool, err error) {
+// writeGroup groups run, the updates or deletes of one namespace from op
+// start on, by _id.
+func (b *bulkWrite) writeGroup(start int, run []bson.D) *stmtGroup {
 	kind := run[0][0].Key
 	db, coll, err := b.namespace(run[0][0].Value)
-	if err != nil || b.h.refuseView(db, coll) != nil || b.rt.retry() {
-		return 0, true, nil
+	if err != nil || b.h.refuseView(db, coll) != nil {
+		return nil
 	}
-	c := b.h.deps.Store.Collection(db, coll)
 	stmts := b.runStatements(kind, run)
-	if c == nil || !byIDShape(stmts, 0) {
-		return 0, true, nil
-	}
 	rr := *b.r
 	rr.db = db
-	a := writeArgs{coll: coll, opt: b.opt}
-	a.opt.Validate = b.h.documentValidator(db, coll, b.bypass)
-	var g stmtGroup
-	answer := b.gather(kind, &rr, a, stmts, &g)
-	if err := checkInterrupt(b.r.ctx); err != nil {
-		return 0, false, err
+	a := writeArgs{coll: coll, opt: b.runner.options(db, coll)}
+	if kind == "delete" {
+		return b.h.deleteGroup(&rr, a, b.let, stmts, start, b.runner.rt, func(k int, removed bool) { b.deleted(start+k, b2i(removed)) })
 	}
-	done, err := g.run(b.h, c, a.opt, b.rt, start)
-	for k := range done {
-		answer(start, k)
-	}
-	if err == nil || errors.Is(err, errAlone) {
-		return done, true, nil
-	}
-	b.fail(start+done, kind, err)
-	return done + 1, !b.ordered, nil
+	return b.h.updateGroup(&rr, a, b.let, stmts, start, b.runner.rt, func(k int, e *updateEffect) {
+		if e.upserted != nil {
+			b.updated(start+k, 1, 0, e.upserted)
+			return
+		}
+		b.updated(start+k, b2i(e.matched), b2i(e.modified), nil)
+	})
 }
 
 // runStatements are the ops of run as the command's statements, up to the
@@ -82,20 +100,42 @@ func (b *bulkWrite) runStatements(kind string, run []bson.D) []bson.D {
 	return stmts
 }
 
-// gather takes the run's statements into g and returns how to answer
-// the k-th of them, op start+k, once committed.
-func (b *bulkWrite) gather(kind string, r *request, a writeArgs, stmts []bson.D, g *stmtGroup) func(start, k int) {
-	if kind == "delete" {
-		removed := b.h.gatherDeletes(r, a, b.let, stmts, g)
-		return func(start, k int) { b.deleted(start+k, b2i((*removed)[k])) }
+// insertGroup groups run, the inserts into one namespace from op start
+// on; nil when the namespace fails its checks (each insert then fails
+// alone).
+func (b *bulkWrite) insertGroup(start int, run []bson.D) (*stmtGroup, error) {
+	c, opt, ok := b.insertTarget(run[0][0].Value)
+	if !ok {
+		return nil, nil
 	}
-	effects := b.h.gatherUpdates(r, a, b.let, stmts, g)
-	return func(start, k int) {
-		e := effects[k]
-		if e.upserted != nil {
-			b.updated(start+k, 1, 0, e.upserted)
-			return
-		}
-		b.updated(start+k, b2i(e.matched), b2i(e.modified), nil)
+	return insertGroup(b.runner, c, opt, b.ordered, start, start+len(run),
+		func(j int) (bson.D, error) { return insertedDoc(b.ops[j]) },
+		func(k int) {
+			b.totals.inserted++
+			b.ok(start+k, bson.D{{Key: "n", Value: int32(1)}})
+		})
+}
+
+// insertTarget is the collection that ns, an nsInfo index, names and the
+// write options of its inserts; false when the namespace fails its checks
+// or its collection cannot be made.
+func (b *bulkWrite) insertTarget(ns any) (*docstore.Collection, docstore.WriteOptions, bool) {
+	db, coll, err := b.namespace(ns)
+	if err == nil {
+		err = b.h.refuseView(db, coll)
 	}
+	if err != nil {
+		return nil, docstore.WriteOptions{}, false
+	}
+	c, _, err := b.h.deps.Store.GetOrCreate(db, coll)
+	return c, b.runner.options(db, coll), err == nil
+}
+
+// insertedDoc is an insert op's document, ready to insert.
+func insertedDoc(op bson.D) (bson.D, error) {
+	doc, ok := fieldDoc(op, "document")
+	if !ok {
+		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'bulkWrite.insert.document' is missing but a required field")
+	}
+	return prepareForInsert(doc)
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/opstats"
 	"github.com/mayflydb/mayfly/internal/repl"
 	"github.com/mayflydb/mayfly/internal/server"
+	"github.com/mayflydb/mayfly/internal/session"
 )
 
 // Deps are what the handlers need from the rest of the server.
@@ -88,7 +89,7 @@ type Handler struct {
 	processID bson.ObjectID
 	opCounts  opCounters
 	emptyTs   emptyTsClock
-	sessions  *sessionCache
+	sessions  *session.Cache
 	events    *eventCache // change events encoded for streams
 	// failPoints are the fail points configureFailPoint sets (nil without
 	// enableTestCommands).
@@ -145,7 +146,7 @@ func New(deps Deps) *Handler {
 	if deps.Auth == nil {
 		deps.Auth = auth.Disabled(deps.Store, deps.Logger)
 	}
-	h := &Handler{deps: deps, steady: clock.Unoffset(deps.Clock), started: deps.Clock.Now(), processID: bson.NewObjectID(), sessions: newSessionCache(), events: newEventCache()}
+	h := &Handler{deps: deps, steady: clock.Unoffset(deps.Clock), started: deps.Clock.Now(), processID: bson.NewObjectID(), sessions: session.NewCache(session.MaxSessions), events: newEventCache()}
 	if deps.Changes != nil {
 		h.tail = changestream.NewTail(deps.Changes.Reader)
 	}

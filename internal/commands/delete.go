@@ -8,6 +8,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
+	"github.com/mayflydb/mayfly/internal/session"
 )
 
 var deleteStmtFields = []string{"q", "limit", "hint", "collation"}
@@ -35,25 +36,26 @@ func cmdDelete(h *Handler, r *request) (bson.D, error) {
 		return nil, err
 	}
 	var res writeResult
-	err = writeStatements(len(stmts), rt, statementSteps{
-		prior: func(_ int, rec bson.D) { res.n += int64(asInt32(rec, "n")) },
-		group: func(i int) (groupEnd, error) { return h.deleteGroup(r, a, lv, stmts, i, &res, rt) },
-		alone: func(i int) (bool, error) {
-			n, err := h.deleteStatement(r, a, lv, stmts[i], rt, i)
-			if err == nil {
-				res.n += n // a statement that fails counts nothing, as on mongod
-			}
-			return statementFailed(a, &res, i, err)
-		},
-	})
-	if err != nil {
+	run := h.commandRunner(r, &a, rt, false, &res)
+	run.prior = func(_ int, rec bson.D) { res.n += int64(asInt32(rec, "n")) }
+	run.gather = func(i int) (*stmtGroup, error) {
+		return h.deleteGroup(r, a, lv, stmts[i:], i, rt, func(_ int, removed bool) { res.n += b2i(removed) }), nil
+	}
+	run.alone = func(i int) (bool, error) {
+		n, err := h.deleteStatement(r, a, lv, stmts[i], rt, i)
+		if err == nil {
+			res.n += n // a statement that fails counts nothing, as on mongod
+		}
+		return run.failed(i, err)
+	}
+	if err := run.run(len(stmts)); err != nil {
 		return nil, err
 	}
 	reply, err := h.finishWrite(a, &res)
-	return rt.reply(reply), err
+	return withRetried(rt, reply), err
 }
 
-func (h *Handler) deleteStatement(r *request, a writeArgs, lv *letScope, s bson.D, rt *retryTxn, i int) (int64, error) {
+func (h *Handler) deleteStatement(r *request, a writeArgs, lv *letScope, s bson.D, rt *session.Txn, i int) (int64, error) {
 	if err := checkInterrupt(r.ctx); err != nil {
 		return 0, err
 	}
@@ -69,7 +71,7 @@ func (h *Handler) deleteStatement(r *request, a writeArgs, lv *letScope, s bson.
 	if limit != 1 && rt != nil {
 		return 0, refuseMulti(rt)
 	}
-	opt := rt.options(a.opt, i, recordN(1))
+	opt := recorded(rt, a.opt, i, recordN(1))
 	if limit != 1 {
 		// Removed in groups: a replica set's round for each group, not
 		// for each document.

@@ -10,6 +10,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
+	"github.com/mayflydb/mayfly/internal/session"
 )
 
 // famRetries bounds how often findAndModify looks again when the document
@@ -140,7 +141,7 @@ func cmdFindAndModify(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	if prior, done, err := rt.prior(0); err != nil || done {
+	if prior, done, err := rt.Prior(0); err != nil || done {
 		if err != nil {
 			return nil, err
 		}
@@ -177,7 +178,7 @@ func (h *Handler) famRetried(a *famArgs, prior bson.D) (bson.D, error) {
 // famOnce finds the first matching document and modifies it if it still
 // matches under the lock. done is false when nothing matched (then the
 // caller upserts) or when it must look again.
-func (h *Handler) famOnce(r *request, c *docstore.Collection, a *famArgs, rt *retryTxn) (bson.D, bool, error) {
+func (h *Handler) famOnce(r *request, c *docstore.Collection, a *famArgs, rt *session.Txn) (bson.D, bool, error) {
 	target, err := h.famTarget(r, c, a)
 	if err != nil || target == nil {
 		return nil, err != nil, err
@@ -185,7 +186,7 @@ func (h *Handler) famOnce(r *request, c *docstore.Collection, a *famArgs, rt *re
 	id, _ := bsonutil.Field(target, "_id")
 	var before, after bson.D
 	matched, refresh := false, h.refreshesOnRead(c)
-	opt := rt.options(a.opt, 0, func() bson.D { return bson.D{{Key: "before", Value: before}, {Key: "after", Value: after}} })
+	opt := recorded(rt, a.opt, 0, func() bson.D { return bson.D{{Key: "before", Value: before}, {Key: "after", Value: after}} })
 	_, err = c.Modify(id, opt, func(doc bson.D) (docstore.Change, error) {
 		if doc == nil {
 			return docstore.Change{}, nil
@@ -267,7 +268,7 @@ func (a *famArgs) project(doc bson.D) (any, error) {
 	return a.fields.Apply(doc, -1)
 }
 
-func (h *Handler) famUpsert(r *request, a *famArgs, rt *retryTxn) (bson.D, error) {
+func (h *Handler) famUpsert(r *request, a *famArgs, rt *session.Txn) (bson.D, error) {
 	doc, err := upsertDoc(a.filter, a.mod, h.deps.Clock.Now())
 	if err != nil {
 		return nil, err
@@ -276,7 +277,7 @@ func (h *Handler) famUpsert(r *request, a *famArgs, rt *retryTxn) (bson.D, error
 	if err != nil {
 		return nil, err
 	}
-	opt := rt.options(a.opt, 0, func() bson.D { return bson.D{{Key: "upserted", Value: doc}} })
+	opt := recorded(rt, a.opt, 0, func() bson.D { return bson.D{{Key: "upserted", Value: doc}} })
 	if err := insertOne(c, doc, opt); err != nil {
 		return nil, err
 	}

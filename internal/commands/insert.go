@@ -155,13 +155,16 @@ func cmdInsert(h *Handler, r *request) (bson.D, error) {
 	if err := h.refuseView(r.db, a.coll); err != nil {
 		return nil, err
 	}
-	if a.opt.Validate, err = h.commandValidator(r, a.coll); err != nil {
+	bypass, err := bypassArg(r)
+	if err != nil {
 		return nil, err
 	}
 	rt, err := h.retryableWrite(r)
 	if err != nil {
 		return nil, err
 	}
+	var res writeResult
+	run := h.commandRunner(r, &a, rt, bypass, &res)
 	c, _, err := h.deps.Store.GetOrCreate(r.db, a.coll)
 	if err != nil && failsBatch(err) {
 		return nil, clientError(err)
@@ -170,102 +173,97 @@ func cmdInsert(h *Handler, r *request) (bson.D, error) {
 		// mongod reports a collection it cannot create (a database name
 		// differing in case, 13297; a full disk) as each document's error.
 		reply, err := h.finishWrite(a, failEach(len(docs), a.ordered, err))
-		return rt.reply(reply), err
+		return withRetried(rt, reply), err
 	}
-	var res writeResult
-	if err := h.insertDocs(r, &a, rt, c, docs, &res); err != nil {
+	run.eachInterrupt = true
+	run.interrupted = func(i int, err error) error {
+		res.fail(i, err) // the documents before it stay inserted
+		return nil
+	}
+	run.prior = func(int, bson.D) { res.n++ }
+	run.gather = func(i int) (*stmtGroup, error) {
+		return insertGroup(run, c, a.opt, a.ordered, i, len(docs), func(j int) (bson.D, error) {
+			d := docs[j]
+			if !a.keepEmptyTs {
+				d = h.fillEmptyTimestamps(d)
+			}
+			return prepareForInsert(d)
+		}, func(int) { res.n++ })
+	}
+	if err := run.run(len(docs)); err != nil {
 		return nil, err
 	}
 	reply, err := h.finishWrite(a, &res)
-	return rt.reply(reply), err
+	return withRetried(rt, reply), err
 }
 
-// insertDocs inserts an insert command's documents into res, gathered in
-// groups that commit together (docstore.InsertGroup). A document's own
-// failure comes after those before it have committed, so that the write
-// errors stay in statement order and an ordered write stops at the first.
-func (h *Handler) insertDocs(r *request, a *writeArgs, rt *retryTxn, c *docstore.Collection, docs []bson.D, res *writeResult) error {
-	g := insertGroup{c: c, ordered: a.ordered}
-	for i, d := range docs {
-		if err := checkInterrupt(r.ctx); err != nil {
-			_, ferr := g.failAfter(res, i, err)
-			return ferr
+// insertGroup groups the inserts from statement i on, before statement
+// n, for docstore.InsertGroup: each statement's document, which doc
+// gives ready to insert (or its error, which ends the group in its
+// place), or in a retry the record of one that ran before. done answers
+// a committed statement. The group is never empty: statement i is not
+// one a retry found.
+func insertGroup(s *stmtRunner, c *docstore.Collection, opt docstore.WriteOptions, ordered bool, i, n int, doc func(j int) (bson.D, error), done func(k int)) (*stmtGroup, error) {
+	g := &insertRun{c: c, ordered: ordered}
+	for j := i; j < n && len(g.docs) < docstore.InsertGroupDocs; j++ {
+		if j > i {
+			rec, found, err := s.rt.Prior(j)
+			if err != nil {
+				return nil, err
+			}
+			if found {
+				g.stmts, g.recs = append(g.stmts, insertStmt{doc: -1}), append(g.recs, rec)
+				continue
+			}
 		}
-		if !a.keepEmptyTs {
-			d = h.fillEmptyTimestamps(d)
-		}
-		if _, done, err := rt.prior(i); err != nil {
-			return err
-		} else if done {
-			res.n++
-			continue
-		}
-		doc, err := prepareForInsert(d)
+		d, err := doc(j)
 		if err != nil {
-			if stop, ferr := g.failAfter(res, i, err); stop || ferr != nil || a.ordered {
-				return ferr
-			}
-			continue
+			g.stmts, g.recs = append(g.stmts, insertStmt{doc: -1, err: err}), append(g.recs, nil)
+			break
 		}
-		g.add(i, doc, rt.options(a.opt, i, recordN(1)))
-		if len(g.docs) == docstore.InsertGroupDocs {
-			if stop, err := g.flush(res); stop || err != nil {
-				return err
-			}
-		}
+		g.stmts, g.recs = append(g.stmts, insertStmt{doc: len(g.docs)}), append(g.recs, nil)
+		g.docs = append(g.docs, docstore.GroupDoc{Doc: d, Opt: recorded(s.rt, opt, j, recordN(1))})
 	}
-	_, err := g.flush(res)
-	return err
+	return &stmtGroup{commit: g.commit, recs: g.recs, done: done}, nil
 }
 
-// insertGroup gathers an insert command's documents for
-// docstore.InsertGroup.
-type insertGroup struct {
+// insertRun is a group of inserts into one collection.
+type insertRun struct {
 	c       *docstore.Collection
 	ordered bool
 	docs    []docstore.GroupDoc
-	stmts   []int // each document's statement index
+	stmts   []insertStmt
+	recs    []bson.D // by statement: its record, when a retry found one
 }
 
-func (g *insertGroup) add(stmt int, doc bson.D, opt docstore.WriteOptions) {
-	g.docs = append(g.docs, docstore.GroupDoc{Doc: doc, Opt: opt})
-	g.stmts = append(g.stmts, stmt)
+// insertStmt is one statement of an insertRun: its document's index in
+// docs, or -1 for a record or a document that failed before the insert
+// (err).
+type insertStmt struct {
+	doc int
+	err error
 }
 
-// failAfter inserts the documents gathered before statement i, then
-// records i's own failure err, unless the insert stopped an ordered write.
-func (g *insertGroup) failAfter(res *writeResult, i int, err error) (stop bool, _ error) {
-	if stop, ferr := g.flush(res); stop || ferr != nil {
-		return true, ferr
+// commit inserts the group's documents and gives each statement its
+// result, up to an ordered write's first failure.
+func (g *insertRun) commit() ([]error, int) {
+	var docErrs []error
+	attempted := 0
+	if len(g.docs) > 0 {
+		docErrs, attempted = g.c.InsertGroup(g.docs, g.ordered)
 	}
-	if failsBatch(err) {
-		return true, clientError(err)
-	}
-	res.fail(i, err)
-	return false, nil
-}
-
-// flush inserts the gathered documents, counting them into res; stop
-// reports an ordered write's first failure.
-func (g *insertGroup) flush(res *writeResult) (stop bool, err error) {
-	if len(g.docs) == 0 {
-		return false, nil
-	}
-	errs, attempted := g.c.InsertGroup(g.docs, g.ordered)
-	stmts := g.stmts
-	g.docs, g.stmts = g.docs[:0], g.stmts[:0]
-	for k, err := range errs[:attempted] {
-		switch {
-		case err == nil:
-			res.n++
-		case failsBatch(err):
-			return true, clientError(err)
-		default:
-			res.fail(stmts[k], err)
-			stop = g.ordered
+	errs := make([]error, len(g.stmts))
+	for k, st := range g.stmts {
+		if st.doc < 0 {
+			errs[k] = st.err
+			continue
 		}
+		if st.doc >= attempted {
+			return errs, k
+		}
+		errs[k] = docErrs[st.doc]
 	}
-	return stop, nil
+	return errs, len(g.stmts)
 }
 
 func insertOne(c *docstore.Collection, d bson.D, opt docstore.WriteOptions) error {

@@ -11,6 +11,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/server"
+	"github.com/mayflydb/mayfly/internal/session"
 )
 
 func lsid(b byte) bson.D {
@@ -48,7 +49,7 @@ func TestListLocalSessions(t *testing.T) {
 		t.Fatalf("first session %v", got[0])
 	}
 	// Without authentication uid is the digest of no user, and no user is named.
-	if v, _ := bsonutil.Field(id, "uid"); !bytes.Equal(v.(bson.Binary).Data, userDigest("")) {
+	if v, _ := bsonutil.Field(id, "uid"); !bytes.Equal(v.(bson.Binary).Data, session.UserDigest("")) {
 		t.Fatalf("uid %v", id)
 	}
 	if _, ok := bsonutil.Field(got[0], "user"); ok {
@@ -95,25 +96,34 @@ func TestListLocalSessionsErrors(t *testing.T) {
 	}
 }
 
-func TestSessionCacheLimit(t *testing.T) {
-	c := newSessionCache()
-	c.limit = 2
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	for b := byte(1); b <= 2; b++ {
-		if err := c.touch(bytes.Repeat([]byte{b}, 16), "", now); err != nil {
-			t.Fatal(err)
+// TestFullSessionCacheAnswers261: a command naming a new session past the
+// cache's limit, and a refreshSessions of one, fail as mongod's do, while
+// a known session still runs.
+func TestFullSessionCacheAnswers261(t *testing.T) {
+	h, conn := newTestHandler(t)
+	h.sessions = session.NewCache(1)
+	if out := runOn(h, conn, "test", bson.D{{Key: "find", Value: "c"}, {Key: "lsid", Value: lsid(1)}}); !replyOK(out) {
+		t.Fatalf("first session: %v", out)
+	}
+	want := "Unable to add session ID 02020202-0202-0202-0202-020202020202 into the cache because the number of active sessions is too high"
+	for _, cmd := range []bson.D{
+		{{Key: "find", Value: "c"}, {Key: "lsid", Value: lsid(2)}},
+		{{Key: "refreshSessions", Value: bson.A{lsid(2)}}},
+	} {
+		out := runOn(h, conn, "admin", cmd)
+		if code, _ := bsonutil.Field(out, "code"); code != int32(mongoerr.TooManyLogicalSessions) {
+			t.Fatalf("%s past the limit: %v", cmd[0].Key, out)
+		}
+		if msg, _ := bsonutil.Field(out, "errmsg"); msg != want {
+			t.Fatalf("%s: errmsg %q, want %q", cmd[0].Key, msg, want)
 		}
 	}
-	// A known session is renewed; a new one past the limit is refused.
-	if err := c.touch(bytes.Repeat([]byte{1}, 16), "", now); err != nil {
-		t.Fatalf("renewing: %v", err)
+	if out := runOn(h, conn, "test", bson.D{{Key: "find", Value: "c"}, {Key: "lsid", Value: lsid(1)}}); !replyOK(out) {
+		t.Fatalf("the known session: %v", out)
 	}
-	err := c.touch(bytes.Repeat([]byte{3}, 16), "", now)
-	if e := mongoerr.As(err); e == nil || e.Code != mongoerr.TooManyLogicalSessions {
-		t.Fatalf("past the limit: %v", err)
-	}
-	// Once the old ones expire there is room again.
-	if err := c.touch(bytes.Repeat([]byte{3}, 16), "", now.Add(SessionLifetime+time.Second)); err != nil {
-		t.Fatalf("after expiry: %v", err)
-	}
+}
+
+func replyOK(reply bson.D) bool {
+	ok, _ := bsonutil.Field(reply, "ok")
+	return ok == 1.0
 }

@@ -2,6 +2,7 @@ package commands
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"time"
 
@@ -11,19 +12,175 @@ import (
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/keyenc"
 	"github.com/mayflydb/mayfly/internal/query"
+	"github.com/mayflydb/mayfly/internal/session"
 	"github.com/mayflydb/mayfly/internal/storage"
 )
 
-// The statements of an update or delete command that each name one
-// document by its _id alone commit in groups (docstore.ModifyEach), as an
-// insert command's documents do: on a replica set one raft round for up
-// to 64 statements, not one for each. A driver's bulkWrite of updateOne,
-// replaceOne and deleteOne by _id sends such commands, and so do the
-// tools that import with upserts. A group ends before a statement that
-// names a document it already holds, so each statement meets the ones
-// before it as it would one by one, and before any statement not of that
-// shape, which runs alone as before. A retryable statement's record
-// commits in the batch of its own change.
+// The statement runner. Every write command's statements (insert, update,
+// delete, and bulkWrite's ops) go through one loop: a statement that a
+// retried txnNumber already ran answers from its record; the others
+// commit in groups of one batch (on a replica set one raft round) with
+// the statements after them that can join, or run alone. Inserts group
+// by docstore.InsertGroup (insert.go); updates and deletes that each name
+// one document by its _id alone group by docstore.ModifyEach (below). A
+// group keeps each statement's own result, write error and retry record,
+// so a command answers exactly as its statements sent one by one.
+
+// stmtRunner runs a write's statements in order. What differs between
+// the commands is in its functions: how a statement groups, runs alone,
+// and answers.
+type stmtRunner struct {
+	h   *Handler
+	ctx context.Context
+	rt  *session.Txn // a retryable write's, or nil
+	// opt are the command's write options (durability).
+	opt    docstore.WriteOptions
+	bypass bool // bypassDocumentValidation
+	// eachInterrupt looks for an interrupt before every statement, not
+	// only before a group commits.
+	eachInterrupt bool
+	// interrupted answers an interrupt met at statement i: the error that
+	// ends the command, or nil to stop the write there.
+	interrupted func(i int, err error) error
+	// prior answers statement i from its first attempt's record.
+	prior func(i int, rec bson.D)
+	// gather groups the statements from i on; nil when statement i runs
+	// alone. An error ends the command.
+	gather func(i int) (*stmtGroup, error)
+	// alone runs statement i by itself.
+	alone func(i int) (stop bool, err error)
+	// failed records statement i's failure: whether the write stops, or
+	// an error that ends the command.
+	failed func(i int, err error) (stop bool, cmdErr error)
+}
+
+// stmtGroup is the statements from one on that commit together.
+type stmtGroup struct {
+	// commit writes the group: each statement's error (nil: it
+	// committed; errAlone: it runs alone) and how many have a result.
+	commit func() (errs []error, attempted int)
+	// recs answer the statements a retry found recorded (nil: not).
+	recs []bson.D
+	// done answers the group's k-th statement, committed.
+	done func(k int)
+}
+
+// errAlone, from a statement of a group, says that the statement cannot
+// commit in a group exactly as it would alone (an upsert whose document
+// has another _id): it runs alone.
+var errAlone = errors.New("commands: this statement runs alone")
+
+// options are the write options of a statement into db.coll: the one
+// place that wires a write statement's schema validation.
+func (s *stmtRunner) options(db, coll string) docstore.WriteOptions {
+	opt := s.opt
+	opt.Validate = s.h.documentValidator(db, coll, s.bypass)
+	return opt
+}
+
+// run answers statements 0 to n-1; an error ends the command.
+func (s *stmtRunner) run(n int) error {
+	for i := 0; i < n; {
+		if s.eachInterrupt {
+			if stop, err := s.interrupt(i); stop {
+				return err
+			}
+		}
+		if rec, done, err := s.rt.Prior(i); err != nil || done {
+			if err != nil {
+				return err
+			}
+			s.prior(i, rec)
+			i++
+			continue
+		}
+		taken, alone, stop, err := s.group(i)
+		if err != nil || stop {
+			return err
+		}
+		if i += taken; taken > 0 && !alone {
+			continue
+		}
+		if stop, err := s.alone(i); err != nil || stop {
+			return err
+		}
+		i++
+	}
+	return nil
+}
+
+// interrupt answers an interrupt of the command met at statement i:
+// stop says that the write ends there.
+func (s *stmtRunner) interrupt(i int) (stop bool, err error) {
+	if err := checkInterrupt(s.ctx); err != nil {
+		return true, s.interrupted(i, err)
+	}
+	return false, nil
+}
+
+// group commits the group from statement i, if any, and answers its
+// statements: it returns how many it took; alone says the one after
+// them runs alone, stop that the write stops.
+func (s *stmtRunner) group(i int) (taken int, alone, stop bool, err error) {
+	g, err := s.gather(i)
+	if err != nil || g == nil {
+		return 0, false, err != nil, err
+	}
+	if stop, err := s.interrupt(i); stop {
+		return 0, false, true, err
+	}
+	errs, attempted := g.commit()
+	for k, err := range errs[:attempted] {
+		switch {
+		case k < len(g.recs) && g.recs[k] != nil:
+			s.prior(i+k, g.recs[k])
+		case err == nil:
+			g.done(k)
+		case errors.Is(err, errAlone):
+			return k, true, false, nil
+		default:
+			if stop, cmdErr := s.failed(i+k, err); stop || cmdErr != nil {
+				return k + 1, false, true, cmdErr
+			}
+		}
+	}
+	return attempted, false, false, nil
+}
+
+// statementFailed records statement i's failure, err (nil: it did not
+// fail): whether an ordered command stops, or an error that ends it.
+func statementFailed(a writeArgs, res *writeResult, i int, err error) (stop bool, cmdErr error) {
+	switch {
+	case err == nil:
+		return false, nil
+	case failsBatch(err):
+		return true, clientError(err)
+	}
+	res.fail(i, err)
+	return a.ordered, nil
+}
+
+// commandRunner is the runner of an insert, update or delete command's
+// statements into res: a failure is a write error, and an interrupt ends
+// the command.
+func (h *Handler) commandRunner(r *request, a *writeArgs, rt *session.Txn, bypass bool, res *writeResult) *stmtRunner {
+	s := &stmtRunner{h: h, ctx: r.ctx, rt: rt, opt: a.opt, bypass: bypass,
+		interrupted: func(_ int, err error) error { return err },
+		failed:      func(i int, err error) (bool, error) { return statementFailed(*a, res, i, err) },
+	}
+	a.opt = s.options(r.db, a.coll)
+	return s
+}
+
+// Updates and deletes by _id. The statements of an update or delete
+// command (or a bulkWrite's run of them on one namespace) that each name
+// one document by its _id alone commit in groups (docstore.ModifyEach):
+// a driver's bulkWrite of updateOne, replaceOne and deleteOne by _id
+// sends such commands, and so do the tools that import with upserts. A
+// group ends before a statement that names a document it already holds,
+// so each statement meets the ones before it as it would one by one, and
+// before any statement not of that shape, which runs alone. A retryable
+// statement's record commits in the batch of its own change.
 
 // idStmt is one statement of a group.
 type idStmt struct {
@@ -35,11 +192,6 @@ type idStmt struct {
 	// record is the statement's retryable-write result.
 	record func() bson.D
 }
-
-// errAlone, from a statement's change, says that the statement cannot
-// commit in a group exactly as it would alone (an upsert whose document
-// has another _id): it runs alone.
-var errAlone = errors.New("commands: this statement runs alone")
 
 // idOnly returns the _id that q, a statement's filter, names when q is
 // {_id: <value>} and the value matches by equality alone: not an
@@ -74,14 +226,14 @@ func byIDShape(stmts []bson.D, i int) bool {
 	return true
 }
 
-// stmtGroup gathers a group's statements.
-type stmtGroup struct {
+// idGroup gathers a group's statements.
+type idGroup struct {
 	stmts []idStmt
 	held  map[string]bool
 }
 
 // add takes s into the group unless the group already holds its document.
-func (g *stmtGroup) add(s idStmt) bool {
+func (g *idGroup) add(s idStmt) bool {
 	s.idEnc = keyenc.AppendValue(nil, s.id)
 	if g.held == nil {
 		g.held = map[string]bool{}
@@ -97,7 +249,7 @@ func (g *stmtGroup) add(s idStmt) bool {
 // run commits the group's statements, the first of which is the command's
 // statement first, in order: it returns how many it got through and the
 // error of the statement after them (errAlone: that one runs alone).
-func (g *stmtGroup) run(h *Handler, c *docstore.Collection, opt docstore.WriteOptions, rt *retryTxn, first int) (int, error) {
+func (g *idGroup) run(h *Handler, c *docstore.Collection, opt docstore.WriteOptions, rt *session.Txn, first int) (int, error) {
 	n := len(g.stmts)
 	ids := make([]any, n)
 	wrote := make([]bool, n)
@@ -108,7 +260,7 @@ func (g *stmtGroup) run(h *Handler, c *docstore.Collection, opt docstore.WriteOp
 	for k, s := range g.stmts {
 		ids[k] = s.id
 		if rt != nil {
-			record := rt.options(docstore.WriteOptions{}, first+k, s.record).Extra
+			record := rt.Record(first+k, s.record)
 			extras[k] = func(b storage.Batch) error {
 				if !wrote[k] {
 					return nil // unchanged, as alone: nothing to record
@@ -125,111 +277,50 @@ func (g *stmtGroup) run(h *Handler, c *docstore.Collection, opt docstore.WriteOp
 	})
 }
 
-// statementSteps are how a write command answers a statement: from a
-// retry's record (prior), in a group with those after it (group), or
-// alone.
-type statementSteps struct {
-	prior func(i int, rec bson.D)
-	group func(i int) (groupEnd, error)
-	alone func(i int) (stop bool, err error)
-}
-
-// groupEnd is how a group from statement i ended: it took taken
-// statements; alone says the one after them runs alone; stop that an
-// ordered command stops.
-type groupEnd struct {
-	taken       int
-	alone, stop bool
-}
-
-// writeStatements runs a write command's n statements in order; an
-// error ends the command.
-func writeStatements(n int, rt *retryTxn, steps statementSteps) error {
-	for i := 0; i < n; {
-		if rec, done, err := rt.prior(i); err != nil || done {
-			if err != nil {
-				return err
-			}
-			steps.prior(i, rec)
-			i++
-			continue
-		}
-		end, err := steps.group(i)
-		if err != nil || end.stop {
-			return err
-		}
-		if i += end.taken; end.taken > 0 && !end.alone {
-			continue
-		}
-		if stop, err := steps.alone(i); err != nil || stop {
-			return err
-		}
-		i++
-	}
-	return nil
-}
-
-// statementFailed records statement i's failure, err (nil: it did not
-// fail): whether an ordered command stops, or an error that ends it.
-func statementFailed(a writeArgs, res *writeResult, i int, err error) (stop bool, cmdErr error) {
-	switch {
-	case err == nil:
-		return false, nil
-	case failsBatch(err):
-		return true, clientError(err)
-	}
-	res.fail(i, err)
-	return a.ordered, nil
-}
-
-// commitGroup commits, from statement i on, the statements gather takes
-// into g (none when statement i is not of the shape), and counts the
-// first done of them with count. Neither function outlives the call, so
-// a command's result stays on its stack.
-func (h *Handler) commitGroup(r *request, a writeArgs, stmts []bson.D, i int, res *writeResult, rt *retryTxn, gather func(g *stmtGroup), count func(done int)) (groupEnd, error) {
-	if !byIDShape(stmts, i) || rt.retry() {
-		return groupEnd{}, nil
+// byIDGroup is the group of the statements gather takes, the first of
+// them the write's statement first, in a.coll; nil when none can join
+// one. A retry looks each statement up and runs it alone, and a
+// collection that does not exist has no document to name.
+func (h *Handler) byIDGroup(r *request, a writeArgs, rt *session.Txn, first int, gather func(g *idGroup), done func(k int)) *stmtGroup {
+	if rt.Retry() {
+		return nil
 	}
 	c := h.deps.Store.Collection(r.db, a.coll)
 	if c == nil {
-		return groupEnd{}, nil
+		return nil
 	}
-	var g stmtGroup
+	var g idGroup
 	gather(&g)
 	if len(g.stmts) == 0 {
-		return groupEnd{}, nil
+		return nil
 	}
-	if err := checkInterrupt(r.ctx); err != nil {
-		return groupEnd{}, err
-	}
-	done, err := g.run(h, c, a.opt, rt, i)
-	count(done)
-	if err == nil {
-		return groupEnd{taken: done}, nil
-	}
-	if errors.Is(err, errAlone) {
-		return groupEnd{taken: done, alone: true}, nil
-	}
-	stop, cmdErr := statementFailed(a, res, i+done, err)
-	return groupEnd{taken: done + 1, stop: stop}, cmdErr
+	return &stmtGroup{done: done, commit: func() ([]error, int) {
+		errs := make([]error, len(g.stmts))
+		n, err := g.run(h, c, a.opt, rt, first)
+		if err == nil {
+			return errs, n
+		}
+		errs[n] = err
+		return errs, n + 1
+	}}
 }
 
-// updateGroup commits, from statement i on, the update statements that
-// name one document by _id, in a group.
-func (h *Handler) updateGroup(r *request, a writeArgs, lv *letScope, stmts []bson.D, i int, res *writeResult, rt *retryTxn) (groupEnd, error) {
+// updateGroup groups the update statements from the first of stmts on,
+// the write's statement first, that name one document by _id; answer
+// gets each committed statement's effect.
+func (h *Handler) updateGroup(r *request, a writeArgs, lv *letScope, stmts []bson.D, first int, rt *session.Txn, answer func(k int, e *updateEffect)) *stmtGroup {
+	if !byIDShape(stmts, 0) {
+		return nil
+	}
 	var effects []*updateEffect
-	return h.commitGroup(r, a, stmts, i, res, rt,
-		func(g *stmtGroup) { effects = h.gatherUpdates(r, a, lv, stmts[i:], g) },
-		func(done int) {
-			for k, e := range effects[:done] {
-				e.count(i+k, res)
-			}
-		})
+	return h.byIDGroup(r, a, rt, first,
+		func(g *idGroup) { effects = h.gatherUpdates(r, a, lv, stmts, g) },
+		func(k int) { answer(k, effects[k]) })
 }
 
 // gatherUpdates takes into g the update statements from the first of
 // stmts on that can join it, and returns their effects.
-func (h *Handler) gatherUpdates(r *request, a writeArgs, lv *letScope, stmts []bson.D, g *stmtGroup) []*updateEffect {
+func (h *Handler) gatherUpdates(r *request, a writeArgs, lv *letScope, stmts []bson.D, g *idGroup) []*updateEffect {
 	var effects []*updateEffect
 	for _, s := range stmts {
 		st, id, ok := h.groupableUpdate(r, a, lv, s)
@@ -312,21 +403,21 @@ func (e *updateEffect) count(i int, res *writeResult) {
 	res.nModified += b2i(e.modified)
 }
 
-// deleteGroup is updateGroup for a delete command's statements.
-func (h *Handler) deleteGroup(r *request, a writeArgs, lv *letScope, stmts []bson.D, i int, res *writeResult, rt *retryTxn) (groupEnd, error) {
+// deleteGroup is updateGroup for delete statements; answer gets
+// whether each committed statement removed its document.
+func (h *Handler) deleteGroup(r *request, a writeArgs, lv *letScope, stmts []bson.D, first int, rt *session.Txn, answer func(k int, removed bool)) *stmtGroup {
+	if !byIDShape(stmts, 0) {
+		return nil
+	}
 	var removed *[]bool
-	return h.commitGroup(r, a, stmts, i, res, rt,
-		func(g *stmtGroup) { removed = h.gatherDeletes(r, a, lv, stmts[i:], g) },
-		func(done int) {
-			for _, gone := range (*removed)[:done] {
-				res.n += b2i(gone)
-			}
-		})
+	return h.byIDGroup(r, a, rt, first,
+		func(g *idGroup) { removed = h.gatherDeletes(r, a, lv, stmts, g) },
+		func(k int) { answer(k, (*removed)[k]) })
 }
 
 // gatherDeletes takes into g the delete statements from the first of
 // stmts on that can join it; the result says which removed a document.
-func (h *Handler) gatherDeletes(r *request, a writeArgs, lv *letScope, stmts []bson.D, g *stmtGroup) *[]bool {
+func (h *Handler) gatherDeletes(r *request, a writeArgs, lv *letScope, stmts []bson.D, g *idGroup) *[]bool {
 	removed := new([]bool)
 	for _, s := range stmts {
 		f, id, ok := h.groupableDelete(r, a, lv, s)

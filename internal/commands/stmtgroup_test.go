@@ -10,20 +10,85 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 )
 
-// TestGroupedStatementsAnswerAsOneByOne: a command whose statements
-// commit in groups answers, and leaves the collection, exactly as the same
-// statements sent one command each: numbers that are one _id, a collation
-// that folds a string _id, upserts (one whose document has another _id),
-// failures, a statement that changes nothing, and statements of other
-// shapes between them; ordered and not.
-func TestGroupedStatementsAnswerAsOneByOne(t *testing.T) {
-	coll := bson.D{{Key: "locale", Value: "en"}, {Key: "strength", Value: 2}}
+// TestEveryStatementWriteAnswersAsOneByOne: every retryable write
+// command of several statements goes through the statement runner, and
+// answers, and leaves the collection, exactly as the same statements sent
+// one command each: inserts across more than one group with duplicate and
+// invalid documents; updates and deletes by _id (numbers that are one
+// _id, a collation that folds a string _id, upserts, one whose document
+// has another _id, failures, a statement that changes nothing) with
+// statements of other shapes between them; and a bulkWrite of them all
+// with a namespace that fails; ordered and not. A retryable write command
+// without a row fails.
+func TestEveryStatementWriteAnswersAsOneByOne(t *testing.T) {
+	rows := map[string]func(t *testing.T, grouped, alone *Handler, ordered bool){
+		"insert": func(t *testing.T, grouped, alone *Handler, ordered bool) {
+			got := compareWrites(t, grouped, alone, "insert", "documents", insertStatements(), ordered)
+			want := "{70 0 [] [11:11000 42:11000 69:52]}"
+			if ordered {
+				want = "{11 0 [] [11:11000]}"
+			}
+			if s := fmt.Sprint(writeSummary{n: got.n, errors: codesOnly(got.errors)}); s != want {
+				t.Fatalf("inserted and failed: %s, want %s", s, want)
+			}
+		},
+		"update": func(t *testing.T, grouped, alone *Handler, ordered bool) {
+			compareWrites(t, grouped, alone, "update", "updates", updateStatements(), ordered)
+		},
+		"delete": func(t *testing.T, grouped, alone *Handler, ordered bool) {
+			compareWrites(t, grouped, alone, "delete", "deletes", deleteStatements(), ordered)
+		},
+		"bulkWrite": compareBulkWrites,
+	}
+	// findAndModify writes one document: it has no statements to group.
+	oneStatement := map[string]bool{"findAndModify": true}
+	for _, name := range RetryableWrites() {
+		if _, ok := rows[name]; !ok && !oneStatement[name] {
+			t.Errorf("retryable write %s has no row", name)
+		}
+	}
+	for name, row := range rows {
+		for _, ordered := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/ordered=%v", name, ordered), func(t *testing.T) {
+				grouped, alone := groupTestHandler(t), groupTestHandler(t)
+				row(t, grouped, alone, ordered)
+				if g, a := allDocs(t, grouped), allDocs(t, alone); g != a {
+					t.Fatalf("documents differ:\ngrouped %s\nalone   %s", g, a)
+				}
+			})
+		}
+	}
+}
+
+var groupColl = bson.D{{Key: "locale", Value: "en"}, {Key: "strength", Value: 2}}
+
+// insertStatements are 70 new documents, more than one group, between
+// which one repeats an _id of the batch, one an _id of the collection,
+// and one has an _id no document may have.
+func insertStatements() []bson.D {
+	var docs []bson.D
+	for i := range 70 {
+		docs = append(docs, bson.D{{Key: "_id", Value: 200 + i}, {Key: "n", Value: i}})
+		switch i {
+		case 10:
+			docs = append(docs, bson.D{{Key: "_id", Value: 205}})
+		case 40:
+			docs = append(docs, bson.D{{Key: "_id", Value: 3}})
+		case 66:
+			docs = append(docs, bson.D{{Key: "_id", Value: bson.D{{Key: "$x", Value: 1}}}})
+		}
+	}
+	return docs
+}
+
+func updateStatements() []bson.D {
+	coll := groupColl
 	set := func(k string, v any) bson.D { return bson.D{{Key: "$set", Value: bson.D{{Key: k, Value: v}}}} }
 	upd := func(q, u bson.D, extra ...bson.E) bson.D {
 		return append(bson.D{{Key: "q", Value: q}, {Key: "u", Value: u}}, extra...)
 	}
 	id := func(v any) bson.D { return bson.D{{Key: "_id", Value: v}} }
-	updates := []bson.D{
+	return []bson.D{
 		upd(id(1), bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}),
 		upd(id(1.0), bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}),
 		upd(id(int64(2)), set("x", 1)),
@@ -42,23 +107,18 @@ func TestGroupedStatementsAnswerAsOneByOne(t *testing.T) {
 		upd(id(8), bson.D{{Key: "m", Value: 1}}),
 		upd(id(9), set("n", -9)),
 	}
-	deletes := []bson.D{
+}
+
+func deleteStatements() []bson.D {
+	coll := groupColl
+	id := func(v any) bson.D { return bson.D{{Key: "_id", Value: v}} }
+	return []bson.D{
 		{{Key: "q", Value: id(10)}, {Key: "limit", Value: 1}},
 		{{Key: "q", Value: id(10.0)}, {Key: "limit", Value: 1}},
 		{{Key: "q", Value: id("b")}, {Key: "limit", Value: 1}, {Key: "collation", Value: coll}},
 		{{Key: "q", Value: id(30)}, {Key: "limit", Value: 1}},
 		{{Key: "q", Value: bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: bson.A{11, 12}}}}}}, {Key: "limit", Value: 1}},
 		{{Key: "q", Value: id(13)}, {Key: "limit", Value: 1}},
-	}
-	for _, ordered := range []bool{false, true} {
-		t.Run(fmt.Sprintf("ordered=%v", ordered), func(t *testing.T) {
-			grouped, alone := groupTestHandler(t), groupTestHandler(t)
-			compareWrites(t, grouped, alone, "update", "updates", updates, ordered)
-			compareWrites(t, grouped, alone, "delete", "deletes", deletes, ordered)
-			if g, a := allDocs(t, grouped), allDocs(t, alone); g != a {
-				t.Fatalf("documents differ:\ngrouped %s\nalone   %s", g, a)
-			}
-		})
 	}
 }
 
@@ -88,9 +148,9 @@ func groupTestHandler(t *testing.T) *Handler {
 }
 
 // compareWrites runs stmts as one command on grouped and one command each
-// on alone (stopping at the first failure when ordered), and compares the
-// two results.
-func compareWrites(t *testing.T, grouped, alone *Handler, name, field string, stmts []bson.D, ordered bool) {
+// on alone (stopping at the first failure when ordered), compares the
+// two results, and returns the first.
+func compareWrites(t *testing.T, grouped, alone *Handler, name, field string, stmts []bson.D, ordered bool) writeSummary {
 	t.Helper()
 	cmd := func(s bson.A) bson.D {
 		return asSent(t, bson.D{{Key: name, Value: "c"}, {Key: field, Value: s}, {Key: "ordered", Value: ordered}})
@@ -111,6 +171,17 @@ func compareWrites(t *testing.T, grouped, alone *Handler, name, field string, st
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("%s:\ngrouped %+v\nalone   %+v", name, got, want)
 	}
+	return got
+}
+
+// codesOnly is summary's errors without their messages: "index:code".
+func codesOnly(errs []string) []string {
+	out := make([]string, len(errs))
+	for i, e := range errs {
+		parts := strings.SplitN(e, ":", 3)
+		out[i] = parts[0] + ":" + parts[1]
+	}
+	return out
 }
 
 // writeSummary is a write reply's counts, upserts and errors, statement
@@ -180,16 +251,20 @@ func TestFailedStatementCountsNothing(t *testing.T) {
 	}
 }
 
-// TestGroupedBulkWriteAnswersAsOneByOne: a bulkWrite's runs of updates
-// and deletes by _id answer, op by op, as the same ops sent one bulkWrite
-// each, and leave the same documents.
-func TestGroupedBulkWriteAnswersAsOneByOne(t *testing.T) {
-	coll := bson.D{{Key: "locale", Value: "en"}, {Key: "strength", Value: 2}}
+// compareBulkWrites runs a bulkWrite of runs of updates, deletes and
+// inserts, some failing, some into a namespace that fails, as one
+// command on grouped and one command each on alone, and compares the
+// results op by op and the totals.
+func compareBulkWrites(t *testing.T, grouped, alone *Handler, ordered bool) {
+	coll := groupColl
 	update := func(id any, mods bson.D, extra ...bson.E) bson.D {
 		return append(bson.D{{Key: "update", Value: 0}, {Key: "filter", Value: bson.D{{Key: "_id", Value: id}}}, {Key: "updateMods", Value: mods}}, extra...)
 	}
 	remove := func(id any, extra ...bson.E) bson.D {
 		return append(bson.D{{Key: "delete", Value: 0}, {Key: "filter", Value: bson.D{{Key: "_id", Value: id}}}}, extra...)
+	}
+	insert := func(ns int, id any) bson.D {
+		return bson.D{{Key: "insert", Value: ns}, {Key: "document", Value: bson.D{{Key: "_id", Value: id}}}}
 	}
 	inc := func(v any) bson.D { return bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: v}}}} }
 	ops := []bson.D{
@@ -201,39 +276,33 @@ func TestGroupedBulkWriteAnswersAsOneByOne(t *testing.T) {
 		update(5, bson.D{{Key: "m", Value: 1}}), update(6, bson.D{{Key: "$set", Value: bson.D{{Key: "_id", Value: 7}}}}),
 		remove(10), remove(10.0), remove(11), remove(30), remove("b", bson.E{Key: "collation", Value: coll}), remove(12),
 		update(13, inc(1)), update(14, inc(1)),
+		insert(0, 300), insert(0, 300), insert(0, 1), insert(0, bson.D{{Key: "$x", Value: 1}}),
+		bson.D{{Key: "insert", Value: 0}}, insert(0, 301), insert(1, 302), insert(1, 303), insert(0, 304),
 	}
-	for _, ordered := range []bool{false, true} {
-		t.Run(fmt.Sprintf("ordered=%v", ordered), func(t *testing.T) {
-			grouped, alone := groupTestHandler(t), groupTestHandler(t)
-			bulk := func(h *Handler, ops bson.A) bson.D {
-				return mustCall(t, h, "admin", asSent(t, bson.D{{Key: "bulkWrite", Value: 1}, {Key: "ops", Value: ops},
-					{Key: "nsInfo", Value: bson.A{bson.D{{Key: "ns", Value: "test.c"}}}}, {Key: "ordered", Value: ordered}}))
-			}
-			var all bson.A
-			for _, op := range ops {
-				all = append(all, op)
-			}
-			reply := bulk(grouped, all)
-			got := append(bulkResults(t, reply, 0), fmt.Sprint(bulkTotalsOf(reply, nil)))
-			var want []string
-			var totals []int32
-			for i, op := range ops {
-				reply := bulk(alone, bson.A{op})
-				one := bulkResults(t, reply, i)
-				want = append(want, one...)
-				totals = bulkTotalsOf(reply, totals)
-				if ordered && strings.Contains(one[0], "ok:0") {
-					break
-				}
-			}
-			want = append(want, fmt.Sprint(totals))
-			if fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Fatalf("results:\ngrouped %v\nalone   %v", got, want)
-			}
-			if g, a := allDocs(t, grouped), allDocs(t, alone); g != a {
-				t.Fatalf("documents differ:\ngrouped %s\nalone   %s", g, a)
-			}
-		})
+	bulk := func(h *Handler, ops bson.A) bson.D {
+		return mustCall(t, h, "admin", asSent(t, bson.D{{Key: "bulkWrite", Value: 1}, {Key: "ops", Value: ops},
+			{Key: "nsInfo", Value: bson.A{bson.D{{Key: "ns", Value: "test.c"}}, bson.D{{Key: "ns", Value: "test"}}}}, {Key: "ordered", Value: ordered}}))
+	}
+	var all bson.A
+	for _, op := range ops {
+		all = append(all, op)
+	}
+	reply := bulk(grouped, all)
+	got := append(bulkResults(t, reply, 0), fmt.Sprint(bulkTotalsOf(reply, nil)))
+	var want []string
+	var totals []int32
+	for i, op := range ops {
+		reply := bulk(alone, bson.A{op})
+		one := bulkResults(t, reply, i)
+		want = append(want, one...)
+		totals = bulkTotalsOf(reply, totals)
+		if ordered && strings.Contains(one[0], "ok:0") {
+			break
+		}
+	}
+	want = append(want, fmt.Sprint(totals))
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("results:\ngrouped %v\nalone   %v", got, want)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/expr"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
+	"github.com/mayflydb/mayfly/internal/session"
 	"github.com/mayflydb/mayfly/internal/update"
 )
 
@@ -230,7 +231,8 @@ func cmdUpdate(h *Handler, r *request) (bson.D, error) {
 	if err := h.refuseView(r.db, a.coll); err != nil {
 		return nil, err
 	}
-	if a.opt.Validate, err = h.commandValidator(r, a.coll); err != nil {
+	bypass, err := bypassArg(r)
+	if err != nil {
 		return nil, err
 	}
 	lv, err := h.parseLet(r)
@@ -242,28 +244,27 @@ func cmdUpdate(h *Handler, r *request) (bson.D, error) {
 		return nil, err
 	}
 	res := writeResult{withModified: true}
-	err = writeStatements(len(stmts), rt, statementSteps{
-		prior: res.addPrior,
-		group: func(i int) (groupEnd, error) {
-			if sortWithMulti(stmts[i]) {
-				// mongod checks this outside the statement's error
-				// handling: the whole command fails.
-				return groupEnd{}, mongoerr.New(mongoerr.FailedToParse, "Cannot specify sort with multi=true")
-			}
-			return h.updateGroup(r, a, lv, stmts, i, &res, rt)
-		},
-		alone: func(i int) (bool, error) {
-			return statementFailed(a, &res, i, h.updateStatement(r, a, lv, i, stmts[i], &res, rt))
-		},
-	})
-	if err != nil {
+	run := h.commandRunner(r, &a, rt, bypass, &res)
+	run.prior = res.addPrior
+	run.gather = func(i int) (*stmtGroup, error) {
+		if sortWithMulti(stmts[i]) {
+			// mongod checks this outside the statement's error
+			// handling: the whole command fails.
+			return nil, mongoerr.New(mongoerr.FailedToParse, "Cannot specify sort with multi=true")
+		}
+		return h.updateGroup(r, a, lv, stmts[i:], i, rt, func(k int, e *updateEffect) { e.count(i+k, &res) }), nil
+	}
+	run.alone = func(i int) (bool, error) {
+		return run.failed(i, h.updateStatement(r, a, lv, i, stmts[i], &res, rt))
+	}
+	if err := run.run(len(stmts)); err != nil {
 		return nil, err
 	}
 	reply, err := h.finishWrite(a, &res)
-	return rt.reply(reply), err
+	return withRetried(rt, reply), err
 }
 
-func (h *Handler) updateStatement(r *request, a writeArgs, lv *letScope, i int, s bson.D, res *writeResult, rt *retryTxn) error {
+func (h *Handler) updateStatement(r *request, a writeArgs, lv *letScope, i int, s bson.D, res *writeResult, rt *session.Txn) error {
 	if err := checkInterrupt(r.ctx); err != nil {
 		return err
 	}
@@ -274,7 +275,7 @@ func (h *Handler) updateStatement(r *request, a writeArgs, lv *letScope, i int, 
 	if st.multi && rt != nil {
 		return refuseMulti(rt)
 	}
-	opt := rt.options(a.opt, i, func() bson.D { return bson.D{{Key: "n", Value: int32(1)}, {Key: "nModified", Value: int32(1)}} })
+	opt := recorded(rt, a.opt, i, func() bson.D { return bson.D{{Key: "n", Value: int32(1)}, {Key: "nModified", Value: int32(1)}} })
 	if c := h.deps.Store.Collection(r.db, a.coll); c != nil {
 		n, modified, err := h.applyUpdates(r, c, st, opt)
 		if err != nil {
@@ -290,7 +291,7 @@ func (h *Handler) updateStatement(r *request, a writeArgs, lv *letScope, i int, 
 		return nil
 	}
 	id, err := h.upsert(r.db, a.coll, st.filter, st.mod, func(id any) docstore.WriteOptions {
-		return rt.options(a.opt, i, func() bson.D { return bson.D{{Key: "n", Value: int32(1)}, {Key: "upserted", Value: id}} })
+		return recorded(rt, a.opt, i, func() bson.D { return bson.D{{Key: "n", Value: int32(1)}, {Key: "upserted", Value: id}} })
 	})
 	if err != nil {
 		return err

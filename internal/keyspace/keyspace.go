@@ -30,7 +30,9 @@ const (
 	// Raft holds the replica set's raft state and log (repl):
 	// 'r' 'h' | 'm' | 'a' | 'l' index(8) | 'i' | 'c' | 'x'.
 	Raft Tag = 'r'
-	// Session holds retryable-write records (commands):
+	// Session holds retryable-write records (session): a session's head,
+	// 's' len(id) id 0x00 → txnNumber(8) lastWrite(8) firstStmt(4) lastStmt(4),
+	// and its statements,
 	// 's' len(id) id 0x01 txnNumber(8) stmt(4) → the statement's result.
 	Session Tag = 's'
 	// Warned holds how far expiry warnings were sent (docstore):
@@ -71,7 +73,7 @@ func All() []Entry {
 		{Index, "docstore", "index entries"},
 		{NextID, "docstore", "next collection ID"},
 		{Raft, "repl", "raft state and log"},
-		{Session, "commands", "retryable-write records"},
+		{Session, "session", "retryable-write records"},
 		{Warned, "docstore", "expiry warnings sent"},
 		{Staged, "repl", "staged snapshot"},
 	}

@@ -58,7 +58,7 @@ func packageLayers() map[string]row {
 
 		"internal/docstore":     {layer: state},
 		"internal/changestream": {layer: state},
-		"internal/session":      {layer: state, planned: true},
+		"internal/session":      {layer: state},
 		"internal/cursor":       {layer: state},
 		"internal/activity":     {layer: state},
 
