@@ -7,6 +7,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/cursor"
+	"github.com/mayflydb/mayfly/internal/executor"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/oplog"
 	"github.com/mayflydb/mayfly/internal/query"
@@ -138,7 +139,7 @@ func (h *Handler) findLocal(r *request, a *findArgs) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := h.runAggregate(localRequest(r, a.coll, findStages(&stages, filter), a.batchSize, reverse), a.coll)
+	out, err := h.runAggregate(localRequest(r, a.coll, executor.FindStages(filter, stages.spec(nil)), a.batchSize, reverse), a.coll)
 	if err != nil {
 		return nil, err
 	}
