@@ -14,19 +14,26 @@ import (
 // The explains of update, delete and findAndModify: the executor plans
 // the scan, nothing is written, and the counters say what would be.
 
-func (h *Handler) explainUpdate(r *request, v executor.Verbosity) (*executor.Explained, error) {
-	a, stmts, err := parseWriteArgs(r, "updates")
+// parseExplainedWrite reads an explained update or delete: its one
+// statement (in field) and its let.
+func (h *Handler) parseExplainedWrite(r *request, field string) (writeArgs, bson.D, *letScope, error) {
+	a, stmts, err := parseWriteArgs(r, field)
 	if err != nil {
-		return nil, err
+		return a, nil, nil, err
 	}
 	if len(stmts) != 1 {
-		return nil, mongoerr.New(mongoerr.InvalidLength, "explained write batches must be of size 1")
+		return a, nil, nil, mongoerr.New(mongoerr.InvalidLength, "explained write batches must be of size 1")
 	}
 	lv, err := h.parseLet(r)
+	return a, stmts[0], lv, err
+}
+
+func (h *Handler) explainUpdate(r *request, v executor.Verbosity) (*executor.Explained, error) {
+	a, stmt, lv, err := h.parseExplainedWrite(r, "updates")
 	if err != nil {
 		return nil, err
 	}
-	st, err := parseUpdateStmt(stmts[0], lv, h.defaultCollation(r.db, a.coll))
+	st, err := parseUpdateStmt(stmt, lv, h.defaultCollation(r.db, a.coll))
 	if err != nil {
 		return nil, err
 	}
@@ -80,18 +87,11 @@ func (h *Handler) dryRunUpdate(r *request, ex *executor.Plan, st *updateStmt, so
 }
 
 func (h *Handler) explainDelete(r *request, v executor.Verbosity) (*executor.Explained, error) {
-	a, stmts, err := parseWriteArgs(r, "deletes")
+	a, stmt, lv, err := h.parseExplainedWrite(r, "deletes")
 	if err != nil {
 		return nil, err
 	}
-	if len(stmts) != 1 {
-		return nil, mongoerr.New(mongoerr.InvalidLength, "explained write batches must be of size 1")
-	}
-	lv, err := h.parseLet(r)
-	if err != nil {
-		return nil, err
-	}
-	f, limit, hint, err := parseDeleteStmt(stmts[0], lv, h.defaultCollation(r.db, a.coll))
+	f, limit, hint, err := parseDeleteStmt(stmt, lv, h.defaultCollation(r.db, a.coll))
 	if err != nil {
 		return nil, err
 	}
