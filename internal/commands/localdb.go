@@ -146,9 +146,7 @@ func (h *Handler) countLocal(r *request, name string, q bson.D) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer out.Close()
-	n := int64(0)
-	return n, eachResult(r, out, func(bson.D) error { n++; return nil })
+	return countResults(r, out)
 }
 
 // localInfo is a local view's listCollections entry: the oplog as mongod

@@ -196,26 +196,8 @@ func (h *Handler) findOnView(r *request, a *findArgs, v *executor.View) (bson.D,
 	return h.readView(r, a.coll, v, executor.FindStages(filter, a.spec(nil)), a.batchSize, a.singleBatch)
 }
 
-// countOnView counts what a view yields after the query.
-func (h *Handler) countOnView(r *request, v *executor.View, q bson.D) (int64, error) {
-	if err := viewReadOptions(r, v); err != nil {
-		return 0, err
-	}
-	extra := bson.A{}
-	if len(q) > 0 {
-		extra = append(extra, bson.D{{Key: "$match", Value: q}})
-	}
-	out, err := h.runAggregate(viewRequest(r, v, extra, 0), v.Base)
-	if err != nil {
-		return 0, err
-	}
-	defer out.Close()
-	n := int64(0)
-	return n, eachResult(r, out, func(bson.D) error { n++; return nil })
-}
-
-// distinctOnView collects a key's distinct values over a view.
-func (h *Handler) distinctOnView(r *request, v *executor.View, key string, q bson.D) (bson.A, error) {
+// viewMatching runs the view v's pipeline, then a $match of q.
+func (h *Handler) viewMatching(r *request, v *executor.View, q bson.D) (aggregate.Iterator, error) {
 	if err := viewReadOptions(r, v); err != nil {
 		return nil, err
 	}
@@ -223,7 +205,29 @@ func (h *Handler) distinctOnView(r *request, v *executor.View, key string, q bso
 	if len(q) > 0 {
 		extra = append(extra, bson.D{{Key: "$match", Value: q}})
 	}
-	out, err := h.runAggregate(viewRequest(r, v, extra, 0), v.Base)
+	return h.runAggregate(viewRequest(r, v, extra, 0), v.Base)
+}
+
+// countOnView counts what a view yields after the query.
+func (h *Handler) countOnView(r *request, v *executor.View, q bson.D) (int64, error) {
+	out, err := h.viewMatching(r, v, q)
+	if err != nil {
+		return 0, err
+	}
+	return countResults(r, out)
+}
+
+// countResults counts what out yields, and closes it.
+func countResults(r *request, out aggregate.Iterator) (int64, error) {
+	defer out.Close()
+	n := int64(0)
+	err := eachResult(r, out, func(bson.D) error { n++; return nil })
+	return n, err
+}
+
+// distinctOnView collects a key's distinct values over a view.
+func (h *Handler) distinctOnView(r *request, v *executor.View, key string, q bson.D) (bson.A, error) {
+	out, err := h.viewMatching(r, v, q)
 	if err != nil {
 		return nil, err
 	}
