@@ -39,10 +39,6 @@ func countLimit(r *request) (int64, error) {
 	return n, err
 }
 
-func (h *Handler) countDocs(r *request, coll string, q bson.D, hint any, cn *collation.Collation) (int64, error) {
-	return h.executor().Count(h.readOp(r, coll), h.deps.Store.Collection(r.db, coll), q, hint, cn)
-}
-
 func cmdDistinct(h *Handler, r *request) (bson.D, error) {
 	name, err := collectionArg(r)
 	if err != nil {
@@ -75,15 +71,11 @@ func cmdDistinct(h *Handler, r *request) (bson.D, error) {
 		values, err := h.distinctOnView(r, v, key, q)
 		return bson.D{{Key: "values", Value: values}}, err
 	}
-	values, err := h.distinctValues(r, name, key, q, hint, coll)
+	values, err := h.executor().Distinct(h.readOp(r, name), h.deps.Store.Collection(r.db, name), key, q, hint, coll)
 	if err != nil {
 		return nil, err
 	}
 	return bson.D{{Key: "values", Value: values}}, nil
-}
-
-func (h *Handler) distinctValues(r *request, coll, key string, q bson.D, hint any, cn *collation.Collation) (bson.A, error) {
-	return h.executor().Distinct(h.readOp(r, coll), h.deps.Store.Collection(r.db, coll), key, q, hint, cn)
 }
 
 // countMaybeView counts a collection's or a view's matching documents.
@@ -96,7 +88,7 @@ func (h *Handler) countMaybeView(r *request, name string, q bson.D, hint any, cn
 		if err != nil {
 			return 0, err
 		}
-		return h.countDocs(r, name, q, hint, cn)
+		return h.executor().Count(h.readOp(r, name), h.deps.Store.Collection(r.db, name), q, hint, cn)
 	}
 	return h.countOnView(r, v, q)
 }
