@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -121,7 +122,7 @@ func TestPlanFindLaysOutStagesAndRuns(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := stageNames(p.Explained("db."+tc.coll, false)); !equal(got, tc.stages) {
+			if got := stageNames(p.Explained("db."+tc.coll, false)); !slices.Equal(got, tc.stages) {
 				t.Fatalf("stages %v, want %v", got, tc.stages)
 			}
 			run, err := p.RunFind()
@@ -129,7 +130,7 @@ func TestPlanFindLaysOutStagesAndRuns(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer run.Close()
-			if got := ids(t, run); !equal(got, tc.want) {
+			if got := ids(t, run); !slices.Equal(got, tc.want) {
 				t.Fatalf("returned %v, want %v", got, tc.want)
 			}
 		})
@@ -154,18 +155,6 @@ func ids(t *testing.T, src interface {
 	}
 	t.Fatal("source does not end")
 	return nil
-}
-
-func equal[T comparable](a, b []T) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestCountAndDistinct: counts with and without a query, and distinct
