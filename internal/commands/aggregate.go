@@ -9,6 +9,8 @@ import (
 	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/executor"
+	"github.com/mayflydb/mayfly/internal/expr"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
@@ -112,21 +114,40 @@ func (h *Handler) aggregateInput(r *request, coll string, p *aggregate.Pipeline)
 	if h.localView(r.db, coll) {
 		return h.localSource(r, coll), p, nil
 	}
-	ex, provided, err := h.planAggregate(r, h.deps.Store.Collection(r.db, coll), p)
+	ex, p, err := h.planAggregate(r, coll, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	src := ex.Start()
+	r.track(ex.Scan())
+	if r.refreshReads {
+		// The scan yields what the leading $match passes on.
+		src = h.refreshing(ex.Collection(), src)
+	}
+	return src, p, nil
+}
+
+// planAggregate plans the scan under the pipeline p of the aggregate r
+// on coll, leaving out of p a leading $sort the index provides.
+func (h *Handler) planAggregate(r *request, coll string, p *aggregate.Pipeline) (*executor.Plan, *aggregate.Pipeline, error) {
+	cn, err := h.requestCollation(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	hint, _ := bsonutil.Field(r.body, "hint")
+	c := h.deps.Store.Collection(r.db, coll)
+	ex, provided, err := h.executor().PlanAggregate(h.readOp(r, coll), c, p, cn, hint)
 	if err != nil {
 		return nil, nil, err
 	}
 	if provided {
-		p = p.WithoutStage(leadingSortIndex(stagesOf(r)))
+		p = p.WithoutStage(executor.LeadingSortIndex(stagesOf(r)))
 	}
-	src := ex.start()
-	r.track(ex.scan)
-	if r.refreshReads {
-		// The scan yields what the leading $match passes on.
-		src = h.refreshing(ex.c, src)
-	}
-	return src, p, nil
+	return ex, p, nil
 }
+
+// firstKey is a stage's name.
+func firstKey(stage any) string { return executor.FirstKey(stage) }
 
 // aggEnv gives a pipeline access to its database. It is held by the
 // pipeline, and so by a cursor made from it, for the cursor's life: it
@@ -151,6 +172,10 @@ func (e *aggEnv) Collection(name string) (aggregate.Iterator, error) {
 }
 
 func (e *aggEnv) Now() time.Time { return e.h.deps.Clock.Now() }
+
+// Guard lets the pipeline's expressions stop when the command's context
+// ends (maxTimeMS, killOp, the client leaving).
+func (e *aggEnv) Guard() *expr.Guard { return newGuard(e.ctx) }
 
 func (e *aggEnv) CollStats(spec bson.D) (bson.D, error) {
 	if !e.h.localView(e.db, e.coll) && e.h.deps.Store.Collection(e.db, e.coll) == nil {

@@ -4,7 +4,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
-	"github.com/mayflydb/mayfly/internal/expr"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
@@ -41,7 +40,3 @@ func checkPipelineArg(r *request, collectionless bool) error {
 	}
 	return nil
 }
-
-// Guard lets the pipeline's expressions stop when the command's context
-// ends (maxTimeMS, killOp, the client leaving).
-func (e *aggEnv) Guard() *expr.Guard { return newGuard(e.ctx) }

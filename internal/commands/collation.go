@@ -6,6 +6,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/executor"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
 )
@@ -18,12 +19,7 @@ func parseCollation(d bson.D) (*collation.Collation, error) {
 }
 
 // collator is c as the query layer takes it (a nil interface for none).
-func collator(c *collation.Collation) query.Collator {
-	if c == nil {
-		return nil
-	}
-	return c
-}
+func collator(c *collation.Collation) query.Collator { return executor.Collator(c) }
 
 // collatedSort is s comparing strings under c.
 func collatedSort(s *query.Sort, c *collation.Collation) *query.Sort {
@@ -40,7 +36,7 @@ func commandFilter(d bson.D, let *letScope, c *collation.Collation) (*query.Filt
 	if let != nil {
 		vars = let.vars
 	}
-	return query.NewFilterWith(d, query.FilterOptions{Vars: vars, Collation: collator(c)})
+	return executor.Filter(d, vars, c)
 }
 
 // A collection or view may have a default collation (create's collation

@@ -1,48 +1,26 @@
 package commands
 
 import (
-	"sort"
-
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/collation"
+	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
-	"github.com/mayflydb/mayfly/internal/query"
 )
 
 func cmdCount(h *Handler, r *request) (bson.D, error) {
-	name, err := collectionArg(r)
+	a, err := parseCountArgs(h, r)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkFields(r, "query", "limit", "skip", "hint", "collation", "fields", "readConcern"); err != nil {
-		return nil, err
-	}
-	coll, err := h.requestCollation(r)
+	n, err := h.countMaybeView(r, a.coll, a.query, a.hint, a.collation)
 	if err != nil {
 		return nil, err
 	}
-	q, err := optDoc(r, "query")
-	if err != nil {
-		return nil, err
-	}
-	skip, err := optInt(r, "skip", 0)
-	if err != nil {
-		return nil, err
-	}
-	limit, err := countLimit(r)
-	if err != nil {
-		return nil, err
-	}
-	hint, _ := bsonutil.Field(r.body, "hint")
-	n, err := h.countMaybeView(r, name, q, hint, coll)
-	if err != nil {
-		return nil, err
-	}
-	n = max(n-skip, 0)
-	if limit > 0 && n > limit {
-		n = limit
+	n = max(n-a.skip, 0)
+	if a.limit > 0 && n > a.limit {
+		n = a.limit
 	}
 	return bson.D{{Key: "n", Value: int32(n)}}, nil
 }
@@ -59,40 +37,6 @@ func countLimit(r *request) (int64, error) {
 		n = -n
 	}
 	return n, err
-}
-
-func (h *Handler) countDocs(r *request, coll string, q bson.D, hint any, cn *collation.Collation) (int64, error) {
-	c := h.deps.Store.Collection(r.db, coll)
-	if c == nil {
-		return 0, nil
-	}
-	if len(q) == 0 && hint == nil && !(h.deps.Store.ExactExpiry() && c.HasTTL()) {
-		return c.Count(), nil
-	}
-	f, err := commandFilter(q, nil, cn)
-	if err != nil {
-		return 0, err
-	}
-	f = f.Guarded(newGuard(r.ctx))
-	plan, err := c.PlanQuery(f, hint)
-	if err != nil {
-		return 0, err
-	}
-	it := c.Scan(plan, f).WithContext(r.ctx)
-	defer it.Close()
-	var n int64
-	for {
-		if n%1024 == 0 {
-			if err := checkInterrupt(r.ctx); err != nil {
-				return 0, err
-			}
-		}
-		_, ok, err := it.Next()
-		if err != nil || !ok {
-			return n, err
-		}
-		n++
-	}
 }
 
 func cmdDistinct(h *Handler, r *request) (bson.D, error) {
@@ -127,81 +71,11 @@ func cmdDistinct(h *Handler, r *request) (bson.D, error) {
 		values, err := h.distinctOnView(r, v, key, q)
 		return bson.D{{Key: "values", Value: values}}, err
 	}
-	values, err := h.distinctValues(r, name, key, q, hint, coll)
+	values, err := h.executor().Distinct(h.readOp(r, name), h.deps.Store.Collection(r.db, name), key, q, hint, coll)
 	if err != nil {
 		return nil, err
 	}
 	return bson.D{{Key: "values", Value: values}}, nil
-}
-
-func (h *Handler) distinctValues(r *request, coll, key string, q bson.D, hint any, cn *collation.Collation) (bson.A, error) {
-	c := h.deps.Store.Collection(r.db, coll)
-	if c == nil {
-		return bson.A{}, nil
-	}
-	f, err := commandFilter(q, nil, cn)
-	if err != nil {
-		return nil, err
-	}
-	f = f.Guarded(newGuard(r.ctx))
-	plan, err := c.PlanQuery(f, hint)
-	if err != nil {
-		return nil, err
-	}
-	it := c.Scan(plan, f).WithContext(r.ctx)
-	defer it.Close()
-	var vals []any
-	for {
-		d, ok, err := it.Next()
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			break
-		}
-		vals = append(vals, distinctOf(d, key)...)
-	}
-	return dedupeSorted(vals, collator(cn)), nil
-}
-
-// distinctOf returns the values a document contributes: array elements
-// one by one, as MongoDB's distinct does.
-func distinctOf(d bson.D, key string) []any {
-	var out []any
-	for _, v := range bsonutil.PathValues(d, key) {
-		if a, ok := v.(bson.A); ok {
-			out = append(out, a...)
-			continue
-		}
-		out = append(out, v)
-	}
-	return out
-}
-
-// dedupeSorted sorts the values and keeps one of each, comparing them
-// under the collation when there is one (then the first seen stands for
-// the values equal to it).
-func dedupeSorted(vals []any, c query.Collator) bson.A {
-	keys := vals
-	if c != nil {
-		keys = make([]any, len(vals))
-		for i, v := range vals {
-			keys[i] = c.Value(v)
-		}
-	}
-	order := make([]int, len(vals))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(i, j int) bool { return bsonutil.Compare(keys[order[i]], keys[order[j]]) < 0 })
-	out := bson.A{}
-	for n, i := range order {
-		if n > 0 && bsonutil.Compare(keys[order[n-1]], keys[i]) == 0 {
-			continue
-		}
-		out = append(out, vals[i])
-	}
-	return out
 }
 
 // countMaybeView counts a collection's or a view's matching documents.
@@ -214,7 +88,50 @@ func (h *Handler) countMaybeView(r *request, name string, q bson.D, hint any, cn
 		if err != nil {
 			return 0, err
 		}
-		return h.countDocs(r, name, q, hint, cn)
+		return h.executor().Count(h.readOp(r, name), h.deps.Store.Collection(r.db, name), q, hint, cn)
 	}
 	return h.countOnView(r, v, q)
+}
+
+type countArgs struct {
+	coll        string
+	collation   *collation.Collation
+	query       bson.D
+	skip, limit int64
+	hint        any
+}
+
+func parseCountArgs(h *Handler, r *request) (*countArgs, error) {
+	a := &countArgs{}
+	var err error
+	if a.coll, err = collectionArg(r); err != nil {
+		return nil, err
+	}
+	if err = checkFields(r, "query", "limit", "skip", "hint", "collation", "fields", "readConcern"); err != nil {
+		return nil, err
+	}
+	if a.collation, err = h.requestCollation(r); err != nil {
+		return nil, err
+	}
+	if a.query, err = optDoc(r, "query"); err != nil {
+		return nil, err
+	}
+	if a.skip, err = optInt(r, "skip", 0); err != nil {
+		return nil, err
+	}
+	a.hint, _ = bsonutil.Field(r.body, "hint")
+	a.limit, err = countLimit(r)
+	return a, err
+}
+
+// counted are COUNT's own counters for n matching documents.
+func (a *countArgs) counted(n int64) bson.D {
+	counted := max(n-a.skip, 0)
+	if a.limit > 0 && counted > a.limit {
+		counted = a.limit
+	}
+	return bson.D{
+		{Key: "nCounted", Value: docstore.Num(counted)},
+		{Key: "nSkipped", Value: docstore.Num(min(n, a.skip))},
+	}
 }

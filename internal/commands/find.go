@@ -7,12 +7,10 @@ import (
 	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/executor"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
 )
-
-// sortMemoryLimit is MongoDB's internalQueryMaxBlockingSortMemoryUsageBytes.
-const sortMemoryLimit = 100 * 1024 * 1024
 
 type findArgs struct {
 	coll        string
@@ -166,17 +164,42 @@ func cmdFind(h *Handler, r *request) (bson.D, error) {
 }
 
 // findSource chains scan → sort (unless the index provides the order) →
-// skip → limit → projection; planFind (explain.go) lays the stages out.
+// skip → limit → projection, as executor.PlanFind lays the stages out.
 func (h *Handler) findSource(r *request, c *docstore.Collection, a *findArgs) (cursor.Source, error) {
-	ex, err := h.planFind(r, c, a)
+	ex, err := h.executor().PlanFind(h.readOp(r, a.coll), c, a.spec(c))
 	if err != nil {
 		return nil, err
 	}
-	src, err := ex.runFind(h, r, a.coll)
-	if err != nil || !a.showRecord || a.projection != nil {
-		return src, err // a projection appends $recordId itself
+	run, err := ex.RunFind()
+	if err != nil {
+		return nil, err
+	}
+	var src cursor.Source = run
+	if a.refresh && a.projection == nil {
+		// With a projection, the projection refreshes (spec).
+		src = &refreshSource{src: run, c: c}
+	}
+	if !a.showRecord || a.projection != nil {
+		return src, nil // a projection appends $recordId itself
 	}
 	return &recordIDSource{src: src}, nil
+}
+
+// spec is what the executor reads for the find a, over c. The projection
+// step refreshes each document whole before reshaping it when the
+// documents returned refresh their refreshOnRead dates.
+func (a *findArgs) spec(c *docstore.Collection) *executor.FindSpec {
+	s := &executor.FindSpec{
+		Filter: a.filter, Sort: a.sort, SortSpec: a.sortSpec, ProjSpec: a.projSpec,
+		Skip: a.skip, Limit: a.limit, Hint: a.hint, AllowDisk: a.allowDisk, Collation: a.collation,
+	}
+	if a.projection != nil {
+		s.Project = projector(a.projection, a.filter, a.showRecord)
+		if a.refresh {
+			s.Project = refreshThen(c, s.Project)
+		}
+	}
+	return s
 }
 
 // approxSize estimates a document's BSON size without encoding it.

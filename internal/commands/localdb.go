@@ -5,12 +5,11 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
-	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/cursor"
+	"github.com/mayflydb/mayfly/internal/executor"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/oplog"
 	"github.com/mayflydb/mayfly/internal/query"
-	"github.com/mayflydb/mayfly/internal/storage"
 )
 
 // A replica set member's local database shows the two collections mongod
@@ -45,69 +44,7 @@ func (h *Handler) localSource(r *request, coll string) aggregate.Iterator {
 	if naturalDirection(hint) < 0 {
 		return oplog.NewReverseCursor(h.deps.Changes.Reader)
 	}
-	return oplog.NewCursor(h.deps.Changes.Reader, oplogStart(stagesOf(r)))
-}
-
-// oplogStart is the timestamp a leading {$match: {ts: ...}} puts every
-// entry after: a tool reading the oplog from a point ($gt, $gte or
-// equality with a Timestamp, at the top or inside $and, as mongodump
-// asks) reads no more of the log than it needs.
-func oplogStart(stages bson.A) changestream.Timestamp {
-	var first bson.D
-	if len(stages) > 0 {
-		first, _ = stages[0].(bson.D)
-	}
-	if len(first) != 1 || first[0].Key != "$match" {
-		return changestream.Timestamp{}
-	}
-	match, _ := first[0].Value.(bson.D)
-	return matchStart(match)
-}
-
-// matchStart is the latest lower bound a filter sets on ts.
-func matchStart(match bson.D) changestream.Timestamp {
-	var from changestream.Timestamp
-	for _, e := range match {
-		switch e.Key {
-		case "ts":
-			from = later(from, tsStart(e.Value))
-		case "$and":
-			all, _ := e.Value.(bson.A)
-			for _, v := range all {
-				if d, ok := v.(bson.D); ok {
-					from = later(from, matchStart(d))
-				}
-			}
-		}
-	}
-	return from
-}
-
-// tsStart is the lower bound one condition on ts sets.
-func tsStart(cond any) changestream.Timestamp {
-	if ts, ok := cond.(bson.Timestamp); ok {
-		return justBefore(changestream.Timestamp{T: ts.T, I: ts.I}).TS
-	}
-	ops, _ := cond.(bson.D)
-	var from changestream.Timestamp
-	for _, op := range ops {
-		ts, ok := op.Value.(bson.Timestamp)
-		switch {
-		case !ok:
-		case op.Key == "$gt":
-			from = later(from, changestream.Timestamp{T: ts.T, I: ts.I})
-		case op.Key == "$gte":
-			from = later(from, justBefore(changestream.Timestamp{T: ts.T, I: ts.I}).TS)
-		}
-	}
-	return from
-}
-
-func later(a, b changestream.Timestamp) changestream.Timestamp {
-	if b.After(a) {
-		return b
-	}
-	return a
+	return oplog.NewCursor(h.deps.Changes.Reader, oplog.StartOf(stagesOf(r)))
 }
 
 // refuseLocalWrite refuses a write to a local view.
@@ -138,7 +75,7 @@ func (h *Handler) findLocal(r *request, a *findArgs) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := h.runAggregate(localRequest(r, a.coll, findStages(&stages, filter), a.batchSize, reverse), a.coll)
+	out, err := h.runAggregate(localRequest(r, a.coll, executor.FindStages(filter, stages.spec(nil)), a.batchSize, reverse), a.coll)
 	if err != nil {
 		return nil, err
 	}
@@ -209,9 +146,7 @@ func (h *Handler) countLocal(r *request, name string, q bson.D) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer out.Close()
-	n := int64(0)
-	return n, eachResult(r, out, func(bson.D) error { n++; return nil })
+	return countResults(r, out)
 }
 
 // localInfo is a local view's listCollections entry: the oplog as mongod
@@ -277,48 +212,18 @@ func (h *Handler) tailOplog(r *request, a *findArgs, filter bson.D, await bool) 
 	if a.coll != oplogColl {
 		return nil, mongoerr.Newf(mongoerr.BadValue, "error processing query: ns=%s.%s tailable cursor requested on non capped collection", r.db, a.coll)
 	}
-	var src cursor.Source = &oplogTail{log: h.deps.Changes.Reader, filter: a.filter, after: matchStart(filter), await: await}
+	var src cursor.Source = &oplogTail{Tail: oplog.NewTail(h.deps.Changes.Reader, a.filter, oplog.MatchStart(filter)), await: await}
 	if a.projection != nil {
 		src = &projectSource{src: src, f: projector(a.projection, a.filter, false)}
 	}
 	return h.requestCursorReply(r, r.db+"."+a.coll, src, a.batchSize, false)
 }
 
-// oplogTail is a tailable cursor's source on the oplog: at the log's end
-// it answers "nothing for now" and reads on from there the next time.
+// oplogTail is a tailable cursor's source on the oplog (oplog.Tail),
+// waiting at the log's end with awaitData.
 type oplogTail struct {
-	log    storage.Reader
-	filter *query.Filter
-	after  changestream.Timestamp // the last entry read
-	cur    *oplog.Cursor
-	await  bool
+	*oplog.Tail
+	await bool
 }
 
 func (s *oplogTail) awaits() bool { return s.await }
-
-func (s *oplogTail) Next() (bson.D, bool, error) {
-	for {
-		if s.cur == nil {
-			s.cur = oplog.NewCursor(s.log, s.after)
-		}
-		d, ok, err := s.cur.Next()
-		if err != nil || !ok {
-			s.cur = nil
-			return nil, false, err
-		}
-		if ts, isTS := lookupTS(d); isTS {
-			s.after = ts
-		}
-		if match, err := s.filter.MatchErr(d); err != nil || match {
-			return d, err == nil, err
-		}
-	}
-}
-
-func (s *oplogTail) Close() error { return nil }
-
-func lookupTS(entry bson.D) (changestream.Timestamp, bool) {
-	v, _ := bsonutil.Field(entry, "ts")
-	ts, ok := v.(bson.Timestamp)
-	return changestream.Timestamp{T: ts.T, I: ts.I}, ok
-}

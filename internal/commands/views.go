@@ -7,61 +7,27 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/catalog"
 	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/executor"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
-// Views are read-only collections defined by a pipeline over another
-// collection or view. A view is a catalog entry whose options hold viewOn
-// and pipeline; it stores no documents. Reads through it run the view's
-// pipeline (and those of the views it stands on) over the base
-// collection, followed by what the read asks for; writes are refused with
-// mongod's CommandNotSupportedOnView.
+// Views (executor/views.go) are read-only collections defined by a
+// pipeline over another collection or view. Reads through one run as an
+// aggregate over its base collection; writes are refused with mongod's
+// CommandNotSupportedOnView.
 
 // maxViewDepth is mongod's limit on views defined on views.
-const maxViewDepth = 20
+const maxViewDepth = executor.MaxViewDepth
 
-// view is a resolved view: the base collection and the whole pipeline.
-type view struct {
-	base     string
-	pipeline bson.A
-	// collation is the view's default collation spec, nil for simple.
-	collation bson.D
-}
+func isView(m *catalog.Collection) bool { return executor.IsView(m) }
 
-func isView(m *catalog.Collection) bool {
-	_, ok := bsonutil.Field(m.Options, "viewOn")
-	return ok
-}
+// viewCollation is a view's collation option, nil for none.
+func viewCollation(m *catalog.Collection) bson.D { return executor.ViewCollation(m) }
 
 // resolveView returns the view db.name stands for, nil for a collection
 // or nothing.
-func (h *Handler) resolveView(db, name string) (*view, error) {
-	var v *view
-	for depth := 0; ; depth++ {
-		c := h.deps.Store.Collection(db, name)
-		if c == nil || !isView(c.Meta()) {
-			return v, nil
-		}
-		if depth >= maxViewDepth {
-			return nil, mongoerr.Newf(mongoerr.ViewDepthLimitExceeded, "View depth too deep or view cycle detected; maximum depth is %d", maxViewDepth)
-		}
-		on, _ := bsonutil.Field(c.Meta().Options, "viewOn")
-		stages, _ := bsonutil.Field(c.Meta().Options, "pipeline")
-		a, _ := stages.(bson.A)
-		if v == nil {
-			v = &view{collation: viewCollation(c.Meta())}
-		}
-		v.pipeline = append(append(bson.A{}, a...), v.pipeline...)
-		name, _ = on.(string)
-		v.base = name
-	}
-}
-
-// viewCollation is a view's collation option, nil for none.
-func viewCollation(m *catalog.Collection) bson.D {
-	v, _ := bsonutil.Field(m.Options, "collation")
-	d, _ := v.(bson.D)
-	return d
+func (h *Handler) resolveView(db, name string) (*executor.View, error) {
+	return h.executor().ResolveView(db, name)
 }
 
 // refuseView answers a write to a view as mongod does.
@@ -143,16 +109,16 @@ func viewInfo(m *catalog.Collection) bson.D {
 
 // viewRequest is an aggregate over the view's base collection: the view's
 // pipeline, then extra.
-func viewRequest(r *request, v *view, extra bson.A, batchSize int64) *request {
+func viewRequest(r *request, v *executor.View, extra bson.A, batchSize int64) *request {
 	inner := *r
 	inner.name = "aggregate"
 	inner.body = bson.D{
-		{Key: "aggregate", Value: v.base},
-		{Key: "pipeline", Value: append(append(bson.A{}, v.pipeline...), extra...)},
+		{Key: "aggregate", Value: v.Base},
+		{Key: "pipeline", Value: append(append(bson.A{}, v.Pipeline...), extra...)},
 		{Key: "cursor", Value: bson.D{{Key: "batchSize", Value: batchSize}}},
 	}
 	// The view's collation, not the base collection's default, applies.
-	coll := v.collation
+	coll := v.Collation
 	if coll == nil {
 		coll = bson.D{{Key: "locale", Value: "simple"}}
 	}
@@ -167,12 +133,12 @@ func viewRequest(r *request, v *view, extra bson.A, batchSize int64) *request {
 
 // readView runs an aggregate over a view and replies with a cursor on
 // the view's namespace, as mongod does.
-func (h *Handler) readView(r *request, name string, v *view, extra bson.A, batchSize int64, singleBatch bool) (bson.D, error) {
+func (h *Handler) readView(r *request, name string, v *executor.View, extra bson.A, batchSize int64, singleBatch bool) (bson.D, error) {
 	if err := viewReadOptions(r, v); err != nil {
 		return nil, err
 	}
 	inner := viewRequest(r, v, extra, batchSize)
-	out, err := h.runAggregate(inner, v.base)
+	out, err := h.runAggregate(inner, v.Base)
 	if err != nil {
 		return nil, err
 	}
@@ -194,30 +160,9 @@ func (h *Handler) runAggregate(r *request, coll string) (aggregate.Iterator, err
 	return out, causedBy(aggregateExecContext, err)
 }
 
-// findStages turns a find on a view into the stages after the view's.
-func findStages(a *findArgs, filter bson.D) bson.A {
-	out := bson.A{}
-	if len(filter) > 0 {
-		out = append(out, bson.D{{Key: "$match", Value: filter}})
-	}
-	if len(a.sortSpec) > 0 {
-		out = append(out, bson.D{{Key: "$sort", Value: a.sortSpec}})
-	}
-	if a.skip > 0 {
-		out = append(out, bson.D{{Key: "$skip", Value: a.skip}})
-	}
-	if a.limit > 0 {
-		out = append(out, bson.D{{Key: "$limit", Value: a.limit}})
-	}
-	if len(a.projSpec) > 0 {
-		out = append(out, bson.D{{Key: "$project", Value: a.projSpec}})
-	}
-	return out
-}
-
 // viewReadOptions refuses what a read through a view cannot honour, as
 // mongod does, rather than dropping it.
-func viewReadOptions(r *request, v *view) error {
+func viewReadOptions(r *request, v *executor.View) error {
 	if _, ok := bsonutil.Field(r.body, "collation"); ok {
 		c, err := parseCollation(r.body)
 		if err != nil {
@@ -227,7 +172,7 @@ func viewReadOptions(r *request, v *view) error {
 		if c != nil {
 			spec = c.Spec()
 		}
-		if bsonutil.Compare(spec, v.collation) != 0 {
+		if bsonutil.Compare(spec, v.Collation) != 0 {
 			return mongoerr.New(mongoerr.OptionNotSupportedOnView, "Cannot override a view's default collation")
 		}
 	}
@@ -240,7 +185,7 @@ func viewReadOptions(r *request, v *view) error {
 }
 
 // findOnView answers a find on a view.
-func (h *Handler) findOnView(r *request, a *findArgs, v *view) (bson.D, error) {
+func (h *Handler) findOnView(r *request, a *findArgs, v *executor.View) (bson.D, error) {
 	if err := viewReadOptions(r, v); err != nil {
 		return nil, err
 	}
@@ -248,29 +193,11 @@ func (h *Handler) findOnView(r *request, a *findArgs, v *view) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	return h.readView(r, a.coll, v, findStages(a, filter), a.batchSize, a.singleBatch)
+	return h.readView(r, a.coll, v, executor.FindStages(filter, a.spec(nil)), a.batchSize, a.singleBatch)
 }
 
-// countOnView counts what a view yields after the query.
-func (h *Handler) countOnView(r *request, v *view, q bson.D) (int64, error) {
-	if err := viewReadOptions(r, v); err != nil {
-		return 0, err
-	}
-	extra := bson.A{}
-	if len(q) > 0 {
-		extra = append(extra, bson.D{{Key: "$match", Value: q}})
-	}
-	out, err := h.runAggregate(viewRequest(r, v, extra, 0), v.base)
-	if err != nil {
-		return 0, err
-	}
-	defer out.Close()
-	n := int64(0)
-	return n, eachResult(r, out, func(bson.D) error { n++; return nil })
-}
-
-// distinctOnView collects a key's distinct values over a view.
-func (h *Handler) distinctOnView(r *request, v *view, key string, q bson.D) (bson.A, error) {
+// viewMatching runs the view v's pipeline, then a $match of q.
+func (h *Handler) viewMatching(r *request, v *executor.View, q bson.D) (aggregate.Iterator, error) {
 	if err := viewReadOptions(r, v); err != nil {
 		return nil, err
 	}
@@ -278,12 +205,34 @@ func (h *Handler) distinctOnView(r *request, v *view, key string, q bson.D) (bso
 	if len(q) > 0 {
 		extra = append(extra, bson.D{{Key: "$match", Value: q}})
 	}
-	out, err := h.runAggregate(viewRequest(r, v, extra, 0), v.base)
+	return h.runAggregate(viewRequest(r, v, extra, 0), v.Base)
+}
+
+// countOnView counts what a view yields after the query.
+func (h *Handler) countOnView(r *request, v *executor.View, q bson.D) (int64, error) {
+	out, err := h.viewMatching(r, v, q)
+	if err != nil {
+		return 0, err
+	}
+	return countResults(r, out)
+}
+
+// countResults counts what out yields, and closes it.
+func countResults(r *request, out aggregate.Iterator) (int64, error) {
+	defer out.Close()
+	n := int64(0)
+	err := eachResult(r, out, func(bson.D) error { n++; return nil })
+	return n, err
+}
+
+// distinctOnView collects a key's distinct values over a view.
+func (h *Handler) distinctOnView(r *request, v *executor.View, key string, q bson.D) (bson.A, error) {
+	out, err := h.viewMatching(r, v, q)
 	if err != nil {
 		return nil, err
 	}
 	defer out.Close()
 	var vals []any
-	err = eachResult(r, out, func(d bson.D) error { vals = append(vals, distinctOf(d, key)...); return nil })
-	return dedupeSorted(vals, nil), err
+	err = eachResult(r, out, func(d bson.D) error { vals = append(vals, executor.DistinctOf(d, key)...); return nil })
+	return executor.DedupeSorted(vals, nil), err
 }

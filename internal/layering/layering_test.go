@@ -49,7 +49,7 @@ func packageLayers() map[string]row {
 		"internal/bench":    {layer: frontEnd},
 
 		"internal/auth":        {layer: services},
-		"internal/executor":    {layer: services, planned: true},
+		"internal/executor":    {layer: services},
 		"internal/repl":        {layer: services},
 		"internal/oplog":       {layer: services},
 		"internal/ttl":         {layer: services},

@@ -1,4 +1,4 @@
-package commands
+package oplog
 
 import (
 	"testing"
@@ -8,9 +8,9 @@ import (
 	"github.com/mayflydb/mayfly/internal/changestream"
 )
 
-// TestOplogStart: a leading $match's ts bound moves the oplog's scan to
+// TestStartOf: a leading $match's ts bound moves the oplog's scan to
 // just before the first entry it can pass, and nothing else moves it.
-func TestOplogStart(t *testing.T) {
+func TestStartOf(t *testing.T) {
 	ts := bson.Timestamp{T: 50, I: 3}
 	match := func(cond any) bson.A {
 		return bson.A{bson.D{{Key: "$match", Value: bson.D{{Key: "ts", Value: cond}}}}}
@@ -38,7 +38,7 @@ func TestOplogStart(t *testing.T) {
 		}}}}}}, changestream.Timestamp{}},
 	}
 	for _, c := range cases {
-		if got := oplogStart(c.stages); got != c.want {
+		if got := StartOf(c.stages); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}

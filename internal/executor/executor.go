@@ -1,0 +1,114 @@
+// Package executor runs the reads of find, count, distinct and aggregate:
+// it plans the scan of a collection and the stages above it, runs them,
+// and explains them in mongod's explain shape; it resolves views to their
+// base collection and pipeline. It knows no command syntax and no wire
+// protocol: the command layer parses a request, hands over an Op and what
+// to read, and builds the reply from what comes back.
+package executor
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/aggregate"
+	"github.com/mayflydb/mayfly/internal/clock"
+	"github.com/mayflydb/mayfly/internal/collation"
+	"github.com/mayflydb/mayfly/internal/cursor"
+	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/expr"
+	"github.com/mayflydb/mayfly/internal/query"
+)
+
+// Executor plans and runs reads of one store.
+type Executor struct {
+	store *docstore.Store
+	// steady times executionTimeMillis: a test clock moved forward to
+	// expire documents must not bend it.
+	steady clock.Clock
+}
+
+// New returns an Executor reading store, timing its runs with steady.
+func New(store *docstore.Store, steady clock.Clock) *Executor {
+	return &Executor{store: store, steady: steady}
+}
+
+// Op is one read as the command layer hands it over: the context it runs
+// under, and the hooks through which a cursor made from it keeps what it
+// needs past the command.
+type Op struct {
+	Ctx context.Context
+	// Check returns the operation's error once Ctx has ended (maxTimeMS,
+	// killOp, shutdown, the client leaving), nil before.
+	Check func() error
+	// NewGuard returns a Guard that stops expression loops with Check's
+	// error.
+	NewGuard func() *expr.Guard
+	// Track, when set, is given each scan a cursor from this read must
+	// bring up to date before a getMore.
+	Track func(*docstore.DocIter)
+	// Recheck, when set, wraps the output of a blocking sort on a TTL
+	// collection so that documents expired by the time a cursor hands
+	// them out are dropped.
+	Recheck func(c *docstore.Collection, sorted aggregate.Iterator) aggregate.Iterator
+	// Env gives a pipeline its database ($lookup, $collStats, $$NOW).
+	Env aggregate.Env
+}
+
+func (op *Op) track(scan *docstore.DocIter) {
+	if op.Track != nil && scan != nil {
+		op.Track(scan)
+	}
+}
+
+// Drain runs src to its end, as executionStats needs, checking for an
+// interruption every 1024 documents.
+func (op *Op) Drain(src cursor.Source) error {
+	for n := 0; ; n++ {
+		if n%1024 == 0 {
+			if err := op.Check(); err != nil {
+				return err
+			}
+		}
+		_, ok, err := src.Next()
+		if err != nil || !ok {
+			return err
+		}
+	}
+}
+
+// CountAll counts what src yields, checking for an interruption before
+// each document.
+func (op *Op) CountAll(src cursor.Source) (int64, error) {
+	var n int64
+	for {
+		if err := op.Check(); err != nil {
+			return n, err
+		}
+		_, ok, err := src.Next()
+		if err != nil || !ok {
+			return n, err
+		}
+		n++
+	}
+}
+
+// Collator is c as the query layer takes it (a nil interface for none).
+func Collator(c *collation.Collation) query.Collator {
+	if c == nil {
+		return nil
+	}
+	return c
+}
+
+// Filter compiles a read's query with the command's let variables (nil:
+// none) under its collation (nil: simple).
+func Filter(q bson.D, vars map[string]any, c *collation.Collation) (*query.Filter, error) {
+	return query.NewFilterWith(q, query.FilterOptions{Vars: vars, Collation: Collator(c)})
+}
+
+// emptySource is the scan of a collection that does not exist.
+type emptySource struct{}
+
+func (emptySource) Next() (bson.D, bool, error) { return nil, false, nil }
+func (emptySource) Close() error                { return nil }
