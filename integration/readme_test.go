@@ -22,9 +22,9 @@ import (
 //	          test's mayfly binary and mongosh on PATH; a line starting a
 //	          server in the background (`mayfly … &`) is followed by a
 //	          wait for its port
-//	js        by mongosh against its own server started from the binary
-//	          with --setParameter enableTestCommands=1 (the examples move
-//	          the test clock)
+//	js        by one mongosh for all of them, each block against its own
+//	          server started from the binary with --setParameter
+//	          enableTestCommands=1 (the examples move the test clock)
 //	go        must be examples/<name>/main.go, which is run against a server
 //
 // The README's ports 27017-27019 and 9216 become free ports, and
@@ -58,6 +58,8 @@ func (b readmeBlock) firstLine() string {
 	return strings.TrimSpace(first)
 }
 
+func (b readmeBlock) where() string { return fmt.Sprintf("README.md:%d (%s block)", b.line, b.lang) }
+
 func (b readmeBlock) name() string { return fmt.Sprintf("line%d_%s", b.line, b.lang) }
 
 func TestReadmeBlocksRun(t *testing.T) {
@@ -67,14 +69,20 @@ func TestReadmeBlocksRun(t *testing.T) {
 	}
 	env := newReadmeEnv(t)
 	listed := map[string]bool{}
+	var scripts []readmeBlock
 	for _, b := range blocks {
 		if reason, ok := readmeNotRunnable[b.firstLine()]; ok {
 			listed[b.firstLine()] = true
 			t.Logf("README.md:%d not run: %s", b.line, reason)
 			continue
 		}
+		if b.lang == "js" {
+			scripts = append(scripts, b) // one mongosh start for them all: it takes seconds
+			continue
+		}
 		t.Run(b.name(), func(t *testing.T) { env.runBlock(t, b) })
 	}
+	t.Run("mongosh", func(t *testing.T) { env.runMongosh(t, scripts) })
 	for first := range readmeNotRunnable {
 		if !listed[first] {
 			t.Errorf("readmeNotRunnable lists %q, which no README block starts with", first)
@@ -139,8 +147,6 @@ func (e *readmeEnv) runBlock(t *testing.T, b readmeBlock) {
 	switch b.lang {
 	case "sh", "bash":
 		e.runShell(t, b)
-	case "js":
-		e.runMongosh(t, b)
 	case "go":
 		e.runGoExample(t, b)
 	default:
@@ -177,7 +183,7 @@ var portFlag = regexp.MustCompile(`--port (\d+)`)
 // readmeShellPrelude stops what a block left running, and waits for a
 // server's port: 300 tries 0.1 s apart, a generous bound on a loaded machine.
 const readmeShellPrelude = `set -e -o pipefail
-trap 'status=$?; kill $(jobs -p) 2>/dev/null; wait; exit $status' EXIT
+trap 'status=$?; kill $(jobs -p) 2>/dev/null || true; wait; exit $status' EXIT
 readme_wait_for() {
   for _ in $(seq 300); do (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0; sleep 0.1; done
   echo "no server on port $1" >&2; return 1
@@ -207,20 +213,41 @@ func (e *readmeEnv) runShell(t *testing.T, b readmeBlock) {
 	path := strings.Join([]string{filepath.Dir(e.bin), filepath.Dir(e.mongosh), os.Getenv("PATH")}, string(os.PathListSeparator))
 	env := append([]string{"HOME=" + home, "PATH=" + path, "MAYFLY_ADDR=127.0.0.1:" + mainPort,
 		"DO_NOT_TRACK=1", "MONGOSH_NO_TELEMETRY=1"}, e.goEnv...)
-	out := runReadmeProcess(t, b, dir, env, "bash", "-c", script.String())
+	out := runReadmeProcess(t, b.where(), dir, env, "bash", "-c", script.String())
 	wantOutputs(t, b, out, "#")
 }
 
-func (e *readmeEnv) runMongosh(t *testing.T, b readmeBlock) {
-	addr := startReadmeServer(t, e.bin, "--setParameter", "enableTestCommands=1")
-	file := filepath.Join(t.TempDir(), "block.js")
-	if err := os.WriteFile(file, []byte(b.text), 0o644); err != nil {
+// runMongosh runs the js blocks in one mongosh script, each in a block
+// scope of its own, connected to its own server, after a line that marks
+// where its output starts.
+func (e *readmeEnv) runMongosh(t *testing.T, blocks []readmeBlock) {
+	if len(blocks) == 0 {
+		t.Fatal("README.md has no js block")
+	}
+	var script strings.Builder
+	for _, b := range blocks {
+		addr := startReadmeServer(t, e.bin, "--setParameter", "enableTestCommands=1")
+		fmt.Fprintf(&script, "db = connect(%q)\nprint(%q)\n{\n%s}\n", "mongodb://"+addr+"/test", readmeMarker(b), b.text)
+	}
+	file := filepath.Join(t.TempDir(), "blocks.js")
+	if err := os.WriteFile(file, []byte(script.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	env := []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH"), "DO_NOT_TRACK=1", "MONGOSH_NO_TELEMETRY=1"}
-	out := runReadmeProcess(t, b, "", env, e.mongosh, "mongodb://"+addr+"/test", "--quiet", "--norc", "--file", file)
-	wantOutputs(t, b, out, "//")
+	out := runReadmeProcess(t, "the README's js blocks (the last marker printed is the failing one's)", "", env, e.mongosh, "--nodb", "--quiet", "--norc", "--file", file)
+	for i, b := range blocks {
+		_, rest, ok := strings.Cut(out, readmeMarker(b))
+		if !ok {
+			t.Fatalf("README.md:%d: its js block never ran:\n%s", b.line, out)
+		}
+		if i+1 < len(blocks) {
+			rest, _, _ = strings.Cut(rest, readmeMarker(blocks[i+1]))
+		}
+		wantOutputs(t, b, rest, "//")
+	}
 }
+
+func readmeMarker(b readmeBlock) string { return fmt.Sprintf("### README.md:%d ###", b.line) }
 
 func (e *readmeEnv) runGoExample(t *testing.T, b readmeBlock) {
 	ex, ok := readmeGoExamples[b.firstLine()]
@@ -236,7 +263,7 @@ func (e *readmeEnv) runGoExample(t *testing.T, b readmeBlock) {
 	}
 	addr := startReadmeServer(t, e.bin)
 	env := append(os.Environ(), "MAYFLY_URI=mongodb://"+addr)
-	out := runReadmeProcess(t, b, "..", env, "go", "run", "./examples/"+ex.dir)
+	out := runReadmeProcess(t, b.where(), "..", env, "go", "run", "./examples/"+ex.dir)
 	if !strings.Contains(out, ex.want) {
 		t.Fatalf("examples/%s printed %q, want %q", ex.dir, out, ex.want)
 	}
@@ -266,7 +293,7 @@ func startReadmeServer(t *testing.T, bin string, args ...string) string {
 // runReadmeProcess runs one block's process in its own process group, so
 // that the servers a shell block starts go with it, and returns its
 // output; it fails the test on an error or after two minutes.
-func runReadmeProcess(t *testing.T, b readmeBlock, dir string, env []string, name string, args ...string) string {
+func runReadmeProcess(t *testing.T, what, dir string, env []string, name string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Dir, cmd.Env = dir, env
@@ -283,12 +310,12 @@ func runReadmeProcess(t *testing.T, b readmeBlock, dir string, env []string, nam
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Fatalf("README.md:%d (%s block): %v\n%s", b.line, b.lang, err, out.String())
+			t.Fatalf("%s: %v\n%s", what, err, out.String())
 		}
 	case <-time.After(2 * time.Minute):
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-done
-		t.Fatalf("README.md:%d (%s block): timed out\n%s", b.line, b.lang, out.String())
+		t.Fatalf("%s: timed out\n%s", what, out.String())
 	}
 	return out.String()
 }
@@ -305,7 +332,7 @@ func wantOutputs(t *testing.T, b readmeBlock, out, comment string) {
 		}
 		i := strings.Index(rest, strings.TrimSpace(want))
 		if i < 0 {
-			t.Fatalf("README.md:%d (%s block): want %q in the output after what came before:\n%s", b.line, b.lang, want, out)
+			t.Fatalf("%s: want %q in the output after what came before:\n%s", b.where(), want, out)
 		}
 		rest = rest[i+len(strings.TrimSpace(want)):]
 	}
