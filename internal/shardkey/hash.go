@@ -1,0 +1,341 @@
+package shardkey
+
+import (
+	"crypto/md5"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/big"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// Seed is the seed mongod hashes shard keys and hashed indexes with
+// (BSONElementHasher::DEFAULT_HASH_SEED).
+const Seed = 0
+
+// The canonical type numbers mongod's hasher writes before each value
+// (canonicalizeBSONType in mongod's bsontypes.h): types that compare as
+// one kind (all numbers, string and symbol) share a number, so values
+// equal in a query hash alike.
+const (
+	canonMinKey    int32 = -1
+	canonUndefined int32 = 0 // also the terminating EOO of a document
+	canonNull      int32 = 5
+	canonNumber    int32 = 10
+	canonString    int32 = 15
+	canonObject    int32 = 20
+	canonArray     int32 = 25
+	canonBinary    int32 = 30
+	canonObjectID  int32 = 35
+	canonBool      int32 = 40
+	canonDate      int32 = 45
+	canonTimestamp int32 = 47
+	canonRegex     int32 = 50
+	canonDBPointer int32 = 55
+	canonCode      int32 = 60
+	canonCodeScope int32 = 65
+	canonMaxKey    int32 = 127
+)
+
+// Hash returns mongod's hash64 of v with seed 0: what a hashed shard key
+// or hashed index stores for v, and what convertShardKeyToHashed(v)
+// answers. v is a value as the driver's bson package decodes it (bson.D,
+// bson.A, int32, int64, float64, string, bson.Binary, ...).
+func Hash(v any) (int64, error) {
+	return HashSeed(v, Seed)
+}
+
+// HashSeed is Hash with another seed: MD5 over the seed (int32 little
+// endian) and the value's canonical encoding; the first 8 digest bytes,
+// little endian, are the result.
+func HashSeed(v any, seed int32) (int64, error) {
+	var stack [128]byte
+	buf := binary.LittleEndian.AppendUint32(stack[:0], uint32(seed))
+	buf, err := appendValue(buf, v)
+	if err != nil {
+		return 0, err
+	}
+	sum := md5.Sum(buf)
+	return int64(binary.LittleEndian.Uint64(sum[:8])), nil
+}
+
+// appendValue appends v's canonical type and value, without a field name
+// (the top-level element's name is not hashed).
+func appendValue(buf []byte, v any) ([]byte, error) {
+	canon, ok := canonicalType(v)
+	if !ok {
+		return nil, fmt.Errorf("shardkey: cannot hash a value of Go type %T", v)
+	}
+	buf = appendInt32(buf, canon)
+	return appendBody(buf, v)
+}
+
+// appendElement appends a nested element: canonical type, name with its
+// NUL, then the value.
+func appendElement(buf []byte, name string, v any) ([]byte, error) {
+	canon, ok := canonicalType(v)
+	if !ok {
+		return nil, fmt.Errorf("shardkey: cannot hash field %q of Go type %T", name, v)
+	}
+	buf = appendInt32(buf, canon)
+	buf = append(append(buf, name...), 0)
+	return appendBody(buf, v)
+}
+
+func canonicalType(v any) (int32, bool) {
+	switch v.(type) {
+	case bson.MinKey:
+		return canonMinKey, true
+	case bson.MaxKey:
+		return canonMaxKey, true
+	case bson.Undefined:
+		return canonUndefined, true
+	case nil, bson.Null:
+		return canonNull, true
+	case int32, int64, int, float64, bson.Decimal128:
+		return canonNumber, true
+	case string, bson.Symbol:
+		return canonString, true
+	case bson.D, bson.Raw:
+		return canonObject, true
+	case bson.A, []any:
+		return canonArray, true
+	case bson.Binary:
+		return canonBinary, true
+	case bson.ObjectID:
+		return canonObjectID, true
+	case bool:
+		return canonBool, true
+	case bson.DateTime:
+		return canonDate, true
+	case bson.Timestamp:
+		return canonTimestamp, true
+	case bson.Regex:
+		return canonRegex, true
+	case bson.DBPointer:
+		return canonDBPointer, true
+	case bson.JavaScript:
+		return canonCode, true
+	case bson.CodeWithScope:
+		return canonCodeScope, true
+	}
+	return 0, false
+}
+
+// appendBody appends what follows the canonical type (and name): numbers
+// squashed to int64, documents and arrays element by element, anything
+// else as its BSON value bytes.
+func appendBody(buf []byte, v any) ([]byte, error) {
+	switch x := v.(type) {
+	case int32:
+		return appendInt64(buf, int64(x)), nil
+	case int64:
+		return appendInt64(buf, x), nil
+	case int:
+		return appendInt64(buf, int64(x)), nil
+	case float64:
+		return appendInt64(buf, doubleForHash(x)), nil
+	case bson.Decimal128:
+		return appendInt64(buf, decimalForHash(x)), nil
+	case bson.D:
+		return appendDocument(buf, x)
+	case bson.Raw:
+		d, err := rawToD(x)
+		if err != nil {
+			return nil, err
+		}
+		return appendDocument(buf, d)
+	case bson.A:
+		return appendArray(buf, x)
+	case []any:
+		return appendArray(buf, x)
+	case bson.CodeWithScope:
+		return appendCodeWithScope(buf, x)
+	}
+	return appendScalar(buf, v), nil
+}
+
+// appendScalar appends the BSON value bytes of a type that holds no
+// elements; MinKey, MaxKey, null and undefined have none.
+func appendScalar(buf []byte, v any) []byte {
+	switch x := v.(type) {
+	case string:
+		return appendString(buf, x)
+	case bson.Symbol:
+		return appendString(buf, string(x))
+	case bson.JavaScript:
+		return appendString(buf, string(x))
+	case bson.Binary:
+		return appendBinary(buf, x)
+	case bson.ObjectID:
+		return append(buf, x[:]...)
+	case bool:
+		if x {
+			return append(buf, 1)
+		}
+		return append(buf, 0)
+	case bson.DateTime:
+		return appendInt64(buf, int64(x))
+	case bson.Timestamp:
+		return binary.LittleEndian.AppendUint64(buf, uint64(x.T)<<32|uint64(x.I))
+	case bson.Regex:
+		buf = append(append(buf, x.Pattern...), 0)
+		return append(append(buf, x.Options...), 0)
+	case bson.DBPointer:
+		return append(appendString(buf, x.DB), x.Pointer[:]...)
+	}
+	return buf
+}
+
+// appendDocument appends each element with its name, then the EOO
+// terminator (canonical type 0, no name, no value).
+func appendDocument(buf []byte, d bson.D) ([]byte, error) {
+	var err error
+	for _, e := range d {
+		if buf, err = appendElement(buf, e.Key, e.Value); err != nil {
+			return nil, err
+		}
+	}
+	return appendInt32(buf, canonUndefined), nil
+}
+
+// appendArray hashes an array as the document {"0": ..., "1": ...} it is
+// stored as.
+func appendArray(buf []byte, a []any) ([]byte, error) {
+	var err error
+	var name [20]byte
+	for i, v := range a {
+		if buf, err = appendElement(buf, string(fmt.Appendf(name[:0], "%d", i)), v); err != nil {
+			return nil, err
+		}
+	}
+	return appendInt32(buf, canonUndefined), nil
+}
+
+// appendCodeWithScope appends the code's bytes and NUL (without their
+// length prefix, as mongod's hasher reads them), then the scope's elements.
+func appendCodeWithScope(buf []byte, c bson.CodeWithScope) ([]byte, error) {
+	buf = append(append(buf, c.Code...), 0)
+	switch scope := c.Scope.(type) {
+	case nil:
+		return appendDocument(buf, nil)
+	case bson.D:
+		return appendDocument(buf, scope)
+	case bson.Raw:
+		d, err := rawToD(scope)
+		if err != nil {
+			return nil, err
+		}
+		return appendDocument(buf, d)
+	}
+	return nil, fmt.Errorf("shardkey: cannot hash a code-with-scope whose scope is a %T", c.Scope)
+}
+
+func rawToD(raw bson.Raw) (bson.D, error) {
+	var d bson.D
+	if err := bson.Unmarshal(raw, &d); err != nil {
+		return nil, fmt.Errorf("shardkey: decode embedded document: %w", err)
+	}
+	return d, nil
+}
+
+// appendString appends a BSON string: int32 length counting the NUL, the
+// bytes, the NUL.
+func appendString(buf []byte, s string) []byte {
+	buf = appendInt32(buf, int32(len(s)+1))
+	return append(append(buf, s...), 0)
+}
+
+// appendBinary appends a BSON binary value. Subtype 2 (the old binary)
+// carries its own inner length, as the driver writes it.
+func appendBinary(buf []byte, b bson.Binary) []byte {
+	if b.Subtype == bson.TypeBinaryBinaryOld {
+		buf = appendInt32(buf, int32(len(b.Data)+4))
+		buf = append(buf, b.Subtype)
+		buf = appendInt32(buf, int32(len(b.Data)))
+		return append(buf, b.Data...)
+	}
+	buf = appendInt32(buf, int32(len(b.Data)))
+	buf = append(buf, b.Subtype)
+	return append(buf, b.Data...)
+}
+
+func appendInt32(buf []byte, v int32) []byte {
+	return binary.LittleEndian.AppendUint32(buf, uint32(v))
+}
+
+func appendInt64(buf []byte, v int64) []byte {
+	return binary.LittleEndian.AppendUint64(buf, uint64(v))
+}
+
+// doubleForHash is mongod's safeNumberLongForHash for a double: the
+// fraction truncated, NaN as 0, out-of-range values clamped, and 2^63
+// itself as -2^63 (the wrap older servers produced, kept for
+// compatibility of existing hashed data).
+func doubleForHash(d float64) int64 {
+	switch {
+	case d == 0x1p63:
+		return math.MinInt64
+	case math.IsNaN(d):
+		return 0
+	case !(d < 0x1p63):
+		return math.MaxInt64
+	case d < -0x1p63:
+		return math.MinInt64
+	}
+	return int64(d)
+}
+
+// decimalForHash is safeNumberLongForHash for a Decimal128: NaN as 0,
+// clamped to int64, otherwise Decimal128::toLong's default rounding (half
+// to even) — unlike a double, 42.5 becomes 42 and 43.5 becomes 44.
+func decimalForHash(d bson.Decimal128) int64 {
+	if d.IsNaN() {
+		return 0
+	}
+	switch d.IsInf() {
+	case 1:
+		return math.MaxInt64
+	case -1:
+		return math.MinInt64
+	}
+	coef, exp, err := d.BigInt()
+	if err != nil {
+		return 0 // unreachable: NaN and infinities are handled above
+	}
+	n := roundHalfEven(coef, exp)
+	switch {
+	case n.IsInt64():
+		return n.Int64()
+	case n.Sign() > 0:
+		return math.MaxInt64
+	}
+	return math.MinInt64
+}
+
+// roundHalfEven returns coef × 10^exp rounded to an integer, ties to even.
+func roundHalfEven(coef *big.Int, exp int) *big.Int {
+	ten := big.NewInt(10)
+	if exp >= 0 {
+		if exp > 40 && coef.Sign() != 0 { // far beyond int64 either way
+			return new(big.Int).Mul(coef, new(big.Int).Exp(ten, big.NewInt(40), nil))
+		}
+		return new(big.Int).Mul(coef, new(big.Int).Exp(ten, big.NewInt(int64(exp)), nil))
+	}
+	if -exp > len(coef.String())+1 { // |value| < 0.1
+		return new(big.Int)
+	}
+	div := new(big.Int).Exp(ten, big.NewInt(int64(-exp)), nil)
+	q, r := new(big.Int).QuoRem(coef, div, new(big.Int))
+	twice := new(big.Int).Abs(r)
+	twice.Lsh(twice, 1)
+	switch c := twice.Cmp(div); {
+	case c > 0, c == 0 && q.Bit(0) == 1:
+		if coef.Sign() < 0 {
+			return q.Sub(q, big.NewInt(1))
+		}
+		return q.Add(q, big.NewInt(1))
+	}
+	return q
+}
