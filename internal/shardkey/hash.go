@@ -8,35 +8,17 @@ import (
 	"math/big"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 )
 
 // Seed is the seed mongod hashes shard keys and hashed indexes with
 // (BSONElementHasher::DEFAULT_HASH_SEED).
 const Seed = 0
 
-// The canonical type numbers mongod's hasher writes before each value
-// (canonicalizeBSONType in mongod's bsontypes.h): types that compare as
-// one kind (all numbers, string and symbol) share a number, so values
-// equal in a query hash alike.
-const (
-	canonMinKey    int32 = -1
-	canonUndefined int32 = 0 // also the terminating EOO of a document
-	canonNull      int32 = 5
-	canonNumber    int32 = 10
-	canonString    int32 = 15
-	canonObject    int32 = 20
-	canonArray     int32 = 25
-	canonBinary    int32 = 30
-	canonObjectID  int32 = 35
-	canonBool      int32 = 40
-	canonDate      int32 = 45
-	canonTimestamp int32 = 47
-	canonRegex     int32 = 50
-	canonDBPointer int32 = 55
-	canonCode      int32 = 60
-	canonCodeScope int32 = 65
-	canonMaxKey    int32 = 127
-)
+// eoo is the canonical type written for the end of a document: mongod's
+// hasher hashes the terminating EOO element, whose canonical type is 0.
+const eoo int32 = 0
 
 // Hash returns mongod's hash64 of v with seed 0: what a hashed shard key
 // or hashed index stores for v, and what convertShardKeyToHashed(v)
@@ -63,64 +45,16 @@ func HashSeed(v any, seed int32) (int64, error) {
 // appendValue appends v's canonical type and value, without a field name
 // (the top-level element's name is not hashed).
 func appendValue(buf []byte, v any) ([]byte, error) {
-	canon, ok := canonicalType(v)
-	if !ok {
-		return nil, fmt.Errorf("shardkey: cannot hash a value of Go type %T", v)
-	}
-	buf = appendInt32(buf, canon)
+	buf = appendInt32(buf, int32(bsonutil.Rank(v)))
 	return appendBody(buf, v)
 }
 
 // appendElement appends a nested element: canonical type, name with its
 // NUL, then the value.
 func appendElement(buf []byte, name string, v any) ([]byte, error) {
-	canon, ok := canonicalType(v)
-	if !ok {
-		return nil, fmt.Errorf("shardkey: cannot hash field %q of Go type %T", name, v)
-	}
-	buf = appendInt32(buf, canon)
+	buf = appendInt32(buf, int32(bsonutil.Rank(v)))
 	buf = append(append(buf, name...), 0)
 	return appendBody(buf, v)
-}
-
-func canonicalType(v any) (int32, bool) {
-	switch v.(type) {
-	case bson.MinKey:
-		return canonMinKey, true
-	case bson.MaxKey:
-		return canonMaxKey, true
-	case bson.Undefined:
-		return canonUndefined, true
-	case nil, bson.Null:
-		return canonNull, true
-	case int32, int64, int, float64, bson.Decimal128:
-		return canonNumber, true
-	case string, bson.Symbol:
-		return canonString, true
-	case bson.D, bson.Raw:
-		return canonObject, true
-	case bson.A, []any:
-		return canonArray, true
-	case bson.Binary:
-		return canonBinary, true
-	case bson.ObjectID:
-		return canonObjectID, true
-	case bool:
-		return canonBool, true
-	case bson.DateTime:
-		return canonDate, true
-	case bson.Timestamp:
-		return canonTimestamp, true
-	case bson.Regex:
-		return canonRegex, true
-	case bson.DBPointer:
-		return canonDBPointer, true
-	case bson.JavaScript:
-		return canonCode, true
-	case bson.CodeWithScope:
-		return canonCodeScope, true
-	}
-	return 0, false
 }
 
 // appendBody appends what follows the canonical type (and name): numbers
@@ -153,39 +87,42 @@ func appendBody(buf []byte, v any) ([]byte, error) {
 	case bson.CodeWithScope:
 		return appendCodeWithScope(buf, x)
 	}
-	return appendScalar(buf, v), nil
+	return appendScalar(buf, v)
 }
 
 // appendScalar appends the BSON value bytes of a type that holds no
-// elements; MinKey, MaxKey, null and undefined have none.
-func appendScalar(buf []byte, v any) []byte {
+// elements; MinKey, MaxKey, null and undefined have none. A Go type that
+// is no BSON value is an error.
+func appendScalar(buf []byte, v any) ([]byte, error) {
 	switch x := v.(type) {
 	case string:
-		return appendString(buf, x)
+		return appendString(buf, x), nil
 	case bson.Symbol:
-		return appendString(buf, string(x))
+		return appendString(buf, string(x)), nil
 	case bson.JavaScript:
-		return appendString(buf, string(x))
+		return appendString(buf, string(x)), nil
 	case bson.Binary:
-		return appendBinary(buf, x)
+		return appendBinary(buf, x), nil
 	case bson.ObjectID:
-		return append(buf, x[:]...)
+		return append(buf, x[:]...), nil
 	case bool:
 		if x {
-			return append(buf, 1)
+			return append(buf, 1), nil
 		}
-		return append(buf, 0)
+		return append(buf, 0), nil
 	case bson.DateTime:
-		return appendInt64(buf, int64(x))
+		return appendInt64(buf, int64(x)), nil
 	case bson.Timestamp:
-		return binary.LittleEndian.AppendUint64(buf, uint64(x.T)<<32|uint64(x.I))
+		return binary.LittleEndian.AppendUint64(buf, uint64(x.T)<<32|uint64(x.I)), nil
 	case bson.Regex:
 		buf = append(append(buf, x.Pattern...), 0)
-		return append(append(buf, x.Options...), 0)
+		return append(append(buf, x.Options...), 0), nil
 	case bson.DBPointer:
-		return append(appendString(buf, x.DB), x.Pointer[:]...)
+		return append(appendString(buf, x.DB), x.Pointer[:]...), nil
+	case nil, bson.Null, bson.Undefined, bson.MinKey, bson.MaxKey:
+		return buf, nil
 	}
-	return buf
+	return nil, fmt.Errorf("shardkey: cannot hash a value of Go type %T", v)
 }
 
 // appendDocument appends each element with its name, then the EOO
@@ -197,7 +134,7 @@ func appendDocument(buf []byte, d bson.D) ([]byte, error) {
 			return nil, err
 		}
 	}
-	return appendInt32(buf, canonUndefined), nil
+	return appendInt32(buf, eoo), nil
 }
 
 // appendArray hashes an array as the document {"0": ..., "1": ...} it is
@@ -210,7 +147,7 @@ func appendArray(buf []byte, a []any) ([]byte, error) {
 			return nil, err
 		}
 	}
-	return appendInt32(buf, canonUndefined), nil
+	return appendInt32(buf, eoo), nil
 }
 
 // appendCodeWithScope appends the code's bytes and NUL (without their

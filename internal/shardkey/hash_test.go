@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 )
 
 // hashVector is one published hash64 value. Unless a row says otherwise
@@ -175,8 +177,11 @@ func TestHashCoversEveryBSONType(t *testing.T) {
 func TestHashTimestamp(t *testing.T) {
 	ts := bson.Timestamp{T: 0x55667788, I: 0x11223344}
 	buf := binary.LittleEndian.AppendUint32(nil, Seed)
-	buf = appendInt32(buf, canonDate)
-	buf = appendScalar(buf, ts)
+	buf = appendInt32(buf, bsonutil.RankDate)
+	buf, err := appendScalar(buf, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	sum := md5.Sum(buf)
 	if got := int64(binary.LittleEndian.Uint64(sum[:8])); got != 4476222765095560467 {
 		t.Fatalf("timestamp body under the old canonical type = %d, want mongod's 4476222765095560467", got)
