@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -32,21 +33,23 @@ func Hash(v any) (int64, error) {
 // endian) and the value's canonical encoding; the first 8 digest bytes,
 // little endian, are the result.
 func HashSeed(v any, seed int32) (int64, error) {
-	var stack [128]byte
+	var stack [64]byte
 	buf := binary.LittleEndian.AppendUint32(stack[:0], uint32(seed))
-	buf, err := appendValue(buf, v)
+	buf = appendInt32(buf, int32(bsonutil.Rank(v)))
+	var err error
+	switch v.(type) {
+	case bson.D, bson.Raw, bson.A, []any, bson.CodeWithScope:
+		// Containers recurse, and the recursion moves its buffer to the
+		// heap; leaves, the usual shard key, hash without allocating.
+		buf, err = appendBody(slices.Clone(buf), v)
+	default:
+		buf, err = appendLeaf(buf, v)
+	}
 	if err != nil {
 		return 0, err
 	}
 	sum := md5.Sum(buf)
 	return int64(binary.LittleEndian.Uint64(sum[:8])), nil
-}
-
-// appendValue appends v's canonical type and value, without a field name
-// (the top-level element's name is not hashed).
-func appendValue(buf []byte, v any) ([]byte, error) {
-	buf = appendInt32(buf, int32(bsonutil.Rank(v)))
-	return appendBody(buf, v)
 }
 
 // appendElement appends a nested element: canonical type, name with its
@@ -57,21 +60,11 @@ func appendElement(buf []byte, name string, v any) ([]byte, error) {
 	return appendBody(buf, v)
 }
 
-// appendBody appends what follows the canonical type (and name): numbers
-// squashed to int64, documents and arrays element by element, anything
-// else as its BSON value bytes.
+// appendBody appends what follows the canonical type (and name):
+// documents and arrays element by element, other values as appendLeaf
+// does.
 func appendBody(buf []byte, v any) ([]byte, error) {
 	switch x := v.(type) {
-	case int32:
-		return appendInt64(buf, int64(x)), nil
-	case int64:
-		return appendInt64(buf, x), nil
-	case int:
-		return appendInt64(buf, int64(x)), nil
-	case float64:
-		return appendInt64(buf, doubleForHash(x)), nil
-	case bson.Decimal128:
-		return appendInt64(buf, decimalForHash(x)), nil
 	case bson.D:
 		return appendDocument(buf, x)
 	case bson.Raw:
@@ -86,6 +79,25 @@ func appendBody(buf []byte, v any) ([]byte, error) {
 		return appendArray(buf, x)
 	case bson.CodeWithScope:
 		return appendCodeWithScope(buf, x)
+	}
+	return appendLeaf(buf, v)
+}
+
+// appendLeaf appends a value that holds no elements: a number squashed
+// to int64, anything else as its BSON value bytes. It is not recursive,
+// so a caller's stack buffer stays on the stack.
+func appendLeaf(buf []byte, v any) ([]byte, error) {
+	switch x := v.(type) {
+	case int32:
+		return appendInt64(buf, int64(x)), nil
+	case int64:
+		return appendInt64(buf, x), nil
+	case int:
+		return appendInt64(buf, int64(x)), nil
+	case float64:
+		return appendInt64(buf, doubleForHash(x)), nil
+	case bson.Decimal128:
+		return appendInt64(buf, decimalForHash(x)), nil
 	}
 	return appendScalar(buf, v)
 }
