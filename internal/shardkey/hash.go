@@ -166,17 +166,11 @@ func appendArray(buf []byte, a []any) ([]byte, error) {
 // length prefix, as mongod's hasher reads them), then the scope's elements.
 func appendCodeWithScope(buf []byte, c bson.CodeWithScope) ([]byte, error) {
 	buf = append(append(buf, c.Code...), 0)
-	switch scope := c.Scope.(type) {
+	switch c.Scope.(type) {
 	case nil:
 		return appendDocument(buf, nil)
-	case bson.D:
-		return appendDocument(buf, scope)
-	case bson.Raw:
-		d, err := rawToD(scope)
-		if err != nil {
-			return nil, err
-		}
-		return appendDocument(buf, d)
+	case bson.D, bson.Raw:
+		return appendBody(buf, c.Scope)
 	}
 	return nil, fmt.Errorf("shardkey: cannot hash a code-with-scope whose scope is a %T", c.Scope)
 }

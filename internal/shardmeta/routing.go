@@ -65,7 +65,7 @@ func checkTiling(coll Collection, pattern *shardkey.Pattern, chunks []Chunk) err
 		switch {
 		case !bytesEqual(c.UUID, coll.UUID):
 			return fmt.Errorf("%w: chunk %d belongs to another collection", ErrBadRoutingTable, i)
-		case len(c.Min) != len(lo) || len(c.Max) != len(lo):
+		case !sameFields(c.Min, lo) || !sameFields(c.Max, lo):
 			return fmt.Errorf("%w: chunk %d has bounds of another key", ErrBadRoutingTable, i)
 		case compareKeys(c.Min, prev) != 0:
 			return fmt.Errorf("%w: chunk %d starts at %s, not at %s", ErrBadRoutingTable, i,
@@ -79,6 +79,19 @@ func checkTiling(coll Collection, pattern *shardkey.Pattern, chunks []Chunk) err
 		return fmt.Errorf("%w: the last chunk ends at %s", ErrBadRoutingTable, bsonutil.Format(prev))
 	}
 	return nil
+}
+
+// sameFields reports whether a bound names the key's fields in order.
+func sameFields(bound, key bson.D) bool {
+	if len(bound) != len(key) {
+		return false
+	}
+	for i := range bound {
+		if bound[i].Key != key[i].Key {
+			return false
+		}
+	}
+	return true
 }
 
 func bytesEqual(a, b bson.Binary) bool {
@@ -150,7 +163,7 @@ func (t *RoutingTable) Pattern() *shardkey.Pattern { return t.pattern }
 func (t *RoutingTable) Chunks() []Chunk { return slices.Clone(t.chunks) }
 
 // ChunkFor returns the chunk owning a shard key value, given in the form
-// shardkey.Pattern.Extract returns.
+// shardkey.Pattern.Extract returns (every field of the key, in order).
 func (t *RoutingTable) ChunkFor(key bson.D) Chunk {
 	// The first chunk has the global minimum as Min, so i >= 1.
 	i := sort.Search(len(t.chunks), func(i int) bool { return compareKeys(t.chunks[i].Min, key) > 0 })

@@ -232,8 +232,12 @@ func TestRoutingTableRefusesBadTilings(t *testing.T) {
 			c[2].Min = c[1].Min
 			return c
 		}},
-		{"other key", func(c []Chunk) []Chunk {
+		{"longer key", func(c []Chunk) []Chunk {
 			c[0].Max = append(c[0].Max, bson.E{Key: "x", Value: int32(1)})
+			return c
+		}},
+		{"other field", func(c []Chunk) []Chunk {
+			c[3].Min = bson.D{{Key: "j", Value: c[3].Min[0].Value}}
 			return c
 		}},
 	} {

@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/auth"
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/clock"
 )
 
@@ -190,7 +191,7 @@ func ReplyError(reply bson.D) error {
 	for _, el := range reply {
 		switch el.Key {
 		case "ok":
-			if okValue(el.Value) {
+			if bsonutil.TrueValue(el.Value) {
 				return nil
 			}
 		case "code":
@@ -202,20 +203,6 @@ func ReplyError(reply bson.D) error {
 		}
 	}
 	return &e
-}
-
-func okValue(v any) bool {
-	switch x := v.(type) {
-	case float64:
-		return x == 1
-	case int32:
-		return x == 1
-	case int64:
-		return x == 1
-	case bool:
-		return x
-	}
-	return false
 }
 
 // CommandError is a command's error reply.

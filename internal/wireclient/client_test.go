@@ -228,14 +228,7 @@ func TestPoolBoundAndIdleClose(t *testing.T) {
 // them, and one with another key fails to connect; without a keyFile no
 // credential is needed.
 func TestKeyFileAuth(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "key")
-	if err := os.WriteFile(path, []byte("c2hhcmRzIGFuZCByb3V0ZXJz\n"), 0o400); err != nil {
-		t.Fatal(err)
-	}
-	kf, err := auth.LoadKeyFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, kf := writeKeyFile(t, "c2hhcmRzIGFuZCByb3V0ZXJz\n")
 	host := startServer(t, app.Security{KeyFile: path})
 	find := bson.D{{Key: "find", Value: "c"}}
 
@@ -268,14 +261,7 @@ func TestKeyFileAuth(t *testing.T) {
 // plaintext client cannot connect.
 func TestTLS(t *testing.T) {
 	certFile, roots := selfSigned(t)
-	path := filepath.Join(t.TempDir(), "key")
-	if err := os.WriteFile(path, []byte("dGxzIHJvdXRlciBrZXk="), 0o400); err != nil {
-		t.Fatal(err)
-	}
-	kf, err := auth.LoadKeyFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	path, kf := writeKeyFile(t, "dGxzIHJvdXRlciBrZXk=")
 	host := startServer(t, app.Security{KeyFile: path, TLSMode: server.TLSRequire,
 		TLS: tlsconf.Options{CertificateKeyFile: certFile}})
 	secure := newClient(t, Options{TLS: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}, Credential: kf.Credential()})
@@ -285,6 +271,20 @@ func TestTLS(t *testing.T) {
 	if _, err := plain.Run(ctxT(t), host, "admin", bson.D{{Key: "ping", Value: int32(1)}}); err == nil {
 		t.Fatal("plaintext got through requireTLS")
 	}
+}
+
+// writeKeyFile writes a keyFile as mongod requires it (owner-only) and
+// loads it.
+func writeKeyFile(t *testing.T, content string) (string, *auth.KeyFile) {
+	path := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(path, []byte(content), 0o400); err != nil {
+		t.Fatal(err)
+	}
+	kf, err := auth.LoadKeyFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path, kf
 }
 
 // selfSigned writes a certificate and key for 127.0.0.1 to one PEM file
