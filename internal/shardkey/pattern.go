@@ -56,14 +56,11 @@ func Parse(spec bson.D) (*Pattern, error) {
 }
 
 // checkPath refuses the field names mongod's FieldRef cannot take as a
-// key path.
+// key path. FieldRef keeps an empty part for a leading, doubled or
+// trailing dot, so all three are "empty parts".
 func checkPath(path string) error {
 	if path == "" {
 		return mongoerr.Newf(mongoerr.BadValue, "Field %s is empty", path)
-	}
-	if strings.HasSuffix(path, ".") {
-		// FieldRef drops a trailing empty part, so the dotted form differs.
-		return mongoerr.Newf(mongoerr.BadValue, "Field %s contains extra dot", path)
 	}
 	for _, part := range strings.Split(path, ".") {
 		if part == "" {

@@ -47,7 +47,7 @@ func TestParseRefuses(t *testing.T) {
 	}{
 		{bson.D{}, "Shard key is empty"},
 		{bson.D{{Key: "", Value: int32(1)}}, "Field  is empty"},
-		{bson.D{{Key: "a.", Value: int32(1)}}, "Field a. contains extra dot"},
+		{bson.D{{Key: "a.", Value: int32(1)}}, "Field a. contains empty parts"},
 		{bson.D{{Key: "a..b", Value: int32(1)}}, "Field a..b contains empty parts"},
 		{bson.D{{Key: ".a", Value: int32(1)}}, "Field .a contains empty parts"},
 		{bson.D{{Key: "a", Value: int32(-1)}}, `Shard key { a: -1 } can contain at most one 'hashed' field, and/or multiple numerical fields set to a value of 1. Failed to parse field a`},

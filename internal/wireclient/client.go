@@ -86,6 +86,9 @@ func New(opts Options) *Client {
 // or turn into an error (see ReplyError). The error is for what kept the
 // command from getting a reply: the context, the pool, the network.
 func (c *Client) Run(ctx context.Context, host, db string, cmd bson.D) (bson.D, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err // before taking a connection it would have to discard
+	}
 	p, err := c.pool(host)
 	if err != nil {
 		return nil, err
