@@ -55,6 +55,7 @@ func packageLayers() map[string]row {
 		"internal/ttl":         {layer: services},
 		"internal/expirywatch": {layer: services},
 		"internal/failpoint":   {layer: services},
+		"internal/wireclient":  {layer: services},
 
 		"internal/docstore":     {layer: state},
 		"internal/changestream": {layer: state},
@@ -72,8 +73,8 @@ func packageLayers() map[string]row {
 		"internal/collation":     {layer: rules},
 		"internal/jsonschema":    {layer: rules},
 		"internal/validator":     {layer: rules, planned: true},
-		"internal/shardkey":      {layer: rules, planned: true},
-		"internal/shardmeta":     {layer: rules, planned: true},
+		"internal/shardkey":      {layer: rules},
+		"internal/shardmeta":     {layer: rules},
 		"internal/keyenc":        {layer: rules},
 		"internal/wire":          {layer: rules},
 
