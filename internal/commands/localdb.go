@@ -86,7 +86,7 @@ func matchStart(match bson.D) changestream.Timestamp {
 // tsStart is the lower bound one condition on ts sets.
 func tsStart(cond any) changestream.Timestamp {
 	if ts, ok := cond.(bson.Timestamp); ok {
-		return justBefore(changestream.Timestamp{T: ts.T, I: ts.I}).TS
+		return changestream.JustBefore(changestream.Timestamp{T: ts.T, I: ts.I}).TS
 	}
 	ops, _ := cond.(bson.D)
 	var from changestream.Timestamp
@@ -97,7 +97,7 @@ func tsStart(cond any) changestream.Timestamp {
 		case op.Key == "$gt":
 			from = later(from, changestream.Timestamp{T: ts.T, I: ts.I})
 		case op.Key == "$gte":
-			from = later(from, justBefore(changestream.Timestamp{T: ts.T, I: ts.I}).TS)
+			from = later(from, changestream.JustBefore(changestream.Timestamp{T: ts.T, I: ts.I}).TS)
 		}
 	}
 	return from
