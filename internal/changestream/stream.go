@@ -3,6 +3,7 @@ package changestream
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -205,4 +206,9 @@ func (o *oneEvent) Next() (bson.D, bool, error) {
 
 func (o *oneEvent) Close() error { return nil }
 
-var _ cursor.Source = (*Stream)(nil)
+// A Stream is a cursor the registry holds; one event is the input of the
+// stages after $changeStream.
+var (
+	_ cursor.Source      = (*Stream)(nil)
+	_ aggregate.Iterator = (*oneEvent)(nil)
+)

@@ -299,6 +299,8 @@ type streamSource struct {
 	lsid []byte
 }
 
+var _ cursor.Source = (*streamSource)(nil)
+
 // streamReply is a change stream's cursor reply, with postBatchResumeToken.
 func streamReply(s *changestream.Stream, id int64, ns, key string, batch []bson.Raw) bson.D {
 	tok := s.ResumeToken()
