@@ -186,7 +186,7 @@ func checkCreateAndCRUD(t *testing.T, db *mongo.Database, cs *mongo.ChangeStream
 		t.Fatalf("a clustered collection's create has an idIndex: %v", clu)
 	}
 	// A delete without a pre-image has an encoding of its own
-	// (changestream_encode.go); with the option it carries the UUID too.
+	// (changestream/encode.go); with the option it carries the UUID too.
 	mustDo(t, func() error {
 		_, err := db.Collection("implicit").DeleteOne(ctx, bson.D{{Key: "_id", Value: 2}})
 		return err

@@ -39,7 +39,7 @@ const recordWait = 10 * time.Second
 // of queueing behind one another's. Batches may then commit out of stamp order: the engine keeps
 // the stamps handed out and not yet settled (pending), and Latest moves
 // only over a settled prefix of them. Readers read the log up to Latest
-// (Feed.Now, Tail.Read), so a reader that sees a record sees every
+// (Feed.Now, RecentLog.Read), so a reader that sees a record sees every
 // earlier one. Batches without events (index builds, session records)
 // commit without any of this.
 type Engine struct {

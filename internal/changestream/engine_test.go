@@ -88,7 +88,7 @@ func readUpToNow(t *testing.T, eng *Engine, after Position) []Record {
 }
 
 // readThrough is readUpToNow with the reading function read (ScanTo, or a
-// Tail's Read).
+// RecentLog's Read).
 func readThrough(t *testing.T, eng *Engine, after Position, read func(after, hwm Position, fn func(Record) (bool, error)) error) []Record {
 	t.Helper()
 	feed := &Feed{Reader: eng, Latest: eng.Latest}
@@ -176,7 +176,7 @@ func TestEngineFailedCommitSettles(t *testing.T) {
 // random delays in their commits so that they finish out of stamp order,
 // while a reader follows the log as a stream does (up to Feed.Now, on
 // from its last position). The reader sees every record exactly once, in
-// stamp order; through ScanTo, and through a Tail's ring that two streams
+// stamp order; through ScanTo, and through a RecentLog's ring that two streams
 // share.
 func TestEngineConcurrentWritersNoGaps(t *testing.T) {
 	t.Run("scan", func(t *testing.T) {
@@ -186,12 +186,12 @@ func TestEngineConcurrentWritersNoGaps(t *testing.T) {
 			}
 		})
 	})
-	t.Run("tail", func(t *testing.T) {
+	t.Run("recentLog", func(t *testing.T) {
 		testConcurrentWriters(t, func(eng *Engine) func(after, hwm Position, fn func(Record) (bool, error)) error {
-			tail := newTail(eng, 64, 1<<20)
-			tail.Join()
-			tail.Join()
-			return tail.Read
+			recent := newRecentLog(eng, 64, 1<<20)
+			recent.Join()
+			recent.Join()
+			return recent.Read
 		})
 	})
 }

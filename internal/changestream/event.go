@@ -1,16 +1,3 @@
-// Package changestream keeps the change log that change streams read: one
-// record per logical change (insert, update, replace, delete, expiry,
-// drop, rename, dropDatabase, and the DDL events of showExpandedEvents:
-// create, createIndexes, dropIndexes, modify), in the same storage engine as the
-// documents, under keys ordered by cluster timestamp and the change's
-// index within its write. It also holds the resume token format, the
-// updateDescription diff and the standalone engine wrapper that stamps
-// and writes a batch's events in the batch's own atomic commit.
-//
-// The docstore describes each change (Event) and hands it to the storage
-// batch it commits (EventBatch); the batch decides the timestamp: the
-// standalone Engine at commit, a replica set at apply, from the entry's
-// timestamp, so that every member holds the same log.
 package changestream
 
 import (

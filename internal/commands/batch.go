@@ -23,7 +23,7 @@ type peekSource struct {
 	has     bool
 	done    bool
 	// lsid is the session the cursor was opened in (nil: none); scans are
-	// refreshed before each getMore (cursor_live.go).
+	// reopened before each getMore (cursor_live.go).
 	lsid   []byte
 	scans  []*docstore.DocIter
 	sorted []*unexpiredSource
@@ -106,7 +106,7 @@ func (h *Handler) requestCursorReply(r *request, ns string, src cursor.Source, b
 		return nil, err
 	}
 	id := int64(0)
-	if (p.open() || tailer(p) != nil) && !singleBatch {
+	if (p.open() || tailableOf(p) != nil) && !singleBatch {
 		id = h.deps.Cursors.Add(ns, p, 0, int64(len(batch))).ID
 		for _, s := range p.scans {
 			s.Lean()

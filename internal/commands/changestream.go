@@ -1,7 +1,7 @@
 package commands
 
 import (
-	"math"
+	"errors"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -9,34 +9,18 @@ import (
 	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/changestream"
+	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/query"
 )
 
 // Change streams: aggregate with a leading $changeStream opens a cursor
-// that tails the change log (internal/changestream). A getMore reads the
-// changes after the cursor's position, turns them into events, runs the
-// rest of the pipeline on them and, when none come, waits up to
-// maxTimeMS (1 s by default) for new ones. Every batch carries
-// postBatchResumeToken. See docs/design/0012-change-streams.md.
-
-// streamScope is what a change stream watches.
-type streamScope struct {
-	db, coll string // coll "": the whole database
-	cluster  bool   // every database (allChangesForCluster)
-}
-
-// streamSpec is a parsed $changeStream stage.
-type streamSpec struct {
-	scope        streamScope
-	after        changestream.Position // the stream starts after it
-	resumed      bool                  // a resume option set after
-	token        *changestream.Token   // resumeAfter/startAfter, to check it exists
-	fullDocument string                // default, updateLookup, whenAvailable, required
-	before       string                // fullDocumentBeforeChange: off, whenAvailable, required
-	expanded     bool                  // showExpandedEvents: DDL events and their extra fields
-	pipeline     *aggregate.Pipeline   // the stages after $changeStream and match (nil: none)
-	match        *streamFilter         // a leading $match tested on the change (nil: none)
-}
+// over the change log. This file is their front end: it parses the
+// stage's arguments into a changestream.Spec, answers the aggregate and
+// each getMore with a batch and postBatchResumeToken, and labels the
+// errors a driver may resume after. Reading the log, building events and
+// waiting for new ones is internal/changestream's (Stream). See
+// docs/design/0012-change-streams.md.
 
 var changeStreamFields = []string{"resumeAfter", "startAfter", "startAtOperationTime", "fullDocument",
 	"fullDocumentBeforeChange", "allChangesForCluster", "showExpandedEvents", "allowToRunOnConfigDB", "allowToRunOnSystemNS"}
@@ -60,7 +44,7 @@ func isChangeStream(r *request) bool {
 // openChangeStream answers an aggregate whose pipeline starts with
 // $changeStream: the first batch (never waiting) and a cursor.
 func (h *Handler) openChangeStream(r *request, coll string, batch int64) (bson.D, error) {
-	if h.deps.Changes == nil {
+	if h.streams == nil {
 		return nil, mongoerr.New(mongoerr.Location40573, "The $changeStream stage is only supported on replica sets")
 	}
 	if coll != "" {
@@ -80,17 +64,14 @@ func (h *Handler) openChangeStream(r *request, coll string, batch int64) (bson.D
 			return nil, err
 		}
 	}
-	if err := h.checkResumePoint(spec); err != nil {
+	if err := h.streams.CheckResume(spec); err != nil {
 		return nil, err
 	}
-	c := &streamCursor{h: h, spec: spec, pos: spec.after, lsid: sessionID(r)}
-	if !spec.resumed {
-		if c.pos, err = h.deps.Changes.Now(); err != nil {
-			return nil, err
-		}
+	s, err := h.streams.Open(spec)
+	if err != nil {
+		return nil, err
 	}
-	c.pbrt = changestream.Token{Pos: c.pos}
-	docs, err := c.read(r, batch)
+	docs, err := s.Read(h.streamCall(r), batch)
 	if err != nil {
 		return nil, err
 	}
@@ -99,14 +80,14 @@ func (h *Handler) openChangeStream(r *request, coll string, batch int64) (bson.D
 		ns = r.db + ".$cmd.aggregate"
 	}
 	id := int64(0)
-	if !c.ended {
-		c.join() // before Add: the registry may close it from then on
-		id = h.deps.Cursors.Add(ns, c, 0, int64(len(docs))).ID
+	if !s.Ended() {
+		s.Join() // before Add: the registry may close it from then on
+		id = h.deps.Cursors.Add(ns, &streamSource{Stream: s, lsid: sessionID(r)}, 0, int64(len(docs))).ID
 	}
-	return c.reply(id, ns, "firstBatch", docs), nil
+	return streamReply(s, id, ns, "firstBatch", docs), nil
 }
 
-func (h *Handler) parseChangeStream(r *request, coll string) (*streamSpec, error) {
+func (h *Handler) parseChangeStream(r *request, coll string) (*changestream.Spec, error) {
 	stages := stagesOf(r)
 	opts, ok := stages[0].(bson.D)[0].Value.(bson.D)
 	if !ok {
@@ -120,71 +101,71 @@ func (h *Handler) parseChangeStream(r *request, coll string) (*streamSpec, error
 			return nil, mongoerr.Newf(mongoerr.InvalidOptions, "the $changeStream option '%s' is not supported by Mayfly", e.Key)
 		}
 	}
-	spec := &streamSpec{fullDocument: "default", before: "off"}
+	spec := &changestream.Spec{FullDocument: "default", Before: "off"}
 	var err error
-	if spec.scope, err = streamScopeOf(r.db, coll, opts); err != nil {
+	if spec.Scope, err = streamScopeOf(r.db, coll, opts); err != nil {
 		return nil, err
 	}
-	if err := spec.parseModes(opts); err != nil {
+	if err := parseModes(spec, opts); err != nil {
 		return nil, err
 	}
-	if err := spec.parseResume(opts); err != nil {
+	if err := parseResume(spec, opts); err != nil {
 		return nil, err
 	}
 	if len(stages) > 1 {
-		if spec.pipeline, err = streamPipeline(r, stages[1:]); err != nil {
+		if spec.Pipeline, err = streamPipeline(r, stages[1:]); err != nil {
 			return nil, err
 		}
-		spec.match, spec.pipeline = pushDownMatch(spec.pipeline)
+		spec.Match, spec.Pipeline = changestream.PushDownMatch(spec.Pipeline)
 	}
 	return spec, nil
 }
 
 // streamScopeOf applies mongod's rules for where a stream may be opened.
-func streamScopeOf(db, coll string, opts bson.D) (streamScope, error) {
+func streamScopeOf(db, coll string, opts bson.D) (changestream.Scope, error) {
 	all, _ := bsonutil.Field(opts, "allChangesForCluster")
 	cluster, _ := all.(bool)
 	switch {
 	case cluster && (db != "admin" || coll != ""):
-		return streamScope{}, mongoerr.New(mongoerr.InvalidNamespace, "A $changeStream with 'allChangesForCluster:true' may only be opened on the 'admin' database, and with no collection name")
+		return changestream.Scope{}, mongoerr.New(mongoerr.InvalidNamespace, "A $changeStream with 'allChangesForCluster:true' may only be opened on the 'admin' database, and with no collection name")
 	case cluster:
-		return streamScope{cluster: true}, nil
+		return changestream.Scope{Cluster: true}, nil
 	case db == "admin" || db == "config" || db == "local":
-		return streamScope{}, mongoerr.Newf(mongoerr.InvalidNamespace, "$changeStream may not be opened on the internal %s database", db)
+		return changestream.Scope{}, mongoerr.Newf(mongoerr.InvalidNamespace, "$changeStream may not be opened on the internal %s database", db)
 	case strings.HasPrefix(coll, "system."):
-		return streamScope{}, mongoerr.Newf(mongoerr.InvalidNamespace, "$changeStream may not be opened on the internal %s.%s collection", db, coll)
+		return changestream.Scope{}, mongoerr.Newf(mongoerr.InvalidNamespace, "$changeStream may not be opened on the internal %s.%s collection", db, coll)
 	}
-	return streamScope{db: db, coll: coll}, nil
+	return changestream.Scope{DB: db, Coll: coll}, nil
 }
 
-func (s *streamSpec) parseModes(opts bson.D) error {
+func parseModes(s *changestream.Spec, opts bson.D) error {
 	if v, ok := bsonutil.Field(opts, "fullDocument"); ok {
 		mode, _ := v.(string)
 		if !contains([]string{"default", "updateLookup", "whenAvailable", "required"}, mode) {
 			return mongoerr.Newf(mongoerr.BadValue, "Enumeration value '%s' for field '$changeStream.fullDocument' is not a valid value.", bsonutil.Format(v))
 		}
-		s.fullDocument = mode
+		s.FullDocument = mode
 	}
 	if v, ok := bsonutil.Field(opts, "showExpandedEvents"); ok {
 		on, isBool := v.(bool)
 		if !isBool {
 			return wrongType("$changeStream", "showExpandedEvents", v, "bool")
 		}
-		s.expanded = on
+		s.Expanded = on
 	}
 	if v, ok := bsonutil.Field(opts, "fullDocumentBeforeChange"); ok {
 		mode, _ := v.(string)
 		if !contains([]string{"off", "whenAvailable", "required"}, mode) {
 			return mongoerr.Newf(mongoerr.BadValue, "Enumeration value '%s' for field '$changeStream.fullDocumentBeforeChange' is not a valid value.", bsonutil.Format(v))
 		}
-		s.before = mode
+		s.Before = mode
 	}
 	return nil
 }
 
 // parseResume reads resumeAfter, startAfter and startAtOperationTime; at
 // most one may be given.
-func (s *streamSpec) parseResume(opts bson.D) error {
+func parseResume(s *changestream.Spec, opts bson.D) error {
 	n := 0
 	for _, f := range []string{"resumeAfter", "startAfter", "startAtOperationTime"} {
 		if _, ok := bsonutil.Field(opts, f); ok {
@@ -199,18 +180,18 @@ func (s *streamSpec) parseResume(opts bson.D) error {
 		if !ok {
 			return wrongType("$changeStream", "startAtOperationTime", v, "timestamp")
 		}
-		s.after, s.resumed = justBefore(changestream.Timestamp{T: ts.T, I: ts.I}), true
+		s.After, s.Resumed = changestream.JustBefore(changestream.Timestamp{T: ts.T, I: ts.I}), true
 		return nil
 	}
 	for _, f := range []string{"resumeAfter", "startAfter"} {
 		if v, ok := bsonutil.Field(opts, f); ok {
-			return s.resumeFrom(f, v)
+			return resumeFrom(s, f, v)
 		}
 	}
 	return nil
 }
 
-func (s *streamSpec) resumeFrom(field string, v any) error {
+func resumeFrom(s *changestream.Spec, field string, v any) error {
 	tok, err := parseResumeToken(field, v)
 	if err != nil {
 		return err
@@ -218,7 +199,7 @@ func (s *streamSpec) resumeFrom(field string, v any) error {
 	if tok.Kind == changestream.KindInvalidate && field == "resumeAfter" {
 		return mongoerr.New(mongoerr.InvalidResumeToken, "Attempting to resume a change stream using 'resumeAfter' is not allowed from an invalidate notification.")
 	}
-	s.after, s.resumed, s.token = tok.Pos, true, &tok
+	s.After, s.Resumed, s.Token = tok.Pos, true, &tok
 	return nil
 }
 
@@ -246,45 +227,6 @@ func typeNameOf(v any) string {
 	return bsonutil.TypeName(v)
 }
 
-// justBefore is the position after which the changes stamped ts or later
-// come.
-func justBefore(ts changestream.Timestamp) changestream.Position {
-	switch {
-	case ts.I > 0:
-		return changestream.HighWater(changestream.Timestamp{T: ts.T, I: ts.I - 1})
-	case ts.T > 0:
-		return changestream.HighWater(changestream.Timestamp{T: ts.T - 1, I: math.MaxUint32})
-	}
-	return changestream.Position{}
-}
-
-// checkResumePoint refuses a resume point the log no longer covers (286)
-// and a token whose change is not in the log (280).
-func (h *Handler) checkResumePoint(spec *streamSpec) error {
-	if !spec.resumed {
-		return nil
-	}
-	feed := h.deps.Changes
-	trimmed, err := changestream.TrimmedTo(feed.Reader)
-	if err != nil {
-		return err
-	}
-	if trimmed.After(spec.after) {
-		return mongoerr.New(mongoerr.ChangeStreamHistoryLost, "Resume of change stream was not possible, as the resume point may no longer be in the oplog.")
-	}
-	if spec.token == nil || spec.token.Pos.Index == math.MaxUint32 {
-		return nil
-	}
-	found, err := changestream.Has(feed.Reader, spec.token.Pos)
-	if err != nil {
-		return err
-	}
-	if !found {
-		return mongoerr.Newf(mongoerr.ChangeStreamFatalError, "cannot resume stream; the resume token was not found. {_data: \"%s\"}", spec.token.String())
-	}
-	return nil
-}
-
 // streamStages are the stages mongod allows after $changeStream.
 var streamStages = []string{"$match", "$project", "$addFields", "$set", "$unset", "$replaceRoot", "$replaceWith", "$redact"}
 
@@ -304,3 +246,111 @@ func streamPipeline(r *request, stages bson.A) (*aggregate.Pipeline, error) {
 	}
 	return aggregate.Parse(stages, aggregate.Options{Let: let})
 }
+
+// streamGetMore continues a change stream: the changes since the last
+// batch, or, when there are none, the first to come within the wait.
+func (h *Handler) streamGetMore(r *request, c *cursor.Cursor, sc *streamSource, n int64) (bson.D, error) {
+	if err := checkSession(r, c.ID, &peekSource{lsid: sc.lsid}); err != nil {
+		h.deps.Cursors.Checkin(c)
+		return nil, err
+	}
+	docs, err := sc.Await(h.streamCall(r), n)
+	if err != nil {
+		h.deps.Cursors.Remove(c.ID)
+		return nil, resumableStreamError(err)
+	}
+	id := c.ID
+	if sc.Ended() {
+		h.deps.Cursors.Remove(c.ID)
+		id = 0
+	} else {
+		h.deps.Cursors.Checkin(c)
+	}
+	return streamReply(sc.Stream, id, c.NS, "nextBatch", docs), nil
+}
+
+// resumableCodes are the errors after which a driver may resume a change
+// stream: mongod labels them ResumableChangeStreamError.
+var resumableCodes = map[mongoerr.Code]bool{
+	mongoerr.HostUnreachable: true, mongoerr.HostNotFound: true, mongoerr.NetworkTimeout: true,
+	mongoerr.ShutdownInProgress: true, mongoerr.PrimarySteppedDown: true, mongoerr.ExceededTimeLimit: true,
+	mongoerr.SocketException: true, mongoerr.NotWritablePrimary: true, mongoerr.InterruptedAtShutdown: true,
+	mongoerr.InterruptedDueToReplStateChange: true, mongoerr.NotPrimaryNoSecondaryOk: true,
+	mongoerr.NotPrimaryOrSecondary: true, mongoerr.StaleEpoch: true,
+	mongoerr.StaleConfig: true, mongoerr.RetryChangeStream: true, mongoerr.FailedToSatisfyReadPreference: true,
+}
+
+// resumableStreamError adds the ResumableChangeStreamError label to an
+// error a driver may resume after.
+func resumableStreamError(err error) error {
+	var me *mongoerr.Error
+	if !errors.As(err, &me) || !resumableCodes[me.Code] {
+		return err
+	}
+	labeled := *me
+	labeled.Extra = append(append([]mongoerr.KV(nil), me.Extra...), mongoerr.KV{Key: "errorLabels", Value: bson.A{"ResumableChangeStreamError"}})
+	return &labeled
+}
+
+// streamSource is an open stream as the cursor registry holds it, with
+// the session it was opened in (nil: none).
+type streamSource struct {
+	*changestream.Stream
+	lsid []byte
+}
+
+var _ cursor.Source = (*streamSource)(nil)
+
+// streamReply is a change stream's cursor reply, with postBatchResumeToken.
+func streamReply(s *changestream.Stream, id int64, ns, key string, batch []bson.Raw) bson.D {
+	tok := s.ResumeToken()
+	return bson.D{{Key: "cursor", Value: bson.D{
+		{Key: key, Value: batch},
+		{Key: "postBatchResumeToken", Value: bson.D{{Key: "_data", Value: tok.String()}}},
+		{Key: "id", Value: id},
+		{Key: "ns", Value: ns},
+	}}}
+}
+
+// streamCall is r's part in reading a stream.
+func (h *Handler) streamCall(r *request) *changestream.Call {
+	return &changestream.Call{
+		Ctx:     r.ctx,
+		Env:     newAggEnv(h, r, ""),
+		Wait:    awaitWait(r),
+		Waiting: func() func() { return h.waiting(r) },
+	}
+}
+
+// streamHost is the server's part in the change streams.
+type streamHost struct{ h *Handler }
+
+var _ changestream.Host = streamHost{}
+
+// Current reads the document an update changed as it is now (nil when it
+// is gone or expired), as updateLookup does on mongod.
+func (s streamHost) Current(db, coll string, id any) (bson.D, error) {
+	c := s.h.deps.Store.Collection(db, coll)
+	if c == nil {
+		return nil, nil
+	}
+	f, err := query.NewFilter(bson.D{{Key: "_id", Value: id}})
+	if err != nil {
+		return nil, err
+	}
+	plan, err := c.PlanQuery(f, nil)
+	if err != nil {
+		return nil, err
+	}
+	it := c.Scan(plan, f)
+	defer it.Close()
+	doc, ok, err := it.Next()
+	if err != nil || !ok {
+		return nil, err
+	}
+	return doc, nil
+}
+
+func (streamHost) EncodeEvent(d bson.D) ([]byte, error) { return encodeResult(d) }
+
+func (streamHost) MaxEventBytes() int { return maxResultBytes }

@@ -11,37 +11,31 @@ import (
 	"github.com/mayflydb/mayfly/internal/changestream"
 )
 
-// scanRead is a stream's read before the shared tail: its own scan of
-// the log, every record decoded for it.
-func scanRead(c *streamCursor, r *request) (int, error) {
-	feed := c.h.deps.Changes
-	hwm, err := feed.Now()
+// openTestStream opens a stream on test.s, from now, with fullDocument
+// mode; joined, it reads through the shared RecentLog once two have.
+func openTestStream(tb testing.TB, h *Handler, mode string, join bool) *changestream.Stream {
+	tb.Helper()
+	spec := &changestream.Spec{Scope: changestream.Scope{DB: "test", Coll: "s"}, FullDocument: mode, Before: "off"}
+	s, err := h.streams.Open(spec)
 	if err != nil {
-		return 0, err
+		tb.Fatal(err)
 	}
-	n := 0
-	err = changestream.Scan(feed.Reader, c.pos, func(rec changestream.Record) (bool, error) {
-		docs, err := c.encodedEvents(r, rec)
-		c.pos = rec.Pos
-		n += len(docs)
-		return true, err
-	})
-	if hwm.After(c.pos) {
-		c.pos = hwm
+	if join {
+		s.Join()
 	}
-	return n, err
+	return s
 }
 
 // BenchmarkTenStreamsRead: ten streams on a sessions collection reading
 // each batch of 47 touches (the events a getMore found per batch in the
 // bench's sessions run), each scanning the log itself as before against
-// through the shared tail. The touches' writes are not timed.
+// through the shared RecentLog. The touches' writes are not timed.
 func BenchmarkTenStreamsRead(b *testing.B) {
 	const streams, perBatch = 10, 47
-	for _, mode := range []string{"scan", "tail"} {
+	for _, mode := range []string{"scan", "recent"} {
 		b.Run(mode, func(b *testing.B) {
 			h := newStreamHandler(b)
-			r := &request{ctx: context.Background(), db: "test", name: "getMore"}
+			call := h.streamCall(&request{ctx: context.Background(), db: "test", name: "getMore"})
 			docs := bson.A{}
 			for i := range perBatch {
 				docs = append(docs, bson.D{{Key: "_id", Value: fmt.Sprintf("session-%d", i)}, {Key: "user", Value: i}, {Key: "lastSeen", Value: bson.DateTime(0)}})
@@ -52,15 +46,10 @@ func BenchmarkTenStreamsRead(b *testing.B) {
 			if err := h.deps.Changes.Record(); err != nil {
 				b.Fatal(err)
 			}
-			var cs []*streamCursor
+			var cs []*changestream.Stream
 			for range streams {
-				c := &streamCursor{h: h, spec: &streamSpec{scope: streamScope{db: "test", coll: "s"}, fullDocument: "default", before: "off"}}
-				var err error
-				if c.pos, err = h.deps.Changes.Now(); err != nil {
-					b.Fatal(err)
-				}
-				c.join()
-				cs = append(cs, c)
+				// Not joined, a stream scans the log itself.
+				cs = append(cs, openTestStream(b, h, "default", mode == "recent"))
 			}
 			var touches bson.A
 			b.ReportAllocs()
@@ -76,17 +65,9 @@ func BenchmarkTenStreamsRead(b *testing.B) {
 				}
 				b.StartTimer()
 				for _, c := range cs {
-					var n int
-					var err error
-					if mode == "scan" {
-						n, err = scanRead(c, r)
-					} else {
-						var batch []bson.Raw
-						batch, err = c.read(r, -1)
-						n = len(batch)
-					}
-					if err != nil || n != perBatch {
-						b.Fatalf("%d events of %d, %v", n, perBatch, err)
+					batch, err := c.Read(call, -1)
+					if err != nil || len(batch) != perBatch {
+						b.Fatalf("%d events of %d, %v", len(batch), perBatch, err)
 					}
 				}
 			}
@@ -95,49 +76,46 @@ func BenchmarkTenStreamsRead(b *testing.B) {
 	}
 }
 
-// TestTenStreamsReadTheSameEvents: streams through the shared tail and a
-// stream scanning the log itself return the same bytes for every event;
-// the streams count in and out of the tail as cursors.
+// TestTenStreamsReadTheSameEvents: streams through the shared RecentLog
+// and a stream scanning the log itself return the same bytes for every
+// event.
 func TestTenStreamsReadTheSameEvents(t *testing.T) {
 	h := newStreamHandler(t)
-	r := &request{ctx: context.Background(), db: "test", name: "getMore"}
+	call := h.streamCall(&request{ctx: context.Background(), db: "test", name: "getMore"})
 	if err := h.deps.Changes.Record(); err != nil {
 		t.Fatal(err)
 	}
-	newCursor := func() *streamCursor {
-		c := &streamCursor{h: h, spec: &streamSpec{scope: streamScope{db: "test", coll: "s"}, fullDocument: "updateLookup", before: "off"}}
-		var err error
-		if c.pos, err = h.deps.Changes.Now(); err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
-	tailed := []*streamCursor{newCursor(), newCursor()}
-	for _, c := range tailed {
-		c.join()
-	}
+	shared := []*changestream.Stream{openTestStream(t, h, "updateLookup", false), openTestStream(t, h, "updateLookup", false)}
 	for i := range 30 {
 		mustCall(t, h, "test", bson.D{{Key: "insert", Value: "s"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: i}, {Key: "at", Value: time.Unix(int64(i), 0)}}}}})
 	}
-	own := newCursor()
-	own.pos = changestream.Position{}
-	var want []string
-	if err := changestream.Scan(h.deps.Changes.Reader, own.pos, func(rec changestream.Record) (bool, error) {
-		docs, err := own.encodedEvents(r, rec)
-		for _, d := range docs {
-			want = append(want, bson.Raw(d).String())
-		}
-		return true, err
-	}); err != nil {
+	// Before any stream joins, a stream from the log's start scans it
+	// itself.
+	own, err := h.streams.Open(&changestream.Spec{Scope: changestream.Scope{DB: "test", Coll: "s"}, FullDocument: "updateLookup", Before: "off", Resumed: true})
+	if err != nil {
 		t.Fatal(err)
+	}
+	ownBatch, err := own.Read(call, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, d := range ownBatch {
+		want = append(want, d.String())
 	}
 	if len(want) != 30 {
 		t.Fatalf("the log gave %d events, want 30", len(want))
 	}
-	for i, c := range tailed {
+	for _, c := range shared {
+		c.Join()
+	}
+	if n := h.streams.Readers(); n != 2 {
+		t.Fatalf("%d streams read through the RecentLog, want 2", n)
+	}
+	for i, c := range shared {
 		var got []string
 		for len(got) < len(want) {
-			batch, err := c.read(r, 7)
+			batch, err := c.Read(call, 7)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -154,20 +132,20 @@ func TestTenStreamsReadTheSameEvents(t *testing.T) {
 	}
 }
 
-// TestStreamCursorsCountInTheTail: an open stream counts in the tail
-// until its cursor is removed.
-func TestStreamCursorsCountInTheTail(t *testing.T) {
+// TestStreamCursorsCountInTheRecentLog: an open stream counts in the
+// shared RecentLog until its cursor is removed.
+func TestStreamCursorsCountInTheRecentLog(t *testing.T) {
 	h := newStreamHandler(t)
 	var ids []int64
 	for range 2 {
 		open := mustCall(t, h, "test", watchCmd("c", bson.D{}, 0))
 		ids = append(ids, cursorField(t, open, "id").(int64))
 	}
-	if n := h.tail.Readers(); n != 2 {
-		t.Fatalf("two open streams count %d in the tail", n)
+	if n := h.streams.Readers(); n != 2 {
+		t.Fatalf("two open streams count %d in the RecentLog", n)
 	}
 	mustCall(t, h, "test", bson.D{{Key: "killCursors", Value: "c"}, {Key: "cursors", Value: bson.A{ids[0]}}})
-	if n := h.tail.Readers(); n != 1 {
-		t.Fatalf("after one was killed, %d count in the tail", n)
+	if n := h.streams.Readers(); n != 1 {
+		t.Fatalf("after one was killed, %d count in the RecentLog", n)
 	}
 }

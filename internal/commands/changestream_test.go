@@ -173,45 +173,8 @@ func TestResumableStreamErrorLabel(t *testing.T) {
 	}
 }
 
-// TestExpandedEventsReachOnlyExpandedStreams: the DDL events go to
-// streams with showExpandedEvents only, and a view's or a time-series
-// collection's (from system.views on mongod), its drop included, to
-// their database and cluster streams with the option only, not to a
-// stream on a collection of the same name. A rename reaches the streams
-// of its source and of its target.
-func TestExpandedEventsReachOnlyExpandedStreams(t *testing.T) {
-	create := &changestream.Event{Op: changestream.OpCreate, DB: "d", Coll: "c", NsType: changestream.NsCollection}
-	view := &changestream.Event{Op: changestream.OpCreate, DB: "d", Coll: "c", NsType: changestream.NsView}
-	viewDrop := &changestream.Event{Op: changestream.OpDrop, DB: "d", Coll: "c", NsType: changestream.NsView}
-	tsDrop := &changestream.Event{Op: changestream.OpDrop, DB: "d", Coll: "c", NsType: changestream.NsTimeseries}
-	insert := &changestream.Event{Op: changestream.OpInsert, DB: "d", Coll: "c"}
-	renameTo := &changestream.Event{Op: changestream.OpRename, DB: "d", Coll: "a", ToDB: "d", ToColl: "c"}
-	renameIn := &changestream.Event{Op: changestream.OpRename, DB: "e", Coll: "a", ToDB: "d", ToColl: "c"}
-	coll, db, other := streamScope{db: "d", coll: "c"}, streamScope{db: "d"}, streamScope{db: "d", coll: "x"}
-	cases := []struct {
-		ev       *changestream.Event
-		scope    streamScope
-		expanded bool
-		want     bool
-	}{
-		{create, coll, false, false}, {create, coll, true, true}, {create, db, true, true},
-		{view, coll, true, false}, {view, db, true, true}, {view, db, false, false},
-		{viewDrop, coll, true, false}, {viewDrop, db, true, true}, {viewDrop, coll, false, false},
-		{viewDrop, db, false, false}, {tsDrop, db, false, false}, {tsDrop, db, true, true},
-		{insert, coll, false, true}, {insert, coll, true, true},
-		{renameTo, coll, false, true}, {renameTo, other, false, false}, {renameIn, coll, false, true},
-		{renameIn, db, false, true}, {renameIn, streamScope{db: "e"}, false, true},
-	}
-	for i, c := range cases {
-		s := &streamSpec{scope: c.scope, expanded: c.expanded}
-		if got := s.covers(c.ev); got != c.want {
-			t.Errorf("case %d: %v %+v expanded=%v: covers = %v", i, c.ev.Op, c.scope, c.expanded, got)
-		}
-	}
-}
-
 // TestStreamBehindAFlowGathersItsBatch: a getMore on a stream whose last
-// batch had events, finding a short batch, waits gatherWait for more and
+// batch had events, finding a short batch, waits changestream.GatherWait for more and
 // returns them together; a trickle, a full batch and a stream's first
 // batch after an empty one are answered at once. The wait runs on the
 // handler's clock, which the test moves.
@@ -256,7 +219,7 @@ func TestStreamBehindAFlowGathersItsBatch(t *testing.T) {
 	got := getMore()
 	waitTimers(t, clk, 2) // the getMore's own wait and the gathering's
 	insert(30)
-	clk.Advance(gatherWait)
+	clk.Advance(changestream.GatherWait)
 	select {
 	case n := <-got:
 		if n != 50 {
@@ -267,14 +230,14 @@ func TestStreamBehindAFlowGathersItsBatch(t *testing.T) {
 	}
 	insert(3)
 	atOnce("a trickle", 3)
-	insert(gatherFull)
-	atOnce("a full batch", gatherFull)
+	insert(changestream.GatherFull)
+	atOnce("a full batch", changestream.GatherFull)
 	big := bson.A{}
-	for i := range gatherFrom {
-		big = append(big, bson.D{{Key: "_id", Value: -1 - i}, {Key: "pad", Value: strings.Repeat("x", gatherBytes/gatherFrom)}})
+	for i := range changestream.GatherFrom {
+		big = append(big, bson.D{{Key: "_id", Value: -1 - i}, {Key: "pad", Value: strings.Repeat("x", changestream.GatherBytes/changestream.GatherFrom)}})
 	}
 	mustCall(t, h, "test", bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: big}})
-	atOnce("a batch of gatherBytes", gatherFrom)
+	atOnce("a batch of changestream.GatherBytes", changestream.GatherFrom)
 }
 
 // waitTimers waits until clk has n timers pending.

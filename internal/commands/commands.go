@@ -90,13 +90,12 @@ type Handler struct {
 	opCounts  opCounters
 	emptyTs   emptyTsClock
 	sessions  *session.Cache
-	events    *eventCache // change events encoded for streams
 	// failPoints are the fail points configureFailPoint sets (nil without
 	// enableTestCommands).
 	failPoints *failpoint.Registry
-	// tail reads the change log once for the streams near its end (nil
-	// without a change log).
-	tail *changestream.Tail
+	// streams is what the change streams share (nil without a change
+	// log).
+	streams *changestream.Streams
 }
 
 // request is one command invocation.
@@ -146,9 +145,9 @@ func New(deps Deps) *Handler {
 	if deps.Auth == nil {
 		deps.Auth = auth.Disabled(deps.Store, deps.Logger)
 	}
-	h := &Handler{deps: deps, steady: clock.Unoffset(deps.Clock), started: deps.Clock.Now(), processID: bson.NewObjectID(), sessions: session.NewCache(session.MaxSessions), events: newEventCache()}
+	h := &Handler{deps: deps, steady: clock.Unoffset(deps.Clock), started: deps.Clock.Now(), processID: bson.NewObjectID(), sessions: session.NewCache(session.MaxSessions)}
 	if deps.Changes != nil {
-		h.tail = changestream.NewTail(deps.Changes.Reader)
+		h.streams = changestream.NewStreams(deps.Changes, streamHost{h}, deps.Clock)
 	}
 	h.table = buildTable(deps.TestCommands)
 	if deps.TestCommands {

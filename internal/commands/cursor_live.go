@@ -75,16 +75,16 @@ func formatUUID(b []byte) string {
 	return fmt.Sprintf("%s-%s-%s-%s-%s", h[0:8], h[8:12], h[12:16], h[16:20], h[20:])
 }
 
-// refresh brings the cursor's scans up to the time of the getMore that
+// reopen brings the cursor's scans up to the time of the getMore that
 // continues it: documents deleted, expired or no longer matching since the
 // last batch are not returned, and the one document read ahead for the
 // last batch is dropped if it is one of them.
-func (p *peekSource) refresh(ctx context.Context) error {
+func (p *peekSource) reopen(ctx context.Context) error {
 	if p.live != nil {
 		p.live.set(ctx)
 	}
 	for _, s := range p.scans {
-		live, err := s.Refresh(ctx)
+		live, err := s.Reopen(ctx)
 		if err != nil {
 			return err
 		}

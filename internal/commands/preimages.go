@@ -4,15 +4,15 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
-// changeStreamPreAndPostImages, set by create and collMod, makes a
-// collection's change events carry the document before the change
-// (fullDocumentBeforeChange) and after an update (fullDocument:
-// whenAvailable / required). Its value is {enabled: <bool>}.
-const preImagesOption = "changeStreamPreAndPostImages"
+// preImagesOption is changestream.PreImagesOption, by the name create
+// and collMod check it under. This file parses it: its value as mongod's
+// IDL reads it, into the collection's options.
+const preImagesOption = changestream.PreImagesOption
 
 // parsePreImages reads the option's value as mongod's IDL does.
 func parsePreImages(cmd string, v any) (bool, error) {
@@ -37,21 +37,6 @@ func parsePreImages(cmd string, v any) (bool, error) {
 	return on, nil
 }
 
-// withPreImages returns options with the setting applied: kept when on,
-// left out when off, as listCollections shows it.
-func withPreImages(opts bson.D, on bool) bson.D {
-	out := make(bson.D, 0, len(opts)+1)
-	for _, e := range opts {
-		if e.Key != preImagesOption {
-			out = append(out, e)
-		}
-	}
-	if on {
-		out = append(out, bson.E{Key: preImagesOption, Value: bson.D{{Key: "enabled", Value: true}}})
-	}
-	return out
-}
-
 // createPreImages applies create's option to the new collection's options.
 func createPreImages(r *request, opt *docstore.CreateOptions) error {
 	v, ok := bsonutil.Field(r.body, preImagesOption)
@@ -62,7 +47,7 @@ func createPreImages(r *request, opt *docstore.CreateOptions) error {
 	if err != nil {
 		return err
 	}
-	opt.Raw = withPreImages(opt.Raw, on)
+	opt.Raw = changestream.WithPreImages(opt.Raw, on)
 	return nil
 }
 
@@ -76,6 +61,6 @@ func collModPreImages(e *docstore.CatalogEdit, r *request) error {
 	if err != nil {
 		return err
 	}
-	e.SetOptions(withPreImages(e.Meta().Options, on))
+	e.SetOptions(changestream.WithPreImages(e.Meta().Options, on))
 	return nil
 }

@@ -1,13 +1,13 @@
-package commands
+package changestream
 
 import (
+	"slices"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
-	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/query"
 )
 
@@ -22,8 +22,8 @@ import (
 // probeFields are the event fields a pushed-down $match may read.
 var probeFields = []string{"operationType", "ns", "expired"}
 
-// streamFilter is a stream's leading $match, pushed down.
-type streamFilter struct {
+// Filter is a stream's leading $match, pushed down.
+type Filter struct {
 	filter *query.Filter
 	// key names the filter in the event cache when it is the whole
 	// pipeline ("" otherwise).
@@ -34,10 +34,10 @@ type streamFilter struct {
 	sameForGroup bool
 }
 
-// pushDownMatch splits a stream's pipeline into a leading $match tested
+// PushDownMatch splits a stream's pipeline into a leading $match tested
 // on the change (nil when it cannot be) and the stages after it (nil
 // when none remain).
-func pushDownMatch(p *aggregate.Pipeline) (*streamFilter, *aggregate.Pipeline) {
+func PushDownMatch(p *aggregate.Pipeline) (*Filter, *aggregate.Pipeline) {
 	if p == nil {
 		return nil, nil
 	}
@@ -48,9 +48,9 @@ func pushDownMatch(p *aggregate.Pipeline) (*streamFilter, *aggregate.Pipeline) {
 	same := !readsExpiredAt(f.Spec())
 	rest := p.WithoutStage(0)
 	if rest.Len() > 0 {
-		return &streamFilter{filter: f.Lean(), sameForGroup: same}, rest
+		return &Filter{filter: f.Lean(), sameForGroup: same}, rest
 	}
-	return &streamFilter{filter: f.Lean(), key: "|" + bsonutil.Format(f.Spec()), sameForGroup: same}, nil
+	return &Filter{filter: f.Lean(), key: "|" + bsonutil.Format(f.Spec()), sameForGroup: same}, nil
 }
 
 // readsExpiredAt reports whether a pushed-down filter may read
@@ -85,16 +85,16 @@ func onlyExists(cond any) bool {
 }
 
 // probeKey is what a filter that does not read expired.expiredAt sees of
-// a change (see streamFilter.sameForGroup).
+// a change (see Filter.sameForGroup).
 type probeKey struct {
-	op        changestream.Op
+	op        Op
 	db, coll  string
 	expired   bool
 	index     string
 	afterSecs int64
 }
 
-func probeKeyOf(ev *changestream.Event) probeKey {
+func probeKeyOf(ev *Event) probeKey {
 	k := probeKey{op: ev.Op, db: ev.DB, coll: ev.Coll}
 	if carriesExpired(ev) {
 		k.expired, k.index, k.afterSecs = true, ev.Expired.Index, ev.Expired.AfterSecs
@@ -125,7 +125,7 @@ func readsOnly(filter bson.D, roots []string) bool {
 			continue
 		}
 		root, _, _ := strings.Cut(e.Key, ".")
-		if strings.HasPrefix(e.Key, "$") || !contains(roots, root) {
+		if strings.HasPrefix(e.Key, "$") || !slices.Contains(roots, root) {
 			return false
 		}
 	}
@@ -134,7 +134,7 @@ func readsOnly(filter bson.D, roots []string) bool {
 
 // probe is the part of a change's event a pushed-down $match reads, as
 // eventDoc builds it.
-func probe(ev *changestream.Event) bson.D {
+func probe(ev *Event) bson.D {
 	d := bson.D{{Key: "operationType", Value: ev.Op.String()}, {Key: "ns", Value: nsDoc(ev.DB, ev.Coll)}}
 	if exp, ok := expiredDoc(ev); ok {
 		d = append(d, bson.E{Key: "expired", Value: exp})
@@ -144,11 +144,11 @@ func probe(ev *changestream.Event) bson.D {
 
 // keeps reports whether the stream's pushed-down $match keeps the
 // change's event (true without one).
-func (s *streamSpec) keeps(ev *changestream.Event) (bool, error) {
-	if s.match == nil {
+func (s *Spec) keeps(ev *Event) (bool, error) {
+	if s.Match == nil {
 		return true, nil
 	}
-	return s.match.filter.MatchErr(probe(ev))
+	return s.Match.filter.MatchErr(probe(ev))
 }
 
 // probeMemo is a stream's last pushed-down filter answer, reused for
@@ -159,10 +159,10 @@ type probeMemo struct {
 	keep  bool
 }
 
-// keeps is streamSpec.keeps, answered from the memo when the filter
+// keeps is Spec.keeps, answered from the memo when the filter
 // cannot tell ev from the change before it.
-func (c *streamCursor) keeps(ev *changestream.Event) (bool, error) {
-	m := c.spec.match
+func (c *Stream) keeps(ev *Event) (bool, error) {
+	m := c.spec.Match
 	if m == nil || !m.sameForGroup {
 		return c.spec.keeps(ev)
 	}
@@ -180,13 +180,13 @@ func (c *streamCursor) keeps(ev *changestream.Event) (bool, error) {
 
 // matching is the events the stream's pushed-down $match keeps, tested
 // on the built events.
-func (s *streamSpec) matching(docs []bson.D) ([]bson.D, error) {
-	if s.match == nil {
+func (s *Spec) matching(docs []bson.D) ([]bson.D, error) {
+	if s.Match == nil {
 		return docs, nil
 	}
 	var out []bson.D
 	for _, d := range docs {
-		ok, err := s.match.filter.MatchErr(d)
+		ok, err := s.Match.filter.MatchErr(d)
 		if err != nil {
 			return nil, err
 		}

@@ -8,9 +8,9 @@ import (
 	"github.com/mayflydb/mayfly/internal/storage"
 )
 
-// Tail reads the log once for every stream of a server that is near its
-// end. Without it, ten streams tailing the log each opened an iterator,
-// read and decoded every record for themselves. The Tail keeps the most
+// RecentLog reads the log once for every stream of a server that is near
+// its end. Without it, ten streams following the log each opened an iterator,
+// read and decoded every record for themselves. The RecentLog keeps the most
 // recent records, decoded once, in a ring: a stream whose position is in
 // the ring takes the records after it from there, and the first stream
 // to reach the ring's end reads the next records from the log (Scan) for
@@ -20,7 +20,7 @@ import (
 // fields must not be changed. It is kept only while two or more streams
 // are open (Join, Leave): a lone stream gains nothing from it and would
 // pay for its upkeep.
-type Tail struct {
+type RecentLog struct {
 	reader  storage.Reader
 	readers atomic.Int64 // open streams: Join, Leave
 
@@ -37,56 +37,56 @@ type Tail struct {
 }
 
 const (
-	// tailRecords is the ring's size: a few batches of a busy server
+	// recentRecords is the ring's size: a few batches of a busy server
 	// for streams a getMore or two apart.
-	tailRecords = 4096
-	// tailBytes bounds the bytes of the records in the ring.
-	tailBytes = 32 << 20
+	recentRecords = 4096
+	// recentBytes bounds the bytes of the records in the ring.
+	recentBytes = 32 << 20
 	// recordOverhead is what a decoded record costs beyond its
 	// documents' bytes, about.
 	recordOverhead = 256
-	// tailFill bounds the records one Scan adds, so that a burst of
+	// recentFill bounds the records one Scan adds, so that a burst of
 	// changes is read in steps and the lock is held briefly.
-	tailFill = 1024
-	// tailHand bounds the records handed to a stream under the lock at
+	recentFill = 1024
+	// recentHand bounds the records handed to a stream under the lock at
 	// once; it calls fn on them without it.
-	tailHand = 256
+	recentHand = 256
 )
 
-// NewTail returns a Tail over the log in r.
-func NewTail(r storage.Reader) *Tail { return newTail(r, tailRecords, tailBytes) }
+// NewRecentLog returns a RecentLog over the log in r.
+func NewRecentLog(r storage.Reader) *RecentLog { return newRecentLog(r, recentRecords, recentBytes) }
 
-func newTail(r storage.Reader, size, budget int) *Tail {
-	return &Tail{reader: r, ring: make([]Record, size), budget: budget}
+func newRecentLog(r storage.Reader, size, budget int) *RecentLog {
+	return &RecentLog{reader: r, ring: make([]Record, size), budget: budget}
 }
 
 // Join counts a stream in: with two or more the ring is kept.
-func (t *Tail) Join() { t.readers.Add(1) }
+func (l *RecentLog) Join() { l.readers.Add(1) }
 
 // Leave counts a stream out.
-func (t *Tail) Leave() { t.readers.Add(-1) }
+func (l *RecentLog) Leave() { l.readers.Add(-1) }
 
 // Readers is the number of streams counted in.
-func (t *Tail) Readers() int64 { return t.readers.Load() }
+func (l *RecentLog) Readers() int64 { return l.readers.Load() }
 
 // Read calls fn with each record after the position after, in order,
 // until fn returns false or the records up to hwm have all been passed
 // (none stamped after hwm's timestamp follow: ScanTo). hwm must be a
 // position every record up to which was in the log before Read was called
-// (Feed.Now taken before it). fn is called without the Tail's lock held, and must not change
+// (Feed.Now taken before it). fn is called without the RecentLog's lock held, and must not change
 // the records it is given.
-func (t *Tail) Read(after, hwm Position, fn func(Record) (bool, error)) error {
-	if t.readers.Load() < 2 {
-		return ScanTo(t.reader, after, hwm, fn)
+func (l *RecentLog) Read(after, hwm Position, fn func(Record) (bool, error)) error {
+	if l.readers.Load() < 2 {
+		return ScanTo(l.reader, after, hwm, fn)
 	}
 	var buf []Record
 	for {
-		recs, inRing, err := t.take(after, hwm, buf[:0])
+		recs, inRing, err := l.take(after, hwm, buf[:0])
 		if err != nil {
 			return err
 		}
 		if !inRing {
-			return ScanTo(t.reader, after, hwm, fn)
+			return ScanTo(l.reader, after, hwm, fn)
 		}
 		if len(recs) == 0 {
 			return nil
@@ -101,92 +101,92 @@ func (t *Tail) Read(after, hwm Position, fn func(Record) (bool, error)) error {
 	}
 }
 
-// take appends to dst up to tailHand records after the position after,
+// take appends to dst up to recentHand records after the position after,
 // from the ring, reading the log on when the ring ends before hwm. It
 // reports false when the ring no longer holds the records after after.
-func (t *Tail) take(after, hwm Position, dst []Record) ([]Record, bool, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.n == 0 || after.After(t.end) {
+func (l *RecentLog) take(after, hwm Position, dst []Record) ([]Record, bool, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n == 0 || after.After(l.end) {
 		// The stream is past all the ring knows (a stream just opened,
 		// or a ring idle while the log moved on): start the ring at it,
 		// rather than reading the log from the ring's old end.
-		t.rebase(after)
+		l.rebase(after)
 	}
-	if t.from.After(after) {
+	if l.from.After(after) {
 		return dst, false, nil
 	}
-	i := t.search(after)
-	if i == t.n && hwm.After(t.end) {
-		if err := t.fill(hwm); err != nil {
+	i := l.search(after)
+	if i == l.n && hwm.After(l.end) {
+		if err := l.fill(hwm); err != nil {
 			return dst, true, err
 		}
-		if t.from.After(after) { // records too large for the ring together
+		if l.from.After(after) { // records too large for the ring together
 			return dst, false, nil
 		}
-		i = t.search(after)
+		i = l.search(after)
 	}
-	for ; i < t.n && len(dst) < tailHand; i++ {
-		dst = append(dst, t.at(i))
+	for ; i < l.n && len(dst) < recentHand; i++ {
+		dst = append(dst, l.at(i))
 	}
 	return dst, true, nil
 }
 
 // rebase empties the ring and starts it at p.
-func (t *Tail) rebase(p Position) {
-	clear(t.ring)
-	t.head, t.n, t.bytes = 0, 0, 0
-	t.from, t.end = p, p
+func (l *RecentLog) rebase(p Position) {
+	clear(l.ring)
+	l.head, l.n, l.bytes = 0, 0, 0
+	l.from, l.end = p, p
 }
 
-// fill reads up to tailFill records after the ring's end from the log,
+// fill reads up to recentFill records after the ring's end from the log,
 // never more records than the ring holds nor much more than half its
 // bytes, so that they stay for the stream that asked (take checks: a
 // single record larger than that may push out the ones before it). When
 // the log ends before that, every record up to hwm has been read (the
 // caller took hwm before), so the ring's end moves to it.
-func (t *Tail) fill(hwm Position) error {
-	limit := min(tailFill, len(t.ring))
+func (l *RecentLog) fill(hwm Position) error {
+	limit := min(recentFill, len(l.ring))
 	read, size, full := 0, 0, false
-	err := ScanTo(t.reader, t.end, hwm, func(rec Record) (bool, error) {
-		t.push(rec)
+	err := ScanTo(l.reader, l.end, hwm, func(rec Record) (bool, error) {
+		l.push(rec)
 		read++
 		size += recordSize(rec)
-		full = read == limit || size >= t.budget/2
+		full = read == limit || size >= l.budget/2
 		return !full, nil
 	})
 	if err != nil {
 		return err
 	}
-	if !full && hwm.After(t.end) {
-		t.end = hwm
+	if !full && hwm.After(l.end) {
+		l.end = hwm
 	}
 	return nil
 }
 
 // push adds rec after the ring's last record, dropping the oldest one
 // when the ring is full.
-func (t *Tail) push(rec Record) {
-	if t.n == len(t.ring) {
-		t.drop()
+func (l *RecentLog) push(rec Record) {
+	if l.n == len(l.ring) {
+		l.drop()
 	}
-	t.ring[(t.head+t.n)%len(t.ring)] = rec
-	t.n++
-	t.end = rec.Pos
-	t.bytes += recordSize(rec)
-	for t.bytes > t.budget && t.n > 1 {
-		t.drop()
+	l.ring[(l.head+l.n)%len(l.ring)] = rec
+	l.n++
+	l.end = rec.Pos
+	l.bytes += recordSize(rec)
+	for l.bytes > l.budget && l.n > 1 {
+		l.drop()
 	}
 }
 
 // drop removes the ring's oldest record.
-func (t *Tail) drop() {
-	old := &t.ring[t.head]
-	t.from = old.Pos
-	t.bytes -= recordSize(*old)
+func (l *RecentLog) drop() {
+	old := &l.ring[l.head]
+	l.from = old.Pos
+	l.bytes -= recordSize(*old)
 	*old = Record{}
-	t.head = (t.head + 1) % len(t.ring)
-	t.n--
+	l.head = (l.head + 1) % len(l.ring)
+	l.n--
 }
 
 // recordSize is about the memory a decoded record keeps alive.
@@ -199,9 +199,9 @@ func recordSize(rec Record) int {
 }
 
 // at is the ring's i-th record, oldest first.
-func (t *Tail) at(i int) Record { return t.ring[(t.head+i)%len(t.ring)] }
+func (l *RecentLog) at(i int) Record { return l.ring[(l.head+i)%len(l.ring)] }
 
 // search is the index of the ring's first record after p.
-func (t *Tail) search(p Position) int {
-	return sort.Search(t.n, func(i int) bool { return t.at(i).Pos.After(p) })
+func (l *RecentLog) search(p Position) int {
+	return sort.Search(l.n, func(i int) bool { return l.at(i).Pos.After(p) })
 }

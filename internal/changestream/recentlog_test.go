@@ -40,16 +40,16 @@ func commitEvents(t *testing.T, eng *Engine, name string, n int) {
 	}
 }
 
-// tailAll reads through tail as a stream does, a batch at a time up to
+// readRecent reads through recent as a stream does, a batch at a time up to
 // Latest, until it has want records or a second passes without one.
-func tailAll(tail *Tail, eng *Engine, from Position, want int, pause time.Duration) ([]Record, error) {
+func readRecent(recent *RecentLog, eng *Engine, from Position, want int, pause time.Duration) ([]Record, error) {
 	var got []Record
 	pos := from
 	idle := time.Now()
 	for len(got) < want && time.Since(idle) < 5*time.Second {
 		hwm := HighWater(eng.Latest())
 		n := 0
-		err := tail.Read(pos, hwm, func(rec Record) (bool, error) {
+		err := recent.Read(pos, hwm, func(rec Record) (bool, error) {
 			got = append(got, rec)
 			pos = rec.Pos
 			n++
@@ -69,10 +69,10 @@ func tailAll(tail *Tail, eng *Engine, from Position, want int, pause time.Durati
 	return got, nil
 }
 
-// join counts n streams into tail.
-func join(tail *Tail, n int) {
+// join counts n streams into recent.
+func join(recent *RecentLog, n int) {
 	for range n {
-		tail.Join()
+		recent.Join()
 	}
 }
 
@@ -98,13 +98,13 @@ func sameRecords(got, want []Record) error {
 	return nil
 }
 
-// TestTailEveryRecordOnceInOrder: streams reading through one small ring
+// TestRecentLogEveryRecordOnceInOrder: streams reading through one small ring
 // while writers commit, one of them slow enough to fall behind it, each
 // get every record after their start once, in order.
-func TestTailEveryRecordOnceInOrder(t *testing.T) {
+func TestRecentLogEveryRecordOnceInOrder(t *testing.T) {
 	eng := newTestLog(t)
-	tail := newTail(eng, 64, tailBytes)
-	join(tail, 4)
+	recent := newRecentLog(eng, 64, recentBytes)
+	join(recent, 4)
 	start := HighWater(eng.Latest())
 	const writers, batches, perBatch = 4, 150, 3
 	total := writers * batches * perBatch
@@ -113,7 +113,7 @@ func TestTailEveryRecordOnceInOrder(t *testing.T) {
 	errs := make([]error, len(pauses))
 	var wg sync.WaitGroup
 	for i, pause := range pauses {
-		wg.Go(func() { got[i], errs[i] = tailAll(tail, eng, start, total, pause) })
+		wg.Go(func() { got[i], errs[i] = readRecent(recent, eng, start, total, pause) })
 	}
 	var ww sync.WaitGroup
 	for w := range writers {
@@ -139,18 +139,18 @@ func TestTailEveryRecordOnceInOrder(t *testing.T) {
 	}
 }
 
-// TestTailSharesDecodedRecords: two streams at the same place get the
+// TestRecentLogSharesDecodedRecords: two streams at the same place get the
 // same decoded event (read from the log once); a stream behind the ring
 // reads the log itself and still gets every record after its position.
-func TestTailSharesDecodedRecords(t *testing.T) {
+func TestRecentLogSharesDecodedRecords(t *testing.T) {
 	eng := newTestLog(t)
-	tail := newTail(eng, 8, tailBytes)
-	join(tail, 3)
+	recent := newRecentLog(eng, 8, recentBytes)
+	join(recent, 3)
 	start := HighWater(eng.Latest())
 	for i := range 20 {
 		commitEvents(t, eng, fmt.Sprint(i), 1)
 	}
-	a, err := tailAll(tail, eng, start, 20, 0)
+	a, err := readRecent(recent, eng, start, 20, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestTailSharesDecodedRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The ring holds the last 8: a second stream from the 15th shares them.
-	b, err := tailAll(tail, eng, all[14].Pos, 5, 0)
+	b, err := readRecent(recent, eng, all[14].Pos, 5, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestTailSharesDecodedRecords(t *testing.T) {
 		}
 	}
 	// One from the 3rd is behind the ring: its own scan, every record.
-	c, err := tailAll(tail, eng, all[2].Pos, 17, 0)
+	c, err := readRecent(recent, eng, all[2].Pos, 17, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,14 +184,14 @@ func TestTailSharesDecodedRecords(t *testing.T) {
 	}
 }
 
-// TestTailBoundsItsBytes: large documents are held within the ring's
+// TestRecentLogBoundsItsBytes: large documents are held within the ring's
 // byte budget, one larger than the whole budget too, and streams still
 // get every record in order.
-func TestTailBoundsItsBytes(t *testing.T) {
+func TestRecentLogBoundsItsBytes(t *testing.T) {
 	eng := newTestLog(t)
 	const budget = 10 << 10
-	tail := newTail(eng, 64, budget)
-	join(tail, 2)
+	recent := newRecentLog(eng, 64, budget)
+	join(recent, 2)
 	start := HighWater(eng.Latest())
 	doc := func(size int) []byte {
 		d := make([]byte, size)
@@ -207,7 +207,7 @@ func TestTailBoundsItsBytes(t *testing.T) {
 		}
 	}
 	for r := range 2 { // the second is behind the ring: its own scan
-		got, err := tailAll(tail, eng, start, len(sizes), 0)
+		got, err := readRecent(recent, eng, start, len(sizes), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -219,19 +219,19 @@ func TestTailBoundsItsBytes(t *testing.T) {
 				t.Fatalf("record %d has %d bytes, want %d", i, len(rec.Event.Doc), sizes[i])
 			}
 		}
-		if tail.bytes > budget || tail.n != 3 {
-			t.Fatalf("the ring holds %d records of %d bytes, budget %d", tail.n, tail.bytes, budget)
+		if recent.bytes > budget || recent.n != 3 {
+			t.Fatalf("the ring holds %d records of %d bytes, budget %d", recent.n, recent.bytes, budget)
 		}
 	}
 }
 
 // BenchmarkOneReaderStorm: one stream reading 10 000 new small records
 // per batch (a storm's expiries), by its own scan against through the
-// tail: alone (the tail leaves it to its own scan) and with another
+// recent: alone (the recent leaves it to its own scan) and with another
 // stream open (the ring kept, which it alone fills).
 func BenchmarkOneReaderStorm(b *testing.B) {
 	const batches, perBatch = 10, 1000
-	for _, mode := range []string{"scan", "tail", "tailShared"} {
+	for _, mode := range []string{"scan", "recent", "recentShared"} {
 		b.Run(mode, func(b *testing.B) {
 			base, err := pebblestore.Open(pebblestore.Options{InMemory: true})
 			if err != nil {
@@ -245,10 +245,10 @@ func BenchmarkOneReaderStorm(b *testing.B) {
 			if err := eng.Record(); err != nil {
 				b.Fatal(err)
 			}
-			tail := NewTail(eng)
-			tail.Join()
-			if mode == "tailShared" {
-				tail.Join() // another stream, idle
+			recent := NewRecentLog(eng)
+			recent.Join()
+			if mode == "recentShared" {
+				recent.Join() // another stream, idle
 			}
 			pos := HighWater(eng.Latest())
 			ev := (&Event{Op: OpDelete, DB: "db", Coll: "c", ID: []byte{0x1c, 1, 2, 3}, Expired: &Expiry{Index: "at_1", AfterSecs: 1}}).Encode(nil)
@@ -270,7 +270,7 @@ func BenchmarkOneReaderStorm(b *testing.B) {
 				if mode == "scan" {
 					err = Scan(eng, pos, read)
 				} else {
-					err = tail.Read(pos, hwm, read)
+					err = recent.Read(pos, hwm, read)
 				}
 				if err != nil || n != batches*perBatch {
 					b.Fatalf("%d records, %v", n, err)
@@ -281,26 +281,26 @@ func BenchmarkOneReaderStorm(b *testing.B) {
 	}
 }
 
-// TestTailLeavesALoneStreamToItsScan: with one stream open the ring is
+// TestRecentLogLeavesALoneStreamToItsScan: with one stream open the ring is
 // not kept; with a second it is.
-func TestTailLeavesALoneStreamToItsScan(t *testing.T) {
+func TestRecentLogLeavesALoneStreamToItsScan(t *testing.T) {
 	eng := newTestLog(t)
-	tail := newTail(eng, 64, tailBytes)
+	recent := newRecentLog(eng, 64, recentBytes)
 	start := HighWater(eng.Latest())
 	for i := range 5 {
 		commitEvents(t, eng, fmt.Sprint(i), 1)
 	}
-	tail.Join()
-	if got, err := tailAll(tail, eng, start, 5, 0); err != nil || len(got) != 5 || tail.n != 0 {
-		t.Fatalf("a lone stream read %d records (%v) and the ring holds %d", len(got), err, tail.n)
+	recent.Join()
+	if got, err := readRecent(recent, eng, start, 5, 0); err != nil || len(got) != 5 || recent.n != 0 {
+		t.Fatalf("a lone stream read %d records (%v) and the ring holds %d", len(got), err, recent.n)
 	}
-	tail.Join()
-	if got, err := tailAll(tail, eng, start, 5, 0); err != nil || len(got) != 5 || tail.n != 5 {
-		t.Fatalf("one of two streams read %d records (%v) and the ring holds %d", len(got), err, tail.n)
+	recent.Join()
+	if got, err := readRecent(recent, eng, start, 5, 0); err != nil || len(got) != 5 || recent.n != 5 {
+		t.Fatalf("one of two streams read %d records (%v) and the ring holds %d", len(got), err, recent.n)
 	}
-	tail.Leave()
+	recent.Leave()
 	commitEvents(t, eng, "after", 1)
-	if got, err := tailAll(tail, eng, start, 6, 0); err != nil || len(got) != 6 || tail.n != 5 {
-		t.Fatalf("alone again, a stream read %d records (%v) and the ring holds %d", len(got), err, tail.n)
+	if got, err := readRecent(recent, eng, start, 6, 0); err != nil || len(got) != 6 || recent.n != 5 {
+		t.Fatalf("alone again, a stream read %d records (%v) and the ring holds %d", len(got), err, recent.n)
 	}
 }

@@ -19,10 +19,10 @@ import (
 // awaitDataDefault is how long an awaitData getMore waits by default.
 const awaitDataDefault = time.Second
 
-// tailPoll is how often a waiting getMore looks for new documents.
-const tailPoll = 5 * time.Millisecond
+// tailablePoll is how often a waiting getMore looks for new documents.
+const tailablePoll = 5 * time.Millisecond
 
-type tailSource struct {
+type tailableSource struct {
 	store    *docstore.Store
 	db, coll string
 	filter   *query.Filter
@@ -32,7 +32,7 @@ type tailSource struct {
 	await    bool
 }
 
-func (s *tailSource) Next() (bson.D, bool, error) {
+func (s *tailableSource) Next() (bson.D, bool, error) {
 	if s.cur == nil {
 		c := s.store.Collection(s.db, s.coll)
 		if c == nil {
@@ -50,7 +50,7 @@ func (s *tailSource) Next() (bson.D, bool, error) {
 	return d, true, nil
 }
 
-func (s *tailSource) Close() error {
+func (s *tailableSource) Close() error {
 	if s.cur != nil {
 		return s.cur.Close()
 	}
@@ -85,37 +85,37 @@ func (h *Handler) findTailable(r *request, a *findArgs, c *docstore.Collection, 
 	var src interface {
 		Next() (bson.D, bool, error)
 		Close() error
-	} = &tailSource{store: h.deps.Store, db: r.db, coll: a.coll, filter: a.filter, await: await}
+	} = &tailableSource{store: h.deps.Store, db: r.db, coll: a.coll, filter: a.filter, await: await}
 	if a.projection != nil {
 		src = &projectSource{src: src, f: projector(a.projection, a.filter, false)}
 	}
 	return h.requestCursorReply(r, r.db+"."+a.coll, src, a.batchSize, false)
 }
 
-// tailing is a source that stays open at its end: a tailable cursor's.
-type tailing interface {
+// tailable is a source that stays open at its end: a tailable cursor's.
+type tailable interface {
 	// awaits says whether a getMore that finds nothing waits for more
 	// (awaitData).
 	awaits() bool
 }
 
-func (s *tailSource) awaits() bool { return s.await }
+func (s *tailableSource) awaits() bool { return s.await }
 
-// tailer returns the tailing source under a cursor's source, nil if none.
-func tailer(p *peekSource) tailing {
+// tailer returns the tailable source under a cursor's source, nil if none.
+func tailableOf(p *peekSource) tailable {
 	src := p.src
 	if ps, ok := src.(*projectSource); ok {
 		src = ps.src
 	}
-	t, _ := src.(tailing)
+	t, _ := src.(tailable)
 	return t
 }
 
-// pollWait waits one tailPoll as a waiting operation; false when the
+// pollWait waits one tailablePoll as a waiting operation; false when the
 // request ended first.
 func (h *Handler) pollWait(r *request) bool {
 	defer h.waiting(r)()
-	t := h.deps.Clock.NewTimer(tailPoll)
+	t := h.deps.Clock.NewTimer(tailablePoll)
 	defer t.Stop()
 	select {
 	case <-r.ctx.Done():

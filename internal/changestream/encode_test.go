@@ -1,4 +1,4 @@
-package commands
+package changestream
 
 import (
 	"bytes"
@@ -8,26 +8,26 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/aggregate"
-	"github.com/mayflydb/mayfly/internal/changestream"
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/keyenc"
 )
 
 // TestPlainDeleteEncoding: a delete encoded straight from the change is
-// byte for byte the event eventDoc builds and encodeResult encodes, for
+// byte for byte the event eventDoc builds and bsonutil.Marshal encodes, for
 // _ids of several types, carried as BSON or key-encoded, with and
 // without the expired and evicted markers.
 func TestPlainDeleteEncoding(t *testing.T) {
-	c := &streamCursor{spec: &streamSpec{fullDocument: "default", before: "off"}}
+	c := &Stream{spec: &Spec{FullDocument: "default", Before: "off"}}
 	ids := []any{int32(7), "a", 1.5, bson.NewObjectID(), bson.D{{Key: "a", Value: int32(1)}, {Key: "b", Value: bson.A{int64(2), "x"}}},
 		bson.Binary{Subtype: 4, Data: bytes.Repeat([]byte{9}, 16)}, bson.DateTime(1234), nil, true}
-	marks := []func(*changestream.Event){
-		func(*changestream.Event) {},
-		func(e *changestream.Event) {
-			e.Expired = &changestream.Expiry{Index: "at_1", AfterSecs: 30, AtMillis: 1_700_000_000_123}
+	marks := []func(*Event){
+		func(*Event) {},
+		func(e *Event) {
+			e.Expired = &Expiry{Index: "at_1", AfterSecs: 30, AtMillis: 1_700_000_000_123}
 		},
-		func(e *changestream.Event) { e.Evicted = &changestream.Eviction{Index: "lru"} },
+		func(e *Event) { e.Evicted = &Eviction{Index: "lru"} },
 	}
-	pos := changestream.Position{TS: changestream.Timestamp{T: 1_700_000_000, I: 3}, Index: 41}
+	pos := Position{TS: Timestamp{T: 1_700_000_000, I: 3}, Index: 41}
 	for _, id := range ids {
 		t0, data := bson.TypeNull, []byte(nil)
 		if id != nil {
@@ -38,7 +38,7 @@ func TestPlainDeleteEncoding(t *testing.T) {
 		}
 		for _, byKey := range []bool{false, true} {
 			for _, mark := range marks {
-				ev := &changestream.Event{Op: changestream.OpDelete, DB: "db", Coll: "c"}
+				ev := &Event{Op: OpDelete, DB: "db", Coll: "c"}
 				if byKey {
 					ev.ID = keyenc.AppendValue(nil, id)
 				} else {
@@ -48,12 +48,12 @@ func TestPlainDeleteEncoding(t *testing.T) {
 				if !c.plainDelete(ev) {
 					t.Fatalf("%v: not a plain delete", ev)
 				}
-				checkPlainEncoding(t, c, changestream.Record{Pos: pos, WallMillis: 1_700_000_000_456, Event: ev}, plainDeleteEvent)
+				checkPlainEncoding(t, c, Record{Pos: pos, WallMillis: 1_700_000_000_456, Event: ev}, plainDeleteEvent)
 			}
 		}
 	}
-	withPre := &streamCursor{spec: &streamSpec{fullDocument: "default", before: "whenAvailable"}}
-	if withPre.plainDelete(&changestream.Event{Op: changestream.OpDelete}) || c.plainDelete(&changestream.Event{Op: changestream.OpInsert}) {
+	withPre := &Stream{spec: &Spec{FullDocument: "default", Before: "whenAvailable"}}
+	if withPre.plainDelete(&Event{Op: OpDelete}) || c.plainDelete(&Event{Op: OpInsert}) {
 		t.Fatal("a delete with pre-images or an insert taken as a plain delete")
 	}
 }
@@ -63,31 +63,31 @@ func TestPlainDeleteEncoding(t *testing.T) {
 // the pipeline as before against pushed down and encoded straight from
 // the change.
 func BenchmarkStreamExpiryEvent(b *testing.B) {
-	h := newStreamHandler(b)
-	r := &request{ctx: context.Background(), db: "db", name: "getMore"}
+	st := newTestStreams()
+	call := &Call{Ctx: context.Background(), Env: testEnv{}}
 	stages := bson.A{bson.D{{Key: "$match", Value: bson.D{{Key: "expired", Value: bson.D{{Key: "$exists", Value: true}}}}}}}
-	ev := &changestream.Event{Op: changestream.OpDelete, DB: "db", Coll: "c", ID: keyenc.AppendValue(nil, int64(123456)),
-		Expired: &changestream.Expiry{Index: "expiresAt_1", AtMillis: 1_700_000_000_000}}
-	rec := changestream.Record{Pos: changestream.Position{TS: changestream.Timestamp{T: 1_700_000_000, I: 1}}, WallMillis: 1_700_000_000_005, Event: ev}
-	run := func(b *testing.B, spec *streamSpec) {
-		c := &streamCursor{h: h, spec: spec}
+	ev := &Event{Op: OpDelete, DB: "db", Coll: "c", ID: keyenc.AppendValue(nil, int64(123456)),
+		Expired: &Expiry{Index: "expiresAt_1", AtMillis: 1_700_000_000_000}}
+	rec := Record{Pos: Position{TS: Timestamp{T: 1_700_000_000, I: 1}}, WallMillis: 1_700_000_000_005, Event: ev}
+	run := func(b *testing.B, spec *Spec) {
+		c := &Stream{streams: st, spec: spec}
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
 			rec.Pos.Index = uint32(i)
-			out, err := c.encodedEvents(r, rec)
+			out, err := c.encodedEvents(call, rec)
 			if err != nil || len(out) != 1 {
 				b.Fatalf("%d events, %v", len(out), err)
 			}
 		}
 	}
-	base := streamSpec{scope: streamScope{db: "db", coll: "c"}, fullDocument: "default", before: "off"}
+	base := Spec{Scope: Scope{DB: "db", Coll: "c"}, FullDocument: "default", Before: "off"}
 	b.Run("pipeline", func(b *testing.B) {
 		p, err := aggregate.Parse(stages, aggregate.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
 		spec := base
-		spec.pipeline = p
+		spec.Pipeline = p
 		run(b, &spec)
 	})
 	b.Run("pushedDown", func(b *testing.B) {
@@ -96,8 +96,8 @@ func BenchmarkStreamExpiryEvent(b *testing.B) {
 			b.Fatal(err)
 		}
 		spec := base
-		spec.match, spec.pipeline = pushDownMatch(p)
-		if spec.match == nil || spec.pipeline != nil {
+		spec.Match, spec.Pipeline = PushDownMatch(p)
+		if spec.Match == nil || spec.Pipeline != nil {
 			b.Fatal("the $match was not pushed down")
 		}
 		run(b, &spec)
@@ -105,23 +105,23 @@ func BenchmarkStreamExpiryEvent(b *testing.B) {
 }
 
 // TestPlainWriteEncoding: inserts and updates encoded straight from the
-// change are byte for byte the events eventDoc builds and encodeResult
+// change are byte for byte the events eventDoc builds and bsonutil.Marshal
 // encodes, for _ids of several types, an update's _id carried as BSON or
 // key-encoded, its description with and without disambiguatedPaths.
 func TestPlainWriteEncoding(t *testing.T) {
-	c := &streamCursor{spec: &streamSpec{fullDocument: "default", before: "off"}}
+	c := &Stream{spec: &Spec{FullDocument: "default", Before: "off"}}
 	ids := []any{int32(7), "a", 1.5, bson.NewObjectID(), bson.D{{Key: "a", Value: int32(1)}, {Key: "b", Value: bson.A{int64(2), "x"}}},
 		bson.Binary{Subtype: 4, Data: bytes.Repeat([]byte{9}, 16)}, bson.DateTime(1234), nil, true}
 	descs := []bson.D{
 		{{Key: "updatedFields", Value: bson.D{{Key: "accessTime", Value: bson.DateTime(99)}}}, {Key: "removedFields", Value: bson.A{}}, {Key: "truncatedArrays", Value: bson.A{}}},
 		{{Key: "updatedFields", Value: bson.D{{Key: "a.0", Value: int32(1)}}}, {Key: "removedFields", Value: bson.A{"b"}}, {Key: "truncatedArrays", Value: bson.A{}},
-			{Key: changestream.DisambiguatedPaths, Value: bson.D{{Key: "a.0", Value: bson.A{"a", "0"}}}}},
+			{Key: DisambiguatedPaths, Value: bson.D{{Key: "a.0", Value: bson.A{"a", "0"}}}}},
 	}
-	pos := changestream.Position{TS: changestream.Timestamp{T: 1_700_000_000, I: 3}, Index: 41}
-	var evs []*changestream.Event
+	pos := Position{TS: Timestamp{T: 1_700_000_000, I: 3}, Index: 41}
+	var evs []*Event
 	for _, id := range ids {
 		doc := mustMarshalD(t, bson.D{{Key: "_id", Value: id}, {Key: "token", Value: "t"}, {Key: "n", Value: int64(3)}})
-		evs = append(evs, &changestream.Event{Op: changestream.OpInsert, DB: "db", Coll: "c", Doc: doc})
+		evs = append(evs, &Event{Op: OpInsert, DB: "db", Coll: "c", Doc: doc})
 		t0, data := bson.TypeNull, []byte(nil)
 		if id != nil {
 			var err error
@@ -131,38 +131,38 @@ func TestPlainWriteEncoding(t *testing.T) {
 		}
 		for _, desc := range descs {
 			upd := mustMarshalD(t, desc)
-			evs = append(evs, &changestream.Event{Op: changestream.OpUpdate, DB: "db", Coll: "c", Update: upd, RawID: append([]byte{byte(t0)}, data...)},
-				&changestream.Event{Op: changestream.OpUpdate, DB: "db", Coll: "c", Update: upd, ID: keyenc.AppendValue(nil, id)})
+			evs = append(evs, &Event{Op: OpUpdate, DB: "db", Coll: "c", Update: upd, RawID: append([]byte{byte(t0)}, data...)},
+				&Event{Op: OpUpdate, DB: "db", Coll: "c", Update: upd, ID: keyenc.AppendValue(nil, id)})
 		}
 	}
 	for _, ev := range evs {
 		if !c.plainWrite(ev) {
 			t.Fatalf("%v: not a plain write", ev)
 		}
-		checkPlainEncoding(t, c, changestream.Record{Pos: pos, WallMillis: 1_700_000_000_456, Event: ev}, plainWriteEvent)
+		checkPlainEncoding(t, c, Record{Pos: pos, WallMillis: 1_700_000_000_456, Event: ev}, plainWriteEvent)
 	}
-	upd := &changestream.Event{Op: changestream.OpUpdate, Update: []byte{5, 0, 0, 0, 0}, RawID: []byte{0x10, 1, 0, 0, 0}}
+	upd := &Event{Op: OpUpdate, Update: []byte{5, 0, 0, 0, 0}, RawID: []byte{0x10, 1, 0, 0, 0}}
 	for _, tc := range []struct {
-		spec *streamSpec
-		ev   *changestream.Event
+		spec *Spec
+		ev   *Event
 	}{
-		{&streamSpec{fullDocument: "updateLookup", before: "off"}, upd},
-		{&streamSpec{fullDocument: "whenAvailable", before: "off"}, upd},
-		{&streamSpec{fullDocument: "default", before: "whenAvailable"}, upd},
-		{&streamSpec{fullDocument: "default", before: "off", expanded: true}, upd},
-		{c.spec, &changestream.Event{Op: changestream.OpUpdate, Update: upd.Update, RawID: upd.RawID, Doc: []byte{5, 0, 0, 0, 0}}},
-		{c.spec, &changestream.Event{Op: changestream.OpUpdate, Update: upd.Update, RawID: upd.RawID, Elements: &changestream.ElementExpiry{Index: "x"}}},
-		{c.spec, &changestream.Event{Op: changestream.OpReplace, Doc: []byte{5, 0, 0, 0, 0}, RawID: upd.RawID}},
+		{&Spec{FullDocument: "updateLookup", Before: "off"}, upd},
+		{&Spec{FullDocument: "whenAvailable", Before: "off"}, upd},
+		{&Spec{FullDocument: "default", Before: "whenAvailable"}, upd},
+		{&Spec{FullDocument: "default", Before: "off", Expanded: true}, upd},
+		{c.spec, &Event{Op: OpUpdate, Update: upd.Update, RawID: upd.RawID, Doc: []byte{5, 0, 0, 0, 0}}},
+		{c.spec, &Event{Op: OpUpdate, Update: upd.Update, RawID: upd.RawID, Elements: &ElementExpiry{Index: "x"}}},
+		{c.spec, &Event{Op: OpReplace, Doc: []byte{5, 0, 0, 0, 0}, RawID: upd.RawID}},
 	} {
-		if (&streamCursor{spec: tc.spec}).plainWrite(tc.ev) {
+		if (&Stream{spec: tc.spec}).plainWrite(tc.ev) {
 			t.Errorf("%+v with %+v taken as a plain write", tc.ev, tc.spec)
 		}
 	}
 }
 
 // checkPlainEncoding fails t unless encode gives, byte for byte, what
-// eventDoc builds for rec and encodeResult encodes.
-func checkPlainEncoding(t *testing.T, c *streamCursor, rec changestream.Record, encode func(changestream.Record) ([]byte, error)) {
+// eventDoc builds for rec and bsonutil.Marshal encodes.
+func checkPlainEncoding(t *testing.T, c *Stream, rec Record, encode func(Record) ([]byte, error)) {
 	t.Helper()
 	got, err := encode(rec)
 	if err != nil {
@@ -172,7 +172,7 @@ func checkPlainEncoding(t *testing.T, c *streamCursor, rec changestream.Record, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := encodeResult(doc)
+	want, err := bsonutil.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,9 +200,9 @@ func BenchmarkStreamUpdateEvent(b *testing.B) {
 		b.Fatal(err)
 	}
 	t0, id, _ := bson.MarshalValue(bson.NewObjectID())
-	ev := &changestream.Event{Op: changestream.OpUpdate, DB: "bench", Coll: "sessions", Update: raw, RawID: append([]byte{byte(t0)}, id...)}
-	rec := changestream.Record{Pos: changestream.Position{TS: changestream.Timestamp{T: 1_700_000_000, I: 1}}, WallMillis: 1_700_000_000_005, Event: ev}
-	c := &streamCursor{spec: &streamSpec{fullDocument: "default", before: "off"}}
+	ev := &Event{Op: OpUpdate, DB: "bench", Coll: "sessions", Update: raw, RawID: append([]byte{byte(t0)}, id...)}
+	rec := Record{Pos: Position{TS: Timestamp{T: 1_700_000_000, I: 1}}, WallMillis: 1_700_000_000_005, Event: ev}
+	c := &Stream{spec: &Spec{FullDocument: "default", Before: "off"}}
 	b.Run("document", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -210,7 +210,7 @@ func BenchmarkStreamUpdateEvent(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := encodeResult(d); err != nil {
+			if _, err := bsonutil.Marshal(d); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -1,4 +1,4 @@
-package commands
+package changestream
 
 import (
 	"encoding/binary"
@@ -7,7 +7,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
 
-	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/keyenc"
 )
 
@@ -15,7 +14,7 @@ import (
 // pre-images) is encoded straight from the change: at a storm's hundred
 // thousand expiries a second, building each event as a document first
 // and then marshalling it was most of a stream's reading. The bytes are
-// those encodeResult gives for eventDoc's document
+// those Host.EncodeEvent gives for eventDoc's document
 // (TestPlainDeleteEncoding).
 
 // Inserts and updates of a stream without images or expanded events (the
@@ -25,13 +24,13 @@ import (
 
 // plainDelete reports whether the stream's event for ev is encoded by
 // appendPlainDelete: a delete, no pre-image asked for.
-func (c *streamCursor) plainDelete(ev *changestream.Event) bool {
-	return ev.Op == changestream.OpDelete && c.spec.before == "off" && len(ev.Doc) == 0 && !c.spec.expanded
+func (c *Stream) plainDelete(ev *Event) bool {
+	return ev.Op == OpDelete && c.spec.Before == "off" && len(ev.Doc) == 0 && !c.spec.Expanded
 }
 
 // plainDeleteEvent encodes a delete by appendPlainDelete, into a buffer
 // of about its size.
-func plainDeleteEvent(rec changestream.Record) ([]byte, error) {
+func plainDeleteEvent(rec Record) ([]byte, error) {
 	ev := rec.Event
 	n := 320 + len(ev.DB) + len(ev.Coll) + len(ev.ID) + len(ev.RawID)
 	if ev.Expired != nil {
@@ -42,7 +41,7 @@ func plainDeleteEvent(rec changestream.Record) ([]byte, error) {
 
 // appendPlainDelete appends the delete event of rec, as eventDoc shapes
 // it, to dst.
-func appendPlainDelete(dst []byte, rec changestream.Record) ([]byte, error) {
+func appendPlainDelete(dst []byte, rec Record) ([]byte, error) {
 	ev := rec.Event
 	idx, dst := appendEventHead(dst, rec)
 	dst = appendNS(dst, ev)
@@ -71,7 +70,7 @@ func appendPlainDelete(dst []byte, rec changestream.Record) ([]byte, error) {
 // appendEventID appends the _id element of a delete's documentKey: the
 // stored _id's own bytes when the event carries them, else the value
 // decoded from its key encoding (eventID).
-func appendEventID(dst []byte, ev *changestream.Event) ([]byte, error) {
+func appendEventID(dst []byte, ev *Event) ([]byte, error) {
 	if len(ev.RawID) > 0 {
 		dst = bsoncore.AppendHeader(dst, bsoncore.Type(ev.RawID[0]), "_id")
 		return append(dst, ev.RawID[1:]...), nil
@@ -108,7 +107,7 @@ func appendEventID(dst []byte, ev *changestream.Event) ([]byte, error) {
 }
 
 // appendTokenData appends the _data string element of tok.
-func appendTokenData(dst []byte, tok changestream.Token) []byte {
+func appendTokenData(dst []byte, tok Token) []byte {
 	dst = bsoncore.AppendHeader(dst, bsoncore.TypeString, "_data")
 	lenAt := len(dst)
 	dst = bsoncore.AppendInt32(dst, 0)
@@ -121,15 +120,15 @@ func appendTokenData(dst []byte, tok changestream.Token) []byte {
 // appendPlainWrite: an insert of a stream without expanded events, or an
 // update, without its element expiries, of one that asks for neither
 // image and whose change carries no post-image.
-func (c *streamCursor) plainWrite(ev *changestream.Event) bool {
-	if c.spec.expanded || ev.Elements != nil || ev.Expired != nil || ev.Evicted != nil {
+func (c *Stream) plainWrite(ev *Event) bool {
+	if c.spec.Expanded || ev.Elements != nil || ev.Expired != nil || ev.Evicted != nil {
 		return false
 	}
 	switch ev.Op {
-	case changestream.OpInsert:
+	case OpInsert:
 		return len(ev.Doc) > 0
-	case changestream.OpUpdate:
-		return c.spec.fullDocument == "default" && c.spec.before == "off" && len(ev.Doc) == 0 &&
+	case OpUpdate:
+		return c.spec.FullDocument == "default" && c.spec.Before == "off" && len(ev.Doc) == 0 &&
 			len(ev.Update) > 0 && (len(ev.RawID) > 0 || len(ev.ID) > 0)
 	}
 	return false
@@ -137,7 +136,7 @@ func (c *streamCursor) plainWrite(ev *changestream.Event) bool {
 
 // plainWriteEvent encodes an insert or update by appendPlainWrite, into
 // a buffer of about its size.
-func plainWriteEvent(rec changestream.Record) ([]byte, error) {
+func plainWriteEvent(rec Record) ([]byte, error) {
 	ev := rec.Event
 	n := 320 + len(ev.DB) + len(ev.Coll) + len(ev.ID) + len(ev.RawID) + len(ev.Doc) + len(ev.Update)
 	return appendPlainWrite(make([]byte, 0, n), rec)
@@ -148,16 +147,16 @@ func plainWriteEvent(rec changestream.Record) ([]byte, error) {
 // stored document, an update's documentKey from its _id and its
 // updateDescription as recorded, less disambiguatedPaths, which only
 // expanded events show.
-func appendPlainWrite(dst []byte, rec changestream.Record) ([]byte, error) {
+func appendPlainWrite(dst []byte, rec Record) ([]byte, error) {
 	ev := rec.Event
 	idx, dst := appendEventHead(dst, rec)
-	if ev.Op == changestream.OpInsert {
+	if ev.Op == OpInsert {
 		dst = bsoncore.AppendDocumentElement(dst, "fullDocument", ev.Doc)
 	}
 	dst = appendNS(dst, ev)
 	keyIdx, dst := bsoncore.AppendDocumentElementStart(dst, "documentKey")
 	var err error
-	if ev.Op == changestream.OpInsert {
+	if ev.Op == OpInsert {
 		dst, err = appendDocID(dst, ev.Doc)
 	} else {
 		dst, err = appendEventID(dst, ev)
@@ -166,7 +165,7 @@ func appendPlainWrite(dst []byte, rec changestream.Record) ([]byte, error) {
 		return nil, err
 	}
 	dst, _ = bsoncore.AppendDocumentEnd(dst, keyIdx)
-	if ev.Op == changestream.OpUpdate {
+	if ev.Op == OpUpdate {
 		if dst, err = appendUpdateDescription(dst, ev.Update); err != nil {
 			return nil, err
 		}
@@ -193,7 +192,7 @@ func appendUpdateDescription(dst, desc []byte) ([]byte, error) {
 		return nil, fmt.Errorf("change stream: recorded updateDescription: %w", err)
 	}
 	for _, e := range elems {
-		if e.Key() != changestream.DisambiguatedPaths {
+		if e.Key() != DisambiguatedPaths {
 			dst = append(dst, e...)
 		}
 	}
@@ -203,10 +202,10 @@ func appendUpdateDescription(dst, desc []byte) ([]byte, error) {
 // appendEventHead starts an event document in dst with the fields every
 // event opens with: its resume token, operationType, clusterTime and
 // wallTime. It returns the document's start for bsoncore.AppendDocumentEnd.
-func appendEventHead(dst []byte, rec changestream.Record) (int32, []byte) {
+func appendEventHead(dst []byte, rec Record) (int32, []byte) {
 	idx, dst := bsoncore.AppendDocumentStart(dst)
 	tokIdx, dst := bsoncore.AppendDocumentElementStart(dst, "_id")
-	dst = appendTokenData(dst, changestream.Token{Pos: rec.Pos})
+	dst = appendTokenData(dst, Token{Pos: rec.Pos})
 	dst, _ = bsoncore.AppendDocumentEnd(dst, tokIdx)
 	dst = bsoncore.AppendStringElement(dst, "operationType", rec.Event.Op.String())
 	dst = bsoncore.AppendTimestampElement(dst, "clusterTime", rec.Pos.TS.T, rec.Pos.TS.I)
@@ -214,7 +213,7 @@ func appendEventHead(dst []byte, rec changestream.Record) (int32, []byte) {
 }
 
 // appendNS appends the ns element of ev, as nsDoc shapes it.
-func appendNS(dst []byte, ev *changestream.Event) []byte {
+func appendNS(dst []byte, ev *Event) []byte {
 	nsIdx, dst := bsoncore.AppendDocumentElementStart(dst, "ns")
 	dst = bsoncore.AppendStringElement(dst, "db", ev.DB)
 	if ev.Coll != "" {
@@ -227,7 +226,7 @@ func appendNS(dst []byte, ev *changestream.Event) []byte {
 // plainEncoder is how the stream's event for ev is encoded straight from
 // the change (appendPlainDelete or appendPlainWrite), or nil when it is
 // built as a document.
-func (c *streamCursor) plainEncoder(ev *changestream.Event) func(changestream.Record) ([]byte, error) {
+func (c *Stream) plainEncoder(ev *Event) func(Record) ([]byte, error) {
 	switch {
 	case c.plainDelete(ev):
 		return plainDeleteEvent

@@ -1,9 +1,7 @@
-package commands
+package changestream
 
 import (
 	"sync"
-
-	"github.com/mayflydb/mayfly/internal/changestream"
 )
 
 // eventCacheSlots is the number of recently encoded events kept: enough
@@ -23,19 +21,19 @@ type eventCache struct {
 }
 
 type cachedEvent struct {
-	pos  changestream.Position
+	pos  Position
 	opts string
 	raw  []byte
 }
 
 func newEventCache() *eventCache { return &eventCache{} }
 
-func slotOf(pos changestream.Position) int {
+func slotOf(pos Position) int {
 	h := uint64(pos.TS.T)*0x9e3779b97f4a7c15 ^ uint64(pos.TS.I)*0xff51afd7ed558ccd ^ uint64(pos.Index)
 	return int(h % eventCacheSlots)
 }
 
-func (c *eventCache) get(pos changestream.Position, opts string) []byte {
+func (c *eventCache) get(pos Position, opts string) []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e := &c.slots[slotOf(pos)]; e.pos == pos && e.opts == opts {
@@ -44,7 +42,7 @@ func (c *eventCache) get(pos changestream.Position, opts string) []byte {
 	return nil
 }
 
-func (c *eventCache) put(pos changestream.Position, opts string, raw []byte) {
+func (c *eventCache) put(pos Position, opts string, raw []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.slots[slotOf(pos)] = cachedEvent{pos: pos, opts: opts, raw: raw}
@@ -54,17 +52,17 @@ func (c *eventCache) put(pos changestream.Position, opts string, raw []byte) {
 // or "" when it depends on more: stages after $changeStream other than a
 // pushed-down $match, an updateLookup (the document as it is when read),
 // or a change that ends the stream (an invalidate event follows it).
-func (c *streamCursor) cacheKey(ev *changestream.Event) string {
-	if c.spec.pipeline != nil || c.spec.fullDocument == "updateLookup" || c.spec.scope.invalidatedBy(ev) {
+func (c *Stream) cacheKey(ev *Event) string {
+	if c.spec.Pipeline != nil || c.spec.FullDocument == "updateLookup" || c.spec.Scope.invalidatedBy(ev) {
 		return ""
 	}
-	m := c.spec.match
+	m := c.spec.Match
 	if m != nil && m.key == "" {
 		return ""
 	}
 	if c.optsKey == "" { // made once: a storm asks it for every event
-		c.optsKey = c.spec.fullDocument + "/" + c.spec.before
-		if c.spec.expanded {
+		c.optsKey = c.spec.FullDocument + "/" + c.spec.Before
+		if c.spec.Expanded {
 			c.optsKey += "/x"
 		}
 		if m != nil {
@@ -77,19 +75,19 @@ func (c *streamCursor) cacheKey(ev *changestream.Event) string {
 // encodedEvents is the encoded events of one change for the stream,
 // from the cache when another stream with the same options encoded it.
 // A pushed-down $match is tested first, on the change itself.
-func (c *streamCursor) encodedEvents(r *request, rec changestream.Record) ([][]byte, error) {
+func (c *Stream) encodedEvents(call *Call, rec Record) ([][]byte, error) {
 	ev := rec.Event
 	if !c.spec.covers(ev) {
 		return nil, nil
 	}
 	key := ""
-	if !c.spec.scope.invalidatedBy(ev) {
+	if !c.spec.Scope.invalidatedBy(ev) {
 		if keep, err := c.keeps(ev); err != nil || !keep {
 			return nil, err
 		}
 		key = c.cacheKey(ev)
 	}
-	cache := c.h.events
+	cache := c.streams.events
 	if key != "" {
 		if raw := cache.get(rec.Pos, key); raw != nil {
 			return c.single(raw), nil
@@ -100,18 +98,18 @@ func (c *streamCursor) encodedEvents(r *request, rec changestream.Record) ([][]b
 		if err != nil {
 			return nil, err
 		}
-		if len(raw) <= maxResultBytes {
+		if len(raw) <= c.streams.host.MaxEventBytes() {
 			cache.put(rec.Pos, key, raw)
 			return c.single(raw), nil
 		}
 	}
-	docs, err := c.events(r, rec)
+	docs, err := c.events(call, rec)
 	if err != nil {
 		return nil, err
 	}
 	out := make([][]byte, len(docs))
 	for i, d := range docs {
-		if out[i], err = encodeResult(d); err != nil {
+		if out[i], err = c.streams.host.EncodeEvent(d); err != nil {
 			return nil, err
 		}
 	}
@@ -123,7 +121,7 @@ func (c *streamCursor) encodedEvents(r *request, rec changestream.Record) ([][]b
 
 // single is the one event of a change, in the cursor's own slice: the
 // caller reads it before asking for the next change.
-func (c *streamCursor) single(raw []byte) [][]byte {
+func (c *Stream) single(raw []byte) [][]byte {
 	c.one[0] = raw
 	return c.one[:]
 }

@@ -25,7 +25,7 @@ func (e *DroppedError) Error() string { return ErrCollectionDropped.Error() }
 // Unwrap lets errors.Is find ErrCollectionDropped.
 func (e *DroppedError) Unwrap() error { return ErrCollectionDropped }
 
-// Refresh prepares a scan to go on in a later command (a cursor's
+// Reopen prepares a scan to go on in a later command (a cursor's
 // getMore): it takes that command's context, fails if the collection was
 // dropped, re-reads the clock for expiry, and reopens its storage
 // iterator at the same position so that documents deleted, changed or
@@ -33,7 +33,7 @@ func (e *DroppedError) Unwrap() error { return ErrCollectionDropped }
 // began. It reports whether the last document it yielded is still there,
 // unexpired and matching (true after the scan's end, when nothing is
 // pending from it).
-func (d *DocIter) Refresh(ctx context.Context) (lastLive bool, err error) {
+func (d *DocIter) Reopen(ctx context.Context) (lastLive bool, err error) {
 	d.ctx = ctx
 	if d.err != nil {
 		return false, d.err
@@ -44,7 +44,7 @@ func (d *DocIter) Refresh(ctx context.Context) (lastLive bool, err error) {
 	}
 	d.now = d.c.store.clock.Now()
 	if d.it != nil && d.it.Valid() {
-		d.reopen()
+		d.reopenIterator()
 	}
 	if d.err != nil {
 		return false, d.err
@@ -52,9 +52,9 @@ func (d *DocIter) Refresh(ctx context.Context) (lastLive bool, err error) {
 	return d.lastStillLive(), d.err
 }
 
-// reopen replaces the iterator by a fresh one standing on the same key, or
+// reopenIterator replaces the iterator by a fresh one standing on the same key, or
 // on the next one in scan order if that key is gone.
-func (d *DocIter) reopen() {
+func (d *DocIter) reopenIterator() {
 	if err := d.it.Error(); err != nil {
 		d.err = fmt.Errorf("docstore: scan: %w", err)
 		return
