@@ -328,7 +328,7 @@ func (h *Handler) writeMerge(r *request, t *aggTarget, out aggregate.Iterator) e
 	if err != nil {
 		return err
 	}
-	t.opt = docstore.WriteOptions{Validate: h.documentValidator(t.db, t.coll, bypass)}
+	t.opt = docstore.WriteOptions{BypassValidation: bypass}
 	if len(t.on) == 1 && t.on[0] == "_id" {
 		return h.mergeByID(r, c, t, out)
 	}

@@ -213,20 +213,6 @@ func (h *Handler) createTimeseries(db, name string, opt docstore.CreateOptions, 
 	return err
 }
 
-// checkMeasurement refuses a measurement without a Date in the timeField,
-// with mongod's error.
-func checkMeasurement(m *catalog.Collection, d bson.D) error {
-	tf := tsTimeField(m)
-	if tf == "" {
-		return nil
-	}
-	v, ok := bsonutil.Field(d, tf)
-	if _, isDate := v.(bson.DateTime); !ok || !isDate {
-		return mongoerr.Newf(mongoerr.BadValue, "'%s' must be present and contain a valid BSON UTC datetime value", tf)
-	}
-	return nil
-}
-
 // timeseriesInfo is a time-series collection's listCollections entry, as
 // mongod shows it: no uuid and no idIndex.
 func timeseriesInfo(m *catalog.Collection) bson.D {
