@@ -14,6 +14,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/keyenc"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
+	"github.com/mayflydb/mayfly/internal/timeseries"
 )
 
 // $out and $merge end a pipeline by writing its results to a collection.
@@ -236,8 +237,10 @@ func withPipeline(body bson.D, stages bson.A) bson.D {
 // contents or the new, and a failure leaves the target as it was.
 func (h *Handler) writeOut(r *request, t *aggTarget, out aggregate.Iterator) error {
 	store := h.deps.Store
-	if err := refuseOutToTimeseries(store.Collection(t.db, t.coll)); err != nil {
-		return err
+	if old := store.Collection(t.db, t.coll); old != nil {
+		if err := timeseries.RefuseOut(old.Meta()); err != nil {
+			return err
+		}
 	}
 	tmp := fmt.Sprintf("tmp.agg_out.%s", bson.NewObjectID().Hex())
 	c, err := store.CreateCollection(t.db, tmp, docstore.CreateOptions{})
