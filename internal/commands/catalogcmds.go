@@ -293,7 +293,7 @@ func cmdCreateIndexes(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ixs, err = withoutClusteredIndex(c.Meta(), ixs); err != nil {
+	if ixs, err = c.Meta().WithoutClusteredIndex(ixs); err != nil {
 		return nil, err
 	}
 	if err := timeseries.CheckNewIndexes(c.Meta(), ixs); err != nil {
@@ -361,7 +361,7 @@ func cmdListIndexes(h *Handler, r *request) (bson.D, error) {
 	for _, ix := range c.Indexes() {
 		switch {
 		case ix.IsID() && c.IsClustered():
-			docs = append(docs, clusteredIndexSpec(c.Meta()))
+			docs = append(docs, c.Meta().ClusteredIndexSpec())
 		case ix.Ready && ix.IsID():
 			docs = append(docs, idIndexSpec(ix.Spec, c.Meta().Options))
 		case ix.Ready && timeseries.Visible(&ix):
@@ -388,7 +388,7 @@ func cmdDropIndexes(h *Handler, r *request) (bson.D, error) {
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'dropIndexes.index' is missing but a required field")
 	}
-	if err := refuseDropClustered(c.Meta(), v); err != nil {
+	if err := c.Meta().RefuseDropClustered(v); err != nil {
 		return nil, err
 	}
 	names, err := indexNamesToDrop(c, v)
