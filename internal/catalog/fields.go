@@ -1,6 +1,10 @@
 package catalog
 
-import "go.mongodb.org/mongo-driver/v2/bson"
+import (
+	"slices"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
 
 // A collection's options and an index's specification are documents kept
 // as listCollections and listIndexes show them; collMod edits them as
@@ -34,7 +38,11 @@ func WithoutField(d bson.D, key string) bson.D {
 func WithFields(d, set bson.D) bson.D {
 	out := append(bson.D(nil), d...)
 	for _, e := range set {
-		out = WithField(out, e.Key, e.Value)
+		if i := slices.IndexFunc(out, func(x bson.E) bool { return x.Key == e.Key }); i >= 0 {
+			out[i].Value = e.Value
+		} else {
+			out = append(out, e)
+		}
 	}
 	return out
 }
