@@ -41,10 +41,11 @@ type Writer struct {
 	RunPipeline func(p *aggregate.Pipeline, doc bson.D) (bson.D, error)
 }
 
-// each calls fn on each document the pipeline yields.
-func (w *Writer) each(out aggregate.Iterator, fn func(bson.D) error) error {
+// Each calls fn on each document out yields, checking interrupted (the
+// operation's end as an error, nil while it runs) before each.
+func Each(out aggregate.Iterator, interrupted func() error, fn func(bson.D) error) error {
 	for {
-		if err := w.Interrupted(); err != nil {
+		if err := interrupted(); err != nil {
 			return err
 		}
 		d, ok, err := out.Next()
@@ -55,6 +56,10 @@ func (w *Writer) each(out aggregate.Iterator, fn func(bson.D) error) error {
 			return err
 		}
 	}
+}
+
+func (w *Writer) each(out aggregate.Iterator, fn func(bson.D) error) error {
+	return Each(out, w.Interrupted, fn)
 }
 
 // Out fills a new collection with the results, with the target's

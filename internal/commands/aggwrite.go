@@ -244,20 +244,10 @@ func (h *Handler) aggWriter(r *request) (*aggwrite.Writer, error) {
 	}, nil
 }
 
-// eachResult calls fn on each document the pipeline yields.
+// eachResult calls fn on each document the pipeline yields, until the
+// operation ends.
 func eachResult(r *request, out aggregate.Iterator, fn func(bson.D) error) error {
-	for {
-		if err := checkInterrupt(r.ctx); err != nil {
-			return err
-		}
-		d, ok, err := out.Next()
-		if err != nil || !ok {
-			return err
-		}
-		if err := fn(d); err != nil {
-			return err
-		}
-	}
+	return aggwrite.Each(out, func() error { return checkInterrupt(r.ctx) }, fn)
 }
 
 // documentsAggregate runs {aggregate: 1} over a leading $documents: the
