@@ -140,7 +140,7 @@ func (a *opApplier) writable(db, coll string) error {
 }
 
 func (a *opApplier) options(db, coll string) docstore.WriteOptions {
-	return docstore.WriteOptions{Sync: a.sync, Validate: a.h.documentValidator(db, coll, a.bypass)}
+	return docstore.WriteOptions{Sync: a.sync, BypassValidation: a.bypass}
 }
 
 // insert stores o, or replaces the document with its _id.

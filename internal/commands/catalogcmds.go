@@ -10,6 +10,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/timeseries"
 )
 
 func nsNotFound(db, coll string) error {
@@ -34,8 +35,8 @@ func cmdListCollections(h *Handler, r *request) (bson.D, error) {
 		if isView(c.Meta()) {
 			entry = viewInfo(c.Meta())
 		}
-		if timeseriesOf(c.Meta()) != nil {
-			entry = timeseriesInfo(c.Meta())
+		if timeseries.Of(c.Meta()) != nil {
+			entry = timeseries.Info(c.Meta())
 		}
 		if !f.Match(entry) || !h.collectionListable(r, name) {
 			continue
@@ -292,10 +293,10 @@ func cmdCreateIndexes(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ixs, err = withoutClusteredIndex(c.Meta(), ixs); err != nil {
+	if ixs, err = c.Meta().WithoutClusteredIndex(ixs); err != nil {
 		return nil, err
 	}
-	if err := refuseTimeseriesTTL(c, ixs); err != nil {
+	if err := timeseries.CheckNewIndexes(c.Meta(), ixs); err != nil {
 		return nil, err
 	}
 	res, err := c.CreateIndexesContext(r.ctx, ixs)
@@ -360,10 +361,10 @@ func cmdListIndexes(h *Handler, r *request) (bson.D, error) {
 	for _, ix := range c.Indexes() {
 		switch {
 		case ix.IsID() && c.IsClustered():
-			docs = append(docs, clusteredIndexSpec(c.Meta()))
+			docs = append(docs, c.Meta().ClusteredIndexSpec())
 		case ix.Ready && ix.IsID():
 			docs = append(docs, idIndexSpec(ix.Spec, c.Meta().Options))
-		case ix.Ready && visibleIndex(&ix):
+		case ix.Ready && timeseries.Visible(&ix):
 			docs = append(docs, ix.Spec)
 		}
 	}
@@ -387,7 +388,7 @@ func cmdDropIndexes(h *Handler, r *request) (bson.D, error) {
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'dropIndexes.index' is missing but a required field")
 	}
-	if err := refuseDropClustered(c.Meta(), v); err != nil {
+	if err := c.Meta().RefuseDropClustered(v); err != nil {
 		return nil, err
 	}
 	names, err := indexNamesToDrop(c, v)
@@ -442,7 +443,7 @@ func indexNamesByName(c *docstore.Collection, name string) ([]string, error) {
 	if name == "*" {
 		var out []string
 		for _, ix := range c.Indexes()[1:] {
-			if visibleIndex(&ix) {
+			if timeseries.Visible(&ix) {
 				out = append(out, ix.Name)
 			}
 		}
@@ -451,7 +452,7 @@ func indexNamesByName(c *docstore.Collection, name string) ([]string, error) {
 	if name == catalog.IDIndexName {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "cannot drop _id index")
 	}
-	if ix := c.Meta().Index(name); ix == nil || !visibleIndex(ix) {
+	if ix := c.Meta().Index(name); ix == nil || !timeseries.Visible(ix) {
 		return nil, mongoerr.Newf(mongoerr.IndexNotFound, "index not found with name [%s]", name)
 	}
 	return []string{name}, nil
@@ -461,7 +462,7 @@ func indexByKeyPattern(c *docstore.Collection, key bson.D) (*catalog.Index, erro
 	var found []*catalog.Index
 	meta := c.Meta()
 	for i := range meta.Indexes {
-		if visibleIndex(&meta.Indexes[i]) && bsonutil.Compare(meta.Indexes[i].KeyPattern(), key) == 0 {
+		if timeseries.Visible(&meta.Indexes[i]) && bsonutil.Compare(meta.Indexes[i].KeyPattern(), key) == 0 {
 			found = append(found, &meta.Indexes[i])
 		}
 	}

@@ -18,14 +18,6 @@ import (
 // collection options (expireAfterSeconds needs a clustered collection),
 // then the clustered index spec and the expireAfterSeconds range.
 
-// clusteredSpec is a parsed clusteredIndex document.
-type clusteredSpec struct {
-	v      int64
-	key    bson.D
-	name   string
-	unique bool
-}
-
 // clusteredCreate reads create's clusteredIndex and expireAfterSeconds
 // into opt; now bounds expireAfterSeconds as mongod's clock does.
 func clusteredCreate(r *request, opt *docstore.CreateOptions, now time.Time) error {
@@ -57,11 +49,11 @@ func clusteredCreate(r *request, opt *docstore.CreateOptions, now time.Time) err
 	if err := clusteredWithOthers(r); err != nil {
 		return err
 	}
-	if err := spec.validate(secs, hasEAS, now); err != nil {
+	if err := spec.Validate(secs, hasEAS, now); err != nil {
 		return err
 	}
 	opt.Clustered, opt.ClusteredTTL, opt.ExpireAfter = true, hasEAS, secs
-	opt.Raw = append(opt.Raw, bson.E{Key: catalog.ClusteredIndexOption, Value: spec.doc()})
+	opt.Raw = append(opt.Raw, bson.E{Key: catalog.ClusteredIndexOption, Value: spec.Doc()})
 	if hasEAS {
 		opt.Raw = append(opt.Raw, bson.E{Key: catalog.ExpireAfterOption, Value: secs})
 	}
@@ -70,8 +62,8 @@ func clusteredCreate(r *request, opt *docstore.CreateOptions, now time.Time) err
 
 // parseClusteredIndex reads clusteredIndex as create's IDL does: a bool
 // (the legacy form, for internal collections only) or a document.
-func parseClusteredIndex(v any, present bool) (clusteredSpec, bool, error) {
-	var s clusteredSpec
+func parseClusteredIndex(v any, present bool) (catalog.ClusteredIndex, bool, error) {
+	var s catalog.ClusteredIndex
 	if !present {
 		return s, false, nil
 	}
@@ -90,11 +82,11 @@ func parseClusteredIndex(v any, present bool) (clusteredSpec, bool, error) {
 // parseClusteredSpec reads clusteredIndex as mongod's IDL parser does:
 // field by field in the document's order (an unknown field or a wrong
 // type fails where it stands), then the required fields.
-func parseClusteredSpec(d bson.D) (clusteredSpec, bool, error) {
-	s := clusteredSpec{v: 2}
+func parseClusteredSpec(d bson.D) (catalog.ClusteredIndex, bool, error) {
+	s := catalog.ClusteredIndex{V: 2}
 	seen := map[string]bool{}
 	for _, e := range d {
-		if err := s.setField(e); err != nil {
+		if err := setClusteredField(&s, e); err != nil {
 			return s, false, err
 		}
 		seen[e.Key] = true
@@ -107,7 +99,7 @@ func parseClusteredSpec(d bson.D) (clusteredSpec, bool, error) {
 	return s, true, nil
 }
 
-func (s *clusteredSpec) setField(e bson.E) error {
+func setClusteredField(s *catalog.ClusteredIndex, e bson.E) error {
 	field := catalog.ClusteredIndexOption + "." + e.Key
 	var ok bool
 	switch e.Key {
@@ -115,18 +107,18 @@ func (s *clusteredSpec) setField(e bson.E) error {
 		if !bsonutil.IsNumber(e.Value) {
 			return wrongType("create", field, e.Value, numberTypes)
 		}
-		s.v, _ = safeInt64("create", field, e.Value)
+		s.V, _ = safeInt64("create", field, e.Value)
 	case "key":
-		if s.key, ok = e.Value.(bson.D); !ok {
+		if s.Key, ok = e.Value.(bson.D); !ok {
 			return wrongType("create", field, e.Value, "object")
 		}
 	case "name":
-		if s.name, ok = e.Value.(string); !ok {
+		if s.Name, ok = e.Value.(string); !ok {
 			return wrongType("create", field, e.Value, "string")
 		}
 	case "unique":
 		var err error
-		if s.unique, err = safeBool("create", field, e.Value); err != nil {
+		if s.Unique, err = safeBool("create", field, e.Value); err != nil {
 			return err
 		}
 	default:
@@ -166,54 +158,6 @@ func clusteredWithOthers(r *request) error {
 	return nil
 }
 
-// validate applies mongod's checks of the clustered index spec and of
-// expireAfterSeconds (a 64-bit value here, unlike a TTL index's).
-func (s *clusteredSpec) validate(secs int64, hasEAS bool, now time.Time) error {
-	if !s.unique {
-		return mongoerr.New(mongoerr.Location5979700, "The clusteredIndex option requires unique: true to be specified")
-	}
-	if len(s.key) != 1 || s.key[0].Key != "_id" || !bsonutil.IsNumber(s.key[0].Value) || bsonutil.ToFloat(s.key[0].Value) != 1 {
-		return mongoerr.New(mongoerr.InvalidIndexSpecificationOption, "The clusteredIndex option is only supported for key: {_id: 1}")
-	}
-	if hasEAS {
-		if err := validateClusteredExpiry(secs, now); err != nil {
-			return err
-		}
-	}
-	if s.v != 2 {
-		return mongoerr.Newf(mongoerr.Location5979704, "Invalid clusteredIndex specification %s; cannot create a clusteredIndex with v=%d", bsonutil.Format(s.doc()), s.v)
-	}
-	return nil
-}
-
-// validateClusteredExpiry is mongod's range check of a clustered
-// collection's expireAfterSeconds: not negative, and, in milliseconds,
-// not beyond the time since the epoch.
-func validateClusteredExpiry(secs int64, now time.Time) error {
-	if secs < 0 {
-		return mongoerr.New(mongoerr.InvalidOptions, "TTL index 'expireAfterSeconds' option cannot be less than 0")
-	}
-	if secs > math.MaxInt64/1000 || secs*1000 > now.UnixMilli() {
-		return mongoerr.New(mongoerr.InvalidOptions, "TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number")
-	}
-	return nil
-}
-
-// doc is the spec as mongod keeps it and listCollections shows it: {v,
-// key, name, unique}, the key as given, the name defaulting to _id_.
-func (s *clusteredSpec) doc() bson.D {
-	name := s.name
-	if name == "" {
-		name = catalog.IDIndexName
-	}
-	return bson.D{
-		{Key: "v", Value: int32(s.v)},
-		{Key: "key", Value: s.key},
-		{Key: "name", Value: name},
-		{Key: "unique", Value: true},
-	}
-}
-
 // safeInt64 converts a number as mongod's safeInt64 IDL type does:
 // fractions truncated, NaN as 0, out-of-range values saturated.
 func safeInt64(cmd, field string, v any) (int64, error) {
@@ -250,20 +194,6 @@ func safeBool(cmd, field string, v any) (bool, error) {
 	return false, wrongType(cmd, field, v, "[bool, long, int, decimal, double]")
 }
 
-// clusteredIndexSpec is a clustered collection's _id index as listIndexes
-// shows it: the clusteredIndex spec, the collection's collation, its
-// expireAfterSeconds, and clustered: true.
-func clusteredIndexSpec(m *catalog.Collection) bson.D {
-	out := append(bson.D{}, m.ClusteredSpec()...)
-	if coll, ok := bsonutil.Field(m.Options, "collation"); ok {
-		out = append(out, bson.E{Key: "collation", Value: coll})
-	}
-	if m.ClusteredTTL {
-		out = append(out, bson.E{Key: catalog.ExpireAfterOption, Value: m.ClusteredExpireAfter})
-	}
-	return append(out, bson.E{Key: "clustered", Value: true})
-}
-
 // clusteredExpiryMod reads collMod's top-level expireAfterSeconds: a
 // number, or "off" (-1) to remove it, on a clustered collection only. It
 // is read before collMod applies anything, as mongod parses the whole
@@ -286,64 +216,5 @@ func clusteredExpiryMod(e *docstore.CatalogEdit, r *request, now time.Time) (sec
 		return 0, false, wrongType("collMod", catalog.ExpireAfterOption, v, "[string, long, int, decimal, double]")
 	}
 	secs, _ = safeInt64("collMod", catalog.ExpireAfterOption, v)
-	return secs, true, validateClusteredExpiry(secs, now)
-}
-
-// withoutClusteredIndex checks createIndexes' specs against a clustered
-// collection's clustered index as mongod does: a spec on the cluster key
-// ({_id: <number>}) is the clustered index, which exists already (left
-// out; a different name is ignored), unless it asks for another v or
-// unique: false; a spec with the clustered index's name on another key
-// is refused.
-func withoutClusteredIndex(m *catalog.Collection, ixs []*catalog.Index) ([]*catalog.Index, error) {
-	if !m.Clustered {
-		return ixs, nil
-	}
-	clustered := m.ClusteredSpec()
-	name, _ := bsonutil.Field(clustered, "name")
-	out := ixs[:0:0]
-	for _, ix := range ixs {
-		key := ix.KeyPattern()
-		keysMatch := len(key) == 1 && key[0].Key == "_id" && bsonutil.IsNumber(key[0].Value)
-		namesMatch := ix.Name == name
-		switch {
-		case !keysMatch && !namesMatch:
-			out = append(out, ix)
-			continue
-		case !keysMatch:
-			return nil, mongoerr.Newf(mongoerr.Location6100906, "Cannot create an index where the name matches the clusteredIndex but the key does not - indexSpec: %s, clusteredIndex: %s", bsonutil.Format(ix.Spec), bsonutil.Format(clustered))
-		}
-		if v, ok := bsonutil.Field(ix.Spec, "v"); ok && bsonutil.IsNumber(v) && bsonutil.ToFloat(v) != 2 {
-			return nil, mongoerr.New(mongoerr.Location6100908, "Cannot create an index with the same key pattern as the collection's clusteredIndex but a different 'v' field")
-		}
-		if u, ok := bsonutil.Field(ix.Spec, "unique"); ok && u == false {
-			return nil, mongoerr.New(mongoerr.Location6100909, "Cannot create an index with the same key pattern as the collection's clusteredIndex but a different 'unique' field")
-		}
-	}
-	return out, nil
-}
-
-// refuseDropClustered is dropIndexes' rule for a clustered collection:
-// its clustered index (by name, by the cluster key's pattern, or in a
-// list of names) cannot be dropped; "*" drops the others.
-func refuseDropClustered(m *catalog.Collection, index any) error {
-	if !m.Clustered {
-		return nil
-	}
-	name, _ := bsonutil.Field(m.ClusteredSpec(), "name")
-	hit := false
-	switch x := index.(type) {
-	case string:
-		hit = x == name
-	case bson.D:
-		hit = len(x) == 1 && x[0].Key == "_id" && bsonutil.IsNumber(x[0].Value)
-	case bson.A:
-		for _, e := range x {
-			hit = hit || e == name
-		}
-	}
-	if hit {
-		return mongoerr.New(mongoerr.Location5979800, "It is illegal to drop the clusteredIndex")
-	}
-	return nil
+	return secs, true, catalog.ValidateClusteredExpiry(secs, now)
 }

@@ -5,9 +5,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/collation"
-	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/executor"
-	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
 )
 
@@ -86,40 +84,6 @@ func createCollation(r *request) (bson.D, error) {
 		return nil, err
 	}
 	return c.Spec(), nil
-}
-
-// collatedIDError refuses a new document whose _id holds a string in a
-// collection with a non-simple default collation: mongod's _id index
-// would then be unique under the collation, while Mayfly's is binary.
-func collatedIDError(c *docstore.Collection, doc bson.D) error {
-	if _, ok := bsonutil.Field(c.Meta().Options, "collation"); !ok {
-		return nil
-	}
-	id, _ := bsonutil.Field(doc, "_id")
-	if !holdsString(id) {
-		return nil
-	}
-	return mongoerr.Newf(mongoerr.BadValue, "an _id holding a string in %s, a collection with a non-simple default collation, is not supported by Mayfly: its _id index is unique in binary order", c.Namespace())
-}
-
-func holdsString(v any) bool {
-	switch x := v.(type) {
-	case string, bson.Symbol:
-		return true
-	case bson.D:
-		for _, e := range x {
-			if holdsString(e.Value) {
-				return true
-			}
-		}
-	case bson.A:
-		for _, e := range x {
-			if holdsString(e) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // statementCollation is a write statement's collation: its own, else the

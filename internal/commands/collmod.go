@@ -9,6 +9,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/catalog"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/timeseries"
 )
 
 func cmdCollMod(h *Handler, r *request) (bson.D, error) {
@@ -86,7 +87,7 @@ var collModKnown = []string{"index", preImagesOption, catalog.ExpireAfterOption,
 // collection's expireAfterSeconds, which the caller sets once the rest
 // of the command is known good (set).
 func collModExpiry(e *docstore.CatalogEdit, r *request, now time.Time) (secs int64, set bool, err error) {
-	if _, eas := bsonutil.Field(r.body, catalog.ExpireAfterOption); timeseriesOf(e.Meta()) != nil || !eas {
+	if _, eas := bsonutil.Field(r.body, catalog.ExpireAfterOption); timeseries.Of(e.Meta()) != nil || !eas {
 		return 0, false, collModTimeseries(e, r)
 	}
 	return clusteredExpiryMod(e, r, now)
@@ -218,14 +219,14 @@ func applyMayflyMods(ix *catalog.Index, mod indexMod) (bson.D, error) {
 func findIndexForMod(meta *catalog.Collection, target any) (*catalog.Index, error) {
 	switch t := target.(type) {
 	case string:
-		if ix := meta.Index(t); ix != nil && visibleIndex(ix) {
+		if ix := meta.Index(t); ix != nil && timeseries.Visible(ix) {
 			return ix, nil
 		}
 		return nil, mongoerr.Newf(mongoerr.IndexNotFound, "cannot find index %s for ns %s", t, meta.Namespace())
 	case bson.D:
 		var found []*catalog.Index
 		for i := range meta.Indexes {
-			if visibleIndex(&meta.Indexes[i]) && bsonutil.Compare(meta.Indexes[i].KeyPattern(), t) == 0 {
+			if timeseries.Visible(&meta.Indexes[i]) && bsonutil.Compare(meta.Indexes[i].KeyPattern(), t) == 0 {
 				found = append(found, &meta.Indexes[i])
 			}
 		}
@@ -257,7 +258,7 @@ func applyTTLMod(ix *catalog.Index, v any) (bson.D, error) {
 	}
 	reply = append(reply, bson.E{Key: "expireAfterSeconds_new", Value: secs})
 	ix.TTL, ix.ExpireAfter = true, secs
-	ix.Spec = setSpecField(ix.Spec, "expireAfterSeconds", int32(secs))
+	ix.Spec = catalog.WithField(ix.Spec, "expireAfterSeconds", int32(secs))
 	return reply, nil
 }
 
@@ -271,32 +272,11 @@ func applyHiddenMod(ix *catalog.Index, hidden bool) (bson.D, error) {
 	reply := bson.D{{Key: "hidden_old", Value: ix.Hidden}, {Key: "hidden_new", Value: hidden}}
 	ix.Hidden = hidden
 	if hidden {
-		ix.Spec = setSpecField(ix.Spec, "hidden", true)
+		ix.Spec = catalog.WithField(ix.Spec, "hidden", true)
 	} else {
-		ix.Spec = removeSpecField(ix.Spec, "hidden")
+		ix.Spec = catalog.WithoutField(ix.Spec, "hidden")
 	}
 	return reply, nil
-}
-
-func setSpecField(spec bson.D, key string, v any) bson.D {
-	out := append(bson.D(nil), spec...)
-	for i := range out {
-		if out[i].Key == key {
-			out[i].Value = v
-			return out
-		}
-	}
-	return append(out, bson.E{Key: key, Value: v})
-}
-
-func removeSpecField(spec bson.D, key string) bson.D {
-	out := make(bson.D, 0, len(spec))
-	for _, e := range spec {
-		if e.Key != key {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 // applyRefreshMod turns refreshOnRead on or off; it answers as hidden
@@ -311,9 +291,9 @@ func applyRefreshMod(ix *catalog.Index, refresh bool) (bson.D, error) {
 	reply := bson.D{{Key: "refreshOnRead_old", Value: ix.RefreshOnRead}, {Key: "refreshOnRead_new", Value: refresh}}
 	ix.RefreshOnRead = refresh
 	if refresh {
-		ix.Spec = setSpecField(ix.Spec, catalog.RefreshOnReadOption, true)
+		ix.Spec = catalog.WithField(ix.Spec, catalog.RefreshOnReadOption, true)
 	} else {
-		ix.Spec = removeSpecField(ix.Spec, catalog.RefreshOnReadOption)
+		ix.Spec = catalog.WithoutField(ix.Spec, catalog.RefreshOnReadOption)
 	}
 	return reply, nil
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/catalog"
 	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/timeseries"
 )
 
 // collModEvent is the modify event of a collMod (showExpandedEvents),
@@ -19,7 +20,7 @@ import (
 // collection, a system one no stream shows): nil otherwise.
 func collModEvent(e *docstore.CatalogEdit, r *request) *docstore.Modify {
 	old, now := e.Old(), e.Meta()
-	if timeseriesOf(old) != nil {
+	if timeseries.Of(old) != nil {
 		if _, ok := bsonutil.Field(r.body, "timeseries"); !ok {
 			return nil
 		}
@@ -87,7 +88,7 @@ func indexNameFor(m *catalog.Collection, target any) string {
 		return name
 	}
 	for i := range m.Indexes {
-		if visibleIndex(&m.Indexes[i]) && bsonutil.Compare(m.Indexes[i].KeyPattern(), target) == 0 {
+		if timeseries.Visible(&m.Indexes[i]) && bsonutil.Compare(m.Indexes[i].KeyPattern(), target) == 0 {
 			return m.Indexes[i].Name
 		}
 	}

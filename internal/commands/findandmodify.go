@@ -134,7 +134,7 @@ func cmdFindAndModify(h *Handler, r *request) (bson.D, error) {
 	if err := h.refuseView(r.db, a.coll); err != nil {
 		return nil, err
 	}
-	if a.opt.Validate, err = h.commandValidator(r, a.coll); err != nil {
+	if a.opt.BypassValidation, err = bypassArg(r); err != nil {
 		return nil, err
 	}
 	rt, err := h.retryableWrite(r)

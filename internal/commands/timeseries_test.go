@@ -9,6 +9,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/timeseries"
 )
 
 var tsT0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -161,7 +162,7 @@ func TestTimeseriesRefusesWhatWouldBreakIt(t *testing.T) {
 		t.Fatalf("collMod of the internal index by key: %v", err)
 	}
 	_, err = call(t, h, "test", bson.D{{Key: "createIndexes", Value: "other"}, {Key: "indexes", Value: bson.A{
-		bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: tsIndexName}}}}})
+		bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: timeseries.IndexName}}}}})
 	if mongoerr.As(err).Code != mongoerr.CannotCreateIndex {
 		t.Fatalf("an index named as the internal one: %v", err)
 	}
@@ -169,7 +170,7 @@ func TestTimeseriesRefusesWhatWouldBreakIt(t *testing.T) {
 	if n := countWeather(t, h); n != 4 {
 		t.Fatalf("found %d measurements, want 4", n)
 	}
-	_, err = call(t, h, "test", bson.D{{Key: "dropIndexes", Value: "weather"}, {Key: "index", Value: tsIndexName}})
+	_, err = call(t, h, "test", bson.D{{Key: "dropIndexes", Value: "weather"}, {Key: "index", Value: timeseries.IndexName}})
 	if mongoerr.As(err).Code != mongoerr.IndexNotFound {
 		t.Fatalf("dropping the internal index: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/query"
 	"github.com/mayflydb/mayfly/internal/storage"
+	"github.com/mayflydb/mayfly/internal/validator"
 )
 
 // Collection is an open collection. Writes take the locks locks.go
@@ -51,6 +52,9 @@ type collState struct {
 	// clustered is the TTL state of a clustered collection's
 	// expireAfterSeconds (clustered.go), also in ttl; nil without one.
 	clustered *indexState
+	// validator is the collection's schema validator compiled from this
+	// catalog version's options, nil for none (rules.go).
+	validator *validator.Validator
 }
 
 type indexState struct {
@@ -89,7 +93,7 @@ func newCollection(s *Store, meta *catalog.Collection) *Collection {
 }
 
 func (c *Collection) setMeta(meta *catalog.Collection) {
-	st := &collState{meta: meta}
+	st := &collState{meta: meta, validator: validator.Compile(meta.Options)}
 	for i := range meta.Indexes {
 		def := &meta.Indexes[i]
 		ix := &indexState{def: def, prefix: indexPrefix(meta.ID, def.ID), simple: def.Partial == nil}

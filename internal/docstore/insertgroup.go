@@ -69,7 +69,7 @@ func (c *Collection) prepareRun(docs []GroupDoc, preps []*stored, errs []error, 
 			return j
 		}
 		if preps[j] == nil {
-			p, err := prepareStored(docs[j])
+			p, err := c.prepareStored(docs[j])
 			if err != nil {
 				errs[j] = err
 				return j
@@ -106,12 +106,11 @@ func (st *collState) groupable() bool {
 	return true
 }
 
-// prepareStored runs Insert's checks on one document and encodes it.
-func prepareStored(d GroupDoc) (*stored, error) {
-	if d.Opt.Validate != nil {
-		if err := d.Opt.Validate(d.Doc, nil); err != nil {
-			return nil, err
-		}
+// prepareStored checks one new document against the collection's rules
+// and its size, and encodes it.
+func (c *Collection) prepareStored(d GroupDoc) (*stored, error) {
+	if err := c.checkRules(c.state.Load(), d.Doc, nil, d.Opt); err != nil {
+		return nil, err
 	}
 	raw, err := bsonutil.Marshal(d.Doc)
 	if err != nil {

@@ -108,7 +108,7 @@ func (c *Collection) tryModify(encs [][]byte, base int, opt WriteOptions, extra 
 		if old != nil && !c.expiredNow(old.doc) {
 			cur = c.live(old.doc)
 		}
-		ch, err := validated(func(doc bson.D) (Change, error) { return fn(base+i, doc) }, opt.Validate)(cur)
+		ch, err := c.checkedChange(func(doc bson.D) (Change, error) { return fn(base+i, doc) }, opt)(cur)
 		switch {
 		case err != nil || ch.Kind == Keep:
 			return err
@@ -131,7 +131,7 @@ func (t *tx) insertNew(doc bson.D, opt WriteOptions, i int, idEnc []byte) error 
 	if i > 0 && !t.st.groupable() {
 		return errRunFull
 	}
-	p, err := prepareStored(GroupDoc{Doc: doc, Opt: opt})
+	p, err := t.c.prepareStored(GroupDoc{Doc: doc, Opt: opt})
 	if err != nil {
 		return err
 	}

@@ -149,7 +149,7 @@ func (c *Collection) publishMeta(meta *catalog.Collection) {
 		return
 	}
 	old := c.state.Load()
-	st := &collState{meta: meta}
+	st := &collState{meta: meta, validator: old.validator} // the options are unchanged
 	for i, ix := range old.indexes {
 		cp := *ix
 		cp.def = &meta.Indexes[i]

@@ -32,10 +32,26 @@ type WriteOptions struct {
 	// caller to wait for once, with Store.WaitDurable (a command with
 	// j: true, whose statements share one fsync). Sync is then not needed.
 	Durable *Durability
-	// Validate, when set, checks each document about to be stored (old
-	// is the document it replaces, nil for an insert); its error refuses
-	// the write. Schema validation hooks in here.
-	Validate func(doc, old bson.D) error
+	// BypassValidation skips the collection's schema validator, as a
+	// command's bypassDocumentValidation does; the collection's other
+	// rules still hold (rules.go).
+	BypassValidation bool
+	// Validate is the field the insert, update and bulkWrite commands set
+	// by hand while they move to BypassValidation: SkipValidator there is
+	// BypassValidation. It goes when they have moved.
+	Validate ValidationChoice
+}
+
+// ValidationChoice is what a write chooses about the collection's schema
+// validator: to be checked by it (the zero value) or to skip it.
+type ValidationChoice bool
+
+// SkipValidator is the ValidationChoice of bypassDocumentValidation.
+const SkipValidator ValidationChoice = true
+
+// bypassesValidation reports whether the write skips the schema validator.
+func (o WriteOptions) bypassesValidation() bool {
+	return o.BypassValidation || o.Validate == SkipValidator
 }
 
 // stored is a document as read back under the write lock. doc may be nil
@@ -376,7 +392,7 @@ func marshalDoc(doc bson.D) ([]byte, error) {
 // entries atomically. A live document with the same _id or unique key is a
 // duplicate-key error; an expired one is treated as gone and replaced.
 func (c *Collection) Insert(doc bson.D, opt WriteOptions) error {
-	p, err := prepareStored(GroupDoc{Doc: doc, Opt: opt})
+	p, err := c.prepareStored(GroupDoc{Doc: doc, Opt: opt})
 	if err != nil {
 		return err
 	}
@@ -647,7 +663,7 @@ type Change struct {
 // when there is no live document. It returns the document as it was.
 func (c *Collection) Modify(id any, opt WriteOptions, fn func(doc bson.D) (Change, error)) (bson.D, error) {
 	sw := newSyncWait(opt)
-	old, err := c.modifyLocked(keyenc.AppendValue(nil, id), opt.Extra, sw, validated(fn, opt.Validate))
+	old, err := c.modifyLocked(keyenc.AppendValue(nil, id), opt.Extra, sw, c.checkedChange(fn, opt))
 	if err = c.finish(sw, err); err != nil {
 		return nil, err
 	}

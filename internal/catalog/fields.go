@@ -1,0 +1,48 @@
+package catalog
+
+import (
+	"slices"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// A collection's options and an index's specification are documents kept
+// as listCollections and listIndexes show them; collMod edits them as
+// copies, so that the catalog entry in use never changes under a reader.
+
+// WithField is a copy of d with key set to v: in place when d has it,
+// appended when not.
+func WithField(d bson.D, key string, v any) bson.D {
+	out := append(bson.D(nil), d...)
+	for i := range out {
+		if out[i].Key == key {
+			out[i].Value = v
+			return out
+		}
+	}
+	return append(out, bson.E{Key: key, Value: v})
+}
+
+// WithoutField is a copy of d without key.
+func WithoutField(d bson.D, key string) bson.D {
+	out := make(bson.D, 0, len(d))
+	for _, e := range d {
+		if e.Key != key {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// WithFields is a copy of d with each field of set set, as WithField.
+func WithFields(d, set bson.D) bson.D {
+	out := append(bson.D(nil), d...)
+	for _, e := range set {
+		if i := slices.IndexFunc(out, func(x bson.E) bool { return x.Key == e.Key }); i >= 0 {
+			out[i].Value = e.Value
+		} else {
+			out = append(out, e)
+		}
+	}
+	return out
+}
