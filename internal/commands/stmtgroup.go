@@ -70,11 +70,12 @@ type stmtGroup struct {
 // has another _id): it runs alone.
 var errAlone = errors.New("commands: this statement runs alone")
 
-// options are the write options of a statement into db.coll: the one
-// place that wires a write statement's schema validation.
+// options are the write options of a statement into db.coll: the
+// collection's rules apply in the docstore unless the command bypasses
+// its validator.
 func (s *stmtRunner) options(db, coll string) docstore.WriteOptions {
 	opt := s.opt
-	opt.Validate = s.h.documentValidator(db, coll, s.bypass)
+	opt.BypassValidation = s.bypass
 	return opt
 }
 

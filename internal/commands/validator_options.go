@@ -84,18 +84,3 @@ func collModValidation(e *docstore.CatalogEdit, r *request) error {
 func bypassArg(r *request) (bool, error) {
 	return optBool(r, "bypassDocumentValidation")
 }
-
-// documentValidator is what insert, update and bulkWrite still assign to
-// WriteOptions.Validate by hand: only their bypassDocumentValidation, as
-// docstore applies the collection's rules itself. It goes when they set
-// WriteOptions.BypassValidation.
-func (h *Handler) documentValidator(_, _ string, bypass bool) docstore.ValidationChoice {
-	return docstore.ValidationChoice(bypass)
-}
-
-// commandValidator is documentValidator with the command's own
-// bypassDocumentValidation.
-func (h *Handler) commandValidator(r *request, _ string) (docstore.ValidationChoice, error) {
-	bypass, err := bypassArg(r)
-	return docstore.ValidationChoice(bypass), err
-}

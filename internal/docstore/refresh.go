@@ -101,7 +101,10 @@ func (c *Collection) RefreshOnRead(doc bson.D) (bson.D, error) {
 		return doc, nil
 	}
 	wrote := false
-	_, err := c.Modify(id, WriteOptions{}, func(cur bson.D) (Change, error) {
+	// The server moves a date the reader did not write: the document was
+	// valid when it was stored, and a validator added since must not make
+	// the read fail.
+	_, err := c.Modify(id, WriteOptions{BypassValidation: true}, func(cur bson.D) (Change, error) {
 		next, ok := bson.D(nil), false
 		if cur != nil {
 			next, ok = c.Refreshed(cur, now)

@@ -29,7 +29,7 @@ func (c *Collection) checkRules(st *collState, doc, old bson.D, opt WriteOptions
 	if err := timeseries.CheckMeasurement(st.meta, doc); err != nil {
 		return err
 	}
-	if opt.bypassesValidation() || st.validator == nil {
+	if opt.BypassValidation || st.validator == nil {
 		return nil
 	}
 	switch st.validator.Judge(doc, old) {

@@ -36,22 +36,6 @@ type WriteOptions struct {
 	// command's bypassDocumentValidation does; the collection's other
 	// rules still hold (rules.go).
 	BypassValidation bool
-	// Validate is the field the insert, update and bulkWrite commands set
-	// by hand while they move to BypassValidation: SkipValidator there is
-	// BypassValidation. It goes when they have moved.
-	Validate ValidationChoice
-}
-
-// ValidationChoice is what a write chooses about the collection's schema
-// validator: to be checked by it (the zero value) or to skip it.
-type ValidationChoice bool
-
-// SkipValidator is the ValidationChoice of bypassDocumentValidation.
-const SkipValidator ValidationChoice = true
-
-// bypassesValidation reports whether the write skips the schema validator.
-func (o WriteOptions) bypassesValidation() bool {
-	return o.BypassValidation || o.Validate == SkipValidator
 }
 
 // stored is a document as read back under the write lock. doc may be nil
