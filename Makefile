@@ -2,7 +2,7 @@
 GO ?= go
 STATICCHECK_VERSION ?= v0.8.2
 
-.PHONY: run test lint unit clients fuzz bench release
+.PHONY: run test lint unit clients specs fuzz bench release
 
 run:
 	$(GO) run ./cmd/mayfly
@@ -10,7 +10,7 @@ run:
 # Every test: lint, unit and integration tests (real server on 127.0.0.1
 # driven by the Go driver, mongosh, the Node.js driver and pymongo), and a
 # short run of each fuzz target.
-test: lint clients
+test: lint clients specs
 	$(GO) test -count=1 -timeout 25m ./...
 	$(MAKE) fuzz FUZZTIME=10s
 
@@ -23,6 +23,22 @@ lint:
 # The Node.js clients, pinned by clients/package-lock.json.
 clients:
 	cd clients && npm ci --no-audit --no-fund --ignore-scripts
+
+# The drivers' specification tests that TestUnifiedSpec runs (the JSON
+# under source/), from github.com/mongodb/specifications at the commit the
+# Go driver's own tests pinned, into .cache/specifications; fetched again
+# only when SPECS_COMMIT changes.
+SPECS_COMMIT ?= d9d69f5f9dd7e5a58b7cae8064f6786ffaf19ebb
+SPECS_DIR ?= .cache/specifications
+SPECS_URL ?= https://codeload.github.com/mongodb/specifications/tar.gz/$(SPECS_COMMIT)
+specs:
+	@if [ "$$(cat $(SPECS_DIR)/COMMIT 2>/dev/null)" != "$(SPECS_COMMIT)" ]; then \
+		echo "fetching mongodb/specifications $(SPECS_COMMIT)"; \
+		rm -rf $(SPECS_DIR) && mkdir -p $(SPECS_DIR) && \
+		curl -fsSL --retry 3 $(SPECS_URL) | \
+			tar -xz -C $(SPECS_DIR) --strip-components=1 specifications-$(SPECS_COMMIT)/source && \
+		echo $(SPECS_COMMIT) > $(SPECS_DIR)/COMMIT; \
+	fi
 
 FUZZTIME ?= 30s
 fuzz:
