@@ -176,6 +176,9 @@ func checkPlacement(name string, i int, within string) error {
 // parseStage dispatches on the stage name.
 func parseStage(spec bson.E, opt Options) (stage, error) {
 	parse, ok := stageParsers()[spec.Key]
+	if refuse, atlas := atlasSearchStages()[spec.Key]; !ok && atlas {
+		return nil, refuse()
+	}
 	if !ok {
 		return nil, mongoerr.Newf(mongoerr.Location40324, "Unrecognized pipeline stage name: '%s'", spec.Key)
 	}

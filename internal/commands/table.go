@@ -102,6 +102,12 @@ func commandRows() map[string]command {
 		"dropIndexes":      {run: cmdDropIndexes, role: onPrimary, apiV1: true},
 		"collMod":          {run: cmdCollMod, role: onPrimary, apiV1: true},
 
+		// Atlas Search indexes, which live in mongot: refused (searchindex.go).
+		"createSearchIndexes": {run: cmdSearchIndexes, role: onPrimary},
+		"dropSearchIndex":     {run: cmdSearchIndexes, role: onPrimary},
+		"updateSearchIndex":   {run: cmdSearchIndexes, role: onPrimary},
+		"listSearchIndexes":   {run: cmdSearchIndexes, role: onPrimary},
+
 		// Reads and writes.
 		"find":          {run: cmdFind, role: optInRead, apiV1: true, readConcern: true},
 		"getMore":       {run: cmdGetMore, role: primaryOrSecondary, apiV1: true},
