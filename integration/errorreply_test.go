@@ -30,6 +30,9 @@ type writePath struct {
 	// viaTemp: $out writes into a temporary collection first, which the
 	// duplicate key message names.
 	viaTemp bool
+	// dupOnly: the command needs the unique index on a, which only the
+	// duplicate key collection has.
+	dupOnly bool
 }
 
 const aggContext = "PlanExecutor error during aggregation :: caused by :: "
@@ -56,6 +59,9 @@ func writePaths() []writePath {
 		}},
 		{name: "aggregate", variant: "$merge", db: "test", errorDoc: wholeReply, topLevel: true, context: aggContext, cmd: func(coll string, id int) bson.D {
 			return aggregateFrom(id, bson.D{{Key: "$merge", Value: bson.D{{Key: "into", Value: coll}, {Key: "whenMatched", Value: "merge"}, {Key: "whenNotMatched", Value: "insert"}}}})
+		}},
+		{name: "aggregate", variant: "$merge whenMatched fail", db: "test", errorDoc: wholeReply, topLevel: true, context: aggContext, dupOnly: true, cmd: func(coll string, id int) bson.D {
+			return aggregateFrom(id, bson.D{{Key: "$merge", Value: bson.D{{Key: "into", Value: coll}, {Key: "on", Value: "a"}, {Key: "whenMatched", Value: "fail"}}}})
 		}},
 		{name: "aggregate", variant: "$out", db: "test", errorDoc: wholeReply, topLevel: true, context: aggContext, viaTemp: true, cmd: func(coll string, id int) bson.D {
 			// The target's documents twice over, under new _ids: {a: 1} twice.
@@ -118,7 +124,7 @@ func TestWriteErrorReplies(t *testing.T) {
 			reply := anyReply(t, db.Client().Database(path.db), path.cmd("dup", id))
 			checkDupKey(t, path, path.errorDoc(t, reply))
 		})
-		if path.viaTemp {
+		if path.viaTemp || path.dupOnly {
 			continue // $out replaces the target, validator and all
 		}
 		t.Run(path.name+path.variant+"/validation", func(t *testing.T) {

@@ -76,7 +76,7 @@ func (w *Writer) mergeRun(c *docstore.Collection, t *Target, docs []bson.D, ids 
 		if cur == nil {
 			return w.unmatchedChange(t, docs[i])
 		}
-		next, err := w.mergedDoc(t, cur, docs[i])
+		next, err := w.mergedDoc(c, t, cur, docs[i])
 		if next == nil || err != nil {
 			return docstore.Change{}, err
 		}
@@ -181,13 +181,13 @@ func (w *Writer) mergeUnmatched(c *docstore.Collection, t *Target, d bson.D) err
 
 // mergedDoc is whenMatched for d, which matched target: the document to
 // put in target's place, or nil to keep it.
-func (w *Writer) mergedDoc(t *Target, target, d bson.D) (bson.D, error) {
+func (w *Writer) mergedDoc(c *docstore.Collection, t *Target, target, d bson.D) (bson.D, error) {
 	id, _ := bsonutil.Field(target, "_id")
 	switch t.WhenMatched {
 	case "keepExisting":
 		return nil, nil
 	case "fail":
-		return nil, mongoerr.Newf(mongoerr.DuplicateKey, "$merge with whenMatched: fail found an existing document with the same values for the 'on' fields: %s", bsonutil.Format(id))
+		return nil, c.DuplicateKeyError(t.On, d)
 	case "replace":
 		return append(bson.D{{Key: "_id", Value: id}}, catalog.WithoutField(d, "_id")...), nil
 	case "merge":
@@ -198,7 +198,7 @@ func (w *Writer) mergedDoc(t *Target, target, d bson.D) (bson.D, error) {
 
 func (w *Writer) mergeMatched(c *docstore.Collection, t *Target, target, d bson.D) error {
 	id, _ := bsonutil.Field(target, "_id")
-	next, err := w.mergedDoc(t, target, d)
+	next, err := w.mergedDoc(c, t, target, d)
 	if next == nil || err != nil {
 		return err
 	}
