@@ -251,3 +251,69 @@ func TestFailCommandRetryableWriteLabels(t *testing.T) {
 		})
 	}
 }
+
+// TestFailGetMoreAfterCursorCheckout: the point fails the next getMore of
+// any cursor with its errorCode (InternalError without one) and mongod's
+// message, and kills the cursor; a change stream's resumable error is
+// labelled ResumableChangeStreamError, as any error of the stream; appName
+// limits it to one client.
+func TestFailGetMoreAfterCursorCheckout(t *testing.T) {
+	c := connectApp(t, testCommandsServer(t), "getmore")
+	db := c.Database("test")
+	runCmd(t, db, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "_id", Value: 2}}}}})
+	find := bson.D{{Key: "find", Value: "c"}, {Key: "batchSize", Value: 1}}
+	stream := bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$changeStream", Value: bson.D{}}}}}, {Key: "cursor", Value: bson.D{}}}
+	cases := []struct {
+		name   string
+		open   bson.D
+		data   bson.D
+		code   int32
+		labels bson.A
+	}{
+		{"find, given code", find, bson.D{{Key: "errorCode", Value: 6}}, 6, nil},
+		{"find, no code", find, bson.D{}, 1, nil},
+		{"stream, resumable", stream, bson.D{{Key: "errorCode", Value: 6}}, 6, bson.A{"ResumableChangeStreamError"}},
+		{"stream, not resumable", stream, bson.D{{Key: "errorCode", Value: 2}}, 2, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			id := cursorID(t, runCmd(t, db, tc.open))
+			configureGetMoreFailure(t, c, tc.data)
+			reply := anyReply(t, db, getMoreCmd(id))
+			want := bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: "Hit the 'failGetMoreAfterCursorCheckout' failpoint"}, {Key: "code", Value: tc.code}}
+			if tc.labels != nil {
+				want = append(want, bson.E{Key: "errorLabels", Value: tc.labels})
+			} else if lookupField(reply, "errorLabels") != nil {
+				t.Fatalf("labels where mongod gives none: %v", reply)
+			}
+			wantFields(t, reply, want)
+			err := db.RunCommand(ctxT(t), getMoreCmd(id)).Err()
+			wantCode(t, err, 43, "not found")
+		})
+	}
+	t.Run("other application", func(t *testing.T) {
+		id := cursorID(t, runCmd(t, db, find))
+		configureGetMoreFailure(t, c, bson.D{{Key: "errorCode", Value: 6}, {Key: "appName", Value: "another"}})
+		runCmd(t, db, getMoreCmd(id))
+	})
+}
+
+func configureGetMoreFailure(t *testing.T, c *mongo.Client, data bson.D) {
+	t.Helper()
+	runCmd(t, c.Database("admin"), bson.D{{Key: "configureFailPoint", Value: "failGetMoreAfterCursorCheckout"},
+		{Key: "mode", Value: bson.D{{Key: "times", Value: 1}}}, {Key: "data", Value: data}})
+}
+
+func getMoreCmd(id int64) bson.D {
+	return bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "c"}, {Key: "maxTimeMS", Value: 100}}
+}
+
+func cursorID(t *testing.T, reply bson.D) int64 {
+	t.Helper()
+	cur, _ := lookupField(reply, "cursor").(bson.D)
+	id, _ := lookupField(cur, "id").(int64)
+	if id == 0 {
+		t.Fatalf("no open cursor in %v", reply)
+	}
+	return id
+}

@@ -151,7 +151,7 @@ func New(deps Deps) *Handler {
 	}
 	h.table = buildTable(deps.TestCommands)
 	if deps.TestCommands {
-		h.failPoints = failpoint.NewRegistry(uint64(h.started.UnixNano()), failpoint.FailCommand)
+		h.failPoints = failpoint.NewRegistry(uint64(h.started.UnixNano()), failpoint.Names()...)
 	}
 	return h
 }

@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/failpoint"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
@@ -116,6 +117,29 @@ func (h *Handler) evaluateFailCommand(r *request, acts func(failpoint.CommandFai
 		return failpoint.CommandFailure{}, false
 	}
 	return failpoint.ReadCommandFailure(data), true
+}
+
+// failGetMore consults failGetMoreAfterCursorCheckout for a getMore that
+// has checked out cursor c: the error kills the cursor, and a change
+// stream's is labelled as any error of the stream is.
+func (h *Handler) failGetMore(r *request, c *cursor.Cursor) error {
+	if h.failPoints == nil {
+		return nil
+	}
+	call := h.failCall(r)
+	call.Namespace = c.NS
+	data, ok := h.failPoints.Point(failpoint.FailGetMore).Evaluate(func(data bson.D) bool {
+		return failpoint.ReadGetMoreFailure(data).Applies(call)
+	})
+	if !ok {
+		return nil
+	}
+	h.deps.Cursors.Remove(c.ID)
+	err := failpoint.ReadGetMoreFailure(data).GetMoreError()
+	if _, stream := c.Source.(*streamSource); stream {
+		return resumableStreamError(err)
+	}
+	return err
 }
 
 // failCall describes r to the fail point. A handshake's own client

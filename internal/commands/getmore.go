@@ -57,6 +57,9 @@ func (h *Handler) getMore(r *request, id int64, ns string, n int64) (bson.D, err
 	if err != nil {
 		return nil, err
 	}
+	if err := h.failGetMore(r, c); err != nil {
+		return nil, err
+	}
 	if sc, ok := c.Source.(*streamSource); ok {
 		return h.streamGetMore(r, c, sc, n)
 	}
