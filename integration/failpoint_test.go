@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/app"
 	"github.com/mayflydb/mayfly/internal/commands"
+	"github.com/mayflydb/mayfly/internal/failpoint"
 )
 
 func testCommandsServer(t *testing.T) *testServer {
@@ -316,4 +318,83 @@ func cursorID(t *testing.T, reply bson.D) int64 {
 		t.Fatalf("no open cursor in %v", reply)
 	}
 	return id
+}
+
+// TestOnPrimaryTransactionalWrite: the point meets a retryable write as it
+// commits. By default the write commits and the connection closes unread,
+// so the driver's retry is answered from the write's record (one
+// document); failBeforeCommitExceptionCode fails it uncommitted (the
+// retry writes it once); failing the try and its retry leaves nothing; with
+// closeConnection false the client reads the error.
+func TestOnPrimaryTransactionalWrite(t *testing.T) {
+	rs := startReplSet(t, 1, "--setParameter", "enableTestCommands=1")
+	c := rs.client(options.Client().SetRetryWrites(true))
+	coll := c.Database("test").Collection("txnwrite")
+	failBefore := bson.D{{Key: "failBeforeCommitExceptionCode", Value: 1}}
+	cases := []struct {
+		name   string
+		times  int
+		data   bson.D
+		stored int64 // documents with the _id afterwards
+		fails  bool
+	}{
+		{"committed, reply lost", 1, bson.D{}, 1, false},
+		{"not committed, retried", 1, failBefore, 1, false},
+		{"never committed", 2, failBefore, 0, true},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			configureTxnWriteFailure(t, c, tc.times, tc.data)
+			// No deadline: under one the driver retries until it passes,
+			// not once.
+			_, err := coll.InsertOne(context.Background(), bson.D{{Key: "_id", Value: i}})
+			configureTxnWriteFailure(t, c, 0, bson.D{})
+			if (err != nil) != tc.fails {
+				t.Fatalf("insert: %v, want failure %v", err, tc.fails)
+			}
+			if n, err := coll.CountDocuments(ctxT(t), bson.D{{Key: "_id", Value: i}}); err != nil || n != tc.stored {
+				t.Fatalf("%d documents stored (%v), want %d", n, err, tc.stored)
+			}
+		})
+	}
+	t.Run("error read", func(t *testing.T) {
+		configureTxnWriteFailure(t, c, 1, bson.D{{Key: "failBeforeCommitExceptionCode", Value: 91}, {Key: "closeConnection", Value: false}})
+		noRetry := rs.client(options.Client().SetRetryWrites(false))
+		sess, err := noRetry.StartSession()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sess.EndSession(ctxT(t))
+		db := noRetry.Database("test")
+		cmd := bson.D{{Key: "insert", Value: "txnwrite"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 99}}}}, {Key: "txnNumber", Value: int64(1)}}
+		err = db.RunCommand(mongo.NewSessionContext(ctxT(t), sess), cmd).Err()
+		wantCode(t, err, 91, "due to failpoint. The write must not be reflected.")
+		if n, _ := coll.CountDocuments(ctxT(t), bson.D{{Key: "_id", Value: 99}}); n != 0 {
+			t.Fatalf("the failed write committed")
+		}
+	})
+}
+
+// configureTxnWriteFailure sets onPrimaryTransactionalWrite for times
+// writes (0: off).
+func configureTxnWriteFailure(t *testing.T, c *mongo.Client, times int, data bson.D) {
+	t.Helper()
+	var mode any = bson.D{{Key: "times", Value: times}}
+	if times == 0 {
+		mode = "off"
+	}
+	runCmd(t, c.Database("admin"), bson.D{{Key: "configureFailPoint", Value: "onPrimaryTransactionalWrite"},
+		{Key: "mode", Value: mode}, {Key: "data", Value: data}})
+}
+
+// TestEveryFailPointConfigurable: every point of the registry answers
+// configureFailPoint, as mongod's registered points do.
+func TestEveryFailPointConfigurable(t *testing.T) {
+	admin := connectApp(t, testCommandsServer(t), "points").Database("admin")
+	for _, name := range failpoint.Names() {
+		reply := runCmd(t, admin, bson.D{{Key: "configureFailPoint", Value: name}, {Key: "mode", Value: "off"}})
+		if got := field(t, reply, "count"); got != int32(0) {
+			t.Errorf("%s: count %v, want 0", name, got)
+		}
+	}
 }

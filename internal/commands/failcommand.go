@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"sync"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -140,6 +141,42 @@ func (h *Handler) failGetMore(r *request, c *cursor.Cursor) error {
 		return resumableStreamError(err)
 	}
 	return err
+}
+
+// transactionalWriteCheck is the check a retryable write makes as its
+// statements commit: the point is asked once per command, at its first
+// commit, and a failure stands for every later try at committing (the
+// insert path tries a failed batch again document by document).
+func (h *Handler) transactionalWriteCheck(r *request, session string, txn int64) func() error {
+	var once sync.Once
+	var err error
+	return func() error {
+		once.Do(func() { err = h.failTransactionalWrite(r, session, txn) })
+		return err
+	}
+}
+
+// failTransactionalWrite consults onPrimaryTransactionalWrite as a
+// statement of a retryable write is about to commit: the connection
+// closes once the command is done (closeConnection, the default), and
+// failBeforeCommitExceptionCode fails the write so that nothing of it
+// commits.
+func (h *Handler) failTransactionalWrite(r *request, session string, txn int64) error {
+	if h.failPoints == nil {
+		return nil
+	}
+	data, ok := h.failPoints.Point(failpoint.OnPrimaryTransactionalWrite).Evaluate(func(bson.D) bool { return true })
+	if !ok {
+		return nil
+	}
+	f := failpoint.ReadTransactionalWriteFailure(data)
+	if f.CloseConnection && r.conn != nil {
+		r.conn.HangUp()
+	}
+	if f.HasFailCode {
+		return f.Error(session, txn)
+	}
+	return nil
 }
 
 // failCall describes r to the fail point. A handshake's own client

@@ -37,7 +37,8 @@ func (h *Handler) retryableWrite(r *request) (*session.Txn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return session.Begin(session.Write{Engine: h.deps.Store.Engine(), LSID: lsid, Label: label, Txn: txn, StmtIDs: ids, Now: h.deps.Clock.Now})
+	return session.Begin(session.Write{Engine: h.deps.Store.Engine(), LSID: lsid, Label: label, Txn: txn, StmtIDs: ids, Now: h.deps.Clock.Now,
+		BeforeCommit: h.transactionalWriteCheck(r, label, txn)})
 }
 
 // sessionKey reads lsid.id (and lsid.uid when present), and how errors

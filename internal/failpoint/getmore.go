@@ -14,7 +14,7 @@ const FailGetMore = "failGetMoreAfterCursorCheckout"
 
 // Names are the fail points a server has, as mongod's registry is fixed
 // at start.
-func Names() []string { return []string{FailCommand, FailGetMore} }
+func Names() []string { return []string{FailCommand, FailGetMore, OnPrimaryTransactionalWrite} }
 
 // ReadGetMoreFailure reads failGetMoreAfterCursorCheckout's data as
 // mongod does: as failCommand's, failing getMore alone.

@@ -42,6 +42,9 @@ type Write struct {
 	// StmtIDs are the command's stmtIds; without them statement i is i.
 	StmtIDs []int32
 	Now     func() time.Time
+	// BeforeCommit, when set, runs as each statement's record joins its
+	// batch; its error fails the batch (a test fail point's hook).
+	BeforeCommit func() error
 }
 
 // Txn is one retryable write command's session and txnNumber.
@@ -56,6 +59,7 @@ type Txn struct {
 	retried bson.A    // the statement ids answered from records
 	label   string
 	now     func() time.Time
+	before  func() error // Write.BeforeCommit
 }
 
 // MaxLSID is the longest LSID the key layout holds (its length is one
@@ -70,7 +74,7 @@ func Begin(w Write) (*Txn, error) {
 	}
 	t := &Txn{
 		eng: w.Engine, session: append([]byte{tagSession, byte(len(w.LSID))}, w.LSID...),
-		txn: w.Txn, stmtIDs: w.StmtIDs, label: w.Label, now: w.Now,
+		txn: w.Txn, stmtIDs: w.StmtIDs, label: w.Label, now: w.Now, before: w.BeforeCommit,
 	}
 	return t, t.checkOrder()
 }
@@ -202,6 +206,11 @@ func (t *Txn) Record(i int, result func() bson.D) func(storage.Batch) error {
 		return nil
 	}
 	return func(b storage.Batch) error {
+		if t.before != nil {
+			if err := t.before(); err != nil {
+				return err
+			}
+		}
 		raw, err := bson.Marshal(result())
 		if err != nil {
 			return fmt.Errorf("session: encode statement record: %w", err)
