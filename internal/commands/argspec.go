@@ -74,19 +74,19 @@ var argSpecs = map[string]map[string]argKind{
 var argsToDerive = []string{
 	"abortTransaction", "applyOps", "authenticate", "buildInfo", "bulkWrite", "collMod",
 	"collStats", "commitTransaction", "configureFailPoint", "connectionStatus", "count",
-	"create", "createIndexes", "createRole", "createUser", "currentOp", "dataSize", "dbHash",
+	"create", "createIndexes", "createRole", "createSearchIndexes", "createUser", "currentOp", "dataSize", "dbHash",
 	"dbStats", "delete", "distinct", "drop", "dropAllRolesFromDatabase",
-	"dropAllUsersFromDatabase", "dropDatabase", "dropIndexes", "dropRole", "dropUser",
+	"dropAllUsersFromDatabase", "dropDatabase", "dropIndexes", "dropRole", "dropSearchIndex", "dropUser",
 	"endSessions", "explain", "findAndModify", "fsync", "fsyncUnlock", "getCmdLineOpts",
 	"getLog", "getParameter", "grantPrivilegesToRole", "grantRolesToRole", "grantRolesToUser",
 	"hello", "hostInfo", "isMaster", "killAllSessions", "killCursors", "killOp", "killSessions",
-	"listCollections", "listCommands", "listDatabases", "listIndexes", "logout",
+	"listCollections", "listCommands", "listDatabases", "listIndexes", "listSearchIndexes", "logout",
 	"mayflyCheckpoint", "mayflyReplPartition", "ping", "profile", "refreshSessions",
 	"renameCollection", "replSetFreeze", "replSetGetConfig", "replSetGetStatus",
 	"replSetInitiate", "replSetRaft", "replSetReconfig", "replSetSnapshot", "replSetStepDown",
 	"revokePrivilegesFromRole", "revokeRolesFromRole", "revokeRolesFromUser", "rolesInfo",
 	"saslContinue", "saslStart", "serverStatus", "setParameter", "top", "update",
-	"updateRole", "updateUser", "usersInfo", "validate", "whatsmyuri",
+	"updateRole", "updateSearchIndex", "updateUser", "usersInfo", "validate", "whatsmyuri",
 }
 
 // checkArgTypes refuses a field of the wrong type as mongod's IDL parser
