@@ -24,21 +24,11 @@ lint:
 clients:
 	cd clients && npm ci --no-audit --no-fund --ignore-scripts
 
-# The drivers' specification tests that TestUnifiedSpec runs (the JSON
-# under source/), from github.com/mongodb/specifications at the commit the
-# Go driver's own tests pinned, into .cache/specifications; fetched again
-# only when SPECS_COMMIT changes.
-SPECS_COMMIT ?= d9d69f5f9dd7e5a58b7cae8064f6786ffaf19ebb
-SPECS_DIR ?= .cache/specifications
-SPECS_URL ?= https://codeload.github.com/mongodb/specifications/tar.gz/$(SPECS_COMMIT)
+# The drivers' unified specification tests that TestUnifiedSpec runs, laid
+# out as mongodb/specifications' source/ in .cache/specifications from the
+# Go module proxy (scripts/specs.sh says which module and why).
 specs:
-	@if [ "$$(cat $(SPECS_DIR)/COMMIT 2>/dev/null)" != "$(SPECS_COMMIT)" ]; then \
-		echo "fetching mongodb/specifications $(SPECS_COMMIT)"; \
-		rm -rf $(SPECS_DIR) && mkdir -p $(SPECS_DIR) && \
-		curl -fsSL --retry 3 $(SPECS_URL) | \
-			tar -xz -C $(SPECS_DIR) --strip-components=1 specifications-$(SPECS_COMMIT)/source && \
-		echo $(SPECS_COMMIT) > $(SPECS_DIR)/COMMIT; \
-	fi
+	./scripts/specs.sh
 
 FUZZTIME ?= 30s
 fuzz:
