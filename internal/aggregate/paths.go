@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
@@ -70,40 +71,15 @@ func field(d bson.D, k string) (any, bool) {
 	return nil, false
 }
 
-// setField returns d with k set to v: in place if present, else appended.
-// d is not modified.
-func setField(d bson.D, k string, v any) bson.D {
-	out := make(bson.D, len(d), len(d)+1)
-	copy(out, d)
-	for i := range out {
-		if out[i].Key == k {
-			out[i].Value = v
-			return out
-		}
-	}
-	return append(out, bson.E{Key: k, Value: v})
-}
-
-// removeField returns d without k.
-func removeField(d bson.D, k string) bson.D {
-	out := make(bson.D, 0, len(d))
-	for _, e := range d {
-		if e.Key != k {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // setPath returns d with the dotted path set to v, creating (or replacing
 // non-document values with) embedded documents on the way.
 func setPath(d bson.D, path []string, v any) bson.D {
 	if len(path) == 1 {
-		return setField(d, path[0], v)
+		return bsonutil.WithField(d, path[0], v)
 	}
 	sub, _ := field(d, path[0])
 	subDoc, _ := sub.(bson.D)
-	return setField(d, path[0], setPath(subDoc, path[1:], v))
+	return bsonutil.WithField(d, path[0], setPath(subDoc, path[1:], v))
 }
 
 func splitPath(p string) []string { return strings.Split(p, ".") }

@@ -3,6 +3,7 @@ package aggregate
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/expr"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
@@ -72,9 +73,9 @@ func (n *projNode) applyAdd(d bson.D, c *evalCtx) (bson.D, error) {
 				return nil, err
 			}
 			if expr.IsMissing(v) {
-				out = removeField(out, k)
+				out = bsonutil.WithoutField(out, k)
 			} else {
-				out = setField(out, k, v)
+				out = bsonutil.WithField(out, k, v)
 			}
 			continue
 		}
@@ -83,7 +84,7 @@ func (n *projNode) applyAdd(d bson.D, c *evalCtx) (bson.D, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = setField(out, k, v)
+		out = bsonutil.WithField(out, k, v)
 	}
 	return out, nil
 }

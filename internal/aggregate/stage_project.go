@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/expr"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
@@ -170,7 +171,7 @@ func (n *projNode) addComputed(out, in bson.D, c *evalCtx) (bson.D, error) {
 				return nil, err
 			}
 			if !expr.IsMissing(v) {
-				out = setField(out, k, v)
+				out = bsonutil.WithField(out, k, v)
 			}
 			continue
 		}

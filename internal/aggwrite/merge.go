@@ -11,7 +11,6 @@ import (
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/keyenc"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
-	"github.com/mayflydb/mayfly/internal/query"
 )
 
 // Merge applies each result to the target by its 'on' fields.
@@ -132,7 +131,7 @@ func (w *Writer) mergeOne(c *docstore.Collection, t *Target, d bson.D) error {
 		}
 		match = append(match, bson.E{Key: path, Value: v[0]})
 	}
-	target, err := matchOf(c, match)
+	target, err := c.FindOne(match) // the unique index on the 'on' fields makes it at most one
 	if err != nil {
 		return err
 	}
@@ -142,22 +141,6 @@ func (w *Writer) mergeOne(c *docstore.Collection, t *Target, d bson.D) error {
 	return w.mergeMatched(c, t, target, d)
 }
 
-// matchOf is the document of c that match selects, nil for none; the
-// unique index on the 'on' fields makes it at most one.
-func matchOf(c *docstore.Collection, match bson.D) (bson.D, error) {
-	f, err := query.NewFilter(match)
-	if err != nil {
-		return nil, err
-	}
-	plan, err := c.PlanQuery(f, nil)
-	if err != nil {
-		return nil, err
-	}
-	it := c.Scan(plan, f)
-	defer it.Close()
-	d, _, err := it.Next()
-	return d, err
-}
 
 // errNoMatch is whenNotMatched: "fail" meeting a result that matched
 // nothing.
@@ -189,7 +172,7 @@ func (w *Writer) mergedDoc(c *docstore.Collection, t *Target, target, d bson.D) 
 	case "fail":
 		return nil, c.DuplicateKeyError(t.On, d)
 	case "replace":
-		return append(bson.D{{Key: "_id", Value: id}}, catalog.WithoutField(d, "_id")...), nil
+		return append(bson.D{{Key: "_id", Value: id}}, bsonutil.WithoutField(d, "_id")...), nil
 	case "merge":
 		return MergeFields(target, d), nil
 	}

@@ -193,7 +193,7 @@ func updateStmtOf(op bson.D) (bson.D, error) {
 func deleteStmtOf(op bson.D) (bson.D, error) {
 	stmt := renameFields(op[1:], map[string]string{"filter": "q"})
 	multi, _ := bsonutil.Field(stmt, "multi")
-	stmt = withoutField(stmt, "multi")
+	stmt = bsonutil.WithoutField(stmt, "multi")
 	limit := int32(1)
 	if multi == true {
 		limit = 0
@@ -337,12 +337,3 @@ func renameFields(d bson.D, names map[string]string) bson.D {
 	return out
 }
 
-func withoutField(d bson.D, key string) bson.D {
-	out := make(bson.D, 0, len(d))
-	for _, e := range d {
-		if e.Key != key {
-			out = append(out, e)
-		}
-	}
-	return out
-}

@@ -11,7 +11,6 @@ import (
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
-	"github.com/mayflydb/mayfly/internal/query"
 )
 
 // Change streams: aggregate with a leading $changeStream opens a cursor
@@ -334,21 +333,7 @@ func (s streamHost) Current(db, coll string, id any) (bson.D, error) {
 	if c == nil {
 		return nil, nil
 	}
-	f, err := query.NewFilter(bson.D{{Key: "_id", Value: id}})
-	if err != nil {
-		return nil, err
-	}
-	plan, err := c.PlanQuery(f, nil)
-	if err != nil {
-		return nil, err
-	}
-	it := c.Scan(plan, f)
-	defer it.Close()
-	doc, ok, err := it.Next()
-	if err != nil || !ok {
-		return nil, err
-	}
-	return doc, nil
+	return c.FindOne(bson.D{{Key: "_id", Value: id}})
 }
 
 func (streamHost) EncodeEvent(d bson.D) ([]byte, error) { return encodeResult(d) }

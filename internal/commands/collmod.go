@@ -258,7 +258,7 @@ func applyTTLMod(ix *catalog.Index, v any) (bson.D, error) {
 	}
 	reply = append(reply, bson.E{Key: "expireAfterSeconds_new", Value: secs})
 	ix.TTL, ix.ExpireAfter = true, secs
-	ix.Spec = catalog.WithField(ix.Spec, "expireAfterSeconds", int32(secs))
+	ix.Spec = bsonutil.WithField(ix.Spec, "expireAfterSeconds", int32(secs))
 	return reply, nil
 }
 
@@ -272,9 +272,9 @@ func applyHiddenMod(ix *catalog.Index, hidden bool) (bson.D, error) {
 	reply := bson.D{{Key: "hidden_old", Value: ix.Hidden}, {Key: "hidden_new", Value: hidden}}
 	ix.Hidden = hidden
 	if hidden {
-		ix.Spec = catalog.WithField(ix.Spec, "hidden", true)
+		ix.Spec = bsonutil.WithField(ix.Spec, "hidden", true)
 	} else {
-		ix.Spec = catalog.WithoutField(ix.Spec, "hidden")
+		ix.Spec = bsonutil.WithoutField(ix.Spec, "hidden")
 	}
 	return reply, nil
 }
@@ -291,9 +291,9 @@ func applyRefreshMod(ix *catalog.Index, refresh bool) (bson.D, error) {
 	reply := bson.D{{Key: "refreshOnRead_old", Value: ix.RefreshOnRead}, {Key: "refreshOnRead_new", Value: refresh}}
 	ix.RefreshOnRead = refresh
 	if refresh {
-		ix.Spec = catalog.WithField(ix.Spec, catalog.RefreshOnReadOption, true)
+		ix.Spec = bsonutil.WithField(ix.Spec, catalog.RefreshOnReadOption, true)
 	} else {
-		ix.Spec = catalog.WithoutField(ix.Spec, catalog.RefreshOnReadOption)
+		ix.Spec = bsonutil.WithoutField(ix.Spec, catalog.RefreshOnReadOption)
 	}
 	return reply, nil
 }

@@ -33,7 +33,7 @@ func applyLRUMod(ix *catalog.Index, v any) (bson.D, error) {
 			return nil, nil
 		}
 		ix.LRUDocs, ix.LRUBytes = 0, 0
-		ix.Spec = catalog.WithoutField(ix.Spec, catalog.LRULimitOption)
+		ix.Spec = bsonutil.WithoutField(ix.Spec, catalog.LRULimitOption)
 		return bson.D{{Key: catalog.LRULimitOption + "_old", Value: old}}, nil
 	}
 	if err := catalog.ModLRULimit(ix, v, ix.Spec); err != nil {
@@ -46,7 +46,7 @@ func applyLRUMod(ix *catalog.Index, v any) (bson.D, error) {
 	if hadOld {
 		reply = append(reply, bson.E{Key: catalog.LRULimitOption + "_old", Value: old})
 	}
-	ix.Spec = catalog.WithField(ix.Spec, catalog.LRULimitOption, v)
+	ix.Spec = bsonutil.WithField(ix.Spec, catalog.LRULimitOption, v)
 	return append(reply, bson.E{Key: catalog.LRULimitOption + "_new", Value: v}), nil
 }
 
@@ -60,9 +60,9 @@ func applyElementsMod(ix *catalog.Index, on bool) (bson.D, error) {
 	}
 	reply := bson.D{{Key: catalog.ExpireElementsOption + "_old", Value: !on}, {Key: catalog.ExpireElementsOption + "_new", Value: on}}
 	if on {
-		ix.Spec = catalog.WithField(ix.Spec, catalog.ExpireElementsOption, true)
+		ix.Spec = bsonutil.WithField(ix.Spec, catalog.ExpireElementsOption, true)
 	} else {
-		ix.Spec = catalog.WithoutField(ix.Spec, catalog.ExpireElementsOption)
+		ix.Spec = bsonutil.WithoutField(ix.Spec, catalog.ExpireElementsOption)
 	}
 	return reply, nil
 }
@@ -98,10 +98,10 @@ func applyWarningMod(ix *catalog.Index, v any) (bson.D, error) {
 	}
 	ix.WarnBefore = secs
 	if secs == 0 {
-		ix.Spec = catalog.WithoutField(ix.Spec, catalog.WarningOption)
+		ix.Spec = bsonutil.WithoutField(ix.Spec, catalog.WarningOption)
 		return reply, nil
 	}
-	ix.Spec = catalog.WithField(ix.Spec, catalog.WarningOption, int32(secs))
+	ix.Spec = bsonutil.WithField(ix.Spec, catalog.WarningOption, int32(secs))
 	return append(reply, bson.E{Key: catalog.WarningOption + "_new", Value: secs}), nil
 }
 

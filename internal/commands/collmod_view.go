@@ -94,7 +94,7 @@ func viewModDefinition(r *request, meta *catalog.Collection) (bson.D, bool, erro
 		if _, err := aggregate.Parse(stages, aggregate.Options{}); err != nil {
 			return nil, false, mongoerr.Newf(mongoerr.OptionNotSupportedOnView, "%s", mongoerr.As(err).Msg)
 		}
-		opts, changed = catalog.WithField(opts, "pipeline", stages), true
+		opts, changed = bsonutil.WithField(opts, "pipeline", stages), true
 	}
 	if v, ok := bsonutil.Field(r.body, "viewOn"); ok {
 		on, isString := v.(string)
@@ -102,7 +102,7 @@ func viewModDefinition(r *request, meta *catalog.Collection) (bson.D, bool, erro
 			return nil, false, wrongType("collMod", "viewOn", v, "string")
 		}
 		if on != "" {
-			opts, changed = catalog.WithField(opts, "viewOn", on), true
+			opts, changed = bsonutil.WithField(opts, "viewOn", on), true
 		}
 	}
 	return opts, changed, nil

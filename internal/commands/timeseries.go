@@ -94,7 +94,7 @@ func modExpiry(e *docstore.CatalogEdit, opts bson.D, v any) (bson.D, error) {
 			timeseries.ClearIndexExpiry(ix)
 			return nil
 		})
-		return catalog.WithoutField(opts, "expireAfterSeconds"), err
+		return bsonutil.WithoutField(opts, "expireAfterSeconds"), err
 	}
 	secs, err := timeseries.ExpireAfter(v)
 	if err != nil {
@@ -104,5 +104,5 @@ func modExpiry(e *docstore.CatalogEdit, opts bson.D, v any) (bson.D, error) {
 		timeseries.SetIndexExpiry(ix, secs)
 		return nil
 	})
-	return catalog.WithField(opts, "expireAfterSeconds", secs), err
+	return bsonutil.WithField(opts, "expireAfterSeconds", secs), err
 }

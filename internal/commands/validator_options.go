@@ -4,7 +4,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
-	"github.com/mayflydb/mayfly/internal/catalog"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/validator"
 )
@@ -76,7 +75,7 @@ func collModValidation(e *docstore.CatalogEdit, r *request) error {
 	if err != nil || !ok {
 		return err
 	}
-	e.SetOptions(withValidationDefaults(catalog.WithFields(e.Meta().Options, opts)))
+	e.SetOptions(withValidationDefaults(bsonutil.WithFields(e.Meta().Options, opts)))
 	return nil
 }
 

@@ -64,6 +64,23 @@ func (c *Collection) PlanQuery(f *query.Filter, hint any) (*Plan, error) {
 	return c.Plan(Query{Filter: f, Hint: hint})
 }
 
+// FindOne is the first live document matching filter, nil when none: a
+// point read by the plan the filter gets.
+func (c *Collection) FindOne(filter bson.D) (bson.D, error) {
+	f, err := query.NewFilter(filter)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := c.PlanQuery(f, nil)
+	if err != nil {
+		return nil, err
+	}
+	it := c.Scan(plan, f)
+	defer it.Close()
+	doc, _, err := it.Next()
+	return doc, err
+}
+
 // Plan chooses the access path for q: a hint when given, else _id point
 // reads, else the index with the best bounds (an index that also provides
 // the sort wins ties, and is used for the sort alone when nothing narrows

@@ -7,7 +7,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
-	"github.com/mayflydb/mayfly/internal/catalog"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
@@ -177,7 +176,7 @@ func ModGranularity(opts, ts, mod bson.D) (bson.D, error) {
 	if from < 0 || to < from {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "Invalid transition for timeseries.granularity. Can only transition from 'seconds' to 'minutes' or 'minutes' to 'hours'.")
 	}
-	out := catalog.WithField(ts, "granularity", g)
-	out = catalog.WithField(out, "bucketMaxSpanSeconds", granularities[to].maxSpan)
-	return catalog.WithField(opts, "timeseries", out), nil
+	out := bsonutil.WithField(ts, "granularity", g)
+	out = bsonutil.WithField(out, "bucketMaxSpanSeconds", granularities[to].maxSpan)
+	return bsonutil.WithField(opts, "timeseries", out), nil
 }

@@ -72,13 +72,13 @@ func ExpireAfter(v any) (int64, error) {
 // secs after their time.
 func SetIndexExpiry(ix *catalog.Index, secs int64) {
 	ix.TTL, ix.ExpireAfter = true, secs
-	ix.Spec = catalog.WithField(ix.Spec, "expireAfterSeconds", int32(secs))
+	ix.Spec = bsonutil.WithField(ix.Spec, "expireAfterSeconds", int32(secs))
 }
 
 // ClearIndexExpiry turns the internal time index's expiry off.
 func ClearIndexExpiry(ix *catalog.Index) {
 	ix.TTL, ix.ExpireAfter = false, 0
-	ix.Spec = catalog.WithoutField(ix.Spec, "expireAfterSeconds")
+	ix.Spec = bsonutil.WithoutField(ix.Spec, "expireAfterSeconds")
 }
 
 // Info is a time-series collection's listCollections entry, as mongod

@@ -1,4 +1,4 @@
-package catalog
+package bsonutil
 
 import (
 	"slices"
@@ -6,9 +6,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
-// A collection's options and an index's specification are documents kept
-// as listCollections and listIndexes show them; collMod edits them as
-// copies, so that the catalog entry in use never changes under a reader.
+// Documents edited as copies (a collection's options, an index's
+// specification, a stage's output), so that a document in use never
+// changes under a reader.
 
 // WithField is a copy of d with key set to v: in place when d has it,
 // appended when not.
