@@ -141,7 +141,6 @@ func (w *Writer) mergeOne(c *docstore.Collection, t *Target, d bson.D) error {
 	return w.mergeMatched(c, t, target, d)
 }
 
-
 // errNoMatch is whenNotMatched: "fail" meeting a result that matched
 // nothing.
 func errNoMatch() error {

@@ -336,4 +336,3 @@ func renameFields(d bson.D, names map[string]string) bson.D {
 	}
 	return out
 }
-
