@@ -173,7 +173,7 @@ func (w *Writer) mergedDoc(c *docstore.Collection, t *Target, target, d bson.D) 
 	case "replace":
 		return append(bson.D{{Key: "_id", Value: id}}, bsonutil.WithoutField(d, "_id")...), nil
 	case "merge":
-		return MergeFields(target, d), nil
+		return bsonutil.WithFields(target, d), nil // whenMatched: "merge"
 	}
 	return w.applyMatchedPipeline(t, target, d)
 }
@@ -191,25 +191,6 @@ func (w *Writer) mergeMatched(c *docstore.Collection, t *Target, target, d bson.
 		return docstore.Change{Kind: docstore.Replace, Doc: next, Whole: t.WhenMatched == "replace"}, nil
 	})
 	return err
-}
-
-// MergeFields is whenMatched: "merge": target with each top-level field
-// of d set, in place where target has it, appended where not.
-func MergeFields(target, d bson.D) bson.D {
-	out := append(bson.D(nil), target...)
-	for _, e := range d {
-		replaced := false
-		for i := range out {
-			if out[i].Key == e.Key {
-				out[i].Value, replaced = e.Value, true
-				break
-			}
-		}
-		if !replaced {
-			out = append(out, e)
-		}
-	}
-	return out
 }
 
 // applyMatchedPipeline runs whenMatched's pipeline over the existing
