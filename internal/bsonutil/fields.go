@@ -46,3 +46,17 @@ func WithFields(d, set bson.D) bson.D {
 	}
 	return out
 }
+
+// HoldsString reports whether v holds a string (or symbol) anywhere,
+// inside documents and arrays too: the values a collation applies to.
+func HoldsString(v any) bool {
+	switch x := v.(type) {
+	case string, bson.Symbol:
+		return true
+	case bson.D:
+		return slices.ContainsFunc(x, func(e bson.E) bool { return HoldsString(e.Value) })
+	case bson.A:
+		return slices.ContainsFunc(x, HoldsString)
+	}
+	return false
+}

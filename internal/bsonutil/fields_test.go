@@ -30,3 +30,21 @@ func TestFieldEditsCopy(t *testing.T) {
 		t.Errorf("the edits changed the original: %v", orig)
 	}
 }
+
+// TestHoldsString: a string anywhere in a value, and only a string or a
+// symbol, is one a collation applies to.
+func TestHoldsString(t *testing.T) {
+	for _, tc := range []struct {
+		v    any
+		want bool
+	}{
+		{"x", true}, {bson.Symbol("s"), true}, {int32(1), false}, {nil, false},
+		{bson.D{{Key: "a", Value: 1}, {Key: "b", Value: bson.A{2, "x"}}}, true},
+		{bson.A{1, bson.D{{Key: "a", Value: 2.5}}}, false},
+		{bson.Regex{Pattern: "x"}, false},
+	} {
+		if got := HoldsString(tc.v); got != tc.want {
+			t.Errorf("HoldsString(%v) = %v, want %v", tc.v, got, tc.want)
+		}
+	}
+}

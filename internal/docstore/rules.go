@@ -64,28 +64,8 @@ func collatedIDError(st *collState, doc bson.D) error {
 		return nil
 	}
 	id, _ := bsonutil.Field(doc, "_id")
-	if !holdsString(id) {
+	if !bsonutil.HoldsString(id) {
 		return nil
 	}
 	return mongoerr.Newf(mongoerr.BadValue, "an _id holding a string in %s, a collection with a non-simple default collation, is not supported by Mayfly: its _id index is unique in binary order", st.meta.Namespace())
-}
-
-func holdsString(v any) bool {
-	switch x := v.(type) {
-	case string, bson.Symbol:
-		return true
-	case bson.D:
-		for _, e := range x {
-			if holdsString(e.Value) {
-				return true
-			}
-		}
-	case bson.A:
-		for _, e := range x {
-			if holdsString(e) {
-				return true
-			}
-		}
-	}
-	return false
 }

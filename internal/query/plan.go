@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 )
 
 // Predicate is one AND-ed condition of a filter on a path, for the index
@@ -71,7 +73,7 @@ func (f *Filter) predicates(noStrings bool) []Predicate {
 	var out []Predicate
 	eachTopField(f.root, func(n *fieldNode) {
 		for _, op := range flattenOps(n.op) {
-			if p, ok := predicateOf(n.name, op); ok && !(noStrings && anyString(p.Values)) {
+			if p, ok := predicateOf(n.name, op); ok && !(noStrings && p.HasString()) {
 				out = append(out, p)
 			}
 		}
@@ -151,26 +153,4 @@ func predicateOf(path string, op fieldOp) (Predicate, bool) {
 
 // HasString reports whether an operand holds a string anywhere, which
 // only an index of the same collation as the filter's can bound.
-func (p Predicate) HasString() bool { return anyString(p.Values) }
-
-// anyString reports whether a value holds a string anywhere (a keyed one,
-// under a collation).
-func anyString(vs []any) bool {
-	for _, v := range vs {
-		switch x := v.(type) {
-		case string, bson.Symbol:
-			return true
-		case bson.D:
-			for _, e := range x {
-				if anyString([]any{e.Value}) {
-					return true
-				}
-			}
-		case bson.A:
-			if anyString(x) {
-				return true
-			}
-		}
-	}
-	return false
-}
+func (p Predicate) HasString() bool { return slices.ContainsFunc(p.Values, bsonutil.HoldsString) }
