@@ -11,9 +11,9 @@ import (
 // MemoryHolders are the figures of the memory's holders outside the Go
 // runtime that serverStatus.mayflyMemory reports beside it.
 type MemoryHolders struct {
-	Resident                          int64 // the process's resident bytes (VmRSS)
-	Storage                           storage.Metrics
-	Connections, ActiveConnections    int64
+	Resident                           int64 // the process's resident bytes (VmRSS)
+	Storage                            storage.Metrics
+	Connections, ActiveConnections     int64
 	ConnectionBufferBytes, OpenCursors int64
 }
 
