@@ -11,6 +11,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/commands"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/expirywatch"
+	"github.com/mayflydb/mayfly/internal/fsynclock"
 )
 
 // ttlObserver shows the TTL monitor's deletion batches in currentOp while
@@ -20,7 +21,7 @@ type ttlObserver struct {
 	handler *commands.Handler
 	clock   clock.Clock
 	// fsync holds deletion while db.fsyncLock() is in force.
-	fsync *commands.FsyncLock
+	fsync *fsynclock.Lock
 	// watch hears of each batch's deletions, for the expiry metrics.
 	watch *expirywatch.Watch
 }

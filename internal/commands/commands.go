@@ -20,9 +20,11 @@ import (
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/failpoint"
+	"github.com/mayflydb/mayfly/internal/fsynclock"
 	"github.com/mayflydb/mayfly/internal/logring"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/opstats"
+	"github.com/mayflydb/mayfly/internal/params"
 	"github.com/mayflydb/mayfly/internal/repl"
 	"github.com/mayflydb/mayfly/internal/server"
 	"github.com/mayflydb/mayfly/internal/session"
@@ -34,7 +36,7 @@ type Deps struct {
 	Cursors *cursor.Registry
 	Clock   clock.Clock
 	Logger  *slog.Logger
-	Params  *Params
+	Params  *params.Table
 	// Argv is the command line, for getCmdLineOpts.
 	Argv []string
 	// Parsed is the effective configuration, for getCmdLineOpts.
@@ -60,7 +62,7 @@ type Deps struct {
 	OpStats *opstats.Stats // New makes one when nil
 	Log     *logring.Ring  // getLog; may be nil
 	DataDir string
-	Fsync   *FsyncLock // New makes one when nil
+	Fsync   *fsynclock.Lock // New makes one when nil
 	// Auth holds users and roles and authorizes commands; New makes one
 	// with access control off when nil.
 	Auth *auth.Manager
@@ -128,7 +130,7 @@ func New(deps Deps) *Handler {
 		deps.Logger = slog.Default()
 	}
 	if deps.Params == nil {
-		deps.Params = NewParams()
+		deps.Params = params.New()
 	}
 	if deps.Activity == nil {
 		deps.Activity = activity.NewRegistry(deps.Clock)
@@ -140,7 +142,7 @@ func New(deps Deps) *Handler {
 		deps.OpStats = opstats.New()
 	}
 	if deps.Fsync == nil {
-		deps.Fsync = NewFsyncLock()
+		deps.Fsync = fsynclock.New()
 	}
 	if deps.Auth == nil {
 		deps.Auth = auth.Disabled(deps.Store, deps.Logger)
