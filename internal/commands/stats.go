@@ -138,8 +138,8 @@ func dataSizeBounds(r *request) (*diag.KeyRange, error) {
 // cmdTop is mongotop's source: time and count per namespace and kind, in
 // microseconds, since the server started.
 func cmdTop(h *Handler, r *request) (bson.D, error) {
-	if r.db != "admin" {
-		return nil, mongoerr.New(mongoerr.Unauthorized, "top may only be run against the admin database.")
+	if err := requireAdmin(r); err != nil {
+		return nil, err
 	}
 	return diag.Top(h.deps.OpStats), nil
 }

@@ -1,7 +1,8 @@
 package diag
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -14,7 +15,7 @@ import (
 func Top(stats *opstats.Stats) bson.D {
 	all := stats.Namespaces()
 	totals := bson.D{{Key: "note", Value: "all times in microseconds"}}
-	for _, ns := range sortedKeys(all) {
+	for _, ns := range slices.Sorted(maps.Keys(all)) {
 		n := all[ns]
 		totals = append(totals, bson.E{Key: ns, Value: bson.D{
 			{Key: "total", Value: timedDoc(n.Total)},
@@ -33,15 +34,6 @@ func Top(stats *opstats.Stats) bson.D {
 
 func timedDoc(t opstats.Timed) bson.D {
 	return bson.D{{Key: "time", Value: t.Time.Microseconds()}, {Key: "count", Value: t.Count}}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // Asserts is serverStatus.asserts.
@@ -94,7 +86,7 @@ func OpLatencies(stats *opstats.Stats) bson.D {
 func CommandMetrics(stats *opstats.Stats) bson.D {
 	all := stats.Commands()
 	out := bson.D{}
-	for _, name := range sortedKeys(all) {
+	for _, name := range slices.Sorted(maps.Keys(all)) {
 		c := all[name]
 		out = append(out, bson.E{Key: name, Value: bson.D{
 			{Key: "failed", Value: c.Failed}, {Key: "total", Value: int64(c.Latency.Total)},

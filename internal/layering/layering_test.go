@@ -57,6 +57,7 @@ func packageLayers() map[string]row {
 		"internal/expirywatch": {layer: services},
 		"internal/failpoint":   {layer: services},
 		"internal/diag":        {layer: services},
+		"internal/profiler":    {layer: services},
 		"internal/wireclient":  {layer: services},
 
 		"internal/docstore":     {layer: state},

@@ -5,7 +5,8 @@
 package params
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -92,12 +93,7 @@ func (t *Table) Lookup(name string) (Param, bool) {
 func (t *Table) Names() []string {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
-	out := make([]string, 0, len(t.params))
-	for n := range t.params {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(t.params))
 }
 
 // SetFromString sets a parameter from command-line text (--setParameter
