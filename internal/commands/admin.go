@@ -267,12 +267,12 @@ func (h *Handler) connectionsStatus() bson.D {
 func (h *Handler) opcounters() bson.D {
 	c := &h.opCounts
 	return bson.D{
-		{Key: "insert", Value: c.insert.Load()},
-		{Key: "query", Value: c.query.Load()},
-		{Key: "update", Value: c.update.Load()},
-		{Key: "delete", Value: c.delete.Load()},
-		{Key: "getmore", Value: c.getmore.Load()},
-		{Key: "command", Value: c.command.Load()},
+		{Key: "insert", Value: c.Insert.Load()},
+		{Key: "query", Value: c.Query.Load()},
+		{Key: "update", Value: c.Update.Load()},
+		{Key: "delete", Value: c.Delete.Load()},
+		{Key: "getmore", Value: c.GetMore.Load()},
+		{Key: "command", Value: c.Command.Load()},
 	}
 }
 

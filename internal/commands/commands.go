@@ -89,7 +89,7 @@ type Handler struct {
 	steady    clock.Clock
 	started   time.Time
 	processID bson.ObjectID
-	opCounts  opCounters
+	opCounts  opstats.OpCounters
 	emptyTs   emptyTsClock
 	sessions  *session.Cache
 	// failPoints are the fail points configureFailPoint sets (nil without
@@ -163,10 +163,10 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 	r := &request{ctx: ctx, conn: c, db: cmd.DB, name: cmd.Name, body: auth.Redact(cmd.Body), secret: cmd.Body}
 	entry, ok := h.table[cmd.Name]
 	if !ok {
-		h.opCounts.command.Add(1)
+		h.opCounts.Command.Add(1)
 		return mongoerr.Reply(mongoerr.Newf(mongoerr.CommandNotFound, "no such command: '%s'", cmd.Name))
 	}
-	h.countStart(cmd.Name)
+	h.opCounts.Start(cmd.Name)
 	if err := checkAPIParameters(r, entry); err != nil {
 		return mongoerr.Reply(err)
 	}
