@@ -7,11 +7,11 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/activity"
+	"github.com/mayflydb/mayfly/internal/backup"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/commands"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/expirywatch"
-	"github.com/mayflydb/mayfly/internal/fsynclock"
 )
 
 // ttlObserver shows the TTL monitor's deletion batches in currentOp while
@@ -21,7 +21,7 @@ type ttlObserver struct {
 	handler *commands.Handler
 	clock   clock.Clock
 	// fsync holds deletion while db.fsyncLock() is in force.
-	fsync *fsynclock.Lock
+	fsync *backup.Lock
 	// watch hears of each batch's deletions, for the expiry metrics.
 	watch *expirywatch.Watch
 }

@@ -14,13 +14,13 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/activity"
 	"github.com/mayflydb/mayfly/internal/auth"
+	"github.com/mayflydb/mayfly/internal/backup"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/failpoint"
-	"github.com/mayflydb/mayfly/internal/fsynclock"
 	"github.com/mayflydb/mayfly/internal/logring"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/opstats"
@@ -62,7 +62,7 @@ type Deps struct {
 	OpStats *opstats.Stats // New makes one when nil
 	Log     *logring.Ring  // getLog; may be nil
 	DataDir string
-	Fsync   *fsynclock.Lock // New makes one when nil
+	Fsync   *backup.Lock // New makes one when nil
 	// Auth holds users and roles and authorizes commands; New makes one
 	// with access control off when nil.
 	Auth *auth.Manager
@@ -142,7 +142,7 @@ func New(deps Deps) *Handler {
 		deps.OpStats = opstats.New()
 	}
 	if deps.Fsync == nil {
-		deps.Fsync = fsynclock.New()
+		deps.Fsync = backup.NewLock()
 	}
 	if deps.Auth == nil {
 		deps.Auth = auth.Disabled(deps.Store, deps.Logger)

@@ -1,16 +1,14 @@
 package commands
 
 import (
-	"errors"
-	"os"
 	"path/filepath"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/backup"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/opstats"
-	"github.com/mayflydb/mayfly/internal/storage"
 )
 
 // waitForWrites holds a writing command while the fsync lock is held.
@@ -85,16 +83,9 @@ func cmdMayflyCheckpoint(h *Handler, r *request) (bson.D, error) {
 	if !ok || !filepath.IsAbs(dir) {
 		return nil, mongoerr.New(mongoerr.BadValue, "mayflyCheckpoint needs 'to', an absolute path on the server's machine")
 	}
-	if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {
-		return nil, mongoerr.Newf(mongoerr.BadValue, "backup directory %s already exists", dir)
-	}
-	cp, ok := h.deps.Store.Engine().(storage.Checkpointer)
-	if !ok || h.deps.DataDir == "" {
-		return nil, mongoerr.New(mongoerr.IllegalOperation, "a server running in memory has no files to back up")
-	}
 	started := h.deps.Clock.Now()
-	if err := cp.Checkpoint(dir); err != nil {
-		return nil, mongoerr.Newf(mongoerr.OperationFailed, "backup to %s failed: %v", dir, err)
+	if err := backup.Checkpoint(h.deps.Store.Engine(), h.deps.DataDir == "", dir); err != nil {
+		return nil, err
 	}
 	millis := h.deps.Clock.Now().Sub(started).Milliseconds()
 	h.deps.Logger.Info("backup written", "to", dir, "ms", millis)

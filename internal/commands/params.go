@@ -14,7 +14,7 @@ func cmdGetParameter(h *Handler, r *request) (bson.D, error) {
 		return nil, err
 	}
 	if all {
-		return h.allParams(details), nil
+		return h.deps.Params.All(details), nil
 	}
 	var out bson.D
 	for _, e := range r.body[1:] {
@@ -31,15 +31,6 @@ func cmdGetParameter(h *Handler, r *request) (bson.D, error) {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "no option found to get")
 	}
 	return out, nil
-}
-
-func (h *Handler) allParams(details bool) bson.D {
-	var out bson.D
-	for _, n := range h.deps.Params.Names() {
-		p, _ := h.deps.Params.Lookup(n)
-		out = append(out, bson.E{Key: n, Value: p.Value(details)})
-	}
-	return out
 }
 
 func cmdSetParameter(h *Handler, r *request) (bson.D, error) {

@@ -94,7 +94,7 @@ func packageLayers() map[string]row {
 		"internal/logring":                     {layer: base},
 		"internal/opstats":                     {layer: base},
 		"internal/params":                      {layer: base},
-		"internal/fsynclock":                   {layer: base},
+		"internal/backup":                      {layer: base},
 		"internal/tlsconf":                     {layer: base},
 		"internal/mongodconf":                  {layer: base},
 		"internal/fuzzlimit":                   {layer: base},

@@ -96,6 +96,16 @@ func (t *Table) Names() []string {
 	return slices.Sorted(maps.Keys(t.params))
 }
 
+// All is every parameter as getParameter shows it, in name order.
+func (t *Table) All(details bool) bson.D {
+	var out bson.D
+	for _, n := range t.Names() {
+		p, _ := t.Lookup(n)
+		out = append(out, bson.E{Key: n, Value: p.Value(details)})
+	}
+	return out
+}
+
 // SetFromString sets a parameter from command-line text (--setParameter
 // name=value): booleans and integers are parsed, anything else is a string.
 func (t *Table) SetFromString(name, raw string) error {

@@ -1,8 +1,10 @@
-// Package fsynclock is db.fsyncLock()'s lock: while it is held, commands
-// that write wait, and so does the TTL monitor, so that the data directory
-// can be copied as it is. It counts the writers waiting, which
+// Package backup holds the two ways to copy the data directory: fsync's
+// lock (db.fsyncLock()), under which commands that write wait, and so does
+// the TTL monitor, while the files are copied as they are; and a
+// checkpoint, a consistent copy written while writes go on (mayfly
+// backup). The lock counts the writers waiting, which
 // serverStatus.globalLock reports as its queue.
-package fsynclock
+package backup
 
 import (
 	"context"
@@ -19,8 +21,8 @@ type Lock struct {
 	waiting  atomic.Int64
 }
 
-// New returns an unlocked Lock.
-func New() *Lock {
+// NewLock returns an unlocked Lock.
+func NewLock() *Lock {
 	l := &Lock{unlocked: make(chan struct{})}
 	close(l.unlocked)
 	return l
