@@ -46,7 +46,7 @@ func (h *Handler) profile(r *request, d time.Duration, reply bson.D) {
 	if strings.HasSuffix(namespaceOf(r), "."+profiler.Collection) || !h.deps.Profiler.ShouldProfile(r.db, d) {
 		return
 	}
-	h.RecordProfile(r.db, bson.D{
+	profiler.Record(h.deps.Store, h.deps.Logger, r.db, bson.D{
 		{Key: "op", Value: activity.OpKind(r.name)},
 		{Key: "ns", Value: namespaceOf(r)},
 		{Key: "command", Value: r.body},
@@ -65,18 +65,6 @@ func lookupOK(reply bson.D) float64 {
 		}
 	}
 	return 1
-}
-
-// RecordProfile appends an entry to db.system.profile (the TTL monitor's
-// batches come this way too).
-func (h *Handler) RecordProfile(db string, entry bson.D) {
-	profiler.Record(h.deps.Store, h.deps.Logger, db, entry)
-}
-
-// ProfileEnabled reports whether db's profiler records operations that
-// took d (the TTL monitor asks before describing a batch).
-func (h *Handler) ProfileEnabled(db string, d time.Duration) bool {
-	return h.deps.Profiler.ShouldProfile(db, d)
 }
 
 func cmdProfile(h *Handler, r *request) (bson.D, error) {
