@@ -56,6 +56,8 @@ func packageLayers() map[string]row {
 		"internal/ttl":         {layer: services},
 		"internal/expirywatch": {layer: services},
 		"internal/failpoint":   {layer: services},
+		"internal/diag":        {layer: services},
+		"internal/profiler":    {layer: services},
 		"internal/wireclient":  {layer: services},
 
 		"internal/docstore":     {layer: state},
@@ -91,6 +93,8 @@ func packageLayers() map[string]row {
 		"internal/dirlock":                     {layer: base},
 		"internal/logring":                     {layer: base},
 		"internal/opstats":                     {layer: base},
+		"internal/params":                      {layer: base},
+		"internal/backup":                      {layer: base},
 		"internal/tlsconf":                     {layer: base},
 		"internal/mongodconf":                  {layer: base},
 		"internal/fuzzlimit":                   {layer: base},
