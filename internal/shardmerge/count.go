@@ -80,13 +80,34 @@ func countSkipLimit(cmd bson.D) (skip, limit int64) {
 		case "skip":
 			skip, _ = count64(e.Value)
 		case "limit":
-			limit = int64(bsonutil.ToFloat(e.Value))
+			limit = signedInt64(e.Value)
 		}
 	}
 	return max(skip, 0), limit
 }
 
+// signedInt64 reads a validated integral number, int64 exactly.
+func signedInt64(v any) int64 {
+	switch n := v.(type) {
+	case int64:
+		return n
+	case int32:
+		return int64(n)
+	}
+	f := bsonutil.ToFloat(v)
+	switch {
+	case f >= math.MaxInt64:
+		return math.MaxInt64
+	case f <= math.MinInt64:
+		return math.MinInt64
+	}
+	return int64(f)
+}
+
 func abs64(n int64) int64 {
+	if n == math.MinInt64 {
+		return math.MaxInt64
+	}
 	if n < 0 {
 		return -n
 	}

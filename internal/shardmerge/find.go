@@ -111,14 +111,10 @@ func intArg(e bson.E) (int64, error) {
 		return 0, mongoerr.Newf(mongoerr.TypeMismatch, "BSON field 'FindCommandRequest.%s' is the wrong type '%s', expected types '[long, int, decimal, double]'",
 			e.Key, bsonutil.TypeName(e.Value))
 	}
-	f := bsonutil.ToFloat(e.Value)
-	if f != math.Trunc(f) || f < 0 || f >= math.MaxInt64 {
+	if f := bsonutil.ToFloat(e.Value); f != math.Trunc(f) || f < 0 {
 		return 0, mongoerr.Newf(mongoerr.BadValue, "%s must be a non-negative 64-bit integer, got %s", e.Key, bsonutil.Format(e.Value))
 	}
-	if i, ok := e.Value.(int64); ok {
-		return i, nil
-	}
-	return int64(f), nil
+	return signedInt64(e.Value), nil
 }
 
 // setSort keeps the sort the merge orders by; {$natural: ±1} is a scan

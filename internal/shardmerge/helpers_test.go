@@ -60,8 +60,8 @@ func drainAll(t testing.TB, it aggregate.Iterator) []bson.D {
 type testEnv struct{}
 
 func (testEnv) Collection(string) (aggregate.Iterator, error) { return &sliceStream{}, nil }
-func (testEnv) CollStats(bson.D) (bson.D, error)               { return bson.D{}, nil }
-func (testEnv) Now() time.Time                                  { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
+func (testEnv) CollStats(bson.D) (bson.D, error)              { return bson.D{}, nil }
+func (testEnv) Now() time.Time                                { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
 
 // runPipeline runs stages over docs in process.
 func runPipeline(t testing.TB, stages []bson.D, docs []bson.D, opt aggregate.Options) []bson.D {

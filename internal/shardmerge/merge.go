@@ -77,7 +77,7 @@ func (h *headHeap) Less(a, b int) bool {
 }
 
 func (h *headHeap) Swap(a, b int) { h.heads[a], h.heads[b] = h.heads[b], h.heads[a] }
-func (h *headHeap) Push(x any)   { h.heads = append(h.heads, x.(head)) }
+func (h *headHeap) Push(x any)    { h.heads = append(h.heads, x.(head)) }
 func (h *headHeap) Pop() any {
 	last := h.heads[len(h.heads)-1]
 	h.heads = h.heads[:len(h.heads)-1]

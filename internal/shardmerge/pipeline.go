@@ -156,10 +156,7 @@ func count64(v any) (int64, bool) {
 	if !bsonutil.IsNumber(v) {
 		return 0, false
 	}
-	if i, ok := v.(int64); ok {
-		return i, true
-	}
-	return int64(bsonutil.ToFloat(v)), true
+	return signedInt64(v), true
 }
 
 func limitStage(n int64) bson.D { return bson.D{{Key: "$limit", Value: n}} }
