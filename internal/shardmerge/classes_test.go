@@ -48,8 +48,8 @@ func TestEveryStageHasAPlacement(t *testing.T) {
 		"$bucket":    {OnRouter, `{"$bucket": {"groupBy": "$a", "boundaries": [0, 5]}}`, `[{"$match": {"k": 1}}]`, `[{"$bucket": {"groupBy": "$a", "boundaries": [0, 5]}}]`, false},
 		"$sample":    {OnRouter, `{"$sample": {"size": 2}}`, `[{"$match": {"k": 1}}]`, `[{"$sample": {"size": 2}}]`, false},
 		// Stages that must come first are sampled alone (below).
-		"$documents":        {OnRouter, `{"$documents": [{"a": 1}]}`, `[]`, `[{"$documents": [{"a": 1}]}]`, false},
-		"$collStats":        {OnRouter, `{"$collStats": {}}`, `[]`, `[{"$collStats": {}}]`, false},
+		"$documents":         {OnRouter, `{"$documents": [{"a": 1}]}`, `[]`, `[{"$documents": [{"a": 1}]}]`, false},
+		"$collStats":         {OnRouter, `{"$collStats": {}}`, `[]`, `[{"$collStats": {}}]`, false},
 		"$listLocalSessions": {OnRouter, `{"$listLocalSessions": {}}`, `[]`, `[{"$listLocalSessions": {}}]`, false},
 	}
 	names := aggregate.StageNames()

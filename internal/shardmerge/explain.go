@@ -43,7 +43,7 @@ func ReadExplain(stage string, shards []ShardExplain, millis, skip, limit int64)
 		{Key: "mongosPlannerVersion", Value: int32(1)},
 		{Key: "winningPlan", Value: bson.D{{Key: "stage", Value: stage}, {Key: "shards", Value: plannerShards(shards)}}},
 	}}}
-	if len(shards) > 0 && hasField(shards[0].Reply, "executionStats") {
+	if len(shards) > 0 && hasValue(shards[0].Reply, "executionStats") {
 		out = append(out, bson.E{Key: "executionStats", Value: execStats(stage, shards, millis, skip, limit)})
 	}
 	return out
@@ -53,14 +53,14 @@ func plannerShards(shards []ShardExplain) bson.A {
 	out := bson.A{}
 	for _, s := range shards {
 		d := bson.D{}
-		if v, ok := field(s.Reply, "explainVersion"); ok {
+		if v, ok := bsonutil.LookupPath(s.Reply, "explainVersion"); ok {
 			d = append(d, bson.E{Key: "explainVersion", Value: v})
 		}
 		d = append(d, bson.E{Key: "shardName", Value: s.Shard}, bson.E{Key: "connectionString", Value: s.ConnectionString})
-		if v, ok := field(s.Reply, "serverInfo"); ok {
+		if v, ok := bsonutil.LookupPath(s.Reply, "serverInfo"); ok {
 			d = append(d, bson.E{Key: "serverInfo", Value: v})
 		}
-		planner, _ := field(s.Reply, "queryPlanner")
+		planner, _ := bsonutil.LookupPath(s.Reply, "queryPlanner")
 		d = append(d, bsonutil.ToD(planner)...)
 		out = append(out, d)
 	}
@@ -73,12 +73,12 @@ func execStats(stage string, shards []ShardExplain, millis, skip, limit int64) b
 	anyCounted := false
 	perShard := bson.A{}
 	for _, s := range shards {
-		stats := bsonutil.ToD(mustField(s.Reply, "executionStats"))
+		stats := bsonutil.ToD(valueOf(s.Reply, "executionStats"))
 		returned += longField(stats, "nReturned")
 		keys += longField(stats, "totalKeysExamined")
 		docs += longField(stats, "totalDocsExamined")
 		childMillis += longField(stats, "executionTimeMillis")
-		if stages := bsonutil.ToD(mustField(stats, "executionStages")); hasField(stages, "nCounted") {
+		if stages := bsonutil.ToD(valueOf(stats, "executionStages")); hasValue(stages, "nCounted") {
 			counted += longField(stages, "nCounted")
 			anyCounted = true
 		}
@@ -154,29 +154,21 @@ func stagesArray(stages []bson.D) bson.A {
 	return out
 }
 
-func field(d bson.D, name string) (any, bool) {
-	for _, e := range d {
-		if e.Key == name {
-			return e.Value, true
-		}
-	}
-	return nil, false
-}
-
-func mustField(d bson.D, name string) any {
-	v, _ := field(d, name)
-	return v
-}
-
-func hasField(d bson.D, name string) bool {
-	_, ok := field(d, name)
-	return ok
-}
-
 func longField(d bson.D, name string) int64 {
-	v, ok := field(d, name)
+	v, ok := bsonutil.LookupPath(d, name)
 	if !ok || !bsonutil.IsNumber(v) {
 		return 0
 	}
 	return int64(bsonutil.ToFloat(v))
+}
+
+// valueOf is a top-level field's value, nil when absent.
+func valueOf(d bson.D, name string) any {
+	v, _ := bsonutil.LookupPath(d, name)
+	return v
+}
+
+func hasValue(d bson.D, name string) bool {
+	_, ok := bsonutil.LookupPath(d, name)
+	return ok
 }

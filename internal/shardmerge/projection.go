@@ -110,7 +110,7 @@ func isBool(v any) bool {
 func uncoveredTops(spec bson.D, tops []string) []string {
 	var missing []string
 	for _, top := range tops {
-		v, listed := lookupTop(spec, top)
+		v, listed := bsonutil.LookupPath(spec, top)
 		_, isSub := v.(bson.D)
 		kept := listed && !isSub && bsonutil.TrueValue(v)
 		if top == "_id" && !listed {
@@ -121,15 +121,6 @@ func uncoveredTops(spec bson.D, tops []string) []string {
 		}
 	}
 	return missing
-}
-
-func lookupTop(spec bson.D, top string) (any, bool) {
-	for _, e := range spec {
-		if e.Key == top {
-			return e.Value, true
-		}
-	}
-	return nil, false
 }
 
 // widenInclusion replaces whatever an inclusion projection says about the

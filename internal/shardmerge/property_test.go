@@ -3,6 +3,7 @@ package shardmerge
 import (
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -77,6 +78,9 @@ func randomNumber(r *rand.Rand) (any, bool) {
 		return int64(r.IntN(1000)), true
 	case 4:
 		return nil, true
+	case 5:
+		d, _ := bson.ParseDecimal128(strconv.Itoa(r.IntN(90)) + ".25")
+		return d, true
 	}
 	return int32(r.IntN(100) - 20), true
 }
@@ -222,6 +226,7 @@ var findCases = []struct {
 	collation bool
 }{
 	{"no sort", `{"find": "c", "filter": {"k": {"$gte": 1}}}`, false},
+	{"natural order is no merge sort", `{"find": "c", "sort": {"$natural": 1}, "skip": 4, "limit": 9}`, false},
 	{"no sort skip limit", `{"find": "c", "skip": 5, "limit": 10}`, false},
 	{"sort ties", `{"find": "c", "sort": {"k": 1}}`, false},
 	{"sort desc skip limit", `{"find": "c", "sort": {"k": -1}, "skip": 13, "limit": 17}`, false},
