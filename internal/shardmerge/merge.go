@@ -55,9 +55,10 @@ type sortedMerge struct {
 	started bool
 }
 
-// head is the next document of stream i.
+// head is the next document of stream i, with its sort key.
 type head struct {
 	doc bson.D
+	key []any
 	i   int
 }
 
@@ -70,7 +71,7 @@ func (h *headHeap) Len() int { return len(h.heads) }
 
 // Less breaks ties by stream index, which keeps the merge stable.
 func (h *headHeap) Less(a, b int) bool {
-	if c := h.sort.Compare(h.heads[a].doc, h.heads[b].doc); c != 0 {
+	if c := h.sort.CompareKeys(h.heads[a].key, h.heads[b].key); c != 0 {
 		return c < 0
 	}
 	return h.heads[a].i < h.heads[b].i
@@ -100,7 +101,7 @@ func (m *sortedMerge) Next() (bson.D, bool, error) {
 		return nil, false, fmt.Errorf("shard stream %d: %w", top.i, err)
 	}
 	if ok {
-		m.heads.heads[0].doc = doc
+		m.heads.heads[0].doc, m.heads.heads[0].key = doc, m.sort.Keys(doc)
 		heap.Fix(&m.heads, 0)
 	} else {
 		heap.Pop(&m.heads)
@@ -117,7 +118,7 @@ func (m *sortedMerge) fill() error {
 			return fmt.Errorf("shard stream %d: %w", i, err)
 		}
 		if ok {
-			m.heads.heads = append(m.heads.heads, head{doc: doc, i: i})
+			m.heads.heads = append(m.heads.heads, head{doc: doc, key: m.sort.Keys(doc), i: i})
 		}
 	}
 	heap.Init(&m.heads)

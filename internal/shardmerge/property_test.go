@@ -161,6 +161,7 @@ var pipelineCases = []struct {
 		"push": {"$push": "$k"}, "set": {"$addToSet": "$s"}, "merged": {"$mergeObjects": {"$cond": [{"$eq": [{"$type": "$a"}, "object"]}, "$a", null]}},
 		"pop": {"$stdDevPop": "$v"}, "samp": {"$stdDevSamp": "$v"}}}]`, false, false, []string{"set"}},
 	{"group by document key then sort", `[{"$group": {"_id": {"k": "$k", "even": {"$eq": [{"$mod": ["$_id", 2]}, 0]}}, "n": {"$sum": 1}, "avg": {"$avg": "$k"}}}, {"$sort": {"_id.k": 1, "_id.even": 1}}]`, true, false, nil},
+	{"group with nothing to average", `[{"$group": {"_id": "$_id", "avg": {"$avg": "$s"}, "pop": {"$stdDevPop": "$s"}, "samp": {"$stdDevSamp": "$k"}, "one": {"$stdDevPop": "$k"}}}]`, false, false, nil},
 	{"group null key", `[{"$group": {"_id": null, "total": {"$sum": "$v"}, "sd": {"$stdDevSamp": "$k"}}}]`, true, false, nil},
 	{"group expression accumulators", `[{"$group": {"_id": {"$mod": ["$k", 2]}, "s": {"$sum": {"$multiply": ["$k", 3]}}, "mx": {"$max": {"$concat": ["$s", "!"]}}}}]`, false, false, nil},
 	{"sortByCount", `[{"$unwind": "$tags"}, {"$sortByCount": "$tags"}, {"$sort": {"count": -1, "_id": 1}}]`, true, false, nil},
