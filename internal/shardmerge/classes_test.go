@@ -1,6 +1,7 @@
 package shardmerge
 
 import (
+	"maps"
 	"slices"
 	"testing"
 
@@ -53,10 +54,10 @@ func TestEveryStageHasAPlacement(t *testing.T) {
 		"$listLocalSessions": {OnRouter, `{"$listLocalSessions": {}}`, `[]`, `[{"$listLocalSessions": {}}]`, false},
 	}
 	names := aggregate.StageNames()
+	assertOneRowEach(t, names, slices.Collect(maps.Keys(rows)), "stage", "say where it runs when a pipeline is split (stagePlacements)")
 	for _, name := range names {
 		row, ok := rows[name]
 		if !ok {
-			t.Errorf("stage %s has no row: say where it runs when a pipeline is split (stagePlacements)", name)
 			continue
 		}
 		if got := StagePlacement(name); got != row.placement {
@@ -76,9 +77,20 @@ func TestEveryStageHasAPlacement(t *testing.T) {
 			t.Errorf("%s: merge sort %v", name, split.MergeSort)
 		}
 	}
-	for name := range rows {
-		if !slices.Contains(names, name) {
-			t.Errorf("row for %s, which aggregate does not parse", name)
+}
+
+// assertOneRowEach fails for each registry name without a row, and each
+// row without its name in the registry.
+func assertOneRowEach(t *testing.T, registry, rows []string, what, hint string) {
+	t.Helper()
+	for _, name := range registry {
+		if !slices.Contains(rows, name) {
+			t.Errorf("%s %s has no row: %s", what, name, hint)
+		}
+	}
+	for _, name := range rows {
+		if !slices.Contains(registry, name) {
+			t.Errorf("row for %s %s, which is not in the registry", what, name)
 		}
 	}
 }
@@ -120,10 +132,10 @@ func TestEveryAccumulatorHasASplit(t *testing.T) {
 		"$stdDevSamp":   "partial count, sum and sum of squares, merged by $sum",
 	}
 	names := aggregate.GroupAccumulatorNames()
+	assertOneRowEach(t, names, slices.Collect(maps.Keys(rows)), "accumulator", "say how it splits (accumulatorSplitters), or that it runs on the router")
 	for _, op := range names {
 		how, ok := rows[op]
 		if !ok {
-			t.Errorf("accumulator %s has no row: say how it splits (accumulatorSplitters), or that it runs on the router", op)
 			continue
 		}
 		arg := any("$v")
@@ -138,11 +150,6 @@ func TestEveryAccumulatorHasASplit(t *testing.T) {
 		splits := how != "router"
 		if AccumulatorSplits(op) != splits || (len(split.ShardPipeline) == 1) != splits {
 			t.Errorf("%s: splits %v, shard pipeline %v; want %q", op, AccumulatorSplits(op), split.ShardPipeline, how)
-		}
-	}
-	for op := range rows {
-		if !slices.Contains(names, op) {
-			t.Errorf("row for %s, which $group does not accept", op)
 		}
 	}
 }

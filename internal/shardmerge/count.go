@@ -33,12 +33,11 @@ func ShardCountCommand(cmd bson.D) (bson.D, error) {
 			if skip == 0 || limit == 0 {
 				break
 			}
-			n := abs64(limit)
-			if n > math.MaxInt64-skip {
+			if limit > math.MaxInt64-skip {
 				return nil, mongoerr.Newf(mongoerr.Overflow,
 					"Overflow on the count command: The sum of the limit and skip fields must fit into a long integer. Limit: %d   Skip: %d", limit, skip)
 			}
-			e.Value = n + skip
+			e.Value = limit + skip
 		}
 		out = append(out, e)
 	}
@@ -56,7 +55,7 @@ func MergeCount(cmd bson.D, counts []ShardCount) int64 {
 	}
 	total = max(total-skip, 0)
 	if limit != 0 {
-		total = min(total, abs64(limit))
+		total = min(total, limit)
 	}
 	return total
 }
@@ -71,6 +70,8 @@ func CountReply(n int64, counts []ShardCount) bson.D {
 	return bson.D{{Key: "n", Value: n}, {Key: "shards", Value: shards}, {Key: "ok", Value: 1.0}}
 }
 
+// countSkipLimit reads a count's skip (0 when absent or negative) and
+// the magnitude of its limit (0: none).
 func countSkipLimit(cmd bson.D) (skip, limit int64) {
 	for _, e := range cmd {
 		if !bsonutil.IsNumber(e.Value) {
@@ -82,6 +83,9 @@ func countSkipLimit(cmd bson.D) (skip, limit int64) {
 		case "limit":
 			limit = signedInt64(e.Value)
 		}
+	}
+	if limit < 0 { // a negative limit counts as its magnitude
+		limit = -max(limit, -math.MaxInt64)
 	}
 	return max(skip, 0), limit
 }
@@ -102,16 +106,6 @@ func signedInt64(v any) int64 {
 		return math.MinInt64
 	}
 	return int64(f)
-}
-
-func abs64(n int64) int64 {
-	if n == math.MinInt64 {
-		return math.MaxInt64
-	}
-	if n < 0 {
-		return -n
-	}
-	return n
 }
 
 // MergeDistinct unions the shards' distinct values: values equal under

@@ -30,10 +30,13 @@ func countOn(t testing.TB, cmd bson.D, docs []bson.D) int64 {
 			n++
 		}
 	}
-	skip, limit := countSkipLimit(cmd)
-	n = max(n-skip, 0)
-	if limit != 0 {
-		n = min(n, abs64(limit))
+	// One server: skip first, then at most |limit| (the test's commands
+	// hold int64 values).
+	if skip, ok := bsonutil.LookupPath(cmd, "skip"); ok {
+		n = max(n-skip.(int64), 0)
+	}
+	if limit, ok := bsonutil.LookupPath(cmd, "limit"); ok {
+		n = min(n, max(limit.(int64), -limit.(int64)))
 	}
 	return n
 }
