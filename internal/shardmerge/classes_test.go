@@ -53,13 +53,8 @@ func TestEveryStageHasAPlacement(t *testing.T) {
 		"$collStats":         {OnRouter, `{"$collStats": {}}`, `[]`, `[{"$collStats": {}}]`, false},
 		"$listLocalSessions": {OnRouter, `{"$listLocalSessions": {}}`, `[]`, `[{"$listLocalSessions": {}}]`, false},
 	}
-	names := aggregate.StageNames()
-	assertOneRowEach(t, names, slices.Collect(maps.Keys(rows)), "stage", "say where it runs when a pipeline is split (stagePlacements)")
-	for _, name := range names {
-		row, ok := rows[name]
-		if !ok {
-			continue
-		}
+	assertOneRowEach(t, aggregate.StageNames(), slices.Collect(maps.Keys(rows)), "stage", "say where it runs when a pipeline is split (stagePlacements)")
+	for name, row := range rows {
 		if got := StagePlacement(name); got != row.placement {
 			t.Errorf("%s: placement %d, want %d", name, got, row.placement)
 		}
@@ -131,13 +126,8 @@ func TestEveryAccumulatorHasASplit(t *testing.T) {
 		"$stdDevPop":    "partial count, sum and sum of squares, merged by $sum",
 		"$stdDevSamp":   "partial count, sum and sum of squares, merged by $sum",
 	}
-	names := aggregate.GroupAccumulatorNames()
-	assertOneRowEach(t, names, slices.Collect(maps.Keys(rows)), "accumulator", "say how it splits (accumulatorSplitters), or that it runs on the router")
-	for _, op := range names {
-		how, ok := rows[op]
-		if !ok {
-			continue
-		}
+	assertOneRowEach(t, aggregate.GroupAccumulatorNames(), slices.Collect(maps.Keys(rows)), "accumulator", "say how it splits (accumulatorSplitters), or that it runs on the router")
+	for op, how := range rows {
 		arg := any("$v")
 		if op == "$count" {
 			arg = bson.D{}
