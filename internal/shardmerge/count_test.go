@@ -17,7 +17,7 @@ import (
 func countOn(t testing.TB, cmd bson.D, docs []bson.D) int64 {
 	t.Helper()
 	var filter bson.D
-	if v, ok := bsonutil.LookupPath(cmd, "query"); ok {
+	if v, ok := bsonutil.Field(cmd, "query"); ok {
 		filter = v.(bson.D)
 	}
 	f, err := query.NewFilter(filter)
@@ -32,10 +32,10 @@ func countOn(t testing.TB, cmd bson.D, docs []bson.D) int64 {
 	}
 	// One server: skip first, then at most |limit| (the test's commands
 	// hold int64 values).
-	if skip, ok := bsonutil.LookupPath(cmd, "skip"); ok {
+	if skip, ok := bsonutil.Field(cmd, "skip"); ok {
 		n = max(n-skip.(int64), 0)
 	}
-	if limit, ok := bsonutil.LookupPath(cmd, "limit"); ok {
+	if limit, ok := bsonutil.Field(cmd, "limit"); ok {
 		n = min(n, max(limit.(int64), -limit.(int64)))
 	}
 	return n
@@ -59,7 +59,7 @@ func TestCountMatchesOneServer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, hasSkip := bsonutil.LookupPath(shardCmd, "skip"); hasSkip {
+			if _, hasSkip := bsonutil.Field(shardCmd, "skip"); hasSkip {
 				t.Fatalf("shard command %v keeps skip", shardCmd)
 			}
 			for seed := range seedsPerCase {
@@ -101,7 +101,7 @@ func TestCountReplyNamesEachShard(t *testing.T) {
 func distinctOn(docs []bson.D, path string, coll query.Collator) bson.A {
 	var values bson.A
 	for _, d := range docs {
-		v, ok := bsonutil.LookupPath(d, path)
+		v, ok := bsonutil.Field(d, path)
 		if !ok {
 			continue
 		}

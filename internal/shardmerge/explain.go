@@ -53,14 +53,14 @@ func plannerShards(shards []ShardExplain) bson.A {
 	out := bson.A{}
 	for _, s := range shards {
 		d := bson.D{}
-		if v, ok := bsonutil.LookupPath(s.Reply, "explainVersion"); ok {
+		if v, ok := bsonutil.Field(s.Reply, "explainVersion"); ok {
 			d = append(d, bson.E{Key: "explainVersion", Value: v})
 		}
 		d = append(d, bson.E{Key: "shardName", Value: s.Shard}, bson.E{Key: "connectionString", Value: s.ConnectionString})
-		if v, ok := bsonutil.LookupPath(s.Reply, "serverInfo"); ok {
+		if v, ok := bsonutil.Field(s.Reply, "serverInfo"); ok {
 			d = append(d, bson.E{Key: "serverInfo", Value: v})
 		}
-		planner, _ := bsonutil.LookupPath(s.Reply, "queryPlanner")
+		planner, _ := bsonutil.Field(s.Reply, "queryPlanner")
 		d = append(d, bsonutil.ToD(planner)...)
 		out = append(out, d)
 	}
@@ -155,7 +155,7 @@ func stagesArray(stages []bson.D) bson.A {
 }
 
 func longField(d bson.D, name string) int64 {
-	v, ok := bsonutil.LookupPath(d, name)
+	v, ok := bsonutil.Field(d, name)
 	if !ok || !bsonutil.IsNumber(v) {
 		return 0
 	}
@@ -164,11 +164,11 @@ func longField(d bson.D, name string) int64 {
 
 // valueOf is a top-level field's value, nil when absent.
 func valueOf(d bson.D, name string) any {
-	v, _ := bsonutil.LookupPath(d, name)
+	v, _ := bsonutil.Field(d, name)
 	return v
 }
 
 func hasValue(d bson.D, name string) bool {
-	_, ok := bsonutil.LookupPath(d, name)
+	_, ok := bsonutil.Field(d, name)
 	return ok
 }

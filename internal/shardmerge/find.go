@@ -91,13 +91,15 @@ func readFindArgs(cmd bson.D) (findArgs, error) {
 	return args, nil
 }
 
+// docArg and intArg read a field as the command layer's find parser
+// does, with its errors (the router has normally run that parser first).
 func docArg(e bson.E) (bson.D, error) {
 	if e.Value == nil {
 		return nil, nil
 	}
 	d, ok := e.Value.(bson.D)
 	if !ok {
-		return nil, mongoerr.Newf(mongoerr.TypeMismatch, "BSON field 'FindCommandRequest.%s' is the wrong type '%s', expected type 'object'",
+		return nil, mongoerr.Newf(mongoerr.TypeMismatch, "BSON field 'find.%s' is the wrong type '%s', expected type 'object'",
 			e.Key, bsonutil.TypeName(e.Value))
 	}
 	return d, nil
@@ -108,13 +110,17 @@ func intArg(e bson.E) (int64, error) {
 		return 0, nil
 	}
 	if !bsonutil.IsNumber(e.Value) {
-		return 0, mongoerr.Newf(mongoerr.TypeMismatch, "BSON field 'FindCommandRequest.%s' is the wrong type '%s', expected types '[long, int, decimal, double]'",
+		return 0, mongoerr.Newf(mongoerr.TypeMismatch, "BSON field 'find.%s' is the wrong type '%s', expected types '[long, int, decimal, double]'",
 			e.Key, bsonutil.TypeName(e.Value))
 	}
-	if f := bsonutil.ToFloat(e.Value); f != math.Trunc(f) || f < 0 {
-		return 0, mongoerr.Newf(mongoerr.BadValue, "%s must be a non-negative 64-bit integer, got %s", e.Key, bsonutil.Format(e.Value))
+	if f := bsonutil.ToFloat(e.Value); f != math.Trunc(f) {
+		return 0, mongoerr.Newf(mongoerr.Location51024, "BSON field '%s' value must be an integer, actual value '%s'", e.Key, bsonutil.Format(e.Value))
 	}
-	return signedInt64(e.Value), nil
+	n := signedInt64(e.Value)
+	if n < 0 {
+		return 0, mongoerr.Newf(mongoerr.Location51024, "BSON field '%s' value must be >= 0, actual value '%d'", e.Key, n)
+	}
+	return n, nil
 }
 
 // setSort keeps the sort the merge orders by; {$natural: ±1} is a scan

@@ -116,3 +116,24 @@ func iterators(streams []*sliceStream) []aggregate.Iterator {
 	}
 	return out
 }
+
+// TestSplitFindRefusesWhatFindsParserRefuses: arguments the command
+// layer's find parser refuses fail here with its codes.
+func TestSplitFindRefusesWhatFindsParserRefuses(t *testing.T) {
+	cases := []struct {
+		cmd  string
+		code mongoerr.Code
+	}{
+		{`{"find": "c", "skip": "1"}`, mongoerr.TypeMismatch},
+		{`{"find": "c", "limit": 1.5}`, mongoerr.Location51024},
+		{`{"find": "c", "limit": -1}`, mongoerr.Location51024},
+		{`{"find": "c", "sort": 1}`, mongoerr.TypeMismatch},
+	}
+	for _, tc := range cases {
+		_, err := SplitFind(ejson(t, tc.cmd), nil)
+		var me *mongoerr.Error
+		if !errors.As(err, &me) || me.Code != tc.code {
+			t.Errorf("%s: error %v, want code %d", tc.cmd, err, tc.code)
+		}
+	}
+}

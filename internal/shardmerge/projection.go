@@ -110,7 +110,7 @@ func isBool(v any) bool {
 func uncoveredTops(spec bson.D, tops []string) []string {
 	var missing []string
 	for _, top := range tops {
-		v, listed := bsonutil.LookupPath(spec, top)
+		v, listed := bsonutil.Field(spec, top)
 		_, isSub := v.(bson.D)
 		kept := listed && !isSub && bsonutil.TrueValue(v)
 		if top == "_id" && !listed {
