@@ -4,6 +4,8 @@ import (
 	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 )
 
 // A $group splits when every accumulator does: each shard groups its own
@@ -179,6 +181,26 @@ func splitGroup(spec bson.D) (partial bson.D, merge []bson.D, ok bool) {
 	}
 	merge = []bson.D{{{Key: "$group", Value: mergeGroup}}, {{Key: "$project", Value: final}}}
 	return bson.D{{Key: "$group", Value: shardGroup}}, merge, true
+}
+
+// splitBucketAt cuts the pipeline at stage i, a $bucket: a $group by
+// bucket followed by a sort on _id, as mongod expands it. The shards
+// bucket their documents into partial states, the router merges them as
+// a split $group does and sorts the buckets.
+func splitBucketAt(stages []bson.D, i int) (*PipelineSplit, error) {
+	spec, _ := stages[i][0].Value.(bson.D)
+	output := bson.D{{Key: "count", Value: bson.D{{Key: "$sum", Value: int32(1)}}}}
+	if v, ok := bsonutil.Field(spec, "output"); ok {
+		output, _ = v.(bson.D)
+	}
+	partial, merge, ok := splitGroup(append(bson.D{{Key: "_id", Value: nil}}, output...))
+	if !ok || len(output) == 0 {
+		return &PipelineSplit{ShardPipeline: stages[:i], MergePipeline: stages[i:]}, nil
+	}
+	partialOutput := partial[0].Value.(bson.D)[1:] // without the _id
+	shardBucket := bson.D{{Key: "$bucket", Value: bsonutil.WithField(spec, "output", partialOutput)}}
+	merge = append(merge, bson.D{{Key: "$sort", Value: bson.D{{Key: "_id", Value: int32(1)}}}})
+	return &PipelineSplit{ShardPipeline: append(stages[:i:i], shardBucket), MergePipeline: append(merge, stages[i+1:]...)}, nil
 }
 
 func idOf(spec bson.D) any {

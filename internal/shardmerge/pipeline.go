@@ -49,7 +49,7 @@ func StagePlacement(name string) Placement {
 
 // stagePlacements is the split's table of stages. Streaming stages that
 // see one document at a time run on the shards; $lookup and $unionWith
-// read other collections, $facet, $bucket and $sample need the whole
+// read other collections, $facet and $sample need the whole
 // input, and $documents, $collStats and $listLocalSessions do not read
 // the collection's documents at all: those run on the router.
 func stagePlacements() map[string]Placement {
@@ -58,9 +58,9 @@ func stagePlacements() map[string]Placement {
 		"$unset": OnShards, "$unwind": OnShards, "$replaceRoot": OnShards, "$replaceWith": OnShards,
 
 		"$sort": Split, "$limit": Split, "$skip": Split, "$group": Split,
-		"$count": Split, "$sortByCount": Split,
+		"$count": Split, "$sortByCount": Split, "$bucket": Split,
 
-		"$lookup": OnRouter, "$unionWith": OnRouter, "$facet": OnRouter, "$bucket": OnRouter,
+		"$lookup": OnRouter, "$unionWith": OnRouter, "$facet": OnRouter,
 		"$sample": OnRouter, "$documents": OnRouter, "$collStats": OnRouter,
 		"$listLocalSessions": OnRouter,
 	}
@@ -108,6 +108,8 @@ func splitAt(stages []bson.D, i int) (*PipelineSplit, error) {
 		out.MergePipeline = append([]bson.D{{stage}}, rest...)
 	case "$group":
 		return splitGroupAt(stages, i)
+	case "$bucket":
+		return splitBucketAt(stages, i)
 	case "$count":
 		shards = append(shards, countPartial())
 		out.MergePipeline = append(countMerge(stage.Value), rest...)
