@@ -169,11 +169,13 @@ func countPartial() bson.D {
 		{Key: "_id", Value: nil}, {Key: "n", Value: bson.D{{Key: "$sum", Value: int32(1)}}}}}}
 }
 
-// countMerge sums the shards' counts into {<field>: total}.
+// countMerge sums the shards' counts into {<field>: total}; field is
+// $count's argument, a string once the pipeline is validated.
 func countMerge(field any) []bson.D {
+	name, _ := field.(string)
 	return []bson.D{
 		{{Key: "$group", Value: bson.D{{Key: "_id", Value: nil}, {Key: "n", Value: bson.D{{Key: "$sum", Value: "$n"}}}}}},
-		{{Key: "$replaceWith", Value: bson.D{{Key: fmt.Sprint(field), Value: "$n"}}}},
+		{{Key: "$replaceWith", Value: bson.D{{Key: name, Value: "$n"}}}},
 	}
 }
 
