@@ -78,6 +78,7 @@ func packageLayers() map[string]row {
 		"internal/validator":     {layer: rules},
 		"internal/shardkey":      {layer: rules},
 		"internal/shardmeta":     {layer: rules},
+		"internal/shardmerge":    {layer: rules},
 		"internal/keyenc":        {layer: rules},
 		"internal/wire":          {layer: rules},
 
