@@ -92,52 +92,42 @@ func (c *checker) addReadWrite(r read) {
 func (c *checker) checkCycles() {
 	sccs, _ := subgraph{g: c.graph, mask: WW | WR | RW}.components()
 	for _, scc := range sccs {
-		in := make([]bool, len(c.history))
-		for _, node := range scc {
-			in[node] = true
-		}
-		c.findWriteCycles(in, WW, G0)
-		c.findWriteCycles(in, WW|WR, G1c)
-		if !c.findReadSkew(in) {
-			c.findWriteSkew(in)
+		component := c.graph.induced(scc)
+		c.findWriteCycles(component, WW, G0)
+		c.findWriteCycles(component, WW|WR, G1c)
+		if !c.findReadSkew(component) {
+			c.findWriteSkew(component)
 		}
 	}
 }
 
 // findWriteCycles reports one shortest cycle of each component of the
-// mask's edges inside in. For G1c (mask ww|wr) the cycle must hold a wr
-// edge; a ww-only one is G0's.
-func (c *checker) findWriteCycles(in []bool, mask DepKind, a Anomaly) {
-	sccs, _ := subgraph{g: c.graph, mask: mask, in: in}.components()
+// mask's edges. For G1c (mask ww|wr) the cycle must hold a wr edge; a
+// ww-only one is G0's.
+func (c *checker) findWriteCycles(g *graph, mask DepKind, a Anomaly) {
+	sccs, _ := subgraph{g: g, mask: mask}.components()
+	through := mask &^ WW
+	if through == 0 {
+		through = WW
+	}
 	for _, scc := range sccs {
-		sub := subgraph{g: c.graph, mask: mask, in: make([]bool, len(in))}
-		for _, node := range scc {
-			sub.in[node] = true
-		}
-		through := mask &^ WW
-		if through == 0 {
-			through = WW
-		}
-		cycle := c.shortestCycle(sub, scc, through, sub.has)
-		if cycle != nil {
-			c.result.add(c.cycleExample(a, cycle))
+		sub := g.induced(scc)
+		if cycle := shortestCycle(subgraph{g: sub, mask: mask}, through); cycle != nil {
+			c.result.add(c.cycleExample(sub, a, cycle))
 		}
 	}
 }
 
-// findReadSkew reports a shortest cycle inside in with exactly one rw
-// edge: the rw edge u→v closed by a ww/wr path from v back to u.
-func (c *checker) findReadSkew(in []bool) bool {
-	writeOnly := subgraph{g: c.graph, mask: WW | WR, in: in}
+// findReadSkew reports a shortest cycle with exactly one rw edge: an rw
+// edge u→v closed by a ww/wr path from v back to u.
+func (c *checker) findReadSkew(g *graph) bool {
+	writeOnly := subgraph{g: g, mask: WW | WR}
 	_, comp := writeOnly.components()
 	var best []Dependency
 	tried := 0
-	for node := range in {
-		if !in[node] {
-			continue
-		}
-		for _, dep := range c.graph.out[node] {
-			if dep.Kind != RW || !in[dep.To] || comp[dep.To] < comp[dep.From] || tried >= cycleCandidates {
+	for node := range g.out {
+		for _, dep := range g.out[node] {
+			if dep.Kind != RW || comp[dep.To] < comp[dep.From] || tried >= cycleCandidates {
 				continue
 			}
 			// Only nodes numbered at least as high as the reader can lie
@@ -154,40 +144,34 @@ func (c *checker) findReadSkew(in []bool) bool {
 		}
 	}
 	if best != nil {
-		c.result.add(c.cycleExample(GSingle, best))
+		c.result.add(c.cycleExample(g, GSingle, best))
 	}
 	return best != nil
 }
 
-// findWriteSkew reports a shortest cycle through an rw edge inside in; it
-// runs only when no cycle there has exactly one rw edge, so this one has
-// two or more.
-func (c *checker) findWriteSkew(in []bool) {
-	all := subgraph{g: c.graph, mask: WW | WR | RW, in: in}
-	var members []int
-	for node, ok := range in {
-		if ok {
-			members = append(members, node)
-		}
-	}
-	if cycle := c.shortestCycle(all, members, RW, all.has); cycle != nil {
-		c.result.add(c.cycleExample(G2Item, cycle))
+// findWriteSkew reports a shortest cycle through an rw edge; it runs only
+// when no cycle of the component has exactly one rw edge, so this one
+// has two or more.
+func (c *checker) findWriteSkew(g *graph) {
+	if cycle := shortestCycle(subgraph{g: g, mask: WW | WR | RW}, RW); cycle != nil {
+		c.result.add(c.cycleExample(g, G2Item, cycle))
 	}
 }
 
-// shortestCycle tries up to cycleCandidates edges of the kinds in through
-// that start at members, closing each with a shortest path back in view,
-// and returns the shortest cycle found.
-func (c *checker) shortestCycle(view subgraph, members []int, through DepKind, allowed func(int) bool) []Dependency {
+// shortestCycle tries up to cycleCandidates edges of the kinds in
+// through, closing each with a shortest path back in the view, and
+// returns the shortest cycle found.
+func shortestCycle(view subgraph, through DepKind) []Dependency {
 	var best []Dependency
 	tried := 0
-	for _, node := range members {
-		for _, dep := range c.graph.out[node] {
-			if dep.Kind&through == 0 || !view.has(dep.To) || tried >= cycleCandidates {
+	anyNode := func(int) bool { return true }
+	for node := range view.g.out {
+		for _, dep := range view.g.out[node] {
+			if dep.Kind&through == 0 || tried >= cycleCandidates {
 				continue
 			}
 			tried++
-			path := view.shortestPath(dep.To, dep.From, allowed)
+			path := view.shortestPath(dep.To, dep.From, anyNode)
 			if path != nil && (best == nil || len(path)+1 < len(best)) {
 				best = append([]Dependency{dep}, path...)
 			}
@@ -196,14 +180,14 @@ func (c *checker) shortestCycle(view subgraph, members []int, through DepKind, a
 	return best
 }
 
-// cycleExample turns a cycle of positions into a report of IDs, with one
+// cycleExample turns a cycle of g's nodes into a report of IDs, with one
 // line per edge.
-func (c *checker) cycleExample(a Anomaly, cycle []Dependency) Example {
+func (c *checker) cycleExample(g *graph, a Anomaly, cycle []Dependency) Example {
 	ex := Example{Anomaly: a}
 	names := make([]string, 0, len(cycle)+1)
 	lines := make([]string, 0, len(cycle))
 	for _, dep := range cycle {
-		dep.From, dep.To = c.history[dep.From].ID, c.history[dep.To].ID
+		dep.From, dep.To = c.history[g.position(dep.From)].ID, c.history[g.position(dep.To)].ID
 		ex.Cycle = append(ex.Cycle, dep)
 		ex.Txns = append(ex.Txns, dep.From)
 		names = append(names, fmt.Sprintf("T%d", dep.From))

@@ -1,11 +1,13 @@
 package txncheck
 
 // graph is the dependency graph over a history's transactions, indexed by
-// position in the history; a Dependency's From and To are positions here
-// and become IDs only in reports.
+// position in the history, or a part of it renumbered from 0 (origin then
+// maps its nodes back to positions). A Dependency's From and To are node
+// numbers here and become IDs only in reports.
 type graph struct {
-	out  [][]Dependency
-	seen map[edgeKey]bool
+	out    [][]Dependency
+	seen   map[edgeKey]bool
+	origin []int
 }
 
 // edgeKey identifies an edge for deduplication: two reads of one version
@@ -28,20 +30,44 @@ func (g *graph) add(dep Dependency) {
 	g.out[dep.From] = append(g.out[dep.From], dep)
 }
 
-// subgraph is a view of the graph: the edges of the kinds in mask between
-// the nodes in (all nodes when in is nil).
+// position maps a node back to its transaction's place in the history.
+func (g *graph) position(node int) int {
+	if g.origin == nil {
+		return node
+	}
+	return g.origin[node]
+}
+
+// induced is the part of the graph on members, renumbered 0..len-1, so
+// the searches inside one component cost its size, not the history's.
+func (g *graph) induced(members []int) *graph {
+	local := make(map[int]int, len(members))
+	sub := &graph{out: make([][]Dependency, len(members)), origin: make([]int, len(members))}
+	for i, node := range members {
+		local[node] = i
+		sub.origin[i] = g.position(node)
+	}
+	for i, node := range members {
+		for _, dep := range g.out[node] {
+			if to, ok := local[dep.To]; ok {
+				dep.From, dep.To = i, to
+				sub.out[i] = append(sub.out[i], dep)
+			}
+		}
+	}
+	return sub
+}
+
+// subgraph is a view of the graph: the edges of the kinds in mask.
 type subgraph struct {
 	g    *graph
 	mask DepKind
-	in   []bool
 }
-
-func (s subgraph) has(node int) bool { return s.in == nil || s.in[node] }
 
 // edges calls visit with each of node's edges inside the view.
 func (s subgraph) edges(node int, visit func(Dependency)) {
 	for _, dep := range s.g.out[node] {
-		if dep.Kind&s.mask != 0 && s.has(dep.To) {
+		if dep.Kind&s.mask != 0 {
 			visit(dep)
 		}
 	}
@@ -49,7 +75,7 @@ func (s subgraph) edges(node int, visit func(Dependency)) {
 
 // components runs Tarjan's algorithm over the view. It returns the
 // strongly connected components of two or more nodes, and every node's
-// component number (-1 outside the view). Tarjan numbers components in
+// component number. Tarjan numbers components in
 // reverse topological order, so an edge between two components always
 // goes from the higher number to the lower: a path from a to b needs
 // comp[a] >= comp[b].
@@ -57,10 +83,10 @@ func (s subgraph) components() (sccs [][]int, comp []int) {
 	t := &tarjan{view: s, index: make([]int, len(s.g.out)), low: make([]int, len(s.g.out)),
 		onStack: make([]bool, len(s.g.out)), comp: make([]int, len(s.g.out))}
 	for node := range s.g.out {
-		t.index[node], t.comp[node] = -1, -1
+		t.index[node] = -1
 	}
 	for node := range s.g.out {
-		if s.has(node) && t.index[node] < 0 {
+		if t.index[node] < 0 {
 			t.visit(node)
 		}
 	}
