@@ -119,7 +119,10 @@ func (c *checker) findWriteCycles(g *graph, mask DepKind, a Anomaly) {
 }
 
 // findReadSkew reports a shortest cycle with exactly one rw edge: an rw
-// edge u→v closed by a ww/wr path from v back to u.
+// edge u→v closed by a ww/wr path from v back to u. Unlike the other
+// searches, an rw edge need not lie on such a cycle, so only cycles found
+// count against cycleCandidates: stopping after failed tries could miss
+// the one that exists.
 func (c *checker) findReadSkew(g *graph) bool {
 	writeOnly := subgraph{g: g, mask: WW | WR}
 	_, comp := writeOnly.components()

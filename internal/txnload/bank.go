@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+
+	"github.com/mayflydb/mayfly/internal/txncheck"
 )
 
 // ErrInsufficientFunds is a transfer refused because the source account
@@ -103,9 +105,9 @@ func CheckBank(events []Event[BankOp], accounts int, total int64) (BankResult, e
 	var result BankResult
 	for _, p := range pairs {
 		switch {
-		case p.Type == Fail:
+		case p.Status == txncheck.Aborted:
 			result.Failed++
-		case p.Type == Info:
+		case p.Status == txncheck.Indeterminate:
 			result.Indeterminate++
 		case p.Op.Kind == Transfer:
 			result.Transfers++

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mayflydb/mayfly/internal/clock"
+	"github.com/mayflydb/mayfly/internal/txncheck"
 )
 
 // ErrAborted marks an error after which the transaction certainly did not
@@ -20,50 +21,23 @@ import (
 // outcome unknown, and the history says so.
 var ErrAborted = errors.New("txnload: transaction aborted")
 
-// EventType is a history event's kind, as Jepsen names them.
-type EventType uint8
-
-const (
-	// Invoke: a client is about to run the operation.
-	Invoke EventType = iota + 1
-	// OK: it committed; the operation carries its reads.
-	OK
-	// Fail: it certainly did not commit.
-	Fail
-	// Info: its outcome is unknown.
-	Info
-)
-
-// String names the event type as Jepsen's histories do.
-func (t EventType) String() string {
-	switch t {
-	case Invoke:
-		return "invoke"
-	case OK:
-		return "ok"
-	case Fail:
-		return "fail"
-	case Info:
-		return "info"
-	}
-	return fmt.Sprintf("EventType(%d)", uint8(t))
-}
-
-// Outcome is the completion type of an operation that returned err.
-func Outcome(err error) EventType {
+// Outcome is how a transaction whose client returned err ended, as the
+// checker names it.
+func Outcome(err error) txncheck.Status {
 	switch {
 	case err == nil:
-		return OK
+		return txncheck.Committed
 	case errors.Is(err, ErrAborted):
-		return Fail
+		return txncheck.Aborted
 	}
-	return Info
+	return txncheck.Indeterminate
 }
 
-// Event is one line of a history: an invocation or a completion of the
-// transaction Txn by Process.
+// Event is one line of a history: the invocation of transaction Txn by
+// Process (Status 0), or its completion (the Status it ended with: ok,
+// fail or info in Jepsen's words).
 type Event[Op any] struct {
-	Type    EventType
+	Status  txncheck.Status
 	Process int
 	Txn     int
 	Op      Op
@@ -72,6 +46,9 @@ type Event[Op any] struct {
 	// Err says why a transaction failed or has no known outcome.
 	Err string
 }
+
+// Invoked reports whether the event is an invocation.
+func (e Event[Op]) Invoked() bool { return e.Status == 0 }
 
 // Recorder collects a history from concurrent clients. Safe for
 // concurrent use.
@@ -96,15 +73,15 @@ func (r *Recorder[Op]) Invoke(process int, op Op) int {
 	defer r.mu.Unlock()
 	r.nextTxn++
 	r.open[r.nextTxn] = process
-	r.events = append(r.events, Event[Op]{Type: Invoke, Process: process, Txn: r.nextTxn, Op: op,
+	r.events = append(r.events, Event[Op]{Process: process, Txn: r.nextTxn, Op: op,
 		At: r.clock.Now().Sub(r.start)})
 	return r.nextTxn
 }
 
 // Complete records how transaction txn ended: op is what it did (with its
-// reads when it committed), err what its client returned. It returns the
-// completion's type.
-func (r *Recorder[Op]) Complete(txn int, op Op, err error) (EventType, error) {
+// reads when it committed), err what its client returned. It returns how
+// the transaction ended.
+func (r *Recorder[Op]) Complete(txn int, op Op, err error) (txncheck.Status, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	process, ok := r.open[txn]
@@ -112,12 +89,12 @@ func (r *Recorder[Op]) Complete(txn int, op Op, err error) (EventType, error) {
 		return 0, fmt.Errorf("txnload: completion of transaction %d, which is not in flight", txn)
 	}
 	delete(r.open, txn)
-	ev := Event[Op]{Type: Outcome(err), Process: process, Txn: txn, Op: op, At: r.clock.Now().Sub(r.start)}
+	ev := Event[Op]{Status: Outcome(err), Process: process, Txn: txn, Op: op, At: r.clock.Now().Sub(r.start)}
 	if err != nil {
 		ev.Err = err.Error()
 	}
 	r.events = append(r.events, ev)
-	return ev.Type, nil
+	return ev.Status, nil
 }
 
 // Events returns a copy of the history so far.
@@ -128,10 +105,10 @@ func (r *Recorder[Op]) Events() []Event[Op] {
 }
 
 // Completed is one transaction of a history: its invocation and how it
-// ended (Info when the history holds no completion).
+// ended (indeterminate when the history holds no completion).
 type Completed[Op any] struct {
 	Invocation Event[Op]
-	Type       EventType
+	Status     txncheck.Status
 	Op         Op
 }
 
@@ -144,17 +121,17 @@ func Pair[Op any](events []Event[Op]) ([]Completed[Op], error) {
 	for _, ev := range events {
 		i, invoked := index[ev.Txn]
 		switch {
-		case ev.Type == Invoke && invoked:
+		case ev.Invoked() && invoked:
 			return nil, fmt.Errorf("txnload: transaction %d invoked twice", ev.Txn)
-		case ev.Type == Invoke:
+		case ev.Invoked():
 			index[ev.Txn] = len(txns)
-			txns = append(txns, Completed[Op]{Invocation: ev, Type: Info, Op: ev.Op})
+			txns = append(txns, Completed[Op]{Invocation: ev, Status: txncheck.Indeterminate, Op: ev.Op})
 		case !invoked || done[ev.Txn] || txns[i].Invocation.Process != ev.Process:
 			return nil, fmt.Errorf("txnload: %s of transaction %d by process %d matches no open invocation",
-				ev.Type, ev.Txn, ev.Process)
+				ev.Status, ev.Txn, ev.Process)
 		default:
 			done[ev.Txn] = true
-			txns[i].Type, txns[i].Op = ev.Type, ev.Op
+			txns[i].Status, txns[i].Op = ev.Status, ev.Op
 		}
 	}
 	return txns, nil

@@ -66,17 +66,12 @@ func ListAppendHistory(events []Event[[]txncheck.MicroOp]) ([]txncheck.Txn, erro
 	}
 	history := make([]txncheck.Txn, 0, len(pairs))
 	for _, p := range pairs {
-		txn := txncheck.Txn{ID: p.Invocation.Txn, Process: p.Invocation.Process, Ops: p.Invocation.Op}
-		switch p.Type {
-		case OK:
+		txn := txncheck.Txn{ID: p.Invocation.Txn, Process: p.Invocation.Process, Status: p.Status, Ops: p.Invocation.Op}
+		if p.Status == txncheck.Committed {
 			if err := sameShape(p.Invocation.Op, p.Op); err != nil {
 				return nil, fmt.Errorf("txnload: transaction %d: %w", txn.ID, err)
 			}
-			txn.Status, txn.Ops = txncheck.Committed, p.Op
-		case Fail:
-			txn.Status = txncheck.Aborted
-		default:
-			txn.Status = txncheck.Indeterminate
+			txn.Ops = p.Op
 		}
 		history = append(history, txn)
 	}

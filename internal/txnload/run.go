@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
+
+	"github.com/mayflydb/mayfly/internal/txncheck"
 )
 
 // Load is the shape every workload shares: Clients concurrent clients run
@@ -66,7 +68,7 @@ func runClient[Op any](ctx context.Context, load Load, client int, started *atom
 		if recErr != nil {
 			return recErr
 		}
-		if outcome == Info {
+		if outcome == txncheck.Indeterminate {
 			process += load.Clients
 		}
 	}

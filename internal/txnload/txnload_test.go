@@ -27,7 +27,7 @@ func listAppendConfig(clients, txns int) ListAppendConfig {
 // checkWellFormed checks what every recorded history must be: each
 // invocation completed once by its own process, and a process that saw
 // an unknown outcome invokes nothing afterwards.
-func checkWellFormed[Op any](t *testing.T, events []Event[Op], txns int) map[EventType]int {
+func checkWellFormed[Op any](t *testing.T, events []Event[Op], txns int) map[txncheck.Status]int {
 	t.Helper()
 	pairs, err := Pair(events)
 	if err != nil {
@@ -36,17 +36,17 @@ func checkWellFormed[Op any](t *testing.T, events []Event[Op], txns int) map[Eve
 	if len(pairs) != txns || len(events) != 2*txns {
 		t.Fatalf("%d transactions in %d events, want %d in %d", len(pairs), len(events), txns, 2*txns)
 	}
-	counts := map[EventType]int{}
+	counts := map[txncheck.Status]int{}
 	crashed := map[int]bool{}
 	for _, ev := range events {
-		if ev.Type == Invoke && crashed[ev.Process] {
+		if ev.Invoked() && crashed[ev.Process] {
 			t.Errorf("process %d invoked transaction %d after an unknown outcome", ev.Process, ev.Txn)
 		}
-		if ev.Type == Info {
+		if ev.Status == txncheck.Indeterminate {
 			crashed[ev.Process] = true
 		}
-		if ev.Type != Invoke {
-			counts[ev.Type]++
+		if !ev.Invoked() {
+			counts[ev.Status]++
 		}
 	}
 	return counts
@@ -54,14 +54,14 @@ func checkWellFormed[Op any](t *testing.T, events []Event[Op], txns int) map[Eve
 
 // wantCounts compares a history's completions with the faults the fake
 // dealt: every abort a fail, every lost reply an info.
-func wantCounts(t *testing.T, counts map[EventType]int, dealt faultCounts, txns int) {
+func wantCounts(t *testing.T, counts map[txncheck.Status]int, dealt faultCounts, txns int) {
 	t.Helper()
-	want := map[EventType]int{
-		Fail: dealt[abortBefore],
-		Info: dealt[commitThenLoseReply] + dealt[loseBeforeCommit],
+	want := map[txncheck.Status]int{
+		txncheck.Aborted:       dealt[abortBefore],
+		txncheck.Indeterminate: dealt[commitThenLoseReply] + dealt[loseBeforeCommit],
 	}
-	want[OK] = txns - want[Fail] - want[Info]
-	for _, typ := range []EventType{OK, Fail, Info} {
+	want[txncheck.Committed] = txns - want[txncheck.Aborted] - want[txncheck.Indeterminate]
+	for _, typ := range []txncheck.Status{txncheck.Committed, txncheck.Aborted, txncheck.Indeterminate} {
 		if counts[typ] != want[typ] || want[typ] == 0 {
 			t.Errorf("%d %s completions, want %d (and more than 0)", counts[typ], typ, want[typ])
 		}
@@ -177,13 +177,13 @@ func TestBalanceProblems(t *testing.T) {
 }
 
 func TestOutcome(t *testing.T) {
-	cases := map[error]EventType{
-		nil: OK,
-		fmt.Errorf("%w: WriteConflict", ErrAborted):     Fail,
-		fmt.Errorf("wrapped: %w", ErrInsufficientFunds): Info,
-		errors.New("connection reset"):                  Info,
-		fmt.Errorf("x: %w", context.DeadlineExceeded):   Info,
-		fmt.Errorf("%w: %w", ErrAborted, errLostReply):  Fail,
+	cases := map[error]txncheck.Status{
+		nil: txncheck.Committed,
+		fmt.Errorf("%w: WriteConflict", ErrAborted):     txncheck.Aborted,
+		fmt.Errorf("wrapped: %w", ErrInsufficientFunds): txncheck.Indeterminate,
+		errors.New("connection reset"):                  txncheck.Indeterminate,
+		fmt.Errorf("x: %w", context.DeadlineExceeded):   txncheck.Indeterminate,
+		fmt.Errorf("%w: %w", ErrAborted, errLostReply):  txncheck.Aborted,
 	}
 	for err, want := range cases {
 		if got := Outcome(err); got != want {
@@ -205,7 +205,7 @@ func TestRecorderTimesEventsOnItsClock(t *testing.T) {
 	}
 	events := rec.Events()
 	if len(events) != 2 || events[0].At != 2*time.Second || events[1].At != 2500*time.Millisecond ||
-		events[1].Process != 7 || events[1].Type != OK {
+		events[1].Process != 7 || events[1].Status != txncheck.Committed || !events[0].Invoked() {
 		t.Fatalf("events %+v", events)
 	}
 	if _, err := rec.Complete(txn, 1, nil); err == nil {
@@ -214,22 +214,23 @@ func TestRecorderTimesEventsOnItsClock(t *testing.T) {
 }
 
 func TestPair(t *testing.T) {
-	inv := func(txn, process int) Event[int] { return Event[int]{Type: Invoke, Txn: txn, Process: process} }
-	done := func(typ EventType, txn, process int) Event[int] {
-		return Event[int]{Type: typ, Txn: txn, Process: process}
+	inv := func(txn, process int) Event[int] { return Event[int]{Txn: txn, Process: process} }
+	done := func(status txncheck.Status, txn, process int) Event[int] {
+		return Event[int]{Status: status, Txn: txn, Process: process}
 	}
-	pairs, err := Pair([]Event[int]{inv(1, 0), inv(2, 1), done(OK, 1, 0), inv(3, 0), done(Fail, 3, 0)})
+	pairs, err := Pair([]Event[int]{inv(1, 0), inv(2, 1), done(txncheck.Committed, 1, 0), inv(3, 0),
+		done(txncheck.Aborted, 3, 0)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := []EventType{pairs[0].Type, pairs[1].Type, pairs[2].Type}
-	if len(pairs) != 3 || got[0] != OK || got[1] != Info || got[2] != Fail {
+	got := []txncheck.Status{pairs[0].Status, pairs[1].Status, pairs[2].Status}
+	if len(pairs) != 3 || got[0] != txncheck.Committed || got[1] != txncheck.Indeterminate || got[2] != txncheck.Aborted {
 		t.Fatalf("pairs %v: want ok, info (never completed), fail", got)
 	}
 	bad := map[string][]Event[int]{
-		"completion without invocation": {done(OK, 1, 0)},
-		"completed twice":               {inv(1, 0), done(Info, 1, 0), done(OK, 1, 0)},
-		"completed by another process":  {inv(1, 0), done(OK, 1, 1)},
+		"completion without invocation": {done(txncheck.Committed, 1, 0)},
+		"completed twice":               {inv(1, 0), done(txncheck.Indeterminate, 1, 0), done(txncheck.Committed, 1, 0)},
+		"completed by another process":  {inv(1, 0), done(txncheck.Committed, 1, 1)},
 		"invoked twice":                 {inv(1, 0), inv(1, 0)},
 	}
 	for name, events := range bad {
@@ -243,8 +244,8 @@ func TestPair(t *testing.T) {
 // micro-ops differ from the invocation's is a client bug, not a history.
 func TestListAppendHistoryRefusesAChangedTransaction(t *testing.T) {
 	events := []Event[[]txncheck.MicroOp]{
-		{Type: Invoke, Txn: 1, Op: []txncheck.MicroOp{txncheck.AppendOp(0, 1)}},
-		{Type: OK, Txn: 1, Op: []txncheck.MicroOp{txncheck.AppendOp(0, 2)}},
+		{Txn: 1, Op: []txncheck.MicroOp{txncheck.AppendOp(0, 1)}},
+		{Status: txncheck.Committed, Txn: 1, Op: []txncheck.MicroOp{txncheck.AppendOp(0, 2)}},
 	}
 	if _, err := ListAppendHistory(events); err == nil {
 		t.Fatal("no error")
