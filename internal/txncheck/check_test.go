@@ -208,3 +208,21 @@ func TestReportNamesEveryAnomalyFound(t *testing.T) {
 		}
 	}
 }
+
+// TestExamplesAreBoundedCountsAreNot: a history with more instances of an
+// anomaly than maxExamples counts them all and keeps maxExamples.
+func TestExamplesAreBoundedCountsAreNot(t *testing.T) {
+	const reads = 3 * maxExamples
+	var history []Txn
+	for id := 1; id <= reads; id++ {
+		history = append(history, ok(id, ReadOp(id, 1000+id)))
+	}
+	result, err := Check(history)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if result.Counts[GarbageRead] != reads || len(result.Examples[GarbageRead]) != maxExamples {
+		t.Fatalf("%d garbage reads, %d examples; want %d and %d",
+			result.Counts[GarbageRead], len(result.Examples[GarbageRead]), reads, maxExamples)
+	}
+}

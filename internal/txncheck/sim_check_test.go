@@ -35,6 +35,9 @@ func TestSnapshotIsolationHistoriesAreValid(t *testing.T) {
 			if !result.Valid() {
 				t.Fatalf("forbidden anomalies in a snapshot-isolation history: %v\n%s", result.Forbidden(), result)
 			}
+			if again, _ := Check(history); again.String() != result.String() {
+				t.Errorf("two checks of one history differ:\n%s\n---\n%s", result, again)
+			}
 			aborted := countStatus(history, Aborted)
 			if (tc.clients > 1) != (aborted > 0) {
 				t.Errorf("%d clients but %d write-write aborts", tc.clients, aborted)
