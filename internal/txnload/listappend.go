@@ -11,9 +11,10 @@ import (
 )
 
 // ListAppendClient runs one list-append transaction: its appends and
-// reads in order, all or nothing. It returns the micro-ops with each
-// read's list filled in, and an error wrapping ErrAborted when the
-// transaction certainly did not commit.
+// reads in order, all or nothing. It returns a copy of the micro-ops with
+// each read's list filled in (ops itself is the recorded invocation and
+// must not change), and an error wrapping ErrAborted when the transaction
+// certainly did not commit.
 type ListAppendClient interface {
 	ListAppend(ctx context.Context, ops []txncheck.MicroOp) ([]txncheck.MicroOp, error)
 }
