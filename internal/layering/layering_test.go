@@ -50,6 +50,7 @@ func packageLayers() map[string]row {
 
 		"internal/auth":        {layer: services},
 		"internal/executor":    {layer: services},
+		"internal/ddl":         {layer: services},
 		"internal/repl":        {layer: services},
 		"internal/oplog":       {layer: services},
 		"internal/aggwrite":    {layer: services},
