@@ -17,9 +17,6 @@ import (
 
 func isView(m *catalog.Collection) bool { return executor.IsView(m) }
 
-// viewCollation is a view's collation option, nil for none.
-func viewCollation(m *catalog.Collection) bson.D { return executor.ViewCollation(m) }
-
 // resolveView returns the view db.name stands for, nil for a collection
 // or nothing.
 func (h *Handler) resolveView(db, name string) (*executor.View, error) {
