@@ -48,20 +48,26 @@ func viewInfo(m *catalog.Collection) bson.D {
 // viewRequest is an aggregate over the view's base collection: the view's
 // pipeline, then extra.
 func viewRequest(r *request, v *executor.View, extra bson.A, batchSize int64) *request {
-	inner := *r
-	inner.name = "aggregate"
-	inner.body = bson.D{
-		{Key: "aggregate", Value: v.Base},
-		{Key: "pipeline", Value: append(append(bson.A{}, v.Pipeline...), extra...)},
-		{Key: "cursor", Value: bson.D{{Key: "batchSize", Value: batchSize}}},
-	}
 	// The view's collation, not the base collection's default, applies.
 	coll := v.Collation
 	if coll == nil {
 		coll = bson.D{{Key: "locale", Value: "simple"}}
 	}
-	inner.body = append(inner.body, bson.E{Key: "collation", Value: coll})
-	for _, k := range []string{"hint", "allowDiskUse", "let"} {
+	return innerAggregate(r, v.Base, append(append(bson.A{}, v.Pipeline...), extra...), batchSize,
+		bson.D{{Key: "collation", Value: coll}}, "hint", "allowDiskUse", "let")
+}
+
+// innerAggregate is an aggregate of stages over coll that r runs: its
+// options, then those of r's fields named by inherit.
+func innerAggregate(r *request, coll string, stages bson.A, batchSize int64, options bson.D, inherit ...string) *request {
+	inner := *r
+	inner.name = "aggregate"
+	inner.body = append(bson.D{
+		{Key: "aggregate", Value: coll},
+		{Key: "pipeline", Value: stages},
+		{Key: "cursor", Value: bson.D{{Key: "batchSize", Value: batchSize}}},
+	}, options...)
+	for _, k := range inherit {
 		if val, ok := bsonutil.Field(r.body, k); ok {
 			inner.body = append(inner.body, bson.E{Key: k, Value: val})
 		}
