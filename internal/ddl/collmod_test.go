@@ -2,35 +2,22 @@ package ddl
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/catalog"
-	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/docstore/docstoretest"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
-	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
 )
 
 // newCollection is db.c in an in-memory store, with a TTL index "at" on
 // items.at (expireAfterSeconds 60).
 func newCollection(t *testing.T) *docstore.Collection {
 	t.Helper()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	eng, err := pebblestore.Open(pebblestore.Options{InMemory: true, Logger: logger})
-	if err != nil {
-		t.Fatalf("open storage: %v", err)
-	}
-	t.Cleanup(func() { _ = eng.Close() })
-	store, err := docstore.Open(eng, docstore.Options{Logger: logger, Clock: clock.Real{}})
-	if err != nil {
-		t.Fatalf("open docstore: %v", err)
-	}
-	c, err := store.CreateCollection("db", "c", docstore.CreateOptions{})
+	c, err := docstoretest.Open(t).CreateCollection("db", "c", docstore.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}

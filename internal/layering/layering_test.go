@@ -59,11 +59,12 @@ func packageLayers() map[string]row {
 		"internal/failpoint":   {layer: services},
 		"internal/wireclient":  {layer: services},
 
-		"internal/docstore":     {layer: state},
-		"internal/changestream": {layer: state},
-		"internal/session":      {layer: state},
-		"internal/cursor":       {layer: state},
-		"internal/activity":     {layer: state},
+		"internal/docstore":              {layer: state},
+		"internal/docstore/docstoretest": {layer: state},
+		"internal/changestream":          {layer: state},
+		"internal/session":               {layer: state},
+		"internal/cursor":                {layer: state},
+		"internal/activity":              {layer: state},
 
 		"internal/query":         {layer: rules},
 		"internal/update":        {layer: rules},
