@@ -57,6 +57,7 @@ func packageLayers() map[string]row {
 		"internal/expirywatch": {layer: services},
 		"internal/failpoint":   {layer: services},
 		"internal/wireclient":  {layer: services},
+		"internal/shardstate":  {layer: services},
 
 		"internal/docstore":     {layer: state},
 		"internal/changestream": {layer: state},

@@ -1,0 +1,95 @@
+package app
+
+import (
+	"crypto/tls"
+	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/auth"
+	"github.com/mayflydb/mayfly/internal/server"
+	"github.com/mayflydb/mayfly/internal/shardstate"
+	"github.com/mayflydb/mayfly/internal/tlsconf"
+	"github.com/mayflydb/mayfly/internal/wireclient"
+)
+
+// The cluster roles of Config.ClusterRole, as mongod's
+// sharding.clusterRole.
+const (
+	RoleConfigServer = "configsvr"
+	RoleShardServer  = "shardsvr"
+)
+
+// checkClusterRole refuses what mongod refuses at start: an unknown role,
+// and a config server or shard that is not a replica set member.
+func checkClusterRole(cfg Config) error {
+	switch cfg.ClusterRole {
+	case "":
+		return nil
+	case RoleConfigServer, RoleShardServer:
+	default:
+		return fmt.Errorf("BadValue: Bad value for sharding.clusterRole: %s.  Supported modes are: (configsvr|shardsvr)", cfg.ClusterRole)
+	}
+	if cfg.ReplSet == "" {
+		return fmt.Errorf("BadValue: Cannot start a %s as a standalone server. Please use the option --replSet to start the node as a replica set.", cfg.ClusterRole)
+	}
+	return nil
+}
+
+// newShardState gives a shard member its cluster state: the identity
+// addShard writes into admin.system.version, and a client to the config
+// servers it names, logged in with the keyFile as members log in to
+// each other. Nil for any other server.
+func (a *App) newShardState() (*shardstate.State, error) {
+	if a.cfg.ClusterRole != RoleShardServer {
+		return nil, nil
+	}
+	tlsCfg, err := a.configTLS()
+	if err != nil {
+		return nil, err
+	}
+	a.configClient = wireclient.New(wireclient.Options{Credential: a.keyFileCredential(), TLS: tlsCfg, Clock: a.cfg.Clock})
+	return shardstate.New(shardstate.Options{
+		LoadIdentity: a.loadShardIdentity,
+		NewSource: func(id shardstate.Identity) shardstate.Source {
+			return shardstate.ConfigSource{Client: a.configClient, Hosts: id.ConfigHosts()}
+		},
+	}), nil
+}
+
+func (a *App) loadShardIdentity() (bson.D, bool, error) {
+	c := a.store.Collection("admin", "system.version")
+	if c == nil {
+		return nil, false, nil
+	}
+	doc, err := c.FindOne(bson.D{{Key: "_id", Value: shardstate.IdentityID}})
+	return doc, doc != nil, err
+}
+
+func (a *App) keyFileCredential() auth.Credential {
+	if kf := a.auth.KeyFile(); kf != nil {
+		return kf.Credential()
+	}
+	return auth.Credential{}
+}
+
+// configTLS is the client side of TLS to the config servers, when this
+// member speaks TLS to its own peers.
+func (a *App) configTLS() (*tls.Config, error) {
+	mode := a.cfg.Security.TLSMode
+	if mode != server.TLSPrefer && mode != server.TLSRequire {
+		return nil, nil
+	}
+	cfg, err := tlsconf.Client(a.cfg.Security.TLS, "")
+	if err != nil {
+		return nil, fmt.Errorf("app: TLS to the config servers: %w", err)
+	}
+	return cfg, nil
+}
+
+// closeConfigClient ends a shard's connections to the config servers.
+func (a *App) closeConfigClient() {
+	if a.configClient != nil {
+		_ = a.configClient.Close()
+	}
+}
