@@ -10,6 +10,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mayflydb/mayfly/internal/shardkey"
 	"github.com/mayflydb/mayfly/internal/shardmeta"
@@ -244,6 +245,47 @@ func ownedIDs(t *testing.T, table *shardmeta.RoutingTable, shard string, n int) 
 	return ids
 }
 
+// drainRouted reads the whole collection with a small batch size and
+// the shardVersion, so that getMore carries on the first batch's filter.
+func drainRouted(t *testing.T, coll *mongo.Collection, v shardmeta.ChunkVersion) []int32 {
+	t.Helper()
+	cmd := bson.D{{Key: "find", Value: coll.Name()}, {Key: "batchSize", Value: int32(7)}, {Key: "shardVersion", Value: v.Doc()}}
+	cur, err := coll.Database().RunCommandCursor(ctxT(t), cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int32
+	for cur.Next(ctxT(t)) {
+		ids = append(ids, cur.Current.Lookup("_id").Int32())
+	}
+	if err := cur.Err(); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// keysOwnedAndNot are two values of k, one in a chunk of shard, one not.
+func keysOwnedAndNot(t *testing.T, table *shardmeta.RoutingTable, shard string) (owned, orphan int32) {
+	t.Helper()
+	found := 0
+	for k := int32(1000); found != 3 && k < 2000; k++ {
+		h, err := shardkey.Hash(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, _ := table.ChunkForHash(h); c.Shard == shard && found&1 == 0 {
+			owned, found = k, found|1
+		} else if c.Shard != shard && found&2 == 0 {
+			orphan, found = k, found|2
+		}
+	}
+	if found != 3 {
+		t.Fatal("no key on each side of the split among 1000 values")
+	}
+	return owned, orphan
+}
+
 func routedIDs(t *testing.T, db *mongo.Database, cmd bson.D) []int32 {
 	t.Helper()
 	reply := runCmd(t, db, cmd)
@@ -289,6 +331,9 @@ func TestShardsideVersionsAndOrphans(t *testing.T) {
 		if got := routedIDs(t, db, findCmd); !slices.Equal(got, owned) {
 			t.Fatalf("routed find: %d documents, want the %d shA owns", len(got), len(owned))
 		}
+		if got := drainRouted(t, db.Collection("c"), fresh); !slices.Equal(got, owned) {
+			t.Fatalf("routed find drained by getMore: %d documents, want the %d shA owns", len(got), len(owned))
+		}
 		if got := routedIDs(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "batchSize", Value: int32(docs)}}); len(got) != docs {
 			t.Fatalf("direct find: %d documents, want all %d (orphans included, as mongod)", len(got), docs)
 		}
@@ -321,12 +366,46 @@ func TestShardsideVersionsAndOrphans(t *testing.T) {
 		}
 	})
 
+	t.Run("TTL deletes expired orphans too", func(t *testing.T) {
+		if _, err := db.Collection("c").Indexes().CreateOne(ctxT(t), mongo.IndexModel{Keys: bson.D{{Key: "at", Value: 1}},
+			Options: options.Index().SetExpireAfterSeconds(0)}); err != nil {
+			t.Fatal(err)
+		}
+		before := ttlDeleted(t, db)
+		past := bson.NewDateTimeFromTime(time.Now().Add(-time.Hour))
+		ownedKey, orphanKey := keysOwnedAndNot(t, c.table, "shA")
+		if _, err := db.Collection("c").InsertMany(ctxT(t), []any{
+			bson.D{{Key: "_id", Value: int32(-10)}, {Key: "k", Value: ownedKey}, {Key: "at", Value: past}},
+			bson.D{{Key: "_id", Value: int32(-11)}, {Key: "k", Value: orphanKey}, {Key: "at", Value: past}},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for ttlDeleted(t, db) < before+2 {
+			if time.Now().After(deadline) {
+				t.Fatalf("the shard's TTL monitor deleted %d of the 2 expired documents (one owned, one orphan) in 30s", ttlDeleted(t, db)-before)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+
 	t.Run("newer version refreshes", func(t *testing.T) {
 		table := c.reshard(t, bson.Timestamp{T: 30, I: 1}, "shB", "shA")
 		newer := table.ShardVersion("shA")
 		findCmd := bson.D{{Key: "find", Value: "c"}, {Key: "batchSize", Value: int32(docs)}, {Key: "shardVersion", Value: newer.Doc()}}
 		if got, want := routedIDs(t, db, findCmd), ownedIDs(t, table, "shA", docs); !slices.Equal(got, want) {
 			t.Fatalf("after the refresh: %d documents, want the %d shA owns now", len(got), len(want))
+		}
+		// A routed multi-delete leaves the orphans, as mongod's shard
+		// skips documents it does not own.
+		del := runCmd(t, db, bson.D{{Key: "delete", Value: "c"}, {Key: "deletes", Value: bson.A{bson.D{{Key: "q", Value: bson.D{}}, {Key: "limit", Value: int32(0)}}}},
+			{Key: "shardVersion", Value: newer.Doc()}})
+		if n := field(t, del, "n"); n != int32(len(ownedIDs(t, table, "shA", docs))) {
+			t.Fatalf("routed delete removed %v documents, want the %d owned", n, len(ownedIDs(t, table, "shA", docs)))
+		}
+		left := routedIDs(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "batchSize", Value: int32(docs)}})
+		if want := ownedIDs(t, table, "shB", docs); !slices.Equal(left, want) {
+			t.Fatalf("after the routed delete %d documents are left, want the %d orphans", len(left), len(want))
 		}
 		got := withoutGossip(rawReply(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "shardVersion", Value: fresh.Doc()}}))
 		sameDoc(t, "the old router after the refresh", got, bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: "timestamp mismatch detected for db.c"},
