@@ -47,7 +47,7 @@ func (f *fakeConfig) Database(_ context.Context, db string) (shardmeta.Database,
 
 // shard sets ns sharded on {k: "hashed"} over shards, one chunk each,
 // as a new incarnation; it returns the routing table.
-func (f *fakeConfig) shard(t *testing.T, ns string, shards ...string) *shardmeta.RoutingTable {
+func (f *fakeConfig) shard(t testing.TB, ns string, shards ...string) *shardmeta.RoutingTable {
 	t.Helper()
 	uuid, err := shardmeta.NewUUID()
 	if err != nil {
