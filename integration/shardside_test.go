@@ -53,15 +53,8 @@ func (m roleMember) admin() *mongo.Database { return m.client.Database("admin") 
 func rawReply(t *testing.T, db *mongo.Database, cmd bson.D) bson.D {
 	t.Helper()
 	raw, err := db.RunCommand(ctxT(t), cmd).Raw()
-	var ce mongo.CommandError
-	var we mongo.WriteException
-	switch {
-	case errorAs(err, &ce):
-		raw = ce.Raw
-	case errorAs(err, &we):
-		raw = we.Raw
-	case err != nil:
-		t.Fatalf("%v: %v", cmd, err)
+	if err != nil {
+		return rawError(t, err)
 	}
 	var d bson.D
 	if err := bson.Unmarshal(raw, &d); err != nil {

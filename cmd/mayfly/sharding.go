@@ -1,11 +1,14 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 
 	"github.com/mayflydb/mayfly/internal/app"
+	"github.com/mayflydb/mayfly/internal/auth"
+	"github.com/mayflydb/mayfly/internal/wireclient"
 )
 
 // clusterRoleFlags are mongod's --configsvr and --shardsvr.
@@ -51,4 +54,9 @@ func defaultPort(role string) int {
 		return 27018
 	}
 	return 27017
+}
+
+// newConfigClient is a shard member's client of its config servers.
+func newConfigClient(cred auth.Credential, tlsCfg *tls.Config) app.ConfigClient {
+	return wireclient.New(wireclient.Options{Credential: cred, TLS: tlsCfg})
 }

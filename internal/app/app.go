@@ -5,6 +5,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,7 +28,6 @@ import (
 	"github.com/mayflydb/mayfly/internal/storage"
 	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
 	"github.com/mayflydb/mayfly/internal/ttl"
-	"github.com/mayflydb/mayfly/internal/wireclient"
 )
 
 // Config is the whole server configuration. The zero value serves on
@@ -103,6 +103,10 @@ type Config struct {
 	// ClusterRole is RoleConfigServer or RoleShardServer (--configsvr,
 	// --shardsvr); empty for a server outside a sharded cluster.
 	ClusterRole string
+	// NewConfigClient makes a shard member's client of its config
+	// servers, logged in as cred, over TLS when tlsCfg is set; a shard
+	// member needs it.
+	NewConfigClient func(cred auth.Credential, tlsCfg *tls.Config) ConfigClient
 }
 
 // App is a running server.
@@ -122,7 +126,7 @@ type App struct {
 	changes  *changeLog
 	raft     raftStart // when this member's raft starts (diskfull.go)
 	// configClient reaches the config servers from a shard (sharding.go).
-	configClient *wireclient.Client
+	configClient ConfigClient
 }
 
 // Start opens storage and starts listening; it returns once the server

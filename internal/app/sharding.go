@@ -10,7 +10,6 @@ import (
 	"github.com/mayflydb/mayfly/internal/server"
 	"github.com/mayflydb/mayfly/internal/shardstate"
 	"github.com/mayflydb/mayfly/internal/tlsconf"
-	"github.com/mayflydb/mayfly/internal/wireclient"
 )
 
 // The cluster roles of Config.ClusterRole, as mongod's
@@ -19,6 +18,15 @@ const (
 	RoleConfigServer = "configsvr"
 	RoleShardServer  = "shardsvr"
 )
+
+// ConfigClient is how a shard member reaches its config servers: a
+// wireclient.Client, which cmd/mayfly makes (Config.NewConfigClient), so
+// that this package does not import the client whose tests start
+// servers through it.
+type ConfigClient interface {
+	shardstate.Runner
+	Close() error
+}
 
 // checkClusterRole refuses what mongod refuses at start: an unknown role,
 // and a config server or shard that is not a replica set member.
@@ -31,10 +39,16 @@ func checkClusterRole(cfg Config) error {
 		return fmt.Errorf("BadValue: Bad value for sharding.clusterRole: %s.  Supported modes are: (configsvr|shardsvr)", cfg.ClusterRole)
 	}
 	if cfg.ReplSet == "" {
-		return fmt.Errorf("BadValue: Cannot start a %s as a standalone server. Please use the option --replSet to start the node as a replica set.", cfg.ClusterRole)
+		return badValue(fmt.Sprintf("Cannot start a %s as a standalone server. Please use the option --replSet to start the node as a replica set.", cfg.ClusterRole))
 	}
 	return nil
 }
+
+// badValue is a start-up refusal in mongod's words, which end with a
+// full stop.
+type badValue string
+
+func (e badValue) Error() string { return "BadValue: " + string(e) }
 
 // newShardState gives a shard member its cluster state: the identity
 // addShard writes into admin.system.version, and a client to the config
@@ -44,11 +58,14 @@ func (a *App) newShardState() (*shardstate.State, error) {
 	if a.cfg.ClusterRole != RoleShardServer {
 		return nil, nil
 	}
+	if a.cfg.NewConfigClient == nil {
+		return nil, fmt.Errorf("app: a shard member needs Config.NewConfigClient to reach its config servers")
+	}
 	tlsCfg, err := a.configTLS()
 	if err != nil {
 		return nil, err
 	}
-	a.configClient = wireclient.New(wireclient.Options{Credential: a.keyFileCredential(), TLS: tlsCfg, Clock: a.cfg.Clock})
+	a.configClient = a.cfg.NewConfigClient(a.keyFileCredential(), tlsCfg)
 	return shardstate.New(shardstate.Options{
 		LoadIdentity: a.loadShardIdentity,
 		NewSource: func(id shardstate.Identity) shardstate.Source {

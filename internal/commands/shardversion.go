@@ -75,30 +75,49 @@ func (h *Handler) checkShardVersion(r *request) (bson.D, error) {
 
 // routingVersions reads the shardVersion and databaseVersion fields.
 func routingVersions(body bson.D) (shardstate.Versions, error) {
-	var out shardstate.Versions
-	if v, ok := bsonutil.Field(body, "shardVersion"); ok {
-		d, isDoc := v.(bson.D)
-		if !isDoc {
-			return out, wrongType("shardVersion", "shardVersion", v, "object")
-		}
-		sv, err := shardmeta.ParseChunkVersion(d)
-		if err != nil {
-			return out, mongoerr.Newf(mongoerr.BadValue, "shardVersion: %v", err)
-		}
-		out.Shard = &sv
+	sv, err := shardVersionOf(body)
+	if err != nil {
+		return shardstate.Versions{}, err
 	}
-	if v, ok := bsonutil.Field(body, "databaseVersion"); ok {
-		d, isDoc := v.(bson.D)
-		if !isDoc {
-			return out, wrongType("databaseVersion", "databaseVersion", v, "object")
-		}
-		dv, err := shardstate.ParseDatabaseVersion(d)
-		if err != nil {
-			return out, err
-		}
-		out.Database = &dv
+	dv, err := databaseVersionOf(body)
+	return shardstate.Versions{Shard: sv, Database: dv}, err
+}
+
+func shardVersionOf(body bson.D) (*shardmeta.ChunkVersion, error) {
+	d, ok, err := versionField(body, "shardVersion")
+	if err != nil || !ok {
+		return nil, err
 	}
-	return out, nil
+	v, err := shardmeta.ParseChunkVersion(d)
+	if err != nil {
+		return nil, mongoerr.Newf(mongoerr.BadValue, "shardVersion: %v", err)
+	}
+	return &v, nil
+}
+
+func databaseVersionOf(body bson.D) (*shardmeta.DatabaseVersion, error) {
+	d, ok, err := versionField(body, "databaseVersion")
+	if err != nil || !ok {
+		return nil, err
+	}
+	v, err := shardstate.ParseDatabaseVersion(d)
+	if err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// versionField reads a version field, which must be a document.
+func versionField(body bson.D, name string) (bson.D, bool, error) {
+	v, ok := bsonutil.Field(body, name)
+	if !ok {
+		return nil, false, nil
+	}
+	d, isDoc := v.(bson.D)
+	if !isDoc {
+		return nil, false, wrongType(name, name, v, "object")
+	}
+	return d, true, nil
 }
 
 // commandNamespace is the collection a command names as its first

@@ -2,14 +2,13 @@ package shardstate
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/shardmeta"
-	"github.com/mayflydb/mayfly/internal/wireclient"
 )
 
 // Source reads the routing metadata of the cluster: what a shard's cache
@@ -29,11 +28,20 @@ type Source interface {
 // refresh, and the read goes on while the config set elects.
 var configReadPreference = bson.D{{Key: "mode", Value: "primaryPreferred"}}
 
+// Runner runs a command on a host and returns its reply whatever its ok;
+// the error is for what kept the command from a reply. A
+// wireclient.Client is one (this package does not import it, so that the
+// server's assembly, which builds a shard's State, stays below the
+// packages wireclient's tests start servers with).
+type Runner interface {
+	Run(ctx context.Context, host, db string, cmd bson.D) (bson.D, error)
+}
+
 // ConfigSource reads config.collections, config.chunks and
 // config.databases from the config server members named in the shard's
 // identity, trying each in turn.
 type ConfigSource struct {
-	Client *wireclient.Client
+	Client Runner
 	Hosts  []string
 }
 
@@ -79,18 +87,18 @@ func (s ConfigSource) Database(ctx context.Context, db string) (shardmeta.Databa
 // findAll runs a majority find on the config database and drains its
 // cursor, on the first config member that answers.
 func (s ConfigSource) findAll(ctx context.Context, coll string, filter bson.D) ([]bson.Raw, error) {
-	var last error
+	last := mongoerr.New(mongoerr.HostUnreachable, "could not refresh the routing metadata: no config server is known")
 	for _, host := range s.Hosts {
 		docs, err := s.findOn(ctx, host, coll, filter)
 		if err == nil {
 			return docs, nil
 		}
-		last = err
+		last = mongoerr.As(err)
 		if ctx.Err() != nil {
 			break
 		}
 	}
-	return nil, configUnreachable(last)
+	return nil, last
 }
 
 func (s ConfigSource) findOn(ctx context.Context, host, coll string, filter bson.D) ([]bson.Raw, error) {
@@ -100,11 +108,11 @@ func (s ConfigSource) findOn(ctx context.Context, host, coll string, filter bson
 	var docs []bson.Raw
 	for {
 		reply, err := s.Client.Run(ctx, host, "config", cmd)
-		if err == nil {
-			err = wireclient.ReplyError(reply)
-		}
 		if err != nil {
-			return nil, fmt.Errorf("shardstate: read config.%s on %s: %w", coll, host, err)
+			return nil, unreachable(host, err)
+		}
+		if err := commandFailure(reply); err != nil {
+			return nil, err
 		}
 		batch, id, err := cursorBatch(reply)
 		if err != nil {
@@ -137,16 +145,22 @@ func cursorBatch(reply bson.D) ([]bson.Raw, int64, error) {
 	return append(r.Cursor.FirstBatch, r.Cursor.NextBatch...), r.Cursor.ID, nil
 }
 
-// configUnreachable is the error of a refresh no config member answered:
-// the command fails as mongod's does when its config servers are out of
+// unreachable is the error of a config member that gave no reply: the
+// command fails as mongod's does when its config servers are out of
 // reach, and the router may retry it.
-func configUnreachable(err error) error {
-	var netErr *wireclient.NetworkError
-	if errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) {
-		return mongoerr.Newf(mongoerr.HostUnreachable, "could not refresh the routing metadata from the config servers :: caused by :: %v", err)
+func unreachable(host string, err error) error {
+	return mongoerr.Newf(mongoerr.HostUnreachable, "could not refresh the routing metadata from the config server %s :: caused by :: %v", host, err)
+}
+
+// commandFailure is a config member's error reply, with its code, as
+// the shard's own error.
+func commandFailure(reply bson.D) error {
+	ok, _ := bsonutil.Field(reply, "ok")
+	if bsonutil.TrueValue(ok) {
+		return nil
 	}
-	if err == nil {
-		return mongoerr.New(mongoerr.HostUnreachable, "could not refresh the routing metadata: no config server is known")
-	}
-	return err
+	code, _ := bsonutil.Field(reply, "code")
+	msg, _ := bsonutil.Field(reply, "errmsg")
+	n, _ := code.(int32)
+	return mongoerr.Newf(mongoerr.Code(n), "could not refresh the routing metadata :: caused by :: %v", msg)
 }

@@ -30,32 +30,26 @@ type State struct {
 	mu       sync.Mutex
 	identity *Identity
 	source   Source
-	colls    map[string]collEntry
-	dbs      map[string]dbEntry
+	colls    map[string]cached[*shardmeta.RoutingTable]
+	dbs      map[string]cached[*shardmeta.DatabaseVersion]
 
 	// refreshMu lets one refresh run at a time: requests that queue behind
 	// it find the cache already refreshed and read nothing more.
 	refreshMu sync.Mutex
 }
 
-// collEntry is the cached placement of one namespace; table is nil for a
-// collection the cluster does not shard. gen counts refreshes.
-type collEntry struct {
-	table *shardmeta.RoutingTable
+// cached is one cached value with the number of refreshes it has had.
+// For a collection the value is its routing table, nil when the cluster
+// does not shard it; for a database, its version, nil when another shard
+// is its primary or it does not exist.
+type cached[V any] struct {
+	value V
 	gen   uint64
-}
-
-// dbEntry is the cached version of a database whose primary shard this
-// is; version is nil when another shard is primary or the database does
-// not exist.
-type dbEntry struct {
-	version *shardmeta.DatabaseVersion
-	gen     uint64
 }
 
 // New returns a State that reads its identity lazily.
 func New(opts Options) *State {
-	return &State{opts: opts, colls: map[string]collEntry{}, dbs: map[string]dbEntry{}}
+	return &State{opts: opts, colls: map[string]cached[*shardmeta.RoutingTable]{}, dbs: map[string]cached[*shardmeta.DatabaseVersion]{}}
 }
 
 // Versions are the routing versions a command carried; nil fields were
@@ -117,20 +111,22 @@ func (s *State) Identity() (Identity, error) {
 // when the cache is empty and again when it disagrees and the router may
 // be the one ahead.
 func (s *State) checkCollection(ctx context.Context, ns string, received shardmeta.ChunkVersion, shard string) (*shardmeta.RoutingTable, error) {
-	entry, known := s.cachedCollection(ns)
+	entry, known := lookup(s, s.colls, ns)
 	if known {
-		wanted := wantedVersion(entry.table, shard)
+		wanted := wantedVersion(entry.value, shard)
 		err := CheckShardVersion(ns, received, &wanted, shard)
 		if err == nil || received == Ignored || routerIsBehind(received, wanted) {
-			return entry.table, err
+			return entry.value, err
 		}
 	}
-	entry, err := s.refreshCollection(ctx, ns, entry.gen, known)
+	entry, err := refreshOnce(s, s.colls, ns, entry.gen, known, func() (*shardmeta.RoutingTable, error) {
+		return s.loadCollection(ctx, ns)
+	})
 	if err != nil {
 		return nil, err
 	}
-	wanted := wantedVersion(entry.table, shard)
-	return entry.table, CheckShardVersion(ns, received, &wanted, shard)
+	wanted := wantedVersion(entry.value, shard)
+	return entry.value, CheckShardVersion(ns, received, &wanted, shard)
 }
 
 // wantedVersion is the version this shard expects for a collection:
@@ -143,78 +139,78 @@ func wantedVersion(table *shardmeta.RoutingTable, shard string) shardmeta.ChunkV
 	return table.ShardVersion(shard)
 }
 
-func (s *State) cachedCollection(ns string) (collEntry, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, ok := s.colls[ns]
-	return e, ok
-}
-
-// refreshCollection reloads ns's placement unless another request did so
-// since this one read the cache (generation seen).
-func (s *State) refreshCollection(ctx context.Context, ns string, seen uint64, known bool) (collEntry, error) {
-	s.refreshMu.Lock()
-	defer s.refreshMu.Unlock()
-	if e, ok := s.cachedCollection(ns); ok && (!known || e.gen != seen) {
-		return e, nil
-	}
+// loadCollection reads ns's placement from the config servers.
+func (s *State) loadCollection(ctx context.Context, ns string) (*shardmeta.RoutingTable, error) {
 	coll, chunks, found, err := s.source.Collection(ctx, ns)
+	if err != nil || !found {
+		return nil, err
+	}
+	table, err := shardmeta.NewRoutingTable(coll, chunks)
 	if err != nil {
-		return collEntry{}, err
+		return nil, fmt.Errorf("shardstate: refresh %s: %w", ns, err)
 	}
-	var table *shardmeta.RoutingTable
-	if found {
-		if table, err = shardmeta.NewRoutingTable(coll, chunks); err != nil {
-			return collEntry{}, fmt.Errorf("shardstate: refresh %s: %w", ns, err)
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := collEntry{table: table, gen: s.colls[ns].gen + 1}
-	s.colls[ns] = e
-	return e, nil
+	return table, nil
 }
 
 // checkDatabase is checkCollection for a databaseVersion.
 func (s *State) checkDatabase(ctx context.Context, db string, received shardmeta.DatabaseVersion) error {
-	entry, known := s.cachedDatabase(db)
+	entry, known := lookup(s, s.dbs, db)
 	if known {
-		err := CheckDatabaseVersion(db, received, entry.version)
-		if err == nil || (entry.version != nil && routerDBIsBehind(received, *entry.version)) {
+		err := CheckDatabaseVersion(db, received, entry.value)
+		if err == nil || (entry.value != nil && routerDBIsBehind(received, *entry.value)) {
 			return err
 		}
 	}
-	entry, err := s.refreshDatabase(ctx, db, entry.gen, known)
+	entry, err := refreshOnce(s, s.dbs, db, entry.gen, known, func() (*shardmeta.DatabaseVersion, error) {
+		return s.loadDatabase(ctx, db)
+	})
 	if err != nil {
 		return err
 	}
-	return CheckDatabaseVersion(db, received, entry.version)
+	return CheckDatabaseVersion(db, received, entry.value)
 }
 
-func (s *State) cachedDatabase(db string) (dbEntry, bool) {
+// loadDatabase reads db's version from the config servers; nil unless
+// this shard is its primary.
+func (s *State) loadDatabase(ctx context.Context, db string) (*shardmeta.DatabaseVersion, error) {
+	doc, found, err := s.source.Database(ctx, db)
+	if err != nil || !found || doc.Primary != s.shardName() {
+		return nil, err
+	}
+	return &doc.Version, nil
+}
+
+func (s *State) shardName() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.dbs[db]
+	return s.identity.ShardName
+}
+
+// lookup reads key's entry of m.
+func lookup[V any](s *State, m map[string]cached[V], key string) (cached[V], bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := m[key]
 	return e, ok
 }
 
-func (s *State) refreshDatabase(ctx context.Context, db string, seen uint64, known bool) (dbEntry, error) {
+// refreshOnce stores load's value as key's entry of m, unless another
+// request refreshed key since this one read the cache at generation seen
+// (or filled it, when it was empty): requests queued behind one refresh
+// take its result instead of reading again. One refresh runs at a time.
+func refreshOnce[V any](s *State, m map[string]cached[V], key string, seen uint64, known bool, load func() (V, error)) (cached[V], error) {
 	s.refreshMu.Lock()
 	defer s.refreshMu.Unlock()
-	if e, ok := s.cachedDatabase(db); ok && (!known || e.gen != seen) {
+	if e, ok := lookup(s, m, key); ok && (!known || e.gen != seen) {
 		return e, nil
 	}
-	doc, found, err := s.source.Database(ctx, db)
+	v, err := load()
 	if err != nil {
-		return dbEntry{}, err
+		return cached[V]{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := dbEntry{gen: s.dbs[db].gen + 1}
-	if found && doc.Primary == s.identity.ShardName {
-		v := doc.Version
-		e.version = &v
-	}
-	s.dbs[db] = e
+	e := cached[V]{value: v, gen: m[key].gen + 1}
+	m[key] = e
 	return e, nil
 }

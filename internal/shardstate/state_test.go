@@ -87,6 +87,24 @@ func newTestState(cfg *fakeConfig, identity bson.D) *State {
 	})
 }
 
+// primedState is shA's State with db.c sharded over shards and its cache
+// filled by a first routed command; v is shA's version.
+func primedState(t *testing.T, shards ...string) (cfg *fakeConfig, s *State, v shardmeta.ChunkVersion) {
+	t.Helper()
+	cfg = &fakeConfig{}
+	s = newTestState(cfg, identityDoc("shA"))
+	v = cfg.shard(t, "db.c", shards...).ShardVersion("shA")
+	if _, err := s.Check(context.Background(), "db", "db.c", Versions{Shard: &v}); err != nil {
+		t.Fatalf("first routed command: %v", err)
+	}
+	return cfg, s, v
+}
+
+// staleInfo is StaleConfigInfo for db.c on shA.
+func staleInfo(received, wanted shardmeta.ChunkVersion) bson.D {
+	return bson.D{{Key: "ns", Value: "db.c"}, {Key: "vReceived", Value: received.Doc()}, {Key: "vWanted", Value: wanted.Doc()}, {Key: "shardId", Value: "shA"}}
+}
+
 func TestStateWithoutIdentityRefusesRoutedCommands(t *testing.T) {
 	s := newTestState(&fakeConfig{}, nil)
 	sv := shardmeta.Unsharded
@@ -101,13 +119,7 @@ func TestStateWithoutIdentityRefusesRoutedCommands(t *testing.T) {
 // again; a router behind the cache gets StaleConfig without a read.
 func TestStateRefreshesOnlyWhenTheRouterMayBeAhead(t *testing.T) {
 	ctx := context.Background()
-	cfg := &fakeConfig{}
-	s := newTestState(cfg, identityDoc("shA"))
-	old := cfg.shard(t, "db.c", "shA", "shB")
-	oldV := old.ShardVersion("shA")
-	if _, err := s.Check(ctx, "db", "db.c", Versions{Shard: &oldV}); err != nil {
-		t.Fatalf("first routed command: %v", err)
-	}
+	cfg, s, oldV := primedState(t, "shA", "shB")
 	if n := cfg.reads.Load(); n != 1 {
 		t.Fatalf("%d config reads for an empty cache, want 1", n)
 	}
@@ -124,8 +136,7 @@ func TestStateRefreshesOnlyWhenTheRouterMayBeAhead(t *testing.T) {
 	// The router still on the old incarnation is behind: StaleConfig with
 	// the shard's version, and no read.
 	_, err := s.Check(ctx, "db", "db.c", Versions{Shard: &oldV})
-	want := bson.D{{Key: "ns", Value: "db.c"}, {Key: "vReceived", Value: oldV.Doc()}, {Key: "vWanted", Value: freshV.Doc()}, {Key: "shardId", Value: "shA"}}
-	wantStale(t, err, mongoerr.StaleConfig, "timestamp mismatch detected for db.c", want)
+	wantStale(t, err, mongoerr.StaleConfig, "timestamp mismatch detected for db.c", staleInfo(oldV, freshV))
 	if n := cfg.reads.Load(); n != 2 {
 		t.Fatalf("%d config reads, want 2: a router behind the cache must not cause one", n)
 	}
@@ -135,19 +146,11 @@ func TestStateRefreshesOnlyWhenTheRouterMayBeAhead(t *testing.T) {
 // a version the config servers do not have gets StaleConfig after one
 // refresh.
 func TestStateStaysStaleWhenTheConfigAgreesWithTheCache(t *testing.T) {
-	ctx := context.Background()
-	cfg := &fakeConfig{}
-	s := newTestState(cfg, identityDoc("shA"))
-	table := cfg.shard(t, "db.c", "shA", "shB")
-	v := table.ShardVersion("shA")
-	if _, err := s.Check(ctx, "db", "db.c", Versions{Shard: &v}); err != nil {
-		t.Fatal(err)
-	}
+	cfg, s, v := primedState(t, "shA", "shB")
 	ahead := v
 	ahead.Major++
-	_, err := s.Check(ctx, "db", "db.c", Versions{Shard: &ahead})
-	want := bson.D{{Key: "ns", Value: "db.c"}, {Key: "vReceived", Value: ahead.Doc()}, {Key: "vWanted", Value: v.Doc()}, {Key: "shardId", Value: "shA"}}
-	wantStale(t, err, mongoerr.StaleConfig, "placement version mismatch detected for db.c", want)
+	_, err := s.Check(context.Background(), "db", "db.c", Versions{Shard: &ahead})
+	wantStale(t, err, mongoerr.StaleConfig, "placement version mismatch detected for db.c", staleInfo(ahead, v))
 	if n := cfg.reads.Load(); n != 2 {
 		t.Fatalf("%d config reads, want 2 (the first fill, one refresh)", n)
 	}
@@ -157,13 +160,7 @@ func TestStateStaysStaleWhenTheConfigAgreesWithTheCache(t *testing.T) {
 // same newer version queue behind one refresh instead of each reading.
 func TestStateConcurrentStaleRequestsShareARefresh(t *testing.T) {
 	ctx := context.Background()
-	cfg := &fakeConfig{}
-	s := newTestState(cfg, identityDoc("shA"))
-	table := cfg.shard(t, "db.c", "shA")
-	v := table.ShardVersion("shA")
-	if _, err := s.Check(ctx, "db", "db.c", Versions{Shard: &v}); err != nil {
-		t.Fatal(err)
-	}
+	cfg, s, _ := primedState(t, "shA")
 	fresh := cfg.shard(t, "db.c", "shA").ShardVersion("shA")
 	const requests = 16
 	var wg sync.WaitGroup
