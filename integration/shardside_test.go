@@ -128,6 +128,10 @@ func TestShardsideConfigServerMember(t *testing.T) {
 	if v := field(t, hello, "configsvr"); v != int32(2) {
 		t.Fatalf("hello configsvr = %v (%T), want int32 2", v, v)
 	}
+	opts := runCmd(t, admin, bson.D{{Key: "getCmdLineOpts", Value: 1}})
+	if v := field(t, field(t, field(t, opts, "parsed").(bson.D), "sharding").(bson.D), "clusterRole"); v != "configsvr" {
+		t.Fatalf("getCmdLineOpts parsed.sharding.clusterRole = %v, want configsvr", v)
+	}
 
 	shard := startRoleMember(t, "shardsvr", "shA")
 	if v := runCmd(t, shard.admin(), bson.D{{Key: "isMaster", Value: 1}}); slices.ContainsFunc(v, func(e bson.E) bool { return e.Key == "configsvr" }) {

@@ -44,6 +44,15 @@ func checkClusterRole(cfg Config) error {
 	return nil
 }
 
+// withClusterRole adds sharding.clusterRole to getCmdLineOpts' parsed
+// view, as mongod shows its --configsvr and --shardsvr.
+func (a *App) withClusterRole(parsed bson.D) bson.D {
+	if a.cfg.ClusterRole == "" {
+		return parsed
+	}
+	return append(parsed, bson.E{Key: "sharding", Value: bson.D{{Key: "clusterRole", Value: a.cfg.ClusterRole}}})
+}
+
 // badValue is a start-up refusal in mongod's words, which end with a
 // full stop.
 type badValue string
