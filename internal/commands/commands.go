@@ -28,6 +28,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/repl"
 	"github.com/mayflydb/mayfly/internal/server"
 	"github.com/mayflydb/mayfly/internal/session"
+	"github.com/mayflydb/mayfly/internal/shardstate"
 )
 
 // Deps are what the handlers need from the rest of the server.
@@ -69,6 +70,10 @@ type Deps struct {
 	// ReplicaSetMember is set when the server is a replica set member; a
 	// standalone refuses write concerns that need other members.
 	ReplicaSetMember bool
+	// ClusterRole is "configsvr" or "shardsvr" (--configsvr, --shardsvr);
+	// Shard is a shard member's cluster state (see shardversion.go).
+	ClusterRole string
+	Shard       *shardstate.State
 }
 
 // TTLStats are serverStatus().metrics.ttl.
@@ -240,6 +245,9 @@ func (h *Handler) run(entry command, r *request) (bson.D, error) {
 	}
 	if err := h.waitForWrites(r); err != nil {
 		return nil, err
+	}
+	if reply, err := h.checkShardVersion(r); reply != nil || err != nil {
+		return reply, err
 	}
 	if h.deps.Repl != nil && entry.readConcern {
 		if err := h.awaitReadConcern(r); err != nil {

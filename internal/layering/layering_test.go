@@ -60,6 +60,7 @@ func packageLayers() map[string]row {
 		"internal/diag":        {layer: services},
 		"internal/profiler":    {layer: services},
 		"internal/wireclient":  {layer: services},
+		"internal/shardstate":  {layer: services},
 
 		"internal/docstore":              {layer: state},
 		"internal/docstore/docstoretest": {layer: state},
