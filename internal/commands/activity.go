@@ -11,6 +11,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/writeops"
 )
 
 // profileCollection is where the database profiler writes, as in mongod.
@@ -206,7 +207,7 @@ func cmdCurrentOp(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := p.Run(&sliceSource{docs: h.currentOpDocs()}, nilEnv{now: h.deps.Clock.Now()})
+	out, err := p.Run(&sliceSource{docs: h.currentOpDocs()}, writeops.Standalone(h.deps.Clock.Now(), nil))
 	if err != nil {
 		return nil, err
 	}
@@ -254,7 +255,7 @@ func (h *Handler) runOverDocs(r *request, stages bson.A, docs []bson.D, batch in
 	if err != nil {
 		return nil, err
 	}
-	out, err := p.Run(&sliceSource{docs: docs}, nilEnv{now: h.deps.Clock.Now()})
+	out, err := p.Run(&sliceSource{docs: docs}, writeops.Standalone(h.deps.Clock.Now(), nil))
 	if err != nil {
 		return nil, err
 	}

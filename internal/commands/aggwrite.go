@@ -10,6 +10,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/writeops"
 )
 
 // $out and $merge end a pipeline by writing its results to a collection.
@@ -236,9 +237,9 @@ func (h *Handler) aggWriter(r *request) (*aggwrite.Writer, error) {
 		Store:       h.deps.Store,
 		Opt:         docstore.WriteOptions{BypassValidation: bypass},
 		Interrupted: func() error { return checkInterrupt(r.ctx) },
-		Prepare:     prepareForInsert,
+		Prepare:     writeops.PrepareInsert,
 		RunPipeline: func(p *aggregate.Pipeline, doc bson.D) (bson.D, error) {
-			next, _, err := pipelineModifier{p: p}.apply(doc, -1, false, h.deps.Clock.Now())
+			next, _, err := writeops.PipelineModifier{Pipeline: p}.Apply(doc, -1, false, h.deps.Clock.Now())
 			return next, err
 		},
 	}, nil
@@ -267,7 +268,7 @@ func (h *Handler) documentsAggregate(r *request, stages bson.A, batch int64) (bs
 	if err != nil {
 		return nil, err
 	}
-	out, err := p.Run(&sliceSource{}, nilEnv{now: h.deps.Clock.Now(), guard: newGuard(r.ctx)})
+	out, err := p.Run(&sliceSource{}, writeops.Standalone(h.deps.Clock.Now(), newGuard(r.ctx)))
 	if err != nil {
 		return nil, causedBy(aggregateExecContext, err)
 	}

@@ -75,7 +75,7 @@ func (h *Handler) dryRunUpdate(r *request, ex *executor.Plan, st *updateStmt, so
 		}
 		matched++
 		_, pos := st.filter.MatchPositional(doc)
-		_, changed, err := st.mod.apply(doc, pos, false, now)
+		_, changed, err := st.mod.Apply(doc, pos, false, now)
 		if err != nil {
 			return matched, modified, err
 		}
@@ -187,7 +187,7 @@ func (h *Handler) famCounters(a *famArgs, target bson.D) (bson.D, error) {
 	modified := int64(0)
 	if target != nil {
 		_, pos := a.filter.MatchPositional(target)
-		_, changed, err := a.mod.apply(target, pos, false, h.deps.Clock.Now())
+		_, changed, err := a.mod.Apply(target, pos, false, h.deps.Clock.Now())
 		if err != nil {
 			return nil, err
 		}
@@ -219,7 +219,7 @@ func (h *Handler) dryRunSortedUpdate(r *request, ex *executor.Plan, st *updateSt
 		return 0, 0, err
 	}
 	_, pos := st.filter.MatchPositional(target)
-	_, changed, err := st.mod.apply(target, pos, false, h.deps.Clock.Now())
+	_, changed, err := st.mod.Apply(target, pos, false, h.deps.Clock.Now())
 	return 1, b2i(changed), err
 }
 
