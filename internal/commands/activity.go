@@ -11,7 +11,6 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
-	"github.com/mayflydb/mayfly/internal/writeops"
 )
 
 // profileCollection is where the database profiler writes, as in mongod.
@@ -207,7 +206,7 @@ func cmdCurrentOp(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := p.Run(&sliceSource{docs: h.currentOpDocs()}, writeops.Standalone(h.deps.Clock.Now(), nil))
+	out, err := p.Run(&sliceSource{docs: h.currentOpDocs()}, aggregate.Standalone(h.deps.Clock.Now(), nil))
 	if err != nil {
 		return nil, err
 	}
@@ -255,7 +254,7 @@ func (h *Handler) runOverDocs(r *request, stages bson.A, docs []bson.D, batch in
 	if err != nil {
 		return nil, err
 	}
-	out, err := p.Run(&sliceSource{docs: docs}, writeops.Standalone(h.deps.Clock.Now(), nil))
+	out, err := p.Run(&sliceSource{docs: docs}, aggregate.Standalone(h.deps.Clock.Now(), nil))
 	if err != nil {
 		return nil, err
 	}

@@ -117,7 +117,7 @@ func (h *Handler) documentsAggregate(r *request, stages bson.A, batch int64) (bs
 	if err != nil {
 		return nil, err
 	}
-	out, err := p.Run(&sliceSource{}, writeops.Standalone(h.deps.Clock.Now(), newGuard(r.ctx)))
+	out, err := p.Run(&sliceSource{}, aggregate.Standalone(h.deps.Clock.Now(), newGuard(r.ctx)))
 	if err != nil {
 		return nil, causedBy(aggregateExecContext, err)
 	}

@@ -53,7 +53,7 @@ func (m PipelineModifier) Replacement() bool { return false }
 // Apply implements Modifier: the pipeline runs over doc alone and may not
 // change its _id.
 func (m PipelineModifier) Apply(doc bson.D, _ int, _ bool, now time.Time) (bson.D, bool, error) {
-	out, err := m.Pipeline.Run(&oneDoc{doc: doc}, Standalone(now, m.Guard))
+	out, err := m.Pipeline.Run(aggregate.Docs(doc), aggregate.Standalone(now, m.Guard))
 	if err != nil {
 		return nil, false, err
 	}
@@ -105,41 +105,3 @@ func ParseModifier(u any, arrayFilters []bson.D, let bson.D, coll query.Collator
 	}
 	return nil, mongoerr.Newf(mongoerr.FailedToParse, "Update argument must be either an object or an array")
 }
-
-// Standalone is the environment of a pipeline that reads no other
-// collection: now is its $$NOW, g ends it with its operation (nil: it
-// runs to its end).
-func Standalone(now time.Time, g *expr.Guard) aggregate.Env { return standaloneEnv{now: now, guard: g} }
-
-type standaloneEnv struct {
-	now   time.Time
-	guard *expr.Guard
-}
-
-func (e standaloneEnv) Guard() *expr.Guard { return e.guard }
-
-func (e standaloneEnv) Collection(string) (aggregate.Iterator, error) {
-	return nil, mongoerr.New(mongoerr.InvalidPipelineOperator, "this pipeline cannot read other collections")
-}
-
-func (e standaloneEnv) CollStats(bson.D) (bson.D, error) {
-	return nil, mongoerr.New(mongoerr.Location40415, "$collStats is not allowed here")
-}
-
-func (e standaloneEnv) Now() time.Time { return e.now }
-
-// oneDoc yields one document: the input of a pipeline-style update.
-type oneDoc struct {
-	doc  bson.D
-	done bool
-}
-
-func (o *oneDoc) Next() (bson.D, bool, error) {
-	if o.done {
-		return nil, false, nil
-	}
-	o.done = true
-	return o.doc, true, nil
-}
-
-func (o *oneDoc) Close() error { return nil }
