@@ -41,7 +41,7 @@ func (h *Handler) commandRunner(r *request, a *writeArgs, rt *session.Txn, bypas
 // the write's statement first, that name one document by _id; answer
 // gets each committed statement's effect.
 func (h *Handler) updateGroup(run *writeops.Runner, r *request, a writeArgs, lv *letScope, stmts []bson.D, first int, answer func(k int, e *writeops.UpdateEffect)) *writeops.Group {
-	if !writeops.ByIDShape(stmts) {
+	if !byIDShape(stmts) {
 		return nil
 	}
 	var effects []*writeops.UpdateEffect
@@ -71,7 +71,7 @@ func (h *Handler) gatherUpdates(r *request, a writeArgs, lv *letScope, stmts []b
 // groupableUpdate parses an update statement that may join a group: one
 // document, named by _id, with no sort and no hint.
 func (h *Handler) groupableUpdate(r *request, a writeArgs, lv *letScope, s bson.D) (*updateStmt, any, bool) {
-	if !writeops.FiltersByID(s) {
+	if !filtersByID(s) {
 		return nil, nil, false
 	}
 	st, err := h.parsedUpdate(r, a, lv, s)
@@ -80,6 +80,19 @@ func (h *Handler) groupableUpdate(r *request, a writeArgs, lv *letScope, s bson.
 	}
 	id, ok := writeops.IDOnly(filterDoc(s), st.filter)
 	return st, id, ok
+}
+
+// byIDShape says, without parsing them, whether the first two statements
+// filter by _id alone: only then is a group worth parsing for. A command
+// of one statement (a driver's updateOne) never is.
+func byIDShape(stmts []bson.D) bool {
+	return len(stmts) >= 2 && filtersByID(stmts[0]) && filtersByID(stmts[1])
+}
+
+// filtersByID says whether statement s's filter has the one field _id.
+func filtersByID(s bson.D) bool {
+	q := filterDoc(s)
+	return len(q) == 1 && q[0].Key == "_id"
 }
 
 // filterDoc is a statement's filter, q.
@@ -104,7 +117,7 @@ func countEffect(e *writeops.UpdateEffect, i int, res *writeResult) {
 // deleteGroup is updateGroup for delete statements; answer gets
 // whether each committed statement removed its document.
 func (h *Handler) deleteGroup(run *writeops.Runner, r *request, a writeArgs, lv *letScope, stmts []bson.D, first int, answer func(k int, removed bool)) *writeops.Group {
-	if !writeops.ByIDShape(stmts) {
+	if !byIDShape(stmts) {
 		return nil
 	}
 	var removed []*bool
@@ -134,7 +147,7 @@ func (h *Handler) gatherDeletes(r *request, a writeArgs, lv *letScope, stmts []b
 // groupableDelete parses a delete statement that may join a group: one
 // document (limit 1), named by _id, with no hint.
 func (h *Handler) groupableDelete(r *request, a writeArgs, lv *letScope, s bson.D) (*query.Filter, any, bool) {
-	if !writeops.FiltersByID(s) {
+	if !filtersByID(s) {
 		return nil, nil, false
 	}
 	f, limit, hint, err := parseDeleteStmt(s, lv, h.defaultCollation(r.db, a.coll))

@@ -51,29 +51,6 @@ func IDOnly(q bson.D, f *query.Filter) (any, bool) {
 	return nil, false
 }
 
-// ByIDShape says, without parsing them, whether the first two statements
-// filter by _id alone: only then is a group worth parsing for. A command
-// of one statement (a driver's updateOne) never is.
-func ByIDShape(stmts []bson.D) bool {
-	if len(stmts) < 2 {
-		return false
-	}
-	for _, s := range stmts[:2] {
-		if !FiltersByID(s) {
-			return false
-		}
-	}
-	return true
-}
-
-// FiltersByID says whether statement s's filter (q) has the one field
-// _id.
-func FiltersByID(s bson.D) bool {
-	q, _ := bsonutil.Field(s, "q")
-	qd, _ := q.(bson.D)
-	return len(qd) == 1 && qd[0].Key == "_id"
-}
-
 // IDGroup gathers a group's statements.
 type IDGroup struct {
 	stmts []idStmt
