@@ -181,7 +181,7 @@ func (h *Handler) pipelineOverDocs(stages bson.A, docs []bson.D) (aggregate.Iter
 	if err != nil {
 		return nil, err
 	}
-	return p.Run(&sliceSource{docs: docs}, nilEnv{now: h.deps.Clock.Now()})
+	return p.Run(&sliceSource{docs: docs}, aggregate.Standalone(h.deps.Clock.Now(), nil))
 }
 
 // currentOpDocs lists the operations in flight as $currentOp shows them.

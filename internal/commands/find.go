@@ -182,7 +182,7 @@ func (h *Handler) findSource(r *request, c *docstore.Collection, a *findArgs) (c
 	if !a.showRecord || a.projection != nil {
 		return src, nil // a projection appends $recordId itself
 	}
-	return &recordIDSource{src: src}, nil
+	return executor.WithRecordIDs(src), nil
 }
 
 // spec is what the executor reads for the find a, over c. The projection
@@ -238,7 +238,7 @@ func projector(p *query.Projection, f *query.Filter, withRecordID bool) func(bso
 		out, err := p.Apply(d, pos)
 		if err == nil && withRecordID {
 			id, _ := bsonutil.Field(d, "_id")
-			out = append(out, bson.E{Key: "$recordId", Value: recordID(id)})
+			out = append(out, bson.E{Key: "$recordId", Value: executor.RecordID(id)})
 		}
 		return out, err
 	}

@@ -54,6 +54,7 @@ func packageLayers() map[string]row {
 		"internal/repl":        {layer: services},
 		"internal/oplog":       {layer: services},
 		"internal/aggwrite":    {layer: services},
+		"internal/writeops":    {layer: services},
 		"internal/ttl":         {layer: services},
 		"internal/expirywatch": {layer: services},
 		"internal/failpoint":   {layer: services},
