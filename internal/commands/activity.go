@@ -9,6 +9,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/activity"
 	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/cursor/paging"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
@@ -206,7 +207,7 @@ func cmdCurrentOp(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := p.Run(&sliceSource{docs: h.currentOpDocs()}, nilEnv{now: h.deps.Clock.Now()})
+	out, err := p.Run(paging.Slice(h.currentOpDocs()...), nilEnv{now: h.deps.Clock.Now()})
 	if err != nil {
 		return nil, err
 	}
@@ -254,7 +255,7 @@ func (h *Handler) runOverDocs(r *request, stages bson.A, docs []bson.D, batch in
 	if err != nil {
 		return nil, err
 	}
-	out, err := p.Run(&sliceSource{docs: docs}, nilEnv{now: h.deps.Clock.Now()})
+	out, err := p.Run(paging.Slice(docs...), nilEnv{now: h.deps.Clock.Now()})
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/cursor/paging"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/executor"
 	"github.com/mayflydb/mayfly/internal/expr"
@@ -65,7 +66,7 @@ func cmdAggregate(h *Handler, r *request) (bson.D, error) {
 		}
 		return h.aggregateInto(r, coll, t)
 	}
-	r.refreshReads = aggregateReturnsDocuments(stagesOf(r))
+	r.refreshReads = paging.ReturnsDocuments(stagesOf(r))
 	out, err := h.runAggregate(r, coll)
 	if err != nil {
 		return nil, err
@@ -119,7 +120,7 @@ func (h *Handler) aggregateInput(r *request, coll string, p *aggregate.Pipeline)
 		return nil, nil, err
 	}
 	src := ex.Start()
-	r.track(ex.Scan())
+	r.live.Track(ex.Scan())
 	if r.refreshReads {
 		// The scan yields what the leading $match passes on.
 		src = h.refreshing(ex.Collection(), src)
@@ -166,7 +167,7 @@ func newAggEnv(h *Handler, r *request, coll string) *aggEnv {
 func (e *aggEnv) Collection(name string) (aggregate.Iterator, error) {
 	c := e.h.deps.Store.Collection(e.db, name)
 	if c == nil {
-		return &sliceSource{}, nil
+		return paging.Slice(), nil
 	}
 	return &interruptible{ctx: e.ctx, src: c.Scan(nil, nil)}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/aggwrite"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/cursor/paging"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
@@ -267,7 +268,7 @@ func (h *Handler) documentsAggregate(r *request, stages bson.A, batch int64) (bs
 	if err != nil {
 		return nil, err
 	}
-	out, err := p.Run(&sliceSource{}, nilEnv{now: h.deps.Clock.Now(), guard: newGuard(r.ctx)})
+	out, err := p.Run(paging.Slice(), nilEnv{now: h.deps.Clock.Now(), guard: newGuard(r.ctx)})
 	if err != nil {
 		return nil, causedBy(aggregateExecContext, err)
 	}

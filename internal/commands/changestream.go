@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"errors"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -10,6 +9,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/cursor"
+	"github.com/mayflydb/mayfly/internal/cursor/paging"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
@@ -81,7 +81,7 @@ func (h *Handler) openChangeStream(r *request, coll string, batch int64) (bson.D
 	id := int64(0)
 	if !s.Ended() {
 		s.Join() // before Add: the registry may close it from then on
-		id = h.deps.Cursors.Add(ns, &streamSource{Stream: s, lsid: sessionID(r)}, 0, int64(len(docs))).ID
+		id = h.deps.Cursors.Add(ns, s, sessionID(r)).ID
 	}
 	return streamReply(s, id, ns, "firstBatch", docs), nil
 }
@@ -248,57 +248,21 @@ func streamPipeline(r *request, stages bson.A) (*aggregate.Pipeline, error) {
 
 // streamGetMore continues a change stream: the changes since the last
 // batch, or, when there are none, the first to come within the wait.
-func (h *Handler) streamGetMore(r *request, c *cursor.Cursor, sc *streamSource, n int64) (bson.D, error) {
-	if err := checkSession(r, c.ID, &peekSource{lsid: sc.lsid}); err != nil {
-		h.deps.Cursors.Checkin(c)
-		return nil, err
-	}
-	docs, err := sc.Await(h.streamCall(r), n)
+func (h *Handler) streamGetMore(r *request, c *cursor.Cursor, s *changestream.Stream, n int64) (bson.D, error) {
+	docs, err := s.Await(h.streamCall(r), n)
 	if err != nil {
 		h.deps.Cursors.Remove(c.ID)
-		return nil, resumableStreamError(err)
+		return nil, changestream.ResumableError(err)
 	}
 	id := c.ID
-	if sc.Ended() {
+	if s.Ended() {
 		h.deps.Cursors.Remove(c.ID)
 		id = 0
 	} else {
 		h.deps.Cursors.Checkin(c)
 	}
-	return streamReply(sc.Stream, id, c.NS, "nextBatch", docs), nil
+	return streamReply(s, id, c.NS, "nextBatch", docs), nil
 }
-
-// resumableCodes are the errors after which a driver may resume a change
-// stream: mongod labels them ResumableChangeStreamError.
-var resumableCodes = map[mongoerr.Code]bool{
-	mongoerr.HostUnreachable: true, mongoerr.HostNotFound: true, mongoerr.NetworkTimeout: true,
-	mongoerr.ShutdownInProgress: true, mongoerr.PrimarySteppedDown: true, mongoerr.ExceededTimeLimit: true,
-	mongoerr.SocketException: true, mongoerr.NotWritablePrimary: true, mongoerr.InterruptedAtShutdown: true,
-	mongoerr.InterruptedDueToReplStateChange: true, mongoerr.NotPrimaryNoSecondaryOk: true,
-	mongoerr.NotPrimaryOrSecondary: true, mongoerr.StaleEpoch: true,
-	mongoerr.StaleConfig: true, mongoerr.RetryChangeStream: true, mongoerr.FailedToSatisfyReadPreference: true,
-}
-
-// resumableStreamError adds the ResumableChangeStreamError label to an
-// error a driver may resume after.
-func resumableStreamError(err error) error {
-	var me *mongoerr.Error
-	if !errors.As(err, &me) || !resumableCodes[me.Code] {
-		return err
-	}
-	labeled := *me
-	labeled.Extra = append(append([]mongoerr.KV(nil), me.Extra...), mongoerr.KV{Key: "errorLabels", Value: bson.A{"ResumableChangeStreamError"}})
-	return &labeled
-}
-
-// streamSource is an open stream as the cursor registry holds it, with
-// the session it was opened in (nil: none).
-type streamSource struct {
-	*changestream.Stream
-	lsid []byte
-}
-
-var _ cursor.Source = (*streamSource)(nil)
 
 // streamReply is a change stream's cursor reply, with postBatchResumeToken.
 func streamReply(s *changestream.Stream, id int64, ns, key string, batch []bson.Raw) bson.D {
@@ -336,6 +300,6 @@ func (s streamHost) Current(db, coll string, id any) (bson.D, error) {
 	return c.FindOne(bson.D{{Key: "_id", Value: id}})
 }
 
-func (streamHost) EncodeEvent(d bson.D) ([]byte, error) { return encodeResult(d) }
+func (streamHost) EncodeEvent(d bson.D) ([]byte, error) { return paging.EncodeResult(d) }
 
-func (streamHost) MaxEventBytes() int { return maxResultBytes }
+func (streamHost) MaxEventBytes() int { return paging.MaxResultBytes }

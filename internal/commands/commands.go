@@ -18,6 +18,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/cursor"
+	"github.com/mayflydb/mayfly/internal/cursor/paging"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/failpoint"
 	"github.com/mayflydb/mayfly/internal/logring"
@@ -110,10 +111,9 @@ type request struct {
 	// secret is the body as sent, passwords included; body has them masked
 	// for everything that may show it (currentOp, profiler, errors).
 	secret bson.D
-	// scans are the collection scans a cursor from this request reads.
-	scans  []*docstore.DocIter
-	sorted []*unexpiredSource // sorted results a cursor from it re-checks
-	live   *swapCtx           // set by commands that may open a cursor
+	// live is what a cursor from this request re-checks before each
+	// getMore: its scans, its sorted results, its context.
+	live paging.Live
 	// refreshReads: an aggregate that returns the documents its leading
 	// $match passes on, so they refresh their refreshOnRead dates.
 	refreshReads bool

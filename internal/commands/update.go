@@ -8,6 +8,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/collation"
+	"github.com/mayflydb/mayfly/internal/cursor/paging"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/expr"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -52,7 +53,7 @@ func guardModifier(m modifier, g *expr.Guard) modifier {
 func (m pipelineModifier) replacement() bool { return false }
 
 func (m pipelineModifier) apply(doc bson.D, _ int, _ bool, now time.Time) (bson.D, bool, error) {
-	out, err := m.p.Run(&sliceSource{docs: []bson.D{doc}}, nilEnv{now: now, guard: m.guard})
+	out, err := m.p.Run(paging.Slice(doc), nilEnv{now: now, guard: m.guard})
 	if err != nil {
 		return nil, false, err
 	}
