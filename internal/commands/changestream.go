@@ -1,7 +1,6 @@
 package commands
 
 import (
-
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"

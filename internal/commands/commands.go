@@ -89,7 +89,7 @@ type Handler struct {
 	started   time.Time
 	processID bson.ObjectID
 	opCounts  opCounters
-	emptyTs   emptyTsClock
+	emptyTs   docstore.EmptyTimestamps
 	sessions  *session.Cache
 	// failPoints are the fail points configureFailPoint sets (nil without
 	// enableTestCommands).
