@@ -72,7 +72,7 @@ func cmdAggregate(h *Handler, r *request) (bson.D, error) {
 		return nil, err
 	}
 	reply, err := h.requestCursorReply(r, r.db+"."+coll, out, batch, false)
-	return reply, causedBy(aggregateExecContext, err)
+	return reply, mongoerr.CausedBy(aggregateExecContext, err)
 }
 
 // stagesOf returns the pipeline array (validated by the caller's parse).
@@ -169,7 +169,7 @@ func (e *aggEnv) Collection(name string) (aggregate.Iterator, error) {
 	if c == nil {
 		return paging.Slice(), nil
 	}
-	return &interruptible{ctx: e.ctx, src: c.Scan(nil, nil)}, nil
+	return paging.Interruptible(c.Scan(nil, nil), func() error { return checkInterrupt(e.ctx) }), nil
 }
 
 func (e *aggEnv) Now() time.Time { return e.h.deps.Clock.Now() }

@@ -210,7 +210,7 @@ func (h *Handler) writeInto(r *request, ns string, t *aggTarget, out aggregate.I
 		err = w.Merge(&t.Target, out)
 	}
 	if err != nil {
-		return nil, causedBy(aggregateExecContext, err)
+		return nil, mongoerr.CausedBy(aggregateExecContext, err)
 	}
 	return cursorDoc(0, ns, "firstBatch", bson.A{}), nil
 }
@@ -270,12 +270,12 @@ func (h *Handler) documentsAggregate(r *request, stages bson.A, batch int64) (bs
 	}
 	out, err := p.Run(paging.Slice(), nilEnv{now: h.deps.Clock.Now(), guard: newGuard(r.ctx)})
 	if err != nil {
-		return nil, causedBy(aggregateExecContext, err)
+		return nil, mongoerr.CausedBy(aggregateExecContext, err)
 	}
 	ns := r.db + ".$cmd.aggregate"
 	if t != nil {
 		return h.writeInto(r, ns, t, out)
 	}
 	reply, err := h.requestCursorReply(r, ns, out, batch, false)
-	return reply, causedBy(aggregateExecContext, err)
+	return reply, mongoerr.CausedBy(aggregateExecContext, err)
 }

@@ -6,7 +6,6 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/cursor"
-	"github.com/mayflydb/mayfly/internal/cursor/paging"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
@@ -49,19 +48,7 @@ func (h *Handler) openChangeStream(r *request, coll string, batch int64) (bson.D
 	if err != nil {
 		return nil, err
 	}
-	if rec := h.deps.Changes.Record; rec != nil {
-		if err := rec(); err != nil {
-			return nil, err
-		}
-	}
-	if err := h.streams.CheckResume(spec); err != nil {
-		return nil, err
-	}
-	s, err := h.streams.Open(spec)
-	if err != nil {
-		return nil, err
-	}
-	docs, err := s.Read(h.streamCall(r), batch)
+	s, docs, err := h.streams.Start(spec, h.streamCall(r), batch)
 	if err != nil {
 		return nil, err
 	}
@@ -125,22 +112,3 @@ func (h *Handler) streamCall(r *request) *changestream.Call {
 		Waiting: func() func() { return h.waiting(r) },
 	}
 }
-
-// streamHost is the server's part in the change streams.
-type streamHost struct{ h *Handler }
-
-var _ changestream.Host = streamHost{}
-
-// Current reads the document an update changed as it is now (nil when it
-// is gone or expired), as updateLookup does on mongod.
-func (s streamHost) Current(db, coll string, id any) (bson.D, error) {
-	c := s.h.deps.Store.Collection(db, coll)
-	if c == nil {
-		return nil, nil
-	}
-	return c.FindOne(bson.D{{Key: "_id", Value: id}})
-}
-
-func (streamHost) EncodeEvent(d bson.D) ([]byte, error) { return paging.EncodeResult(d) }
-
-func (streamHost) MaxEventBytes() int { return paging.MaxResultBytes }

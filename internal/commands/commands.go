@@ -147,7 +147,7 @@ func New(deps Deps) *Handler {
 	}
 	h := &Handler{deps: deps, steady: clock.Unoffset(deps.Clock), started: deps.Clock.Now(), processID: bson.NewObjectID(), sessions: session.NewCache(session.MaxSessions)}
 	if deps.Changes != nil {
-		h.streams = changestream.NewStreams(deps.Changes, streamHost{h}, deps.Clock)
+		h.streams = changestream.NewStreams(deps.Changes, paging.StreamHost{Store: deps.Store}, deps.Clock)
 	}
 	h.table = buildTable(deps.TestCommands)
 	if deps.TestCommands {

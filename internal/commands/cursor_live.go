@@ -2,15 +2,11 @@ package commands
 
 import (
 	"bytes"
-	"encoding/hex"
-	"errors"
-	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/cursor"
-	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
@@ -45,25 +41,7 @@ func checkSession(r *request, c *cursor.Cursor) error {
 }
 
 func formatLSID(id []byte) string {
-	return formatUUID(id) + " - " + noAuthUID + " -  - "
-}
-
-func formatUUID(b []byte) string {
-	if len(b) != 16 {
-		return hex.EncodeToString(b)
-	}
-	h := hex.EncodeToString(b)
-	return fmt.Sprintf("%s-%s-%s-%s-%s", h[0:8], h[8:12], h[12:16], h[16:20], h[20:])
-}
-
-// droppedError is mongod's answer to a getMore whose collection was
-// dropped since the cursor's last batch.
-func droppedError(err error) error {
-	var de *docstore.DroppedError
-	if errors.As(err, &de) {
-		return mongoerr.Newf(mongoerr.QueryPlanKilled, "collection dropped. UUID %s", formatUUID(de.UUID.Data))
-	}
-	return err
+	return bsonutil.FormatUUID(id) + " - " + noAuthUID + " -  - "
 }
 
 // cursorContext makes r's context one that getMore can replace, for a

@@ -307,7 +307,7 @@ func famError(err error) error {
 	if err == nil || mongoerr.As(err).Code == mongoerr.DuplicateKey {
 		return err
 	}
-	return causedBy(famExecContext, err)
+	return mongoerr.CausedBy(famExecContext, err)
 }
 
 // withRefresh adds to findAndModify's write the refreshOnRead dates of the

@@ -97,12 +97,12 @@ func (h *Handler) documentsGetMore(r *request, c *cursor.Cursor, n int64) (bson.
 	p := c.Source.(*paging.Pager)
 	if err := p.Reopen(r.ctx); err != nil {
 		h.deps.Cursors.Remove(c.ID)
-		return nil, droppedError(err)
+		return nil, err
 	}
 	batch, err := p.More(h.tailWait(r), n)
 	if err != nil {
 		h.deps.Cursors.Remove(c.ID)
-		return nil, causedBy(getMoreExecContext, err)
+		return nil, mongoerr.CausedBy(getMoreExecContext, err)
 	}
 	if !p.StaysOpen() {
 		h.deps.Cursors.Remove(c.ID)

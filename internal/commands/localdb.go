@@ -81,7 +81,7 @@ func (h *Handler) findLocal(r *request, a *findArgs) (bson.D, error) {
 		return nil, err
 	}
 	reply, err := h.requestCursorReply(r, r.db+"."+a.coll, out, a.batchSize, a.singleBatch)
-	return reply, causedBy(findExecContext, err)
+	return reply, mongoerr.CausedBy(findExecContext, err)
 }
 
 // naturalOrder takes a {$natural: ±1} sort out of a (the view's own

@@ -10,10 +10,14 @@ package paging
 
 import (
 	"context"
+	"errors"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/cursor"
+	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
 const (
@@ -112,10 +116,14 @@ func (p *Pager) Fill(n int64) (bson.A, error) {
 // Reopen brings the cursor's scans up to the time of the getMore that
 // continues it, under ctx: documents deleted, expired or no longer
 // matching since the last batch are not returned, and the one document
-// read ahead for the last batch is dropped if it is one of them. It fails
-// with a *docstore.DroppedError when the collection was dropped.
+// read ahead for the last batch is dropped if it is one of them. A
+// collection dropped meanwhile fails it with mongod's QueryPlanKilled.
 func (p *Pager) Reopen(ctx context.Context) error {
 	live, err := p.live.reopen(ctx)
+	var dropped *docstore.DroppedError
+	if errors.As(err, &dropped) {
+		return mongoerr.Newf(mongoerr.QueryPlanKilled, "collection dropped. UUID %s", bsonutil.FormatUUID(dropped.UUID.Data))
+	}
 	if err != nil {
 		return err
 	}

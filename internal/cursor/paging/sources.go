@@ -72,3 +72,24 @@ func (s *projectSource) Next() (bson.D, bool, error) {
 }
 
 func (s *projectSource) Close() error { return s.src.Close() }
+
+// Interruptible stops src with check's error once check fails (the
+// command's maxTimeMS or killOp), so blocking stages that drain their
+// input stop too.
+func Interruptible(src cursor.Source, check func() error) cursor.Source {
+	return &interruptible{src: src, check: check}
+}
+
+type interruptible struct {
+	src   cursor.Source
+	check func() error
+}
+
+func (s *interruptible) Next() (bson.D, bool, error) {
+	if err := s.check(); err != nil {
+		return nil, false, err
+	}
+	return s.src.Next()
+}
+
+func (s *interruptible) Close() error { return s.src.Close() }
