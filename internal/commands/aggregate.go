@@ -147,9 +147,6 @@ func (h *Handler) planAggregate(r *request, coll string, p *aggregate.Pipeline) 
 	return ex, p, nil
 }
 
-// firstKey is a stage's name.
-func firstKey(stage any) string { return executor.FirstKey(stage) }
-
 // aggEnv gives a pipeline access to its database. It is held by the
 // pipeline, and so by a cursor made from it, for the cursor's life: it
 // keeps the names and the context it needs, not the request.
