@@ -5,6 +5,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/aggwrite"
+	"github.com/mayflydb/mayfly/internal/cursor/paging"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/writeops"
@@ -59,7 +60,7 @@ func (h *Handler) writeInto(r *request, ns string, t *aggwrite.Target, out aggre
 		err = w.Merge(t, out)
 	}
 	if err != nil {
-		return nil, causedBy(aggregateExecContext, err)
+		return nil, mongoerr.CausedBy(aggregateExecContext, err)
 	}
 	return cursorDoc(0, ns, "firstBatch", bson.A{}), nil
 }
@@ -117,14 +118,14 @@ func (h *Handler) documentsAggregate(r *request, stages bson.A, batch int64) (bs
 	if err != nil {
 		return nil, err
 	}
-	out, err := p.Run(&sliceSource{}, aggregate.Standalone(h.deps.Clock.Now(), newGuard(r.ctx)))
+	out, err := p.Run(paging.Slice(), aggregate.Standalone(h.deps.Clock.Now(), newGuard(r.ctx)))
 	if err != nil {
-		return nil, causedBy(aggregateExecContext, err)
+		return nil, mongoerr.CausedBy(aggregateExecContext, err)
 	}
 	ns := r.db + ".$cmd.aggregate"
 	if t != nil {
 		return h.writeInto(r, ns, t, out)
 	}
 	reply, err := h.requestCursorReply(r, ns, out, batch, false)
-	return reply, causedBy(aggregateExecContext, err)
+	return reply, mongoerr.CausedBy(aggregateExecContext, err)
 }

@@ -224,5 +224,5 @@ func famError(err error) error {
 	if err == nil || mongoerr.As(err).Code == mongoerr.DuplicateKey {
 		return err
 	}
-	return causedBy(famExecContext, err)
+	return mongoerr.CausedBy(famExecContext, err)
 }

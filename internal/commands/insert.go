@@ -185,7 +185,7 @@ func cmdInsert(h *Handler, r *request) (bson.D, error) {
 		return run.InsertGroup(c, a.opt, a.ordered, i, len(docs), func(j int) (bson.D, error) {
 			d := docs[j]
 			if !a.keepEmptyTs {
-				d = h.fillEmptyTimestamps(d)
+				d = h.emptyTs.Fill(d, h.deps.Clock.Now())
 			}
 			return writeops.PrepareInsert(d)
 		}, func(int) { res.n++ })
