@@ -166,7 +166,7 @@ func (e *aggEnv) Collection(name string) (aggregate.Iterator, error) {
 	if c == nil {
 		return paging.Slice(), nil
 	}
-	return paging.Interruptible(c.Scan(nil, nil), func() error { return checkInterrupt(e.ctx) }), nil
+	return paging.Interruptible(c.Scan(nil, nil), e.ctx, checkInterrupt), nil
 }
 
 func (e *aggEnv) Now() time.Time { return e.h.deps.Clock.Now() }

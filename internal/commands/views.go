@@ -101,7 +101,7 @@ func (h *Handler) runAggregate(r *request, coll string) (aggregate.Iterator, err
 	if err != nil {
 		return nil, err
 	}
-	out, err := p.Run(paging.Interruptible(in, func() error { return checkInterrupt(r.ctx) }), newAggEnv(h, r, coll))
+	out, err := p.Run(paging.Interruptible(in, r.ctx, checkInterrupt), newAggEnv(h, r, coll))
 	return out, mongoerr.CausedBy(aggregateExecContext, err)
 }
 

@@ -72,7 +72,7 @@ func TestStaysOpenAfterAFullBatch(t *testing.T) {
 		{"scan that ended inside the batch", &endless{left: 1}, false},
 		{"empty tailable", &tailing{}, true},
 		{"projected tailable", Project(&tailing{}, func(d bson.D) (bson.D, error) { return d, nil }), true},
-		{"interruptible slice at its end", Interruptible(Slice(docs(1)...), func() error { return nil }), false},
+		{"interruptible slice at its end", Interruptible(Slice(docs(1)...), context.Background(), func(context.Context) error { return nil }), false},
 	}
 	for _, tc := range cases {
 		p := New(tc.src, Live{})

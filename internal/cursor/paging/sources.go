@@ -1,6 +1,8 @@
 package paging
 
 import (
+	"context"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/cursor"
@@ -73,20 +75,23 @@ func (s *projectSource) Next() (bson.D, bool, error) {
 
 func (s *projectSource) Close() error { return s.src.Close() }
 
-// Interruptible stops src with check's error once check fails (the
+// Interruptible stops src with check's error for ctx once it fails (the
 // command's maxTimeMS or killOp), so blocking stages that drain their
-// input stop too.
-func Interruptible(src cursor.Source, check func() error) cursor.Source {
-	return &interruptible{src: src, check: check}
+// input stop too. It takes the context itself, not a closure: the source
+// lives as long as its cursor, and a closure over the request that
+// opened it would keep the whole request (a large $in, say) alive.
+func Interruptible(src cursor.Source, ctx context.Context, check func(context.Context) error) cursor.Source {
+	return &interruptible{src: src, ctx: ctx, check: check}
 }
 
 type interruptible struct {
 	src   cursor.Source
-	check func() error
+	ctx   context.Context
+	check func(context.Context) error
 }
 
 func (s *interruptible) Next() (bson.D, bool, error) {
-	if err := s.check(); err != nil {
+	if err := s.check(s.ctx); err != nil {
 		return nil, false, err
 	}
 	return s.src.Next()
