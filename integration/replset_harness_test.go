@@ -28,7 +28,13 @@ type replSet struct {
 // startReplSet starts n members and initiates the set from the first.
 func startReplSet(t *testing.T, n int, args ...string) *replSet {
 	t.Helper()
-	rs := &replSet{t: t, bin: buildBinary(t), name: "rs0", args: args}
+	return startNamedReplSet(t, "rs0", n, args...)
+}
+
+// startNamedReplSet is startReplSet for a set named name.
+func startNamedReplSet(t *testing.T, name string, n int, args ...string) *replSet {
+	t.Helper()
+	rs := &replSet{t: t, bin: buildBinary(t), name: name, args: args}
 	for i := 0; i < n; i++ {
 		rs.dirs = append(rs.dirs, t.TempDir())
 		rs.addrs = append(rs.addrs, freePort(t))

@@ -133,7 +133,7 @@ func (r *Router) scatterAggregate(op *operation, ns string, ts []target, pipelin
 	cursorOpt := bsonutil.ToD(mustField(op.body, "cursor"))
 	batchSize := int64(defaultBatchSize)
 	if v, ok := bsonutil.Field(cursorOpt, "batchSize"); ok {
-		batchSize = int64(bsonutil.ToFloat(v))
+		batchSize = toInt64(v)
 	}
 	return r.firstBatch(op, ns, &mergedCursor{streams: streams, out: out}, batchSize, false)
 }

@@ -256,7 +256,7 @@ func cmdListDatabases(r *Router, op *operation) (bson.D, error) {
 			if _, seen := sizes[name]; !seen {
 				names = append(names, name)
 			}
-			sizes[name] += int64(bsonutil.ToFloat(mustField(d, "sizeOnDisk")))
+			sizes[name] += toInt64(mustField(d, "sizeOnDisk"))
 		}
 	}
 	return databaseList(names, sizes, op.body), nil

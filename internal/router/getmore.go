@@ -167,7 +167,7 @@ func cmdGetMore(r *Router, op *operation) (bson.D, error) {
 		s.op = op
 	}
 	batchSize, _ := bsonutil.Field(op.body, "batchSize")
-	batch, more, err := c.merged.fill(int64(bsonutil.ToFloat(batchSize)))
+	batch, more, err := c.merged.fill(toInt64(batchSize))
 	r.cursors.checkIn(c, err != nil || !more)
 	if err != nil || !more {
 		_ = c.merged.out.Close()

@@ -79,7 +79,7 @@ func (r *Router) awaitHello(op *operation) error {
 	if pid, _ := bsonutil.Field(d, "processId"); pid != r.processID {
 		return nil // another process's version: answer at once
 	}
-	ms := int64(bsonutil.ToFloat(wait))
+	ms := toInt64(wait)
 	if ms < 0 {
 		return mongoerr.New(mongoerr.BadValue, "maxAwaitTimeMS must be a non-negative integer")
 	}

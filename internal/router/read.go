@@ -1,6 +1,7 @@
 package router
 
 import (
+	"math"
 	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -97,7 +98,7 @@ func parseFindPlan(body bson.D) (findPlan, error) {
 	p.limit = intField(body, "limit")
 	p.batchSize = defaultBatchSize
 	if v, ok := bsonutil.Field(body, "batchSize"); ok {
-		p.batchSize = int64(bsonutil.ToFloat(v))
+		p.batchSize = toInt64(v)
 	}
 	single, _ := bsonutil.Field(body, "singleBatch")
 	p.single = single == true
@@ -109,6 +110,23 @@ func parseFindPlan(body bson.D) (findPlan, error) {
 
 func intField(body bson.D, key string) int64 {
 	v, _ := bsonutil.Field(body, key)
+	return toInt64(v)
+}
+
+// appendNumber is a count as mongod's appendNumber writes it: an int
+// when it fits, a long otherwise.
+func appendNumber(n int64) any {
+	if n >= math.MinInt32 && n <= math.MaxInt32 {
+		return int32(n)
+	}
+	return n
+}
+
+// toInt64 reads a number of any BSON numeric type; anything else is 0.
+func toInt64(v any) int64 {
+	if !bsonutil.IsNumber(v) {
+		return 0
+	}
 	return int64(bsonutil.ToFloat(v))
 }
 
@@ -208,13 +226,13 @@ func cmdCount(r *Router, op *operation) (bson.D, error) {
 			if err != nil {
 				return nil, err
 			}
-			n += int64(bsonutil.ToFloat(mustField(reply, "n")))
+			n += toInt64(mustField(reply, "n"))
 		}
 		n = max(n-skip, 0)
 		if limit > 0 {
 			n = min(n, limit)
 		}
-		return bson.D{{Key: "n", Value: n}}, nil
+		return bson.D{{Key: "n", Value: appendNumber(n)}}, nil
 	})
 }
 

@@ -99,7 +99,7 @@ func (r *Router) initialShards(op *operation, p placement, req shardRequest) (id
 	if err != nil {
 		return nil, false, err
 	}
-	if bsonutil.ToFloat(mustField(reply, "n")) > 0 {
+	if toInt64(mustField(reply, "n")) > 0 {
 		// mongod needs an index starting with the key first; Mayfly cannot
 		// build a hashed one yet, so no collection with data qualifies.
 		return nil, false, mongoerr.New(mongoerr.InvalidOptions, "Please create an index that starts with the proposed shard key before sharding the collection")

@@ -122,8 +122,8 @@ func isMulti(stmt bson.D, kind writeKind) bool {
 		v, _ := bsonutil.Field(stmt, "multi")
 		return bsonutil.TrueValue(v)
 	}
-	v, _ := bsonutil.Field(stmt, "limit")
-	return bsonutil.ToFloat(v) == 0
+	v, ok := bsonutil.Field(stmt, "limit")
+	return ok && toInt64(v) == 0
 }
 
 // exactID reports a filter with equality on _id.

@@ -20,8 +20,8 @@ type writeResult struct {
 
 // add takes a shard's reply to statements idx (the client's indexes).
 func (w *writeResult) add(reply bson.D, idx []int) {
-	w.n += int64(bsonutil.ToFloat(mustField(reply, "n")))
-	w.nModified += int64(bsonutil.ToFloat(mustField(reply, "nModified")))
+	w.n += toInt64(mustField(reply, "n"))
+	w.nModified += toInt64(mustField(reply, "nModified"))
 	for _, u := range bsonutil.ToA(mustField(reply, "upserted")) {
 		w.upserted = append(w.upserted, reindex(bsonutil.ToD(u), idx))
 	}
@@ -38,7 +38,7 @@ func (w *writeResult) add(reply bson.D, idx []int) {
 
 // reindex rewrites a shard's batch position as the client's.
 func reindex(d bson.D, idx []int) bson.D {
-	i := int(bsonutil.ToFloat(mustField(d, "index")))
+	i := int(toInt64(mustField(d, "index")))
 	if i >= 0 && i < len(idx) {
 		d = bsonutil.WithField(d, "index", int32(idx[i]))
 	}
@@ -91,7 +91,7 @@ func staleIndexes(reply bson.D, idx []int, ordered bool) ([]int, bson.D) {
 			kept = append(kept, we)
 			continue
 		}
-		at := int(bsonutil.ToFloat(mustField(d, "index")))
+		at := int(toInt64(mustField(d, "index")))
 		if ordered { // the shard stopped there: the rest did not run
 			stale = append(stale, idx[at:]...)
 			break
@@ -116,7 +116,7 @@ func statementIDs(body bson.D, n int) bson.A {
 	}
 	first := int32(0)
 	if v, ok := bsonutil.Field(body, "stmtId"); ok {
-		first = int32(bsonutil.ToFloat(v))
+		first = int32(toInt64(v))
 	}
 	ids := make(bson.A, n)
 	for i := range ids {
