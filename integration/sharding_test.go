@@ -26,7 +26,7 @@ type shardedCluster struct {
 	t      *testing.T
 	config *replSet
 	shards map[string]*replSet // by set name, which is the shard's id
-	router string             // host:port
+	router string              // host:port
 }
 
 // shardNames are the test cluster's shards, in id order.
