@@ -25,16 +25,14 @@ func cmdAggregate(r *Router, op *operation) (bson.D, error) {
 		return nil, err
 	}
 	ns := op.db + "." + coll
-	return r.withRetry(op, ns, func() (bson.D, error) {
-		_, ts, err := r.readTargets(op, ns, leadingMatch(pipeline))
-		if err != nil {
-			return nil, err
-		}
-		if len(ts) == 1 {
-			return r.forwardCursor(op, ts[0], passThrough(op.body))
-		}
-		return r.scatterAggregate(op, ns, ts, pipeline)
-	})
+	_, ts, err := r.readTargets(op, ns, leadingMatch(pipeline))
+	if err != nil {
+		return nil, err
+	}
+	if len(ts) == 1 {
+		return r.forwardCursor(op, ts[0], passThrough(op.body))
+	}
+	return r.scatterAggregate(op, ns, ts, pipeline)
 }
 
 // refuseUnsupportedStages refuses what the router cannot run over

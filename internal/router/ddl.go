@@ -59,22 +59,20 @@ func cmdCollectionDDL(r *Router, op *operation) (bson.D, error) {
 		return nil, err
 	}
 	ns := op.db + "." + coll
-	return r.withRetry(op, ns, func() (bson.D, error) {
-		p, err := r.place(op, ns, op.name != "dropIndexes")
-		if err != nil {
+	p, err := r.place(op, ns, op.name != "dropIndexes")
+	if err != nil {
+		return nil, err
+	}
+	if op.name == "createIndexes" && p.table != nil {
+		if err := checkUniqueIndexes(p.table, op.body); err != nil {
 			return nil, err
 		}
-		if op.name == "createIndexes" && p.table != nil {
-			if err := checkUniqueIndexes(p.table, op.body); err != nil {
-				return nil, err
-			}
-		}
-		ts, err := r.ddlTargets(op, p)
-		if err != nil {
-			return nil, err
-		}
-		return r.broadcast(op, p, ts, passThrough(op.body))
-	})
+	}
+	ts, err := r.ddlTargets(op, p)
+	if err != nil {
+		return nil, err
+	}
+	return r.broadcast(op, p, ts, passThrough(op.body))
 }
 
 // checkUniqueIndexes refuses a unique index a shard could not enforce

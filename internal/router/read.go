@@ -47,17 +47,15 @@ func cmdFind(r *Router, op *operation) (bson.D, error) {
 		return nil, err
 	}
 	ns := op.db + "." + coll
-	return r.withRetry(op, ns, func() (bson.D, error) {
-		filter, _ := bsonutil.Field(op.body, "filter")
-		_, ts, err := r.readTargets(op, ns, bsonutil.ToD(filter))
-		if err != nil {
-			return nil, err
-		}
-		if len(ts) == 1 {
-			return r.forwardCursor(op, ts[0], passThrough(op.body))
-		}
-		return r.scatterFind(op, ns, ts)
-	})
+	filter, _ := bsonutil.Field(op.body, "filter")
+	_, ts, err := r.readTargets(op, ns, bsonutil.ToD(filter))
+	if err != nil {
+		return nil, err
+	}
+	if len(ts) == 1 {
+		return r.forwardCursor(op, ts[0], passThrough(op.body))
+	}
+	return r.scatterFind(op, ns, ts)
 }
 
 // forwardCursor runs a cursor command on one shard and adopts its cursor.
@@ -203,37 +201,35 @@ func cmdCount(r *Router, op *operation) (bson.D, error) {
 		return nil, err
 	}
 	ns := op.db + "." + coll
-	return r.withRetry(op, ns, func() (bson.D, error) {
-		filter, _ := bsonutil.Field(op.body, "query")
-		_, ts, err := r.readTargets(op, ns, bsonutil.ToD(filter))
+	filter, _ := bsonutil.Field(op.body, "query")
+	_, ts, err := r.readTargets(op, ns, bsonutil.ToD(filter))
+	if err != nil {
+		return nil, err
+	}
+	if len(ts) == 1 {
+		return r.forwardOne(op, ts[0], passThrough(op.body))
+	}
+	skip, limit := intField(op.body, "skip"), intField(op.body, "limit")
+	if limit < 0 {
+		limit = -limit
+	}
+	cmd := bsonutil.WithoutField(bsonutil.WithoutField(passThrough(op.body), "skip"), "limit")
+	if limit > 0 {
+		cmd = append(cmd, bson.E{Key: "limit", Value: limit + skip})
+	}
+	var n int64
+	for _, t := range ts {
+		reply, err := r.sendOK(op, t, cmd)
 		if err != nil {
 			return nil, err
 		}
-		if len(ts) == 1 {
-			return r.forwardOne(op, ts[0], passThrough(op.body))
-		}
-		skip, limit := intField(op.body, "skip"), intField(op.body, "limit")
-		if limit < 0 {
-			limit = -limit
-		}
-		cmd := bsonutil.WithoutField(bsonutil.WithoutField(passThrough(op.body), "skip"), "limit")
-		if limit > 0 {
-			cmd = append(cmd, bson.E{Key: "limit", Value: limit + skip})
-		}
-		var n int64
-		for _, t := range ts {
-			reply, err := r.sendOK(op, t, cmd)
-			if err != nil {
-				return nil, err
-			}
-			n += toInt64(mustField(reply, "n"))
-		}
-		n = max(n-skip, 0)
-		if limit > 0 {
-			n = min(n, limit)
-		}
-		return bson.D{{Key: "n", Value: appendNumber(n)}}, nil
-	})
+		n += toInt64(mustField(reply, "n"))
+	}
+	n = max(n-skip, 0)
+	if limit > 0 {
+		n = min(n, limit)
+	}
+	return bson.D{{Key: "n", Value: appendNumber(n)}}, nil
 }
 
 // forwardOne runs a command on one target and answers with its reply.
@@ -261,25 +257,23 @@ func cmdDistinct(r *Router, op *operation) (bson.D, error) {
 		return nil, err
 	}
 	ns := op.db + "." + coll
-	return r.withRetry(op, ns, func() (bson.D, error) {
-		filter, _ := bsonutil.Field(op.body, "query")
-		_, ts, err := r.readTargets(op, ns, bsonutil.ToD(filter))
+	filter, _ := bsonutil.Field(op.body, "query")
+	_, ts, err := r.readTargets(op, ns, bsonutil.ToD(filter))
+	if err != nil {
+		return nil, err
+	}
+	if len(ts) == 1 {
+		return r.forwardOne(op, ts[0], passThrough(op.body))
+	}
+	var values []any
+	for _, t := range ts {
+		reply, err := r.sendOK(op, t, passThrough(op.body))
 		if err != nil {
 			return nil, err
 		}
-		if len(ts) == 1 {
-			return r.forwardOne(op, ts[0], passThrough(op.body))
-		}
-		var values []any
-		for _, t := range ts {
-			reply, err := r.sendOK(op, t, passThrough(op.body))
-			if err != nil {
-				return nil, err
-			}
-			values = append(values, bsonutil.ToA(mustField(reply, "values"))...)
-		}
-		return bson.D{{Key: "values", Value: uniqueValues(values)}}, nil
-	})
+		values = append(values, bsonutil.ToA(mustField(reply, "values"))...)
+	}
+	return bson.D{{Key: "values", Value: uniqueValues(values)}}, nil
 }
 
 // uniqueValues sorts values in BSON order and drops repeats.

@@ -135,7 +135,7 @@ func (r *Router) dispatch(op *operation) (bson.D, error) {
 	if r.cfg.RequireAuth && !isHandshake(op.name) {
 		return nil, mongoerr.Newf(mongoerr.Unauthorized, "Command %s requires authentication", op.name)
 	}
-	return h(r, op)
+	return r.runRefreshing(op, h)
 }
 
 // call sends cmd to a replica set's primary, keeping the reply's times.

@@ -225,17 +225,23 @@ func isStale(reply bson.D) bool {
 	return false
 }
 
-// withRetry runs attempt until it succeeds without errStale, refreshing
-// ns's routing between tries, at most maxStaleRetries times.
-func (r *Router) withRetry(op *operation, ns string, attempt func() (bson.D, error)) (bson.D, error) {
+// runRefreshing runs a command until it ends without errStale,
+// forgetting what the router knows of the command's collection (or its
+// database) between tries, at most maxStaleRetries times. Writes retry
+// their stale statements themselves, since others may have applied.
+func (r *Router) runRefreshing(op *operation, h handlerFunc) (bson.D, error) {
 	for i := 0; ; i++ {
-		reply, err := attempt()
+		reply, err := h(r, op)
 		if !errors.Is(err, errStale) {
 			return reply, err
 		}
-		r.catalog.invalidate(ns)
+		if coll, ok := op.body[0].Value.(string); ok {
+			r.catalog.invalidate(op.db + "." + coll)
+		} else {
+			r.catalog.invalidateDatabase(op.db)
+		}
 		if i+1 >= maxStaleRetries {
-			return nil, mongoerr.Newf(mongoerr.StaleConfig, "routing information for %s is still stale after %d refreshes", ns, maxStaleRetries)
+			return nil, mongoerr.Newf(mongoerr.StaleConfig, "routing information for %s is still stale after %d refreshes", op.db, maxStaleRetries)
 		}
 	}
 }

@@ -140,22 +140,20 @@ func cmdFindAndModify(r *Router, op *operation) (bson.D, error) {
 		return nil, err
 	}
 	ns := op.db + "." + coll
-	return r.withRetry(op, ns, func() (bson.D, error) {
-		p, err := r.place(op, ns, true)
-		if err != nil {
-			return nil, err
+	p, err := r.place(op, ns, true)
+	if err != nil {
+		return nil, err
+	}
+	var keys []any
+	if p.table != nil {
+		keys = shardKeyValues(p.table, bsonutil.ToD(mustField(op.body, "query")), simpleCollation(op.body))
+		if len(keys) != 1 {
+			return nil, mongoerr.Newf(mongoerr.ShardKeyNotFound, "Query for sharded findAndModify must contain the shard key")
 		}
-		var keys []any
-		if p.table != nil {
-			keys = shardKeyValues(p.table, bsonutil.ToD(mustField(op.body, "query")), simpleCollation(op.body))
-			if len(keys) != 1 {
-				return nil, mongoerr.Newf(mongoerr.ShardKeyNotFound, "Query for sharded findAndModify must contain the shard key")
-			}
-		}
-		ts, err := r.targets(op, p, keys)
-		if err != nil {
-			return nil, err
-		}
-		return r.forwardOne(op, ts[0], passThrough(op.body))
-	})
+	}
+	ts, err := r.targets(op, p, keys)
+	if err != nil {
+		return nil, err
+	}
+	return r.forwardOne(op, ts[0], passThrough(op.body))
 }

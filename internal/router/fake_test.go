@@ -1,0 +1,220 @@
+package router
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/server"
+	"github.com/mayflydb/mayfly/internal/shardkey"
+	"github.com/mayflydb/mayfly/internal/shardmeta"
+)
+
+// fakeSet is a one-member replica set on 127.0.0.1 whose answers a test
+// writes: a config server holding documents, or a shard.
+type fakeSet struct {
+	name string
+	addr string
+	mu   sync.Mutex
+	// answer runs every command but hello; it is called under mu.
+	answer func(cmd *server.Command) bson.D
+}
+
+func (f *fakeSet) Handle(_ context.Context, _ *server.Conn, cmd *server.Command) bson.D {
+	if cmd.Name == "hello" {
+		return bson.D{{Key: "isWritablePrimary", Value: true}, {Key: "setName", Value: f.name},
+			{Key: "hosts", Value: bson.A{f.addr}}, {Key: "ok", Value: 1.0}}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.answer(cmd)
+}
+
+func startFakeSet(t *testing.T, name string, answer func(*server.Command) bson.D) *fakeSet {
+	t.Helper()
+	f := &fakeSet{name: name, answer: answer}
+	srv := server.New(server.Config{Addr: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, f)
+	if err := srv.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	f.addr = srv.Addr().String()
+	go func() { _ = srv.Serve() }()
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	return f
+}
+
+// fakeConfig is a config server: collections of documents, found by
+// equality on top-level fields, and a count of reads per collection.
+type fakeConfig struct {
+	docs  map[string][]bson.D
+	reads map[string]int
+}
+
+func (c *fakeConfig) answer(cmd *server.Command) bson.D {
+	coll, _ := cmd.Body[0].Value.(string)
+	switch cmd.Name {
+	case "find":
+		c.reads[coll]++
+		filter := bsonutil.ToD(mustField(cmd.Body, "filter"))
+		batch := bson.A{}
+		for _, d := range c.docs[coll] {
+			if matchesEq(d, filter) {
+				batch = append(batch, d)
+			}
+		}
+		return bson.D{{Key: "cursor", Value: bson.D{{Key: "firstBatch", Value: batch}, {Key: "id", Value: int64(0)},
+			{Key: "ns", Value: "config." + coll}}}, {Key: "ok", Value: 1.0}}
+	case "insert":
+		for _, d := range bsonutil.ToA(mustField(cmd.Body, "documents")) {
+			c.docs[coll] = append(c.docs[coll], bsonutil.ToD(d))
+		}
+	}
+	return bson.D{{Key: "n", Value: int32(1)}, {Key: "ok", Value: 1.0}}
+}
+
+func matchesEq(d, filter bson.D) bool {
+	for _, e := range filter {
+		v, _ := bsonutil.Field(d, e.Key)
+		if bsonutil.Compare(v, e.Value) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// fakeShard answers every routed command with an empty success, after
+// answering stale StaleConfig (13388) to the first ones that carry a
+// shard version; it counts the versioned commands it saw.
+type fakeShard struct {
+	stale     int
+	versioned map[string]int
+}
+
+func (s *fakeShard) answer(cmd *server.Command) bson.D {
+	if _, ok := bsonutil.Field(cmd.Body, "shardVersion"); ok {
+		s.versioned[cmd.Name]++
+		if s.stale > 0 {
+			s.stale--
+			return bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: "version mismatch"},
+				{Key: "code", Value: int32(13388)}, {Key: "codeName", Value: "StaleConfig"}}
+		}
+	}
+	return append(emptyReply(cmd), bson.E{Key: "ok", Value: 1.0})
+}
+
+// emptyReply is a success of a command's shape with nothing in it.
+func emptyReply(cmd *server.Command) bson.D {
+	coll, _ := cmd.Body[0].Value.(string)
+	switch cmd.Name {
+	case "find", "aggregate", "listIndexes", "listCollections":
+		return cursorReply(cmd.DB+"."+coll, 0, "firstBatch", bson.A{})
+	case "count", "insert", "delete":
+		return bson.D{{Key: "n", Value: int32(0)}}
+	case "update":
+		return bson.D{{Key: "n", Value: int32(0)}, {Key: "nModified", Value: int32(0)}}
+	case "distinct":
+		return bson.D{{Key: "values", Value: bson.A{}}}
+	case "findAndModify":
+		return bson.D{{Key: "lastErrorObject", Value: bson.D{{Key: "n", Value: int32(0)}}}, {Key: "value", Value: nil}}
+	case "listDatabases":
+		return bson.D{{Key: "databases", Value: bson.A{}}}
+	}
+	return bson.D{}
+}
+
+// fakeCluster is a router over a fake config server and one fake shard,
+// shA, primary of database db, which holds db.sharded (hashed _id, one
+// chunk) and db.plain (unsharded).
+type fakeCluster struct {
+	router *Router
+	config *fakeConfig
+	shard  *fakeShard
+	sets   []*fakeSet
+}
+
+func startFakeCluster(t *testing.T) *fakeCluster {
+	t.Helper()
+	fc := &fakeCluster{config: &fakeConfig{docs: map[string][]bson.D{}, reads: map[string]int{}},
+		shard: &fakeShard{versioned: map[string]int{}}}
+	cfgSet := startFakeSet(t, "cfg", fc.config.answer)
+	shardSet := startFakeSet(t, "shA", fc.shard.answer)
+	fc.sets = []*fakeSet{cfgSet, shardSet}
+	fc.config.docs = clusterMetadata(t, shardSet.addr)
+	r, err := New(Config{ConfigDB: "cfg/" + cfgSet.addr, Version: "8.0.0", Host: "router:1",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	fc.router = r
+	return fc
+}
+
+// clusterMetadata is the config documents of the fake cluster.
+func clusterMetadata(t *testing.T, shardAddr string) map[string][]bson.D {
+	t.Helper()
+	pattern, err := shardkey.Parse(bson.D{{Key: "_id", Value: "hashed"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uuid, err := shardmeta.NewUUID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	epoch, at := bson.NewObjectID(), bson.Timestamp{T: 100, I: 1}
+	chunks, err := shardmeta.HashedInitialChunks(shardmeta.InitialLayout{Pattern: pattern, UUID: uuid, Epoch: epoch, ValidAfter: at, Shards: []string{"shA"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := map[string][]bson.D{}
+	add := func(coll string, v any) {
+		raw, err := shardmeta.Encode(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d bson.D
+		if err := bson.Unmarshal(raw, &d); err != nil {
+			t.Fatal(err)
+		}
+		docs[coll] = append(docs[coll], d)
+	}
+	add(shardmeta.ShardsCollection, shardmeta.Shard{ID: "shA", Host: "shA/" + shardAddr, State: shardmeta.ShardStateActive})
+	add(shardmeta.DatabasesCollection, shardmeta.Database{ID: "db", Primary: "shA",
+		Version: shardmeta.DatabaseVersion{UUID: uuid, Timestamp: at, LastMod: 1}})
+	add(shardmeta.CollectionsCollection, shardmeta.Collection{ID: "db.sharded", Epoch: epoch, Timestamp: at, UUID: uuid, Key: pattern.Spec()})
+	for _, c := range chunks {
+		add(shardmeta.ChunksCollection, c)
+	}
+	return docs
+}
+
+// run sends one command through the router as a client would.
+func (fc *fakeCluster) run(db string, body bson.D) bson.D {
+	body = append(body, bson.E{Key: "$db", Value: db})
+	return fc.router.Handle(context.Background(), nil, &server.Command{DB: db, Name: body[0].Key, Body: body})
+}
+
+// setStale makes the shard answer StaleConfig n times from now.
+func (fc *fakeCluster) setStale(n int) {
+	for _, s := range fc.sets {
+		s.mu.Lock()
+	}
+	fc.shard.stale = n
+	fc.shard.versioned = map[string]int{}
+	for _, s := range fc.sets {
+		s.mu.Unlock()
+	}
+}
+
+func (fc *fakeCluster) counts(name, coll string) (versioned, configReads int) {
+	for _, s := range fc.sets {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+	}
+	return fc.shard.versioned[name], fc.config.reads[coll]
+}

@@ -1,0 +1,128 @@
+package router
+
+import (
+	"maps"
+	"slices"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
+)
+
+// routedCommands are the commands the router sends to shards with a
+// shard version, each with a request that reaches the fake shard.
+func routedCommands() map[string]bson.D {
+	sharded := func(name string, rest ...bson.E) bson.D {
+		return append(bson.D{{Key: name, Value: "sharded"}}, rest...)
+	}
+	byID := bson.D{{Key: "_id", Value: int32(1)}}
+	set := bson.D{{Key: "$set", Value: bson.D{{Key: "a", Value: int32(1)}}}}
+	fam := []bson.E{{Key: "query", Value: byID}, {Key: "update", Value: set}}
+	return map[string]bson.D{
+		"find":      sharded("find", bson.E{Key: "filter", Value: bson.D{}}),
+		"aggregate": sharded("aggregate", bson.E{Key: "pipeline", Value: bson.A{}}, bson.E{Key: "cursor", Value: bson.D{}}),
+		"count":     sharded("count"),
+		"distinct":  sharded("distinct", bson.E{Key: "key", Value: "a"}),
+		"insert":    sharded("insert", bson.E{Key: "documents", Value: bson.A{byID}}),
+		"update": sharded("update", bson.E{Key: "updates", Value: bson.A{
+			bson.D{{Key: "q", Value: byID}, {Key: "u", Value: set}}}}),
+		"delete": sharded("delete", bson.E{Key: "deletes", Value: bson.A{
+			bson.D{{Key: "q", Value: byID}, {Key: "limit", Value: int32(1)}}}}),
+		"findAndModify": sharded("findAndModify", fam...),
+		"findandmodify": sharded("findandmodify", fam...),
+		"create":        {{Key: "create", Value: "plain"}},
+		"createIndexes": sharded("createIndexes", bson.E{Key: "indexes", Value: bson.A{
+			bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: int32(1)}}}, {Key: "name", Value: "a_1"}}}}),
+		"dropIndexes":     sharded("dropIndexes", bson.E{Key: "index", Value: "a_1"}),
+		"collMod":         sharded("collMod"),
+		"drop":            {{Key: "drop", Value: "plain"}},
+		"dropDatabase":    {{Key: "dropDatabase", Value: int32(1)}},
+		"listIndexes":     sharded("listIndexes"),
+		"listCollections": {{Key: "listCollections", Value: int32(1)}},
+	}
+}
+
+// unversionedCommands are the router's other commands, and why they
+// carry no shard version.
+func unversionedCommands() map[string]string {
+	handshake := "the handshake: answered by the router itself"
+	admin := "cluster administration: reads and writes config.* on the config servers"
+	cursor := "works on the router's own cursors"
+	return map[string]string{
+		"hello": handshake, "isMaster": handshake, "ismaster": handshake, "ping": handshake,
+		"buildInfo": handshake, "buildinfo": handshake, "getParameter": handshake, "whatsmyuri": handshake,
+		"connectionStatus": handshake, "endSessions": handshake, "refreshSessions": handshake, "killSessions": handshake,
+		"addShard": admin, "listShards": admin, "removeShard": admin, "enableSharding": admin,
+		"shardCollection": admin, "balancerStatus": admin, "balancerStart": admin, "balancerStop": admin,
+		"getMore": cursor, "killCursors": cursor,
+		"listDatabases": "asks every shard about every database: no one collection's version applies",
+	}
+}
+
+// TestEveryCommandIsClassified: each command of the table is either sent
+// with a shard version (and tested below) or listed with its reason.
+func TestEveryCommandIsClassified(t *testing.T) {
+	routed, other := routedCommands(), unversionedCommands()
+	for _, name := range slices.Sorted(maps.Keys(commandTable())) {
+		_, isRouted := routed[name]
+		_, isOther := other[name]
+		if isRouted == isOther {
+			t.Errorf("command %s: routed %v, unversioned %v; it must be exactly one", name, isRouted, isOther)
+		}
+	}
+	for name := range routed {
+		if _, ok := commandTable()[name]; !ok {
+			t.Errorf("routedCommands lists %s, which the router does not answer", name)
+		}
+	}
+	for name := range other {
+		if _, ok := commandTable()[name]; !ok {
+			t.Errorf("unversionedCommands lists %s, which the router does not answer", name)
+		}
+	}
+}
+
+// TestStaleConfigRefreshesAndRetries: for every routed command, a shard's
+// StaleConfig makes the router reload the collection's metadata and send
+// the command again, and the client sees only the success.
+func TestStaleConfigRefreshesAndRetries(t *testing.T) {
+	fc := startFakeCluster(t)
+	for _, name := range slices.Sorted(maps.Keys(routedCommands())) {
+		body := routedCommands()[name]
+		fc.setStale(0)
+		if reply := fc.run("db", body); !bsonutil.TrueValue(mustField(reply, "ok")) {
+			t.Fatalf("%s: %v", name, reply)
+		}
+		fc.setStale(1)
+		_, readsBefore := fc.counts(body[0].Key, shardmeta_collections)
+		reply := fc.run("db", body)
+		versioned, readsAfter := fc.counts(body[0].Key, shardmeta_collections)
+		if !bsonutil.TrueValue(mustField(reply, "ok")) || versioned != 2 || readsAfter <= readsBefore {
+			t.Errorf("%s after one StaleConfig: reply %v, sent %d times with a version, config.collections read %d→%d",
+				name, reply, versioned, readsBefore, readsAfter)
+		}
+	}
+}
+
+// TestStaleConfigGivesUpAfterTenTries: a shard that stays stale gets ten
+// tries, as mongos's kMaxNumStaleVersionRetries, then the client sees
+// StaleConfig.
+func TestStaleConfigGivesUpAfterTenTries(t *testing.T) {
+	fc := startFakeCluster(t)
+	for _, name := range []string{"find", "insert", "update"} {
+		body := routedCommands()[name]
+		fc.setStale(1000)
+		reply := fc.run("db", body)
+		versioned, _ := fc.counts(name, shardmeta_collections)
+		code := mustField(reply, "code")
+		if we := bsonutil.ToA(mustField(reply, "writeErrors")); len(we) == 1 {
+			code = mustField(bsonutil.ToD(we[0]), "code")
+		}
+		if code != int32(13388) || versioned != maxStaleRetries {
+			t.Errorf("%s always stale: reply %v after %d tries", name, reply, versioned)
+		}
+	}
+}
+
+const shardmeta_collections = "collections"
