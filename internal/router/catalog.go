@@ -1,7 +1,6 @@
 package router
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -288,8 +287,6 @@ func (c *catalog) shardIDs(op *operation) ([]string, error) {
 	slices.Sort(ids)
 	return ids, nil
 }
-
-var errNoShards = errors.New("router: no shards")
 
 // decodeD decodes a document read from the config servers.
 func decodeD(d bson.D, out any) error {

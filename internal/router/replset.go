@@ -44,7 +44,7 @@ type replicaSet struct {
 func parseSetString(s string) (name string, hosts []string, err error) {
 	name, list, ok := strings.Cut(s, "/")
 	if !ok || name == "" || list == "" {
-		return "", nil, fmt.Errorf("router: %q is not setName/host:port,...", s)
+		return "", nil, fmt.Errorf("router: %q is not of the form setName/host:port", s)
 	}
 	for _, h := range strings.Split(list, ",") {
 		if h = strings.TrimSpace(h); h != "" {
@@ -86,16 +86,6 @@ func (rs *replicaSet) run(ctx context.Context, db string, cmd bson.D) (bson.D, e
 			return nil, rs.unreachable(ctx.Err())
 		}
 	}
-}
-
-// runHost sends cmd to one named member (a cursor's getMore must reach
-// the member that holds the cursor).
-func (rs *replicaSet) runHost(ctx context.Context, host, db string, cmd bson.D) (bson.D, error) {
-	reply, err := rs.client.Run(ctx, host, db, cmd)
-	if err != nil {
-		return nil, rs.unreachable(err)
-	}
-	return reply, nil
 }
 
 // unreachable is mongos's answer when a set cannot be reached: drivers

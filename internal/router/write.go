@@ -31,9 +31,7 @@ func (w *writeResult) add(reply bson.D, idx []int) {
 	if v, ok := bsonutil.Field(reply, "writeConcernError"); ok && w.wce == nil {
 		w.wce = v
 	}
-	for _, id := range bsonutil.ToA(mustField(reply, "retriedStmtIds")) {
-		w.retried = append(w.retried, id)
-	}
+	w.retried = append(w.retried, bsonutil.ToA(mustField(reply, "retriedStmtIds"))...)
 }
 
 // reindex rewrites a shard's batch position as the client's.
