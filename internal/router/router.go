@@ -125,15 +125,15 @@ func (r *Router) Handle(ctx context.Context, c *server.Conn, cmd *server.Command
 }
 
 func (r *Router) dispatch(op *operation) (bson.D, error) {
+	if r.cfg.RequireAuth && !isHandshake(op.name) {
+		return nil, mongoerr.Newf(mongoerr.Unauthorized, "Command %s requires authentication", op.name)
+	}
 	if op.db == "config" && !isHandshake(op.name) {
 		return forwardToConfig(r, op)
 	}
 	h, ok := r.commands[op.name]
 	if !ok {
 		return nil, mongoerr.Newf(mongoerr.CommandNotFound, "no such command: '%s'", op.name)
-	}
-	if r.cfg.RequireAuth && !isHandshake(op.name) {
-		return nil, mongoerr.Newf(mongoerr.Unauthorized, "Command %s requires authentication", op.name)
 	}
 	return r.runRefreshing(op, h)
 }

@@ -1,0 +1,195 @@
+package router
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/clock"
+	"github.com/mayflydb/mayfly/internal/server"
+	"github.com/mayflydb/mayfly/internal/shardkey"
+	"github.com/mayflydb/mayfly/internal/shardmeta"
+	"github.com/mayflydb/mayfly/internal/wireclient"
+)
+
+// serveRouter puts r behind a real listener and returns its address.
+func serveRouter(t *testing.T, r *Router) string {
+	t.Helper()
+	srv := server.New(server.Config{Addr: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, r)
+	if err := srv.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve() }()
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	return srv.Addr().String()
+}
+
+// TestKeyFileRouterRefusesBeyondHandshake: a router started with a
+// keyFile cannot log clients in yet, so every command of its table but
+// the handshake's is refused with Unauthorized, as mongod refuses one
+// from a client that has not logged in.
+func TestKeyFileRouterRefusesBeyondHandshake(t *testing.T) {
+	fc := startFakeCluster(t)
+	r, err := New(Config{ConfigDB: "cfg/" + fc.sets[0].addr, Version: "8.0.0", RequireAuth: true,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	addr := serveRouter(t, r)
+	client := wireclient.New(wireclient.Options{})
+	t.Cleanup(func() { _ = client.Close() })
+	// The config database's commands go to the config servers whole: the
+	// check must come first there too.
+	for _, db := range []string{"admin", "config"} {
+		for _, name := range slices.Sorted(maps.Keys(commandTable())) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			reply, err := client.Run(ctx, addr, db, bson.D{{Key: name, Value: "shards"}})
+			cancel()
+			if err != nil {
+				t.Fatalf("%s on %s: %v", name, db, err)
+			}
+			refused := replyCode(reply) == 13 && strings.Contains(bsonutil.Format(reply), "Command "+name+" requires authentication")
+			if refused == isHandshake(name) {
+				t.Errorf("%s on %s (handshake %v): %v", name, db, isHandshake(name), reply)
+			}
+		}
+	}
+}
+
+// TestHelloAsMongos: the fields drivers read to call a server a router,
+// and none that would make it a replica-set member.
+func TestHelloAsMongos(t *testing.T) {
+	fc := startFakeCluster(t)
+	addr := serveRouter(t, fc.router)
+	client := wireclient.New(wireclient.Options{})
+	t.Cleanup(func() { _ = client.Close() })
+	for _, name := range []string{"hello", "isMaster", "ismaster"} {
+		reply, err := client.Run(context.Background(), addr, "admin", bson.D{{Key: name, Value: int32(1)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		primaryKey := map[bool]string{true: "isWritablePrimary", false: "ismaster"}[name == "hello"]
+		if mustField(reply, primaryKey) != true || mustField(reply, "msg") != "isdbgrid" ||
+			mustField(reply, "maxWireVersion") != int32(maxWireVersion) || mustField(reply, "logicalSessionTimeoutMinutes") == nil {
+			t.Errorf("%s: %v", name, reply)
+		}
+		for _, absent := range []string{"setName", "hosts", "primary", "isreplicaset", "secondary", "me"} {
+			if _, ok := bsonutil.Field(reply, absent); ok {
+				t.Errorf("%s has %s: %v", name, absent, reply)
+			}
+		}
+	}
+}
+
+// TestIdleCursorsClose: a router cursor unused for cursorIdleTimeout is
+// gone (getMore answers CursorNotFound); a younger one stays.
+func TestIdleCursorsClose(t *testing.T) {
+	clk := clock.NewManual(time.Unix(1_000_000, 0))
+	table := newCursorTable(clk)
+	old := &routerCursor{ns: "db.c", remote: &remoteCursor{}}
+	table.add(old)
+	clk.Advance(cursorIdleTimeout + time.Second)
+	young := &routerCursor{ns: "db.c", remote: &remoteCursor{}}
+	if idle := table.add(young); len(idle) != 1 || idle[0] != old {
+		t.Fatalf("closed %v, want the old cursor", idle)
+	}
+	if _, err := table.checkOut(old.id, "db.c"); err == nil || !strings.Contains(err.Error(), "CursorNotFound") {
+		t.Fatalf("getMore on the idle cursor: %v", err)
+	}
+	c, err := table.checkOut(young.id, "db.c")
+	if err != nil || c != young {
+		t.Fatalf("getMore on the young cursor: %v", err)
+	}
+	if _, err := table.checkOut(young.id, "db.c"); err == nil || !strings.Contains(err.Error(), "CursorInUse") {
+		t.Fatalf("a second getMore while one runs: %v", err)
+	}
+	table.checkIn(c, false)
+	if _, err := table.checkOut(young.id, "db.other"); err == nil || !strings.Contains(err.Error(), "Unauthorized") {
+		t.Fatalf("getMore naming another collection: %v", err)
+	}
+}
+
+// TestShardKeyValues: which filters pin a hashed key, and to what.
+func TestShardKeyValues(t *testing.T) {
+	pattern, err := shardkey.Parse(bson.D{{Key: "k", Value: "hashed"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uuid, _ := shardmeta.NewUUID()
+	chunks, err := shardmeta.HashedInitialChunks(shardmeta.InitialLayout{Pattern: pattern, UUID: uuid, Shards: []string{"a", "b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := shardmeta.NewRoutingTable(shardmeta.Collection{ID: "db.c", UUID: uuid, Key: pattern.Spec()}, chunks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := []struct {
+		filter bson.D
+		simple bool
+		want   string // bsonutil.Format of the values, "" for none
+	}{
+		{bson.D{{Key: "k", Value: int32(5)}}, true, "[5]"},
+		{bson.D{{Key: "k", Value: bson.D{{Key: "$eq", Value: "x"}}}}, true, `["x"]`},
+		{bson.D{{Key: "k", Value: "x"}}, false, ""},
+		{bson.D{{Key: "k", Value: bson.D{{Key: "$in", Value: bson.A{int32(1), int32(2)}}}}}, true, "[1, 2]"},
+		{bson.D{{Key: "$and", Value: bson.A{bson.D{{Key: "a", Value: 1}}, bson.D{{Key: "k", Value: int32(3)}}}}}, true, "[3]"},
+		{bson.D{{Key: "k", Value: bson.D{{Key: "$gt", Value: int32(3)}}}}, true, ""},
+		{bson.D{{Key: "k", Value: bson.A{int32(1)}}}, true, ""},
+		{bson.D{{Key: "k", Value: bson.Regex{Pattern: "^a"}}}, true, ""},
+		{bson.D{{Key: "k", Value: bson.D{{Key: "$in", Value: bson.A{bson.Regex{Pattern: "a"}}}}}}, true, ""},
+		{bson.D{{Key: "other", Value: int32(1)}}, true, ""},
+		{bson.D{{Key: "k", Value: bson.D{{Key: "sub", Value: int32(1)}}}}, true, "[{sub: 1}]"},
+	}
+	for _, row := range rows {
+		vals := shardKeyValues(table, row.filter, row.simple)
+		got := ""
+		if vals != nil {
+			got = bsonutil.Format(bson.A(vals))
+		}
+		if compact(got) != compact(row.want) {
+			t.Errorf("%s (simple collation %v): %q, want %q", bsonutil.Format(row.filter), row.simple, got, row.want)
+		}
+	}
+}
+
+// TestSplitPipeline: what runs on the shards, what on the router, and
+// the sort the router merges by.
+func TestSplitPipeline(t *testing.T) {
+	stage := func(name string, v any) bson.D { return bson.D{{Key: name, Value: v}} }
+	match := stage("$match", bson.D{{Key: "a", Value: 1}})
+	project := stage("$project", bson.D{{Key: "a", Value: 1}})
+	sort := stage("$sort", bson.D{{Key: "a", Value: 1}})
+	limit := stage("$limit", int32(3))
+	group := stage("$group", bson.D{{Key: "_id", Value: "$a"}})
+	collStats := stage("$collStats", bson.D{})
+	rows := []struct {
+		in                   bson.A
+		shards, router, sort string
+	}{
+		{bson.A{match, project}, "[{$match: {a: 1}}, {$project: {a: 1}}]", "[]", "{}"},
+		{bson.A{match, sort, limit, group}, "[{$match: {a: 1}}, {$sort: {a: 1}}, {$limit: 3}]", "[{$limit: 3}, {$group: {_id: \"$a\"}}]", "{a: 1}"},
+		{bson.A{group, match}, "[]", "[{$group: {_id: \"$a\"}}, {$match: {a: 1}}]", "{}"},
+		{bson.A{collStats, project}, "[{$collStats: {}}]", "[{$project: {a: 1}}]", "{}"},
+	}
+	for _, row := range rows {
+		shards, router, sortSpec := splitPipeline(row.in)
+		got := []string{compact(bsonutil.Format(shards)), compact(bsonutil.Format(router)), compact(bsonutil.Format(orEmpty(sortSpec)))}
+		if want := []string{compact(row.shards), compact(row.router), compact(row.sort)}; !slices.Equal(got, want) {
+			t.Errorf("%s:\n got %q\nwant %q", bsonutil.Format(row.in), got, want)
+		}
+	}
+}
+
+// compact drops the spaces of a formatted value (none of the test's
+// strings holds one), so that rows read without bsonutil.Format's.
+func compact(s string) string { return strings.ReplaceAll(s, " ", "") }
