@@ -21,18 +21,24 @@ type fakeSet struct {
 	name string
 	addr string
 	mu   sync.Mutex
-	// answer runs every command but hello; it is called under mu.
+	// answer runs every command but hello; it is called under mu. A nil
+	// reply closes the connection without one.
 	answer func(cmd *server.Command) bson.D
 }
 
-func (f *fakeSet) Handle(_ context.Context, _ *server.Conn, cmd *server.Command) bson.D {
+func (f *fakeSet) Handle(_ context.Context, c *server.Conn, cmd *server.Command) bson.D {
 	if cmd.Name == "hello" {
 		return bson.D{{Key: "isWritablePrimary", Value: true}, {Key: "setName", Value: f.name},
 			{Key: "hosts", Value: bson.A{f.addr}}, {Key: "ok", Value: 1.0}}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.answer(cmd)
+	reply := f.answer(cmd)
+	if reply == nil { // the member goes away mid-command
+		c.HangUp()
+		return bson.D{}
+	}
+	return reply
 }
 
 func startFakeSet(t *testing.T, name string, answer func(*server.Command) bson.D) *fakeSet {
@@ -92,12 +98,17 @@ func matchesEq(d, filter bson.D) bool {
 // shard version; it counts the versioned commands it saw.
 type fakeShard struct {
 	stale     int
+	hangUps   int // connections to close instead of answering a versioned command
 	versioned map[string]int
 }
 
 func (s *fakeShard) answer(cmd *server.Command) bson.D {
 	if _, ok := bsonutil.Field(cmd.Body, "shardVersion"); ok {
 		s.versioned[cmd.Name]++
+		if s.hangUps > 0 {
+			s.hangUps--
+			return nil
+		}
 		if s.stale > 0 {
 			s.stale--
 			return bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: "version mismatch"},
@@ -200,11 +211,15 @@ func (fc *fakeCluster) run(db string, body bson.D) bson.D {
 }
 
 // setStale makes the shard answer StaleConfig n times from now.
-func (fc *fakeCluster) setStale(n int) {
+func (fc *fakeCluster) setStale(n int) { fc.setFaults(n, 0) }
+
+// setFaults makes the shard answer StaleConfig stale times, or close the
+// connection hangUps times, from now.
+func (fc *fakeCluster) setFaults(stale, hangUps int) {
 	for _, s := range fc.sets {
 		s.mu.Lock()
 	}
-	fc.shard.stale = n
+	fc.shard.stale, fc.shard.hangUps = stale, hangUps
 	fc.shard.versioned = map[string]int{}
 	for _, s := range fc.sets {
 		s.mu.Unlock()

@@ -20,12 +20,37 @@ import (
 // primary (an election, a restart) before it fails.
 const primaryWait = 15 * time.Second
 
-// notPrimaryCodes are the replies that mean the member asked is no longer
-// the primary: the set is asked again who is.
-var notPrimaryCodes = map[mongoerr.Code]bool{
-	mongoerr.NotWritablePrimary: true, mongoerr.NotPrimaryNoSecondaryOk: true,
-	mongoerr.NotPrimaryOrSecondary: true, mongoerr.PrimarySteppedDown: true,
-	mongoerr.InterruptedDueToReplStateChange: true,
+// refusedAsNotPrimary reports the answers of a member that did not run
+// the command because it is not the primary: the command can go to the
+// primary as it is.
+func refusedAsNotPrimary(c mongoerr.Code) bool {
+	switch c {
+	case mongoerr.NotWritablePrimary, mongoerr.NotPrimaryNoSecondaryOk, mongoerr.NotPrimaryOrSecondary:
+		return true
+	}
+	return false
+}
+
+// interruptedByStepDown reports the answers of a primary that stepped
+// down while running the command, which may have taken effect.
+func interruptedByStepDown(c mongoerr.Code) bool {
+	return c == mongoerr.PrimarySteppedDown || c == mongoerr.InterruptedDueToReplStateChange
+}
+
+// safeToResend reports whether a command may be sent again when it is
+// not known whether it ran: a read, or a retryable write (the shard
+// recognises its txnNumber and statement ids). Anything else could take
+// effect twice.
+func safeToResend(cmd bson.D) bool {
+	if _, retryable := bsonutil.Field(cmd, "txnNumber"); retryable {
+		return true
+	}
+	switch cmd[0].Key {
+	case "hello", "find", "count", "distinct", "aggregate", "listIndexes", "listCollections",
+		"listDatabases", "create", "createIndexes", "collMod":
+		return true
+	}
+	return false
 }
 
 // replicaSet is a remote replica set (the config servers or a shard) that
@@ -63,7 +88,8 @@ func newReplicaSet(name string, seeds []string, client *wireclient.Client, clk c
 
 // run sends cmd to the primary and returns its reply, whatever its ok.
 // A member that is not (or no longer) the primary, or cannot be reached,
-// makes it look for the primary again, within primaryWait.
+// makes it look for the primary again, within primaryWait; a command
+// that may have run is sent again only if that is safe (safeToResend).
 func (rs *replicaSet) run(ctx context.Context, db string, cmd bson.D) (bson.D, error) {
 	deadline := rs.clock.Now().Add(primaryWait)
 	for attempt := 0; ; attempt++ {
@@ -71,10 +97,14 @@ func (rs *replicaSet) run(ctx context.Context, db string, cmd bson.D) (bson.D, e
 		if err == nil {
 			var reply bson.D
 			reply, err = rs.client.Run(ctx, host, db, cmd)
-			if err == nil && !notPrimaryCodes[replyCode(reply)] {
+			code := replyCode(reply)
+			if err == nil && !refusedAsNotPrimary(code) && !interruptedByStepDown(code) {
 				return reply, nil
 			}
 			rs.forget(host)
+			if (err != nil || interruptedByStepDown(code)) && !safeToResend(cmd) {
+				return reply, rs.unreachableOrNil(err)
+			}
 			if err == nil {
 				err = replyError(reply)
 			}
@@ -86,6 +116,15 @@ func (rs *replicaSet) run(ctx context.Context, db string, cmd bson.D) (bson.D, e
 			return nil, rs.unreachable(ctx.Err())
 		}
 	}
+}
+
+// unreachableOrNil is unreachable(err) for an error, nil for none (the
+// reply then says what happened).
+func (rs *replicaSet) unreachableOrNil(err error) error {
+	if err == nil {
+		return nil
+	}
+	return rs.unreachable(err)
 }
 
 // unreachable is mongos's answer when a set cannot be reached: drivers

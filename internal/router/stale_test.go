@@ -126,3 +126,31 @@ func TestStaleConfigGivesUpAfterTenTries(t *testing.T) {
 }
 
 const shardmeta_collections = "collections"
+
+// TestLostReplyResendsOnlyWhatIsSafe: when a shard's connection breaks
+// before its answer, the router sends the command again only if that
+// cannot apply it twice — a read, or a retryable write — and otherwise
+// answers HostUnreachable, for every routed command.
+func TestLostReplyResendsOnlyWhatIsSafe(t *testing.T) {
+	fc := startFakeCluster(t)
+	retryable := bson.D{{Key: "insert", Value: "sharded"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: int32(7)}}}},
+		{Key: "lsid", Value: bson.D{{Key: "id", Value: bson.Binary{Subtype: bson.TypeBinaryUUID, Data: make([]byte, 16)}}}},
+		{Key: "txnNumber", Value: int64(1)}}
+	rows := routedCommands()
+	rows["insert (retryable)"] = retryable
+	for _, name := range slices.Sorted(maps.Keys(rows)) {
+		body := rows[name]
+		fc.setStale(0)
+		fc.run("db", body) // the metadata is cached: only the shard is asked below
+		fc.setFaults(0, 1)
+		reply := fc.run("db", body)
+		sent, _ := fc.counts(body[0].Key, shardmeta_collections)
+		resend := safeToResend(body)
+		switch {
+		case resend && (sent != 2 || !bsonutil.TrueValue(mustField(reply, "ok"))):
+			t.Errorf("%s, safe to send again: sent %d times, reply %v", name, sent, reply)
+		case !resend && (sent != 1 || mustField(reply, "code") != int32(6)):
+			t.Errorf("%s, not safe to send again: sent %d times, reply %v", name, sent, reply)
+		}
+	}
+}
