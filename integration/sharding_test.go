@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -566,6 +568,17 @@ func watchExpiry(t *testing.T, coll *mongo.Collection) {
 func testMongoshStatus(t *testing.T, c *shardedCluster) {
 	out, _ := mongosh(t, "mongodb://"+c.router+"/test", "--eval",
 		`print(db.hello().msg); print(sh.getBalancerState()); print(sh.status()); db.c.getShardDistribution()`)
+	dir := ensureNodeClients(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// Interactive, as a user connects: the prompt names the router.
+	shell := exec.CommandContext(ctx, filepath.Join(dir, "node_modules", ".bin", "mongosh"), "mongodb://"+c.router+"/test", "--norc")
+	shell.Env = append(os.Environ(), "DO_NOT_TRACK=1", "MONGOSH_NO_TELEMETRY=1")
+	shell.Stdin = strings.NewReader("db.hello().msg\nexit\n")
+	prompt, err := shell.CombinedOutput()
+	if err != nil || !strings.Contains(string(prompt), "[direct: mongos] test>") {
+		t.Errorf("mongosh's prompt (%v):\n%s", err, prompt)
+	}
 	for _, want := range []string{"isdbgrid", "true", "shardingVersion", "clusterId", "_id: 'shA'", "_id: 'shB'",
 		"'test.c'", "shardKey: { _id: 'hashed' }", "{ shard: 'shA', nChunks: 1 }", "{ shard: 'shB', nChunks: 1 }",
 		"Shard shA at shA/", "Shard shB at shB/", "docs: 2000"} {
