@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -401,6 +402,7 @@ func testShardedWrites(t *testing.T, cl *mongo.Client) {
 	if _, err := coll.InsertMany(ctxT(t), docs); err != nil {
 		t.Fatal(err)
 	}
+	checkDuplicateInserts(t, coll, docs)
 	one, err := coll.UpdateOne(ctxT(t), bson.D{{Key: "_id", Value: 3}}, bson.D{{Key: "$set", Value: bson.D{{Key: "x", Value: 1}}}})
 	if err != nil || one.MatchedCount != 1 || one.ModifiedCount != 1 {
 		t.Fatalf("updateOne by shard key: %+v, %v", one, err)
@@ -433,6 +435,26 @@ func testShardedWrites(t *testing.T, cl *mongo.Client) {
 	}
 	_, err = coll.Indexes().CreateOne(ctxT(t), mongo.IndexModel{Keys: bson.D{{Key: "k", Value: 1}}, Options: options.Index().SetUnique(true)})
 	wantCode(t, err, 67, "cannot create unique index over")
+}
+
+// checkDuplicateInserts inserts docs again: unordered, every one fails,
+// reported in the client's order although two shards answered; ordered,
+// the batch stops at the first.
+func checkDuplicateInserts(t *testing.T, coll *mongo.Collection, docs []any) {
+	_, err := coll.InsertMany(ctxT(t), docs, options.InsertMany().SetOrdered(false))
+	var bwe mongo.BulkWriteException
+	if !errors.As(err, &bwe) || len(bwe.WriteErrors) != len(docs) {
+		t.Fatalf("unordered duplicate inserts: %v", err)
+	}
+	for i, we := range bwe.WriteErrors {
+		if we.Index != i || we.Code != 11000 {
+			t.Fatalf("write error %d: index %d code %d", i, we.Index, we.Code)
+		}
+	}
+	_, err = coll.InsertMany(ctxT(t), docs)
+	if !errors.As(err, &bwe) || len(bwe.WriteErrors) != 1 || bwe.WriteErrors[0].Index != 0 {
+		t.Fatalf("ordered duplicate inserts: %v", err)
+	}
 }
 
 // testRouterCursors: a merged cursor is the router's: getMore reads on,

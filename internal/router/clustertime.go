@@ -9,7 +9,7 @@ import (
 )
 
 // clusterClock is the highest cluster time the router has seen, from the
-// config servers, the shards and its clients: mongos gossips it on every
+// config servers and the shards: mongos gossips it on every
 // reply so that causal sessions and drivers move forward with it.
 type clusterClock struct {
 	mu   sync.Mutex
@@ -31,7 +31,8 @@ func (c *clusterClock) now() bson.Timestamp {
 	return c.high
 }
 
-// observe takes $clusterTime.clusterTime from a request or a reply.
+// observe takes $clusterTime.clusterTime from a config server's or a
+// shard's reply.
 func (c *clusterClock) observe(doc bson.D) {
 	v, ok := bsonutil.Field(doc, "$clusterTime")
 	if !ok {

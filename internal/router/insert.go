@@ -53,6 +53,9 @@ func (r *Router) insertRound(op *operation, ns string, docs, ids bson.A, pending
 	for i, err := range unplaced {
 		res.failed(i, err)
 	}
+	if ordered && len(unplaced) > 0 {
+		batches = before(batches, minKey(unplaced)) // an ordered batch stops at its first error
+	}
 	var stale []int
 	for bi, b := range batches {
 		ts, err := r.resolve(op, p, []string{b.shard})
@@ -150,4 +153,31 @@ func withIDs(docs bson.A) bson.A {
 		out[i] = d
 	}
 	return out
+}
+
+// before keeps the statements of batches that come before index stop.
+func before(batches []batch, stop int) []batch {
+	var out []batch
+	for _, b := range batches {
+		var idx []int
+		for _, i := range b.idx {
+			if i < stop {
+				idx = append(idx, i)
+			}
+		}
+		if len(idx) > 0 {
+			out = append(out, batch{shard: b.shard, idx: idx})
+		}
+	}
+	return out
+}
+
+func minKey(m map[int]error) int {
+	low := -1
+	for i := range m {
+		if low < 0 || i < low {
+			low = i
+		}
+	}
+	return low
 }

@@ -110,7 +110,9 @@ type handlerFunc func(r *Router, op *operation) (bson.D, error)
 
 // Handle runs one command.
 func (r *Router) Handle(ctx context.Context, c *server.Conn, cmd *server.Command) bson.D {
-	r.time.observe(cmd.Body)
+	// A client's $clusterTime is not trusted: the router cannot check its
+	// signature, and its clock stamps new metadata (database and
+	// collection timestamps).
 	op := &operation{ctx: ctx, conn: c, db: cmd.DB, name: cmd.Name, body: cmd.Body}
 	reply, err := r.dispatch(op)
 	if err != nil {

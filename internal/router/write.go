@@ -1,6 +1,9 @@
 package router
 
 import (
+	"cmp"
+	"slices"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
@@ -57,6 +60,10 @@ func (w *writeResult) reply() bson.D {
 		d = append(d, bson.E{Key: "nModified", Value: int32(w.nModified)})
 	}
 	if len(w.writeErrors) > 0 {
+		// Shards answer in their own order; the client reads by index.
+		slices.SortStableFunc(w.writeErrors, func(a, b bson.D) int {
+			return cmp.Compare(toInt64(mustField(a, "index")), toInt64(mustField(b, "index")))
+		})
 		arr := make(bson.A, len(w.writeErrors))
 		for i, we := range w.writeErrors {
 			arr[i] = we
