@@ -23,9 +23,9 @@ import (
 	"github.com/mayflydb/mayfly/internal/app"
 )
 
-// shardedCluster is a config server set, two shards and a router, each a
+// routedCluster is a config server set, two shards and a router, each a
 // real process on 127.0.0.1, every set of one member for speed.
-type shardedCluster struct {
+type routedCluster struct {
 	t      *testing.T
 	config *replSet
 	shards map[string]*replSet // by set name, which is the shard's id
@@ -35,12 +35,12 @@ type shardedCluster struct {
 // shardNames are the test cluster's shards, in id order.
 func shardNames() []string { return []string{"shA", "shB"} }
 
-// startShardedCluster starts the sets and the router; the shards are not
+// startRoutedCluster starts the sets and the router; the shards are not
 // added yet. (Started without --configsvr/--shardsvr, which the shard
 // side of issue #37 adds: the router needs neither.)
-func startShardedCluster(t *testing.T) *shardedCluster {
+func startRoutedCluster(t *testing.T) *routedCluster {
 	t.Helper()
-	c := &shardedCluster{t: t, shards: map[string]*replSet{}}
+	c := &routedCluster{t: t, shards: map[string]*replSet{}}
 	c.config = startNamedReplSet(t, "cfg", 1)
 	for _, name := range shardNames() {
 		c.shards[name] = startNamedReplSet(t, name, 1)
@@ -62,7 +62,7 @@ func startRouter(t *testing.T, configDB string) string {
 }
 
 // client connects to the router as applications do (no directConnection).
-func (c *shardedCluster) client(opts ...*options.ClientOptions) *mongo.Client {
+func (c *routedCluster) client(opts ...*options.ClientOptions) *mongo.Client {
 	c.t.Helper()
 	o := append([]*options.ClientOptions{options.Client().ApplyURI("mongodb://" + c.router + "/").
 		SetServerSelectionTimeout(20 * time.Second).SetTimeout(30 * time.Second)}, opts...)
@@ -75,14 +75,14 @@ func (c *shardedCluster) client(opts ...*options.ClientOptions) *mongo.Client {
 }
 
 // shardColl is a collection read on one shard directly, past the router.
-func (c *shardedCluster) shardColl(shard, db, coll string) *mongo.Collection {
+func (c *routedCluster) shardColl(shard, db, coll string) *mongo.Collection {
 	cl := c.shards[shard].direct(0)
 	c.t.Cleanup(func() { _ = cl.Disconnect(context.Background()) })
 	return cl.Database(db).Collection(coll)
 }
 
 func TestShardedCluster(t *testing.T) {
-	c := startShardedCluster(t)
+	c := startRoutedCluster(t)
 	cl := c.client()
 	t.Run("Topology", func(t *testing.T) { testShardedTopology(t, c) })
 	t.Run("Admin", func(t *testing.T) { testShardAdmin(t, c, cl) })
@@ -96,7 +96,7 @@ func TestShardedCluster(t *testing.T) {
 }
 
 // testShardedTopology: the Go driver sees a router and a Sharded topology.
-func testShardedTopology(t *testing.T, c *shardedCluster) {
+func testShardedTopology(t *testing.T, c *routedCluster) {
 	var mu sync.Mutex
 	var kinds []string
 	monitor := &event.ServerMonitor{TopologyDescriptionChanged: func(e *event.TopologyDescriptionChangedEvent) {
@@ -129,7 +129,7 @@ func testShardedTopology(t *testing.T, c *shardedCluster) {
 	}
 }
 
-func testShardAdmin(t *testing.T, c *shardedCluster, cl *mongo.Client) {
+func testShardAdmin(t *testing.T, c *routedCluster, cl *mongo.Client) {
 	admin := cl.Database("admin")
 	for _, name := range shardNames() {
 		url := name + "/" + c.shards[name].addrs[0]
@@ -139,6 +139,7 @@ func testShardAdmin(t *testing.T, c *shardedCluster, cl *mongo.Client) {
 			}
 		}
 	}
+	checkShardIdentities(t, c, cl)
 	shards := field(t, runCmd(t, admin, bson.D{{Key: "listShards", Value: 1}}), "shards").(bson.A)
 	if len(shards) != 2 {
 		t.Fatalf("listShards: %v", shards)
@@ -159,6 +160,28 @@ func testShardAdmin(t *testing.T, c *shardedCluster, cl *mongo.Client) {
 	wantCode(t, cmdErrOf(admin, bson.D{{Key: "shardCollection", Value: "test.ranged"}, {Key: "key", Value: bson.D{{Key: "a", Value: 1}}}}), 72, "hashed")
 	wantCode(t, cmdErrOf(admin, bson.D{{Key: "shardCollection", Value: "test.u"}, {Key: "key", Value: bson.D{{Key: "a", Value: "hashed"}}}, {Key: "unique", Value: true}}), 72, "cannot be declared unique")
 	checkInitialChunks(t, cl)
+}
+
+// checkShardIdentities: addShard told each shard its name, the cluster's
+// id and where the config servers are, in admin.system.version.
+func checkShardIdentities(t *testing.T, c *routedCluster, cl *mongo.Client) {
+	var version struct {
+		ClusterID bson.ObjectID `bson:"clusterId"`
+	}
+	if err := cl.Database("config").Collection("version").FindOne(ctxT(t), bson.D{}).Decode(&version); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range shardNames() {
+		var id struct {
+			ShardName string        `bson:"shardName"`
+			ClusterID bson.ObjectID `bson:"clusterId"`
+			ConfigDB  string        `bson:"configsvrConnectionString"`
+		}
+		err := c.shardColl(name, "admin", "system.version").FindOne(ctxT(t), bson.D{{Key: "_id", Value: "shardIdentity"}}).Decode(&id)
+		if err != nil || id.ShardName != name || id.ClusterID != version.ClusterID || id.ConfigDB != "cfg/"+c.config.addrs[0] {
+			t.Errorf("shard %s's identity: %+v, %v (cluster %s)", name, id, err, version.ClusterID.Hex())
+		}
+	}
 }
 
 // checkInitialChunks: config.chunks holds 8.0's layout, one chunk per
@@ -200,7 +223,7 @@ func shardedDoc(i int) bson.D {
 
 const shardedDocs = 2000
 
-func testShardedInserts(t *testing.T, c *shardedCluster, cl *mongo.Client) {
+func testShardedInserts(t *testing.T, c *routedCluster, cl *mongo.Client) {
 	coll := cl.Database("test").Collection("c")
 	first, second := make([]any, 0, shardedDocs/2), make([]any, 0, shardedDocs/2)
 	for i := range shardedDocs {
@@ -494,7 +517,7 @@ func testRouterCursors(t *testing.T, cl *mongo.Client) {
 // testShardedTTL: a TTL index made through the router is on every shard,
 // each shard's monitor deletes its own expired documents, and the router
 // never returns an expired one.
-func testShardedTTL(t *testing.T, c *shardedCluster, cl *mongo.Client) {
+func testShardedTTL(t *testing.T, c *routedCluster, cl *mongo.Client) {
 	coll := cl.Database("test").Collection("ttl")
 	if _, err := coll.Indexes().CreateOne(ctxT(t), mongo.IndexModel{Keys: bson.D{{Key: "expireAt", Value: 1}},
 		Options: options.Index().SetExpireAfterSeconds(0)}); err != nil {
@@ -527,7 +550,7 @@ func testShardedTTL(t *testing.T, c *shardedCluster, cl *mongo.Client) {
 
 // waitShardDeletions waits until the shards' TTL monitors have deleted
 // want documents between them, each some.
-func waitShardDeletions(t *testing.T, c *shardedCluster, want int64) {
+func waitShardDeletions(t *testing.T, c *routedCluster, want int64) {
 	deadline := time.Now().Add(30 * time.Second)
 	var per map[string]int64
 	for time.Now().Before(deadline) {
@@ -587,7 +610,7 @@ func watchExpiry(t *testing.T, coll *mongo.Collection) {
 
 // testMongoshStatus: mongosh connects as to mongos and sh.status() names
 // the shards and the chunks.
-func testMongoshStatus(t *testing.T, c *shardedCluster) {
+func testMongoshStatus(t *testing.T, c *routedCluster) {
 	out, _ := mongosh(t, "mongodb://"+c.router+"/test", "--eval",
 		`print(db.hello().msg); print(sh.getBalancerState()); print(sh.status()); db.c.getShardDistribution()`)
 	dir := ensureNodeClients(t)

@@ -55,6 +55,9 @@ func cmdAddShard(r *Router, op *operation) (bson.D, error) {
 	if existing, found, err := r.existingShard(op, shard); err != nil || found {
 		return bson.D{{Key: "shardAdded", Value: existing}}, err
 	}
+	if err := r.writeShardIdentity(op, shard, seeds); err != nil {
+		return nil, err
+	}
 	raw, err := shardmeta.Encode(shard)
 	if err != nil {
 		return nil, err
@@ -64,6 +67,46 @@ func cmdAddShard(r *Router, op *operation) (bson.D, error) {
 	}
 	r.changelog(op, "addShard", "", bson.D{{Key: "name", Value: shard.ID}, {Key: "host", Value: shard.Host}})
 	return bson.D{{Key: "shardAdded", Value: shard.ID}}, nil
+}
+
+// writeShardIdentity tells a new shard that it is one, and where the
+// config servers are, as addShard does on mongod: admin.system.version's
+// {_id: "shardIdentity", shardName, clusterId, configsvrConnectionString}.
+func (r *Router) writeShardIdentity(op *operation, shard shardmeta.Shard, seeds []string) error {
+	if err := r.ensureClusterVersion(op); err != nil {
+		return err
+	}
+	docs, err := r.configFind(op, shardmeta.VersionCollection, nil, nil)
+	if err != nil || len(docs) == 0 {
+		return orNoClusterID(err)
+	}
+	var version shardmeta.ClusterVersion
+	if err := decodeD(docs[0], &version); err != nil {
+		return err
+	}
+	set := bson.D{{Key: "$set", Value: bson.D{{Key: "shardName", Value: shard.ID}, {Key: "clusterId", Value: version.ClusterID},
+		{Key: "configsvrConnectionString", Value: r.config.name + "/" + strings.Join(r.config.seeds, ",")}}}}
+	update := bson.D{{Key: "update", Value: "system.version"}, {Key: "updates", Value: bson.A{bson.D{
+		{Key: "q", Value: bson.D{{Key: "_id", Value: "shardIdentity"}}}, {Key: "u", Value: set}, {Key: "upsert", Value: true}}}},
+		{Key: "writeConcern", Value: majority()}}
+	reply, err := r.call(op, newReplicaSet(shard.ID, seeds, r.client, r.clock), "admin", update)
+	if err == nil {
+		err = replyError(reply)
+	}
+	if err == nil {
+		err = firstWriteError(reply)
+	}
+	if err != nil {
+		return mongoerr.Newf(mongoerr.OperationFailed, "failed to write the shardIdentity document on %s :: caused by :: %v", shard.ID, err)
+	}
+	return nil
+}
+
+func orNoClusterID(err error) error {
+	if err != nil {
+		return err
+	}
+	return mongoerr.New(mongoerr.OperationFailed, "config.version has no clusterId")
 }
 
 // describeShard reads a set's hello: its name (which must match the one

@@ -163,6 +163,11 @@ func cmdDropDatabase(r *Router, op *operation) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	for i := range ts {
+		if ts[i].shard != p.db.Primary {
+			ts[i].version = nil // only the primary shard knows the database's version
+		}
+	}
 	if _, err := r.broadcast(op, p, ts, passThrough(op.body)); err != nil {
 		return nil, err
 	}
