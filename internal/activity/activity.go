@@ -131,6 +131,32 @@ func (r *Registry) Snapshot() []Op {
 	return out
 }
 
+// Docs lists the operations in flight, oldest first, as $currentOp shows
+// them at now on host.
+func (r *Registry) Docs(now time.Time, host string) []bson.D {
+	var out []bson.D
+	for _, op := range r.Snapshot() {
+		out = append(out, op.Doc(now, host))
+	}
+	return out
+}
+
+// OpKind is the "op" field currentOp and the profiler show for the
+// command called name, as mongod names it.
+func OpKind(name string) string {
+	switch name {
+	case "find":
+		return "query"
+	case "insert", "update":
+		return name
+	case "delete":
+		return "remove"
+	case "getMore":
+		return "getmore"
+	}
+	return "command"
+}
+
 // Doc renders op as $currentOp reports it.
 func (op Op) Doc(now time.Time, host string) bson.D {
 	running := now.Sub(op.Started)

@@ -65,3 +65,16 @@ func TestWaitingIsNotBusy(t *testing.T) {
 		t.Fatal("an ended operation counted")
 	}
 }
+
+// OpKind names a command's op as mongod's currentOp and profiler do.
+func TestOpKind(t *testing.T) {
+	want := map[string]string{
+		"find": "query", "insert": "insert", "update": "update", "delete": "remove",
+		"getMore": "getmore", "aggregate": "command", "findAndModify": "command", "count": "command",
+	}
+	for name, kind := range want {
+		if got := OpKind(name); got != kind {
+			t.Errorf("OpKind(%q) = %q, want %q", name, got, kind)
+		}
+	}
+}

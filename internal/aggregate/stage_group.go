@@ -2,6 +2,7 @@ package aggregate
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -112,6 +113,12 @@ func parseGroupField(e bson.E) (groupField, error) {
 		return groupField{}, mongoerr.Newf(mongoerr.Location40238, "The field '%s' must specify one accumulator", e.Key)
 	}
 	return parseAccumulator(e.Key, acc[0])
+}
+
+// GroupAccumulatorNames lists every accumulator $group accepts, sorted:
+// expr's and $count, which $group rewrites to {$sum: 1}.
+func GroupAccumulatorNames() []string {
+	return slices.Sorted(slices.Values(append(expr.AccumulatorNames(), "$count")))
 }
 
 func parseAccumulator(name string, acc bson.E) (groupField, error) {

@@ -214,7 +214,8 @@ func (a *App) assemble() error {
 	a.cursors = cursor.NewRegistry(clock.Unoffset(cfg.Clock), cfg.CursorIdle)
 	ops := activity.NewRegistry(cfg.Clock)
 	a.ops.watch = expirywatch.New(store, cfg.Clock, cfg.Logger)
-	observer := &ttlObserver{ops: ops, clock: cfg.Clock, fsync: a.ops.fsync, watch: a.ops.watch}
+	profiles := activity.NewProfiler()
+	observer := &ttlObserver{ops: ops, profiles: profiles, store: store, logger: cfg.Logger, clock: cfg.Clock, fsync: a.ops.fsync, watch: a.ops.watch}
 	a.monitor = ttl.New(store, cfg.Clock, ttl.Config{
 		SleepSecs: cfg.TTLSleepSecs, Disabled: cfg.TTLDisabled, Logger: cfg.Logger, Observer: observer,
 		Busy: func() bool { return ops.BusyWithin(100 * time.Millisecond) },
@@ -235,9 +236,8 @@ func (a *App) assemble() error {
 		TTLStats: func() commands.TTLStats { return commands.TTLStats(a.monitor.Stats()) },
 		OpStats:  a.ops.stats, Log: a.ops.ring, DataDir: a.dataDir(), Fsync: a.ops.fsync,
 		Repl: a.rs, ReplicaSetMember: a.rs != nil, TestCommands: testCommands(cfg.SetParameters),
-		Changes: a.changes.feed,
+		Changes: a.changes.feed, Profiler: profiles,
 	})
-	observer.handler = h
 	a.srv = server.New(server.Config{Addr: cfg.Addr, MaxConns: cfg.MaxConns, MessageTimeout: cfg.MessageTimeout, Logger: cfg.Logger,
 		TLS: tlsCfg, TLSMode: cfg.Security.TLSMode, IdleTimeout: cfg.IdleTimeout}, h)
 	h.SetServerStats(a.srv.Stats)

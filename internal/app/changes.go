@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/mayflydb/mayfly/internal/changestream"
-	"github.com/mayflydb/mayfly/internal/commands"
+	"github.com/mayflydb/mayfly/internal/params"
 	"github.com/mayflydb/mayfly/internal/storage"
 )
 
@@ -99,9 +99,9 @@ func (a *App) runChangeLogTrim(ctx context.Context) {
 // registerChangeParams registers mayflyChangeStreamRetentionSecs: how
 // long the change log keeps changes; a stream resuming from an older
 // point gets 286. A new value trims at once.
-func (a *App) registerChangeParams(p *commands.Params) {
+func (a *App) registerChangeParams(p *params.Table) {
 	cl := a.changes
-	p.Register("mayflyChangeStreamRetentionSecs", commands.IntParam(cl.retentionSecs.Load, func(secs int64) {
+	p.Register("mayflyChangeStreamRetentionSecs", params.Int(cl.retentionSecs.Load, func(secs int64) {
 		cl.retentionSecs.Store(secs)
 		a.trimChangeLog()
 	}, 1))

@@ -2,25 +2,30 @@ package app
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/activity"
+	"github.com/mayflydb/mayfly/internal/backup"
 	"github.com/mayflydb/mayfly/internal/clock"
-	"github.com/mayflydb/mayfly/internal/commands"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/expirywatch"
+	"github.com/mayflydb/mayfly/internal/profiler"
 )
 
 // ttlObserver shows the TTL monitor's deletion batches in currentOp while
 // they run, and in <db>.system.profile when that database is profiled.
 type ttlObserver struct {
-	ops     *activity.Registry
-	handler *commands.Handler
-	clock   clock.Clock
+	ops *activity.Registry
+	// profiles says which databases profile a batch, written to store.
+	profiles *activity.Profiler
+	store    *docstore.Store
+	logger   *slog.Logger
+	clock    clock.Clock
 	// fsync holds deletion while db.fsyncLock() is in force.
-	fsync *commands.FsyncLock
+	fsync *backup.Lock
 	// watch hears of each batch's deletions, for the expiry metrics.
 	watch *expirywatch.Watch
 }
@@ -37,10 +42,10 @@ func (o *ttlObserver) BatchStarted(ns, index string) func(docstore.ExpireResult,
 			o.watch.Deleted(ns, index, res.Expiries, o.clock.Now())
 		}
 		d := o.clock.Now().Sub(started)
-		if err != nil || res.Deleted == 0 || !o.handler.ProfileEnabled(db, d) {
+		if err != nil || res.Deleted == 0 || !o.profiles.ShouldProfile(db, d) {
 			return
 		}
-		o.handler.RecordProfile(db, bson.D{
+		profiler.Record(o.store, o.logger, db, bson.D{
 			{Key: "op", Value: "remove"},
 			{Key: "ns", Value: ns},
 			{Key: "command", Value: command},

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/mayflydb/mayfly/internal/commands"
+	"github.com/mayflydb/mayfly/internal/backup"
 	"github.com/mayflydb/mayfly/internal/dirlock"
 	"github.com/mayflydb/mayfly/internal/expirywatch"
 	"github.com/mayflydb/mayfly/internal/logring"
@@ -21,7 +21,7 @@ import (
 type operations struct {
 	stats *opstats.Stats
 	ring  *logring.Ring
-	fsync *commands.FsyncLock
+	fsync *backup.Lock
 	watch *expirywatch.Watch
 
 	http    *metrics.Server // nil without --http-addr
@@ -33,7 +33,7 @@ type operations struct {
 
 // newOperations makes them, and routes cfg's logger through the ring.
 func newOperations(cfg *Config) *operations {
-	ops := &operations{stats: opstats.New(), ring: logring.New(), fsync: commands.NewFsyncLock()}
+	ops := &operations{stats: opstats.New(), ring: logring.New(), fsync: backup.NewLock()}
 	cfg.Logger = slog.New(logring.NewHandler(cfg.Logger.Handler(), ops.ring))
 	return ops
 }

@@ -5,30 +5,30 @@ import (
 	"time"
 
 	"github.com/mayflydb/mayfly/internal/clock"
-	"github.com/mayflydb/mayfly/internal/commands"
+	"github.com/mayflydb/mayfly/internal/params"
 )
 
 // params registers the server parameters Mayfly has beyond the defaults.
-func (a *App) params() *commands.Params {
-	p := commands.NewParams()
-	p.Register("ttlMonitorEnabled", commands.BoolParam(a.monitor.Enabled, a.monitor.SetEnabled))
-	p.Register("ttlMonitorSleepSecs", commands.IntParam(a.monitor.SleepSecs, a.monitor.SetSleepSecs, 1))
+func (a *App) params() *params.Table {
+	p := params.New()
+	p.Register("ttlMonitorEnabled", params.Bool(a.monitor.Enabled, a.monitor.SetEnabled))
+	p.Register("ttlMonitorSleepSecs", params.Int(a.monitor.SleepSecs, a.monitor.SetSleepSecs, 1))
 	// mayflyExactExpiry hides expired documents from every command before
 	// the monitor deletes them; false restores MongoDB's lag.
-	p.Register("mayflyExactExpiry", commands.BoolParam(a.store.ExactExpiry, a.store.SetExactExpiry))
+	p.Register("mayflyExactExpiry", params.Bool(a.store.ExactExpiry, a.store.SetExactExpiry))
 	// mayflyTTLDeletePace is the share of the server's CPU time the TTL monitor may use
 	// while clients have requests in flight.
-	p.Register("mayflyTTLDeletePace", commands.FloatParam(a.monitor.Pace, a.monitor.SetPace, 0.01, 1))
+	p.Register("mayflyTTLDeletePace", params.Float(a.monitor.Pace, a.monitor.SetPace, 0.01, 1))
 	// mayflyTTLCatchUpAfterMS is how late (milliseconds) the monitor's
 	// oldest document may be before it stops pacing to catch up with a
 	// storm it can outrun; -1 never.
-	p.Register("mayflyTTLCatchUpAfterMS", commands.IntParam(
+	p.Register("mayflyTTLCatchUpAfterMS", params.Int(
 		func() int64 { return max(int64(a.monitor.CatchUpAfter()/time.Millisecond), -1) },
 		func(n int64) { a.monitor.SetCatchUpAfter(time.Duration(n) * time.Millisecond) }, -1))
 	if tc, ok := a.cfg.Clock.(*clock.Offset); ok {
 		// mayflyClockOffsetSeconds (enableTestCommands only) moves the
 		// server's clock ahead, for an application's tests of expiry.
-		p.Register("mayflyClockOffsetSeconds", commands.IntParam(
+		p.Register("mayflyClockOffsetSeconds", params.Int(
 			func() int64 { return int64(tc.Get() / time.Second) },
 			func(n int64) { tc.Set(time.Duration(n) * time.Second); a.monitor.Kick() }, 0))
 	} else {
@@ -45,7 +45,7 @@ func testCommands(values map[string]string) bool {
 }
 
 // applySetParameters applies --setParameter name=value pairs at start.
-func applySetParameters(p *commands.Params, values map[string]string) error {
+func applySetParameters(p *params.Table, values map[string]string) error {
 	for name, raw := range values {
 		if name == "enableTestCommands" {
 			continue // read at start by testCommands

@@ -74,13 +74,18 @@ func startNeighbours(self string, n int, cpus string) (*neighbours, error) {
 // started: n when the machine had room for them, less when the server and
 // the clients took their share.
 func (nb *neighbours) cores() float64 {
+	return nb.cpu().Seconds() / time.Since(nb.start).Seconds()
+}
+
+// cpu is the CPU time the neighbours have used since they started.
+func (nb *neighbours) cpu() time.Duration {
 	var sum time.Duration
 	for _, cmd := range nb.cmds {
 		if d, err := cpuTime(cmd.Process.Pid); err == nil {
 			sum += d
 		}
 	}
-	return sum.Seconds() / time.Since(nb.start).Seconds()
+	return sum
 }
 
 // stop closes the neighbours' standard input, which ends them, and waits

@@ -48,6 +48,11 @@ type ReplSetResult struct {
 	// what a storm's deletions, queued in the replicated log, cost an
 	// application's writes.
 	StormWrites Summary `json:"storm_writes"`
+	// StormLeft is, per member, what remained after the storm when its
+	// count had not reached zero: the stored count beside the records
+	// validate walks, which tells a count that drifted from documents
+	// that stayed.
+	StormLeft []StormLeft `json:"storm_left,omitempty"`
 	// FailoverMs is, per kill -9 of the primary, the time until a client
 	// writing through the seed list had its next write acknowledged.
 	FailoverMs    []float64 `json:"failover_ms"`
@@ -260,11 +265,15 @@ func (rs *replSetRun) storm(ctx context.Context, res *ReplSetResult) error {
 	}
 	defer secc.Disconnect(context.WithoutCancel(ctx))
 	until := s.expiry(s.n - 1).Add(sz.StormMaxDrain)
+	// Sampling begins before the first expiry, so that the first sample
+	// counts none deleted: one taken at the first expiry would already
+	// miss what the server deleted at that instant, and count it never.
+	from := start.Add(-10 * sz.StormPoll)
 	lags := &Histogram{}
 	secSamples := make(chan []ttlSample, 1)
 	go func() {
 		out, _ := pollStored(ctx, secc.Database(benchDB).Collection(stormColl, options.Collection().SetReadPreference(readpref.SecondaryPreferred())),
-			sz.StormPoll, start, until, int64(s.n), prim, secc, lags)
+			sz.StormPoll, from, until, int64(s.n), prim, secc, lags)
 		secSamples <- out
 	}()
 	writesCtx, stopWrites := context.WithCancel(ctx)
@@ -273,7 +282,7 @@ func (rs *replSetRun) storm(ctx context.Context, res *ReplSetResult) error {
 	// The primary is sampled as the secondary is, by what its storage
 	// still holds: its TTL counter would stop if an election moved the
 	// deleting to another member, and undercount the storm.
-	primSamples, err := pollStored(ctx, prim.Database(benchDB).Collection(stormColl), sz.StormPoll, start, until, int64(s.n), nil, nil, nil)
+	primSamples, err := pollStored(ctx, prim.Database(benchDB).Collection(stormColl), sz.StormPoll, from, until, int64(s.n), nil, nil, nil)
 	stopWrites()
 	res.StormWrites = (<-writes).Summarize()
 	if err != nil {
@@ -284,6 +293,8 @@ func (rs *replSetRun) storm(ctx context.Context, res *ReplSetResult) error {
 	if now, err := setTerm(ctx, set); err == nil {
 		res.StormElections = now - term
 	}
+	res.StormLeft = append(res.StormLeft, leftAfterStorm(ctx, "primary", prim, primSamples, int64(s.n))...)
+	res.StormLeft = append(res.StormLeft, leftAfterStorm(ctx, "secondary", secc, secs, int64(s.n))...)
 	res.StormPrimary = deletionLateness(primSamples, s)
 	res.StormSecondary = deletionLateness(secs, s)
 	res.LagP99Ms, res.LagMaxMs = ms(lags.Quantile(0.99)), ms(lags.Max())
@@ -480,4 +491,32 @@ func startCPUProfile(path string) (stop func(), err error) {
 			_ = f.Close()
 		})
 	}, nil
+}
+
+// StormLeft is one member's remainder after a storm that did not end.
+type StormLeft struct {
+	Member  string `json:"member"`
+	Stored  int64  `json:"stored"`
+	Records int64  `json:"records"`
+}
+
+// leftAfterStorm asks the member's validate for its records when its last
+// sample still counted documents; nil when the storm ended there.
+func leftAfterStorm(ctx context.Context, member string, c *mongo.Client, samples []ttlSample, want int64) []StormLeft {
+	if len(samples) == 0 || samples[len(samples)-1].deleted >= want {
+		return nil
+	}
+	coll := c.Database(benchDB).Collection(stormColl, options.Collection().SetReadPreference(readpref.SecondaryPreferred()))
+	left := StormLeft{Member: member, Stored: -1, Records: -1}
+	if n, err := storedCount(ctx, coll); err == nil {
+		left.Stored = n
+	}
+	var v struct {
+		NRecords int64 `bson:"nrecords"`
+	}
+	cmd := bson.D{{Key: "validate", Value: stormColl}}
+	if err := c.Database(benchDB).RunCommand(ctx, cmd, options.RunCmd().SetReadPreference(readpref.SecondaryPreferred())).Decode(&v); err == nil {
+		left.Records = v.NRecords
+	}
+	return []StormLeft{left}
 }

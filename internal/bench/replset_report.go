@@ -51,6 +51,9 @@ func replLateness(pick func(*ReplSetResult) Lateness) func(*ModeReport) (float64
 		note := fmt.Sprintf("%s docs; replication lag p99 %s ms", fmtN(float64(r.StormDocs)), fmtMs(r.LagP99Ms))
 		if l.Deleted < int64(r.StormDocs) {
 			note = fmt.Sprintf("%s%d of %d deleted", incomplete, l.Deleted, r.StormDocs)
+			for _, left := range r.StormLeft {
+				note += fmt.Sprintf("; %s after the storm: count %d, validate records %d", left.Member, left.Stored, left.Records)
+			}
 		}
 		if r.StormElections > 0 {
 			note += fmt.Sprintf("; %d elections during the storm", r.StormElections)

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
@@ -9,30 +10,9 @@ import (
 	"github.com/mayflydb/mayfly/internal/activity"
 	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
-	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/profiler"
 )
-
-// profileCollection is where the database profiler writes, as in mongod.
-const profileCollection = "system.profile"
-
-// profileCapBytes is the size of an automatically created system.profile.
-const profileCapBytes = 1 << 20
-
-// opKind is the "op" field currentOp and the profiler show for a command.
-func opKind(name string) string {
-	switch name {
-	case "find":
-		return "query"
-	case "insert", "update":
-		return name
-	case "delete":
-		return "remove"
-	case "getMore":
-		return "getmore"
-	}
-	return "command"
-}
 
 // namespaceOf is the namespace a command works on ("db.coll", or
 // "db.$cmd" for commands without a collection).
@@ -45,7 +25,7 @@ func namespaceOf(r *request) string {
 
 func (h *Handler) beginOp(r *request, cancel func()) int64 {
 	return h.deps.Activity.BeginCancelable(activity.Op{
-		Desc: "conn" + itoa(r.conn.ID()), Kind: opKind(r.name), NS: namespaceOf(r),
+		Desc: "conn" + strconv.FormatInt(r.conn.ID(), 10), Kind: activity.OpKind(r.name), NS: namespaceOf(r),
 		Command: r.body, Client: r.conn.RemoteAddr(), ConnID: r.conn.ID(),
 	}, cancel)
 }
@@ -60,27 +40,14 @@ func (h *Handler) waiting(r *request) (resume func()) {
 	return h.deps.Activity.Wait(r.opID)
 }
 
-func itoa(n int64) string {
-	var b [20]byte
-	i := len(b)
-	for {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-		if n == 0 {
-			return string(b[i:])
-		}
-	}
-}
-
 // profile records a finished command in <db>.system.profile when the
 // database's profiler asks for it.
 func (h *Handler) profile(r *request, d time.Duration, reply bson.D) {
-	if strings.HasSuffix(namespaceOf(r), "."+profileCollection) || !h.deps.Profiler.ShouldProfile(r.db, d) {
+	if strings.HasSuffix(namespaceOf(r), "."+profiler.Collection) || !h.deps.Profiler.ShouldProfile(r.db, d) {
 		return
 	}
-	h.RecordProfile(r.db, bson.D{
-		{Key: "op", Value: opKind(r.name)},
+	profiler.Record(h.deps.Store, h.deps.Logger, r.db, bson.D{
+		{Key: "op", Value: activity.OpKind(r.name)},
 		{Key: "ns", Value: namespaceOf(r)},
 		{Key: "command", Value: r.body},
 		{Key: "ok", Value: lookupOK(reply)},
@@ -98,40 +65,6 @@ func lookupOK(reply bson.D) float64 {
 		}
 	}
 	return 1
-}
-
-// RecordProfile appends an entry to db.system.profile, creating it as a
-// capped collection first. Failures are logged, never returned: profiling
-// must not fail the operation it describes.
-func (h *Handler) RecordProfile(db string, entry bson.D) {
-	c := h.deps.Store.Collection(db, profileCollection)
-	if c == nil {
-		var err error
-		c, err = h.deps.Store.CreateCollection(db, profileCollection, docstore.CreateOptions{
-			Capped: true, CappedSize: profileCapBytes,
-			Raw: bson.D{{Key: "capped", Value: true}, {Key: "size", Value: int64(profileCapBytes)}},
-		})
-		if err != nil && mongoerr.As(err).Code != mongoerr.NamespaceExists {
-			h.deps.Logger.Warn("profiler: create system.profile", "db", db, "err", err)
-			return
-		}
-		if c == nil {
-			c = h.deps.Store.Collection(db, profileCollection)
-		}
-	}
-	doc, err := docstore.PrepareInsert(entry)
-	if err == nil {
-		err = c.Insert(doc, docstore.WriteOptions{})
-	}
-	if err != nil {
-		h.deps.Logger.Warn("profiler: write entry", "db", db, "err", err)
-	}
-}
-
-// ProfileEnabled reports whether db's profiler records operations that
-// took d (the TTL monitor asks before describing a batch).
-func (h *Handler) ProfileEnabled(db string, d time.Duration) bool {
-	return h.deps.Profiler.ShouldProfile(db, d)
 }
 
 func cmdProfile(h *Handler, r *request) (bson.D, error) {
@@ -181,19 +114,9 @@ func profileSettings(r *request, level int, was activity.ProfileSettings) (activ
 	return next, setSlow, nil
 }
 
-// currentOpDocs lists the operations in flight as $currentOp shows them.
-func (h *Handler) currentOpDocs() []bson.D {
-	now := h.deps.Clock.Now()
-	var out []bson.D
-	for _, op := range h.deps.Activity.Snapshot() {
-		out = append(out, op.Doc(now, "localhost"))
-	}
-	return out
-}
-
 func cmdCurrentOp(h *Handler, r *request) (bson.D, error) {
-	if r.db != "admin" {
-		return nil, mongoerr.New(mongoerr.Unauthorized, "currentOp may only be run against the admin database.")
+	if err := requireAdmin(r); err != nil {
+		return nil, err
 	}
 	var filter bson.D
 	for _, e := range r.body[1:] {
@@ -201,12 +124,7 @@ func cmdCurrentOp(h *Handler, r *request) (bson.D, error) {
 			filter = append(filter, e)
 		}
 	}
-	stages := bson.A{bson.D{{Key: "$match", Value: filter}}}
-	p, err := aggregate.Parse(stages, aggregate.Options{})
-	if err != nil {
-		return nil, err
-	}
-	out, err := p.Run(&sliceSource{docs: h.currentOpDocs()}, nilEnv{now: h.deps.Clock.Now()})
+	out, err := h.pipelineOverDocs(bson.A{bson.D{{Key: "$match", Value: filter}}}, h.currentOpDocs())
 	if err != nil {
 		return nil, err
 	}
@@ -250,13 +168,23 @@ func (h *Handler) collectionlessAggregate(r *request, stages bson.A, batch int64
 // runOverDocs runs the stages after a collectionless first stage over the
 // documents it produced, and replies with a cursor.
 func (h *Handler) runOverDocs(r *request, stages bson.A, docs []bson.D, batch int64) (bson.D, error) {
-	p, err := aggregate.Parse(stages, aggregate.Options{})
-	if err != nil {
-		return nil, err
-	}
-	out, err := p.Run(&sliceSource{docs: docs}, nilEnv{now: h.deps.Clock.Now()})
+	out, err := h.pipelineOverDocs(stages, docs)
 	if err != nil {
 		return nil, err
 	}
 	return h.requestCursorReply(r, r.db+".$cmd.aggregate", out, batch, false)
+}
+
+// pipelineOverDocs runs stages over docs.
+func (h *Handler) pipelineOverDocs(stages bson.A, docs []bson.D) (aggregate.Iterator, error) {
+	p, err := aggregate.Parse(stages, aggregate.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return p.Run(&sliceSource{docs: docs}, nilEnv{now: h.deps.Clock.Now()})
+}
+
+// currentOpDocs lists the operations in flight as $currentOp shows them.
+func (h *Handler) currentOpDocs() []bson.D {
+	return h.deps.Activity.Docs(h.deps.Clock.Now(), "localhost")
 }

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/diag"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/session"
 	"github.com/mayflydb/mayfly/internal/wire"
@@ -136,7 +137,7 @@ func cmdGetLog(h *Handler, r *request) (bson.D, error) {
 	case "*":
 		return bson.D{{Key: "names", Value: bson.A{"global", "startupWarnings"}}}, nil
 	case "global", "startupWarnings":
-		return h.logLines(which), nil
+		return diag.LogLines(h.deps.Log, which), nil
 	}
 	return nil, mongoerr.Newf(mongoerr.OperationFailed, "No log named '%s'", which)
 }
@@ -164,8 +165,8 @@ func cmdHostInfo(h *Handler, r *request) (bson.D, error) {
 			{Key: "numCores", Value: int32(runtime.NumCPU())},
 			{Key: "cpuArch", Value: archName()},
 		}},
-		{Key: "os", Value: osInfo()},
-		{Key: "extra", Value: hostExtra()},
+		{Key: "os", Value: diag.OSInfo(osType())},
+		{Key: "extra", Value: diag.HostExtra(totalMemoryMB())},
 	}, nil
 }
 
@@ -235,12 +236,12 @@ func cmdServerStatus(h *Handler, r *request) (bson.D, error) {
 		{Key: "uptimeMillis", Value: uptime.Milliseconds()},
 		{Key: "uptimeEstimate", Value: int64(uptime / time.Second)},
 		{Key: "localTime", Value: bson.NewDateTimeFromTime(now)},
-		{Key: "asserts", Value: h.assertsStatus()},
+		{Key: "asserts", Value: diag.Asserts(h.deps.OpStats)},
 		{Key: "connections", Value: h.connectionsStatus()},
-		{Key: "extra_info", Value: extraInfo()},
-		{Key: "globalLock", Value: h.globalLockStatus(uptime)},
+		{Key: "extra_info", Value: diag.ExtraInfo()},
+		{Key: "globalLock", Value: diag.GlobalLock(h.deps.OpStats, h.deps.Fsync.Waiting(), uptime)},
 		{Key: "network", Value: h.networkStatus()},
-		{Key: "opLatencies", Value: h.opLatencies()},
+		{Key: "opLatencies", Value: diag.OpLatencies(h.deps.OpStats)},
 		{Key: "opcounters", Value: h.opcounters()},
 		{Key: "mem", Value: memStatus()},
 		{Key: "mayflyMemory", Value: h.memoryStatus()},
@@ -266,12 +267,12 @@ func (h *Handler) connectionsStatus() bson.D {
 func (h *Handler) opcounters() bson.D {
 	c := &h.opCounts
 	return bson.D{
-		{Key: "insert", Value: c.insert.Load()},
-		{Key: "query", Value: c.query.Load()},
-		{Key: "update", Value: c.update.Load()},
-		{Key: "delete", Value: c.delete.Load()},
-		{Key: "getmore", Value: c.getmore.Load()},
-		{Key: "command", Value: c.command.Load()},
+		{Key: "insert", Value: c.Insert.Load()},
+		{Key: "query", Value: c.Query.Load()},
+		{Key: "update", Value: c.Update.Load()},
+		{Key: "delete", Value: c.Delete.Load()},
+		{Key: "getmore", Value: c.GetMore.Load()},
+		{Key: "command", Value: c.Command.Load()},
 	}
 }
 
@@ -281,7 +282,7 @@ func (h *Handler) metricsStatus() bson.D {
 		ttl = h.deps.TTLStats()
 	}
 	return bson.D{
-		{Key: "commands", Value: h.commandMetrics()},
+		{Key: "commands", Value: diag.CommandMetrics(h.deps.OpStats)},
 		{Key: "cursor", Value: bson.D{
 			{Key: "timedOut", Value: h.deps.Cursors.TimedOut()},
 			{Key: "open", Value: bson.D{{Key: "total", Value: int64(h.deps.Cursors.Open())}}},

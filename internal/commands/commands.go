@@ -14,6 +14,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/activity"
 	"github.com/mayflydb/mayfly/internal/auth"
+	"github.com/mayflydb/mayfly/internal/backup"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/clock"
@@ -23,6 +24,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/logring"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/opstats"
+	"github.com/mayflydb/mayfly/internal/params"
 	"github.com/mayflydb/mayfly/internal/repl"
 	"github.com/mayflydb/mayfly/internal/server"
 	"github.com/mayflydb/mayfly/internal/session"
@@ -34,7 +36,7 @@ type Deps struct {
 	Cursors *cursor.Registry
 	Clock   clock.Clock
 	Logger  *slog.Logger
-	Params  *Params
+	Params  *params.Table
 	// Argv is the command line, for getCmdLineOpts.
 	Argv []string
 	// Parsed is the effective configuration, for getCmdLineOpts.
@@ -60,7 +62,7 @@ type Deps struct {
 	OpStats *opstats.Stats // New makes one when nil
 	Log     *logring.Ring  // getLog; may be nil
 	DataDir string
-	Fsync   *FsyncLock // New makes one when nil
+	Fsync   *backup.Lock // New makes one when nil
 	// Auth holds users and roles and authorizes commands; New makes one
 	// with access control off when nil.
 	Auth *auth.Manager
@@ -87,7 +89,7 @@ type Handler struct {
 	steady    clock.Clock
 	started   time.Time
 	processID bson.ObjectID
-	opCounts  opCounters
+	opCounts  opstats.OpCounters
 	emptyTs   emptyTsClock
 	sessions  *session.Cache
 	// failPoints are the fail points configureFailPoint sets (nil without
@@ -128,7 +130,7 @@ func New(deps Deps) *Handler {
 		deps.Logger = slog.Default()
 	}
 	if deps.Params == nil {
-		deps.Params = NewParams()
+		deps.Params = params.New()
 	}
 	if deps.Activity == nil {
 		deps.Activity = activity.NewRegistry(deps.Clock)
@@ -140,7 +142,7 @@ func New(deps Deps) *Handler {
 		deps.OpStats = opstats.New()
 	}
 	if deps.Fsync == nil {
-		deps.Fsync = NewFsyncLock()
+		deps.Fsync = backup.NewLock()
 	}
 	if deps.Auth == nil {
 		deps.Auth = auth.Disabled(deps.Store, deps.Logger)
@@ -161,10 +163,10 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 	r := &request{ctx: ctx, conn: c, db: cmd.DB, name: cmd.Name, body: auth.Redact(cmd.Body), secret: cmd.Body}
 	entry, ok := h.table[cmd.Name]
 	if !ok {
-		h.opCounts.command.Add(1)
+		h.opCounts.Command.Add(1)
 		return mongoerr.Reply(mongoerr.Newf(mongoerr.CommandNotFound, "no such command: '%s'", cmd.Name))
 	}
-	h.countStart(cmd.Name)
+	h.opCounts.Start(cmd.Name)
 	if err := checkAPIParameters(r, entry); err != nil {
 		return mongoerr.Reply(err)
 	}

@@ -1,18 +1,15 @@
 package commands
 
 import (
-	"crypto/md5"
-	"encoding/hex"
 	"os"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/diag"
 )
 
-// cmdDBHash answers dbHash as mongod does: an MD5 of each collection's
-// stored documents in _id order and one of them all, so that anyone can
-// check that the members of a replica set hold the same data.
+// cmdDBHash answers dbHash as mongod does, with diag.DBHash's hashes.
 func cmdDBHash(h *Handler, r *request) (bson.D, error) {
 	if err := checkFields(r, "collections"); err != nil {
 		return nil, err
@@ -22,30 +19,14 @@ func cmdDBHash(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	all := md5.New()
-	collections, uuids := bson.D{}, bson.D{}
-	capped := bson.A{}
-	for _, name := range names {
-		c := h.deps.Store.Collection(r.db, name)
-		if c == nil {
-			continue
-		}
-		sum := md5.New()
-		if err := c.EachStored(func(raw []byte) error { _, err := sum.Write(raw); return err }); err != nil {
-			return nil, err
-		}
-		hexSum := hex.EncodeToString(sum.Sum(nil))
-		all.Write([]byte(hexSum))
-		collections = append(collections, bson.E{Key: name, Value: hexSum})
-		uuids = append(uuids, bson.E{Key: name, Value: c.Meta().UUID})
-		if c.Meta().Capped {
-			capped = append(capped, name)
-		}
+	sums, err := diag.DBHash(h.deps.Store, r.db, names)
+	if err != nil {
+		return nil, err
 	}
 	return bson.D{
-		{Key: "numCollections", Value: int32(len(collections))}, {Key: "host", Value: hostName()},
-		{Key: "collections", Value: collections}, {Key: "capped", Value: capped}, {Key: "uuids", Value: uuids},
-		{Key: "md5", Value: hex.EncodeToString(all.Sum(nil))},
+		{Key: "numCollections", Value: int32(len(sums.Collections))}, {Key: "host", Value: hostName()},
+		{Key: "collections", Value: sums.Collections}, {Key: "capped", Value: sums.Capped}, {Key: "uuids", Value: sums.UUIDs},
+		{Key: "md5", Value: sums.All},
 		{Key: "timeMillis", Value: int32(h.steady.Now().Sub(started).Milliseconds())}, {Key: "fromCache", Value: bson.A{}},
 	}, nil
 }

@@ -1,101 +1,15 @@
 package commands
 
 import (
-	"context"
-	"errors"
-	"os"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/backup"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/opstats"
-	"github.com/mayflydb/mayfly/internal/storage"
 )
-
-// FsyncLock is db.fsyncLock(): while held, commands that write wait, and
-// so does the TTL monitor, so the data directory can be copied as it is.
-// It nests, as mongod's does: each lock needs its unlock.
-type FsyncLock struct {
-	mu       sync.Mutex
-	count    int64
-	unlocked chan struct{} // closed while count is 0
-	waiting  atomic.Int64
-}
-
-// NewFsyncLock returns an unlocked FsyncLock.
-func NewFsyncLock() *FsyncLock {
-	l := &FsyncLock{unlocked: make(chan struct{})}
-	close(l.unlocked)
-	return l
-}
-
-// Lock takes the lock once more and returns how many times it is held.
-func (l *FsyncLock) Lock() int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.count == 0 {
-		l.unlocked = make(chan struct{})
-	}
-	l.count++
-	return l.count
-}
-
-// Unlock releases one hold; ok is false when the lock was not held.
-func (l *FsyncLock) Unlock() (left int64, ok bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.count == 0 {
-		return 0, false
-	}
-	l.count--
-	if l.count == 0 {
-		close(l.unlocked)
-	}
-	return l.count, true
-}
-
-// Release drops every hold, at shutdown.
-func (l *FsyncLock) Release() {
-	for {
-		if _, ok := l.Unlock(); !ok {
-			return
-		}
-	}
-}
-
-// Count is how many times the lock is held.
-func (l *FsyncLock) Count() int64 {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.count
-}
-
-// Wait returns once the lock is not held, or ctx's error.
-func (l *FsyncLock) Wait(ctx context.Context) error {
-	l.mu.Lock()
-	ch := l.unlocked
-	l.mu.Unlock()
-	select {
-	case <-ch:
-		return nil
-	default:
-	}
-	l.waiting.Add(1)
-	defer l.waiting.Add(-1)
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// Waiting is how many writers wait for the lock now.
-func (l *FsyncLock) Waiting() int64 { return l.waiting.Load() }
 
 // waitForWrites holds a writing command while the fsync lock is held.
 func (h *Handler) waitForWrites(r *request) error {
@@ -169,16 +83,9 @@ func cmdMayflyCheckpoint(h *Handler, r *request) (bson.D, error) {
 	if !ok || !filepath.IsAbs(dir) {
 		return nil, mongoerr.New(mongoerr.BadValue, "mayflyCheckpoint needs 'to', an absolute path on the server's machine")
 	}
-	if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {
-		return nil, mongoerr.Newf(mongoerr.BadValue, "backup directory %s already exists", dir)
-	}
-	cp, ok := h.deps.Store.Engine().(storage.Checkpointer)
-	if !ok || h.deps.DataDir == "" {
-		return nil, mongoerr.New(mongoerr.IllegalOperation, "a server running in memory has no files to back up")
-	}
 	started := h.deps.Clock.Now()
-	if err := cp.Checkpoint(dir); err != nil {
-		return nil, mongoerr.Newf(mongoerr.OperationFailed, "backup to %s failed: %v", dir, err)
+	if err := backup.Checkpoint(h.deps.Store.Engine(), h.deps.DataDir == "", dir); err != nil {
+		return nil, err
 	}
 	millis := h.deps.Clock.Now().Sub(started).Milliseconds()
 	h.deps.Logger.Info("backup written", "to", dir, "ms", millis)

@@ -15,8 +15,8 @@ import (
 // so it answers Interrupted (11601) at its next check. As on mongod the
 // reply is the same whether or not the operation was still running.
 func cmdKillOp(h *Handler, r *request) (bson.D, error) {
-	if r.db != "admin" {
-		return nil, mongoerr.New(mongoerr.Unauthorized, "killOp may only be run against the admin database.")
+	if err := requireAdmin(r); err != nil {
+		return nil, err
 	}
 	if err := checkFields(r, "op"); err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/cursor"
+	"github.com/mayflydb/mayfly/internal/diag"
 	"github.com/mayflydb/mayfly/internal/executor"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/oplog"
@@ -174,15 +175,15 @@ func (h *Handler) localInfo(coll string) bson.D {
 // localSizes is what collStats reports of a local view. The oplog's
 // maxSize is the log's size now: it is kept for a time, not to a size,
 // so that is the most it holds; its storageSize is that size too.
-func (h *Handler) localSizes(coll string) (collSizes, collShape, error) {
+func (h *Handler) localSizes(coll string) (diag.Sizes, diag.Shape, error) {
 	if coll == oplogColl {
 		n, size, err := oplog.Stats(h.deps.Changes.Reader)
-		s := collSizes{count: n, size: size, storage: size, indexes: bson.D{}}
-		return s, collShape{capped: true, maxSize: max(size, 1)}, err
+		s := diag.Sizes{Count: n, Size: size, Storage: size, Indexes: bson.D{}}
+		return s, diag.Shape{Capped: true, MaxSize: max(size, 1)}, err
 	}
 	b, err := bson.Marshal(h.deps.Repl.Config().Doc())
-	s := collSizes{count: 1, size: int64(len(b)), storage: int64(len(b)), indexes: bson.D{{Key: "_id_", Value: int64(0)}}}
-	return s, collShape{nindexes: 1}, err
+	s := diag.Sizes{Count: 1, Size: int64(len(b)), Storage: int64(len(b)), Indexes: bson.D{{Key: "_id_", Value: int64(0)}}}
+	return s, diag.Shape{NIndexes: 1}, err
 }
 
 // listLocalViews adds the local views to a listCollections of local.

@@ -1,48 +1,24 @@
 package commands
 
 import (
-	"sync/atomic"
-
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 )
 
-// serverStatus's opcounters follow mongod: find counts one query and
-// getMore one getmore as they start; insert counts the documents it
-// inserted, update and delete each statement they ran, and bulkWrite
-// each of its operations so, once they are done; every other command
-// (findAndModify, aggregate, count, ...) counts one command as it starts.
-
-type opCounters struct {
-	insert, query, update, delete, getmore, command atomic.Int64
-}
-
-// countStart counts a command as it starts; the writes count when done.
-func (h *Handler) countStart(name string) {
-	switch name {
-	case "insert", "update", "delete", "bulkWrite":
-	case "find":
-		h.opCounts.query.Add(1)
-	case "getMore":
-		h.opCounts.getmore.Add(1)
-	default:
-		h.opCounts.command.Add(1)
-	}
-}
-
-// countWrites counts what an insert, update or delete command ran.
+// countWrites counts what an insert, update or delete command ran in
+// serverStatus's opcounters (opstats.OpCounters counts the rest).
 func (h *Handler) countWrites(r *request, reply bson.D, err error) {
 	if err != nil {
 		return
 	}
 	switch r.name {
 	case "insert":
-		h.opCounts.insert.Add(int64(asInt32(reply, "n")))
+		h.opCounts.Insert.Add(int64(asInt32(reply, "n")))
 	case "update":
-		h.opCounts.update.Add(statementsRun(r, "updates", reply))
+		h.opCounts.Update.Add(statementsRun(r, "updates", reply))
 	case "delete":
-		h.opCounts.delete.Add(statementsRun(r, "deletes", reply))
+		h.opCounts.Delete.Add(statementsRun(r, "deletes", reply))
 	}
 }
 
@@ -87,16 +63,16 @@ func (b *bulkWrite) countOps(ops []bson.D) {
 		ran = min(ran, int(i)+1)
 	}
 	c := &b.h.opCounts
-	c.insert.Add(b.totals.inserted)
+	c.Insert.Add(b.totals.inserted)
 	for _, op := range ops[:ran] {
 		if len(op) == 0 {
 			continue
 		}
 		switch op[0].Key {
 		case "update":
-			c.update.Add(1)
+			c.Update.Add(1)
 		case "delete":
-			c.delete.Add(1)
+			c.Delete.Add(1)
 		}
 	}
 }

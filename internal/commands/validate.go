@@ -3,7 +3,7 @@ package commands
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/diag"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
@@ -31,7 +31,7 @@ func cmdValidate(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, interruptionOr(r.ctx, err)
 	}
-	return validateReply(c, res), nil
+	return diag.ValidateReport(c, res), nil
 }
 
 func checkValidateOptions(r *request) error {
@@ -54,49 +54,4 @@ func checkValidateOptions(r *request) error {
 		return mongoerr.New(mongoerr.CommandNotSupported, "Running the validate command with { repair: true } is not supported by Mayfly")
 	}
 	return nil
-}
-
-func validateReply(c *docstore.Collection, res *docstore.ValidateResult) bson.D {
-	keys, details := bson.D{}, bson.D{}
-	for _, ix := range res.Indexes {
-		keys = append(keys, bson.E{Key: ix.Name, Value: docstore.Num(ix.Keys)})
-		details = append(details, bson.E{Key: ix.Name, Value: bson.D{{Key: "valid", Value: ix.Valid}}})
-	}
-	out := bson.D{
-		{Key: "ns", Value: c.Namespace()},
-		{Key: "uuid", Value: c.Meta().UUID},
-		{Key: "nInvalidDocuments", Value: docstore.Num(res.InvalidDocs)},
-		{Key: "nNonCompliantDocuments", Value: int32(0)},
-		{Key: "nrecords", Value: docstore.Num(res.Records)},
-		{Key: "nIndexes", Value: int32(len(res.Indexes))},
-		{Key: "keysPerIndex", Value: keys},
-		{Key: "indexDetails", Value: details},
-		{Key: "valid", Value: res.Valid()},
-		{Key: "repaired", Value: false},
-		{Key: "warnings", Value: stringsArray(res.Warnings)},
-		{Key: "errors", Value: stringsArray(res.Errors)},
-		{Key: "extraIndexEntries", Value: docsArray(res.ExtraEntries)},
-		{Key: "missingIndexEntries", Value: docsArray(res.MissingEntries)},
-		{Key: "corruptRecords", Value: append(bson.A{}, res.CorruptRecords...)},
-	}
-	if !res.Valid() {
-		out = append(out, bson.E{Key: "advice", Value: "A corrupt namespace has been detected. See http://dochub.mongodb.org/core/data-recovery for recovery steps."})
-	}
-	return out
-}
-
-func stringsArray(ss []string) bson.A {
-	out := make(bson.A, 0, len(ss))
-	for _, s := range ss {
-		out = append(out, s)
-	}
-	return out
-}
-
-func docsArray(ds []bson.D) bson.A {
-	out := make(bson.A, 0, len(ds))
-	for _, d := range ds {
-		out = append(out, d)
-	}
-	return out
 }

@@ -50,6 +50,14 @@ func NewAccumulator(op string) (Accumulator, bool) {
 	return nil, false
 }
 
+// AccumulatorNames lists every operator NewAccumulator accepts, sorted:
+// tests that hold a table over the whole class (how the router splits
+// each one) compare against it.
+func AccumulatorNames() []string {
+	return []string{"$addToSet", "$avg", "$first", "$last", "$max", "$mergeObjects",
+		"$min", "$push", "$stdDevPop", "$stdDevSamp", "$sum"}
+}
+
 // sumAcc ignores non-numbers, as $sum does; an empty sum is 0.
 type sumAcc struct{ s sum }
 

@@ -1,6 +1,7 @@
 package expr
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -443,5 +444,25 @@ func TestAccumulators(t *testing.T) {
 	}
 	if _, ok := NewAccumulator("$nope"); ok {
 		t.Error("NewAccumulator accepted $nope")
+	}
+}
+
+// TestAccumulatorNamesListsEveryAccumulator probes every accumulator name
+// mongod 8.0 knows: NewAccumulator must accept exactly the listed ones,
+// so an accumulator added without its name in AccumulatorNames fails.
+func TestAccumulatorNamesListsEveryAccumulator(t *testing.T) {
+	mongod := []string{"$accumulator", "$addToSet", "$avg", "$bottom", "$bottomN", "$concatArrays",
+		"$count", "$first", "$firstN", "$last", "$lastN", "$max", "$maxN", "$median", "$mergeObjects",
+		"$min", "$minN", "$percentile", "$push", "$setUnion", "$stdDevPop", "$stdDevSamp", "$sum",
+		"$top", "$topN"}
+	listed := AccumulatorNames()
+	for _, op := range mongod {
+		_, accepted := NewAccumulator(op)
+		if accepted != slices.Contains(listed, op) {
+			t.Errorf("%s: NewAccumulator accepts it: %v; AccumulatorNames lists it: %v", op, accepted, !accepted)
+		}
+	}
+	if !slices.IsSorted(listed) {
+		t.Errorf("AccumulatorNames is not sorted: %v", listed)
 	}
 }

@@ -57,6 +57,8 @@ func packageLayers() map[string]row {
 		"internal/ttl":         {layer: services},
 		"internal/expirywatch": {layer: services},
 		"internal/failpoint":   {layer: services},
+		"internal/diag":        {layer: services},
+		"internal/profiler":    {layer: services},
 		"internal/wireclient":  {layer: services},
 
 		"internal/docstore":     {layer: state},
@@ -77,6 +79,7 @@ func packageLayers() map[string]row {
 		"internal/validator":     {layer: rules},
 		"internal/shardkey":      {layer: rules},
 		"internal/shardmeta":     {layer: rules},
+		"internal/shardmerge":    {layer: rules},
 		"internal/keyenc":        {layer: rules},
 		"internal/wire":          {layer: rules},
 
@@ -92,9 +95,13 @@ func packageLayers() map[string]row {
 		"internal/dirlock":                     {layer: base},
 		"internal/logring":                     {layer: base},
 		"internal/opstats":                     {layer: base},
+		"internal/params":                      {layer: base},
+		"internal/backup":                      {layer: base},
 		"internal/tlsconf":                     {layer: base},
 		"internal/mongodconf":                  {layer: base},
 		"internal/fuzzlimit":                   {layer: base},
+		"internal/txncheck":                    {layer: base},
+		"internal/txnload":                     {layer: base},
 		"internal/layering":                    {layer: base},
 	}
 }

@@ -127,12 +127,7 @@ func (s *Sort) SortUntil(docs []bson.D, stop func() error) error {
 		if compared++; stopped != nil || (compared%stopEvery == 0 && stopErr(stop, &stopped)) {
 			return 0
 		}
-		for i, k := range s.keys {
-			if c := k.compare(x.keys[i], y.keys[i]); c != 0 {
-				return c
-			}
-		}
-		return 0
+		return s.CompareKeys(x.keys, y.keys)
 	})
 	if stopped != nil {
 		return stopped
@@ -148,6 +143,22 @@ func (s *Sort) SortUntil(docs []bson.D, stop func() error) error {
 func stopErr(stop func() error, into *error) bool {
 	*into = stop()
 	return *into != nil
+}
+
+// Keys returns a document's sort key, one value per sort field, for
+// CompareKeys: a merge that compares each document many times computes
+// its key once.
+func (s *Sort) Keys(d bson.D) []any { return s.values(d) }
+
+// CompareKeys orders two keys from Keys as Compare orders their
+// documents.
+func (s *Sort) CompareKeys(a, b []any) int {
+	for i, k := range s.keys {
+		if c := k.compare(a[i], b[i]); c != 0 {
+			return c
+		}
+	}
+	return 0
 }
 
 func (s *Sort) values(d bson.D) []any {

@@ -1,15 +1,24 @@
-package commands
+package diag
 
 import (
 	"runtime/metrics"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/mayflydb/mayfly/internal/server"
+	"github.com/mayflydb/mayfly/internal/storage"
 )
 
-// The runtime/metrics samples memoryStatus reads, in the order of
-// goMemory's fields.
+// MemoryHolders are the figures of the memory's holders outside the Go
+// runtime that serverStatus.mayflyMemory reports beside it.
+type MemoryHolders struct {
+	Resident                           int64 // the process's resident bytes (VmRSS)
+	Storage                            storage.Metrics
+	Connections, ActiveConnections     int64
+	ConnectionBufferBytes, OpenCursors int64
+}
+
+// The runtime/metrics samples Memory reads, in the order of goMemory's
+// fields.
 var goMemorySamples = [...]string{
 	"/memory/classes/heap/objects:bytes",
 	"/memory/classes/heap/unused:bytes",
@@ -43,42 +52,30 @@ func readGoMemory() goMemory {
 	return goMemory{v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]}
 }
 
-// serverStats returns the network server's counters, zero without one
-// (in tests).
-func (h *Handler) serverStats() server.Stats {
-	if h.deps.ServerStats == nil {
-		return server.Stats{}
-	}
-	return h.deps.ServerStats()
-}
-
 // resident is what of the runtime's mappings is in memory: all but the
 // pages it has given back to the system.
 func (g goMemory) resident() int64 { return g.total - g.heapReleased }
 
-// memoryStatus is serverStatus.mayflyMemory: where the resident memory
-// goes, in bytes, so that growth can be traced to its holder. The storage
-// engine's block cache and memtables are allocated outside the Go heap
-// when the binary is built with cgo, inside it otherwise; unaccounted is
-// what neither explains (the binary's code, C allocations, the kernel's
+// Memory is serverStatus.mayflyMemory: where the resident memory goes, in
+// bytes, so that growth can be traced to its holder. The storage engine's
+// block cache and memtables are allocated outside the Go heap when the
+// binary is built with cgo, inside it otherwise; unaccounted is what
+// neither explains (the binary's code, C allocations, the kernel's
 // rounding).
-func (h *Handler) memoryStatus() bson.D {
-	resident := procStatusKB("VmRSS:") << 10
+func Memory(m MemoryHolders) bson.D {
 	g := readGoMemory()
-	storage := h.deps.Store.Engine().Metrics()
 	offHeap := int64(0)
-	if storageOffGoHeap {
-		offHeap = storage.MemTableBytes + storage.BlockCacheBytes
+	if StorageOffGoHeap {
+		offHeap = m.Storage.MemTableBytes + m.Storage.BlockCacheBytes
 	}
-	conns := h.serverStats()
 	return bson.D{
-		{Key: "resident", Value: resident},
-		{Key: "connections", Value: bson.D{{Key: "current", Value: conns.Current}, {Key: "active", Value: conns.Active}, {Key: "bufferBytes", Value: conns.BufferBytes}}},
-		{Key: "cursors", Value: bson.D{{Key: "open", Value: int64(h.deps.Cursors.Open())}}},
+		{Key: "resident", Value: m.Resident},
+		{Key: "connections", Value: bson.D{{Key: "current", Value: m.Connections}, {Key: "active", Value: m.ActiveConnections}, {Key: "bufferBytes", Value: m.ConnectionBufferBytes}}},
+		{Key: "cursors", Value: bson.D{{Key: "open", Value: m.OpenCursors}}},
 		{Key: "storage", Value: bson.D{
-			{Key: "blockCacheBytes", Value: storage.BlockCacheBytes},
-			{Key: "memTableBytes", Value: storage.MemTableBytes},
-			{Key: "outsideGoHeap", Value: storageOffGoHeap},
+			{Key: "blockCacheBytes", Value: m.Storage.BlockCacheBytes},
+			{Key: "memTableBytes", Value: m.Storage.MemTableBytes},
+			{Key: "outsideGoHeap", Value: StorageOffGoHeap},
 		}},
 		{Key: "goHeap", Value: bson.D{
 			{Key: "resident", Value: g.resident()},
@@ -91,6 +88,6 @@ func (h *Handler) memoryStatus() bson.D {
 			{Key: "stacks", Value: g.stacks + g.osStacks},
 			{Key: "runtimeOther", Value: g.total - g.heapObjects - g.heapUnused - g.heapFree - g.heapReleased - g.stacks - g.osStacks},
 		}},
-		{Key: "unaccounted", Value: resident - g.resident() - offHeap},
+		{Key: "unaccounted", Value: m.Resident - g.resident() - offHeap},
 	}
 }

@@ -1,0 +1,45 @@
+package diag
+
+import (
+	"crypto/md5"
+	"encoding/hex"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/docstore"
+)
+
+// Hashes are dbHash's figures: an MD5 of each collection's stored
+// documents in _id order and one of them all, so that anyone can check
+// that the members of a replica set hold the same data.
+type Hashes struct {
+	Collections, UUIDs bson.D // name → hex MD5, name → UUID
+	Capped             bson.A // the names of the capped collections
+	All                string // hex MD5 of the collections' hex MD5s
+}
+
+// DBHash hashes the named collections of db; names that hold no
+// collection are left out.
+func DBHash(store *docstore.Store, db string, names []string) (Hashes, error) {
+	all := md5.New()
+	out := Hashes{Collections: bson.D{}, UUIDs: bson.D{}, Capped: bson.A{}}
+	for _, name := range names {
+		c := store.Collection(db, name)
+		if c == nil {
+			continue
+		}
+		sum := md5.New()
+		if err := c.EachStored(func(raw []byte) error { _, err := sum.Write(raw); return err }); err != nil {
+			return out, err
+		}
+		hexSum := hex.EncodeToString(sum.Sum(nil))
+		all.Write([]byte(hexSum))
+		out.Collections = append(out.Collections, bson.E{Key: name, Value: hexSum})
+		out.UUIDs = append(out.UUIDs, bson.E{Key: name, Value: c.Meta().UUID})
+		if c.Meta().Capped {
+			out.Capped = append(out.Capped, name)
+		}
+	}
+	out.All = hex.EncodeToString(all.Sum(nil))
+	return out, nil
+}
