@@ -346,6 +346,10 @@ func compareAggregates(t *testing.T, ref, routed *mongo.Collection) {
 			bson.D{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}}},
 		"sort skip limit": {bson.D{{Key: "$sort", Value: bson.D{{Key: "n", Value: 1}}}}, bson.D{{Key: "$skip", Value: 10}}, bson.D{{Key: "$limit", Value: 5}}},
 		"match count":     {bson.D{{Key: "$match", Value: bson.D{{Key: "v", Value: 1}}}}, bson.D{{Key: "$count", Value: "k"}}},
+		"group partial accumulators": {bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$v"},
+			{Key: "avg", Value: bson.D{{Key: "$avg", Value: "$n"}}}, {Key: "lo", Value: bson.D{{Key: "$min", Value: "$n"}}},
+			{Key: "hi", Value: bson.D{{Key: "$max", Value: "$n"}}}, {Key: "c", Value: bson.D{{Key: "$count", Value: bson.D{}}}}}}},
+			bson.D{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}}},
 		"project sort limit": {bson.D{{Key: "$project", Value: bson.D{{Key: "twice", Value: bson.D{{Key: "$multiply", Value: bson.A{"$n", 2}}}}}}},
 			bson.D{{Key: "$sort", Value: bson.D{{Key: "twice", Value: -1}}}}, bson.D{{Key: "$limit", Value: 4}}},
 	}

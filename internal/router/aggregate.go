@@ -9,12 +9,14 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
+	"github.com/mayflydb/mayfly/internal/shardmerge"
 )
 
 // cmdAggregate runs a pipeline: on the one shard a leading $match pins,
-// or split — the leading stages that see one document at a time (and a
-// $sort, with the $limit after it) on every shard, the rest on the
-// router over the merged results.
+// or split by internal/shardmerge — what can run per shard (stages that
+// see one document at a time, a $sort with its limit, a $group's partial
+// accumulators) on every shard, the rest on the router over the merged
+// results.
 func cmdAggregate(r *Router, op *operation) (bson.D, error) {
 	coll, isColl := op.body[0].Value.(string)
 	if !isColl {
@@ -64,64 +66,42 @@ func leadingMatch(pipeline bson.A) bson.D {
 	return nil
 }
 
-// streamingStage names the stages a shard can run on its own documents
-// with the same result as over all of them.
-func streamingStage(name string) bool {
-	switch name {
-	case "$match", "$project", "$addFields", "$set", "$unset", "$unwind", "$replaceRoot", "$replaceWith", "$redact":
-		return true
+// splitAggregate cuts a pipeline into the shards' part and the
+// router's: internal/shardmerge's split, except that a leading
+// $collStats goes to every shard, each answer tagged with its shard (as
+// mongos does for getShardDistribution).
+func splitAggregate(pipeline bson.A) (*shardmerge.PipelineSplit, error) {
+	stages := make([]bson.D, len(pipeline))
+	for i, raw := range pipeline {
+		stages[i] = bsonutil.ToD(raw)
 	}
-	return false
-}
-
-// splitPipeline cuts a pipeline into the shards' part and the router's,
-// and returns the sort the router merges by (a $sort moved to the shards).
-func splitPipeline(pipeline bson.A) (shards, router bson.A, sort bson.D) {
-	shards = bson.A{}
-	if len(pipeline) > 0 && stageName(pipeline[0]) == "$collStats" {
-		return append(shards, pipeline[0]), append(bson.A{}, pipeline[1:]...), nil
+	if len(stages) > 0 && stageName(pipeline[0]) == "$collStats" {
+		return &shardmerge.PipelineSplit{ShardPipeline: stages[:1], MergePipeline: stages[1:]}, nil
 	}
-	i := 0
-	for i < len(pipeline) && streamingStage(stageName(pipeline[i])) {
-		i++
-	}
-	shards = append(shards, pipeline[:i]...)
-	if i < len(pipeline) && stageName(pipeline[i]) == "$sort" {
-		sort = bsonutil.ToD(bsonutil.ToD(pipeline[i])[0].Value)
-		shards = append(shards, pipeline[i])
-		i++
-		if i < len(pipeline) && stageName(pipeline[i]) == "$limit" {
-			shards = append(shards, pipeline[i]) // also kept on the router, below
-		}
-	}
-	return shards, append(bson.A{}, pipeline[i:]...), sort
+	return shardmerge.SplitPipeline(stages)
 }
 
 func (r *Router) scatterAggregate(op *operation, ns string, ts []target, pipeline bson.A) (bson.D, error) {
-	shardPart, routerPart, sortSpec := splitPipeline(pipeline)
-	var sort *query.Sort
-	if len(sortSpec) > 0 {
-		s, err := query.NewSort(sortSpec)
-		if err != nil {
-			return nil, err
-		}
-		sort = s
-	}
-	rest, err := aggregate.Parse(routerPart, aggregate.Options{AllowDiskUse: true, Let: bsonutil.ToD(mustField(op.body, "let"))})
+	split, err := splitAggregate(pipeline)
 	if err != nil {
 		return nil, err
 	}
-	cmd := bsonutil.WithField(passThrough(op.body), "pipeline", shardPart)
+	collator, err := collatorOf(op.body)
+	if err != nil {
+		return nil, err
+	}
+	rest, err := aggregate.Parse(stagesA(split.MergePipeline), aggregate.Options{AllowDiskUse: true,
+		Let: bsonutil.ToD(mustField(op.body, "let")), Collation: collator})
+	if err != nil {
+		return nil, err
+	}
+	cmd := bsonutil.WithField(passThrough(op.body), "pipeline", stagesA(split.ShardPipeline))
 	cmd = bsonutil.WithField(cmd, "cursor", bson.D{})
 	streams, err := r.openStreams(op, ts, cmd)
 	if err != nil {
 		return nil, err
 	}
-	inputs := iterators(streams)
-	if stageName(pipeline[0]) == "$collStats" {
-		inputs = tagShards(inputs, ts)
-	}
-	out, err := rest.Run(r.merger.Merge(inputs, sort), routerEnv{clock: r.clock})
+	out, err := r.mergeAggregate(split, streams, ts, rest, collator, stageName(pipeline[0]) == "$collStats")
 	if err != nil {
 		for _, s := range streams {
 			_ = s.Close()
@@ -134,6 +114,29 @@ func (r *Router) scatterAggregate(op *operation, ns string, ts []target, pipelin
 		batchSize = toInt64(v)
 	}
 	return r.firstBatch(op, ns, &mergedCursor{streams: streams, out: out}, batchSize, false)
+}
+
+// mergeAggregate merges the shards' streams and runs the router's part
+// of the pipeline over them.
+func (r *Router) mergeAggregate(split *shardmerge.PipelineSplit, streams []*shardStream, ts []target,
+	rest *aggregate.Pipeline, collator query.Collator, tagged bool) (aggregate.Iterator, error) {
+	inputs := iterators(streams)
+	if tagged {
+		inputs = tagShards(inputs, ts)
+	}
+	merged, err := split.Merge(inputs, collator)
+	if err != nil {
+		return nil, err
+	}
+	return rest.Run(merged, routerEnv{clock: r.clock})
+}
+
+func stagesA(stages []bson.D) bson.A {
+	out := make(bson.A, len(stages))
+	for i, s := range stages {
+		out[i] = s
+	}
+	return out
 }
 
 // tagShards names each shard's $collStats document with its shard, as

@@ -2,14 +2,15 @@ package router
 
 import (
 	"math"
-	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
+	"github.com/mayflydb/mayfly/internal/shardmerge"
 )
 
 // defaultBatchSize is the first batch a find or aggregate answers with
@@ -39,8 +40,8 @@ func (r *Router) readTargets(op *operation, ns string, filter bson.D) (placement
 	return p, ts, err
 }
 
-// cmdFind sends a find to the one shard its filter pins, or to every
-// shard with skip folded into limit, merging on the router.
+// cmdFind sends a find to the one shard its filter pins, or splits it
+// (internal/shardmerge) over every shard and merges on the router.
 func cmdFind(r *Router, op *operation) (bson.D, error) {
 	coll, err := collectionArg(op)
 	if err != nil {
@@ -67,43 +68,47 @@ func (r *Router) forwardCursor(op *operation, t target, cmd bson.D) (bson.D, err
 	return r.adoptCursor(op, t.rs, reply), nil
 }
 
-// findPlan is what the router does after merging a scattered find.
-type findPlan struct {
-	sort        *query.Sort
-	skip, limit int64
-	projection  *query.Projection
-	batchSize   int64
-	single      bool
+// scatterFind sends the find internal/shardmerge splits off to every
+// target and merges their cursors into a router cursor.
+func (r *Router) scatterFind(op *operation, ns string, ts []target) (bson.D, error) {
+	collator, err := collatorOf(op.body)
+	if err != nil {
+		return nil, err
+	}
+	split, err := shardmerge.SplitFind(passThrough(op.body), collator)
+	if err != nil {
+		return nil, err
+	}
+	streams, err := r.openStreams(op, ts, split.ShardCommand)
+	if err != nil {
+		return nil, err
+	}
+	single, _ := bsonutil.Field(op.body, "singleBatch")
+	return r.firstBatch(op, ns, &mergedCursor{streams: streams, out: split.Merge(iterators(streams))},
+		firstBatchSize(op.body), single == true)
 }
 
-func parseFindPlan(body bson.D) (findPlan, error) {
-	var p findPlan
-	if v, ok := bsonutil.Field(body, "sort"); ok && len(bsonutil.ToD(v)) > 0 {
-		s, err := query.NewSort(bsonutil.ToD(v))
-		if err != nil {
-			return p, err
-		}
-		p.sort = s
-	}
-	if v, ok := bsonutil.Field(body, "projection"); ok && len(bsonutil.ToD(v)) > 0 {
-		proj, err := query.NewProjection(bsonutil.ToD(v))
-		if err != nil {
-			return p, err
-		}
-		p.projection = proj
-	}
-	p.skip = intField(body, "skip")
-	p.limit = intField(body, "limit")
-	p.batchSize = defaultBatchSize
+// firstBatchSize is a find's first batch: batchSize, at most limit,
+// defaultBatchSize when neither is given.
+func firstBatchSize(body bson.D) int64 {
+	n := int64(defaultBatchSize)
 	if v, ok := bsonutil.Field(body, "batchSize"); ok {
-		p.batchSize = toInt64(v)
+		n = toInt64(v)
 	}
-	single, _ := bsonutil.Field(body, "singleBatch")
-	p.single = single == true
-	if p.limit > 0 && (p.batchSize == 0 || p.limit < p.batchSize) {
-		p.batchSize = p.limit
+	if limit := intField(body, "limit"); limit > 0 && (n == 0 || limit < n) {
+		n = limit
 	}
-	return p, nil
+	return n
+}
+
+// collatorOf is a command's non-simple collation, nil for the simple one.
+func collatorOf(body bson.D) (query.Collator, error) {
+	v, _ := bsonutil.Field(body, "collation")
+	c, err := collation.Parse(v)
+	if err != nil || c == nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 func intField(body bson.D, key string) int64 {
@@ -126,43 +131,6 @@ func toInt64(v any) int64 {
 		return 0
 	}
 	return int64(bsonutil.ToFloat(v))
-}
-
-// shardFind is the find each shard runs: no skip, limit+skip, and, when
-// the router sorts, whole documents (the router projects after sorting).
-func shardFind(body bson.D, p findPlan) bson.D {
-	cmd := passThrough(body)
-	cmd = bsonutil.WithoutField(cmd, "skip")
-	cmd = bsonutil.WithoutField(cmd, "limit")
-	cmd = bsonutil.WithoutField(cmd, "singleBatch")
-	if p.limit > 0 {
-		cmd = append(cmd, bson.E{Key: "limit", Value: p.limit + p.skip})
-	}
-	if p.sort != nil {
-		cmd = bsonutil.WithoutField(cmd, "projection")
-	}
-	return cmd
-}
-
-func (r *Router) scatterFind(op *operation, ns string, ts []target) (bson.D, error) {
-	plan, err := parseFindPlan(op.body)
-	if err != nil {
-		return nil, err
-	}
-	streams, err := r.openStreams(op, ts, shardFind(op.body, plan))
-	if err != nil {
-		return nil, err
-	}
-	out := r.merger.Merge(iterators(streams), plan.sort)
-	out = aggregate.Skip(out, plan.skip)
-	if plan.limit > 0 {
-		out = aggregate.Limit(out, plan.limit)
-	}
-	if plan.projection != nil && plan.sort != nil {
-		proj := plan.projection
-		out = &mapIter{in: out, f: func(d bson.D) (bson.D, error) { return proj.Apply(d, -1) }}
-	}
-	return r.firstBatch(op, ns, &mergedCursor{streams: streams, out: out}, plan.batchSize, plan.single)
 }
 
 // openStreams sends cmd to every target and opens a stream on each
@@ -194,7 +162,7 @@ func iterators(streams []*shardStream) []aggregate.Iterator {
 }
 
 // cmdCount sums the shards' counts, with skip and limit applied on the
-// router (mongos's cluster count).
+// router (mongos's cluster count, by internal/shardmerge).
 func cmdCount(r *Router, op *operation) (bson.D, error) {
 	coll, err := collectionArg(op)
 	if err != nil {
@@ -209,27 +177,20 @@ func cmdCount(r *Router, op *operation) (bson.D, error) {
 	if len(ts) == 1 {
 		return r.forwardOne(op, ts[0], passThrough(op.body))
 	}
-	skip, limit := intField(op.body, "skip"), intField(op.body, "limit")
-	if limit < 0 {
-		limit = -limit
+	cmd, err := shardmerge.ShardCountCommand(passThrough(op.body))
+	if err != nil {
+		return nil, err
 	}
-	cmd := bsonutil.WithoutField(bsonutil.WithoutField(passThrough(op.body), "skip"), "limit")
-	if limit > 0 {
-		cmd = append(cmd, bson.E{Key: "limit", Value: limit + skip})
-	}
-	var n int64
+	counts := make([]shardmerge.ShardCount, 0, len(ts))
 	for _, t := range ts {
 		reply, err := r.sendOK(op, t, cmd)
 		if err != nil {
 			return nil, err
 		}
-		n += toInt64(mustField(reply, "n"))
+		counts = append(counts, shardmerge.ShardCount{Shard: t.shard, N: toInt64(mustField(reply, "n"))})
 	}
-	n = max(n-skip, 0)
-	if limit > 0 {
-		n = min(n, limit)
-	}
-	return bson.D{{Key: "n", Value: appendNumber(n)}}, nil
+	reply := shardmerge.CountReply(shardmerge.MergeCount(op.body, counts), counts)
+	return bsonutil.WithField(reply, "n", appendNumber(toInt64(mustField(reply, "n")))), nil
 }
 
 // forwardOne runs a command on one target and answers with its reply.
@@ -250,7 +211,7 @@ func (r *Router) sendOK(op *operation, t target, cmd bson.D) (bson.D, error) {
 	return reply, replyError(reply)
 }
 
-// cmdDistinct unions the shards' distinct values.
+// cmdDistinct unions the shards' distinct values (internal/shardmerge).
 func cmdDistinct(r *Router, op *operation) (bson.D, error) {
 	coll, err := collectionArg(op)
 	if err != nil {
@@ -265,25 +226,17 @@ func cmdDistinct(r *Router, op *operation) (bson.D, error) {
 	if len(ts) == 1 {
 		return r.forwardOne(op, ts[0], passThrough(op.body))
 	}
-	var values []any
+	collator, err := collatorOf(op.body)
+	if err != nil {
+		return nil, err
+	}
+	perShard := make([]bson.A, 0, len(ts))
 	for _, t := range ts {
 		reply, err := r.sendOK(op, t, passThrough(op.body))
 		if err != nil {
 			return nil, err
 		}
-		values = append(values, bsonutil.ToA(mustField(reply, "values"))...)
+		perShard = append(perShard, bsonutil.ToA(mustField(reply, "values")))
 	}
-	return bson.D{{Key: "values", Value: uniqueValues(values)}}, nil
-}
-
-// uniqueValues sorts values in BSON order and drops repeats.
-func uniqueValues(values []any) bson.A {
-	slices.SortFunc(values, bsonutil.Compare)
-	out := bson.A{}
-	for i, v := range values {
-		if i == 0 || bsonutil.Compare(values[i-1], v) != 0 {
-			out = append(out, v)
-		}
-	}
-	return out
+	return bson.D{{Key: "values", Value: shardmerge.MergeDistinct(perShard, collator)}}, nil
 }

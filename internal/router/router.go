@@ -32,9 +32,6 @@ type Config struct {
 	Host   string
 	Clock  clock.Clock  // nil: the real clock
 	Logger *slog.Logger // nil: slog.Default()
-	// Merger merges the results of a query sent to several shards; nil
-	// means the router's own (ConcatMerger).
-	Merger Merger
 }
 
 // Router is a Handler that routes commands to a sharded cluster.
@@ -47,7 +44,6 @@ type Router struct {
 	time    clusterClock
 	catalog *catalog
 	cursors *cursorTable
-	merger  Merger
 	started bson.DateTime
 	// commands is commandTable, built once.
 	commands map[string]handlerFunc
@@ -71,12 +67,9 @@ func New(cfg Config) (*Router, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.Merger == nil {
-		cfg.Merger = ConcatMerger{}
-	}
 	cfg.Client.Clock = cfg.Clock
 	client := wireclient.New(cfg.Client)
-	r := &Router{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, client: client, merger: cfg.Merger,
+	r := &Router{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, client: client,
 		processID: bson.NewObjectID(), done: make(chan struct{}),
 		started: bson.NewDateTimeFromTime(cfg.Clock.Now()), commands: commandTable()}
 	r.config = newReplicaSet(name, seeds, client, cfg.Clock)

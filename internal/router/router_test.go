@@ -162,30 +162,27 @@ func TestShardKeyValues(t *testing.T) {
 	}
 }
 
-// TestSplitPipeline: what runs on the shards, what on the router, and
-// the sort the router merges by.
-func TestSplitPipeline(t *testing.T) {
+// TestSplitAggregate: internal/shardmerge splits a pipeline, except a
+// leading $collStats, which every shard answers for itself.
+func TestSplitAggregate(t *testing.T) {
 	stage := func(name string, v any) bson.D { return bson.D{{Key: name, Value: v}} }
-	match := stage("$match", bson.D{{Key: "a", Value: 1}})
 	project := stage("$project", bson.D{{Key: "a", Value: 1}})
-	sort := stage("$sort", bson.D{{Key: "a", Value: 1}})
-	limit := stage("$limit", int32(3))
-	group := stage("$group", bson.D{{Key: "_id", Value: "$a"}})
-	collStats := stage("$collStats", bson.D{})
+	group := stage("$group", bson.D{{Key: "_id", Value: "$a"}, {Key: "n", Value: bson.D{{Key: "$sum", Value: 1}}}})
 	rows := []struct {
-		in                   bson.A
-		shards, router, sort string
+		in             bson.A
+		shards, router int // stages on each side
 	}{
-		{bson.A{match, project}, "[{$match: {a: 1}}, {$project: {a: 1}}]", "[]", "{}"},
-		{bson.A{match, sort, limit, group}, "[{$match: {a: 1}}, {$sort: {a: 1}}, {$limit: 3}]", "[{$limit: 3}, {$group: {_id: \"$a\"}}]", "{a: 1}"},
-		{bson.A{group, match}, "[]", "[{$group: {_id: \"$a\"}}, {$match: {a: 1}}]", "{}"},
-		{bson.A{collStats, project}, "[{$collStats: {}}]", "[{$project: {a: 1}}]", "{}"},
+		{bson.A{stage("$collStats", bson.D{}), project}, 1, 1},
+		{bson.A{project, group}, 2, 1}, // the $group's partial half runs on the shards
+		{bson.A{stage("$sample", bson.D{{Key: "size", Value: 1}}), project}, 0, 2},
 	}
 	for _, row := range rows {
-		shards, router, sortSpec := splitPipeline(row.in)
-		got := []string{compact(bsonutil.Format(shards)), compact(bsonutil.Format(router)), compact(bsonutil.Format(orEmpty(sortSpec)))}
-		if want := []string{compact(row.shards), compact(row.router), compact(row.sort)}; !slices.Equal(got, want) {
-			t.Errorf("%s:\n got %q\nwant %q", bsonutil.Format(row.in), got, want)
+		split, err := splitAggregate(row.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(split.ShardPipeline) != row.shards || len(split.MergePipeline) < row.router {
+			t.Errorf("%s: shards %v, router %v", bsonutil.Format(row.in), split.ShardPipeline, split.MergePipeline)
 		}
 	}
 }
