@@ -319,6 +319,37 @@ func testMergedQueries(t *testing.T, cl *mongo.Client) {
 	}
 	compareAggregates(t, ref, routed)
 	compareCounts(t, ref, routed)
+	checkExplains(t, routed.Database())
+}
+
+// checkExplains: explain through the router names its stage over each
+// shard's plan, and an aggregate's split.
+func checkExplains(t *testing.T, db *mongo.Database) {
+	find := func(filter, sort bson.D) bson.D {
+		return bson.D{{Key: "explain", Value: bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: filter}, {Key: "sort", Value: sort}}},
+			{Key: "verbosity", Value: "queryPlanner"}}
+	}
+	rows := []struct {
+		cmd    bson.D
+		stage  string
+		shards int
+	}{
+		{find(bson.D{{Key: "_id", Value: 5}}, bson.D{}), "SINGLE_SHARD", 1},
+		{find(bson.D{}, bson.D{{Key: "n", Value: 1}}), "SHARD_MERGE_SORT", 2},
+		{find(bson.D{{Key: "v", Value: 1}}, bson.D{}), "SHARD_MERGE", 2},
+	}
+	for _, row := range rows {
+		plan := field(t, field(t, runCmd(t, db, row.cmd), "queryPlanner").(bson.D), "winningPlan").(bson.D)
+		if field(t, plan, "stage") != row.stage || len(field(t, plan, "shards").(bson.A)) != row.shards {
+			t.Errorf("explain %v: %v", row.cmd, plan)
+		}
+	}
+	agg := runCmd(t, db, bson.D{{Key: "explain", Value: bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{
+		bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$g"}, {Key: "n", Value: bson.D{{Key: "$sum", Value: 1}}}}}}}},
+		{Key: "cursor", Value: bson.D{}}}}, {Key: "verbosity", Value: "queryPlanner"}})
+	if field(t, agg, "mergeType") != "mongos" || len(field(t, agg, "shards").(bson.D)) != 2 {
+		t.Errorf("explain aggregate: %v", agg)
+	}
 }
 
 func findQuery(t *testing.T, coll *mongo.Collection, q mergedQuery) []bson.D {

@@ -47,7 +47,7 @@ func safeToResend(cmd bson.D) bool {
 	}
 	switch cmd[0].Key {
 	case "hello", "find", "count", "distinct", "aggregate", "listIndexes", "listCollections",
-		"listDatabases", "create", "createIndexes", "collMod":
+		"listDatabases", "explain", "create", "createIndexes", "collMod":
 		return true
 	}
 	return false

@@ -40,6 +40,7 @@ func routedCommands() map[string]bson.D {
 		"dropDatabase":    {{Key: "dropDatabase", Value: int32(1)}},
 		"listIndexes":     sharded("listIndexes"),
 		"listCollections": {{Key: "listCollections", Value: int32(1)}},
+		"explain":         {{Key: "explain", Value: sharded("find", bson.E{Key: "filter", Value: bson.D{}})}},
 	}
 }
 

@@ -21,7 +21,7 @@ func commandTable() map[string]handlerFunc {
 		"find": cmdFind, "aggregate": cmdAggregate, "count": cmdCount, "distinct": cmdDistinct,
 		"getMore": cmdGetMore, "killCursors": cmdKillCursors,
 		"listIndexes": cmdPrimaryCursor, "listCollections": cmdPrimaryCursor,
-		"listDatabases": cmdListDatabases,
+		"listDatabases": cmdListDatabases, "explain": cmdExplain,
 
 		// Writes.
 		"insert": cmdInsert, "update": cmdUpdate, "delete": cmdDelete,
