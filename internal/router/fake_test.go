@@ -100,9 +100,22 @@ type fakeShard struct {
 	stale     int
 	hangUps   int // connections to close instead of answering a versioned command
 	versioned map[string]int
+	// staleAt, when positive, makes the next insert stop at that
+	// statement with StaleConfig, having written those before it.
+	staleAt int
+	inserts []bson.D // every insert command received
 }
 
 func (s *fakeShard) answer(cmd *server.Command) bson.D {
+	if cmd.Name == "insert" {
+		s.inserts = append(s.inserts, cmd.Body)
+		if at := s.staleAt; at > 0 {
+			s.staleAt = 0
+			return bson.D{{Key: "n", Value: int32(at)}, {Key: "writeErrors", Value: bson.A{bson.D{
+				{Key: "index", Value: int32(at)}, {Key: "code", Value: int32(13388)}, {Key: "errmsg", Value: "version mismatch"}}}},
+				{Key: "ok", Value: 1.0}}
+		}
+	}
 	if _, ok := bsonutil.Field(cmd.Body, "shardVersion"); ok {
 		s.versioned[cmd.Name]++
 		if s.hangUps > 0 {
@@ -111,11 +124,24 @@ func (s *fakeShard) answer(cmd *server.Command) bson.D {
 		}
 		if s.stale > 0 {
 			s.stale--
-			return bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: "version mismatch"},
-				{Key: "code", Value: int32(13388)}, {Key: "codeName", Value: "StaleConfig"}}
+			return staleReply(cmd.Name)
 		}
 	}
 	return append(emptyReply(cmd), bson.E{Key: "ok", Value: 1.0})
+}
+
+// staleReply is a shard's StaleConfig: for a write, as statement 0's
+// write error with ok 1 and nothing written (the write path stops the
+// batch there); for anything else, the command's error.
+func staleReply(name string) bson.D {
+	switch name {
+	case "insert", "update", "delete":
+		return bson.D{{Key: "n", Value: int32(0)}, {Key: "writeErrors", Value: bson.A{bson.D{
+			{Key: "index", Value: int32(0)}, {Key: "code", Value: int32(13388)}, {Key: "errmsg", Value: "version mismatch"}}}},
+			{Key: "ok", Value: 1.0}}
+	}
+	return bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: "version mismatch"},
+		{Key: "code", Value: int32(13388)}, {Key: "codeName", Value: "StaleConfig"}}
 }
 
 // emptyReply is a success of a command's shape with nothing in it.
@@ -124,7 +150,9 @@ func emptyReply(cmd *server.Command) bson.D {
 	switch cmd.Name {
 	case "find", "aggregate", "listIndexes", "listCollections":
 		return cursorReply(cmd.DB+"."+coll, 0, "firstBatch", bson.A{})
-	case "count", "insert", "delete":
+	case "insert":
+		return bson.D{{Key: "n", Value: int32(len(bsonutil.ToA(mustField(cmd.Body, "documents"))))}}
+	case "count", "delete":
 		return bson.D{{Key: "n", Value: int32(0)}}
 	case "update":
 		return bson.D{{Key: "n", Value: int32(0)}, {Key: "nModified", Value: int32(0)}}

@@ -74,16 +74,23 @@ func (r *Router) insertRound(op *operation, ns string, docs, ids bson.A, pending
 			}
 			res.add(rest, b.idx)
 		}
-		if ordered && (len(again) > 0 || len(res.writeErrors) > 0) {
-			for _, later := range batches[bi+1:] {
-				if len(again) > 0 {
-					stale = append(stale, later.idx...)
-				}
-			}
+		if ordered && len(again) > 0 {
+			return append(stale, laterStatements(batches[bi+1:])...), nil // they go after the refresh
+		}
+		if ordered && len(res.writeErrors) > 0 {
 			break
 		}
 	}
 	return stale, nil
+}
+
+// laterStatements are the statements of batches, in order.
+func laterStatements(batches []batch) []int {
+	var idx []int
+	for _, b := range batches {
+		idx = append(idx, b.idx...)
+	}
+	return idx
 }
 
 // batch is statements (client indexes) bound for one shard.

@@ -155,3 +155,37 @@ func TestLostReplyResendsOnlyWhatIsSafe(t *testing.T) {
 		}
 	}
 }
+
+// TestStaleInsertResendsTheRestWithTheirStatementIDs: a shard that stops
+// an ordered retryable insert at statement 2 with StaleConfig has written
+// 0 and 1; after the refresh the router sends 2, 3 and 4 only, with
+// their own statement ids, and the client sees all five inserted.
+func TestStaleInsertResendsTheRestWithTheirStatementIDs(t *testing.T) {
+	fc := startFakeCluster(t)
+	docs := bson.A{}
+	for i := range 5 {
+		docs = append(docs, bson.D{{Key: "_id", Value: int32(i)}})
+	}
+	body := bson.D{{Key: "insert", Value: "sharded"}, {Key: "documents", Value: docs},
+		{Key: "lsid", Value: bson.D{{Key: "id", Value: bson.Binary{Subtype: bson.TypeBinaryUUID, Data: make([]byte, 16)}}}},
+		{Key: "txnNumber", Value: int64(3)}}
+	fc.run("db", bson.D{{Key: "count", Value: "sharded"}}) // metadata cached
+	for _, s := range fc.sets {
+		s.mu.Lock()
+	}
+	fc.shard.staleAt, fc.shard.inserts = 2, nil
+	for _, s := range fc.sets {
+		s.mu.Unlock()
+	}
+	reply := fc.run("db", body)
+	fc.sets[1].mu.Lock()
+	defer fc.sets[1].mu.Unlock()
+	if mustField(reply, "n") != int32(5) || mustField(reply, "writeErrors") != nil || len(fc.shard.inserts) != 2 {
+		t.Fatalf("reply %v after %d inserts", reply, len(fc.shard.inserts))
+	}
+	for i, want := range []string{"[0, 1, 2, 3, 4]", "[2, 3, 4]"} {
+		if got := compact(bsonutil.Format(mustField(fc.shard.inserts[i], "stmtIds"))); got != compact(want) {
+			t.Errorf("insert %d: stmtIds %s, want %s", i, got, want)
+		}
+	}
+}
