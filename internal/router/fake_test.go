@@ -103,10 +103,15 @@ type fakeShard struct {
 	// staleAt, when positive, makes the next insert stop at that
 	// statement with StaleConfig, having written those before it.
 	staleAt int
-	inserts []bson.D // every insert command received
+	inserts []bson.D          // every insert command received
+	last    map[string]bson.D // the last body of each command
 }
 
 func (s *fakeShard) answer(cmd *server.Command) bson.D {
+	if s.last == nil {
+		s.last = map[string]bson.D{}
+	}
+	s.last[cmd.Name] = cmd.Body
 	if cmd.Name == "insert" {
 		s.inserts = append(s.inserts, cmd.Body)
 		if at := s.staleAt; at > 0 {

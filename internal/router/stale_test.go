@@ -189,3 +189,33 @@ func TestStaleInsertResendsTheRestWithTheirStatementIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionFieldsPassThrough: the fields a shard needs from the
+// client's command reach it — the session, the read preference and read
+// concern — while the client's $clusterTime does not (the router gossips
+// its own), for a read by shard key, a whole-collection read and a count.
+func TestSessionFieldsPassThrough(t *testing.T) {
+	fc := startFakeCluster(t)
+	lsid := bson.D{{Key: "id", Value: bson.Binary{Subtype: bson.TypeBinaryUUID, Data: make([]byte, 16)}}}
+	extra := bson.D{{Key: "lsid", Value: lsid}, {Key: "$readPreference", Value: bson.D{{Key: "mode", Value: "secondaryPreferred"}}},
+		{Key: "readConcern", Value: bson.D{{Key: "level", Value: "majority"}}},
+		{Key: "$clusterTime", Value: bson.D{{Key: "clusterTime", Value: bson.Timestamp{T: 1 << 31, I: 1}}}}}
+	for _, body := range []bson.D{
+		{{Key: "find", Value: "sharded"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: int32(1)}}}},
+		{{Key: "find", Value: "sharded"}, {Key: "filter", Value: bson.D{}}},
+		{{Key: "count", Value: "sharded"}},
+	} {
+		fc.run("db", append(append(bson.D(nil), body...), extra...))
+		fc.sets[1].mu.Lock()
+		got := fc.shard.last[body[0].Key]
+		fc.sets[1].mu.Unlock()
+		for _, e := range extra[:3] {
+			if v, _ := bsonutil.Field(got, e.Key); bsonutil.Compare(v, e.Value) != 0 {
+				t.Errorf("%s: the shard got %s = %v, want %v", bsonutil.Format(body), e.Key, v, e.Value)
+			}
+		}
+		if v, ok := bsonutil.Field(got, "$clusterTime"); ok {
+			t.Errorf("%s: the client's $clusterTime reached the shard: %v", bsonutil.Format(body), v)
+		}
+	}
+}
