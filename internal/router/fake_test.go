@@ -105,6 +105,10 @@ type fakeShard struct {
 	staleAt int
 	inserts []bson.D          // every insert command received
 	last    map[string]bson.D // the last body of each command
+	// epoch, when set, is the incarnation of db.sharded the shard holds:
+	// a shardVersion of another answers StaleConfig, as a shard does
+	// after a drop and re-shard.
+	epoch bson.ObjectID
 }
 
 func (s *fakeShard) answer(cmd *server.Command) bson.D {
@@ -121,8 +125,11 @@ func (s *fakeShard) answer(cmd *server.Command) bson.D {
 				{Key: "ok", Value: 1.0}}
 		}
 	}
-	if _, ok := bsonutil.Field(cmd.Body, "shardVersion"); ok {
+	if v, ok := bsonutil.Field(cmd.Body, "shardVersion"); ok {
 		s.versioned[cmd.Name]++
+		if e, _ := bsonutil.Field(bsonutil.ToD(v), "e"); !s.epoch.IsZero() && e != s.epoch {
+			return staleReply(cmd.Name)
+		}
 		if s.hangUps > 0 {
 			s.hangUps--
 			return nil
@@ -188,7 +195,7 @@ func startFakeCluster(t *testing.T) *fakeCluster {
 	cfgSet := startFakeSet(t, "cfg", fc.config.answer)
 	shardSet := startFakeSet(t, "shA", fc.shard.answer)
 	fc.sets = []*fakeSet{cfgSet, shardSet}
-	fc.config.docs = clusterMetadata(t, shardSet.addr)
+	fc.config.docs = clusterMetadata(t, shardSet.addr, bson.NewObjectID())
 	r, err := New(Config{ConfigDB: "cfg/" + cfgSet.addr, Version: "8.0.0", Host: "router:1",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
@@ -200,7 +207,7 @@ func startFakeCluster(t *testing.T) *fakeCluster {
 }
 
 // clusterMetadata is the config documents of the fake cluster.
-func clusterMetadata(t *testing.T, shardAddr string) map[string][]bson.D {
+func clusterMetadata(t *testing.T, shardAddr string, epoch bson.ObjectID) map[string][]bson.D {
 	t.Helper()
 	pattern, err := shardkey.Parse(bson.D{{Key: "_id", Value: "hashed"}})
 	if err != nil {
@@ -210,7 +217,7 @@ func clusterMetadata(t *testing.T, shardAddr string) map[string][]bson.D {
 	if err != nil {
 		t.Fatal(err)
 	}
-	epoch, at := bson.NewObjectID(), bson.Timestamp{T: 100, I: 1}
+	at := bson.Timestamp{T: uint32(epoch.Timestamp().Unix()), I: 1} // the incarnation's creation time
 	chunks, err := shardmeta.HashedInitialChunks(shardmeta.InitialLayout{Pattern: pattern, UUID: uuid, Epoch: epoch, ValidAfter: at, Shards: []string{"shA"}})
 	if err != nil {
 		t.Fatal(err)

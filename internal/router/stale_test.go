@@ -219,3 +219,31 @@ func TestSessionFieldsPassThrough(t *testing.T) {
 		}
 	}
 }
+
+// TestReshardedElsewhere: another router drops and shards db.sharded
+// again (a new epoch, uuid and chunks on the config servers); this
+// router's next find is refused by the shard, and after one refresh it
+// is sent again with the new incarnation's version.
+func TestReshardedElsewhere(t *testing.T) {
+	fc := startFakeCluster(t)
+	find := bson.D{{Key: "find", Value: "sharded"}, {Key: "filter", Value: bson.D{}}}
+	if reply := fc.run("db", find); !bsonutil.TrueValue(mustField(reply, "ok")) {
+		t.Fatal(reply)
+	}
+	epoch := bson.NewObjectID()
+	for _, s := range fc.sets {
+		s.mu.Lock()
+	}
+	fc.config.docs = clusterMetadata(t, fc.sets[1].addr, epoch)
+	fc.shard.epoch, fc.shard.versioned = epoch, map[string]int{}
+	for _, s := range fc.sets {
+		s.mu.Unlock()
+	}
+	reply := fc.run("db", find)
+	fc.sets[1].mu.Lock()
+	defer fc.sets[1].mu.Unlock()
+	sent := bsonutil.ToD(mustField(fc.shard.last["find"], "shardVersion"))
+	if !bsonutil.TrueValue(mustField(reply, "ok")) || fc.shard.versioned["find"] != 2 || mustField(sent, "e") != epoch {
+		t.Fatalf("reply %v after %d tries, last version sent %v (want epoch %s)", reply, fc.shard.versioned["find"], sent, epoch.Hex())
+	}
+}
