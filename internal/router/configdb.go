@@ -90,7 +90,13 @@ func (r *Router) configInsert(op *operation, coll string, docs ...any) error {
 
 func (r *Router) configUpdate(op *operation, coll string, q, u bson.D, upsert bool) error {
 	stmt := bson.D{{Key: "q", Value: q}, {Key: "u", Value: u}, {Key: "upsert", Value: upsert}}
-	_, err := r.configWrite(op, bson.D{{Key: "update", Value: coll}, {Key: "updates", Value: bson.A{stmt}}})
+	cmd := bson.D{{Key: "update", Value: coll}, {Key: "updates", Value: bson.A{stmt}}}
+	_, err := r.configWrite(op, cmd)
+	if me := mongoerr.As(err); upsert && err != nil && me.Code == mongoerr.DuplicateKey {
+		// Two upserts raced to insert the document (the heartbeat and an
+		// addShard, two routers): the loser's update now finds it.
+		_, err = r.configWrite(op, cmd)
+	}
 	if err != nil {
 		return fmt.Errorf("update config.%s: %w", coll, err)
 	}

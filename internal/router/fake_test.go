@@ -59,6 +59,9 @@ func startFakeSet(t *testing.T, name string, answer func(*server.Command) bson.D
 type fakeConfig struct {
 	docs  map[string][]bson.D
 	reads map[string]int
+	// dupUpserts upserts answer E11000, as the loser of two concurrent
+	// upserts of one _id does; updates counts the update commands.
+	dupUpserts, updates int
 }
 
 func (c *fakeConfig) answer(cmd *server.Command) bson.D {
@@ -75,6 +78,13 @@ func (c *fakeConfig) answer(cmd *server.Command) bson.D {
 		}
 		return bson.D{{Key: "cursor", Value: bson.D{{Key: "firstBatch", Value: batch}, {Key: "id", Value: int64(0)},
 			{Key: "ns", Value: "config." + coll}}}, {Key: "ok", Value: 1.0}}
+	case "update":
+		c.updates++
+		if c.dupUpserts > 0 {
+			c.dupUpserts--
+			return bson.D{{Key: "n", Value: int32(0)}, {Key: "writeErrors", Value: bson.A{bson.D{{Key: "index", Value: int32(0)},
+				{Key: "code", Value: int32(11000)}, {Key: "errmsg", Value: "E11000 duplicate key error"}}}}, {Key: "ok", Value: 1.0}}
+		}
 	case "insert":
 		for _, d := range bsonutil.ToA(mustField(cmd.Body, "documents")) {
 			c.docs[coll] = append(c.docs[coll], bsonutil.ToD(d))

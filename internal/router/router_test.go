@@ -190,3 +190,20 @@ func TestSplitAggregate(t *testing.T) {
 // compact drops the spaces of a formatted value (none of the test's
 // strings holds one), so that rows read without bsonutil.Format's.
 func compact(s string) string { return strings.ReplaceAll(s, " ", "") }
+
+// TestRacingUpsertsOfMetadata: the loser of two upserts of one config
+// document (config.version from the heartbeat and from addShard, two
+// routers' balancer settings) gets E11000; the router updates again and
+// succeeds, once.
+func TestRacingUpsertsOfMetadata(t *testing.T) {
+	fc := startFakeCluster(t)
+	fc.sets[0].mu.Lock()
+	fc.config.dupUpserts, fc.config.updates = 1, 0
+	fc.sets[0].mu.Unlock()
+	err := fc.router.ensureClusterVersion(&operation{ctx: context.Background(), db: "config"})
+	fc.sets[0].mu.Lock()
+	defer fc.sets[0].mu.Unlock()
+	if err != nil || fc.config.updates != 2 {
+		t.Fatalf("ensureClusterVersion: %v after %d updates", err, fc.config.updates)
+	}
+}
