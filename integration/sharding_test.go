@@ -605,10 +605,11 @@ func waitShardDeletions(t *testing.T, c *routedCluster, want int64) {
 	t.Fatalf("TTL deletions per shard: %v, want %d in all", per, want)
 }
 
-// watchExpiry reads documents expiring in 1.5 s through the router for
-// 3 s: none may come back once its expireAt has passed.
+// watchExpiry reads documents expiring in 2.5 s (time for the insert on
+// a loaded machine) through the router until 1.5 s after: none may come
+// back once its expireAt has passed.
 func watchExpiry(t *testing.T, coll *mongo.Collection) {
-	at := time.Now().Add(1500 * time.Millisecond)
+	at := time.Now().Add(2500 * time.Millisecond)
 	docs := make([]any, 50)
 	for i := range docs {
 		docs[i] = bson.D{{Key: "_id", Value: int32(1000 + i)}, {Key: "soon", Value: true}, {Key: "expireAt", Value: at}}
