@@ -3,7 +3,6 @@ package commands
 import (
 	"fmt"
 	"math"
-	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -46,14 +45,7 @@ func contains(list []string, s string) bool {
 }
 
 func wrongType(cmd, field string, v any, expected string) error {
-	return mongoerr.Newf(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type%s '%s'", cmd, field, bsonutil.TypeName(v), plural(expected), expected)
-}
-
-func plural(expected string) string {
-	if strings.HasPrefix(expected, "[") {
-		return "s"
-	}
-	return ""
+	return mongoerr.WrongType(cmd, field, v, expected)
 }
 
 const numberTypes = "[long, int, decimal, double]"
@@ -209,4 +201,14 @@ func checkWriteConcernReach(r *request, replicaSetMember bool) error {
 		return mongoerr.New(mongoerr.BadValue, "cannot use 'w' > 1 when a host is not replicated")
 	}
 	return nil
+}
+
+func enumArg(field string, v any, allowed ...string) (string, error) {
+	s, _ := v.(string)
+	for _, a := range allowed {
+		if s == a {
+			return s, nil
+		}
+	}
+	return "", mongoerr.Newf(mongoerr.BadValue, "Enumeration value '%s' for field '%s' is not a valid value.", bsonutil.Format(v), field)
 }
