@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +49,9 @@ func startNamedReplSet(t *testing.T, name string, n int, args ...string) *replSe
 		members = append(members, bson.D{{Key: "_id", Value: int32(i)}, {Key: "host", Value: a}})
 	}
 	cfg := bson.D{{Key: "_id", Value: rs.name}, {Key: "members", Value: members}}
+	if slices.Contains(args, "--configsvr") {
+		cfg = append(cfg, bson.E{Key: "configsvr", Value: true}) // as mongod requires of a config server's set
+	}
 	c := quickClient(t, rs.addrs[0], 10*time.Second)
 	if err := c.Database("admin").RunCommand(ctxT(t), bson.D{{Key: "replSetInitiate", Value: cfg}}).Err(); err != nil {
 		t.Fatalf("replSetInitiate: %v", err)

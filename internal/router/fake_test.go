@@ -115,6 +115,7 @@ type fakeShard struct {
 	staleAt int
 	inserts []bson.D          // every insert command received
 	last    map[string]bson.D // the last body of each command
+	lastDB  map[string]string // and the database it named
 	// epoch, when set, is the incarnation of db.sharded the shard holds:
 	// a shardVersion of another answers StaleConfig, as a shard does
 	// after a drop and re-shard.
@@ -123,9 +124,9 @@ type fakeShard struct {
 
 func (s *fakeShard) answer(cmd *server.Command) bson.D {
 	if s.last == nil {
-		s.last = map[string]bson.D{}
+		s.last, s.lastDB = map[string]bson.D{}, map[string]string{}
 	}
-	s.last[cmd.Name] = cmd.Body
+	s.last[cmd.Name], s.lastDB[cmd.Name] = cmd.Body, cmd.DB
 	if cmd.Name == "insert" {
 		s.inserts = append(s.inserts, cmd.Body)
 		if at := s.staleAt; at > 0 {

@@ -62,7 +62,7 @@ func (r *Router) insertRound(op *operation, ns string, docs, ids bson.A, pending
 		if err != nil {
 			return nil, err
 		}
-		reply, err := r.call(op, ts[0].rs, op.db, append(subBatch(op.body, "documents", docs, b.idx, ids), ts[0].version...))
+		reply, err := r.call(op, ts[0].rs, ts[0].db, append(subBatch(op.body, "documents", docs, b.idx, ids), ts[0].version...))
 		if err != nil {
 			return nil, err
 		}

@@ -207,3 +207,24 @@ func TestRacingUpsertsOfMetadata(t *testing.T) {
 		t.Fatalf("ensureClusterVersion: %v after %d updates", err, fc.config.updates)
 	}
 }
+
+// TestShardCollectionAsksTheCollectionsDatabase: shardCollection runs on
+// admin, but what it sends shards (the emptiness count, the creation)
+// names the collection's database, with that database's version.
+func TestShardCollectionAsksTheCollectionsDatabase(t *testing.T) {
+	fc := startFakeCluster(t)
+	reply := fc.run("admin", bson.D{{Key: "shardCollection", Value: "db.fresh"}, {Key: "key", Value: bson.D{{Key: "_id", Value: "hashed"}}}})
+	if mustField(reply, "collectionsharded") != "db.fresh" {
+		t.Fatalf("shardCollection: %v", reply)
+	}
+	fc.sets[1].mu.Lock()
+	defer fc.sets[1].mu.Unlock()
+	for _, name := range []string{"count", "create"} {
+		if db := fc.shard.lastDB[name]; db != "db" {
+			t.Errorf("%s went to database %q, want db", name, db)
+		}
+	}
+	if _, ok := bsonutil.Field(fc.shard.last["count"], "databaseVersion"); !ok {
+		t.Errorf("the emptiness count carries no databaseVersion: %v", fc.shard.last["count"])
+	}
+}

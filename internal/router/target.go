@@ -26,6 +26,7 @@ type placement struct {
 type target struct {
 	shard   string
 	rs      *replicaSet
+	db      string // the collection's database (an admin command names another)
 	version bson.D // shardVersion and, unsharded, databaseVersion
 }
 
@@ -104,7 +105,8 @@ func (r *Router) resolve(op *operation, p placement, ids []string) ([]target, er
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, target{shard: id, rs: rs, version: versionFields(p, id)})
+		db, _ := splitNS(p.ns)
+		out = append(out, target{shard: id, rs: rs, db: db, version: versionFields(p, id)})
 	}
 	return out, nil
 }
@@ -250,7 +252,7 @@ func (r *Router) runRefreshing(op *operation, h handlerFunc) (bson.D, error) {
 // reports errStale when the shard says the router is out of date.
 func (r *Router) send(op *operation, t target, cmd bson.D) (bson.D, error) {
 	cmd = append(cmd, t.version...)
-	reply, err := r.call(op, t.rs, op.db, cmd)
+	reply, err := r.call(op, t.rs, t.db, cmd)
 	if err != nil {
 		return nil, err
 	}

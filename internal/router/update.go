@@ -74,7 +74,7 @@ func (r *Router) routeStatement(op *operation, ns string, kind writeKind, stmts,
 // answer before any target has applied it.
 func (r *Router) sendStatement(op *operation, ts []target, kind writeKind, stmts, ids bson.A, i int, res *writeResult) (bool, error) {
 	for _, t := range ts {
-		reply, err := r.call(op, t.rs, op.db, append(subBatch(op.body, kind.arrayKey, stmts, []int{i}, ids), t.version...))
+		reply, err := r.call(op, t.rs, t.db, append(subBatch(op.body, kind.arrayKey, stmts, []int{i}, ids), t.version...))
 		if err != nil {
 			return false, err
 		}
