@@ -91,6 +91,7 @@ func TestShardedCluster(t *testing.T) {
 	t.Run("Cursors", func(t *testing.T) { testRouterCursors(t, cl) })
 	t.Run("TTL", func(t *testing.T) { testShardedTTL(t, c, cl) })
 	t.Run("Mongosh", func(t *testing.T) { testMongoshStatus(t, c) })
+	t.Run("StaleRouter", func(t *testing.T) { testStaleRouter(t, c, cl) })
 	t.Run("RemoveShard", func(t *testing.T) { testRemoveShard(t, cl) })
 }
 
@@ -668,6 +669,51 @@ func testMongoshStatus(t *testing.T, c *routedCluster) {
 	}
 }
 
+// testStaleRouter: a second router caches test.stale's routing table;
+// the first drops the collection and shards it again (a new epoch). The
+// shards refuse the second router's old version with StaleConfig, and
+// it refreshes and serves the new incarnation correctly.
+func testStaleRouter(t *testing.T, c *routedCluster, cl *mongo.Client) {
+	admin := cl.Database("admin")
+	shard := bson.D{{Key: "shardCollection", Value: "test.stale"}, {Key: "key", Value: bson.D{{Key: "_id", Value: "hashed"}}}}
+	runCmd(t, admin, shard)
+	other := c.client(options.Client().ApplyURI("mongodb://" + startRouter(t, "cfg/"+c.config.addrs[0]) + "/"))
+	stale := other.Database("test").Collection("stale")
+	insertRange := func(coll *mongo.Collection, from, to int) {
+		t.Helper()
+		docs := make([]any, 0, to-from)
+		for i := from; i < to; i++ {
+			docs = append(docs, bson.D{{Key: "_id", Value: int32(i)}})
+		}
+		if _, err := coll.InsertMany(ctxT(t), docs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	insertRange(stale, 0, 100) // the second router now holds the first incarnation's table
+	if err := cl.Database("test").Collection("stale").Drop(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	runCmd(t, admin, shard)
+	insertRange(stale, 100, 160)
+	for _, coll := range []*mongo.Collection{stale, cl.Database("test").Collection("stale")} {
+		n, err := coll.CountDocuments(ctxT(t), bson.D{})
+		if err != nil || n != 60 {
+			t.Fatalf("after the re-shard: %d documents, %v; want the 60 written since", n, err)
+		}
+	}
+	var total int64
+	for _, name := range shardNames() {
+		n, err := c.shardColl(name, "test", "stale").CountDocuments(ctxT(t), bson.D{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += n
+	}
+	if total != 60 {
+		t.Fatalf("the shards hold %d documents of test.stale, want 60", total)
+	}
+}
+
 // testRemoveShard: removing a shard that owns chunks starts draining and
 // stays draining (no migrations yet); an unknown shard is refused.
 func testRemoveShard(t *testing.T, cl *mongo.Client) {
@@ -679,7 +725,7 @@ func testRemoveShard(t *testing.T, cl *mongo.Client) {
 	}
 	ongoing := runCmd(t, admin, bson.D{{Key: "removeShard", Value: "shB"}})
 	remaining := field(t, ongoing, "remaining").(bson.D)
-	if field(t, ongoing, "state") != "ongoing" || field(t, remaining, "chunks") != int64(4) {
+	if field(t, ongoing, "state") != "ongoing" || field(t, remaining, "chunks") != int64(5) {
 		t.Fatalf("removeShard again: %v", ongoing)
 	}
 }

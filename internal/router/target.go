@@ -2,6 +2,7 @@ package router
 
 import (
 	"errors"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -237,14 +238,26 @@ func (r *Router) runRefreshing(op *operation, h handlerFunc) (bson.D, error) {
 		if !errors.Is(err, errStale) {
 			return reply, err
 		}
-		if coll, ok := op.body[0].Value.(string); ok {
-			r.catalog.invalidate(op.db + "." + coll)
-		} else {
-			r.catalog.invalidateDatabase(op.db)
-		}
+		r.forgetTarget(op)
 		if i+1 >= maxStaleRetries {
 			return nil, mongoerr.Newf(mongoerr.StaleConfig, "routing information for %s is still stale after %d refreshes", op.db, maxStaleRetries)
 		}
+	}
+}
+
+// forgetTarget forgets what the router knows of the collection a command
+// is about: its first value names it, within the command's database or,
+// for an admin command such as shardCollection, as a whole namespace; a
+// command without one (dropDatabase) forgets its database.
+func (r *Router) forgetTarget(op *operation) {
+	name, ok := op.body[0].Value.(string)
+	switch {
+	case ok && op.db == "admin" && strings.Contains(name, "."):
+		r.catalog.invalidate(name)
+	case ok:
+		r.catalog.invalidate(op.db + "." + name)
+	default:
+		r.catalog.invalidateDatabase(op.db)
 	}
 }
 
