@@ -28,7 +28,13 @@ import (
 func startMayfly(t *testing.T, bin, dir, addr string, args ...string) (*process, error) {
 	t.Helper()
 	argv := append([]string{"--addr", addr, "--dbpath", dir, "--log-level", "info"}, args...)
-	logPath := filepath.Clean(dir) + ".log"
+	return startLogged(t, bin, filepath.Clean(dir)+".log", addr, argv...)
+}
+
+// startLogged runs bin with argv, its output appended to logPath, and
+// waits as startMayfly does until it accepts connections on addr.
+func startLogged(t *testing.T, bin, logPath, addr string, argv ...string) (*process, error) {
+	t.Helper()
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("member log: %w", err)

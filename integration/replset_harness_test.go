@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +29,13 @@ type replSet struct {
 // startReplSet starts n members and initiates the set from the first.
 func startReplSet(t *testing.T, n int, args ...string) *replSet {
 	t.Helper()
-	rs := &replSet{t: t, bin: buildBinary(t), name: "rs0", args: args}
+	return startNamedReplSet(t, "rs0", n, args...)
+}
+
+// startNamedReplSet is startReplSet for a set named name.
+func startNamedReplSet(t *testing.T, name string, n int, args ...string) *replSet {
+	t.Helper()
+	rs := &replSet{t: t, bin: buildBinary(t), name: name, args: args}
 	for i := 0; i < n; i++ {
 		rs.dirs = append(rs.dirs, t.TempDir())
 		rs.addrs = append(rs.addrs, freePort(t))
@@ -42,6 +49,9 @@ func startReplSet(t *testing.T, n int, args ...string) *replSet {
 		members = append(members, bson.D{{Key: "_id", Value: int32(i)}, {Key: "host", Value: a}})
 	}
 	cfg := bson.D{{Key: "_id", Value: rs.name}, {Key: "members", Value: members}}
+	if slices.Contains(args, "--configsvr") {
+		cfg = append(cfg, bson.E{Key: "configsvr", Value: true}) // as mongod requires of a config server's set
+	}
 	c := quickClient(t, rs.addrs[0], 10*time.Second)
 	if err := c.Database("admin").RunCommand(ctxT(t), bson.D{{Key: "replSetInitiate", Value: cfg}}).Err(); err != nil {
 		t.Fatalf("replSetInitiate: %v", err)

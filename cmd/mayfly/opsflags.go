@@ -63,6 +63,7 @@ func usage(fs *flag.FlagSet) {
 	fmt.Fprintln(out, "Usage:")
 	fmt.Fprintln(out, "  mayfly [flags]                               serve")
 	fmt.Fprintln(out, "  mayfly backup --addr HOST:PORT --to DIR      back up a running server")
+	fmt.Fprintln(out, "  mayfly route --configdb cfg/HOST:PORT,...    route a sharded cluster, as mongos")
 	fmt.Fprintln(out, "\nFlags (each MAYFLY_* variable sets the flag's default):")
 	fs.PrintDefaults()
 }

@@ -121,7 +121,7 @@ func parseWriteArgs(r *request, field string, known ...string) (writeArgs, []bso
 	if a.coll, err = collectionArg(r); err != nil {
 		return a, nil, err
 	}
-	if err = checkFields(r, append(known, field, "ordered", "bypassDocumentValidation", "let", "bypassEmptyTsReplacement")...); err != nil {
+	if err = checkFields(r, append(known, field, "ordered", "bypassDocumentValidation", "let", "bypassEmptyTsReplacement", "stmtIds")...); err != nil {
 		return a, nil, err
 	}
 	if a.keepEmptyTs, err = optBool(r, "bypassEmptyTsReplacement"); err != nil {

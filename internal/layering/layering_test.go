@@ -45,6 +45,7 @@ func packageLayers() map[string]row {
 
 		"internal/server":   {layer: frontEnd},
 		"internal/commands": {layer: frontEnd},
+		"internal/router":   {layer: frontEnd},
 		"internal/metrics":  {layer: frontEnd},
 		"internal/bench":    {layer: frontEnd},
 

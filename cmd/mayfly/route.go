@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/mayflydb/mayfly/internal/auth"
+	"github.com/mayflydb/mayfly/internal/commands"
+	"github.com/mayflydb/mayfly/internal/router"
+	"github.com/mayflydb/mayfly/internal/server"
+	"github.com/mayflydb/mayfly/internal/wireclient"
+)
+
+// routeOptions are `mayfly route`'s flags, named as mongos names them.
+type routeOptions struct {
+	configDB  string
+	port      int
+	bindIP    string
+	bindIPAll bool
+	keyFile   string
+	logLevel  string
+	logFormat string
+}
+
+func routeFlags(stdout io.Writer, args []string) (*flag.FlagSet, *routeOptions) {
+	o := &routeOptions{}
+	fs := flag.NewFlagSet("mayfly route", flag.ContinueOnError)
+	fs.StringVar(&o.configDB, "configdb", env("MAYFLY_CONFIGDB", ""), "the config server replica set: setName/host:port,... (MAYFLY_CONFIGDB)")
+	fs.IntVar(&o.port, "port", envInt("MAYFLY_PORT", 27017), "listen port (MAYFLY_PORT)")
+	fs.StringVar(&o.bindIP, "bind_ip", env("MAYFLY_BIND_IP", "127.0.0.1"), "listen IP address or host name (MAYFLY_BIND_IP)")
+	fs.BoolVar(&o.bindIPAll, "bind_ip_all", false, "listen on all IPv4 addresses")
+	fs.StringVar(&o.keyFile, "keyFile", env("MAYFLY_KEYFILE", ""), "the cluster's shared key: the router logs in to config servers and shards with it (MAYFLY_KEYFILE)")
+	fs.StringVar(&o.logLevel, "log-level", env("MAYFLY_LOG_LEVEL", "info"), "debug, info, warn or error (MAYFLY_LOG_LEVEL)")
+	fs.StringVar(&o.logFormat, "log-format", env("MAYFLY_LOG_FORMAT", "text"), "text or json (MAYFLY_LOG_FORMAT)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: mayfly route --configdb cfg/host:port,... [--port N] [--bind_ip IP] [--keyFile FILE]")
+		fs.PrintDefaults()
+	}
+	if wantsHelp(args) {
+		fs.SetOutput(stdout)
+	}
+	return fs, o
+}
+
+// runRoute is `mayfly route`: a router in front of a sharded cluster,
+// as mongos. It keeps no data; it serves until SIGINT or SIGTERM.
+func runRoute(args []string, stdout io.Writer) error {
+	fs, o := routeFlags(stdout, args)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if o.configDB == "" || fs.NArg() > 0 {
+		fs.Usage()
+		return errors.New("route: --configdb setName/host:port,... is required")
+	}
+	logger, err := newLogger(o.logLevel, o.logFormat, os.Stderr)
+	if err != nil {
+		return err
+	}
+	cfg, err := o.routerConfig()
+	if err != nil {
+		return err
+	}
+	cfg.Logger = logger
+	rt, err := router.New(cfg)
+	if err != nil {
+		return fmt.Errorf("route: %w", err)
+	}
+	srv := server.New(server.Config{Addr: o.addr(), Logger: logger}, rt)
+	if err := srv.Listen(); err != nil {
+		return fmt.Errorf("route: %w", err)
+	}
+	rt.Start()
+	go func() { _ = srv.Serve() }()
+	logger.Info("routing", "addr", srv.Addr().String(), "configdb", o.configDB)
+	return waitAndStop(srv, rt, logger)
+}
+
+func (o *routeOptions) addr() string {
+	host := o.bindIP
+	if o.bindIPAll {
+		host = "0.0.0.0"
+	}
+	return net.JoinHostPort(host, strconv.Itoa(o.port))
+}
+
+// routerConfig builds the router's settings; with a keyFile it logs in
+// to the cluster's members as __system, and requires its clients to log
+// in too.
+func (o *routeOptions) routerConfig() (router.Config, error) {
+	host, _ := os.Hostname()
+	if !o.bindIPAll && o.bindIP != "0.0.0.0" {
+		host = o.bindIP
+	}
+	cfg := router.Config{ConfigDB: o.configDB, Version: commands.Version, GitVersion: "mayfly-" + commands.MayflyVersion,
+		Host: net.JoinHostPort(host, strconv.Itoa(o.port))}
+	if o.keyFile != "" {
+		key, err := auth.LoadKeyFile(o.keyFile)
+		if err != nil {
+			return router.Config{}, fmt.Errorf("route: %w", err)
+		}
+		cfg.Client = wireclient.Options{Credential: key.Credential()}
+		cfg.RequireAuth = true
+	}
+	return cfg, nil
+}
+
+func waitAndStop(srv *server.Server, rt *router.Router, logger interface{ Info(string, ...any) }) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	<-ctx.Done()
+	logger.Info("shutting down")
+	shutCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := srv.Shutdown(shutCtx)
+	if cerr := rt.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("route: shutdown: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestRouteHelpAndReadme: `mayfly route --help` prints its usage and
+// succeeds, and the README names each of its flags.
+func TestRouteHelpAndReadme(t *testing.T) {
+	var out bytes.Buffer
+	if err := runRoute([]string{"--help"}, &out); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("route --help: %v", err)
+	}
+	if !strings.Contains(out.String(), "usage: mayfly route --configdb") {
+		t.Fatalf("route --help printed:\n%s", out.String())
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags := regexp.MustCompile(`(?m)^  -([A-Za-z_-]+)`).FindAllStringSubmatch(out.String(), -1)
+	if len(flags) < 5 {
+		t.Fatalf("route --help lists %d flags:\n%s", len(flags), out.String())
+	}
+	for _, f := range flags {
+		if !strings.Contains(string(readme), "`--"+f[1]) {
+			t.Errorf("the README does not name route's --%s", f[1])
+		}
+	}
+}
+
+// TestRouteNeedsConfigDB: without --configdb, or with a malformed one,
+// the router does not start.
+func TestRouteNeedsConfigDB(t *testing.T) {
+	var out bytes.Buffer
+	if err := runRoute(nil, &out); err == nil || !strings.Contains(err.Error(), "--configdb") {
+		t.Errorf("no --configdb: %v", err)
+	}
+	if err := runRoute([]string{"--configdb", "127.0.0.1:27019", "--port", "0"}, &out); err == nil || !strings.Contains(err.Error(), "setName/host:port") {
+		t.Errorf("--configdb without a set name: %v", err)
+	}
+}

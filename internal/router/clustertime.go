@@ -1,0 +1,71 @@
+package router
+
+import (
+	"sync"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
+)
+
+// clusterClock is the highest cluster time the router has seen, from the
+// config servers and the shards: mongos gossips it on every
+// reply so that causal sessions and drivers move forward with it.
+type clusterClock struct {
+	mu   sync.Mutex
+	high bson.Timestamp
+}
+
+// advance raises the clock to t if t is later.
+func (c *clusterClock) advance(t bson.Timestamp) {
+	c.mu.Lock()
+	if c.high.Compare(t) < 0 {
+		c.high = t
+	}
+	c.mu.Unlock()
+}
+
+func (c *clusterClock) now() bson.Timestamp {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.high
+}
+
+// observe takes $clusterTime.clusterTime from a config server's or a
+// shard's reply.
+func (c *clusterClock) observe(doc bson.D) {
+	v, ok := bsonutil.Field(doc, "$clusterTime")
+	if !ok {
+		return
+	}
+	d, _ := v.(bson.D)
+	if t, ok := bsonutil.Field(d, "clusterTime"); ok {
+		if ts, ok := t.(bson.Timestamp); ok {
+			c.advance(ts)
+		}
+	}
+}
+
+// operationTime returns a reply's operationTime, if it has one.
+func operationTime(reply bson.D) (bson.Timestamp, bool) {
+	v, ok := bsonutil.Field(reply, "operationTime")
+	ts, isTS := v.(bson.Timestamp)
+	return ts, ok && isTS
+}
+
+// gossip is what a reply carries: operationTime, the latest of the
+// shards' that served the command (mongos's OperationTimeTracker), and
+// $clusterTime. The signature is the unsigned form the replica sets send
+// (a zero hash under key 0) until signing keys exist.
+func gossip(opTime, clusterTime bson.Timestamp) bson.D {
+	return bson.D{
+		{Key: "operationTime", Value: opTime},
+		{Key: "$clusterTime", Value: bson.D{
+			{Key: "clusterTime", Value: clusterTime},
+			{Key: "signature", Value: bson.D{
+				{Key: "hash", Value: bson.Binary{Data: make([]byte, 20)}},
+				{Key: "keyId", Value: int64(0)},
+			}},
+		}},
+	}
+}

@@ -1,0 +1,311 @@
+package router
+
+import (
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/shardmeta"
+)
+
+// ddlTargets are the shards a collection's definition lives on: every
+// shard for a sharded collection (each holds its indexes, TTL included),
+// the database's primary shard otherwise.
+func (r *Router) ddlTargets(op *operation, p placement) ([]target, error) {
+	if p.table == nil {
+		return r.targets(op, p, nil)
+	}
+	ids, err := r.catalog.shardIDs(op)
+	if err != nil {
+		return nil, err
+	}
+	return r.resolve(op, p, ids)
+}
+
+// broadcast sends a command to every target and answers with the first
+// error, else the primary shard's reply (the first target's when the
+// primary is not among them).
+func (r *Router) broadcast(op *operation, p placement, ts []target, cmd bson.D, ignore ...mongoerr.Code) (bson.D, error) {
+	var answer bson.D
+	for _, t := range ts {
+		reply, err := r.send(op, t, append(bson.D(nil), cmd...))
+		if err != nil {
+			return nil, err
+		}
+		if code := replyCode(reply); code != 0 && !containsCode(ignore, code) {
+			return forwardable(reply), nil
+		}
+		if answer == nil || t.shard == p.db.Primary {
+			answer = forwardable(reply)
+		}
+	}
+	return answer, nil
+}
+
+func containsCode(codes []mongoerr.Code, c mongoerr.Code) bool {
+	for _, x := range codes {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+// cmdCollectionDDL is create, createIndexes, dropIndexes and collMod:
+// sent to every shard holding the collection.
+func cmdCollectionDDL(r *Router, op *operation) (bson.D, error) {
+	coll, err := collectionArg(op)
+	if err != nil {
+		return nil, err
+	}
+	ns := op.db + "." + coll
+	p, err := r.place(op, ns, op.name != "dropIndexes")
+	if err != nil {
+		return nil, err
+	}
+	if op.name == "createIndexes" && p.table != nil {
+		if err := checkUniqueIndexes(p.table, op.body); err != nil {
+			return nil, err
+		}
+	}
+	ts, err := r.ddlTargets(op, p)
+	if err != nil {
+		return nil, err
+	}
+	return r.broadcast(op, p, ts, passThrough(op.body))
+}
+
+// checkUniqueIndexes refuses a unique index a shard could not enforce
+// alone: one whose key does not start with the shard key's fields
+// (ShardKeyPattern::isUniqueIndexCompatible); _id's is always allowed.
+func checkUniqueIndexes(t *shardmeta.RoutingTable, body bson.D) error {
+	for _, raw := range bsonutil.ToA(mustField(body, "indexes")) {
+		spec := bsonutil.ToD(raw)
+		if unique, _ := bsonutil.Field(spec, "unique"); !bsonutil.TrueValue(unique) {
+			continue
+		}
+		key := bsonutil.ToD(mustField(spec, "key"))
+		if len(key) == 1 && key[0].Key == "_id" || prefixedBy(key, t) {
+			continue
+		}
+		return mongoerr.Newf(mongoerr.CannotCreateIndex, "cannot create unique index over %s with shard key pattern %s",
+			bsonutil.Format(key), t.Pattern())
+	}
+	return nil
+}
+
+func prefixedBy(key bson.D, t *shardmeta.RoutingTable) bool {
+	fields := t.Pattern().Fields()
+	if len(key) < len(fields) {
+		return false
+	}
+	for i, f := range fields {
+		if key[i].Key != f.Path {
+			return false
+		}
+	}
+	return true
+}
+
+// cmdDrop drops a collection on every shard and forgets its sharding.
+func cmdDrop(r *Router, op *operation) (bson.D, error) {
+	coll, err := collectionArg(op)
+	if err != nil {
+		return nil, err
+	}
+	ns := op.db + "." + coll
+	p, err := r.place(op, ns, false)
+	if err != nil || !p.found {
+		return bson.D{}, err // nothing to drop: 7.0+ answers ok
+	}
+	ts, err := r.ddlTargets(op, p)
+	if err != nil {
+		return nil, err
+	}
+	reply, err := r.broadcast(op, p, ts, passThrough(op.body), mongoerr.NamespaceNotFound)
+	if err != nil || replyCode(reply) != 0 {
+		return reply, err
+	}
+	if p.table != nil {
+		if err := r.forgetSharding(op, p); err != nil {
+			return nil, err
+		}
+	}
+	r.catalog.invalidate(ns)
+	return bsonutil.WithoutField(bsonutil.WithoutField(reply, "code"), "codeName"), nil
+}
+
+// forgetSharding removes a dropped collection's metadata.
+func (r *Router) forgetSharding(op *operation, p placement) error {
+	coll := p.table.Collection()
+	if err := r.configDelete(op, shardmeta.ChunksCollection, bson.D{{Key: "uuid", Value: coll.UUID}}); err != nil {
+		return err
+	}
+	if err := r.configDelete(op, shardmeta.CollectionsCollection, bson.D{{Key: "_id", Value: p.ns}}); err != nil {
+		return err
+	}
+	r.changelog(op, "dropCollection", p.ns, bson.D{})
+	r.flushShards(op, p.ns)
+	return nil
+}
+
+// flushShards makes every shard read a dropped collection's placement
+// again. A shard keeps the incarnation it knew and refuses the
+// unsharded version as behind it; mongod's drop coordinator clears the
+// shards' metadata, here the router sends each shard a version newer
+// than any it can hold (the cluster time after the drop), which a shard
+// answers by refreshing. Their StaleConfig answers are expected.
+func (r *Router) flushShards(op *operation, ns string) {
+	ids, err := r.catalog.shardIDs(op)
+	if err != nil {
+		return
+	}
+	db, coll := splitNS(ns)
+	probe := bson.D{{Key: "count", Value: coll}, {Key: "shardVersion", Value: shardmeta.ChunkVersion{Timestamp: r.time.now()}.Doc()}}
+	for _, id := range ids {
+		if rs, err := r.catalog.shard(op, id); err == nil {
+			_, _ = r.call(op, rs, db, probe)
+		}
+	}
+}
+
+// cmdDropDatabase drops a database's collections on every shard and its
+// record on the config servers.
+func cmdDropDatabase(r *Router, op *operation) (bson.D, error) {
+	p, err := r.place(op, op.db+".", false)
+	if err != nil || !p.found {
+		return bson.D{}, err
+	}
+	ids, err := r.catalog.shardIDs(op)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := r.resolve(op, p, ids)
+	if err != nil {
+		return nil, err
+	}
+	for i := range ts {
+		if ts[i].shard != p.db.Primary {
+			ts[i].version = nil // only the primary shard knows the database's version
+		}
+	}
+	if _, err := r.broadcast(op, p, ts, passThrough(op.body)); err != nil {
+		return nil, err
+	}
+	if err := r.dropDatabaseMetadata(op); err != nil {
+		return nil, err
+	}
+	return bson.D{{Key: "dropped", Value: op.db}}, nil
+}
+
+func (r *Router) dropDatabaseMetadata(op *operation) error {
+	colls, err := r.configFind(op, shardmeta.CollectionsCollection,
+		bson.D{{Key: "_id", Value: bson.D{{Key: "$regex", Value: "^" + regexQuote(op.db) + `\.`}}}}, nil)
+	if err != nil {
+		return err
+	}
+	for _, c := range colls {
+		uuid := mustField(c, "uuid")
+		if err := r.configDelete(op, shardmeta.ChunksCollection, bson.D{{Key: "uuid", Value: uuid}}); err != nil {
+			return err
+		}
+		if err := r.configDelete(op, shardmeta.CollectionsCollection, bson.D{{Key: "_id", Value: mustField(c, "_id")}}); err != nil {
+			return err
+		}
+		if ns, ok := mustField(c, "_id").(string); ok {
+			r.flushShards(op, ns)
+		}
+	}
+	if err := r.configDelete(op, shardmeta.DatabasesCollection, bson.D{{Key: "_id", Value: op.db}}); err != nil {
+		return err
+	}
+	r.catalog.invalidateDatabase(op.db)
+	r.changelog(op, "dropDatabase", op.db, bson.D{})
+	return nil
+}
+
+func regexQuote(s string) string {
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\', '.', '+', '*', '?', '(', ')', '|', '[', ']', '{', '}', '^', '$':
+			out = append(out, '\\')
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
+}
+
+// cmdPrimaryCursor is listIndexes and listCollections: answered by the
+// database's primary shard, which holds every collection's definition.
+func cmdPrimaryCursor(r *Router, op *operation) (bson.D, error) {
+	ns := op.db + "."
+	if coll, ok := op.body[0].Value.(string); ok {
+		ns += coll
+	}
+	p, err := r.place(op, ns, false)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := r.resolve(op, p, []string{p.db.Primary})
+	if !p.found {
+		ts, err = r.targets(op, p, nil)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r.forwardCursor(op, ts[0], passThrough(op.body))
+}
+
+// cmdListDatabases adds up every shard's databases.
+func cmdListDatabases(r *Router, op *operation) (bson.D, error) {
+	ids, err := r.catalog.shardIDs(op)
+	if err != nil {
+		return nil, err
+	}
+	sizes := map[string]int64{}
+	var names []string
+	for _, id := range ids {
+		rs, err := r.catalog.shard(op, id)
+		if err != nil {
+			return nil, err
+		}
+		reply, err := r.call(op, rs, "admin", passThrough(op.body))
+		if err != nil {
+			return nil, err
+		}
+		if err := replyError(reply); err != nil {
+			return nil, err
+		}
+		for _, raw := range bsonutil.ToA(mustField(reply, "databases")) {
+			d := bsonutil.ToD(raw)
+			name, _ := mustField(d, "name").(string)
+			if _, seen := sizes[name]; !seen {
+				names = append(names, name)
+			}
+			sizes[name] += toInt64(mustField(d, "sizeOnDisk"))
+		}
+	}
+	return databaseList(names, sizes, op.body), nil
+}
+
+func databaseList(names []string, sizes map[string]int64, body bson.D) bson.D {
+	nameOnly, _ := bsonutil.Field(body, "nameOnly")
+	dbs := bson.A{}
+	var total int64
+	for _, n := range names {
+		if n == "admin" || n == "config" || n == "local" {
+			continue // the config servers' own, not the shards'
+		}
+		total += sizes[n]
+		if bsonutil.TrueValue(nameOnly) {
+			dbs = append(dbs, bson.D{{Key: "name", Value: n}})
+			continue
+		}
+		dbs = append(dbs, bson.D{{Key: "name", Value: n}, {Key: "sizeOnDisk", Value: sizes[n]}, {Key: "empty", Value: sizes[n] == 0}})
+	}
+	if bsonutil.TrueValue(nameOnly) {
+		return bson.D{{Key: "databases", Value: dbs}}
+	}
+	return bson.D{{Key: "databases", Value: dbs}, {Key: "totalSize", Value: total}, {Key: "totalSizeMb", Value: total >> 20}}
+}

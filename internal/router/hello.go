@@ -1,0 +1,181 @@
+package router
+
+import (
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/wire"
+)
+
+// The handshake's fixed answers: 8.0's wire version and session timeout.
+const (
+	maxWireVersion        = 25
+	sessionTimeoutMinutes = 30
+)
+
+// isHandshake names the commands a client may send before logging in.
+func isHandshake(name string) bool {
+	switch name {
+	case "hello", "isMaster", "ismaster", "ping", "buildInfo", "buildinfo", "endSessions",
+		"saslStart", "saslContinue", "authenticate", "logout", "whatsmyuri", "connectionStatus":
+		return true
+	}
+	return false
+}
+
+// cmdHello answers hello and isMaster as mongos (mongos_hello_response):
+// msg "isdbgrid" is what makes a driver see a router, and no replica-set
+// field may appear, or the driver takes the router for a set member.
+func cmdHello(r *Router, op *operation) (bson.D, error) {
+	if err := r.awaitHello(op); err != nil {
+		return nil, err
+	}
+	var reply bson.D
+	if v, ok := bsonutil.Field(op.body, "helloOk"); ok && v == true {
+		reply = append(reply, bson.E{Key: "helloOk", Value: true})
+	}
+	primaryKey := "ismaster"
+	if op.name == "hello" {
+		primaryKey = "isWritablePrimary"
+	}
+	reply = append(reply,
+		bson.E{Key: primaryKey, Value: true},
+		bson.E{Key: "msg", Value: "isdbgrid"},
+		bson.E{Key: "topologyVersion", Value: r.topologyVersion()},
+		bson.E{Key: "maxBsonObjectSize", Value: int32(wire.MaxBSONObjectSize)},
+		bson.E{Key: "maxMessageSizeBytes", Value: int32(wire.MaxMessageSize)},
+		bson.E{Key: "maxWriteBatchSize", Value: int32(wire.MaxWriteBatchSize)},
+		bson.E{Key: "localTime", Value: bson.NewDateTimeFromTime(r.clock.Now())},
+		bson.E{Key: "logicalSessionTimeoutMinutes", Value: int32(sessionTimeoutMinutes)},
+		bson.E{Key: "connectionId", Value: int32(op.conn.ID())},
+		bson.E{Key: "maxWireVersion", Value: int32(maxWireVersion)},
+		bson.E{Key: "minWireVersion", Value: int32(0)},
+	)
+	return append(reply, negotiateCompression(op)...), nil
+}
+
+// topologyVersion never changes: a router's hello answer is the same
+// for its whole life.
+func (r *Router) topologyVersion() bson.D {
+	return bson.D{{Key: "processId", Value: r.processID}, {Key: "counter", Value: int64(0)}}
+}
+
+// awaitHello makes an awaitable hello (topologyVersion and
+// maxAwaitTimeMS) wait its time out, since a router's topology does not
+// change; one of the two without the other is refused as mongod does.
+func (r *Router) awaitHello(op *operation) error {
+	tv, hasTV := bsonutil.Field(op.body, "topologyVersion")
+	wait, hasWait := bsonutil.Field(op.body, "maxAwaitTimeMS")
+	if hasTV != hasWait {
+		return mongoerr.New(mongoerr.FailedToParse, "topologyVersion must be provided if and only if maxAwaitTimeMS is provided")
+	}
+	if !hasTV {
+		return nil
+	}
+	d, _ := tv.(bson.D)
+	if pid, _ := bsonutil.Field(d, "processId"); pid != r.processID {
+		return nil // another process's version: answer at once
+	}
+	ms := toInt64(wait)
+	if ms < 0 {
+		return mongoerr.New(mongoerr.BadValue, "maxAwaitTimeMS must be a non-negative integer")
+	}
+	t := r.clock.NewTimer(time.Duration(ms) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C():
+	case <-op.ctx.Done():
+	case <-op.conn.Draining():
+	case <-r.done:
+	}
+	return nil
+}
+
+func negotiateCompression(op *operation) bson.D {
+	v, ok := bsonutil.Field(op.body, "compression")
+	if !ok {
+		return nil
+	}
+	var names []string
+	for _, x := range bsonutil.ToA(v) {
+		if s, ok := x.(string); ok {
+			names = append(names, s)
+		}
+	}
+	kept := op.conn.NegotiateCompression(names)
+	if len(kept) == 0 {
+		return nil
+	}
+	arr := make(bson.A, len(kept))
+	for i, s := range kept {
+		arr[i] = s
+	}
+	return bson.D{{Key: "compression", Value: arr}}
+}
+
+func cmdOK(*Router, *operation) (bson.D, error) { return bson.D{}, nil }
+
+func cmdBuildInfo(r *Router, _ *operation) (bson.D, error) {
+	return bson.D{
+		{Key: "version", Value: r.cfg.Version},
+		{Key: "gitVersion", Value: r.cfg.GitVersion},
+		{Key: "modules", Value: bson.A{}},
+		{Key: "allocator", Value: "go"},
+		{Key: "javascriptEngine", Value: "none"},
+		{Key: "sysInfo", Value: "deprecated"},
+		{Key: "versionArray", Value: versionArray(r.cfg.Version)},
+		{Key: "bits", Value: int32(64)},
+		{Key: "debug", Value: false},
+		{Key: "maxBsonObjectSize", Value: int32(wire.MaxBSONObjectSize)},
+	}, nil
+}
+
+// versionArray is "8.0.0" as buildInfo's [8, 0, 0, 0].
+func versionArray(v string) bson.A {
+	arr := bson.A{}
+	n := int32(0)
+	for i := 0; i <= len(v); i++ {
+		if i == len(v) || v[i] == '.' {
+			arr = append(arr, n)
+			n = 0
+			continue
+		}
+		n = n*10 + int32(v[i]-'0')
+	}
+	for len(arr) < 4 {
+		arr = append(arr, int32(0))
+	}
+	return arr
+}
+
+// cmdGetParameter answers the parameters drivers and mongosh ask a
+// router for; others are refused as mongod refuses unknown ones.
+func cmdGetParameter(r *Router, op *operation) (bson.D, error) {
+	var reply bson.D
+	for _, e := range op.body[1:] {
+		switch e.Key {
+		case "featureCompatibilityVersion":
+			reply = append(reply, bson.E{Key: e.Key, Value: bson.D{{Key: "version", Value: "8.0"}}})
+		case "logicalSessionTimeoutMinutes":
+			reply = append(reply, bson.E{Key: e.Key, Value: int32(sessionTimeoutMinutes)})
+		}
+	}
+	if len(reply) == 0 {
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "no option found to get")
+	}
+	return reply, nil
+}
+
+func cmdWhatsMyURI(_ *Router, op *operation) (bson.D, error) {
+	return bson.D{{Key: "you", Value: op.conn.RemoteAddr()}}, nil
+}
+
+func cmdConnectionStatus(*Router, *operation) (bson.D, error) {
+	return bson.D{{Key: "authInfo", Value: bson.D{
+		{Key: "authenticatedUsers", Value: bson.A{}},
+		{Key: "authenticatedUserRoles", Value: bson.A{}},
+	}}}, nil
+}

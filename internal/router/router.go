@@ -1,0 +1,174 @@
+package router
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/clock"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/server"
+	"github.com/mayflydb/mayfly/internal/wireclient"
+)
+
+// Config configures a Router.
+type Config struct {
+	// ConfigDB is the config server replica set: "setName/host:port,...".
+	ConfigDB string
+	// Client is how the router dials config servers and shards (TLS, the
+	// keyFile's credential).
+	Client wireclient.Options
+	// RequireAuth refuses commands beyond the handshake: a router with a
+	// keyFile, as mongos, requires clients to log in, and this version
+	// cannot log clients in yet.
+	RequireAuth bool
+	// Version and GitVersion are what buildInfo answers.
+	Version, GitVersion string
+	// Host is this router's "host:port", its config.mongos _id.
+	Host   string
+	Clock  clock.Clock  // nil: the real clock
+	Logger *slog.Logger // nil: slog.Default()
+}
+
+// Router is a Handler that routes commands to a sharded cluster.
+type Router struct {
+	cfg     Config
+	log     *slog.Logger
+	clock   clock.Clock
+	client  *wireclient.Client
+	config  *replicaSet
+	time    clusterClock
+	catalog *catalog
+	cursors *cursorTable
+	started bson.DateTime
+	// commands is commandTable, built once.
+	commands map[string]handlerFunc
+
+	processID bson.ObjectID // topologyVersion.processId
+	done      chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+}
+
+// New returns a Router for the cluster whose config servers cfg names.
+// It connects lazily; Start begins its background work.
+func New(cfg Config) (*Router, error) {
+	name, seeds, err := parseSetString(cfg.ConfigDB)
+	if err != nil {
+		return nil, fmt.Errorf("--configdb: %w", err)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	cfg.Client.Clock = cfg.Clock
+	client := wireclient.New(cfg.Client)
+	r := &Router{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, client: client,
+		processID: bson.NewObjectID(), done: make(chan struct{}),
+		started: bson.NewDateTimeFromTime(cfg.Clock.Now()), commands: commandTable()}
+	r.config = newReplicaSet(name, seeds, client, cfg.Clock)
+	r.catalog = newCatalog(r)
+	r.cursors = newCursorTable(cfg.Clock)
+	return r, nil
+}
+
+// Close stops the background work and closes every connection.
+func (r *Router) Close() error {
+	r.closeOnce.Do(func() { close(r.done) })
+	r.wg.Wait()
+	if err := r.client.Close(); err != nil {
+		return fmt.Errorf("router: %w", err)
+	}
+	return nil
+}
+
+// operation is one client command on its way through the router.
+type operation struct {
+	ctx  context.Context
+	conn *server.Conn
+	db   string
+	name string
+	body bson.D
+	// opTime is the latest operationTime of the replies it used.
+	opTime bson.Timestamp
+}
+
+type handlerFunc func(r *Router, op *operation) (bson.D, error)
+
+// Handle runs one command.
+func (r *Router) Handle(ctx context.Context, c *server.Conn, cmd *server.Command) bson.D {
+	// A client's $clusterTime is not trusted: the router cannot check its
+	// signature, and its clock stamps new metadata (database and
+	// collection timestamps).
+	op := &operation{ctx: ctx, conn: c, db: cmd.DB, name: cmd.Name, body: cmd.Body}
+	reply, err := r.dispatch(op)
+	if err != nil {
+		reply = mongoerr.Reply(err)
+	} else if _, ok := bsonutil.Field(reply, "ok"); !ok {
+		reply = append(reply, bson.E{Key: "ok", Value: 1.0})
+	}
+	if op.opTime.IsZero() {
+		op.opTime = r.time.now()
+	}
+	return append(reply, gossip(op.opTime, r.time.now())...)
+}
+
+func (r *Router) dispatch(op *operation) (bson.D, error) {
+	if r.cfg.RequireAuth && !isHandshake(op.name) {
+		return nil, mongoerr.Newf(mongoerr.Unauthorized, "Command %s requires authentication", op.name)
+	}
+	if op.db == "config" && !isHandshake(op.name) {
+		return forwardToConfig(r, op)
+	}
+	h, ok := r.commands[op.name]
+	if !ok {
+		return nil, mongoerr.Newf(mongoerr.CommandNotFound, "no such command: '%s'", op.name)
+	}
+	return r.runRefreshing(op, h)
+}
+
+// call sends cmd to a replica set's primary, keeping the reply's times.
+func (r *Router) call(op *operation, rs *replicaSet, db string, cmd bson.D) (bson.D, error) {
+	reply, err := rs.run(op.ctx, db, cmd)
+	if err != nil {
+		return nil, err
+	}
+	r.observeReply(op, reply)
+	return reply, nil
+}
+
+// observeReply keeps a remote reply's cluster time and operation time.
+func (r *Router) observeReply(op *operation, reply bson.D) {
+	r.time.observe(reply)
+	if t, ok := operationTime(reply); ok && op.opTime.Compare(t) < 0 {
+		op.opTime = t
+	}
+}
+
+// isGossipField names the fields of a remote reply that the router
+// answers with its own values (or not at all).
+func isGossipField(name string) bool {
+	switch name {
+	case "operationTime", "$clusterTime", "$configTime", "$topologyTime",
+		"$gleStats", "lastCommittedOpTime", "$configServerState":
+		return true
+	}
+	return false
+}
+
+// forwardable strips a remote reply of the fields the router sets itself.
+func forwardable(reply bson.D) bson.D {
+	out := make(bson.D, 0, len(reply))
+	for _, e := range reply {
+		if !isGossipField(e.Key) {
+			out = append(out, e)
+		}
+	}
+	return out
+}

@@ -1,0 +1,34 @@
+package router
+
+// commandTable is every command the router answers, by name. A command
+// not in it is refused with CommandNotFound, as mongos refuses one it
+// does not know.
+func commandTable() map[string]handlerFunc {
+	return map[string]handlerFunc{
+		// The handshake and the connection.
+		"hello": cmdHello, "isMaster": cmdHello, "ismaster": cmdHello,
+		"ping": cmdOK, "buildInfo": cmdBuildInfo, "buildinfo": cmdBuildInfo,
+		"getParameter": cmdGetParameter, "whatsmyuri": cmdWhatsMyURI,
+		"connectionStatus": cmdConnectionStatus,
+		"endSessions":      cmdOK, "refreshSessions": cmdOK, "killSessions": cmdOK,
+
+		// The cluster's administration (mongosh's sh.* helpers).
+		"addShard": cmdAddShard, "listShards": cmdListShards, "removeShard": cmdRemoveShard,
+		"enableSharding": cmdEnableSharding, "shardCollection": cmdShardCollection,
+		"balancerStatus": cmdBalancerStatus, "balancerStart": cmdBalancerSwitch, "balancerStop": cmdBalancerSwitch,
+
+		// Reads and cursors.
+		"find": cmdFind, "aggregate": cmdAggregate, "count": cmdCount, "distinct": cmdDistinct,
+		"getMore": cmdGetMore, "killCursors": cmdKillCursors,
+		"listIndexes": cmdPrimaryCursor, "listCollections": cmdPrimaryCursor,
+		"listDatabases": cmdListDatabases, "explain": cmdExplain,
+
+		// Writes.
+		"insert": cmdInsert, "update": cmdUpdate, "delete": cmdDelete,
+		"findAndModify": cmdFindAndModify, "findandmodify": cmdFindAndModify,
+
+		// Collections and indexes, on every shard that holds them.
+		"create": cmdCollectionDDL, "createIndexes": cmdCollectionDDL, "dropIndexes": cmdCollectionDDL,
+		"collMod": cmdCollectionDDL, "drop": cmdDrop, "dropDatabase": cmdDropDatabase,
+	}
+}

@@ -1,0 +1,159 @@
+package router
+
+import (
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+)
+
+// writeKind describes update and delete for the statement loop.
+type writeKind struct {
+	arrayKey string // "updates" or "deletes"
+	update   bool
+}
+
+func cmdUpdate(r *Router, op *operation) (bson.D, error) {
+	return r.routeStatements(op, writeKind{arrayKey: "updates", update: true})
+}
+
+func cmdDelete(r *Router, op *operation) (bson.D, error) {
+	return r.routeStatements(op, writeKind{arrayKey: "deletes"})
+}
+
+// routeStatements sends each update or delete statement to the shards
+// its filter's shard key targets, in order, stopping an ordered batch at
+// its first error.
+func (r *Router) routeStatements(op *operation, kind writeKind) (bson.D, error) {
+	coll, err := collectionArg(op)
+	if err != nil {
+		return nil, err
+	}
+	ns := op.db + "." + coll
+	stmts := bsonutil.ToA(mustField(op.body, kind.arrayKey))
+	ids := statementIDs(op.body, len(stmts))
+	ordered := orderedArg(op.body)
+	res := &writeResult{update: kind.update}
+	for i := range stmts {
+		if err := r.routeStatement(op, ns, kind, stmts, ids, i, res); err != nil {
+			return nil, err
+		}
+		if ordered && len(res.writeErrors) > 0 {
+			break
+		}
+	}
+	return res.reply(), nil
+}
+
+// routeStatement runs statement i, refreshing and retrying while a shard
+// answers StaleConfig.
+func (r *Router) routeStatement(op *operation, ns string, kind writeKind, stmts, ids bson.A, i int, res *writeResult) error {
+	for attempt := 0; attempt < maxStaleRetries; attempt++ {
+		if attempt > 0 {
+			r.catalog.invalidate(ns)
+		}
+		p, err := r.place(op, ns, true)
+		if err != nil {
+			return err
+		}
+		ts, err := r.statementTargets(op, p, kind, bsonutil.ToD(stmts[i]))
+		if err != nil {
+			res.failed(i, err)
+			return nil
+		}
+		stale, err := r.sendStatement(op, ts, kind, stmts, ids, i, res)
+		if err != nil || !stale {
+			return err
+		}
+	}
+	res.failed(i, mongoerr.Newf(mongoerr.StaleConfig, "routing information for %s is still stale after %d refreshes", ns, maxStaleRetries))
+	return nil
+}
+
+// sendStatement sends statement i to its targets; it reports a stale
+// answer before any target has applied it.
+func (r *Router) sendStatement(op *operation, ts []target, kind writeKind, stmts, ids bson.A, i int, res *writeResult) (bool, error) {
+	for _, t := range ts {
+		reply, err := r.call(op, t.rs, t.db, append(subBatch(op.body, kind.arrayKey, stmts, []int{i}, ids), t.version...))
+		if err != nil {
+			return false, err
+		}
+		if stale, _ := staleIndexes(reply, []int{i}, true); len(stale) > 0 {
+			return true, nil
+		}
+		if err := replyError(reply); err != nil {
+			return false, err
+		}
+		res.add(reply, []int{i})
+	}
+	return false, nil
+}
+
+// statementTargets applies mongos's rules (before 7.1's writes without
+// a shard key): a statement whose filter pins the shard key goes to that
+// shard; a multi-document one to every shard; a single-document one only
+// with an exact _id, to every shard; an upsert needs the shard key.
+func (r *Router) statementTargets(op *operation, p placement, kind writeKind, stmt bson.D) ([]target, error) {
+	if p.table == nil {
+		return r.targets(op, p, nil)
+	}
+	q := bsonutil.ToD(mustField(stmt, "q"))
+	keys := shardKeyValues(p.table, q, simpleCollation(stmt))
+	if len(keys) == 1 {
+		return r.targets(op, p, keys)
+	}
+	if upsert, _ := bsonutil.Field(stmt, "upsert"); bsonutil.TrueValue(upsert) {
+		return nil, mongoerr.Newf(mongoerr.ShardKeyNotFound, "Failed to target upsert by query :: could not extract exact shard key")
+	}
+	if isMulti(stmt, kind) || exactID(q) {
+		return r.targets(op, p, keys)
+	}
+	if kind.update {
+		return nil, mongoerr.Newf(mongoerr.InvalidOptions, "A {multi:false} update on a sharded collection must contain an exact match on _id (and have the collection default collation) or target a single shard (and have the simple collation), but this update targeted %d shards. Update request: %s, shard key pattern: %s",
+			len(p.table.AllShards()), bsonutil.Format(stmt), p.table.Pattern())
+	}
+	return nil, mongoerr.Newf(mongoerr.ShardKeyNotFound, "A single delete on a sharded collection must contain an exact match on _id (and have the collection default collation) or contain the shard key (and have the simple collation). Delete request: %s, shard key pattern: %s",
+		bsonutil.Format(stmt), p.table.Pattern())
+}
+
+// isMulti: an update's multi: true, a delete's limit: 0.
+func isMulti(stmt bson.D, kind writeKind) bool {
+	if kind.update {
+		v, _ := bsonutil.Field(stmt, "multi")
+		return bsonutil.TrueValue(v)
+	}
+	v, ok := bsonutil.Field(stmt, "limit")
+	return ok && toInt64(v) == 0
+}
+
+// exactID reports a filter with equality on _id.
+func exactID(q bson.D) bool {
+	v, ok := bsonutil.Field(q, "_id")
+	return ok && len(equalityValues(v)) == 1
+}
+
+// cmdFindAndModify sends the command to the shard its query's shard key
+// pins; without it, as before 7.1, it is refused.
+func cmdFindAndModify(r *Router, op *operation) (bson.D, error) {
+	coll, err := collectionArg(op)
+	if err != nil {
+		return nil, err
+	}
+	ns := op.db + "." + coll
+	p, err := r.place(op, ns, true)
+	if err != nil {
+		return nil, err
+	}
+	var keys []any
+	if p.table != nil {
+		keys = shardKeyValues(p.table, bsonutil.ToD(mustField(op.body, "query")), simpleCollation(op.body))
+		if len(keys) != 1 {
+			return nil, mongoerr.Newf(mongoerr.ShardKeyNotFound, "Query for sharded findAndModify must contain the shard key")
+		}
+	}
+	ts, err := r.targets(op, p, keys)
+	if err != nil {
+		return nil, err
+	}
+	return r.forwardOne(op, ts[0], passThrough(op.body))
+}
