@@ -39,9 +39,9 @@ type DocIter struct {
 	reader storage.Reader
 	it     storage.Iterator
 	next   int // next range or id
-	seen  map[string]struct{}
-	Stats ScanStats
-	err   error
+	seen   map[string]struct{}
+	Stats  ScanStats
+	err    error
 	// ctx, when set, ends a long scan early (maxTimeMS, shutdown) even while
 	// no document matches.
 	ctx context.Context

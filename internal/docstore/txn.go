@@ -46,9 +46,9 @@ type Txn struct {
 	mu     sync.Mutex
 	snapMu sync.RWMutex
 	snap   storage.Snapshot
-	start uint64 // the txnTable sequence the snapshot holds
-	ws    *writeSet
-	colls map[*Collection]*txnColl
+	start  uint64 // the txnTable sequence the snapshot holds
+	ws     *writeSet
+	colls  map[*Collection]*txnColl
 	// events are the change events of every statement, in order.
 	events  [][]byte
 	records bool // the engine's batches keep change events
@@ -62,11 +62,11 @@ type Txn struct {
 
 // txnColl is what a transaction did to one collection.
 type txnColl struct {
-	st           *collState // the index set its statements wrote through
-	ids          [][]byte   // encoded _ids written
-	unique       bool       // some statement took the unique lock
-	dCount, dSz  int64
-	multikey     map[uint32][][]string
+	st          *collState // the index set its statements wrote through
+	ids         [][]byte   // encoded _ids written
+	unique      bool       // some statement took the unique lock
+	dCount, dSz int64
+	multikey    map[uint32][][]string
 }
 
 // BeginTxn starts a transaction reading the store as it is now.
@@ -494,7 +494,9 @@ func (b *stmtBatch) DeleteRange(_, _ []byte) error { return errRangeInTxn }
 
 // Commit is never called: the statement's tx hands the batch to its
 // transaction (Txn.absorb) instead.
-func (b *stmtBatch) Commit(bool) error { return errors.New("docstore: a transaction's statement commits with its transaction") }
+func (b *stmtBatch) Commit(bool) error {
+	return errors.New("docstore: a transaction's statement commits with its transaction")
+}
 
 func (b *stmtBatch) Len() int { return b.size }
 
