@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mayflydb/mayfly/internal/clock"
@@ -86,17 +87,29 @@ type TxnStats struct {
 // Transactions is the server's table of sessions' transactions.
 type Transactions struct {
 	clock    clock.Clock
-	lifetime func() time.Duration
+	lifetime atomic.Int64 // transactionLifetimeLimitSeconds, as a Duration
 	mu       sync.Mutex
 	bySess   map[string]*Transaction
 	stats    TxnStats
 	wake     chan struct{}
 }
 
-// NewTransactions returns an empty table; lifetime is read at each
-// transaction's start (transactionLifetimeLimitSeconds, settable).
-func NewTransactions(clk clock.Clock, lifetime func() time.Duration) *Transactions {
-	return &Transactions{clock: clk, lifetime: lifetime, bySess: map[string]*Transaction{}, wake: make(chan struct{}, 1)}
+// NewTransactions returns an empty table whose transactions live
+// DefaultTxnLifetime.
+func NewTransactions(clk clock.Clock) *Transactions {
+	ts := &Transactions{clock: clk, bySess: map[string]*Transaction{}, wake: make(chan struct{}, 1)}
+	ts.lifetime.Store(int64(DefaultTxnLifetime))
+	return ts
+}
+
+// Lifetime is transactionLifetimeLimitSeconds.
+func (ts *Transactions) Lifetime() time.Duration { return time.Duration(ts.lifetime.Load()) }
+
+// SetLifetime changes transactionLifetimeLimitSeconds; the reaper
+// applies it to open transactions at once.
+func (ts *Transactions) SetLifetime(d time.Duration) {
+	ts.lifetime.Store(int64(d))
+	ts.notify()
 }
 
 // Enter runs the checks mongod runs before a statement of a transaction
@@ -292,7 +305,7 @@ func (ts *Transactions) AbortAll() {
 func (ts *Transactions) Reap(now time.Time) (next time.Time, any bool) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
-	limit := ts.lifetime()
+	limit := ts.Lifetime()
 	for key, t := range ts.bySess {
 		deadline := t.Started.Add(limit)
 		switch {
@@ -312,11 +325,11 @@ func (ts *Transactions) Reap(now time.Time) (next time.Time, any bool) {
 // Run aborts expired transactions until ctx ends, waking at the next
 // deadline (or a lifetime later when none is open, or when one starts).
 func (ts *Transactions) Run(ctx context.Context) {
-	timer := ts.clock.NewTimer(ts.lifetime())
+	timer := ts.clock.NewTimer(ts.Lifetime())
 	defer timer.Stop()
 	for {
 		next, ok := ts.Reap(ts.clock.Now())
-		wait := ts.lifetime()
+		wait := ts.Lifetime()
 		if ok {
 			wait = max(next.Sub(ts.clock.Now()), time.Millisecond)
 		}

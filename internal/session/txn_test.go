@@ -16,7 +16,7 @@ func (f *fakeResource) Abort() { f.aborted++ }
 var txnT0 = time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 
 func newTable(clk clock.Clock) *Transactions {
-	return NewTransactions(clk, func() time.Duration { return DefaultTxnLifetime })
+	return NewTransactions(clk)
 }
 
 func stmt(n int64, start bool) TxnStatement {
