@@ -58,6 +58,10 @@ type Txn struct {
 	// their own commit: TTL dates, the next expiry.
 	afterCommit []func()
 	done        bool
+	// lsid (the session's lsid document) and txnNumber name the
+	// transaction in its change events.
+	lsid      []byte
+	txnNumber int64
 }
 
 // txnColl is what a transaction did to one collection.
@@ -80,6 +84,12 @@ func (s *Store) BeginTxn() *Txn {
 	}
 	_ = probe.Close()
 	return x
+}
+
+// SetSession names the transaction's session in its change events;
+// lsid is the command's lsid document.
+func (x *Txn) SetSession(lsid []byte, txnNumber int64) {
+	x.lsid, x.txnNumber = slices.Clone(lsid), txnNumber
 }
 
 // view is the transaction's reader: its snapshot under its writes.
