@@ -171,13 +171,7 @@ func (t *aggTarget) mergeWhenMatched(v any) error {
 }
 
 func enumArg(field string, v any, allowed ...string) (string, error) {
-	s, _ := v.(string)
-	for _, a := range allowed {
-		if s == a {
-			return s, nil
-		}
-	}
-	return "", mongoerr.Newf(mongoerr.BadValue, "Enumeration value '%s' for field '%s' is not a valid value.", bsonutil.Format(v), field)
+	return mongoerr.Enum(field, v, allowed...)
 }
 
 // aggregateInto runs the pipeline without its last stage and writes the

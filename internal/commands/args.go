@@ -3,7 +3,6 @@ package commands
 import (
 	"fmt"
 	"math"
-	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -46,14 +45,7 @@ func contains(list []string, s string) bool {
 }
 
 func wrongType(cmd, field string, v any, expected string) error {
-	return mongoerr.Newf(mongoerr.TypeMismatch, "BSON field '%s.%s' is the wrong type '%s', expected type%s '%s'", cmd, field, bsonutil.TypeName(v), plural(expected), expected)
-}
-
-func plural(expected string) string {
-	if strings.HasPrefix(expected, "[") {
-		return "s"
-	}
-	return ""
+	return mongoerr.WrongType(cmd, field, v, expected)
 }
 
 const numberTypes = "[long, int, decimal, double]"

@@ -7,7 +7,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/catalog"
-	"github.com/mayflydb/mayfly/internal/collation"
+	"github.com/mayflydb/mayfly/internal/ddl"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/timeseries"
@@ -116,7 +116,7 @@ func cmdCreate(h *Handler, r *request) (bson.D, error) {
 		if _, clustered := bsonutil.Field(r.body, catalog.ClusteredIndexOption); clustered {
 			return nil, mongoerr.New(mongoerr.Location6026500, "The 'clusteredIndex' option is not supported with views")
 		}
-		return bson.D{}, h.createView(r, name)
+		return bson.D{}, ddl.CreateView(h.deps.Store, r.db, name, commandOptions(r))
 	}
 	if _, ok := bsonutil.Field(r.body, "pipeline"); ok {
 		return nil, mongoerr.New(mongoerr.BadValue, "'pipeline' requires 'viewOn' to also be specified")
@@ -133,14 +133,11 @@ func cmdCreate(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := clusteredCreate(r, &opt, h.deps.Clock.Now()); err != nil {
+	if err := ddl.CreateClustered(r.body, &opt, h.deps.Clock.Now()); err != nil {
 		return nil, err
 	}
-	if tsIndex, err := timeseriesCreate(r, &opt); err != nil || tsIndex != nil {
-		if err != nil {
-			return nil, err
-		}
-		return bson.D{}, h.createTimeseries(r.db, name, opt, tsIndex)
+	if _, err := ddl.CreateTimeseries(r.body, &opt); err != nil {
+		return nil, err
 	}
 	_, err = h.deps.Store.CreateCollection(r.db, name, opt)
 	return bson.D{}, err
@@ -170,14 +167,14 @@ func createOptions(r *request) (docstore.CreateOptions, error) {
 			opt.Raw = append(opt.Raw, bson.E{Key: "max", Value: maxDocs})
 		}
 	}
-	vopts, ok, err := validationOptions(r.body, "create")
+	vopts, ok, err := ddl.ValidationOptions(r.body, "create")
 	if err != nil {
 		return opt, err
 	}
 	if ok {
-		opt.Raw = append(opt.Raw, withValidationDefaults(vopts)...)
+		opt.Raw = append(opt.Raw, ddl.WithValidationDefaults(vopts)...)
 	}
-	coll, err := createCollation(r)
+	coll, err := ddl.CreateCollation(r.body)
 	if err != nil {
 		return opt, err
 	}
@@ -282,7 +279,7 @@ func cmdCreateIndexes(h *Handler, r *request) (bson.D, error) {
 	if err := docstore.ValidateUserWrite(r.db, name); err != nil {
 		return nil, err
 	}
-	ixs, err := parseIndexSpecs(withDefaultCollation(specs, h.defaultCollation(r.db, name)))
+	ixs, err := ddl.IndexSpecs(specs, h.defaultCollation(r.db, name))
 	if err != nil {
 		return nil, err
 	}
@@ -304,34 +301,6 @@ func cmdCreateIndexes(h *Handler, r *request) (bson.D, error) {
 		return nil, interruptionOr(r.ctx, err)
 	}
 	return createIndexesReply(res, created), nil
-}
-
-// withDefaultCollation gives the collection's default collation (nil:
-// none) to the index specs that name no collation, as mongod does.
-func withDefaultCollation(specs []bson.D, dflt *collation.Collation) []bson.D {
-	if dflt == nil {
-		return specs
-	}
-	out := make([]bson.D, len(specs))
-	for i, s := range specs {
-		out[i] = s
-		if _, ok := bsonutil.Field(s, "collation"); !ok {
-			out[i] = append(append(bson.D{}, s...), bson.E{Key: "collation", Value: dflt.Spec()})
-		}
-	}
-	return out
-}
-
-func parseIndexSpecs(specs []bson.D) ([]*catalog.Index, error) {
-	ixs := make([]*catalog.Index, 0, len(specs))
-	for _, s := range specs {
-		ix, err := catalog.ParseIndexSpec(s)
-		if err != nil {
-			return nil, err
-		}
-		ixs = append(ixs, ix)
-	}
-	return ixs, catalog.CheckRequest(ixs)
 }
 
 func createIndexesReply(res docstore.CreateIndexesResult, created bool) bson.D {
@@ -391,7 +360,7 @@ func cmdDropIndexes(h *Handler, r *request) (bson.D, error) {
 	if err := c.Meta().RefuseDropClustered(v); err != nil {
 		return nil, err
 	}
-	names, err := indexNamesToDrop(c, v)
+	names, err := ddl.IndexesToDrop(c.Meta(), v)
 	if err != nil {
 		return nil, err
 	}
@@ -406,71 +375,4 @@ func cmdDropIndexes(h *Handler, r *request) (bson.D, error) {
 		out = append(out, bson.E{Key: "msg", Value: "non-_id indexes dropped for collection"})
 	}
 	return out, nil
-}
-
-func indexNamesToDrop(c *docstore.Collection, v any) ([]string, error) {
-	switch x := v.(type) {
-	case string:
-		return indexNamesByName(c, x)
-	case bson.A:
-		var out []string
-		for _, e := range x {
-			s, ok := e.(string)
-			if !ok {
-				return nil, mongoerr.New(mongoerr.TypeMismatch, "dropIndexes: index names must be strings")
-			}
-			names, err := indexNamesByName(c, s)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, names...)
-		}
-		return out, nil
-	case bson.D:
-		ix, err := indexByKeyPattern(c, x)
-		if err != nil {
-			return nil, err
-		}
-		if ix.IsID() {
-			return nil, mongoerr.New(mongoerr.InvalidOptions, "cannot drop _id index")
-		}
-		return []string{ix.Name}, nil
-	}
-	return nil, wrongType("dropIndexes", "index", v, "[string, object, array]")
-}
-
-func indexNamesByName(c *docstore.Collection, name string) ([]string, error) {
-	if name == "*" {
-		var out []string
-		for _, ix := range c.Indexes()[1:] {
-			if timeseries.Visible(&ix) {
-				out = append(out, ix.Name)
-			}
-		}
-		return out, nil
-	}
-	if name == catalog.IDIndexName {
-		return nil, mongoerr.New(mongoerr.InvalidOptions, "cannot drop _id index")
-	}
-	if ix := c.Meta().Index(name); ix == nil || !timeseries.Visible(ix) {
-		return nil, mongoerr.Newf(mongoerr.IndexNotFound, "index not found with name [%s]", name)
-	}
-	return []string{name}, nil
-}
-
-func indexByKeyPattern(c *docstore.Collection, key bson.D) (*catalog.Index, error) {
-	var found []*catalog.Index
-	meta := c.Meta()
-	for i := range meta.Indexes {
-		if timeseries.Visible(&meta.Indexes[i]) && bsonutil.Compare(meta.Indexes[i].KeyPattern(), key) == 0 {
-			found = append(found, &meta.Indexes[i])
-		}
-	}
-	switch len(found) {
-	case 0:
-		return nil, mongoerr.Newf(mongoerr.IndexNotFound, "can't find index with key: %s", bsonutil.Format(key))
-	case 1:
-		return found[0], nil
-	}
-	return nil, mongoerr.Newf(mongoerr.AmbiguousIndexKeyPattern, "%d indexes found for key: %s, identify by name instead. Conflicting indexes: %s, %s", len(found), bsonutil.Format(key), bsonutil.Format(found[0].Spec), bsonutil.Format(found[1].Spec))
 }

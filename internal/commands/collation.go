@@ -76,16 +76,6 @@ func (h *Handler) requestCollation(r *request) (*collation.Collation, error) {
 	return h.collationIn(r.body, r.db, name)
 }
 
-// createCollation reads create's collation option: the full spec to keep
-// in the options, nil for none or simple.
-func createCollation(r *request) (bson.D, error) {
-	c, err := parseCollation(r.body)
-	if err != nil || c == nil {
-		return nil, err
-	}
-	return c.Spec(), nil
-}
-
 // statementCollation is a write statement's collation: its own, else the
 // collection's default dflt.
 func statementCollation(s bson.D, dflt *collation.Collation) (*collation.Collation, error) {

@@ -23,7 +23,8 @@ func cmdExplain(h *Handler, r *request) (bson.D, error) {
 	if err := checkFields(r, "verbosity"); err != nil {
 		return nil, err
 	}
-	v, err := explainVerbosity(r)
+	raw, given := bsonutil.Field(r.body, "verbosity")
+	v, err := executor.ParseVerbosity(raw, given)
 	if err != nil {
 		return nil, err
 	}
@@ -36,26 +37,6 @@ func cmdExplain(h *Handler, r *request) (bson.D, error) {
 		return nil, err
 	}
 	return h.explainReply(ir, ex, v), nil
-}
-
-func explainVerbosity(r *request) (executor.Verbosity, error) {
-	raw, ok := bsonutil.Field(r.body, "verbosity")
-	if !ok {
-		return executor.AllPlansExecution, nil
-	}
-	s, isStr := raw.(string)
-	if !isStr {
-		return 0, mongoerr.New(mongoerr.FailedToParse, "explain verbosity must be a string")
-	}
-	switch s {
-	case "queryPlanner":
-		return executor.QueryPlannerOnly, nil
-	case "executionStats":
-		return executor.ExecutionStats, nil
-	case "allPlansExecution":
-		return executor.AllPlansExecution, nil
-	}
-	return 0, mongoerr.New(mongoerr.FailedToParse, "verbosity string must be one of {'queryPlanner', 'executionStats', 'allPlansExecution'}")
 }
 
 func checkInnerDB(r *request, inner bson.D) error {
@@ -107,20 +88,8 @@ func (h *Handler) explainCommand(r *request, v executor.Verbosity) (*executor.Ex
 
 // explainReply assembles MongoDB's explain reply around ex.
 func (h *Handler) explainReply(r *request, ex *executor.Explained, v executor.Verbosity) bson.D {
-	out := bson.D{{Key: "explainVersion", Value: "1"}}
-	if ex.Stages != nil {
-		out = append(out, bson.E{Key: "stages", Value: ex.Stages})
-	} else {
-		out = append(out, bson.E{Key: "queryPlanner", Value: ex.QueryPlanner()})
-		if v >= executor.ExecutionStats {
-			out = append(out, bson.E{Key: "executionStats", Value: ex.ExecutionStats(v)})
-		}
-	}
 	cmd := append(append(bson.D{}, r.body...), bson.E{Key: "$db", Value: r.db})
-	return append(out,
-		bson.E{Key: "command", Value: cmd},
-		bson.E{Key: "serverInfo", Value: serverInfo(r)},
-		bson.E{Key: "serverParameters", Value: serverParameters()})
+	return ex.Reply(v, cmd, serverInfo(r))
 }
 
 func serverInfo(r *request) bson.D {
@@ -138,24 +107,6 @@ func serverInfo(r *request) bson.D {
 		{Key: "port", Value: port},
 		{Key: "version", Value: Version},
 		{Key: "gitVersion", Value: "mayfly-" + MayflyVersion},
-	}
-}
-
-// serverParameters are the memory limits explain reports; Mayfly applies
-// the same 100 MiB defaults.
-func serverParameters() bson.D {
-	const limit = int32(executor.SortMemoryLimit)
-	return bson.D{
-		{Key: "internalQueryFacetBufferSizeBytes", Value: limit},
-		{Key: "internalQueryFacetMaxOutputDocSizeBytes", Value: limit},
-		{Key: "internalLookupStageIntermediateDocumentMaxSizeBytes", Value: limit},
-		{Key: "internalDocumentSourceGroupMaxMemoryBytes", Value: limit},
-		{Key: "internalQueryMaxBlockingSortMemoryUsageBytes", Value: limit},
-		{Key: "internalQueryProhibitBlockingMergeOnMongoS", Value: int32(0)},
-		{Key: "internalQueryMaxAddToSetBytes", Value: limit},
-		{Key: "internalDocumentSourceSetWindowFieldsMaxMemoryBytes", Value: limit},
-		{Key: "internalQueryFrameworkControl", Value: "trySbeRestricted"},
-		{Key: "internalQueryPlannerIgnoreIndexWithCollationForRegex", Value: int32(1)},
 	}
 }
 

@@ -3,7 +3,6 @@ package commands
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/executor"
@@ -11,8 +10,9 @@ import (
 	"github.com/mayflydb/mayfly/internal/query"
 )
 
-// The explains of update, delete and findAndModify: the executor plans
-// the scan, nothing is written, and the counters say what would be.
+// The explains of update, delete and findAndModify: the command is
+// parsed as it runs, and the executor plans the scan and counts what the
+// write would change (executor.DryWrite) without writing anything.
 
 // parseExplainedWrite reads an explained update or delete: its one
 // statement (in field) and its let.
@@ -41,49 +41,19 @@ func (h *Handler) explainUpdate(r *request, v executor.Verbosity) (*executor.Exp
 	if err != nil {
 		return nil, err
 	}
-	sortSt := pushSortOne(ex, st.sort, st.sortSpec)
-	up := ex.Push("UPDATE", nil)
-	ns := r.db + "." + a.coll
-	if v == executor.QueryPlannerOnly {
-		return ex.Explained(ns, false), nil
-	}
-	matched, modified, err := h.dryRunUpdate(r, ex, st, sortSt)
-	if err != nil {
-		return nil, err
-	}
-	up.Exec = bson.D{
-		{Key: "nMatched", Value: docstore.Num(matched)},
-		{Key: "nWouldModify", Value: docstore.Num(modified)},
-		{Key: "nWouldUpsert", Value: matched == 0 && st.upsert},
-	}
-	return ex.Explained(ns, true), nil
+	w := executor.DryWrite{Stage: "UPDATE", Sort: st.sort, SortSpec: st.sortSpec, One: !st.multi,
+		Update: h.dryUpdate(st.filter, st.mod), Upsert: st.upsert}
+	return ex.ExplainWrite(w, r.db+"."+a.coll, v)
 }
 
-// dryRunUpdate applies the update to the matching documents without
-// storing anything.
-func (h *Handler) dryRunUpdate(r *request, ex *executor.Plan, st *updateStmt, sortSt *aggregate.StageRun) (matched, modified int64, err error) {
-	if sortSt != nil {
-		return h.dryRunSortedUpdate(r, ex, st, sortSt)
+// dryUpdate reports whether mod would change a document filter matched,
+// storing nothing.
+func (h *Handler) dryUpdate(filter *query.Filter, mod modifier) func(bson.D) (bool, error) {
+	return func(doc bson.D) (bool, error) {
+		_, pos := filter.MatchPositional(doc)
+		_, changed, err := mod.apply(doc, pos, false, h.deps.Clock.Now())
+		return changed, err
 	}
-	src := ex.Start()
-	defer src.Close()
-	now := h.deps.Clock.Now()
-	for st.multi || matched == 0 {
-		doc, ok, err := src.Next()
-		if err != nil || !ok {
-			return matched, modified, err
-		}
-		matched++
-		_, pos := st.filter.MatchPositional(doc)
-		_, changed, err := st.mod.apply(doc, pos, false, now)
-		if err != nil {
-			return matched, modified, err
-		}
-		if changed {
-			modified++
-		}
-	}
-	return matched, modified, checkInterrupt(r.ctx)
 }
 
 func (h *Handler) explainDelete(r *request, v executor.Verbosity) (*executor.Explained, error) {
@@ -99,22 +69,7 @@ func (h *Handler) explainDelete(r *request, v executor.Verbosity) (*executor.Exp
 	if err != nil {
 		return nil, err
 	}
-	del := ex.Push("DELETE", nil)
-	ns := r.db + "." + a.coll
-	if v == executor.QueryPlannerOnly {
-		return ex.Explained(ns, false), nil
-	}
-	var src cursor.Source = ex.Start()
-	if limit == 1 {
-		src = aggregate.Limit(src, 1)
-	}
-	defer src.Close()
-	n, err := h.readOp(r, a.coll).CountAll(src)
-	if err != nil {
-		return nil, err
-	}
-	del.Exec = bson.D{{Key: "nWouldDelete", Value: docstore.Num(n)}}
-	return ex.Explained(ns, true), nil
+	return ex.ExplainWrite(executor.DryWrite{Stage: "DELETE", One: limit == 1}, r.db+"."+a.coll, v)
 }
 
 // explainFAM explains findAndModify as it runs: the scan, an in-memory
@@ -130,97 +85,11 @@ func (h *Handler) explainFAM(r *request, v executor.Verbosity) (*executor.Explai
 		return nil, err
 	}
 	spec, _ := optDoc(r, "sort")
-	sortSt := pushSortOne(ex, a.sort, spec)
-	write := ex.Push(famStageName(a), nil)
-	ns := r.db + "." + a.coll
-	if v == executor.QueryPlannerOnly {
-		return ex.Explained(ns, false), nil
+	w := executor.DryWrite{Stage: "DELETE", Sort: a.sort, SortSpec: spec, One: true}
+	if !a.remove {
+		w.Stage, w.Update, w.Upsert = "UPDATE", h.dryUpdate(a.filter, a.mod), a.upsert
 	}
-	target, err := famDryTarget(r, ex, a, sortSt)
-	if err != nil {
-		return nil, err
-	}
-	write.Exec, err = h.famCounters(a, target)
-	if err != nil {
-		return nil, err
-	}
-	return ex.Explained(ns, true), nil
-}
-
-func famStageName(a *famArgs) string {
-	if a.remove {
-		return "DELETE"
-	}
-	return "UPDATE"
-}
-
-// famDryTarget finds the document findAndModify would change.
-func famDryTarget(r *request, ex *executor.Plan, a *famArgs, sortSt *aggregate.StageRun) (bson.D, error) {
-	return dryTarget(r, ex, a.sort, sortSt)
-}
-
-// dryTarget is the document a single-document write would change: the
-// first in the sort's order when there is a SORT stage.
-func dryTarget(r *request, ex *executor.Plan, s *query.Sort, sortSt *aggregate.StageRun) (bson.D, error) {
-	src := ex.Start()
-	defer src.Close()
-	if sortSt == nil {
-		d, _, err := src.Next()
-		return d, err
-	}
-	docs, _, err := sortWithin(r, src, s, 1, false)
-	sortSt.Out = int64(len(docs))
-	if err != nil || len(docs) == 0 {
-		return nil, err
-	}
-	return docs[0], nil
-}
-
-func (h *Handler) famCounters(a *famArgs, target bson.D) (bson.D, error) {
-	matched := int64(0)
-	if target != nil {
-		matched = 1
-	}
-	if a.remove {
-		return bson.D{{Key: "nWouldDelete", Value: docstore.Num(matched)}}, nil
-	}
-	modified := int64(0)
-	if target != nil {
-		_, pos := a.filter.MatchPositional(target)
-		_, changed, err := a.mod.apply(target, pos, false, h.deps.Clock.Now())
-		if err != nil {
-			return nil, err
-		}
-		if changed {
-			modified = 1
-		}
-	}
-	return bson.D{
-		{Key: "nMatched", Value: docstore.Num(matched)},
-		{Key: "nWouldModify", Value: docstore.Num(modified)},
-		{Key: "nWouldUpsert", Value: matched == 0 && a.upsert},
-	}, nil
-}
-
-// pushSortOne adds the SORT stage of a single-document write with a sort
-// (nil when there is none): the first document in order is the one.
-func pushSortOne(ex *executor.Plan, s *query.Sort, spec bson.D) *aggregate.StageRun {
-	if s == nil || s.IsEmpty() {
-		return nil
-	}
-	return ex.Push("SORT", bson.D{{Key: "sortPattern", Value: spec}, {Key: "memLimit", Value: int32(executor.SortMemoryLimit)}, {Key: "limitAmount", Value: int32(1)}, {Key: "type", Value: "simple"}})
-}
-
-// dryRunSortedUpdate is dryRunUpdate for an update with a sort: only the
-// first matching document in order would change.
-func (h *Handler) dryRunSortedUpdate(r *request, ex *executor.Plan, st *updateStmt, sortSt *aggregate.StageRun) (matched, modified int64, err error) {
-	target, err := dryTarget(r, ex, st.sort, sortSt)
-	if err != nil || target == nil {
-		return 0, 0, err
-	}
-	_, pos := st.filter.MatchPositional(target)
-	_, changed, err := st.mod.apply(target, pos, false, h.deps.Clock.Now())
-	return 1, b2i(changed), err
+	return ex.ExplainWrite(w, r.db+"."+a.coll, v)
 }
 
 // sortWithin sorts src in memory under find's memory limit

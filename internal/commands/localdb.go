@@ -118,22 +118,11 @@ func naturalDirection(v any) int64 {
 
 // localRequest is an aggregate of stages over a local view.
 func localRequest(r *request, coll string, stages bson.A, batchSize int64, reverse bool) *request {
-	inner := *r
-	inner.name = "aggregate"
-	inner.body = bson.D{
-		{Key: "aggregate", Value: coll},
-		{Key: "pipeline", Value: stages},
-		{Key: "cursor", Value: bson.D{{Key: "batchSize", Value: batchSize}}},
-	}
+	var options bson.D
 	if reverse {
-		inner.body = append(inner.body, bson.E{Key: "hint", Value: bson.D{{Key: "$natural", Value: int32(-1)}}})
+		options = bson.D{{Key: "hint", Value: bson.D{{Key: "$natural", Value: int32(-1)}}}}
 	}
-	for _, k := range []string{"collation", "let"} {
-		if val, ok := bsonutil.Field(r.body, k); ok {
-			inner.body = append(inner.body, bson.E{Key: k, Value: val})
-		}
-	}
-	return &inner
+	return innerAggregate(r, coll, stages, batchSize, options, "collation", "let")
 }
 
 // countLocal counts a local view's documents matching q; with no query,

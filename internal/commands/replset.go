@@ -246,12 +246,6 @@ func (h *Handler) topologyVersion() bson.D {
 	return bson.D{{Key: "processId", Value: h.processID}, {Key: "counter", Value: counter}}
 }
 
-// notPrimaryCodes are mongod's NotPrimaryError category.
-var notPrimaryCodes = map[mongoerr.Code]bool{
-	mongoerr.NotWritablePrimary: true, mongoerr.NotPrimaryNoSecondaryOk: true, mongoerr.NotPrimaryOrSecondary: true,
-	mongoerr.InterruptedDueToReplStateChange: true, mongoerr.PrimarySteppedDown: true,
-}
-
 // withTopologyVersion adds the member's topologyVersion to a reply whose
 // error, or write concern error, is a NotPrimaryError, as mongod does. A
 // driver compares it with the one of the last hello it saw: an error no
@@ -265,9 +259,9 @@ var notPrimaryCodes = map[mongoerr.Code]bool{
 // rs.initiate typed next failed with "MongoServerSelectionError: node is
 // not in primary or recovering state".
 func (h *Handler) withTopologyVersion(reply bson.D) bson.D {
-	if !notPrimaryCodes[codeIn(reply)] {
+	if !codeIn(reply).IsNotPrimaryError() {
 		wce, _ := bsonutil.Field(reply, "writeConcernError")
-		if d, _ := wce.(bson.D); !notPrimaryCodes[codeIn(d)] {
+		if d, _ := wce.(bson.D); !codeIn(d).IsNotPrimaryError() {
 			return reply
 		}
 	}
@@ -332,16 +326,6 @@ func (h *Handler) replyClusterTime(reply bson.D) bson.D {
 	)
 }
 
-// retryableCodes are the codes mongod labels RetryableWriteError: its
-// RetriableError category, as the retryable writes specification lists it.
-var retryableCodes = map[mongoerr.Code]bool{
-	mongoerr.HostUnreachable: true, mongoerr.HostNotFound: true, mongoerr.NetworkTimeout: true,
-	mongoerr.ShutdownInProgress: true, mongoerr.PrimarySteppedDown: true, mongoerr.ExceededTimeLimit: true,
-	mongoerr.SocketException: true, mongoerr.NotWritablePrimary: true, mongoerr.InterruptedAtShutdown: true,
-	mongoerr.InterruptedDueToReplStateChange: true, mongoerr.NotPrimaryNoSecondaryOk: true,
-	mongoerr.NotPrimaryOrSecondary: true,
-}
-
 // labelRetryable adds errorLabels to a retryable write's reply whose
 // error, or write concern error, is retryable; labels already in the
 // reply (a fail point's) are kept as they are.
@@ -357,7 +341,7 @@ func labelRetryable(r *request, reply bson.D) bson.D {
 		wcDoc, _ := wce.(bson.D)
 		code, _ = bsonutil.Field(wcDoc, "code")
 	}
-	if c, ok := code.(int32); !ok || !retryableCodes[mongoerr.Code(c)] {
+	if c, ok := code.(int32); !ok || !mongoerr.Code(c).IsRetriableError() {
 		return reply
 	}
 	return append(reply, bson.E{Key: "errorLabels", Value: bson.A{"RetryableWriteError"}})

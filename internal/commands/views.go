@@ -6,7 +6,6 @@ import (
 	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/catalog"
-	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/executor"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
@@ -14,15 +13,9 @@ import (
 // Views (executor/views.go) are read-only collections defined by a
 // pipeline over another collection or view. Reads through one run as an
 // aggregate over its base collection; writes are refused with mongod's
-// CommandNotSupportedOnView.
-
-// maxViewDepth is mongod's limit on views defined on views.
-const maxViewDepth = executor.MaxViewDepth
+// CommandNotSupportedOnView; create and collMod define them (internal/ddl).
 
 func isView(m *catalog.Collection) bool { return executor.IsView(m) }
-
-// viewCollation is a view's collation option, nil for none.
-func viewCollation(m *catalog.Collection) bson.D { return executor.ViewCollation(m) }
 
 // resolveView returns the view db.name stands for, nil for a collection
 // or nothing.
@@ -42,61 +35,6 @@ func (h *Handler) refuseView(db, coll string) error {
 	return nil
 }
 
-// createView records a view from create's viewOn and pipeline.
-func (h *Handler) createView(r *request, name string) error {
-	on, _ := bsonutil.Field(r.body, "viewOn")
-	source, ok := on.(string)
-	if !ok {
-		return wrongType("create", "viewOn", on, "string")
-	}
-	if source == "" {
-		return mongoerr.New(mongoerr.BadValue, "'viewOn' cannot be empty")
-	}
-	pv, hasPipeline := bsonutil.Field(r.body, "pipeline")
-	stages := bson.A{}
-	if hasPipeline {
-		a, isArr := pv.(bson.A)
-		if !isArr {
-			return wrongType("create", "pipeline", pv, "array")
-		}
-		stages = a
-	}
-	if _, err := aggregate.Parse(stages, aggregate.Options{}); err != nil {
-		return mongoerr.Newf(mongoerr.OptionNotSupportedOnView, "%s", mongoerr.As(err).Msg)
-	}
-	for _, e := range r.body[1:] {
-		if !genericFields[e.Key] && e.Key != "viewOn" && e.Key != "pipeline" && e.Key != "collation" {
-			return mongoerr.Newf(mongoerr.InvalidOptions, "option '%s' is not allowed with a view", e.Key)
-		}
-	}
-	coll, err := createCollation(r)
-	if err != nil {
-		return err
-	}
-	if err := h.checkViewCollation(r.db, name, source, coll); err != nil {
-		return err
-	}
-	opts := bson.D{{Key: "viewOn", Value: source}, {Key: "pipeline", Value: stages}}
-	if coll != nil {
-		opts = append(opts, bson.E{Key: "collation", Value: coll})
-	}
-	_, err = h.deps.Store.CreateCollection(r.db, name, docstore.CreateOptions{Raw: opts})
-	return err
-}
-
-// checkViewCollation applies mongod's rule that a view defined on another
-// view has that view's collation.
-func (h *Handler) checkViewCollation(db, name, on string, coll bson.D) error {
-	c := h.deps.Store.Collection(db, on)
-	if c == nil || !isView(c.Meta()) {
-		return nil
-	}
-	if bsonutil.Compare(viewCollation(c.Meta()), coll) != 0 {
-		return mongoerr.Newf(mongoerr.OptionNotSupportedOnView, "View %s.%s has conflicting collation with view %s.%s", db, name, db, on)
-	}
-	return nil
-}
-
 // viewInfo is a view's listCollections entry.
 func viewInfo(m *catalog.Collection) bson.D {
 	return bson.D{
@@ -110,20 +48,26 @@ func viewInfo(m *catalog.Collection) bson.D {
 // viewRequest is an aggregate over the view's base collection: the view's
 // pipeline, then extra.
 func viewRequest(r *request, v *executor.View, extra bson.A, batchSize int64) *request {
-	inner := *r
-	inner.name = "aggregate"
-	inner.body = bson.D{
-		{Key: "aggregate", Value: v.Base},
-		{Key: "pipeline", Value: append(append(bson.A{}, v.Pipeline...), extra...)},
-		{Key: "cursor", Value: bson.D{{Key: "batchSize", Value: batchSize}}},
-	}
 	// The view's collation, not the base collection's default, applies.
 	coll := v.Collation
 	if coll == nil {
 		coll = bson.D{{Key: "locale", Value: "simple"}}
 	}
-	inner.body = append(inner.body, bson.E{Key: "collation", Value: coll})
-	for _, k := range []string{"hint", "allowDiskUse", "let"} {
+	return innerAggregate(r, v.Base, append(append(bson.A{}, v.Pipeline...), extra...), batchSize,
+		bson.D{{Key: "collation", Value: coll}}, "hint", "allowDiskUse", "let")
+}
+
+// innerAggregate is an aggregate of stages over coll that r runs: its
+// options, then those of r's fields named by inherit.
+func innerAggregate(r *request, coll string, stages bson.A, batchSize int64, options bson.D, inherit ...string) *request {
+	inner := *r
+	inner.name = "aggregate"
+	inner.body = append(bson.D{
+		{Key: "aggregate", Value: coll},
+		{Key: "pipeline", Value: stages},
+		{Key: "cursor", Value: bson.D{{Key: "batchSize", Value: batchSize}}},
+	}, options...)
+	for _, k := range inherit {
 		if val, ok := bsonutil.Field(r.body, k); ok {
 			inner.body = append(inner.body, bson.E{Key: k, Value: val})
 		}

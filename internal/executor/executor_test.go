@@ -3,8 +3,6 @@ package executor
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -16,25 +14,16 @@ import (
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/docstore/docstoretest"
 	"github.com/mayflydb/mayfly/internal/expr"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
-	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
 )
 
 // newStore is an in-memory store with db.c holding docs.
 func newStore(t *testing.T, docs ...bson.D) *docstore.Store {
 	t.Helper()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	eng, err := pebblestore.Open(pebblestore.Options{InMemory: true, Logger: logger})
-	if err != nil {
-		t.Fatalf("open storage: %v", err)
-	}
-	t.Cleanup(func() { _ = eng.Close() })
-	store, err := docstore.Open(eng, docstore.Options{Logger: logger, Clock: clock.Real{}})
-	if err != nil {
-		t.Fatalf("open docstore: %v", err)
-	}
+	store := docstoretest.Open(t)
 	c, err := store.CreateCollection("db", "c", docstore.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create: %v", err)

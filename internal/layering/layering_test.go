@@ -50,6 +50,7 @@ func packageLayers() map[string]row {
 
 		"internal/auth":        {layer: services},
 		"internal/executor":    {layer: services},
+		"internal/ddl":         {layer: services},
 		"internal/repl":        {layer: services},
 		"internal/oplog":       {layer: services},
 		"internal/aggwrite":    {layer: services},
@@ -60,11 +61,12 @@ func packageLayers() map[string]row {
 		"internal/profiler":    {layer: services},
 		"internal/wireclient":  {layer: services},
 
-		"internal/docstore":     {layer: state},
-		"internal/changestream": {layer: state},
-		"internal/session":      {layer: state},
-		"internal/cursor":       {layer: state},
-		"internal/activity":     {layer: state},
+		"internal/docstore":              {layer: state},
+		"internal/docstore/docstoretest": {layer: state},
+		"internal/changestream":          {layer: state},
+		"internal/session":               {layer: state},
+		"internal/cursor":                {layer: state},
+		"internal/activity":              {layer: state},
 
 		"internal/query":         {layer: rules},
 		"internal/update":        {layer: rules},

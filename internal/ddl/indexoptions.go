@@ -1,4 +1,4 @@
-package commands
+package ddl
 
 import (
 	"math"
@@ -11,14 +11,14 @@ import (
 )
 
 // collMod of Mayfly's own index options lruLimit, expireElements and
-// expiryWarningSeconds. They
-// answer as collMod's hidden does: <option>_old and <option>_new, nothing
-// when unchanged. Their rules are createIndexes' (the catalog's), with
-// collMod's code: InvalidOptions for a rule, TypeMismatch for a type.
+// expiryWarningSeconds. They answer as collMod's hidden does:
+// <option>_old and <option>_new, nothing when unchanged. Their rules are
+// createIndexes' (the catalog's), with collMod's code: InvalidOptions for
+// a rule, TypeMismatch for a type.
 
-// lruOff is the lruLimit value that removes the limit, as "off" removes
-// a clustered collection's expireAfterSeconds.
-const lruOff = "off"
+// optionOff is the value that removes lruLimit or expiryWarningSeconds,
+// as "off" removes a clustered collection's expireAfterSeconds.
+const optionOff = "off"
 
 // applyLRUMod sets (a {documents, bytes} object) or removes ("off") the
 // index's lruLimit. The reply's lruLimit_old is the limit as it was
@@ -26,8 +26,8 @@ const lruOff = "off"
 func applyLRUMod(ix *catalog.Index, v any) (bson.D, error) {
 	old, hadOld := bsonutil.Field(ix.Spec, catalog.LRULimitOption)
 	if s, isString := v.(string); isString {
-		if s != lruOff {
-			return nil, mongoerr.Newf(mongoerr.InvalidOptions, "Invalid string value for the '%s' option. Got: '%s'. Accepted value is '%s'", catalog.LRULimitOption, s, lruOff)
+		if s != optionOff {
+			return nil, mongoerr.Newf(mongoerr.InvalidOptions, "Invalid string value for the '%s' option. Got: '%s'. Accepted value is '%s'", catalog.LRULimitOption, s, optionOff)
 		}
 		if !hadOld {
 			return nil, nil
@@ -55,16 +55,11 @@ func applyElementsMod(ix *catalog.Index, on bool) (bson.D, error) {
 	if ix.ExpireElements == on {
 		return nil, nil
 	}
-	if err := catalog.ModExpireElements(ix, on, ix.Spec); err != nil {
+	next := *ix
+	if err := catalog.ModExpireElements(&next, on, ix.Spec); err != nil {
 		return nil, collModRuleError(err)
 	}
-	reply := bson.D{{Key: catalog.ExpireElementsOption + "_old", Value: !on}, {Key: catalog.ExpireElementsOption + "_new", Value: on}}
-	if on {
-		ix.Spec = bsonutil.WithField(ix.Spec, catalog.ExpireElementsOption, true)
-	} else {
-		ix.Spec = bsonutil.WithoutField(ix.Spec, catalog.ExpireElementsOption)
-	}
-	return reply, nil
+	return flagMod(ix, catalog.ExpireElementsOption, &ix.ExpireElements, on), nil
 }
 
 // collModRuleError gives a catalog rule's error collMod's code, as
@@ -108,14 +103,14 @@ func applyWarningMod(ix *catalog.Index, v any) (bson.D, error) {
 // warningSeconds is collMod's expiryWarningSeconds value: 0 for "off".
 func warningSeconds(ix *catalog.Index, v any) (int64, error) {
 	if s, isString := v.(string); isString {
-		if s != lruOff {
-			return 0, mongoerr.Newf(mongoerr.InvalidOptions, "Invalid string value for the '%s' option. Got: '%s'. Accepted value is '%s'", catalog.WarningOption, s, lruOff)
+		if s != optionOff {
+			return 0, mongoerr.Newf(mongoerr.InvalidOptions, "Invalid string value for the '%s' option. Got: '%s'. Accepted value is '%s'", catalog.WarningOption, s, optionOff)
 		}
 		return 0, nil
 	}
 	f := bsonutil.ToFloat(v)
 	if !bsonutil.IsNumber(v) || f != math.Trunc(f) || f < 1 || f > math.MaxInt32 {
-		return 0, mongoerr.Newf(mongoerr.InvalidOptions, "'%s' must be a whole number of seconds from 1 to 2147483647, or '%s'", catalog.WarningOption, lruOff)
+		return 0, mongoerr.Newf(mongoerr.InvalidOptions, "'%s' must be a whole number of seconds from 1 to 2147483647, or '%s'", catalog.WarningOption, optionOff)
 	}
 	if !ix.TTL {
 		return 0, mongoerr.Newf(mongoerr.InvalidOptions, "the '%s' option requires a TTL index, and index %s has no expireAfterSeconds", catalog.WarningOption, ix.Name)

@@ -1,4 +1,4 @@
-package commands
+package ddl
 
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -13,52 +13,48 @@ import (
 // A time-series collection is stored as an ordinary collection holding one
 // document per measurement, with an internal index on the timeField that
 // carries its expireAfterSeconds (internal/timeseries, docs/design/0013).
-// The commands here read create's and collMod's options.
+// Here are create's and collMod's options for one.
 
-// timeseriesCreate fills opt for a create with the timeseries option and
-// returns the internal time index to build, nil for an ordinary create.
-// expireAfterSeconds is accepted only with timeseries.
-func timeseriesCreate(r *request, opt *docstore.CreateOptions) (*catalog.Index, error) {
-	ts, err := optDoc(r, "timeseries")
-	if err != nil {
-		return nil, err
-	}
-	exp, hasExp := bsonutil.Field(r.body, "expireAfterSeconds")
-	if ts == nil {
-		return nil, nil // clusteredCreate took expireAfterSeconds, or refused it
+// CreateTimeseries fills opt for a create with the timeseries option,
+// with the internal time index to build among opt.Indexes; it reports
+// whether the create is of a time-series collection. expireAfterSeconds
+// is accepted only with timeseries.
+func CreateTimeseries(opts bson.D, opt *docstore.CreateOptions) (bool, error) {
+	ts, err := docOption(opts, "create", "timeseries")
+	if err != nil || ts == nil {
+		return false, err // CreateClustered took expireAfterSeconds, or refused it
 	}
 	if opt.Capped {
-		return nil, mongoerr.New(mongoerr.InvalidOptions, "Time-series collections cannot be capped")
+		return false, mongoerr.New(mongoerr.InvalidOptions, "Time-series collections cannot be capped")
 	}
 	o, err := timeseries.Parse(ts)
 	if err != nil {
-		return nil, err
+		return false, err
 	}
 	opt.Raw = append(bson.D{{Key: "timeseries", Value: o.Doc()}}, opt.Raw...)
+	exp, hasExp := bsonutil.Field(opts, "expireAfterSeconds")
 	var secs int64
 	if hasExp {
 		if secs, err = timeseries.ExpireAfter(exp); err != nil {
-			return nil, err
+			return false, err
 		}
 		opt.Raw = append(opt.Raw, bson.E{Key: "expireAfterSeconds", Value: secs})
 	}
-	return timeseries.IndexSpec(o, secs, hasExp)
-}
-
-// createTimeseries creates the collection and its internal time index.
-func (h *Handler) createTimeseries(db, name string, opt docstore.CreateOptions, ix *catalog.Index) error {
+	ix, err := timeseries.IndexSpec(o, secs, hasExp)
+	if err != nil {
+		return false, err
+	}
 	opt.Indexes = []*catalog.Index{ix}
-	_, err := h.deps.Store.CreateCollection(db, name, opt)
-	return err
+	return true, nil
 }
 
-// collModTimeseries applies collMod's expireAfterSeconds and
+// modTimeseries applies collMod's expireAfterSeconds and
 // timeseries.granularity to a time-series collection.
-func collModTimeseries(e *docstore.CatalogEdit, r *request) error {
+func modTimeseries(e *docstore.CatalogEdit, opts bson.D) error {
 	meta := e.Meta()
 	ts := timeseries.Of(meta)
-	exp, hasExp := bsonutil.Field(r.body, "expireAfterSeconds")
-	tsMod, err := optDoc(r, "timeseries")
+	exp, hasExp := bsonutil.Field(opts, "expireAfterSeconds")
+	tsMod, err := docOption(opts, "collMod", "timeseries")
 	if err != nil {
 		return err
 	}
@@ -68,24 +64,24 @@ func collModTimeseries(e *docstore.CatalogEdit, r *request) error {
 		}
 		return nil
 	}
-	opts := meta.Options
+	options := meta.Options
 	if tsMod != nil {
-		if opts, err = timeseries.ModGranularity(opts, ts, tsMod); err != nil {
+		if options, err = timeseries.ModGranularity(options, ts, tsMod); err != nil {
 			return err
 		}
 	}
 	if hasExp {
-		if opts, err = modExpiry(e, opts, exp); err != nil {
+		if options, err = modTimeseriesExpiry(e, options, exp); err != nil {
 			return err
 		}
 	}
-	e.SetOptions(opts)
+	e.SetOptions(options)
 	return nil
 }
 
-// modExpiry sets or (with "off") removes the TTL of the internal time
-// index, and the option listCollections shows.
-func modExpiry(e *docstore.CatalogEdit, opts bson.D, v any) (bson.D, error) {
+// modTimeseriesExpiry sets or (with "off") removes the TTL of the
+// internal time index, and the option listCollections shows.
+func modTimeseriesExpiry(e *docstore.CatalogEdit, options bson.D, v any) (bson.D, error) {
 	if s, ok := v.(string); ok {
 		if s != "off" {
 			return nil, mongoerr.Newf(mongoerr.InvalidOptions, "Invalid value for 'expireAfterSeconds': %s", s)
@@ -94,7 +90,7 @@ func modExpiry(e *docstore.CatalogEdit, opts bson.D, v any) (bson.D, error) {
 			timeseries.ClearIndexExpiry(ix)
 			return nil
 		})
-		return bsonutil.WithoutField(opts, "expireAfterSeconds"), err
+		return bsonutil.WithoutField(options, "expireAfterSeconds"), err
 	}
 	secs, err := timeseries.ExpireAfter(v)
 	if err != nil {
@@ -104,5 +100,5 @@ func modExpiry(e *docstore.CatalogEdit, opts bson.D, v any) (bson.D, error) {
 		timeseries.SetIndexExpiry(ix, secs)
 		return nil
 	})
-	return bsonutil.WithField(opts, "expireAfterSeconds", secs), err
+	return bsonutil.WithField(options, "expireAfterSeconds", secs), err
 }

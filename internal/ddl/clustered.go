@@ -1,7 +1,6 @@
-package commands
+package ddl
 
 import (
-	"math"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -18,11 +17,11 @@ import (
 // collection options (expireAfterSeconds needs a clustered collection),
 // then the clustered index spec and the expireAfterSeconds range.
 
-// clusteredCreate reads create's clusteredIndex and expireAfterSeconds
+// CreateClustered reads create's clusteredIndex and expireAfterSeconds
 // into opt; now bounds expireAfterSeconds as mongod's clock does.
-func clusteredCreate(r *request, opt *docstore.CreateOptions, now time.Time) error {
-	ci, hasCI := bsonutil.Field(r.body, catalog.ClusteredIndexOption)
-	eas, hasEAS := bsonutil.Field(r.body, catalog.ExpireAfterOption)
+func CreateClustered(opts bson.D, opt *docstore.CreateOptions, now time.Time) error {
+	ci, hasCI := bsonutil.Field(opts, catalog.ClusteredIndexOption)
+	eas, hasEAS := bsonutil.Field(opts, catalog.ExpireAfterOption)
 	var secs int64
 	if hasEAS {
 		n, err := safeInt64("create", catalog.ExpireAfterOption, eas)
@@ -36,17 +35,17 @@ func clusteredCreate(r *request, opt *docstore.CreateOptions, now time.Time) err
 		return err
 	}
 	if clustered {
-		if err := clusteredCreationOptions(r, hasEAS); err != nil {
+		if err := clusteredCreationOptions(opts); err != nil {
 			return err
 		}
 	}
-	if _, timeseries := bsonutil.Field(r.body, "timeseries"); hasEAS && !clustered && !timeseries {
+	if _, timeseries := bsonutil.Field(opts, "timeseries"); hasEAS && !clustered && !timeseries {
 		return mongoerr.New(mongoerr.InvalidOptions, "'expireAfterSeconds' can be used only for clustered collections or timeseries collections")
 	}
 	if !clustered {
 		return nil
 	}
-	if err := clusteredWithOthers(r); err != nil {
+	if err := clusteredWithOthers(opts); err != nil {
 		return err
 	}
 	if err := spec.Validate(secs, hasEAS, now); err != nil {
@@ -76,7 +75,7 @@ func parseClusteredIndex(v any, present bool) (catalog.ClusteredIndex, bool, err
 	case bson.D:
 		return parseClusteredSpec(x)
 	}
-	return s, false, wrongType("create", catalog.ClusteredIndexOption, v, "[bool, object]")
+	return s, false, mongoerr.WrongType("create", catalog.ClusteredIndexOption, v, "[bool, object]")
 }
 
 // parseClusteredSpec reads clusteredIndex as mongod's IDL parser does:
@@ -105,16 +104,16 @@ func setClusteredField(s *catalog.ClusteredIndex, e bson.E) error {
 	switch e.Key {
 	case "v":
 		if !bsonutil.IsNumber(e.Value) {
-			return wrongType("create", field, e.Value, numberTypes)
+			return mongoerr.WrongType("create", field, e.Value, numberTypes)
 		}
 		s.V, _ = safeInt64("create", field, e.Value)
 	case "key":
 		if s.Key, ok = e.Value.(bson.D); !ok {
-			return wrongType("create", field, e.Value, "object")
+			return mongoerr.WrongType("create", field, e.Value, "object")
 		}
 	case "name":
 		if s.Name, ok = e.Value.(string); !ok {
-			return wrongType("create", field, e.Value, "string")
+			return mongoerr.WrongType("create", field, e.Value, "string")
 		}
 	case "unique":
 		var err error
@@ -131,75 +130,41 @@ func setClusteredField(s *catalog.ClusteredIndex, e bson.E) error {
 // clusteredIndex before anything else: a capped collection's size and
 // max, and capped itself (mongod offers capped clustered collections to
 // its own tests only; Mayfly has none).
-func clusteredCreationOptions(r *request, hasEAS bool) error {
-	if _, ok := bsonutil.Field(r.body, "size"); ok {
+func clusteredCreationOptions(opts bson.D) error {
+	if _, ok := bsonutil.Field(opts, "size"); ok {
 		return mongoerr.New(mongoerr.Location6049200, "'size' field for capped collections is not allowed on clustered collections. Did you mean 'capped: true' with 'expireAfterSeconds'?")
 	}
-	if _, ok := bsonutil.Field(r.body, "max"); ok {
+	if _, ok := bsonutil.Field(opts, "max"); ok {
 		return mongoerr.New(mongoerr.Location6049204, "'max' field for capped collections is not allowed on clustered collections. Did you mean 'capped: true' with 'expireAfterSeconds'?")
 	}
-	if capped, _ := optBool(r, "capped"); capped {
-		return mongoerr.New(mongoerr.Location6127800, "Clustered capped collection only available with 'enableTestCommands' server parameter")
+	if v, ok := bsonutil.Field(opts, "capped"); ok {
+		if capped, _ := safeBool("create", "capped", v); capped {
+			return mongoerr.New(mongoerr.Location6127800, "Clustered capped collection only available with 'enableTestCommands' server parameter")
+		}
 	}
 	return nil
 }
 
 // clusteredWithOthers refuses the create options a clustered collection
 // cannot have.
-func clusteredWithOthers(r *request) error {
-	if v, ok := bsonutil.Field(r.body, "idIndex"); ok {
+func clusteredWithOthers(opts bson.D) error {
+	if v, ok := bsonutil.Field(opts, "idIndex"); ok {
 		if d, isDoc := v.(bson.D); !isDoc || len(d) > 0 {
 			return mongoerr.New(mongoerr.InvalidOptions, "The 'clusteredIndex' option is not supported with the 'idIndex' option")
 		}
 	}
-	if v, ok := bsonutil.Field(r.body, "autoIndexId"); ok && v == false {
+	if v, ok := bsonutil.Field(opts, "autoIndexId"); ok && v == false {
 		return mongoerr.New(mongoerr.Location6026501, "The 'clusteredIndex' option does not support {autoIndexId: false}")
 	}
 	return nil
-}
-
-// safeInt64 converts a number as mongod's safeInt64 IDL type does:
-// fractions truncated, NaN as 0, out-of-range values saturated.
-func safeInt64(cmd, field string, v any) (int64, error) {
-	if !bsonutil.IsNumber(v) {
-		return 0, wrongType(cmd, field, v, numberTypes)
-	}
-	switch n := v.(type) {
-	case int32:
-		return int64(n), nil
-	case int64:
-		return n, nil
-	}
-	f := bsonutil.ToFloat(v)
-	switch {
-	case math.IsNaN(f):
-		return 0, nil
-	case f >= math.MaxInt64:
-		return math.MaxInt64, nil
-	case f <= math.MinInt64:
-		return math.MinInt64, nil
-	}
-	return int64(f), nil
-}
-
-// safeBool reads a bool as mongod's safeBool IDL type does: a bool or a
-// number (non-zero is true).
-func safeBool(cmd, field string, v any) (bool, error) {
-	if b, ok := v.(bool); ok {
-		return b, nil
-	}
-	if bsonutil.IsNumber(v) {
-		return bsonutil.ToFloat(v) != 0, nil
-	}
-	return false, wrongType(cmd, field, v, "[bool, long, int, decimal, double]")
 }
 
 // clusteredExpiryMod reads collMod's top-level expireAfterSeconds: a
 // number, or "off" (-1) to remove it, on a clustered collection only. It
 // is read before collMod applies anything, as mongod parses the whole
 // request first; set is false when the field is absent.
-func clusteredExpiryMod(e *docstore.CatalogEdit, r *request, now time.Time) (secs int64, set bool, err error) {
-	v, ok := bsonutil.Field(r.body, catalog.ExpireAfterOption)
+func clusteredExpiryMod(e *docstore.CatalogEdit, opts bson.D, now time.Time) (secs int64, set bool, err error) {
+	v, ok := bsonutil.Field(opts, catalog.ExpireAfterOption)
 	if !ok {
 		return 0, false, nil
 	}
@@ -213,7 +178,7 @@ func clusteredExpiryMod(e *docstore.CatalogEdit, r *request, now time.Time) (sec
 		return -1, true, nil
 	}
 	if !bsonutil.IsNumber(v) {
-		return 0, false, wrongType("collMod", catalog.ExpireAfterOption, v, "[string, long, int, decimal, double]")
+		return 0, false, mongoerr.WrongType("collMod", catalog.ExpireAfterOption, v, "[string, long, int, decimal, double]")
 	}
 	secs, _ = safeInt64("collMod", catalog.ExpireAfterOption, v)
 	return secs, true, catalog.ValidateClusteredExpiry(secs, now)

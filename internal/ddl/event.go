@@ -1,4 +1,4 @@
-package commands
+package ddl
 
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -9,29 +9,26 @@ import (
 	"github.com/mayflydb/mayfly/internal/timeseries"
 )
 
-// collModEvent is the modify event of a collMod (showExpandedEvents),
-// with what mongod's oplog entry gives the stream: operationDescription
-// is the command less collMod and its generic arguments, its index field
-// cut to the index's name and the options that changed;
-// stateBeforeChange has the collection's options before (with its uuid)
-// and, for an index change, the index's old values. On a time-series
-// collection only a granularity change is reported (mongod modifies the
-// view over the buckets then; expireAfterSeconds changes the buckets
-// collection, a system one no stream shows): nil otherwise.
-func collModEvent(e *docstore.CatalogEdit, r *request) *docstore.Modify {
+// ModEvent is the modify event of a collMod of options opts
+// (showExpandedEvents), with what mongod's oplog entry gives the stream:
+// operationDescription is opts, its index field cut to the index's name
+// and the options that changed; stateBeforeChange has the collection's
+// options before (with its uuid) and, for an index change, the index's
+// old values. On a time-series collection only a granularity change is
+// reported (mongod modifies the view over the buckets then;
+// expireAfterSeconds changes the buckets collection, a system one no
+// stream shows): nil otherwise.
+func ModEvent(e *docstore.CatalogEdit, opts bson.D) *docstore.Modify {
 	old, now := e.Old(), e.Meta()
 	if timeseries.Of(old) != nil {
-		if _, ok := bsonutil.Field(r.body, "timeseries"); !ok {
+		if _, ok := bsonutil.Field(opts, "timeseries"); !ok {
 			return nil
 		}
 		return &docstore.Modify{}
 	}
 	desc := bson.D{}
 	var ixBefore bson.D
-	for _, e := range r.body[1:] {
-		if genericFields[e.Key] {
-			continue
-		}
+	for _, e := range opts {
 		if spec, ok := e.Value.(bson.D); ok && e.Key == "index" {
 			var ixDesc bson.D
 			ixDesc, ixBefore = indexModDesc(spec, old, now)
@@ -40,8 +37,8 @@ func collModEvent(e *docstore.CatalogEdit, r *request) *docstore.Modify {
 		}
 		desc = append(desc, e)
 	}
-	opts := append(bson.D{{Key: "uuid", Value: old.UUID}}, old.Options...)
-	before := bson.D{{Key: "collectionOptions", Value: opts}}
+	options := append(bson.D{{Key: "uuid", Value: old.UUID}}, old.Options...)
+	before := bson.D{{Key: "collectionOptions", Value: options}}
 	if ixBefore != nil {
 		before = append(before, bson.E{Key: "indexOptions", Value: ixBefore})
 	}
@@ -87,9 +84,9 @@ func indexNameFor(m *catalog.Collection, target any) string {
 	if name, ok := target.(string); ok {
 		return name
 	}
-	for i := range m.Indexes {
-		if timeseries.Visible(&m.Indexes[i]) && bsonutil.Compare(m.Indexes[i].KeyPattern(), target) == 0 {
-			return m.Indexes[i].Name
+	if key, ok := target.(bson.D); ok {
+		if found := IndexesByKey(m, key); len(found) > 0 {
+			return found[0].Name
 		}
 	}
 	return ""

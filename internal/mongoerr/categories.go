@@ -1,0 +1,28 @@
+package mongoerr
+
+// Error categories of mongod's error_codes.yml that drivers act on.
+
+// IsNotPrimaryError reports whether c is in mongod's NotPrimaryError
+// category: a reply with one carries the member's topologyVersion.
+func (c Code) IsNotPrimaryError() bool {
+	switch c {
+	case NotWritablePrimary, NotPrimaryNoSecondaryOk, NotPrimaryOrSecondary,
+		InterruptedDueToReplStateChange, PrimarySteppedDown:
+		return true
+	}
+	return false
+}
+
+// IsRetriableError reports whether c is one mongod labels
+// RetryableWriteError: its RetriableError category, as the retryable
+// writes specification lists it.
+func (c Code) IsRetriableError() bool {
+	switch c {
+	case HostUnreachable, HostNotFound, NetworkTimeout, ShutdownInProgress,
+		PrimarySteppedDown, ExceededTimeLimit, SocketException, NotWritablePrimary,
+		InterruptedAtShutdown, InterruptedDueToReplStateChange, NotPrimaryNoSecondaryOk,
+		NotPrimaryOrSecondary:
+		return true
+	}
+	return false
+}

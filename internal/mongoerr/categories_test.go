@@ -1,0 +1,30 @@
+package mongoerr
+
+import "testing"
+
+// TestCategoriesOverEveryCode checks every code of the table against the
+// categories' members as the server discovery and retryable writes
+// specifications list them: a code is in a category exactly when listed.
+func TestCategoriesOverEveryCode(t *testing.T) {
+	notPrimary := map[Code]bool{
+		NotWritablePrimary: true, NotPrimaryNoSecondaryOk: true, NotPrimaryOrSecondary: true,
+		InterruptedDueToReplStateChange: true, PrimarySteppedDown: true,
+	}
+	retriable := map[Code]bool{
+		HostUnreachable: true, HostNotFound: true, NetworkTimeout: true, ShutdownInProgress: true,
+		PrimarySteppedDown: true, ExceededTimeLimit: true, SocketException: true, NotWritablePrimary: true,
+		InterruptedAtShutdown: true, InterruptedDueToReplStateChange: true, NotPrimaryNoSecondaryOk: true,
+		NotPrimaryOrSecondary: true,
+	}
+	if len(names) < 100 {
+		t.Fatalf("the code table has %d codes", len(names))
+	}
+	for code, name := range names {
+		if got := code.IsNotPrimaryError(); got != notPrimary[code] {
+			t.Errorf("%s (%d).IsNotPrimaryError() = %v", name, code, got)
+		}
+		if got := code.IsRetriableError(); got != retriable[code] {
+			t.Errorf("%s (%d).IsRetriableError() = %v", name, code, got)
+		}
+	}
+}
