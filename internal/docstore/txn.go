@@ -119,13 +119,15 @@ func (r txnSnapshot) NewIter(lower, upper []byte) (storage.Iterator, error) {
 // Scan is Collection.Scan inside the transaction. Expired documents are
 // hidden by the clock at this call, not at the snapshot.
 func (x *Txn) Scan(c *Collection, plan *Plan, f *query.Filter) *DocIter {
-	d := c.Scan(plan, f)
-	d.reader = x.view()
-	return d
+	return c.Scan(plan, f).Within(x)
 }
 
 // Insert is Collection.Insert inside the transaction.
 func (x *Txn) Insert(c *Collection, doc bson.D) error {
+	return x.insert(c, doc, WriteOptions{})
+}
+
+func (x *Txn) insert(c *Collection, doc bson.D, opt WriteOptions) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.done {
@@ -134,7 +136,7 @@ func (x *Txn) Insert(c *Collection, doc bson.D) error {
 	if err := refuseInTxn(c); err != nil {
 		return err
 	}
-	p, err := c.prepareStored(GroupDoc{Doc: doc})
+	p, err := c.prepareStored(GroupDoc{Doc: doc, Opt: opt})
 	if err != nil {
 		return err
 	}
@@ -151,8 +153,13 @@ func (x *Txn) Insert(c *Collection, doc bson.D) error {
 	})
 }
 
-// Modify is Collection.Modify inside the transaction.
+// Modify is Collection.Modify inside the transaction. fn may also
+// insert (Insert) where no document lives, as ModifyGroup's may.
 func (x *Txn) Modify(c *Collection, id any, fn func(doc bson.D) (Change, error)) (bson.D, error) {
+	return x.modify(c, id, WriteOptions{}, fn)
+}
+
+func (x *Txn) modify(c *Collection, id any, opt WriteOptions, fn func(doc bson.D) (Change, error)) (bson.D, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.done {
@@ -162,7 +169,7 @@ func (x *Txn) Modify(c *Collection, id any, fn func(doc bson.D) (Change, error))
 		return nil, err
 	}
 	idEnc := keyenc.AppendValue(nil, id)
-	check := c.checkedChange(fn, WriteOptions{})
+	check := c.checkedChange(fn, opt)
 	var cur bson.D
 	err := c.withDocLock(idEnc, func(l *lockSet) error {
 		cur = nil
@@ -178,8 +185,17 @@ func (x *Txn) Modify(c *Collection, id any, fn func(doc bson.D) (Change, error))
 			cur = c.live(old.doc)
 		}
 		ch, err := check(cur)
-		if err != nil || ch.Kind == Keep || cur == nil {
+		switch {
+		case err != nil || ch.Kind == Keep:
 			return err
+		case ch.Kind == Insert:
+			if err := t.insertNew(ch.Doc, opt, 0, idEnc); err != nil {
+				t.abort()
+				return err
+			}
+			return t.commit(WriteOptions{})
+		case cur == nil:
+			return nil
 		}
 		return t.applyChange(old, ch)
 	})

@@ -507,3 +507,62 @@ func TestWriteSetReplaysInKeyOrder(t *testing.T) {
 		t.Fatalf("keys %v, want [a b c]", got)
 	}
 }
+
+// TestWriteOptionsTxnRoutesEveryEntryPoint: each write entry point the
+// command layer calls, given WriteOptions.Txn, writes into the
+// transaction and nothing into storage until commit.
+func TestWriteOptionsTxnRoutesEveryEntryPoint(t *testing.T) {
+	s, c := openTxnStore(t)
+	insert(t, c, bson.D{{Key: "_id", Value: 1}})
+	insert(t, c, bson.D{{Key: "_id", Value: 2}})
+	x := s.BeginTxn()
+	opt := WriteOptions{Txn: x}
+	steps := map[string]func() error{
+		"Insert": func() error { return c.Insert(bson.D{{Key: "_id", Value: 3}}, opt) },
+		"InsertGroup": func() error {
+			errs, n := c.InsertGroup([]GroupDoc{{Doc: bson.D{{Key: "_id", Value: 4}}, Opt: opt}, {Doc: bson.D{{Key: "_id", Value: 5}}, Opt: opt}}, true)
+			return errors.Join(append(errs, nil)[:n]...)
+		},
+		"Modify": func() error { _, err := c.Modify(1, opt, setField("v", "txn")); return err },
+		"ModifyGroup": func() error {
+			_, err := c.ModifyGroup([]any{2, 6}, opt, func(i int, doc bson.D) (Change, error) {
+				if doc == nil {
+					return Change{Kind: Insert, Doc: bson.D{{Key: "_id", Value: 6}}}, nil
+				}
+				return Change{Kind: Remove}, nil
+			})
+			return err
+		},
+	}
+	for name, step := range steps {
+		if err := step(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	if n := visible(t, c); n != 2 {
+		t.Fatalf("outside before commit: %d visible, want 2", n)
+	}
+	it := c.Scan(nil, nil).Within(x)
+	var inside []bson.D
+	for {
+		d, ok, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		inside = append(inside, d)
+	}
+	_ = it.Close()
+	if got := docIDs(inside); !slices.Equal(got, []string{"1", "3", "4", "5", "6"}) {
+		t.Fatalf("inside: %v, want [1 3 4 5 6]", got)
+	}
+	if err := x.Commit(WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := visible(t, c); n != 5 || c.Count() != 5 {
+		t.Fatalf("after commit: %d visible, count %d; want 5, 5", n, c.Count())
+	}
+	mustValid(t, c)
+}

@@ -36,6 +36,10 @@ type WriteOptions struct {
 	// command's bypassDocumentValidation does; the collection's other
 	// rules still hold (rules.go).
 	BypassValidation bool
+	// Txn, when set, makes the write a statement of that transaction
+	// (txnroute.go): it lands in the transaction's writes, not storage,
+	// and Sync, Extra and Durable are the commit's business.
+	Txn *Txn
 }
 
 // stored is a document as read back under the write lock. doc may be nil
@@ -396,6 +400,9 @@ func marshalDoc(doc bson.D) ([]byte, error) {
 // entries atomically. A live document with the same _id or unique key is a
 // duplicate-key error; an expired one is treated as gone and replaced.
 func (c *Collection) Insert(doc bson.D, opt WriteOptions) error {
+	if opt.Txn != nil {
+		return opt.Txn.insert(c, doc, opt)
+	}
 	p, err := c.prepareStored(GroupDoc{Doc: doc, Opt: opt})
 	if err != nil {
 		return err
@@ -678,6 +685,9 @@ type Change struct {
 // collection's write lock so nothing changes in between. fn receives nil
 // when there is no live document. It returns the document as it was.
 func (c *Collection) Modify(id any, opt WriteOptions, fn func(doc bson.D) (Change, error)) (bson.D, error) {
+	if opt.Txn != nil {
+		return opt.Txn.modify(c, id, opt, fn)
+	}
 	sw := newSyncWait(opt)
 	old, err := c.modifyLocked(keyenc.AppendValue(nil, id), opt.Extra, sw, c.checkedChange(fn, opt))
 	if err = c.finish(sw, err); err != nil {
