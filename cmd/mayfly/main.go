@@ -169,6 +169,7 @@ func run(args []string) error {
 	o.cfg.Logger = logger
 	o.cfg.Argv = append([]string{"mayfly"}, args...)
 	o.cfg.CPUs = oversubscribe()
+	o.cfg.NewConfigClient = newConfigClient
 	a, err := app.Start(o.cfg)
 	if err != nil {
 		return err

@@ -29,10 +29,11 @@ type opsFlags struct {
 	// Settings read from the config file whose features other parts of
 	// the server provide; see applySecurity and applyReplication.
 	authorization, keyFile, replSetName string
+	roles                               *clusterRoleFlags
 }
 
 func addOperationsFlags(fs *flag.FlagSet, o *options) *opsFlags {
-	f := &opsFlags{}
+	f := &opsFlags{roles: addClusterRoleFlags(fs)}
 	fs.IntVar(&f.port, "port", 0, "listen port, as mongod's --port (default 27017; with --bind_ip, instead of --addr)")
 	fs.StringVar(&f.bindIP, "bind_ip", "", "listen IP address or host name, as mongod's --bind_ip (default 127.0.0.1)")
 	fs.BoolVar(&f.bindIPAll, "bind_ip_all", false, "listen on all IPv4 addresses, as mongod's --bind_ip_all")
@@ -82,6 +83,11 @@ func (f *opsFlags) apply(fs *flag.FlagSet, o *options) error {
 			return fmt.Errorf("--config %s: %w", f.configFile, err)
 		}
 	}
+	role, err := f.roles.role()
+	if err != nil {
+		return err
+	}
+	o.cfg.ClusterRole = role
 	if err := f.settleAddr(o, set); err != nil {
 		return err
 	}
@@ -91,9 +97,14 @@ func (f *opsFlags) apply(fs *flag.FlagSet, o *options) error {
 	return applyReplication(f, o, set)
 }
 
-// settleAddr turns --port and --bind_ip into the listen address.
+// settleAddr turns --port and --bind_ip into the listen address; a
+// config server or shard member without either listens on its role's
+// default port unless --addr says otherwise.
 func (f *opsFlags) settleAddr(o *options, set map[string]bool) error {
-	if f.port == 0 && f.bindIP == "" && !f.bindIPAll {
+	rolePort := defaultPort(o.cfg.ClusterRole)
+	_, addrInEnv := os.LookupEnv("MAYFLY_ADDR")
+	roleDefault := rolePort != 27017 && !set["addr"] && !addrInEnv
+	if f.port == 0 && f.bindIP == "" && !f.bindIPAll && !roleDefault {
 		return nil
 	}
 	if set["addr"] {
@@ -110,7 +121,7 @@ func (f *opsFlags) settleAddr(o *options, set map[string]bool) error {
 		host = "127.0.0.1"
 	}
 	if port == 0 {
-		port = 27017
+		port = rolePort
 	}
 	if port < 0 || port > 65535 {
 		return fmt.Errorf("port %d is out of range", port)
@@ -240,6 +251,8 @@ func (c *configApplier) apply(name string, s mongodconf.Setting) error {
 		c.f.keyFile = s.Value
 	case "replication.replSetName":
 		c.f.replSetName = s.Value
+	case "sharding.clusterRole":
+		c.f.roles.fromFile = s.Value
 	case "processManagement.timeZoneInfo":
 		// Go reads the system's time zone database itself.
 	case "mayfly.httpAddr":

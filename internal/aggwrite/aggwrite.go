@@ -1,9 +1,9 @@
 // Package aggwrite writes an aggregation's results into a collection, as
 // $out and $merge end a pipeline: $out fills a new collection and renames
 // it over the target, $merge applies each result to the target by its
-// 'on' fields. The aggregate package stays free of storage; the command
-// layer parses the stage, runs the rest of the pipeline and hands its
-// results here.
+// 'on' fields. The aggregate package stays free of storage; ParseStage
+// reads the stage, the command layer runs the rest of the pipeline and
+// hands its results here.
 package aggwrite
 
 import (
@@ -19,6 +19,7 @@ import (
 
 // Target is a parsed $out or $merge.
 type Target struct {
+	Stage           string // "$out" or "$merge"
 	DB, Coll        string
 	On              []string
 	WhenMatched     string // replace, keepExisting, merge, fail, pipeline

@@ -5,6 +5,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -98,6 +99,14 @@ type Config struct {
 
 	// Security is access control and TLS (--auth, --keyFile, --tls*).
 	Security Security
+
+	// ClusterRole is RoleConfigServer or RoleShardServer (--configsvr,
+	// --shardsvr); empty for a server outside a sharded cluster.
+	ClusterRole string
+	// NewConfigClient makes a shard member's client of its config
+	// servers, logged in as cred, over TLS when tlsCfg is set; a shard
+	// member needs it.
+	NewConfigClient func(cred auth.Credential, tlsCfg *tls.Config) ConfigClient
 }
 
 // App is a running server.
@@ -116,12 +125,17 @@ type App struct {
 	ops      *operations
 	changes  *changeLog
 	raft     raftStart // when this member's raft starts (diskfull.go)
+	// configClient reaches the config servers from a shard (sharding.go).
+	configClient ConfigClient
 }
 
 // Start opens storage and starts listening; it returns once the server
 // accepts connections.
 func Start(cfg Config) (*App, error) {
 	cfg = withDefaults(cfg)
+	if err := checkClusterRole(cfg); err != nil {
+		return nil, err
+	}
 	ops := newOperations(&cfg)
 	if err := ops.prepare(cfg); err != nil {
 		return nil, err
@@ -230,13 +244,17 @@ func (a *App) assemble() error {
 	if err := applySetParameters(params, cfg.SetParameters); err != nil {
 		return err
 	}
+	shard, err := a.newShardState()
+	if err != nil {
+		return err
+	}
 	h := commands.New(commands.Deps{
 		Store: store, Cursors: a.cursors, Clock: cfg.Clock, Logger: cfg.Logger, Params: params,
-		Argv: cfg.Argv, Parsed: a.withSecurity(a.parsedConfig()), Activity: ops, Auth: authMgr,
+		Argv: cfg.Argv, Parsed: a.withClusterRole(a.withSecurity(a.parsedConfig())), Activity: ops, Auth: authMgr,
 		TTLStats: func() commands.TTLStats { return commands.TTLStats(a.monitor.Stats()) },
 		OpStats:  a.ops.stats, Log: a.ops.ring, DataDir: a.dataDir(), Fsync: a.ops.fsync,
 		Repl: a.rs, ReplicaSetMember: a.rs != nil, TestCommands: testCommands(cfg.SetParameters),
-		Changes: a.changes.feed, Profiler: profiles,
+		Changes: a.changes.feed, Profiler: profiles, ClusterRole: cfg.ClusterRole, Shard: shard,
 	})
 	a.srv = server.New(server.Config{Addr: cfg.Addr, MaxConns: cfg.MaxConns, MessageTimeout: cfg.MessageTimeout, Logger: cfg.Logger,
 		TLS: tlsCfg, TLSMode: cfg.Security.TLSMode, IdleTimeout: cfg.IdleTimeout}, h)
@@ -308,6 +326,7 @@ func (a *App) Shutdown(ctx context.Context) error {
 	a.ops.fsync.Release()
 	err := a.srv.Shutdown(ctx)
 	a.closeReplica()
+	a.closeConfigClient()
 	a.stopBackground()
 	a.cursors.CloseAll()
 	if serr := <-a.serveErr; serr != nil && !errors.Is(serr, server.ErrServerClosed) && err == nil {

@@ -28,7 +28,7 @@ func TestCursorsIdleByTheUnmovedClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = a.Shutdown(context.Background()) }()
-	a.cursors.Add("db.c", emptySource{}, 0, 0)
+	a.cursors.Add("db.c", emptySource{}, nil)
 	a.cfg.Clock.(*clock.Offset).Set(time.Hour)
 	if n := a.cursors.ReapIdle(); n != 0 {
 		t.Fatalf("moving the test clock an hour closed %d idle cursor(s)", n)

@@ -26,6 +26,7 @@ func (a *App) openReplica(eng *pebblestore.Store) error {
 		SetName: a.cfg.ReplSet, Self: a.cfg.Addr, Base: eng, Tick: a.cfg.ReplTick,
 		RetainEntries: a.cfg.ReplRetainEntries, MaxClockOffset: a.cfg.MaxClockOffset,
 		Clock: a.cfg.Clock, Logger: a.cfg.Logger, Changes: a.changes.signal,
+		ConfigServer: a.cfg.ClusterRole == RoleConfigServer,
 	})
 	if err != nil {
 		return fmt.Errorf("app: open replica set state: %w", err)

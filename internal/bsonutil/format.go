@@ -165,9 +165,7 @@ func writeTruncated(b *strings.Builder, s string, limit, keep int, suffix string
 
 func writeBinary(b *strings.Builder, x bson.Binary) {
 	if x.Subtype == 4 && len(x.Data) == 16 {
-		h := hex.EncodeToString(x.Data)
-		b.WriteString("UUID(\"" + h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" +
-			h[16:20] + "-" + h[20:] + "\")")
+		b.WriteString("UUID(\"" + FormatUUID(x.Data) + "\")")
 		return
 	}
 	b.WriteString("BinData(" + strconv.Itoa(int(x.Subtype)) + ", ")
@@ -196,4 +194,14 @@ func FormatDouble(f float64) string {
 		s += ".0"
 	}
 	return s
+}
+
+// FormatUUID writes a UUID's 16 bytes as mongod's messages do
+// (8-4-4-4-12 hex digits); other lengths are plain hex.
+func FormatUUID(b []byte) string {
+	h := hex.EncodeToString(b)
+	if len(b) != 16 {
+		return h
+	}
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }

@@ -67,5 +67,29 @@ func (st *Streams) Open(spec *Spec) (*Stream, error) {
 	return c, nil
 }
 
+// Start opens a stream of spec for the aggregate call and reads its
+// first batch of up to n events, never waiting: the log is turned on
+// first (Feed.Record), and a resume point must still be in it
+// (CheckResume).
+func (st *Streams) Start(spec *Spec, call *Call, n int64) (*Stream, []bson.Raw, error) {
+	if rec := st.feed.Record; rec != nil {
+		if err := rec(); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := st.CheckResume(spec); err != nil {
+		return nil, nil, err
+	}
+	s, err := st.Open(spec)
+	if err != nil {
+		return nil, nil, err
+	}
+	docs, err := s.Read(call, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, docs, nil
+}
+
 // Readers is the number of streams open as cursors (Stream.Join).
 func (st *Streams) Readers() int64 { return st.recent.Readers() }

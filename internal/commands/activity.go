@@ -10,6 +10,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/activity"
 	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/cursor/paging"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/profiler"
 )
@@ -181,7 +182,7 @@ func (h *Handler) pipelineOverDocs(stages bson.A, docs []bson.D) (aggregate.Iter
 	if err != nil {
 		return nil, err
 	}
-	return p.Run(&sliceSource{docs: docs}, nilEnv{now: h.deps.Clock.Now()})
+	return p.Run(paging.Slice(docs...), aggregate.Standalone(h.deps.Clock.Now(), nil))
 }
 
 // currentOpDocs lists the operations in flight as $currentOp shows them.

@@ -50,6 +50,7 @@ func cmdHello(h *Handler, r *request) (bson.D, error) {
 	}
 	reply = append(reply, bson.E{Key: primaryKey, Value: writable})
 	reply = append(reply, replFields...)
+	reply = append(reply, h.clusterRoleHelloFields()...)
 	reply = append(reply,
 		bson.E{Key: "maxBsonObjectSize", Value: int32(wire.MaxBSONObjectSize)},
 		bson.E{Key: "maxMessageSizeBytes", Value: int32(wire.MaxMessageSize)},

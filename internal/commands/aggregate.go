@@ -8,6 +8,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/cursor/paging"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/executor"
 	"github.com/mayflydb/mayfly/internal/expr"
@@ -65,13 +66,13 @@ func cmdAggregate(h *Handler, r *request) (bson.D, error) {
 		}
 		return h.aggregateInto(r, coll, t)
 	}
-	r.refreshReads = aggregateReturnsDocuments(stagesOf(r))
+	r.refreshReads = paging.ReturnsDocuments(stagesOf(r))
 	out, err := h.runAggregate(r, coll)
 	if err != nil {
 		return nil, err
 	}
 	reply, err := h.requestCursorReply(r, r.db+"."+coll, out, batch, false)
-	return reply, causedBy(aggregateExecContext, err)
+	return reply, mongoerr.CausedBy(aggregateExecContext, err)
 }
 
 // stagesOf returns the pipeline array (validated by the caller's parse).
@@ -119,7 +120,7 @@ func (h *Handler) aggregateInput(r *request, coll string, p *aggregate.Pipeline)
 		return nil, nil, err
 	}
 	src := ex.Start()
-	r.track(ex.Scan())
+	r.live.Track(ex.Scan())
 	if r.refreshReads {
 		// The scan yields what the leading $match passes on.
 		src = h.refreshing(ex.Collection(), src)
@@ -146,9 +147,6 @@ func (h *Handler) planAggregate(r *request, coll string, p *aggregate.Pipeline) 
 	return ex, p, nil
 }
 
-// firstKey is a stage's name.
-func firstKey(stage any) string { return executor.FirstKey(stage) }
-
 // aggEnv gives a pipeline access to its database. It is held by the
 // pipeline, and so by a cursor made from it, for the cursor's life: it
 // keeps the names and the context it needs, not the request.
@@ -166,9 +164,9 @@ func newAggEnv(h *Handler, r *request, coll string) *aggEnv {
 func (e *aggEnv) Collection(name string) (aggregate.Iterator, error) {
 	c := e.h.deps.Store.Collection(e.db, name)
 	if c == nil {
-		return &sliceSource{}, nil
+		return paging.Slice(), nil
 	}
-	return &interruptible{ctx: e.ctx, src: c.Scan(nil, nil)}, nil
+	return paging.Interruptible(c.Scan(nil, nil), func() error { return checkInterrupt(e.ctx) }), nil
 }
 
 func (e *aggEnv) Now() time.Time { return e.h.deps.Clock.Now() }

@@ -8,6 +8,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/writeops"
 )
 
 // MongoDB 8.0's bulkWrite runs inserts, updates and deletes over several
@@ -34,7 +35,7 @@ type bulkWrite struct {
 	let        *letScope
 	// runner runs the ops; it holds the retryable write's session (rt)
 	// and the write options.
-	runner  *stmtRunner
+	runner  *writeops.Runner
 	results bson.A
 	totals  bulkTotals
 }
@@ -50,12 +51,12 @@ func cmdBulkWrite(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := b.runner.run(len(b.ops)); err != nil {
+	if err := b.runner.Run(len(b.ops)); err != nil {
 		return nil, err
 	}
 	b.countOps(b.ops)
-	if b.runner.opt.Durable != nil {
-		if err := h.deps.Store.WaitDurable(b.runner.opt.Durable); err != nil {
+	if b.runner.Opt.Durable != nil {
+		if err := h.deps.Store.WaitDurable(b.runner.Opt.Durable); err != nil {
 			return nil, err
 		}
 	}
@@ -64,12 +65,12 @@ func cmdBulkWrite(h *Handler, r *request) (bson.D, error) {
 
 func parseBulkWrite(h *Handler, r *request) (*bulkWrite, error) {
 	b := &bulkWrite{h: h, r: r, ordered: true, results: bson.A{}}
-	b.runner = &stmtRunner{h: h, ctx: r.ctx, eachInterrupt: true,
-		interrupted: func(_ int, err error) error { return err },
-		prior:       func(i int, rec bson.D) { b.retried(i, bulkOpKind(b.ops[i]), rec) },
-		gather:      b.group,
-		alone:       func(i int) (bool, error) { return !b.run(i, b.ops[i]) && b.ordered, nil },
-		failed: func(i int, err error) (bool, error) {
+	b.runner = &writeops.Runner{Op: h.writeOp(r), EachInterrupt: true,
+		Interrupted: func(_ int, err error) error { return err },
+		Prior:       func(i int, rec bson.D) { b.retried(i, bulkOpKind(b.ops[i]), rec) },
+		Gather:      b.group,
+		Alone:       func(i int) (bool, error) { return !b.run(i, b.ops[i]) && b.ordered, nil },
+		Failed: func(i int, err error) (bool, error) {
 			b.fail(i, bulkOpKind(b.ops[i]), err)
 			return b.ordered, nil
 		},
@@ -81,7 +82,7 @@ func parseBulkWrite(h *Handler, r *request) (*bulkWrite, error) {
 	if b.errorsOnly, err = optBool(r, "errorsOnly"); err != nil {
 		return nil, err
 	}
-	if b.runner.bypass, err = bypassArg(r); err != nil {
+	if b.runner.Opt.BypassValidation, err = bypassArg(r); err != nil {
 		return nil, err
 	}
 	if b.let, err = h.parseLet(r); err != nil {
@@ -92,9 +93,9 @@ func parseBulkWrite(h *Handler, r *request) (*bulkWrite, error) {
 		return nil, err
 	}
 	if journal {
-		b.runner.opt.Durable = &docstore.Durability{}
+		b.runner.Opt.Durable = &docstore.Durability{}
 	}
-	if b.runner.rt, err = h.retryableWrite(r); err != nil {
+	if b.runner.Txn, err = h.retryableWrite(r); err != nil {
 		return nil, err
 	}
 	nsInfo, err := statements(r, "nsInfo")
@@ -137,7 +138,7 @@ func (b *bulkWrite) run(i int, op bson.D) bool {
 	}
 	rr := *b.r
 	rr.db = db
-	opt := b.runner.options(db, coll)
+	opt := b.runner.Opt
 	switch kind {
 	case "insert":
 		return b.insert(i, &rr, coll, op, opt)
@@ -174,7 +175,7 @@ func (b *bulkWrite) insert(i int, r *request, coll string, op bson.D, opt docsto
 		c, _, err = b.h.deps.Store.GetOrCreate(r.db, coll)
 	}
 	if err == nil {
-		err = c.Insert(doc, recorded(b.runner.rt, opt, i, recordN(1)))
+		err = c.Insert(doc, writeops.Recorded(b.runner.Txn, opt, i, writeops.RecordN(1)))
 	}
 	if err != nil {
 		return b.fail(i, "insert", err)
@@ -212,7 +213,7 @@ func (b *bulkWrite) update(i int, r *request, coll string, op bson.D, opt docsto
 	}
 	var res writeResult
 	a := writeArgs{coll: coll, opt: opt}
-	if err := b.h.updateStatement(r, a, b.let, i, stmt, &res, b.runner.rt); err != nil {
+	if err := b.h.updateStatement(r, a, b.let, i, stmt, &res, b.runner.Txn); err != nil {
 		return b.fail(i, "update", err)
 	}
 	var upserted any
@@ -243,7 +244,7 @@ func (b *bulkWrite) remove(i int, r *request, coll string, op bson.D, opt docsto
 	if err != nil {
 		return b.fail(i, "delete", err)
 	}
-	n, err := b.h.deleteStatement(r, writeArgs{coll: coll, opt: opt}, b.let, stmt, b.runner.rt, i)
+	n, err := b.h.deleteStatement(r, writeArgs{coll: coll, opt: opt}, b.let, stmt, b.runner.Txn, i)
 	if err != nil {
 		return b.fail(i, "delete", err)
 	}

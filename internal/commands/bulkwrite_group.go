@@ -6,6 +6,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/writeops"
 )
 
 // A bulkWrite's consecutive ops of one kind on one namespace commit in
@@ -17,7 +18,7 @@ import (
 
 // group groups the ops from op i on, when a run of them can share one
 // (nil: op i runs alone).
-func (b *bulkWrite) group(i int) (*stmtGroup, error) {
+func (b *bulkWrite) group(i int) (*writeops.Group, error) {
 	ops := b.ops[i:]
 	if n := writeRunLen(ops); n > 1 {
 		return b.writeGroup(i, ops[:n]), nil
@@ -60,7 +61,7 @@ func runLen(ops []bson.D) int {
 
 // writeGroup groups run, the updates or deletes of one namespace from op
 // start on, by _id.
-func (b *bulkWrite) writeGroup(start int, run []bson.D) *stmtGroup {
+func (b *bulkWrite) writeGroup(start int, run []bson.D) *writeops.Group {
 	kind := run[0][0].Key
 	db, coll, err := b.namespace(run[0][0].Value)
 	if err != nil || b.h.refuseView(db, coll) != nil {
@@ -69,16 +70,16 @@ func (b *bulkWrite) writeGroup(start int, run []bson.D) *stmtGroup {
 	stmts := b.runStatements(kind, run)
 	rr := *b.r
 	rr.db = db
-	a := writeArgs{coll: coll, opt: b.runner.options(db, coll)}
+	a := writeArgs{coll: coll, opt: b.runner.Opt}
 	if kind == "delete" {
-		return b.h.deleteGroup(&rr, a, b.let, stmts, start, b.runner.rt, func(k int, removed bool) { b.deleted(start+k, b2i(removed)) })
+		return b.h.deleteGroup(b.runner, &rr, a, b.let, stmts, start, func(k int, removed bool) { b.deleted(start+k, b2i(removed)) })
 	}
-	return b.h.updateGroup(&rr, a, b.let, stmts, start, b.runner.rt, func(k int, e *updateEffect) {
-		if e.upserted != nil {
-			b.updated(start+k, 1, 0, e.upserted)
+	return b.h.updateGroup(b.runner, &rr, a, b.let, stmts, start, func(k int, e *writeops.UpdateEffect) {
+		if e.Upserted != nil {
+			b.updated(start+k, 1, 0, e.Upserted)
 			return
 		}
-		b.updated(start+k, b2i(e.matched), b2i(e.modified), nil)
+		b.updated(start+k, b2i(e.Matched), b2i(e.Modified), nil)
 	})
 }
 
@@ -103,12 +104,12 @@ func (b *bulkWrite) runStatements(kind string, run []bson.D) []bson.D {
 // insertGroup groups run, the inserts into one namespace from op start
 // on; nil when the namespace fails its checks (each insert then fails
 // alone).
-func (b *bulkWrite) insertGroup(start int, run []bson.D) (*stmtGroup, error) {
+func (b *bulkWrite) insertGroup(start int, run []bson.D) (*writeops.Group, error) {
 	c, opt, ok := b.insertTarget(run[0][0].Value)
 	if !ok {
 		return nil, nil
 	}
-	return insertGroup(b.runner, c, opt, b.ordered, start, start+len(run),
+	return b.runner.InsertGroup(c, opt, b.ordered, start, start+len(run),
 		func(j int) (bson.D, error) { return insertedDoc(b.ops[j]) },
 		func(k int) {
 			b.totals.inserted++
@@ -128,7 +129,7 @@ func (b *bulkWrite) insertTarget(ns any) (*docstore.Collection, docstore.WriteOp
 		return nil, docstore.WriteOptions{}, false
 	}
 	c, _, err := b.h.deps.Store.GetOrCreate(db, coll)
-	return c, b.runner.options(db, coll), err == nil
+	return c, b.runner.Opt, err == nil
 }
 
 // insertedDoc is an insert op's document, ready to insert.
@@ -137,5 +138,5 @@ func insertedDoc(op bson.D) (bson.D, error) {
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'bulkWrite.insert.document' is missing but a required field")
 	}
-	return prepareForInsert(doc)
+	return writeops.PrepareInsert(doc)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/catalog"
+	"github.com/mayflydb/mayfly/internal/cursor/paging"
 	"github.com/mayflydb/mayfly/internal/ddl"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -51,13 +52,13 @@ func cmdListCollections(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	return h.requestCursorReply(r, r.db+".$cmd.listCollections", &sliceSource{docs: docs}, batch, false)
+	return h.requestCursorReply(r, r.db+".$cmd.listCollections", paging.Slice(docs...), batch, false)
 }
 
 func cursorBatchSize(r *request) (int64, error) {
 	cur, err := optDoc(r, "cursor")
 	if err != nil || cur == nil {
-		return defaultBatchSize, err
+		return paging.DefaultBatchSize, err
 	}
 	v, _ := bsonutil.Field(cur, "batchSize")
 	return batchSizeArg(r, v, "cursor.batchSize")
@@ -341,7 +342,7 @@ func cmdListIndexes(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	return h.requestCursorReply(r, r.db+"."+name, &sliceSource{docs: docs}, batch, false)
+	return h.requestCursorReply(r, r.db+"."+name, paging.Slice(docs...), batch, false)
 }
 
 func cmdDropIndexes(h *Handler, r *request) (bson.D, error) {

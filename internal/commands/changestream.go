@@ -1,12 +1,8 @@
 package commands
 
 import (
-	"errors"
-	"strings"
-
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/cursor"
@@ -14,19 +10,13 @@ import (
 )
 
 // Change streams: aggregate with a leading $changeStream opens a cursor
-// over the change log. This file is their front end: it parses the
-// stage's arguments into a changestream.Spec, answers the aggregate and
-// each getMore with a batch and postBatchResumeToken, and labels the
-// errors a driver may resume after. Reading the log, building events and
-// waiting for new ones is internal/changestream's (Stream). See
+// over the change log. This file is their front end: it hands the
+// pipeline to changestream.Parse, answers the aggregate and each getMore
+// with a batch and postBatchResumeToken, and labels the errors a driver
+// may resume after (changestream.ResumableError). Parsing the stage,
+// reading the log, building events and waiting for new ones is
+// internal/changestream's (Spec, Stream). See
 // docs/design/0012-change-streams.md.
-
-var changeStreamFields = []string{"resumeAfter", "startAfter", "startAtOperationTime", "fullDocument",
-	"fullDocumentBeforeChange", "allChangesForCluster", "showExpandedEvents", "allowToRunOnConfigDB", "allowToRunOnSystemNS"}
-
-// streamOptionsUnsupported are options Mayfly refuses when true rather
-// than ignore: streams on system collections and the config database.
-var streamOptionsUnsupported = []string{"allowToRunOnConfigDB", "allowToRunOnSystemNS"}
 
 // isChangeStream reports whether the aggregate's pipeline starts with
 // $changeStream.
@@ -58,19 +48,7 @@ func (h *Handler) openChangeStream(r *request, coll string, batch int64) (bson.D
 	if err != nil {
 		return nil, err
 	}
-	if rec := h.deps.Changes.Record; rec != nil {
-		if err := rec(); err != nil {
-			return nil, err
-		}
-	}
-	if err := h.streams.CheckResume(spec); err != nil {
-		return nil, err
-	}
-	s, err := h.streams.Open(spec)
-	if err != nil {
-		return nil, err
-	}
-	docs, err := s.Read(h.streamCall(r), batch)
+	s, docs, err := h.streams.Start(spec, h.streamCall(r), batch)
 	if err != nil {
 		return nil, err
 	}
@@ -81,224 +59,38 @@ func (h *Handler) openChangeStream(r *request, coll string, batch int64) (bson.D
 	id := int64(0)
 	if !s.Ended() {
 		s.Join() // before Add: the registry may close it from then on
-		id = h.deps.Cursors.Add(ns, &streamSource{Stream: s, lsid: sessionID(r)}, 0, int64(len(docs))).ID
+		id = h.deps.Cursors.Add(ns, s, sessionID(r)).ID
 	}
 	return streamReply(s, id, ns, "firstBatch", docs), nil
 }
 
+// parseChangeStream parses the pipeline's stages with the command's let
+// (changestream.Parse).
 func (h *Handler) parseChangeStream(r *request, coll string) (*changestream.Spec, error) {
-	stages := stagesOf(r)
-	opts, ok := stages[0].(bson.D)[0].Value.(bson.D)
-	if !ok {
-		return nil, mongoerr.Newf(mongoerr.Location50808, "$changeStream stage expects a document as argument")
-	}
-	for _, e := range opts {
-		if !contains(changeStreamFields, e.Key) {
-			return nil, mongoerr.Newf(mongoerr.Location40415, "BSON field '$changeStream.%s' is an unknown field.", e.Key)
-		}
-		if contains(streamOptionsUnsupported, e.Key) && e.Value == true {
-			return nil, mongoerr.Newf(mongoerr.InvalidOptions, "the $changeStream option '%s' is not supported by Mayfly", e.Key)
-		}
-	}
-	spec := &changestream.Spec{FullDocument: "default", Before: "off"}
-	var err error
-	if spec.Scope, err = streamScopeOf(r.db, coll, opts); err != nil {
-		return nil, err
-	}
-	if err := parseModes(spec, opts); err != nil {
-		return nil, err
-	}
-	if err := parseResume(spec, opts); err != nil {
-		return nil, err
-	}
-	if len(stages) > 1 {
-		if spec.Pipeline, err = streamPipeline(r, stages[1:]); err != nil {
-			return nil, err
-		}
-		spec.Match, spec.Pipeline = changestream.PushDownMatch(spec.Pipeline)
-	}
-	return spec, nil
-}
-
-// streamScopeOf applies mongod's rules for where a stream may be opened.
-func streamScopeOf(db, coll string, opts bson.D) (changestream.Scope, error) {
-	all, _ := bsonutil.Field(opts, "allChangesForCluster")
-	cluster, _ := all.(bool)
-	switch {
-	case cluster && (db != "admin" || coll != ""):
-		return changestream.Scope{}, mongoerr.New(mongoerr.InvalidNamespace, "A $changeStream with 'allChangesForCluster:true' may only be opened on the 'admin' database, and with no collection name")
-	case cluster:
-		return changestream.Scope{Cluster: true}, nil
-	case db == "admin" || db == "config" || db == "local":
-		return changestream.Scope{}, mongoerr.Newf(mongoerr.InvalidNamespace, "$changeStream may not be opened on the internal %s database", db)
-	case strings.HasPrefix(coll, "system."):
-		return changestream.Scope{}, mongoerr.Newf(mongoerr.InvalidNamespace, "$changeStream may not be opened on the internal %s.%s collection", db, coll)
-	}
-	return changestream.Scope{DB: db, Coll: coll}, nil
-}
-
-func parseModes(s *changestream.Spec, opts bson.D) error {
-	if v, ok := bsonutil.Field(opts, "fullDocument"); ok {
-		mode, _ := v.(string)
-		if !contains([]string{"default", "updateLookup", "whenAvailable", "required"}, mode) {
-			return mongoerr.Newf(mongoerr.BadValue, "Enumeration value '%s' for field '$changeStream.fullDocument' is not a valid value.", bsonutil.Format(v))
-		}
-		s.FullDocument = mode
-	}
-	if v, ok := bsonutil.Field(opts, "showExpandedEvents"); ok {
-		on, isBool := v.(bool)
-		if !isBool {
-			return wrongType("$changeStream", "showExpandedEvents", v, "bool")
-		}
-		s.Expanded = on
-	}
-	if v, ok := bsonutil.Field(opts, "fullDocumentBeforeChange"); ok {
-		mode, _ := v.(string)
-		if !contains([]string{"off", "whenAvailable", "required"}, mode) {
-			return mongoerr.Newf(mongoerr.BadValue, "Enumeration value '%s' for field '$changeStream.fullDocumentBeforeChange' is not a valid value.", bsonutil.Format(v))
-		}
-		s.Before = mode
-	}
-	return nil
-}
-
-// parseResume reads resumeAfter, startAfter and startAtOperationTime; at
-// most one may be given.
-func parseResume(s *changestream.Spec, opts bson.D) error {
-	n := 0
-	for _, f := range []string{"resumeAfter", "startAfter", "startAtOperationTime"} {
-		if _, ok := bsonutil.Field(opts, f); ok {
-			n++
-		}
-	}
-	if n > 1 {
-		return mongoerr.New(mongoerr.Location40674, "Only one type of resume option is allowed, but multiple were found.")
-	}
-	if v, ok := bsonutil.Field(opts, "startAtOperationTime"); ok {
-		ts, ok := v.(bson.Timestamp)
-		if !ok {
-			return wrongType("$changeStream", "startAtOperationTime", v, "timestamp")
-		}
-		s.After, s.Resumed = changestream.JustBefore(changestream.Timestamp{T: ts.T, I: ts.I}), true
-		return nil
-	}
-	for _, f := range []string{"resumeAfter", "startAfter"} {
-		if v, ok := bsonutil.Field(opts, f); ok {
-			return resumeFrom(s, f, v)
-		}
-	}
-	return nil
-}
-
-func resumeFrom(s *changestream.Spec, field string, v any) error {
-	tok, err := parseResumeToken(field, v)
-	if err != nil {
-		return err
-	}
-	if tok.Kind == changestream.KindInvalidate && field == "resumeAfter" {
-		return mongoerr.New(mongoerr.InvalidResumeToken, "Attempting to resume a change stream using 'resumeAfter' is not allowed from an invalidate notification.")
-	}
-	s.After, s.Resumed, s.Token = tok.Pos, true, &tok
-	return nil
-}
-
-func parseResumeToken(field string, v any) (changestream.Token, error) {
-	d, ok := v.(bson.D)
-	if !ok {
-		return changestream.Token{}, wrongType("$changeStream", field, v, "object")
-	}
-	data, _ := bsonutil.Field(d, "_data")
-	s, ok := data.(string)
-	if !ok {
-		return changestream.Token{}, mongoerr.New(mongoerr.FailedToParse, "Bad resume token: _data of missing or of wrong type. Expected string, got "+typeNameOf(data))
-	}
-	tok, err := changestream.ParseToken(s)
-	if err != nil {
-		return changestream.Token{}, mongoerr.Newf(mongoerr.FailedToParse, "Bad resume token: _data is not a resume token of this server: %s", s)
-	}
-	return tok, nil
-}
-
-func typeNameOf(v any) string {
-	if v == nil {
-		return "missing"
-	}
-	return bsonutil.TypeName(v)
-}
-
-// streamStages are the stages mongod allows after $changeStream.
-var streamStages = []string{"$match", "$project", "$addFields", "$set", "$unset", "$replaceRoot", "$replaceWith", "$redact"}
-
-func streamPipeline(r *request, stages bson.A) (*aggregate.Pipeline, error) {
-	for _, s := range stages {
-		d, _ := s.(bson.D)
-		if len(d) == 1 && d[0].Key == "$changeStream" {
-			return nil, mongoerr.New(mongoerr.Location40602, "$changeStream is only valid as the first stage in a pipeline.")
-		}
-		if len(d) == 1 && !contains(streamStages, d[0].Key) {
-			return nil, mongoerr.Newf(mongoerr.IllegalOperation, "%s is not permitted in a $changeStream pipeline", d[0].Key)
-		}
-	}
 	let, err := optDoc(r, "let")
 	if err != nil {
 		return nil, err
 	}
-	return aggregate.Parse(stages, aggregate.Options{Let: let})
+	return changestream.Parse(r.db, coll, stagesOf(r), let)
 }
 
 // streamGetMore continues a change stream: the changes since the last
 // batch, or, when there are none, the first to come within the wait.
-func (h *Handler) streamGetMore(r *request, c *cursor.Cursor, sc *streamSource, n int64) (bson.D, error) {
-	if err := checkSession(r, c.ID, &peekSource{lsid: sc.lsid}); err != nil {
-		h.deps.Cursors.Checkin(c)
-		return nil, err
-	}
-	docs, err := sc.Await(h.streamCall(r), n)
+func (h *Handler) streamGetMore(r *request, c *cursor.Cursor, s *changestream.Stream, n int64) (bson.D, error) {
+	docs, err := s.Await(h.streamCall(r), n)
 	if err != nil {
 		h.deps.Cursors.Remove(c.ID)
-		return nil, resumableStreamError(err)
+		return nil, changestream.ResumableError(err)
 	}
 	id := c.ID
-	if sc.Ended() {
+	if s.Ended() {
 		h.deps.Cursors.Remove(c.ID)
 		id = 0
 	} else {
 		h.deps.Cursors.Checkin(c)
 	}
-	return streamReply(sc.Stream, id, c.NS, "nextBatch", docs), nil
+	return streamReply(s, id, c.NS, "nextBatch", docs), nil
 }
-
-// resumableCodes are the errors after which a driver may resume a change
-// stream: mongod labels them ResumableChangeStreamError.
-var resumableCodes = map[mongoerr.Code]bool{
-	mongoerr.HostUnreachable: true, mongoerr.HostNotFound: true, mongoerr.NetworkTimeout: true,
-	mongoerr.ShutdownInProgress: true, mongoerr.PrimarySteppedDown: true, mongoerr.ExceededTimeLimit: true,
-	mongoerr.SocketException: true, mongoerr.NotWritablePrimary: true, mongoerr.InterruptedAtShutdown: true,
-	mongoerr.InterruptedDueToReplStateChange: true, mongoerr.NotPrimaryNoSecondaryOk: true,
-	mongoerr.NotPrimaryOrSecondary: true, mongoerr.StaleEpoch: true,
-	mongoerr.StaleConfig: true, mongoerr.RetryChangeStream: true, mongoerr.FailedToSatisfyReadPreference: true,
-}
-
-// resumableStreamError adds the ResumableChangeStreamError label to an
-// error a driver may resume after.
-func resumableStreamError(err error) error {
-	var me *mongoerr.Error
-	if !errors.As(err, &me) || !resumableCodes[me.Code] {
-		return err
-	}
-	labeled := *me
-	labeled.Extra = append(append([]mongoerr.KV(nil), me.Extra...), mongoerr.KV{Key: "errorLabels", Value: bson.A{"ResumableChangeStreamError"}})
-	return &labeled
-}
-
-// streamSource is an open stream as the cursor registry holds it, with
-// the session it was opened in (nil: none).
-type streamSource struct {
-	*changestream.Stream
-	lsid []byte
-}
-
-var _ cursor.Source = (*streamSource)(nil)
 
 // streamReply is a change stream's cursor reply, with postBatchResumeToken.
 func streamReply(s *changestream.Stream, id int64, ns, key string, batch []bson.Raw) bson.D {
@@ -320,22 +112,3 @@ func (h *Handler) streamCall(r *request) *changestream.Call {
 		Waiting: func() func() { return h.waiting(r) },
 	}
 }
-
-// streamHost is the server's part in the change streams.
-type streamHost struct{ h *Handler }
-
-var _ changestream.Host = streamHost{}
-
-// Current reads the document an update changed as it is now (nil when it
-// is gone or expired), as updateLookup does on mongod.
-func (s streamHost) Current(db, coll string, id any) (bson.D, error) {
-	c := s.h.deps.Store.Collection(db, coll)
-	if c == nil {
-		return nil, nil
-	}
-	return c.FindOne(bson.D{{Key: "_id", Value: id}})
-}
-
-func (streamHost) EncodeEvent(d bson.D) ([]byte, error) { return encodeResult(d) }
-
-func (streamHost) MaxEventBytes() int { return maxResultBytes }

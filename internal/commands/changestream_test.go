@@ -151,28 +151,6 @@ func TestHandlerChangeStreamRefusals(t *testing.T) {
 	}
 }
 
-// TestResumableStreamErrorLabel: the errors a driver may resume after
-// carry ResumableChangeStreamError, others not.
-func TestResumableStreamErrorLabel(t *testing.T) {
-	labels := func(err error) any {
-		for _, kv := range mongoerr.As(err).Extra {
-			if kv.Key == "errorLabels" {
-				return kv.Value
-			}
-		}
-		return nil
-	}
-	stepped := resumableStreamError(mongoerr.New(mongoerr.NotWritablePrimary, "not primary"))
-	if l, ok := labels(stepped).(bson.A); !ok || len(l) != 1 || l[0] != "ResumableChangeStreamError" {
-		t.Fatalf("NotWritablePrimary labels %v", labels(stepped))
-	}
-	for _, code := range []mongoerr.Code{mongoerr.ChangeStreamHistoryLost, mongoerr.ChangeStreamFatalError, mongoerr.Interrupted} {
-		if l := labels(resumableStreamError(mongoerr.New(code, "x"))); l != nil {
-			t.Fatalf("code %d labelled %v", code, l)
-		}
-	}
-}
-
 // TestStreamBehindAFlowGathersItsBatch: a getMore on a stream whose last
 // batch had events, finding a short batch, waits changestream.GatherWait for more and
 // returns them together; a trickle, a full batch and a stream's first

@@ -19,6 +19,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/cursor"
+	"github.com/mayflydb/mayfly/internal/cursor/paging"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/failpoint"
 	"github.com/mayflydb/mayfly/internal/logring"
@@ -28,6 +29,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/repl"
 	"github.com/mayflydb/mayfly/internal/server"
 	"github.com/mayflydb/mayfly/internal/session"
+	"github.com/mayflydb/mayfly/internal/shardstate"
 )
 
 // Deps are what the handlers need from the rest of the server.
@@ -69,6 +71,10 @@ type Deps struct {
 	// ReplicaSetMember is set when the server is a replica set member; a
 	// standalone refuses write concerns that need other members.
 	ReplicaSetMember bool
+	// ClusterRole is "configsvr" or "shardsvr" (--configsvr, --shardsvr);
+	// Shard is a shard member's cluster state (see shardversion.go).
+	ClusterRole string
+	Shard       *shardstate.State
 }
 
 // TTLStats are serverStatus().metrics.ttl.
@@ -90,7 +96,7 @@ type Handler struct {
 	started   time.Time
 	processID bson.ObjectID
 	opCounts  opstats.OpCounters
-	emptyTs   emptyTsClock
+	emptyTs   docstore.EmptyTimestamps
 	sessions  *session.Cache
 	// failPoints are the fail points configureFailPoint sets (nil without
 	// enableTestCommands).
@@ -112,10 +118,9 @@ type request struct {
 	// secret is the body as sent, passwords included; body has them masked
 	// for everything that may show it (currentOp, profiler, errors).
 	secret bson.D
-	// scans are the collection scans a cursor from this request reads.
-	scans  []*docstore.DocIter
-	sorted []*unexpiredSource // sorted results a cursor from it re-checks
-	live   *swapCtx           // set by commands that may open a cursor
+	// live is what a cursor from this request re-checks before each
+	// getMore: its scans, its sorted results, its context.
+	live paging.Live
 	// refreshReads: an aggregate that returns the documents its leading
 	// $match passes on, so they refresh their refreshOnRead dates.
 	refreshReads bool
@@ -149,7 +154,7 @@ func New(deps Deps) *Handler {
 	}
 	h := &Handler{deps: deps, steady: clock.Unoffset(deps.Clock), started: deps.Clock.Now(), processID: bson.NewObjectID(), sessions: session.NewCache(session.MaxSessions)}
 	if deps.Changes != nil {
-		h.streams = changestream.NewStreams(deps.Changes, streamHost{h}, deps.Clock)
+		h.streams = changestream.NewStreams(deps.Changes, paging.StreamHost{Store: deps.Store}, deps.Clock)
 	}
 	h.table = buildTable(deps.TestCommands)
 	if deps.TestCommands {
@@ -240,6 +245,9 @@ func (h *Handler) run(entry command, r *request) (bson.D, error) {
 	}
 	if err := h.waitForWrites(r); err != nil {
 		return nil, err
+	}
+	if reply, err := h.checkShardVersion(r); reply != nil || err != nil {
+		return reply, err
 	}
 	if h.deps.Repl != nil && entry.readConcern {
 		if err := h.awaitReadConcern(r); err != nil {

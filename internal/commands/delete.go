@@ -9,6 +9,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
 	"github.com/mayflydb/mayfly/internal/session"
+	"github.com/mayflydb/mayfly/internal/writeops"
 )
 
 var deleteStmtFields = []string{"q", "limit", "hint", "collation"}
@@ -37,18 +38,18 @@ func cmdDelete(h *Handler, r *request) (bson.D, error) {
 	}
 	var res writeResult
 	run := h.commandRunner(r, &a, rt, false, &res)
-	run.prior = func(_ int, rec bson.D) { res.n += int64(asInt32(rec, "n")) }
-	run.gather = func(i int) (*stmtGroup, error) {
-		return h.deleteGroup(r, a, lv, stmts[i:], i, rt, func(_ int, removed bool) { res.n += b2i(removed) }), nil
+	run.Prior = func(_ int, rec bson.D) { res.n += int64(asInt32(rec, "n")) }
+	run.Gather = func(i int) (*writeops.Group, error) {
+		return h.deleteGroup(run, r, a, lv, stmts[i:], i, func(_ int, removed bool) { res.n += b2i(removed) }), nil
 	}
-	run.alone = func(i int) (bool, error) {
+	run.Alone = func(i int) (bool, error) {
 		n, err := h.deleteStatement(r, a, lv, stmts[i], rt, i)
 		if err == nil {
 			res.n += n // a statement that fails counts nothing, as on mongod
 		}
-		return run.failed(i, err)
+		return run.Failed(i, err)
 	}
-	if err := run.run(len(stmts)); err != nil {
+	if err := run.Run(len(stmts)); err != nil {
 		return nil, err
 	}
 	reply, err := h.finishWrite(a, &res)
@@ -71,19 +72,7 @@ func (h *Handler) deleteStatement(r *request, a writeArgs, lv *letScope, s bson.
 	if limit != 1 && rt != nil {
 		return 0, refuseMulti(rt)
 	}
-	opt := recorded(rt, a.opt, i, recordN(1))
-	if limit != 1 {
-		// Removed in groups: a replica set's round for each group, not
-		// for each document.
-		ids, err := allMatching(r, c, f, hint)
-		if err != nil {
-			return 0, err
-		}
-		return c.RemoveGroup(ids, opt, f.MatchErr)
-	}
-	return firstMatching(r, c, f, hint, func(id any) (bool, error) {
-		return removeIfMatches(c, id, f, opt)
-	})
+	return h.writeOp(r).Delete(c, f, limit, hint, writeops.Recorded(rt, a.opt, i, writeops.RecordN(1)))
 }
 
 func parseDeleteStmt(s bson.D, let *letScope, dflt *collation.Collation) (*query.Filter, int, any, error) {
@@ -112,19 +101,4 @@ func parseDeleteStmt(s bson.D, let *letScope, dflt *collation.Collation) (*query
 	f, err := let.filter(qd, coll)
 	hint, _ := bsonutil.Field(s, "hint")
 	return f, int(limit), hint, err
-}
-
-func removeIfMatches(c *docstore.Collection, id any, f *query.Filter, opt docstore.WriteOptions) (bool, error) {
-	removed := false
-	_, err := c.Modify(id, opt, func(doc bson.D) (docstore.Change, error) {
-		if doc == nil {
-			return docstore.Change{}, nil
-		}
-		if ok, err := f.MatchErr(doc); !ok || err != nil {
-			return docstore.Change{}, err
-		}
-		removed = true
-		return docstore.Change{Kind: docstore.Remove}, nil
-	})
-	return removed, err
 }

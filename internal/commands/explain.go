@@ -7,7 +7,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/executor"
@@ -121,13 +120,9 @@ func (h *Handler) readOp(r *request, coll string) *executor.Op {
 		Ctx:      r.ctx,
 		Check:    func() error { return checkInterrupt(r.ctx) },
 		NewGuard: func() *expr.Guard { return newGuard(r.ctx) },
-		Track:    r.track,
-		Recheck: func(c *docstore.Collection, sorted aggregate.Iterator) aggregate.Iterator {
-			u := &unexpiredSource{src: sorted, c: c}
-			r.sorted = append(r.sorted, u)
-			return u
-		},
-		Env: newAggEnv(h, r, coll),
+		Track:    r.live.Track,
+		Recheck:  r.live.Recheck,
+		Env:      newAggEnv(h, r, coll),
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/executor"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
+	"github.com/mayflydb/mayfly/internal/writeops"
 )
 
 // The explains of update, delete and findAndModify: the command is
@@ -48,10 +49,10 @@ func (h *Handler) explainUpdate(r *request, v executor.Verbosity) (*executor.Exp
 
 // dryUpdate reports whether mod would change a document filter matched,
 // storing nothing.
-func (h *Handler) dryUpdate(filter *query.Filter, mod modifier) func(bson.D) (bool, error) {
+func (h *Handler) dryUpdate(filter *query.Filter, mod writeops.Modifier) func(bson.D) (bool, error) {
 	return func(doc bson.D) (bool, error) {
 		_, pos := filter.MatchPositional(doc)
-		_, changed, err := mod.apply(doc, pos, false, h.deps.Clock.Now())
+		_, changed, err := mod.Apply(doc, pos, false, h.deps.Clock.Now())
 		return changed, err
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/failpoint"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -137,8 +138,8 @@ func (h *Handler) failGetMore(r *request, c *cursor.Cursor) error {
 	}
 	h.deps.Cursors.Remove(c.ID)
 	err := failpoint.ReadGetMoreFailure(data).GetMoreError()
-	if _, stream := c.Source.(*streamSource); stream {
-		return resumableStreamError(err)
+	if _, stream := c.Source.(*changestream.Stream); stream {
+		return changestream.ResumableError(err)
 	}
 	return err
 }

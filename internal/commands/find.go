@@ -6,6 +6,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/cursor"
+	"github.com/mayflydb/mayfly/internal/cursor/paging"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/executor"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -154,13 +155,13 @@ func cmdFind(h *Handler, r *request) (bson.D, error) {
 	a.refresh = h.refreshesOnRead(c)
 	src, err := h.findSource(r, c, a)
 	if err != nil {
-		return nil, causedBy(findExecContext, err)
+		return nil, mongoerr.CausedBy(findExecContext, err)
 	}
 	if a.limit > 0 {
-		src = &limitedSource{Source: src, left: a.limit}
+		src = paging.Limit(src, a.limit)
 	}
 	reply, err := h.requestCursorReply(r, ns, src, a.batchSize, a.singleBatch)
-	return reply, causedBy(findExecContext, err)
+	return reply, mongoerr.CausedBy(findExecContext, err)
 }
 
 // findSource chains scan → sort (unless the index provides the order) →
@@ -177,12 +178,12 @@ func (h *Handler) findSource(r *request, c *docstore.Collection, a *findArgs) (c
 	var src cursor.Source = run
 	if a.refresh && a.projection == nil {
 		// With a projection, the projection refreshes (spec).
-		src = &refreshSource{src: run, c: c}
+		src = paging.Refreshing(c, run)
 	}
 	if !a.showRecord || a.projection != nil {
 		return src, nil // a projection appends $recordId itself
 	}
-	return &recordIDSource{src: src}, nil
+	return executor.WithRecordIDs(src), nil
 }
 
 // spec is what the executor reads for the find a, over c. The projection
@@ -196,37 +197,10 @@ func (a *findArgs) spec(c *docstore.Collection) *executor.FindSpec {
 	if a.projection != nil {
 		s.Project = projector(a.projection, a.filter, a.showRecord)
 		if a.refresh {
-			s.Project = refreshThen(c, s.Project)
+			s.Project = paging.RefreshThen(c, s.Project)
 		}
 	}
 	return s
-}
-
-// approxSize estimates a document's BSON size without encoding it.
-func approxSize(d bson.D) int {
-	n := 5
-	for _, e := range d {
-		n += 2 + len(e.Key) + approxValueSize(e.Value)
-	}
-	return n
-}
-
-func approxValueSize(v any) int {
-	switch x := v.(type) {
-	case string:
-		return 5 + len(x)
-	case bson.D:
-		return approxSize(x)
-	case bson.A:
-		n := 5
-		for _, e := range x {
-			n += 4 + approxValueSize(e)
-		}
-		return n
-	case bson.Binary:
-		return 5 + len(x.Data)
-	}
-	return 8
 }
 
 // projector applies a find projection: positional operators read the
@@ -238,25 +212,8 @@ func projector(p *query.Projection, f *query.Filter, withRecordID bool) func(bso
 		out, err := p.Apply(d, pos)
 		if err == nil && withRecordID {
 			id, _ := bsonutil.Field(d, "_id")
-			out = append(out, bson.E{Key: "$recordId", Value: recordID(id)})
+			out = append(out, bson.E{Key: "$recordId", Value: executor.RecordID(id)})
 		}
 		return out, err
 	}
 }
-
-// projectSource is a tailable cursor's projection.
-type projectSource struct {
-	src cursor.Source
-	f   func(bson.D) (bson.D, error)
-}
-
-func (s *projectSource) Next() (bson.D, bool, error) {
-	d, ok, err := s.src.Next()
-	if !ok || err != nil {
-		return nil, ok, err
-	}
-	out, err := s.f(d)
-	return out, err == nil, err
-}
-
-func (s *projectSource) Close() error { return s.src.Close() }

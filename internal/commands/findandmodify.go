@@ -1,8 +1,6 @@
 package commands
 
 import (
-	"time"
-
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
@@ -10,12 +8,8 @@ import (
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
-	"github.com/mayflydb/mayfly/internal/session"
+	"github.com/mayflydb/mayfly/internal/writeops"
 )
-
-// famRetries bounds how often findAndModify looks again when the document
-// it found changed before it could take the write lock.
-const famRetries = 10
 
 type famArgs struct {
 	coll      string
@@ -23,7 +17,7 @@ type famArgs struct {
 	sort      *query.Sort
 	fields    *query.Projection
 	remove    bool
-	mod       modifier
+	mod       writeops.Modifier
 	returnNew bool
 	upsert    bool
 	hint      any
@@ -119,7 +113,7 @@ func (a *famArgs) parseFlags(r *request, lv *letScope, coll *collation.Collation
 		}
 	}
 	a.mod, err = parseModifier(u, filters, lv, coll)
-	a.mod = guardModifier(a.mod, newGuard(r.ctx))
+	a.mod = writeops.Guarded(a.mod, newGuard(r.ctx))
 	return err
 }
 
@@ -147,83 +141,46 @@ func cmdFindAndModify(h *Handler, r *request) (bson.D, error) {
 		}
 		return h.famRetried(a, prior)
 	}
+	op := h.writeOp(r)
 	if c := h.deps.Store.Collection(r.db, a.coll); c != nil {
-		for try := 0; try < famRetries; try++ {
-			reply, done, err := h.famOnce(r, c, a, rt)
-			if err != nil || done {
-				return reply, famError(err)
+		found, err := op.FindAndModify(c, a.write(h.refreshesOnRead(c)), rt, a.opt)
+		if err != nil || found.Before != nil {
+			if err != nil {
+				return nil, famError(err)
 			}
+			reply, err := h.famResult(a, found.Before, found.After)
+			return reply, famError(err)
 		}
 	}
 	if !a.upsert {
 		return famReply(bson.D{{Key: "n", Value: int32(0)}}, nil), nil
 	}
-	return h.famUpsert(r, a, rt)
+	doc, err := op.UpsertFound(h.deps.Store, r.db, a.coll, a.write(false), rt, a.opt)
+	if err != nil {
+		return nil, err
+	}
+	return h.famUpsertReply(a, doc)
+}
+
+// write is the command's write of one document; refresh adds the
+// collection's refreshOnRead dates to it.
+func (a *famArgs) write(refresh bool) *writeops.FindAndModify {
+	return &writeops.FindAndModify{Filter: a.filter, Sort: a.sort, Hint: a.hint, Remove: a.remove, Mod: a.mod, Refresh: refresh}
 }
 
 // famRetried answers a retried findAndModify from its record.
 func (h *Handler) famRetried(a *famArgs, prior bson.D) (bson.D, error) {
-	if v, ok := bsonutil.Field(prior, "upserted"); ok {
-		doc, _ := v.(bson.D)
-		return h.famUpsertReply(a, doc)
+	found, upserted, isUpsert := writeops.FoundRecord(prior)
+	if isUpsert {
+		return h.famUpsertReply(a, upserted)
 	}
-	before, _ := bsonutil.Field(prior, "before")
-	after, _ := bsonutil.Field(prior, "after")
-	b, _ := before.(bson.D)
-	aft, _ := after.(bson.D)
-	reply, _, err := h.famResult(a, b, aft)
-	return reply, err
+	return h.famResult(a, found.Before, found.After)
 }
 
-// famOnce finds the first matching document and modifies it if it still
-// matches under the lock. done is false when nothing matched (then the
-// caller upserts) or when it must look again.
-func (h *Handler) famOnce(r *request, c *docstore.Collection, a *famArgs, rt *session.Txn) (bson.D, bool, error) {
-	target, err := h.famTarget(r, c, a)
-	if err != nil || target == nil {
-		return nil, err != nil, err
-	}
-	id, _ := bsonutil.Field(target, "_id")
-	var before, after bson.D
-	matched, refresh := false, h.refreshesOnRead(c)
-	opt := recorded(rt, a.opt, 0, func() bson.D { return bson.D{{Key: "before", Value: before}, {Key: "after", Value: after}} })
-	_, err = c.Modify(id, opt, func(doc bson.D) (docstore.Change, error) {
-		if doc == nil {
-			return docstore.Change{}, nil
-		}
-		ok, pos := a.filter.MatchPositional(doc)
-		if !ok {
-			return docstore.Change{}, nil
-		}
-		matched, before = true, doc
-		if a.remove {
-			return docstore.Change{Kind: docstore.Remove}, nil
-		}
-		now := h.deps.Clock.Now()
-		next, changed, err := a.mod.apply(doc, pos, false, now)
-		if err != nil {
-			return docstore.Change{}, err
-		}
-		if refresh {
-			next, changed = withRefresh(c, doc, next, changed, now)
-		}
-		after = doc
-		if changed {
-			after = next
-			return docstore.Change{Kind: docstore.Replace, Doc: next, Whole: a.mod.replacement()}, nil
-		}
-		return docstore.Change{}, nil
-	})
-	if err != nil || !matched {
-		return nil, err != nil, err
-	}
-	return h.famResult(a, before, after)
-}
-
-func (h *Handler) famResult(a *famArgs, before, after bson.D) (bson.D, bool, error) {
+func (h *Handler) famResult(a *famArgs, before, after bson.D) (bson.D, error) {
 	if a.remove {
 		v, err := a.project(before)
-		return famReply(bson.D{{Key: "n", Value: int32(1)}}, v), true, err
+		return famReply(bson.D{{Key: "n", Value: int32(1)}}, v), err
 	}
 	doc := before
 	if a.returnNew {
@@ -231,31 +188,7 @@ func (h *Handler) famResult(a *famArgs, before, after bson.D) (bson.D, bool, err
 	}
 	v, err := a.project(doc)
 	leo := bson.D{{Key: "n", Value: int32(1)}, {Key: "updatedExisting", Value: true}}
-	return famReply(leo, v), true, err
-}
-
-func (h *Handler) famTarget(r *request, c *docstore.Collection, a *famArgs) (bson.D, error) {
-	return firstInOrder(r, c, a.filter, a.sort, a.hint)
-}
-
-// firstInOrder returns the first document matching f in the order of s
-// (any matching document when s is nil); nil when none matches.
-func firstInOrder(r *request, c *docstore.Collection, f *query.Filter, s *query.Sort, hint any) (bson.D, error) {
-	plan, err := c.PlanQuery(f, hint)
-	if err != nil {
-		return nil, err
-	}
-	it := c.Scan(plan, f).WithContext(r.ctx)
-	defer it.Close()
-	if s == nil {
-		d, _, err := it.Next()
-		return d, err
-	}
-	docs, _, err := sortWithin(r, it, s, 1, false)
-	if err != nil || len(docs) == 0 {
-		return nil, err
-	}
-	return docs[0], nil
+	return famReply(leo, v), err
 }
 
 func (a *famArgs) project(doc bson.D) (any, error) {
@@ -266,22 +199,6 @@ func (a *famArgs) project(doc bson.D) (any, error) {
 		return doc, nil
 	}
 	return a.fields.Apply(doc, -1)
-}
-
-func (h *Handler) famUpsert(r *request, a *famArgs, rt *session.Txn) (bson.D, error) {
-	doc, err := upsertDoc(a.filter, a.mod, h.deps.Clock.Now())
-	if err != nil {
-		return nil, err
-	}
-	c, _, err := h.deps.Store.GetOrCreate(r.db, a.coll)
-	if err != nil {
-		return nil, err
-	}
-	opt := recorded(rt, a.opt, 0, func() bson.D { return bson.D{{Key: "upserted", Value: doc}} })
-	if err := insertOne(c, doc, opt); err != nil {
-		return nil, err
-	}
-	return h.famUpsertReply(a, doc)
 }
 
 func (h *Handler) famUpsertReply(a *famArgs, doc bson.D) (bson.D, error) {
@@ -307,18 +224,5 @@ func famError(err error) error {
 	if err == nil || mongoerr.As(err).Code == mongoerr.DuplicateKey {
 		return err
 	}
-	return causedBy(famExecContext, err)
-}
-
-// withRefresh adds to findAndModify's write the refreshOnRead dates of the
-// document it returns, so both land in one atomic write.
-func withRefresh(c *docstore.Collection, doc, next bson.D, changed bool, now time.Time) (bson.D, bool) {
-	base := doc
-	if changed {
-		base = next
-	}
-	if fresh, touched := c.Refreshed(base, now); touched {
-		return fresh, true
-	}
-	return next, changed
+	return mongoerr.CausedBy(famExecContext, err)
 }

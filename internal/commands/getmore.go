@@ -6,17 +6,20 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/cursor"
+	"github.com/mayflydb/mayfly/internal/cursor/paging"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
 // getMore continues a cursor. One request goes: cmdGetMore reads the
 // arguments, checkoutCursor takes the cursor if this user may use it on
-// this namespace, then a change stream reads on (streamGetMore,
+// this namespace, checkSession checks it is used in the session that
+// opened it, then a change stream reads on (streamGetMore,
 // changestream.go) and any other cursor fills its next batch
-// (documentsGetMore), a tailable one waiting for new documents
-// (tailable.go). killCursors is here too: the other command on open
-// cursors.
+// (documentsGetMore: paging.Pager's Reopen and More, a tailable one
+// waiting for new documents). killCursors is here too: the other command
+// on open cursors.
 
 func cmdGetMore(h *Handler, r *request) (bson.D, error) {
 	id, ok := r.body[0].Value.(int64)
@@ -60,8 +63,12 @@ func (h *Handler) getMore(r *request, id int64, ns string, n int64) (bson.D, err
 	if err := h.failGetMore(r, c); err != nil {
 		return nil, err
 	}
-	if sc, ok := c.Source.(*streamSource); ok {
-		return h.streamGetMore(r, c, sc, n)
+	if err := checkSession(r, c); err != nil {
+		h.deps.Cursors.Checkin(c)
+		return nil, err
+	}
+	if s, ok := c.Source.(*changestream.Stream); ok {
+		return h.streamGetMore(r, c, s, n)
 	}
 	return h.documentsGetMore(r, c, n)
 }
@@ -87,21 +94,17 @@ func (h *Handler) checkoutCursor(r *request, id int64, ns string) (*cursor.Curso
 // documentsGetMore answers a getMore on a cursor over documents: it
 // brings the cursor's scans up to now and fills the next batch.
 func (h *Handler) documentsGetMore(r *request, c *cursor.Cursor, n int64) (bson.D, error) {
-	src := c.Source.(*peekSource)
-	if err := checkSession(r, c.ID, src); err != nil {
-		h.deps.Cursors.Checkin(c)
+	p := c.Source.(*paging.Pager)
+	if err := p.Reopen(r.ctx); err != nil {
+		h.deps.Cursors.Remove(c.ID)
 		return nil, err
 	}
-	if err := src.reopen(r.ctx); err != nil {
-		h.deps.Cursors.Remove(c.ID)
-		return nil, droppedError(err)
-	}
-	batch, err := h.nextBatch(r, src, n)
+	batch, err := p.More(h.tailWait(r), n)
 	if err != nil {
 		h.deps.Cursors.Remove(c.ID)
-		return nil, causedBy(getMoreExecContext, err)
+		return nil, mongoerr.CausedBy(getMoreExecContext, err)
 	}
-	if !src.open() && tailableOf(src) == nil {
+	if !p.StaysOpen() {
 		h.deps.Cursors.Remove(c.ID)
 		return cursorDoc(0, c.NS, "nextBatch", batch), nil
 	}
@@ -109,33 +112,18 @@ func (h *Handler) documentsGetMore(r *request, c *cursor.Cursor, n int64) (bson.
 	return cursorDoc(c.ID, c.NS, "nextBatch", batch), nil
 }
 
-// nextBatch fills a getMore's batch; a tailable cursor looks again past
-// its end, and with awaitData waits for new documents when none came.
-func (h *Handler) nextBatch(r *request, src *peekSource, n int64) (bson.A, error) {
-	tail := tailableOf(src)
-	if tail != nil {
-		src.done = false
-	}
-	batch, err := fillBatch(src, n)
-	if err == nil && len(batch) == 0 && tail != nil && tail.awaits() {
-		return h.awaitMore(r, src, n)
-	}
-	return batch, err
+// tailWait is r's part in a tailable cursor's wait for new documents.
+func (h *Handler) tailWait(r *request) *paging.Wait {
+	return &paging.Wait{Ctx: r.ctx, Clock: h.deps.Clock, For: awaitWait(r), Waiting: func() func() { return h.waiting(r) }}
 }
 
-// awaitWait is how long an empty getMore may wait: its maxTimeMS, or a
-// second, and never past the command's deadline.
+// awaitWait is how long an empty getMore may wait (paging.AwaitTime).
 func awaitWait(r *request) time.Duration {
-	wait := awaitDataDefault
+	var ms int64
 	if v, ok := bsonutil.Field(r.body, "maxTimeMS"); ok {
-		if ms, err := toInt64(r.name, "maxTimeMS", v); err == nil && ms > 0 {
-			wait = time.Duration(ms) * time.Millisecond
-		}
+		ms, _ = toInt64(r.name, "maxTimeMS", v)
 	}
-	if dl, ok := r.ctx.Deadline(); ok {
-		wait = min(wait, time.Until(dl)-tailablePoll)
-	}
-	return wait
+	return paging.AwaitTime(r.ctx, ms)
 }
 
 func cmdKillCursors(h *Handler, r *request) (bson.D, error) {

@@ -2,7 +2,6 @@ package commands
 
 import (
 	"errors"
-	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/repl"
 	"github.com/mayflydb/mayfly/internal/wire"
+	"github.com/mayflydb/mayfly/internal/writeops"
 )
 
 // writeResult accumulates a write command's reply.
@@ -175,173 +175,24 @@ func cmdInsert(h *Handler, r *request) (bson.D, error) {
 		reply, err := h.finishWrite(a, failEach(len(docs), a.ordered, err))
 		return withRetried(rt, reply), err
 	}
-	run.eachInterrupt = true
-	run.interrupted = func(i int, err error) error {
+	run.EachInterrupt = true
+	run.Interrupted = func(i int, err error) error {
 		res.fail(i, err) // the documents before it stay inserted
 		return nil
 	}
-	run.prior = func(int, bson.D) { res.n++ }
-	run.gather = func(i int) (*stmtGroup, error) {
-		return insertGroup(run, c, a.opt, a.ordered, i, len(docs), func(j int) (bson.D, error) {
+	run.Prior = func(int, bson.D) { res.n++ }
+	run.Gather = func(i int) (*writeops.Group, error) {
+		return run.InsertGroup(c, a.opt, a.ordered, i, len(docs), func(j int) (bson.D, error) {
 			d := docs[j]
 			if !a.keepEmptyTs {
-				d = h.fillEmptyTimestamps(d)
+				d = h.emptyTs.Fill(d, h.deps.Clock.Now())
 			}
-			return prepareForInsert(d)
+			return writeops.PrepareInsert(d)
 		}, func(int) { res.n++ })
 	}
-	if err := run.run(len(docs)); err != nil {
+	if err := run.Run(len(docs)); err != nil {
 		return nil, err
 	}
 	reply, err := h.finishWrite(a, &res)
 	return withRetried(rt, reply), err
-}
-
-// insertGroup groups the inserts from statement i on, before statement
-// n, for docstore.InsertGroup: each statement's document, which doc
-// gives ready to insert (or its error, which ends the group in its
-// place), or in a retry the record of one that ran before. done answers
-// a committed statement. The group is never empty: statement i is not
-// one a retry found.
-func insertGroup(s *stmtRunner, c *docstore.Collection, opt docstore.WriteOptions, ordered bool, i, n int, doc func(j int) (bson.D, error), done func(k int)) (*stmtGroup, error) {
-	g := &insertRun{c: c, ordered: ordered}
-	for j := i; j < n && len(g.docs) < docstore.InsertGroupDocs; j++ {
-		if j > i {
-			rec, found, err := s.rt.Prior(j)
-			if err != nil {
-				return nil, err
-			}
-			if found {
-				g.stmts, g.recs = append(g.stmts, insertStmt{doc: -1}), append(g.recs, rec)
-				continue
-			}
-		}
-		d, err := doc(j)
-		if err != nil {
-			g.stmts, g.recs = append(g.stmts, insertStmt{doc: -1, err: err}), append(g.recs, nil)
-			break
-		}
-		g.stmts, g.recs = append(g.stmts, insertStmt{doc: len(g.docs)}), append(g.recs, nil)
-		g.docs = append(g.docs, docstore.GroupDoc{Doc: d, Opt: recorded(s.rt, opt, j, recordN(1))})
-	}
-	return &stmtGroup{commit: g.commit, recs: g.recs, done: done}, nil
-}
-
-// insertRun is a group of inserts into one collection.
-type insertRun struct {
-	c       *docstore.Collection
-	ordered bool
-	docs    []docstore.GroupDoc
-	stmts   []insertStmt
-	recs    []bson.D // by statement: its record, when a retry found one
-}
-
-// insertStmt is one statement of an insertRun: its document's index in
-// docs, or -1 for a record or a document that failed before the insert
-// (err).
-type insertStmt struct {
-	doc int
-	err error
-}
-
-// commit inserts the group's documents and gives each statement its
-// result, up to an ordered write's first failure.
-func (g *insertRun) commit() ([]error, int) {
-	var docErrs []error
-	attempted := 0
-	if len(g.docs) > 0 {
-		docErrs, attempted = g.c.InsertGroup(g.docs, g.ordered)
-	}
-	errs := make([]error, len(g.stmts))
-	for k, st := range g.stmts {
-		if st.doc < 0 {
-			errs[k] = st.err
-			continue
-		}
-		if st.doc >= attempted {
-			return errs, k
-		}
-		errs[k] = docErrs[st.doc]
-	}
-	return errs, len(g.stmts)
-}
-
-func insertOne(c *docstore.Collection, d bson.D, opt docstore.WriteOptions) error {
-	doc, err := prepareForInsert(d)
-	if err != nil {
-		return err
-	}
-	return c.Insert(doc, opt)
-}
-
-// prepareForInsert gives d its _id and checks what a stored document may
-// hold.
-func prepareForInsert(d bson.D) (bson.D, error) {
-	doc, err := docstore.PrepareInsert(d)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkStorableFields(doc); err != nil {
-		return nil, err
-	}
-	if nestingDepth(doc) > maxStorageDepth {
-		return nil, mongoerr.Newf(mongoerr.Overflow, "cannot insert document because it exceeds %d levels of nesting", maxStorageDepth)
-	}
-	return doc, nil
-}
-
-// maxStorageDepth is MongoDB's nesting limit for stored documents: the wire
-// limit (200) less room for the levels the server adds around a document.
-const maxStorageDepth = 180
-
-// nestingDepth counts the levels of non-empty documents and arrays in v,
-// the document itself included; empty ones do not count, as in MongoDB.
-func nestingDepth(v any) int {
-	var children []any
-	switch x := v.(type) {
-	case bson.D:
-		for _, e := range x {
-			children = append(children, e.Value)
-		}
-	case bson.A:
-		children = x
-	default:
-		return 0
-	}
-	if len(children) == 0 {
-		return 0
-	}
-	deepest := 0
-	for _, c := range children {
-		deepest = max(deepest, nestingDepth(c))
-	}
-	return 1 + deepest
-}
-
-// checkStorableFields applies MongoDB's (5.0+) rules for field names of
-// a stored document: $-prefixed and dotted names are allowed, at the top
-// level and below, except inside _id, which must not look like an
-// operator document; and one _id only.
-func checkStorableFields(doc bson.D) error {
-	ids := 0
-	for _, e := range doc {
-		if e.Key == "_id" {
-			ids++
-		}
-	}
-	if ids > 1 {
-		return mongoerr.New(mongoerr.BadValue, "can't have multiple _id fields in one document")
-	}
-	id, ok := bsonutil.Field(doc, "_id")
-	if !ok {
-		return nil
-	}
-	if d, isDoc := id.(bson.D); isDoc {
-		for _, e := range d {
-			if strings.HasPrefix(e.Key, "$") {
-				return mongoerr.Newf(mongoerr.DollarPrefixedFieldName, "_id fields may not contain '$'-prefixed fields: %s is not valid for storage.", e.Key)
-			}
-		}
-	}
-	return nil
 }

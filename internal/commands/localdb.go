@@ -6,6 +6,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/cursor"
+	"github.com/mayflydb/mayfly/internal/cursor/paging"
 	"github.com/mayflydb/mayfly/internal/diag"
 	"github.com/mayflydb/mayfly/internal/executor"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -39,7 +40,7 @@ func (h *Handler) localView(db, coll string) bool {
 // leading $match's ts bound lets it start (the $match still runs).
 func (h *Handler) localSource(r *request, coll string) aggregate.Iterator {
 	if coll == replsetColl {
-		return &sliceSource{docs: []bson.D{h.deps.Repl.Config().Doc()}}
+		return paging.Slice(h.deps.Repl.Config().Doc())
 	}
 	hint, _ := bsonutil.Field(r.body, "hint")
 	if naturalDirection(hint) < 0 {
@@ -81,7 +82,7 @@ func (h *Handler) findLocal(r *request, a *findArgs) (bson.D, error) {
 		return nil, err
 	}
 	reply, err := h.requestCursorReply(r, r.db+"."+a.coll, out, a.batchSize, a.singleBatch)
-	return reply, causedBy(findExecContext, err)
+	return reply, mongoerr.CausedBy(findExecContext, err)
 }
 
 // naturalOrder takes a {$natural: ±1} sort out of a (the view's own
@@ -204,7 +205,7 @@ func (h *Handler) tailOplog(r *request, a *findArgs, filter bson.D, await bool) 
 	}
 	var src cursor.Source = &oplogTail{Tail: oplog.NewTail(h.deps.Changes.Reader, a.filter, oplog.MatchStart(filter)), await: await}
 	if a.projection != nil {
-		src = &projectSource{src: src, f: projector(a.projection, a.filter, false)}
+		src = paging.Project(src, projector(a.projection, a.filter, false))
 	}
 	return h.requestCursorReply(r, r.db+"."+a.coll, src, a.batchSize, false)
 }
@@ -216,4 +217,4 @@ type oplogTail struct {
 	await bool
 }
 
-func (s *oplogTail) awaits() bool { return s.await }
+func (s *oplogTail) Awaits() bool { return s.await }

@@ -133,6 +133,9 @@ func cmdReplSetInitiate(h *Handler, r *request) (bson.D, error) {
 	if len(cfg) == 0 {
 		cfg = nil
 	}
+	if err := h.checkConfigServerFlag(cfg); err != nil {
+		return nil, err
+	}
 	if err := rs.Initiate(cfg); err != nil {
 		return nil, replError(err)
 	}
@@ -168,6 +171,9 @@ func cmdReplSetReconfig(h *Handler, r *request) (bson.D, error) {
 	cfg, ok := v.(bson.D)
 	if !ok {
 		return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'replSetReconfig' is the wrong type, expected type 'object'")
+	}
+	if err := h.checkConfigServerFlag(cfg); err != nil {
+		return nil, err
 	}
 	return bson.D{}, replError(rs.Reconfig(cfg))
 }

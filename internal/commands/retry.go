@@ -6,7 +6,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
-	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/session"
 )
@@ -86,16 +85,6 @@ func stmtIDs(r *request) ([]int32, error) {
 	return out, nil
 }
 
-// recorded returns opt with statement i's retry record added to its
-// batch; result is called at commit, when the statement's outcome is
-// known.
-func recorded(rt *session.Txn, opt docstore.WriteOptions, i int, result func() bson.D) docstore.WriteOptions {
-	if rt != nil {
-		opt.Extra = rt.Record(i, result)
-	}
-	return opt
-}
-
 // withRetried adds retriedStmtIds to a write command's reply.
 func withRetried(rt *session.Txn, reply bson.D) bson.D {
 	if ids := rt.Retried(); len(ids) > 0 {
@@ -111,10 +100,6 @@ func refuseMulti(rt *session.Txn) error {
 		return nil
 	}
 	return mongoerr.New(mongoerr.InvalidOptions, "Cannot use (or request) retryable writes with multi=true")
-}
-
-func recordN(n int32) func() bson.D {
-	return func() bson.D { return bson.D{{Key: "n", Value: n}} }
 }
 
 func asInt32(d bson.D, key string) int32 {

@@ -26,7 +26,7 @@ func (h *Handler) touchSession(r *request) error {
 func (h *Handler) touch(id []byte, user string) error {
 	err := h.sessions.Touch(id, user, h.steady.Now())
 	if errors.Is(err, session.ErrFull) {
-		return mongoerr.Newf(mongoerr.TooManyLogicalSessions, "Unable to add session ID %s into the cache because the number of active sessions is too high", formatUUID(id))
+		return mongoerr.Newf(mongoerr.TooManyLogicalSessions, "Unable to add session ID %s into the cache because the number of active sessions is too high", bsonutil.FormatUUID(id))
 	}
 	return err
 }

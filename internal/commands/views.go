@@ -6,6 +6,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/catalog"
+	"github.com/mayflydb/mayfly/internal/cursor/paging"
 	"github.com/mayflydb/mayfly/internal/executor"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
@@ -87,7 +88,7 @@ func (h *Handler) readView(r *request, name string, v *executor.View, extra bson
 		return nil, err
 	}
 	reply, err := h.requestCursorReply(r, r.db+"."+name, out, batchSize, singleBatch)
-	return reply, causedBy(aggregateExecContext, err)
+	return reply, mongoerr.CausedBy(aggregateExecContext, err)
 }
 
 // runAggregate parses and starts a collection aggregate.
@@ -100,8 +101,8 @@ func (h *Handler) runAggregate(r *request, coll string) (aggregate.Iterator, err
 	if err != nil {
 		return nil, err
 	}
-	out, err := p.Run(&interruptible{ctx: r.ctx, src: in}, newAggEnv(h, r, coll))
-	return out, causedBy(aggregateExecContext, err)
+	out, err := p.Run(paging.Interruptible(in, func() error { return checkInterrupt(r.ctx) }), newAggEnv(h, r, coll))
+	return out, mongoerr.CausedBy(aggregateExecContext, err)
 }
 
 // viewReadOptions refuses what a read through a view cannot honour, as

@@ -28,9 +28,9 @@ type Cursor struct {
 	ID     int64
 	NS     string // "db.coll" as replies report it
 	Source Source
-	// Limit is the number of documents still allowed (0: no limit).
-	Limit    int64
-	Returned int64
+	// Session is the lsid.id of the session the cursor was opened in
+	// (nil: none); getMore checks it against its own.
+	Session []byte
 	// Owner is the user who opened the cursor ("" without access
 	// control); only they may use it.
 	Owner string
@@ -62,11 +62,12 @@ func NewRegistry(c clock.Clock, idle time.Duration) *Registry {
 	return &Registry{cursors: map[int64]*Cursor{}, clock: c, idle: idle}
 }
 
-// Add registers src under a new random positive ID.
-func (r *Registry) Add(ns string, src Source, limit, returned int64) *Cursor {
+// Add registers src, opened in session (nil: none), under a new random
+// positive ID.
+func (r *Registry) Add(ns string, src Source, session []byte) *Cursor {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	c := &Cursor{ID: r.newID(), NS: ns, Source: src, Limit: limit, Returned: returned, lastUsed: r.clock.Now()}
+	c := &Cursor{ID: r.newID(), NS: ns, Source: src, Session: session, lastUsed: r.clock.Now()}
 	r.cursors[c.ID] = c
 	return c
 }

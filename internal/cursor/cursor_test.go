@@ -21,9 +21,9 @@ func TestReapIdleAfterTimeout(t *testing.T) {
 	clk := clock.NewManual(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 	r := NewRegistry(clk, 0)
 	idle, used, busy := &fakeSource{}, &fakeSource{}, &fakeSource{}
-	r.Add("d.c", idle, 0, 0)
-	u := r.Add("d.c", used, 0, 0)
-	b := r.Add("d.c", busy, 0, 0)
+	r.Add("d.c", idle, nil)
+	u := r.Add("d.c", used, nil)
+	b := r.Add("d.c", busy, nil)
 	if _, ok := r.Checkout(b.ID); !ok {
 		t.Fatal("checkout")
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/keyenc"
 	"github.com/mayflydb/mayfly/internal/query"
 )
@@ -31,7 +32,7 @@ func (c *Collection) CandidateIDs(plan *Plan, f *query.Filter) (it *IDIter, ok b
 
 // WithContext makes the walk stop with ctx's error once ctx is done.
 func (it *IDIter) WithContext(ctx context.Context) *IDIter {
-	it.d.ctx = ctx
+	it.d.WithContext(ctx)
 	return it
 }
 
@@ -53,6 +54,9 @@ func (it *IDIter) Next() (id any, ok bool, err error) {
 			d.Stats.DupsDropped++
 			continue
 		}
+		if d.owns != nil && !d.ownsID(idEnc) {
+			continue
+		}
 		v, _, err := keyenc.DecodeValue(idEnc)
 		if err != nil {
 			return nil, false, fmt.Errorf("docstore: decode index entry's _id: %w", err)
@@ -64,3 +68,15 @@ func (it *IDIter) Next() (id any, ok bool, err error) {
 
 // Close releases the iterator.
 func (it *IDIter) Close() error { return it.d.Close() }
+
+// ownsID reads the document idEnc names for the ownership filter, which
+// an index entry alone cannot answer; a document gone since is left to
+// the write, which finds nothing.
+func (d *DocIter) ownsID(idEnc []byte) bool {
+	raw, ok := d.get(idEnc)
+	if !ok {
+		return true
+	}
+	doc, err := bsonutil.DecodeD(raw, 0)
+	return err != nil || d.owns(doc)
+}

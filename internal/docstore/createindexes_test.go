@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/catalog"
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -89,7 +90,7 @@ func TestCreateIndexesAbortsWholeBuild(t *testing.T) {
 		t.Fatalf("error %v, want DuplicateKey", err)
 	}
 	prefix := "Index build failed: "
-	suffix := ": Collection db.c ( " + formatUUID(c.Meta().UUID.Data) + " ) :: caused by :: E11000 duplicate key error collection: db.c index: a_1 dup key: { a: 0 }"
+	suffix := ": Collection db.c ( " + bsonutil.FormatUUID(c.Meta().UUID.Data) + " ) :: caused by :: E11000 duplicate key error collection: db.c index: a_1 dup key: { a: 0 }"
 	if !strings.HasPrefix(e.Msg, prefix) || !strings.HasSuffix(e.Msg, suffix) || len(e.Msg) != len(prefix)+36+len(suffix) {
 		t.Fatalf("errmsg %q", e.Msg)
 	}

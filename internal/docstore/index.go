@@ -2,7 +2,6 @@ package docstore
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 
@@ -180,18 +179,9 @@ func buildFailed(meta *catalog.Collection, err error) error {
 	}
 	return &mongoerr.Error{
 		Code:  me.Code,
-		Msg:   fmt.Sprintf("Index build failed: %s: Collection %s ( %s ) :: caused by :: %s", formatUUID(newUUID().Data), meta.Namespace(), formatUUID(meta.UUID.Data), me.Msg),
+		Msg:   fmt.Sprintf("Index build failed: %s: Collection %s ( %s ) :: caused by :: %s", bsonutil.FormatUUID(newUUID().Data), meta.Namespace(), bsonutil.FormatUUID(meta.UUID.Data), me.Msg),
 		Extra: me.Extra,
 	}
-}
-
-// formatUUID writes a UUID as mongod's messages do.
-func formatUUID(b []byte) string {
-	h := hex.EncodeToString(b)
-	if len(b) != 16 {
-		return h
-	}
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
 
 // saveMeta writes the collection's catalog entry, with the change events

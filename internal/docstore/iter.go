@@ -45,6 +45,9 @@ type DocIter struct {
 	// ctx, when set, ends a long scan early (maxTimeMS, shutdown) even while
 	// no document matches.
 	ctx context.Context
+	// owns, when set (WithOwnership), keeps only the documents a shard
+	// owns: a router's read never sees an orphan.
+	owns func(bson.D) bool
 
 	// Kept for Refresh: the current range's bounds, whether the reopened
 	// iterator already stands on an entry not yet read, and the _id of the
@@ -73,10 +76,24 @@ func (d *DocIter) idAt(i int) []byte {
 // interruptEvery is how many examined documents pass between context checks.
 const interruptEvery = 256
 
-// WithContext makes the scan stop with ctx's error once ctx is done.
+// WithContext makes the scan stop with ctx's error once ctx is done,
+// and keep only owned documents when ctx carries an ownership filter.
 func (d *DocIter) WithContext(ctx context.Context) *DocIter {
 	d.ctx = ctx
+	if owns, ok := ctx.Value(ownershipKey{}).(func(bson.D) bool); ok {
+		d.owns = owns
+	}
 	return d
+}
+
+type ownershipKey struct{}
+
+// WithOwnership returns a context under which the scans a command opens
+// (WithContext) skip the documents owns rejects: a shard member's orphans,
+// under a router's versioned command. A scan keeps the filter it started
+// with for its whole life, getMores included.
+func WithOwnership(ctx context.Context, owns func(bson.D) bool) context.Context {
+	return context.WithValue(ctx, ownershipKey{}, owns)
 }
 
 func (d *DocIter) interrupted() bool {
@@ -139,6 +156,9 @@ func (d *DocIter) accept(raw []byte) (bson.D, bool) {
 	}
 	if d.hide {
 		doc = d.c.liveElements(doc, d.now)
+	}
+	if d.owns != nil && !d.owns(doc) {
+		return nil, false
 	}
 	if d.filter == nil {
 		return doc, true

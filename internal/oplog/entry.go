@@ -7,6 +7,9 @@
 // several, which Mayfly commits atomically under one timestamp, is one
 // applyOps entry holding them, as mongod logs a transaction. Expiry
 // warnings have no oplog counterpart and are left out.
+//
+// The other way, Applier applies such entries to collections, as the
+// applyOps command and mongorestore --oplogReplay ask.
 package oplog
 
 import (

@@ -17,6 +17,9 @@ type SetConfig struct {
 	Term     int64
 	Members  []Member
 	Settings bson.D
+	// ConfigServer is configsvr: true, the mark of a sharded cluster's
+	// config server replica set.
+	ConfigServer bool
 }
 
 // Member is one entry of a config's members array.
@@ -88,7 +91,9 @@ func (c *SetConfig) setField(e bson.E) error {
 			return configErrorf("settings field must be an object")
 		}
 		c.Settings = s
-	case "writeConcernMajorityJournalDefault", "configsvr":
+	case "configsvr":
+		c.ConfigServer, _ = e.Value.(bool)
+	case "writeConcernMajorityJournalDefault":
 	default:
 		return configErrorf("Unexpected field %s in replica set configuration", e.Key)
 	}
@@ -235,12 +240,16 @@ func (c *SetConfig) Doc() bson.D {
 	if settings == nil {
 		settings = bson.D{}
 	}
-	return bson.D{
+	doc := bson.D{
 		{Key: "_id", Value: c.ID}, {Key: "version", Value: int32(c.Version)}, {Key: "term", Value: c.Term},
-		{Key: "members", Value: members}, {Key: "protocolVersion", Value: int64(1)},
-		{Key: "writeConcernMajorityJournalDefault", Value: true},
-		{Key: "settings", Value: withDefaultSettings(settings)},
+		{Key: "members", Value: members},
 	}
+	if c.ConfigServer {
+		doc = append(doc, bson.E{Key: "configsvr", Value: true})
+	}
+	return append(doc, bson.E{Key: "protocolVersion", Value: int64(1)},
+		bson.E{Key: "writeConcernMajorityJournalDefault", Value: true},
+		bson.E{Key: "settings", Value: withDefaultSettings(settings)})
 }
 
 func (m Member) doc() bson.D {

@@ -39,6 +39,9 @@ type Config struct {
 	// primary's before it stops serving reads (default 250ms): exact
 	// expiry on a secondary is only as exact as its clock.
 	MaxClockOffset time.Duration
+	// ConfigServer: the member runs with --configsvr, so the config
+	// replSetInitiate makes without a document says configsvr: true.
+	ConfigServer bool
 	// Changes, when set, is notified each time this member has applied
 	// entries: change streams wait on it for new events.
 	Changes *changestream.Signal
@@ -272,6 +275,9 @@ func (rs *Replica) Initiate(doc bson.D) error {
 	}
 	if doc == nil {
 		doc = bson.D{{Key: "_id", Value: rs.cfg.SetName}, {Key: "members", Value: bson.A{bson.D{{Key: "_id", Value: int32(0)}, {Key: "host", Value: rs.cfg.Self}}}}}
+		if rs.cfg.ConfigServer {
+			doc = append(doc, bson.E{Key: "configsvr", Value: true})
+		}
 	}
 	c, err := ParseConfig(doc)
 	if err != nil {

@@ -1,4 +1,4 @@
-package commands
+package executor
 
 import (
 	"hash/fnv"
@@ -10,10 +10,10 @@ import (
 	"github.com/mayflydb/mayfly/internal/keyenc"
 )
 
-// recordIDSource appends $recordId to each document, as find's
-// showRecordId does. Mayfly stores documents by _id, so a document's
-// record id is derived from its _id: the same for the document's whole
-// life, different between documents (up to a 63-bit hash collision).
+// WithRecordIDs appends $recordId to each document src yields, as find's
+// showRecordId does.
+func WithRecordIDs(src cursor.Source) cursor.Source { return &recordIDSource{src: src} }
+
 type recordIDSource struct {
 	src cursor.Source
 }
@@ -24,12 +24,16 @@ func (s *recordIDSource) Next() (bson.D, bool, error) {
 		return d, ok, err
 	}
 	id, _ := bsonutil.Field(d, "_id")
-	return append(d, bson.E{Key: "$recordId", Value: recordID(id)}), true, nil
+	return append(d, bson.E{Key: "$recordId", Value: RecordID(id)}), true, nil
 }
 
 func (s *recordIDSource) Close() error { return s.src.Close() }
 
-func recordID(id any) int64 {
+// RecordID is the record id of the document with _id id. Mayfly stores
+// documents by _id, so the record id is derived from it: the same for the
+// document's whole life, different between documents (up to a 63-bit
+// hash collision).
+func RecordID(id any) int64 {
 	h := fnv.New64a()
 	_, _ = h.Write(keyenc.AppendValue(nil, id))
 	return int64(h.Sum64() >> 1)

@@ -1,4 +1,4 @@
-package commands
+package docstore
 
 import (
 	"sync"
@@ -7,15 +7,16 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
-// emptyTsClock hands out the timestamps MongoDB writes in place of a
+// EmptyTimestamps hands out the timestamps MongoDB writes in place of a
 // top-level Timestamp(0, 0) on insert: the current second, with an
-// increment that makes each one unique within that second.
-type emptyTsClock struct {
+// increment that makes each one unique within that second. Its zero
+// value is ready to use.
+type EmptyTimestamps struct {
 	mu   sync.Mutex
 	last bson.Timestamp
 }
 
-func (c *emptyTsClock) next(now time.Time) bson.Timestamp {
+func (c *EmptyTimestamps) next(now time.Time) bson.Timestamp {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	secs := uint32(now.Unix())
@@ -27,10 +28,10 @@ func (c *emptyTsClock) next(now time.Time) bson.Timestamp {
 	return c.last
 }
 
-// fillEmptyTimestamps replaces top-level Timestamp(0, 0) values (not _id)
-// with the time, as mongod does unless bypassEmptyTsReplacement is set.
-// The document is copied only when it has one.
-func (h *Handler) fillEmptyTimestamps(doc bson.D) bson.D {
+// Fill replaces doc's top-level Timestamp(0, 0) values (not _id) with
+// the time now, as mongod does on insert unless bypassEmptyTsReplacement
+// is set. The document is copied only when it has one.
+func (c *EmptyTimestamps) Fill(doc bson.D, now time.Time) bson.D {
 	var out bson.D
 	for i, e := range doc {
 		if ts, ok := e.Value.(bson.Timestamp); !ok || ts != (bson.Timestamp{}) || e.Key == "_id" {
@@ -39,7 +40,7 @@ func (h *Handler) fillEmptyTimestamps(doc bson.D) bson.D {
 		if out == nil {
 			out = append(bson.D(nil), doc...)
 		}
-		out[i].Value = h.emptyTs.next(h.deps.Clock.Now())
+		out[i].Value = c.next(now)
 	}
 	if out == nil {
 		return doc

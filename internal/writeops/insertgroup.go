@@ -1,0 +1,76 @@
+package writeops
+
+import (
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/docstore"
+)
+
+// InsertGroup groups the inserts from statement i on, before statement
+// n, for docstore.InsertGroup: each statement's document, which doc
+// gives ready to insert (or its error, which ends the group in its
+// place), or in a retry the record of one that ran before. done answers
+// a committed statement. The group is never empty: statement i is not
+// one a retry found.
+func (s *Runner) InsertGroup(c *docstore.Collection, opt docstore.WriteOptions, ordered bool, i, n int, doc func(j int) (bson.D, error), done func(k int)) (*Group, error) {
+	g := &insertRun{c: c, ordered: ordered}
+	for j := i; j < n && len(g.docs) < docstore.InsertGroupDocs; j++ {
+		if j > i {
+			rec, found, err := s.Txn.Prior(j)
+			if err != nil {
+				return nil, err
+			}
+			if found {
+				g.stmts, g.recs = append(g.stmts, insertStmt{doc: -1}), append(g.recs, rec)
+				continue
+			}
+		}
+		d, err := doc(j)
+		if err != nil {
+			g.stmts, g.recs = append(g.stmts, insertStmt{doc: -1, err: err}), append(g.recs, nil)
+			break
+		}
+		g.stmts, g.recs = append(g.stmts, insertStmt{doc: len(g.docs)}), append(g.recs, nil)
+		g.docs = append(g.docs, docstore.GroupDoc{Doc: d, Opt: Recorded(s.Txn, opt, j, RecordN(1))})
+	}
+	return &Group{commit: g.commit, recs: g.recs, done: done}, nil
+}
+
+// insertRun is a group of inserts into one collection.
+type insertRun struct {
+	c       *docstore.Collection
+	ordered bool
+	docs    []docstore.GroupDoc
+	stmts   []insertStmt
+	recs    []bson.D // by statement: its record, when a retry found one
+}
+
+// insertStmt is one statement of an insertRun: its document's index in
+// docs, or -1 for a record or a document that failed before the insert
+// (err).
+type insertStmt struct {
+	doc int
+	err error
+}
+
+// commit inserts the group's documents and gives each statement its
+// result, up to an ordered write's first failure.
+func (g *insertRun) commit() ([]error, int) {
+	var docErrs []error
+	attempted := 0
+	if len(g.docs) > 0 {
+		docErrs, attempted = g.c.InsertGroup(g.docs, g.ordered)
+	}
+	errs := make([]error, len(g.stmts))
+	for k, st := range g.stmts {
+		if st.doc < 0 {
+			errs[k] = st.err
+			continue
+		}
+		if st.doc >= attempted {
+			return errs, k
+		}
+		errs[k] = docErrs[st.doc]
+	}
+	return errs, len(g.stmts)
+}
