@@ -25,6 +25,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/expirywatch"
 	"github.com/mayflydb/mayfly/internal/repl"
 	"github.com/mayflydb/mayfly/internal/server"
+	"github.com/mayflydb/mayfly/internal/session"
 	"github.com/mayflydb/mayfly/internal/storage"
 	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
 	"github.com/mayflydb/mayfly/internal/ttl"
@@ -124,7 +125,9 @@ type App struct {
 	serveErr chan error
 	ops      *operations
 	changes  *changeLog
-	raft     raftStart // when this member's raft starts (diskfull.go)
+	// txns is the sessions' transactions, aborted past their lifetime.
+	txns *session.Transactions
+	raft raftStart // when this member's raft starts (diskfull.go)
 	// configClient reaches the config servers from a shard (sharding.go).
 	configClient ConfigClient
 }
@@ -239,6 +242,7 @@ func (a *App) assemble() error {
 	if err != nil {
 		return err
 	}
+	a.txns = session.NewTransactions(cfg.Clock)
 	params := a.params()
 	a.registerChangeParams(params)
 	if err := applySetParameters(params, cfg.SetParameters); err != nil {
@@ -255,6 +259,7 @@ func (a *App) assemble() error {
 		OpStats:  a.ops.stats, Log: a.ops.ring, DataDir: a.dataDir(), Fsync: a.ops.fsync,
 		Repl: a.rs, ReplicaSetMember: a.rs != nil, TestCommands: testCommands(cfg.SetParameters),
 		Changes: a.changes.feed, Profiler: profiles, ClusterRole: cfg.ClusterRole, Shard: shard,
+		Transactions: a.txns,
 	})
 	a.srv = server.New(server.Config{Addr: cfg.Addr, MaxConns: cfg.MaxConns, MessageTimeout: cfg.MessageTimeout, Logger: cfg.Logger,
 		TLS: tlsCfg, TLSMode: cfg.Security.TLSMode, IdleTimeout: cfg.IdleTimeout}, h)
@@ -280,8 +285,9 @@ func (a *App) startBackground() {
 	go func() { defer a.wg.Done(); a.runChangeLogTrim(ctx) }()
 	go func() { defer a.wg.Done(); a.runExpiryWarnings(ctx) }()
 	if a.rs != nil {
-		a.wg.Add(1)
+		a.wg.Add(2)
 		go func() { defer a.wg.Done(); a.sweepSessions(ctx) }()
+		go func() { defer a.wg.Done(); a.txns.Run(ctx) }()
 	}
 }
 

@@ -17,8 +17,8 @@ import (
 // retryableWrite returns the retry state of a write command, or nil when
 // it is not a retryable write (standalone, or no txnNumber).
 func (h *Handler) retryableWrite(r *request) (*session.Txn, error) {
-	if h.deps.Repl == nil {
-		return nil, nil
+	if h.deps.Repl == nil || r.txn != nil {
+		return nil, nil // a transaction's statements commit with it
 	}
 	v, ok := bsonutil.Field(r.body, "txnNumber")
 	if !ok {
