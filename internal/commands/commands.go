@@ -38,10 +38,10 @@ type Deps struct {
 	// Transactions is the sessions' multi-document transactions (a
 	// replica set member's; nil makes a table of the handler's own).
 	Transactions *session.Transactions
-	Cursors *cursor.Registry
-	Clock   clock.Clock
-	Logger  *slog.Logger
-	Params  *params.Table
+	Cursors      *cursor.Registry
+	Clock        clock.Clock
+	Logger       *slog.Logger
+	Params       *params.Table
 	// Argv is the command line, for getCmdLineOpts.
 	Argv []string
 	// Parsed is the effective configuration, for getCmdLineOpts.
