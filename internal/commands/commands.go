@@ -34,14 +34,11 @@ import (
 
 // Deps are what the handlers need from the rest of the server.
 type Deps struct {
-	Store *docstore.Store
-	// Transactions is the sessions' multi-document transactions (a
-	// replica set member's; nil makes a table of the handler's own).
-	Transactions *session.Transactions
-	Cursors      *cursor.Registry
-	Clock        clock.Clock
-	Logger       *slog.Logger
-	Params       *params.Table
+	Store   *docstore.Store
+	Cursors *cursor.Registry
+	Clock   clock.Clock
+	Logger  *slog.Logger
+	Params  *params.Table
 	// Argv is the command line, for getCmdLineOpts.
 	Argv []string
 	// Parsed is the effective configuration, for getCmdLineOpts.
@@ -78,6 +75,9 @@ type Deps struct {
 	// Shard is a shard member's cluster state (see shardversion.go).
 	ClusterRole string
 	Shard       *shardstate.State
+	// Transactions is the sessions' multi-document transactions (a
+	// replica set member's; nil makes a table of the handler's own).
+	Transactions *session.Transactions
 }
 
 // TTLStats are serverStatus().metrics.ttl.
