@@ -176,6 +176,9 @@ func (ts *Transactions) Commit(st TxnStatement, commit func(Resource) (unknown b
 	case TxnAborted:
 		ts.mu.Unlock()
 		return abortedError(cur)
+	case TxnCommitUnknown:
+		ts.mu.Unlock()
+		return unknownError(cur)
 	}
 	cur.running++
 	ts.mu.Unlock()
@@ -256,6 +259,13 @@ func continuable(st TxnStatement, cur *Transaction) error {
 
 func committedError(t *Transaction) error {
 	return mongoerr.Newf(mongoerr.TransactionCommitted, "Transaction with { txnNumber: %d } has been committed.", t.Number)
+}
+
+// unknownError answers a retried commit whose first attempt's entry was
+// proposed and not seen applied: still unknown, with a retriable code
+// (the reply's label says UnknownTransactionCommitResult).
+func unknownError(t *Transaction) error {
+	return mongoerr.Newf(mongoerr.InterruptedDueToReplStateChange, "Transaction with { txnNumber: %d }: the outcome of its commit is unknown", t.Number)
 }
 
 func abortedError(t *Transaction) error {

@@ -92,6 +92,7 @@ func TestTransactionStateMachine(t *testing.T) {
 		{TxnAborted, opStart, 5, mongoerr.ConflictingOperationInProgress},
 		{TxnAborted, opStart, 6, 0},
 		{TxnCommitUnknown, opContinue, 5, mongoerr.TransactionCommitted},
+		{TxnCommitUnknown, opCommit, 5, mongoerr.InterruptedDueToReplStateChange},
 		{TxnCommitUnknown, opStart, 6, 0},
 	}
 	covered := map[TxnState]bool{}
