@@ -64,6 +64,9 @@ func (h *Handler) enterTransaction(r *request) error {
 	if err := allowedInTransaction(r.name); err != nil {
 		return err
 	}
+	if err := pipelineInTransaction(r); err != nil {
+		return err
+	}
 	if err := h.deps.Repl.CheckWrite(); err != nil {
 		return mongoerr.New(mongoerr.NotWritablePrimary, "Not primary so we cannot begin or continue a transaction")
 	}
@@ -189,6 +192,27 @@ func allowedInTransaction(name string) error {
 		return mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "Cannot run 'count' in a multi-document transaction. Please see http://dochub.mongodb.org/core/transaction-count for a recommended alternative.")
 	}
 	return mongoerr.Newf(mongoerr.OperationNotSupportedInTransaction, "Cannot run '%s' in a multi-document transaction.", name)
+}
+
+// stagesOutsideTransactions are the aggregation stages mongod refuses
+// inside a transaction: they write, or read beyond one snapshot.
+var stagesOutsideTransactions = []string{"$out", "$merge", "$changeStream"}
+
+// pipelineInTransaction refuses an aggregate whose pipeline holds one of
+// them, with the text of mongod's check before the pipeline is parsed.
+func pipelineInTransaction(r *request) error {
+	if r.name != "aggregate" {
+		return nil
+	}
+	v, _ := bsonutil.Field(r.body, "pipeline")
+	stages, _ := v.(bson.A)
+	for _, s := range stages {
+		d, _ := s.(bson.D)
+		if len(d) > 0 && slices.Contains(stagesOutsideTransactions, d[0].Key) {
+			return mongoerr.Newf(mongoerr.OperationNotSupportedInTransaction, "Stage not supported inside of a multi-document transaction: %s", d[0].Key)
+		}
+	}
+	return nil
 }
 
 // cmdCommitTransaction commits the session's transaction, or answers a
