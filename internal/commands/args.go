@@ -202,13 +202,3 @@ func checkWriteConcernReach(r *request, replicaSetMember bool) error {
 	}
 	return nil
 }
-
-func enumArg(field string, v any, allowed ...string) (string, error) {
-	s, _ := v.(string)
-	for _, a := range allowed {
-		if s == a {
-			return s, nil
-		}
-	}
-	return "", mongoerr.Newf(mongoerr.BadValue, "Enumeration value '%s' for field '%s' is not a valid value.", bsonutil.Format(v), field)
-}

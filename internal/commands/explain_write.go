@@ -3,7 +3,6 @@ package commands
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/executor"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -91,10 +90,4 @@ func (h *Handler) explainFAM(r *request, v executor.Verbosity) (*executor.Explai
 		w.Stage, w.Update, w.Upsert = "UPDATE", h.dryUpdate(a.filter, a.mod), a.upsert
 	}
 	return ex.ExplainWrite(w, r.db+"."+a.coll, v)
-}
-
-// sortWithin sorts src in memory under find's memory limit
-// (executor.SortWithin), stopping once r is interrupted.
-func sortWithin(r *request, src cursor.Source, s *query.Sort, keep int64, allowDisk bool) ([]bson.D, int64, error) {
-	return executor.SortWithin(func() error { return checkInterrupt(r.ctx) }, src, s, keep, allowDisk)
 }
