@@ -299,20 +299,12 @@ func runListAppend(t *testing.T, cl *mongo.Client) {
 	if err := txnload.RunListAppend(ctx, cfg, client, rec); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatal(err)
 	}
-	history, err := txnload.ListAppendHistory(rec.Events())
+	res, counts, err := txnload.CheckListAppend(rec.Events())
 	if err != nil {
 		t.Fatal(err)
-	}
-	res, err := txncheck.Check(history)
-	if err != nil {
-		t.Fatal(err)
-	}
-	counts := map[txncheck.Status]int{}
-	for _, txn := range history {
-		counts[txn.Status]++
 	}
 	t.Logf("list-append: %d transactions, ok %d, fail %d, info %d; anomalies %v",
-		len(history), counts[txncheck.Committed], counts[txncheck.Aborted], counts[txncheck.Indeterminate], res.Counts)
+		res.Txns, counts[txncheck.Committed], counts[txncheck.Aborted], counts[txncheck.Indeterminate], res.Counts)
 	if !res.Valid() {
 		t.Fatalf("snapshot isolation broken: %s", res)
 	}

@@ -140,17 +140,12 @@ func transactionStatement(r *request) (session.TxnStatement, error) {
 	if v, _ := bsonutil.Field(r.body, "autocommit"); v != false {
 		return st, mongoerr.New(mongoerr.InvalidOptions, "autocommit must be false")
 	}
-	v, ok := bsonutil.Field(r.body, "txnNumber")
-	if !ok {
-		return st, mongoerr.New(mongoerr.InvalidOptions, "txnNumber must be provided for multi-document transactions")
-	}
-	number, isLong := v.(int64)
-	if !isLong {
-		return st, wrongType(r.name, "txnNumber", v, "long")
-	}
-	lsid, label, err := sessionKey(r)
+	number, lsid, label, ok, err := sessionTxnNumber(r)
 	if err != nil {
 		return st, err
+	}
+	if !ok {
+		return st, mongoerr.New(mongoerr.InvalidOptions, "txnNumber must be provided for multi-document transactions")
 	}
 	st = session.TxnStatement{LSID: lsid, Label: label, Number: number}
 	if start, ok := bsonutil.Field(r.body, "startTransaction"); ok {

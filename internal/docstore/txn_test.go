@@ -148,7 +148,12 @@ func removeDoc(doc bson.D) (Change, error) { return Change{Kind: Remove}, nil }
 
 func txnScan(t *testing.T, x *Txn, c *Collection) []bson.D {
 	t.Helper()
-	it := x.Scan(c, nil, nil)
+	return readIter(t, x.Scan(c, nil, nil))
+}
+
+// readIter reads it to its end and closes it.
+func readIter(t *testing.T, it *DocIter) []bson.D {
+	t.Helper()
 	defer it.Close()
 	var docs []bson.D
 	for {
@@ -542,19 +547,7 @@ func TestWriteOptionsTxnRoutesEveryEntryPoint(t *testing.T) {
 	if n := visible(t, c); n != 2 {
 		t.Fatalf("outside before commit: %d visible, want 2", n)
 	}
-	it := c.Scan(nil, nil).Within(x)
-	var inside []bson.D
-	for {
-		d, ok, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !ok {
-			break
-		}
-		inside = append(inside, d)
-	}
-	_ = it.Close()
+	inside := readIter(t, c.Scan(nil, nil).Within(x))
 	if got := docIDs(inside); !slices.Equal(got, []string{"1", "3", "4", "5", "6"}) {
 		t.Fatalf("inside: %v, want [1 3 4 5 6]", got)
 	}
