@@ -124,8 +124,8 @@ func commandRows() map[string]command {
 		"applyOps":      {run: cmdApplyOps, role: onPrimary},
 
 		// Transactions (txn.go).
-		"commitTransaction": {run: cmdCommitTransaction, role: onPrimary, adminOnly: true},
-		"abortTransaction":  {run: cmdAbortTransaction, role: onPrimary, adminOnly: true},
+		"commitTransaction": {run: cmdCommitTransaction, role: onPrimary, apiV1: true, adminOnly: true},
+		"abortTransaction":  {run: cmdAbortTransaction, role: onPrimary, apiV1: true, adminOnly: true},
 
 		// Replication.
 		"replSetInitiate":     {run: cmdReplSetInitiate},
