@@ -234,6 +234,43 @@ func TestTransactionsThreeMemberSet(t *testing.T) {
 	wantWholePairsOnSecondary(t, rs)
 	wantTransactionEvents(t, stream, pairs)
 	runListAppend(t, cl)
+	wantStepDownAborts(t, rs, cl)
+}
+
+// wantStepDownAborts: a primary that steps down aborts its open
+// transactions; the commit fails and nothing of the transaction stays.
+func wantStepDownAborts(t *testing.T, rs *replSet, cl *mongo.Client) {
+	t.Helper()
+	ctx := ctxT(t)
+	coll := cl.Database("test").Collection("pairs")
+	sess, err := cl.StartSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.EndSession(ctx)
+	if err := sess.StartTransaction(txnOptions()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coll.InsertOne(mongo.NewSessionContext(ctx, sess), bson.D{{Key: "_id", Value: "stepdown"}}); err != nil {
+		t.Fatal(err)
+	}
+	old := rs.waitPrimary(-1, 10*time.Second)
+	direct := rs.direct(old)
+	_ = direct.Database("admin").RunCommand(ctx, bson.D{{Key: "replSetStepDown", Value: 10}, {Key: "secondaryCatchUpPeriodSecs", Value: 5}}).Err()
+	status, err := direct.Database("admin").RunCommand(ctx, bson.D{{Key: "serverStatus", Value: 1}}).Raw()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if open, _ := status.Lookup("transactions", "currentOpen").Int64OK(); open != 0 {
+		t.Fatalf("the stepped-down member keeps %d transactions open", open)
+	}
+	rs.waitPrimary(old, 20*time.Second)
+	if err := sess.CommitTransaction(ctx); err == nil {
+		t.Fatal("a transaction committed across a step-down")
+	}
+	if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: "stepdown"}}).Err(); !errors.Is(err, mongo.ErrNoDocuments) {
+		t.Fatalf("the aborted transaction's document: %v, want none", err)
+	}
 }
 
 // wantWholePairsOnSecondary polls a secondary: every read sees an even

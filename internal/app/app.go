@@ -151,7 +151,7 @@ func Start(cfg Config) (*App, error) {
 		ops.abandon(cfg)
 		return nil, fmt.Errorf("app: open storage: %w", err)
 	}
-	a := &App{cfg: cfg, eng: eng, serveErr: make(chan error, 1), ops: ops, changes: newChangeLog(cfg)}
+	a := &App{cfg: cfg, eng: eng, serveErr: make(chan error, 1), ops: ops, changes: newChangeLog(cfg), txns: session.NewTransactions(cfg.Clock)}
 	if err := a.openReplica(eng); err != nil {
 		_ = eng.Close()
 		ops.abandon(cfg)
@@ -242,7 +242,6 @@ func (a *App) assemble() error {
 	if err != nil {
 		return err
 	}
-	a.txns = session.NewTransactions(cfg.Clock)
 	params := a.params()
 	a.registerChangeParams(params)
 	if err := applySetParameters(params, cfg.SetParameters); err != nil {
