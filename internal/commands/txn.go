@@ -216,10 +216,11 @@ func cmdCommitTransaction(h *Handler, r *request) (bson.D, error) {
 	if r.txn == nil {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "commitTransaction must be run within a transaction")
 	}
-	err := h.txns.Commit(r.txn.stmt, func(res session.Resource) (bool, error) {
-		err := res.(*docstore.Txn).Commit(docstore.WriteOptions{})
+	st := r.txn.stmt
+	err := h.txns.Commit(st, func(res session.Resource) (bool, error) {
+		err := res.(*docstore.Txn).Commit(docstore.WriteOptions{Extra: session.RecordCommit(st.LSID, st.Number, h.deps.Clock.Now())})
 		return commitOutcomeUnknown(err), err
-	})
+	}, func() (bool, error) { return session.CommittedTxn(h.deps.Store.Engine(), st.LSID, st.Number) })
 	if err != nil {
 		return nil, err
 	}

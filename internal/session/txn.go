@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -157,28 +158,20 @@ func (ts *Transactions) Fail(t *Transaction) {
 // Commit runs commitTransaction: commit is called with the transaction's
 // resource while it is in progress, and its outcome recorded (unknown
 // when it reports so). A committed transaction answers ok again; an
-// aborted one NoSuchTransaction.
-func (ts *Transactions) Commit(st TxnStatement, commit func(Resource) (unknown bool, err error)) error {
+// aborted one NoSuchTransaction. recorded reads the durable commit
+// record (RecordCommit): it answers a retried commit this member did not
+// run (the first attempt reached another primary) or whose outcome it
+// did not see.
+func (ts *Transactions) Commit(st TxnStatement, commit func(Resource) (unknown bool, err error), recorded func() (bool, error)) error {
 	ts.mu.Lock()
 	cur := ts.bySess[string(st.LSID)]
 	if err := tooOld(st, cur); err != nil {
 		ts.mu.Unlock()
 		return err
 	}
-	if err := matches(st, cur); err != nil {
+	if err := ts.settled(st, cur, recorded); err != errUnsettled {
 		ts.mu.Unlock()
 		return err
-	}
-	switch cur.State {
-	case TxnCommitted:
-		ts.mu.Unlock()
-		return nil
-	case TxnAborted:
-		ts.mu.Unlock()
-		return abortedError(cur)
-	case TxnCommitUnknown:
-		ts.mu.Unlock()
-		return unknownError(cur)
 	}
 	cur.running++
 	ts.mu.Unlock()
@@ -196,6 +189,36 @@ func (ts *Transactions) Commit(st TxnStatement, commit func(Resource) (unknown b
 		ts.abortLocked(cur)
 	}
 	return err
+}
+
+// errUnsettled says the transaction is in progress: its commit runs.
+var errUnsettled = errors.New("session: transaction in progress")
+
+// settled answers a commit of a transaction that is not in progress here.
+func (ts *Transactions) settled(st TxnStatement, cur *Transaction, recorded func() (bool, error)) error {
+	if cur == nil || cur.Number != st.Number || cur.State == TxnCommitUnknown {
+		done, err := recorded()
+		switch {
+		case err != nil:
+			return err
+		case done && cur != nil && cur.Number == st.Number:
+			cur.State = TxnCommitted
+			ts.stats.TotalCommitted++
+			return nil
+		case done:
+			return nil
+		case cur != nil && cur.Number == st.Number:
+			return unknownError(cur)
+		}
+		return matches(st, cur)
+	}
+	switch cur.State {
+	case TxnCommitted:
+		return nil
+	case TxnAborted:
+		return abortedError(cur)
+	}
+	return errUnsettled
 }
 
 // Abort runs abortTransaction.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
 )
 
 type fakeResource struct{ aborted int }
@@ -14,6 +15,8 @@ type fakeResource struct{ aborted int }
 func (f *fakeResource) Abort() { f.aborted++ }
 
 var txnT0 = time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
+
+func noRecord() (bool, error) { return false, nil }
 
 func newTable(clk clock.Clock) *Transactions {
 	return NewTransactions(clk)
@@ -46,7 +49,7 @@ func TestTransactionStateMachine(t *testing.T) {
 		TxnInProgress: start,
 		TxnCommitted: func(ts *Transactions) {
 			start(ts)
-			_ = ts.Commit(stmt(5, false), func(Resource) (bool, error) { return false, nil })
+			_ = ts.Commit(stmt(5, false), func(Resource) (bool, error) { return false, nil }, noRecord)
 		},
 		TxnAborted: func(ts *Transactions) {
 			start(ts)
@@ -56,7 +59,7 @@ func TestTransactionStateMachine(t *testing.T) {
 			start(ts)
 			_ = ts.Commit(stmt(5, false), func(Resource) (bool, error) {
 				return true, mongoerr.New(mongoerr.HostUnreachable, "lost")
-			})
+			}, noRecord)
 		},
 	}
 	type op int
@@ -109,7 +112,7 @@ func TestTransactionStateMachine(t *testing.T) {
 				ts.Leave(tx)
 			}
 		case opCommit:
-			err = ts.Commit(stmt(tc.n, false), func(Resource) (bool, error) { return false, nil })
+			err = ts.Commit(stmt(tc.n, false), func(Resource) (bool, error) { return false, nil }, noRecord)
 		case opAbort:
 			err = ts.Abort(stmt(tc.n, false))
 		}
@@ -152,13 +155,13 @@ func TestCommitFailureAbortsOrIsUnknown(t *testing.T) {
 	tx, _ := ts.Enter(stmt(1, true), func() Resource { return res })
 	ts.Leave(tx)
 	conflict := mongoerr.New(mongoerr.WriteConflict, "conflict")
-	if err := ts.Commit(stmt(1, false), func(Resource) (bool, error) { return false, conflict }); err != conflict {
+	if err := ts.Commit(stmt(1, false), func(Resource) (bool, error) { return false, conflict }, noRecord); err != conflict {
 		t.Fatalf("commit: %v", err)
 	}
 	if tx.State != TxnAborted || res.aborted != 1 {
 		t.Fatalf("after a conflict: %v, aborted %d", tx.State, res.aborted)
 	}
-	if err := ts.Commit(stmt(1, false), nil); codeOf(err) != mongoerr.NoSuchTransaction {
+	if err := ts.Commit(stmt(1, false), nil, noRecord); codeOf(err) != mongoerr.NoSuchTransaction {
 		t.Fatalf("retried commit after a conflict: %v, want NoSuchTransaction", err)
 	}
 }
@@ -188,5 +191,48 @@ func TestReaperAbortsAtTheLifetimeLimit(t *testing.T) {
 	}
 	if _, err := ts.Enter(stmt(1, false), nil); codeOf(err) != mongoerr.NoSuchTransaction {
 		t.Fatalf("a statement after the reaper: %v, want NoSuchTransaction", err)
+	}
+}
+
+// TestRetriedCommitReadsTheCommitRecord: a retried commit this member did
+// not run, or whose outcome it did not see, answers from the durable
+// record: ok when it says committed, else NoSuchTransaction (no
+// transaction here) or still unknown.
+func TestRetriedCommitReadsTheCommitRecord(t *testing.T) {
+	eng, err := pebblestore.Open(pebblestore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Close()
+	lsid := []byte("s1")
+	recorded := func() (bool, error) { return CommittedTxn(eng, lsid, 5) }
+	ts := newTable(clock.NewManual(txnT0))
+	if err := ts.Commit(stmt(5, false), nil, recorded); codeOf(err) != mongoerr.NoSuchTransaction {
+		t.Fatalf("no transaction and no record: %v, want NoSuchTransaction", err)
+	}
+	tx, _ := ts.Enter(stmt(5, true), func() Resource { return &fakeResource{} })
+	ts.Leave(tx)
+	_ = ts.Commit(stmt(5, false), func(Resource) (bool, error) { return true, mongoerr.New(mongoerr.HostUnreachable, "lost") }, recorded)
+	if err := ts.Commit(stmt(5, false), nil, recorded); codeOf(err) != mongoerr.InterruptedDueToReplStateChange {
+		t.Fatalf("unknown and no record: %v, want the unknown answer", err)
+	}
+	b := eng.NewBatch()
+	if err := RecordCommit(lsid, 5, txnT0)(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(false); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.Commit(stmt(5, false), nil, recorded); err != nil {
+		t.Fatalf("unknown, then recorded: %v", err)
+	}
+	if err := newTable(clock.NewManual(txnT0)).Commit(stmt(5, false), nil, recorded); err != nil {
+		t.Fatalf("another member with the record: %v", err)
+	}
+	if n, err := Sweep(eng, txnT0.Add(Lifetime+time.Minute)); err != nil || n != 0 {
+		t.Fatalf("sweep: %d, %v", n, err)
+	}
+	if ok, err := CommittedTxn(eng, lsid, 5); ok || err != nil {
+		t.Fatalf("the record outlived Lifetime: %v, %v", ok, err)
 	}
 }
