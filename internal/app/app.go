@@ -25,6 +25,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/expirywatch"
 	"github.com/mayflydb/mayfly/internal/repl"
 	"github.com/mayflydb/mayfly/internal/server"
+	"github.com/mayflydb/mayfly/internal/session"
 	"github.com/mayflydb/mayfly/internal/storage"
 	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
 	"github.com/mayflydb/mayfly/internal/ttl"
@@ -124,7 +125,9 @@ type App struct {
 	serveErr chan error
 	ops      *operations
 	changes  *changeLog
-	raft     raftStart // when this member's raft starts (diskfull.go)
+	// txns is the sessions' transactions, aborted past their lifetime.
+	txns *session.Transactions
+	raft raftStart // when this member's raft starts (diskfull.go)
 	// configClient reaches the config servers from a shard (sharding.go).
 	configClient ConfigClient
 }
@@ -148,7 +151,7 @@ func Start(cfg Config) (*App, error) {
 		ops.abandon(cfg)
 		return nil, fmt.Errorf("app: open storage: %w", err)
 	}
-	a := &App{cfg: cfg, eng: eng, serveErr: make(chan error, 1), ops: ops, changes: newChangeLog(cfg)}
+	a := &App{cfg: cfg, eng: eng, serveErr: make(chan error, 1), ops: ops, changes: newChangeLog(cfg), txns: session.NewTransactions(cfg.Clock)}
 	if err := a.openReplica(eng); err != nil {
 		_ = eng.Close()
 		ops.abandon(cfg)
@@ -255,6 +258,7 @@ func (a *App) assemble() error {
 		OpStats:  a.ops.stats, Log: a.ops.ring, DataDir: a.dataDir(), Fsync: a.ops.fsync,
 		Repl: a.rs, ReplicaSetMember: a.rs != nil, TestCommands: testCommands(cfg.SetParameters),
 		Changes: a.changes.feed, Profiler: profiles, ClusterRole: cfg.ClusterRole, Shard: shard,
+		Transactions: a.txns,
 	})
 	a.srv = server.New(server.Config{Addr: cfg.Addr, MaxConns: cfg.MaxConns, MessageTimeout: cfg.MessageTimeout, Logger: cfg.Logger,
 		TLS: tlsCfg, TLSMode: cfg.Security.TLSMode, IdleTimeout: cfg.IdleTimeout}, h)
@@ -280,8 +284,9 @@ func (a *App) startBackground() {
 	go func() { defer a.wg.Done(); a.runChangeLogTrim(ctx) }()
 	go func() { defer a.wg.Done(); a.runExpiryWarnings(ctx) }()
 	if a.rs != nil {
-		a.wg.Add(1)
+		a.wg.Add(2)
 		go func() { defer a.wg.Done(); a.sweepSessions(ctx) }()
+		go func() { defer a.wg.Done(); a.txns.Run(ctx) }()
 	}
 }
 

@@ -12,6 +12,9 @@ import (
 func (a *App) params() *params.Table {
 	p := params.New()
 	p.Register("ttlMonitorEnabled", params.Bool(a.monitor.Enabled, a.monitor.SetEnabled))
+	p.Register("transactionLifetimeLimitSeconds", params.Int(
+		func() int64 { return int64(a.txns.Lifetime() / time.Second) },
+		func(n int64) { a.txns.SetLifetime(time.Duration(n) * time.Second) }, 1))
 	p.Register("ttlMonitorSleepSecs", params.Int(a.monitor.SleepSecs, a.monitor.SetSleepSecs, 1))
 	// mayflyExactExpiry hides expired documents from every command before
 	// the monitor deletes them; false restores MongoDB's lag.

@@ -116,7 +116,9 @@ func (h replicaHooks) Promoted() {
 	}()
 }
 
-func (h replicaHooks) Demoted() {}
+// Demoted aborts the open transactions, as a stepping-down mongod does:
+// their next statement or commit answers NoSuchTransaction.
+func (h replicaHooks) Demoted() { h.a.txns.AbortAll() }
 
 // sweepSessions removes, on the primary, the retryable-write records of
 // sessions idle for longer than a driver may retry.

@@ -24,6 +24,7 @@ func TestEventRoundTrip(t *testing.T) {
 		{Op: OpCreate, DB: "a", Coll: "b", UUID: bytes.Repeat([]byte{7}, 16), Desc: []byte{5, 0, 0, 0, 0}, NsType: NsCollection},
 		{Op: OpModify, DB: "a", Coll: "b", UUID: bytes.Repeat([]byte{7}, 16), Desc: []byte{5, 0, 0, 0, 0}, Before: []byte{5, 0, 0, 0, 0}},
 		{Op: OpDrop, DB: "a", Coll: "v", NsType: NsView},
+		{Op: OpInsert, DB: "db", Coll: "c", Doc: []byte{5, 0, 0, 0, 0}, LSID: []byte{5, 0, 0, 0, 0}, TxnNumber: 7},
 	}
 	for _, ev := range events {
 		got, err := Decode(ev.Encode(nil))
@@ -39,7 +40,7 @@ func TestEventRoundTrip(t *testing.T) {
 			t.Fatalf("round trip of %+v gave %+v", want, *got)
 		}
 	}
-	for _, ev := range []Event{events[2], events[6]} {
+	for _, ev := range []Event{events[2], events[6], events[8]} {
 		enc := ev.Encode(nil)
 		for i := range enc {
 			if _, err := Decode(enc[:i]); err == nil && i < len(enc) {

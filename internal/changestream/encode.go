@@ -204,6 +204,11 @@ func appendUpdateDescription(dst, desc []byte) ([]byte, error) {
 // wallTime. It returns the document's start for bsoncore.AppendDocumentEnd.
 func appendEventHead(dst []byte, rec Record) (int32, []byte) {
 	idx, dst := bsoncore.AppendDocumentStart(dst)
+	if ev := rec.Event; len(ev.LSID) > 0 {
+		// mongod puts a transaction's fields first.
+		dst = bsoncore.AppendInt64Element(dst, "txnNumber", ev.TxnNumber)
+		dst = bsoncore.AppendDocumentElement(dst, "lsid", ev.LSID)
+	}
 	tokIdx, dst := bsoncore.AppendDocumentElementStart(dst, "_id")
 	dst = appendTokenData(dst, Token{Pos: rec.Pos})
 	dst, _ = bsoncore.AppendDocumentEnd(dst, tokIdx)

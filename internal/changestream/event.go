@@ -106,6 +106,10 @@ type Event struct {
 	// NsType is what a create made (NsCollection, NsView, NsTimeseries);
 	// on a drop or modify, set only for a view or time-series collection.
 	NsType string
+	// LSID (the session's lsid document) and TxnNumber name the
+	// transaction that made a write; LSID is empty outside one.
+	LSID      []byte
+	TxnNumber int64
 }
 
 // DocumentID is the changed document's _id: the event's copy of it, or
@@ -157,6 +161,7 @@ const (
 	hasDesc
 	hasBefore
 	hasNsType
+	hasTxn
 )
 
 const extFlags = 0x80
@@ -166,8 +171,9 @@ const extFlags = 0x80
 //	op(1) flags(1) db coll id [rawID] [doc] [pre] [update] [toDB toColl] [index afterSecs(varint) atMillis(varint)] [evicting index]
 //	[elements' index afterSecs(varint)] [uuid] [desc] [before] [nsType]
 //
-// where strings and byte fields are uvarint length + bytes and a flag bit
-// says which optional fields follow. The last four have flags of their own
+// then [lsid txnNumber(varint)], where strings and byte fields are uvarint
+// length + bytes and a flag bit says which optional fields follow. The
+// last five have flags of their own
 // in a second byte after the first, there when the op byte's high bit is
 // set.
 func (e *Event) Encode(dst []byte) []byte {
@@ -176,6 +182,7 @@ func (e *Event) Encode(dst []byte) []byte {
 	flags |= bit(e.ToColl != "", hasRename) | bit(e.Expired != nil, hasExpired) | bit(len(e.RawID) > 0, hasRawID)
 	flags |= bit(e.Evicted != nil, hasEvicted) | bit(e.Elements != nil, hasElements)
 	ext := bit(len(e.UUID) > 0, hasUUID) | bit(len(e.Desc) > 0, hasDesc) | bit(len(e.Before) > 0, hasBefore) | bit(e.NsType != "", hasNsType)
+	ext |= bit(len(e.LSID) > 0, hasTxn)
 	if ext != 0 {
 		dst = append(dst, byte(e.Op)|extFlags, flags, ext)
 	} else {
@@ -228,13 +235,17 @@ func (e *Event) encodeExt(dst []byte, ext byte) []byte {
 	if ext&hasNsType != 0 {
 		dst = appendBytes(dst, []byte(e.NsType))
 	}
+	if ext&hasTxn != 0 {
+		dst = appendBytes(dst, e.LSID)
+		dst = binary.AppendVarint(dst, e.TxnNumber)
+	}
 	return dst
 }
 
 // Size is an upper bound of the event's encoded length.
 func (e *Event) Size() int {
 	n := 3 + 12*binary.MaxVarintLen64 + len(e.DB) + len(e.Coll) + len(e.ID) + len(e.RawID) + len(e.Doc) + len(e.Pre) + len(e.Update) + len(e.ToDB) + len(e.ToColl)
-	n += len(e.UUID) + len(e.Desc) + len(e.Before) + len(e.NsType)
+	n += len(e.UUID) + len(e.Desc) + len(e.Before) + len(e.NsType) + len(e.LSID)
 	if e.Expired != nil {
 		n += len(e.Expired.Index) + 2*binary.MaxVarintLen64
 	}
@@ -321,6 +332,9 @@ func decodeExt(e *Event, ext byte, r *reader) {
 	}
 	if ext&hasNsType != 0 {
 		e.NsType = string(r.bytes())
+	}
+	if ext&hasTxn != 0 {
+		e.LSID, e.TxnNumber = r.bytes(), r.varint()
 	}
 }
 

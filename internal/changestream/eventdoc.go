@@ -21,11 +21,12 @@ func invalidateDoc(rec Record) bson.D {
 func (c *Stream) eventDoc(rec Record) (bson.D, error) {
 	ev := rec.Event
 	tok := Token{Pos: rec.Pos}
-	d := bson.D{
-		{Key: "_id", Value: bson.D{{Key: "_data", Value: tok.String()}}},
-		{Key: "operationType", Value: ev.Op.String()},
-		{Key: "clusterTime", Value: bson.Timestamp{T: rec.Pos.TS.T, I: rec.Pos.TS.I}},
-	}
+	d := txnFields(ev)
+	d = append(d,
+		bson.E{Key: "_id", Value: bson.D{{Key: "_data", Value: tok.String()}}},
+		bson.E{Key: "operationType", Value: ev.Op.String()},
+		bson.E{Key: "clusterTime", Value: bson.Timestamp{T: rec.Pos.TS.T, I: rec.Pos.TS.I}},
+	)
 	if c.spec.Expanded && len(ev.UUID) > 0 {
 		d = append(d, bson.E{Key: "collectionUUID", Value: bson.Binary{Subtype: bson.TypeBinaryUUID, Data: ev.UUID}})
 	}
@@ -233,4 +234,12 @@ func orNull(d bson.D) any {
 		return nil
 	}
 	return d
+}
+
+// txnFields are the fields mongod opens a transaction's event with.
+func txnFields(ev *Event) bson.D {
+	if len(ev.LSID) == 0 {
+		return bson.D{}
+	}
+	return bson.D{{Key: "txnNumber", Value: ev.TxnNumber}, {Key: "lsid", Value: bson.Raw(ev.LSID)}}
 }

@@ -95,6 +95,7 @@ func parseBulkWrite(h *Handler, r *request) (*bulkWrite, error) {
 	if journal {
 		b.runner.Opt.Durable = &docstore.Durability{}
 	}
+	b.runner.Opt.Txn = r.storeTxn()
 	if b.runner.Txn, err = h.retryableWrite(r); err != nil {
 		return nil, err
 	}

@@ -75,6 +75,9 @@ type Deps struct {
 	// Shard is a shard member's cluster state (see shardversion.go).
 	ClusterRole string
 	Shard       *shardstate.State
+	// Transactions is the sessions' multi-document transactions (a
+	// replica set member's; nil makes a table of the handler's own).
+	Transactions *session.Transactions
 }
 
 // TTLStats are serverStatus().metrics.ttl.
@@ -104,6 +107,8 @@ type Handler struct {
 	// streams is what the change streams share (nil without a change
 	// log).
 	streams *changestream.Streams
+	// txns is the sessions' transactions (txn.go).
+	txns *session.Transactions
 }
 
 // request is one command invocation.
@@ -124,6 +129,8 @@ type request struct {
 	// refreshReads: an aggregate that returns the documents its leading
 	// $match passes on, so they refresh their refreshOnRead dates.
 	refreshReads bool
+	// txn is the transaction the command is a statement of (txn.go).
+	txn *inTransaction
 }
 
 // New returns a Handler with the full command table.
@@ -152,7 +159,10 @@ func New(deps Deps) *Handler {
 	if deps.Auth == nil {
 		deps.Auth = auth.Disabled(deps.Store, deps.Logger)
 	}
-	h := &Handler{deps: deps, steady: clock.Unoffset(deps.Clock), started: deps.Clock.Now(), processID: bson.NewObjectID(), sessions: session.NewCache(session.MaxSessions)}
+	h := &Handler{deps: deps, steady: clock.Unoffset(deps.Clock), started: deps.Clock.Now(), processID: bson.NewObjectID(), sessions: session.NewCache(session.MaxSessions), txns: deps.Transactions}
+	if h.txns == nil {
+		h.txns = session.NewTransactions(h.steady)
+	}
 	if deps.Changes != nil {
 		h.streams = changestream.NewStreams(deps.Changes, paging.StreamHost{Store: deps.Store}, deps.Clock)
 	}
@@ -214,17 +224,25 @@ func (h *Handler) replicaReply(r *request, reply bson.D, err error) bson.D {
 	if err == nil {
 		reply = h.awaitWriteConcern(r.ctx, r, reply)
 	}
-	reply = labelRetryable(r, reply)
+	if isTransactionStatement(r) {
+		reply = labelTransaction(r, reply, err)
+	} else {
+		reply = labelRetryable(r, reply)
+	}
 	return h.replyClusterTime(h.withTopologyVersion(reply))
 }
 
-func (h *Handler) run(entry command, r *request) (bson.D, error) {
+func (h *Handler) run(entry command, r *request) (reply bson.D, err error) {
 	if r.db == "" {
 		return nil, mongoerr.New(mongoerr.Location40414, "BSON field '$db' is missing but a required field")
 	}
 	if err := checkGeneric(r, h.deps.Repl != nil); err != nil {
 		return nil, err
 	}
+	if err := h.enterTransaction(r); err != nil {
+		return nil, err
+	}
+	defer func() { reply, err = h.leaveTransaction(r, reply, err) }()
 	if err := checkArgTypes(r, entry); err != nil {
 		return nil, err
 	}
@@ -287,18 +305,12 @@ func checkInterrupt(ctx context.Context) error {
 
 // checkGeneric rejects generic fields whose features Mayfly lacks, instead
 // of silently ignoring them.
-// On a replica set member txnNumber is accepted for retryable writes;
-// multi-document transactions stay refused as mongod refuses them on a
-// storage engine without them.
+// On a replica set member txnNumber is accepted for retryable writes and
+// transactions (txn.go); a standalone refuses both, as mongod does.
 func checkGeneric(r *request, replicaSet bool) error {
 	for _, e := range r.body {
 		switch e.Key {
-		case "startTransaction", "autocommit":
-			if replicaSet {
-				return mongoerr.New(mongoerr.IllegalOperation, "Transaction numbers are only allowed on storage engines that support document-level locking")
-			}
-			return mongoerr.New(mongoerr.IllegalOperation, "Transaction numbers are only allowed on a replica set member or mongos")
-		case "txnNumber":
+		case "startTransaction", "autocommit", "txnNumber":
 			if !replicaSet {
 				return mongoerr.New(mongoerr.IllegalOperation, "Transaction numbers are only allowed on a replica set member or mongos")
 			}

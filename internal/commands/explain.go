@@ -123,6 +123,7 @@ func (h *Handler) readOp(r *request, coll string) *executor.Op {
 		Track:    r.live.Track,
 		Recheck:  r.live.Recheck,
 		Env:      newAggEnv(h, r, coll),
+		Txn:      r.storeTxn(),
 	}
 }
 

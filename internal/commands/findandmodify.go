@@ -50,6 +50,7 @@ func parseFAM(h *Handler, r *request) (*famArgs, error) {
 		return nil, err
 	}
 	a.opt.Sync, err = syncRequested(r)
+	a.opt.Txn = r.storeTxn()
 	return a, err
 }
 

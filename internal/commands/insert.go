@@ -137,6 +137,7 @@ func parseWriteArgs(r *request, field string, known ...string) (writeArgs, []bso
 	if journal {
 		a.opt.Durable = &docstore.Durability{}
 	}
+	a.opt.Txn = r.storeTxn()
 	stmts, err := statements(r, field)
 	return a, stmts, err
 }

@@ -477,7 +477,7 @@ func (h *Handler) withReplStatus(status bson.D) bson.D {
 	if h.deps.Repl == nil {
 		return status
 	}
-	return append(status, bson.E{Key: "repl", Value: h.deps.Repl.ServerStatus()})
+	return append(status, bson.E{Key: "repl", Value: h.deps.Repl.ServerStatus()}, bson.E{Key: "transactions", Value: h.transactionsStatus()})
 }
 
 // RetryableWrites are the commands mongod retries as retryable writes

@@ -17,19 +17,11 @@ import (
 // retryableWrite returns the retry state of a write command, or nil when
 // it is not a retryable write (standalone, or no txnNumber).
 func (h *Handler) retryableWrite(r *request) (*session.Txn, error) {
-	if h.deps.Repl == nil {
-		return nil, nil
+	if h.deps.Repl == nil || r.txn != nil {
+		return nil, nil // a transaction's statements commit with it
 	}
-	v, ok := bsonutil.Field(r.body, "txnNumber")
-	if !ok {
-		return nil, nil
-	}
-	txn, isInt := v.(int64)
-	if !isInt {
-		return nil, wrongType(r.name, "txnNumber", v, "long")
-	}
-	lsid, label, err := sessionKey(r)
-	if err != nil {
+	txn, lsid, label, ok, err := sessionTxnNumber(r)
+	if !ok || err != nil {
 		return nil, err
 	}
 	ids, err := stmtIDs(r)
@@ -38,6 +30,21 @@ func (h *Handler) retryableWrite(r *request) (*session.Txn, error) {
 	}
 	return session.Begin(session.Write{Engine: h.deps.Store.Engine(), LSID: lsid, Label: label, Txn: txn, StmtIDs: ids, Now: h.deps.Clock.Now,
 		BeforeCommit: h.transactionalWriteCheck(r, label, txn)})
+}
+
+// sessionTxnNumber reads txnNumber (ok: present) and the session it
+// belongs to (sessionKey).
+func sessionTxnNumber(r *request) (txn int64, lsid []byte, label string, ok bool, err error) {
+	v, ok := bsonutil.Field(r.body, "txnNumber")
+	if !ok {
+		return 0, nil, "", false, nil
+	}
+	txn, isInt := v.(int64)
+	if !isInt {
+		return 0, nil, "", true, wrongType(r.name, "txnNumber", v, "long")
+	}
+	lsid, label, err = sessionKey(r)
+	return txn, lsid, label, true, err
 }
 
 // sessionKey reads lsid.id (and lsid.uid when present), and how errors

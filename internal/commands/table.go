@@ -123,6 +123,10 @@ func commandRows() map[string]command {
 		"bulkWrite":     {run: cmdBulkWrite, role: onPrimary, apiV1: true, adminOnly: true},
 		"applyOps":      {run: cmdApplyOps, role: onPrimary},
 
+		// Transactions (txn.go).
+		"commitTransaction": {run: cmdCommitTransaction, role: onPrimary, apiV1: true, adminOnly: true},
+		"abortTransaction":  {run: cmdAbortTransaction, role: onPrimary, apiV1: true, adminOnly: true},
+
 		// Replication.
 		"replSetInitiate":     {run: cmdReplSetInitiate},
 		"replSetGetStatus":    {run: cmdReplSetGetStatus},

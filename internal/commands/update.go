@@ -202,7 +202,7 @@ func (h *Handler) updateStatement(r *request, a writeArgs, lv *letScope, i int, 
 
 // writeOp is r's operation as the write layer takes it.
 func (h *Handler) writeOp(r *request) writeops.Op {
-	return writeops.Op{Ctx: r.ctx, Interrupted: func() error { return checkInterrupt(r.ctx) }, Now: h.deps.Clock.Now}
+	return writeops.Op{Ctx: r.ctx, Interrupted: func() error { return checkInterrupt(r.ctx) }, Now: h.deps.Clock.Now, Txn: r.storeTxn()}
 }
 
 // parsedUpdate is statement s, ready to run in r.

@@ -28,6 +28,9 @@ func (t *tx) emit(ev *changestream.Event) {
 		return
 	}
 	ev.DB, ev.Coll, ev.UUID = t.st.meta.DB, t.st.meta.Name, t.st.meta.UUID.Data
+	if t.txn != nil {
+		ev.LSID, ev.TxnNumber = t.txn.lsid, t.txn.txnNumber
+	}
 	if !t.sortDeletes {
 		eb.AddEvent(ev.Encode(make([]byte, 0, ev.Size())))
 		return

@@ -252,7 +252,7 @@ func (b *indexBuild) add(idEnc, raw []byte) error {
 		return fmt.Errorf("docstore: index build: decode: %w", err)
 	}
 	if b.t == nil {
-		b.t = &tx{c: b.c, st: b.st, b: b.c.store.eng.NewBatch()}
+		b.t = &tx{c: b.c, st: b.st, b: b.c.store.eng.NewBatch(), r: b.c.store.eng}
 		b.pending = map[string][]byte{}
 	}
 	d := &stored{idEnc: append([]byte(nil), idEnc...), raw: raw, doc: doc}

@@ -37,6 +37,9 @@ type GroupDoc struct {
 // lruLimit) commits each document on its own; the others commit runs of
 // documents together, a run ending before an _id it already holds.
 func (c *Collection) InsertGroup(docs []GroupDoc, ordered bool) (errs []error, attempted int) {
+	if len(docs) > 0 && docs[0].Opt.Txn != nil {
+		return docs[0].Opt.Txn.insertGroup(c, docs, ordered)
+	}
 	errs = make([]error, len(docs))
 	preps := make([]*stored, len(docs))
 	for i := 0; i < len(docs); {

@@ -35,11 +35,13 @@ type DocIter struct {
 	now    time.Time
 	hide   bool // exact expiry in force
 
-	it    storage.Iterator
-	next  int // next range or id
-	seen  map[string]struct{}
-	Stats ScanStats
-	err   error
+	// reader is what the scan reads: the store, or a transaction's view.
+	reader storage.Reader
+	it     storage.Iterator
+	next   int // next range or id
+	seen   map[string]struct{}
+	Stats  ScanStats
+	err    error
 	// ctx, when set, ends a long scan early (maxTimeMS, shutdown) even while
 	// no document matches.
 	ctx context.Context
@@ -113,8 +115,9 @@ func (c *Collection) Scan(plan *Plan, f *query.Filter) *DocIter {
 	}
 	return &DocIter{
 		c: c, plan: plan, filter: f,
-		now:  c.store.clock.Now(),
-		hide: c.store.exactExpiry.Load() && c.HasTTL(),
+		now:    c.store.clock.Now(),
+		hide:   c.store.exactExpiry.Load() && c.HasTTL(),
+		reader: c.store.eng,
 	}
 }
 
@@ -218,7 +221,7 @@ func (d *DocIter) current(ok bool) ([]byte, bool) {
 }
 
 func (d *DocIter) open(lo, hi []byte) bool {
-	it, err := d.c.store.eng.NewIter(lo, hi)
+	it, err := d.reader.NewIter(lo, hi)
 	if err != nil {
 		d.err = fmt.Errorf("docstore: open scan: %w", err)
 		return false
@@ -244,7 +247,7 @@ func (d *DocIter) nextID() ([]byte, bool) {
 }
 
 func (d *DocIter) get(idEnc []byte) ([]byte, bool) {
-	raw, err := d.c.store.eng.Get(docKey(d.c.meta().ID, idEnc))
+	raw, err := d.reader.Get(docKey(d.c.meta().ID, idEnc))
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, false
 	}

@@ -62,7 +62,7 @@ func (d *DocIter) reopenIterator() {
 	key := append([]byte(nil), d.it.Key()...)
 	_ = d.it.Close()
 	d.it = nil
-	it, err := d.c.store.eng.NewIter(d.lo, d.hi)
+	it, err := d.reader.NewIter(d.lo, d.hi)
 	if err != nil {
 		d.err = fmt.Errorf("docstore: reopen scan: %w", err)
 		return
@@ -90,7 +90,7 @@ func (d *DocIter) lastStillLive() bool {
 	if d.lastID == nil {
 		return true
 	}
-	raw, err := d.c.store.eng.Get(docKey(d.c.meta().ID, d.lastID))
+	raw, err := d.reader.Get(docKey(d.c.meta().ID, d.lastID))
 	if errors.Is(err, storage.ErrNotFound) {
 		return false
 	}

@@ -37,6 +37,9 @@ func (c *Collection) ModifyGroup(ids []any, opt WriteOptions, fn func(i int, doc
 // retryable statement's record, to the batch that commits its change, and
 // only to that one. With extras nil, every batch writes opt.Extra.
 func (c *Collection) ModifyEach(ids []any, opt WriteOptions, extras []func(storage.Batch) error, fn func(i int, doc bson.D) (Change, error)) (done int, err error) {
+	if opt.Txn != nil {
+		return opt.Txn.modifyEach(c, ids, opt, fn)
+	}
 	encs := make([][]byte, len(ids))
 	for i, id := range ids {
 		encs[i] = keyenc.AppendValue(nil, id)

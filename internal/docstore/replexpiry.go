@@ -117,7 +117,7 @@ func (r *expiryReader) at(key []byte) (*tx, error) {
 		return nil, fmt.Errorf("docstore: apply expiry: %w", err)
 	}
 	r.it = it
-	r.t = &tx{c: c, st: c.state.Load(), b: r.ab, sortDeletes: true, deleteHint: r.hint}
+	r.t = &tx{c: c, st: c.state.Load(), b: r.ab, r: r.s.eng, sortDeletes: true, deleteHint: r.hint}
 	return r.t, nil
 }
 

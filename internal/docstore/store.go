@@ -68,6 +68,9 @@ type Store struct {
 	refreshes atomic.Int64
 	// evictions counts the documents lruLimit indexes evicted (lru.go).
 	evictions atomic.Int64
+	// txns is the open transactions and what was written while they are
+	// open (txntable.go).
+	txns txnTable
 }
 
 // Open loads the catalog from eng and finishes or rolls back any index

@@ -270,6 +270,8 @@ func (p *ExpiryPass) propose(t *tx, res ExpireResult) (ExpireResult, error) {
 		err := wait()
 		if err != nil {
 			progress.announce(low)
+		} else {
+			p.c.stampExpired(ids)
 		}
 		p.c.inFlight.finish(ids, b, err)
 		<-progress.slots

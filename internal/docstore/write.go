@@ -36,6 +36,10 @@ type WriteOptions struct {
 	// command's bypassDocumentValidation does; the collection's other
 	// rules still hold (rules.go).
 	BypassValidation bool
+	// Txn, when set, makes the write a statement of that transaction
+	// (txnroute.go): it lands in the transaction's writes, not storage,
+	// and Sync, Extra and Durable are the commit's business.
+	Txn *Txn
 }
 
 // stored is a document as read back under the write lock. doc may be nil
@@ -101,10 +105,26 @@ type tx struct {
 	// lateWarnings are the documents written whose expiry may already be
 	// inside a warning window (warn.go).
 	lateWarnings []lateWarning
+	// r is what the change reads: the store, or a transaction's view.
+	r storage.Reader
+	// txn, when set, is the transaction this change is a statement of:
+	// commit hands the batch to it instead of storage (txn.go).
+	txn *Txn
+	// written are the keys an open transaction conflicts on: the
+	// documents written and the unique-index values added or removed.
+	written [][]byte
 }
 
 func (c *Collection) newTx(l *lockSet) *tx {
-	return &tx{c: c, st: c.state.Load(), locks: l, b: c.store.eng.NewBatch()}
+	return &tx{c: c, st: c.state.Load(), locks: l, b: c.store.eng.NewBatch(), r: c.store.eng}
+}
+
+// load is loadForWrite through the change's reader.
+func (t *tx) load(idEnc []byte) (*stored, error) {
+	if b := t.c.inFlight.batchOf(idEnc); b != nil {
+		return nil, errInFlight{batch: b}
+	}
+	return t.c.loadFrom(t.r, idEnc)
 }
 
 // needsUniqueLock reports whether writing doc over old (nil for an insert)
@@ -147,6 +167,9 @@ func keysDiffer(ix *indexState, a, b bson.D) (bool, error) {
 }
 
 func (t *tx) commit(opt WriteOptions) error {
+	if t.txn != nil {
+		return t.txn.absorb(t)
+	}
 	defer t.b.Close()
 	if err := t.applyDeletes(); err != nil {
 		return err
@@ -176,6 +199,7 @@ func (t *tx) commit(opt WriteOptions) error {
 	if err := t.commitBatch(); err != nil {
 		return fmt.Errorf("docstore: commit: %w", err)
 	}
+	t.c.store.txns.stamp(t.written)
 	t.c.publishMeta(meta)
 	t.c.count.Add(t.dCount)
 	t.c.dataSize.Add(t.dSize)
@@ -376,6 +400,9 @@ func marshalDoc(doc bson.D) ([]byte, error) {
 // entries atomically. A live document with the same _id or unique key is a
 // duplicate-key error; an expired one is treated as gone and replaced.
 func (c *Collection) Insert(doc bson.D, opt WriteOptions) error {
+	if opt.Txn != nil {
+		return opt.Txn.insert(c, doc, opt)
+	}
 	p, err := c.prepareStored(GroupDoc{Doc: doc, Opt: opt})
 	if err != nil {
 		return err
@@ -401,7 +428,7 @@ func (c *Collection) insertLocked(idEnc, raw []byte, doc bson.D, extra func(stor
 
 // insert writes a new document, replacing an expired one with its _id.
 func (t *tx) insert(d *stored) error {
-	old, err := t.c.loadForWrite(d.idEnc)
+	old, err := t.load(d.idEnc)
 	if err != nil {
 		return err
 	}
@@ -430,7 +457,12 @@ func (t *tx) insert(d *stored) error {
 
 // loadLocked reads the stored document with the given encoded _id.
 func (c *Collection) loadLocked(idEnc []byte) (*stored, error) {
-	raw, err := c.store.eng.Get(docKey(c.meta().ID, idEnc))
+	return c.loadFrom(c.store.eng, idEnc)
+}
+
+// loadFrom reads the document with the given encoded _id from r.
+func (c *Collection) loadFrom(r storage.Reader, idEnc []byte) (*stored, error) {
+	raw, err := r.Get(docKey(c.meta().ID, idEnc))
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, nil
 	}
@@ -464,9 +496,11 @@ func (t *tx) putDoc(d *stored, old *stored) error {
 			return err
 		}
 	}
-	if err := t.b.Set(docKey(t.st.meta.ID, d.idEnc), d.raw); err != nil {
+	key := docKey(t.st.meta.ID, d.idEnc)
+	if err := t.b.Set(key, d.raw); err != nil {
 		return err
 	}
+	t.written = append(t.written, key)
 	t.noteExpiry(d.doc)
 	t.noteLateWarning(d, old)
 	t.dSize += int64(len(d.raw))
@@ -496,6 +530,7 @@ func (t *tx) updateIndex(ix *indexState, newKeys [][]byte, d, old *stored, ttlVa
 			if err := t.b.Delete(entryKey(ix, k, old.idEnc)); err != nil {
 				return err
 			}
+			t.noteUnique(ix, k)
 		}
 	}
 	value := entryValue(ix, d.idEnc, ttlValue, len(newKeys))
@@ -508,6 +543,7 @@ func (t *tx) updateIndex(ix *indexState, newKeys [][]byte, d, old *stored, ttlVa
 			if err := t.checkUnique(ix, k, d); err != nil {
 				return err
 			}
+			t.noteUnique(ix, k)
 			t.noteTTLEntry(ix, k)
 			if ix.lruMark != nil {
 				t.noteLRUEntry(ix, entryKey(ix, k, d.idEnc))
@@ -543,7 +579,7 @@ func (t *tx) checkUnique(ix *indexState, key []byte, d *stored) error {
 		return nil
 	}
 	lo := append(append([]byte(nil), ix.prefix...), key...)
-	it, err := t.c.store.eng.NewIter(lo, prefixEnd(lo))
+	it, err := t.r.NewIter(lo, prefixEnd(lo))
 	if err != nil {
 		return err
 	}
@@ -566,7 +602,7 @@ func (t *tx) evictHolders(ix *indexState, holders [][]byte, d *stored) error {
 		if t.locks != nil && !t.locks.tryStripe(t.c.stripeOf(h)) {
 			return errRetry
 		}
-		other, err := t.c.loadForWrite(h)
+		other, err := t.load(h)
 		if err != nil {
 			return err
 		}
@@ -594,12 +630,15 @@ func (t *tx) removeDoc(old *stored) error {
 			if err := t.del(2+i, entryKey(ix, k, old.idEnc)); err != nil {
 				return err
 			}
+			t.noteUnique(ix, k)
 		}
 		t.keysRemoved += len(keys)
 	}
-	if err := t.del(0, docKey(t.st.meta.ID, old.idEnc)); err != nil {
+	key := docKey(t.st.meta.ID, old.idEnc)
+	if err := t.del(0, key); err != nil {
 		return err
 	}
+	t.written = append(t.written, key)
 	t.keysRemoved++
 	t.dCount--
 	t.dSize -= int64(len(old.raw))
@@ -646,6 +685,9 @@ type Change struct {
 // collection's write lock so nothing changes in between. fn receives nil
 // when there is no live document. It returns the document as it was.
 func (c *Collection) Modify(id any, opt WriteOptions, fn func(doc bson.D) (Change, error)) (bson.D, error) {
+	if opt.Txn != nil {
+		return opt.Txn.modify(c, id, opt, fn)
+	}
 	sw := newSyncWait(opt)
 	old, err := c.modifyLocked(keyenc.AppendValue(nil, id), opt.Extra, sw, c.checkedChange(fn, opt))
 	if err = c.finish(sw, err); err != nil {
@@ -689,6 +731,11 @@ func (c *Collection) live(doc bson.D) bson.D {
 func (c *Collection) applyChange(l *lockSet, old *stored, ch Change, extra func(storage.Batch) error, sw *syncWait) error {
 	t := c.newTx(l)
 	t.extra, t.durable = extra, sw
+	return t.applyChange(old, ch)
+}
+
+// applyChange removes or replaces old as ch says and commits.
+func (t *tx) applyChange(old *stored, ch Change) error {
 	var err error
 	if ch.Kind == Remove {
 		err = t.deleteDoc(old)

@@ -53,6 +53,9 @@ type Op struct {
 	Recheck func(c *docstore.Collection, sorted aggregate.Iterator) aggregate.Iterator
 	// Env gives a pipeline its database ($lookup, $collStats, $$NOW).
 	Env aggregate.Env
+	// Txn, when set, is the transaction the read belongs to: its scans
+	// read the transaction's snapshot under its writes.
+	Txn *docstore.Txn
 }
 
 func (op *Op) track(scan *docstore.DocIter) {

@@ -56,7 +56,7 @@ func (p *Plan) Start() cursor.Source {
 	if p.plan == nil {
 		return emptySource{}
 	}
-	p.scan = p.c.Scan(p.plan, p.filter).WithContext(p.op.Ctx)
+	p.scan = p.c.Scan(p.plan, p.filter).WithContext(p.op.Ctx).Within(p.op.Txn)
 	return p.scan
 }
 

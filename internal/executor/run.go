@@ -111,7 +111,7 @@ func scanMatching(op *Op, c *docstore.Collection, q bson.D, hint any, coll *coll
 	if err != nil {
 		return nil, err
 	}
-	return c.Scan(plan, f).WithContext(op.Ctx), nil
+	return c.Scan(plan, f).WithContext(op.Ctx).Within(op.Txn), nil
 }
 
 // Distinct is the distinct values of key in the documents of c (nil:

@@ -247,8 +247,8 @@ func (t *Txn) Retried() bson.A {
 // Lifetime, through eng (on a replica set, the primary's writes
 // replicate the deletion). It returns how many sessions it removed.
 func Sweep(eng storage.Engine, now time.Time) (int, error) {
-	stale, err := staleSessions(eng, now.Add(-Lifetime))
-	if err != nil || len(stale) == 0 {
+	stale, commits, err := staleSessions(eng, now.Add(-Lifetime))
+	if err != nil || len(stale)+len(commits) == 0 {
 		return 0, err
 	}
 	b := eng.NewBatch()
@@ -258,20 +258,28 @@ func Sweep(eng storage.Engine, now time.Time) (int, error) {
 			return 0, err
 		}
 	}
+	for _, k := range commits {
+		if err := b.Delete(k); err != nil {
+			return 0, err
+		}
+	}
 	return len(stale), b.Commit(false)
 }
 
 // staleSessions lists the key prefixes of sessions last written before
-// cutoff.
-func staleSessions(eng storage.Engine, cutoff time.Time) ([][]byte, error) {
+// cutoff, and the transaction commit records older than it.
+func staleSessions(eng storage.Engine, cutoff time.Time) (stale, commits [][]byte, err error) {
 	it, err := eng.NewIter([]byte{tagSession}, []byte{tagSession + 1})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer it.Close()
-	var stale [][]byte
 	for ok := it.First(); ok; ok = it.Next() {
 		k, v := it.Key(), it.Value()
+		if staleCommit(k, v, cutoff) {
+			commits = append(commits, append([]byte(nil), k...))
+			continue
+		}
 		if len(k) < 2 || len(k) != 3+int(k[1]) || k[len(k)-1] != 0 || (len(v) != 16 && len(v) != 24) {
 			continue // a statement record, or not a session's head
 		}
@@ -279,5 +287,5 @@ func staleSessions(eng storage.Engine, cutoff time.Time) ([][]byte, error) {
 			stale = append(stale, append([]byte(nil), k[:len(k)-1]...))
 		}
 	}
-	return stale, it.Error()
+	return stale, commits, it.Error()
 }

@@ -90,3 +90,21 @@ func sameShape(invoked, done []txncheck.MicroOp) error {
 	}
 	return nil
 }
+
+// CheckListAppend checks a recorded list-append run: its history, the
+// checker's result, and how many transactions ended each way.
+func CheckListAppend(events []Event[[]txncheck.MicroOp]) (txncheck.Result, map[txncheck.Status]int, error) {
+	history, err := ListAppendHistory(events)
+	if err != nil {
+		return txncheck.Result{}, nil, err
+	}
+	res, err := txncheck.Check(history)
+	if err != nil {
+		return txncheck.Result{}, nil, err
+	}
+	counts := map[txncheck.Status]int{}
+	for _, txn := range history {
+		counts[txn.Status]++
+	}
+	return res, counts, nil
+}

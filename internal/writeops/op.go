@@ -23,6 +23,18 @@ type Op struct {
 	Ctx         context.Context
 	Interrupted func() error
 	Now         func() time.Time
+	// Txn, when set, is the transaction the write is a statement of: its
+	// scans read the transaction's view (index-only candidates, read
+	// from storage, are not used).
+	Txn *docstore.Txn
+}
+
+// candidates is CandidateIDs outside a transaction.
+func (o Op) candidates(c *docstore.Collection, plan *docstore.Plan, f *query.Filter) (*docstore.IDIter, bool) {
+	if o.Txn != nil {
+		return nil, false
+	}
+	return c.CandidateIDs(plan, f)
 }
 
 // FirstMatching runs write on the first document matching f and returns
@@ -38,11 +50,11 @@ func (o Op) FirstMatching(c *docstore.Collection, f *query.Filter, hint any, wri
 	if err != nil {
 		return 0, err
 	}
-	if cands, ok := c.CandidateIDs(plan, f); ok {
+	if cands, ok := o.candidates(c, plan, f); ok {
 		defer cands.Close()
 		return o.writeCandidates(cands.WithContext(o.Ctx), write)
 	}
-	ids, err := o.matchingIDs(c.Scan(plan, f).WithContext(o.Ctx), 1)
+	ids, err := o.matchingIDs(c.Scan(plan, f).WithContext(o.Ctx).Within(o.Txn), 1)
 	if err != nil || len(ids) == 0 {
 		return 0, err
 	}
@@ -58,11 +70,11 @@ func (o Op) AllMatching(c *docstore.Collection, f *query.Filter, hint any) ([]an
 	if err != nil {
 		return nil, err
 	}
-	if cands, ok := c.CandidateIDs(plan, f); ok {
+	if cands, ok := o.candidates(c, plan, f); ok {
 		defer cands.Close()
 		return o.collectIDs(cands.WithContext(o.Ctx).Next, 0)
 	}
-	return o.matchingIDs(c.Scan(plan, f).WithContext(o.Ctx), 0)
+	return o.matchingIDs(c.Scan(plan, f).WithContext(o.Ctx).Within(o.Txn), 0)
 }
 
 // FirstInOrder returns the first document matching f in the order of s
@@ -72,7 +84,7 @@ func (o Op) FirstInOrder(c *docstore.Collection, f *query.Filter, s *query.Sort,
 	if err != nil {
 		return nil, err
 	}
-	it := c.Scan(plan, f).WithContext(o.Ctx)
+	it := c.Scan(plan, f).WithContext(o.Ctx).Within(o.Txn)
 	defer it.Close()
 	if s == nil {
 		d, _, err := it.Next()
