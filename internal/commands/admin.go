@@ -63,7 +63,7 @@ func cmdHello(h *Handler, r *request) (bson.D, error) {
 		bson.E{Key: "readOnly", Value: false},
 	)
 	reply = append(reply, h.deps.Auth.HelloFields(r.conn, r.secret)...)
-	return append(reply, negotiateCompression(r)...), nil
+	return append(reply, r.conn.CompressionReply(r.body)...), nil
 }
 
 func checkClientMetadata(r *request) error {
@@ -75,28 +75,6 @@ func checkClientMetadata(r *request) error {
 	}
 	r.conn.SetValue(clientMetadataKey, clientMetadata{appName: appNameOf(r.body)})
 	return nil
-}
-
-func negotiateCompression(r *request) bson.D {
-	v, ok := bsonutil.Field(r.body, "compression")
-	if !ok {
-		return nil
-	}
-	var names []string
-	for _, x := range bsonutil.ToA(v) {
-		if s, ok := x.(string); ok {
-			names = append(names, s)
-		}
-	}
-	kept := r.conn.NegotiateCompression(names)
-	if len(kept) == 0 {
-		return nil
-	}
-	arr := make(bson.A, len(kept))
-	for i, s := range kept {
-		arr[i] = s
-	}
-	return bson.D{{Key: "compression", Value: arr}}
 }
 
 func cmdPing(*Handler, *request) (bson.D, error) { return bson.D{}, nil }

@@ -54,7 +54,7 @@ func cmdHello(r *Router, op *operation) (bson.D, error) {
 		bson.E{Key: "maxWireVersion", Value: int32(maxWireVersion)},
 		bson.E{Key: "minWireVersion", Value: int32(0)},
 	)
-	return append(reply, negotiateCompression(op)...), nil
+	return append(reply, op.conn.CompressionReply(op.body)...), nil
 }
 
 // topologyVersion never changes: a router's hello answer is the same
@@ -92,28 +92,6 @@ func (r *Router) awaitHello(op *operation) error {
 	case <-r.done:
 	}
 	return nil
-}
-
-func negotiateCompression(op *operation) bson.D {
-	v, ok := bsonutil.Field(op.body, "compression")
-	if !ok {
-		return nil
-	}
-	var names []string
-	for _, x := range bsonutil.ToA(v) {
-		if s, ok := x.(string); ok {
-			names = append(names, s)
-		}
-	}
-	kept := op.conn.NegotiateCompression(names)
-	if len(kept) == 0 {
-		return nil
-	}
-	arr := make(bson.A, len(kept))
-	for i, s := range kept {
-		arr[i] = s
-	}
-	return bson.D{{Key: "compression", Value: arr}}
 }
 
 func cmdOK(*Router, *operation) (bson.D, error) { return bson.D{}, nil }
