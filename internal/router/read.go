@@ -40,16 +40,24 @@ func (r *Router) readTargets(op *operation, ns string, filter bson.D) (placement
 	return p, ts, err
 }
 
+// commandTargets reads a read command's collection and filter (in the
+// field the command names it) and returns its namespace and the shards
+// that filter reaches.
+func (r *Router) commandTargets(op *operation, filterField string) (string, []target, error) {
+	coll, err := collectionArg(op)
+	if err != nil {
+		return "", nil, err
+	}
+	ns := op.db + "." + coll
+	filter, _ := bsonutil.Field(op.body, filterField)
+	_, ts, err := r.readTargets(op, ns, bsonutil.ToD(filter))
+	return ns, ts, err
+}
+
 // cmdFind sends a find to the one shard its filter pins, or splits it
 // (internal/shardmerge) over every shard and merges on the router.
 func cmdFind(r *Router, op *operation) (bson.D, error) {
-	coll, err := collectionArg(op)
-	if err != nil {
-		return nil, err
-	}
-	ns := op.db + "." + coll
-	filter, _ := bsonutil.Field(op.body, "filter")
-	_, ts, err := r.readTargets(op, ns, bsonutil.ToD(filter))
+	ns, ts, err := r.commandTargets(op, "filter")
 	if err != nil {
 		return nil, err
 	}
@@ -164,13 +172,7 @@ func iterators(streams []*shardStream) []aggregate.Iterator {
 // cmdCount sums the shards' counts, with skip and limit applied on the
 // router (mongos's cluster count, by internal/shardmerge).
 func cmdCount(r *Router, op *operation) (bson.D, error) {
-	coll, err := collectionArg(op)
-	if err != nil {
-		return nil, err
-	}
-	ns := op.db + "." + coll
-	filter, _ := bsonutil.Field(op.body, "query")
-	_, ts, err := r.readTargets(op, ns, bsonutil.ToD(filter))
+	_, ts, err := r.commandTargets(op, "query")
 	if err != nil {
 		return nil, err
 	}
@@ -213,13 +215,7 @@ func (r *Router) sendOK(op *operation, t target, cmd bson.D) (bson.D, error) {
 
 // cmdDistinct unions the shards' distinct values (internal/shardmerge).
 func cmdDistinct(r *Router, op *operation) (bson.D, error) {
-	coll, err := collectionArg(op)
-	if err != nil {
-		return nil, err
-	}
-	ns := op.db + "." + coll
-	filter, _ := bsonutil.Field(op.body, "query")
-	_, ts, err := r.readTargets(op, ns, bsonutil.ToD(filter))
+	_, ts, err := r.commandTargets(op, "query")
 	if err != nil {
 		return nil, err
 	}
