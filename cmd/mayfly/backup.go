@@ -34,7 +34,7 @@ type backupOptions struct {
 
 func backupFlags(stdout io.Writer, args []string) (*flag.FlagSet, *backupOptions) {
 	o := &backupOptions{}
-	fs := flag.NewFlagSet("mayfly backup", flag.ContinueOnError)
+	fs := subcommandFlags("backup", "usage: mayfly backup --addr HOST:PORT --to DIR [--username U --password P] [--tls ...]", stdout, args)
 	fs.StringVar(&o.addr, "addr", env("MAYFLY_ADDR", "127.0.0.1:27017"), "address of the running server (MAYFLY_ADDR)")
 	fs.StringVar(&o.to, "to", "", "directory to create for the backup, on the server's machine; must not exist")
 	fs.StringVar(&o.cred.User, "username", "", "log in as this user (a server with --auth; the user needs the fsync action: hostManager, clusterAdmin or root)")
@@ -43,13 +43,6 @@ func backupFlags(stdout io.Writer, args []string) (*flag.FlagSet, *backupOptions
 	fs.BoolVar(&o.tls, "tls", false, "connect over TLS")
 	fs.StringVar(&o.tlsCAFile, "tlsCAFile", "", "with --tls, the CA that signed the server's certificate")
 	fs.StringVar(&o.tlsCertificateKeyFile, "tlsCertificateKeyFile", "", "with --tls, a client certificate and key to present")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: mayfly backup --addr HOST:PORT --to DIR [--username U --password P] [--tls ...]")
-		fs.PrintDefaults()
-	}
-	if wantsHelp(args) {
-		fs.SetOutput(stdout)
-	}
 	return fs, o
 }
 

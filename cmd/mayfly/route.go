@@ -33,7 +33,7 @@ type routeOptions struct {
 
 func routeFlags(stdout io.Writer, args []string) (*flag.FlagSet, *routeOptions) {
 	o := &routeOptions{}
-	fs := flag.NewFlagSet("mayfly route", flag.ContinueOnError)
+	fs := subcommandFlags("route", "usage: mayfly route --configdb cfg/host:port,... [--port N] [--bind_ip IP] [--keyFile FILE]", stdout, args)
 	fs.StringVar(&o.configDB, "configdb", env("MAYFLY_CONFIGDB", ""), "the config server replica set: setName/host:port,... (MAYFLY_CONFIGDB)")
 	fs.IntVar(&o.port, "port", envInt("MAYFLY_PORT", 27017), "listen port (MAYFLY_PORT)")
 	fs.StringVar(&o.bindIP, "bind_ip", env("MAYFLY_BIND_IP", "127.0.0.1"), "listen IP address or host name (MAYFLY_BIND_IP)")
@@ -41,13 +41,6 @@ func routeFlags(stdout io.Writer, args []string) (*flag.FlagSet, *routeOptions) 
 	fs.StringVar(&o.keyFile, "keyFile", env("MAYFLY_KEYFILE", ""), "the cluster's shared key: the router logs in to config servers and shards with it (MAYFLY_KEYFILE)")
 	fs.StringVar(&o.logLevel, "log-level", env("MAYFLY_LOG_LEVEL", "info"), "debug, info, warn or error (MAYFLY_LOG_LEVEL)")
 	fs.StringVar(&o.logFormat, "log-format", env("MAYFLY_LOG_FORMAT", "text"), "text or json (MAYFLY_LOG_FORMAT)")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: mayfly route --configdb cfg/host:port,... [--port N] [--bind_ip IP] [--keyFile FILE]")
-		fs.PrintDefaults()
-	}
-	if wantsHelp(args) {
-		fs.SetOutput(stdout)
-	}
 	return fs, o
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 )
@@ -18,4 +19,18 @@ func dispatch(args []string) error {
 		return err
 	}
 	return run(args)
+}
+
+// subcommandFlags is the flag set of `mayfly name`: its usage line first,
+// and, when help was asked for, printed to stdout rather than stderr.
+func subcommandFlags(name, usage string, stdout io.Writer, args []string) *flag.FlagSet {
+	fs := flag.NewFlagSet("mayfly "+name, flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	if wantsHelp(args) {
+		fs.SetOutput(stdout)
+	}
+	return fs
 }
