@@ -63,6 +63,7 @@ type flagValues struct {
 	modes, phases, out   string
 	mayflyBin, redisBin  string
 	baselineBin          string
+	baselineRounds       int
 	workDir              string
 	sessions, clients    int
 	warmup, duration     time.Duration
@@ -88,10 +89,11 @@ func parse(args []string) (*flagValues, error) {
 	fs.BoolVar(&v.short, "short", false, "short run (make bench): at most 3 minutes")
 	fs.BoolVar(&v.keep, "keep", false, "keep the temporary directory (server data and logs)")
 	fs.StringVar(&v.modes, "modes", strings.Join(bench.AllModes(), ","), "modes to run: shared, pinned")
-	fs.StringVar(&v.phases, "phases", strings.Join(bench.AllPhases(), ","), "phases to run: sessions, durable, expiry, memory, replset")
+	fs.StringVar(&v.phases, "phases", strings.Join(bench.AllPhases(), ","), "phases to run: sessions, durable, expiry, memory, replset, sharded")
 	fs.StringVar(&v.out, "out", "bench-results/latest.json", "where to write the JSON report")
 	fs.StringVar(&v.mayflyBin, "mayfly-bin", "", "prebuilt mayfly server (default: go build ./cmd/mayfly)")
 	fs.StringVar(&v.baselineBin, "baseline-bin", "", "a previous build of mayfly to measure beside this one (sessions, expiry, replset)")
+	fs.IntVar(&v.baselineRounds, "baseline-rounds", 2, "rounds of each build beside -baseline-bin (sessions run twice as many), alternating this, previous, previous, this")
 	fs.StringVar(&v.redisBin, "redis-bin", "/usr/bin/redis-server", "redis-server to compare with")
 	fs.StringVar(&v.workDir, "workdir", "", "parent of the temporary directory (default: $TMPDIR)")
 	fs.IntVar(&v.sessions, "sessions", 0, "override: preloaded sessions")
@@ -151,7 +153,7 @@ func (v *flagValues) config() (*bench.Config, error) {
 	return &bench.Config{
 		Sizes: sz, Short: v.short,
 		Modes: split(v.modes), Phases: split(v.phases), Out: v.out,
-		MayflyBin: v.mayflyBin, BaselineBin: v.baselineBin, RedisBin: v.redisBin, WorkDir: v.workDir, Keep: v.keep,
+		MayflyBin: v.mayflyBin, BaselineBin: v.baselineBin, BaselineRounds: v.baselineRounds, RedisBin: v.redisBin, WorkDir: v.workDir, Keep: v.keep,
 		Self: self, Log: os.Stderr,
 	}, nil
 }

@@ -85,12 +85,13 @@ const (
 	PhaseExpiry   = "expiry"
 	PhaseMemory   = "memory"
 	PhaseReplSet  = "replset"
+	PhaseSharded  = "sharded"
 )
 
 // AllModes and AllPhases list every mode and phase.
 func AllModes() []string { return []string{ModeShared, ModePinned} }
 func AllPhases() []string {
-	return []string{PhaseSessions, PhaseDurable, PhaseExpiry, PhaseMemory, PhaseReplSet}
+	return []string{PhaseSessions, PhaseDurable, PhaseExpiry, PhaseMemory, PhaseReplSet, PhaseSharded}
 }
 
 // Config is a whole bench run.
@@ -105,11 +106,15 @@ type Config struct {
 	// in the sessions, expiry and replset phases, so a change shows as a ratio
 	// taken in one run (e.g. that standalone does not regress).
 	BaselineBin string
-	RedisBin    string
-	WorkDir     string // parent of the run's temporary directory
-	Keep        bool   // keep the temporary directory (data, server logs)
-	Self        string // this executable, re-executed as client and null server
-	Log         io.Writer
+	// BaselineRounds is how many rounds of each build the sessions phase
+	// runs twice over, and the expiry and replica-set phases once over,
+	// alternating this, previous, previous, this.
+	BaselineRounds int
+	RedisBin       string
+	WorkDir        string // parent of the run's temporary directory
+	Keep           bool   // keep the temporary directory (data, server logs)
+	Self           string // this executable, re-executed as client and null server
+	Log            io.Writer
 }
 
 // Validate checks the modes, phases and sizes.
@@ -135,6 +140,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("-burst-docs and -burst-measure must be positive")
 	case c.Duration <= 0 || c.DurableDuration <= 0:
 		return fmt.Errorf("durations must be positive")
+	case c.BaselineBin != "" && c.BaselineRounds < 1:
+		return fmt.Errorf("-baseline-rounds must be at least 1")
 	case c.Neighbours < 0:
 		return fmt.Errorf("-neighbour must not be negative")
 	}

@@ -21,6 +21,7 @@ const (
 	jobDurable  = "durable"
 	jobFsync    = "fsync"
 	jobExpiry   = "expiry"
+	jobScans    = "scans"
 )
 
 // Job is one piece of client-side work. The parent encodes it as JSON on
@@ -51,6 +52,7 @@ type JobResult struct {
 	Durable  *DurableResult  `json:"durable,omitempty"`
 	Fsync    *FsyncResult    `json:"fsync,omitempty"`
 	Expiry   *ExpiryResult   `json:"expiry,omitempty"`
+	Scans    *WindowResult   `json:"scans,omitempty"`
 	Error    string          `json:"error,omitempty"`
 }
 
@@ -83,6 +85,8 @@ func RunJob(ctx context.Context, j Job) (*JobResult, error) {
 		res.Fsync, err = runFsyncJob(ctx, j)
 	case jobExpiry:
 		res.Expiry, err = runExpiryJob(ctx, j)
+	case jobScans:
+		res.Scans, err = runScansJob(ctx, j)
 	default:
 		err = fmt.Errorf("unknown job kind %q", j.Kind)
 	}

@@ -116,14 +116,11 @@ func targetOf(kind string) string {
 }
 
 // sessionsPhase runs the session workload against Mayfly, Redis and the
-// null server, one at a time, each freshly started.
+// null server, one at a time, each freshly started. The previous build is
+// measured apart, in rounds alternating with this one's (baseline.go).
 func (m *modeRun) sessionsPhase(ctx context.Context) (map[string]*SessionsResult, error) {
 	out := map[string]*SessionsResult{}
-	kinds := []string{nameMayfly, nameMayflyAuth, nameRedis, nameNull}
-	if m.cfg.BaselineBin != "" {
-		kinds = append(kinds, nameBaseline)
-	}
-	for _, kind := range kinds {
+	for _, kind := range []string{nameMayfly, nameMayflyAuth, nameRedis, nameNull} {
 		err := m.withServer(ctx, kind, func(s *server) error {
 			if kind != nameNull {
 				if _, err := m.load(ctx, s, targetOf(kind), m.cfg.Sizes.Sessions); err != nil {

@@ -24,7 +24,10 @@ import (
 // the members share its cores and its one disk, so these are lower bounds
 // of what three machines give.
 type ReplSetResult struct {
-	Members int `json:"members"`
+	// Server is the build it ran on in rounds beside the previous build
+	// (mayfly, mayfly-baseline).
+	Server  string `json:"server,omitempty"`
+	Members int    `json:"members"`
 	// Majority is inserts with w: "majority" from Clients clients through
 	// the seed list; the durable phase's j: true inserts on a standalone
 	// server are what it is compared with.
@@ -62,11 +65,14 @@ type ReplSetResult struct {
 
 // replSetRun is a replica set of Mayfly processes started by the bench.
 type replSetRun struct {
-	m       *modeRun
-	bin     string // the members' mayfly build
-	members []*server
-	addrs   []string
-	dirs    []string
+	m    *modeRun
+	name string // the set's name; "" for replSetName
+	// configsvr marks a config server replica set in its configuration.
+	configsvr bool
+	bin       string // the members' mayfly build
+	members   []*server
+	addrs     []string
+	dirs      []string
 	// stormProfile, when set, is a file for a CPU profile of this process
 	// over the storm's window only, without the load before it (the
 	// in-process profile, TestProfileReplSet).
@@ -150,7 +156,14 @@ func (rs *replSetRun) stop() {
 }
 
 func (rs *replSetRun) uri() string {
-	return fmt.Sprintf("mongodb://%s/?replicaSet=%s", strings.Join(rs.addrs, ","), replSetName)
+	return fmt.Sprintf("mongodb://%s/?replicaSet=%s", strings.Join(rs.addrs, ","), rs.setName())
+}
+
+func (rs *replSetRun) setName() string {
+	if rs.name == "" {
+		return replSetName
+	}
+	return rs.name
 }
 
 func (rs *replSetRun) initiate(ctx context.Context) error {
@@ -172,7 +185,10 @@ func (rs *replSetRun) initiateOnly(ctx context.Context) error {
 	for i, a := range rs.addrs {
 		members = append(members, bson.D{{Key: "_id", Value: int32(i)}, {Key: "host", Value: a}})
 	}
-	cfg := bson.D{{Key: "_id", Value: replSetName}, {Key: "members", Value: members}}
+	cfg := bson.D{{Key: "_id", Value: rs.setName()}, {Key: "members", Value: members}}
+	if rs.configsvr {
+		cfg = append(cfg, bson.E{Key: "configsvr", Value: true})
+	}
 	if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "replSetInitiate", Value: cfg}}).Err(); err != nil {
 		return fmt.Errorf("replSetInitiate: %w", err)
 	}

@@ -69,10 +69,12 @@ func replSetRows(rep *Report) []row {
 	return []row{t(tFailover), t(tMajority), t(tPrimLateness), t(tSecLateness)}
 }
 
-// The previous build, measured beside this one (-baseline-bin): a change
-// must not cost the standalone server more than 5 %.
+// The previous build, measured beside this one (-baseline-bin) in
+// alternating rounds (baseline.go): a change must not cost the standalone
+// server more than 5 %.
 const (
 	tBaseSessions = "standalone sessions ops/s, this build / previous build"
+	tBaseCPU      = "standalone server CPU per session operation, previous build / this build"
 	tBaseStorm    = "standalone storm lateness p99, previous build / this build"
 	tBaseBurst    = "standalone burst expirations/s, this build / previous build"
 	tBaseMajority = "replica set w:majority inserts/s, this build / previous build"
@@ -81,7 +83,8 @@ const (
 
 func baselineTargetDefs() []targetDef {
 	return []targetDef{
-		{tBaseSessions, "≥ 0.95", atLeast(0.95), sessionsRatio(nameMayfly, nameBaseline, opsPerSec)},
+		{tBaseSessions, "≥ 0.95", atLeast(0.95), baselineSessions(opsPerSec, false, "/s")},
+		{tBaseCPU, "≥ 0.95", atLeast(0.95), baselineSessions(cpuPerOp, true, " µs")},
 		{tBaseStorm, "≥ 0.95", atLeast(0.95), baselineStorm},
 		{tBaseBurst, "≥ 0.95", atLeast(0.95), baselineBurst},
 		{tBaseMajority, "≥ 0.95", atLeast(0.95), baselineMajority},
@@ -89,51 +92,73 @@ func baselineTargetDefs() []targetDef {
 	}
 }
 
+func baselineSessions(f func(*SessionsResult) float64, lowerBetter bool, unit string) func(*ModeReport) (float64, string, bool) {
+	return func(m *ModeReport) (float64, string, bool) {
+		if m.Baseline == nil {
+			return 0, "", false
+		}
+		return roundsRatio(m.Baseline.Sessions, sessionsOnBaseline, f, lowerBetter, unit)
+	}
+}
+
 func baselineMajority(m *ModeReport) (float64, string, bool) {
-	r, b := m.ReplSet, m.BaselineReplSet
-	if r == nil || b == nil || r.Majority == nil || b.Majority == nil || b.Majority.OpsPerSec == 0 {
+	if m.Baseline == nil {
 		return 0, "", false
 	}
-	x, y := r.Majority.OpsPerSec, b.Majority.OpsPerSec
-	return x / y, fmt.Sprintf("%s/s now, %s/s before", fmtN(x), fmtN(y)), true
+	return roundsRatio(m.Baseline.ReplSets, replSetOnBaseline, func(r *ReplSetResult) float64 {
+		if r.Majority == nil {
+			return 0
+		}
+		return r.Majority.OpsPerSec
+	}, false, "/s")
 }
 
 func baselineReplStorm(m *ModeReport) (float64, string, bool) {
-	r, b := m.ReplSet, m.BaselineReplSet
-	if r == nil || b == nil || r.StormDocs == 0 || b.StormDocs == 0 || r.StormSecondary.Upper.P99Ms == 0 {
+	if m.Baseline == nil {
 		return 0, "", false
 	}
-	x, y := r.StormSecondary.Upper.P99Ms, b.StormSecondary.Upper.P99Ms
-	return y / x, fmt.Sprintf("%s ms now, %s ms before (primary %s / %s ms)", fmtMs(x), fmtMs(y),
-		fmtMs(r.StormPrimary.Upper.P99Ms), fmtMs(b.StormPrimary.Upper.P99Ms)), true
+	return roundsRatio(m.Baseline.ReplSets, replSetOnBaseline, func(r *ReplSetResult) float64 {
+		return r.StormSecondary.Upper.P99Ms
+	}, true, " ms")
 }
 
 func baselineStorm(m *ModeReport) (float64, string, bool) {
-	if m.Expiry == nil || m.BaselineExpiry == nil || m.Expiry.Lateness.Upper.P99Ms == 0 {
+	if m.Baseline == nil {
 		return 0, "", false
 	}
-	a, b := m.Expiry.Lateness.Upper.P99Ms, m.BaselineExpiry.Lateness.Upper.P99Ms
-	return b / a, fmt.Sprintf("%s ms now, %s ms before", fmtMs(a), fmtMs(b)), true
+	return roundsRatio(m.Baseline.Storms, expiryOnBaseline, func(r *ExpiryResult) float64 {
+		return r.Lateness.Upper.P99Ms
+	}, true, " ms")
 }
 
 func baselineBurst(m *ModeReport) (float64, string, bool) {
-	if m.Burst == nil || m.BaselineBurst == nil || m.BaselineBurst.SteadyPerSec == 0 {
+	if m.Baseline == nil {
 		return 0, "", false
 	}
-	a, b := m.Burst.SteadyPerSec, m.BaselineBurst.SteadyPerSec
-	return a / b, fmt.Sprintf("%s/s now, %s/s before", fmtN(a), fmtN(b)), true
+	return roundsRatio(m.Baseline.Bursts, expiryOnBaseline, func(r *ExpiryResult) float64 {
+		return r.SteadyPerSec
+	}, false, "/s")
 }
 
 func baselineRows(rep *Report) []row {
 	t := func(name, phase string) row {
 		return row{label: "**" + name + "**", phase: phase, cell: targetCell(rep, name)}
 	}
-	return []row{t(tBaseSessions, PhaseSessions), t(tBaseStorm, PhaseExpiry), t(tBaseBurst, PhaseExpiry),
+	return []row{t(tBaseSessions, PhaseSessions), t(tBaseCPU, PhaseSessions), t(tBaseStorm, PhaseExpiry), t(tBaseBurst, PhaseExpiry),
 		t(tBaseMajority, PhaseReplSet), t(tBaseRSStorm, PhaseReplSet),
 		{"previous build: lateness p50 / p99 without → with CPU-bound neighbours", PhaseExpiry, baselineNeighbourCell}}
 }
 
 // baselineNeighbourCell is neighbourCell for the previous build.
 func baselineNeighbourCell(m *ModeReport) string {
-	return neighbourCell(&ModeReport{Expiry: m.BaselineExpiry, NeighbourExpiry: m.BaselineNeighbourExpiry})
+	var prev *ExpiryResult
+	if m.Baseline != nil {
+		for _, e := range m.Baseline.Storms {
+			if e.Server == nameBaseline {
+				prev = e
+				break
+			}
+		}
+	}
+	return neighbourCell(&ModeReport{Expiry: prev, NeighbourExpiry: m.BaselineNeighbourExpiry})
 }

@@ -304,7 +304,7 @@ func rows(rep *Report, sz Sizes) []row {
 		t(tStorm, PhaseExpiry),
 		{fmt.Sprintf("RSS with %s sessions, Mayfly / Redis", fmtN(float64(sz.MemorySessions))), PhaseMemory, rssCell},
 		t(tRSS, PhaseMemory),
-	}, append(replSetRows(rep), baselineRows(rep)...)...)
+	}, append(append(replSetRows(rep), baselineRows(rep)...), shardedRows(rep)...)...)
 }
 
 func joinInts(xs []int) string {

@@ -23,11 +23,12 @@ type ModeReport struct {
 	Burst        *ExpiryResult     `json:"burst,omitempty"`
 	Memory       *MemoryResult     `json:"memory,omitempty"`
 	ReplSet      *ReplSetResult    `json:"replset,omitempty"`
-	// BaselineExpiry and BaselineBurst are the previous build's storm and
-	// burst (-baseline-bin).
-	BaselineExpiry *ExpiryResult     `json:"baseline_expiry,omitempty"`
-	BaselineBurst  *ExpiryResult     `json:"baseline_burst,omitempty"`
-	Errors         map[string]string `json:"errors,omitempty"`
+	// Baseline is every round of the phases measured beside the previous
+	// build (-baseline-bin), this build's rounds among them.
+	Baseline *BaselineRounds   `json:"baseline,omitempty"`
+	Errors   map[string]string `json:"errors,omitempty"`
+	// Sharded is the router's overhead and scaling over capped shards.
+	Sharded *ShardedResult `json:"sharded,omitempty"`
 	// StreamStorms are the storm with a change stream of its expiries
 	// open, without and with pre-images (-storm-streams).
 	StreamStorms []*ExpiryResult `json:"stream_storms,omitempty"`
@@ -36,9 +37,6 @@ type ModeReport struct {
 	NeighbourExpiry *ExpiryResult `json:"neighbour_expiry,omitempty"`
 	// BaselineNeighbourExpiry is the previous build's (-baseline-bin).
 	BaselineNeighbourExpiry *ExpiryResult `json:"baseline_neighbour_expiry,omitempty"`
-	// BaselineReplSet is the previous build's replica set (-baseline-bin),
-	// run right after this build's so that the two see the same machine.
-	BaselineReplSet *ReplSetResult `json:"baseline_replset,omitempty"`
 }
 
 // Report is a whole run, as written to JSON.
@@ -107,6 +105,9 @@ func runMode(ctx context.Context, cfg *Config, mode, bin, work string) *ModeRepo
 		}
 		m.serverCPU, m.clientCPU = 0, 1
 	}
+	if cfg.BaselineBin != "" {
+		rep.Baseline = &BaselineRounds{}
+	}
 	var err error
 	if m.work, err = mkdir(work, mode); err != nil {
 		rep.Errors["mode"] = err.Error()
@@ -121,6 +122,10 @@ func runMode(ctx context.Context, cfg *Config, mode, bin, work string) *ModeRepo
 	if cfg.has(PhaseSessions) {
 		rep.Sessions, err = m.sessionsPhase(ctx)
 		note(PhaseSessions, err)
+		if rep.Baseline != nil {
+			rep.Baseline.Sessions, err = m.baselineSessionRounds(ctx)
+			note(PhaseSessions+" (baseline)", err)
+		}
 		if cfg.Sizes.Streams > 0 {
 			rep.StreamRounds, err = m.streamRounds(ctx)
 			note(PhaseSessions+" (streams)", err)
@@ -131,12 +136,13 @@ func runMode(ctx context.Context, cfg *Config, mode, bin, work string) *ModeRepo
 		note(PhaseDurable, err)
 	}
 	if cfg.has(PhaseExpiry) {
-		rep.Expiry, rep.Burst, err = m.expiryPhase(ctx)
-		note(PhaseExpiry, err)
-		if cfg.BaselineBin != "" {
-			rep.BaselineExpiry, rep.BaselineBurst, err = m.expiryOn(ctx, nameBaseline)
-			note(PhaseExpiry+" (baseline)", err)
+		if rep.Baseline != nil {
+			err = m.baselineExpiryRounds(ctx, rep.Baseline)
+			rep.Expiry, rep.Burst = firstOf(rep.Baseline.Storms, expiryOnBaseline), firstOf(rep.Baseline.Bursts, expiryOnBaseline)
+		} else {
+			rep.Expiry, rep.Burst, err = m.expiryPhase(ctx)
 		}
+		note(PhaseExpiry, err)
 		if cfg.Neighbours > 0 {
 			rep.NeighbourExpiry, err = m.neighbourStorm(ctx, nameMayfly)
 			note(PhaseExpiry+" (neighbours)", err)
@@ -155,12 +161,17 @@ func runMode(ctx context.Context, cfg *Config, mode, bin, work string) *ModeRepo
 		note(PhaseMemory, err)
 	}
 	if cfg.has(PhaseReplSet) {
-		rep.ReplSet, err = m.replSetPhase(ctx, nameMayfly)
-		note(PhaseReplSet, err)
-		if cfg.BaselineBin != "" {
-			rep.BaselineReplSet, err = m.replSetPhase(ctx, nameBaseline)
-			note(PhaseReplSet+" (baseline)", err)
+		if rep.Baseline != nil {
+			err = m.baselineReplSetRounds(ctx, rep.Baseline)
+			rep.ReplSet = firstOf(rep.Baseline.ReplSets, replSetOnBaseline)
+		} else {
+			rep.ReplSet, err = m.replSetPhase(ctx, nameMayfly)
 		}
+		note(PhaseReplSet, err)
+	}
+	if cfg.has(PhaseSharded) && mode == ModeShared { // its servers are not pinned
+		rep.Sharded, err = m.shardedPhase(ctx)
+		note(PhaseSharded, err)
 	}
 	return rep
 }

@@ -10,7 +10,10 @@ import (
 
 // SessionsResult is one run of the session workload against one target.
 type SessionsResult struct {
-	Target  string `json:"target"`
+	Target string `json:"target"`
+	// Server is the build it ran on in rounds beside the previous build
+	// (mayfly, mayfly-baseline).
+	Server  string `json:"server,omitempty"`
 	Clients int    `json:"clients"`
 	WindowResult
 	Mix MixResult `json:"mix"`

@@ -223,6 +223,43 @@ func TestPoolBoundAndIdleClose(t *testing.T) {
 	}
 }
 
+// TestPoolWaiterTakesReleased: a caller waiting on a full pool takes the
+// connection the next caller releases; it does not wait for one to close
+// (the router's 64 clients over 16 connections a shard once stalled for
+// the idle timeout).
+func TestPoolWaiterTakesReleased(t *testing.T) {
+	host := startServer(t, app.Security{})
+	c := newClient(t, Options{MaxConnsPerHost: 1, IdleTimeout: time.Hour})
+	p, _ := c.pool(host)
+	ctx := ctxT(t)
+	for round := range 3 {
+		held, err := p.acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan *conn, 1)
+		go func() {
+			cn, err := p.acquire(ctx)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- cn
+		}()
+		for p.stats().Open != 1 { // let the waiter block on the full pool
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(20 * time.Millisecond)
+		p.release(held, true)
+		if cn := <-got; cn != held {
+			t.Fatalf("round %d: the waiter got %p, not the released %p", round, cn, held)
+		}
+		p.release(held, true)
+	}
+	if st := c.Stats(host); st.Open != 1 || st.Idle != 1 {
+		t.Fatalf("after the rounds %+v", st)
+	}
+}
+
 // TestKeyFileAuth: with a keyFile, a client without credentials is
 // refused data commands, one with the key's __system credential runs
 // them, and one with another key fails to connect; without a keyFile no
