@@ -435,13 +435,17 @@ func (rs *replSetRun) failovers(ctx context.Context, kills int, res *ReplSetResu
 	}
 	defer c.Disconnect(context.WithoutCancel(ctx))
 	coll := c.Database(benchDB).Collection("failover")
-	var lastAck atomic.Int64
+	// lastAck is when the last write sent after the last kill was
+	// acknowledged: a write in flight at the kill may be acknowledged by
+	// the old primary a moment later, which says nothing of the failover.
+	var lastAck, lastKill atomic.Int64
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
 	go func() {
 		for i := 0; wctx.Err() == nil; i++ {
 			opCtx, cancel := context.WithTimeout(wctx, 20*time.Second)
-			if _, err := coll.InsertOne(opCtx, bson.D{{Key: "i", Value: i}}); err == nil {
+			sent := time.Now().UnixNano()
+			if _, err := coll.InsertOne(opCtx, bson.D{{Key: "i", Value: i}}); err == nil && sent > lastKill.Load() {
 				lastAck.Store(time.Now().UnixNano())
 			}
 			cancel()
@@ -456,6 +460,7 @@ func (rs *replSetRun) failovers(ctx context.Context, kills int, res *ReplSetResu
 			return err
 		}
 		killed := time.Now()
+		lastKill.Store(killed.UnixNano())
 		_ = rs.members[p].cmd.Process.Kill()
 		<-rs.members[p].done
 		rs.members[p] = nil
