@@ -85,12 +85,13 @@ const (
 	PhaseExpiry   = "expiry"
 	PhaseMemory   = "memory"
 	PhaseReplSet  = "replset"
+	PhaseTxn      = "txn"
 )
 
 // AllModes and AllPhases list every mode and phase.
 func AllModes() []string { return []string{ModeShared, ModePinned} }
 func AllPhases() []string {
-	return []string{PhaseSessions, PhaseDurable, PhaseExpiry, PhaseMemory, PhaseReplSet}
+	return []string{PhaseSessions, PhaseDurable, PhaseExpiry, PhaseMemory, PhaseReplSet, PhaseTxn}
 }
 
 // Config is a whole bench run.

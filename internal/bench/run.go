@@ -39,6 +39,8 @@ type ModeReport struct {
 	// BaselineReplSet is the previous build's replica set (-baseline-bin),
 	// run right after this build's so that the two see the same machine.
 	BaselineReplSet *ReplSetResult `json:"baseline_replset,omitempty"`
+	// Txn is transfers in transactions against the same updates without.
+	Txn *TxnResult `json:"txn,omitempty"`
 }
 
 // Report is a whole run, as written to JSON.
@@ -161,6 +163,10 @@ func runMode(ctx context.Context, cfg *Config, mode, bin, work string) *ModeRepo
 			rep.BaselineReplSet, err = m.replSetPhase(ctx, nameBaseline)
 			note(PhaseReplSet+" (baseline)", err)
 		}
+	}
+	if cfg.has(PhaseTxn) {
+		rep.Txn, err = m.txnPhase(ctx)
+		note(PhaseTxn, err)
 	}
 	return rep
 }
