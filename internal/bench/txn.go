@@ -72,7 +72,7 @@ func (m *modeRun) txnPhase(ctx context.Context) (*TxnResult, error) {
 	}
 	defer rs.stop()
 	sz := m.cfg.Sizes
-	c, err := mongo.Connect(options.Client().ApplyURI(rs.uri()).SetMaxPoolSize(uint64(sz.Clients+4)).
+	c, err := mongo.Connect(options.Client().ApplyURI(rs.uri()).SetMaxPoolSize(uint64(sz.Clients + 4)).
 		SetWriteConcern(writeconcern.Majority()).SetAppName("mayfly-bench"))
 	if err != nil {
 		return nil, fmt.Errorf("connect to the set: %w", err)
