@@ -89,7 +89,7 @@ func parse(args []string) (*flagValues, error) {
 	fs.BoolVar(&v.short, "short", false, "short run (make bench): at most 3 minutes")
 	fs.BoolVar(&v.keep, "keep", false, "keep the temporary directory (server data and logs)")
 	fs.StringVar(&v.modes, "modes", strings.Join(bench.AllModes(), ","), "modes to run: shared, pinned")
-	fs.StringVar(&v.phases, "phases", strings.Join(bench.AllPhases(), ","), "phases to run: sessions, durable, expiry, memory, replset, sharded")
+	fs.StringVar(&v.phases, "phases", strings.Join(bench.AllPhases(), ","), "phases to run: sessions, durable, expiry, memory, replset, sharded, txn")
 	fs.StringVar(&v.out, "out", "bench-results/latest.json", "where to write the JSON report")
 	fs.StringVar(&v.mayflyBin, "mayfly-bin", "", "prebuilt mayfly server (default: go build ./cmd/mayfly)")
 	fs.StringVar(&v.baselineBin, "baseline-bin", "", "a previous build of mayfly to measure beside this one (sessions, expiry, replset)")

@@ -86,12 +86,13 @@ const (
 	PhaseMemory   = "memory"
 	PhaseReplSet  = "replset"
 	PhaseSharded  = "sharded"
+	PhaseTxn      = "txn"
 )
 
 // AllModes and AllPhases list every mode and phase.
 func AllModes() []string { return []string{ModeShared, ModePinned} }
 func AllPhases() []string {
-	return []string{PhaseSessions, PhaseDurable, PhaseExpiry, PhaseMemory, PhaseReplSet, PhaseSharded}
+	return []string{PhaseSessions, PhaseDurable, PhaseExpiry, PhaseMemory, PhaseReplSet, PhaseSharded, PhaseTxn}
 }
 
 // Config is a whole bench run.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -304,7 +305,7 @@ func rows(rep *Report, sz Sizes) []row {
 		t(tStorm, PhaseExpiry),
 		{fmt.Sprintf("RSS with %s sessions, Mayfly / Redis", fmtN(float64(sz.MemorySessions))), PhaseMemory, rssCell},
 		t(tRSS, PhaseMemory),
-	}, append(append(replSetRows(rep), baselineRows(rep)...), shardedRows(rep)...)...)
+	}, slices.Concat(replSetRows(rep), baselineRows(rep), shardedRows(rep), txnRows(rep))...)
 }
 
 func joinInts(xs []int) string {

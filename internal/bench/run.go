@@ -37,6 +37,8 @@ type ModeReport struct {
 	NeighbourExpiry *ExpiryResult `json:"neighbour_expiry,omitempty"`
 	// BaselineNeighbourExpiry is the previous build's (-baseline-bin).
 	BaselineNeighbourExpiry *ExpiryResult `json:"baseline_neighbour_expiry,omitempty"`
+	// Txn is transfers in transactions against the same updates without.
+	Txn *TxnResult `json:"txn,omitempty"`
 }
 
 // Report is a whole run, as written to JSON.
@@ -172,6 +174,10 @@ func runMode(ctx context.Context, cfg *Config, mode, bin, work string) *ModeRepo
 	if cfg.has(PhaseSharded) && mode == ModeShared { // its servers are not pinned
 		rep.Sharded, err = m.shardedPhase(ctx)
 		note(PhaseSharded, err)
+	}
+	if cfg.has(PhaseTxn) {
+		rep.Txn, err = m.txnPhase(ctx)
+		note(PhaseTxn, err)
 	}
 	return rep
 }

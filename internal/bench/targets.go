@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -77,7 +78,7 @@ func targetDefs() []targetDef {
 		{tStorm, "≥ 0.5", atLeast(0.5), stormRatio},
 		{tRSS, "≤ 0.5", atMost(0.5), rssRatio},
 		{tAuth, "≥ 0.95", atLeast(0.95), sessionsRatio(nameMayflyAuth, nameMayfly, opsPerSec)},
-	}, append(append(replSetTargetDefs(), baselineTargetDefs()...), shardedTargetDefs()...)...)
+	}, slices.Concat(replSetTargetDefs(), baselineTargetDefs(), shardedTargetDefs(), txnTargetDefs())...)
 }
 
 func durableRatio(m *ModeReport) (float64, string, bool) {
