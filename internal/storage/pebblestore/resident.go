@@ -139,3 +139,15 @@ func (s *Store) resetResident() {
 		s.resident.Reset()
 	}
 }
+
+// residentMetrics adds the cache's figures to m.
+func (s *Store) residentMetrics(m *storage.Metrics) {
+	if s.resident == nil {
+		return
+	}
+	st := s.resident.Stats()
+	m.MemBytes += st.Bytes
+	m.ResidentBytes, m.ResidentMaxBytes = st.Bytes, st.MaxBytes
+	m.ResidentHits, m.ResidentMisses = st.Hits, st.Misses
+	m.ResidentEvictions, m.ResidentExpiredEvictions = st.Evictions, st.ExpiredEvictions
+}

@@ -491,6 +491,7 @@ func (s *Store) Metrics() storage.Metrics {
 		ReadAmplification: int64(m.ReadAmp()), L0Files: m.Levels[0].TablesCount, WALBytes: int64(m.WAL.PhysicalSize),
 		WriteStalls: s.stalls.Load(),
 	}
+	s.residentMetrics(&out)
 	if s.inMem {
 		out.MemBytes += int64(m.DiskSpaceUsage())
 	} else {
