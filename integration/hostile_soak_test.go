@@ -17,6 +17,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 
+	"github.com/mayflydb/mayfly/internal/app"
 	"github.com/mayflydb/mayfly/internal/wire"
 )
 
@@ -285,6 +286,7 @@ type serverMemory struct {
 	Storage struct {
 		BlockCacheBytes int64 `bson:"blockCacheBytes"`
 		MemTableBytes   int64 `bson:"memTableBytes"`
+		ResidentCache   int64 `bson:"residentCacheBytes"`
 		OutsideGoHeap   bool  `bson:"outsideGoHeap"`
 	} `bson:"storage"`
 	GoHeap struct {
@@ -410,6 +412,9 @@ const (
 	// most 4 queued and one being filled.
 	soakBlockCache = 64 << 20
 	soakMemTables  = 5 * 24 << 20
+	// The resident cache in front of pebble, at its default bound, in the
+	// Go heap.
+	soakResidentCache = app.DefaultResidentCacheBytes
 	// Sessions, the catalog, statistics and the runtime's own tables.
 	soakHeapOther = 32 << 20
 	// What the runtime and the C allocator keep beyond live objects once
@@ -435,7 +440,8 @@ func checkSoakBudget(t *testing.T, base, end serverMemory) {
 	}
 	within("block cache", end.Storage.BlockCacheBytes, soakBlockCache)
 	within("memtables", end.Storage.MemTableBytes, soakMemTables)
-	live := conns + cursors + soakHeapOther
+	within("resident cache", end.Storage.ResidentCache, soakResidentCache)
+	live := conns + cursors + soakHeapOther + soakResidentCache
 	if !end.Storage.OutsideGoHeap {
 		live += soakBlockCache + soakMemTables
 	}

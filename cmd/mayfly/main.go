@@ -46,6 +46,7 @@ type options struct {
 	cfg       app.Config
 	tlsMode   string
 	storage   string
+	cacheMB   int64
 	logLevel  string
 	logFormat string
 
@@ -59,6 +60,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.cfg.Addr, "addr", env("MAYFLY_ADDR", "127.0.0.1:27017"), "listen address (MAYFLY_ADDR)")
 	fs.StringVar(&o.cfg.DataDir, "dbpath", env("MAYFLY_DBPATH", "mayfly-data"), "data directory (MAYFLY_DBPATH)")
 	fs.StringVar(&o.storage, "storage", env("MAYFLY_STORAGE", "disk"), "storage: disk or memory (MAYFLY_STORAGE)")
+	fs.Int64Var(&o.cacheMB, "cacheSizeMB", int64(envInt("MAYFLY_CACHE_SIZE_MB", app.DefaultResidentCacheBytes>>20)), "resident cache in front of storage, MiB; 0 none (MAYFLY_CACHE_SIZE_MB; mongod.conf storage.wiredTiger.engineConfig.cacheSizeGB)")
 	fs.StringVar(&o.logLevel, "log-level", env("MAYFLY_LOG_LEVEL", "info"), "debug, info, warn or error (MAYFLY_LOG_LEVEL)")
 	fs.StringVar(&o.logFormat, "log-format", env("MAYFLY_LOG_FORMAT", "text"), "text or json (MAYFLY_LOG_FORMAT)")
 	fs.IntVar(&o.cfg.MaxConns, "max-conns", envInt("MAYFLY_MAX_CONNS", 1000000), "maximum connections (MAYFLY_MAX_CONNS)")
@@ -83,6 +85,9 @@ func parseFlags(args []string) (*options, error) {
 	if err := o.securitySettings(); err != nil {
 		return nil, err
 	}
+	if err := o.setCacheSize(); err != nil {
+		return nil, err
+	}
 	switch o.storage {
 	case "disk":
 	case "memory":
@@ -91,6 +96,19 @@ func parseFlags(args []string) (*options, error) {
 		return nil, fmt.Errorf("--storage must be disk or memory, not %q", o.storage)
 	}
 	return o, nil
+}
+
+// setCacheSize turns --cacheSizeMB into the app's resident cache bound.
+func (o *options) setCacheSize() error {
+	switch {
+	case o.cacheMB < 0:
+		return fmt.Errorf("--cacheSizeMB must not be negative, not %d", o.cacheMB)
+	case o.cacheMB == 0:
+		o.cfg.ResidentCacheBytes = -1
+	default:
+		o.cfg.ResidentCacheBytes = o.cacheMB << 20
+	}
+	return nil
 }
 
 func env(name, def string) string {

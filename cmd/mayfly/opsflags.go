@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"runtime"
@@ -228,6 +229,12 @@ func (c *configApplier) apply(name string, s mongodconf.Setting) error {
 		return c.setFlag("max-conns", s, s.Value)
 	case "storage.dbPath":
 		return c.setFlag("dbpath", s, s.Value)
+	case "storage.wiredTiger.engineConfig.cacheSizeGB":
+		gb, err := strconv.ParseFloat(s.Value, 64)
+		if err != nil || gb < 0 || math.IsNaN(gb) || gb > 1<<20 {
+			return fmt.Errorf("line %d: storage.wiredTiger.engineConfig.cacheSizeGB must be a number of GB, not %q", s.Line, s.Value)
+		}
+		return c.setFlag("cacheSizeMB", s, strconv.FormatInt(int64(math.Ceil(gb*1024)), 10))
 	case "systemLog.verbosity":
 		n, err := s.Int(name)
 		if err != nil {

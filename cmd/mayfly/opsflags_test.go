@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mayflydb/mayfly/internal/app"
 	"github.com/mayflydb/mayfly/internal/server"
 )
 
@@ -184,6 +185,33 @@ func TestConfigFileTurnsOnTLS(t *testing.T) {
 	} {
 		if _, err := parseFlags([]string{"--config", writeConfig(t, conf)}); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", conf, err, want)
+		}
+	}
+}
+
+func TestCacheSize(t *testing.T) {
+	fromFile := writeConfig(t, "storage:\n  wiredTiger:\n    engineConfig:\n      cacheSizeGB: 0.25\n")
+	for _, tc := range []struct {
+		args []string
+		want int64
+	}{
+		{nil, app.DefaultResidentCacheBytes},
+		{[]string{"--cacheSizeMB", "100"}, 100 << 20},
+		{[]string{"--cacheSizeMB", "0"}, -1},
+		{[]string{"--config", fromFile}, 256 << 20},
+		{[]string{"--config", fromFile, "--cacheSizeMB", "8"}, 8 << 20},
+	} {
+		o, err := parseFlags(tc.args)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if o.cfg.ResidentCacheBytes != tc.want {
+			t.Errorf("%v: cache %d bytes, want %d", tc.args, o.cfg.ResidentCacheBytes, tc.want)
+		}
+	}
+	for _, bad := range [][]string{{"--cacheSizeMB", "-1"}, {"--config", writeConfig(t, "storage:\n  wiredTiger:\n    engineConfig:\n      cacheSizeGB: lots\n")}} {
+		if _, err := parseFlags(bad); err == nil {
+			t.Errorf("%v: accepted", bad)
 		}
 	}
 }

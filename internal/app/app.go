@@ -28,6 +28,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/session"
 	"github.com/mayflydb/mayfly/internal/storage"
 	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
+	"github.com/mayflydb/mayfly/internal/storage/rescache"
 	"github.com/mayflydb/mayfly/internal/ttl"
 )
 
@@ -57,6 +58,10 @@ type Config struct {
 	SetParameters map[string]string
 	// FS replaces the filesystem under DataDir, for fault-injection tests.
 	FS vfs.FS
+	// ResidentCacheBytes bounds the resident cache in front of the storage
+	// engine (--cacheSizeMB); 0 means DefaultResidentCacheBytes, negative
+	// none.
+	ResidentCacheBytes int64
 	// RecoverInterval is how often storage that failed (disk full, I/O
 	// error) checks whether it can take writes again (default 1s; negative
 	// turns automatic recovery off).
@@ -114,6 +119,7 @@ type Config struct {
 type App struct {
 	cfg      Config
 	eng      *pebblestore.Store
+	resident *rescache.Cache // nil: none
 	store    *docstore.Store
 	cursors  *cursor.Registry
 	monitor  *ttl.Monitor
@@ -143,15 +149,16 @@ func Start(cfg Config) (*App, error) {
 	if err := ops.prepare(cfg); err != nil {
 		return nil, err
 	}
+	resident := newResidentCache(cfg)
 	eng, err := pebblestore.Open(pebblestore.Options{
 		Dir: cfg.DataDir, InMemory: cfg.InMemory, FS: cfg.FS, RecoverInterval: cfg.RecoverInterval, Logger: cfg.Logger,
-		CPUs: cfg.CPUs,
+		CPUs: cfg.CPUs, Resident: resident,
 	})
 	if err != nil {
 		ops.abandon(cfg)
 		return nil, fmt.Errorf("app: open storage: %w", err)
 	}
-	a := &App{cfg: cfg, eng: eng, serveErr: make(chan error, 1), ops: ops, changes: newChangeLog(cfg), txns: session.NewTransactions(cfg.Clock)}
+	a := &App{cfg: cfg, eng: eng, resident: resident, serveErr: make(chan error, 1), ops: ops, changes: newChangeLog(cfg), txns: session.NewTransactions(cfg.Clock)}
 	if err := a.openReplica(eng); err != nil {
 		_ = eng.Close()
 		ops.abandon(cfg)
@@ -178,6 +185,24 @@ func Start(cfg Config) (*App, error) {
 	cfg.Logger.Info("mayfly listening", "addr", a.Addr().String(), "storage", storageName(cfg), "dir", cfg.DataDir)
 	a.ops.ring.Started()
 	return a, nil
+}
+
+// DefaultResidentCacheBytes is the resident cache's size when the
+// configuration names none: a session store's working set of 100,000
+// documents of a few hundred bytes, and small beside a small machine's
+// memory (pebble's block cache is 64 MiB).
+const DefaultResidentCacheBytes = 32 << 20
+
+// newResidentCache is the cache cfg asks for, or nil.
+func newResidentCache(cfg Config) *rescache.Cache {
+	size := cfg.ResidentCacheBytes
+	if size == 0 {
+		size = DefaultResidentCacheBytes
+	}
+	if size < 0 {
+		return nil
+	}
+	return rescache.New(size, cfg.Clock)
 }
 
 func withDefaults(cfg Config) Config {
@@ -222,7 +247,7 @@ func (a *App) assemble() error {
 		}
 		eng = logged
 	}
-	store, err := docstore.Open(eng, docstore.Options{Clock: cfg.Clock, Logger: cfg.Logger, Replicated: a.rs != nil})
+	store, err := docstore.Open(eng, docstore.Options{Clock: cfg.Clock, Logger: cfg.Logger, Replicated: a.rs != nil, Resident: a.resident})
 	if err != nil {
 		return err
 	}

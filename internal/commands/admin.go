@@ -226,7 +226,24 @@ func cmdServerStatus(h *Handler, r *request) (bson.D, error) {
 		{Key: "mayflyMemory", Value: h.memoryStatus()},
 		{Key: "metrics", Value: h.metricsStatus()},
 		{Key: "storageEngine", Value: bson.D{{Key: "name", Value: "pebble"}, {Key: "persistent", Value: h.deps.DataDir != ""}}},
+		{Key: "mayflyCache", Value: h.cacheStatus()},
 	}), nil
+}
+
+// cacheStatus is serverStatus.mayflyCache: the resident cache in front of
+// the storage engine (docs/design/0002), all zero without one.
+func (h *Handler) cacheStatus() bson.D {
+	st, _ := h.deps.Store.ResidentStats()
+	return bson.D{
+		{Key: "hits", Value: st.Hits},
+		{Key: "misses", Value: st.Misses},
+		{Key: "bytes", Value: st.Bytes},
+		{Key: "maxBytes", Value: st.MaxBytes},
+		{Key: "items", Value: st.Items},
+		{Key: "evictions", Value: st.Evictions},
+		{Key: "expiredEvictions", Value: st.ExpiredEvictions},
+		{Key: "invalidations", Value: st.Invalidations},
+	}
 }
 
 func (h *Handler) connectionsStatus() bson.D {

@@ -75,6 +75,7 @@ func Memory(m MemoryHolders) bson.D {
 		{Key: "storage", Value: bson.D{
 			{Key: "blockCacheBytes", Value: m.Storage.BlockCacheBytes},
 			{Key: "memTableBytes", Value: m.Storage.MemTableBytes},
+			{Key: "residentCacheBytes", Value: m.Storage.ResidentBytes},
 			{Key: "outsideGoHeap", Value: StorageOffGoHeap},
 		}},
 		{Key: "goHeap", Value: bson.D{

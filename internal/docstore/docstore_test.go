@@ -12,6 +12,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
 	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
+	"github.com/mayflydb/mayfly/internal/storage/rescache"
 )
 
 var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
@@ -28,12 +29,27 @@ func openStoreTB(t testing.TB) (*Store, *clock.Manual) {
 // benchmarks measure the log's cost as the difference.
 func openStoreLog(t testing.TB, logged bool) (*Store, *clock.Manual) {
 	t.Helper()
-	eng, err := pebblestore.Open(pebblestore.Options{InMemory: true})
+	return openStoreCache(t, logged, testCacheBytes)
+}
+
+// testCacheBytes is the resident cache of the tests' stores: every test
+// of the package reads through it, as the server does.
+const testCacheBytes = 8 << 20
+
+// openStoreCache is openStoreLog with a resident cache of cacheBytes (0:
+// none).
+func openStoreCache(t testing.TB, logged bool, cacheBytes int64) (*Store, *clock.Manual) {
+	t.Helper()
+	clk := clock.NewManual(t0)
+	var resident *rescache.Cache
+	if cacheBytes > 0 {
+		resident = rescache.New(cacheBytes, clk)
+	}
+	eng, err := pebblestore.Open(pebblestore.Options{InMemory: true, Resident: resident})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = eng.Close() })
-	clk := clock.NewManual(t0)
 	// Through the change log engine, as a standalone server runs, so every
 	// test and benchmark pays for (and checks) the change events.
 	wrapped, err := changestream.NewEngine(eng, clk, changestream.NewSignal())
@@ -43,7 +59,7 @@ func openStoreLog(t testing.TB, logged bool) (*Store, *clock.Manual) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Open(wrapped, Options{Clock: clk})
+	s, err := Open(wrapped, Options{Clock: clk, Resident: resident})
 	if err != nil {
 		t.Fatal(err)
 	}

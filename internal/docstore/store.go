@@ -22,6 +22,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/storage"
+	"github.com/mayflydb/mayfly/internal/storage/rescache"
 )
 
 // Options configure a Store. The zero value works with the real clock.
@@ -33,6 +34,10 @@ type Options struct {
 	// on its own at open (an unfinished index build stays until a primary
 	// drops it; see DropUnfinishedBuilds).
 	Replicated bool
+	// Resident, when set, is the resident cache of the engine under the
+	// store: the store gives it its rules (resident.go) and reports its
+	// figures.
+	Resident *rescache.Cache
 }
 
 // Store is the set of databases kept in one storage engine.
@@ -41,6 +46,7 @@ type Store struct {
 	clock      clock.Clock
 	logger     *slog.Logger
 	replicated bool
+	resident   *rescache.Cache // nil: no resident cache
 
 	// exactExpiry hides expired documents from every read and write before
 	// the TTL monitor removes them; off means MongoDB's lagging behaviour.
@@ -84,6 +90,10 @@ func Open(eng storage.Engine, opt Options) (*Store, error) {
 	}
 	s := &Store{eng: eng, clock: opt.Clock, logger: opt.Logger, replicated: opt.Replicated, dbs: map[string]map[string]*Collection{}, nextID: 1, dropping: map[uint64]bool{}}
 	s.exactExpiry.Store(true)
+	if opt.Resident != nil {
+		s.resident = opt.Resident
+		s.resident.SetPolicy(s.residentPolicy())
+	}
 	if err := s.load(); err != nil {
 		return nil, fmt.Errorf("docstore: open: %w", err)
 	}
@@ -98,6 +108,15 @@ func (s *Store) Sync() error {
 		return fmt.Errorf("docstore: sync: %w", err)
 	}
 	return nil
+}
+
+// ResidentStats reports the resident cache's figures; ok is false when
+// the store has none.
+func (s *Store) ResidentStats() (st rescache.Stats, ok bool) {
+	if s.resident == nil {
+		return st, false
+	}
+	return s.resident.Stats(), true
 }
 
 // Engine returns the storage engine under the store.

@@ -96,6 +96,7 @@ func packageLayers() map[string]row {
 		"internal/storage":                     {layer: base},
 		"internal/storage/pebblestore":         {layer: base},
 		"internal/storage/pebblestore/faultfs": {layer: base},
+		"internal/storage/rescache":            {layer: base},
 		"internal/storage/storagetest":         {layer: base},
 		"internal/dirlock":                     {layer: base},
 		"internal/logring":                     {layer: base},

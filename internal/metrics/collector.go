@@ -69,6 +69,8 @@ func newCollector(src Sources) *collector {
 			"read_amplification": newDesc("storage_read_amplification", "Sorted runs a read may visit."),
 			"l0_files":           newDesc("storage_l0_files", "Files in the storage engine's level 0."),
 			"wal_bytes":          newDesc("storage_wal_bytes", "Bytes of the write-ahead log on disk."),
+			"resident_bytes":     newDesc("resident_cache_bytes", "Bytes held by the resident cache in front of the storage engine."),
+			"resident_max_bytes": newDesc("resident_cache_max_bytes", "The resident cache's bound (--cacheSizeMB)."),
 		},
 		storageCounters: map[string]*prometheus.Desc{
 			"block_cache_hits":   newDesc("storage_block_cache_hits_total", "Block cache hits."),
@@ -76,6 +78,10 @@ func newCollector(src Sources) *collector {
 			"compactions":        newDesc("storage_compactions_total", "Compactions run."),
 			"flushes":            newDesc("storage_flushes_total", "Memtable flushes."),
 			"write_stalls":       newDesc("storage_write_stalls_total", "Times the storage engine stalled writes."),
+			"resident_hits":      newDesc("resident_cache_hits_total", "Reads the resident cache served."),
+			"resident_misses":    newDesc("resident_cache_misses_total", "Reads of cacheable keys the resident cache did not hold."),
+			"resident_evictions": newDesc("resident_cache_evictions_total", "Entries evicted to keep the resident cache within its bound."),
+			"resident_expired":   newDesc("resident_cache_expired_evictions_total", "Entries evicted from the resident cache because their document expired."),
 		},
 	}
 	return &collector{src: src, d: d}
@@ -136,7 +142,7 @@ func (c *collector) collectStorage(ch chan<- prometheus.Metric) {
 	gauges := map[string]int64{
 		"disk_bytes": m.DiskBytes, "memtable_bytes": m.MemTableBytes, "block_cache_bytes": m.BlockCacheBytes,
 		"compaction_debt": m.CompactionDebt, "read_amplification": m.ReadAmplification, "l0_files": m.L0Files,
-		"wal_bytes": m.WALBytes,
+		"wal_bytes": m.WALBytes, "resident_bytes": m.ResidentBytes, "resident_max_bytes": m.ResidentMaxBytes,
 	}
 	for k, v := range gauges {
 		ch <- prometheus.MustNewConstMetric(c.d.storageGauges[k], prometheus.GaugeValue, float64(v))
@@ -144,6 +150,8 @@ func (c *collector) collectStorage(ch chan<- prometheus.Metric) {
 	counters := map[string]int64{
 		"block_cache_hits": m.BlockCacheHits, "block_cache_misses": m.BlockCacheMisses,
 		"compactions": m.Compactions, "flushes": m.Flushes, "write_stalls": m.WriteStalls,
+		"resident_hits": m.ResidentHits, "resident_misses": m.ResidentMisses,
+		"resident_evictions": m.ResidentEvictions, "resident_expired": m.ResidentExpiredEvictions,
 	}
 	for k, v := range counters {
 		ch <- prometheus.MustNewConstMetric(c.d.storageCounters[k], prometheus.CounterValue, float64(v))

@@ -150,6 +150,12 @@ type Metrics struct {
 	L0Files           int64
 	WALBytes          int64
 	WriteStalls       int64
+	// The resident cache in front of the engine, zero without one:
+	// bytes held and the bound, reads served and not, entries evicted
+	// to stay within the bound and because their value expired.
+	ResidentBytes, ResidentMaxBytes             int64
+	ResidentHits, ResidentMisses                int64
+	ResidentEvictions, ResidentExpiredEvictions int64
 }
 
 // ExpiryBatch is implemented by batches that carry TTL deletions in their

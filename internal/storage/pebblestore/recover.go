@@ -163,6 +163,8 @@ func (s *Store) reopenLocked() (err error) {
 		s.db = nil
 		s.gen++
 	}
+	// The reopen may drop unsynced writes the resident cache holds.
+	s.resetResident()
 	// Cleared before opening, while no call runs: a failure recorded from
 	// here on is the new DB's (or the reopen's own) and must stand.
 	s.failure.Store(nil)

@@ -17,6 +17,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/mayflydb/mayfly/internal/storage"
+	"github.com/mayflydb/mayfly/internal/storage/rescache"
 )
 
 // Options configures Open.
@@ -48,6 +49,10 @@ type Options struct {
 	CPUs int
 	// Logger receives pebble's messages; default slog.Default().
 	Logger *slog.Logger
+	// Resident, when set, is the cache in front of pebble: point reads
+	// and small equality ranges are served from it, and every commit
+	// keeps it exact (resident.go).
+	Resident *rescache.Cache
 }
 
 const (
@@ -68,6 +73,8 @@ type Store struct {
 	durable durableView           // what reads see once a write failed (durable.go)
 	wedged  atomic.Bool           // pebble panicked mid-commit; its pipeline may be stuck
 	stalls  atomic.Int64          // write stalls begun, for metrics
+	// resident is Options.Resident, or nil.
+	resident *rescache.Cache
 
 	// What opening pebble again in place needs.
 	fs         vfs.FS
@@ -99,6 +106,7 @@ func Open(opt Options) (*Store, error) {
 	s := &Store{
 		inMem: opt.InMemory, cacheSize: opt.CacheSize, cpus: opt.CPUs, diskHealth: opt.FS == nil && !opt.InMemory,
 		logger: opt.Logger.With("component", "pebblestore"), stop: make(chan struct{}),
+		resident: opt.Resident,
 	}
 	s.repeats = newThrottledLog(s.logger, time.Now)
 	fs, dir, err := s.filesystem(opt)
@@ -213,8 +221,11 @@ func (s *Store) Get(key []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, _ := s.reader(db)
-	return get(r, key)
+	r, durable := s.reader(db)
+	if s.resident == nil || durable != nil || !s.resident.Admits(key) {
+		return get(r, key)
+	}
+	return s.residentGet(r, key)
 }
 
 func get(r pebble.Reader, key []byte) ([]byte, error) {
@@ -237,8 +248,11 @@ func (s *Store) NewIter(lower, upper []byte) (storage.Iterator, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, _ := s.reader(db)
-	return s.newIter(r, lower, upper)
+	r, durable := s.reader(db)
+	if s.resident == nil || durable != nil || !s.resident.Cacheable(lower, upper) {
+		return s.newIter(r, lower, upper)
+	}
+	return s.residentIter(r, lower, upper)
 }
 
 // NewSnapshot implements storage.Engine. On a closed store it returns a
@@ -288,10 +302,15 @@ func (s *Store) apply(b *batch, durable bool) (wait func() error, entered bool, 
 	if err != nil {
 		return nil, false, err
 	}
+	installs := s.invalidateResident(b.pb)
 	if s.inMem || !durable {
-		return nil, true, s.applyUnsynced(db, b.pb)
+		err = s.applyUnsynced(db, b.pb)
+	} else {
+		wait, err = s.applyDurable(db, b.pb)
 	}
-	wait, err = s.applyDurable(db, b.pb)
+	if err == nil {
+		s.installResident(installs)
+	}
 	return wait, true, err
 }
 
@@ -472,6 +491,7 @@ func (s *Store) Metrics() storage.Metrics {
 		ReadAmplification: int64(m.ReadAmp()), L0Files: m.Levels[0].TablesCount, WALBytes: int64(m.WAL.PhysicalSize),
 		WriteStalls: s.stalls.Load(),
 	}
+	s.residentMetrics(&out)
 	if s.inMem {
 		out.MemBytes += int64(m.DiskSpaceUsage())
 	} else {

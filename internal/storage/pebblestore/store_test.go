@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/mayflydb/mayfly/internal/storage"
+	"github.com/mayflydb/mayfly/internal/storage/rescache"
 	"github.com/mayflydb/mayfly/internal/storage/storagetest"
 )
 
@@ -211,4 +212,24 @@ func TestSplitAtTagsEnds(t *testing.T) {
 			t.Errorf("splitAtTags(%q) ends at %q (%v), want %q", c.start, end, err, c.end)
 		}
 	}
+}
+
+// TestConformanceWithResidentCache runs the suite with every value cached
+// and every two-byte prefix a cacheable range: the cache must not change
+// what any read sees.
+func TestConformanceWithResidentCache(t *testing.T) {
+	storagetest.Run(t, func(t *testing.T) storage.Engine {
+		return openT(t, Options{InMemory: true, Resident: admitAll()})
+	})
+}
+
+func admitAll() *rescache.Cache {
+	c := rescache.New(1<<20, nil)
+	c.SetPolicy(rescache.Policy{
+		Admit: func([]byte) bool { return true },
+		EqualityLen: func(key []byte) (int, bool) {
+			return 2, len(key) >= 2
+		},
+	})
+	return c
 }

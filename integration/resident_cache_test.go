@@ -1,0 +1,101 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
+)
+
+// TestResidentCacheSecondaryReadsAfterTouch: a secondary whose resident
+// cache holds sessions (read twice by token) sees every touch, delete
+// and expiry the primary makes: its cache is kept by the apply path.
+func TestResidentCacheSecondaryReadsAfterTouch(t *testing.T) {
+	rs := startReplSet(t, 3)
+	ctx := ctxT(t)
+	primary := rs.waitPrimary(-1, 10*time.Second)
+	coll := rs.client().Database("app").Collection("sessions")
+	_, err := coll.Indexes().CreateMany(ctx, []mongo.IndexModel{
+		{Keys: bson.D{{Key: "token", Value: 1}}, Options: options.Index().SetUnique(true)},
+		{Keys: bson.D{{Key: "lastAccess", Value: 1}}, Options: options.Index().SetExpireAfterSeconds(3600)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const sessions = 20
+	start := time.Now().Truncate(time.Millisecond)
+	for i := range sessions {
+		doc := bson.D{{Key: "token", Value: fmt.Sprintf("tok%02d", i)}, {Key: "lastAccess", Value: start}}
+		if _, err := coll.InsertOne(ctx, doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sec := rs.direct((primary + 1) % 3)
+	sc := sec.Database("app").Collection("sessions", options.Collection().SetReadPreference(readpref.SecondaryPreferred()))
+	for i := range sessions {
+		waitSession(t, sc, i, func(d time.Time, found bool) bool { return found && d.Equal(start) })
+		waitSession(t, sc, i, func(d time.Time, found bool) bool { return found && d.Equal(start) })
+	}
+	hits := cacheHits(t, sec)
+	if hits == 0 {
+		t.Fatal("the secondary's cache served none of the repeated reads")
+	}
+	touched := start.Add(time.Minute)
+	for i := range sessions - 1 {
+		filter := bson.D{{Key: "token", Value: fmt.Sprintf("tok%02d", i)}}
+		if _, err := coll.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: bson.D{{Key: "lastAccess", Value: touched}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := coll.DeleteOne(ctx, bson.D{{Key: "token", Value: fmt.Sprintf("tok%02d", sessions-1)}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range sessions - 1 {
+		waitSession(t, sc, i, func(d time.Time, found bool) bool { return found && d.Equal(touched) })
+	}
+	waitSession(t, sc, sessions-1, func(_ time.Time, found bool) bool { return !found })
+	if after := cacheHits(t, sec); after <= hits {
+		t.Fatalf("the secondary's cache served no read after the touches (hits %d, then %d)", hits, after)
+	}
+}
+
+// waitSession reads session i by token until ok accepts what it finds,
+// for at most 10 s: a cache the apply path left stale never converges.
+func waitSession(t *testing.T, coll *mongo.Collection, i int, ok func(d time.Time, found bool) bool) {
+	t.Helper()
+	filter := bson.D{{Key: "token", Value: fmt.Sprintf("tok%02d", i)}}
+	var last string
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		var d struct {
+			LastAccess time.Time `bson:"lastAccess"`
+		}
+		err := coll.FindOne(context.Background(), filter).Decode(&d)
+		if err != nil && err != mongo.ErrNoDocuments {
+			t.Fatal(err)
+		}
+		if ok(d.LastAccess, err == nil) {
+			return
+		}
+		last = fmt.Sprintf("found %v, lastAccess %v", err == nil, d.LastAccess)
+	}
+	t.Fatalf("session %d on the secondary: %s after 10 s", i, last)
+}
+
+// cacheHits is serverStatus.mayflyCache.hits of the member c reaches.
+func cacheHits(t *testing.T, c *mongo.Client) int64 {
+	t.Helper()
+	var st struct {
+		Cache struct {
+			Hits int64 `bson:"hits"`
+		} `bson:"mayflyCache"`
+	}
+	if err := c.Database("admin").RunCommand(ctxT(t), bson.D{{Key: "serverStatus", Value: 1}}).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Cache.Hits
+}

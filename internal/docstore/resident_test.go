@@ -1,0 +1,307 @@
+package docstore
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/catalog"
+	"github.com/mayflydb/mayfly/internal/changestream"
+	"github.com/mayflydb/mayfly/internal/clock"
+	"github.com/mayflydb/mayfly/internal/keyenc"
+	"github.com/mayflydb/mayfly/internal/storage"
+	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
+	"github.com/mayflydb/mayfly/internal/storage/rescache"
+)
+
+// residentWrite is one kind of docstore write, run on the collection
+// db.c of residentFixture (documents a, b, c with tokens ta, tb, tc and
+// dates at, a token_1 unique index and a t_1 TTL index of 60 s).
+type residentWrite func(t *testing.T, s *Store, c *Collection, clk *clock.Manual)
+
+// residentWrites has a row for every operation a change event can
+// describe (compared with changestream's list in the test) and for the
+// writes no event names.
+var residentWrites = map[string]residentWrite{
+	"insert": func(t *testing.T, _ *Store, c *Collection, _ *clock.Manual) {
+		insert(t, c, bson.D{{Key: "_id", Value: "n"}, {Key: "token", Value: "tn"}, {Key: "t", Value: bson.NewDateTimeFromTime(t0)}})
+	},
+	"update": func(t *testing.T, _ *Store, c *Collection, clk *clock.Manual) {
+		modify(t, c, "a", func(doc bson.D) Change {
+			return Change{Kind: Replace, Doc: withField(doc, "t", bson.NewDateTimeFromTime(clk.Now()))}
+		})
+	},
+	"replace": func(t *testing.T, _ *Store, c *Collection, _ *clock.Manual) {
+		modify(t, c, "b", func(bson.D) Change {
+			return Change{Kind: Replace, Whole: true, Doc: bson.D{{Key: "_id", Value: "b"}, {Key: "token", Value: "tn"}}}
+		})
+	},
+	"delete": func(t *testing.T, _ *Store, c *Collection, _ *clock.Manual) {
+		modify(t, c, "c", func(bson.D) Change { return Change{Kind: Remove} })
+	},
+	"drop": func(t *testing.T, s *Store, _ *Collection, _ *clock.Manual) {
+		if _, err := s.DropCollection("db", "c"); err != nil {
+			t.Fatal(err)
+		}
+	},
+	"rename": func(t *testing.T, s *Store, _ *Collection, _ *clock.Manual) {
+		if err := s.RenameCollection("db", "c", "db", "d", false); err != nil {
+			t.Fatal(err)
+		}
+	},
+	"dropDatabase": func(t *testing.T, s *Store, _ *Collection, _ *clock.Manual) {
+		if err := s.DropDatabase("db"); err != nil {
+			t.Fatal(err)
+		}
+	},
+	"expiring": func(t *testing.T, s *Store, c *Collection, clk *clock.Manual) {
+		// A warning writes no document; its collMod and the expiry it
+		// warns of are rows of their own.
+		if err := c.ModifyIndex("t_1", func(ix *catalog.Index) error { ix.WarnBefore = 30; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	},
+	"create": func(t *testing.T, s *Store, _ *Collection, _ *clock.Manual) {
+		if _, err := s.CreateCollection("db", "other", CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	},
+	"createIndexes": func(t *testing.T, _ *Store, c *Collection, _ *clock.Manual) {
+		mustIndex(t, c, bson.D{{Key: "key", Value: bson.D{{Key: "token", Value: -1}}}, {Key: "name", Value: "token_-1"}})
+	},
+	"dropIndexes": func(t *testing.T, _ *Store, c *Collection, _ *clock.Manual) {
+		if err := c.DropIndex("token_1"); err != nil {
+			t.Fatal(err)
+		}
+	},
+	"modify": func(t *testing.T, _ *Store, c *Collection, _ *clock.Manual) {
+		if err := c.ModifyIndex("t_1", func(ix *catalog.Index) error { ix.ExpireAfter = 10; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	},
+	// Writes that no event of their own names.
+	"ttl delete": func(t *testing.T, _ *Store, c *Collection, clk *clock.Manual) {
+		clk.Advance(2 * time.Minute)
+		if n := runPass(t, c, clk.Now()); n != 3 {
+			t.Fatalf("the pass deleted %d documents, want 3", n)
+		}
+	},
+	"transaction": func(t *testing.T, s *Store, c *Collection, _ *clock.Manual) {
+		x := s.BeginTxn()
+		if _, err := x.Modify(c, "a", func(bson.D) (Change, error) { return Change{Kind: Remove}, nil }); err != nil {
+			t.Fatal(err)
+		}
+		if err := x.Insert(c, bson.D{{Key: "_id", Value: "n"}, {Key: "token", Value: "ta"}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := x.Commit(WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	},
+}
+
+func TestEveryWriteKindKeepsTheResidentCacheExact(t *testing.T) {
+	for op := changestream.OpInsert; op.String() != "unknown"; op++ {
+		if _, ok := residentWrites[op.String()]; !ok {
+			t.Errorf("change event %q has no row in residentWrites", op)
+		}
+	}
+	for name, write := range residentWrites {
+		t.Run(name, func(t *testing.T) {
+			f := newResidentFixture(t)
+			f.fill(t)
+			write(t, f.primary, f.primary.Collection("db", "c"), f.clk)
+			f.ship(t)
+			f.check(t, "primary", f.primary)
+			f.check(t, "secondary", f.secondary)
+		})
+	}
+}
+
+// residentFixture is a primary store and a secondary that applies the
+// primary's batches as a replica set member does (their encoded writes
+// appended to a batch of its own engine), each with a resident cache.
+type residentFixture struct {
+	clk                *clock.Manual
+	primary, secondary *Store
+	shipped            *[][]byte
+	docKeys, ranges    [][]byte
+}
+
+func newResidentFixture(t *testing.T) *residentFixture {
+	clk := clock.NewManual(t0)
+	f := &residentFixture{clk: clk, shipped: &[][]byte{}}
+	pEng := openCachedEngine(t, clk)
+	var err error
+	if f.primary, err = Open(shippingEngine{Engine: pEng, out: f.shipped}, Options{Clock: clk, Resident: pEng.cache}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := f.primary.CreateCollection("db", "c", CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustIndex(t, c, bson.D{{Key: "key", Value: bson.D{{Key: "token", Value: 1}}}, {Key: "name", Value: "token_1"}, {Key: "unique", Value: true}})
+	mustIndex(t, c, bson.D{{Key: "key", Value: bson.D{{Key: "t", Value: 1}}}, {Key: "name", Value: "t_1"}, {Key: "expireAfterSeconds", Value: 60}})
+	for _, id := range []string{"a", "b", "c"} {
+		insert(t, c, bson.D{{Key: "_id", Value: id}, {Key: "token", Value: "t" + id}, {Key: "t", Value: bson.NewDateTimeFromTime(t0)}})
+	}
+	sEng := openCachedEngine(t, clk)
+	f.secondary, err = Open(sEng, Options{Clock: clk, Resident: sEng.cache, Replicated: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.ship(t)
+	token := indexByName(t, c, "token_1")
+	for _, id := range []string{"a", "b", "c", "n"} {
+		f.docKeys = append(f.docKeys, docKey(c.meta().ID, keyenc.AppendValue(nil, id)))
+		f.ranges = append(f.ranges, keyenc.AppendValue(append([]byte(nil), token.prefix...), "t"+id))
+	}
+	return f
+}
+
+// ship applies what the primary committed since the last call to the
+// secondary, and reloads its catalog as a member does.
+func (f *residentFixture) ship(t *testing.T) {
+	t.Helper()
+	eng := f.secondary.Engine().(*cachedEngine)
+	for _, repr := range *f.shipped {
+		b := eng.NewBatch()
+		if err := eng.AppendRepr(b, repr); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Commit(false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	*f.shipped = nil
+	if _, err := f.secondary.ReloadCatalog(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fill reads every key and range of the fixture twice on both stores, so
+// the caches hold them, and checks that the second read was served.
+func (f *residentFixture) fill(t *testing.T) {
+	for _, s := range []*Store{f.primary, f.secondary} {
+		residentReads(t, s.Engine(), f)
+		before := s.resident.Stats().Hits
+		residentReads(t, s.Engine(), f)
+		if hits := s.resident.Stats().Hits - before; hits < int64(len(f.ranges)+3) {
+			t.Fatalf("the cache served %d of the second reads", hits)
+		}
+	}
+}
+
+// check compares every read through s's cache with its storage.
+func (f *residentFixture) check(t *testing.T, who string, s *Store) {
+	t.Helper()
+	snap := s.Engine().NewSnapshot()
+	defer snap.Close()
+	got, want := residentReads(t, s.Engine(), f), residentReads(t, snap, f)
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("%s: through the cache %s, in storage %s", who, got[i], want[i])
+		}
+	}
+}
+
+func residentReads(t *testing.T, r storage.Reader, f *residentFixture) []string {
+	t.Helper()
+	var out []string
+	for _, k := range f.docKeys {
+		v, err := r.Get(k)
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			t.Fatal(err)
+		}
+		out = append(out, fmt.Sprintf("%x=%x", k, v))
+	}
+	for _, lo := range f.ranges {
+		it, err := r.NewIter(lo, prefixEnd(lo))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var entries [][]byte
+		for ok := it.First(); ok; ok = it.Next() {
+			entries = append(entries, bytes.Clone(it.Key()), bytes.Clone(it.Value()))
+		}
+		_ = it.Close()
+		out = append(out, fmt.Sprintf("%x=%x", lo, entries))
+	}
+	return out
+}
+
+// cachedEngine is an in-memory pebble store with a resident cache.
+type cachedEngine struct {
+	*pebblestore.Store
+	cache *rescache.Cache
+}
+
+func openCachedEngine(t *testing.T, clk clock.Clock) *cachedEngine {
+	t.Helper()
+	cache := rescache.New(1<<20, clk)
+	eng, err := pebblestore.Open(pebblestore.Options{InMemory: true, Resident: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = eng.Close() })
+	return &cachedEngine{Store: eng, cache: cache}
+}
+
+// shippingEngine keeps the encoded writes of every batch committed.
+type shippingEngine struct {
+	storage.Engine
+	out *[][]byte
+}
+
+func (e shippingEngine) NewBatch() storage.Batch {
+	return shippingBatch{Batch: e.Engine.NewBatch(), out: e.out}
+}
+
+type shippingBatch struct {
+	storage.Batch
+	out *[][]byte
+}
+
+func (b shippingBatch) Commit(sync bool) error {
+	repr, err := b.Batch.(storage.Encodable).Repr()
+	if err != nil {
+		return err
+	}
+	if err := b.Batch.Commit(sync); err != nil {
+		return err
+	}
+	*b.out = append(*b.out, repr)
+	return nil
+}
+
+func modify(t *testing.T, c *Collection, id string, fn func(bson.D) Change) {
+	t.Helper()
+	if _, err := c.Modify(id, WriteOptions{}, func(doc bson.D) (Change, error) { return fn(doc), nil }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func withField(doc bson.D, key string, v any) bson.D {
+	out := append(bson.D(nil), doc...)
+	for i := range out {
+		if out[i].Key == key {
+			out[i].Value = v
+		}
+	}
+	return out
+}
+
+func indexByName(t *testing.T, c *Collection, name string) *indexState {
+	t.Helper()
+	for _, ix := range c.state.Load().indexes {
+		if ix.def.Name == name {
+			return ix
+		}
+	}
+	t.Fatalf("no index %s", name)
+	return nil
+}

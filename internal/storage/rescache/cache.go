@@ -1,0 +1,265 @@
+// Package rescache is the resident cache in front of the storage engine:
+// values read by key (documents) and the whole contents of small equality
+// ranges (an index's entries for one value), bounded in bytes, evicted
+// least recently used first and at the moment their value expires.
+//
+// The engine keeps it exact: every batch it commits passes through
+// Invalidate before its apply and Install after it, and a read that missed
+// fills the cache only if no write touched the key's shard since the read
+// began (Ticket). So the cache never holds a value older than storage for
+// longer than a commit's apply, and during that apply readers miss. What a
+// key is worth keeping, when a value expires and which equality range a
+// written key belongs to are the caller's rules (Policy): the cache knows
+// bytes only. Design notes: docs/design/0002-storage-and-durability.md.
+package rescache
+
+import (
+	"bytes"
+	"hash/maphash"
+	"sync/atomic"
+
+	"github.com/mayflydb/mayfly/internal/clock"
+)
+
+// Policy is what the layer above tells the cache about its keys. A nil
+// function means no: nothing admitted, nothing expires, no ranges.
+type Policy struct {
+	// Admit reports whether the value read or written at key is kept.
+	Admit func(key []byte) bool
+	// ExpiresAt is when the value stored at key expires, in Unix
+	// nanoseconds; ok is false for a value that never does.
+	ExpiresAt func(key, value []byte) (at int64, ok bool)
+	// EqualityLen is the length of the equality prefix key belongs to: an
+	// index entry's key without its trailing _id, or a range's lower bound
+	// itself. ok is false for a key in no cacheable range.
+	EqualityLen func(key []byte) (n int, ok bool)
+	// Resets reports whether writing key may change what the functions
+	// above answer (a catalog change): the cache then empties.
+	Resets func(key []byte) bool
+}
+
+// KV is one entry of a cached range.
+type KV struct {
+	Key, Value []byte
+}
+
+// Stats are the cache's counters, for serverStatus and /metrics.
+type Stats struct {
+	Hits, Misses     int64
+	Bytes, MaxBytes  int64
+	Items            int64
+	Evictions        int64 // to stay within MaxBytes
+	ExpiredEvictions int64 // because the value expired
+	Invalidations    int64 // entries a write removed
+}
+
+// shardCount spreads the lock: a read holds one shard's mutex for a map
+// lookup and a list move.
+const shardCount = 16
+
+// itemOverhead approximates an entry's memory beyond its key and value:
+// the item struct, its map slot and the string header.
+const itemOverhead = 96
+
+// maxRangeEntries is the most entries a cached range holds: equality on a
+// unique or selective index. A larger range is read from storage.
+const maxRangeEntries = 8
+
+// Cache is a bounded resident cache. Safe for concurrent use.
+type Cache struct {
+	clock    clock.Clock
+	maxBytes int64
+	policy   atomic.Pointer[Policy]
+	seed     maphash.Seed
+	shards   [shardCount]shard
+	ranges   atomic.Int64 // range items held, so writes skip EqualityLen when 0
+
+	bytes, items                          atomic.Int64
+	hits, misses, evictions, expired, inv atomic.Int64
+}
+
+// New returns a cache of at most maxBytes (0 or less: a cache that keeps
+// nothing, every read a miss) using clk for expiry.
+func New(maxBytes int64, clk clock.Clock) *Cache {
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	c := &Cache{clock: clk, maxBytes: max(maxBytes, 0), seed: maphash.MakeSeed()}
+	for i := range c.shards {
+		c.shards[i].init(c.maxBytes / shardCount)
+	}
+	c.policy.Store(&Policy{})
+	return c
+}
+
+// SetPolicy installs the caller's rules and empties the cache, whose
+// entries were judged by the old ones.
+func (c *Cache) SetPolicy(p Policy) {
+	c.policy.Store(&p)
+	c.Reset()
+}
+
+// MaxBytes is the configured bound.
+func (c *Cache) MaxBytes() int64 { return c.maxBytes }
+
+// Stats returns the counters.
+func (c *Cache) Stats() Stats {
+	return Stats{
+		Hits: c.hits.Load(), Misses: c.misses.Load(),
+		Bytes: c.bytes.Load(), MaxBytes: c.maxBytes, Items: c.items.Load(),
+		Evictions: c.evictions.Load(), ExpiredEvictions: c.expired.Load(),
+		Invalidations: c.inv.Load(),
+	}
+}
+
+func (c *Cache) shardOf(key []byte) *shard {
+	return &c.shards[maphash.Bytes(c.seed, key)%shardCount]
+}
+
+func (c *Cache) now() int64 { return c.clock.Now().UnixNano() }
+
+// Ticket is taken before a read of storage that may fill the cache.
+type Ticket struct {
+	sh  *shard
+	seq uint64
+}
+
+// Admits reports whether the cache keeps values read at key.
+func (c *Cache) Admits(key []byte) bool {
+	p := c.policy.Load()
+	return c.maxBytes > 0 && p.Admit != nil && p.Admit(key)
+}
+
+// Get returns the value cached at key (not a copy: callers copy), or
+// false and the ticket for a read of storage that Fill may keep.
+func (c *Cache) Get(key []byte) ([]byte, Ticket, bool) {
+	sh := c.shardOf(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	it := c.lookup(sh, sh.points, key)
+	if it == nil {
+		c.misses.Add(1)
+		return nil, Ticket{sh: sh, seq: sh.seq}, false
+	}
+	c.hits.Add(1)
+	return it.value, Ticket{}, true
+}
+
+// Fill keeps value as read at key under t, unless a write reached the
+// key's shard since t was taken or the policy does not admit key.
+func (c *Cache) Fill(key, value []byte, t Ticket) {
+	if t.sh == nil || !c.Admits(key) {
+		return
+	}
+	c.put(t, false, key, nil, &item{value: bytes.Clone(value), expiry: c.expiryOf(c.policy.Load(), key, value)})
+}
+
+func (c *Cache) expiryOf(p *Policy, key, value []byte) int64 {
+	if p.ExpiresAt == nil {
+		return 0
+	}
+	at, ok := p.ExpiresAt(key, value)
+	if !ok {
+		return 0
+	}
+	return max(at, 1) // 0 means never
+}
+
+// put inserts it under key (a point) or lo (a range, with hi), if t is
+// still current (t.sh nil: an install, which bumps the shard's sequence).
+func (c *Cache) put(t Ticket, isRange bool, key, hi []byte, it *item) {
+	sh := c.shardOf(key)
+	it.key, it.hi, it.isRange = string(key), hi, isRange
+	it.size = int64(len(key)+len(hi)+len(it.value)) + itemOverhead
+	for _, kv := range it.entries {
+		it.size += int64(len(kv.Key)+len(kv.Value)) + 48
+	}
+	if it.size > sh.max {
+		return
+	}
+	if it.expiry != 0 && it.expiry <= c.now() {
+		return // already expired: never worth keeping
+	}
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if t.sh != nil && t.seq != sh.seq {
+		return
+	}
+	if t.sh == nil {
+		sh.seq++
+	}
+	c.insertLocked(sh, it)
+}
+
+// Install keeps value, just committed at key (a touched document stays
+// resident). Called after the write's apply, with a key the policy
+// admits; the cache owns key and value from then on.
+func (c *Cache) Install(key, value []byte) {
+	c.put(Ticket{}, false, key, nil, &item{value: value, expiry: c.expiryOf(c.policy.Load(), key, value)})
+}
+
+// Invalidate drops what a write of key makes stale: its value and the
+// equality range it belongs to. Called before the write's apply, so no
+// reader finds the old value while the write becomes visible.
+func (c *Cache) Invalidate(key []byte) {
+	p := c.policy.Load()
+	if p.Resets != nil && p.Resets(key) {
+		c.Reset()
+		return
+	}
+	c.drop(c.shardOf(key), false, key)
+	if c.ranges.Load() == 0 || p.EqualityLen == nil {
+		return
+	}
+	if n, ok := p.EqualityLen(key); ok && n <= len(key) {
+		c.drop(c.shardOf(key[:n]), true, key[:n])
+	}
+}
+
+func (c *Cache) drop(sh *shard, isRange bool, key []byte) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.seq++
+	m := sh.points
+	if isRange {
+		m = sh.ranges
+	}
+	if it, ok := m[string(key)]; ok {
+		c.removeLocked(sh, it)
+		c.inv.Add(1)
+	}
+}
+
+// InvalidateRange drops every value and range that meets [start, end)
+// (a dropped collection or index; end nil: no upper bound).
+func (c *Cache) InvalidateRange(start, end []byte) {
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		sh.seq++
+		for _, m := range []map[string]*item{sh.points, sh.ranges} {
+			for _, it := range m {
+				if it.meets(start, end) {
+					c.removeLocked(sh, it)
+					c.inv.Add(1)
+				}
+			}
+		}
+		sh.mu.Unlock()
+	}
+}
+
+// Reset empties the cache (a catalog change, a storage reopen).
+func (c *Cache) Reset() { c.InvalidateRange(nil, nil) }
+
+// Sweep evicts every entry whose value has expired. Reads and writes
+// sweep the shard they use; this covers the shards nobody uses.
+func (c *Cache) Sweep() {
+	now := c.now()
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		c.sweepLocked(sh, now, -1)
+		sh.mu.Unlock()
+	}
+}

@@ -1,0 +1,178 @@
+package rescache
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/mayflydb/mayfly/internal/clock"
+)
+
+// policy admits every key; a value "exp:<unix ns>" expires then; an
+// equality prefix is a key's first two bytes.
+func testPolicy() Policy {
+	return Policy{
+		Admit: func([]byte) bool { return true },
+		ExpiresAt: func(_, v []byte) (int64, bool) {
+			var at int64
+			n, _ := fmt.Sscanf(string(v), "exp:%d", &at)
+			return at, n == 1
+		},
+		EqualityLen: func(k []byte) (int, bool) { return 2, len(k) >= 2 },
+		Resets:      func(k []byte) bool { return len(k) > 0 && k[0] == 'c' },
+	}
+}
+
+func newTest(maxBytes int64, clk clock.Clock) *Cache {
+	c := New(maxBytes, clk)
+	c.SetPolicy(testPolicy())
+	return c
+}
+
+func fill(c *Cache, key, value string) {
+	_, t, _ := c.Get([]byte(key))
+	c.Fill([]byte(key), []byte(value), t)
+}
+
+func TestGetFillHit(t *testing.T) {
+	c := newTest(1<<20, nil)
+	if _, _, ok := c.Get([]byte("d1")); ok {
+		t.Fatal("empty cache hit")
+	}
+	fill(c, "d1", "v1")
+	v, _, ok := c.Get([]byte("d1"))
+	if !ok || string(v) != "v1" {
+		t.Fatalf("got %q %v", v, ok)
+	}
+	st := c.Stats()
+	if st.Hits != 1 || st.Misses != 2 || st.Items != 1 || st.Bytes <= 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// A write between a read's ticket and its fill keeps the read's (stale)
+// value out.
+func TestFillAfterWriteIsDropped(t *testing.T) {
+	c := newTest(1<<20, nil)
+	_, ticket, _ := c.Get([]byte("d1"))
+	c.Invalidate([]byte("d1"))
+	c.Fill([]byte("d1"), []byte("old"), ticket)
+	if _, _, ok := c.Get([]byte("d1")); ok {
+		t.Fatal("a fill older than a write was kept")
+	}
+	_, ticket, _ = c.Get([]byte("d1"))
+	c.Install([]byte("d1"), []byte("new"))
+	c.Fill([]byte("d1"), []byte("old"), ticket)
+	if v, _, _ := c.Get([]byte("d1")); string(v) != "new" {
+		t.Fatalf("got %q, want the installed value", v)
+	}
+}
+
+func TestBoundedByBytes(t *testing.T) {
+	const maxBytes = 64 << 10
+	c := newTest(maxBytes, nil)
+	for i := range 5000 {
+		fill(c, fmt.Sprintf("d%05d", i), "0123456789012345678901234567890123456789")
+		if b := c.Stats().Bytes; b > maxBytes {
+			t.Fatalf("after %d fills: %d bytes > %d", i+1, b, maxBytes)
+		}
+	}
+	st := c.Stats()
+	if st.Evictions == 0 || st.Items == 0 || st.Bytes < maxBytes/2 {
+		t.Fatalf("stats %+v: expected a full cache that evicted", st)
+	}
+}
+
+func TestEvictsLeastRecentlyUsed(t *testing.T) {
+	c := newTest(16*(itemOverhead+8)*shardCount, nil)
+	fill(c, "hot", "v")
+	for i := range 2000 {
+		fill(c, fmt.Sprintf("d%05d", i), "v")
+		if _, _, ok := c.Get([]byte("hot")); !ok {
+			t.Fatalf("the key read after every fill was evicted after %d fills", i+1)
+		}
+	}
+}
+
+func TestExpiredValuesLeaveWhenTheyExpire(t *testing.T) {
+	clk := clock.NewManual(time.Unix(1000, 0))
+	c := newTest(1<<20, clk)
+	at := clk.Now().Add(time.Second).UnixNano()
+	for i := range 50 {
+		fill(c, fmt.Sprintf("d%02d", i), fmt.Sprintf("exp:%d", at))
+	}
+	fill(c, "live", "forever")
+	if v, _, ok := c.Get([]byte("d00")); !ok || string(v) == "" {
+		t.Fatal("a value was not cached before its expiry")
+	}
+	clk.Advance(time.Second) // at its expiry: expired ($lte)
+	if _, _, ok := c.Get([]byte("d01")); ok {
+		t.Fatal("an expired value was served")
+	}
+	c.Sweep()
+	st := c.Stats()
+	if st.Items != 1 || st.ExpiredEvictions != 50 {
+		t.Fatalf("stats %+v: want only the live value left, 50 expired evictions", st)
+	}
+	// A value already expired when read is never kept.
+	fill(c, "late", fmt.Sprintf("exp:%d", at))
+	if c.Stats().Items != 1 {
+		t.Fatal("an expired value was kept")
+	}
+}
+
+func TestRangesAreInvalidatedByTheirKeys(t *testing.T) {
+	c := newTest(1<<20, nil)
+	lo, hi := []byte("ab"), []byte("ac")
+	if !c.Cacheable(lo, hi) || c.Cacheable(lo, []byte("ad")) || c.Cacheable([]byte("a"), []byte("b")) {
+		t.Fatal("Cacheable disagrees with the policy")
+	}
+	_, ticket, _ := c.GetRange(lo)
+	c.FillRange(lo, hi, []KV{{Key: []byte("ab1"), Value: []byte("x")}}, ticket)
+	if kvs, _, ok := c.GetRange(lo); !ok || len(kvs) != 1 {
+		t.Fatal("range not cached")
+	}
+	c.Invalidate([]byte("ab2")) // a new entry in the range
+	if _, _, ok := c.GetRange(lo); ok {
+		t.Fatal("a write into the range left it cached")
+	}
+}
+
+func TestInvalidateRangeAndReset(t *testing.T) {
+	c := newTest(1<<20, nil)
+	for _, k := range []string{"da1", "da2", "db1", "dc1"} {
+		fill(c, k, "v")
+	}
+	c.InvalidateRange([]byte("da"), []byte("db"))
+	for k, want := range map[string]bool{"da1": false, "da2": false, "db1": true, "dc1": true} {
+		if _, _, ok := c.Get([]byte(k)); ok != want {
+			t.Fatalf("%s cached %v, want %v", k, ok, want)
+		}
+	}
+	c.Invalidate([]byte("c-catalog"))
+	if st := c.Stats(); st.Items != 0 {
+		t.Fatalf("a catalog write left %d items", st.Items)
+	}
+}
+
+func TestZeroSizeKeepsNothing(t *testing.T) {
+	c := newTest(0, nil)
+	fill(c, "d1", "v")
+	c.Install([]byte("d2"), []byte("v"))
+	if st := c.Stats(); st.Items != 0 {
+		t.Fatalf("a cache of size 0 holds %d items", st.Items)
+	}
+}
+
+func TestSliceIter(t *testing.T) {
+	it := NewSliceIter([]KV{{Key: []byte("a")}, {Key: []byte("c")}})
+	if it.Valid() || !it.First() || string(it.Key()) != "a" || !it.Next() || it.Next() {
+		t.Fatal("forward walk")
+	}
+	if !it.SeekGE([]byte("b")) || string(it.Key()) != "c" || !it.SeekLT([]byte("c")) || string(it.Key()) != "a" || it.Prev() {
+		t.Fatal("seeks")
+	}
+	if !it.Last() || string(it.Key()) != "c" || it.SeekGE([]byte("d")) {
+		t.Fatal("last")
+	}
+}
