@@ -312,4 +312,3 @@ func onlyKeys(d bson.D, keys ...string) error {
 	}
 	return nil
 }
-
