@@ -441,7 +441,7 @@ func failureLines(output string) string {
 		}
 		keep = append(keep, "    "+trimmed)
 	}
-	return tail(strings.Join(keep, "\n"), 80)
+	return tail(strings.Join(keep, "\n"), 8)
 }
 
 // checkStaleSkips fails on skip-list lines that matched no failing case:
