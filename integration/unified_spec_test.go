@@ -41,7 +41,12 @@ type specTopology struct {
 var specDirsBoth = []string{"crud", "collection-management"}
 
 var specDirsReplSet = []string{"index-management", "retryable-writes", "retryable-reads", "sessions",
-	"change-streams", "run-command", "versioned-api", "command-logging-and-monitoring"}
+	"change-streams", "run-command", "versioned-api", "command-logging-and-monitoring",
+	"transactions", "transactions-convenient-api"}
+
+// specDirsThreeMembers run on a three-member set too: where a transaction
+// meets secondaries, replication and majority commits.
+var specDirsThreeMembers = []string{"transactions", "transactions-convenient-api", "sessions"}
 
 // TestUnifiedSpec runs the unified spec directories against a standalone
 // and a one-member replica set and fails on any case that fails and is not
@@ -55,6 +60,7 @@ func TestUnifiedSpec(t *testing.T) {
 	topologies := []specTopology{
 		{name: "standalone", dirs: specDirsBoth, uri: startSpecStandalone},
 		{name: "replset", dirs: append(append([]string{}, specDirsBoth...), specDirsReplSet...), uri: startSpecReplSet},
+		{name: "replset3", dirs: specDirsThreeMembers, uri: startSpecReplSet3},
 	}
 	for _, topo := range topologies {
 		t.Run(topo.name, func(t *testing.T) {
@@ -95,6 +101,10 @@ func startSpecStandalone(t *testing.T) string {
 
 func startSpecReplSet(t *testing.T) string {
 	return startReplSet(t, 1, "--setParameter", "enableTestCommands=1").uri()
+}
+
+func startSpecReplSet3(t *testing.T) string {
+	return startReplSet(t, 3, "--setParameter", "enableTestCommands=1").uri()
 }
 
 // skipEntry is one line of the skip list: a case-name pattern in which *
@@ -236,10 +246,7 @@ type caseResult struct {
 func (r *specRunner) run(t *testing.T, uri, specs string, dirs []string) []caseResult {
 	t.Helper()
 	project := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(project, "testdata"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(specs, filepath.Join(project, "testdata", "specifications")); err != nil {
+	if err := layOutSpecs(specs, filepath.Join(project, "testdata", "specifications")); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -256,6 +263,48 @@ func (r *specRunner) run(t *testing.T, uri, specs string, dirs []string) []caseR
 		t.Fatalf("the runner did not finish (%v); stderr:\n%s\nlast output:\n%s", runErr, tail(stderr.String(), 40), tail(string(out), 40))
 	}
 	return results
+}
+
+// layOutSpecs makes the specifications tree the runner reads at to: each
+// spec directory of specs links to its original, except those holding
+// legacy-format tests, which are copied and get the tests' unified
+// translations beside the unified ones.
+func layOutSpecs(specs, to string) error {
+	source := filepath.Join(to, "source")
+	if err := os.MkdirAll(source, 0o755); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(filepath.Join(specs, "source"))
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		from := filepath.Join(specs, "source", e.Name())
+		if !holdsLegacyTests(e.Name()) {
+			if err := os.Symlink(from, filepath.Join(source, e.Name())); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := os.CopyFS(filepath.Join(source, e.Name()), os.DirFS(from)); err != nil {
+			return fmt.Errorf("copy %s: %w", from, err)
+		}
+	}
+	for legacy, unified := range legacySpecDirs {
+		if err := translateLegacyDir(filepath.Join(source, legacy), filepath.Join(source, unified)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func holdsLegacyTests(specDir string) bool {
+	for legacy := range legacySpecDirs {
+		if top, _, _ := strings.Cut(legacy, "/"); top == specDir {
+			return true
+		}
+	}
+	return false
 }
 
 // test2jsonEvent is one line of go tool test2json's output.

@@ -239,6 +239,17 @@ func (h *Handler) run(entry command, r *request) (reply bson.D, err error) {
 	if err := checkGeneric(r, h.deps.Repl != nil); err != nil {
 		return nil, err
 	}
+	ctx, cancel, err := withMaxTime(r)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	r.ctx = ctx
+	// Before the transaction, as mongod: a statement the fail point fails
+	// neither starts nor aborts its transaction.
+	if err := h.failCommand(r); err != nil {
+		return nil, err
+	}
 	if err := h.enterTransaction(r); err != nil {
 		return nil, err
 	}
@@ -250,15 +261,6 @@ func (h *Handler) run(entry command, r *request) (reply bson.D, err error) {
 		return nil, err
 	}
 	if err := checkWriteConcernReach(r, h.deps.ReplicaSetMember); err != nil {
-		return nil, err
-	}
-	ctx, cancel, err := withMaxTime(r)
-	if err != nil {
-		return nil, err
-	}
-	defer cancel()
-	r.ctx = ctx
-	if err := h.failCommand(r); err != nil {
 		return nil, err
 	}
 	if err := h.waitForWrites(r); err != nil {

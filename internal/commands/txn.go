@@ -253,48 +253,6 @@ func commitOutcomeUnknown(err error) bool {
 	return !errors.Is(err, repl.ErrNotPrimary)
 }
 
-// labelTransaction adds the labels drivers act on to a transaction's
-// error reply, by mongod's rule (isTransientTransactionError):
-// TransientTransactionError for a statement's write conflict,
-// NoSuchTransaction or not-primary; UnknownTransactionCommitResult for a
-// commit whose outcome is unknown or whose write concern failed.
-func labelTransaction(r *request, reply bson.D, err error) bson.D {
-	if r.txn == nil && !isTransactionStatement(r) {
-		return reply
-	}
-	if _, labelled := bsonutil.Field(reply, "errorLabels"); labelled {
-		return reply
-	}
-	code := txnReplyCode(reply)
-	commit := r.name == "commitTransaction"
-	var label string
-	switch {
-	case commit && (code.IsRetriableError() || commitOutcomeUnknown(err) || code == mongoerr.MaxTimeMSExpired || hasWriteConcernError(reply)):
-		label = "UnknownTransactionCommitResult"
-	case code == mongoerr.WriteConflict || code == mongoerr.NotWritablePrimary || code == mongoerr.LockTimeout:
-		label = "TransientTransactionError"
-	case code == mongoerr.NoSuchTransaction && !hasWriteConcernError(reply):
-		label = "TransientTransactionError"
-	case !commit && r.name != "abortTransaction" && code.IsRetriableError():
-		label = "TransientTransactionError"
-	}
-	if label == "" {
-		return reply
-	}
-	return append(reply, bson.E{Key: "errorLabels", Value: bson.A{label}})
-}
-
-func txnReplyCode(reply bson.D) mongoerr.Code {
-	v, _ := bsonutil.Field(reply, "code")
-	c, _ := v.(int32)
-	return mongoerr.Code(c)
-}
-
-func hasWriteConcernError(reply bson.D) bool {
-	_, ok := bsonutil.Field(reply, "writeConcernError")
-	return ok
-}
-
 // transactionsStatus is serverStatus's transactions section.
 func (h *Handler) transactionsStatus() bson.D {
 	s := h.txns.Stats()

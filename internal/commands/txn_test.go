@@ -48,40 +48,55 @@ func TestTransactionRefusesWritingAndStreamingStages(t *testing.T) {
 	}
 }
 
-// TestTransactionLabels: mongod's isTransientTransactionError and its
-// commit rule, by command and code.
+// TestTransactionLabels: mongod's isTransientTransactionError, its
+// RetryableWriteError rule for commit and abort, and the commit's
+// unknown-outcome rule, by command, code and write concern error.
 func TestTransactionLabels(t *testing.T) {
+	const tte, rwe, utcr = "TransientTransactionError", "RetryableWriteError", "UnknownTransactionCommitResult"
 	cases := []struct {
-		cmd   string
-		code  mongoerr.Code
-		wce   bool
-		label string
+		cmd    string
+		code   mongoerr.Code
+		wce    mongoerr.Code // 0: none
+		labels []string
 	}{
-		{"insert", mongoerr.WriteConflict, false, "TransientTransactionError"},
-		{"find", mongoerr.NoSuchTransaction, false, "TransientTransactionError"},
-		{"update", mongoerr.NotWritablePrimary, false, "TransientTransactionError"},
-		{"insert", mongoerr.DuplicateKey, false, ""},
-		{"insert", mongoerr.TransactionTooOld, false, ""},
-		{"commitTransaction", mongoerr.NoSuchTransaction, false, "TransientTransactionError"},
-		{"commitTransaction", mongoerr.NoSuchTransaction, true, "UnknownTransactionCommitResult"},
-		{"commitTransaction", mongoerr.InterruptedDueToReplStateChange, false, "UnknownTransactionCommitResult"},
-		{"commitTransaction", mongoerr.MaxTimeMSExpired, false, "UnknownTransactionCommitResult"},
-		{"commitTransaction", mongoerr.TransactionCommitted, false, ""},
-		{"abortTransaction", mongoerr.TransactionCommitted, false, ""},
+		{"insert", mongoerr.WriteConflict, 0, []string{tte}},
+		{"find", mongoerr.NoSuchTransaction, 0, []string{tte}},
+		{"update", mongoerr.NotWritablePrimary, 0, []string{tte}},
+		{"find", mongoerr.SnapshotTooOld, 0, []string{tte}},
+		{"insert", mongoerr.DuplicateKey, 0, nil},
+		{"insert", mongoerr.TransactionTooOld, 0, nil},
+		{"commitTransaction", mongoerr.NoSuchTransaction, 0, []string{tte}},
+		{"commitTransaction", mongoerr.NoSuchTransaction, mongoerr.WriteConcernTimeout, []string{utcr}},
+		{"commitTransaction", mongoerr.PreparedTransactionInProgress, 0, []string{tte}},
+		{"commitTransaction", mongoerr.SnapshotUnavailable, 0, []string{tte}},
+		{"commitTransaction", mongoerr.InterruptedDueToReplStateChange, 0, []string{rwe, utcr}},
+		{"commitTransaction", mongoerr.MaxTimeMSExpired, 0, []string{utcr}},
+		{"commitTransaction", 0, mongoerr.MaxTimeMSExpired, []string{utcr}},
+		{"commitTransaction", 0, mongoerr.UnsatisfiableWriteConcern, nil},
+		{"commitTransaction", 0, mongoerr.UnknownReplWriteConcern, nil},
+		{"commitTransaction", mongoerr.TransactionCommitted, 0, nil},
+		{"abortTransaction", mongoerr.TransactionCommitted, 0, nil},
+		{"abortTransaction", mongoerr.NotWritablePrimary, 0, []string{rwe}},
 	}
 	for _, tc := range cases {
 		r := &request{name: tc.cmd, body: bson.D{{Key: tc.cmd, Value: 1}, {Key: "autocommit", Value: false}}}
-		err := mongoerr.New(tc.code, "x")
-		reply := mongoerr.Reply(err)
-		if tc.wce {
-			reply = append(reply, bson.E{Key: "writeConcernError", Value: bson.D{{Key: "code", Value: int32(64)}}})
+		var err error
+		reply := bson.D{}
+		if tc.code != 0 {
+			err = mongoerr.New(tc.code, "x")
+			reply = mongoerr.Reply(err)
 		}
-		got := ""
+		if tc.wce != 0 {
+			reply = append(reply, bson.E{Key: "writeConcernError", Value: bson.D{{Key: "code", Value: int32(tc.wce)}}})
+		}
+		var got []string
 		if v, ok := fieldOf(labelTransaction(r, reply, err), "errorLabels"); ok {
-			got = v.(bson.A)[0].(string)
+			for _, l := range v.(bson.A) {
+				got = append(got, l.(string))
+			}
 		}
-		if got != tc.label {
-			t.Errorf("%s, code %d, write concern error %v: label %q, want %q", tc.cmd, tc.code, tc.wce, got, tc.label)
+		if !slices.Equal(got, tc.labels) {
+			t.Errorf("%s, code %d, write concern error %d: labels %q, want %q", tc.cmd, tc.code, tc.wce, got, tc.labels)
 		}
 	}
 }

@@ -77,6 +77,9 @@ type Store struct {
 	// txns is the open transactions and what was written while they are
 	// open (txntable.go).
 	txns txnTable
+	// intents is the keys open transactions wrote and have not committed
+	// (txnintents.go).
+	intents txnIntents
 }
 
 // Open loads the catalog from eng and finishes or rolls back any index

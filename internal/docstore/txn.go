@@ -234,7 +234,7 @@ func (x *Txn) absorb(t *tx) error {
 	if err != nil {
 		return err
 	}
-	if x.s.txns.conflicts(t.written, x.start) {
+	if x.s.txns.conflicts(t.written, x.start) || !x.s.intents.claim(x, t.written) {
 		return mongoerr.New(mongoerr.WriteConflict, WriteConflictMessage)
 	}
 	for _, op := range sb.ops {
@@ -314,6 +314,7 @@ func (x *Txn) end() {
 		return
 	}
 	x.done = true
+	x.s.intents.release(x, x.written)
 	x.s.txns.end(x)
 	x.snapMu.Lock()
 	defer x.snapMu.Unlock()

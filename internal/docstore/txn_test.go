@@ -377,20 +377,34 @@ func TestTxnConflicts(t *testing.T) {
 				mustValid(t, c)
 			})
 		}
-		t.Run(tc.name+"/both open, first commits first", func(t *testing.T) {
+		t.Run(tc.name+"/both open, the second writer conflicts at once", func(t *testing.T) {
 			s, c := conflictStore(t, tc.unique)
 			first, second := s.BeginTxn(), s.BeginTxn()
+			defer second.Abort()
 			if err := tc.first(first, c); err != nil {
 				t.Fatal(err)
 			}
-			if err := tc.second(second, c); err != nil {
-				t.Fatal(err)
+			if err := tc.second(second, c); !isWriteConflict(err) {
+				t.Fatalf("second's statement while first is open: %v, want WriteConflict", err)
 			}
 			if err := first.Commit(WriteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			if err := second.Commit(WriteOptions{}); !isWriteConflict(err) {
-				t.Fatalf("second commit: %v, want WriteConflict", err)
+			mustValid(t, c)
+		})
+		t.Run(tc.name+"/first aborts, its keys are free", func(t *testing.T) {
+			s, c := conflictStore(t, tc.unique)
+			first := s.BeginTxn()
+			if err := tc.first(first, c); err != nil {
+				t.Fatal(err)
+			}
+			first.Abort()
+			second := s.BeginTxn()
+			if err := tc.second(second, c); err != nil {
+				t.Fatalf("second's statement after first aborted: %v", err)
+			}
+			if err := second.Commit(WriteOptions{}); err != nil {
+				t.Fatal(err)
 			}
 			mustValid(t, c)
 		})

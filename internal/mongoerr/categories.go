@@ -26,3 +26,13 @@ func (c Code) IsRetriableError() bool {
 	}
 	return false
 }
+
+// IsSnapshotError reports whether c is in mongod's SnapshotError
+// category: a transaction that meets one may be retried whole.
+func (c Code) IsSnapshotError() bool {
+	switch c {
+	case SnapshotTooOld, SnapshotUnavailable, StaleChunkHistory, MigrationConflict:
+		return true
+	}
+	return false
+}

@@ -16,6 +16,7 @@ func TestCategoriesOverEveryCode(t *testing.T) {
 		InterruptedAtShutdown: true, InterruptedDueToReplStateChange: true, NotPrimaryNoSecondaryOk: true,
 		NotPrimaryOrSecondary: true,
 	}
+	snapshot := map[Code]bool{SnapshotTooOld: true, SnapshotUnavailable: true, StaleChunkHistory: true, MigrationConflict: true}
 	if len(names) < 100 {
 		t.Fatalf("the code table has %d codes", len(names))
 	}
@@ -25,6 +26,9 @@ func TestCategoriesOverEveryCode(t *testing.T) {
 		}
 		if got := code.IsRetriableError(); got != retriable[code] {
 			t.Errorf("%s (%d).IsRetriableError() = %v", name, code, got)
+		}
+		if got := code.IsSnapshotError(); got != snapshot[code] {
+			t.Errorf("%s (%d).IsSnapshotError() = %v", name, code, got)
 		}
 	}
 }
