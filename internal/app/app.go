@@ -136,6 +136,9 @@ type App struct {
 	raft raftStart // when this member's raft starts (diskfull.go)
 	// configClient reaches the config servers from a shard (sharding.go).
 	configClient ConfigClient
+	// migrations is a shard's or config server's migration work
+	// (migrations.go).
+	migrations migrationWork
 }
 
 // Start opens storage and starts listening; it returns once the server
@@ -276,6 +279,9 @@ func (a *App) assemble() error {
 	if err != nil {
 		return err
 	}
+	if err := a.newMigrationWork(shard); err != nil {
+		return err
+	}
 	h := commands.New(commands.Deps{
 		Store: store, Cursors: a.cursors, Clock: cfg.Clock, Logger: cfg.Logger, Params: params,
 		Argv: cfg.Argv, Parsed: a.withClusterRole(a.withSecurity(a.parsedConfig())), Activity: ops, Auth: authMgr,
@@ -283,7 +289,8 @@ func (a *App) assemble() error {
 		OpStats:  a.ops.stats, Log: a.ops.ring, DataDir: a.dataDir(), Fsync: a.ops.fsync,
 		Repl: a.rs, ReplicaSetMember: a.rs != nil, TestCommands: testCommands(cfg.SetParameters),
 		Changes: a.changes.feed, Profiler: profiles, ClusterRole: cfg.ClusterRole, Shard: shard,
-		Transactions: a.txns,
+		Transactions: a.txns, Migrations: a.migrations.shard, ConfigServer: a.migrations.config,
+		FailPoints: a.migrations.failPoints,
 	})
 	a.srv = server.New(server.Config{Addr: cfg.Addr, MaxConns: cfg.MaxConns, MessageTimeout: cfg.MessageTimeout, Logger: cfg.Logger,
 		TLS: tlsCfg, TLSMode: cfg.Security.TLSMode, IdleTimeout: cfg.IdleTimeout}, h)
@@ -309,9 +316,10 @@ func (a *App) startBackground() {
 	go func() { defer a.wg.Done(); a.runChangeLogTrim(ctx) }()
 	go func() { defer a.wg.Done(); a.runExpiryWarnings(ctx) }()
 	if a.rs != nil {
-		a.wg.Add(2)
+		a.wg.Add(3)
 		go func() { defer a.wg.Done(); a.sweepSessions(ctx) }()
 		go func() { defer a.wg.Done(); a.txns.Run(ctx) }()
+		go func() { defer a.wg.Done(); a.runMigrationWork(ctx) }()
 	}
 }
 

@@ -16,6 +16,7 @@ func (a *App) params() *params.Table {
 		func() int64 { return int64(a.txns.Lifetime() / time.Second) },
 		func(n int64) { a.txns.SetLifetime(time.Duration(n) * time.Second) }, 1))
 	p.Register("ttlMonitorSleepSecs", params.Int(a.monitor.SleepSecs, a.monitor.SetSleepSecs, 1))
+	a.registerMigrationParams(p)
 	// mayflyExactExpiry hides expired documents from every command before
 	// the monitor deletes them; false restores MongoDB's lag.
 	p.Register("mayflyExactExpiry", params.Bool(a.store.ExactExpiry, a.store.SetExactExpiry))

@@ -67,20 +67,31 @@ func (a *App) newShardState() (*shardstate.State, error) {
 	if a.cfg.ClusterRole != RoleShardServer {
 		return nil, nil
 	}
-	if a.cfg.NewConfigClient == nil {
-		return nil, fmt.Errorf("app: a shard member needs Config.NewConfigClient to reach its config servers")
-	}
-	tlsCfg, err := a.configTLS()
+	client, err := a.newClusterClient()
 	if err != nil {
 		return nil, err
 	}
-	a.configClient = a.cfg.NewConfigClient(a.keyFileCredential(), tlsCfg)
+	a.configClient = client
 	return shardstate.New(shardstate.Options{
 		LoadIdentity: a.loadShardIdentity,
 		NewSource: func(id shardstate.Identity) shardstate.Source {
 			return shardstate.ConfigSource{Client: a.configClient, Hosts: id.ConfigHosts()}
 		},
 	}), nil
+}
+
+// newClusterClient makes this member's client of the other members of
+// the cluster (config servers, other shards), logged in with the keyFile
+// as members log in to each other.
+func (a *App) newClusterClient() (ConfigClient, error) {
+	if a.cfg.NewConfigClient == nil {
+		return nil, fmt.Errorf("app: a %s member needs Config.NewConfigClient to reach the cluster", a.cfg.ClusterRole)
+	}
+	tlsCfg, err := a.configTLS()
+	if err != nil {
+		return nil, err
+	}
+	return a.cfg.NewConfigClient(a.keyFileCredential(), tlsCfg), nil
 }
 
 func (a *App) loadShardIdentity() (bson.D, bool, error) {

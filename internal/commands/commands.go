@@ -18,6 +18,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/clock"
+	"github.com/mayflydb/mayfly/internal/configsvr"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/cursor/paging"
 	"github.com/mayflydb/mayfly/internal/docstore"
@@ -75,6 +76,14 @@ type Deps struct {
 	// Shard is a shard member's cluster state (see shardversion.go).
 	ClusterRole string
 	Shard       *shardstate.State
+	// Migrations is a shard member's side of chunk migration; ConfigServer
+	// a config server member's commits and balancer (migrate.go).
+	Migrations   *shardstate.Migrations
+	ConfigServer *configsvr.Service
+	// FailPoints, when set, is the fail point registry the handler shares
+	// with background work (migrations); with enableTestCommands and none
+	// given the handler makes its own.
+	FailPoints *failpoint.Registry
 	// Transactions is the sessions' multi-document transactions (a
 	// replica set member's; nil makes a table of the handler's own).
 	Transactions *session.Transactions
@@ -168,7 +177,10 @@ func New(deps Deps) *Handler {
 	}
 	h.table = buildTable(deps.TestCommands)
 	if deps.TestCommands {
-		h.failPoints = failpoint.NewRegistry(uint64(h.started.UnixNano()), failpoint.Names()...)
+		h.failPoints = deps.FailPoints
+		if h.failPoints == nil {
+			h.failPoints = failpoint.NewRegistry(uint64(h.started.UnixNano()), failpoint.Names()...)
+		}
 	}
 	return h
 }
@@ -266,7 +278,9 @@ func (h *Handler) run(entry command, r *request) (reply bson.D, err error) {
 	if err := h.waitForWrites(r); err != nil {
 		return nil, err
 	}
-	if reply, err := h.checkShardVersion(r); reply != nil || err != nil {
+	reply, leave, err := h.checkShardVersion(r)
+	defer leave()
+	if reply != nil || err != nil {
 		return reply, err
 	}
 	if h.deps.Repl != nil && entry.readConcern {

@@ -54,23 +54,35 @@ func (h *Handler) checkConfigServerFlag(cfg bson.D) error {
 // orphans. A stale write answers as mongod's write commands do: ok 1 with
 // the StaleConfig as the first statement's write error; any other command
 // fails with it. Commands without versions, and members that are not
-// shards, are left as they are.
-func (h *Handler) checkShardVersion(r *request) (bson.D, error) {
+// shards, are left as they are. A routed command on a collection first
+// waits out a migration's critical section and is counted in flight until
+// leave is called, so that a critical section starts with no routed write
+// still running (internal/shardstate's Migrations.Enter).
+func (h *Handler) checkShardVersion(r *request) (reply bson.D, leave func(), err error) {
+	leave = func() {}
 	if h.deps.Shard == nil {
-		return nil, nil
+		return nil, leave, nil
 	}
 	versions, err := routingVersions(r.body)
 	if err != nil || (versions.Shard == nil && versions.Database == nil) {
-		return nil, err
+		return nil, leave, err
 	}
-	filter, err := h.deps.Shard.Check(r.ctx, r.db, commandNamespace(r), versions)
+	ns := commandNamespace(r)
+	if h.deps.Migrations != nil && versions.Shard != nil && ns != "" {
+		if leave, err = h.deps.Migrations.Enter(r.ctx, ns); err != nil {
+			reply, err = staleWriteReply(r.name, err)
+			return reply, func() {}, err
+		}
+	}
+	filter, err := h.deps.Shard.Check(r.ctx, r.db, ns, versions)
 	if err != nil {
-		return staleWriteReply(r.name, err)
+		reply, err = staleWriteReply(r.name, err)
+		return reply, leave, err
 	}
 	if filter != nil {
 		r.ctx = docstore.WithOwnership(r.ctx, filter.Owns)
 	}
-	return nil, nil
+	return nil, leave, nil
 }
 
 // routingVersions reads the shardVersion and databaseVersion fields.

@@ -182,6 +182,7 @@ func buildTable(testCommands bool) map[string]command {
 		}
 	}
 	add(commandRows())
+	add(migrationCommandRows())
 	if testCommands {
 		add(testCommandRows())
 	}

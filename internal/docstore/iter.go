@@ -96,6 +96,13 @@ func WithOwnership(ctx context.Context, owns func(bson.D) bool) context.Context 
 	return context.WithValue(ctx, ownershipKey{}, owns)
 }
 
+// HasOwnership reports whether ctx carries an ownership filter: a count
+// under one must scan, since the collection's counter includes orphans.
+func HasOwnership(ctx context.Context) bool {
+	_, ok := ctx.Value(ownershipKey{}).(func(bson.D) bool)
+	return ok
+}
+
 func (d *DocIter) interrupted() bool {
 	if d.ctx == nil || d.Stats.DocsExamined%interruptEvery != 0 {
 		return false

@@ -67,12 +67,13 @@ func sortMemoryError() error {
 
 // Count counts the documents of c (nil: none) matching q. With no query
 // and no hint it answers from the collection's counter, unless exact
-// expiry makes the counter stale for a TTL collection.
+// expiry makes the counter stale for a TTL collection or a shard's
+// ownership filter must leave orphans out (the counter includes them).
 func (e *Executor) Count(op *Op, c *docstore.Collection, q bson.D, hint any, coll *collation.Collation) (int64, error) {
 	if c == nil {
 		return 0, nil
 	}
-	if e.fastCount(c, q, hint) {
+	if e.fastCount(c, q, hint) && !(op.Ctx != nil && docstore.HasOwnership(op.Ctx)) {
 		return c.Count(), nil
 	}
 	it, err := scanMatching(op, c, q, hint, coll)

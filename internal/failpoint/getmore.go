@@ -14,7 +14,9 @@ const FailGetMore = "failGetMoreAfterCursorCheckout"
 
 // Names are the fail points a server has, as mongod's registry is fixed
 // at start.
-func Names() []string { return []string{FailCommand, FailGetMore, OnPrimaryTransactionalWrite} }
+func Names() []string {
+	return append([]string{FailCommand, FailGetMore, OnPrimaryTransactionalWrite}, MigrationNames()...)
+}
 
 // ReadGetMoreFailure reads failGetMoreAfterCursorCheckout's data as
 // mongod does: as failCommand's, failing getMore alone.

@@ -63,6 +63,7 @@ func packageLayers() map[string]row {
 		"internal/profiler":      {layer: services},
 		"internal/wireclient":    {layer: services},
 		"internal/shardstate":    {layer: services},
+		"internal/configsvr":     {layer: services},
 		"internal/cursor/paging": {layer: services},
 
 		"internal/docstore":              {layer: state},
@@ -85,6 +86,7 @@ func packageLayers() map[string]row {
 		"internal/shardkey":      {layer: rules},
 		"internal/shardmeta":     {layer: rules},
 		"internal/shardmerge":    {layer: rules},
+		"internal/migrate":       {layer: rules},
 		"internal/keyenc":        {layer: rules},
 		"internal/wire":          {layer: rules},
 

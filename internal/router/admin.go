@@ -332,25 +332,26 @@ func (r *Router) changelog(op *operation, what, ns string, details bson.D) {
 	}
 }
 
-// cmdBalancerStatus answers from config.settings' balancer document:
-// there is no balancer round in this version.
+// cmdBalancerStatus asks the config servers' primary, where the
+// balancer runs, as mongos sends _configsvrBalancerStatus.
 func cmdBalancerStatus(r *Router, op *operation) (bson.D, error) {
 	if err := adminOnly(op); err != nil {
 		return nil, err
 	}
-	docs, err := r.configFind(op, shardmeta.SettingsCollection, bson.D{{Key: "_id", Value: "balancer"}}, nil)
+	reply, err := r.call(op, r.config, "admin", bson.D{{Key: "_configsvrBalancerStatus", Value: int32(1)}})
 	if err != nil {
 		return nil, err
 	}
-	mode := "full"
-	if len(docs) > 0 {
-		var b shardmeta.Balancer
-		if err := decodeD(docs[0], &b); err == nil && (b.Stopped || b.Mode == "off") {
-			mode = "off"
+	if err := replyError(reply); err != nil {
+		return nil, err
+	}
+	out := bson.D{}
+	for _, e := range forwardable(reply) {
+		if e.Key != "ok" {
+			out = append(out, e)
 		}
 	}
-	return bson.D{{Key: "mode", Value: mode}, {Key: "inBalancerRound", Value: false},
-		{Key: "numBalancerRounds", Value: int64(0)}}, nil
+	return out, nil
 }
 
 // cmdBalancerSwitch is balancerStart and balancerStop: they set the

@@ -56,6 +56,7 @@ func unversionedCommands() map[string]string {
 		"connectionStatus": handshake, "endSessions": handshake, "refreshSessions": handshake, "killSessions": handshake,
 		"addShard": admin, "listShards": admin, "removeShard": admin, "enableSharding": admin,
 		"shardCollection": admin, "balancerStatus": admin, "balancerStart": admin, "balancerStop": admin,
+		"moveChunk": admin, "movechunk": admin, "moveRange": admin, "split": admin,
 		"getMore": cursor, "killCursors": cursor,
 		"listDatabases": "asks every shard about every database: no one collection's version applies",
 	}

@@ -4,7 +4,7 @@ package router
 // not in it is refused with CommandNotFound, as mongos refuses one it
 // does not know.
 func commandTable() map[string]handlerFunc {
-	return map[string]handlerFunc{
+	table := map[string]handlerFunc{
 		// The handshake and the connection.
 		"hello": cmdHello, "isMaster": cmdHello, "ismaster": cmdHello,
 		"ping": cmdOK, "buildInfo": cmdBuildInfo, "buildinfo": cmdBuildInfo,
@@ -31,4 +31,8 @@ func commandTable() map[string]handlerFunc {
 		"create": cmdCollectionDDL, "createIndexes": cmdCollectionDDL, "dropIndexes": cmdCollectionDDL,
 		"collMod": cmdCollectionDDL, "drop": cmdDrop, "dropDatabase": cmdDropDatabase,
 	}
+	for name, h := range migrationCommands() {
+		table[name] = h
+	}
+	return table
 }

@@ -1,0 +1,233 @@
+package shardstate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/changestream"
+	"github.com/mayflydb/mayfly/internal/clock"
+	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/failpoint"
+	"github.com/mayflydb/mayfly/internal/migrate"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+)
+
+// MigrationOptions build a shard member's Migrations.
+type MigrationOptions struct {
+	State *State
+	Store *docstore.Store
+	// Feed is the member's change log: a donor reads the writes made to
+	// a moving range since its clone began from it.
+	Feed   *changestream.Feed
+	Client Runner
+	Clock  clock.Clock
+	Logger *slog.Logger
+	// Self is the address other shards reach this member at.
+	Self func() string
+	// IsPrimary reports whether this member takes writes now; migrations,
+	// their recovery and range deletion run only then.
+	IsPrimary func() bool
+	// FailPoints holds the migration's fail points (failpoint.Migration*);
+	// nil without enableTestCommands.
+	FailPoints *failpoint.Registry
+	// CleanupDelay is orphanCleanupDelaySecs: how long a donor keeps a
+	// range it gave away before deleting it.
+	CleanupDelay func() time.Duration
+}
+
+// Migrations is a shard member's side of chunk migration: the donor's
+// coordinator, the recipient's cloner, the critical section that stops
+// routed commands on a namespace while its placement changes, the range
+// deleter, and the recovery of migrations a previous primary left. A
+// shard takes part in one migration at a time, as donor or recipient.
+type Migrations struct {
+	opts MigrationOptions
+
+	mu sync.Mutex
+	// busy is the migration this shard takes part in ("" when none).
+	busy string
+	// critical holds the namespaces in a critical section; inflight
+	// counts the routed commands running on each namespace.
+	critical map[string]bool
+	inflight map[string]int
+	// loaded: the critical sections of recorded migrations were set up.
+	loaded bool
+	// sources are the donor's clone sources, receivers the recipient's
+	// jobs, by migration id.
+	sources   map[string]*cloneSource
+	receivers map[string]*receiver
+}
+
+// NewMigrations returns a shard member's migration service.
+func NewMigrations(opts MigrationOptions) *Migrations {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	m := &Migrations{opts: opts, critical: map[string]bool{}, inflight: map[string]int{},
+		sources: map[string]*cloneSource{}, receivers: map[string]*receiver{}}
+	return m
+}
+
+// criticalSectionWait bounds how long a routed command waits for a
+// critical section to end before it is refused with StaleConfig, which
+// makes the router refresh and retry.
+const criticalSectionWait = 10 * time.Second
+
+// Enter admits a routed command on ns: it waits while a migration holds
+// ns's critical section, then counts the command in flight until the
+// returned release is called, so that a critical section begins only
+// when no routed command is still writing the range.
+func (m *Migrations) Enter(ctx context.Context, ns string) (release func(), err error) {
+	m.loadRecorded()
+	deadline := m.opts.Clock.Now().Add(criticalSectionWait)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for m.critical[ns] {
+		if ctx.Err() != nil || !m.opts.Clock.Now().Before(deadline) {
+			return nil, mongoerr.Newf(mongoerr.StaleConfig, "migration commit in progress for %s", ns)
+		}
+		m.waitBriefly()
+	}
+	m.inflight[ns]++
+	return func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.inflight[ns]--
+	}, nil
+}
+
+// waitBriefly lets go of m.mu for a moment, so that the command or
+// migration it waits for can move on; m.mu is held.
+func (m *Migrations) waitBriefly() {
+	m.mu.Unlock()
+	m.sleep(context.Background(), 20*time.Millisecond)
+	m.mu.Lock()
+}
+
+// sleep waits d on the clock; false when ctx ended first.
+func (m *Migrations) sleep(ctx context.Context, d time.Duration) bool {
+	t := m.opts.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return true
+	}
+}
+
+// enterCriticalSection stops new routed commands on ns and waits for
+// those in flight to end.
+func (m *Migrations) enterCriticalSection(ctx context.Context, ns string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.critical[ns] = true
+	for m.inflight[ns] > 0 {
+		if err := ctx.Err(); err != nil {
+			delete(m.critical, ns)
+			return fmt.Errorf("shardstate: entering the critical section of %s: %w", ns, err)
+		}
+		m.waitBriefly()
+	}
+	return nil
+}
+
+func (m *Migrations) leaveCriticalSection(ns string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.critical, ns)
+}
+
+// claim makes this shard take part in migration id, refusing a second
+// one as mongod's ActiveMigrationsRegistry does.
+func (m *Migrations) claim(id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.busy != "" && m.busy != id {
+		return mongoerr.Newf(mongoerr.ConflictingOperationInProgress,
+			"Unable to start new balancer operation because this shard is currently donating or receiving chunk (migration %s)", m.busy)
+	}
+	m.busy = id
+	return nil
+}
+
+func (m *Migrations) release(id string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.busy == id {
+		m.busy = ""
+	}
+}
+
+// loadRecorded sets up the critical sections of the migrations this
+// member's records show between entering one and learning the outcome,
+// before it admits its first routed command: a new primary must not let
+// a write into a range that may already belong to the recipient.
+func (m *Migrations) loadRecorded() {
+	m.mu.Lock()
+	loaded := m.loaded
+	m.mu.Unlock()
+	if loaded {
+		return
+	}
+	coords, err := m.coordinators()
+	if err != nil {
+		m.opts.Logger.Warn("could not read migration records", "err", err)
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, c := range coords {
+		if c.Phase == migrate.PhaseCriticalSection || c.Phase == migrate.PhaseCommitStarted {
+			m.critical[c.Namespace] = true
+		}
+	}
+	m.loaded = true
+}
+
+// failPoint pauses while the named fail point is on (alwaysOn or times):
+// a test turns it on to stop a migration at a phase, then kills a member
+// or turns it off.
+func (m *Migrations) failPoint(ctx context.Context, name string) {
+	if m.opts.FailPoints == nil {
+		return
+	}
+	p := m.opts.FailPoints.Point(name)
+	if p == nil {
+		return
+	}
+	for {
+		if _, on := p.Evaluate(func(bson.D) bool { return true }); !on || ctx.Err() != nil {
+			return
+		}
+		m.opts.Logger.Info("migration paused at fail point", "failPoint", name)
+		if !m.sleep(ctx, 100*time.Millisecond) {
+			return
+		}
+	}
+}
+
+// errNotPrimary refuses migration work on a member that is not primary.
+var errNotPrimary = mongoerr.New(mongoerr.NotWritablePrimary, "not primary")
+
+func (m *Migrations) checkPrimary() error {
+	if m.opts.IsPrimary != nil && !m.opts.IsPrimary() {
+		return errNotPrimary
+	}
+	return nil
+}
+
+// isUnanswered reports an error of a command whose reply was lost.
+func isUnanswered(err error) bool {
+	var u *unanswered
+	return errors.As(err, &u)
+}

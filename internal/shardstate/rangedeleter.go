@@ -1,0 +1,196 @@
+package shardstate
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/failpoint"
+	"github.com/mayflydb/mayfly/internal/migrate"
+	"github.com/mayflydb/mayfly/internal/shardkey"
+)
+
+// backgroundPeriod is how often a primary looks for migrations to
+// recover and range deletions that are due.
+const backgroundPeriod = 250 * time.Millisecond
+
+// Run recovers the migrations a previous primary left and runs the range
+// deletions that are due, while this member is primary, until ctx ends.
+func (m *Migrations) Run(ctx context.Context) {
+	for m.sleep(ctx, backgroundPeriod) {
+		if m.checkPrimary() != nil {
+			m.forgetLoaded()
+			continue
+		}
+		if _, err := m.opts.State.Identity(); err != nil {
+			continue // not a shard yet
+		}
+		m.loadRecorded()
+		if err := m.recoverCoordinators(ctx); err != nil {
+			m.opts.Logger.Warn("migration recovery failed; will retry", "err", err)
+		}
+		if err := m.runRangeDeletions(ctx); err != nil {
+			m.opts.Logger.Warn("range deletion failed; will retry", "err", err)
+		}
+	}
+}
+
+// forgetLoaded makes the next primacy read the records again.
+func (m *Migrations) forgetLoaded() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.loaded = false
+}
+
+// recoverCoordinators finishes each recorded migration that no running
+// donor of this member owns.
+func (m *Migrations) recoverCoordinators(ctx context.Context) error {
+	coords, err := m.coordinators()
+	if err != nil {
+		return err
+	}
+	for _, rec := range coords {
+		if _, running := m.cloneSourceIfAny(rec.ID); running {
+			continue
+		}
+		if err := m.recoverOne(ctx, rec); err != nil {
+			return fmt.Errorf("migration %s: %w", rec.ID, err)
+		}
+	}
+	return nil
+}
+
+func (m *Migrations) recoverOne(ctx context.Context, rec migrate.Coordinator) error {
+	outcome := migrate.OutcomeUnknown
+	if rec.Phase == migrate.PhaseCommitStarted {
+		outcome = m.outcome(ctx, rec)
+	}
+	m.opts.Logger.Info("recovering migration", "migration", rec.ID, "phase", rec.Phase, "outcome", outcome)
+	switch migrate.Recover(rec.Phase, outcome) {
+	case migrate.FinishCommit:
+		return m.finishCommit(ctx, rec)
+	case migrate.FinishAbort:
+		return m.finishAbort(ctx, rec)
+	}
+	return nil
+}
+
+// outcome reads from the config servers who owns the migration's range.
+func (m *Migrations) outcome(ctx context.Context, rec migrate.Coordinator) migrate.Outcome {
+	table, err := m.opts.State.Refresh(ctx, rec.Namespace)
+	if err != nil || table == nil {
+		return migrate.OutcomeUnknown
+	}
+	switch migrate.OwnerOf(table.Chunks(), rec.Range) {
+	case rec.Recipient:
+		return migrate.OutcomeRecipientOwns
+	case rec.Donor:
+		return migrate.OutcomeDonorOwns
+	}
+	return migrate.OutcomeUnknown
+}
+
+func (m *Migrations) cloneSourceIfAny(id string) (*cloneSource, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	src, ok := m.sources[id]
+	return src, ok
+}
+
+// runRangeDeletions runs the tasks whose time has come.
+func (m *Migrations) runRangeDeletions(ctx context.Context) error {
+	tasks, err := m.rangeDeletions()
+	if err != nil {
+		return err
+	}
+	now := m.opts.Clock.Now()
+	for _, t := range tasks {
+		if t.Pending || now.Before(t.NotBefore.Time()) {
+			continue
+		}
+		m.failPoint(ctx, failpoint.MigrationHangBeforeRangeDeletion)
+		pattern, err := shardkey.Parse(t.KeyPattern)
+		if err != nil {
+			return err
+		}
+		if err := m.deleteUnowned(ctx, t.Namespace, t.Range, pattern); err != nil {
+			return err
+		}
+		if err := m.deleteRecord(migrate.RangeDeletionsColl, t.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteBatch bounds the documents one pass of the range deleter
+// gathers before it deletes them.
+const deleteBatch = 256
+
+// deleteUnowned deletes the documents of r that this shard does not own
+// by the config servers' current chunks: orphans only, whatever task
+// asked, so that a stale or repeated task never deletes owned data.
+func (m *Migrations) deleteUnowned(ctx context.Context, ns string, r migrate.Range, p *shardkey.Pattern) error {
+	db, name, _ := strings.Cut(ns, ".")
+	coll := m.opts.Store.Collection(db, name)
+	if coll == nil {
+		return nil
+	}
+	table, err := m.opts.State.Refresh(ctx, ns)
+	if err != nil {
+		return err
+	}
+	id, err := m.opts.State.Identity()
+	if err != nil {
+		return err
+	}
+	owns := func(bson.D) bool { return false }
+	if table != nil {
+		owns = NewFilter(table, id.ShardName).Owns
+	}
+	for ctx.Err() == nil {
+		ids, err := orphanIDs(coll, r, p, owns)
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		for _, docID := range ids {
+			if err := removeIf(coll, docID, func(doc bson.D) bool { return inRange(p, r, doc) && !owns(doc) }); err != nil {
+				return err
+			}
+		}
+	}
+	return ctx.Err()
+}
+
+// orphanIDs lists up to deleteBatch documents of r that owns refuses.
+func orphanIDs(coll *docstore.Collection, r migrate.Range, p *shardkey.Pattern, owns func(bson.D) bool) ([]any, error) {
+	it := coll.Scan(nil, nil)
+	defer it.Close()
+	var ids []any
+	for len(ids) < deleteBatch {
+		doc, ok, err := it.Next()
+		if err != nil || !ok {
+			return ids, err
+		}
+		if inRange(p, r, doc) && !owns(doc) {
+			ids = append(ids, mustID(doc))
+		}
+	}
+	return ids, nil
+}
+
+// removeIf deletes the document with docID when keep says so of it as
+// it is under the write lock.
+func removeIf(coll *docstore.Collection, docID any, remove func(bson.D) bool) error {
+	_, err := coll.Modify(docID, docstore.WriteOptions{}, func(cur bson.D) (docstore.Change, error) {
+		if cur == nil || !remove(cur) {
+			return docstore.Change{Kind: docstore.Keep}, nil
+		}
+		return docstore.Change{Kind: docstore.Remove}, nil
+	})
+	return err
+}

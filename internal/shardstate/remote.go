@@ -1,0 +1,84 @@
+package shardstate
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+)
+
+// SetHosts reads a replica set connection string, "set/host:port,…", as
+// config.shards' host and the shardIdentity's configsvrConnectionString
+// hold it; a bare list of hosts is taken as it is.
+func SetHosts(conn string) []string {
+	if _, list, ok := strings.Cut(conn, "/"); ok {
+		conn = list
+	}
+	if conn == "" {
+		return nil
+	}
+	return strings.Split(conn, ",")
+}
+
+// primaryOf finds the primary of the replica set whose members are
+// hosts: a member that says it is writable, or the one a member names.
+func primaryOf(ctx context.Context, client Runner, hosts []string) (string, error) {
+	for _, host := range hosts {
+		reply, err := client.Run(ctx, host, "admin", bson.D{{Key: "hello", Value: int32(1)}})
+		if err != nil {
+			continue
+		}
+		if v, _ := bsonutil.Field(reply, "isWritablePrimary"); v == true {
+			return host, nil
+		}
+		if p, ok := bsonutil.Field(reply, "primary"); ok {
+			if s, _ := p.(string); s != "" {
+				return s, nil
+			}
+		}
+	}
+	return "", mongoerr.Newf(mongoerr.HostUnreachable, "no primary found among %s", strings.Join(hosts, ","))
+}
+
+// RunOnPrimary runs cmd on the primary of the set at hosts and turns an
+// error reply into an error with its code.
+func RunOnPrimary(ctx context.Context, client Runner, hosts []string, db string, cmd bson.D) (bson.D, error) {
+	host, err := primaryOf(ctx, client, hosts)
+	if err != nil {
+		return nil, err
+	}
+	return runOn(ctx, client, host, db, cmd)
+}
+
+// runOn runs cmd on host; an error reply is an error with its code and
+// message, a lost reply a NetworkError-like HostUnreachable.
+func runOn(ctx context.Context, client Runner, host, db string, cmd bson.D) (bson.D, error) {
+	reply, err := client.Run(ctx, host, db, cmd)
+	if err != nil {
+		return nil, &unanswered{host: host, cmd: cmd[0].Key, err: err}
+	}
+	if ok, _ := bsonutil.Field(reply, "ok"); !bsonutil.TrueValue(ok) {
+		code, _ := bsonutil.Field(reply, "code")
+		msg, _ := bsonutil.Field(reply, "errmsg")
+		n, _ := code.(int32)
+		return nil, mongoerr.Newf(mongoerr.Code(n), "%s on %s: %v", cmd[0].Key, host, msg)
+	}
+	return reply, nil
+}
+
+// unanswered is a command whose reply was lost: whether it ran is not
+// known.
+type unanswered struct {
+	host, cmd string
+	err       error
+}
+
+func (e *unanswered) Error() string {
+	return fmt.Sprintf("shardstate: %s on %s got no reply: %v", e.cmd, e.host, e.err)
+}
+
+func (e *unanswered) Unwrap() error { return e.err }
