@@ -2,6 +2,7 @@ package bsonutil
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -15,7 +16,49 @@ import (
 // types it does not handle itself take the bson.Unmarshal path. The result
 // shares no memory with raw.
 func DecodeD(raw []byte, extra int) (bson.D, error) {
-	d, err := toD(bsoncore.Document(raw), extra)
+	var dec decoder
+	return dec.decodeD(raw, 0, extra)
+}
+
+var errSlowPath = errors.New("value needs the reflective decoder")
+
+// SharedDecoder decodes the documents of one small request with a few
+// allocations for all of them instead of several for each: strings are cut
+// from one string holding every document's bytes, and the elements of
+// documents and arrays from shared slabs. What it returns is what DecodeD
+// returns and equally independent of the request's buffer, but anything
+// kept of it keeps the whole text and a slab (at most slabChunk elements)
+// alive: callers use it for small requests only.
+type SharedDecoder struct{ d decoder }
+
+// slabChunk is the elements a slab holds: a document or array with more
+// gets its own allocation, so a kept value pins at most a slab's 2 KiB.
+const slabChunk = 64
+
+// Reset starts a request whose documents' bytes, concatenated, are text.
+func (sd *SharedDecoder) Reset(text string) {
+	sd.d = decoder{text: text, shared: true}
+}
+
+// Decode is DecodeD of raw, which is text[at:at+len(raw)].
+func (sd *SharedDecoder) Decode(raw []byte, at, extra int) (bson.D, error) {
+	if at < 0 || at+len(raw) > len(sd.d.text) {
+		return nil, fmt.Errorf("document at %d of %d bytes is outside the %d-byte text", at, len(raw), len(sd.d.text))
+	}
+	return sd.d.decodeD(raw, at, extra)
+}
+
+// decoder converts BSON to bson.D. Without shared text every string is
+// copied and every document allocated on its own.
+type decoder struct {
+	text   string // the bytes being decoded, when shared
+	shared bool
+	elems  []bson.E // unused room of the current slab of elements
+	vals   []any    // unused room of the current slab of array values
+}
+
+func (dec *decoder) decodeD(raw []byte, at, extra int) (bson.D, error) {
+	d, err := dec.toD(bsoncore.Document(raw), at, extra)
 	if errors.Is(err, errSlowPath) {
 		d = make(bson.D, 0, extra+8)
 		err = bson.Unmarshal(raw, &d)
@@ -23,34 +66,71 @@ func DecodeD(raw []byte, extra int) (bson.D, error) {
 	return d, err
 }
 
-var errSlowPath = errors.New("value needs the reflective decoder")
-
-func toD(doc bsoncore.Document, extra int) (bson.D, error) {
+// toD decodes doc, which starts at offset at of the shared text.
+func (dec *decoder) toD(doc bsoncore.Document, at, extra int) (bson.D, error) {
 	elems, err := elements(doc)
 	if err != nil {
 		return nil, err
 	}
-	d := make(bson.D, 0, countElements(elems)+extra)
+	d := dec.newD(countElements(elems) + extra)
+	at += 4
 	for len(elems) > 0 {
 		el, rest, ok := bsoncore.ReadElement(elems)
 		if !ok {
 			return nil, errors.New("truncated element")
 		}
 		elems = rest
-		v, err := toValue(el.Value())
+		key := el.KeyBytes()
+		v, err := dec.toValue(el.Value(), at+len(key)+2)
 		if err != nil {
 			return nil, err
 		}
-		d = append(d, bson.E{Key: elementKey(el), Value: v})
+		d = append(d, bson.E{Key: dec.elementKey(key, at+1), Value: v})
+		at += len(el)
 	}
 	return d, nil
+}
+
+// newD returns an empty bson.D with room for exactly n elements, from the
+// slab when shared: appending more reallocates rather than overwriting a
+// neighbour.
+func (dec *decoder) newD(n int) bson.D {
+	if !dec.shared || n == 0 || n > slabChunk {
+		return make(bson.D, 0, n) // never nil, as bson.Unmarshal's
+	}
+	if len(dec.elems) < n {
+		dec.elems = make([]bson.E, slabChunk)
+	}
+	d := dec.elems[:0:n]
+	dec.elems = dec.elems[n:]
+	return d
+}
+
+// newA is newD for arrays.
+func (dec *decoder) newA(n int) bson.A {
+	if !dec.shared || n == 0 || n > slabChunk {
+		return make(bson.A, 0, n)
+	}
+	if len(dec.vals) < n {
+		dec.vals = make([]any, slabChunk)
+	}
+	a := dec.vals[:0:n]
+	dec.vals = dec.vals[n:]
+	return a
+}
+
+// str returns b, found at offset at of the text, as a string.
+func (dec *decoder) str(b []byte, at int) string {
+	if dec.shared {
+		return dec.text[at : at+len(b)]
+	}
+	return string(b)
 }
 
 // elementKey is el's key. The field names of the requests drivers send
 // most are returned as constants, without allocating a string for each;
 // a name not listed is copied as el.Key() copies it.
-func elementKey(el bsoncore.Element) string {
-	k := el.KeyBytes()
+func (dec *decoder) elementKey(k []byte, at int) string {
 	switch string(k) { // compared without conversion
 	case "_id":
 		return "_id"
@@ -105,26 +185,28 @@ func elementKey(el bsoncore.Element) string {
 	case "$readPreference":
 		return "$readPreference"
 	}
-	return string(k)
+	return dec.str(k, at)
 }
 
-func toA(arr bsoncore.Document) (bson.A, error) {
+func (dec *decoder) toA(arr bsoncore.Document, at int) (bson.A, error) {
 	elems, err := elements(arr)
 	if err != nil {
 		return nil, err
 	}
-	a := make(bson.A, 0, countElements(elems))
+	a := dec.newA(countElements(elems))
+	at += 4
 	for len(elems) > 0 {
 		el, rest, ok := bsoncore.ReadElement(elems)
 		if !ok {
 			return nil, errors.New("truncated element")
 		}
 		elems = rest
-		v, err := toValue(el.Value())
+		v, err := dec.toValue(el.Value(), at+len(el.KeyBytes())+2)
 		if err != nil {
 			return nil, err
 		}
 		a = append(a, v)
+		at += len(el)
 	}
 	return a, nil
 }
@@ -153,7 +235,8 @@ func countElements(elems []byte) int {
 	return n
 }
 
-func toValue(v bsoncore.Value) (any, error) {
+// toValue decodes v, whose data starts at offset at of the shared text.
+func (dec *decoder) toValue(v bsoncore.Value, at int) (any, error) {
 	var (
 		out any
 		ok  bool
@@ -164,17 +247,20 @@ func toValue(v bsoncore.Value) (any, error) {
 		if !ok {
 			return nil, errors.New("malformed embedded document")
 		}
-		return toD(doc, 0)
+		return dec.toD(doc, at, 0)
 	case bsoncore.TypeArray:
 		arr, ok := v.ArrayOK()
 		if !ok {
 			return nil, errors.New("malformed array")
 		}
-		return toA(bsoncore.Document(arr))
+		return dec.toA(bsoncore.Document(arr), at)
 	case bsoncore.TypeDouble:
 		out, ok = v.DoubleOK()
 	case bsoncore.TypeString:
-		out, ok = v.StringValueOK()
+		var b []byte
+		if b, ok = stringBytes(v.Data); ok {
+			out = dec.str(b, at+4)
+		}
 	case bsoncore.TypeInt32:
 		out, ok = v.Int32OK()
 	case bsoncore.TypeInt64:
@@ -190,6 +276,20 @@ func toValue(v bsoncore.Value) (any, error) {
 		return nil, fmt.Errorf("malformed %s value", v.Type)
 	}
 	return out, nil
+}
+
+// stringBytes returns the bytes of a BSON string value (an int32 length
+// counting the terminating NUL, the bytes, the NUL), checked as
+// bsoncore's StringValueOK checks them.
+func stringBytes(data []byte) ([]byte, bool) {
+	if len(data) < 5 {
+		return nil, false
+	}
+	n := int(int32(binary.LittleEndian.Uint32(data)))
+	if n < 1 || n > len(data)-4 || data[4+n-1] != 0 {
+		return nil, false
+	}
+	return data[4 : 4+n-1], true
 }
 
 // toRareValue handles the types that are less common in commands.
@@ -255,7 +355,8 @@ func LookupScalar(raw []byte, name string) (v any, found, ok bool, err error) {
 		if val.Type == bsoncore.TypeArray || val.Type == bsoncore.TypeEmbeddedDocument {
 			return nil, true, false, nil
 		}
-		v, err := toValue(val)
+		var dec decoder
+		v, err := dec.toValue(val, 0)
 		if errors.Is(err, errSlowPath) {
 			return nil, true, false, nil
 		}

@@ -27,9 +27,9 @@ import (
 // are the server's alone.
 func BenchmarkSessionOps(b *testing.B) {
 	h, conn := newTestHandler(b)
-	sb := &sessionBench{h: h, conn: conn, lsid: bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: make([]byte, 16)}}}}
+	sb := &sessionBench{h: h, conn: conn, lsid: benchLsid()}
 	sb.load(b, sessionOpsPreload)
-	for _, op := range []string{"touch", "verify", "login", "logout"} {
+	for _, op := range sessionOps {
 		b.Run(op, func(b *testing.B) {
 			msgs := sb.requests(b, op, b.N)
 			b.ReportAllocs()
@@ -43,6 +43,10 @@ func BenchmarkSessionOps(b *testing.B) {
 
 // sessionOpsPreload is the number of sessions every operation starts with.
 const sessionOpsPreload = 20000
+
+// sessionOps are the session workload's operations (internal/bench's
+// opKind), each of which sessionBench.request builds.
+var sessionOps = []string{"touch", "verify", "login", "logout"}
 
 // sessionBench holds the handler and the state that the generated
 // requests share: the session's lsid, its txnNumber, the sessions made.
@@ -58,6 +62,12 @@ type sessionBench struct {
 	out     *wire.Writer
 }
 
+// benchLsid is the logical session every request names, as the driver's
+// implicit session does.
+func benchLsid() bson.D {
+	return bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: make([]byte, 16)}}}
+}
+
 func sessionToken(i int) string { return fmt.Sprintf("%032x", uint64(i)*0x9e3779b97f4a7c15) }
 
 func sessionDoc(i int) bson.D {
@@ -66,18 +76,18 @@ func sessionDoc(i int) bson.D {
 }
 
 // load creates the indexes and inserts n sessions.
-func (sb *sessionBench) load(b *testing.B, n int) {
+func (sb *sessionBench) load(b testing.TB, n int) {
 	sb.rng = rand.New(rand.NewPCG(17, 5))
 	sb.in = wire.NewReader(&sb.src, nil)
 	sb.out = wire.NewWriter(io.Discard, nil)
-	benchRun(b, sb.h, bson.D{{Key: "createIndexes", Value: "sessions"}, {Key: "indexes", Value: bson.A{
+	mustRun(b, sb.h, bson.D{{Key: "createIndexes", Value: "sessions"}, {Key: "indexes", Value: bson.A{
 		bson.D{{Key: "key", Value: bson.D{{Key: "accessTime", Value: 1}}}, {Key: "name", Value: "ttl"}, {Key: "expireAfterSeconds", Value: 1800}},
 		bson.D{{Key: "key", Value: bson.D{{Key: "token", Value: 1}}}, {Key: "name", Value: "token_1"}},
 	}}})
 	sb.insertSessions(b, n)
 }
 
-func (sb *sessionBench) insertSessions(b *testing.B, n int) {
+func (sb *sessionBench) insertSessions(b testing.TB, n int) {
 	for n > 0 {
 		docs := bson.A{}
 		for range min(n, 1000) {
@@ -85,13 +95,20 @@ func (sb *sessionBench) insertSessions(b *testing.B, n int) {
 			sb.made++
 		}
 		n -= len(docs)
-		benchRun(b, sb.h, bson.D{{Key: "insert", Value: "sessions"}, {Key: "documents", Value: docs}})
+		mustRun(b, sb.h, bson.D{{Key: "insert", Value: "sessions"}, {Key: "documents", Value: docs}})
+	}
+}
+
+func mustRun(tb testing.TB, h *Handler, body bson.D) {
+	tb.Helper()
+	if _, err := call0(h, body); err != nil {
+		tb.Fatalf("%v: %v", body, err)
 	}
 }
 
 // requests builds n OP_MSG requests of op. Logouts take sessions made for
 // them here; touches and verifies pick live sessions at random.
-func (sb *sessionBench) requests(b *testing.B, op string, n int) [][]byte {
+func (sb *sessionBench) requests(b testing.TB, op string, n int) [][]byte {
 	if op == "logout" {
 		sb.insertSessions(b, n)
 	}

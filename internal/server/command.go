@@ -10,10 +10,12 @@ import (
 	"github.com/mayflydb/mayfly/internal/wire"
 )
 
-// command builds the Command for msg. If the request cannot reach the
+// command builds the Command for msg, in the connection's one Command
+// (handlers copy what they keep). If the request cannot reach the
 // handler, it also returns the error reply to send instead.
 func (c *Conn) command(msg *wire.Message) (*Command, bson.D) {
-	cmd := &Command{Size: int(msg.Header.MessageLength), MoreToCome: msg.MoreToCome()}
+	cmd := &c.cmd
+	*cmd = Command{Size: int(msg.Header.MessageLength), MoreToCome: msg.MoreToCome()}
 	if msg.Compressed {
 		cmd.Compressor = msg.Compressor.String()
 	}

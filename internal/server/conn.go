@@ -52,6 +52,8 @@ type Conn struct {
 	rd            *wire.Reader
 	wr            *wire.Writer
 	buffers       connBuffers
+	cmd           Command   // the request being run, reused by the next
+	watch         peerWatch // for the client leaving during a long command
 	busy          bool      // counted in Server.active
 	readDeadline  bool      // a read deadline is set
 	tc            *tls.Conn // the TLS layer over nc, once started
@@ -348,8 +350,8 @@ func (c *Conn) call(cmd *Command) (reply bson.D) {
 			reply = mongoerr.Reply(mongoerr.Newf(mongoerr.InternalError, "internal error while running %s", cmd.Name))
 		}
 	}()
-	ctx, stop := c.watchPeer()
-	defer stop()
+	ctx := c.watchPeer()
+	defer c.stopWatch()
 	reply = c.srv.h.Handle(ctx, c, cmd)
 	if reply == nil {
 		c.srv.log.Error("handler returned no reply", "conn", c.id, "command", cmd.Name)
@@ -363,8 +365,10 @@ func (c *Conn) call(cmd *Command) (reply bson.D) {
 // encoded is replaced by an error reply.
 func (c *Conn) send(op wire.OpCode, requestID int32, name string, reply bson.D) bool {
 	err := c.write(op, requestID, name, reply)
-	var ee *wire.EncodeError
-	if errors.As(err, &ee) {
+	if err == nil {
+		return true
+	}
+	if ee := (*wire.EncodeError)(nil); errors.As(err, &ee) {
 		c.srv.log.Error("cannot encode reply", "conn", c.id, "command", name, "err", err)
 		err = c.write(op, requestID, "", mongoerr.Reply(mongoerr.Newf(mongoerr.InternalError, "cannot encode reply: %v", ee.Err)))
 	}
@@ -382,7 +386,7 @@ func (c *Conn) write(op wire.OpCode, requestID int32, name string, reply bson.D)
 	if id := c.compressor.Load(); id >= 0 && name != "" && !neverCompressed(name) {
 		return c.wr.WriteCompressedMsg(requestID, reply, wire.CompressorID(id))
 	}
-	return c.wr.WriteMsg(requestID, reply)
+	return c.wr.WriteMsgD(requestID, reply)
 }
 
 // neverCompressed lists the commands whose messages must not be compressed

@@ -16,51 +16,80 @@ var ErrClientDisconnected = errors.New("server: client disconnected")
 // a goroutine and two deadline changes.
 const watchAfter = 100 * time.Millisecond
 
+// peerWatch is a connection's watch for its client leaving during a long
+// command. Every command of the connection reuses it (its timer too), so
+// a command that ends within watchAfter costs only its context.
+type peerWatch struct {
+	timer *time.Timer // starts the watch once a command has run watchAfter
+
+	mu sync.Mutex
+	// cancel ends the running command's context; nil between commands,
+	// which tells a timer that fired late that there is nothing to watch.
+	cancel  context.CancelCauseFunc
+	started bool          // the watch is reading the connection
+	done    chan struct{} // closed when the started watch has finished
+}
+
 // watchPeer returns the context a command runs under: it ends when the
 // server shuts down or, once the command has run for watchAfter, when the
-// client closes the connection (a read returns EOF or a reset). stop ends
-// the watch; it must be called on the connection goroutine before the next
-// read.
-func (c *Conn) watchPeer() (ctx context.Context, stop func()) {
+// client closes the connection (a read returns EOF or a reset).
+// stopWatch ends it; it must be called on the connection goroutine before
+// the next read.
+func (c *Conn) watchPeer() context.Context {
 	ctx, cancel := context.WithCancelCause(c.srv.ctx)
-	var (
-		mu               sync.Mutex
-		started, stopped bool
-		done             = make(chan struct{})
-	)
-	t := time.AfterFunc(watchAfter, func() {
-		mu.Lock()
-		if stopped {
-			mu.Unlock()
-			return
-		}
-		started = true
-		// Under mu, so stop's wake-up deadline always comes after it.
-		err := c.nc.SetReadDeadline(time.Time{})
-		mu.Unlock()
-		defer close(done)
-		if hook := c.srv.cfg.watchStarted; hook != nil {
-			hook()
-		}
-		if err != nil {
-			return
-		}
-		// Bytes of a pipelined next request are left buffered for the loop.
-		if _, err := c.br.Peek(1); err != nil && !isTimeout(err) {
-			cancel(ErrClientDisconnected)
-		}
-	})
-	return ctx, func() {
-		t.Stop()
-		mu.Lock()
-		stopped = true
-		running := started
-		mu.Unlock()
-		if running {
-			_ = c.nc.SetReadDeadline(time.Now()) // wakes the Peek
-			<-done
-			c.readDeadline = true // next clears it
-		}
-		cancel(nil)
+	w := &c.watch
+	w.mu.Lock()
+	w.cancel = cancel
+	w.mu.Unlock()
+	if w.timer == nil {
+		w.timer = time.AfterFunc(watchAfter, c.watchClient)
+	} else {
+		w.timer.Reset(watchAfter)
 	}
+	return ctx
+}
+
+// watchClient runs on the timer's goroutine: it reads the connection until
+// the command ends, and cancels the command if the client leaves first.
+func (c *Conn) watchClient() {
+	w := &c.watch
+	w.mu.Lock()
+	cancel := w.cancel
+	if cancel == nil || w.started {
+		w.mu.Unlock()
+		return
+	}
+	w.started = true
+	done := make(chan struct{})
+	w.done = done
+	// Under mu, so stopWatch's wake-up deadline always comes after it.
+	err := c.nc.SetReadDeadline(time.Time{})
+	w.mu.Unlock()
+	defer close(done)
+	if hook := c.srv.cfg.watchStarted; hook != nil {
+		hook()
+	}
+	if err != nil {
+		return
+	}
+	// Bytes of a pipelined next request are left buffered for the loop.
+	if _, err := c.br.Peek(1); err != nil && !isTimeout(err) {
+		cancel(ErrClientDisconnected)
+	}
+}
+
+// stopWatch ends the running command's watch and context.
+func (c *Conn) stopWatch() {
+	w := &c.watch
+	w.timer.Stop()
+	w.mu.Lock()
+	cancel, running, done := w.cancel, w.started, w.done
+	w.cancel, w.started, w.done = nil, false, nil
+	w.mu.Unlock()
+	if running {
+		_ = c.nc.SetReadDeadline(time.Now()) // wakes the Peek
+		<-done
+		c.readDeadline = true // next clears it
+	}
+	cancel(nil)
 }

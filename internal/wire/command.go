@@ -1,11 +1,19 @@
 package wire
 
 import (
+	"strings"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
+
+// sharedTextMax is the largest request (its documents' bytes) decoded
+// with one shared text and slabs (bsonutil.SharedDecoder): a value that a
+// handler keeps then keeps the request's text alive, so the text is small.
+// A session command is about 250 bytes.
+const sharedTextMax = 4 << 10
 
 // Command returns the request as one document: the body decoded to bson.D
 // with each kind-1 sequence appended as `identifier: bson.A{bson.D...}`.
@@ -13,7 +21,11 @@ import (
 // identifier is already a body field is an error (code 40433), as is
 // undecodable BSON.
 func (m *Message) Command() (bson.D, error) {
-	body, err := decodeDoc(m.Body, len(m.Sequences))
+	var dec commandDecoder
+	if n := m.docBytes(); n <= sharedTextMax {
+		dec.share(m, n)
+	}
+	body, err := dec.decode(m.Body, len(m.Sequences))
 	if err != nil {
 		return nil, err
 	}
@@ -25,7 +37,7 @@ func (m *Message) Command() (bson.D, error) {
 		}
 		docs := make(bson.A, 0, len(s.Docs))
 		for _, raw := range s.Docs {
-			d, err := decodeDoc(raw, 0)
+			d, err := dec.decode(raw, 0)
 			if err != nil {
 				return nil, err
 			}
@@ -36,9 +48,50 @@ func (m *Message) Command() (bson.D, error) {
 	return body, nil
 }
 
-// decodeDoc converts raw to a bson.D with room for extra more fields.
-func decodeDoc(raw bson.Raw, extra int) (bson.D, error) {
-	d, err := bsonutil.DecodeD(raw, extra)
+// docBytes is the size of the message's documents.
+func (m *Message) docBytes() int {
+	n := len(m.Body)
+	for _, s := range m.Sequences {
+		for _, d := range s.Docs {
+			n += len(d)
+		}
+	}
+	return n
+}
+
+// commandDecoder decodes a message's documents in order: the body, then
+// each sequence's documents.
+type commandDecoder struct {
+	shared bool
+	sd     bsonutil.SharedDecoder
+	at     int // where the next document starts in the shared text
+}
+
+// share makes the decoder cut every string from one copy of the message's
+// n bytes of documents, in the order decode will take them.
+func (dec *commandDecoder) share(m *Message, n int) {
+	var text strings.Builder
+	text.Grow(n)
+	text.Write(m.Body)
+	for _, s := range m.Sequences {
+		for _, d := range s.Docs {
+			text.Write(d)
+		}
+	}
+	dec.sd.Reset(text.String())
+	dec.shared = true
+}
+
+// decode converts raw to a bson.D with room for extra more fields.
+func (dec *commandDecoder) decode(raw bson.Raw, extra int) (bson.D, error) {
+	var d bson.D
+	var err error
+	if dec.shared {
+		d, err = dec.sd.Decode(raw, dec.at, extra)
+		dec.at += len(raw)
+	} else {
+		d, err = bsonutil.DecodeD(raw, extra)
+	}
 	if err != nil {
 		return nil, mongoerr.Newf(mongoerr.InvalidBSON, "invalid BSON in command: %v", err)
 	}

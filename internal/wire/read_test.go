@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"reflect"
@@ -356,8 +357,27 @@ func TestCommandDoesNotAliasBuffer(t *testing.T) {
 	}
 }
 
-// decodeDoc must give exactly what bson.Unmarshal gives, for every type.
+// Both ways of decoding a command's documents, copying each string and
+// cutting them from one shared text, must give exactly what
+// bson.Unmarshal gives, for every type.
 func TestDecodeDocMatchesUnmarshal(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) {
+			testDecodeMatchesUnmarshal(t, func(raw bson.Raw) (bson.D, error) { return decodeDocWith(raw, shared) })
+		})
+	}
+}
+
+// decodeDocWith decodes raw alone, as a command's only document.
+func decodeDocWith(raw bson.Raw, shared bool) (bson.D, error) {
+	var dec commandDecoder
+	if shared {
+		dec.share(&Message{Body: raw}, len(raw))
+	}
+	return dec.decode(raw, 0)
+}
+
+func testDecodeMatchesUnmarshal(t *testing.T, decodeDoc func(bson.Raw) (bson.D, error)) {
 	oid := bson.NewObjectID()
 	dec, _ := bson.ParseDecimal128("1.5")
 	doc := mustDoc(t, bson.D{
@@ -394,7 +414,7 @@ func TestDecodeDocMatchesUnmarshal(t *testing.T) {
 		if err := bson.Unmarshal(single, &want); err != nil {
 			t.Fatal(err)
 		}
-		got, err := decodeDoc(single, 0)
+		got, err := decodeDoc(single)
 		if err != nil {
 			t.Fatalf("%s: %v", e.Key(), err)
 		}
@@ -406,7 +426,7 @@ func TestDecodeDocMatchesUnmarshal(t *testing.T) {
 	if err := bson.Unmarshal(doc, &want); err != nil {
 		t.Fatal(err)
 	}
-	got, err := decodeDoc(doc, 0)
+	got, err := decodeDoc(doc)
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("whole document: %v\n got %#v\nwant %#v", err, got, want)
 	}

@@ -134,6 +134,17 @@ func (w *Writer) WriteMsg(responseTo int32, doc any) error {
 	return w.flush(w.buf)
 }
 
+// WriteMsgD is WriteMsg for the reply shape handlers return, without
+// boxing it into an interface (an allocation per reply).
+func (w *Writer) WriteMsgD(responseTo int32, doc bson.D) error {
+	w.buf = append(w.buf[:0], make([]byte, msgPrefix)...)
+	if err := w.encodeD(doc); err != nil {
+		return err
+	}
+	w.header(responseTo, OpMsg)
+	return w.flush(w.buf)
+}
+
 // WriteMsgMoreToCome writes doc as an OP_MSG reply flagged moreToCome (one
 // of a stream of replies) and returns the message's requestID, to which
 // the next reply of the stream responds.
@@ -201,20 +212,31 @@ func (w *Writer) encode(doc any) error {
 	case []byte:
 		w.buf = append(w.buf, d...)
 	case bson.D:
-		// Most replies: appended directly, or by the driver's encoder
-		// when they hold a type bsonutil does not encode itself.
-		var ok bool
-		if w.buf, ok = bsonutil.AppendD(w.buf, d); !ok {
-			w.buf = w.buf[:start]
-			if err := w.encodeValue(doc); err != nil {
-				return err
-			}
-		}
+		return w.encodeD(d)
 	default:
 		if err := w.encodeValue(doc); err != nil {
 			return err
 		}
 	}
+	return w.checkEncoded(start)
+}
+
+// encodeD appends d's BSON to w.buf: most replies directly, those that
+// hold a type bsonutil does not encode itself by the driver's encoder.
+func (w *Writer) encodeD(d bson.D) error {
+	start := len(w.buf)
+	var ok bool
+	if w.buf, ok = bsonutil.AppendD(w.buf, d); !ok {
+		w.buf = w.buf[:start]
+		if err := w.encodeValue(d); err != nil {
+			return err
+		}
+	}
+	return w.checkEncoded(start)
+}
+
+// checkEncoded bounds the reply appended to w.buf from start.
+func (w *Writer) checkEncoded(start int) error {
 	if n := len(w.buf); n > MaxMessageSize {
 		w.buf = nil
 		return &EncodeError{fmt.Errorf("reply of %d bytes exceeds %d", n, MaxMessageSize)}
