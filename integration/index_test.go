@@ -155,7 +155,6 @@ func TestCreateIndexUnsupportedTypesFail(t *testing.T) {
 		{"text", keySpec(bson.D{{Key: "body", Value: "text"}})},
 		{"2dsphere", keySpec(bson.D{{Key: "loc", Value: "2dsphere"}})},
 		{"2d", keySpec(bson.D{{Key: "loc", Value: "2d"}})},
-		{"hashed", keySpec(bson.D{{Key: "h", Value: "hashed"}})},
 		{"wildcard", keySpec(bson.D{{Key: "$**", Value: 1}})},
 		{"wildcard under a path", keySpec(bson.D{{Key: "a.$**", Value: 1}})},
 		{"unknown plugin", keySpec(bson.D{{Key: "c", Value: "nope"}})},

@@ -21,6 +21,9 @@ const MaxIndexes = 64
 type Field struct {
 	Path string `bson:"path"`
 	Desc bool   `bson:"desc"`
+	// Hashed: the index stores mongod's hash64 of the field's value
+	// ({path: "hashed"}), not the value.
+	Hashed bool `bson:"hashed,omitempty"`
 }
 
 // Index is a persisted index definition.
@@ -74,6 +77,16 @@ type Index struct {
 
 // HasLRU reports whether the index carries an lruLimit.
 func (ix *Index) HasLRU() bool { return ix.LRUDocs > 0 || ix.LRUBytes > 0 }
+
+// IsHashed reports whether one of ix's fields is hashed.
+func (ix *Index) IsHashed() bool {
+	for _, f := range ix.Fields {
+		if f.Hashed {
+			return true
+		}
+	}
+	return false
+}
 
 // IsID reports whether ix is the _id index.
 func (ix *Index) IsID() bool { return ix.Name == IDIndexName }

@@ -100,7 +100,7 @@ func parseKeyPattern(key bson.D, spec bson.D) ([]Field, error) {
 		seen[f.Path] = true
 		fields = append(fields, f)
 	}
-	return fields, nil
+	return fields, checkHashedFields(key, fields)
 }
 
 func parseKeyField(e bson.E, spec bson.D) (Field, error) {
@@ -108,6 +108,9 @@ func parseKeyField(e bson.E, spec bson.D) (Field, error) {
 		return Field{}, err
 	}
 	if s, ok := e.Value.(string); ok {
+		if s == HashedKey {
+			return Field{Path: e.Key, Hashed: true}, nil
+		}
 		return Field{}, unsupportedPlugin(s, spec)
 	}
 	if !bsonutil.IsNumber(e.Value) {
@@ -137,7 +140,7 @@ func checkKeyPath(path string, spec bson.D) error {
 
 func unsupportedPlugin(name string, spec bson.D) error {
 	switch name {
-	case "text", "2dsphere", "2d", "hashed", "geoHaystack", "wildcard", "columnstore":
+	case "text", "2dsphere", "2d", "geoHaystack", "wildcard", "columnstore":
 		return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: Index type '%s' is not supported by Mayfly", bsonutil.Format(spec), name)
 	}
 	return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: Unknown index plugin '%s'", bsonutil.Format(spec), name)
@@ -214,6 +217,9 @@ func applyOptions(ix *Index, spec bson.D) error {
 	}
 	if ix.RefreshOnRead && !ix.TTL {
 		return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: The '%s' option requires 'expireAfterSeconds'", bsonutil.Format(spec), RefreshOnReadOption)
+	}
+	if err := checkHashedOptions(ix, spec); err != nil {
+		return err
 	}
 	if ix.Sparse && ix.Partial != nil {
 		return mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: cannot mix \"partialFilterExpression\" and \"sparse\" options", bsonutil.Format(spec))

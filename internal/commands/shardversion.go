@@ -8,6 +8,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/shardmeta"
 	"github.com/mayflydb/mayfly/internal/shardstate"
+	"github.com/mayflydb/mayfly/internal/writeops"
 )
 
 // The cluster roles of --configsvr and --shardsvr (Deps.ClusterRole).
@@ -81,6 +82,8 @@ func (h *Handler) checkShardVersion(r *request) (reply bson.D, leave func(), err
 	}
 	if filter != nil {
 		r.ctx = docstore.WithOwnership(r.ctx, filter.Owns)
+		_, retryable := bsonutil.Field(r.body, "txnNumber")
+		r.ctx = writeops.WithShardKeyGuard(r.ctx, writeops.ShardKeyGuard{Changed: filter.KeyChanged, Owns: filter.Owns, Retryable: retryable})
 	}
 	return nil, leave, nil
 }

@@ -67,6 +67,8 @@ type indexState struct {
 	// are all top-level: its keys can be read from raw BSON (rawKeys).
 	simple bool
 	desc   []bool // per field
+	// hashed: the index has a hashed field (hashed.go).
+	hashed bool
 	// clustered marks the TTL state of a clustered collection: its
 	// entries are the documents (clustered.go).
 	clustered bool
@@ -104,6 +106,9 @@ func (c *Collection) setMeta(meta *catalog.Collection) {
 		if def.Partial != nil {
 			// Validated at creation; a stored filter always compiles.
 			ix.partial, _ = query.NewFilter(def.Partial)
+		}
+		if def.IsHashed() {
+			ix.hashed, ix.simple = true, false // rawKeys does not hash
 		}
 		if def.CollatedKeys {
 			// Validated at creation too.

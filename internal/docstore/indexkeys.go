@@ -19,6 +19,9 @@ const maxKeysPerDoc = 100000
 // and a missing field as null. indexed is false when a sparse index skips
 // the document.
 func (ix *indexState) keyValues(doc bson.D) (vals [][]any, indexed bool, err error) {
+	if ix.hashed {
+		return ix.hashedKeyValues(doc)
+	}
 	if ix.partial != nil && !ix.partial.Match(doc) {
 		return nil, false, nil
 	}

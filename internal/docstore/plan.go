@@ -407,6 +407,10 @@ const maxScanPoints = 200
 // points only on an index that is not multikey, where a document has one
 // key per field and the scan can go point by point.
 func (ix *indexState) fieldBound(i int, b fieldBounds, ps []query.Predicate) (fieldBounds, []query.Predicate, int, bool) {
+	if ix.def.Fields[i].Hashed {
+		b, pts, open := ix.hashedFieldBound(b, ps)
+		return b, nil, pts, open
+	}
 	sparse := ix.def.Sparse
 	multikey := ix.def.FieldMultiKey(i)
 	if eq := findOp(ps, query.OpEq); eq != nil && !(sparse && nullish(eq.Values[0])) {
@@ -474,7 +478,7 @@ func (ix *indexState) providesSort(bounds []fieldBounds, s sortSpec) (bool, bool
 	reverse := bounds[k].desc != s.keys[0].desc
 	for j, sk := range s.keys {
 		b := bounds[k+j]
-		if b.path != sk.path || (b.desc != sk.desc) != reverse || !(b.full || !ix.def.FieldMultiKey(k+j)) {
+		if b.hashed || b.path != sk.path || (b.desc != sk.desc) != reverse || !(b.full || !ix.def.FieldMultiKey(k+j)) {
 			return false, false
 		}
 	}
@@ -575,6 +579,9 @@ type fieldBounds struct {
 	ivals []interval
 	// keyed: the index stores collation keys, and so do string bounds.
 	keyed bool
+	// hashed: the index stores hashes; the bounds are hashes (int64) and
+	// keep no order of the values.
+	hashed bool
 }
 
 // interval is a range of values; an end that is not inclusive is open.

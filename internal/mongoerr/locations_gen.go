@@ -40,6 +40,8 @@ const (
 	Location16613   Code = 16613
 	Location16702   Code = 16702
 	Location16755   Code = 16755
+	Location16764   Code = 16764
+	Location16766   Code = 16766
 	Location16866   Code = 16866
 	Location16867   Code = 16867
 	Location16868   Code = 16868
@@ -150,6 +152,7 @@ const (
 	Location31274   Code = 31274
 	Location31275   Code = 31275
 	Location31276   Code = 31276
+	Location31303   Code = 31303
 	Location31308   Code = 31308
 	Location31310   Code = 31310
 	Location31319   Code = 31319

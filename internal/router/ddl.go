@@ -145,28 +145,7 @@ func (r *Router) forgetSharding(op *operation, p placement) error {
 		return err
 	}
 	r.changelog(op, "dropCollection", p.ns, bson.D{})
-	r.flushShards(op, p.ns)
 	return nil
-}
-
-// flushShards makes every shard read a dropped collection's placement
-// again. A shard keeps the incarnation it knew and refuses the
-// unsharded version as behind it; mongod's drop coordinator clears the
-// shards' metadata, here the router sends each shard a version newer
-// than any it can hold (the cluster time after the drop), which a shard
-// answers by refreshing. Their StaleConfig answers are expected.
-func (r *Router) flushShards(op *operation, ns string) {
-	ids, err := r.catalog.shardIDs(op)
-	if err != nil {
-		return
-	}
-	db, coll := splitNS(ns)
-	probe := bson.D{{Key: "count", Value: coll}, {Key: "shardVersion", Value: shardmeta.ChunkVersion{Timestamp: r.time.now()}.Doc()}}
-	for _, id := range ids {
-		if rs, err := r.catalog.shard(op, id); err == nil {
-			_, _ = r.call(op, rs, db, probe)
-		}
-	}
 }
 
 // cmdDropDatabase drops a database's collections on every shard and its
@@ -211,9 +190,6 @@ func (r *Router) dropDatabaseMetadata(op *operation) error {
 		}
 		if err := r.configDelete(op, shardmeta.CollectionsCollection, bson.D{{Key: "_id", Value: mustField(c, "_id")}}); err != nil {
 			return err
-		}
-		if ns, ok := mustField(c, "_id").(string); ok {
-			r.flushShards(op, ns)
 		}
 	}
 	if err := r.configDelete(op, shardmeta.DatabasesCollection, bson.D{{Key: "_id", Value: op.db}}); err != nil {

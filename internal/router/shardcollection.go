@@ -100,9 +100,13 @@ func (r *Router) initialShards(op *operation, p placement, req shardRequest) (id
 		return nil, false, err
 	}
 	if toInt64(mustField(reply, "n")) > 0 {
-		// mongod needs an index starting with the key first; Mayfly cannot
-		// build a hashed one yet, so no collection with data qualifies.
-		return nil, false, mongoerr.New(mongoerr.InvalidOptions, "Please create an index that starts with the proposed shard key before sharding the collection")
+		// As 8.0 without the balancer: one chunk, on the shard holding the
+		// data, which must already be indexed by the key (§3.3).
+		indexed, err := r.hasShardKeyIndex(op, primary[0], req)
+		if err != nil || !indexed {
+			return nil, false, orNoIndex(err)
+		}
+		return []string{primary[0].shard}, false, nil
 	}
 	docs, err := r.catalog.shardDocs(op)
 	if err != nil {
@@ -117,10 +121,8 @@ func (r *Router) initialShards(op *operation, p placement, req shardRequest) (id
 	return ids, true, nil
 }
 
-// createOnEveryShard creates the collection on every shard, so each
-// holds its definition and takes its indexes. mongod also builds the
-// hashed shard key index here; Mayfly has no hashed index type yet, and
-// routing needs none (docs/design/0014).
+// createOnEveryShard creates the collection and its shard key index on
+// every shard, so each holds its definition and takes its indexes.
 func (r *Router) createOnEveryShard(op *operation, req shardRequest) error {
 	ids, err := r.catalog.shardIDs(op)
 	if err != nil {
@@ -139,8 +141,18 @@ func (r *Router) createOnEveryShard(op *operation, req shardRequest) error {
 		if code := replyCode(reply); code != 0 && code != mongoerr.NamespaceExists {
 			return replyError(reply)
 		}
+		if err := r.buildShardKeyIndex(op, rs, req); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+func orNoIndex(err error) error {
+	if err != nil {
+		return err
+	}
+	return mongoerr.New(mongoerr.InvalidOptions, "Please create an index that starts with the proposed shard key before sharding the collection")
 }
 
 // recordSharding writes the chunks, then the collection document that

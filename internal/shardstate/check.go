@@ -106,9 +106,13 @@ func ParseDatabaseVersion(d bson.D) (shardmeta.DatabaseVersion, error) {
 
 // routerIsBehind reports whether the shard's cached version is newer than
 // the router's, so that refreshing the cache cannot make them agree and
-// StaleConfig goes back at once: the router must refresh.
+// StaleConfig goes back at once: the router must refresh. UNSHARDED is
+// never behind a cached incarnation: the collection may have been dropped
+// since (through a router, whose drop the shard's cache does not hear of,
+// on any member), which only the config servers can tell; mongod's drop
+// coordinator clears the shards' metadata instead.
 func routerIsBehind(received, wanted shardmeta.ChunkVersion) bool {
-	return received.IsOlderThan(wanted)
+	return received != shardmeta.Unsharded && received.IsOlderThan(wanted)
 }
 
 // routerDBIsBehind is routerIsBehind for database versions: ordered by

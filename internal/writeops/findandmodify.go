@@ -90,6 +90,9 @@ func (o Op) modifyFound(c *docstore.Collection, w *FindAndModify, doc bson.D, fo
 		return docstore.Change{}, nil
 	}
 	found.After = next
+	if err := o.checkShardKeyUpdate(doc, next, false); err != nil {
+		return docstore.Change{}, err
+	}
 	return docstore.Change{Kind: docstore.Replace, Doc: next, Whole: w.Mod.Replacement()}, nil
 }
 
@@ -111,6 +114,9 @@ func withRefresh(c *docstore.Collection, doc, next bson.D, changed bool, now tim
 func (o Op) UpsertFound(store *docstore.Store, db, coll string, w *FindAndModify, rt *session.Txn, opt docstore.WriteOptions) (bson.D, error) {
 	doc, err := UpsertDoc(w.Filter, w.Mod, o.Now())
 	if err != nil {
+		return nil, err
+	}
+	if err := o.checkShardKeyUpsert(doc); err != nil {
 		return nil, err
 	}
 	c, _, err := store.GetOrCreate(db, coll)

@@ -73,6 +73,9 @@ func (o Op) updateOne(c *docstore.Collection, id any, f *query.Filter, mod Modif
 	_, err = c.Modify(id, opt, func(doc bson.D) (docstore.Change, error) {
 		var ch docstore.Change
 		ch, matched, changed, err = UpdateDoc(doc, f, mod, now)
+		if err == nil && changed {
+			err = o.checkShardKeyUpdate(doc, ch.Doc, false)
+		}
 		return ch, err
 	})
 	return matched, changed, err
@@ -87,6 +90,9 @@ func (o Op) updateAll(c *docstore.Collection, ids []any, f *query.Filter, mod Mo
 		var ch docstore.Change
 		var err error
 		ch, matched[i], changed[i], err = UpdateDoc(doc, f, mod, now)
+		if err == nil && changed[i] {
+			err = o.checkShardKeyUpdate(doc, ch.Doc, true)
+		}
 		return ch, err
 	})
 	for i := range done {
@@ -136,6 +142,9 @@ func UpdateDoc(doc bson.D, f *query.Filter, mod Modifier, now time.Time) (ch doc
 func (o Op) upsert(store *docstore.Store, db, coll string, f *query.Filter, mod Modifier, optFor func(id any) docstore.WriteOptions) (any, error) {
 	doc, err := UpsertDoc(f, mod, o.Now())
 	if err != nil {
+		return nil, err
+	}
+	if err := o.checkShardKeyUpsert(doc); err != nil {
 		return nil, err
 	}
 	c, _, err := store.GetOrCreate(db, coll)
