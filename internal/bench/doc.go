@@ -18,8 +18,9 @@
 // tokens.go, hist.go and recorder.go (latency accounting), store*.go (the
 // session operations over the Go driver and go-redis), workload.go (the
 // 70/20/5/5 session mix), load.go, durable.go, expiry.go, job.go (the
-// client child), phases.go and run.go (orchestration), targets.go and
-// report.go (the table and the JSON).
+// client child), replset.go and txn.go (three-member sets, whose clients
+// run in this process), phases.go and run.go (orchestration), targets.go
+// and report.go (the table and the JSON).
 //
 // Every load goes to 127.0.0.1 only, is bounded in count and in time, and
 // stops by itself.
