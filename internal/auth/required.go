@@ -56,6 +56,14 @@ var moreRequired = map[string]requirement{
 	// Mayfly's own: raft between members, a test fault, a storage checkpoint.
 	"replSetRaft": onCluster("internal"), "replSetSnapshot": onCluster("internal"),
 	"mayflyReplPartition": onCluster("internal"), "mayflyCheckpoint": onCluster("fsync"),
+	// Migrations between shards and their commit on the config set, sent
+	// member to member with the cluster's key, as mongod's.
+	"_shardsvrMoveRange": onCluster("internal"), "_recvChunkStart": onCluster("internal"),
+	"_recvChunkStatus": onCluster("internal"), "_recvChunkCommit": onCluster("internal"),
+	"_recvChunkReleaseCritSec": onCluster("internal"), "_recvChunkAbort": onCluster("internal"),
+	"_migrateClone": onCluster("internal"), "_transferMods": onCluster("internal"),
+	"_configsvrCommitChunkMigration": onCluster("internal"), "_configsvrCommitChunkSplit": onCluster("internal"),
+	"_configsvrBalancerStatus": onCluster("internal"),
 	// mongod asks anyAction on anyResource of mongorestore --oplogReplay's
 	// applyOps: no built-in role but root (and __system) holds it.
 	"applyOps": onCluster(actionAnyAction),

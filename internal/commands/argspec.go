@@ -87,6 +87,10 @@ var argsToDerive = []string{
 	"revokePrivilegesFromRole", "revokeRolesFromRole", "revokeRolesFromUser", "rolesInfo",
 	"saslContinue", "saslStart", "serverStatus", "setParameter", "top", "update",
 	"updateRole", "updateSearchIndex", "updateUser", "usersInfo", "validate", "whatsmyuri",
+	// Member-to-member migration commands.
+	"_shardsvrMoveRange", "_recvChunkStart", "_recvChunkStatus", "_recvChunkCommit",
+	"_recvChunkReleaseCritSec", "_recvChunkAbort", "_migrateClone", "_transferMods",
+	"_configsvrCommitChunkMigration", "_configsvrCommitChunkSplit", "_configsvrBalancerStatus",
 }
 
 // checkArgTypes refuses a field of the wrong type as mongod's IDL parser

@@ -30,7 +30,8 @@ func codeOf(err error) mongoerr.Code {
 
 // TestRegexFindAllIsLinear: 200 000 matches over a 400 KB string used to
 // count code points from the start for each match (minutes); linear, it
-// takes milliseconds.
+// takes milliseconds, and a few seconds on a loaded machine. The bound
+// sits between the two, far from both.
 func TestRegexFindAllIsLinear(t *testing.T) {
 	e := mustCompile(t, bson.D{{Key: "$regexFindAll", Value: bson.D{{Key: "input", Value: "$s"}, {Key: "regex", Value: "é"}}}})
 	doc := bson.D{{Key: "s", Value: strings.Repeat("é", 200_000)}}
@@ -46,8 +47,8 @@ func TestRegexFindAllIsLinear(t *testing.T) {
 		t.Fatalf("%d matches, last %v", len(a), last)
 	}
 	t.Logf("200 000 matches in %v", took)
-	if took > 2*time.Second {
-		t.Fatalf("took %v", took)
+	if took > time.Minute {
+		t.Fatalf("took %v: quadratic again", took)
 	}
 }
 
