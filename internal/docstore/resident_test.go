@@ -305,3 +305,46 @@ func indexByName(t *testing.T, c *Collection, name string) *indexState {
 	t.Fatalf("no index %s", name)
 	return nil
 }
+
+// TestExpiredDocumentsLeaveTheCache: a cached document leaves the cache
+// at its expiry (the monitor's pass sweeps), before the monitor deletes
+// it, and no read returns it meanwhile.
+func TestExpiredDocumentsLeaveTheCache(t *testing.T) {
+	s, clk := openStore(t)
+	c, _ := s.CreateCollection("db", "c", CreateOptions{})
+	mustIndex(t, c, bson.D{{Key: "key", Value: bson.D{{Key: "t", Value: 1}}}, {Key: "name", Value: "t_1"}, {Key: "expireAfterSeconds", Value: 10}})
+	for i := range 5 {
+		insert(t, c, bson.D{{Key: "_id", Value: i}, {Key: "t", Value: date(t0)}})
+	}
+	insert(t, c, bson.D{{Key: "_id", Value: "live"}, {Key: "t", Value: date(t0.Add(time.Hour))}})
+	before := s.resident.Stats()
+	if before.Items != 6 {
+		t.Fatalf("the cache holds %d documents after 6 inserts", before.Items)
+	}
+	clk.Advance(10 * time.Second) // the expiry instant: expired ($lte)
+	c.BeginExpiry("t_1", clk.Now())
+	after := s.resident.Stats()
+	if after.Items != 1 || after.ExpiredEvictions-before.ExpiredEvictions != 5 {
+		t.Fatalf("after the expiry: %d items, %d expired evictions; want 1 and 5", after.Items, after.ExpiredEvictions-before.ExpiredEvictions)
+	}
+	if n := countAll(t, c); n != 1 {
+		t.Fatalf("a read returned %d documents after 5 of 6 expired", n)
+	}
+}
+
+func countAll(t *testing.T, c *Collection) int {
+	t.Helper()
+	it := c.Scan(nil, nil)
+	defer it.Close()
+	n := 0
+	for {
+		_, ok, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return n
+		}
+		n++
+	}
+}
