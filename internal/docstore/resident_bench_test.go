@@ -8,6 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/query"
 	"github.com/mayflydb/mayfly/internal/storage"
@@ -132,7 +133,7 @@ func touchSession(b *testing.B, c *Collection, i int, now time.Time) {
 		b.Fatalf("session %d not found: %v", i, err)
 	}
 	_, err = c.Modify(id, WriteOptions{}, func(doc bson.D) (Change, error) {
-		return Change{Kind: Replace, Doc: withField(doc, "lastAccess", date(now))}, nil
+		return Change{Kind: Replace, Doc: bsonutil.WithField(doc, "lastAccess", date(now))}, nil
 	})
 	if err != nil {
 		b.Fatal(err)
