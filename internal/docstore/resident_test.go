@@ -9,6 +9,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/catalog"
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/clock"
@@ -32,7 +33,7 @@ var residentWrites = map[string]residentWrite{
 	},
 	"update": func(t *testing.T, _ *Store, c *Collection, clk *clock.Manual) {
 		modify(t, c, "a", func(doc bson.D) Change {
-			return Change{Kind: Replace, Doc: withField(doc, "t", bson.NewDateTimeFromTime(clk.Now()))}
+			return Change{Kind: Replace, Doc: bsonutil.WithField(doc, "t", bson.NewDateTimeFromTime(clk.Now()))}
 		})
 	},
 	"replace": func(t *testing.T, _ *Store, c *Collection, _ *clock.Manual) {
@@ -285,16 +286,6 @@ func modify(t *testing.T, c *Collection, id string, fn func(bson.D) Change) {
 	}
 }
 
-func withField(doc bson.D, key string, v any) bson.D {
-	out := append(bson.D(nil), doc...)
-	for i := range out {
-		if out[i].Key == key {
-			out[i].Value = v
-		}
-	}
-	return out
-}
-
 func indexByName(t *testing.T, c *Collection, name string) *indexState {
 	t.Helper()
 	for _, ix := range c.state.Load().indexes {
@@ -304,4 +295,30 @@ func indexByName(t *testing.T, c *Collection, name string) *indexState {
 	}
 	t.Fatalf("no index %s", name)
 	return nil
+}
+
+// TestExpiredDocumentsLeaveTheCache: a cached document leaves the cache
+// at its expiry (the monitor's pass sweeps), before the monitor deletes
+// it, and no read returns it meanwhile.
+func TestExpiredDocumentsLeaveTheCache(t *testing.T) {
+	s, clk := openStore(t)
+	c, _ := s.CreateCollection("db", "c", CreateOptions{})
+	mustIndex(t, c, bson.D{{Key: "key", Value: bson.D{{Key: "t", Value: 1}}}, {Key: "name", Value: "t_1"}, {Key: "expireAfterSeconds", Value: 10}})
+	for i := range 5 {
+		insert(t, c, bson.D{{Key: "_id", Value: i}, {Key: "t", Value: date(t0)}})
+	}
+	insert(t, c, bson.D{{Key: "_id", Value: "live"}, {Key: "t", Value: date(t0.Add(time.Hour))}})
+	before := s.resident.Stats()
+	if before.Items != 6 {
+		t.Fatalf("the cache holds %d documents after 6 inserts", before.Items)
+	}
+	clk.Advance(10 * time.Second) // the expiry instant: expired ($lte)
+	c.BeginExpiry("t_1", clk.Now())
+	after := s.resident.Stats()
+	if after.Items != 1 || after.ExpiredEvictions-before.ExpiredEvictions != 5 {
+		t.Fatalf("after the expiry: %d items, %d expired evictions; want 1 and 5", after.Items, after.ExpiredEvictions-before.ExpiredEvictions)
+	}
+	if n := countMatching(t, c, nil); n != 1 {
+		t.Fatalf("a read returned %d documents after 5 of 6 expired", n)
+	}
 }

@@ -177,6 +177,11 @@ const maxBatchesInFlight = 4
 
 // BeginExpiry starts a pass over the named TTL index as of now.
 func (c *Collection) BeginExpiry(index string, now time.Time) *ExpiryPass {
+	if r := c.store.resident; r != nil {
+		// The monitor wakes at the earliest expiry: what expired leaves
+		// the cache now, in shards no read touched since.
+		r.Sweep()
+	}
 	p := &ExpiryPass{c: c, index: index, now: now, left: math.MaxInt64}
 	if p.ix = c.state.Load().ttlIndex(index); p.ix != nil {
 		p.begun = p.ix.progress.begin()

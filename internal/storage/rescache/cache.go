@@ -133,16 +133,30 @@ func (c *Cache) Admits(key []byte) bool {
 // Get returns the value cached at key (not a copy: callers copy), or
 // false and the ticket for a read of storage that Fill may keep.
 func (c *Cache) Get(key []byte) ([]byte, Ticket, bool) {
+	it, t := c.find(key, false)
+	if it == nil {
+		return nil, t, false
+	}
+	return it.value, t, true
+}
+
+// find looks key up among the values or the ranges and counts a hit or a
+// miss; on a miss the ticket is for the read of storage that follows.
+func (c *Cache) find(key []byte, isRange bool) (*item, Ticket) {
 	sh := c.shardOf(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	it := c.lookup(sh, sh.points, key)
+	m := sh.points
+	if isRange {
+		m = sh.ranges
+	}
+	it := c.lookup(sh, m, key)
 	if it == nil {
 		c.misses.Add(1)
-		return nil, Ticket{sh: sh, seq: sh.seq}, false
+		return nil, Ticket{sh: sh, seq: sh.seq}
 	}
 	c.hits.Add(1)
-	return it.value, Ticket{}, true
+	return it, Ticket{}
 }
 
 // Fill keeps value as read at key under t, unless a write reached the

@@ -28,16 +28,11 @@ func isPrefixEnd(lo, hi []byte) bool {
 // copies), or false and the ticket for a read of storage that FillRange
 // may keep.
 func (c *Cache) GetRange(lo []byte) ([]KV, Ticket, bool) {
-	sh := c.shardOf(lo)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	it := c.lookup(sh, sh.ranges, lo)
+	it, t := c.find(lo, true)
 	if it == nil {
-		c.misses.Add(1)
-		return nil, Ticket{sh: sh, seq: sh.seq}, false
+		return nil, t, false
 	}
-	c.hits.Add(1)
-	return it.entries, Ticket{}, true
+	return it.entries, t, true
 }
 
 // MaxRangeEntries is the most entries FillRange keeps.
