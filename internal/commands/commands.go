@@ -192,8 +192,7 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 		return mongoerr.Reply(err)
 	}
 	begun := h.steady.Now()
-	var cancel context.CancelFunc
-	r.ctx, cancel = context.WithCancel(r.ctx) // killOp's handle on the operation
+	cancel := killable(r, cmd) // killOp's handle on the operation
 	defer cancel()
 	r.opID = h.beginOp(r, cancel)
 	done := h.deps.OpStats.Begin(opstats.ClassOf(cmd.Name))
