@@ -173,6 +173,12 @@ func New(deps Deps) *Handler {
 	return h
 }
 
+// replyRoom is the room a handler leaves at the end of a frequent reply
+// for the fields Handle appends: ok, and on a replica set member
+// $clusterTime and operationTime. Then Handle's appends reuse the reply's
+// array instead of copying it.
+const replyRoom = 3
+
 // Handle runs one command and returns its reply document.
 func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Command) bson.D {
 	r := &request{ctx: ctx, conn: c, db: cmd.DB, name: cmd.Name, body: auth.Redact(cmd.Body), secret: cmd.Body}
