@@ -244,6 +244,7 @@ func (c *Conn) next() (*wire.Message, error) {
 // request, so an idle connection holds at most a few hundred kilobytes
 // whatever it last sent or received.
 func (c *Conn) releaseBuffers() {
+	c.cmd = Command{} // the last request, decoded: a big insert's is big
 	c.srv.memory.released(c.rd.Release()+c.wr.Release(), c.srv.active.Load() == 0)
 	c.buffers.set(int64(ioBufferSize + c.rd.Held() + c.wr.Held()))
 }
