@@ -40,6 +40,39 @@ func (sd *SharedDecoder) Reset(text string) {
 	sd.d = decoder{text: text, shared: true}
 }
 
+// Reserve counts the elements of raw, which Decode will be given with
+// extra, so that the slabs are sized to the request instead of to
+// slabChunk.
+func (sd *SharedDecoder) Reserve(raw []byte, extra int) {
+	elems, vals := countAll(raw)
+	sd.d.elemsLeft += elems + extra
+	sd.d.valsLeft += vals
+}
+
+// countAll counts the elements of doc and of every document in it, and
+// the values of every array in it. It stops early on malformed input,
+// which decoding then reports.
+func countAll(doc []byte) (elems, vals int) {
+	rest, err := elements(doc)
+	for err == nil && len(rest) > 0 {
+		el, more, ok := bsoncore.ReadElement(rest)
+		if !ok {
+			break
+		}
+		rest = more
+		elems++
+		switch v := el.Value(); v.Type {
+		case bsoncore.TypeEmbeddedDocument:
+			e, a := countAll(v.Data)
+			elems, vals = elems+e, vals+a
+		case bsoncore.TypeArray:
+			e, a := countAll(v.Data)
+			elems, vals = elems+a, vals+e // an array's elements are values
+		}
+	}
+	return elems, vals
+}
+
 // Decode is DecodeD of raw, which is text[at:at+len(raw)].
 func (sd *SharedDecoder) Decode(raw []byte, at, extra int) (bson.D, error) {
 	if at < 0 || at+len(raw) > len(sd.d.text) {
@@ -55,6 +88,9 @@ type decoder struct {
 	shared bool
 	elems  []bson.E // unused room of the current slab of elements
 	vals   []any    // unused room of the current slab of array values
+	// elemsLeft and valsLeft are what Reserve counted and no slab holds
+	// yet: the size of the next slab, up to slabChunk.
+	elemsLeft, valsLeft int
 }
 
 func (dec *decoder) decodeD(raw []byte, at, extra int) (bson.D, error) {
@@ -99,7 +135,9 @@ func (dec *decoder) newD(n int) bson.D {
 		return make(bson.D, 0, n) // never nil, as bson.Unmarshal's
 	}
 	if len(dec.elems) < n {
-		dec.elems = make([]bson.E, slabChunk)
+		k := max(n, min(dec.elemsLeft, slabChunk))
+		dec.elems = make([]bson.E, k)
+		dec.elemsLeft -= k
 	}
 	d := dec.elems[:0:n]
 	dec.elems = dec.elems[n:]
@@ -112,7 +150,9 @@ func (dec *decoder) newA(n int) bson.A {
 		return make(bson.A, 0, n)
 	}
 	if len(dec.vals) < n {
-		dec.vals = make([]any, slabChunk)
+		k := max(n, min(dec.valsLeft, slabChunk))
+		dec.vals = make([]any, k)
+		dec.valsLeft -= k
 	}
 	a := dec.vals[:0:n]
 	dec.vals = dec.vals[n:]

@@ -1,7 +1,7 @@
 package commands
 
 import (
-	"strconv"
+	"context"
 	"strings"
 	"time"
 
@@ -13,6 +13,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/cursor/paging"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/profiler"
+	"github.com/mayflydb/mayfly/internal/server"
 )
 
 // namespaceOf is the namespace a command works on ("db.coll", or
@@ -26,7 +27,7 @@ func namespaceOf(r *request) string {
 
 func (h *Handler) beginOp(r *request, cancel func()) int64 {
 	return h.deps.Activity.BeginCancelable(activity.Op{
-		Desc: "conn" + strconv.FormatInt(r.conn.ID(), 10), Kind: activity.OpKind(r.name), NS: namespaceOf(r),
+		Desc: r.conn.Desc(), Kind: activity.OpKind(r.name), NS: namespaceOf(r),
 		Command: r.body, Client: r.conn.RemoteAddr(), ConnID: r.conn.ID(),
 	}, cancel)
 }
@@ -188,4 +189,17 @@ func (h *Handler) pipelineOverDocs(stages bson.A, docs []bson.D) (aggregate.Iter
 // currentOpDocs lists the operations in flight as $currentOp shows them.
 func (h *Handler) currentOpDocs() []bson.D {
 	return h.deps.Activity.Docs(h.deps.Clock.Now(), "localhost")
+}
+
+// killable makes r's context one killOp can end, and returns the func
+// that ends it: the server's cancel of the command's context when it gave
+// one (so a command costs no second context), else the cancel of a
+// context derived here.
+func killable(r *request, cmd *server.Command) context.CancelFunc {
+	if cancel := cmd.Cancel; cancel != nil {
+		return func() { cancel(nil) }
+	}
+	var cancel context.CancelFunc
+	r.ctx, cancel = context.WithCancel(r.ctx)
+	return cancel
 }

@@ -26,8 +26,13 @@ var genericFields = map[string]bool{
 // checkFields rejects fields that are neither generic nor known to the
 // command, as MongoDB's IDL parser does (code 40415).
 func checkFields(r *request, known ...string) error {
+	return checkFieldsBy(r, func(key string) bool { return contains(known, key) })
+}
+
+// checkFieldsBy is checkFields with the command's own fields told by known.
+func checkFieldsBy(r *request, known func(key string) bool) error {
 	for i, e := range r.body {
-		if i == 0 || genericFields[e.Key] || contains(known, e.Key) {
+		if i == 0 || genericFields[e.Key] || known(e.Key) {
 			continue
 		}
 		return mongoerr.Newf(mongoerr.Location40415, "BSON field '%s.%s' is an unknown field.", r.name, e.Key)

@@ -35,11 +35,13 @@ func (h *Handler) requestCursorReply(r *request, ns string, src cursor.Source, b
 }
 
 func cursorDoc(id int64, ns, key string, batch bson.A) bson.D {
-	return bson.D{{Key: "cursor", Value: bson.D{
+	out := make(bson.D, 1, 1+replyRoom)
+	out[0] = bson.E{Key: "cursor", Value: bson.D{
 		{Key: "id", Value: id},
 		{Key: "ns", Value: ns},
 		{Key: key, Value: batch},
-	}}}
+	}}
+	return out
 }
 
 // batchSizeArg reads cursor.batchSize (aggregate) or batchSize (find).

@@ -185,6 +185,12 @@ func New(deps Deps) *Handler {
 	return h
 }
 
+// replyRoom is the room a handler leaves at the end of a frequent reply
+// for the fields Handle appends: ok, and on a replica set member
+// $clusterTime and operationTime. Then Handle's appends reuse the reply's
+// array instead of copying it.
+const replyRoom = 3
+
 // Handle runs one command and returns its reply document.
 func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Command) bson.D {
 	r := &request{ctx: ctx, conn: c, db: cmd.DB, name: cmd.Name, body: auth.Redact(cmd.Body), secret: cmd.Body}
@@ -204,8 +210,7 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 		return mongoerr.Reply(err)
 	}
 	begun := h.steady.Now()
-	var cancel context.CancelFunc
-	r.ctx, cancel = context.WithCancel(r.ctx) // killOp's handle on the operation
+	cancel := killable(r, cmd) // killOp's handle on the operation
 	defer cancel()
 	r.opID = h.beginOp(r, cancel)
 	done := h.deps.OpStats.Begin(opstats.ClassOf(cmd.Name))

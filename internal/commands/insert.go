@@ -48,7 +48,8 @@ func failEach(n int, ordered bool, err error) *writeResult {
 }
 
 func (w *writeResult) reply(withModified bool) bson.D {
-	out := bson.D{{Key: "n", Value: int32(w.n)}}
+	out := make(bson.D, 0, 2+replyRoom)
+	out = append(out, bson.E{Key: "n", Value: int32(w.n)})
 	if withModified {
 		if len(w.upserted) > 0 {
 			out = append(out, bson.E{Key: "upserted", Value: w.upserted})
@@ -115,13 +116,23 @@ func (h *Handler) finishWrite(a writeArgs, res *writeResult) (bson.D, error) {
 	return res.reply(res.withModified), nil
 }
 
+// isWriteArg reports whether key is a field every write command takes
+// besides its statements.
+func isWriteArg(key string) bool {
+	switch key {
+	case "ordered", "bypassDocumentValidation", "let", "bypassEmptyTsReplacement", "stmtIds":
+		return true
+	}
+	return false
+}
+
 func parseWriteArgs(r *request, field string, known ...string) (writeArgs, []bson.D, error) {
 	var a writeArgs
 	var err error
 	if a.coll, err = collectionArg(r); err != nil {
 		return a, nil, err
 	}
-	if err = checkFields(r, append(known, field, "ordered", "bypassDocumentValidation", "let", "bypassEmptyTsReplacement", "stmtIds")...); err != nil {
+	if err = checkFieldsBy(r, func(key string) bool { return key == field || isWriteArg(key) || contains(known, key) }); err != nil {
 		return a, nil, err
 	}
 	if a.keepEmptyTs, err = optBool(r, "bypassEmptyTsReplacement"); err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"runtime/debug"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,6 +38,7 @@ type Conn struct {
 	srv    *Server
 	nc     net.Conn
 	id     int64
+	desc   string
 	remote string
 	local  string
 
@@ -68,6 +70,7 @@ func newConn(s *Server, nc net.Conn) *Conn {
 		remote: nc.RemoteAddr().String(),
 		local:  nc.LocalAddr().String(),
 	}
+	c.desc = connDesc(c.id)
 	c.state.Store(stateActive)
 	c.compressor.Store(-1)
 	c.br = bufio.NewReaderSize(countingReader{nc, &s.traffic.in}, ioBufferSize)
@@ -80,6 +83,12 @@ func newConn(s *Server, nc net.Conn) *Conn {
 // ID returns the connection's number: unique within the Server, from 1,
 // increasing in accept order.
 func (c *Conn) ID() int64 { return c.id }
+
+// Desc returns the connection's name in currentOp and mongod's logs:
+// "conn" and its ID.
+func (c *Conn) Desc() string { return c.desc }
+
+func connDesc(id int64) string { return "conn" + strconv.FormatInt(id, 10) }
 
 // RemoteAddr returns the client's address.
 func (c *Conn) RemoteAddr() string { return c.remote }
@@ -235,6 +244,7 @@ func (c *Conn) next() (*wire.Message, error) {
 // request, so an idle connection holds at most a few hundred kilobytes
 // whatever it last sent or received.
 func (c *Conn) releaseBuffers() {
+	c.cmd = Command{} // the last request, decoded: a big insert's is big
 	c.srv.memory.released(c.rd.Release()+c.wr.Release(), c.srv.active.Load() == 0)
 	c.buffers.set(int64(ioBufferSize + c.rd.Held() + c.wr.Held()))
 }
@@ -350,8 +360,9 @@ func (c *Conn) call(cmd *Command) (reply bson.D) {
 			reply = mongoerr.Reply(mongoerr.Newf(mongoerr.InternalError, "internal error while running %s", cmd.Name))
 		}
 	}()
-	ctx := c.watchPeer()
+	ctx, cancel := c.watchPeer()
 	defer c.stopWatch()
+	cmd.Cancel = cancel
 	reply = c.srv.h.Handle(ctx, c, cmd)
 	if reply == nil {
 		c.srv.log.Error("handler returned no reply", "conn", c.id, "command", cmd.Name)

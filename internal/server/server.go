@@ -86,6 +86,10 @@ type Command struct {
 	// Compressor names the compressor the request arrived with ("snappy",
 	// "zlib", "zstd", "noop"), or is empty if it was not compressed.
 	Compressor string
+	// Cancel ends the context Handle was given, so that a handler can
+	// stop the command (killOp) without deriving a context of its own;
+	// nil when the caller gave none.
+	Cancel context.CancelCauseFunc
 }
 
 // Stats are connection counters for serverStatus.connections.

@@ -33,9 +33,9 @@ type peerWatch struct {
 // watchPeer returns the context a command runs under: it ends when the
 // server shuts down or, once the command has run for watchAfter, when the
 // client closes the connection (a read returns EOF or a reset).
-// stopWatch ends it; it must be called on the connection goroutine before
-// the next read.
-func (c *Conn) watchPeer() context.Context {
+// cancel ends it early. stopWatch ends it; it must be called on the
+// connection goroutine before the next read.
+func (c *Conn) watchPeer() (context.Context, context.CancelCauseFunc) {
 	ctx, cancel := context.WithCancelCause(c.srv.ctx)
 	w := &c.watch
 	w.mu.Lock()
@@ -46,7 +46,7 @@ func (c *Conn) watchPeer() context.Context {
 	} else {
 		w.timer.Reset(watchAfter)
 	}
-	return ctx
+	return ctx, cancel
 }
 
 // watchClient runs on the timer's goroutine: it reads the connection until

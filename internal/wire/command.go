@@ -79,6 +79,12 @@ func (dec *commandDecoder) share(m *Message, n int) {
 		}
 	}
 	dec.sd.Reset(text.String())
+	dec.sd.Reserve(m.Body, len(m.Sequences))
+	for _, s := range m.Sequences {
+		for _, d := range s.Docs {
+			dec.sd.Reserve(d, 0)
+		}
+	}
 	dec.shared = true
 }
 
