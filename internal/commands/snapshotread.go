@@ -50,8 +50,8 @@ func (h *Handler) beginSnapshotRead(r *request) error {
 	if level, _ := bsonutil.Field(rc, "level"); level != "snapshot" {
 		return nil
 	}
-	if !slices.Contains(snapshotReadCommands, r.name) {
-		return mongoerr.Newf(mongoerr.InvalidOptions, "Command %s does not support %s :: caused by :: read concern not supported", r.name, readConcernString(rc))
+	if err := refuseSnapshotRead(r.name, rc); err != nil {
+		return err
 	}
 	v, ok := bsonutil.Field(rc, "atClusterTime")
 	if !ok {
@@ -62,6 +62,15 @@ func (h *Handler) beginSnapshotRead(r *request) error {
 		return mongoerr.New(mongoerr.TypeMismatch, "BSON field 'atClusterTime' is the wrong type, expected type 'timestamp'")
 	}
 	return h.snapshotAt(r, at)
+}
+
+// refuseSnapshotRead refuses read concern snapshot outside a transaction
+// to a command mongod refuses it to.
+func refuseSnapshotRead(name string, rc bson.D) error {
+	if slices.Contains(snapshotReadCommands, name) {
+		return nil
+	}
+	return mongoerr.Newf(mongoerr.InvalidOptions, "Command %s does not support %s :: caused by :: read concern not supported", name, readConcernString(rc))
 }
 
 // snapshotAtLatest reads the state applied now.
