@@ -23,6 +23,10 @@ func TestSnapshotReadsOutsideTransactions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	foreign := db.Collection("f")
+	if _, err := foreign.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "k", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
 	reply := runCmd(t, db, bson.D{{Key: "find", Value: "c"}, {Key: "batchSize", Value: 2},
 		{Key: "readConcern", Value: bson.D{{Key: "level", Value: "snapshot"}}}})
 	cursor := field(t, reply, "cursor").(bson.D)
@@ -34,6 +38,9 @@ func TestSnapshotReadsOutsideTransactions(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := coll.DeleteOne(ctx, bson.D{{Key: "_id", Value: 5}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := foreign.InsertOne(ctx, bson.D{{Key: "_id", Value: 2}, {Key: "k", Value: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	more := runCmd(t, db, bson.D{{Key: "getMore", Value: field(t, cursor, "id")}, {Key: "collection", Value: "c"}})
@@ -50,11 +57,81 @@ func TestSnapshotReadsOutsideTransactions(t *testing.T) {
 	if got := field(t, field(t, field(t, agg, "cursor").(bson.D), "firstBatch").(bson.A)[0].(bson.D), "n"); got != int32(5) {
 		t.Fatalf("aggregate at %v counted %v, want 5", at, got)
 	}
+	if n := lookupMatches(t, db, bson.D{{Key: "readConcern", Value: atTime}}); n != 1 {
+		t.Fatalf("$lookup at %v found %d foreign documents, want 1: the snapshot's", at, n)
+	}
 	distinct := runCmd(t, db, bson.D{{Key: "distinct", Value: "c"}, {Key: "key", Value: "_id"}, {Key: "readConcern", Value: atTime}})
 	if got := ids(field(t, distinct, "values").(bson.A)); got != "[1 2 3 4 5]" || field(t, distinct, "atClusterTime") != at {
 		t.Fatalf("distinct at %v: %s, atClusterTime %v", at, got, field(t, distinct, "atClusterTime"))
 	}
 	checkSnapshotRefusals(t, db, at)
+}
+
+// lookupMatches runs an aggregate on c's document 1 with a $lookup of
+// f's documents whose k is 1, with the extra fields given, and returns how
+// many it found.
+func lookupMatches(t *testing.T, db *mongo.Database, extra bson.D) int {
+	t.Helper()
+	pipeline := bson.A{
+		bson.D{{Key: "$match", Value: bson.D{{Key: "_id", Value: 1}}}},
+		bson.D{{Key: "$lookup", Value: bson.D{{Key: "from", Value: "f"}, {Key: "localField", Value: "_id"}, {Key: "foreignField", Value: "k"}, {Key: "as", Value: "fs"}}}},
+	}
+	cmd := append(bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: pipeline}, {Key: "cursor", Value: bson.D{}}}, extra...)
+	reply := runCmd(t, db, cmd)
+	batch := field(t, field(t, reply, "cursor").(bson.D), "firstBatch").(bson.A)
+	if len(batch) != 1 {
+		t.Fatalf("$lookup: %d documents, want 1", len(batch))
+	}
+	return len(field(t, batch[0].(bson.D), "fs").(bson.A))
+}
+
+// TestLookupReadsTheTransactionSnapshot: a $lookup inside a transaction
+// reads the transaction's snapshot, not a write committed since.
+func TestLookupReadsTheTransactionSnapshot(t *testing.T) {
+	rs := startReplSet(t, 1)
+	cl := rs.client()
+	db := cl.Database("snap")
+	ctx := ctxT(t)
+	if _, err := db.Collection("c").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Collection("f").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "k", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := cl.StartSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.EndSession(ctx)
+	if err := sess.StartTransaction(txnOptions()); err != nil {
+		t.Fatal(err)
+	}
+	sctx := mongo.NewSessionContext(ctx, sess)
+	if err := db.Collection("c").FindOne(sctx, bson.D{}).Err(); err != nil { // the snapshot is taken here
+		t.Fatal(err)
+	}
+	if _, err := db.Collection("f").InsertOne(ctx, bson.D{{Key: "_id", Value: 2}, {Key: "k", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	var out []bson.M
+	cur, err := db.Collection("c").Aggregate(sctx, bson.A{
+		bson.D{{Key: "$lookup", Value: bson.D{{Key: "from", Value: "f"}, {Key: "localField", Value: "_id"}, {Key: "foreignField", Value: "k"}, {Key: "as", Value: "fs"}}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cur.All(sctx, &out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out) != 1 || len(out[0]["fs"].(bson.A)) != 1 {
+		t.Fatalf("$lookup in the transaction read %v, want one foreign document: the snapshot's", out)
+	}
+	if err := sess.CommitTransaction(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := lookupMatches(t, db, nil); n != 2 {
+		t.Fatalf("$lookup after the commit found %d, want 2", n)
+	}
 }
 
 func checkSnapshotRefusals(t *testing.T, db *mongo.Database, at bson.Timestamp) {
