@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -98,15 +99,7 @@ func TestLookupReadsTheTransactionSnapshot(t *testing.T) {
 	if _, err := db.Collection("f").InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "k", Value: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	sess, err := cl.StartSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.EndSession(ctx)
-	if err := sess.StartTransaction(txnOptions()); err != nil {
-		t.Fatal(err)
-	}
-	sctx := mongo.NewSessionContext(ctx, sess)
+	sess, sctx := startTxnSession(t, cl)
 	if err := db.Collection("c").FindOne(sctx, bson.D{}).Err(); err != nil { // the snapshot is taken here
 		t.Fatal(err)
 	}
@@ -132,6 +125,23 @@ func TestLookupReadsTheTransactionSnapshot(t *testing.T) {
 	if n := lookupMatches(t, db, nil); n != 2 {
 		t.Fatalf("$lookup after the commit found %d, want 2", n)
 	}
+}
+
+// startTxnSession starts a session with a transaction (snapshot,
+// majority), ended when the test ends, and returns it with the context
+// its statements run in.
+func startTxnSession(t *testing.T, cl *mongo.Client) (*mongo.Session, context.Context) {
+	t.Helper()
+	ctx := ctxT(t)
+	sess, err := cl.StartSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sess.EndSession(context.Background()) })
+	if err := sess.StartTransaction(txnOptions()); err != nil {
+		t.Fatal(err)
+	}
+	return sess, mongo.NewSessionContext(ctx, sess)
 }
 
 func checkSnapshotRefusals(t *testing.T, db *mongo.Database, at bson.Timestamp) {
