@@ -243,15 +243,8 @@ func wantStepDownAborts(t *testing.T, rs *replSet, cl *mongo.Client) {
 	t.Helper()
 	ctx := ctxT(t)
 	coll := cl.Database("test").Collection("pairs")
-	sess, err := cl.StartSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.EndSession(ctx)
-	if err := sess.StartTransaction(txnOptions()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := coll.InsertOne(mongo.NewSessionContext(ctx, sess), bson.D{{Key: "_id", Value: "stepdown"}}); err != nil {
+	sess, sctx := startTxnSession(t, cl)
+	if _, err := coll.InsertOne(sctx, bson.D{{Key: "_id", Value: "stepdown"}}); err != nil {
 		t.Fatal(err)
 	}
 	old := rs.waitPrimary(-1, 10*time.Second)

@@ -235,23 +235,35 @@ func withFilter(e *legacyEntities, op *unifiedOp) error {
 	return flattenOptions(e, op)
 }
 
-// bulkWriteArgs rewrites requests [{name, arguments}] as [{name: arguments}].
-func bulkWriteArgs(e *legacyEntities, op *unifiedOp) error {
+// rewriteArg flattens op's options and replaces its argument key by
+// what rewrite makes of it.
+func rewriteArg(e *legacyEntities, op *unifiedOp, key string, rewrite func(any) (any, error)) error {
 	if err := flattenOptions(e, op); err != nil {
 		return err
 	}
 	for i, a := range op.args {
-		if a.Key != "requests" {
+		if a.Key != key {
 			continue
 		}
+		v, err := rewrite(a.Value)
+		if err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+		op.args[i].Value = v
+	}
+	return nil
+}
+
+// bulkWriteArgs rewrites requests [{name, arguments}] as [{name: arguments}].
+func bulkWriteArgs(e *legacyEntities, op *unifiedOp) error {
+	return rewriteArg(e, op, "requests", func(v any) (any, error) {
 		requests := bson.A{}
-		for _, r := range a.Value.(bson.A) {
+		for _, r := range v.(bson.A) {
 			req := r.(bson.D)
 			requests = append(requests, bson.D{{Key: strField(req, "name"), Value: docField(req, "arguments")}})
 		}
-		op.args[i].Value = requests
-	}
-	return nil
+		return requests, nil
+	})
 }
 
 // countArgs sends the count command the legacy count helper sends, since
@@ -289,20 +301,9 @@ func runCommandArgs(_ *legacyEntities, op *unifiedOp) error {
 
 // withTransactionArgs translates the callback's operations.
 func withTransactionArgs(e *legacyEntities, op *unifiedOp) error {
-	if err := flattenOptions(e, op); err != nil {
-		return err
-	}
-	for i, a := range op.args {
-		if a.Key != "callback" {
-			continue
-		}
-		ops, err := e.operations(arrField(a.Value.(bson.D), "operations"))
-		if err != nil {
-			return fmt.Errorf("callback: %w", err)
-		}
-		op.args[i].Value = ops
-	}
-	return nil
+	return rewriteArg(e, op, "callback", func(v any) (any, error) {
+		return e.operations(arrField(v.(bson.D), "operations"))
+	})
 }
 
 // namespaceArgs renames database, collection and index to the unified

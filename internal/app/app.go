@@ -133,7 +133,9 @@ type App struct {
 	changes  *changeLog
 	// txns is the sessions' transactions, aborted past their lifetime.
 	txns *session.Transactions
-	raft raftStart // when this member's raft starts (diskfull.go)
+	// snapshots holds snapshot reads' snapshots for their window.
+	snapshots *docstore.SnapshotHistory
+	raft      raftStart // when this member's raft starts (diskfull.go)
 	// configClient reaches the config servers from a shard (sharding.go).
 	configClient ConfigClient
 	// migrations is a shard's or config server's migration work
@@ -256,6 +258,7 @@ func (a *App) assemble() error {
 	}
 	store.SetExactExpiry(!cfg.LaggingExpiry)
 	a.store = store
+	a.snapshots = docstore.NewSnapshotHistory(store, clock.Unoffset(cfg.Clock))
 	a.cursors = cursor.NewRegistry(clock.Unoffset(cfg.Clock), cfg.CursorIdle)
 	ops := activity.NewRegistry(cfg.Clock)
 	a.ops.watch = expirywatch.New(store, cfg.Clock, cfg.Logger)
@@ -290,7 +293,7 @@ func (a *App) assemble() error {
 		Repl: a.rs, ReplicaSetMember: a.rs != nil, TestCommands: testCommands(cfg.SetParameters),
 		Changes: a.changes.feed, Profiler: profiles, ClusterRole: cfg.ClusterRole, Shard: shard,
 		Transactions: a.txns, Migrations: a.migrations.shard, ConfigServer: a.migrations.config,
-		FailPoints: a.migrations.failPoints,
+		FailPoints: a.migrations.failPoints, Snapshots: a.snapshots,
 	})
 	a.srv = server.New(server.Config{Addr: cfg.Addr, MaxConns: cfg.MaxConns, MessageTimeout: cfg.MessageTimeout, Logger: cfg.Logger,
 		TLS: tlsCfg, TLSMode: cfg.Security.TLSMode, IdleTimeout: cfg.IdleTimeout}, h)
@@ -367,6 +370,9 @@ func (a *App) Shutdown(ctx context.Context) error {
 	a.closeConfigClient()
 	a.stopBackground()
 	a.cursors.CloseAll()
+	if a.snapshots != nil {
+		a.snapshots.Close()
+	}
 	if serr := <-a.serveErr; serr != nil && !errors.Is(serr, server.ErrServerClosed) && err == nil {
 		err = serr
 	}

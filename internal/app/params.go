@@ -15,6 +15,9 @@ func (a *App) params() *params.Table {
 	p.Register("transactionLifetimeLimitSeconds", params.Int(
 		func() int64 { return int64(a.txns.Lifetime() / time.Second) },
 		func(n int64) { a.txns.SetLifetime(time.Duration(n) * time.Second) }, 1))
+	p.Register("minSnapshotHistoryWindowInSeconds", params.Int(
+		func() int64 { return int64(a.snapshots.Window() / time.Second) },
+		func(n int64) { a.snapshots.SetWindow(time.Duration(n) * time.Second) }, 0))
 	p.Register("ttlMonitorSleepSecs", params.Int(a.monitor.SleepSecs, a.monitor.SetSleepSecs, 1))
 	a.registerMigrationParams(p)
 	// mayflyExactExpiry hides expired documents from every command before

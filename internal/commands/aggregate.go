@@ -155,10 +155,13 @@ type aggEnv struct {
 	ctx  context.Context
 	db   string
 	coll string
+	// txn is the transaction or snapshot read the pipeline runs in: its
+	// $lookup and $unionWith read the same snapshot (nil: the latest).
+	txn *docstore.Txn
 }
 
 func newAggEnv(h *Handler, r *request, coll string) *aggEnv {
-	return &aggEnv{h: h, ctx: r.ctx, db: r.db, coll: coll}
+	return &aggEnv{h: h, ctx: r.ctx, db: r.db, coll: coll, txn: r.storeTxn()}
 }
 
 func (e *aggEnv) Collection(name string) (aggregate.Iterator, error) {
@@ -166,7 +169,7 @@ func (e *aggEnv) Collection(name string) (aggregate.Iterator, error) {
 	if c == nil {
 		return paging.Slice(), nil
 	}
-	return paging.Interruptible(c.Scan(nil, nil), e.ctx, checkInterrupt), nil
+	return paging.Interruptible(c.Scan(nil, nil).Within(e.txn), e.ctx, checkInterrupt), nil
 }
 
 func (e *aggEnv) Now() time.Time { return e.h.deps.Clock.Now() }

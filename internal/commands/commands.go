@@ -87,6 +87,9 @@ type Deps struct {
 	// Transactions is the sessions' multi-document transactions (a
 	// replica set member's; nil makes a table of the handler's own).
 	Transactions *session.Transactions
+	// Snapshots keeps the snapshots of snapshot reads outside
+	// transactions (nil makes the handler's own over Store).
+	Snapshots *docstore.SnapshotHistory
 }
 
 // TTLStats are serverStatus().metrics.ttl.
@@ -118,6 +121,8 @@ type Handler struct {
 	streams *changestream.Streams
 	// txns is the sessions' transactions (txn.go).
 	txns *session.Transactions
+	// snapshots is the snapshot reads' history (snapshotread.go).
+	snapshots *docstore.SnapshotHistory
 }
 
 // request is one command invocation.
@@ -140,6 +145,9 @@ type request struct {
 	refreshReads bool
 	// txn is the transaction the command is a statement of (txn.go).
 	txn *inTransaction
+	// snapshot is the snapshot a read with readConcern snapshot reads
+	// outside a transaction (snapshotread.go).
+	snapshot *snapshotRead
 }
 
 // New returns a Handler with the full command table.
@@ -169,6 +177,9 @@ func New(deps Deps) *Handler {
 		deps.Auth = auth.Disabled(deps.Store, deps.Logger)
 	}
 	h := &Handler{deps: deps, steady: clock.Unoffset(deps.Clock), started: deps.Clock.Now(), processID: bson.NewObjectID(), sessions: session.NewCache(session.MaxSessions), txns: deps.Transactions}
+	if h.snapshots = deps.Snapshots; h.snapshots == nil && deps.Store != nil {
+		h.snapshots = docstore.NewSnapshotHistory(deps.Store, h.steady)
+	}
 	if h.txns == nil {
 		h.txns = session.NewTransactions(h.steady)
 	}
@@ -271,6 +282,14 @@ func (h *Handler) run(entry command, r *request) (reply bson.D, err error) {
 		return nil, err
 	}
 	defer func() { reply, err = h.leaveTransaction(r, reply, err) }()
+	if err := h.beginSnapshotRead(r); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err == nil {
+			reply = withAtClusterTime(r, reply)
+		}
+	}()
 	if err := checkArgTypes(r, entry); err != nil {
 		return nil, err
 	}

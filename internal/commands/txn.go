@@ -36,10 +36,11 @@ type inTransaction struct {
 }
 
 // storeTxn is the docstore transaction a request's reads and writes go
-// through, nil outside one.
+// through: its transaction's, or a snapshot read's (reads only); nil
+// for others.
 func (r *request) storeTxn() *docstore.Txn {
 	if r.txn == nil {
-		return nil
+		return r.snapshot.reader()
 	}
 	return r.txn.store
 }
