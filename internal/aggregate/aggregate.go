@@ -180,9 +180,28 @@ func parseStage(spec bson.E, opt Options) (stage, error) {
 		return nil, refuse()
 	}
 	if !ok {
-		return nil, mongoerr.Newf(mongoerr.Location40324, "Unrecognized pipeline stage name: '%s'", spec.Key)
+		return nil, unrecognizedStage(spec.Key)
 	}
 	return parse(spec.Value, opt)
+}
+
+func unrecognizedStage(name string) error {
+	return mongoerr.Newf(mongoerr.Location40324, "Unrecognized pipeline stage name: '%s'", name)
+}
+
+// CheckStagesKnown refuses the first stage no part of Mayfly knows, as
+// mongod's parse does before any check of where a stage may stand.
+func CheckStagesKnown(stages bson.A) error {
+	for _, raw := range stages {
+		spec, ok := raw.(bson.D)
+		if !ok || len(spec) != 1 {
+			continue
+		}
+		if _, known := apiStrictRules()[spec[0].Key]; !known { // it has every stage
+			return unrecognizedStage(spec[0].Key)
+		}
+	}
+	return nil
 }
 
 type stageParser func(spec any, opt Options) (stage, error)
