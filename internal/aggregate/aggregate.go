@@ -189,15 +189,20 @@ func unrecognizedStage(name string) error {
 	return mongoerr.Newf(mongoerr.Location40324, "Unrecognized pipeline stage name: '%s'", name)
 }
 
-// CheckStagesKnown refuses the first stage no part of Mayfly knows, as
-// mongod's parse does before any check of where a stage may stand.
-func CheckStagesKnown(stages bson.A) error {
+// LiteParse refuses the first stage that is not a one-field document or
+// that no part of Mayfly knows, as mongod's LiteParsedPipeline does
+// before any check of a stage's arguments or of where it may stand.
+func LiteParse(stages bson.A) error {
+	known := apiStrictRules() // it has every stage
 	for _, raw := range stages {
 		spec, ok := raw.(bson.D)
-		if !ok || len(spec) != 1 {
-			continue
+		if !ok {
+			continue // the command's own parse refuses it
 		}
-		if _, known := apiStrictRules()[spec[0].Key]; !known { // it has every stage
+		if _, err := stageSpec(spec); err != nil {
+			return err
+		}
+		if _, ok := known[spec[0].Key]; !ok {
 			return unrecognizedStage(spec[0].Key)
 		}
 	}

@@ -171,7 +171,7 @@ func typeNameOf(v any) string {
 }
 
 func parsePipeline(stages bson.A, let bson.D) (*aggregate.Pipeline, error) {
-	if err := aggregate.CheckStagesKnown(stages); err != nil {
+	if err := aggregate.LiteParse(stages); err != nil {
 		return nil, err
 	}
 	for _, s := range stages {
