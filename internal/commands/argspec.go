@@ -110,6 +110,27 @@ var argSpecs = map[string]map[string]argKind{
 	},
 	// src/mongo/db/query/kill_cursors.idl
 	"killCursors": {"cursors": argArray},
+	// src/mongo/db/commands/user_management_commands.idl; rolesInfo's
+	// showPrivileges is a bool or "asUserFragment" (its handler).
+	"createUser":               userArgs(),
+	"updateUser":               userArgs(),
+	"dropUser":                 {},
+	"dropAllUsersFromDatabase": {},
+	"grantRolesToUser":         {"roles": argArray},
+	"revokeRolesFromUser":      {"roles": argArray},
+	"createRole":               roleArgs(),
+	"updateRole":               roleArgs(),
+	"grantPrivilegesToRole":    {"privileges": argArray},
+	"revokePrivilegesFromRole": {"privileges": argArray},
+	"grantRolesToRole":         {"roles": argArray},
+	"revokeRolesFromRole":      {"roles": argArray},
+	"dropRole":                 {},
+	"dropAllRolesFromDatabase": {},
+	"usersInfo": {
+		"showPrivileges": argSafeBool, "showCredentials": argSafeBool, "showAuthenticationRestrictions": argSafeBool,
+		"showCustomData": argSafeBool, "filter": argObject,
+	},
+	"rolesInfo": {"showBuiltinRoles": argSafeBool, "showAuthenticationRestrictions": argSafeBool},
 	// src/mongo/db/commands/generic.idl and sessions_commands.idl: no
 	// field but the command's own value.
 	"ping": {}, "endSessions": {}, "refreshSessions": {},
@@ -127,18 +148,29 @@ func helloArgs() map[string]argKind {
 	}
 }
 
+// userArgs are createUser's and updateUser's fields.
+func userArgs() map[string]argKind {
+	return map[string]argKind{
+		"pwd": argString, "customData": argObject, "roles": argArray, "digestPassword": argSafeBool,
+		"authenticationRestrictions": argArray, "mechanisms": argArray,
+	}
+}
+
+// roleArgs are createRole's and updateRole's fields.
+func roleArgs() map[string]argKind {
+	return map[string]argKind{"privileges": argArray, "roles": argArray, "authenticationRestrictions": argArray}
+}
+
 // argsToDerive are the commands whose IDL types are not in argSpecs yet:
 // their handlers check their fields one by one, as before. The list only
 // shrinks; TestArgSpecsCoverEveryCommand keeps it honest.
 var argsToDerive = []string{
 	"abortTransaction", "applyOps", "authenticate", "bulkWrite", "collMod",
-	"commitTransaction", "createIndexes", "createRole", "createSearchIndexes", "createUser",
-	"dbStats", "drop", "dropAllRolesFromDatabase",
-	"dropAllUsersFromDatabase", "dropDatabase", "dropIndexes", "dropRole", "dropSearchIndex", "dropUser",
-	"explain", "fsync", "grantPrivilegesToRole", "grantRolesToRole", "grantRolesToUser",
-	"killAllSessions", "killSessions", "listIndexes", "listSearchIndexes", "logout", "profile",
-	"revokePrivilegesFromRole", "revokeRolesFromRole", "revokeRolesFromUser", "rolesInfo",
-	"saslContinue", "saslStart", "updateRole", "updateSearchIndex", "updateUser", "usersInfo",
+	"commitTransaction", "createIndexes", "createSearchIndexes",
+	"dbStats", "drop", "dropDatabase", "dropIndexes", "dropSearchIndex",
+	"explain", "fsync", "killAllSessions", "killSessions", "listIndexes",
+	"listSearchIndexes", "logout", "profile",
+	"saslContinue", "saslStart", "updateSearchIndex",
 }
 
 // argsByHand are the commands with no IDL to derive from: mongod 8.0
