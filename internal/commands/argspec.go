@@ -131,6 +131,22 @@ var argSpecs = map[string]map[string]argKind{
 		"showCustomData": argSafeBool, "filter": argObject,
 	},
 	"rolesInfo": {"showBuiltinRoles": argSafeBool, "showAuthenticationRestrictions": argSafeBool},
+	// src/mongo/db/create_indexes.idl (v is a safeInt, which takes the
+	// same numbers) and src/mongo/db/list_indexes.idl.
+	"createIndexes": {"v": argSafeInt64, "indexes": argArray, "ignoreUnknownIndexOptions": argSafeBool, "isTimeseriesNamespace": argBool},
+	"listIndexes": {
+		"cursor": argObject, "includeBuildUUIDs": argSafeBool, "includeIndexBuildInfo": argSafeBool,
+		"isTimeseriesNamespace": argBool,
+	},
+	// src/mongo/db/commands/profile.idl: filter is an object or "unset",
+	// sampleRate a safeDouble (the handler's).
+	"profile": {"slowms": argSafeInt64},
+	// src/mongo/db/auth/sasl_commands.idl (payload has its own parser)
+	// and src/mongo/db/commands/authentication_commands.idl.
+	"saslStart":    {"mechanism": argString, "autoAuthorize": argSafeBool, "options": argObject},
+	"saslContinue": {"conversationId": argInt},
+	"authenticate": {"mechanism": argString, "user": argString},
+	"logout":       {},
 	// src/mongo/db/commands/generic.idl and sessions_commands.idl: no
 	// field but the command's own value.
 	"ping": {}, "endSessions": {}, "refreshSessions": {},
@@ -165,12 +181,9 @@ func roleArgs() map[string]argKind {
 // their handlers check their fields one by one, as before. The list only
 // shrinks; TestArgSpecsCoverEveryCommand keeps it honest.
 var argsToDerive = []string{
-	"abortTransaction", "applyOps", "authenticate", "bulkWrite", "collMod",
-	"commitTransaction", "createIndexes", "createSearchIndexes",
-	"dbStats", "drop", "dropDatabase", "dropIndexes", "dropSearchIndex",
-	"explain", "fsync", "killAllSessions", "killSessions", "listIndexes",
-	"listSearchIndexes", "logout", "profile",
-	"saslContinue", "saslStart", "updateSearchIndex",
+	"abortTransaction", "applyOps", "bulkWrite", "collMod", "commitTransaction", "createSearchIndexes",
+	"dbStats", "drop", "dropDatabase", "dropIndexes", "dropSearchIndex", "explain", "fsync",
+	"killAllSessions", "killSessions", "listSearchIndexes", "updateSearchIndex",
 }
 
 // argsByHand are the commands with no IDL to derive from: mongod 8.0
