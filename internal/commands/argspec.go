@@ -147,6 +147,17 @@ var argSpecs = map[string]map[string]argKind{
 	"saslContinue": {"conversationId": argInt},
 	"authenticate": {"mechanism": argString, "user": argString},
 	"logout":       {},
+	// src/mongo/db/commands/fsync.idl
+	"fsync": {"lock": argSafeBool, "forBackup": argSafeBool, "allowFsyncFailure": argSafeBool, "fsyncLockAcquisitionTimeoutMillis": argInt},
+	// src/mongo/db/commands/search_index_commands.idl: parsed before
+	// mongod finds it has no search to run them on.
+	"createSearchIndexes": {"indexes": argArray},
+	"dropSearchIndex":     {"name": argString, "id": argString},
+	"updateSearchIndex":   {"name": argString, "id": argString, "definition": argObject},
+	"listSearchIndexes":   {"name": argString, "id": argString},
+	// src/mongo/db/drop.idl (collectionUUID, a UUID, is the handler's) and
+	// src/mongo/db/drop_database.idl: no typed field but the command's.
+	"drop": {}, "dropDatabase": {},
 	// src/mongo/db/commands/generic.idl and sessions_commands.idl: no
 	// field but the command's own value.
 	"ping": {}, "endSessions": {}, "refreshSessions": {},
@@ -181,9 +192,8 @@ func roleArgs() map[string]argKind {
 // their handlers check their fields one by one, as before. The list only
 // shrinks; TestArgSpecsCoverEveryCommand keeps it honest.
 var argsToDerive = []string{
-	"abortTransaction", "applyOps", "bulkWrite", "collMod", "commitTransaction", "createSearchIndexes",
-	"dbStats", "drop", "dropDatabase", "dropIndexes", "dropSearchIndex", "explain", "fsync",
-	"killAllSessions", "killSessions", "listSearchIndexes", "updateSearchIndex",
+	"abortTransaction", "applyOps", "bulkWrite", "collMod", "commitTransaction", "dbStats",
+	"dropIndexes", "explain", "killAllSessions", "killSessions",
 }
 
 // argsByHand are the commands with no IDL to derive from: mongod 8.0
