@@ -180,9 +180,33 @@ func parseStage(spec bson.E, opt Options) (stage, error) {
 		return nil, refuse()
 	}
 	if !ok {
-		return nil, mongoerr.Newf(mongoerr.Location40324, "Unrecognized pipeline stage name: '%s'", spec.Key)
+		return nil, unrecognizedStage(spec.Key)
 	}
 	return parse(spec.Value, opt)
+}
+
+func unrecognizedStage(name string) error {
+	return mongoerr.Newf(mongoerr.Location40324, "Unrecognized pipeline stage name: '%s'", name)
+}
+
+// LiteParse refuses the first stage that is not a one-field document or
+// that no part of Mayfly knows, as mongod's LiteParsedPipeline does
+// before any check of a stage's arguments or of where it may stand.
+func LiteParse(stages bson.A) error {
+	known := apiStrictRules() // it has every stage
+	for _, raw := range stages {
+		spec, ok := raw.(bson.D)
+		if !ok {
+			continue // the command's own parse refuses it
+		}
+		if _, err := stageSpec(spec); err != nil {
+			return err
+		}
+		if _, ok := known[spec[0].Key]; !ok {
+			return unrecognizedStage(spec[0].Key)
+		}
+	}
+	return nil
 }
 
 type stageParser func(spec any, opt Options) (stage, error)

@@ -43,6 +43,7 @@ func (w *Writer) mergeByID(c *docstore.Collection, t *Target, out aggregate.Iter
 		return err
 	}
 	err := w.each(out, func(d bson.D) error {
+		d = withGeneratedID(d, t.On)
 		v := bsonutil.PathValues(d, "_id")
 		if len(v) != 1 {
 			if err := flush(); err != nil {
@@ -122,7 +123,17 @@ func sameFields(fields []catalog.Field, on []string) bool {
 	return true
 }
 
+// withGeneratedID gives d an ObjectId _id when it has none and the 'on'
+// fields include _id, as mongod's $merge does before it reads them.
+func withGeneratedID(d bson.D, on []string) bson.D {
+	if _, has := bsonutil.Field(d, "_id"); has || !slices.Contains(on, "_id") {
+		return d
+	}
+	return append(d[:len(d):len(d)], bson.E{Key: "_id", Value: bson.NewObjectID()})
+}
+
 func (w *Writer) mergeOne(c *docstore.Collection, t *Target, d bson.D) error {
+	d = withGeneratedID(d, t.On)
 	match := bson.D{}
 	for _, path := range t.On {
 		v := bsonutil.PathValues(d, path)

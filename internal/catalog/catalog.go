@@ -32,8 +32,12 @@ type Index struct {
 	Name   string  `bson:"name"`
 	Fields []Field `bson:"fields"`
 	Unique bool    `bson:"unique"`
-	Sparse bool    `bson:"sparse"`
-	Hidden bool    `bson:"hidden"`
+	// PrepareUnique (collMod's, or createIndexes') refuses new duplicate
+	// keys while keeping the ones the index holds: the step before
+	// collMod makes the index unique.
+	PrepareUnique bool `bson:"prepareUnique,omitempty"`
+	Sparse        bool `bson:"sparse"`
+	Hidden        bool `bson:"hidden"`
 	// Partial is the partialFilterExpression, nil when absent.
 	Partial bson.D `bson:"partial,omitempty"`
 	// TTL is set when the index has expireAfterSeconds; ExpireAfter is then
@@ -87,6 +91,10 @@ func (ix *Index) IsHashed() bool {
 	}
 	return false
 }
+
+// RefusesDuplicates reports whether a write may not add a key that
+// another document holds: a unique index, or one prepared to become one.
+func (ix *Index) RefusesDuplicates() bool { return ix.Unique || ix.PrepareUnique }
 
 // IsID reports whether ix is the _id index.
 func (ix *Index) IsID() bool { return ix.Name == IDIndexName }

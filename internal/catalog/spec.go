@@ -244,6 +244,8 @@ func applyOption(ix *Index, e bson.E, spec bson.D) error {
 		return applyCollation(ix, e.Value)
 	case "unique":
 		ix.Unique = bsonutil.TrueValue(e.Value)
+	case "prepareUnique":
+		ix.PrepareUnique = bsonutil.TrueValue(e.Value)
 	case "sparse":
 		ix.Sparse = bsonutil.TrueValue(e.Value)
 	case "hidden":

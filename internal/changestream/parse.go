@@ -171,6 +171,9 @@ func typeNameOf(v any) string {
 }
 
 func parsePipeline(stages bson.A, let bson.D) (*aggregate.Pipeline, error) {
+	if err := aggregate.LiteParse(stages); err != nil {
+		return nil, err
+	}
 	for _, s := range stages {
 		d, _ := s.(bson.D)
 		if len(d) == 1 && d[0].Key == "$changeStream" {

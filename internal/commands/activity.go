@@ -168,13 +168,25 @@ func (h *Handler) collectionlessAggregate(r *request, stages bson.A, batch int64
 }
 
 // runOverDocs runs the stages after a collectionless first stage over the
-// documents it produced, and replies with a cursor.
+// documents it produced, and replies with a cursor, or writes them where
+// a last $out or $merge says.
 func (h *Handler) runOverDocs(r *request, stages bson.A, docs []bson.D, batch int64) (bson.D, error) {
+	t, err := writeStage(r)
+	if err != nil {
+		return nil, err
+	}
+	if t != nil {
+		stages = stages[:len(stages)-1]
+	}
 	out, err := h.pipelineOverDocs(stages, docs)
 	if err != nil {
 		return nil, err
 	}
-	return h.requestCursorReply(r, r.db+".$cmd.aggregate", out, batch, false)
+	ns := r.db + ".$cmd.aggregate"
+	if t != nil {
+		return h.writeInto(r, ns, t, out)
+	}
+	return h.requestCursorReply(r, ns, out, batch, false)
 }
 
 // pipelineOverDocs runs stages over docs.

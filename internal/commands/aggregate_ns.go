@@ -3,6 +3,7 @@ package commands
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
@@ -38,5 +39,22 @@ func checkPipelineArg(r *request, collectionless bool) error {
 	if collectionless && len(stages) == 0 {
 		return mongoerr.New(mongoerr.InvalidNamespace, "{aggregate: 1} is not valid for an empty pipeline.")
 	}
-	return nil
+	return checkStagesReadConcern(r, stages)
+}
+
+// checkStagesReadConcern refuses a read concern level a stage does not
+// support, in the words mongod puts around the stage's own.
+func checkStagesReadConcern(r *request, stages bson.A) error {
+	rc, _ := bsonutil.Field(r.body, "readConcern")
+	level, ok := bsonutil.Field(bsonutil.ToD(rc), "level")
+	if !ok {
+		return nil
+	}
+	levelName, _ := level.(string)
+	err := aggregate.CheckReadConcern(stages, levelName)
+	if err == nil {
+		return nil
+	}
+	args := bson.D{{Key: "readConcern", Value: bson.D{{Key: "level", Value: level}, {Key: "provenance", Value: "clientSupplied"}}}}
+	return mongoerr.CausedBy("Command "+r.name+" does not support "+bsonutil.Format(args), err)
 }

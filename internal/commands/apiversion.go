@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
@@ -18,7 +19,8 @@ type apiParameters struct {
 // checkAPIParameters applies the Stable API fields as mongod does, before
 // authorization and before the command's own arguments: apiStrict and
 // apiDeprecationErrors need an apiVersion, the version must be "1", and
-// under apiStrict only the commands of version 1 run. No command Mayfly
+// under apiStrict only the commands of version 1 run, and an aggregate
+// only the stages of version 1. No command Mayfly
 // answers is deprecated in version 1, so apiDeprecationErrors refuses
 // nothing.
 func checkAPIParameters(r *request, entry command) error {
@@ -40,6 +42,9 @@ func checkAPIParameters(r *request, entry command) error {
 	}
 	if entry.role == onPrimary && len(r.body) > 0 && r.body[0].Value == "system.js" {
 		return mongoerr.Newf(mongoerr.APIStrictError, "Provided apiStrict:true, but the command %s attempts to write to system.js", entry.name)
+	}
+	if entry.name == "aggregate" {
+		return aggregate.CheckAPIStrict(stagesOf(r))
 	}
 	return nil
 }

@@ -28,6 +28,12 @@ const (
 	argBool
 	// argSafeBool is IDL's safeBool: a bool or a number.
 	argSafeBool
+	// argInt is IDL's int: a 32-bit int only.
+	argInt
+	// argString is IDL's string, and namespacestring.
+	argString
+	// argArray is IDL's array<...>: the field's type, before its elements'.
+	argArray
 )
 
 // argSpecs are the commands' fields as mongod 8.0's IDL types them (the
@@ -61,36 +67,177 @@ var argSpecs = map[string]map[string]argKind{
 		"readConcern": argObject, "collation": argObject, "let": argObject,
 		"$queryOptions": argObject, "$_resumeAfter": argObject,
 	},
-	// src/mongo/db/ops/write_ops.idl
-	"insert": {"ordered": argBool, "bypassDocumentValidation": argSafeBool},
+	// src/mongo/db/query/write_ops/write_ops.idl (WriteCommandRequestBase,
+	// then each command's fields; a delete's limit is its statements'
+	// business, stmtshape.go).
+	"insert": {"ordered": argBool, "bypassDocumentValidation": argSafeBool, "stmtId": argInt},
+	"update": {"ordered": argBool, "bypassDocumentValidation": argSafeBool, "stmtId": argInt, "let": argObject},
+	"delete": {"ordered": argBool, "bypassDocumentValidation": argSafeBool, "stmtId": argInt, "let": argObject},
+	"findAndModify": {
+		"query": argObject, "fields": argObject, "sort": argObject, "collation": argObject, "let": argObject,
+		"arrayFilters": argArray, "remove": argSafeBool, "upsert": argSafeBool, "new": argSafeBool,
+		"bypassDocumentValidation": argSafeBool, "stmtId": argInt,
+	},
+	// src/mongo/db/query/count_command.idl: limit, skip and maxTimeMS
+	// have their own deserializers (count.go).
+	"count": {"query": argObject, "collation": argObject, "readConcern": argObject, "$queryOptions": argObject},
+	// src/mongo/db/query/distinct_command.idl
+	"distinct": {"key": argString, "query": argObject, "collation": argObject},
+	// src/mongo/db/commands/create.idl: validationLevel and
+	// validationAction are enums, checked by name (ddl).
+	"create": {
+		"capped": argSafeBool, "autoIndexId": argSafeBool, "recordPreImages": argSafeBool, "temp": argSafeBool,
+		"size": argSafeInt64, "max": argSafeInt64, "expireAfterSeconds": argSafeInt64, "flags": argSafeInt64,
+		"idIndex": argObject, "storageEngine": argObject, "validator": argObject, "indexOptionDefaults": argObject,
+		"collation": argObject, "changeStreamPreAndPostImages": argObject, "timeseries": argObject,
+		"encryptedFields": argObject, "viewOn": argString, "pipeline": argArray,
+	},
+	// src/mongo/db/commands/list_databases.idl
+	"listDatabases": {"nameOnly": argSafeBool, "authorizedDatabases": argBool, "filter": argObject},
+	// src/mongo/db/commands/connection_status.idl
+	"connectionStatus": {"showPrivileges": argSafeBool},
+	// src/mongo/db/commands/rename_collection.idl: dropTarget is a
+	// variant (bool or UUID), checked by the handler.
+	"renameCollection": {"to": argString, "stayTemp": argBool},
+	// src/mongo/db/repl/hello.idl, whose aliases isMaster and ismaster
+	// are; client and saslSupportedMechs have their own parsers.
+	"hello":    helloArgs(),
+	"isMaster": helloArgs(),
+	// src/mongo/db/list_collections.idl: cursor is SimpleCursorOptions.
+	"listCollections": {
+		"cursor": argObject, "filter": argObject, "nameOnly": argBool, "authorizedCollections": argBool,
+		"includePendingDrops": argSafeBool,
+	},
+	// src/mongo/db/query/kill_cursors.idl
+	"killCursors": {"cursors": argArray},
+	// src/mongo/db/commands/user_management_commands.idl; rolesInfo's
+	// showPrivileges is a bool or "asUserFragment" (its handler).
+	"createUser":               userArgs(),
+	"updateUser":               userArgs(),
+	"dropUser":                 {},
+	"dropAllUsersFromDatabase": {},
+	"grantRolesToUser":         {"roles": argArray},
+	"revokeRolesFromUser":      {"roles": argArray},
+	"createRole":               roleArgs(),
+	"updateRole":               roleArgs(),
+	"grantPrivilegesToRole":    {"privileges": argArray},
+	"revokePrivilegesFromRole": {"privileges": argArray},
+	"grantRolesToRole":         {"roles": argArray},
+	"revokeRolesFromRole":      {"roles": argArray},
+	"dropRole":                 {},
+	"dropAllRolesFromDatabase": {},
+	"usersInfo": {
+		"showPrivileges": argSafeBool, "showCredentials": argSafeBool, "showAuthenticationRestrictions": argSafeBool,
+		"showCustomData": argSafeBool, "filter": argObject,
+	},
+	"rolesInfo": {"showBuiltinRoles": argSafeBool, "showAuthenticationRestrictions": argSafeBool},
+	// src/mongo/db/create_indexes.idl (v is a safeInt, which takes the
+	// same numbers) and src/mongo/db/list_indexes.idl.
+	"createIndexes": {"v": argSafeInt64, "indexes": argArray, "ignoreUnknownIndexOptions": argSafeBool, "isTimeseriesNamespace": argBool},
+	"listIndexes": {
+		"cursor": argObject, "includeBuildUUIDs": argSafeBool, "includeIndexBuildInfo": argSafeBool,
+		"isTimeseriesNamespace": argBool,
+	},
+	// src/mongo/db/commands/profile.idl: filter is an object or "unset",
+	// sampleRate a safeDouble (the handler's).
+	"profile": {"slowms": argSafeInt64},
+	// src/mongo/db/auth/sasl_commands.idl (payload has its own parser)
+	// and src/mongo/db/commands/authentication_commands.idl.
+	"saslStart":    {"mechanism": argString, "autoAuthorize": argSafeBool, "options": argObject},
+	"saslContinue": {"conversationId": argInt},
+	"authenticate": {"mechanism": argString, "user": argString},
+	"logout":       {},
+	// src/mongo/db/commands/fsync.idl
+	"fsync": {"lock": argSafeBool, "forBackup": argSafeBool, "allowFsyncFailure": argSafeBool, "fsyncLockAcquisitionTimeoutMillis": argInt},
+	// src/mongo/db/commands/search_index_commands.idl: parsed before
+	// mongod finds it has no search to run them on.
+	"createSearchIndexes": {"indexes": argArray},
+	"dropSearchIndex":     {"name": argString, "id": argString},
+	"updateSearchIndex":   {"name": argString, "id": argString, "definition": argObject},
+	"listSearchIndexes":   {"name": argString, "id": argString},
+	// src/mongo/db/drop.idl (collectionUUID, a UUID, is the handler's) and
+	// src/mongo/db/drop_database.idl: no typed field but the command's.
+	"drop": {}, "dropDatabase": {},
+	// src/mongo/db/commands/generic.idl and sessions_commands.idl: no
+	// field but the command's own value.
+	"ping": {}, "endSessions": {}, "refreshSessions": {},
 	// src/mongo/db/query/getmore_command.idl: maxTimeMS is the await
 	// time here, a safeInt64, not the generic deadline.
 	"getMore": {"batchSize": argSafeInt64, "maxTimeMS": argSafeInt64},
+}
+
+// helloArgs are hello's fields (src/mongo/db/repl/hello.idl).
+func helloArgs() map[string]argKind {
+	return map[string]argKind{
+		"forShell": argSafeBool, "hangUpOnStepDown": argSafeBool, "helloOk": argSafeBool,
+		"hostInfo": argString, "maxAwaitTimeMS": argSafeInt64, "compression": argArray,
+		"topologyVersion": argObject, "speculativeAuthenticate": argObject,
+	}
+}
+
+// userArgs are createUser's and updateUser's fields.
+func userArgs() map[string]argKind {
+	return map[string]argKind{
+		"pwd": argString, "customData": argObject, "roles": argArray, "digestPassword": argSafeBool,
+		"authenticationRestrictions": argArray, "mechanisms": argArray,
+	}
+}
+
+// roleArgs are createRole's and updateRole's fields.
+func roleArgs() map[string]argKind {
+	return map[string]argKind{"privileges": argArray, "roles": argArray, "authenticationRestrictions": argArray}
 }
 
 // argsToDerive are the commands whose IDL types are not in argSpecs yet:
 // their handlers check their fields one by one, as before. The list only
 // shrinks; TestArgSpecsCoverEveryCommand keeps it honest.
 var argsToDerive = []string{
-	"abortTransaction", "applyOps", "authenticate", "buildInfo", "bulkWrite", "collMod",
-	"collStats", "commitTransaction", "configureFailPoint", "connectionStatus", "count",
-	"create", "createIndexes", "createRole", "createSearchIndexes", "createUser", "currentOp", "dataSize", "dbHash",
-	"dbStats", "delete", "distinct", "drop", "dropAllRolesFromDatabase",
-	"dropAllUsersFromDatabase", "dropDatabase", "dropIndexes", "dropRole", "dropSearchIndex", "dropUser",
-	"endSessions", "explain", "findAndModify", "fsync", "fsyncUnlock", "getCmdLineOpts",
-	"getLog", "getParameter", "grantPrivilegesToRole", "grantRolesToRole", "grantRolesToUser",
-	"hello", "hostInfo", "isMaster", "killAllSessions", "killCursors", "killOp", "killSessions",
-	"listCollections", "listCommands", "listDatabases", "listIndexes", "listSearchIndexes", "logout",
-	"mayflyCheckpoint", "mayflyReplPartition", "ping", "profile", "refreshSessions",
-	"renameCollection", "replSetFreeze", "replSetGetConfig", "replSetGetStatus",
-	"replSetInitiate", "replSetRaft", "replSetReconfig", "replSetSnapshot", "replSetStepDown",
-	"revokePrivilegesFromRole", "revokeRolesFromRole", "revokeRolesFromUser", "rolesInfo",
-	"saslContinue", "saslStart", "serverStatus", "setParameter", "top", "update",
-	"updateRole", "updateSearchIndex", "updateUser", "usersInfo", "validate", "whatsmyuri",
-	// Member-to-member migration commands.
-	"_shardsvrMoveRange", "_recvChunkStart", "_recvChunkStatus", "_recvChunkCommit",
-	"_recvChunkReleaseCritSec", "_recvChunkAbort", "_migrateClone", "_transferMods",
-	"_configsvrCommitChunkMigration", "_configsvrCommitChunkSplit", "_configsvrBalancerStatus",
+	"abortTransaction", "applyOps", "bulkWrite", "collMod", "commitTransaction", "dbStats",
+	"dropIndexes", "explain", "killAllSessions", "killSessions",
+}
+
+// argsByHand are the commands with no IDL to derive from: mongod 8.0
+// parses them by hand (a BasicCommand reading its fields itself), or
+// they are Mayfly's own. Their handlers check their fields as mongod's
+// code does; each says why it is here.
+var argsByHand = map[string]string{
+	"mayflyCheckpoint":    "Mayfly's own",
+	"mayflyReplPartition": "Mayfly's own test command",
+	"replSetRaft":         "Mayfly's own: the replica set's raft transport",
+	"replSetSnapshot":     "Mayfly's own: a member's snapshot transfer",
+	"configureFailPoint":  "mongod's reads its data by the fail point's own rules (failpoint.cpp)",
+	"serverStatus":        "mongod's sections are read one by one (server_status.cpp)",
+	"getParameter":        "mongod's reads each parameter by name (parameters.cpp)",
+	"setParameter":        "mongod's reads each parameter by name (parameters.cpp)",
+	"collStats":           "a BasicCommand in mongod 8.0 (collection stats, by hand)",
+	"dataSize":            "a BasicCommand in mongod 8.0 (dbcommands.cpp)",
+	"dbHash":              "a BasicCommand in mongod 8.0 (dbhash.cpp)",
+	"currentOp":           "mongod's turns it into a $currentOp pipeline by hand",
+	"killOp":              "a BasicCommand in mongod 8.0 (kill_op.cpp)",
+	"fsyncUnlock":         "a BasicCommand in mongod 8.0 (fsync.cpp)",
+	"getCmdLineOpts":      "a BasicCommand with no fields",
+	"getLog":              "a BasicCommand in mongod 8.0 (get_log.cpp)",
+	"hostInfo":            "a BasicCommand with no fields",
+	"buildInfo":           "a BasicCommand with no fields in mongod 8.0",
+	"listCommands":        "a BasicCommand with no fields",
+	"top":                 "a BasicCommand with no fields",
+	"whatsmyuri":          "a BasicCommand with no fields",
+	"validate":            "a BasicCommand in mongod 8.0 (validate.cpp)",
+	"replSetFreeze":       "a replication BasicCommand (repl_set_commands.cpp)",
+	"replSetGetConfig":    "a replication BasicCommand (repl_set_commands.cpp)",
+	"replSetGetStatus":    "a replication BasicCommand (repl_set_commands.cpp)",
+	"replSetInitiate":     "a replication BasicCommand (repl_set_commands.cpp)",
+	"replSetReconfig":     "a replication BasicCommand (repl_set_commands.cpp)",
+	"replSetStepDown":     "a replication BasicCommand (repl_set_commands.cpp)",
+	// Member to member: Mayfly's migration protocol and its commit on the
+	// config set take Mayfly's own arguments.
+	"_shardsvrMoveRange": "Mayfly's own migration protocol", "_recvChunkStart": "Mayfly's own migration protocol",
+	"_recvChunkStatus": "Mayfly's own migration protocol", "_recvChunkCommit": "Mayfly's own migration protocol",
+	"_recvChunkReleaseCritSec": "Mayfly's own migration protocol", "_recvChunkAbort": "Mayfly's own migration protocol",
+	"_migrateClone": "Mayfly's own migration protocol", "_transferMods": "Mayfly's own migration protocol",
+	"_configsvrCommitChunkMigration": "Mayfly's own migration protocol",
+	"_configsvrCommitChunkSplit":     "Mayfly's own migration protocol",
+	"_configsvrBalancerStatus":       "Mayfly's own migration protocol",
 }
 
 // checkArgTypes refuses a field of the wrong type as mongod's IDL parser
@@ -138,6 +285,18 @@ func checkArgType(cmd, field string, v any, kind argKind) error {
 	case argSafeBool:
 		if _, ok := v.(bool); !ok && !bsonutil.IsNumber(v) {
 			return wrongType(cmd, field, v, "[bool, long, int, decimal, double]")
+		}
+	case argInt:
+		if _, ok := v.(int32); !ok {
+			return wrongType(cmd, field, v, "int")
+		}
+	case argString:
+		if _, ok := v.(string); !ok {
+			return wrongType(cmd, field, v, "string")
+		}
+	case argArray:
+		if _, ok := v.(bson.A); !ok {
+			return wrongType(cmd, field, v, "array")
 		}
 	}
 	return nil

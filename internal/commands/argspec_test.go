@@ -12,8 +12,9 @@ import (
 )
 
 // TestArgSpecsCoverEveryCommand: every command of the table has its IDL
-// types in argSpecs or waits in argsToDerive, and nothing is in both or
-// in neither, so a new command cannot skip the question.
+// types in argSpecs, waits in argsToDerive, or has no IDL (argsByHand),
+// and is in exactly one of them, so a new command cannot skip the
+// question.
 func TestArgSpecsCoverEveryCommand(t *testing.T) {
 	rows := buildTable(true)
 	for name, row := range rows {
@@ -22,13 +23,33 @@ func TestArgSpecsCoverEveryCommand(t *testing.T) {
 		}
 		_, derived := argSpecs[name]
 		waiting := slices.Contains(argsToDerive, name)
-		if derived == waiting {
-			t.Errorf("%s: in argSpecs %v, in argsToDerive %v; want exactly one", name, derived, waiting)
+		_, byHand := argsByHand[name]
+		if n := b2i(derived) + b2i(waiting) + b2i(byHand); n != 1 {
+			t.Errorf("%s: in argSpecs %v, argsToDerive %v, argsByHand %v; want exactly one", name, derived, waiting, byHand)
 		}
 	}
 	for _, name := range argsToDerive {
 		if _, ok := rows[name]; !ok && name != "abortTransaction" && name != "commitTransaction" {
 			t.Errorf("argsToDerive names %s, which is no command", name)
+		}
+	}
+	for name := range argSpecs {
+		if _, ok := rows[name]; !ok {
+			t.Errorf("argSpecs names %s, which is no command", name)
+		}
+	}
+}
+
+// TestArgsByHandSayWhy: every command without an IDL is one Mayfly
+// answers and says why it has none.
+func TestArgsByHandSayWhy(t *testing.T) {
+	rows := buildTable(true)
+	for name, why := range argsByHand {
+		if _, ok := rows[name]; !ok {
+			t.Errorf("argsByHand names %s, which is no command", name)
+		}
+		if why == "" {
+			t.Errorf("%s: no reason given for having no IDL", name)
 		}
 	}
 }
@@ -47,10 +68,14 @@ func TestArgTypesAsMongod(t *testing.T) {
 		argSafeInt64:    {"x", "BSON field '%[1]s.%[2]s' is the wrong type 'string', expected types '[long, int, decimal, double]'"},
 		argBool:         {int32(1), "BSON field '%[1]s.%[2]s' is the wrong type 'int', expected type 'bool'"},
 		argSafeBool:     {"x", "BSON field '%[1]s.%[2]s' is the wrong type 'string', expected types '[bool, long, int, decimal, double]'"},
+		argInt:          {int64(1), "BSON field '%[1]s.%[2]s' is the wrong type 'long', expected type 'int'"},
+		argString:       {int32(1), "BSON field '%[1]s.%[2]s' is the wrong type 'int', expected type 'string'"},
+		argArray:        {bson.D{}, "BSON field '%[1]s.%[2]s' is the wrong type 'object', expected type 'array'"},
 	}
 	right := map[argKind]any{
 		argOptionalBool: true, argOwnedObject: bson.D{}, argObject: bson.D{},
 		argSafeInt64: int64(1), argBool: false, argSafeBool: int32(0),
+		argInt: int32(1), argString: "x", argArray: bson.A{},
 	}
 	cmds := make([]string, 0, len(argSpecs))
 	for cmd := range argSpecs {

@@ -94,11 +94,11 @@ func parseDeleteStmt(s bson.D, let *letScope, dflt *collation.Collation) (*query
 	if !ok {
 		return nil, 0, nil, mongoerr.New(mongoerr.Location40414, "BSON field 'delete.deletes.limit' is missing but a required field")
 	}
-	limit := bsonutil.ToFloat(lv)
-	if limit != 0 && limit != 1 {
-		return nil, 0, nil, mongoerr.Newf(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %s", bsonutil.Format(lv))
+	limit, err := deleteLimit(lv)
+	if err != nil {
+		return nil, 0, nil, err
 	}
 	f, err := let.filter(qd, coll)
 	hint, _ := bsonutil.Field(s, "hint")
-	return f, int(limit), hint, err
+	return f, limit, hint, err
 }

@@ -27,6 +27,7 @@ type findArgs struct {
 	allowDisk   bool
 	collation   *collation.Collation
 	showRecord  bool
+	returnKey   bool
 	// refresh: the documents returned refresh their refreshOnRead dates
 	// (a find, not its explain).
 	refresh bool
@@ -41,7 +42,7 @@ var findFields = []string{
 // findUnsupported are find options for features Mayfly lacks. oplogReplay
 // is not among them: mongod has ignored it since 4.4 (it finds the start
 // of a ts range by itself), and mongodump still sends it.
-var findUnsupported = []string{"min", "max", "returnKey"}
+var findUnsupported = []string{"min", "max"}
 
 func parseFind(h *Handler, r *request) (*findArgs, error) {
 	a := &findArgs{}
@@ -122,6 +123,9 @@ func (a *findArgs) parseCounts(r *request) error {
 	if a.showRecord, err = optBool(r, "showRecordId"); err != nil {
 		return err
 	}
+	if a.returnKey, err = optBool(r, "returnKey"); err != nil {
+		return err
+	}
 	a.allowDisk, err = optBool(r, "allowDiskUse")
 	return err
 }
@@ -176,6 +180,10 @@ func (h *Handler) findSource(r *request, c *docstore.Collection, a *findArgs) (c
 		return nil, err
 	}
 	var src cursor.Source = run
+	if a.returnKey {
+		// The keys replace the documents: no projection, no record id.
+		return executor.WithIndexKeys(src, ex.KeyIndex()), nil
+	}
 	if a.refresh && a.projection == nil {
 		// With a projection, the projection refreshes (spec).
 		src = paging.Refreshing(c, run)
@@ -194,7 +202,7 @@ func (a *findArgs) spec(c *docstore.Collection) *executor.FindSpec {
 		Filter: a.filter, Sort: a.sort, SortSpec: a.sortSpec, ProjSpec: a.projSpec,
 		Skip: a.skip, Limit: a.limit, Hint: a.hint, AllowDisk: a.allowDisk, Collation: a.collation,
 	}
-	if a.projection != nil {
+	if a.projection != nil && !a.returnKey {
 		s.Project = projector(a.projection, a.filter, a.showRecord)
 		if a.refresh {
 			s.Project = paging.RefreshThen(c, s.Project)

@@ -1,6 +1,9 @@
 package commands
 
 import (
+	"math"
+	"strconv"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
@@ -15,11 +18,14 @@ type stmtShape struct {
 	known    []string
 	required []string
 	docs     []string // fields that must be objects
+	// values check a field's value as its IDL type's deserializer does.
+	values map[string]func(any) error
 }
 
 var (
 	updateShape = stmtShape{path: "update.updates", known: updateStmtFields, required: []string{"q", "u"}, docs: []string{"q"}}
-	deleteShape = stmtShape{path: "delete.deletes", known: deleteStmtFields, required: []string{"q", "limit"}, docs: []string{"q"}}
+	deleteShape = stmtShape{path: "delete.deletes", known: deleteStmtFields, required: []string{"q", "limit"}, docs: []string{"q"},
+		values: map[string]func(any) error{"limit": func(v any) error { _, err := deleteLimit(v); return err }}}
 )
 
 func (s stmtShape) check(stmts []bson.D) error {
@@ -39,8 +45,44 @@ func (s stmtShape) check(stmts []bson.D) error {
 				return wrongType(s.path, f, v, "object")
 			}
 		}
+		for f, check := range s.values {
+			if v, ok := bsonutil.Field(st, f); ok {
+				if err := check(v); err != nil {
+					return err
+				}
+			}
+		}
 	}
 	return nil
+}
+
+// deleteLimit reads a delete statement's limit as mongod's
+// readMultiDeleteProperty does: as a double (a value that is no number
+// counts as 0, BSONElement::numberDouble's answer), which must be 0 (all
+// matches) or 1, printed as C++ prints a double.
+func deleteLimit(v any) (int, error) {
+	var limit float64
+	if bsonutil.IsNumber(v) {
+		limit = bsonutil.ToFloat(v)
+	}
+	if limit != 0 && limit != 1 {
+		return 0, mongoerr.Newf(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %s", cppDouble(limit))
+	}
+	return int(limit), nil
+}
+
+// cppDouble is f as a C++ ostream prints it by default: six significant
+// digits, nan and inf in lower case.
+func cppDouble(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "nan"
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	}
+	return strconv.FormatFloat(f, 'g', 6, 64)
 }
 
 func isDoc(v any) bool {

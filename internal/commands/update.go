@@ -3,6 +3,7 @@ package commands
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/docstore"
@@ -170,8 +171,28 @@ func cmdUpdate(h *Handler, r *request) (bson.D, error) {
 	if err := run.Run(len(stmts)); err != nil {
 		return nil, err
 	}
+	if err := liteParseUpdatePipelines(stmts); err != nil {
+		return nil, err
+	}
 	reply, err := h.finishWrite(a, &res)
 	return withRetried(rt, reply), err
+}
+
+// liteParseUpdatePipelines fails the command, once its statements have
+// run, on a pipeline update with an unknown stage: mongod 8.0 lite-parses
+// each one then to count its stages (incrementUpdateMetrics), so the
+// statement's own write error gives way to the parse's command error.
+func liteParseUpdatePipelines(stmts []bson.D) error {
+	for _, s := range stmts {
+		if u, ok := bsonutil.Field(s, "u"); ok {
+			if stages, ok := u.(bson.A); ok {
+				if err := aggregate.LiteParse(stages); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }
 
 func (h *Handler) updateStatement(r *request, a writeArgs, lv *letScope, i int, s bson.D, res *writeResult, rt *session.Txn) error {

@@ -121,7 +121,7 @@ func viewReadOptions(r *request, v *executor.View) error {
 			return mongoerr.New(mongoerr.OptionNotSupportedOnView, "Cannot override a view's default collation")
 		}
 	}
-	for _, opt := range []string{"tailable", "awaitData", "showRecordId"} {
+	for _, opt := range []string{"tailable", "awaitData", "showRecordId", "returnKey"} {
 		if v, ok := bsonutil.Field(r.body, opt); ok && v != false {
 			return mongoerr.Newf(mongoerr.OptionNotSupportedOnView, "the %s option is not supported on a view", opt)
 		}

@@ -46,6 +46,8 @@ type indexMod struct {
 	lru      any   // new lruLimit (an object, or "off"), nil when absent
 	elements *bool // new expireElements
 	warn     any   // new expiryWarningSeconds (a number, or "off"), nil when absent
+	unique   *bool
+	prepare  *bool // new prepareUnique
 }
 
 // parseIndexMod reads collMod's index option: the index (a name or a
@@ -75,10 +77,14 @@ func parseIndexMod(spec bson.D) (target any, mod indexMod, err error) {
 	if mod.elements, err = boolMod(spec, catalog.ExpireElementsOption); err != nil {
 		return nil, mod, err
 	}
-	if _, unique := bsonutil.Field(spec, "unique"); unique {
-		return nil, mod, mongoerr.New(mongoerr.InvalidOptions, "the collMod index option 'unique' is not supported by Mayfly")
+	if mod.unique, err = boolMod(spec, "unique"); err != nil {
+		return nil, mod, err
 	}
-	if mod.ttl == nil && mod.hidden == nil && mod.refresh == nil && mod.lru == nil && mod.elements == nil && mod.warn == nil {
+	if mod.prepare, err = boolMod(spec, "prepareUnique"); err != nil {
+		return nil, mod, err
+	}
+	if mod.ttl == nil && mod.hidden == nil && mod.refresh == nil && mod.lru == nil && mod.elements == nil && mod.warn == nil &&
+		mod.unique == nil && mod.prepare == nil {
 		return nil, mod, mongoerr.New(mongoerr.InvalidOptions, "no expireAfterSeconds, hidden, unique, or prepareUnique field")
 	}
 	return target, mod, nil
@@ -110,7 +116,7 @@ func ModIndex(e *docstore.CatalogEdit, spec bson.D) (reply bson.D, evict bool, e
 		return nil, false, err
 	}
 	err = e.ModifyIndex(ix.Name, func(ix *catalog.Index) error {
-		reply, err = mod.apply(ix)
+		reply, err = mod.apply(e, ix)
 		return err
 	})
 	return reply, err == nil && mod.lru != nil, err
@@ -118,13 +124,19 @@ func ModIndex(e *docstore.CatalogEdit, spec bson.D) (reply bson.D, evict bool, e
 
 // apply makes the changes of mod to ix, in mongod's order, then Mayfly's
 // own options.
-func (mod indexMod) apply(ix *catalog.Index) (bson.D, error) {
+func (mod indexMod) apply(e *docstore.CatalogEdit, ix *catalog.Index) (bson.D, error) {
 	var steps []func() (bson.D, error)
 	if mod.ttl != nil {
 		steps = append(steps, func() (bson.D, error) { return applyTTLMod(ix, mod.ttl) })
 	}
+	if mod.unique != nil {
+		steps = append(steps, func() (bson.D, error) { return applyUniqueMod(e, ix, *mod.unique) })
+	}
 	if mod.hidden != nil {
 		steps = append(steps, func() (bson.D, error) { return applyHiddenMod(ix, *mod.hidden) })
+	}
+	if mod.prepare != nil {
+		steps = append(steps, func() (bson.D, error) { return applyPrepareUniqueMod(ix, *mod.prepare) })
 	}
 	if mod.refresh != nil {
 		steps = append(steps, func() (bson.D, error) { return applyRefreshMod(ix, *mod.refresh) })
@@ -222,4 +234,50 @@ func flagMod(ix *catalog.Index, key string, flag *bool, on bool) bson.D {
 		ix.Spec = bsonutil.WithoutField(ix.Spec, key)
 	}
 	return reply
+}
+
+// applyUniqueMod makes a prepared index unique, as mongod: only with
+// prepareUnique set first (so that no new duplicate came in since), and
+// only when it holds no duplicate key, else 359 listing them. A unique
+// index is left as it is.
+func applyUniqueMod(e *docstore.CatalogEdit, ix *catalog.Index, unique bool) (bson.D, error) {
+	switch {
+	case !unique:
+		return nil, mongoerr.New(mongoerr.BadValue, "Cannot make index non-unique")
+	case ix.Unique:
+		return nil, nil
+	case !ix.PrepareUnique:
+		return nil, mongoerr.New(mongoerr.InvalidOptions, "Cannot make index unique with 'prepareUnique=false'. Run collMod to set it first.")
+	}
+	dups, err := e.IndexDuplicates(ix.Name)
+	if err != nil {
+		return nil, err
+	}
+	if len(dups) > 0 {
+		return nil, cannotConvertToUnique(dups)
+	}
+	ix.Unique = true
+	ix.Spec = bsonutil.WithField(ix.Spec, "unique", true)
+	return bson.D{{Key: "unique_new", Value: true}}, nil
+}
+
+// cannotConvertToUnique is mongod's error, with the _ids of each
+// duplicate key's documents as its violations.
+func cannotConvertToUnique(dups []bson.A) error {
+	violations := make(bson.A, 0, len(dups))
+	for _, ids := range dups {
+		violations = append(violations, bson.D{{Key: "ids", Value: ids}})
+	}
+	err := mongoerr.New(mongoerr.CannotConvertIndexToUnique, "Cannot convert the index to unique. Please resolve conflicting documents before running collMod again.")
+	err.Extra = []mongoerr.KV{{Key: "violations", Value: violations}}
+	return err
+}
+
+// applyPrepareUniqueMod sets or clears prepareUnique; on a unique index,
+// or to the value it has, it changes nothing, as mongod.
+func applyPrepareUniqueMod(ix *catalog.Index, prepare bool) (bson.D, error) {
+	if ix.Unique {
+		return nil, nil
+	}
+	return flagMod(ix, "prepareUnique", &ix.PrepareUnique, prepare), nil
 }

@@ -52,7 +52,7 @@ func modIndex(t *testing.T, c *docstore.Collection, option string, on bool) bson
 // its old and new values when it changes, nothing when it does not, and
 // is kept in the index's spec only while on.
 func TestModIndexBoolOptions(t *testing.T) {
-	for _, option := range []string{"hidden", catalog.RefreshOnReadOption, catalog.ExpireElementsOption} {
+	for _, option := range []string{"hidden", "prepareUnique", catalog.RefreshOnReadOption, catalog.ExpireElementsOption} {
 		t.Run(option, func(t *testing.T) {
 			c := newCollection(t)
 			steps := []struct {
@@ -81,7 +81,7 @@ func TestModIndexBoolOptions(t *testing.T) {
 // with mongod's IDL error, naming the option under index.
 func TestModIndexRefusesAWrongType(t *testing.T) {
 	c := newCollection(t)
-	for _, option := range []string{"hidden", catalog.RefreshOnReadOption, catalog.ExpireElementsOption} {
+	for _, option := range []string{"hidden", "unique", "prepareUnique", catalog.RefreshOnReadOption, catalog.ExpireElementsOption} {
 		e := c.Edit()
 		_, _, err := ModIndex(e, bson.D{{Key: "name", Value: "at"}, {Key: option, Value: "yes"}})
 		e.Close()

@@ -69,6 +69,14 @@ func indexModDesc(spec bson.D, old, now *catalog.Collection) (desc, before bson.
 		desc = append(desc, bson.E{Key: "hidden", Value: is.Hidden})
 		before = append(before, bson.E{Key: "hidden", Value: was.Hidden})
 	}
+	if was.Unique != is.Unique {
+		desc = append(desc, bson.E{Key: "unique", Value: is.Unique})
+		before = append(before, bson.E{Key: "unique", Value: was.Unique})
+	}
+	if was.PrepareUnique != is.PrepareUnique {
+		desc = append(desc, bson.E{Key: "prepareUnique", Value: is.PrepareUnique})
+		before = append(before, bson.E{Key: "prepareUnique", Value: was.PrepareUnique})
+	}
 	// Mayfly's own index options, as the command gave them.
 	for _, k := range []string{catalog.RefreshOnReadOption, catalog.LRULimitOption, catalog.ExpireElementsOption} {
 		if v, ok := bsonutil.Field(spec, k); ok {

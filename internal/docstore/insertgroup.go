@@ -102,7 +102,7 @@ func (st *collState) groupable() bool {
 		return false
 	}
 	for _, ix := range st.indexes[1:] {
-		if ix.def.Unique {
+		if ix.def.RefusesDuplicates() {
 			return false
 		}
 	}

@@ -110,7 +110,7 @@ func (tt *txnTable) conflicts(keys [][]byte, start uint64) bool {
 // two transactions adding the same value under different _ids conflict
 // on it, as they do on one document.
 func (t *tx) noteUnique(ix *indexState, key []byte) {
-	if !ix.def.Unique || ix.def.IsID() {
+	if !ix.def.RefusesDuplicates() || ix.def.IsID() {
 		return
 	}
 	k := make([]byte, 0, len(ix.prefix)+len(key))

@@ -135,7 +135,7 @@ func (t *tx) needsUniqueLock(doc bson.D, old *stored) (bool, error) {
 		return true, nil
 	}
 	for _, ix := range t.st.indexes[1:] {
-		if !ix.def.Unique {
+		if !ix.def.RefusesDuplicates() {
 			continue
 		}
 		if old == nil {
@@ -575,7 +575,7 @@ func entryKey(ix *indexState, key, idEnc []byte) []byte {
 // checkUnique fails with E11000 when another live document holds key in a
 // unique index. An expired holder is deleted in the same batch instead.
 func (t *tx) checkUnique(ix *indexState, key []byte, d *stored) error {
-	if !ix.def.Unique || ix.def.IsID() {
+	if !ix.def.RefusesDuplicates() || ix.def.IsID() {
 		return nil
 	}
 	lo := append(append([]byte(nil), ix.prefix...), key...)

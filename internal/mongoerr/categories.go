@@ -36,3 +36,10 @@ func (c Code) IsSnapshotError() bool {
 	}
 	return false
 }
+
+// IsNonResumableChangeStreamError reports whether c is in mongod's
+// NonResumableChangeStreamError category: every reply with one carries
+// the label of that name, so that a driver stops resuming.
+func (c Code) IsNonResumableChangeStreamError() bool {
+	return c == ChangeStreamFatalError || c == ChangeStreamHistoryLost
+}

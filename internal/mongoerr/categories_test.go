@@ -1,6 +1,10 @@
 package mongoerr
 
-import "testing"
+import (
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
 
 // TestCategoriesOverEveryCode checks every code of the table against the
 // categories' members as the server discovery and retryable writes
@@ -17,6 +21,7 @@ func TestCategoriesOverEveryCode(t *testing.T) {
 		NotPrimaryOrSecondary: true,
 	}
 	snapshot := map[Code]bool{SnapshotTooOld: true, SnapshotUnavailable: true, StaleChunkHistory: true, MigrationConflict: true}
+	nonResumable := map[Code]bool{ChangeStreamFatalError: true, ChangeStreamHistoryLost: true}
 	if len(names) < 100 {
 		t.Fatalf("the code table has %d codes", len(names))
 	}
@@ -30,5 +35,21 @@ func TestCategoriesOverEveryCode(t *testing.T) {
 		if got := code.IsSnapshotError(); got != snapshot[code] {
 			t.Errorf("%s (%d).IsSnapshotError() = %v", name, code, got)
 		}
+		if got := code.IsNonResumableChangeStreamError(); got != nonResumable[code] {
+			t.Errorf("%s (%d).IsNonResumableChangeStreamError() = %v", name, code, got)
+		}
+		_, labelled := replyField(Reply(New(code, "x")), "errorLabels")
+		if labelled != nonResumable[code] {
+			t.Errorf("%s (%d): reply labelled %v, want %v", name, code, labelled, nonResumable[code])
+		}
 	}
+}
+
+func replyField(d bson.D, key string) (any, bool) {
+	for _, e := range d {
+		if e.Key == key {
+			return e.Value, true
+		}
+	}
+	return nil, false
 }

@@ -3,7 +3,9 @@ package mongoerr
 import "go.mongodb.org/mongo-driver/v2/bson"
 
 // Reply returns the command reply document for err:
-// {ok: 0.0, errmsg, code, codeName, <extra fields>}.
+// {ok: 0.0, errmsg, code, codeName, <extra fields>}, and the
+// NonResumableChangeStreamError label mongod gives every reply whose
+// code is of that category.
 func Reply(err error) bson.D {
 	e := As(err)
 	d := bson.D{
@@ -12,8 +14,13 @@ func Reply(err error) bson.D {
 		{Key: "code", Value: int32(e.Code)},
 		{Key: "codeName", Value: e.Code.Name()},
 	}
+	labelled := false
 	for _, kv := range e.Extra {
 		d = append(d, bson.E{Key: kv.Key, Value: kv.Value})
+		labelled = labelled || kv.Key == "errorLabels"
+	}
+	if e.Code.IsNonResumableChangeStreamError() && !labelled {
+		d = append(d, bson.E{Key: "errorLabels", Value: bson.A{"NonResumableChangeStreamError"}})
 	}
 	return d
 }
