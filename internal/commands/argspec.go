@@ -158,9 +158,10 @@ var argSpecs = map[string]map[string]argKind{
 	// src/mongo/db/drop.idl (collectionUUID, a UUID, is the handler's) and
 	// src/mongo/db/drop_database.idl: no typed field but the command's.
 	"drop": {}, "dropDatabase": {},
-	// src/mongo/db/commands/generic.idl and sessions_commands.idl: no
-	// field but the command's own value.
-	"ping": {}, "endSessions": {}, "refreshSessions": {},
+	// src/mongo/db/commands/generic.idl, sessions_commands.idl and
+	// src/mongo/db/session/kill_sessions.idl: no field but the command's
+	// own value.
+	"ping": {}, "endSessions": {}, "refreshSessions": {}, "killSessions": {}, "killAllSessions": {},
 	// src/mongo/db/query/getmore_command.idl: maxTimeMS is the await
 	// time here, a safeInt64, not the generic deadline.
 	"getMore": {"batchSize": argSafeInt64, "maxTimeMS": argSafeInt64},
@@ -193,7 +194,7 @@ func roleArgs() map[string]argKind {
 // shrinks; TestArgSpecsCoverEveryCommand keeps it honest.
 var argsToDerive = []string{
 	"abortTransaction", "applyOps", "bulkWrite", "collMod", "commitTransaction", "dbStats",
-	"dropIndexes", "explain", "killAllSessions", "killSessions",
+	"dropIndexes", "explain",
 }
 
 // argsByHand are the commands with no IDL to derive from: mongod 8.0
