@@ -19,10 +19,13 @@ import (
 // results.
 func cmdAggregate(r *Router, op *operation) (bson.D, error) {
 	coll, isColl := op.body[0].Value.(string)
+	pipeline := bsonutil.ToA(mustField(op.body, "pipeline"))
+	if isChangeStreamPipeline(pipeline) {
+		return cmdChangeStream(r, op, coll, pipeline)
+	}
 	if !isColl {
 		return forwardToConfig(r, op) // collectionless: admin's stages live on the config servers
 	}
-	pipeline := bsonutil.ToA(mustField(op.body, "pipeline"))
 	if err := refuseUnsupportedStages(pipeline); err != nil {
 		return nil, err
 	}
@@ -43,7 +46,9 @@ func refuseUnsupportedStages(pipeline bson.A) error {
 	for _, raw := range pipeline {
 		name := stageName(raw)
 		switch name {
-		case "$changeStream", "$out", "$merge", "$lookup", "$graphLookup", "$unionWith":
+		case "$changeStream":
+			return mongoerr.New(mongoerr.Location40602, "$changeStream is only valid as the first stage in a pipeline.")
+		case "$out", "$merge", "$lookup", "$graphLookup", "$unionWith":
 			return mongoerr.Newf(mongoerr.IllegalOperation, "%s is not supported through mayfly route in this version", name)
 		}
 	}

@@ -135,7 +135,7 @@ func (r *Router) dispatch(op *operation) (bson.D, error) {
 
 // call sends cmd to a replica set's primary, keeping the reply's times.
 func (r *Router) call(op *operation, rs *replicaSet, db string, cmd bson.D) (bson.D, error) {
-	reply, err := rs.run(op.ctx, db, cmd)
+	reply, err := rs.run(op.ctx, db, r.withClusterTime(cmd))
 	if err != nil {
 		return nil, err
 	}
