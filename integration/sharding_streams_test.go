@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,11 +50,22 @@ func addShardsAndShard(t *testing.T, c *routedCluster, cl *mongo.Client, db stri
 func TestShardedChangeStreams(t *testing.T) {
 	c := startRoutedCluster(t)
 	cl := c.client()
-	addShardsAndShard(t, c, cl, "cs", "events", "drops")
+	addShardsAndShard(t, c, cl, "cs", "events", "drops", "node")
 	t.Run("MergedInOrder", func(t *testing.T) { testStreamMergedInOrder(t, c, cl) })
 	t.Run("DatabaseAndCluster", func(t *testing.T) { testStreamScopes(t, cl) })
 	t.Run("ResumeAfterRouterRestart", func(t *testing.T) { testStreamResumeAfterRestart(t, c, cl) })
 	t.Run("InvalidateOnDrop", func(t *testing.T) { testStreamInvalidate(t, cl) })
+	t.Run("NodeDriver", func(t *testing.T) { testNodeThroughRouter(t, c) })
+}
+
+// testNodeThroughRouter: the Node.js driver's inserts, finds, aggregate
+// and change stream through the router (clients/tests/node_sharded.mjs).
+func testNodeThroughRouter(t *testing.T, c *routedCluster) {
+	dir := ensureNodeClients(t)
+	out, _ := run(t, dir, 2*time.Minute, "node", scriptPath(t, "node_sharded.mjs"), "mongodb://"+c.router+"/")
+	if !strings.Contains(out, "node sharded ok") {
+		t.Fatalf("node output:\n%s", out)
+	}
 }
 
 // streamEvent is what the cases read of an event.
