@@ -16,10 +16,12 @@ const catchUpWait = 2 * time.Second
 // and this member's next stamp as primary comes after it. Stamps of the
 // shards then order with the writes a client saw through the router.
 func (rs *Replica) AdvanceClusterTime(ts changestream.Timestamp) {
-	n := rs.node()
-	if n == nil {
-		return
+	if n := rs.node(); n != nil {
+		n.advanceClusterTime(ts)
 	}
+}
+
+func (n *node) advanceClusterTime(ts changestream.Timestamp) {
 	n.mu.Lock()
 	if ts.After(n.clusterTime) {
 		n.clusterTime = ts
@@ -38,10 +40,12 @@ func (rs *Replica) AdvanceClusterTime(ts changestream.Timestamp) {
 // happens here. The wait is not cut short by a getMore's short
 // maxTimeMS, which would leave the stream behind the entry it asked for.
 func (rs *Replica) CatchUpClusterTime(ctx context.Context) {
-	n := rs.node()
-	if n == nil {
-		return
+	if n := rs.node(); n != nil {
+		n.catchUpClusterTime(ctx)
 	}
+}
+
+func (n *node) catchUpClusterTime(ctx context.Context) {
 	n.mu.Lock()
 	behind := n.writable && n.clusterTime.After(n.lastTS)
 	n.mu.Unlock()
