@@ -151,8 +151,11 @@ func testStreamMergedInOrder(t *testing.T, c *routedCluster, cl *mongo.Client) {
 		t.Fatal(err)
 	}
 	defer cs.Close(context.Background())
+	start := time.Now()
 	insertOneByOne(t, coll, 0, streamEvents)
+	inserted := time.Since(start)
 	checkInsertOrder(t, readEvents(t, cs, streamEvents), 0)
+	t.Logf("%d inserts in %v; their events all read %v after the last", streamEvents, inserted, time.Since(start)-inserted)
 	checkBothShardsHold(t, c, "cs", "events")
 	if tok := cs.ResumeToken(); tok == nil {
 		t.Fatal("no resume token after the events")
