@@ -76,9 +76,10 @@ func authCommand(name string) (handlerFunc, bool) {
 
 // cmdLogin runs a login command on the router's Manager; a saslStart
 // reads the users first, so that a user created through another router
-// can log in at once.
+// can log in at once (with access control off too, as a mongod without
+// --auth still logs users in).
 func cmdLogin(r *Router, op *operation) (bson.D, error) {
-	if op.name == "saslStart" && r.cfg.RequireAuth {
+	if op.name == "saslStart" {
 		r.reloadUsers()
 	}
 	return r.auth.Run(op.conn, op.db, op.name, op.body)
@@ -104,8 +105,6 @@ func (r *Router) authHelloFields(op *operation) bson.D {
 	if !speculative && !mechs {
 		return nil
 	}
-	if r.cfg.RequireAuth {
-		r.reloadUsers()
-	}
+	r.reloadUsers()
 	return r.auth.HelloFields(op.conn, op.body)
 }
