@@ -7,7 +7,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
@@ -48,14 +47,9 @@ func (t mergedToken) doc() bson.D { return bson.D{{Key: "_data", Value: t.String
 // parseMergedToken reads a resumeAfter or startAfter value with the
 // errors mongod gives a malformed token.
 func parseMergedToken(field string, v any) (mergedToken, error) {
-	d, ok := v.(bson.D)
-	if !ok {
-		return mergedToken{}, mongoerr.WrongType("$changeStream", field, v, "object")
-	}
-	data, _ := bsonutil.Field(d, "_data")
-	s, ok := data.(string)
-	if !ok {
-		return mergedToken{}, mongoerr.New(mongoerr.FailedToParse, "Bad resume token: _data of missing or of wrong type. Expected string, got "+typeNameOrMissing(data))
+	s, err := changestream.ResumeTokenData(field, v)
+	if err != nil {
+		return mergedToken{}, err
 	}
 	b, err := hex.DecodeString(s)
 	if err != nil || len(b) < mergedTokenHeader || b[0] != mergedTokenVersion || b[13] > changestream.KindInvalidate {
@@ -73,13 +67,6 @@ func parseMergedToken(field string, v any) (mergedToken, error) {
 		return mergedToken{}, mongoerr.New(mongoerr.InvalidResumeToken, "Attempting to resume a change stream using 'resumeAfter' is not allowed from an invalidate notification.")
 	}
 	return tok, nil
-}
-
-func typeNameOrMissing(v any) string {
-	if v == nil {
-		return "missing"
-	}
-	return bsonutil.TypeName(v)
 }
 
 // compareMerged orders merged tokens as the router hands their changes
