@@ -215,7 +215,9 @@ func testStreamResumeAfterRestart(t *testing.T, c *routedCluster, cl *mongo.Clie
 	checkInsertOrder(t, first, 0)
 	token := cs.ResumeToken()
 	router.kill9()
-	_ = cs.Close(context.Background())
+	closeCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	_ = cs.Close(closeCtx) // its router is gone: nothing to wait for
+	cancel()
 	insertOneByOne(t, cl.Database("cs").Collection("resume"), streamEvents/2, streamEvents)
 	startRouterProcess(t, configDB, addr)
 	resumed, err := connectRouter(t, addr).Database("cs").Collection("resume").Watch(ctxT(t), mongo.Pipeline{},
@@ -239,7 +241,13 @@ func connectRouter(t *testing.T, addr string) *mongo.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cl.Disconnect(context.Background()) })
+	t.Cleanup(func() {
+		// A client of a killed router would wait out server selection to
+		// end its sessions.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = cl.Disconnect(ctx)
+	})
 	return cl
 }
 
