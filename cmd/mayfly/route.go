@@ -88,7 +88,7 @@ func (o *routeOptions) addr() string {
 
 // routerConfig builds the router's settings; with a keyFile it logs in
 // to the cluster's members as __system, and requires its clients to log
-// in too.
+// in as users stored on the config servers.
 func (o *routeOptions) routerConfig() (router.Config, error) {
 	host, _ := os.Hostname()
 	if !o.bindIPAll && o.bindIP != "0.0.0.0" {
@@ -102,7 +102,7 @@ func (o *routeOptions) routerConfig() (router.Config, error) {
 			return router.Config{}, fmt.Errorf("route: %w", err)
 		}
 		cfg.Client = wireclient.Options{Credential: key.Credential()}
-		cfg.RequireAuth = true
+		cfg.RequireAuth, cfg.KeyFile = true, key
 	}
 	return cfg, nil
 }

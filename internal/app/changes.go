@@ -53,7 +53,7 @@ func (a *App) memberChangeLog(base storage.Engine) {
 	cl.feed = &changestream.Feed{Reader: base, Signal: cl.signal, Latest: func() changestream.Timestamp {
 		ts, _, _ := a.rs.OpTime()
 		return ts
-	}}
+	}, CatchUp: func(ctx context.Context) { a.rs.CatchUpClusterTime(ctx) }}
 }
 
 // warnPeriod is how often the primary (or a standalone server) sends

@@ -70,7 +70,7 @@ func NewManager(store *docstore.Store, cfg Config) (*Manager, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	m := &Manager{cfg: cfg, log: cfg.Logger, store: persister{store}}
+	m := &Manager{cfg: cfg, log: cfg.Logger, store: persister{store: store}}
 	if err := m.Reload(); err != nil {
 		return nil, err
 	}

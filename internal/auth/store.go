@@ -19,10 +19,17 @@ const (
 var errNoStore = errors.New("auth: no storage for users and roles")
 
 // persister writes user and role documents through the docstore, synced,
-// so that a user created is a user that survives a crash.
-type persister struct{ store *docstore.Store }
+// so that a user created is a user that survives a crash. A remote one
+// only reads them, from where they are stored (NewRemoteManager).
+type persister struct {
+	store  *docstore.Store
+	remote func(coll string) ([]bson.D, error)
+}
 
 func (p persister) load(coll string) ([]bson.D, error) {
+	if p.remote != nil {
+		return p.remote(coll)
+	}
 	if p.store == nil {
 		return nil, nil
 	}

@@ -2,6 +2,7 @@ package changestream
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -206,6 +207,11 @@ type Feed struct {
 	// Record, when set, turns the log on before a new stream starts (a
 	// standalone server's log is off until then: Engine.Record).
 	Record func() error
+	// CatchUp, when set, moves the log's end up to the cluster time
+	// gossiped to the server (a shard's no-op entry) before a stream
+	// reads: its high-water mark then passes the other shards' events.
+	// It is best effort; the stream reads what is there.
+	CatchUp func(ctx context.Context)
 }
 
 // Now is the position after every change committed so far: where a new

@@ -147,20 +147,31 @@ func resumeFrom(s *Spec, field string, v any) error {
 }
 
 func parseResumeToken(field string, v any) (Token, error) {
-	d, ok := v.(bson.D)
-	if !ok {
-		return Token{}, mongoerr.WrongType("$changeStream", field, v, "object")
-	}
-	data, _ := bsonutil.Field(d, "_data")
-	s, ok := data.(string)
-	if !ok {
-		return Token{}, mongoerr.New(mongoerr.FailedToParse, "Bad resume token: _data of missing or of wrong type. Expected string, got "+typeNameOf(data))
+	s, err := ResumeTokenData(field, v)
+	if err != nil {
+		return Token{}, err
 	}
 	tok, err := ParseToken(s)
 	if err != nil {
 		return Token{}, mongoerr.Newf(mongoerr.FailedToParse, "Bad resume token: _data is not a resume token of this server: %s", s)
 	}
 	return tok, nil
+}
+
+// ResumeTokenData reads the _data string of a resumeAfter or startAfter
+// value, with mongod's errors for a value of another shape (a router
+// reads its own tokens' text with it).
+func ResumeTokenData(field string, v any) (string, error) {
+	d, ok := v.(bson.D)
+	if !ok {
+		return "", mongoerr.WrongType("$changeStream", field, v, "object")
+	}
+	data, _ := bsonutil.Field(d, "_data")
+	s, ok := data.(string)
+	if !ok {
+		return "", mongoerr.New(mongoerr.FailedToParse, "Bad resume token: _data of missing or of wrong type. Expected string, got "+typeNameOf(data))
+	}
+	return s, nil
 }
 
 func typeNameOf(v any) string {

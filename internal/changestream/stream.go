@@ -71,6 +71,9 @@ func (c *Stream) Read(call *Call, n int64) ([]bson.Raw, error) {
 	if n == 0 {
 		return batch, nil
 	}
+	if catchUp := c.streams.feed.CatchUp; catchUp != nil {
+		catchUp(call.Ctx)
+	}
 	hwm, err := c.streams.feed.Now() // before the scan: everything up to it is in the log
 	if err != nil {
 		return nil, err

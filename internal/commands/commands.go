@@ -267,6 +267,9 @@ func (h *Handler) run(entry command, r *request) (reply bson.D, err error) {
 	if err := checkGeneric(r, h.deps.Repl != nil); err != nil {
 		return nil, err
 	}
+	if err := h.observeClusterTime(r); err != nil {
+		return nil, err
+	}
 	ctx, cancel, err := withMaxTime(r)
 	if err != nil {
 		return nil, err

@@ -31,9 +31,9 @@ const (
 	// kindConfig carries a new replica set config (BSON).
 	kindConfig entryKind = 2
 	// kindNoop carries no change: applying it only advances the applied
-	// index. The server proposes none today (an idle primary writes
-	// nothing); the kind is reserved so that an entry of it is applied,
-	// not refused.
+	// index and timestamp. A shard's primary writes one when a router's
+	// cluster time passed its last stamp and a change stream needs its
+	// high-water mark there (CatchUpClusterTime).
 	kindNoop entryKind = 3
 )
 

@@ -61,7 +61,10 @@ type node struct {
 	term     uint64
 	writable bool
 	lastTS   changestream.Timestamp
-	waiters  map[uint64]chan error
+	// clusterTime is the highest cluster time gossiped to this member
+	// (AdvanceClusterTime): the next stamp comes after it.
+	clusterTime changestream.Timestamp
+	waiters     map[uint64]chan error
 	// props are the stamped proposals not yet handed to raft: the raft
 	// loop hands them over together, one raft append for all of them,
 	// whenever the log writer has no append of this member's in hand

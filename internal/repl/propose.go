@@ -49,8 +49,12 @@ func (n *node) startProposal(ent *entry, background bool) (chan error, error) {
 }
 
 // nextTimestamp is the primary's next entry stamp: seconds of its clock,
-// never behind the last stamp; n.mu is held.
+// never behind the last stamp nor the cluster time gossiped to it (a
+// hybrid logical clock); n.mu is held.
 func (n *node) nextTimestamp() changestream.Timestamp {
+	if n.clusterTime.After(n.lastTS) {
+		n.lastTS = n.clusterTime
+	}
 	secs := uint32(n.cfg.Clock.Now().Unix())
 	if secs > n.lastTS.T {
 		n.lastTS = changestream.Timestamp{T: secs, I: 1}

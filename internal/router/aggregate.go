@@ -19,10 +19,13 @@ import (
 // results.
 func cmdAggregate(r *Router, op *operation) (bson.D, error) {
 	coll, isColl := op.body[0].Value.(string)
+	pipeline := bsonutil.ToA(mustField(op.body, "pipeline"))
+	if isChangeStreamPipeline(pipeline) {
+		return cmdChangeStream(r, op, coll, pipeline)
+	}
 	if !isColl {
 		return forwardToConfig(r, op) // collectionless: admin's stages live on the config servers
 	}
-	pipeline := bsonutil.ToA(mustField(op.body, "pipeline"))
 	if err := refuseUnsupportedStages(pipeline); err != nil {
 		return nil, err
 	}
@@ -38,12 +41,15 @@ func cmdAggregate(r *Router, op *operation) (bson.D, error) {
 }
 
 // refuseUnsupportedStages refuses what the router cannot run over
-// several shards in this version.
+// several shards in this version (a leading $changeStream reaches it
+// only from explain).
 func refuseUnsupportedStages(pipeline bson.A) error {
-	for _, raw := range pipeline {
+	for i, raw := range pipeline {
 		name := stageName(raw)
-		switch name {
-		case "$changeStream", "$out", "$merge", "$lookup", "$graphLookup", "$unionWith":
+		switch {
+		case name == "$changeStream" && i > 0:
+			return mongoerr.New(mongoerr.Location40602, "$changeStream is only valid as the first stage in a pipeline.")
+		case name == "$changeStream", name == "$out", name == "$merge", name == "$lookup", name == "$graphLookup", name == "$unionWith":
 			return mongoerr.Newf(mongoerr.IllegalOperation, "%s is not supported through mayfly route in this version", name)
 		}
 	}

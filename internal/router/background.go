@@ -40,6 +40,9 @@ func (r *Router) heartbeat() {
 		if err := r.ping(op); err != nil && ctx.Err() == nil {
 			r.log.Warn("cannot reach the config servers", "configdb", r.cfg.ConfigDB, "err", err)
 		}
+		if r.cfg.RequireAuth {
+			r.reloadUsers() // another router's user changes, as mongos's user cache refresh
+		}
 		wait := pingInterval
 		if !versioned {
 			wait = time.Second

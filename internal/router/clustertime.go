@@ -53,6 +53,18 @@ func operationTime(reply bson.D) (bson.Timestamp, bool) {
 	return ts, ok && isTS
 }
 
+// withClusterTime is cmd with the router's cluster time as $clusterTime:
+// the shards and config servers take it into their clocks (the send
+// step of the cluster's hybrid logical clock), so a write stamped after
+// this command comes after every write the router has seen.
+func (r *Router) withClusterTime(cmd bson.D) bson.D {
+	now := r.time.now()
+	if now.IsZero() {
+		return cmd
+	}
+	return bsonutil.WithField(cmd, "$clusterTime", gossip(now, now)[1].Value)
+}
+
 // gossip is what a reply carries: operationTime, the latest of the
 // shards' that served the command (mongos's OperationTimeTracker), and
 // $clusterTime. The signature is the unsigned form the replica sets send

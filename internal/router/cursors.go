@@ -29,9 +29,11 @@ type routerCursor struct {
 	lastUsed time.Time
 	inUse    bool
 	// Exactly one is set: a cursor of one shard or config server that
-	// getMore passes through, or the merged results of several shards.
+	// getMore passes through, the merged results of several shards, or a
+	// change stream merged from every shard's.
 	remote *remoteCursor
 	merged *mergedCursor
+	stream *mergedStream
 }
 
 // remoteCursor is a cursor open on a replica set's primary.
@@ -155,6 +157,10 @@ func (r *Router) closeIdle(op *operation, idle []*routerCursor) {
 func (r *Router) killRemote(op *operation, c *routerCursor) {
 	if c.remote != nil {
 		killOne(op, c.remote.rs, c.remote.db, c.remote.coll, c.remote.id)
+		return
+	}
+	if c.stream != nil {
+		c.stream.close(op)
 		return
 	}
 	for _, s := range c.merged.streams {

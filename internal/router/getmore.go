@@ -163,6 +163,11 @@ func cmdGetMore(r *Router, op *operation) (bson.D, error) {
 		r.cursors.checkIn(c, done)
 		return reply, err
 	}
+	if c.stream != nil {
+		reply, err := r.streamGetMore(op, c)
+		r.cursors.checkIn(c, err != nil || c.stream.ended)
+		return reply, err
+	}
 	for _, s := range c.merged.streams {
 		s.op = op
 	}

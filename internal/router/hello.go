@@ -54,6 +54,7 @@ func cmdHello(r *Router, op *operation) (bson.D, error) {
 		bson.E{Key: "maxWireVersion", Value: int32(maxWireVersion)},
 		bson.E{Key: "minWireVersion", Value: int32(0)},
 	)
+	reply = append(reply, r.authHelloFields(op)...)
 	return append(reply, op.conn.CompressionReply(op.body)...), nil
 }
 
@@ -149,11 +150,4 @@ func cmdGetParameter(r *Router, op *operation) (bson.D, error) {
 
 func cmdWhatsMyURI(_ *Router, op *operation) (bson.D, error) {
 	return bson.D{{Key: "you", Value: op.conn.RemoteAddr()}}, nil
-}
-
-func cmdConnectionStatus(*Router, *operation) (bson.D, error) {
-	return bson.D{{Key: "authInfo", Value: bson.D{
-		{Key: "authenticatedUsers", Value: bson.A{}},
-		{Key: "authenticatedUserRoles", Value: bson.A{}},
-	}}}, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/auth"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -22,10 +23,13 @@ type Config struct {
 	// Client is how the router dials config servers and shards (TLS, the
 	// keyFile's credential).
 	Client wireclient.Options
-	// RequireAuth refuses commands beyond the handshake: a router with a
-	// keyFile, as mongos, requires clients to log in, and this version
-	// cannot log clients in yet.
+	// RequireAuth turns access control on: a router with a keyFile, as
+	// mongos, requires clients to log in as users stored on the config
+	// servers (auth.go).
 	RequireAuth bool
+	// KeyFile is the cluster's key: clients may log in as its __system
+	// user. Nil without one.
+	KeyFile *auth.KeyFile
 	// Version and GitVersion are what buildInfo answers.
 	Version, GitVersion string
 	// Host is this router's "host:port", its config.mongos _id.
@@ -44,6 +48,7 @@ type Router struct {
 	time    clusterClock
 	catalog *catalog
 	cursors *cursorTable
+	auth    *auth.Manager
 	started bson.DateTime
 	// commands is commandTable, built once.
 	commands map[string]handlerFunc
@@ -75,6 +80,7 @@ func New(cfg Config) (*Router, error) {
 	r.config = newReplicaSet(name, seeds, client, cfg.Clock)
 	r.catalog = newCatalog(r)
 	r.cursors = newCursorTable(cfg.Clock)
+	r.auth = r.newAuth()
 	return r, nil
 }
 
@@ -120,8 +126,11 @@ func (r *Router) Handle(ctx context.Context, c *server.Conn, cmd *server.Command
 }
 
 func (r *Router) dispatch(op *operation) (bson.D, error) {
-	if r.cfg.RequireAuth && !isHandshake(op.name) {
-		return nil, mongoerr.Newf(mongoerr.Unauthorized, "Command %s requires authentication", op.name)
+	if err := r.authorize(op); err != nil {
+		return nil, err
+	}
+	if h, ok := authCommand(op.name); ok {
+		return h(r, op)
 	}
 	if op.db == "config" && !isHandshake(op.name) {
 		return forwardToConfig(r, op)
@@ -135,7 +144,7 @@ func (r *Router) dispatch(op *operation) (bson.D, error) {
 
 // call sends cmd to a replica set's primary, keeping the reply's times.
 func (r *Router) call(op *operation, rs *replicaSet, db string, cmd bson.D) (bson.D, error) {
-	reply, err := rs.run(op.ctx, db, cmd)
+	reply, err := rs.run(op.ctx, db, r.withClusterTime(cmd))
 	if err != nil {
 		return nil, err
 	}

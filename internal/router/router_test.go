@@ -12,6 +12,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/auth"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/server"
@@ -32,25 +33,33 @@ func serveRouter(t *testing.T, r *Router) string {
 	return srv.Addr().String()
 }
 
-// TestKeyFileRouterRefusesBeyondHandshake: a router started with a
-// keyFile cannot log clients in yet, so every command of its table but
-// the handshake's is refused with Unauthorized, as mongod refuses one
-// from a client that has not logged in.
-func TestKeyFileRouterRefusesBeyondHandshake(t *testing.T) {
+// TestKeyFileRouterRequiresLogin: a router started with a keyFile, whose
+// config servers hold a user, refuses every command of its table and of
+// internal/auth that needs a login, on admin and config alike (the config
+// database's commands go to the config servers whole, so the check must
+// come first there too), with mongod's Unauthorized; the commands auth
+// leaves open answer.
+func TestKeyFileRouterRequiresLogin(t *testing.T) {
 	fc := startFakeCluster(t)
+	creds, err := auth.NewCredentials("reader", "secret", []string{"SCRAM-SHA-256"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc.config.docs["system.users"] = []bson.D{{{Key: "_id", Value: "admin.reader"}, {Key: "user", Value: "reader"},
+		{Key: "db", Value: "admin"}, {Key: "credentials", Value: creds.Document()}, {Key: "roles", Value: bson.A{}}}}
 	r, err := New(Config{ConfigDB: "cfg/" + fc.sets[0].addr, Version: "8.0.0", RequireAuth: true,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = r.Close() })
+	r.reloadUsers()
 	addr := serveRouter(t, r)
 	client := wireclient.New(wireclient.Options{})
 	t.Cleanup(func() { _ = client.Close() })
-	// The config database's commands go to the config servers whole: the
-	// check must come first there too.
+	names := append(slices.Sorted(maps.Keys(commandTable())), auth.CommandNames()...)
 	for _, db := range []string{"admin", "config"} {
-		for _, name := range slices.Sorted(maps.Keys(commandTable())) {
+		for _, name := range names {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			reply, err := client.Run(ctx, addr, db, bson.D{{Key: name, Value: "shards"}})
 			cancel()
@@ -58,8 +67,8 @@ func TestKeyFileRouterRefusesBeyondHandshake(t *testing.T) {
 				t.Fatalf("%s on %s: %v", name, db, err)
 			}
 			refused := replyCode(reply) == 13 && strings.Contains(bsonutil.Format(reply), "Command "+name+" requires authentication")
-			if refused == isHandshake(name) {
-				t.Errorf("%s on %s (handshake %v): %v", name, db, isHandshake(name), reply)
+			if refused != auth.RequiresAuthentication(name) {
+				t.Errorf("%s on %s (needs a login: %v): %v", name, db, auth.RequiresAuthentication(name), reply)
 			}
 		}
 	}

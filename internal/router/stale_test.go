@@ -53,7 +53,7 @@ func unversionedCommands() map[string]string {
 	return map[string]string{
 		"hello": handshake, "isMaster": handshake, "ismaster": handshake, "ping": handshake,
 		"buildInfo": handshake, "buildinfo": handshake, "getParameter": handshake, "whatsmyuri": handshake,
-		"connectionStatus": handshake, "endSessions": handshake, "refreshSessions": handshake, "killSessions": handshake,
+		"endSessions": handshake, "refreshSessions": handshake, "killSessions": handshake,
 		"addShard": admin, "listShards": admin, "removeShard": admin, "enableSharding": admin,
 		"shardCollection": admin, "balancerStatus": admin, "balancerStart": admin, "balancerStop": admin,
 		"moveChunk": admin, "movechunk": admin, "moveRange": admin, "split": admin,

@@ -9,8 +9,7 @@ func commandTable() map[string]handlerFunc {
 		"hello": cmdHello, "isMaster": cmdHello, "ismaster": cmdHello,
 		"ping": cmdOK, "buildInfo": cmdBuildInfo, "buildinfo": cmdBuildInfo,
 		"getParameter": cmdGetParameter, "whatsmyuri": cmdWhatsMyURI,
-		"connectionStatus": cmdConnectionStatus,
-		"endSessions":      cmdOK, "refreshSessions": cmdOK, "killSessions": cmdOK,
+		"endSessions": cmdOK, "refreshSessions": cmdOK, "killSessions": cmdOK,
 
 		// The cluster's administration (mongosh's sh.* helpers).
 		"addShard": cmdAddShard, "listShards": cmdListShards, "removeShard": cmdRemoveShard,
