@@ -30,10 +30,11 @@ type chosen struct {
 // chunk for its first match (in the statement's sort, if any) and keeps
 // the first in that order; phase two sends the write to that shard alone
 // with the document's _id added to the filter. A document that changed in
-// between no longer matches, and phase one runs again. mongos holds both
-// phases in an internal transaction; this router has none, so a retry is
-// how a concurrent change is met. It reports a stale answer as
-// sendStatement does.
+// between no longer matches, and phase one runs again (outside a
+// retryable write, see retryable). mongos holds both phases in an
+// internal transaction; this router has none, so a retry is how a
+// concurrent change is met. It reports a stale answer as sendStatement
+// does.
 func (r *Router) writeWithoutShardKey(op *operation, p placement, kind writeKind, stmts, ids bson.A, i int, res *writeResult) (bool, error) {
 	stmt := bsonutil.ToD(stmts[i])
 	for try := 0; try < maxTwoPhaseTries; try++ {
@@ -59,13 +60,22 @@ func (r *Router) writeWithoutShardKey(op *operation, p placement, kind writeKind
 		if err := replyError(reply); err != nil {
 			return false, err
 		}
-		if toInt64(mustField(reply, "n")) == 0 && len(bsonutil.ToA(mustField(reply, "writeErrors"))) == 0 {
+		if toInt64(mustField(reply, "n")) == 0 && len(bsonutil.ToA(mustField(reply, "writeErrors"))) == 0 && !retryable(op) {
 			continue // the document changed since phase one
 		}
 		return false, r.takeStatementReply(op, p, pick.at, reply, i, res)
 	}
 	res.add(bson.D{{Key: "n", Value: int32(0)}, {Key: "nModified", Value: int32(0)}}, []int{i})
 	return false, nil
+}
+
+// retryable reports a retryable write. Its shard records a statement's
+// outcome, n: 0 included, by stmtId: sent again, the statement would get
+// that record back, so a document that changed between the phases ends
+// it with n: 0 instead of a second search.
+func retryable(op *operation) bool {
+	_, ok := bsonutil.Field(op.body, "txnNumber")
+	return ok
 }
 
 // firstMatch is phase one: each targeted shard's first document matching
@@ -202,7 +212,7 @@ func (r *Router) findAndModifyWithoutShardKey(op *operation, p placement) (bson.
 			return reply, err
 		}
 		last := bsonutil.ToD(mustField(reply, "lastErrorObject"))
-		if toInt64(mustField(last, "n")) > 0 {
+		if toInt64(mustField(last, "n")) > 0 || retryable(op) {
 			return reply, nil
 		}
 	}
