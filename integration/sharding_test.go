@@ -679,22 +679,12 @@ func testStaleRouter(t *testing.T, c *routedCluster, cl *mongo.Client) {
 	runCmd(t, admin, shard)
 	other := c.client(options.Client().ApplyURI("mongodb://" + startRouter(t, "cfg/"+c.config.addrs[0]) + "/"))
 	stale := other.Database("test").Collection("stale")
-	insertRange := func(coll *mongo.Collection, from, to int) {
-		t.Helper()
-		docs := make([]any, 0, to-from)
-		for i := from; i < to; i++ {
-			docs = append(docs, bson.D{{Key: "_id", Value: int32(i)}})
-		}
-		if _, err := coll.InsertMany(ctxT(t), docs); err != nil {
-			t.Fatal(err)
-		}
-	}
-	insertRange(stale, 0, 100) // the second router now holds the first incarnation's table
+	insertIDs(t, stale, 0, 100) // the second router now holds the first incarnation's table
 	if err := cl.Database("test").Collection("stale").Drop(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
 	runCmd(t, admin, shard)
-	insertRange(stale, 100, 160)
+	insertIDs(t, stale, 100, 160)
 	for _, coll := range []*mongo.Collection{stale, cl.Database("test").Collection("stale")} {
 		n, err := coll.CountDocuments(ctxT(t), bson.D{})
 		if err != nil || n != 60 {

@@ -44,13 +44,7 @@ func notSingleDocumentWrites() map[string]string {
 // before 8.0 mongos refused it.
 func TestEveryWriteWithoutShardKeyRunsInTwoPhases(t *testing.T) {
 	writes, others := writesWithoutShardKey(), notSingleDocumentWrites()
-	for _, name := range slices.Sorted(maps.Keys(routedCommands())) {
-		_, isWrite := writes[name]
-		_, isOther := others[name]
-		if isWrite == isOther {
-			t.Errorf("routed command %s: single-document write %v, other %v; it must be exactly one", name, isWrite, isOther)
-		}
-	}
+	checkClassified(t, slices.Sorted(maps.Keys(routedCommands())), writes, others)
 	fc := startFakeCluster(t)
 	for _, name := range slices.Sorted(maps.Keys(writes)) {
 		fc.setStale(0)
@@ -75,4 +69,17 @@ func matched(reply bson.D) int64 {
 		return toInt64(mustField(bsonutil.ToD(last), "n"))
 	}
 	return toInt64(mustField(reply, "n"))
+}
+
+// checkClassified fails for each name that is in both of a and b, or in
+// neither: every name must be in exactly one class.
+func checkClassified[A, B any](t *testing.T, names []string, a map[string]A, b map[string]B) {
+	t.Helper()
+	for _, name := range names {
+		_, inA := a[name]
+		_, inB := b[name]
+		if inA == inB {
+			t.Errorf("command %s: in the first class %v, in the second %v; it must be in exactly one", name, inA, inB)
+		}
+	}
 }

@@ -81,21 +81,28 @@ func (r *Router) routeStatement(op *operation, ns string, kind writeKind, stmts,
 // answer before any target has applied it.
 func (r *Router) sendStatement(op *operation, p placement, ts []target, kind writeKind, stmts, ids bson.A, i int, res *writeResult) (bool, error) {
 	for _, t := range ts {
-		reply, err := r.call(op, t.rs, t.db, append(subBatch(op.body, kind.arrayKey, stmts, []int{i}, ids), t.version...))
-		if err != nil {
-			return false, err
-		}
-		if stale, _ := staleIndexes(reply, []int{i}, true); len(stale) > 0 {
-			return true, nil
-		}
-		if err := replyError(reply); err != nil {
-			return false, err
+		reply, stale, err := r.sendOneStatement(op, t, kind, stmts, ids, i)
+		if err != nil || stale {
+			return stale, err
 		}
 		if err := r.takeStatementReply(op, p, t, reply, i, res); err != nil {
 			return false, err
 		}
 	}
 	return false, nil
+}
+
+// sendOneStatement sends statement i to t: its reply, or stale when t
+// answered that the router's version is old, or the command's error.
+func (r *Router) sendOneStatement(op *operation, t target, kind writeKind, stmts, ids bson.A, i int) (reply bson.D, stale bool, err error) {
+	reply, err = r.call(op, t.rs, t.db, append(subBatch(op.body, kind.arrayKey, stmts, []int{i}, ids), t.version...))
+	if err != nil {
+		return nil, false, err
+	}
+	if staleAt, _ := staleIndexes(reply, []int{i}, true); len(staleAt) > 0 {
+		return nil, true, nil
+	}
+	return reply, false, replyError(reply)
 }
 
 // statementTargets applies mongos's rules: a statement whose filter pins

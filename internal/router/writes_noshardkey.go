@@ -50,15 +50,9 @@ func (r *Router) writeWithoutShardKey(op *operation, p placement, kind writeKind
 		}
 		narrowed := append(bson.A(nil), stmts...)
 		narrowed[i] = withIDFilter(stmt, "q", pick.doc)
-		reply, err := r.call(op, pick.at.rs, pick.at.db, append(subBatch(op.body, kind.arrayKey, narrowed, []int{i}, ids), pick.at.version...))
-		if err != nil {
-			return false, err
-		}
-		if stale, _ := staleIndexes(reply, []int{i}, true); len(stale) > 0 {
-			return true, nil
-		}
-		if err := replyError(reply); err != nil {
-			return false, err
+		reply, stale, err := r.sendOneStatement(op, pick.at, kind, narrowed, ids, i)
+		if err != nil || stale {
+			return stale, err
 		}
 		if toInt64(mustField(reply, "n")) == 0 && len(bsonutil.ToA(mustField(reply, "writeErrors"))) == 0 && !retryable(op) {
 			continue // the document changed since phase one
