@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,12 +50,7 @@ func startRoutedCluster(t *testing.T) *routedCluster {
 func startRouter(t *testing.T, configDB string) string {
 	t.Helper()
 	addr := freePort(t)
-	host, port, _ := net.SplitHostPort(addr)
-	logPath := filepath.Join(t.TempDir(), "route.log")
-	if _, err := startLogged(t, buildBinary(t), logPath, addr,
-		"route", "--configdb", configDB, "--bind_ip", host, "--port", port); err != nil {
-		t.Fatal(err)
-	}
+	startRouterProcess(t, configDB, addr, filepath.Join(t.TempDir(), "route.log"))
 	return addr
 }
 
