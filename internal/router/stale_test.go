@@ -66,13 +66,7 @@ func unversionedCommands() map[string]string {
 // with a shard version (and tested below) or listed with its reason.
 func TestEveryCommandIsClassified(t *testing.T) {
 	routed, other := routedCommands(), unversionedCommands()
-	for _, name := range slices.Sorted(maps.Keys(commandTable())) {
-		_, isRouted := routed[name]
-		_, isOther := other[name]
-		if isRouted == isOther {
-			t.Errorf("command %s: routed %v, unversioned %v; it must be exactly one", name, isRouted, isOther)
-		}
-	}
+	checkClassified(t, slices.Sorted(maps.Keys(commandTable())), routed, other)
 	for name := range routed {
 		if _, ok := commandTable()[name]; !ok {
 			t.Errorf("routedCommands lists %s, which the router does not answer", name)

@@ -1,6 +1,8 @@
 package router
 
 import (
+	"errors"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
@@ -57,11 +59,16 @@ func (r *Router) routeStatement(op *operation, ns string, kind writeKind, stmts,
 			return err
 		}
 		ts, err := r.statementTargets(op, p, kind, bsonutil.ToD(stmts[i]))
-		if err != nil {
+		var stale bool
+		switch {
+		case errors.Is(err, errWithoutShardKey):
+			stale, err = r.writeWithoutShardKey(op, p, kind, stmts, ids, i, res)
+		case err != nil:
 			res.failed(i, err)
 			return nil
+		default:
+			stale, err = r.sendStatement(op, p, ts, kind, stmts, ids, i, res)
 		}
-		stale, err := r.sendStatement(op, ts, kind, stmts, ids, i, res)
 		if err != nil || !stale {
 			return err
 		}
@@ -72,27 +79,36 @@ func (r *Router) routeStatement(op *operation, ns string, kind writeKind, stmts,
 
 // sendStatement sends statement i to its targets; it reports a stale
 // answer before any target has applied it.
-func (r *Router) sendStatement(op *operation, ts []target, kind writeKind, stmts, ids bson.A, i int, res *writeResult) (bool, error) {
+func (r *Router) sendStatement(op *operation, p placement, ts []target, kind writeKind, stmts, ids bson.A, i int, res *writeResult) (bool, error) {
 	for _, t := range ts {
-		reply, err := r.call(op, t.rs, t.db, append(subBatch(op.body, kind.arrayKey, stmts, []int{i}, ids), t.version...))
-		if err != nil {
+		reply, stale, err := r.sendOneStatement(op, t, kind, stmts, ids, i)
+		if err != nil || stale {
+			return stale, err
+		}
+		if err := r.takeStatementReply(op, p, t, reply, i, res); err != nil {
 			return false, err
 		}
-		if stale, _ := staleIndexes(reply, []int{i}, true); len(stale) > 0 {
-			return true, nil
-		}
-		if err := replyError(reply); err != nil {
-			return false, err
-		}
-		res.add(reply, []int{i})
 	}
 	return false, nil
 }
 
-// statementTargets applies mongos's rules (before 7.1's writes without
-// a shard key): a statement whose filter pins the shard key goes to that
-// shard; a multi-document one to every shard; a single-document one only
-// with an exact _id, to every shard; an upsert needs the shard key.
+// sendOneStatement sends statement i to t: its reply, or stale when t
+// answered that the router's version is old, or the command's error.
+func (r *Router) sendOneStatement(op *operation, t target, kind writeKind, stmts, ids bson.A, i int) (reply bson.D, stale bool, err error) {
+	reply, err = r.call(op, t.rs, t.db, append(subBatch(op.body, kind.arrayKey, stmts, []int{i}, ids), t.version...))
+	if err != nil {
+		return nil, false, err
+	}
+	if staleAt, _ := staleIndexes(reply, []int{i}, true); len(staleAt) > 0 {
+		return nil, true, nil
+	}
+	return reply, false, replyError(reply)
+}
+
+// statementTargets applies mongos's rules: a statement whose filter pins
+// the shard key goes to that shard; a multi-document one, or one with an
+// exact _id, to every shard; an upsert needs the shard key; any other
+// single-document write is errWithoutShardKey, for the two-phase path.
 func (r *Router) statementTargets(op *operation, p placement, kind writeKind, stmt bson.D) ([]target, error) {
 	if p.table == nil {
 		return r.targets(op, p, nil)
@@ -108,12 +124,7 @@ func (r *Router) statementTargets(op *operation, p placement, kind writeKind, st
 	if isMulti(stmt, kind) || exactID(q) {
 		return r.targets(op, p, keys)
 	}
-	if kind.update {
-		return nil, mongoerr.Newf(mongoerr.InvalidOptions, "A {multi:false} update on a sharded collection must contain an exact match on _id (and have the collection default collation) or target a single shard (and have the simple collation), but this update targeted %d shards. Update request: %s, shard key pattern: %s",
-			len(p.table.AllShards()), bsonutil.Format(stmt), p.table.Pattern())
-	}
-	return nil, mongoerr.Newf(mongoerr.ShardKeyNotFound, "A single delete on a sharded collection must contain an exact match on _id (and have the collection default collation) or contain the shard key (and have the simple collation). Delete request: %s, shard key pattern: %s",
-		bsonutil.Format(stmt), p.table.Pattern())
+	return nil, errWithoutShardKey
 }
 
 // isMulti: an update's multi: true, a delete's limit: 0.
@@ -133,7 +144,8 @@ func exactID(q bson.D) bool {
 }
 
 // cmdFindAndModify sends the command to the shard its query's shard key
-// pins; without it, as before 7.1, it is refused.
+// pins; without it, in two phases (findAndModifyWithoutShardKey). An
+// upsert needs the key.
 func cmdFindAndModify(r *Router, op *operation) (bson.D, error) {
 	coll, err := collectionArg(op)
 	if err != nil {
@@ -148,12 +160,15 @@ func cmdFindAndModify(r *Router, op *operation) (bson.D, error) {
 	if p.table != nil {
 		keys = shardKeyValues(p.table, bsonutil.ToD(mustField(op.body, "query")), simpleCollation(op.body))
 		if len(keys) != 1 {
-			return nil, mongoerr.Newf(mongoerr.ShardKeyNotFound, "Query for sharded findAndModify must contain the shard key")
+			if upsert, _ := bsonutil.Field(op.body, "upsert"); bsonutil.TrueValue(upsert) {
+				return nil, mongoerr.Newf(mongoerr.ShardKeyNotFound, "Query for sharded findAndModify must contain the shard key")
+			}
+			return r.findAndModifyWithoutShardKey(op, p)
 		}
 	}
 	ts, err := r.targets(op, p, keys)
 	if err != nil {
 		return nil, err
 	}
-	return r.forwardOne(op, ts[0], passThrough(op.body))
+	return r.findAndModifyOn(op, p, ts[0], passThrough(op.body))
 }
