@@ -186,7 +186,11 @@ func cmdMigrateClone(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	docs, err := m.MigrateClone(id)
+	seq, err := requestSeq(r)
+	if err != nil {
+		return nil, err
+	}
+	docs, err := m.MigrateClone(id, seq)
 	if err != nil {
 		return nil, err
 	}
@@ -202,11 +206,25 @@ func cmdTransferMods(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	mods, err := m.TransferMods(id)
+	seq, err := requestSeq(r)
+	if err != nil {
+		return nil, err
+	}
+	mods, err := m.TransferMods(id, seq)
 	if err != nil {
 		return nil, err
 	}
 	return bson.D{{Key: "reload", Value: migrationDocs(mods.Reload)}, {Key: "deleted", Value: bson.A(mods.Deleted)}}, nil
+}
+
+// requestSeq reads the number a recipient gives each _migrateClone and
+// _transferMods, so that one sent again gets the answer it lost.
+func requestSeq(r *request) (int64, error) {
+	v, ok := bsonutil.Field(r.body, "seq")
+	if !ok {
+		return 0, mongoerr.Newf(mongoerr.Location40414, "BSON field '%s.seq' is missing but a required field", r.name)
+	}
+	return toInt64(r.name, "seq", v)
 }
 
 func migrationDocs(docs []bson.D) bson.A {
