@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -459,6 +460,16 @@ func testExpiryDuringMove(t *testing.T, c *routedCluster, cl *mongo.Client) {
 	}
 	want := recipientStoredAfter(t, before, recipient, chunks(t, cl, "test.ex"), 300)
 	if got := shardStoredCount(t, c, recipient, "ex"); got != want {
+		setShardParameter(t, c, recipient, "mayflyExactExpiry", false)
+		cur, _ := c.shardColl(recipient, "test", "ex").Find(ctxT(t), bson.D{})
+		var all []bson.D
+		_ = cur.All(ctxT(t), &all)
+		groups := map[string]int{}
+		for _, d := range all {
+			id := d[0].Value.(int32)
+			groups[fmt.Sprintf("moved=%v g=%d", inChunk(t, before, id), id%3)]++
+		}
+		t.Logf("recipient holds %v", groups)
 		t.Fatalf("the recipient stores %d documents, want %d: an expired document was copied or not deleted", got, want)
 	}
 	if n, err := coll.CountDocuments(ctxT(t), bson.D{}); err != nil || n != 100 {

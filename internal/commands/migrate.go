@@ -19,12 +19,12 @@ func migrationCommandRows() map[string]command {
 	return map[string]command{
 		"_shardsvrMoveRange":       {run: cmdShardsvrMoveRange, role: onPrimary, adminOnly: true},
 		"_recvChunkStart":          {run: cmdRecvChunkStart, role: onPrimary, adminOnly: true},
-		"_recvChunkStatus":         {run: cmdRecvChunkStatus, adminOnly: true},
-		"_recvChunkCommit":         {run: cmdRecvChunkCommit, role: onPrimary, adminOnly: true},
-		"_recvChunkReleaseCritSec": {run: cmdRecvChunkRelease, role: onPrimary, adminOnly: true},
-		"_recvChunkAbort":          {run: cmdRecvChunkAbort, role: onPrimary, adminOnly: true},
-		"_migrateClone":            {run: cmdMigrateClone, adminOnly: true},
-		"_transferMods":            {run: cmdTransferMods, adminOnly: true},
+		"_recvChunkStatus":         {run: byMigrationID(recvChunkStatus), adminOnly: true},
+		"_recvChunkCommit":         {run: byMigrationID(recvChunkCommit), role: onPrimary, adminOnly: true},
+		"_recvChunkReleaseCritSec": {run: byMigrationID(recvChunkRelease), role: onPrimary, adminOnly: true},
+		"_recvChunkAbort":          {run: byMigrationID(recvChunkAbort), role: onPrimary, adminOnly: true},
+		"_migrateClone":            {run: byMigrationID(migrateClone), adminOnly: true},
+		"_transferMods":            {run: byMigrationID(transferMods), adminOnly: true},
 
 		"_configsvrCommitChunkMigration": {run: cmdConfigsvrCommitChunkMigration, role: onPrimary, adminOnly: true},
 		"_configsvrCommitChunkSplit":     {run: cmdConfigsvrCommitChunkSplit, role: onPrimary, adminOnly: true},
@@ -125,39 +125,34 @@ func cmdRecvChunkStart(h *Handler, r *request) (bson.D, error) {
 	return bson.D{{Key: "started", Value: true}}, m.RecvStart(req)
 }
 
-func cmdRecvChunkStatus(h *Handler, r *request) (bson.D, error) {
-	m, err := h.migrations(r)
-	if err != nil {
-		return nil, err
+// migrationCall is a migration command addressed by its migration id
+// (the command's value), run on the shard's Migrations.
+type migrationCall func(m *shardstate.Migrations, r *request, id string) (bson.D, error)
+
+// byMigrationID turns a migrationCall into a handler.
+func byMigrationID(call migrationCall) handlerFunc {
+	return func(h *Handler, r *request) (bson.D, error) {
+		m, err := h.migrations(r)
+		if err != nil {
+			return nil, err
+		}
+		id, err := stringField(r, r.name)
+		if err != nil {
+			return nil, err
+		}
+		return call(m, r, id)
 	}
-	id, err := stringField(r, r.name)
-	if err != nil {
-		return nil, err
-	}
+}
+
+func recvChunkStatus(m *shardstate.Migrations, _ *request, id string) (bson.D, error) {
 	return m.RecvStatus(id), nil
 }
 
-func cmdRecvChunkCommit(h *Handler, r *request) (bson.D, error) {
-	m, err := h.migrations(r)
-	if err != nil {
-		return nil, err
-	}
-	id, err := stringField(r, r.name)
-	if err != nil {
-		return nil, err
-	}
+func recvChunkCommit(m *shardstate.Migrations, r *request, id string) (bson.D, error) {
 	return bson.D{}, m.RecvCommit(r.ctx, id)
 }
 
-func cmdRecvChunkRelease(h *Handler, r *request) (bson.D, error) {
-	m, err := h.migrations(r)
-	if err != nil {
-		return nil, err
-	}
-	id, err := stringField(r, r.name)
-	if err != nil {
-		return nil, err
-	}
+func recvChunkRelease(m *shardstate.Migrations, r *request, id string) (bson.D, error) {
 	ns, err := stringField(r, "nss")
 	if err != nil {
 		return nil, err
@@ -165,48 +160,42 @@ func cmdRecvChunkRelease(h *Handler, r *request) (bson.D, error) {
 	return bson.D{}, m.RecvRelease(r.ctx, id, ns)
 }
 
-func cmdRecvChunkAbort(h *Handler, r *request) (bson.D, error) {
-	m, err := h.migrations(r)
-	if err != nil {
-		return nil, err
-	}
-	id, err := stringField(r, r.name)
-	if err != nil {
-		return nil, err
-	}
+func recvChunkAbort(m *shardstate.Migrations, _ *request, id string) (bson.D, error) {
 	return bson.D{}, m.RecvAbort(id)
 }
 
-func cmdMigrateClone(h *Handler, r *request) (bson.D, error) {
-	m, err := h.migrations(r)
+func migrateClone(m *shardstate.Migrations, r *request, id string) (bson.D, error) {
+	seq, err := requestSeq(r)
 	if err != nil {
 		return nil, err
 	}
-	id, err := stringField(r, r.name)
-	if err != nil {
-		return nil, err
-	}
-	docs, err := m.MigrateClone(id)
+	docs, err := m.MigrateClone(id, seq)
 	if err != nil {
 		return nil, err
 	}
 	return bson.D{{Key: "objects", Value: migrationDocs(docs)}}, nil
 }
 
-func cmdTransferMods(h *Handler, r *request) (bson.D, error) {
-	m, err := h.migrations(r)
+func transferMods(m *shardstate.Migrations, r *request, id string) (bson.D, error) {
+	seq, err := requestSeq(r)
 	if err != nil {
 		return nil, err
 	}
-	id, err := stringField(r, r.name)
-	if err != nil {
-		return nil, err
-	}
-	mods, err := m.TransferMods(id)
+	mods, err := m.TransferMods(id, seq)
 	if err != nil {
 		return nil, err
 	}
 	return bson.D{{Key: "reload", Value: migrationDocs(mods.Reload)}, {Key: "deleted", Value: bson.A(mods.Deleted)}}, nil
+}
+
+// requestSeq reads the number a recipient gives each _migrateClone and
+// _transferMods, so that one sent again gets the answer it lost.
+func requestSeq(r *request) (int64, error) {
+	v, ok := bsonutil.Field(r.body, "seq")
+	if !ok {
+		return 0, mongoerr.Newf(mongoerr.Location40414, "BSON field '%s.seq' is missing but a required field", r.name)
+	}
+	return toInt64(r.name, "seq", v)
 }
 
 func migrationDocs(docs []bson.D) bson.A {

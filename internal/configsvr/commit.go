@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/migrate"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -215,16 +216,13 @@ func (s *Service) changelogEntry(what, ns string, details bson.D) bson.D {
 	}
 }
 
+// toD is a metadata document as a bson.D, for the docstore.
 func toD(v any) (bson.D, error) {
-	raw, err := bson.Marshal(v)
+	raw, err := shardmeta.Encode(v)
 	if err != nil {
-		return nil, fmt.Errorf("configsvr: encode %T: %w", v, err)
+		return nil, err
 	}
-	var d bson.D
-	if err := bson.Unmarshal(raw, &d); err != nil {
-		return nil, fmt.Errorf("configsvr: encode %T: %w", v, err)
-	}
-	return d, nil
+	return bsonutil.ToD(raw), nil
 }
 
 func decodeInto(d bson.D, out any) error {

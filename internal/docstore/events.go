@@ -24,7 +24,7 @@ func (t *tx) eventBatch() changestream.EventBatch {
 // emit hands ev, filled with the collection's namespace, to the batch.
 func (t *tx) emit(ev *changestream.Event) {
 	eb := t.eventBatch()
-	if eb == nil {
+	if eb == nil || t.fromMigrate {
 		return
 	}
 	ev.DB, ev.Coll, ev.UUID = t.st.meta.DB, t.st.meta.Name, t.st.meta.UUID.Data

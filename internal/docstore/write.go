@@ -105,6 +105,9 @@ type tx struct {
 	// lateWarnings are the documents written whose expiry may already be
 	// inside a warning window (warn.go).
 	lateWarnings []lateWarning
+	// fromMigrate marks a chunk migration's write, which records no
+	// change event (frommigrate.go).
+	fromMigrate bool
 	// r is what the change reads: the store, or a transaction's view.
 	r storage.Reader
 	// txn, when set, is the transaction this change is a statement of:

@@ -84,9 +84,9 @@ func CommitMove(chunks []shardmeta.Chunk, m Move) ([]shardmeta.Chunk, error) {
 	}
 	owner := out[i]
 	switch owner.Shard {
-	case m.Donor:
 	case m.Recipient:
 		return nil, ErrSameShard
+	case m.Donor:
 	default:
 		return nil, ErrNotOwner
 	}

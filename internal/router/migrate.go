@@ -40,18 +40,7 @@ func (r *Router) freshRouting(op *operation, ns string) (*shardmeta.RoutingTable
 // cmdMoveChunk moves the chunk holding find's shard key, or the chunk
 // with exactly bounds, to `to`; mongos answers with the time it took.
 func cmdMoveChunk(r *Router, op *operation) (bson.D, error) {
-	if err := adminOnly(op); err != nil {
-		return nil, err
-	}
-	ns, err := stringArg(op)
-	if err != nil {
-		return nil, err
-	}
-	to, err := requiredString(op, "to")
-	if err != nil {
-		return nil, err
-	}
-	table, err := r.freshRouting(op, ns)
+	ns, to, table, err := r.moveArgs(op, "to")
 	if err != nil {
 		return nil, err
 	}
@@ -64,6 +53,22 @@ func cmdMoveChunk(r *Router, op *operation) (bson.D, error) {
 		return nil, err
 	}
 	return bson.D{{Key: "millis", Value: int32(r.clock.Now().Sub(begun).Milliseconds())}}, nil
+}
+
+// moveArgs reads a move's namespace and destination (field toField) and
+// the collection's fresh routing table.
+func (r *Router) moveArgs(op *operation, toField string) (ns, to string, table *shardmeta.RoutingTable, err error) {
+	if err = adminOnly(op); err != nil {
+		return "", "", nil, err
+	}
+	if ns, err = stringArg(op); err != nil {
+		return "", "", nil, err
+	}
+	if to, err = requiredString(op, toField); err != nil {
+		return "", "", nil, err
+	}
+	table, err = r.freshRouting(op, ns)
+	return ns, to, table, err
 }
 
 // chunkToMove reads moveChunk's find or bounds, exactly one of them.
@@ -97,18 +102,7 @@ func chunkToMove(op *operation, table *shardmeta.RoutingTable) (shardmeta.Chunk,
 // cmdMoveRange moves [min, max) to toShard; a missing bound is the
 // bound of the chunk holding the other one.
 func cmdMoveRange(r *Router, op *operation) (bson.D, error) {
-	if err := adminOnly(op); err != nil {
-		return nil, err
-	}
-	ns, err := stringArg(op)
-	if err != nil {
-		return nil, err
-	}
-	to, err := requiredString(op, "toShard")
-	if err != nil {
-		return nil, err
-	}
-	table, err := r.freshRouting(op, ns)
+	ns, to, table, err := r.moveArgs(op, "toShard")
 	if err != nil {
 		return nil, err
 	}
@@ -238,15 +232,7 @@ func midpoint(table *shardmeta.RoutingTable, c shardmeta.Chunk) (bson.D, error) 
 
 // boundOf is a query's shard key in bound form (hashed for a hashed key).
 func boundOf(table *shardmeta.RoutingTable, find bson.D) (bson.D, error) {
-	p := table.Pattern()
-	if field, hashed := p.HashedField(); hashed && p.IsSingleHashed() {
-		h, err := p.HashOf(find)
-		if err != nil {
-			return nil, err
-		}
-		return bson.D{{Key: field, Value: h}}, nil
-	}
-	key, err := p.Extract(find)
+	key, err := table.Pattern().Bound(find)
 	if err != nil {
 		return nil, mongoerr.Newf(mongoerr.InvalidOptions, "no shard key found in chunk query %s", bsonutil.Format(find))
 	}

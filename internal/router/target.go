@@ -2,6 +2,7 @@ package router
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -103,6 +104,11 @@ func (r *Router) resolve(op *operation, p placement, ids []string) ([]target, er
 	out := make([]target, 0, len(ids))
 	for _, id := range ids {
 		rs, err := r.catalog.shard(op, id)
+		if err != nil && p.table != nil && mongoerr.As(err).Code == mongoerr.ShardNotFound {
+			// A cached table naming a removed shard is old: its chunks
+			// have moved since (removeShard drains them first).
+			return nil, fmt.Errorf("%w: %v", errStale, err)
+		}
 		if err != nil {
 			return nil, err
 		}

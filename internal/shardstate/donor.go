@@ -434,6 +434,12 @@ type cloneSource struct {
 	pos     changestream.Position
 	toClone []any
 	pending []any
+	// The last _migrateClone and _transferMods answers, by the number the
+	// recipient gave them: a request sent again after a lost reply gets
+	// the same answer, so no document is skipped.
+	cloneSeq, modsSeq int64
+	lastClone         []bson.D
+	lastMods          Mods
 }
 
 // cloneBatch bounds the documents one _migrateClone or _transferMods
@@ -494,21 +500,36 @@ func (s *cloneSource) start() error {
 	}
 }
 
-// MigrateClone answers _migrateClone: the next documents of the range,
-// as they are now; an empty batch ends the clone. An expired document
-// is not live and is not sent.
-func (m *Migrations) MigrateClone(id string) ([]bson.D, error) {
+// MigrateClone answers _migrateClone number seq: the next documents of
+// the range, as they are now; an empty batch ends the clone. An expired
+// document is not live and is not sent. The same seq again gets the same
+// batch.
+func (m *Migrations) MigrateClone(id string, seq int64) ([]bson.D, error) {
 	src, err := m.cloneSource(id)
 	if err != nil {
 		return nil, err
 	}
 	src.mu.Lock()
 	defer src.mu.Unlock()
+	if seq == src.cloneSeq {
+		return src.lastClone, nil
+	}
+	docs, err := src.nextClone()
+	if err != nil {
+		return nil, err
+	}
+	src.cloneSeq, src.lastClone = seq, docs
+	return docs, nil
+}
+
+// nextClone takes the next batch of the range's documents; s.mu is
+// held.
+func (s *cloneSource) nextClone() ([]bson.D, error) {
 	var docs []bson.D
-	for len(src.toClone) > 0 && len(docs) < cloneBatch {
-		docID := src.toClone[0]
-		src.toClone = src.toClone[1:]
-		doc, err := src.current(docID)
+	for len(s.toClone) > 0 && len(docs) < cloneBatch {
+		docID := s.toClone[0]
+		s.toClone = s.toClone[1:]
+		doc, err := s.current(docID)
 		if err != nil {
 			return nil, err
 		}
@@ -538,24 +559,39 @@ type Mods struct {
 	Deleted []any
 }
 
-// TransferMods answers _transferMods: the writes to the namespace made
-// since the last call (or the clone's start), as the current state of
-// each document they touched.
-func (m *Migrations) TransferMods(id string) (Mods, error) {
+// TransferMods answers _transferMods number seq: the writes to the
+// namespace made since the last call (or the clone's start), as the
+// current state of each document they touched. The same seq again gets
+// the same answer.
+func (m *Migrations) TransferMods(id string, seq int64) (Mods, error) {
 	src, err := m.cloneSource(id)
 	if err != nil {
 		return Mods{}, err
 	}
 	src.mu.Lock()
 	defer src.mu.Unlock()
-	if err := src.readLog(); err != nil {
+	if seq == src.modsSeq {
+		return src.lastMods, nil
+	}
+	mods, err := src.nextMods()
+	if err != nil {
+		return Mods{}, err
+	}
+	src.modsSeq, src.lastMods = seq, mods
+	return mods, nil
+}
+
+// nextMods reads the change log on and takes the next batch of touched
+// documents; s.mu is held.
+func (s *cloneSource) nextMods() (Mods, error) {
+	if err := s.readLog(); err != nil {
 		return Mods{}, err
 	}
 	var mods Mods
-	for len(src.pending) > 0 && len(mods.Reload)+len(mods.Deleted) < cloneBatch {
-		docID := src.pending[0]
-		src.pending = src.pending[1:]
-		doc, err := src.current(docID)
+	for len(s.pending) > 0 && len(mods.Reload)+len(mods.Deleted) < cloneBatch {
+		docID := s.pending[0]
+		s.pending = s.pending[1:]
+		doc, err := s.current(docID)
 		if err != nil {
 			return Mods{}, err
 		}

@@ -183,14 +183,12 @@ func orphanIDs(coll *docstore.Collection, r migrate.Range, p *shardkey.Pattern, 
 	return ids, nil
 }
 
-// removeIf deletes the document with docID when keep says so of it as
-// it is under the write lock.
+// removeIf deletes the document with docID when remove says so of it as
+// it is under the write lock: a migration's delete, which change streams
+// do not see.
 func removeIf(coll *docstore.Collection, docID any, remove func(bson.D) bool) error {
-	_, err := coll.Modify(docID, docstore.WriteOptions{}, func(cur bson.D) (docstore.Change, error) {
-		if cur == nil || !remove(cur) {
-			return docstore.Change{Kind: docstore.Keep}, nil
-		}
-		return docstore.Change{Kind: docstore.Remove}, nil
-	})
-	return err
+	if err := coll.RemoveFromMigrate(docID, remove); err != nil {
+		return fmt.Errorf("shardstate: delete orphan %v of %s: %w", docID, coll.Namespace(), err)
+	}
+	return nil
 }

@@ -36,6 +36,10 @@ type receiver struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 
+	// cloneSeq and modsSeq number the requests to the donor, which
+	// answers a number again with the same batch (sendAttempts).
+	cloneSeq, modsSeq int64
+
 	mu       sync.Mutex
 	state    string // clone, catchup, steady, done, fail
 	err      error
@@ -56,6 +60,9 @@ func (m *Migrations) RecvStart(req RecvRequest) error {
 	pattern, err := shardkey.Parse(req.KeyPattern)
 	if err != nil {
 		return err
+	}
+	if _, started := m.receiver(req.MigrationID); started {
+		return nil // the donor resent a start whose answer it lost
 	}
 	if err := m.claim(req.MigrationID); err != nil {
 		return err
@@ -107,7 +114,9 @@ func (rc *receiver) set(state string, err error) {
 
 func (m *Migrations) clone(ctx context.Context, rc *receiver) error {
 	for ctx.Err() == nil {
-		reply, err := runOn(ctx, m.opts.Client, rc.req.From, "admin", bson.D{{Key: "_migrateClone", Value: rc.req.MigrationID}})
+		rc.cloneSeq++
+		reply, err := runOn(ctx, m.opts.Client, rc.req.From, "admin", bson.D{{Key: "_migrateClone", Value: rc.req.MigrationID},
+			{Key: "seq", Value: rc.cloneSeq}})
 		if err != nil {
 			return err
 		}
@@ -150,7 +159,9 @@ func (m *Migrations) catchUp(ctx context.Context, rc *receiver) error {
 
 // applyMods applies one _transferMods answer and returns its size.
 func (m *Migrations) applyMods(ctx context.Context, rc *receiver) (int, error) {
-	reply, err := runOn(ctx, m.opts.Client, rc.req.From, "admin", bson.D{{Key: "_transferMods", Value: rc.req.MigrationID}})
+	rc.modsSeq++
+	reply, err := runOn(ctx, m.opts.Client, rc.req.From, "admin", bson.D{{Key: "_transferMods", Value: rc.req.MigrationID},
+		{Key: "seq", Value: rc.modsSeq}})
 	if err != nil {
 		return 0, err
 	}
@@ -173,26 +184,29 @@ func (m *Migrations) applyMods(ctx context.Context, rc *receiver) (int, error) {
 	return len(reload) + len(ids), nil
 }
 
-// store writes a document as the donor has it now. One that has expired
-// since the donor read it is not written: it would be resurrected here
-// until this shard's monitor found it.
+// store writes a document as the donor has it now, as a migration's
+// write (no change event). One that has expired since the donor read it
+// is not written: it would be stored here, expired, until this shard's
+// monitor found it.
 func (m *Migrations) store(rc *receiver, doc bson.D) error {
 	if rc.coll.ExpiredNow(doc) {
 		return m.drop(rc, mustID(doc))
 	}
-	return upsert(rc.coll, mustID(doc), doc, docstore.WriteOptions{})
+	if err := rc.coll.PutFromMigrate(doc); err != nil {
+		return fmt.Errorf("shardstate: store %v of migration %s: %w", mustID(doc), rc.req.MigrationID, err)
+	}
+	return nil
 }
 
 // drop deletes the copy of a document the donor no longer has in the
-// range, if the copy is in the range.
+// range (deleted, expired, moved out), if the copy is in the range,
+// whether or not it has expired here.
 func (m *Migrations) drop(rc *receiver, id any) error {
-	_, err := rc.coll.Modify(id, docstore.WriteOptions{}, func(cur bson.D) (docstore.Change, error) {
-		if cur == nil || !inRange(rc.pattern, rc.req.Range, cur) {
-			return docstore.Change{Kind: docstore.Keep}, nil
-		}
-		return docstore.Change{Kind: docstore.Remove}, nil
-	})
-	return err
+	err := rc.coll.RemoveFromMigrate(id, func(cur bson.D) bool { return inRange(rc.pattern, rc.req.Range, cur) })
+	if err != nil {
+		return fmt.Errorf("shardstate: drop %v of migration %s: %w", id, rc.req.MigrationID, err)
+	}
+	return nil
 }
 
 func mustID(doc bson.D) any {

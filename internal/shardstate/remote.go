@@ -54,10 +54,22 @@ func RunOnPrimary(ctx context.Context, client Runner, hosts []string, db string,
 	return runOn(ctx, client, host, db, cmd)
 }
 
+// sendAttempts bounds how often a command whose reply was lost is sent
+// again: a pooled connection to a member that restarted fails once
+// before a new one is dialled. Every command of the migration protocol
+// may be sent twice (the clone and catch-up replies are numbered).
+const sendAttempts = 3
+
 // runOn runs cmd on host; an error reply is an error with its code and
-// message, a lost reply a NetworkError-like HostUnreachable.
+// message, a lost reply (after sendAttempts) an *unanswered.
 func runOn(ctx context.Context, client Runner, host, db string, cmd bson.D) (bson.D, error) {
-	reply, err := client.Run(ctx, host, db, cmd)
+	var reply bson.D
+	var err error
+	for attempt := 0; attempt < sendAttempts; attempt++ {
+		if reply, err = client.Run(ctx, host, db, cmd); err == nil || ctx.Err() != nil {
+			break
+		}
+	}
 	if err != nil {
 		return nil, &unanswered{host: host, cmd: cmd[0].Key, err: err}
 	}
