@@ -2,9 +2,9 @@ package pebblestore
 
 import (
 	"bytes"
-	"slices"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/batchrepr"
 	"github.com/mayflydb/mayfly/internal/storage"
 	"github.com/mayflydb/mayfly/internal/storage/rescache"
 )
@@ -14,7 +14,8 @@ import (
 // write that lands in between keeps the stale result out. A commit drops
 // every key it writes before its apply (readers then go to pebble, which
 // shows the old or the new value, never a cached old one after the new
-// is visible) and installs the values it set after a successful apply.
+// is visible) and again after it, installing the values it set: a read
+// that read the old state during the apply cannot fill the cache after.
 // A store whose writes failed reads its durable view and bypasses the
 // cache, and a recovery reopen empties it: unsynced writes it may hold
 // can be gone.
@@ -58,79 +59,80 @@ func (s *Store) residentIter(r pebble.Reader, lower, upper []byte) (storage.Iter
 	return rescache.NewSliceIter(read), nil
 }
 
-// invalidateResident drops from the cache every key pb writes, before
-// its apply, and returns the values pb sets that the cache keeps, for
-// installResident after the apply. pb itself may belong to a sync waiter
-// by then, so they are copies.
-func (s *Store) invalidateResident(pb *pebble.Batch) []rescache.KV {
+// residentWrites is a commit's writes, as the cache sees them: a copy of
+// the batch's encoded writes, since pebble (or a sync waiter) owns the
+// batch once it is applied.
+type residentWrites []byte
+
+// invalidateResident drops from the cache every key pb writes and every
+// range such a key belongs to, before pb's apply: while it applies,
+// readers of those keys read pebble.
+func (s *Store) invalidateResident(pb *pebble.Batch) residentWrites {
 	if s.resident == nil {
 		return nil
 	}
-	var installs []rescache.KV
-	r := pb.Reader()
-	for {
-		kind, key, value, ok, err := r.Next()
-		if err != nil || !ok {
-			if err != nil {
-				s.resident.Reset()
-			}
-			return installs
+	w := residentWrites(bytes.Clone(pb.Repr()))
+	s.eachWrite(w, func(kind pebble.InternalKeyKind, key, value []byte) {
+		switch kind {
+		case pebble.InternalKeyKindRangeDelete:
+			s.resident.InvalidateRange(key, value)
+		default:
+			s.resident.Invalidate(key)
 		}
-		set := s.invalidateOp(kind, key, value)
-		// A later operation on a key overrides an earlier set of it.
-		installs = withoutInstalls(installs, kind, key, value)
-		if set && s.resident.Admits(key) {
-			installs = append(installs, rescache.KV{Key: bytes.Clone(key), Value: bytes.Clone(value)})
-		}
-	}
+	})
+	return w
 }
 
-// withoutInstalls removes the pending installs an operation overrides.
-func withoutInstalls(installs []rescache.KV, kind pebble.InternalKeyKind, key, end []byte) []rescache.KV {
-	if len(installs) == 0 {
-		return installs
-	}
-	return slices.DeleteFunc(installs, func(kv rescache.KV) bool {
-		if kind == pebble.InternalKeyKindRangeDelete {
-			return bytes.Compare(kv.Key, key) >= 0 && bytes.Compare(kv.Key, end) < 0
+// installResident runs after a successful apply: it installs the values
+// the batch set (in order, so the last write of a key wins) and drops
+// again what it deleted, which also refuses the fills of reads that
+// began before the apply and read the old state.
+func (s *Store) installResident(w residentWrites) {
+	s.eachWrite(w, func(kind pebble.InternalKeyKind, key, value []byte) {
+		switch {
+		case kind == pebble.InternalKeyKindSet && s.resident.Admits(key):
+			s.resident.Invalidate(key) // its range, if it is in one
+			s.resident.Install(bytes.Clone(key), bytes.Clone(value))
+		case kind == pebble.InternalKeyKindRangeDelete:
+			s.resident.InvalidateRange(key, value)
+		default:
+			s.resident.Invalidate(key)
 		}
-		return bytes.Equal(kv.Key, key) || !knownKind(kind)
 	})
+}
+
+// eachWrite calls fn for each operation of the encoded batch w. An
+// operation of a kind the cache does not know, or an unreadable batch,
+// empties the cache: it may change anything.
+func (s *Store) eachWrite(w residentWrites, fn func(kind pebble.InternalKeyKind, key, value []byte)) {
+	if len(w) < batchrepr.HeaderLen {
+		return
+	}
+	r := batchrepr.Read(w)
+	for {
+		kind, key, value, ok, err := r.Next()
+		switch {
+		case err != nil:
+			s.resident.Reset()
+			return
+		case !ok:
+			return
+		case kind == pebble.InternalKeyKindLogData:
+		case knownKind(kind):
+			fn(kind, key, value)
+		default:
+			s.resident.Reset()
+		}
+	}
 }
 
 func knownKind(kind pebble.InternalKeyKind) bool {
 	switch kind {
 	case pebble.InternalKeyKindSet, pebble.InternalKeyKindDelete, pebble.InternalKeyKindSingleDelete,
-		pebble.InternalKeyKindDeleteSized, pebble.InternalKeyKindRangeDelete, pebble.InternalKeyKindLogData:
+		pebble.InternalKeyKindDeleteSized, pebble.InternalKeyKindRangeDelete:
 		return true
 	}
 	return false
-}
-
-// invalidateOp drops what one operation of a batch changes and reports
-// whether it sets key's value. An operation of an unknown kind empties
-// the cache: it may change anything.
-func (s *Store) invalidateOp(kind pebble.InternalKeyKind, key, value []byte) (set bool) {
-	switch kind {
-	case pebble.InternalKeyKindSet:
-		s.resident.Invalidate(key)
-		return true
-	case pebble.InternalKeyKindDelete, pebble.InternalKeyKindSingleDelete, pebble.InternalKeyKindDeleteSized:
-		s.resident.Invalidate(key)
-	case pebble.InternalKeyKindRangeDelete:
-		s.resident.InvalidateRange(key, value)
-	case pebble.InternalKeyKindLogData:
-	default:
-		s.resident.Reset()
-	}
-	return false
-}
-
-// installResident keeps the values a successful commit set.
-func (s *Store) installResident(installs []rescache.KV) {
-	for _, kv := range installs {
-		s.resident.Install(kv.Key, kv.Value)
-	}
 }
 
 // resetResident empties the cache (a recovery reopen).

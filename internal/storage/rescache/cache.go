@@ -73,6 +73,9 @@ type Cache struct {
 	seed     maphash.Seed
 	shards   [shardCount]shard
 	ranges   atomic.Int64 // range items held, so writes skip EqualityLen when 0
+	// rangeEpoch counts the writes that skipped EqualityLen: a range read
+	// that began before one of them does not fill the cache.
+	rangeEpoch atomic.Uint64
 
 	bytes, items                          atomic.Int64
 	hits, misses, evictions, expired, inv atomic.Int64
@@ -120,8 +123,9 @@ func (c *Cache) now() int64 { return c.clock.Now().UnixNano() }
 
 // Ticket is taken before a read of storage that may fill the cache.
 type Ticket struct {
-	sh  *shard
-	seq uint64
+	sh    *shard
+	seq   uint64
+	epoch uint64 // rangeEpoch, for a range's read
 }
 
 // Admits reports whether the cache keeps values read at key.
@@ -153,7 +157,7 @@ func (c *Cache) find(key []byte, isRange bool) (*item, Ticket) {
 	it := c.lookup(sh, m, key)
 	if it == nil {
 		c.misses.Add(1)
-		return nil, Ticket{sh: sh, seq: sh.seq}
+		return nil, Ticket{sh: sh, seq: sh.seq, epoch: c.rangeEpoch.Load()}
 	}
 	c.hits.Add(1)
 	return it, Ticket{}
@@ -196,7 +200,7 @@ func (c *Cache) put(t Ticket, isRange bool, key, hi []byte, it *item) {
 	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if t.sh != nil && t.seq != sh.seq {
+	if t.sh != nil && (t.seq != sh.seq || (isRange && t.epoch != c.rangeEpoch.Load())) {
 		return
 	}
 	if t.sh == nil {
@@ -222,12 +226,23 @@ func (c *Cache) Invalidate(key []byte) {
 		return
 	}
 	c.drop(c.shardOf(key), false, key)
-	if c.ranges.Load() == 0 || p.EqualityLen == nil {
+	if p.EqualityLen == nil || c.noRanges() {
 		return
 	}
 	if n, ok := p.EqualityLen(key); ok && n <= len(key) {
 		c.drop(c.shardOf(key[:n]), true, key[:n])
 	}
+}
+
+// noRanges reports that no range is held, so a write need not find its
+// key's range; it then moves rangeEpoch, and looks again, so that a
+// range filled meanwhile is either seen here or refused by the epoch.
+func (c *Cache) noRanges() bool {
+	if c.ranges.Load() != 0 {
+		return false
+	}
+	c.rangeEpoch.Add(1)
+	return c.ranges.Load() == 0
 }
 
 func (c *Cache) drop(sh *shard, isRange bool, key []byte) {

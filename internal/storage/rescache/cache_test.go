@@ -176,3 +176,16 @@ func TestSliceIter(t *testing.T) {
 		t.Fatal("last")
 	}
 }
+
+// A write while no range is held skips finding its key's range; a range
+// read that began before it still must not fill the cache.
+func TestRangeFillAfterAWriteWithNoRangesIsDropped(t *testing.T) {
+	c := newTest(1<<20, nil)
+	lo, hi := []byte("ab"), []byte("ac")
+	_, ticket, _ := c.GetRange(lo)
+	c.Invalidate([]byte("ab1"))
+	c.FillRange(lo, hi, nil, ticket)
+	if _, _, ok := c.GetRange(lo); ok {
+		t.Fatal("a range read before a write into it was kept")
+	}
+}
