@@ -49,9 +49,9 @@ var specDirsReplSet = []string{"index-management", "retryable-writes", "retryabl
 var specDirsThreeMembers = []string{"transactions", "transactions-convenient-api", "sessions"}
 
 // TestUnifiedSpec runs the unified spec directories against a standalone,
-// a one-member and a three-member replica set and fails on any case that fails and is not
-// on the skip list, and on any skip-list line that no longer matches a
-// failing case.
+// a one-member and a three-member replica set and fails on any case that
+// fails and is not on the skip list, and on any skip-list line that no
+// longer matches a failing case.
 func TestUnifiedSpec(t *testing.T) {
 	start := time.Now()
 	specs := specsDir(t)
