@@ -48,10 +48,10 @@ var specDirsReplSet = []string{"index-management", "retryable-writes", "retryabl
 // meets secondaries, replication and majority commits.
 var specDirsThreeMembers = []string{"transactions", "transactions-convenient-api", "sessions"}
 
-// TestUnifiedSpec runs the unified spec directories against a standalone
-// and a one-member replica set and fails on any case that fails and is not
-// on the skip list, and on any skip-list line that no longer matches a
-// failing case.
+// TestUnifiedSpec runs the unified spec directories against a standalone,
+// a one-member and a three-member replica set and fails on any case that
+// fails and is not on the skip list, and on any skip-list line that no
+// longer matches a failing case.
 func TestUnifiedSpec(t *testing.T) {
 	start := time.Now()
 	specs := specsDir(t)
@@ -247,7 +247,7 @@ func (r *specRunner) run(t *testing.T, uri, specs string, dirs []string) []caseR
 	t.Helper()
 	project := t.TempDir()
 	if err := layOutSpecs(specs, filepath.Join(project, "testdata", "specifications")); err != nil {
-		t.Fatal(err)
+		t.Fatalf("lay out the spec tests (run `make specs` after scripts/specs.sh changed): %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
