@@ -2,8 +2,6 @@ package integration
 
 import (
 	"context"
-	"net"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -33,17 +31,6 @@ func (a *ackedIDs) len() int {
 	return len(a.ids)
 }
 
-// startRouterProcess starts a router on addr and returns its process.
-func startRouterProcess(t *testing.T, configDB, addr, logPath string) *process {
-	t.Helper()
-	host, port, _ := net.SplitHostPort(addr)
-	p, err := startLogged(t, buildBinary(t), logPath, addr, "route", "--configdb", configDB, "--bind_ip", host, "--port", port)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // TestShardedReplicaShardFailover: a shard that is a replica set of three.
 // While retryable majority inserts go through the router, the shard's
 // primary is killed with SIGKILL: the router finds the new primary, and
@@ -55,8 +42,7 @@ func TestShardedReplicaShardFailover(t *testing.T) {
 	shard := startNamedReplSet(t, "shR", 3, "--shardsvr")
 	configDB := "cfg/" + config.addrs[0]
 	routerAddr := freePort(t)
-	logPath := filepath.Join(t.TempDir(), "route.log")
-	router := startRouterProcess(t, configDB, routerAddr, logPath)
+	router := startRouterProcess(t, configDB, routerAddr)
 	cl, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + routerAddr + "/").
 		SetWriteConcern(writeconcern.Majority()).SetServerSelectionTimeout(60 * time.Second).SetTimeout(60 * time.Second))
 	if err != nil {
@@ -72,7 +58,7 @@ func TestShardedReplicaShardFailover(t *testing.T) {
 	checkAcked(t, coll, acked)
 
 	router.kill9()
-	startRouterProcess(t, configDB, routerAddr, logPath)
+	startRouterProcess(t, configDB, routerAddr)
 	checkAcked(t, coll, acked)
 	if _, err := coll.InsertOne(ctxT(t), bson.D{{Key: "_id", Value: int32(1_000_000)}}); err != nil {
 		t.Fatalf("insert through the restarted router: %v", err)

@@ -50,7 +50,7 @@ func startRoutedCluster(t *testing.T) *routedCluster {
 func startRouter(t *testing.T, configDB string) string {
 	t.Helper()
 	addr := freePort(t)
-	startRouterProcess(t, configDB, addr, filepath.Join(t.TempDir(), "route.log"))
+	startRouterProcess(t, configDB, addr)
 	return addr
 }
 
