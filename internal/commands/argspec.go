@@ -34,6 +34,8 @@ const (
 	argString
 	// argArray is IDL's array<...>: the field's type, before its elements'.
 	argArray
+	// argTimestamp is IDL's timestamp.
+	argTimestamp
 )
 
 // argSpecs are the commands' fields as mongod 8.0's IDL types them (the
@@ -165,6 +167,39 @@ var argSpecs = map[string]map[string]argKind{
 	// src/mongo/db/query/getmore_command.idl: maxTimeMS is the await
 	// time here, a safeInt64, not the generic deadline.
 	"getMore": {"batchSize": argSafeInt64, "maxTimeMS": argSafeInt64},
+	// src/mongo/db/commands/txn_cmds.idl: recoveryToken is a
+	// TxnRecoveryToken struct, so an object.
+	"commitTransaction": {"commitTimestamp": argTimestamp, "recoveryToken": argObject},
+	"abortTransaction":  {},
+	// src/mongo/db/repl/apply_ops.idl (ApplyOpsCommandInfoBase); the
+	// command's own array is its handler's.
+	"applyOps": {
+		"allowAtomic": argBool, "alwaysUpsert": argBool, "preCondition": argArray,
+		"prepare": argBool, "partialTxn": argBool, "count": argSafeInt64,
+	},
+	// src/mongo/db/commands/query_cmd/bulk_write.idl: cursor is
+	// SimpleCursorOptions.
+	"bulkWrite": {
+		"ops": argArray, "nsInfo": argArray, "cursor": argObject, "bypassDocumentValidation": argSafeBool,
+		"ordered": argBool, "stmtId": argInt, "stmtIds": argArray, "let": argObject, "errorsOnly": argBool,
+	},
+	// src/mongo/db/coll_mod.idl: index, timeseries and
+	// changeStreamPreAndPostImages are structs (objects); validationLevel
+	// and validationAction are enums and expireAfterSeconds a variant
+	// (string or number), the handler's.
+	"collMod": {
+		"index": argObject, "validator": argObject, "viewOn": argString, "pipeline": argArray,
+		"recordPreImages": argSafeBool, "changeStreamPreAndPostImages": argObject, "timeseries": argObject,
+		"dryRun": argSafeBool, "cappedSize": argSafeInt64, "cappedMax": argSafeInt64,
+	},
+	// src/mongo/db/dbcommands.idl: scale's range is the handler's.
+	"dbStats": {"scale": argSafeInt64, "freeStorage": argSafeBool},
+	// src/mongo/db/drop_indexes.idl: index is a variant (string, array of
+	// strings or object) and collectionUUID a UUID, the handler's.
+	"dropIndexes": {"isTimeseriesNamespace": argBool},
+	// src/mongo/db/commands/query_cmd/explain.idl: verbosity is an enum
+	// over strings, so a string first; its values are the handler's.
+	"explain": {"verbosity": argString},
 }
 
 // helloArgs are hello's fields (src/mongo/db/repl/hello.idl).
@@ -187,14 +222,6 @@ func userArgs() map[string]argKind {
 // roleArgs are createRole's and updateRole's fields.
 func roleArgs() map[string]argKind {
 	return map[string]argKind{"privileges": argArray, "roles": argArray, "authenticationRestrictions": argArray}
-}
-
-// argsToDerive are the commands whose IDL types are not in argSpecs yet:
-// their handlers check their fields one by one, as before. The list only
-// shrinks; TestArgSpecsCoverEveryCommand keeps it honest.
-var argsToDerive = []string{
-	"abortTransaction", "applyOps", "bulkWrite", "collMod", "commitTransaction", "dbStats",
-	"dropIndexes", "explain",
 }
 
 // argsByHand are the commands with no IDL to derive from: mongod 8.0
@@ -298,6 +325,10 @@ func checkArgType(cmd, field string, v any, kind argKind) error {
 	case argArray:
 		if _, ok := v.(bson.A); !ok {
 			return wrongType(cmd, field, v, "array")
+		}
+	case argTimestamp:
+		if _, ok := v.(bson.Timestamp); !ok {
+			return wrongType(cmd, field, v, "timestamp")
 		}
 	}
 	return nil
