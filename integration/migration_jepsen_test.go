@@ -39,7 +39,8 @@ type jepsenSize struct {
 }
 
 func jepsenSizeFromEnv(t *testing.T) jepsenSize {
-	s := jepsenSize{run: 30 * time.Second, faults: 6, members: 1, seed: uint64(time.Now().UnixNano())}
+	// The CI size takes every kind of fault once.
+	s := jepsenSize{run: 40 * time.Second, faults: len(jepsenFaults()), members: 1, seed: uint64(time.Now().UnixNano())}
 	if v := os.Getenv("MAYFLY_MIGRATION_SECONDS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 10 {
@@ -92,6 +93,19 @@ func startJepsenCluster(t *testing.T, members int) *jepsenCluster {
 	c.routerLog = filepath.Join(t.TempDir(), "route.log")
 	c.startRouter(freePort(t))
 	return c
+}
+
+// disconnect closes the test's clients while every process still runs:
+// the processes restarted during the test are stopped first at cleanup,
+// and a client closed after them waits out its server selection timeout
+// to end its sessions.
+func (c *jepsenCluster) disconnect(cl *mongo.Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = cl.Disconnect(ctx)
+	for _, admin := range c.admins {
+		_ = admin.Disconnect(ctx)
+	}
 }
 
 func (c *jepsenCluster) startRouter(addr string) {
@@ -268,6 +282,7 @@ type jepsenRun struct {
 	scans      int
 	committed  int
 	aborted    int
+	failures   map[string]int // failed moves by error code name
 	faults     map[string]int
 	missed     map[string]int
 	versions   int // config.chunks polls
@@ -290,10 +305,12 @@ func (r *jepsenRun) anomaly(format string, args ...any) {
 func TestMigrationJepsen(t *testing.T) {
 	size := jepsenSizeFromEnv(t)
 	t.Logf("seed %d (MAYFLY_MIGRATION_SEED), run %v, %d faults, %d-member shards", size.seed, size.run, size.faults, size.members)
+	began := time.Now()
 	c := startJepsenCluster(t, size.members)
 	cl := c.client()
 	setUpJepsenCollection(t, c, cl)
-	run := &jepsenRun{faults: map[string]int{}, missed: map[string]int{}}
+	t.Logf("cluster up in %v", time.Since(began).Round(time.Millisecond))
+	run := &jepsenRun{faults: map[string]int{}, missed: map[string]int{}, failures: map[string]int{}}
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	coll := cl.Database("test").Collection(jepsenColl)
@@ -310,9 +327,13 @@ func TestMigrationJepsen(t *testing.T) {
 	stop()
 	wg.Wait()
 	heal(t, c, cl)
+	checked := time.Now()
 	checkJepsenEnd(t, c, cl, run)
+	t.Logf("end checks in %v", time.Since(checked).Round(time.Millisecond))
 	checkLinearizable(t, run, size.seed)
 	reportJepsen(t, run)
+	c.disconnect(cl)
+	t.Logf("whole test %v", time.Since(began).Round(time.Millisecond))
 }
 
 func setUpJepsenCollection(t *testing.T, c *jepsenCluster, cl *mongo.Client) {
@@ -542,10 +563,10 @@ func reportJepsen(t *testing.T, run *jepsenRun) {
 		}
 	}
 	t.Logf("register ops %v (%d unknown outcomes); durable inserts acked %d, expiring inserts acked %d; scans %d; "+
-		"migrations committed %d, failed %d; config.chunks polls %d; faults %v, missed their phase %v; anomalies %d",
-		kinds, unknown, len(run.acked), run.ttlAcked, run.scans, run.committed, run.aborted, run.versions,
+		"migrations committed %d, failed %d %v; config.chunks polls %d; faults %v, missed their phase %v; anomalies %d",
+		kinds, unknown, len(run.acked), run.ttlAcked, run.scans, run.committed, run.aborted, run.failures, run.versions,
 		run.faults, run.missed, len(run.anomalies))
-	if run.committed < 3 || run.scans < 10 || len(run.history) < 200 || len(run.acked) < 50 {
+	if run.committed < 2 || run.scans < 10 || len(run.history) < 200 || len(run.acked) < 50 {
 		t.Errorf("too little happened to prove anything: %d migrations, %d scans, %d register ops, %d durable inserts",
 			run.committed, run.scans, len(run.history), len(run.acked))
 	}

@@ -256,6 +256,7 @@ func runMigrationLoop(ctx context.Context, cl *mongo.Client, seed uint64, run *j
 			run.committed++
 		} else {
 			run.aborted++
+			run.failures[failureKind(err)]++
 		}
 		run.mu.Unlock()
 		time.Sleep(50 * time.Millisecond)
@@ -331,4 +332,14 @@ func topVersion(cs []shardmeta.Chunk) bson.Timestamp {
 		}
 	}
 	return top
+}
+
+// failureKind names a failed move by its server error code, for the
+// run's figures.
+func failureKind(err error) string {
+	var ce mongo.CommandError
+	if errors.As(err, &ce) {
+		return ce.Name
+	}
+	return "client error"
 }
