@@ -140,11 +140,13 @@ func (r *donorRun) details() bson.D {
 // commit was sent.
 func (r *donorRun) drive(ctx context.Context) error {
 	m := r.m
+	// The source is registered before the record exists: recovery takes
+	// a recorded migration without a source for a dead one and aborts it.
+	src := m.newCloneSource(r.rec, r.table.Pattern())
+	defer m.dropCloneSource(r.rec.ID)
 	if err := r.begin(); err != nil {
 		return err
 	}
-	src := m.newCloneSource(r.rec, r.table.Pattern())
-	defer m.dropCloneSource(r.rec.ID)
 	if err := src.start(); err != nil {
 		return r.abort(ctx, err)
 	}

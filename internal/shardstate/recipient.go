@@ -92,7 +92,10 @@ func (m *Migrations) RecvStart(req RecvRequest) error {
 // the commit or an abort stops it.
 func (m *Migrations) receive(ctx context.Context, rc *receiver) {
 	defer close(rc.done)
-	err := m.deleteUnowned(ctx, rc.req.Namespace, rc.req.Range, rc.pattern)
+	err := m.waitOverlappingDeletions(ctx, rc.req)
+	if err == nil {
+		err = m.deleteUnowned(ctx, rc.req.Namespace, rc.req.Range, rc.pattern)
+	}
 	if err == nil {
 		m.failPoint(ctx, failpoint.MigrationHangInClone)
 		err = m.clone(ctx, rc)
