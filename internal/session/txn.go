@@ -74,7 +74,16 @@ type Transaction struct {
 	Label       string
 	res         Resource
 	running     int // statements inside now
+	// interrupts stop the statements inside now (Attach); the reaper
+	// calls them with ErrLifetimeExceeded.
+	interrupts map[int64]func(error)
+	nextStmt   int64
 }
+
+// ErrLifetimeExceeded is the cause given to the statements running in a
+// transaction the reaper aborts: they fail with
+// TransactionExceededLifetimeLimitSeconds, as mongod's do.
+var ErrLifetimeExceeded = errors.New("session: transaction exceeded transactionLifetimeLimitSeconds")
 
 // Resource is the transaction's storage side.
 func (t *Transaction) Resource() Resource { return t.res }
@@ -138,6 +147,24 @@ func (ts *Transactions) Enter(st TxnStatement, open func() Resource) (*Transacti
 	}
 	cur.running++
 	return cur, nil
+}
+
+// Attach registers interrupt to stop a statement running in t when the
+// reaper aborts t; the statement calls detach once it is over.
+func (ts *Transactions) Attach(t *Transaction, interrupt func(error)) (detach func()) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if t.interrupts == nil {
+		t.interrupts = map[int64]func(error){}
+	}
+	t.nextStmt++
+	id := t.nextStmt
+	t.interrupts[id] = interrupt
+	return func() {
+		ts.mu.Lock()
+		defer ts.mu.Unlock()
+		delete(t.interrupts, id)
+	}
 }
 
 // Leave ends a statement Enter let in.
@@ -344,6 +371,9 @@ func (ts *Transactions) Reap(now time.Time) (next time.Time, any bool) {
 		switch {
 		case t.State == TxnInProgress && !now.Before(deadline):
 			ts.abortLocked(t)
+			for _, interrupt := range t.interrupts {
+				interrupt(ErrLifetimeExceeded)
+			}
 		case t.State == TxnInProgress:
 			if !any || deadline.Before(next) {
 				next, any = deadline, true
