@@ -78,6 +78,9 @@ func (h *Handler) enterTransaction(r *request) error {
 		r.txn = &inTransaction{stmt: stmt}
 		return nil
 	}
+	stmt.Client = session.TxnClient{Addr: r.conn.RemoteAddr(), ConnID: r.conn.ID()}
+	stmt.Client.LSID, _ = bsonutil.Marshal(lsidDoc(r))
+	stmt.ReadTimestamp = h.appliedTime()
 	state, err := h.txns.Enter(stmt, func() session.Resource {
 		x := h.deps.Store.BeginTxn()
 		if lsid, err := bsonutil.Marshal(lsidDoc(r)); err == nil {
@@ -90,6 +93,7 @@ func (h *Handler) enterTransaction(r *request) error {
 	}
 	r.txn = &inTransaction{state: state, store: state.Resource().(*docstore.Txn), stmt: stmt}
 	r.txn.detach = h.interruptOnExpiry(r, state)
+	h.showTransaction(r, state)
 	return nil
 }
 
