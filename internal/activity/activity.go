@@ -24,8 +24,11 @@ type Op struct {
 	Client  string // remote address, empty for internal work
 	ConnID  int64
 	Started time.Time
-	cancel  func() // stops the operation (killOp); nil for internal work
-	waiting bool   // see Registry.Wait
+	// Transaction reports the multi-document transaction the operation
+	// is a statement of, at now; nil outside one.
+	Transaction func(now time.Time) bson.D
+	cancel      func() // stops the operation (killOp); nil for internal work
+	waiting     bool   // see Registry.Wait
 }
 
 // Registry holds the operations in flight.
@@ -59,6 +62,15 @@ func (r *Registry) Begin(op Op) int64 {
 		r.lastClient.Store(op.Started.UnixNano())
 	}
 	return op.ID
+}
+
+// SetTransaction makes operation id show the transaction report gives.
+func (r *Registry) SetTransaction(id int64, report func(now time.Time) bson.D) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if op := r.ops[id]; op != nil {
+		op.Transaction = report
+	}
 }
 
 // End removes a finished operation.
@@ -157,6 +169,9 @@ func OpKind(name string) string {
 	return "command"
 }
 
+// ISOTime formats t as currentOp's times.
+func ISOTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+
 // Doc renders op as $currentOp reports it.
 func (op Op) Doc(now time.Time, host string) bson.D {
 	running := now.Sub(op.Started)
@@ -172,9 +187,12 @@ func (op Op) Doc(now time.Time, host string) bson.D {
 	if command == nil {
 		command = bson.D{}
 	}
+	if op.Transaction != nil {
+		d = append(d, bson.E{Key: "transaction", Value: op.Transaction(now)})
+	}
 	return append(d,
 		bson.E{Key: "active", Value: true},
-		bson.E{Key: "currentOpTime", Value: now.UTC().Format("2006-01-02T15:04:05.000Z07:00")},
+		bson.E{Key: "currentOpTime", Value: ISOTime(now)},
 		bson.E{Key: "opid", Value: int32(op.ID)},
 		bson.E{Key: "secs_running", Value: int64(running / time.Second)},
 		bson.E{Key: "microsecs_running", Value: running.Microseconds()},

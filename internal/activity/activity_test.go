@@ -4,6 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/clock"
 )
 
@@ -76,5 +79,29 @@ func TestOpKind(t *testing.T) {
 		if got := OpKind(name); got != kind {
 			t.Errorf("OpKind(%q) = %q, want %q", name, got, kind)
 		}
+	}
+}
+
+// TestOpShowsItsTransaction: an operation given a transaction report
+// shows it, rendered at the time currentOp asks; others show none.
+func TestOpShowsItsTransaction(t *testing.T) {
+	clk := clock.NewManual(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
+	r := NewRegistry(clk)
+	plain := r.Begin(Op{Client: "127.0.0.1:5000"})
+	inTxn := r.Begin(Op{Client: "127.0.0.1:5001"})
+	r.SetTransaction(inTxn, func(now time.Time) bson.D { return bson.D{{Key: "at", Value: now}} })
+	clk.Advance(time.Second)
+	docs := r.Docs(clk.Now(), "localhost")
+	shown := map[int32]any{}
+	for _, d := range docs {
+		id, _ := bsonutil.Field(d, "opid")
+		shown[id.(int32)], _ = bsonutil.Field(d, "transaction")
+	}
+	if shown[int32(plain)] != nil {
+		t.Fatalf("an operation outside a transaction shows %v", shown[int32(plain)])
+	}
+	want := bson.D{{Key: "at", Value: clk.Now()}}
+	if got, _ := shown[int32(inTxn)].(bson.D); len(got) != 1 || got[0] != want[0] {
+		t.Fatalf("the transaction's statement shows %v, want %v", shown[int32(inTxn)], want)
 	}
 }

@@ -126,7 +126,7 @@ func cmdCurrentOp(h *Handler, r *request) (bson.D, error) {
 			filter = append(filter, e)
 		}
 	}
-	out, err := h.pipelineOverDocs(bson.A{bson.D{{Key: "$match", Value: filter}}}, h.currentOpDocs())
+	out, err := h.pipelineOverDocs(bson.A{bson.D{{Key: "$match", Value: filter}}}, h.currentOpDocs(true))
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +164,7 @@ func (h *Handler) collectionlessAggregate(r *request, stages bson.A, batch int64
 	if r.db != "admin" {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "$currentOp must be run against the 'admin' database with {aggregate: 1}")
 	}
-	return h.runOverDocs(r, stages[1:], h.currentOpDocs(), batch)
+	return h.runOverDocs(r, stages[1:], h.currentOpDocs(wantsIdleSessions(first[0].Value)), batch)
 }
 
 // runOverDocs runs the stages after a collectionless first stage over the
@@ -198,9 +198,15 @@ func (h *Handler) pipelineOverDocs(stages bson.A, docs []bson.D) (aggregate.Iter
 	return p.Run(paging.Slice(docs...), aggregate.Standalone(h.deps.Clock.Now(), nil))
 }
 
-// currentOpDocs lists the operations in flight as $currentOp shows them.
-func (h *Handler) currentOpDocs() []bson.D {
-	return h.deps.Activity.Docs(h.deps.Clock.Now(), "localhost")
+// currentOpDocs lists the operations in flight as $currentOp shows them,
+// then the idle sessions in a transaction when idleSessions asks.
+func (h *Handler) currentOpDocs(idleSessions bool) []bson.D {
+	now := h.deps.Clock.Now()
+	docs := h.deps.Activity.Docs(now, "localhost")
+	if idleSessions && h.txns != nil {
+		docs = append(docs, h.idleSessionDocs(now, "localhost")...)
+	}
+	return docs
 }
 
 // killable makes r's context one killOp can end, and returns the func

@@ -9,6 +9,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/server"
+	"github.com/mayflydb/mayfly/internal/session"
 )
 
 // cmdKillOp stops the operation with currentOp's opid: its context ends,
@@ -36,11 +37,14 @@ func cmdKillOp(h *Handler, r *request) (bson.D, error) {
 }
 
 // interruptCause is mongod's error for an operation stopped other than by
-// maxTimeMS: at shutdown, by its client leaving, or by killOp.
+// maxTimeMS: at shutdown, by its client leaving, by its transaction's
+// expiry, or by killOp.
 func interruptCause(ctx context.Context) error {
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, server.ErrShuttingDown):
 		return mongoerr.New(mongoerr.InterruptedAtShutdown, "interrupted at shutdown")
+	case errors.Is(cause, session.ErrLifetimeExceeded):
+		return mongoerr.New(mongoerr.TransactionExceededLifetimeLimitSeconds, "operation was interrupted")
 	case errors.Is(cause, server.ErrClientDisconnected):
 		return mongoerr.New(mongoerr.ClientDisconnect, "operation was interrupted because a client disconnected")
 	}

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"context"
 	"errors"
 	"slices"
 
@@ -33,6 +34,8 @@ type inTransaction struct {
 	state *session.Transaction
 	store *docstore.Txn
 	stmt  session.TxnStatement
+	// detach ends the reaper's hold on the statement (Attach).
+	detach func()
 }
 
 // storeTxn is the docstore transaction a request's reads and writes go
@@ -75,6 +78,9 @@ func (h *Handler) enterTransaction(r *request) error {
 		r.txn = &inTransaction{stmt: stmt}
 		return nil
 	}
+	stmt.Client = session.TxnClient{Addr: r.conn.RemoteAddr(), ConnID: r.conn.ID()}
+	stmt.Client.LSID, _ = bsonutil.Marshal(lsidDoc(r))
+	stmt.ReadTimestamp = h.appliedTime()
 	state, err := h.txns.Enter(stmt, func() session.Resource {
 		x := h.deps.Store.BeginTxn()
 		if lsid, err := bsonutil.Marshal(lsidDoc(r)); err == nil {
@@ -86,6 +92,30 @@ func (h *Handler) enterTransaction(r *request) error {
 		return err
 	}
 	r.txn = &inTransaction{state: state, store: state.Resource().(*docstore.Txn), stmt: stmt}
+	r.txn.detach = h.interruptOnExpiry(r, state)
+	h.showTransaction(r, state)
+	return nil
+}
+
+// interruptOnExpiry lets the reaper stop r when it aborts r's
+// transaction, so that r fails with TransactionExceededLifetimeLimitSeconds
+// as mongod's statement does, and returns the func that releases r.
+func (h *Handler) interruptOnExpiry(r *request, state *session.Transaction) (detach func()) {
+	ctx, cancel := context.WithCancelCause(r.ctx)
+	r.ctx = ctx
+	release := h.txns.Attach(state, cancel)
+	return func() {
+		release()
+		cancel(nil)
+	}
+}
+
+// expiredDuring is the error of a statement that ran while the reaper
+// aborted its transaction, even if the statement did not stop for it.
+func expiredDuring(r *request) error {
+	if errors.Is(context.Cause(r.ctx), session.ErrLifetimeExceeded) {
+		return interruptCause(r.ctx)
+	}
 	return nil
 }
 
@@ -98,6 +128,11 @@ func (h *Handler) leaveTransaction(r *request, reply bson.D, err error) (bson.D,
 		return reply, err
 	}
 	h.txns.Leave(r.txn.state)
+	if expired := expiredDuring(r); expired != nil {
+		r.txn.detach()
+		return nil, expired
+	}
+	r.txn.detach()
 	if err == nil {
 		err = firstWriteError(reply)
 		if err == nil {

@@ -63,6 +63,20 @@ type TxnStatement struct {
 	Start bool
 	// ReadConcern is the level the first statement gave ("" for local).
 	ReadConcern string
+	// Client is who runs the statement, for currentOp's idle sessions.
+	Client TxnClient
+	// ReadTimestamp is the cluster time of the snapshot a starting
+	// statement opens (packed), for currentOp.
+	ReadTimestamp uint64
+}
+
+// TxnClient is the connection that last ran a statement of a
+// transaction, as currentOp shows an idle session's.
+type TxnClient struct {
+	Addr   string
+	ConnID int64
+	// LSID is the marshalled lsid document.
+	LSID []byte
 }
 
 // Transaction is one session's current transaction.
@@ -74,7 +88,22 @@ type Transaction struct {
 	Label       string
 	res         Resource
 	running     int // statements inside now
+	// interrupts stop the statements inside now (Attach); the reaper
+	// calls them with ErrLifetimeExceeded.
+	interrupts map[int64]func(error)
+	nextStmt   int64
+	// readTimestamp, client, activeSince and active are currentOp's
+	// (Report).
+	readTimestamp uint64
+	client        TxnClient
+	activeSince   time.Time
+	active        time.Duration
 }
+
+// ErrLifetimeExceeded is the cause given to the statements running in a
+// transaction the reaper aborts: they fail with
+// TransactionExceededLifetimeLimitSeconds, as mongod's do.
+var ErrLifetimeExceeded = errors.New("session: transaction exceeded transactionLifetimeLimitSeconds")
 
 // Resource is the transaction's storage side.
 func (t *Transaction) Resource() Resource { return t.res }
@@ -129,15 +158,43 @@ func (ts *Transactions) Enter(st TxnStatement, open func() Resource) (*Transacti
 			return nil, mongoerr.New(mongoerr.ConflictingOperationInProgress, "Only servers in a sharded cluster can start a new transaction at the active transaction number")
 		}
 		ts.abortLocked(cur)
-		cur = &Transaction{Number: st.Number, State: TxnInProgress, ReadConcern: st.ReadConcern, Started: ts.clock.Now(), Label: st.Label, res: open()}
+		cur = &Transaction{Number: st.Number, State: TxnInProgress, ReadConcern: st.ReadConcern, Started: ts.clock.Now(), Label: st.Label, res: open(), readTimestamp: st.ReadTimestamp}
 		ts.bySess[string(st.LSID)] = cur
 		ts.stats.TotalStarted++
 		ts.notify()
 	} else if err := continuable(st, cur); err != nil {
 		return nil, err
 	}
-	cur.running++
+	ts.markActive(cur, st.Client)
 	return cur, nil
+}
+
+// markActive counts a statement in: the transaction becomes active when
+// the first one enters.
+func (ts *Transactions) markActive(t *Transaction, client TxnClient) {
+	if t.running == 0 {
+		t.activeSince = ts.clock.Now()
+	}
+	t.running++
+	t.client = client
+}
+
+// Attach registers interrupt to stop a statement running in t when the
+// reaper aborts t; the statement calls detach once it is over.
+func (ts *Transactions) Attach(t *Transaction, interrupt func(error)) (detach func()) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if t.interrupts == nil {
+		t.interrupts = map[int64]func(error){}
+	}
+	t.nextStmt++
+	id := t.nextStmt
+	t.interrupts[id] = interrupt
+	return func() {
+		ts.mu.Lock()
+		defer ts.mu.Unlock()
+		delete(t.interrupts, id)
+	}
 }
 
 // Leave ends a statement Enter let in.
@@ -145,6 +202,9 @@ func (ts *Transactions) Leave(t *Transaction) {
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
 	t.running--
+	if t.running == 0 {
+		t.active += ts.clock.Now().Sub(t.activeSince)
+	}
 }
 
 // Fail aborts t after a statement failed: mongod aborts a transaction on
@@ -344,6 +404,9 @@ func (ts *Transactions) Reap(now time.Time) (next time.Time, any bool) {
 		switch {
 		case t.State == TxnInProgress && !now.Before(deadline):
 			ts.abortLocked(t)
+			for _, interrupt := range t.interrupts {
+				interrupt(ErrLifetimeExceeded)
+			}
 		case t.State == TxnInProgress:
 			if !any || deadline.Before(next) {
 				next, any = deadline, true

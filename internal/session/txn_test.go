@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -191,6 +192,26 @@ func TestReaperAbortsAtTheLifetimeLimit(t *testing.T) {
 	}
 	if _, err := ts.Enter(stmt(1, false), nil); codeOf(err) != mongoerr.NoSuchTransaction {
 		t.Fatalf("a statement after the reaper: %v, want NoSuchTransaction", err)
+	}
+}
+
+// TestReaperInterruptsRunningStatements: a statement inside the
+// transaction when the reaper aborts it is interrupted with
+// ErrLifetimeExceeded; one that detached before is not.
+func TestReaperInterruptsRunningStatements(t *testing.T) {
+	clk := clock.NewManual(txnT0)
+	ts := newTable(clk)
+	tx, _ := ts.Enter(stmt(1, true), func() Resource { return &fakeResource{} })
+	var running, finished []error
+	detach := ts.Attach(tx, func(err error) { finished = append(finished, err) })
+	detach()
+	ts.Attach(tx, func(err error) { running = append(running, err) })
+	if ts.Reap(clk.Now().Add(DefaultTxnLifetime - time.Nanosecond)); len(running) != 0 {
+		t.Fatalf("before the limit the statement was interrupted: %v", running)
+	}
+	ts.Reap(clk.Now().Add(DefaultTxnLifetime))
+	if len(running) != 1 || !errors.Is(running[0], ErrLifetimeExceeded) || len(finished) != 0 {
+		t.Fatalf("at the limit: running statement got %v, detached one %v; want ErrLifetimeExceeded once, nothing", running, finished)
 	}
 }
 
