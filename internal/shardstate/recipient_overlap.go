@@ -40,15 +40,12 @@ func (m *Migrations) waitOverlappingDeletions(ctx context.Context, req RecvReque
 	}
 }
 
-// overlapsOther reports whether a ready task of req's collection, other
-// than req's own, overlaps req's range. A pending task waits for its
-// migration's outcome, which a killed donor may leave unknown until it
-// recovers; waiting for it would refuse every move of the range until
-// then.
+// overlapsOther reports whether a task of req's collection, other than
+// req's own, overlaps req's range.
 func overlapsOther(tasks []migrate.RangeDeletion, req RecvRequest) bool {
 	own := migrate.RecipientTaskID(req.MigrationID)
 	for _, t := range tasks {
-		if t.ID != own && !t.Pending && t.Namespace == req.Namespace && t.Range.Overlaps(req.Range) {
+		if t.ID != own && t.Namespace == req.Namespace && t.Range.Overlaps(req.Range) {
 			return true
 		}
 	}
