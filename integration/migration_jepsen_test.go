@@ -129,7 +129,7 @@ func (c *jepsenCluster) client() *mongo.Client {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	c.t.Cleanup(func() { _ = cl.Disconnect(context.Background()) })
+	c.t.Cleanup(func() { disconnectSoon(cl) })
 	return cl
 }
 

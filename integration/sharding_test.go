@@ -63,14 +63,24 @@ func (c *routedCluster) client(opts ...*options.ClientOptions) *mongo.Client {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	c.t.Cleanup(func() { _ = cl.Disconnect(context.Background()) })
+	c.t.Cleanup(func() { disconnectSoon(cl) })
 	return cl
+}
+
+// disconnectSoon disconnects cl without waiting long for a server to end
+// its sessions on: a test may have stopped every member it knew, and the
+// driver's endSessions would otherwise wait out server selection (30 s a
+// client).
+func disconnectSoon(cl *mongo.Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = cl.Disconnect(ctx)
 }
 
 // shardColl is a collection read on one shard directly, past the router.
 func (c *routedCluster) shardColl(shard, db, coll string) *mongo.Collection {
 	cl := c.shards[shard].direct(0)
-	c.t.Cleanup(func() { _ = cl.Disconnect(context.Background()) })
+	c.t.Cleanup(func() { disconnectSoon(cl) })
 	return cl.Database(db).Collection(coll)
 }
 
