@@ -49,27 +49,20 @@ func kindOf(this bool) string {
 // is of runs seconds apart rather than of servers started minutes apart.
 func (m *modeRun) baselineSessionRounds(ctx context.Context) ([]*SessionsResult, error) {
 	var out []*SessionsResult
-	err := m.withServer(ctx, nameMayfly, func(this *server) error {
-		return m.withServer(ctx, nameBaseline, func(prev *server) error {
-			for _, s := range []*server{this, prev} {
-				if _, err := m.load(ctx, s, targetMongo, m.cfg.Sizes.Sessions); err != nil {
-					return err
-				}
+	err := m.withLoadedPair(ctx, nameMayfly, nameBaseline, func(this, prev *server) error {
+		for _, isThis := range baselineOrder(m.cfg.BaselineRounds * 2) {
+			s := prev
+			if isThis {
+				s = this
 			}
-			for _, isThis := range baselineOrder(m.cfg.BaselineRounds * 2) {
-				s := prev
-				if isThis {
-					s = this
-				}
-				res, err := m.sessionsRun(ctx, s, targetMongo, 0)
-				if err != nil {
-					return err
-				}
-				res.Server = kindOf(isThis)
-				out = append(out, res)
+			res, err := m.sessionsRun(ctx, s, targetMongo, 0)
+			if err != nil {
+				return err
 			}
-			return nil
-		})
+			res.Server = kindOf(isThis)
+			out = append(out, res)
+		}
+		return nil
 	})
 	if err != nil {
 		return out, fmt.Errorf("sessions, alternating with the previous build: %w", err)

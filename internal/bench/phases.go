@@ -90,6 +90,22 @@ func (m *modeRun) withServer(ctx context.Context, kind string, fn func(*server) 
 	return errors.Join(err, s.stop())
 }
 
+// withLoadedPair starts a server of each kind, preloads the sessions into
+// both, and runs fn with them, so that rounds alternating between the two
+// compare runs seconds apart rather than servers started minutes apart.
+func (m *modeRun) withLoadedPair(ctx context.Context, a, b string, fn func(sa, sb *server) error) error {
+	return m.withServer(ctx, a, func(sa *server) error {
+		return m.withServer(ctx, b, func(sb *server) error {
+			for _, s := range []*server{sa, sb} {
+				if _, err := m.load(ctx, s, targetMongo, m.cfg.Sizes.Sessions); err != nil {
+					return err
+				}
+			}
+			return fn(sa, sb)
+		})
+	})
+}
+
 // settleLimit bounds the wait for a server to go idle after a preload.
 const settleLimit = 15 * time.Second
 
@@ -154,26 +170,19 @@ func streamRoundStreams(n int) []int { return []int{0, n, n, 0, 0, n, n, 0} }
 // the same machine rather than of servers started minutes apart.
 func (m *modeRun) streamRounds(ctx context.Context) ([]*SessionsResult, error) {
 	var out []*SessionsResult
-	err := m.withServer(ctx, nameMayflyNoStreams, func(without *server) error {
-		return m.withServer(ctx, nameMayflyStreams, func(with *server) error {
-			for _, s := range []*server{without, with} {
-				if _, err := m.load(ctx, s, targetMongo, m.cfg.Sizes.Sessions); err != nil {
-					return err
-				}
+	err := m.withLoadedPair(ctx, nameMayflyNoStreams, nameMayflyStreams, func(without, with *server) error {
+		for _, streams := range streamRoundStreams(m.cfg.Sizes.Streams) {
+			s := without
+			if streams > 0 {
+				s = with
 			}
-			for _, streams := range streamRoundStreams(m.cfg.Sizes.Streams) {
-				s := without
-				if streams > 0 {
-					s = with
-				}
-				res, err := m.sessionsRun(ctx, s, targetMongo, streams)
-				if err != nil {
-					return err
-				}
-				out = append(out, res)
+			res, err := m.sessionsRun(ctx, s, targetMongo, streams)
+			if err != nil {
+				return err
 			}
-			return nil
-		})
+			out = append(out, res)
+		}
+		return nil
 	})
 	if err != nil {
 		return out, fmt.Errorf("sessions with streams: %w", err)
