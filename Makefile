@@ -7,11 +7,13 @@ STATICCHECK_VERSION ?= v0.8.2
 run:
 	$(GO) run ./cmd/mayfly
 
-# Every test: lint, unit and integration tests (real server on 127.0.0.1
-# driven by the Go driver, mongosh, the Node.js driver and pymongo), and a
+# Every test: lint, unit tests, integration tests (real server on
+# 127.0.0.1 driven by the Go driver, mongosh, the Node.js driver and
+# pymongo; two test processes at once, scripts/integration.sh), and a
 # short run of each fuzz target.
 test: lint clients specs
-	$(GO) test -count=1 -timeout 25m ./...
+	$(GO) test -count=1 -timeout 25m $$($(GO) list ./... | grep -v '/integration$$')
+	./scripts/integration.sh 2
 	$(MAKE) fuzz FUZZTIME=10s
 
 lint:
