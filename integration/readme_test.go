@@ -37,6 +37,11 @@ import (
 // line, and why.
 var readmeNotRunnable = map[string]string{
 	"go run ./cmd/mayfly          # serve on 127.0.0.1:27017, data in ./mayfly-data": "serves until stopped, and `make test` is the whole suite this test is part of",
+	// Each block runs alone; these two go on with the cluster the sharding
+	// recipe's block starts and stops. TestMigrations runs the same steps
+	// (BalancerSpreadsOntoNewShard: addShard, the balancer, removeShard).
+	"mayfly --shardsvr --replSet shB --port 27020 --dbpath shB &":                 "goes on with the sharding recipe's cluster; its steps run in TestMigrations",
+	`mongosh --quiet --port 27017 --eval 'db.adminCommand({removeShard: "shB"})'`: "goes on with the sharding recipe's cluster; its steps run in TestMigrations",
 }
 
 // readmeGoExamples maps a go block's package comment to the example file
