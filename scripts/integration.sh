@@ -36,10 +36,11 @@ for ((i = 0; i < n; i++)); do
 		echo "${names[*]}"
 	))\$"
 	(cd integration && ../.cache/integration.test -test.timeout 25m -test.run "$pattern" "$@" \
-		>"../.cache/integration-$i.log" 2>&1; echo $? >"../.cache/integration-$i.rc") &
+		>"../.cache/integration-$i.log" 2>&1 && echo 0 >"../.cache/integration-$i.rc" ||
+		echo 1 >"../.cache/integration-$i.rc") &
 	pids+=($!)
 done
-wait "${pids[@]}"
+wait "${pids[@]}" || true
 status=0
 for ((i = 0; i < n; i++)); do
 	rc=$(cat ".cache/integration-$i.rc")
