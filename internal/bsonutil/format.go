@@ -205,3 +205,18 @@ func FormatUUID(b []byte) string {
 	}
 	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
 }
+
+// StreamDouble is f as a C++ ostream prints it by default (six significant
+// digits; nan, inf and -inf in lower case), as mongod's messages show
+// numbers they stream.
+func StreamDouble(f float64) string {
+	switch {
+	case math.IsNaN(f):
+		return "nan"
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	}
+	return strconv.FormatFloat(f, 'g', 6, 64)
+}

@@ -1,9 +1,6 @@
 package commands
 
 import (
-	"math"
-	"strconv"
-
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
@@ -66,23 +63,9 @@ func deleteLimit(v any) (int, error) {
 		limit = bsonutil.ToFloat(v)
 	}
 	if limit != 0 && limit != 1 {
-		return 0, mongoerr.Newf(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %s", cppDouble(limit))
+		return 0, mongoerr.Newf(mongoerr.FailedToParse, "The limit field in delete objects must be 0 or 1. Got %s", bsonutil.StreamDouble(limit))
 	}
 	return int(limit), nil
-}
-
-// cppDouble is f as a C++ ostream prints it by default: six significant
-// digits, nan and inf in lower case.
-func cppDouble(f float64) string {
-	switch {
-	case math.IsNaN(f):
-		return "nan"
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	}
-	return strconv.FormatFloat(f, 'g', 6, 64)
 }
 
 func isDoc(v any) bool {

@@ -72,16 +72,7 @@ func isArrayIndex(part string) (int, bool) {
 // formatNumber renders a number as C++ streams a double (precision 6),
 // which MongoDB uses for "Invalid numerical type code" messages.
 func formatNumber(v any) string {
-	f := bsonutil.ToFloat(v)
-	switch {
-	case math.IsNaN(f):
-		return "nan"
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	}
-	return strconv.FormatFloat(f, 'g', 6, 64)
+	return bsonutil.StreamDouble(bsonutil.ToFloat(v))
 }
 
 // twoPow63 is 2^63 as a float64, the first double too large for an int64.
