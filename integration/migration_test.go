@@ -65,6 +65,7 @@ func TestMigrations(t *testing.T) {
 	t.Run("MoveChunkUnderLoad", func(t *testing.T) { testMoveChunkUnderLoad(t, c, cl) })
 	t.Run("MoveRangeAndSplit", func(t *testing.T) { testMoveRangeAndSplit(t, cl) })
 	t.Run("Refusals", func(t *testing.T) { testMigrationRefusals(t, cl) })
+	t.Run("RetryHistoryMoves", func(t *testing.T) { testRetryHistoryMoves(t, c) })
 	t.Run("ExpiryDuringMove", func(t *testing.T) { testExpiryDuringMove(t, c, cl) })
 	t.Run("KillDonorAtEachPhase", func(t *testing.T) { testKillDonorAtEachPhase(t, c, cl) })
 	t.Run("BalancerSpreadsOntoNewShard", func(t *testing.T) { testBalancerSpreads(t, c, cl) })

@@ -263,6 +263,7 @@ var argsByHand = map[string]string{
 	"_recvChunkStatus": "Mayfly's own migration protocol", "_recvChunkCommit": "Mayfly's own migration protocol",
 	"_recvChunkReleaseCritSec": "Mayfly's own migration protocol", "_recvChunkAbort": "Mayfly's own migration protocol",
 	"_migrateClone": "Mayfly's own migration protocol", "_transferMods": "Mayfly's own migration protocol",
+	"_getNextSessionMods":            "Mayfly's own migration protocol",
 	"_configsvrCommitChunkMigration": "Mayfly's own migration protocol",
 	"_configsvrCommitChunkSplit":     "Mayfly's own migration protocol",
 	"_configsvrBalancerStatus":       "Mayfly's own migration protocol",

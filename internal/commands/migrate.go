@@ -6,6 +6,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/migrate"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/session"
 	"github.com/mayflydb/mayfly/internal/shardstate"
 )
 
@@ -23,8 +24,9 @@ func migrationCommandRows() map[string]command {
 		"_recvChunkCommit":         {run: byMigrationID(recvChunkCommit), role: onPrimary, adminOnly: true},
 		"_recvChunkReleaseCritSec": {run: byMigrationID(recvChunkRelease), role: onPrimary, adminOnly: true},
 		"_recvChunkAbort":          {run: byMigrationID(recvChunkAbort), role: onPrimary, adminOnly: true},
-		"_migrateClone":            {run: byMigrationID(migrateClone), adminOnly: true},
-		"_transferMods":            {run: byMigrationID(transferMods), adminOnly: true},
+		"_migrateClone":            {run: byMigrationID(numberedPull((*shardstate.Migrations).MigrateClone, cloneAnswer)), adminOnly: true},
+		"_transferMods":            {run: byMigrationID(numberedPull((*shardstate.Migrations).TransferMods, modsAnswer)), adminOnly: true},
+		"_getNextSessionMods":      {run: byMigrationID(numberedPull((*shardstate.Migrations).NextSessionMods, sessionModsAnswer)), adminOnly: true},
 
 		"_configsvrCommitChunkMigration": {run: cmdConfigsvrCommitChunkMigration, role: onPrimary, adminOnly: true},
 		"_configsvrCommitChunkSplit":     {run: cmdConfigsvrCommitChunkSplit, role: onPrimary, adminOnly: true},
@@ -164,28 +166,37 @@ func recvChunkAbort(m *shardstate.Migrations, _ *request, id string) (bson.D, er
 	return bson.D{}, m.RecvAbort(id)
 }
 
-func migrateClone(m *shardstate.Migrations, r *request, id string) (bson.D, error) {
-	seq, err := requestSeq(r)
-	if err != nil {
-		return nil, err
+// numberedPull is a migration command that answers the next batch of a
+// pull numbered by its seq (the same seq again: the same batch), shaped
+// by answer.
+func numberedPull[T any](pull func(m *shardstate.Migrations, id string, seq int64) (T, error), answer func(T) bson.D) migrationCall {
+	return func(m *shardstate.Migrations, r *request, id string) (bson.D, error) {
+		seq, err := requestSeq(r)
+		if err != nil {
+			return nil, err
+		}
+		batch, err := pull(m, id, seq)
+		if err != nil {
+			return nil, err
+		}
+		return answer(batch), nil
 	}
-	docs, err := m.MigrateClone(id, seq)
-	if err != nil {
-		return nil, err
-	}
-	return bson.D{{Key: "objects", Value: migrationDocs(docs)}}, nil
 }
 
-func transferMods(m *shardstate.Migrations, r *request, id string) (bson.D, error) {
-	seq, err := requestSeq(r)
-	if err != nil {
-		return nil, err
-	}
-	mods, err := m.TransferMods(id, seq)
-	if err != nil {
-		return nil, err
-	}
-	return bson.D{{Key: "reload", Value: migrationDocs(mods.Reload)}, {Key: "deleted", Value: bson.A(mods.Deleted)}}, nil
+// cloneAnswer is a _migrateClone answer: the range's next documents.
+func cloneAnswer(docs []bson.D) bson.D {
+	return bson.D{{Key: "objects", Value: migrationDocs(docs)}}
+}
+
+// modsAnswer is a _transferMods answer: the writes since the last pull.
+func modsAnswer(mods shardstate.Mods) bson.D {
+	return bson.D{{Key: "reload", Value: migrationDocs(mods.Reload)}, {Key: "deleted", Value: bson.A(mods.Deleted)}}
+}
+
+// sessionModsAnswer is a _getNextSessionMods answer: the donor's next
+// retryable-write records, which move with the range.
+func sessionModsAnswer(stmts []session.MovedStmt) bson.D {
+	return bson.D{{Key: "stmts", Value: shardstate.SessionModsDoc(stmts)}}
 }
 
 // requestSeq reads the number a recipient gives each _migrateClone and

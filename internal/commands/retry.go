@@ -29,7 +29,7 @@ func (h *Handler) retryableWrite(r *request) (*session.Txn, error) {
 		return nil, err
 	}
 	return session.Begin(session.Write{Engine: h.deps.Store.Engine(), LSID: lsid, Label: label, Txn: txn, StmtIDs: ids, Now: h.deps.Clock.Now,
-		BeforeCommit: h.transactionalWriteCheck(r, label, txn)})
+		BeforeCommit: h.transactionalWriteCheck(r, label, txn), Migrated: h.deps.Migrations != nil})
 }
 
 // sessionTxnNumber reads txnNumber (ok: present) and the session it

@@ -23,6 +23,14 @@ import (
 //
 //	's' len(sessionID) sessionID 0x00                    → txnNumber(8) lastWriteMillis(8) firstStmt(4) lastStmt(4)
 //	's' len(sessionID) sessionID 0x01 txnNumber(8) stmt(4) → the statement's result (BSON)
+//	's' len(sessionID) sessionID 0x03                    → as 0x00, for records a chunk migration brought
+//	's' len(sessionID) sessionID 0x04 txnNumber(8) stmt(4) → as 0x01, for records a chunk migration brought
+//
+// A shard that receives a chunk receives the donor's records with it
+// (migrated.go), so that a retry the router sends to the new owner
+// answers the first attempt's result. They are kept apart from the
+// member's own, written only by the migration, so that installing them
+// never races with the session's writes here: a retry looks in both.
 //
 // A session's records of older txnNumbers are deleted when a newer one
 // writes, key by key over the statement range its head records (a range
@@ -30,6 +38,14 @@ import (
 // every new iterator then fragments again), and a session's records all
 // go once it has not written for Lifetime (Sweep, on the primary).
 const tagSession = byte(keyspace.Session)
+
+// The kinds of a session's records: the byte after the session id.
+const (
+	kindHead         = 0x00
+	kindStmt         = 0x01
+	kindMigratedHead = 0x03
+	kindMigratedStmt = 0x04
+)
 
 // Write names one retryable write command.
 type Write struct {
@@ -45,6 +61,9 @@ type Write struct {
 	// BeforeCommit, when set, runs as each statement's record joins its
 	// batch; its error fails the batch (a test fail point's hook).
 	BeforeCommit func() error
+	// Migrated says the member may hold records a chunk migration
+	// brought (a shard's member): a retry looks there too.
+	Migrated bool
 }
 
 // Txn is one retryable write command's session and txnNumber.
@@ -53,13 +72,17 @@ type Txn struct {
 	session []byte // the key prefix: tag, length, LSID
 	txn     int64
 	stmtIDs []int32
-	newer   bool      // the command's txnNumber had no records when it began: nothing to look up
-	stmts   stmtRange // statements recorded for txn, by every attempt
-	prev    *head     // the head a newer txn replaces, if any
-	retried bson.A    // the statement ids answered from records
-	label   string
-	now     func() time.Time
-	before  func() error // Write.BeforeCommit
+	// lookLocal and lookMigrated say where statements of txn were
+	// recorded when the command began: this member's records, a
+	// migration's. Neither: nothing to look up.
+	lookLocal, lookMigrated bool
+	migrated                bool      // Write.Migrated
+	stmts                   stmtRange // statements recorded for txn here, by every attempt
+	prev                    *head     // the head a newer txn replaces, if any
+	retried                 bson.A    // the statement ids answered from records
+	label                   string
+	now                     func() time.Time
+	before                  func() error // Write.BeforeCommit
 }
 
 // MaxLSID is the longest LSID the key layout holds (its length is one
@@ -74,7 +97,7 @@ func Begin(w Write) (*Txn, error) {
 	}
 	t := &Txn{
 		eng: w.Engine, session: append([]byte{tagSession, byte(len(w.LSID))}, w.LSID...),
-		txn: w.Txn, stmtIDs: w.StmtIDs, label: w.Label, now: w.Now, before: w.BeforeCommit,
+		txn: w.Txn, stmtIDs: w.StmtIDs, label: w.Label, now: w.Now, before: w.BeforeCommit, migrated: w.Migrated,
 	}
 	return t, t.checkOrder()
 }
@@ -110,26 +133,51 @@ func decodeHead(raw []byte) (head, bool) {
 	return h, true
 }
 
-// checkOrder refuses a txnNumber older than the session's last one.
+// checkOrder refuses a txnNumber older than the session's last one,
+// here or in the records a migration brought, and notes where a retry's
+// statements may be recorded.
 func (t *Txn) checkOrder() error {
-	raw, err := t.eng.Get(t.sessionPrefix(0))
-	if errors.Is(err, storage.ErrNotFound) {
-		t.newer = true
-		return nil
+	local, hasLocal, err := t.readHead(kindHead)
+	if err != nil {
+		return err
 	}
-	h, ok := decodeHead(raw)
-	if err != nil || !ok {
-		return fmt.Errorf("session: read session record (%d bytes): %w", len(raw), err)
+	var moved head
+	var hasMoved bool
+	if t.migrated {
+		if moved, hasMoved, err = t.readHead(kindMigratedHead); err != nil {
+			return err
+		}
+	}
+	for _, h := range []struct {
+		head
+		ok bool
+	}{{local, hasLocal}, {moved, hasMoved}} {
+		if h.ok && h.txn > t.txn {
+			return mongoerr.Newf(mongoerr.TransactionTooOld, "Retryable write with txnNumber %d is prohibited on session %s because a newer retryable write with txnNumber %d has already started on this session.", t.txn, t.label, h.txn)
+		}
 	}
 	switch {
-	case h.txn > t.txn:
-		return mongoerr.Newf(mongoerr.TransactionTooOld, "Retryable write with txnNumber %d is prohibited on session %s because a newer retryable write with txnNumber %d has already started on this session.", t.txn, t.label, h.txn)
-	case h.txn < t.txn:
-		t.newer, t.prev = true, &h
-	default:
-		t.stmts = h.stmts // a retry: keep the first attempt's range
+	case hasLocal && local.txn == t.txn:
+		t.lookLocal, t.stmts = true, local.stmts // a retry: keep the first attempt's range
+	case hasLocal:
+		t.prev = &local
 	}
+	t.lookMigrated = hasMoved && moved.txn == t.txn
 	return nil
+}
+
+// readHead reads the session's head record of kind (this member's or a
+// migration's); ok is false when there is none.
+func (t *Txn) readHead(kind byte) (h head, ok bool, err error) {
+	raw, err := t.eng.Get(t.sessionPrefix(kind))
+	if errors.Is(err, storage.ErrNotFound) {
+		return head{}, false, nil
+	}
+	h, ok = decodeHead(raw)
+	if err != nil || !ok {
+		return head{}, false, fmt.Errorf("session: read session record (%d bytes): %w", len(raw), err)
+	}
+	return h, true, nil
 }
 
 // maxPointDeletes bounds the statement records deleted key by key; a
@@ -143,7 +191,7 @@ func (t *Txn) dropPrevious(b storage.Batch) error {
 		return nil
 	}
 	if !p.stmts.any || int64(p.stmts.last)-int64(p.stmts.first) >= maxPointDeletes {
-		return b.DeleteRange(t.sessionPrefix(1), t.sessionPrefix(2))
+		return b.DeleteRange(t.sessionPrefix(kindStmt), t.sessionPrefix(kindStmt+1))
 	}
 	for id := int64(p.stmts.first); id <= int64(p.stmts.last); id++ {
 		if err := b.Delete(t.stmtKeyOf(p.txn, int32(id))); err != nil {
@@ -160,7 +208,15 @@ func (t *Txn) sessionPrefix(kind byte) []byte {
 func (t *Txn) stmtKey(stmt int32) []byte { return t.stmtKeyOf(t.txn, stmt) }
 
 func (t *Txn) stmtKeyOf(txn int64, stmt int32) []byte {
-	k := binary.BigEndian.AppendUint64(t.sessionPrefix(1), uint64(txn))
+	return stmtKeyIn(t.session, kindStmt, txn, stmt)
+}
+
+// stmtKeyIn is the key of statement stmt of txn among the session's
+// records of kind (kindStmt or kindMigratedStmt); session is the
+// session's key prefix.
+func stmtKeyIn(session []byte, kind byte, txn int64, stmt int32) []byte {
+	k := append(append(make([]byte, 0, len(session)+13), session...), kind)
+	k = binary.BigEndian.AppendUint64(k, uint64(txn))
 	return binary.BigEndian.AppendUint32(k, uint32(stmt))
 }
 
@@ -175,27 +231,34 @@ func (t *Txn) stmtID(i int) int32 {
 // statements before: each statement must then be looked up (Prior) before
 // it runs, so none runs in a group. A nil Txn (no retryable write) is no
 // retry.
-func (t *Txn) Retry() bool { return t != nil && !t.newer }
+func (t *Txn) Retry() bool { return t != nil && (t.lookLocal || t.lookMigrated) }
 
-// Prior returns the recorded result of statement i if it already ran, and
-// notes it among the retried statements.
+// Prior returns the recorded result of statement i if it already ran,
+// here or on the shard a migration brought the records from, and notes
+// it among the retried statements.
 func (t *Txn) Prior(i int) (bson.D, bool, error) {
-	if t == nil || t.newer {
+	if !t.Retry() {
 		return nil, false, nil
 	}
-	raw, err := t.eng.Get(t.stmtKey(t.stmtID(i)))
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, false, nil
+	for _, kind := range [...]byte{kindStmt, kindMigratedStmt} {
+		if (kind == kindStmt && !t.lookLocal) || (kind == kindMigratedStmt && !t.lookMigrated) {
+			continue
+		}
+		raw, err := t.eng.Get(stmtKeyIn(t.session, kind, t.txn, t.stmtID(i)))
+		if errors.Is(err, storage.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("session: read statement record: %w", err)
+		}
+		var d bson.D
+		if err := bson.Unmarshal(raw, &d); err != nil {
+			return nil, false, fmt.Errorf("session: decode statement record: %w", err)
+		}
+		t.retried = append(t.retried, t.stmtID(i))
+		return d, true, nil
 	}
-	if err != nil {
-		return nil, false, fmt.Errorf("session: read statement record: %w", err)
-	}
-	var d bson.D
-	if err := bson.Unmarshal(raw, &d); err != nil {
-		return nil, false, fmt.Errorf("session: decode statement record: %w", err)
-	}
-	t.retried = append(t.retried, t.stmtID(i))
-	return d, true, nil
+	return nil, false, nil
 }
 
 // Record returns the writes that record statement i into the batch that
@@ -227,7 +290,7 @@ func (t *Txn) Record(i int, result func() bson.D) func(storage.Batch) error {
 		h = binary.BigEndian.AppendUint64(h, uint64(t.now().UnixMilli()))
 		h = binary.BigEndian.AppendUint32(h, uint32(t.stmts.first))
 		h = binary.BigEndian.AppendUint32(h, uint32(t.stmts.last))
-		if err := b.Set(t.sessionPrefix(0), h); err != nil {
+		if err := b.Set(t.sessionPrefix(kindHead), h); err != nil {
 			return err
 		}
 		return b.Set(t.stmtKey(t.stmtID(i)), raw)
@@ -245,7 +308,8 @@ func (t *Txn) Retried() bson.A {
 
 // Sweep deletes the records of sessions that have not written for
 // Lifetime, through eng (on a replica set, the primary's writes
-// replicate the deletion). It returns how many sessions it removed.
+// replicate the deletion): this member's records and a migration's each
+// by their own head. It returns how many sessions' records it removed.
 func Sweep(eng storage.Engine, now time.Time) (int, error) {
 	stale, commits, err := staleSessions(eng, now.Add(-Lifetime))
 	if err != nil || len(stale)+len(commits) == 0 {
@@ -253,8 +317,8 @@ func Sweep(eng storage.Engine, now time.Time) (int, error) {
 	}
 	b := eng.NewBatch()
 	defer b.Close()
-	for _, p := range stale {
-		if err := b.DeleteRange(p, append(append([]byte(nil), p...), 0xff)); err != nil {
+	for _, r := range stale {
+		if err := b.DeleteRange(r[0], r[1]); err != nil {
 			return 0, err
 		}
 	}
@@ -266,9 +330,10 @@ func Sweep(eng storage.Engine, now time.Time) (int, error) {
 	return len(stale), b.Commit(false)
 }
 
-// staleSessions lists the key prefixes of sessions last written before
-// cutoff, and the transaction commit records older than it.
-func staleSessions(eng storage.Engine, cutoff time.Time) (stale, commits [][]byte, err error) {
+// staleSessions lists the key ranges of session records whose head was
+// last written before cutoff (a head and its statements), and the
+// transaction commit records older than it.
+func staleSessions(eng storage.Engine, cutoff time.Time) (stale [][2][]byte, commits [][]byte, err error) {
 	it, err := eng.NewIter([]byte{tagSession}, []byte{tagSession + 1})
 	if err != nil {
 		return nil, nil, err
@@ -280,12 +345,16 @@ func staleSessions(eng storage.Engine, cutoff time.Time) (stale, commits [][]byt
 			commits = append(commits, append([]byte(nil), k...))
 			continue
 		}
-		if len(k) < 2 || len(k) != 3+int(k[1]) || k[len(k)-1] != 0 || (len(v) != 16 && len(v) != 24) {
-			continue // a statement record, or not a session's head
+		if len(k) < 2 || len(k) != 3+int(k[1]) || (len(v) != 16 && len(v) != 24) {
+			continue // a statement record, or not a head
 		}
-		if int64(binary.BigEndian.Uint64(v[8:])) < cutoff.UnixMilli() {
-			stale = append(stale, append([]byte(nil), k[:len(k)-1]...))
+		kind := k[len(k)-1]
+		if (kind != kindHead && kind != kindMigratedHead) || int64(binary.BigEndian.Uint64(v[8:])) >= cutoff.UnixMilli() {
+			continue
 		}
+		from := append([]byte(nil), k...)
+		to := append(append([]byte(nil), k[:len(k)-1]...), kind+2) // the head and its statements
+		stale = append(stale, [2][]byte{from, to})
 	}
 	return stale, commits, it.Error()
 }

@@ -442,6 +442,7 @@ type cloneSource struct {
 	cloneSeq, modsSeq int64
 	lastClone         []bson.D
 	lastMods          Mods
+	sessions          sessionExport
 }
 
 // cloneBatch bounds the documents one _migrateClone or _transferMods

@@ -36,15 +36,17 @@ type receiver struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 
-	// cloneSeq and modsSeq number the requests to the donor, which
-	// answers a number again with the same batch (sendAttempts).
-	cloneSeq, modsSeq int64
+	// cloneSeq, modsSeq and sessionSeq number the requests to the donor,
+	// which answers a number again with the same batch.
+	cloneSeq, modsSeq, sessionSeq int64
 
 	mu       sync.Mutex
 	state    string // clone, catchup, steady, done, fail
 	err      error
 	cloned   int64
 	caughtUp int64
+	// sessionStmts counts the retryable-write records installed.
+	sessionStmts int64
 }
 
 // catchUpPoll is how often a steady recipient asks for new writes.
@@ -249,7 +251,8 @@ func (m *Migrations) RecvStatus(id string) bson.D {
 		{Key: "from", Value: rc.req.From}, {Key: "fromShardId", Value: rc.req.FromShard},
 		{Key: "min", Value: rc.req.Range.Min}, {Key: "max", Value: rc.req.Range.Max},
 		{Key: "state", Value: rc.state},
-		{Key: "counts", Value: bson.D{{Key: "cloned", Value: rc.cloned}, {Key: "catchup", Value: rc.caughtUp}}}}
+		{Key: "counts", Value: bson.D{{Key: "cloned", Value: rc.cloned}, {Key: "catchup", Value: rc.caughtUp},
+			{Key: "sessionStmts", Value: rc.sessionStmts}}}}
 	if rc.err != nil {
 		reply = append(reply, bson.E{Key: "errmsg", Value: rc.err.Error()})
 	}
@@ -279,10 +282,15 @@ func (m *Migrations) RecvCommit(ctx context.Context, id string) error {
 			return err
 		}
 		if n == 0 {
-			rc.set("done", nil)
-			return nil
+			break
 		}
 	}
+	if err := m.pullSessions(ctx, rc); err != nil {
+		rc.set("fail", err)
+		return err
+	}
+	rc.set("done", nil)
+	return nil
 }
 
 // RecvRelease answers _recvChunkReleaseCritSec: the migration committed,

@@ -1,0 +1,233 @@
+package session
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/mayflydb/mayfly/internal/storage"
+)
+
+// Retryable-write history moves with a chunk. The router sends a retry
+// to whichever shard owns the document when the retry comes; after a
+// migration that is the recipient, which must answer the first attempt's
+// result as the donor would have. In its critical section the donor
+// exports the statement records of every session's latest txnNumber (a
+// routed write's record does not say which document it wrote, and a
+// record of a document outside the range is never asked for on the
+// recipient: the router sends its retry elsewhere), and the recipient
+// imports them among its migrated records.
+
+// MovedStmt is one statement record on its way to another shard.
+type MovedStmt struct {
+	// LSID is the session's key id (lsid.id, then lsid.uid).
+	LSID []byte
+	Txn  int64
+	// LastWrite is when the session last wrote on the donor (unix
+	// milliseconds): the recipient sweeps the records a Lifetime later.
+	LastWrite int64
+	Stmt      int32
+	// Result is the statement's recorded result (BSON).
+	Result []byte
+}
+
+// ExportStmts reads the statement records of each session's latest
+// txnNumber, this member's and those a migration brought, in key order
+// from the key after `after` (nil: from the first), until about limit
+// bytes of results. next is where the following call goes on from; nil
+// when there is nothing after.
+func ExportStmts(r storage.Reader, after []byte, limit int) (stmts []MovedStmt, next []byte, err error) {
+	lower := []byte{tagSession}
+	if after != nil {
+		lower = append(bytes.Clone(after), 0)
+	}
+	it, err := r.NewIter(lower, []byte{tagSession + 1})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer it.Close()
+	var cur exportSession
+	size := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		prefix, kind, txn, stmt, isStmt := splitStmtKey(k)
+		if !isStmt {
+			continue
+		}
+		if !bytes.Equal(prefix, cur.prefix) {
+			if cur, err = latestOf(r, prefix); err != nil {
+				return nil, nil, err
+			}
+		}
+		if txn != cur.txn || (kind == kindStmt && !cur.local) || (kind == kindMigratedStmt && !cur.moved) {
+			continue // an older txnNumber's: no retry of it is accepted
+		}
+		v := it.Value()
+		stmts = append(stmts, MovedStmt{LSID: bytes.Clone(prefix[2:]), Txn: txn, LastWrite: cur.lastWrite, Stmt: stmt, Result: bytes.Clone(v)})
+		if size += len(v) + len(k); size >= limit {
+			return stmts, bytes.Clone(k), it.Error()
+		}
+	}
+	return stmts, nil, it.Error()
+}
+
+// exportSession is what ExportStmts takes of one session: its latest
+// txnNumber and which of its records hold it.
+type exportSession struct {
+	prefix       []byte
+	txn          int64
+	lastWrite    int64
+	local, moved bool
+}
+
+// latestOf reads the session's two heads and picks the newer txnNumber.
+func latestOf(r storage.Reader, prefix []byte) (exportSession, error) {
+	s := exportSession{prefix: bytes.Clone(prefix)}
+	local, hasLocal, err := readHeadAt(r, prefix, kindHead)
+	if err != nil {
+		return s, err
+	}
+	moved, hasMoved, err := readHeadAt(r, prefix, kindMigratedHead)
+	if err != nil {
+		return s, err
+	}
+	switch {
+	case hasLocal && (!hasMoved || local.txn >= moved.txn):
+		s.txn, s.lastWrite, s.local = local.txn, local.lastWrite, true
+		s.moved = hasMoved && moved.txn == local.txn
+		s.lastWrite = max(s.lastWrite, moved.lastWrite)
+	case hasMoved:
+		s.txn, s.lastWrite, s.moved = moved.txn, moved.lastWrite, true
+	}
+	return s, nil
+}
+
+// splitStmtKey parses a statement record's key; isStmt is false for any
+// other key under the tag.
+func splitStmtKey(k []byte) (prefix []byte, kind byte, txn int64, stmt int32, isStmt bool) {
+	if len(k) < 2 {
+		return nil, 0, 0, 0, false
+	}
+	n := 2 + int(k[1])
+	if len(k) != n+13 || (k[n] != kindStmt && k[n] != kindMigratedStmt) {
+		return nil, 0, 0, 0, false
+	}
+	return k[:n], k[n], int64(binary.BigEndian.Uint64(k[n+1:])), int32(binary.BigEndian.Uint32(k[n+9:])), true
+}
+
+// readHeadAt reads the session's head of kind, with when it last wrote.
+func readHeadAt(r storage.Reader, prefix []byte, kind byte) (storedHead, bool, error) {
+	raw, err := r.Get(append(bytes.Clone(prefix), kind))
+	if errors.Is(err, storage.ErrNotFound) {
+		return storedHead{}, false, nil
+	}
+	h, ok := decodeHead(raw)
+	if err != nil || !ok {
+		return storedHead{}, false, fmt.Errorf("session: read session record (%d bytes): %w", len(raw), err)
+	}
+	return storedHead{head: h, lastWrite: int64(binary.BigEndian.Uint64(raw[8:]))}, true, nil
+}
+
+// storedHead is a head record with its last write time.
+type storedHead struct {
+	head
+	lastWrite int64
+}
+
+// ImportStmts installs statement records another shard exported among
+// this member's migrated records, in one batch through eng (replicated
+// on a replica set). For each session the newest txnNumber wins: one
+// older than what this member holds is dropped, a newer one replaces the
+// migrated records of older ones, and the same one adds statements.
+func ImportStmts(eng storage.Engine, stmts []MovedStmt) error {
+	if len(stmts) == 0 {
+		return nil
+	}
+	b := eng.NewBatch()
+	defer b.Close()
+	heads := map[string]*importHead{}
+	for _, st := range stmts {
+		if len(st.LSID) > MaxLSID {
+			return fmt.Errorf("session: lsid of %d bytes, longer than %d", len(st.LSID), MaxLSID)
+		}
+		prefix := append([]byte{tagSession, byte(len(st.LSID))}, st.LSID...)
+		h, err := headForImport(eng, heads, prefix)
+		if err != nil {
+			return err
+		}
+		if err := h.add(b, st); err != nil {
+			return err
+		}
+	}
+	for _, h := range heads {
+		if err := h.write(b); err != nil {
+			return err
+		}
+	}
+	if err := b.Commit(true); err != nil {
+		return fmt.Errorf("session: install migrated records: %w", err)
+	}
+	return nil
+}
+
+// importHead is a session's migrated head as an import builds it.
+type importHead struct {
+	prefix  []byte
+	floor   int64 // this member's own txnNumber: older ones are not installed
+	head    storedHead
+	has     bool
+	changed bool
+}
+
+func headForImport(eng storage.Engine, heads map[string]*importHead, prefix []byte) (*importHead, error) {
+	if h, ok := heads[string(prefix)]; ok {
+		return h, nil
+	}
+	h := &importHead{prefix: prefix, floor: -1}
+	local, hasLocal, err := readHeadAt(eng, prefix, kindHead)
+	if err != nil {
+		return nil, err
+	}
+	if hasLocal {
+		h.floor = local.txn
+	}
+	if h.head, h.has, err = readHeadAt(eng, prefix, kindMigratedHead); err != nil {
+		return nil, err
+	}
+	heads[string(prefix)] = h
+	return h, nil
+}
+
+// add puts one statement record into the batch, if it is not older than
+// what the session holds here.
+func (h *importHead) add(b storage.Batch, st MovedStmt) error {
+	if st.Txn < h.floor || (h.has && st.Txn < h.head.txn) {
+		return nil
+	}
+	if h.has && st.Txn > h.head.txn {
+		// The migrated statements of an older txnNumber go first.
+		if err := b.DeleteRange(append(bytes.Clone(h.prefix), kindMigratedStmt), append(bytes.Clone(h.prefix), kindMigratedStmt+1)); err != nil {
+			return err
+		}
+	}
+	if !h.has || st.Txn > h.head.txn {
+		h.head, h.has = storedHead{head: head{txn: st.Txn}}, true
+	}
+	h.head.stmts.add(st.Stmt)
+	h.head.lastWrite = max(h.head.lastWrite, st.LastWrite)
+	h.changed = true
+	return b.Set(stmtKeyIn(h.prefix, kindMigratedStmt, st.Txn, st.Stmt), st.Result)
+}
+
+// write sets the session's migrated head, if the import changed it.
+func (h *importHead) write(b storage.Batch) error {
+	if !h.changed {
+		return nil
+	}
+	v := binary.BigEndian.AppendUint64(nil, uint64(h.head.txn))
+	v = binary.BigEndian.AppendUint64(v, uint64(h.head.lastWrite))
+	v = binary.BigEndian.AppendUint32(v, uint32(h.head.stmts.first))
+	v = binary.BigEndian.AppendUint32(v, uint32(h.head.stmts.last))
+	return b.Set(append(bytes.Clone(h.prefix), kindMigratedHead), v)
+}

@@ -1,0 +1,124 @@
+package shardstate
+
+import (
+	"context"
+	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/session"
+)
+
+// Retryable-write history moves with the range: in the critical
+// section, once the last writes are applied, the recipient pulls the
+// donor's statement records (_getNextSessionMods) and installs them
+// before the commit, so that a retry the router sends it afterwards
+// answers the donor's result instead of writing again. Which records,
+// and why all sessions' latest, is internal/session's (migrated.go).
+
+// sessionBatchBytes bounds the statement results one
+// _getNextSessionMods answer carries.
+const sessionBatchBytes = 4 << 20
+
+// sessionExport is the donor's position in its session records for one
+// migration, and its last answer, kept so that a request sent again
+// after a lost reply gets the same answer.
+type sessionExport struct {
+	after []byte
+	done  bool
+	seq   int64
+	last  []session.MovedStmt
+}
+
+// NextSessionMods answers _getNextSessionMods number seq: the next
+// statement records of the donor's sessions; an empty answer ends them.
+func (m *Migrations) NextSessionMods(id string, seq int64) ([]session.MovedStmt, error) {
+	src, err := m.cloneSource(id)
+	if err != nil {
+		return nil, err
+	}
+	src.mu.Lock()
+	defer src.mu.Unlock()
+	ex := &src.sessions
+	if seq == ex.seq {
+		return ex.last, nil
+	}
+	var stmts []session.MovedStmt
+	if !ex.done {
+		var next []byte
+		stmts, next, err = session.ExportStmts(m.opts.Store.Engine(), ex.after, sessionBatchBytes)
+		if err != nil {
+			return nil, fmt.Errorf("shardstate: read the session records for migration %s: %w", id, err)
+		}
+		ex.after, ex.done = next, next == nil
+	}
+	ex.seq, ex.last = seq, stmts
+	return stmts, nil
+}
+
+// SessionModsDoc is the statement records as _getNextSessionMods
+// answers them.
+func SessionModsDoc(stmts []session.MovedStmt) bson.A {
+	out := make(bson.A, len(stmts))
+	for i, st := range stmts {
+		out[i] = bson.D{{Key: "lsid", Value: bson.Binary{Data: st.LSID}}, {Key: "txnNumber", Value: st.Txn},
+			{Key: "lastWrite", Value: st.LastWrite}, {Key: "stmtId", Value: st.Stmt},
+			{Key: "result", Value: bson.Binary{Data: st.Result}}}
+	}
+	return out
+}
+
+// pullSessions installs the donor's statement records, until it has no
+// more. A request whose reply was lost is sent again with its number
+// (rc.sessionSeq goes back one), so no batch is skipped.
+func (m *Migrations) pullSessions(ctx context.Context, rc *receiver) error {
+	for ctx.Err() == nil {
+		rc.sessionSeq++
+		reply, err := runOn(ctx, m.opts.Client, rc.req.From, "admin", bson.D{{Key: "_getNextSessionMods", Value: rc.req.MigrationID},
+			{Key: "seq", Value: rc.sessionSeq}})
+		if err != nil {
+			rc.sessionSeq--
+			return err
+		}
+		stmts, err := movedStmts(reply)
+		if err != nil {
+			return err
+		}
+		if len(stmts) == 0 {
+			return nil
+		}
+		if err := session.ImportStmts(m.opts.Store.Engine(), stmts); err != nil {
+			return fmt.Errorf("shardstate: install the session records of migration %s: %w", rc.req.MigrationID, err)
+		}
+		rc.mu.Lock()
+		rc.sessionStmts += int64(len(stmts))
+		rc.mu.Unlock()
+	}
+	return ctx.Err()
+}
+
+// movedStmts reads a _getNextSessionMods answer.
+func movedStmts(reply bson.D) ([]session.MovedStmt, error) {
+	v, _ := bsonFieldAny(reply, "stmts")
+	arr, _ := v.(bson.A)
+	out := make([]session.MovedStmt, 0, len(arr))
+	for _, x := range arr {
+		raw, err := bson.Marshal(x)
+		if err != nil {
+			return nil, err
+		}
+		var st struct {
+			LSID      bson.Binary `bson:"lsid"`
+			Txn       int64       `bson:"txnNumber"`
+			LastWrite int64       `bson:"lastWrite"`
+			Stmt      int32       `bson:"stmtId"`
+			Result    bson.Binary `bson:"result"`
+		}
+		if err := bson.Unmarshal(raw, &st); err != nil {
+			return nil, mongoerr.Newf(mongoerr.FailedToParse, "a _getNextSessionMods answer: %v", err)
+		}
+		out = append(out, session.MovedStmt{LSID: st.LSID.Data, Txn: st.Txn, LastWrite: st.LastWrite, Stmt: st.Stmt, Result: st.Result.Data})
+	}
+	return out, nil
+}
