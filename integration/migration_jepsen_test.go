@@ -1,12 +1,15 @@
 package integration
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -287,6 +290,16 @@ type jepsenRun struct {
 	missed     map[string]int
 	versions   int // config.chunks polls
 	next       atomic.Int64
+	// events are the moves and faults, with their wall-clock times, for
+	// the report of a failing run.
+	events []string
+}
+
+// event notes a move or a fault for the report of a failing run.
+func (r *jepsenRun) event(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, time.Now().UTC().Format("15:04:05.000")+" "+fmt.Sprintf(format, args...))
 }
 
 func (r *jepsenRun) anomaly(format string, args ...any) {
@@ -371,6 +384,7 @@ func runNemesis(t *testing.T, c *jepsenCluster, cl *mongo.Client, size jepsenSiz
 			run.missed[f.name]++
 		}
 		run.mu.Unlock()
+		run.event("fault %s (at its phase: %v)", f.name, ok)
 		t.Logf("%v: fault %s (at its phase: %v)", time.Since(start).Round(time.Millisecond), f.name, ok)
 	}
 	time.Sleep(time.Until(start.Add(size.run)))
@@ -544,8 +558,41 @@ func checkLinearizable(t *testing.T, run *jepsenRun, seed uint64) {
 		t.Errorf("saving the history in %s: %v", dir, err)
 	}
 	t.Errorf("seed %d: porcupine %s, %d anomalies; history and visualisation in %s", seed, res, len(run.anomalies), dir)
+	if res != porcupine.Ok {
+		reportIllegalKeys(t, run)
+	}
 	for _, a := range run.anomalies {
 		t.Errorf("anomaly: %s", a)
+	}
+}
+
+// reportIllegalKeys prints, for the first keys whose history is not
+// linearizable, each operation with its wall-clock times, then the moves
+// and faults of the run, so that a failure in CI says what happened
+// around it.
+func reportIllegalKeys(t *testing.T, run *jepsenRun) {
+	reported := 0
+	for _, ops := range casModel.Partition(run.history) {
+		if reported == 2 || porcupine.CheckOperations(casModel, ops) {
+			continue
+		}
+		reported++
+		slices.SortFunc(ops, func(a, b porcupine.Operation) int { return cmp.Compare(a.Call, b.Call) })
+		key := ops[0].Input.(casInput).Key
+		h, _ := shardkey.Hash(key)
+		t.Logf("key %d (hashed %d) is not linearizable; its %d operations:", key, h, len(ops))
+		for _, op := range ops {
+			ret := "never"
+			if op.Return != math.MaxInt64 {
+				ret = time.Unix(0, op.Return).UTC().Format("15:04:05.000")
+			}
+			t.Logf("  %s–%s client %d: %s", time.Unix(0, op.Call).UTC().Format("15:04:05.000"), ret, op.ClientId,
+				casModel.DescribeOperation(op.Input, op.Output))
+		}
+	}
+	t.Logf("moves and faults:")
+	for _, e := range run.events {
+		t.Logf("  %s", e)
 	}
 }
 

@@ -249,8 +249,11 @@ func runMigrationLoop(ctx context.Context, cl *mongo.Client, seed uint64, run *j
 				{Key: "min", Value: ch.Min}, {Key: "max", Value: bson.D{{Key: "_id", Value: lo/2 + hi/2}}}}
 		}
 		moveCtx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+		began := time.Now()
 		err = admin.RunCommand(moveCtx, cmd).Err()
 		cancel()
+		run.event("%s [%v, %v) %s→%s began %s: %v", cmd[0].Key, ch.Min, ch.Max, ch.Shard, otherShard(ch.Shard),
+			began.UTC().Format("15:04:05.000"), errOrOK(err))
 		run.mu.Lock()
 		if err == nil {
 			run.committed++
@@ -261,6 +264,13 @@ func runMigrationLoop(ctx context.Context, cl *mongo.Client, seed uint64, run *j
 		run.mu.Unlock()
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+func errOrOK(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return err.Error()
 }
 
 // routedChunks reads test.jep's chunks through the router, in key order.

@@ -39,6 +39,7 @@ func (a *App) newMigrationWork(shard *shardstate.State) error {
 			State: shard, Store: a.store, Feed: a.changes.feed, Client: a.configClient, Clock: a.cfg.Clock,
 			Logger: a.cfg.Logger, Self: self, IsPrimary: a.backgroundWrites, FailPoints: w.failPoints,
 			CleanupDelay: func() time.Duration { return time.Duration(w.cleanupDelay.Load()) * time.Second },
+			Barrier:      a.logBarrier,
 		})
 	case a.cfg.ClusterRole == RoleConfigServer:
 		client, err := a.newClusterClient()
@@ -50,6 +51,15 @@ func (a *App) newMigrationWork(shard *shardstate.State) error {
 			Logger: a.cfg.Logger, IsPrimary: a.backgroundWrites, Self: self})
 	}
 	return nil
+}
+
+// logBarrier waits until every write proposed on this member is
+// applied; a standalone member's writes are applied when they return.
+func (a *App) logBarrier(ctx context.Context) error {
+	if a.rs == nil {
+		return nil
+	}
+	return a.rs.Barrier(ctx)
 }
 
 // registerMigrationParams adds orphanCleanupDelaySecs.

@@ -290,13 +290,28 @@ func (r *donorRun) commit(ctx context.Context) (committed bool, err error) {
 			return true, nil
 		}
 		if !isUnanswered(err) && !retriableConfigError(err) {
-			return false, nil
+			return r.answeredRefusal(ctx, err)
 		}
 		if !m.sleep(ctx, time.Duration(attempt+1)*200*time.Millisecond) {
 			break
 		}
 	}
 	return false, fmt.Errorf("shardstate: commit of migration %s: %w", r.rec.ID, err)
+}
+
+// answeredRefusal decides a commit the config primary answered with an
+// error: by who owns the range on the config servers now, since an
+// answer does not prove the commit was not applied (a first attempt
+// whose reply was lost, then a refusal of the retry). Not knowing, the
+// outcome stays unknown and recovery decides it.
+func (r *donorRun) answeredRefusal(ctx context.Context, refusal error) (committed bool, err error) {
+	switch r.m.outcome(ctx, r.rec) {
+	case migrate.OutcomeRecipientOwns:
+		return true, nil
+	case migrate.OutcomeDonorOwns:
+		return false, nil
+	}
+	return false, fmt.Errorf("shardstate: commit of migration %s refused (%w), and the owner is not known", r.rec.ID, refusal)
 }
 
 // retriableConfigError is an answer that says nothing of the commit: the

@@ -39,6 +39,10 @@ type MigrationOptions struct {
 	// CleanupDelay is orphanCleanupDelaySecs: how long a donor keeps a
 	// range it gave away before deleting it.
 	CleanupDelay func() time.Duration
+	// Barrier waits until every write proposed so far is applied (a
+	// replica set member's no-op through its log); nil where writes
+	// apply before their command returns.
+	Barrier func(ctx context.Context) error
 }
 
 // Migrations is a shard member's side of chunk migration: the donor's
@@ -125,9 +129,28 @@ func (m *Migrations) sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// enterCriticalSection stops new routed commands on ns and waits for
-// those in flight to end.
+// enterCriticalSection stops new routed commands on ns, waits for those
+// in flight to end, then for every write they proposed to apply: a
+// command that stopped waiting for its write (its client went away)
+// ends while the write may still be on its way through the log, and it
+// must reach the last pull, with its retry record, or never land.
 func (m *Migrations) enterCriticalSection(ctx context.Context, ns string) error {
+	if err := m.drainRouted(ctx, ns); err != nil {
+		return err
+	}
+	if m.opts.Barrier == nil {
+		return nil
+	}
+	if err := m.opts.Barrier(ctx); err != nil {
+		m.leaveCriticalSection(ns)
+		return fmt.Errorf("shardstate: entering the critical section of %s: the log barrier: %w", ns, err)
+	}
+	return nil
+}
+
+// drainRouted stops new routed commands on ns and waits for those in
+// flight to end.
+func (m *Migrations) drainRouted(ctx context.Context, ns string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.critical[ns] = true
