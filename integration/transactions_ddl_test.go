@@ -331,3 +331,38 @@ func wantConcurrentCreateConflicts(t *testing.T, db *mongo.Database) {
 		}
 	}
 }
+
+// TestTransactionDDLReplicates: on three members, a collection created in
+// a transaction with an index and a document reaches the secondaries at
+// the commit whole: listed, indexed, counted, with equal dbHash.
+func TestTransactionDDLReplicates(t *testing.T) {
+	rs := startReplSet(t, 3)
+	db := rs.client().Database("txnddl")
+	sctx, sess := inTransaction(t, db.Client(), nil)
+	if err := db.RunCommand(sctx, bson.D{{Key: "createIndexes", Value: "replicated"}, {Key: "indexes", Value: bson.A{
+		bson.D{{Key: "key", Value: bson.D{{Key: "x", Value: 1}}}, {Key: "name", Value: "x_1"}}}}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Collection("replicated").InsertOne(sctx, bson.D{{Key: "_id", Value: 1}, {Key: "x", Value: 7}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.CommitTransaction(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	rs.waitSameHash("txnddl", 20*time.Second)
+	primary := rs.waitPrimary(-1, 20*time.Second)
+	for i := range rs.addrs {
+		if i == primary {
+			continue
+		}
+		coll := rs.direct(i).Database("txnddl").Collection("replicated")
+		specs, err := coll.Indexes().ListSpecifications(ctxT(t))
+		if err != nil || len(specs) != 2 || specs[1].Name != "x_1" {
+			t.Fatalf("member %d's indexes: %v, %v", i, specs, err)
+		}
+		n, err := coll.CountDocuments(ctxT(t), bson.D{{Key: "x", Value: 7}})
+		if err != nil || n != 1 {
+			t.Fatalf("member %d counts %d documents (%v), want 1", i, n, err)
+		}
+	}
+}
