@@ -136,7 +136,7 @@ func (h *Handler) planAggregate(r *request, coll string, p *aggregate.Pipeline) 
 		return nil, nil, err
 	}
 	hint, _ := bsonutil.Field(r.body, "hint")
-	c := h.deps.Store.Collection(r.db, coll)
+	c := h.collection(r, r.db, coll)
 	ex, provided, err := h.executor().PlanAggregate(h.readOp(r, coll), c, p, cn, hint)
 	if err != nil {
 		return nil, nil, err
@@ -165,7 +165,7 @@ func newAggEnv(h *Handler, r *request, coll string) *aggEnv {
 }
 
 func (e *aggEnv) Collection(name string) (aggregate.Iterator, error) {
-	c := e.h.deps.Store.Collection(e.db, name)
+	c := collectionIn(e.h.deps.Store, e.txn, e.db, name)
 	if c == nil {
 		return paging.Slice(), nil
 	}

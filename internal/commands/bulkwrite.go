@@ -173,7 +173,7 @@ func (b *bulkWrite) insert(i int, r *request, coll string, op bson.D, opt docsto
 	doc, err := insertedDoc(op)
 	var c *docstore.Collection
 	if err == nil {
-		c, _, err = b.h.deps.Store.GetOrCreate(r.db, coll)
+		c, _, err = b.h.getOrCreate(r, r.db, coll)
 	}
 	if err == nil {
 		err = c.Insert(doc, writeops.Recorded(b.runner.Txn, opt, i, writeops.RecordN(1)))

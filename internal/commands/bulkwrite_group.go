@@ -128,7 +128,7 @@ func (b *bulkWrite) insertTarget(ns any) (*docstore.Collection, docstore.WriteOp
 	if err != nil {
 		return nil, docstore.WriteOptions{}, false
 	}
-	c, _, err := b.h.deps.Store.GetOrCreate(db, coll)
+	c, _, err := b.h.getOrCreate(b.r, db, coll)
 	return c, b.runner.Opt, err == nil
 }
 

@@ -103,6 +103,9 @@ var createOptionsUnsupported = []string{
 }
 
 func cmdCreate(h *Handler, r *request) (bson.D, error) {
+	if err := refuseDDLReadConcern(r); err != nil {
+		return nil, err
+	}
 	name, err := collectionArg(r)
 	if err != nil {
 		return nil, err
@@ -111,6 +114,9 @@ func cmdCreate(h *Handler, r *request) (bson.D, error) {
 		return nil, err
 	}
 	if err := docstore.ValidateUserCreate(r.db, name); err != nil {
+		return nil, err
+	}
+	if err := refuseCreateInTransaction(r, name); err != nil {
 		return nil, err
 	}
 	if _, ok := bsonutil.Field(r.body, "viewOn"); ok {
@@ -140,8 +146,7 @@ func cmdCreate(h *Handler, r *request) (bson.D, error) {
 	if _, err := ddl.CreateTimeseries(r.body, &opt); err != nil {
 		return nil, err
 	}
-	_, err = h.deps.Store.CreateCollection(r.db, name, opt)
-	return bson.D{}, err
+	return bson.D{}, h.createCollection(r, name, opt)
 }
 
 func createOptions(r *request) (docstore.CreateOptions, error) {
@@ -259,6 +264,9 @@ func checkRenameNamespaces(fromDB, fromColl, toDB, toColl string) error {
 }
 
 func cmdCreateIndexes(h *Handler, r *request) (bson.D, error) {
+	if err := refuseDDLReadConcern(r); err != nil {
+		return nil, err
+	}
 	name, err := collectionArg(r)
 	if err != nil {
 		return nil, err
@@ -280,6 +288,9 @@ func cmdCreateIndexes(h *Handler, r *request) (bson.D, error) {
 	if err := docstore.ValidateUserWrite(r.db, name); err != nil {
 		return nil, err
 	}
+	if err := refuseSystemIndexesInTransaction(r, name); err != nil {
+		return nil, err
+	}
 	ixs, err := ddl.IndexSpecs(specs, h.defaultCollation(r.db, name))
 	if err != nil {
 		return nil, err
@@ -287,7 +298,7 @@ func cmdCreateIndexes(h *Handler, r *request) (bson.D, error) {
 	if err := h.refuseView(r.db, name); err != nil {
 		return nil, err
 	}
-	c, created, err := h.deps.Store.GetOrCreate(r.db, name)
+	c, created, err := h.getOrCreate(r, r.db, name)
 	if err != nil {
 		return nil, err
 	}
@@ -297,11 +308,7 @@ func cmdCreateIndexes(h *Handler, r *request) (bson.D, error) {
 	if err := timeseries.CheckNewIndexes(c.Meta(), ixs); err != nil {
 		return nil, err
 	}
-	res, err := c.CreateIndexesContext(r.ctx, ixs)
-	if err != nil {
-		return nil, interruptionOr(r.ctx, err)
-	}
-	return createIndexesReply(res, created), nil
+	return h.createIndexesIn(r, c, ixs, created)
 }
 
 func createIndexesReply(res docstore.CreateIndexesResult, created bool) bson.D {

@@ -71,7 +71,7 @@ func cmdDistinct(h *Handler, r *request) (bson.D, error) {
 		values, err := h.distinctOnView(r, v, key, q)
 		return bson.D{{Key: "values", Value: values}}, err
 	}
-	values, err := h.executor().Distinct(h.readOp(r, name), h.deps.Store.Collection(r.db, name), key, q, hint, coll)
+	values, err := h.executor().Distinct(h.readOp(r, name), h.collection(r, r.db, name), key, q, hint, coll)
 	if err != nil {
 		return nil, err
 	}

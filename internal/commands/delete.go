@@ -65,7 +65,7 @@ func (h *Handler) deleteStatement(r *request, a writeArgs, lv *letScope, s bson.
 		return 0, err
 	}
 	f = f.Guarded(newGuard(r.ctx))
-	c := h.deps.Store.Collection(r.db, a.coll)
+	c := h.collection(r, r.db, a.coll)
 	if c == nil {
 		return 0, nil
 	}

@@ -146,7 +146,7 @@ func cmdFind(h *Handler, r *request) (bson.D, error) {
 		}
 		return h.findOnView(r, a, v)
 	}
-	c := h.deps.Store.Collection(r.db, a.coll)
+	c := h.collection(r, r.db, a.coll)
 	if c == nil {
 		return cursorDoc(0, ns, "firstBatch", bson.A{}), nil
 	}

@@ -143,7 +143,7 @@ func cmdFindAndModify(h *Handler, r *request) (bson.D, error) {
 		return h.famRetried(a, prior)
 	}
 	op := h.writeOp(r)
-	if c := h.deps.Store.Collection(r.db, a.coll); c != nil {
+	if c := h.collection(r, r.db, a.coll); c != nil {
 		found, err := op.FindAndModify(c, a.write(h.refreshesOnRead(c)), rt, a.opt)
 		if err != nil || found.Before != nil {
 			if err != nil {

@@ -177,7 +177,7 @@ func cmdInsert(h *Handler, r *request) (bson.D, error) {
 	}
 	var res writeResult
 	run := h.commandRunner(r, &a, rt, bypass, &res)
-	c, _, err := h.deps.Store.GetOrCreate(r.db, a.coll)
+	c, _, err := h.getOrCreate(r, r.db, a.coll)
 	if err != nil && failsBatch(err) {
 		return nil, clientError(err)
 	}

@@ -70,6 +70,12 @@ func refuseSnapshotRead(name string, rc bson.D) error {
 	if slices.Contains(snapshotReadCommands, name) {
 		return nil
 	}
+	return readConcernNotSupported(name, rc)
+}
+
+// readConcernNotSupported is mongod's refusal of a read concern the
+// command does not support.
+func readConcernNotSupported(name string, rc bson.D) error {
 	return mongoerr.Newf(mongoerr.InvalidOptions, "Command %s does not support %s :: caused by :: read concern not supported", name, readConcernString(rc))
 }
 

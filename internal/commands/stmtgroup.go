@@ -45,7 +45,7 @@ func (h *Handler) updateGroup(run *writeops.Runner, r *request, a writeArgs, lv 
 		return nil
 	}
 	var effects []*writeops.UpdateEffect
-	return run.ByIDGroup(h.deps.Store.Collection(r.db, a.coll), a.opt, first,
+	return run.ByIDGroup(h.collection(r, r.db, a.coll), a.opt, first,
 		func(g *writeops.IDGroup) { effects = h.gatherUpdates(r, a, lv, stmts, g) },
 		func(k int) { answer(k, effects[k]) })
 }
@@ -121,7 +121,7 @@ func (h *Handler) deleteGroup(run *writeops.Runner, r *request, a writeArgs, lv 
 		return nil
 	}
 	var removed []*bool
-	return run.ByIDGroup(h.deps.Store.Collection(r.db, a.coll), a.opt, first,
+	return run.ByIDGroup(h.collection(r, r.db, a.coll), a.opt, first,
 		func(g *writeops.IDGroup) { removed = h.gatherDeletes(r, a, lv, stmts, g) },
 		func(k int) { answer(k, *removed[k]) })
 }

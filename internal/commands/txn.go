@@ -26,8 +26,13 @@ import (
 var transactionCommands = []string{
 	"find", "getMore", "killCursors", "aggregate", "distinct",
 	"insert", "update", "delete", "findAndModify", "bulkWrite",
+	"create", "createIndexes",
 	"commitTransaction", "abortTransaction",
 }
+
+// TransactionCommands are the commands run inside a transaction, for
+// tests that must cover each of them.
+func TransactionCommands() []string { return slices.Clone(transactionCommands) }
 
 // inTransaction is a request's transaction, when it is a statement of one.
 type inTransaction struct {

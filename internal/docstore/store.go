@@ -277,21 +277,7 @@ func (s *Store) createLocked(db, name string, opt CreateOptions) (*Collection, e
 	if err := s.checkDBCaseLocked(db); err != nil {
 		return nil, err
 	}
-	meta := &catalog.Collection{
-		DB: db, Name: name, ID: s.nextID, UUID: newUUID(), Options: opt.Raw,
-		Capped: opt.Capped, CappedSize: opt.CappedSize, CappedMax: opt.CappedMax,
-		Indexes: []catalog.Index{catalog.IDIndex()}, NextIndexID: 1,
-		Clustered: opt.Clustered, ClusteredTTL: opt.ClusteredTTL, ClusteredExpireAfter: opt.ExpireAfter,
-	}
-	for _, ix := range opt.Indexes {
-		def := *ix
-		def.ID, def.Ready = meta.NextIndexID, true
-		meta.NextIndexID++
-		meta.Indexes = append(meta.Indexes, def)
-	}
-	if meta.Options == nil {
-		meta.Options = bson.D{}
-	}
+	meta := newMeta(db, name, s.nextID, opt)
 	b := s.eng.NewBatch()
 	defer b.Close()
 	if err := putMeta(b, meta); err != nil {
@@ -309,6 +295,26 @@ func (s *Store) createLocked(db, name string, opt CreateOptions) (*Collection, e
 	s.db(db, true)[name] = c
 	s.publishIDsLocked()
 	return c, nil
+}
+
+// newMeta is the first catalog entry of a collection created with opt.
+func newMeta(db, name string, id uint64, opt CreateOptions) *catalog.Collection {
+	meta := &catalog.Collection{
+		DB: db, Name: name, ID: id, UUID: newUUID(), Options: opt.Raw,
+		Capped: opt.Capped, CappedSize: opt.CappedSize, CappedMax: opt.CappedMax,
+		Indexes: []catalog.Index{catalog.IDIndex()}, NextIndexID: 1,
+		Clustered: opt.Clustered, ClusteredTTL: opt.ClusteredTTL, ClusteredExpireAfter: opt.ExpireAfter,
+	}
+	for _, ix := range opt.Indexes {
+		def := *ix
+		def.ID, def.Ready = meta.NextIndexID, true
+		meta.NextIndexID++
+		meta.Indexes = append(meta.Indexes, def)
+	}
+	if meta.Options == nil {
+		meta.Options = bson.D{}
+	}
+	return meta
 }
 
 func putMeta(b storage.Batch, meta *catalog.Collection) error {

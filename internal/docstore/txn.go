@@ -57,7 +57,10 @@ type Txn struct {
 	// afterCommit announces what the statements would have announced at
 	// their own commit: TTL dates, the next expiry.
 	afterCommit []func()
-	done        bool
+	// created are the collections the transaction created, in order
+	// (txnddl.go).
+	created []*txnCreated
+	done    bool
 	// lsid (the session's lsid document) and txnNumber name the
 	// transaction in its change events.
 	lsid      []byte
@@ -333,16 +336,21 @@ func (x *Txn) Commit(opt WriteOptions) error {
 		return ErrTxnDone
 	}
 	defer x.end()
-	if len(x.ws.keys) == 0 && len(x.events) == 0 {
+	if len(x.ws.keys) == 0 && len(x.events) == 0 && len(x.created) == 0 {
 		return nil
 	}
-	return retrying(func() error { return x.commitOnce(opt) }, WriteConflictMessage)
+	err := retrying(func() error { return x.commitOnce(opt) }, WriteConflictMessage)
+	if err == nil && len(x.created) > 0 {
+		x.s.indexesChanged() // the created collections may have TTL indexes
+	}
+	return err
 }
 
 // commitOnce holds the stripes of every document the transaction wrote
 // (and the unique lock where it added unique entries), so no write can
 // change one between the conflict check and the commit.
 func (x *Txn) commitOnce(opt WriteOptions) error {
+	defer x.lockCatalog()()
 	colls := x.lockOrder()
 	locks := make([]*lockSet, 0, len(colls))
 	defer func() {
@@ -408,7 +416,7 @@ func (x *Txn) validate(colls []*Collection) error {
 	if x.s.txns.conflicts(x.written, x.start) {
 		return mongoerr.New(mongoerr.WriteConflict, WriteConflictMessage)
 	}
-	return nil
+	return x.validateCreated()
 }
 
 // commitBatch writes the write set, the events, the multikey catalog
@@ -417,6 +425,9 @@ func (x *Txn) validate(colls []*Collection) error {
 func (x *Txn) commitBatch(colls []*Collection, opt WriteOptions) error {
 	b := x.s.eng.NewBatch()
 	defer b.Close()
+	if err := x.stageCreated(b); err != nil {
+		return fmt.Errorf("docstore: commit transaction: %w", err)
+	}
 	if err := x.ws.replay(b); err != nil {
 		return fmt.Errorf("docstore: commit transaction: %w", err)
 	}
@@ -444,6 +455,7 @@ func (x *Txn) commitBatch(colls []*Collection, opt WriteOptions) error {
 		return fmt.Errorf("docstore: commit transaction: %w", err)
 	}
 	x.s.txns.stamp(x.written)
+	x.listCreated()
 	x.publish(colls, metas)
 	return nil
 }

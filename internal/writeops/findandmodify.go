@@ -119,7 +119,7 @@ func (o Op) UpsertFound(store *docstore.Store, db, coll string, w *FindAndModify
 	if err := o.checkShardKeyUpsert(doc); err != nil {
 		return nil, err
 	}
-	c, _, err := store.GetOrCreate(db, coll)
+	c, err := o.getOrCreate(store, db, coll)
 	if err != nil {
 		return nil, err
 	}

@@ -29,6 +29,18 @@ type Op struct {
 	Txn *docstore.Txn
 }
 
+// getOrCreate is the collection an upsert inserts into, created when
+// missing: by the transaction, when the write is a statement of one, so
+// that others see it only once the transaction commits.
+func (o Op) getOrCreate(store *docstore.Store, db, coll string) (*docstore.Collection, error) {
+	if o.Txn != nil {
+		c, _, err := o.Txn.GetOrCreate(db, coll)
+		return c, err
+	}
+	c, _, err := store.GetOrCreate(db, coll)
+	return c, err
+}
+
 // candidates is CandidateIDs outside a transaction.
 func (o Op) candidates(c *docstore.Collection, plan *docstore.Plan, f *query.Filter) (*docstore.IDIter, bool) {
 	if o.Txn != nil {

@@ -147,7 +147,7 @@ func (o Op) upsert(store *docstore.Store, db, coll string, f *query.Filter, mod 
 	if err := o.checkShardKeyUpsert(doc); err != nil {
 		return nil, err
 	}
-	c, _, err := store.GetOrCreate(db, coll)
+	c, err := o.getOrCreate(store, db, coll)
 	if err != nil {
 		return nil, err
 	}
