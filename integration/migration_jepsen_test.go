@@ -343,7 +343,7 @@ func TestMigrationJepsen(t *testing.T) {
 	checked := time.Now()
 	checkJepsenEnd(t, c, cl, run)
 	t.Logf("end checks in %v", time.Since(checked).Round(time.Millisecond))
-	checkLinearizable(t, run, size.seed)
+	checkLinearizable(t, run, size.seed, c.logPaths())
 	reportJepsen(t, run)
 	c.disconnect(cl)
 	t.Logf("whole test %v", time.Since(began).Round(time.Millisecond))
@@ -532,7 +532,7 @@ func ownerOfID(cs []shardmeta.Chunk, id int32) string {
 
 // checkLinearizable checks the register history with porcupine; a
 // failing one is saved with its seed for porcupine's visualisation.
-func checkLinearizable(t *testing.T, run *jepsenRun, seed uint64) {
+func checkLinearizable(t *testing.T, run *jepsenRun, seed uint64, logs []string) {
 	res, info := porcupine.CheckOperationsVerbose(casModel, run.history, 120*time.Second)
 	t.Logf("porcupine over %d register operations: %s", len(run.history), res)
 	if res == porcupine.Ok && len(run.anomalies) == 0 {
@@ -554,6 +554,11 @@ func checkLinearizable(t *testing.T, run *jepsenRun, seed uint64) {
 	if err == nil {
 		err = porcupine.VisualizePath(casModel, info, filepath.Join(dir, "history.html"))
 	}
+	for _, l := range logs {
+		if err == nil {
+			err = copyFile(l, filepath.Join(dir, filepath.Base(filepath.Dir(l))+"-"+filepath.Base(l)))
+		}
+	}
 	if err != nil {
 		t.Errorf("saving the history in %s: %v", dir, err)
 	}
@@ -564,6 +569,25 @@ func checkLinearizable(t *testing.T, run *jepsenRun, seed uint64) {
 	for _, a := range run.anomalies {
 		t.Errorf("anomaly: %s", a)
 	}
+}
+
+// logPaths are the cluster's processes' log files.
+func (c *jepsenCluster) logPaths() []string {
+	out := []string{c.routerLog}
+	for _, rs := range append([]*replSet{c.config}, c.shards["shA"], c.shards["shB"]) {
+		for _, d := range rs.dirs {
+			out = append(out, filepath.Clean(d)+".log")
+		}
+	}
+	return out
+}
+
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o644)
 }
 
 // reportIllegalKeys prints, for the first keys whose history is not
