@@ -327,6 +327,10 @@ func TestMigrationJepsen(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	coll := cl.Database("test").Collection(jepsenColl)
+	stream, err := watchJepsen(coll)
+	if err != nil {
+		t.Fatalf("watch through the router: %v", err)
+	}
 	for client := range 3 {
 		wg.Add(1)
 		go func() { defer wg.Done(); runRegisterClient(ctx, coll, client, size.seed, run) }()
@@ -344,6 +348,7 @@ func TestMigrationJepsen(t *testing.T) {
 	checkJepsenEnd(t, c, cl, run)
 	t.Logf("end checks in %v", time.Since(checked).Round(time.Millisecond))
 	checkLinearizable(t, run, size.seed, c.logPaths())
+	checkJepsenStream(t, stream, coll, run)
 	reportJepsen(t, run)
 	c.disconnect(cl)
 	t.Logf("whole test %v", time.Since(began).Round(time.Millisecond))
@@ -568,6 +573,21 @@ func checkLinearizable(t *testing.T, run *jepsenRun, seed uint64, logs []string)
 	}
 	for _, a := range run.anomalies {
 		t.Errorf("anomaly: %s", a)
+	}
+}
+
+// checkJepsenStream ends the change stream at a sentinel write and
+// checks what it showed (checkStream).
+func checkJepsenStream(t *testing.T, stream *jepsenStream, coll *mongo.Collection, run *jepsenRun) {
+	if err := stream.finish(coll); err != nil {
+		t.Errorf("change stream through the router: %v", err)
+		return
+	}
+	events := stream.snapshot()
+	bad := checkStream(events, run)
+	t.Logf("change stream through the router: %d events, %d anomalies", len(events), len(bad))
+	for _, b := range bad {
+		t.Errorf("change stream: %s", b)
 	}
 }
 

@@ -1,0 +1,174 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+)
+
+// jepsenEvent is what the change-stream checker keeps of one event.
+type jepsenEvent struct {
+	op          string
+	id          int32
+	clusterTime bson.Timestamp
+}
+
+// jepsenStream watches the collection through the router for the whole
+// run; the driver resumes it across router kills by its resume token.
+type jepsenStream struct {
+	mu     sync.Mutex
+	events []jepsenEvent
+	err    error // what ended the stream, if not the end of the run
+	done   chan struct{}
+}
+
+// sentinelID is inserted once the run is over: the stream has seen
+// everything before it once the sentinel's event arrives.
+const sentinelID = int32(-1)
+
+func watchJepsen(coll *mongo.Collection) (*jepsenStream, error) {
+	cs, err := coll.Watch(context.Background(), mongo.Pipeline{})
+	if err != nil {
+		return nil, err
+	}
+	s := &jepsenStream{done: make(chan struct{})}
+	go s.read(cs)
+	return s, nil
+}
+
+func (s *jepsenStream) read(cs *mongo.ChangeStream) {
+	defer close(s.done)
+	defer func() { _ = cs.Close(context.Background()) }()
+	for cs.Next(context.Background()) {
+		var ev struct {
+			Op          string         `bson:"operationType"`
+			ClusterTime bson.Timestamp `bson:"clusterTime"`
+			Key         struct {
+				ID any `bson:"_id"`
+			} `bson:"documentKey"`
+		}
+		if err := cs.Decode(&ev); err != nil {
+			s.fail(fmt.Errorf("decode an event: %w", err))
+			return
+		}
+		id, _ := ev.Key.ID.(int32)
+		s.mu.Lock()
+		s.events = append(s.events, jepsenEvent{op: ev.Op, id: id, clusterTime: ev.ClusterTime})
+		s.mu.Unlock()
+		if ev.Op == "insert" && id == sentinelID {
+			return
+		}
+	}
+	s.fail(fmt.Errorf("the stream ended: %v", cs.Err()))
+}
+
+func (s *jepsenStream) fail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.err = err
+}
+
+// finish inserts the sentinel and waits for its event.
+func (s *jepsenStream) finish(coll *mongo.Collection) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: sentinelID}}); err != nil {
+		return fmt.Errorf("insert the sentinel: %w", err)
+	}
+	select {
+	case <-s.done:
+	case <-time.After(90 * time.Second):
+		return fmt.Errorf("no event of the sentinel within 90 s (%d events seen)", len(s.snapshot()))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+func (s *jepsenStream) snapshot() []jepsenEvent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]jepsenEvent(nil), s.events...)
+}
+
+// checkStream: every acknowledged durable insert shows once as an insert
+// and never as a delete, no document shows two inserts, each register's
+// updates are no fewer than its acknowledged compare-and-sets and no
+// more than those plus the ones whose outcome is unknown, and cluster
+// times never go back. Migration copies and range deletions would show
+// as extra inserts and deletes.
+func checkStream(events []jepsenEvent, run *jepsenRun) []string {
+	var bad []string
+	note := func(format string, args ...any) {
+		if len(bad) < 20 {
+			bad = append(bad, fmt.Sprintf(format, args...))
+		}
+	}
+	inserts, deletes, updates := map[int32]int{}, map[int32]int{}, map[int32]int{}
+	var last bson.Timestamp
+	for i, ev := range events {
+		if tsBefore(ev.clusterTime, last) {
+			note("event %d (%s of %d) at cluster time %v, after one at %v", i, ev.op, ev.id, ev.clusterTime, last)
+		}
+		last = ev.clusterTime
+		switch ev.op {
+		case "insert":
+			inserts[ev.id]++
+		case "delete":
+			deletes[ev.id]++
+		case "update", "replace":
+			updates[ev.id]++
+		default:
+			note("event %d: %s of %d, not a write of the workload", i, ev.op, ev.id)
+		}
+	}
+	for id, n := range inserts {
+		if n > 1 {
+			note("_id %d inserted %d times in the stream", id, n)
+		}
+	}
+	for id, n := range deletes {
+		if n > 1 {
+			note("_id %d deleted %d times in the stream", id, n)
+		}
+	}
+	for _, id := range run.acked {
+		if inserts[id] != 1 || deletes[id] != 0 {
+			note("acknowledged durable _id %d: %d inserts and %d deletes in the stream, want 1 and 0", id, inserts[id], deletes[id])
+		}
+	}
+	acked, unknown := casCounts(run.history)
+	for key := range int32(jepsenKeys) {
+		if updates[key] < acked[key] || updates[key] > acked[key]+unknown[key] {
+			note("register %d: %d updates in the stream, %d compare-and-sets acknowledged and %d unknown", key, updates[key], acked[key], unknown[key])
+		}
+		if deletes[key] != 0 {
+			note("register %d deleted %d times in the stream", key, deletes[key])
+		}
+	}
+	return bad
+}
+
+// casCounts counts each register's acknowledged and unknown
+// compare-and-sets.
+func casCounts(history []porcupine.Operation) (acked, unknown map[int32]int) {
+	acked, unknown = map[int32]int{}, map[int32]int{}
+	for _, op := range history {
+		in, out := op.Input.(casInput), op.Output.(casOutput)
+		if in.Kind != "cas" {
+			continue
+		}
+		switch {
+		case out.Unknown:
+			unknown[in.Key]++
+		case out.OK:
+			acked[in.Key]++
+		}
+	}
+	return acked, unknown
+}
