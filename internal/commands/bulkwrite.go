@@ -19,7 +19,9 @@ import (
 // totals. Each operation goes the way the single-namespace command's
 // statement goes, so the two cannot drift apart.
 
-var bulkWriteFields = []string{"ops", "nsInfo", "ordered", "bypassDocumentValidation", "let", "errorsOnly", "cursor"}
+// stmtIds comes from a router: each op's statement id in the client's
+// bulkWrite, which a shard's part renumbers.
+var bulkWriteFields = []string{"ops", "nsInfo", "ordered", "bypassDocumentValidation", "let", "errorsOnly", "cursor", "stmtIds"}
 
 // bulkTotals are the counters of the reply.
 type bulkTotals struct {
