@@ -110,10 +110,11 @@ type fakeShard struct {
 	stale     int
 	hangUps   int // connections to close instead of answering a versioned command
 	versioned map[string]int
-	// staleAt, when positive, makes the next insert stop at that
-	// statement with StaleConfig, having written those before it.
-	staleAt int
-	inserts []bson.D          // every insert command received
+	// staleAt, when positive, makes the next insert or bulkWrite stop at
+	// that statement with StaleConfig, having written those before it.
+	staleAt    int
+	inserts    []bson.D // every insert command received
+	bulkWrites []bson.D // every bulkWrite command received
 	last    map[string]bson.D // the last body of each command
 	lastDB  map[string]string // and the database it named
 	// epoch, when set, is the incarnation of db.sharded the shard holds:
@@ -134,6 +135,13 @@ func (s *fakeShard) answer(cmd *server.Command) bson.D {
 			return bson.D{{Key: "n", Value: int32(at)}, {Key: "writeErrors", Value: bson.A{bson.D{
 				{Key: "index", Value: int32(at)}, {Key: "code", Value: int32(13388)}, {Key: "errmsg", Value: "version mismatch"}}}},
 				{Key: "ok", Value: 1.0}}
+		}
+	}
+	if cmd.Name == "bulkWrite" {
+		s.bulkWrites = append(s.bulkWrites, cmd.Body)
+		if at := s.staleAt; at > 0 {
+			s.staleAt = 0
+			return staleBulkWriteReply(at)
 		}
 	}
 	if v, ok := routedVersion(cmd.Body); ok {
@@ -318,4 +326,17 @@ func bulkWriteReply(ops bson.A) bson.D {
 		{Key: "ns", Value: bulkNS}}}, {Key: "nErrors", Value: int32(0)}, {Key: "nInserted", Value: inserted},
 		{Key: "nMatched", Value: int32(0)}, {Key: "nModified", Value: int32(0)}, {Key: "nUpserted", Value: int32(0)},
 		{Key: "nDeleted", Value: int32(0)}}
+}
+
+// staleBulkWriteReply is an ordered bulkWrite that wrote ops 0..at-1 (all
+// inserts) and stopped at op at with StaleConfig.
+func staleBulkWriteReply(at int) bson.D {
+	items := bson.A{}
+	for i := range at {
+		items = append(items, bson.D{{Key: "ok", Value: 1.0}, {Key: "idx", Value: int32(i)}, {Key: "n", Value: int32(1)}})
+	}
+	items = append(items, bson.D{{Key: "ok", Value: 0.0}, {Key: "idx", Value: int32(at)}, {Key: "code", Value: int32(13388)},
+		{Key: "errmsg", Value: "version mismatch"}, {Key: "n", Value: int32(0)}})
+	return bson.D{{Key: "cursor", Value: bson.D{{Key: "id", Value: int64(0)}, {Key: "firstBatch", Value: items},
+		{Key: "ns", Value: bulkNS}}}, {Key: "nErrors", Value: int32(1)}, {Key: "nInserted", Value: int32(at)}, {Key: "ok", Value: 1.0}}
 }
