@@ -109,6 +109,7 @@ func TestShardedBulkWrite(t *testing.T) {
 		t.Run(fmt.Sprintf("ordered=%v", ordered), func(t *testing.T) { testBulkOpKinds(t, c, cl, ordered) })
 	}
 	t.Run("Retry", func(t *testing.T) { testBulkRetry(t, c, cl) })
+	t.Run("ShardKeyMove", func(t *testing.T) { testBulkShardKeyMove(t, c, cl) })
 	t.Run("Cursor", func(t *testing.T) { testBulkCursor(t, c) })
 	t.Run("Refusals", func(t *testing.T) { testBulkRefusals(t, cl) })
 }
@@ -249,6 +250,28 @@ func testBulkRetry(t *testing.T, c *routedCluster, cl *mongo.Client) {
 		if n := total(c.onShards(t, "bw", "retry", check.filter)); n != check.want {
 			t.Errorf("%v: %d documents on the shards, want %d", check.filter, n, check.want)
 		}
+	}
+}
+
+// testBulkShardKeyMove: a retryable updateOne that sets the shard key to
+// a value another shard owns moves the document there (the shard answers
+// WouldChangeOwningShard, the router moves it as for an update command).
+func testBulkShardKeyMove(t *testing.T, c *routedCluster, cl *mongo.Client) {
+	shardBy(t, cl, "bw.moves", "k")
+	coll := cl.Database("bw").Collection("moves")
+	if _, err := coll.InsertOne(ctxT(t), bson.D{{Key: "_id", Value: int32(1)}, {Key: "k", Value: int32(1)}}); err != nil {
+		t.Fatal(err)
+	}
+	to := keyOnOtherShard(t, 1)
+	before := c.onShards(t, "bw", "moves", bson.D{{Key: "_id", Value: int32(1)}})
+	move := &mongo.ClientUpdateOneModel{Filter: bson.D{{Key: "k", Value: int32(1)}}, Update: bson.D{{Key: "$set", Value: bson.D{{Key: "k", Value: to}}}}}
+	res, err := cl.BulkWrite(ctxT(t), []mongo.ClientBulkWrite{{Database: "bw", Collection: "moves", Model: move}})
+	if err != nil || res.MatchedCount != 1 || res.ModifiedCount != 1 {
+		t.Fatalf("updateOne moving the key: %+v, %v", res, err)
+	}
+	after := c.onShards(t, "bw", "moves", bson.D{{Key: "_id", Value: int32(1)}, {Key: "k", Value: to}})
+	if total(after) != 1 || total(c.onShards(t, "bw", "moves", bson.D{})) != 1 || maps.Equal(before, after) {
+		t.Fatalf("document on the shards before %v, after %v", before, after)
 	}
 }
 
