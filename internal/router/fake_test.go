@@ -113,10 +113,10 @@ type fakeShard struct {
 	// staleAt, when positive, makes the next insert or bulkWrite stop at
 	// that statement with StaleConfig, having written those before it.
 	staleAt    int
-	inserts    []bson.D // every insert command received
-	bulkWrites []bson.D // every bulkWrite command received
-	last    map[string]bson.D // the last body of each command
-	lastDB  map[string]string // and the database it named
+	inserts    []bson.D          // every insert command received
+	bulkWrites []bson.D          // every bulkWrite command received
+	last       map[string]bson.D // the last body of each command
+	lastDB     map[string]string // and the database it named
 	// epoch, when set, is the incarnation of db.sharded the shard holds:
 	// a shardVersion of another answers StaleConfig, as a shard does
 	// after a drop and re-shard.
