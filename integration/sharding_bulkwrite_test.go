@@ -112,6 +112,7 @@ func TestShardedBulkWrite(t *testing.T) {
 	t.Run("ShardKeyMove", func(t *testing.T) { testBulkShardKeyMove(t, c, cl) })
 	t.Run("Cursor", func(t *testing.T) { testBulkCursor(t, c) })
 	t.Run("Refusals", func(t *testing.T) { testBulkRefusals(t, cl) })
+	t.Run("OpErrors", func(t *testing.T) { testBulkOpErrors(t, c) })
 }
 
 // testBulkOpKinds sends every row, each on its own group, with a
@@ -317,4 +318,36 @@ func testBulkRefusals(t *testing.T, cl *mongo.Client) {
 	if !errorAs(err, &se) || !se.HasErrorCode(263) {
 		t.Errorf("bulkWrite in a transaction: %v, want 263", err)
 	}
+}
+
+// testBulkOpErrors: an op the router cannot target fails as it fails on
+// a mongod (a shard sent the same bulkWrite directly): the same code and
+// message in its result item.
+func testBulkOpErrors(t *testing.T, c *routedCluster) {
+	for _, op := range []bson.D{
+		{},
+		{{Key: "upsert", Value: int32(0)}, {Key: "document", Value: bson.D{}}},
+		{{Key: "insert", Value: int32(5)}, {Key: "document", Value: bson.D{}}},
+		{{Key: "insert", Value: "0"}, {Key: "document", Value: bson.D{}}},
+		{{Key: "insert", Value: int32(0)}},
+	} {
+		cmd := bson.D{{Key: "bulkWrite", Value: int32(1)}, {Key: "ops", Value: bson.A{op}},
+			{Key: "nsInfo", Value: bson.A{bson.D{{Key: "ns", Value: "bw.operrors"}}}}, {Key: "$db", Value: "admin"}}
+		routed, direct := firstItem(t, rawCall(t, c.router, cmd)), firstItem(t, rawCall(t, c.shards["shA"].addrs[0], cmd))
+		for _, key := range []string{"ok", "code", "errmsg"} {
+			if fmt.Sprint(field(t, routed, key)) != fmt.Sprint(field(t, direct, key)) {
+				t.Errorf("op %v: through the router %v, on a mongod %v", op, routed, direct)
+				break
+			}
+		}
+	}
+}
+
+func firstItem(t *testing.T, reply bson.D) bson.D {
+	t.Helper()
+	batch, ok := field(t, field(t, reply, "cursor").(bson.D), "firstBatch").(bson.A)
+	if !ok || len(batch) != 1 {
+		t.Fatalf("reply %v", reply)
+	}
+	return batch[0].(bson.D)
 }

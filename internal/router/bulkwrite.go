@@ -143,6 +143,8 @@ func (b *bulkRoute) namespaceOf(i int) (string, error) {
 	op := b.ops[i]
 	switch opKind(op) {
 	case "insert", "update", "delete":
+	case "":
+		return "", mongoerr.New(mongoerr.FailedToParse, "Unrecognized bulkWrite operation")
 	default:
 		return "", mongoerr.Newf(mongoerr.FailedToParse, "Unrecognized bulkWrite operation: %s", opKind(op))
 	}
