@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"context"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -18,7 +19,9 @@ import (
 // totals. Each operation goes the way the single-namespace command's
 // statement goes, so the two cannot drift apart.
 
-var bulkWriteFields = []string{"ops", "nsInfo", "ordered", "bypassDocumentValidation", "let", "errorsOnly", "cursor"}
+// stmtIds comes from a router: each op's statement id in the client's
+// bulkWrite, which a shard's part renumbers.
+var bulkWriteFields = []string{"ops", "nsInfo", "ordered", "bypassDocumentValidation", "let", "errorsOnly", "cursor", "stmtIds"}
 
 // bulkTotals are the counters of the reply.
 type bulkTotals struct {
@@ -29,6 +32,7 @@ type bulkWrite struct {
 	h          *Handler
 	r          *request
 	ns         []string
+	nsInfo     []bson.D
 	ops        []bson.D
 	ordered    bool
 	errorsOnly bool
@@ -38,6 +42,9 @@ type bulkWrite struct {
 	runner  *writeops.Runner
 	results bson.A
 	totals  bulkTotals
+	// routed is the context of each namespace a router sent with a
+	// shard version (bulkwrite_routed.go).
+	routed map[string]context.Context
 }
 
 func cmdBulkWrite(h *Handler, r *request) (bson.D, error) {
@@ -48,6 +55,11 @@ func cmdBulkWrite(h *Handler, r *request) (bson.D, error) {
 		return nil, err
 	}
 	b, err := parseBulkWrite(h, r)
+	if err != nil {
+		return nil, err
+	}
+	release, err := b.enterRouted()
+	defer release()
 	if err != nil {
 		return nil, err
 	}
@@ -99,11 +111,10 @@ func parseBulkWrite(h *Handler, r *request) (*bulkWrite, error) {
 	if b.runner.Txn, err = h.retryableWrite(r); err != nil {
 		return nil, err
 	}
-	nsInfo, err := statements(r, "nsInfo")
-	if err != nil {
+	if b.nsInfo, err = statements(r, "nsInfo"); err != nil {
 		return nil, err
 	}
-	for _, d := range nsInfo {
+	for _, d := range b.nsInfo {
 		ns, _ := bsonutil.Field(d, "ns")
 		s, ok := ns.(string)
 		if !ok {
@@ -138,7 +149,7 @@ func (b *bulkWrite) run(i int, op bson.D) bool {
 		return b.fail(i, kind, err)
 	}
 	rr := *b.r
-	rr.db = db
+	rr.db, rr.ctx = db, b.contextFor(db, coll)
 	opt := b.runner.Opt
 	switch kind {
 	case "insert":

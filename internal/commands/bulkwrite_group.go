@@ -67,6 +67,9 @@ func (b *bulkWrite) writeGroup(start int, run []bson.D) *writeops.Group {
 	if err != nil || b.h.refuseView(db, coll) != nil {
 		return nil
 	}
+	if _, routed := b.routed[db+"."+coll]; routed {
+		return nil // each op runs alone, with its namespace's ownership filter
+	}
 	stmts := b.runStatements(kind, run)
 	rr := *b.r
 	rr.db = db

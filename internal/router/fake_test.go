@@ -110,12 +110,13 @@ type fakeShard struct {
 	stale     int
 	hangUps   int // connections to close instead of answering a versioned command
 	versioned map[string]int
-	// staleAt, when positive, makes the next insert stop at that
-	// statement with StaleConfig, having written those before it.
-	staleAt int
-	inserts []bson.D          // every insert command received
-	last    map[string]bson.D // the last body of each command
-	lastDB  map[string]string // and the database it named
+	// staleAt, when positive, makes the next insert or bulkWrite stop at
+	// that statement with StaleConfig, having written those before it.
+	staleAt    int
+	inserts    []bson.D          // every insert command received
+	bulkWrites []bson.D          // every bulkWrite command received
+	last       map[string]bson.D // the last body of each command
+	lastDB     map[string]string // and the database it named
 	// epoch, when set, is the incarnation of db.sharded the shard holds:
 	// a shardVersion of another answers StaleConfig, as a shard does
 	// after a drop and re-shard.
@@ -136,7 +137,14 @@ func (s *fakeShard) answer(cmd *server.Command) bson.D {
 				{Key: "ok", Value: 1.0}}
 		}
 	}
-	if v, ok := bsonutil.Field(cmd.Body, "shardVersion"); ok {
+	if cmd.Name == "bulkWrite" {
+		s.bulkWrites = append(s.bulkWrites, cmd.Body)
+		if at := s.staleAt; at > 0 {
+			s.staleAt = 0
+			return staleBulkWriteReply(at)
+		}
+	}
+	if v, ok := routedVersion(cmd.Body); ok {
 		s.versioned[cmd.Name]++
 		if e, _ := bsonutil.Field(bsonutil.ToD(v), "e"); !s.epoch.IsZero() && e != s.epoch {
 			return staleReply(cmd.Name)
@@ -151,6 +159,17 @@ func (s *fakeShard) answer(cmd *server.Command) bson.D {
 		}
 	}
 	return append(emptyReply(cmd), bson.E{Key: "ok", Value: 1.0})
+}
+
+// routedVersion is the shardVersion a command carries: its own, or a
+// bulkWrite's in its first nsInfo entry.
+func routedVersion(body bson.D) (any, bool) {
+	if body[0].Key == "bulkWrite" {
+		for _, entry := range bsonutil.ToA(mustField(body, "nsInfo")) {
+			return bsonutil.Field(bsonutil.ToD(entry), "shardVersion")
+		}
+	}
+	return bsonutil.Field(body, "shardVersion")
 }
 
 // staleReply is a shard's StaleConfig: for a write, as statement 0's
@@ -185,6 +204,8 @@ func emptyReply(cmd *server.Command) bson.D {
 		return bson.D{{Key: "lastErrorObject", Value: bson.D{{Key: "n", Value: int32(0)}}}, {Key: "value", Value: nil}}
 	case "listDatabases":
 		return bson.D{{Key: "databases", Value: bson.A{}}}
+	case "bulkWrite":
+		return bulkWriteReply(bsonutil.ToA(mustField(cmd.Body, "ops")))
 	}
 	return bson.D{}
 }
@@ -283,4 +304,39 @@ func (fc *fakeCluster) counts(name, coll string) (versioned, configReads int) {
 		defer s.mu.Unlock()
 	}
 	return fc.shard.versioned[name], fc.config.reads[coll]
+}
+
+// bulkWriteReply is a shard's bulkWrite answer that writes each insert
+// and matches nothing else.
+func bulkWriteReply(ops bson.A) bson.D {
+	items := bson.A{}
+	var inserted int32
+	for i, raw := range ops {
+		item := bson.D{{Key: "ok", Value: 1.0}, {Key: "idx", Value: int32(i)}, {Key: "n", Value: int32(0)}}
+		switch opKind(bsonutil.ToD(raw)) {
+		case "insert":
+			item[2].Value = int32(1)
+			inserted++
+		case "update":
+			item = append(item, bson.E{Key: "nModified", Value: int32(0)})
+		}
+		items = append(items, item)
+	}
+	return bson.D{{Key: "cursor", Value: bson.D{{Key: "id", Value: int64(0)}, {Key: "firstBatch", Value: items},
+		{Key: "ns", Value: bulkNS}}}, {Key: "nErrors", Value: int32(0)}, {Key: "nInserted", Value: inserted},
+		{Key: "nMatched", Value: int32(0)}, {Key: "nModified", Value: int32(0)}, {Key: "nUpserted", Value: int32(0)},
+		{Key: "nDeleted", Value: int32(0)}}
+}
+
+// staleBulkWriteReply is an ordered bulkWrite that wrote ops 0..at-1 (all
+// inserts) and stopped at op at with StaleConfig.
+func staleBulkWriteReply(at int) bson.D {
+	items := bson.A{}
+	for i := range at {
+		items = append(items, bson.D{{Key: "ok", Value: 1.0}, {Key: "idx", Value: int32(i)}, {Key: "n", Value: int32(1)}})
+	}
+	items = append(items, bson.D{{Key: "ok", Value: 0.0}, {Key: "idx", Value: int32(at)}, {Key: "code", Value: int32(13388)},
+		{Key: "errmsg", Value: "version mismatch"}, {Key: "n", Value: int32(0)}})
+	return bson.D{{Key: "cursor", Value: bson.D{{Key: "id", Value: int64(0)}, {Key: "firstBatch", Value: items},
+		{Key: "ns", Value: bulkNS}}}, {Key: "nErrors", Value: int32(1)}, {Key: "nInserted", Value: int32(at)}, {Key: "ok", Value: 1.0}}
 }

@@ -22,6 +22,8 @@ func writesWithoutShardKey() map[string]bson.D {
 		"delete":        {{Key: "delete", Value: "sharded"}, {Key: "deletes", Value: bson.A{bson.D{{Key: "q", Value: byA}, {Key: "limit", Value: int32(1)}}}}},
 		"findAndModify": append(bson.D{{Key: "findAndModify", Value: "sharded"}}, fam...),
 		"findandmodify": append(bson.D{{Key: "findandmodify", Value: "sharded"}}, fam...),
+		"bulkWrite": {{Key: "bulkWrite", Value: int32(1)}, {Key: "ops", Value: bson.A{bson.D{{Key: "update", Value: int32(0)},
+			{Key: "filter", Value: byA}, {Key: "updateMods", Value: set}}}}, {Key: "nsInfo", Value: bson.A{bson.D{{Key: "ns", Value: "db.sharded"}}}}},
 	}
 }
 
@@ -48,7 +50,7 @@ func TestEveryWriteWithoutShardKeyRunsInTwoPhases(t *testing.T) {
 	fc := startFakeCluster(t)
 	for _, name := range slices.Sorted(maps.Keys(writes)) {
 		fc.setStale(0)
-		reply := fc.run("db", writes[name])
+		reply := fc.run(commandDB(writes[name]), writes[name])
 		finds, _ := fc.counts("find", shardmeta_collections)
 		written, _ := fc.counts(name, shardmeta_collections)
 		if !bsonutil.TrueValue(mustField(reply, "ok")) || finds != 1 || written != 0 || matched(reply) != 0 {
@@ -63,10 +65,18 @@ func TestEveryWriteWithoutShardKeyRunsInTwoPhases(t *testing.T) {
 	}
 }
 
-// matched is a write reply's n, or findAndModify's lastErrorObject.n.
+// matched is a write reply's n, findAndModify's lastErrorObject.n, or
+// bulkWrite's nMatched and nDeleted (its op's n must be 0 too).
 func matched(reply bson.D) int64 {
 	if last, ok := bsonutil.Field(reply, "lastErrorObject"); ok {
 		return toInt64(mustField(bsonutil.ToD(last), "n"))
+	}
+	if _, ok := bsonutil.Field(reply, "nMatched"); ok {
+		items := bsonutil.ToA(mustField(bsonutil.ToD(mustField(reply, "cursor")), "firstBatch"))
+		if len(items) != 1 || !itemOK(bsonutil.ToD(items[0])) {
+			return -1
+		}
+		return toInt64(mustField(reply, "nMatched")) + toInt64(mustField(reply, "nDeleted")) + toInt64(mustField(bsonutil.ToD(items[0]), "n"))
 	}
 	return toInt64(mustField(reply, "n"))
 }

@@ -41,7 +41,18 @@ func routedCommands() map[string]bson.D {
 		"listIndexes":     sharded("listIndexes"),
 		"listCollections": {{Key: "listCollections", Value: int32(1)}},
 		"explain":         {{Key: "explain", Value: sharded("find", bson.E{Key: "filter", Value: bson.D{}})}},
+		"bulkWrite": {{Key: "bulkWrite", Value: int32(1)}, {Key: "ops", Value: bson.A{bson.D{{Key: "insert", Value: int32(0)}, {Key: "document", Value: byID}}}},
+			{Key: "nsInfo", Value: bson.A{bson.D{{Key: "ns", Value: "db.sharded"}}}}},
 	}
+}
+
+// commandDB is the database a routed command is sent to: admin for
+// bulkWrite, which names its namespaces in full.
+func commandDB(body bson.D) string {
+	if body[0].Key == "bulkWrite" {
+		return "admin"
+	}
+	return "db"
 }
 
 // unversionedCommands are the router's other commands, and why they
@@ -87,12 +98,12 @@ func TestStaleConfigRefreshesAndRetries(t *testing.T) {
 	for _, name := range slices.Sorted(maps.Keys(routedCommands())) {
 		body := routedCommands()[name]
 		fc.setStale(0)
-		if reply := fc.run("db", body); !bsonutil.TrueValue(mustField(reply, "ok")) {
+		if reply := fc.run(commandDB(body), body); !bsonutil.TrueValue(mustField(reply, "ok")) {
 			t.Fatalf("%s: %v", name, reply)
 		}
 		fc.setStale(1)
 		_, readsBefore := fc.counts(body[0].Key, shardmeta_collections)
-		reply := fc.run("db", body)
+		reply := fc.run(commandDB(body), body)
 		versioned, readsAfter := fc.counts(body[0].Key, shardmeta_collections)
 		if !bsonutil.TrueValue(mustField(reply, "ok")) || versioned != 2 || readsAfter <= readsBefore {
 			t.Errorf("%s after one StaleConfig: reply %v, sent %d times with a version, config.collections read %d→%d",
@@ -109,7 +120,7 @@ func TestStaleConfigGivesUpAfterTenTries(t *testing.T) {
 	for _, name := range []string{"find", "insert", "update"} {
 		body := routedCommands()[name]
 		fc.setStale(1000)
-		reply := fc.run("db", body)
+		reply := fc.run(commandDB(body), body)
 		versioned, _ := fc.counts(name, shardmeta_collections)
 		code := mustField(reply, "code")
 		if we := bsonutil.ToA(mustField(reply, "writeErrors")); len(we) == 1 {
@@ -137,9 +148,9 @@ func TestLostReplyResendsOnlyWhatIsSafe(t *testing.T) {
 	for _, name := range slices.Sorted(maps.Keys(rows)) {
 		body := rows[name]
 		fc.setStale(0)
-		fc.run("db", body) // the metadata is cached: only the shard is asked below
+		fc.run(commandDB(body), body) // the metadata is cached: only the shard is asked below
 		fc.setFaults(0, 1)
-		reply := fc.run("db", body)
+		reply := fc.run(commandDB(body), body)
 		sent, _ := fc.counts(body[0].Key, shardmeta_collections)
 		resend := safeToResend(body)
 		switch {
@@ -172,7 +183,7 @@ func TestStaleInsertResendsTheRestWithTheirStatementIDs(t *testing.T) {
 	for _, s := range fc.sets {
 		s.mu.Unlock()
 	}
-	reply := fc.run("db", body)
+	reply := fc.run(commandDB(body), body)
 	fc.sets[1].mu.Lock()
 	defer fc.sets[1].mu.Unlock()
 	if mustField(reply, "n") != int32(5) || mustField(reply, "writeErrors") != nil || len(fc.shard.inserts) != 2 {

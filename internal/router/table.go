@@ -25,6 +25,7 @@ func commandTable() map[string]handlerFunc {
 		// Writes.
 		"insert": cmdInsert, "update": cmdUpdate, "delete": cmdDelete,
 		"findAndModify": cmdFindAndModify, "findandmodify": cmdFindAndModify,
+		"bulkWrite": cmdBulkWrite,
 
 		// Collections and indexes, on every shard that holds them.
 		"create": cmdCollectionDDL, "createIndexes": cmdCollectionDDL, "dropIndexes": cmdCollectionDDL,
