@@ -17,8 +17,6 @@ type retryMoveCase struct {
 	cmd   func(id int32) bson.D
 	reply []string // the reply fields a retry must repeat
 	after func(t *testing.T, doc bson.M, found bool)
-	// notRouted: the router answers CommandNotFound (mongos 8.0 routes it).
-	notRouted bool
 }
 
 // retryMoveCases are the router's retryable write commands, each on a
@@ -63,7 +61,7 @@ var retryMoveCases = []retryMoveCase{
 				{Key: "filter", Value: bson.D{{Key: "_id", Value: id}}}, {Key: "updateMods", Value: bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}}}}},
 				{Key: "nsInfo", Value: bson.A{bson.D{{Key: "ns", Value: "test.retrymove"}}}}, {Key: "$db", Value: "admin"}}
 		},
-		after: wantCounter(2), notRouted: true},
+		after: wantCounter(2)},
 }
 
 // TestRetryMoveCasesCoverRetryableWrites: every retryable write command
@@ -107,12 +105,6 @@ func testRetryHistoryMoves(t *testing.T, c *routedCluster) {
 			}
 		}
 		firsts[i] = rawCall(t, c.router, retryableOn(tc.cmd(id), i))
-		if tc.notRouted {
-			if codeOf(firsts[i]) != 59 {
-				t.Fatalf("%s: the router answers %v: drop notRouted, the case can run", tc.name, firsts[i])
-			}
-			continue
-		}
 		if codeOf(firsts[i]) != 0 {
 			t.Fatalf("%s: first attempt: %v", tc.name, firsts[i])
 		}
@@ -122,9 +114,6 @@ func testRetryHistoryMoves(t *testing.T, c *routedCluster) {
 			{Key: "bounds", Value: bson.A{ch.Min, ch.Max}}, {Key: "to", Value: otherShard(ch.Shard)}})
 	}
 	for i, tc := range retryMoveCases {
-		if tc.notRouted {
-			continue
-		}
 		t.Run(tc.name, func(t *testing.T) {
 			id := int32(100 + i)
 			again := rawCall(t, c.router, retryableOn(tc.cmd(id), i))
