@@ -56,7 +56,11 @@ func (s *jepsenStream) read(cs *mongo.ChangeStream) {
 			s.fail(fmt.Errorf("decode an event: %w", err))
 			return
 		}
-		id, _ := ev.Key.ID.(int32)
+		id, ok := numericID(ev.Key.ID)
+		if !ok {
+			s.fail(fmt.Errorf("an event of _id %v (%T), not one the workload writes", ev.Key.ID, ev.Key.ID))
+			return
+		}
 		s.mu.Lock()
 		s.events = append(s.events, jepsenEvent{op: ev.Op, id: id, clusterTime: ev.ClusterTime})
 		s.mu.Unlock()
@@ -65,6 +69,21 @@ func (s *jepsenStream) read(cs *mongo.ChangeStream) {
 		}
 	}
 	s.fail(fmt.Errorf("the stream ended: %v", cs.Err()))
+}
+
+// numericID is an event's _id as the workload's int32. A TTL deletion's
+// event carries the _id decoded from its index key, a number of equal
+// value that may be another numeric type (docs/design/0012).
+func numericID(v any) (int32, bool) {
+	switch n := v.(type) {
+	case int32:
+		return n, true
+	case int64:
+		return int32(n), int64(int32(n)) == n
+	case float64:
+		return int32(n), float64(int32(n)) == n
+	}
+	return 0, false
 }
 
 func (s *jepsenStream) fail(err error) {
