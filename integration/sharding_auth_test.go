@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,7 +53,43 @@ func TestShardedClusterAuth(t *testing.T) {
 	}
 	t.Run("Passwords", func(t *testing.T) { testRouterPasswords(t, c) })
 	t.Run("ReadOnlyUser", func(t *testing.T) { testRouterReadOnlyUser(t, c) })
+	t.Run("CursorOwners", func(t *testing.T) { testRouterCursorOwners(t, c, admin) })
 	t.Run("UsersOnTheConfigSet", func(t *testing.T) { testRouterUsersShared(t, c, admin, configDB, key) })
+}
+
+// testRouterCursorOwners: a router cursor is its user's, as on mongod:
+// another user's getMore and killCursors are refused with 13, for a
+// cursor merged from every shard and one shard's passed through, and the
+// owner goes on.
+func testRouterCursorOwners(t *testing.T, c *routedCluster, admin *mongo.Client) {
+	reader := c.client(options.Client().SetAuth(options.Credential{Username: "reader", Password: "reader-pass", AuthSource: "app"}))
+	opens := []struct {
+		name string
+		cmd  bson.D
+	}{
+		{"merged from every shard", bson.D{{Key: "find", Value: "c"}, {Key: "batchSize", Value: 2}}},
+		{"one shard's", bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: 3}}}, {Key: "batchSize", Value: 0}}},
+	}
+	for _, o := range opens {
+		reply := runCmd(t, admin.Database("app"), o.cmd)
+		id, _ := lookupField(lookupField(reply, "cursor").(bson.D), "id").(int64)
+		if id == 0 {
+			t.Fatalf("%s: no cursor left open: %v", o.name, reply)
+		}
+		getMore := bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "c"}, {Key: "batchSize", Value: 1}}
+		err := reader.Database("app").RunCommand(ctxT(t), getMore).Err()
+		if codeOfErr(err) != 13 || !strings.Contains(err.Error(), "was not created by the authenticated user") {
+			t.Fatalf("%s: another user's getMore: %v, want 13", o.name, err)
+		}
+		err = reader.Database("app").RunCommand(ctxT(t), bson.D{{Key: "killCursors", Value: "c"}, {Key: "cursors", Value: bson.A{id}}}).Err()
+		if codeOfErr(err) != 13 {
+			t.Fatalf("%s: another user's killCursors: %v, want 13", o.name, err)
+		}
+		if err := admin.Database("app").RunCommand(ctxT(t), getMore).Err(); err != nil {
+			t.Fatalf("%s: the owner's getMore after the refusals: %v", o.name, err)
+		}
+		runCmd(t, admin.Database("app"), bson.D{{Key: "killCursors", Value: "c"}, {Key: "cursors", Value: bson.A{id}}})
+	}
 }
 
 // codeOfErr is a driver error's server code, 0 for none.

@@ -189,7 +189,7 @@ func (r *Router) streamReply(op *operation, cs *mergedStream, key string, batch 
 	} else {
 		if cs.cursor == nil {
 			cs.cursor = &routerCursor{ns: cs.ns, stream: cs}
-			r.closeIdle(op, r.cursors.add(cs.cursor))
+			r.register(op, cs.cursor)
 		}
 		id = cs.cursor.id
 	}

@@ -28,6 +28,11 @@ type routerCursor struct {
 	ns       string
 	lastUsed time.Time
 	inUse    bool
+	// owner is the user who opened it ("" without access control) and
+	// privileges what opening it took: another user's getMore is
+	// refused, and so is the owner's once those are gone, as on mongod.
+	owner      string
+	privileges any
 	// Exactly one is set: a cursor of one shard or config server that
 	// getMore passes through, the merged results of several shards, or a
 	// change stream merged from every shard's.
@@ -142,8 +147,28 @@ func (r *Router) adoptCursor(op *operation, rs *replicaSet, reply bson.D) bson.D
 	nsName, _ := ns.(string)
 	_, remoteColl := splitNS(nsName)
 	c := &routerCursor{ns: nsName, remote: &remoteCursor{rs: rs, db: op.db, coll: remoteColl, id: remoteID}}
-	r.closeIdle(op, r.cursors.add(c))
+	r.register(op, c)
 	return bsonutil.WithField(reply, "cursor", bsonutil.WithField(curDoc, "id", c.id))
+}
+
+// register gives a new router cursor its id and the user who opened it,
+// and closes the cursors idle too long.
+func (r *Router) register(op *operation, c *routerCursor) {
+	if c.owner = r.auth.UserOf(op.conn); c.owner != "" {
+		c.privileges = r.auth.Privileges(op.db, op.name, op.body)
+	}
+	r.closeIdle(op, r.cursors.add(c))
+}
+
+// lookup returns a cursor's owner and namespace without checking it out.
+func (t *cursorTable) lookup(id int64) (owner, ns string, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c, ok := t.byID[id]
+	if !ok {
+		return "", "", false
+	}
+	return c.owner, c.ns, true
 }
 
 // closeIdle kills the remote ends of cursors timed out on the router.

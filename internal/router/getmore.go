@@ -3,6 +3,7 @@ package router
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/auth"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
@@ -94,7 +95,7 @@ func (r *Router) firstBatch(op *operation, ns string, m *mergedCursor, batchSize
 	var id int64
 	if more && !single {
 		c := &routerCursor{ns: ns, merged: m}
-		r.closeIdle(op, r.cursors.add(c))
+		r.register(op, c)
 		id = c.id
 	} else {
 		_ = m.out.Close()
@@ -158,6 +159,10 @@ func cmdGetMore(r *Router, op *operation) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := r.auth.CheckGetMore(op.conn, id, c.owner, c.privileges); err != nil {
+		r.cursors.checkIn(c, false)
+		return nil, err
+	}
 	if c.remote != nil {
 		reply, done, err := r.remoteGetMore(op, c)
 		r.cursors.checkIn(c, done)
@@ -211,6 +216,13 @@ func (r *Router) remoteGetMore(op *operation, c *routerCursor) (bson.D, bool, er
 // cmdKillCursors kills router cursors and their shard cursors.
 func cmdKillCursors(r *Router, op *operation) (bson.D, error) {
 	ids, _ := bsonutil.Field(op.body, "cursors")
+	for _, v := range bsonutil.ToA(ids) {
+		// None is killed when one is another user's, as on mongod.
+		id, _ := v.(int64)
+		if owner, ns, ok := r.cursors.lookup(id); ok && !r.auth.MayKillCursor(op.conn, owner, ns) {
+			return nil, auth.CursorError(id)
+		}
+	}
 	killed, notFound := bson.A{}, bson.A{}
 	for _, v := range bsonutil.ToA(ids) {
 		id, _ := v.(int64)
