@@ -51,7 +51,8 @@ func TestReplicaSetFailoverUnderLoad(t *testing.T) {
 	}
 	rs := startReplSet(t, 3)
 	wc := writeconcern.Majority()
-	cl := rs.client(options.Client().SetWriteConcern(wc).SetRetryWrites(true))
+	seen := &primarySightings{}
+	cl := rs.client(options.Client().SetWriteConcern(wc).SetRetryWrites(true).SetServerMonitor(seen.monitor()))
 	db := cl.Database("test")
 	if _, err := db.Collection("ttl").Indexes().CreateOne(ctxT(t), mongo.IndexModel{Keys: bson.D{{Key: "at", Value: 1}}, Options: options.Index().SetExpireAfterSeconds(0)}); err != nil {
 		t.Fatal(err)
@@ -70,13 +71,18 @@ func TestReplicaSetFailoverUnderLoad(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); expiryReader(ctx, rs.addrs[i], load) }()
 	}
+	watch := newStageWatch(t, rs)
 	var resume []time.Duration
 	for k := 0; k < kills; k++ {
 		time.Sleep(1500 * time.Millisecond)
 		p := rs.waitPrimary(-1, 15*time.Second)
+		term := watch.term(p)
 		killed := time.Now()
 		rs.kill9(p)
-		resume = append(resume, waitNextAck(t, load, killed, 15*time.Second))
+		stages := watch.follow(p, term, killed, 15*time.Second)
+		ack := waitNextAck(t, load, killed, 15*time.Second)
+		resume = append(resume, ack)
+		t.Logf("kill %d: %s", k+1, stages.report(seen.firstPrimaryAfter(rs.addrs[p], killed), ack))
 		rs.start(p)
 	}
 	time.Sleep(time.Second)
