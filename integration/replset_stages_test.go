@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -147,4 +148,59 @@ func (p *primarySightings) firstPrimaryAfter(old string, at time.Time) time.Time
 		}
 	}
 	return time.Time{}
+}
+
+// ackedWrites records when each member last acknowledged a write of the
+// load's client: an insert or update answered without a write error or
+// write concern error. Kept per member, so that a reply the killed member
+// sent just before it died, read by the client just after the kill, is
+// not taken for writes resuming.
+type ackedWrites struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+func newAckedWrites() *ackedWrites { return &ackedWrites{last: map[string]time.Time{}} }
+
+func (a *ackedWrites) monitor() *event.CommandMonitor {
+	return &event.CommandMonitor{Succeeded: func(_ context.Context, e *event.CommandSucceededEvent) {
+		if e.CommandName != "insert" && e.CommandName != "update" {
+			return
+		}
+		if _, err := e.Reply.LookupErr("writeErrors"); err == nil {
+			return
+		}
+		if _, err := e.Reply.LookupErr("writeConcernError"); err == nil {
+			return
+		}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		addr, _, _ := strings.Cut(e.ConnectionID, "[") // the driver names a connection address[-n]
+		a.last[addr] = time.Now()
+	}}
+}
+
+// waitNext waits for the first write a member other than killed
+// acknowledged after at, and returns how long after at it came.
+func (a *ackedWrites) waitNext(t *testing.T, killed string, at time.Time, timeout time.Duration) time.Duration {
+	t.Helper()
+	for time.Since(at) < timeout {
+		if d, ok := a.after(killed, at); ok {
+			return d
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("no write acknowledged within %v of a kill", timeout)
+	return 0
+}
+
+func (a *ackedWrites) after(killed string, at time.Time) (time.Duration, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for addr, last := range a.last {
+		if addr != killed && last.After(at) {
+			return last.Sub(at), true
+		}
+	}
+	return 0, false
 }
