@@ -19,13 +19,13 @@ import (
 // (its readiness to take writes), the clients' driver describing it as
 // the primary (discovery), and the first acknowledged write.
 type failoverStages struct {
-	killed   int
-	at       time.Time
-	elected  time.Duration // 0: not seen
-	writable time.Duration
-	primary  string
-	term     int64 // from the new primary's electionId
-	terms    int64 // term of the survivors before the kill
+	killed     int
+	at         time.Time
+	elected    time.Duration // 0: not seen
+	writable   time.Duration
+	primary    string
+	termBefore int64 // the killed primary's term, from its electionId
+	termAfter  int64 // the new primary's
 }
 
 // report is one line saying which stage took how long.
@@ -35,7 +35,7 @@ func (s failoverStages) report(discovered time.Time, ack time.Duration) string {
 		disc = discovered.Sub(s.at).Round(time.Millisecond).String()
 	}
 	return fmt.Sprintf("member %d killed; new leader named after %v, writable after %v (%s, term %d→%d), driver saw it after %s, first write acknowledged after %v",
-		s.killed, s.elected.Round(time.Millisecond), s.writable.Round(time.Millisecond), s.primary, s.terms, s.term, disc, ack.Round(time.Millisecond))
+		s.killed, s.elected.Round(time.Millisecond), s.writable.Round(time.Millisecond), s.primary, s.termBefore, s.termAfter, disc, ack.Round(time.Millisecond))
 }
 
 // stageWatch polls hello on every member with one direct client each.
@@ -62,7 +62,7 @@ type memberHello struct {
 // follow polls the members other than killed every 20 ms until one is a
 // writable primary or timeout passes.
 func (w *stageWatch) follow(killed int, term int64, at time.Time, timeout time.Duration) failoverStages {
-	s := failoverStages{killed: killed, at: at, terms: term, term: -1}
+	s := failoverStages{killed: killed, at: at, termBefore: term, termAfter: -1}
 	for time.Since(at) < timeout && s.writable == 0 {
 		for i, c := range w.clients {
 			if i != killed {
@@ -76,20 +76,24 @@ func (w *stageWatch) follow(killed int, term int64, at time.Time, timeout time.D
 
 // term is member i's term from its electionId (-1: not a primary now).
 func (w *stageWatch) term(i int) int64 {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	var h memberHello
-	if err := w.clients[i].Database("admin").RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Decode(&h); err != nil || !h.IsWritablePrimary {
+	h, err := helloOf(w.clients[i])
+	if err != nil || !h.IsWritablePrimary {
 		return -1
 	}
 	return termOf(h.ElectionID)
 }
 
-func (w *stageWatch) note(s *failoverStages, c *mongo.Client, member int) {
+func helloOf(c *mongo.Client) (memberHello, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	var h memberHello
-	if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Decode(&h); err != nil {
+	err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Decode(&h)
+	return h, err
+}
+
+func (w *stageWatch) note(s *failoverStages, c *mongo.Client, member int) {
+	h, err := helloOf(c)
+	if err != nil {
 		return
 	}
 	since := time.Since(s.at)
@@ -98,7 +102,7 @@ func (w *stageWatch) note(s *failoverStages, c *mongo.Client, member int) {
 	}
 	if h.IsWritablePrimary && s.writable == 0 {
 		s.writable, s.primary = since, fmt.Sprintf("member %d", member)
-		s.term = termOf(h.ElectionID)
+		s.termAfter = termOf(h.ElectionID)
 		if s.elected == 0 {
 			s.elected = since
 		}
