@@ -25,7 +25,6 @@ type failoverLoad struct {
 	unknown  map[string]bool // inserts whose outcome an error left unknown
 	incAcked map[string]int  // acknowledged $inc per counter
 	incErrs  map[string]int
-	lastAck  atomic.Int64 // unix nanos of the latest acknowledged write
 	lastTTL  atomic.Int64 // unix nanos of the latest expiry written
 	expired  atomic.Int64 // expired documents some member returned
 	reads    atomic.Int64
@@ -34,8 +33,6 @@ type failoverLoad struct {
 func newFailoverLoad() *failoverLoad {
 	return &failoverLoad{inserted: map[string]bool{}, unknown: map[string]bool{}, incAcked: map[string]int{}, incErrs: map[string]int{}}
 }
-
-func (l *failoverLoad) acked() { l.lastAck.Store(time.Now().UnixNano()) }
 
 // TestReplicaSetFailoverUnderLoad kills the primary with SIGKILL again and
 // again while clients do retryable inserts and $inc updates through the
@@ -51,7 +48,8 @@ func TestReplicaSetFailoverUnderLoad(t *testing.T) {
 	}
 	rs := startReplSet(t, 3)
 	wc := writeconcern.Majority()
-	cl := rs.client(options.Client().SetWriteConcern(wc).SetRetryWrites(true))
+	seen, acks := &primarySightings{}, newAckedWrites()
+	cl := rs.client(options.Client().SetWriteConcern(wc).SetRetryWrites(true).SetServerMonitor(seen.monitor()).SetMonitor(acks.monitor()))
 	db := cl.Database("test")
 	if _, err := db.Collection("ttl").Indexes().CreateOne(ctxT(t), mongo.IndexModel{Keys: bson.D{{Key: "at", Value: 1}}, Options: options.Index().SetExpireAfterSeconds(0)}); err != nil {
 		t.Fatal(err)
@@ -70,13 +68,18 @@ func TestReplicaSetFailoverUnderLoad(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); expiryReader(ctx, rs.addrs[i], load) }()
 	}
+	watch := newStageWatch(t, rs)
 	var resume []time.Duration
 	for k := 0; k < kills; k++ {
 		time.Sleep(1500 * time.Millisecond)
 		p := rs.waitPrimary(-1, 15*time.Second)
+		term := watch.term(p)
 		killed := time.Now()
 		rs.kill9(p)
-		resume = append(resume, waitNextAck(t, load, killed, 15*time.Second))
+		stages := watch.follow(p, term, killed, 15*time.Second)
+		ack := acks.waitNext(t, rs.addrs[p], killed, 15*time.Second)
+		resume = append(resume, ack)
+		t.Logf("kill %d: %s", k+1, stages.report(seen.firstPrimaryAfter(rs.addrs[p], killed), ack))
 		rs.start(p)
 	}
 	time.Sleep(time.Second)
@@ -107,9 +110,6 @@ func insertWorker(ctx context.Context, coll *mongo.Collection, w int, load *fail
 			load.unknown[id] = true
 		}
 		load.mu.Unlock()
-		if err == nil {
-			load.acked()
-		}
 	}
 }
 
@@ -125,9 +125,6 @@ func incWorker(ctx context.Context, coll *mongo.Collection, id string, load *fai
 			load.incErrs[id]++
 		}
 		load.mu.Unlock()
-		if err == nil {
-			load.acked()
-		}
 	}
 }
 
@@ -180,20 +177,6 @@ func readExpiring(ctx context.Context, coll *mongo.Collection, load *failoverLoa
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// waitNextAck waits for the first acknowledged write after killed.
-func waitNextAck(t *testing.T, load *failoverLoad, killed time.Time, timeout time.Duration) time.Duration {
-	t.Helper()
-	deadline := killed.Add(timeout)
-	for time.Now().Before(deadline) {
-		if at := load.lastAck.Load(); at > killed.UnixNano() {
-			return time.Duration(at - killed.UnixNano())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Fatalf("no write acknowledged within %v of a kill", timeout)
-	return 0
 }
 
 func verifyFailover(t *testing.T, rs *replSet, load *failoverLoad) {

@@ -241,14 +241,18 @@ func (h *Handler) helloReplFields(r *request) (bool, bson.D, error) {
 	if err := h.awaitTopology(r); err != nil {
 		return false, nil, err
 	}
-	writable, fields := rs.Hello()
-	fields = append(fields, bson.E{Key: "topologyVersion", Value: h.topologyVersion()})
+	writable, fields, counter := rs.HelloAt()
+	fields = append(fields, bson.E{Key: "topologyVersion", Value: h.topologyVersionAt(counter)})
 	return writable, fields, nil
 }
 
-// topologyVersion is this member's topologyVersion as hello reports it.
+// topologyVersion is this member's topologyVersion now.
 func (h *Handler) topologyVersion() bson.D {
 	_, counter := h.deps.Repl.TopologyChanges()
+	return h.topologyVersionAt(counter)
+}
+
+func (h *Handler) topologyVersionAt(counter int64) bson.D {
 	return bson.D{{Key: "processId", Value: h.processID}, {Key: "counter", Value: counter}}
 }
 

@@ -87,6 +87,11 @@ type Replica struct {
 	partitioned sync.Map
 
 	snapshotsSent, snapshotsInstalled atomic.Int64
+
+	// betweenHelloReads, a test's hook, runs in HelloAt between the
+	// counter's read and the fields': where a topology change is the
+	// hardest for the reply to get right.
+	betweenHelloReads func()
 }
 
 // Open reads this member's replica set state from storage. It does not

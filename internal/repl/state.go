@@ -141,9 +141,9 @@ func (rs *Replica) OpTime() (changestream.Timestamp, int64, time.Time) {
 	return n.appliedTimestamp(), int64(term), time.UnixMilli(n.appliedWal.Load())
 }
 
-// Hello returns the replica set fields of a hello reply and whether this
-// member is a writable primary.
-func (rs *Replica) Hello() (bool, bson.D) {
+// hello returns the replica set fields of a hello reply and whether this
+// member is a writable primary; HelloAt gives them with their counter.
+func (rs *Replica) hello() (bool, bson.D) {
 	c := rs.Config()
 	if c == nil {
 		return false, bson.D{{Key: "isreplicaset", Value: true}, {Key: "secondary", Value: false}, {Key: "info", Value: "Does not have a valid replica set config"}}
@@ -179,6 +179,25 @@ func (rs *Replica) Hello() (bool, bson.D) {
 		{Key: "majorityOpTime", Value: opTime}, {Key: "majorityWriteDate", Value: bson.NewDateTimeFromTime(wall)},
 	}})
 	return state == StatePrimary, out
+}
+
+// HelloAt is Hello with the topologyVersion counter its reply carries.
+// The counter is read before the fields, and every change of role,
+// leader or config moves the counter only after it is made, so a reply is
+// never older than its counter: a change that lands while the reply is
+// built leaves the counter behind it, and the driver's next awaitable
+// hello, which carries that counter, returns at once. Read the other way
+// round, a promotion between the two reads gave a reply saying
+// "secondary" at the promotion's counter, and the Go driver awaited the
+// next change for its whole heartbeatFrequency (10 s) before it saw the
+// new primary (TestReplicaSetFailoverUnderLoad, docs/design/0007).
+func (rs *Replica) HelloAt() (writable bool, fields bson.D, counter int64) {
+	_, counter = rs.TopologyChanges()
+	if rs.betweenHelloReads != nil {
+		rs.betweenHelloReads()
+	}
+	writable, fields = rs.hello()
+	return writable, fields, counter
 }
 
 // electionId orders primaries for drivers: 7fffffff then the term.
@@ -454,7 +473,7 @@ func checkHostsKeepIDs(cur, next *SetConfig) error {
 // ServerStatus is serverStatus's repl section: hello's replica set fields,
 // and Mayfly's own figures of the raft log under "raft".
 func (rs *Replica) ServerStatus() bson.D {
-	writable, fields := rs.Hello()
+	writable, fields := rs.hello()
 	out := append(bson.D{{Key: "isWritablePrimary", Value: writable}}, fields...)
 	raftDoc := bson.D{
 		{Key: "snapshotsSent", Value: rs.snapshotsSent.Load()},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -40,6 +41,9 @@ type peer struct {
 	addr atomic.Pointer[string]
 	q    chan *pb.Message
 	conn *memberConn
+	// connEnded is closed once the member ended conn (its process
+	// exited, or it closed the connection): see watchEnd.
+	connEnded chan struct{}
 }
 
 // peerQueue bounds the messages waiting for one peer; more are dropped.
@@ -140,6 +144,35 @@ func (p *peer) closeConn() {
 	}
 }
 
+// dropEndedConn closes conn if the member already ended it, so that the
+// next batch goes on a new connection rather than into the dead one.
+func (p *peer) dropEndedConn() {
+	if p.conn == nil {
+		return
+	}
+	select {
+	case <-p.connEnded:
+		p.closeConn()
+	default:
+	}
+}
+
+// watchEnd reads nc until it ends and then closes the channel it returns.
+// The member never answers on this connection (replSetRaft goes
+// moreToCome), so nothing else would notice that it is gone: after a
+// member restarted, the next batch to it was written without error into
+// the connection to its old process and lost, and a lost vote or vote
+// request is sent again only an election timeout later (a failover's
+// election took two or three rounds).
+func watchEnd(nc net.Conn) chan struct{} {
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		_, _ = io.Copy(io.Discard, nc)
+	}()
+	return ended
+}
+
 func (p *peer) deliver(batch []*pb.Message) error {
 	msgs := make(bson.A, 0, len(batch))
 	for _, m := range batch {
@@ -151,6 +184,7 @@ func (p *peer) deliver(batch []*pb.Message) error {
 	}
 	cmd := p.t.rs.memberCommand("replSetRaft", p.id)
 	cmd = append(cmd, bson.E{Key: "msgs", Value: msgs})
+	p.dropEndedConn()
 	if p.conn == nil {
 		addr := p.addr.Load()
 		if addr == nil {
@@ -160,7 +194,7 @@ func (p *peer) deliver(batch []*pb.Message) error {
 		if err != nil {
 			return err
 		}
-		p.conn = c
+		p.conn, p.connEnded = c, watchEnd(c.nc)
 	}
 	return p.conn.send(cmd)
 }
