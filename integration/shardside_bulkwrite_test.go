@@ -17,13 +17,7 @@ func TestShardsideBulkWriteVersions(t *testing.T) {
 	c := startShardedCluster(t)
 	db := c.shard.client.Database("db")
 	const docs = 40
-	batch := make([]any, docs)
-	for i := range batch {
-		batch[i] = bson.D{{Key: "_id", Value: int32(i)}, {Key: "k", Value: int32(i)}}
-	}
-	if _, err := db.Collection("c").InsertMany(ctxT(t), batch); err != nil {
-		t.Fatal(err)
-	}
+	insertKeyed(t, db.Collection("c"), docs)
 	fresh := c.table.ShardVersion("shA")
 	owned := ownedIDs(t, c.table, "shA", docs)
 	stale := fresh

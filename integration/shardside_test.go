@@ -310,13 +310,7 @@ func TestShardsideVersionsAndOrphans(t *testing.T) {
 	c := startShardedCluster(t)
 	db = c.shard.client.Database("db")
 	const docs = 200
-	batch := make([]any, docs)
-	for i := range batch {
-		batch[i] = bson.D{{Key: "_id", Value: int32(i)}, {Key: "k", Value: int32(i)}}
-	}
-	if _, err := db.Collection("c").InsertMany(ctxT(t), batch); err != nil {
-		t.Fatal(err)
-	}
+	insertKeyed(t, db.Collection("c"), docs)
 	fresh := c.table.ShardVersion("shA")
 	owned := ownedIDs(t, c.table, "shA", docs)
 	if len(owned) < docs/4 || len(owned) > 3*docs/4 {
@@ -425,4 +419,16 @@ func TestShardsideVersionsAndOrphans(t *testing.T) {
 			{Key: "code", Value: int32(249)}, {Key: "codeName", Value: "StaleDbVersion"},
 			{Key: "db", Value: "db"}, {Key: "vReceived", Value: dv(behind)}, {Key: "vWanted", Value: dv(c.dbVersion)}})
 	})
+}
+
+// insertKeyed inserts n documents {_id: i, k: i}.
+func insertKeyed(t *testing.T, coll *mongo.Collection, n int) {
+	t.Helper()
+	batch := make([]any, n)
+	for i := range batch {
+		batch[i] = bson.D{{Key: "_id", Value: int32(i)}, {Key: "k", Value: int32(i)}}
+	}
+	if _, err := coll.InsertMany(ctxT(t), batch); err != nil {
+		t.Fatal(err)
+	}
 }
