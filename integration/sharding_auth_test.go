@@ -58,9 +58,9 @@ func TestShardedClusterAuth(t *testing.T) {
 }
 
 // testRouterCursorOwners: a router cursor is its user's, as on mongod:
-// another user's getMore and killCursors are refused with 13, for a
-// cursor merged from every shard and one shard's passed through, and the
-// owner goes on.
+// another user's getMore and killCursors are refused with 13 for every
+// kind of router cursor (merged from every shard, one shard's passed
+// through, a change stream), and the owner goes on.
 func testRouterCursorOwners(t *testing.T, c *routedCluster, admin *mongo.Client) {
 	reader := c.client(options.Client().SetAuth(options.Credential{Username: "reader", Password: "reader-pass", AuthSource: "app"}))
 	opens := []struct {
@@ -69,6 +69,8 @@ func testRouterCursorOwners(t *testing.T, c *routedCluster, admin *mongo.Client)
 	}{
 		{"merged from every shard", bson.D{{Key: "find", Value: "c"}, {Key: "batchSize", Value: 2}}},
 		{"one shard's", bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: 3}}}, {Key: "batchSize", Value: 0}}},
+		{"a change stream", bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$changeStream", Value: bson.D{}}}}},
+			{Key: "cursor", Value: bson.D{}}}},
 	}
 	for _, o := range opens {
 		reply := runCmd(t, admin.Database("app"), o.cmd)
@@ -76,7 +78,9 @@ func testRouterCursorOwners(t *testing.T, c *routedCluster, admin *mongo.Client)
 		if id == 0 {
 			t.Fatalf("%s: no cursor left open: %v", o.name, reply)
 		}
-		getMore := bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "c"}, {Key: "batchSize", Value: 1}}
+		// maxTimeMS bounds a change stream's wait for events (awaitData).
+		getMore := bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "c"}, {Key: "batchSize", Value: 1},
+			{Key: "maxTimeMS", Value: 200}}
 		err := reader.Database("app").RunCommand(ctxT(t), getMore).Err()
 		if codeOfErr(err) != 13 || !strings.Contains(err.Error(), "was not created by the authenticated user") {
 			t.Fatalf("%s: another user's getMore: %v, want 13", o.name, err)
