@@ -279,6 +279,7 @@ type jepsenRun struct {
 	mu         sync.Mutex
 	history    []porcupine.Operation
 	acked      []int32 // w:majority-acknowledged inserts of durable documents
+	ackedAt    map[int32]time.Time
 	ttlAcked   int
 	lastExpiry time.Time // the latest expireAt inserted
 	anomalies  []string
@@ -323,7 +324,7 @@ func TestMigrationJepsen(t *testing.T) {
 	cl := c.client()
 	setUpJepsenCollection(t, c, cl)
 	t.Logf("cluster up in %v", time.Since(began).Round(time.Millisecond))
-	run := &jepsenRun{faults: map[string]int{}, missed: map[string]int{}, failures: map[string]int{}}
+	run := &jepsenRun{faults: map[string]int{}, missed: map[string]int{}, failures: map[string]int{}, ackedAt: map[int32]time.Time{}}
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	coll := cl.Database("test").Collection(jepsenColl)
@@ -466,7 +467,9 @@ func checkJepsenEnd(t *testing.T, c *jepsenCluster, cl *mongo.Client, run *jepse
 	}
 	for _, id := range run.acked {
 		if !seen[id] {
-			run.anomaly("acknowledged insert of _id %d lost", id)
+			h, _ := shardkey.Hash(id)
+			run.anomaly("acknowledged insert of _id %d (hashed %d, acknowledged at %s) lost", id, h,
+				run.ackedAt[id].UTC().Format("15:04:05.000"))
 		}
 	}
 	if n, err := coll.CountDocuments(ctxT(t), bson.D{}); err != nil || int(n) != len(seen) {
@@ -568,9 +571,7 @@ func checkLinearizable(t *testing.T, run *jepsenRun, seed uint64, logs []string)
 		t.Errorf("saving the history in %s: %v", dir, err)
 	}
 	t.Errorf("seed %d: porcupine %s, %d anomalies; history and visualisation in %s", seed, res, len(run.anomalies), dir)
-	if res != porcupine.Ok {
-		reportIllegalKeys(t, run)
-	}
+	reportIllegalKeys(t, run) // the moves and faults, with any key that is not linearizable
 	for _, a := range run.anomalies {
 		t.Errorf("anomaly: %s", a)
 	}
@@ -611,9 +612,9 @@ func copyFile(from, to string) error {
 }
 
 // reportIllegalKeys prints, for the first keys whose history is not
-// linearizable, each operation with its wall-clock times, then the moves
-// and faults of the run, so that a failure in CI says what happened
-// around it.
+// linearizable (if any), each operation with its wall-clock times, then
+// the moves and faults of the run, so that a failure in CI says what
+// happened around it.
 func reportIllegalKeys(t *testing.T, run *jepsenRun) {
 	reported := 0
 	for _, ops := range casModel.Partition(run.history) {

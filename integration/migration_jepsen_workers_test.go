@@ -169,6 +169,7 @@ func runInserter(ctx context.Context, coll *mongo.Collection, run *jepsenRun) {
 		if _, err := coll.InsertOne(context.Background(), bson.D{{Key: "_id", Value: durableIDBase + i}}); err == nil {
 			run.mu.Lock()
 			run.acked = append(run.acked, durableIDBase+i)
+			run.ackedAt[durableIDBase+i] = time.Now()
 			run.mu.Unlock()
 		}
 		time.Sleep(40 * time.Millisecond)
