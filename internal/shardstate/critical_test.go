@@ -3,9 +3,12 @@ package shardstate
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
@@ -58,4 +61,61 @@ func TestCriticalSectionPassesTheLogBarrierAfterDraining(t *testing.T) {
 		t.Fatalf("after a failed barrier, a routed command: %v", err)
 	}
 	release()
+}
+
+// seqRunner answers a recipient's numbered pulls with empty batches,
+// noting each number; the first request of each command waits until its
+// caller gives up, as a poll that _recvChunkCommit interrupts does.
+type seqRunner struct {
+	mu   sync.Mutex
+	seqs map[string][]int64
+}
+
+func (r *seqRunner) Run(ctx context.Context, _, _ string, cmd bson.D) (bson.D, error) {
+	seq, _ := bsonFieldAny(cmd, "seq")
+	r.mu.Lock()
+	r.seqs[cmd[0].Key] = append(r.seqs[cmd[0].Key], seq.(int64))
+	first := len(r.seqs[cmd[0].Key]) == 1
+	r.mu.Unlock()
+	if first {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return bson.D{{Key: "ok", Value: 1.0}}, nil
+}
+
+// TestInterruptedPullAsksAgainWithItsNumber: a numbered pull whose reply
+// never came is asked again with the same number, so that the donor
+// answers the batch it already took off its list; the number moves on
+// only after an answer is applied. Every numbered pull of the recipient
+// is a row.
+func TestInterruptedPullAsksAgainWithItsNumber(t *testing.T) {
+	pulls := map[string]func(m *Migrations, ctx context.Context, rc *receiver) error{
+		"_transferMods": func(m *Migrations, ctx context.Context, rc *receiver) error {
+			_, err := m.applyMods(ctx, rc)
+			return err
+		},
+		"_migrateClone": func(m *Migrations, ctx context.Context, rc *receiver) error {
+			return m.clone(ctx, rc)
+		},
+		"_getNextSessionMods": func(m *Migrations, ctx context.Context, rc *receiver) error {
+			return m.pullSessions(ctx, rc)
+		},
+	}
+	for name, pull := range pulls {
+		runner := &seqRunner{seqs: map[string][]int64{}}
+		m := NewMigrations(MigrationOptions{Client: runner})
+		rc := &receiver{req: RecvRequest{MigrationID: "m1", From: "donor:1"}}
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		if err := pull(m, ctx, rc); err == nil {
+			t.Fatalf("%s: the interrupted pull reported no error", name)
+		}
+		cancel()
+		if err := pull(m, context.Background(), rc); err != nil {
+			t.Fatalf("%s: the pull after: %v", name, err)
+		}
+		if got := runner.seqs[name]; len(got) != 2 || got[0] != got[1] {
+			t.Errorf("%s: numbers sent %v, want the interrupted one twice", name, got)
+		}
+	}
 }

@@ -119,9 +119,9 @@ func (rc *receiver) set(state string, err error) {
 
 func (m *Migrations) clone(ctx context.Context, rc *receiver) error {
 	for ctx.Err() == nil {
-		rc.cloneSeq++
+		seq := rc.cloneSeq + 1 // moves on once its answer is stored, as applyMods's
 		reply, err := runOn(ctx, m.opts.Client, rc.req.From, "admin", bson.D{{Key: "_migrateClone", Value: rc.req.MigrationID},
-			{Key: "seq", Value: rc.cloneSeq}})
+			{Key: "seq", Value: seq}})
 		if err != nil {
 			return err
 		}
@@ -138,6 +138,7 @@ func (m *Migrations) clone(ctx context.Context, rc *receiver) error {
 		rc.mu.Lock()
 		rc.cloned += int64(len(docs))
 		rc.mu.Unlock()
+		rc.cloneSeq = seq
 	}
 	return ctx.Err()
 }
@@ -162,11 +163,15 @@ func (m *Migrations) catchUp(ctx context.Context, rc *receiver) error {
 	return nil
 }
 
-// applyMods applies one _transferMods answer and returns its size.
+// applyMods applies one _transferMods answer and returns its size. The
+// request's number moves on only once its answer is applied: a request
+// whose reply never came (the steady poll that _recvChunkCommit
+// interrupts) is sent again with the same number, and the donor, which
+// took those writes off its list when it answered, answers it again.
 func (m *Migrations) applyMods(ctx context.Context, rc *receiver) (int, error) {
-	rc.modsSeq++
+	seq := rc.modsSeq + 1
 	reply, err := runOn(ctx, m.opts.Client, rc.req.From, "admin", bson.D{{Key: "_transferMods", Value: rc.req.MigrationID},
-		{Key: "seq", Value: rc.modsSeq}})
+		{Key: "seq", Value: seq}})
 	if err != nil {
 		return 0, err
 	}
@@ -186,6 +191,7 @@ func (m *Migrations) applyMods(ctx context.Context, rc *receiver) (int, error) {
 	rc.mu.Lock()
 	rc.caughtUp += int64(len(reload) + len(ids))
 	rc.mu.Unlock()
+	rc.modsSeq = seq
 	return len(reload) + len(ids), nil
 }
 

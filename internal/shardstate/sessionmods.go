@@ -70,15 +70,14 @@ func SessionModsDoc(stmts []session.MovedStmt) bson.A {
 }
 
 // pullSessions installs the donor's statement records, until it has no
-// more. A request whose reply was lost is sent again with its number
-// (rc.sessionSeq goes back one), so no batch is skipped.
+// more. A request whose answer was not installed is sent again with its
+// number (rc.sessionSeq moves on only after), so no batch is skipped.
 func (m *Migrations) pullSessions(ctx context.Context, rc *receiver) error {
 	for ctx.Err() == nil {
-		rc.sessionSeq++
+		seq := rc.sessionSeq + 1
 		reply, err := runOn(ctx, m.opts.Client, rc.req.From, "admin", bson.D{{Key: "_getNextSessionMods", Value: rc.req.MigrationID},
-			{Key: "seq", Value: rc.sessionSeq}})
+			{Key: "seq", Value: seq}})
 		if err != nil {
-			rc.sessionSeq--
 			return err
 		}
 		stmts, err := movedStmts(reply)
@@ -94,6 +93,7 @@ func (m *Migrations) pullSessions(ctx context.Context, rc *receiver) error {
 		rc.mu.Lock()
 		rc.sessionStmts += int64(len(stmts))
 		rc.mu.Unlock()
+		rc.sessionSeq = seq
 	}
 	return ctx.Err()
 }
