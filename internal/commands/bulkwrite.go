@@ -301,16 +301,7 @@ func (b *bulkWrite) ok(i int, counts bson.D) bool {
 // fail records an operation's error as mongod's bulkWrite reply does:
 // {ok: 0, idx, code, errmsg, <extra>, n: 0 (nModified: 0 for updates)}.
 func (b *bulkWrite) fail(i int, kind string, err error) bool {
-	e := mongoerr.As(clientError(err))
-	d := bson.D{{Key: "ok", Value: 0.0}, {Key: "idx", Value: int32(i)}, {Key: "code", Value: int32(e.Code)}, {Key: "errmsg", Value: e.Msg}}
-	for _, kv := range e.Extra {
-		d = append(d, bson.E{Key: kv.Key, Value: kv.Value})
-	}
-	d = append(d, bson.E{Key: "n", Value: int32(0)})
-	if kind == "update" {
-		d = append(d, bson.E{Key: "nModified", Value: int32(0)})
-	}
-	b.results = append(b.results, d)
+	b.results = append(b.results, mongoerr.BulkWriteItem(i, kind, clientError(err)))
 	b.totals.errors++
 	return false
 }

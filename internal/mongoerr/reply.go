@@ -38,3 +38,19 @@ func WriteError(index int, err error) bson.D {
 	}
 	return append(d, bson.E{Key: "errmsg", Value: e.Msg})
 }
+
+// BulkWriteItem is an operation's error as the bulkWrite command's
+// reply lists it: {ok: 0, idx, code, errmsg, <extra>, n: 0}, and
+// nModified: 0 for an update (kind "update").
+func BulkWriteItem(idx int, kind string, err error) bson.D {
+	e := As(err)
+	d := bson.D{{Key: "ok", Value: 0.0}, {Key: "idx", Value: int32(idx)}, {Key: "code", Value: int32(e.Code)}, {Key: "errmsg", Value: e.Msg}}
+	for _, kv := range e.Extra {
+		d = append(d, bson.E{Key: kv.Key, Value: kv.Value})
+	}
+	d = append(d, bson.E{Key: "n", Value: int32(0)})
+	if kind == "update" {
+		d = append(d, bson.E{Key: "nModified", Value: int32(0)})
+	}
+	return d
+}

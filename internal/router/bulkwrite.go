@@ -190,23 +190,9 @@ func bulkStatement(op bson.D) (bson.D, writeKind) {
 	return append(stmt, bson.E{Key: "limit", Value: limit}), writeKind{arrayKey: "deletes"}
 }
 
-// failItem is an op's error as mongod's bulkWrite reply gives it.
-func failItem(i int, kind string, err error) bson.D {
-	e := mongoerr.As(err)
-	d := bson.D{{Key: "ok", Value: 0.0}, {Key: "idx", Value: int32(i)}, {Key: "code", Value: int32(e.Code)}, {Key: "errmsg", Value: e.Msg}}
-	for _, kv := range e.Extra {
-		d = append(d, bson.E{Key: kv.Key, Value: kv.Value})
-	}
-	d = append(d, bson.E{Key: "n", Value: int32(0)})
-	if kind == "update" {
-		d = append(d, bson.E{Key: "nModified", Value: int32(0)})
-	}
-	return d
-}
-
 // itemOK reports a result item without an error.
 func itemOK(item bson.D) bool { return bsonutil.TrueValue(mustField(item, "ok")) }
 
 func (b *bulkRoute) failed(i int, err error) {
-	b.items[i] = failItem(i, opKind(b.ops[i]), err)
+	b.items[i] = mongoerr.BulkWriteItem(i, opKind(b.ops[i]), err)
 }

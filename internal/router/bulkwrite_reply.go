@@ -108,7 +108,7 @@ func (b *bulkRoute) batchFailed(batch *shardBatch, rd *round, err error) {
 		idx = idx[:1]
 	}
 	for _, i := range idx {
-		rd.got[i] = mergeItems(rd.got[i], failItem(i, opKind(b.ops[i]), err))
+		rd.got[i] = mergeItems(rd.got[i], mongoerr.BulkWriteItem(i, opKind(b.ops[i]), err))
 	}
 }
 
