@@ -107,7 +107,7 @@ func (r *Router) scatterAggregate(op *operation, ns string, ts []target, pipelin
 	if err != nil {
 		return nil, err
 	}
-	out, err := r.mergeAggregate(split, streams, ts, rest, collator, stageName(pipeline[0]) == "$collStats")
+	out, err := r.mergeAggregate(split, streams, ts, rest, collator, len(pipeline) > 0 && stageName(pipeline[0]) == "$collStats")
 	if err != nil {
 		for _, s := range streams {
 			_ = s.Close()

@@ -85,18 +85,26 @@ func (b *bulkRoute) giveUp(pending []int) {
 	}
 }
 
-// round targets the pending ops, sends the shards their batches, then
-// runs the ops that go alone, and keeps each finished op's result.
+// round targets the pending ops, sends the shards their batches (all at
+// once), then runs the ops that go alone, and keeps each finished op's
+// result.
 func (b *bulkRoute) round(pending []int) error {
 	batches, alone, err := b.plan(pending)
 	if err != nil {
 		return err
 	}
+	replies := make([]bson.D, len(batches))
+	err = b.r.fanOut(b.op, len(batches), func(sub *operation, i int) error {
+		var err error
+		replies[i], err = b.r.call(sub, batches[i].at.rs, "admin", b.subCommand(batches[i]))
+		return err
+	})
+	if err != nil {
+		return err
+	}
 	rd := &round{got: map[int]bson.D{}, stale: map[int]bool{}, alone: alone}
-	for _, batch := range batches {
-		if err := b.send(batch, rd); err != nil {
-			return err
-		}
+	for i, batch := range batches {
+		b.take(batch, replies[i], rd)
 	}
 	for i, item := range rd.got {
 		if !rd.stale[i] {

@@ -44,15 +44,11 @@ func (b *bulkRoute) subCommand(batch *shardBatch) bson.D {
 	return cmd
 }
 
-// send runs one shard's batch and notes what became of each of its ops.
-func (b *bulkRoute) send(batch *shardBatch, rd *round) error {
-	reply, err := b.r.call(b.op, batch.at.rs, "admin", b.subCommand(batch))
-	if err != nil {
-		return err
-	}
+// take notes what became of each op of a shard's batch, from its reply.
+func (b *bulkRoute) take(batch *shardBatch, reply bson.D, rd *round) {
 	if code := replyCode(reply); code != 0 {
 		b.batchFailed(batch, rd, replyError(reply))
-		return nil
+		return
 	}
 	if v, ok := bsonutil.Field(reply, "writeConcernError"); ok && b.wce == nil {
 		b.wce = v
@@ -76,7 +72,6 @@ func (b *bulkRoute) send(batch *shardBatch, rd *round) error {
 			}
 		}
 	}
-	return nil
 }
 
 // note keeps a shard's result for op i: a stale one sends the op again,

@@ -22,20 +22,25 @@ func (r *Router) ddlTargets(op *operation, p placement) ([]target, error) {
 	return r.resolve(op, p, ids)
 }
 
-// broadcast sends a command to every target and answers with the first
-// error, else the primary shard's reply (the first target's when the
-// primary is not among them).
+// broadcast sends a command to every target at once and answers with
+// the first error, in target order, else the primary shard's reply (the
+// first target's when the primary is not among them).
 func (r *Router) broadcast(op *operation, p placement, ts []target, cmd bson.D, ignore ...mongoerr.Code) (bson.D, error) {
+	replies := make([]bson.D, len(ts))
+	err := r.fanOut(op, len(ts), func(sub *operation, i int) error {
+		var err error
+		replies[i], err = r.send(sub, ts[i], append(bson.D(nil), cmd...))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
 	var answer bson.D
-	for _, t := range ts {
-		reply, err := r.send(op, t, append(bson.D(nil), cmd...))
-		if err != nil {
-			return nil, err
-		}
+	for i, reply := range replies {
 		if code := replyCode(reply); code != 0 && !containsCode(ignore, code) {
 			return forwardable(reply), nil
 		}
-		if answer == nil || t.shard == p.db.Primary {
+		if answer == nil || ts[i].shard == p.db.Primary {
 			answer = forwardable(reply)
 		}
 	}
@@ -239,20 +244,24 @@ func cmdListDatabases(r *Router, op *operation) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	replies := make([]bson.D, len(ids))
+	err = r.fanOut(op, len(ids), func(sub *operation, i int) error {
+		rs, err := r.catalog.shard(sub, ids[i])
+		if err != nil {
+			return err
+		}
+		replies[i], err = r.call(sub, rs, "admin", passThrough(op.body))
+		if err != nil {
+			return err
+		}
+		return replyError(replies[i])
+	})
+	if err != nil {
+		return nil, err
+	}
 	sizes := map[string]int64{}
 	var names []string
-	for _, id := range ids {
-		rs, err := r.catalog.shard(op, id)
-		if err != nil {
-			return nil, err
-		}
-		reply, err := r.call(op, rs, "admin", passThrough(op.body))
-		if err != nil {
-			return nil, err
-		}
-		if err := replyError(reply); err != nil {
-			return nil, err
-		}
+	for _, reply := range replies {
 		for _, raw := range bsonutil.ToA(mustField(reply, "databases")) {
 			d := bsonutil.ToD(raw)
 			name, _ := mustField(d, "name").(string)

@@ -47,14 +47,15 @@ func cmdExplain(r *Router, op *operation) (bson.D, error) {
 	}
 	cmd := bson.D{{Key: "explain", Value: plan.shardCmd}, {Key: "verbosity", Value: verbosity}}
 	started := r.clock.Now()
-	shards := make([]shardmerge.ShardExplain, 0, len(ts))
-	for _, t := range ts {
-		reply, err := r.sendOK(op, t, cmd)
-		if err != nil {
-			return nil, err
-		}
-		shards = append(shards, shardmerge.ShardExplain{Shard: t.shard,
-			ConnectionString: t.rs.name + "/" + strings.Join(t.rs.seeds, ","), Reply: forwardable(reply)})
+	shards := make([]shardmerge.ShardExplain, len(ts))
+	err = r.fanOut(op, len(ts), func(sub *operation, i int) error {
+		reply, err := r.sendOK(sub, ts[i], cmd)
+		shards[i] = shardmerge.ShardExplain{Shard: ts[i].shard,
+			ConnectionString: ts[i].rs.name + "/" + strings.Join(ts[i].rs.seeds, ","), Reply: forwardable(reply)}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	if plan.split != nil {
 		return shardmerge.AggregateExplain(plan.split, shards), nil

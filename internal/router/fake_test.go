@@ -218,6 +218,8 @@ type fakeCluster struct {
 	config *fakeConfig
 	shard  *fakeShard
 	sets   []*fakeSet
+	// shards are every fake shard of a cluster of several.
+	shards []*fakeShard
 }
 
 func startFakeCluster(t *testing.T) *fakeCluster {
@@ -241,6 +243,17 @@ func startFakeCluster(t *testing.T) *fakeCluster {
 // clusterMetadata is the config documents of the fake cluster.
 func clusterMetadata(t *testing.T, shardAddr string, epoch bson.ObjectID) map[string][]bson.D {
 	t.Helper()
+	return shardedMetadata(t, []fakeShardAddr{{"shA", shardAddr}}, epoch)
+}
+
+// fakeShardAddr is a shard's id and its one member's address.
+type fakeShardAddr struct{ id, addr string }
+
+// shardedMetadata is the config documents of a cluster of shards, the
+// first of them primary of database db, which holds db.sharded (hashed
+// _id, its chunks spread over the shards) and db.plain (unsharded).
+func shardedMetadata(t *testing.T, shards []fakeShardAddr, epoch bson.ObjectID) map[string][]bson.D {
+	t.Helper()
 	pattern, err := shardkey.Parse(bson.D{{Key: "_id", Value: "hashed"}})
 	if err != nil {
 		t.Fatal(err)
@@ -250,7 +263,11 @@ func clusterMetadata(t *testing.T, shardAddr string, epoch bson.ObjectID) map[st
 		t.Fatal(err)
 	}
 	at := bson.Timestamp{T: uint32(epoch.Timestamp().Unix()), I: 1} // the incarnation's creation time
-	chunks, err := shardmeta.HashedInitialChunks(shardmeta.InitialLayout{Pattern: pattern, UUID: uuid, Epoch: epoch, ValidAfter: at, Shards: []string{"shA"}})
+	var ids []string
+	for _, sh := range shards {
+		ids = append(ids, sh.id)
+	}
+	chunks, err := shardmeta.HashedInitialChunks(shardmeta.InitialLayout{Pattern: pattern, UUID: uuid, Epoch: epoch, ValidAfter: at, Shards: ids})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,8 +283,10 @@ func clusterMetadata(t *testing.T, shardAddr string, epoch bson.ObjectID) map[st
 		}
 		docs[coll] = append(docs[coll], d)
 	}
-	add(shardmeta.ShardsCollection, shardmeta.Shard{ID: "shA", Host: "shA/" + shardAddr, State: shardmeta.ShardStateActive})
-	add(shardmeta.DatabasesCollection, shardmeta.Database{ID: "db", Primary: "shA",
+	for _, sh := range shards {
+		add(shardmeta.ShardsCollection, shardmeta.Shard{ID: sh.id, Host: sh.id + "/" + sh.addr, State: shardmeta.ShardStateActive})
+	}
+	add(shardmeta.DatabasesCollection, shardmeta.Database{ID: "db", Primary: ids[0],
 		Version: shardmeta.DatabaseVersion{UUID: uuid, Timestamp: at, LastMod: 1}})
 	add(shardmeta.CollectionsCollection, shardmeta.Collection{ID: "db.sharded", Epoch: epoch, Timestamp: at, UUID: uuid, Key: pattern.Spec()})
 	for _, c := range chunks {

@@ -53,35 +53,75 @@ func (r *Router) insertRound(op *operation, ns string, docs, ids bson.A, pending
 	for i, err := range unplaced {
 		res.failed(i, err)
 	}
-	if ordered && len(unplaced) > 0 {
+	if !ordered {
+		return r.insertUnordered(op, p, docs, ids, batches, res)
+	}
+	if len(unplaced) > 0 {
 		batches = before(batches, minKey(unplaced)) // an ordered batch stops at its first error
 	}
 	var stale []int
 	for bi, b := range batches {
-		ts, err := r.resolve(op, p, []string{b.shard})
+		reply, err := r.sendInsertBatch(op, p, docs, ids, b)
 		if err != nil {
 			return nil, err
 		}
-		reply, err := r.call(op, ts[0].rs, ts[0].db, append(subBatch(op.body, "documents", docs, b.idx, ids), ts[0].version...))
+		again, err := takeInsertReply(reply, b, true, res)
 		if err != nil {
 			return nil, err
 		}
-		again, rest := staleIndexes(reply, b.idx, ordered)
 		stale = append(stale, again...)
-		if rest != nil {
-			if e := replyError(rest); e != nil {
-				return nil, e
-			}
-			res.add(rest, b.idx)
-		}
-		if ordered && len(again) > 0 {
+		if len(again) > 0 {
 			return append(stale, laterStatements(batches[bi+1:])...), nil // they go after the refresh
 		}
-		if ordered && len(res.writeErrors) > 0 {
+		if len(res.writeErrors) > len(unplaced) { // a shard stopped at an error
 			break
 		}
 	}
 	return stale, nil
+}
+
+// insertUnordered sends every shard its batch at once.
+func (r *Router) insertUnordered(op *operation, p placement, docs, ids bson.A, batches []batch, res *writeResult) ([]int, error) {
+	replies := make([]bson.D, len(batches))
+	err := r.fanOut(op, len(batches), func(sub *operation, i int) error {
+		var err error
+		replies[i], err = r.sendInsertBatch(sub, p, docs, ids, batches[i])
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var stale []int
+	for i, b := range batches {
+		again, err := takeInsertReply(replies[i], b, false, res)
+		if err != nil {
+			return nil, err
+		}
+		stale = append(stale, again...)
+	}
+	return stale, nil
+}
+
+// sendInsertBatch sends one shard its part of the documents.
+func (r *Router) sendInsertBatch(op *operation, p placement, docs, ids bson.A, b batch) (bson.D, error) {
+	ts, err := r.resolve(op, p, []string{b.shard})
+	if err != nil {
+		return nil, err
+	}
+	return r.call(op, ts[0].rs, ts[0].db, append(subBatch(op.body, "documents", docs, b.idx, ids), ts[0].version...))
+}
+
+// takeInsertReply keeps a shard's answer to batch b and returns the
+// statements it refused as stale.
+func takeInsertReply(reply bson.D, b batch, ordered bool, res *writeResult) ([]int, error) {
+	again, rest := staleIndexes(reply, b.idx, ordered)
+	if rest != nil {
+		if e := replyError(rest); e != nil {
+			return nil, e
+		}
+		res.add(rest, b.idx)
+	}
+	return again, nil
 }
 
 // laterStatements are the statements of batches, in order.

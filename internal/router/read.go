@@ -144,19 +144,21 @@ func toInt64(v any) int64 {
 // openStreams sends cmd to every target and opens a stream on each
 // reply; a failure kills the cursors already open.
 func (r *Router) openStreams(op *operation, ts []target, cmd bson.D) ([]*shardStream, error) {
-	streams := make([]*shardStream, 0, len(ts))
-	for _, t := range ts {
-		reply, err := r.send(op, t, append(bson.D(nil), cmd...))
+	streams := make([]*shardStream, len(ts))
+	err := r.fanOut(op, len(ts), func(sub *operation, i int) error {
+		reply, err := r.sendOK(sub, ts[i], cmd)
 		if err == nil {
-			err = replyError(reply)
+			streams[i] = r.newShardStream(op, ts[i].rs, reply)
 		}
-		if err != nil {
-			for _, s := range streams {
+		return err
+	})
+	if err != nil {
+		for _, s := range streams {
+			if s != nil {
 				_ = s.Close()
 			}
-			return nil, err
 		}
-		streams = append(streams, r.newShardStream(op, t.rs, reply))
+		return nil, err
 	}
 	return streams, nil
 }
@@ -183,13 +185,14 @@ func cmdCount(r *Router, op *operation) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	counts := make([]shardmerge.ShardCount, 0, len(ts))
-	for _, t := range ts {
-		reply, err := r.sendOK(op, t, cmd)
-		if err != nil {
-			return nil, err
-		}
-		counts = append(counts, shardmerge.ShardCount{Shard: t.shard, N: toInt64(mustField(reply, "n"))})
+	counts := make([]shardmerge.ShardCount, len(ts))
+	err = r.fanOut(op, len(ts), func(sub *operation, i int) error {
+		reply, err := r.sendOK(sub, ts[i], cmd)
+		counts[i] = shardmerge.ShardCount{Shard: ts[i].shard, N: toInt64(mustField(reply, "n"))}
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	reply := shardmerge.CountReply(shardmerge.MergeCount(op.body, counts), counts)
 	return bsonutil.WithField(reply, "n", appendNumber(toInt64(mustField(reply, "n")))), nil
@@ -226,13 +229,14 @@ func cmdDistinct(r *Router, op *operation) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	perShard := make([]bson.A, 0, len(ts))
-	for _, t := range ts {
-		reply, err := r.sendOK(op, t, passThrough(op.body))
-		if err != nil {
-			return nil, err
-		}
-		perShard = append(perShard, bsonutil.ToA(mustField(reply, "values")))
+	perShard := make([]bson.A, len(ts))
+	err = r.fanOut(op, len(ts), func(sub *operation, i int) error {
+		reply, err := r.sendOK(sub, ts[i], passThrough(op.body))
+		perShard[i] = bsonutil.ToA(mustField(reply, "values"))
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return bson.D{{Key: "values", Value: shardmerge.MergeDistinct(perShard, collator)}}, nil
 }

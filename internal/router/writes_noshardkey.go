@@ -83,17 +83,22 @@ func (r *Router) firstMatch(op *operation, p placement, stmt, sortSpec bson.D) (
 	if err != nil {
 		return nil, err
 	}
+	docs := make([]bson.D, len(ts))
+	err = r.fanOut(op, len(ts), func(sub *operation, i int) error {
+		var err error
+		docs[i], err = r.shardFirstMatch(sub, p, ts[i], stmt, sortSpec)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
 	var best *chosen
-	for _, t := range ts {
-		doc, err := r.shardFirstMatch(op, p, t, stmt, sortSpec)
-		if err != nil || doc == nil {
-			if err != nil {
-				return nil, err
-			}
+	for i, doc := range docs {
+		if doc == nil {
 			continue
 		}
 		if best == nil || (order != nil && order.Compare(doc, best.doc) < 0) {
-			best = &chosen{doc: doc, at: t}
+			best = &chosen{doc: doc, at: ts[i]}
 		}
 		if order == nil {
 			break // any match serves
