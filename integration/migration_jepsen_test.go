@@ -321,6 +321,7 @@ func TestMigrationJepsen(t *testing.T) {
 	t.Logf("seed %d (MAYFLY_MIGRATION_SEED), run %v, %d faults, %d-member shards", size.seed, size.run, size.faults, size.members)
 	began := time.Now()
 	c := startJepsenCluster(t, size.members)
+	keepJepsenLogs(t, c)
 	cl := c.client()
 	setUpJepsenCollection(t, c, cl)
 	t.Logf("cluster up in %v", time.Since(began).Round(time.Millisecond))
@@ -601,6 +602,28 @@ func (c *jepsenCluster) logPaths() []string {
 		}
 	}
 	return out
+}
+
+// keepJepsenLogs copies every process log into the directory
+// MAYFLY_MIGRATION_KEEP_LOGS names when the test ends, passing or not: a
+// long run's moves are read from the logs of a run that passed too.
+func keepJepsenLogs(t *testing.T, c *jepsenCluster) {
+	dir := os.Getenv("MAYFLY_MIGRATION_KEEP_LOGS")
+	if dir == "" {
+		return
+	}
+	t.Cleanup(func() {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Errorf("MAYFLY_MIGRATION_KEEP_LOGS: %v", err)
+			return
+		}
+		for _, l := range c.logPaths() {
+			if err := copyFile(l, filepath.Join(dir, filepath.Base(filepath.Dir(l))+"-"+filepath.Base(l))); err != nil {
+				t.Errorf("MAYFLY_MIGRATION_KEEP_LOGS: %v", err)
+			}
+		}
+		t.Logf("process logs kept in %s", dir)
+	})
 }
 
 func copyFile(from, to string) error {
