@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"regexp"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -261,6 +262,7 @@ func runMigrationLoop(ctx context.Context, cl *mongo.Client, seed uint64, run *j
 		} else {
 			run.aborted++
 			run.failures[failureKind(err)]++
+			run.reasons[failureReason(err)]++
 		}
 		run.mu.Unlock()
 		time.Sleep(50 * time.Millisecond)
@@ -347,6 +349,19 @@ func topVersion(cs []shardmeta.Chunk) bson.Timestamp {
 
 // failureKind names a failed move by its server error code, for the
 // run's figures.
+// failureReason is a failed move's error with its ids, hosts and
+// numbers blanked, so that failures of one cause count together.
+func failureReason(err error) string {
+	reason := idsAndNumbers.ReplaceAllString(err.Error(), "#")
+	if len(reason) > 160 {
+		reason = reason[:160]
+	}
+	return failureKind(err) + ": " + reason
+}
+
+// idsAndNumbers matches ObjectId hex strings and numbers (ports, keys).
+var idsAndNumbers = regexp.MustCompile(`[0-9a-f]{24}|-?[0-9]+`)
+
 func failureKind(err error) string {
 	var ce mongo.CommandError
 	if errors.As(err, &ce) {
