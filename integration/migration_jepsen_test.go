@@ -310,6 +310,7 @@ type jepsenRun struct {
 	aborted    int
 	failures   map[string]int // failed moves by error code name
 	reasons    map[string]int // failed moves by error, ids blanked (failureReason)
+	retries    map[string]int // moves sent again, by the code of the refusal (runMove)
 	faults     map[string]int
 	missed     map[string]int
 	versions   int // config.chunks polls
@@ -348,7 +349,7 @@ func TestMigrationJepsen(t *testing.T) {
 	cl := c.client()
 	setUpJepsenCollection(t, c, cl)
 	t.Logf("cluster up in %v", time.Since(began).Round(time.Millisecond))
-	run := &jepsenRun{faults: map[string]int{}, missed: map[string]int{}, failures: map[string]int{}, reasons: map[string]int{}, ackedAt: map[int32]time.Time{}}
+	run := &jepsenRun{faults: map[string]int{}, missed: map[string]int{}, failures: map[string]int{}, reasons: map[string]int{}, retries: map[string]int{}, ackedAt: map[int32]time.Time{}}
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	coll := cl.Database("test").Collection(jepsenColl)
@@ -704,6 +705,7 @@ func reportJepsen(t *testing.T, run *jepsenRun) {
 		"migrations committed %d, failed %d %v; config.chunks polls %d; faults %v, missed their phase %v; anomalies %d",
 		kinds, unknown, len(run.acked), run.ttlAcked, run.scans, run.committed, run.aborted, run.failures, run.versions,
 		run.faults, run.missed, len(run.anomalies))
+	t.Logf("moves sent again after a transient refusal: %v", run.retries)
 	reasons := slices.Collect(maps.Keys(run.reasons))
 	slices.SortFunc(reasons, func(a, b string) int { return cmp.Compare(run.reasons[b], run.reasons[a]) })
 	for _, r := range reasons[:min(len(reasons), 8)] {
