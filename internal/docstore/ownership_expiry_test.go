@@ -119,15 +119,22 @@ func ownedStore(t *testing.T, o Ownership) (*Store, *clock.Manual) {
 	return s, clk
 }
 
+// indexedColl creates db.<name> with the index spec.
+func indexedColl(t *testing.T, s *Store, name string, spec bson.D) *Collection {
+	t.Helper()
+	c, err := s.CreateCollection("db", name, CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustIndex(t, c, spec)
+	return c
+}
+
 // ttlPair makes db.c with an at_1 TTL index (60 s) holding "a" (owned)
 // and "b" (an orphan), both expired by moving the clock.
 func ttlPair(t *testing.T, s *Store, clk *clock.Manual) *Collection {
 	t.Helper()
-	c, err := s.CreateCollection("db", "c", CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustIndex(t, c, bson.D{{Key: "key", Value: bson.D{{Key: "at", Value: 1}}}, {Key: "name", Value: "at_1"}, {Key: "expireAfterSeconds", Value: 60}})
+	c := indexedColl(t, s, "c", bson.D{{Key: "key", Value: bson.D{{Key: "at", Value: 1}}}, {Key: "name", Value: "at_1"}, {Key: "expireAfterSeconds", Value: 60}})
 	for _, d := range []struct{ id, shard string }{{"a", "A"}, {"b", "B"}} {
 		insert(t, c, bson.D{{Key: "_id", Value: d.id}, {Key: "shard", Value: d.shard}, {Key: "at", Value: date(clk.Now())}})
 	}
@@ -228,11 +235,7 @@ func runClusteredPass(t *testing.T, o Ownership) []string {
 
 func runElementsPass(t *testing.T, o Ownership) []string {
 	s, clk := ownedStore(t, o)
-	c, err := s.CreateCollection("db", "carts", CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustIndex(t, c, bson.D{{Key: "key", Value: bson.D{{Key: "items.addedAt", Value: 1}}}, {Key: "name", Value: "lines"},
+	c := indexedColl(t, s, "carts", bson.D{{Key: "key", Value: bson.D{{Key: "items.addedAt", Value: 1}}}, {Key: "name", Value: "lines"},
 		{Key: "expireAfterSeconds", Value: 60}, {Key: "expireElements", Value: true}})
 	for _, d := range []struct{ id, shard string }{{"a", "A"}, {"b", "B"}} {
 		insert(t, c, bson.D{{Key: "_id", Value: d.id}, {Key: "shard", Value: d.shard}, {Key: "items", Value: bson.A{
@@ -259,11 +262,7 @@ func runWriteInTheWay(t *testing.T, o Ownership) []string {
 
 func runEviction(t *testing.T, o Ownership) []string {
 	s, clk := ownedStore(t, o)
-	c, err := s.CreateCollection("db", "cache", CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustIndex(t, c, bson.D{{Key: "key", Value: bson.D{{Key: "at", Value: 1}}}, {Key: "name", Value: "lru"},
+	c := indexedColl(t, s, "cache", bson.D{{Key: "key", Value: bson.D{{Key: "at", Value: 1}}}, {Key: "name", Value: "lru"},
 		{Key: "lruLimit", Value: bson.D{{Key: "documents", Value: 1}}}})
 	// Each insert evicts the one before: "b", then "a".
 	for i, d := range []struct{ id, shard string }{{"b", "B"}, {"a", "A"}, {"c", "A"}} {
@@ -304,20 +303,24 @@ func runCompactPass(t *testing.T, o Ownership) []string {
 	}
 	// The orphan's deletion goes in full, since no member asks its
 	// ownership at apply.
-	if want := map[bool]int{true: 1, false: 2}[o != nil]; eng.compacted != want {
-		t.Fatalf("%d deletions went as compact expiries, want %d", eng.compacted, want)
+	if want := map[bool]int{true: 1, false: 2}[o != nil]; eng.compactedCount() != want {
+		t.Fatalf("%d deletions went as compact expiries, want %d", eng.compactedCount(), want)
 	}
 	return eng.expiredIDs(t)
 }
 
 // loggedCompactEngine is compactEngine whose batches also record the
-// events they carry, as a replica set's entry carries them, and which
-// keeps the events the apply of compact expiries returns.
+// events they carry, as a replica set's entry carries them.
 type loggedCompactEngine struct {
 	*compactEngine
-	mu        sync.Mutex
-	events    [][]byte
-	compacted int // the compact expiries applied
+	mu     sync.Mutex
+	events [][]byte
+}
+
+func (e *loggedCompactEngine) compactedCount() int {
+	e.compactEngine.mu.Lock()
+	defer e.compactEngine.mu.Unlock()
+	return e.compactEngine.compacted
 }
 
 func (e *loggedCompactEngine) NewBatch() storage.Batch {
@@ -334,15 +337,21 @@ func (e *loggedCompactEngine) resetEvents() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.events = nil
+	e.compactEngine.mu.Lock()
+	defer e.compactEngine.mu.Unlock()
+	e.compactEngine.applied = nil
 }
 
-// expiredIDs lists the _ids of the expiry events recorded.
+// expiredIDs lists the _ids of the expiry events the batches carried
+// and the applies wrote.
 func (e *loggedCompactEngine) expiredIDs(t *testing.T) []string {
 	t.Helper()
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.compactEngine.mu.Lock()
+	defer e.compactEngine.mu.Unlock()
 	var ids []string
-	for _, raw := range e.events {
+	for _, raw := range append(slices.Clone(e.events), e.compactEngine.applied...) {
 		ev, err := changestream.Decode(raw)
 		if err != nil {
 			t.Fatal(err)
@@ -368,32 +377,3 @@ type loggedCompactBatch struct {
 func (b *loggedCompactBatch) AddEvent(ev []byte) { b.eng.add(ev) }
 
 func (b *loggedCompactBatch) RecordsEvents() bool { return true }
-
-// Commit and CommitAsync keep the events the apply of the batch's
-// compact expiries returns.
-func (b *loggedCompactBatch) Commit(sync bool) error {
-	return b.eng.applyLogged(b.Batch, b.keys, sync)
-}
-
-func (b *loggedCompactBatch) CommitAsync() (func() error, error) {
-	err := b.Commit(false)
-	return func() error { return err }, nil
-}
-
-func (e *loggedCompactEngine) applyLogged(b storage.Batch, keys [][]byte, sync bool) error {
-	events, publish, err := e.store.ApplyExpiries(b, keys)
-	if err != nil {
-		return err
-	}
-	if err := b.Commit(sync); err != nil {
-		return err
-	}
-	publish()
-	for _, ev := range events {
-		e.add(ev)
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.compacted += len(keys)
-	return nil
-}
