@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"os"
@@ -138,17 +139,38 @@ func (c *jepsenCluster) client() *mongo.Client {
 
 // setFailPoint switches a migration fail point on every shard's primary;
 // a primary just restarted may refuse for a moment, so it is retried.
+// Off goes to every member too: the primary the fault hurt may have set
+// it on and lost its primacy since, and it would hold its next donation
+// at the phase, its shard busy, if it became primary again.
 func (c *jepsenCluster) setFailPoint(name string, on bool) {
 	mode := "off"
 	if on {
 		mode = "alwaysOn"
 	}
+	cmd := bson.D{{Key: "configureFailPoint", Value: name}, {Key: "mode", Value: mode}}
 	for _, shard := range shardNames() {
-		cmd := bson.D{{Key: "configureFailPoint", Value: name}, {Key: "mode", Value: mode}}
 		if err := retryFor(20*time.Second, func() error {
 			return c.admins[shard].Database("admin").RunCommand(context.Background(), cmd).Err()
 		}); err != nil {
 			c.t.Fatalf("configureFailPoint %s %s on %s: %v", name, mode, shard, err)
+		}
+		if !on {
+			c.offOnEveryMember(shard, cmd)
+		}
+	}
+}
+
+// offOnEveryMember sends cmd to each member of shard directly.
+func (c *jepsenCluster) offOnEveryMember(shard string, cmd bson.D) {
+	rs := c.shards[shard]
+	for i := range rs.addrs {
+		member := rs.direct(i)
+		err := retryFor(20*time.Second, func() error {
+			return member.Database("admin").RunCommand(context.Background(), cmd).Err()
+		})
+		_ = member.Disconnect(context.Background())
+		if err != nil {
+			c.t.Fatalf("configureFailPoint %v on %s member %d: %v", cmd[0].Value, shard, i, err)
 		}
 	}
 }
@@ -287,6 +309,8 @@ type jepsenRun struct {
 	committed  int
 	aborted    int
 	failures   map[string]int // failed moves by error code name
+	reasons    map[string]int // failed moves by error, ids blanked (failureReason)
+	retries    map[string]int // moves sent again, by the code of the refusal (runMove)
 	faults     map[string]int
 	missed     map[string]int
 	versions   int // config.chunks polls
@@ -321,10 +345,11 @@ func TestMigrationJepsen(t *testing.T) {
 	t.Logf("seed %d (MAYFLY_MIGRATION_SEED), run %v, %d faults, %d-member shards", size.seed, size.run, size.faults, size.members)
 	began := time.Now()
 	c := startJepsenCluster(t, size.members)
+	keepJepsenLogs(t, c)
 	cl := c.client()
 	setUpJepsenCollection(t, c, cl)
 	t.Logf("cluster up in %v", time.Since(began).Round(time.Millisecond))
-	run := &jepsenRun{faults: map[string]int{}, missed: map[string]int{}, failures: map[string]int{}, ackedAt: map[int32]time.Time{}}
+	run := &jepsenRun{faults: map[string]int{}, missed: map[string]int{}, failures: map[string]int{}, reasons: map[string]int{}, retries: map[string]int{}, ackedAt: map[int32]time.Time{}}
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	coll := cl.Database("test").Collection(jepsenColl)
@@ -603,6 +628,28 @@ func (c *jepsenCluster) logPaths() []string {
 	return out
 }
 
+// keepJepsenLogs copies every process log into the directory
+// MAYFLY_MIGRATION_KEEP_LOGS names when the test ends, passing or not: a
+// long run's moves are read from the logs of a run that passed too.
+func keepJepsenLogs(t *testing.T, c *jepsenCluster) {
+	dir := os.Getenv("MAYFLY_MIGRATION_KEEP_LOGS")
+	if dir == "" {
+		return
+	}
+	t.Cleanup(func() {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Errorf("MAYFLY_MIGRATION_KEEP_LOGS: %v", err)
+			return
+		}
+		for _, l := range c.logPaths() {
+			if err := copyFile(l, filepath.Join(dir, filepath.Base(filepath.Dir(l))+"-"+filepath.Base(l))); err != nil {
+				t.Errorf("MAYFLY_MIGRATION_KEEP_LOGS: %v", err)
+			}
+		}
+		t.Logf("process logs kept in %s", dir)
+	})
+}
+
 func copyFile(from, to string) error {
 	b, err := os.ReadFile(from)
 	if err != nil {
@@ -658,6 +705,12 @@ func reportJepsen(t *testing.T, run *jepsenRun) {
 		"migrations committed %d, failed %d %v; config.chunks polls %d; faults %v, missed their phase %v; anomalies %d",
 		kinds, unknown, len(run.acked), run.ttlAcked, run.scans, run.committed, run.aborted, run.failures, run.versions,
 		run.faults, run.missed, len(run.anomalies))
+	t.Logf("moves sent again after a transient refusal: %v", run.retries)
+	reasons := slices.Collect(maps.Keys(run.reasons))
+	slices.SortFunc(reasons, func(a, b string) int { return cmp.Compare(run.reasons[b], run.reasons[a]) })
+	for _, r := range reasons[:min(len(reasons), 8)] {
+		t.Logf("  %d moves failed with %s", run.reasons[r], r)
+	}
 	if run.committed < 2 || run.scans < 10 || len(run.history) < 200 || len(run.acked) < 50 {
 		t.Errorf("too little happened to prove anything: %d migrations, %d scans, %d register ops, %d durable inserts",
 			run.committed, run.scans, len(run.history), len(run.acked))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"regexp"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -249,10 +250,8 @@ func runMigrationLoop(ctx context.Context, cl *mongo.Client, seed uint64, run *j
 			cmd = bson.D{{Key: "moveRange", Value: "test." + jepsenColl}, {Key: "toShard", Value: otherShard(ch.Shard)},
 				{Key: "min", Value: ch.Min}, {Key: "max", Value: bson.D{{Key: "_id", Value: lo/2 + hi/2}}}}
 		}
-		moveCtx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 		began := time.Now()
-		err = admin.RunCommand(moveCtx, cmd).Err()
-		cancel()
+		err = runMove(ctx, admin, cmd, run)
 		run.event("%s [%v, %v) %s→%s began %s: %v", cmd[0].Key, ch.Min, ch.Max, ch.Shard, otherShard(ch.Shard),
 			began.UTC().Format("15:04:05.000"), errOrOK(err))
 		run.mu.Lock()
@@ -261,10 +260,52 @@ func runMigrationLoop(ctx context.Context, cl *mongo.Client, seed uint64, run *j
 		} else {
 			run.aborted++
 			run.failures[failureKind(err)]++
+			run.reasons[failureReason(err)]++
 		}
 		run.mu.Unlock()
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// moveRetryFor bounds how long the loop sends a move again after a
+// refusal a fault explains (the shard still busy with a migration a fault
+// interrupted, a primary being elected, the router restarting), as a
+// client retries it or the balancer in its next round. A move that still
+// fails then counts as failed.
+const moveRetryFor = 30 * time.Second
+
+// runMove runs cmd, sent again with a growing pause while it fails for a
+// transient cause and the run goes on; each retry is counted by code.
+func runMove(ctx context.Context, admin *mongo.Database, cmd bson.D, run *jepsenRun) error {
+	deadline := time.Now().Add(moveRetryFor)
+	pause := 100 * time.Millisecond
+	for {
+		moveCtx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+		err := admin.RunCommand(moveCtx, cmd).Err()
+		cancel()
+		if err == nil || !transientMoveError(err) || ctx.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+		run.mu.Lock()
+		run.retries[failureKind(err)]++
+		run.mu.Unlock()
+		time.Sleep(pause)
+		pause = min(2*pause, 2*time.Second)
+	}
+}
+
+// transientMoveError is a refusal that another attempt may not get.
+func transientMoveError(err error) bool {
+	var ce mongo.CommandError
+	if !errors.As(err, &ce) {
+		return true // the connection to the router was lost
+	}
+	switch ce.Name {
+	case "ConflictingOperationInProgress", "HostUnreachable", "OperationFailed", "NotWritablePrimary",
+		"InterruptedDueToReplStateChange", "PrimarySteppedDown", "ExceededTimeLimit", "StaleConfig":
+		return true
+	}
+	return false
 }
 
 func errOrOK(err error) string {
@@ -347,6 +388,19 @@ func topVersion(cs []shardmeta.Chunk) bson.Timestamp {
 
 // failureKind names a failed move by its server error code, for the
 // run's figures.
+// failureReason is a failed move's error with its ids, hosts and
+// numbers blanked, so that failures of one cause count together.
+func failureReason(err error) string {
+	reason := idsAndNumbers.ReplaceAllString(err.Error(), "#")
+	if len(reason) > 160 {
+		reason = reason[:160]
+	}
+	return failureKind(err) + ": " + reason
+}
+
+// idsAndNumbers matches ObjectId hex strings and numbers (ports, keys).
+var idsAndNumbers = regexp.MustCompile(`[0-9a-f]{24}|-?[0-9]+`)
+
 func failureKind(err error) string {
 	var ce mongo.CommandError
 	if errors.As(err, &ce) {

@@ -41,6 +41,9 @@ func (a *App) newMigrationWork(shard *shardstate.State) error {
 			CleanupDelay: func() time.Duration { return time.Duration(w.cleanupDelay.Load()) * time.Second },
 			Barrier:      a.logBarrier,
 		})
+		// The expiry machinery's changes to orphans are silent
+		// (docs/design/0014, "Orphans and expiry").
+		a.store.SetOwnership(w.shard)
 	case a.cfg.ClusterRole == RoleConfigServer:
 		client, err := a.newClusterClient()
 		if err != nil {

@@ -143,6 +143,9 @@ func (t *tx) trimElements(ix *indexState, id []byte, now time.Time) error {
 	if err := t.putDoc(d, old); err != nil {
 		return err
 	}
+	if t.orphan(old.raw) {
+		return nil // its owner reports the change (ownership.go)
+	}
 	t.elements = &changestream.ElementExpiry{Index: ix.def.Name, AfterSecs: ix.def.ExpireAfter}
 	t.emitWrite(d, old, false)
 	t.elements = nil

@@ -175,21 +175,26 @@ func (t *tx) emitDelete(idEnc, raw []byte, exp *changestream.Expiry) {
 }
 
 // emitExpiry reports the deletion of an expired document: a delete with
-// the TTL index that expired it and when (atMillis).
+// the TTL index that expired it and when (atMillis); none for an orphan
+// (ownership.go), whose owner reports it.
 func (t *tx) emitExpiry(idEnc, raw []byte, ix *indexState, atMillis int64) {
+	if t.orphan(raw) {
+		return
+	}
 	exp := changestream.Expiry{Index: ix.def.Name, AfterSecs: ix.def.ExpireAfter, AtMillis: atMillis}
 	t.emitDelete(idEnc, raw, &exp)
 }
 
 // emitExpiryByID is emitExpiry for a document the TTL monitor deleted by
 // its deletion record, without reading it: only a collection with
-// pre-images on pays a read for the document.
+// pre-images on, or one whose orphans must be told apart, pays a read
+// for the document.
 func (t *tx) emitExpiryByID(idEnc []byte, ix *indexState, date bson.DateTime) error {
 	if t.eventBatch() == nil {
 		return nil
 	}
 	var raw []byte
-	if t.preImages() {
+	if t.preImages() || t.checksOwnership() {
 		old, err := t.c.loadLocked(idEnc)
 		if err != nil {
 			return err

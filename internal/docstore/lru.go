@@ -185,7 +185,7 @@ func (t *tx) evict(ix *indexState, id []byte) error {
 }
 
 func (t *tx) emitEviction(old *stored, ix *indexState) {
-	if t.eventBatch() == nil {
+	if t.eventBatch() == nil || t.orphan(old.raw) {
 		return
 	}
 	ev := changestream.Event{Op: changestream.OpDelete, Evicted: &changestream.Eviction{Index: ix.def.Name}}

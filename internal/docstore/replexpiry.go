@@ -28,6 +28,13 @@ func (t *tx) expireCompact(key, idEnc, rec []byte, d bson.DateTime) bool {
 	if !ok {
 		return false
 	}
+	// Every member writes a compact expiry's event at apply, where no
+	// member asks who owns the document: an orphan's silent deletion
+	// goes in the batch in full instead (ownership.go). A failed read
+	// leaves it to that path too, which reports the error.
+	if orphan, err := t.orphanByID(idEnc); err != nil || orphan {
+		return false
+	}
 	keys := 0
 	if _, ok := walkRecord(rec, t.st.indexes[1:], func(int, []byte) { keys++ }); !ok {
 		return false
@@ -117,7 +124,10 @@ func (r *expiryReader) at(key []byte) (*tx, error) {
 		return nil, fmt.Errorf("docstore: apply expiry: %w", err)
 	}
 	r.it = it
-	r.t = &tx{c: c, st: c.state.Load(), b: r.ab, r: r.s.eng, sortDeletes: true, deleteHint: r.hint}
+	// The primary took only owned documents as compact expiries
+	// (expireCompact): the apply asks no member's ownership, so that
+	// every member writes the same events.
+	r.t = &tx{c: c, st: c.state.Load(), b: r.ab, r: r.s.eng, sortDeletes: true, deleteHint: r.hint, ownsLooked: true}
 	return r.t, nil
 }
 

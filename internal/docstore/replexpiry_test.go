@@ -30,6 +30,10 @@ type compactEngine struct {
 	gate   chan struct{}
 	mu     sync.Mutex
 	events int
+	// applied keeps the events the applies returned, and compacted
+	// counts the compact expiries applied.
+	applied   [][]byte
+	compacted int
 	// commits lists the batches in the order they reached storage:
 	// "write" or "expiry".
 	commits []string
@@ -83,6 +87,8 @@ func (e *compactEngine) apply(b storage.Batch, keys [][]byte, sync bool) error {
 	}
 	publish()
 	e.events += len(events)
+	e.applied = append(e.applied, events...)
+	e.compacted += len(keys)
 	kind := "write"
 	if len(keys) > 0 {
 		kind = "expiry"

@@ -65,6 +65,9 @@ type Store struct {
 	// to it alike on every member.
 	byID atomic.Pointer[map[uint64]*Collection]
 
+	// ownership says which documents the expiry machinery's changes
+	// are silent for (ownership.go); nil: every document is owned.
+	ownership atomic.Pointer[Ownership]
 	// onIndexChange is called after TTL indexes may have changed.
 	onIndexChange atomic.Pointer[func()]
 	// onExpiry is told the expiry of each document written to a TTL

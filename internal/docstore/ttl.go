@@ -238,6 +238,10 @@ func (p *ExpiryPass) next(limit int) (ExpireResult, error) {
 	defer l.release()
 	l.tryAllStripes()
 	t := c.newTx(l)
+	if p.heldByOwnership(t) {
+		t.abort()
+		return ExpireResult{}, nil
+	}
 	t.sortDeletes, t.deleteHint = true, min(limit, 1024)
 	walk := p.walk
 	if p.ix.def.ExpireElements {

@@ -108,6 +108,13 @@ type tx struct {
 	// fromMigrate marks a chunk migration's write, which records no
 	// change event (frommigrate.go).
 	fromMigrate bool
+	// owns is the collection's ownership test for the changes the
+	// expiry machinery makes, looked up once per batch (ownsLooked);
+	// nil: every document is owned. ownsHeld: the answer is held
+	// (ownership.go).
+	owns       func(bson.D) bool
+	ownsLooked bool
+	ownsHeld   bool
 	// r is what the change reads: the store, or a transaction's view.
 	r storage.Reader
 	// txn, when set, is the transaction this change is a statement of:

@@ -50,15 +50,66 @@ type donorRun struct {
 // donor's copy is left to the range deleter. It returns when the
 // migration committed or aborted; an error after the commit was sent
 // whose outcome is unknown leaves the record for recovery to finish.
+//
+// As on mongod, the migration does not end with the request: a client
+// that goes away (a router restarted, a timeout) leaves it running, and
+// the same request sent again while it runs joins it and answers with
+// its outcome, where any other is refused ConflictingOperationInProgress.
 func (m *Migrations) MoveRange(ctx context.Context, req MoveRequest) error {
 	if err := m.checkPrimary(); err != nil {
 		return err
 	}
+	if d := m.runningDonation(req); d != nil {
+		return d.wait(ctx)
+	}
+	d := &donation{req: req, done: make(chan struct{})}
+	go func() {
+		defer close(d.done)
+		d.err = m.donate(context.WithoutCancel(ctx), d)
+	}()
+	return d.wait(ctx)
+}
+
+// donation is a MoveRange in progress on this member.
+type donation struct {
+	req  MoveRequest
+	done chan struct{}
+	err  error // set before done closes
+}
+
+// wait returns the donation's outcome, or ctx's error if ctx ends
+// first, the donation going on.
+func (d *donation) wait(ctx context.Context) error {
+	select {
+	case <-d.done:
+		return d.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (r MoveRequest) same(o MoveRequest) bool {
+	return r.Namespace == o.Namespace && r.ToShard == o.ToShard && r.Range.String() == o.Range.String()
+}
+
+// runningDonation is the donation in progress that req repeats, if any.
+func (m *Migrations) runningDonation(req MoveRequest) *donation {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.donating != nil && m.donating.req.same(req) {
+		return m.donating
+	}
+	return nil
+}
+
+// donate runs d's migration once it has claimed the shard.
+func (m *Migrations) donate(ctx context.Context, d *donation) error {
+	req := d.req
 	run, err := m.prepareDonor(ctx, req)
 	if err != nil {
 		return err
 	}
-	if err := m.claim(run.rec.ID); err != nil {
+	if err := m.claimDonation(run.rec.ID, d); err != nil {
 		return err
 	}
 	defer m.release(run.rec.ID)

@@ -54,8 +54,10 @@ type Migrations struct {
 	opts MigrationOptions
 
 	mu sync.Mutex
-	// busy is the migration this shard takes part in ("" when none).
-	busy string
+	// busy is the migration this shard takes part in ("" when none);
+	// donating, the request it runs when it is busy as a donor.
+	busy     string
+	donating *donation
 	// critical holds the namespaces in a critical section; inflight
 	// counts the routed commands running on each namespace.
 	critical map[string]bool
@@ -183,11 +185,23 @@ func (m *Migrations) claim(id string) error {
 	return nil
 }
 
+// claimDonation is claim for a donor's migration id, run for d.
+func (m *Migrations) claimDonation(id string, d *donation) error {
+	if err := m.claim(id); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.donating = d
+	return nil
+}
+
 func (m *Migrations) release(id string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.busy == id {
 		m.busy = ""
+		m.donating = nil
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/failpoint"
 	"github.com/mayflydb/mayfly/internal/migrate"
 	"github.com/mayflydb/mayfly/internal/shardkey"
+	"github.com/mayflydb/mayfly/internal/shardmeta"
 )
 
 // backgroundPeriod is how often a primary looks for migrations to
@@ -79,10 +80,23 @@ func (m *Migrations) recoverOne(ctx context.Context, rec migrate.Coordinator) er
 	return nil
 }
 
-// outcome reads from the config servers who owns the migration's range.
+// outcome reads from the config servers who owns the migration's range,
+// linearizably: a majority read on whichever member answers could come
+// from one behind the commit (a config primary restarted between the
+// commit and this read) and turn a committed move into two owners, or an
+// aborted one into none.
 func (m *Migrations) outcome(ctx context.Context, rec migrate.Coordinator) migrate.Outcome {
-	table, err := m.opts.State.Refresh(ctx, rec.Namespace)
-	if err != nil || table == nil {
+	src, err := m.configSource()
+	if err != nil {
+		return migrate.OutcomeUnknown
+	}
+	src.Linearizable = true
+	coll, chunks, found, err := src.Collection(ctx, rec.Namespace)
+	if err != nil || !found {
+		return migrate.OutcomeUnknown
+	}
+	table, err := shardmeta.NewRoutingTable(coll, chunks)
+	if err != nil {
 		return migrate.OutcomeUnknown
 	}
 	switch migrate.OwnerOf(table.Chunks(), rec.Range) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -47,6 +48,9 @@ type receiver struct {
 	caughtUp int64
 	// sessionStmts counts the retryable-write records installed.
 	sessionStmts int64
+	// committing is set from _recvChunkCommit on: the range's owner may
+	// change under this member until it refreshes (expiryowner.go).
+	committing atomic.Bool
 }
 
 // catchUpPoll is how often a steady recipient asks for new writes.
@@ -273,6 +277,7 @@ func (m *Migrations) RecvCommit(ctx context.Context, id string) error {
 	if !ok {
 		return mongoerr.Newf(mongoerr.OperationFailed, "migration %s is not active on this shard", id)
 	}
+	rc.committing.Store(true)
 	rc.cancel()
 	<-rc.done
 	rc.mu.Lock()
@@ -302,10 +307,12 @@ func (m *Migrations) RecvCommit(ctx context.Context, id string) error {
 // RecvRelease answers _recvChunkReleaseCritSec: the migration committed,
 // so the copy is this shard's and its deletion task goes.
 func (m *Migrations) RecvRelease(ctx context.Context, id, ns string) error {
-	m.stopReceiver(id)
+	// The refresh comes before the receiver goes: until it is done, the
+	// receiver holds the expiry of ns's documents (expiryowner.go).
 	if _, err := m.opts.State.Refresh(ctx, ns); err != nil {
 		return err
 	}
+	m.stopReceiver(id)
 	if err := m.deleteRecord(migrate.RangeDeletionsColl, migrate.RecipientTaskID(id)); err != nil {
 		return err
 	}

@@ -93,4 +93,10 @@ func (e *unanswered) Error() string {
 	return fmt.Sprintf("shardstate: %s on %s got no reply: %v", e.cmd, e.host, e.err)
 }
 
-func (e *unanswered) Unwrap() error { return e.err }
+// Unwrap gives the cause and, for a caller that answers a client with
+// its code, HostUnreachable, as mongod answers a command whose shard or
+// config server did not reply (a bare network error would be an
+// InternalError). A cause that has a code of its own keeps it.
+func (e *unanswered) Unwrap() []error {
+	return []error{e.err, mongoerr.Newf(mongoerr.HostUnreachable, "%s on %s got no reply: %v", e.cmd, e.host, e.err)}
+}

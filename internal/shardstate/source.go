@@ -43,7 +43,16 @@ type Runner interface {
 type ConfigSource struct {
 	Client Runner
 	Hosts  []string
+	// Linearizable makes each read a linearizable one on the config
+	// primary instead of a majority one on any member: a read that
+	// decides a migration's outcome must see every write acknowledged
+	// before it began (docs/design/0014, "Recovery").
+	Linearizable bool
 }
+
+// linearizableReadPreference sends a linearizable read to the primary,
+// the only member that may serve one.
+var linearizableReadPreference = bson.D{{Key: "mode", Value: "primary"}}
 
 // Collection implements Source.
 func (s ConfigSource) Collection(ctx context.Context, ns string) (shardmeta.Collection, []shardmeta.Chunk, bool, error) {
@@ -102,9 +111,7 @@ func (s ConfigSource) findAll(ctx context.Context, coll string, filter bson.D) (
 }
 
 func (s ConfigSource) findOn(ctx context.Context, host, coll string, filter bson.D) ([]bson.Raw, error) {
-	cmd := bson.D{{Key: "find", Value: coll}, {Key: "filter", Value: filter},
-		{Key: "readConcern", Value: bson.D{{Key: "level", Value: "majority"}}},
-		{Key: "$readPreference", Value: configReadPreference}}
+	cmd := append(bson.D{{Key: "find", Value: coll}, {Key: "filter", Value: filter}}, s.readOptions()...)
 	var docs []bson.Raw
 	for {
 		reply, err := s.Client.Run(ctx, host, "config", cmd)
@@ -124,6 +131,16 @@ func (s ConfigSource) findOn(ctx context.Context, host, coll string, filter bson
 		}
 		cmd = bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: coll}}
 	}
+}
+
+// readOptions are a find's readConcern and $readPreference.
+func (s ConfigSource) readOptions() bson.D {
+	if s.Linearizable {
+		return bson.D{{Key: "readConcern", Value: bson.D{{Key: "level", Value: "linearizable"}}},
+			{Key: "$readPreference", Value: linearizableReadPreference}}
+	}
+	return bson.D{{Key: "readConcern", Value: bson.D{{Key: "level", Value: "majority"}}},
+		{Key: "$readPreference", Value: configReadPreference}}
 }
 
 // cursorBatch reads a find or getMore reply's documents and cursor id.

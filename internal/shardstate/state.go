@@ -32,6 +32,9 @@ type State struct {
 	source   Source
 	colls    map[string]cached[*shardmeta.RoutingTable]
 	dbs      map[string]cached[*shardmeta.DatabaseVersion]
+	// refreshing holds the namespaces whose placement the expiry
+	// machinery is reading in the background (expiryowner.go).
+	refreshing map[string]bool
 
 	// refreshMu lets one refresh run at a time: requests that queue behind
 	// it find the cache already refreshed and read nothing more.
@@ -49,7 +52,8 @@ type cached[V any] struct {
 
 // New returns a State that reads its identity lazily.
 func New(opts Options) *State {
-	return &State{opts: opts, colls: map[string]cached[*shardmeta.RoutingTable]{}, dbs: map[string]cached[*shardmeta.DatabaseVersion]{}}
+	return &State{opts: opts, colls: map[string]cached[*shardmeta.RoutingTable]{}, dbs: map[string]cached[*shardmeta.DatabaseVersion]{},
+		refreshing: map[string]bool{}}
 }
 
 // Versions are the routing versions a command carried; nil fields were
