@@ -170,7 +170,9 @@ func loadStorm(ctx context.Context, coll *mongo.Collection, s schedule) (LoadRes
 		for i := lo; i < hi; i++ {
 			docs = append(docs, stormDoc{ID: s.id(i), At: s.at(i), Token: token(uint64(i))})
 		}
-		if _, err := coll.InsertMany(ctx, docs); err != nil {
+		// Unordered, as the sessions' load: through a router an ordered
+		// batch goes one run of same-shard documents at a time.
+		if _, err := coll.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false)); err != nil {
 			return fmt.Errorf("load storm %d..%d: %w", lo, hi, err)
 		}
 		return nil
