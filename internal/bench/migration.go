@@ -171,8 +171,8 @@ func (m *modeRun) addShardUnderLoad(ctx context.Context) (*AddShardResult, error
 	}
 	r := res.AddShard
 	r.CoresPerShard = scalingCores
-	m.logf("third shard at %.1f core: a third of the operations %s after addShard; chunks %v; ops/s %.0f before, %.0f after",
-		scalingCores, fmtReached(r), r.ChunksAfter, r.OpsBefore, r.OpsAfter)
+	m.logf("third shard at %.1f core: a third of the operations %s after addShard; chunks %v; all shards' ops/s %.0f before",
+		scalingCores, fmtReached(r), r.ChunksAfter, r.OpsBefore)
 	return r, nil
 }
 

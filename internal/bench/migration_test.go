@@ -2,6 +2,7 @@ package bench
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -148,6 +149,26 @@ func TestShardsLatenessIsOneDistributionOverShards(t *testing.T) {
 	for side, want := range []float64{100, 300} {
 		if p99s[side] < want*0.97 || p99s[side] > want*1.1 {
 			t.Errorf("shard %d p99 %v ms, want %v", side, p99s[side], want)
+		}
+	}
+}
+
+// Every target, the migration phase's among them, has its row in the
+// table, in the phase that measures it.
+func TestEveryTargetHasARow(t *testing.T) {
+	rep := &Report{}
+	labels := map[string]string{}
+	for _, r := range rows(rep, ShortSizes()) {
+		labels[r.label] = r.phase
+	}
+	for _, d := range targetDefs() {
+		phase, ok := labels["**"+d.name+"**"]
+		if !ok {
+			t.Errorf("target %q has no row", d.name)
+			continue
+		}
+		if !slices.Contains(AllPhases(), phase) {
+			t.Errorf("target %q: row in unknown phase %q", d.name, phase)
 		}
 	}
 }

@@ -282,6 +282,7 @@ func rows(rep *Report, sz Sizes) []row {
 		{"sessions ops/s, null server (p50 / p99)", PhaseSessions, sessionsCell(nameNull)},
 		t(tMayflyNull, PhaseSessions),
 		t(tMayflyRedis, PhaseSessions),
+		t(tAuth, PhaseSessions),
 		{"sessions ops/s, null server / Redis", PhaseSessions, nullOverRedis},
 		{"sessions with change streams / without (goal ≥ 0.9)", PhaseSessions, streamsCell},
 		{"server CPU µs per op: Mayfly / null / Redis", PhaseSessions, cpuCell},
