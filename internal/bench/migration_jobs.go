@@ -143,7 +143,6 @@ func runMoveJob(ctx context.Context, j Job) (*MoveResult, error) {
 // loadMoved creates the moved collection with the sessions' indexes and
 // the shard key's, inserts n sessions, and shards it.
 func loadMoved(ctx context.Context, router *mongo.Client, n int) (LoadResult, error) {
-	start := time.Now()
 	coll := router.Database(benchDB).Collection(movedColl)
 	if err := createSessionIndexes(ctx, coll); err != nil {
 		return LoadResult{}, err
@@ -152,21 +151,13 @@ func loadMoved(ctx context.Context, router *mongo.Client, n int) (LoadResult, er
 		return LoadResult{}, fmt.Errorf("shard key index: %w", err)
 	}
 	now := time.Now()
-	err := inBatches(ctx, n, func(ctx context.Context, lo, hi int) error {
-		docs := make([]movedDoc, 0, hi-lo)
-		for i := lo; i < hi; i++ {
-			docs = append(docs, movedDoc{Token: token(uint64(i)), UserID: userID(uint64(i)), AccessTime: now, Data: movedPadding(uint64(i))})
-		}
-		if _, err := coll.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false)); err != nil {
-			return fmt.Errorf("load moved sessions %d..%d: %w", lo, hi, err)
-		}
-		return nil
+	load, err := insertAll(ctx, coll, n, "moved sessions", func(i int) movedDoc {
+		return movedDoc{Token: token(uint64(i)), UserID: userID(uint64(i)), AccessTime: now, Data: movedPadding(uint64(i))}
 	})
 	if err != nil {
-		return LoadResult{}, err
+		return load, err
 	}
-	secs := time.Since(start).Seconds()
-	return LoadResult{Docs: n, Seconds: secs, DocsPerSec: float64(n) / secs}, shardCollection(ctx, router, movedColl)
+	return load, shardCollection(ctx, router, movedColl)
 }
 
 // cpuTimes reads each process's CPU time.
