@@ -100,6 +100,19 @@ type latenessHists struct{ up, lo, gaps Histogram }
 // the k-th expiring at expiry(k), as samples counted them; it returns
 // the deletions counted and when the first and last were seen.
 func (h *latenessHists) attribute(samples []ttlSample, n int, expiry func(k int) time.Time) Lateness {
+	return attributeDeletions(samples, n, expiry, &h.gaps, func(_ int, upper, lower time.Duration) {
+		h.up.Add(upper)
+		h.lo.Add(lower)
+	})
+}
+
+// attributeDeletions attributes the samples' deletions to n documents in
+// expiry order, the k-th expiring at expiry(k), and calls each with the
+// bounds of each deleted document's lateness: it was deleted before the
+// reply of the sample that first counted it, and after the previous
+// sample was sent. Each interval between samples goes into gaps.
+func attributeDeletions(samples []ttlSample, n int, expiry func(k int) time.Time, gaps *Histogram,
+	each func(k int, upper, lower time.Duration)) Lateness {
 	var res Lateness
 	if len(samples) == 0 {
 		return res
@@ -108,7 +121,7 @@ func (h *latenessHists) attribute(samples []ttlSample, n int, expiry func(k int)
 	done := 0
 	for j := 1; j < len(samples); j++ {
 		prev, cur := samples[j-1], samples[j]
-		h.gaps.Add(cur.recv.Sub(prev.sent))
+		gaps.Add(cur.recv.Sub(prev.sent))
 		upTo := int(min(cur.deleted-base, int64(n)))
 		if upTo <= done {
 			continue
@@ -119,8 +132,7 @@ func (h *latenessHists) attribute(samples []ttlSample, n int, expiry func(k int)
 		res.Last = cur.recv
 		for k := done; k < upTo; k++ {
 			e := expiry(k)
-			h.up.Add(cur.recv.Sub(e))
-			h.lo.Add(prev.sent.Sub(e))
+			each(k, cur.recv.Sub(e), prev.sent.Sub(e))
 		}
 		done = upTo
 	}
@@ -132,6 +144,17 @@ func (h *latenessHists) merge(o *latenessHists) {
 	h.up.Merge(&o.up)
 	h.lo.Merge(&o.lo)
 	h.gaps.Merge(&o.gaps)
+}
+
+// count notes one more deletion, first or last seen at seen.
+func (l *Lateness) count(seen time.Time) {
+	if l.Deleted == 0 || seen.Before(l.First) {
+		l.First = seen
+	}
+	if seen.After(l.Last) {
+		l.Last = seen
+	}
+	l.Deleted++
 }
 
 // summarize fills res's percentiles and rate from the histograms.

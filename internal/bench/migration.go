@@ -122,8 +122,9 @@ func (m *modeRun) movingRun(ctx context.Context, c *clusterRun) (*MovingResult, 
 		return nil, err
 	}
 	r := res.Moving
-	m.logf("sessions through the router: %.0f ops/s without migrations, %.0f while chunks moved (%d moves, %d failed); expiry lateness p99 ≤ %.0f ms, %d of %d deleted",
-		r.Without.OpsPerSec, r.With.OpsPerSec, r.Moves.Moves, r.Moves.Failed, r.Lateness.Upper.P99Ms, r.Lateness.Deleted, r.Expiring)
+	m.logf("sessions through the router: %.0f ops/s without migrations, %.0f while chunks moved (%d moves, %d failed); expiry lateness p99 ≤ %.0f ms without, %.0f ms with, all deleted %v",
+		r.Without.OpsPerSec, r.With.OpsPerSec, r.Moves.Moves, r.Moves.Failed, r.LatenessWithout.Lateness.Upper.P99Ms,
+		r.LatenessWith.Lateness.Upper.P99Ms, r.AllDeleted)
 	return r, nil
 }
 

@@ -195,14 +195,14 @@ type MovingResult struct {
 	With    WindowResult `json:"with"`
 	Mix     MixResult    `json:"mix"`
 	Moves   MoveStats    `json:"moves"`
-	// Expiring documents expire evenly over the window with moves, in a
-	// collection whose chunks stay (PerShard on each shard).
-	Expiring   int      `json:"expiring"`
-	PerShard   []int    `json:"per_shard"`
-	Lateness   Lateness `json:"lateness"`
-	AllDeleted bool     `json:"all_deleted"`
-	// ShardP99Ms is each shard's lateness p99 (upper bound).
-	ShardP99Ms []float64 `json:"shard_p99_ms"`
+	// Expiring documents expire evenly over both windows, in a collection
+	// whose chunks stay (PerShard on each shard); the lateness of those
+	// expiring in the window without moves is the control.
+	Expiring        int            `json:"expiring"`
+	PerShard        []int          `json:"per_shard"`
+	LatenessWithout WindowLateness `json:"lateness_without"`
+	LatenessWith    WindowLateness `json:"lateness_with"`
+	AllDeleted      bool           `json:"all_deleted"`
 	// CPU is each shard's and the router's, in both windows.
 	CPU []ProcCPU `json:"cpu"`
 }
@@ -216,7 +216,7 @@ type MoveStats struct {
 	Duration Summary `json:"duration"`
 }
 
-// runMovingJob loads documents that expire over the second window,
+// runMovingJob loads documents that expire evenly over both windows,
 // then runs the session workload through the router for a window with no
 // migration and one in which chunks move back and forth, one at a time,
 // while each shard's stored count of the expiring documents is sampled.
@@ -228,7 +228,7 @@ func runMovingJob(ctx context.Context, j Job) (*MovingResult, error) {
 	}
 	defer router.Disconnect(context.WithoutCancel(ctx))
 	db := router.Database(benchDB)
-	s := newSchedule(sp.Expiring, sp.Window)
+	s := newSchedule(sp.Expiring, 2*sp.Window)
 	if _, err := loadStorm(ctx, db.Collection(expiringColl), s); err != nil {
 		return nil, err
 	}
@@ -246,8 +246,8 @@ func runMovingJob(ctx context.Context, j Job) (*MovingResult, error) {
 		return nil, err
 	}
 	defer st.close(context.WithoutCancel(ctx))
-	first := s.startAtOrAfter(time.Now().Add(j.Warmup + sp.Window))
-	without, with := span{first.Add(-sp.Window), first}, span{first, first.Add(sp.Window)}
+	first := s.startAtOrAfter(time.Now().Add(j.Warmup))
+	without, with := span{first, first.Add(sp.Window)}, span{first.Add(sp.Window), first.Add(2 * sp.Window)}
 	if err := armStorm(ctx, db, expiringColl, s); err != nil {
 		return nil, err
 	}
@@ -279,8 +279,9 @@ func runMovingJob(ctx context.Context, j Job) (*MovingResult, error) {
 		return nil, err
 	}
 	res.Without, res.With, res.Mix, res.CPU = rec.result(0), rec.result(1), mix, <-cpu
-	res.Lateness, res.ShardP99Ms = shardsLateness(samples, placed, s)
-	res.AllDeleted = res.Lateness.Deleted == int64(s.n)
+	late := shardsLateness(samples, placed, s, with.from)
+	res.LatenessWithout, res.LatenessWith = late[0], late[1]
+	res.AllDeleted = late[0].Lateness.Deleted+late[1].Lateness.Deleted == int64(s.n)
 	return res, checkMix(rec.hists[0].Count(), mix)
 }
 
@@ -339,37 +340,53 @@ func pollShardStored(ctx context.Context, addr string, every time.Duration, from
 	return pollStored(ctx, c.Database(benchDB).Collection(expiringColl), every, from, until, int64(want), nil, nil, nil)
 }
 
-// shardsLateness is the lateness of every expiring document, each
-// shard's deletions attributed in expiry order to the documents it
-// holds (placed[i], indexes into s), in one distribution, and each
-// shard's p99 (upper bound).
-func shardsLateness(samples [][]ttlSample, placed [][]int, s schedule) (Lateness, []float64) {
-	var all latenessHists
-	var total Lateness
-	var p99s []float64
-	for i := range samples {
-		var h latenessHists
-		ids := placed[i]
-		l := h.attribute(samples[i], len(ids), func(k int) time.Time { return s.expiry(ids[k]) })
-		p99s = append(p99s, ms(h.up.Quantile(0.99)))
-		all.merge(&h)
-		if l.Deleted == 0 {
-			continue
-		}
-		if total.Deleted == 0 || l.First.Before(total.First) {
-			total.First = l.First
-		}
-		total.Last = maxTime(total.Last, l.Last)
-		total.Deleted += l.Deleted
-	}
-	return all.summarize(total), p99s
+// WindowLateness is the lateness of the documents expiring in one
+// window: over all shards in one distribution, and each shard's p99
+// (upper bound).
+type WindowLateness struct {
+	Expiring   int       `json:"expiring"`
+	Lateness   Lateness  `json:"lateness"`
+	ShardP99Ms []float64 `json:"shard_p99_ms"`
 }
 
-func maxTime(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
+// shardsLateness attributes each shard's deletions in expiry order to the
+// documents it holds (placed[i], indexes into s) and gives the lateness
+// of those expiring before split and of those expiring from it on.
+func shardsLateness(samples [][]ttlSample, placed [][]int, s schedule, split time.Time) [2]WindowLateness {
+	var all [2]latenessHists
+	var out [2]WindowLateness
+	for i := range samples {
+		ids := placed[i]
+		expiry := func(k int) time.Time { return s.expiry(ids[k]) }
+		var own [2]latenessHists
+		var gaps Histogram
+		attributeDeletions(samples[i], len(ids), expiry, &gaps, func(k int, upper, lower time.Duration) {
+			w := windowOf(expiry(k), split)
+			own[w].up.Add(upper)
+			own[w].lo.Add(lower)
+			out[w].Lateness.count(expiry(k).Add(upper))
+		})
+		for w := range own {
+			own[w].gaps.Merge(&gaps)
+			out[w].ShardP99Ms = append(out[w].ShardP99Ms, ms(own[w].up.Quantile(0.99)))
+			all[w].merge(&own[w])
+		}
+		for _, id := range ids {
+			out[windowOf(s.expiry(id), split)].Expiring++
+		}
 	}
-	return a
+	for w := range out {
+		out[w].Lateness = all[w].summarize(out[w].Lateness)
+	}
+	return out
+}
+
+// windowOf is 0 for a time before split, 1 from it on.
+func windowOf(t, split time.Time) int {
+	if t.Before(split) {
+		return 0
+	}
+	return 1
 }
 
 // ProcCPU is a process's CPU, in cores, over the window without moves

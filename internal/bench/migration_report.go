@@ -42,14 +42,16 @@ func migrationOps(m *ModeReport) (float64, string, bool) {
 
 func migrationLateness(m *ModeReport) (float64, string, bool) {
 	r := moving(m)
-	if r == nil || r.Lateness.Deleted == 0 {
+	if r == nil || r.LatenessWith.Lateness.Deleted == 0 {
 		return 0, "", false
 	}
+	w := r.LatenessWith
 	if !r.AllDeleted {
-		return r.Lateness.Upper.P99Ms, fmt.Sprintf(incomplete+"%s of %s not deleted by the end of the drain; p99 of the deleted ones",
-			fmtN(float64(int64(r.Expiring)-r.Lateness.Deleted)), fmtN(float64(r.Expiring))), true
+		return w.Lateness.Upper.P99Ms, fmt.Sprintf(incomplete+"%s of %s not deleted by the end of the drain; p99 of the deleted ones",
+			fmtN(float64(int64(w.Expiring)-w.Lateness.Deleted)), fmtN(float64(w.Expiring))), true
 	}
-	return r.Lateness.Upper.P99Ms, fmt.Sprintf("%s documents", fmtN(float64(r.Expiring))), true
+	return w.Lateness.Upper.P99Ms, fmt.Sprintf("%s documents; %s ms without moves", fmtN(float64(w.Expiring)),
+		fmtMs(r.LatenessWithout.Lateness.Upper.P99Ms)), true
 }
 
 func migrationRows(rep *Report) []row {
@@ -61,7 +63,7 @@ func migrationRows(rep *Report) []row {
 		{"CPU s per 1,000 documents moved: donor / recipient / router", PhaseMigration, moveCPUCell},
 		{"sessions ops/s through the router, 2 shards: without / while chunks move (moves)", PhaseMigration, movingCell},
 		t(tMigrationOps),
-		{"expiry lateness to deletion while chunks move, p50 / p99 / max (upper bounds)", PhaseMigration, movingLatenessCell},
+		{"expiry lateness to deletion without / while chunks move, p50 / p99 / max (upper bounds)", PhaseMigration, movingLatenessCell},
 		t(tMigrationLateness),
 		{"third shard added under load (0.3 core each): until it serves a third of the ops", PhaseMigration, addShardCell},
 	}
@@ -121,14 +123,20 @@ func movingLatenessCell(m *ModeReport) string {
 	if r == nil {
 		return missing
 	}
-	l := r.Lateness
-	p99s := make([]string, len(r.ShardP99Ms))
-	for i, v := range r.ShardP99Ms {
+	return fmt.Sprintf("without: %s; with: %s (%s per shard; sampling gap p50 %s ms)", windowLatenessCell(r.LatenessWithout),
+		windowLatenessCell(r.LatenessWith), joinInts(r.PerShard), fmtMs(r.LatenessWith.Lateness.GapP50Ms))
+}
+
+// windowLatenessCell is one window's lateness p50 / p99 / max and each
+// shard's p99.
+func windowLatenessCell(w WindowLateness) string {
+	l := w.Lateness
+	p99s := make([]string, len(w.ShardP99Ms))
+	for i, v := range w.ShardP99Ms {
 		p99s[i] = fmtMs(v)
 	}
-	return fmt.Sprintf("%s / %s / %s ms (%s expiring over the window, %s per shard, p99 %s ms per shard; sampling gap p50 %s ms)",
-		fmtMs(l.Upper.P50Ms), fmtMs(l.Upper.P99Ms), fmtMs(l.Upper.MaxMs), fmtN(float64(r.Expiring)), joinInts(r.PerShard),
-		strings.Join(p99s, " / "), fmtMs(l.GapP50Ms))
+	return fmt.Sprintf("%s / %s / %s ms of %s (p99 per shard %s)", fmtMs(l.Upper.P50Ms), fmtMs(l.Upper.P99Ms), fmtMs(l.Upper.MaxMs),
+		fmtN(float64(w.Expiring)), strings.Join(p99s, " / "))
 }
 
 func addShardCell(m *ModeReport) string {

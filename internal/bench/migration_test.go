@@ -96,13 +96,13 @@ func TestIntervalShareOfNothing(t *testing.T) {
 }
 
 // samplesDeleting are a shard's stored-count samples every 10 ms while it
-// deletes each of its documents (expiries in order) late by lateness.
-func samplesDeleting(expiries []time.Time, from, to time.Time, lateness time.Duration) []ttlSample {
+// deletes each of its documents (expiries in order) late(expiry) late.
+func samplesDeleting(expiries []time.Time, from, to time.Time, late func(time.Time) time.Duration) []ttlSample {
 	var out []ttlSample
 	for at := from; at.Before(to); at = at.Add(10 * time.Millisecond) {
 		n := 0
 		for _, e := range expiries {
-			if !e.Add(lateness).After(at) {
+			if !e.Add(late(e)).After(at) {
 				n++
 			}
 		}
@@ -111,12 +111,15 @@ func samplesDeleting(expiries []time.Time, from, to time.Time, lateness time.Dur
 	return out
 }
 
-// Two shards, one deleting 100 ms late and one, holding 2 % of the
-// documents, 300 ms late: the window's p99 is the slow shard's, each
-// shard's own p99 its own, and every document is counted once.
-func TestShardsLatenessIsOneDistributionOverShards(t *testing.T) {
+// Two shards: one deletes 100 ms late in the first window and 200 ms
+// late in the second, the other, holding 2 % of the documents, 300 ms
+// late throughout. Each window's p99 is the slow shard's and its p50 the
+// fast one's of that window, each shard's own p99 its own, and every
+// document counts once, in the window it expires in.
+func TestShardsLatenessIsOneDistributionPerWindow(t *testing.T) {
 	s := newSchedule(1000, time.Second)
 	first := s.startAtOrAfter(s.anchor)
+	split := s.expiry(500)
 	placed := [][]int{nil, nil}
 	for i := range s.n {
 		side := 0
@@ -125,7 +128,10 @@ func TestShardsLatenessIsOneDistributionOverShards(t *testing.T) {
 		}
 		placed[side] = append(placed[side], i)
 	}
-	late := []time.Duration{100 * time.Millisecond, 300 * time.Millisecond}
+	late := []func(time.Time) time.Duration{
+		func(e time.Time) time.Duration { return time.Duration(100*(1+windowOf(e, split))) * time.Millisecond },
+		func(time.Time) time.Duration { return 300 * time.Millisecond },
+	}
 	samples := make([][]ttlSample, 2)
 	for side, ids := range placed {
 		var exp []time.Time
@@ -134,21 +140,19 @@ func TestShardsLatenessIsOneDistributionOverShards(t *testing.T) {
 		}
 		samples[side] = samplesDeleting(exp, first.Add(-50*time.Millisecond), first.Add(1500*time.Millisecond), late[side])
 	}
-	l, p99s := shardsLateness(samples, placed, s)
-	if l.Deleted != 1000 {
-		t.Fatalf("deleted %d, want 1000", l.Deleted)
-	}
-	// The histogram's quantiles are within about 3 % of the true value,
-	// and the upper bound adds up to one sampling interval.
-	if l.Upper.P99Ms < 290 || l.Upper.P99Ms > 320 {
-		t.Errorf("window p99 %v ms, want the slow shard's 300", l.Upper.P99Ms)
-	}
-	if l.Upper.P50Ms < 97 || l.Upper.P50Ms > 115 {
-		t.Errorf("window p50 %v ms, want the fast shard's 100", l.Upper.P50Ms)
-	}
-	for side, want := range []float64{100, 300} {
-		if p99s[side] < want*0.97 || p99s[side] > want*1.1 {
-			t.Errorf("shard %d p99 %v ms, want %v", side, p99s[side], want)
+	within := func(v, want float64) bool { return v >= want*0.97 && v <= want*1.1 }
+	for w, got := range shardsLateness(samples, placed, s, split) {
+		if got.Expiring != 500 || got.Lateness.Deleted != 500 {
+			t.Fatalf("window %d: %d expiring, %d deleted, want 500 and 500", w, got.Expiring, got.Lateness.Deleted)
+		}
+		// The histogram's quantiles are within about 3 % of the true value,
+		// and the upper bound adds up to one sampling interval.
+		fast := float64(100 * (1 + w))
+		if !within(got.Lateness.Upper.P99Ms, 300) || !within(got.Lateness.Upper.P50Ms, fast) {
+			t.Errorf("window %d: p50 %v, p99 %v ms, want %v and 300", w, got.Lateness.Upper.P50Ms, got.Lateness.Upper.P99Ms, fast)
+		}
+		if len(got.ShardP99Ms) != 2 || !within(got.ShardP99Ms[0], fast) || !within(got.ShardP99Ms[1], 300) {
+			t.Errorf("window %d: shards' p99 %v, want [%v 300]", w, got.ShardP99Ms, fast)
 		}
 	}
 }
