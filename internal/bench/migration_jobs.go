@@ -109,7 +109,26 @@ func runMoveJob(ctx context.Context, j Job) (*MoveResult, error) {
 			return nil, err
 		}
 	}
-	pids := []int{donor.PID, recipient.PID, sp.RouterPID}
+	cpu, err := res.timeMove(ctx, router, recipient.Name, []int{donor.PID, recipient.PID, sp.RouterPID})
+	if err != nil {
+		return nil, err
+	}
+	if res.Docs, err = storedOn(ctx, recipient.Addr, movedColl); err != nil {
+		return nil, err
+	}
+	perK := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(max(res.Docs, 1)) }
+	res.DocsPerSec = float64(res.Docs) / res.Seconds
+	res.DonorCPUPerK, res.RecipientCPUPerK, res.RouterCPUPerK = perK(cpu[0]), perK(cpu[1]), perK(cpu[2])
+	if res.Docs != int64(sp.Docs) {
+		return res, fmt.Errorf("the recipient stores %d documents of the %d moved", res.Docs, sp.Docs)
+	}
+	return res, nil
+}
+
+// timeMove moves the moved collection's chunk to shard `to`, noting the
+// command's time and the router's millis, and returns the CPU each of
+// pids used meanwhile.
+func (res *MoveResult) timeMove(ctx context.Context, router *mongo.Client, to string, pids []int) ([]time.Duration, error) {
 	before, err := cpuTimes(pids)
 	if err != nil {
 		return nil, err
@@ -119,7 +138,7 @@ func runMoveJob(ctx context.Context, j Job) (*MoveResult, error) {
 		Millis int64 `bson:"millis"`
 	}
 	cmd := bson.D{{Key: "moveChunk", Value: benchDB + "." + movedColl},
-		{Key: "find", Value: bson.D{{Key: shardKeyField, Value: token(0)}}}, {Key: "to", Value: recipient.Name}}
+		{Key: "find", Value: bson.D{{Key: shardKeyField, Value: token(0)}}}, {Key: "to", Value: to}}
 	if err := router.Database("admin").RunCommand(ctx, cmd).Decode(&reply); err != nil {
 		return nil, fmt.Errorf("moveChunk: %w", err)
 	}
@@ -128,16 +147,10 @@ func runMoveJob(ctx context.Context, j Job) (*MoveResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if res.Docs, err = storedOn(ctx, recipient.Addr, movedColl); err != nil {
-		return nil, err
+	for i := range after {
+		after[i] -= before[i]
 	}
-	perK := func(i int) float64 { return (after[i] - before[i]).Seconds() * 1000 / float64(max(res.Docs, 1)) }
-	res.DocsPerSec = float64(res.Docs) / res.Seconds
-	res.DonorCPUPerK, res.RecipientCPUPerK, res.RouterCPUPerK = perK(0), perK(1), perK(2)
-	if res.Docs != int64(sp.Docs) {
-		return res, fmt.Errorf("the recipient stores %d documents of the %d moved", res.Docs, sp.Docs)
-	}
-	return res, nil
+	return after, nil
 }
 
 // loadMoved creates the moved collection with the sessions' indexes and
@@ -228,16 +241,7 @@ func runMovingJob(ctx context.Context, j Job) (*MovingResult, error) {
 	}
 	defer router.Disconnect(context.WithoutCancel(ctx))
 	db := router.Database(benchDB)
-	s := newSchedule(sp.Expiring, 2*sp.Window)
-	if _, err := loadStorm(ctx, db.Collection(expiringColl), s); err != nil {
-		return nil, err
-	}
-	for _, sh := range sp.Shards {
-		if _, err := waitIdle(ctx, sh.PID, settleLimit); err != nil {
-			return nil, err
-		}
-	}
-	placed, err := expiringPlacement(ctx, sp.Shards, s.n)
+	s, placed, err := loadExpiring(ctx, db, sp)
 	if err != nil {
 		return nil, err
 	}
@@ -251,38 +255,68 @@ func runMovingJob(ctx context.Context, j Job) (*MovingResult, error) {
 	if err := armStorm(ctx, db, expiringColl, s); err != nil {
 		return nil, err
 	}
-	res := &MovingResult{Chunks: 2 * sp.ChunksPerShard, Expiring: s.n}
-	var (
-		wg      sync.WaitGroup
-		samples = make([][]ttlSample, len(sp.Shards))
-		perrs   = make([]error, len(sp.Shards))
-	)
-	for i, sh := range sp.Shards {
-		res.PerShard = append(res.PerShard, len(placed[i]))
-		wg.Go(func() {
-			samples[i], perrs[i] = pollShardStored(ctx, sh.Addr, sp.PollEvery, first.Add(-10*sp.PollEvery), with.to.Add(sp.MaxDrain), len(placed[i]))
-		})
-	}
-	names, pids := []string{}, []int{}
-	for _, sh := range sp.Shards {
-		names, pids = append(names, sh.Name), append(pids, sh.PID)
-	}
-	cpu := windowsCPU(ctx, append(names, routerName), append(pids, sp.RouterPID), without, with)
-	wg.Go(func() {
-		mv := newChunkMover(router.Database("admin"), sp)
-		res.Moves = mv.run(ctx, with)
-	})
-	spec := mixSpec{clients: j.Clients, preloaded: j.Count, runID: j.RunID}
-	rec, mix := runMix(ctx, st, spec, []span{without, with}, with.to)
-	wg.Wait()
-	if err := errors.Join(perrs...); err != nil {
+	samples := pollShards(ctx, sp, placed, first.Add(-10*sp.PollEvery), with.to.Add(sp.MaxDrain))
+	names, pids := processes(sp)
+	cpu := windowsCPU(ctx, names, pids, without, with)
+	moves := make(chan MoveStats, 1)
+	go func() { moves <- newChunkMover(router.Database("admin"), sp).run(ctx, with) }()
+	rec, mix := runMix(ctx, st, mixSpec{clients: j.Clients, preloaded: j.Count, runID: j.RunID}, []span{without, with}, with.to)
+	res := &MovingResult{Chunks: 2 * sp.ChunksPerShard, Expiring: s.n, Moves: <-moves,
+		Without: rec.result(0), With: rec.result(1), Mix: mix, CPU: <-cpu}
+	smp, err := samples()
+	if err != nil {
 		return nil, err
 	}
-	res.Without, res.With, res.Mix, res.CPU = rec.result(0), rec.result(1), mix, <-cpu
-	late := shardsLateness(samples, placed, s, with.from)
+	for _, ids := range placed {
+		res.PerShard = append(res.PerShard, len(ids))
+	}
+	late := shardsLateness(smp, placed, s, with.from)
 	res.LatenessWithout, res.LatenessWith = late[0], late[1]
 	res.AllDeleted = late[0].Lateness.Deleted+late[1].Lateness.Deleted == int64(s.n)
 	return res, checkMix(rec.hists[0].Count(), mix)
+}
+
+// loadExpiring loads sp.Expiring documents spread over two windows with
+// a parked TTL index through the router, waits for the shards to go
+// idle, and reads which documents each holds.
+func loadExpiring(ctx context.Context, db *mongo.Database, sp *MigrationSpec) (schedule, [][]int, error) {
+	s := newSchedule(sp.Expiring, 2*sp.Window)
+	if _, err := loadStorm(ctx, db.Collection(expiringColl), s); err != nil {
+		return s, nil, err
+	}
+	for _, sh := range sp.Shards {
+		if _, err := waitIdle(ctx, sh.PID, settleLimit); err != nil {
+			return s, nil, err
+		}
+	}
+	placed, err := expiringPlacement(ctx, sp.Shards, s.n)
+	return s, placed, err
+}
+
+// pollShards samples each shard's stored count of its expiring
+// documents from `from` until `until` or all are gone; the returned
+// func waits for the samples.
+func pollShards(ctx context.Context, sp *MigrationSpec, placed [][]int, from, until time.Time) func() ([][]ttlSample, error) {
+	var wg sync.WaitGroup
+	samples := make([][]ttlSample, len(sp.Shards))
+	errs := make([]error, len(sp.Shards))
+	for i, sh := range sp.Shards {
+		wg.Go(func() {
+			samples[i], errs[i] = pollShardStored(ctx, sh.Addr, sp.PollEvery, from, until, len(placed[i]))
+		})
+	}
+	return func() ([][]ttlSample, error) {
+		wg.Wait()
+		return samples, errors.Join(errs...)
+	}
+}
+
+// processes are the names and pids of the shards and the router.
+func processes(sp *MigrationSpec) (names []string, pids []int) {
+	for _, sh := range sp.Shards {
+		names, pids = append(names, sh.Name), append(pids, sh.PID)
+	}
+	return append(names, routerName), append(pids, sp.RouterPID)
 }
 
 // expiringPlacement asks each shard which expiring documents it holds
