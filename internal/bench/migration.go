@@ -165,6 +165,10 @@ func (m *modeRun) addShardUnderLoad(ctx context.Context) (*AddShardResult, error
 	}
 	spec := c.spec(addShardChunksPerShard)
 	spec.MaxWait = sz.AddShardMax
+	before, err := c.throttling()
+	if err != nil {
+		return nil, err
+	}
 	res, err := m.job(ctx, Job{Kind: jobAddShard, Addr: c.router.dialAddr(), Clients: sz.Clients, Count: sz.AddShardSessions,
 		Warmup: sz.Warmup, Duration: sz.Duration + sz.AddShardMax, Migration: &spec})
 	if err != nil {
@@ -172,8 +176,11 @@ func (m *modeRun) addShardUnderLoad(ctx context.Context) (*AddShardResult, error
 	}
 	r := res.AddShard
 	r.CoresPerShard = scalingCores
-	m.logf("third shard at %.1f core: a third of the operations %s after addShard; chunks %v; all shards' ops/s %.0f before",
-		scalingCores, fmtReached(r), r.ChunksAfter, r.OpsBefore)
+	if r.Throttling, err = c.throttlingSince(before); err != nil {
+		return nil, err
+	}
+	m.logf("third shard at %.1f core: a third of the operations %s after addShard; chunks %v; all shards' ops/s %.0f before; shards throttled in %s of periods",
+		scalingCores, fmtReached(r), r.ChunksAfter, r.OpsBefore, fmtShares(r.Throttling))
 	return r, nil
 }
 

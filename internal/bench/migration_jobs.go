@@ -548,6 +548,9 @@ type AddShardResult struct {
 	Intervals   []ShareInterval  `json:"intervals"`
 	ChunksAfter map[string]int64 `json:"chunks_after"`
 	Mix         MixResult        `json:"mix"`
+	// Throttling is each shard's cap over the job (the new shard's from
+	// its start).
+	Throttling []Throttling `json:"throttling"`
 }
 
 // ShareInterval is one sampling interval: its end in seconds from

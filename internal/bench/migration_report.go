@@ -153,5 +153,8 @@ func addShardCell(m *ModeReport) string {
 	if r.Reached {
 		s += ", " + fmtN(r.OpsAfter) + " after"
 	}
+	if len(r.Throttling) > 0 {
+		s += "; periods throttled by the caps " + fmtShares(r.Throttling)
+	}
 	return s + ")"
 }

@@ -120,12 +120,8 @@ func (m *modeRun) scalingRun(ctx context.Context, n int) (*ScalingRun, error) {
 	if run.Sessions, err = m.sessionsRun(ctx, c.router, targetMongo, 0); err != nil {
 		return nil, err
 	}
-	after, err := c.throttling()
-	if err != nil {
+	if run.Throttling, err = c.throttlingSince(before); err != nil {
 		return nil, err
-	}
-	for i := range after {
-		run.Throttling = append(run.Throttling, after[i].since(before[i]))
 	}
 	sz := m.cfg.Sizes
 	res, err := m.job(ctx, Job{Kind: jobScans, Addr: c.router.dialAddr(), Clients: sz.Clients,
@@ -300,6 +296,24 @@ func (c *clusterRun) throttling() ([]Throttling, error) {
 			return nil, err
 		}
 		out = append(out, t)
+	}
+	return out, nil
+}
+
+// throttlingSince is every shard group's throttling since an earlier
+// reading; a group made since counts from its start.
+func (c *clusterRun) throttlingSince(before []Throttling) ([]Throttling, error) {
+	after, err := c.throttling()
+	if err != nil {
+		return nil, err
+	}
+	var out []Throttling
+	for i := range after {
+		var b Throttling
+		if i < len(before) {
+			b = before[i]
+		}
+		out = append(out, after[i].since(b))
 	}
 	return out, nil
 }
