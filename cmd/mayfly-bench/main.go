@@ -79,6 +79,11 @@ type flagValues struct {
 	stormStreams         bool
 	neighbours           int
 	stormStreamsPre      bool
+	migrateDocs          int
+	migrateExpiring      int
+	addShardSessions     int
+	migrateWindow        time.Duration
+	addShardMax          time.Duration
 }
 
 func parse(args []string) (*flagValues, error) {
@@ -89,7 +94,7 @@ func parse(args []string) (*flagValues, error) {
 	fs.BoolVar(&v.short, "short", false, "short run (make bench): at most 3 minutes")
 	fs.BoolVar(&v.keep, "keep", false, "keep the temporary directory (server data and logs)")
 	fs.StringVar(&v.modes, "modes", strings.Join(bench.AllModes(), ","), "modes to run: shared, pinned")
-	fs.StringVar(&v.phases, "phases", strings.Join(bench.AllPhases(), ","), "phases to run: sessions, durable, expiry, memory, replset, sharded, txn")
+	fs.StringVar(&v.phases, "phases", strings.Join(bench.AllPhases(), ","), "phases to run: sessions, durable, expiry, memory, replset, sharded, migration, txn")
 	fs.StringVar(&v.out, "out", "bench-results/latest.json", "where to write the JSON report")
 	fs.StringVar(&v.mayflyBin, "mayfly-bin", "", "prebuilt mayfly server (default: go build ./cmd/mayfly)")
 	fs.StringVar(&v.baselineBin, "baseline-bin", "", "a previous build of mayfly to measure beside this one (sessions, expiry, replset)")
@@ -114,6 +119,11 @@ func parse(args []string) (*flagValues, error) {
 	fs.IntVar(&v.neighbours, "neighbour", 0, "expiry phase: repeat the storm with N CPU-bound neighbour processes running (0: leave it out)")
 	fs.BoolVar(&v.stormStreamsPre, "storm-streams-pre", true, "with -storm-streams: also the storm with pre-images (false: only without)")
 	fs.IntVar(&v.streams, "streams", 10, "change streams open in the sessions phase's mayfly-streams run (0: leave it out)")
+	fs.IntVar(&v.migrateDocs, "migrate-docs", 0, "override: documents in the chunk the migration phase moves once")
+	fs.IntVar(&v.migrateExpiring, "migrate-expiring", 0, "override: documents expiring while chunks move")
+	fs.DurationVar(&v.migrateWindow, "migrate-window", 0, "override: each sessions window of the migration phase, without and with chunks moving")
+	fs.IntVar(&v.addShardSessions, "add-shard-sessions", 0, "override: sessions on the capped shards the migration phase adds a third to")
+	fs.DurationVar(&v.addShardMax, "add-shard-max", 0, "override: longest wait for an added shard to serve a third of the operations")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -143,6 +153,11 @@ func (v *flagValues) config() (*bench.Config, error) {
 	override(&sz.BurstMeasure, v.burstMeasure)
 	override(&sz.MemorySessions, v.memory)
 	override(&sz.Failovers, v.failovers)
+	override(&sz.MigrateDocs, v.migrateDocs)
+	override(&sz.MigrateExpiring, v.migrateExpiring)
+	override(&sz.MigrateWindow, v.migrateWindow)
+	override(&sz.AddShardSessions, v.addShardSessions)
+	override(&sz.AddShardMax, v.addShardMax)
 	sz.Streams = v.streams
 	sz.StormStreams = v.stormStreams
 	sz.Neighbours = v.neighbours

@@ -40,6 +40,17 @@ type Sizes struct {
 	Neighbours int `json:"neighbours"`
 	// StormStreamsNoPre leaves out the stream storm with pre-images.
 	StormStreamsNoPre bool `json:"storm_streams_no_pre,omitempty"`
+	// The migration phase: MigrateDocs documents in the chunk one move
+	// carries; MigrateWindow long windows of the session workload without
+	// and with chunks moving, MigrateExpiring documents expiring over the
+	// second; AddShardSessions sessions on the capped shards a third is
+	// added to, and AddShardMax the longest wait for it to take its third
+	// of the operations.
+	MigrateDocs      int           `json:"migrate_docs"`
+	MigrateWindow    time.Duration `json:"migrate_window"`
+	MigrateExpiring  int           `json:"migrate_expiring"`
+	AddShardSessions int           `json:"add_shard_sessions"`
+	AddShardMax      time.Duration `json:"add_shard_max"`
 }
 
 // FullSizes are the issue's sizes.
@@ -52,13 +63,17 @@ func FullSizes() Sizes {
 		BurstDocs: 1_000_000, BurstMeasure: 5 * time.Second,
 		MemorySessions: 1_000_000, MemorySettle: 5 * time.Second,
 		Failovers: 10, Streams: 10,
+		MigrateDocs: 100_000, MigrateWindow: 20 * time.Second, MigrateExpiring: 100_000,
+		AddShardSessions: 100_000, AddShardMax: 4 * time.Minute,
 	}
 }
 
 // ShortSizes fit `make bench` in three minutes. The storm keeps the full
 // run's rate (100 000 expiries a second) over a shorter window; the burst
 // is measured for as long as 100 000 deletions a second would take for
-// half of it, as in the full run.
+// half of it, as in the full run. A move carries a few hundred documents
+// a second here (docs/design/0005, "Chunk migrations"), so the short
+// run's moved chunk and added shard's sessions are small.
 func ShortSizes() Sizes {
 	return Sizes{
 		Sessions: 100_000, Clients: 64, Warmup: time.Second, Duration: 3 * time.Second,
@@ -68,6 +83,8 @@ func ShortSizes() Sizes {
 		BurstDocs: 200_000, BurstMeasure: time.Second,
 		MemorySessions: 200_000, MemorySettle: 2 * time.Second,
 		Failovers: 3, Streams: 10,
+		MigrateDocs: 10_000, MigrateWindow: 8 * time.Second, MigrateExpiring: 20_000,
+		AddShardSessions: 30_000, AddShardMax: time.Minute,
 	}
 }
 
@@ -87,12 +104,14 @@ const (
 	PhaseReplSet  = "replset"
 	PhaseSharded  = "sharded"
 	PhaseTxn      = "txn"
+	// PhaseMigration is chunk migrations (migration.go).
+	PhaseMigration = "migration"
 )
 
 // AllModes and AllPhases list every mode and phase.
 func AllModes() []string { return []string{ModeShared, ModePinned} }
 func AllPhases() []string {
-	return []string{PhaseSessions, PhaseDurable, PhaseExpiry, PhaseMemory, PhaseReplSet, PhaseSharded, PhaseTxn}
+	return []string{PhaseSessions, PhaseDurable, PhaseExpiry, PhaseMemory, PhaseReplSet, PhaseSharded, PhaseMigration, PhaseTxn}
 }
 
 // Config is a whole bench run.
@@ -145,6 +164,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("-baseline-rounds must be at least 1")
 	case c.Neighbours < 0:
 		return fmt.Errorf("-neighbour must not be negative")
+	case c.has(PhaseMigration) && (c.MigrateDocs < 1 || c.MigrateExpiring < 1 || c.MigrateWindow <= 0 ||
+		c.AddShardSessions < c.Clients || c.AddShardMax <= 0):
+		return fmt.Errorf("-migrate-docs, -migrate-expiring, -migrate-window and -add-shard-max must be positive, -add-shard-sessions at least -clients")
 	}
 	return nil
 }

@@ -86,7 +86,33 @@ type Lateness struct {
 // expiry order (the order in which the monitor walks a TTL index, and so
 // deletes) and measures each one's lateness against the schedule.
 func deletionLateness(samples []ttlSample, s schedule) Lateness {
-	var up, lo, gaps Histogram
+	var h latenessHists
+	res := h.attribute(samples, s.n, s.expiry)
+	return h.summarize(res)
+}
+
+// latenessHists collects the lateness bounds and sampling gaps of one or
+// more servers' deletions, so that several shards' documents give one
+// percentile.
+type latenessHists struct{ up, lo, gaps Histogram }
+
+// attribute adds the lateness of n documents deleted in expiry order,
+// the k-th expiring at expiry(k), as samples counted them; it returns
+// the deletions counted and when the first and last were seen.
+func (h *latenessHists) attribute(samples []ttlSample, n int, expiry func(k int) time.Time) Lateness {
+	return attributeDeletions(samples, n, expiry, &h.gaps, func(_ int, upper, lower time.Duration) {
+		h.up.Add(upper)
+		h.lo.Add(lower)
+	})
+}
+
+// attributeDeletions attributes the samples' deletions to n documents in
+// expiry order, the k-th expiring at expiry(k), and calls each with the
+// bounds of each deleted document's lateness: it was deleted before the
+// reply of the sample that first counted it, and after the previous
+// sample was sent. Each interval between samples goes into gaps.
+func attributeDeletions(samples []ttlSample, n int, expiry func(k int) time.Time, gaps *Histogram,
+	each func(k int, upper, lower time.Duration)) Lateness {
 	var res Lateness
 	if len(samples) == 0 {
 		return res
@@ -96,26 +122,47 @@ func deletionLateness(samples []ttlSample, s schedule) Lateness {
 	for j := 1; j < len(samples); j++ {
 		prev, cur := samples[j-1], samples[j]
 		gaps.Add(cur.recv.Sub(prev.sent))
-		n := int(min(cur.deleted-base, int64(s.n)))
-		if n <= done {
+		upTo := int(min(cur.deleted-base, int64(n)))
+		if upTo <= done {
 			continue
 		}
 		if done == 0 {
 			res.First = cur.recv
 		}
 		res.Last = cur.recv
-		for k := done; k < n; k++ {
-			e := s.expiry(k)
-			up.Add(cur.recv.Sub(e))
-			lo.Add(prev.sent.Sub(e))
+		for k := done; k < upTo; k++ {
+			e := expiry(k)
+			each(k, cur.recv.Sub(e), prev.sent.Sub(e))
 		}
-		done = n
+		done = upTo
 	}
 	res.Deleted = int64(done)
-	res.Upper, res.Lower = up.Summarize(), lo.Summarize()
-	res.GapP50Ms, res.GapMaxMs = ms(gaps.Quantile(0.5)), ms(gaps.Max())
+	return res
+}
+
+func (h *latenessHists) merge(o *latenessHists) {
+	h.up.Merge(&o.up)
+	h.lo.Merge(&o.lo)
+	h.gaps.Merge(&o.gaps)
+}
+
+// count notes one more deletion, first or last seen at seen.
+func (l *Lateness) count(seen time.Time) {
+	if l.Deleted == 0 || seen.Before(l.First) {
+		l.First = seen
+	}
+	if seen.After(l.Last) {
+		l.Last = seen
+	}
+	l.Deleted++
+}
+
+// summarize fills res's percentiles and rate from the histograms.
+func (h *latenessHists) summarize(res Lateness) Lateness {
+	res.Upper, res.Lower = h.up.Summarize(), h.lo.Summarize()
+	res.GapP50Ms, res.GapMaxMs = ms(h.gaps.Quantile(0.5)), ms(h.gaps.Max())
 	if span := res.Last.Sub(res.First); span > 0 {
-		res.PerSec = float64(done) / span.Seconds()
+		res.PerSec = float64(res.Deleted) / span.Seconds()
 	}
 	return res
 }

@@ -165,21 +165,12 @@ func loadStorm(ctx context.Context, coll *mongo.Collection, s schedule) (LoadRes
 	if err != nil {
 		return LoadResult{}, fmt.Errorf("storm index: %w", err)
 	}
-	err = inBatches(ctx, s.n, func(ctx context.Context, lo, hi int) error {
-		docs := make([]stormDoc, 0, hi-lo)
-		for i := lo; i < hi; i++ {
-			docs = append(docs, stormDoc{ID: s.id(i), At: s.at(i), Token: token(uint64(i))})
-		}
-		if _, err := coll.InsertMany(ctx, docs); err != nil {
-			return fmt.Errorf("load storm %d..%d: %w", lo, hi, err)
-		}
-		return nil
+	load, err := insertAll(ctx, coll, s.n, "storm", func(i int) stormDoc {
+		return stormDoc{ID: s.id(i), At: s.at(i), Token: token(uint64(i))}
 	})
-	if err != nil {
-		return LoadResult{}, err
-	}
-	secs := time.Since(start).Seconds()
-	return LoadResult{Docs: s.n, Seconds: secs, DocsPerSec: float64(s.n) / secs}, nil
+	load.Seconds = time.Since(start).Seconds()
+	load.DocsPerSec = float64(s.n) / load.Seconds
+	return load, err
 }
 
 // armStorm sets the storm index's expireAfterSeconds to the schedule's.

@@ -22,27 +22,32 @@ const (
 	jobFsync    = "fsync"
 	jobExpiry   = "expiry"
 	jobScans    = "scans"
+	// The migration phase's jobs (migration_jobs.go).
+	jobMoveChunk = "move-chunk"
+	jobMoving    = "moving"
+	jobAddShard  = "add-shard"
 )
 
 // Job is one piece of client-side work. The parent encodes it as JSON on
 // the standard input of a child (this binary with -role client, pinned or
 // not), which answers with a JobResult on its standard output.
 type Job struct {
-	Kind      string        `json:"kind"`
-	Target    string        `json:"target,omitempty"`
-	Addr      string        `json:"addr,omitempty"`
-	ServerPID int           `json:"server_pid,omitempty"`
-	Clients   int           `json:"clients,omitempty"`
-	Count     int           `json:"count,omitempty"`  // sessions to load, or already loaded
-	RunID     int           `json:"run_id,omitempty"` // keeps runs' new sessions apart
-	Warmup    time.Duration `json:"warmup,omitempty"`
-	Duration  time.Duration `json:"duration,omitempty"`
-	Journal   bool          `json:"journal,omitempty"`  // durable: j: true
-	URI       string        `json:"uri,omitempty"`      // a replica set's seed list, instead of Addr
-	Majority  bool          `json:"majority,omitempty"` // durable: w: "majority"
-	Dir       string        `json:"dir,omitempty"`      // fsync: where to write
-	Storm     *StormSpec    `json:"storm,omitempty"`
-	Streams   int           `json:"streams,omitempty"` // sessions: change streams open on the collection
+	Kind      string         `json:"kind"`
+	Target    string         `json:"target,omitempty"`
+	Addr      string         `json:"addr,omitempty"`
+	ServerPID int            `json:"server_pid,omitempty"`
+	Clients   int            `json:"clients,omitempty"`
+	Count     int            `json:"count,omitempty"`  // sessions to load, or already loaded
+	RunID     int            `json:"run_id,omitempty"` // keeps runs' new sessions apart
+	Warmup    time.Duration  `json:"warmup,omitempty"`
+	Duration  time.Duration  `json:"duration,omitempty"`
+	Journal   bool           `json:"journal,omitempty"`  // durable: j: true
+	URI       string         `json:"uri,omitempty"`      // a replica set's seed list, instead of Addr
+	Majority  bool           `json:"majority,omitempty"` // durable: w: "majority"
+	Dir       string         `json:"dir,omitempty"`      // fsync: where to write
+	Storm     *StormSpec     `json:"storm,omitempty"`
+	Streams   int            `json:"streams,omitempty"` // sessions: change streams open on the collection
+	Migration *MigrationSpec `json:"migration,omitempty"`
 }
 
 // JobResult holds the result of whichever kind of job ran.
@@ -53,6 +58,9 @@ type JobResult struct {
 	Fsync    *FsyncResult    `json:"fsync,omitempty"`
 	Expiry   *ExpiryResult   `json:"expiry,omitempty"`
 	Scans    *WindowResult   `json:"scans,omitempty"`
+	Move     *MoveResult     `json:"move,omitempty"`
+	Moving   *MovingResult   `json:"moving,omitempty"`
+	AddShard *AddShardResult `json:"add_shard,omitempty"`
 	Error    string          `json:"error,omitempty"`
 }
 
@@ -87,6 +95,12 @@ func RunJob(ctx context.Context, j Job) (*JobResult, error) {
 		res.Expiry, err = runExpiryJob(ctx, j)
 	case jobScans:
 		res.Scans, err = runScansJob(ctx, j)
+	case jobMoveChunk:
+		res.Move, err = runMoveJob(ctx, j)
+	case jobMoving:
+		res.Moving, err = runMovingJob(ctx, j)
+	case jobAddShard:
+		res.AddShard, err = runAddShardJob(ctx, j)
 	default:
 		err = fmt.Errorf("unknown job kind %q", j.Kind)
 	}

@@ -99,19 +99,33 @@ func loadMongoSessions(ctx context.Context, addr string, n int) error {
 		return err
 	}
 	now := time.Now()
-	err = inBatches(ctx, n, func(ctx context.Context, lo, hi int) error {
-		docs := make([]sessionDoc, 0, hi-lo)
+	_, err = insertAll(ctx, coll, n, "sessions", func(i int) sessionDoc {
+		return sessionDoc{Token: token(uint64(i)), UserID: userID(uint64(i)), AccessTime: now}
+	})
+	return err
+}
+
+// insertAll inserts documents 0..n-1, made by doc, in batches from
+// loadParallel connections, and times it. Unordered: through a router,
+// an ordered batch goes to the shards one run of consecutive same-shard
+// documents at a time.
+func insertAll[T any](ctx context.Context, coll *mongo.Collection, n int, what string, doc func(i int) T) (LoadResult, error) {
+	start := time.Now()
+	err := inBatches(ctx, n, func(ctx context.Context, lo, hi int) error {
+		docs := make([]T, 0, hi-lo)
 		for i := lo; i < hi; i++ {
-			docs = append(docs, sessionDoc{Token: token(uint64(i)), UserID: userID(uint64(i)), AccessTime: now})
+			docs = append(docs, doc(i))
 		}
-		// Unordered: through a router, an ordered batch goes to the shards
-		// one run of consecutive same-shard documents at a time.
 		if _, err := coll.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false)); err != nil {
-			return fmt.Errorf("load sessions %d..%d: %w", lo, hi, err)
+			return fmt.Errorf("load %s %d..%d: %w", what, lo, hi, err)
 		}
 		return nil
 	})
-	return err
+	if err != nil {
+		return LoadResult{}, err
+	}
+	secs := time.Since(start).Seconds()
+	return LoadResult{Docs: n, Seconds: secs, DocsPerSec: float64(n) / secs}, nil
 }
 
 // loadRedisSessions stores sessions 0..n-1 as Redis hashes with the

@@ -253,7 +253,7 @@ func targetCell(rep *Report, name string) func(*ModeReport) string {
 			switch name {
 			case tInvisible:
 				v = fmtN(t.Value)
-			case tLateness, tLatenessNb:
+			case tLateness, tLatenessNb, tMigrationLateness:
 				v = fmtMs(t.Value)
 			case tExpRate:
 				v = fmtN(t.Value)
@@ -282,6 +282,7 @@ func rows(rep *Report, sz Sizes) []row {
 		{"sessions ops/s, null server (p50 / p99)", PhaseSessions, sessionsCell(nameNull)},
 		t(tMayflyNull, PhaseSessions),
 		t(tMayflyRedis, PhaseSessions),
+		t(tAuth, PhaseSessions),
 		{"sessions ops/s, null server / Redis", PhaseSessions, nullOverRedis},
 		{"sessions with change streams / without (goal ≥ 0.9)", PhaseSessions, streamsCell},
 		{"server CPU µs per op: Mayfly / null / Redis", PhaseSessions, cpuCell},
@@ -305,7 +306,7 @@ func rows(rep *Report, sz Sizes) []row {
 		t(tStorm, PhaseExpiry),
 		{fmt.Sprintf("RSS with %s sessions, Mayfly / Redis", fmtN(float64(sz.MemorySessions))), PhaseMemory, rssCell},
 		t(tRSS, PhaseMemory),
-	}, slices.Concat(replSetRows(rep), baselineRows(rep), shardedRows(rep), txnRows(rep))...)
+	}, slices.Concat(replSetRows(rep), baselineRows(rep), shardedRows(rep), migrationRows(rep), txnRows(rep))...)
 }
 
 func joinInts(xs []int) string {

@@ -29,6 +29,9 @@ type ModeReport struct {
 	Errors   map[string]string `json:"errors,omitempty"`
 	// Sharded is the router's overhead and scaling over capped shards.
 	Sharded *ShardedResult `json:"sharded,omitempty"`
+	// Migration is chunk migrations: one move's rate and cost, the
+	// sessions while chunks move, a shard added under load.
+	Migration *MigrationResult `json:"migration,omitempty"`
 	// StreamStorms are the storm with a change stream of its expiries
 	// open, without and with pre-images (-storm-streams).
 	StreamStorms []*ExpiryResult `json:"stream_storms,omitempty"`
@@ -174,6 +177,10 @@ func runMode(ctx context.Context, cfg *Config, mode, bin, work string) *ModeRepo
 	if cfg.has(PhaseSharded) && mode == ModeShared { // its servers are not pinned
 		rep.Sharded, err = m.shardedPhase(ctx)
 		note(PhaseSharded, err)
+	}
+	if cfg.has(PhaseMigration) && mode == ModeShared { // as the sharded phase
+		rep.Migration, err = m.migrationPhase(ctx)
+		note(PhaseMigration, err)
 	}
 	if cfg.has(PhaseTxn) {
 		rep.Txn, err = m.txnPhase(ctx)

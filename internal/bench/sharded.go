@@ -120,12 +120,8 @@ func (m *modeRun) scalingRun(ctx context.Context, n int) (*ScalingRun, error) {
 	if run.Sessions, err = m.sessionsRun(ctx, c.router, targetMongo, 0); err != nil {
 		return nil, err
 	}
-	after, err := c.throttling()
-	if err != nil {
+	if run.Throttling, err = c.throttlingSince(before); err != nil {
 		return nil, err
-	}
-	for i := range after {
-		run.Throttling = append(run.Throttling, after[i].since(before[i]))
 	}
 	sz := m.cfg.Sizes
 	res, err := m.job(ctx, Job{Kind: jobScans, Addr: c.router.dialAddr(), Clients: sz.Clients,
@@ -159,9 +155,23 @@ type clusterRun struct {
 	router *server
 }
 
+// clusterSpec is a cluster's layout: its shards, each shard's CPU cap
+// (0: uncapped) and flags every shard starts with.
+type clusterSpec struct {
+	shards     int
+	cores      float64
+	shardFlags []string
+}
+
 // startCluster starts a cluster of n shards, each capped at cores (0:
 // uncapped), with one collection sharded on the hashed token.
-func (m *modeRun) startCluster(ctx context.Context, n int, cores float64) (_ *clusterRun, err error) {
+func (m *modeRun) startCluster(ctx context.Context, n int, cores float64) (*clusterRun, error) {
+	return m.startClusterWith(ctx, clusterSpec{shards: n, cores: cores})
+}
+
+// startClusterWith starts the cluster spec lays out, with the sessions
+// collection sharded on the hashed token.
+func (m *modeRun) startClusterWith(ctx context.Context, spec clusterSpec) (_ *clusterRun, err error) {
 	c := &clusterRun{}
 	defer func() {
 		if err != nil {
@@ -171,25 +181,36 @@ func (m *modeRun) startCluster(ctx context.Context, n int, cores float64) (_ *cl
 	if c.config, err = m.startMember(ctx, configSetID, nil, "--configsvr"); err != nil {
 		return nil, err
 	}
-	for i := range n {
-		var g *cpuGroup
-		if cores > 0 {
-			name := fmt.Sprintf("mayfly-bench-%d-%s-shard%d", os.Getpid(), m.mode, i)
-			if g, err = newCPUGroup(name, cores); err != nil {
-				return nil, err
-			}
-			c.groups = append(c.groups, g)
-		}
-		s, err := m.startMember(ctx, shardName(i), g, "--shardsvr")
-		if err != nil {
+	for range spec.shards {
+		if _, err := m.startShard(ctx, c, spec.cores, spec.shardFlags...); err != nil {
 			return nil, err
 		}
-		c.shards = append(c.shards, s)
 	}
 	if c.router, err = m.startRouter(ctx, configSetID+"/"+c.config.addr); err != nil {
 		return nil, err
 	}
 	return c, c.shardSessions(ctx)
+}
+
+// startShard starts the cluster's next shard, in its own group capped at
+// cores when cores > 0; the cluster stops it with the others.
+func (m *modeRun) startShard(ctx context.Context, c *clusterRun, cores float64, flags ...string) (*server, error) {
+	i := len(c.shards)
+	var g *cpuGroup
+	if cores > 0 {
+		name := fmt.Sprintf("mayfly-bench-%d-%s-shard%d", os.Getpid(), m.mode, i)
+		var err error
+		if g, err = newCPUGroup(name, cores); err != nil {
+			return nil, err
+		}
+		c.groups = append(c.groups, g)
+	}
+	s, err := m.startMember(ctx, shardName(i), g, append([]string{"--shardsvr"}, flags...)...)
+	if err != nil {
+		return nil, err
+	}
+	c.shards = append(c.shards, s)
+	return s, nil
 }
 
 func shardName(i int) string { return "sh" + strconv.Itoa(i) }
@@ -253,7 +274,9 @@ func (c *clusterRun) shardSessions(ctx context.Context) error {
 	for i, s := range c.shards {
 		cmds = append(cmds, bson.D{{Key: "addShard", Value: shardName(i) + "/" + s.addr}})
 	}
-	cmds = append(cmds, bson.D{{Key: "enableSharding", Value: benchDB}},
+	// The database's primary is named, so that an unsharded collection
+	// (the migration phase's moved one) is known to live on shard 0.
+	cmds = append(cmds, bson.D{{Key: "enableSharding", Value: benchDB}, {Key: "primaryShard", Value: shardName(0)}},
 		bson.D{{Key: "shardCollection", Value: benchDB + "." + sessionsColl},
 			{Key: "key", Value: bson.D{{Key: shardKeyField, Value: "hashed"}}}})
 	for _, cmd := range cmds {
@@ -273,6 +296,24 @@ func (c *clusterRun) throttling() ([]Throttling, error) {
 			return nil, err
 		}
 		out = append(out, t)
+	}
+	return out, nil
+}
+
+// throttlingSince is every shard group's throttling since an earlier
+// reading; a group made since counts from its start.
+func (c *clusterRun) throttlingSince(before []Throttling) ([]Throttling, error) {
+	after, err := c.throttling()
+	if err != nil {
+		return nil, err
+	}
+	var out []Throttling
+	for i := range after {
+		var b Throttling
+		if i < len(before) {
+			b = before[i]
+		}
+		out = append(out, after[i].since(b))
 	}
 	return out, nil
 }

@@ -78,7 +78,7 @@ func targetDefs() []targetDef {
 		{tStorm, "≥ 0.5", atLeast(0.5), stormRatio},
 		{tRSS, "≤ 0.5", atMost(0.5), rssRatio},
 		{tAuth, "≥ 0.95", atLeast(0.95), sessionsRatio(nameMayflyAuth, nameMayfly, opsPerSec)},
-	}, slices.Concat(replSetTargetDefs(), baselineTargetDefs(), shardedTargetDefs(), txnTargetDefs())...)
+	}, slices.Concat(replSetTargetDefs(), baselineTargetDefs(), shardedTargetDefs(), migrationTargetDefs(), txnTargetDefs())...)
 }
 
 func durableRatio(m *ModeReport) (float64, string, bool) {

@@ -52,6 +52,8 @@ type mixSpec struct {
 	clients   int // number of workers
 	preloaded int // sessions 0..preloaded-1 exist before the run
 	runID     int // keeps this run's logins apart from other runs'
+	// stop, when closed, ends the run before its deadline (nil: never).
+	stop <-chan struct{}
 }
 
 // worker is one client of the session workload. It owns the preloaded
@@ -84,7 +86,7 @@ func newWorker(id int, spec mixSpec, spans []span) *worker {
 func (w *worker) run(ctx context.Context, st sessionStore, deadline time.Time) {
 	for ctx.Err() == nil {
 		start := time.Now()
-		if !start.Before(deadline) {
+		if !start.Before(deadline) || w.stopped() {
 			return
 		}
 		op := pickOp(w.rng.IntN(100))
@@ -106,6 +108,15 @@ func (w *worker) run(ctx context.Context, st sessionStore, deadline time.Time) {
 			w.writes++
 		}
 		w.rec.add(end, end.Sub(start))
+	}
+}
+
+func (w *worker) stopped() bool {
+	select {
+	case <-w.spec.stop:
+		return true
+	default:
+		return false
 	}
 }
 
