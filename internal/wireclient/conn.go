@@ -17,14 +17,14 @@ import (
 
 // conn is one connection, used by one caller at a time.
 type conn struct {
-	host      string
-	nc        net.Conn
-	reader    *wire.Reader
-	out       []byte
+	host   string
+	nc     net.Conn
+	reader *wire.Reader
+	out    []byte
 	// body and encoded are the command being sent, with $db, and its
 	// BSON: kept between exchanges so that sending allocates nothing.
-	body    bson.D
-	encoded []byte
+	body      bson.D
+	encoded   []byte
 	requestID int32
 	lastUsed  time.Time
 }
