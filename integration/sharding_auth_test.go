@@ -54,6 +54,7 @@ func TestShardedClusterAuth(t *testing.T) {
 	t.Run("Passwords", func(t *testing.T) { testRouterPasswords(t, c) })
 	t.Run("ReadOnlyUser", func(t *testing.T) { testRouterReadOnlyUser(t, c) })
 	t.Run("CursorOwners", func(t *testing.T) { testRouterCursorOwners(t, c, admin) })
+	t.Run("CursorSessions", func(t *testing.T) { testRouterCursorSessions(t, c, admin) })
 	t.Run("UsersOnTheConfigSet", func(t *testing.T) { testRouterUsersShared(t, c, admin, configDB, key) })
 }
 
@@ -63,16 +64,7 @@ func TestShardedClusterAuth(t *testing.T) {
 // through, a change stream), and the owner goes on.
 func testRouterCursorOwners(t *testing.T, c *routedCluster, admin *mongo.Client) {
 	reader := c.client(options.Client().SetAuth(options.Credential{Username: "reader", Password: "reader-pass", AuthSource: "app"}))
-	opens := []struct {
-		name string
-		cmd  bson.D
-	}{
-		{"merged from every shard", bson.D{{Key: "find", Value: "c"}, {Key: "batchSize", Value: 2}}},
-		{"one shard's", bson.D{{Key: "find", Value: "c"}, {Key: "filter", Value: bson.D{{Key: "_id", Value: 3}}}, {Key: "batchSize", Value: 0}}},
-		{"a change stream", bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$changeStream", Value: bson.D{}}}}},
-			{Key: "cursor", Value: bson.D{}}}},
-	}
-	for _, o := range opens {
+	for _, o := range routerCursorOpens {
 		reply := runCmd(t, admin.Database("app"), o.cmd)
 		id, _ := lookupField(lookupField(reply, "cursor").(bson.D), "id").(int64)
 		if id == 0 {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"syscall"
 	"time"
@@ -29,6 +30,9 @@ type routeOptions struct {
 	keyFile   string
 	logLevel  string
 	logFormat string
+	// cpuProfile, when set, is where the router writes a CPU profile of
+	// its whole run (a debugging aid: the router has no pprof endpoint).
+	cpuProfile string
 }
 
 func routeFlags(stdout io.Writer, args []string) (*flag.FlagSet, *routeOptions) {
@@ -41,6 +45,7 @@ func routeFlags(stdout io.Writer, args []string) (*flag.FlagSet, *routeOptions) 
 	fs.StringVar(&o.keyFile, "keyFile", env("MAYFLY_KEYFILE", ""), "the cluster's shared key: the router logs in to config servers and shards with it (MAYFLY_KEYFILE)")
 	fs.StringVar(&o.logLevel, "log-level", env("MAYFLY_LOG_LEVEL", "info"), "debug, info, warn or error (MAYFLY_LOG_LEVEL)")
 	fs.StringVar(&o.logFormat, "log-format", env("MAYFLY_LOG_FORMAT", "text"), "text or json (MAYFLY_LOG_FORMAT)")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", env("MAYFLY_CPUPROFILE", ""), "debugging: write a CPU profile of the run to this file on shutdown (MAYFLY_CPUPROFILE)")
 	return fs, o
 }
 
@@ -64,6 +69,11 @@ func runRoute(args []string, stdout io.Writer) error {
 		return err
 	}
 	cfg.Logger = logger
+	stopProfile, err := startCPUProfile(o.cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	rt, err := router.New(cfg)
 	if err != nil {
 		return fmt.Errorf("route: %w", err)
@@ -76,6 +86,26 @@ func runRoute(args []string, stdout io.Writer) error {
 	go func() { _ = srv.Serve() }()
 	logger.Info("routing", "addr", srv.Addr().String(), "configdb", o.configDB)
 	return waitAndStop(srv, rt, logger)
+}
+
+// startCPUProfile profiles the process into path until stop is called;
+// an empty path profiles nothing.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("route: --cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("route: --cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
 }
 
 func (o *routeOptions) addr() string {

@@ -297,6 +297,9 @@ const (
 	Location50737   Code = 50737
 	Location50738   Code = 50738
 	Location50752   Code = 50752
+	Location50799   Code = 50799
+	Location50800   Code = 50800
+	Location50801   Code = 50801
 	Location50808   Code = 50808
 	Location50985   Code = 50985
 	Location51002   Code = 51002

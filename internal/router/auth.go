@@ -57,21 +57,19 @@ func (r *Router) authorize(op *operation) error {
 	return r.auth.Authorize(op.conn, op.db, op.name, op.body)
 }
 
-// authCommand is the router's handler for the commands of
+// authCommandTable is the router's handlers for the commands of
 // internal/auth: a login's (saslStart, logout, connectionStatus, ...)
 // run on the router's Manager, the user and role commands on the config
 // servers.
-func authCommand(name string) (handlerFunc, bool) {
-	for _, n := range auth.CommandNames() {
-		if n != name {
-			continue
-		}
+func authCommandTable() map[string]handlerFunc {
+	table := map[string]handlerFunc{}
+	for _, name := range auth.CommandNames() {
+		table[name] = cmdUserAdmin
 		if auth.IsSessionCommand(name) {
-			return cmdLogin, true
+			table[name] = cmdLogin
 		}
-		return cmdUserAdmin, true
 	}
-	return nil, false
+	return table
 }
 
 // cmdLogin runs a login command on the router's Manager; a saslStart

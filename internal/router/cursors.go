@@ -33,6 +33,10 @@ type routerCursor struct {
 	// refused, and so is the owner's once those are gone, as on mongod.
 	owner      string
 	privileges any
+	// session is the lsid.id of the session that opened it, nil outside
+	// one: only a getMore in that session continues it
+	// (checkCursorSession).
+	session []byte
 	// Exactly one is set: a cursor of one shard or config server that
 	// getMore passes through, the merged results of several shards, or a
 	// change stream merged from every shard's.
@@ -151,9 +155,10 @@ func (r *Router) adoptCursor(op *operation, rs *replicaSet, reply bson.D) bson.D
 	return bsonutil.WithField(reply, "cursor", bsonutil.WithField(curDoc, "id", c.id))
 }
 
-// register gives a new router cursor its id and the user who opened it,
-// and closes the cursors idle too long.
+// register gives a new router cursor its id, the user and the session
+// that opened it, and closes the cursors idle too long.
 func (r *Router) register(op *operation, c *routerCursor) {
+	c.session = sessionID(op.body)
 	if c.owner = r.auth.UserOf(op.conn); c.owner != "" {
 		c.privileges = r.auth.Privileges(op.db, op.name, op.body)
 	}

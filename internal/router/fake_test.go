@@ -41,7 +41,7 @@ func (f *fakeSet) Handle(_ context.Context, c *server.Conn, cmd *server.Command)
 	return reply
 }
 
-func startFakeSet(t *testing.T, name string, answer func(*server.Command) bson.D) *fakeSet {
+func startFakeSet(t testing.TB, name string, answer func(*server.Command) bson.D) *fakeSet {
 	t.Helper()
 	f := &fakeSet{name: name, answer: answer}
 	srv := server.New(server.Config{Addr: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, f)
@@ -222,7 +222,7 @@ type fakeCluster struct {
 	shards []*fakeShard
 }
 
-func startFakeCluster(t *testing.T) *fakeCluster {
+func startFakeCluster(t testing.TB) *fakeCluster {
 	t.Helper()
 	fc := &fakeCluster{config: &fakeConfig{docs: map[string][]bson.D{}, reads: map[string]int{}},
 		shard: &fakeShard{versioned: map[string]int{}}}
@@ -241,7 +241,7 @@ func startFakeCluster(t *testing.T) *fakeCluster {
 }
 
 // clusterMetadata is the config documents of the fake cluster.
-func clusterMetadata(t *testing.T, shardAddr string, epoch bson.ObjectID) map[string][]bson.D {
+func clusterMetadata(t testing.TB, shardAddr string, epoch bson.ObjectID) map[string][]bson.D {
 	t.Helper()
 	return shardedMetadata(t, []fakeShardAddr{{"shA", shardAddr}}, epoch)
 }

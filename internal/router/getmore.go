@@ -163,6 +163,10 @@ func cmdGetMore(r *Router, op *operation) (bson.D, error) {
 		r.cursors.checkIn(c, false)
 		return nil, err
 	}
+	if err := checkCursorSession(op, r.auth.UserOf(op.conn), c); err != nil {
+		r.cursors.checkIn(c, false)
+		return nil, err
+	}
 	if c.remote != nil {
 		reply, done, err := r.remoteGetMore(op, c)
 		r.cursors.checkIn(c, done)

@@ -16,12 +16,20 @@ import (
 	"github.com/mayflydb/mayfly/internal/wireclient"
 )
 
+// maxConnsPerHost bounds the router's connections to one shard or config
+// server member. mongos's pool (ShardingTaskExecutorPoolMaxSize) has no
+// bound: a client command holds at most one connection to a host at a
+// time, so the clients' concurrency is the real bound. A lower one makes
+// commands queue in the router while the shard, seeing fewer at once,
+// commits its writes in smaller groups; this one only stops a runaway.
+const maxConnsPerHost = 1024
+
 // Config configures a Router.
 type Config struct {
 	// ConfigDB is the config server replica set: "setName/host:port,...".
 	ConfigDB string
 	// Client is how the router dials config servers and shards (TLS, the
-	// keyFile's credential).
+	// keyFile's credential); MaxConnsPerHost 0 is maxConnsPerHost.
 	Client wireclient.Options
 	// RequireAuth turns access control on: a router with a keyFile, as
 	// mongos, requires clients to log in as users stored on the config
@@ -50,8 +58,11 @@ type Router struct {
 	cursors *cursorTable
 	auth    *auth.Manager
 	started bson.DateTime
-	// commands is commandTable, built once.
-	commands map[string]handlerFunc
+	// commands is commandTable and authCommands authCommandTable, built
+	// once.
+	commands, authCommands map[string]handlerFunc
+	// signature is every $clusterTime's (clusterTimeDoc); never changed.
+	signature bson.D
 
 	processID bson.ObjectID // topologyVersion.processId
 	done      chan struct{}
@@ -73,10 +84,14 @@ func New(cfg Config) (*Router, error) {
 		cfg.Logger = slog.Default()
 	}
 	cfg.Client.Clock = cfg.Clock
+	if cfg.Client.MaxConnsPerHost <= 0 {
+		cfg.Client.MaxConnsPerHost = maxConnsPerHost
+	}
 	client := wireclient.New(cfg.Client)
 	r := &Router{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, client: client,
 		processID: bson.NewObjectID(), done: make(chan struct{}),
-		started: bson.NewDateTimeFromTime(cfg.Clock.Now()), commands: commandTable()}
+		started: bson.NewDateTimeFromTime(cfg.Clock.Now()), commands: commandTable(),
+		authCommands: authCommandTable(), signature: unsignedSignature()}
 	r.config = newReplicaSet(name, seeds, client, cfg.Clock)
 	r.catalog = newCatalog(r)
 	r.cursors = newCursorTable(cfg.Clock)
@@ -122,14 +137,14 @@ func (r *Router) Handle(ctx context.Context, c *server.Conn, cmd *server.Command
 	if op.opTime.IsZero() {
 		op.opTime = r.time.now()
 	}
-	return append(reply, gossip(op.opTime, r.time.now())...)
+	return r.appendGossip(reply, op.opTime, r.time.now())
 }
 
 func (r *Router) dispatch(op *operation) (bson.D, error) {
 	if err := r.authorize(op); err != nil {
 		return nil, err
 	}
-	if h, ok := authCommand(op.name); ok {
+	if h, ok := r.authCommands[op.name]; ok {
 		return h(r, op)
 	}
 	if op.db == "config" && !isHandshake(op.name) {

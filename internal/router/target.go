@@ -281,10 +281,15 @@ func (r *Router) send(op *operation, t target, cmd bson.D) (bson.D, error) {
 	return reply, nil
 }
 
+// routerAddedFields is room for the fields the router appends to a
+// command it sends on (shardVersion, databaseVersion, $clusterTime,
+// stmtIds), so that appending them does not copy the command again.
+const routerAddedFields = 4
+
 // passThrough is a client's command as the router sends it on: without
 // $db (the client adds its own) and the fields the router sets itself.
 func passThrough(body bson.D) bson.D {
-	out := make(bson.D, 0, len(body))
+	out := make(bson.D, 0, len(body)+routerAddedFields)
 	for _, e := range body {
 		switch e.Key {
 		case "$db", "$clusterTime", "shardVersion", "databaseVersion":

@@ -132,13 +132,22 @@ func statementIDs(body bson.D, n int) bson.A {
 
 // subBatch is a client write command cut to statements idx for one
 // shard: its statements, their stmtIds when retryable, its other fields.
+// It is built in one pass with room for what send and call append.
 func subBatch(body bson.D, arrayKey string, stmts bson.A, idx []int, ids bson.A) bson.D {
 	part := make(bson.A, len(idx))
 	for i, at := range idx {
 		part[i] = stmts[at]
 	}
-	cmd := bsonutil.WithoutField(bsonutil.WithoutField(passThrough(body), "stmtId"), "stmtIds")
-	cmd = bsonutil.WithField(cmd, arrayKey, part)
+	cmd := make(bson.D, 0, len(body)+routerAddedFields)
+	for _, e := range body {
+		switch e.Key {
+		case "$db", "$clusterTime", "shardVersion", "databaseVersion", "stmtId", "stmtIds":
+			continue
+		case arrayKey:
+			e.Value = part
+		}
+		cmd = append(cmd, e)
+	}
 	if _, retryable := bsonutil.Field(body, "txnNumber"); retryable {
 		sub := make(bson.A, len(idx))
 		for i, at := range idx {

@@ -17,10 +17,14 @@ import (
 
 // conn is one connection, used by one caller at a time.
 type conn struct {
-	host      string
-	nc        net.Conn
-	reader    *wire.Reader
-	out       []byte
+	host   string
+	nc     net.Conn
+	reader *wire.Reader
+	out    []byte
+	// body and encoded are the command being sent, with $db, and its
+	// BSON: kept between exchanges so that sending allocates nothing.
+	body      bson.D
+	encoded   []byte
 	requestID int32
 	lastUsed  time.Time
 }
@@ -66,11 +70,9 @@ func (c *conn) exchange(ctx context.Context, db string, cmd bson.D) (bson.D, err
 	if err := c.nc.SetDeadline(deadline); err != nil {
 		return nil, &NetworkError{Host: c.host, Err: err}
 	}
-	body := make(bson.D, 0, len(cmd)+1)
-	body = append(append(body, cmd...), bson.E{Key: "$db", Value: db})
-	raw, err := bsonutil.Marshal(body)
+	raw, err := c.encode(db, cmd)
 	if err != nil {
-		return nil, fmt.Errorf("wireclient: encode command: %w", err)
+		return nil, err
 	}
 	c.requestID++
 	c.out = wire.AppendMsg(c.out[:0], c.requestID, 0, 0, raw)
@@ -78,6 +80,22 @@ func (c *conn) exchange(ctx context.Context, db string, cmd bson.D) (bson.D, err
 		return nil, &NetworkError{Host: c.host, Err: err}
 	}
 	return c.readReply()
+}
+
+// encode is cmd with $db as BSON, in the connection's buffers.
+func (c *conn) encode(db string, cmd bson.D) ([]byte, error) {
+	c.body = append(append(c.body[:0], cmd...), bson.E{Key: "$db", Value: db})
+	defer clear(c.body) // holds no reference to the caller's values
+	raw, ok := bsonutil.AppendD(c.encoded[:0], c.body)
+	if ok {
+		c.encoded = raw
+		return raw, nil
+	}
+	raw, err := bson.Marshal(c.body) // what AppendD leaves to the driver
+	if err != nil {
+		return nil, fmt.Errorf("wireclient: encode command: %w", err)
+	}
+	return raw, nil
 }
 
 func (c *conn) readReply() (bson.D, error) {
@@ -94,6 +112,21 @@ func (c *conn) readReply() (bson.D, error) {
 		return nil, &NetworkError{Host: c.host, Err: err}
 	}
 	return doc, nil
+}
+
+// keptBuffer is the largest send buffer an idle connection keeps: a big
+// insert's would otherwise stay with it.
+const keptBuffer = 64 << 10
+
+// releaseBuffers drops the buffers a big exchange left behind.
+func (c *conn) releaseBuffers() {
+	c.reader.Release()
+	if cap(c.out) > keptBuffer {
+		c.out = nil
+	}
+	if cap(c.encoded) > keptBuffer {
+		c.encoded = nil
+	}
 }
 
 func (c *conn) close() error { return c.nc.Close() }

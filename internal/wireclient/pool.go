@@ -56,7 +56,7 @@ func (p *pool) release(cn *conn, healthy bool) {
 	defer p.mu.Unlock()
 	if healthy && !p.closed {
 		cn.lastUsed = p.opts.Clock.Now()
-		cn.reader.Release() // an idle connection keeps no big reply buffer
+		cn.releaseBuffers() // an idle connection keeps no big buffer
 		p.idle <- cn
 		return
 	}
