@@ -252,7 +252,7 @@ type fakeShardAddr struct{ id, addr string }
 // shardedMetadata is the config documents of a cluster of shards, the
 // first of them primary of database db, which holds db.sharded (hashed
 // _id, its chunks spread over the shards) and db.plain (unsharded).
-func shardedMetadata(t *testing.T, shards []fakeShardAddr, epoch bson.ObjectID) map[string][]bson.D {
+func shardedMetadata(t testing.TB, shards []fakeShardAddr, epoch bson.ObjectID) map[string][]bson.D {
 	t.Helper()
 	pattern, err := shardkey.Parse(bson.D{{Key: "_id", Value: "hashed"}})
 	if err != nil {
