@@ -10,6 +10,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/activity"
 	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/cmdargs"
 	"github.com/mayflydb/mayfly/internal/cursor/paging"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/profiler"
@@ -70,7 +71,7 @@ func lookupOK(reply bson.D) float64 {
 }
 
 func cmdProfile(h *Handler, r *request) (bson.D, error) {
-	level, err := toInt64(r.name, "profile", r.body[0].Value)
+	level, err := cmdargs.Int64(r.name, "profile", r.body[0].Value)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +95,7 @@ func profileSettings(r *request, level int, was activity.ProfileSettings) (activ
 	next := activity.ProfileSettings{Level: level, SlowMS: was.SlowMS, SampleRate: was.SampleRate}
 	setSlow := false
 	if v, ok := bsonutil.Field(r.body, "slowms"); ok {
-		n, err := toInt64(r.name, "slowms", v)
+		n, err := cmdargs.Int64(r.name, "slowms", v)
 		if err != nil {
 			return next, false, err
 		}
@@ -122,7 +123,7 @@ func cmdCurrentOp(h *Handler, r *request) (bson.D, error) {
 	}
 	var filter bson.D
 	for _, e := range r.body[1:] {
-		if !genericFields[e.Key] && !strings.HasPrefix(e.Key, "$") {
+		if !cmdargs.IsGeneric(e.Key) && !strings.HasPrefix(e.Key, "$") {
 			filter = append(filter, e)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/clock"
+	"github.com/mayflydb/mayfly/internal/cmdargs"
 	"github.com/mayflydb/mayfly/internal/configsvr"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/cursor/paging"
@@ -293,7 +294,7 @@ func (h *Handler) run(entry command, r *request) (reply bson.D, err error) {
 			reply = withAtClusterTime(r, reply)
 		}
 	}()
-	if err := checkArgTypes(r, entry); err != nil {
+	if err := cmdargs.CheckTypes(entry.name, r.body); err != nil {
 		return nil, err
 	}
 	if err := h.checkRole(r, entry.role); err != nil {
@@ -324,7 +325,7 @@ func withMaxTime(r *request) (context.Context, context.CancelFunc, error) {
 	if !ok {
 		return r.ctx, func() {}, nil
 	}
-	ms, err := parseMaxTimeMS(v)
+	ms, err := cmdargs.MaxTimeMS(v)
 	if err != nil {
 		return nil, nil, err
 	}

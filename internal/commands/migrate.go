@@ -4,6 +4,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/cmdargs"
 	"github.com/mayflydb/mayfly/internal/migrate"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/session"
@@ -206,7 +207,7 @@ func requestSeq(r *request) (int64, error) {
 	if !ok {
 		return 0, mongoerr.Newf(mongoerr.Location40414, "BSON field '%s.seq' is missing but a required field", r.name)
 	}
-	return toInt64(r.name, "seq", v)
+	return cmdargs.Int64(r.name, "seq", v)
 }
 
 func migrationDocs(docs []bson.D) bson.A {

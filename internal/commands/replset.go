@@ -10,6 +10,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/changestream"
+	"github.com/mayflydb/mayfly/internal/cmdargs"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/repl"
 )
@@ -184,7 +185,7 @@ func cmdReplSetStepDown(h *Handler, r *request) (bson.D, error) {
 		return nil, errNoReplication()
 	}
 	v, _ := bsonutil.Field(r.body, r.name)
-	secs, err := toInt64(r.name, r.name, v)
+	secs, err := cmdargs.Int64(r.name, r.name, v)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +206,7 @@ func cmdReplSetFreeze(h *Handler, r *request) (bson.D, error) {
 		return nil, errNoReplication()
 	}
 	v, _ := bsonutil.Field(r.body, r.name)
-	secs, err := toInt64(r.name, r.name, v)
+	secs, err := cmdargs.Int64(r.name, r.name, v)
 	if err != nil {
 		return nil, err
 	}
@@ -296,7 +297,7 @@ func (h *Handler) awaitTopology(r *request) error {
 	if !hasTV {
 		return nil
 	}
-	ms, err := toInt64(r.name, "maxAwaitTimeMS", wait)
+	ms, err := cmdargs.Int64(r.name, "maxAwaitTimeMS", wait)
 	if err != nil || ms < 0 {
 		return mongoerr.New(mongoerr.BadValue, "maxAwaitTimeMS must be a non-negative integer")
 	}
@@ -378,7 +379,7 @@ func parseWriteConcern(r *request) (writeConcern, error) {
 			}
 			wc.majority = true
 		default:
-			n, err := toInt64("writeConcern", "w", v)
+			n, err := cmdargs.Int64("writeConcern", "w", v)
 			if err != nil || n < 0 {
 				return wc, mongoerr.New(mongoerr.FailedToParse, "w has to be a non-negative number and not greater than 50; or a string")
 			}
@@ -386,7 +387,7 @@ func parseWriteConcern(r *request) (writeConcern, error) {
 		}
 	}
 	if v, ok := bsonutil.Field(d, "wtimeout"); ok {
-		ms, err := toInt64("writeConcern", "wtimeout", v)
+		ms, err := cmdargs.Int64("writeConcern", "wtimeout", v)
 		if err != nil {
 			return wc, err
 		}

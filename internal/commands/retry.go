@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/cmdargs"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/session"
 )
@@ -83,7 +84,7 @@ func stmtIDs(r *request) ([]int32, error) {
 	}
 	out := make([]int32, len(arr))
 	for i, x := range arr {
-		n, err := toInt64(r.name, "stmtIds", x)
+		n, err := cmdargs.Int64(r.name, "stmtIds", x)
 		if err != nil {
 			return nil, err
 		}

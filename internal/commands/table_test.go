@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/auth"
+	"github.com/mayflydb/mayfly/internal/cmdargs"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
@@ -34,6 +35,27 @@ func TestCommandTableRows(t *testing.T) {
 	}
 	if _, ok := buildTable(false)["configureFailPoint"]; ok {
 		t.Error("configureFailPoint is in the table without enableTestCommands")
+	}
+}
+
+// TestArgTypesCoverEveryCommand: every command of the table has its
+// IDL types in internal/cmdargs or is read by hand, with a reason, and
+// cmdargs names no command the table lacks, so a new command cannot skip
+// the question.
+func TestArgTypesCoverEveryCommand(t *testing.T) {
+	rows := buildTable(true)
+	for name, row := range rows {
+		if row.name != name {
+			continue // an alias
+		}
+		if typed, why := cmdargs.Covered(name); typed == (why != "") {
+			t.Errorf("%s: typed %v, read by hand for %q; want exactly one", name, typed, why)
+		}
+	}
+	for _, name := range cmdargs.Commands() {
+		if _, ok := rows[name]; !ok {
+			t.Errorf("internal/cmdargs names %s, which is no command", name)
+		}
 	}
 }
 

@@ -88,6 +88,7 @@ func packageLayers() map[string]row {
 		"internal/shardmerge":    {layer: rules},
 		"internal/migrate":       {layer: rules},
 		"internal/keyenc":        {layer: rules},
+		"internal/cmdargs":       {layer: rules},
 		"internal/wire":          {layer: rules},
 
 		"internal/bsonutil":                    {layer: base},
