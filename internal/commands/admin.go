@@ -13,6 +13,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/diag"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/session"
+	"github.com/mayflydb/mayfly/internal/shardcmds"
 	"github.com/mayflydb/mayfly/internal/wire"
 )
 
@@ -50,7 +51,7 @@ func cmdHello(h *Handler, r *request) (bson.D, error) {
 	}
 	reply = append(reply, bson.E{Key: primaryKey, Value: writable})
 	reply = append(reply, replFields...)
-	reply = append(reply, h.clusterRoleHelloFields()...)
+	reply = append(reply, shardcmds.HelloFields(h.deps.ClusterRole)...)
 	reply = append(reply,
 		bson.E{Key: "maxBsonObjectSize", Value: int32(wire.MaxBSONObjectSize)},
 		bson.E{Key: "maxMessageSizeBytes", Value: int32(wire.MaxMessageSize)},

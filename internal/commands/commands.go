@@ -31,6 +31,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/repl"
 	"github.com/mayflydb/mayfly/internal/server"
 	"github.com/mayflydb/mayfly/internal/session"
+	"github.com/mayflydb/mayfly/internal/shardcmds"
 	"github.com/mayflydb/mayfly/internal/shardstate"
 )
 
@@ -74,11 +75,11 @@ type Deps struct {
 	// standalone refuses write concerns that need other members.
 	ReplicaSetMember bool
 	// ClusterRole is "configsvr" or "shardsvr" (--configsvr, --shardsvr);
-	// Shard is a shard member's cluster state (see shardversion.go).
+	// Shard is a shard member's cluster state (see shardside.go).
 	ClusterRole string
 	Shard       *shardstate.State
 	// Migrations is a shard member's side of chunk migration; ConfigServer
-	// a config server member's commits and balancer (migrate.go).
+	// a config server member's commits and balancer (internal/shardcmds).
 	Migrations   *shardstate.Migrations
 	ConfigServer *configsvr.Service
 	// FailPoints, when set, is the fail point registry the handler shares
@@ -120,6 +121,9 @@ type Handler struct {
 	// streams is what the change streams share (nil without a change
 	// log).
 	streams *changestream.Streams
+	// shard is the member's parts of a sharded cluster, for the internal
+	// commands and routed commands' versions (shardside.go).
+	shard shardcmds.Services
 	// txns is the sessions' transactions (txn.go).
 	txns *session.Transactions
 	// snapshots is the snapshot reads' history (snapshotread.go).
@@ -187,6 +191,7 @@ func New(deps Deps) *Handler {
 	if deps.Changes != nil {
 		h.streams = changestream.NewStreams(deps.Changes, paging.StreamHost{Store: deps.Store}, deps.Clock)
 	}
+	h.shard = shardcmds.Services{Shard: deps.Shard, Migrations: deps.Migrations, ConfigServer: deps.ConfigServer}
 	h.table = buildTable(deps.TestCommands)
 	if deps.TestCommands {
 		h.failPoints = deps.FailPoints

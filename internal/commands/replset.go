@@ -13,6 +13,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/cmdargs"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/repl"
+	"github.com/mayflydb/mayfly/internal/shardcmds"
 )
 
 // The replica set commands, and what every command does differently on a
@@ -134,7 +135,7 @@ func cmdReplSetInitiate(h *Handler, r *request) (bson.D, error) {
 	if len(cfg) == 0 {
 		cfg = nil
 	}
-	if err := h.checkConfigServerFlag(cfg); err != nil {
+	if err := shardcmds.CheckConfigServerFlag(h.deps.ClusterRole, cfg); err != nil {
 		return nil, err
 	}
 	if err := rs.Initiate(cfg); err != nil {
@@ -173,7 +174,7 @@ func cmdReplSetReconfig(h *Handler, r *request) (bson.D, error) {
 	if !ok {
 		return nil, mongoerr.New(mongoerr.TypeMismatch, "BSON field 'replSetReconfig' is the wrong type, expected type 'object'")
 	}
-	if err := h.checkConfigServerFlag(cfg); err != nil {
+	if err := shardcmds.CheckConfigServerFlag(h.deps.ClusterRole, cfg); err != nil {
 		return nil, err
 	}
 	return bson.D{}, replError(rs.Reconfig(cfg))

@@ -182,7 +182,7 @@ func buildTable(testCommands bool) map[string]command {
 		}
 	}
 	add(commandRows())
-	add(migrationCommandRows())
+	add(shardCommandRows())
 	if testCommands {
 		add(testCommandRows())
 	}

@@ -43,11 +43,12 @@ func packageLayers() map[string]row {
 
 		"internal/app": {layer: assembly},
 
-		"internal/server":   {layer: frontEnd},
-		"internal/commands": {layer: frontEnd},
-		"internal/router":   {layer: frontEnd},
-		"internal/metrics":  {layer: frontEnd},
-		"internal/bench":    {layer: frontEnd},
+		"internal/server":    {layer: frontEnd},
+		"internal/commands":  {layer: frontEnd},
+		"internal/shardcmds": {layer: frontEnd},
+		"internal/router":    {layer: frontEnd},
+		"internal/metrics":   {layer: frontEnd},
+		"internal/bench":     {layer: frontEnd},
 
 		"internal/auth":          {layer: services},
 		"internal/executor":      {layer: services},
