@@ -29,6 +29,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/opstats"
 	"github.com/mayflydb/mayfly/internal/params"
 	"github.com/mayflydb/mayfly/internal/repl"
+	"github.com/mayflydb/mayfly/internal/replcmds"
 	"github.com/mayflydb/mayfly/internal/server"
 	"github.com/mayflydb/mayfly/internal/session"
 	"github.com/mayflydb/mayfly/internal/shardcmds"
@@ -121,6 +122,9 @@ type Handler struct {
 	// streams is what the change streams share (nil without a change
 	// log).
 	streams *changestream.Streams
+	// replMember is the replica set member, for the replSet* commands
+	// and the write and read concerns (replset.go).
+	replMember replcmds.Member
 	// shard is the member's parts of a sharded cluster, for the internal
 	// commands and routed commands' versions (shardside.go).
 	shard shardcmds.Services
@@ -191,6 +195,7 @@ func New(deps Deps) *Handler {
 	if deps.Changes != nil {
 		h.streams = changestream.NewStreams(deps.Changes, paging.StreamHost{Store: deps.Store}, deps.Clock)
 	}
+	h.replMember = replcmds.Member{Repl: deps.Repl, ClusterRole: deps.ClusterRole, TestCommands: deps.TestCommands}
 	h.shard = shardcmds.Services{Shard: deps.Shard, Migrations: deps.Migrations, ConfigServer: deps.ConfigServer}
 	h.table = buildTable(deps.TestCommands)
 	if deps.TestCommands {
@@ -256,7 +261,7 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 // change errors, the cluster time.
 func (h *Handler) replicaReply(r *request, reply bson.D, err error) bson.D {
 	if err == nil {
-		reply = h.awaitWriteConcern(r.ctx, r, reply)
+		reply = h.awaitWriteConcern(r, reply)
 	}
 	if isTransactionStatement(r) {
 		reply = labelTransaction(r, reply, err)

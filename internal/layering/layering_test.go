@@ -46,6 +46,7 @@ func packageLayers() map[string]row {
 		"internal/server":    {layer: frontEnd},
 		"internal/commands":  {layer: frontEnd},
 		"internal/shardcmds": {layer: frontEnd},
+		"internal/replcmds":  {layer: frontEnd},
 		"internal/router":    {layer: frontEnd},
 		"internal/metrics":   {layer: frontEnd},
 		"internal/bench":     {layer: frontEnd},
