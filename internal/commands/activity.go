@@ -15,6 +15,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/profiler"
 	"github.com/mayflydb/mayfly/internal/server"
+	"github.com/mayflydb/mayfly/internal/txnrules"
 )
 
 // namespaceOf is the namespace a command works on ("db.coll", or
@@ -165,7 +166,7 @@ func (h *Handler) collectionlessAggregate(r *request, stages bson.A, batch int64
 	if r.db != "admin" {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "$currentOp must be run against the 'admin' database with {aggregate: 1}")
 	}
-	return h.runOverDocs(r, stages[1:], h.currentOpDocs(wantsIdleSessions(first[0].Value)), batch)
+	return h.runOverDocs(r, stages[1:], h.currentOpDocs(txnrules.WantsIdleSessions(first[0].Value)), batch)
 }
 
 // runOverDocs runs the stages after a collectionless first stage over the

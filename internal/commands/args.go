@@ -53,26 +53,6 @@ func collectionArg(r *request) (string, error) {
 	return s, nil
 }
 
-// syncRequested reads the write concern: j: true or w: "majority" waits
-// for the journal, as MongoDB's standalone does.
-func syncRequested(r *request) (bool, error) {
-	wc, err := optDoc(r, "writeConcern")
-	if err != nil || wc == nil {
-		return false, err
-	}
-	if j, ok := bsonutil.Field(wc, "j"); ok {
-		if b, isBool := j.(bool); isBool && b {
-			return true, nil
-		}
-	}
-	if w, ok := bsonutil.Field(wc, "w"); ok {
-		if s, isStr := w.(string); isStr && s == "majority" {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
 // listingArgs reads the filter and nameOnly fields that listDatabases and
 // listCollections share.
 func listingArgs(r *request) (*query.Filter, bool, error) {
@@ -86,31 +66,4 @@ func listingArgs(r *request) (*query.Filter, bool, error) {
 	}
 	nameOnly, err := optBool(r, "nameOnly")
 	return f, nameOnly, err
-}
-
-// checkWriteConcernReach refuses, as mongod does, a write concern that
-// asks for acknowledgement from other members when the server is not a
-// replica set member: w above 1, or a named (tag) mode other than
-// "majority". A replica set member accepts them (and waits for them
-// elsewhere).
-func checkWriteConcernReach(r *request, replicaSetMember bool) error {
-	if replicaSetMember {
-		return nil
-	}
-	v, _ := bsonutil.Field(r.body, "writeConcern")
-	wc, _ := v.(bson.D)
-	w, ok := bsonutil.Field(wc, "w")
-	if !ok {
-		return nil
-	}
-	if s, isStr := w.(string); isStr {
-		if s == "majority" {
-			return nil
-		}
-		return mongoerr.Newf(mongoerr.BadValue, "cannot use non-majority 'w' mode \"%s\" when a host is not a member of a replica set", s)
-	}
-	if bsonutil.IsNumber(w) && bsonutil.ToFloat(w) > 1 {
-		return mongoerr.New(mongoerr.BadValue, "cannot use 'w' > 1 when a host is not replicated")
-	}
-	return nil
 }

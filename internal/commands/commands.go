@@ -34,6 +34,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/session"
 	"github.com/mayflydb/mayfly/internal/shardcmds"
 	"github.com/mayflydb/mayfly/internal/shardstate"
+	"github.com/mayflydb/mayfly/internal/txnrules"
 )
 
 // Deps are what the handlers need from the rest of the server.
@@ -263,10 +264,10 @@ func (h *Handler) replicaReply(r *request, reply bson.D, err error) bson.D {
 	if err == nil {
 		reply = h.awaitWriteConcern(r, reply)
 	}
-	if isTransactionStatement(r) {
-		reply = labelTransaction(r, reply, err)
+	if txnrules.IsStatement(r.body) {
+		reply = txnrules.LabelTransaction(r.name, reply, err)
 	} else {
-		reply = labelRetryable(r, reply)
+		reply = txnrules.LabelRetryable(h.table[r.name].name, r.body, reply)
 	}
 	return h.replyClusterTime(h.withTopologyVersion(reply))
 }
@@ -310,7 +311,7 @@ func (h *Handler) run(entry command, r *request) (reply bson.D, err error) {
 	if err := h.checkRole(r, entry.role); err != nil {
 		return nil, err
 	}
-	if err := checkWriteConcernReach(r, h.deps.ReplicaSetMember); err != nil {
+	if err := r.args().CheckWriteConcernReach(h.deps.ReplicaSetMember); err != nil {
 		return nil, err
 	}
 	if err := h.waitForWrites(r); err != nil {

@@ -50,7 +50,7 @@ func parseFAM(h *Handler, r *request) (*famArgs, error) {
 	if err = a.parseFlags(r, lv, coll); err != nil {
 		return nil, err
 	}
-	a.opt.Sync, err = syncRequested(r)
+	a.opt.Sync, err = r.args().SyncRequested()
 	a.opt.Txn = r.storeTxn()
 	return a, err
 }

@@ -143,7 +143,7 @@ func parseWriteArgs(r *request, field string, known ...string) (writeArgs, []bso
 	if a.ordered, err = orderedArg(r); err != nil {
 		return a, nil, err
 	}
-	journal, err := syncRequested(r)
+	journal, err := r.args().SyncRequested()
 	if err != nil {
 		return a, nil, err
 	}

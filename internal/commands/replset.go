@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -10,6 +9,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/cmdargs"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/replcmds"
+	"github.com/mayflydb/mayfly/internal/txnrules"
 )
 
 // What every command does differently on a replica set member: writes
@@ -213,47 +213,10 @@ func (h *Handler) replyClusterTime(reply bson.D) bson.D {
 	)
 }
 
-// labelRetryable adds errorLabels to a retryable write's reply whose
-// error, or write concern error, is retryable; labels already in the
-// reply (a fail point's) are kept as they are.
-func labelRetryable(r *request, reply bson.D) bson.D {
-	if _, ok := bsonutil.Field(r.body, "txnNumber"); !ok || !isRetryableWrite(r.name) {
-		return reply
-	}
-	if _, labelled := bsonutil.Field(reply, "errorLabels"); labelled {
-		return reply
-	}
-	code, _ := bsonutil.Field(reply, "code")
-	if wce, ok := bsonutil.Field(reply, "writeConcernError"); ok {
-		wcDoc, _ := wce.(bson.D)
-		code, _ = bsonutil.Field(wcDoc, "code")
-	}
-	if c, ok := code.(int32); !ok || !mongoerr.Code(c).IsRetriableError() {
-		return reply
-	}
-	return append(reply, bson.E{Key: "errorLabels", Value: bson.A{"RetryableWriteError"}})
-}
-
 // withReplStatus adds serverStatus's repl section on a replica set member.
 func (h *Handler) withReplStatus(status bson.D) bson.D {
 	if h.deps.Repl == nil {
 		return status
 	}
-	return append(status, bson.E{Key: "repl", Value: h.deps.Repl.ServerStatus()}, bson.E{Key: "transactions", Value: h.transactionsStatus()})
-}
-
-// RetryableWrites are the commands mongod retries as retryable writes
-// (and labels RetryableWriteError): the document writes whose replies
-// drivers inspect most closely.
-func RetryableWrites() []string {
-	return []string{"insert", "update", "delete", "findAndModify", "bulkWrite"}
-}
-
-func isRetryableWrite(name string) bool {
-	for _, n := range append([]string{name}, commandAliases[name]...) {
-		if slices.Contains(RetryableWrites(), n) {
-			return true
-		}
-	}
-	return false
+	return append(status, bson.E{Key: "repl", Value: h.deps.Repl.ServerStatus()}, bson.E{Key: "transactions", Value: txnrules.Status(h.txns.Stats())})
 }

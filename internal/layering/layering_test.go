@@ -47,6 +47,7 @@ func packageLayers() map[string]row {
 		"internal/commands":  {layer: frontEnd},
 		"internal/shardcmds": {layer: frontEnd},
 		"internal/replcmds":  {layer: frontEnd},
+		"internal/txnrules":  {layer: frontEnd},
 		"internal/router":    {layer: frontEnd},
 		"internal/metrics":   {layer: frontEnd},
 		"internal/bench":     {layer: frontEnd},
