@@ -1,7 +1,10 @@
 // Package commands implements MongoDB's commands over the docstore: the
-// command table, the fields every command may carry, and one handler per
-// command that parses its arguments, calls the store and builds MongoDB's
-// reply shape.
+// command table, and one handler per command that parses its arguments
+// (internal/cmdargs), calls the layers below and builds MongoDB's reply
+// shape. The replica set's commands (internal/replcmds), a shard
+// member's internal ones (internal/shardcmds) and the rules of
+// transaction statements (internal/txnrules) are packages of their own,
+// which the table and the handlers call.
 package commands
 
 import (
