@@ -11,8 +11,10 @@ import (
 )
 
 // TestCommandTableRows: every row has a handler and its own name, every
-// alias stands for a row, and every command internal/auth answers has a
-// row, so a command cannot be half-registered.
+// alias stands for a row, every command internal/auth answers has a
+// row, and no two sources of rows (this package's, replcmds',
+// shardcmds') name the same command, so a command cannot be
+// half-registered.
 func TestCommandTableRows(t *testing.T) {
 	table := buildTable(true)
 	for name, row := range table {
@@ -31,6 +33,15 @@ func TestCommandTableRows(t *testing.T) {
 	for _, name := range auth.CommandNames() {
 		if _, ok := table[name]; !ok {
 			t.Errorf("internal/auth answers %s, which has no row", name)
+		}
+	}
+	seen := map[string]bool{}
+	for _, rows := range []map[string]command{commandRows(), replCommandRows(), shardCommandRows(), testCommandRows()} {
+		for name := range rows {
+			if seen[name] {
+				t.Errorf("%s has two rows, one hiding the other", name)
+			}
+			seen[name] = true
 		}
 	}
 	if _, ok := buildTable(false)["configureFailPoint"]; ok {

@@ -29,7 +29,10 @@ type Admission struct {
 // AdmitCommand is Admit for a routed command, whose versions are fields
 // of its body and whose collection is its first field's value.
 func (s Services) AdmitCommand(ctx context.Context, c cmdargs.Call) (Admission, error) {
-	_, retryable := bsonutil.Field(c.Body, "txnNumber")
+	retryable := false
+	if s.Shard != nil { // the scan of every command's body only on a shard
+		_, retryable = bsonutil.Field(c.Body, "txnNumber")
+	}
 	return s.Admit(ctx, c.DB, commandNamespace(c), c.Body, retryable)
 }
 
