@@ -7,7 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
-	"github.com/mayflydb/mayfly/internal/commands"
+	"github.com/mayflydb/mayfly/internal/txnrules"
 )
 
 // writePath is one way a command writes {_id: id, a: 1} into a
@@ -132,7 +132,7 @@ func TestWriteErrorReplies(t *testing.T) {
 			checkValidation(t, path, id, path.errorDoc(t, reply))
 		})
 	}
-	for _, name := range commands.RetryableWrites() {
+	for _, name := range txnrules.RetryableWrites() {
 		if !covered[name] {
 			t.Errorf("write command %s has no row", name)
 		}

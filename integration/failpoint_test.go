@@ -10,8 +10,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/mayflydb/mayfly/internal/app"
-	"github.com/mayflydb/mayfly/internal/commands"
 	"github.com/mayflydb/mayfly/internal/failpoint"
+	"github.com/mayflydb/mayfly/internal/txnrules"
 )
 
 func testCommandsServer(t *testing.T) *testServer {
@@ -189,7 +189,7 @@ func TestFailCommandOnEveryWrite(t *testing.T) {
 		"aggregate": {"test", bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{
 			bson.D{{Key: "$merge", Value: bson.D{{Key: "into", Value: "d"}}}}}}, {Key: "cursor", Value: bson.D{}}}},
 	}
-	for _, name := range commands.RetryableWrites() {
+	for _, name := range txnrules.RetryableWrites() {
 		if _, ok := writes[name]; !ok {
 			t.Errorf("write command %s has no row", name)
 		}

@@ -6,7 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/mayflydb/mayfly/internal/commands"
+	"github.com/mayflydb/mayfly/internal/txnrules"
 )
 
 // retryMoveCase is one kind of retryable write: the command that writes
@@ -71,7 +71,7 @@ func TestRetryMoveCasesCoverRetryableWrites(t *testing.T) {
 	for _, tc := range retryMoveCases {
 		have[tc.cmd(1)[0].Key] = true
 	}
-	for _, name := range commands.RetryableWrites() {
+	for _, name := range txnrules.RetryableWrites() {
 		if !have[name] {
 			t.Errorf("retryable write %s has no case in retryMoveCases", name)
 		}

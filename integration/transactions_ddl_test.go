@@ -14,7 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/readconcern"
 
-	"github.com/mayflydb/mayfly/internal/commands"
+	"github.com/mayflydb/mayfly/internal/txnrules"
 )
 
 // Collections and indexes created inside a transaction, as mongod 8.0
@@ -40,7 +40,7 @@ func runStatement(cmd bson.D) txnStatement {
 }
 
 // missingCollectionCases has a row for every command the server runs in
-// a transaction (commands.TransactionCommands) but those in
+// a transaction (txnrules.Commands) but those in
 // notAboutCollections.
 var missingCollectionCases = []missingCollectionCase{
 	{"create", true, runStatement(bson.D{{Key: "create"}})},
@@ -69,7 +69,7 @@ func TestTransactionDDLCasesCoverEveryTransactionCommand(t *testing.T) {
 		covered = append(covered, c.command)
 	}
 	covered = append(covered, notAboutCollections...)
-	registry := commands.TransactionCommands()
+	registry := txnrules.Commands()
 	slices.Sort(covered)
 	slices.Sort(registry)
 	if !slices.Equal(covered, registry) {

@@ -10,10 +10,12 @@ import (
 	"github.com/mayflydb/mayfly/internal/activity"
 	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/cmdargs"
 	"github.com/mayflydb/mayfly/internal/cursor/paging"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/profiler"
 	"github.com/mayflydb/mayfly/internal/server"
+	"github.com/mayflydb/mayfly/internal/txnrules"
 )
 
 // namespaceOf is the namespace a command works on ("db.coll", or
@@ -70,7 +72,7 @@ func lookupOK(reply bson.D) float64 {
 }
 
 func cmdProfile(h *Handler, r *request) (bson.D, error) {
-	level, err := toInt64(r.name, "profile", r.body[0].Value)
+	level, err := cmdargs.Int64(r.name, "profile", r.body[0].Value)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +96,7 @@ func profileSettings(r *request, level int, was activity.ProfileSettings) (activ
 	next := activity.ProfileSettings{Level: level, SlowMS: was.SlowMS, SampleRate: was.SampleRate}
 	setSlow := false
 	if v, ok := bsonutil.Field(r.body, "slowms"); ok {
-		n, err := toInt64(r.name, "slowms", v)
+		n, err := cmdargs.Int64(r.name, "slowms", v)
 		if err != nil {
 			return next, false, err
 		}
@@ -122,7 +124,7 @@ func cmdCurrentOp(h *Handler, r *request) (bson.D, error) {
 	}
 	var filter bson.D
 	for _, e := range r.body[1:] {
-		if !genericFields[e.Key] && !strings.HasPrefix(e.Key, "$") {
+		if !cmdargs.IsGeneric(e.Key) && !strings.HasPrefix(e.Key, "$") {
 			filter = append(filter, e)
 		}
 	}
@@ -164,7 +166,7 @@ func (h *Handler) collectionlessAggregate(r *request, stages bson.A, batch int64
 	if r.db != "admin" {
 		return nil, mongoerr.New(mongoerr.InvalidNamespace, "$currentOp must be run against the 'admin' database with {aggregate: 1}")
 	}
-	return h.runOverDocs(r, stages[1:], h.currentOpDocs(wantsIdleSessions(first[0].Value)), batch)
+	return h.runOverDocs(r, stages[1:], h.currentOpDocs(txnrules.WantsIdleSessions(first[0].Value)), batch)
 }
 
 // runOverDocs runs the stages after a collectionless first stage over the

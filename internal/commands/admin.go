@@ -3,8 +3,6 @@ package commands
 import (
 	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -13,6 +11,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/diag"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/session"
+	"github.com/mayflydb/mayfly/internal/shardcmds"
 	"github.com/mayflydb/mayfly/internal/wire"
 )
 
@@ -50,7 +49,7 @@ func cmdHello(h *Handler, r *request) (bson.D, error) {
 	}
 	reply = append(reply, bson.E{Key: primaryKey, Value: writable})
 	reply = append(reply, replFields...)
-	reply = append(reply, h.clusterRoleHelloFields()...)
+	reply = append(reply, shardcmds.HelloFields(h.deps.ClusterRole)...)
 	reply = append(reply,
 		bson.E{Key: "maxBsonObjectSize", Value: int32(wire.MaxBSONObjectSize)},
 		bson.E{Key: "maxMessageSizeBytes", Value: int32(wire.MaxMessageSize)},
@@ -94,17 +93,10 @@ func cmdBuildInfo(h *Handler, r *request) (bson.D, error) {
 		{Key: "storageEngines", Value: bson.A{"pebble"}},
 		{Key: "buildEnvironment", Value: bson.D{
 			{Key: "target_os", Value: runtime.GOOS},
-			{Key: "target_arch", Value: archName()},
+			{Key: "target_arch", Value: diag.Arch()},
 		}},
 		{Key: "mayflyVersion", Value: MayflyVersion},
 	}, nil
-}
-
-func archName() string {
-	if runtime.GOARCH == "amd64" {
-		return "x86_64"
-	}
-	return runtime.GOARCH
 }
 
 func cmdGetLog(h *Handler, r *request) (bson.D, error) {
@@ -133,27 +125,8 @@ func cmdGetCmdLineOpts(h *Handler, r *request) (bson.D, error) {
 	return bson.D{{Key: "argv", Value: argv}, {Key: "parsed", Value: parsed}}, nil
 }
 
-func cmdHostInfo(h *Handler, r *request) (bson.D, error) {
-	host, _ := os.Hostname()
-	return bson.D{
-		{Key: "system", Value: bson.D{
-			{Key: "currentTime", Value: bson.NewDateTimeFromTime(h.deps.Clock.Now())},
-			{Key: "hostname", Value: host},
-			{Key: "cpuAddrSize", Value: int32(64)},
-			{Key: "memSizeMB", Value: int64(totalMemoryMB())},
-			{Key: "numCores", Value: int32(runtime.NumCPU())},
-			{Key: "cpuArch", Value: archName()},
-		}},
-		{Key: "os", Value: diag.OSInfo(osType())},
-		{Key: "extra", Value: diag.HostExtra(totalMemoryMB())},
-	}, nil
-}
-
-func osType() string {
-	if runtime.GOOS == "linux" {
-		return "Linux"
-	}
-	return runtime.GOOS
+func cmdHostInfo(h *Handler, _ *request) (bson.D, error) {
+	return diag.HostInfo(h.deps.Clock.Now()), nil
 }
 
 func cmdWhatsMyURI(h *Handler, r *request) (bson.D, error) {
@@ -222,7 +195,7 @@ func cmdServerStatus(h *Handler, r *request) (bson.D, error) {
 		{Key: "network", Value: h.networkStatus()},
 		{Key: "opLatencies", Value: diag.OpLatencies(h.deps.OpStats)},
 		{Key: "opcounters", Value: h.opcounters()},
-		{Key: "mem", Value: memStatus()},
+		{Key: "mem", Value: diag.Mem()},
 		{Key: "mayflyMemory", Value: h.memoryStatus()},
 		{Key: "metrics", Value: h.metricsStatus()},
 		{Key: "storageEngine", Value: bson.D{{Key: "name", Value: "pebble"}, {Key: "persistent", Value: h.deps.DataDir != ""}}},
@@ -293,36 +266,4 @@ func (h *Handler) metricsStatus() bson.D {
 		}},
 		{Key: "lru", Value: bson.D{{Key: "evictedDocuments", Value: h.deps.Store.LRUEvicted()}}},
 	}
-}
-
-func memStatus() bson.D {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return bson.D{
-		{Key: "bits", Value: int32(64)},
-		{Key: "resident", Value: int32(residentMB())},
-		{Key: "virtual", Value: int32(virtualMB(ms.Sys))},
-		{Key: "supported", Value: true},
-	}
-}
-
-// residentMB reads VmRSS from /proc; 0 where there is no /proc.
-func residentMB() int64 { return procStatusKB("VmRSS:") >> 10 }
-
-func totalMemoryMB() int64 { return procFileKB("/proc/meminfo", "MemTotal:") >> 10 }
-
-func procStatusKB(field string) int64 { return procFileKB("/proc/self/status", field) }
-
-func procFileKB(path, field string) int64 {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, field); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb
-		}
-	}
-	return 0
 }

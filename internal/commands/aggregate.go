@@ -8,6 +8,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/cmdargs"
 	"github.com/mayflydb/mayfly/internal/cursor/paging"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/executor"
@@ -207,7 +208,7 @@ func (e *aggEnv) CollStats(spec bson.D) (bson.D, error) {
 func scaleOf(v any) int64 {
 	d, _ := v.(bson.D)
 	if s, ok := bsonutil.Field(d, "scale"); ok {
-		if n, err := toInt64("$collStats", "scale", s); err == nil && n > 0 {
+		if n, err := cmdargs.Int64("$collStats", "scale", s); err == nil && n > 0 {
 			return n
 		}
 	}

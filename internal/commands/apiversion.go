@@ -2,19 +2,9 @@ package commands
 
 import (
 	"github.com/mayflydb/mayfly/internal/aggregate"
+	"github.com/mayflydb/mayfly/internal/cmdargs"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
-
-// apiParameters are the Stable API fields a client may send with any
-// command.
-type apiParameters struct {
-	version string
-	strict  bool
-	// versionSet and modifiersSet: the fields were sent, whatever their
-	// value; mongod asks for a version when apiStrict or
-	// apiDeprecationErrors is present, even false.
-	versionSet, modifiersSet bool
-}
 
 // checkAPIParameters applies the Stable API fields as mongod does, before
 // authorization and before the command's own arguments: apiStrict and
@@ -24,17 +14,11 @@ type apiParameters struct {
 // answers is deprecated in version 1, so apiDeprecationErrors refuses
 // nothing.
 func checkAPIParameters(r *request, entry command) error {
-	p, err := parseAPIParameters(r)
+	p, err := cmdargs.ReadAPIParameters(r.body)
 	if err != nil {
 		return err
 	}
-	if p.modifiersSet && !p.versionSet {
-		return mongoerr.New(mongoerr.Location4886600, "Provided apiStrict and/or apiDeprecationErrors without passing apiVersion")
-	}
-	if p.versionSet && p.version != "1" {
-		return mongoerr.New(mongoerr.APIVersionError, `API version must be "1"`)
-	}
-	if !p.strict {
+	if !p.Strict {
 		return nil
 	}
 	if !entry.apiV1 {
@@ -47,32 +31,4 @@ func checkAPIParameters(r *request, entry command) error {
 		return aggregate.CheckAPIStrict(stagesOf(r))
 	}
 	return nil
-}
-
-// parseAPIParameters reads the fields with the types of mongod's
-// APIParametersFromClient: a string and two booleans.
-func parseAPIParameters(r *request) (apiParameters, error) {
-	var p apiParameters
-	for _, e := range r.body {
-		var ok bool
-		switch e.Key {
-		case "apiVersion":
-			p.version, ok = e.Value.(string)
-			p.versionSet = true
-			if !ok {
-				return p, wrongType("APIParametersFromClient", e.Key, e.Value, "string")
-			}
-		case "apiStrict":
-			p.modifiersSet = true
-			if p.strict, ok = e.Value.(bool); !ok {
-				return p, wrongType("APIParametersFromClient", e.Key, e.Value, "bool")
-			}
-		case "apiDeprecationErrors":
-			p.modifiersSet = true
-			if _, ok = e.Value.(bool); !ok {
-				return p, wrongType("APIParametersFromClient", e.Key, e.Value, "bool")
-			}
-		}
-	}
-	return p, nil
 }

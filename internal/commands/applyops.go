@@ -28,7 +28,7 @@ func cmdApplyOps(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	sync, err := syncRequested(r)
+	sync, err := r.args().SyncRequested()
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package commands
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/cmdargs"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/cursor/paging"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -49,7 +50,7 @@ func batchSizeArg(r *request, v any, field string) (int64, error) {
 	if v == nil {
 		return paging.DefaultBatchSize, nil
 	}
-	n, err := toInt64(r.name, field, v)
+	n, err := cmdargs.Int64(r.name, field, v)
 	if err != nil {
 		return 0, err
 	}

@@ -100,7 +100,7 @@ func parseBulkWrite(h *Handler, r *request) (*bulkWrite, error) {
 	if b.let, err = h.parseLet(r); err != nil {
 		return nil, err
 	}
-	journal, err := syncRequested(r)
+	journal, err := r.args().SyncRequested()
 	if err != nil {
 		return nil, err
 	}

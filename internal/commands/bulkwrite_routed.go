@@ -4,11 +4,7 @@ import (
 	"context"
 	"strings"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
-
 	"github.com/mayflydb/mayfly/internal/bsonutil"
-	"github.com/mayflydb/mayfly/internal/docstore"
-	"github.com/mayflydb/mayfly/internal/writeops"
 )
 
 // A router sends a shard its part of a client's bulkWrite with the
@@ -19,11 +15,11 @@ import (
 // command with StaleConfig (or StaleDbVersion), nothing written, and the
 // router refreshes and sends the part again. Each versioned namespace's
 // ops then run with its ownership filter and shard key guard, as a
-// routed update or delete does (shardversion.go).
+// routed update or delete does (shardside.go).
 
-// enterRouted checks the versions of every nsInfo entry that carries
-// them, and keeps each sharded namespace's context for its ops; release
-// ends the namespaces' in-flight counts for migrations.
+// enterRouted admits every nsInfo entry that carries versions
+// (shardcmds.Admit), and keeps each sharded namespace's context for its
+// ops; release ends the namespaces' in-flight counts for migrations.
 func (b *bulkWrite) enterRouted() (release func(), err error) {
 	var leaves []func()
 	release = func() {
@@ -31,46 +27,23 @@ func (b *bulkWrite) enterRouted() (release func(), err error) {
 			leave()
 		}
 	}
-	if b.h.deps.Shard == nil {
-		return release, nil
-	}
+	_, retryable := bsonutil.Field(b.r.body, "txnNumber")
 	for i, entry := range b.nsInfo {
-		leave, err := b.enterNamespace(b.ns[i], entry)
-		leaves = append(leaves, leave)
+		db, _, _ := strings.Cut(b.ns[i], ".")
+		adm, err := b.h.shard.Admit(b.r.ctx, db, b.ns[i], entry, retryable)
+		leaves = append(leaves, adm.Leave)
 		if err != nil {
 			release()
 			return func() {}, err
 		}
-	}
-	return release, nil
-}
-
-// enterNamespace checks one nsInfo entry's versions; a namespace the
-// router targets by shard key gets its ownership filter and guard.
-func (b *bulkWrite) enterNamespace(ns string, entry bson.D) (leave func(), err error) {
-	leave = func() {}
-	versions, err := routingVersions(entry)
-	if err != nil || (versions.Shard == nil && versions.Database == nil) {
-		return leave, err
-	}
-	if b.h.deps.Migrations != nil && versions.Shard != nil {
-		if leave, err = b.h.deps.Migrations.Enter(b.r.ctx, ns); err != nil {
-			return func() {}, err
+		if adm.Filtered {
+			if b.routed == nil {
+				b.routed = map[string]context.Context{}
+			}
+			b.routed[b.ns[i]] = adm.Ctx
 		}
 	}
-	db, _, _ := strings.Cut(ns, ".")
-	filter, err := b.h.deps.Shard.Check(b.r.ctx, db, ns, versions)
-	if err != nil || filter == nil {
-		return leave, err
-	}
-	ctx := docstore.WithOwnership(b.r.ctx, filter.Owns)
-	_, retryable := bsonutil.Field(b.r.body, "txnNumber")
-	ctx = writeops.WithShardKeyGuard(ctx, writeops.ShardKeyGuard{Changed: filter.KeyChanged, Owns: filter.Owns, Retryable: retryable})
-	if b.routed == nil {
-		b.routed = map[string]context.Context{}
-	}
-	b.routed[ns] = ctx
-	return leave, nil
+	return release, nil
 }
 
 // contextFor is the context an op on db.coll runs in: its namespace's

@@ -1,12 +1,14 @@
 package commands
 
 import (
+	"slices"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/catalog"
+	"github.com/mayflydb/mayfly/internal/cmdargs"
 	"github.com/mayflydb/mayfly/internal/cursor/paging"
 	"github.com/mayflydb/mayfly/internal/ddl"
 	"github.com/mayflydb/mayfly/internal/docstore"
@@ -129,7 +131,7 @@ func cmdCreate(h *Handler, r *request) (bson.D, error) {
 		return nil, mongoerr.New(mongoerr.BadValue, "'pipeline' requires 'viewOn' to also be specified")
 	}
 	for _, e := range r.body[1:] {
-		if contains(createOptionsUnsupported, e.Key) {
+		if slices.Contains(createOptionsUnsupported, e.Key) {
 			return nil, mongoerr.Newf(mongoerr.InvalidOptions, "the create option '%s' is not supported by Mayfly", e.Key)
 		}
 	}
@@ -278,7 +280,7 @@ func cmdCreateIndexes(h *Handler, r *request) (bson.D, error) {
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'createIndexes.indexes' is missing but a required field")
 	}
-	specs, err := docArray(r.name, "indexes", v)
+	specs, err := cmdargs.DocArray(r.name, "indexes", v)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package commands
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/cmdargs"
 	"github.com/mayflydb/mayfly/internal/ddl"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/executor"
@@ -46,7 +47,7 @@ func cmdCollMod(h *Handler, r *request) (bson.D, error) {
 func commandOptions(r *request) bson.D {
 	opts := bson.D{}
 	for _, e := range r.body[1:] {
-		if !genericFields[e.Key] {
+		if !cmdargs.IsGeneric(e.Key) {
 			opts = append(opts, e)
 		}
 	}

@@ -1,7 +1,10 @@
 // Package commands implements MongoDB's commands over the docstore: the
-// command table, the fields every command may carry, and one handler per
-// command that parses its arguments, calls the store and builds MongoDB's
-// reply shape.
+// command table, and one handler per command that parses its arguments
+// (internal/cmdargs), calls the layers below and builds MongoDB's reply
+// shape. The replica set's commands (internal/replcmds), a shard
+// member's internal ones (internal/shardcmds) and the rules of
+// transaction statements (internal/txnrules) are packages of their own,
+// which the table and the handlers call.
 package commands
 
 import (
@@ -18,6 +21,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/clock"
+	"github.com/mayflydb/mayfly/internal/cmdargs"
 	"github.com/mayflydb/mayfly/internal/configsvr"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/cursor/paging"
@@ -28,9 +32,12 @@ import (
 	"github.com/mayflydb/mayfly/internal/opstats"
 	"github.com/mayflydb/mayfly/internal/params"
 	"github.com/mayflydb/mayfly/internal/repl"
+	"github.com/mayflydb/mayfly/internal/replcmds"
 	"github.com/mayflydb/mayfly/internal/server"
 	"github.com/mayflydb/mayfly/internal/session"
+	"github.com/mayflydb/mayfly/internal/shardcmds"
 	"github.com/mayflydb/mayfly/internal/shardstate"
+	"github.com/mayflydb/mayfly/internal/txnrules"
 )
 
 // Deps are what the handlers need from the rest of the server.
@@ -73,11 +80,11 @@ type Deps struct {
 	// standalone refuses write concerns that need other members.
 	ReplicaSetMember bool
 	// ClusterRole is "configsvr" or "shardsvr" (--configsvr, --shardsvr);
-	// Shard is a shard member's cluster state (see shardversion.go).
+	// Shard is a shard member's cluster state (see shardside.go).
 	ClusterRole string
 	Shard       *shardstate.State
 	// Migrations is a shard member's side of chunk migration; ConfigServer
-	// a config server member's commits and balancer (migrate.go).
+	// a config server member's commits and balancer (internal/shardcmds).
 	Migrations   *shardstate.Migrations
 	ConfigServer *configsvr.Service
 	// FailPoints, when set, is the fail point registry the handler shares
@@ -119,6 +126,12 @@ type Handler struct {
 	// streams is what the change streams share (nil without a change
 	// log).
 	streams *changestream.Streams
+	// replMember is the replica set member, for the replSet* commands
+	// and the write and read concerns (replset.go).
+	replMember replcmds.Member
+	// shard is the member's parts of a sharded cluster, for the internal
+	// commands and routed commands' versions (shardside.go).
+	shard shardcmds.Services
 	// txns is the sessions' transactions (txn.go).
 	txns *session.Transactions
 	// snapshots is the snapshot reads' history (snapshotread.go).
@@ -186,6 +199,8 @@ func New(deps Deps) *Handler {
 	if deps.Changes != nil {
 		h.streams = changestream.NewStreams(deps.Changes, paging.StreamHost{Store: deps.Store}, deps.Clock)
 	}
+	h.replMember = replcmds.Member{Repl: deps.Repl, ClusterRole: deps.ClusterRole, TestCommands: deps.TestCommands}
+	h.shard = shardcmds.Services{Shard: deps.Shard, Migrations: deps.Migrations, ConfigServer: deps.ConfigServer}
 	h.table = buildTable(deps.TestCommands)
 	if deps.TestCommands {
 		h.failPoints = deps.FailPoints
@@ -250,12 +265,12 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 // change errors, the cluster time.
 func (h *Handler) replicaReply(r *request, reply bson.D, err error) bson.D {
 	if err == nil {
-		reply = h.awaitWriteConcern(r.ctx, r, reply)
+		reply = h.awaitWriteConcern(r, reply)
 	}
-	if isTransactionStatement(r) {
-		reply = labelTransaction(r, reply, err)
+	if txnrules.IsStatement(r.body) {
+		reply = txnrules.LabelTransaction(r.name, reply, err)
 	} else {
-		reply = labelRetryable(r, reply)
+		reply = txnrules.LabelRetryable(h.table[r.name].name, r.body, reply)
 	}
 	return h.replyClusterTime(h.withTopologyVersion(reply))
 }
@@ -293,13 +308,13 @@ func (h *Handler) run(entry command, r *request) (reply bson.D, err error) {
 			reply = withAtClusterTime(r, reply)
 		}
 	}()
-	if err := checkArgTypes(r, entry); err != nil {
+	if err := cmdargs.CheckTypes(entry.name, r.body); err != nil {
 		return nil, err
 	}
 	if err := h.checkRole(r, entry.role); err != nil {
 		return nil, err
 	}
-	if err := checkWriteConcernReach(r, h.deps.ReplicaSetMember); err != nil {
+	if err := r.args().CheckWriteConcernReach(h.deps.ReplicaSetMember); err != nil {
 		return nil, err
 	}
 	if err := h.waitForWrites(r); err != nil {
@@ -324,7 +339,7 @@ func withMaxTime(r *request) (context.Context, context.CancelFunc, error) {
 	if !ok {
 		return r.ctx, func() {}, nil
 	}
-	ms, err := parseMaxTimeMS(v)
+	ms, err := cmdargs.MaxTimeMS(v)
 	if err != nil {
 		return nil, nil, err
 	}

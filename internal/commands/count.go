@@ -4,6 +4,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/cmdargs"
 	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -32,7 +33,7 @@ func countLimit(r *request) (int64, error) {
 	if !ok || v == nil {
 		return 0, nil
 	}
-	n, err := toInt64(r.name, "limit", v)
+	n, err := cmdargs.Int64(r.name, "limit", v)
 	if n < 0 {
 		n = -n
 	}

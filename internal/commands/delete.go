@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"slices"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
@@ -77,7 +79,7 @@ func (h *Handler) deleteStatement(r *request, a writeArgs, lv *letScope, s bson.
 
 func parseDeleteStmt(s bson.D, let *letScope, dflt *collation.Collation) (*query.Filter, int, any, error) {
 	for _, e := range s {
-		if !contains(deleteStmtFields, e.Key) {
+		if !slices.Contains(deleteStmtFields, e.Key) {
 			return nil, 0, nil, mongoerr.Newf(mongoerr.Location40415, "BSON field 'delete.deletes.%s' is an unknown field.", e.Key)
 		}
 	}

@@ -110,15 +110,7 @@ func (h *Handler) evaluateFailCommand(r *request, acts func(failpoint.CommandFai
 	if h.failPoints == nil {
 		return failpoint.CommandFailure{}, false
 	}
-	call := h.failCall(r)
-	data, ok := h.failPoints.Point(failpoint.FailCommand).Evaluate(func(data bson.D) bool {
-		f := failpoint.ReadCommandFailure(data)
-		return f.Applies(call) && acts(f)
-	})
-	if !ok {
-		return failpoint.CommandFailure{}, false
-	}
-	return failpoint.ReadCommandFailure(data), true
+	return h.failPoints.CommandFailure(h.failCall(r), acts)
 }
 
 // failGetMore consults failGetMoreAfterCursorCheckout for a getMore that
@@ -130,14 +122,11 @@ func (h *Handler) failGetMore(r *request, c *cursor.Cursor) error {
 	}
 	call := h.failCall(r)
 	call.Namespace = c.NS
-	data, ok := h.failPoints.Point(failpoint.FailGetMore).Evaluate(func(data bson.D) bool {
-		return failpoint.ReadGetMoreFailure(data).Applies(call)
-	})
+	err, ok := h.failPoints.GetMoreFailure(call)
 	if !ok {
 		return nil
 	}
 	h.deps.Cursors.Remove(c.ID)
-	err := failpoint.ReadGetMoreFailure(data).GetMoreError()
 	if _, stream := c.Source.(*changestream.Stream); stream {
 		return changestream.ResumableError(err)
 	}
@@ -166,11 +155,10 @@ func (h *Handler) failTransactionalWrite(r *request, session string, txn int64) 
 	if h.failPoints == nil {
 		return nil
 	}
-	data, ok := h.failPoints.Point(failpoint.OnPrimaryTransactionalWrite).Evaluate(func(bson.D) bool { return true })
+	f, ok := h.failPoints.TransactionalWriteFailure()
 	if !ok {
 		return nil
 	}
-	f := failpoint.ReadTransactionalWriteFailure(data)
 	if f.CloseConnection && r.conn != nil {
 		r.conn.HangUp()
 	}

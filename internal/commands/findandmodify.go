@@ -4,6 +4,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/cmdargs"
 	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -49,7 +50,7 @@ func parseFAM(h *Handler, r *request) (*famArgs, error) {
 	if err = a.parseFlags(r, lv, coll); err != nil {
 		return nil, err
 	}
-	a.opt.Sync, err = syncRequested(r)
+	a.opt.Sync, err = r.args().SyncRequested()
 	a.opt.Txn = r.storeTxn()
 	return a, err
 }
@@ -109,7 +110,7 @@ func (a *famArgs) parseFlags(r *request, lv *letScope, coll *collation.Collation
 	}
 	var filters []bson.D
 	if v, ok := bsonutil.Field(r.body, "arrayFilters"); ok {
-		if filters, err = docArray(r.name, "arrayFilters", v); err != nil {
+		if filters, err = cmdargs.DocArray(r.name, "arrayFilters", v); err != nil {
 			return err
 		}
 	}

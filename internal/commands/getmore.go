@@ -7,6 +7,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/changestream"
+	"github.com/mayflydb/mayfly/internal/cmdargs"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/cursor/paging"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -121,7 +122,7 @@ func (h *Handler) tailWait(r *request) *paging.Wait {
 func awaitWait(r *request) time.Duration {
 	var ms int64
 	if v, ok := bsonutil.Field(r.body, "maxTimeMS"); ok {
-		ms, _ = toInt64(r.name, "maxTimeMS", v)
+		ms, _ = cmdargs.Int64(r.name, "maxTimeMS", v)
 	}
 	return paging.AwaitTime(r.ctx, ms)
 }

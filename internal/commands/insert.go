@@ -2,10 +2,12 @@ package commands
 
 import (
 	"errors"
+	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/cmdargs"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/repl"
@@ -69,7 +71,7 @@ func statements(r *request, field string) ([]bson.D, error) {
 	if !ok {
 		return nil, mongoerr.Newf(mongoerr.Location40414, "BSON field '%s.%s' is missing but a required field", r.name, field)
 	}
-	docs, err := docArray(r.name, field, v)
+	docs, err := cmdargs.DocArray(r.name, field, v)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +134,7 @@ func parseWriteArgs(r *request, field string, known ...string) (writeArgs, []bso
 	if a.coll, err = collectionArg(r); err != nil {
 		return a, nil, err
 	}
-	if err = checkFieldsBy(r, func(key string) bool { return key == field || isWriteArg(key) || contains(known, key) }); err != nil {
+	if err = checkFieldsBy(r, func(key string) bool { return key == field || isWriteArg(key) || slices.Contains(known, key) }); err != nil {
 		return a, nil, err
 	}
 	if a.keepEmptyTs, err = optBool(r, "bypassEmptyTsReplacement"); err != nil {
@@ -141,7 +143,7 @@ func parseWriteArgs(r *request, field string, known ...string) (writeArgs, []bso
 	if a.ordered, err = orderedArg(r); err != nil {
 		return a, nil, err
 	}
-	journal, err := syncRequested(r)
+	journal, err := r.args().SyncRequested()
 	if err != nil {
 		return a, nil, err
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/cmdargs"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/cursor/paging"
 	"github.com/mayflydb/mayfly/internal/diag"
@@ -110,7 +111,7 @@ func naturalDirection(v any) int64 {
 	if !ok || len(d) != 1 || d[0].Key != "$natural" {
 		return 0
 	}
-	n, err := toInt64("hint", "$natural", d[0].Value)
+	n, err := cmdargs.Int64("hint", "$natural", d[0].Value)
 	if err != nil {
 		return 0
 	}

@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/cmdargs"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
@@ -18,7 +19,7 @@ func cmdGetParameter(h *Handler, r *request) (bson.D, error) {
 	}
 	var out bson.D
 	for _, e := range r.body[1:] {
-		if genericFields[e.Key] {
+		if cmdargs.IsGeneric(e.Key) {
 			continue
 		}
 		p, ok := h.deps.Params.Lookup(e.Key)
@@ -36,7 +37,7 @@ func cmdGetParameter(h *Handler, r *request) (bson.D, error) {
 func cmdSetParameter(h *Handler, r *request) (bson.D, error) {
 	var out bson.D
 	for _, e := range r.body[1:] {
-		if genericFields[e.Key] {
+		if cmdargs.IsGeneric(e.Key) {
 			continue
 		}
 		if out != nil {

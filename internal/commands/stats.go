@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/cmdargs"
 	"github.com/mayflydb/mayfly/internal/diag"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
@@ -17,7 +18,7 @@ func scaleArg(r *request) (int64, error) {
 	if !ok {
 		return 1, nil
 	}
-	n, err := toInt64(r.name, "scale", v)
+	n, err := cmdargs.Int64(r.name, "scale", v)
 	if err != nil {
 		return 0, err
 	}

@@ -7,8 +7,8 @@ import (
 	"github.com/mayflydb/mayfly/internal/server"
 )
 
-// serverStatus's sections that read the network server or /proc; the
-// others come from internal/diag directly.
+// serverStatus's sections that read the network server; the others
+// come from internal/diag directly.
 
 // serverStats returns the network server's counters, zero without one
 // (in tests).
@@ -27,20 +27,11 @@ func (h *Handler) networkStatus() bson.D {
 func (h *Handler) memoryStatus() bson.D {
 	conns := h.serverStats()
 	return diag.Memory(diag.MemoryHolders{
-		Resident:              procStatusKB("VmRSS:") << 10,
+		Resident:              diag.ResidentBytes(),
 		Storage:               h.deps.Store.Engine().Metrics(),
 		Connections:           conns.Current,
 		ActiveConnections:     conns.Active,
 		ConnectionBufferBytes: conns.BufferBytes,
 		OpenCursors:           int64(h.deps.Cursors.Open()),
 	})
-}
-
-// virtualMB is the process's virtual size from /proc, or what the Go
-// runtime obtained from the system where there is no /proc.
-func virtualMB(runtimeSys uint64) int64 {
-	if kb := procStatusKB("VmSize:"); kb > 0 {
-		return kb >> 10
-	}
-	return int64(runtimeSys >> 20)
 }

@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/txnrules"
 )
 
 // TestEveryStatementWriteAnswersAsOneByOne: every retryable write
@@ -42,7 +43,7 @@ func TestEveryStatementWriteAnswersAsOneByOne(t *testing.T) {
 	}
 	// findAndModify writes one document: it has no statements to group.
 	oneStatement := map[string]bool{"findAndModify": true}
-	for _, name := range RetryableWrites() {
+	for _, name := range txnrules.RetryableWrites() {
 		if _, ok := rows[name]; !ok && !oneStatement[name] {
 			t.Errorf("retryable write %s has no row", name)
 		}

@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"slices"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
@@ -28,7 +30,7 @@ var (
 func (s stmtShape) check(stmts []bson.D) error {
 	for _, st := range stmts {
 		for _, e := range st {
-			if !contains(s.known, e.Key) {
+			if !slices.Contains(s.known, e.Key) {
 				return mongoerr.Newf(mongoerr.Location40415, "BSON field '%s.%s' is an unknown field.", s.path, e.Key)
 			}
 		}

@@ -5,13 +5,14 @@ import (
 	"syscall"
 
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/replcmds"
 	"github.com/mayflydb/mayfly/internal/storage"
 )
 
 // clientError turns what a lower layer returned into the error a client
 // gets: interrupted scans and storage failures have MongoDB codes of their
 // own.
-func clientError(err error) error { return replError(storageError(interruptError(err))) }
+func clientError(err error) error { return replcmds.Error(storageError(interruptError(err))) }
 
 // storageError gives the errors of a failed storage engine MongoDB's codes.
 // A write refused after a storage failure is OutOfDiskSpace (14031, what

@@ -127,17 +127,6 @@ func commandRows() map[string]command {
 		"commitTransaction": {run: cmdCommitTransaction, role: onPrimary, apiV1: true, adminOnly: true},
 		"abortTransaction":  {run: cmdAbortTransaction, role: onPrimary, apiV1: true, adminOnly: true},
 
-		// Replication.
-		"replSetInitiate":     {run: cmdReplSetInitiate},
-		"replSetGetStatus":    {run: cmdReplSetGetStatus},
-		"replSetGetConfig":    {run: cmdReplSetGetConfig},
-		"replSetReconfig":     {run: cmdReplSetReconfig},
-		"replSetStepDown":     {run: cmdReplSetStepDown},
-		"replSetFreeze":       {run: cmdReplSetFreeze},
-		"replSetRaft":         {run: cmdReplSetRaft},
-		"replSetSnapshot":     {run: cmdReplSetSnapshot},
-		"mayflyReplPartition": {run: cmdReplPartition},
-
 		// Authentication and access control, answered by internal/auth.
 		"saslStart":                {run: cmdAuth, apiV1: true},
 		"saslContinue":             {run: cmdAuth, apiV1: true},
@@ -182,7 +171,8 @@ func buildTable(testCommands bool) map[string]command {
 		}
 	}
 	add(commandRows())
-	add(migrationCommandRows())
+	add(replCommandRows())
+	add(shardCommandRows())
 	if testCommands {
 		add(testCommandRows())
 	}

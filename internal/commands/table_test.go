@@ -6,12 +6,15 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/auth"
+	"github.com/mayflydb/mayfly/internal/cmdargs"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
 // TestCommandTableRows: every row has a handler and its own name, every
-// alias stands for a row, and every command internal/auth answers has a
-// row, so a command cannot be half-registered.
+// alias stands for a row, every command internal/auth answers has a
+// row, and no two sources of rows (this package's, replcmds',
+// shardcmds') name the same command, so a command cannot be
+// half-registered.
 func TestCommandTableRows(t *testing.T) {
 	table := buildTable(true)
 	for name, row := range table {
@@ -32,8 +35,38 @@ func TestCommandTableRows(t *testing.T) {
 			t.Errorf("internal/auth answers %s, which has no row", name)
 		}
 	}
+	seen := map[string]bool{}
+	for _, rows := range []map[string]command{commandRows(), replCommandRows(), shardCommandRows(), testCommandRows()} {
+		for name := range rows {
+			if seen[name] {
+				t.Errorf("%s has two rows, one hiding the other", name)
+			}
+			seen[name] = true
+		}
+	}
 	if _, ok := buildTable(false)["configureFailPoint"]; ok {
 		t.Error("configureFailPoint is in the table without enableTestCommands")
+	}
+}
+
+// TestArgTypesCoverEveryCommand: every command of the table has its
+// IDL types in internal/cmdargs or is read by hand, with a reason, and
+// cmdargs names no command the table lacks, so a new command cannot skip
+// the question.
+func TestArgTypesCoverEveryCommand(t *testing.T) {
+	rows := buildTable(true)
+	for name, row := range rows {
+		if row.name != name {
+			continue // an alias
+		}
+		if typed, why := cmdargs.Covered(name); typed == (why != "") {
+			t.Errorf("%s: typed %v, read by hand for %q; want exactly one", name, typed, why)
+		}
+	}
+	for _, name := range cmdargs.Commands() {
+		if _, ok := rows[name]; !ok {
+			t.Errorf("internal/cmdargs names %s, which is no command", name)
+		}
 	}
 }
 

@@ -3,36 +3,22 @@ package commands
 import (
 	"context"
 	"errors"
-	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
-	"github.com/mayflydb/mayfly/internal/repl"
 	"github.com/mayflydb/mayfly/internal/session"
+	"github.com/mayflydb/mayfly/internal/txnrules"
 )
 
 // Multi-document transactions (docs/design/0015): a command with
 // autocommit: false is a statement of its session's transaction. The
-// session's state is session.Transactions'; the transaction's reads and
-// writes go through its docstore.Txn (request.txn), which writeOp,
-// parseWriteArgs and the executor hand down.
-
-// transactionCommands are the commands mongod runs inside a transaction
-// (besides count, refused with its own message); the others are refused
-// with OperationNotSupportedInTransaction.
-var transactionCommands = []string{
-	"find", "getMore", "killCursors", "aggregate", "distinct",
-	"insert", "update", "delete", "findAndModify", "bulkWrite",
-	"create", "createIndexes",
-	"commitTransaction", "abortTransaction",
-}
-
-// TransactionCommands are the commands run inside a transaction, for
-// tests that must cover each of them.
-func TransactionCommands() []string { return slices.Clone(transactionCommands) }
+// session's state is session.Transactions'; the statement's rules are
+// internal/txnrules'; the transaction's reads and writes go through its
+// docstore.Txn (request.txn), which writeOp, parseWriteArgs and the
+// executor hand down.
 
 // inTransaction is a request's transaction, when it is a statement of one.
 type inTransaction struct {
@@ -53,27 +39,14 @@ func (r *request) storeTxn() *docstore.Txn {
 	return r.txn.store
 }
 
-// isTransactionStatement reports whether the command carries
-// autocommit, which only a transaction's statements do.
-func isTransactionStatement(r *request) bool {
-	_, ok := bsonutil.Field(r.body, "autocommit")
-	return ok
-}
-
 // enterTransaction checks a transaction statement as mongod does and
 // starts or continues its transaction.
 func (h *Handler) enterTransaction(r *request) error {
-	if !isTransactionStatement(r) {
+	if !txnrules.IsStatement(r.body) {
 		return nil
 	}
-	stmt, err := transactionStatement(r)
+	stmt, err := txnrules.Statement(r.args())
 	if err != nil {
-		return err
-	}
-	if err := allowedInTransaction(r.name); err != nil {
-		return err
-	}
-	if err := pipelineInTransaction(r); err != nil {
 		return err
 	}
 	if err := h.deps.Repl.CheckWrite(); err != nil {
@@ -139,7 +112,7 @@ func (h *Handler) leaveTransaction(r *request, reply bson.D, err error) (bson.D,
 	}
 	r.txn.detach()
 	if err == nil {
-		err = firstWriteError(reply)
+		err = txnrules.FirstWriteError(reply)
 		if err == nil {
 			return reply, nil
 		}
@@ -153,102 +126,10 @@ func (h *Handler) leaveTransaction(r *request, reply bson.D, err error) (bson.D,
 	return reply, err
 }
 
-// firstWriteError is the first of a write reply's writeErrors.
-func firstWriteError(reply bson.D) error {
-	v, _ := bsonutil.Field(reply, "writeErrors")
-	errs, _ := v.(bson.A)
-	if len(errs) == 0 {
-		return nil
-	}
-	first, _ := errs[0].(bson.D)
-	code, _ := bsonutil.Field(first, "code")
-	msg, _ := bsonutil.Field(first, "errmsg")
-	c, _ := code.(int32)
-	s, _ := msg.(string)
-	return mongoerr.New(mongoerr.Code(c), s)
-}
-
 func lsidDoc(r *request) bson.D {
 	v, _ := bsonutil.Field(r.body, "lsid")
 	d, _ := v.(bson.D)
 	return d
-}
-
-// transactionStatement reads autocommit, txnNumber, startTransaction and
-// the read concern of a statement.
-func transactionStatement(r *request) (session.TxnStatement, error) {
-	var st session.TxnStatement
-	if v, _ := bsonutil.Field(r.body, "autocommit"); v != false {
-		return st, mongoerr.New(mongoerr.InvalidOptions, "autocommit must be false")
-	}
-	number, lsid, label, ok, err := sessionTxnNumber(r)
-	if err != nil {
-		return st, err
-	}
-	if !ok {
-		return st, mongoerr.New(mongoerr.InvalidOptions, "txnNumber must be provided for multi-document transactions")
-	}
-	st = session.TxnStatement{LSID: lsid, Label: label, Number: number}
-	if start, ok := bsonutil.Field(r.body, "startTransaction"); ok {
-		if start != true {
-			return st, mongoerr.New(mongoerr.InvalidOptions, "startTransaction must be true")
-		}
-		st.Start = true
-	}
-	st.ReadConcern, err = transactionReadConcern(r, st.Start)
-	return st, err
-}
-
-// transactionReadConcern is the read concern level a statement gives:
-// only the first may give one, and only local, majority or snapshot.
-func transactionReadConcern(r *request, start bool) (string, error) {
-	d, err := optDoc(r, "readConcern")
-	if err != nil || d == nil {
-		return "", err
-	}
-	if !start {
-		return "", mongoerr.New(mongoerr.InvalidOptions, "Only the first command in a transaction may specify a readConcern")
-	}
-	level, _ := bsonutil.Field(d, "level")
-	switch level {
-	case nil, "local", "majority", "snapshot":
-		s, _ := level.(string)
-		return s, nil
-	}
-	return "", mongoerr.New(mongoerr.InvalidOptions, "The readConcern level must be either 'local' (default), 'majority' or 'snapshot' in order to run in a transaction")
-}
-
-// allowedInTransaction refuses the commands mongod refuses inside a
-// transaction.
-func allowedInTransaction(name string) error {
-	if slices.Contains(transactionCommands, name) {
-		return nil
-	}
-	if name == "count" {
-		return mongoerr.New(mongoerr.OperationNotSupportedInTransaction, "Cannot run 'count' in a multi-document transaction. Please see http://dochub.mongodb.org/core/transaction-count for a recommended alternative.")
-	}
-	return mongoerr.Newf(mongoerr.OperationNotSupportedInTransaction, "Cannot run '%s' in a multi-document transaction.", name)
-}
-
-// stagesOutsideTransactions are the aggregation stages mongod refuses
-// inside a transaction: they write, or read beyond one snapshot.
-var stagesOutsideTransactions = []string{"$out", "$merge", "$changeStream"}
-
-// pipelineInTransaction refuses an aggregate whose pipeline holds one of
-// them, with the text of mongod's check before the pipeline is parsed.
-func pipelineInTransaction(r *request) error {
-	if r.name != "aggregate" {
-		return nil
-	}
-	v, _ := bsonutil.Field(r.body, "pipeline")
-	stages, _ := v.(bson.A)
-	for _, s := range stages {
-		d, _ := s.(bson.D)
-		if len(d) > 0 && slices.Contains(stagesOutsideTransactions, d[0].Key) {
-			return mongoerr.Newf(mongoerr.OperationNotSupportedInTransaction, "Stage not supported inside of a multi-document transaction: %s", d[0].Key)
-		}
-	}
-	return nil
 }
 
 // cmdCommitTransaction commits the session's transaction, or answers a
@@ -260,7 +141,7 @@ func cmdCommitTransaction(h *Handler, r *request) (bson.D, error) {
 	st := r.txn.stmt
 	err := h.txns.Commit(st, func(res session.Resource) (bool, error) {
 		err := res.(*docstore.Txn).Commit(docstore.WriteOptions{Extra: session.RecordCommit(st.LSID, st.Number, h.deps.Clock.Now())})
-		return commitOutcomeUnknown(err), err
+		return txnrules.CommitOutcomeUnknown(err), err
 	}, func() (bool, error) { return session.CommittedTxn(h.deps.Store.Engine(), st.LSID, st.Number) })
 	if err != nil {
 		return nil, err
@@ -277,32 +158,4 @@ func cmdAbortTransaction(h *Handler, r *request) (bson.D, error) {
 		return nil, err
 	}
 	return bson.D{}, nil
-}
-
-// commitOutcomeUnknown reports whether a failed commit may still have
-// committed: its entry was proposed and its fate was not seen (lost
-// leadership, a timeout). A conflict or a refusal before proposing is
-// certain.
-func commitOutcomeUnknown(err error) bool {
-	if err == nil {
-		return false
-	}
-	var me *mongoerr.Error
-	if errors.As(err, &me) {
-		return false
-	}
-	return !errors.Is(err, repl.ErrNotPrimary)
-}
-
-// transactionsStatus is serverStatus's transactions section.
-func (h *Handler) transactionsStatus() bson.D {
-	s := h.txns.Stats()
-	return bson.D{
-		{Key: "currentActive", Value: s.CurrentActive},
-		{Key: "currentInactive", Value: s.CurrentInactive},
-		{Key: "currentOpen", Value: s.CurrentOpen},
-		{Key: "totalAborted", Value: s.TotalAborted},
-		{Key: "totalCommitted", Value: s.TotalCommitted},
-		{Key: "totalStarted", Value: s.TotalStarted},
-	}
 }

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"slices"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -46,7 +47,7 @@ var ddlReadConcerns = []string{"", "local"}
 // refuseDDLReadConcern refuses create and createIndexes in a transaction
 // whose read concern is not local, as mongod's commands support no other.
 func refuseDDLReadConcern(r *request) error {
-	if r.txn == nil || r.txn.state == nil || contains(ddlReadConcerns, r.txn.state.ReadConcern) {
+	if r.txn == nil || r.txn.state == nil || slices.Contains(ddlReadConcerns, r.txn.state.ReadConcern) {
 		return nil
 	}
 	return readConcernNotSupported(r.name, bson.D{{Key: "level", Value: r.txn.state.ReadConcern}})

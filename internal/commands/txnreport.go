@@ -5,48 +5,19 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/mayflydb/mayfly/internal/activity"
-	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/session"
+	"github.com/mayflydb/mayfly/internal/txnrules"
 )
 
-// currentOp's view of transactions, in mongod 8.0's shape
-// (TransactionParticipant's reportUnstashedState for a statement
-// running, reportStashedState for an idle session).
+// currentOp's view of transactions, in the shapes of
+// internal/txnrules.
 
 // showTransaction makes r's currentOp entry carry its transaction.
 func (h *Handler) showTransaction(r *request, state *session.Transaction) {
 	h.deps.Activity.SetTransaction(r.opID, func(now time.Time) bson.D {
 		rep, _ := h.txns.Report(state, now)
-		return transactionDoc(rep)
+		return txnrules.TransactionDoc(rep)
 	})
-}
-
-// transactionDoc is currentOp's transaction sub-document.
-func transactionDoc(rep session.TxnReport) bson.D {
-	return bson.D{
-		{Key: "parameters", Value: bson.D{
-			{Key: "txnNumber", Value: rep.Number},
-			{Key: "autocommit", Value: false},
-			{Key: "readConcern", Value: reportedReadConcern(rep.ReadConcern)},
-		}},
-		{Key: "readTimestamp", Value: timestampOf(rep.ReadTimestamp)},
-		{Key: "startWallClockTime", Value: activity.ISOTime(rep.Started)},
-		{Key: "timeOpenMicros", Value: rep.Open.Microseconds()},
-		{Key: "timeActiveMicros", Value: rep.Active.Microseconds()},
-		// From the rounded figures, so that open = active + inactive.
-		{Key: "timeInactiveMicros", Value: rep.Open.Microseconds() - rep.Active.Microseconds()},
-		{Key: "expiryTime", Value: activity.ISOTime(rep.Expires)},
-	}
-}
-
-// reportedReadConcern is the read concern mongod reports: the
-// client's level, or the implicit default (local) when it gave none.
-func reportedReadConcern(level string) bson.D {
-	if level == "" {
-		return bson.D{{Key: "level", Value: "local"}, {Key: "provenance", Value: "implicitDefault"}}
-	}
-	return bson.D{{Key: "level", Value: level}, {Key: "provenance", Value: "clientSupplied"}}
 }
 
 // idleSessionDocs are the transactions in progress with no statement
@@ -54,38 +25,7 @@ func reportedReadConcern(level string) bson.D {
 func (h *Handler) idleSessionDocs(now time.Time, host string) []bson.D {
 	var out []bson.D
 	for _, rep := range h.txns.Idle(now) {
-		out = append(out, idleSessionDoc(rep, host))
+		out = append(out, txnrules.IdleSessionDoc(rep, host))
 	}
 	return out
-}
-
-func idleSessionDoc(rep session.TxnReport, host string) bson.D {
-	var lsid bson.D
-	_ = bson.Unmarshal(rep.Client.LSID, &lsid)
-	return bson.D{
-		{Key: "type", Value: "idleSession"},
-		{Key: "host", Value: host},
-		{Key: "desc", Value: "inactive transaction"},
-		{Key: "client", Value: rep.Client.Addr},
-		{Key: "connectionId", Value: rep.Client.ConnID},
-		{Key: "appName", Value: ""},
-		{Key: "clientMetadata", Value: bson.D{}},
-		{Key: "lsid", Value: lsid},
-		{Key: "transaction", Value: transactionDoc(rep)},
-		{Key: "waitingForLock", Value: false},
-		{Key: "active", Value: false},
-		{Key: "locks", Value: bson.D{}},
-	}
-}
-
-// wantsIdleSessions reads $currentOp's idleSessions option (default
-// true, as mongod's).
-func wantsIdleSessions(spec any) bool {
-	d, _ := spec.(bson.D)
-	v, ok := bsonutil.Field(d, "idleSessions")
-	if !ok {
-		return true
-	}
-	b, isBool := v.(bool)
-	return !isBool || b
 }

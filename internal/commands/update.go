@@ -1,10 +1,13 @@
 package commands
 
 import (
+	"slices"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/cmdargs"
 	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -40,7 +43,7 @@ var updateStmtFields = []string{"q", "u", "upsert", "multi", "arrayFilters", "hi
 
 func parseUpdateStmt(s bson.D, lv *letScope, dflt *collation.Collation) (*updateStmt, error) {
 	for _, e := range s {
-		if !contains(updateStmtFields, e.Key) {
+		if !slices.Contains(updateStmtFields, e.Key) {
 			return nil, mongoerr.Newf(mongoerr.Location40415, "BSON field 'update.updates.%s' is an unknown field.", e.Key)
 		}
 	}
@@ -114,7 +117,7 @@ func (st *updateStmt) parseMod(s bson.D, lv *letScope, coll *collation.Collation
 	var filters []bson.D
 	if v, ok := bsonutil.Field(s, "arrayFilters"); ok {
 		var err error
-		if filters, err = docArray("update.updates", "arrayFilters", v); err != nil {
+		if filters, err = cmdargs.DocArray("update.updates", "arrayFilters", v); err != nil {
 			return err
 		}
 	}

@@ -43,11 +43,14 @@ func packageLayers() map[string]row {
 
 		"internal/app": {layer: assembly},
 
-		"internal/server":   {layer: frontEnd},
-		"internal/commands": {layer: frontEnd},
-		"internal/router":   {layer: frontEnd},
-		"internal/metrics":  {layer: frontEnd},
-		"internal/bench":    {layer: frontEnd},
+		"internal/server":    {layer: frontEnd},
+		"internal/commands":  {layer: frontEnd},
+		"internal/shardcmds": {layer: frontEnd},
+		"internal/replcmds":  {layer: frontEnd},
+		"internal/txnrules":  {layer: frontEnd},
+		"internal/router":    {layer: frontEnd},
+		"internal/metrics":   {layer: frontEnd},
+		"internal/bench":     {layer: frontEnd},
 
 		"internal/auth":          {layer: services},
 		"internal/executor":      {layer: services},
@@ -88,6 +91,7 @@ func packageLayers() map[string]row {
 		"internal/shardmerge":    {layer: rules},
 		"internal/migrate":       {layer: rules},
 		"internal/keyenc":        {layer: rules},
+		"internal/cmdargs":       {layer: rules},
 		"internal/wire":          {layer: rules},
 
 		"internal/bsonutil":                    {layer: base},

@@ -1,9 +1,12 @@
-package commands
+package shardcmds
 
 import (
+	"context"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/cmdargs"
 	"github.com/mayflydb/mayfly/internal/configsvr"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
@@ -13,52 +16,52 @@ import (
 
 // configServer returns the config server's service, refusing the
 // command elsewhere with mongod's words.
-func (h *Handler) configServer(r *request) (*configsvr.Service, error) {
-	if h.deps.ConfigServer == nil {
-		return nil, mongoerr.Newf(mongoerr.IllegalOperation, "%s can only be run on config servers", r.name)
+func (s Services) configServer(c cmdargs.Call) (*configsvr.Service, error) {
+	if s.ConfigServer == nil {
+		return nil, mongoerr.Newf(mongoerr.IllegalOperation, "%s can only be run on config servers", c.Name)
 	}
-	return h.deps.ConfigServer, nil
+	return s.ConfigServer, nil
 }
 
-func cmdConfigsvrCommitChunkMigration(h *Handler, r *request) (bson.D, error) {
-	svc, err := h.configServer(r)
+func configsvrCommitChunkMigration(_ context.Context, s Services, c cmdargs.Call) (bson.D, error) {
+	svc, err := s.configServer(c)
 	if err != nil {
 		return nil, err
 	}
-	var c configsvr.MigrationCommit
-	if c.Namespace, err = stringField(r, r.name); err != nil {
+	var commit configsvr.MigrationCommit
+	if commit.Namespace, err = c.String(c.Name); err != nil {
 		return nil, err
 	}
-	if c.Donor, err = stringField(r, "fromShard"); err != nil {
+	if commit.Donor, err = c.String("fromShard"); err != nil {
 		return nil, err
 	}
-	if c.Recipient, err = stringField(r, "toShard"); err != nil {
+	if commit.Recipient, err = c.String("toShard"); err != nil {
 		return nil, err
 	}
-	chunk, err := optDoc(r, "migratedChunk")
+	chunk, err := c.OptDoc("migratedChunk")
 	if err != nil {
 		return nil, err
 	}
 	lo, _ := bsonutil.Field(chunk, "min")
 	hi, _ := bsonutil.Field(chunk, "max")
-	c.Range.Min, _ = lo.(bson.D)
-	c.Range.Max, _ = hi.(bson.D)
-	if c.Range.Min == nil || c.Range.Max == nil {
+	commit.Range.Min, _ = lo.(bson.D)
+	commit.Range.Max, _ = hi.(bson.D)
+	if commit.Range.Min == nil || commit.Range.Max == nil {
 		return nil, mongoerr.New(mongoerr.Location40414, "BSON field '_configsvrCommitChunkMigration.migratedChunk' is missing but a required field")
 	}
-	return bson.D{}, svc.CommitMigration(c)
+	return bson.D{}, svc.CommitMigration(commit)
 }
 
-func cmdConfigsvrCommitChunkSplit(h *Handler, r *request) (bson.D, error) {
-	svc, err := h.configServer(r)
+func configsvrCommitChunkSplit(_ context.Context, s Services, c cmdargs.Call) (bson.D, error) {
+	svc, err := s.configServer(c)
 	if err != nil {
 		return nil, err
 	}
-	ns, err := stringField(r, r.name)
+	ns, err := c.String(c.Name)
 	if err != nil {
 		return nil, err
 	}
-	v, _ := bsonutil.Field(r.body, "splitPoints")
+	v, _ := bsonutil.Field(c.Body, "splitPoints")
 	list, ok := v.(bson.A)
 	if !ok || len(list) == 0 {
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "need to provide the split points to chunk over")
@@ -67,15 +70,15 @@ func cmdConfigsvrCommitChunkSplit(h *Handler, r *request) (bson.D, error) {
 	for _, p := range list {
 		d, isDoc := p.(bson.D)
 		if !isDoc {
-			return nil, wrongType(r.name, "splitPoints", p, "object")
+			return nil, mongoerr.WrongType(c.Name, "splitPoints", p, "object")
 		}
 		points = append(points, d)
 	}
 	return bson.D{}, svc.CommitSplit(ns, points)
 }
 
-func cmdConfigsvrBalancerStatus(h *Handler, r *request) (bson.D, error) {
-	svc, err := h.configServer(r)
+func configsvrBalancerStatus(_ context.Context, s Services, c cmdargs.Call) (bson.D, error) {
+	svc, err := s.configServer(c)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package commands
+package cmdargs
 
 import (
 	"math"
@@ -269,23 +269,44 @@ var argsByHand = map[string]string{
 	"_configsvrBalancerStatus":       "Mayfly's own migration protocol",
 }
 
-// checkArgTypes refuses a field of the wrong type as mongod's IDL parser
-// does, before the command runs.
-func checkArgTypes(r *request, entry command) error {
-	spec := argSpecs[entry.name]
-	if spec == nil {
+// CheckTypes refuses a field of command cmd (its own name, not an
+// alias) of the wrong type as mongod's IDL parser does, before the
+// command runs.
+func CheckTypes(cmd string, body bson.D) error {
+	spec := argSpecs[cmd]
+	if spec == nil || len(body) == 0 {
 		return nil
 	}
-	for _, e := range r.body[1:] {
+	for _, e := range body[1:] {
 		kind, ok := spec[e.Key]
 		if !ok {
 			continue
 		}
-		if err := checkArgType(entry.name, e.Key, e.Value, kind); err != nil {
+		if err := checkArgType(cmd, e.Key, e.Value, kind); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// Covered tells how a command's arguments are typed: by its IDL (typed),
+// or by its handler for the reason why.
+func Covered(cmd string) (typed bool, why string) {
+	_, typed = argSpecs[cmd]
+	return typed, argsByHand[cmd]
+}
+
+// Commands are the commands whose arguments this package knows, typed or
+// by hand, so that a test can hold them against the command table.
+func Commands() []string {
+	names := make([]string, 0, len(argSpecs)+len(argsByHand))
+	for name := range argSpecs {
+		names = append(names, name)
+	}
+	for name := range argsByHand {
+		names = append(names, name)
+	}
+	return names
 }
 
 func checkArgType(cmd, field string, v any, kind argKind) error {
@@ -301,43 +322,43 @@ func checkArgType(cmd, field string, v any, kind argKind) error {
 		}
 	case argObject:
 		if _, ok := v.(bson.D); !ok {
-			return wrongType(cmd, field, v, "object")
+			return mongoerr.WrongType(cmd, field, v, "object")
 		}
 	case argSafeInt64:
 		if !bsonutil.IsNumber(v) {
-			return wrongType(cmd, field, v, numberTypes)
+			return mongoerr.WrongType(cmd, field, v, NumberTypes)
 		}
 	case argBool:
 		if _, ok := v.(bool); !ok {
-			return wrongType(cmd, field, v, "bool")
+			return mongoerr.WrongType(cmd, field, v, "bool")
 		}
 	case argSafeBool:
 		if _, ok := v.(bool); !ok && !bsonutil.IsNumber(v) {
-			return wrongType(cmd, field, v, "[bool, long, int, decimal, double]")
+			return mongoerr.WrongType(cmd, field, v, "[bool, long, int, decimal, double]")
 		}
 	case argInt:
 		if _, ok := v.(int32); !ok {
-			return wrongType(cmd, field, v, "int")
+			return mongoerr.WrongType(cmd, field, v, "int")
 		}
 	case argString:
 		if _, ok := v.(string); !ok {
-			return wrongType(cmd, field, v, "string")
+			return mongoerr.WrongType(cmd, field, v, "string")
 		}
 	case argArray:
 		if _, ok := v.(bson.A); !ok {
-			return wrongType(cmd, field, v, "array")
+			return mongoerr.WrongType(cmd, field, v, "array")
 		}
 	case argTimestamp:
 		if _, ok := v.(bson.Timestamp); !ok {
-			return wrongType(cmd, field, v, "timestamp")
+			return mongoerr.WrongType(cmd, field, v, "timestamp")
 		}
 	}
 	return nil
 }
 
-// parseMaxTimeMS reads the generic maxTimeMS as mongod does for every
+// MaxTimeMS reads the generic maxTimeMS as mongod does for every
 // command: a number (2 BadValue otherwise), integral, in [0, 2^31-1].
-func parseMaxTimeMS(v any) (int64, error) {
+func MaxTimeMS(v any) (int64, error) {
 	if !bsonutil.IsNumber(v) {
 		return 0, mongoerr.New(mongoerr.BadValue, "maxTimeMS must be a number")
 	}
