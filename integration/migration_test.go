@@ -434,15 +434,15 @@ func testExpiryDuringMove(t *testing.T, c *routedCluster, cl *mongo.Client) {
 	}
 	defer setShardParameter(t, c, recipient, "ttlMonitorEnabled", true)
 	now := time.Now()
-	soon := now.Add(3 * time.Second)
 	docs := make([]any, 300)
+	var soonIDs bson.A
 	for i := range docs {
-		at := now.Add(time.Hour) // group L: live
+		at := now.Add(time.Hour) // group L: live; group E1 until the move holds
 		switch i % 3 {
 		case 0:
 			at = now.Add(-time.Minute) // group E0: expired before the move
 		case 1:
-			at = soon // group E1: expires while the chunk moves
+			soonIDs = append(soonIDs, int32(i))
 		}
 		docs[i] = bson.D{{Key: "_id", Value: int32(i)}, {Key: "expireAt", Value: at}}
 	}
@@ -452,6 +452,14 @@ func testExpiryDuringMove(t *testing.T, c *routedCluster, cl *mongo.Client) {
 	failPoint(t, c, donor, failpoint.MigrationHangInCatchUp, true)
 	moved := moveAsync(cl, "test.ex", recipient)
 	waitPhase(t, c, donor, migrate.PhaseCatchUp)
+	// Group E1, cloned with a date an hour away, now expires while the
+	// move is held in catch-up: the new date reaches the recipient as a
+	// catch-up write. Dated from here, however long the set-up took.
+	soon := time.Now().Add(3 * time.Second)
+	if _, err := coll.UpdateMany(ctxT(t), bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: soonIDs}}}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "expireAt", Value: soon}}}}); err != nil {
+		t.Fatal(err)
+	}
 	watchUntil(t, coll, soon.Add(1500*time.Millisecond))
 	setShardParameter(t, c, donor, "ttlMonitorEnabled", true)
 	waitDonorDeleted(t, c, donor, before, 300)
