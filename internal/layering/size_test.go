@@ -77,3 +77,28 @@ func TestPackageSizeBounds(t *testing.T) {
 		}
 	}
 }
+
+// commandFileBound is issue #36's bound on a file of the command layer:
+// one command, or one family of them, per file.
+const commandFileBound = 600
+
+// TestCommandFilesStaySmall: no non-test file of internal/commands
+// reaches commandFileBound lines.
+func TestCommandFilesStaySmall(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(repoRoot(t), "internal", "commands", "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no files in internal/commands (%v)", err)
+	}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := bytes.Count(data, []byte("\n")); n >= commandFileBound {
+			t.Errorf("%s has %d lines, at or over %d: split it by command", filepath.Base(f), n, commandFileBound)
+		}
+	}
+}
