@@ -21,8 +21,10 @@ func BenchmarkWrite(b *testing.B) {
 }
 
 func benchInsert(b *testing.B, logged bool) {
-	c := benchSessions(b, logged)
+	c, w := benchSessions(b, logged)
 	b.ResetTimer()
+	w.reset()
+	defer w.report(b)
 	defer reportThreadCPU(b)()
 	for i := 0; i < b.N; i++ {
 		if err := c.Insert(benchSession(i), WriteOptions{}); err != nil {
@@ -32,13 +34,15 @@ func benchInsert(b *testing.B, logged bool) {
 }
 
 func benchTouch(b *testing.B, logged bool) {
-	c := benchSessions(b, logged)
+	c, w := benchSessions(b, logged)
 	for i := 0; i < b.N; i++ {
 		if err := c.Insert(benchSession(i), WriteOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ResetTimer()
+	w.reset()
+	defer w.report(b)
 	defer reportThreadCPU(b)()
 	for i := 0; i < b.N; i++ {
 		_, err := c.Modify(int64(i), WriteOptions{}, func(doc bson.D) (Change, error) {
@@ -52,12 +56,14 @@ func benchTouch(b *testing.B, logged bool) {
 	}
 }
 
-func benchSessions(b *testing.B, logged bool) *Collection {
-	s, _ := openStoreLog(b, logged)
+// benchSessions opens the session collection on a store that counts the
+// records each write commits.
+func benchSessions(b *testing.B, logged bool) (*Collection, *writeCounter) {
+	s, w := openCountingStore(b, logged)
 	c, _ := s.CreateCollection("db", "s", CreateOptions{})
 	mustIndexTB(b, c, bson.D{{Key: "key", Value: bson.D{{Key: "t", Value: 1}}}, {Key: "name", Value: "t_1"}, {Key: "expireAfterSeconds", Value: 3600}})
 	mustIndexTB(b, c, bson.D{{Key: "key", Value: bson.D{{Key: "token", Value: 1}}}, {Key: "name", Value: "token_1"}})
-	return c
+	return c, w
 }
 
 func benchSession(i int) bson.D {
