@@ -225,17 +225,19 @@ func (c *Collection) removeLoose(t *tx, ix *indexState, v *looseVisits, now time
 // is its own and it has expired.
 func (t *tx) judgeLoose(ix *indexState, id []byte, d *stored, keys [][]byte, now time.Time, res *ExpireResult, left *int64) error {
 	group := 1 + slices.Index(t.st.indexes, ix)
-	var own []byte
-	for _, k := range keys {
-		var raw []byte
-		if d != nil {
-			raw = d.raw
-		}
-		current, err := ix.holdsEntry(k, id, raw)
-		if err != nil {
+	var current [][]byte // the document's keys in ix now
+	if d != nil {
+		var err error
+		if current, err = d.keys(ix); err != nil {
 			return err
 		}
-		if current {
+	}
+	var own []byte
+	for _, k := range keys {
+		if len(k) < len(ix.prefix)+len(id) {
+			continue // a malformed value, which validate reports
+		}
+		if containsKey(current, k[len(ix.prefix):len(k)-len(id)]) {
 			own = k
 			continue
 		}
