@@ -40,8 +40,9 @@ const recordTagLoose = 0x03
 
 // maxStaleEntries bounds the stale entries a touched document keeps in an
 // appending index before a touch deletes the oldest: a session touched
-// at most this often per lifetime costs one index write per touch.
-const maxStaleEntries = 8
+// at most this often per lifetime costs one index write per touch, as
+// does a refreshOnRead index, which writes at most once per tenth of it.
+const maxStaleEntries = 10
 
 func isLoose(v []byte) bool { return len(v) > 0 && v[0] == recordTagLoose }
 
@@ -249,12 +250,14 @@ func (t *tx) judgeLoose(ix *indexState, id []byte, d *stored, keys [][]byte, now
 	if own == nil {
 		return nil
 	}
-	return t.expireLooseOwner(ix, d, own, now, res, left)
+	return t.expireLooseOwner(ix, d, own, len(current) == 1, now, res, left)
 }
 
 // expireLooseOwner deletes d, whose own loose entry own the batch found
-// due, as removeRead does: after checking it has expired.
-func (t *tx) expireLooseOwner(ix *indexState, d *stored, own []byte, now time.Time, res *ExpireResult, left *int64) error {
+// due, as removeRead does: after checking it has expired. When own is
+// the document's only entry in ix, its date is the document's expiry
+// there, and the document need not be decoded for its event.
+func (t *tx) expireLooseOwner(ix *indexState, d *stored, own []byte, only bool, now time.Time, res *ExpireResult, left *int64) error {
 	expired, err := t.c.storedExpired(d, now)
 	if err != nil {
 		return err
@@ -263,10 +266,20 @@ func (t *tx) expireLooseOwner(ix *indexState, d *stored, own []byte, now time.Ti
 		*left = math.MinInt64 // the index and the document disagree: start over
 		return nil
 	}
-	if err := t.expireRead(ix, d); err != nil {
+	date, dated := ix.entryDate(own)
+	switch {
+	case only && dated:
+		err = t.removeDoc(d)
+		if err == nil && t.eventBatch() != nil {
+			t.emitExpiry(d.idEnc, d.raw, ix, ix.expiry(date).UnixMilli())
+		}
+	default:
+		err = t.expireRead(ix, d)
+	}
+	if err != nil {
 		return err
 	}
-	if date, ok := ix.entryDate(own); ok {
+	if dated {
 		res.Expiries = append(res.Expiries, ix.expiry(date).UnixNano())
 	}
 	res.Deleted++
