@@ -49,6 +49,12 @@ func (it *IDIter) Next() (id any, ok bool, err error) {
 			break
 		}
 		d.Stats.KeysExamined++
+		if d.staleEntry() {
+			if d.err != nil {
+				break
+			}
+			continue
+		}
 		idEnc := entryID(d.it.Value())
 		if d.markSeen(idEnc) {
 			d.Stats.DupsDropped++

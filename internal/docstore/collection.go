@@ -81,6 +81,8 @@ type indexState struct {
 	// warnMu orders a warning pass and the writes that warn of their own
 	// documents (warn.go); shared the same way.
 	warnMu *sync.Mutex
+	// appends: a touch appends its entry here (ttlloose.go).
+	appends bool
 	// lruMark is set for indexes with an lruLimit (lru.go).
 	lruMark *lruMark
 	// collator keys the index's strings when it stores collation keys
@@ -115,6 +117,7 @@ func (c *Collection) setMeta(meta *catalog.Collection) {
 			ix.collator, _ = collation.Parse(def.Collation)
 			ix.simple = false // rawKeys does not key strings
 		}
+		ix.appends = appendsEntries(ix)
 		st.indexes = append(st.indexes, ix)
 		if def.HasLRU() && def.Ready {
 			ix.lruMark = &lruMark{}

@@ -289,6 +289,9 @@ func (d *DocIter) nextIndexed() ([]byte, bool) {
 		if d.plan.idScan {
 			return d.it.Value(), true
 		}
+		if d.staleEntry() {
+			continue
+		}
 		idEnc := entryID(d.it.Value())
 		if d.markSeen(idEnc) {
 			d.Stats.DupsDropped++
@@ -299,6 +302,22 @@ func (d *DocIter) nextIndexed() ([]byte, bool) {
 		}
 	}
 	return nil, false
+}
+
+// staleEntry reports whether the index entry the scan stands on is a
+// touch's stale one (ttlloose.go), which the scan passes over: its key is
+// no longer the document's, so it would match a range the document does
+// not, or yield the document out of the index's order.
+func (d *DocIter) staleEntry() bool {
+	if !isLoose(d.it.Value()) {
+		return false
+	}
+	ix := d.c.state.Load().indexByID(d.plan.Index.ID)
+	skip, err := d.c.skipLoose(ix, d.it.Key(), d.it.Value(), d.reader)
+	if err != nil {
+		d.err = err
+	}
+	return skip
 }
 
 // advanceIndex moves to the next index entry, opening ranges in turn (in

@@ -51,6 +51,14 @@ func (t *tx) evictLowest(ix *indexState, keep []byte) error {
 	var kept []byte           // the first entry the walk leaves
 	ok := ix.lruMark.start(it, desc)
 	for ; ok && t.overLRU(ix); ok = step(it, desc) {
+		// A touch's stale entry, left from before the index had its
+		// limit, does not date its document (ttlloose.go).
+		if stale, err := t.c.skipLoose(ix, it.Key(), it.Value(), t.r); err != nil || stale {
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		id := entryID(it.Value())
 		if bytes.Equal(id, keep) || seen[string(id)] {
 			if kept == nil {

@@ -233,5 +233,5 @@ func (t *tx) commitCompact() (wait func() error, err error) {
 // a compact expiry: then nothing in it depends on the locks it holds.
 func (t *tx) onlyCompact(res ExpireResult) bool {
 	_, ok := t.b.(storage.ExpiryBatch)
-	return ok && res.Deleted > 0 && len(t.compactIDs) == res.Deleted
+	return ok && res.Deleted > 0 && len(t.compactIDs) == res.Deleted && res.StaleEntries == 0
 }

@@ -33,6 +33,10 @@ type ExpireResult struct {
 	// Trimmed counts the documents an expireElements pass rewrote
 	// without their expired elements (elements.go).
 	Trimmed int
+	// StaleEntries counts the loose TTL entries deleted without their
+	// document: stale ones a touch left, or of documents gone
+	// (ttlloose.go).
+	StaleEntries int
 	// Expiries holds, for each document taken, the expiry its entry gave
 	// (unix nanoseconds): with the batch's end, how late it was deleted.
 	Expiries []int64
@@ -332,6 +336,7 @@ func (p *ExpiryPass) walk(t *tx, limit int) (res ExpireResult, err error) {
 	var seen map[string]bool // the documents taken that have several entries here
 	var unread [][]byte
 	var ids []byte // one buffer for unread's ids
+	var loose looseVisits
 	var span idSpan
 	for ; tc.ok; tc.advance() {
 		d, ok := p.expiredEntry(tc)
@@ -353,13 +358,17 @@ func (p *ExpiryPass) walk(t *tx, limit int) (res ExpireResult, err error) {
 		if !onlyEntry(value) && seen[string(id)] {
 			continue // a later date of an array already taken
 		}
-		if res.Deleted+len(unread) == limit {
+		if res.Deleted+len(unread)+len(loose.ids) == limit {
 			res.More = true
 			break
 		}
 		p.after = append(p.after[:0], tc.it.Key()...)
 		if !p.takeable(t, id) {
 			p.left = min(p.left, int64(d)) // busy: the next pass comes back
+			continue
+		}
+		if isLoose(value) {
+			loose.add(tc.it.Key(), id) // judged against its document below
 			continue
 		}
 		span.add(id)
@@ -399,7 +408,10 @@ func (p *ExpiryPass) walk(t *tx, limit int) (res ExpireResult, err error) {
 		p.lastMax = span.highest
 	}
 	slices.SortFunc(unread, bytes.Compare)
-	return res, p.c.removeRead(t, ix, unread, p.now, &res, &p.left)
+	if err := p.c.removeRead(t, ix, unread, p.now, &res, &p.left); err != nil {
+		return res, err
+	}
+	return res, p.c.removeLoose(t, ix, &loose, p.now, &res, &p.left)
 }
 
 // idSpan follows the lowest and highest _id a batch takes.

@@ -23,8 +23,8 @@ import (
 // the entries of a document that has several in the index (an array of
 // dates), so that a walk needs to remember only those documents' _ids to
 // take each document once. Every other entry's value is the bare encoded
-// _id, whose first byte is a key-encoding type tag: the record tags are
-// none of them.
+// _id, whose first byte is a key-encoding type tag: the record tags (and
+// recordTagLoose) are none of them.
 const (
 	recordTag      = 0x01
 	recordTagMulti = 0x02
@@ -66,9 +66,16 @@ func entryID(v []byte) []byte {
 }
 
 // splitEntryValue returns the encoded _id and, when the value has one, the
-// deletion record. ok is false for a malformed tagged value, which is then
-// returned whole as the _id so that no document is found under it.
+// deletion record (a loose entry has none: ttlloose.go). ok is false for a
+// malformed tagged value, which is then returned whole as the _id so that
+// no document is found under it.
 func splitEntryValue(v []byte) (id, rec []byte, ok bool) {
+	if isLoose(v) {
+		if id, _, ok := splitLoose(v); ok {
+			return id, nil, true
+		}
+		return v, nil, false
+	}
 	if !hasRecord(v) {
 		return v, nil, true
 	}

@@ -34,6 +34,13 @@ func (c *Collection) indexDuplicates(ix *indexState) ([]bson.A, error) {
 	var prev []byte
 	var run [][]byte // the _ids of the entries with key prev
 	for ok := it.First(); ok; ok = it.Next() {
+		// A touch's stale entry is not its document's key (ttlloose.go).
+		if stale, err := c.skipLoose(ix, it.Key(), it.Value(), c.store.eng); err != nil || stale {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
 		idEnc := entryID(it.Value())
 		part := it.Key()[len(ix.prefix) : len(it.Key())-len(idEnc)]
 		if !bytes.Equal(part, prev) {

@@ -209,7 +209,8 @@ func (v *validation) countDocKeys(_ *indexCheck, entry []byte, _ any) {
 
 // scanIndex walks an index's entries, checking that each one's value is
 // the _id its key ends with and that a unique index repeats no key, and
-// hands each entry to fn.
+// hands each entry to fn. A touch's stale entries (ttlloose.go) are not
+// the document's and not corruption: they are passed over.
 func (v *validation) scanIndex(ic *indexCheck, fn func(ic *indexCheck, entry []byte)) error {
 	it, err := v.c.store.eng.NewIter(ic.ix.prefix, prefixEnd(ic.ix.prefix))
 	if err != nil {
@@ -221,10 +222,25 @@ func (v *validation) scanIndex(ic *indexCheck, fn func(ic *indexCheck, entry []b
 		if err := v.ctx.Err(); err != nil {
 			return err
 		}
+		if stale, err := v.staleEntry(ic, it.Key(), it.Value()); err != nil || stale {
+			if err != nil {
+				return err
+			}
+			continue
+		}
 		prev = v.checkEntry(ic, it.Key(), it.Value(), prev)
 		fn(ic, it.Key())
 	}
 	return it.Error()
+}
+
+// staleEntry reports whether a well-formed loose entry is no longer its
+// document's.
+func (v *validation) staleEntry(ic *indexCheck, key, value []byte) (bool, error) {
+	if _, _, ok := splitLoose(value); !ok {
+		return false, nil
+	}
+	return v.c.skipLoose(ic.ix, key, value, v.c.store.eng)
 }
 
 // checkEntry returns the entry's key part, for the next entry's unique

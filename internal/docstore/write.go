@@ -526,13 +526,19 @@ func (t *tx) putDoc(d *stored, old *stored) error {
 // updateIndex writes the entries newKeys of d in ix that old lacks and
 // deletes those of old that d lacks. A TTL index's entries carry the
 // deletion record ttlValue, which changes with the document's size and
-// keys, so they are all written again.
+// keys, so they are all written again, except where a touch appends
+// (updateAppending).
 func (t *tx) updateIndex(ix *indexState, newKeys [][]byte, d, old *stored, ttlValue []byte) error {
 	var oldKeys [][]byte
 	if old != nil {
 		var err error
 		if oldKeys, err = ix.entryKeys(old.doc); err != nil {
 			return err
+		}
+		if ix.appends {
+			if done, err := t.updateAppending(ix, oldKeys, newKeys, d); done || err != nil {
+				return err
+			}
 		}
 	}
 	for _, k := range oldKeys {
@@ -604,10 +610,13 @@ func (t *tx) checkUnique(ix *indexState, key []byte, d *stored) error {
 	if err != nil {
 		return err
 	}
-	return t.evictHolders(ix, holders, d)
+	return t.evictHolders(ix, key, holders, d)
 }
 
-func (t *tx) evictHolders(ix *indexState, holders [][]byte, d *stored) error {
+// evictHolders fails with E11000 when a live holder of key has it as its
+// own entry (not a touch's stale one, left from before the index was made
+// unique: ttlloose.go), and deletes expired holders.
+func (t *tx) evictHolders(ix *indexState, key []byte, holders [][]byte, d *stored) error {
 	for _, h := range holders {
 		if t.locks != nil && !t.locks.tryStripe(t.c.stripeOf(h)) {
 			return errRetry
@@ -617,6 +626,12 @@ func (t *tx) evictHolders(ix *indexState, holders [][]byte, d *stored) error {
 			return err
 		}
 		if other == nil {
+			continue
+		}
+		if holds, err := ix.holdsEntry(entryKey(ix, key, h), h, other.raw); err != nil || !holds {
+			if err != nil {
+				return err
+			}
 			continue
 		}
 		if !t.c.expiredNow(other.doc) {

@@ -1,0 +1,318 @@
+package docstore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/keyenc"
+	"github.com/mayflydb/mayfly/internal/storage"
+)
+
+// A touch — an update that moves a document's date in a TTL index later,
+// as a session store's updateOne({token}, {$set: {lastActivity: now}})
+// does — writes the new entry and leaves the old one in place instead of
+// deleting it. The entries it writes are loose: they carry no deletion
+// record, and one of them may be stale (its date is no longer the
+// document's). Whoever meets a loose entry judges it against the document
+// (holdsEntry): the monitor deletes the document only when the entry's
+// key is still the document's, and otherwise the entry alone, silently;
+// index scans skip a stale entry as if it were not there.
+//
+// The value of a loose entry is
+//
+//	recordTagLoose · uvarint(len(id)) · id · uvarint(n) · n × varint(date)
+//
+// where the dates (Unix milliseconds, oldest first) are the document's
+// stale entries in the index that were not yet due when the entry was
+// written. A write that keeps at most maxStaleEntries of them, deleting
+// the oldest beyond, and any other write deletes them all (see
+// updateAppending): a document touched without pause has at most that
+// many stale entries, plus those already due, which the monitor's next
+// pass removes.
+const recordTagLoose = 0x03
+
+// maxStaleEntries bounds the stale entries a touched document keeps in an
+// appending index before a touch deletes the oldest: a session touched
+// at most this often per lifetime costs one index write per touch, as
+// does a refreshOnRead index, which writes at most once per tenth of it.
+const maxStaleEntries = 10
+
+func isLoose(v []byte) bool { return len(v) > 0 && v[0] == recordTagLoose }
+
+// appendsEntries reports whether touches append to ix: a ready TTL index
+// on one top-level field, without a partial filter, collation, hash,
+// uniqueness (a stale entry would hold a key another document may take),
+// lruLimit (whose walk takes the lowest entry as the least recently used)
+// or expireElements.
+func appendsEntries(ix *indexState) bool {
+	def := ix.def
+	return def.TTL && def.Ready && len(def.Fields) == 1 && ix.simple && !ix.hashed &&
+		!def.RefusesDuplicates() && !def.HasLRU() && !def.ExpireElements
+}
+
+// appendLooseValue appends a loose entry's value for idEnc listing stale.
+func appendLooseValue(dst, idEnc []byte, stale []int64) []byte {
+	dst = append(dst, recordTagLoose)
+	dst = binary.AppendUvarint(dst, uint64(len(idEnc)))
+	dst = append(dst, idEnc...)
+	dst = binary.AppendUvarint(dst, uint64(len(stale)))
+	for _, d := range stale {
+		dst = binary.AppendVarint(dst, d)
+	}
+	return dst
+}
+
+// splitLoose returns a loose entry value's _id and stale dates; ok is
+// false when v is not a well-formed loose value.
+func splitLoose(v []byte) (id []byte, stale []int64, ok bool) {
+	if !isLoose(v) {
+		return nil, nil, false
+	}
+	r := recordReader{b: v[1:]}
+	id = r.take(r.uvarint())
+	n := r.uvarint()
+	for ; n > 0 && !r.bad; n-- {
+		d, w := binary.Varint(r.b)
+		if w <= 0 {
+			return nil, nil, false
+		}
+		stale, r.b = append(stale, d), r.b[w:]
+	}
+	return id, stale, !r.bad && len(r.b) == 0
+}
+
+// updateAppending handles a write of d in ix, an appending index, whose
+// old version had the one entry oldKeys there. When d has one entry and
+// its date is later, it writes that entry loose, leaves the old one if it
+// was loose (deleting it otherwise: a record entry is trusted by the
+// monitor), and reports true. Any other change deletes the stale entries
+// the old entry lists, and updateIndex goes on as for any index.
+func (t *tx) updateAppending(ix *indexState, oldKeys, newKeys [][]byte, d *stored) (bool, error) {
+	if len(oldKeys) != 1 {
+		return false, nil
+	}
+	oldEntry := entryKey(ix, oldKeys[0], d.idEnc)
+	value, err := t.r.Get(oldEntry)
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return false, fmt.Errorf("docstore: read the TTL entry of a touch: %w", err)
+	}
+	_, stale, loose := splitLoose(value)
+	oldDate, ok := ix.keyDate(oldKeys[0])
+	if !ok || len(newKeys) != 1 || !laterDate(ix, newKeys[0], oldDate) {
+		return false, t.deleteStale(ix, d.idEnc, stale)
+	}
+	if loose {
+		stale = append(stale, int64(oldDate))
+	} else if err := t.b.Delete(oldEntry); err != nil {
+		return false, err
+	}
+	if stale, err = t.capStale(ix, d.idEnc, stale); err != nil {
+		return false, err
+	}
+	t.noteTTLEntry(ix, newKeys[0])
+	return true, t.b.Set(entryKey(ix, newKeys[0], d.idEnc), appendLooseValue(nil, d.idEnc, stale))
+}
+
+// laterDate reports whether key holds a date after old.
+func laterDate(ix *indexState, key []byte, old bson.DateTime) bool {
+	d, ok := ix.keyDate(key)
+	return ok && d > old
+}
+
+// capStale drops from stale the dates already due (the monitor removes
+// those entries) and deletes the oldest entries beyond maxStaleEntries.
+func (t *tx) capStale(ix *indexState, idEnc []byte, stale []int64) ([]int64, error) {
+	cutoff := t.c.store.clock.Now().Add(-time.Duration(ix.def.ExpireAfter) * time.Second).UnixMilli()
+	stale = slices.DeleteFunc(stale, func(d int64) bool { return d <= cutoff })
+	for len(stale) > maxStaleEntries {
+		if err := t.b.Delete(staleEntryKey(ix, stale[0], idEnc)); err != nil {
+			return nil, err
+		}
+		stale = stale[1:]
+	}
+	return stale, nil
+}
+
+// deleteStale deletes the stale entries of idEnc at the given dates.
+func (t *tx) deleteStale(ix *indexState, idEnc []byte, stale []int64) error {
+	for _, d := range stale {
+		if err := t.b.Delete(staleEntryKey(ix, d, idEnc)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func staleEntryKey(ix *indexState, date int64, idEnc []byte) []byte {
+	return entryKey(ix, keyenc.AppendKey(nil, []any{bson.DateTime(date)}, ix.desc), idEnc)
+}
+
+// holdsEntry reports whether the entry key of ix, whose document idEnc is
+// raw (nil: gone), is one of the document's entries there now: always so
+// for an entry with a record or a bare _id, not always for a loose one.
+func (ix *indexState) holdsEntry(key, idEnc, raw []byte) (bool, error) {
+	if raw == nil || len(key) < len(ix.prefix)+len(idEnc) {
+		return false, nil
+	}
+	keys, err := (&stored{idEnc: idEnc, raw: raw}).keys(ix)
+	if err != nil {
+		return false, err
+	}
+	return containsKey(keys, key[len(ix.prefix):len(key)-len(idEnc)]), nil
+}
+
+// looseVisits are the loose entries a monitor's batch took: each judged
+// against its document once the walk is over (removeLoose).
+type looseVisits struct {
+	keys, ids [][]byte
+	buf       []byte // one buffer for the copies
+}
+
+func (v *looseVisits) add(key, id []byte) {
+	var k, i []byte
+	v.buf, k = appendCopy(v.buf, key)
+	v.buf, i = appendCopy(v.buf, id)
+	v.keys, v.ids = append(v.keys, k), append(v.ids, i)
+}
+
+// byDocument returns the visits' distinct _ids, sorted, and each one's
+// entry keys.
+func (v *looseVisits) byDocument() (ids [][]byte, keys map[string][][]byte) {
+	keys = map[string][][]byte{}
+	for i, id := range v.ids {
+		if _, ok := keys[string(id)]; !ok {
+			ids = append(ids, id)
+		}
+		keys[string(id)] = append(keys[string(id)], v.keys[i])
+	}
+	slices.SortFunc(ids, bytes.Compare)
+	return ids, keys
+}
+
+// removeLoose judges the loose entries a batch took (their documents'
+// stripes held): a document whose entry is still its own has expired by
+// this index, and goes as removeRead deletes one; every other entry —
+// stale, or of a document gone — is deleted alone, with no event.
+func (c *Collection) removeLoose(t *tx, ix *indexState, v *looseVisits, now time.Time, res *ExpireResult, left *int64) error {
+	if len(v.ids) == 0 {
+		return nil
+	}
+	ids, keys := v.byDocument()
+	docs, err := c.loadMany(ids)
+	if err != nil {
+		return err
+	}
+	found := make(map[string]*stored, len(docs))
+	for _, d := range docs {
+		found[string(d.idEnc)] = d
+	}
+	for _, id := range ids {
+		if err := t.judgeLoose(ix, id, found[string(id)], keys[string(id)], now, res, left); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// judgeLoose deletes the stale entries among keys, the loose entries of
+// the document id (d, nil when gone), and the document when one of them
+// is its own and it has expired.
+func (t *tx) judgeLoose(ix *indexState, id []byte, d *stored, keys [][]byte, now time.Time, res *ExpireResult, left *int64) error {
+	group := 1 + slices.Index(t.st.indexes, ix)
+	var current [][]byte // the document's keys in ix now
+	if d != nil {
+		var err error
+		if current, err = d.keys(ix); err != nil {
+			return err
+		}
+	}
+	var own []byte
+	for _, k := range keys {
+		if len(k) < len(ix.prefix)+len(id) {
+			continue // a malformed value, which validate reports
+		}
+		if containsKey(current, k[len(ix.prefix):len(k)-len(id)]) {
+			own = k
+			continue
+		}
+		if err := t.del(group, k); err != nil {
+			return err
+		}
+		res.StaleEntries++
+	}
+	if own == nil {
+		return nil
+	}
+	return t.expireLooseOwner(ix, d, own, len(current) == 1, now, res, left)
+}
+
+// expireLooseOwner deletes d, whose own loose entry own the batch found
+// due, as removeRead does: after checking it has expired. When own is
+// the document's only entry in ix, its date is the document's expiry
+// there, and the document need not be decoded for its event.
+func (t *tx) expireLooseOwner(ix *indexState, d *stored, own []byte, only bool, now time.Time, res *ExpireResult, left *int64) error {
+	expired, err := t.c.storedExpired(d, now)
+	if err != nil {
+		return err
+	}
+	if !expired {
+		*left = math.MinInt64 // the index and the document disagree: start over
+		return nil
+	}
+	date, dated := ix.entryDate(own)
+	switch {
+	case only && dated:
+		err = t.removeDoc(d)
+		if err == nil && t.eventBatch() != nil {
+			t.emitExpiry(d.idEnc, d.raw, ix, ix.expiry(date).UnixMilli())
+		}
+	default:
+		err = t.expireRead(ix, d)
+	}
+	if err != nil {
+		return err
+	}
+	if dated {
+		res.Expiries = append(res.Expiries, ix.expiry(date).UnixNano())
+	}
+	res.Deleted++
+	res.Read++
+	return nil
+}
+
+// skipLoose reports whether an index scan should pass over the entry
+// (key, value) of ix: a loose entry that is no longer its document's. A
+// document gone is skipped by the scan's fetch anyway.
+func (c *Collection) skipLoose(ix *indexState, key, value []byte, r storage.Reader) (bool, error) {
+	if ix == nil || !isLoose(value) {
+		return false, nil
+	}
+	id := entryID(value)
+	raw, err := r.Get(docKey(c.meta().ID, id))
+	if errors.Is(err, storage.ErrNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("docstore: read the document of a TTL entry: %w", err)
+	}
+	current, err := ix.holdsEntry(key, id, raw)
+	return !current, err
+}
+
+// indexByID returns the state of the index with catalog ID id, nil when
+// the collection has none (dropped since).
+func (st *collState) indexByID(id uint32) *indexState {
+	for _, ix := range st.indexes {
+		if ix.def.ID == id {
+			return ix
+		}
+	}
+	return nil
+}

@@ -1,0 +1,330 @@
+package docstore
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/catalog"
+	"github.com/mayflydb/mayfly/internal/changestream"
+	"github.com/mayflydb/mayfly/internal/clock"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/query"
+)
+
+// touchedColl is a collection with a token index and t_1, a TTL index of
+// expireAfterSeconds secs, over a change log whose events events lists.
+func touchedColl(t *testing.T, secs int) (*Collection, *clock.Manual, func() []changestream.Record) {
+	t.Helper()
+	s, events := loggedStore(t)
+	c, err := s.CreateCollection("db", "s", CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustIndex(t, c, bson.D{{Key: "key", Value: bson.D{{Key: "token", Value: 1}}}, {Key: "name", Value: "token_1"}})
+	mustIndex(t, c, bson.D{{Key: "key", Value: bson.D{{Key: "t", Value: 1}}}, {Key: "name", Value: "t_1"}, {Key: "expireAfterSeconds", Value: secs}})
+	events()
+	return c, s.clock.(*clock.Manual), events
+}
+
+// writeField writes doc id's field to v (removes it when v is nil), as an
+// update would.
+func writeField(t *testing.T, c *Collection, id any, field string, v any) {
+	t.Helper()
+	_, err := c.Modify(id, WriteOptions{}, func(doc bson.D) (Change, error) {
+		if doc == nil {
+			return Change{}, errors.New("no document")
+		}
+		next := slices.DeleteFunc(slices.Clone(doc), func(e bson.E) bool { return e.Key == field })
+		if v != nil {
+			next = append(next, bson.E{Key: field, Value: v})
+		}
+		return Change{Kind: Replace, Doc: next}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ttlEntries counts the entries of t_1.
+func ttlEntries(t *testing.T, c *Collection) int {
+	t.Helper()
+	ix := c.state.Load().ttlIndex("t_1")
+	it, err := c.store.eng.NewIter(ix.prefix, prefixEnd(ix.prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+	}
+	return n
+}
+
+// fullPass runs a whole pass over t_1 at now and sums its batches.
+func fullPass(t *testing.T, c *Collection, now time.Time) ExpireResult {
+	t.Helper()
+	pass := c.BeginExpiry("t_1", now)
+	var sum ExpireResult
+	for range 1000 {
+		res, err := pass.Next(2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum.Deleted += res.Deleted
+		sum.Read += res.Read
+		sum.StaleEntries += res.StaleEntries
+		if !res.More {
+			return sum
+		}
+	}
+	t.Fatal("the pass did not end")
+	return sum
+}
+
+// A touched session's old entries stay until the monitor reaches them,
+// which then deletes them alone, silently, and the document only at its
+// own date; reads go by the document's date throughout.
+func TestTouchLeavesEntriesTheMonitorJudges(t *testing.T) {
+	c, clk, events := touchedColl(t, 60)
+	insert(t, c, bson.D{{Key: "_id", Value: 1}, {Key: "token", Value: "a"}, {Key: "t", Value: date(t0)}})
+	for _, s := range []int{10, 20, 30} {
+		writeField(t, c, 1, "t", date(t0.Add(time.Duration(s)*time.Second)))
+	}
+	if n := ttlEntries(t, c); n != 3 {
+		t.Fatalf("t_1 holds %d entries, want 3: the insert's entry deleted by the first touch, each touch's left", n)
+	}
+	wantClean(t, c)
+	events()
+
+	clk.Set(t0.Add(85 * time.Second)) // the entries at +10 s and +20 s are due, the document's +30 s is not
+	if n := visible(t, c); n != 1 {
+		t.Fatalf("%d documents visible, want the live session", n)
+	}
+	res := fullPass(t, c, clk.Now())
+	if res.Deleted != 0 || res.StaleEntries != 2 || ttlEntries(t, c) != 1 {
+		t.Fatalf("pass %+v, %d entries left: want the two stale entries gone, the document kept", res, ttlEntries(t, c))
+	}
+	if evs := events(); len(evs) != 0 {
+		t.Fatalf("removing stale entries wrote %d change events, want none", len(evs))
+	}
+	wantClean(t, c)
+
+	clk.Set(t0.Add(90 * time.Second))
+	if n := visible(t, c); n != 0 {
+		t.Fatalf("%d documents visible at the session's expiry, want none", n)
+	}
+	res = fullPass(t, c, clk.Now())
+	evs := events()
+	if res.Deleted != 1 || ttlEntries(t, c) != 0 || len(evs) != 1 || evs[0].Event.Op != changestream.OpDelete || evs[0].Event.Expired == nil {
+		t.Fatalf("pass %+v, %d entries, events %+v: want the session expired with one delete event", res, ttlEntries(t, c), evs)
+	}
+	wantClean(t, c)
+}
+
+// A touch costs the document, its new entry and its change event: the
+// old entry is left, except the first touch's, which carried a deletion
+// record the monitor would trust.
+func TestTouchWritesOneEntry(t *testing.T) {
+	s, w := openCountingStore(t, true)
+	c, err := s.CreateCollection("db", "s", CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustIndex(t, c, bson.D{{Key: "key", Value: bson.D{{Key: "t", Value: 1}}}, {Key: "name", Value: "t_1"}, {Key: "expireAfterSeconds", Value: 3600}})
+	insert(t, c, bson.D{{Key: "_id", Value: 1}, {Key: "t", Value: date(t0)}})
+	for i, want := range []int64{4, 3, 3, 3} {
+		w.reset()
+		writeField(t, c, 1, "t", date(t0.Add(time.Duration(i+1)*time.Second)))
+		if got := w.records.Load(); got != want {
+			t.Fatalf("touch %d wrote %d records, want %d", i+1, got, want)
+		}
+	}
+}
+
+// Every write of a touched document other than a later date deletes the
+// stale entries its entry lists, and leaves the index exactly the
+// document's entries; a delete leaves them to the monitor, which removes
+// them without an event.
+func TestOtherWritesRemoveStaleEntries(t *testing.T) {
+	later := date(t0.Add(time.Hour))
+	cases := []struct {
+		name   string
+		change func(t *testing.T, c *Collection)
+		want   int // entries of the document in t_1 after the change
+	}{
+		{"earlier date", func(t *testing.T, c *Collection) { writeField(t, c, 1, "t", date(t0.Add(-time.Minute))) }, 1},
+		{"same date", func(t *testing.T, c *Collection) { writeField(t, c, 1, "token", "b") }, 1},
+		{"field removed", func(t *testing.T, c *Collection) { writeField(t, c, 1, "t", nil) }, 1}, // indexed as null
+		{"not a date", func(t *testing.T, c *Collection) { writeField(t, c, 1, "t", "never") }, 1},
+		{"array of dates", func(t *testing.T, c *Collection) { writeField(t, c, 1, "t", bson.A{later, date(t0)}) }, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _, _ := touchedColl(t, 60)
+			insert(t, c, bson.D{{Key: "_id", Value: 1}, {Key: "token", Value: "a"}, {Key: "t", Value: date(t0)}})
+			writeField(t, c, 1, "t", date(t0.Add(10*time.Second)))
+			writeField(t, c, 1, "t", date(t0.Add(20*time.Second)))
+			writeField(t, c, 1, "t", date(t0.Add(30*time.Second)))
+			tc.change(t, c)
+			if n := ttlEntries(t, c); n != tc.want {
+				t.Fatalf("t_1 holds %d entries, want %d", n, tc.want)
+			}
+			wantClean(t, c)
+		})
+	}
+	t.Run("delete", func(t *testing.T) {
+		c, _, events := touchedColl(t, 60)
+		insert(t, c, bson.D{{Key: "_id", Value: 1}, {Key: "token", Value: "a"}, {Key: "t", Value: date(t0)}})
+		writeField(t, c, 1, "t", date(t0.Add(10*time.Second)))
+		writeField(t, c, 1, "t", date(t0.Add(20*time.Second)))
+		if _, err := c.Modify(1, WriteOptions{}, func(bson.D) (Change, error) { return Change{Kind: Remove}, nil }); err != nil {
+			t.Fatal(err)
+		}
+		wantClean(t, c)
+		events()
+		res := fullPass(t, c, t0.Add(time.Hour))
+		if res.Deleted != 0 || res.StaleEntries != 1 || ttlEntries(t, c) != 0 || len(events()) != 0 {
+			t.Fatalf("pass %+v: want the deleted document's stale entry gone, silently", res)
+		}
+	})
+}
+
+// A document touched without pause keeps at most maxStaleEntries stale
+// entries that are not yet due.
+func TestStaleEntriesAreCapped(t *testing.T) {
+	c, clk, _ := touchedColl(t, 3600)
+	insert(t, c, bson.D{{Key: "_id", Value: 1}, {Key: "token", Value: "a"}, {Key: "t", Value: date(t0)}})
+	for i := 1; i <= 3*maxStaleEntries; i++ {
+		clk.Set(t0.Add(time.Duration(i) * time.Second))
+		writeField(t, c, 1, "t", date(clk.Now()))
+		if n := ttlEntries(t, c); n > maxStaleEntries+1 {
+			t.Fatalf("after touch %d t_1 holds %d entries, want at most %d", i, n, maxStaleEntries+1)
+		}
+	}
+	if n := ttlEntries(t, c); n != maxStaleEntries+1 {
+		t.Fatalf("t_1 holds %d entries, want %d", n, maxStaleEntries+1)
+	}
+	wantClean(t, c)
+}
+
+// Every reader of index entries passes over a stale entry: a range scan
+// (which would match on the stale date, or yield the document out of
+// order), the candidate _ids of a covered write, a unique check and the
+// duplicate search of an index made unique after the touches, and the
+// walk of an lruLimit given to the index after them.
+func TestIndexReadersSkipStaleEntries(t *testing.T) {
+	c, _, _ := touchedColl(t, 3600)
+	insert(t, c, bson.D{{Key: "_id", Value: 1}, {Key: "token", Value: "a"}, {Key: "t", Value: date(t0)}})
+	insert(t, c, bson.D{{Key: "_id", Value: 2}, {Key: "token", Value: "b"}, {Key: "t", Value: date(t0.Add(5 * time.Second))}})
+	for _, s := range []int{1, 5, 10} { // stale entries of 1 at +1 s and at +5 s, beside 2's own
+		writeField(t, c, 1, "t", date(t0.Add(time.Duration(s)*time.Second)))
+	}
+	inRange := bson.D{{Key: "t", Value: bson.D{{Key: "$lt", Value: date(t0.Add(8 * time.Second))}}}}
+	all := bson.D{{Key: "t", Value: bson.D{{Key: "$gte", Value: date(t0)}}}}
+
+	t.Run("scan", func(t *testing.T) {
+		if ids := scanIDs(t, c, inRange, nil); !slices.Equal(ids, []int32{2}) {
+			t.Fatalf("range below +8 s gave %v, want [2]", ids)
+		}
+		if ids := scanIDs(t, c, all, bson.D{{Key: "t", Value: 1}}); !slices.Equal(ids, []int32{2, 1}) {
+			t.Fatalf("sorted by t: %v, want [2 1]", ids)
+		}
+	})
+	t.Run("candidates", func(t *testing.T) {
+		if ids := candidateIDs(t, c, inRange); !slices.Equal(ids, []string{"2"}) {
+			t.Fatalf("candidates below +8 s: %v, want [2]", ids)
+		}
+	})
+	t.Run("unique", func(t *testing.T) {
+		if err := c.ModifyIndex("t_1", func(ix *catalog.Index) error { ix.PrepareUnique = true; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		dups, err := c.indexDuplicates(c.state.Load().ttlIndex("t_1"))
+		if err != nil || len(dups) != 0 {
+			t.Fatalf("duplicates %v %v: want none", dups, err)
+		}
+		// Document 1's stale entry holds +1 s: a new document may take it.
+		insert(t, c, bson.D{{Key: "_id", Value: 3}, {Key: "token", Value: "c"}, {Key: "t", Value: date(t0.Add(time.Second))}})
+		d, _ := PrepareInsert(bson.D{{Key: "_id", Value: 4}, {Key: "token", Value: "d"}, {Key: "t", Value: date(t0.Add(10 * time.Second))}})
+		if err := c.Insert(d, WriteOptions{}); mongoerr.As(err).Code != mongoerr.DuplicateKey {
+			t.Fatalf("a live document's own date: %v, want a duplicate key", err)
+		}
+		wantClean(t, c)
+	})
+	t.Run("lru", func(t *testing.T) {
+		err := c.ModifyIndex("t_1", func(ix *catalog.Index) error {
+			ix.PrepareUnique, ix.LRUDocs = false, 2
+			return nil
+		})
+		if err == nil {
+			err = c.EvictToLRULimits()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 1's stale entry at +1 s sorts before 3's own there.
+		if ids := scanIDs(t, c, all, bson.D{{Key: "t", Value: 1}}); !slices.Equal(ids, []int32{2, 1}) {
+			t.Fatalf("left %v: want the two most recent of 1 (+10 s), 2 (+5 s) and 3 (+1 s)", ids)
+		}
+		wantClean(t, c)
+	})
+}
+
+func scanIDs(t *testing.T, c *Collection, filter, sort bson.D) []int32 {
+	t.Helper()
+	f, err := query.NewFilter(filter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := c.Plan(Query{Filter: f, Sort: sort, Hint: "t_1"})
+	if err != nil || plan.Kind != IndexScan || (sort != nil && !plan.SortProvided) {
+		t.Fatalf("plan %+v %v: want a scan of t_1 giving the sort", plan, err)
+	}
+	it := c.Scan(plan, f)
+	defer it.Close()
+	var ids []int32
+	for {
+		doc, ok, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return ids
+		}
+		ids = append(ids, doc[0].Value.(int32))
+	}
+}
+
+func candidateIDs(t *testing.T, c *Collection, filter bson.D) []string {
+	t.Helper()
+	f, err := query.NewFilter(filter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := c.Plan(Query{Filter: f, Hint: "t_1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, ok := c.CandidateIDs(plan, f)
+	if !ok {
+		t.Fatalf("plan %+v gives no candidates", plan)
+	}
+	defer it.Close()
+	var ids []string
+	for {
+		id, ok, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return ids
+		}
+		ids = append(ids, fmt.Sprint(id))
+	}
+}
