@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/anishathalye/porcupine"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
 // jepsenEvent is what the change-stream checker keeps of one event.
@@ -19,17 +21,25 @@ type jepsenEvent struct {
 }
 
 // jepsenStream watches the collection through the router for the whole
-// run; the driver resumes it across router kills by its resume token.
+// run. The driver resumes it across router kills by its resume token;
+// when a fault outlasts the client's timeout the stream ends with a
+// timeout, and, as an application does, the reader opens it again after
+// its last token, so that a slow fault costs a reopen, never an event.
 type jepsenStream struct {
-	mu     sync.Mutex
-	events []jepsenEvent
-	err    error // what ended the stream, if not the end of the run
-	done   chan struct{}
+	mu      sync.Mutex
+	events  []jepsenEvent
+	err     error // what ended the stream, if not the end of the run
+	reopens int   // streams opened again after their last event's token
+	done    chan struct{}
 }
 
 // sentinelID is inserted once the run is over: the stream has seen
 // everything before it once the sentinel's event arrives.
 const sentinelID = int32(-1)
+
+// maxStreamReopens bounds the reopens of one run: every fault may cost
+// one, and a run has at most 90 faults.
+const maxStreamReopens = 100
 
 func watchJepsen(coll *mongo.Collection) (*jepsenStream, error) {
 	cs, err := coll.Watch(context.Background(), mongo.Pipeline{})
@@ -37,13 +47,39 @@ func watchJepsen(coll *mongo.Collection) (*jepsenStream, error) {
 		return nil, err
 	}
 	s := &jepsenStream{done: make(chan struct{})}
-	go s.read(cs)
+	go s.read(coll, cs)
 	return s, nil
 }
 
-func (s *jepsenStream) read(cs *mongo.ChangeStream) {
+func (s *jepsenStream) read(coll *mongo.Collection, cs *mongo.ChangeStream) {
 	defer close(s.done)
-	defer func() { _ = cs.Close(context.Background()) }()
+	for {
+		sentinel, err := s.drain(cs)
+		token, ended := cs.ResumeToken(), cs.Err()
+		_ = cs.Close(context.Background())
+		if sentinel || err != nil {
+			if err != nil {
+				s.fail(err)
+			}
+			return
+		}
+		if s.reopens == maxStreamReopens {
+			s.fail(fmt.Errorf("the stream ended %d times: %v", s.reopens+1, ended))
+			return
+		}
+		if cs, err = reopenStream(coll, token, ended); err != nil {
+			s.fail(err)
+			return
+		}
+		s.mu.Lock()
+		s.reopens++
+		s.mu.Unlock()
+	}
+}
+
+// drain keeps the stream's events until the sentinel's (true), or the
+// stream ends (false, with an error only for an event it cannot read).
+func (s *jepsenStream) drain(cs *mongo.ChangeStream) (bool, error) {
 	for cs.Next(context.Background()) {
 		var ev struct {
 			Op          string         `bson:"operationType"`
@@ -53,22 +89,44 @@ func (s *jepsenStream) read(cs *mongo.ChangeStream) {
 			} `bson:"documentKey"`
 		}
 		if err := cs.Decode(&ev); err != nil {
-			s.fail(fmt.Errorf("decode an event: %w", err))
-			return
+			return false, fmt.Errorf("decode an event: %w", err)
 		}
 		id, ok := numericID(ev.Key.ID)
 		if !ok {
-			s.fail(fmt.Errorf("an event of _id %v (%T), not one the workload writes", ev.Key.ID, ev.Key.ID))
-			return
+			return false, fmt.Errorf("an event of _id %v (%T), not one the workload writes", ev.Key.ID, ev.Key.ID)
 		}
 		s.mu.Lock()
 		s.events = append(s.events, jepsenEvent{op: ev.Op, id: id, clusterTime: ev.ClusterTime})
 		s.mu.Unlock()
 		if ev.Op == "insert" && id == sentinelID {
-			return
+			return true, nil
 		}
 	}
-	s.fail(fmt.Errorf("the stream ended: %v", cs.Err()))
+	return false, nil
+}
+
+// reopenStream opens the stream again after token, once the error that
+// ended it is one an application resumes after: a timeout, a network
+// error or a resumable one. The router may still be down: it tries for
+// a minute.
+func reopenStream(coll *mongo.Collection, token bson.Raw, ended error) (*mongo.ChangeStream, error) {
+	var se mongo.ServerError
+	resumable := mongo.IsTimeout(ended) || mongo.IsNetworkError(ended) ||
+		(errors.As(ended, &se) && se.HasErrorLabel("ResumableChangeStreamError"))
+	if !resumable || token == nil {
+		return nil, fmt.Errorf("the stream ended: %v", ended)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		cs, err := coll.Watch(context.Background(), mongo.Pipeline{}, options.ChangeStream().SetResumeAfter(token))
+		if err == nil {
+			return cs, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the stream ended (%v) and could not be reopened: %w", ended, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }
 
 // numericID is an event's _id as the workload's int32. A TTL deletion's

@@ -611,7 +611,10 @@ func checkJepsenStream(t *testing.T, stream *jepsenStream, coll *mongo.Collectio
 	}
 	events := stream.snapshot()
 	bad := checkStream(events, run)
-	t.Logf("change stream through the router: %d events, %d anomalies", len(events), len(bad))
+	stream.mu.Lock()
+	reopens := stream.reopens
+	stream.mu.Unlock()
+	t.Logf("change stream through the router: %d events, %d anomalies, reopened %d times after its last token", len(events), len(bad), reopens)
 	for _, b := range bad {
 		t.Errorf("change stream: %s", b)
 	}
