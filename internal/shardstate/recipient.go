@@ -134,10 +134,8 @@ func (m *Migrations) clone(ctx context.Context, rc *receiver) error {
 			rc.set("catchup", nil)
 			return nil
 		}
-		for _, doc := range docs {
-			if err := m.store(rc, doc); err != nil {
-				return err
-			}
+		if err := m.store(rc, docs, nil); err != nil {
+			return err
 		}
 		rc.mu.Lock()
 		rc.cloned += int64(len(docs))
@@ -180,17 +178,10 @@ func (m *Migrations) applyMods(ctx context.Context, rc *receiver) (int, error) {
 		return 0, err
 	}
 	reload := docsField(reply, "reload")
-	for _, doc := range reload {
-		if err := m.store(rc, doc); err != nil {
-			return 0, err
-		}
-	}
 	deleted, _ := bsonFieldAny(reply, "deleted")
 	ids, _ := deleted.(bson.A)
-	for _, id := range ids {
-		if err := m.drop(rc, id); err != nil {
-			return 0, err
-		}
+	if err := m.store(rc, reload, ids); err != nil {
+		return 0, err
 	}
 	rc.mu.Lock()
 	rc.caughtUp += int64(len(reload) + len(ids))
@@ -199,27 +190,18 @@ func (m *Migrations) applyMods(ctx context.Context, rc *receiver) (int, error) {
 	return len(reload) + len(ids), nil
 }
 
-// store writes a document as the donor has it now, as a migration's
-// write (no change event). One that has expired since the donor read it
-// is not written: it would be stored here, expired, until this shard's
-// monitor found it.
-func (m *Migrations) store(rc *receiver, doc bson.D) error {
-	if rc.coll.ExpiredNow(doc) {
-		return m.drop(rc, mustID(doc))
-	}
-	if err := rc.coll.PutFromMigrate(doc); err != nil {
-		return fmt.Errorf("shardstate: store %v of migration %s: %w", mustID(doc), rc.req.MigrationID, err)
-	}
-	return nil
-}
-
-// drop deletes the copy of a document the donor no longer has in the
-// range (deleted, expired, moved out), if the copy is in the range,
-// whether or not it has expired here.
-func (m *Migrations) drop(rc *receiver, id any) error {
-	err := rc.coll.RemoveFromMigrate(id, func(cur bson.D) bool { return inRange(rc.pattern, rc.req.Range, cur) })
+// store applies one answer of the donor as one write (a migration's: no
+// change event): docs stored as the donor has them now, then the copies
+// of deleted removed, those the donor no longer has in the range
+// (deleted, expired, moved out). A document that has expired since the
+// donor read it is not stored: it would be stored here, expired, until
+// this shard's monitor found it; its copy is removed instead. A copy is
+// removed only if it is in the range, whether or not it has expired here.
+func (m *Migrations) store(rc *receiver, docs []bson.D, deleted []any) error {
+	err := rc.coll.ApplyFromMigrate(docs, deleted, func(cur bson.D) bool { return inRange(rc.pattern, rc.req.Range, cur) })
 	if err != nil {
-		return fmt.Errorf("shardstate: drop %v of migration %s: %w", id, rc.req.MigrationID, err)
+		return fmt.Errorf("shardstate: store %d documents and %d deletions of migration %s: %w",
+			len(docs), len(deleted), rc.req.MigrationID, err)
 	}
 	return nil
 }
