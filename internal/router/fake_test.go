@@ -230,14 +230,21 @@ func startFakeCluster(t testing.TB) *fakeCluster {
 	shardSet := startFakeSet(t, "shA", fc.shard.answer)
 	fc.sets = []*fakeSet{cfgSet, shardSet}
 	fc.config.docs = clusterMetadata(t, shardSet.addr, bson.NewObjectID())
-	r, err := New(Config{ConfigDB: "cfg/" + cfgSet.addr, Version: "8.0.0", Host: "router:1",
+	fc.router = startTestRouter(t, cfgSet.addr)
+	return fc
+}
+
+// startTestRouter is a router over the config server at cfgAddr, closed
+// when the test ends.
+func startTestRouter(t testing.TB, cfgAddr string) *Router {
+	t.Helper()
+	r, err := New(Config{ConfigDB: "cfg/" + cfgAddr, Version: "8.0.0", Host: "router:1",
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = r.Close() })
-	fc.router = r
-	return fc
+	return r
 }
 
 // clusterMetadata is the config documents of the fake cluster.

@@ -2,8 +2,6 @@ package router
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
 	"slices"
 	"sort"
 	"strings"
@@ -78,13 +76,7 @@ func startRendezvousCluster(t *testing.T, rv *rendezvous) *fakeCluster {
 	}
 	rv.shards = len(addrs)
 	fc.config.docs = shardedMetadata(t, addrs, bson.NewObjectID())
-	r, err := New(Config{ConfigDB: "cfg/" + cfgSet.addr, Version: "8.0.0", Host: "router:1",
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Close() })
-	fc.router = r
+	fc.router = startTestRouter(t, cfgSet.addr)
 	return fc
 }
 
