@@ -69,6 +69,11 @@ func appendLooseValue(dst, idEnc []byte, stale []int64) []byte {
 	return dst
 }
 
+// looseValueSize bounds the length of appendLooseValue's value.
+func looseValueSize(idEnc []byte, stale []int64) int {
+	return 1 + binary.MaxVarintLen64*(2+len(stale)) + len(idEnc)
+}
+
 // splitLoose returns a loose entry value's _id and stale dates; ok is
 // false when v is not a well-formed loose value.
 func splitLoose(v []byte) (id []byte, stale []int64, ok bool) {
@@ -117,7 +122,11 @@ func (t *tx) updateAppending(ix *indexState, oldKeys, newKeys [][]byte, d *store
 		return false, err
 	}
 	t.noteTTLEntry(ix, newKeys[0])
-	return true, t.b.Set(entryKey(ix, newKeys[0], d.idEnc), appendLooseValue(nil, d.idEnc, stale))
+	// The entry's key and value share one allocation: a touch is the hot
+	// write, and neither is changed once set.
+	n := entryKeySize(ix, newKeys[0], d.idEnc)
+	buf := appendEntryKey(make([]byte, 0, n+looseValueSize(d.idEnc, stale)), ix, newKeys[0], d.idEnc)
+	return true, t.b.Set(buf[:n:n], appendLooseValue(buf[n:], d.idEnc, stale))
 }
 
 // laterDate reports whether key holds a date after old.

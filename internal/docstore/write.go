@@ -582,10 +582,17 @@ func containsKey(keys [][]byte, k []byte) bool {
 }
 
 func entryKey(ix *indexState, key, idEnc []byte) []byte {
-	k := make([]byte, 0, len(ix.prefix)+len(key)+len(idEnc))
-	k = append(k, ix.prefix...)
-	k = append(k, key...)
-	return append(k, idEnc...)
+	return appendEntryKey(make([]byte, 0, entryKeySize(ix, key, idEnc)), ix, key, idEnc)
+}
+
+func entryKeySize(ix *indexState, key, idEnc []byte) int {
+	return len(ix.prefix) + len(key) + len(idEnc)
+}
+
+func appendEntryKey(dst []byte, ix *indexState, key, idEnc []byte) []byte {
+	dst = append(dst, ix.prefix...)
+	dst = append(dst, key...)
+	return append(dst, idEnc...)
 }
 
 // checkUnique fails with E11000 when another live document holds key in a
