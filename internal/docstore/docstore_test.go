@@ -11,6 +11,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
+	"github.com/mayflydb/mayfly/internal/storage"
 	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
 	"github.com/mayflydb/mayfly/internal/storage/rescache"
 )
@@ -40,6 +41,12 @@ const testCacheBytes = 8 << 20
 // none).
 func openStoreCache(t testing.TB, logged bool, cacheBytes int64) (*Store, *clock.Manual) {
 	t.Helper()
+	return openStoreOn(t, logged, cacheBytes, func(e storage.Engine) storage.Engine { return e })
+}
+
+// openStoreOn is openStoreCache over the engine wrap makes of pebble's.
+func openStoreOn(t testing.TB, logged bool, cacheBytes int64, wrap func(storage.Engine) storage.Engine) (*Store, *clock.Manual) {
+	t.Helper()
 	clk := clock.NewManual(t0)
 	var resident *rescache.Cache
 	if cacheBytes > 0 {
@@ -52,7 +59,7 @@ func openStoreCache(t testing.TB, logged bool, cacheBytes int64) (*Store, *clock
 	t.Cleanup(func() { _ = eng.Close() })
 	// Through the change log engine, as a standalone server runs, so every
 	// test and benchmark pays for (and checks) the change events.
-	wrapped, err := changestream.NewEngine(eng, clk, changestream.NewSignal())
+	wrapped, err := changestream.NewEngine(wrap(eng), clk, changestream.NewSignal())
 	if err == nil && logged {
 		err = wrapped.Record()
 	}

@@ -53,17 +53,7 @@ func writeField(t *testing.T, c *Collection, id any, field string, v any) {
 // ttlEntries counts the entries of t_1.
 func ttlEntries(t *testing.T, c *Collection) int {
 	t.Helper()
-	ix := c.state.Load().ttlIndex("t_1")
-	it, err := c.store.eng.NewIter(ix.prefix, prefixEnd(ix.prefix))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer it.Close()
-	n := 0
-	for ok := it.First(); ok; ok = it.Next() {
-		n++
-	}
-	return n
+	return countPrefix(t, c, c.state.Load().ttlIndex("t_1").prefix)
 }
 
 // fullPass runs a whole pass over t_1 at now and sums its batches.

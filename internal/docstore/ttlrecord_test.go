@@ -77,7 +77,12 @@ func TestExpiryDeletesByRecordWithoutReading(t *testing.T) {
 // countKeys counts the secondary index entries of the collection.
 func countKeys(t *testing.T, c *Collection) int {
 	t.Helper()
-	p := collIndexPrefix(c.meta().ID)
+	return countPrefix(t, c, collIndexPrefix(c.meta().ID))
+}
+
+// countPrefix counts the stored keys under prefix p.
+func countPrefix(t *testing.T, c *Collection, p []byte) int {
+	t.Helper()
 	it, err := c.store.eng.NewIter(p, prefixEnd(p))
 	if err != nil {
 		t.Fatal(err)

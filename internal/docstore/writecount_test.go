@@ -4,11 +4,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/mayflydb/mayfly/internal/changestream"
-	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/storage"
-	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
-	"github.com/mayflydb/mayfly/internal/storage/rescache"
 )
 
 // writeCounter counts the records (sets and deletes) and their bytes
@@ -68,24 +64,9 @@ func (b *writeCountingBatch) Commit(sync bool) error {
 // openCountingStore is openStoreLog whose engine counts what commits.
 func openCountingStore(t testing.TB, logged bool) (*Store, *writeCounter) {
 	t.Helper()
-	clk := clock.NewManual(t0)
-	resident := rescache.New(testCacheBytes, clk)
-	eng, err := pebblestore.Open(pebblestore.Options{InMemory: true, Resident: resident})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = eng.Close() })
 	w := &writeCounter{}
-	wrapped, err := changestream.NewEngine(&writeCountingEngine{Engine: eng, w: w}, clk, changestream.NewSignal())
-	if err == nil && logged {
-		err = wrapped.Record()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := Open(wrapped, Options{Clock: clk, Resident: resident})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, _ := openStoreOn(t, logged, testCacheBytes, func(e storage.Engine) storage.Engine {
+		return &writeCountingEngine{Engine: e, w: w}
+	})
 	return s, w
 }
