@@ -49,6 +49,9 @@ type options struct {
 	cacheMB   int64
 	logLevel  string
 	logFormat string
+	// cpuProfile, when set, is where the server writes a CPU profile of
+	// its whole run on shutdown.
+	cpuProfile string
 
 	args   []string  // the command line, for --help
 	logOut io.Writer // standard error unless systemLog.path says otherwise
@@ -63,6 +66,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.Int64Var(&o.cacheMB, "cacheSizeMB", int64(envInt("MAYFLY_CACHE_SIZE_MB", app.DefaultResidentCacheBytes>>20)), "resident cache in front of storage, MiB; 0 none (MAYFLY_CACHE_SIZE_MB; mongod.conf storage.wiredTiger.engineConfig.cacheSizeGB)")
 	fs.StringVar(&o.logLevel, "log-level", env("MAYFLY_LOG_LEVEL", "info"), "debug, info, warn or error (MAYFLY_LOG_LEVEL)")
 	fs.StringVar(&o.logFormat, "log-format", env("MAYFLY_LOG_FORMAT", "text"), "text or json (MAYFLY_LOG_FORMAT)")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", env("MAYFLY_CPUPROFILE", ""), "debugging: write a CPU profile of the run to this file on shutdown (MAYFLY_CPUPROFILE)")
 	fs.IntVar(&o.cfg.MaxConns, "max-conns", envInt("MAYFLY_MAX_CONNS", 1000000), "maximum connections (MAYFLY_MAX_CONNS)")
 	fs.DurationVar(&o.cfg.IdleTimeout, "idle-timeout", envDuration("MAYFLY_IDLE_TIMEOUT", 0), "close connections idle this long; 0 never (MAYFLY_IDLE_TIMEOUT)")
 	fs.DurationVar(&o.cfg.MessageTimeout, "message-timeout", envDuration("MAYFLY_MESSAGE_TIMEOUT", 60*time.Second), "longest time a request may take to arrive once started (MAYFLY_MESSAGE_TIMEOUT)")
@@ -188,6 +192,11 @@ func run(args []string) error {
 	o.cfg.Argv = append([]string{"mayfly"}, args...)
 	o.cfg.CPUs = oversubscribe()
 	o.cfg.NewConfigClient = newConfigClient
+	stopProfile, err := startCPUProfile(o.cpuProfile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	a, err := app.Start(o.cfg)
 	if err != nil {
 		return err

@@ -96,11 +96,11 @@ func startCPUProfile(path string) (stop func(), err error) {
 	}
 	f, err := os.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("route: --cpuprofile: %w", err)
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
 	}
 	if err := pprof.StartCPUProfile(f); err != nil {
 		_ = f.Close()
-		return nil, fmt.Errorf("route: --cpuprofile: %w", err)
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
 	}
 	return func() {
 		pprof.StopCPUProfile()

@@ -193,9 +193,14 @@ func (m *modeRun) streamRounds(ctx context.Context) ([]*SessionsResult, error) {
 // sessionsRun runs the session workload once against s, with that many
 // change streams open on the sessions collection.
 func (m *modeRun) sessionsRun(ctx context.Context, s *server, target string, streams int) (*SessionsResult, error) {
+	return m.sessionsRunClients(ctx, s, target, streams, m.cfg.Sizes.Clients)
+}
+
+// sessionsRunClients is sessionsRun from the given number of clients.
+func (m *modeRun) sessionsRunClients(ctx context.Context, s *server, target string, streams, clients int) (*SessionsResult, error) {
 	sz := m.cfg.Sizes
 	res, err := m.job(ctx, Job{Kind: jobSessions, Target: target, Addr: s.dialAddr(), ServerPID: s.pid(),
-		Clients: sz.Clients, Count: sz.Sessions, Warmup: sz.Warmup, Duration: sz.Duration, Streams: streams})
+		Clients: clients, Count: sz.Sessions, Warmup: sz.Warmup, Duration: sz.Duration, Streams: streams})
 	if err != nil {
 		return nil, err
 	}

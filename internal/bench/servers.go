@@ -47,6 +47,10 @@ func freeAddr() (string, error) {
 // startServer runs argv (already prefixed with taskset if pinned), with its
 // output in logPath, and waits until addr accepts connections. taskset
 // execs the program, so the child's pid is the server's.
+// profilesEnv, when set, has every mayfly process the bench starts write
+// a CPU profile of its run beside its log (with -keep, to read them).
+const profilesEnv = "MAYFLY_BENCH_CPUPROFILES"
+
 func startServer(ctx context.Context, name string, argv []string, addr, logPath string) (*server, error) {
 	logf, err := os.Create(logPath)
 	if err != nil {
@@ -55,6 +59,10 @@ func startServer(ctx context.Context, name string, argv []string, addr, logPath 
 	defer logf.Close()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	if os.Getenv(profilesEnv) != "" {
+		// Each mayfly process profiles itself beside its log.
+		cmd.Env = append(os.Environ(), "MAYFLY_CPUPROFILE="+filepath.Join(filepath.Dir(logPath), "cpu.pprof"))
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}

@@ -33,8 +33,13 @@ type ShardedResult struct {
 // ScalingRun is the workloads on a cluster of Shards capped shards.
 type ScalingRun struct {
 	Shards int `json:"shards"`
-	// Sessions are targeted by the shard key (a hashed token).
+	// Sessions are targeted by the shard key (a hashed token), from the
+	// sessions phase's clients for each shard.
 	Sessions *SessionsResult `json:"sessions"`
+	// SessionsFixedClients is the same workload from the sessions
+	// phase's clients however many shards there are (on one shard, the
+	// run above).
+	SessionsFixedClients *SessionsResult `json:"sessions_fixed_clients,omitempty"`
 	// Scans are unfiltered finds, which every shard answers: the control
 	// that adding shards does not speed up.
 	Scans *WindowResult `json:"scans"`
@@ -49,6 +54,8 @@ const (
 	// shardedColl's shard key is the token, hashed: every session
 	// operation names one shard.
 	shardKeyField = "token"
+	// scalingShards is the largest cluster of the scaling runs.
+	scalingShards = 3
 	// scanLimit is how many documents an unfiltered find asks for.
 	scanLimit   = 10
 	routerName  = "router"
@@ -63,7 +70,7 @@ func (m *modeRun) shardedPhase(ctx context.Context) (*ShardedResult, error) {
 	if out.Overhead, err = m.routerOverhead(ctx); err != nil {
 		return out, fmt.Errorf("router overhead: %w", err)
 	}
-	for n := 1; n <= 3; n++ {
+	for n := 1; n <= scalingShards; n++ {
 		run, err := m.scalingRun(ctx, n)
 		if err != nil {
 			return out, fmt.Errorf("%d capped shards: %w", n, err)
@@ -82,7 +89,7 @@ func (m *modeRun) routerOverhead(ctx context.Context) ([]*SessionsResult, error)
 		return nil, err
 	}
 	defer c.stop()
-	if _, err := m.load(ctx, c.router, targetMongo, m.cfg.Sizes.Sessions); err != nil {
+	if err := m.loadCluster(ctx, c, m.cfg.Sizes.Sessions); err != nil {
 		return nil, err
 	}
 	var out []*SessionsResult
@@ -109,7 +116,7 @@ func (m *modeRun) scalingRun(ctx context.Context, n int) (*ScalingRun, error) {
 		return nil, err
 	}
 	defer c.stop()
-	if _, err := m.load(ctx, c.router, targetMongo, m.cfg.Sizes.Sessions); err != nil {
+	if err := m.loadCluster(ctx, c, m.cfg.Sizes.Sessions); err != nil {
 		return nil, err
 	}
 	run := &ScalingRun{Shards: n}
@@ -117,21 +124,30 @@ func (m *modeRun) scalingRun(ctx context.Context, n int) (*ScalingRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	if run.Sessions, err = m.sessionsRun(ctx, c.router, targetMongo, 0); err != nil {
+	// Each shard is offered the load one server has in the sessions
+	// phase. With a fixed number of clients, they gather at whichever
+	// shard its cap has paused (for up to 70 ms of every 100), and the
+	// other shards wait for work: the fixed-client run shows it.
+	sz := m.cfg.Sizes
+	if run.Sessions, err = m.sessionsRunClients(ctx, c.router, targetMongo, 0, n*sz.Clients); err != nil {
 		return nil, err
 	}
 	if run.Throttling, err = c.throttlingSince(before); err != nil {
 		return nil, err
 	}
-	sz := m.cfg.Sizes
+	if n > 1 {
+		if run.SessionsFixedClients, err = m.sessionsRun(ctx, c.router, targetMongo, 0); err != nil {
+			return nil, err
+		}
+	}
 	res, err := m.job(ctx, Job{Kind: jobScans, Addr: c.router.dialAddr(), Clients: sz.Clients,
 		Warmup: sz.Warmup, Duration: sz.Duration})
 	if err != nil {
 		return nil, fmt.Errorf("scans: %w", err)
 	}
 	run.Scans = res.Scans
-	m.logf("%d shards at %.1f core: sessions %.0f ops/s, scans %.0f/s; shards throttled in %s of periods",
-		n, scalingCores, run.Sessions.OpsPerSec, run.Scans.OpsPerSec, fmtShares(run.Throttling))
+	m.logf("%d shards at %.1f core: sessions %.0f ops/s from %d clients, scans %.0f/s; shards throttled in %s of periods",
+		n, scalingCores, run.Sessions.OpsPerSec, run.Sessions.Clients, run.Scans.OpsPerSec, fmtShares(run.Throttling))
 	return run, nil
 }
 

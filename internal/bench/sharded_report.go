@@ -48,11 +48,21 @@ func shardedRows(rep *Report) []row {
 	}
 	return []row{
 		t(tRouter),
-		{"sessions ops/s through the router, 1 / 2 / 3 capped shards", PhaseSharded, scalingCell(func(r *ScalingRun) float64 { return r.Sessions.OpsPerSec })},
+		{"sessions ops/s through the router, 1 / 2 / 3 capped shards (the sessions clients for each shard)", PhaseSharded, scalingCell(func(r *ScalingRun) float64 { return r.Sessions.OpsPerSec })},
 		t(tScaling),
+		{"the same from the sessions clients in all, 1 / 2 / 3 shards", PhaseSharded, scalingCell(fixedClientsRate)},
 		{"control, unfiltered finds/s (every shard answers), 1 / 2 / 3 shards", PhaseSharded, scalingCell(func(r *ScalingRun) float64 { return r.Scans.OpsPerSec })},
 		{"shards' periods throttled by their cap in the sessions runs", PhaseSharded, throttleCell},
 	}
+}
+
+// fixedClientsRate is the fixed-client run's rate; one shard's is its
+// only run.
+func fixedClientsRate(r *ScalingRun) float64 {
+	if r.SessionsFixedClients == nil {
+		return r.Sessions.OpsPerSec
+	}
+	return r.SessionsFixedClients.OpsPerSec
 }
 
 func scalingCell(f func(*ScalingRun) float64) func(*ModeReport) string {
