@@ -66,9 +66,9 @@ const (
 
 func targetDefs() []targetDef {
 	return append([]targetDef{
-		{tMayflyNull, "≥ 0.8", atLeast(0.8), sessionsRatio(nameMayfly, nameNull, opsPerSec)},
+		{tMayflyNull, "≥ 0.6", atLeast(0.6), sessionsRatio(nameMayfly, nameNull, opsPerSec)},
 		{tMayflyRedis, "≥ 0.6", atLeast(0.6), sessionsRatio(nameMayfly, nameRedis, opsPerSec)},
-		{tCPU, "≤ 2", atMost(2), sessionsRatio(nameMayfly, nameNull, cpuPerOp)},
+		{tCPU, "≤ 3", atMost(3), sessionsRatio(nameMayfly, nameNull, cpuPerOp)},
 		{tP99, "≤ 2", atMost(2), sessionsRatio(nameMayfly, nameNull, p99)},
 		{tDurable, "≥ 0.6", atLeast(0.6), durableRatio},
 		{tInvisible, "= 0", func(v float64) bool { return v == 0 }, invisibility},
@@ -76,7 +76,7 @@ func targetDefs() []targetDef {
 		{tLatenessNb, "≤ 250", atMost(250), neighbourLateness},
 		{tExpRate, "≥ 100,000", atLeast(100_000), expirationRate},
 		{tStorm, "≥ 0.5", atLeast(0.5), stormRatio},
-		{tRSS, "≤ 0.5", atMost(0.5), rssRatio},
+		{tRSS, "≤ 0.75", atMost(0.75), rssRatio},
 		{tAuth, "≥ 0.95", atLeast(0.95), sessionsRatio(nameMayflyAuth, nameMayfly, opsPerSec)},
 	}, slices.Concat(replSetTargetDefs(), baselineTargetDefs(), shardedTargetDefs(), migrationTargetDefs(), txnTargetDefs())...)
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/clock"
 )
 
 // BenchmarkExpireBatch measures TTL deletion per document: sessions with a
@@ -39,10 +41,20 @@ func BenchmarkExpireBatch(b *testing.B) {
 	// The change log off, as a standalone before its first stream: the
 	// log's cost per deletion is inOrder's time less this one's.
 	b.Run("inOrderNoLog", func(b *testing.B) { benchExpire(b, false, inOrder, CreateOptions{}, 0) })
+	// The resident cache off: the cache's cost per deletion is inOrder's
+	// time less this one's.
+	b.Run("inOrderNoCache", func(b *testing.B) {
+		s, clk := openStoreCache(b, true, 0)
+		benchExpireOn(b, s, clk, inOrder, CreateOptions{}, 0)
+	})
 }
 
 func benchExpire(b *testing.B, logged bool, expiryRank func(int) int, opts CreateOptions, touches int) {
 	s, clk := openStoreLog(b, logged)
+	benchExpireOn(b, s, clk, expiryRank, opts, touches)
+}
+
+func benchExpireOn(b *testing.B, s *Store, clk *clock.Manual, expiryRank func(int) int, opts CreateOptions, touches int) {
 	c, _ := s.CreateCollection("db", "s", opts)
 	mustIndexTB(b, c, bson.D{{Key: "key", Value: bson.D{{Key: "t", Value: 1}}}, {Key: "name", Value: "t_1"}, {Key: "expireAfterSeconds", Value: 0}})
 	mustIndexTB(b, c, bson.D{{Key: "key", Value: bson.D{{Key: "token", Value: 1}}}, {Key: "name", Value: "token_1"}})

@@ -26,6 +26,9 @@ func (s *Store) residentPolicy() rescache.Policy {
 		ExpiresAt:   s.residentExpiry,
 		EqualityLen: s.equalityLen,
 		Resets:      definesCatalog,
+		// An index's entries begin with a tag, the collection and the
+		// index ID.
+		RangeGroupLen: collIDKeyLen + 4,
 	}
 }
 

@@ -83,20 +83,31 @@ func (s *Store) invalidateResident(pb *pebble.Batch) residentWrites {
 	return w
 }
 
-// installResident runs after a successful apply: it installs the values
-// the batch set (in order, so the last write of a key wins) and drops
-// again what it deleted, which also refuses the fills of reads that
-// began before the apply and read the old state.
-func (s *Store) installResident(w residentWrites) {
+// settleResident runs after the apply of the writes invalidateResident
+// began, applied or not: each ends (Written), and when applied, the
+// values the batch set are installed in order, so that the last write
+// of a key wins (a value the batch set and then deleted is dropped).
+func (s *Store) settleResident(w residentWrites, applied bool) {
+	if s.resident == nil {
+		return
+	}
+	var installed map[string]bool // made by the batch's first install
 	s.eachWrite(w, func(kind pebble.InternalKeyKind, key, value []byte) {
-		switch {
-		case kind == pebble.InternalKeyKindSet && s.resident.Admits(key):
-			s.resident.Invalidate(key) // its range, if it is in one
-			s.resident.Install(bytes.Clone(key), bytes.Clone(value))
-		case kind == pebble.InternalKeyKindRangeDelete:
+		if kind == pebble.InternalKeyKindRangeDelete {
 			s.resident.InvalidateRange(key, value)
-		default:
-			s.resident.Invalidate(key)
+			return
+		}
+		s.resident.Written(key)
+		switch {
+		case !applied:
+		case kind == pebble.InternalKeyKindSet && s.resident.Admits(key):
+			s.resident.Install(bytes.Clone(key), bytes.Clone(value))
+			if installed == nil {
+				installed = map[string]bool{}
+			}
+			installed[string(key)] = true
+		case installed[string(key)]:
+			s.resident.Evict(key)
 		}
 	})
 }

@@ -308,9 +308,7 @@ func (s *Store) apply(b *batch, durable bool) (wait func() error, entered bool, 
 	} else {
 		wait, err = s.applyDurable(db, b.pb)
 	}
-	if err == nil {
-		s.installResident(installs)
-	}
+	s.settleResident(installs, err == nil)
 	return wait, true, err
 }
 

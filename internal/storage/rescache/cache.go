@@ -36,6 +36,10 @@ type Policy struct {
 	// Resets reports whether writing key may change what the functions
 	// above answer (a catalog change): the cache then empties.
 	Resets func(key []byte) bool
+	// RangeGroupLen is the length of the prefix naming a range's group
+	// (an index): a write in a group none of whose ranges is held skips
+	// the range lookup. 0: every range is in one group.
+	RangeGroupLen int
 }
 
 // KV is one entry of a cached range.
@@ -61,6 +65,19 @@ const shardCount = 16
 // the item struct, its map slot and the string header.
 const itemOverhead = 96
 
+// rangeGroupBuckets spreads the ranges' groups: two groups in one bucket
+// only make a write look for a range it could have skipped.
+const rangeGroupBuckets = 64
+
+// rangeGroup counts the ranges held in a bucket of groups, so that a
+// write in a group with none skips the lookup of its key's range; epoch
+// counts those skips, and a range read that began before one does not
+// fill the cache.
+type rangeGroup struct {
+	held  atomic.Int64
+	epoch atomic.Uint64
+}
+
 // maxRangeEntries is the most entries a cached range holds: equality on a
 // unique or selective index. A larger range is read from storage.
 const maxRangeEntries = 8
@@ -72,10 +89,7 @@ type Cache struct {
 	policy   atomic.Pointer[Policy]
 	seed     maphash.Seed
 	shards   [shardCount]shard
-	ranges   atomic.Int64 // range items held, so writes skip EqualityLen when 0
-	// rangeEpoch counts the writes that skipped EqualityLen: a range read
-	// that began before one of them does not fill the cache.
-	rangeEpoch atomic.Uint64
+	groups   [rangeGroupBuckets]rangeGroup
 
 	bytes, items                          atomic.Int64
 	hits, misses, evictions, expired, inv atomic.Int64
@@ -157,7 +171,11 @@ func (c *Cache) find(key []byte, isRange bool) (*item, Ticket) {
 	it := c.lookup(sh, m, key)
 	if it == nil {
 		c.misses.Add(1)
-		return nil, Ticket{sh: sh, seq: sh.seq, epoch: c.rangeEpoch.Load()}
+		t := Ticket{sh: sh, seq: sh.seq}
+		if isRange {
+			t.epoch = c.groupOf(key).epoch.Load()
+		}
+		return nil, t
 	}
 	c.hits.Add(1)
 	return it, Ticket{}
@@ -200,7 +218,7 @@ func (c *Cache) put(t Ticket, isRange bool, key, hi []byte, it *item) {
 	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if t.sh != nil && (t.seq != sh.seq || (isRange && t.epoch != c.rangeEpoch.Load())) {
+	if t.sh != nil && (t.seq != sh.seq || (!isRange && sh.writing > 0) || (isRange && t.epoch != c.groupOf(key).epoch.Load())) {
 		return
 	}
 	if t.sh == nil {
@@ -210,39 +228,104 @@ func (c *Cache) put(t Ticket, isRange bool, key, hi []byte, it *item) {
 }
 
 // Install keeps value, just committed at key (a touched document stays
-// resident). Called after the write's apply, with a key the policy
-// admits; the cache owns key and value from then on.
+// resident). Called after the write's apply and its Written, with a key
+// the policy admits; the cache owns key and value from then on.
 func (c *Cache) Install(key, value []byte) {
 	c.put(Ticket{}, false, key, nil, &item{value: value, expiry: c.expiryOf(c.policy.Load(), key, value)})
 }
 
 // Invalidate drops what a write of key makes stale: its value and the
 // equality range it belongs to. Called before the write's apply, so no
-// reader finds the old value while the write becomes visible.
+// reader finds the old value while the write becomes visible; Written
+// must follow it once the apply has ended, whether it succeeded or not.
 func (c *Cache) Invalidate(key []byte) {
 	p := c.policy.Load()
 	if p.Resets != nil && p.Resets(key) {
 		c.Reset()
 		return
 	}
-	c.drop(c.shardOf(key), false, key)
-	if p.EqualityLen == nil || c.noRanges() {
+	// Only admitted keys are ever held as values: a write of any other
+	// key (an index entry, a log record) has no value to drop, and no
+	// fill of it to refuse.
+	if admits(p, key) {
+		sh := c.shardOf(key)
+		sh.mu.Lock()
+		sh.writing++
+		sh.mu.Unlock()
+		c.drop(sh, false, key)
+	}
+	c.dropRangeOf(p, key)
+}
+
+// Written ends the write of key that Invalidate began. A read that began
+// before its apply ended may have read the old value: the shard's
+// sequence moves, so that its fill is refused, without looking the key
+// up again (no fill was kept while the write was under way); the
+// equality range is dropped again for the same reason.
+func (c *Cache) Written(key []byte) {
+	p := c.policy.Load()
+	if p.Resets != nil && p.Resets(key) {
+		c.Reset()
 		return
 	}
-	if n, ok := p.EqualityLen(key); ok && n <= len(key) {
+	if admits(p, key) {
+		sh := c.shardOf(key)
+		sh.mu.Lock()
+		sh.writing--
+		sh.seq++
+		sh.mu.Unlock()
+	}
+	c.dropRangeOf(p, key)
+}
+
+// Evict drops the value held at key, if any.
+func (c *Cache) Evict(key []byte) { c.drop(c.shardOf(key), false, key) }
+
+func admits(p *Policy, key []byte) bool { return p.Admit != nil && p.Admit(key) }
+
+// dropRangeOf drops the equality range key belongs to, if one of its
+// group is held.
+func (c *Cache) dropRangeOf(p *Policy, key []byte) {
+	if p.EqualityLen == nil {
+		return
+	}
+	if n, ok := p.EqualityLen(key); ok && n <= len(key) && !c.noRangesIn(key[:n]) {
 		c.drop(c.shardOf(key[:n]), true, key[:n])
 	}
 }
 
-// noRanges reports that no range is held, so a write need not find its
-// key's range; it then moves rangeEpoch, and looks again, so that a
-// range filled meanwhile is either seen here or refused by the epoch.
-func (c *Cache) noRanges() bool {
-	if c.ranges.Load() != 0 {
+// groupOf is the bucket of the group the range at lo belongs to.
+func (c *Cache) groupOf(lo []byte) *rangeGroup {
+	n := c.policy.Load().RangeGroupLen
+	if n <= 0 {
+		return &c.groups[0]
+	}
+	return &c.groups[maphash.Bytes(c.seed, lo[:min(n, len(lo))])%rangeGroupBuckets]
+}
+
+// groupOfKey is groupOf for a held range's key (maphash.String hashes
+// as maphash.Bytes does).
+func (c *Cache) groupOfKey(lo string) *rangeGroup {
+	n := c.policy.Load().RangeGroupLen
+	if n <= 0 {
+		return &c.groups[0]
+	}
+	return &c.groups[maphash.String(c.seed, lo[:min(n, len(lo))])%rangeGroupBuckets]
+}
+
+// noRangesIn reports that no range of lo's group is held, so a write
+// need not look for lo's range; it then moves the group's epoch, and
+// looks again, so that a range filled meanwhile is either seen here or
+// refused by the epoch. A TTL index's entries, whose ranges nobody
+// reads, are written without a lookup while the sessions' token ranges
+// are held.
+func (c *Cache) noRangesIn(lo []byte) bool {
+	g := c.groupOf(lo)
+	if g.held.Load() != 0 {
 		return false
 	}
-	c.rangeEpoch.Add(1)
-	return c.ranges.Load() == 0
+	g.epoch.Add(1)
+	return g.held.Load() == 0
 }
 
 func (c *Cache) drop(sh *shard, isRange bool, key []byte) {

@@ -189,3 +189,56 @@ func TestRangeFillAfterAWriteWithNoRangesIsDropped(t *testing.T) {
 		t.Fatal("a range read before a write into it was kept")
 	}
 }
+
+// A read that begins while a write of its key is under way (between
+// Invalidate and Written) may read the old value: its fill is refused,
+// during the write and after it; a read after the write fills again.
+func TestFillDuringAWriteIsDropped(t *testing.T) {
+	c := newTest(1<<20, nil)
+	key := []byte("d1")
+	c.Invalidate(key)
+	_, during, _ := c.Get(key)
+	c.Fill(key, []byte("old"), during)
+	if _, _, ok := c.Get(key); ok {
+		t.Fatal("a fill during a write was kept")
+	}
+	_, during, _ = c.Get(key)
+	c.Written(key)
+	c.Fill(key, []byte("old"), during)
+	if _, _, ok := c.Get(key); ok {
+		t.Fatal("a fill begun during a write and ended after it was kept")
+	}
+	fill(c, "d1", "new")
+	if v, _, _ := c.Get(key); string(v) != "new" {
+		t.Fatalf("after the write, a fill kept %q", v)
+	}
+}
+
+// A write in a group none of whose ranges is held skips the range
+// lookup, yet a range read begun before it is still refused; a write in
+// a group with a held range drops it.
+func TestRangeGroups(t *testing.T) {
+	c := New(1<<20, nil)
+	p := testPolicy()
+	p.RangeGroupLen = 1
+	c.SetPolicy(p)
+	held, hi := []byte("ab"), []byte("ac")
+	_, ticket, _ := c.GetRange(held)
+	c.FillRange(held, hi, []KV{{Key: []byte("ab1"), Value: []byte("x")}}, ticket)
+	other := []byte("xb")
+	_, otherTicket, _ := c.GetRange(other)
+	c.Invalidate([]byte("xb1"))
+	c.Written([]byte("xb1"))
+	c.FillRange(other, []byte("xc"), nil, otherTicket)
+	if _, _, ok := c.GetRange(other); ok {
+		t.Fatal("a range read before a write into its group was kept")
+	}
+	if _, _, ok := c.GetRange(held); !ok {
+		t.Fatal("a write in another group dropped a held range")
+	}
+	c.Invalidate([]byte("ab2"))
+	c.Written([]byte("ab2"))
+	if _, _, ok := c.GetRange(held); ok {
+		t.Fatal("a write into a held range left it cached")
+	}
+}

@@ -9,14 +9,18 @@ import (
 // shard is one lock's share of the cache: two maps (values by key, ranges
 // by lower bound), one recency list over both, and a heap of expiries.
 type shard struct {
-	mu     sync.Mutex
-	seq    uint64 // bumped by every write that reaches the shard
-	points map[string]*item
-	ranges map[string]*item
-	lru    item // sentinel: lru.next is the most recently used
-	bytes  int64
-	max    int64
-	expiry expiryHeap
+	mu  sync.Mutex
+	seq uint64 // bumped by every write that reaches the shard
+	// writing counts the writes of its values between Invalidate and
+	// Written: a read meanwhile may read the old value, so no fill is
+	// kept while any is under way.
+	writing int
+	points  map[string]*item
+	ranges  map[string]*item
+	lru     item // sentinel: lru.next is the most recently used
+	bytes   int64
+	max     int64
+	expiry  expiryHeap
 }
 
 // item is a cached value or range.
@@ -26,6 +30,7 @@ type item struct {
 	value      []byte // a value
 	entries    []KV   // a range's entries
 	isRange    bool
+	group      *rangeGroup // a range's, counted in while it is held
 	size       int64
 	expiry     int64 // Unix ns; 0 never
 	heapIdx    int
@@ -99,7 +104,8 @@ func (c *Cache) insertLocked(sh *shard, it *item) {
 		heap.Push(&sh.expiry, it)
 	}
 	if it.isRange {
-		c.ranges.Add(1)
+		it.group = c.groupOfKey(it.key)
+		it.group.held.Add(1)
 	}
 	sh.bytes += it.size
 	c.bytes.Add(it.size)
@@ -113,7 +119,7 @@ func (c *Cache) insertLocked(sh *shard, it *item) {
 func (c *Cache) removeLocked(sh *shard, it *item) {
 	if it.isRange {
 		delete(sh.ranges, it.key)
-		c.ranges.Add(-1)
+		it.group.held.Add(-1)
 	} else {
 		delete(sh.points, it.key)
 	}
