@@ -145,7 +145,16 @@ func (m *Migrations) clone(ctx context.Context, rc *receiver) error {
 	return ctx.Err()
 }
 
-// catchUp applies the donor's writes until it has none left, then says
+// steadyMods is the largest answer after which the recipient says it is
+// steady: the donor may then take the critical section, in which the
+// recipient applies the rest until there is none (RecvCommit). Waiting
+// for an empty answer instead never ends while the range is written
+// faster than a throttled recipient applies, as a session store's
+// touches are (mongod bounds the same wait by
+// maxCatchUpPercentageBeforeBlockingWrites).
+const steadyMods = 64
+
+// catchUp applies the donor's writes until an answer is small, then says
 // it is steady and keeps polling until stopped.
 func (m *Migrations) catchUp(ctx context.Context, rc *receiver) error {
 	for ctx.Err() == nil {
@@ -153,12 +162,14 @@ func (m *Migrations) catchUp(ctx context.Context, rc *receiver) error {
 		if err != nil {
 			return err
 		}
-		if n == 0 {
+		if n <= steadyMods {
 			rc.mu.Lock()
 			if rc.state == "catchup" {
 				rc.state = "steady"
 			}
 			rc.mu.Unlock()
+		}
+		if n == 0 {
 			m.sleep(ctx, catchUpPoll)
 		}
 	}
