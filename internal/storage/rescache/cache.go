@@ -248,13 +248,22 @@ func (c *Cache) Invalidate(key []byte) {
 	// key (an index entry, a log record) has no value to drop, and no
 	// fill of it to refuse.
 	if admits(p, key) {
-		sh := c.shardOf(key)
-		sh.mu.Lock()
-		sh.writing++
-		sh.mu.Unlock()
-		c.drop(sh, false, key)
+		c.dropWriting(c.shardOf(key), key)
 	}
 	c.dropRangeOf(p, key)
+}
+
+// dropWriting drops the value at key and counts a write of it under way,
+// under one hold of the shard's lock.
+func (c *Cache) dropWriting(sh *shard, key []byte) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.writing++
+	sh.seq++
+	if it, ok := sh.points[string(key)]; ok {
+		c.removeLocked(sh, it)
+		c.inv.Add(1)
+	}
 }
 
 // Written ends the write of key that Invalidate began. A read that began
