@@ -641,6 +641,7 @@ func testBalancerSpreads(t *testing.T, c *routedCluster, cl *mongo.Client) {
 		}
 	}
 	coll := shardHashed(t, cl, "bal", 3000)
+	createIndexes(t, coll, bson.D{{Key: "v", Value: 1}}, bson.D{{Key: "at", Value: 1}})
 	admin := cl.Database("admin")
 	c.shards["shC"] = startNamedReplSet(t, "shC", 1, migrationShardArgs...)
 	runCmd(t, admin, bson.D{{Key: "balancerStart", Value: 1}})
@@ -650,6 +651,7 @@ func testBalancerSpreads(t *testing.T, c *routedCluster, cl *mongo.Client) {
 		return per["shA"] > 0 && per["shB"] > 0 && per["shC"] > 0
 	})
 	t.Logf("test.bal reached the new shard %v after addShard", time.Since(added).Round(time.Millisecond))
+	checkRecipientIndexes(t, c, coll)
 	if seen := readOnce(t, coll); len(seen) != 3000 {
 		t.Fatalf("read %d documents back, want 3000", len(seen))
 	}
@@ -670,6 +672,51 @@ func testBalancerSpreads(t *testing.T, c *routedCluster, cl *mongo.Client) {
 	runCmd(t, admin, bson.D{{Key: "balancerStop", Value: 1}})
 	if status := runCmd(t, admin, bson.D{{Key: "balancerStatus", Value: 1}}); field(t, status, "mode") != "off" {
 		t.Fatalf("balancerStatus after balancerStop: %v", status)
+	}
+}
+
+// createIndexes creates, through the router, an index on each key; an
+// index on "at" is a TTL index of one second.
+func createIndexes(t *testing.T, coll *mongo.Collection, keys ...bson.D) {
+	t.Helper()
+	for _, key := range keys {
+		opts := options.Index()
+		if key[0].Key == "at" {
+			opts.SetExpireAfterSeconds(1)
+		}
+		if _, err := coll.Indexes().CreateOne(ctxT(t), mongo.IndexModel{Keys: key, Options: opts}); err != nil {
+			t.Fatalf("create index %v: %v", key, err)
+		}
+	}
+}
+
+// checkRecipientIndexes: a shard added after a collection's indexes were
+// created holds them once it received a chunk, as the shards that took
+// part do, and its TTL monitor deletes what expires in its chunks.
+func checkRecipientIndexes(t *testing.T, c *routedCluster, coll *mongo.Collection) {
+	t.Helper()
+	want := indexSpecs(ctxT(t), t, c.shardColl("shA", "test", coll.Name()))
+	if got := indexSpecs(ctxT(t), t, c.shardColl("shC", "test", coll.Name())); got != want {
+		t.Fatalf("indexes of %s on the added shard: %v, want the first shard's %v", coll.Name(), got, want)
+	}
+	shC := c.shardColl("shC", "admin", "x").Database().Client()
+	before := statusMetric(t, shC, "ttl", "deletedDocuments")
+	docs := make([]any, 300)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "_id", Value: int32(10_000 + i)}, {Key: "at", Value: time.Now()}}
+	}
+	if _, err := coll.InsertMany(ctxT(t), docs); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for statusMetric(t, shC, "ttl", "deletedDocuments") == before {
+		if time.Now().After(deadline) {
+			t.Fatal("the added shard's TTL monitor deleted none of 300 expiring documents in 30 s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n, err := coll.CountDocuments(ctxT(t), bson.D{{Key: "at", Value: bson.D{{Key: "$exists", Value: true}}}}); err != nil || n != 0 {
+		t.Fatalf("%d expired documents counted through the router (%v)", n, err)
 	}
 }
 

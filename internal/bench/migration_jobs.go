@@ -227,6 +227,9 @@ type MoveStats struct {
 	Failed   int     `json:"failed"`
 	FirstErr string  `json:"first_error,omitempty"`
 	Duration Summary `json:"duration"`
+	// Critical is how long each committed move held the donor's critical
+	// section, its moveChunk.from steps 5 and 6 in config.changelog.
+	Critical Summary `json:"critical"`
 }
 
 // runMovingJob loads documents that expire evenly over both windows,
@@ -512,7 +515,37 @@ func (mv *chunkMover) run(ctx context.Context, win span) MoveStats {
 		st.Moves++
 	}
 	st.Duration = took.Summarize()
+	st.Critical = mv.criticalSections(ctx, win.from)
 	return st
+}
+
+// criticalSections summarizes steps 5 and 6 of the moves that committed
+// since from, as config.changelog reports them.
+func (mv *chunkMover) criticalSections(ctx context.Context, from time.Time) Summary {
+	var h Histogram
+	filter := bson.D{{Key: "what", Value: "moveChunk.from"}, {Key: "ns", Value: mv.ns},
+		{Key: "details.note", Value: "success"}, {Key: "time", Value: bson.D{{Key: "$gte", Value: from}}}}
+	cur, err := mv.admin.Client().Database("config").Collection("changelog").Find(ctx, filter)
+	if err != nil {
+		return h.Summarize()
+	}
+	var entries []struct {
+		Details bson.Raw `bson:"details"`
+	}
+	if cur.All(ctx, &entries) != nil {
+		return h.Summarize()
+	}
+	for _, e := range entries {
+		var ms int64
+		for _, step := range []string{"step 5 of 6", "step 6 of 6"} {
+			if v, err := e.Details.LookupErr(step); err == nil {
+				n, _ := v.AsInt64OK()
+				ms += n
+			}
+		}
+		h.Add(time.Duration(ms) * time.Millisecond)
+	}
+	return h.Summarize()
 }
 
 // move moves the chunk longest on shard `from` to the other shard.

@@ -97,8 +97,9 @@ func movingCell(m *ModeReport) string {
 	if r == nil {
 		return missing
 	}
-	s := fmt.Sprintf("%s / %s (%d chunks; %d moves, p50 %s s", fmtN(r.Without.OpsPerSec), fmtN(r.With.OpsPerSec), r.Chunks,
-		r.Moves.Moves, fmtSeconds(r.Moves.Duration.P50Ms))
+	s := fmt.Sprintf("%s / %s (%d chunks; %d moves, p50 %s s, critical section p50 %s max %s ms", fmtN(r.Without.OpsPerSec),
+		fmtN(r.With.OpsPerSec), r.Chunks, r.Moves.Moves, fmtSeconds(r.Moves.Duration.P50Ms),
+		fmtMs(r.Moves.Critical.P50Ms), fmtMs(r.Moves.Critical.MaxMs))
 	if r.Moves.Failed > 0 {
 		s += fmt.Sprintf("; %d failed: %s", r.Moves.Failed, r.Moves.FirstErr)
 	}

@@ -59,12 +59,6 @@ func (c *Collection) ApplyFromMigrate(docs []bson.D, deleted []any, remove func(
 	return nil
 }
 
-// RemoveFromMigrate deletes the stored document with id, live or
-// expired, when remove says so of it, without a change event.
-func (c *Collection) RemoveFromMigrate(id any, remove func(bson.D) bool) error {
-	return c.ApplyFromMigrate(nil, []any{id}, remove)
-}
-
 func (c *Collection) prepareMigrated(docs []bson.D, deleted []any) ([]migratedWrite, error) {
 	writes := make([]migratedWrite, 0, len(docs)+len(deleted))
 	for _, doc := range docs {

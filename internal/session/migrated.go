@@ -32,53 +32,125 @@ type MovedStmt struct {
 	Result []byte
 }
 
+// Seen is what an export read of each session it exported whole: its
+// two heads, by session key prefix. A later export given the same Seen
+// skips the sessions whose heads are unchanged since; that is how a
+// migration copies the records before its critical section and, inside
+// it, only those written since.
+type Seen map[string]string
+
 // ExportStmts reads the statement records of each session's latest
 // txnNumber, this member's and those a migration brought, in key order
-// from the key after `after` (nil: from the first), until about limit
-// bytes of results. next is where the following call goes on from; nil
-// when there is nothing after.
-func ExportStmts(r storage.Reader, after []byte, limit int) (stmts []MovedStmt, next []byte, err error) {
+// from the key from (nil: the first), until about limit bytes of
+// results. A page ends between sessions, and inside one only when that
+// session alone holds more than limit. next is where the following call
+// starts; nil when there is nothing after. With seen, a session whose
+// heads seen holds unchanged is skipped, and every session exported
+// whole is noted in seen. r should be a snapshot when writes go on: a
+// session's heads and statements are then read at one instant.
+//
+// It seeks from session to session and, within one, to its latest
+// txnNumber's statements: stepping through the key space instead meant
+// stepping over every older statement's deletion and every older version
+// of the heads, which a busy session leaves by the thousand in the
+// memtable.
+func ExportStmts(r storage.Reader, from []byte, limit int, seen Seen) (stmts []MovedStmt, next []byte, err error) {
 	lower := []byte{tagSession}
-	if after != nil {
-		lower = append(bytes.Clone(after), 0)
+	if from != nil {
+		lower = bytes.Clone(from)
 	}
-	it, err := r.NewIter(lower, []byte{tagSession + 1})
+	it, err := r.NewIter([]byte{tagSession}, []byte{tagSession + 1})
 	if err != nil {
 		return nil, nil, err
 	}
 	defer it.Close()
-	var cur exportSession
 	size := 0
-	for ok := it.First(); ok; ok = it.Next() {
-		k := it.Key()
-		prefix, kind, txn, stmt, isStmt := splitStmtKey(k)
-		if !isStmt {
+	for it.SeekGE(lower) {
+		prefix, ok := sessionPrefixOf(it.Key())
+		if !ok {
+			return nil, nil, fmt.Errorf("session: a key of %d bytes under the session tag has no session id", len(it.Key()))
+		}
+		prefix = bytes.Clone(prefix) // the iterator's key changes as it moves
+		whole := bytes.Compare(lower, prefix) <= 0
+		if whole && size >= limit {
+			return stmts, prefix, nil
+		}
+		cur, err := latestOf(r, prefix)
+		if err != nil {
+			return nil, nil, err
+		}
+		if seen != nil && seen[string(prefix)] == cur.heads {
+			lower = prefixEnd(prefix)
 			continue
 		}
-		if !bytes.Equal(prefix, cur.prefix) {
-			if cur, err = latestOf(r, prefix); err != nil {
+		start := size
+		for _, kind := range cur.kinds() {
+			lo := stmtKeyIn(prefix, kind, cur.txn, 0)[:len(prefix)+9]
+			hi := stmtKeyIn(prefix, kind, cur.txn+1, 0)[:len(prefix)+9]
+			if bytes.Compare(lo, lower) < 0 {
+				lo = lower
+			}
+			for ok := it.SeekGE(lo); ok && bytes.Compare(it.Key(), hi) < 0; ok = it.Next() {
+				k, v := it.Key(), it.Value()
+				_, _, txn, stmt, _ := splitStmtKey(k)
+				stmts = append(stmts, MovedStmt{LSID: bytes.Clone(prefix[2:]), Txn: txn, LastWrite: cur.lastWrite, Stmt: stmt, Result: bytes.Clone(v)})
+				if size += len(v) + len(k); size-start >= limit {
+					return stmts, append(bytes.Clone(k), 0), it.Error()
+				}
+			}
+			if err := it.Error(); err != nil {
 				return nil, nil, err
 			}
 		}
-		if txn != cur.txn || (kind == kindStmt && !cur.local) || (kind == kindMigratedStmt && !cur.moved) {
-			continue // an older txnNumber's: no retry of it is accepted
+		if seen != nil && whole {
+			seen[string(prefix)] = cur.heads
 		}
-		v := it.Value()
-		stmts = append(stmts, MovedStmt{LSID: bytes.Clone(prefix[2:]), Txn: txn, LastWrite: cur.lastWrite, Stmt: stmt, Result: bytes.Clone(v)})
-		if size += len(v) + len(k); size >= limit {
-			return stmts, bytes.Clone(k), it.Error()
-		}
+		lower = prefixEnd(prefix)
 	}
 	return stmts, nil, it.Error()
+}
+
+// sessionPrefixOf is the session part of a key under the session tag.
+func sessionPrefixOf(k []byte) ([]byte, bool) {
+	if len(k) < 2 || len(k) < 2+int(k[1]) {
+		return nil, false
+	}
+	return k[:2+int(k[1])], true
+}
+
+// prefixEnd is the first key after every key that starts with p.
+func prefixEnd(p []byte) []byte {
+	end := bytes.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return []byte{tagSession + 1}
 }
 
 // exportSession is what ExportStmts takes of one session: its latest
 // txnNumber and which of its records hold it.
 type exportSession struct {
 	prefix       []byte
+	heads        string // both heads as stored, for Seen
 	txn          int64
 	lastWrite    int64
 	local, moved bool
+}
+
+// kinds are the statement records that hold the session's latest
+// txnNumber.
+func (s exportSession) kinds() []byte {
+	var out []byte
+	if s.local {
+		out = append(out, kindStmt)
+	}
+	if s.moved {
+		out = append(out, kindMigratedStmt)
+	}
+	return out
 }
 
 // latestOf reads the session's two heads and picks the newer txnNumber.
@@ -92,6 +164,7 @@ func latestOf(r storage.Reader, prefix []byte) (exportSession, error) {
 	if err != nil {
 		return s, err
 	}
+	s.heads = string(append(append([]byte{byte(len(local.raw))}, local.raw...), moved.raw...))
 	switch {
 	case hasLocal && (!hasMoved || local.txn >= moved.txn):
 		s.txn, s.lastWrite, s.local = local.txn, local.lastWrite, true
@@ -126,13 +199,14 @@ func readHeadAt(r storage.Reader, prefix []byte, kind byte) (storedHead, bool, e
 	if err != nil || !ok {
 		return storedHead{}, false, fmt.Errorf("session: read session record (%d bytes): %w", len(raw), err)
 	}
-	return storedHead{head: h, lastWrite: int64(binary.BigEndian.Uint64(raw[8:]))}, true, nil
+	return storedHead{head: h, lastWrite: int64(binary.BigEndian.Uint64(raw[8:])), raw: raw}, true, nil
 }
 
 // storedHead is a head record with its last write time.
 type storedHead struct {
 	head
 	lastWrite int64
+	raw       []byte // as stored
 }
 
 // ImportStmts installs statement records another shard exported among

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -40,21 +41,30 @@ func writeStmtsAt(t *testing.T, eng storage.Engine, at time.Time, lsid string, t
 // moveAll exports every record of from, in small pages, into to.
 func moveAll(t *testing.T, from, to storage.Engine) int {
 	t.Helper()
-	var after []byte
-	total := 0
-	for page := 0; page < 1000; page++ {
-		stmts, next, err := ExportStmts(from, after, 16)
-		if err != nil {
-			t.Fatal(err)
-		}
+	return exportPages(t, from, 16, nil, func(stmts []MovedStmt) {
 		if err := ImportStmts(to, stmts); err != nil {
 			t.Fatal(err)
 		}
+	})
+}
+
+// exportPages exports every page of one pass, handing each to page, and
+// counts the statements.
+func exportPages(t *testing.T, eng storage.Engine, limit int, seen Seen, page func([]MovedStmt)) int {
+	t.Helper()
+	var from []byte
+	total := 0
+	for range 1000 {
+		stmts, next, err := ExportStmts(eng, from, limit, seen)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page(stmts)
 		total += len(stmts)
 		if next == nil {
 			return total
 		}
-		after = next
+		from = next
 	}
 	t.Fatal("export did not end")
 	return 0
@@ -183,3 +193,90 @@ func TestSweepKeepsEachHeadsRecords(t *testing.T) {
 		t.Fatalf("the swept migrated statement: %d (%v), want none", got, err)
 	}
 }
+
+// BenchmarkExportStmts exports the records of 64 sessions that each
+// wrote 2,000 txnNumbers, as a migration's critical section does after a
+// busy minute: the older statements' deletions and the heads' older
+// versions are still in the memtable.
+func BenchmarkExportStmts(b *testing.B) {
+	eng := openEngine(b)
+	for txn := int64(1); txn <= 2000; txn++ {
+		for s := range 64 {
+			w, err := Begin(Write{Engine: eng, LSID: []byte{byte(s), 'x'}, Txn: txn, Now: migratedNow})
+			if err != nil {
+				b.Fatal(err)
+			}
+			batch := eng.NewBatch()
+			if err := w.Record(0, func() bson.D { return bson.D{{Key: "n", Value: int32(1)}} })(batch); err != nil {
+				b.Fatal(err)
+			}
+			if err := batch.Commit(false); err != nil {
+				b.Fatal(err)
+			}
+			batch.Close()
+		}
+	}
+	for b.Loop() {
+		stmts, next, err := ExportStmts(eng, nil, 4<<20, nil)
+		if err != nil || next != nil || len(stmts) != 64 {
+			b.Fatalf("%d statements, next %v: %v", len(stmts), next, err)
+		}
+	}
+}
+
+// TestExportStmtsReadsEverySessionsLatest: in one page or in pages of a
+// statement or two, the export holds each session's latest txnNumber's
+// statements, once, and none of an older one.
+func TestExportStmtsReadsEverySessionsLatest(t *testing.T) {
+	eng := openEngine(t)
+	want := map[string]bool{}
+	for s := range 20 {
+		lsid := string([]byte{byte('a' + s), 'x'})
+		for txn := int64(1); txn <= 3; txn++ {
+			writeStmts(t, eng, lsid, txn, 0, 1)
+		}
+		want[lsid+"/3/0"], want[lsid+"/3/1"] = true, true
+	}
+	for _, limit := range []int{4 << 20, 16, 40} {
+		got := map[string]bool{}
+		exportPages(t, eng, limit, nil, func(stmts []MovedStmt) {
+			for _, st := range stmts {
+				k := fmt.Sprintf("%s/%d/%d", st.LSID, st.Txn, st.Stmt)
+				if got[k] || !want[k] {
+					t.Fatalf("limit %d: exported %s twice or not a latest statement", limit, k)
+				}
+				got[k] = true
+			}
+		})
+		if len(got) != len(want) {
+			t.Fatalf("limit %d: exported %d statements, want %d", limit, len(got), len(want))
+		}
+	}
+}
+
+// TestExportStmtsSeenSkipsUnchangedSessions: a second export given the
+// first one's Seen holds exactly the sessions written since (a newer
+// txnNumber, or a session that is new), in one page or in pages of a
+// session or two.
+func TestExportStmtsSeenSkipsUnchangedSessions(t *testing.T) {
+	for _, limit := range []int{4 << 20, 100} {
+		eng := openEngine(t)
+		for s := range 10 {
+			writeStmts(t, eng, fmt.Sprintf("s%d", s), 1, 0, 1)
+		}
+		seen := Seen{}
+		if n := exportPages(t, eng, limit, seen, func([]MovedStmt) {}); n != 20 {
+			t.Fatalf("limit %d: the first pass exported %d statements, want 20", limit, n)
+		}
+		writeStmts(t, eng, "s3", 2, 0)
+		writeStmts(t, eng, "s7", 2, 0, 1, 2)
+		writeStmts(t, eng, "new", 1, 0)
+		if n := exportPages(t, eng, limit, seen, func([]MovedStmt) {}); n != 5 {
+			t.Fatalf("limit %d: the second pass exported %d statements, want 5 (1 + 3 + 1)", limit, n)
+		}
+		if n := exportPages(t, eng, limit, seen, func([]MovedStmt) {}); n != 0 {
+			t.Fatalf("limit %d: a pass with nothing written since exported %d statements", limit, n)
+		}
+	}
+}
+

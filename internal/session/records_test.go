@@ -13,7 +13,7 @@ import (
 
 func recordN() bson.D { return bson.D{{Key: "n", Value: int32(1)}} }
 
-func openEngine(t *testing.T) storage.Engine {
+func openEngine(t testing.TB) storage.Engine {
 	t.Helper()
 	eng, err := pebblestore.Open(pebblestore.Options{InMemory: true})
 	if err != nil {

@@ -42,6 +42,32 @@ type donorRun struct {
 	// recipientHosts are the recipient set's members.
 	recipientHosts []string
 	critical       bool
+	// steps are the durations of the six steps config.changelog's
+	// moveChunk.from reports, as mongod's: the records, the range's ids,
+	// the recipient's start, its clone and catch-up, the critical section
+	// to the commit, and the end of the critical section.
+	steps   [6]time.Duration
+	stepped int
+	last    time.Time
+}
+
+// stepDone ends the current step.
+func (r *donorRun) stepDone() {
+	now := r.m.opts.Clock.Now()
+	if r.stepped < len(r.steps) {
+		r.steps[r.stepped] = now.Sub(r.last)
+		r.stepped++
+	}
+	r.last = now
+}
+
+// stepDetails are the steps done, in milliseconds, under mongod's names.
+func (r *donorRun) stepDetails() bson.D {
+	out := make(bson.D, 0, r.stepped)
+	for i := range r.stepped {
+		out = append(out, bson.E{Key: fmt.Sprintf("step %d of %d", i+1, len(r.steps)), Value: int32(r.steps[i].Milliseconds())})
+	}
+	return out
 }
 
 // MoveRange runs a migration as its donor, from start to its outcome:
@@ -119,7 +145,7 @@ func (m *Migrations) donate(ctx context.Context, d *donation) error {
 	if err != nil {
 		note = bson.D{{Key: "note", Value: "aborted"}, {Key: "errmsg", Value: err.Error()}}
 	}
-	m.changelog(ctx, "moveChunk.from", req.Namespace, append(run.details(), note...))
+	m.changelog(ctx, "moveChunk.from", req.Namespace, append(append(run.stepDetails(), run.details()...), note...))
 	return err
 }
 
@@ -195,15 +221,19 @@ func (r *donorRun) drive(ctx context.Context) error {
 	// a recorded migration without a source for a dead one and aborts it.
 	src := m.newCloneSource(r.rec, r.table.Pattern())
 	defer m.dropCloneSource(r.rec.ID)
+	r.last = m.opts.Clock.Now()
 	if err := r.begin(); err != nil {
 		return err
 	}
+	r.stepDone()
 	if err := src.start(); err != nil {
 		return r.abort(ctx, err)
 	}
+	r.stepDone()
 	if err := r.cloneAndCatchUp(ctx); err != nil {
 		return r.abort(ctx, err)
 	}
+	r.stepDone()
 	if err := r.criticalSection(ctx); err != nil {
 		return r.abort(ctx, err)
 	}
@@ -211,10 +241,13 @@ func (r *donorRun) drive(ctx context.Context) error {
 	if err != nil {
 		return err // outcome unknown: recovery finishes it, the critical section held
 	}
+	r.stepDone()
 	if !committed {
 		return r.abort(ctx, mongoerr.New(mongoerr.OperationFailed, "the config servers refused the migration's commit"))
 	}
-	return m.finishCommit(ctx, r.rec)
+	err = m.finishCommit(ctx, r.rec)
+	r.stepDone()
+	return err
 }
 
 // begin records the migration and the donor's pending range deletion.
@@ -255,6 +288,7 @@ func (r *donorRun) cloneAndCatchUp(ctx context.Context) error {
 	if _, err := RunOnPrimary(ctx, m.opts.Client, r.recipientHosts, "admin", start); err != nil {
 		return err
 	}
+	r.stepDone()
 	deadline := m.opts.Clock.Now().Add(cloneTimeout)
 	for {
 		state, err := r.recipientState(ctx)
@@ -388,16 +422,20 @@ func (r *donorRun) abort(ctx context.Context, cause error) error {
 // owner before it lets routed commands in again, its copy becomes a
 // range deletion after the delay, and the recipient keeps its copy.
 func (m *Migrations) finishCommit(ctx context.Context, rec migrate.Coordinator) error {
+	if _, err := m.opts.State.Refresh(ctx, rec.Namespace); err != nil {
+		return err
+	}
+	// The critical section ends before the committed phase is recorded:
+	// a member that takes over from a record still at commitStarted
+	// holds the critical section until it has read the outcome, which is
+	// what the record would have told it.
+	m.leaveCriticalSection(rec.Namespace)
 	if rec.Phase != migrate.PhaseCommitted {
 		rec.Phase = migrate.PhaseCommitted
 		if err := m.putRecord(migrate.CoordinatorsColl, rec.ID, rec); err != nil {
 			return err
 		}
 	}
-	if _, err := m.opts.State.Refresh(ctx, rec.Namespace); err != nil {
-		return err
-	}
-	m.leaveCriticalSection(rec.Namespace)
 	if err := m.readyTask(migrate.DonorTaskID(rec.ID), m.cleanupDelay()); err != nil {
 		return err
 	}
@@ -552,21 +590,16 @@ func (s *cloneSource) start() error {
 	if s.coll == nil {
 		return nil
 	}
-	it := s.coll.Scan(nil, nil)
-	defer it.Close()
-	for {
-		doc, ok, err := it.Next()
-		if err != nil {
-			return fmt.Errorf("shardstate: scan %s for migration: %w", s.rec.Namespace, err)
-		}
-		if !ok {
-			return nil
-		}
+	err = eachInRange(context.Background(), s.coll, s.pattern, s.rec.Range, func(doc bson.D) error {
 		if inRange(s.pattern, s.rec.Range, doc) {
-			id, _ := bsonFieldAny(doc, "_id")
-			s.toClone = append(s.toClone, id)
+			s.toClone = append(s.toClone, mustID(doc))
 		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("shardstate: scan %s for migration: %w", s.rec.Namespace, err)
 	}
+	return nil
 }
 
 // MigrateClone answers _migrateClone number seq: the next documents of

@@ -62,6 +62,9 @@ type Migrations struct {
 	// counts the routed commands running on each namespace.
 	critical map[string]bool
 	inflight map[string]int
+	// changed is closed, and replaced, when a critical section ends or a
+	// routed command in flight ends: it wakes who waits for either.
+	changed chan struct{}
 	// loaded: the critical sections of recorded migrations were set up.
 	loaded bool
 	// sources are the donor's clone sources, receivers the recipient's
@@ -78,7 +81,7 @@ func NewMigrations(opts MigrationOptions) *Migrations {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	m := &Migrations{opts: opts, critical: map[string]bool{}, inflight: map[string]int{},
+	m := &Migrations{opts: opts, critical: map[string]bool{}, inflight: map[string]int{}, changed: make(chan struct{}),
 		sources: map[string]*cloneSource{}, receivers: map[string]*receiver{}}
 	return m
 }
@@ -107,16 +110,33 @@ func (m *Migrations) Enter(ctx context.Context, ns string) (release func(), err 
 	return func() {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		m.inflight[ns]--
+		if m.inflight[ns]--; m.inflight[ns] == 0 && m.critical[ns] {
+			m.wakeLocked()
+		}
 	}, nil
 }
 
-// waitBriefly lets go of m.mu for a moment, so that the command or
-// migration it waits for can move on; m.mu is held.
+// waitBriefly lets go of m.mu until the critical sections or the
+// commands in flight change, or a moment passed (for the waiter's
+// deadline), so that the command or migration it waits for can move on;
+// m.mu is held. Polling alone kept each critical section's start and
+// each waiting command's end a poll period late.
 func (m *Migrations) waitBriefly() {
+	changed := m.changed
 	m.mu.Unlock()
-	m.sleep(context.Background(), 20*time.Millisecond)
+	t := m.opts.Clock.NewTimer(20 * time.Millisecond)
+	select {
+	case <-changed:
+	case <-t.C():
+	}
+	t.Stop()
 	m.mu.Lock()
+}
+
+// wakeLocked wakes every waitBriefly; m.mu is held.
+func (m *Migrations) wakeLocked() {
+	close(m.changed)
+	m.changed = make(chan struct{})
 }
 
 // sleep waits d on the clock; false when ctx ended first.
@@ -159,6 +179,7 @@ func (m *Migrations) drainRouted(ctx context.Context, ns string) error {
 	for m.inflight[ns] > 0 {
 		if err := ctx.Err(); err != nil {
 			delete(m.critical, ns)
+			m.wakeLocked()
 			return fmt.Errorf("shardstate: entering the critical section of %s: %w", ns, err)
 		}
 		m.waitBriefly()
@@ -169,7 +190,10 @@ func (m *Migrations) drainRouted(ctx context.Context, ns string) error {
 func (m *Migrations) leaveCriticalSection(ns string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.critical, ns)
+	if m.critical[ns] {
+		delete(m.critical, ns)
+		m.wakeLocked()
+	}
 }
 
 // claim makes this shard take part in migration id, refusing a second

@@ -141,8 +141,9 @@ func (m *Migrations) runRangeDeletions(ctx context.Context) error {
 	return nil
 }
 
-// deleteBatch bounds the documents one pass of the range deleter
-// gathers before it deletes them.
+// deleteBatch bounds the orphans one write of the range deleter
+// removes. One write per orphan made a range deletion cost a log sync per
+// document.
 const deleteBatch = 256
 
 // deleteUnowned deletes the documents of r that this shard does not own
@@ -166,43 +167,44 @@ func (m *Migrations) deleteUnowned(ctx context.Context, ns string, r migrate.Ran
 	if table != nil {
 		owns = NewFilter(table, id.ShardName).Owns
 	}
-	for ctx.Err() == nil {
-		ids, err := orphanIDs(coll, r, p, owns)
-		if err != nil || len(ids) == 0 {
-			return err
-		}
-		for _, docID := range ids {
-			if err := removeIf(coll, docID, func(doc bson.D) bool { return inRange(p, r, doc) && !owns(doc) }); err != nil {
-				return err
-			}
-		}
-	}
-	return ctx.Err()
+	return deleteOrphans(ctx, coll, r, p, owns)
 }
 
-// orphanIDs lists up to deleteBatch documents of r that owns refuses.
-func orphanIDs(coll *docstore.Collection, r migrate.Range, p *shardkey.Pattern, owns func(bson.D) bool) ([]any, error) {
-	it := coll.Scan(nil, nil)
-	defer it.Close()
-	var ids []any
-	for len(ids) < deleteBatch {
-		doc, ok, err := it.Next()
-		if err != nil || !ok {
-			return ids, err
-		}
-		if inRange(p, r, doc) && !owns(doc) {
-			ids = append(ids, mustID(doc))
-		}
+// deleteOrphans deletes the documents of r that owns refuses, in writes
+// of deleteBatch. Each document is judged again under the write lock as
+// it is removed.
+func deleteOrphans(ctx context.Context, coll *docstore.Collection, r migrate.Range, p *shardkey.Pattern, owns func(bson.D) bool) error {
+	orphan := func(doc bson.D) bool { return inRange(p, r, doc) && !owns(doc) }
+	ids := make([]any, 0, deleteBatch)
+	flush := func() error {
+		err := removeIf(coll, ids, orphan)
+		ids = ids[:0]
+		return err
 	}
-	return ids, nil
+	err := eachInRange(ctx, coll, p, r, func(doc bson.D) error {
+		if !orphan(doc) {
+			return nil
+		}
+		if ids = append(ids, mustID(doc)); len(ids) == deleteBatch {
+			return flush()
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return flush()
 }
 
-// removeIf deletes the document with docID when remove says so of it as
-// it is under the write lock: a migration's delete, which change streams
-// do not see.
-func removeIf(coll *docstore.Collection, docID any, remove func(bson.D) bool) error {
-	if err := coll.RemoveFromMigrate(docID, remove); err != nil {
-		return fmt.Errorf("shardstate: delete orphan %v of %s: %w", docID, coll.Namespace(), err)
+// removeIf deletes the documents with ids when remove says so of each
+// as it is under the write lock, in one write while they fit: migration
+// deletes, which change streams do not see.
+func removeIf(coll *docstore.Collection, ids []any, remove func(bson.D) bool) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if err := coll.ApplyFromMigrate(nil, ids, remove); err != nil {
+		return fmt.Errorf("shardstate: delete %d orphans of %s: %w", len(ids), coll.Namespace(), err)
 	}
 	return nil
 }

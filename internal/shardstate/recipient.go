@@ -48,6 +48,9 @@ type receiver struct {
 	caughtUp int64
 	// sessionStmts counts the retryable-write records installed.
 	sessionStmts int64
+	// precopied: a whole pass of the donor's statement records was
+	// installed before the critical section (sessionmods.go).
+	precopied bool
 	// committing is set from _recvChunkCommit on: the range's owner may
 	// change under this member until it refreshes (expiryowner.go).
 	committing atomic.Bool
@@ -99,6 +102,9 @@ func (m *Migrations) RecvStart(req RecvRequest) error {
 func (m *Migrations) receive(ctx context.Context, rc *receiver) {
 	defer close(rc.done)
 	err := m.waitOverlappingDeletions(ctx, rc.req)
+	if err == nil {
+		err = m.copyIndexes(ctx, rc)
+	}
 	if err == nil {
 		err = m.deleteUnowned(ctx, rc.req.Namespace, rc.req.Range, rc.pattern)
 	}
@@ -161,6 +167,12 @@ func (m *Migrations) catchUp(ctx context.Context, rc *receiver) error {
 		n, err := m.applyMods(ctx, rc)
 		if err != nil {
 			return err
+		}
+		if n <= steadyMods && !rc.precopied {
+			if err := m.pullSessions(ctx, rc); err != nil {
+				return err
+			}
+			rc.precopied = true
 		}
 		if n <= steadyMods {
 			rc.mu.Lock()
@@ -289,9 +301,18 @@ func (m *Migrations) RecvCommit(ctx context.Context, id string) error {
 			break
 		}
 	}
-	if err := m.pullSessions(ctx, rc); err != nil {
-		rc.set("fail", err)
-		return err
+	// The pass that starts here, with the namespace's writes stopped,
+	// brings what was written since the one before; a pass the commit
+	// interrupted is finished first.
+	passes := 1
+	if !rc.precopied {
+		passes = 2
+	}
+	for range passes {
+		if err := m.pullSessions(ctx, rc); err != nil {
+			rc.set("fail", err)
+			return err
+		}
 	}
 	rc.set("done", nil)
 	return nil

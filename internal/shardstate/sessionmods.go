@@ -10,25 +10,32 @@ import (
 	"github.com/mayflydb/mayfly/internal/session"
 )
 
-// Retryable-write history moves with the range: in the critical
-// section, once the last writes are applied, the recipient pulls the
+// Retryable-write history moves with the range: the recipient pulls the
 // donor's statement records (_getNextSessionMods) and installs them
 // before the commit, so that a retry the router sends it afterwards
 // answers the donor's result instead of writing again. Which records,
 // and why all sessions' latest, is internal/session's (migrated.go).
+//
+// The records go in passes, each ended by an empty answer: one while the
+// recipient catches up, then, in the critical section, one of the
+// sessions written since the pass before (session.Seen). A busy shard
+// holds thousands of sessions; moving them all inside the critical
+// section held the collection's writes for tens of milliseconds.
 
 // sessionBatchBytes bounds the statement results one
-// _getNextSessionMods answer carries.
+// _getNextSessionMods answer carries: about this much, and twice as much
+// at most (a page ends between sessions).
 const sessionBatchBytes = 4 << 20
 
 // sessionExport is the donor's position in its session records for one
 // migration, and its last answer, kept so that a request sent again
 // after a lost reply gets the same answer.
 type sessionExport struct {
-	after []byte
-	done  bool
-	seq   int64
-	last  []session.MovedStmt
+	from []byte
+	done bool // the pass's last page was sent: an empty answer ends it
+	seq  int64
+	last []session.MovedStmt
+	seen session.Seen
 }
 
 // NextSessionMods answers _getNextSessionMods number seq: the next
@@ -45,15 +52,30 @@ func (m *Migrations) NextSessionMods(id string, seq int64) ([]session.MovedStmt,
 		return ex.last, nil
 	}
 	var stmts []session.MovedStmt
-	if !ex.done {
-		var next []byte
-		stmts, next, err = session.ExportStmts(m.opts.Store.Engine(), ex.after, sessionBatchBytes)
-		if err != nil {
-			return nil, fmt.Errorf("shardstate: read the session records for migration %s: %w", id, err)
-		}
-		ex.after, ex.done = next, next == nil
+	if ex.done {
+		ex.from, ex.done = nil, false // the next request starts a pass
+	} else if stmts, err = m.exportSessions(ex); err != nil {
+		return nil, fmt.Errorf("shardstate: read the session records for migration %s: %w", id, err)
 	}
 	ex.seq, ex.last = seq, stmts
+	return stmts, nil
+}
+
+// exportSessions reads the next page of the pass from a snapshot, so
+// that each session's heads and statements are of one instant.
+func (m *Migrations) exportSessions(ex *sessionExport) ([]session.MovedStmt, error) {
+	if ex.seen == nil {
+		ex.seen = session.Seen{}
+	}
+	snap := m.opts.Store.Engine().NewSnapshot()
+	defer snap.Close()
+	stmts, next, err := session.ExportStmts(snap, ex.from, sessionBatchBytes, ex.seen)
+	if err != nil {
+		return nil, err
+	}
+	// An empty page ends the pass itself; a last page with statements is
+	// followed by an empty answer.
+	ex.from, ex.done = next, next == nil && len(stmts) > 0
 	return stmts, nil
 }
 
@@ -69,8 +91,8 @@ func SessionModsDoc(stmts []session.MovedStmt) bson.A {
 	return out
 }
 
-// pullSessions installs the donor's statement records, until it has no
-// more. A request whose answer was not installed is sent again with its
+// pullSessions installs one pass of the donor's statement records, until
+// an empty answer ends it. A request whose answer was not installed is sent again with its
 // number (rc.sessionSeq moves on only after), so no batch is skipped.
 func (m *Migrations) pullSessions(ctx context.Context, rc *receiver) error {
 	for ctx.Err() == nil {
