@@ -29,8 +29,11 @@ func (s *Store) residentPolicy() rescache.Policy {
 		// An index's entries begin with a tag, the collection and the
 		// index ID.
 		RangeGroupLen: collIDKeyLen + 4,
+		RangeKey:      isIndexKey,
 	}
 }
+
+func isIndexKey(key []byte) bool { return len(key) >= collIDKeyLen+4 && key[0] == tagIndex }
 
 // collIDKeyLen is a tag byte and a collection ID.
 const collIDKeyLen = 9

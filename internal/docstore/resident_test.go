@@ -308,9 +308,12 @@ func TestExpiredDocumentsLeaveTheCache(t *testing.T) {
 		insert(t, c, bson.D{{Key: "_id", Value: i}, {Key: "t", Value: date(t0)}})
 	}
 	insert(t, c, bson.D{{Key: "_id", Value: "live"}, {Key: "t", Value: date(t0.Add(time.Hour))}})
+	for _, id := range []any{0, 1, 2, 3, 4, "live"} {
+		findByID(t, c, id)
+	}
 	before := s.resident.Stats()
 	if before.Items != 6 {
-		t.Fatalf("the cache holds %d documents after 6 inserts", before.Items)
+		t.Fatalf("the cache holds %d documents after 6 were read", before.Items)
 	}
 	clk.Advance(10 * time.Second) // the expiry instant: expired ($lte)
 	c.BeginExpiry("t_1", clk.Now())
@@ -321,4 +324,43 @@ func TestExpiredDocumentsLeaveTheCache(t *testing.T) {
 	if n := countMatching(t, c, nil); n != 1 {
 		t.Fatalf("a read returned %d documents after 5 of 6 expired", n)
 	}
+}
+
+// TestOnlyReadDocumentsStayResident: an insert does not enter the cache;
+// a read does, and a write of a document the cache holds keeps its new
+// version there (a touch of a session stays a memory read).
+func TestOnlyReadDocumentsStayResident(t *testing.T) {
+	s, _ := openStore(t)
+	c, _ := s.CreateCollection("db", "c", CreateOptions{})
+	for i := range 10 {
+		insert(t, c, bson.D{{Key: "_id", Value: i}, {Key: "n", Value: 0}})
+	}
+	if n := s.resident.Stats().Items; n != 0 {
+		t.Fatalf("the cache holds %d documents after 10 inserts nothing read", n)
+	}
+	findByID(t, c, 3)
+	if n := s.resident.Stats().Items; n != 1 {
+		t.Fatalf("the cache holds %d documents after one was read", n)
+	}
+	if _, err := c.Modify(3, WriteOptions{}, func(cur bson.D) (Change, error) {
+		return Change{Kind: Replace, Doc: bson.D{{Key: "_id", Value: 3}, {Key: "n", Value: 1}}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	hits := s.resident.Stats().Hits
+	if doc := findByID(t, c, 3); doc[1].Value != int32(1) {
+		t.Fatalf("read %v after the write", doc)
+	}
+	if s.resident.Stats().Hits != hits+1 {
+		t.Fatal("the written document was not read from the cache")
+	}
+}
+
+func findByID(t *testing.T, c *Collection, id any) bson.D {
+	t.Helper()
+	doc, err := c.FindOne(bson.D{{Key: "_id", Value: id}})
+	if err != nil || doc == nil {
+		t.Fatalf("find _id %v: %v, %v", id, doc, err)
+	}
+	return doc
 }

@@ -61,23 +61,30 @@ func (s *Store) residentIter(r pebble.Reader, lower, upper []byte) (storage.Iter
 
 // residentWrites is a commit's writes, as the cache sees them: a copy of
 // the batch's encoded writes, since pebble (or a sync waiter) owns the
-// batch once it is applied.
-type residentWrites []byte
+// batch once it is applied, and the keys whose values the cache held
+// when the commit began.
+type residentWrites struct {
+	repr []byte
+	held map[string]bool
+}
 
 // invalidateResident drops from the cache every key pb writes and every
 // range such a key belongs to, before pb's apply: while it applies,
 // readers of those keys read pebble.
 func (s *Store) invalidateResident(pb *pebble.Batch) residentWrites {
 	if s.resident == nil {
-		return nil
+		return residentWrites{}
 	}
-	w := residentWrites(bytes.Clone(pb.Repr()))
-	s.eachWrite(w, func(kind pebble.InternalKeyKind, key, value []byte) {
-		switch kind {
-		case pebble.InternalKeyKindRangeDelete:
+	w := residentWrites{repr: bytes.Clone(pb.Repr())}
+	s.eachWrite(w.repr, func(kind pebble.InternalKeyKind, key, value []byte) {
+		switch {
+		case kind == pebble.InternalKeyKindRangeDelete:
 			s.resident.InvalidateRange(key, value)
-		default:
-			s.resident.Invalidate(key)
+		case s.resident.Invalidate(key):
+			if w.held == nil {
+				w.held = map[string]bool{}
+			}
+			w.held[string(key)] = true
 		}
 	})
 	return w
@@ -85,14 +92,15 @@ func (s *Store) invalidateResident(pb *pebble.Batch) residentWrites {
 
 // settleResident runs after the apply of the writes invalidateResident
 // began, applied or not: each ends (Written), and when applied, the
-// values the batch set are installed in order, so that the last write
-// of a key wins (a value the batch set and then deleted is dropped).
+// values the batch set at keys the cache held are installed in order,
+// so that the last write of a key wins (a value the batch set and then
+// deleted is dropped).
 func (s *Store) settleResident(w residentWrites, applied bool) {
 	if s.resident == nil {
 		return
 	}
 	var installed map[string]bool // made by the batch's first install
-	s.eachWrite(w, func(kind pebble.InternalKeyKind, key, value []byte) {
+	s.eachWrite(w.repr, func(kind pebble.InternalKeyKind, key, value []byte) {
 		if kind == pebble.InternalKeyKindRangeDelete {
 			s.resident.InvalidateRange(key, value)
 			return
@@ -100,7 +108,7 @@ func (s *Store) settleResident(w residentWrites, applied bool) {
 		s.resident.Written(key)
 		switch {
 		case !applied:
-		case kind == pebble.InternalKeyKindSet && s.resident.Admits(key):
+		case kind == pebble.InternalKeyKindSet && w.held[string(key)]:
 			s.resident.Install(bytes.Clone(key), bytes.Clone(value))
 			if installed == nil {
 				installed = map[string]bool{}
@@ -115,7 +123,7 @@ func (s *Store) settleResident(w residentWrites, applied bool) {
 // eachWrite calls fn for each operation of the encoded batch w. An
 // operation of a kind the cache does not know, or an unreadable batch,
 // empties the cache: it may change anything.
-func (s *Store) eachWrite(w residentWrites, fn func(kind pebble.InternalKeyKind, key, value []byte)) {
+func (s *Store) eachWrite(w []byte, fn func(kind pebble.InternalKeyKind, key, value []byte)) {
 	if len(w) < batchrepr.HeaderLen {
 		return
 	}

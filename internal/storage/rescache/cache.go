@@ -40,6 +40,9 @@ type Policy struct {
 	// (an index): a write in a group none of whose ranges is held skips
 	// the range lookup. 0: every range is in one group.
 	RangeGroupLen int
+	// RangeKey reports, without EqualityLen's decoding, whether key may
+	// belong to a range (an index entry); nil: any key may.
+	RangeKey func(key []byte) bool
 }
 
 // KV is one entry of a cached range.
@@ -227,9 +230,13 @@ func (c *Cache) put(t Ticket, isRange bool, key, hi []byte, it *item) {
 	c.insertLocked(sh, it)
 }
 
-// Install keeps value, just committed at key (a touched document stays
-// resident). Called after the write's apply and its Written, with a key
-// the policy admits; the cache owns key and value from then on.
+// Install keeps value, just committed at key. Called after the write's
+// apply and its Written, with a key the policy admits; the cache owns
+// key and value from then on. The engine installs only what the cache
+// held when the write began (Invalidate's held): a touched document
+// stays resident, and documents written and never read (a bulk load, a
+// log that expires unread) neither take the room of those that are read
+// nor make the cache evict them again when they expire.
 func (c *Cache) Install(key, value []byte) {
 	c.put(Ticket{}, false, key, nil, &item{value: value, expiry: c.expiryOf(c.policy.Load(), key, value)})
 }
@@ -238,32 +245,37 @@ func (c *Cache) Install(key, value []byte) {
 // equality range it belongs to. Called before the write's apply, so no
 // reader finds the old value while the write becomes visible; Written
 // must follow it once the apply has ended, whether it succeeded or not.
-func (c *Cache) Invalidate(key []byte) {
+// held reports whether a value was cached at key: the caller installs
+// the written value only then (see Install).
+func (c *Cache) Invalidate(key []byte) (held bool) {
 	p := c.policy.Load()
 	if p.Resets != nil && p.Resets(key) {
 		c.Reset()
-		return
+		return false
 	}
 	// Only admitted keys are ever held as values: a write of any other
 	// key (an index entry, a log record) has no value to drop, and no
 	// fill of it to refuse.
 	if admits(p, key) {
-		c.dropWriting(c.shardOf(key), key)
+		held = c.dropWriting(c.shardOf(key), key)
 	}
 	c.dropRangeOf(p, key)
+	return held
 }
 
 // dropWriting drops the value at key and counts a write of it under way,
-// under one hold of the shard's lock.
-func (c *Cache) dropWriting(sh *shard, key []byte) {
+// under one hold of the shard's lock; it reports whether one was held.
+func (c *Cache) dropWriting(sh *shard, key []byte) bool {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	sh.writing++
 	sh.seq++
-	if it, ok := sh.points[string(key)]; ok {
+	it, ok := sh.points[string(key)]
+	if ok {
 		c.removeLocked(sh, it)
 		c.inv.Add(1)
 	}
+	return ok
 }
 
 // Written ends the write of key that Invalidate began. A read that began
@@ -293,12 +305,14 @@ func (c *Cache) Evict(key []byte) { c.drop(c.shardOf(key), false, key) }
 func admits(p *Policy, key []byte) bool { return p.Admit != nil && p.Admit(key) }
 
 // dropRangeOf drops the equality range key belongs to, if one of its
-// group is held.
+// group is held. The group is asked first (key has its range's group
+// prefix): a TTL index's entries, in a group whose ranges nobody reads,
+// are then written without decoding their equality prefix.
 func (c *Cache) dropRangeOf(p *Policy, key []byte) {
-	if p.EqualityLen == nil {
+	if p.EqualityLen == nil || (p.RangeKey != nil && !p.RangeKey(key)) || c.noRangesIn(key) {
 		return
 	}
-	if n, ok := p.EqualityLen(key); ok && n <= len(key) && !c.noRangesIn(key[:n]) {
+	if n, ok := p.EqualityLen(key); ok && n <= len(key) {
 		c.drop(c.shardOf(key[:n]), true, key[:n])
 	}
 }
