@@ -279,4 +279,3 @@ func TestExportStmtsSeenSkipsUnchangedSessions(t *testing.T) {
 		}
 	}
 }
-
