@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -326,33 +327,37 @@ func TestExpiredDocumentsLeaveTheCache(t *testing.T) {
 	}
 }
 
-// TestOnlyReadDocumentsStayResident: an insert does not enter the cache;
-// a read does, and a write of a document the cache holds keeps its new
-// version there (a touch of a session stays a memory read).
-func TestOnlyReadDocumentsStayResident(t *testing.T) {
-	s, _ := openStore(t)
+// TestInsertsNeverPushOutReadDocuments: written documents the cache did
+// not hold take only its spare room, so a document that was read stays
+// resident through any number of inserts, and a write of it keeps its
+// new version there (a touch of a session stays a memory read).
+func TestInsertsNeverPushOutReadDocuments(t *testing.T) {
+	s, _ := openStoreCache(t, true, 64<<10)
 	c, _ := s.CreateCollection("db", "c", CreateOptions{})
-	for i := range 10 {
-		insert(t, c, bson.D{{Key: "_id", Value: i}, {Key: "n", Value: 0}})
+	insert(t, c, bson.D{{Key: "_id", Value: "read"}, {Key: "n", Value: 0}})
+	findByID(t, c, "read")
+	pad := strings.Repeat("x", 200)
+	for i := range 2000 {
+		insert(t, c, bson.D{{Key: "_id", Value: i}, {Key: "pad", Value: pad}})
 	}
-	if n := s.resident.Stats().Items; n != 0 {
-		t.Fatalf("the cache holds %d documents after 10 inserts nothing read", n)
+	st := s.resident.Stats()
+	if st.Evictions != 0 || st.Bytes > st.MaxBytes {
+		t.Fatalf("after 2,000 inserts into a 64 KiB cache: %d evictions, %d of %d bytes; want none evicted", st.Evictions, st.Bytes, st.MaxBytes)
 	}
-	findByID(t, c, 3)
-	if n := s.resident.Stats().Items; n != 1 {
-		t.Fatalf("the cache holds %d documents after one was read", n)
+	if st.Items == 0 {
+		t.Fatal("the inserts left the cache's spare room empty")
 	}
-	if _, err := c.Modify(3, WriteOptions{}, func(cur bson.D) (Change, error) {
-		return Change{Kind: Replace, Doc: bson.D{{Key: "_id", Value: 3}, {Key: "n", Value: 1}}}, nil
+	if _, err := c.Modify("read", WriteOptions{}, func(cur bson.D) (Change, error) {
+		return Change{Kind: Replace, Doc: bson.D{{Key: "_id", Value: "read"}, {Key: "n", Value: 1}}}, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
 	hits := s.resident.Stats().Hits
-	if doc := findByID(t, c, 3); doc[1].Value != int32(1) {
+	if doc := findByID(t, c, "read"); doc[1].Value != int32(1) {
 		t.Fatalf("read %v after the write", doc)
 	}
 	if s.resident.Stats().Hits != hits+1 {
-		t.Fatal("the written document was not read from the cache")
+		t.Fatal("the document read before the inserts and written after them was not read from the cache")
 	}
 }
 

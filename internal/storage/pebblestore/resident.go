@@ -92,9 +92,9 @@ func (s *Store) invalidateResident(pb *pebble.Batch) residentWrites {
 
 // settleResident runs after the apply of the writes invalidateResident
 // began, applied or not: each ends (Written), and when applied, the
-// values the batch set at keys the cache held are installed in order,
-// so that the last write of a key wins (a value the batch set and then
-// deleted is dropped).
+// values the batch set are installed in order (at keys the cache held,
+// and at others while it has room), so that the last write of a key
+// wins (a value the batch set and then deleted is dropped).
 func (s *Store) settleResident(w residentWrites, applied bool) {
 	if s.resident == nil {
 		return
@@ -108,8 +108,13 @@ func (s *Store) settleResident(w residentWrites, applied bool) {
 		s.resident.Written(key)
 		switch {
 		case !applied:
-		case kind == pebble.InternalKeyKindSet && w.held[string(key)]:
-			s.resident.Install(bytes.Clone(key), bytes.Clone(value))
+		case kind == pebble.InternalKeyKindSet && s.resident.Admits(key):
+			if !s.install(key, value, w.held[string(key)]) {
+				if installed[string(key)] {
+					s.resident.Evict(key) // an earlier write of the batch's
+				}
+				return
+			}
 			if installed == nil {
 				installed = map[string]bool{}
 			}
@@ -118,6 +123,16 @@ func (s *Store) settleResident(w residentWrites, applied bool) {
 			s.resident.Evict(key)
 		}
 	})
+}
+
+// install keeps a value just written: always where the cache held the
+// key's value, else only where it has room.
+func (s *Store) install(key, value []byte, held bool) bool {
+	if held {
+		s.resident.Install(bytes.Clone(key), bytes.Clone(value))
+		return true
+	}
+	return s.resident.InstallSpare(bytes.Clone(key), bytes.Clone(value))
 }
 
 // eachWrite calls fn for each operation of the encoded batch w. An

@@ -206,7 +206,13 @@ func (c *Cache) expiryOf(p *Policy, key, value []byte) int64 {
 
 // put inserts it under key (a point) or lo (a range, with hi), if t is
 // still current (t.sh nil: an install, which bumps the shard's sequence).
-func (c *Cache) put(t Ticket, isRange bool, key, hi []byte, it *item) {
+func (c *Cache) put(t Ticket, isRange bool, key, hi []byte, it *item) bool {
+	return c.putIf(t, isRange, key, hi, it, false)
+}
+
+// putIf is put that, with spare, keeps it only where its shard has room
+// without evicting.
+func (c *Cache) putIf(t Ticket, isRange bool, key, hi []byte, it *item, spare bool) bool {
 	sh := c.shardOf(key)
 	it.key, it.hi, it.isRange = string(key), hi, isRange
 	it.size = int64(len(key)+len(hi)+len(it.value)) + itemOverhead
@@ -214,31 +220,42 @@ func (c *Cache) put(t Ticket, isRange bool, key, hi []byte, it *item) {
 		it.size += int64(len(kv.Key)+len(kv.Value)) + 48
 	}
 	if it.size > sh.max {
-		return
+		return false
 	}
 	if it.expiry != 0 && it.expiry <= c.now() {
-		return // already expired: never worth keeping
+		return false // already expired: never worth keeping
 	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if t.sh != nil && (t.seq != sh.seq || (!isRange && sh.writing > 0) || (isRange && t.epoch != c.groupOf(key).epoch.Load())) {
-		return
+		return false
+	}
+	if spare && sh.bytes+it.size > sh.max {
+		return false
 	}
 	if t.sh == nil {
 		sh.seq++
 	}
 	c.insertLocked(sh, it)
+	return true
 }
 
 // Install keeps value, just committed at key. Called after the write's
 // apply and its Written, with a key the policy admits; the cache owns
-// key and value from then on. The engine installs only what the cache
-// held when the write began (Invalidate's held): a touched document
-// stays resident, and documents written and never read (a bulk load, a
-// log that expires unread) neither take the room of those that are read
-// nor make the cache evict them again when they expire.
+// key and value from then on. The engine installs what the cache held
+// when the write began (Invalidate's held), so a touched document stays
+// resident; any other written document only while there is room
+// (InstallSpare), so documents written and never read (a bulk load, a
+// log that expires unread) never push out those that are read.
 func (c *Cache) Install(key, value []byte) {
 	c.put(Ticket{}, false, key, nil, &item{value: value, expiry: c.expiryOf(c.policy.Load(), key, value)})
+}
+
+// InstallSpare is Install of a value the cache did not hold: it is kept
+// only where the cache has room for it without evicting anything, and
+// reports whether it was.
+func (c *Cache) InstallSpare(key, value []byte) bool {
+	return c.putIf(Ticket{}, false, key, nil, &item{value: value, expiry: c.expiryOf(c.policy.Load(), key, value)}, true)
 }
 
 // Invalidate drops what a write of key makes stale: its value and the

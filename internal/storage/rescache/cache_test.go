@@ -242,3 +242,26 @@ func TestRangeGroups(t *testing.T) {
 		t.Fatal("a write into a held range left it cached")
 	}
 }
+
+// TestInstallSpareNeverEvicts: InstallSpare keeps values while their
+// shard has room and refuses the rest, evicting nothing; Install of the
+// same values evicts the least recently used.
+func TestInstallSpareNeverEvicts(t *testing.T) {
+	c := newTest(shardCount*1024, nil)
+	kept := 0
+	for i := range 1000 {
+		if c.InstallSpare([]byte(fmt.Sprintf("k%04d", i)), make([]byte, 100)) {
+			kept++
+		}
+	}
+	st := c.Stats()
+	if kept == 0 || kept == 1000 || st.Evictions != 0 || int(st.Items) != kept || st.Bytes > st.MaxBytes {
+		t.Fatalf("InstallSpare kept %d of 1,000: %+v; want some, within the bound, none evicted", kept, st)
+	}
+	for i := range 1000 {
+		c.Install([]byte(fmt.Sprintf("n%04d", i)), make([]byte, 100))
+	}
+	if c.Stats().Evictions == 0 {
+		t.Fatal("Install into a full cache evicted nothing")
+	}
+}
