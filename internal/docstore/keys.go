@@ -62,13 +62,4 @@ func warnedKey(collID uint64, ixID uint32) []byte {
 }
 
 // prefixEnd returns the first key after every key starting with p.
-func prefixEnd(p []byte) []byte {
-	end := append([]byte(nil), p...)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return nil
-}
+func prefixEnd(p []byte) []byte { return keyspace.PrefixEnd(p) }

@@ -84,3 +84,16 @@ func (t Tag) Start() []byte { return []byte{byte(t)} }
 
 // End is the first key after every key under t.
 func (t Tag) End() []byte { return []byte{byte(t) + 1} }
+
+// PrefixEnd is the first key after every key that starts with p; nil
+// when there is none (p is all 0xff).
+func PrefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mayflydb/mayfly/internal/keyspace"
 	"github.com/mayflydb/mayfly/internal/storage"
 )
 
@@ -80,7 +81,7 @@ func ExportStmts(r storage.Reader, from []byte, limit int, seen Seen) (stmts []M
 			return nil, nil, err
 		}
 		if seen != nil && seen[string(prefix)] == cur.heads {
-			lower = prefixEnd(prefix)
+			lower = keyspace.PrefixEnd(prefix)
 			continue
 		}
 		start := size
@@ -105,7 +106,7 @@ func ExportStmts(r storage.Reader, from []byte, limit int, seen Seen) (stmts []M
 		if seen != nil && whole {
 			seen[string(prefix)] = cur.heads
 		}
-		lower = prefixEnd(prefix)
+		lower = keyspace.PrefixEnd(prefix)
 	}
 	return stmts, nil, it.Error()
 }
@@ -116,18 +117,6 @@ func sessionPrefixOf(k []byte) ([]byte, bool) {
 		return nil, false
 	}
 	return k[:2+int(k[1])], true
-}
-
-// prefixEnd is the first key after every key that starts with p.
-func prefixEnd(p []byte) []byte {
-	end := bytes.Clone(p)
-	for i := len(end) - 1; i >= 0; i-- {
-		if end[i] < 0xff {
-			end[i]++
-			return end[:i+1]
-		}
-	}
-	return []byte{tagSession + 1}
 }
 
 // exportSession is what ExportStmts takes of one session: its latest

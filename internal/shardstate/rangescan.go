@@ -6,7 +6,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/migrate"
 	"github.com/mayflydb/mayfly/internal/shardkey"
@@ -18,23 +17,22 @@ import (
 const scanBatch = 4096
 
 // eachInRange calls visit with every live document of r, and possibly
-// others (visit tests each against r): through the shard key's index
-// when the collection has one that can answer, which reads the range
+// others (visit tests each against r): through an index on the shard
+// key when the collection has one that can answer, which reads the range
 // alone, else through the whole collection in _id order. Reading the
 // collection cost a move or a range deletion the shard's every document
 // for a chunk's few.
 func eachInRange(ctx context.Context, coll *docstore.Collection, p *shardkey.Pattern, r migrate.Range, visit func(bson.D) error) error {
-	if name, ok := shardKeyIndex(coll, p); ok {
-		if it, ok := coll.ScanKeyRange(name, boundValues(r.Min), boundValues(r.Max)); ok {
-			defer it.Close()
-			return visitAll(ctx, coll, it, 0, visit)
-		}
+	if it, ok := coll.ScanKeyRange(p.Spec(), boundValues(r.Min), boundValues(r.Max)); ok {
+		defer it.Close()
+		_, err := visitEach(ctx, coll, it, 0, visit)
+		return err
 	}
 	var after any
 	hasAfter := false
 	for {
 		it := coll.ScanAfter(after, hasAfter, nil)
-		last, err := visitAllLast(ctx, coll, it, scanBatch, visit)
+		last, err := visitEach(ctx, coll, it, scanBatch, visit)
 		it.Close()
 		if err != nil || last == nil {
 			return err
@@ -43,16 +41,10 @@ func eachInRange(ctx context.Context, coll *docstore.Collection, p *shardkey.Pat
 	}
 }
 
-// visitAll calls visit with each document of it, at most limit (0: no
-// limit).
-func visitAll(ctx context.Context, coll *docstore.Collection, it *docstore.DocIter, limit int, visit func(bson.D) error) error {
-	_, err := visitAllLast(ctx, coll, it, limit, visit)
-	return err
-}
-
-// visitAllLast is visitAll that also returns the _id of the last
-// document visited when it stopped at limit, nil at the end.
-func visitAllLast(ctx context.Context, coll *docstore.Collection, it *docstore.DocIter, limit int, visit func(bson.D) error) (any, error) {
+// visitEach calls visit with each document of it, at most limit (0: no
+// limit); last is the _id of the last one visited when it stopped at
+// limit, nil at the iterator's end.
+func visitEach(ctx context.Context, coll *docstore.Collection, it *docstore.DocIter, limit int, visit func(bson.D) error) (last any, err error) {
 	for n := 0; limit == 0 || n < limit; n++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -72,27 +64,6 @@ func visitAllLast(ctx context.Context, coll *docstore.Collection, it *docstore.D
 		}
 	}
 	return nil, nil
-}
-
-// shardKeyIndex names an index of coll whose key starts with p's fields.
-func shardKeyIndex(coll *docstore.Collection, p *shardkey.Pattern) (string, bool) {
-	spec := p.Spec()
-	for _, ix := range coll.Meta().Indexes {
-		key := ix.KeyPattern()
-		if len(key) >= len(spec) && sameFields(key[:len(spec)], spec) {
-			return ix.Name, true
-		}
-	}
-	return "", false
-}
-
-func sameFields(a, b bson.D) bool {
-	for i := range a {
-		if a[i].Key != b[i].Key || bsonutil.Compare(a[i].Value, b[i].Value) != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 func boundValues(bound bson.D) []any {

@@ -65,7 +65,7 @@ func (s *Store) residentIter(r pebble.Reader, lower, upper []byte) (storage.Iter
 // when the commit began.
 type residentWrites struct {
 	repr []byte
-	held map[string]bool
+	held []int // the batch positions of writes whose key's value was held, ascending
 }
 
 // invalidateResident drops from the cache every key pb writes and every
@@ -76,16 +76,15 @@ func (s *Store) invalidateResident(pb *pebble.Batch) residentWrites {
 		return residentWrites{}
 	}
 	w := residentWrites{repr: bytes.Clone(pb.Repr())}
+	pos := 0
 	s.eachWrite(w.repr, func(kind pebble.InternalKeyKind, key, value []byte) {
 		switch {
 		case kind == pebble.InternalKeyKindRangeDelete:
 			s.resident.InvalidateRange(key, value)
 		case s.resident.Invalidate(key):
-			if w.held == nil {
-				w.held = map[string]bool{}
-			}
-			w.held[string(key)] = true
+			w.held = append(w.held, pos)
 		}
+		pos++
 	})
 	return w
 }
@@ -100,7 +99,13 @@ func (s *Store) settleResident(w residentWrites, applied bool) {
 		return
 	}
 	var installed map[string]bool // made by the batch's first install
+	pos := 0
 	s.eachWrite(w.repr, func(kind pebble.InternalKeyKind, key, value []byte) {
+		held := len(w.held) > 0 && w.held[0] == pos
+		if held {
+			w.held = w.held[1:]
+		}
+		pos++
 		if kind == pebble.InternalKeyKindRangeDelete {
 			s.resident.InvalidateRange(key, value)
 			return
@@ -109,7 +114,7 @@ func (s *Store) settleResident(w residentWrites, applied bool) {
 		switch {
 		case !applied:
 		case kind == pebble.InternalKeyKindSet && s.resident.Admits(key):
-			if !s.install(key, value, w.held[string(key)]) {
+			if !s.install(key, value, held) {
 				if installed[string(key)] {
 					s.resident.Evict(key) // an earlier write of the batch's
 				}
@@ -129,10 +134,10 @@ func (s *Store) settleResident(w residentWrites, applied bool) {
 // key's value, else only where it has room.
 func (s *Store) install(key, value []byte, held bool) bool {
 	if held {
-		s.resident.Install(bytes.Clone(key), bytes.Clone(value))
+		s.resident.Install(key, bytes.Clone(value))
 		return true
 	}
-	return s.resident.InstallSpare(bytes.Clone(key), bytes.Clone(value))
+	return s.resident.InstallSpare(key, value)
 }
 
 // eachWrite calls fn for each operation of the encoded batch w. An

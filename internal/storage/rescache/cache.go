@@ -242,7 +242,7 @@ func (c *Cache) putIf(t Ticket, isRange bool, key, hi []byte, it *item, spare bo
 
 // Install keeps value, just committed at key. Called after the write's
 // apply and its Written, with a key the policy admits; the cache owns
-// key and value from then on. The engine installs what the cache held
+// value from then on (it copies key). The engine installs what the cache held
 // when the write began (Invalidate's held), so a touched document stays
 // resident; any other written document only while there is room
 // (InstallSpare), so documents written and never read (a bulk load, a
@@ -253,9 +253,15 @@ func (c *Cache) Install(key, value []byte) {
 
 // InstallSpare is Install of a value the cache did not hold: it is kept
 // only where the cache has room for it without evicting anything, and
-// reports whether it was.
+// reports whether it was. key and value stay the caller's: the cache
+// copies them only once it has found room, so a write into a full cache
+// costs a lock and no allocation.
 func (c *Cache) InstallSpare(key, value []byte) bool {
-	return c.putIf(Ticket{}, false, key, nil, &item{value: value, expiry: c.expiryOf(c.policy.Load(), key, value)}, true)
+	if !c.shardOf(key).room(int64(len(key)+len(value)) + itemOverhead) {
+		return false
+	}
+	v := bytes.Clone(value)
+	return c.putIf(Ticket{}, false, key, nil, &item{value: v, expiry: c.expiryOf(c.policy.Load(), key, v)}, true)
 }
 
 // Invalidate drops what a write of key makes stale: its value and the

@@ -44,6 +44,13 @@ func (sh *shard) init(max int64) {
 	sh.max = max
 }
 
+// room reports whether n more bytes fit the shard without evicting.
+func (sh *shard) room(n int64) bool {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.bytes+n <= sh.max
+}
+
 // meets reports whether the item's key or range meets [start, end).
 func (it *item) meets(start, end []byte) bool {
 	lo := []byte(it.key)
