@@ -68,6 +68,7 @@ func TestMigrations(t *testing.T) {
 	t.Run("RetryHistoryMoves", func(t *testing.T) { testRetryHistoryMoves(t, c) })
 	t.Run("ExpiryDuringMove", func(t *testing.T) { testExpiryDuringMove(t, c, cl) })
 	t.Run("KillDonorAtEachPhase", func(t *testing.T) { testKillDonorAtEachPhase(t, c, cl) })
+	t.Run("KillShardMidDocumentMove", func(t *testing.T) { testKillShardMidDocumentMove(t, c, cl) })
 	t.Run("BalancerSpreadsOntoNewShard", func(t *testing.T) { testBalancerSpreads(t, c, cl) })
 }
 

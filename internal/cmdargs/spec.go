@@ -264,6 +264,7 @@ var argsByHand = map[string]string{
 	"_recvChunkReleaseCritSec": "Mayfly's own migration protocol", "_recvChunkAbort": "Mayfly's own migration protocol",
 	"_migrateClone": "Mayfly's own migration protocol", "_transferMods": "Mayfly's own migration protocol",
 	"_getNextSessionMods":            "Mayfly's own migration protocol",
+	"_shardsvrMoveDocument":          "Mayfly's own move of a document whose shard key changed",
 	"_configsvrCommitChunkMigration": "Mayfly's own migration protocol",
 	"_configsvrCommitChunkSplit":     "Mayfly's own migration protocol",
 	"_configsvrBalancerStatus":       "Mayfly's own migration protocol",

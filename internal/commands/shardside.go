@@ -17,6 +17,7 @@ func shardCommandRows() map[string]command {
 		}
 		rows[name] = row
 	}
+	rows["_shardsvrMoveDocument"] = command{run: cmdShardsvrMoveDocument, adminOnly: true, role: onPrimary}
 	return rows
 }
 

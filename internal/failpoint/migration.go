@@ -22,10 +22,14 @@ const (
 	MigrationHangBeforeRangeDeletion = "migrationHangBeforeRangeDeletion"
 	// MigrationHangInClone: the recipient is about to clone.
 	MigrationHangInClone = "migrationHangInClone"
+	// DocumentMoveHangAfterInsert: an update that changed a document's
+	// shard key has inserted it on its new owner; the old copy is not
+	// deleted yet.
+	DocumentMoveHangAfterInsert = "documentMoveHangAfterInsert"
 )
 
 // MigrationNames lists the migration fail points.
 func MigrationNames() []string {
 	return []string{MigrationHangInClone, MigrationHangInCatchUp, MigrationHangInCriticalSection,
-		MigrationHangBeforeCommit, MigrationHangAfterCommit, MigrationHangBeforeRangeDeletion}
+		MigrationHangBeforeCommit, MigrationHangAfterCommit, MigrationHangBeforeRangeDeletion, DocumentMoveHangAfterInsert}
 }

@@ -2,6 +2,7 @@ package router
 
 import (
 	"errors"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -45,12 +46,15 @@ func (m movedDoc) findAndModifyReply(body bson.D) bson.D {
 
 // changeOwningShard carries out an update a shard answered with
 // WouldChangeOwningShard (info holds its preImage, postImage and
-// shouldUpsert): the new document is inserted on the shard owning its
-// key, then the old one deleted from the shard that held it. mongos does
-// both in one transaction; this router has no cross-shard transactions,
-// so it inserts first — a crash in between leaves two copies, never none
-// — and takes the insert back if the old document is gone by then.
-func (r *Router) changeOwningShard(op *operation, p placement, from target, info bson.D) (movedDoc, error) {
+// shouldUpsert), as statement stmt of the client's write. An upsert's
+// document is inserted on the shard owning its key. A document that
+// exists is moved by the shard holding it (_shardsvrMoveDocument,
+// internal/shardstate's MoveDocument), which records the move, inserts
+// the new document on the owner and deletes its own copy with the
+// statement's retry record: a crash of either shard or of this router
+// leaves one copy, and a retry answers the first attempt's result.
+// mongos does the same in an internal transaction.
+func (r *Router) changeOwningShard(op *operation, p placement, from target, info bson.D, stmt any) (movedDoc, error) {
 	m := movedDoc{pre: bsonutil.ToD(mustField(info, "preImage")), post: bsonutil.ToD(mustField(info, "postImage"))}
 	upsert, _ := bsonutil.Field(info, "shouldUpsert")
 	m.upsert = bsonutil.TrueValue(upsert)
@@ -58,19 +62,28 @@ func (r *Router) changeOwningShard(op *operation, p placement, from target, info
 	if err != nil {
 		return movedDoc{}, err
 	}
-	if err := r.writeOne(op, to, "insert", "documents", m.post); err != nil {
-		return movedDoc{}, err
-	}
 	if m.upsert {
-		return m, nil
+		return m, r.writeOne(op, to, "insert", "documents", m.post)
 	}
-	id, _ := bsonutil.Field(m.pre, "_id")
-	deleted, err := r.deleteByID(op, from, id)
-	if err == nil && !deleted {
-		err = mongoerr.New(mongoerr.WriteConflict, "the document changed while its update moved it to another shard; the update was not applied")
+	statement := "update"
+	if strings.EqualFold(op.name, "findAndModify") {
+		statement = "findAndModify"
+	}
+	cmd := bson.D{{Key: "_shardsvrMoveDocument", Value: p.ns}, {Key: "toShard", Value: to.shard},
+		{Key: "preImage", Value: m.pre}, {Key: "postImage", Value: m.post}, {Key: "statement", Value: statement}}
+	for _, key := range []string{"lsid", "txnNumber"} {
+		if v, ok := bsonutil.Field(op.body, key); ok {
+			cmd = append(cmd, bson.E{Key: key, Value: v})
+		}
+	}
+	if _, ok := bsonutil.Field(op.body, "txnNumber"); ok {
+		cmd = append(cmd, bson.E{Key: "stmtIds", Value: bson.A{stmt}})
+	}
+	reply, err := r.call(op, from.rs, "admin", cmd)
+	if err == nil {
+		err = replyError(reply)
 	}
 	if err != nil {
-		_, _ = r.deleteByID(op, to, id)
 		return movedDoc{}, err
 	}
 	return m, nil
@@ -88,16 +101,6 @@ func (r *Router) ownerOf(op *operation, p placement, doc bson.D) (target, error)
 		return target{}, err
 	}
 	return ts[0], nil
-}
-
-// deleteByID deletes one document by _id on t, reporting whether it did.
-func (r *Router) deleteByID(op *operation, t target, id any) (bool, error) {
-	stmt := bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: id}}}, {Key: "limit", Value: int32(1)}}
-	reply, err := r.writeOneReply(op, t, "delete", "deletes", stmt)
-	if err != nil {
-		return false, err
-	}
-	return toInt64(mustField(reply, "n")) == 1, nil
 }
 
 func (r *Router) writeOne(op *operation, t target, name, arrayKey string, item bson.D) error {

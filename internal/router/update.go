@@ -85,7 +85,7 @@ func (r *Router) sendStatement(op *operation, p placement, ts []target, kind wri
 		if err != nil || stale {
 			return stale, err
 		}
-		if err := r.takeStatementReply(op, p, t, reply, i, res); err != nil {
+		if err := r.takeStatementReply(op, p, t, reply, ids[i], i, res); err != nil {
 			return false, err
 		}
 	}

@@ -57,7 +57,7 @@ func (r *Router) writeWithoutShardKey(op *operation, p placement, kind writeKind
 		if toInt64(mustField(reply, "n")) == 0 && len(bsonutil.ToA(mustField(reply, "writeErrors"))) == 0 && !retryable(op) {
 			continue // the document changed since phase one
 		}
-		return false, r.takeStatementReply(op, p, pick.at, reply, i, res)
+		return false, r.takeStatementReply(op, p, pick.at, reply, ids[i], i, res)
 	}
 	res.add(bson.D{{Key: "n", Value: int32(0)}, {Key: "nModified", Value: int32(0)}}, []int{i})
 	return false, nil
@@ -171,15 +171,16 @@ func withIDFilter(stmt bson.D, key string, doc bson.D) bson.D {
 	return bsonutil.WithField(stmt, key, narrowed)
 }
 
-// takeStatementReply adds a shard's answer to statement i, first moving
-// the document when the shard answered WouldChangeOwningShard.
-func (r *Router) takeStatementReply(op *operation, p placement, from target, reply bson.D, i int, res *writeResult) error {
+// takeStatementReply adds a shard's answer to statement i (stmtId
+// stmt), first moving the document when the shard answered
+// WouldChangeOwningShard.
+func (r *Router) takeStatementReply(op *operation, p placement, from target, reply bson.D, stmt any, i int, res *writeResult) error {
 	wes := bsonutil.ToA(mustField(reply, "writeErrors"))
 	if len(wes) != 1 || codeOf(bsonutil.ToD(wes[0])) != mongoerr.WouldChangeOwningShard {
 		res.add(reply, []int{i})
 		return nil
 	}
-	moved, err := r.changeOwningShard(op, p, from, bsonutil.ToD(wes[0]))
+	moved, err := r.changeOwningShard(op, p, from, bsonutil.ToD(wes[0]), stmt)
 	if err != nil {
 		res.failed(i, err)
 		return nil
@@ -229,7 +230,7 @@ func (r *Router) findAndModifyOn(op *operation, p placement, t target, cmd bson.
 	if replyCode(reply) != mongoerr.WouldChangeOwningShard {
 		return forwardable(reply), nil
 	}
-	moved, err := r.changeOwningShard(op, p, t, reply)
+	moved, err := r.changeOwningShard(op, p, t, reply, statementIDs(op.body, 1)[0])
 	if err != nil {
 		return nil, err
 	}

@@ -62,6 +62,12 @@ type Migrations struct {
 	// counts the routed commands running on each namespace.
 	critical map[string]bool
 	inflight map[string]int
+	// moving holds the namespaces a document move holds (docmove.go),
+	// with the move's id.
+	moving map[string]string
+	// runningMoves are the moves MoveDocument runs now, past their hold:
+	// id → namespace.
+	runningMoves map[string]string
 	// changed is closed, and replaced, when a critical section ends or a
 	// routed command in flight ends: it wakes who waits for either.
 	changed chan struct{}
@@ -81,7 +87,7 @@ func NewMigrations(opts MigrationOptions) *Migrations {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	m := &Migrations{opts: opts, critical: map[string]bool{}, inflight: map[string]int{}, changed: make(chan struct{}),
+	m := &Migrations{opts: opts, critical: map[string]bool{}, inflight: map[string]int{}, moving: map[string]string{}, runningMoves: map[string]string{}, changed: make(chan struct{}),
 		sources: map[string]*cloneSource{}, receivers: map[string]*receiver{}}
 	return m
 }
@@ -92,7 +98,7 @@ func NewMigrations(opts MigrationOptions) *Migrations {
 const criticalSectionWait = 10 * time.Second
 
 // Enter admits a routed command on ns: it waits while a migration holds
-// ns's critical section, then counts the command in flight until the
+// ns's critical section or a document move holds ns, then counts the command in flight until the
 // returned release is called, so that a critical section begins only
 // when no routed command is still writing the range.
 func (m *Migrations) Enter(ctx context.Context, ns string) (release func(), err error) {
@@ -100,9 +106,9 @@ func (m *Migrations) Enter(ctx context.Context, ns string) (release func(), err 
 	deadline := m.opts.Clock.Now().Add(criticalSectionWait)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for m.critical[ns] {
+	for m.critical[ns] || m.moving[ns] != "" {
 		if ctx.Err() != nil || !m.opts.Clock.Now().Before(deadline) {
-			return nil, mongoerr.Newf(mongoerr.StaleConfig, "migration commit in progress for %s", ns)
+			return nil, mongoerr.Newf(mongoerr.StaleConfig, "migration commit or document move in progress for %s", ns)
 		}
 		m.waitBriefly()
 	}
@@ -110,7 +116,7 @@ func (m *Migrations) Enter(ctx context.Context, ns string) (release func(), err 
 	return func() {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		if m.inflight[ns]--; m.inflight[ns] == 0 && m.critical[ns] {
+		if m.inflight[ns]--; m.inflight[ns] <= 1 && (m.critical[ns] || m.moving[ns] != "") {
 			m.wakeLocked()
 		}
 	}, nil
@@ -231,8 +237,10 @@ func (m *Migrations) release(id string) {
 
 // loadRecorded sets up the critical sections of the migrations this
 // member's records show between entering one and learning the outcome,
-// before it admits its first routed command: a new primary must not let
-// a write into a range that may already belong to the recipient.
+// and the holds of its recorded document moves, before it admits its
+// first routed command: a new primary must not let a write into a range
+// that may already belong to the recipient, or change a document that
+// is being moved.
 func (m *Migrations) loadRecorded() {
 	m.mu.Lock()
 	loaded := m.loaded
@@ -245,11 +253,25 @@ func (m *Migrations) loadRecorded() {
 		m.opts.Logger.Warn("could not read migration records", "err", err)
 		return
 	}
+	moves, err := readAll[documentMove](m, documentMovesColl)
+	if err != nil {
+		m.opts.Logger.Warn("could not read document move records", "err", err)
+		return
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, c := range coords {
 		if c.Phase == migrate.PhaseCriticalSection || c.Phase == migrate.PhaseCommitStarted {
 			m.critical[c.Namespace] = true
+		}
+	}
+	m.moving = map[string]string{}
+	for _, rec := range moves {
+		m.moving[rec.Namespace] = rec.ID
+	}
+	for id, ns := range m.runningMoves {
+		if _, recorded := m.moving[ns]; !recorded {
+			m.moving[ns] = id
 		}
 	}
 	m.loaded = true

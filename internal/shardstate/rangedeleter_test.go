@@ -5,16 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"testing"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/catalog"
-	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/migrate"
 	"github.com/mayflydb/mayfly/internal/shardkey"
-	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
 )
 
 // rangeDeletionCase is a collection of docs documents keyed k = 0..docs-1
@@ -146,16 +143,7 @@ func BenchmarkRangeDeletion(b *testing.B) {
 // order, so that a range of k is spread over the whole collection.
 func rangeDeletionColl(tb testing.TB, docs int) (*docstore.Collection, *shardkey.Pattern) {
 	tb.Helper()
-	eng, err := pebblestore.Open(pebblestore.Options{InMemory: true})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = eng.Close() })
-	store, err := docstore.Open(eng, docstore.Options{Clock: clock.NewManual(time.Unix(1_700_000_000, 0))})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	coll, _, err := store.GetOrCreate("db", "c")
+	coll, _, err := memoryStore(tb).GetOrCreate("db", "c")
 	if err != nil {
 		tb.Fatal(err)
 	}
