@@ -102,6 +102,7 @@ func TestShardedCluster(t *testing.T) {
 	t.Run("WritesWithoutShardKey", func(t *testing.T) { testWritesWithoutShardKey(t, c, cl) })
 	t.Run("ShardKeyUpdates", func(t *testing.T) { testShardKeyUpdates(t, c, cl) })
 	t.Run("DropClearsShards", func(t *testing.T) { testDropClearsShards(t, c, cl) })
+	t.Run("DropWhileWriting", func(t *testing.T) { testDropWhileWriting(t, c, cl) })
 	t.Run("ShardingWithData", func(t *testing.T) { testShardingWithData(t, c, cl) })
 	t.Run("RemoveShard", func(t *testing.T) { testRemoveShard(t, cl) })
 }

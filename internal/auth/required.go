@@ -63,6 +63,7 @@ var moreRequired = map[string]requirement{
 	"_recvChunkReleaseCritSec": onCluster("internal"), "_recvChunkAbort": onCluster("internal"),
 	"_migrateClone": onCluster("internal"), "_transferMods": onCluster("internal"),
 	"_getNextSessionMods": onCluster("internal"), "_shardsvrMoveDocument": onCluster("internal"),
+	"_shardsvrDropCollectionParticipant": onCluster("internal"), "_flushRoutingTableCacheUpdates": onCluster("internal"),
 	"_configsvrCommitChunkMigration": onCluster("internal"), "_configsvrCommitChunkSplit": onCluster("internal"),
 	"_configsvrBalancerStatus": onCluster("internal"),
 	// mongod asks anyAction on anyResource of mongorestore --oplogReplay's

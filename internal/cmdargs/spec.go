@@ -263,11 +263,13 @@ var argsByHand = map[string]string{
 	"_recvChunkStatus": "Mayfly's own migration protocol", "_recvChunkCommit": "Mayfly's own migration protocol",
 	"_recvChunkReleaseCritSec": "Mayfly's own migration protocol", "_recvChunkAbort": "Mayfly's own migration protocol",
 	"_migrateClone": "Mayfly's own migration protocol", "_transferMods": "Mayfly's own migration protocol",
-	"_getNextSessionMods":            "Mayfly's own migration protocol",
-	"_shardsvrMoveDocument":          "Mayfly's own move of a document whose shard key changed",
-	"_configsvrCommitChunkMigration": "Mayfly's own migration protocol",
-	"_configsvrCommitChunkSplit":     "Mayfly's own migration protocol",
-	"_configsvrBalancerStatus":       "Mayfly's own migration protocol",
+	"_getNextSessionMods":                "Mayfly's own migration protocol",
+	"_shardsvrMoveDocument":              "Mayfly's own move of a document whose shard key changed",
+	"_shardsvrDropCollectionParticipant": "Mayfly's own drop of a shard's copy of a collection",
+	"_flushRoutingTableCacheUpdates":     "internal: a shard reads a collection's placement again",
+	"_configsvrCommitChunkMigration":     "Mayfly's own migration protocol",
+	"_configsvrCommitChunkSplit":         "Mayfly's own migration protocol",
+	"_configsvrBalancerStatus":           "Mayfly's own migration protocol",
 }
 
 // CheckTypes refuses a field of command cmd (its own name, not an

@@ -18,6 +18,7 @@ func shardCommandRows() map[string]command {
 		rows[name] = row
 	}
 	rows["_shardsvrMoveDocument"] = command{run: cmdShardsvrMoveDocument, adminOnly: true, role: onPrimary}
+	rows["_shardsvrDropCollectionParticipant"] = command{run: cmdShardsvrDropCollectionParticipant, adminOnly: true, role: onPrimary}
 	return rows
 }
 

@@ -112,7 +112,12 @@ func prefixedBy(key bson.D, t *shardmeta.RoutingTable) bool {
 	return true
 }
 
-// cmdDrop drops a collection on every shard and forgets its sharding.
+// cmdDrop drops a collection: an unsharded one on its database's
+// primary shard; a sharded one as mongod's drop coordinator orders it,
+// the metadata first, then every shard's copy under the namespace's
+// critical section there (_shardsvrDropCollectionParticipant), so that
+// a router still sending the dropped incarnation's version is told it is
+// stale by every shard that dropped, and re-creates nothing.
 func cmdDrop(r *Router, op *operation) (bson.D, error) {
 	coll, err := collectionArg(op)
 	if err != nil {
@@ -123,21 +128,39 @@ func cmdDrop(r *Router, op *operation) (bson.D, error) {
 	if err != nil || !p.found {
 		return bson.D{}, err // nothing to drop: 7.0+ answers ok
 	}
+	var reply bson.D
+	if p.table == nil {
+		reply, err = r.dropUnsharded(op, p)
+	} else {
+		reply, err = r.dropSharded(op, p)
+	}
+	r.catalog.invalidate(ns)
+	if err != nil || replyCode(reply) != 0 {
+		return reply, err
+	}
+	return bsonutil.WithoutField(bsonutil.WithoutField(reply, "code"), "codeName"), nil
+}
+
+func (r *Router) dropUnsharded(op *operation, p placement) (bson.D, error) {
 	ts, err := r.ddlTargets(op, p)
 	if err != nil {
 		return nil, err
 	}
-	reply, err := r.broadcast(op, p, ts, passThrough(op.body), mongoerr.NamespaceNotFound)
-	if err != nil || replyCode(reply) != 0 {
-		return reply, err
+	return r.broadcast(op, p, ts, passThrough(op.body), mongoerr.NamespaceNotFound)
+}
+
+func (r *Router) dropSharded(op *operation, p placement) (bson.D, error) {
+	ts, err := r.ddlTargets(op, p)
+	if err != nil {
+		return nil, err
 	}
-	if p.table != nil {
-		if err := r.forgetSharding(op, p); err != nil {
-			return nil, err
-		}
+	if err := r.forgetSharding(op, p); err != nil {
+		return nil, err
 	}
-	r.catalog.invalidate(ns)
-	return bsonutil.WithoutField(bsonutil.WithoutField(reply, "code"), "codeName"), nil
+	for i := range ts {
+		ts[i].db, ts[i].version = "admin", nil
+	}
+	return r.broadcast(op, p, ts, bson.D{{Key: "_shardsvrDropCollectionParticipant", Value: p.ns}}, mongoerr.NamespaceNotFound)
 }
 
 // forgetSharding removes a dropped collection's metadata.

@@ -118,7 +118,7 @@ func fanOutCases() map[string]fanOutCase {
 			bson.D{{Key: "key", Value: bson.D{{Key: "x", Value: 1}}}, {Key: "name", Value: "x_1"}}}}}},
 		"dropIndexes":  {"dropIndexes", "db", bson.D{{Key: "dropIndexes", Value: "sharded"}, {Key: "index", Value: "x_1"}}},
 		"collMod":      {"collMod", "db", bson.D{{Key: "collMod", Value: "sharded"}}},
-		"drop":         {"drop", "db", bson.D{{Key: "drop", Value: "sharded"}}},
+		"drop":         {"_shardsvrDropCollectionParticipant", "db", bson.D{{Key: "drop", Value: "sharded"}}},
 		"dropDatabase": {"dropDatabase", "db", bson.D{{Key: "dropDatabase", Value: 1}}},
 	}
 }
@@ -132,7 +132,7 @@ func notFannedOut() map[string]string {
 		"getParameter": "answered by the router", "whatsmyuri": "answered by the router",
 		"endSessions": "answered by the router", "refreshSessions": "answered by the router", "killSessions": "answered by the router",
 		"addShard": "one shard and the config servers", "listShards": "the config servers", "removeShard": "the config servers",
-		"enableSharding": "the config servers", "shardCollection": "builds the key's index on each shard before the chunks exist, then the config servers",
+		"enableSharding": "the config servers", "shardCollection": "builds the key's index on each shard in turn before the chunks exist, then the config servers (its closing cache refresh is not a command of the client's)",
 		"balancerStatus": "the config servers", "balancerStart": "the config servers", "balancerStop": "the config servers",
 		"getMore": "each shard's cursor is read when the merge needs it", "killCursors": "each shard's cursor as the merge closes it",
 		"listIndexes": "the primary shard", "listCollections": "the primary shard",

@@ -62,7 +62,11 @@ func cmdShardCollection(r *Router, op *operation) (bson.D, error) {
 		return nil, err
 	}
 	if p.table != nil {
-		return alreadySharded(p.table, req)
+		reply, err := alreadySharded(p.table, req)
+		if err == nil {
+			err = r.refreshShards(op, p, req.ns)
+		}
+		return reply, err
 	}
 	shards, empty, err := r.initialShards(op, p, req)
 	if err != nil {
@@ -75,7 +79,34 @@ func cmdShardCollection(r *Router, op *operation) (bson.D, error) {
 		return nil, err
 	}
 	r.catalog.invalidate(req.ns)
+	if err := r.refreshShards(op, p, req.ns); err != nil {
+		return nil, err
+	}
 	return bson.D{{Key: "collectionsharded", Value: req.ns}}, nil
+}
+
+// refreshShards makes every shard read ns's placement again
+// (_flushRoutingTableCacheUpdates), as mongod's create coordinator
+// tells its participants: a shard that cached ns as unsharded and got
+// no chunk would otherwise go on serving a stale router's reads as
+// unsharded, from its empty copy.
+func (r *Router) refreshShards(op *operation, p placement, ns string) error {
+	ids, err := r.catalog.shardIDs(op)
+	if err != nil {
+		return err
+	}
+	ts, err := r.resolve(op, p, ids)
+	if err != nil {
+		return err
+	}
+	for i := range ts {
+		ts[i].db, ts[i].version = "admin", nil
+	}
+	reply, err := r.broadcast(op, p, ts, bson.D{{Key: "_flushRoutingTableCacheUpdates", Value: ns}})
+	if err == nil {
+		err = replyError(reply)
+	}
+	return err
 }
 
 func alreadySharded(t *shardmeta.RoutingTable, req shardRequest) (bson.D, error) {

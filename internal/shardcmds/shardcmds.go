@@ -46,15 +46,16 @@ type Command struct {
 // set, by name.
 func Commands() map[string]Command {
 	return map[string]Command{
-		"_shardsvrMoveRange":       {Run: shardsvrMoveRange, OnPrimary: true},
-		"_recvChunkStart":          {Run: recvChunkStart, OnPrimary: true},
-		"_recvChunkStatus":         {Run: byMigrationID(recvChunkStatus)},
-		"_recvChunkCommit":         {Run: byMigrationID(recvChunkCommit), OnPrimary: true},
-		"_recvChunkReleaseCritSec": {Run: byMigrationID(recvChunkRelease), OnPrimary: true},
-		"_recvChunkAbort":          {Run: byMigrationID(recvChunkAbort), OnPrimary: true},
-		"_migrateClone":            {Run: byMigrationID(numberedPull((*shardstate.Migrations).MigrateClone, cloneAnswer))},
-		"_transferMods":            {Run: byMigrationID(numberedPull((*shardstate.Migrations).TransferMods, modsAnswer))},
-		"_getNextSessionMods":      {Run: byMigrationID(numberedPull((*shardstate.Migrations).NextSessionMods, sessionModsAnswer))},
+		"_shardsvrMoveRange":             {Run: shardsvrMoveRange, OnPrimary: true},
+		"_recvChunkStart":                {Run: recvChunkStart, OnPrimary: true},
+		"_recvChunkStatus":               {Run: byMigrationID(recvChunkStatus)},
+		"_recvChunkCommit":               {Run: byMigrationID(recvChunkCommit), OnPrimary: true},
+		"_recvChunkReleaseCritSec":       {Run: byMigrationID(recvChunkRelease), OnPrimary: true},
+		"_recvChunkAbort":                {Run: byMigrationID(recvChunkAbort), OnPrimary: true},
+		"_migrateClone":                  {Run: byMigrationID(numberedPull((*shardstate.Migrations).MigrateClone, cloneAnswer))},
+		"_transferMods":                  {Run: byMigrationID(numberedPull((*shardstate.Migrations).TransferMods, modsAnswer))},
+		"_getNextSessionMods":            {Run: byMigrationID(numberedPull((*shardstate.Migrations).NextSessionMods, sessionModsAnswer))},
+		"_flushRoutingTableCacheUpdates": {Run: flushRoutingTableCacheUpdates, OnPrimary: true},
 
 		"_configsvrCommitChunkMigration": {Run: configsvrCommitChunkMigration, OnPrimary: true},
 		"_configsvrCommitChunkSplit":     {Run: configsvrCommitChunkSplit, OnPrimary: true},

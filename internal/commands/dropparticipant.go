@@ -1,0 +1,43 @@
+package commands
+
+import (
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+)
+
+// cmdShardsvrDropCollectionParticipant drops this shard's copy of a
+// collection the router is dropping, after the config servers forgot it:
+// under the namespace's critical section, with the placement read again
+// (internal/shardstate's HoldForDrop), so that no routed write of the
+// dropped incarnation lands here after the drop. It answers as drop.
+func cmdShardsvrDropCollectionParticipant(h *Handler, r *request) (bson.D, error) {
+	m := h.shard.Migrations
+	if m == nil {
+		return nil, mongoerr.New(mongoerr.ShardingStateNotInitialized, "_shardsvrDropCollectionParticipant can only be run on a shard server")
+	}
+	ns, err := r.args().String(r.name)
+	if err != nil {
+		return nil, err
+	}
+	db, name, ok := strings.Cut(ns, ".")
+	if !ok || db == "" || name == "" {
+		return nil, mongoerr.Newf(mongoerr.InvalidNamespace, "Invalid namespace specified '%s'", ns)
+	}
+	release, err := m.HoldForDrop(r.ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	c := h.deps.Store.Collection(db, name)
+	if c == nil {
+		return bson.D{{Key: "ns", Value: ns}}, nil
+	}
+	n := len(c.Indexes())
+	if _, err := h.deps.Store.DropCollection(db, name); err != nil {
+		return nil, err
+	}
+	return bson.D{{Key: "nIndexesWas", Value: int32(n)}, {Key: "ns", Value: ns}}, nil
+}

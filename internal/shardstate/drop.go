@@ -1,0 +1,59 @@
+package shardstate
+
+import (
+	"context"
+
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+)
+
+// HoldForDrop readies this shard to drop its copy of ns, after the
+// config servers forgot the collection (the router's drop deletes the
+// metadata first): it waits out a migration of ns, stops routed commands
+// on ns and waits for those in flight, as a critical section does, and
+// reads ns's placement again, so that a router still sending the
+// dropped incarnation's version is told it is stale instead of
+// re-creating the collection here. release lets routed commands in
+// again; call it after the drop.
+func (m *Migrations) HoldForDrop(ctx context.Context, ns string) (release func(), err error) {
+	if err := m.waitNoMigration(ctx, ns); err != nil {
+		return nil, err
+	}
+	if err := m.enterCriticalSection(ctx, ns); err != nil {
+		return nil, err
+	}
+	if _, err := m.opts.State.Refresh(ctx, ns); err != nil {
+		m.leaveCriticalSection(ns)
+		return nil, err
+	}
+	return func() { m.leaveCriticalSection(ns) }, nil
+}
+
+// waitNoMigration waits, at most criticalSectionWait, until no migration
+// of ns runs on this shard.
+func (m *Migrations) waitNoMigration(ctx context.Context, ns string) error {
+	m.loadRecorded()
+	deadline := m.opts.Clock.Now().Add(criticalSectionWait)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for m.critical[ns] || m.migratingLocked(ns) {
+		if ctx.Err() != nil || !m.opts.Clock.Now().Before(deadline) {
+			return mongoerr.Newf(mongoerr.ConflictingOperationInProgress, "a migration of %s is in progress", ns)
+		}
+		m.waitBriefly()
+	}
+	return nil
+}
+
+// migratingLocked reports whether this shard donates or receives a range
+// of ns; m.mu is held.
+func (m *Migrations) migratingLocked(ns string) bool {
+	if m.donating != nil && m.donating.req.Namespace == ns {
+		return true
+	}
+	for _, rc := range m.receivers {
+		if rc.req.Namespace == ns {
+			return true
+		}
+	}
+	return false
+}
