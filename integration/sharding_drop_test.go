@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,14 +14,15 @@ import (
 )
 
 // testDropWhileWriting: a sharded collection is dropped through one
-// router while a second router, whose routing table still holds the
-// dropped incarnation, inserts into it without pause. After each drop
-// every document the shards store is visible through the router: no
-// shard accepted a write of the dropped incarnation after dropping its
-// copy (which would leave documents on a shard that is not the
-// database's primary, invisible to every read and back when the name is
-// sharded again). The writer's inserts after the drop land in the new,
-// unsharded collection.
+// router, by drop and by dropDatabase, while a second router, whose
+// routing table still holds the dropped incarnation, inserts into it
+// without pause. After each drop every document the shards store is
+// visible through the router: no shard accepted a write of the dropped
+// incarnation after dropping its copy (which would leave documents on a
+// shard that is not the database's primary, invisible to every read and
+// back when the name is sharded again). The writer's inserts after the
+// drop land in the new, unsharded collection, and after the next
+// shardCollection the second router counts what the first inserted.
 func testDropWhileWriting(t *testing.T, c *routedCluster, cl *mongo.Client) {
 	other := startRouter(t, "cfg/"+c.config.addrs[0])
 	ocl, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + other + "/").SetRetryWrites(false).
@@ -29,35 +31,47 @@ func testDropWhileWriting(t *testing.T, c *routedCluster, cl *mongo.Client) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { disconnectSoon(ocl) })
-	coll := cl.Database("test").Collection("dw")
-	stale := ocl.Database("test").Collection("dw")
-	for round := 0; round < 5; round++ {
-		shardBy(t, cl, "test.dw", "k")
-		insertIDs(t, coll, 0, 20)
-		if n, err := stale.CountDocuments(ctxT(t), bson.D{}); err != nil || n != 20 {
-			t.Fatalf("round %d: the second router counts %d (%v), want 20", round, n, err)
+	drops := map[string]func(coll *mongo.Collection) error{
+		"drop":         func(coll *mongo.Collection) error { return coll.Drop(ctxT(t)) },
+		"dropDatabase": func(coll *mongo.Collection) error { return coll.Database().Drop(ctxT(t)) },
+	}
+	for kind, drop := range drops {
+		coll := cl.Database("dw_" + kind).Collection("c")
+		stale := ocl.Database("dw_" + kind).Collection("c")
+		for round := 0; round < 3; round++ {
+			dropWhileWriting(t, c, coll, stale, drop, fmt.Sprintf("%s, round %d", kind, round), round)
 		}
-		acked := writeUntilStopped(stale, round)
-		time.Sleep(100 * time.Millisecond)
-		if err := coll.Drop(ctxT(t)); err != nil {
+	}
+}
+
+// dropWhileWriting is one round of testDropWhileWriting.
+func dropWhileWriting(t *testing.T, c *routedCluster, coll, stale *mongo.Collection, drop func(*mongo.Collection) error, name string, round int) {
+	t.Helper()
+	db := coll.Database().Name()
+	shardBy(t, coll.Database().Client(), db+".c", "k")
+	insertIDs(t, coll, 0, 20)
+	if n, err := stale.CountDocuments(ctxT(t), bson.D{}); err != nil || n != 20 {
+		t.Fatalf("%s: the second router counts %d (%v), want 20", name, n, err)
+	}
+	acked := writeUntilStopped(stale, round)
+	time.Sleep(100 * time.Millisecond)
+	if err := drop(coll); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if acked() == 0 {
+		t.Fatalf("%s: the writer had no insert acknowledged", name)
+	}
+	if stored, visible := waitAllVisible(t, c, coll); visible != stored {
+		t.Fatalf("%s: the shards store %d documents, the router shows %d: a shard took writes of the dropped collection",
+			name, stored, visible)
+	}
+	if err := coll.Drop(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	for _, shard := range shardNames() {
+		if err := c.shardColl(shard, db, "c").Drop(ctxT(t)); err != nil {
 			t.Fatal(err)
-		}
-		time.Sleep(200 * time.Millisecond)
-		after := acked()
-		if stored, visible := waitAllVisible(t, c, coll); visible != stored {
-			t.Fatalf("round %d: the shards store %d documents, the router shows %d: a shard took writes of the dropped collection",
-				round, stored, visible)
-		}
-		if after == 0 {
-			t.Fatalf("round %d: the writer had no insert acknowledged", round)
-		}
-		if err := coll.Drop(ctxT(t)); err != nil {
-			t.Fatal(err)
-		}
-		for _, name := range shardNames() {
-			if err := c.shardColl(name, "test", "dw").Drop(ctxT(t)); err != nil {
-				t.Fatal(err)
-			}
 		}
 	}
 }
@@ -93,7 +107,7 @@ func waitAllVisible(t *testing.T, c *routedCluster, coll *mongo.Collection) (sto
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		stored = total(c.onShards(t, "test", coll.Name(), bson.D{}))
+		stored = total(c.onShards(t, coll.Database().Name(), coll.Name(), bson.D{}))
 		n, err := coll.CountDocuments(ctxT(t), bson.D{})
 		if err != nil {
 			t.Fatal(err)

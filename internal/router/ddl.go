@@ -1,6 +1,8 @@
 package router
 
 import (
+	"slices"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
@@ -154,25 +156,36 @@ func (r *Router) dropSharded(op *operation, p placement) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := r.forgetSharding(op, p); err != nil {
+	if err := r.forgetCollection(op, p.ns, p.table.Collection().UUID); err != nil {
 		return nil, err
 	}
+	return r.dropOnShards(op, p, ts, p.ns)
+}
+
+// dropOnShards drops ns's copy on every shard of ts, each under its
+// critical section there (_shardsvrDropCollectionParticipant), once the
+// config servers forgot it.
+func (r *Router) dropOnShards(op *operation, p placement, ts []target, ns string) (bson.D, error) {
 	for i := range ts {
 		ts[i].db, ts[i].version = "admin", nil
 	}
-	return r.broadcast(op, p, ts, bson.D{{Key: "_shardsvrDropCollectionParticipant", Value: p.ns}}, mongoerr.NamespaceNotFound)
+	reply, err := r.broadcast(op, p, ts, bson.D{{Key: "_shardsvrDropCollectionParticipant", Value: ns}}, mongoerr.NamespaceNotFound)
+	if err == nil && replyCode(reply) != 0 {
+		err = replyError(reply)
+	}
+	return reply, err
 }
 
-// forgetSharding removes a dropped collection's metadata.
-func (r *Router) forgetSharding(op *operation, p placement) error {
-	coll := p.table.Collection()
-	if err := r.configDelete(op, shardmeta.ChunksCollection, bson.D{{Key: "uuid", Value: coll.UUID}}); err != nil {
+// forgetCollection removes a dropped collection's metadata: its chunks,
+// then its entry.
+func (r *Router) forgetCollection(op *operation, ns string, uuid any) error {
+	if err := r.configDelete(op, shardmeta.ChunksCollection, bson.D{{Key: "uuid", Value: uuid}}); err != nil {
 		return err
 	}
-	if err := r.configDelete(op, shardmeta.CollectionsCollection, bson.D{{Key: "_id", Value: p.ns}}); err != nil {
+	if err := r.configDelete(op, shardmeta.CollectionsCollection, bson.D{{Key: "_id", Value: ns}}); err != nil {
 		return err
 	}
-	r.changelog(op, "dropCollection", p.ns, bson.D{})
+	r.changelog(op, "dropCollection", ns, bson.D{})
 	return nil
 }
 
@@ -191,6 +204,9 @@ func cmdDropDatabase(r *Router, op *operation) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := r.dropShardedCollections(op, p, ts); err != nil {
+		return nil, err
+	}
 	for i := range ts {
 		if ts[i].shard != p.db.Primary {
 			ts[i].version = nil // only the primary shard knows the database's version
@@ -205,21 +221,29 @@ func cmdDropDatabase(r *Router, op *operation) (bson.D, error) {
 	return bson.D{{Key: "dropped", Value: op.db}}, nil
 }
 
-func (r *Router) dropDatabaseMetadata(op *operation) error {
+// dropShardedCollections drops each sharded collection of the database
+// as cmdDrop does (metadata, then every shard's copy under its critical
+// section), before the shards drop the rest of the database.
+func (r *Router) dropShardedCollections(op *operation, p placement, ts []target) error {
 	colls, err := r.configFind(op, shardmeta.CollectionsCollection,
 		bson.D{{Key: "_id", Value: bson.D{{Key: "$regex", Value: "^" + regexQuote(op.db) + `\.`}}}}, nil)
 	if err != nil {
 		return err
 	}
 	for _, c := range colls {
-		uuid := mustField(c, "uuid")
-		if err := r.configDelete(op, shardmeta.ChunksCollection, bson.D{{Key: "uuid", Value: uuid}}); err != nil {
+		ns, _ := mustField(c, "_id").(string)
+		if err := r.forgetCollection(op, ns, mustField(c, "uuid")); err != nil {
 			return err
 		}
-		if err := r.configDelete(op, shardmeta.CollectionsCollection, bson.D{{Key: "_id", Value: mustField(c, "_id")}}); err != nil {
+		if _, err := r.dropOnShards(op, p, slices.Clone(ts), ns); err != nil {
 			return err
 		}
+		r.catalog.invalidate(ns)
 	}
+	return nil
+}
+
+func (r *Router) dropDatabaseMetadata(op *operation) error {
 	if err := r.configDelete(op, shardmeta.DatabasesCollection, bson.D{{Key: "_id", Value: op.db}}); err != nil {
 		return err
 	}
