@@ -292,7 +292,7 @@ func (a *App) assemble() error {
 		OpStats:  a.ops.stats, Log: a.ops.ring, DataDir: a.dataDir(), Fsync: a.ops.fsync,
 		Repl: a.rs, ReplicaSetMember: a.rs != nil, TestCommands: testCommands(cfg.SetParameters),
 		Changes: a.changes.feed, Profiler: profiles, ClusterRole: cfg.ClusterRole, Shard: shard,
-		Transactions: a.txns, Migrations: a.migrations.shard, ConfigServer: a.migrations.config,
+		Transactions: a.txns, Migrations: a.migrations.shard, DocumentMoves: a.migrations.moves, ConfigServer: a.migrations.config,
 		FailPoints: a.migrations.failPoints, Snapshots: a.snapshots,
 	})
 	a.srv = server.New(server.Config{Addr: cfg.Addr, MaxConns: cfg.MaxConns, MessageTimeout: cfg.MessageTimeout, Logger: cfg.Logger,

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mayflydb/mayfly/internal/configsvr"
+	"github.com/mayflydb/mayfly/internal/docmove"
 	"github.com/mayflydb/mayfly/internal/failpoint"
 	"github.com/mayflydb/mayfly/internal/params"
 	"github.com/mayflydb/mayfly/internal/shardstate"
@@ -20,6 +21,7 @@ const defaultOrphanCleanupDelaySecs = 900
 // migrations (docs/design/0014, "Migrations").
 type migrationWork struct {
 	shard        *shardstate.Migrations
+	moves        *docmove.Mover
 	config       *configsvr.Service
 	failPoints   *failpoint.Registry
 	cleanupDelay atomic.Int64 // seconds
@@ -41,6 +43,8 @@ func (a *App) newMigrationWork(shard *shardstate.State) error {
 			CleanupDelay: func() time.Duration { return time.Duration(w.cleanupDelay.Load()) * time.Second },
 			Barrier:      a.logBarrier,
 		})
+		w.moves = docmove.New(docmove.Options{Store: a.store, State: shard, Migrations: w.shard, Client: a.configClient,
+			Clock: a.cfg.Clock, Logger: a.cfg.Logger})
 		// The expiry machinery's changes to orphans are silent
 		// (docs/design/0014, "Orphans and expiry").
 		a.store.SetOwnership(w.shard)
@@ -72,12 +76,16 @@ func (a *App) registerMigrationParams(p *params.Table) {
 	p.Register("orphanCleanupDelaySecs", params.Int(w.cleanupDelay.Load, w.cleanupDelay.Store, 0))
 }
 
-// runMigrationWork runs the shard's recovery and range deleter, or the
-// config server's balancer, until ctx ends.
+// runMigrationWork runs the shard's recovery of migrations and document
+// moves and its range deleter, or the config server's balancer, until
+// ctx ends.
 func (a *App) runMigrationWork(ctx context.Context) {
 	switch w := &a.migrations; {
 	case w.shard != nil:
+		done := make(chan struct{})
+		go func() { defer close(done); w.moves.Run(ctx) }()
 		w.shard.Run(ctx)
+		<-done
 	case w.config != nil:
 		w.config.Run(ctx)
 	}

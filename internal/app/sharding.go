@@ -8,6 +8,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/auth"
 	"github.com/mayflydb/mayfly/internal/server"
+	"github.com/mayflydb/mayfly/internal/shardremote"
 	"github.com/mayflydb/mayfly/internal/shardstate"
 	"github.com/mayflydb/mayfly/internal/tlsconf"
 )
@@ -75,7 +76,7 @@ func (a *App) newShardState() (*shardstate.State, error) {
 	return shardstate.New(shardstate.Options{
 		LoadIdentity: a.loadShardIdentity,
 		NewSource: func(id shardstate.Identity) shardstate.Source {
-			return shardstate.ConfigSource{Client: a.configClient, Hosts: id.ConfigHosts()}
+			return shardremote.ConfigSource{Client: a.configClient, Hosts: id.ConfigHosts()}
 		},
 	}), nil
 }

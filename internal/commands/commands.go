@@ -25,6 +25,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/configsvr"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/cursor/paging"
+	"github.com/mayflydb/mayfly/internal/docmove"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/failpoint"
 	"github.com/mayflydb/mayfly/internal/logring"
@@ -87,6 +88,9 @@ type Deps struct {
 	// a config server member's commits and balancer (internal/shardcmds).
 	Migrations   *shardstate.Migrations
 	ConfigServer *configsvr.Service
+	// DocumentMoves is a shard member's moves of documents whose shard
+	// key an update changed.
+	DocumentMoves *docmove.Mover
 	// FailPoints, when set, is the fail point registry the handler shares
 	// with background work (migrations); with enableTestCommands and none
 	// given the handler makes its own.
@@ -200,7 +204,7 @@ func New(deps Deps) *Handler {
 		h.streams = changestream.NewStreams(deps.Changes, paging.StreamHost{Store: deps.Store}, deps.Clock)
 	}
 	h.replMember = replcmds.Member{Repl: deps.Repl, ClusterRole: deps.ClusterRole, TestCommands: deps.TestCommands}
-	h.shard = shardcmds.Services{Shard: deps.Shard, Migrations: deps.Migrations, ConfigServer: deps.ConfigServer}
+	h.shard = shardcmds.Services{Shard: deps.Shard, Migrations: deps.Migrations, Mover: deps.DocumentMoves, ConfigServer: deps.ConfigServer}
 	h.table = buildTable(deps.TestCommands)
 	if deps.TestCommands {
 		h.failPoints = deps.FailPoints

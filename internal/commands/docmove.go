@@ -4,20 +4,21 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/cmdargs"
+	"github.com/mayflydb/mayfly/internal/docmove"
+	"github.com/mayflydb/mayfly/internal/migrate"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
-	"github.com/mayflydb/mayfly/internal/shardstate"
 	"github.com/mayflydb/mayfly/internal/txnrules"
 )
 
 // cmdShardsvrMoveDocument carries out, on the shard holding a document,
 // an update that changed its shard key to a value another shard owns
 // (the router sends it after the shard answered WouldChangeOwningShard;
-// internal/shardstate's MoveDocument). It is a statement of the client's
+// internal/docmove). It is a statement of the client's
 // retryable write: sent again after the move finished it answers ok
 // without moving again, and the update's own retry finds the
 // statement's record.
 func cmdShardsvrMoveDocument(h *Handler, r *request) (bson.D, error) {
-	m := h.shard.Migrations
+	m := h.shard.Mover
 	if m == nil {
 		return nil, mongoerr.New(mongoerr.ShardingStateNotInitialized, "_shardsvrMoveDocument can only be run on a shard server")
 	}
@@ -35,7 +36,7 @@ func cmdShardsvrMoveDocument(h *Handler, r *request) (bson.D, error) {
 		if len(ids) > 0 {
 			stmt = ids[0]
 		}
-		req.Session = &shardstate.MoveSession{LSID: n.LSID, Label: n.Label, Txn: n.Txn, StmtID: stmt}
+		req.Session = &migrate.MoveSession{LSID: n.LSID, Label: n.Label, Txn: n.Txn, StmtID: stmt}
 	}
 	return bson.D{}, m.MoveDocument(r.ctx, req)
 }
@@ -43,8 +44,8 @@ func cmdShardsvrMoveDocument(h *Handler, r *request) (bson.D, error) {
 // moveDocumentRequest reads the command: the namespace, toShard, both
 // images and the statement ("update" or "findAndModify") whose retry
 // record the move writes.
-func moveDocumentRequest(c cmdargs.Call) (shardstate.MoveDocumentRequest, error) {
-	var req shardstate.MoveDocumentRequest
+func moveDocumentRequest(c cmdargs.Call) (docmove.Request, error) {
+	var req docmove.Request
 	var err error
 	if req.Namespace, err = c.String(c.Name); err != nil {
 		return req, err

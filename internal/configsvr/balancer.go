@@ -11,7 +11,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/migrate"
 	"github.com/mayflydb/mayfly/internal/shardkey"
 	"github.com/mayflydb/mayfly/internal/shardmeta"
-	"github.com/mayflydb/mayfly/internal/shardstate"
+	"github.com/mayflydb/mayfly/internal/shardremote"
 )
 
 // roundInterval is the pause between balancer rounds. mongod waits 10 s
@@ -107,7 +107,7 @@ func (s *Service) move(ctx context.Context, step migrate.Step) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, moveTimeout)
 	defer cancel()
-	_, err = shardstate.RunOnPrimary(ctx, s.opts.Client, hosts, "admin", bson.D{
+	_, err = shardremote.RunOnPrimary(ctx, s.opts.Client, hosts, "admin", bson.D{
 		{Key: "_shardsvrMoveRange", Value: step.Namespace}, {Key: "toShard", Value: step.Recipient},
 		{Key: "min", Value: step.Range.Min}, {Key: "max", Value: step.Range.Max}})
 	return err
@@ -204,5 +204,5 @@ func (s *Service) shardHosts(shard string) ([]string, error) {
 	if err := decodeInto(docs[0], &sh); err != nil {
 		return nil, err
 	}
-	return shardstate.SetHosts(sh.Host), nil
+	return shardremote.SetHosts(sh.Host), nil
 }

@@ -66,6 +66,8 @@ func packageLayers() map[string]row {
 		"internal/profiler":      {layer: services},
 		"internal/wireclient":    {layer: services},
 		"internal/shardstate":    {layer: services},
+		"internal/shardremote":   {layer: services},
+		"internal/docmove":       {layer: services},
 		"internal/configsvr":     {layer: services},
 		"internal/cursor/paging": {layer: services},
 

@@ -7,9 +7,12 @@ import (
 // The shard-local collections (database "config") that hold a
 // migration's replicated records, as mongod's.
 const (
-	RecordDB              = "config"
-	CoordinatorsColl      = "migrationCoordinators"
-	RangeDeletionsColl    = "rangeDeletions"
+	RecordDB           = "config"
+	CoordinatorsColl   = "migrationCoordinators"
+	RangeDeletionsColl = "rangeDeletions"
+	// DocumentMovesColl holds the document moves in progress
+	// (internal/docmove).
+	DocumentMovesColl     = "documentMoves"
 	CoordinatorsNamespace = RecordDB + "." + CoordinatorsColl
 )
 
@@ -45,3 +48,26 @@ type RangeDeletion struct {
 // tasks on each side.
 func DonorTaskID(migration string) string     { return migration + "-donor" }
 func RecipientTaskID(migration string) string { return migration + "-recipient" }
+
+// DocumentMove is the record of a shard key change that moves a
+// document to the shard owning its new value, kept by the shard that
+// held it until the move is finished (internal/docmove).
+type DocumentMove struct {
+	ID        string       `bson:"_id"`
+	Namespace string       `bson:"ns"`
+	ToShard   string       `bson:"toShard"`
+	Pre       bson.D       `bson:"preImage"`
+	Post      bson.D       `bson:"postImage"`
+	Result    bson.D       `bson:"result,omitempty"`
+	Session   *MoveSession `bson:"session,omitempty"`
+	// Inserted: the owner acknowledged the new document.
+	Inserted bool `bson:"inserted"`
+}
+
+// MoveSession is the retryable write a document move is a statement of.
+type MoveSession struct {
+	LSID   []byte `bson:"lsid"`
+	Label  string `bson:"label"`
+	Txn    int64  `bson:"txnNumber"`
+	StmtID int32  `bson:"stmtId"`
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/cmdargs"
 	"github.com/mayflydb/mayfly/internal/configsvr"
+	"github.com/mayflydb/mayfly/internal/docmove"
 	"github.com/mayflydb/mayfly/internal/shardstate"
 )
 
@@ -27,6 +28,9 @@ type Services struct {
 	Shard *shardstate.State
 	// Migrations is a shard member's side of chunk migration.
 	Migrations *shardstate.Migrations
+	// Mover is a shard member's moves of documents whose shard key
+	// changed.
+	Mover *docmove.Mover
 	// ConfigServer is a config server member's commits and balancer.
 	ConfigServer *configsvr.Service
 }

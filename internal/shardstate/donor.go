@@ -17,6 +17,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/shardkey"
 	"github.com/mayflydb/mayfly/internal/shardmeta"
+	"github.com/mayflydb/mayfly/internal/shardremote"
 )
 
 // MoveRequest is _shardsvrMoveRange: move Range of Namespace from this
@@ -167,7 +168,7 @@ func (m *Migrations) prepareDonor(ctx context.Context, req MoveRequest) (*donorR
 		return nil, mongoerr.Newf(mongoerr.ConflictingOperationInProgress,
 			"Unable to move range %s of %s: this shard (%s) does not own it (owner %q)", req.Range, req.Namespace, id.ShardName, owner)
 	}
-	hosts, err := m.shardHosts(ctx, req.ToShard)
+	hosts, err := m.ShardHosts(ctx, req.ToShard)
 	if err != nil {
 		return nil, err
 	}
@@ -180,13 +181,13 @@ func (m *Migrations) prepareDonor(ctx context.Context, req MoveRequest) (*donorR
 	return &donorRun{m: m, rec: rec, table: table, recipientHosts: hosts}, nil
 }
 
-// shardHosts reads a shard's members from config.shards.
-func (m *Migrations) shardHosts(ctx context.Context, shard string) ([]string, error) {
+// ShardHosts reads a shard's members from config.shards.
+func (m *Migrations) ShardHosts(ctx context.Context, shard string) ([]string, error) {
 	src, err := m.configSource()
 	if err != nil {
 		return nil, err
 	}
-	docs, err := src.findAll(ctx, shardmeta.ShardsCollection, bson.D{{Key: "_id", Value: shard}})
+	docs, err := src.FindAll(ctx, shardmeta.ShardsCollection, bson.D{{Key: "_id", Value: shard}})
 	if err != nil {
 		return nil, err
 	}
@@ -197,15 +198,15 @@ func (m *Migrations) shardHosts(ctx context.Context, shard string) ([]string, er
 	if err := shardmeta.Decode(docs[0], &s); err != nil {
 		return nil, err
 	}
-	return SetHosts(s.Host), nil
+	return shardremote.SetHosts(s.Host), nil
 }
 
-func (m *Migrations) configSource() (ConfigSource, error) {
+func (m *Migrations) configSource() (shardremote.ConfigSource, error) {
 	id, err := m.opts.State.Identity()
 	if err != nil {
-		return ConfigSource{}, err
+		return shardremote.ConfigSource{}, err
 	}
-	return ConfigSource{Client: m.opts.Client, Hosts: id.ConfigHosts()}, nil
+	return shardremote.ConfigSource{Client: m.opts.Client, Hosts: id.ConfigHosts()}, nil
 }
 
 func (r *donorRun) details() bson.D {
@@ -285,7 +286,7 @@ func (r *donorRun) cloneAndCatchUp(ctx context.Context) error {
 		{Key: "fromShard", Value: r.rec.Donor}, {Key: "toShard", Value: r.rec.Recipient},
 		{Key: "from", Value: m.opts.Self()}, {Key: "min", Value: r.rec.Range.Min}, {Key: "max", Value: r.rec.Range.Max},
 		{Key: "shardKeyPattern", Value: r.table.Pattern().Spec()}}
-	if _, err := RunOnPrimary(ctx, m.opts.Client, r.recipientHosts, "admin", start); err != nil {
+	if _, err := shardremote.RunOnPrimary(ctx, m.opts.Client, r.recipientHosts, "admin", start); err != nil {
 		return err
 	}
 	r.stepDone()
@@ -320,7 +321,7 @@ func (r *donorRun) cloneAndCatchUp(ctx context.Context) error {
 
 // recipientState asks the recipient how far it got.
 func (r *donorRun) recipientState(ctx context.Context) (string, error) {
-	reply, err := RunOnPrimary(ctx, r.m.opts.Client, r.recipientHosts, "admin",
+	reply, err := shardremote.RunOnPrimary(ctx, r.m.opts.Client, r.recipientHosts, "admin",
 		bson.D{{Key: "_recvChunkStatus", Value: r.rec.ID}})
 	if err != nil {
 		return "", err
@@ -346,7 +347,7 @@ func (r *donorRun) criticalSection(ctx context.Context) error {
 		return err
 	}
 	m.failPoint(ctx, failpoint.MigrationHangInCriticalSection)
-	_, err := RunOnPrimary(ctx, m.opts.Client, r.recipientHosts, "admin", bson.D{{Key: "_recvChunkCommit", Value: r.rec.ID}})
+	_, err := shardremote.RunOnPrimary(ctx, m.opts.Client, r.recipientHosts, "admin", bson.D{{Key: "_recvChunkCommit", Value: r.rec.ID}})
 	return err
 }
 
@@ -369,12 +370,12 @@ func (r *donorRun) commit(ctx context.Context) (committed bool, err error) {
 		return false, err
 	}
 	for attempt := 0; attempt < commitAttempts; attempt++ {
-		_, err = RunOnPrimary(ctx, m.opts.Client, src.Hosts, "admin", cmd)
+		_, err = shardremote.RunOnPrimary(ctx, m.opts.Client, src.Hosts, "admin", cmd)
 		if err == nil {
 			m.failPoint(ctx, failpoint.MigrationHangAfterCommit)
 			return true, nil
 		}
-		if !isUnanswered(err) && !retriableConfigError(err) {
+		if !shardremote.IsUnanswered(err) && !retriableConfigError(err) {
 			return r.answeredRefusal(ctx, err)
 		}
 		if !m.sleep(ctx, time.Duration(attempt+1)*200*time.Millisecond) {
@@ -466,11 +467,11 @@ func (m *Migrations) finishAbort(ctx context.Context, rec migrate.Coordinator) e
 }
 
 func (m *Migrations) tellRecipient(ctx context.Context, rec migrate.Coordinator, command string) error {
-	hosts, err := m.shardHosts(ctx, rec.Recipient)
+	hosts, err := m.ShardHosts(ctx, rec.Recipient)
 	if err != nil {
 		return err
 	}
-	_, err = RunOnPrimary(ctx, m.opts.Client, hosts, "admin", bson.D{{Key: command, Value: rec.ID},
+	_, err = shardremote.RunOnPrimary(ctx, m.opts.Client, hosts, "admin", bson.D{{Key: command, Value: rec.ID},
 		{Key: "nss", Value: rec.Namespace}})
 	return err
 }
@@ -509,7 +510,7 @@ func (m *Migrations) changelog(ctx context.Context, what, ns string, details bso
 			ID:     fmt.Sprintf("%s-%s-%s", m.opts.Self(), now.UTC().Format("2006-01-02T15:04:05.000Z07:00"), bson.NewObjectID().Hex()),
 			Server: m.opts.Self(), Shard: id.ShardName, Time: bson.NewDateTimeFromTime(now), What: what, NS: ns, Details: details,
 		}
-		_, err = RunOnPrimary(ctx, m.opts.Client, src.Hosts, "config", bson.D{{Key: "insert", Value: shardmeta.ChangelogCollection},
+		_, err = shardremote.RunOnPrimary(ctx, m.opts.Client, src.Hosts, "config", bson.D{{Key: "insert", Value: shardmeta.ChangelogCollection},
 			{Key: "documents", Value: bson.A{entry}}, {Key: "writeConcern", Value: bson.D{{Key: "w", Value: "majority"}}}})
 	}
 	if err != nil {

@@ -2,7 +2,6 @@ package shardstate
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -62,12 +61,11 @@ type Migrations struct {
 	// counts the routed commands running on each namespace.
 	critical map[string]bool
 	inflight map[string]int
-	// moving holds the namespaces a document move holds (docmove.go),
-	// with the move's id.
+	// moving holds the namespaces a document move holds
+	// (internal/docmove), with the move's id; held, the holds taken
+	// now: id → namespace.
 	moving map[string]string
-	// runningMoves are the moves MoveDocument runs now, past their hold:
-	// id → namespace.
-	runningMoves map[string]string
+	held   map[string]string
 	// changed is closed, and replaced, when a critical section ends or a
 	// routed command in flight ends: it wakes who waits for either.
 	changed chan struct{}
@@ -87,7 +85,7 @@ func NewMigrations(opts MigrationOptions) *Migrations {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	m := &Migrations{opts: opts, critical: map[string]bool{}, inflight: map[string]int{}, moving: map[string]string{}, runningMoves: map[string]string{}, changed: make(chan struct{}),
+	m := &Migrations{opts: opts, critical: map[string]bool{}, inflight: map[string]int{}, moving: map[string]string{}, held: map[string]string{}, changed: make(chan struct{}),
 		sources: map[string]*cloneSource{}, receivers: map[string]*receiver{}}
 	return m
 }
@@ -253,7 +251,7 @@ func (m *Migrations) loadRecorded() {
 		m.opts.Logger.Warn("could not read migration records", "err", err)
 		return
 	}
-	moves, err := readAll[documentMove](m, documentMovesColl)
+	moves, err := readAll[migrate.DocumentMove](m, migrate.DocumentMovesColl)
 	if err != nil {
 		m.opts.Logger.Warn("could not read document move records", "err", err)
 		return
@@ -269,13 +267,16 @@ func (m *Migrations) loadRecorded() {
 	for _, rec := range moves {
 		m.moving[rec.Namespace] = rec.ID
 	}
-	for id, ns := range m.runningMoves {
+	for id, ns := range m.held {
 		if _, recorded := m.moving[ns]; !recorded {
 			m.moving[ns] = id
 		}
 	}
 	m.loaded = true
 }
+
+// FailPoint is failPoint, for the document moves.
+func (m *Migrations) FailPoint(ctx context.Context, name string) { m.failPoint(ctx, name) }
 
 // failPoint pauses while the named fail point is on (alwaysOn or times):
 // a test turns it on to stop a migration at a phase, then kills a member
@@ -302,15 +303,12 @@ func (m *Migrations) failPoint(ctx context.Context, name string) {
 // errNotPrimary refuses migration work on a member that is not primary.
 var errNotPrimary = mongoerr.New(mongoerr.NotWritablePrimary, "not primary")
 
+// CheckPrimary refuses work on a member that is not primary.
+func (m *Migrations) CheckPrimary() error { return m.checkPrimary() }
+
 func (m *Migrations) checkPrimary() error {
 	if m.opts.IsPrimary != nil && !m.opts.IsPrimary() {
 		return errNotPrimary
 	}
 	return nil
-}
-
-// isUnanswered reports an error of a command whose reply was lost.
-func isUnanswered(err error) bool {
-	var u *unanswered
-	return errors.As(err, &u)
 }

@@ -2,6 +2,7 @@ package shardstate
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -103,4 +104,25 @@ func TestOutcomeUnknownWhenTheReadFails(t *testing.T) {
 	if got := m.outcome(context.Background(), rec); got != migrate.OutcomeUnknown {
 		t.Fatalf("outcome %v with the config server down, want unknown", got)
 	}
+}
+
+// scriptedRunner answers per host: a transport error, or replies in turn.
+type scriptedRunner struct {
+	down    map[string]bool
+	replies []bson.D
+	sent    []bson.D
+}
+
+func (r *scriptedRunner) Run(_ context.Context, host, _ string, cmd bson.D) (bson.D, error) {
+	if r.down[host] {
+		return nil, errors.New("connection refused")
+	}
+	r.sent = append(r.sent, cmd)
+	reply := r.replies[0]
+	r.replies = r.replies[1:]
+	return reply, nil
+}
+
+func cursorReply(id int64, batch string, docs ...any) bson.D {
+	return bson.D{{Key: "cursor", Value: bson.D{{Key: "id", Value: id}, {Key: "ns", Value: "config.x"}, {Key: batch, Value: bson.A(docs)}}}, {Key: "ok", Value: 1.0}}
 }

@@ -19,9 +19,8 @@ import (
 // recover and range deletions that are due.
 const backgroundPeriod = 250 * time.Millisecond
 
-// Run recovers the migrations and document moves a previous primary left
-// and runs the range deletions that are due, while this member is
-// primary, until ctx ends.
+// Run recovers the migrations a previous primary left and runs the range
+// deletions that are due, while this member is primary, until ctx ends.
 func (m *Migrations) Run(ctx context.Context) {
 	for m.sleep(ctx, backgroundPeriod) {
 		if m.checkPrimary() != nil {
@@ -34,9 +33,6 @@ func (m *Migrations) Run(ctx context.Context) {
 		m.loadRecorded()
 		if err := m.recoverCoordinators(ctx); err != nil {
 			m.opts.Logger.Warn("migration recovery failed; will retry", "err", err)
-		}
-		if err := m.recoverDocumentMoves(ctx); err != nil {
-			m.opts.Logger.Warn("document move recovery failed; will retry", "err", err)
 		}
 		if err := m.runRangeDeletions(ctx); err != nil {
 			m.opts.Logger.Warn("range deletion failed; will retry", "err", err)

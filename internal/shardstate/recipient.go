@@ -15,6 +15,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/migrate"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/shardkey"
+	"github.com/mayflydb/mayfly/internal/shardremote"
 )
 
 // RecvRequest is _recvChunkStart: pull Range of Namespace from the donor
@@ -130,7 +131,7 @@ func (rc *receiver) set(state string, err error) {
 func (m *Migrations) clone(ctx context.Context, rc *receiver) error {
 	for ctx.Err() == nil {
 		seq := rc.cloneSeq + 1 // moves on once its answer is stored, as applyMods's
-		reply, err := runOn(ctx, m.opts.Client, rc.req.From, "admin", bson.D{{Key: "_migrateClone", Value: rc.req.MigrationID},
+		reply, err := shardremote.RunOn(ctx, m.opts.Client, rc.req.From, "admin", bson.D{{Key: "_migrateClone", Value: rc.req.MigrationID},
 			{Key: "seq", Value: seq}})
 		if err != nil {
 			return err
@@ -195,7 +196,7 @@ func (m *Migrations) catchUp(ctx context.Context, rc *receiver) error {
 // took those writes off its list when it answered, answers it again.
 func (m *Migrations) applyMods(ctx context.Context, rc *receiver) (int, error) {
 	seq := rc.modsSeq + 1
-	reply, err := runOn(ctx, m.opts.Client, rc.req.From, "admin", bson.D{{Key: "_transferMods", Value: rc.req.MigrationID},
+	reply, err := shardremote.RunOn(ctx, m.opts.Client, rc.req.From, "admin", bson.D{{Key: "_transferMods", Value: rc.req.MigrationID},
 		{Key: "seq", Value: seq}})
 	if err != nil {
 		return 0, err

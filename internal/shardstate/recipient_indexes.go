@@ -9,6 +9,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/catalog"
 	"github.com/mayflydb/mayfly/internal/ddl"
+	"github.com/mayflydb/mayfly/internal/shardremote"
 )
 
 // copyIndexes creates on this shard, before the first document arrives,
@@ -19,12 +20,12 @@ import (
 // index covers.
 func (m *Migrations) copyIndexes(ctx context.Context, rc *receiver) error {
 	db, name, _ := strings.Cut(rc.req.Namespace, ".")
-	reply, err := runOn(ctx, m.opts.Client, rc.req.From, db, bson.D{{Key: "listIndexes", Value: name},
+	reply, err := shardremote.RunOn(ctx, m.opts.Client, rc.req.From, db, bson.D{{Key: "listIndexes", Value: name},
 		{Key: "cursor", Value: bson.D{{Key: "batchSize", Value: int32(catalog.MaxIndexes + 1)}}}})
 	if err != nil {
 		return fmt.Errorf("shardstate: the donor's indexes of %s: %w", rc.req.Namespace, err)
 	}
-	raws, _, err := cursorBatch(reply)
+	raws, _, err := shardremote.CursorBatch(reply)
 	if err != nil {
 		return fmt.Errorf("shardstate: the donor's indexes of %s: %w", rc.req.Namespace, err)
 	}

@@ -120,3 +120,13 @@ func fromD(d bson.D, out any) error {
 	}
 	return bson.Unmarshal(raw, out)
 }
+
+// PutRecord stores rec under id in this member's config.<coll>,
+// replacing any earlier version (a document move's record).
+func (m *Migrations) PutRecord(coll, id string, rec any) error { return m.putRecord(coll, id, rec) }
+
+// DeleteRecord deletes config.<coll>'s record id.
+func (m *Migrations) DeleteRecord(coll, id string) error { return m.deleteRecord(coll, id) }
+
+// Records reads every record of this member's config.<coll>.
+func Records[T any](m *Migrations, coll string) ([]T, error) { return readAll[T](m, coll) }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/session"
+	"github.com/mayflydb/mayfly/internal/shardremote"
 )
 
 // Retryable-write history moves with the range: the recipient pulls the
@@ -97,7 +98,7 @@ func SessionModsDoc(stmts []session.MovedStmt) bson.A {
 func (m *Migrations) pullSessions(ctx context.Context, rc *receiver) error {
 	for ctx.Err() == nil {
 		seq := rc.sessionSeq + 1
-		reply, err := runOn(ctx, m.opts.Client, rc.req.From, "admin", bson.D{{Key: "_getNextSessionMods", Value: rc.req.MigrationID},
+		reply, err := shardremote.RunOn(ctx, m.opts.Client, rc.req.From, "admin", bson.D{{Key: "_getNextSessionMods", Value: rc.req.MigrationID},
 			{Key: "seq", Value: seq}})
 		if err != nil {
 			return err

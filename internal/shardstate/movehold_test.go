@@ -7,6 +7,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/migrate"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
 )
@@ -45,15 +46,15 @@ func blocked(t *testing.T, m *Migrations, ns string) bool {
 
 // TestDocumentMoveHoldsItsNamespace: a document move holds routed
 // commands off its namespace (only), and a migration's critical section
-// waits for it as for a routed command in flight; a move whose record is
-// still there (its new owner did not answer) keeps the hold after it
-// returns, and a new primary takes the hold up from the record before it
-// admits a routed command, until the move is finished.
+// waits for it as for a routed command in flight; a move released with
+// its record still there (its new owner did not answer) keeps the hold,
+// and a new primary takes the hold up from the record before it admits
+// a routed command, until the move is finished.
 func TestDocumentMoveHoldsItsNamespace(t *testing.T) {
 	store := memoryStore(t)
 	m := NewMigrations(MigrationOptions{Store: store})
 	m.loaded = true
-	release, err := m.holdForMove(context.Background(), "db.c", "mv1")
+	release, err := m.HoldForMove(context.Background(), "db.c", "mv1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func TestDocumentMoveHoldsItsNamespace(t *testing.T) {
 		t.Fatalf("a critical section began during a document move (%v)", err)
 	case <-time.After(100 * time.Millisecond):
 	}
-	release()
+	release(false)
 	if err := <-entered; err != nil {
 		t.Fatal(err)
 	}
@@ -76,14 +77,14 @@ func TestDocumentMoveHoldsItsNamespace(t *testing.T) {
 		t.Fatal("routed commands still held after the move and the critical section")
 	}
 
-	if err := m.putRecord(documentMovesColl, "mv2", documentMove{ID: "mv2", Namespace: "db.d"}); err != nil {
+	if err := m.PutRecord(migrate.DocumentMovesColl, "mv2", migrate.DocumentMove{ID: "mv2", Namespace: "db.d"}); err != nil {
 		t.Fatal(err)
 	}
-	release, err = m.holdForMove(context.Background(), "db.d", "mv2")
+	release, err = m.HoldForMove(context.Background(), "db.d", "mv2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	release()
+	release(true)
 	if !blocked(t, m, "db.d") {
 		t.Fatal("a recorded move let go of its namespace before it was finished")
 	}
@@ -91,14 +92,14 @@ func TestDocumentMoveHoldsItsNamespace(t *testing.T) {
 	if !blocked(t, next, "db.d") {
 		t.Fatal("a new primary admitted a routed command into a recorded move's namespace")
 	}
-	if err := next.deleteRecord(documentMovesColl, "mv2"); err != nil {
+	if err := next.DeleteRecord(migrate.DocumentMovesColl, "mv2"); err != nil {
 		t.Fatal(err)
 	}
-	release, err = next.holdForMove(context.Background(), "db.d", "mv2")
+	release, err = next.HoldForMove(context.Background(), "db.d", "mv2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	release()
+	release(false)
 	if blocked(t, next, "db.d") {
 		t.Fatal("the hold outlived the finished move")
 	}

@@ -1,4 +1,4 @@
-package shardstate
+package shardremote
 
 import (
 	"context"

@@ -1,7 +1,8 @@
-package shardstate
+package shardremote
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -51,7 +52,7 @@ func RunOnPrimary(ctx context.Context, client Runner, hosts []string, db string,
 	if err != nil {
 		return nil, err
 	}
-	return runOn(ctx, client, host, db, cmd)
+	return RunOn(ctx, client, host, db, cmd)
 }
 
 // sendAttempts bounds how often a command whose reply was lost is sent
@@ -61,8 +62,8 @@ func RunOnPrimary(ctx context.Context, client Runner, hosts []string, db string,
 const sendAttempts = 3
 
 // runOn runs cmd on host; an error reply is an error with its code and
-// message, a lost reply (after sendAttempts) an *unanswered.
-func runOn(ctx context.Context, client Runner, host, db string, cmd bson.D) (bson.D, error) {
+// message, a lost reply (after sendAttempts) an *Unanswered.
+func RunOn(ctx context.Context, client Runner, host, db string, cmd bson.D) (bson.D, error) {
 	var reply bson.D
 	var err error
 	for attempt := 0; attempt < sendAttempts; attempt++ {
@@ -71,7 +72,7 @@ func runOn(ctx context.Context, client Runner, host, db string, cmd bson.D) (bso
 		}
 	}
 	if err != nil {
-		return nil, &unanswered{host: host, cmd: cmd[0].Key, err: err}
+		return nil, &Unanswered{host: host, cmd: cmd[0].Key, err: err}
 	}
 	if ok, _ := bsonutil.Field(reply, "ok"); !bsonutil.TrueValue(ok) {
 		code, _ := bsonutil.Field(reply, "code")
@@ -82,14 +83,14 @@ func runOn(ctx context.Context, client Runner, host, db string, cmd bson.D) (bso
 	return reply, nil
 }
 
-// unanswered is a command whose reply was lost: whether it ran is not
+// Unanswered is a command whose reply was lost: whether it ran is not
 // known.
-type unanswered struct {
+type Unanswered struct {
 	host, cmd string
 	err       error
 }
 
-func (e *unanswered) Error() string {
+func (e *Unanswered) Error() string {
 	return fmt.Sprintf("shardstate: %s on %s got no reply: %v", e.cmd, e.host, e.err)
 }
 
@@ -97,6 +98,12 @@ func (e *unanswered) Error() string {
 // its code, HostUnreachable, as mongod answers a command whose shard or
 // config server did not reply (a bare network error would be an
 // InternalError). A cause that has a code of its own keeps it.
-func (e *unanswered) Unwrap() []error {
+func (e *Unanswered) Unwrap() []error {
 	return []error{e.err, mongoerr.Newf(mongoerr.HostUnreachable, "%s on %s got no reply: %v", e.cmd, e.host, e.err)}
+}
+
+// IsUnanswered reports an error of a command whose reply was lost.
+func IsUnanswered(err error) bool {
+	var u *Unanswered
+	return errors.As(err, &u)
 }

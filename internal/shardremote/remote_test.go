@@ -1,4 +1,4 @@
-package shardstate
+package shardremote
 
 import (
 	"context"
@@ -38,7 +38,7 @@ func TestLostReplyIsHostUnreachable(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := RunOnPrimary(context.Background(), lostReplyRunner{err: tc.cause}, []string{"r:1"}, "admin",
 				bson.D{{Key: "_recvChunkStatus", Value: "m1"}})
-			if !isUnanswered(err) {
+			if !IsUnanswered(err) {
 				t.Fatalf("%v: not unanswered", err)
 			}
 			if got := mongoerr.As(err).Code; got != tc.want {
