@@ -118,3 +118,45 @@ func waitAllVisible(t *testing.T, c *routedCluster, coll *mongo.Collection) (sto
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// testDropFinishesAnInterruptedDrop: a router that dies after the config
+// servers forgot a sharded collection and before the shards dropped
+// their copies leaves those copies (here the metadata is deleted on the
+// config server directly). A drop sent again, through a router that
+// sees the name as unsharded, drops them on every shard.
+func testDropFinishesAnInterruptedDrop(t *testing.T, c *routedCluster, cl *mongo.Client) {
+	shardBy(t, cl, "test.idrop", "k")
+	coll := cl.Database("test").Collection("idrop")
+	docs := make([]any, 40)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "k", Value: int32(i)}}
+	}
+	if _, err := coll.InsertMany(ctxT(t), docs); err != nil {
+		t.Fatal(err)
+	}
+	if held := c.onShards(t, "test", "idrop", bson.D{}); held["shA"] == 0 || held["shB"] == 0 {
+		t.Fatalf("the documents are not on both shards: %v", held)
+	}
+	cfg := c.config.direct(0)
+	t.Cleanup(func() { disconnectSoon(cfg) })
+	var meta struct {
+		UUID bson.Binary `bson:"uuid"`
+	}
+	configDB := cfg.Database("config")
+	if err := configDB.Collection("collections").FindOne(ctxT(t), bson.D{{Key: "_id", Value: "test.idrop"}}).Decode(&meta); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := configDB.Collection("chunks").DeleteMany(ctxT(t), bson.D{{Key: "uuid", Value: meta.UUID}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := configDB.Collection("collections").DeleteOne(ctxT(t), bson.D{{Key: "_id", Value: "test.idrop"}}); err != nil {
+		t.Fatal(err)
+	}
+	fresh := quickClient(t, startRouter(t, "cfg/"+c.config.addrs[0]), 20*time.Second)
+	if err := fresh.Database("test").Collection("idrop").Drop(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	if left := total(c.onShards(t, "test", "idrop", bson.D{})); left != 0 {
+		t.Fatalf("after the drop was sent again, the shards still hold %d documents", left)
+	}
+}

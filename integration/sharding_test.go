@@ -103,6 +103,7 @@ func TestShardedCluster(t *testing.T) {
 	t.Run("ShardKeyUpdates", func(t *testing.T) { testShardKeyUpdates(t, c, cl) })
 	t.Run("DropClearsShards", func(t *testing.T) { testDropClearsShards(t, c, cl) })
 	t.Run("DropWhileWriting", func(t *testing.T) { testDropWhileWriting(t, c, cl) })
+	t.Run("DropFinishesAnInterruptedDrop", func(t *testing.T) { testDropFinishesAnInterruptedDrop(t, c, cl) })
 	t.Run("ShardingWithData", func(t *testing.T) { testShardingWithData(t, c, cl) })
 	t.Run("RemoveShard", func(t *testing.T) { testRemoveShard(t, cl) })
 }

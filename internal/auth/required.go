@@ -64,7 +64,8 @@ var moreRequired = map[string]requirement{
 	"_migrateClone": onCluster("internal"), "_transferMods": onCluster("internal"),
 	"_getNextSessionMods": onCluster("internal"), "_shardsvrMoveDocument": onCluster("internal"),
 	"_shardsvrDropCollectionParticipant": onCluster("internal"), "_flushRoutingTableCacheUpdates": onCluster("internal"),
-	"_configsvrCommitChunkMigration": onCluster("internal"), "_configsvrCommitChunkSplit": onCluster("internal"),
+	"_shardsvrDropDatabaseParticipant": onCluster("internal"),
+	"_configsvrCommitChunkMigration":   onCluster("internal"), "_configsvrCommitChunkSplit": onCluster("internal"),
 	"_configsvrBalancerStatus": onCluster("internal"),
 	// mongod asks anyAction on anyResource of mongorestore --oplogReplay's
 	// applyOps: no built-in role but root (and __system) holds it.

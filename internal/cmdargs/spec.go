@@ -267,6 +267,7 @@ var argsByHand = map[string]string{
 	"_shardsvrMoveDocument":              "Mayfly's own move of a document whose shard key changed",
 	"_shardsvrDropCollectionParticipant": "Mayfly's own drop of a shard's copy of a collection",
 	"_flushRoutingTableCacheUpdates":     "internal: a shard reads a collection's placement again",
+	"_shardsvrDropDatabaseParticipant":   "Mayfly's own drop of a shard's copy of a database",
 	"_configsvrCommitChunkMigration":     "Mayfly's own migration protocol",
 	"_configsvrCommitChunkSplit":         "Mayfly's own migration protocol",
 	"_configsvrBalancerStatus":           "Mayfly's own migration protocol",

@@ -41,3 +41,31 @@ func cmdShardsvrDropCollectionParticipant(h *Handler, r *request) (bson.D, error
 	}
 	return bson.D{{Key: "nIndexesWas", Value: int32(n)}, {Key: "ns", Value: ns}}, nil
 }
+
+// cmdShardsvrDropDatabaseParticipant drops this shard's copy of a
+// database the router is dropping, after the config servers forgot it:
+// with routed commands on the database held off and its placement read
+// again (internal/shardstate's HoldDatabaseForDrop), so that no routed
+// write of the dropped database lands here after the drop.
+func cmdShardsvrDropDatabaseParticipant(h *Handler, r *request) (bson.D, error) {
+	m := h.shard.Migrations
+	if m == nil {
+		return nil, mongoerr.New(mongoerr.ShardingStateNotInitialized, "_shardsvrDropDatabaseParticipant can only be run on a shard server")
+	}
+	db, err := r.args().String(r.name)
+	if err != nil {
+		return nil, err
+	}
+	if db == "" || db == "admin" || db == "config" || db == "local" || strings.ContainsAny(db, "./ \"$\x00") {
+		return nil, mongoerr.Newf(mongoerr.InvalidNamespace, "Invalid database name specified '%s'", db)
+	}
+	release, err := m.HoldDatabaseForDrop(r.ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if err := h.deps.Store.DropDatabase(db); err != nil {
+		return nil, err
+	}
+	return bson.D{{Key: "dropped", Value: db}}, nil
+}

@@ -19,6 +19,7 @@ func shardCommandRows() map[string]command {
 	}
 	rows["_shardsvrMoveDocument"] = command{run: cmdShardsvrMoveDocument, adminOnly: true, role: onPrimary}
 	rows["_shardsvrDropCollectionParticipant"] = command{run: cmdShardsvrDropCollectionParticipant, adminOnly: true, role: onPrimary}
+	rows["_shardsvrDropDatabaseParticipant"] = command{run: cmdShardsvrDropDatabaseParticipant, adminOnly: true, role: onPrimary}
 	return rows
 }
 

@@ -143,12 +143,41 @@ func cmdDrop(r *Router, op *operation) (bson.D, error) {
 	return bsonutil.WithoutField(bsonutil.WithoutField(reply, "code"), "codeName"), nil
 }
 
+// dropUnsharded drops an unsharded collection on its primary shard, then
+// any copy the other shards hold: copies that a drop of the sharded
+// collection it once was left when its router died between forgetting
+// the metadata and the shards' drops. So a drop sent again finishes that
+// one.
 func (r *Router) dropUnsharded(op *operation, p placement) (bson.D, error) {
 	ts, err := r.ddlTargets(op, p)
 	if err != nil {
 		return nil, err
 	}
-	return r.broadcast(op, p, ts, passThrough(op.body), mongoerr.NamespaceNotFound)
+	reply, err := r.broadcast(op, p, ts, passThrough(op.body), mongoerr.NamespaceNotFound)
+	if err != nil || replyCode(reply) != 0 {
+		return reply, err
+	}
+	others, err := r.otherShards(op, p)
+	if err != nil || len(others) == 0 {
+		return reply, err
+	}
+	if _, err := r.dropOnShards(op, p, others, p.ns); err != nil {
+		return nil, err
+	}
+	return reply, nil
+}
+
+// otherShards are the targets of every shard but the database's primary.
+func (r *Router) otherShards(op *operation, p placement) ([]target, error) {
+	ids, err := r.catalog.shardIDs(op)
+	if err != nil {
+		return nil, err
+	}
+	ids = slices.DeleteFunc(slices.Clone(ids), func(id string) bool { return id == p.db.Primary })
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return r.resolve(op, p, ids)
 }
 
 func (r *Router) dropSharded(op *operation, p placement) (bson.D, error) {
@@ -189,8 +218,12 @@ func (r *Router) forgetCollection(op *operation, ns string, uuid any) error {
 	return nil
 }
 
-// cmdDropDatabase drops a database's collections on every shard and its
-// record on the config servers.
+// cmdDropDatabase drops a database as mongod's coordinator orders it:
+// each sharded collection as drop does, then the database's entry on
+// the config servers, then every shard's copy with routed commands on
+// the database held there (_shardsvrDropDatabaseParticipant), so that a
+// router still holding the dropped database's version is told it is
+// stale and re-creates nothing on the old primary.
 func cmdDropDatabase(r *Router, op *operation) (bson.D, error) {
 	p, err := r.place(op, op.db+".", false)
 	if err != nil || !p.found {
@@ -207,15 +240,17 @@ func cmdDropDatabase(r *Router, op *operation) (bson.D, error) {
 	if err := r.dropShardedCollections(op, p, ts); err != nil {
 		return nil, err
 	}
-	for i := range ts {
-		if ts[i].shard != p.db.Primary {
-			ts[i].version = nil // only the primary shard knows the database's version
-		}
-	}
-	if _, err := r.broadcast(op, p, ts, passThrough(op.body)); err != nil {
+	if err := r.dropDatabaseMetadata(op); err != nil {
 		return nil, err
 	}
-	if err := r.dropDatabaseMetadata(op); err != nil {
+	for i := range ts {
+		ts[i].db, ts[i].version = "admin", nil
+	}
+	reply, err := r.broadcast(op, p, ts, bson.D{{Key: "_shardsvrDropDatabaseParticipant", Value: op.db}})
+	if err == nil && replyCode(reply) != 0 {
+		err = replyError(reply)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return bson.D{{Key: "dropped", Value: op.db}}, nil

@@ -119,7 +119,7 @@ func fanOutCases() map[string]fanOutCase {
 		"dropIndexes":  {"dropIndexes", "db", bson.D{{Key: "dropIndexes", Value: "sharded"}, {Key: "index", Value: "x_1"}}},
 		"collMod":      {"collMod", "db", bson.D{{Key: "collMod", Value: "sharded"}}},
 		"drop":         {"_shardsvrDropCollectionParticipant", "db", bson.D{{Key: "drop", Value: "sharded"}}},
-		"dropDatabase": {"dropDatabase", "db", bson.D{{Key: "dropDatabase", Value: 1}}},
+		"dropDatabase": {"_shardsvrDropDatabaseParticipant", "db", bson.D{{Key: "dropDatabase", Value: 1}}},
 	}
 }
 

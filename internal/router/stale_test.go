@@ -37,7 +37,6 @@ func routedCommands() map[string]bson.D {
 		"dropIndexes":     sharded("dropIndexes", bson.E{Key: "index", Value: "a_1"}),
 		"collMod":         sharded("collMod"),
 		"drop":            {{Key: "drop", Value: "plain"}},
-		"dropDatabase":    {{Key: "dropDatabase", Value: int32(1)}},
 		"listIndexes":     sharded("listIndexes"),
 		"listCollections": {{Key: "listCollections", Value: int32(1)}},
 		"explain":         {{Key: "explain", Value: sharded("find", bson.E{Key: "filter", Value: bson.D{}})}},
@@ -70,6 +69,7 @@ func unversionedCommands() map[string]string {
 		"moveChunk": admin, "movechunk": admin, "moveRange": admin, "split": admin,
 		"getMore": cursor, "killCursors": cursor,
 		"listDatabases": "asks every shard about every database: no one collection's version applies",
+		"dropDatabase":  "forgets the metadata first, then has every shard drop its copy under a hold there (_shardsvrDropDatabaseParticipant): no version to be stale",
 	}
 }
 

@@ -2,6 +2,8 @@ package shardstate
 
 import (
 	"context"
+	"fmt"
+	"strings"
 
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
@@ -56,4 +58,58 @@ func (m *Migrations) migratingLocked(ns string) bool {
 		}
 	}
 	return false
+}
+
+// HoldDatabaseForDrop readies this shard to drop its copy of database
+// db, after the config servers forgot it: it stops routed commands on
+// every namespace of db and waits for those in flight, then reads db's
+// placement again, so that a router still sending the dropped database's
+// version is told it is stale instead of re-creating it here. release
+// lets routed commands in again; call it after the drop.
+func (m *Migrations) HoldDatabaseForDrop(ctx context.Context, db string) (release func(), err error) {
+	m.loadRecorded()
+	m.mu.Lock()
+	m.droppingDBs[db] = true
+	m.mu.Unlock()
+	release = func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		delete(m.droppingDBs, db)
+		m.wakeLocked()
+	}
+	if err := m.drainDatabase(ctx, db); err != nil {
+		release()
+		return nil, err
+	}
+	if err := m.opts.State.RefreshDatabase(ctx, db); err != nil {
+		release()
+		return nil, err
+	}
+	return release, nil
+}
+
+// drainDatabase waits until no routed command on a namespace of db is
+// in flight.
+func (m *Migrations) drainDatabase(ctx context.Context, db string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for m.inflightInLocked(db) > 0 {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("shardstate: holding database %s for its drop: %w", db, err)
+		}
+		m.waitBriefly()
+	}
+	return nil
+}
+
+// inflightInLocked counts the routed commands in flight on db's
+// namespaces; m.mu is held.
+func (m *Migrations) inflightInLocked(db string) int {
+	n := 0
+	for ns, k := range m.inflight {
+		if d, _, _ := strings.Cut(ns, "."); d == db {
+			n += k
+		}
+	}
+	return n
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -66,6 +67,8 @@ type Migrations struct {
 	// now: id → namespace.
 	moving map[string]string
 	held   map[string]string
+	// droppingDBs are the databases a dropDatabase holds (drop.go).
+	droppingDBs map[string]bool
 	// changed is closed, and replaced, when a critical section ends or a
 	// routed command in flight ends: it wakes who waits for either.
 	changed chan struct{}
@@ -85,7 +88,7 @@ func NewMigrations(opts MigrationOptions) *Migrations {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	m := &Migrations{opts: opts, critical: map[string]bool{}, inflight: map[string]int{}, moving: map[string]string{}, held: map[string]string{}, changed: make(chan struct{}),
+	m := &Migrations{opts: opts, critical: map[string]bool{}, inflight: map[string]int{}, moving: map[string]string{}, held: map[string]string{}, droppingDBs: map[string]bool{}, changed: make(chan struct{}),
 		sources: map[string]*cloneSource{}, receivers: map[string]*receiver{}}
 	return m
 }
@@ -96,7 +99,8 @@ func NewMigrations(opts MigrationOptions) *Migrations {
 const criticalSectionWait = 10 * time.Second
 
 // Enter admits a routed command on ns: it waits while a migration holds
-// ns's critical section or a document move holds ns, then counts the command in flight until the
+// ns's critical section, a document move holds ns or a dropDatabase its
+// database, then counts the command in flight until the
 // returned release is called, so that a critical section begins only
 // when no routed command is still writing the range.
 func (m *Migrations) Enter(ctx context.Context, ns string) (release func(), err error) {
@@ -104,9 +108,9 @@ func (m *Migrations) Enter(ctx context.Context, ns string) (release func(), err 
 	deadline := m.opts.Clock.Now().Add(criticalSectionWait)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for m.critical[ns] || m.moving[ns] != "" {
+	for m.heldLocked(ns) {
 		if ctx.Err() != nil || !m.opts.Clock.Now().Before(deadline) {
-			return nil, mongoerr.Newf(mongoerr.StaleConfig, "migration commit or document move in progress for %s", ns)
+			return nil, mongoerr.Newf(mongoerr.StaleConfig, "migration commit, document move or drop in progress for %s", ns)
 		}
 		m.waitBriefly()
 	}
@@ -114,10 +118,18 @@ func (m *Migrations) Enter(ctx context.Context, ns string) (release func(), err 
 	return func() {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		if m.inflight[ns]--; m.inflight[ns] <= 1 && (m.critical[ns] || m.moving[ns] != "") {
+		if m.inflight[ns]--; m.inflight[ns] <= 1 && (m.heldLocked(ns) || len(m.droppingDBs) > 0) {
 			m.wakeLocked()
 		}
 	}, nil
+}
+
+// heldLocked reports whether routed commands on ns must wait: a
+// migration's critical section, a document move or a database drop holds
+// it; m.mu is held.
+func (m *Migrations) heldLocked(ns string) bool {
+	db, _, _ := strings.Cut(ns, ".")
+	return m.critical[ns] || m.moving[ns] != "" || m.droppingDBs[db]
 }
 
 // waitBriefly lets go of m.mu until the critical sections or the
