@@ -3,6 +3,7 @@ package shardstate
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/shardmeta"
@@ -33,5 +34,60 @@ func TestStateLearnsOfADropFromTheConfigServers(t *testing.T) {
 	}
 	if _, err := s.Check(context.Background(), "db", "db.c", Versions{Shard: &v}); mongoerr.As(err) == nil || mongoerr.As(err).Code != mongoerr.StaleConfig {
 		t.Fatalf("the dropped incarnation's version: %v, want StaleConfig", err)
+	}
+}
+
+// TestDatabaseDropHoldsEveryNamespaceOfItsDatabase: while a dropDatabase
+// holds db, routed commands on each of db's namespaces wait and those of
+// other databases (db2, and dbx whose name db prefixes) go on; the hold
+// begins only once the commands in flight on db ended, and reads db's
+// version again, so that the dropped database's version is stale.
+func TestDatabaseDropHoldsEveryNamespaceOfItsDatabase(t *testing.T) {
+	cfg := &fakeConfig{db: &shardmeta.Database{ID: "db", Primary: "shA", Version: shardmeta.DatabaseVersion{LastMod: 1}}}
+	s := newTestState(cfg, identityDoc("shA"))
+	v := cfg.db.Version
+	if _, err := s.Check(context.Background(), "db", "", Versions{Database: &v}); err != nil {
+		t.Fatalf("the database's version before the drop: %v", err)
+	}
+	m := NewMigrations(MigrationOptions{State: s, Store: memoryStore(t)})
+	m.loaded = true
+	leave, err := m.Enter(context.Background(), "db.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.mu.Lock()
+	cfg.db = nil // the router deleted the database's entry
+	cfg.mu.Unlock()
+	held := make(chan func(), 1)
+	go func() {
+		release, err := m.HoldDatabaseForDrop(context.Background(), "db")
+		if err != nil {
+			t.Error(err)
+		}
+		held <- release
+	}()
+	select {
+	case <-held:
+		t.Fatal("the database's hold began with a routed command still in flight")
+	case <-time.After(100 * time.Millisecond):
+	}
+	leave()
+	release := <-held
+	for _, ns := range []string{"db.c", "db.other"} {
+		if !blocked(t, m, ns) {
+			t.Errorf("a routed command on %s ran during its database's drop", ns)
+		}
+	}
+	for _, ns := range []string{"db2.c", "dbx.c"} {
+		if blocked(t, m, ns) {
+			t.Errorf("a routed command on %s waited for another database's drop", ns)
+		}
+	}
+	if _, err := s.Check(context.Background(), "db", "", Versions{Database: &v}); mongoerr.As(err) == nil || mongoerr.As(err).Code != mongoerr.StaleDbVersion {
+		t.Errorf("the dropped database's version after the hold: %v, want StaleDbVersion", err)
+	}
+	release()
+	if blocked(t, m, "db.c") {
+		t.Error("routed commands still held after the drop")
 	}
 }
