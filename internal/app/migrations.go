@@ -83,7 +83,7 @@ func (a *App) runMigrationWork(ctx context.Context) {
 	switch w := &a.migrations; {
 	case w.shard != nil:
 		done := make(chan struct{})
-		go func() { defer close(done); w.moves.Run(ctx) }()
+		go func() { defer close(done); a.every(ctx, docmove.RecoveryPeriod, func() { w.moves.Recover(ctx) }) }()
 		w.shard.Run(ctx)
 		<-done
 	case w.config != nil:

@@ -27,11 +27,15 @@ func cmdShardsvrMoveDocument(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := h.retryableWrite(r); err != nil {
-		return nil, err // a txnNumber older than the session's
+	n, ok, err := txnrules.TxnNumber(c)
+	if err != nil {
+		return nil, err
 	}
-	if n, ok, _ := txnrules.TxnNumber(c); ok {
-		ids, _ := txnrules.StmtIDs(c)
+	if ok {
+		ids, err := txnrules.StmtIDs(c)
+		if err != nil {
+			return nil, err
+		}
 		stmt := int32(0)
 		if len(ids) > 0 {
 			stmt = ids[0]

@@ -5,6 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
@@ -22,9 +23,9 @@ func cmdShardsvrDropCollectionParticipant(h *Handler, r *request) (bson.D, error
 	if err != nil {
 		return nil, err
 	}
-	db, name, ok := strings.Cut(ns, ".")
-	if !ok || db == "" || name == "" {
-		return nil, mongoerr.Newf(mongoerr.InvalidNamespace, "Invalid namespace specified '%s'", ns)
+	db, name, _ := strings.Cut(ns, ".")
+	if err := docstore.ValidateNamespace(db, name); err != nil {
+		return nil, err
 	}
 	release, err := m.HoldForDrop(r.ctx, ns)
 	if err != nil {
@@ -56,8 +57,11 @@ func cmdShardsvrDropDatabaseParticipant(h *Handler, r *request) (bson.D, error) 
 	if err != nil {
 		return nil, err
 	}
-	if db == "" || db == "admin" || db == "config" || db == "local" || strings.ContainsAny(db, "./ \"$\x00") {
-		return nil, mongoerr.Newf(mongoerr.InvalidNamespace, "Invalid database name specified '%s'", db)
+	if err := docstore.ValidateDBName(db); err != nil {
+		return nil, err
+	}
+	if db == "admin" {
+		return nil, mongoerr.New(mongoerr.IllegalOperation, "Dropping the 'admin' database is prohibited.")
 	}
 	release, err := m.HoldDatabaseForDrop(r.ctx, db)
 	if err != nil {

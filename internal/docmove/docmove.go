@@ -279,31 +279,21 @@ func (v *Mover) recordedOptions(rec *migrate.DocumentMove) (docstore.WriteOption
 	return docstore.WriteOptions{Extra: rt.Record(0, func() bson.D { return result })}, nil
 }
 
-// recoveryPeriod is how often a primary looks for moves to finish.
-const recoveryPeriod = 250 * time.Millisecond
+// RecoveryPeriod is how often a primary looks for moves to finish.
+const RecoveryPeriod = 250 * time.Millisecond
 
-// Run finishes the moves a previous primary (or an attempt whose new
-// owner did not answer) left, while this member is primary, until ctx
-// ends.
-func (v *Mover) Run(ctx context.Context) {
-	t := v.opts.Clock.NewTimer(recoveryPeriod)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C():
-		}
-		t.Reset(recoveryPeriod)
-		if v.opts.Migrations.CheckPrimary() != nil {
-			continue
-		}
-		if _, err := v.opts.State.Identity(); err != nil {
-			continue // not a shard yet
-		}
-		if err := v.recoverAll(ctx); err != nil {
-			v.opts.Logger.Warn("document move recovery failed; will retry", "err", err)
-		}
+// Recover finishes the moves a previous primary (or an attempt whose new
+// owner did not answer) left, if this member is a shard's primary; the
+// server runs it every RecoveryPeriod.
+func (v *Mover) Recover(ctx context.Context) {
+	if v.opts.Migrations.CheckPrimary() != nil {
+		return
+	}
+	if _, err := v.opts.State.Identity(); err != nil {
+		return // not a shard yet
+	}
+	if err := v.recoverAll(ctx); err != nil {
+		v.opts.Logger.Warn("document move recovery failed; will retry", "err", err)
 	}
 }
 

@@ -71,13 +71,11 @@ func (r *Router) changeOwningShard(op *operation, p placement, from target, info
 	}
 	cmd := bson.D{{Key: "_shardsvrMoveDocument", Value: p.ns}, {Key: "toShard", Value: to.shard},
 		{Key: "preImage", Value: m.pre}, {Key: "postImage", Value: m.post}, {Key: "statement", Value: statement}}
-	for _, key := range []string{"lsid", "txnNumber"} {
-		if v, ok := bsonutil.Field(op.body, key); ok {
-			cmd = append(cmd, bson.E{Key: key, Value: v})
-		}
+	if v, ok := bsonutil.Field(op.body, "lsid"); ok {
+		cmd = append(cmd, bson.E{Key: "lsid", Value: v})
 	}
-	if _, ok := bsonutil.Field(op.body, "txnNumber"); ok {
-		cmd = append(cmd, bson.E{Key: "stmtIds", Value: bson.A{stmt}})
+	if v, ok := bsonutil.Field(op.body, "txnNumber"); ok {
+		cmd = append(cmd, bson.E{Key: "txnNumber", Value: v}, bson.E{Key: "stmtIds", Value: bson.A{stmt}})
 	}
 	reply, err := r.call(op, from.rs, "admin", cmd)
 	if err == nil {

@@ -13,36 +13,31 @@ import (
 // refresh it never takes another request's result, which may have been
 // read before the commit.
 func (s *State) Refresh(ctx context.Context, ns string) (*shardmeta.RoutingTable, error) {
-	if _, err := s.Identity(); err != nil {
-		return nil, err
-	}
-	s.refreshMu.Lock()
-	defer s.refreshMu.Unlock()
-	table, err := s.loadCollection(ctx, ns)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.colls[ns] = cached[*shardmeta.RoutingTable]{value: table, gen: s.colls[ns].gen + 1}
-	return table, nil
+	return reload(s, s.colls, ns, func() (*shardmeta.RoutingTable, error) { return s.loadCollection(ctx, ns) })
 }
 
 // RefreshDatabase reads db's version from the config servers now, as
 // Refresh does for a collection: a shard dropping its copy of a database
 // learns that the config servers no longer know it.
 func (s *State) RefreshDatabase(ctx context.Context, db string) error {
+	_, err := reload(s, s.dbs, db, func() (*shardmeta.DatabaseVersion, error) { return s.loadDatabase(ctx, db) })
+	return err
+}
+
+// reload stores load's value as key's entry of m, one refresh at a time.
+func reload[V any](s *State, m map[string]cached[V], key string, load func() (V, error)) (V, error) {
+	var zero V
 	if _, err := s.Identity(); err != nil {
-		return err
+		return zero, err
 	}
 	s.refreshMu.Lock()
 	defer s.refreshMu.Unlock()
-	v, err := s.loadDatabase(ctx, db)
+	v, err := load()
 	if err != nil {
-		return err
+		return zero, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.dbs[db] = cached[*shardmeta.DatabaseVersion]{value: v, gen: s.dbs[db].gen + 1}
-	return nil
+	m[key] = cached[V]{value: v, gen: m[key].gen + 1}
+	return v, nil
 }
