@@ -20,18 +20,26 @@ func (m *Migrations) HoldForDrop(ctx context.Context, ns string) (release func()
 	if err := m.waitNoMigration(ctx, ns); err != nil {
 		return nil, err
 	}
+	release = func() {
+		m.leaveCriticalSection(ns)
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		delete(m.droppingColls, ns)
+	}
 	if err := m.enterCriticalSection(ctx, ns); err != nil {
+		release()
 		return nil, err
 	}
 	if _, err := m.opts.State.Refresh(ctx, ns); err != nil {
-		m.leaveCriticalSection(ns)
+		release()
 		return nil, err
 	}
-	return func() { m.leaveCriticalSection(ns) }, nil
+	return release, nil
 }
 
 // waitNoMigration waits, at most criticalSectionWait, until no migration
-// of ns runs on this shard.
+// of ns runs on this shard, then marks ns as being dropped, so that none
+// begins (claim) until the drop lets go.
 func (m *Migrations) waitNoMigration(ctx context.Context, ns string) error {
 	m.loadRecorded()
 	deadline := m.opts.Clock.Now().Add(criticalSectionWait)
@@ -43,6 +51,7 @@ func (m *Migrations) waitNoMigration(ctx context.Context, ns string) error {
 		}
 		m.waitBriefly()
 	}
+	m.droppingColls[ns] = true
 	return nil
 }
 

@@ -91,3 +91,47 @@ func TestDatabaseDropHoldsEveryNamespaceOfItsDatabase(t *testing.T) {
 		t.Error("routed commands still held after the drop")
 	}
 }
+
+// TestNoMigrationBeginsDuringADrop: while a drop holds a namespace, or a
+// dropDatabase its database, a migration of it is refused (it would
+// share, and end, the drop's critical section); one of another
+// namespace begins, and the namespace's migrations begin again after.
+func TestNoMigrationBeginsDuringADrop(t *testing.T) {
+	s := newTestState(&fakeConfig{}, identityDoc("shA"))
+	m := NewMigrations(MigrationOptions{State: s, Store: memoryStore(t)})
+	m.loaded = true
+	refused := func(ns string) bool {
+		t.Helper()
+		err := m.claim("mig", ns)
+		if err == nil {
+			m.release("mig")
+			return false
+		}
+		if mongoerr.As(err).Code != mongoerr.ConflictingOperationInProgress {
+			t.Fatalf("claim of %s: %v", ns, err)
+		}
+		return true
+	}
+	release, err := m.HoldForDrop(context.Background(), "db.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !refused("db.c") || refused("db.d") {
+		t.Error("during the drop of db.c: a migration of db.c must be refused, one of db.d not")
+	}
+	release()
+	if refused("db.c") {
+		t.Error("a migration of db.c refused after its drop")
+	}
+	release, err = m.HoldDatabaseForDrop(context.Background(), "db2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !refused("db2.x") || refused("db.c") {
+		t.Error("during the drop of db2: a migration of db2.x must be refused, one of db.c not")
+	}
+	release()
+	if refused("db2.x") {
+		t.Error("a migration of db2.x refused after its database's drop")
+	}
+}

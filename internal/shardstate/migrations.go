@@ -67,8 +67,10 @@ type Migrations struct {
 	// now: id → namespace.
 	moving map[string]string
 	held   map[string]string
-	// droppingDBs are the databases a dropDatabase holds (drop.go).
-	droppingDBs map[string]bool
+	// droppingColls and droppingDBs are the namespaces and databases a
+	// drop holds (drop.go): no migration of them may begin.
+	droppingColls map[string]bool
+	droppingDBs   map[string]bool
 	// changed is closed, and replaced, when a critical section ends or a
 	// routed command in flight ends: it wakes who waits for either.
 	changed chan struct{}
@@ -88,7 +90,7 @@ func NewMigrations(opts MigrationOptions) *Migrations {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	m := &Migrations{opts: opts, critical: map[string]bool{}, inflight: map[string]int{}, moving: map[string]string{}, held: map[string]string{}, droppingDBs: map[string]bool{}, changed: make(chan struct{}),
+	m := &Migrations{opts: opts, critical: map[string]bool{}, inflight: map[string]int{}, moving: map[string]string{}, held: map[string]string{}, droppingColls: map[string]bool{}, droppingDBs: map[string]bool{}, changed: make(chan struct{}),
 		sources: map[string]*cloneSource{}, receivers: map[string]*receiver{}}
 	return m
 }
@@ -212,11 +214,15 @@ func (m *Migrations) leaveCriticalSection(ns string) {
 	}
 }
 
-// claim makes this shard take part in migration id, refusing a second
-// one as mongod's ActiveMigrationsRegistry does.
-func (m *Migrations) claim(id string) error {
+// claim makes this shard take part in migration id of ns, refusing a
+// second one as mongod's ActiveMigrationsRegistry does, and one of a
+// namespace or database being dropped here (drop.go).
+func (m *Migrations) claim(id, ns string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if db, _, _ := strings.Cut(ns, "."); m.droppingColls[ns] || m.droppingDBs[db] {
+		return mongoerr.Newf(mongoerr.ConflictingOperationInProgress, "%s is being dropped", ns)
+	}
 	if m.busy != "" && m.busy != id {
 		return mongoerr.Newf(mongoerr.ConflictingOperationInProgress,
 			"Unable to start new balancer operation because this shard is currently donating or receiving chunk (migration %s)", m.busy)
@@ -227,7 +233,7 @@ func (m *Migrations) claim(id string) error {
 
 // claimDonation is claim for a donor's migration id, run for d.
 func (m *Migrations) claimDonation(id string, d *donation) error {
-	if err := m.claim(id); err != nil {
+	if err := m.claim(id, d.req.Namespace); err != nil {
 		return err
 	}
 	m.mu.Lock()

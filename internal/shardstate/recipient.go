@@ -74,7 +74,7 @@ func (m *Migrations) RecvStart(req RecvRequest) error {
 	if _, started := m.receiver(req.MigrationID); started {
 		return nil // the donor resent a start whose answer it lost
 	}
-	if err := m.claim(req.MigrationID); err != nil {
+	if err := m.claim(req.MigrationID, req.Namespace); err != nil {
 		return err
 	}
 	db, name, _ := strings.Cut(req.Namespace, ".")
