@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/keyenc"
 	"github.com/mayflydb/mayfly/internal/query"
 )
@@ -21,7 +20,10 @@ type IDIter struct {
 // them, and almost every one of them matches (a document may have expired
 // or changed since), so a write that re-checks each document under its
 // lock needs no scan that reads each document first. ok is false for any
-// other plan.
+// other plan. The candidates include a shard's orphans even under an
+// ownership filter (WithOwnership): the write's re-check under the lock
+// tests ownership on the document it reads anyway (OwnershipOf), rather
+// than the walk reading and decoding each document a second time.
 func (c *Collection) CandidateIDs(plan *Plan, f *query.Filter) (it *IDIter, ok bool) {
 	if plan == nil || plan.Kind != IndexScan || plan.idScan || f == nil ||
 		len(plan.covered) == 0 || len(plan.residual(f)) > 0 {
@@ -60,9 +62,6 @@ func (it *IDIter) Next() (id any, ok bool, err error) {
 			d.Stats.DupsDropped++
 			continue
 		}
-		if d.owns != nil && !d.ownsID(idEnc) {
-			continue
-		}
 		v, _, err := keyenc.DecodeValue(idEnc)
 		if err != nil {
 			return nil, false, fmt.Errorf("docstore: decode index entry's _id: %w", err)
@@ -74,15 +73,3 @@ func (it *IDIter) Next() (id any, ok bool, err error) {
 
 // Close releases the iterator.
 func (it *IDIter) Close() error { return it.d.Close() }
-
-// ownsID reads the document idEnc names for the ownership filter, which
-// an index entry alone cannot answer; a document gone since is left to
-// the write, which finds nothing.
-func (d *DocIter) ownsID(idEnc []byte) bool {
-	raw, ok := d.get(idEnc)
-	if !ok {
-		return true
-	}
-	doc, err := bsonutil.DecodeD(raw, 0)
-	return err != nil || d.owns(doc)
-}

@@ -96,6 +96,20 @@ func WithOwnership(ctx context.Context, owns func(bson.D) bool) context.Context 
 	return context.WithValue(ctx, ownershipKey{}, owns)
 }
 
+// OwnershipOf returns the ownership filter ctx carries (WithOwnership),
+// or one that owns every document (as for a nil ctx).
+func OwnershipOf(ctx context.Context) func(bson.D) bool {
+	if ctx == nil {
+		return ownsAll
+	}
+	if owns, ok := ctx.Value(ownershipKey{}).(func(bson.D) bool); ok {
+		return owns
+	}
+	return ownsAll
+}
+
+func ownsAll(bson.D) bool { return true }
+
 // HasOwnership reports whether ctx carries an ownership filter: a count
 // under one must scan, since the collection's counter includes orphans.
 func HasOwnership(ctx context.Context) bool {

@@ -10,6 +10,7 @@ import (
 // Delete removes from c the first document f matches (limit 1) or all of
 // them (limit 0), and returns how many went.
 func (o Op) Delete(c *docstore.Collection, f *query.Filter, limit int, hint any, opt docstore.WriteOptions) (int64, error) {
+	owns := docstore.OwnershipOf(o.Ctx)
 	if limit != 1 {
 		// Removed in groups: a replica set's round for each group, not
 		// for each document.
@@ -17,11 +18,19 @@ func (o Op) Delete(c *docstore.Collection, f *query.Filter, limit int, hint any,
 		if err != nil {
 			return 0, err
 		}
-		return c.RemoveGroup(ids, opt, f.MatchErr)
+		return c.RemoveGroup(ids, opt, func(doc bson.D) (bool, error) {
+			if !owns(doc) {
+				return false, nil // a shard's orphan (docstore.CandidateIDs)
+			}
+			return f.MatchErr(doc)
+		})
 	}
 	return o.FirstMatching(c, f, hint, func(id any) (bool, error) {
 		removed := false
 		_, err := c.Modify(id, opt, func(doc bson.D) (docstore.Change, error) {
+			if doc != nil && !owns(doc) {
+				return docstore.Change{}, nil // a shard's orphan (docstore.CandidateIDs)
+			}
 			ch, matched, err := RemoveIfMatching(doc, f)
 			removed = matched
 			return ch, err

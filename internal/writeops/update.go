@@ -69,8 +69,11 @@ func (o Op) apply(c *docstore.Collection, u *Update, opt docstore.WriteOptions) 
 
 // updateOne re-checks the filter under the write lock and applies mod.
 func (o Op) updateOne(c *docstore.Collection, id any, f *query.Filter, mod Modifier, opt docstore.WriteOptions) (matched, changed bool, err error) {
-	now := o.Now()
+	now, owns := o.Now(), docstore.OwnershipOf(o.Ctx)
 	_, err = c.Modify(id, opt, func(doc bson.D) (docstore.Change, error) {
+		if doc != nil && !owns(doc) {
+			return docstore.Change{}, nil // a shard's orphan (docstore.CandidateIDs)
+		}
 		var ch docstore.Change
 		ch, matched, changed, err = UpdateDoc(doc, f, mod, now)
 		if err == nil && changed {
@@ -84,9 +87,12 @@ func (o Op) updateOne(c *docstore.Collection, id any, f *query.Filter, mod Modif
 // updateAll updates the documents of ids that still match f, committing
 // them in groups (docstore.ModifyGroup).
 func (o Op) updateAll(c *docstore.Collection, ids []any, f *query.Filter, mod Modifier, opt docstore.WriteOptions) (n, modified int64, err error) {
-	now := o.Now()
+	now, owns := o.Now(), docstore.OwnershipOf(o.Ctx)
 	matched, changed := make([]bool, len(ids)), make([]bool, len(ids))
 	done, err := c.ModifyGroup(ids, opt, func(i int, doc bson.D) (docstore.Change, error) {
+		if doc != nil && !owns(doc) {
+			return docstore.Change{}, nil
+		}
 		var ch docstore.Change
 		var err error
 		ch, matched[i], changed[i], err = UpdateDoc(doc, f, mod, now)
