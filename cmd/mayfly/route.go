@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"syscall"
@@ -69,6 +70,7 @@ func runRoute(args []string, stdout io.Writer) error {
 		return err
 	}
 	cfg.Logger = logger
+	setRouterGC(os.Getenv)
 	stopProfile, err := startCPUProfile(o.cpuProfile)
 	if err != nil {
 		return err
@@ -86,6 +88,22 @@ func runRoute(args []string, stdout io.Writer) error {
 	go func() { _ = srv.Serve() }()
 	logger.Info("routing", "addr", srv.Addr().String(), "configdb", o.configDB)
 	return waitAndStop(srv, rt, logger)
+}
+
+// routerGCPercent is the router's garbage collection target. Its live
+// heap is small (routing tables, cursors, connection buffers) and nearly
+// all it allocates is one command's request and reply, dead by the next:
+// at Go's default of 100 the collector runs many times a second, and the
+// router spent about a fifth more CPU per routed operation than at this
+// target (docs/design/0014, Measured).
+const routerGCPercent = 400
+
+// setRouterGC applies routerGCPercent unless GOGC in the environment
+// chooses otherwise.
+func setRouterGC(getenv func(string) string) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(routerGCPercent)
+	}
 }
 
 // startCPUProfile profiles the process into path until stop is called;

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -45,5 +46,25 @@ func TestRouteNeedsConfigDB(t *testing.T) {
 	}
 	if err := runRoute([]string{"--configdb", "127.0.0.1:27019", "--port", "0"}, &out); err == nil || !strings.Contains(err.Error(), "setName/host:port") {
 		t.Errorf("--configdb without a set name: %v", err)
+	}
+}
+
+// TestRouterGCTarget: the router collects at routerGCPercent unless GOGC
+// is set, and then leaves the runtime's reading of it alone.
+func TestRouterGCTarget(t *testing.T) {
+	before := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(before)
+	setRouterGC(func(string) string { return "" })
+	if got := debug.SetGCPercent(100); got != routerGCPercent {
+		t.Fatalf("without GOGC the router collects at %d %%, want %d", got, routerGCPercent)
+	}
+	setRouterGC(func(k string) string {
+		if k == "GOGC" {
+			return "50"
+		}
+		return ""
+	})
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Fatalf("with GOGC set the router changed the target to %d %%", got)
 	}
 }

@@ -32,10 +32,13 @@ const (
 // the standard input of a child (this binary with -role client, pinned or
 // not), which answers with a JobResult on its standard output.
 type Job struct {
-	Kind      string         `json:"kind"`
-	Target    string         `json:"target,omitempty"`
-	Addr      string         `json:"addr,omitempty"`
-	ServerPID int            `json:"server_pid,omitempty"`
+	Kind      string `json:"kind"`
+	Target    string `json:"target,omitempty"`
+	Addr      string `json:"addr,omitempty"`
+	ServerPID int    `json:"server_pid,omitempty"`
+	// BehindPID is the process a router passes the work on to (its one
+	// shard), whose CPU is measured beside the server's.
+	BehindPID int            `json:"behind_pid,omitempty"`
 	Clients   int            `json:"clients,omitempty"`
 	Count     int            `json:"count,omitempty"`  // sessions to load, or already loaded
 	RunID     int            `json:"run_id,omitempty"` // keeps runs' new sessions apart

@@ -198,9 +198,16 @@ func (m *modeRun) sessionsRun(ctx context.Context, s *server, target string, str
 
 // sessionsRunClients is sessionsRun from the given number of clients.
 func (m *modeRun) sessionsRunClients(ctx context.Context, s *server, target string, streams, clients int) (*SessionsResult, error) {
+	return m.sessionsJob(ctx, s, Job{Kind: jobSessions, Target: target, Addr: s.dialAddr(), ServerPID: s.pid(),
+		Clients: clients, Streams: streams})
+}
+
+// sessionsJob runs j, a sessions job on s, at the run's sizes.
+func (m *modeRun) sessionsJob(ctx context.Context, s *server, j Job) (*SessionsResult, error) {
 	sz := m.cfg.Sizes
-	res, err := m.job(ctx, Job{Kind: jobSessions, Target: target, Addr: s.dialAddr(), ServerPID: s.pid(),
-		Clients: clients, Count: sz.Sessions, Warmup: sz.Warmup, Duration: sz.Duration, Streams: streams})
+	j.Count, j.Warmup, j.Duration = sz.Sessions, sz.Warmup, sz.Duration
+	streams := j.Streams
+	res, err := m.job(ctx, j)
 	if err != nil {
 		return nil, err
 	}

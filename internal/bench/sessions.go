@@ -21,38 +21,45 @@ type SessionsResult struct {
 	// server process and by this client process.
 	ServerCPUPerOpUs float64 `json:"server_cpu_per_op_us"`
 	ClientCPUPerOpUs float64 `json:"client_cpu_per_op_us"`
+	// BehindCPUPerOpUs is the shard's behind a router (Job.BehindPID).
+	BehindCPUPerOpUs float64 `json:"behind_cpu_per_op_us,omitempty"`
 	// Streams is set when change streams were open during the run.
 	Streams *StreamsResult `json:"streams,omitempty"`
 }
 
 // cpuDelta is the CPU time processes used over a span.
 type cpuDelta struct {
-	server, client time.Duration
-	err            error
+	server, behind, client time.Duration
+	err                    error
 }
 
-// sampleCPU reads the CPU time of the server and of this process at the
-// start and the end of win, and sends the differences.
-func sampleCPU(ctx context.Context, serverPID int, win span) <-chan cpuDelta {
+// sampleCPU reads the CPU time of the server, of the process behind it
+// (0: none) and of this process at the start and the end of win, and
+// sends the differences.
+func sampleCPU(ctx context.Context, serverPID, behindPID int, win span) <-chan cpuDelta {
 	out := make(chan cpuDelta, 1)
 	go func() {
-		read := func(at time.Time) (s, c time.Duration, err error) {
-			if err := sleepUntil(ctx, at); err != nil {
-				return 0, 0, err
+		read := func(at time.Time) (d cpuDelta) {
+			if d.err = sleepUntil(ctx, at); d.err != nil {
+				return d
 			}
-			c, err = cpuTime(os.Getpid())
-			if err == nil && serverPID > 0 {
-				s, err = cpuTime(serverPID)
+			d.client, d.err = cpuTime(os.Getpid())
+			if d.err == nil && serverPID > 0 {
+				d.server, d.err = cpuTime(serverPID)
 			}
-			return s, c, err
+			if d.err == nil && behindPID > 0 {
+				d.behind, d.err = cpuTime(behindPID)
+			}
+			return d
 		}
-		s0, c0, err := read(win.from)
-		if err != nil {
-			out <- cpuDelta{err: err}
+		d0 := read(win.from)
+		if d0.err != nil {
+			out <- d0
 			return
 		}
-		s1, c1, err := read(win.to)
-		out <- cpuDelta{server: s1 - s0, client: c1 - c0, err: err}
+		d1 := read(win.to)
+		out <- cpuDelta{server: d1.server - d0.server, behind: d1.behind - d0.behind,
+			client: d1.client - d0.client, err: d1.err}
 	}()
 	return out
 }
@@ -88,7 +95,7 @@ func runSessionsJob(ctx context.Context, j Job) (*SessionsResult, error) {
 	defer stop()
 	start := time.Now()
 	win := span{start.Add(j.Warmup), start.Add(j.Warmup + j.Duration)}
-	cpu := sampleCPU(ctx, j.ServerPID, win)
+	cpu := sampleCPU(ctx, j.ServerPID, j.BehindPID, win)
 	spec := mixSpec{clients: j.Clients, preloaded: j.Count, runID: j.RunID}
 	rec, mix := runMix(ctx, st, spec, []span{win}, win.to)
 	d := <-cpu
@@ -99,6 +106,7 @@ func runSessionsJob(ctx context.Context, j Job) (*SessionsResult, error) {
 	if n := float64(res.Latency.Count); n > 0 {
 		res.ServerCPUPerOpUs = float64(d.server.Microseconds()) / n
 		res.ClientCPUPerOpUs = float64(d.client.Microseconds()) / n
+		res.BehindCPUPerOpUs = float64(d.behind.Microseconds()) / n
 	}
 	if streams != nil {
 		writes := mix.Writes

@@ -94,11 +94,12 @@ func (m *modeRun) routerOverhead(ctx context.Context) ([]*SessionsResult, error)
 	}
 	var out []*SessionsResult
 	for _, viaRouter := range baselineOrder(max(m.cfg.BaselineRounds, 2) * 2) {
-		s, name := c.shards[0], directName
+		s, name, behind := c.shards[0], directName, 0
 		if viaRouter {
-			s, name = c.router, routerName
+			s, name, behind = c.router, routerName, c.shards[0].pid()
 		}
-		res, err := m.sessionsRun(ctx, s, targetMongo, 0)
+		res, err := m.sessionsJob(ctx, s, Job{Kind: jobSessions, Target: targetMongo, Addr: s.dialAddr(),
+			ServerPID: s.pid(), BehindPID: behind, Clients: m.cfg.Sizes.Clients})
 		if err != nil {
 			return out, fmt.Errorf("sessions %s: %w", name, err)
 		}

@@ -48,12 +48,37 @@ func shardedRows(rep *Report) []row {
 	}
 	return []row{
 		t(tRouter),
+		{"CPU µs per operation in those rounds (medians): through the router, router + shard + clients / directly, shard + clients", PhaseSharded, overheadCPUCell},
 		{"sessions ops/s through the router, 1 / 2 / 3 capped shards (the sessions clients for each shard)", PhaseSharded, scalingCell(func(r *ScalingRun) float64 { return r.Sessions.OpsPerSec })},
 		t(tScaling),
 		{"the same from the sessions clients in all, 1 / 2 / 3 shards", PhaseSharded, scalingCell(fixedClientsRate)},
 		{"control, unfiltered finds/s (every shard answers), 1 / 2 / 3 shards", PhaseSharded, scalingCell(func(r *ScalingRun) float64 { return r.Scans.OpsPerSec })},
 		{"shards' periods throttled by their cap in the sessions runs", PhaseSharded, throttleCell},
 	}
+}
+
+// overheadCPUCell splits the overhead rounds' CPU per operation between
+// the router, the shard and the clients, through the router and directly.
+func overheadCPUCell(m *ModeReport) string {
+	if m.Sharded == nil {
+		return missing
+	}
+	var router, behind, shard, routedClients, directClients []float64
+	for _, r := range m.Sharded.Overhead {
+		if r.Server == directName {
+			shard = append(shard, r.ServerCPUPerOpUs)
+			directClients = append(directClients, r.ClientCPUPerOpUs)
+			continue
+		}
+		router = append(router, r.ServerCPUPerOpUs)
+		behind = append(behind, r.BehindCPUPerOpUs)
+		routedClients = append(routedClients, r.ClientCPUPerOpUs)
+	}
+	if len(router) == 0 || len(shard) == 0 {
+		return missing
+	}
+	return fmt.Sprintf("%.1f + %.1f + %.1f / %.1f + %.1f", median(router), median(behind), median(routedClients),
+		median(shard), median(directClients))
 }
 
 // fixedClientsRate is the fixed-client run's rate; one shard's is its
