@@ -7,6 +7,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/docmove"
 	"github.com/mayflydb/mayfly/internal/migrate"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/shardcmds"
 	"github.com/mayflydb/mayfly/internal/txnrules"
 )
 
@@ -20,7 +21,7 @@ import (
 func cmdShardsvrMoveDocument(h *Handler, r *request) (bson.D, error) {
 	m := h.shard.Mover
 	if m == nil {
-		return nil, mongoerr.New(mongoerr.ShardingStateNotInitialized, "_shardsvrMoveDocument can only be run on a shard server")
+		return nil, shardcmds.NotAShard(r.name)
 	}
 	c := r.args()
 	req, err := moveDocumentRequest(c)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/shardcmds"
 )
 
 // cmdShardsvrDropCollectionParticipant drops this shard's copy of a
@@ -17,7 +18,7 @@ import (
 func cmdShardsvrDropCollectionParticipant(h *Handler, r *request) (bson.D, error) {
 	m := h.shard.Migrations
 	if m == nil {
-		return nil, mongoerr.New(mongoerr.ShardingStateNotInitialized, "_shardsvrDropCollectionParticipant can only be run on a shard server")
+		return nil, shardcmds.NotAShard(r.name)
 	}
 	ns, err := r.args().String(r.name)
 	if err != nil {
@@ -51,7 +52,7 @@ func cmdShardsvrDropCollectionParticipant(h *Handler, r *request) (bson.D, error
 func cmdShardsvrDropDatabaseParticipant(h *Handler, r *request) (bson.D, error) {
 	m := h.shard.Migrations
 	if m == nil {
-		return nil, mongoerr.New(mongoerr.ShardingStateNotInitialized, "_shardsvrDropDatabaseParticipant can only be run on a shard server")
+		return nil, shardcmds.NotAShard(r.name)
 	}
 	db, err := r.args().String(r.name)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/cmdargs"
-	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
 // flushRoutingTableCacheUpdates reads a collection's placement from the
@@ -18,7 +17,7 @@ import (
 // reads from its empty copy.
 func flushRoutingTableCacheUpdates(ctx context.Context, s Services, c cmdargs.Call) (bson.D, error) {
 	if s.Shard == nil {
-		return nil, mongoerr.Newf(mongoerr.ShardingStateNotInitialized, "%s can only be run on a shard server", c.Name)
+		return nil, NotAShard(c.Name)
 	}
 	ns, err := c.String(c.Name)
 	if err != nil {

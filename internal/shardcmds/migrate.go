@@ -23,9 +23,15 @@ import (
 // commands there.
 func (s Services) migrations(c cmdargs.Call) (*shardstate.Migrations, error) {
 	if s.Migrations == nil {
-		return nil, mongoerr.Newf(mongoerr.ShardingStateNotInitialized, "%s can only be run on a shard server", c.Name)
+		return nil, NotAShard(c.Name)
 	}
 	return s.Migrations, nil
+}
+
+// NotAShard is mongod's refusal of a shard-only internal command on a
+// member that is not a shard.
+func NotAShard(command string) error {
+	return mongoerr.Newf(mongoerr.ShardingStateNotInitialized, "%s can only be run on a shard server", command)
 }
 
 // rangeArgs reads the min and max bounds of a migration command.

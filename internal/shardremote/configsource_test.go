@@ -2,35 +2,14 @@ package shardremote
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/shardmeta"
+	"github.com/mayflydb/mayfly/internal/shardremote/remotetest"
 )
-
-// scriptedRunner answers per host: a transport error, or replies in turn.
-type scriptedRunner struct {
-	down    map[string]bool
-	replies []bson.D
-	sent    []bson.D
-}
-
-func (r *scriptedRunner) Run(_ context.Context, host, _ string, cmd bson.D) (bson.D, error) {
-	if r.down[host] {
-		return nil, errors.New("connection refused")
-	}
-	r.sent = append(r.sent, cmd)
-	reply := r.replies[0]
-	r.replies = r.replies[1:]
-	return reply, nil
-}
-
-func cursorReply(id int64, batch string, docs ...any) bson.D {
-	return bson.D{{Key: "cursor", Value: bson.D{{Key: "id", Value: id}, {Key: "ns", Value: "config.x"}, {Key: batch, Value: bson.A(docs)}}}, {Key: "ok", Value: 1.0}}
-}
 
 // TestConfigSourceReads: a refresh skips a config member that does not
 // answer, drains the cursor with getMore, and turns failures into the
@@ -49,20 +28,20 @@ func TestConfigSourceReads(t *testing.T) {
 		}
 		return raw
 	}
-	r := &scriptedRunner{down: map[string]bool{"a:1": true}, replies: []bson.D{
-		cursorReply(7, "firstBatch"),
-		cursorReply(0, "nextBatch", db("db")),
+	r := &remotetest.Scripted{Down: map[string]bool{"a:1": true}, Replies: []bson.D{
+		remotetest.CursorReply(7, "firstBatch"),
+		remotetest.CursorReply(0, "nextBatch", db("db")),
 	}}
 	src := ConfigSource{Client: r, Hosts: []string{"a:1", "b:2"}}
 	got, found, err := src.Database(ctx, "db")
 	if err != nil || !found || got.Primary != "shA" {
 		t.Fatalf("got %+v %v %v", got, found, err)
 	}
-	if len(r.sent) != 2 || r.sent[1][0].Key != "getMore" {
-		t.Fatalf("sent %v, want a find then a getMore", r.sent)
+	if len(r.Sent) != 2 || r.Sent[1][0].Key != "getMore" {
+		t.Fatalf("sent %v, want a find then a getMore", r.Sent)
 	}
 
-	r.replies = []bson.D{{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: "not primary and secondaryOk=false"}, {Key: "code", Value: int32(13435)}}}
+	r.Replies = []bson.D{{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: "not primary and secondaryOk=false"}, {Key: "code", Value: int32(13435)}}}
 	_, _, err = src.Database(ctx, "db")
 	if me := mongoerr.As(err); me.Code != 13435 {
 		t.Fatalf("a config member's error: %v, want its code 13435", err)

@@ -2,7 +2,6 @@ package shardstate
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -11,11 +10,12 @@ import (
 	"github.com/mayflydb/mayfly/internal/migrate"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/shardmeta"
+	"github.com/mayflydb/mayfly/internal/shardremote/remotetest"
 )
 
 // outcomeFixture is a donor shA whose config servers answer with db.c
 // sharded over shA and shB, and a migration of shB's chunk to shA.
-func outcomeFixture(t *testing.T) (*Migrations, *scriptedRunner, migrate.Coordinator) {
+func outcomeFixture(t *testing.T) (*Migrations, *remotetest.Scripted, migrate.Coordinator) {
 	t.Helper()
 	cfg := &fakeConfig{}
 	table := cfg.shard(t, "db.c", "shA", "shB")
@@ -31,7 +31,7 @@ func outcomeFixture(t *testing.T) (*Migrations, *scriptedRunner, migrate.Coordin
 		}
 		chunks = append(chunks, raw)
 	}
-	r := &scriptedRunner{replies: []bson.D{cursorReply(0, "firstBatch", collRaw), cursorReply(0, "firstBatch", chunks...)}}
+	r := &remotetest.Scripted{Replies: []bson.D{remotetest.CursorReply(0, "firstBatch", collRaw), remotetest.CursorReply(0, "firstBatch", chunks...)}}
 	m := NewMigrations(MigrationOptions{State: newTestState(cfg, identityDoc("shA")), Client: r})
 	var moved shardmeta.Chunk
 	for _, ch := range table.Chunks() {
@@ -76,10 +76,10 @@ func TestOutcomeReadsCannotBeStale(t *testing.T) {
 			if got := p.decide(m, rec); got != migrate.OutcomeDonorOwns {
 				t.Fatalf("outcome %v, want the donor's", got)
 			}
-			if len(r.sent) != 2 {
-				t.Fatalf("%d reads sent, want config.collections and config.chunks", len(r.sent))
+			if len(r.Sent) != 2 {
+				t.Fatalf("%d reads sent, want config.collections and config.chunks", len(r.Sent))
 			}
-			for _, cmd := range r.sent {
+			for _, cmd := range r.Sent {
 				rc, _ := bsonutil.Field(cmd, "readConcern")
 				level, _ := bsonutil.Field(bsonutil.ToD(rc), "level")
 				pref, _ := bsonutil.Field(cmd, "$readPreference")
@@ -96,33 +96,12 @@ func TestOutcomeReadsCannotBeStale(t *testing.T) {
 // the linearizable read leaves the outcome unknown, never a guess.
 func TestOutcomeUnknownWhenTheReadFails(t *testing.T) {
 	m, r, rec := outcomeFixture(t)
-	r.replies = []bson.D{{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: "not primary"}, {Key: "code", Value: int32(mongoerr.NotWritablePrimary)}}}
+	r.Replies = []bson.D{{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: "not primary"}, {Key: "code", Value: int32(mongoerr.NotWritablePrimary)}}}
 	if got := m.outcome(context.Background(), rec); got != migrate.OutcomeUnknown {
 		t.Fatalf("outcome %v after a refused read, want unknown", got)
 	}
-	r.down = map[string]bool{"127.0.0.1:1": true}
+	r.Down = map[string]bool{"127.0.0.1:1": true}
 	if got := m.outcome(context.Background(), rec); got != migrate.OutcomeUnknown {
 		t.Fatalf("outcome %v with the config server down, want unknown", got)
 	}
-}
-
-// scriptedRunner answers per host: a transport error, or replies in turn.
-type scriptedRunner struct {
-	down    map[string]bool
-	replies []bson.D
-	sent    []bson.D
-}
-
-func (r *scriptedRunner) Run(_ context.Context, host, _ string, cmd bson.D) (bson.D, error) {
-	if r.down[host] {
-		return nil, errors.New("connection refused")
-	}
-	r.sent = append(r.sent, cmd)
-	reply := r.replies[0]
-	r.replies = r.replies[1:]
-	return reply, nil
-}
-
-func cursorReply(id int64, batch string, docs ...any) bson.D {
-	return bson.D{{Key: "cursor", Value: bson.D{{Key: "id", Value: id}, {Key: "ns", Value: "config.x"}, {Key: batch, Value: bson.A(docs)}}}, {Key: "ok", Value: 1.0}}
 }
