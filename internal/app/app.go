@@ -194,9 +194,10 @@ func Start(cfg Config) (*App, error) {
 
 // DefaultResidentCacheBytes is the resident cache's size when the
 // configuration names none: a session store's working set of 100,000
-// documents of a few hundred bytes, and small beside a small machine's
-// memory (pebble's block cache is 64 MiB).
-const DefaultResidentCacheBytes = 32 << 20
+// documents and their token lookups (about 480 bytes a session, both
+// entries), and small beside a small machine's memory (pebble's block
+// cache is 64 MiB).
+const DefaultResidentCacheBytes = 48 << 20
 
 // newResidentCache is the cache cfg asks for, or nil.
 func newResidentCache(cfg Config) *rescache.Cache {

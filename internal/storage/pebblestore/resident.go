@@ -36,9 +36,9 @@ func (s *Store) residentGet(r pebble.Reader, key []byte) ([]byte, error) {
 // residentIter is NewIter over an equality range the cache may hold: from
 // the cache, or read whole from pebble and kept when it is small.
 func (s *Store) residentIter(r pebble.Reader, lower, upper []byte) (storage.Iterator, error) {
-	kvs, ticket, ok := s.resident.GetRange(lower)
+	held, ticket, ok := s.resident.GetRange(lower)
 	if ok {
-		return rescache.NewSliceIter(kvs), nil
+		return held, nil
 	}
 	it, err := s.newIter(r, lower, upper)
 	if err != nil {
@@ -134,7 +134,7 @@ func (s *Store) settleResident(w residentWrites, applied bool) {
 // key's value, else only where it has room.
 func (s *Store) install(key, value []byte, held bool) bool {
 	if held {
-		s.resident.Install(key, bytes.Clone(value))
+		s.resident.Install(key, value)
 		return true
 	}
 	return s.resident.InstallSpare(key, value)

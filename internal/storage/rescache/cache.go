@@ -14,7 +14,6 @@
 package rescache
 
 import (
-	"bytes"
 	"hash/maphash"
 	"sync/atomic"
 
@@ -65,8 +64,10 @@ type Stats struct {
 const shardCount = 16
 
 // itemOverhead approximates an entry's memory beyond its key and value:
-// the item struct, its map slot and the string header.
-const itemOverhead = 96
+// its slot, its index entry and the rounding of its data to an
+// allocation size (114 bytes per session document measured, 100,000 of
+// them in one cache).
+const itemOverhead = 112
 
 // rangeGroupBuckets spreads the ranges' groups: two groups in one bucket
 // only make a write look for a range it could have skipped.
@@ -91,6 +92,7 @@ type Cache struct {
 	maxBytes int64
 	policy   atomic.Pointer[Policy]
 	seed     maphash.Seed
+	testHash func([]byte) uint64 // tests: keys made to collide
 	shards   [shardCount]shard
 	groups   [rangeGroupBuckets]rangeGroup
 
@@ -132,9 +134,15 @@ func (c *Cache) Stats() Stats {
 	}
 }
 
-func (c *Cache) shardOf(key []byte) *shard {
-	return &c.shards[maphash.Bytes(c.seed, key)%shardCount]
+// hashOf is key's hash: its shard, and its place in the shard's index.
+func (c *Cache) hashOf(key []byte) uint64 {
+	if c.testHash != nil {
+		return c.testHash(key)
+	}
+	return maphash.Bytes(c.seed, key)
 }
+
+func (c *Cache) shardOf(hash uint64) *shard { return &c.shards[hash%shardCount] }
 
 func (c *Cache) now() int64 { return c.clock.Now().UnixNano() }
 
@@ -154,34 +162,31 @@ func (c *Cache) Admits(key []byte) bool {
 // Get returns the value cached at key (not a copy: callers copy), or
 // false and the ticket for a read of storage that Fill may keep.
 func (c *Cache) Get(key []byte) ([]byte, Ticket, bool) {
-	it, t := c.find(key, false)
-	if it == nil {
-		return nil, t, false
-	}
-	return it.value, t, true
+	var value []byte
+	t, ok := c.find(key, false, func(s *slot) { value = s.payload() })
+	return value, t, ok
 }
 
-// find looks key up among the values or the ranges and counts a hit or a
-// miss; on a miss the ticket is for the read of storage that follows.
-func (c *Cache) find(key []byte, isRange bool) (*item, Ticket) {
-	sh := c.shardOf(key)
+// find looks key up among the values or the ranges, counts a hit or a
+// miss and, on a hit, passes the entry to read under the shard's lock; on
+// a miss the ticket is for the read of storage that follows.
+func (c *Cache) find(key []byte, isRange bool, read func(*slot)) (Ticket, bool) {
+	hash := c.hashOf(key)
+	sh := c.shardOf(hash)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	m := sh.points
-	if isRange {
-		m = sh.ranges
-	}
-	it := c.lookup(sh, m, key)
-	if it == nil {
+	s, ok := c.lookup(sh, isRange, hash, key)
+	if !ok {
 		c.misses.Add(1)
 		t := Ticket{sh: sh, seq: sh.seq}
 		if isRange {
-			t.epoch = c.groupOf(key).epoch.Load()
+			t.epoch = c.groups[c.groupOf(key)].epoch.Load()
 		}
-		return nil, t
+		return t, false
 	}
 	c.hits.Add(1)
-	return it, Ticket{}
+	read(s)
+	return Ticket{}, true
 }
 
 // Fill keeps value as read at key under t, unless a write reached the
@@ -190,7 +195,7 @@ func (c *Cache) Fill(key, value []byte, t Ticket) {
 	if t.sh == nil || !c.Admits(key) {
 		return
 	}
-	c.put(t, false, key, nil, &item{value: bytes.Clone(value), expiry: c.expiryOf(c.policy.Load(), key, value)})
+	c.put(t, pointEntry(key, value, c.expiryOf(c.policy.Load(), key, value)), false)
 }
 
 func (c *Cache) expiryOf(p *Policy, key, value []byte) int64 {
@@ -204,64 +209,66 @@ func (c *Cache) expiryOf(p *Policy, key, value []byte) int64 {
 	return max(at, 1) // 0 means never
 }
 
-// put inserts it under key (a point) or lo (a range, with hi), if t is
-// still current (t.sh nil: an install, which bumps the shard's sequence).
-func (c *Cache) put(t Ticket, isRange bool, key, hi []byte, it *item) bool {
-	return c.putIf(t, isRange, key, hi, it, false)
+// pointEntry is the entry of value at key: one copy of both.
+func pointEntry(key, value []byte, expiry int64) slot {
+	data := make([]byte, 0, len(key)+len(value))
+	data = append(append(data, key...), value...)
+	return slot{data: data, keyLen: int32(len(key)), expiry: expiry,
+		size: int32(len(data)) + itemOverhead}
 }
 
-// putIf is put that, with spare, keeps it only where its shard has room
+// put inserts e if t is still current (t.sh nil: an install, which bumps
+// the shard's sequence) and, with spare, only where its shard has room
 // without evicting.
-func (c *Cache) putIf(t Ticket, isRange bool, key, hi []byte, it *item, spare bool) bool {
-	sh := c.shardOf(key)
-	it.key, it.hi, it.isRange = string(key), hi, isRange
-	it.size = int64(len(key)+len(hi)+len(it.value)) + itemOverhead
-	for _, kv := range it.entries {
-		it.size += int64(len(kv.Key)+len(kv.Value)) + 48
-	}
-	if it.size > sh.max {
+func (c *Cache) put(t Ticket, e slot, spare bool) bool {
+	key := e.key()
+	e.hash = c.hashOf(key)
+	sh := c.shardOf(e.hash)
+	if int64(e.size) > sh.max {
 		return false
 	}
-	if it.expiry != 0 && it.expiry <= c.now() {
+	if e.expiry != 0 && e.expiry <= c.now() {
 		return false // already expired: never worth keeping
+	}
+	if e.isRange {
+		e.group = c.groupOf(key)
 	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if t.sh != nil && (t.seq != sh.seq || (!isRange && sh.writing > 0) || (isRange && t.epoch != c.groupOf(key).epoch.Load())) {
+	if t.sh != nil && (t.seq != sh.seq || (!e.isRange && sh.writing > 0) || (e.isRange && t.epoch != c.groups[e.group].epoch.Load())) {
 		return false
 	}
-	if spare && sh.bytes+it.size > sh.max {
+	if spare && sh.bytes+int64(e.size) > sh.max {
 		return false
 	}
 	if t.sh == nil {
 		sh.seq++
 	}
-	c.insertLocked(sh, it)
+	c.insertLocked(sh, e)
 	return true
 }
 
 // Install keeps value, just committed at key. Called after the write's
-// apply and its Written, with a key the policy admits; the cache owns
-// value from then on (it copies key). The engine installs what the cache held
-// when the write began (Invalidate's held), so a touched document stays
-// resident; any other written document only while there is room
-// (InstallSpare), so documents written and never read (a bulk load, a
-// log that expires unread) never push out those that are read.
+// apply and its Written, with a key the policy admits; the cache copies
+// key and value. The engine installs what the cache held when the write
+// began (Invalidate's held), so a touched document stays resident; any
+// other written document only while there is room (InstallSpare), so
+// documents written and never read (a bulk load, a log that expires
+// unread) never push out those that are read.
 func (c *Cache) Install(key, value []byte) {
-	c.put(Ticket{}, false, key, nil, &item{value: value, expiry: c.expiryOf(c.policy.Load(), key, value)})
+	c.put(Ticket{}, pointEntry(key, value, c.expiryOf(c.policy.Load(), key, value)), false)
 }
 
 // InstallSpare is Install of a value the cache did not hold: it is kept
 // only where the cache has room for it without evicting anything, and
-// reports whether it was. key and value stay the caller's: the cache
-// copies them only once it has found room, so a write into a full cache
-// costs a lock and no allocation.
+// reports whether it was. The cache copies key and value only once it
+// has found room, so a write into a full cache costs a lock and no
+// allocation.
 func (c *Cache) InstallSpare(key, value []byte) bool {
-	if !c.shardOf(key).room(int64(len(key)+len(value)) + itemOverhead) {
+	if !c.shardOf(c.hashOf(key)).room(int64(len(key)+len(value)) + itemOverhead) {
 		return false
 	}
-	v := bytes.Clone(value)
-	return c.putIf(Ticket{}, false, key, nil, &item{value: v, expiry: c.expiryOf(c.policy.Load(), key, v)}, true)
+	return c.put(Ticket{}, pointEntry(key, value, c.expiryOf(c.policy.Load(), key, value)), true)
 }
 
 // Invalidate drops what a write of key makes stale: its value and the
@@ -280,7 +287,7 @@ func (c *Cache) Invalidate(key []byte) (held bool) {
 	// key (an index entry, a log record) has no value to drop, and no
 	// fill of it to refuse.
 	if admits(p, key) {
-		held = c.dropWriting(c.shardOf(key), key)
+		held = c.dropWriting(key)
 	}
 	c.dropRangeOf(p, key)
 	return held
@@ -288,17 +295,19 @@ func (c *Cache) Invalidate(key []byte) (held bool) {
 
 // dropWriting drops the value at key and counts a write of it under way,
 // under one hold of the shard's lock; it reports whether one was held.
-func (c *Cache) dropWriting(sh *shard, key []byte) bool {
+func (c *Cache) dropWriting(key []byte) bool {
+	hash := c.hashOf(key)
+	sh := c.shardOf(hash)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	sh.writing++
 	sh.seq++
-	it, ok := sh.points[string(key)]
-	if ok {
-		c.removeLocked(sh, it)
+	i := sh.find(false, hash, key)
+	if i != noSlot {
+		c.removeLocked(sh, i)
 		c.inv.Add(1)
 	}
-	return ok
+	return i != noSlot
 }
 
 // Written ends the write of key that Invalidate began. A read that began
@@ -313,7 +322,7 @@ func (c *Cache) Written(key []byte) {
 		return
 	}
 	if admits(p, key) {
-		sh := c.shardOf(key)
+		sh := c.shardOf(c.hashOf(key))
 		sh.mu.Lock()
 		sh.writing--
 		sh.seq++
@@ -323,7 +332,7 @@ func (c *Cache) Written(key []byte) {
 }
 
 // Evict drops the value held at key, if any.
-func (c *Cache) Evict(key []byte) { c.drop(c.shardOf(key), false, key) }
+func (c *Cache) Evict(key []byte) { c.drop(false, key) }
 
 func admits(p *Policy, key []byte) bool { return p.Admit != nil && p.Admit(key) }
 
@@ -336,27 +345,17 @@ func (c *Cache) dropRangeOf(p *Policy, key []byte) {
 		return
 	}
 	if n, ok := p.EqualityLen(key); ok && n <= len(key) {
-		c.drop(c.shardOf(key[:n]), true, key[:n])
+		c.drop(true, key[:n])
 	}
 }
 
 // groupOf is the bucket of the group the range at lo belongs to.
-func (c *Cache) groupOf(lo []byte) *rangeGroup {
+func (c *Cache) groupOf(lo []byte) uint8 {
 	n := c.policy.Load().RangeGroupLen
 	if n <= 0 {
-		return &c.groups[0]
+		return 0
 	}
-	return &c.groups[maphash.Bytes(c.seed, lo[:min(n, len(lo))])%rangeGroupBuckets]
-}
-
-// groupOfKey is groupOf for a held range's key (maphash.String hashes
-// as maphash.Bytes does).
-func (c *Cache) groupOfKey(lo string) *rangeGroup {
-	n := c.policy.Load().RangeGroupLen
-	if n <= 0 {
-		return &c.groups[0]
-	}
-	return &c.groups[maphash.String(c.seed, lo[:min(n, len(lo))])%rangeGroupBuckets]
+	return uint8(maphash.Bytes(c.seed, lo[:min(n, len(lo))]) % rangeGroupBuckets)
 }
 
 // noRangesIn reports that no range of lo's group is held, so a write
@@ -366,7 +365,7 @@ func (c *Cache) groupOfKey(lo string) *rangeGroup {
 // reads, are written without a lookup while the sessions' token ranges
 // are held.
 func (c *Cache) noRangesIn(lo []byte) bool {
-	g := c.groupOf(lo)
+	g := &c.groups[c.groupOf(lo)]
 	if g.held.Load() != 0 {
 		return false
 	}
@@ -374,16 +373,14 @@ func (c *Cache) noRangesIn(lo []byte) bool {
 	return g.held.Load() == 0
 }
 
-func (c *Cache) drop(sh *shard, isRange bool, key []byte) {
+func (c *Cache) drop(isRange bool, key []byte) {
+	hash := c.hashOf(key)
+	sh := c.shardOf(hash)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	sh.seq++
-	m := sh.points
-	if isRange {
-		m = sh.ranges
-	}
-	if it, ok := m[string(key)]; ok {
-		c.removeLocked(sh, it)
+	if i := sh.find(isRange, hash, key); i != noSlot {
+		c.removeLocked(sh, i)
 		c.inv.Add(1)
 	}
 }
@@ -395,12 +392,10 @@ func (c *Cache) InvalidateRange(start, end []byte) {
 		sh := &c.shards[i]
 		sh.mu.Lock()
 		sh.seq++
-		for _, m := range []map[string]*item{sh.points, sh.ranges} {
-			for _, it := range m {
-				if it.meets(start, end) {
-					c.removeLocked(sh, it)
-					c.inv.Add(1)
-				}
+		for j := int32(1); j < sh.slotCount(); j++ {
+			if s := sh.at(j); s.used && s.meets(start, end) {
+				c.removeLocked(sh, j)
+				c.inv.Add(1)
 			}
 		}
 		sh.mu.Unlock()

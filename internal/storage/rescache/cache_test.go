@@ -2,6 +2,8 @@ package rescache
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -129,7 +131,7 @@ func TestRangesAreInvalidatedByTheirKeys(t *testing.T) {
 	}
 	_, ticket, _ := c.GetRange(lo)
 	c.FillRange(lo, hi, []KV{{Key: []byte("ab1"), Value: []byte("x")}}, ticket)
-	if kvs, _, ok := c.GetRange(lo); !ok || len(kvs) != 1 {
+	if it, _, ok := c.GetRange(lo); !ok || !it.First() || string(it.Key()) != "ab1" || string(it.Value()) != "x" || it.Next() {
 		t.Fatal("range not cached")
 	}
 	c.Invalidate([]byte("ab2")) // a new entry in the range
@@ -263,5 +265,118 @@ func TestInstallSpareNeverEvicts(t *testing.T) {
 	}
 	if c.Stats().Evictions == 0 {
 		t.Fatal("Install into a full cache evicted nothing")
+	}
+}
+
+// TestAgainstAModel runs random reads, fills, installs, writes and
+// evictions, with keys made to share hashes (so the shards' chains are
+// walked, cut in the middle and emptied) and values that expire, against
+// a map of what storage holds: the cache may miss, never serve a value
+// storage no longer holds or one that has expired, and its counters
+// agree with its contents.
+func TestAgainstAModel(t *testing.T) {
+	clk := clock.NewManual(time.Unix(1_000, 0))
+	c := newTest(shardCount*600, clk)
+	c.testHash = func(k []byte) uint64 { return uint64(k[len(k)-1]%4) * shardCount }
+	rng := rand.New(rand.NewPCG(1, 2))
+	stored := map[string]string{}
+	value := func() string {
+		if rng.IntN(3) == 0 {
+			return fmt.Sprintf("exp:%d", clk.Now().Add(time.Duration(rng.IntN(50))*time.Millisecond).UnixNano())
+		}
+		return fmt.Sprintf("v%d", rng.IntN(1000))
+	}
+	for step := range 20_000 {
+		key := fmt.Sprintf("d%d", rng.IntN(40))
+		switch rng.IntN(6) {
+		case 0, 1: // a read, filled from storage on a miss
+			v, ticket, ok := c.Get([]byte(key))
+			want, inStorage := stored[key]
+			if ok && (!inStorage || string(v) != want) {
+				t.Fatalf("step %d: %s served %q, storage holds %q (%v)", step, key, v, want, inStorage)
+			}
+			if ok && strings.HasPrefix(want, "exp:") {
+				var at int64
+				fmt.Sscanf(want, "exp:%d", &at)
+				if at <= clk.Now().UnixNano() {
+					t.Fatalf("step %d: %s served after its expiry", step, key)
+				}
+			}
+			if !ok && inStorage {
+				c.Fill([]byte(key), []byte(want), ticket)
+			}
+		case 2, 3: // a write, installed where held or into spare room
+			v := value()
+			held := c.Invalidate([]byte(key))
+			stored[key] = v
+			c.Written([]byte(key))
+			if held {
+				c.Install([]byte(key), []byte(v))
+			} else {
+				c.InstallSpare([]byte(key), []byte(v))
+			}
+		case 4: // a delete
+			c.Invalidate([]byte(key))
+			delete(stored, key)
+			c.Written([]byte(key))
+		case 5:
+			if rng.IntN(50) == 0 {
+				c.InvalidateRange([]byte("d1"), []byte("d2"))
+			}
+			clk.Advance(time.Millisecond)
+		}
+		if step%500 == 0 {
+			checkCounters(t, c)
+		}
+	}
+	checkCounters(t, c)
+}
+
+// checkCounters compares the cache's counters with its slots.
+func checkCounters(t *testing.T, c *Cache) {
+	t.Helper()
+	var items, bytes int64
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		var shardBytes int64
+		for j := int32(1); j < sh.slotCount(); j++ {
+			if s := sh.at(j); s.used {
+				items++
+				shardBytes += int64(s.size)
+			}
+		}
+		if shardBytes != sh.bytes || sh.bytes > sh.max {
+			t.Fatalf("shard %d: %d bytes counted, slots hold %d, bound %d", i, sh.bytes, shardBytes, sh.max)
+		}
+		bytes += shardBytes
+		sh.mu.Unlock()
+	}
+	if st := c.Stats(); st.Items != items || st.Bytes != bytes {
+		t.Fatalf("stats %+v; slots hold %d items, %d bytes", st, items, bytes)
+	}
+}
+
+// TestInvalidateRangeMeetsRanges: a held range (every key starting with
+// its lower bound) is dropped by a span that meets it, and only by one.
+func TestInvalidateRangeMeetsRanges(t *testing.T) {
+	for _, tc := range []struct {
+		start, end string // "" end: no upper bound
+		dropped    bool
+	}{
+		{"aa1", "ab0", true}, {"ab5", "ab6", true}, {"ab", "ac", true}, {"a", "", true},
+		{"ac", "", false}, {"a", "ab", false}, {"ab\xff", "ac", true}, {"aa", "aa9", false},
+	} {
+		c := newTest(1<<20, nil)
+		_, ticket, _ := c.GetRange([]byte("ab"))
+		c.FillRange([]byte("ab"), []byte("ac"), []KV{{Key: []byte("ab1"), Value: []byte("x")}}, ticket)
+		var end []byte
+		if tc.end != "" {
+			end = []byte(tc.end)
+		}
+		c.InvalidateRange([]byte(tc.start), end)
+		if _, _, held := c.GetRange([]byte("ab")); held == tc.dropped {
+			t.Errorf("[%q, %q): range [ab, ac) held %v, want %v", tc.start, tc.end, held, !tc.dropped)
+		}
 	}
 }

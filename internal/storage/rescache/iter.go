@@ -2,43 +2,88 @@ package rescache
 
 import (
 	"bytes"
+	"encoding/binary"
 	"sort"
 
 	"github.com/mayflydb/mayfly/internal/storage"
 )
 
-// SliceIter is a storage.Iterator over a cached range's entries, sorted
-// by key. It reads what the cache held when it was made.
+// SliceIter is a storage.Iterator over a range's entries, sorted by key:
+// a cached range read in place from its encoded bytes, or entries just
+// read from storage. It reads what the cache held when it was made.
 type SliceIter struct {
-	kvs []KV
-	pos int // -1 or len(kvs): not positioned
+	kvs  []KV   // entries given as they are (NewSliceIter)
+	data []byte // or encoded (appendEntry), never changed
+	offs [maxRangeEntries]int32
+	n    int
+	pos  int // -1 or n: not positioned
 }
 
 var _ storage.Iterator = (*SliceIter)(nil)
 
 // NewSliceIter iterates kvs, which must be sorted and stay unchanged.
-func NewSliceIter(kvs []KV) *SliceIter { return &SliceIter{kvs: kvs, pos: -1} }
+func NewSliceIter(kvs []KV) *SliceIter { return &SliceIter{kvs: kvs, n: len(kvs), pos: -1} }
+
+// appendEntry appends one entry as a range's data holds it: the key and
+// the value, each after its length.
+func appendEntry(data []byte, kv KV) []byte {
+	data = binary.AppendUvarint(data, uint64(len(kv.Key)))
+	data = append(data, kv.Key...)
+	data = binary.AppendUvarint(data, uint64(len(kv.Value)))
+	return append(data, kv.Value...)
+}
+
+// decodeEntries is an iterator over the n entries appendEntry wrote to
+// data (at most maxRangeEntries).
+func decodeEntries(data []byte, n int) *SliceIter {
+	it := &SliceIter{data: data, n: n, pos: -1}
+	off := 0
+	for i := range n {
+		it.offs[i] = int32(off)
+		_, rest := cutFramed(data[off:])
+		_, rest = cutFramed(rest)
+		off = len(data) - len(rest)
+	}
+	return it
+}
+
+// cutFramed splits off the length-prefixed bytes at the start of data.
+func cutFramed(data []byte) ([]byte, []byte) {
+	l, w := binary.Uvarint(data)
+	end := w + int(l)
+	return data[w:end:end], data[end:]
+}
+
+// entry is the key and value at i.
+func (s *SliceIter) entry(i int) KV {
+	if s.kvs != nil {
+		return s.kvs[i]
+	}
+	k, rest := cutFramed(s.data[s.offs[i]:])
+	v, _ := cutFramed(rest)
+	return KV{Key: k, Value: v}
+}
 
 func (s *SliceIter) at(i int) bool {
 	s.pos = i
 	return s.Valid()
 }
 
+func (s *SliceIter) search(key []byte) int {
+	return sort.Search(s.n, func(i int) bool { return bytes.Compare(s.entry(i).Key, key) >= 0 })
+}
+
 // First implements storage.Iterator.
 func (s *SliceIter) First() bool { return s.at(0) }
 
 // Last implements storage.Iterator.
-func (s *SliceIter) Last() bool { return s.at(len(s.kvs) - 1) }
+func (s *SliceIter) Last() bool { return s.at(s.n - 1) }
 
 // SeekGE implements storage.Iterator.
-func (s *SliceIter) SeekGE(key []byte) bool {
-	return s.at(sort.Search(len(s.kvs), func(i int) bool { return bytes.Compare(s.kvs[i].Key, key) >= 0 }))
-}
+func (s *SliceIter) SeekGE(key []byte) bool { return s.at(s.search(key)) }
 
 // SeekLT implements storage.Iterator.
-func (s *SliceIter) SeekLT(key []byte) bool {
-	return s.at(sort.Search(len(s.kvs), func(i int) bool { return bytes.Compare(s.kvs[i].Key, key) >= 0 }) - 1)
-}
+func (s *SliceIter) SeekLT(key []byte) bool { return s.at(s.search(key) - 1) }
 
 // Next implements storage.Iterator.
 func (s *SliceIter) Next() bool {
@@ -57,14 +102,14 @@ func (s *SliceIter) Prev() bool {
 }
 
 // Valid implements storage.Iterator.
-func (s *SliceIter) Valid() bool { return s.pos >= 0 && s.pos < len(s.kvs) }
+func (s *SliceIter) Valid() bool { return s.pos >= 0 && s.pos < s.n }
 
 // Key implements storage.Iterator.
 func (s *SliceIter) Key() []byte {
 	if !s.Valid() {
 		return nil
 	}
-	return s.kvs[s.pos].Key
+	return s.entry(s.pos).Key
 }
 
 // Value implements storage.Iterator.
@@ -72,7 +117,7 @@ func (s *SliceIter) Value() []byte {
 	if !s.Valid() {
 		return nil
 	}
-	return s.kvs[s.pos].Value
+	return s.entry(s.pos).Value
 }
 
 // Error implements storage.Iterator.
@@ -80,6 +125,6 @@ func (s *SliceIter) Error() error { return nil }
 
 // Close implements storage.Iterator.
 func (s *SliceIter) Close() error {
-	s.kvs = nil
+	s.kvs, s.data, s.n = nil, nil, 0
 	return nil
 }
