@@ -23,6 +23,7 @@ import (
 func (s *Store) residentPolicy() rescache.Policy {
 	return rescache.Policy{
 		Admit:       isDocKey,
+		Family:      s.entryFamily,
 		ExpiresAt:   s.residentExpiry,
 		EqualityLen: s.equalityLen,
 		Resets:      definesCatalog,
@@ -54,6 +55,9 @@ func (s *Store) collectionOfKey(key []byte) *Collection {
 // residentExpiry is when the stored document raw expires by its
 // collection's TTL rules.
 func (s *Store) residentExpiry(key, raw []byte) (int64, bool) {
+	if !isDocKey(key) {
+		return s.entryExpiry(key)
+	}
 	c := s.collectionOfKey(key)
 	if c == nil || !c.HasTTL() {
 		return 0, false
@@ -92,24 +96,69 @@ func (c *Collection) rawExpiresAt(raw []byte) (at int64, ok, done bool) {
 	return earliest.UnixNano(), ok, true
 }
 
-// equalityLen is the length of key's equality prefix in its index: the
-// index prefix and one encoded value per field, without the _id an
-// entry ends with. ok is false for keys outside any known index.
-func (s *Store) equalityLen(key []byte) (int, bool) {
-	if len(key) < collIDKeyLen+4 || key[0] != tagIndex {
+// entryFamily is the key under which the cache holds a document's newest
+// entry in an index that touches append to (ttlloose.go): the index
+// prefix and the _id, the date left out. A touch reads the entry the
+// previous one wrote, and no one reads the older ones by key, so the
+// cache keeps one entry per document, which each touch replaces.
+func (s *Store) entryFamily(key []byte) ([]byte, bool) {
+	ix := s.indexOfKey(key)
+	if ix == nil || !appendsEntries(ix) {
+		return nil, false
+	}
+	n, ok := valuesLen(key, len(ix.prefix), ix.desc)
+	if !ok {
+		return nil, false
+	}
+	family := make([]byte, 0, len(ix.prefix)+len(key)-n)
+	return append(append(family, key[:len(ix.prefix)]...), key[n:]...), true
+}
+
+// entryExpiry is when a TTL index's entry is due: the instant the
+// document it was written for expires, if the date is still its own.
+func (s *Store) entryExpiry(key []byte) (int64, bool) {
+	ix := s.indexOfKey(key)
+	if ix == nil || !ix.def.TTL {
 		return 0, false
+	}
+	n, ok := valuesLen(key, len(ix.prefix), ix.desc)
+	if !ok {
+		return 0, false
+	}
+	d, ok := ix.keyDate(key[len(ix.prefix):n])
+	if !ok {
+		return 0, false
+	}
+	return ix.expiry(d).UnixNano(), true
+}
+
+// indexOfKey is the index an index entry key belongs to, or nil.
+func (s *Store) indexOfKey(key []byte) *indexState {
+	if !isIndexKey(key) {
+		return nil
 	}
 	c := s.collectionOfKey(key)
 	if c == nil {
-		return 0, false
+		return nil
 	}
 	ixID := binary.BigEndian.Uint32(key[collIDKeyLen:])
 	for _, ix := range c.state.Load().indexes[1:] {
 		if ix.def.ID == ixID {
-			return valuesLen(key, len(ix.prefix), ix.desc)
+			return ix
 		}
 	}
-	return 0, false
+	return nil
+}
+
+// equalityLen is the length of key's equality prefix in its index: the
+// index prefix and one encoded value per field, without the _id an
+// entry ends with. ok is false for keys outside any known index.
+func (s *Store) equalityLen(key []byte) (int, bool) {
+	ix := s.indexOfKey(key)
+	if ix == nil {
+		return 0, false
+	}
+	return valuesLen(key, len(ix.prefix), ix.desc)
 }
 
 // valuesLen skips one encoded value per field after the prefix.

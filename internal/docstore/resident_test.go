@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +38,14 @@ var residentWrites = map[string]residentWrite{
 		modify(t, c, "a", func(doc bson.D) Change {
 			return Change{Kind: Replace, Doc: bsonutil.WithField(doc, "t", bson.NewDateTimeFromTime(clk.Now()))}
 		})
+	},
+	"touch": func(t *testing.T, _ *Store, c *Collection, clk *clock.Manual) {
+		for range 3 { // the first turns a record entry loose; the next read it back
+			clk.Advance(time.Second)
+			modify(t, c, "a", func(doc bson.D) Change {
+				return Change{Kind: Replace, Doc: bsonutil.WithField(doc, "t", bson.NewDateTimeFromTime(clk.Now()))}
+			})
+		}
 	},
 	"replace": func(t *testing.T, _ *Store, c *Collection, _ *clock.Manual) {
 		modify(t, c, "b", func(bson.D) Change {
@@ -132,11 +142,16 @@ type residentFixture struct {
 	primary, secondary *Store
 	shipped            *[][]byte
 	docKeys, ranges    [][]byte
+	// ttl is the TTL index's prefix; entries, every key of it seen in
+	// storage, each read by key too (the cache holds each document's
+	// newest one, for the next touch).
+	ttl     []byte
+	entries map[string]bool
 }
 
 func newResidentFixture(t *testing.T) *residentFixture {
 	clk := clock.NewManual(t0)
-	f := &residentFixture{clk: clk, shipped: &[][]byte{}}
+	f := &residentFixture{clk: clk, shipped: &[][]byte{}, entries: map[string]bool{}}
 	pEng := openCachedEngine(t, clk)
 	var err error
 	if f.primary, err = Open(shippingEngine{Engine: pEng, out: f.shipped}, Options{Clock: clk, Resident: pEng.cache}); err != nil {
@@ -158,6 +173,7 @@ func newResidentFixture(t *testing.T) *residentFixture {
 	}
 	f.ship(t)
 	token := indexByName(t, c, "token_1")
+	f.ttl = indexByName(t, c, "t_1").prefix
 	for _, id := range []string{"a", "b", "c", "n"} {
 		f.docKeys = append(f.docKeys, docKey(c.meta().ID, keyenc.AppendValue(nil, id)))
 		f.ranges = append(f.ranges, keyenc.AppendValue(append([]byte(nil), token.prefix...), "t"+id))
@@ -189,6 +205,7 @@ func (f *residentFixture) ship(t *testing.T) {
 // the caches hold them, and checks that the second read was served.
 func (f *residentFixture) fill(t *testing.T) {
 	for _, s := range []*Store{f.primary, f.secondary} {
+		f.noteEntries(t, s.Engine())
 		residentReads(t, s.Engine(), f)
 		before := s.resident.Stats().Hits
 		residentReads(t, s.Engine(), f)
@@ -203,6 +220,7 @@ func (f *residentFixture) check(t *testing.T, who string, s *Store) {
 	t.Helper()
 	snap := s.Engine().NewSnapshot()
 	defer snap.Close()
+	f.noteEntries(t, snap)
 	got, want := residentReads(t, s.Engine(), f), residentReads(t, snap, f)
 	for i := range want {
 		if got[i] != want[i] {
@@ -211,10 +229,27 @@ func (f *residentFixture) check(t *testing.T, who string, s *Store) {
 	}
 }
 
+// noteEntries adds the TTL index's entries in r to f.entries.
+func (f *residentFixture) noteEntries(t *testing.T, r storage.Reader) {
+	t.Helper()
+	it, err := r.NewIter(f.ttl, prefixEnd(f.ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	for ok := it.First(); ok; ok = it.Next() {
+		f.entries[string(it.Key())] = true
+	}
+}
+
 func residentReads(t *testing.T, r storage.Reader, f *residentFixture) []string {
 	t.Helper()
 	var out []string
-	for _, k := range f.docKeys {
+	keys := slices.Clone(f.docKeys)
+	for _, k := range slices.Sorted(maps.Keys(f.entries)) {
+		keys = append(keys, []byte(k))
+	}
+	for _, k := range keys {
 		v, err := r.Get(k)
 		if err != nil && !errors.Is(err, storage.ErrNotFound) {
 			t.Fatal(err)
@@ -298,9 +333,10 @@ func indexByName(t *testing.T, c *Collection, name string) *indexState {
 	return nil
 }
 
-// TestExpiredDocumentsLeaveTheCache: a cached document leaves the cache
-// at its expiry (the monitor's pass sweeps), before the monitor deletes
-// it, and no read returns it meanwhile.
+// TestExpiredDocumentsLeaveTheCache: a cached document, and its TTL
+// entry (held for the next touch), leave the cache at its expiry (the
+// monitor's pass sweeps), before the monitor deletes them, and no read
+// returns the document meanwhile.
 func TestExpiredDocumentsLeaveTheCache(t *testing.T) {
 	s, clk := openStore(t)
 	c, _ := s.CreateCollection("db", "c", CreateOptions{})
@@ -313,14 +349,14 @@ func TestExpiredDocumentsLeaveTheCache(t *testing.T) {
 		findByID(t, c, id)
 	}
 	before := s.resident.Stats()
-	if before.Items != 6 {
-		t.Fatalf("the cache holds %d documents after 6 were read", before.Items)
+	if before.Items != 12 {
+		t.Fatalf("the cache holds %d items after 6 documents were written and read; want them and their TTL entries", before.Items)
 	}
 	clk.Advance(10 * time.Second) // the expiry instant: expired ($lte)
 	c.BeginExpiry("t_1", clk.Now())
 	after := s.resident.Stats()
-	if after.Items != 1 || after.ExpiredEvictions-before.ExpiredEvictions != 5 {
-		t.Fatalf("after the expiry: %d items, %d expired evictions; want 1 and 5", after.Items, after.ExpiredEvictions-before.ExpiredEvictions)
+	if after.Items != 2 || after.ExpiredEvictions-before.ExpiredEvictions != 10 {
+		t.Fatalf("after the expiry: %d items, %d expired evictions; want 2 and 10", after.Items, after.ExpiredEvictions-before.ExpiredEvictions)
 	}
 	if n := countMatching(t, c, nil); n != 1 {
 		t.Fatalf("a read returned %d documents after 5 of 6 expired", n)

@@ -14,6 +14,7 @@
 package rescache
 
 import (
+	"encoding/binary"
 	"hash/maphash"
 	"sync/atomic"
 
@@ -25,6 +26,12 @@ import (
 type Policy struct {
 	// Admit reports whether the value read or written at key is kept.
 	Admit func(key []byte) bool
+	// Family, for a key whose value is kept only while it is the newest
+	// of its family (a document's entry in an index whose entries a touch
+	// appends: only the newest is read back), returns the family's key,
+	// under which the cache holds the newest member read or written; a
+	// read of another member misses. ok is false for other keys.
+	Family func(key []byte) (family []byte, ok bool)
 	// ExpiresAt is when the value stored at key expires, in Unix
 	// nanoseconds; ok is false for a value that never does.
 	ExpiresAt func(key, value []byte) (at int64, ok bool)
@@ -155,28 +162,53 @@ type Ticket struct {
 
 // Admits reports whether the cache keeps values read at key.
 func (c *Cache) Admits(key []byte) bool {
-	p := c.policy.Load()
-	return c.maxBytes > 0 && p.Admit != nil && p.Admit(key)
+	if c.maxBytes == 0 {
+		return false
+	}
+	_, _, ok := slotKeyOf(c.policy.Load(), key)
+	return ok
+}
+
+// slotKeyOf is the key the value at key is held under: key itself, or its
+// family's (family true); ok is false for a key the policy does not admit.
+func slotKeyOf(p *Policy, key []byte) (slotKey []byte, family, ok bool) {
+	if p.Admit != nil && p.Admit(key) {
+		return key, false, true
+	}
+	if p.Family != nil {
+		slotKey, ok = p.Family(key)
+		return slotKey, ok, ok
+	}
+	return nil, false, false
 }
 
 // Get returns the value cached at key (not a copy: callers copy), or
 // false and the ticket for a read of storage that Fill may keep.
 func (c *Cache) Get(key []byte) ([]byte, Ticket, bool) {
+	slotKey, _, ok := slotKeyOf(c.policy.Load(), key)
+	if !ok {
+		slotKey = key // counted as a miss; Fill will not keep it
+	}
 	var value []byte
-	t, ok := c.find(key, false, func(s *slot) { value = s.payload() })
-	return value, t, ok
+	t, hit := c.find(slotKey, false, func(s *slot) bool {
+		v, match := s.valueOf(key)
+		value = v
+		return match
+	})
+	return value, t, hit
 }
 
-// find looks key up among the values or the ranges, counts a hit or a
-// miss and, on a hit, passes the entry to read under the shard's lock; on
-// a miss the ticket is for the read of storage that follows.
-func (c *Cache) find(key []byte, isRange bool, read func(*slot)) (Ticket, bool) {
+// find looks key up among the values or the ranges, passes the entry
+// found to read under the shard's lock (which reports whether it is what
+// the caller asked for) and counts a hit or a miss; on a miss the ticket
+// is for the read of storage that follows.
+func (c *Cache) find(key []byte, isRange bool, read func(*slot) bool) (Ticket, bool) {
 	hash := c.hashOf(key)
 	sh := c.shardOf(hash)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	s, ok := c.lookup(sh, isRange, hash, key)
-	if !ok {
+	if !ok || !read(s) {
 		c.misses.Add(1)
 		t := Ticket{sh: sh, seq: sh.seq}
 		if isRange {
@@ -185,17 +217,18 @@ func (c *Cache) find(key []byte, isRange bool, read func(*slot)) (Ticket, bool) 
 		return t, false
 	}
 	c.hits.Add(1)
-	read(s)
 	return Ticket{}, true
 }
 
 // Fill keeps value as read at key under t, unless a write reached the
 // key's shard since t was taken or the policy does not admit key.
 func (c *Cache) Fill(key, value []byte, t Ticket) {
-	if t.sh == nil || !c.Admits(key) {
+	if t.sh == nil || c.maxBytes == 0 {
 		return
 	}
-	c.put(t, pointEntry(key, value, c.expiryOf(c.policy.Load(), key, value)), false)
+	if e, ok := c.pointEntry(key, value); ok {
+		c.put(t, e, false)
+	}
 }
 
 func (c *Cache) expiryOf(p *Policy, key, value []byte) int64 {
@@ -209,12 +242,27 @@ func (c *Cache) expiryOf(p *Policy, key, value []byte) int64 {
 	return max(at, 1) // 0 means never
 }
 
-// pointEntry is the entry of value at key: one copy of both.
-func pointEntry(key, value []byte, expiry int64) slot {
-	data := make([]byte, 0, len(key)+len(value))
-	data = append(append(data, key...), value...)
-	return slot{data: data, keyLen: int32(len(key)), expiry: expiry,
-		size: int32(len(data)) + itemOverhead}
+// pointEntry is the entry of value at key: one copy of both, held under
+// key, or under its family's key with key framed before the value; ok is
+// false for a key the policy does not admit.
+func (c *Cache) pointEntry(key, value []byte) (slot, bool) {
+	p := c.policy.Load()
+	slotKey, family, ok := slotKeyOf(p, key)
+	if !ok {
+		return slot{}, false
+	}
+	n := len(slotKey) + len(value)
+	if family {
+		n += binary.MaxVarintLen32 + len(key)
+	}
+	data := append(make([]byte, 0, n), slotKey...)
+	if family {
+		data = binary.AppendUvarint(data, uint64(len(key)))
+		data = append(data, key...)
+	}
+	data = append(data, value...)
+	return slot{data: data, keyLen: int32(len(slotKey)), family: family,
+		expiry: c.expiryOf(p, key, value), size: int32(len(data)) + itemOverhead}, true
 }
 
 // put inserts e if t is still current (t.sh nil: an install, which bumps
@@ -256,7 +304,9 @@ func (c *Cache) put(t Ticket, e slot, spare bool) bool {
 // documents written and never read (a bulk load, a log that expires
 // unread) never push out those that are read.
 func (c *Cache) Install(key, value []byte) {
-	c.put(Ticket{}, pointEntry(key, value, c.expiryOf(c.policy.Load(), key, value)), false)
+	if e, ok := c.pointEntry(key, value); ok {
+		c.put(Ticket{}, e, false)
+	}
 }
 
 // InstallSpare is Install of a value the cache did not hold: it is kept
@@ -265,10 +315,12 @@ func (c *Cache) Install(key, value []byte) {
 // has found room, so a write into a full cache costs a lock and no
 // allocation.
 func (c *Cache) InstallSpare(key, value []byte) bool {
-	if !c.shardOf(c.hashOf(key)).room(int64(len(key)+len(value)) + itemOverhead) {
+	slotKey, _, ok := slotKeyOf(c.policy.Load(), key)
+	if !ok || !c.shardOf(c.hashOf(slotKey)).room(int64(len(key)+len(value))+itemOverhead) {
 		return false
 	}
-	return c.put(Ticket{}, pointEntry(key, value, c.expiryOf(c.policy.Load(), key, value)), true)
+	e, ok := c.pointEntry(key, value)
+	return ok && c.put(Ticket{}, e, true)
 }
 
 // Invalidate drops what a write of key makes stale: its value and the
@@ -285,9 +337,10 @@ func (c *Cache) Invalidate(key []byte) (held bool) {
 	}
 	// Only admitted keys are ever held as values: a write of any other
 	// key (an index entry, a log record) has no value to drop, and no
-	// fill of it to refuse.
-	if admits(p, key) {
-		held = c.dropWriting(key)
+	// fill of it to refuse. A family member's write drops the member
+	// held, whichever it is.
+	if slotKey, _, ok := slotKeyOf(p, key); ok {
+		held = c.dropWriting(slotKey)
 	}
 	c.dropRangeOf(p, key)
 	return held
@@ -321,8 +374,8 @@ func (c *Cache) Written(key []byte) {
 		c.Reset()
 		return
 	}
-	if admits(p, key) {
-		sh := c.shardOf(c.hashOf(key))
+	if slotKey, _, ok := slotKeyOf(p, key); ok {
+		sh := c.shardOf(c.hashOf(slotKey))
 		sh.mu.Lock()
 		sh.writing--
 		sh.seq++
@@ -331,10 +384,13 @@ func (c *Cache) Written(key []byte) {
 	c.dropRangeOf(p, key)
 }
 
-// Evict drops the value held at key, if any.
-func (c *Cache) Evict(key []byte) { c.drop(false, key) }
-
-func admits(p *Policy, key []byte) bool { return p.Admit != nil && p.Admit(key) }
+// Evict drops the value held at key, if any (for a family member, the
+// member held, whichever it is).
+func (c *Cache) Evict(key []byte) {
+	if slotKey, _, ok := slotKeyOf(c.policy.Load(), key); ok {
+		c.drop(false, slotKey)
+	}
+}
 
 // dropRangeOf drops the equality range key belongs to, if one of its
 // group is held. The group is asked first (key has its range's group

@@ -10,15 +10,23 @@ import (
 	"github.com/mayflydb/mayfly/internal/clock"
 )
 
-// policy admits every key; a value "exp:<unix ns>" expires then; an
+// policy admits every key but family members; a value "exp:<unix ns>" expires then; an
 // equality prefix is a key's first two bytes.
 func testPolicy() Policy {
 	return Policy{
-		Admit: func([]byte) bool { return true },
+		Admit: func(k []byte) bool { return len(k) == 0 || k[0] != 'f' },
 		ExpiresAt: func(_, v []byte) (int64, bool) {
 			var at int64
 			n, _ := fmt.Sscanf(string(v), "exp:%d", &at)
 			return at, n == 1
+		},
+		// "f<date><id>": the newest of each <id>'s members is held as
+		// family "F<id>".
+		Family: func(k []byte) ([]byte, bool) {
+			if len(k) < 2 || k[0] != 'f' {
+				return nil, false
+			}
+			return []byte{'F', k[len(k)-1]}, true
 		},
 		EqualityLen: func(k []byte) (int, bool) { return 2, len(k) >= 2 },
 		Resets:      func(k []byte) bool { return len(k) > 0 && k[0] == 'c' },
@@ -270,14 +278,15 @@ func TestInstallSpareNeverEvicts(t *testing.T) {
 
 // TestAgainstAModel runs random reads, fills, installs, writes and
 // evictions, with keys made to share hashes (so the shards' chains are
-// walked, cut in the middle and emptied) and values that expire, against
+// walked, cut in the middle and emptied), family members (several keys,
+// one slot) and values that expire, against
 // a map of what storage holds: the cache may miss, never serve a value
 // storage no longer holds or one that has expired, and its counters
 // agree with its contents.
 func TestAgainstAModel(t *testing.T) {
 	clk := clock.NewManual(time.Unix(1_000, 0))
-	c := newTest(shardCount*600, clk)
-	c.testHash = func(k []byte) uint64 { return uint64(k[len(k)-1]%4) * shardCount }
+	c := newTest(shardCount*2000, clk)
+	c.testHash = func(k []byte) uint64 { return uint64(k[len(k)-1] % 8) }
 	rng := rand.New(rand.NewPCG(1, 2))
 	stored := map[string]string{}
 	value := func() string {
@@ -288,6 +297,9 @@ func TestAgainstAModel(t *testing.T) {
 	}
 	for step := range 20_000 {
 		key := fmt.Sprintf("d%d", rng.IntN(40))
+		if rng.IntN(2) == 0 {
+			key = fmt.Sprintf("f%02d%c", rng.IntN(5), 'a'+rng.IntN(4))
+		}
 		switch rng.IntN(6) {
 		case 0, 1: // a read, filled from storage on a miss
 			v, ticket, ok := c.Get([]byte(key))
@@ -320,8 +332,17 @@ func TestAgainstAModel(t *testing.T) {
 			delete(stored, key)
 			c.Written([]byte(key))
 		case 5:
-			if rng.IntN(50) == 0 {
-				c.InvalidateRange([]byte("d1"), []byte("d2"))
+			if rng.IntN(25) == 0 { // a range deletion
+				start, end := "d1", "d2"
+				if rng.IntN(2) == 0 {
+					start, end = "f01", "f03"
+				}
+				for k := range stored {
+					if k >= start && k < end {
+						delete(stored, k)
+					}
+				}
+				c.InvalidateRange([]byte(start), []byte(end))
 			}
 			clk.Advance(time.Millisecond)
 		}
@@ -330,6 +351,9 @@ func TestAgainstAModel(t *testing.T) {
 		}
 	}
 	checkCounters(t, c)
+	if st := c.Stats(); st.Hits < 1000 {
+		t.Fatalf("stats %+v: the run hardly read the cache", st)
+	}
 }
 
 // checkCounters compares the cache's counters with its slots.

@@ -29,7 +29,10 @@ func isPrefixEnd(lo, hi []byte) bool {
 // FillRange may keep.
 func (c *Cache) GetRange(lo []byte) (*SliceIter, Ticket, bool) {
 	var it *SliceIter
-	t, ok := c.find(lo, true, func(s *slot) { it = decodeEntries(s.payload(), int(s.entries)) })
+	t, ok := c.find(lo, true, func(s *slot) bool {
+		it = decodeEntries(s.payload(), int(s.entries))
+		return true
+	})
 	return it, t, ok
 }
 

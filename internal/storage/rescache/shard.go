@@ -46,6 +46,7 @@ type slot struct {
 	entries    uint8 // a range's
 	group      uint8 // a range's group bucket
 	isRange    bool
+	family     bool // a family's newest member: its own key framed before the value
 	used       bool
 }
 
@@ -67,6 +68,26 @@ const noSlot = 0 // slots[0] is the sentinel, never an entry
 func (s *slot) key() []byte { return s.data[:s.keyLen] }
 
 func (s *slot) payload() []byte { return s.data[s.keyLen:] }
+
+// memberKey is the key of the value a family's slot holds; for any other
+// slot, its own key.
+func (s *slot) memberKey() []byte {
+	if !s.family {
+		return s.key()
+	}
+	k, _ := cutFramed(s.payload())
+	return k
+}
+
+// valueOf is the value held for key, and whether the slot holds key's:
+// a family's slot holds one member's.
+func (s *slot) valueOf(key []byte) ([]byte, bool) {
+	if !s.family {
+		return s.payload(), true
+	}
+	k, v := cutFramed(s.payload())
+	return v, bytes.Equal(k, key)
+}
 
 func (sh *shard) init(max int64) {
 	sh.points = map[uint64]int32{}
@@ -102,7 +123,7 @@ func (sh *shard) room(n int64) bool {
 
 // meets reports whether the slot's key or range meets [start, end).
 func (s *slot) meets(start, end []byte) bool {
-	lo := s.key()
+	lo := s.memberKey()
 	if end != nil && bytes.Compare(lo, end) >= 0 {
 		return false
 	}
