@@ -8,12 +8,11 @@ import (
 	"github.com/mayflydb/mayfly/internal/storage"
 )
 
-// SliceIter is a storage.Iterator over a range's entries, sorted by key:
-// a cached range read in place from its encoded bytes, or entries just
-// read from storage. It reads what the cache held when it was made.
+// SliceIter is a storage.Iterator over a range's entries, sorted by key,
+// read in place from their encoded bytes (appendEntry). It reads what the
+// cache held when it was made.
 type SliceIter struct {
-	kvs  []KV   // entries given as they are (NewSliceIter)
-	data []byte // or encoded (appendEntry), never changed
+	data []byte // never changed
 	offs [maxRangeEntries]int32
 	n    int
 	pos  int // -1 or n: not positioned
@@ -21,8 +20,14 @@ type SliceIter struct {
 
 var _ storage.Iterator = (*SliceIter)(nil)
 
-// NewSliceIter iterates kvs, which must be sorted and stay unchanged.
-func NewSliceIter(kvs []KV) *SliceIter { return &SliceIter{kvs: kvs, n: len(kvs), pos: -1} }
+// NewSliceIter iterates a copy of kvs (at most MaxRangeEntries, sorted).
+func NewSliceIter(kvs []KV) *SliceIter {
+	var data []byte
+	for _, kv := range kvs {
+		data = appendEntry(data, kv)
+	}
+	return decodeEntries(data, len(kvs))
+}
 
 // appendEntry appends one entry as a range's data holds it: the key and
 // the value, each after its length.
@@ -56,9 +61,6 @@ func cutFramed(data []byte) ([]byte, []byte) {
 
 // entry is the key and value at i.
 func (s *SliceIter) entry(i int) KV {
-	if s.kvs != nil {
-		return s.kvs[i]
-	}
 	k, rest := cutFramed(s.data[s.offs[i]:])
 	v, _ := cutFramed(rest)
 	return KV{Key: k, Value: v}
@@ -125,6 +127,6 @@ func (s *SliceIter) Error() error { return nil }
 
 // Close implements storage.Iterator.
 func (s *SliceIter) Close() error {
-	s.kvs, s.data, s.n = nil, nil, 0
+	s.data, s.n = nil, 0
 	return nil
 }
