@@ -14,7 +14,8 @@ const bigRelease = 4 << 20
 
 // idleGrowth is how much must have been allocated since the last return
 // for a server going idle to ask for one: garbage the runtime may still
-// hold, since an idle server does not collect.
+// hold, since an idle server does not collect. It is also the least free
+// heap an idle server returns at once (see heapState.burstEnded).
 const idleGrowth = 64 << 20
 
 // idleCheckInterval spaces the idle checks: reading the runtime's
@@ -34,7 +35,7 @@ const (
 
 // memoryReturner gives freed memory back to the system soon after a
 // connection drops a big buffer, or the server goes idle after allocating
-// much. The Go runtime returns freed pages lazily and an idle server
+// much or holding a burst's freed memory. The Go runtime returns freed pages lazily and an idle server
 // collects rarely (every two minutes), so without it the memory of a burst
 // (47 MB messages, big aggregates) stays resident long after the last
 // reference to it was dropped. Requests within one interval share a single
@@ -48,39 +49,71 @@ type memoryReturner struct {
 	// idleCheckedAt is when (UnixNano) an idle server last compared its
 	// allocations.
 	idleCheckedAt atomic.Int64
-	// after, free, allocs and now are time.AfterFunc, debug.FreeOSMemory,
-	// allocatedBytes and time.Now, replaced in tests.
-	after  func(time.Duration, func())
-	free   func()
-	allocs func() int64
-	now    func() time.Time
+	// after, free, heap and now are time.AfterFunc, debug.FreeOSMemory,
+	// readHeapState and time.Now, replaced in tests.
+	after func(time.Duration, func())
+	free  func()
+	heap  func() heapState
+	now   func() time.Time
 }
 
 func newMemoryReturner() *memoryReturner {
 	return &memoryReturner{
-		after:  func(d time.Duration, f func()) { time.AfterFunc(d, f) },
-		free:   debug.FreeOSMemory,
-		allocs: allocatedBytes,
-		now:    time.Now,
+		after: func(d time.Duration, f func()) { time.AfterFunc(d, f) },
+		free:  debug.FreeOSMemory,
+		heap:  readHeapState,
+		now:   time.Now,
 	}
 }
 
-// allocatedBytes is the bytes the Go heap has allocated since start.
-func allocatedBytes() int64 {
-	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
+// heapState is the Go heap as the runtime's metrics give it, in bytes.
+type heapState struct {
+	// allocated is what the heap has allocated since start; free is
+	// collected memory still held from the system; live is what the last
+	// collection marked.
+	allocated, free, live int64
+}
+
+// burstEnded reports whether the heap holds much more freed memory than
+// its steady state would: after a collection the runtime keeps about the
+// live heap again as free room to grow into, and its background scavenger
+// keeps up to the goal of the last collection before the burst's garbage
+// was found, so the memory of a burst that ended stays resident until a
+// return.
+func (h heapState) burstEnded() bool {
+	return h.free > idleGrowth && h.free > 2*h.live
+}
+
+func readHeapState() heapState {
+	s := []metrics.Sample{
+		{Name: "/gc/heap/allocs:bytes"},
+		{Name: "/memory/classes/heap/free:bytes"},
+		{Name: "/gc/heap/live:bytes"},
 	}
-	return int64(s[0].Value.Uint64())
+	metrics.Read(s)
+	v := func(i int) int64 {
+		if s[i].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return int64(s[i].Value.Uint64())
+	}
+	return heapState{allocated: v(0), free: v(1), live: v(2)}
 }
 
 // released notes that a connection going idle dropped n bytes of buffers,
 // and whether it was the last one active.
 func (m *memoryReturner) released(n int, serverIdle bool) {
-	if n >= bigRelease || serverIdle && m.idleCheckDue() && m.allocs() > m.allocsAtReturn.Load()+idleGrowth {
+	if n >= bigRelease || serverIdle && m.idleCheckDue() && m.idleReturnDue() {
 		m.schedule()
 	}
+}
+
+// idleReturnDue reports whether an idle server holds memory worth a
+// return: garbage from much allocation since the last one, or the freed
+// memory of a burst.
+func (m *memoryReturner) idleReturnDue() bool {
+	h := m.heap()
+	return h.allocated > m.allocsAtReturn.Load()+idleGrowth || h.burstEnded()
 }
 
 // idleCheckDue reports whether idleCheckInterval has passed since the last
@@ -102,7 +135,7 @@ func (m *memoryReturner) schedule() {
 		start := m.now()
 		m.free()
 		m.lastCost.Store(int64(m.now().Sub(start)))
-		m.allocsAtReturn.Store(m.allocs())
+		m.allocsAtReturn.Store(m.heap().allocated)
 	})
 }
 

@@ -14,7 +14,7 @@ func TestMemoryReturnerCoalesces(t *testing.T) {
 	frees := 0
 	m.after = func(d time.Duration, f func()) { delays, scheduled = append(delays, d), append(scheduled, f) }
 	m.free = func() { frees++ }
-	m.allocs = func() int64 { return 0 }
+	m.heap = func() heapState { return heapState{} }
 
 	m.released(bigRelease-1, false)
 	if len(scheduled) != 0 {
@@ -45,7 +45,7 @@ func TestMemoryReturnerSpacedByCost(t *testing.T) {
 	now := time.Unix(0, 0)
 	m.now = func() time.Time { return now }
 	m.free = func() { now = now.Add(300 * time.Millisecond) }
-	m.allocs = func() int64 { return 0 }
+	m.heap = func() heapState { return heapState{} }
 
 	m.released(bigRelease, false)
 	scheduled[0]()
@@ -63,7 +63,7 @@ func TestMemoryReturnerOnIdleAfterGrowth(t *testing.T) {
 	m.after = func(_ time.Duration, f func()) { scheduled = append(scheduled, f) }
 	m.free = func() {}
 	allocated := int64(100 << 20)
-	m.allocs = func() int64 { return allocated }
+	m.heap = func() heapState { return heapState{allocated: allocated} }
 	now := time.Unix(0, 0)
 	m.now = func() time.Time {
 		now = now.Add(idleCheckInterval) // every check is due
@@ -97,7 +97,7 @@ func TestMemoryReturnerOnIdleAfterGrowth(t *testing.T) {
 func TestMemoryReturnerIdleChecksSpaced(t *testing.T) {
 	m := newMemoryReturner()
 	reads := 0
-	m.allocs = func() int64 { reads++; return 0 }
+	m.heap = func() heapState { reads++; return heapState{} }
 	now := time.Unix(0, 0).Add(idleCheckInterval)
 	m.now = func() time.Time { return now }
 	for range 1000 {
@@ -130,5 +130,40 @@ func TestConnBuffersPublishDeltas(t *testing.T) {
 	b.set(0)
 	if got := s.bufferBytes.Load(); got != 0 {
 		t.Fatalf("total %d after both finished, want 0", got)
+	}
+}
+
+// An idle server holding the freed memory of a burst returns it, whatever
+// it allocated since the last return; the free room a steady heap keeps
+// (about the live heap) asks for nothing.
+func TestMemoryReturnerOnIdleAfterBurst(t *testing.T) {
+	cases := []struct {
+		name       string
+		free, live int64
+		want       bool
+	}{
+		{"steady: free about the live heap", 100 << 20, 100 << 20, false},
+		{"steady: free just under twice live", 2*(100<<20) - 1, 100 << 20, false},
+		{"burst ended: free over twice live", 2*(100<<20) + 1, 100 << 20, true},
+		{"small heap: free over twice live, under idleGrowth", idleGrowth, 1 << 20, false},
+		{"small live heap, burst freed", idleGrowth + 1, 1 << 20, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newMemoryReturner()
+			var scheduled []func()
+			m.after = func(_ time.Duration, f func()) { scheduled = append(scheduled, f) }
+			m.heap = func() heapState { return heapState{free: tc.free, live: tc.live} }
+			now := time.Unix(0, 0)
+			m.now = func() time.Time { now = now.Add(idleCheckInterval); return now }
+			m.released(0, false)
+			if len(scheduled) != 0 {
+				t.Fatalf("a busy server scheduled a return")
+			}
+			m.released(0, true)
+			if got := len(scheduled) == 1; got != tc.want {
+				t.Fatalf("free %d MiB, live %d MiB: return scheduled %v, want %v", tc.free>>20, tc.live>>20, got, tc.want)
+			}
+		})
 	}
 }
