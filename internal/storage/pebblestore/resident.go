@@ -110,34 +110,23 @@ func (s *Store) settleResident(w residentWrites, applied bool) {
 			s.resident.InvalidateRange(key, value)
 			return
 		}
-		s.resident.Written(key)
-		switch {
-		case !applied:
-		case kind == pebble.InternalKeyKindSet && s.resident.Admits(key):
-			if !s.install(key, value, held) {
-				if installed[string(key)] {
-					s.resident.Evict(key) // an earlier write of the batch's
-				}
-				return
+		keep := rescache.KeepNone
+		if applied && kind == pebble.InternalKeyKindSet {
+			keep = rescache.KeepSpare
+			if held {
+				keep = rescache.KeepHeld
 			}
+		}
+		switch {
+		case s.resident.Written(key, value, keep):
 			if installed == nil {
 				installed = map[string]bool{}
 			}
 			installed[string(key)] = true
 		case installed[string(key)]:
-			s.resident.Evict(key)
+			s.resident.Evict(key) // an earlier write of the batch's
 		}
 	})
-}
-
-// install keeps a value just written: always where the cache held the
-// key's value, else only where it has room.
-func (s *Store) install(key, value []byte, held bool) bool {
-	if held {
-		s.resident.Install(key, value)
-		return true
-	}
-	return s.resident.InstallSpare(key, value)
 }
 
 // eachWrite calls fn for each operation of the encoded batch w. An

@@ -4,7 +4,7 @@
 // least recently used first and at the moment their value expires.
 //
 // The engine keeps it exact: every batch it commits passes through
-// Invalidate before its apply and Install after it, and a read that missed
+// Invalidate before its apply and Written after it, and a read that missed
 // fills the cache only if no write touched the key's shard since the read
 // began (Ticket). So the cache never holds a value older than storage for
 // longer than a commit's apply, and during that apply readers miss. What a
@@ -227,7 +227,7 @@ func (c *Cache) Fill(key, value []byte, t Ticket) {
 		return
 	}
 	if e, ok := c.pointEntry(key, value); ok {
-		c.put(t, e, false)
+		c.put(t, e)
 	}
 }
 
@@ -251,6 +251,11 @@ func (c *Cache) pointEntry(key, value []byte) (slot, bool) {
 	if !ok {
 		return slot{}, false
 	}
+	return c.entryAt(p, slotKey, family, key, value), true
+}
+
+// entryAt is pointEntry for a key whose slot key is known.
+func (c *Cache) entryAt(p *Policy, slotKey []byte, family bool, key, value []byte) slot {
 	n := len(slotKey) + len(value)
 	if family {
 		n += binary.MaxVarintLen32 + len(key)
@@ -262,73 +267,36 @@ func (c *Cache) pointEntry(key, value []byte) (slot, bool) {
 	}
 	data = append(data, value...)
 	return slot{data: data, keyLen: int32(len(slotKey)), family: family,
-		expiry: c.expiryOf(p, key, value), size: int32(len(data)) + itemOverhead}, true
+		expiry: c.expiryOf(p, key, value), size: int32(len(data)) + itemOverhead}
 }
 
-// put inserts e if t is still current (t.sh nil: an install, which bumps
-// the shard's sequence) and, with spare, only where its shard has room
-// without evicting.
-func (c *Cache) put(t Ticket, e slot, spare bool) bool {
+// put inserts e, read from storage under t, if t is still current.
+func (c *Cache) put(t Ticket, e slot) {
 	key := e.key()
 	e.hash = c.hashOf(key)
 	sh := c.shardOf(e.hash)
-	if int64(e.size) > sh.max {
-		return false
-	}
-	if e.expiry != 0 && e.expiry <= c.now() {
-		return false // already expired: never worth keeping
-	}
 	if e.isRange {
 		e.group = c.groupOf(key)
 	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if t.sh != nil && (t.seq != sh.seq || (!e.isRange && sh.writing > 0) || (e.isRange && t.epoch != c.groups[e.group].epoch.Load())) {
-		return false
+	if t.sh == nil || t.seq != sh.seq || (!e.isRange && sh.writing > 0) || (e.isRange && t.epoch != c.groups[e.group].epoch.Load()) {
+		return
 	}
-	if spare && sh.bytes+int64(e.size) > sh.max {
-		return false
+	if c.fits(sh, e, false) {
+		c.insertLocked(sh, e)
 	}
-	if t.sh == nil {
-		sh.seq++
-	}
-	c.insertLocked(sh, e)
-	return true
-}
-
-// Install keeps value, just committed at key. Called after the write's
-// apply and its Written, with a key the policy admits; the cache copies
-// key and value. The engine installs what the cache held when the write
-// began (Invalidate's held), so a touched document stays resident; any
-// other written document only while there is room (InstallSpare), so
-// documents written and never read (a bulk load, a log that expires
-// unread) never push out those that are read.
-func (c *Cache) Install(key, value []byte) {
-	if e, ok := c.pointEntry(key, value); ok {
-		c.put(Ticket{}, e, false)
-	}
-}
-
-// InstallSpare is Install of a value the cache did not hold: it is kept
-// only where the cache has room for it without evicting anything, and
-// reports whether it was. The cache copies key and value only once it
-// has found room, so a write into a full cache costs a lock and no
-// allocation.
-func (c *Cache) InstallSpare(key, value []byte) bool {
-	slotKey, _, ok := slotKeyOf(c.policy.Load(), key)
-	if !ok || !c.shardOf(c.hashOf(slotKey)).room(int64(len(key)+len(value))+itemOverhead) {
-		return false
-	}
-	e, ok := c.pointEntry(key, value)
-	return ok && c.put(Ticket{}, e, true)
 }
 
 // Invalidate drops what a write of key makes stale: its value and the
 // equality range it belongs to. Called before the write's apply, so no
 // reader finds the old value while the write becomes visible; Written
 // must follow it once the apply has ended, whether it succeeded or not.
-// held reports whether a value was cached at key: the caller installs
-// the written value only then (see Install).
+// held reports whether a value was cached at key: the caller then keeps
+// the written value (KeepHeld), so a touched document stays resident,
+// and any other only while there is room (KeepSpare), so documents
+// written and never read (a bulk load, a log that expires unread) never
+// push out those that are read.
 func (c *Cache) Invalidate(key []byte) (held bool) {
 	p := c.policy.Load()
 	if p.Resets != nil && p.Resets(key) {
@@ -363,25 +331,69 @@ func (c *Cache) dropWriting(key []byte) bool {
 	return i != noSlot
 }
 
-// Written ends the write of key that Invalidate began. A read that began
-// before its apply ended may have read the old value: the shard's
+// Keep is what Written does with the value just committed at its key.
+type Keep uint8
+
+const (
+	// KeepNone keeps nothing: a deletion, or a write that failed.
+	KeepNone Keep = iota
+	// KeepHeld keeps the value, evicting what it must: the cache held
+	// the key's value when the write began.
+	KeepHeld
+	// KeepSpare keeps it only where the shard has room without evicting.
+	KeepSpare
+)
+
+// Written ends the write of key that Invalidate began, and keeps value as
+// keep says (under the same hold of the shard's lock, the key's slot and
+// hash found once), reporting whether it was kept. A read that began
+// before the apply ended may have read the old value: the shard's
 // sequence moves, so that its fill is refused, without looking the key
 // up again (no fill was kept while the write was under way); the
 // equality range is dropped again for the same reason.
-func (c *Cache) Written(key []byte) {
+func (c *Cache) Written(key, value []byte, keep Keep) bool {
 	p := c.policy.Load()
 	if p.Resets != nil && p.Resets(key) {
 		c.Reset()
-		return
+		return false
 	}
-	if slotKey, _, ok := slotKeyOf(p, key); ok {
-		sh := c.shardOf(c.hashOf(slotKey))
-		sh.mu.Lock()
-		sh.writing--
-		sh.seq++
-		sh.mu.Unlock()
+	defer c.dropRangeOf(p, key)
+	slotKey, family, ok := slotKeyOf(p, key)
+	if !ok {
+		return false
 	}
-	c.dropRangeOf(p, key)
+	hash := c.hashOf(slotKey)
+	sh := c.shardOf(hash)
+	var e slot
+	if keep != KeepNone {
+		e = c.entryAt(p, slotKey, family, key, value)
+		e.hash = hash
+	}
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.writing--
+	sh.seq++
+	if keep == KeepNone || !c.fits(sh, e, keep == KeepSpare) {
+		return false
+	}
+	sh.seq++
+	c.insertLocked(sh, e)
+	return true
+}
+
+// fits reports whether e may go into sh: not bigger than the shard, not
+// expired, and with spare only where the shard has room without
+// evicting. sh.mu is held.
+func (c *Cache) fits(sh *shard, e slot, spare bool) bool {
+	switch {
+	case int64(e.size) > sh.max:
+		return false
+	case e.expiry != 0 && e.expiry <= c.now():
+		return false // already expired: never worth keeping
+	case spare:
+		return sh.bytes+int64(e.size) <= sh.max
+	}
+	return true
 }
 
 // Evict drops the value held at key, if any (for a family member, the

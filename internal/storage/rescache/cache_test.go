@@ -71,7 +71,8 @@ func TestFillAfterWriteIsDropped(t *testing.T) {
 		t.Fatal("a fill older than a write was kept")
 	}
 	_, ticket, _ = c.Get([]byte("d1"))
-	c.Install([]byte("d1"), []byte("new"))
+	c.Invalidate([]byte("d1"))
+	c.Written([]byte("d1"), []byte("new"), KeepHeld)
 	c.Fill([]byte("d1"), []byte("old"), ticket)
 	if v, _, _ := c.Get([]byte("d1")); string(v) != "new" {
 		t.Fatalf("got %q, want the installed value", v)
@@ -168,7 +169,10 @@ func TestInvalidateRangeAndReset(t *testing.T) {
 func TestZeroSizeKeepsNothing(t *testing.T) {
 	c := newTest(0, nil)
 	fill(c, "d1", "v")
-	c.Install([]byte("d2"), []byte("v"))
+	for _, keep := range []Keep{KeepHeld, KeepSpare} {
+		c.Invalidate([]byte("d2"))
+		c.Written([]byte("d2"), []byte("v"), keep)
+	}
 	if st := c.Stats(); st.Items != 0 {
 		t.Fatalf("a cache of size 0 holds %d items", st.Items)
 	}
@@ -213,7 +217,7 @@ func TestFillDuringAWriteIsDropped(t *testing.T) {
 		t.Fatal("a fill during a write was kept")
 	}
 	_, during, _ = c.Get(key)
-	c.Written(key)
+	c.Written(key, nil, KeepNone)
 	c.Fill(key, []byte("old"), during)
 	if _, _, ok := c.Get(key); ok {
 		t.Fatal("a fill begun during a write and ended after it was kept")
@@ -238,7 +242,7 @@ func TestRangeGroups(t *testing.T) {
 	other := []byte("xb")
 	_, otherTicket, _ := c.GetRange(other)
 	c.Invalidate([]byte("xb1"))
-	c.Written([]byte("xb1"))
+	c.Written([]byte("xb1"), nil, KeepNone)
 	c.FillRange(other, []byte("xc"), nil, otherTicket)
 	if _, _, ok := c.GetRange(other); ok {
 		t.Fatal("a range read before a write into its group was kept")
@@ -247,32 +251,38 @@ func TestRangeGroups(t *testing.T) {
 		t.Fatal("a write in another group dropped a held range")
 	}
 	c.Invalidate([]byte("ab2"))
-	c.Written([]byte("ab2"))
+	c.Written([]byte("ab2"), nil, KeepNone)
 	if _, _, ok := c.GetRange(held); ok {
 		t.Fatal("a write into a held range left it cached")
 	}
 }
 
-// TestInstallSpareNeverEvicts: InstallSpare keeps values while their
-// shard has room and refuses the rest, evicting nothing; Install of the
+// written is a write of key with value, kept as keep says.
+func written(c *Cache, key string, value []byte, keep Keep) bool {
+	c.Invalidate([]byte(key))
+	return c.Written([]byte(key), value, keep)
+}
+
+// TestKeepSpareNeverEvicts: KeepSpare keeps written values while their
+// shard has room and refuses the rest, evicting nothing; KeepHeld of the
 // same values evicts the least recently used.
-func TestInstallSpareNeverEvicts(t *testing.T) {
+func TestKeepSpareNeverEvicts(t *testing.T) {
 	c := newTest(shardCount*1024, nil)
 	kept := 0
 	for i := range 1000 {
-		if c.InstallSpare([]byte(fmt.Sprintf("k%04d", i)), make([]byte, 100)) {
+		if written(c, fmt.Sprintf("k%04d", i), make([]byte, 100), KeepSpare) {
 			kept++
 		}
 	}
 	st := c.Stats()
 	if kept == 0 || kept == 1000 || st.Evictions != 0 || int(st.Items) != kept || st.Bytes > st.MaxBytes {
-		t.Fatalf("InstallSpare kept %d of 1,000: %+v; want some, within the bound, none evicted", kept, st)
+		t.Fatalf("KeepSpare kept %d of 1,000: %+v; want some, within the bound, none evicted", kept, st)
 	}
 	for i := range 1000 {
-		c.Install([]byte(fmt.Sprintf("n%04d", i)), make([]byte, 100))
+		written(c, fmt.Sprintf("n%04d", i), make([]byte, 100), KeepHeld)
 	}
 	if c.Stats().Evictions == 0 {
-		t.Fatal("Install into a full cache evicted nothing")
+		t.Fatal("KeepHeld into a full cache evicted nothing")
 	}
 }
 
@@ -321,16 +331,15 @@ func TestAgainstAModel(t *testing.T) {
 			v := value()
 			held := c.Invalidate([]byte(key))
 			stored[key] = v
-			c.Written([]byte(key))
+			keep := KeepSpare
 			if held {
-				c.Install([]byte(key), []byte(v))
-			} else {
-				c.InstallSpare([]byte(key), []byte(v))
+				keep = KeepHeld
 			}
+			c.Written([]byte(key), []byte(v), keep)
 		case 4: // a delete
 			c.Invalidate([]byte(key))
 			delete(stored, key)
-			c.Written([]byte(key))
+			c.Written([]byte(key), nil, KeepNone)
 		case 5:
 			if rng.IntN(25) == 0 { // a range deletion
 				start, end := "d1", "d2"

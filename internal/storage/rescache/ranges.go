@@ -59,5 +59,5 @@ func (c *Cache) FillRange(lo, hi []byte, entries []KV, t Ticket) {
 		data = appendEntry(data, kv)
 	}
 	c.put(t, slot{data: data, keyLen: int32(len(lo)), entries: uint8(len(entries)),
-		isRange: true, size: int32(n) + itemOverhead}, false)
+		isRange: true, size: int32(n) + itemOverhead})
 }

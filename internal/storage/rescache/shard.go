@@ -114,13 +114,6 @@ func (sh *shard) find(isRange bool, hash uint64, key []byte) int32 {
 	return i
 }
 
-// room reports whether n more bytes fit the shard without evicting.
-func (sh *shard) room(n int64) bool {
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	return sh.bytes+n <= sh.max
-}
-
 // meets reports whether the slot's key or range meets [start, end).
 func (s *slot) meets(start, end []byte) bool {
 	lo := s.memberKey()
@@ -161,8 +154,8 @@ func (c *Cache) lookup(sh *shard, isRange bool, hash uint64, key []byte) (*slot,
 
 // sweepLocked evicts up to budget expired entries (budget < 0: all).
 func (c *Cache) sweepLocked(sh *shard, now int64, budget int) {
-	for ; budget != 0 && len(sh.expiry.at) > 0 && sh.at(sh.expiry.at[0]).expiry <= now; budget-- {
-		c.removeLocked(sh, sh.expiry.at[0])
+	for ; budget != 0 && len(sh.expiry.at) > 0 && sh.expiry.first().expiry <= now; budget-- {
+		c.removeLocked(sh, sh.expiry.first().slot)
 		c.expired.Add(1)
 	}
 }
@@ -264,65 +257,85 @@ func (sh *shard) unlink(i int32) {
 	s.prev, s.next = noSlot, noSlot
 }
 
-// expiryHeap orders a shard's slots by expiry, earliest first (a binary
-// heap of slot numbers, each slot knowing its place in it).
+// expiryHeap orders a shard's slots by expiry, earliest first: a 4-ary
+// heap whose places hold each slot's expiry beside its number, so that
+// sifting compares without reading the slots (a touch moves its
+// document's place from deep in a heap of 100,000, and each level read
+// from the table was a cache miss). Each slot knows its place.
 type expiryHeap struct {
 	sh *shard
-	at []int32
+	at []heapPlace
 }
 
-func (h *expiryHeap) less(a, b int) bool {
-	return h.sh.at(h.at[a]).expiry < h.sh.at(h.at[b]).expiry
+type heapPlace struct {
+	expiry int64
+	slot   int32
 }
 
-func (h *expiryHeap) swap(a, b int) {
-	h.at[a], h.at[b] = h.at[b], h.at[a]
-	h.sh.at(h.at[a]).heapIdx, h.sh.at(h.at[b]).heapIdx = int32(a), int32(b)
+// heapArity is the children per place: half the depth of a binary heap,
+// the four children of a place side by side in memory.
+const heapArity = 4
+
+// first is the slot that expires first; the heap is not empty.
+func (h *expiryHeap) first() heapPlace { return h.at[0] }
+
+func (h *expiryHeap) set(pos int, p heapPlace) {
+	h.at[pos] = p
+	h.sh.at(p.slot).heapIdx = int32(pos)
 }
 
 func (h *expiryHeap) push(i int32) {
-	h.sh.at(i).heapIdx = int32(len(h.at))
-	h.at = append(h.at, i)
-	h.up(len(h.at) - 1)
+	h.at = append(h.at, heapPlace{})
+	h.up(len(h.at)-1, heapPlace{expiry: h.sh.at(i).expiry, slot: i})
 }
 
 // remove takes out the slot at place pos.
 func (h *expiryHeap) remove(pos int) {
 	last := len(h.at) - 1
-	if pos != last {
-		h.swap(pos, last)
-	}
-	h.sh.at(h.at[last]).heapIdx = -1
+	h.sh.at(h.at[pos].slot).heapIdx = -1
+	moved := h.at[last]
 	h.at = h.at[:last]
-	if pos != last {
-		h.down(pos)
-		h.up(pos)
+	if pos == last {
+		return
+	}
+	if pos > 0 && moved.expiry < h.at[(pos-1)/heapArity].expiry {
+		h.up(pos, moved)
+	} else {
+		h.down(pos, moved)
 	}
 }
 
-func (h *expiryHeap) up(j int) {
-	for j > 0 {
-		parent := (j - 1) / 2
-		if !h.less(j, parent) {
-			return
+// up puts p at pos or above it, moving later parents down.
+func (h *expiryHeap) up(pos int, p heapPlace) {
+	for pos > 0 {
+		parent := (pos - 1) / heapArity
+		if h.at[parent].expiry <= p.expiry {
+			break
 		}
-		h.swap(j, parent)
-		j = parent
+		h.set(pos, h.at[parent])
+		pos = parent
 	}
+	h.set(pos, p)
 }
 
-func (h *expiryHeap) down(j int) {
+// down puts p at pos or below it, moving earlier children up.
+func (h *expiryHeap) down(pos int, p heapPlace) {
 	for {
-		least := j
-		for _, child := range [2]int{2*j + 1, 2*j + 2} {
-			if child < len(h.at) && h.less(child, least) {
-				least = child
+		first := heapArity*pos + 1
+		if first >= len(h.at) {
+			break
+		}
+		least := first
+		for c := first + 1; c < min(first+heapArity, len(h.at)); c++ {
+			if h.at[c].expiry < h.at[least].expiry {
+				least = c
 			}
 		}
-		if least == j {
-			return
+		if h.at[least].expiry >= p.expiry {
+			break
 		}
-		h.swap(j, least)
-		j = least
+		h.set(pos, h.at[least])
+		pos = least
 	}
+	h.set(pos, p)
 }
