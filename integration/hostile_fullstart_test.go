@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -425,7 +424,7 @@ func mountTmpfs(t *testing.T, dir string, size int) {
 func startOnFaultLayer(t *testing.T) {
 	dir := t.TempDir()
 	full := &faultfs.DiskFull{}
-	fs := errorfs.Wrap(vfs.Default, full)
+	fs := faultfs.Wrap(vfs.Default, full)
 	first := startServer(t, app.Config{DataDir: dir, FS: fs})
 	acked := map[int32]bool{}
 	c := connect(t, first)

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -197,7 +196,7 @@ func TestHostileRefusalsAsMongod(t *testing.T) {
 // after.
 func TestHostileFailedWriteNeverVisible(t *testing.T) {
 	full := &faultfs.DiskFull{}
-	srv := startServer(t, app.Config{DataDir: t.TempDir(), FS: errorfs.Wrap(vfs.Default, full), RecoverInterval: 20 * time.Millisecond})
+	srv := startServer(t, app.Config{DataDir: t.TempDir(), FS: faultfs.Wrap(vfs.Default, full), RecoverInterval: 20 * time.Millisecond})
 	db := connect(t, srv).Database("test")
 	coll := db.Collection("docs", options.Collection().SetWriteConcern(writeconcern.Journaled()))
 	acked := map[int32]bool{}

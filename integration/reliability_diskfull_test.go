@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -35,7 +34,7 @@ func TestReliabilityDiskFull(t *testing.T) {
 	full := &faultfs.DiskFull{}
 	logs := &logRecorder{}
 	srv := startServer(t, app.Config{
-		DataDir: t.TempDir(), FS: errorfs.Wrap(vfs.Default, full),
+		DataDir: t.TempDir(), FS: faultfs.Wrap(vfs.Default, full),
 		RecoverInterval: 20 * time.Millisecond, Logger: slog.New(logs),
 	})
 	db := connect(t, srv).Database("test")

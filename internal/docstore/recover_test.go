@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/storage"
@@ -23,7 +22,7 @@ func openFaultyStore(t *testing.T) (*Store, *faultfs.DiskFull) {
 	full := &faultfs.DiskFull{}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	eng, err := pebblestore.Open(pebblestore.Options{
-		Dir: "db", FS: errorfs.Wrap(vfs.NewMem(), full), RecoverInterval: 5 * time.Millisecond, Logger: quiet,
+		Dir: "db", FS: faultfs.Wrap(vfs.NewMem(), full), RecoverInterval: 5 * time.Millisecond, Logger: quiet,
 	})
 	if err != nil {
 		t.Fatal(err)

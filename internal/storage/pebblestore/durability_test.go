@@ -11,6 +11,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+	"github.com/mayflydb/mayfly/internal/storage/pebblestore/faultfs"
 )
 
 const batchKeys = 5
@@ -151,7 +152,7 @@ func TestGroupCommit(t *testing.T) {
 		}
 		return nil
 	})
-	s := openT(t, Options{Dir: "db", FS: errorfs.Wrap(vfs.NewMem(), slowSync), SyncInterval: -1})
+	s := openT(t, Options{Dir: "db", FS: faultfs.Wrap(vfs.NewMem(), slowSync), SyncInterval: -1})
 	defer s.Close()
 
 	run := func(goroutines, perG int) (commits int, perSync float64, rate float64) {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/mayflydb/mayfly/internal/storage"
 	"github.com/mayflydb/mayfly/internal/storage/pebblestore/faultfs"
 	"github.com/mayflydb/mayfly/internal/storage/storagetest"
@@ -26,6 +25,33 @@ func wantWriteFailure(t *testing.T, what string, err error) {
 	}
 }
 
+// roomBeforeFailure grows the store's mutable memtable to at least want
+// bytes, while the disk takes writes, and leaves it empty. pebble starts
+// with a 256 KiB memtable and doubles it at each rotation, and a rotation
+// whose WAL close or creation fails panics after releasing the DB mutex
+// that a deferred unlock then releases again: the process dies ("unlock of
+// unlocked mutex"), as pebble means a WAL failure to end it (see
+// docs/design/0006, "A full disk"). The tests of a failing disk fill it
+// while the writes under test fit in one memtable, so that no rotation
+// falls in the failure.
+func roomBeforeFailure(t *testing.T, s *Store, want int64) {
+	t.Helper()
+	value := make([]byte, 64<<10)
+	for i := 0; s.db.Metrics().MemTable.Size < uint64(want); i++ {
+		if i == 1000 {
+			t.Fatalf("memtable still %d bytes after 1,000 rounds, want %d", s.db.Metrics().MemTable.Size, want)
+		}
+		for j := range 32 {
+			if err := set(t, s, false, fmt.Sprintf("zz-grow-%04d-%02d", i, j), string(value)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestDiskFull: with the disk full, commits fail with an error (no panic,
 // no hang), reads keep working, and after space returns a reopened store
 // has every write acknowledged before the failure and takes new writes.
@@ -37,8 +63,9 @@ func TestDiskFull(t *testing.T) {
 		t.Run(fmt.Sprintf("sync=%v", sync), func(t *testing.T) {
 			mem := vfs.NewMem()
 			full := &faultfs.DiskFull{}
-			fs := errorfs.Wrap(mem, full)
+			fs := faultfs.Wrap(mem, full)
 			s := openT(t, Options{Dir: "db", FS: fs, SyncInterval: 10 * time.Millisecond, RecoverInterval: -1})
+			roomBeforeFailure(t, s, 4<<20)
 			for i := range 50 {
 				if err := set(t, s, true, fmt.Sprintf("before%02d", i), "v"); err != nil {
 					t.Fatal(err)
@@ -101,7 +128,8 @@ func TestDiskFull(t *testing.T) {
 // once; every call returns, none panics.
 func TestConcurrentCommitsDuringFailure(t *testing.T) {
 	full := &faultfs.DiskFull{}
-	s := openT(t, Options{Dir: "db", FS: errorfs.Wrap(vfs.NewMem(), full)})
+	s := openT(t, Options{Dir: "db", FS: faultfs.Wrap(vfs.NewMem(), full)})
+	roomBeforeFailure(t, s, 4<<20)
 	full.Set(true)
 	errs := make(chan error, 32)
 	for g := range 32 {
@@ -136,8 +164,9 @@ func TestConcurrentCommitsDuringFailure(t *testing.T) {
 // (Commit(true), and CommitNoWait then its wait as a group commit does).
 func TestFailedWritesNeverRead(t *testing.T) {
 	full := &faultfs.DiskFull{}
-	s := openT(t, Options{Dir: "db", FS: errorfs.Wrap(vfs.NewMem(), full), SyncInterval: 5 * time.Millisecond, RecoverInterval: -1})
+	s := openT(t, Options{Dir: "db", FS: faultfs.Wrap(vfs.NewMem(), full), SyncInterval: 5 * time.Millisecond, RecoverInterval: -1})
 	defer func() { _ = storagetest.Within(t, "Close", s.Close) }()
+	roomBeforeFailure(t, s, 8<<20)
 	type outcome struct {
 		key string
 		err error

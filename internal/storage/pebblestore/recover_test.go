@@ -20,7 +20,7 @@ const testRecoverInterval = 5 * time.Millisecond
 func TestRecoverConformanceInMemFS(t *testing.T) {
 	storagetest.RunRecovery(t, func(t *testing.T) (storage.Engine, func(bool)) {
 		full := &faultfs.DiskFull{}
-		s := openT(t, Options{Dir: "db", FS: errorfs.Wrap(vfs.NewMem(), full), RecoverInterval: testRecoverInterval})
+		s := openT(t, Options{Dir: "db", FS: faultfs.Wrap(vfs.NewMem(), full), RecoverInterval: testRecoverInterval})
 		return s, full.Set
 	})
 }
@@ -28,7 +28,7 @@ func TestRecoverConformanceInMemFS(t *testing.T) {
 func TestRecoverConformanceOnDisk(t *testing.T) {
 	storagetest.RunRecovery(t, func(t *testing.T) (storage.Engine, func(bool)) {
 		full := &faultfs.DiskFull{}
-		s := openT(t, Options{Dir: t.TempDir(), FS: errorfs.Wrap(vfs.Default, full), RecoverInterval: testRecoverInterval})
+		s := openT(t, Options{Dir: t.TempDir(), FS: faultfs.Wrap(vfs.Default, full), RecoverInterval: testRecoverInterval})
 		return s, full.Set
 	})
 }
@@ -83,7 +83,7 @@ func countHooks(s *Store) *atomic.Int64 {
 func TestRecoverWaitsForTheDisk(t *testing.T) {
 	full := &faultfs.DiskFull{}
 	mem := vfs.NewMem()
-	s := openT(t, Options{Dir: "db", FS: errorfs.Wrap(mem, full), RecoverInterval: testRecoverInterval})
+	s := openT(t, Options{Dir: "db", FS: faultfs.Wrap(mem, full), RecoverInterval: testRecoverInterval})
 	defer s.Close()
 	hooks := countHooks(s)
 	if err := set(t, s, true, "kept", "v"); err != nil {
@@ -121,7 +121,7 @@ func (p *probePasses) MaybeError(op errorfs.Op) error {
 // trying until it can.
 func TestRecoverRetriesAFailedReopen(t *testing.T) {
 	inj := &probePasses{}
-	s := openT(t, Options{Dir: "db", FS: errorfs.Wrap(vfs.NewMem(), inj), RecoverInterval: testRecoverInterval})
+	s := openT(t, Options{Dir: "db", FS: faultfs.Wrap(vfs.NewMem(), inj), RecoverInterval: testRecoverInterval})
 	defer s.Close()
 	for i := range 20 {
 		if err := set(t, s, true, fmt.Sprintf("acked%02d", i), "v"); err != nil {
@@ -156,7 +156,7 @@ func TestRecoverRetriesAFailedReopen(t *testing.T) {
 // into the new DB (pebble itself would panic on a batch from another DB).
 func TestRecoverMovesOpenBatches(t *testing.T) {
 	full := &faultfs.DiskFull{}
-	s := openT(t, Options{Dir: "db", FS: errorfs.Wrap(vfs.NewMem(), full), RecoverInterval: testRecoverInterval})
+	s := openT(t, Options{Dir: "db", FS: faultfs.Wrap(vfs.NewMem(), full), RecoverInterval: testRecoverInterval})
 	defer s.Close()
 	b := s.NewBatch()
 	defer b.Close()
@@ -202,7 +202,7 @@ func TestWedgedStoreIsNotReopened(t *testing.T) {
 // the recoverer stops probing.
 func TestCloseStopsRecovery(t *testing.T) {
 	full := &faultfs.DiskFull{}
-	s := openT(t, Options{Dir: "db", FS: errorfs.Wrap(vfs.NewMem(), full), RecoverInterval: time.Millisecond})
+	s := openT(t, Options{Dir: "db", FS: faultfs.Wrap(vfs.NewMem(), full), RecoverInterval: time.Millisecond})
 	failStore(t, s, full)
 	fails := full.Fails()
 	waitFor(t, "probes to fail", func() bool { return full.Fails() > fails+3 })
