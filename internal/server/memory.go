@@ -12,16 +12,18 @@ import (
 // left to the runtime's background scavenger.
 const bigRelease = 4 << 20
 
-// idleGrowth is how much must have been allocated since the last return
-// for a server going idle to ask for one: garbage the runtime may still
-// hold, since an idle server does not collect. It is also the least free
-// heap an idle server returns at once (see heapState.burstEnded).
+// idleGrowth is how much must have been allocated since the last return,
+// or be held freed, for a quiet server to ask for one: garbage the runtime
+// may still hold (a server without requests does not collect), or the
+// freed memory of a burst, which the runtime keeps as room to grow into
+// until a collection with a smaller heap lowers its goal.
 const idleGrowth = 64 << 20
 
-// idleCheckInterval spaces the idle checks: reading the runtime's
-// allocation counter costs about 300 ns, and a client that sends one
-// request at a time makes the server go idle after every one.
-const idleCheckInterval = 100 * time.Millisecond
+// quietPeriod is how long a server must have run no request before it
+// looks at its heap: a client sending one request at a time makes the
+// server idle after each, and it must neither read the runtime's
+// counters nor force a collection for every one.
+const quietPeriod = 500 * time.Millisecond
 
 // returnInterval is the shortest time between two forced returns: each
 // is a full collection, so a stream of big messages costs at most one per
@@ -34,21 +36,24 @@ const (
 )
 
 // memoryReturner gives freed memory back to the system soon after a
-// connection drops a big buffer, or the server goes idle after allocating
-// much or holding a burst's freed memory. The Go runtime returns freed pages lazily and an idle server
-// collects rarely (every two minutes), so without it the memory of a burst
-// (47 MB messages, big aggregates) stays resident long after the last
-// reference to it was dropped. Requests within one interval share a single
-// return.
+// connection drops a big buffer, or the server stays quiet for a
+// quietPeriod holding much garbage or freed memory. The Go runtime returns
+// freed pages lazily and a quiet server collects rarely (every two
+// minutes), so without it the memory of a burst (47 MB messages, big
+// aggregates) stays resident long after the last reference to it was
+// dropped. Requests within one interval share a single return.
 type memoryReturner struct {
 	pending atomic.Bool
 	// allocsAtReturn is the bytes allocated since start as of the last
 	// return, lastCost how long that return took.
 	allocsAtReturn atomic.Int64
 	lastCost       atomic.Int64
-	// idleCheckedAt is when (UnixNano) an idle server last compared its
-	// allocations.
-	idleCheckedAt atomic.Int64
+	// ends counts requests ended; quietArmed is set while a quiet check
+	// is waiting for its period to pass.
+	ends       atomic.Uint64
+	quietArmed atomic.Bool
+	// idle reports whether no request is running.
+	idle func() bool
 	// after, free, heap and now are time.AfterFunc, debug.FreeOSMemory,
 	// readHeapState and time.Now, replaced in tests.
 	after func(time.Duration, func())
@@ -57,8 +62,9 @@ type memoryReturner struct {
 	now   func() time.Time
 }
 
-func newMemoryReturner() *memoryReturner {
+func newMemoryReturner(idle func() bool) *memoryReturner {
 	return &memoryReturner{
+		idle:  idle,
 		after: func(d time.Duration, f func()) { time.AfterFunc(d, f) },
 		free:  debug.FreeOSMemory,
 		heap:  readHeapState,
@@ -69,26 +75,14 @@ func newMemoryReturner() *memoryReturner {
 // heapState is the Go heap as the runtime's metrics give it, in bytes.
 type heapState struct {
 	// allocated is what the heap has allocated since start; free is
-	// collected memory still held from the system; live is what the last
-	// collection marked.
-	allocated, free, live int64
-}
-
-// burstEnded reports whether the heap holds much more freed memory than
-// its steady state would: after a collection the runtime keeps about the
-// live heap again as free room to grow into, and its background scavenger
-// keeps up to the goal of the last collection before the burst's garbage
-// was found, so the memory of a burst that ended stays resident until a
-// return.
-func (h heapState) burstEnded() bool {
-	return h.free > idleGrowth && h.free > 2*h.live
+	// collected memory still held from the system.
+	allocated, free int64
 }
 
 func readHeapState() heapState {
 	s := []metrics.Sample{
 		{Name: "/gc/heap/allocs:bytes"},
 		{Name: "/memory/classes/heap/free:bytes"},
-		{Name: "/gc/heap/live:bytes"},
 	}
 	metrics.Read(s)
 	v := func(i int) int64 {
@@ -97,31 +91,52 @@ func readHeapState() heapState {
 		}
 		return int64(s[i].Value.Uint64())
 	}
-	return heapState{allocated: v(0), free: v(1), live: v(2)}
+	return heapState{allocated: v(0), free: v(1)}
 }
 
-// released notes that a connection going idle dropped n bytes of buffers,
-// and whether it was the last one active.
+// released notes that a connection's request ended and it dropped n bytes
+// of buffers, and whether it was the last one active.
 func (m *memoryReturner) released(n int, serverIdle bool) {
-	if n >= bigRelease || serverIdle && m.idleCheckDue() && m.idleReturnDue() {
+	end := m.ends.Add(1)
+	switch {
+	case n >= bigRelease:
 		m.schedule()
+	case serverIdle:
+		m.armQuiet(end)
 	}
 }
 
-// idleReturnDue reports whether an idle server holds memory worth a
-// return: garbage from much allocation since the last one, or the freed
-// memory of a burst.
-func (m *memoryReturner) idleReturnDue() bool {
-	h := m.heap()
-	return h.allocated > m.allocsAtReturn.Load()+idleGrowth || h.burstEnded()
+// armQuiet starts a quiet check unless one is waiting: the request path
+// pays an atomic operation, and a timer at most every quietPeriod.
+func (m *memoryReturner) armQuiet(end uint64) {
+	if m.quietArmed.CompareAndSwap(false, true) {
+		m.after(quietPeriod, func() { m.quietCheck(end) })
+	}
 }
 
-// idleCheckDue reports whether idleCheckInterval has passed since the last
-// idle check, and if so claims this one.
-func (m *memoryReturner) idleCheckDue() bool {
-	now := m.now().UnixNano()
-	last := m.idleCheckedAt.Load()
-	return now-last >= int64(idleCheckInterval) && m.idleCheckedAt.CompareAndSwap(last, now)
+// quietCheck runs a quietPeriod after the check was armed, when the last
+// request seen then was end. If none ended since and none runs, the server
+// has been quiet all along, and returns memory if it holds much; if some
+// ended and the server is idle again, it waits a period from now.
+func (m *memoryReturner) quietCheck(end uint64) {
+	now := m.ends.Load()
+	if m.idle() && now != end {
+		m.after(quietPeriod, func() { m.quietCheck(now) })
+		return
+	}
+	quiet := m.idle() && now == end
+	// Disarmed before looking at idle again: a request that ends from
+	// here on arms its own check.
+	m.quietArmed.Store(false)
+	switch {
+	case quiet:
+		h := m.heap()
+		if h.allocated > m.allocsAtReturn.Load()+idleGrowth || h.free > idleGrowth {
+			m.schedule()
+		}
+	case m.idle():
+		m.armQuiet(m.ends.Load())
+	}
 }
 
 func (m *memoryReturner) schedule() {

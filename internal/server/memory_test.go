@@ -8,7 +8,7 @@ import (
 // Big drops within one interval share one return; small drops ask for
 // none; a drop after a return schedules the next.
 func TestMemoryReturnerCoalesces(t *testing.T) {
-	m := newMemoryReturner()
+	m := newMemoryReturner(func() bool { return true })
 	var scheduled []func()
 	var delays []time.Duration
 	frees := 0
@@ -38,7 +38,7 @@ func TestMemoryReturnerCoalesces(t *testing.T) {
 // A return that took long spaces the next one by costFactor times its
 // duration, so forced collections take at most about a tenth of the time.
 func TestMemoryReturnerSpacedByCost(t *testing.T) {
-	m := newMemoryReturner()
+	m := newMemoryReturner(func() bool { return true })
 	var scheduled []func()
 	var delays []time.Duration
 	m.after = func(d time.Duration, f func()) { delays, scheduled = append(delays, d), append(scheduled, f) }
@@ -55,63 +55,101 @@ func TestMemoryReturnerSpacedByCost(t *testing.T) {
 	}
 }
 
-// A server going idle asks for a return only once it has allocated more
-// than idleGrowth since the last one.
-func TestMemoryReturnerOnIdleAfterGrowth(t *testing.T) {
-	m := newMemoryReturner()
-	var scheduled []func()
-	m.after = func(_ time.Duration, f func()) { scheduled = append(scheduled, f) }
-	m.free = func() {}
-	allocated := int64(100 << 20)
-	m.heap = func() heapState { return heapState{allocated: allocated} }
-	now := time.Unix(0, 0)
-	m.now = func() time.Time {
-		now = now.Add(idleCheckInterval) // every check is due
-		return now
-	}
+// fakeReturner is a memoryReturner whose timers are run by hand.
+type fakeReturner struct {
+	*memoryReturner
+	timers  []time.Duration
+	pending []func()
+	frees   int
+	heap    heapState
+	busy    bool
+}
 
-	m.released(0, true)
-	if len(scheduled) != 1 {
-		t.Fatalf("idle with %d MiB allocated: %d returns scheduled, want 1", allocated>>20, len(scheduled))
+func newFakeReturner() *fakeReturner {
+	f := &fakeReturner{}
+	f.memoryReturner = newMemoryReturner(func() bool { return !f.busy })
+	f.after = func(d time.Duration, fn func()) { f.timers, f.pending = append(f.timers, d), append(f.pending, fn) }
+	f.free = func() { f.frees++ }
+	f.memoryReturner.heap = func() heapState { return f.heap }
+	return f
+}
+
+// fire runs the timers waiting, in order, and reports how many there were.
+func (f *fakeReturner) fire() int {
+	run := f.pending
+	f.pending = nil
+	for _, fn := range run {
+		fn()
 	}
-	scheduled[0]() // records 100 MiB as allocated at the return
-	allocated += idleGrowth
-	m.released(0, true)
-	if len(scheduled) != 1 {
-		t.Fatalf("idle with exactly idleGrowth allocated scheduled a return")
+	return len(run)
+}
+
+// A quiet server returns memory when it holds much garbage (allocations
+// since the last return) or much freed memory (a burst's), and nothing
+// when it holds little; the look comes a quietPeriod after it went idle.
+func TestMemoryReturnerWhenQuiet(t *testing.T) {
+	cases := []struct {
+		name string
+		heap heapState
+		want bool
+	}{
+		{"little allocated, little free", heapState{allocated: idleGrowth, free: idleGrowth}, false},
+		{"much allocated since the last return", heapState{allocated: idleGrowth + 1}, true},
+		{"much freed and held", heapState{free: idleGrowth + 1}, true},
 	}
-	allocated++
-	m.released(0, false)
-	if len(scheduled) != 1 {
-		t.Fatalf("a busy server scheduled a return for its allocations")
-	}
-	m.released(0, true)
-	if len(scheduled) != 2 {
-		t.Fatalf("idle with more than idleGrowth allocated: %d returns scheduled, want 2", len(scheduled))
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeReturner()
+			f.heap = tc.heap
+			f.released(0, true)
+			if len(f.timers) != 1 || f.timers[0] != quietPeriod {
+				t.Fatalf("going idle set timers %v, want one of %v", f.timers, quietPeriod)
+			}
+			f.fire()
+			if f.fire(); (f.frees == 1) != tc.want {
+				t.Fatalf("%+v: %d returns, want a return %v", tc.heap, f.frees, tc.want)
+			}
+		})
 	}
 }
 
-// Idle checks within idleCheckInterval of the last one do not read the
-// allocation counter: a client sending one request at a time makes the
-// server idle after each.
-func TestMemoryReturnerIdleChecksSpaced(t *testing.T) {
-	m := newMemoryReturner()
+// A server that runs requests while the check waits is not quiet: the
+// check waits a period again from when it is idle, and returns only then;
+// one busy when the check comes arms nothing until its request ends.
+func TestMemoryReturnerWaitsForQuiet(t *testing.T) {
+	f := newFakeReturner()
+	f.heap = heapState{free: idleGrowth + 1}
+	f.released(0, true)
+	f.released(0, true) // another request, ended within the period
+	f.fire()
+	if f.frees != 0 || len(f.pending) != 1 {
+		t.Fatalf("requests within the period: %d returns, %d checks waiting; want none, one", f.frees, len(f.pending))
+	}
+	f.busy = true
+	f.fire()
+	if f.frees != 0 || len(f.pending) != 0 {
+		t.Fatalf("busy at the check: %d returns, %d checks waiting; want none", f.frees, len(f.pending))
+	}
+	f.busy = false
+	f.released(0, true)
+	f.fire() // the quiet check
+	f.fire() // the return it scheduled
+	if f.frees != 1 {
+		t.Fatalf("quiet after the request: %d returns, want 1", f.frees)
+	}
+}
+
+// Requests ending one after another arm one timer and never read the
+// runtime's counters: the request path pays an atomic operation.
+func TestMemoryReturnerRequestPathIsCheap(t *testing.T) {
+	f := newFakeReturner()
 	reads := 0
-	m.heap = func() heapState { reads++; return heapState{} }
-	now := time.Unix(0, 0).Add(idleCheckInterval)
-	m.now = func() time.Time { return now }
+	f.memoryReturner.heap = func() heapState { reads++; return heapState{} }
 	for range 1000 {
-		m.released(0, true)
+		f.released(0, true)
 	}
-	now = now.Add(idleCheckInterval - 1)
-	m.released(0, true)
-	if reads != 1 {
-		t.Fatalf("%d counter reads within one interval, want 1", reads)
-	}
-	now = now.Add(1)
-	m.released(0, true)
-	if reads != 2 {
-		t.Fatalf("%d counter reads after the interval, want 2", reads)
+	if len(f.timers) != 1 || reads != 0 {
+		t.Fatalf("1,000 requests ending: %d timers, %d counter reads; want 1, 0", len(f.timers), reads)
 	}
 }
 
@@ -130,40 +168,5 @@ func TestConnBuffersPublishDeltas(t *testing.T) {
 	b.set(0)
 	if got := s.bufferBytes.Load(); got != 0 {
 		t.Fatalf("total %d after both finished, want 0", got)
-	}
-}
-
-// An idle server holding the freed memory of a burst returns it, whatever
-// it allocated since the last return; the free room a steady heap keeps
-// (about the live heap) asks for nothing.
-func TestMemoryReturnerOnIdleAfterBurst(t *testing.T) {
-	cases := []struct {
-		name       string
-		free, live int64
-		want       bool
-	}{
-		{"steady: free about the live heap", 100 << 20, 100 << 20, false},
-		{"steady: free just under twice live", 2*(100<<20) - 1, 100 << 20, false},
-		{"burst ended: free over twice live", 2*(100<<20) + 1, 100 << 20, true},
-		{"small heap: free over twice live, under idleGrowth", idleGrowth, 1 << 20, false},
-		{"small live heap, burst freed", idleGrowth + 1, 1 << 20, true},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			m := newMemoryReturner()
-			var scheduled []func()
-			m.after = func(_ time.Duration, f func()) { scheduled = append(scheduled, f) }
-			m.heap = func() heapState { return heapState{free: tc.free, live: tc.live} }
-			now := time.Unix(0, 0)
-			m.now = func() time.Time { now = now.Add(idleCheckInterval); return now }
-			m.released(0, false)
-			if len(scheduled) != 0 {
-				t.Fatalf("a busy server scheduled a return")
-			}
-			m.released(0, true)
-			if got := len(scheduled) == 1; got != tc.want {
-				t.Fatalf("free %d MiB, live %d MiB: return scheduled %v, want %v", tc.free>>20, tc.live>>20, got, tc.want)
-			}
-		})
 	}
 }

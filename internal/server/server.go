@@ -158,8 +158,8 @@ func New(cfg Config, h Handler) *Server {
 		cfg.Logger = slog.Default()
 	}
 	cfg.MaxConns = connLimit(cfg.MaxConns, descriptorLimit(), cfg.Logger)
-	s := &Server{cfg: cfg, h: h, log: cfg.Logger, conns: make(map[*Conn]struct{}), draining: make(chan struct{}),
-		memory: newMemoryReturner()}
+	s := &Server{cfg: cfg, h: h, log: cfg.Logger, conns: make(map[*Conn]struct{}), draining: make(chan struct{})}
+	s.memory = newMemoryReturner(func() bool { return s.active.Load() == 0 })
 	for _, name := range cfg.Compressors {
 		id, ok := wire.CompressorByName(name)
 		if !ok {
