@@ -110,17 +110,29 @@ func walkedKeys(doc bson.D, path string) (keys []any, missing bool) {
 // maintenance, a field at the top level that is absent or not an array,
 // without the general walk's slice and closure; ok is false otherwise.
 func topLevelKey(doc bson.D, path string) (keys []any, missing, ok bool) {
+	key, missing, ok := TopLevelIndexKey(doc, path)
+	if !ok {
+		return nil, false, false
+	}
+	return []any{key}, missing, true
+}
+
+// TopLevelIndexKey is the one key IndexKeys gives for a field at the top
+// level that is absent (nil, and missing) or not an array, with no slice
+// to hold it; ok is false for a dotted path or an array, whose keys only
+// IndexKeys gives.
+func TopLevelIndexKey(doc bson.D, path string) (key any, missing, ok bool) {
 	if strings.Contains(path, ".") {
 		return nil, false, false
 	}
 	v, found := Lookup(doc, path)
 	if !found {
-		return []any{nil}, true, true
+		return nil, true, true
 	}
 	if _, isArr := asArray(v); isArr {
 		return nil, false, false
 	}
-	return []any{v}, false, true
+	return v, false, true
 }
 
 // splitPath splits a dotted path; a plain field name, the common case on

@@ -49,6 +49,50 @@ func (ix *indexState) keyValues(doc bson.D) (vals [][]any, indexed bool, err err
 // entryKeys returns the encoded key parts (without the index prefix and the
 // _id suffix) of doc in ix, deduplicated.
 func (ix *indexState) entryKeys(doc bson.D) ([][]byte, error) {
+	if key, indexed, ok := ix.scalarEntryKey(doc); ok {
+		if !indexed {
+			return nil, nil
+		}
+		return [][]byte{key}, nil
+	}
+	return ix.combinedEntryKeys(doc)
+}
+
+// scalarEntryKey is entryKeys for its common case, on every write: an
+// index of one field, neither hashed nor partial, whose value is a scalar
+// at the top level or absent. It makes the key alone, with none of the
+// general walk's slices; ok is false for any other index or value.
+func (ix *indexState) scalarEntryKey(doc bson.D) (key []byte, indexed, ok bool) {
+	if len(ix.def.Fields) != 1 || ix.hashed || ix.partial != nil {
+		return nil, false, false
+	}
+	v, missing, ok := bsonutil.TopLevelIndexKey(doc, ix.def.Fields[0].Path)
+	switch {
+	case !ok:
+		return nil, false, false
+	case missing && ix.def.Sparse:
+		return nil, false, true
+	}
+	v = ix.keyed(v)
+	buf := make([]byte, 0, keySizeHint(v))
+	if len(ix.desc) > 0 && ix.desc[0] {
+		return keyenc.AppendValueDesc(buf, v), true, true
+	}
+	return keyenc.AppendValue(buf, v), true, true
+}
+
+// keySizeHint is room for v's encoding in most cases: a string's bytes
+// and its framing, or a fixed-size value's.
+func keySizeHint(v any) int {
+	if s, ok := v.(string); ok {
+		return len(s) + 8
+	}
+	return 16
+}
+
+// combinedEntryKeys is entryKeys by the general walk: every combination
+// of the fields' keys, arrays expanded.
+func (ix *indexState) combinedEntryKeys(doc bson.D) ([][]byte, error) {
 	vals, indexed, err := ix.keyValues(doc)
 	if err != nil || !indexed {
 		return nil, err

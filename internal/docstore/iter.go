@@ -1,6 +1,7 @@
 package docstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -39,9 +40,15 @@ type DocIter struct {
 	reader storage.Reader
 	it     storage.Iterator
 	next   int // next range or id
-	seen   map[string]struct{}
-	Stats  ScanStats
-	err    error
+	// firstSeen is the first _id yielded from an index (in firstBuf when
+	// it fits), seen the others: a lookup that yields one document makes
+	// no map and, for a short _id, no allocation.
+	firstSeen []byte
+	firstBuf  [24]byte
+	hasFirst  bool
+	seen      map[string]struct{}
+	Stats     ScanStats
+	err       error
 	// ctx, when set, ends a long scan early (maxTimeMS, shutdown) even while
 	// no document matches.
 	ctx context.Context
@@ -282,7 +289,13 @@ func (d *DocIter) get(idEnc []byte) ([]byte, bool) {
 // markSeen records an _id and reports whether it was yielded before: a
 // multikey document has several entries in one index.
 func (d *DocIter) markSeen(idEnc []byte) bool {
-	if d.seen == nil {
+	switch {
+	case !d.hasFirst:
+		d.firstSeen, d.hasFirst = append(d.firstBuf[:0], idEnc...), true
+		return false
+	case bytes.Equal(d.firstSeen, idEnc):
+		return true
+	case d.seen == nil:
 		d.seen = map[string]struct{}{}
 	}
 	if _, ok := d.seen[string(idEnc)]; ok {

@@ -3,6 +3,7 @@ package docstore
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -77,3 +78,64 @@ func TestRawKeysAgreeWithEntryKeys(t *testing.T) {
 		t.Fatalf("only %d cases took the raw path", checked)
 	}
 }
+
+// The scalar path of entryKeys (one field, a top-level scalar or nothing)
+// must give the general walk's keys for a value of every BSON type, on
+// every kind of single-field index; other indexes and values take the
+// walk.
+func TestScalarEntryKeysAgreeWithTheWalk(t *testing.T) {
+	s, _ := openStore(t)
+	c, err := s.CreateCollection("db", "scalar", CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs := []bson.D{
+		{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: "asc"}},
+		{{Key: "key", Value: bson.D{{Key: "d", Value: -1}}}, {Key: "name", Value: "desc"}},
+		{{Key: "key", Value: bson.D{{Key: "s", Value: 1}}}, {Key: "name", Value: "sparse"}, {Key: "sparse", Value: true}},
+		{{Key: "key", Value: bson.D{{Key: "t", Value: 1}}}, {Key: "name", Value: "ttl"}, {Key: "expireAfterSeconds", Value: 10}},
+		{{Key: "key", Value: bson.D{{Key: "c", Value: 1}}}, {Key: "name", Value: "collated"},
+			{Key: "collation", Value: bson.D{{Key: "locale", Value: "en"}, {Key: "strength", Value: 2}}}},
+		{{Key: "key", Value: bson.D{{Key: "h", Value: "hashed"}}}, {Key: "name", Value: "hashed"}},
+		{{Key: "key", Value: bson.D{{Key: "a", Value: 1}, {Key: "w", Value: 1}}}, {Key: "name", Value: "compound"}},
+		{{Key: "key", Value: bson.D{{Key: "e.k", Value: 1}}}, {Key: "name", Value: "dotted"}},
+	}
+	for _, spec := range specs {
+		mustIndex(t, c, spec)
+	}
+	// One value per BSON type, arrays and documents included, and none.
+	values := []any{
+		bson.MinKey{}, bson.Undefined{}, nil, math.NaN(), int32(7), int64(7), 7.5, "Sx", "sx", bson.D{{Key: "k", Value: "x"}},
+		bson.A{}, bson.A{"a", int32(1)}, bson.Binary{Data: []byte{1}}, bson.NewObjectID(), true,
+		bson.DateTime(1700000000000), bson.Timestamp{T: 1}, bson.Regex{Pattern: "a"}, bson.DBPointer{DB: "d"},
+		bson.JavaScript("f"), bson.Symbol("s"), bson.CodeWithScope{Code: "c"}, bson.Decimal128{}, bson.MaxKey{},
+	}
+	scalar := 0
+	for i, v := range append(values, absent{}) {
+		doc := bson.D{{Key: "_id", Value: i}, {Key: "w", Value: int32(i)}}
+		if _, none := v.(absent); !none {
+			for _, f := range []string{"a", "d", "s", "t", "c", "h"} {
+				doc = append(doc, bson.E{Key: f, Value: v})
+			}
+			doc = append(doc, bson.E{Key: "e", Value: bson.D{{Key: "k", Value: v}}})
+		}
+		for _, ix := range c.state.Load().indexes[1:] {
+			want, wantErr := ix.combinedEntryKeys(doc)
+			got, gotErr := ix.entryKeys(doc)
+			if (wantErr == nil) != (gotErr == nil) || fmt.Sprintf("%x", got) != fmt.Sprintf("%x", want) {
+				t.Errorf("%s on %v: keys %x (%v), the walk's %x (%v)", ix.def.Name, doc, got, gotErr, want, wantErr)
+			}
+			if _, _, ok := ix.scalarEntryKey(doc); ok {
+				scalar++
+			}
+		}
+	}
+	// asc, desc, sparse, ttl and collated take the scalar path for every
+	// value but the two arrays.
+	if want := 5 * (len(values) + 1 - 2); scalar != want {
+		t.Fatalf("%d cases took the scalar path, want %d", scalar, want)
+	}
+}
+
+// absent marks a test document without the indexed field.
+type absent struct{}

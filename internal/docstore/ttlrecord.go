@@ -2,6 +2,7 @@ package docstore
 
 import (
 	"encoding/binary"
+	"slices"
 )
 
 // A TTL index entry carries, in its value, the deletion record of its
@@ -91,6 +92,7 @@ func splitEntryValue(v []byte) (id, rec []byte, ok bool) {
 // document idEnc of the given size, whose keys in indexes (the secondary
 // ones, in catalog order) are keys.
 func appendTTLEntryValue(dst, idEnc []byte, size int, indexes []*indexState, keys [][][]byte) []byte {
+	dst = slices.Grow(dst, ttlEntryValueSize(idEnc, keys))
 	dst = append(dst, recordTag)
 	dst = binary.AppendUvarint(dst, uint64(len(idEnc)))
 	dst = append(dst, idEnc...)
@@ -105,6 +107,19 @@ func appendTTLEntryValue(dst, idEnc []byte, size int, indexes []*indexState, key
 		}
 	}
 	return dst
+}
+
+// ttlEntryValueSize bounds the length of appendTTLEntryValue's value, so
+// that it is made in one allocation.
+func ttlEntryValueSize(idEnc []byte, keys [][][]byte) int {
+	n := 1 + 4*binary.MaxVarintLen64 + len(idEnc)
+	for _, ks := range keys {
+		n += 2 * binary.MaxVarintLen64
+		for _, k := range ks {
+			n += binary.MaxVarintLen64 + len(k)
+		}
+	}
+	return n
 }
 
 // walkRecord checks that rec was written for indexes and hands each key it
