@@ -29,7 +29,15 @@ func (ix *indexState) expiresAt(doc bson.D) (time.Time, bool) {
 	if ix.partial != nil && !ix.partial.Match(doc) {
 		return time.Time{}, false
 	}
-	vals, _ := bsonutil.IndexKeys(doc, ix.def.Fields[0].Path)
+	path := ix.def.Fields[0].Path
+	if v, _, ok := bsonutil.TopLevelIndexKey(doc, path); ok {
+		d, isDate := v.(bson.DateTime)
+		if !isDate {
+			return time.Time{}, false
+		}
+		return ix.expiry(d), true
+	}
+	vals, _ := bsonutil.IndexKeys(doc, path)
 	var earliest bson.DateTime
 	found := false
 	for _, v := range vals {
