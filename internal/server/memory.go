@@ -119,22 +119,23 @@ func (m *memoryReturner) armQuiet(end uint64) {
 // has been quiet all along, and returns memory if it holds much; if some
 // ended and the server is idle again, it waits a period from now.
 func (m *memoryReturner) quietCheck(end uint64) {
-	now := m.ends.Load()
-	if m.idle() && now != end {
+	now, idle := m.ends.Load(), m.idle()
+	if idle && now != end {
 		m.after(quietPeriod, func() { m.quietCheck(now) })
 		return
 	}
-	quiet := m.idle() && now == end
-	// Disarmed before looking at idle again: a request that ends from
-	// here on arms its own check.
+	// Disarmed before anything else: a request that ends from here on
+	// arms its own check.
 	m.quietArmed.Store(false)
-	switch {
-	case quiet:
-		h := m.heap()
-		if h.allocated > m.allocsAtReturn.Load()+idleGrowth || h.free > idleGrowth {
+	if idle {
+		if h := m.heap(); h.allocated > m.allocsAtReturn.Load()+idleGrowth || h.free > idleGrowth {
 			m.schedule()
 		}
-	case m.idle():
+		return
+	}
+	// Busy at the check: a request that ended since it looked found the
+	// check still armed, so it is armed again here.
+	if m.idle() {
 		m.armQuiet(m.ends.Load())
 	}
 }

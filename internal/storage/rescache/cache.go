@@ -254,13 +254,18 @@ func (c *Cache) pointEntry(key, value []byte) (slot, bool) {
 	return c.entryAt(p, slotKey, family, key, value), true
 }
 
-// entryAt is pointEntry for a key whose slot key is known.
-func (c *Cache) entryAt(p *Policy, slotKey []byte, family bool, key, value []byte) slot {
+// entryLen bounds the data of entryAt's entry.
+func entryLen(slotKey []byte, family bool, key, value []byte) int {
 	n := len(slotKey) + len(value)
 	if family {
 		n += binary.MaxVarintLen32 + len(key)
 	}
-	data := append(make([]byte, 0, n), slotKey...)
+	return n
+}
+
+// entryAt is pointEntry for a key whose slot key is known.
+func (c *Cache) entryAt(p *Policy, slotKey []byte, family bool, key, value []byte) slot {
+	data := append(make([]byte, 0, entryLen(slotKey, family, key, value)), slotKey...)
 	if family {
 		data = binary.AppendUvarint(data, uint64(len(key)))
 		data = append(data, key...)
@@ -365,15 +370,26 @@ func (c *Cache) Written(key, value []byte, keep Keep) bool {
 	hash := c.hashOf(slotKey)
 	sh := c.shardOf(hash)
 	var e slot
-	if keep != KeepNone {
+	if keep == KeepHeld {
 		e = c.entryAt(p, slotKey, family, key, value)
-		e.hash = hash
 	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	sh.writing--
 	sh.seq++
-	if keep == KeepNone || !c.fits(sh, e, keep == KeepSpare) {
+	switch keep {
+	case KeepNone:
+		return false
+	case KeepSpare:
+		// Copied only once the shard has room: a write into a full
+		// cache (a bulk load) allocates nothing.
+		if sh.bytes+int64(entryLen(slotKey, family, key, value))+itemOverhead > sh.max {
+			return false
+		}
+		e = c.entryAt(p, slotKey, family, key, value)
+	}
+	e.hash = hash
+	if !c.fits(sh, e, keep == KeepSpare) {
 		return false
 	}
 	sh.seq++

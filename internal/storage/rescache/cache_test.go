@@ -278,6 +278,17 @@ func TestKeepSpareNeverEvicts(t *testing.T) {
 	if kept == 0 || kept == 1000 || st.Evictions != 0 || int(st.Items) != kept || st.Bytes > st.MaxBytes {
 		t.Fatalf("KeepSpare kept %d of 1,000: %+v; want some, within the bound, none evicted", kept, st)
 	}
+	// A refused value is not copied: a bulk load into a full cache
+	// allocates nothing for it.
+	key, value := []byte("k9999"), make([]byte, 100)
+	if allocs := testing.AllocsPerRun(100, func() {
+		c.Invalidate(key)
+		if c.Written(key, value, KeepSpare) {
+			t.Fatal("KeepSpare kept a value in a full cache")
+		}
+	}); allocs != 0 {
+		t.Fatalf("a refused KeepSpare write made %.0f allocations", allocs)
+	}
 	for i := range 1000 {
 		written(c, fmt.Sprintf("n%04d", i), make([]byte, 100), KeepHeld)
 	}
