@@ -3,8 +3,10 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -121,8 +123,54 @@ func (rs *replSet) waitPrimary(not int, timeout time.Duration) int {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	rs.dumpRaft()
 	rs.t.Fatalf("no primary within %v", timeout)
 	return -1
+}
+
+// dumpRaft logs, for a set that failed to elect, each live member's raft
+// lines and its goroutines in the repl package: it ends each member with
+// SIGQUIT, whose stack dump goes to the member's log.
+func (rs *replSet) dumpRaft() {
+	for i, p := range rs.procs {
+		if p == nil || p.killed || p.log == "" {
+			continue
+		}
+		p.killed = true // its log is summarized here, not printed again
+		_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+		_, _ = p.cmd.Process.Wait()
+		b, err := os.ReadFile(p.log)
+		if err != nil {
+			continue
+		}
+		rs.t.Logf("member %d (%s), raft's last lines and goroutines in repl:\n%s", i, rs.addrs[i], raftSummary(string(b)))
+	}
+}
+
+// raftSummary is a member log's last 30 raft lines and the goroutines of
+// its stack dump that run in the repl package.
+func raftSummary(log string) string {
+	head, dump, _ := strings.Cut(log, "SIGQUIT: quit")
+	var raft []string
+	for _, l := range strings.Split(head, "\n") {
+		if strings.Contains(l, "component=raft") || strings.Contains(l, "replica set") {
+			raft = append(raft, l)
+		}
+	}
+	raft = raft[max(0, len(raft)-30):]
+	var stacks []string
+	for _, g := range strings.Split(dump, "\n\n") {
+		if !strings.Contains(g, "/internal/repl.") {
+			continue
+		}
+		var frames []string
+		for _, l := range strings.Split(g, "\n") {
+			l, _, _ = strings.Cut(l, " fp=") // the traceback's frame addresses
+			frames = append(frames, l)
+		}
+		stacks = append(stacks, strings.Join(frames, "\n"))
+	}
+	return strings.Join(raft, "\n") + "\n" + strings.Join(stacks, "\n\n")
 }
 
 func isPrimary(addr string) bool {

@@ -49,7 +49,8 @@ func shardedRows(rep *Report) []row {
 	return []row{
 		t(tRouter),
 		{"CPU µs per operation in those rounds (medians): through the router, router + shard + clients / directly, shard + clients", PhaseSharded, overheadCPUCell},
-		{"sessions ops/s through the router, 1 / 2 / 3 capped shards (the sessions clients for each shard)", PhaseSharded, scalingCell(func(r *ScalingRun) float64 { return r.Sessions.OpsPerSec })},
+		{"sessions ops/s through the router, 1 / 2 / 3 capped shards (the sessions clients for each shard; the median window)", PhaseSharded, scalingCell(func(r *ScalingRun) float64 { return r.Sessions.OpsPerSec })},
+		{"every window of that workload, 1 / 2 / 3 shards", PhaseSharded, scalingRoundsCell},
 		t(tScaling),
 		{"the same from the sessions clients in all, 1 / 2 / 3 shards", PhaseSharded, scalingCell(fixedClientsRate)},
 		{"control, unfiltered finds/s (every shard answers), 1 / 2 / 3 shards", PhaseSharded, scalingCell(func(r *ScalingRun) float64 { return r.Scans.OpsPerSec })},
@@ -104,6 +105,25 @@ func scalingCell(f func(*ScalingRun) float64) func(*ModeReport) string {
 		}
 		return strings.Join(parts, " / ")
 	}
+}
+
+// scalingRoundsCell lists each cluster's windows, in the order run.
+func scalingRoundsCell(m *ModeReport) string {
+	if m.Sharded == nil || len(m.Sharded.Scaling) == 0 {
+		return missing
+	}
+	var parts []string
+	for _, r := range m.Sharded.Scaling {
+		var rates []string
+		for _, w := range r.SessionsRounds {
+			rates = append(rates, fmtN(w.OpsPerSec))
+		}
+		if len(rates) == 0 {
+			return missing
+		}
+		parts = append(parts, strings.Join(rates, ", "))
+	}
+	return strings.Join(parts, " / ")
 }
 
 func throttleCell(m *ModeReport) string {
