@@ -3,7 +3,9 @@ package docstore
 import (
 	"errors"
 	"hash/maphash"
+	"math/rand/v2"
 	"runtime"
+	"time"
 
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
@@ -30,8 +32,19 @@ const lockStripes = 64
 // errRetry asks the caller to release every lock and run the write again.
 var errRetry = errors.New("docstore: lock busy, retry")
 
-// maxRetries bounds errRetry loops before a write reports WriteConflict.
-const maxRetries = 1000
+// A write that must retry yields at first (the holder is usually running
+// and about to release), then sleeps, backing off, since the holder may
+// be a thread the kernel has paused on a busy machine: a thousand yields
+// pass in under a millisecond, and a write that gave up after them
+// answered WriteConflict under CPU load. mongod retries a write conflict
+// outside a transaction without end; a write here gives up only after
+// retryBudget of sleeping, which a holder never takes unless stuck.
+const (
+	retrySpins     = 100
+	retryFirstWait = 20 * time.Microsecond
+	retryMaxWait   = 2 * time.Millisecond
+	retryBudget    = 10 * time.Second
+)
 
 func (c *Collection) stripeOf(idEnc []byte) int {
 	return int(maphash.Bytes(c.seed, idEnc) % lockStripes)
@@ -98,21 +111,34 @@ func (c *Collection) withDocLock(idEnc []byte, fn func(l *lockSet) error) error 
 }
 
 // retrying runs once again, its locks released in between, while it asks
-// for a retry (WriteConflict after maxRetries) or for a wait on an expiry
-// batch in flight.
+// for a retry (WriteConflict once retryBudget is slept) or for a wait on
+// an expiry batch in flight.
 func retrying(once func() error, conflict string) error {
+	return retryingWithin(once, conflict, retryBudget)
+}
+
+func retryingWithin(once func() error, conflict string, budget time.Duration) error {
+	var slept time.Duration
+	wait := retryFirstWait
 	for attempt := 0; ; attempt++ {
 		err := once()
-		var wait errInFlight
+		var inFlight errInFlight
 		switch {
-		case errors.As(err, &wait):
-			_ = wait.batch.Wait() // failed or not, the write reads again
+		case errors.As(err, &inFlight):
+			_ = inFlight.batch.Wait() // failed or not, the write reads again
 		case !errors.Is(err, errRetry):
 			return err
-		case attempt == maxRetries:
+		case attempt < retrySpins:
+			runtime.Gosched()
+		case slept >= budget:
 			return mongoerr.New(mongoerr.WriteConflict, conflict)
 		default:
-			runtime.Gosched()
+			// Jitter keeps two writers that each hold what the other
+			// tries from backing off in step.
+			d := wait/2 + rand.N(wait/2+1)
+			time.Sleep(d)
+			slept += d
+			wait = min(2*wait, retryMaxWait)
 		}
 	}
 }

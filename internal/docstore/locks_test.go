@@ -57,3 +57,38 @@ func TestConcurrentWritesKeepUniqueAndIndexesExact(t *testing.T) {
 		t.Fatalf("validate after concurrent writes: %+v", res)
 	}
 }
+
+// TestRetryOutlastsAPausedHolder: a holder the kernel pauses keeps a
+// stripe far longer than a thousand yields take; the write waits it out
+// instead of answering WriteConflict.
+func TestRetryOutlastsAPausedHolder(t *testing.T) {
+	released := time.Now().Add(50 * time.Millisecond)
+	attempts := 0
+	err := retrying(func() error {
+		attempts++
+		if time.Now().Before(released) {
+			return errRetry
+		}
+		return nil
+	}, "conflict")
+	if err != nil {
+		t.Fatalf("write gave up while the holder was paused, after %d attempts: %v", attempts, err)
+	}
+	if attempts > retrySpins+1000 {
+		t.Errorf("%d attempts in 50 ms: the retry spins instead of backing off", attempts)
+	}
+}
+
+// TestRetryGivesUpOnAStuckHolder: a stripe never released ends in
+// WriteConflict once the budget is slept, and the write holds nothing
+// meanwhile (once runs with its locks released each time).
+func TestRetryGivesUpOnAStuckHolder(t *testing.T) {
+	start := time.Now()
+	err := retryingWithin(func() error { return errRetry }, "stuck", 30*time.Millisecond)
+	if code := mongoerr.As(err).Code; code != mongoerr.WriteConflict {
+		t.Fatalf("err = %v, want WriteConflict", err)
+	}
+	if took := time.Since(start); took < 30*time.Millisecond {
+		t.Errorf("gave up after %v, before its budget", took)
+	}
+}
