@@ -38,7 +38,9 @@ var errRetry = errors.New("docstore: lock busy, retry")
 // pass in under a millisecond, and a write that gave up after them
 // answered WriteConflict under CPU load. mongod retries a write conflict
 // outside a transaction without end; a write here gives up only after
-// retryBudget of sleeping, which a holder never takes unless stuck.
+// retryBudget of sleeping, which a holder never takes unless stuck. The
+// sleeps are real time, not the server's clock: they wait for a thread,
+// not for a date.
 const (
 	retrySpins     = 100
 	retryFirstWait = 20 * time.Microsecond

@@ -119,14 +119,16 @@ func ownedStore(t *testing.T, o Ownership) (*Store, *clock.Manual) {
 	return s, clk
 }
 
-// indexedColl creates db.<name> with the index spec.
-func indexedColl(t *testing.T, s *Store, name string, spec bson.D) *Collection {
+// indexedColl creates db.<name> with the indexes specs describe.
+func indexedColl(t *testing.T, s *Store, name string, specs ...bson.D) *Collection {
 	t.Helper()
 	c, err := s.CreateCollection("db", name, CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustIndex(t, c, spec)
+	for _, spec := range specs {
+		mustIndex(t, c, spec)
+	}
 	return c
 }
 

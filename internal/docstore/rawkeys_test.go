@@ -14,21 +14,14 @@ import (
 // document gives, or deleting by them would leave index entries behind.
 func TestRawKeysAgreeWithEntryKeys(t *testing.T) {
 	s, clk := openStore(t)
-	c, err := s.CreateCollection("db", "raw", CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	specs := []bson.D{
-		{{Key: "key", Value: bson.D{{Key: "t", Value: 1}}}, {Key: "name", Value: "t_1"}, {Key: "expireAfterSeconds", Value: 10}},
-		{{Key: "key", Value: bson.D{{Key: "v", Value: -1}}}, {Key: "name", Value: "v_-1"}},
-		{{Key: "key", Value: bson.D{{Key: "v", Value: 1}, {Key: "t", Value: -1}}}, {Key: "name", Value: "v_t"}},
-		{{Key: "key", Value: bson.D{{Key: "w", Value: 1}}}, {Key: "name", Value: "w_sparse"}, {Key: "sparse", Value: true}},
-		{{Key: "key", Value: bson.D{{Key: "e.k", Value: 1}}}, {Key: "name", Value: "dotted"}},
-		{{Key: "key", Value: bson.D{{Key: "v", Value: 1}}}, {Key: "name", Value: "partial"}, {Key: "partialFilterExpression", Value: bson.D{{Key: "w", Value: bson.D{{Key: "$exists", Value: true}}}}}},
-	}
-	for _, spec := range specs {
-		mustIndex(t, c, spec)
-	}
+	c := indexedColl(t, s, "raw",
+		bson.D{{Key: "key", Value: bson.D{{Key: "t", Value: 1}}}, {Key: "name", Value: "t_1"}, {Key: "expireAfterSeconds", Value: 10}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "v", Value: -1}}}, {Key: "name", Value: "v_-1"}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "v", Value: 1}, {Key: "t", Value: -1}}}, {Key: "name", Value: "v_t"}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "w", Value: 1}}}, {Key: "name", Value: "w_sparse"}, {Key: "sparse", Value: true}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "e.k", Value: 1}}}, {Key: "name", Value: "dotted"}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "v", Value: 1}}}, {Key: "name", Value: "partial"}, {Key: "partialFilterExpression", Value: bson.D{{Key: "w", Value: bson.D{{Key: "$exists", Value: true}}}}}},
+	)
 	now := clk.Now()
 	values := []any{nil, "s", int32(7), int64(7), 7.5, true, date(now.Add(-time.Hour)), date(now.Add(time.Hour)),
 		bson.NewObjectID(), bson.A{int32(1), "x"}, bson.A{}, bson.D{{Key: "k", Value: 1}}, bson.Regex{Pattern: "a"}, bson.MinKey{}}
@@ -85,24 +78,17 @@ func TestRawKeysAgreeWithEntryKeys(t *testing.T) {
 // walk.
 func TestScalarEntryKeysAgreeWithTheWalk(t *testing.T) {
 	s, _ := openStore(t)
-	c, err := s.CreateCollection("db", "scalar", CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	specs := []bson.D{
-		{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: "asc"}},
-		{{Key: "key", Value: bson.D{{Key: "d", Value: -1}}}, {Key: "name", Value: "desc"}},
-		{{Key: "key", Value: bson.D{{Key: "s", Value: 1}}}, {Key: "name", Value: "sparse"}, {Key: "sparse", Value: true}},
-		{{Key: "key", Value: bson.D{{Key: "t", Value: 1}}}, {Key: "name", Value: "ttl"}, {Key: "expireAfterSeconds", Value: 10}},
-		{{Key: "key", Value: bson.D{{Key: "c", Value: 1}}}, {Key: "name", Value: "collated"},
+	c := indexedColl(t, s, "scalar",
+		bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}}}, {Key: "name", Value: "asc"}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "d", Value: -1}}}, {Key: "name", Value: "desc"}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "s", Value: 1}}}, {Key: "name", Value: "sparse"}, {Key: "sparse", Value: true}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "t", Value: 1}}}, {Key: "name", Value: "ttl"}, {Key: "expireAfterSeconds", Value: 10}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "c", Value: 1}}}, {Key: "name", Value: "collated"},
 			{Key: "collation", Value: bson.D{{Key: "locale", Value: "en"}, {Key: "strength", Value: 2}}}},
-		{{Key: "key", Value: bson.D{{Key: "h", Value: "hashed"}}}, {Key: "name", Value: "hashed"}},
-		{{Key: "key", Value: bson.D{{Key: "a", Value: 1}, {Key: "w", Value: 1}}}, {Key: "name", Value: "compound"}},
-		{{Key: "key", Value: bson.D{{Key: "e.k", Value: 1}}}, {Key: "name", Value: "dotted"}},
-	}
-	for _, spec := range specs {
-		mustIndex(t, c, spec)
-	}
+		bson.D{{Key: "key", Value: bson.D{{Key: "h", Value: "hashed"}}}, {Key: "name", Value: "hashed"}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "a", Value: 1}, {Key: "w", Value: 1}}}, {Key: "name", Value: "compound"}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "e.k", Value: 1}}}, {Key: "name", Value: "dotted"}},
+	)
 	// One value per BSON type, arrays and documents included, and none.
 	values := []any{
 		bson.MinKey{}, bson.Undefined{}, nil, math.NaN(), int32(7), int64(7), 7.5, "Sx", "sx", bson.D{{Key: "k", Value: "x"}},

@@ -383,7 +383,7 @@ func (c *Cache) Written(key, value []byte, keep Keep) bool {
 	case KeepSpare:
 		// Copied only once the shard has room: a write into a full
 		// cache (a bulk load) allocates nothing.
-		if sh.bytes+int64(entryLen(slotKey, family, key, value))+itemOverhead > sh.max {
+		if !sh.hasRoom(entryLen(slotKey, family, key, value) + itemOverhead) {
 			return false
 		}
 		e = c.entryAt(p, slotKey, family, key, value)
@@ -407,7 +407,7 @@ func (c *Cache) fits(sh *shard, e slot, spare bool) bool {
 	case e.expiry != 0 && e.expiry <= c.now():
 		return false // already expired: never worth keeping
 	case spare:
-		return sh.bytes+int64(e.size) <= sh.max
+		return sh.hasRoom(int(e.size))
 	}
 	return true
 }

@@ -30,6 +30,10 @@ type shard struct {
 	max     int64
 }
 
+// hasRoom reports whether an entry of size bytes fits beside what the
+// shard holds, evicting nothing.
+func (sh *shard) hasRoom(size int) bool { return sh.bytes+int64(size) <= sh.max }
+
 // slot is a cached value or range. Its data is its key (a range's lower
 // bound: the range is every key starting with it), then the value or the
 // range's entries (appendEntry);
