@@ -416,10 +416,10 @@ const (
 	// about 3.2 MB).
 	soakCursors   = 21
 	soakPerCursor = 4 << 20
-	// pebblestore: a 64 MiB block cache, memtables of 24 MiB of which at
+	// pebblestore: a 64 MiB block cache, memtables of 16 MiB of which at
 	// most 4 queued and one being filled.
 	soakBlockCache = 64 << 20
-	soakMemTables  = 5 * 24 << 20
+	soakMemTables  = 5 * 16 << 20
 	// The resident cache in front of pebble, at its default bound, in the
 	// Go heap.
 	soakResidentCache = app.DefaultResidentCacheBytes

@@ -338,9 +338,10 @@ func (rw *recordWriter) trim() {
 }
 
 var (
-	_ EventBatch          = (*batch)(nil)
-	_ storage.Encodable   = (*batch)(nil)
-	_ storage.GroupCommit = (*batch)(nil)
+	_ EventBatch             = (*batch)(nil)
+	_ storage.Encodable      = (*batch)(nil)
+	_ storage.GroupCommit    = (*batch)(nil)
+	_ storage.SoleEntryNoter = (*batch)(nil)
 )
 
 // batch is a storage batch of the standalone Engine.
@@ -393,6 +394,13 @@ func (b *batch) CommitNoWait() (func() error, error) {
 		return storage.CommitNoWait(b.Batch, b.eng.Engine)
 	}
 	return b.eng.commitNoWait(b)
+}
+
+// NoteSoleEntry forwards to the base batch when it takes the note.
+func (b *batch) NoteSoleEntry(lower, upper, key, value []byte) {
+	if n, ok := b.Batch.(storage.SoleEntryNoter); ok {
+		n.NoteSoleEntry(lower, upper, key, value)
+	}
 }
 
 // Repr forwards the base batch's encoding when it has one.

@@ -277,7 +277,7 @@ func (b *indexBuild) put(k []byte, d *stored) error {
 		if other, ok := b.pending[string(k)]; ok && string(other) != string(d.idEnc) {
 			return b.c.dupKeyError(b.ix, d.doc)
 		}
-		if err := b.t.checkUnique(b.ix, k, d); err != nil {
+		if _, err := b.t.checkUnique(b.ix, k, d); err != nil {
 			return err
 		}
 		b.pending[string(k)] = d.idEnc

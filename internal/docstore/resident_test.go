@@ -315,6 +315,41 @@ func (b shippingBatch) Commit(sync bool) error {
 	return nil
 }
 
+// NoteSoleEntry forwards, as the change log engine's batch does.
+func (b shippingBatch) NoteSoleEntry(lower, upper, key, value []byte) {
+	b.Batch.(storage.SoleEntryNoter).NoteSoleEntry(lower, upper, key, value)
+}
+
+// TestClaimedUniqueValuesAreResident: a write that claims a unique
+// index's value nobody held leaves that value's range in the cache, so a
+// session's first lookup by token is a memory read; a value of an index
+// that is not unique is read from storage the first time, as before.
+func TestClaimedUniqueValuesAreResident(t *testing.T) {
+	s, _ := openStore(t)
+	c, _ := s.CreateCollection("db", "c", CreateOptions{})
+	mustIndex(t, c, bson.D{{Key: "key", Value: bson.D{{Key: "token", Value: 1}}}, {Key: "name", Value: "token_1"}, {Key: "unique", Value: true}})
+	mustIndex(t, c, bson.D{{Key: "key", Value: bson.D{{Key: "user", Value: 1}}}, {Key: "name", Value: "user_1"}})
+	for i := range 20 {
+		insert(t, c, bson.D{{Key: "_id", Value: i}, {Key: "token", Value: fmt.Sprint("t", i)}, {Key: "user", Value: i}})
+	}
+	misses := func(filter bson.D) int64 {
+		t.Helper()
+		before := s.resident.Stats().Misses
+		if doc, err := c.FindOne(filter); err != nil || doc == nil {
+			t.Fatalf("find %v: %v, %v", filter, doc, err)
+		}
+		return s.resident.Stats().Misses - before
+	}
+	for i := range 20 {
+		if n := misses(bson.D{{Key: "token", Value: fmt.Sprint("t", i)}}); n != 0 {
+			t.Fatalf("the first find of an inserted token missed the cache %d times", n)
+		}
+		if n := misses(bson.D{{Key: "user", Value: i}}); n != 1 {
+			t.Fatalf("the first find by a field of an index that is not unique missed %d times; want its range read once", n)
+		}
+	}
+}
+
 func modify(t *testing.T, c *Collection, id string, fn func(bson.D) Change) {
 	t.Helper()
 	if _, err := c.Modify(id, WriteOptions{}, func(doc bson.D) (Change, error) { return fn(doc), nil }); err != nil {
@@ -370,11 +405,13 @@ func TestExpiredDocumentsLeaveTheCache(t *testing.T) {
 func TestInsertsNeverPushOutReadDocuments(t *testing.T) {
 	s, _ := openStoreCache(t, true, 64<<10)
 	c, _ := s.CreateCollection("db", "c", CreateOptions{})
+	// Each insert claims a unique value too, whose range it installs.
+	mustIndex(t, c, bson.D{{Key: "key", Value: bson.D{{Key: "k", Value: 1}}}, {Key: "name", Value: "k_1"}, {Key: "unique", Value: true}})
 	insert(t, c, bson.D{{Key: "_id", Value: "read"}, {Key: "n", Value: 0}})
 	findByID(t, c, "read")
 	pad := strings.Repeat("x", 200)
 	for i := range 2000 {
-		insert(t, c, bson.D{{Key: "_id", Value: i}, {Key: "pad", Value: pad}})
+		insert(t, c, bson.D{{Key: "_id", Value: i}, {Key: "pad", Value: pad}, {Key: "k", Value: i}})
 	}
 	st := s.resident.Stats()
 	if st.Evictions != 0 || st.Bytes > st.MaxBytes {

@@ -555,8 +555,10 @@ func (t *tx) updateIndex(ix *indexState, newKeys [][]byte, d, old *stored, ttlVa
 		if kept && !ix.def.TTL {
 			continue
 		}
+		var claimed []byte // k's range, found empty under the unique-key lock
 		if !kept {
-			if err := t.checkUnique(ix, k, d); err != nil {
+			var err error
+			if claimed, err = t.checkUnique(ix, k, d); err != nil {
 				return err
 			}
 			t.noteUnique(ix, k)
@@ -565,11 +567,29 @@ func (t *tx) updateIndex(ix *indexState, newKeys [][]byte, d, old *stored, ttlVa
 				t.noteLRUEntry(ix, entryKey(ix, k, d.idEnc))
 			}
 		}
-		if err := t.b.Set(entryKey(ix, k, d.idEnc), value); err != nil {
+		ek := entryKey(ix, k, d.idEnc)
+		if err := t.b.Set(ek, value); err != nil {
 			return err
+		}
+		if claimed != nil {
+			t.noteSoleEntry(ix, claimed, ek, value)
 		}
 	}
 	return nil
+}
+
+// noteSoleEntry tells the engine's cache that the range lower of ix, which
+// the write found empty, holds only (key, value) once it commits: no other
+// writer can add to it while this one holds the unique-key lock, nor take
+// the entry away while it holds the document's stripe. A session's first
+// lookup by token then finds its entry resident.
+func (t *tx) noteSoleEntry(ix *indexState, lower, key, value []byte) {
+	if t.locks == nil || !t.locks.unique || !ix.def.Ready {
+		return
+	}
+	if n, ok := t.b.(storage.SoleEntryNoter); ok {
+		n.NoteSoleEntry(lower, prefixEnd(lower), key, value)
+	}
 }
 
 func containsKey(keys [][]byte, k []byte) bool {
@@ -597,17 +617,21 @@ func appendEntryKey(dst []byte, ix *indexState, key, idEnc []byte) []byte {
 
 // checkUnique fails with E11000 when another live document holds key in a
 // unique index. An expired holder is deleted in the same batch instead.
-func (t *tx) checkUnique(ix *indexState, key []byte, d *stored) error {
+// When the index had no entry for key at all, it returns the range's lower
+// bound (noteSoleEntry).
+func (t *tx) checkUnique(ix *indexState, key []byte, d *stored) (empty []byte, err error) {
 	if !ix.def.RefusesDuplicates() || ix.def.IsID() {
-		return nil
+		return nil, nil
 	}
 	lo := append(append([]byte(nil), ix.prefix...), key...)
 	it, err := t.r.NewIter(lo, prefixEnd(lo))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var holders [][]byte
+	seen := false
 	for ok := it.First(); ok; ok = it.Next() {
+		seen = true
 		if id := entryID(it.Value()); !bytes.Equal(id, d.idEnc) {
 			holders = append(holders, append([]byte(nil), id...))
 		}
@@ -615,9 +639,12 @@ func (t *tx) checkUnique(ix *indexState, key []byte, d *stored) error {
 	err = it.Error()
 	it.Close()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return t.evictHolders(ix, key, holders, d)
+	if !seen {
+		return lo, nil
+	}
+	return nil, t.evictHolders(ix, key, holders, d)
 }
 
 // evictHolders fails with E11000 when a live holder of key has it as its

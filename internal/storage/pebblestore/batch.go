@@ -14,7 +14,10 @@ var (
 	errBatchUsed   = errors.New("pebblestore: batch already committed")
 )
 
-var _ storage.Encodable = (*batch)(nil)
+var (
+	_ storage.Encodable      = (*batch)(nil)
+	_ storage.SoleEntryNoter = (*batch)(nil)
+)
 
 // batch is a storage.Batch. It is single-use: after Commit (successful or
 // not) only Len and Close are meaningful. Not safe for concurrent use.
@@ -24,6 +27,37 @@ type batch struct {
 	gen  uint64        // the store's reopen count when pb was made
 	used bool
 	err  error // set for batches made on a closed (or recovering) store
+	// sole are the ranges the writer noted the batch leaves holding one
+	// entry (NoteSoleEntry), for the resident cache.
+	sole []soleEntry
+}
+
+// soleEntry is a range [lower, upper) that holds only (key, value), all
+// four in one copy.
+type soleEntry struct {
+	lower, upper, key, value []byte
+}
+
+// NoteSoleEntry implements storage.SoleEntryNoter. The note is kept only
+// when the store has a resident cache to tell.
+func (b *batch) NoteSoleEntry(lower, upper, key, value []byte) {
+	if b.usable() != nil || b.s.resident == nil {
+		return
+	}
+	buf := make([]byte, 0, len(lower)+len(upper)+len(key)+len(value))
+	var e soleEntry
+	buf, e.lower = appendPart(buf, lower)
+	buf, e.upper = appendPart(buf, upper)
+	buf, e.key = appendPart(buf, key)
+	_, e.value = appendPart(buf, value)
+	b.sole = append(b.sole, e)
+}
+
+// appendPart appends p to buf and returns both, p's copy capped.
+func appendPart(buf, p []byte) ([]byte, []byte) {
+	n := len(buf)
+	buf = append(buf, p...)
+	return buf, buf[n:len(buf):len(buf)]
 }
 
 func (b *batch) usable() error {

@@ -9,8 +9,9 @@ import (
 )
 
 // BenchmarkUnsyncedCommitGuard is an unsynced commit of one 200-byte value
-// from 16 writers, with and without the guard snapshot the store takes
-// around it (durable.go): what the guard costs a write that is not synced.
+// from 16 writers, with and without a guard snapshot around it, as a
+// durable commit takes (durable.go): what unsynced commits save by taking
+// none.
 func BenchmarkUnsyncedCommitGuard(b *testing.B) {
 	for _, guarded := range []bool{false, true} {
 		name := "bare"

@@ -13,7 +13,7 @@ import (
 // Tuning for many small documents, written and deleted at a high rate (TTL
 // expiry). The reasoning is in docs/design/0002-storage-and-durability.md.
 const (
-	memTableSize          = 24 << 20
+	memTableSize          = 16 << 20
 	memTableStopThreshold = 4  // memtables queued before writes stall
 	l0CompactionThreshold = 2  // start L0 compactions early: keeps read-amp low
 	l0StopWritesThreshold = 24 // but absorb bursts (e.g. expiry sweeps) before stalling

@@ -129,6 +129,18 @@ func (s *Store) settleResident(w residentWrites, applied bool) {
 	})
 }
 
+// installSole keeps the ranges a committed batch's writer noted hold one
+// entry each, while the cache has room. It runs after settleResident,
+// whose drops of those ranges it must follow.
+func (s *Store) installSole(sole []soleEntry) {
+	if s.resident == nil {
+		return
+	}
+	for _, e := range sole {
+		s.resident.InstallRange(e.lower, e.upper, []rescache.KV{{Key: e.key, Value: e.value}})
+	}
+}
+
 // eachWrite calls fn for each operation of the encoded batch w. An
 // operation of a kind the cache does not know, or an unreadable batch,
 // empties the cache: it may change anything.

@@ -309,6 +309,9 @@ func (s *Store) apply(b *batch, durable bool) (wait func() error, entered bool, 
 		wait, err = s.applyDurable(db, b.pb)
 	}
 	s.settleResident(installs, err == nil)
+	if err == nil {
+		s.installSole(b.sole)
+	}
 	return wait, true, err
 }
 
@@ -334,22 +337,15 @@ func (s *Store) writableDB(b *batch) (*pebble.DB, error) {
 }
 
 // applyUnsynced applies pb without waiting for the WAL; the background
-// syncer makes it durable. Its guard lives only during the apply.
+// syncer makes it durable. It takes no guard: a batch pebble fails to
+// commit is never published, so it is not visible (durable.go).
 func (s *Store) applyUnsynced(db *pebble.DB, pb *pebble.Batch) error {
-	apply := func() error { return db.Apply(pb, pebble.NoSync) }
-	if s.inMem {
-		if err := s.pebbleWrite(apply); err != nil {
-			return fmt.Errorf("pebblestore: commit: %w", err)
-		}
-		return nil
-	}
-	g := s.takeGuard(db)
-	if err := s.pebbleWrite(apply); err != nil {
-		s.installView(g)
+	if err := s.pebbleWrite(func() error { return db.Apply(pb, pebble.NoSync) }); err != nil {
 		return fmt.Errorf("pebblestore: commit: %w", err)
 	}
-	s.release(g)
-	s.dirty.Store(true)
+	if !s.inMem {
+		s.dirty.Store(true)
+	}
 	return nil
 }
 

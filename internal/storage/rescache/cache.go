@@ -227,7 +227,7 @@ func (c *Cache) Fill(key, value []byte, t Ticket) {
 		return
 	}
 	if e, ok := c.pointEntry(key, value); ok {
-		c.put(t, e)
+		c.put(t, e, false)
 	}
 }
 
@@ -275,8 +275,9 @@ func (c *Cache) entryAt(p *Policy, slotKey []byte, family bool, key, value []byt
 		expiry: c.expiryOf(p, key, value), size: int32(len(data)) + itemOverhead}
 }
 
-// put inserts e, read from storage under t, if t is still current.
-func (c *Cache) put(t Ticket, e slot) {
+// put inserts e, read from storage under t, if t is still current; with
+// spare, only where the shard has room without evicting.
+func (c *Cache) put(t Ticket, e slot, spare bool) {
 	key := e.key()
 	e.hash = c.hashOf(key)
 	sh := c.shardOf(e.hash)
@@ -288,7 +289,7 @@ func (c *Cache) put(t Ticket, e slot) {
 	if t.sh == nil || t.seq != sh.seq || (!e.isRange && sh.writing > 0) || (e.isRange && t.epoch != c.groups[e.group].epoch.Load()) {
 		return
 	}
-	if c.fits(sh, e, false) {
+	if c.fits(sh, e, spare) {
 		c.insertLocked(sh, e)
 	}
 }

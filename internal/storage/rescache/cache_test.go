@@ -424,3 +424,45 @@ func TestInvalidateRangeMeetsRanges(t *testing.T) {
 		}
 	}
 }
+
+// TestInstallRange: a commit's writer installs the range it knows; a
+// read of storage that began before the install does not replace it; an
+// install, like KeepSpare, takes only spare room, and a refused one
+// allocates nothing.
+func TestInstallRange(t *testing.T) {
+	c := newTest(1<<20, nil)
+	lo, hi := []byte("ab"), []byte("ac")
+	_, before, _ := c.GetRange(lo) // a read that began before the commit
+	c.InstallRange(lo, hi, []KV{{Key: []byte("ab1"), Value: []byte("new")}})
+	c.FillRange(lo, hi, nil, before) // what that read found: nothing yet
+	it, _, ok := c.GetRange(lo)
+	if !ok || !it.First() || string(it.Key()) != "ab1" || string(it.Value()) != "new" || it.Next() {
+		t.Fatal("the installed range is not what the cache serves")
+	}
+	c.InstallRange([]byte("a"), []byte("b"), []KV{{Key: []byte("a1"), Value: []byte("x")}})
+	if _, _, ok := c.GetRange([]byte("a")); ok {
+		t.Fatal("a range that is not an equality range was installed")
+	}
+
+	// Every shard holds four values and has less room left than an empty
+	// range takes.
+	full := newTest(shardCount*1024, nil)
+	for i := range 1000 {
+		written(full, fmt.Sprintf("k%04d", i), make([]byte, 112), KeepHeld)
+	}
+	st := full.Stats()
+	zlo, zhi, entry := []byte("zz"), []byte("z{"), []KV{{Key: []byte("zz1"), Value: make([]byte, 100)}}
+	if allocs := testing.AllocsPerRun(100, func() { full.InstallRange(zlo, zhi, entry) }); allocs != 0 {
+		t.Fatalf("an install refused for want of room made %.0f allocations", allocs)
+	}
+	if after := full.Stats(); after.Evictions != st.Evictions || after.Items != st.Items {
+		t.Fatalf("an install into a full cache evicted: %+v, then %+v", st, after)
+	}
+	// Nor does a read that found a range empty (a unique index's check
+	// before its insert claims the value).
+	_, ticket, _ := full.GetRange(zlo)
+	full.FillRange(zlo, zhi, nil, ticket)
+	if after := full.Stats(); after.Evictions != st.Evictions || after.Items != st.Items {
+		t.Fatalf("an empty range filled into a full cache evicted: %+v, then %+v", st, after)
+	}
+}

@@ -44,20 +44,61 @@ func (c *Cache) MaxRangeEntries() int { return maxRangeEntries }
 const rangeEntryOverhead = 8
 
 // FillRange keeps the entries read from [lo, hi) under t, unless a write
-// reached the range's shard since. The cache copies them.
+// reached the range's shard since. The cache copies them. An empty range
+// takes only spare room: it is most often a unique index's check before
+// an insert claims the value, which the insert then writes (InstallRange),
+// and it must not push out what reads use.
 func (c *Cache) FillRange(lo, hi []byte, entries []KV, t Ticket) {
 	if len(entries) > maxRangeEntries || !c.Cacheable(lo, hi) {
 		return
 	}
+	c.put(t, rangeEntry(lo, entries, rangeLen(lo, entries)), len(entries) == 0)
+}
+
+// InstallRange keeps entries as the whole of [lo, hi), written by a
+// commit that has just been applied, whose writer knows no other write
+// changes the range until this call returns (storage.SoleEntryNoter). As
+// KeepSpare does for a value, it keeps them only while the shard has room:
+// a bulk load never pushes out what reads brought in. A read of storage
+// that began before is refused its fill (the shard's sequence moves).
+func (c *Cache) InstallRange(lo, hi []byte, entries []KV) {
+	if len(entries) > maxRangeEntries || !c.Cacheable(lo, hi) {
+		return
+	}
+	n := rangeLen(lo, entries)
+	hash := c.hashOf(lo)
+	sh := c.shardOf(hash)
+	group := c.groupOf(lo)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.seq++
+	if !sh.hasRoom(n + itemOverhead) {
+		return
+	}
+	e := rangeEntry(lo, entries, n)
+	e.hash, e.group = hash, group
+	if c.fits(sh, e, true) {
+		c.insertLocked(sh, e)
+	}
+}
+
+// rangeLen is the length of a range's data: lo, then its entries.
+func rangeLen(lo []byte, entries []KV) int {
 	n := len(lo)
 	for _, kv := range entries {
 		n += len(kv.Key) + len(kv.Value) + rangeEntryOverhead
 	}
+	return n
+}
+
+// rangeEntry is the slot of the range at lo holding entries, n being
+// rangeLen's.
+func rangeEntry(lo []byte, entries []KV, n int) slot {
 	data := make([]byte, 0, n)
 	data = append(data, lo...)
 	for _, kv := range entries {
 		data = appendEntry(data, kv)
 	}
-	c.put(t, slot{data: data, keyLen: int32(len(lo)), entries: uint8(len(entries)),
-		isRange: true, size: int32(n) + itemOverhead})
+	return slot{data: data, keyLen: int32(len(lo)), entries: uint8(len(entries)),
+		isRange: true, size: int32(n) + itemOverhead}
 }
