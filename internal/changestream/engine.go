@@ -342,6 +342,7 @@ var (
 	_ storage.Encodable      = (*batch)(nil)
 	_ storage.GroupCommit    = (*batch)(nil)
 	_ storage.SoleEntryNoter = (*batch)(nil)
+	_ storage.ExpiredDeleter = (*batch)(nil)
 )
 
 // batch is a storage batch of the standalone Engine.
@@ -401,6 +402,14 @@ func (b *batch) NoteSoleEntry(lower, upper, key, value []byte) {
 	if n, ok := b.Batch.(storage.SoleEntryNoter); ok {
 		n.NoteSoleEntry(lower, upper, key, value)
 	}
+}
+
+// DeleteExpired forwards to the base batch, or deletes key as any other.
+func (b *batch) DeleteExpired(key []byte, expiredAt int64) error {
+	if d, ok := b.Batch.(storage.ExpiredDeleter); ok {
+		return d.DeleteExpired(key, expiredAt)
+	}
+	return b.Batch.Delete(key)
 }
 
 // Repr forwards the base batch's encoding when it has one.

@@ -161,9 +161,13 @@ func (t *tx) applyExpiry(key []byte, it storage.Iterator) error {
 	}
 	id, rec, _ := splitEntryValue(it.Value())
 	id = bytes.Clone(id) // the deletions below outlive the iterator's position
-	d, _ := ix.entryDate(key)
+	d, dated := ix.entryDate(key)
 	if rec != nil {
-		done, err := t.removeByRecord(id, rec)
+		var at int64 // the primary judged it expired; this member's cache checks its own clock
+		if dated {
+			at = ix.expiry(d).UnixNano()
+		}
+		done, err := t.removeByRecord(id, rec, ix, at)
 		if err != nil || done {
 			if err == nil {
 				err = t.emitExpiryByID(id, ix, d)

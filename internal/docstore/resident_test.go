@@ -315,6 +315,11 @@ func (b shippingBatch) Commit(sync bool) error {
 	return nil
 }
 
+// DeleteExpired forwards, as the change log engine's batch does.
+func (b shippingBatch) DeleteExpired(key []byte, expiredAt int64) error {
+	return b.Batch.(storage.ExpiredDeleter).DeleteExpired(key, expiredAt)
+}
+
 // NoteSoleEntry forwards, as the change log engine's batch does.
 func (b shippingBatch) NoteSoleEntry(lower, upper, key, value []byte) {
 	b.Batch.(storage.SoleEntryNoter).NoteSoleEntry(lower, upper, key, value)

@@ -384,7 +384,7 @@ func (p *ExpiryPass) walk(t *tx, limit int) (res ExpireResult, err error) {
 			continue
 		}
 		if rec != nil {
-			done, err := t.removeByRecord(id, rec)
+			done, err := t.removeByRecord(id, rec, ix, ix.expiry(d).UnixNano())
 			if err != nil {
 				return res, err
 			}

@@ -175,7 +175,10 @@ func (r *recordReader) take(n uint64) []byte {
 // removeByRecord deletes the document idEnc and every index entry its
 // deletion record lists, without reading it. It deletes nothing and
 // returns false when the record does not fit the collection's indexes.
-func (t *tx) removeByRecord(idEnc, rec []byte) (bool, error) {
+// The document expired at expiredAt (Unix ns; 0: not known) by the TTL
+// index expiring, whose entry for it is due then too: the engine's cache
+// need not look for either (delExpired).
+func (t *tx) removeByRecord(idEnc, rec []byte, expiring *indexState, expiredAt int64) (bool, error) {
 	secondary := t.st.indexes[1:]
 	size, ok := walkRecord(rec, secondary, nil)
 	if !ok {
@@ -184,7 +187,11 @@ func (t *tx) removeByRecord(idEnc, rec []byte) (bool, error) {
 	var err error
 	walkRecord(rec, secondary, func(i int, key []byte) {
 		if err == nil {
-			err = t.del(2+i, t.arenaKey(secondary[i].prefix, key, idEnc))
+			at := int64(0)
+			if secondary[i] == expiring {
+				at = expiredAt
+			}
+			err = t.delExpired(2+i, t.arenaKey(secondary[i].prefix, key, idEnc), at)
 			t.keysRemoved++
 		}
 	})
@@ -194,7 +201,7 @@ func (t *tx) removeByRecord(idEnc, rec []byte) (bool, error) {
 	if t.docPrefix == nil {
 		t.docPrefix = docPrefix(t.st.meta.ID)
 	}
-	if err := t.del(0, t.arenaKey(t.docPrefix, nil, idEnc)); err != nil {
+	if err := t.delExpired(0, t.arenaKey(t.docPrefix, nil, idEnc), expiredAt); err != nil {
 		return false, err
 	}
 	t.keysRemoved++

@@ -71,7 +71,7 @@ type tx struct {
 	// in st.indexes order), each group usually sorted already.
 	sortDeletes bool
 	deleteHint  int // documents expected, to size the groups
-	deletes     [][][]byte
+	deletes     [][]pendingDelete
 	// arena holds the keys removeByRecord builds; docPrefix is the
 	// collection's document key prefix, once computed.
 	arena, docPrefix []byte
@@ -290,27 +290,49 @@ func (s *Store) WaitDurable(d *Durability) error {
 
 // del deletes key, of group 0 (documents) or 1+i (index i), now or, with
 // sortDeletes, at commit in key order.
-func (t *tx) del(group int, key []byte) error {
+func (t *tx) del(group int, key []byte) error { return t.delExpired(group, key, 0) }
+
+// pendingDelete is a deletion sortDeletes holds for commit: its key and,
+// when the value expired (a TTL pass's), when (0: not known to have).
+type pendingDelete struct {
+	key       []byte
+	expiredAt int64
+}
+
+// delExpired is del of a key whose value expired at expiredAt (Unix ns;
+// 0 for one that did not), which the engine's cache then need not look
+// for (storage.ExpiredDeleter).
+func (t *tx) delExpired(group int, key []byte, expiredAt int64) error {
 	if !t.sortDeletes {
-		return t.b.Delete(key)
+		return t.deleteNow(pendingDelete{key, expiredAt})
 	}
 	if t.deletes == nil {
-		t.deletes = make([][][]byte, 1+len(t.st.indexes))
+		t.deletes = make([][]pendingDelete, 1+len(t.st.indexes))
 		for i := range t.deletes {
-			t.deletes[i] = make([][]byte, 0, t.deleteHint)
+			t.deletes[i] = make([]pendingDelete, 0, t.deleteHint)
 		}
 	}
-	t.deletes[group] = append(t.deletes[group], key)
+	t.deletes[group] = append(t.deletes[group], pendingDelete{key, expiredAt})
 	return nil
 }
 
-func (t *tx) applyDeletes() error {
-	for _, keys := range t.deletes {
-		if !slices.IsSortedFunc(keys, bytes.Compare) {
-			slices.SortFunc(keys, bytes.Compare)
+func (t *tx) deleteNow(d pendingDelete) error {
+	if d.expiredAt != 0 {
+		if e, ok := t.b.(storage.ExpiredDeleter); ok {
+			return e.DeleteExpired(d.key, d.expiredAt)
 		}
-		for _, k := range keys {
-			if err := t.b.Delete(k); err != nil {
+	}
+	return t.b.Delete(d.key)
+}
+
+func (t *tx) applyDeletes() error {
+	byKey := func(a, b pendingDelete) int { return bytes.Compare(a.key, b.key) }
+	for _, group := range t.deletes {
+		if !slices.IsSortedFunc(group, byKey) {
+			slices.SortFunc(group, byKey)
+		}
+		for _, d := range group {
+			if err := t.deleteNow(d); err != nil {
 				return err
 			}
 		}

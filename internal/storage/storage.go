@@ -98,6 +98,15 @@ type SoleEntryNoter interface {
 	NoteSoleEntry(lower, upper, key, value []byte)
 }
 
+// ExpiredDeleter is implemented by batches that can delete a key whose
+// value expired at expiredAt (Unix nanoseconds) by the rules the engine's
+// cache was given (rescache.Policy.ExpiresAt): a cache serves no such
+// value once its clock has passed that instant, so the deletion need not
+// look for one. A TTL pass deletes thousands of documents this way.
+type ExpiredDeleter interface {
+	DeleteExpired(key []byte, expiredAt int64) error
+}
+
 // CountNoter is implemented by batches that carry a collection's count
 // changes to other places (a replica set's other members): the write path
 // notes each change beside the keys it writes.

@@ -17,6 +17,7 @@ var (
 var (
 	_ storage.Encodable      = (*batch)(nil)
 	_ storage.SoleEntryNoter = (*batch)(nil)
+	_ storage.ExpiredDeleter = (*batch)(nil)
 )
 
 // batch is a storage.Batch. It is single-use: after Commit (successful or
@@ -30,6 +31,16 @@ type batch struct {
 	// sole are the ranges the writer noted the batch leaves holding one
 	// entry (NoteSoleEntry), for the resident cache.
 	sole []soleEntry
+	// expired are the batch's deletions of values already expired
+	// (DeleteExpired), in batch order, for the resident cache.
+	expired []expiredDelete
+}
+
+// expiredDelete is the deletion at position pos of the batch (its count
+// of writes before it) of a value that expired at at.
+type expiredDelete struct {
+	pos uint32
+	at  int64
 }
 
 // soleEntry is a range [lower, upper) that holds only (key, value), all
@@ -90,6 +101,21 @@ func (b *batch) Delete(key []byte) error {
 	}
 	if err := b.pb.Delete(key, nil); err != nil {
 		return fmt.Errorf("pebblestore: batch delete: %w", err)
+	}
+	return nil
+}
+
+// DeleteExpired implements storage.ExpiredDeleter.
+func (b *batch) DeleteExpired(key []byte, expiredAt int64) error {
+	if err := b.usable(); err != nil {
+		return err
+	}
+	pos := b.pb.Count()
+	if err := b.Delete(key); err != nil {
+		return err
+	}
+	if b.s.resident != nil {
+		b.expired = append(b.expired, expiredDelete{pos: pos, at: expiredAt})
 	}
 	return nil
 }

@@ -66,21 +66,32 @@ func (s *Store) residentIter(r pebble.Reader, lower, upper []byte) (storage.Iter
 type residentWrites struct {
 	repr []byte
 	held []int // the batch positions of writes whose key's value was held, ascending
+	// expired are the positions of deletions of values the cache's clock
+	// has seen expire (DeleteExpired), ascending: no value of theirs is
+	// served, so only their ranges are dropped.
+	expired []int
 }
 
 // invalidateResident drops from the cache every key pb writes and every
 // range such a key belongs to, before pb's apply: while it applies,
-// readers of those keys read pebble.
-func (s *Store) invalidateResident(pb *pebble.Batch) residentWrites {
+// readers of those keys read pebble. A deletion of a value already
+// expired (expired, in batch order) drops only its key's range.
+func (s *Store) invalidateResident(pb *pebble.Batch, expired []expiredDelete) residentWrites {
 	if s.resident == nil {
 		return residentWrites{}
 	}
 	w := residentWrites{repr: bytes.Clone(pb.Repr())}
 	pos := 0
 	s.eachWrite(w.repr, func(kind pebble.InternalKeyKind, key, value []byte) {
+		for len(expired) > 0 && int(expired[0].pos) < pos {
+			expired = expired[1:]
+		}
 		switch {
 		case kind == pebble.InternalKeyKindRangeDelete:
 			s.resident.InvalidateRange(key, value)
+		case len(expired) > 0 && int(expired[0].pos) == pos && kind == pebble.InternalKeyKindDelete && s.resident.Passed(expired[0].at):
+			s.resident.DropRangeOf(key)
+			w.expired = append(w.expired, pos)
 		case s.resident.Invalidate(key):
 			w.held = append(w.held, pos)
 		}
@@ -104,6 +115,12 @@ func (s *Store) settleResident(w residentWrites, applied bool) {
 		held := len(w.held) > 0 && w.held[0] == pos
 		if held {
 			w.held = w.held[1:]
+		}
+		if len(w.expired) > 0 && w.expired[0] == pos {
+			w.expired = w.expired[1:]
+			pos++
+			s.settleExpired(key, installed)
+			return
 		}
 		pos++
 		if kind == pebble.InternalKeyKindRangeDelete {
@@ -138,6 +155,16 @@ func (s *Store) installSole(sole []soleEntry) {
 	}
 	for _, e := range sole {
 		s.resident.InstallRange(e.lower, e.upper, []rescache.KV{{Key: e.key, Value: e.value}})
+	}
+}
+
+// settleExpired ends a deletion of an expired value (DeleteExpired): its
+// key's range is dropped again, and a value an earlier write of the batch
+// installed at the key is evicted.
+func (s *Store) settleExpired(key []byte, installed map[string]bool) {
+	s.resident.DropRangeOf(key)
+	if installed[string(key)] {
+		s.resident.Evict(key)
 	}
 }
 

@@ -4,9 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/storage"
+	"github.com/mayflydb/mayfly/internal/storage/rescache"
 )
 
 // writeKinds is every way a batch writes, each with what it does to the
@@ -27,17 +32,47 @@ var writeKinds = map[string]func(b storage.Batch) error{
 		return b.Delete([]byte("dk2"))
 	},
 	"DeleteRange": func(b storage.Batch) error { return b.DeleteRange([]byte("dk"), []byte("dl")) },
+	// An expiry the cache's clock has not reached (a secondary's clock
+	// behind its primary's): an ordinary deletion. TestDeleteExpired has
+	// values the clock has seen expire.
+	"DeleteExpired": func(b storage.Batch) error {
+		d := b.(storage.ExpiredDeleter)
+		later := time.Now().Add(time.Hour).UnixNano()
+		if err := d.DeleteExpired([]byte("dk1"), later); err != nil {
+			return err
+		}
+		return d.DeleteExpired([]byte("dk2"), later)
+	},
+	"NoteSoleEntry": func(b storage.Batch) error {
+		if err := b.Delete([]byte("dk1")); err != nil {
+			return err
+		}
+		if err := b.Set([]byte("dk2"), []byte("new")); err != nil {
+			return err
+		}
+		b.(storage.SoleEntryNoter).NoteSoleEntry([]byte("dk"), []byte("dl"), []byte("dk2"), []byte("new"))
+		return nil
+	},
 }
 
 // notWrites are storage.Batch's methods that write nothing.
 var notWrites = map[string]bool{"Commit": true, "Len": true, "Close": true}
 
+// batchInterfaces are storage.Batch and the optional interfaces of
+// batches that write.
+var batchInterfaces = []reflect.Type{
+	reflect.TypeOf((*storage.Batch)(nil)).Elem(),
+	reflect.TypeOf((*storage.ExpiredDeleter)(nil)).Elem(),
+	reflect.TypeOf((*storage.SoleEntryNoter)(nil)).Elem(),
+}
+
 func TestEveryBatchWriteKeepsTheCacheExact(t *testing.T) {
-	batchType := reflect.TypeOf((*storage.Batch)(nil)).Elem()
-	for i := range batchType.NumMethod() {
-		name := batchType.Method(i).Name
-		if _, ok := writeKinds[name]; !ok && !notWrites[name] {
-			t.Errorf("storage.Batch.%s has no row in writeKinds", name)
+	for _, batchType := range batchInterfaces {
+		for i := range batchType.NumMethod() {
+			name := batchType.Method(i).Name
+			if _, ok := writeKinds[name]; !ok && !notWrites[name] {
+				t.Errorf("%s.%s has no row in writeKinds", batchType, name)
+			}
 		}
 	}
 	for name, write := range writeKinds {
@@ -112,4 +147,66 @@ func readAllFrom(t *testing.T, r storage.Reader) []string {
 		out = append(out, string(bytes.Clone(it.Key()))+"="+string(it.Value()))
 	}
 	return out
+}
+
+// TestDeleteExpired: a deletion of values the cache's clock has seen
+// expire drops only their key's range, not the values (which the cache
+// never serves again); one whose expiry the clock has not reached is an
+// ordinary deletion. Either way reads through the cache agree with
+// storage.
+func TestDeleteExpired(t *testing.T) {
+	clk := clock.NewManual(time.Unix(1000, 0))
+	cache := rescache.New(1<<20, clk)
+	cache.SetPolicy(rescache.Policy{
+		Admit:       func([]byte) bool { return true },
+		EqualityLen: func(key []byte) (int, bool) { return 2, len(key) >= 2 },
+		ExpiresAt: func(_, v []byte) (int64, bool) {
+			at, err := strconv.ParseInt(strings.TrimPrefix(string(v), "exp:"), 10, 64)
+			return at, err == nil
+		},
+	})
+	s := openT(t, Options{Dir: t.TempDir(), Resident: cache})
+	defer s.Close()
+	at := clk.Now().Add(10 * time.Second).UnixNano()
+	expiring := "exp:" + strconv.FormatInt(at, 10)
+	for _, k := range []string{"dk1", "dk2"} {
+		if err := commitKV(s, k, expiring); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deleteExpired := func() (invalidations int64) {
+		t.Helper()
+		readAll(t, s) // the cache holds dk1 and the range dk
+		before := cache.Stats().Invalidations
+		b := s.NewBatch()
+		for _, k := range []string{"dk1", "dk2"} {
+			if err := b.(storage.ExpiredDeleter).DeleteExpired([]byte(k), at); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Commit(false); err != nil {
+			t.Fatal(err)
+		}
+		snap := s.NewSnapshot()
+		defer snap.Close()
+		if got, want := readAll(t, s), readAllFrom(t, snap); !reflect.DeepEqual(got, want) {
+			t.Fatalf("through the cache %q, in storage %q", got, want)
+		}
+		return cache.Stats().Invalidations - before
+	}
+	// Not yet expired by the cache's clock: the values (dk2's installed
+	// by its write) and the range go.
+	if n := deleteExpired(); n != 3 {
+		t.Fatalf("a deletion before the expiry dropped %d cached entries; want dk1, dk2 and the range", n)
+	}
+	for _, k := range []string{"dk1", "dk2"} {
+		if err := commitKV(s, k, expiring); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk.Advance(10 * time.Second) // expired ($lte), not yet swept
+	readAll(t, s)
+	if n := deleteExpired(); n != 1 {
+		t.Fatalf("a deletion after the expiry dropped %d cached entries; want the range only", n)
+	}
 }

@@ -302,7 +302,7 @@ func (s *Store) apply(b *batch, durable bool) (wait func() error, entered bool, 
 	if err != nil {
 		return nil, false, err
 	}
-	installs := s.invalidateResident(b.pb)
+	installs := s.invalidateResident(b.pb, b.expired)
 	if s.inMem || !durable {
 		err = s.applyUnsynced(db, b.pb)
 	} else {

@@ -320,6 +320,23 @@ func (c *Cache) Invalidate(key []byte) (held bool) {
 	return held
 }
 
+// DropRangeOf drops the equality range key belongs to, as Invalidate
+// and Written do, for a write whose value needs no lookup (a deletion of
+// a value that has expired: Passed).
+func (c *Cache) DropRangeOf(key []byte) {
+	p := c.policy.Load()
+	if p.Resets != nil && p.Resets(key) {
+		c.Reset()
+		return
+	}
+	c.dropRangeOf(p, key)
+}
+
+// Passed reports whether the cache's clock has reached at (Unix
+// nanoseconds): a value that expired then is never served again, whether
+// or not the cache still holds it (lookup evicts it instead).
+func (c *Cache) Passed(at int64) bool { return at <= c.now() }
+
 // dropWriting drops the value at key and counts a write of it under way,
 // under one hold of the shard's lock; it reports whether one was held.
 func (c *Cache) dropWriting(key []byte) bool {
