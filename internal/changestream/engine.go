@@ -398,9 +398,9 @@ func (b *batch) CommitNoWait() (func() error, error) {
 }
 
 // NoteSoleEntry forwards to the base batch when it takes the note.
-func (b *batch) NoteSoleEntry(lower, upper, key, value []byte) {
+func (b *batch) NoteSoleEntry(lower, key, value []byte) {
 	if n, ok := b.Batch.(storage.SoleEntryNoter); ok {
-		n.NoteSoleEntry(lower, upper, key, value)
+		n.NoteSoleEntry(lower, key, value)
 	}
 }
 

@@ -321,8 +321,8 @@ func (b shippingBatch) DeleteExpired(key []byte, expiredAt int64) error {
 }
 
 // NoteSoleEntry forwards, as the change log engine's batch does.
-func (b shippingBatch) NoteSoleEntry(lower, upper, key, value []byte) {
-	b.Batch.(storage.SoleEntryNoter).NoteSoleEntry(lower, upper, key, value)
+func (b shippingBatch) NoteSoleEntry(lower, key, value []byte) {
+	b.Batch.(storage.SoleEntryNoter).NoteSoleEntry(lower, key, value)
 }
 
 // TestClaimedUniqueValuesAreResident: a write that claims a unique

@@ -610,7 +610,7 @@ func (t *tx) noteSoleEntry(ix *indexState, lower, key, value []byte) {
 		return
 	}
 	if n, ok := t.b.(storage.SoleEntryNoter); ok {
-		n.NoteSoleEntry(lower, prefixEnd(lower), key, value)
+		n.NoteSoleEntry(lower, key, value)
 	}
 }
 

@@ -43,22 +43,21 @@ type expiredDelete struct {
 	at  int64
 }
 
-// soleEntry is a range [lower, upper) that holds only (key, value), all
-// four in one copy.
+// soleEntry is the range of the keys starting with lower, which holds
+// only (key, value), all three in one copy.
 type soleEntry struct {
-	lower, upper, key, value []byte
+	lower, key, value []byte
 }
 
 // NoteSoleEntry implements storage.SoleEntryNoter. The note is kept only
 // when the store has a resident cache to tell.
-func (b *batch) NoteSoleEntry(lower, upper, key, value []byte) {
+func (b *batch) NoteSoleEntry(lower, key, value []byte) {
 	if b.usable() != nil || b.s.resident == nil {
 		return
 	}
-	buf := make([]byte, 0, len(lower)+len(upper)+len(key)+len(value))
+	buf := make([]byte, 0, len(lower)+len(key)+len(value))
 	var e soleEntry
 	buf, e.lower = appendPart(buf, lower)
-	buf, e.upper = appendPart(buf, upper)
 	buf, e.key = appendPart(buf, key)
 	_, e.value = appendPart(buf, value)
 	b.sole = append(b.sole, e)
@@ -111,8 +110,8 @@ func (b *batch) DeleteExpired(key []byte, expiredAt int64) error {
 		return err
 	}
 	pos := b.pb.Count()
-	if err := b.Delete(key); err != nil {
-		return err
+	if err := b.pb.Delete(key, nil); err != nil {
+		return fmt.Errorf("pebblestore: batch delete: %w", err)
 	}
 	if b.s.resident != nil {
 		b.expired = append(b.expired, expiredDelete{pos: pos, at: expiredAt})

@@ -83,13 +83,14 @@ func (s *Store) invalidateResident(pb *pebble.Batch, expired []expiredDelete) re
 	w := residentWrites{repr: bytes.Clone(pb.Repr())}
 	pos := 0
 	s.eachWrite(w.repr, func(kind pebble.InternalKeyKind, key, value []byte) {
-		for len(expired) > 0 && int(expired[0].pos) < pos {
-			expired = expired[1:]
+		var expiredAt int64 // DeleteExpired's instant for this write; 0: none
+		if len(expired) > 0 && int(expired[0].pos) == pos {
+			expiredAt, expired = expired[0].at, expired[1:]
 		}
 		switch {
 		case kind == pebble.InternalKeyKindRangeDelete:
 			s.resident.InvalidateRange(key, value)
-		case len(expired) > 0 && int(expired[0].pos) == pos && kind == pebble.InternalKeyKindDelete && s.resident.Passed(expired[0].at):
+		case expiredAt != 0 && s.resident.Passed(expiredAt):
 			s.resident.DropRangeOf(key)
 			w.expired = append(w.expired, pos)
 		case s.resident.Invalidate(key):
@@ -154,7 +155,7 @@ func (s *Store) installSole(sole []soleEntry) {
 		return
 	}
 	for _, e := range sole {
-		s.resident.InstallRange(e.lower, e.upper, []rescache.KV{{Key: e.key, Value: e.value}})
+		s.resident.InstallRange(e.lower, []rescache.KV{{Key: e.key, Value: e.value}})
 	}
 }
 

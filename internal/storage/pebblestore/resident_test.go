@@ -50,7 +50,7 @@ var writeKinds = map[string]func(b storage.Batch) error{
 		if err := b.Set([]byte("dk2"), []byte("new")); err != nil {
 			return err
 		}
-		b.(storage.SoleEntryNoter).NoteSoleEntry([]byte("dk"), []byte("dl"), []byte("dk2"), []byte("new"))
+		b.(storage.SoleEntryNoter).NoteSoleEntry([]byte("dk"), []byte("dk2"), []byte("new"))
 		return nil
 	},
 }

@@ -433,13 +433,13 @@ func TestInstallRange(t *testing.T) {
 	c := newTest(1<<20, nil)
 	lo, hi := []byte("ab"), []byte("ac")
 	_, before, _ := c.GetRange(lo) // a read that began before the commit
-	c.InstallRange(lo, hi, []KV{{Key: []byte("ab1"), Value: []byte("new")}})
+	c.InstallRange(lo, []KV{{Key: []byte("ab1"), Value: []byte("new")}})
 	c.FillRange(lo, hi, nil, before) // what that read found: nothing yet
 	it, _, ok := c.GetRange(lo)
 	if !ok || !it.First() || string(it.Key()) != "ab1" || string(it.Value()) != "new" || it.Next() {
 		t.Fatal("the installed range is not what the cache serves")
 	}
-	c.InstallRange([]byte("a"), []byte("b"), []KV{{Key: []byte("a1"), Value: []byte("x")}})
+	c.InstallRange([]byte("a"), []KV{{Key: []byte("a1"), Value: []byte("x")}})
 	if _, _, ok := c.GetRange([]byte("a")); ok {
 		t.Fatal("a range that is not an equality range was installed")
 	}
@@ -452,7 +452,7 @@ func TestInstallRange(t *testing.T) {
 	}
 	st := full.Stats()
 	zlo, zhi, entry := []byte("zz"), []byte("z{"), []KV{{Key: []byte("zz1"), Value: make([]byte, 100)}}
-	if allocs := testing.AllocsPerRun(100, func() { full.InstallRange(zlo, zhi, entry) }); allocs != 0 {
+	if allocs := testing.AllocsPerRun(100, func() { full.InstallRange(zlo, entry) }); allocs != 0 {
 		t.Fatalf("an install refused for want of room made %.0f allocations", allocs)
 	}
 	if after := full.Stats(); after.Evictions != st.Evictions || after.Items != st.Items {

@@ -5,9 +5,13 @@ import "bytes"
 // Cacheable reports whether [lo, hi) is an equality range the cache may
 // hold: every key starting with lo, lo being a whole equality prefix by
 // the policy.
-func (c *Cache) Cacheable(lo, hi []byte) bool {
+func (c *Cache) Cacheable(lo, hi []byte) bool { return isPrefixEnd(lo, hi) && c.isEquality(lo) }
+
+// isEquality reports whether lo is a whole equality prefix by the policy,
+// in a cache that keeps anything.
+func (c *Cache) isEquality(lo []byte) bool {
 	p := c.policy.Load()
-	if c.maxBytes == 0 || p.EqualityLen == nil || !isPrefixEnd(lo, hi) {
+	if c.maxBytes == 0 || p.EqualityLen == nil {
 		return false
 	}
 	n, ok := p.EqualityLen(lo)
@@ -55,14 +59,14 @@ func (c *Cache) FillRange(lo, hi []byte, entries []KV, t Ticket) {
 	c.put(t, rangeEntry(lo, entries, rangeLen(lo, entries)), len(entries) == 0)
 }
 
-// InstallRange keeps entries as the whole of [lo, hi), written by a
-// commit that has just been applied, whose writer knows no other write
+// InstallRange keeps entries as the whole range of the keys starting
+// with lo, written by a commit that has just been applied, whose writer knows no other write
 // changes the range until this call returns (storage.SoleEntryNoter). As
 // KeepSpare does for a value, it keeps them only while the shard has room:
 // a bulk load never pushes out what reads brought in. A read of storage
 // that began before is refused its fill (the shard's sequence moves).
-func (c *Cache) InstallRange(lo, hi []byte, entries []KV) {
-	if len(entries) > maxRangeEntries || !c.Cacheable(lo, hi) {
+func (c *Cache) InstallRange(lo []byte, entries []KV) {
+	if len(entries) > maxRangeEntries || !c.isEquality(lo) {
 		return
 	}
 	n := rangeLen(lo, entries)
