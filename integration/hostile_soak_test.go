@@ -17,7 +17,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 
-	"github.com/mayflydb/mayfly/internal/app"
+	"github.com/mayflydb/mayfly/internal/storage/rescache"
 	"github.com/mayflydb/mayfly/internal/wire"
 )
 
@@ -422,7 +422,7 @@ const (
 	soakMemTables  = 5 * 16 << 20
 	// The resident cache in front of pebble, at its default bound, in the
 	// Go heap.
-	soakResidentCache = app.DefaultResidentCacheBytes
+	soakResidentCache = rescache.DefaultBytes
 	// Sessions, the catalog, statistics and the runtime's own tables.
 	soakHeapOther = 32 << 20
 	// What the runtime and the C allocator keep beyond live objects once

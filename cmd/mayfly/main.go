@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mayflydb/mayfly/internal/app"
+	"github.com/mayflydb/mayfly/internal/storage/rescache"
 )
 
 func main() {
@@ -63,7 +64,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.cfg.Addr, "addr", env("MAYFLY_ADDR", "127.0.0.1:27017"), "listen address (MAYFLY_ADDR)")
 	fs.StringVar(&o.cfg.DataDir, "dbpath", env("MAYFLY_DBPATH", "mayfly-data"), "data directory (MAYFLY_DBPATH)")
 	fs.StringVar(&o.storage, "storage", env("MAYFLY_STORAGE", "disk"), "storage: disk or memory (MAYFLY_STORAGE)")
-	fs.Int64Var(&o.cacheMB, "cacheSizeMB", int64(envInt("MAYFLY_CACHE_SIZE_MB", app.DefaultResidentCacheBytes>>20)), "resident cache in front of storage, MiB; 0 none (MAYFLY_CACHE_SIZE_MB; mongod.conf storage.wiredTiger.engineConfig.cacheSizeGB)")
+	fs.Int64Var(&o.cacheMB, "cacheSizeMB", int64(envInt("MAYFLY_CACHE_SIZE_MB", rescache.DefaultBytes>>20)), "resident cache in front of storage, MiB; 0 none (MAYFLY_CACHE_SIZE_MB; mongod.conf storage.wiredTiger.engineConfig.cacheSizeGB)")
 	fs.StringVar(&o.logLevel, "log-level", env("MAYFLY_LOG_LEVEL", "info"), "debug, info, warn or error (MAYFLY_LOG_LEVEL)")
 	fs.StringVar(&o.logFormat, "log-format", env("MAYFLY_LOG_FORMAT", "text"), "text or json (MAYFLY_LOG_FORMAT)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", env("MAYFLY_CPUPROFILE", ""), "debugging: write a CPU profile of the run to this file on shutdown (MAYFLY_CPUPROFILE)")

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mayflydb/mayfly/internal/app"
 	"github.com/mayflydb/mayfly/internal/server"
+	"github.com/mayflydb/mayfly/internal/storage/rescache"
 )
 
 func writeConfig(t *testing.T, text string) string {
@@ -195,7 +195,7 @@ func TestCacheSize(t *testing.T) {
 		args []string
 		want int64
 	}{
-		{nil, app.DefaultResidentCacheBytes},
+		{nil, rescache.DefaultBytes},
 		{[]string{"--cacheSizeMB", "100"}, 100 << 20},
 		{[]string{"--cacheSizeMB", "0"}, -1},
 		{[]string{"--config", fromFile}, 256 << 20},

@@ -59,7 +59,7 @@ type Config struct {
 	// FS replaces the filesystem under DataDir, for fault-injection tests.
 	FS vfs.FS
 	// ResidentCacheBytes bounds the resident cache in front of the storage
-	// engine (--cacheSizeMB); 0 means DefaultResidentCacheBytes, negative
+	// engine (--cacheSizeMB); 0 means rescache.DefaultBytes, negative
 	// none.
 	ResidentCacheBytes int64
 	// RecoverInterval is how often storage that failed (disk full, I/O
@@ -192,20 +192,11 @@ func Start(cfg Config) (*App, error) {
 	return a, nil
 }
 
-// DefaultResidentCacheBytes is the resident cache's size when the
-// configuration names none: a session store's working set of 100,000
-// documents, their newest TTL entries and their token lookups (about 680
-// bytes a session, all three entries), and small beside a small machine's
-// memory (pebble's block cache is 64 MiB). It grew from 48 MiB when
-// memtables shrank from 24 to 16 MiB, which kept resident memory with
-// 1,000,000 sessions within the bench's bound (docs/design/0005).
-const DefaultResidentCacheBytes = 64 << 20
-
 // newResidentCache is the cache cfg asks for, or nil.
 func newResidentCache(cfg Config) *rescache.Cache {
 	size := cfg.ResidentCacheBytes
 	if size == 0 {
-		size = DefaultResidentCacheBytes
+		size = rescache.DefaultBytes
 	}
 	if size < 0 {
 		return nil

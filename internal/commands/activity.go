@@ -18,18 +18,23 @@ import (
 	"github.com/mayflydb/mayfly/internal/txnrules"
 )
 
-// namespaceOf is the namespace a command works on ("db.coll", or
+// namespace is the namespace a command works on ("db.coll", or
 // "db.$cmd" for commands without a collection).
-func namespaceOf(r *request) string {
-	if s, ok := r.body[0].Value.(string); ok && s != "" && r.name != "getLog" && r.name != "renameCollection" {
-		return r.db + "." + s
+func (r *request) namespace() string {
+	if r.ns != "" {
+		return r.ns
 	}
-	return r.db + ".$cmd"
+	if s, ok := r.body[0].Value.(string); ok && s != "" && r.name != "getLog" && r.name != "renameCollection" {
+		r.ns = r.db + "." + s
+	} else {
+		r.ns = r.db + ".$cmd"
+	}
+	return r.ns
 }
 
 func (h *Handler) beginOp(r *request, cancel func()) int64 {
 	return h.deps.Activity.BeginCancelable(activity.Op{
-		Desc: r.conn.Desc(), Kind: activity.OpKind(r.name), NS: namespaceOf(r),
+		Desc: r.conn.Desc(), Kind: activity.OpKind(r.name), NS: r.namespace(),
 		Command: r.body, Client: r.conn.RemoteAddr(), ConnID: r.conn.ID(),
 	}, cancel)
 }
@@ -47,12 +52,12 @@ func (h *Handler) waiting(r *request) (resume func()) {
 // profile records a finished command in <db>.system.profile when the
 // database's profiler asks for it.
 func (h *Handler) profile(r *request, d time.Duration, reply bson.D) {
-	if strings.HasSuffix(namespaceOf(r), "."+profiler.Collection) || !h.deps.Profiler.ShouldProfile(r.db, d) {
+	if strings.HasSuffix(r.namespace(), "."+profiler.Collection) || !h.deps.Profiler.ShouldProfile(r.db, d) {
 		return
 	}
 	profiler.Record(h.deps.Store, h.deps.Logger, r.db, bson.D{
 		{Key: "op", Value: activity.OpKind(r.name)},
-		{Key: "ns", Value: namespaceOf(r)},
+		{Key: "ns", Value: r.namespace()},
 		{Key: "command", Value: r.body},
 		{Key: "ok", Value: lookupOK(reply)},
 		{Key: "millis", Value: d.Milliseconds()},

@@ -39,6 +39,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/shardcmds"
 	"github.com/mayflydb/mayfly/internal/shardstate"
 	"github.com/mayflydb/mayfly/internal/txnrules"
+	"github.com/mayflydb/mayfly/internal/writeops"
 )
 
 // Deps are what the handlers need from the rest of the server.
@@ -165,6 +166,9 @@ type request struct {
 	// snapshot is the snapshot a read with readConcern snapshot reads
 	// outside a transaction (snapshotread.go).
 	snapshot *snapshotRead
+	// ns and op are made on first use (namespace, Handler.writeOp).
+	ns string
+	op writeops.Op
 }
 
 // New returns a Handler with the full command table.

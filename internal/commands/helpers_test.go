@@ -14,6 +14,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/server"
 	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
+	"github.com/mayflydb/mayfly/internal/storage/rescache"
 )
 
 // newTestHandler returns a Handler over an in-memory store, closed when
@@ -26,12 +27,27 @@ func newTestHandler(tb testing.TB) (*Handler, *server.Conn) {
 // newClockedHandler is newTestHandler with the server's clock given.
 func newClockedHandler(tb testing.TB, clk clock.Clock) (*Handler, *server.Conn) {
 	tb.Helper()
+	return newStoreHandler(tb, clk, nil)
+}
+
+// newResidentHandler is newTestHandler with a resident cache of the
+// server's default size in front of the store, as the server runs: the
+// session benchmarks measure the path the server takes.
+func newResidentHandler(tb testing.TB) (*Handler, *server.Conn) {
+	tb.Helper()
+	return newStoreHandler(tb, clock.Real{}, rescache.New(rescache.DefaultBytes, nil))
+}
+
+// newStoreHandler is newClockedHandler with the store's resident cache
+// given (nil: none).
+func newStoreHandler(tb testing.TB, clk clock.Clock, resident *rescache.Cache) (*Handler, *server.Conn) {
+	tb.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	eng, err := pebblestore.Open(pebblestore.Options{InMemory: true, Logger: logger})
+	eng, err := pebblestore.Open(pebblestore.Options{InMemory: true, Logger: logger, Resident: resident})
 	if err != nil {
 		tb.Fatalf("open storage: %v", err)
 	}
-	store, err := docstore.Open(eng, docstore.Options{Logger: logger, Clock: clk})
+	store, err := docstore.Open(eng, docstore.Options{Logger: logger, Clock: clk, Resident: resident})
 	if err != nil {
 		tb.Fatalf("open docstore: %v", err)
 	}

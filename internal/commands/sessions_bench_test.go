@@ -26,7 +26,7 @@ import (
 // The requests are built before the timer starts, so ns/op and allocs/op
 // are the server's alone.
 func BenchmarkSessionOps(b *testing.B) {
-	h, conn := newTestHandler(b)
+	h, conn := newResidentHandler(b)
 	sb := &sessionBench{h: h, conn: conn, lsid: benchLsid()}
 	sb.load(b, sessionOpsPreload)
 	for _, op := range sessionOps {

@@ -147,7 +147,7 @@ func cmdTop(h *Handler, r *request) (bson.D, error) {
 
 // recordStats files a finished command in the operation statistics.
 func (h *Handler) recordStats(r *request, d time.Duration, err error) {
-	ns := namespaceOf(r)
+	ns := r.namespace()
 	if r.name == "getMore" {
 		if coll, ok := bsonutil.Field(r.body, "collection"); ok {
 			if s, isStr := coll.(string); isStr {

@@ -224,9 +224,13 @@ func (h *Handler) updateStatement(r *request, a writeArgs, lv *letScope, i int, 
 	return nil
 }
 
-// writeOp is r's operation as the write layer takes it.
+// writeOp is r's operation as the write layer takes it, made once per
+// request: a command's statements share it.
 func (h *Handler) writeOp(r *request) writeops.Op {
-	return writeops.Op{Ctx: r.ctx, Interrupted: func() error { return checkInterrupt(r.ctx) }, Now: h.deps.Clock.Now, Txn: r.storeTxn()}
+	if r.op.Interrupted == nil || r.op.Ctx != r.ctx {
+		r.op = writeops.Op{Ctx: r.ctx, Interrupted: func() error { return checkInterrupt(r.ctx) }, Now: h.deps.Clock.Now, Txn: r.storeTxn()}
+	}
+	return r.op
 }
 
 // parsedUpdate is statement s, ready to run in r.

@@ -63,6 +63,12 @@ func (ix *indexState) entryKeys(doc bson.D) ([][]byte, error) {
 // at the top level or absent. It makes the key alone, with none of the
 // general walk's slices; ok is false for any other index or value.
 func (ix *indexState) scalarEntryKey(doc bson.D) (key []byte, indexed, ok bool) {
+	return ix.appendScalarEntryKey(nil, doc)
+}
+
+// appendScalarEntryKey is scalarEntryKey appending the key to dst, which
+// grows (a new array) when its capacity is short.
+func (ix *indexState) appendScalarEntryKey(dst []byte, doc bson.D) (key []byte, indexed, ok bool) {
 	if len(ix.def.Fields) != 1 || ix.hashed || ix.partial != nil {
 		return nil, false, false
 	}
@@ -74,11 +80,48 @@ func (ix *indexState) scalarEntryKey(doc bson.D) (key []byte, indexed, ok bool) 
 		return nil, false, true
 	}
 	v = ix.keyed(v)
-	buf := make([]byte, 0, keySizeHint(v))
-	if len(ix.desc) > 0 && ix.desc[0] {
-		return keyenc.AppendValueDesc(buf, v), true, true
+	if dst == nil {
+		dst = make([]byte, 0, keySizeHint(v))
 	}
-	return keyenc.AppendValue(buf, v), true, true
+	if len(ix.desc) > 0 && ix.desc[0] {
+		return keyenc.AppendValueDesc(dst, v), true, true
+	}
+	return keyenc.AppendValue(dst, v), true, true
+}
+
+// keyArena is room in a write's tx for the index keys it computes: a
+// touch computes four (two indexes, the old and the new document), each
+// otherwise two allocations. Keys are never overwritten: each is cut
+// from the arena with no spare capacity, and a key that does not fit
+// is allocated as before.
+type keyArena struct {
+	bytes  [192]byte
+	used   int
+	lists  [8][]byte
+	nlists int
+}
+
+// entryKeys is ix.entryKeys of doc, its single scalar key in the arena
+// while there is room.
+func (a *keyArena) entryKeys(ix *indexState, doc bson.D) ([][]byte, error) {
+	free := a.bytes[a.used:a.used:len(a.bytes)]
+	key, indexed, ok := ix.appendScalarEntryKey(free, doc)
+	switch {
+	case !ok:
+		return ix.combinedEntryKeys(doc)
+	case !indexed:
+		return nil, nil
+	case len(key) <= cap(free): // appended in place
+		a.used += len(key)
+		key = key[:len(key):len(key)]
+	}
+	if a.nlists == len(a.lists) {
+		return [][]byte{key}, nil
+	}
+	list := a.lists[a.nlists : a.nlists+1 : a.nlists+1]
+	a.nlists++
+	list[0] = key
+	return list, nil
 }
 
 // keySizeHint is room for v's encoding in most cases: a string's bytes

@@ -306,7 +306,11 @@ func (st *collState) bestCandidate(preds *predicateSet, s sortSpec) *candidate {
 		if !ix.def.Ready || ix.def.Hidden || !ix.usableFor(preds.own) {
 			continue
 		}
-		c := st.evaluate(ix, preds.forIndex(ix), s)
+		fieldPreds := preds.forIndex(ix)
+		if len(s.keys) == 0 && len(fieldPreds[ix.def.Fields[0].Path]) == 0 {
+			continue // its first field unbounded and no sort: it scores 0
+		}
+		c := st.evaluate(ix, fieldPreds, s)
 		if c.useful(s) && c.beats(best) {
 			best = c
 		}

@@ -97,6 +97,14 @@ func TestScalarEntryKeysAgreeWithTheWalk(t *testing.T) {
 		bson.JavaScript("f"), bson.Symbol("s"), bson.CodeWithScope{Code: "c"}, bson.Decimal128{}, bson.MaxKey{},
 	}
 	scalar := 0
+	// One arena for every document, as a tx's for its writes: it fills,
+	// overflows to allocated keys, and must never overwrite a key it gave.
+	var arena keyArena
+	type given struct {
+		keys [][]byte
+		want string
+	}
+	var gave []given
 	for i, v := range append(values, absent{}) {
 		doc := bson.D{{Key: "_id", Value: i}, {Key: "w", Value: int32(i)}}
 		if _, none := v.(absent); !none {
@@ -114,6 +122,19 @@ func TestScalarEntryKeysAgreeWithTheWalk(t *testing.T) {
 			if _, _, ok := ix.scalarEntryKey(doc); ok {
 				scalar++
 			}
+			fromArena, arenaErr := arena.entryKeys(ix, doc)
+			if (wantErr == nil) != (arenaErr == nil) || fmt.Sprintf("%x", fromArena) != fmt.Sprintf("%x", want) {
+				t.Errorf("%s on %v: arena keys %x (%v), the walk's %x (%v)", ix.def.Name, doc, fromArena, arenaErr, want, wantErr)
+			}
+			gave = append(gave, given{fromArena, fmt.Sprintf("%x", want)})
+		}
+	}
+	if arena.used == 0 || arena.nlists != len(arena.lists) {
+		t.Fatalf("the arena held %d bytes and %d lists: the table no longer fills it", arena.used, arena.nlists)
+	}
+	for _, g := range gave {
+		if got := fmt.Sprintf("%x", g.keys); got != g.want {
+			t.Fatalf("a key the arena gave changed to %s, want %s", got, g.want)
 		}
 	}
 	// asc, desc, sparse, ttl and collated take the scalar path for every

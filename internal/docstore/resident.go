@@ -96,22 +96,18 @@ func (c *Collection) rawExpiresAt(raw []byte) (at int64, ok, done bool) {
 	return earliest.UnixNano(), ok, true
 }
 
-// entryFamily is the key under which the cache holds a document's newest
-// entry in an index that touches append to (ttlloose.go): the index
-// prefix and the _id, the date left out. A touch reads the entry the
-// previous one wrote, and no one reads the older ones by key, so the
-// cache keeps one entry per document, which each touch replaces.
-func (s *Store) entryFamily(key []byte) ([]byte, bool) {
+// entryFamily places the date in a document's entry in an index that
+// touches append to (ttlloose.go): the cache holds the entry under the
+// index prefix and the _id, the date left out. A touch reads the entry
+// the previous one wrote, and no one reads the older ones by key, so
+// the cache keeps one entry per document, which each touch replaces.
+func (s *Store) entryFamily(key []byte) (cut, resume int, ok bool) {
 	ix := s.indexOfKey(key)
 	if ix == nil || !appendsEntries(ix) {
-		return nil, false
+		return 0, 0, false
 	}
 	n, ok := valuesLen(key, len(ix.prefix), ix.desc)
-	if !ok {
-		return nil, false
-	}
-	family := make([]byte, 0, len(ix.prefix)+len(key)-n)
-	return append(append(family, key[:len(ix.prefix)]...), key[n:]...), true
+	return len(ix.prefix), n, ok
 }
 
 // entryExpiry is when a TTL index's entry is due: the instant the
@@ -166,12 +162,7 @@ func valuesLen(key []byte, prefix int, desc []bool) (int, bool) {
 	rest := key[prefix:]
 	for _, d := range desc {
 		var err error
-		if d {
-			_, rest, err = keyenc.DecodeValueDesc(rest)
-		} else {
-			_, rest, err = keyenc.DecodeValue(rest)
-		}
-		if err != nil {
+		if rest, err = keyenc.SkipValue(rest, d); err != nil {
 			return 0, false
 		}
 	}

@@ -123,6 +123,8 @@ type tx struct {
 	// written are the keys an open transaction conflicts on: the
 	// documents written and the unique-index values added or removed.
 	written [][]byte
+	// keys holds the index keys the write computes.
+	keys keyArena
 }
 
 func (c *Collection) newTx(l *lockSet) *tx {
@@ -513,7 +515,7 @@ func (t *tx) putDoc(d *stored, old *stored) error {
 	hasTTL := false
 	for i, ix := range secondary {
 		var err error
-		if keys[i], err = ix.entryKeys(d.doc); err != nil {
+		if keys[i], err = t.keys.entryKeys(ix, d.doc); err != nil {
 			return err
 		}
 		t.noteMultikey(ix, d.doc)
@@ -554,7 +556,7 @@ func (t *tx) updateIndex(ix *indexState, newKeys [][]byte, d, old *stored, ttlVa
 	var oldKeys [][]byte
 	if old != nil {
 		var err error
-		if oldKeys, err = ix.entryKeys(old.doc); err != nil {
+		if oldKeys, err = t.keys.entryKeys(ix, old.doc); err != nil {
 			return err
 		}
 		if ix.appends {

@@ -29,3 +29,24 @@ func TestDecodeDateAgreesWithDecodeValue(t *testing.T) {
 		t.Fatal("a cut date decodes")
 	}
 }
+
+// TestSkipValueAllocatesNothing holds SkipValue to no allocation for
+// every type it skips without the decoder (its round trips with every
+// type are in checkRoundTrip).
+func TestSkipValueAllocatesNothing(t *testing.T) {
+	values := []any{bson.MinKey{}, bson.Undefined{}, nil, math.NaN(), math.Inf(-1), int64(0), math.Inf(1),
+		int64(-12345), 2.5, bson.NewDecimal128(1, 2), "token\x00x", bson.JavaScript("f()"),
+		bson.CodeWithScope{Code: "g()"}, bson.NewObjectID(), bson.DateTime(1_700_000_000_000),
+		bson.Timestamp{T: 1, I: 2}, false, true, bson.MaxKey{}}
+	for _, v := range values {
+		for _, desc := range []bool{false, true} {
+			e := AppendValue(nil, v)
+			if desc {
+				e = AppendValueDesc(nil, v)
+			}
+			if n := testing.AllocsPerRun(100, func() { _, _ = SkipValue(e, desc) }); n != 0 {
+				t.Errorf("%#v (desc %v): %v allocations", v, desc, n)
+			}
+		}
+	}
+}

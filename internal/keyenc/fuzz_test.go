@@ -1,6 +1,7 @@
 package keyenc
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/mayflydb/mayfly/internal/fuzzlimit"
@@ -34,10 +35,13 @@ func FuzzRoundTrip(f *testing.F) {
 			if err := checkRoundTrip(genValue(&byteChooser{b: data}, 3)); err != nil {
 				t.Fatal(err)
 			}
-			for _, dec := range []func([]byte) (any, []byte, error){DecodeValue, DecodeValueDesc} {
+			for desc, dec := range []func([]byte) (any, []byte, error){DecodeValue, DecodeValueDesc} {
 				v, rest, err := dec(data)
 				if err != nil {
 					continue
+				}
+				if skipped, err := SkipValue(data, desc == 1); err != nil || !bytes.Equal(skipped, rest) {
+					t.Fatalf("decoded % x to rest % x, skipped to % x (%v)", data, rest, skipped, err)
 				}
 				// Whatever decodes must be a value the encoder accepts.
 				if err := checkRoundTrip(v); err != nil {

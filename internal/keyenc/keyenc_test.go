@@ -57,6 +57,9 @@ func checkRoundTrip(v any) error {
 		case !bytes.Equal(enc(nil, got), e):
 			return fmt.Errorf("desc=%v re-encoding %#v (decoded %#v) differs", desc, v, got)
 		}
+		if rest, err := SkipValue(append(e, "suffix"...), desc); err != nil || string(rest) != "suffix" {
+			return fmt.Errorf("desc=%v skip %#v: rest %q, %v", desc, v, rest, err)
+		}
 	}
 	return nil
 }
@@ -303,6 +306,9 @@ func TestDecodeRejectsTruncated(t *testing.T) {
 		for i := range e {
 			if _, _, err := DecodeValue(e[:i]); !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("prefix %d of % x (%#v): err %v", i, e, v, err)
+			}
+			if _, err := SkipValue(e[:i], false); !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("skip prefix %d of % x (%#v): err %v", i, e, v, err)
 			}
 		}
 	}

@@ -59,28 +59,61 @@ func (s *Store) residentIter(r pebble.Reader, lower, upper []byte) (storage.Iter
 	return rescache.NewSliceIter(read), nil
 }
 
-// residentWrites is a commit's writes, as the cache sees them: a copy of
-// the batch's encoded writes, since pebble (or a sync waiter) owns the
-// batch once it is applied, and the keys whose values the cache held
-// when the commit began.
+// residentWrites is a commit's writes, as the cache sees them: the
+// batch's encoded writes (a copy when a sync waiter owns the batch once
+// it is applied), the writes whose key's value the cache held when the
+// commit began, and the deletions of values the cache's clock has seen
+// expire (DeleteExpired): no value of theirs is served, so only their
+// ranges are dropped.
 type residentWrites struct {
-	repr []byte
-	held []int // the batch positions of writes whose key's value was held, ascending
-	// expired are the positions of deletions of values the cache's clock
-	// has seen expire (DeleteExpired), ascending: no value of theirs is
-	// served, so only their ranges are dropped.
-	expired []int
+	repr          []byte
+	held, expired positions
+}
+
+// positions is a set of a batch's write positions, added and then taken
+// in ascending order: those below 64 in a mask (a request's batch), the
+// others (a TTL pass's) in a slice.
+type positions struct {
+	mask uint64
+	more []int
+}
+
+func (p *positions) add(pos int) {
+	if pos < 64 {
+		p.mask |= 1 << pos
+		return
+	}
+	p.more = append(p.more, pos)
+}
+
+// take reports whether pos is in the set; positions are asked in
+// ascending order.
+func (p *positions) take(pos int) bool {
+	if pos < 64 {
+		return p.mask&(1<<pos) != 0
+	}
+	if len(p.more) > 0 && p.more[0] == pos {
+		p.more = p.more[1:]
+		return true
+	}
+	return false
 }
 
 // invalidateResident drops from the cache every key pb writes and every
 // range such a key belongs to, before pb's apply: while it applies,
 // readers of those keys read pebble. A deletion of a value already
-// expired (expired, in batch order) drops only its key's range.
-func (s *Store) invalidateResident(pb *pebble.Batch, expired []expiredDelete) residentWrites {
+// expired (expired, in batch order) drops only its key's range. owned
+// says a sync waiter will own pb once it is applied, so its writes are
+// copied for settleResident; otherwise pb is the caller's until it is
+// closed, and pebble changes only its header.
+func (s *Store) invalidateResident(pb *pebble.Batch, expired []expiredDelete, owned bool) residentWrites {
 	if s.resident == nil {
 		return residentWrites{}
 	}
-	w := residentWrites{repr: bytes.Clone(pb.Repr())}
+	w := residentWrites{repr: pb.Repr()}
+	if owned {
+		w.repr = bytes.Clone(w.repr)
+	}
 	pos := 0
 	s.eachWrite(w.repr, func(kind pebble.InternalKeyKind, key, value []byte) {
 		var expiredAt int64 // DeleteExpired's instant for this write; 0: none
@@ -92,9 +125,9 @@ func (s *Store) invalidateResident(pb *pebble.Batch, expired []expiredDelete) re
 			s.resident.InvalidateRange(key, value)
 		case expiredAt != 0 && s.resident.Passed(expiredAt):
 			s.resident.DropRangeOf(key)
-			w.expired = append(w.expired, pos)
+			w.expired.add(pos)
 		case s.resident.Invalidate(key):
-			w.held = append(w.held, pos)
+			w.held.add(pos)
 		}
 		pos++
 	})
@@ -110,21 +143,16 @@ func (s *Store) settleResident(w residentWrites, applied bool) {
 	if s.resident == nil {
 		return
 	}
-	var installed map[string]bool // made by the batch's first install
+	var installed installedKeys
 	pos := 0
 	s.eachWrite(w.repr, func(kind pebble.InternalKeyKind, key, value []byte) {
-		held := len(w.held) > 0 && w.held[0] == pos
-		if held {
-			w.held = w.held[1:]
-		}
-		if len(w.expired) > 0 && w.expired[0] == pos {
-			w.expired = w.expired[1:]
-			pos++
-			s.settleExpired(key, installed)
-			return
-		}
+		held, expired := w.held.take(pos), w.expired.take(pos)
 		pos++
-		if kind == pebble.InternalKeyKindRangeDelete {
+		switch {
+		case expired:
+			s.settleExpired(key, &installed)
+			return
+		case kind == pebble.InternalKeyKindRangeDelete:
 			s.resident.InvalidateRange(key, value)
 			return
 		}
@@ -137,14 +165,42 @@ func (s *Store) settleResident(w residentWrites, applied bool) {
 		}
 		switch {
 		case s.resident.Written(key, value, keep):
-			if installed == nil {
-				installed = map[string]bool{}
-			}
-			installed[string(key)] = true
-		case installed[string(key)]:
+			installed.add(key)
+		case installed.has(key):
 			s.resident.Evict(key) // an earlier write of the batch's
 		}
 	})
+}
+
+// installedKeys are the keys a batch's settle installed values at, to
+// evict again where a later write of the batch installs none: the first
+// few compared in place (keys of the batch's writes, alive while it
+// settles), the others in a map.
+type installedKeys struct {
+	few  [4][]byte
+	n    int
+	many map[string]bool
+}
+
+func (k *installedKeys) add(key []byte) {
+	if k.n < len(k.few) {
+		k.few[k.n] = key
+		k.n++
+		return
+	}
+	if k.many == nil {
+		k.many = map[string]bool{}
+	}
+	k.many[string(key)] = true
+}
+
+func (k *installedKeys) has(key []byte) bool {
+	for _, x := range k.few[:k.n] {
+		if bytes.Equal(x, key) {
+			return true
+		}
+	}
+	return k.many[string(key)]
 }
 
 // installSole keeps the ranges a committed batch's writer noted hold one
@@ -162,9 +218,9 @@ func (s *Store) installSole(sole []soleEntry) {
 // settleExpired ends a deletion of an expired value (DeleteExpired): its
 // key's range is dropped again, and a value an earlier write of the batch
 // installed at the key is evicted.
-func (s *Store) settleExpired(key []byte, installed map[string]bool) {
+func (s *Store) settleExpired(key []byte, installed *installedKeys) {
 	s.resident.DropRangeOf(key)
-	if installed[string(key)] {
+	if installed.has(key) {
 		s.resident.Evict(key)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -208,5 +209,30 @@ func TestDeleteExpired(t *testing.T) {
 	readAll(t, s)
 	if n := deleteExpired(); n != 1 {
 		t.Fatalf("a deletion after the expiry dropped %d cached entries; want the range only", n)
+	}
+}
+
+// TestResidentWriteSets holds the sets a commit's cache upkeep keeps to
+// what they stand for, on both sides of their inline room: positions
+// below and above 64, keys within and past the four compared in place.
+func TestResidentWriteSets(t *testing.T) {
+	var p positions
+	in := []int{0, 5, 63, 64, 100, 1000}
+	for _, pos := range in {
+		p.add(pos)
+	}
+	for pos := 0; pos <= 1001; pos++ {
+		if got, want := p.take(pos), slices.Contains(in, pos); got != want {
+			t.Fatalf("position %d: taken %v, want %v", pos, got, want)
+		}
+	}
+	var k installedKeys
+	for i := range 9 {
+		k.add([]byte{byte(i), 'k'})
+	}
+	for i := range 12 {
+		if got, want := k.has([]byte{byte(i), 'k'}), i < 9; got != want {
+			t.Fatalf("key %d: held %v, want %v", i, got, want)
+		}
 	}
 }

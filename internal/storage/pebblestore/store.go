@@ -302,8 +302,9 @@ func (s *Store) apply(b *batch, durable bool) (wait func() error, entered bool, 
 	if err != nil {
 		return nil, false, err
 	}
-	installs := s.invalidateResident(b.pb, b.expired)
-	if s.inMem || !durable {
+	unsynced := s.inMem || !durable
+	installs := s.invalidateResident(b.pb, b.expired, !unsynced)
+	if unsynced {
 		err = s.applyUnsynced(db, b.pb)
 	} else {
 		wait, err = s.applyDurable(db, b.pb)

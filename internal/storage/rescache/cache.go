@@ -28,10 +28,12 @@ type Policy struct {
 	Admit func(key []byte) bool
 	// Family, for a key whose value is kept only while it is the newest
 	// of its family (a document's entry in an index whose entries a touch
-	// appends: only the newest is read back), returns the family's key,
-	// under which the cache holds the newest member read or written; a
-	// read of another member misses. ok is false for other keys.
-	Family func(key []byte) (family []byte, ok bool)
+	// appends: only the newest is read back), returns the part of key
+	// that names the member, key[cut:resume]: the family's key is key
+	// without it, under which the cache holds the newest member read or
+	// written; a read of another member misses. ok is false for other
+	// keys.
+	Family func(key []byte) (cut, resume int, ok bool)
 	// ExpiresAt is when the value stored at key expires, in Unix
 	// nanoseconds; ok is false for a value that never does.
 	ExpiresAt func(key, value []byte) (at int64, ok bool)
@@ -107,6 +109,15 @@ type Cache struct {
 	hits, misses, evictions, expired, inv atomic.Int64
 }
 
+// DefaultBytes is the resident cache's size when the
+// configuration names none: a session store's working set of 100,000
+// documents, their newest TTL entries and their token lookups (about 680
+// bytes a session, all three entries), and small beside a small machine's
+// memory (pebble's block cache is 64 MiB). It grew from 48 MiB when
+// memtables shrank from 24 to 16 MiB, which kept resident memory with
+// 1,000,000 sessions within the bench's bound (docs/design/0005).
+const DefaultBytes = 64 << 20
+
 // New returns a cache of at most maxBytes (0 or less: a cache that keeps
 // nothing, every read a miss) using clk for expiry.
 func New(maxBytes int64, clk clock.Clock) *Cache {
@@ -142,11 +153,18 @@ func (c *Cache) Stats() Stats {
 }
 
 // hashOf is key's hash: its shard, and its place in the shard's index.
-func (c *Cache) hashOf(key []byte) uint64 {
-	if c.testHash != nil {
-		return c.testHash(key)
+func (c *Cache) hashOf(key slotKey) uint64 {
+	switch {
+	case c.testHash != nil:
+		return c.testHash(key.appendTo(nil))
+	case len(key.tail) == 0:
+		return maphash.Bytes(c.seed, key.head)
 	}
-	return maphash.Bytes(c.seed, key)
+	var h maphash.Hash // the same hash as maphash.Bytes of head and tail joined
+	h.SetSeed(c.seed)
+	_, _ = h.Write(key.head)
+	_, _ = h.Write(key.tail)
+	return h.Sum64()
 }
 
 func (c *Cache) shardOf(hash uint64) *shard { return &c.shards[hash%shardCount] }
@@ -171,15 +189,18 @@ func (c *Cache) Admits(key []byte) bool {
 
 // slotKeyOf is the key the value at key is held under: key itself, or its
 // family's (family true); ok is false for a key the policy does not admit.
-func slotKeyOf(p *Policy, key []byte) (slotKey []byte, family, ok bool) {
+func slotKeyOf(p *Policy, key []byte) (sk slotKey, family, ok bool) {
 	if p.Admit != nil && p.Admit(key) {
-		return key, false, true
+		return plainKey(key), false, true
 	}
-	if p.Family != nil {
-		slotKey, ok = p.Family(key)
-		return slotKey, ok, ok
+	if p.Family == nil {
+		return slotKey{}, false, false
 	}
-	return nil, false, false
+	cut, resume, ok := p.Family(key)
+	if !ok || cut < 0 || cut > resume || resume > len(key) {
+		return slotKey{}, false, false
+	}
+	return slotKey{head: key[:cut], tail: key[resume:]}, true, true
 }
 
 // Get returns the value cached at key (not a copy: callers copy), or
@@ -187,7 +208,7 @@ func slotKeyOf(p *Policy, key []byte) (slotKey []byte, family, ok bool) {
 func (c *Cache) Get(key []byte) ([]byte, Ticket, bool) {
 	slotKey, _, ok := slotKeyOf(c.policy.Load(), key)
 	if !ok {
-		slotKey = key // counted as a miss; Fill will not keep it
+		slotKey = plainKey(key) // counted as a miss; Fill will not keep it
 	}
 	var value []byte
 	t, hit := c.find(slotKey, false, func(s *slot) bool {
@@ -202,7 +223,7 @@ func (c *Cache) Get(key []byte) ([]byte, Ticket, bool) {
 // found to read under the shard's lock (which reports whether it is what
 // the caller asked for) and counts a hit or a miss; on a miss the ticket
 // is for the read of storage that follows.
-func (c *Cache) find(key []byte, isRange bool, read func(*slot) bool) (Ticket, bool) {
+func (c *Cache) find(key slotKey, isRange bool, read func(*slot) bool) (Ticket, bool) {
 	hash := c.hashOf(key)
 	sh := c.shardOf(hash)
 	sh.mu.Lock()
@@ -212,7 +233,7 @@ func (c *Cache) find(key []byte, isRange bool, read func(*slot) bool) (Ticket, b
 		c.misses.Add(1)
 		t := Ticket{sh: sh, seq: sh.seq}
 		if isRange {
-			t.epoch = c.groups[c.groupOf(key)].epoch.Load()
+			t.epoch = c.groups[c.groupOf(key.head)].epoch.Load()
 		}
 		return t, false
 	}
@@ -255,8 +276,8 @@ func (c *Cache) pointEntry(key, value []byte) (slot, bool) {
 }
 
 // entryLen bounds the data of entryAt's entry.
-func entryLen(slotKey []byte, family bool, key, value []byte) int {
-	n := len(slotKey) + len(value)
+func entryLen(sk slotKey, family bool, key, value []byte) int {
+	n := sk.size() + len(value)
 	if family {
 		n += binary.MaxVarintLen32 + len(key)
 	}
@@ -264,14 +285,14 @@ func entryLen(slotKey []byte, family bool, key, value []byte) int {
 }
 
 // entryAt is pointEntry for a key whose slot key is known.
-func (c *Cache) entryAt(p *Policy, slotKey []byte, family bool, key, value []byte) slot {
-	data := append(make([]byte, 0, entryLen(slotKey, family, key, value)), slotKey...)
+func (c *Cache) entryAt(p *Policy, sk slotKey, family bool, key, value []byte) slot {
+	data := sk.appendTo(make([]byte, 0, entryLen(sk, family, key, value)))
 	if family {
 		data = binary.AppendUvarint(data, uint64(len(key)))
 		data = append(data, key...)
 	}
 	data = append(data, value...)
-	return slot{data: data, keyLen: int32(len(slotKey)), family: family,
+	return slot{data: data, keyLen: int32(sk.size()), family: family,
 		expiry: c.expiryOf(p, key, value), size: int32(len(data)) + itemOverhead}
 }
 
@@ -279,7 +300,7 @@ func (c *Cache) entryAt(p *Policy, slotKey []byte, family bool, key, value []byt
 // spare, only where the shard has room without evicting.
 func (c *Cache) put(t Ticket, e slot, spare bool) {
 	key := e.key()
-	e.hash = c.hashOf(key)
+	e.hash = c.hashOf(plainKey(key))
 	sh := c.shardOf(e.hash)
 	if e.isRange {
 		e.group = c.groupOf(key)
@@ -339,7 +360,7 @@ func (c *Cache) Passed(at int64) bool { return at <= c.now() }
 
 // dropWriting drops the value at key and counts a write of it under way,
 // under one hold of the shard's lock; it reports whether one was held.
-func (c *Cache) dropWriting(key []byte) bool {
+func (c *Cache) dropWriting(key slotKey) bool {
 	hash := c.hashOf(key)
 	sh := c.shardOf(hash)
 	sh.mu.Lock()
@@ -447,7 +468,7 @@ func (c *Cache) dropRangeOf(p *Policy, key []byte) {
 		return
 	}
 	if n, ok := p.EqualityLen(key); ok && n <= len(key) {
-		c.drop(true, key[:n])
+		c.drop(true, plainKey(key[:n]))
 	}
 }
 
@@ -475,7 +496,7 @@ func (c *Cache) noRangesIn(lo []byte) bool {
 	return g.held.Load() == 0
 }
 
-func (c *Cache) drop(isRange bool, key []byte) {
+func (c *Cache) drop(isRange bool, key slotKey) {
 	hash := c.hashOf(key)
 	sh := c.shardOf(hash)
 	sh.mu.Lock()

@@ -21,12 +21,12 @@ func testPolicy() Policy {
 			return at, n == 1
 		},
 		// "f<date><id>": the newest of each <id>'s members is held as
-		// family "F<id>".
-		Family: func(k []byte) ([]byte, bool) {
+		// family "f<id>" (never a key Admit takes).
+		Family: func(k []byte) (int, int, bool) {
 			if len(k) < 2 || k[0] != 'f' {
-				return nil, false
+				return 0, 0, false
 			}
-			return []byte{'F', k[len(k)-1]}, true
+			return 1, len(k) - 1, true
 		},
 		EqualityLen: func(k []byte) (int, bool) { return 2, len(k) >= 2 },
 		Resets:      func(k []byte) bool { return len(k) > 0 && k[0] == 'c' },
@@ -464,5 +464,24 @@ func TestInstallRange(t *testing.T) {
 	full.FillRange(zlo, zhi, nil, ticket)
 	if after := full.Stats(); after.Evictions != st.Evictions || after.Items != st.Items {
 		t.Fatalf("an empty range filled into a full cache evicted: %+v, then %+v", st, after)
+	}
+}
+
+// TestSlotKeyPiecesAgreeWithTheJoinedKey holds a key looked up in two
+// pieces (a family's) to the hash and equality of the same bytes
+// joined, as entries store them: a split anywhere, an empty piece
+// included.
+func TestSlotKeyPiecesAgreeWithTheJoinedKey(t *testing.T) {
+	c := New(1<<20, nil)
+	for _, joined := range []string{"", "a", "family-key", strings.Repeat("x", 300)} {
+		for cut := 0; cut <= len(joined); cut++ {
+			k := slotKey{head: []byte(joined[:cut]), tail: []byte(joined[cut:])}
+			if got, want := c.hashOf(k), c.hashOf(plainKey([]byte(joined))); got != want {
+				t.Fatalf("%q cut at %d: hash %x, joined %x", joined, cut, got, want)
+			}
+			if !k.equal([]byte(joined)) || k.equal([]byte(joined+"!")) || string(k.appendTo(nil)) != joined {
+				t.Fatalf("%q cut at %d: equality or bytes differ", joined, cut)
+			}
+		}
 	}
 }

@@ -33,7 +33,7 @@ func isPrefixEnd(lo, hi []byte) bool {
 // FillRange may keep.
 func (c *Cache) GetRange(lo []byte) (*SliceIter, Ticket, bool) {
 	var it *SliceIter
-	t, ok := c.find(lo, true, func(s *slot) bool {
+	t, ok := c.find(plainKey(lo), true, func(s *slot) bool {
 		it = decodeEntries(s.payload(), int(s.entries))
 		return true
 	})
@@ -70,7 +70,7 @@ func (c *Cache) InstallRange(lo []byte, entries []KV) {
 		return
 	}
 	n := rangeLen(lo, entries)
-	hash := c.hashOf(lo)
+	hash := c.hashOf(plainKey(lo))
 	sh := c.shardOf(hash)
 	group := c.groupOf(lo)
 	sh.mu.Lock()

@@ -71,6 +71,21 @@ const noSlot = 0 // slots[0] is the sentinel, never an entry
 
 func (s *slot) key() []byte { return s.data[:s.keyLen] }
 
+// slotKey is the key a value is held under, head and tail joined: a
+// family's key is its member's with the member's own part cut from the
+// middle, looked up and compared in its two pieces without a copy.
+type slotKey struct{ head, tail []byte }
+
+func plainKey(key []byte) slotKey { return slotKey{head: key} }
+
+func (k slotKey) size() int { return len(k.head) + len(k.tail) }
+
+func (k slotKey) equal(b []byte) bool {
+	return len(b) == k.size() && bytes.Equal(b[:len(k.head)], k.head) && bytes.Equal(b[len(k.head):], k.tail)
+}
+
+func (k slotKey) appendTo(dst []byte) []byte { return append(append(dst, k.head...), k.tail...) }
+
 func (s *slot) payload() []byte { return s.data[s.keyLen:] }
 
 // memberKey is the key of the value a family's slot holds; for any other
@@ -110,9 +125,9 @@ func (sh *shard) index(isRange bool) map[uint64]int32 {
 }
 
 // find returns the slot holding key among values or ranges, or noSlot.
-func (sh *shard) find(isRange bool, hash uint64, key []byte) int32 {
+func (sh *shard) find(isRange bool, hash uint64, key slotKey) int32 {
 	i := sh.index(isRange)[hash]
-	for i != noSlot && !bytes.Equal(sh.at(i).key(), key) {
+	for i != noSlot && !key.equal(sh.at(i).key()) {
 		i = sh.at(i).chain
 	}
 	return i
@@ -138,7 +153,7 @@ const sweepBudget = 32
 
 // lookup returns the live slot at key and marks it used, evicting it
 // instead when its value has expired. sh.mu is held.
-func (c *Cache) lookup(sh *shard, isRange bool, hash uint64, key []byte) (*slot, bool) {
+func (c *Cache) lookup(sh *shard, isRange bool, hash uint64, key slotKey) (*slot, bool) {
 	now := c.now()
 	c.sweepLocked(sh, now, sweepBudget)
 	i := sh.find(isRange, hash, key)
@@ -168,7 +183,7 @@ func (c *Cache) sweepLocked(sh *shard, now int64, budget int) {
 // least recently used until the shard fits.
 func (c *Cache) insertLocked(sh *shard, e slot) {
 	idx := sh.index(e.isRange)
-	if old := sh.find(e.isRange, e.hash, e.key()); old != noSlot {
+	if old := sh.find(e.isRange, e.hash, plainKey(e.key())); old != noSlot {
 		c.removeLocked(sh, old)
 	}
 	i := sh.alloc()
