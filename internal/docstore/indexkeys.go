@@ -95,9 +95,9 @@ func (ix *indexState) appendScalarEntryKey(dst []byte, doc bson.D) (key []byte, 
 // from the arena with no spare capacity, and a key that does not fit
 // is allocated as before.
 type keyArena struct {
-	bytes  [192]byte
+	bytes  [128]byte
 	used   int
-	lists  [8][]byte
+	lists  [4][]byte
 	nlists int
 }
 
