@@ -38,6 +38,9 @@ type durableView struct {
 	orderMu  sync.Mutex     // a durable commit's guard and apply, in one order
 	inflight sync.WaitGroup // durable commits' sync waiters, which Close awaits
 
+	// mu is never held across a call into pebble: pebble reports a
+	// failure (Store.fail, which takes mu) while it holds its own DB
+	// mutex, which snapshots take and release.
 	mu   sync.Mutex
 	next uint64 // numbers guards in the order they were taken
 	// view is what reads use once the store has failed: the oldest guard of
@@ -53,13 +56,15 @@ type guard struct {
 	snap *pebble.Snapshot
 }
 
-// takeGuard snapshots db before a commit applies.
+// takeGuard snapshots db before a commit applies. Its caller holds
+// orderMu, so guards are numbered in the order their snapshots were taken.
 func (s *Store) takeGuard(db *pebble.DB) *guard {
+	g := &guard{snap: db.NewSnapshot()}
 	d := &s.durable
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	g := &guard{n: d.next, snap: db.NewSnapshot()}
+	g.n = d.next
 	d.next++
+	d.mu.Unlock()
 	return g
 }
 
@@ -72,7 +77,7 @@ func (s *Store) release(g *guard) { _ = g.snap.Close() }
 func (s *Store) installView(failed *guard) {
 	d := &s.durable
 	d.mu.Lock()
-	defer d.mu.Unlock()
+	kept := true
 	switch {
 	case d.view == nil:
 		d.view = failed
@@ -80,6 +85,10 @@ func (s *Store) installView(failed *guard) {
 		d.retired = append(d.retired, d.view)
 		d.view = failed
 	default:
+		kept = false
+	}
+	d.mu.Unlock()
+	if !kept {
 		_ = failed.snap.Close()
 	}
 }
@@ -89,14 +98,15 @@ func (s *Store) installView(failed *guard) {
 func (s *Store) dropDurable() {
 	d := &s.durable
 	d.mu.Lock()
-	defer d.mu.Unlock()
+	drop := d.retired
 	if d.view != nil {
-		_ = d.view.snap.Close()
-	}
-	for _, g := range d.retired {
-		_ = g.snap.Close()
+		drop = append(drop, d.view)
 	}
 	d.view, d.retired = nil, nil
+	d.mu.Unlock()
+	for _, g := range drop {
+		_ = g.snap.Close()
+	}
 }
 
 // reader is what reads use: the DB, or the durable view once a write has
