@@ -90,8 +90,9 @@ type Encodable interface {
 // SoleEntryNoter is implemented by batches that can tell the engine's
 // cache what an equality range holds once they commit. The writer knows
 // the range of every key starting with lower will hold exactly the one
-// entry (key, value) it sets: a unique index's value it claimed under the lock that keeps
-// every other writer out of the range, having found no entry there. A
+// entry (key, value) it sets: a unique index's value it claimed under the
+// lock that keeps every other writer out of the range, having found no
+// entry there. A
 // read of the range after the commit then need not go to storage. A
 // batch that is never committed, or fails, keeps nothing.
 type SoleEntryNoter interface {

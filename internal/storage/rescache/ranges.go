@@ -60,8 +60,9 @@ func (c *Cache) FillRange(lo, hi []byte, entries []KV, t Ticket) {
 }
 
 // InstallRange keeps entries as the whole range of the keys starting
-// with lo, written by a commit that has just been applied, whose writer knows no other write
-// changes the range until this call returns (storage.SoleEntryNoter). As
+// with lo, written by a commit that has just been applied, whose writer
+// knows no other write changes the range until this call returns
+// (storage.SoleEntryNoter). As
 // KeepSpare does for a value, it keeps them only while the shard has room:
 // a bulk load never pushes out what reads brought in. A read of storage
 // that began before is refused its fill (the shard's sequence moves).
