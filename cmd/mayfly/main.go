@@ -157,24 +157,40 @@ func newLogger(level, format string, out io.Writer) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format must be text or json, not %q", format)
 }
 
-// threadsPerCore is how many goroutines may run at once per core.
+// threadsPerCore is how many goroutines may run at once per core while
+// the TTL monitor deletes a backlog with clients busy (ttl.Config.Threads).
 //
-// With one per core (Go's default), the TTL monitor's deletion batches and
-// the storage engine's compactions, each running for milliseconds, can
-// hold every one of them, and requests then wait for the Go scheduler to
-// preempt one (it does so after 10 ms). With two per core, requests always
-// find one free and the kernel shares the cores between all of them at
-// a finer grain. Measured in docs/design/0003 ("Pacing").
+// Otherwise one per core, Go's default, serves requests best: with two,
+// the kernel time-slices the scheduler's threads on each core, and a
+// request whose thread it sets aside waits out the other's slice (on one
+// core the sessions' p99 was 1.4 times as long). Flushes and compactions
+// yield at each write instead (pebblestore's yieldFS). But a monitor
+// deleting a backlog holds its thread for milliseconds a batch, which
+// with one per core held requests until Go preempted it, and a storm's
+// lateness on one core doubled. Measured in docs/design/0003 ("Pacing").
 const threadsPerCore = 2
 
-// oversubscribe raises GOMAXPROCS to threadsPerCore per core unless the
-// GOMAXPROCS variable chose it, and returns the number of cores.
-func oversubscribe() int {
-	cores := runtime.GOMAXPROCS(0)
-	if _, set := os.LookupEnv("GOMAXPROCS"); !set {
-		runtime.GOMAXPROCS(threadsPerCore * cores)
+// schedulerThreads sets GOMAXPROCS for the TTL monitor's backlogs, unless
+// the GOMAXPROCS variable chose it.
+type schedulerThreads struct {
+	cores  int
+	chosen bool
+}
+
+func newSchedulerThreads() schedulerThreads {
+	_, chosen := os.LookupEnv("GOMAXPROCS")
+	return schedulerThreads{cores: runtime.GOMAXPROCS(0), chosen: chosen}
+}
+
+// set gives threadsPerCore per core (more) or Go's default.
+func (s schedulerThreads) set(more bool) {
+	switch {
+	case s.chosen:
+	case more:
+		runtime.GOMAXPROCS(threadsPerCore * s.cores)
+	default:
+		runtime.SetDefaultGOMAXPROCS()
 	}
-	return cores
 }
 
 func run(args []string) error {
@@ -191,7 +207,8 @@ func run(args []string) error {
 	}
 	o.cfg.Logger = logger
 	o.cfg.Argv = append([]string{"mayfly"}, args...)
-	o.cfg.CPUs = oversubscribe()
+	threads := newSchedulerThreads()
+	o.cfg.CPUs, o.cfg.BacklogThreads = threads.cores, threads.set
 	o.cfg.NewConfigClient = newConfigClient
 	stopProfile, err := startCPUProfile(o.cpuProfile)
 	if err != nil {

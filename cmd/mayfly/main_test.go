@@ -10,21 +10,35 @@ import (
 	"testing"
 )
 
-func TestOversubscribeDoublesGOMAXPROCSUnlessChosen(t *testing.T) {
+// A monitor's backlog doubles GOMAXPROCS and its end gives Go's default
+// back, unless the GOMAXPROCS variable chose it.
+func TestSchedulerThreadsDoubleOnlyUnlessChosen(t *testing.T) {
 	before := runtime.GOMAXPROCS(0)
 	defer runtime.GOMAXPROCS(before)
 	t.Setenv("GOMAXPROCS", "chosen") // the variable is restored after the test
 	t.Run("chosen", func(t *testing.T) {
-		if cores := oversubscribe(); cores != before || runtime.GOMAXPROCS(0) != before {
-			t.Fatalf("cores %d, GOMAXPROCS %d: a chosen GOMAXPROCS (%d) must stay", cores, runtime.GOMAXPROCS(0), before)
+		threads := newSchedulerThreads()
+		threads.set(true)
+		if threads.cores != before || runtime.GOMAXPROCS(0) != before {
+			t.Fatalf("cores %d, GOMAXPROCS %d: a chosen GOMAXPROCS (%d) must stay", threads.cores, runtime.GOMAXPROCS(0), before)
 		}
 	})
 	t.Run("default", func(t *testing.T) {
 		if err := os.Unsetenv("GOMAXPROCS"); err != nil {
 			t.Fatal(err)
 		}
-		if cores := oversubscribe(); cores != before || runtime.GOMAXPROCS(0) != threadsPerCore*before {
-			t.Fatalf("cores %d, GOMAXPROCS %d: want %d and %d", cores, runtime.GOMAXPROCS(0), before, threadsPerCore*before)
+		runtime.SetDefaultGOMAXPROCS()
+		cores := runtime.GOMAXPROCS(0)
+		threads := newSchedulerThreads()
+		for _, more := range []bool{true, false, true, false} {
+			threads.set(more)
+			want := cores
+			if more {
+				want = threadsPerCore * cores
+			}
+			if got := runtime.GOMAXPROCS(0); threads.cores != cores || got != want {
+				t.Fatalf("more %v: cores %d, GOMAXPROCS %d: want %d and %d", more, threads.cores, got, cores, want)
+			}
 		}
 	})
 }

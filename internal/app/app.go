@@ -68,9 +68,12 @@ type Config struct {
 	RecoverInterval time.Duration
 	// CPUs is the number of cores the server runs on, on which the TTL
 	// monitor's pace and the storage engine's compaction concurrency are
-	// reckoned; default GOMAXPROCS. cmd/mayfly runs with GOMAXPROCS above
-	// the number of cores (see there) and sets this to the cores.
+	// reckoned; default GOMAXPROCS.
 	CPUs int
+	// BacklogThreads adds scheduler threads (more) while the TTL monitor
+	// deletes a backlog with clients busy, and takes them back
+	// (ttl.Config.Threads); cmd/mayfly sets GOMAXPROCS. Default: none.
+	BacklogThreads func(more bool)
 	// ReplSet is --replSet: the name of the replica set this server is a
 	// member of (empty: a standalone server).
 	ReplSet string
@@ -262,6 +265,7 @@ func (a *App) assemble() error {
 		SleepSecs: cfg.TTLSleepSecs, Disabled: cfg.TTLDisabled, Logger: cfg.Logger, Observer: observer,
 		Busy: func() bool { return ops.BusyWithin(100 * time.Millisecond) },
 		CPUs: cfg.CPUs, Active: a.backgroundWrites, GrowBatches: replicatedGrowBatches(cfg),
+		Threads: cfg.BacklogThreads,
 	})
 	authMgr, tlsCfg, err := a.security(store)
 	if err != nil {

@@ -91,6 +91,15 @@ type Config struct {
 	// catches up, and sets it back; it reports whether it could. Default:
 	// the OS thread's nice value (Linux, where the system allows it).
 	Priority func(up bool) bool
+	// Threads adds scheduler threads (more) while a pass has more than a
+	// batch to delete with clients busy, and takes them back when the pass
+	// ends. With one per core, Go's default and the cheapest for requests,
+	// the monitor's batches and the compactions they cause hold the
+	// threads for milliseconds at a stretch while requests wait for Go's
+	// preemption (10 ms); with more threads than cores the kernel shares
+	// the cores at a finer grain, and honours the thread priority of a
+	// monitor catching up. Default: none added.
+	Threads func(more bool)
 }
 
 // Observer is told when a deletion batch starts and how it ended, so the
@@ -130,9 +139,10 @@ type Monitor struct {
 	// catchUps counts the batches after which the monitor did not rest
 	// because it was catching up.
 	catchUps atomic.Int64
-	// raised says the monitor's thread runs at the catching-up priority;
-	// only the monitor's goroutine reads and writes it.
-	raised bool
+	// raised says the monitor's thread runs at the catching-up priority,
+	// threadsAdded that Config.Threads added scheduler threads for a
+	// backlog; only the monitor's goroutine reads and writes them.
+	raised, threadsAdded bool
 }
 
 // New returns a monitor over store; Run starts it.
@@ -300,7 +310,9 @@ func (m *Monitor) Pass(ctx context.Context) {
 	for len(work) > 0 && ctx.Err() == nil {
 		m.subPasses.Add(1)
 		work = m.subPass(ctx, work)
+		m.addThreads(len(work) > 0 && m.cfg.Busy != nil && m.cfg.Busy())
 	}
+	m.addThreads(false)
 	m.passes.Add(1)
 }
 
@@ -372,6 +384,15 @@ func (m *Monitor) raise(up bool) {
 	}
 	if m.cfg.Priority(up) || !up {
 		m.raised = up
+	}
+}
+
+// addThreads asks for the scheduler threads of a backlog (more) or gives
+// them back, when they are not so already.
+func (m *Monitor) addThreads(more bool) {
+	if more != m.threadsAdded && m.cfg.Threads != nil {
+		m.cfg.Threads(more)
+		m.threadsAdded = more
 	}
 }
 

@@ -400,3 +400,37 @@ func TestCatchUpPriorityFollowsTheBatches(t *testing.T) {
 		t.Fatalf("priority calls %v, want %v", calls, want)
 	}
 }
+
+// Scheduler threads are added once a pass has more than a batch to delete
+// while clients are busy, and taken back when the pass ends.
+func TestThreadsAddedForABacklogUnderLoad(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		expired int // BatchDocs is 10
+		busy    bool
+		threads []bool
+	}{
+		{"a backlog while clients are busy", 25, true, []bool{true, false}},
+		{"a backlog with no client busy", 25, false, nil},
+		{"one batch while clients are busy", 5, true, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, c, clk := setup(t, 0)
+			m.SetPace(1) // no rests
+			m.cfg.Busy = func() bool { return tc.busy }
+			var threads []bool
+			m.cfg.Threads = func(more bool) { threads = append(threads, more) }
+			for i := range tc.expired {
+				add(t, c, i, t0)
+			}
+			clk.Set(t0.Add(time.Second))
+			m.Pass(context.Background())
+			if got := m.Stats().DeletedDocuments; got != int64(tc.expired) {
+				t.Fatalf("deleted %d, want %d", got, tc.expired)
+			}
+			if !slices.Equal(threads, tc.threads) {
+				t.Fatalf("thread changes %v, want %v", threads, tc.threads)
+			}
+		})
+	}
+}

@@ -94,3 +94,37 @@ func (f *watchFile) SyncTo(length int64) (bool, error) {
 	f.check("sync", err)
 	return full, err
 }
+
+// yieldFS makes flushes and compactions give way to requests: their
+// writers yield the thread before each write to the files they make
+// (every file but the WAL and the MANIFEST; bufio's 4 KiB at a time, tens
+// of microseconds of their work apart). With one scheduler thread per
+// core Go preempts a goroutine only after 10 ms, and a compaction that ran
+// that long on the one thread of a core held every request on it, in the
+// tail of the sessions' latency (docs/design/0002, "Background work and
+// the scheduler"). The WAL's writer is left alone: commits wait on it.
+type yieldFS struct {
+	vfs.FS
+	yield func()
+}
+
+func (fs yieldFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.Create(name, category)
+	if err != nil || critical(fs.PathBase(name)) {
+		return f, err
+	}
+	return yieldingFile{File: f, yield: fs.yield}, nil
+}
+
+// Unwrap implements vfs.FS.
+func (fs yieldFS) Unwrap() vfs.FS { return fs.FS }
+
+type yieldingFile struct {
+	vfs.File
+	yield func()
+}
+
+func (f yieldingFile) Write(p []byte) (int, error) {
+	f.yield()
+	return f.File.Write(p)
+}

@@ -6,6 +6,7 @@
 package pebblestore
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,6 +30,9 @@ type Options struct {
 	InMemory bool
 	// FS overrides the filesystem, for fault-injection tests.
 	FS vfs.FS
+	// Yield is what a flush's or a compaction's writer calls before each
+	// write (yieldFS); default runtime.Gosched. For tests.
+	Yield func()
 	// SyncInterval bounds how long a commit made without sync stays
 	// unsynced: a background goroutine syncs the WAL this often if anything
 	// was committed unsynced since the last sync. Default 100ms; negative
@@ -165,15 +169,18 @@ func (s *Store) startBackground(opt Options) {
 }
 
 func (s *Store) filesystem(opt Options) (vfs.FS, string, error) {
+	yield := opt.Yield
+	if yield == nil {
+		yield = runtime.Gosched
+	}
 	switch {
 	case opt.InMemory:
-		return vfs.NewMem(), memDir, nil
+		return yieldFS{FS: vfs.NewMem(), yield: yield}, memDir, nil
 	case opt.Dir == "":
 		return nil, "", errors.New("pebblestore: open: Options.Dir is required unless InMemory")
-	case opt.FS != nil:
-		return &watchFS{FS: opt.FS, onFailure: s.fail}, opt.Dir, nil
 	}
-	return &watchFS{FS: vfs.Default, onFailure: s.fail}, opt.Dir, nil
+	fs := cmp.Or(opt.FS, vfs.Default)
+	return yieldFS{FS: &watchFS{FS: fs, onFailure: s.fail}, yield: yield}, opt.Dir, nil
 }
 
 // fail records the first storage failure; from then on writes are refused
