@@ -11,36 +11,38 @@ import (
 )
 
 // A monitor's backlog doubles GOMAXPROCS and its end gives Go's default
-// back, unless the GOMAXPROCS variable chose it.
-func TestSchedulerThreadsDoubleOnlyUnlessChosen(t *testing.T) {
+// back; a replica set member runs doubled throughout; the GOMAXPROCS
+// variable overrides both.
+func TestSchedulerThreads(t *testing.T) {
 	before := runtime.GOMAXPROCS(0)
 	defer runtime.GOMAXPROCS(before)
 	t.Setenv("GOMAXPROCS", "chosen") // the variable is restored after the test
-	t.Run("chosen", func(t *testing.T) {
-		threads := newSchedulerThreads()
+	for _, member := range []bool{false, true} {
+		threads := newSchedulerThreads(member)
 		threads.set(true)
 		if threads.cores != before || runtime.GOMAXPROCS(0) != before {
-			t.Fatalf("cores %d, GOMAXPROCS %d: a chosen GOMAXPROCS (%d) must stay", threads.cores, runtime.GOMAXPROCS(0), before)
+			t.Fatalf("member %v: cores %d, GOMAXPROCS %d: a chosen GOMAXPROCS (%d) must stay", member, threads.cores, runtime.GOMAXPROCS(0), before)
 		}
-	})
-	t.Run("default", func(t *testing.T) {
-		if err := os.Unsetenv("GOMAXPROCS"); err != nil {
-			t.Fatal(err)
-		}
+	}
+	if err := os.Unsetenv("GOMAXPROCS"); err != nil {
+		t.Fatal(err)
+	}
+	runtime.SetDefaultGOMAXPROCS()
+	cores := runtime.GOMAXPROCS(0)
+	for _, member := range []bool{false, true} {
 		runtime.SetDefaultGOMAXPROCS()
-		cores := runtime.GOMAXPROCS(0)
-		threads := newSchedulerThreads()
-		for _, more := range []bool{true, false, true, false} {
+		threads := newSchedulerThreads(member)
+		for _, more := range []bool{false, true, false} {
 			threads.set(more)
 			want := cores
-			if more {
+			if more || member {
 				want = threadsPerCore * cores
 			}
 			if got := runtime.GOMAXPROCS(0); threads.cores != cores || got != want {
-				t.Fatalf("more %v: cores %d, GOMAXPROCS %d: want %d and %d", more, threads.cores, got, cores, want)
+				t.Fatalf("member %v, more %v: cores %d, GOMAXPROCS %d: want %d and %d", member, more, threads.cores, got, cores, want)
 			}
 		}
-	})
+	}
 }
 
 // TestReadmeNamesEveryFlag: every flag `mayfly --help` lists has a line
