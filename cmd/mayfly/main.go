@@ -176,7 +176,7 @@ const threadsPerCore = 2
 // threadsPerCore per core throughout: its raft and apply loops hand each
 // write from goroutine to goroutine, and with one thread per core each
 // hand-off waited for a request to give its thread up (three members and
-// their clients on two cores: w:"majority" inserts 0.86 of the rate).
+// their clients on two cores: w:"majority" inserts 0.87 of the rate).
 type schedulerThreads struct {
 	cores int
 	fixed bool // the variable chose it, or a member runs threadsPerCore
