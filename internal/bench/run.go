@@ -12,9 +12,12 @@ import (
 // ModeReport is everything measured in one mode. A phase that failed has
 // its error in Errors and no figures.
 type ModeReport struct {
-	Mode     string                     `json:"mode"`
-	Skipped  string                     `json:"skipped,omitempty"`
-	Sessions map[string]*SessionsResult `json:"sessions,omitempty"`
+	Mode    string `json:"mode"`
+	Skipped string `json:"skipped,omitempty"`
+	// Sessions is each server's figures; Mayfly's, --auth's and the null
+	// server's merge their SessionRounds (mergeRounds).
+	Sessions      map[string]*SessionsResult `json:"sessions,omitempty"`
+	SessionRounds []*SessionsResult          `json:"session_rounds,omitempty"`
 	// StreamRounds are the session workload's rounds on one server
 	// without and with change streams open (streamRoundStreams).
 	StreamRounds []*SessionsResult `json:"stream_rounds,omitempty"`
@@ -125,7 +128,7 @@ func runMode(ctx context.Context, cfg *Config, mode, bin, work string) *ModeRepo
 		}
 	}
 	if cfg.has(PhaseSessions) {
-		rep.Sessions, err = m.sessionsPhase(ctx)
+		rep.Sessions, rep.SessionRounds, err = m.sessionsPhase(ctx)
 		note(PhaseSessions, err)
 		if rep.Baseline != nil {
 			rep.Baseline.Sessions, err = m.baselineSessionRounds(ctx)

@@ -151,6 +151,19 @@ type MixResult struct {
 	FirstErr string           `json:"first_error,omitempty"`
 }
 
+// add counts o's operations into r; r keeps its first error.
+func (r *MixResult) add(o MixResult) {
+	for k, c := range o.Ops {
+		r.Ops[k] += c
+	}
+	r.Misses += o.Misses
+	r.Writes += o.Writes
+	r.Errors += o.Errors
+	if r.FirstErr == "" {
+		r.FirstErr = o.FirstErr
+	}
+}
+
 // runMix runs spec.clients workers on st until deadline and returns the
 // merged recorder and counts.
 func runMix(ctx context.Context, st sessionStore, spec mixSpec, spans []span, deadline time.Time) (*recorder, MixResult) {
