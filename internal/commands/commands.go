@@ -354,7 +354,7 @@ func withMaxTime(r *request) (context.Context, context.CancelFunc, error) {
 	if ms == 0 {
 		return r.ctx, func() {}, nil
 	}
-	ctx, cancel := context.WithTimeout(r.ctx, time.Duration(ms)*time.Millisecond)
+	ctx, cancel := withDeadline(r.ctx, time.Duration(ms)*time.Millisecond)
 	return ctx, cancel, nil
 }
 

@@ -130,13 +130,14 @@ func (sb *sessionBench) requests(b testing.TB, op string, n int) [][]byte {
 
 // request is one operation's body and its document sequence, shaped as
 // the Go driver sends them to a standalone server (no txnNumber: retryable
-// writes need a replica set).
+// writes need a replica set) from an operation whose context has a
+// deadline, as the bench's have: the driver then sends maxTimeMS.
 func (sb *sessionBench) request(op string) (bson.D, wire.Sequence) {
 	live := func() string { return sessionToken(sb.dropped + sb.rng.IntN(sb.made-sb.dropped)) }
 	write := func(name, seq string, doc bson.D) (bson.D, wire.Sequence) {
 		raw, _ := bson.Marshal(doc)
 		return bson.D{{Key: name, Value: "sessions"}, {Key: "ordered", Value: true}, {Key: "lsid", Value: sb.lsid},
-				{Key: "$db", Value: "test"}},
+				{Key: "maxTimeMS", Value: int64(benchMaxTimeMS)}, {Key: "$db", Value: "test"}},
 			wire.Sequence{Identifier: seq, Docs: []bson.Raw{raw}}
 	}
 	switch op {
@@ -151,8 +152,13 @@ func (sb *sessionBench) request(op string) (bson.D, wire.Sequence) {
 		return write("delete", "deletes", bson.D{{Key: "q", Value: bson.D{{Key: "token", Value: sessionToken(sb.dropped - 1)}}}, {Key: "limit", Value: 1}})
 	}
 	return bson.D{{Key: "find", Value: "sessions"}, {Key: "filter", Value: bson.D{{Key: "token", Value: live()}}},
-		{Key: "limit", Value: int64(1)}, {Key: "singleBatch", Value: true}, {Key: "lsid", Value: sb.lsid}, {Key: "$db", Value: "test"}}, wire.Sequence{}
+		{Key: "limit", Value: int64(1)}, {Key: "singleBatch", Value: true}, {Key: "lsid", Value: sb.lsid},
+		{Key: "maxTimeMS", Value: int64(benchMaxTimeMS)}, {Key: "$db", Value: "test"}}, wire.Sequence{}
 }
+
+// benchMaxTimeMS is the time left of a bench operation's context, as the
+// driver puts it in maxTimeMS.
+const benchMaxTimeMS = 59_000
 
 // serve takes one request the way a connection does: parse, decode,
 // handle, encode the reply. A reply that is not ok fails the benchmark.

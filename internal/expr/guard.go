@@ -33,7 +33,7 @@ func NewGuard(ctx context.Context) *Guard { return NewGuardFor(ctx, interruptedB
 // (the command layer tells a shutdown from a killOp by the cause).
 func NewGuardFor(ctx context.Context, stop func(context.Context) error) *Guard {
 	g := &Guard{ctx: ctx, stop: stop}
-	g.ended.Store(true) // the first Step arms it
+	g.ended.Store(true) // Step arms it after directSteps
 	return g
 }
 
@@ -43,12 +43,23 @@ func (g *Guard) Step() error {
 	if g == nil {
 		return nil
 	}
-	g.steps.Add(1)
+	if g.steps.Add(1) < directSteps {
+		if g.ctx.Err() != nil {
+			return g.stop(g.ctx)
+		}
+		return nil
+	}
 	if !g.ended.Load() {
 		return nil
 	}
 	return g.confirm()
 }
+
+// directSteps are the first steps, which ask the context itself; the
+// flag is armed at the last of them. Arming registers a func with the
+// context (and makes a maxTimeMS context start its timer), which costs a
+// short operation, a find by token say, more than the few looks it needs.
+const directSteps = 16
 
 // confirm asks the context itself once the flag says it ended. A cursor's
 // context is swapped for each getMore's (see commands' swapCtx), so a flag

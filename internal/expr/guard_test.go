@@ -156,3 +156,47 @@ func TestGuardFollowsSwappedContext(t *testing.T) {
 		t.Fatalf("after the getMore ended: %v", err)
 	}
 }
+
+// waitCounter counts the calls that register with a context (Done,
+// AfterFunc), which is what arming the guard's flag costs.
+type waitCounter struct {
+	context.Context
+	waits atomic.Int32
+}
+
+func (w *waitCounter) Done() <-chan struct{} { w.waits.Add(1); return w.Context.Done() }
+
+// The first steps ask the context itself, so a short operation never
+// registers with it, and stop at once when it ends; the step that ends
+// them arms the flag, and later steps stop by the flag.
+func TestGuardDirectStepsThenFlag(t *testing.T) {
+	for _, endAt := range []int{1, directSteps - 1, directSteps + 5} {
+		ctx, end := context.WithCancel(context.Background())
+		w := &waitCounter{Context: ctx}
+		g := NewGuard(w)
+		for i := 1; i < endAt; i++ {
+			if err := g.Step(); err != nil {
+				t.Fatalf("end at %d: step %d before the end: %v", endAt, i, err)
+			}
+		}
+		armed := w.waits.Load()
+		if endAt <= directSteps && armed != 0 {
+			t.Errorf("end at %d: %d registrations within the direct steps", endAt, armed)
+		}
+		if endAt > directSteps && armed == 0 {
+			t.Errorf("end at %d: the flag was never armed", endAt)
+		}
+		end()
+		if endAt > directSteps {
+			// The flag is set by AfterFunc's func, which runs in its own
+			// goroutine: a step after the end stops once it has run.
+			if err := stepsUntilStopped(t, g); codeOf(err) != mongoerr.Interrupted {
+				t.Errorf("end at %d: armed guard after the end: %v", endAt, err)
+			}
+			continue
+		}
+		if err := g.Step(); codeOf(err) != mongoerr.Interrupted {
+			t.Errorf("end at %d: the first step after the end: %v, want Interrupted at once", endAt, err)
+		}
+	}
+}

@@ -82,6 +82,12 @@ func (s *swapCtx) Done() <-chan struct{}       { return s.now().Done() }
 func (s *swapCtx) Err() error                  { return s.now().Err() }
 func (s *swapCtx) Value(key any) any           { return s.now().Value(key) }
 
+// AfterFunc registers f with the context in place, so that
+// context.AfterFunc and child contexts of s are registered with it as they
+// would be with it directly, rather than each watching Done in a goroutine
+// of its own. A Guard arms again on the next command's context (expr).
+func (s *swapCtx) AfterFunc(f func()) (stop func() bool) { return context.AfterFunc(s.now(), f) }
+
 // unexpired passes on sorted results that have not expired.
 type unexpired struct {
 	src  aggregate.Iterator
