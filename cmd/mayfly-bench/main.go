@@ -5,7 +5,7 @@
 // server pinned to CPU 0 and the clients to CPU 1.
 //
 //	go run ./cmd/mayfly-bench          # the sizes
-//	go run ./cmd/mayfly-bench -short   # make bench: at most 3 minutes
+//	go run ./cmd/mayfly-bench -short   # make bench: about 8 minutes on 2 cores
 //
 // It builds ./cmd/mayfly, starts every server itself on 127.0.0.1, and
 // stops them when done. The -role flag is internal: the bench re-executes
@@ -91,7 +91,7 @@ func parse(args []string) (*flagValues, error) {
 	fs := flag.NewFlagSet("mayfly-bench", flag.ContinueOnError)
 	fs.StringVar(&v.role, "role", "", "internal: client, null or spin")
 	fs.StringVar(&v.addr, "addr", "", "internal: the null server's address")
-	fs.BoolVar(&v.short, "short", false, "short run (make bench): at most 3 minutes")
+	fs.BoolVar(&v.short, "short", false, "short run (make bench): every phase at small sizes, about 8 minutes on 2 cores")
 	fs.BoolVar(&v.keep, "keep", false, "keep the temporary directory (server data and logs)")
 	fs.StringVar(&v.modes, "modes", strings.Join(bench.AllModes(), ","), "modes to run: shared, pinned")
 	fs.StringVar(&v.phases, "phases", strings.Join(bench.AllPhases(), ","), "phases to run: sessions, durable, expiry, memory, replset, sharded, migration, txn")
