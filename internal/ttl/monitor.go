@@ -91,9 +91,9 @@ type Config struct {
 	// catches up, and sets it back; it reports whether it could. Default:
 	// the OS thread's nice value (Linux, where the system allows it).
 	Priority func(up bool) bool
-	// Threads adds scheduler threads (more) while a pass has more than a
-	// batch to delete with clients busy, and takes them back when the pass
-	// ends. With one per core, Go's default and the cheapest for requests,
+	// Threads adds scheduler threads (more) while a pass's sub-passes leave
+	// more to delete with clients busy, and takes them back after the first
+	// sub-pass that does not (at the latest when the pass ends). With one per core, Go's default and the cheapest for requests,
 	// the monitor's batches and the compactions they cause hold the
 	// threads for milliseconds at a stretch while requests wait for Go's
 	// preemption (10 ms); with more threads than cores the kernel shares

@@ -402,7 +402,7 @@ func TestCatchUpPriorityFollowsTheBatches(t *testing.T) {
 }
 
 // Scheduler threads are added once a pass has more than a batch to delete
-// while clients are busy, and taken back when the pass ends.
+// while clients are busy, and taken back by the pass's end.
 func TestThreadsAddedForABacklogUnderLoad(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
