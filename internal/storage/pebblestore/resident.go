@@ -24,7 +24,7 @@ import (
 func (s *Store) residentGet(r pebble.Reader, key []byte) ([]byte, error) {
 	v, ticket, ok := s.resident.Get(key)
 	if ok {
-		return bytes.Clone(v), nil
+		return v, nil // the cache's copy
 	}
 	v, err := get(r, key)
 	if err == nil {

@@ -14,8 +14,10 @@
 package rescache
 
 import (
+	"bytes"
 	"encoding/binary"
 	"hash/maphash"
+	"slices"
 	"sync/atomic"
 
 	"github.com/mayflydb/mayfly/internal/clock"
@@ -203,17 +205,20 @@ func slotKeyOf(p *Policy, key []byte) (sk slotKey, family, ok bool) {
 	return slotKey{head: key[:cut], tail: key[resume:]}, true, true
 }
 
-// Get returns the value cached at key (not a copy: callers copy), or
-// false and the ticket for a read of storage that Fill may keep.
+// Get returns a copy of the value cached at key, or false and the ticket
+// for a read of storage that Fill may keep. The copy is made under the
+// shard's lock: once it is released, a write may reuse the value's place.
 func (c *Cache) Get(key []byte) ([]byte, Ticket, bool) {
 	slotKey, _, ok := slotKeyOf(c.policy.Load(), key)
 	if !ok {
 		slotKey = plainKey(key) // counted as a miss; Fill will not keep it
 	}
 	var value []byte
-	t, hit := c.find(slotKey, false, func(s *slot) bool {
-		v, match := s.valueOf(key)
-		value = v
+	t, hit := c.find(slotKey, false, func(e entry) bool {
+		v, match := e.valueOf(key)
+		if match {
+			value = bytes.Clone(v)
+		}
 		return match
 	})
 	return value, t, hit
@@ -223,13 +228,13 @@ func (c *Cache) Get(key []byte) ([]byte, Ticket, bool) {
 // found to read under the shard's lock (which reports whether it is what
 // the caller asked for) and counts a hit or a miss; on a miss the ticket
 // is for the read of storage that follows.
-func (c *Cache) find(key slotKey, isRange bool, read func(*slot) bool) (Ticket, bool) {
+func (c *Cache) find(key slotKey, isRange bool, read func(entry) bool) (Ticket, bool) {
 	hash := c.hashOf(key)
 	sh := c.shardOf(hash)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	s, ok := c.lookup(sh, isRange, hash, key)
-	if !ok || !read(s) {
+	e, ok := c.lookup(sh, isRange, hash, key)
+	if !ok || !read(e) {
 		c.misses.Add(1)
 		t := Ticket{sh: sh, seq: sh.seq}
 		if isRange {
@@ -266,13 +271,13 @@ func (c *Cache) expiryOf(p *Policy, key, value []byte) int64 {
 // pointEntry is the entry of value at key: one copy of both, held under
 // key, or under its family's key with key framed before the value; ok is
 // false for a key the policy does not admit.
-func (c *Cache) pointEntry(key, value []byte) (slot, bool) {
+func (c *Cache) pointEntry(key, value []byte) (entry, bool) {
 	p := c.policy.Load()
 	slotKey, family, ok := slotKeyOf(p, key)
 	if !ok {
-		return slot{}, false
+		return entry{}, false
 	}
-	return c.entryAt(p, slotKey, family, key, value), true
+	return c.entryAt(nil, p, slotKey, family, key, value), true
 }
 
 // entryLen bounds the data of entryAt's entry.
@@ -285,20 +290,21 @@ func entryLen(sk slotKey, family bool, key, value []byte) int {
 }
 
 // entryAt is pointEntry for a key whose slot key is known.
-func (c *Cache) entryAt(p *Policy, sk slotKey, family bool, key, value []byte) slot {
-	data := sk.appendTo(make([]byte, 0, entryLen(sk, family, key, value)))
+// Its data is appended to dst.
+func (c *Cache) entryAt(dst []byte, p *Policy, sk slotKey, family bool, key, value []byte) entry {
+	data := sk.appendTo(slices.Grow(dst[:0], entryLen(sk, family, key, value)))
 	if family {
 		data = binary.AppendUvarint(data, uint64(len(key)))
 		data = append(data, key...)
 	}
 	data = append(data, value...)
-	return slot{data: data, keyLen: int32(sk.size()), family: family,
-		expiry: c.expiryOf(p, key, value), size: int32(len(data)) + itemOverhead}
+	return entry{data: data, slot: slot{keyLen: int32(sk.size()), family: family,
+		expiry: c.expiryOf(p, key, value), size: int32(len(data)) + itemOverhead}}
 }
 
 // put inserts e, read from storage under t, if t is still current; with
 // spare, only where the shard has room without evicting.
-func (c *Cache) put(t Ticket, e slot, spare bool) {
+func (c *Cache) put(t Ticket, e entry, spare bool) {
 	key := e.key()
 	e.hash = c.hashOf(plainKey(key))
 	sh := c.shardOf(e.hash)
@@ -375,6 +381,10 @@ func (c *Cache) dropWriting(key slotKey) bool {
 	return i != noSlot
 }
 
+// maxScratch is the largest scratch a shard keeps for framing entries:
+// a larger document's is garbage once copied.
+const maxScratch = 16 << 10
+
 // Keep is what Written does with the value just committed at its key.
 type Keep uint8
 
@@ -408,24 +418,22 @@ func (c *Cache) Written(key, value []byte, keep Keep) bool {
 	}
 	hash := c.hashOf(slotKey)
 	sh := c.shardOf(hash)
-	var e slot
-	if keep == KeepHeld {
-		e = c.entryAt(p, slotKey, family, key, value)
-	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	sh.writing--
 	sh.seq++
-	switch keep {
-	case KeepNone:
+	size := int64(entryLen(slotKey, family, key, value) + itemOverhead)
+	switch {
+	case keep == KeepNone, size > sh.max:
 		return false
-	case KeepSpare:
-		// Copied only once the shard has room: a write into a full
-		// cache (a bulk load) allocates nothing.
-		if !sh.hasRoom(entryLen(slotKey, family, key, value) + itemOverhead) {
-			return false
-		}
-		e = c.entryAt(p, slotKey, family, key, value)
+	case keep == KeepSpare && !sh.hasRoom(int(size)):
+		return false // a write into a full cache (a bulk load) copies nothing
+	}
+	// The entry is framed in the shard's scratch, then copied into the
+	// arena: a write's upkeep leaves no garbage.
+	e := c.entryAt(sh.scratch, p, slotKey, family, key, value)
+	if cap(e.data) <= maxScratch {
+		sh.scratch = e.data[:0]
 	}
 	e.hash = hash
 	if !c.fits(sh, e, keep == KeepSpare) {
@@ -439,7 +447,7 @@ func (c *Cache) Written(key, value []byte, keep Keep) bool {
 // fits reports whether e may go into sh: not bigger than the shard, not
 // expired, and with spare only where the shard has room without
 // evicting. sh.mu is held.
-func (c *Cache) fits(sh *shard, e slot, spare bool) bool {
+func (c *Cache) fits(sh *shard, e entry, spare bool) bool {
 	switch {
 	case int64(e.size) > sh.max:
 		return false
@@ -516,7 +524,10 @@ func (c *Cache) InvalidateRange(start, end []byte) {
 		sh.mu.Lock()
 		sh.seq++
 		for j := int32(1); j < sh.slotCount(); j++ {
-			if s := sh.at(j); s.used && s.meets(start, end) {
+			if !sh.at(j).used {
+				continue
+			}
+			if e := sh.held(j); e.meets(start, end) {
 				c.removeLocked(sh, j)
 				c.inv.Add(1)
 			}

@@ -33,8 +33,9 @@ func isPrefixEnd(lo, hi []byte) bool {
 // FillRange may keep.
 func (c *Cache) GetRange(lo []byte) (*SliceIter, Ticket, bool) {
 	var it *SliceIter
-	t, ok := c.find(plainKey(lo), true, func(s *slot) bool {
-		it = decodeEntries(s.payload(), int(s.entries))
+	t, ok := c.find(plainKey(lo), true, func(e entry) bool {
+		// A copy: once the lock is released, a write may reuse the place.
+		it = decodeEntries(bytes.Clone(e.payload()), int(e.entries))
 		return true
 	})
 	return it, t, ok
@@ -98,12 +99,12 @@ func rangeLen(lo []byte, entries []KV) int {
 
 // rangeEntry is the slot of the range at lo holding entries, n being
 // rangeLen's.
-func rangeEntry(lo []byte, entries []KV, n int) slot {
+func rangeEntry(lo []byte, entries []KV, n int) entry {
 	data := make([]byte, 0, n)
 	data = append(data, lo...)
 	for _, kv := range entries {
 		data = appendEntry(data, kv)
 	}
-	return slot{data: data, keyLen: int32(len(lo)), entries: uint8(len(entries)),
-		isRange: true, size: int32(n) + itemOverhead}
+	return entry{data: data, slot: slot{keyLen: int32(len(lo)), entries: uint8(len(entries)),
+		isRange: true, size: int32(n) + itemOverhead}}
 }

@@ -9,11 +9,11 @@ import (
 // ranges by lower bound) into one table of slots, one recency list over
 // both, and a heap of expiries.
 //
-// The table holds no pointer but each slot's data, and the indexes none
-// at all: a full cache is one large array and one byte slice per entry
-// to the collector, which would otherwise scan every entry's struct, key
-// string, map slot and list links on each cycle (docs/design/0002,
-// "What the cache costs the collector").
+// Neither the table nor the indexes hold a pointer, and the entries' data
+// lies in the arena's pages: a full cache is a few large arrays to the
+// collector, which would otherwise scan every entry's struct, key string,
+// map slot and list links, and mark each entry's bytes, on each cycle
+// (docs/design/0002, "What the cache costs the collector").
 type shard struct {
 	mu  sync.Mutex
 	seq uint64 // bumped by every write that reaches the shard
@@ -26,6 +26,8 @@ type shard struct {
 	chunks  [][]slot // the slots, slotChunk to a chunk; slot 0 is the recency list's sentinel
 	free    []int32  // unused slots
 	expiry  expiryHeap
+	arena   arena
+	scratch []byte // where Written frames an entry before the arena takes it
 	bytes   int64
 	max     int64
 }
@@ -34,12 +36,12 @@ type shard struct {
 // shard holds, evicting nothing.
 func (sh *shard) hasRoom(size int) bool { return sh.bytes+int64(size) <= sh.max }
 
-// slot is a cached value or range. Its data is its key (a range's lower
-// bound: the range is every key starting with it), then the value or the
-// range's entries (appendEntry);
-// nothing else in it points into the heap.
+// slot is a cached value or range. Its data, in the shard's arena, is its
+// key (a range's lower bound: the range is every key starting with it),
+// then the value or the range's entries (appendEntry).
 type slot struct {
-	data       []byte
+	loc        place // of the data in the arena
+	dataLen    int32
 	expiry     int64 // Unix ns; 0 never
 	hash       uint64
 	size       int32
@@ -69,7 +71,26 @@ func (sh *shard) slotCount() int32 {
 
 const noSlot = 0 // slots[0] is the sentinel, never an entry
 
-func (s *slot) key() []byte { return s.data[:s.keyLen] }
+// entry is a slot with its data: one to insert, whose data has no place
+// yet, or one held, read under the shard's lock (held).
+type entry struct {
+	slot
+	data []byte
+}
+
+// held is slot i with its data in the arena, valid while sh.mu is held.
+func (sh *shard) held(i int32) entry {
+	s := sh.at(i)
+	return entry{slot: *s, data: sh.arena.bytes(s.loc, s.dataLen)}
+}
+
+// keyAt is the key of slot i.
+func (sh *shard) keyAt(i int32) []byte {
+	s := sh.at(i)
+	return sh.arena.bytes(s.loc, s.dataLen)[:s.keyLen]
+}
+
+func (e *entry) key() []byte { return e.data[:e.keyLen] }
 
 // slotKey is the key a value is held under, head and tail joined: a
 // family's key is its member's with the member's own part cut from the
@@ -86,25 +107,25 @@ func (k slotKey) equal(b []byte) bool {
 
 func (k slotKey) appendTo(dst []byte) []byte { return append(append(dst, k.head...), k.tail...) }
 
-func (s *slot) payload() []byte { return s.data[s.keyLen:] }
+func (e *entry) payload() []byte { return e.data[e.keyLen:] }
 
 // memberKey is the key of the value a family's slot holds; for any other
 // slot, its own key.
-func (s *slot) memberKey() []byte {
-	if !s.family {
-		return s.key()
+func (e *entry) memberKey() []byte {
+	if !e.family {
+		return e.key()
 	}
-	k, _ := cutFramed(s.payload())
+	k, _ := cutFramed(e.payload())
 	return k
 }
 
 // valueOf is the value held for key, and whether the slot holds key's:
 // a family's slot holds one member's.
-func (s *slot) valueOf(key []byte) ([]byte, bool) {
-	if !s.family {
-		return s.payload(), true
+func (e *entry) valueOf(key []byte) ([]byte, bool) {
+	if !e.family {
+		return e.payload(), true
 	}
-	k, v := cutFramed(s.payload())
+	k, v := cutFramed(e.payload())
 	return v, bytes.Equal(k, key)
 }
 
@@ -114,6 +135,7 @@ func (sh *shard) init(max int64) {
 	sh.chunks = [][]slot{append(make([]slot, 0, slotChunk), slot{})}
 	sh.free = nil
 	sh.expiry = expiryHeap{sh: sh}
+	sh.arena.init(max)
 	sh.max = max
 }
 
@@ -127,19 +149,19 @@ func (sh *shard) index(isRange bool) map[uint64]int32 {
 // find returns the slot holding key among values or ranges, or noSlot.
 func (sh *shard) find(isRange bool, hash uint64, key slotKey) int32 {
 	i := sh.index(isRange)[hash]
-	for i != noSlot && !key.equal(sh.at(i).key()) {
+	for i != noSlot && !key.equal(sh.keyAt(i)) {
 		i = sh.at(i).chain
 	}
 	return i
 }
 
-// meets reports whether the slot's key or range meets [start, end).
-func (s *slot) meets(start, end []byte) bool {
-	lo := s.memberKey()
+// meets reports whether the entry's key or range meets [start, end).
+func (e *entry) meets(start, end []byte) bool {
+	lo := e.memberKey()
 	if end != nil && bytes.Compare(lo, end) >= 0 {
 		return false
 	}
-	if !s.isRange {
+	if !e.isRange {
 		return bytes.Compare(lo, start) >= 0
 	}
 	// A range holds every key starting with lo: it ends past start when
@@ -151,24 +173,24 @@ func (s *slot) meets(start, end []byte) bool {
 // request pays for a whole expiry burst; Sweep has no bound.
 const sweepBudget = 32
 
-// lookup returns the live slot at key and marks it used, evicting it
+// lookup returns the live entry at key and marks it used, evicting it
 // instead when its value has expired. sh.mu is held.
-func (c *Cache) lookup(sh *shard, isRange bool, hash uint64, key slotKey) (*slot, bool) {
+func (c *Cache) lookup(sh *shard, isRange bool, hash uint64, key slotKey) (entry, bool) {
 	now := c.now()
 	c.sweepLocked(sh, now, sweepBudget)
 	i := sh.find(isRange, hash, key)
 	if i == noSlot {
-		return nil, false
+		return entry{}, false
 	}
 	s := sh.at(i)
 	if s.expiry != 0 && s.expiry <= now {
 		c.removeLocked(sh, i)
 		c.expired.Add(1)
-		return nil, false
+		return entry{}, false
 	}
 	sh.unlink(i)
 	sh.pushFront(i)
-	return s, true
+	return sh.held(i), true
 }
 
 // sweepLocked evicts up to budget expired entries (budget < 0: all).
@@ -179,9 +201,10 @@ func (c *Cache) sweepLocked(sh *shard, now int64, budget int) {
 	}
 }
 
-// insertLocked adds e, replacing the entry under its key, and evicts the
-// least recently used until the shard fits.
-func (c *Cache) insertLocked(sh *shard, e slot) {
+// insertLocked adds e, its data copied into the arena, replacing the
+// entry under its key, and evicts the least recently used until the
+// shard fits.
+func (c *Cache) insertLocked(sh *shard, e entry) {
 	idx := sh.index(e.isRange)
 	if old := sh.find(e.isRange, e.hash, plainKey(e.key())); old != noSlot {
 		c.removeLocked(sh, old)
@@ -189,7 +212,9 @@ func (c *Cache) insertLocked(sh *shard, e slot) {
 	i := sh.alloc()
 	e.used, e.heapIdx = true, -1
 	e.chain = idx[e.hash]
-	*sh.at(i) = e
+	e.loc, e.dataLen = sh.arena.alloc(len(e.data)), int32(len(e.data))
+	copy(sh.arena.bytes(e.loc, e.dataLen), e.data)
+	*sh.at(i) = e.slot
 	idx[e.hash] = i
 	sh.pushFront(i)
 	if e.expiry != 0 {
@@ -236,8 +261,12 @@ func (c *Cache) removeLocked(sh *shard, i int32) {
 	sh.bytes -= int64(s.size)
 	c.bytes.Add(-int64(s.size))
 	c.items.Add(-1)
+	sh.arena.release(s.loc, int(s.dataLen))
 	*s = slot{}
 	sh.free = append(sh.free, i)
+	if sh.bytes == 0 {
+		sh.arena.init(sh.max) // empty: its pages go back to the heap
+	}
 }
 
 // unchain takes slot i out of its index's chain for its hash.
