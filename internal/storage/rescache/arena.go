@@ -12,7 +12,7 @@ package rescache
 // places being reused by the next entry of the class; a page is not
 // returned until the shard empties. So that a workload whose sizes drift
 // cannot fill the shard with pages of classes nobody uses, no shared page
-// is made beyond the shard's bound and a margin (pageLimit): past it, and
+// is made beyond the shard's bound and a margin (limit): past it, and
 // for entries larger than the largest class, an entry gets a page of its
 // own, exactly its size, returned when the entry goes.
 type arena struct {

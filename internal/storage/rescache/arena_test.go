@@ -130,8 +130,8 @@ func rangeTicket(c *Cache, lo string) Ticket {
 
 // TestArenaReusesPlacesAndStaysBounded: freed places of a class serve the
 // next entries of that class; once the shared pages reach the limit,
-// entries take pages of their own, which go back with them; an emptied
-// arena keeps no page.
+// entries take pages of their own, which go back with them, their
+// numbers reused.
 func TestArenaReusesPlacesAndStaysBounded(t *testing.T) {
 	var a arena
 	a.init(4 * pageSize)
