@@ -133,6 +133,17 @@ func (a *arena) release(p place, n int) {
 	a.class[c].free = append(a.class[c].free, p)
 }
 
+// holds reports whether the place p, holding old bytes, can hold n bytes
+// instead: a place of the same class in a shared page.
+func (a *arena) holds(p place, old, n int) bool {
+	if a.owned[p.page] {
+		return false
+	}
+	was, _ := classOf(old)
+	c, ok := classOf(n)
+	return ok && c == was
+}
+
 // ownPage is a page of exactly n bytes for one entry.
 func (a *arena) ownPage(n int) place {
 	return place{page: a.newPage(n, true)}

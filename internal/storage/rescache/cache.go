@@ -316,7 +316,7 @@ func (c *Cache) put(t Ticket, e entry, spare bool) {
 	if t.sh == nil || t.seq != sh.seq || (!e.isRange && sh.writing > 0) || (e.isRange && t.epoch != c.groups[e.group].epoch.Load()) {
 		return
 	}
-	if c.fits(sh, e, spare) {
+	if c.fits(sh, e, spare, 0) {
 		c.insertLocked(sh, e)
 	}
 }
@@ -366,6 +366,8 @@ func (c *Cache) Passed(at int64) bool { return at <= c.now() }
 
 // dropWriting drops the value at key and counts a write of it under way,
 // under one hold of the shard's lock; it reports whether one was held.
+// The value's slot stays, marked stale, for Written to fill or remove: no
+// read finds it meanwhile.
 func (c *Cache) dropWriting(key slotKey) bool {
 	hash := c.hashOf(key)
 	sh := c.shardOf(hash)
@@ -374,11 +376,12 @@ func (c *Cache) dropWriting(key slotKey) bool {
 	sh.writing++
 	sh.seq++
 	i := sh.find(false, hash, key)
-	if i != noSlot {
-		c.removeLocked(sh, i)
-		c.inv.Add(1)
+	if i == noSlot || sh.at(i).stale {
+		return false
 	}
-	return i != noSlot
+	sh.at(i).stale = true
+	c.inv.Add(1)
+	return true
 }
 
 // maxScratch is the largest scratch a shard keeps for framing entries:
@@ -416,27 +419,56 @@ func (c *Cache) Written(key, value []byte, keep Keep) bool {
 	if !ok {
 		return false
 	}
-	hash := c.hashOf(slotKey)
-	sh := c.shardOf(hash)
+	w := pointWrite{p: p, slotKey: slotKey, family: family, key: key, value: value, hash: c.hashOf(slotKey)}
+	sh := c.shardOf(w.hash)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	sh.writing--
 	sh.seq++
-	size := int64(entryLen(slotKey, family, key, value) + itemOverhead)
+	stale := sh.find(false, w.hash, slotKey)
+	if stale != noSlot && !sh.at(stale).stale {
+		stale = noSlot // a value another write installed since: replaced if this one is kept
+	}
+	if !c.keepWritten(sh, w, keep, stale) {
+		if stale != noSlot {
+			c.removeLocked(sh, stale)
+		}
+		return false
+	}
+	return true
+}
+
+// pointWrite is a value Written ends the write of.
+type pointWrite struct {
+	p          *Policy
+	slotKey    slotKey
+	family     bool
+	key, value []byte
+	hash       uint64
+}
+
+// keepWritten installs w as keep says, in the place of the stale slot
+// (noSlot: none), and reports whether it did. sh.mu is held.
+func (c *Cache) keepWritten(sh *shard, w pointWrite, keep Keep, stale int32) bool {
+	var freed int64 // the stale value's bytes, which the new one replaces
+	if stale != noSlot {
+		freed = int64(sh.at(stale).size)
+	}
+	size := int64(entryLen(w.slotKey, w.family, w.key, w.value) + itemOverhead)
 	switch {
 	case keep == KeepNone, size > sh.max:
 		return false
-	case keep == KeepSpare && !sh.hasRoom(int(size)):
+	case keep == KeepSpare && !sh.hasRoom(int(size-freed)):
 		return false // a write into a full cache (a bulk load) copies nothing
 	}
 	// The entry is framed in the shard's scratch, then copied into the
 	// arena: a write's upkeep leaves no garbage.
-	e := c.entryAt(sh.scratch, p, slotKey, family, key, value)
+	e := c.entryAt(sh.scratch, w.p, w.slotKey, w.family, w.key, w.value)
 	if cap(e.data) <= maxScratch {
 		sh.scratch = e.data[:0]
 	}
-	e.hash = hash
-	if !c.fits(sh, e, keep == KeepSpare) {
+	e.hash = w.hash
+	if !c.fits(sh, e, keep == KeepSpare, freed) {
 		return false
 	}
 	sh.seq++
@@ -447,14 +479,14 @@ func (c *Cache) Written(key, value []byte, keep Keep) bool {
 // fits reports whether e may go into sh: not bigger than the shard, not
 // expired, and with spare only where the shard has room without
 // evicting. sh.mu is held.
-func (c *Cache) fits(sh *shard, e entry, spare bool) bool {
+func (c *Cache) fits(sh *shard, e entry, spare bool, freed int64) bool {
 	switch {
 	case int64(e.size) > sh.max:
 		return false
 	case e.expiry != 0 && e.expiry <= c.now():
 		return false // already expired: never worth keeping
 	case spare:
-		return sh.hasRoom(int(e.size))
+		return sh.hasRoom(int(int64(e.size) - freed))
 	}
 	return true
 }

@@ -297,6 +297,63 @@ func TestKeepSpareNeverEvicts(t *testing.T) {
 	}
 }
 
+// slotOf is the slot holding key's value, and the place of its data.
+func slotOf(c *Cache, key string) (int32, place) {
+	sk := plainKey([]byte(key))
+	h := c.hashOf(sk)
+	sh := c.shardOf(h)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	i := sh.find(false, h, sk)
+	return i, sh.at(i).loc
+}
+
+// TestWriteReplacesTheValueInPlace: a write of a held value keeps its
+// slot, and its data's place while the size class is the same; no read
+// finds the value while the write is under way; the new value's expiry,
+// later or earlier, is the one that counts; a failed write removes it.
+func TestWriteReplacesTheValueInPlace(t *testing.T) {
+	clk := clock.NewManual(time.Unix(1000, 0))
+	c := newTest(1<<20, clk)
+	at := func(d time.Duration) string { return fmt.Sprintf("exp:%d", clk.Now().Add(d).UnixNano()) }
+	fill(c, "d1", at(time.Second))
+	slot, loc := slotOf(c, "d1")
+	write := func(v string, keep Keep) {
+		t.Helper()
+		if !c.Invalidate([]byte("d1")) && keep == KeepHeld {
+			t.Fatal("the value was not held when its write began")
+		}
+		if _, _, ok := c.Get([]byte("d1")); ok {
+			t.Fatal("a value was served while a write of it was under way")
+		}
+		c.Written([]byte("d1"), []byte(v), keep)
+		checkCounters(t, c)
+	}
+	later := at(3 * time.Second)
+	write(later, KeepHeld)
+	if s, l := slotOf(c, "d1"); s != slot || l != loc {
+		t.Fatalf("slot %d at %v became %d at %v: the write moved a value of the same size", slot, loc, s, l)
+	}
+	clk.Advance(2 * time.Second) // past the old expiry, before the new one
+	if v, _, ok := c.Get([]byte("d1")); !ok || string(v) != later {
+		t.Fatalf("got %q %v after the old expiry, want the rewritten value", v, ok)
+	}
+	sooner := at(time.Second) + strings.Repeat(" ", 300) // another size class
+	write(sooner, KeepHeld)
+	if s, _ := slotOf(c, "d1"); s != slot {
+		t.Fatalf("slot %d became %d", slot, s)
+	}
+	clk.Advance(time.Second)
+	if _, _, ok := c.Get([]byte("d1")); ok {
+		t.Fatal("served after the new, earlier expiry")
+	}
+	fill(c, "d1", "v")
+	write("", KeepNone)
+	if _, _, ok := c.Get([]byte("d1")); ok || c.Stats().Items != 0 {
+		t.Fatalf("a failed write left its value: %+v", c.Stats())
+	}
+}
+
 // TestAgainstAModel runs random reads, fills, installs, writes and
 // evictions, with keys made to share hashes (so the shards' chains are
 // walked, cut in the middle and emptied), family members (several keys,
@@ -341,6 +398,9 @@ func TestAgainstAModel(t *testing.T) {
 		case 2, 3: // a write, installed where held or into spare room
 			v := value()
 			held := c.Invalidate([]byte(key))
+			if _, _, ok := c.Get([]byte(key)); ok {
+				t.Fatalf("step %d: %s served while a write of it was under way", step, key)
+			}
 			stored[key] = v
 			keep := KeepSpare
 			if held {

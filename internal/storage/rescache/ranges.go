@@ -83,7 +83,7 @@ func (c *Cache) InstallRange(lo []byte, entries []KV) {
 	}
 	e := rangeEntry(lo, entries, n)
 	e.hash, e.group = hash, group
-	if c.fits(sh, e, true) {
+	if c.fits(sh, e, true, 0) {
 		c.insertLocked(sh, e)
 	}
 }

@@ -54,6 +54,10 @@ type slot struct {
 	isRange    bool
 	family     bool // a family's newest member: its own key framed before the value
 	used       bool
+	// stale marks a value a write is replacing (dropWriting): no read
+	// finds it, and Written puts the new value in its place, or removes
+	// it, instead of unindexing it and indexing it again.
+	stale bool
 }
 
 // slotChunk is how many slots a chunk of the table holds: the table grows
@@ -179,7 +183,7 @@ func (c *Cache) lookup(sh *shard, isRange bool, hash uint64, key slotKey) (entry
 	now := c.now()
 	c.sweepLocked(sh, now, sweepBudget)
 	i := sh.find(isRange, hash, key)
-	if i == noSlot {
+	if i == noSlot || sh.at(i).stale {
 		return entry{}, false
 	}
 	s := sh.at(i)
@@ -202,13 +206,23 @@ func (c *Cache) sweepLocked(sh *shard, now int64, budget int) {
 }
 
 // insertLocked adds e, its data copied into the arena, replacing the
-// entry under its key, and evicts the least recently used until the
-// shard fits.
+// entry under its key in place, and evicts the least recently used until
+// the shard fits.
 func (c *Cache) insertLocked(sh *shard, e entry) {
-	idx := sh.index(e.isRange)
-	if old := sh.find(e.isRange, e.hash, plainKey(e.key())); old != noSlot {
-		c.removeLocked(sh, old)
+	if i := sh.find(e.isRange, e.hash, plainKey(e.key())); i != noSlot {
+		c.replaceLocked(sh, i, e)
+	} else {
+		c.addLocked(sh, e)
 	}
+	for sh.bytes > sh.max && sh.at(0).prev != noSlot {
+		c.removeLocked(sh, sh.at(0).prev)
+		c.evictions.Add(1)
+	}
+}
+
+// addLocked puts e in a new slot. sh.mu is held.
+func (c *Cache) addLocked(sh *shard, e entry) {
+	idx := sh.index(e.isRange)
 	i := sh.alloc()
 	e.used, e.heapIdx = true, -1
 	e.chain = idx[e.hash]
@@ -226,9 +240,43 @@ func (c *Cache) insertLocked(sh *shard, e entry) {
 	sh.bytes += int64(e.size)
 	c.bytes.Add(int64(e.size))
 	c.items.Add(1)
-	for sh.bytes > sh.max && sh.at(0).prev != noSlot {
-		c.removeLocked(sh, sh.at(0).prev)
-		c.evictions.Add(1)
+}
+
+// replaceLocked puts e in slot i, which holds the same key: its index
+// entry and its range group stay, its data keeps its place when the new
+// data is of the same size class, and its expiry moves within the heap.
+// A touch rewrites its document's slot this way on every commit.
+// sh.mu is held.
+func (c *Cache) replaceLocked(sh *shard, i int32, e entry) {
+	s := sh.at(i)
+	n := int32(len(e.data))
+	if !sh.arena.holds(s.loc, int(s.dataLen), int(n)) {
+		sh.arena.release(s.loc, int(s.dataLen))
+		s.loc = sh.arena.alloc(int(n))
+	}
+	s.dataLen = n
+	copy(sh.arena.bytes(s.loc, n), e.data)
+	sh.bytes += int64(e.size - s.size)
+	c.bytes.Add(int64(e.size - s.size))
+	s.size, s.keyLen, s.entries, s.family, s.stale = e.size, e.keyLen, e.entries, e.family, false
+	sh.setExpiry(i, e.expiry)
+	sh.unlink(i)
+	sh.pushFront(i)
+}
+
+// setExpiry gives slot i a new expiry (0: never), moving it within the
+// heap, placing it there or taking it out.
+func (sh *shard) setExpiry(i int32, expiry int64) {
+	s := sh.at(i)
+	inHeap := s.heapIdx >= 0
+	s.expiry = expiry
+	switch {
+	case inHeap && expiry != 0:
+		sh.expiry.move(int(s.heapIdx), expiry)
+	case inHeap:
+		sh.expiry.remove(int(s.heapIdx))
+	case expiry != 0:
+		sh.expiry.push(i)
 	}
 }
 
@@ -350,6 +398,16 @@ func (h *expiryHeap) remove(pos int) {
 		h.up(pos, moved)
 	} else {
 		h.down(pos, moved)
+	}
+}
+
+// move gives the slot at place pos a new expiry and sifts it.
+func (h *expiryHeap) move(pos int, expiry int64) {
+	p := heapPlace{expiry: expiry, slot: h.at[pos].slot}
+	if pos > 0 && expiry < h.at[(pos-1)/heapArity].expiry {
+		h.up(pos, p)
+	} else {
+		h.down(pos, p)
 	}
 }
 
