@@ -27,8 +27,8 @@ type Op struct {
 	// Transaction reports the multi-document transaction the operation
 	// is a statement of, at now; nil outside one.
 	Transaction func(now time.Time) bson.D
-	cancel      func() // stops the operation (killOp); nil for internal work
-	waiting     bool   // see Registry.Wait
+	cancel      func(cause error) // stops the operation (killOp); nil for internal work
+	waiting     bool              // see Registry.Wait
 }
 
 // Registry holds the operations in flight.

@@ -1,8 +1,10 @@
 package activity
 
 // BeginCancelable is Begin for an operation that Kill can stop: cancel
-// ends the context the operation runs under.
-func (r *Registry) BeginCancelable(op Op, cancel func()) int64 {
+// ends the context the operation runs under (Kill passes it a nil cause).
+// It takes the cause func as the server made it, so a command need not
+// wrap it in a closure of its own.
+func (r *Registry) BeginCancelable(op Op, cancel func(cause error)) int64 {
 	op.cancel = cancel
 	return r.Begin(op)
 }
@@ -16,6 +18,6 @@ func (r *Registry) Kill(id int64) bool {
 	if op == nil || op.cancel == nil {
 		return false
 	}
-	op.cancel()
+	op.cancel(nil)
 	return true
 }

@@ -32,7 +32,7 @@ func (r *request) namespace() string {
 	return r.ns
 }
 
-func (h *Handler) beginOp(r *request, cancel func()) int64 {
+func (h *Handler) beginOp(r *request, cancel context.CancelCauseFunc) int64 {
 	return h.deps.Activity.BeginCancelable(activity.Op{
 		Desc: r.conn.Desc(), Kind: activity.OpKind(r.name), NS: r.namespace(),
 		Command: r.body, Client: r.conn.RemoteAddr(), ConnID: r.conn.ID(),
@@ -220,11 +220,11 @@ func (h *Handler) currentOpDocs(idleSessions bool) []bson.D {
 // that ends it: the server's cancel of the command's context when it gave
 // one (so a command costs no second context), else the cancel of a
 // context derived here.
-func killable(r *request, cmd *server.Command) context.CancelFunc {
-	if cancel := cmd.Cancel; cancel != nil {
-		return func() { cancel(nil) }
+func killable(r *request, cmd *server.Command) context.CancelCauseFunc {
+	if cmd.Cancel != nil {
+		return cmd.Cancel
 	}
-	var cancel context.CancelFunc
-	r.ctx, cancel = context.WithCancel(r.ctx)
+	var cancel context.CancelCauseFunc
+	r.ctx, cancel = context.WithCancelCause(r.ctx)
 	return cancel
 }

@@ -32,7 +32,7 @@ func collatedSort(s *query.Sort, c *collation.Collation) *query.Sort {
 func commandFilter(d bson.D, let *letScope, c *collation.Collation) (*query.Filter, error) {
 	var vars map[string]any
 	if let != nil {
-		vars = let.vars
+		vars = let.varsFor(d)
 	}
 	return executor.Filter(d, vars, c)
 }

@@ -141,6 +141,9 @@ type Handler struct {
 	txns *session.Transactions
 	// snapshots is the snapshot reads' history (snapshotread.go).
 	snapshots *docstore.SnapshotHistory
+	// now is deps.Clock.Now, made once: a method value made per write
+	// (writeOp) would be an allocation each time.
+	now func() time.Time
 }
 
 // request is one command invocation.
@@ -198,6 +201,7 @@ func New(deps Deps) *Handler {
 		deps.Auth = auth.Disabled(deps.Store, deps.Logger)
 	}
 	h := &Handler{deps: deps, steady: clock.Unoffset(deps.Clock), started: deps.Clock.Now(), processID: bson.NewObjectID(), sessions: session.NewCache(session.MaxSessions), txns: deps.Transactions}
+	h.now = deps.Clock.Now
 	if h.snapshots = deps.Snapshots; h.snapshots == nil && deps.Store != nil {
 		h.snapshots = docstore.NewSnapshotHistory(deps.Store, h.steady)
 	}
@@ -245,7 +249,7 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 	}
 	begun := h.steady.Now()
 	cancel := killable(r, cmd) // killOp's handle on the operation
-	defer cancel()
+	defer cancel(nil)
 	r.opID = h.beginOp(r, cancel)
 	done := h.deps.OpStats.Begin(opstats.ClassOf(cmd.Name))
 	reply, err := h.runRecovering(entry, r)
@@ -293,12 +297,14 @@ func (h *Handler) run(entry command, r *request) (reply bson.D, err error) {
 	if err := h.observeClusterTime(r); err != nil {
 		return nil, err
 	}
-	ctx, cancel, err := withMaxTime(r)
+	mt, err := withMaxTime(r)
 	if err != nil {
 		return nil, err
 	}
-	defer cancel()
-	r.ctx = ctx
+	if mt != nil {
+		defer mt.release()
+		r.ctx = mt
+	}
 	// Before the transaction, as mongod: a statement the fail point fails
 	// neither starts nor aborts its transaction.
 	if err := h.failCommand(r); err != nil {
@@ -341,21 +347,19 @@ func (h *Handler) run(entry command, r *request) (reply bson.D, err error) {
 	return entry.run(h, r)
 }
 
-// withMaxTime applies maxTimeMS to the command's context.
-func withMaxTime(r *request) (context.Context, context.CancelFunc, error) {
+// withMaxTime applies maxTimeMS to the command's context: the context
+// with its deadline, to release when the command returns, or nil when
+// there is no maxTimeMS (or it is 0).
+func withMaxTime(r *request) (*maxTimeCtx, error) {
 	v, ok := bsonutil.Field(r.body, "maxTimeMS")
 	if !ok {
-		return r.ctx, func() {}, nil
+		return nil, nil
 	}
 	ms, err := cmdargs.MaxTimeMS(v)
-	if err != nil {
-		return nil, nil, err
+	if err != nil || ms == 0 {
+		return nil, err
 	}
-	if ms == 0 {
-		return r.ctx, func() {}, nil
-	}
-	ctx, cancel := withDeadline(r.ctx, time.Duration(ms)*time.Millisecond)
-	return ctx, cancel, nil
+	return newMaxTimeCtx(r.ctx, time.Duration(ms)*time.Millisecond), nil
 }
 
 // checkInterrupt turns an expired maxTimeMS into MongoDB's error.

@@ -130,13 +130,23 @@ func (a *findArgs) parseCounts(r *request) error {
 	return err
 }
 
+// findNamespace is "db.coll": the request's own namespace, made already
+// for currentOp, when its first field names coll (it always does, but
+// the check keeps this independent of collectionArg).
+func findNamespace(r *request, coll string) string {
+	if s, ok := r.body[0].Value.(string); ok && s == coll && coll != "" {
+		return r.namespace()
+	}
+	return r.db + "." + coll
+}
+
 func cmdFind(h *Handler, r *request) (bson.D, error) {
 	cursorContext(r)
 	a, err := parseFind(h, r)
 	if err != nil {
 		return nil, err
 	}
-	ns := r.db + "." + a.coll
+	ns := findNamespace(r, a.coll)
 	if h.localView(r.db, a.coll) {
 		return h.findLocal(r, a)
 	}

@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"time"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/collation"
@@ -13,20 +15,39 @@ import (
 // which the command's $expr clauses read.
 type letScope struct {
 	doc  bson.D
-	vars map[string]any
+	vars map[string]any // nil when there is no let: see varsFor
+	now  time.Time      // $$NOW
 }
 
 // parseLet evaluates the command's let, once per command as MongoDB does.
+// Without a let the variables are $$NOW alone, which only a $expr reads:
+// varsFor makes them for a filter that has one, so that the commands
+// without either (nearly all) build no map.
 func (h *Handler) parseLet(r *request) (*letScope, error) {
 	doc, err := optDoc(r, "let")
 	if err != nil {
 		return nil, err
 	}
-	vars, err := expr.EvalLet(doc, h.deps.Clock.Now())
+	now := h.deps.Clock.Now()
+	if len(doc) == 0 {
+		return &letScope{doc: doc, now: now}, nil
+	}
+	vars, err := expr.EvalLet(doc, now)
 	if err != nil {
 		return nil, err
 	}
-	return &letScope{doc: doc, vars: vars}, nil
+	return &letScope{doc: doc, vars: vars, now: now}, nil
+}
+
+// varsFor is the variables filter d reads: the let's, or without a let
+// $$NOW fixed at parseLet's time when d has a $expr, else nil (nothing
+// reads them).
+func (l *letScope) varsFor(d bson.D) map[string]any {
+	if l.vars != nil || !query.HasExpr(d) {
+		return l.vars
+	}
+	vars, _ := expr.EvalLet(nil, l.now) // no let: nothing to fail
+	return vars
 }
 
 // filter parses a filter of the command with its variables and the

@@ -32,11 +32,11 @@ type maxTimeCtx struct {
 	ended atomic.Bool
 }
 
-// withDeadline returns parent with a deadline d from now, and the func
-// that ends it when the command returns.
-func withDeadline(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	c := &maxTimeCtx{Context: parent, deadline: time.Now().Add(d)}
-	return c, c.release
+// newMaxTimeCtx is parent with a deadline d from now; release ends it.
+// Handler.run defers release itself: a CancelFunc (a method value) would
+// cost every command with maxTimeMS an allocation.
+func newMaxTimeCtx(parent context.Context, d time.Duration) *maxTimeCtx {
+	return &maxTimeCtx{Context: parent, deadline: time.Now().Add(d)}
 }
 
 func (c *maxTimeCtx) Deadline() (time.Time, bool) { return c.deadline, true }

@@ -7,6 +7,13 @@ import (
 	"time"
 )
 
+// withDeadline returns parent with a deadline d from now, and the func
+// that ends it, as Handler.run makes and releases it.
+func withDeadline(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	c := newMaxTimeCtx(parent, d)
+	return c, c.release
+}
+
 func closed(ch <-chan struct{}) bool {
 	select {
 	case <-ch:

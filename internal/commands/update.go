@@ -228,7 +228,7 @@ func (h *Handler) updateStatement(r *request, a writeArgs, lv *letScope, i int, 
 // request: a command's statements share it.
 func (h *Handler) writeOp(r *request) writeops.Op {
 	if r.op.Interrupted == nil || r.op.Ctx != r.ctx {
-		r.op = writeops.Op{Ctx: r.ctx, Interrupted: func() error { return checkInterrupt(r.ctx) }, Now: h.deps.Clock.Now, Txn: r.storeTxn()}
+		r.op = writeops.Op{Ctx: r.ctx, Interrupted: func() error { return checkInterrupt(r.ctx) }, Now: h.now, Txn: r.storeTxn()}
 	}
 	return r.op
 }

@@ -88,9 +88,18 @@ func (c *Collection) FindOne(filter bson.D) (bson.D, error) {
 func (c *Collection) Plan(q Query) (*Plan, error) {
 	st := c.state.Load()
 	s := parseSortSpec(q.Sort)
-	preds := newPredicateSet(q.Filter)
-	if d, isDoc := q.Hint.(bson.D); q.Hint != nil && !(isDoc && len(d) == 0) {
-		return st.planHint(preds, s, q.Hint) // an empty hint is none, as in MongoDB
+	// Made here, with room for a few paths, so that the map and the set
+	// stay on the stack: nothing the plan keeps refers to them.
+	preds := predicateSet{f: q.Filter, own: make(map[string][]query.Predicate, 4)}
+	if q.Filter != nil {
+		addByPath(preds.own, q.Filter.Predicates(), true)
+	}
+	return st.plan(&preds, s, q.Hint)
+}
+
+func (st *collState) plan(preds *predicateSet, s sortSpec, hint any) (*Plan, error) {
+	if d, isDoc := hint.(bson.D); hint != nil && !(isDoc && len(d) == 0) {
+		return st.planHint(preds, s, hint) // an empty hint is none, as in MongoDB
 	}
 	if s.natural != 0 {
 		return collScanPlan(s), nil
@@ -98,7 +107,7 @@ func (c *Collection) Plan(q Query) (*Plan, error) {
 	if p := st.idPlan(preds.own, s); p != nil {
 		return p, nil
 	}
-	if best := st.bestCandidate(preds, s); best != nil {
+	if best, ok := st.bestCandidate(preds, s); ok {
 		return best.plan(), nil
 	}
 	return collScanPlan(s), nil
@@ -121,7 +130,8 @@ func (st *collState) planHint(preds *predicateSet, s sortSpec, hint any) (*Plan,
 				return p, nil
 			}
 		}
-		return st.evaluate(ix, preds.forIndex(ix), s).plan(), nil
+		c := st.evaluate(ix, preds.forIndex(ix), s)
+		return c.plan(), nil
 	}
 	return nil, mongoerr.New(mongoerr.BadValue, "error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index")
 }
@@ -201,13 +211,6 @@ type predicateSet struct {
 	keyed, noStrings map[string][]query.Predicate
 }
 
-func newPredicateSet(f *query.Filter) *predicateSet {
-	if f == nil {
-		return &predicateSet{own: map[string][]query.Predicate{}}
-	}
-	return &predicateSet{f: f, own: byPath(f.Predicates(), true)}
-}
-
 // forIndex is the predicates that may bound ix.
 func (ps *predicateSet) forIndex(ix *indexState) map[string][]query.Predicate {
 	if ix.collator == nil || ps.f == nil {
@@ -229,12 +232,24 @@ func (ps *predicateSet) forIndex(ix *indexState) map[string][]query.Predicate {
 // when withStrings.
 func byPath(preds []query.Predicate, withStrings bool) map[string][]query.Predicate {
 	out := map[string][]query.Predicate{}
-	for _, p := range preds {
-		if indexable(p) && (withStrings || !p.HasString()) {
-			out[p.Path] = append(out[p.Path], p)
+	addByPath(out, preds, withStrings)
+	return out
+}
+
+// addByPath is byPath into out.
+func addByPath(out map[string][]query.Predicate, preds []query.Predicate, withStrings bool) {
+	for i, p := range preds {
+		if !indexable(p) || (!withStrings && p.HasString()) {
+			continue
+		}
+		// A path's first predicate is a view of preds (no allocation:
+		// most paths have one), capped so that a second one copies.
+		if prev, ok := out[p.Path]; ok {
+			out[p.Path] = append(prev, p)
+		} else {
+			out[p.Path] = preds[i : i+1 : i+1]
 		}
 	}
-	return out
 }
 
 // indexable rejects values whose index bounds are not a plain range: whole
@@ -300,8 +315,11 @@ type candidate struct {
 	reverse bool
 }
 
-func (st *collState) bestCandidate(preds *predicateSet, s sortSpec) *candidate {
-	var best *candidate
+// bestCandidate is the best useful candidate, if any. Candidates are
+// values, not pointers: the plan keeps none of them.
+func (st *collState) bestCandidate(preds *predicateSet, s sortSpec) (candidate, bool) {
+	var best candidate
+	found := false
 	for _, ix := range st.indexes {
 		if !ix.def.Ready || ix.def.Hidden || !ix.usableFor(preds.own) {
 			continue
@@ -311,11 +329,11 @@ func (st *collState) bestCandidate(preds *predicateSet, s sortSpec) *candidate {
 			continue // its first field unbounded and no sort: it scores 0
 		}
 		c := st.evaluate(ix, fieldPreds, s)
-		if c.useful(s) && c.beats(best) {
-			best = c
+		if c.useful(s) && (!found || c.beats(&best)) {
+			best, found = c, true
 		}
 	}
-	return best
+	return best, found
 }
 
 // usableFor excludes partial indexes whose filter the query does not imply:
@@ -324,8 +342,8 @@ func (ix *indexState) usableFor(preds map[string][]query.Predicate) bool {
 	return ix.partial == nil || impliesPartial(preds, ix.def.Partial)
 }
 
-func (st *collState) evaluate(ix *indexState, preds map[string][]query.Predicate, s sortSpec) *candidate {
-	c := &candidate{st: st, ix: ix}
+func (st *collState) evaluate(ix *indexState, preds map[string][]query.Predicate, s sortSpec) candidate {
+	c := candidate{st: st, ix: ix}
 	c.bounds, c.covered, c.score = ix.boundsFor(preds)
 	c.sorted, c.reverse = ix.providesSort(c.bounds, s)
 	return c
@@ -389,7 +407,7 @@ func (ix *indexState) boundsFor(preds map[string][]query.Predicate) ([]fieldBoun
 			var used []query.Predicate
 			var pts int
 			b, used, pts, open = ix.fieldBound(i, b, preds[f.Path])
-			covered = append(covered, used...)
+			covered = appendCovered(covered, used)
 			score += pts
 			if !b.full {
 				combos *= len(b.ivals)
@@ -399,6 +417,16 @@ func (ix *indexState) boundsFor(preds map[string][]query.Predicate) ([]fieldBoun
 		bounds = append(bounds, b)
 	}
 	return bounds, covered, score
+}
+
+// appendCovered appends used to covered. The first field's predicates
+// are taken as they are, not copied: a fieldBound result is a capped view
+// of the predicates (or a slice of its own), which nothing writes to.
+func appendCovered(covered, used []query.Predicate) []query.Predicate {
+	if covered == nil {
+		return used
+	}
+	return append(covered, used...)
 }
 
 // maxScanPoints bounds the combinations of $in points a compound scan
@@ -417,9 +445,9 @@ func (ix *indexState) fieldBound(i int, b fieldBounds, ps []query.Predicate) (fi
 	}
 	sparse := ix.def.Sparse
 	multikey := ix.def.FieldMultiKey(i)
-	if eq := findOp(ps, query.OpEq); eq != nil && !(sparse && nullish(eq.Values[0])) {
-		b.full, b.ivals = false, []interval{point(eq.Values[0])}
-		return b, []query.Predicate{*eq}, 2, true
+	if k := findOpIndex(ps, query.OpEq); k >= 0 && !(sparse && nullish(ps[k].Values[0])) {
+		b.full, b.ivals = false, []interval{point(ps[k].Values[0])}
+		return b, ps[k : k+1 : k+1], 2, true // capped: an append copies
 	}
 	if in := findOp(ps, query.OpIn); in != nil && !(sparse && anyNullish(in.Values)) {
 		b.full, b.ivals = false, points(in.Values)
@@ -455,12 +483,20 @@ func anyNullish(vs []any) bool {
 }
 
 func findOp(ps []query.Predicate, op query.Op) *query.Predicate {
-	for i := range ps {
-		if ps[i].Op == op {
-			return &ps[i]
-		}
+	if i := findOpIndex(ps, op); i >= 0 {
+		return &ps[i]
 	}
 	return nil
+}
+
+// findOpIndex is the index in ps of the first predicate with op, or -1.
+func findOpIndex(ps []query.Predicate, op query.Op) int {
+	for i := range ps {
+		if ps[i].Op == op {
+			return i
+		}
+	}
+	return -1
 }
 
 // providesSort reports whether scanning the bounds (forwards, or backwards
@@ -524,7 +560,14 @@ func rootOf(path string) string {
 // point of a field extends the prefix for the fields after it, a range
 // gives one key range, and an unbounded field ends it.
 func keyRanges(prefix []byte, bounds []fieldBounds) []keyRange {
-	out := appendRanges(nil, withRoom(prefix), bounds)
+	p := prefix
+	if len(bounds) == 0 || bounds[0].full {
+		// appendRanges keeps p only for an unbounded field; for a bounded
+		// one it copies p before appending (a second copy here would be
+		// garbage), so only then must the index's own prefix be copied.
+		p = withRoom(prefix)
+	}
+	out := appendRanges(nil, p, bounds)
 	if len(out) < 2 { // an equality, the common case: nothing to order
 		return out
 	}

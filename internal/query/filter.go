@@ -45,6 +45,9 @@ func (f *Filter) Match(doc bson.D) bool {
 // evaluating a $expr, which MongoDB reports as a failure of the whole
 // query.
 func (f *Filter) MatchErr(doc bson.D) (bool, error) {
+	if !f.usesExpr { // only a $expr fails or reads the context: spare it
+		return f.root.matches(f.keyed(doc), nil), nil
+	}
 	c := matchCtx{pos: -1, vars: f.vars, orig: doc}
 	ok := f.root.matches(f.keyed(doc), &c)
 	if c.err != nil {
@@ -184,6 +187,7 @@ type fieldNode struct {
 	name string // the dotted path as written
 	path []string
 	op   fieldOp
+	one  [1]string // path's array when it has one component
 }
 
 func (n *fieldNode) matches(doc bson.D, c *matchCtx) bool {

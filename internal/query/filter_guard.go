@@ -24,6 +24,10 @@ func (f *Filter) Guarded(g *expr.Guard) *Filter {
 	return &out
 }
 
+// HasExpr reports whether a filter document uses $expr anywhere: only
+// then does the filter read variables.
+func HasExpr(filter bson.D) bool { return hasExpr(filter) }
+
 // hasExpr reports whether a filter document uses $expr anywhere.
 func hasExpr(v any) bool {
 	switch x := v.(type) {

@@ -46,7 +46,20 @@ func parseFilterElem(e bson.E, lvl parseLevel) (node, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &fieldNode{name: e.Key, path: strings.Split(e.Key, "."), op: op}, nil
+	return newFieldNode(e.Key, op), nil
+}
+
+// newFieldNode is the node of {name: op}. A path of one component, the
+// usual, is kept in the node itself: strings.Split would allocate it.
+func newFieldNode(name string, op fieldOp) *fieldNode {
+	n := &fieldNode{name: name, op: op}
+	if strings.Contains(name, ".") {
+		n.path = strings.Split(name, ".")
+	} else {
+		n.one[0] = name
+		n.path = n.one[:]
+	}
+	return n
 }
 
 // parseFieldValue parses the value of {name: value}: an operator document,

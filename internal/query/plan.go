@@ -71,12 +71,21 @@ func (f *Filter) Collation() Collator { return f.coll }
 
 func (f *Filter) predicates(noStrings bool) []Predicate {
 	var out []Predicate
-	eachTopField(f.root, func(n *fieldNode) {
-		for _, op := range flattenOps(n.op) {
-			if p, ok := predicateOf(n.name, op); ok && !(noStrings && p.HasString()) {
-				out = append(out, p)
-			}
+	add := func(name string, op fieldOp) {
+		if p, ok := predicateOf(name, op); ok && !(noStrings && p.HasString()) {
+			out = append(out, p)
 		}
+	}
+	eachTopField(f.root, func(n *fieldNode) {
+		// Not flattenOps: its one-op slice would cost every plan an
+		// allocation.
+		if and, ok := n.op.(andOp); ok {
+			for _, op := range and {
+				add(n.name, op)
+			}
+			return
+		}
+		add(n.name, n.op)
 	})
 	return out
 }

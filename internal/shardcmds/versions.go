@@ -29,10 +29,10 @@ type Admission struct {
 // AdmitCommand is Admit for a routed command, whose versions are fields
 // of its body and whose collection is its first field's value.
 func (s Services) AdmitCommand(ctx context.Context, c cmdargs.Call) (Admission, error) {
-	retryable := false
-	if s.Shard != nil { // the scan of every command's body only on a shard
-		_, retryable = bsonutil.Field(c.Body, "txnNumber")
+	if s.Shard == nil { // Admit lets it in as it is: spare the scan and the namespace's string
+		return s.Admit(ctx, c.DB, "", c.Body, false)
 	}
+	_, retryable := bsonutil.Field(c.Body, "txnNumber")
 	return s.Admit(ctx, c.DB, commandNamespace(c), c.Body, retryable)
 }
 
