@@ -1,7 +1,8 @@
 // Package rescache is the resident cache in front of the storage engine:
 // values read by key (documents) and the whole contents of small equality
 // ranges (an index's entries for one value), bounded in bytes, evicted
-// least recently used first and at the moment their value expires.
+// by a clock approximating least recently used, and at the moment their
+// value expires.
 //
 // The engine keeps it exact: every batch it commits passes through
 // Invalidate before its apply and Written after it, and a read that missed
@@ -70,8 +71,8 @@ type Stats struct {
 	Invalidations    int64 // entries a write removed
 }
 
-// shardCount spreads the lock: a read holds one shard's mutex for a map
-// lookup and a list move.
+// shardCount spreads the lock: a read holds one shard's mutex for an
+// index probe and the copy of its value.
 const shardCount = 16
 
 // itemOverhead approximates an entry's memory beyond its key and value:

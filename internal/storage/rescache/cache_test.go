@@ -545,3 +545,25 @@ func TestSlotKeyPiecesAgreeWithTheJoinedKey(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkGetHit reads values at random from a cache holding 100,000 of
+// them (a session store's documents): the index's probe, the slot, the
+// data's copy.
+//
+//	go test ./internal/storage/rescache -run XXX -bench GetHit
+func BenchmarkGetHit(b *testing.B) {
+	const n = 100_000
+	c := newTest(n*(itemOverhead+300), nil)
+	keys := make([][]byte, n)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "d%08x", uint32(i)*2654435761)
+		written(c, string(keys[i]), make([]byte, 180), KeepHeld)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	b.ResetTimer()
+	for range b.N {
+		if _, _, ok := c.Get(keys[rng.IntN(n)]); !ok {
+			b.Fatal("miss")
+		}
+	}
+}

@@ -6,7 +6,7 @@ import (
 )
 
 // shard is one lock's share of the cache: two indexes (values by key,
-// ranges by lower bound) into one table of slots, one recency list over
+// ranges by lower bound) into one table of slots, a clock hand over
 // both, and a heap of expiries.
 //
 // Neither the table nor the indexes hold a pointer, and the entries' data
@@ -21,9 +21,10 @@ type shard struct {
 	// Written: a read meanwhile may read the old value, so no fill is
 	// kept while any is under way.
 	writing int
-	points  map[uint64]int32 // key's hash -> first slot with it
-	ranges  map[uint64]int32
-	chunks  [][]slot // the slots, slotChunk to a chunk; slot 0 is the recency list's sentinel
+	points  slotIndex // values' slots by their keys' hashes
+	ranges  slotIndex
+	chunks  [][]slot // the slots, slotChunk to a chunk; slot 0 is never an entry
+	hand    int32    // the slot the clock looks at next when it must evict
 	free    []int32  // unused slots
 	expiry  expiryHeap
 	arena   arena
@@ -40,20 +41,21 @@ func (sh *shard) hasRoom(size int) bool { return sh.bytes+int64(size) <= sh.max 
 // key (a range's lower bound: the range is every key starting with it),
 // then the value or the range's entries (appendEntry).
 type slot struct {
-	loc        place // of the data in the arena
-	dataLen    int32
-	expiry     int64 // Unix ns; 0 never
-	hash       uint64
-	size       int32
-	keyLen     int32
-	chain      int32 // the next slot whose key has the same hash
-	prev, next int32 // the recency list
-	heapIdx    int32
-	entries    uint8 // a range's
-	group      uint8 // a range's group bucket
-	isRange    bool
-	family     bool // a family's newest member: its own key framed before the value
-	used       bool
+	loc     place // of the data in the arena
+	dataLen int32
+	expiry  int64 // Unix ns; 0 never
+	hash    uint64
+	size    int32
+	keyLen  int32
+	heapIdx int32
+	entries uint8 // a range's
+	group   uint8 // a range's group bucket
+	isRange bool
+	family  bool // a family's newest member: its own key framed before the value
+	used    bool
+	// used since the clock hand last passed: a read or a write sets it,
+	// the hand clears it, and evicts a slot it finds clear.
+	referenced bool
 	// stale marks a value a write is replacing (dropWriting): no read
 	// finds it, and Written puts the new value in its place, or removes
 	// it, instead of unindexing it and indexing it again.
@@ -134,8 +136,8 @@ func (e *entry) valueOf(key []byte) ([]byte, bool) {
 }
 
 func (sh *shard) init(max int64) {
-	sh.points = map[uint64]int32{}
-	sh.ranges = map[uint64]int32{}
+	sh.points = slotIndex{}
+	sh.ranges = slotIndex{}
 	sh.chunks = [][]slot{append(make([]slot, 0, slotChunk), slot{})}
 	sh.free = nil
 	sh.expiry = expiryHeap{sh: sh}
@@ -143,20 +145,18 @@ func (sh *shard) init(max int64) {
 	sh.max = max
 }
 
-func (sh *shard) index(isRange bool) map[uint64]int32 {
+func (sh *shard) index(isRange bool) *slotIndex {
 	if isRange {
-		return sh.ranges
+		return &sh.ranges
 	}
-	return sh.points
+	return &sh.points
 }
 
 // find returns the slot holding key among values or ranges, or noSlot.
 func (sh *shard) find(isRange bool, hash uint64, key slotKey) int32 {
-	i := sh.index(isRange)[hash]
-	for i != noSlot && !key.equal(sh.keyAt(i)) {
-		i = sh.at(i).chain
-	}
-	return i
+	return sh.index(isRange).probe(hash, func(i int32) bool {
+		return sh.at(i).hash == hash && key.equal(sh.keyAt(i))
+	})
 }
 
 // meets reports whether the entry's key or range meets [start, end).
@@ -192,8 +192,7 @@ func (c *Cache) lookup(sh *shard, isRange bool, hash uint64, key slotKey) (entry
 		c.expired.Add(1)
 		return entry{}, false
 	}
-	sh.unlink(i)
-	sh.pushFront(i)
+	s.referenced = true
 	return sh.held(i), true
 }
 
@@ -206,31 +205,30 @@ func (c *Cache) sweepLocked(sh *shard, now int64, budget int) {
 }
 
 // insertLocked adds e, its data copied into the arena, replacing the
-// entry under its key in place, and evicts the least recently used until
-// the shard fits.
+// entry under its key in place, and evicts (evictOne) until the shard
+// fits.
 func (c *Cache) insertLocked(sh *shard, e entry) {
 	if i := sh.find(e.isRange, e.hash, plainKey(e.key())); i != noSlot {
 		c.replaceLocked(sh, i, e)
 	} else {
 		c.addLocked(sh, e)
 	}
-	for sh.bytes > sh.max && sh.at(0).prev != noSlot {
-		c.removeLocked(sh, sh.at(0).prev)
+	for sh.bytes > sh.max {
+		c.removeLocked(sh, sh.victim())
 		c.evictions.Add(1)
 	}
 }
 
 // addLocked puts e in a new slot. sh.mu is held.
 func (c *Cache) addLocked(sh *shard, e entry) {
-	idx := sh.index(e.isRange)
 	i := sh.alloc()
-	e.used, e.heapIdx = true, -1
-	e.chain = idx[e.hash]
+	// A new entry starts unmarked: read once and never again (a bulk
+	// load, a scan), it is the first the hand takes; a read marks it.
+	e.used, e.referenced, e.heapIdx = true, false, -1
 	e.loc, e.dataLen = sh.arena.alloc(len(e.data)), int32(len(e.data))
 	copy(sh.arena.bytes(e.loc, e.dataLen), e.data)
 	*sh.at(i) = e.slot
-	idx[e.hash] = i
-	sh.pushFront(i)
+	sh.index(e.isRange).add(e.hash, i)
 	if e.expiry != 0 {
 		sh.expiry.push(i)
 	}
@@ -259,9 +257,8 @@ func (c *Cache) replaceLocked(sh *shard, i int32, e entry) {
 	sh.bytes += int64(e.size - s.size)
 	c.bytes.Add(int64(e.size - s.size))
 	s.size, s.keyLen, s.entries, s.family, s.stale = e.size, e.keyLen, e.entries, e.family, false
+	s.referenced = true
 	sh.setExpiry(i, e.expiry)
-	sh.unlink(i)
-	sh.pushFront(i)
 }
 
 // setExpiry gives slot i a new expiry (0: never), moving it within the
@@ -298,11 +295,10 @@ func (sh *shard) alloc() int32 {
 
 func (c *Cache) removeLocked(sh *shard, i int32) {
 	s := sh.at(i)
-	sh.unchain(i)
+	sh.index(s.isRange).remove(s.hash, i)
 	if s.isRange {
 		c.groups[s.group].held.Add(-1)
 	}
-	sh.unlink(i)
 	if s.heapIdx >= 0 {
 		sh.expiry.remove(int(s.heapIdx))
 	}
@@ -312,45 +308,34 @@ func (c *Cache) removeLocked(sh *shard, i int32) {
 	sh.arena.release(s.loc, int(s.dataLen))
 	*s = slot{}
 	sh.free = append(sh.free, i)
-	if sh.bytes == 0 {
-		sh.arena.init(sh.max) // empty: its pages go back to the heap
+	if sh.bytes == 0 { // empty: its pages and index cells go back to the heap
+		sh.arena.init(sh.max)
+		sh.points, sh.ranges = slotIndex{}, slotIndex{}
 	}
 }
 
-// unchain takes slot i out of its index's chain for its hash.
-func (sh *shard) unchain(i int32) {
-	s := sh.at(i)
-	idx := sh.index(s.isRange)
-	head := idx[s.hash]
-	if head == i {
-		if s.chain == noSlot {
-			delete(idx, s.hash)
-		} else {
-			idx[s.hash] = s.chain
+// victim is the slot to evict: the first the clock hand finds unused
+// since it last passed, clearing the mark of those used meanwhile (the
+// CLOCK approximation of least recently used). A hit then only sets its
+// own slot's mark, where a recency list moved it, reading and writing its
+// two neighbours' slots: two cache misses more per lookup. The shard
+// holds an entry.
+func (sh *shard) victim() int32 {
+	n := sh.slotCount()
+	for {
+		sh.hand++
+		if sh.hand >= n {
+			sh.hand = 1
 		}
-		return
-	}
-	for p := head; p != noSlot; p = sh.at(p).chain {
-		if sh.at(p).chain == i {
-			sh.at(p).chain = s.chain
-			return
+		s := sh.at(sh.hand)
+		switch {
+		case !s.used:
+		case s.referenced:
+			s.referenced = false
+		default:
+			return sh.hand
 		}
 	}
-}
-
-func (sh *shard) pushFront(i int32) {
-	first := sh.at(0).next
-	s := sh.at(i)
-	s.prev, s.next = noSlot, first
-	sh.at(first).prev = i
-	sh.at(0).next = i
-}
-
-func (sh *shard) unlink(i int32) {
-	s := sh.at(i)
-	sh.at(s.prev).next = s.next
-	sh.at(s.next).prev = s.prev
-	s.prev, s.next = noSlot, noSlot
 }
 
 // expiryHeap orders a shard's slots by expiry, earliest first: a 4-ary
