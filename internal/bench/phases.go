@@ -489,6 +489,11 @@ func (m *modeRun) memoryPhase(ctx context.Context) (*MemoryResult, error) {
 			if err := sleepUntil(ctx, time.Now().Add(m.cfg.MemorySettle)); err != nil {
 				return err
 			}
+			waited, err := waitQuiet(ctx, s.pid(), maxQuietWait)
+			if err != nil {
+				return err
+			}
+			m.logf("%s quiet %s after the settle", kind, waited.Round(time.Second))
 			*loaded, err = rssBytes(s.pid())
 			return err
 		})

@@ -42,6 +42,40 @@ func cpuTime(pid int) (time.Duration, error) {
 	return time.Duration(u+s) * clockTick, nil
 }
 
+// quietWindow and quietCPU define a quiet process: one that used less
+// than quietCPU of CPU time over a window (its flushes and compactions
+// over, with a tick's margin for the timers of an idle server).
+const (
+	quietWindow  = 2 * time.Second
+	quietCPU     = 60 * time.Millisecond
+	maxQuietWait = time.Minute
+)
+
+// waitQuiet waits until process pid is quiet, or limit has passed, and
+// returns how long it waited (at most about limit): a server's memory is read once the work its
+// load left behind is done, not while a flush holds buffers it will let
+// go (how long that takes depends on the cores it has, not the build).
+func waitQuiet(ctx context.Context, pid int, limit time.Duration) (time.Duration, error) {
+	start := time.Now()
+	for time.Since(start) < limit {
+		before, err := cpuTime(pid)
+		if err != nil {
+			return 0, err
+		}
+		if err := sleepUntil(ctx, time.Now().Add(quietWindow)); err != nil {
+			return 0, err
+		}
+		after, err := cpuTime(pid)
+		if err != nil {
+			return 0, err
+		}
+		if after-before < quietCPU {
+			break
+		}
+	}
+	return time.Since(start), nil
+}
+
 // rssBytes returns VmRSS of process pid from /proc/<pid>/status.
 func rssBytes(pid int) (int64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
