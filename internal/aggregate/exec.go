@@ -37,8 +37,10 @@ type StageRun struct {
 // also keeps each stage's counters.
 type Execution struct {
 	out    Iterator
-	input  *StageRun
+	input  *StageRun // &inputRun
 	stages []*StageRun
+	// inputRun counts the input, made with the Execution.
+	inputRun StageRun
 }
 
 // Next returns the pipeline's next document.
@@ -111,7 +113,8 @@ func (c *countIter) Close() error { return c.in.Close() }
 
 // start chains the stages over in, counting each stage's output.
 func (p *Pipeline) start(in Iterator, rc *runCtx) (*Execution, error) {
-	ex := &Execution{input: &StageRun{}}
+	ex := &Execution{}
+	ex.input = &ex.inputRun
 	in = &countIter{in: in, run: ex.input, guard: rc.guard}
 	for i, s := range p.stages {
 		run := p.stageRun(i)
@@ -141,6 +144,11 @@ type Step struct {
 // Compose builds a pipeline from steps, to be run with Start.
 func Compose(opt Options, steps ...Step) *Pipeline {
 	p := &Pipeline{opt: opt}
+	if len(steps) > 0 { // each slice in one allocation, not grown
+		p.stages = make([]stage, 0, len(steps))
+		p.names = make([]string, 0, len(steps))
+		p.specs = make([]bson.E, 0, len(steps))
+	}
 	for _, st := range steps {
 		p.stages = append(p.stages, st.s)
 		p.names = append(p.names, st.name)

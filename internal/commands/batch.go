@@ -36,12 +36,15 @@ func (h *Handler) requestCursorReply(r *request, ns string, src cursor.Source, b
 }
 
 func cursorDoc(id int64, ns, key string, batch bson.A) bson.D {
-	out := make(bson.D, 1, 1+replyRoom)
-	out[0] = bson.E{Key: "cursor", Value: bson.D{
-		{Key: "id", Value: id},
-		{Key: "ns", Value: ns},
-		{Key: key, Value: batch},
-	}}
+	// The reply and its cursor document share one allocation: both are
+	// built here and live as long as the reply.
+	room := new(struct {
+		reply  [1 + replyRoom]bson.E
+		cursor [3]bson.E
+	})
+	room.cursor = [3]bson.E{{Key: "id", Value: id}, {Key: "ns", Value: ns}, {Key: key, Value: batch}}
+	out := room.reply[:1]
+	out[0] = bson.E{Key: "cursor", Value: bson.D(room.cursor[:])}
 	return out
 }
 

@@ -77,16 +77,7 @@ func cmdBulkWrite(h *Handler, r *request) (bson.D, error) {
 
 func parseBulkWrite(h *Handler, r *request) (*bulkWrite, error) {
 	b := &bulkWrite{h: h, r: r, ordered: true, results: bson.A{}}
-	b.runner = &writeops.Runner{Op: h.writeOp(r), EachInterrupt: true,
-		Interrupted: func(_ int, err error) error { return err },
-		Prior:       func(i int, rec bson.D) { b.retried(i, bulkOpKind(b.ops[i]), rec) },
-		Gather:      b.group,
-		Alone:       func(i int) (bool, error) { return !b.run(i, b.ops[i]) && b.ordered, nil },
-		Failed: func(i int, err error) (bool, error) {
-			b.fail(i, bulkOpKind(b.ops[i]), err)
-			return b.ordered, nil
-		},
-	}
+	b.runner = &writeops.Runner{Op: h.writeOp(r), EachInterrupt: true, Stmts: b}
 	var err error
 	if b.ordered, err = orderedArg(r); err != nil {
 		return nil, err
@@ -124,6 +115,26 @@ func parseBulkWrite(h *Handler, r *request) (*bulkWrite, error) {
 	}
 	b.ops, err = statements(r, "ops")
 	return b, err
+}
+
+// b is its runner's writeops.Statements.
+
+// Interrupted ends the command with the interrupt's error.
+func (b *bulkWrite) Interrupted(_ int, err error) error { return err }
+
+// Prior answers op i from its first attempt's record.
+func (b *bulkWrite) Prior(i int, rec bson.D) { b.retried(i, bulkOpKind(b.ops[i]), rec) }
+
+// Gather groups the ops from i on (group).
+func (b *bulkWrite) Gather(i int) (*writeops.Group, error) { return b.group(i) }
+
+// Alone runs op i by itself: an ordered bulkWrite stops at its failure.
+func (b *bulkWrite) Alone(i int) (bool, error) { return !b.run(i, b.ops[i]) && b.ordered, nil }
+
+// Failed records op i's failure: an ordered bulkWrite stops there.
+func (b *bulkWrite) Failed(i int, err error) (bool, error) {
+	b.fail(i, bulkOpKind(b.ops[i]), err)
+	return b.ordered, nil
 }
 
 // bulkOpKind is an op's kind: insert, update or delete ("" when empty).

@@ -30,32 +30,47 @@ func cmdDelete(h *Handler, r *request) (bson.D, error) {
 	if err := h.refuseView(r.db, a.coll); err != nil {
 		return nil, err
 	}
-	lv, err := h.parseLet(r)
-	if err != nil {
+	d := &deleteCmd{stmts: stmts}
+	if err := h.readLet(r, &d.let); err != nil {
 		return nil, err
 	}
 	rt, err := h.retryableWrite(r)
 	if err != nil {
 		return nil, err
 	}
-	var res writeResult
-	run := h.commandRunner(r, &a, rt, false, &res)
-	run.Prior = func(_ int, rec bson.D) { res.n += int64(asInt32(rec, "n")) }
-	run.Gather = func(i int) (*writeops.Group, error) {
-		return h.deleteGroup(run, r, a, lv, stmts[i:], i, func(_ int, removed bool) { res.n += b2i(removed) }), nil
-	}
-	run.Alone = func(i int) (bool, error) {
-		n, err := h.deleteStatement(r, a, lv, stmts[i], rt, i)
-		if err == nil {
-			res.n += n // a statement that fails counts nothing, as on mongod
-		}
-		return run.Failed(i, err)
-	}
-	if err := run.Run(len(stmts)); err != nil {
+	d.start(h, r, a, rt, false, d)
+	if err := d.run.Run(len(stmts)); err != nil {
 		return nil, err
 	}
-	reply, err := h.finishWrite(a, &res)
-	return withRetried(rt, reply), err
+	return d.finish()
+}
+
+// deleteCmd is a delete command's statements, run (writeops.Statements).
+type deleteCmd struct {
+	writeCmd
+	let   letScope
+	stmts []bson.D
+}
+
+// Prior counts statement i's recorded result.
+func (d *deleteCmd) Prior(_ int, rec bson.D) { d.res.n += int64(asInt32(rec, "n")) }
+
+// Gather groups the statements from i on that delete one document by
+// _id each; the answer closure is made only for a group.
+func (d *deleteCmd) Gather(i int) (*writeops.Group, error) {
+	if !byIDShape(d.stmts[i:]) {
+		return nil, nil
+	}
+	return d.h.deleteGroup(&d.run, d.r, d.a, &d.let, d.stmts[i:], i, func(_ int, removed bool) { d.res.n += b2i(removed) }), nil
+}
+
+// Alone runs statement i by itself.
+func (d *deleteCmd) Alone(i int) (bool, error) {
+	n, err := d.h.deleteStatement(d.r, d.a, &d.let, d.stmts[i], d.rt, i)
+	if err == nil {
+		d.res.n += n // a statement that fails counts nothing, as on mongod
+	}
+	return d.Failed(i, err)
 }
 
 func (h *Handler) deleteStatement(r *request, a writeArgs, lv *letScope, s bson.D, rt *session.Txn, i int) (int64, error) {

@@ -61,11 +61,11 @@ func parseFind(h *Handler, r *request) (*findArgs, error) {
 	if a.collation, err = h.requestCollation(r); err != nil {
 		return nil, err
 	}
-	lv, err := h.parseLet(r)
-	if err != nil {
+	var lv letScope // parseShape keeps none of it
+	if err = h.readLet(r, &lv); err != nil {
 		return nil, err
 	}
-	if err = a.parseShape(r, lv); err != nil {
+	if err = a.parseShape(r, &lv); err != nil {
 		return nil, err
 	}
 	return a, a.parseCounts(r)

@@ -177,8 +177,8 @@ func cmdInsert(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	var res writeResult
-	run := h.commandRunner(r, &a, rt, bypass, &res)
+	w := &insertCmd{docs: docs}
+	w.start(h, r, a, rt, bypass, w)
 	c, _, err := h.getOrCreate(r, r.db, a.coll)
 	if err != nil && failsBatch(err) {
 		return nil, clientError(err)
@@ -189,24 +189,50 @@ func cmdInsert(h *Handler, r *request) (bson.D, error) {
 		reply, err := h.finishWrite(a, failEach(len(docs), a.ordered, err))
 		return withRetried(rt, reply), err
 	}
-	run.EachInterrupt = true
-	run.Interrupted = func(i int, err error) error {
-		res.fail(i, err) // the documents before it stay inserted
-		return nil
-	}
-	run.Prior = func(int, bson.D) { res.n++ }
-	run.Gather = func(i int) (*writeops.Group, error) {
-		return run.InsertGroup(c, a.opt, a.ordered, i, len(docs), func(j int) (bson.D, error) {
-			d := docs[j]
-			if !a.keepEmptyTs {
-				d = h.emptyTs.Fill(d, h.deps.Clock.Now())
-			}
-			return writeops.PrepareInsert(d)
-		}, func(int) { res.n++ })
-	}
-	if err := run.Run(len(docs)); err != nil {
+	w.c = c
+	w.run.EachInterrupt = true
+	if err := w.run.Run(len(docs)); err != nil {
 		return nil, err
 	}
-	reply, err := h.finishWrite(a, &res)
-	return withRetried(rt, reply), err
+	return w.finish()
 }
+
+// insertCmd is an insert command's documents, inserted into c
+// (writeops.Statements).
+type insertCmd struct {
+	writeCmd
+	c    *docstore.Collection
+	docs []bson.D
+}
+
+// Interrupted fails document i with the interrupt and stops there: the
+// documents before it stay inserted.
+func (w *insertCmd) Interrupted(i int, err error) error {
+	w.res.fail(i, err)
+	return nil
+}
+
+// Prior counts document i, inserted by the first attempt.
+func (w *insertCmd) Prior(int, bson.D) { w.res.n++ }
+
+// Gather groups the documents from i on for one batch.
+func (w *insertCmd) Gather(i int) (*writeops.Group, error) {
+	return w.run.InsertGroup(w.c, w.a.opt, w.a.ordered, i, len(w.docs), w.doc, w.inserted)
+}
+
+// Alone is never called: InsertGroup's group is never empty.
+func (w *insertCmd) Alone(int) (bool, error) {
+	panic("commands: an insert runs in a group")
+}
+
+// doc is document j, ready to insert.
+func (w *insertCmd) doc(j int) (bson.D, error) {
+	d := w.docs[j]
+	if !w.a.keepEmptyTs {
+		d = w.h.emptyTs.Fill(d, w.h.deps.Clock.Now())
+	}
+	return writeops.PrepareInsert(d)
+}
+
+// inserted counts a committed document.
+func (w *insertCmd) inserted(int) { w.res.n++ }

@@ -24,19 +24,27 @@ type letScope struct {
 // varsFor makes them for a filter that has one, so that the commands
 // without either (nearly all) build no map.
 func (h *Handler) parseLet(r *request) (*letScope, error) {
+	var l letScope
+	if err := h.readLet(r, &l); err != nil {
+		return nil, err
+	}
+	return &l, nil
+}
+
+// readLet is parseLet into l, for a caller that keeps the scope in a
+// struct or a variable of its own rather than allocate one. l is
+// undefined after an error.
+func (h *Handler) readLet(r *request, l *letScope) error {
 	doc, err := optDoc(r, "let")
 	if err != nil {
-		return nil, err
+		return err
 	}
-	now := h.deps.Clock.Now()
+	*l = letScope{doc: doc, now: h.deps.Clock.Now()}
 	if len(doc) == 0 {
-		return &letScope{doc: doc, now: now}, nil
+		return nil
 	}
-	vars, err := expr.EvalLet(doc, now)
-	if err != nil {
-		return nil, err
-	}
-	return &letScope{doc: doc, vars: vars, now: now}, nil
+	l.vars, err = expr.EvalLet(doc, l.now)
+	return err
 }
 
 // varsFor is the variables filter d reads: the let's, or without a let

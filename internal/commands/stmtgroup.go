@@ -26,15 +26,40 @@ func statementFailed(a writeArgs, res *writeResult, i int, err error) (stop bool
 	return a.ordered, nil
 }
 
-// commandRunner is the runner of an insert, update or delete command's
+// writeCmd is an insert, update or delete command's run of its
 // statements into res: a failure is a write error, and an interrupt ends
-// the command. a's write options become the runner's.
-func (h *Handler) commandRunner(r *request, a *writeArgs, rt *session.Txn, bypass bool, res *writeResult) *writeops.Runner {
+// the command. Each command embeds it in the struct that is its runner's
+// Statements, so that the run's state is one allocation rather than a
+// closure per answer.
+type writeCmd struct {
+	run writeops.Runner
+	h   *Handler
+	r   *request
+	a   writeArgs
+	rt  *session.Txn
+	res writeResult
+}
+
+// start readies w to run r's statements, answered by stmts (the struct
+// that embeds w). a's write options, with bypass, become the runner's.
+func (w *writeCmd) start(h *Handler, r *request, a writeArgs, rt *session.Txn, bypass bool, stmts writeops.Statements) {
 	a.opt.BypassValidation = bypass
-	return &writeops.Runner{Op: h.writeOp(r), Txn: rt, Opt: a.opt,
-		Interrupted: func(_ int, err error) error { return err },
-		Failed:      func(i int, err error) (bool, error) { return statementFailed(*a, res, i, err) },
-	}
+	w.h, w.r, w.a, w.rt = h, r, a, rt
+	w.run = writeops.Runner{Op: h.writeOp(r), Txn: rt, Opt: a.opt, Stmts: stmts}
+}
+
+// Interrupted ends the command with the interrupt's error.
+func (w *writeCmd) Interrupted(_ int, err error) error { return err }
+
+// Failed records statement i's failure (statementFailed).
+func (w *writeCmd) Failed(i int, err error) (bool, error) {
+	return statementFailed(w.a, &w.res, i, err)
+}
+
+// finish makes the command's writes durable as asked and is its reply.
+func (w *writeCmd) finish() (bson.D, error) {
+	reply, err := w.h.finishWrite(w.a, &w.res)
+	return withRetried(w.rt, reply), err
 }
 
 // updateGroup groups the update statements from the first of stmts on,

@@ -149,36 +149,52 @@ func cmdUpdate(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	lv, err := h.parseLet(r)
-	if err != nil {
+	u := &updateCmd{stmts: stmts}
+	if err := h.readLet(r, &u.let); err != nil {
 		return nil, err
 	}
 	rt, err := h.retryableWrite(r)
 	if err != nil {
 		return nil, err
 	}
-	res := writeResult{withModified: true}
-	run := h.commandRunner(r, &a, rt, bypass, &res)
-	run.Prior = res.addPrior
-	run.Gather = func(i int) (*writeops.Group, error) {
-		if sortWithMulti(stmts[i]) {
-			// mongod checks this outside the statement's error
-			// handling: the whole command fails.
-			return nil, mongoerr.New(mongoerr.FailedToParse, "Cannot specify sort with multi=true")
-		}
-		return h.updateGroup(run, r, a, lv, stmts[i:], i, func(k int, e *writeops.UpdateEffect) { countEffect(e, i+k, &res) }), nil
-	}
-	run.Alone = func(i int) (bool, error) {
-		return run.Failed(i, h.updateStatement(r, a, lv, i, stmts[i], &res, rt))
-	}
-	if err := run.Run(len(stmts)); err != nil {
+	u.res.withModified = true
+	u.start(h, r, a, rt, bypass, u)
+	if err := u.run.Run(len(stmts)); err != nil {
 		return nil, err
 	}
 	if err := liteParseUpdatePipelines(stmts); err != nil {
 		return nil, err
 	}
-	reply, err := h.finishWrite(a, &res)
-	return withRetried(rt, reply), err
+	return u.finish()
+}
+
+// updateCmd is an update command's statements, run (writeops.Statements).
+type updateCmd struct {
+	writeCmd
+	let   letScope
+	stmts []bson.D
+}
+
+// Prior counts statement i's recorded result.
+func (u *updateCmd) Prior(i int, rec bson.D) { u.res.addPrior(i, rec) }
+
+// Gather groups the statements from i on that update one document by
+// _id each; the answer closure is made only for a group.
+func (u *updateCmd) Gather(i int) (*writeops.Group, error) {
+	if sortWithMulti(u.stmts[i]) {
+		// mongod checks this outside the statement's error
+		// handling: the whole command fails.
+		return nil, mongoerr.New(mongoerr.FailedToParse, "Cannot specify sort with multi=true")
+	}
+	if !byIDShape(u.stmts[i:]) {
+		return nil, nil
+	}
+	return u.h.updateGroup(&u.run, u.r, u.a, &u.let, u.stmts[i:], i, func(k int, e *writeops.UpdateEffect) { countEffect(e, i+k, &u.res) }), nil
+}
+
+// Alone runs statement i by itself.
+func (u *updateCmd) Alone(i int) (bool, error) {
+	return u.Failed(i, u.h.updateStatement(u.r, u.a, &u.let, i, u.stmts[i], &u.res, u.rt))
 }
 
 // liteParseUpdatePipelines fails the command, once its statements have
@@ -227,8 +243,8 @@ func (h *Handler) updateStatement(r *request, a writeArgs, lv *letScope, i int, 
 // writeOp is r's operation as the write layer takes it, made once per
 // request: a command's statements share it.
 func (h *Handler) writeOp(r *request) writeops.Op {
-	if r.op.Interrupted == nil || r.op.Ctx != r.ctx {
-		r.op = writeops.Op{Ctx: r.ctx, Interrupted: func() error { return checkInterrupt(r.ctx) }, Now: h.now, Txn: r.storeTxn()}
+	if r.op.CheckCtx == nil || r.op.Ctx != r.ctx {
+		r.op = writeops.Op{Ctx: r.ctx, CheckCtx: checkInterrupt, Now: h.now, Txn: r.storeTxn()}
 	}
 	return r.op
 }

@@ -705,7 +705,7 @@ func (t *tx) evictHolders(ix *indexState, key []byte, holders [][]byte, d *store
 // removeDoc deletes a stored document and all of its index entries.
 func (t *tx) removeDoc(old *stored) error {
 	for i, ix := range t.st.indexes[1:] {
-		keys, err := old.keys(ix)
+		keys, err := t.storedKeys(ix, old)
 		if err != nil {
 			return err
 		}
@@ -726,6 +726,16 @@ func (t *tx) removeDoc(old *stored) error {
 	t.dCount--
 	t.dSize -= int64(len(old.raw))
 	return nil
+}
+
+// storedKeys is d.keys(ix), computed in t's key arena when d is decoded:
+// the keys are the same (keyArena.entryKeys is ix.entryKeys), without
+// their allocations while the arena has room.
+func (t *tx) storedKeys(ix *indexState, d *stored) ([][]byte, error) {
+	if d.doc == nil {
+		return d.keys(ix)
+	}
+	return t.keys.entryKeys(ix, d.doc)
 }
 
 func (c *Collection) dupKeyError(ix *indexState, doc bson.D) error {

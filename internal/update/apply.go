@@ -11,7 +11,8 @@ import (
 type applier struct {
 	u       *Update
 	ctx     Context
-	root    *mdoc
+	root    *mdoc // &rootDoc
+	rootDoc mdoc  // the document's copy, made with the applier
 	changed bool
 	tsInc   uint32 // increments handed out for Timestamp values in this call
 	// placed is a lower bound on the BSON size of what this update has put
@@ -25,14 +26,15 @@ func (u *Update) Apply(doc bson.D, ctx Context) (bson.D, bool, error) {
 	if u.replacement != nil {
 		return u.applyReplacement(doc, ctx)
 	}
-	a := &applier{u: u, ctx: ctx, root: &mdoc{d: append(bson.D(nil), doc...)}}
+	a := &applier{u: u, ctx: ctx, rootDoc: mdoc{d: append(bson.D(nil), doc...)}}
+	a.root = &a.rootDoc
 	if err := u.root.apply(a, &state{elem: a.root}); err != nil {
 		return nil, false, err
 	}
 	if !a.changed {
 		return doc, false, nil
 	}
-	out := finish(a.root).(bson.D)
+	out := finishDoc(a.root)
 	if ctx.IsInsert {
 		out = idFirst(out)
 		if err := checkID(out); err != nil {

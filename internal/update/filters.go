@@ -24,6 +24,9 @@ func (f *arrayFilter) matches(id string, v any) bool {
 const filterContext = "Error parsing array filter :: caused by :: "
 
 func parseArrayFilters(list []bson.D, coll query.Collator) (map[string]*arrayFilter, error) {
+	if len(list) == 0 {
+		return nil, nil // nearly every update: a nil map reads as empty
+	}
 	out := make(map[string]*arrayFilter, len(list))
 	for _, d := range list {
 		id, f, err := parseArrayFilter(d, coll)
@@ -113,6 +116,9 @@ func validPlaceholder(id string) bool {
 // checkFiltersUsed rejects array filters no path names, reporting the
 // first identifier in sorted order as MongoDB does.
 func (u *Update) checkFiltersUsed() error {
+	if len(u.filters) == 0 {
+		return nil // sorting no ids still allocates
+	}
 	ids := slices.Sorted(maps.Keys(u.filters))
 	for _, id := range ids {
 		if !u.filters[id].used {

@@ -17,7 +17,7 @@ type leafParser func(field string, v any) (*leafNode, error)
 func operator(name string, coll query.Collator) leafParser {
 	switch name {
 	case "$set":
-		return simple(func(v any) modifier { return setMod{val: v} })
+		return parseSet
 	case "$setOnInsert":
 		return func(_ string, v any) (*leafNode, error) {
 			return &leafNode{mod: setMod{val: v}, insertOnly: true}, nil
@@ -57,6 +57,10 @@ func arrayOperator(name string, coll query.Collator) leafParser {
 	}
 	return nil
 }
+
+// parseSet is $set's leafParser: a plain func, where simple would make
+// a closure for every $set parsed.
+func parseSet(_ string, v any) (*leafNode, error) { return &leafNode{mod: setMod{val: v}}, nil }
 
 func simple(f func(any) modifier) leafParser {
 	return func(_ string, v any) (*leafNode, error) { return &leafNode{mod: f(v)}, nil }

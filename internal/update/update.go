@@ -10,8 +10,9 @@ import (
 
 // Update is a parsed update document, reusable across documents.
 type Update struct {
-	root        *objNode
-	replacement bson.D // non-nil for a replacement document
+	root        *objNode // &rootNode for an operator update
+	rootNode    objNode  // the root, made with the Update
+	replacement bson.D   // non-nil for a replacement document
 	filters     map[string]*arrayFilter
 	source      bson.D
 	coll        query.Collator // nil: binary comparisons
@@ -48,7 +49,8 @@ func ParseCollated(u bson.D, arrayFilters []bson.D, coll query.Collator) (*Updat
 	if err != nil {
 		return nil, err
 	}
-	up := &Update{root: &objNode{}, filters: filters, source: u, coll: coll}
+	up := &Update{filters: filters, source: u, coll: coll}
+	up.root = &up.rootNode
 	if err := up.parseOperators(); err != nil {
 		return nil, err
 	}

@@ -70,14 +70,20 @@ func own(v any) any {
 	return v
 }
 
+// finishDoc is finish of a document, returned as one: boxing it in an
+// any to assert it back would allocate.
+func finishDoc(x *mdoc) bson.D {
+	for i := range x.d {
+		x.d[i].Value = finish(x.d[i].Value)
+	}
+	return x.d
+}
+
 // finish converts owned containers back to bson.D/bson.A in place.
 func finish(v any) any {
 	switch x := v.(type) {
 	case *mdoc:
-		for i := range x.d {
-			x.d[i].Value = finish(x.d[i].Value)
-		}
-		return x.d
+		return finishDoc(x)
 	case *marr:
 		for i := range x.a {
 			x.a[i] = finish(x.a[i])

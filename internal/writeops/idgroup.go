@@ -136,7 +136,7 @@ func (s *Runner) ByIDGroup(c *docstore.Collection, opt docstore.WriteOptions, fi
 	if len(g.stmts) == 0 {
 		return nil
 	}
-	return &Group{done: done, commit: func() ([]error, int) {
+	return &Group{done: done, commit: commitFunc(func() ([]error, int) {
 		errs := make([]error, len(g.stmts))
 		n, err := g.run(s, c, opt, first)
 		if err == nil {
@@ -144,7 +144,7 @@ func (s *Runner) ByIDGroup(c *docstore.Collection, opt docstore.WriteOptions, fi
 		}
 		errs[n] = err
 		return errs, n + 1
-	}}
+	})}
 }
 
 // UpdateEffect is what one grouped update statement did.

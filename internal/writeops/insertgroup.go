@@ -14,6 +14,7 @@ import (
 // one a retry found.
 func (s *Runner) InsertGroup(c *docstore.Collection, opt docstore.WriteOptions, ordered bool, i, n int, doc func(j int) (bson.D, error), done func(k int)) (*Group, error) {
 	g := &insertRun{c: c, ordered: ordered}
+	g.stmts, g.recs, g.docs = g.stmt1[:0], g.rec1[:0], g.doc1[:0]
 	for j := i; j < n && len(g.docs) < docstore.InsertGroupDocs; j++ {
 		if j > i {
 			rec, found, err := s.Txn.Prior(j)
@@ -33,7 +34,8 @@ func (s *Runner) InsertGroup(c *docstore.Collection, opt docstore.WriteOptions, 
 		g.stmts, g.recs = append(g.stmts, insertStmt{doc: len(g.docs)}), append(g.recs, nil)
 		g.docs = append(g.docs, docstore.GroupDoc{Doc: d, Opt: Recorded(s.Txn, opt, j, RecordN(1))})
 	}
-	return &Group{commit: g.commit, recs: g.recs, done: done}, nil
+	g.group = Group{commit: g, recs: g.recs, done: done}
+	return &g.group, nil
 }
 
 // insertRun is a group of inserts into one collection.
@@ -43,6 +45,13 @@ type insertRun struct {
 	docs    []docstore.GroupDoc
 	stmts   []insertStmt
 	recs    []bson.D // by statement: its record, when a retry found one
+	// group is the run's Group, and stmt1, rec1 and doc1 the room of
+	// a run of one statement (an insertOne): with them the run is one
+	// allocation. Nothing is reused: the run is made per group.
+	group Group
+	stmt1 [1]insertStmt
+	rec1  [1]bson.D
+	doc1  [1]docstore.GroupDoc
 }
 
 // insertStmt is one statement of an insertRun: its document's index in

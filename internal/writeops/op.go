@@ -17,17 +17,24 @@ import (
 const MaxRetargets = 10
 
 // Op is the operation a statement runs for: its context ends the scans,
-// Interrupted turns that end into the error the client sees, and Now
-// stamps the writes.
+// CheckCtx turns that end into the error the client sees, and Now stamps
+// the writes.
 type Op struct {
-	Ctx         context.Context
-	Interrupted func() error
-	Now         func() time.Time
+	Ctx context.Context
+	// CheckCtx is the error the client sees when ctx has ended, nil
+	// while it has not. It takes the context rather than closing over
+	// it so that it can be a plain func: making an Op allocates nothing.
+	CheckCtx func(ctx context.Context) error
+	Now      func() time.Time
 	// Txn, when set, is the transaction the write is a statement of: its
 	// scans read the transaction's view (index-only candidates, read
 	// from storage, are not used).
 	Txn *docstore.Txn
 }
+
+// Interrupted is the error the client sees when the operation has
+// ended (CheckCtx of Ctx), nil while it has not.
+func (o Op) Interrupted() error { return o.CheckCtx(o.Ctx) }
 
 // getOrCreate is the collection an upsert inserts into, created when
 // missing: by the transaction, when the write is a statement of one, so

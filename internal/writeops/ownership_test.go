@@ -44,7 +44,7 @@ func TestOrphansAreNeverWritten(t *testing.T) {
 		}},
 	}
 	evenOwned := func(doc bson.D) bool { return doc[0].Value.(int32)%2 == 0 }
-	op := Op{Ctx: docstore.WithOwnership(context.Background(), evenOwned), Interrupted: func() error { return nil }, Now: time.Now}
+	op := Op{Ctx: docstore.WithOwnership(context.Background(), evenOwned), CheckCtx: func(context.Context) error { return nil }, Now: time.Now}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
 			store, c, f := storeWithOrphans(t, docs)

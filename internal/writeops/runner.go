@@ -21,7 +21,7 @@ import (
 // by one.
 
 // Runner runs a write's statements in order. What differs between the
-// commands is in its functions: how a statement groups, runs alone, and
+// commands is in its Stmts: how a statement groups, runs alone, and
 // answers.
 type Runner struct {
 	Op  Op
@@ -32,31 +32,51 @@ type Runner struct {
 	// EachInterrupt looks for an interrupt before every statement, not
 	// only before a group commits.
 	EachInterrupt bool
-	// Interrupted answers an interrupt met at statement i: the error that
-	// ends the command, or nil to stop the write there.
-	Interrupted func(i int, err error) error
+	// Stmts is the command's side of the run.
+	Stmts Statements
+}
+
+// Statements is a command's side of a Runner. It is an interface, not
+// a set of funcs, so that a command's state holds it: a command
+// implements it on the struct it runs with, one allocation, where each
+// func would be a closure of its own.
+type Statements interface {
+	// Interrupted answers an interrupt met at statement i: the error
+	// that ends the command, or nil to stop the write there.
+	Interrupted(i int, err error) error
 	// Prior answers statement i from its first attempt's record.
-	Prior func(i int, rec bson.D)
+	Prior(i int, rec bson.D)
 	// Gather groups the statements from i on; nil when statement i runs
 	// alone. An error ends the command.
-	Gather func(i int) (*Group, error)
+	Gather(i int) (*Group, error)
 	// Alone runs statement i by itself.
-	Alone func(i int) (stop bool, err error)
+	Alone(i int) (stop bool, err error)
 	// Failed records statement i's failure: whether the write stops, or
 	// an error that ends the command.
-	Failed func(i int, err error) (stop bool, cmdErr error)
+	Failed(i int, err error) (stop bool, cmdErr error)
 }
 
 // Group is the statements from one on that commit together.
 type Group struct {
 	// commit writes the group: each statement's error (nil: it
 	// committed; errAlone: it runs alone) and how many have a result.
-	commit func() (errs []error, attempted int)
+	commit committer
 	// recs answer the statements a retry found recorded (nil: not).
 	recs []bson.D
 	// done answers the group's k-th statement, committed.
 	done func(k int)
 }
+
+// committer commits a Group. An interface, so that a group kept in a
+// struct (insertRun) commits by a method with no closure made for it.
+type committer interface {
+	commit() (errs []error, attempted int)
+}
+
+// commitFunc is a committer made of a func.
+type commitFunc func() (errs []error, attempted int)
+
+func (f commitFunc) commit() ([]error, int) { return f() }
 
 // errAlone, from a statement of a group, says that the statement cannot
 // commit in a group exactly as it would alone (an upsert whose document
@@ -75,7 +95,7 @@ func (s *Runner) Run(n int) error {
 			if err != nil {
 				return err
 			}
-			s.Prior(i, rec)
+			s.Stmts.Prior(i, rec)
 			i++
 			continue
 		}
@@ -86,7 +106,7 @@ func (s *Runner) Run(n int) error {
 		if i += taken; taken > 0 && !alone {
 			continue
 		}
-		if stop, err := s.Alone(i); err != nil || stop {
+		if stop, err := s.Stmts.Alone(i); err != nil || stop {
 			return err
 		}
 		i++
@@ -98,7 +118,7 @@ func (s *Runner) Run(n int) error {
 // stop says that the write ends there.
 func (s *Runner) interrupt(i int) (stop bool, err error) {
 	if err := s.Op.Interrupted(); err != nil {
-		return true, s.Interrupted(i, err)
+		return true, s.Stmts.Interrupted(i, err)
 	}
 	return false, nil
 }
@@ -107,24 +127,24 @@ func (s *Runner) interrupt(i int) (stop bool, err error) {
 // statements: it returns how many it took; alone says the one after
 // them runs alone, stop that the write stops.
 func (s *Runner) group(i int) (taken int, alone, stop bool, err error) {
-	g, err := s.Gather(i)
+	g, err := s.Stmts.Gather(i)
 	if err != nil || g == nil {
 		return 0, false, err != nil, err
 	}
 	if stop, err := s.interrupt(i); stop {
 		return 0, false, true, err
 	}
-	errs, attempted := g.commit()
+	errs, attempted := g.commit.commit()
 	for k, err := range errs[:attempted] {
 		switch {
 		case k < len(g.recs) && g.recs[k] != nil:
-			s.Prior(i+k, g.recs[k])
+			s.Stmts.Prior(i+k, g.recs[k])
 		case err == nil:
 			g.done(k)
 		case errors.Is(err, errAlone):
 			return k, true, false, nil
 		default:
-			if stop, cmdErr := s.Failed(i+k, err); stop || cmdErr != nil {
+			if stop, cmdErr := s.Stmts.Failed(i+k, err); stop || cmdErr != nil {
 				return k + 1, false, true, cmdErr
 			}
 		}
@@ -144,5 +164,10 @@ func Recorded(rt *session.Txn, opt docstore.WriteOptions, i int, result func() b
 
 // RecordN is the record of a statement that wrote n documents.
 func RecordN(n int32) func() bson.D {
+	if n == 1 {
+		return recordOne // the usual one, made with no closure
+	}
 	return func() bson.D { return bson.D{{Key: "n", Value: n}} }
 }
+
+func recordOne() bson.D { return bson.D{{Key: "n", Value: int32(1)}} }

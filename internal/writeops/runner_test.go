@@ -1,10 +1,13 @@
 package writeops
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
 // TestRunnerAnswersEachStatementOnce: a group's committed statements are
@@ -20,22 +23,21 @@ func TestRunnerAnswersEachStatementOnce(t *testing.T) {
 		0: func() ([]error, int) { return []error{nil, errAlone, nil}, 3 },
 		3: func() ([]error, int) { return []error{boom, nil}, 1 },
 	}
-	s := &Runner{
-		Op:          Op{Interrupted: func() error { return nil }},
-		Interrupted: func(_ int, err error) error { return err },
-		Gather: func(i int) (*Group, error) {
+	s := &Runner{Op: Op{CheckCtx: func(context.Context) error { return nil }}, Stmts: stmtFuncs{
+		interrupted: func(_ int, err error) error { return err },
+		gather: func(i int) (*Group, error) {
 			commit, ok := groups[i]
 			if !ok {
 				return nil, nil
 			}
-			return &Group{commit: commit, done: func(k int) { note("done %d", i+k) }}, nil
+			return &Group{commit: commitFunc(commit), done: func(k int) { note("done %d", i+k) }}, nil
 		},
-		Alone: func(i int) (bool, error) { note("alone %d", i); return false, nil },
-		Failed: func(i int, err error) (bool, error) {
+		alone: func(i int) (bool, error) { note("alone %d", i); return false, nil },
+		failed: func(i int, err error) (bool, error) {
 			note("failed %d: %v", i, err)
 			return true, nil
 		},
-	}
+	}}
 	if err := s.Run(5); err != nil {
 		t.Fatal(err)
 	}
@@ -51,21 +53,35 @@ func TestRunnerAnswersEachStatementOnce(t *testing.T) {
 func TestRunnerStopsAtAnInterrupt(t *testing.T) {
 	ended := errors.New("ended")
 	ran := 0
-	endsAtTwo := func() error {
+	endsAtTwo := func(context.Context) error {
 		if ran == 2 {
 			return ended
 		}
 		return nil
 	}
-	s := &Runner{
-		Op:            Op{Interrupted: endsAtTwo},
-		EachInterrupt: true,
-		Interrupted:   func(i int, err error) error { return fmt.Errorf("statement %d: %w", i, err) },
-		Gather:        func(int) (*Group, error) { return nil, nil },
-		Alone:         func(int) (bool, error) { ran++; return false, nil },
-	}
+	s := &Runner{Op: Op{CheckCtx: endsAtTwo}, EachInterrupt: true, Stmts: stmtFuncs{
+		interrupted: func(i int, err error) error { return fmt.Errorf("statement %d: %w", i, err) },
+		gather:      func(int) (*Group, error) { return nil, nil },
+		alone:       func(int) (bool, error) { ran++; return false, nil },
+	}}
 	err := s.Run(5)
 	if !errors.Is(err, ended) || !strings.HasPrefix(err.Error(), "statement 2:") || ran != 2 {
 		t.Fatalf("Run = %v after %d statements, want statement 2's interrupt after 2", err, ran)
 	}
 }
+
+// stmtFuncs are Statements made of funcs, for the tests: a nil one is
+// never called.
+type stmtFuncs struct {
+	interrupted func(i int, err error) error
+	prior       func(i int, rec bson.D)
+	gather      func(i int) (*Group, error)
+	alone       func(i int) (bool, error)
+	failed      func(i int, err error) (bool, error)
+}
+
+func (f stmtFuncs) Interrupted(i int, err error) error    { return f.interrupted(i, err) }
+func (f stmtFuncs) Prior(i int, rec bson.D)               { f.prior(i, rec) }
+func (f stmtFuncs) Gather(i int) (*Group, error)          { return f.gather(i) }
+func (f stmtFuncs) Alone(i int) (bool, error)             { return f.alone(i) }
+func (f stmtFuncs) Failed(i int, err error) (bool, error) { return f.failed(i, err) }

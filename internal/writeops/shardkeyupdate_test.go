@@ -78,7 +78,7 @@ func guardedOp(retryable bool) Op {
 		return bsonutil.Compare(a, b) != 0
 	}
 	ctx := WithShardKeyGuard(context.Background(), ShardKeyGuard{Changed: changed, Owns: owns, Retryable: retryable})
-	return Op{Ctx: ctx, Interrupted: func() error { return nil }, Now: time.Now}
+	return Op{Ctx: ctx, CheckCtx: func(context.Context) error { return nil }, Now: time.Now}
 }
 
 func codeOf(err error) mongoerr.Code {
