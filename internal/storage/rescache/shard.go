@@ -6,8 +6,8 @@ import (
 )
 
 // shard is one lock's share of the cache: two indexes (values by key,
-// ranges by lower bound) into one table of slots, a clock hand over
-// both, and a heap of expiries.
+// ranges by lower bound) into one table of slots, a clock hand over the
+// table, and a heap of expiries.
 //
 // Neither the table nor the indexes hold a pointer, and the entries' data
 // lies in the arena's pages: a full cache is a few large arrays to the
@@ -24,7 +24,7 @@ type shard struct {
 	points  slotIndex // values' slots by their keys' hashes
 	ranges  slotIndex
 	chunks  [][]slot // the slots, slotChunk to a chunk; slot 0 is never an entry
-	hand    int32    // the slot the clock looks at next when it must evict
+	hand    int32    // the slot the clock hand looked at last (victim)
 	free    []int32  // unused slots
 	expiry  expiryHeap
 	arena   arena
