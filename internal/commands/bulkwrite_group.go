@@ -71,6 +71,9 @@ func (b *bulkWrite) writeGroup(start int, run []bson.D) *writeops.Group {
 		return nil // each op runs alone, with its namespace's ownership filter
 	}
 	stmts := b.runStatements(kind, run)
+	if !byIDShape(stmts) {
+		return nil
+	}
 	rr := *b.r
 	rr.db = db
 	a := writeArgs{coll: coll, opt: b.runner.Opt}

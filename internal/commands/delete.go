@@ -56,7 +56,7 @@ type deleteCmd struct {
 func (d *deleteCmd) Prior(_ int, rec bson.D) { d.res.n += int64(asInt32(rec, "n")) }
 
 // Gather groups the statements from i on that delete one document by
-// _id each; the answer closure is made only for a group.
+// _id each; the answer closure is made only for statements of that shape.
 func (d *deleteCmd) Gather(i int) (*writeops.Group, error) {
 	if !byIDShape(d.stmts[i:]) {
 		return nil, nil

@@ -220,9 +220,11 @@ func (w *insertCmd) Gather(i int) (*writeops.Group, error) {
 	return w.run.InsertGroup(w.c, w.a.opt, w.a.ordered, i, len(w.docs), w.doc, w.inserted)
 }
 
-// Alone is never called: InsertGroup's group is never empty.
+// Alone is never called: InsertGroup's group is never empty, and an
+// insert that cannot join one fails in it. Were it called, the command
+// fails rather than the server.
 func (w *insertCmd) Alone(int) (bool, error) {
-	panic("commands: an insert runs in a group")
+	return true, mongoerr.New(mongoerr.InternalError, "insert: a document outside its batch")
 }
 
 // doc is document j, ready to insert.

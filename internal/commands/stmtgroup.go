@@ -64,11 +64,9 @@ func (w *writeCmd) finish() (bson.D, error) {
 
 // updateGroup groups the update statements from the first of stmts on,
 // the write's statement first, that name one document by _id; answer
-// gets each committed statement's effect.
+// gets each committed statement's effect. The caller has checked the
+// statements' shape (byIDShape), before making answer.
 func (h *Handler) updateGroup(run *writeops.Runner, r *request, a writeArgs, lv *letScope, stmts []bson.D, first int, answer func(k int, e *writeops.UpdateEffect)) *writeops.Group {
-	if !byIDShape(stmts) {
-		return nil
-	}
 	var effects []*writeops.UpdateEffect
 	return run.ByIDGroup(h.collection(r, r.db, a.coll), a.opt, first,
 		func(g *writeops.IDGroup) { effects = h.gatherUpdates(r, a, lv, stmts, g) },
@@ -142,9 +140,6 @@ func countEffect(e *writeops.UpdateEffect, i int, res *writeResult) {
 // deleteGroup is updateGroup for delete statements; answer gets
 // whether each committed statement removed its document.
 func (h *Handler) deleteGroup(run *writeops.Runner, r *request, a writeArgs, lv *letScope, stmts []bson.D, first int, answer func(k int, removed bool)) *writeops.Group {
-	if !byIDShape(stmts) {
-		return nil
-	}
 	var removed []*bool
 	return run.ByIDGroup(h.collection(r, r.db, a.coll), a.opt, first,
 		func(g *writeops.IDGroup) { removed = h.gatherDeletes(r, a, lv, stmts, g) },

@@ -179,7 +179,7 @@ type updateCmd struct {
 func (u *updateCmd) Prior(i int, rec bson.D) { u.res.addPrior(i, rec) }
 
 // Gather groups the statements from i on that update one document by
-// _id each; the answer closure is made only for a group.
+// _id each; the answer closure is made only for statements of that shape.
 func (u *updateCmd) Gather(i int) (*writeops.Group, error) {
 	if sortWithMulti(u.stmts[i]) {
 		// mongod checks this outside the statement's error

@@ -426,13 +426,14 @@ func (c *Cache) Written(key, value []byte, keep Keep) bool {
 	defer sh.mu.Unlock()
 	sh.writing--
 	sh.seq++
-	stale := sh.find(false, w.hash, slotKey)
-	if stale != noSlot && !sh.at(stale).stale {
-		stale = noSlot // a value another write installed since: replaced if this one is kept
-	}
-	if !c.keepWritten(sh, w, keep, stale) {
-		if stale != noSlot {
-			c.removeLocked(sh, stale)
+	// The slot under the key: stale, the old value this write replaces;
+	// or a value another write installed since, replaced if this one is
+	// kept.
+	i := sh.find(false, w.hash, slotKey)
+	stale := i != noSlot && sh.at(i).stale
+	if !c.keepWritten(sh, w, keep, i, stale) {
+		if stale {
+			c.removeLocked(sh, i)
 		}
 		return false
 	}
@@ -448,12 +449,12 @@ type pointWrite struct {
 	hash       uint64
 }
 
-// keepWritten installs w as keep says, in the place of the stale slot
-// (noSlot: none), and reports whether it did. sh.mu is held.
-func (c *Cache) keepWritten(sh *shard, w pointWrite, keep Keep, stale int32) bool {
+// keepWritten installs w as keep says, in slot i (noSlot: a new one),
+// and reports whether it did. sh.mu is held.
+func (c *Cache) keepWritten(sh *shard, w pointWrite, keep Keep, i int32, stale bool) bool {
 	var freed int64 // the stale value's bytes, which the new one replaces
-	if stale != noSlot {
-		freed = int64(sh.at(stale).size)
+	if stale {
+		freed = int64(sh.at(i).size)
 	}
 	size := int64(entryLen(w.slotKey, w.family, w.key, w.value) + itemOverhead)
 	switch {
@@ -473,7 +474,7 @@ func (c *Cache) keepWritten(sh *shard, w pointWrite, keep Keep, stale int32) boo
 		return false
 	}
 	sh.seq++
-	c.insertLocked(sh, e)
+	c.insertAt(sh, i, e)
 	return true
 }
 

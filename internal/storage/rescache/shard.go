@@ -205,10 +205,15 @@ func (c *Cache) sweepLocked(sh *shard, now int64, budget int) {
 }
 
 // insertLocked adds e, its data copied into the arena, replacing the
-// entry under its key in place, and evicts (evictOne) until the shard
-// fits.
+// entry under its key in place, and evicts (victim) until the shard fits.
 func (c *Cache) insertLocked(sh *shard, e entry) {
-	if i := sh.find(e.isRange, e.hash, plainKey(e.key())); i != noSlot {
+	c.insertAt(sh, sh.find(e.isRange, e.hash, plainKey(e.key())), e)
+}
+
+// insertAt is insertLocked for a caller that has found the slot under
+// e's key already: i, or noSlot.
+func (c *Cache) insertAt(sh *shard, i int32, e entry) {
+	if i != noSlot {
 		c.replaceLocked(sh, i, e)
 	} else {
 		c.addLocked(sh, e)
@@ -376,20 +381,19 @@ func (h *expiryHeap) remove(pos int) {
 	h.sh.at(h.at[pos].slot).heapIdx = -1
 	moved := h.at[last]
 	h.at = h.at[:last]
-	if pos == last {
-		return
-	}
-	if pos > 0 && moved.expiry < h.at[(pos-1)/heapArity].expiry {
-		h.up(pos, moved)
-	} else {
-		h.down(pos, moved)
+	if pos != last {
+		h.sift(pos, moved)
 	}
 }
 
-// move gives the slot at place pos a new expiry and sifts it.
+// move gives the slot at place pos a new expiry.
 func (h *expiryHeap) move(pos int, expiry int64) {
-	p := heapPlace{expiry: expiry, slot: h.at[pos].slot}
-	if pos > 0 && expiry < h.at[(pos-1)/heapArity].expiry {
+	h.sift(pos, heapPlace{expiry: expiry, slot: h.at[pos].slot})
+}
+
+// sift puts p at pos, or above or below it where its expiry belongs.
+func (h *expiryHeap) sift(pos int, p heapPlace) {
+	if pos > 0 && p.expiry < h.at[(pos-1)/heapArity].expiry {
 		h.up(pos, p)
 	} else {
 		h.down(pos, p)
