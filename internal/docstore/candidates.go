@@ -57,7 +57,7 @@ func (it *IDIter) Next() (id any, ok bool, err error) {
 			}
 			continue
 		}
-		idEnc := entryID(d.it.Value())
+		idEnc := entryID(d.it.Key(), d.it.Value())
 		if d.markSeen(idEnc) {
 			d.Stats.DupsDropped++
 			continue

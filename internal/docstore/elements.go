@@ -101,7 +101,7 @@ func (p *ExpiryPass) walkElements(t *tx, limit int) (res ExpireResult, err error
 		if !ok {
 			break
 		}
-		id := entryID(tc.it.Value())
+		id := entryID(tc.it.Key(), tc.it.Value())
 		if seen[string(id)] {
 			continue
 		}

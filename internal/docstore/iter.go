@@ -319,7 +319,7 @@ func (d *DocIter) nextIndexed() ([]byte, bool) {
 		if d.staleEntry() {
 			continue
 		}
-		idEnc := entryID(d.it.Value())
+		idEnc := entryID(d.it.Key(), d.it.Value())
 		if d.markSeen(idEnc) {
 			d.Stats.DupsDropped++
 			continue

@@ -59,7 +59,7 @@ func (t *tx) evictLowest(ix *indexState, keep []byte) error {
 			}
 			continue
 		}
-		id := entryID(it.Value())
+		id := entryID(it.Key(), it.Value())
 		if bytes.Equal(id, keep) || seen[string(id)] {
 			if kept == nil {
 				kept = append([]byte(nil), it.Key()...)

@@ -159,7 +159,7 @@ func (t *tx) applyExpiry(key []byte, it storage.Iterator) error {
 		}
 		return nil // a write replaced the entry first
 	}
-	id, rec, _ := splitEntryValue(it.Value())
+	id, rec, _ := splitEntryValue(it.Key(), it.Value())
 	id = bytes.Clone(id) // the deletions below outlive the iterator's position
 	d, dated := ix.entryDate(key)
 	if rec != nil {

@@ -354,7 +354,7 @@ func (p *ExpiryPass) walk(t *tx, limit int) (res ExpireResult, err error) {
 			continue
 		}
 		value := tc.it.Value()
-		id, rec, _ := splitEntryValue(value)
+		id, rec, _ := splitEntryValue(tc.it.Key(), value)
 		if !onlyEntry(value) && seen[string(id)] {
 			continue // a later date of an array already taken
 		}

@@ -27,16 +27,28 @@ import (
 //
 // The value of a loose entry is
 //
-//	recordTagLoose · uvarint(len(id)) · id · uvarint(n) · n × varint(date)
+//	recordTagLoose · uvarint(len(id)) · uvarint(n) · varint(date₁) ·
+//	(n−1) × varint(dateᵢ − dateᵢ₋₁)
 //
 // where the dates (Unix milliseconds, oldest first) are the document's
 // stale entries in the index that were not yet due when the entry was
-// written. A write that keeps at most maxStaleEntries of them, deleting
-// the oldest beyond, and any other write deletes them all (see
-// updateAppending): a document touched without pause has at most that
-// many stale entries, plus those already due, which the monitor's next
-// pass removes.
-const recordTagLoose = 0x03
+// written, and the _id is the key's last len(id) bytes. A write that keeps
+// at most maxStaleEntries of them, deleting the oldest beyond, and any
+// other write deletes them all (see updateAppending): a document touched
+// without pause has at most that many stale entries, plus those already
+// due, which the monitor's next pass removes.
+//
+// Stale entries are most of a touched collection's index bytes (each
+// document keeps several), and every byte is flushed and compacted: so
+// the _id is not repeated, and a date after the first is the few bytes of
+// its distance from the one before (a session touched every few seconds:
+// two bytes, not six). Entries written before carry recordTagLooseFull:
+//
+//	recordTagLooseFull · uvarint(len(id)) · id · uvarint(n) · n × varint(date)
+const (
+	recordTagLooseFull = 0x03
+	recordTagLoose     = 0x04
+)
 
 // maxStaleEntries bounds the stale entries a touched document keeps in an
 // appending index before a touch deletes the oldest: a session touched
@@ -44,7 +56,9 @@ const recordTagLoose = 0x03
 // does a refreshOnRead index, which writes at most once per tenth of it.
 const maxStaleEntries = 10
 
-func isLoose(v []byte) bool { return len(v) > 0 && v[0] == recordTagLoose }
+func isLoose(v []byte) bool {
+	return len(v) > 0 && (v[0] == recordTagLoose || v[0] == recordTagLooseFull)
+}
 
 // appendsEntries reports whether touches append to ix: a ready TTL index
 // on one top-level field, without a partial filter, collation, hash,
@@ -61,34 +75,46 @@ func appendsEntries(ix *indexState) bool {
 func appendLooseValue(dst, idEnc []byte, stale []int64) []byte {
 	dst = append(dst, recordTagLoose)
 	dst = binary.AppendUvarint(dst, uint64(len(idEnc)))
-	dst = append(dst, idEnc...)
 	dst = binary.AppendUvarint(dst, uint64(len(stale)))
+	var prev int64
 	for _, d := range stale {
-		dst = binary.AppendVarint(dst, d)
+		dst = binary.AppendVarint(dst, d-prev)
+		prev = d
 	}
 	return dst
 }
 
 // looseValueSize bounds the length of appendLooseValue's value.
-func looseValueSize(idEnc []byte, stale []int64) int {
-	return 1 + binary.MaxVarintLen64*(2+len(stale)) + len(idEnc)
+func looseValueSize(stale []int64) int {
+	return 1 + binary.MaxVarintLen64*(2+len(stale))
 }
 
-// splitLoose returns a loose entry value's _id and stale dates; ok is
-// false when v is not a well-formed loose value.
-func splitLoose(v []byte) (id []byte, stale []int64, ok bool) {
+// splitLoose returns the _id and stale dates of a loose entry (key, v);
+// ok is false when v is not a well-formed loose value.
+func splitLoose(key, v []byte) (id []byte, stale []int64, ok bool) {
 	if !isLoose(v) {
 		return nil, nil, false
 	}
 	r := recordReader{b: v[1:]}
-	id = r.take(r.uvarint())
-	n := r.uvarint()
-	for ; n > 0 && !r.bad; n-- {
+	switch n := r.uvarint(); {
+	case v[0] == recordTagLooseFull:
+		id = r.take(n)
+	case n > 0 && n <= uint64(len(key)):
+		id = key[len(key)-int(n):]
+	default:
+		return nil, nil, false
+	}
+	delta := v[0] == recordTagLoose
+	var prev int64
+	for n := r.uvarint(); n > 0 && !r.bad; n-- {
 		d, w := binary.Varint(r.b)
 		if w <= 0 {
 			return nil, nil, false
 		}
-		stale, r.b = append(stale, d), r.b[w:]
+		if delta {
+			d += prev
+		}
+		stale, r.b, prev = append(stale, d), r.b[w:], d
 	}
 	return id, stale, !r.bad && len(r.b) == 0
 }
@@ -108,7 +134,7 @@ func (t *tx) updateAppending(ix *indexState, oldKeys, newKeys [][]byte, d *store
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return false, fmt.Errorf("docstore: read the TTL entry of a touch: %w", err)
 	}
-	_, stale, loose := splitLoose(value)
+	_, stale, loose := splitLoose(oldEntry, value)
 	oldDate, ok := ix.keyDate(oldKeys[0])
 	if !ok || len(newKeys) != 1 || !laterDate(ix, newKeys[0], oldDate) {
 		return false, t.deleteStale(ix, d.idEnc, stale)
@@ -125,7 +151,7 @@ func (t *tx) updateAppending(ix *indexState, oldKeys, newKeys [][]byte, d *store
 	// The entry's key and value share one allocation: a touch is the hot
 	// write, and neither is changed once set.
 	n := entryKeySize(ix, newKeys[0], d.idEnc)
-	buf := appendEntryKey(make([]byte, 0, n+looseValueSize(d.idEnc, stale)), ix, newKeys[0], d.idEnc)
+	buf := appendEntryKey(make([]byte, 0, n+looseValueSize(stale)), ix, newKeys[0], d.idEnc)
 	return true, t.b.Set(buf[:n:n], appendLooseValue(buf[n:], d.idEnc, stale))
 }
 
@@ -303,7 +329,7 @@ func (c *Collection) skipLoose(ix *indexState, key, value []byte, r storage.Read
 	if ix == nil || !isLoose(value) {
 		return false, nil
 	}
-	id := entryID(value)
+	id := entryID(key, value)
 	raw, err := r.Get(docKey(c.meta().ID, id))
 	if errors.Is(err, storage.ErrNotFound) {
 		return true, nil

@@ -1,8 +1,11 @@
 package docstore
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -12,6 +15,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/catalog"
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/clock"
+	"github.com/mayflydb/mayfly/internal/keyenc"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
 )
@@ -317,4 +321,101 @@ func candidateIDs(t *testing.T, c *Collection, filter bson.D) []string {
 		}
 		ids = append(ids, fmt.Sprint(id))
 	}
+}
+
+// appendLooseFullValue is a loose value as stores wrote it before
+// recordTagLoose: the _id repeated, every date whole.
+func appendLooseFullValue(dst, idEnc []byte, stale []int64) []byte {
+	dst = append(dst, recordTagLooseFull)
+	dst = binary.AppendUvarint(dst, uint64(len(idEnc)))
+	dst = append(dst, idEnc...)
+	dst = binary.AppendUvarint(dst, uint64(len(stale)))
+	for _, d := range stale {
+		dst = binary.AppendVarint(dst, d)
+	}
+	return dst
+}
+
+// Both loose formats give back the _id (the key's tail) and the dates,
+// whatever their order; a cut or extended value is refused, and the
+// current format is smaller by the _id and the dates' repeated high
+// bytes.
+func TestLooseValuesRoundTrip(t *testing.T) {
+	id := keyenc.AppendValue(nil, bson.NewObjectIDFromTimestamp(t0))
+	key := append([]byte("prefix-and-date"), id...)
+	ms := t0.UnixMilli()
+	lists := map[string][]int64{
+		"none":            nil,
+		"one":             {ms},
+		"touched":         {ms, ms + 7_000, ms + 14_100, ms + 21_000},
+		"out of order":    {ms, ms - 90_000, ms + 1},
+		"before 1970":     {-5_000, -1, 0, 3},
+		"far apart":       {math.MinInt64 / 2, 0, math.MaxInt64 / 2},
+		"maxStaleEntries": slices.Repeat([]int64{ms}, maxStaleEntries),
+	}
+	for name, stale := range lists {
+		t.Run(name, func(t *testing.T) {
+			for _, format := range []struct {
+				name  string
+				value []byte
+			}{
+				{"current", appendLooseValue(nil, id, stale)},
+				{"full", appendLooseFullValue(nil, id, stale)},
+			} {
+				gotID, got, ok := splitLoose(key, format.value)
+				if !ok || !bytes.Equal(gotID, id) || !slices.Equal(got, stale) {
+					t.Fatalf("%s: got %x %v %v, want %x %v", format.name, gotID, got, ok, id, stale)
+				}
+				if eid := entryID(key, format.value); !bytes.Equal(eid, id) {
+					t.Fatalf("%s: entryID %x, want %x", format.name, eid, id)
+				}
+				for cut := 1; cut < len(format.value); cut++ {
+					if _, _, ok := splitLoose(key, format.value[:cut]); ok {
+						t.Fatalf("%s: a value cut at %d of %d is accepted", format.name, cut, len(format.value))
+					}
+				}
+				if _, _, ok := splitLoose(key, append(slices.Clone(format.value), 0)); ok {
+					t.Fatalf("%s: a value with a trailing byte is accepted", format.name)
+				}
+			}
+		})
+	}
+	if _, _, ok := splitLoose(id[:2], appendLooseValue(nil, id, nil)); ok {
+		t.Fatal("an _id longer than its key is accepted")
+	}
+	touched := lists["touched"]
+	if n, full := len(appendLooseValue(nil, id, touched)), len(appendLooseFullValue(nil, id, touched)); n > 1+1+1+6+3*2 || n >= full-len(id) {
+		t.Fatalf("a touched session's value is %d bytes (%d before): want at most 15", n, full)
+	}
+}
+
+// A store written before keeps working: a document whose newest entry is
+// in the full format is touched on, capped, and cleaned by a write that
+// is not a touch, its older stale entries included.
+func TestFullLooseEntriesAreReadOn(t *testing.T) {
+	c, clk, _ := touchedColl(t, 3600)
+	insert(t, c, bson.D{{Key: "_id", Value: 1}, {Key: "token", Value: "a"}, {Key: "t", Value: date(t0)}})
+	for i := 1; i <= 4; i++ {
+		writeField(t, c, 1, "t", date(t0.Add(time.Duration(i)*time.Second)))
+	}
+	key, value := ttlEntryOf(t, c, 1, date(t0.Add(4*time.Second)))
+	id, stale, ok := splitLoose(key, value)
+	if !ok || len(stale) != 3 {
+		t.Fatalf("newest entry %x: want a loose value listing 3 stale dates", value)
+	}
+	setKey(t, c, key, appendLooseFullValue(nil, id, stale))
+	wantClean(t, c)
+	for i := 5; i <= 2*maxStaleEntries; i++ {
+		clk.Set(t0.Add(time.Duration(i) * time.Second))
+		writeField(t, c, 1, "t", date(clk.Now()))
+		if n := ttlEntries(t, c); n > maxStaleEntries+1 {
+			t.Fatalf("after touch %d t_1 holds %d entries, want at most %d", i, n, maxStaleEntries+1)
+		}
+	}
+	wantClean(t, c)
+	writeField(t, c, 1, "t", date(t0.Add(-time.Minute)))
+	if n := ttlEntries(t, c); n != 1 {
+		t.Fatalf("t_1 holds %d entries after an earlier date, want the document's one", n)
+	}
+	wantClean(t, c)
 }

@@ -24,8 +24,8 @@ import (
 // the entries of a document that has several in the index (an array of
 // dates), so that a walk needs to remember only those documents' _ids to
 // take each document once. Every other entry's value is the bare encoded
-// _id, whose first byte is a key-encoding type tag: the record tags (and
-// recordTagLoose) are none of them.
+// _id, whose first byte is a key-encoding type tag: the record tags (and the
+// loose ones, recordTagLoose and recordTagLooseFull) are none of them.
 const (
 	recordTag      = 0x01
 	recordTagMulti = 0x02
@@ -60,9 +60,9 @@ func multiEntryValue(v []byte) []byte {
 	return out
 }
 
-// entryID returns the encoded _id an index entry's value holds.
-func entryID(v []byte) []byte {
-	id, _, _ := splitEntryValue(v)
+// entryID returns the encoded _id of the index entry (key, v).
+func entryID(key, v []byte) []byte {
+	id, _, _ := splitEntryValue(key, v)
 	return id
 }
 
@@ -70,9 +70,9 @@ func entryID(v []byte) []byte {
 // deletion record (a loose entry has none: ttlloose.go). ok is false for a
 // malformed tagged value, which is then returned whole as the _id so that
 // no document is found under it.
-func splitEntryValue(v []byte) (id, rec []byte, ok bool) {
+func splitEntryValue(key, v []byte) (id, rec []byte, ok bool) {
 	if isLoose(v) {
-		if id, _, ok := splitLoose(v); ok {
+		if id, _, ok := splitLoose(key, v); ok {
 			return id, nil, true
 		}
 		return v, nil, false

@@ -56,8 +56,8 @@ func ttlEntryOf(t *testing.T, c *Collection, id any, d bson.DateTime) (key, valu
 
 func TestExpiryDeletesByRecordWithoutReading(t *testing.T) {
 	c := validColl(t) // four secondary indexes, multikey and partial ones among them
-	_, value := ttlEntryOf(t, c, 0, date(t0))
-	if id, rec, ok := splitEntryValue(value); !ok || rec == nil || string(id) != string(keyenc.AppendValue(nil, 0)) {
+	key, value := ttlEntryOf(t, c, 0, date(t0))
+	if id, rec, ok := splitEntryValue(key, value); !ok || rec == nil || string(id) != string(keyenc.AppendValue(nil, 0)) {
 		t.Fatalf("entry value %x: want the _id and a deletion record", value)
 	}
 	keysBefore := countKeys(t, c)
@@ -209,7 +209,7 @@ func waitDone(wg *sync.WaitGroup) <-chan struct{} {
 func TestValidateFindsWrongDeletionRecord(t *testing.T) {
 	c := validColl(t)
 	key, value := ttlEntryOf(t, c, 1, date(t0.Add(time.Minute)))
-	id, _, _ := splitEntryValue(value)
+	id, _, _ := splitEntryValue(key, value)
 	st := c.state.Load()
 	secondary := st.indexes[1:]
 	keys := make([][][]byte, len(secondary)) // a record without any key
@@ -221,8 +221,8 @@ func TestValidateFindsWrongDeletionRecord(t *testing.T) {
 func TestMalformedRecordsAreRejected(t *testing.T) {
 	c := validColl(t)
 	secondary := c.state.Load().indexes[1:]
-	_, value := ttlEntryOf(t, c, 1, date(t0.Add(time.Minute)))
-	_, rec, _ := splitEntryValue(value)
+	key, value := ttlEntryOf(t, c, 1, date(t0.Add(time.Minute)))
+	_, rec, _ := splitEntryValue(key, value)
 	if _, ok := walkRecord(rec, secondary, nil); !ok {
 		t.Fatal("a good record is rejected")
 	}
@@ -234,7 +234,7 @@ func TestMalformedRecordsAreRejected(t *testing.T) {
 	if _, ok := walkRecord(append(rec[:len(rec):len(rec)], 0), secondary, nil); ok {
 		t.Fatal("a record with a trailing byte is accepted")
 	}
-	if _, _, ok := splitEntryValue([]byte{recordTag, 200}); ok {
+	if _, _, ok := splitEntryValue(key, []byte{recordTag, 200}); ok {
 		t.Fatal("a tagged value whose _id overruns it is accepted")
 	}
 }

@@ -41,7 +41,7 @@ func (c *Collection) indexDuplicates(ix *indexState) ([]bson.A, error) {
 			}
 			continue
 		}
-		idEnc := entryID(it.Value())
+		idEnc := entryID(it.Key(), it.Value())
 		part := it.Key()[len(ix.prefix) : len(it.Key())-len(idEnc)]
 		if !bytes.Equal(part, prev) {
 			if groups, err = c.addDuplicates(groups, run); err != nil {

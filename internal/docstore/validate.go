@@ -237,7 +237,7 @@ func (v *validation) scanIndex(ic *indexCheck, fn func(ic *indexCheck, entry []b
 // staleEntry reports whether a well-formed loose entry is no longer its
 // document's.
 func (v *validation) staleEntry(ic *indexCheck, key, value []byte) (bool, error) {
-	if _, _, ok := splitLoose(value); !ok {
+	if _, _, ok := splitLoose(key, value); !ok {
 		return false, nil
 	}
 	return v.c.skipLoose(ic.ix, key, value, v.c.store.eng)
@@ -246,7 +246,7 @@ func (v *validation) staleEntry(ic *indexCheck, key, value []byte) (bool, error)
 // checkEntry returns the entry's key part, for the next entry's unique
 // check.
 func (v *validation) checkEntry(ic *indexCheck, key, value []byte, prev []byte) []byte {
-	idEnc, rec, ok := splitEntryValue(value)
+	idEnc, rec, ok := splitEntryValue(key, value)
 	if !ok || !bytes.HasSuffix(key, idEnc) || len(key) < len(ic.ix.prefix)+len(idEnc) {
 		ic.errors = append(ic.errors, fmt.Sprintf("index '%s' has an entry whose value is not the _id its key ends with", ic.ix.def.Name))
 		return nil

@@ -157,7 +157,7 @@ func (t *tx) warnRange(ix *indexState, from, to int64) (int64, int, error) {
 		if at > to {
 			break
 		}
-		id := entryID(tc.it.Value())
+		id := entryID(tc.it.Key(), tc.it.Value())
 		if !t.locks.stripes[t.c.stripeOf(id)] {
 			if lastAt == at {
 				// Warned of some documents of this millisecond but not

@@ -656,7 +656,7 @@ func (t *tx) checkUnique(ix *indexState, key []byte, d *stored) (empty []byte, e
 	seen := false
 	for ok := it.First(); ok; ok = it.Next() {
 		seen = true
-		if id := entryID(it.Value()); !bytes.Equal(id, d.idEnc) {
+		if id := entryID(it.Key(), it.Value()); !bytes.Equal(id, d.idEnc) {
 			holders = append(holders, append([]byte(nil), id...))
 		}
 	}
