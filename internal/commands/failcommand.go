@@ -57,6 +57,9 @@ func intOrLong(n int64) any {
 // connection without a reply (closeConnection) or fail the command
 // (errorCode).
 func (h *Handler) failCommand(r *request) error {
+	if !h.failCommandOn() {
+		return nil // before the failure is built: every command asks
+	}
 	f, ok := h.evaluateFailCommand(r, failpoint.CommandFailure.FailsCommand)
 	if !ok {
 		return nil
@@ -82,7 +85,7 @@ func (h *Handler) failCommand(r *request) error {
 // writeConcernError (and its errorLabels), for commands that take a
 // write concern.
 func (h *Handler) failWriteConcern(r *request, reply bson.D) bson.D {
-	if !h.takesWriteConcern(r) {
+	if !h.failCommandOn() || !h.takesWriteConcern(r) {
 		return reply
 	}
 	f, ok := h.evaluateFailCommand(r, func(f failpoint.CommandFailure) bool { return f.HasWriteConcern })
@@ -106,10 +109,15 @@ func (h *Handler) takesWriteConcern(r *request) bool {
 	return h.isWrite(r.name)
 }
 
+// failCommandOn reports whether failCommand may fire: test commands
+// enabled and the point configured.
+func (h *Handler) failCommandOn() bool {
+	return h.failPoints != nil && h.failPoints.On(failpoint.FailCommand)
+}
+
+// evaluateFailCommand asks failCommand about r; its callers have seen
+// failCommandOn.
 func (h *Handler) evaluateFailCommand(r *request, acts func(failpoint.CommandFailure) bool) (failpoint.CommandFailure, bool) {
-	if h.failPoints == nil {
-		return failpoint.CommandFailure{}, false
-	}
 	return h.failPoints.CommandFailure(h.failCall(r), acts)
 }
 
@@ -117,7 +125,7 @@ func (h *Handler) evaluateFailCommand(r *request, acts func(failpoint.CommandFai
 // has checked out cursor c: the error kills the cursor, and a change
 // stream's is labelled as any error of the stream is.
 func (h *Handler) failGetMore(r *request, c *cursor.Cursor) error {
-	if h.failPoints == nil {
+	if h.failPoints == nil || !h.failPoints.On(failpoint.FailGetMore) {
 		return nil
 	}
 	call := h.failCall(r)

@@ -14,6 +14,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -45,6 +46,10 @@ type Setting struct {
 
 // Point is one fail point. Its methods are safe for concurrent use.
 type Point struct {
+	// on mirrors setting.Mode != Off, read without the lock: every
+	// command asks failCommand, and a point that is off must cost it no
+	// more than a load.
+	on      atomic.Bool
 	mu      sync.Mutex
 	setting Setting
 	entered int64
@@ -95,11 +100,19 @@ func (r *Registry) Configure(name string, cmd bson.D) (int64, error) {
 // Point returns the named point, or nil.
 func (r *Registry) Point(name string) *Point { return r.points[name] }
 
+// On reports whether the named point is configured to fire at all; a
+// caller skips building the call it would evaluate when it is not.
+func (r *Registry) On(name string) bool {
+	p := r.points[name]
+	return p != nil && p.on.Load()
+}
+
 // Set replaces the point's setting and returns its entries so far.
 func (p *Point) Set(s Setting) int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.setting = s
+	p.on.Store(s.Mode != Off)
 	return p.entered
 }
 
@@ -114,6 +127,9 @@ func (p *Point) Entered() int64 {
 // accepts, and with which data. A call applies refuses neither consumes a
 // time or a skip nor counts as an entry.
 func (p *Point) Evaluate(applies func(data bson.D) bool) (bson.D, bool) {
+	if !p.on.Load() {
+		return nil, false
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := &p.setting
@@ -133,6 +149,7 @@ func (p *Point) fires(s *Setting) bool {
 		s.Count--
 		if s.Count <= 0 {
 			s.Mode = Off
+			p.on.Store(false)
 		}
 		return true
 	case Skip:

@@ -46,6 +46,12 @@ func TestModes(t *testing.T) {
 					t.Fatalf("fired %v, want %v", got, tc.want)
 				}
 			}
+			// On, read without the lock, tells whether the point can
+			// still fire: false once off or out of times.
+			p := r.Point(FailCommand)
+			if on, mode := r.On(FailCommand), p.setting.Mode; on != (mode != Off) {
+				t.Fatalf("On() = %v with mode %v", on, mode)
+			}
 		})
 	}
 }
