@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"syscall"
 	"testing"
 	"time"
 
@@ -87,15 +88,82 @@ func waitSession(t *testing.T, coll *mongo.Collection, i int, ok func(d time.Tim
 }
 
 // cacheHits is serverStatus.mayflyCache.hits of the member c reaches.
-func cacheHits(t *testing.T, c *mongo.Client) int64 {
+func cacheHits(t *testing.T, c *mongo.Client) int64 { return cacheStatus(t, c).Hits }
+
+// TestResidentCacheWarmsAnIndexAfterARestart: after a restart every
+// session is cold; one lookup by token that finds its session warms the
+// token index (not unique, as the expire-least-recently-used pattern
+// creates it), and the other sessions' first lookups then find their
+// token in the cache, and their documents as storage has them.
+func TestResidentCacheWarmsAnIndexAfterARestart(t *testing.T) {
+	bin := buildBinary(t)
+	dir, addr := t.TempDir(), freePort(t)
+	p := startBinary(t, bin, dir, addr)
+	ctx := ctxT(t)
+	coll := p.client(t).Database("app").Collection("sessions")
+	if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "token", Value: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	const sessions = 2000
+	docs := make([]any, sessions)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "token", Value: fmt.Sprintf("tok%05d", i)}, {Key: "n", Value: i}}
+	}
+	if _, err := coll.InsertMany(ctx, docs); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = p.cmd.Process.Wait()
+	p = startBinary(t, bin, dir, addr)
+	client := p.client(t)
+	coll = client.Database("app").Collection("sessions")
+	findSession(t, coll, 0)
+	for deadline := time.Now().Add(20 * time.Second); cacheStatus(t, client).WarmUps == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("a lookup that found a cold session warmed no index")
+		}
+	}
+	before := cacheStatus(t, client)
+	for i := 1; i < sessions; i++ {
+		findSession(t, coll, i)
+	}
+	// Each lookup still reads its document for the first time: one miss
+	// each, where a cold token range made it two.
+	after := cacheStatus(t, client)
+	if after.WarmedRanges < sessions-1 || after.Misses-before.Misses > sessions-1 {
+		t.Fatalf("warm-up kept %d ranges; the %d first lookups after it missed %d times, want at most once each (its document)",
+			after.WarmedRanges, sessions-1, after.Misses-before.Misses)
+	}
+}
+
+// findSession finds session i by token and checks it is that session.
+func findSession(t *testing.T, coll *mongo.Collection, i int) {
+	t.Helper()
+	var d struct {
+		N int `bson:"n"`
+	}
+	if err := coll.FindOne(context.Background(), bson.D{{Key: "token", Value: fmt.Sprintf("tok%05d", i)}}).Decode(&d); err != nil || d.N != i {
+		t.Fatalf("session %d: n %d, %v", i, d.N, err)
+	}
+}
+
+type residentCacheStatus struct {
+	Hits         int64 `bson:"hits"`
+	Misses       int64 `bson:"misses"`
+	WarmUps      int64 `bson:"warmUps"`
+	WarmedRanges int64 `bson:"warmedRanges"`
+}
+
+// cacheStatus is serverStatus.mayflyCache of the server c reaches.
+func cacheStatus(t *testing.T, c *mongo.Client) residentCacheStatus {
 	t.Helper()
 	var st struct {
-		Cache struct {
-			Hits int64 `bson:"hits"`
-		} `bson:"mayflyCache"`
+		Cache residentCacheStatus `bson:"mayflyCache"`
 	}
 	if err := c.Database("admin").RunCommand(ctxT(t), bson.D{{Key: "serverStatus", Value: 1}}).Decode(&st); err != nil {
 		t.Fatal(err)
 	}
-	return st.Cache.Hits
+	return st.Cache
 }

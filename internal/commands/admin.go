@@ -216,6 +216,8 @@ func (h *Handler) cacheStatus() bson.D {
 		{Key: "evictions", Value: st.Evictions},
 		{Key: "expiredEvictions", Value: st.ExpiredEvictions},
 		{Key: "invalidations", Value: st.Invalidations},
+		{Key: "warmUps", Value: st.WarmUps},
+		{Key: "warmedRanges", Value: st.Warmed},
 	}
 }
 

@@ -82,6 +82,8 @@ func newCollector(src Sources) *collector {
 			"resident_misses":    newDesc("resident_cache_misses_total", "Reads of cacheable keys the resident cache did not hold."),
 			"resident_evictions": newDesc("resident_cache_evictions_total", "Entries evicted to keep the resident cache within its bound."),
 			"resident_expired":   newDesc("resident_cache_expired_evictions_total", "Entries evicted from the resident cache because their document expired."),
+			"resident_warm_ups":  newDesc("resident_cache_warm_ups_total", "Warm-ups of an index into the resident cache ended."),
+			"resident_warmed":    newDesc("resident_cache_warmed_ranges_total", "Equality ranges warm-ups kept in the resident cache."),
 		},
 	}
 	return &collector{src: src, d: d}
@@ -152,6 +154,7 @@ func (c *collector) collectStorage(ch chan<- prometheus.Metric) {
 		"compactions": m.Compactions, "flushes": m.Flushes, "write_stalls": m.WriteStalls,
 		"resident_hits": m.ResidentHits, "resident_misses": m.ResidentMisses,
 		"resident_evictions": m.ResidentEvictions, "resident_expired": m.ResidentExpiredEvictions,
+		"resident_warm_ups": m.ResidentWarmUps, "resident_warmed": m.ResidentWarmed,
 	}
 	for k, v := range counters {
 		ch <- prometheus.MustNewConstMetric(c.d.storageCounters[k], prometheus.CounterValue, float64(v))

@@ -173,10 +173,12 @@ type Metrics struct {
 	WriteStalls       int64
 	// The resident cache in front of the engine, zero without one:
 	// bytes held and the bound, reads served and not, entries evicted
-	// to stay within the bound and because their value expired.
+	// to stay within the bound and because their value expired, warm-ups
+	// of an index ended and the ranges they kept.
 	ResidentBytes, ResidentMaxBytes             int64
 	ResidentHits, ResidentMisses                int64
 	ResidentEvictions, ResidentExpiredEvictions int64
+	ResidentWarmUps, ResidentWarmed             int64
 }
 
 // ExpiryBatch is implemented by batches that carry TTL deletions in their

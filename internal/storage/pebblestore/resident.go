@@ -56,6 +56,12 @@ func (s *Store) residentIter(r pebble.Reader, lower, upper []byte) (storage.Iter
 		return nil, err
 	}
 	s.resident.FillRange(lower, upper, read, ticket)
+	if len(read) > 0 {
+		// A value written a while ago, read for the first time: its
+		// index's other values are likely cold too (warm.go). An empty
+		// range (a unique check before an insert) says nothing of them.
+		s.warmOnMiss(lower)
+	}
 	return rescache.NewSliceIter(read), nil
 }
 
@@ -276,4 +282,5 @@ func (s *Store) residentMetrics(m *storage.Metrics) {
 	m.ResidentBytes, m.ResidentMaxBytes = st.Bytes, st.MaxBytes
 	m.ResidentHits, m.ResidentMisses = st.Hits, st.Misses
 	m.ResidentEvictions, m.ResidentExpiredEvictions = st.Evictions, st.ExpiredEvictions
+	m.ResidentWarmUps, m.ResidentWarmed = st.WarmUps, st.Warmed
 }

@@ -99,7 +99,7 @@ type Store struct {
 	hooks   []func() // OnReopen callbacks
 
 	stop chan struct{}  // closed by Close: background goroutines exit
-	bg   sync.WaitGroup // the syncer and the recoverer
+	bg   sync.WaitGroup // the syncer, the recoverer and warm-ups (warm.go)
 }
 
 var _ storage.Engine = (*Store)(nil)

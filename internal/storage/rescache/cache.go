@@ -69,6 +69,8 @@ type Stats struct {
 	Evictions        int64 // to stay within MaxBytes
 	ExpiredEvictions int64 // because the value expired
 	Invalidations    int64 // entries a write removed
+	WarmUps          int64 // warm-ups of a group ended (warm.go)
+	Warmed           int64 // ranges warm-ups kept
 }
 
 // shardCount spreads the lock: a read holds one shard's mutex for an
@@ -92,6 +94,14 @@ const rangeGroupBuckets = 64
 type rangeGroup struct {
 	held  atomic.Int64
 	epoch atomic.Uint64
+	// writes counts the writes into the bucket's ranges, each at its
+	// begin and at its end, and every InvalidateRange: a warm-up's range
+	// read after a count is kept only while the count stands (warm.go).
+	writes atomic.Uint64
+	// nextWarm is when a warm-up of the bucket may begin (Unix ns;
+	// MaxInt64 while one runs), warmGap the wait after the last one
+	// (warm.go).
+	nextWarm, warmGap atomic.Int64
 }
 
 // maxRangeEntries is the most entries a cached range holds: equality on a
@@ -110,11 +120,12 @@ type Cache struct {
 
 	bytes, items                          atomic.Int64
 	hits, misses, evictions, expired, inv atomic.Int64
+	warmUps, warmed                       atomic.Int64
 }
 
 // DefaultBytes is the resident cache's size when the
 // configuration names none: a session store's working set of 100,000
-// documents, their newest TTL entries and their token lookups (about 680
+// documents, their newest TTL entries and their token lookups (about 620
 // bytes a session, all three entries), and small beside a small machine's
 // memory (pebble's block cache is 64 MiB). It grew from 48 MiB when
 // memtables shrank from 24 to 16 MiB, which kept resident memory with
@@ -151,7 +162,7 @@ func (c *Cache) Stats() Stats {
 		Hits: c.hits.Load(), Misses: c.misses.Load(),
 		Bytes: c.bytes.Load(), MaxBytes: c.maxBytes, Items: c.items.Load(),
 		Evictions: c.evictions.Load(), ExpiredEvictions: c.expired.Load(),
-		Invalidations: c.inv.Load(),
+		Invalidations: c.inv.Load(), WarmUps: c.warmUps.Load(), Warmed: c.warmed.Load(),
 	}
 }
 
@@ -506,7 +517,12 @@ func (c *Cache) Evict(key []byte) {
 // prefix): a TTL index's entries, in a group whose ranges nobody reads,
 // are then written without decoding their equality prefix.
 func (c *Cache) dropRangeOf(p *Policy, key []byte) {
-	if p.EqualityLen == nil || (p.RangeKey != nil && !p.RangeKey(key)) || c.noRangesIn(key) {
+	if p.EqualityLen == nil || (p.RangeKey != nil && !p.RangeKey(key)) {
+		return
+	}
+	g := &c.groups[c.groupOf(key)]
+	g.writes.Add(1)
+	if c.noRangesIn(g) {
 		return
 	}
 	if n, ok := p.EqualityLen(key); ok && n <= len(key) {
@@ -523,14 +539,13 @@ func (c *Cache) groupOf(lo []byte) uint8 {
 	return uint8(maphash.Bytes(c.seed, lo[:min(n, len(lo))]) % rangeGroupBuckets)
 }
 
-// noRangesIn reports that no range of lo's group is held, so a write
-// need not look for lo's range; it then moves the group's epoch, and
+// noRangesIn reports that no range of the bucket g is held, so a write
+// need not look for its key's range; it then moves the bucket's epoch, and
 // looks again, so that a range filled meanwhile is either seen here or
 // refused by the epoch. A TTL index's entries, whose ranges nobody
 // reads, are written without a lookup while the sessions' token ranges
 // are held.
-func (c *Cache) noRangesIn(lo []byte) bool {
-	g := &c.groups[c.groupOf(lo)]
+func (c *Cache) noRangesIn(g *rangeGroup) bool {
 	if g.held.Load() != 0 {
 		return false
 	}
@@ -553,6 +568,9 @@ func (c *Cache) drop(isRange bool, key slotKey) {
 // InvalidateRange drops every value and range that meets [start, end)
 // (a dropped collection or index; end nil: no upper bound).
 func (c *Cache) InvalidateRange(start, end []byte) {
+	for i := range c.groups {
+		c.groups[i].writes.Add(1)
+	}
 	for i := range c.shards {
 		sh := &c.shards[i]
 		sh.mu.Lock()

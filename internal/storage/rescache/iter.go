@@ -38,6 +38,70 @@ func appendEntry(data []byte, kv KV) []byte {
 	return append(data, kv.Value...)
 }
 
+// A cached range's data holds each entry's key without the range's lower
+// bound, which every key starts with and the data holds once, and its
+// value, unless the value is the key's suffix (an index entry whose value
+// is its document's _id, which ends its key: a token's lookup):
+//
+//	uvarint(len(suffix)) · suffix · uvarint(2·len(value)) · value
+//	uvarint(len(suffix)) · suffix · uvarint(1)
+//
+// A session's token range holds its lower bound and its _id once each,
+// where it held both three times.
+
+// appendRangeEntry appends kv, whose key starts with lo, as a range's
+// data holds it.
+func appendRangeEntry(data, lo []byte, kv KV) []byte {
+	suffix := kv.Key[len(lo):]
+	data = binary.AppendUvarint(data, uint64(len(suffix)))
+	data = append(data, suffix...)
+	if valueIsSuffix(lo, kv) {
+		return binary.AppendUvarint(data, 1)
+	}
+	data = binary.AppendUvarint(data, 2*uint64(len(kv.Value)))
+	return append(data, kv.Value...)
+}
+
+// valueIsSuffix reports whether kv's value is the part of its key after
+// lo, and not empty.
+func valueIsSuffix(lo []byte, kv KV) bool {
+	return len(kv.Value) > 0 && len(kv.Key) == len(lo)+len(kv.Value) && bytes.HasSuffix(kv.Key, kv.Value)
+}
+
+// expandRange is an iterator over a copy of the n entries of the range
+// at lo whose data (appendRangeEntry) is payload: whole keys and values,
+// in one allocation.
+func expandRange(lo, payload []byte, n int) *SliceIter {
+	size, rest := 0, payload
+	for range n {
+		var suffix, value []byte
+		suffix, value, rest = cutRangeEntry(rest)
+		size += 2*binary.MaxVarintLen32 + len(lo) + len(suffix) + len(value)
+	}
+	data, rest := make([]byte, 0, size), payload
+	for range n {
+		var suffix, value []byte
+		suffix, value, rest = cutRangeEntry(rest)
+		data = binary.AppendUvarint(data, uint64(len(lo)+len(suffix)))
+		data = append(append(data, lo...), suffix...)
+		data = binary.AppendUvarint(data, uint64(len(value)))
+		data = append(data, value...)
+	}
+	return decodeEntries(data, n)
+}
+
+// cutRangeEntry splits the first entry appendRangeEntry wrote off data.
+func cutRangeEntry(data []byte) (suffix, value, rest []byte) {
+	suffix, rest = cutFramed(data)
+	code, w := binary.Uvarint(rest)
+	rest = rest[w:]
+	if code&1 == 1 {
+		return suffix, suffix, rest
+	}
+	n := int(code / 2)
+	return suffix, rest[:n:n], rest[n:]
+}
+
 // decodeEntries is an iterator over the n entries appendEntry wrote to
 // data (at most maxRangeEntries).
 func decodeEntries(data []byte, n int) *SliceIter {

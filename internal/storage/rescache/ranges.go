@@ -35,7 +35,7 @@ func (c *Cache) GetRange(lo []byte) (*SliceIter, Ticket, bool) {
 	var it *SliceIter
 	t, ok := c.find(plainKey(lo), true, func(e entry) bool {
 		// A copy: once the lock is released, a write may reuse the place.
-		it = decodeEntries(bytes.Clone(e.payload()), int(e.entries))
+		it = expandRange(e.key(), e.payload(), int(e.entries))
 		return true
 	})
 	return it, t, ok
@@ -45,8 +45,23 @@ func (c *Cache) GetRange(lo []byte) (*SliceIter, Ticket, bool) {
 func (c *Cache) MaxRangeEntries() int { return maxRangeEntries }
 
 // rangeEntryOverhead approximates an entry's share of a range's memory
-// beyond its key and value: the two lengths that frame it.
-const rangeEntryOverhead = 8
+// beyond its key's suffix and its value: the two lengths that frame them.
+const rangeEntryOverhead = 4
+
+// rangeHolds reports whether entries may be held as the range at lo: few
+// enough, and every key starting with lo (which the range's data holds
+// once, appendRangeEntry).
+func rangeHolds(lo []byte, entries []KV) bool {
+	if len(entries) > maxRangeEntries {
+		return false
+	}
+	for _, kv := range entries {
+		if !bytes.HasPrefix(kv.Key, lo) {
+			return false
+		}
+	}
+	return true
+}
 
 // FillRange keeps the entries read from [lo, hi) under t, unless a write
 // reached the range's shard since. The cache copies them. An empty range
@@ -54,7 +69,7 @@ const rangeEntryOverhead = 8
 // an insert claims the value, which the insert then writes (InstallRange),
 // and it must not push out what reads use.
 func (c *Cache) FillRange(lo, hi []byte, entries []KV, t Ticket) {
-	if len(entries) > maxRangeEntries || !c.Cacheable(lo, hi) {
+	if !rangeHolds(lo, entries) || !c.Cacheable(lo, hi) {
 		return
 	}
 	c.put(t, rangeEntry(lo, entries, rangeLen(lo, entries)), len(entries) == 0)
@@ -68,31 +83,56 @@ func (c *Cache) FillRange(lo, hi []byte, entries []KV, t Ticket) {
 // a bulk load never pushes out what reads brought in. A read of storage
 // that began before is refused its fill (the shard's sequence moves).
 func (c *Cache) InstallRange(lo []byte, entries []KV) {
-	if len(entries) > maxRangeEntries || !c.isEquality(lo) {
+	at, ok := c.rangeSlotOf(lo, entries)
+	if !ok {
 		return
 	}
-	n := rangeLen(lo, entries)
-	hash := c.hashOf(plainKey(lo))
-	sh := c.shardOf(hash)
-	group := c.groupOf(lo)
+	sh := at.sh
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	sh.seq++
-	if !sh.hasRoom(n + itemOverhead) {
+	if !sh.hasRoom(at.n + itemOverhead) {
 		return
 	}
-	e := rangeEntry(lo, entries, n)
-	e.hash, e.group = hash, group
-	if c.fits(sh, e, true, 0) {
+	if e := at.entry(lo, entries); c.fits(sh, e, true, 0) {
 		c.insertLocked(sh, e)
 	}
+}
+
+// rangeSlot is where a range to be kept goes: its data's length
+// (rangeLen), its hash, its shard and its group's bucket.
+type rangeSlot struct {
+	n     int
+	hash  uint64
+	sh    *shard
+	group uint8
+}
+
+// rangeSlotOf places entries as the range at lo; ok is false for a range
+// the cache does not hold.
+func (c *Cache) rangeSlotOf(lo []byte, entries []KV) (rangeSlot, bool) {
+	if !rangeHolds(lo, entries) || !c.isEquality(lo) {
+		return rangeSlot{}, false
+	}
+	hash := c.hashOf(plainKey(lo))
+	return rangeSlot{n: rangeLen(lo, entries), hash: hash, sh: c.shardOf(hash), group: c.groupOf(lo)}, true
+}
+
+// entry is the range's entry to insert.
+func (r rangeSlot) entry(lo []byte, entries []KV) entry {
+	e := rangeEntry(lo, entries, r.n)
+	e.hash, e.group = r.hash, r.group
+	return e
 }
 
 // rangeLen is the length of a range's data: lo, then its entries.
 func rangeLen(lo []byte, entries []KV) int {
 	n := len(lo)
 	for _, kv := range entries {
-		n += len(kv.Key) + len(kv.Value) + rangeEntryOverhead
+		n += len(kv.Key) - len(lo) + rangeEntryOverhead
+		if !valueIsSuffix(lo, kv) {
+			n += len(kv.Value)
+		}
 	}
 	return n
 }
@@ -103,7 +143,7 @@ func rangeEntry(lo []byte, entries []KV, n int) entry {
 	data := make([]byte, 0, n)
 	data = append(data, lo...)
 	for _, kv := range entries {
-		data = appendEntry(data, kv)
+		data = appendRangeEntry(data, lo, kv)
 	}
 	return entry{data: data, slot: slot{keyLen: int32(len(lo)), entries: uint8(len(entries)),
 		isRange: true, size: int32(n) + itemOverhead}}

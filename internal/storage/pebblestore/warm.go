@@ -1,0 +1,159 @@
+package pebblestore
+
+import (
+	"bytes"
+
+	"github.com/cockroachdb/pebble/v2"
+
+	"github.com/mayflydb/mayfly/internal/keyspace"
+	"github.com/mayflydb/mayfly/internal/storage/rescache"
+)
+
+// Warming the resident cache's groups (rescache/warm.go): after an
+// equality range misses, the group it belongs to (an index) is read in
+// key order in the background, warmChunk ranges at a time, and each range
+// kept while the cache has spare room. A chunk read across a write into
+// the group is read again, at most warmRetries times in a row.
+
+// warmChunk is the ranges a warm-up reads under one ticket: small enough
+// that a write into the group (a login, about every millisecond under
+// the session bench) seldom lands in one.
+const warmChunk = 128
+
+// warmRetries bounds the chunks read again in a row before a warm-up of
+// a group written without pause gives up.
+const warmRetries = 8
+
+// warmOnMiss starts a warm-up of the group of the range at lower, when
+// the cache allows one now. s.mu is held, shared: Close, which sets
+// closed under it before waiting for bg, cannot be waiting yet.
+func (s *Store) warmOnMiss(lower []byte) {
+	if s.closed {
+		return
+	}
+	prefix, ok := s.resident.BeginWarm(lower)
+	if !ok {
+		return
+	}
+	s.bg.Add(1)
+	go s.warmGroup(prefix)
+}
+
+// warmGroup reads the group prefix names, chunk by chunk, into the cache.
+func (s *Store) warmGroup(prefix []byte) {
+	defer s.bg.Done()
+	var n warmCount
+	defer func() { s.resident.EndWarm(prefix, n.read, n.kept) }()
+	upper := keyspace.PrefixEnd(prefix)
+	from := prefix
+	for retries := 0; from != nil && retries <= warmRetries; {
+		select {
+		case <-s.stop:
+			return
+		default:
+		}
+		next, res := s.warmChunk(prefix, from, upper, &n)
+		switch res {
+		case rescache.WarmStale:
+			retries++
+		case rescache.WarmKept:
+			retries = 0
+		default:
+			next = nil // full, unfit, or storage unusable: over
+		}
+		from = next
+	}
+}
+
+// warmCount is what a warm-up did: the ranges it read, and those it kept
+// that the cache did not hold already.
+type warmCount struct{ read, kept int }
+
+func (n *warmCount) add(res rescache.WarmResult) {
+	n.read++
+	if res == rescache.WarmKept {
+		n.kept++
+	}
+}
+
+// warmChunk reads up to warmChunk ranges from from and keeps them, under
+// one ticket taken before the read, counting them in n. It returns where
+// the next chunk starts (nil: the group is read), and why it stopped:
+// WarmKept when every range read is resident, else what Warm said of the
+// first that is not, where the next chunk starts.
+func (s *Store) warmChunk(prefix, from, upper []byte, n *warmCount) (next []byte, res rescache.WarmResult) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	db, err := s.dbLocked()
+	if err != nil {
+		return nil, rescache.WarmUnfit
+	}
+	r, durable := s.reader(db)
+	if durable != nil {
+		return nil, rescache.WarmUnfit // reads bypass the cache now
+	}
+	t := s.resident.TakeWarmTicket(prefix)
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: from, UpperBound: upper})
+	if err != nil {
+		return nil, rescache.WarmUnfit
+	}
+	defer it.Close()
+	var rg warmRange
+	ranges := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		eq, inRange := s.resident.EqualityLen(it.Key())
+		if !inRange {
+			return nil, rescache.WarmUnfit
+		}
+		if rg.lo != nil && !bytes.Equal(it.Key()[:eq], rg.lo) {
+			if res := s.keepWarm(t, &rg, n); res != rescache.WarmKept {
+				return rg.lo, res
+			}
+			if ranges++; ranges == warmChunk {
+				return bytes.Clone(it.Key()[:eq]), rescache.WarmKept
+			}
+			rg.reset()
+		}
+		rg.add(it.Key(), eq, it.Value())
+	}
+	if it.Error() != nil {
+		return nil, rescache.WarmUnfit
+	}
+	if rg.lo != nil {
+		if res := s.keepWarm(t, &rg, n); res != rescache.WarmKept {
+			return rg.lo, res
+		}
+	}
+	return nil, rescache.WarmKept
+}
+
+// keepWarm offers the range read to the cache and counts it, reporting a
+// range already resident as kept.
+func (s *Store) keepWarm(t rescache.WarmTicket, rg *warmRange, n *warmCount) rescache.WarmResult {
+	res := s.resident.Warm(t, rg.lo, rg.entries)
+	switch res {
+	case rescache.WarmKept, rescache.WarmHeld:
+		n.add(res)
+		return rescache.WarmKept
+	}
+	return res
+}
+
+// warmRange is a range being read: its lower bound and entries, copied
+// out of the iterator into one buffer per range.
+type warmRange struct {
+	lo      []byte
+	entries []rescache.KV
+}
+
+func (w *warmRange) add(key []byte, n int, value []byte) {
+	if w.lo == nil {
+		w.lo = bytes.Clone(key[:n])
+	}
+	buf := make([]byte, 0, len(key)+len(value))
+	buf = append(buf, key...)
+	buf = append(buf, value...)
+	w.entries = append(w.entries, rescache.KV{Key: buf[:len(key):len(key)], Value: buf[len(key):]})
+}
+
+func (w *warmRange) reset() { *w = warmRange{} }
