@@ -33,9 +33,11 @@ func newClockedHandler(tb testing.TB, clk clock.Clock) (*Handler, *server.Conn) 
 // newResidentHandler is newTestHandler with a resident cache of the
 // server's default size in front of the store, as the server runs: the
 // session benchmarks measure the path the server takes.
-func newResidentHandler(tb testing.TB) (*Handler, *server.Conn) {
+func newResidentHandler(tb testing.TB) (*Handler, *server.Conn, *rescache.Cache) {
 	tb.Helper()
-	return newStoreHandler(tb, clock.Real{}, rescache.New(rescache.DefaultBytes, nil))
+	cache := rescache.New(rescache.DefaultBytes, nil)
+	h, conn := newStoreHandler(tb, clock.Real{}, cache)
+	return h, conn, cache
 }
 
 // newStoreHandler is newClockedHandler with the store's resident cache
