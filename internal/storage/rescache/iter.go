@@ -65,20 +65,16 @@ func appendRangeEntry(data, lo []byte, kv KV) []byte {
 // valueIsSuffix reports whether kv's value is the part of its key after
 // lo, and not empty.
 func valueIsSuffix(lo []byte, kv KV) bool {
-	return len(kv.Value) > 0 && len(kv.Key) == len(lo)+len(kv.Value) && bytes.HasSuffix(kv.Key, kv.Value)
+	return len(kv.Value) > 0 && bytes.Equal(kv.Key[len(lo):], kv.Value)
 }
 
 // expandRange is an iterator over a copy of the n entries of the range
 // at lo whose data (appendRangeEntry) is payload: whole keys and values,
-// in one allocation.
+// in one allocation. Each entry grows by lo, two lengths, and at most its
+// suffix again (a value held as the suffix), which payload bounds.
 func expandRange(lo, payload []byte, n int) *SliceIter {
-	size, rest := 0, payload
-	for range n {
-		var suffix, value []byte
-		suffix, value, rest = cutRangeEntry(rest)
-		size += 2*binary.MaxVarintLen32 + len(lo) + len(suffix) + len(value)
-	}
-	data, rest := make([]byte, 0, size), payload
+	data := make([]byte, 0, 2*len(payload)+n*(len(lo)+2*binary.MaxVarintLen32))
+	rest := payload
 	for range n {
 		var suffix, value []byte
 		suffix, value, rest = cutRangeEntry(rest)

@@ -39,13 +39,13 @@ type WarmTicket struct {
 	writes uint64
 }
 
-// BeginWarm reports whether the group of the range at lo may be warmed
-// now, and returns the group's prefix (the policy's RangeGroupLen bytes
-// of lo): one warm-up per bucket at a time, and none within the wait
-// EndWarm set. EndWarm must follow.
+// BeginWarm reports whether the group of the range at lo (a Cacheable
+// lower bound) may be warmed now, and returns the group's prefix (the
+// policy's RangeGroupLen bytes of lo): one warm-up per bucket at a time,
+// and none within the wait EndWarm set. EndWarm must follow.
 func (c *Cache) BeginWarm(lo []byte) (prefix []byte, ok bool) {
 	n := c.policy.Load().RangeGroupLen
-	if c.maxBytes == 0 || n <= 0 || len(lo) < n || !c.isEquality(lo) {
+	if c.maxBytes == 0 || n <= 0 || len(lo) < n {
 		return nil, false
 	}
 	g := &c.groups[c.groupOf(lo)]
