@@ -107,6 +107,7 @@ var _ storage.Engine = (*Store)(nil)
 // Open opens (creating if needed) a store.
 func Open(opt Options) (*Store, error) {
 	opt = withDefaults(opt)
+	returnFreedMemTables()
 	s := &Store{
 		inMem: opt.InMemory, cacheSize: opt.CacheSize, cpus: opt.CPUs, diskHealth: opt.FS == nil && !opt.InMemory,
 		logger: opt.Logger.With("component", "pebblestore"), stop: make(chan struct{}),
