@@ -56,6 +56,10 @@ func readGoMemory() goMemory {
 // pages it has given back to the system.
 func (g goMemory) resident() int64 { return g.total - g.heapReleased }
 
+// GoResident is what of the Go runtime's own mappings is in memory: the
+// part of ResidentBytes the runtime accounts for.
+func GoResident() int64 { return readGoMemory().resident() }
+
 // Memory is serverStatus.mayflyMemory: where the resident memory goes, in
 // bytes, so that growth can be traced to its holder. The storage engine's
 // block cache and memtables are allocated outside the Go heap when the
