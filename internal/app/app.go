@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime"
 	"sync"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/activity"
 	"github.com/mayflydb/mayfly/internal/auth"
+	"github.com/mayflydb/mayfly/internal/bgyield"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/commands"
 	"github.com/mayflydb/mayfly/internal/cursor"
@@ -123,6 +125,7 @@ type App struct {
 	cfg      Config
 	eng      *pebblestore.Store
 	resident *rescache.Cache // nil: none
+	yielder  *bgyield.Yielder
 	store    *docstore.Store
 	cursors  *cursor.Registry
 	monitor  *ttl.Monitor
@@ -158,15 +161,18 @@ func Start(cfg Config) (*App, error) {
 		return nil, err
 	}
 	resident := newResidentCache(cfg)
+	// The scheduler's time, not the data's: a test clock must not hold
+	// background work.
+	yielder := bgyield.New(clock.Real{}, runtime.Gosched)
 	eng, err := pebblestore.Open(pebblestore.Options{
 		Dir: cfg.DataDir, InMemory: cfg.InMemory, FS: cfg.FS, RecoverInterval: cfg.RecoverInterval, Logger: cfg.Logger,
-		CPUs: cfg.CPUs, Resident: resident,
+		CPUs: cfg.CPUs, Resident: resident, Yield: yielder.Yield,
 	})
 	if err != nil {
 		ops.abandon(cfg)
 		return nil, fmt.Errorf("app: open storage: %w", err)
 	}
-	a := &App{cfg: cfg, eng: eng, resident: resident, serveErr: make(chan error, 1), ops: ops, changes: newChangeLog(cfg), txns: session.NewTransactions(cfg.Clock)}
+	a := &App{cfg: cfg, eng: eng, resident: resident, yielder: yielder, serveErr: make(chan error, 1), ops: ops, changes: newChangeLog(cfg), txns: session.NewTransactions(cfg.Clock)}
 	if err := a.openReplica(eng); err != nil {
 		_ = eng.Close()
 		ops.abandon(cfg)
@@ -296,6 +302,7 @@ func (a *App) assemble() error {
 	a.srv = server.New(server.Config{Addr: cfg.Addr, MaxConns: cfg.MaxConns, MessageTimeout: cfg.MessageTimeout, Logger: cfg.Logger,
 		TLS: tlsCfg, TLSMode: cfg.Security.TLSMode, IdleTimeout: cfg.IdleTimeout}, h)
 	h.SetServerStats(a.srv.Stats)
+	a.yielder.Watch(a.srv.BytesIn)
 	a.resumeAfterReopen()
 	a.startBackground()
 	return nil

@@ -101,6 +101,7 @@ func packageLayers() map[string]row {
 		"internal/mongoerr":                    {layer: base},
 		"internal/mongoerr/gen":                {layer: base},
 		"internal/clock":                       {layer: base},
+		"internal/bgyield":                     {layer: base},
 		"internal/keyspace":                    {layer: base},
 		"internal/storage":                     {layer: base},
 		"internal/storage/pebblestore":         {layer: base},

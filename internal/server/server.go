@@ -316,6 +316,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 }
 
+// BytesIn returns the bytes read from clients so far: it moves whenever
+// the network is read (bgyield watches it).
+func (s *Server) BytesIn() int64 { return s.traffic.in.Load() }
+
 // Stats returns the connection counters.
 func (s *Server) Stats() Stats {
 	cur := s.current.Load()

@@ -31,7 +31,8 @@ type Options struct {
 	// FS overrides the filesystem, for fault-injection tests.
 	FS vfs.FS
 	// Yield is what a flush's or a compaction's writer calls before each
-	// write (yieldFS); default runtime.Gosched. For tests.
+	// write (yieldFS), and a warm-up between chunks; default
+	// runtime.Gosched. A server passes a bgyield.Yielder's.
 	Yield func()
 	// SyncInterval bounds how long a commit made without sync stays
 	// unsynced: a background goroutine syncs the WAL this often if anything
@@ -98,8 +99,9 @@ type Store struct {
 	hooksMu sync.Mutex
 	hooks   []func() // OnReopen callbacks
 
-	stop chan struct{}  // closed by Close: background goroutines exit
-	bg   sync.WaitGroup // the syncer, the recoverer and warm-ups (warm.go)
+	yield func()         // Options.Yield
+	stop  chan struct{}  // closed by Close: background goroutines exit
+	bg    sync.WaitGroup // the syncer, the recoverer and warm-ups (warm.go)
 }
 
 var _ storage.Engine = (*Store)(nil)
@@ -111,7 +113,7 @@ func Open(opt Options) (*Store, error) {
 	s := &Store{
 		inMem: opt.InMemory, cacheSize: opt.CacheSize, cpus: opt.CPUs, diskHealth: opt.FS == nil && !opt.InMemory,
 		logger: opt.Logger.With("component", "pebblestore"), stop: make(chan struct{}),
-		resident: opt.Resident,
+		resident: opt.Resident, yield: opt.Yield,
 	}
 	s.repeats = newThrottledLog(s.logger, time.Now)
 	fs, dir, err := s.filesystem(opt)
@@ -142,6 +144,9 @@ func withDefaults(opt Options) Options {
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
+	if opt.Yield == nil {
+		opt.Yield = runtime.Gosched
+	}
 	return opt
 }
 
@@ -170,10 +175,7 @@ func (s *Store) startBackground(opt Options) {
 }
 
 func (s *Store) filesystem(opt Options) (vfs.FS, string, error) {
-	yield := opt.Yield
-	if yield == nil {
-		yield = runtime.Gosched
-	}
+	yield := s.yield
 	switch {
 	case opt.InMemory:
 		return yieldFS{FS: vfs.NewMem(), yield: yield}, memDir, nil

@@ -52,6 +52,7 @@ func (s *Store) warmGroup(prefix []byte) {
 			return
 		default:
 		}
+		s.yield() // a warm-up is background work, as a compaction is
 		next, res := s.warmChunk(prefix, from, upper, &n)
 		switch res {
 		case rescache.WarmStale:
