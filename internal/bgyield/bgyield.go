@@ -41,21 +41,22 @@ const (
 // New makes one.
 type Yielder struct {
 	clock   clock.Clock
+	start   time.Time // times below are since start, so the clock's monotonic reading
 	gosched func()
 	// traffic returns the bytes read from clients so far; nil until
 	// Watch, and then every yield is a Gosched.
 	traffic atomic.Pointer[func() int64]
 	seen    atomic.Int64 // traffic at the last yield
-	// movedAt is when, in Unix nanoseconds, a yield last saw the traffic
-	// move, and pausedAt when background work last paused.
+	// movedAt is when, in nanoseconds since start, a yield last saw the
+	// traffic move, and pausedAt when background work last paused.
 	movedAt, pausedAt atomic.Int64
-	pauses            atomic.Int64
+	pauses            atomic.Int64 // for Pauses
 }
 
 // New returns a Yielder that reads time from c and yields with gosched
 // (runtime.Gosched outside tests).
 func New(c clock.Clock, gosched func()) *Yielder {
-	return &Yielder{clock: c, gosched: gosched}
+	return &Yielder{clock: c, start: c.Now(), gosched: gosched}
 }
 
 // Watch sets where the Yielder reads the bytes received from clients.
@@ -81,7 +82,7 @@ func (y *Yielder) mustPause() bool {
 	if traffic == nil {
 		return false
 	}
-	now := y.clock.Now().UnixNano()
+	now := int64(y.clock.Now().Sub(y.start))
 	if n := (*traffic)(); n != y.seen.Load() {
 		y.seen.Store(n)
 		y.movedAt.Store(now)

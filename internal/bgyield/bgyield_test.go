@@ -168,7 +168,6 @@ func readDelays(t *testing.T, makeYield func(traffic *atomic.Int64) func()) []ti
 	yield := makeYield(&traffic)
 	var delays []time.Duration
 	for i := range 21 { // the first makes the client active
-
 		stop := make(chan struct{})
 		stopped := make(chan struct{})
 		go func() { // the background writer: 20 µs of work between yields

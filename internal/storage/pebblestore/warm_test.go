@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,11 +63,13 @@ func waitWarmed(t *testing.T, cache *rescache.Cache, ended int64) {
 
 // After one miss of a range with entries in a group, a warm-up keeps
 // every range of it the cache has room for; they are then read without a
-// miss, and as storage has them.
+// miss, and as storage has them. The warm-up, background work, yields
+// before each chunk.
 func TestWarmUpKeepsTheGroupResident(t *testing.T) {
 	const ranges = 1000 // several chunks
 	cache := groupedCache(8<<20, nil)
-	s := openT(t, Options{Dir: t.TempDir(), Resident: cache})
+	var yields atomic.Int64
+	s := openT(t, Options{Dir: t.TempDir(), Resident: cache, Yield: func() { yields.Add(1) }})
 	defer s.Close()
 	b := s.NewBatch()
 	for v := range ranges {
@@ -79,8 +82,12 @@ func TestWarmUpKeepsTheGroupResident(t *testing.T) {
 	if err := b.Commit(false); err != nil {
 		t.Fatal(err)
 	}
+	before := yields.Load()
 	readRange(t, s, 0) // the miss, whose read may keep range 0 first
 	waitWarmed(t, cache, 0)
+	if n, chunks := yields.Load()-before, int64(ranges/warmChunk); n < chunks {
+		t.Fatalf("the warm-up yielded %d times over %d or more chunks", n, chunks)
+	}
 	if n := cache.Stats().Warmed; n < ranges-1 {
 		t.Fatalf("the warm-up kept %d ranges, want %d", n, ranges)
 	}
