@@ -26,10 +26,11 @@ type fakeHandler struct {
 	seen    []Command
 	release chan struct{} // "sleep" waits on it
 	started chan struct{} // "sleep" and "block" signal here
+	ended   chan error    // "block" sends its context's cause when it ends
 }
 
 func newFakeHandler() *fakeHandler {
-	return &fakeHandler{release: make(chan struct{}), started: make(chan struct{}, 16)}
+	return &fakeHandler{release: make(chan struct{}), started: make(chan struct{}, 16), ended: make(chan error, 16)}
 }
 
 func (h *fakeHandler) commands() []Command {
@@ -61,6 +62,7 @@ func (h *fakeHandler) Handle(ctx context.Context, c *Conn, cmd *Command) bson.D 
 	case "block":
 		h.started <- struct{}{}
 		<-ctx.Done()
+		h.ended <- context.Cause(ctx)
 		return mongoerr.Reply(mongoerr.New(mongoerr.Interrupted, "interrupted at shutdown"))
 	case "nap": // sleeps the body's microseconds
 		us, _ := cmd.Body[0].Value.(int64)

@@ -18,7 +18,11 @@ const watchAfter = 100 * time.Millisecond
 
 // peerWatch is a connection's watch for its client leaving during a long
 // command. Every command of the connection reuses it (its timer too), so
-// a command that ends within watchAfter costs only its context.
+// a command that ends within watchAfter costs only its context and a
+// clock reading. The timer is not moved for each command: while commands
+// follow each other it fires once per watchAfter, and puts itself off to
+// watchAfter after the start of the command then running; it stops when
+// it finds the connection between commands.
 type peerWatch struct {
 	timer *time.Timer // starts the watch once a command has run watchAfter
 
@@ -26,6 +30,8 @@ type peerWatch struct {
 	// cancel ends the running command's context; nil between commands,
 	// which tells a timer that fired late that there is nothing to watch.
 	cancel  context.CancelCauseFunc
+	began   time.Time     // when the running command began
+	armed   bool          // the timer is set
 	started bool          // the watch is reading the connection
 	done    chan struct{} // closed when the started watch has finished
 }
@@ -39,13 +45,16 @@ func (c *Conn) watchPeer() (context.Context, context.CancelCauseFunc) {
 	ctx, cancel := context.WithCancelCause(c.srv.ctx)
 	w := &c.watch
 	w.mu.Lock()
-	w.cancel = cancel
-	w.mu.Unlock()
-	if w.timer == nil {
-		w.timer = time.AfterFunc(watchAfter, c.watchClient)
-	} else {
-		w.timer.Reset(watchAfter)
+	w.cancel, w.began = cancel, time.Now()
+	if !w.armed {
+		w.armed = true
+		if w.timer == nil {
+			w.timer = time.AfterFunc(watchAfter, c.watchClient)
+		} else {
+			w.timer.Reset(watchAfter)
+		}
 	}
+	w.mu.Unlock()
 	return ctx, cancel
 }
 
@@ -56,9 +65,16 @@ func (c *Conn) watchClient() {
 	w.mu.Lock()
 	cancel := w.cancel
 	if cancel == nil || w.started {
+		w.armed = false
 		w.mu.Unlock()
 		return
 	}
+	if left := watchAfter - time.Since(w.began); left > 0 {
+		w.timer.Reset(left) // a later command than the one it was set for
+		w.mu.Unlock()
+		return
+	}
+	w.armed = false
 	w.started = true
 	done := make(chan struct{})
 	w.done = done
@@ -81,7 +97,6 @@ func (c *Conn) watchClient() {
 // stopWatch ends the running command's watch and context.
 func (c *Conn) stopWatch() {
 	w := &c.watch
-	w.timer.Stop()
 	w.mu.Lock()
 	cancel, running, done := w.cancel, w.started, w.done
 	w.cancel, w.started, w.done = nil, false, nil
