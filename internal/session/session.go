@@ -41,7 +41,14 @@ type Cache struct {
 	mu    sync.Mutex
 	m     map[string]*record
 	limit int
+	// digests remembers the uids of the users seen last: every command
+	// of a session touches it, and hashing the user each time was half
+	// of the touch.
+	digests map[string][sha256.Size]byte
 }
+
+// maxDigests bounds Cache.digests; past it the map starts again.
+const maxDigests = 64
 
 // record is one session: its id, its user's digest (uid) and name
 // ("" without authentication), and when it was last used.
@@ -54,7 +61,7 @@ type record struct {
 
 // NewCache returns an empty cache that holds at most limit sessions.
 func NewCache(limit int) *Cache {
-	return &Cache{m: map[string]*record{}, limit: limit}
+	return &Cache{m: map[string]*record{}, limit: limit, digests: map[string][sha256.Size]byte{}}
 }
 
 // UserDigest is mongod's session uid: the SHA-256 of "user@db", or of
@@ -73,11 +80,11 @@ func (s *record) key() string { return string(s.id) + string(s.uid) }
 // A known session, every request of a client after its first, is
 // renewed in place: records are only read under c.mu (List copies them).
 func (c *Cache) Touch(id []byte, user string, now time.Time) error {
-	uid := sha256.Sum256([]byte(user))
-	var buf [64]byte
-	key := append(append(buf[:0], id...), uid[:]...)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	uid := c.digestLocked(user)
+	var buf [64]byte
+	key := append(append(buf[:0], id...), uid[:]...)
 	if rec, known := c.m[string(key)]; known { // no allocation for the lookup
 		rec.lastUse = now
 		return nil
@@ -91,6 +98,19 @@ func (c *Cache) Touch(id []byte, user string, now time.Time) error {
 	}
 	c.m[rec.key()] = rec
 	return nil
+}
+
+// digestLocked is UserDigest of user, remembered; c.mu is held.
+func (c *Cache) digestLocked(user string) [sha256.Size]byte {
+	if uid, ok := c.digests[user]; ok {
+		return uid
+	}
+	if len(c.digests) >= maxDigests {
+		clear(c.digests)
+	}
+	uid := sha256.Sum256([]byte(user))
+	c.digests[user] = uid
+	return uid
 }
 
 // sweep forgets the sessions unused for Lifetime; c.mu is held.
