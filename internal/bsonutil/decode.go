@@ -40,38 +40,20 @@ func (sd *SharedDecoder) Reset(text string) {
 	sd.d = decoder{text: text, shared: true}
 }
 
-// Reserve counts the elements of raw, which Decode will be given with
-// extra, so that the slabs are sized to the request instead of to
-// slabChunk.
-func (sd *SharedDecoder) Reserve(raw []byte, extra int) {
-	elems, vals := countAll(raw)
-	sd.d.elemsLeft += elems + extra
-	sd.d.valsLeft += vals
+// Expect sizes the first slab for documents of n bytes in all, with
+// extra more fields, instead of slabChunk. The size is a guess from the
+// bytes (a command's element takes bytesPerElement or more): counting
+// the elements first walked every request twice, and a wrong guess costs
+// little either way, a slab a little too big or, past it, documents
+// allocated one by one.
+func (sd *SharedDecoder) Expect(n, extra int) {
+	sd.d.elemsLeft += n/bytesPerElement + extra
+	sd.d.valsLeft += n / bytesPerElement // a slab is made only for an array
 }
 
-// countAll counts the elements of doc and of every document in it, and
-// the values of every array in it. It stops early on malformed input,
-// which decoding then reports.
-func countAll(doc []byte) (elems, vals int) {
-	rest, err := elements(doc)
-	for err == nil && len(rest) > 0 {
-		el, more, ok := bsoncore.ReadElement(rest)
-		if !ok {
-			break
-		}
-		rest = more
-		elems++
-		switch v := el.Value(); v.Type {
-		case bsoncore.TypeEmbeddedDocument:
-			e, a := countAll(v.Data)
-			elems, vals = elems+e, vals+a
-		case bsoncore.TypeArray:
-			e, a := countAll(v.Data)
-			elems, vals = elems+a, vals+e // an array's elements are values
-		}
-	}
-	return elems, vals
-}
+// bytesPerElement is about the smallest a command's element takes: a
+// type byte, a short name and its NUL, a small value.
+const bytesPerElement = 12
 
 // Decode is DecodeD of raw, which is text[at:at+len(raw)].
 func (sd *SharedDecoder) Decode(raw []byte, at, extra int) (bson.D, error) {
@@ -88,7 +70,7 @@ type decoder struct {
 	shared bool
 	elems  []bson.E // unused room of the current slab of elements
 	vals   []any    // unused room of the current slab of array values
-	// elemsLeft and valsLeft are what Reserve counted and no slab holds
+	// elemsLeft and valsLeft are what Expect guessed and no slab holds
 	// yet: the size of the next slab, up to slabChunk.
 	elemsLeft, valsLeft int
 }

@@ -79,12 +79,7 @@ func (dec *commandDecoder) share(m *Message, n int) {
 		}
 	}
 	dec.sd.Reset(text.String())
-	dec.sd.Reserve(m.Body, len(m.Sequences))
-	for _, s := range m.Sequences {
-		for _, d := range s.Docs {
-			dec.sd.Reserve(d, 0)
-		}
-	}
+	dec.sd.Expect(n, len(m.Sequences))
 	dec.shared = true
 }
 
