@@ -81,7 +81,7 @@ func (h *Handler) deleteStatement(r *request, a writeArgs, lv *letScope, s bson.
 	if err != nil {
 		return 0, err
 	}
-	f = f.Guarded(newGuard(r.ctx))
+	f = guardFilter(r.ctx, f)
 	c := h.collection(r, r.db, a.coll)
 	if c == nil {
 		return 0, nil

@@ -79,7 +79,7 @@ func (a *findArgs) parseShape(r *request, lv *letScope) error {
 	if a.filter, err = lv.filter(f, a.collation); err != nil {
 		return err
 	}
-	a.filter = a.filter.Guarded(newGuard(r.ctx))
+	a.filter = guardFilter(r.ctx, a.filter)
 	s, err := optDoc(r, "sort")
 	if err != nil {
 		return err

@@ -175,5 +175,5 @@ func (h *Handler) groupableDelete(r *request, a writeArgs, lv *letScope, s bson.
 		return nil, nil, false
 	}
 	id, ok := writeops.IDOnly(filterDoc(s), f)
-	return f.Guarded(newGuard(r.ctx)), id, ok
+	return guardFilter(r.ctx, f), id, ok
 }

@@ -259,8 +259,7 @@ func (h *Handler) parsedUpdate(r *request, a writeArgs, lv *letScope, s bson.D) 
 		m.KeepEmptyTimestamps = true
 		st.mod = m
 	}
-	g := newGuard(r.ctx)
-	st.filter, st.mod = st.filter.Guarded(g), writeops.Guarded(st.mod, g)
+	st.filter, st.mod = guardFilter(r.ctx, st.filter), guardModifier(r.ctx, st.mod)
 	return st, nil
 }
 
