@@ -169,6 +169,10 @@ type request struct {
 	// snapshot is the snapshot a read with readConcern snapshot reads
 	// outside a transaction (snapshotread.go).
 	snapshot *snapshotRead
+	// spareMaxTime is the zero context that withMaxTime sets up for the
+	// request's maxTimeMS, allocated with the request (handled); nil for
+	// a request made otherwise, and once taken.
+	spareMaxTime *maxTimeCtx
 	// ns and op are made on first use (namespace, Handler.writeOp).
 	ns string
 	op writeops.Op
@@ -223,6 +227,15 @@ func New(deps Deps) *Handler {
 	return h
 }
 
+// handled is what Handle allocates for a command: its request, and the
+// maxTimeMS context that drivers send with most commands, in one object
+// instead of two. Nothing is reused: the context lives as long as
+// anything holds it, keeping the request with it.
+type handled struct {
+	req     request
+	maxTime maxTimeCtx // the request's spareMaxTime
+}
+
 // replyRoom is the room a handler leaves at the end of a frequent reply
 // for the fields Handle appends: ok, and on a replica set member
 // $clusterTime and operationTime. Then Handle's appends reuse the reply's
@@ -231,7 +244,9 @@ const replyRoom = 3
 
 // Handle runs one command and returns its reply document.
 func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Command) bson.D {
-	r := &request{ctx: ctx, conn: c, db: cmd.DB, name: cmd.Name, body: auth.Redact(cmd.Body), secret: cmd.Body}
+	hr := &handled{req: request{ctx: ctx, conn: c, db: cmd.DB, name: cmd.Name, body: auth.Redact(cmd.Body), secret: cmd.Body}}
+	r := &hr.req
+	r.spareMaxTime = &hr.maxTime
 	entry, ok := h.table[cmd.Name]
 	if !ok {
 		h.opCounts.Command.Add(1)
@@ -351,6 +366,8 @@ func (h *Handler) run(entry command, r *request) (reply bson.D, err error) {
 // with its deadline, to release when the command returns, or nil when
 // there is no maxTimeMS (or it is 0).
 func withMaxTime(r *request) (*maxTimeCtx, error) {
+	spare := r.spareMaxTime
+	r.spareMaxTime = nil // one context per request, whatever copies r later
 	v, ok := bsonutil.Field(r.body, "maxTimeMS")
 	if !ok {
 		return nil, nil
@@ -359,7 +376,7 @@ func withMaxTime(r *request) (*maxTimeCtx, error) {
 	if err != nil || ms == 0 {
 		return nil, err
 	}
-	return newMaxTimeCtx(r.ctx, time.Duration(ms)*time.Millisecond), nil
+	return newMaxTimeCtx(r.ctx, time.Duration(ms)*time.Millisecond, spare), nil
 }
 
 // checkInterrupt turns an expired maxTimeMS into MongoDB's error.
