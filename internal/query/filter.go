@@ -188,6 +188,10 @@ type fieldNode struct {
 	path []string
 	op   fieldOp
 	one  [1]string // path's array when it has one component
+	cmp  cmpOp     // op's comparison for a plain equality (newEqualityNode)
+	// pred is the predicate of op when it is a comparison (Path empty
+	// when not): a filter of this one field returns it as its only one.
+	pred [1]Predicate
 }
 
 func (n *fieldNode) matches(doc bson.D, c *matchCtx) bool {
