@@ -19,9 +19,7 @@ func operator(name string, coll query.Collator) leafParser {
 	case "$set":
 		return parseSet
 	case "$setOnInsert":
-		return func(_ string, v any) (*leafNode, error) {
-			return &leafNode{mod: setMod{val: v}, insertOnly: true}, nil
-		}
+		return parseSetOnInsert
 	case "$unset":
 		return func(string, any) (*leafNode, error) {
 			return &leafNode{mod: unsetMod{}, allowNonViable: true}, nil
@@ -60,7 +58,18 @@ func arrayOperator(name string, coll query.Collator) leafParser {
 
 // parseSet is $set's leafParser: a plain func, where simple would make
 // a closure for every $set parsed.
-func parseSet(_ string, v any) (*leafNode, error) { return &leafNode{mod: setMod{val: v}}, nil }
+func parseSet(_ string, v any) (*leafNode, error) { return newSetLeaf(v, false), nil }
+
+func parseSetOnInsert(_ string, v any) (*leafNode, error) { return newSetLeaf(v, true), nil }
+
+// newSetLeaf is the leaf of $set (or $setOnInsert) of v. Its modifier is
+// the leaf's own set field: a setMod boxed in the interface would be an
+// allocation of its own.
+func newSetLeaf(v any, insertOnly bool) *leafNode {
+	l := &leafNode{set: setMod{val: v}, insertOnly: insertOnly}
+	l.mod = &l.set
+	return l
+}
 
 func simple(f func(any) modifier) leafParser {
 	return func(_ string, v any) (*leafNode, error) { return &leafNode{mod: f(v)}, nil }
@@ -121,8 +130,14 @@ func (u *Update) parseFields(op bson.E, add func(bson.E) error) error {
 }
 
 // addLeaf is MongoDB's UpdateObjectNode::parseAndMerge for one path.
+// The tree keeps the components (strings), not their slice, which can
+// therefore be an array here.
 func (u *Update) addLeaf(path string, v any, parse leafParser) error {
-	parts, err := checkUpdatePath(path)
+	var buf [8]string
+	parts, err := appendPath(buf[:0], path)
+	if err == nil {
+		err = checkPositional(parts, path)
+	}
 	if err != nil {
 		return err
 	}
