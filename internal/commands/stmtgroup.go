@@ -93,13 +93,13 @@ func (h *Handler) gatherUpdates(r *request, a writeArgs, lv *letScope, stmts []b
 
 // groupableUpdate parses an update statement that may join a group: one
 // document, named by _id, with no sort and no hint.
-func (h *Handler) groupableUpdate(r *request, a writeArgs, lv *letScope, s bson.D) (*updateStmt, any, bool) {
+func (h *Handler) groupableUpdate(r *request, a writeArgs, lv *letScope, s bson.D) (updateStmt, any, bool) {
 	if !filtersByID(s) {
-		return nil, nil, false
+		return updateStmt{}, nil, false
 	}
 	st, err := h.parsedUpdate(r, a, lv, s)
 	if err != nil || st.multi || st.sort != nil || st.hint != nil {
-		return nil, nil, false
+		return updateStmt{}, nil, false
 	}
 	id, ok := writeops.IDOnly(filterDoc(s), st.filter)
 	return st, id, ok
