@@ -267,9 +267,8 @@ func (h *Handler) parsedUpdate(r *request, a writeArgs, lv *letScope, s bson.D) 
 	if err != nil {
 		return st, err
 	}
-	if m, ok := st.mod.(writeops.OperatorModifier); ok && a.keepEmptyTs {
-		m.KeepEmptyTimestamps = true
-		st.mod = m
+	if a.keepEmptyTs {
+		st.mod = writeops.KeepEmptyTimestamps(st.mod)
 	}
 	st.filter, st.mod = guardFilter(r.ctx, st.filter), guardModifier(r.ctx, st.mod)
 	return st, nil
