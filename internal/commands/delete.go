@@ -17,7 +17,8 @@ import (
 var deleteStmtFields = []string{"q", "limit", "hint", "collation"}
 
 func cmdDelete(h *Handler, r *request) (bson.D, error) {
-	a, stmts, err := parseWriteArgs(r, "deletes")
+	d := &deleteCmd{}
+	a, stmts, err := parseWriteArgsInto(d.stmtArr[:0], r, "deletes")
 	if err != nil {
 		return nil, err
 	}
@@ -30,7 +31,7 @@ func cmdDelete(h *Handler, r *request) (bson.D, error) {
 	if err := h.refuseView(r.db, a.coll); err != nil {
 		return nil, err
 	}
-	d := &deleteCmd{stmts: stmts}
+	d.stmts = stmts
 	if err := h.readLet(r, &d.let); err != nil {
 		return nil, err
 	}

@@ -38,6 +38,9 @@ type writeCmd struct {
 	a   writeArgs
 	rt  *session.Txn
 	res writeResult
+	// stmtArr is the array of the command's statements when it has one,
+	// as drivers send most (parseWriteArgsInto).
+	stmtArr [1]bson.D
 }
 
 // start readies w to run r's statements, answered by stmts (the struct

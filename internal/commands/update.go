@@ -144,7 +144,8 @@ func (st *updateStmt) parseMod(s bson.D, lv *letScope, coll *collation.Collation
 }
 
 func cmdUpdate(h *Handler, r *request) (bson.D, error) {
-	a, stmts, err := parseWriteArgs(r, "updates")
+	u := &updateCmd{}
+	a, stmts, err := parseWriteArgsInto(u.stmtArr[:0], r, "updates")
 	if err != nil {
 		return nil, err
 	}
@@ -161,7 +162,7 @@ func cmdUpdate(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	u := &updateCmd{stmts: stmts}
+	u.stmts = stmts
 	if err := h.readLet(r, &u.let); err != nil {
 		return nil, err
 	}
