@@ -25,11 +25,19 @@ func (r *request) namespace() string {
 		return r.ns
 	}
 	if s, ok := r.body[0].Value.(string); ok && s != "" && r.name != "getLog" && r.name != "renameCollection" {
-		r.ns = r.db + "." + s
+		r.ns = r.joinNamespace(s)
 	} else {
-		r.ns = r.db + ".$cmd"
+		r.ns = r.joinNamespace("$cmd")
 	}
 	return r.ns
+}
+
+// joinNamespace is r.db + "." + coll.
+func (r *request) joinNamespace(coll string) string {
+	if r.names == nil {
+		return r.db + "." + coll
+	}
+	return r.names.join(r.db, coll)
 }
 
 func (h *Handler) beginOp(r *request, cancel context.CancelCauseFunc) int64 {

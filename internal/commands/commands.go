@@ -144,6 +144,8 @@ type Handler struct {
 	// now is deps.Clock.Now, made once: a method value made per write
 	// (writeOp) would be an allocation each time.
 	now func() time.Time
+	// names are the namespaces requests name, joined once (request.names).
+	names namespaces
 }
 
 // request is one command invocation.
@@ -173,6 +175,8 @@ type request struct {
 	// request's maxTimeMS, allocated with the request (handled); nil for
 	// a request made otherwise, and once taken.
 	spareMaxTime *maxTimeCtx
+	// names joins namespace's "db.coll" (nil: namespace joins its own).
+	names *namespaces
 	// ns and op are made on first use (namespace, Handler.writeOp).
 	ns string
 	op writeops.Op
@@ -247,6 +251,7 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 	hr := &handled{req: request{ctx: ctx, conn: c, db: cmd.DB, name: cmd.Name, body: auth.Redact(cmd.Body), secret: cmd.Body}}
 	r := &hr.req
 	r.spareMaxTime = &hr.maxTime
+	r.names = &h.names
 	entry, ok := h.table[cmd.Name]
 	if !ok {
 		h.opCounts.Command.Add(1)

@@ -137,7 +137,7 @@ func findNamespace(r *request, coll string) string {
 	if s, ok := r.body[0].Value.(string); ok && s == coll && coll != "" {
 		return r.namespace()
 	}
-	return r.db + "." + coll
+	return r.joinNamespace(coll)
 }
 
 func cmdFind(h *Handler, r *request) (bson.D, error) {

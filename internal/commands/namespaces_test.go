@@ -1,0 +1,26 @@
+package commands
+
+import (
+	"fmt"
+	"testing"
+)
+
+// join joins, and keeps at most maxNamespaces of them.
+func TestNamespacesJoin(t *testing.T) {
+	var n namespaces
+	if got := n.join("test", "sessions"); got != "test.sessions" {
+		t.Fatalf("join = %q", got)
+	}
+	if got := testing.AllocsPerRun(10, func() { n.join("test", "sessions") }); got != 0 {
+		t.Errorf("joining a known namespace allocates %v times", got)
+	}
+	for i := range maxNamespaces + 10 {
+		coll := fmt.Sprint("c", i)
+		if got := n.join("db", coll); got != "db."+coll {
+			t.Fatalf("join = %q", got)
+		}
+	}
+	if len(n.joined) != maxNamespaces {
+		t.Errorf("%d namespaces kept, want %d", len(n.joined), maxNamespaces)
+	}
+}
