@@ -219,6 +219,7 @@ func isInternal(n node) bool {
 func (u *Update) childName(parts []string, i int, path string) (string, error) {
 	p := parts[i]
 	if !isArrayFilter(p) {
+		u.positional = u.positional || isPositional(p)
 		return p, nil
 	}
 	if i == 0 {

@@ -16,6 +16,7 @@ type Update struct {
 	filters     map[string]*arrayFilter
 	source      bson.D
 	coll        query.Collator // nil: binary comparisons
+	positional  bool           // a path has the positional "$" (UsesPositional)
 }
 
 // Context is what Apply needs to know about the operation in progress.
@@ -27,6 +28,11 @@ type Context struct {
 	// replacement as given (the bypassEmptyTsReplacement field).
 	KeepEmptyTimestamps bool
 }
+
+// UsesPositional reports whether a path of the update has the positional
+// "$": only then does Apply read Context.Positional, so a caller need not
+// find the array index the query matched for any other update.
+func (u *Update) UsesPositional() bool { return u.positional }
 
 // IsReplacement reports whether the update replaces whole documents.
 func (u *Update) IsReplacement() bool { return u.replacement != nil }
