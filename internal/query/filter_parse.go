@@ -80,12 +80,21 @@ func isEquality(v any) bool {
 // newEqualityNode is newFieldNode of {name: v}'s equality, with the
 // comparison kept in the node: one allocation for the usual filter field.
 func newEqualityNode(name string, v any) (*fieldNode, error) {
-	if err := checkComparison(cmpEQ, name, v); err != nil {
+	n := new(fieldNode)
+	if err := n.initEquality(name, v); err != nil {
 		return nil, err
 	}
-	n := &fieldNode{name: name, cmp: cmpOp{kind: cmpEQ, rhs: [1]any{v}}}
-	n.setOp(&n.cmp)
 	return n, nil
+}
+
+// initEquality makes the zero n the node of {name: v}'s equality.
+func (n *fieldNode) initEquality(name string, v any) error {
+	if err := checkComparison(cmpEQ, name, v); err != nil {
+		return err
+	}
+	n.name, n.cmp = name, cmpOp{kind: cmpEQ, rhs: [1]any{v}}
+	n.setOp(&n.cmp)
+	return nil
 }
 
 // newFieldNode is the node of {name: op}.
