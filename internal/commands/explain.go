@@ -128,12 +128,13 @@ func (h *Handler) readOp(r *request, coll string) *executor.Op {
 }
 
 func (h *Handler) explainFind(r *request, v executor.Verbosity) (*executor.Explained, error) {
-	a, err := parseFind(h, r)
-	if err != nil {
+	var a findArgs
+	if err := parseFind(h, r, &a); err != nil {
 		return nil, err
 	}
 	c := h.deps.Store.Collection(r.db, a.coll)
-	return h.executor().ExplainFind(h.readOp(r, a.coll), c, a.spec(c), r.db+"."+a.coll, v)
+	spec := a.spec(c)
+	return h.executor().ExplainFind(h.readOp(r, a.coll), c, &spec, r.db+"."+a.coll, v)
 }
 
 func (h *Handler) explainCount(r *request, v executor.Verbosity) (*executor.Explained, error) {

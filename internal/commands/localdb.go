@@ -78,7 +78,8 @@ func (h *Handler) findLocal(r *request, a *findArgs) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := h.runAggregate(localRequest(r, a.coll, executor.FindStages(filter, stages.spec(nil)), a.batchSize, reverse), a.coll)
+	spec := stages.spec(nil)
+	out, err := h.runAggregate(localRequest(r, a.coll, executor.FindStages(filter, &spec), a.batchSize, reverse), a.coll)
 	if err != nil {
 		return nil, err
 	}

@@ -138,7 +138,8 @@ func (h *Handler) findOnView(r *request, a *findArgs, v *executor.View) (bson.D,
 	if err != nil {
 		return nil, err
 	}
-	return h.readView(r, a.coll, v, executor.FindStages(filter, a.spec(nil)), a.batchSize, a.singleBatch)
+	spec := a.spec(nil)
+	return h.readView(r, a.coll, v, executor.FindStages(filter, &spec), a.batchSize, a.singleBatch)
 }
 
 // viewMatching runs the view v's pipeline, then a $match of q.
