@@ -45,13 +45,16 @@ type insertRun struct {
 	docs    []docstore.GroupDoc
 	stmts   []insertStmt
 	recs    []bson.D // by statement: its record, when a retry found one
-	// group is the run's Group, and stmt1, rec1 and doc1 the room of
-	// a run of one statement (an insertOne): with them the run is one
-	// allocation. Nothing is reused: the run is made per group.
+	// group is the run's Group, and stmt1, rec1, doc1 and err1 the room
+	// of a run of one statement (an insertOne): with them the run is one
+	// allocation. Nothing is reused: the run is made per group and
+	// commits once, and the Runner reads the errors commit returns
+	// before it drops the group.
 	group Group
 	stmt1 [1]insertStmt
 	rec1  [1]bson.D
 	doc1  [1]docstore.GroupDoc
+	err1  [1]error
 }
 
 // insertStmt is one statement of an insertRun: its document's index in
@@ -70,7 +73,11 @@ func (g *insertRun) commit() ([]error, int) {
 	if len(g.docs) > 0 {
 		docErrs, attempted = g.c.InsertGroup(g.docs, g.ordered)
 	}
-	errs := make([]error, len(g.stmts))
+	errs := g.err1[:0]
+	if len(g.stmts) > len(g.err1) {
+		errs = make([]error, 0, len(g.stmts))
+	}
+	errs = errs[:len(g.stmts)]
 	for k, st := range g.stmts {
 		if st.doc < 0 {
 			errs[k] = st.err
