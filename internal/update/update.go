@@ -17,6 +17,9 @@ type Update struct {
 	source      bson.D
 	coll        query.Collator // nil: binary comparisons
 	positional  bool           // a path has the positional "$" (UsesPositional)
+	// leaf1 is the tree's first leaf, made with the Update (newLeaf).
+	leaf1     leafNode
+	leaf1Used bool
 }
 
 // Context is what Apply needs to know about the operation in progress.
