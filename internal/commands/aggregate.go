@@ -73,7 +73,7 @@ func cmdAggregate(h *Handler, r *request) (bson.D, error) {
 		return nil, err
 	}
 	reply, err := h.requestCursorReply(r, r.db+"."+coll, out, batch, false)
-	return reply, mongoerr.CausedBy(aggregateExecContext, err)
+	return reply, causedBy(aggregateExecContext, err)
 }
 
 // stagesOf returns the pipeline array (validated by the caller's parse).

@@ -171,13 +171,13 @@ func cmdFind(h *Handler, r *request) (bson.D, error) {
 	a.refresh = h.refreshesOnRead(c)
 	src, err := h.findSource(r, c, a)
 	if err != nil {
-		return nil, mongoerr.CausedBy(findExecContext, err)
+		return nil, causedBy(findExecContext, err)
 	}
 	if a.limit > 0 {
 		src = paging.Limit(src, a.limit)
 	}
 	reply, err := h.requestCursorReply(r, ns, src, a.batchSize, a.singleBatch)
-	return reply, mongoerr.CausedBy(findExecContext, err)
+	return reply, causedBy(findExecContext, err)
 }
 
 // findSource chains scan → sort (unless the index provides the order) →

@@ -226,5 +226,5 @@ func famError(err error) error {
 	if err == nil || mongoerr.As(err).Code == mongoerr.DuplicateKey {
 		return err
 	}
-	return mongoerr.CausedBy(famExecContext, err)
+	return causedBy(famExecContext, err)
 }

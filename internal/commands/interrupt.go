@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/mayflydb/mayfly/internal/expr"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
 	"github.com/mayflydb/mayfly/internal/writeops"
 )
@@ -41,4 +42,14 @@ func guardModifier(ctx context.Context, m writeops.Modifier) writeops.Modifier {
 		return m
 	}
 	return writeops.Guarded(m, newGuard(ctx))
+}
+
+// causedBy is mongoerr.CausedBy for an err that is nil when the command
+// succeeded: then it is nil, without the call, whose errors.As target
+// costs an allocation even for a nil error.
+func causedBy(context string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return mongoerr.CausedBy(context, err)
 }

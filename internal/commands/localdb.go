@@ -84,7 +84,7 @@ func (h *Handler) findLocal(r *request, a *findArgs) (bson.D, error) {
 		return nil, err
 	}
 	reply, err := h.requestCursorReply(r, r.db+"."+a.coll, out, a.batchSize, a.singleBatch)
-	return reply, mongoerr.CausedBy(findExecContext, err)
+	return reply, causedBy(findExecContext, err)
 }
 
 // naturalOrder takes a {$natural: ±1} sort out of a (the view's own
