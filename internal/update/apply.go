@@ -32,7 +32,18 @@ func (u *Update) Apply(doc bson.D, ctx Context) (bson.D, bool, error) {
 	if u.replacement != nil {
 		return u.applyReplacement(doc, ctx)
 	}
-	a := &applier{u: u, ctx: ctx, rootDoc: mdoc{d: append(bson.D(nil), doc...)}}
+	if u.spareTaken.Swap(true) {
+		return u.applyOperators(new(applier), doc, ctx)
+	}
+	out, changed, err := u.applyOperators(&u.spare, doc, ctx)
+	u.spare = applier{} // the Update may live on: it keeps nothing of doc
+	return out, changed, err
+}
+
+// applyOperators is Apply of an operator update with a, a zero applier
+// no one else uses.
+func (u *Update) applyOperators(a *applier, doc bson.D, ctx Context) (bson.D, bool, error) {
+	*a = applier{u: u, ctx: ctx, rootDoc: mdoc{d: append(bson.D(nil), doc...)}}
 	a.root = &a.rootDoc
 	if err := u.root.apply(a, &state{elem: a.root, taken: a.path[:0]}); err != nil {
 		return nil, false, err

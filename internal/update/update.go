@@ -1,6 +1,7 @@
 package update
 
 import (
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -20,6 +21,12 @@ type Update struct {
 	// leaf1 is the tree's first leaf, made with the Update (newLeaf).
 	leaf1     leafNode
 	leaf1Used bool
+	// spare is the applier of the Update's first Apply, made with it:
+	// most updates apply to one document. spareTaken claims it, since
+	// Apply may run concurrently; it serves one Apply only, and is
+	// zeroed after it.
+	spare      applier
+	spareTaken atomic.Bool
 }
 
 // Context is what Apply needs to know about the operation in progress.
