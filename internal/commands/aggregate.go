@@ -72,7 +72,7 @@ func cmdAggregate(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	reply, err := h.requestCursorReply(r, r.db+"."+coll, out, batch, false)
+	reply, err := h.requestCursorReply(r, r.joinNamespace(coll), out, batch, false)
 	return reply, causedBy(aggregateExecContext, err)
 }
 

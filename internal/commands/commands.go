@@ -177,9 +177,11 @@ type request struct {
 	spareMaxTime *maxTimeCtx
 	// names joins namespace's "db.coll" (nil: namespace joins its own).
 	names *namespaces
-	// ns and op are made on first use (namespace, Handler.writeOp).
-	ns string
-	op writeops.Op
+	// ns and op are made on first use (namespace, Handler.writeOp); nsv
+	// is ns in an interface when the Handler keeps it (boxedNamespace).
+	ns  string
+	nsv any
+	op  writeops.Op
 }
 
 // New returns a Handler with the full command table.
