@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -27,6 +28,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/cursor/paging"
 	"github.com/mayflydb/mayfly/internal/docmove"
 	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/executor"
 	"github.com/mayflydb/mayfly/internal/failpoint"
 	"github.com/mayflydb/mayfly/internal/logring"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -171,10 +173,10 @@ type request struct {
 	// snapshot is the snapshot a read with readConcern snapshot reads
 	// outside a transaction (snapshotread.go).
 	snapshot *snapshotRead
-	// spareMaxTime is the zero context that withMaxTime sets up for the
-	// request's maxTimeMS, allocated with the request (handled); nil for
-	// a request made otherwise, and once taken.
-	spareMaxTime *maxTimeCtx
+	// handled is what the request was allocated in, which holds the
+	// context of its maxTimeMS and the executor.Op of its first read
+	// (takeMaxTime, takeReadOp); nil for a request made otherwise.
+	handled *handled
 	// names joins namespace's "db.coll" (nil: namespace joins its own).
 	names *namespaces
 	// ns and op are made on first use (namespace, Handler.writeOp); nsv
@@ -233,13 +235,40 @@ func New(deps Deps) *Handler {
 	return h
 }
 
-// handled is what Handle allocates for a command: its request, and the
-// maxTimeMS context that drivers send with most commands, in one object
-// instead of two. Nothing is reused: the context lives as long as
-// anything holds it, keeping the request with it.
+// handled is what Handle allocates for a command: its request, the
+// maxTimeMS context that drivers send with most commands, and the
+// executor.Op of a read, in one object instead of three. Nothing is
+// reused: the context lives as long as anything holds it, keeping the
+// request with it, and so does the Op, whose funcs hold the request
+// anyway.
 type handled struct {
 	req     request
-	maxTime maxTimeCtx // the request's spareMaxTime
+	maxTime maxTimeCtx
+	readOp  executor.Op
+	// maxTimeTaken and readOpTaken claim maxTime and readOp for one use
+	// each (takeMaxTime, takeReadOp): copies of the request, which
+	// commands make to run others, share the claims.
+	maxTimeTaken, readOpTaken atomic.Bool
+}
+
+// takeMaxTime is a zero maxTimeCtx for the request's maxTimeMS: maxTime
+// the first time, nil after (newMaxTimeCtx allocates then), and always
+// nil for a request that Handle did not make (hr nil).
+func (hr *handled) takeMaxTime() *maxTimeCtx {
+	if hr == nil || hr.maxTimeTaken.Swap(true) {
+		return nil
+	}
+	return &hr.maxTime
+}
+
+// takeReadOp is a zero executor.Op for a read of the request: readOp the
+// first time, a new one after, and always a new one for a request that
+// Handle did not make (hr nil).
+func (hr *handled) takeReadOp() *executor.Op {
+	if hr == nil || hr.readOpTaken.Swap(true) {
+		return new(executor.Op)
+	}
+	return &hr.readOp
 }
 
 // replyRoom is the room a handler leaves at the end of a frequent reply
@@ -252,7 +281,7 @@ const replyRoom = 3
 func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Command) bson.D {
 	hr := &handled{req: request{ctx: ctx, conn: c, db: cmd.DB, name: cmd.Name, body: auth.Redact(cmd.Body), secret: cmd.Body}}
 	r := &hr.req
-	r.spareMaxTime = &hr.maxTime
+	r.handled = hr
 	r.names = &h.names
 	entry, ok := h.table[cmd.Name]
 	if !ok {
@@ -373,8 +402,6 @@ func (h *Handler) run(entry command, r *request) (reply bson.D, err error) {
 // with its deadline, to release when the command returns, or nil when
 // there is no maxTimeMS (or it is 0).
 func withMaxTime(r *request) (*maxTimeCtx, error) {
-	spare := r.spareMaxTime
-	r.spareMaxTime = nil // one context per request, whatever copies r later
 	v, ok := bsonutil.Field(r.body, "maxTimeMS")
 	if !ok {
 		return nil, nil
@@ -383,7 +410,7 @@ func withMaxTime(r *request) (*maxTimeCtx, error) {
 	if err != nil || ms == 0 {
 		return nil, err
 	}
-	return newMaxTimeCtx(r.ctx, time.Duration(ms)*time.Millisecond, spare), nil
+	return newMaxTimeCtx(r.ctx, time.Duration(ms)*time.Millisecond, r.handled.takeMaxTime()), nil
 }
 
 // checkInterrupt turns an expired maxTimeMS into MongoDB's error.

@@ -116,7 +116,8 @@ func (h *Handler) executor() *executor.Executor { return executor.New(h.deps.Sto
 // its interruption, and the scans and sorted results a cursor made from
 // it keeps.
 func (h *Handler) readOp(r *request, coll string) *executor.Op {
-	return &executor.Op{
+	op := r.handled.takeReadOp()
+	*op = executor.Op{
 		Ctx:      r.ctx,
 		Check:    func() error { return checkInterrupt(r.ctx) },
 		NewGuard: func() *expr.Guard { return newGuard(r.ctx) },
@@ -125,6 +126,7 @@ func (h *Handler) readOp(r *request, coll string) *executor.Op {
 		Env:      newAggEnv(h, r, coll),
 		Txn:      r.storeTxn(),
 	}
+	return op
 }
 
 func (h *Handler) explainFind(r *request, v executor.Verbosity) (*executor.Explained, error) {

@@ -24,3 +24,28 @@ func TestNamespacesJoin(t *testing.T) {
 		t.Errorf("%d namespaces kept, want %d", len(n.joined), maxNamespaces)
 	}
 }
+
+// What Handle allocates with a request serves one use each, however many
+// copies of the request ask: a second read gets an Op of its own.
+func TestHandledSparesServeOnce(t *testing.T) {
+	hr := &handled{}
+	r := &hr.req
+	r.handled = hr
+	inner := *r // as views and applyOps run commands of their own
+	if op := inner.handled.takeReadOp(); op != &hr.readOp {
+		t.Error("the first read does not get the request's Op")
+	}
+	if op := r.handled.takeReadOp(); op == &hr.readOp || op == nil {
+		t.Error("a second read gets the Op the first has")
+	}
+	if mt := r.handled.takeMaxTime(); mt != &hr.maxTime {
+		t.Error("the request's maxTimeMS does not get its context")
+	}
+	if mt := inner.handled.takeMaxTime(); mt != nil {
+		t.Error("a second maxTimeMS gets the context the first has")
+	}
+	var made *handled // a request Handle did not make
+	if made.takeReadOp() == nil || made.takeMaxTime() != nil {
+		t.Error("a request without a handled block gets no Op, or a context")
+	}
+}
