@@ -237,7 +237,7 @@ func (w *insertCmd) Prior(int, bson.D) { w.res.n++ }
 
 // Gather groups the documents from i on for one batch.
 func (w *insertCmd) Gather(i int) (*writeops.Group, error) {
-	return w.run.InsertGroup(w.c, w.a.opt, w.a.ordered, i, len(w.docs), w.doc, w.inserted)
+	return w.run.InsertGroup(w.c, w.a.opt, w.a.ordered, i, len(w.docs), w.doc, w)
 }
 
 // Alone is never called: InsertGroup's group is never empty, and an
@@ -256,5 +256,7 @@ func (w *insertCmd) doc(j int) (bson.D, error) {
 	return writeops.PrepareInsert(d)
 }
 
-// inserted counts a committed document.
-func (w *insertCmd) inserted(int) { w.res.n++ }
+// Committed counts a committed document (writeops.Committed: w itself
+// answers its groups, where the method value w.inserted was an
+// allocation per group).
+func (w *insertCmd) Committed(int) { w.res.n++ }

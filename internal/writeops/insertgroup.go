@@ -12,7 +12,7 @@ import (
 // place), or in a retry the record of one that ran before. done answers
 // a committed statement. The group is never empty: statement i is not
 // one a retry found.
-func (s *Runner) InsertGroup(c *docstore.Collection, opt docstore.WriteOptions, ordered bool, i, n int, doc func(j int) (bson.D, error), done func(k int)) (*Group, error) {
+func (s *Runner) InsertGroup(c *docstore.Collection, opt docstore.WriteOptions, ordered bool, i, n int, doc func(j int) (bson.D, error), done Committed) (*Group, error) {
 	g := &insertRun{c: c, ordered: ordered}
 	g.stmts, g.recs, g.docs = g.stmt1[:0], g.rec1[:0], g.doc1[:0]
 	for j := i; j < n && len(g.docs) < docstore.InsertGroupDocs; j++ {
