@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -28,7 +27,6 @@ import (
 	"github.com/mayflydb/mayfly/internal/cursor/paging"
 	"github.com/mayflydb/mayfly/internal/docmove"
 	"github.com/mayflydb/mayfly/internal/docstore"
-	"github.com/mayflydb/mayfly/internal/executor"
 	"github.com/mayflydb/mayfly/internal/failpoint"
 	"github.com/mayflydb/mayfly/internal/logring"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -235,42 +233,6 @@ func New(deps Deps) *Handler {
 	return h
 }
 
-// handled is what Handle allocates for a command: its request, the
-// maxTimeMS context that drivers send with most commands, and the
-// executor.Op of a read, in one object instead of three. Nothing is
-// reused: the context lives as long as anything holds it, keeping the
-// request with it, and so does the Op, whose funcs hold the request
-// anyway.
-type handled struct {
-	req     request
-	maxTime maxTimeCtx
-	readOp  executor.Op
-	// maxTimeTaken and readOpTaken claim maxTime and readOp for one use
-	// each (takeMaxTime, takeReadOp): copies of the request, which
-	// commands make to run others, share the claims.
-	maxTimeTaken, readOpTaken atomic.Bool
-}
-
-// takeMaxTime is a zero maxTimeCtx for the request's maxTimeMS: maxTime
-// the first time, nil after (newMaxTimeCtx allocates then), and always
-// nil for a request that Handle did not make (hr nil).
-func (hr *handled) takeMaxTime() *maxTimeCtx {
-	if hr == nil || hr.maxTimeTaken.Swap(true) {
-		return nil
-	}
-	return &hr.maxTime
-}
-
-// takeReadOp is a zero executor.Op for a read of the request: readOp the
-// first time, a new one after, and always a new one for a request that
-// Handle did not make (hr nil).
-func (hr *handled) takeReadOp() *executor.Op {
-	if hr == nil || hr.readOpTaken.Swap(true) {
-		return new(executor.Op)
-	}
-	return &hr.readOp
-}
-
 // replyRoom is the room a handler leaves at the end of a frequent reply
 // for the fields Handle appends: ok, and on a replica set member
 // $clusterTime and operationTime. Then Handle's appends reuse the reply's
@@ -279,8 +241,9 @@ const replyRoom = 3
 
 // Handle runs one command and returns its reply document.
 func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Command) bson.D {
-	hr := &handled{req: request{ctx: ctx, conn: c, db: cmd.DB, name: cmd.Name, body: auth.Redact(cmd.Body), secret: cmd.Body}}
+	hr := newHandled(cmd.Name)
 	r := &hr.req
+	*r = request{ctx: ctx, conn: c, db: cmd.DB, name: cmd.Name, body: auth.Redact(cmd.Body), secret: cmd.Body}
 	r.handled = hr
 	r.names = &h.names
 	entry, ok := h.table[cmd.Name]

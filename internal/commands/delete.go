@@ -17,7 +17,7 @@ import (
 var deleteStmtFields = []string{"q", "limit", "hint", "collation"}
 
 func cmdDelete(h *Handler, r *request) (bson.D, error) {
-	d := &deleteCmd{}
+	d := r.handled.takeDelete()
 	a, stmts, err := parseWriteArgsInto(d.stmtArr[:0], r, "deletes")
 	if err != nil {
 		return nil, err

@@ -175,7 +175,7 @@ func parseWriteArgsInto(dst []bson.D, r *request, field string, known ...string)
 }
 
 func cmdInsert(h *Handler, r *request) (bson.D, error) {
-	w := &insertCmd{}
+	w := r.handled.takeInsert()
 	a, docs, err := parseWriteArgsInto(w.stmtArr[:0], r, "documents")
 	if err != nil {
 		return nil, err

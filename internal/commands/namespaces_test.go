@@ -49,3 +49,18 @@ func TestHandledSparesServeOnce(t *testing.T) {
 		t.Error("a request without a handled block gets no Op, or a context")
 	}
 }
+
+// A write command's struct comes with its request's block once; any
+// other command, or a second write, gets one of its own.
+func TestHandledWriteCommandServesOnce(t *testing.T) {
+	hr := newHandled("update")
+	if u := hr.takeUpdate(); u != hr.update || u == nil {
+		t.Error("an update does not get its block's struct")
+	}
+	if u := hr.takeUpdate(); u == hr.update || u == nil {
+		t.Error("a second update gets the struct the first has")
+	}
+	if d := newHandled("find").takeDelete(); d == nil {
+		t.Error("a delete run by another command gets no struct")
+	}
+}

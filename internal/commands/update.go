@@ -144,7 +144,7 @@ func (st *updateStmt) parseMod(s bson.D, lv *letScope, coll *collation.Collation
 }
 
 func cmdUpdate(h *Handler, r *request) (bson.D, error) {
-	u := &updateCmd{}
+	u := r.handled.takeUpdate()
 	a, stmts, err := parseWriteArgsInto(u.stmtArr[:0], r, "updates")
 	if err != nil {
 		return nil, err
