@@ -8,10 +8,12 @@ import (
 
 // handled is what Handle allocates for a command: its request, the
 // maxTimeMS context that drivers send with most commands, the
-// executor.Op of a read, and for insert, update and delete the command's
-// struct, in one object instead of four. Nothing is reused: each part
+// executor.Op of a read, for insert, update and delete the command's
+// struct, and for find, aggregate and getMore the room of the cursor
+// reply, in one object. Nothing is reused: each part
 // lives as long as anything holds it, keeping the request with it (the
-// Op's funcs and the write command's struct hold the request anyway).
+// Op's funcs and the write command's struct hold the request anyway; a
+// reply lives until it is sent, as the request does).
 type handled struct {
 	req     request
 	maxTime maxTimeCtx
@@ -21,11 +23,15 @@ type handled struct {
 	insert *insertCmd
 	update *updateCmd
 	delete *deleteCmd
-	// maxTimeTaken, readOpTaken and writeTaken claim maxTime, readOp and
-	// the write command's struct for one use each (the take methods):
-	// copies of the request, which commands make to run others, share
-	// the claims.
-	maxTimeTaken, readOpTaken, writeTaken atomic.Bool
+	// cursorReply is the cursor reply's room, allocated with the block
+	// for the commands that reply with a cursor (newHandled); nil for
+	// others.
+	cursorReply *cursorReply
+	// maxTimeTaken, readOpTaken, writeTaken and replyTaken claim maxTime,
+	// readOp, the write command's struct and cursorReply for one use each
+	// (the take methods): copies of the request, which commands make to
+	// run others, share the claims.
+	maxTimeTaken, readOpTaken, writeTaken, replyTaken atomic.Bool
 }
 
 // newHandled is a zero block for the command called name.
@@ -52,8 +58,24 @@ func newHandled(name string) *handled {
 		})
 		b.hr.delete = &b.cmd
 		return &b.hr
+	case "find", "aggregate", "getMore":
+		b := new(struct {
+			hr    handled
+			reply cursorReply
+		})
+		b.hr.cursorReply = &b.reply
+		return &b.hr
 	}
 	return new(handled)
+}
+
+// takeCursorReply is the block's cursorReply the first time, nil after or
+// when there is none (cursorDocIn makes one then).
+func (hr *handled) takeCursorReply() *cursorReply {
+	if hr == nil || hr.cursorReply == nil || hr.replyTaken.Swap(true) {
+		return nil
+	}
+	return hr.cursorReply
 }
 
 // takeInsert is a zero insertCmd for the request: the block's the first
