@@ -115,7 +115,7 @@ func (b *bulkWrite) insertGroup(start int, run []bson.D) (*writeops.Group, error
 	if !ok {
 		return nil, nil
 	}
-	return b.runner.InsertGroup(c, opt, b.ordered, start, start+len(run),
+	return b.runner.InsertGroup(nil, c, opt, b.ordered, start, start+len(run),
 		func(j int) (bson.D, error) { return insertedDoc(b.ops[j]) },
 		writeops.CommittedFunc(func(k int) {
 			b.totals.inserted++

@@ -223,6 +223,10 @@ type insertCmd struct {
 	writeCmd
 	c    *docstore.Collection
 	docs []bson.D
+	// group1 is the room of the first group Gather makes: a group is
+	// answered before the next is gathered, and it serves one.
+	group1     writeops.InsertRun
+	group1Used bool
 }
 
 // Interrupted fails document i with the interrupt and stops there: the
@@ -237,7 +241,11 @@ func (w *insertCmd) Prior(int, bson.D) { w.res.n++ }
 
 // Gather groups the documents from i on for one batch.
 func (w *insertCmd) Gather(i int) (*writeops.Group, error) {
-	return w.run.InsertGroup(w.c, w.a.opt, w.a.ordered, i, len(w.docs), w.doc, w)
+	var into *writeops.InsertRun
+	if !w.group1Used { // the first group, an insertOne's only one
+		into, w.group1Used = &w.group1, true
+	}
+	return w.run.InsertGroup(into, w.c, w.a.opt, w.a.ordered, i, len(w.docs), w.doc, w)
 }
 
 // Alone is never called: InsertGroup's group is never empty, and an

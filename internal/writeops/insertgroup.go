@@ -11,9 +11,16 @@ import (
 // gives ready to insert (or its error, which ends the group in its
 // place), or in a retry the record of one that ran before. done answers
 // a committed statement. The group is never empty: statement i is not
-// one a retry found.
-func (s *Runner) InsertGroup(c *docstore.Collection, opt docstore.WriteOptions, ordered bool, i, n int, doc func(j int) (bson.D, error), done Committed) (*Group, error) {
-	g := &insertRun{c: c, ordered: ordered}
+// one a retry found. The group is made in into, a zero InsertRun no
+// other group uses, or a new one when into is nil.
+func (s *Runner) InsertGroup(into *InsertRun, c *docstore.Collection, opt docstore.WriteOptions, ordered bool, i, n int, doc func(j int) (bson.D, error), done Committed) (*Group, error) {
+	var g *insertRun
+	if into != nil {
+		g = &into.run
+	} else {
+		g = new(insertRun)
+	}
+	g.c, g.ordered = c, ordered
 	g.stmts, g.recs, g.docs = g.stmt1[:0], g.rec1[:0], g.doc1[:0]
 	for j := i; j < n && len(g.docs) < docstore.InsertGroupDocs; j++ {
 		if j > i {
@@ -37,6 +44,11 @@ func (s *Runner) InsertGroup(c *docstore.Collection, opt docstore.WriteOptions, 
 	g.group = Group{commit: g, recs: g.recs, done: done}
 	return &g.group, nil
 }
+
+// InsertRun is the room of one insert group (InsertGroup), for a caller
+// that allocates it with something of its own. The group lives in it
+// until the Runner has answered its statements.
+type InsertRun struct{ run insertRun }
 
 // insertRun is a group of inserts into one collection.
 type insertRun struct {
