@@ -171,9 +171,9 @@ type request struct {
 	// snapshot is the snapshot a read with readConcern snapshot reads
 	// outside a transaction (snapshotread.go).
 	snapshot *snapshotRead
-	// handled is what the request was allocated in, which holds the
-	// context of its maxTimeMS and the executor.Op of its first read
-	// (takeMaxTime, takeReadOp); nil for a request made otherwise.
+	// handled is what Handle allocated the request in, with parts that
+	// the request's command claims once each (handled.go); nil for a
+	// request made otherwise.
 	handled *handled
 	// names joins namespace's "db.coll" (nil: namespace joins its own).
 	names *namespaces

@@ -6,14 +6,14 @@ import (
 	"github.com/mayflydb/mayfly/internal/executor"
 )
 
-// handled is what Handle allocates for a command: its request, the
-// maxTimeMS context that drivers send with most commands, the
-// executor.Op of a read, for insert, update and delete the command's
+// handled is what Handle allocates for a command, in one object: its
+// request, the maxTimeMS context that drivers send with most commands,
+// the executor.Op of a read, for insert, update and delete the command's
 // struct, and for find, aggregate and getMore the room of the cursor
-// reply, in one object. Nothing is reused: each part
-// lives as long as anything holds it, keeping the request with it (the
-// Op's funcs and the write command's struct hold the request anyway; a
-// reply lives until it is sent, as the request does).
+// reply. Nothing is reused: each part lives as long as anything holds
+// it, keeping the request with it (the Op's funcs and the write
+// command's struct hold the request anyway; a reply lives until it is
+// sent, as the request does).
 type handled struct {
 	req     request
 	maxTime maxTimeCtx
