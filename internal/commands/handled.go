@@ -7,22 +7,24 @@ import (
 )
 
 // handled is what Handle allocates for a command, in one object: its
-// request, the maxTimeMS context that drivers send with most commands,
-// the executor.Op of a read, for insert, update and delete the command's
-// struct, and for find, aggregate and getMore the room of the cursor
+// request, the executor.Op of a read, for insert, update and delete the
+// command's struct and the maxTimeMS context that drivers send with
+// them, and for find, aggregate and getMore the room of the cursor
 // reply. Nothing is reused: each part lives as long as anything holds
 // it, keeping the request with it (the Op's funcs and the write
 // command's struct hold the request anyway; a reply lives until it is
-// sent, as the request does).
+// sent, as the request does). A read's maxTimeMS context is not in the
+// block: a cursor keeps its command's context until its first getMore,
+// and must not keep the request (query.Filter.Lean).
 type handled struct {
-	req     request
-	maxTime maxTimeCtx
-	readOp  executor.Op
-	// The write command's struct, allocated with the block (newHandled);
-	// nil for other commands.
-	insert *insertCmd
-	update *updateCmd
-	delete *deleteCmd
+	req    request
+	readOp executor.Op
+	// The write command's struct and its maxTimeMS context, allocated
+	// with the block (newHandled); nil for other commands.
+	insert  *insertCmd
+	update  *updateCmd
+	delete  *deleteCmd
+	maxTime *maxTimeCtx
 	// cursorReply is the cursor reply's room, allocated with the block
 	// for the commands that reply with a cursor (newHandled); nil for
 	// others.
@@ -41,22 +43,25 @@ func newHandled(name string) *handled {
 		b := new(struct {
 			hr  handled
 			cmd insertCmd
+			mt  maxTimeCtx
 		})
-		b.hr.insert = &b.cmd
+		b.hr.insert, b.hr.maxTime = &b.cmd, &b.mt
 		return &b.hr
 	case "update":
 		b := new(struct {
 			hr  handled
 			cmd updateCmd
+			mt  maxTimeCtx
 		})
-		b.hr.update = &b.cmd
+		b.hr.update, b.hr.maxTime = &b.cmd, &b.mt
 		return &b.hr
 	case "delete":
 		b := new(struct {
 			hr  handled
 			cmd deleteCmd
+			mt  maxTimeCtx
 		})
-		b.hr.delete = &b.cmd
+		b.hr.delete, b.hr.maxTime = &b.cmd, &b.mt
 		return &b.hr
 	case "find", "aggregate", "getMore":
 		b := new(struct {
@@ -103,13 +108,13 @@ func (hr *handled) takeDelete() *deleteCmd {
 }
 
 // takeMaxTime is a zero maxTimeCtx for the request's maxTimeMS: maxTime
-// the first time, nil after (newMaxTimeCtx allocates then), and always
-// nil for a request that Handle did not make (hr nil).
+// the first time, nil after or when there is none (newMaxTimeCtx
+// allocates then).
 func (hr *handled) takeMaxTime() *maxTimeCtx {
-	if hr == nil || hr.maxTimeTaken.Swap(true) {
+	if hr == nil || hr.maxTime == nil || hr.maxTimeTaken.Swap(true) {
 		return nil
 	}
-	return &hr.maxTime
+	return hr.maxTime
 }
 
 // takeReadOp is a zero executor.Op for a read of the request: readOp the

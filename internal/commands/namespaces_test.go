@@ -28,7 +28,7 @@ func TestNamespacesJoin(t *testing.T) {
 // What Handle allocates with a request serves one use each, however many
 // copies of the request ask: a second read gets an Op of its own.
 func TestHandledSparesServeOnce(t *testing.T) {
-	hr := &handled{}
+	hr := newHandled("insert")
 	r := &hr.req
 	r.handled = hr
 	inner := *r // as views and applyOps run commands of their own
@@ -38,7 +38,7 @@ func TestHandledSparesServeOnce(t *testing.T) {
 	if op := r.handled.takeReadOp(); op == &hr.readOp || op == nil {
 		t.Error("a second read gets the Op the first has")
 	}
-	if mt := r.handled.takeMaxTime(); mt != &hr.maxTime {
+	if mt := r.handled.takeMaxTime(); mt != hr.maxTime || mt == nil {
 		t.Error("the request's maxTimeMS does not get its context")
 	}
 	if mt := inner.handled.takeMaxTime(); mt != nil {
@@ -47,6 +47,9 @@ func TestHandledSparesServeOnce(t *testing.T) {
 	var made *handled // a request Handle did not make
 	if made.takeReadOp() == nil || made.takeMaxTime() != nil {
 		t.Error("a request without a handled block gets no Op, or a context")
+	}
+	if newHandled("find").takeMaxTime() != nil {
+		t.Error("a read's maxTimeMS context comes with its request, which its cursor would keep")
 	}
 }
 
