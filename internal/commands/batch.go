@@ -32,32 +32,18 @@ func (h *Handler) requestCursorReply(r *request, ns string, src cursor.Source, b
 	} else {
 		_ = p.Close()
 	}
-	var room *cursorReply
-	if r != nil {
-		room = r.handled.takeCursorReply()
-	}
-	return cursorDocIn(room, id, r.boxedNamespace(ns), "firstBatch", batch), nil
-}
-
-// cursorReply is the room of a cursor reply: the reply and its cursor
-// document share one allocation, since both live as long as the reply.
-type cursorReply struct {
-	reply  [1 + replyRoom]bson.E
-	cursor [3]bson.E
+	return cursorDoc(id, r.boxedNamespace(ns), "firstBatch", batch), nil
 }
 
 // cursorDoc is a cursor reply; ns is the namespace, a string (in an
 // interface, which a request may have made already: boxedNamespace).
 func cursorDoc(id int64, ns any, key string, batch bson.A) bson.D {
-	return cursorDocIn(nil, id, ns, key, batch)
-}
-
-// cursorDocIn is cursorDoc built in room, a zero cursorReply no other
-// reply uses (nil: a new one).
-func cursorDocIn(room *cursorReply, id int64, ns any, key string, batch bson.A) bson.D {
-	if room == nil {
-		room = new(cursorReply)
-	}
+	// The reply and its cursor document share one allocation: both are
+	// built here and live as long as the reply.
+	room := new(struct {
+		reply  [1 + replyRoom]bson.E
+		cursor [3]bson.E
+	})
 	room.cursor = [3]bson.E{{Key: "id", Value: id}, {Key: "ns", Value: ns}, {Key: key, Value: batch}}
 	out := room.reply[:1]
 	out[0] = bson.E{Key: "cursor", Value: bson.D(room.cursor[:])}

@@ -107,10 +107,10 @@ func (h *Handler) documentsGetMore(r *request, c *cursor.Cursor, n int64) (bson.
 	}
 	if !p.StaysOpen() {
 		h.deps.Cursors.Remove(c.ID)
-		return cursorDocIn(r.handled.takeCursorReply(), 0, c.NS, "nextBatch", batch), nil
+		return cursorDoc(0, c.NS, "nextBatch", batch), nil
 	}
 	h.deps.Cursors.Checkin(c)
-	return cursorDocIn(r.handled.takeCursorReply(), c.ID, c.NS, "nextBatch", batch), nil
+	return cursorDoc(c.ID, c.NS, "nextBatch", batch), nil
 }
 
 // tailWait is r's part in a tailable cursor's wait for new documents.

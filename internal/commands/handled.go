@@ -7,15 +7,15 @@ import (
 )
 
 // handled is what Handle allocates for a command, in one object: its
-// request, the executor.Op of a read, for insert, update and delete the
-// command's struct and the maxTimeMS context that drivers send with
-// them, and for find, aggregate and getMore the room of the cursor
-// reply. Nothing is reused: each part lives as long as anything holds
-// it, keeping the request with it (the Op's funcs and the write
-// command's struct hold the request anyway; a reply lives until it is
-// sent, as the request does). A read's maxTimeMS context is not in the
-// block: a cursor keeps its command's context until its first getMore,
-// and must not keep the request (query.Filter.Lean).
+// request, the executor.Op of a read, and for insert, update and delete
+// the command's struct and the maxTimeMS context that drivers send with
+// them. Nothing is reused: each part lives as long as anything holds it,
+// keeping the request with it (the Op's funcs and the write command's
+// struct hold the request anyway). A read's maxTimeMS context is not in
+// the block: a cursor keeps its command's context until its first
+// getMore, and must not keep the request (query.Filter.Lean); nor is a
+// cursor reply's room: a sorted find's cursor keeps the request (its
+// SORT step holds readOp's Check), and so would keep its first batch.
 type handled struct {
 	req    request
 	readOp executor.Op
@@ -25,15 +25,11 @@ type handled struct {
 	update  *updateCmd
 	delete  *deleteCmd
 	maxTime *maxTimeCtx
-	// cursorReply is the cursor reply's room, allocated with the block
-	// for the commands that reply with a cursor (newHandled); nil for
-	// others.
-	cursorReply *cursorReply
-	// maxTimeTaken, readOpTaken, writeTaken and replyTaken claim maxTime,
-	// readOp, the write command's struct and cursorReply for one use each
-	// (the take methods): copies of the request, which commands make to
-	// run others, share the claims.
-	maxTimeTaken, readOpTaken, writeTaken, replyTaken atomic.Bool
+	// maxTimeTaken, readOpTaken and writeTaken claim maxTime, readOp and
+	// the write command's struct for one use each (the take methods):
+	// copies of the request, which commands make to run others, share
+	// the claims.
+	maxTimeTaken, readOpTaken, writeTaken atomic.Bool
 }
 
 // newHandled is a zero block for the command called name.
@@ -63,24 +59,8 @@ func newHandled(name string) *handled {
 		})
 		b.hr.delete, b.hr.maxTime = &b.cmd, &b.mt
 		return &b.hr
-	case "find", "aggregate", "getMore":
-		b := new(struct {
-			hr    handled
-			reply cursorReply
-		})
-		b.hr.cursorReply = &b.reply
-		return &b.hr
 	}
 	return new(handled)
-}
-
-// takeCursorReply is the block's cursorReply the first time, nil after or
-// when there is none (cursorDocIn makes one then).
-func (hr *handled) takeCursorReply() *cursorReply {
-	if hr == nil || hr.cursorReply == nil || hr.replyTaken.Swap(true) {
-		return nil
-	}
-	return hr.cursorReply
 }
 
 // takeInsert is a zero insertCmd for the request: the block's the first

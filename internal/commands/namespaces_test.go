@@ -67,18 +67,3 @@ func TestHandledWriteCommandServesOnce(t *testing.T) {
 		t.Error("a delete run by another command gets no struct")
 	}
 }
-
-// A cursor reply's room comes with a find's block once, and with no
-// other command's.
-func TestHandledCursorReplyServesOnce(t *testing.T) {
-	hr := newHandled("find")
-	if room := hr.takeCursorReply(); room == nil || room != hr.cursorReply {
-		t.Error("a find does not get its block's reply room")
-	}
-	if hr.takeCursorReply() != nil || newHandled("insert").takeCursorReply() != nil {
-		t.Error("a second reply, or an insert's, gets a room")
-	}
-	if d := cursorDocIn(nil, 0, "db.c", "firstBatch", nil); len(d) != 1 || d[0].Key != "cursor" {
-		t.Errorf("cursorDocIn(nil, ...) = %v", d)
-	}
-}
