@@ -37,6 +37,10 @@ type Registry struct {
 	mu    sync.Mutex
 	next  int64
 	ops   map[int64]*Op
+	// free are the entries of ended operations, zeroed, for Begin to
+	// fill again instead of allocating: an *Op never leaves the registry
+	// (Snapshot copies), and is read or written only under mu.
+	free []*Op
 	// lastClient is when a client operation last began or ended (unix
 	// nanoseconds).
 	lastClient atomic.Int64
@@ -56,12 +60,26 @@ func (r *Registry) Begin(op Op) int64 {
 	r.mu.Lock()
 	r.next++
 	op.ID = r.next
-	r.ops[op.ID] = &op
+	entry := r.entry()
+	*entry = op
+	r.ops[op.ID] = entry
 	r.mu.Unlock()
 	if op.Client != "" {
 		r.lastClient.Store(op.Started.UnixNano())
 	}
 	return op.ID
+}
+
+// entry is a free entry for an operation; r.mu is held.
+func (r *Registry) entry() *Op {
+	n := len(r.free)
+	if n == 0 {
+		return new(Op)
+	}
+	op := r.free[n-1]
+	r.free[n-1] = nil
+	r.free = r.free[:n-1]
+	return op
 }
 
 // SetTransaction makes operation id show the transaction report gives.
@@ -77,9 +95,14 @@ func (r *Registry) SetTransaction(id int64, report func(now time.Time) bson.D) {
 func (r *Registry) End(id int64) {
 	r.mu.Lock()
 	op := r.ops[id]
-	delete(r.ops, id)
+	client := op != nil && op.Client != ""
+	if op != nil {
+		delete(r.ops, id)
+		*op = Op{} // holds nothing of the operation (its command) while free
+		r.free = append(r.free, op)
+	}
 	r.mu.Unlock()
-	if op != nil && op.Client != "" {
+	if client {
 		r.lastClient.Store(r.clock.Now().UnixNano())
 	}
 }
@@ -100,11 +123,12 @@ func (r *Registry) Wait(id int64) (resume func()) {
 func (r *Registry) setWaiting(id int64, waiting bool) {
 	r.mu.Lock()
 	op := r.ops[id]
+	client := op != nil && op.Client != ""
 	if op != nil {
 		op.waiting = waiting
 	}
-	r.mu.Unlock()
-	if op != nil && op.Client != "" {
+	r.mu.Unlock() // op may be reused once the lock is released
+	if client {
 		r.lastClient.Store(r.clock.Now().UnixNano())
 	}
 }

@@ -105,3 +105,29 @@ func TestOpShowsItsTransaction(t *testing.T) {
 		t.Fatalf("the transaction's statement shows %v, want %v", shown[int32(inTxn)], want)
 	}
 }
+
+// An ended operation's entry is reused by the next one: a killOp of the
+// ended operation must not reach the new one, and the new one shows
+// nothing of the old.
+func TestReusedEntryIsTheNewOperations(t *testing.T) {
+	r := NewRegistry(clock.NewManual(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)))
+	var killed []string
+	first := r.BeginCancelable(Op{Client: "a", NS: "db.first"}, func(error) { killed = append(killed, "first") })
+	r.SetTransaction(first, func(time.Time) bson.D { return bson.D{{Key: "txnNumber", Value: int64(1)}} })
+	r.End(first)
+	second := r.BeginCancelable(Op{Client: "b", NS: "db.second"}, func(error) { killed = append(killed, "second") })
+	if r.Kill(first) {
+		t.Fatal("killOp of an ended operation found it")
+	}
+	ops := r.Snapshot()
+	if len(ops) != 1 || ops[0].ID != second || ops[0].NS != "db.second" || ops[0].Transaction != nil {
+		t.Fatalf("in flight: %+v, want only the second operation, without the first's transaction", ops)
+	}
+	if !r.Kill(second) || len(killed) != 1 || killed[0] != "second" {
+		t.Fatalf("killed %v, want [second]", killed)
+	}
+	r.End(second)
+	if got := testing.AllocsPerRun(100, func() { r.End(r.Begin(Op{Client: "c"})) }); got != 0 {
+		t.Errorf("Begin and End of an operation allocate %v times, want 0", got)
+	}
+}

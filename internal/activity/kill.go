@@ -13,11 +13,14 @@ func (r *Registry) BeginCancelable(op Op, cancel func(cause error)) int64 {
 // whether there was such an operation that can be stopped.
 func (r *Registry) Kill(id int64) bool {
 	r.mu.Lock()
-	op := r.ops[id]
+	var cancel func(cause error)
+	if op := r.ops[id]; op != nil {
+		cancel = op.cancel // under mu: once it is released the entry may be reused
+	}
 	r.mu.Unlock()
-	if op == nil || op.cancel == nil {
+	if cancel == nil {
 		return false
 	}
-	op.cancel(nil)
+	cancel(nil)
 	return true
 }

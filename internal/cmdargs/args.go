@@ -9,6 +9,7 @@ package cmdargs
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -137,7 +138,20 @@ func DocArray(cmd, field string, v any) ([]bson.D, error) {
 	if !ok {
 		return nil, mongoerr.WrongType(cmd, field, v, "array")
 	}
-	out := make([]bson.D, 0, len(a))
+	return appendDocs(make([]bson.D, 0, len(a)), cmd, field, a)
+}
+
+// AppendDocArray is DocArray appending the documents to dst, which can
+// then be an array in a struct the caller allocates anyway.
+func AppendDocArray(dst []bson.D, cmd, field string, v any) ([]bson.D, error) {
+	a, ok := v.(bson.A)
+	if !ok {
+		return nil, mongoerr.WrongType(cmd, field, v, "array")
+	}
+	return appendDocs(slices.Grow(dst, len(a)), cmd, field, a)
+}
+
+func appendDocs(out []bson.D, cmd, field string, a bson.A) ([]bson.D, error) {
 	for i, x := range a {
 		d, ok := x.(bson.D)
 		if !ok {

@@ -25,11 +25,34 @@ func (r *request) namespace() string {
 		return r.ns
 	}
 	if s, ok := r.body[0].Value.(string); ok && s != "" && r.name != "getLog" && r.name != "renameCollection" {
-		r.ns = r.db + "." + s
+		ns := r.joinedNamespace(s)
+		r.ns, r.nsv = ns.s, ns.v
 	} else {
-		r.ns = r.db + ".$cmd"
+		ns := r.joinedNamespace("$cmd")
+		r.ns, r.nsv = ns.s, ns.v
 	}
 	return r.ns
+}
+
+// joinNamespace is r.db + "." + coll.
+func (r *request) joinNamespace(coll string) string { return r.joinedNamespace(coll).s }
+
+// joinedNamespace is r.db + "." + coll, boxed too when the Handler keeps
+// it (namespaces).
+func (r *request) joinedNamespace(coll string) joinedNS {
+	if r.names == nil {
+		return joinedNS{s: r.db + "." + coll}
+	}
+	return r.names.join(r.db, coll)
+}
+
+// boxedNamespace is ns in an interface, for a reply's ns field: the
+// request's own namespace was boxed once, when the Handler joined it.
+func (r *request) boxedNamespace(ns string) any {
+	if r != nil && r.nsv != nil && ns == r.ns {
+		return r.nsv
+	}
+	return ns
 }
 
 func (h *Handler) beginOp(r *request, cancel context.CancelCauseFunc) int64 {

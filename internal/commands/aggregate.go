@@ -72,8 +72,8 @@ func cmdAggregate(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	reply, err := h.requestCursorReply(r, r.db+"."+coll, out, batch, false)
-	return reply, mongoerr.CausedBy(aggregateExecContext, err)
+	reply, err := h.requestCursorReply(r, r.joinNamespace(coll), out, batch, false)
+	return reply, causedBy(aggregateExecContext, err)
 }
 
 // stagesOf returns the pipeline array (validated by the caller's parse).

@@ -60,7 +60,7 @@ func (h *Handler) writeInto(r *request, ns string, t *aggwrite.Target, out aggre
 		err = w.Merge(t, out)
 	}
 	if err != nil {
-		return nil, mongoerr.CausedBy(aggregateExecContext, err)
+		return nil, causedBy(aggregateExecContext, err)
 	}
 	return cursorDoc(0, ns, "firstBatch", bson.A{}), nil
 }
@@ -120,12 +120,12 @@ func (h *Handler) documentsAggregate(r *request, stages bson.A, batch int64) (bs
 	}
 	out, err := p.Run(paging.Slice(), aggregate.Standalone(h.deps.Clock.Now(), newGuard(r.ctx)))
 	if err != nil {
-		return nil, mongoerr.CausedBy(aggregateExecContext, err)
+		return nil, causedBy(aggregateExecContext, err)
 	}
 	ns := r.db + ".$cmd.aggregate"
 	if t != nil {
 		return h.writeInto(r, ns, t, out)
 	}
 	reply, err := h.requestCursorReply(r, ns, out, batch, false)
-	return reply, mongoerr.CausedBy(aggregateExecContext, err)
+	return reply, causedBy(aggregateExecContext, err)
 }

@@ -32,10 +32,12 @@ func (h *Handler) requestCursorReply(r *request, ns string, src cursor.Source, b
 	} else {
 		_ = p.Close()
 	}
-	return cursorDoc(id, ns, "firstBatch", batch), nil
+	return cursorDoc(id, r.boxedNamespace(ns), "firstBatch", batch), nil
 }
 
-func cursorDoc(id int64, ns, key string, batch bson.A) bson.D {
+// cursorDoc is a cursor reply; ns is the namespace, a string (in an
+// interface, which a request may have made already: boxedNamespace).
+func cursorDoc(id int64, ns any, key string, batch bson.A) bson.D {
 	// The reply and its cursor document share one allocation: both are
 	// built here and live as long as the reply.
 	room := new(struct {

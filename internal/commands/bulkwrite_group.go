@@ -115,12 +115,12 @@ func (b *bulkWrite) insertGroup(start int, run []bson.D) (*writeops.Group, error
 	if !ok {
 		return nil, nil
 	}
-	return b.runner.InsertGroup(c, opt, b.ordered, start, start+len(run),
+	return b.runner.InsertGroup(nil, c, opt, b.ordered, start, start+len(run),
 		func(j int) (bson.D, error) { return insertedDoc(b.ops[j]) },
-		func(k int) {
+		writeops.CommittedFunc(func(k int) {
 			b.totals.inserted++
 			b.ok(start+k, bson.D{{Key: "n", Value: int32(1)}})
-		})
+		}))
 }
 
 // insertTarget is the collection that ns, an nsInfo index, names and the

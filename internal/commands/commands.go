@@ -144,6 +144,8 @@ type Handler struct {
 	// now is deps.Clock.Now, made once: a method value made per write
 	// (writeOp) would be an allocation each time.
 	now func() time.Time
+	// names are the namespaces requests name, joined once (request.names).
+	names namespaces
 }
 
 // request is one command invocation.
@@ -169,9 +171,17 @@ type request struct {
 	// snapshot is the snapshot a read with readConcern snapshot reads
 	// outside a transaction (snapshotread.go).
 	snapshot *snapshotRead
-	// ns and op are made on first use (namespace, Handler.writeOp).
-	ns string
-	op writeops.Op
+	// handled is what Handle allocated the request in, with parts that
+	// the request's command claims once each (handled.go); nil for a
+	// request made otherwise.
+	handled *handled
+	// names joins namespace's "db.coll" (nil: namespace joins its own).
+	names *namespaces
+	// ns and op are made on first use (namespace, Handler.writeOp); nsv
+	// is ns in an interface when the Handler keeps it (boxedNamespace).
+	ns  string
+	nsv any
+	op  writeops.Op
 }
 
 // New returns a Handler with the full command table.
@@ -231,7 +241,11 @@ const replyRoom = 3
 
 // Handle runs one command and returns its reply document.
 func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Command) bson.D {
-	r := &request{ctx: ctx, conn: c, db: cmd.DB, name: cmd.Name, body: auth.Redact(cmd.Body), secret: cmd.Body}
+	hr := newHandled(cmd.Name)
+	r := &hr.req
+	*r = request{ctx: ctx, conn: c, db: cmd.DB, name: cmd.Name, body: auth.Redact(cmd.Body), secret: cmd.Body}
+	r.handled = hr
+	r.names = &h.names
 	entry, ok := h.table[cmd.Name]
 	if !ok {
 		h.opCounts.Command.Add(1)
@@ -359,7 +373,7 @@ func withMaxTime(r *request) (*maxTimeCtx, error) {
 	if err != nil || ms == 0 {
 		return nil, err
 	}
-	return newMaxTimeCtx(r.ctx, time.Duration(ms)*time.Millisecond), nil
+	return newMaxTimeCtx(r.ctx, time.Duration(ms)*time.Millisecond, r.handled.takeMaxTime()), nil
 }
 
 // checkInterrupt turns an expired maxTimeMS into MongoDB's error.

@@ -17,7 +17,8 @@ import (
 var deleteStmtFields = []string{"q", "limit", "hint", "collation"}
 
 func cmdDelete(h *Handler, r *request) (bson.D, error) {
-	a, stmts, err := parseWriteArgs(r, "deletes")
+	d := r.handled.takeDelete()
+	a, stmts, err := parseWriteArgsInto(d.stmtArr[:0], r, "deletes")
 	if err != nil {
 		return nil, err
 	}
@@ -30,7 +31,7 @@ func cmdDelete(h *Handler, r *request) (bson.D, error) {
 	if err := h.refuseView(r.db, a.coll); err != nil {
 		return nil, err
 	}
-	d := &deleteCmd{stmts: stmts}
+	d.stmts = stmts
 	if err := h.readLet(r, &d.let); err != nil {
 		return nil, err
 	}
@@ -81,7 +82,7 @@ func (h *Handler) deleteStatement(r *request, a writeArgs, lv *letScope, s bson.
 	if err != nil {
 		return 0, err
 	}
-	f = f.Guarded(newGuard(r.ctx))
+	f = guardFilter(r.ctx, f)
 	c := h.collection(r, r.db, a.coll)
 	if c == nil {
 		return 0, nil

@@ -116,7 +116,8 @@ func (h *Handler) executor() *executor.Executor { return executor.New(h.deps.Sto
 // its interruption, and the scans and sorted results a cursor made from
 // it keeps.
 func (h *Handler) readOp(r *request, coll string) *executor.Op {
-	return &executor.Op{
+	op := r.handled.takeReadOp()
+	*op = executor.Op{
 		Ctx:      r.ctx,
 		Check:    func() error { return checkInterrupt(r.ctx) },
 		NewGuard: func() *expr.Guard { return newGuard(r.ctx) },
@@ -125,15 +126,17 @@ func (h *Handler) readOp(r *request, coll string) *executor.Op {
 		Env:      newAggEnv(h, r, coll),
 		Txn:      r.storeTxn(),
 	}
+	return op
 }
 
 func (h *Handler) explainFind(r *request, v executor.Verbosity) (*executor.Explained, error) {
-	a, err := parseFind(h, r)
-	if err != nil {
+	var a findArgs
+	if err := parseFind(h, r, &a); err != nil {
 		return nil, err
 	}
 	c := h.deps.Store.Collection(r.db, a.coll)
-	return h.executor().ExplainFind(h.readOp(r, a.coll), c, a.spec(c), r.db+"."+a.coll, v)
+	spec := a.spec(c)
+	return h.executor().ExplainFind(h.readOp(r, a.coll), c, &spec, r.db+"."+a.coll, v)
 }
 
 func (h *Handler) explainCount(r *request, v executor.Verbosity) (*executor.Explained, error) {

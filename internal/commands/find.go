@@ -44,31 +44,32 @@ var findFields = []string{
 // of a ts range by itself), and mongodump still sends it.
 var findUnsupported = []string{"min", "max"}
 
-func parseFind(h *Handler, r *request) (*findArgs, error) {
-	a := &findArgs{}
+// parseFind reads r's find into a, which its callers keep on their
+// stacks: what outlives the command (a cursor) keeps a's parts.
+func parseFind(h *Handler, r *request, a *findArgs) error {
 	var err error
 	if a.coll, err = collectionArg(r); err != nil {
-		return nil, err
+		return err
 	}
 	if err = checkFields(r, findFields...); err != nil {
-		return nil, err
+		return err
 	}
 	for _, name := range findUnsupported {
 		if v, ok := bsonutil.Field(r.body, name); ok && v != false {
-			return nil, mongoerr.Newf(mongoerr.BadValue, "the find option '%s' is not supported by Mayfly", name)
+			return mongoerr.Newf(mongoerr.BadValue, "the find option '%s' is not supported by Mayfly", name)
 		}
 	}
 	if a.collation, err = h.requestCollation(r); err != nil {
-		return nil, err
+		return err
 	}
 	var lv letScope // parseShape keeps none of it
 	if err = h.readLet(r, &lv); err != nil {
-		return nil, err
+		return err
 	}
 	if err = a.parseShape(r, &lv); err != nil {
-		return nil, err
+		return err
 	}
-	return a, a.parseCounts(r)
+	return a.parseCounts(r)
 }
 
 func (a *findArgs) parseShape(r *request, lv *letScope) error {
@@ -79,7 +80,7 @@ func (a *findArgs) parseShape(r *request, lv *letScope) error {
 	if a.filter, err = lv.filter(f, a.collation); err != nil {
 		return err
 	}
-	a.filter = a.filter.Guarded(newGuard(r.ctx))
+	a.filter = guardFilter(r.ctx, a.filter)
 	s, err := optDoc(r, "sort")
 	if err != nil {
 		return err
@@ -137,15 +138,16 @@ func findNamespace(r *request, coll string) string {
 	if s, ok := r.body[0].Value.(string); ok && s == coll && coll != "" {
 		return r.namespace()
 	}
-	return r.db + "." + coll
+	return r.joinNamespace(coll)
 }
 
 func cmdFind(h *Handler, r *request) (bson.D, error) {
 	cursorContext(r)
-	a, err := parseFind(h, r)
-	if err != nil {
+	var args findArgs
+	if err := parseFind(h, r, &args); err != nil {
 		return nil, err
 	}
+	a := &args
 	ns := findNamespace(r, a.coll)
 	if h.localView(r.db, a.coll) {
 		return h.findLocal(r, a)
@@ -169,19 +171,20 @@ func cmdFind(h *Handler, r *request) (bson.D, error) {
 	a.refresh = h.refreshesOnRead(c)
 	src, err := h.findSource(r, c, a)
 	if err != nil {
-		return nil, mongoerr.CausedBy(findExecContext, err)
+		return nil, causedBy(findExecContext, err)
 	}
 	if a.limit > 0 {
 		src = paging.Limit(src, a.limit)
 	}
 	reply, err := h.requestCursorReply(r, ns, src, a.batchSize, a.singleBatch)
-	return reply, mongoerr.CausedBy(findExecContext, err)
+	return reply, causedBy(findExecContext, err)
 }
 
 // findSource chains scan → sort (unless the index provides the order) →
 // skip → limit → projection, as executor.PlanFind lays the stages out.
 func (h *Handler) findSource(r *request, c *docstore.Collection, a *findArgs) (cursor.Source, error) {
-	ex, err := h.executor().PlanFind(h.readOp(r, a.coll), c, a.spec(c))
+	spec := a.spec(c)
+	ex, err := h.executor().PlanFind(h.readOp(r, a.coll), c, &spec)
 	if err != nil {
 		return nil, err
 	}
@@ -206,9 +209,11 @@ func (h *Handler) findSource(r *request, c *docstore.Collection, a *findArgs) (c
 
 // spec is what the executor reads for the find a, over c. The projection
 // step refreshes each document whole before reshaping it when the
-// documents returned refresh their refreshOnRead dates.
-func (a *findArgs) spec(c *docstore.Collection) *executor.FindSpec {
-	s := &executor.FindSpec{
+// documents returned refresh their refreshOnRead dates. It is a value:
+// the executor keeps none of it but its parts, so it can stay on the
+// caller's stack.
+func (a *findArgs) spec(c *docstore.Collection) executor.FindSpec {
+	s := executor.FindSpec{
 		Filter: a.filter, Sort: a.sort, SortSpec: a.sortSpec, ProjSpec: a.projSpec,
 		Skip: a.skip, Limit: a.limit, Hint: a.hint, AllowDisk: a.allowDisk, Collation: a.collation,
 	}

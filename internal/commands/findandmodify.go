@@ -63,7 +63,7 @@ func (a *famArgs) parseQueryParts(r *request, lv *letScope, coll *collation.Coll
 	if a.filter, err = lv.filter(q, coll); err != nil {
 		return err
 	}
-	a.filter = a.filter.Guarded(newGuard(r.ctx))
+	a.filter = guardFilter(r.ctx, a.filter)
 	if s, err := optDoc(r, "sort"); err != nil {
 		return err
 	} else if len(s) > 0 {
@@ -115,7 +115,7 @@ func (a *famArgs) parseFlags(r *request, lv *letScope, coll *collation.Collation
 		}
 	}
 	a.mod, err = parseModifier(u, filters, lv, coll)
-	a.mod = writeops.Guarded(a.mod, newGuard(r.ctx))
+	a.mod = guardModifier(r.ctx, a.mod)
 	return err
 }
 
@@ -226,5 +226,5 @@ func famError(err error) error {
 	if err == nil || mongoerr.As(err).Code == mongoerr.DuplicateKey {
 		return err
 	}
-	return mongoerr.CausedBy(famExecContext, err)
+	return causedBy(famExecContext, err)
 }

@@ -103,7 +103,7 @@ func (h *Handler) documentsGetMore(r *request, c *cursor.Cursor, n int64) (bson.
 	batch, err := p.More(h.tailWait(r), n)
 	if err != nil {
 		h.deps.Cursors.Remove(c.ID)
-		return nil, mongoerr.CausedBy(getMoreExecContext, err)
+		return nil, causedBy(getMoreExecContext, err)
 	}
 	if !p.StaysOpen() {
 		h.deps.Cursors.Remove(c.ID)

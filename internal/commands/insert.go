@@ -22,6 +22,10 @@ type writeResult struct {
 	errors       bson.A
 	// withModified adds nModified (and upserted) to the reply, for update.
 	withModified bool
+	// replyArr is the array of the first reply, made with the result (a
+	// command makes one); replied says it has been taken.
+	replyArr [2 + replyRoom]bson.E
+	replied  bool
 }
 
 func (w *writeResult) fail(i int, err error) {
@@ -50,7 +54,11 @@ func failEach(n int, ordered bool, err error) *writeResult {
 }
 
 func (w *writeResult) reply(withModified bool) bson.D {
-	out := make(bson.D, 0, 2+replyRoom)
+	out := w.replyArr[:0]
+	if w.replied {
+		out = make(bson.D, 0, 2+replyRoom)
+	}
+	w.replied = true
 	out = append(out, bson.E{Key: "n", Value: int32(w.n)})
 	if withModified {
 		if len(w.upserted) > 0 {
@@ -67,11 +75,16 @@ func (w *writeResult) reply(withModified bool) bson.D {
 // statements reads a write command's array of statements and checks
 // MongoDB's batch size limits.
 func statements(r *request, field string) ([]bson.D, error) {
+	return appendStatements(nil, r, field)
+}
+
+// appendStatements is statements appended to dst.
+func appendStatements(dst []bson.D, r *request, field string) ([]bson.D, error) {
 	v, ok := bsonutil.Field(r.body, field)
 	if !ok {
 		return nil, mongoerr.Newf(mongoerr.Location40414, "BSON field '%s.%s' is missing but a required field", r.name, field)
 	}
-	docs, err := cmdargs.DocArray(r.name, field, v)
+	docs, err := cmdargs.AppendDocArray(dst, r.name, field, v)
 	if err != nil {
 		return nil, err
 	}
@@ -129,6 +142,12 @@ func isWriteArg(key string) bool {
 }
 
 func parseWriteArgs(r *request, field string, known ...string) (writeArgs, []bson.D, error) {
+	return parseWriteArgsInto(nil, r, field, known...)
+}
+
+// parseWriteArgsInto is parseWriteArgs with the statements appended to
+// dst: a writeCmd's stmtArr, which holds the usual one.
+func parseWriteArgsInto(dst []bson.D, r *request, field string, known ...string) (writeArgs, []bson.D, error) {
 	var a writeArgs
 	var err error
 	if a.coll, err = collectionArg(r); err != nil {
@@ -151,12 +170,13 @@ func parseWriteArgs(r *request, field string, known ...string) (writeArgs, []bso
 		a.opt.Durable = &docstore.Durability{}
 	}
 	a.opt.Txn = r.storeTxn()
-	stmts, err := statements(r, field)
+	stmts, err := appendStatements(dst, r, field)
 	return a, stmts, err
 }
 
 func cmdInsert(h *Handler, r *request) (bson.D, error) {
-	a, docs, err := parseWriteArgs(r, "documents")
+	w := r.handled.takeInsert()
+	a, docs, err := parseWriteArgsInto(w.stmtArr[:0], r, "documents")
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +197,7 @@ func cmdInsert(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &insertCmd{docs: docs}
+	w.docs = docs
 	w.start(h, r, a, rt, bypass, w)
 	c, _, err := h.getOrCreate(r, r.db, a.coll)
 	if err != nil && failsBatch(err) {
@@ -203,6 +223,10 @@ type insertCmd struct {
 	writeCmd
 	c    *docstore.Collection
 	docs []bson.D
+	// group1 is the room of the first group Gather makes: a group is
+	// answered before the next is gathered, and it serves one.
+	group1     writeops.InsertRun
+	group1Used bool
 }
 
 // Interrupted fails document i with the interrupt and stops there: the
@@ -217,7 +241,11 @@ func (w *insertCmd) Prior(int, bson.D) { w.res.n++ }
 
 // Gather groups the documents from i on for one batch.
 func (w *insertCmd) Gather(i int) (*writeops.Group, error) {
-	return w.run.InsertGroup(w.c, w.a.opt, w.a.ordered, i, len(w.docs), w.doc, w.inserted)
+	var into *writeops.InsertRun
+	if !w.group1Used { // the first group, an insertOne's only one
+		into, w.group1Used = &w.group1, true
+	}
+	return w.run.InsertGroup(into, w.c, w.a.opt, w.a.ordered, i, len(w.docs), w.doc, w)
 }
 
 // Alone is never called: InsertGroup's group is never empty, and an
@@ -236,5 +264,7 @@ func (w *insertCmd) doc(j int) (bson.D, error) {
 	return writeops.PrepareInsert(d)
 }
 
-// inserted counts a committed document.
-func (w *insertCmd) inserted(int) { w.res.n++ }
+// Committed counts a committed document (writeops.Committed: w itself
+// answers its groups, where the method value w.inserted was an
+// allocation per group).
+func (w *insertCmd) Committed(int) { w.res.n++ }

@@ -78,12 +78,13 @@ func (h *Handler) findLocal(r *request, a *findArgs) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := h.runAggregate(localRequest(r, a.coll, executor.FindStages(filter, stages.spec(nil)), a.batchSize, reverse), a.coll)
+	spec := stages.spec(nil)
+	out, err := h.runAggregate(localRequest(r, a.coll, executor.FindStages(filter, &spec), a.batchSize, reverse), a.coll)
 	if err != nil {
 		return nil, err
 	}
 	reply, err := h.requestCursorReply(r, r.db+"."+a.coll, out, a.batchSize, a.singleBatch)
-	return reply, mongoerr.CausedBy(findExecContext, err)
+	return reply, causedBy(findExecContext, err)
 }
 
 // naturalOrder takes a {$natural: ±1} sort out of a (the view's own

@@ -34,9 +34,15 @@ type maxTimeCtx struct {
 
 // newMaxTimeCtx is parent with a deadline d from now; release ends it.
 // Handler.run defers release itself: a CancelFunc (a method value) would
-// cost every command with maxTimeMS an allocation.
-func newMaxTimeCtx(parent context.Context, d time.Duration) *maxTimeCtx {
-	return &maxTimeCtx{Context: parent, deadline: time.Now().Add(d)}
+// cost every command with maxTimeMS an allocation. into, when not nil,
+// is a zero maxTimeCtx no one else uses, which it sets up instead of
+// allocating one.
+func newMaxTimeCtx(parent context.Context, d time.Duration, into *maxTimeCtx) *maxTimeCtx {
+	if into == nil {
+		into = new(maxTimeCtx)
+	}
+	into.Context, into.deadline = parent, time.Now().Add(d)
+	return into
 }
 
 func (c *maxTimeCtx) Deadline() (time.Time, bool) { return c.deadline, true }

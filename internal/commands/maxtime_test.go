@@ -10,7 +10,7 @@ import (
 // withDeadline returns parent with a deadline d from now, and the func
 // that ends it, as Handler.run makes and releases it.
 func withDeadline(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	c := newMaxTimeCtx(parent, d)
+	c := newMaxTimeCtx(parent, d, nil)
 	return c, c.release
 }
 

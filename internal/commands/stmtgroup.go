@@ -38,6 +38,9 @@ type writeCmd struct {
 	a   writeArgs
 	rt  *session.Txn
 	res writeResult
+	// stmtArr is the array of the command's statements when it has one,
+	// as drivers send most (parseWriteArgsInto).
+	stmtArr [1]bson.D
 }
 
 // start readies w to run r's statements, answered by stmts (the struct
@@ -93,13 +96,13 @@ func (h *Handler) gatherUpdates(r *request, a writeArgs, lv *letScope, stmts []b
 
 // groupableUpdate parses an update statement that may join a group: one
 // document, named by _id, with no sort and no hint.
-func (h *Handler) groupableUpdate(r *request, a writeArgs, lv *letScope, s bson.D) (*updateStmt, any, bool) {
+func (h *Handler) groupableUpdate(r *request, a writeArgs, lv *letScope, s bson.D) (updateStmt, any, bool) {
 	if !filtersByID(s) {
-		return nil, nil, false
+		return updateStmt{}, nil, false
 	}
 	st, err := h.parsedUpdate(r, a, lv, s)
 	if err != nil || st.multi || st.sort != nil || st.hint != nil {
-		return nil, nil, false
+		return updateStmt{}, nil, false
 	}
 	id, ok := writeops.IDOnly(filterDoc(s), st.filter)
 	return st, id, ok
@@ -175,5 +178,5 @@ func (h *Handler) groupableDelete(r *request, a writeArgs, lv *letScope, s bson.
 		return nil, nil, false
 	}
 	id, ok := writeops.IDOnly(filterDoc(s), f)
-	return f.Guarded(newGuard(r.ctx)), id, ok
+	return guardFilter(r.ctx, f), id, ok
 }

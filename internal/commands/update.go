@@ -41,33 +41,36 @@ func (st *updateStmt) write() *writeops.Update {
 
 var updateStmtFields = []string{"q", "u", "upsert", "multi", "arrayFilters", "hint", "collation", "c", "sort", "upsertSupplied"}
 
-func parseUpdateStmt(s bson.D, lv *letScope, dflt *collation.Collation) (*updateStmt, error) {
+// parseUpdateStmt parses statement s. The statement is a value, which
+// its callers keep on their stacks: they keep only its parts.
+func parseUpdateStmt(s bson.D, lv *letScope, dflt *collation.Collation) (updateStmt, error) {
+	var st updateStmt
 	for _, e := range s {
 		if !slices.Contains(updateStmtFields, e.Key) {
-			return nil, mongoerr.Newf(mongoerr.Location40415, "BSON field 'update.updates.%s' is an unknown field.", e.Key)
+			return st, mongoerr.Newf(mongoerr.Location40415, "BSON field 'update.updates.%s' is an unknown field.", e.Key)
 		}
 	}
 	coll, err := statementCollation(s, dflt)
 	if err != nil {
-		return nil, err
+		return st, err
 	}
-	st := &updateStmt{}
 	q, _ := bsonutil.Field(s, "q")
 	qd, ok := q.(bson.D)
 	if !ok {
-		return nil, mongoerr.New(mongoerr.Location40414, "BSON field 'update.updates.q' is missing but a required field")
+		return st, mongoerr.New(mongoerr.Location40414, "BSON field 'update.updates.q' is missing but a required field")
 	}
 	if st.filter, err = lv.filter(qd, coll); err != nil {
-		return nil, err
+		return st, err
 	}
 	if err := st.parseFlags(s); err != nil {
-		return nil, err
+		return st, err
 	}
 	if err := st.parseSort(s); err != nil {
-		return nil, err
+		return st, err
 	}
 	st.sort = collatedSort(st.sort, coll)
-	return st, st.parseMod(s, lv, coll)
+	err = st.parseMod(s, lv, coll)
+	return st, err
 }
 
 // parseSort reads the statement's sort, which only a single-document
@@ -90,23 +93,32 @@ func (st *updateStmt) parseSort(s bson.D) error {
 	return err
 }
 
+// parseFlags reads upsert, multi and hint. (Pointers to st's flags, as
+// a loop over them would take, would move st to the heap.)
 func (st *updateStmt) parseFlags(s bson.D) error {
-	for _, f := range []struct {
-		name string
-		dst  *bool
-	}{{"upsert", &st.upsert}, {"multi", &st.multi}} {
-		v, ok := bsonutil.Field(s, f.name)
-		if !ok {
-			continue
-		}
-		b, isBool := v.(bool)
-		if !isBool {
-			return wrongType("update.updates", f.name, v, "bool")
-		}
-		*f.dst = b
+	var err error
+	if st.upsert, err = stmtFlag(s, "upsert"); err != nil {
+		return err
+	}
+	if st.multi, err = stmtFlag(s, "multi"); err != nil {
+		return err
 	}
 	st.hint, _ = bsonutil.Field(s, "hint")
 	return nil
+}
+
+// stmtFlag reads the bool field name of update statement s (false when
+// it is absent).
+func stmtFlag(s bson.D, name string) (bool, error) {
+	v, ok := bsonutil.Field(s, name)
+	if !ok {
+		return false, nil
+	}
+	b, isBool := v.(bool)
+	if !isBool {
+		return false, wrongType("update.updates", name, v, "bool")
+	}
+	return b, nil
 }
 
 func (st *updateStmt) parseMod(s bson.D, lv *letScope, coll *collation.Collation) error {
@@ -132,7 +144,8 @@ func (st *updateStmt) parseMod(s bson.D, lv *letScope, coll *collation.Collation
 }
 
 func cmdUpdate(h *Handler, r *request) (bson.D, error) {
-	a, stmts, err := parseWriteArgs(r, "updates")
+	u := r.handled.takeUpdate()
+	a, stmts, err := parseWriteArgsInto(u.stmtArr[:0], r, "updates")
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +162,7 @@ func cmdUpdate(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	u := &updateCmd{stmts: stmts}
+	u.stmts = stmts
 	if err := h.readLet(r, &u.let); err != nil {
 		return nil, err
 	}
@@ -250,17 +263,15 @@ func (h *Handler) writeOp(r *request) writeops.Op {
 }
 
 // parsedUpdate is statement s, ready to run in r.
-func (h *Handler) parsedUpdate(r *request, a writeArgs, lv *letScope, s bson.D) (*updateStmt, error) {
+func (h *Handler) parsedUpdate(r *request, a writeArgs, lv *letScope, s bson.D) (updateStmt, error) {
 	st, err := parseUpdateStmt(s, lv, h.defaultCollation(r.db, a.coll))
 	if err != nil {
-		return nil, err
+		return st, err
 	}
-	if m, ok := st.mod.(writeops.OperatorModifier); ok && a.keepEmptyTs {
-		m.KeepEmptyTimestamps = true
-		st.mod = m
+	if a.keepEmptyTs {
+		st.mod = writeops.KeepEmptyTimestamps(st.mod)
 	}
-	g := newGuard(r.ctx)
-	st.filter, st.mod = st.filter.Guarded(g), writeops.Guarded(st.mod, g)
+	st.filter, st.mod = guardFilter(r.ctx, st.filter), guardModifier(r.ctx, st.mod)
 	return st, nil
 }
 

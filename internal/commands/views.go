@@ -88,7 +88,7 @@ func (h *Handler) readView(r *request, name string, v *executor.View, extra bson
 		return nil, err
 	}
 	reply, err := h.requestCursorReply(r, r.db+"."+name, out, batchSize, singleBatch)
-	return reply, mongoerr.CausedBy(aggregateExecContext, err)
+	return reply, causedBy(aggregateExecContext, err)
 }
 
 // runAggregate parses and starts a collection aggregate.
@@ -102,7 +102,7 @@ func (h *Handler) runAggregate(r *request, coll string) (aggregate.Iterator, err
 		return nil, err
 	}
 	out, err := p.Run(paging.Interruptible(in, r.ctx, checkInterrupt), newAggEnv(h, r, coll))
-	return out, mongoerr.CausedBy(aggregateExecContext, err)
+	return out, causedBy(aggregateExecContext, err)
 }
 
 // viewReadOptions refuses what a read through a view cannot honour, as
@@ -138,7 +138,8 @@ func (h *Handler) findOnView(r *request, a *findArgs, v *executor.View) (bson.D,
 	if err != nil {
 		return nil, err
 	}
-	return h.readView(r, a.coll, v, executor.FindStages(filter, a.spec(nil)), a.batchSize, a.singleBatch)
+	spec := a.spec(nil)
+	return h.readView(r, a.coll, v, executor.FindStages(filter, &spec), a.batchSize, a.singleBatch)
 }
 
 // viewMatching runs the view v's pipeline, then a $match of q.

@@ -1,6 +1,8 @@
 package query
 
 import (
+	"strings"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
@@ -20,16 +22,40 @@ type Filter struct {
 	// usesExpr is whether the filter has a $expr anywhere (Guarded), kept
 	// so that a filter without its spec (Lean) still knows.
 	usesExpr bool
+	// inlineRoot says that root was allocated with the Filter
+	// (newEqualityFilter), and so keeps it and its spec alive.
+	inlineRoot bool
 }
 
 // NewFilter parses and validates a query filter. Errors are
 // *mongoerr.Error values carrying MongoDB's code and message.
 func NewFilter(filter bson.D) (*Filter, error) {
+	if len(filter) == 1 && !strings.HasPrefix(filter[0].Key, "$") && isEquality(filter[0].Value) {
+		return newEqualityFilter(filter)
+	}
 	root, err := parseFilterDoc(filter, levelTop)
 	if err != nil {
 		return nil, err
 	}
 	return &Filter{root: root, spec: filter, usesExpr: hasExpr(filter)}, nil
+}
+
+// equalityFilter is a Filter of one equality and its one node, in one
+// allocation: the usual filter ({_id: v}, {token: v}).
+type equalityFilter struct {
+	f    Filter
+	node fieldNode
+}
+
+// newEqualityFilter is NewFilter of {name: v}, a plain equality, as
+// parseFilterDoc would parse it.
+func newEqualityFilter(filter bson.D) (*Filter, error) {
+	b := new(equalityFilter)
+	if err := b.node.initEquality(filter[0].Key, filter[0].Value); err != nil {
+		return nil, err
+	}
+	b.f = Filter{root: &b.node, spec: filter, usesExpr: hasExpr(filter), inlineRoot: true}
+	return &b.f, nil
 }
 
 // Match reports whether doc matches the filter. A $expr that fails to
@@ -101,6 +127,13 @@ func (f *Filter) Lean() *Filter {
 	}
 	out := *f
 	out.spec, out.plain = nil, nil
+	if n, ok := f.root.(*fieldNode); ok && f.inlineRoot {
+		// A root allocated with f would keep f, and its spec, alive: the
+		// lean filter gets a node of its own, parsed as f's was.
+		if own, err := newEqualityNode(n.name, n.cmp.rhs[0]); err == nil {
+			out.root, out.inlineRoot = own, false
+		}
+	}
 	return &out
 }
 
@@ -188,6 +221,10 @@ type fieldNode struct {
 	path []string
 	op   fieldOp
 	one  [1]string // path's array when it has one component
+	cmp  cmpOp     // op's comparison for a plain equality (newEqualityNode)
+	// pred is the predicate of op when it is a comparison (Path empty
+	// when not): a filter of this one field returns it as its only one.
+	pred [1]Predicate
 }
 
 func (n *fieldNode) matches(doc bson.D, c *matchCtx) bool {

@@ -24,6 +24,10 @@ func (f *Filter) Guarded(g *expr.Guard) *Filter {
 	return &out
 }
 
+// UsesExpr reports whether the filter has a $expr anywhere: only then
+// does Guarded use its Guard, so a caller can spare making one.
+func (f *Filter) UsesExpr() bool { return f.usesExpr }
+
 // HasExpr reports whether a filter document uses $expr anywhere: only
 // then does the filter read variables.
 func HasExpr(filter bson.D) bool { return hasExpr(filter) }

@@ -100,14 +100,16 @@ const (
 // cmpOp is $eq, $lt, $lte, $gt, $gte and plain equality.
 type cmpOp struct {
 	kind cmpKind
-	rhs  any
+	// rhs is the operand, in an array so that the filter's Predicate can
+	// have it as Values without a slice of its own.
+	rhs [1]any
 }
 
 func (o *cmpOp) atPath(doc bson.D, path []string, c *matchCtx) bool {
 	return leafAt(doc, path, true, c, o)
 }
 
-func (o *cmpOp) single(v any, _ *matchCtx) bool { return compareMatch(o.kind, v, o.rhs) }
+func (o *cmpOp) single(v any, _ *matchCtx) bool { return compareMatch(o.kind, v, o.rhs[0]) }
 
 // compareMatch is ComparisonMatchExpressionBase::matchesSingleElement:
 // values of different canonical types never compare, except that a missing

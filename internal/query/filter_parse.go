@@ -22,6 +22,9 @@ const (
 
 // parseFilterDoc parses a filter document: an implicit AND of its fields.
 func parseFilterDoc(d bson.D, lvl parseLevel) (node, error) {
+	if len(d) == 1 { // the usual: no andNode to hold one field
+		return parseOnly(d[0], lvl)
+	}
 	nodes := make(andNode, 0, len(d))
 	for _, e := range d {
 		n, err := parseFilterElem(e, lvl)
@@ -38,9 +41,24 @@ func parseFilterDoc(d bson.D, lvl parseLevel) (node, error) {
 	return nodes, nil
 }
 
+// parseOnly is parseFilterDoc of a document of one field e.
+func parseOnly(e bson.E, lvl parseLevel) (node, error) {
+	n, err := parseFilterElem(e, lvl)
+	switch {
+	case err != nil:
+		return nil, err
+	case n == nil: // {$comment: ...}: matches everything
+		return andNode{}, nil
+	}
+	return n, nil
+}
+
 func parseFilterElem(e bson.E, lvl parseLevel) (node, error) {
 	if strings.HasPrefix(e.Key, "$") {
 		return parsePathless(e, lvl)
+	}
+	if isEquality(e.Value) {
+		return newEqualityNode(e.Key, e.Value)
 	}
 	op, err := parseFieldValue(e.Key, e.Value, lvl)
 	if err != nil {
@@ -49,17 +67,58 @@ func parseFilterElem(e bson.E, lvl parseLevel) (node, error) {
 	return newFieldNode(e.Key, op), nil
 }
 
-// newFieldNode is the node of {name: op}. A path of one component, the
-// usual, is kept in the node itself: strings.Split would allocate it.
+// isEquality reports whether {name: v} is a plain equality: v is neither
+// an operator document nor a regex (parseFieldValue).
+func isEquality(v any) bool {
+	if d, ok := asDoc(v); ok && isOperatorDoc(d, false) {
+		return false
+	}
+	_, isRe := v.(bson.Regex)
+	return !isRe
+}
+
+// newEqualityNode is newFieldNode of {name: v}'s equality, with the
+// comparison kept in the node: one allocation for the usual filter field.
+func newEqualityNode(name string, v any) (*fieldNode, error) {
+	n := new(fieldNode)
+	if err := n.initEquality(name, v); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// initEquality makes the zero n the node of {name: v}'s equality.
+func (n *fieldNode) initEquality(name string, v any) error {
+	if err := checkComparison(cmpEQ, name, v); err != nil {
+		return err
+	}
+	n.name, n.cmp = name, cmpOp{kind: cmpEQ, rhs: [1]any{v}}
+	n.setOp(&n.cmp)
+	return nil
+}
+
+// newFieldNode is the node of {name: op}.
 func newFieldNode(name string, op fieldOp) *fieldNode {
-	n := &fieldNode{name: name, op: op}
-	if strings.Contains(name, ".") {
-		n.path = strings.Split(name, ".")
+	n := &fieldNode{name: name}
+	n.setOp(op)
+	return n
+}
+
+// setOp sets the node's operator, and its path from name. A path of one
+// component, the usual, is kept in the node itself: strings.Split would
+// allocate it. A comparison's predicate is made here for the same reason
+// (Filter.predicates).
+func (n *fieldNode) setOp(op fieldOp) {
+	n.op = op
+	if strings.Contains(n.name, ".") {
+		n.path = strings.Split(n.name, ".")
 	} else {
-		n.one[0] = name
+		n.one[0] = n.name
 		n.path = n.one[:]
 	}
-	return n
+	if c, ok := op.(*cmpOp); ok {
+		n.pred[0], _ = predicateOf(n.name, c)
+	}
 }
 
 // parseFieldValue parses the value of {name: value}: an operator document,

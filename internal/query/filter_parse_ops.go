@@ -27,6 +27,9 @@ func parseOperators(name string, d bson.D, lvl parseLevel) (fieldOp, error) {
 	if isNearOperator(d[0].Key) {
 		return nil, geoUnsupported(d[0].Key)
 	}
+	if len(d) == 1 { // the usual: no andOp to hold one operator
+		return parseOperator(opArgs{name: name, e: d[0], ctx: d, lvl: lvl})
+	}
 	ops := make(andOp, 0, len(d))
 	for _, e := range d {
 		op, err := parseOperator(opArgs{name: name, e: e, ctx: d, lvl: lvl})
@@ -103,13 +106,21 @@ func parseCmp(a opArgs) (fieldOp, error) {
 // equality may take a regex (matched as a value, not as a pattern), and
 // nothing compares to undefined.
 func newComparison(kind cmpKind, name string, v any) (*cmpOp, error) {
+	if err := checkComparison(kind, name, v); err != nil {
+		return nil, err
+	}
+	return &cmpOp{kind: kind, rhs: [1]any{v}}, nil
+}
+
+// checkComparison is newComparison's validation alone.
+func checkComparison(kind cmpKind, name string, v any) error {
 	if _, isRe := v.(bson.Regex); isRe && kind != cmpEQ {
-		return nil, mongoerr.Newf(mongoerr.BadValue, "Can't have RegEx as arg to predicate over field '%s'.", name)
+		return mongoerr.Newf(mongoerr.BadValue, "Can't have RegEx as arg to predicate over field '%s'.", name)
 	}
 	if _, isUndef := v.(bson.Undefined); isUndef {
-		return nil, mongoerr.New(mongoerr.BadValue, "cannot compare to undefined")
+		return mongoerr.New(mongoerr.BadValue, "cannot compare to undefined")
 	}
-	return &cmpOp{kind: kind, rhs: v}, nil
+	return nil
 }
 
 func parseNe(a opArgs) (fieldOp, error) {

@@ -70,6 +70,9 @@ func (f *Filter) KeyedPredicates() []Predicate { return f.predicates(false) }
 func (f *Filter) Collation() Collator { return f.coll }
 
 func (f *Filter) predicates(noStrings bool) []Predicate {
+	if n, ok := f.root.(*fieldNode); ok && n.pred[0].Path != "" {
+		return n.predicates(noStrings)
+	}
 	var out []Predicate
 	add := func(name string, op fieldOp) {
 		if p, ok := predicateOf(name, op); ok && !(noStrings && p.HasString()) {
@@ -88,6 +91,15 @@ func (f *Filter) predicates(noStrings bool) []Predicate {
 		add(n.name, n.op)
 	})
 	return out
+}
+
+// predicates is Filter.predicates of a filter whose one field is n and
+// has a predicate: a view of n's, capped so that an append copies.
+func (n *fieldNode) predicates(noStrings bool) []Predicate {
+	if noStrings && n.pred[0].HasString() {
+		return nil
+	}
+	return n.pred[:]
 }
 
 // Equalities returns the filter's top-level equality conditions as a
@@ -139,7 +151,7 @@ func flattenOps(op fieldOp) []fieldOp {
 func equalityOf(op fieldOp) (any, bool) {
 	switch x := op.(type) {
 	case *cmpOp:
-		return x.rhs, x.kind == cmpEQ
+		return x.rhs[0], x.kind == cmpEQ
 	case *inOp:
 		if len(x.eqs) == 1 && len(x.regexes) == 0 {
 			return x.eqs[0], true
@@ -151,7 +163,9 @@ func equalityOf(op fieldOp) (any, bool) {
 func predicateOf(path string, op fieldOp) (Predicate, bool) {
 	switch x := op.(type) {
 	case *cmpOp:
-		return Predicate{Path: path, Op: cmpNames[x.kind], Values: []any{x.rhs}}, true
+		// Values is a view of the filter's operand, capped so that an
+		// append copies; no one writes into a Predicate's Values.
+		return Predicate{Path: path, Op: cmpNames[x.kind], Values: x.rhs[:]}, true
 	case *inOp:
 		if len(x.regexes) == 0 {
 			return Predicate{Path: path, Op: OpIn, Values: slices.Clone(x.eqs)}, true

@@ -18,6 +18,12 @@ type applier struct {
 	// placed is a lower bound on the BSON size of what this update has put
 	// in the document (see place).
 	placed int
+	// states holds the states of the walk's first levels (enter), and
+	// path the fields they have taken: a walk is a stack, and these save
+	// it an allocation per level.
+	states [3]state
+	depth  int
+	path   [4]string
 }
 
 // Apply returns the updated document (doc itself is not modified) and
@@ -26,9 +32,20 @@ func (u *Update) Apply(doc bson.D, ctx Context) (bson.D, bool, error) {
 	if u.replacement != nil {
 		return u.applyReplacement(doc, ctx)
 	}
-	a := &applier{u: u, ctx: ctx, rootDoc: mdoc{d: append(bson.D(nil), doc...)}}
+	if u.spareTaken.Swap(true) {
+		return u.applyOperators(new(applier), doc, ctx)
+	}
+	out, changed, err := u.applyOperators(&u.spare, doc, ctx)
+	u.spare = applier{} // the Update may live on: it keeps nothing of doc
+	return out, changed, err
+}
+
+// applyOperators is Apply of an operator update with a, a zero applier
+// no one else uses.
+func (u *Update) applyOperators(a *applier, doc bson.D, ctx Context) (bson.D, bool, error) {
+	*a = applier{u: u, ctx: ctx, rootDoc: mdoc{d: append(bson.D(nil), doc...)}}
 	a.root = &a.rootDoc
-	if err := u.root.apply(a, &state{elem: a.root}); err != nil {
+	if err := u.root.apply(a, &state{elem: a.root, taken: a.path[:0]}); err != nil {
 		return nil, false, err
 	}
 	if !a.changed {
@@ -84,11 +101,35 @@ func (n *objNode) applyChildren(a *applier, st *state, pos string) error {
 }
 
 func applyChild(a *applier, st *state, child node, field string) error {
-	if err := child.apply(a, st.child(field)); err != nil {
+	err := child.apply(a, a.enter(st, field))
+	a.depth--
+	if err != nil {
 		return err
 	}
 	st.resync()
 	return nil
+}
+
+// enter is st.child(field) for the walk, which leaves it (depth--) once
+// the child has been applied. The child's state is the applier's for
+// the first levels. Its taken extends st's in place rather than in a
+// copy: only the deepest state of the walk is live, and what keeps a
+// path past its state (errors, mergeNodes) copies it.
+func (a *applier) enter(st *state, field string) *state {
+	var c *state
+	if a.depth < len(a.states) {
+		c = &a.states[a.depth]
+	} else {
+		c = new(state)
+	}
+	a.depth++
+	*c = *st
+	c.create = clip(st.create)
+	if len(c.create) == 0 && c.advance(field) {
+		return c
+	}
+	c.create = append(c.create, field)
+	return c
 }
 
 func joinParts(st *state) []string {

@@ -22,8 +22,9 @@ type removal struct{}
 // leafNode applies a modifier the way MongoDB's ModifierNode does.
 type leafNode struct {
 	mod            modifier
-	insertOnly     bool // $setOnInsert
-	allowNonViable bool // $unset: a missing path is never an error
+	set            setMod // mod of a $set or $setOnInsert leaf (newSetLeaf)
+	insertOnly     bool   // $setOnInsert
+	allowNonViable bool   // $unset: a missing path is never an error
 }
 
 func (l *leafNode) apply(a *applier, st *state) error {

@@ -9,8 +9,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
-// leafParser builds the leaf for one field of one operator.
-type leafParser func(field string, v any) (*leafNode, error)
+// leafParser makes l, a zero leaf, the leaf for one field of one
+// operator. (The caller allocates the leaf: Update.newLeaf.)
+type leafParser func(l *leafNode, field string, v any) error
 
 // operator returns the parser for an update operator, or nil if unknown;
 // comparing operators compare under coll (nil: binary).
@@ -19,12 +20,11 @@ func operator(name string, coll query.Collator) leafParser {
 	case "$set":
 		return parseSet
 	case "$setOnInsert":
-		return func(_ string, v any) (*leafNode, error) {
-			return &leafNode{mod: setMod{val: v}, insertOnly: true}, nil
-		}
+		return parseSetOnInsert
 	case "$unset":
-		return func(string, any) (*leafNode, error) {
-			return &leafNode{mod: unsetMod{}, allowNonViable: true}, nil
+		return func(l *leafNode, _ string, _ any) error {
+			l.mod, l.allowNonViable = unsetMod{}, true
+			return nil
 		}
 	case "$min", "$max":
 		isMax, cmp := name == "$max", comparator(coll)
@@ -60,10 +60,29 @@ func arrayOperator(name string, coll query.Collator) leafParser {
 
 // parseSet is $set's leafParser: a plain func, where simple would make
 // a closure for every $set parsed.
-func parseSet(_ string, v any) (*leafNode, error) { return &leafNode{mod: setMod{val: v}}, nil }
+func parseSet(l *leafNode, _ string, v any) error {
+	l.setTo(v)
+	return nil
+}
+
+func parseSetOnInsert(l *leafNode, _ string, v any) error {
+	l.setTo(v)
+	l.insertOnly = true
+	return nil
+}
+
+// setTo makes l set v. Its modifier is the leaf's own set field: a
+// setMod boxed in the interface would be an allocation of its own.
+func (l *leafNode) setTo(v any) {
+	l.set = setMod{val: v}
+	l.mod = &l.set
+}
 
 func simple(f func(any) modifier) leafParser {
-	return func(_ string, v any) (*leafNode, error) { return &leafNode{mod: f(v)}, nil }
+	return func(l *leafNode, _ string, v any) error {
+		l.mod = f(v)
+		return nil
+	}
 }
 
 func checked(f func(any) (modifier, error)) leafParser {
@@ -71,12 +90,10 @@ func checked(f func(any) (modifier, error)) leafParser {
 }
 
 func withField(f func(string, any) (modifier, error)) leafParser {
-	return func(field string, v any) (*leafNode, error) {
+	return func(l *leafNode, field string, v any) error {
 		m, err := f(field, v)
-		if err != nil {
-			return nil, err
-		}
-		return &leafNode{mod: m}, nil
+		l.mod = m
+		return err
 	}
 }
 
@@ -121,16 +138,32 @@ func (u *Update) parseFields(op bson.E, add func(bson.E) error) error {
 }
 
 // addLeaf is MongoDB's UpdateObjectNode::parseAndMerge for one path.
+// The tree keeps the components (strings), not their slice, which can
+// therefore be an array here.
 func (u *Update) addLeaf(path string, v any, parse leafParser) error {
-	parts, err := checkUpdatePath(path)
+	var buf [8]string
+	parts, err := appendPath(buf[:0], path)
+	if err == nil {
+		err = checkPositional(parts, path)
+	}
 	if err != nil {
 		return err
 	}
-	leaf, err := parse(path, v)
-	if err != nil {
+	leaf := u.newLeaf()
+	if err := parse(leaf, path, v); err != nil {
 		return err
 	}
 	return u.insert(parts, path, leaf)
+}
+
+// newLeaf is a zero leaf for the tree: the Update's own first one (most
+// updates have one), then one of its own each.
+func (u *Update) newLeaf() *leafNode {
+	if !u.leaf1Used {
+		u.leaf1Used = true
+		return &u.leaf1
+	}
+	return new(leafNode)
 }
 
 func checkUpdatePath(path string) ([]string, error) {
@@ -204,6 +237,7 @@ func isInternal(n node) bool {
 func (u *Update) childName(parts []string, i int, path string) (string, error) {
 	p := parts[i]
 	if !isArrayFilter(p) {
+		u.positional = u.positional || isPositional(p)
 		return p, nil
 	}
 	if i == 0 {

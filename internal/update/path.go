@@ -8,18 +8,26 @@ import (
 
 // splitPath splits a dotted update path, rejecting empty components as
 // MongoDB's fieldchecker::isUpdatable does.
-func splitPath(path string) ([]string, error) {
+func splitPath(path string) ([]string, error) { return appendPath(nil, path) }
+
+// appendPath is splitPath appending the components to dst, so that a
+// caller that keeps none of them can split into an array of its own.
+func appendPath(dst []string, path string) ([]string, error) {
 	if path == "" {
 		return nil, errf(codeEmptyFieldName, "An empty update path is not valid.")
 	}
-	parts := strings.Split(path, ".")
-	for _, p := range parts {
+	for rest := path; ; {
+		p, after, more := strings.Cut(rest, ".")
 		if p == "" {
 			return nil, errf(codeEmptyFieldName,
 				"The update path '%s' contains an empty field name, which is not allowed.", path)
 		}
+		dst = append(dst, p)
+		if !more {
+			return dst, nil
+		}
+		rest = after
 	}
-	return parts, nil
 }
 
 func isPositional(part string) bool { return part == "$" }

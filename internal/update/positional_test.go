@@ -56,3 +56,24 @@ func TestPositional(t *testing.T) {
 			msg: "Update created a conflict at 'a.0.p'"},
 	})
 }
+
+// UsesPositional is true exactly when a path has "$", which is when
+// Apply reads Context.Positional.
+func TestUsesPositional(t *testing.T) {
+	for update, want := range map[string]bool{
+		`{"$set": {"a.$": 9}}`:                       true,
+		`{"$inc": {"a.$.b": 5, "c": 1}}`:             true,
+		`{"$set": {"a": 9}}`:                         false,
+		`{"$set": {"a.$[].b": 0}}`:                   false,
+		`{"$set": {"a.0.b": 0}, "$unset": {"c": 1}}`: false,
+		`{"a": 1}`: false,
+	} {
+		u, err := Parse(ej(t, update), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", update, err)
+		}
+		if got := u.UsesPositional(); got != want {
+			t.Errorf("%s: UsesPositional = %v, want %v", update, got, want)
+		}
+	}
+}

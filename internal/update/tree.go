@@ -24,6 +24,9 @@ type namedNode struct {
 type objNode struct {
 	children   []namedNode
 	positional node
+	// first is the children's array while there is one: most updates
+	// set one field per level, and the root is made with the Update.
+	first [1]namedNode
 }
 
 // arrNode holds children keyed by array filter identifier; "" is $[].
@@ -57,6 +60,9 @@ func (n *objNode) setChild(name string, c node) {
 	if isPositional(name) {
 		n.positional = c
 		return
+	}
+	if n.children == nil {
+		n.children = n.first[:0]
 	}
 	n.children = insertChild(n.children, name, c)
 }

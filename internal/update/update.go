@@ -1,6 +1,7 @@
 package update
 
 import (
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -16,6 +17,16 @@ type Update struct {
 	filters     map[string]*arrayFilter
 	source      bson.D
 	coll        query.Collator // nil: binary comparisons
+	positional  bool           // a path has the positional "$" (UsesPositional)
+	// leaf1 is the tree's first leaf, made with the Update (newLeaf).
+	leaf1     leafNode
+	leaf1Used bool
+	// spare is the applier of the Update's first Apply, made with it:
+	// most updates apply to one document. spareTaken claims it, since
+	// Apply may run concurrently; it serves one Apply only, and is
+	// zeroed after it.
+	spare      applier
+	spareTaken atomic.Bool
 }
 
 // Context is what Apply needs to know about the operation in progress.
@@ -27,6 +38,11 @@ type Context struct {
 	// replacement as given (the bypassEmptyTsReplacement field).
 	KeepEmptyTimestamps bool
 }
+
+// UsesPositional reports whether a path of the update has the positional
+// "$": only then does Apply read Context.Positional, so a caller need not
+// find the array index the query matched for any other update.
+func (u *Update) UsesPositional() bool { return u.positional }
 
 // IsReplacement reports whether the update replaces whole documents.
 func (u *Update) IsReplacement() bool { return u.replacement != nil }

@@ -69,7 +69,7 @@ func (o Op) modifyFound(c *docstore.Collection, w *FindAndModify, doc bson.D, fo
 	if doc == nil {
 		return docstore.Change{}, nil
 	}
-	ok, pos := w.Filter.MatchPositional(doc)
+	ok, pos := matchFor(w.Filter, w.Mod, doc)
 	if !ok {
 		return docstore.Change{}, nil
 	}

@@ -136,7 +136,7 @@ func (s *Runner) ByIDGroup(c *docstore.Collection, opt docstore.WriteOptions, fi
 	if len(g.stmts) == 0 {
 		return nil
 	}
-	return &Group{done: done, commit: commitFunc(func() ([]error, int) {
+	return &Group{done: CommittedFunc(done), commit: commitFunc(func() ([]error, int) {
 		errs := make([]error, len(g.stmts))
 		n, err := g.run(s, c, opt, first)
 		if err == nil {

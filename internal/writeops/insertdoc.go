@@ -41,24 +41,27 @@ const maxStorageDepth = 180
 
 // nestingDepth counts the levels of non-empty documents and arrays in v,
 // the document itself included; empty ones do not count, as in MongoDB.
+// (The values of a document are walked in place: gathering them in a
+// slice, as arrays already are, cost every insert an allocation.)
 func nestingDepth(v any) int {
-	var children []any
+	deepest := 0
 	switch x := v.(type) {
 	case bson.D:
+		if len(x) == 0 {
+			return 0
+		}
 		for _, e := range x {
-			children = append(children, e.Value)
+			deepest = max(deepest, nestingDepth(e.Value))
 		}
 	case bson.A:
-		children = x
+		if len(x) == 0 {
+			return 0
+		}
+		for _, c := range x {
+			deepest = max(deepest, nestingDepth(c))
+		}
 	default:
 		return 0
-	}
-	if len(children) == 0 {
-		return 0
-	}
-	deepest := 0
-	for _, c := range children {
-		deepest = max(deepest, nestingDepth(c))
 	}
 	return 1 + deepest
 }

@@ -11,9 +11,16 @@ import (
 // gives ready to insert (or its error, which ends the group in its
 // place), or in a retry the record of one that ran before. done answers
 // a committed statement. The group is never empty: statement i is not
-// one a retry found.
-func (s *Runner) InsertGroup(c *docstore.Collection, opt docstore.WriteOptions, ordered bool, i, n int, doc func(j int) (bson.D, error), done func(k int)) (*Group, error) {
-	g := &insertRun{c: c, ordered: ordered}
+// one a retry found. The group is made in into, a zero InsertRun no
+// other group uses, or a new one when into is nil.
+func (s *Runner) InsertGroup(into *InsertRun, c *docstore.Collection, opt docstore.WriteOptions, ordered bool, i, n int, doc func(j int) (bson.D, error), done Committed) (*Group, error) {
+	var g *insertRun
+	if into != nil {
+		g = &into.run
+	} else {
+		g = new(insertRun)
+	}
+	g.c, g.ordered = c, ordered
 	g.stmts, g.recs, g.docs = g.stmt1[:0], g.rec1[:0], g.doc1[:0]
 	for j := i; j < n && len(g.docs) < docstore.InsertGroupDocs; j++ {
 		if j > i {
@@ -38,6 +45,11 @@ func (s *Runner) InsertGroup(c *docstore.Collection, opt docstore.WriteOptions, 
 	return &g.group, nil
 }
 
+// InsertRun is the room of one insert group (InsertGroup), for a caller
+// that allocates it with something of its own. The group lives in it
+// until the Runner has answered its statements.
+type InsertRun struct{ run insertRun }
+
 // insertRun is a group of inserts into one collection.
 type insertRun struct {
 	c       *docstore.Collection
@@ -45,13 +57,16 @@ type insertRun struct {
 	docs    []docstore.GroupDoc
 	stmts   []insertStmt
 	recs    []bson.D // by statement: its record, when a retry found one
-	// group is the run's Group, and stmt1, rec1 and doc1 the room of
-	// a run of one statement (an insertOne): with them the run is one
-	// allocation. Nothing is reused: the run is made per group.
+	// group is the run's Group, and stmt1, rec1, doc1 and err1 the room
+	// of a run of one statement (an insertOne): with them the run is one
+	// allocation. Nothing is reused: the run is made per group and
+	// commits once, and the Runner reads the errors commit returns
+	// before it drops the group.
 	group Group
 	stmt1 [1]insertStmt
 	rec1  [1]bson.D
 	doc1  [1]docstore.GroupDoc
+	err1  [1]error
 }
 
 // insertStmt is one statement of an insertRun: its document's index in
@@ -70,7 +85,11 @@ func (g *insertRun) commit() ([]error, int) {
 	if len(g.docs) > 0 {
 		docErrs, attempted = g.c.InsertGroup(g.docs, g.ordered)
 	}
-	errs := make([]error, len(g.stmts))
+	errs := g.err1[:0]
+	if len(g.stmts) > len(g.err1) {
+		errs = make([]error, 0, len(g.stmts))
+	}
+	errs = errs[:len(g.stmts)]
 	for k, st := range g.stmts {
 		if st.doc < 0 {
 			errs[k] = st.err

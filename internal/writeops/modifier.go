@@ -25,20 +25,40 @@ type Modifier interface {
 }
 
 // OperatorModifier is an update of operators or a replacement document.
+// It is one pointer, so that a Modifier holds it without an allocation.
 type OperatorModifier struct {
 	Update *update.Update
-	// KeepEmptyTimestamps is bypassEmptyTsReplacement: top-level
-	// Timestamp(0, 0) values are stored as given.
-	KeepEmptyTimestamps bool
 }
 
 // Apply implements Modifier.
 func (m OperatorModifier) Apply(doc bson.D, pos int, isInsert bool, now time.Time) (bson.D, bool, error) {
-	return m.Update.Apply(doc, update.Context{Now: now, IsInsert: isInsert, Positional: pos, KeepEmptyTimestamps: m.KeepEmptyTimestamps})
+	return m.Update.Apply(doc, update.Context{Now: now, IsInsert: isInsert, Positional: pos})
 }
 
 // Replacement implements Modifier.
 func (m OperatorModifier) Replacement() bool { return m.Update.IsReplacement() }
+
+// KeepEmptyTimestamps is m with bypassEmptyTsReplacement: top-level
+// Timestamp(0, 0) values are stored as given. It changes only an
+// OperatorModifier; other modifiers are returned as they are.
+func KeepEmptyTimestamps(m Modifier) Modifier {
+	if om, ok := m.(OperatorModifier); ok {
+		return keepingEmptyTs(om)
+	}
+	return m
+}
+
+// keepingEmptyTs is an OperatorModifier with bypassEmptyTsReplacement
+// (KeepEmptyTimestamps).
+type keepingEmptyTs OperatorModifier
+
+// Apply implements Modifier.
+func (m keepingEmptyTs) Apply(doc bson.D, pos int, isInsert bool, now time.Time) (bson.D, bool, error) {
+	return m.Update.Apply(doc, update.Context{Now: now, IsInsert: isInsert, Positional: pos, KeepEmptyTimestamps: true})
+}
+
+// Replacement implements Modifier.
+func (m keepingEmptyTs) Replacement() bool { return m.Update.IsReplacement() }
 
 // PipelineModifier is a pipeline-style update.
 type PipelineModifier struct {

@@ -64,8 +64,21 @@ type Group struct {
 	// recs answer the statements a retry found recorded (nil: not).
 	recs []bson.D
 	// done answers the group's k-th statement, committed.
-	done func(k int)
+	done Committed
 }
+
+// Committed answers the k-th statement of a group, committed. An
+// interface, so that a command's struct answers by a method with no
+// closure made for it (a method value stored in the Group would be one).
+type Committed interface {
+	Committed(k int)
+}
+
+// CommittedFunc is a Committed made of a func.
+type CommittedFunc func(k int)
+
+// Committed implements Committed.
+func (f CommittedFunc) Committed(k int) { f(k) }
 
 // committer commits a Group. An interface, so that a group kept in a
 // struct (insertRun) commits by a method with no closure made for it.
@@ -140,7 +153,7 @@ func (s *Runner) group(i int) (taken int, alone, stop bool, err error) {
 		case k < len(g.recs) && g.recs[k] != nil:
 			s.Stmts.Prior(i+k, g.recs[k])
 		case err == nil:
-			g.done(k)
+			g.done.Committed(k)
 		case errors.Is(err, errAlone):
 			return k, true, false, nil
 		default:

@@ -30,7 +30,7 @@ func TestRunnerAnswersEachStatementOnce(t *testing.T) {
 			if !ok {
 				return nil, nil
 			}
-			return &Group{commit: commitFunc(commit), done: func(k int) { note("done %d", i+k) }}, nil
+			return &Group{commit: commitFunc(commit), done: CommittedFunc(func(k int) { note("done %d", i+k) })}, nil
 		},
 		alone: func(i int) (bool, error) { note("alone %d", i); return false, nil },
 		failed: func(i int, err error) (bool, error) {

@@ -132,7 +132,7 @@ func UpdateDoc(doc bson.D, f *query.Filter, mod Modifier, now time.Time) (ch doc
 	if doc == nil {
 		return ch, false, false, nil
 	}
-	ok, pos := f.MatchPositional(doc)
+	ok, pos := matchFor(f, mod, doc)
 	if !ok {
 		return ch, false, false, nil
 	}
@@ -141,6 +141,33 @@ func UpdateDoc(doc bson.D, f *query.Filter, mod Modifier, now time.Time) (ch doc
 		return ch, true, false, err
 	}
 	return docstore.Change{Kind: docstore.Replace, Doc: next, Whole: mod.Replacement()}, true, true, nil
+}
+
+// matchFor is f.MatchPositional(doc) for mod, which needs the array index
+// only for a positional "$" (usesPosition); then f.Match is enough, and
+// spares MatchPositional's match context, an allocation. Without $expr
+// the context only records the index, so the two agree on the match
+// (with $expr, Match might read the document differently under a
+// collation, and MatchPositional is kept).
+func matchFor(f *query.Filter, mod Modifier, doc bson.D) (bool, int) {
+	if usesPosition(mod) || f.UsesExpr() {
+		return f.MatchPositional(doc)
+	}
+	return f.Match(doc), -1
+}
+
+// usesPosition reports whether mod reads the array index its filter
+// matched; an unknown Modifier is taken to.
+func usesPosition(mod Modifier) bool {
+	switch m := mod.(type) {
+	case OperatorModifier:
+		return m.Update.UsesPositional()
+	case keepingEmptyTs:
+		return m.Update.UsesPositional()
+	case PipelineModifier:
+		return false
+	}
+	return true
 }
 
 // upsert inserts the document an update builds when nothing matched.
