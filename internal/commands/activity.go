@@ -13,6 +13,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/cmdargs"
 	"github.com/mayflydb/mayfly/internal/cursor/paging"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/nsjoin"
 	"github.com/mayflydb/mayfly/internal/profiler"
 	"github.com/mayflydb/mayfly/internal/server"
 	"github.com/mayflydb/mayfly/internal/txnrules"
@@ -26,24 +27,24 @@ func (r *request) namespace() string {
 	}
 	if s, ok := r.body[0].Value.(string); ok && s != "" && r.name != "getLog" && r.name != "renameCollection" {
 		ns := r.joinedNamespace(s)
-		r.ns, r.nsv = ns.s, ns.v
+		r.ns, r.nsv = ns.S, ns.V
 	} else {
 		ns := r.joinedNamespace("$cmd")
-		r.ns, r.nsv = ns.s, ns.v
+		r.ns, r.nsv = ns.S, ns.V
 	}
 	return r.ns
 }
 
 // joinNamespace is r.db + "." + coll.
-func (r *request) joinNamespace(coll string) string { return r.joinedNamespace(coll).s }
+func (r *request) joinNamespace(coll string) string { return r.joinedNamespace(coll).S }
 
 // joinedNamespace is r.db + "." + coll, boxed too when the Handler keeps
 // it (namespaces).
-func (r *request) joinedNamespace(coll string) joinedNS {
+func (r *request) joinedNamespace(coll string) nsjoin.Joined {
 	if r.names == nil {
-		return joinedNS{s: r.db + "." + coll}
+		return nsjoin.Joined{S: r.db + "." + coll}
 	}
-	return r.names.join(r.db, coll)
+	return r.names.Join(r.db, coll)
 }
 
 // boxedNamespace is ns in an interface, for a reply's ns field: the

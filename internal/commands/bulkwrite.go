@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/cmdargs"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/writeops"
@@ -210,7 +211,7 @@ func (b *bulkWrite) insert(i int, r *request, coll string, op bson.D, opt docsto
 // updateStmtOf is an update op as an update command's statement.
 func updateStmtOf(op bson.D) (bson.D, error) {
 	stmt := renameFields(op[1:], map[string]string{"filter": "q", "updateMods": "u"})
-	return stmt, updateShape.check([]bson.D{stmt})
+	return stmt, cmdargs.CheckUpdateStatements([]bson.D{stmt})
 }
 
 // deleteStmtOf is a delete op as a delete command's statement.
@@ -223,7 +224,7 @@ func deleteStmtOf(op bson.D) (bson.D, error) {
 		limit = 0
 	}
 	stmt = append(stmt, bson.E{Key: "limit", Value: limit})
-	return stmt, deleteShape.check([]bson.D{stmt})
+	return stmt, cmdargs.CheckDeleteStatements([]bson.D{stmt})
 }
 
 func (b *bulkWrite) update(i int, r *request, coll string, op bson.D, opt docstore.WriteOptions) bool {

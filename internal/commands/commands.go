@@ -29,7 +29,9 @@ import (
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/failpoint"
 	"github.com/mayflydb/mayfly/internal/logring"
+	"github.com/mayflydb/mayfly/internal/maxtime"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/nsjoin"
 	"github.com/mayflydb/mayfly/internal/opstats"
 	"github.com/mayflydb/mayfly/internal/params"
 	"github.com/mayflydb/mayfly/internal/repl"
@@ -145,7 +147,7 @@ type Handler struct {
 	// (writeOp) would be an allocation each time.
 	now func() time.Time
 	// names are the namespaces requests name, joined once (request.names).
-	names namespaces
+	names nsjoin.Cache
 }
 
 // request is one command invocation.
@@ -176,7 +178,7 @@ type request struct {
 	// request made otherwise.
 	handled *handled
 	// names joins namespace's "db.coll" (nil: namespace joins its own).
-	names *namespaces
+	names *nsjoin.Cache
 	// ns and op are made on first use (namespace, Handler.writeOp); nsv
 	// is ns in an interface when the Handler keeps it (boxedNamespace).
 	ns  string
@@ -316,7 +318,7 @@ func (h *Handler) run(entry command, r *request) (reply bson.D, err error) {
 		return nil, err
 	}
 	if mt != nil {
-		defer mt.release()
+		defer mt.Release()
 		r.ctx = mt
 	}
 	// Before the transaction, as mongod: a statement the fail point fails
@@ -364,7 +366,7 @@ func (h *Handler) run(entry command, r *request) (reply bson.D, err error) {
 // withMaxTime applies maxTimeMS to the command's context: the context
 // with its deadline, to release when the command returns, or nil when
 // there is no maxTimeMS (or it is 0).
-func withMaxTime(r *request) (*maxTimeCtx, error) {
+func withMaxTime(r *request) (*maxtime.Context, error) {
 	v, ok := bsonutil.Field(r.body, "maxTimeMS")
 	if !ok {
 		return nil, nil
@@ -373,7 +375,7 @@ func withMaxTime(r *request) (*maxTimeCtx, error) {
 	if err != nil || ms == 0 {
 		return nil, err
 	}
-	return newMaxTimeCtx(r.ctx, time.Duration(ms)*time.Millisecond, r.handled.takeMaxTime()), nil
+	return maxtime.New(r.ctx, time.Duration(ms)*time.Millisecond, r.handled.takeMaxTime()), nil
 }
 
 // checkInterrupt turns an expired maxTimeMS into MongoDB's error.

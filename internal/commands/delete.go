@@ -1,11 +1,10 @@
 package commands
 
 import (
-	"slices"
-
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/cmdargs"
 	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -14,15 +13,13 @@ import (
 	"github.com/mayflydb/mayfly/internal/writeops"
 )
 
-var deleteStmtFields = []string{"q", "limit", "hint", "collation"}
-
 func cmdDelete(h *Handler, r *request) (bson.D, error) {
 	d := r.handled.takeDelete()
 	a, stmts, err := parseWriteArgsInto(d.stmtArr[:0], r, "deletes")
 	if err != nil {
 		return nil, err
 	}
-	if err := deleteShape.check(stmts); err != nil {
+	if err := cmdargs.CheckDeleteStatements(stmts); err != nil {
 		return nil, err
 	}
 	if err := docstore.ValidateUserWrite(r.db, a.coll); err != nil {
@@ -95,7 +92,7 @@ func (h *Handler) deleteStatement(r *request, a writeArgs, lv *letScope, s bson.
 
 func parseDeleteStmt(s bson.D, let *letScope, dflt *collation.Collation) (*query.Filter, int, any, error) {
 	for _, e := range s {
-		if !slices.Contains(deleteStmtFields, e.Key) {
+		if !cmdargs.IsDeleteStatementField(e.Key) {
 			return nil, 0, nil, mongoerr.Newf(mongoerr.Location40415, "BSON field 'delete.deletes.%s' is an unknown field.", e.Key)
 		}
 	}
@@ -112,7 +109,7 @@ func parseDeleteStmt(s bson.D, let *letScope, dflt *collation.Collation) (*query
 	if !ok {
 		return nil, 0, nil, mongoerr.New(mongoerr.Location40414, "BSON field 'delete.deletes.limit' is missing but a required field")
 	}
-	limit, err := deleteLimit(lv)
+	limit, err := cmdargs.DeleteLimit(lv)
 	if err != nil {
 		return nil, 0, nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	"github.com/mayflydb/mayfly/internal/executor"
+	"github.com/mayflydb/mayfly/internal/maxtime"
 )
 
 // handled is what Handle allocates for a command, in one object: its
@@ -24,7 +25,7 @@ type handled struct {
 	insert  *insertCmd
 	update  *updateCmd
 	delete  *deleteCmd
-	maxTime *maxTimeCtx
+	maxTime *maxtime.Context
 	// maxTimeTaken, readOpTaken and writeTaken claim maxTime, readOp and
 	// the write command's struct for one use each (the take methods):
 	// copies of the request, which commands make to run others, share
@@ -39,7 +40,7 @@ func newHandled(name string) *handled {
 		b := new(struct {
 			hr  handled
 			cmd insertCmd
-			mt  maxTimeCtx
+			mt  maxtime.Context
 		})
 		b.hr.insert, b.hr.maxTime = &b.cmd, &b.mt
 		return &b.hr
@@ -47,7 +48,7 @@ func newHandled(name string) *handled {
 		b := new(struct {
 			hr  handled
 			cmd updateCmd
-			mt  maxTimeCtx
+			mt  maxtime.Context
 		})
 		b.hr.update, b.hr.maxTime = &b.cmd, &b.mt
 		return &b.hr
@@ -55,7 +56,7 @@ func newHandled(name string) *handled {
 		b := new(struct {
 			hr  handled
 			cmd deleteCmd
-			mt  maxTimeCtx
+			mt  maxtime.Context
 		})
 		b.hr.delete, b.hr.maxTime = &b.cmd, &b.mt
 		return &b.hr
@@ -87,10 +88,10 @@ func (hr *handled) takeDelete() *deleteCmd {
 	return hr.delete
 }
 
-// takeMaxTime is a zero maxTimeCtx for the request's maxTimeMS: maxTime
+// takeMaxTime is a zero maxtime.Context for the request's maxTimeMS: maxTime
 // the first time, nil after or when there is none (newMaxTimeCtx
 // allocates then).
-func (hr *handled) takeMaxTime() *maxTimeCtx {
+func (hr *handled) takeMaxTime() *maxtime.Context {
 	if hr == nil || hr.maxTime == nil || hr.maxTimeTaken.Swap(true) {
 		return nil
 	}

@@ -1,8 +1,6 @@
 package commands
 
 import (
-	"slices"
-
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/aggregate"
@@ -39,14 +37,12 @@ func (st *updateStmt) write() *writeops.Update {
 	return &writeops.Update{Filter: st.filter, Mod: st.mod, Upsert: st.upsert, Multi: st.multi, Hint: st.hint, Sort: st.sort}
 }
 
-var updateStmtFields = []string{"q", "u", "upsert", "multi", "arrayFilters", "hint", "collation", "c", "sort", "upsertSupplied"}
-
 // parseUpdateStmt parses statement s. The statement is a value, which
 // its callers keep on their stacks: they keep only its parts.
 func parseUpdateStmt(s bson.D, lv *letScope, dflt *collation.Collation) (updateStmt, error) {
 	var st updateStmt
 	for _, e := range s {
-		if !slices.Contains(updateStmtFields, e.Key) {
+		if !cmdargs.IsUpdateStatementField(e.Key) {
 			return st, mongoerr.Newf(mongoerr.Location40415, "BSON field 'update.updates.%s' is an unknown field.", e.Key)
 		}
 	}
@@ -149,7 +145,7 @@ func cmdUpdate(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := updateShape.check(stmts); err != nil {
+	if err := cmdargs.CheckUpdateStatements(stmts); err != nil {
 		return nil, err
 	}
 	if err := docstore.ValidateUserWrite(r.db, a.coll); err != nil {

@@ -102,6 +102,8 @@ func packageLayers() map[string]row {
 		"internal/mongoerr/gen":                {layer: base},
 		"internal/clock":                       {layer: base},
 		"internal/bgyield":                     {layer: base},
+		"internal/maxtime":                     {layer: base},
+		"internal/nsjoin":                      {layer: base},
 		"internal/keyspace":                    {layer: base},
 		"internal/storage":                     {layer: base},
 		"internal/storage/pebblestore":         {layer: base},

@@ -1,4 +1,6 @@
-package commands
+// Package maxtime is the context a command runs under when it carries
+// maxTimeMS: its deadline's timer starts only when something waits on it.
+package maxtime
 
 import (
 	"context"
@@ -7,7 +9,7 @@ import (
 	"time"
 )
 
-// maxTimeCtx is a command's context with maxTimeMS's deadline. Drivers
+// Context is a command's context with maxTimeMS's deadline. Drivers
 // send maxTimeMS with most commands (from an operation's timeout), and
 // context.WithTimeout cost every one of them a timer, a child registered
 // with the command's context and their removal: 3 % of a session
@@ -20,7 +22,7 @@ import (
 // makes the timer's context, already expired, when it sees the deadline
 // pass), and Done closes only when the parent ends or the deadline
 // passes, when Err is not nil.
-type maxTimeCtx struct {
+type Context struct {
 	context.Context // the command's: killOp, a disconnect, shutdown end it
 	deadline        time.Time
 
@@ -32,22 +34,24 @@ type maxTimeCtx struct {
 	ended atomic.Bool
 }
 
-// newMaxTimeCtx is parent with a deadline d from now; release ends it.
-// Handler.run defers release itself: a CancelFunc (a method value) would
-// cost every command with maxTimeMS an allocation. into, when not nil,
-// is a zero maxTimeCtx no one else uses, which it sets up instead of
-// allocating one.
-func newMaxTimeCtx(parent context.Context, d time.Duration, into *maxTimeCtx) *maxTimeCtx {
+// New is parent with a deadline d from now; Release ends it. The command
+// layer defers Release itself: a CancelFunc (a method value) would cost
+// every command with maxTimeMS an allocation. into, when not nil, is a
+// zero Context no one else uses, which New sets up instead of allocating
+// one.
+func New(parent context.Context, d time.Duration, into *Context) *Context {
 	if into == nil {
-		into = new(maxTimeCtx)
+		into = new(Context)
 	}
 	into.Context, into.deadline = parent, time.Now().Add(d)
 	return into
 }
 
-func (c *maxTimeCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+// Deadline is maxTimeMS's.
+func (c *Context) Deadline() (time.Time, bool) { return c.deadline, true }
 
-func (c *maxTimeCtx) Err() error {
+// Err reads the clock while nothing waits (no timer to ask).
+func (c *Context) Err() error {
 	if err := c.Context.Err(); err != nil {
 		return err
 	}
@@ -60,18 +64,19 @@ func (c *maxTimeCtx) Err() error {
 	return c.waitable().Err()
 }
 
-func (c *maxTimeCtx) Done() <-chan struct{} { return c.waitable().Done() }
+// Done starts the deadline's timer, once.
+func (c *Context) Done() <-chan struct{} { return c.waitable().Done() }
 
 // AfterFunc lets context.AfterFunc and the children of this context
 // register with the timer's context, as they would with WithTimeout's,
 // instead of each starting a goroutine to watch Done.
-func (c *maxTimeCtx) AfterFunc(f func()) (stop func() bool) {
+func (c *Context) AfterFunc(f func()) (stop func() bool) {
 	return context.AfterFunc(c.waitable(), f)
 }
 
 // waitable is the context whose Done waits for the parent or the
 // deadline, made on the first call.
-func (c *maxTimeCtx) waitable() context.Context {
+func (c *Context) waitable() context.Context {
 	c.once.Do(func() { c.timed, c.stop = context.WithDeadline(c.Context, c.deadline) })
 	if c.timed == nil { // released before anything waited
 		ended, cancel := context.WithCancel(c.Context)
@@ -81,8 +86,8 @@ func (c *maxTimeCtx) waitable() context.Context {
 	return c.timed
 }
 
-// release ends the context when its command returns.
-func (c *maxTimeCtx) release() {
+// Release ends the context when its command returns.
+func (c *Context) Release() {
 	if c.Err() == nil {
 		c.ended.Store(true)
 	}

@@ -1,36 +1,39 @@
-package commands
+// Package nsjoin joins a database's and a collection's names into the
+// namespace string once, and shares it (and the same string boxed in an
+// interface) with every request and cursor that names it.
+package nsjoin
 
 import (
 	"strings"
 	"sync"
 )
 
-// maxNamespaces bounds the namespaces a Handler keeps joined: enough for
+// maxNamespaces bounds the namespaces a Cache keeps joined: enough for
 // a deployment's collections, and no more however many names clients
 // send.
 const maxNamespaces = 4096
 
-// namespaces are the "db.coll" strings requests have named, joined once:
+// Cache holds the "db.coll" strings requests have named, joined once:
 // every command's namespace (currentOp's, a cursor's) cost a
 // concatenation otherwise, and a cursor reply's ns field boxing it in an
 // interface. The zero value is ready.
-type namespaces struct {
+type Cache struct {
 	mu     sync.RWMutex
-	joined map[nsKey]joinedNS
+	joined map[nsKey]Joined
 }
 
 type nsKey struct{ db, coll string }
 
-// joinedNS is a namespace and the same string in an interface. Both are
-// immutable, so every request and cursor can share them.
-type joinedNS struct {
-	s string
-	v any
+// Joined is a namespace (S) and the same string in an interface (V, nil
+// when it was not kept: then the caller boxes S). Both are immutable, so
+// every request and cursor can share them.
+type Joined struct {
+	S string
+	V any
 }
 
-// join is db + "." + coll, and the same in an interface (nil when it is
-// not kept: then the caller boxes it).
-func (n *namespaces) join(db, coll string) joinedNS {
+// Join is db + "." + coll, and the same in an interface.
+func (n *Cache) Join(db, coll string) Joined {
 	k := nsKey{db, coll}
 	n.mu.RLock()
 	ns, ok := n.joined[k]
@@ -39,23 +42,23 @@ func (n *namespaces) join(db, coll string) joinedNS {
 	if ok {
 		return ns
 	}
-	ns.s = db + "." + coll
+	ns.S = db + "." + coll
 	if full {
 		return ns
 	}
-	ns.v = ns.s
+	ns.V = ns.S
 	n.keep(k, ns)
 	return ns
 }
 
 // keep remembers ns for k. The key is cloned: a request's strings may
 // be views of a buffer the connection reuses once it has replied.
-func (n *namespaces) keep(k nsKey, ns joinedNS) {
+func (n *Cache) keep(k nsKey, ns Joined) {
 	k = nsKey{strings.Clone(k.db), strings.Clone(k.coll)}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.joined == nil {
-		n.joined = make(map[nsKey]joinedNS)
+		n.joined = make(map[nsKey]Joined)
 	}
 	if len(n.joined) < maxNamespaces {
 		n.joined[k] = ns

@@ -1,4 +1,4 @@
-package commands
+package maxtime
 
 import (
 	"context"
@@ -8,10 +8,10 @@ import (
 )
 
 // withDeadline returns parent with a deadline d from now, and the func
-// that ends it, as Handler.run makes and releases it.
+// that ends it, as the command layer makes and releases it.
 func withDeadline(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	c := newMaxTimeCtx(parent, d, nil)
-	return c, c.release
+	c := New(parent, d, nil)
+	return c, c.Release
 }
 
 func closed(ch <-chan struct{}) bool {
@@ -27,7 +27,7 @@ func closed(ch <-chan struct{}) bool {
 // never makes the timer; Err and Done agree at every step.
 func TestMaxTimeCtxWithoutWaiting(t *testing.T) {
 	ctx, release := withDeadline(context.Background(), time.Hour)
-	c := ctx.(*maxTimeCtx)
+	c := ctx.(*Context)
 	if err := ctx.Err(); err != nil {
 		t.Fatalf("Err before the deadline = %v", err)
 	}
