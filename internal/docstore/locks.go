@@ -124,6 +124,11 @@ func retryingWithin(once func() error, conflict string, budget time.Duration) er
 	wait := retryFirstWait
 	for attempt := 0; ; attempt++ {
 		err := once()
+		if err == nil {
+			// Most writes succeed at once: return before errors.As, whose
+			// target would otherwise escape to the heap on every write.
+			return nil
+		}
 		var inFlight errInFlight
 		switch {
 		case errors.As(err, &inFlight):
