@@ -138,10 +138,17 @@ func (d *DocIter) interrupted() bool {
 // Scan starts an iterator over the documents plan finds that match f
 // (nil matches all). Expired documents are skipped under exact expiry.
 func (c *Collection) Scan(plan *Plan, f *query.Filter) *DocIter {
+	d := c.newScan(plan, f)
+	return &d
+}
+
+// newScan is Scan's iterator as a value, for a caller that holds it in
+// a struct of its own (IDIter).
+func (c *Collection) newScan(plan *Plan, f *query.Filter) DocIter {
 	if plan == nil {
 		plan = &Plan{Kind: CollScan, SortProvided: true}
 	}
-	return &DocIter{
+	return DocIter{
 		c: c, plan: plan, filter: f,
 		now:    c.store.clock.Now(),
 		hide:   c.store.exactExpiry.Load() && c.HasTTL(),
