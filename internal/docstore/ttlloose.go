@@ -129,7 +129,7 @@ func (t *tx) updateAppending(ix *indexState, oldKeys, newKeys [][]byte, d *store
 	if len(oldKeys) != 1 {
 		return false, nil
 	}
-	oldEntry := entryKey(ix, oldKeys[0], d.idEnc)
+	oldEntry := t.entryKey(ix, oldKeys[0], d.idEnc)
 	value, err := t.r.Get(oldEntry)
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return false, fmt.Errorf("docstore: read the TTL entry of a touch: %w", err)
@@ -148,10 +148,11 @@ func (t *tx) updateAppending(ix *indexState, oldKeys, newKeys [][]byte, d *store
 		return false, err
 	}
 	t.noteTTLEntry(ix, newKeys[0])
-	// The entry's key and value share one allocation: a touch is the hot
-	// write, and neither is changed once set.
+	// The entry's key and value share one room in t's arena (one
+	// allocation when it is full): a touch is the hot write, and neither
+	// is changed once set.
 	n := entryKeySize(ix, newKeys[0], d.idEnc)
-	buf := appendEntryKey(make([]byte, 0, n+looseValueSize(stale)), ix, newKeys[0], d.idEnc)
+	buf := appendEntryKey(t.keys.room(n+looseValueSize(stale)), ix, newKeys[0], d.idEnc)
 	return true, t.b.Set(buf[:n:n], appendLooseValue(buf[n:], d.idEnc, stale))
 }
 

@@ -121,8 +121,16 @@ type tx struct {
 	// commit hands the batch to it instead of storage (txn.go).
 	txn *Txn
 	// written are the keys an open transaction conflicts on: the
-	// documents written and the unique-index values added or removed.
-	written [][]byte
+	// documents written and the unique-index values added or removed;
+	// in writtenBuf while they fit (noteWritten).
+	written    [][]byte
+	writtenBuf [2][]byte
+	// keyLists holds putDoc's index keys per secondary index while they
+	// fit: putDoc keeps no list past its return.
+	keyLists [4][][]byte
+	// ttlAddedBuf is ttlAdded's room while the collection has few TTL
+	// indexes.
+	ttlAddedBuf [2]int64
 	// keys holds the index keys the write computes.
 	keys keyArena
 }
@@ -496,22 +504,31 @@ func (c *Collection) loadLocked(idEnc []byte) (*stored, error) {
 
 // loadFrom reads the document with the given encoded _id from r.
 func (c *Collection) loadFrom(r storage.Reader, idEnc []byte) (*stored, error) {
-	raw, err := r.Get(docKey(c.meta().ID, idEnc))
+	l := &loaded{stored: stored{idEnc: idEnc}}
+	raw, err := r.Get(appendDocKey(l.key[:0], c.meta().ID, idEnc))
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("docstore: read: %w", err)
 	}
-	d := &stored{idEnc: idEnc, raw: raw}
-	return d, d.decode()
+	l.raw = raw
+	return &l.stored, l.decode()
+}
+
+// loaded is a stored document read by loadFrom, with room for the key it
+// was read by: one allocation, not two. Nothing writes the key after the
+// read, so a reader that kept it would still see it whole.
+type loaded struct {
+	stored
+	key [40]byte
 }
 
 // putDoc writes doc and the difference between its index entries and
 // those of old (nil for a new document).
 func (t *tx) putDoc(d *stored, old *stored) error {
 	secondary := t.st.indexes[1:]
-	keys := make([][][]byte, len(secondary))
+	keys := t.keyListsFor(len(secondary))
 	hasTTL := false
 	for i, ix := range secondary {
 		var err error
@@ -521,20 +538,20 @@ func (t *tx) putDoc(d *stored, old *stored) error {
 		t.noteMultikey(ix, d.doc)
 		hasTTL = hasTTL || ix.def.TTL
 	}
-	var ttlValue []byte
+	rec := ttlRecord{d: d}
 	if hasTTL {
-		ttlValue = appendTTLEntryValue(nil, d.idEnc, len(d.raw), secondary, keys)
+		rec.indexes, rec.keys = secondary, keys
 	}
 	for i, ix := range secondary {
-		if err := t.updateIndex(ix, keys[i], d, old, ttlValue); err != nil {
+		if err := t.updateIndex(ix, keys[i], d, old, &rec); err != nil {
 			return err
 		}
 	}
-	key := docKey(t.st.meta.ID, d.idEnc)
+	key := t.docKey(d.idEnc)
 	if err := t.b.Set(key, d.raw); err != nil {
 		return err
 	}
-	t.written = append(t.written, key)
+	t.noteWritten(key)
 	t.noteExpiry(d.doc)
 	t.noteLateWarning(d, old)
 	t.dSize += int64(len(d.raw))
@@ -547,12 +564,40 @@ func (t *tx) putDoc(d *stored, old *stored) error {
 	return nil
 }
 
+// keyListsFor returns n empty per-index key lists, in t's own room when
+// they fit.
+func (t *tx) keyListsFor(n int) [][][]byte {
+	if n > len(t.keyLists) {
+		return make([][][]byte, n)
+	}
+	keys := t.keyLists[:n]
+	clear(keys)
+	return keys
+}
+
+// ttlRecord is the deletion record a document's TTL entries carry (none
+// when indexes is nil), made when the first entry that carries it is
+// written: a touch that appends (updateAppending) writes none.
+type ttlRecord struct {
+	d       *stored
+	indexes []*indexState
+	keys    [][][]byte
+	value   []byte
+}
+
+func (r *ttlRecord) get() []byte {
+	if r.value == nil && r.indexes != nil {
+		r.value = appendTTLEntryValue(nil, r.d.idEnc, len(r.d.raw), r.indexes, r.keys)
+	}
+	return r.value
+}
+
 // updateIndex writes the entries newKeys of d in ix that old lacks and
 // deletes those of old that d lacks. A TTL index's entries carry the
-// deletion record ttlValue, which changes with the document's size and
+// deletion record rec, which changes with the document's size and
 // keys, so they are all written again, except where a touch appends
 // (updateAppending).
-func (t *tx) updateIndex(ix *indexState, newKeys [][]byte, d, old *stored, ttlValue []byte) error {
+func (t *tx) updateIndex(ix *indexState, newKeys [][]byte, d, old *stored, rec *ttlRecord) error {
 	var oldKeys [][]byte
 	if old != nil {
 		var err error
@@ -567,13 +612,13 @@ func (t *tx) updateIndex(ix *indexState, newKeys [][]byte, d, old *stored, ttlVa
 	}
 	for _, k := range oldKeys {
 		if !containsKey(newKeys, k) {
-			if err := t.b.Delete(entryKey(ix, k, old.idEnc)); err != nil {
+			if err := t.b.Delete(t.entryKey(ix, k, old.idEnc)); err != nil {
 				return err
 			}
 			t.noteUnique(ix, k)
 		}
 	}
-	value := entryValue(ix, d.idEnc, ttlValue, len(newKeys))
+	var value []byte
 	for _, k := range newKeys {
 		kept := containsKey(oldKeys, k)
 		if kept && !ix.def.TTL {
@@ -591,7 +636,10 @@ func (t *tx) updateIndex(ix *indexState, newKeys [][]byte, d, old *stored, ttlVa
 				t.noteLRUEntry(ix, entryKey(ix, k, d.idEnc))
 			}
 		}
-		ek := entryKey(ix, k, d.idEnc)
+		if value == nil {
+			value = entryValue(ix, d.idEnc, rec.get(), len(newKeys))
+		}
+		ek := t.entryKey(ix, k, d.idEnc)
 		if err := t.b.Set(ek, value); err != nil {
 			return err
 		}
@@ -627,6 +675,25 @@ func containsKey(keys [][]byte, k []byte) bool {
 
 func entryKey(ix *indexState, key, idEnc []byte) []byte {
 	return appendEntryKey(make([]byte, 0, entryKeySize(ix, key, idEnc)), ix, key, idEnc)
+}
+
+// entryKey is the package's entryKey in t's key arena: for a key the
+// batch copies (Set, Delete) or t keeps no longer than itself.
+func (t *tx) entryKey(ix *indexState, key, idEnc []byte) []byte {
+	return appendEntryKey(t.keys.room(entryKeySize(ix, key, idEnc)), ix, key, idEnc)
+}
+
+// docKey is the package's docKey in t's key arena, as entryKey.
+func (t *tx) docKey(idEnc []byte) []byte {
+	return appendDocKey(t.keys.room(docKeySize(idEnc)), t.st.meta.ID, idEnc)
+}
+
+// noteWritten adds key to written, in writtenBuf while it has room.
+func (t *tx) noteWritten(key []byte) {
+	if t.written == nil {
+		t.written = t.writtenBuf[:0]
+	}
+	t.written = append(t.written, key)
 }
 
 func entryKeySize(ix *indexState, key, idEnc []byte) int {
@@ -710,18 +777,18 @@ func (t *tx) removeDoc(old *stored) error {
 			return err
 		}
 		for _, k := range keys {
-			if err := t.del(2+i, entryKey(ix, k, old.idEnc)); err != nil {
+			if err := t.del(2+i, t.entryKey(ix, k, old.idEnc)); err != nil {
 				return err
 			}
 			t.noteUnique(ix, k)
 		}
 		t.keysRemoved += len(keys)
 	}
-	key := docKey(t.st.meta.ID, old.idEnc)
+	key := t.docKey(old.idEnc)
 	if err := t.del(0, key); err != nil {
 		return err
 	}
-	t.written = append(t.written, key)
+	t.noteWritten(key)
 	t.keysRemoved++
 	t.dCount--
 	t.dSize -= int64(len(old.raw))
