@@ -12,6 +12,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/catalog"
 	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/keyenc"
+	"github.com/mayflydb/mayfly/internal/keyspace"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
 )
@@ -47,11 +48,15 @@ type Plan struct {
 	// Reverse reads the collection or the index backwards.
 	Reverse bool
 
-	ranges  []keyRange
-	ids     [][]byte
-	bounds  []fieldBounds     // per index field, for explain
-	covered []query.Predicate // predicates the bounds apply exactly
-	idScan  bool              // an index scan over the _id index: the documents themselves
+	ranges []keyRange
+	// rangeBuf holds ranges when there is one (an equality's): the plan
+	// and its range slice are one allocation. Written only while the
+	// plan is made.
+	rangeBuf [1]keyRange
+	ids      [][]byte
+	bounds   []fieldBounds     // per index field, for explain
+	covered  []query.Predicate // predicates the bounds apply exactly
+	idScan   bool              // an index scan over the _id index: the documents themselves
 }
 
 type keyRange struct{ lo, hi []byte }
@@ -379,7 +384,7 @@ func (c *candidate) plan() *Plan {
 		Kind: IndexScan, Index: c.ix.def, SortProvided: c.sorted, Reverse: c.reverse,
 		bounds: c.bounds, covered: c.covered, idScan: c.ix.def.IsID(),
 	}
-	p.ranges = keyRanges(c.scanPrefix(), c.bounds)
+	p.ranges = keyRanges(p.rangeBuf[:0:1], c.scanPrefix(), c.bounds)
 	return p
 }
 
@@ -556,18 +561,18 @@ func rootOf(path string) string {
 	return path
 }
 
-// keyRanges turns bounds into key ranges under prefix, in key order: each
-// point of a field extends the prefix for the fields after it, a range
-// gives one key range, and an unbounded field ends it.
-func keyRanges(prefix []byte, bounds []fieldBounds) []keyRange {
+// keyRanges appends to dst (empty) the key ranges of bounds under prefix,
+// in key order: each point of a field extends the prefix for the fields
+// after it, a range gives one key range, and an unbounded field ends it.
+func keyRanges(dst []keyRange, prefix []byte, bounds []fieldBounds) []keyRange {
 	p := prefix
 	if len(bounds) == 0 || bounds[0].full {
 		// appendRanges keeps p only for an unbounded field; for a bounded
 		// one it copies p before appending (a second copy here would be
 		// garbage), so only then must the index's own prefix be copied.
-		p = withRoom(prefix)
+		p = withEndRoom(prefix)
 	}
-	out := appendRanges(nil, p, bounds)
+	out := appendRanges(dst, p, bounds)
 	if len(out) < 2 { // an equality, the common case: nothing to order
 		return out
 	}
@@ -581,14 +586,25 @@ func withRoom(p []byte) []byte {
 	return append(make([]byte, 0, len(p)+64), p...)
 }
 
+// withEndRoom is withRoom with room for a copy of the whole after that:
+// the end of a range that starts with the result (appendRanges) then
+// needs no allocation of its own.
+func withEndRoom(p []byte) []byte {
+	return append(make([]byte, 0, 2*(len(p)+64)), p...)
+}
+
+// appendRanges appends the ranges of bounds under p. p's spare capacity,
+// if any, is this call's alone (withEndRoom's), and a range that ends at
+// p takes its end from it.
 func appendRanges(out []keyRange, p []byte, bounds []fieldBounds) []keyRange {
 	if len(bounds) == 0 || bounds[0].full {
-		return append(out, keyRange{lo: p, hi: prefixEnd(p)})
+		n := len(p)
+		return append(out, keyRange{lo: p[:n:n], hi: keyspace.AppendPrefixEnd(p[n:n], p)})
 	}
 	b := bounds[0]
 	for _, iv := range b.ivals {
 		if iv.isPoint() {
-			out = appendRanges(out, appendComponent(withRoom(p), iv.lo, b.desc), bounds[1:])
+			out = appendRanges(out, appendComponent(withEndRoom(p), iv.lo, b.desc), bounds[1:])
 			continue
 		}
 		if r, ok := iv.keyRange(p, b.desc); ok {
