@@ -2,6 +2,7 @@ package docstore
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"slices"
 )
 
@@ -92,7 +93,7 @@ func splitEntryValue(key, v []byte) (id, rec []byte, ok bool) {
 // document idEnc of the given size, whose keys in indexes (the secondary
 // ones, in catalog order) are keys.
 func appendTTLEntryValue(dst, idEnc []byte, size int, indexes []*indexState, keys [][][]byte) []byte {
-	dst = slices.Grow(dst, ttlEntryValueSize(idEnc, keys))
+	dst = slices.Grow(dst, ttlEntryValueSize(idEnc, size, indexes, keys))
 	dst = append(dst, recordTag)
 	dst = binary.AppendUvarint(dst, uint64(len(idEnc)))
 	dst = append(dst, idEnc...)
@@ -109,18 +110,22 @@ func appendTTLEntryValue(dst, idEnc []byte, size int, indexes []*indexState, key
 	return dst
 }
 
-// ttlEntryValueSize bounds the length of appendTTLEntryValue's value, so
-// that it is made in one allocation.
-func ttlEntryValueSize(idEnc []byte, keys [][][]byte) int {
-	n := 1 + 4*binary.MaxVarintLen64 + len(idEnc)
-	for _, ks := range keys {
-		n += 2 * binary.MaxVarintLen64
-		for _, k := range ks {
-			n += binary.MaxVarintLen64 + len(k)
+// ttlEntryValueSize is the length of appendTTLEntryValue's value, so
+// that it is made in one allocation, or in a write's key arena (which
+// has room for an exact size more often than for a bound).
+func ttlEntryValueSize(idEnc []byte, size int, indexes []*indexState, keys [][][]byte) int {
+	n := 1 + uvarintLen(uint64(len(idEnc))) + len(idEnc) + uvarintLen(uint64(size)) + uvarintLen(uint64(len(indexes)))
+	for i, ix := range indexes {
+		n += uvarintLen(uint64(ix.def.ID)) + uvarintLen(uint64(len(keys[i])))
+		for _, k := range keys[i] {
+			n += uvarintLen(uint64(len(k))) + len(k)
 		}
 	}
 	return n
 }
+
+// uvarintLen is the length of binary.AppendUvarint's encoding of x.
+func uvarintLen(x uint64) int { return (bits.Len64(x|1) + 6) / 7 }
 
 // walkRecord checks that rec was written for indexes and hands each key it
 // lists to fn (which may be nil) with the position of its index. It

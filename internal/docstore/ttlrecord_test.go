@@ -9,6 +9,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/catalog"
 	"github.com/mayflydb/mayfly/internal/keyenc"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
@@ -264,5 +265,19 @@ func TestBatchReportsScatteredDocuments(t *testing.T) {
 				t.Fatalf("second batch %+v (%v): want 40 deleted, scattered %v", second, err, tc.scattered)
 			}
 		})
+	}
+}
+
+// TestTTLEntryValueSizeIsExact: the size a write's arena gives the record
+// is the record's length, for lengths whose varints take one byte or more.
+func TestTTLEntryValueSizeIsExact(t *testing.T) {
+	indexes := []*indexState{{def: &catalog.Index{ID: 1}}, {def: &catalog.Index{ID: 300}}}
+	for _, n := range []int{0, 1, 127, 128, 20000} {
+		id := make([]byte, n%200)
+		keys := [][][]byte{{make([]byte, n)}, {make([]byte, 9), make([]byte, 130)}}
+		v := appendTTLEntryValue(nil, id, n*1000, indexes, keys)
+		if got := ttlEntryValueSize(id, n*1000, indexes, keys); got != len(v) {
+			t.Errorf("n=%d: size %d, record %d bytes", n, got, len(v))
+		}
 	}
 }

@@ -538,7 +538,7 @@ func (t *tx) putDoc(d *stored, old *stored) error {
 		t.noteMultikey(ix, d.doc)
 		hasTTL = hasTTL || ix.def.TTL
 	}
-	rec := ttlRecord{d: d}
+	rec := ttlRecord{idEnc: d.idEnc, size: len(d.raw)}
 	if hasTTL {
 		rec.indexes, rec.keys = secondary, keys
 	}
@@ -577,17 +577,22 @@ func (t *tx) keyListsFor(n int) [][][]byte {
 
 // ttlRecord is the deletion record a document's TTL entries carry (none
 // when indexes is nil), made when the first entry that carries it is
-// written: a touch that appends (updateAppending) writes none.
+// written: a touch that appends (updateAppending) writes none. It holds
+// the document's _id and size, not the document: a pointer to that would
+// send putDoc's document to the heap.
 type ttlRecord struct {
-	d       *stored
+	idEnc   []byte
+	size    int
 	indexes []*indexState
 	keys    [][][]byte
 	value   []byte
 }
 
-func (r *ttlRecord) get() []byte {
+// get makes the record in a's room (the batch copies what it sets).
+func (r *ttlRecord) get(a *keyArena) []byte {
 	if r.value == nil && r.indexes != nil {
-		r.value = appendTTLEntryValue(nil, r.d.idEnc, len(r.d.raw), r.indexes, r.keys)
+		room := a.room(ttlEntryValueSize(r.idEnc, r.size, r.indexes, r.keys))
+		r.value = appendTTLEntryValue(room, r.idEnc, r.size, r.indexes, r.keys)
 	}
 	return r.value
 }
@@ -637,7 +642,7 @@ func (t *tx) updateIndex(ix *indexState, newKeys [][]byte, d, old *stored, rec *
 			}
 		}
 		if value == nil {
-			value = entryValue(ix, d.idEnc, rec.get(), len(newKeys))
+			value = entryValue(ix, d.idEnc, rec.get(&t.keys), len(newKeys))
 		}
 		ek := t.entryKey(ix, k, d.idEnc)
 		if err := t.b.Set(ek, value); err != nil {
