@@ -403,7 +403,7 @@ func (c *candidate) scanPrefix() []byte {
 // maxScanPoints), then one range, then everything. Scoring: two points per
 // equality, one per field bounded otherwise.
 func (ix *indexState) boundsFor(preds map[string][]query.Predicate) ([]fieldBounds, []query.Predicate, int) {
-	bounds := make([]fieldBounds, 0, len(ix.def.Fields))
+	bounds, one := boundsRoom(len(ix.def.Fields))
 	var covered []query.Predicate
 	score, open, combos := 0, true, 1
 	for i, f := range ix.def.Fields {
@@ -411,7 +411,7 @@ func (ix *indexState) boundsFor(preds map[string][]query.Predicate) ([]fieldBoun
 		if open {
 			var used []query.Predicate
 			var pts int
-			b, used, pts, open = ix.fieldBound(i, b, preds[f.Path])
+			b, used, pts, open = ix.fieldBound(i, b, preds[f.Path], one)
 			covered = appendCovered(covered, used)
 			score += pts
 			if !b.full {
@@ -422,6 +422,24 @@ func (ix *indexState) boundsFor(preds map[string][]query.Predicate) ([]fieldBoun
 		bounds = append(bounds, b)
 	}
 	return bounds, covered, score
+}
+
+// singleBounds is a single-field index's bounds with room for one
+// interval: an equality's bounds (a lookup by token) in one allocation.
+type singleBounds struct {
+	b  [1]fieldBounds
+	iv [1]interval
+}
+
+// boundsRoom returns room for the bounds of n fields and, when there is
+// one field, for its one interval (else nil). Both are capped: a second
+// bound or interval is appended elsewhere.
+func boundsRoom(n int) ([]fieldBounds, []interval) {
+	if n != 1 {
+		return make([]fieldBounds, 0, n), nil
+	}
+	r := new(singleBounds)
+	return r.b[:0:1], r.iv[:0:1]
 }
 
 // appendCovered appends used to covered. The first field's predicates
@@ -442,8 +460,9 @@ const maxScanPoints = 200
 // document without the field can satisfy. The last result says whether
 // the next field may be bounded too: after an equality always; after $in
 // points only on an index that is not multikey, where a document has one
-// key per field and the scan can go point by point.
-func (ix *indexState) fieldBound(i int, b fieldBounds, ps []query.Predicate) (fieldBounds, []query.Predicate, int, bool) {
+// key per field and the scan can go point by point. A bound of one
+// interval is appended to one (empty; nil: none), boundsRoom's room.
+func (ix *indexState) fieldBound(i int, b fieldBounds, ps []query.Predicate, one []interval) (fieldBounds, []query.Predicate, int, bool) {
 	if ix.def.Fields[i].Hashed {
 		b, pts, open := ix.hashedFieldBound(b, ps)
 		return b, nil, pts, open
@@ -451,7 +470,7 @@ func (ix *indexState) fieldBound(i int, b fieldBounds, ps []query.Predicate) (fi
 	sparse := ix.def.Sparse
 	multikey := ix.def.FieldMultiKey(i)
 	if k := findOpIndex(ps, query.OpEq); k >= 0 && !(sparse && nullish(ps[k].Values[0])) {
-		b.full, b.ivals = false, []interval{point(ps[k].Values[0])}
+		b.full, b.ivals = false, append(one, point(ps[k].Values[0]))
 		return b, ps[k : k+1 : k+1], 2, true // capped: an append copies
 	}
 	if in := findOp(ps, query.OpIn); in != nil && !(sparse && anyNullish(in.Values)) {
@@ -463,7 +482,7 @@ func (ix *indexState) fieldBound(i int, b fieldBounds, ps []query.Predicate) (fi
 		iv, used = intersectRange(iv, used, ps)
 	}
 	if ok && !(sparse && nullish(used[0].Values[0])) {
-		b.full, b.ivals = false, []interval{iv}
+		b.full, b.ivals = false, append(one, iv)
 		return b, used, 1, false
 	}
 	return b, nil, 0, false
