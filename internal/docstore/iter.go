@@ -46,6 +46,11 @@ type DocIter struct {
 	firstSeen []byte
 	firstBuf  [24]byte
 	hasFirst  bool
+	// keyBuf is room for the document key get reads by (Get keeps no
+	// reference to it), lastIDBuf for lastID: a point read allocates
+	// neither.
+	keyBuf    [48]byte
+	lastIDBuf [24]byte
 	seen      map[string]struct{}
 	Stats     ScanStats
 	err       error
@@ -282,7 +287,7 @@ func (d *DocIter) nextID() ([]byte, bool) {
 }
 
 func (d *DocIter) get(idEnc []byte) ([]byte, bool) {
-	raw, err := d.reader.Get(docKey(d.c.meta().ID, idEnc))
+	raw, err := d.reader.Get(appendDocKey(d.keyBuf[:0], d.c.meta().ID, idEnc))
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, false
 	}

@@ -29,7 +29,8 @@ var ErrInvalidated = errors.New("storage: iterator or snapshot invalidated by a 
 
 // Reader reads a consistent view of the key space.
 type Reader interface {
-	// Get returns a copy of the value stored at key, or ErrNotFound.
+	// Get returns a copy of the value stored at key, or ErrNotFound. It
+	// keeps no reference to key, which the caller may reuse at once.
 	Get(key []byte) ([]byte, error)
 	// NewIter returns an iterator over keys in [lower, upper). A nil bound is
 	// open. The iterator must be closed.
