@@ -97,7 +97,7 @@ func (ix *indexState) appendScalarEntryKey(dst []byte, doc bson.D) (key []byte, 
 // as before. The arena lives as long as its tx, so a key the tx keeps
 // until commit (tx.written, a sorted deletion) stays valid.
 type keyArena struct {
-	bytes  [256]byte
+	bytes  [384]byte
 	used   int
 	lists  [4][]byte
 	nlists int

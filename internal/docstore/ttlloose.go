@@ -130,7 +130,7 @@ func (t *tx) updateAppending(ix *indexState, oldKeys, newKeys [][]byte, d *store
 		return false, nil
 	}
 	oldEntry := t.entryKey(ix, oldKeys[0], d.idEnc)
-	value, err := t.r.Get(oldEntry)
+	value, err := t.getSmall(oldEntry)
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return false, fmt.Errorf("docstore: read the TTL entry of a touch: %w", err)
 	}
@@ -155,6 +155,21 @@ func (t *tx) updateAppending(ix *indexState, oldKeys, newKeys [][]byte, d *store
 	buf := appendEntryKey(t.keys.room(n+looseValueSize(stale)), ix, newKeys[0], d.idEnc)
 	return true, t.b.Set(buf[:n:n], appendLooseValue(buf[n:], d.idEnc, stale))
 }
+
+// getSmall is t.r.Get of a value expected small (a loose TTL entry's), in
+// room of t's key arena when the reader can append (storage.AppendGetter).
+func (t *tx) getSmall(key []byte) ([]byte, error) {
+	ag, ok := t.r.(storage.AppendGetter)
+	if !ok {
+		return t.r.Get(key)
+	}
+	v, err := ag.AppendGet(t.keys.room(smallValueRoom), key)
+	return v[:len(v):len(v)], err
+}
+
+// smallValueRoom is the room getSmall gives a value: a loose entry's _id
+// and its stale dates, up to maxStaleEntries of them.
+const smallValueRoom = 96
 
 // laterDate reports whether key holds a date after old.
 func laterDate(ix *indexState, key []byte, old bson.DateTime) bool {

@@ -505,7 +505,7 @@ func (c *Collection) loadLocked(idEnc []byte) (*stored, error) {
 // loadFrom reads the document with the given encoded _id from r.
 func (c *Collection) loadFrom(r storage.Reader, idEnc []byte) (*stored, error) {
 	l := &loaded{stored: stored{idEnc: idEnc}}
-	raw, err := r.Get(appendDocKey(l.key[:0], c.meta().ID, idEnc))
+	raw, err := l.get(r, appendDocKey(l.key[:0], c.meta().ID, idEnc))
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, nil
 	}
@@ -517,11 +517,27 @@ func (c *Collection) loadFrom(r storage.Reader, idEnc []byte) (*stored, error) {
 }
 
 // loaded is a stored document read by loadFrom, with room for the key it
-// was read by: one allocation, not two. Nothing writes the key after the
-// read, so a reader that kept it would still see it whole.
+// was read by and for a small document's bytes: one allocation, not
+// three. Nothing writes either after the read, so a reader that kept the
+// key would still see it whole.
 type loaded struct {
 	stored
-	key [40]byte
+	key   [40]byte
+	value [loadedRoom]byte
+}
+
+// loadedRoom holds a small document, a session's among them.
+const loadedRoom = 192
+
+// get reads key's value into l.value when r can (storage.AppendGetter)
+// and it fits, capped so that nothing appends to it in place.
+func (l *loaded) get(r storage.Reader, key []byte) ([]byte, error) {
+	ag, ok := r.(storage.AppendGetter)
+	if !ok {
+		return r.Get(key)
+	}
+	v, err := ag.AppendGet(l.value[:0], key)
+	return v[:len(v):len(v)], err
 }
 
 // putDoc writes doc and the difference between its index entries and

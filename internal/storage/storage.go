@@ -88,6 +88,14 @@ type Encodable interface {
 	Repr() ([]byte, error)
 }
 
+// AppendGetter is implemented by readers that can append the value at
+// key to a buffer of the caller's (dst, returned grown as by append)
+// instead of returning a fresh copy: a caller with room for a small value
+// then reads it without an allocation. It reads what Get reads.
+type AppendGetter interface {
+	AppendGet(dst, key []byte) ([]byte, error)
+}
+
 // SoleEntryNoter is implemented by batches that can tell the engine's
 // cache what an equality range holds once they commit. The writer knows
 // the range of every key starting with lower will hold exactly the one
