@@ -123,7 +123,17 @@ func (c *Collection) prepareStored(d GroupDoc) (*stored, error) {
 		return nil, mongoerr.Newf(mongoerr.BadValue, "object to insert too large. size in bytes: %d, max size: %d", len(raw), MaxDocumentSize)
 	}
 	id, _ := lookupID(d.Doc)
-	return &stored{idEnc: keyenc.AppendValue(nil, id), raw: raw, doc: d.Doc}, nil
+	p := &prepared{stored: stored{raw: raw, doc: d.Doc}}
+	idEnc := keyenc.AppendValue(p.id[:0], id)
+	p.idEnc = idEnc[:len(idEnc):len(idEnc)]
+	return &p.stored, nil
+}
+
+// prepared is a stored document prepareStored made, with room for its
+// _id's encoding (capped: never written after): one allocation, not two.
+type prepared struct {
+	stored
+	id [24]byte
 }
 
 // insertRun inserts a run of prepared documents, as one batch while none
@@ -203,7 +213,7 @@ func (c *Collection) tryRun(docs []GroupDoc, preps []*stored) (k int, docErr, co
 	dropped := func() error {
 		return mongoerr.Newf(mongoerr.NamespaceNotFound, "collection %s was dropped", c.Namespace())
 	}
-	return c.groupTx(encs, newSyncWait(docs[0].Opt), extrasOf(extras), dropped,
+	return c.groupTx(encs, docs[0].Opt, extrasOf(extras), dropped,
 		func(t *tx, i int) error { return t.insert(preps[i]) })
 }
 
@@ -212,16 +222,19 @@ func (c *Collection) tryRun(docs []GroupDoc, preps []*stored) (k int, docErr, co
 var errRunFull = errors.New("docstore: the batch is full")
 
 // groupTx stages the documents of idEncs into one batch under their locks,
-// step staging document i into t, and commits it with extra(k)'s writes:
+// step staging document i into t, and commits it with extra(k)'s writes
+// (durable as opt's Sync and Durable ask):
 // k documents, fewer than idEncs when a step said the batch was full. An
 // error of step's, but for the lock and in-flight waits that retrying
 // handles, is document i's own: nothing commits, and k and docErr say
 // which. err is the batch's own failure, or dropped's when the collection
 // is gone.
-func (c *Collection) groupTx(idEncs [][]byte, sw *syncWait, extra func(k int) func(storage.Batch) error, dropped func() error, step func(t *tx, i int) error) (k int, docErr, err error) {
+func (c *Collection) groupTx(idEncs [][]byte, opt WriteOptions, extra func(k int) func(storage.Batch) error, dropped func() error, step func(t *tx, i int) error) (k int, docErr, err error) {
+	g := &groupCall{sw: makeSyncWait(opt)}
+	sw := &g.sw
 	err = retrying(func() error {
 		k, docErr = len(idEncs), nil
-		return c.lockedIDs(idEncs, func(l *lockSet) error {
+		return c.lockedIDs(&g.locks, idEncs, func(l *lockSet) error {
 			if c.dropped.Load() {
 				return dropped()
 			}
@@ -252,13 +265,21 @@ func (c *Collection) groupTx(idEncs [][]byte, sw *syncWait, extra func(k int) fu
 	return k, nil, c.finish(sw, err)
 }
 
-// lockedIDs runs fn holding the schema lock shared and the stripes of
-// every document of idEncs, taken in stripe order so that two runs never
-// wait for each other crosswise.
-func (c *Collection) lockedIDs(idEncs [][]byte, fn func(l *lockSet) error) error {
+// groupCall is what one write holds through its attempts (groupTx's,
+// Insert's): its locks (reset by each, lockedIDs or lockedOnce) and its
+// durability wait, in one allocation.
+type groupCall struct {
+	locks lockSet
+	sw    syncWait
+}
+
+// lockedIDs runs fn holding, in l (reset first, released after), the
+// schema lock shared and the stripes of every document of idEncs, taken
+// in stripe order so that two runs never wait for each other crosswise.
+func (c *Collection) lockedIDs(l *lockSet, idEncs [][]byte, fn func(l *lockSet) error) error {
 	c.schemaMu.RLock()
 	defer c.schemaMu.RUnlock()
-	l := &lockSet{c: c}
+	*l = lockSet{c: c}
 	defer l.release()
 	var want [lockStripes]bool
 	for _, enc := range idEncs {

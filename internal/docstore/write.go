@@ -260,8 +260,8 @@ type syncWait struct {
 	into *Durability
 }
 
-func newSyncWait(opt WriteOptions) *syncWait {
-	return &syncWait{want: opt.Sync && opt.Durable == nil, into: opt.Durable}
+func makeSyncWait(opt WriteOptions) syncWait {
+	return syncWait{want: opt.Sync && opt.Durable == nil, into: opt.Durable}
 }
 
 // Durability gathers the syncs a caller's writes wait for (see
@@ -449,12 +449,12 @@ func (c *Collection) Insert(doc bson.D, opt WriteOptions) error {
 	if err != nil {
 		return err
 	}
-	sw := newSyncWait(opt)
-	return c.finish(sw, c.insertLocked(p.idEnc, p.raw, doc, opt.Extra, sw))
+	g := &groupCall{sw: makeSyncWait(opt)}
+	return c.finish(&g.sw, c.insertLocked(&g.locks, p.idEnc, p.raw, doc, opt.Extra, &g.sw))
 }
 
-func (c *Collection) insertLocked(idEnc, raw []byte, doc bson.D, extra func(storage.Batch) error, sw *syncWait) error {
-	return c.withDocLock(idEnc, func(l *lockSet) error {
+func (c *Collection) insertLocked(l *lockSet, idEnc, raw []byte, doc bson.D, extra func(storage.Batch) error, sw *syncWait) error {
+	return c.withDocLockIn(l, idEnc, func(l *lockSet) error {
 		if c.dropped.Load() {
 			return mongoerr.Newf(mongoerr.NamespaceNotFound, "collection %s was dropped", c.Namespace())
 		}
@@ -869,17 +869,28 @@ func (c *Collection) Modify(id any, opt WriteOptions, fn func(doc bson.D) (Chang
 	if opt.Txn != nil {
 		return opt.Txn.modify(c, id, opt, fn)
 	}
-	sw := newSyncWait(opt)
-	old, err := c.modifyLocked(keyenc.AppendValue(nil, id), opt.Extra, sw, c.checkedChange(fn, opt))
-	if err = c.finish(sw, err); err != nil {
+	mc := &modifyCall{sw: makeSyncWait(opt)}
+	idEnc := keyenc.AppendValue(mc.id[:0], id)
+	idEnc = idEnc[:len(idEnc):len(idEnc)]
+	old, err := c.modifyLocked(&mc.locks, idEnc, opt.Extra, &mc.sw, c.checkedChange(fn, opt))
+	if err = c.finish(&mc.sw, err); err != nil {
 		return nil, err
 	}
 	return old, nil
 }
 
-func (c *Collection) modifyLocked(idEnc []byte, extra func(storage.Batch) error, sw *syncWait, fn func(doc bson.D) (Change, error)) (bson.D, error) {
+// modifyCall is what one Modify holds through its attempts: its locks
+// (reset by each, lockedOnce), its durability wait and its _id's
+// encoding (capped: never written after), in one allocation, not three.
+type modifyCall struct {
+	locks lockSet
+	sw    syncWait
+	id    [32]byte
+}
+
+func (c *Collection) modifyLocked(l *lockSet, idEnc []byte, extra func(storage.Batch) error, sw *syncWait, fn func(doc bson.D) (Change, error)) (bson.D, error) {
 	var cur bson.D
-	err := c.withDocLock(idEnc, func(l *lockSet) error {
+	err := c.withDocLockIn(l, idEnc, func(l *lockSet) error {
 		cur = nil
 		if c.dropped.Load() {
 			return nil
