@@ -504,7 +504,13 @@ func (c *Collection) loadLocked(idEnc []byte) (*stored, error) {
 
 // loadFrom reads the document with the given encoded _id from r.
 func (c *Collection) loadFrom(r storage.Reader, idEnc []byte) (*stored, error) {
-	l := &loaded{stored: stored{idEnc: idEnc}}
+	return c.loadInto(new(loaded), r, idEnc)
+}
+
+// loadInto is loadFrom into l, which must be unused: what it reads stays
+// the document's.
+func (c *Collection) loadInto(l *loaded, r storage.Reader, idEnc []byte) (*stored, error) {
+	l.stored = stored{idEnc: idEnc}
 	raw, err := l.get(r, appendDocKey(l.key[:0], c.meta().ID, idEnc))
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, nil
@@ -872,7 +878,7 @@ func (c *Collection) Modify(id any, opt WriteOptions, fn func(doc bson.D) (Chang
 	mc := &modifyCall{sw: makeSyncWait(opt)}
 	idEnc := keyenc.AppendValue(mc.id[:0], id)
 	idEnc = idEnc[:len(idEnc):len(idEnc)]
-	old, err := c.modifyLocked(&mc.locks, idEnc, opt.Extra, &mc.sw, c.checkedChange(fn, opt))
+	old, err := c.modifyLocked(mc, idEnc, opt.Extra, c.checkedChange(fn, opt))
 	if err = c.finish(&mc.sw, err); err != nil {
 		return nil, err
 	}
@@ -880,22 +886,37 @@ func (c *Collection) Modify(id any, opt WriteOptions, fn func(doc bson.D) (Chang
 }
 
 // modifyCall is what one Modify holds through its attempts: its locks
-// (reset by each, lockedOnce), its durability wait and its _id's
-// encoding (capped: never written after), in one allocation, not three.
+// (reset by each, lockedOnce), its durability wait, its _id's encoding
+// (capped: never written after) and the room its first attempt reads the
+// document into, in one allocation, not four.
 type modifyCall struct {
 	locks lockSet
 	sw    syncWait
 	id    [32]byte
+	first loaded
+	read  bool // first is taken
 }
 
-func (c *Collection) modifyLocked(l *lockSet, idEnc []byte, extra func(storage.Batch) error, sw *syncWait, fn func(doc bson.D) (Change, error)) (bson.D, error) {
+// readRoom is where an attempt reads the document: first for the first
+// attempt, a fresh room for any other, since fn may still hold what an
+// earlier attempt read (the document it was given).
+func (mc *modifyCall) readRoom() *loaded {
+	if mc.read {
+		return new(loaded)
+	}
+	mc.read = true
+	return &mc.first
+}
+
+func (c *Collection) modifyLocked(mc *modifyCall, idEnc []byte, extra func(storage.Batch) error, fn func(doc bson.D) (Change, error)) (bson.D, error) {
 	var cur bson.D
-	err := c.withDocLockIn(l, idEnc, func(l *lockSet) error {
+	sw := &mc.sw
+	err := c.withDocLockIn(&mc.locks, idEnc, func(l *lockSet) error {
 		cur = nil
 		if c.dropped.Load() {
 			return nil
 		}
-		old, err := c.loadForWrite(idEnc)
+		old, err := c.loadForWriteInto(mc.readRoom(), idEnc)
 		if err != nil {
 			return err
 		}
