@@ -318,6 +318,8 @@ type candidate struct {
 	covered []query.Predicate
 	sorted  bool
 	reverse bool
+	// room, for a single-field index, holds the bounds and the plan.
+	room *singleBounds
 }
 
 // bestCandidate is the best useful candidate, if any. Candidates are
@@ -349,7 +351,7 @@ func (ix *indexState) usableFor(preds map[string][]query.Predicate) bool {
 
 func (st *collState) evaluate(ix *indexState, preds map[string][]query.Predicate, s sortSpec) candidate {
 	c := candidate{st: st, ix: ix}
-	c.bounds, c.covered, c.score = ix.boundsFor(preds)
+	c.bounds, c.covered, c.score, c.room = ix.boundsFor(preds)
 	c.sorted, c.reverse = ix.providesSort(c.bounds, s)
 	return c
 }
@@ -380,7 +382,8 @@ func (c *candidate) beats(o *candidate) bool {
 }
 
 func (c *candidate) plan() *Plan {
-	p := &Plan{
+	p := c.room.takePlan()
+	*p = Plan{
 		Kind: IndexScan, Index: c.ix.def, SortProvided: c.sorted, Reverse: c.reverse,
 		bounds: c.bounds, covered: c.covered, idScan: c.ix.def.IsID(),
 	}
@@ -402,8 +405,9 @@ func (c *candidate) scanPrefix() []byte {
 // multikey, every combination of them, while there are at most
 // maxScanPoints), then one range, then everything. Scoring: two points per
 // equality, one per field bounded otherwise.
-func (ix *indexState) boundsFor(preds map[string][]query.Predicate) ([]fieldBounds, []query.Predicate, int) {
-	bounds, one := boundsRoom(len(ix.def.Fields))
+func (ix *indexState) boundsFor(preds map[string][]query.Predicate) ([]fieldBounds, []query.Predicate, int, *singleBounds) {
+	room := boundsRoom(len(ix.def.Fields))
+	bounds, one := room.slices(len(ix.def.Fields))
 	var covered []query.Predicate
 	score, open, combos := 0, true, 1
 	for i, f := range ix.def.Fields {
@@ -421,25 +425,45 @@ func (ix *indexState) boundsFor(preds map[string][]query.Predicate) ([]fieldBoun
 		}
 		bounds = append(bounds, b)
 	}
-	return bounds, covered, score
+	return bounds, covered, score, room
 }
 
 // singleBounds is a single-field index's bounds with room for one
-// interval: an equality's bounds (a lookup by token) in one allocation.
+// interval and for the plan they make: an equality's plan (a lookup by
+// token) in one allocation. The plan's key ranges are not in it: a
+// cursor's scan keeps its range keys after Lean has let the plan go.
 type singleBounds struct {
-	b  [1]fieldBounds
-	iv [1]interval
+	b    [1]fieldBounds
+	iv   [1]interval
+	p    Plan
+	took bool // p is a plan's
 }
 
-// boundsRoom returns room for the bounds of n fields and, when there is
-// one field, for its one interval (else nil). Both are capped: a second
-// bound or interval is appended elsewhere.
-func boundsRoom(n int) ([]fieldBounds, []interval) {
+// boundsRoom is room for the bounds of n fields: nil but for one field.
+func boundsRoom(n int) *singleBounds {
 	if n != 1 {
+		return nil
+	}
+	return new(singleBounds)
+}
+
+// slices returns room for the bounds of n fields and, in r, for the one
+// interval of one field (else nil). Both are capped: a second bound or
+// interval is appended elsewhere.
+func (r *singleBounds) slices(n int) ([]fieldBounds, []interval) {
+	if r == nil {
 		return make([]fieldBounds, 0, n), nil
 	}
-	r := new(singleBounds)
 	return r.b[:0:1], r.iv[:0:1]
+}
+
+// takePlan returns the room's plan the first time, else a new one.
+func (r *singleBounds) takePlan() *Plan {
+	if r == nil || r.took {
+		return new(Plan)
+	}
+	r.took = true
+	return &r.p
 }
 
 // appendCovered appends used to covered. The first field's predicates
