@@ -147,6 +147,24 @@ func (t *tx) load(idEnc []byte) (*stored, error) {
 	return t.c.loadFrom(t.r, idEnc)
 }
 
+// loadExpectingNone is load for an insert, which most often finds
+// nothing: it reads by a key in t's arena (Get keeps no reference to it)
+// and allocates only a document it finds.
+func (t *tx) loadExpectingNone(idEnc []byte) (*stored, error) {
+	if b := t.c.inFlight.batchOf(idEnc); b != nil {
+		return nil, errInFlight{batch: b}
+	}
+	raw, err := t.r.Get(t.docKey(idEnc))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("docstore: read: %w", err)
+	}
+	d := &stored{idEnc: idEnc, raw: raw}
+	return d, d.decode()
+}
+
 // needsUniqueLock reports whether writing doc over old (nil for an insert)
 // adds entries to a unique secondary index, or the collection is capped or
 // bounded by an lruLimit (whose writes must see exact counts).
@@ -470,7 +488,7 @@ func (c *Collection) insertLocked(l *lockSet, idEnc, raw []byte, doc bson.D, ext
 
 // insert writes a new document, replacing an expired one with its _id.
 func (t *tx) insert(d *stored) error {
-	old, err := t.load(d.idEnc)
+	old, err := t.loadExpectingNone(d.idEnc)
 	if err != nil {
 		return err
 	}
