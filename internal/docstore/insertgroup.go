@@ -238,7 +238,7 @@ func (c *Collection) groupTx(idEncs [][]byte, opt WriteOptions, extra func(k int
 			if c.dropped.Load() {
 				return dropped()
 			}
-			t := c.newTx(l)
+			t := g.txs.newTx(c, l)
 			t.durable = sw
 			for i := range idEncs {
 				err := step(t, i)
@@ -266,11 +266,12 @@ func (c *Collection) groupTx(idEncs [][]byte, opt WriteOptions, extra func(k int
 }
 
 // groupCall is what one write holds through its attempts (groupTx's,
-// Insert's): its locks (reset by each, lockedIDs or lockedOnce) and its
-// durability wait, in one allocation.
+// Insert's): its locks (reset by each, lockedIDs or lockedOnce), its
+// durability wait and its first attempt's tx, in one allocation.
 type groupCall struct {
 	locks lockSet
 	sw    syncWait
+	txs   txRoom
 }
 
 // lockedIDs runs fn holding, in l (reset first, released after), the

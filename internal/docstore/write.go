@@ -135,8 +135,30 @@ type tx struct {
 	keys keyArena
 }
 
-func (c *Collection) newTx(l *lockSet) *tx {
-	return &tx{c: c, st: c.state.Load(), locks: l, b: c.store.eng.NewBatch(), r: c.store.eng}
+func (c *Collection) newTx(l *lockSet) *tx { return c.newTxIn(new(tx), l) }
+
+// newTxIn is newTx in t, which must be unused: what the change keeps
+// (its key arena's keys) stays its own.
+func (c *Collection) newTxIn(t *tx, l *lockSet) *tx {
+	*t = tx{c: c, st: c.state.Load(), locks: l, b: c.store.eng.NewBatch(), r: c.store.eng}
+	return t
+}
+
+// txRoom is room for the tx of a write's first attempt, in the write's
+// call struct (modifyCall, groupCall): a later attempt gets a new tx, as
+// an earlier one may still be referred to (its keys by what it wrote).
+type txRoom struct {
+	first tx
+	took  bool
+}
+
+// newTx is Collection.newTx in the room the first time, else anew.
+func (r *txRoom) newTx(c *Collection, l *lockSet) *tx {
+	if r.took {
+		return c.newTx(l)
+	}
+	r.took = true
+	return c.newTxIn(&r.first, l)
 }
 
 // load is loadForWrite through the change's reader.
@@ -468,16 +490,16 @@ func (c *Collection) Insert(doc bson.D, opt WriteOptions) error {
 		return err
 	}
 	g := &groupCall{sw: makeSyncWait(opt)}
-	return c.finish(&g.sw, c.insertLocked(&g.locks, p.idEnc, p.raw, doc, opt.Extra, &g.sw))
+	return c.finish(&g.sw, c.insertLocked(g, p.idEnc, p.raw, doc, opt.Extra))
 }
 
-func (c *Collection) insertLocked(l *lockSet, idEnc, raw []byte, doc bson.D, extra func(storage.Batch) error, sw *syncWait) error {
-	return c.withDocLockIn(l, idEnc, func(l *lockSet) error {
+func (c *Collection) insertLocked(g *groupCall, idEnc, raw []byte, doc bson.D, extra func(storage.Batch) error) error {
+	return c.withDocLockIn(&g.locks, idEnc, func(l *lockSet) error {
 		if c.dropped.Load() {
 			return mongoerr.Newf(mongoerr.NamespaceNotFound, "collection %s was dropped", c.Namespace())
 		}
-		t := c.newTx(l)
-		t.extra, t.durable = extra, sw
+		t := g.txs.newTx(c, l)
+		t.extra, t.durable = extra, &g.sw
 		if err := t.insert(&stored{idEnc: idEnc, raw: raw, doc: doc}); err != nil {
 			t.abort()
 			return err
@@ -906,13 +928,15 @@ func (c *Collection) Modify(id any, opt WriteOptions, fn func(doc bson.D) (Chang
 // modifyCall is what one Modify holds through its attempts: its locks
 // (reset by each, lockedOnce), its durability wait, its _id's encoding
 // (capped: never written after) and the room its first attempt reads the
-// document into, in one allocation, not four.
+// document into and writes through (its tx), in one allocation, not
+// five.
 type modifyCall struct {
 	locks lockSet
 	sw    syncWait
 	id    [32]byte
 	first loaded
 	read  bool // first is taken
+	txs   txRoom
 }
 
 // readRoom is where an attempt reads the document: first for the first
@@ -945,7 +969,7 @@ func (c *Collection) modifyLocked(mc *modifyCall, idEnc []byte, extra func(stora
 		if err != nil || ch.Kind == Keep || cur == nil {
 			return err
 		}
-		return c.applyChange(l, old, ch, extra, sw)
+		return c.applyChangeIn(mc.txs.newTx(c, l), old, ch, extra, sw)
 	})
 	return cur, err
 }
@@ -959,8 +983,7 @@ func (c *Collection) live(doc bson.D) bson.D {
 	return doc
 }
 
-func (c *Collection) applyChange(l *lockSet, old *stored, ch Change, extra func(storage.Batch) error, sw *syncWait) error {
-	t := c.newTx(l)
+func (c *Collection) applyChangeIn(t *tx, old *stored, ch Change, extra func(storage.Batch) error, sw *syncWait) error {
 	t.extra, t.durable = extra, sw
 	return t.applyChange(old, ch)
 }
