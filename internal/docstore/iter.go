@@ -51,9 +51,13 @@ type DocIter struct {
 	// neither.
 	keyBuf    [48]byte
 	lastIDBuf [24]byte
-	seen      map[string]struct{}
-	Stats     ScanStats
-	err       error
+	// firstDoc is room for the first document read by key (a point
+	// lookup's only one), taken once (read).
+	firstDoc     [192]byte
+	firstDocRead bool
+	seen         map[string]struct{}
+	Stats        ScanStats
+	err          error
 	// ctx, when set, ends a long scan early (maxTimeMS, shutdown) even while
 	// no document matches.
 	ctx context.Context
@@ -287,7 +291,7 @@ func (d *DocIter) nextID() ([]byte, bool) {
 }
 
 func (d *DocIter) get(idEnc []byte) ([]byte, bool) {
-	raw, err := d.reader.Get(appendDocKey(d.keyBuf[:0], d.c.meta().ID, idEnc))
+	raw, err := d.read(appendDocKey(d.keyBuf[:0], d.c.meta().ID, idEnc))
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, false
 	}
@@ -296,6 +300,23 @@ func (d *DocIter) get(idEnc []byte) ([]byte, bool) {
 		return nil, false
 	}
 	return raw, true
+}
+
+// read is d.reader.Get of key, the first document found into firstDoc
+// when the reader can append (storage.AppendGetter) and it fits. The room
+// is taken once and never written again: the document decoded from it
+// may alias it, and the scan's caller keeps that.
+func (d *DocIter) read(key []byte) ([]byte, error) {
+	ag, ok := d.reader.(storage.AppendGetter)
+	if !ok || d.firstDocRead {
+		return d.reader.Get(key)
+	}
+	raw, err := ag.AppendGet(d.firstDoc[:0], key)
+	if err != nil {
+		return nil, err
+	}
+	d.firstDocRead = true
+	return raw[:len(raw):len(raw)], nil
 }
 
 // markSeen records an _id and reports whether it was yielded before: a
