@@ -55,9 +55,16 @@ type DocIter struct {
 	// lookup's only one), taken once (read).
 	firstDoc     [192]byte
 	firstDocRead bool
-	seen         map[string]struct{}
-	Stats        ScanStats
-	err          error
+	// ranges are the plan's key ranges when the plan leaves them to the
+	// scan (planRanges), in rangeBuf and keyBytes (through keyRoom) while
+	// they fit: an equality's range is then no allocation of its own.
+	ranges   []keyRange
+	rangeBuf [1]keyRange
+	keyBytes [160]byte
+	keyRoom  keyRoom
+	seen     map[string]struct{}
+	Stats    ScanStats
+	err      error
 	// ctx, when set, ends a long scan early (maxTimeMS, shutdown) even while
 	// no document matches.
 	ctx context.Context
@@ -430,14 +437,28 @@ func (d *DocIter) rangeCount() int {
 	if d.restRanges != nil {
 		return d.restRanges.len()
 	}
-	return len(d.plan.ranges)
+	return len(d.planRanges())
 }
 
 func (d *DocIter) rangeAt(i int) keyRange {
 	if d.restRanges != nil {
 		return d.restRanges.at(i)
 	}
-	return d.plan.ranges[i]
+	return d.planRanges()[i]
+}
+
+// planRanges are the plan's key ranges: its own, or, when it leaves them
+// to the scan (Plan.lazyRanges), made once from its bounds in d's room.
+func (d *DocIter) planRanges() []keyRange {
+	p := d.plan
+	if !p.lazyRanges {
+		return p.ranges
+	}
+	if d.ranges == nil {
+		d.keyRoom = keyRoom{spare: d.keyBytes[:0]}
+		d.ranges = keyRanges(d.rangeBuf[:0:1], &d.keyRoom, p.rangePrefix, p.bounds)
+	}
+	return d.ranges
 }
 
 // Close releases the iterator.

@@ -120,8 +120,8 @@ func (d *DocIter) Lean() {
 	case IndexScan:
 		d.restRanges = packRanges(d.remainingRanges())
 	}
-	d.plan, d.next = lp, 0
-	d.filter = d.filter.Lean() // the filter, not the command's document it came from
+	d.plan, d.next, d.ranges = lp, 0, nil // the ranges left are in restRanges
+	d.filter = d.filter.Lean()            // the filter, not the command's document it came from
 }
 
 // keyList is a list of keys in one allocation, 4 bytes of overhead a key.

@@ -48,15 +48,19 @@ type Plan struct {
 	// Reverse reads the collection or the index backwards.
 	Reverse bool
 
-	ranges []keyRange
-	// rangeBuf holds ranges when there is one (an equality's): the plan
-	// and its range slice are one allocation. Written only while the
-	// plan is made.
-	rangeBuf [1]keyRange
-	ids      [][]byte
-	bounds   []fieldBounds     // per index field, for explain
-	covered  []query.Predicate // predicates the bounds apply exactly
-	idScan   bool              // an index scan over the _id index: the documents themselves
+	// ranges are the key ranges of a plan made with them (keyrange.go,
+	// scanafter.go). A plan chosen among indexes leaves them to each scan
+	// (lazyRanges), which makes them from rangePrefix and bounds in room
+	// of its own (DocIter.planRanges): their keys then live as long as
+	// the scan that reads them, not the plan, which a cursor's scan lets
+	// go of (Lean).
+	ranges      []keyRange
+	rangePrefix []byte
+	lazyRanges  bool
+	ids         [][]byte
+	bounds      []fieldBounds     // per index field, for explain
+	covered     []query.Predicate // predicates the bounds apply exactly
+	idScan      bool              // an index scan over the _id index: the documents themselves
 }
 
 type keyRange struct{ lo, hi []byte }
@@ -386,8 +390,8 @@ func (c *candidate) plan() *Plan {
 	*p = Plan{
 		Kind: IndexScan, Index: c.ix.def, SortProvided: c.sorted, Reverse: c.reverse,
 		bounds: c.bounds, covered: c.covered, idScan: c.ix.def.IsID(),
+		rangePrefix: c.scanPrefix(), lazyRanges: true,
 	}
-	p.ranges = keyRanges(p.rangeBuf[:0:1], c.scanPrefix(), c.bounds)
 	return p
 }
 
@@ -607,15 +611,16 @@ func rootOf(path string) string {
 // keyRanges appends to dst (empty) the key ranges of bounds under prefix,
 // in key order: each point of a field extends the prefix for the fields
 // after it, a range gives one key range, and an unbounded field ends it.
-func keyRanges(dst []keyRange, prefix []byte, bounds []fieldBounds) []keyRange {
+// Their keys are cut from room while it has some (nil: none).
+func keyRanges(dst []keyRange, room *keyRoom, prefix []byte, bounds []fieldBounds) []keyRange {
 	p := prefix
 	if len(bounds) == 0 || bounds[0].full {
 		// appendRanges keeps p only for an unbounded field; for a bounded
 		// one it copies p before appending (a second copy here would be
 		// garbage), so only then must the index's own prefix be copied.
-		p = withEndRoom(prefix)
+		p = room.withEndRoom(prefix)
 	}
-	out := appendRanges(dst, p, bounds)
+	out := appendRanges(dst, room, p, bounds)
 	if len(out) < 2 { // an equality, the common case: nothing to order
 		return out
 	}
@@ -629,17 +634,27 @@ func withRoom(p []byte) []byte {
 	return append(make([]byte, 0, len(p)+64), p...)
 }
 
+// keyRoom is room a scan has for its ranges' keys (spare's capacity),
+// each byte handed out once.
+type keyRoom struct{ spare []byte }
+
 // withEndRoom is withRoom with room for a copy of the whole after that:
 // the end of a range that starts with the result (appendRanges) then
-// needs no allocation of its own.
-func withEndRoom(p []byte) []byte {
-	return append(make([]byte, 0, 2*(len(p)+64)), p...)
+// needs no allocation of its own. It is cut from r while r has room.
+func (r *keyRoom) withEndRoom(p []byte) []byte {
+	n := 2 * (len(p) + 64)
+	if r == nil || cap(r.spare) < n {
+		return append(make([]byte, 0, n), p...)
+	}
+	b := r.spare[:0:n]
+	r.spare = r.spare[n:n]
+	return append(b, p...)
 }
 
 // appendRanges appends the ranges of bounds under p. p's spare capacity,
 // if any, is this call's alone (withEndRoom's), and a range that ends at
 // p takes its end from it.
-func appendRanges(out []keyRange, p []byte, bounds []fieldBounds) []keyRange {
+func appendRanges(out []keyRange, room *keyRoom, p []byte, bounds []fieldBounds) []keyRange {
 	if len(bounds) == 0 || bounds[0].full {
 		n := len(p)
 		return append(out, keyRange{lo: p[:n:n], hi: keyspace.AppendPrefixEnd(p[n:n], p)})
@@ -647,7 +662,7 @@ func appendRanges(out []keyRange, p []byte, bounds []fieldBounds) []keyRange {
 	b := bounds[0]
 	for _, iv := range b.ivals {
 		if iv.isPoint() {
-			out = appendRanges(out, appendComponent(withEndRoom(p), iv.lo, b.desc), bounds[1:])
+			out = appendRanges(out, room, appendComponent(room.withEndRoom(p), iv.lo, b.desc), bounds[1:])
 			continue
 		}
 		if r, ok := iv.keyRange(p, b.desc); ok {
