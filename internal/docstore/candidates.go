@@ -6,6 +6,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/keyenc"
 	"github.com/mayflydb/mayfly/internal/query"
+	"github.com/mayflydb/mayfly/internal/ttlentry"
 )
 
 // IDIter yields the _ids of the index entries a plan reads, without
@@ -57,7 +58,7 @@ func (it *IDIter) Next() (id any, ok bool, err error) {
 			}
 			continue
 		}
-		idEnc := entryID(d.it.Key(), d.it.Value())
+		idEnc := ttlentry.ID(d.it.Key(), d.it.Value())
 		if d.markSeen(idEnc) {
 			d.Stats.DupsDropped++
 			continue

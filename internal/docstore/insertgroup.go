@@ -40,8 +40,13 @@ func (c *Collection) InsertGroup(docs []GroupDoc, ordered bool) (errs []error, a
 	if len(docs) > 0 && docs[0].Opt.Txn != nil {
 		return docs[0].Opt.Txn.insertGroup(c, docs, ordered)
 	}
-	room := newInsertRoom(len(docs))
-	errs = room.errsFor(len(docs))
+	var room *insertRoom // an insertOne's
+	if len(docs) == 1 {
+		room = new(insertRoom)
+		errs = room.errs[:]
+	} else {
+		errs = make([]error, len(docs))
+	}
 	preps := make([]*stored, len(docs))
 	for i := 0; i < len(docs); {
 		end := c.prepareRun(docs, preps, errs, i, room)
@@ -63,42 +68,24 @@ func (c *Collection) InsertGroup(docs []GroupDoc, ordered bool) (errs []error, a
 
 // insertRoom is what a one-document InsertGroup (an insertOne) needs in
 // one allocation: its result, its prepared document and its first
-// groupTx's call. Each part is taken once (nil: none to take).
+// groupTx's call (nil: a group of several documents).
 type insertRoom struct {
-	errs     [1]error
-	doc      prepared
-	call     groupCall
-	tookDoc  bool
-	tookCall bool
+	errs [1]error
+	doc  firstRoom[prepared]
+	call firstRoom[groupCall]
 }
 
-func newInsertRoom(docs int) *insertRoom {
-	if docs != 1 {
+func (r *insertRoom) docs() *firstRoom[prepared] {
+	if r == nil {
 		return nil
 	}
-	return new(insertRoom)
-}
-
-func (r *insertRoom) errsFor(docs int) []error {
-	if r == nil {
-		return make([]error, docs)
-	}
-	return r.errs[:]
-}
-
-func (r *insertRoom) takeDoc() *prepared {
-	if r == nil || r.tookDoc {
-		return new(prepared)
-	}
-	r.tookDoc = true
 	return &r.doc
 }
 
-func (r *insertRoom) takeCall() *groupCall {
-	if r == nil || r.tookCall {
-		return new(groupCall)
+func (r *insertRoom) calls() *firstRoom[groupCall] {
+	if r == nil {
+		return nil
 	}
-	r.tookCall = true
 	return &r.call
 }
 
@@ -114,7 +101,7 @@ func (c *Collection) prepareRun(docs []GroupDoc, preps []*stored, errs []error, 
 			return j
 		}
 		if preps[j] == nil {
-			p, err := c.prepareStoredIn(room.takeDoc(), docs[j])
+			p, err := c.prepareStoredIn(room.docs().take(), docs[j])
 			if err != nil {
 				errs[j] = err
 				return j
@@ -260,7 +247,7 @@ func (c *Collection) tryRun(docs []GroupDoc, preps []*stored, room *insertRoom) 
 	dropped := func() error {
 		return mongoerr.Newf(mongoerr.NamespaceNotFound, "collection %s was dropped", c.Namespace())
 	}
-	return c.groupTx(room.takeCall(), encs, docs[0].Opt, extrasOf(extras), dropped,
+	return c.groupTx(room.calls().take(), encs, docs[0].Opt, extrasOf(extras), dropped,
 		func(t *tx, i int) error { return t.insert(preps[i]) })
 }
 
@@ -285,7 +272,7 @@ func (c *Collection) groupTx(g *groupCall, idEncs [][]byte, opt WriteOptions, ex
 			if c.dropped.Load() {
 				return dropped()
 			}
-			t := g.txs.newTx(c, l)
+			t := c.newTxIn(g.txs.take(), l)
 			t.durable = sw
 			for i := range idEncs {
 				err := step(t, i)
@@ -318,7 +305,7 @@ func (c *Collection) groupTx(g *groupCall, idEncs [][]byte, opt WriteOptions, ex
 type groupCall struct {
 	locks lockSet
 	sw    syncWait
-	txs   txRoom
+	txs   firstRoom[tx]
 }
 
 // lockedIDs runs fn holding, in l (reset first, released after), the

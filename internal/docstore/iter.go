@@ -12,6 +12,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/query"
 	"github.com/mayflydb/mayfly/internal/storage"
+	"github.com/mayflydb/mayfly/internal/ttlentry"
 )
 
 // ScanStats count the work of a scan, for explain's executionStats.
@@ -359,7 +360,7 @@ func (d *DocIter) nextIndexed() ([]byte, bool) {
 		if d.staleEntry() {
 			continue
 		}
-		idEnc := entryID(d.it.Key(), d.it.Value())
+		idEnc := ttlentry.ID(d.it.Key(), d.it.Value())
 		if d.markSeen(idEnc) {
 			d.Stats.DupsDropped++
 			continue
@@ -376,7 +377,7 @@ func (d *DocIter) nextIndexed() ([]byte, bool) {
 // no longer the document's, so it would match a range the document does
 // not, or yield the document out of the index's order.
 func (d *DocIter) staleEntry() bool {
-	if !isLoose(d.it.Value()) {
+	if !ttlentry.IsLoose(d.it.Value()) {
 		return false
 	}
 	ix := d.c.state.Load().indexByID(d.plan.Index.ID)

@@ -386,7 +386,7 @@ func (c *candidate) beats(o *candidate) bool {
 }
 
 func (c *candidate) plan() *Plan {
-	p := c.room.takePlan()
+	p := c.room.plan()
 	*p = Plan{
 		Kind: IndexScan, Index: c.ix.def, SortProvided: c.sorted, Reverse: c.reverse,
 		bounds: c.bounds, covered: c.covered, idScan: c.ix.def.IsID(),
@@ -437,10 +437,9 @@ func (ix *indexState) boundsFor(preds map[string][]query.Predicate) ([]fieldBoun
 // token) in one allocation. The plan's key ranges are not in it: a
 // cursor's scan keeps its range keys after Lean has let the plan go.
 type singleBounds struct {
-	b    [1]fieldBounds
-	iv   [1]interval
-	p    Plan
-	took bool // p is a plan's
+	b  [1]fieldBounds
+	iv [1]interval
+	p  firstRoom[Plan]
 }
 
 // boundsRoom is room for the bounds of n fields: nil but for one field.
@@ -461,13 +460,12 @@ func (r *singleBounds) slices(n int) ([]fieldBounds, []interval) {
 	return r.b[:0:1], r.iv[:0:1]
 }
 
-// takePlan returns the room's plan the first time, else a new one.
-func (r *singleBounds) takePlan() *Plan {
-	if r == nil || r.took {
+// plan returns the room's plan the first time, else a new one.
+func (r *singleBounds) plan() *Plan {
+	if r == nil {
 		return new(Plan)
 	}
-	r.took = true
-	return &r.p
+	return r.p.take()
 }
 
 // appendCovered appends used to covered. The first field's predicates

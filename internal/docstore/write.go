@@ -15,6 +15,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/keyenc"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/storage"
+	"github.com/mayflydb/mayfly/internal/ttlentry"
 )
 
 // MaxDocumentSize is MongoDB's limit for one stored document.
@@ -144,21 +145,21 @@ func (c *Collection) newTxIn(t *tx, l *lockSet) *tx {
 	return t
 }
 
-// txRoom is room for the tx of a write's first attempt, in the write's
-// call struct (modifyCall, groupCall): a later attempt gets a new tx, as
-// an earlier one may still be referred to (its keys by what it wrote).
-type txRoom struct {
-	first tx
-	took  bool
+// firstRoom is room for a T in a call's struct (modifyCall, groupCall,
+// insertRoom), taken by its first use: a later one (another attempt) gets
+// a new T, as what an earlier one made may still be referred to.
+type firstRoom[T any] struct {
+	v    T
+	took bool
 }
 
-// newTx is Collection.newTx in the room the first time, else anew.
-func (r *txRoom) newTx(c *Collection, l *lockSet) *tx {
-	if r.took {
-		return c.newTx(l)
+// take returns the room the first time (never from a nil r), else a new T.
+func (r *firstRoom[T]) take() *T {
+	if r == nil || r.took {
+		return new(T)
 	}
 	r.took = true
-	return c.newTxIn(&r.first, l)
+	return &r.v
 }
 
 // load is loadForWrite through the change's reader.
@@ -498,7 +499,7 @@ func (c *Collection) insertLocked(g *groupCall, idEnc, raw []byte, doc bson.D, e
 		if c.dropped.Load() {
 			return mongoerr.Newf(mongoerr.NamespaceNotFound, "collection %s was dropped", c.Namespace())
 		}
-		t := g.txs.newTx(c, l)
+		t := c.newTxIn(g.txs.take(), l)
 		t.extra, t.durable = extra, &g.sw
 		if err := t.insert(&stored{idEnc: idEnc, raw: raw, doc: doc}); err != nil {
 			t.abort()
@@ -653,8 +654,8 @@ type ttlRecord struct {
 // get makes the record in a's room (the batch copies what it sets).
 func (r *ttlRecord) get(a *keyArena) []byte {
 	if r.value == nil && r.indexes != nil {
-		room := a.room(ttlEntryValueSize(r.idEnc, r.size, r.indexes, r.keys))
-		r.value = appendTTLEntryValue(room, r.idEnc, r.size, r.indexes, r.keys)
+		room := a.room(ttlentry.RecordSize(r.idEnc, r.size, r.indexes, indexID, r.keys))
+		r.value = ttlentry.AppendRecord(room, r.idEnc, r.size, r.indexes, indexID, r.keys)
 	}
 	return r.value
 }
@@ -790,7 +791,7 @@ func (t *tx) checkUnique(ix *indexState, key []byte, d *stored) (empty []byte, e
 	seen := false
 	for ok := it.First(); ok; ok = it.Next() {
 		seen = true
-		if id := entryID(it.Key(), it.Value()); !bytes.Equal(id, d.idEnc) {
+		if id := ttlentry.ID(it.Key(), it.Value()); !bytes.Equal(id, d.idEnc) {
 			holders = append(holders, append([]byte(nil), id...))
 		}
 	}
@@ -934,20 +935,8 @@ type modifyCall struct {
 	locks lockSet
 	sw    syncWait
 	id    [32]byte
-	first loaded
-	read  bool // first is taken
-	txs   txRoom
-}
-
-// readRoom is where an attempt reads the document: first for the first
-// attempt, a fresh room for any other, since fn may still hold what an
-// earlier attempt read (the document it was given).
-func (mc *modifyCall) readRoom() *loaded {
-	if mc.read {
-		return new(loaded)
-	}
-	mc.read = true
-	return &mc.first
+	first firstRoom[loaded] // fn may still hold what an earlier attempt read
+	txs   firstRoom[tx]
 }
 
 func (c *Collection) modifyLocked(mc *modifyCall, idEnc []byte, extra func(storage.Batch) error, fn func(doc bson.D) (Change, error)) (bson.D, error) {
@@ -958,7 +947,7 @@ func (c *Collection) modifyLocked(mc *modifyCall, idEnc []byte, extra func(stora
 		if c.dropped.Load() {
 			return nil
 		}
-		old, err := c.loadForWriteInto(mc.readRoom(), idEnc)
+		old, err := c.loadForWriteInto(mc.first.take(), idEnc)
 		if err != nil {
 			return err
 		}
@@ -969,7 +958,7 @@ func (c *Collection) modifyLocked(mc *modifyCall, idEnc []byte, extra func(stora
 		if err != nil || ch.Kind == Keep || cur == nil {
 			return err
 		}
-		return c.applyChangeIn(mc.txs.newTx(c, l), old, ch, extra, sw)
+		return c.applyChangeIn(c.newTxIn(mc.txs.take(), l), old, ch, extra, sw)
 	})
 	return cur, err
 }

@@ -103,6 +103,7 @@ func packageLayers() map[string]row {
 		"internal/clock":                       {layer: base},
 		"internal/bgyield":                     {layer: base},
 		"internal/keyspace":                    {layer: base},
+		"internal/ttlentry":                    {layer: base},
 		"internal/storage":                     {layer: base},
 		"internal/storage/pebblestore":         {layer: base},
 		"internal/storage/pebblestore/faultfs": {layer: base},
