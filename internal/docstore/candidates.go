@@ -6,12 +6,13 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/keyenc"
 	"github.com/mayflydb/mayfly/internal/query"
+	"github.com/mayflydb/mayfly/internal/ttlentry"
 )
 
 // IDIter yields the _ids of the index entries a plan reads, without
 // reading the documents (see CandidateIDs).
 type IDIter struct {
-	d *DocIter
+	d DocIter // held by value: the walk is one allocation, not two
 }
 
 // CandidateIDs returns the _ids a plan's index entries point to when its
@@ -26,10 +27,10 @@ type IDIter struct {
 // than the walk reading and decoding each document a second time.
 func (c *Collection) CandidateIDs(plan *Plan, f *query.Filter) (it *IDIter, ok bool) {
 	if plan == nil || plan.Kind != IndexScan || plan.idScan || f == nil ||
-		len(plan.covered) == 0 || len(plan.residual(f)) > 0 {
+		len(plan.covered) == 0 || plan.hasResidual(f) {
 		return nil, false
 	}
-	return &IDIter{d: c.Scan(plan, f)}, true
+	return &IDIter{d: c.newScan(plan, f)}, true
 }
 
 // WithContext makes the walk stop with ctx's error once ctx is done.
@@ -40,7 +41,7 @@ func (it *IDIter) WithContext(ctx context.Context) *IDIter {
 
 // Next returns the next candidate _id; ok is false at the end.
 func (it *IDIter) Next() (id any, ok bool, err error) {
-	d := it.d
+	d := &it.d
 	for d.err == nil {
 		if d.ctx != nil && d.Stats.KeysExamined%interruptEvery == 0 {
 			if err := d.ctx.Err(); err != nil {
@@ -57,7 +58,7 @@ func (it *IDIter) Next() (id any, ok bool, err error) {
 			}
 			continue
 		}
-		idEnc := entryID(d.it.Key(), d.it.Value())
+		idEnc := ttlentry.ID(d.it.Key(), d.it.Value())
 		if d.markSeen(idEnc) {
 			d.Stats.DupsDropped++
 			continue

@@ -112,15 +112,15 @@ func (e *CatalogEdit) Close() {
 // modifyEvent is the modify event of a collMod that left meta.
 func modifyEvent(meta *catalog.Collection, m *Modify) *changestream.Event {
 	ev := &changestream.Event{Op: changestream.OpModify, DB: meta.DB, Coll: meta.Name}
-	switch ev.NsType = nsTypeOf(meta); ev.NsType {
+	switch ev.NsType = changestream.NsTypeOf(meta); ev.NsType {
 	case changestream.NsCollection:
 		ev.NsType = ""
 		ev.UUID = meta.UUID.Data
-		ev.Desc, ev.Before = marshalDesc(m.Desc), marshalDesc(m.Before)
+		ev.Desc, ev.Before = changestream.MarshalDesc(m.Desc), changestream.MarshalDesc(m.Before)
 	case changestream.NsTimeseries:
-		ev.Desc = marshalDesc(timeseriesView(meta))
+		ev.Desc = changestream.MarshalDesc(changestream.TimeseriesView(meta))
 	default:
-		ev.Desc = marshalDesc(meta.Options)
+		ev.Desc = changestream.MarshalDesc(meta.Options)
 	}
 	return ev
 }

@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/catalog"
+	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/query"
 	"github.com/mayflydb/mayfly/internal/storage"
@@ -209,7 +210,7 @@ func (c *Collection) deleteAllLocked(dropMeta bool) error {
 		return err
 	}
 	if dropMeta {
-		addCatalogEvent(b, dropEvent(meta))
+		addCatalogEvent(b, changestream.DropEvent(meta))
 	}
 	if err := b.Commit(true); err != nil {
 		return fmt.Errorf("docstore: drop %s: %w", meta.Namespace(), err)

@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/changestream"
+	"github.com/mayflydb/mayfly/internal/ttlentry"
 )
 
 // Expiring array elements. A TTL index with expireElements on a path
@@ -101,7 +102,7 @@ func (p *ExpiryPass) walkElements(t *tx, limit int) (res ExpireResult, err error
 		if !ok {
 			break
 		}
-		id := entryID(tc.it.Key(), tc.it.Value())
+		id := ttlentry.ID(tc.it.Key(), tc.it.Value())
 		if seen[string(id)] {
 			continue
 		}

@@ -208,7 +208,7 @@ func (t *tx) emitExpiryByID(idEnc []byte, ix *indexState, date bson.DateTime) er
 }
 
 // addCatalogEvent adds a catalog change's event (drop, rename,
-// dropDatabase, and the DDL events of ddlevents.go) to b when
+// dropDatabase, and the DDL events of changestream/ddl.go) to b when
 // the engine keeps a change log.
 func addCatalogEvent(b any, ev *changestream.Event) {
 	if eb, ok := b.(changestream.EventBatch); ok && eb.RecordsEvents() {

@@ -66,6 +66,23 @@ func normalizeElem(e bson.E) []clause {
 	return []clause{{path: e.Key, op: "$eq", val: e.Value}}
 }
 
+// equalityClause is normalizeElem's one clause for e when e is an
+// implicit equality {path: v}, made without normalizeElem's slice.
+func equalityClause(e bson.E) (clause, bool) {
+	if strings.HasPrefix(e.Key, "$") {
+		return clause{}, false
+	}
+	switch v := e.Value.(type) {
+	case bson.Regex:
+		return clause{}, false
+	case bson.D:
+		if len(v) > 0 && strings.HasPrefix(v[0].Key, "$") {
+			return clause{}, false
+		}
+	}
+	return clause{path: e.Key, op: "$eq", val: e.Value}, true
+}
+
 func normalizeAnd(v any) []clause {
 	var out []clause
 	for _, sub := range bsonutil.ToA(v) {
@@ -138,6 +155,29 @@ func (p *Plan) residual(f *query.Filter) bson.D {
 		}
 	}
 	return clausesDoc(rest)
+}
+
+// hasResidual reports whether residual(f) is not empty, without building
+// it: a write asks this of its plan on every call (CandidateIDs), and its
+// filter is most often equalities, which need no clause slices.
+func (p *Plan) hasResidual(f *query.Filter) bool {
+	if f == nil {
+		return false
+	}
+	for _, e := range f.Spec() {
+		if c, ok := equalityClause(e); ok {
+			if !p.coversClause(c) {
+				return true
+			}
+			continue
+		}
+		for _, c := range normalizeElem(e) {
+			if !p.coversClause(c) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // coversClause: the bounds hold exactly the values the clause accepts.

@@ -104,7 +104,7 @@ func (c *Collection) commitMigrated(run []migratedWrite, remove func(bson.D) boo
 		}
 		return mongoerr.Newf(mongoerr.NamespaceNotFound, "collection %s was dropped", c.Namespace())
 	}
-	n, docErr, err := c.groupTx(encs, newSyncWait(WriteOptions{}), noExtras, dropped, func(t *tx, i int) error {
+	n, docErr, err := c.groupTx(new(groupCall), encs, WriteOptions{}, noExtras, dropped, func(t *tx, i int) error {
 		t.fromMigrate = true // set before anything is staged: no step emits an event
 		if i > 0 && (t.b.Len() >= migrateBatchBytes || (run[i].put != nil && !t.st.groupable())) {
 			return errRunFull

@@ -122,11 +122,11 @@ func (c *Collection) readyLocked(built []*catalog.Index, each bool) error {
 		next.Index(ix.Name).Ready = true
 	}
 	if !each {
-		return c.saveMeta(next, indexesEvent(changestream.OpCreateIndexes, next, specs...))
+		return c.saveMeta(next, changestream.IndexesEvent(changestream.OpCreateIndexes, next, specs...))
 	}
 	evs := make([]*changestream.Event, len(specs))
 	for i, spec := range specs {
-		evs[i] = indexesEvent(changestream.OpCreateIndexes, next, spec)
+		evs[i] = changestream.IndexesEvent(changestream.OpCreateIndexes, next, spec)
 	}
 	return c.saveMeta(next, evs...)
 }
@@ -335,7 +335,7 @@ func (c *Collection) dropIndexLocked(name string, report bool) error {
 		return err
 	}
 	if report {
-		addCatalogEvent(b, indexesEvent(changestream.OpDropIndexes, next, gone.Spec))
+		addCatalogEvent(b, changestream.IndexesEvent(changestream.OpDropIndexes, next, gone.Spec))
 	}
 	if err := b.Commit(true); err != nil {
 		return fmt.Errorf("docstore: drop index %s: %w", name, err)

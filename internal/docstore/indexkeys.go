@@ -91,14 +91,28 @@ func (ix *indexState) appendScalarEntryKey(dst []byte, doc bson.D) (key []byte, 
 
 // keyArena is room in a write's tx for the index keys it computes: a
 // touch computes four (two indexes, the old and the new document), each
-// otherwise two allocations. Keys are never overwritten: each is cut
-// from the arena with no spare capacity, and a key that does not fit
-// is allocated as before.
+// otherwise two allocations; and for the storage keys the write builds
+// from them (room). Keys are never overwritten: each is cut from the
+// arena with no spare capacity, and a key that does not fit is allocated
+// as before. The arena lives as long as its tx, so a key the tx keeps
+// until commit (tx.written, a sorted deletion) stays valid.
 type keyArena struct {
-	bytes  [128]byte
+	bytes  [384]byte
 	used   int
 	lists  [4][]byte
 	nlists int
+}
+
+// room returns an empty slice with room for n bytes, cut from the arena
+// while it has them (else made): what a caller appends up to n stays in
+// place, and no later room or key overlaps it.
+func (a *keyArena) room(n int) []byte {
+	if n > len(a.bytes)-a.used {
+		return make([]byte, 0, n)
+	}
+	b := a.bytes[a.used : a.used : a.used+n]
+	a.used += n
+	return b
 }
 
 // entryKeys is ix.entryKeys of doc, its single scalar key in the arena

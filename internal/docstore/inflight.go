@@ -82,8 +82,13 @@ func (e errInFlight) Error() string {
 // loadForWrite is loadLocked for a write that may change what it loads:
 // a document in an expiry batch in flight asks the write to wait for it.
 func (c *Collection) loadForWrite(idEnc []byte) (*stored, error) {
+	return c.loadForWriteInto(new(loaded), idEnc)
+}
+
+// loadForWriteInto is loadForWrite into l (loadInto).
+func (c *Collection) loadForWriteInto(l *loaded, idEnc []byte) (*stored, error) {
 	if b := c.inFlight.batchOf(idEnc); b != nil {
 		return nil, errInFlight{batch: b}
 	}
-	return c.loadLocked(idEnc)
+	return c.loadInto(l, c.store.eng, idEnc)
 }

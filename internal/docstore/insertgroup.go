@@ -40,12 +40,18 @@ func (c *Collection) InsertGroup(docs []GroupDoc, ordered bool) (errs []error, a
 	if len(docs) > 0 && docs[0].Opt.Txn != nil {
 		return docs[0].Opt.Txn.insertGroup(c, docs, ordered)
 	}
-	errs = make([]error, len(docs))
+	var room *insertRoom // an insertOne's
+	if len(docs) == 1 {
+		room = new(insertRoom)
+		errs = room.errs[:]
+	} else {
+		errs = make([]error, len(docs))
+	}
 	preps := make([]*stored, len(docs))
 	for i := 0; i < len(docs); {
-		end := c.prepareRun(docs, preps, errs, i)
+		end := c.prepareRun(docs, preps, errs, i, room)
 		if end > i {
-			if failed := c.insertRun(docs[i:end], preps[i:end], errs[i:end], ordered); failed >= 0 && ordered {
+			if failed := c.insertRun(docs[i:end], preps[i:end], errs[i:end], ordered, room); failed >= 0 && ordered {
 				return errs, i + failed + 1
 			}
 		}
@@ -60,10 +66,33 @@ func (c *Collection) InsertGroup(docs []GroupDoc, ordered bool) (errs []error, a
 	return errs, len(docs)
 }
 
+// insertRoom is what a one-document InsertGroup (an insertOne) needs in
+// one allocation: its result, its prepared document and its first
+// groupTx's call (nil: a group of several documents).
+type insertRoom struct {
+	errs [1]error
+	doc  firstRoom[prepared]
+	call firstRoom[groupCall]
+}
+
+func (r *insertRoom) docs() *firstRoom[prepared] {
+	if r == nil {
+		return nil
+	}
+	return &r.doc
+}
+
+func (r *insertRoom) calls() *firstRoom[groupCall] {
+	if r == nil {
+		return nil
+	}
+	return &r.call
+}
+
 // prepareRun prepares docs from i on and returns the end of the run that
 // starts at i: at its size limits, before an _id already in it, or at a
 // document that fails its checks (its error in errs).
-func (c *Collection) prepareRun(docs []GroupDoc, preps []*stored, errs []error, i int) int {
+func (c *Collection) prepareRun(docs []GroupDoc, preps []*stored, errs []error, i int, room *insertRoom) int {
 	single := !c.groupable()
 	var ids map[string]bool // made at a run's second document
 	size := 0
@@ -72,7 +101,7 @@ func (c *Collection) prepareRun(docs []GroupDoc, preps []*stored, errs []error, 
 			return j
 		}
 		if preps[j] == nil {
-			p, err := c.prepareStored(docs[j])
+			p, err := c.prepareStoredIn(room.docs().take(), docs[j])
 			if err != nil {
 				errs[j] = err
 				return j
@@ -112,6 +141,11 @@ func (st *collState) groupable() bool {
 // prepareStored checks one new document against the collection's rules
 // and its size, and encodes it.
 func (c *Collection) prepareStored(d GroupDoc) (*stored, error) {
+	return c.prepareStoredIn(new(prepared), d)
+}
+
+// prepareStoredIn is prepareStored into p, which must be unused.
+func (c *Collection) prepareStoredIn(p *prepared, d GroupDoc) (*stored, error) {
 	if err := c.checkRules(c.state.Load(), d.Doc, nil, d.Opt); err != nil {
 		return nil, err
 	}
@@ -123,16 +157,26 @@ func (c *Collection) prepareStored(d GroupDoc) (*stored, error) {
 		return nil, mongoerr.Newf(mongoerr.BadValue, "object to insert too large. size in bytes: %d, max size: %d", len(raw), MaxDocumentSize)
 	}
 	id, _ := lookupID(d.Doc)
-	return &stored{idEnc: keyenc.AppendValue(nil, id), raw: raw, doc: d.Doc}, nil
+	p.stored = stored{raw: raw, doc: d.Doc}
+	idEnc := keyenc.AppendValue(p.id[:0], id)
+	p.idEnc = idEnc[:len(idEnc):len(idEnc)]
+	return &p.stored, nil
+}
+
+// prepared is a stored document prepareStored made, with room for its
+// _id's encoding (capped: never written after): one allocation, not two.
+type prepared struct {
+	stored
+	id [24]byte
 }
 
 // insertRun inserts a run of prepared documents, as one batch while none
 // fails. When one fails, the documents before it commit together and it
 // has its own error. It returns the index of the first failure, or -1.
-func (c *Collection) insertRun(docs []GroupDoc, preps []*stored, errs []error, ordered bool) (failed int) {
+func (c *Collection) insertRun(docs []GroupDoc, preps []*stored, errs []error, ordered bool, room *insertRoom) (failed int) {
 	failed = -1
 	for start := 0; start < len(preps) && (failed < 0 || !ordered); {
-		n, docErr, commitErr := c.commitPrefix(docs[start:], preps[start:])
+		n, docErr, commitErr := c.commitPrefix(docs[start:], preps[start:], room)
 		fail := -1
 		switch {
 		case commitErr != nil:
@@ -156,8 +200,8 @@ func (c *Collection) insertRun(docs []GroupDoc, preps []*stored, errs []error, o
 // documents all insert: n documents. docErr is then the error of the
 // document after them (nil when the run went in whole); commitErr is the
 // batch's own failure, which those n documents share.
-func (c *Collection) commitPrefix(docs []GroupDoc, preps []*stored) (n int, docErr, commitErr error) {
-	return longestPrefix(len(preps), func(end int) (int, error, error) { return c.tryRun(docs[:end], preps[:end]) })
+func (c *Collection) commitPrefix(docs []GroupDoc, preps []*stored, room *insertRoom) (n int, docErr, commitErr error) {
+	return longestPrefix(len(preps), func(end int) (int, error, error) { return c.tryRun(docs[:end], preps[:end], room) })
 }
 
 // longestPrefix commits the longest prefix of a run of size documents
@@ -188,7 +232,7 @@ func longestPrefix(size int, try func(end int) (k int, docErr, commitErr error))
 // tryRun commits every document of the run in one batch, or none: then k
 // is the first that failed and docErr its error. commitErr is the batch's
 // own failure, which every document shares.
-func (c *Collection) tryRun(docs []GroupDoc, preps []*stored) (k int, docErr, commitErr error) {
+func (c *Collection) tryRun(docs []GroupDoc, preps []*stored, room *insertRoom) (k int, docErr, commitErr error) {
 	encs := make([][]byte, len(preps))
 	var extras []func(storage.Batch) error // only a retryable write's
 	for i, p := range preps {
@@ -203,7 +247,7 @@ func (c *Collection) tryRun(docs []GroupDoc, preps []*stored) (k int, docErr, co
 	dropped := func() error {
 		return mongoerr.Newf(mongoerr.NamespaceNotFound, "collection %s was dropped", c.Namespace())
 	}
-	return c.groupTx(encs, newSyncWait(docs[0].Opt), extrasOf(extras), dropped,
+	return c.groupTx(room.calls().take(), encs, docs[0].Opt, extrasOf(extras), dropped,
 		func(t *tx, i int) error { return t.insert(preps[i]) })
 }
 
@@ -211,21 +255,24 @@ func (c *Collection) tryRun(docs []GroupDoc, preps []*stored) (k int, docErr, co
 // the documents before it commit.
 var errRunFull = errors.New("docstore: the batch is full")
 
-// groupTx stages the documents of idEncs into one batch under their locks,
-// step staging document i into t, and commits it with extra(k)'s writes:
-// k documents, fewer than idEncs when a step said the batch was full. An
-// error of step's, but for the lock and in-flight waits that retrying
-// handles, is document i's own: nothing commits, and k and docErr say
-// which. err is the batch's own failure, or dropped's when the collection
-// is gone.
-func (c *Collection) groupTx(idEncs [][]byte, sw *syncWait, extra func(k int) func(storage.Batch) error, dropped func() error, step func(t *tx, i int) error) (k int, docErr, err error) {
+// groupTx stages the documents of idEncs into one batch under their locks
+// (held in g, which must be unused), step staging document i into t, and
+// commits it with extra(k)'s writes (durable as opt's Sync and Durable
+// ask): k documents, fewer than idEncs when a step said the batch was
+// full. An error of step's, but for the lock and in-flight waits that
+// retrying handles, is document i's own: nothing commits, and k and
+// docErr say which. err is the batch's own failure, or dropped's when the
+// collection is gone.
+func (c *Collection) groupTx(g *groupCall, idEncs [][]byte, opt WriteOptions, extra func(k int) func(storage.Batch) error, dropped func() error, step func(t *tx, i int) error) (k int, docErr, err error) {
+	g.sw = makeSyncWait(opt)
+	sw := &g.sw
 	err = retrying(func() error {
 		k, docErr = len(idEncs), nil
-		return c.lockedIDs(idEncs, func(l *lockSet) error {
+		return c.lockedIDs(&g.locks, idEncs, func(l *lockSet) error {
 			if c.dropped.Load() {
 				return dropped()
 			}
-			t := c.newTx(l)
+			t := c.newTxIn(g.txs.take(), l)
 			t.durable = sw
 			for i := range idEncs {
 				err := step(t, i)
@@ -252,13 +299,22 @@ func (c *Collection) groupTx(idEncs [][]byte, sw *syncWait, extra func(k int) fu
 	return k, nil, c.finish(sw, err)
 }
 
-// lockedIDs runs fn holding the schema lock shared and the stripes of
-// every document of idEncs, taken in stripe order so that two runs never
-// wait for each other crosswise.
-func (c *Collection) lockedIDs(idEncs [][]byte, fn func(l *lockSet) error) error {
+// groupCall is what one write holds through its attempts (groupTx's,
+// Insert's): its locks (reset by each, lockedIDs or lockedOnce), its
+// durability wait and its first attempt's tx, in one allocation.
+type groupCall struct {
+	locks lockSet
+	sw    syncWait
+	txs   firstRoom[tx]
+}
+
+// lockedIDs runs fn holding, in l (reset first, released after), the
+// schema lock shared and the stripes of every document of idEncs, taken
+// in stripe order so that two runs never wait for each other crosswise.
+func (c *Collection) lockedIDs(l *lockSet, idEncs [][]byte, fn func(l *lockSet) error) error {
 	c.schemaMu.RLock()
 	defer c.schemaMu.RUnlock()
-	l := &lockSet{c: c}
+	*l = lockSet{c: c}
 	defer l.release()
 	var want [lockStripes]bool
 	for _, enc := range idEncs {

@@ -12,6 +12,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/query"
 	"github.com/mayflydb/mayfly/internal/storage"
+	"github.com/mayflydb/mayfly/internal/ttlentry"
 )
 
 // ScanStats count the work of a scan, for explain's executionStats.
@@ -46,9 +47,25 @@ type DocIter struct {
 	firstSeen []byte
 	firstBuf  [24]byte
 	hasFirst  bool
-	seen      map[string]struct{}
-	Stats     ScanStats
-	err       error
+	// keyBuf is room for the document key get reads by (Get keeps no
+	// reference to it), lastIDBuf for lastID: a point read allocates
+	// neither.
+	keyBuf    [48]byte
+	lastIDBuf [24]byte
+	// firstDoc is room for the first document read by key (a point
+	// lookup's only one), taken once (read).
+	firstDoc     [192]byte
+	firstDocRead bool
+	// ranges are the plan's key ranges when the plan leaves them to the
+	// scan (planRanges), in rangeBuf and keyBytes (through keyRoom) while
+	// they fit: an equality's range is then no allocation of its own.
+	ranges   []keyRange
+	rangeBuf [1]keyRange
+	keyBytes [160]byte
+	keyRoom  keyRoom
+	seen     map[string]struct{}
+	Stats    ScanStats
+	err      error
 	// ctx, when set, ends a long scan early (maxTimeMS, shutdown) even while
 	// no document matches.
 	ctx context.Context
@@ -138,10 +155,17 @@ func (d *DocIter) interrupted() bool {
 // Scan starts an iterator over the documents plan finds that match f
 // (nil matches all). Expired documents are skipped under exact expiry.
 func (c *Collection) Scan(plan *Plan, f *query.Filter) *DocIter {
+	d := c.newScan(plan, f)
+	return &d
+}
+
+// newScan is Scan's iterator as a value, for a caller that holds it in
+// a struct of its own (IDIter).
+func (c *Collection) newScan(plan *Plan, f *query.Filter) DocIter {
 	if plan == nil {
 		plan = &Plan{Kind: CollScan, SortProvided: true}
 	}
-	return &DocIter{
+	return DocIter{
 		c: c, plan: plan, filter: f,
 		now:    c.store.clock.Now(),
 		hide:   c.store.exactExpiry.Load() && c.HasTTL(),
@@ -275,7 +299,7 @@ func (d *DocIter) nextID() ([]byte, bool) {
 }
 
 func (d *DocIter) get(idEnc []byte) ([]byte, bool) {
-	raw, err := d.reader.Get(docKey(d.c.meta().ID, idEnc))
+	raw, err := d.read(appendDocKey(d.keyBuf[:0], d.c.meta().ID, idEnc))
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, false
 	}
@@ -284,6 +308,23 @@ func (d *DocIter) get(idEnc []byte) ([]byte, bool) {
 		return nil, false
 	}
 	return raw, true
+}
+
+// read is d.reader.Get of key, the first document found into firstDoc
+// when the reader can append (storage.AppendGetter) and it fits. The room
+// is taken once and never written again: the document decoded from it
+// may alias it, and the scan's caller keeps that.
+func (d *DocIter) read(key []byte) ([]byte, error) {
+	ag, ok := d.reader.(storage.AppendGetter)
+	if !ok || d.firstDocRead {
+		return d.reader.Get(key)
+	}
+	raw, err := ag.AppendGet(d.firstDoc[:0], key)
+	if err != nil {
+		return nil, err
+	}
+	d.firstDocRead = true
+	return raw[:len(raw):len(raw)], nil
 }
 
 // markSeen records an _id and reports whether it was yielded before: a
@@ -319,7 +360,7 @@ func (d *DocIter) nextIndexed() ([]byte, bool) {
 		if d.staleEntry() {
 			continue
 		}
-		idEnc := entryID(d.it.Key(), d.it.Value())
+		idEnc := ttlentry.ID(d.it.Key(), d.it.Value())
 		if d.markSeen(idEnc) {
 			d.Stats.DupsDropped++
 			continue
@@ -336,7 +377,7 @@ func (d *DocIter) nextIndexed() ([]byte, bool) {
 // no longer the document's, so it would match a range the document does
 // not, or yield the document out of the index's order.
 func (d *DocIter) staleEntry() bool {
-	if !isLoose(d.it.Value()) {
+	if !ttlentry.IsLoose(d.it.Value()) {
 		return false
 	}
 	ix := d.c.state.Load().indexByID(d.plan.Index.ID)
@@ -397,14 +438,28 @@ func (d *DocIter) rangeCount() int {
 	if d.restRanges != nil {
 		return d.restRanges.len()
 	}
-	return len(d.plan.ranges)
+	return len(d.planRanges())
 }
 
 func (d *DocIter) rangeAt(i int) keyRange {
 	if d.restRanges != nil {
 		return d.restRanges.at(i)
 	}
-	return d.plan.ranges[i]
+	return d.planRanges()[i]
+}
+
+// planRanges are the plan's key ranges: its own, or, when it leaves them
+// to the scan (Plan.lazyRanges), made once from its bounds in d's room.
+func (d *DocIter) planRanges() []keyRange {
+	p := d.plan
+	if !p.lazyRanges {
+		return p.ranges
+	}
+	if d.ranges == nil {
+		d.keyRoom = keyRoom{spare: d.keyBytes[:0]}
+		d.ranges = keyRanges(d.rangeBuf[:0:1], &d.keyRoom, p.rangePrefix, p.bounds)
+	}
+	return d.ranges
 }
 
 // Close releases the iterator.

@@ -83,14 +83,18 @@ func (d *DocIter) noteYielded(doc bson.D) {
 		d.lastID = nil
 		return
 	}
-	d.lastID = keyenc.AppendValue(d.lastID[:0], id)
+	buf := d.lastID[:0]
+	if buf == nil {
+		buf = d.lastIDBuf[:0]
+	}
+	d.lastID = keyenc.AppendValue(buf, id)
 }
 
 func (d *DocIter) lastStillLive() bool {
 	if d.lastID == nil {
 		return true
 	}
-	raw, err := d.reader.Get(docKey(d.c.meta().ID, d.lastID))
+	raw, err := d.reader.Get(appendDocKey(d.keyBuf[:0], d.c.meta().ID, d.lastID))
 	if errors.Is(err, storage.ErrNotFound) {
 		return false
 	}
@@ -116,8 +120,8 @@ func (d *DocIter) Lean() {
 	case IndexScan:
 		d.restRanges = packRanges(d.remainingRanges())
 	}
-	d.plan, d.next = lp, 0
-	d.filter = d.filter.Lean() // the filter, not the command's document it came from
+	d.plan, d.next, d.ranges = lp, 0, nil // the ranges left are in restRanges
+	d.filter = d.filter.Lean()            // the filter, not the command's document it came from
 }
 
 // keyList is a list of keys in one allocation, 4 bytes of overhead a key.

@@ -48,6 +48,17 @@ func docKey(collID uint64, idEnc []byte) []byte {
 	return append(docPrefix(collID), idEnc...)
 }
 
+// docKeySize is the length of docKey(collID, idEnc).
+func docKeySize(idEnc []byte) int { return 9 + len(idEnc) }
+
+// appendDocKey appends docKey(collID, idEnc) to dst, for a caller that has
+// room for it already.
+func appendDocKey(dst []byte, collID uint64, idEnc []byte) []byte {
+	dst = append(dst, tagDocument)
+	dst = binary.BigEndian.AppendUint64(dst, collID)
+	return append(dst, idEnc...)
+}
+
 func collIndexPrefix(collID uint64) []byte { return collPrefix(tagIndex, collID, 48) }
 
 func indexPrefix(collID uint64, ixID uint32) []byte {

@@ -108,7 +108,13 @@ func (l *lockSet) release() {
 // withDocLock runs fn holding the schema lock shared and the stripe of
 // idEnc, retrying while fn reports errRetry.
 func (c *Collection) withDocLock(idEnc []byte, fn func(l *lockSet) error) error {
-	return retrying(func() error { return c.lockedOnce(idEnc, fn) },
+	return c.withDocLockIn(new(lockSet), idEnc, fn)
+}
+
+// withDocLockIn is withDocLock with the caller's lockSet, which each
+// attempt resets and releases: nothing keeps it past fn.
+func (c *Collection) withDocLockIn(l *lockSet, idEnc []byte, fn func(l *lockSet) error) error {
+	return retrying(func() error { return c.lockedOnce(l, idEnc, fn) },
 		"write conflict: another write holds a document this write must change")
 }
 
@@ -124,6 +130,11 @@ func retryingWithin(once func() error, conflict string, budget time.Duration) er
 	wait := retryFirstWait
 	for attempt := 0; ; attempt++ {
 		err := once()
+		if err == nil {
+			// Most writes succeed at once: return before errors.As, whose
+			// target would otherwise escape to the heap on every write.
+			return nil
+		}
 		var inFlight errInFlight
 		switch {
 		case errors.As(err, &inFlight):
@@ -145,10 +156,10 @@ func retryingWithin(once func() error, conflict string, budget time.Duration) er
 	}
 }
 
-func (c *Collection) lockedOnce(idEnc []byte, fn func(l *lockSet) error) error {
+func (c *Collection) lockedOnce(l *lockSet, idEnc []byte, fn func(l *lockSet) error) error {
 	c.schemaMu.RLock()
 	defer c.schemaMu.RUnlock()
-	l := &lockSet{c: c}
+	*l = lockSet{c: c}
 	defer l.release()
 	l.lockStripe(c.stripeOf(idEnc))
 	return fn(l)

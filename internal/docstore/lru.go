@@ -6,6 +6,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/storage"
+	"github.com/mayflydb/mayfly/internal/ttlentry"
 )
 
 // LRU-bounded collections. An index with lruLimit {documents, bytes}
@@ -59,7 +60,7 @@ func (t *tx) evictLowest(ix *indexState, keep []byte) error {
 			}
 			continue
 		}
-		id := entryID(it.Key(), it.Value())
+		id := ttlentry.ID(it.Key(), it.Value())
 		if bytes.Equal(id, keep) || seen[string(id)] {
 			if kept == nil {
 				kept = append([]byte(nil), it.Key()...)

@@ -99,7 +99,7 @@ func (c *Collection) tryModify(encs [][]byte, base int, opt WriteOptions, extra 
 		}
 		return nil
 	}
-	return c.groupTx(encs, newSyncWait(opt), extra, dropped, func(t *tx, i int) error {
+	return c.groupTx(new(groupCall), encs, opt, extra, dropped, func(t *tx, i int) error {
 		if i > 0 && t.b.Len() >= insertGroupBytes {
 			return errRunFull
 		}

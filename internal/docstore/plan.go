@@ -12,6 +12,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/catalog"
 	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/keyenc"
+	"github.com/mayflydb/mayfly/internal/keyspace"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
 )
@@ -47,11 +48,19 @@ type Plan struct {
 	// Reverse reads the collection or the index backwards.
 	Reverse bool
 
-	ranges  []keyRange
-	ids     [][]byte
-	bounds  []fieldBounds     // per index field, for explain
-	covered []query.Predicate // predicates the bounds apply exactly
-	idScan  bool              // an index scan over the _id index: the documents themselves
+	// ranges are the key ranges of a plan made with them (keyrange.go,
+	// scanafter.go). A plan chosen among indexes leaves them to each scan
+	// (lazyRanges), which makes them from rangePrefix and bounds in room
+	// of its own (DocIter.planRanges): their keys then live as long as
+	// the scan that reads them, not the plan, which a cursor's scan lets
+	// go of (Lean).
+	ranges      []keyRange
+	rangePrefix []byte
+	lazyRanges  bool
+	ids         [][]byte
+	bounds      []fieldBounds     // per index field, for explain
+	covered     []query.Predicate // predicates the bounds apply exactly
+	idScan      bool              // an index scan over the _id index: the documents themselves
 }
 
 type keyRange struct{ lo, hi []byte }
@@ -313,6 +322,8 @@ type candidate struct {
 	covered []query.Predicate
 	sorted  bool
 	reverse bool
+	// room, for a single-field index, holds the bounds and the plan.
+	room *singleBounds
 }
 
 // bestCandidate is the best useful candidate, if any. Candidates are
@@ -344,7 +355,7 @@ func (ix *indexState) usableFor(preds map[string][]query.Predicate) bool {
 
 func (st *collState) evaluate(ix *indexState, preds map[string][]query.Predicate, s sortSpec) candidate {
 	c := candidate{st: st, ix: ix}
-	c.bounds, c.covered, c.score = ix.boundsFor(preds)
+	c.bounds, c.covered, c.score, c.room = ix.boundsFor(preds)
 	c.sorted, c.reverse = ix.providesSort(c.bounds, s)
 	return c
 }
@@ -375,11 +386,12 @@ func (c *candidate) beats(o *candidate) bool {
 }
 
 func (c *candidate) plan() *Plan {
-	p := &Plan{
+	p := c.room.plan()
+	*p = Plan{
 		Kind: IndexScan, Index: c.ix.def, SortProvided: c.sorted, Reverse: c.reverse,
 		bounds: c.bounds, covered: c.covered, idScan: c.ix.def.IsID(),
+		rangePrefix: c.scanPrefix(), lazyRanges: true,
 	}
-	p.ranges = keyRanges(c.scanPrefix(), c.bounds)
 	return p
 }
 
@@ -397,8 +409,9 @@ func (c *candidate) scanPrefix() []byte {
 // multikey, every combination of them, while there are at most
 // maxScanPoints), then one range, then everything. Scoring: two points per
 // equality, one per field bounded otherwise.
-func (ix *indexState) boundsFor(preds map[string][]query.Predicate) ([]fieldBounds, []query.Predicate, int) {
-	bounds := make([]fieldBounds, 0, len(ix.def.Fields))
+func (ix *indexState) boundsFor(preds map[string][]query.Predicate) ([]fieldBounds, []query.Predicate, int, *singleBounds) {
+	room := boundsRoom(len(ix.def.Fields))
+	bounds, one := room.slices(len(ix.def.Fields))
 	var covered []query.Predicate
 	score, open, combos := 0, true, 1
 	for i, f := range ix.def.Fields {
@@ -406,7 +419,7 @@ func (ix *indexState) boundsFor(preds map[string][]query.Predicate) ([]fieldBoun
 		if open {
 			var used []query.Predicate
 			var pts int
-			b, used, pts, open = ix.fieldBound(i, b, preds[f.Path])
+			b, used, pts, open = ix.fieldBound(i, b, preds[f.Path], one)
 			covered = appendCovered(covered, used)
 			score += pts
 			if !b.full {
@@ -416,7 +429,43 @@ func (ix *indexState) boundsFor(preds map[string][]query.Predicate) ([]fieldBoun
 		}
 		bounds = append(bounds, b)
 	}
-	return bounds, covered, score
+	return bounds, covered, score, room
+}
+
+// singleBounds is a single-field index's bounds with room for one
+// interval and for the plan they make: an equality's plan (a lookup by
+// token) in one allocation. The plan's key ranges are not in it: a
+// cursor's scan keeps its range keys after Lean has let the plan go.
+type singleBounds struct {
+	b  [1]fieldBounds
+	iv [1]interval
+	p  firstRoom[Plan]
+}
+
+// boundsRoom is room for the bounds of n fields: nil but for one field.
+func boundsRoom(n int) *singleBounds {
+	if n != 1 {
+		return nil
+	}
+	return new(singleBounds)
+}
+
+// slices returns room for the bounds of n fields and, in r, for the one
+// interval of one field (else nil). Both are capped: a second bound or
+// interval is appended elsewhere.
+func (r *singleBounds) slices(n int) ([]fieldBounds, []interval) {
+	if r == nil {
+		return make([]fieldBounds, 0, n), nil
+	}
+	return r.b[:0:1], r.iv[:0:1]
+}
+
+// plan returns the room's plan the first time, else a new one.
+func (r *singleBounds) plan() *Plan {
+	if r == nil {
+		return new(Plan)
+	}
+	return r.p.take()
 }
 
 // appendCovered appends used to covered. The first field's predicates
@@ -437,8 +486,9 @@ const maxScanPoints = 200
 // document without the field can satisfy. The last result says whether
 // the next field may be bounded too: after an equality always; after $in
 // points only on an index that is not multikey, where a document has one
-// key per field and the scan can go point by point.
-func (ix *indexState) fieldBound(i int, b fieldBounds, ps []query.Predicate) (fieldBounds, []query.Predicate, int, bool) {
+// key per field and the scan can go point by point. A bound of one
+// interval is appended to one (empty; nil: none), boundsRoom's room.
+func (ix *indexState) fieldBound(i int, b fieldBounds, ps []query.Predicate, one []interval) (fieldBounds, []query.Predicate, int, bool) {
 	if ix.def.Fields[i].Hashed {
 		b, pts, open := ix.hashedFieldBound(b, ps)
 		return b, nil, pts, open
@@ -446,7 +496,7 @@ func (ix *indexState) fieldBound(i int, b fieldBounds, ps []query.Predicate) (fi
 	sparse := ix.def.Sparse
 	multikey := ix.def.FieldMultiKey(i)
 	if k := findOpIndex(ps, query.OpEq); k >= 0 && !(sparse && nullish(ps[k].Values[0])) {
-		b.full, b.ivals = false, []interval{point(ps[k].Values[0])}
+		b.full, b.ivals = false, append(one, point(ps[k].Values[0]))
 		return b, ps[k : k+1 : k+1], 2, true // capped: an append copies
 	}
 	if in := findOp(ps, query.OpIn); in != nil && !(sparse && anyNullish(in.Values)) {
@@ -458,7 +508,7 @@ func (ix *indexState) fieldBound(i int, b fieldBounds, ps []query.Predicate) (fi
 		iv, used = intersectRange(iv, used, ps)
 	}
 	if ok && !(sparse && nullish(used[0].Values[0])) {
-		b.full, b.ivals = false, []interval{iv}
+		b.full, b.ivals = false, append(one, iv)
 		return b, used, 1, false
 	}
 	return b, nil, 0, false
@@ -556,18 +606,19 @@ func rootOf(path string) string {
 	return path
 }
 
-// keyRanges turns bounds into key ranges under prefix, in key order: each
-// point of a field extends the prefix for the fields after it, a range
-// gives one key range, and an unbounded field ends it.
-func keyRanges(prefix []byte, bounds []fieldBounds) []keyRange {
+// keyRanges appends to dst (empty) the key ranges of bounds under prefix,
+// in key order: each point of a field extends the prefix for the fields
+// after it, a range gives one key range, and an unbounded field ends it.
+// Their keys are cut from room while it has some (nil: none).
+func keyRanges(dst []keyRange, room *keyRoom, prefix []byte, bounds []fieldBounds) []keyRange {
 	p := prefix
 	if len(bounds) == 0 || bounds[0].full {
 		// appendRanges keeps p only for an unbounded field; for a bounded
 		// one it copies p before appending (a second copy here would be
 		// garbage), so only then must the index's own prefix be copied.
-		p = withRoom(prefix)
+		p = room.withEndRoom(prefix)
 	}
-	out := appendRanges(nil, p, bounds)
+	out := appendRanges(dst, room, p, bounds)
 	if len(out) < 2 { // an equality, the common case: nothing to order
 		return out
 	}
@@ -581,14 +632,35 @@ func withRoom(p []byte) []byte {
 	return append(make([]byte, 0, len(p)+64), p...)
 }
 
-func appendRanges(out []keyRange, p []byte, bounds []fieldBounds) []keyRange {
+// keyRoom is room a scan has for its ranges' keys (spare's capacity),
+// each byte handed out once.
+type keyRoom struct{ spare []byte }
+
+// withEndRoom is withRoom with room for a copy of the whole after that:
+// the end of a range that starts with the result (appendRanges) then
+// needs no allocation of its own. It is cut from r while r has room.
+func (r *keyRoom) withEndRoom(p []byte) []byte {
+	n := 2 * (len(p) + 64)
+	if r == nil || cap(r.spare) < n {
+		return append(make([]byte, 0, n), p...)
+	}
+	b := r.spare[:0:n]
+	r.spare = r.spare[n:n]
+	return append(b, p...)
+}
+
+// appendRanges appends the ranges of bounds under p. p's spare capacity,
+// if any, is this call's alone (withEndRoom's), and a range that ends at
+// p takes its end from it.
+func appendRanges(out []keyRange, room *keyRoom, p []byte, bounds []fieldBounds) []keyRange {
 	if len(bounds) == 0 || bounds[0].full {
-		return append(out, keyRange{lo: p, hi: prefixEnd(p)})
+		n := len(p)
+		return append(out, keyRange{lo: p[:n:n], hi: keyspace.AppendPrefixEnd(p[n:n], p)})
 	}
 	b := bounds[0]
 	for _, iv := range b.ivals {
 		if iv.isPoint() {
-			out = appendRanges(out, appendComponent(withRoom(p), iv.lo, b.desc), bounds[1:])
+			out = appendRanges(out, room, appendComponent(room.withEndRoom(p), iv.lo, b.desc), bounds[1:])
 			continue
 		}
 		if r, ok := iv.keyRange(p, b.desc); ok {

@@ -55,10 +55,10 @@ func (s *Store) tmpRenameNameLocked(db string) string {
 // insert per stored document. The caller holds c's schema lock, so no
 // write comes between.
 func (c *Collection) addCopyEvents(b storage.Batch, tmp *catalog.Collection) error {
-	addCatalogEvent(b, createEvent(tmp))
+	addCatalogEvent(b, changestream.CreateEvent(tmp))
 	for i := range tmp.Indexes {
 		if ix := &tmp.Indexes[i]; !ix.IsID() && ix.Ready {
-			addCatalogEvent(b, indexesEvent(changestream.OpCreateIndexes, tmp, ix.Spec))
+			addCatalogEvent(b, changestream.IndexesEvent(changestream.OpCreateIndexes, tmp, ix.Spec))
 		}
 	}
 	if eb, ok := b.(changestream.EventBatch); !ok || !eb.RecordsEvents() {
@@ -86,7 +86,7 @@ func (c *Collection) addCopyEvents(b storage.Batch, tmp *catalog.Collection) err
 func (s *Store) renameAcrossLocked(b storage.Batch, c *Collection, meta *catalog.Collection, dropped []byte) error {
 	src := c.meta()
 	if c.DataSize() > copyEventsLimit {
-		addCatalogEvent(b, renameEvent(meta, src.DB, src.Name, dropped))
+		addCatalogEvent(b, changestream.RenameEvent(meta, src.DB, src.Name, dropped))
 		return nil
 	}
 	meta.UUID = newUUID()
@@ -95,7 +95,7 @@ func (s *Store) renameAcrossLocked(b storage.Batch, c *Collection, meta *catalog
 	if err := c.addCopyEvents(b, tmp); err != nil {
 		return err
 	}
-	addCatalogEvent(b, renameEvent(meta, tmp.DB, tmp.Name, dropped))
-	addCatalogEvent(b, dropEvent(src))
+	addCatalogEvent(b, changestream.RenameEvent(meta, tmp.DB, tmp.Name, dropped))
+	addCatalogEvent(b, changestream.DropEvent(src))
 	return nil
 }

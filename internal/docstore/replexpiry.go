@@ -9,6 +9,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/storage"
+	"github.com/mayflydb/mayfly/internal/ttlentry"
 )
 
 // Compact expiries (docs/design/0007). On a replica set the primary's
@@ -36,7 +37,7 @@ func (t *tx) expireCompact(key, idEnc, rec []byte, d bson.DateTime) bool {
 		return false
 	}
 	keys := 0
-	if _, ok := walkRecord(rec, t.st.indexes[1:], func(int, []byte) { keys++ }); !ok {
+	if _, ok := ttlentry.WalkRecord(rec, t.st.indexes[1:], indexID, func(int, []byte) { keys++ }); !ok {
 		return false
 	}
 	eb.AddExpiry(key)
@@ -159,7 +160,7 @@ func (t *tx) applyExpiry(key []byte, it storage.Iterator) error {
 		}
 		return nil // a write replaced the entry first
 	}
-	id, rec, _ := splitEntryValue(it.Key(), it.Value())
+	id, rec, _ := ttlentry.Split(it.Key(), it.Value())
 	id = bytes.Clone(id) // the deletions below outlive the iterator's position
 	d, dated := ix.entryDate(key)
 	if rec != nil {

@@ -289,7 +289,7 @@ func (s *Store) createLocked(db, name string, opt CreateOptions) (*Collection, e
 	if err := b.Set(nextIDKey(), binary.BigEndian.AppendUint64(nil, s.nextID+1)); err != nil {
 		return nil, err
 	}
-	addCatalogEvent(b, createEvent(meta))
+	addCatalogEvent(b, changestream.CreateEvent(meta))
 	if err := b.Commit(true); err != nil {
 		return nil, fmt.Errorf("docstore: create %s.%s: %w", db, name, err)
 	}
@@ -385,7 +385,7 @@ func (s *Store) DropDatabase(db string) error {
 		if err := dropWrites(b, meta, true); err != nil {
 			return err
 		}
-		addCatalogEvent(b, dropEvent(meta))
+		addCatalogEvent(b, changestream.DropEvent(meta))
 	}
 	addCatalogEvent(b, &changestream.Event{Op: changestream.OpDropDatabase, DB: db})
 	if err := b.Commit(true); err != nil {
@@ -468,7 +468,7 @@ func (s *Store) renameLocked(fromDB, from, toDB, to string, dropTarget bool) (re
 		return false, err
 	}
 	if fromDB == toDB {
-		addCatalogEvent(b, renameEvent(meta, fromDB, from, dropped))
+		addCatalogEvent(b, changestream.RenameEvent(meta, fromDB, from, dropped))
 	} else if err := s.renameAcrossLocked(b, c, meta, dropped); err != nil {
 		return false, err
 	}
@@ -501,13 +501,13 @@ func (s *Store) renameEndsLocked(fromDB, from, toDB, to string, dropTarget bool)
 	if !ok {
 		return nil, nil, mongoerr.New(mongoerr.NamespaceNotFound, "source namespace does not exist")
 	}
-	if nsTypeOf(c.meta()) == changestream.NsView {
+	if changestream.NsTypeOf(c.meta()) == changestream.NsView {
 		return nil, nil, mongoerr.Newf(mongoerr.CommandNotSupportedOnView, "cannot rename view: %s.%s", fromDB, from)
 	}
 	target = s.dbs[toDB][to]
 	switch {
 	case target == nil:
-	case nsTypeOf(target.meta()) == changestream.NsView:
+	case changestream.NsTypeOf(target.meta()) == changestream.NsView:
 		return nil, nil, mongoerr.Newf(mongoerr.NamespaceExists, "a view already exists with that name: %s.%s", toDB, to)
 	case !dropTarget:
 		return nil, nil, mongoerr.New(mongoerr.NamespaceExists, "target namespace exists")

@@ -12,6 +12,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/keyenc"
 	"github.com/mayflydb/mayfly/internal/storage"
+	"github.com/mayflydb/mayfly/internal/ttlentry"
 )
 
 // ExpireResult reports one batch of TTL deletions.
@@ -354,8 +355,8 @@ func (p *ExpiryPass) walk(t *tx, limit int) (res ExpireResult, err error) {
 			continue
 		}
 		value := tc.it.Value()
-		id, rec, _ := splitEntryValue(tc.it.Key(), value)
-		if !onlyEntry(value) && seen[string(id)] {
+		id, rec, _ := ttlentry.Split(tc.it.Key(), value)
+		if !ttlentry.OnlyEntry(value) && seen[string(id)] {
 			continue // a later date of an array already taken
 		}
 		if res.Deleted+len(unread)+len(loose.ids) == limit {
@@ -367,13 +368,13 @@ func (p *ExpiryPass) walk(t *tx, limit int) (res ExpireResult, err error) {
 			p.left = min(p.left, int64(d)) // busy: the next pass comes back
 			continue
 		}
-		if isLoose(value) {
+		if ttlentry.IsLoose(value) {
 			loose.add(tc.it.Key(), id) // judged against its document below
 			continue
 		}
 		span.add(id)
 		res.Expiries = append(res.Expiries, ix.expiry(d).UnixNano())
-		if !onlyEntry(value) {
+		if !ttlentry.OnlyEntry(value) {
 			if seen == nil {
 				seen = map[string]bool{}
 			}

@@ -2,7 +2,6 @@ package docstore
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -13,41 +12,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/keyenc"
 	"github.com/mayflydb/mayfly/internal/storage"
-)
-
-// A touch — an update that moves a document's date in a TTL index later,
-// as a session store's updateOne({token}, {$set: {lastActivity: now}})
-// does — writes the new entry and leaves the old one in place instead of
-// deleting it. The entries it writes are loose: they carry no deletion
-// record, and one of them may be stale (its date is no longer the
-// document's). Whoever meets a loose entry judges it against the document
-// (holdsEntry): the monitor deletes the document only when the entry's
-// key is still the document's, and otherwise the entry alone, silently;
-// index scans skip a stale entry as if it were not there.
-//
-// The value of a loose entry is
-//
-//	recordTagLoose · uvarint(len(id)) · uvarint(n) · varint(date₁) ·
-//	(n−1) × varint(dateᵢ − dateᵢ₋₁)
-//
-// where the dates (Unix milliseconds, oldest first) are the document's
-// stale entries in the index that were not yet due when the entry was
-// written, and the _id is the key's last len(id) bytes. A write that keeps
-// at most maxStaleEntries of them, deleting the oldest beyond, and any
-// other write deletes them all (see updateAppending): a document touched
-// without pause has at most that many stale entries, plus those already
-// due, which the monitor's next pass removes.
-//
-// Stale entries are most of a touched collection's index bytes (each
-// document keeps several), and every byte is flushed and compacted: so
-// the _id is not repeated, and a date after the first is the few bytes of
-// its distance from the one before (a session touched every few seconds:
-// two bytes, not six). Entries written before carry recordTagLooseFull:
-//
-//	recordTagLooseFull · uvarint(len(id)) · id · uvarint(n) · n × varint(date)
-const (
-	recordTagLooseFull = 0x03
-	recordTagLoose     = 0x04
+	"github.com/mayflydb/mayfly/internal/ttlentry"
 )
 
 // maxStaleEntries bounds the stale entries a touched document keeps in an
@@ -55,10 +20,6 @@ const (
 // at most this often per lifetime costs one index write per touch, as
 // does a refreshOnRead index, which writes at most once per tenth of it.
 const maxStaleEntries = 10
-
-func isLoose(v []byte) bool {
-	return len(v) > 0 && (v[0] == recordTagLoose || v[0] == recordTagLooseFull)
-}
 
 // appendsEntries reports whether touches append to ix: a ready TTL index
 // on one top-level field, without a partial filter, collation, hash,
@@ -71,54 +32,6 @@ func appendsEntries(ix *indexState) bool {
 		!def.RefusesDuplicates() && !def.HasLRU() && !def.ExpireElements
 }
 
-// appendLooseValue appends a loose entry's value for idEnc listing stale.
-func appendLooseValue(dst, idEnc []byte, stale []int64) []byte {
-	dst = append(dst, recordTagLoose)
-	dst = binary.AppendUvarint(dst, uint64(len(idEnc)))
-	dst = binary.AppendUvarint(dst, uint64(len(stale)))
-	var prev int64
-	for _, d := range stale {
-		dst = binary.AppendVarint(dst, d-prev)
-		prev = d
-	}
-	return dst
-}
-
-// looseValueSize bounds the length of appendLooseValue's value.
-func looseValueSize(stale []int64) int {
-	return 1 + binary.MaxVarintLen64*(2+len(stale))
-}
-
-// splitLoose returns the _id and stale dates of a loose entry (key, v);
-// ok is false when v is not a well-formed loose value.
-func splitLoose(key, v []byte) (id []byte, stale []int64, ok bool) {
-	if !isLoose(v) {
-		return nil, nil, false
-	}
-	r := recordReader{b: v[1:]}
-	switch n := r.uvarint(); {
-	case v[0] == recordTagLooseFull:
-		id = r.take(n)
-	case n > 0 && n <= uint64(len(key)):
-		id = key[len(key)-int(n):]
-	default:
-		return nil, nil, false
-	}
-	delta := v[0] == recordTagLoose
-	var prev int64
-	for n := r.uvarint(); n > 0 && !r.bad; n-- {
-		d, w := binary.Varint(r.b)
-		if w <= 0 {
-			return nil, nil, false
-		}
-		if delta {
-			d += prev
-		}
-		stale, r.b, prev = append(stale, d), r.b[w:], d
-	}
-	return id, stale, !r.bad && len(r.b) == 0
-}
-
 // updateAppending handles a write of d in ix, an appending index, whose
 // old version had the one entry oldKeys there. When d has one entry and
 // its date is later, it writes that entry loose, leaves the old one if it
@@ -129,12 +42,12 @@ func (t *tx) updateAppending(ix *indexState, oldKeys, newKeys [][]byte, d *store
 	if len(oldKeys) != 1 {
 		return false, nil
 	}
-	oldEntry := entryKey(ix, oldKeys[0], d.idEnc)
-	value, err := t.r.Get(oldEntry)
+	oldEntry := t.entryKey(ix, oldKeys[0], d.idEnc)
+	value, err := t.getSmall(oldEntry)
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return false, fmt.Errorf("docstore: read the TTL entry of a touch: %w", err)
 	}
-	_, stale, loose := splitLoose(oldEntry, value)
+	_, stale, loose := ttlentry.SplitLoose(oldEntry, value)
 	oldDate, ok := ix.keyDate(oldKeys[0])
 	if !ok || len(newKeys) != 1 || !laterDate(ix, newKeys[0], oldDate) {
 		return false, t.deleteStale(ix, d.idEnc, stale)
@@ -148,12 +61,28 @@ func (t *tx) updateAppending(ix *indexState, oldKeys, newKeys [][]byte, d *store
 		return false, err
 	}
 	t.noteTTLEntry(ix, newKeys[0])
-	// The entry's key and value share one allocation: a touch is the hot
-	// write, and neither is changed once set.
+	// The entry's key and value share one room in t's arena (one
+	// allocation when it is full): a touch is the hot write, and neither
+	// is changed once set.
 	n := entryKeySize(ix, newKeys[0], d.idEnc)
-	buf := appendEntryKey(make([]byte, 0, n+looseValueSize(stale)), ix, newKeys[0], d.idEnc)
-	return true, t.b.Set(buf[:n:n], appendLooseValue(buf[n:], d.idEnc, stale))
+	buf := appendEntryKey(t.keys.room(n+ttlentry.LooseSize(stale)), ix, newKeys[0], d.idEnc)
+	return true, t.b.Set(buf[:n:n], ttlentry.AppendLoose(buf[n:], d.idEnc, stale))
 }
+
+// getSmall is t.r.Get of a value expected small (a loose TTL entry's), in
+// room of t's key arena when the reader can append (storage.AppendGetter).
+func (t *tx) getSmall(key []byte) ([]byte, error) {
+	ag, ok := t.r.(storage.AppendGetter)
+	if !ok {
+		return t.r.Get(key)
+	}
+	v, err := ag.AppendGet(t.keys.room(smallValueRoom), key)
+	return v[:len(v):len(v)], err
+}
+
+// smallValueRoom is the room getSmall gives a value: a loose entry's _id
+// and its stale dates, up to maxStaleEntries of them.
+const smallValueRoom = 96
 
 // laterDate reports whether key holds a date after old.
 func laterDate(ix *indexState, key []byte, old bson.DateTime) bool {
@@ -326,10 +255,10 @@ func (t *tx) expireLooseOwner(ix *indexState, d *stored, own []byte, only bool, 
 // (key, value) of ix: a loose entry that is no longer its document's. A
 // document gone is skipped by the scan's fetch anyway.
 func (c *Collection) skipLoose(ix *indexState, key, value []byte, r storage.Reader) (bool, error) {
-	if ix == nil || !isLoose(value) {
+	if ix == nil || !ttlentry.IsLoose(value) {
 		return false, nil
 	}
-	id := entryID(key, value)
+	id := ttlentry.ID(key, value)
 	raw, err := r.Get(docKey(c.meta().ID, id))
 	if errors.Is(err, storage.ErrNotFound) {
 		return true, nil

@@ -18,6 +18,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/keyenc"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
+	"github.com/mayflydb/mayfly/internal/ttlentry"
 )
 
 // touchedColl is a collection with a token index and t_1, a TTL index of
@@ -324,9 +325,9 @@ func candidateIDs(t *testing.T, c *Collection, filter bson.D) []string {
 }
 
 // appendLooseFullValue is a loose value as stores wrote it before
-// recordTagLoose: the _id repeated, every date whole.
+// ttlentry.RecordTagLoose: the _id repeated, every date whole.
 func appendLooseFullValue(dst, idEnc []byte, stale []int64) []byte {
-	dst = append(dst, recordTagLooseFull)
+	dst = append(dst, ttlentry.RecordTagLooseFull)
 	dst = binary.AppendUvarint(dst, uint64(len(idEnc)))
 	dst = append(dst, idEnc...)
 	dst = binary.AppendUvarint(dst, uint64(len(stale)))
@@ -359,32 +360,32 @@ func TestLooseValuesRoundTrip(t *testing.T) {
 				name  string
 				value []byte
 			}{
-				{"current", appendLooseValue(nil, id, stale)},
+				{"current", ttlentry.AppendLoose(nil, id, stale)},
 				{"full", appendLooseFullValue(nil, id, stale)},
 			} {
-				gotID, got, ok := splitLoose(key, format.value)
+				gotID, got, ok := ttlentry.SplitLoose(key, format.value)
 				if !ok || !bytes.Equal(gotID, id) || !slices.Equal(got, stale) {
 					t.Fatalf("%s: got %x %v %v, want %x %v", format.name, gotID, got, ok, id, stale)
 				}
-				if eid := entryID(key, format.value); !bytes.Equal(eid, id) {
-					t.Fatalf("%s: entryID %x, want %x", format.name, eid, id)
+				if eid := ttlentry.ID(key, format.value); !bytes.Equal(eid, id) {
+					t.Fatalf("%s: ttlentry.ID %x, want %x", format.name, eid, id)
 				}
 				for cut := 1; cut < len(format.value); cut++ {
-					if _, _, ok := splitLoose(key, format.value[:cut]); ok {
+					if _, _, ok := ttlentry.SplitLoose(key, format.value[:cut]); ok {
 						t.Fatalf("%s: a value cut at %d of %d is accepted", format.name, cut, len(format.value))
 					}
 				}
-				if _, _, ok := splitLoose(key, append(slices.Clone(format.value), 0)); ok {
+				if _, _, ok := ttlentry.SplitLoose(key, append(slices.Clone(format.value), 0)); ok {
 					t.Fatalf("%s: a value with a trailing byte is accepted", format.name)
 				}
 			}
 		})
 	}
-	if _, _, ok := splitLoose(id[:2], appendLooseValue(nil, id, nil)); ok {
+	if _, _, ok := ttlentry.SplitLoose(id[:2], ttlentry.AppendLoose(nil, id, nil)); ok {
 		t.Fatal("an _id longer than its key is accepted")
 	}
 	touched := lists["touched"]
-	if n, full := len(appendLooseValue(nil, id, touched)), len(appendLooseFullValue(nil, id, touched)); n > 1+1+1+6+3*2 || n >= full-len(id) {
+	if n, full := len(ttlentry.AppendLoose(nil, id, touched)), len(appendLooseFullValue(nil, id, touched)); n > 1+1+1+6+3*2 || n >= full-len(id) {
 		t.Fatalf("a touched session's value is %d bytes (%d before): want at most 15", n, full)
 	}
 }
@@ -399,7 +400,7 @@ func TestFullLooseEntriesAreReadOn(t *testing.T) {
 		writeField(t, c, 1, "t", date(t0.Add(time.Duration(i)*time.Second)))
 	}
 	key, value := ttlEntryOf(t, c, 1, date(t0.Add(4*time.Second)))
-	id, stale, ok := splitLoose(key, value)
+	id, stale, ok := ttlentry.SplitLoose(key, value)
 	if !ok || len(stale) != 3 {
 		t.Fatalf("newest entry %x: want a loose value listing 3 stale dates", value)
 	}

@@ -119,7 +119,11 @@ func (t *tx) noteTTLEntry(ix *indexState, key []byte) {
 		return
 	}
 	if t.ttlAdded == nil {
-		t.ttlAdded = make([]int64, len(t.st.ttl))
+		t.ttlAdded = t.ttlAddedBuf[:0]
+		if len(t.st.ttl) > len(t.ttlAddedBuf) {
+			t.ttlAdded = make([]int64, 0, len(t.st.ttl))
+		}
+		t.ttlAdded = t.ttlAdded[:len(t.st.ttl)]
 		for i := range t.ttlAdded {
 			t.ttlAdded[i] = math.MaxInt64
 		}

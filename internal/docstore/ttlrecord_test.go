@@ -9,8 +9,10 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/catalog"
 	"github.com/mayflydb/mayfly/internal/keyenc"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/ttlentry"
 )
 
 // passTotals runs a whole pass over t_1 and sums its batches.
@@ -57,7 +59,7 @@ func ttlEntryOf(t *testing.T, c *Collection, id any, d bson.DateTime) (key, valu
 func TestExpiryDeletesByRecordWithoutReading(t *testing.T) {
 	c := validColl(t) // four secondary indexes, multikey and partial ones among them
 	key, value := ttlEntryOf(t, c, 0, date(t0))
-	if id, rec, ok := splitEntryValue(key, value); !ok || rec == nil || string(id) != string(keyenc.AppendValue(nil, 0)) {
+	if id, rec, ok := ttlentry.Split(key, value); !ok || rec == nil || string(id) != string(keyenc.AppendValue(nil, 0)) {
 		t.Fatalf("entry value %x: want the _id and a deletion record", value)
 	}
 	keysBefore := countKeys(t, c)
@@ -101,7 +103,7 @@ func TestArrayOfDatesDeletedByRecord(t *testing.T) {
 	insert(t, c, bson.D{{Key: "_id", Value: 2}, {Key: "t", Value: date(t0.Add(time.Hour))}})
 	_, multi := ttlEntryOf(t, c, 1, date(t0))
 	_, single := ttlEntryOf(t, c, 2, date(t0.Add(time.Hour)))
-	if onlyEntry(multi) || !onlyEntry(single) {
+	if ttlentry.OnlyEntry(multi) || !ttlentry.OnlyEntry(single) {
 		t.Fatalf("entry tags %#x and %#x: want the array's entries marked as several", multi[0], single[0])
 	}
 	wantClean(t, c)
@@ -209,11 +211,11 @@ func waitDone(wg *sync.WaitGroup) <-chan struct{} {
 func TestValidateFindsWrongDeletionRecord(t *testing.T) {
 	c := validColl(t)
 	key, value := ttlEntryOf(t, c, 1, date(t0.Add(time.Minute)))
-	id, _, _ := splitEntryValue(key, value)
+	id, _, _ := ttlentry.Split(key, value)
 	st := c.state.Load()
 	secondary := st.indexes[1:]
 	keys := make([][][]byte, len(secondary)) // a record without any key
-	setKey(t, c, key, appendTTLEntryValue(nil, id, 10, secondary, keys))
+	setKey(t, c, key, ttlentry.AppendRecord(nil, id, 10, secondary, indexID, keys))
 	res := mustValidate(t, c)
 	wantMessages(t, res.Errors, "index 't_1' has an entry whose deletion record does not match document 1")
 }
@@ -222,19 +224,19 @@ func TestMalformedRecordsAreRejected(t *testing.T) {
 	c := validColl(t)
 	secondary := c.state.Load().indexes[1:]
 	key, value := ttlEntryOf(t, c, 1, date(t0.Add(time.Minute)))
-	_, rec, _ := splitEntryValue(key, value)
-	if _, ok := walkRecord(rec, secondary, nil); !ok {
+	_, rec, _ := ttlentry.Split(key, value)
+	if _, ok := ttlentry.WalkRecord(rec, secondary, indexID, nil); !ok {
 		t.Fatal("a good record is rejected")
 	}
 	for cut := 0; cut < len(rec); cut++ {
-		if _, ok := walkRecord(rec[:cut], secondary, nil); ok {
+		if _, ok := ttlentry.WalkRecord(rec[:cut], secondary, indexID, nil); ok {
 			t.Fatalf("a record cut at %d of %d bytes is accepted", cut, len(rec))
 		}
 	}
-	if _, ok := walkRecord(append(rec[:len(rec):len(rec)], 0), secondary, nil); ok {
+	if _, ok := ttlentry.WalkRecord(append(rec[:len(rec):len(rec)], 0), secondary, indexID, nil); ok {
 		t.Fatal("a record with a trailing byte is accepted")
 	}
-	if _, _, ok := splitEntryValue(key, []byte{recordTag, 200}); ok {
+	if _, _, ok := ttlentry.Split(key, []byte{ttlentry.RecordTag, 200}); ok {
 		t.Fatal("a tagged value whose _id overruns it is accepted")
 	}
 }
@@ -264,5 +266,19 @@ func TestBatchReportsScatteredDocuments(t *testing.T) {
 				t.Fatalf("second batch %+v (%v): want 40 deleted, scattered %v", second, err, tc.scattered)
 			}
 		})
+	}
+}
+
+// TestTTLEntryValueSizeIsExact: the size a write's arena gives the record
+// is the record's length, for lengths whose varints take one byte or more.
+func TestTTLEntryValueSizeIsExact(t *testing.T) {
+	indexes := []*indexState{{def: &catalog.Index{ID: 1}}, {def: &catalog.Index{ID: 300}}}
+	for _, n := range []int{0, 1, 127, 128, 20000} {
+		id := make([]byte, n%200)
+		keys := [][][]byte{{make([]byte, n)}, {make([]byte, 9), make([]byte, 130)}}
+		v := ttlentry.AppendRecord(nil, id, n*1000, indexes, indexID, keys)
+		if got := ttlentry.RecordSize(id, n*1000, indexes, indexID, keys); got != len(v) {
+			t.Errorf("n=%d: size %d, record %d bytes", n, got, len(v))
+		}
 	}
 }

@@ -73,7 +73,7 @@ func (x *Txn) create(db, name string, opt CreateOptions, explicit bool) (*Collec
 	if err != nil {
 		return nil, err
 	}
-	p := &txnCreated{c: newCollection(x.s, meta), events: []*changestream.Event{createEvent(meta)}}
+	p := &txnCreated{c: newCollection(x.s, meta), events: []*changestream.Event{changestream.CreateEvent(meta)}}
 	x.created = append(x.created, p)
 	return p.c, nil
 }
@@ -198,7 +198,7 @@ func (x *Txn) addIndexes(p *txnCreated, news []*catalog.Index) {
 		def.ID, def.Ready = next.NextIndexID, true
 		next.NextIndexID++
 		next.Indexes = append(next.Indexes, def)
-		p.events = append(p.events, indexesEvent(changestream.OpCreateIndexes, next, ix.Spec))
+		p.events = append(p.events, changestream.IndexesEvent(changestream.OpCreateIndexes, next, ix.Spec))
 	}
 	p.c.setMeta(next)
 	if tc := x.colls[p.c]; tc != nil {

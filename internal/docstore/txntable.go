@@ -114,7 +114,7 @@ func (t *tx) noteUnique(ix *indexState, key []byte) {
 		return
 	}
 	k := make([]byte, 0, len(ix.prefix)+len(key))
-	t.written = append(t.written, append(append(k, ix.prefix...), key...))
+	t.noteWritten(append(append(k, ix.prefix...), key...))
 }
 
 // stampExpired stamps the documents an expiry batch deleted, once it is

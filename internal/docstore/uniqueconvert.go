@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/ttlentry"
 )
 
 // IndexDuplicates lists, for each key the named index holds for more
@@ -41,7 +43,7 @@ func (c *Collection) indexDuplicates(ix *indexState) ([]bson.A, error) {
 			}
 			continue
 		}
-		idEnc := entryID(it.Key(), it.Value())
+		idEnc := ttlentry.ID(it.Key(), it.Value())
 		part := it.Key()[len(ix.prefix) : len(it.Key())-len(idEnc)]
 		if !bytes.Equal(part, prev) {
 			if groups, err = c.addDuplicates(groups, run); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/keyenc"
 	"github.com/mayflydb/mayfly/internal/storage"
+	"github.com/mayflydb/mayfly/internal/ttlentry"
 )
 
 // validateBuckets is how many hash buckets the first pass of validate
@@ -237,7 +238,7 @@ func (v *validation) scanIndex(ic *indexCheck, fn func(ic *indexCheck, entry []b
 // staleEntry reports whether a well-formed loose entry is no longer its
 // document's.
 func (v *validation) staleEntry(ic *indexCheck, key, value []byte) (bool, error) {
-	if _, _, ok := splitLoose(key, value); !ok {
+	if _, _, ok := ttlentry.SplitLoose(key, value); !ok {
 		return false, nil
 	}
 	return v.c.skipLoose(ic.ix, key, value, v.c.store.eng)
@@ -246,7 +247,7 @@ func (v *validation) staleEntry(ic *indexCheck, key, value []byte) (bool, error)
 // checkEntry returns the entry's key part, for the next entry's unique
 // check.
 func (v *validation) checkEntry(ic *indexCheck, key, value []byte, prev []byte) []byte {
-	idEnc, rec, ok := splitEntryValue(key, value)
+	idEnc, rec, ok := ttlentry.Split(key, value)
 	if !ok || !bytes.HasSuffix(key, idEnc) || len(key) < len(ic.ix.prefix)+len(idEnc) {
 		ic.errors = append(ic.errors, fmt.Sprintf("index '%s' has an entry whose value is not the _id its key ends with", ic.ix.def.Name))
 		return nil
@@ -267,7 +268,7 @@ func (v *validation) checkEntry(ic *indexCheck, key, value []byte, prev []byte) 
 // is one whose document is missing, which the entry counts report.
 func (v *validation) checkRecord(ic *indexCheck, idEnc, rec, value []byte) {
 	secondary := v.st.indexes[1:]
-	if _, ok := walkRecord(rec, secondary, nil); !ok {
+	if _, ok := ttlentry.WalkRecord(rec, secondary, indexID, nil); !ok {
 		return
 	}
 	raw, err := v.c.store.eng.Get(docKey(v.st.meta.ID, idEnc))
@@ -287,7 +288,7 @@ func (v *validation) checkRecord(ic *indexCheck, idEnc, rec, value []byte) {
 			return
 		}
 	}
-	record := appendTTLEntryValue(nil, idEnc, len(raw), secondary, keys)
+	record := ttlentry.AppendRecord(nil, idEnc, len(raw), secondary, indexID, keys)
 	if !bytes.Equal(value, entryValue(ic.ix, idEnc, record, len(keys[slices.Index(secondary, ic.ix)]))) {
 		ic.errors = append(ic.errors, fmt.Sprintf("index '%s' has an entry whose deletion record does not match document %s",
 			ic.ix.def.Name, bsonutil.Format(decodeID(idEnc))))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/storage"
+	"github.com/mayflydb/mayfly/internal/ttlentry"
 )
 
 // Expiry warnings. A TTL index with expiryWarningSeconds N makes the
@@ -157,7 +158,7 @@ func (t *tx) warnRange(ix *indexState, from, to int64) (int64, int, error) {
 		if at > to {
 			break
 		}
-		id := entryID(tc.it.Key(), tc.it.Value())
+		id := ttlentry.ID(tc.it.Key(), tc.it.Value())
 		if !t.locks.stripes[t.c.stripeOf(id)] {
 			if lastAt == at {
 				// Warned of some documents of this millisecond but not
@@ -187,7 +188,7 @@ func (t *tx) warnRange(ix *indexState, from, to int64) (int64, int, error) {
 // encoding, in which numbers of every type look alike).
 func (t *tx) expiresBy(ix *indexState, id, value []byte, at int64) (*stored, error) {
 	d, err := t.c.loadLocked(id)
-	if err != nil || d == nil || onlyEntry(value) {
+	if err != nil || d == nil || ttlentry.OnlyEntry(value) {
 		return d, err
 	}
 	when, ok := ix.expiresAt(d.doc)

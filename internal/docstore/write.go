@@ -15,6 +15,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/keyenc"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/storage"
+	"github.com/mayflydb/mayfly/internal/ttlentry"
 )
 
 // MaxDocumentSize is MongoDB's limit for one stored document.
@@ -121,14 +122,44 @@ type tx struct {
 	// commit hands the batch to it instead of storage (txn.go).
 	txn *Txn
 	// written are the keys an open transaction conflicts on: the
-	// documents written and the unique-index values added or removed.
-	written [][]byte
+	// documents written and the unique-index values added or removed;
+	// in writtenBuf while they fit (noteWritten).
+	written    [][]byte
+	writtenBuf [2][]byte
+	// keyLists holds putDoc's index keys per secondary index while they
+	// fit: putDoc keeps no list past its return.
+	keyLists [4][][]byte
+	// ttlAddedBuf is ttlAdded's room while the collection has few TTL
+	// indexes.
+	ttlAddedBuf [2]int64
 	// keys holds the index keys the write computes.
 	keys keyArena
 }
 
-func (c *Collection) newTx(l *lockSet) *tx {
-	return &tx{c: c, st: c.state.Load(), locks: l, b: c.store.eng.NewBatch(), r: c.store.eng}
+func (c *Collection) newTx(l *lockSet) *tx { return c.newTxIn(new(tx), l) }
+
+// newTxIn is newTx in t, which must be unused: what the change keeps
+// (its key arena's keys) stays its own.
+func (c *Collection) newTxIn(t *tx, l *lockSet) *tx {
+	*t = tx{c: c, st: c.state.Load(), locks: l, b: c.store.eng.NewBatch(), r: c.store.eng}
+	return t
+}
+
+// firstRoom is room for a T in a call's struct (modifyCall, groupCall,
+// insertRoom), taken by its first use: a later one (another attempt) gets
+// a new T, as what an earlier one made may still be referred to.
+type firstRoom[T any] struct {
+	v    T
+	took bool
+}
+
+// take returns the room the first time (never from a nil r), else a new T.
+func (r *firstRoom[T]) take() *T {
+	if r == nil || r.took {
+		return new(T)
+	}
+	r.took = true
+	return &r.v
 }
 
 // load is loadForWrite through the change's reader.
@@ -137,6 +168,24 @@ func (t *tx) load(idEnc []byte) (*stored, error) {
 		return nil, errInFlight{batch: b}
 	}
 	return t.c.loadFrom(t.r, idEnc)
+}
+
+// loadExpectingNone is load for an insert, which most often finds
+// nothing: it reads by a key in t's arena (Get keeps no reference to it)
+// and allocates only a document it finds.
+func (t *tx) loadExpectingNone(idEnc []byte) (*stored, error) {
+	if b := t.c.inFlight.batchOf(idEnc); b != nil {
+		return nil, errInFlight{batch: b}
+	}
+	raw, err := t.r.Get(t.docKey(idEnc))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("docstore: read: %w", err)
+	}
+	d := &stored{idEnc: idEnc, raw: raw}
+	return d, d.decode()
 }
 
 // needsUniqueLock reports whether writing doc over old (nil for an insert)
@@ -252,8 +301,8 @@ type syncWait struct {
 	into *Durability
 }
 
-func newSyncWait(opt WriteOptions) *syncWait {
-	return &syncWait{want: opt.Sync && opt.Durable == nil, into: opt.Durable}
+func makeSyncWait(opt WriteOptions) syncWait {
+	return syncWait{want: opt.Sync && opt.Durable == nil, into: opt.Durable}
 }
 
 // Durability gathers the syncs a caller's writes wait for (see
@@ -441,17 +490,17 @@ func (c *Collection) Insert(doc bson.D, opt WriteOptions) error {
 	if err != nil {
 		return err
 	}
-	sw := newSyncWait(opt)
-	return c.finish(sw, c.insertLocked(p.idEnc, p.raw, doc, opt.Extra, sw))
+	g := &groupCall{sw: makeSyncWait(opt)}
+	return c.finish(&g.sw, c.insertLocked(g, p.idEnc, p.raw, doc, opt.Extra))
 }
 
-func (c *Collection) insertLocked(idEnc, raw []byte, doc bson.D, extra func(storage.Batch) error, sw *syncWait) error {
-	return c.withDocLock(idEnc, func(l *lockSet) error {
+func (c *Collection) insertLocked(g *groupCall, idEnc, raw []byte, doc bson.D, extra func(storage.Batch) error) error {
+	return c.withDocLockIn(&g.locks, idEnc, func(l *lockSet) error {
 		if c.dropped.Load() {
 			return mongoerr.Newf(mongoerr.NamespaceNotFound, "collection %s was dropped", c.Namespace())
 		}
-		t := c.newTx(l)
-		t.extra, t.durable = extra, sw
+		t := c.newTxIn(g.txs.take(), l)
+		t.extra, t.durable = extra, &g.sw
 		if err := t.insert(&stored{idEnc: idEnc, raw: raw, doc: doc}); err != nil {
 			t.abort()
 			return err
@@ -462,7 +511,7 @@ func (c *Collection) insertLocked(idEnc, raw []byte, doc bson.D, extra func(stor
 
 // insert writes a new document, replacing an expired one with its _id.
 func (t *tx) insert(d *stored) error {
-	old, err := t.load(d.idEnc)
+	old, err := t.loadExpectingNone(d.idEnc)
 	if err != nil {
 		return err
 	}
@@ -496,22 +545,53 @@ func (c *Collection) loadLocked(idEnc []byte) (*stored, error) {
 
 // loadFrom reads the document with the given encoded _id from r.
 func (c *Collection) loadFrom(r storage.Reader, idEnc []byte) (*stored, error) {
-	raw, err := r.Get(docKey(c.meta().ID, idEnc))
+	return c.loadInto(new(loaded), r, idEnc)
+}
+
+// loadInto is loadFrom into l, which must be unused: what it reads stays
+// the document's.
+func (c *Collection) loadInto(l *loaded, r storage.Reader, idEnc []byte) (*stored, error) {
+	l.stored = stored{idEnc: idEnc}
+	raw, err := l.get(r, appendDocKey(l.key[:0], c.meta().ID, idEnc))
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("docstore: read: %w", err)
 	}
-	d := &stored{idEnc: idEnc, raw: raw}
-	return d, d.decode()
+	l.raw = raw
+	return &l.stored, l.decode()
+}
+
+// loaded is a stored document read by loadFrom, with room for the key it
+// was read by and for a small document's bytes: one allocation, not
+// three. Nothing writes either after the read, so a reader that kept the
+// key would still see it whole.
+type loaded struct {
+	stored
+	key   [40]byte
+	value [loadedRoom]byte
+}
+
+// loadedRoom holds a small document, a session's among them.
+const loadedRoom = 192
+
+// get reads key's value into l.value when r can (storage.AppendGetter)
+// and it fits, capped so that nothing appends to it in place.
+func (l *loaded) get(r storage.Reader, key []byte) ([]byte, error) {
+	ag, ok := r.(storage.AppendGetter)
+	if !ok {
+		return r.Get(key)
+	}
+	v, err := ag.AppendGet(l.value[:0], key)
+	return v[:len(v):len(v)], err
 }
 
 // putDoc writes doc and the difference between its index entries and
 // those of old (nil for a new document).
 func (t *tx) putDoc(d *stored, old *stored) error {
 	secondary := t.st.indexes[1:]
-	keys := make([][][]byte, len(secondary))
+	keys := t.keyListsFor(len(secondary))
 	hasTTL := false
 	for i, ix := range secondary {
 		var err error
@@ -521,20 +601,20 @@ func (t *tx) putDoc(d *stored, old *stored) error {
 		t.noteMultikey(ix, d.doc)
 		hasTTL = hasTTL || ix.def.TTL
 	}
-	var ttlValue []byte
+	rec := ttlRecord{idEnc: d.idEnc, size: len(d.raw)}
 	if hasTTL {
-		ttlValue = appendTTLEntryValue(nil, d.idEnc, len(d.raw), secondary, keys)
+		rec.indexes, rec.keys = secondary, keys
 	}
 	for i, ix := range secondary {
-		if err := t.updateIndex(ix, keys[i], d, old, ttlValue); err != nil {
+		if err := t.updateIndex(ix, keys[i], d, old, &rec); err != nil {
 			return err
 		}
 	}
-	key := docKey(t.st.meta.ID, d.idEnc)
+	key := t.docKey(d.idEnc)
 	if err := t.b.Set(key, d.raw); err != nil {
 		return err
 	}
-	t.written = append(t.written, key)
+	t.noteWritten(key)
 	t.noteExpiry(d.doc)
 	t.noteLateWarning(d, old)
 	t.dSize += int64(len(d.raw))
@@ -547,12 +627,45 @@ func (t *tx) putDoc(d *stored, old *stored) error {
 	return nil
 }
 
+// keyListsFor returns n empty per-index key lists, in t's own room when
+// they fit.
+func (t *tx) keyListsFor(n int) [][][]byte {
+	if n > len(t.keyLists) {
+		return make([][][]byte, n)
+	}
+	keys := t.keyLists[:n]
+	clear(keys)
+	return keys
+}
+
+// ttlRecord is the deletion record a document's TTL entries carry (none
+// when indexes is nil), made when the first entry that carries it is
+// written: a touch that appends (updateAppending) writes none. It holds
+// the document's _id and size, not the document: a pointer to that would
+// send putDoc's document to the heap.
+type ttlRecord struct {
+	idEnc   []byte
+	size    int
+	indexes []*indexState
+	keys    [][][]byte
+	value   []byte
+}
+
+// get makes the record in a's room (the batch copies what it sets).
+func (r *ttlRecord) get(a *keyArena) []byte {
+	if r.value == nil && r.indexes != nil {
+		room := a.room(ttlentry.RecordSize(r.idEnc, r.size, r.indexes, indexID, r.keys))
+		r.value = ttlentry.AppendRecord(room, r.idEnc, r.size, r.indexes, indexID, r.keys)
+	}
+	return r.value
+}
+
 // updateIndex writes the entries newKeys of d in ix that old lacks and
 // deletes those of old that d lacks. A TTL index's entries carry the
-// deletion record ttlValue, which changes with the document's size and
+// deletion record rec, which changes with the document's size and
 // keys, so they are all written again, except where a touch appends
 // (updateAppending).
-func (t *tx) updateIndex(ix *indexState, newKeys [][]byte, d, old *stored, ttlValue []byte) error {
+func (t *tx) updateIndex(ix *indexState, newKeys [][]byte, d, old *stored, rec *ttlRecord) error {
 	var oldKeys [][]byte
 	if old != nil {
 		var err error
@@ -567,13 +680,13 @@ func (t *tx) updateIndex(ix *indexState, newKeys [][]byte, d, old *stored, ttlVa
 	}
 	for _, k := range oldKeys {
 		if !containsKey(newKeys, k) {
-			if err := t.b.Delete(entryKey(ix, k, old.idEnc)); err != nil {
+			if err := t.b.Delete(t.entryKey(ix, k, old.idEnc)); err != nil {
 				return err
 			}
 			t.noteUnique(ix, k)
 		}
 	}
-	value := entryValue(ix, d.idEnc, ttlValue, len(newKeys))
+	var value []byte
 	for _, k := range newKeys {
 		kept := containsKey(oldKeys, k)
 		if kept && !ix.def.TTL {
@@ -591,7 +704,10 @@ func (t *tx) updateIndex(ix *indexState, newKeys [][]byte, d, old *stored, ttlVa
 				t.noteLRUEntry(ix, entryKey(ix, k, d.idEnc))
 			}
 		}
-		ek := entryKey(ix, k, d.idEnc)
+		if value == nil {
+			value = entryValue(ix, d.idEnc, rec.get(&t.keys), len(newKeys))
+		}
+		ek := t.entryKey(ix, k, d.idEnc)
 		if err := t.b.Set(ek, value); err != nil {
 			return err
 		}
@@ -629,6 +745,25 @@ func entryKey(ix *indexState, key, idEnc []byte) []byte {
 	return appendEntryKey(make([]byte, 0, entryKeySize(ix, key, idEnc)), ix, key, idEnc)
 }
 
+// entryKey is the package's entryKey in t's key arena: for a key the
+// batch copies (Set, Delete) or t keeps no longer than itself.
+func (t *tx) entryKey(ix *indexState, key, idEnc []byte) []byte {
+	return appendEntryKey(t.keys.room(entryKeySize(ix, key, idEnc)), ix, key, idEnc)
+}
+
+// docKey is the package's docKey in t's key arena, as entryKey.
+func (t *tx) docKey(idEnc []byte) []byte {
+	return appendDocKey(t.keys.room(docKeySize(idEnc)), t.st.meta.ID, idEnc)
+}
+
+// noteWritten adds key to written, in writtenBuf while it has room.
+func (t *tx) noteWritten(key []byte) {
+	if t.written == nil {
+		t.written = t.writtenBuf[:0]
+	}
+	t.written = append(t.written, key)
+}
+
 func entryKeySize(ix *indexState, key, idEnc []byte) int {
 	return len(ix.prefix) + len(key) + len(idEnc)
 }
@@ -656,7 +791,7 @@ func (t *tx) checkUnique(ix *indexState, key []byte, d *stored) (empty []byte, e
 	seen := false
 	for ok := it.First(); ok; ok = it.Next() {
 		seen = true
-		if id := entryID(it.Key(), it.Value()); !bytes.Equal(id, d.idEnc) {
+		if id := ttlentry.ID(it.Key(), it.Value()); !bytes.Equal(id, d.idEnc) {
 			holders = append(holders, append([]byte(nil), id...))
 		}
 	}
@@ -710,18 +845,18 @@ func (t *tx) removeDoc(old *stored) error {
 			return err
 		}
 		for _, k := range keys {
-			if err := t.del(2+i, entryKey(ix, k, old.idEnc)); err != nil {
+			if err := t.del(2+i, t.entryKey(ix, k, old.idEnc)); err != nil {
 				return err
 			}
 			t.noteUnique(ix, k)
 		}
 		t.keysRemoved += len(keys)
 	}
-	key := docKey(t.st.meta.ID, old.idEnc)
+	key := t.docKey(old.idEnc)
 	if err := t.del(0, key); err != nil {
 		return err
 	}
-	t.written = append(t.written, key)
+	t.noteWritten(key)
 	t.keysRemoved++
 	t.dCount--
 	t.dSize -= int64(len(old.raw))
@@ -781,22 +916,38 @@ func (c *Collection) Modify(id any, opt WriteOptions, fn func(doc bson.D) (Chang
 	if opt.Txn != nil {
 		return opt.Txn.modify(c, id, opt, fn)
 	}
-	sw := newSyncWait(opt)
-	old, err := c.modifyLocked(keyenc.AppendValue(nil, id), opt.Extra, sw, c.checkedChange(fn, opt))
-	if err = c.finish(sw, err); err != nil {
+	mc := &modifyCall{sw: makeSyncWait(opt)}
+	idEnc := keyenc.AppendValue(mc.id[:0], id)
+	idEnc = idEnc[:len(idEnc):len(idEnc)]
+	old, err := c.modifyLocked(mc, idEnc, opt.Extra, c.checkedChange(fn, opt))
+	if err = c.finish(&mc.sw, err); err != nil {
 		return nil, err
 	}
 	return old, nil
 }
 
-func (c *Collection) modifyLocked(idEnc []byte, extra func(storage.Batch) error, sw *syncWait, fn func(doc bson.D) (Change, error)) (bson.D, error) {
+// modifyCall is what one Modify holds through its attempts: its locks
+// (reset by each, lockedOnce), its durability wait, its _id's encoding
+// (capped: never written after) and the room its first attempt reads the
+// document into and writes through (its tx), in one allocation, not
+// five.
+type modifyCall struct {
+	locks lockSet
+	sw    syncWait
+	id    [32]byte
+	first firstRoom[loaded] // fn may still hold what an earlier attempt read
+	txs   firstRoom[tx]
+}
+
+func (c *Collection) modifyLocked(mc *modifyCall, idEnc []byte, extra func(storage.Batch) error, fn func(doc bson.D) (Change, error)) (bson.D, error) {
 	var cur bson.D
-	err := c.withDocLock(idEnc, func(l *lockSet) error {
+	sw := &mc.sw
+	err := c.withDocLockIn(&mc.locks, idEnc, func(l *lockSet) error {
 		cur = nil
 		if c.dropped.Load() {
 			return nil
 		}
-		old, err := c.loadForWrite(idEnc)
+		old, err := c.loadForWriteInto(mc.first.take(), idEnc)
 		if err != nil {
 			return err
 		}
@@ -807,7 +958,7 @@ func (c *Collection) modifyLocked(idEnc []byte, extra func(storage.Batch) error,
 		if err != nil || ch.Kind == Keep || cur == nil {
 			return err
 		}
-		return c.applyChange(l, old, ch, extra, sw)
+		return c.applyChangeIn(c.newTxIn(mc.txs.take(), l), old, ch, extra, sw)
 	})
 	return cur, err
 }
@@ -821,8 +972,7 @@ func (c *Collection) live(doc bson.D) bson.D {
 	return doc
 }
 
-func (c *Collection) applyChange(l *lockSet, old *stored, ch Change, extra func(storage.Batch) error, sw *syncWait) error {
-	t := c.newTx(l)
+func (c *Collection) applyChangeIn(t *tx, old *stored, ch Change, extra func(storage.Batch) error, sw *syncWait) error {
 	t.extra, t.durable = extra, sw
 	return t.applyChange(old, ch)
 }

@@ -97,12 +97,25 @@ func (d *decoder) take(n int) ([]byte, error) {
 	return out, nil
 }
 
+// read fills dst with the next len(dst) bytes, un-inverted: take without
+// its fresh slice, for fixed-size fields the caller holds in an array.
+func (d *decoder) read(dst []byte) error {
+	if len(d.src)-d.pos < len(dst) {
+		return d.errorf("truncated")
+	}
+	for i := range dst {
+		dst[i] = d.src[d.pos+i] ^ d.inv
+	}
+	d.pos += len(dst)
+	return nil
+}
+
 func (d *decoder) uint32() (uint32, error) {
-	b, err := d.take(4)
-	if err != nil {
+	var b [4]byte
+	if err := d.read(b[:]); err != nil {
 		return 0, err
 	}
-	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]), nil
+	return binary.BigEndian.Uint32(b[:]), nil
 }
 
 func (d *decoder) uint64() (uint64, error) {
@@ -155,8 +168,7 @@ func (d *decoder) fixed(tag byte) (any, error) {
 		return d.binary()
 	case tagObjectID:
 		var oid bson.ObjectID
-		b, err := d.take(len(oid))
-		copy(oid[:], b)
+		err := d.read(oid[:])
 		return oid, err
 	case tagDate:
 		u, err := d.uint64()
@@ -207,8 +219,7 @@ func (d *decoder) dbPointer() (any, error) {
 		return nil, err
 	}
 	var oid bson.ObjectID
-	b, err := d.take(len(oid))
-	copy(oid[:], b)
+	err = d.read(oid[:])
 	return bson.DBPointer{DB: db, Pointer: oid}, err
 }
 

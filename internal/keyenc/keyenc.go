@@ -9,6 +9,7 @@
 package keyenc
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
@@ -70,7 +71,9 @@ func AppendValue(dst []byte, v any) []byte {
 	case bson.Decimal128:
 		return appendDecimal(dst, x)
 	case string:
-		return appendString(append(dst, tagString), x)
+		// Room for the tag, the bytes and the terminator in one growth
+		// (an escaped zero byte may still grow it once more).
+		return appendString(append(slices.Grow(dst, len(x)+3), tagString), x)
 	case bson.Symbol:
 		// Symbols compare as strings, so they must encode as strings.
 		return appendString(append(dst, tagString), string(x))
@@ -89,7 +92,7 @@ func AppendValue(dst []byte, v any) []byte {
 	case []byte:
 		return appendBinary(dst, 0, x)
 	case bson.ObjectID:
-		return append(append(dst, tagObjectID), x[:]...)
+		return append(append(slices.Grow(dst, 1+len(x)), tagObjectID), x[:]...)
 	case bool:
 		if x {
 			return append(dst, tagTrue)
@@ -147,7 +150,9 @@ func AppendKey(dst []byte, values []any, descending []bool) []byte {
 // TTL index's hot path, so it avoids the type switch.
 func AppendDate(dst []byte, ms int64) []byte {
 	// Flipping the sign bit turns two's complement order into unsigned order.
-	return appendUint64(append(dst, tagDate), uint64(ms)^(1<<63))
+	// Grown once for the tag and the eight bytes: appending them one
+	// after the other to a nil dst would allocate twice.
+	return appendUint64(append(slices.Grow(dst, 9), tagDate), uint64(ms)^(1<<63))
 }
 
 // PrefixEnd returns the smallest key greater than every key that starts

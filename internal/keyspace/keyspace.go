@@ -87,9 +87,15 @@ func (t Tag) End() []byte { return []byte{byte(t) + 1} }
 
 // PrefixEnd is the first key after every key that starts with p; nil
 // when there is none (p is all 0xff).
-func PrefixEnd(p []byte) []byte {
-	end := append([]byte(nil), p...)
-	for i := len(end) - 1; i >= 0; i-- {
+func PrefixEnd(p []byte) []byte { return AppendPrefixEnd(nil, p) }
+
+// AppendPrefixEnd appends PrefixEnd(p) to dst and returns the result, or
+// nil when there is no end (p is all 0xff): for a caller with room for
+// the end already. p must not overlap dst's spare capacity.
+func AppendPrefixEnd(dst, p []byte) []byte {
+	n := len(dst)
+	end := append(dst, p...)
+	for i := len(end) - 1; i >= n; i-- {
 		if end[i] < 0xff {
 			end[i]++
 			return end[:i+1]

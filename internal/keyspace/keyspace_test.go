@@ -1,6 +1,9 @@
 package keyspace
 
-import "testing"
+import (
+	"bytes"
+	"testing"
+)
 
 // TestTagsAreDistinct: no two owners share a tag, the list is in byte
 // order, and every tag names its owner.
@@ -37,6 +40,29 @@ func TestCatalogWithin(t *testing.T) {
 			if got := CatalogWithin(byte(lo), byte(hi)); got != want {
 				t.Fatalf("CatalogWithin(%d, %d) = %v", lo, hi, got)
 			}
+		}
+	}
+}
+
+// TestAppendPrefixEnd: the end appended after dst's bytes, in dst's room
+// when it has some, and nil where PrefixEnd is nil.
+func TestAppendPrefixEnd(t *testing.T) {
+	for _, c := range []struct{ p, want []byte }{
+		{[]byte{1, 2}, []byte{1, 3}},
+		{[]byte{1, 0xff}, []byte{2}},
+		{[]byte{0xff, 0xff}, nil},
+		{nil, nil},
+	} {
+		if got := PrefixEnd(c.p); !bytes.Equal(got, c.want) || (got == nil) != (c.want == nil) {
+			t.Errorf("PrefixEnd(%x) = %x, want %x", c.p, got, c.want)
+		}
+		buf := make([]byte, 1, 8)
+		got := AppendPrefixEnd(buf[1:1], c.p)
+		if !bytes.Equal(got, c.want) || (got == nil) != (c.want == nil) {
+			t.Errorf("AppendPrefixEnd(%x) = %x, want %x", c.p, got, c.want)
+		}
+		if got != nil && &got[0] != &buf[:2][1] {
+			t.Errorf("AppendPrefixEnd(%x) did not use dst's room", c.p)
 		}
 	}
 }

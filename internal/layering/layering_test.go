@@ -105,6 +105,7 @@ func packageLayers() map[string]row {
 		"internal/maxtime":                     {layer: base},
 		"internal/nsjoin":                      {layer: base},
 		"internal/keyspace":                    {layer: base},
+		"internal/ttlentry":                    {layer: base},
 		"internal/storage":                     {layer: base},
 		"internal/storage/pebblestore":         {layer: base},
 		"internal/storage/pebblestore/faultfs": {layer: base},

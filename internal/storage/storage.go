@@ -29,7 +29,8 @@ var ErrInvalidated = errors.New("storage: iterator or snapshot invalidated by a 
 
 // Reader reads a consistent view of the key space.
 type Reader interface {
-	// Get returns a copy of the value stored at key, or ErrNotFound.
+	// Get returns a copy of the value stored at key, or ErrNotFound. It
+	// keeps no reference to key, which the caller may reuse at once.
 	Get(key []byte) ([]byte, error)
 	// NewIter returns an iterator over keys in [lower, upper). A nil bound is
 	// open. The iterator must be closed.
@@ -85,6 +86,14 @@ type Batch interface {
 // replica set ships it.
 type Encodable interface {
 	Repr() ([]byte, error)
+}
+
+// AppendGetter is implemented by readers that can append the value at
+// key to a buffer of the caller's (dst, returned grown as by append)
+// instead of returning a fresh copy: a caller with room for a small value
+// then reads it without an allocation. It reads what Get reads.
+type AppendGetter interface {
+	AppendGet(dst, key []byte) ([]byte, error)
 }
 
 // SoleEntryNoter is implemented by batches that can tell the engine's

@@ -33,6 +33,20 @@ func (s *Store) residentGet(r pebble.Reader, key []byte) ([]byte, error) {
 	return v, err
 }
 
+// residentAppendGet is residentGet, the value appended to dst. The value
+// kept in the cache on a miss is dst's new bytes alone, as residentGet's.
+func (s *Store) residentAppendGet(r pebble.Reader, dst, key []byte) ([]byte, error) {
+	out, ticket, ok := s.resident.AppendGet(dst, key)
+	if ok {
+		return out, nil
+	}
+	out, err := appendGet(r, dst, key)
+	if err == nil {
+		s.resident.Fill(key, out[len(dst):], ticket)
+	}
+	return out, err
+}
+
 // residentIter is NewIter over an equality range the cache may hold: from
 // the cache, or read whole from pebble and kept when it is small.
 func (s *Store) residentIter(r pebble.Reader, lower, upper []byte) (storage.Iterator, error) {

@@ -236,3 +236,32 @@ func TestResidentWriteSets(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendGet: AppendGet reads what Get reads, after dst's bytes and
+// in dst's room, from storage on a miss (which fills the cache with the
+// value alone) and from the cache on a hit; a missing key is ErrNotFound.
+func TestAppendGet(t *testing.T) {
+	cache := admitAll()
+	s := openT(t, Options{Dir: t.TempDir(), Resident: cache})
+	defer s.Close()
+	if err := commitKV(s, "dk1", "value"); err != nil {
+		t.Fatal(err)
+	}
+	for _, from := range []string{"storage", "cache"} {
+		room := make([]byte, 2, 16)
+		copy(room, "ab")
+		got, err := s.AppendGet(room, []byte("dk1"))
+		if err != nil || string(got) != "abvalue" || &got[0] != &room[0] {
+			t.Errorf("from %s: %q, %v; want abvalue in dst's room", from, got, err)
+		}
+		if v, err := s.Get([]byte("dk1")); err != nil || string(v) != "value" {
+			t.Errorf("Get after AppendGet from %s: %q, %v", from, v, err)
+		}
+	}
+	if st := cache.Stats(); st.Hits == 0 {
+		t.Errorf("no read was served by the cache: %+v", st)
+	}
+	if _, err := s.AppendGet(nil, []byte("dk9")); !errors.Is(err, storage.ErrNotFound) {
+		t.Errorf("missing key: %v, want ErrNotFound", err)
+	}
+}

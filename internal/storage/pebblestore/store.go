@@ -238,7 +238,29 @@ func (s *Store) Get(key []byte) ([]byte, error) {
 	return s.residentGet(r, key)
 }
 
+// AppendGet implements storage.AppendGetter: Get, the value appended to
+// dst.
+func (s *Store) AppendGet(dst, key []byte) ([]byte, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	db, err := s.dbLocked()
+	if err != nil {
+		return nil, err
+	}
+	r, durable := s.reader(db)
+	if s.resident == nil || durable != nil || !s.resident.Admits(key) {
+		return appendGet(r, dst, key)
+	}
+	return s.residentAppendGet(r, dst, key)
+}
+
 func get(r pebble.Reader, key []byte) ([]byte, error) {
+	return appendGet(r, []byte{}, key)
+}
+
+// appendGet appends the value at key to dst: pebble's slice dies with
+// its closer.
+func appendGet(r pebble.Reader, dst, key []byte) ([]byte, error) {
 	v, closer, err := r.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, storage.ErrNotFound
@@ -246,7 +268,7 @@ func get(r pebble.Reader, key []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pebblestore: get: %w", err)
 	}
-	out := append([]byte{}, v...) // pebble's slice dies with closer
+	out := append(dst, v...)
 	return out, closer.Close()
 }
 

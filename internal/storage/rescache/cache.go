@@ -221,6 +221,18 @@ func slotKeyOf(p *Policy, key []byte) (sk slotKey, family, ok bool) {
 // for a read of storage that Fill may keep. The copy is made under the
 // shard's lock: once it is released, a write may reuse the value's place.
 func (c *Cache) Get(key []byte) ([]byte, Ticket, bool) {
+	return c.get(key, func(v []byte) []byte { return bytes.Clone(v) })
+}
+
+// AppendGet is Get with the value appended to dst, as by append, instead
+// of copied to a fresh slice.
+func (c *Cache) AppendGet(dst, key []byte) ([]byte, Ticket, bool) {
+	return c.get(key, func(v []byte) []byte { return append(dst, v...) })
+}
+
+// get is Get with the value held copied out by take, under the shard's
+// lock (once it is released, a write may reuse the place).
+func (c *Cache) get(key []byte, take func(v []byte) []byte) ([]byte, Ticket, bool) {
 	slotKey, _, ok := slotKeyOf(c.policy.Load(), key)
 	if !ok {
 		slotKey = plainKey(key) // counted as a miss; Fill will not keep it
@@ -229,7 +241,7 @@ func (c *Cache) Get(key []byte) ([]byte, Ticket, bool) {
 	t, hit := c.find(slotKey, false, func(e entry) bool {
 		v, match := e.valueOf(key)
 		if match {
-			value = bytes.Clone(v)
+			value = take(v)
 		}
 		return match
 	})

@@ -16,17 +16,27 @@ type SliceIter struct {
 	offs [maxRangeEntries]int32
 	n    int
 	pos  int // -1 or n: not positioned
+	// inline holds data when it fits (expandRange): a token's range, one
+	// entry, then costs one allocation, not two. Written only before the
+	// iterator is handed out, like any data.
+	inline [inlineRangeData]byte
 }
+
+// inlineRangeData is the room a SliceIter has for its data: a range of
+// one or two index entries (a key of a few dozen bytes and an _id).
+const inlineRangeData = 128
 
 var _ storage.Iterator = (*SliceIter)(nil)
 
 // NewSliceIter iterates a copy of kvs (at most MaxRangeEntries, sorted).
 func NewSliceIter(kvs []KV) *SliceIter {
-	var data []byte
+	it := &SliceIter{}
+	data := it.inline[:0] // append moves it to the heap when it outgrows it
 	for _, kv := range kvs {
 		data = appendEntry(data, kv)
 	}
-	return decodeEntries(data, len(kvs))
+	it.index(data, len(kvs))
+	return it
 }
 
 // appendEntry appends one entry as a range's data holds it: the key and
@@ -73,7 +83,12 @@ func valueIsSuffix(lo []byte, kv KV) bool {
 // in one allocation. Each entry grows by lo, two lengths, and at most its
 // suffix again (a value held as the suffix), which payload bounds.
 func expandRange(lo, payload []byte, n int) *SliceIter {
-	data := make([]byte, 0, 2*len(payload)+n*(len(lo)+2*binary.MaxVarintLen32))
+	it := &SliceIter{}
+	size := 2*len(payload) + n*(len(lo)+2*binary.MaxVarintLen32)
+	data := it.inline[:0]
+	if size > len(it.inline) {
+		data = make([]byte, 0, size)
+	}
 	rest := payload
 	for range n {
 		var suffix, value []byte
@@ -83,7 +98,8 @@ func expandRange(lo, payload []byte, n int) *SliceIter {
 		data = binary.AppendUvarint(data, uint64(len(value)))
 		data = append(data, value...)
 	}
-	return decodeEntries(data, n)
+	it.index(data, n)
+	return it
 }
 
 // cutRangeEntry splits the first entry appendRangeEntry wrote off data.
@@ -98,10 +114,10 @@ func cutRangeEntry(data []byte) (suffix, value, rest []byte) {
 	return suffix, rest[:n:n], rest[n:]
 }
 
-// decodeEntries is an iterator over the n entries appendEntry wrote to
-// data (at most maxRangeEntries).
-func decodeEntries(data []byte, n int) *SliceIter {
-	it := &SliceIter{data: data, n: n, pos: -1}
+// index makes it an unpositioned iterator over the n entries appendEntry
+// wrote to data (at most maxRangeEntries).
+func (it *SliceIter) index(data []byte, n int) {
+	it.data, it.n, it.pos = data, n, -1
 	off := 0
 	for i := range n {
 		it.offs[i] = int32(off)
@@ -109,7 +125,6 @@ func decodeEntries(data []byte, n int) *SliceIter {
 		_, rest = cutFramed(rest)
 		off = len(data) - len(rest)
 	}
-	return it
 }
 
 // cutFramed splits off the length-prefixed bytes at the start of data.

@@ -1,29 +1,29 @@
-package docstore
+package changestream
 
 import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/catalog"
-	"github.com/mayflydb/mayfly/internal/changestream"
 )
 
 // DDL events (showExpandedEvents): create, createIndexes, dropIndexes and
 // modify, and the operationDescription of a rename. Each carries what
 // mongod's oplog entry would give the stream, built here from the
-// catalog, and goes into the batch of the catalog write it describes, so
-// that it replicates and commits with it. docs/design/0012 has the shapes.
+// catalog; docstore puts it in the batch of the catalog write it
+// describes, so that it replicates and commits with it. docs/design/0012
+// has the shapes.
 
-// createEvent describes the creation of meta's collection, view or
+// CreateEvent describes the creation of meta's collection, view or
 // time-series collection.
-func createEvent(meta *catalog.Collection) *changestream.Event {
-	ev := &changestream.Event{Op: changestream.OpCreate, DB: meta.DB, Coll: meta.Name}
-	ev.NsType = nsTypeOf(meta)
+func CreateEvent(meta *catalog.Collection) *Event {
+	ev := &Event{Op: OpCreate, DB: meta.DB, Coll: meta.Name}
+	ev.NsType = NsTypeOf(meta)
 	var desc bson.D
 	switch ev.NsType {
-	case changestream.NsView:
+	case NsView:
 		desc = meta.Options // viewOn, pipeline, collation: the system.views entry less its _id
-	case changestream.NsTimeseries:
-		desc = timeseriesView(meta)
+	case NsTimeseries:
+		desc = TimeseriesView(meta)
 	default:
 		ev.UUID = meta.UUID.Data
 		desc = append(bson.D{}, meta.Options...)
@@ -33,22 +33,22 @@ func createEvent(meta *catalog.Collection) *changestream.Event {
 			desc = append(desc, bson.E{Key: "idIndex", Value: idIndexSpec(meta)})
 		}
 	}
-	ev.Desc = marshalDesc(desc)
+	ev.Desc = MarshalDesc(desc)
 	return ev
 }
 
-// nsTypeOf is what meta describes: a view, a time-series collection or a
+// NsTypeOf is what meta describes: a view, a time-series collection or a
 // collection.
-func nsTypeOf(meta *catalog.Collection) string {
+func NsTypeOf(meta *catalog.Collection) string {
 	for _, e := range meta.Options {
 		switch e.Key {
 		case "viewOn":
-			return changestream.NsView
+			return NsView
 		case "timeseries":
-			return changestream.NsTimeseries
+			return NsTimeseries
 		}
 	}
-	return changestream.NsCollection
+	return NsCollection
 }
 
 func idIndexSpec(meta *catalog.Collection) bson.D {
@@ -60,10 +60,10 @@ func idIndexSpec(meta *catalog.Collection) bson.D {
 	return catalog.IDIndex().Spec
 }
 
-// timeseriesView is the view mongod defines over a time-series
+// TimeseriesView is the view mongod defines over a time-series
 // collection's buckets, as its system.views entry (less _id) has it:
 // what its create and modify events report.
-func timeseriesView(meta *catalog.Collection) bson.D {
+func TimeseriesView(meta *catalog.Collection) bson.D {
 	var ts bson.D
 	for _, e := range meta.Options {
 		if e.Key == "timeseries" {
@@ -84,10 +84,10 @@ func timeseriesView(meta *catalog.Collection) bson.D {
 	}
 }
 
-// dropEvent describes the drop of meta's collection or view.
-func dropEvent(meta *catalog.Collection) *changestream.Event {
-	ev := &changestream.Event{Op: changestream.OpDrop, DB: meta.DB, Coll: meta.Name}
-	if ns := nsTypeOf(meta); ns != changestream.NsCollection {
+// DropEvent describes the drop of meta's collection or view.
+func DropEvent(meta *catalog.Collection) *Event {
+	ev := &Event{Op: OpDrop, DB: meta.DB, Coll: meta.Name}
+	if ns := NsTypeOf(meta); ns != NsCollection {
 		ev.NsType = ns
 	} else {
 		ev.UUID = meta.UUID.Data
@@ -95,29 +95,29 @@ func dropEvent(meta *catalog.Collection) *changestream.Event {
 	return ev
 }
 
-// renameEvent describes a rename; dropped is the UUID of the collection
+// RenameEvent describes a rename; dropped is the UUID of the collection
 // it replaced (empty: none).
-func renameEvent(meta *catalog.Collection, fromDB, from string, dropped []byte) *changestream.Event {
-	ev := &changestream.Event{Op: changestream.OpRename, DB: fromDB, Coll: from, ToDB: meta.DB, ToColl: meta.Name, UUID: meta.UUID.Data}
+func RenameEvent(meta *catalog.Collection, fromDB, from string, dropped []byte) *Event {
+	ev := &Event{Op: OpRename, DB: fromDB, Coll: from, ToDB: meta.DB, ToColl: meta.Name, UUID: meta.UUID.Data}
 	desc := bson.D{{Key: "to", Value: bson.D{{Key: "db", Value: meta.DB}, {Key: "coll", Value: meta.Name}}}}
 	if len(dropped) > 0 {
 		desc = append(desc, bson.E{Key: "dropTarget", Value: bson.Binary{Subtype: bson.TypeBinaryUUID, Data: dropped}})
 	}
-	ev.Desc = marshalDesc(desc)
+	ev.Desc = MarshalDesc(desc)
 	return ev
 }
 
-// indexesEvent is a createIndexes or dropIndexes event listing specs.
-func indexesEvent(op changestream.Op, meta *catalog.Collection, specs ...bson.D) *changestream.Event {
+// IndexesEvent is a createIndexes or dropIndexes event listing specs.
+func IndexesEvent(op Op, meta *catalog.Collection, specs ...bson.D) *Event {
 	list := make(bson.A, len(specs))
 	for i, s := range specs {
 		list[i] = s
 	}
-	return &changestream.Event{Op: op, DB: meta.DB, Coll: meta.Name, UUID: meta.UUID.Data,
-		Desc: marshalDesc(bson.D{{Key: "indexes", Value: list}})}
+	return &Event{Op: op, DB: meta.DB, Coll: meta.Name, UUID: meta.UUID.Data,
+		Desc: MarshalDesc(bson.D{{Key: "indexes", Value: list}})}
 }
 
-func marshalDesc(d bson.D) []byte {
+func MarshalDesc(d bson.D) []byte {
 	if d == nil {
 		d = bson.D{}
 	}

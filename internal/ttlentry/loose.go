@@ -1,0 +1,92 @@
+package ttlentry
+
+import "encoding/binary"
+
+// A touch — an update that moves a document's date in a TTL index later,
+// as a session store's updateOne({token}, {$set: {lastActivity: now}})
+// does — writes the new entry and leaves the old one in place instead of
+// deleting it. The entries it writes are loose: they carry no deletion
+// record, and one of them may be stale (its date is no longer the
+// document's). Whoever meets a loose entry judges it against the document
+// (docstore's holdsEntry): the monitor deletes the document only when the
+// entry's key is still the document's, and otherwise the entry alone,
+// silently; index scans skip a stale entry as if it were not there.
+//
+// The value of a loose entry is
+//
+//	RecordTagLoose · uvarint(len(id)) · uvarint(n) · varint(date₁) ·
+//	(n−1) × varint(dateᵢ − dateᵢ₋₁)
+//
+// where the dates (Unix milliseconds, oldest first) are the document's
+// stale entries in the index that were not yet due when the entry was
+// written, and the _id is the key's last len(id) bytes. A write that keeps
+// at most a bound of them (docstore's maxStaleEntries), deleting the
+// oldest beyond, and any other write deletes them all (docstore's
+// updateAppending): a document touched without pause has at most that
+// many stale entries, plus those already due, which the monitor's next
+// pass removes.
+//
+// Stale entries are most of a touched collection's index bytes (each
+// document keeps several), and every byte is flushed and compacted: so
+// the _id is not repeated, and a date after the first is the few bytes of
+// its distance from the one before (a session touched every few seconds:
+// two bytes, not six). Entries written before carry RecordTagLooseFull:
+//
+//	RecordTagLooseFull · uvarint(len(id)) · id · uvarint(n) · n × varint(date)
+const (
+	RecordTagLooseFull = 0x03
+	RecordTagLoose     = 0x04
+)
+
+// IsLoose reports whether an index entry's value is a loose entry's.
+func IsLoose(v []byte) bool {
+	return len(v) > 0 && (v[0] == RecordTagLoose || v[0] == RecordTagLooseFull)
+}
+
+// AppendLoose appends a loose entry's value for idEnc listing stale.
+func AppendLoose(dst, idEnc []byte, stale []int64) []byte {
+	dst = append(dst, RecordTagLoose)
+	dst = binary.AppendUvarint(dst, uint64(len(idEnc)))
+	dst = binary.AppendUvarint(dst, uint64(len(stale)))
+	var prev int64
+	for _, d := range stale {
+		dst = binary.AppendVarint(dst, d-prev)
+		prev = d
+	}
+	return dst
+}
+
+// LooseSize bounds the length of AppendLoose's value.
+func LooseSize(stale []int64) int {
+	return 1 + binary.MaxVarintLen64*(2+len(stale))
+}
+
+// SplitLoose returns the _id and stale dates of a loose entry (key, v);
+// ok is false when v is not a well-formed loose value.
+func SplitLoose(key, v []byte) (id []byte, stale []int64, ok bool) {
+	if !IsLoose(v) {
+		return nil, nil, false
+	}
+	r := reader{b: v[1:]}
+	switch n := r.uvarint(); {
+	case v[0] == RecordTagLooseFull:
+		id = r.take(n)
+	case n > 0 && n <= uint64(len(key)):
+		id = key[len(key)-int(n):]
+	default:
+		return nil, nil, false
+	}
+	delta := v[0] == RecordTagLoose
+	var prev int64
+	for n := r.uvarint(); n > 0 && !r.bad; n-- {
+		d, w := binary.Varint(r.b)
+		if w <= 0 {
+			return nil, nil, false
+		}
+		if delta {
+			d += prev
+		}
+		stale, r.b, prev = append(stale, d), r.b[w:], d
+	}
+	return id, stale, !r.bad && len(r.b) == 0
+}
