@@ -116,10 +116,10 @@ func BenchmarkSessionWire(b *testing.B) {
 // removes some should lower its row. The requests carry maxTimeMS, as the
 // driver sends it from an operation's deadline (benchMaxTimeMS).
 var sessionWireCeilings = map[string]float64{
-	"touch":  93,
-	"verify": 91,
-	"login":  52,
-	"logout": 72,
+	"touch":  45,
+	"verify": 67,
+	"login":  27,
+	"logout": 38,
 }
 
 // TestSessionWireAllocs counts the allocations of each session command
