@@ -70,6 +70,10 @@ func (r *Registry) Begin(op Op) int64 {
 	return op.ID
 }
 
+// maxFreeOps bounds the ended entries kept for reuse, so that a burst of
+// concurrent operations does not leave its entries held for good.
+const maxFreeOps = 1024
+
 // entry is a free entry for an operation; r.mu is held.
 func (r *Registry) entry() *Op {
 	n := len(r.free)
@@ -98,8 +102,10 @@ func (r *Registry) End(id int64) {
 	client := op != nil && op.Client != ""
 	if op != nil {
 		delete(r.ops, id)
-		*op = Op{} // holds nothing of the operation (its command) while free
-		r.free = append(r.free, op)
+		if len(r.free) < maxFreeOps {
+			*op = Op{} // holds nothing of the operation (its command) while free
+			r.free = append(r.free, op)
+		}
 	}
 	r.mu.Unlock()
 	if client {

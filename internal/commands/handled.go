@@ -37,59 +37,55 @@ type handled struct {
 func newHandled(name string) *handled {
 	switch name {
 	case "insert":
-		b := new(struct {
-			hr  handled
-			cmd insertCmd
-			mt  maxtime.Context
-		})
-		b.hr.insert, b.hr.maxTime = &b.cmd, &b.mt
-		return &b.hr
+		return withWrite(func(hr *handled, c *insertCmd) { hr.insert = c })
 	case "update":
-		b := new(struct {
-			hr  handled
-			cmd updateCmd
-			mt  maxtime.Context
-		})
-		b.hr.update, b.hr.maxTime = &b.cmd, &b.mt
-		return &b.hr
+		return withWrite(func(hr *handled, c *updateCmd) { hr.update = c })
 	case "delete":
-		b := new(struct {
-			hr  handled
-			cmd deleteCmd
-			mt  maxtime.Context
-		})
-		b.hr.delete, b.hr.maxTime = &b.cmd, &b.mt
-		return &b.hr
+		return withWrite(func(hr *handled, c *deleteCmd) { hr.delete = c })
 	}
 	return new(handled)
+}
+
+// withWrite allocates a block with a write command's struct, which set
+// names, and its maxTimeMS context.
+func withWrite[T any](set func(hr *handled, cmd *T)) *handled {
+	b := new(struct {
+		hr  handled
+		cmd T
+		mt  maxtime.Context
+	})
+	set(&b.hr, &b.cmd)
+	b.hr.maxTime = &b.mt
+	return &b.hr
 }
 
 // takeInsert is a zero insertCmd for the request: the block's the first
 // time, a new one after or when there is none (hr nil: a request that
 // Handle did not make). So are takeUpdate and takeDelete.
 func (hr *handled) takeInsert() *insertCmd {
-	if hr == nil || hr.insert == nil || hr.writeTaken.Swap(true) {
-		return new(insertCmd)
-	}
-	return hr.insert
+	return takeWrite(hr, func(hr *handled) *insertCmd { return hr.insert })
 }
 
 func (hr *handled) takeUpdate() *updateCmd {
-	if hr == nil || hr.update == nil || hr.writeTaken.Swap(true) {
-		return new(updateCmd)
-	}
-	return hr.update
+	return takeWrite(hr, func(hr *handled) *updateCmd { return hr.update })
 }
 
 func (hr *handled) takeDelete() *deleteCmd {
-	if hr == nil || hr.delete == nil || hr.writeTaken.Swap(true) {
-		return new(deleteCmd)
-	}
-	return hr.delete
+	return takeWrite(hr, func(hr *handled) *deleteCmd { return hr.delete })
 }
 
-// takeMaxTime is a zero maxtime.Context for the request's maxTimeMS: maxTime
-// the first time, nil after or when there is none (newMaxTimeCtx
+// takeWrite is the block's write command struct that cmd reads, once.
+func takeWrite[T any](hr *handled, cmd func(hr *handled) *T) *T {
+	if hr != nil {
+		if c := cmd(hr); c != nil && !hr.writeTaken.Swap(true) {
+			return c
+		}
+	}
+	return new(T)
+}
+
+// takeMaxTime is a zero maxtime.Context for the request's maxTimeMS:
+// maxTime the first time, nil after or when there is none (maxtime.New
 // allocates then).
 func (hr *handled) takeMaxTime() *maxtime.Context {
 	if hr == nil || hr.maxTime == nil || hr.maxTimeTaken.Swap(true) {

@@ -227,15 +227,14 @@ func (s *Store) dbLocked() (*pebble.DB, error) {
 func (s *Store) Get(key []byte) ([]byte, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	db, err := s.dbLocked()
-	if err != nil {
+	r, cached, err := s.pointReaderLocked(key)
+	switch {
+	case err != nil:
 		return nil, err
+	case cached:
+		return s.residentGet(r, key)
 	}
-	r, durable := s.reader(db)
-	if s.resident == nil || durable != nil || !s.resident.Admits(key) {
-		return get(r, key)
-	}
-	return s.residentGet(r, key)
+	return get(r, key)
 }
 
 // AppendGet implements storage.AppendGetter: Get, the value appended to
@@ -243,15 +242,26 @@ func (s *Store) Get(key []byte) ([]byte, error) {
 func (s *Store) AppendGet(dst, key []byte) ([]byte, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	r, cached, err := s.pointReaderLocked(key)
+	switch {
+	case err != nil:
+		return nil, err
+	case cached:
+		return s.residentAppendGet(r, dst, key)
+	}
+	return appendGet(r, dst, key)
+}
+
+// pointReaderLocked is what a read of key reads, and whether through the
+// resident cache: not when the store reads its durable view after a
+// failed write, nor for a key the cache does not admit. s.mu is held.
+func (s *Store) pointReaderLocked(key []byte) (r pebble.Reader, cached bool, err error) {
 	db, err := s.dbLocked()
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	r, durable := s.reader(db)
-	if s.resident == nil || durable != nil || !s.resident.Admits(key) {
-		return appendGet(r, dst, key)
-	}
-	return s.residentAppendGet(r, dst, key)
+	return r, s.resident != nil && durable == nil && s.resident.Admits(key), nil
 }
 
 func get(r pebble.Reader, key []byte) ([]byte, error) {
