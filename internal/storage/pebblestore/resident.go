@@ -88,6 +88,45 @@ func (s *Store) residentIter(r pebble.Reader, lower, upper []byte) (storage.Iter
 type residentWrites struct {
 	repr          []byte
 	held, expired positions
+	claims        claims
+}
+
+// claims are the Claims of a batch's writes into groups with a value
+// filter (rescache/filter.go), in batch order: the first few in place.
+type claims struct {
+	few  [2]claimAt
+	n    int
+	more []claimAt
+}
+
+type claimAt struct {
+	pos   int
+	claim rescache.Claim
+}
+
+func (c *claims) add(pos int, cl rescache.Claim) {
+	if c.n < len(c.few) {
+		c.few[c.n] = claimAt{pos, cl}
+		c.n++
+		return
+	}
+	c.more = append(c.more, claimAt{pos, cl})
+}
+
+// take returns the claim of the write at pos (-1: the first left);
+// positions are asked in ascending order.
+func (c *claims) take(pos int) rescache.Claim {
+	if c.n > 0 && (c.few[0].pos == pos || pos < 0) {
+		cl := c.few[0].claim
+		copy(c.few[:], c.few[1:c.n])
+		c.n--
+		if len(c.more) > 0 {
+			c.few[c.n], c.more = c.more[0], c.more[1:]
+			c.n++
+		}
+		return cl
+	}
+	return rescache.Claim{}
 }
 
 // positions is a set of a batch's write positions, added and then taken
@@ -146,6 +185,14 @@ func (s *Store) invalidateResident(pb *pebble.Batch, expired []expiredDelete, ow
 		case expiredAt != 0 && s.resident.Passed(expiredAt):
 			s.resident.DropRangeOf(key)
 			w.expired.add(pos)
+		case kind == pebble.InternalKeyKindSet:
+			held, cl := s.resident.InvalidateSet(key)
+			if held {
+				w.held.add(pos)
+			}
+			if cl.Counted() {
+				w.claims.add(pos, cl)
+			}
 		case s.resident.Invalidate(key):
 			w.held.add(pos)
 		}
@@ -166,7 +213,7 @@ func (s *Store) settleResident(w residentWrites, applied bool) {
 	var installed installedKeys
 	pos := 0
 	s.eachWrite(w.repr, func(kind pebble.InternalKeyKind, key, value []byte) {
-		held, expired := w.held.take(pos), w.expired.take(pos)
+		held, expired, cl := w.held.take(pos), w.expired.take(pos), w.claims.take(pos)
 		pos++
 		switch {
 		case expired:
@@ -184,12 +231,15 @@ func (s *Store) settleResident(w residentWrites, applied bool) {
 			}
 		}
 		switch {
-		case s.resident.Written(key, value, keep):
+		case s.resident.WrittenClaimed(key, value, keep, cl):
 			installed.add(key)
 		case installed.has(key):
 			s.resident.Evict(key) // an earlier write of the batch's
 		}
 	})
+	for cl := w.claims.take(-1); cl.Counted(); cl = w.claims.take(-1) {
+		cl.Abandon() // the batch was not read to its end
+	}
 }
 
 // installedKeys are the keys a batch's settle installed values at, to
@@ -292,8 +342,8 @@ func (s *Store) residentMetrics(m *storage.Metrics) {
 		return
 	}
 	st := s.resident.Stats()
-	m.MemBytes += st.Bytes
-	m.ResidentBytes, m.ResidentMaxBytes = st.Bytes, st.MaxBytes
+	m.MemBytes += st.Bytes + st.FilterBytes
+	m.ResidentBytes, m.ResidentMaxBytes = st.Bytes+st.FilterBytes, st.MaxBytes
 	m.ResidentHits, m.ResidentMisses = st.Hits, st.Misses
 	m.ResidentEvictions, m.ResidentExpiredEvictions = st.Evictions, st.ExpiredEvictions
 	m.ResidentWarmUps, m.ResidentWarmed = st.WarmUps, st.Warmed

@@ -78,8 +78,10 @@ type Store struct {
 	durable durableView           // what reads see once a write failed (durable.go)
 	wedged  atomic.Bool           // pebble panicked mid-commit; its pipeline may be stuck
 	stalls  atomic.Int64          // write stalls begun, for metrics
-	// resident is Options.Resident, or nil.
+	// resident is Options.Resident, or nil; commits counts the commits
+	// under way for its value filters (inflight.go).
 	resident *rescache.Cache
+	commits  commitEpochs
 
 	// What opening pebble again in place needs.
 	fs         vfs.FS
@@ -345,6 +347,7 @@ func (s *Store) apply(b *batch, durable bool) (wait func() error, entered bool, 
 		return nil, false, err
 	}
 	unsynced := s.inMem || !durable
+	defer s.commits.leave(s.commits.enter())
 	installs := s.invalidateResident(b.pb, b.expired, !unsynced)
 	if unsynced {
 		err = s.applyUnsynced(db, b.pb)

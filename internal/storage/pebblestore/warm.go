@@ -59,12 +59,101 @@ func (s *Store) warmGroup(prefix []byte) {
 			retries++
 		case rescache.WarmKept:
 			retries = 0
+			if next == nil {
+				s.filterGroup(prefix, upper, n.read) // the whole group read
+			}
+		case rescache.WarmFull:
+			// The cache holds what it can; the filter still spares the
+			// reads of new values, and needs no room for ranges.
+			s.filterGroup(prefix, upper, -1)
+			next = nil
 		default:
-			next = nil // full, unfit, or storage unusable: over
+			next = nil // unfit, or storage unusable: over
 		}
 		from = next
 	}
 }
+
+// filterGroup makes the value filter of the group prefix names, which
+// holds values values (counted first when negative; rescache/filter.go):
+// made, then every commit that did not see it waited for, then the group
+// scanned into it.
+func (s *Store) filterGroup(prefix, upper []byte, values int) {
+	if s.resident.HasFilter(prefix) {
+		return
+	}
+	if values < 0 {
+		values = 0
+		if !s.eachValue(prefix, upper, func([]byte) { values++ }) {
+			return
+		}
+	}
+	if !s.resident.BeginFilter(prefix, values) {
+		return // one exists, complete or being made
+	}
+	ok := s.commits.drain(s.stop) && s.eachValue(prefix, upper, s.resident.FilterAdd)
+	s.resident.EndFilter(prefix, ok)
+}
+
+// eachValue calls fn with each equality prefix of the group's entries
+// from from to upper, a chunk at a time, reporting whether it read them
+// all. Chunks need not see one state of storage: an entry set after a
+// filter was made added its value itself.
+func (s *Store) eachValue(from, upper []byte, fn func(lo []byte)) bool {
+	ok := true
+	for ok && from != nil {
+		select {
+		case <-s.stop:
+			return false
+		default:
+		}
+		s.yield()
+		from, ok = s.valueChunk(from, upper, fn)
+	}
+	return ok
+}
+
+// valueChunk is one chunk of eachValue: up to filterChunkRanges values
+// from from, returning where the next chunk starts (nil: the group is
+// read).
+func (s *Store) valueChunk(from, upper []byte, fn func(lo []byte)) (next []byte, ok bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	db, err := s.dbLocked()
+	if err != nil {
+		return nil, false
+	}
+	r, durable := s.reader(db)
+	if durable != nil {
+		return nil, false
+	}
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: from, UpperBound: upper})
+	if err != nil {
+		return nil, false
+	}
+	defer it.Close()
+	var last []byte
+	n := 0
+	for valid := it.First(); valid; valid = it.Next() {
+		eq, inRange := s.resident.EqualityLen(it.Key())
+		if !inRange {
+			return nil, false
+		}
+		lo := it.Key()[:eq]
+		if bytes.Equal(lo, last) {
+			continue
+		}
+		if n++; n > filterChunkRanges {
+			return bytes.Clone(lo), true
+		}
+		fn(lo)
+		last = append(last[:0], lo...)
+	}
+	return nil, it.Error() == nil
+}
+
+// filterChunkRanges is the values one chunk of a filter's scan adds.
+const filterChunkRanges = 4096
 
 // warmCount is what a warm-up did: the ranges it read, and those it kept
 // that the cache did not hold already.

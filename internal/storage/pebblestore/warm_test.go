@@ -181,6 +181,13 @@ func TestWarmUpUnderWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	checkRangesExact(t, s, ranges)
+}
+
+// checkRangesExact compares ranges 0 … ranges-1 read through the cache
+// with a snapshot's.
+func checkRangesExact(t *testing.T, s *Store, ranges int) {
+	t.Helper()
 	snap := s.NewSnapshot()
 	defer snap.Close()
 	for v := range ranges {

@@ -71,6 +71,8 @@ type Stats struct {
 	Invalidations    int64 // entries a write removed
 	WarmUps          int64 // warm-ups of a group ended (warm.go)
 	Warmed           int64 // ranges warm-ups kept
+	FilterBytes      int64 // the value filters' memory (filter.go), beside Bytes
+	Claimed          int64 // ranges installed by the write of their first entry (filter.go)
 }
 
 // shardCount spreads the lock: a read holds one shard's mutex for an
@@ -94,6 +96,10 @@ const rangeGroupBuckets = 64
 type rangeGroup struct {
 	held  atomic.Int64
 	epoch atomic.Uint64
+	// filter is the bucket's value filter, when one is made (filter.go);
+	// setting counts the writes under way that set an entry in its group.
+	filter  atomic.Pointer[valueFilter]
+	setting atomic.Int64
 	// writes counts the writes into the bucket's ranges, each at its
 	// begin and at its end, and every InvalidateRange: a warm-up's range
 	// read after a count is kept only while the count stands (warm.go).
@@ -121,6 +127,7 @@ type Cache struct {
 	bytes, items                          atomic.Int64
 	hits, misses, evictions, expired, inv atomic.Int64
 	warmUps, warmed                       atomic.Int64
+	filterBytes, claimed                  atomic.Int64
 }
 
 // DefaultBytes is the resident cache's size when the
@@ -163,6 +170,7 @@ func (c *Cache) Stats() Stats {
 		Bytes: c.bytes.Load(), MaxBytes: c.maxBytes, Items: c.items.Load(),
 		Evictions: c.evictions.Load(), ExpiredEvictions: c.expired.Load(),
 		Invalidations: c.inv.Load(), WarmUps: c.warmUps.Load(), Warmed: c.warmed.Load(),
+		FilterBytes: c.filterBytes.Load(), Claimed: c.claimed.Load(),
 	}
 }
 
@@ -258,6 +266,10 @@ func (c *Cache) find(key slotKey, isRange bool, read func(entry) bool) (Ticket, 
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	e, ok := c.lookup(sh, isRange, hash, key)
+	if !ok && isRange && c.knownEmpty(key.head) {
+		c.hits.Add(1) // a value its group's filter never saw: empty
+		return Ticket{}, true
+	}
 	if !ok || !read(e) {
 		c.misses.Add(1)
 		t := Ticket{sh: sh, seq: sh.seq}
@@ -328,7 +340,7 @@ func (c *Cache) entryAt(dst []byte, p *Policy, sk slotKey, family bool, key, val
 
 // put inserts e, read from storage under t, if t is still current; with
 // spare, only where the shard has room without evicting.
-func (c *Cache) put(t Ticket, e entry, spare bool) {
+func (c *Cache) put(t Ticket, e entry, spare bool) bool {
 	key := e.key()
 	e.hash = c.hashOf(plainKey(key))
 	sh := c.shardOf(e.hash)
@@ -338,11 +350,13 @@ func (c *Cache) put(t Ticket, e entry, spare bool) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if t.sh == nil || t.seq != sh.seq || (!e.isRange && sh.writing > 0) || (e.isRange && t.epoch != c.groups[e.group].epoch.Load()) {
-		return
+		return false
 	}
-	if c.fits(sh, e, spare, 0) {
-		c.insertLocked(sh, e)
+	if !c.fits(sh, e, spare, 0) {
+		return false
 	}
+	c.insertLocked(sh, e)
+	return true
 }
 
 // Invalidate drops what a write of key makes stale: its value and the
@@ -433,12 +447,18 @@ const (
 // up again (no fill was kept while the write was under way); the
 // equality range is dropped again for the same reason.
 func (c *Cache) Written(key, value []byte, keep Keep) bool {
+	return c.written(key, value, keep, func(p *Policy) { c.dropRangeOf(p, key) })
+}
+
+// written is Written with the end of the range's write (endRange, run
+// last) the caller's.
+func (c *Cache) written(key, value []byte, keep Keep, endRange func(*Policy)) bool {
 	p := c.policy.Load()
 	if p.Resets != nil && p.Resets(key) {
 		c.Reset()
 		return false
 	}
-	defer c.dropRangeOf(p, key)
+	defer endRange(p)
 	slotKey, family, ok := slotKeyOf(p, key)
 	if !ok {
 		return false
@@ -580,6 +600,10 @@ func (c *Cache) drop(isRange bool, key slotKey) {
 // InvalidateRange drops every value and range that meets [start, end)
 // (a dropped collection or index; end nil: no upper bound).
 func (c *Cache) InvalidateRange(start, end []byte) {
+	// Filters are made again after a reset or a range deletion rather
+	// than judged against what each leaves (a new policy, a dropped index
+	// whose key prefix a new one may take).
+	c.dropFilters()
 	for i := range c.groups {
 		c.groups[i].writes.Add(1)
 	}

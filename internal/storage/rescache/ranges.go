@@ -38,6 +38,9 @@ func (c *Cache) GetRange(lo []byte) (*SliceIter, Ticket, bool) {
 		it = expandRange(e.key(), e.payload(), int(e.entries))
 		return true
 	})
+	if ok && it == nil {
+		it = NewSliceIter(nil) // known empty (filter.go)
+	}
 	return it, t, ok
 }
 

@@ -1,0 +1,182 @@
+package rescache
+
+import (
+	"fmt"
+	"testing"
+)
+
+// filteredCache is warmCache with a complete filter of group "a" holding
+// the values "a0" … "a9".
+func filteredCache(t *testing.T) *Cache {
+	t.Helper()
+	c := warmCache(1<<20, nil)
+	if !c.BeginFilter([]byte("a"), 10) {
+		t.Fatal("BeginFilter refused an empty bucket")
+	}
+	for i := range 10 {
+		c.FilterAdd(fmt.Appendf(nil, "a%d", i))
+	}
+	c.EndFilter([]byte("a"), true)
+	return c
+}
+
+// holds reports whether the range at lo is held with exactly keys.
+func holds(c *Cache, lo string, keys ...string) bool {
+	it, _, ok := c.GetRange([]byte(lo))
+	if !ok {
+		return false
+	}
+	for i, valid := 0, it.First(); ; i, valid = i+1, it.Next() {
+		if !valid {
+			return i == len(keys)
+		}
+		if i == len(keys) || string(it.Key()) != keys[i] {
+			return false
+		}
+	}
+}
+
+// A filter answers for the values it never saw, only once complete, and
+// only for its own group.
+func TestFilterKnowsOnlyWhatItNeverSaw(t *testing.T) {
+	c := warmCache(1<<20, nil)
+	c.BeginFilter([]byte("a"), 10)
+	c.FilterAdd([]byte("a1"))
+	if c.KnownEmpty([]byte("ab")) {
+		t.Fatal("a filter being made answered")
+	}
+	c.EndFilter([]byte("a"), true)
+	for _, tc := range []struct {
+		lo    string
+		empty bool
+	}{{"ab", true}, {"a1", false}, {otherBucket(c, "a") + "b", false}} {
+		if got := c.KnownEmpty([]byte(tc.lo)); got != tc.empty {
+			t.Errorf("KnownEmpty(%q) = %v, want %v", tc.lo, got, tc.empty)
+		}
+	}
+	if st := c.Stats(); st.FilterBytes <= 0 {
+		t.Fatalf("FilterBytes = %d", st.FilterBytes)
+	}
+	c.EndFilter([]byte("a"), false) // a complete filter stays: it is not being made
+	if !c.HasFilter([]byte("a")) {
+		t.Fatal("EndFilter(false) dropped a complete filter")
+	}
+}
+
+// A filter whose scan did not end is dropped; so is every filter after a
+// range deletion or a reset, and one past its capacity.
+func TestFilterDropped(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		drop func(c *Cache)
+	}{
+		{"scan failed", func(c *Cache) { c.EndFilter([]byte("a"), false) }},
+		{"InvalidateRange", func(c *Cache) { c.EndFilter([]byte("a"), true); c.InvalidateRange([]byte("x"), []byte("y")) }},
+		{"Reset", func(c *Cache) { c.EndFilter([]byte("a"), true); c.Reset() }},
+		{"capacity", func(c *Cache) {
+			c.EndFilter([]byte("a"), true)
+			for i := range 1 << 20 { // far past any capacity: every new value takes room
+				if !c.HasFilter([]byte("a")) {
+					return
+				}
+				_, cl := c.InvalidateSet(fmt.Appendf(nil, "a%x:1", i))
+				c.WrittenClaimed(fmt.Appendf(nil, "a%x:1", i), nil, KeepSpare, cl)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := warmCache(1<<20, nil)
+			c.BeginFilter([]byte("a"), 1)
+			tc.drop(c)
+			if c.HasFilter([]byte("a")) || c.KnownEmpty([]byte("ab")) || c.Stats().FilterBytes != 0 {
+				t.Fatal("the filter stayed")
+			}
+			if !c.BeginFilter([]byte("a"), 1) {
+				t.Fatal("no new filter could be made")
+			}
+		})
+	}
+}
+
+// A write that sets the first entry of a value the filter never saw
+// installs the value's range as holding that entry alone, unless anything
+// could have made that wrong: another write setting an entry in the group
+// under way, another write reaching the range after the claim, the value
+// seen before, a filter not complete, a failed write. Every row ends with
+// the group's count of writes under way back at zero.
+func TestClaimInstallsOnlyWhatIsAlone(t *testing.T) {
+	key, val := []byte("ab1"), []byte("v")
+	for _, tc := range []struct {
+		name    string
+		before  func(c *Cache) func() // runs before the claim; returns what runs after the write
+		between func(c *Cache)        // runs between the claim and the write's end
+		keep    Keep
+		want    bool
+	}{
+		{name: "alone", keep: KeepSpare, want: true},
+		{name: "write failed", keep: KeepNone},
+		{name: "value seen", before: func(c *Cache) func() { c.FilterAdd([]byte("ab")); return nil }, keep: KeepSpare},
+		{name: "filter not complete", before: func(c *Cache) func() {
+			c.Reset()
+			c.BeginFilter([]byte("a"), 10)
+			return nil
+		}, keep: KeepSpare},
+		{name: "another set under way in the group", before: func(c *Cache) func() {
+			k := []byte("az1")
+			_, cl := c.InvalidateSet(k)
+			return func() { c.WrittenClaimed(k, val, KeepSpare, cl) }
+		}, keep: KeepSpare},
+		{name: "same value set after the claim", between: func(c *Cache) {
+			k := []byte("ab2")
+			_, cl := c.InvalidateSet(k)
+			c.WrittenClaimed(k, val, KeepSpare, cl)
+		}, keep: KeepSpare},
+		{name: "entry of the range deleted after the claim", between: func(c *Cache) {
+			c.Invalidate([]byte("ab0"))
+		}, keep: KeepSpare},
+		{name: "read filled the range after the claim", between: func(c *Cache) {
+			_, tk, _ := c.GetRange([]byte("ab"))
+			c.FillRange([]byte("ab"), []byte("ac"), nil, tk)
+		}, keep: KeepSpare, want: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := filteredCache(t)
+			var after func()
+			if tc.before != nil {
+				after = tc.before(c)
+			}
+			_, cl := c.InvalidateSet(key)
+			if !cl.Counted() {
+				t.Fatal("a set in a filtered group was not counted")
+			}
+			if tc.between != nil {
+				tc.between(c)
+			}
+			c.WrittenClaimed(key, val, tc.keep, cl)
+			if after != nil {
+				after()
+			}
+			if got := holds(c, "ab", "ab1"); got != tc.want {
+				t.Fatalf("range ab held with ab1 alone: %v, want %v", got, tc.want)
+			}
+			if n := c.groups[c.groupOf([]byte("a"))].setting.Load(); n != 0 {
+				t.Fatalf("%d writes still counted under way", n)
+			}
+			if !tc.want && tc.between == nil && c.KnownEmpty([]byte("ab")) {
+				t.Fatal("the filter forgot a value set")
+			}
+		})
+	}
+}
+
+// A write into a group without a filter, or of a key in no range, is not
+// counted and claims nothing.
+func TestClaimNeedsAFilter(t *testing.T) {
+	c := filteredCache(t)
+	other := otherBucket(c, "a")
+	for _, key := range []string{other + "b1", "f"} {
+		if _, cl := c.InvalidateSet([]byte(key)); cl.Counted() {
+			t.Fatalf("write of %q counted", key)
+		}
+	}
+}
