@@ -340,7 +340,12 @@ func (c *Cache) entryAt(dst []byte, p *Policy, sk slotKey, family bool, key, val
 
 // put inserts e, read from storage under t, if t is still current; with
 // spare, only where the shard has room without evicting.
-func (c *Cache) put(t Ticket, e entry, spare bool) bool {
+func (c *Cache) put(t Ticket, e entry, spare bool) bool { return c.putAs(t, e, spare, false) }
+
+// putAs is put; a write's install (ends) moves the shard's sequence under
+// the same hold of its lock, as the drop it replaces would, so that a
+// read of storage from before the write's apply cannot fill after it.
+func (c *Cache) putAs(t Ticket, e entry, spare, ends bool) bool {
 	key := e.key()
 	e.hash = c.hashOf(plainKey(key))
 	sh := c.shardOf(e.hash)
@@ -351,6 +356,9 @@ func (c *Cache) put(t Ticket, e entry, spare bool) bool {
 	defer sh.mu.Unlock()
 	if t.sh == nil || t.seq != sh.seq || (!e.isRange && sh.writing > 0) || (e.isRange && t.epoch != c.groups[e.group].epoch.Load()) {
 		return false
+	}
+	if ends {
+		sh.seq++
 	}
 	if !c.fits(sh, e, spare, 0) {
 		return false

@@ -194,12 +194,13 @@ type Claim struct {
 // go to WrittenClaimed.
 //
 // Why a claim holds: every writer counts itself under way in the group,
-// drops the range, and only then looks the value up in the filter and
-// adds it. A claim needs the value new to a complete filter and no other
-// writer under way in the group. Another writer of the value that began
-// before the lookup either added it first (no claim) or is still under
-// way (no claim); one that began after drops the range after the ticket
-// was taken, and the install is refused.
+// drops the range, takes the range's ticket, and only then looks the
+// value up in the filter and adds it. A claim needs the value new to a
+// complete filter and, after that, no other writer counted under way in
+// the group. Another writer of the value is then either one that added
+// it first (no claim), or one still under way (no claim), or one that
+// ended after adding it later than the lookup, or began after the count:
+// both drop the range after the ticket, and the install is refused.
 func (c *Cache) InvalidateSet(key []byte) (held bool, cl Claim) {
 	f, g := c.filterOfKey(key) // before decoding key: most groups have none
 	if f == nil {
@@ -209,18 +210,22 @@ func (c *Cache) InvalidateSet(key []byte) (held bool, cl Claim) {
 	if !ok {
 		return c.Invalidate(key), Claim{}
 	}
-	alone := g.setting.Add(1) == 1
+	g.setting.Add(1)
 	held = c.Invalidate(key)
 	cl = Claim{group: g}
 	t := c.rangeTicket(lo)
-	if f.add(c.valueHash(lo)) {
-		if f.room.Add(-1) < 0 {
-			c.dropFilter(g, f) // past its capacity: false positives grow
-			return held, cl
-		}
-		if alone && f.complete.Load() {
-			cl.claimed, cl.lo, cl.ticket = true, lo, t
-		}
+	if !f.add(c.valueHash(lo)) {
+		return held, cl
+	}
+	if f.room.Add(-1) < 0 {
+		c.dropFilter(g, f) // past its capacity: false positives grow
+		return held, cl
+	}
+	// Alone is judged last: a writer counted before this load is under
+	// way (no claim) or has ended, its drop after the ticket if its value
+	// came after the lookup; one counted after it drops after the ticket.
+	if f.complete.Load() && g.setting.Load() == 1 {
+		cl.claimed, cl.lo, cl.ticket = true, lo, t
 	}
 	return held, cl
 }
@@ -269,7 +274,7 @@ func (c *Cache) WrittenClaimed(key, value []byte, keep Keep, cl Claim) bool {
 		cl.group.writes.Add(1) // as dropRangeOf counts a write's end
 		entries := []KV{{Key: key, Value: value}}
 		at, ok := c.rangeSlotOf(cl.lo, entries)
-		if !ok || !c.put(cl.ticket, at.entry(cl.lo, entries), true) {
+		if !ok || !c.putAs(cl.ticket, at.entry(cl.lo, entries), true, true) {
 			c.drop(true, plainKey(cl.lo))
 			return
 		}

@@ -109,7 +109,7 @@ func TestClaimInstallsOnlyWhatIsAlone(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		before  func(c *Cache) func() // runs before the claim; returns what runs after the write
-		between func(c *Cache)        // runs between the claim and the write's end
+		between func(c *Cache) func() // runs between the claim and the write's end; returns what runs after it
 		keep    Keep
 		want    bool
 	}{
@@ -126,17 +126,24 @@ func TestClaimInstallsOnlyWhatIsAlone(t *testing.T) {
 			_, cl := c.InvalidateSet(k)
 			return func() { c.WrittenClaimed(k, val, KeepSpare, cl) }
 		}, keep: KeepSpare},
-		{name: "same value set after the claim", between: func(c *Cache) {
+		{name: "same value set after the claim", between: func(c *Cache) func() {
 			k := []byte("ab2")
 			_, cl := c.InvalidateSet(k)
 			c.WrittenClaimed(k, val, KeepSpare, cl)
+			return nil
 		}, keep: KeepSpare},
-		{name: "entry of the range deleted after the claim", between: func(c *Cache) {
+		{name: "entry of the range deleted after the claim", between: func(c *Cache) func() {
 			c.Invalidate([]byte("ab0"))
+			return nil
 		}, keep: KeepSpare},
-		{name: "read filled the range after the claim", between: func(c *Cache) {
+		{name: "read filled the range after the claim", between: func(c *Cache) func() {
 			_, tk, _ := c.GetRange([]byte("ab"))
 			c.FillRange([]byte("ab"), []byte("ac"), nil, tk)
+			return nil
+		}, keep: KeepSpare, want: true},
+		{name: "read of storage before the apply fills after the install", between: func(c *Cache) func() {
+			_, tk, _ := c.GetRange([]byte("ab"))
+			return func() { c.FillRange([]byte("ab"), []byte("ac"), nil, tk) }
 		}, keep: KeepSpare, want: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -149,12 +156,15 @@ func TestClaimInstallsOnlyWhatIsAlone(t *testing.T) {
 			if !cl.Counted() {
 				t.Fatal("a set in a filtered group was not counted")
 			}
+			var afterWrite func()
 			if tc.between != nil {
-				tc.between(c)
+				afterWrite = tc.between(c)
 			}
 			c.WrittenClaimed(key, val, tc.keep, cl)
-			if after != nil {
-				after()
+			for _, f := range []func(){after, afterWrite} {
+				if f != nil {
+					f()
+				}
 			}
 			if got := holds(c, "ab", "ab1"); got != tc.want {
 				t.Fatalf("range ab held with ab1 alone: %v, want %v", got, tc.want)
