@@ -59,7 +59,7 @@ type Deps struct {
 	ServerStats func() server.Stats
 	// TTLStats reports the TTL monitor's counters; may be nil.
 	TTLStats func() TTLStats
-	// Activity tracks operations in flight; New makes one when nil.
+	// Activity tracks operations in flight, by Clock; New makes one when nil.
 	Activity *activity.Registry
 	// Profiler holds profiling levels; New makes one when nil.
 	Profiler *activity.Profiler
@@ -260,19 +260,21 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 	if err := h.deps.Auth.Authorize(c, cmd.DB, entry.name, cmd.Body); err != nil {
 		return mongoerr.Reply(err)
 	}
-	if err := h.touchSession(r); err != nil {
+	// One clock reading at each end serves the session's use, latency, currentOp.
+	begun := h.steady.Now()
+	if err := h.touchSession(r, begun); err != nil {
 		return mongoerr.Reply(err)
 	}
-	begun := h.steady.Now()
 	cancel := killable(r, cmd) // killOp's handle on the operation
 	defer cancel(nil)
-	r.opID = h.beginOp(r, cancel)
+	r.opID = h.beginOp(r, cancel, clock.At(h.deps.Clock, begun))
 	done := h.deps.OpStats.Begin(opstats.ClassOf(cmd.Name))
 	reply, err := h.runRecovering(entry, r)
 	h.countWrites(r, reply, err)
 	done()
-	h.deps.Activity.End(r.opID)
-	took := h.steady.Now().Sub(begun)
+	ended := h.steady.Now()
+	h.deps.Activity.EndAt(r.opID, clock.At(h.deps.Clock, ended))
+	took := ended.Sub(begun)
 	h.recordStats(r, took, err)
 	h.deps.Auth.AfterCommand(r.db, r.name, r.body)
 	if err != nil {
