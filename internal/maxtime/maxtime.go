@@ -50,7 +50,9 @@ func New(parent context.Context, d time.Duration, into *Context) *Context {
 // Deadline is maxTimeMS's.
 func (c *Context) Deadline() (time.Time, bool) { return c.deadline, true }
 
-// Err reads the clock while nothing waits (no timer to ask).
+// Err reads the clock while nothing waits (no timer to ask): the
+// monotonic clock alone (time.Until of a deadline that has its reading),
+// half the cost of time.Now, as scans ask often.
 func (c *Context) Err() error {
 	if err := c.Context.Err(); err != nil {
 		return err
@@ -58,7 +60,7 @@ func (c *Context) Err() error {
 	if c.ended.Load() {
 		return context.Canceled
 	}
-	if time.Now().Before(c.deadline) {
+	if time.Until(c.deadline) > 0 {
 		return nil
 	}
 	return c.waitable().Err()

@@ -126,3 +126,18 @@ func TestMaxTimeCtxChildrenAndAfterFunc(t *testing.T) {
 		t.Fatal("a child outlived the command's release")
 	}
 }
+
+// BenchmarkErr is a scan's check of its command's maxTimeMS between
+// documents, and the command's Release: a clock reading each.
+func BenchmarkErr(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var c Context
+	New(ctx, time.Minute, &c)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if c.Err() != nil {
+			b.Fatal("ended early")
+		}
+	}
+}

@@ -420,8 +420,10 @@ type deadlineWriter struct{ c *Conn }
 func (w deadlineWriter) Write(p []byte) (int, error) {
 	c := w.c
 	timeout := c.srv.cfg.MessageTimeout
-	if now := time.Now(); c.writeDeadline.Sub(now) < timeout/2 {
-		c.writeDeadline = now.Add(timeout)
+	// time.Until reads only the monotonic clock (writeDeadline has its
+	// reading): the wall clock is read only to move the deadline.
+	if time.Until(c.writeDeadline) < timeout/2 {
+		c.writeDeadline = time.Now().Add(timeout)
 		if err := c.nc.SetWriteDeadline(c.writeDeadline); err != nil {
 			return 0, err
 		}
