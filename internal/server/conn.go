@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
@@ -60,6 +61,12 @@ type Conn struct {
 	readDeadline  bool      // a read deadline is set
 	tc            *tls.Conn // the TLS layer over nc, once started
 	writeDeadline time.Time // the write deadline currently set
+	// ctx is the server's, for this connection alone: its commands'
+	// contexts are children of it, not of the server's, whose lock all
+	// connections would take twice a command to add and remove them.
+	// Made by the first command (watchPeer), ended by finish.
+	ctx    context.Context
+	endCtx context.CancelFunc
 }
 
 func newConn(s *Server, nc net.Conn) *Conn {
@@ -194,6 +201,9 @@ func (c *Conn) serve() {
 }
 
 func (c *Conn) finish() {
+	if c.endCtx != nil {
+		c.endCtx()
+	}
 	c.nc.Close()
 	c.buffers.set(0)
 	if c.busy {

@@ -114,8 +114,9 @@ type Server struct {
 	codec       *wire.Codec
 	compressors []wire.CompressorID // accepted, in preference order
 
-	// ctx is handed to every Handle call; cancel is called once Shutdown
-	// has finished or given up waiting.
+	// ctx is the parent of every Handle call's, through its connection's
+	// (Conn.ctx); cancel is called once Shutdown has finished or given up
+	// waiting.
 	ctx    context.Context
 	cancel context.CancelFunc
 	// stopOps interrupts running operations at the start of Shutdown, as

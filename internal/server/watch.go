@@ -45,7 +45,10 @@ type peerWatch struct {
 // cancel ends it early. stopWatch ends it; it must be called on the
 // connection goroutine before the next read.
 func (c *Conn) watchPeer() (context.Context, context.CancelCauseFunc) {
-	ctx, cancel := context.WithCancelCause(c.srv.ctx)
+	if c.ctx == nil {
+		c.ctx, c.endCtx = context.WithCancel(c.srv.ctx)
+	}
+	ctx, cancel := context.WithCancelCause(c.ctx)
 	w := &c.watch
 	w.mu.Lock()
 	w.cancel, w.began = cancel, time.Since(c.srv.epoch)
