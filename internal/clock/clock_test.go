@@ -32,3 +32,16 @@ func TestManualTimersFireWhenTheClockPassesThem(t *testing.T) {
 		t.Fatal("a zero reset fires at once")
 	}
 }
+
+func TestAtIsWhatTheClockReadsWithTheSteadyReading(t *testing.T) {
+	m := NewManual(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+	o := &Offset{Base: m}
+	o.Set(time.Hour)
+	steady := Unoffset(o).Now()
+	if got := At(o, steady); !got.Equal(o.Now()) {
+		t.Fatalf("At(offset clock) = %v, the clock reads %v", got, o.Now())
+	}
+	if got := At(m, steady); !got.Equal(steady) {
+		t.Fatalf("At(a clock without offset) = %v, want its reading %v", got, steady)
+	}
+}
