@@ -267,6 +267,11 @@ type Profiler struct {
 	mu     sync.RWMutex
 	levels map[string]ProfileSettings
 	slowMS int64 // server-wide slowms, shared by all databases as in mongod
+	// profiling is whether some database's level is not 0. Every command asks
+	// ShouldProfile, almost always with profiling off everywhere: then it
+	// answers without the read lock, two atomic writes to a word that all
+	// connections share.
+	profiling atomic.Bool
 }
 
 // NewProfiler returns a profiler with profiling off everywhere.
@@ -294,11 +299,19 @@ func (p *Profiler) Set(db string, s ProfileSettings, setSlow bool) {
 		p.slowMS = s.SlowMS
 	}
 	p.levels[db] = ProfileSettings{Level: s.Level, SampleRate: s.SampleRate}
+	on := false
+	for _, l := range p.levels {
+		on = on || l.Level != 0
+	}
+	p.profiling.Store(on)
 }
 
 // ShouldProfile reports whether an operation of this duration on db is
 // recorded in db.system.profile.
 func (p *Profiler) ShouldProfile(db string, d time.Duration) bool {
+	if !p.profiling.Load() {
+		return false
+	}
 	s := p.Get(db)
 	switch s.Level {
 	case 2:
