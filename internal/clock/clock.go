@@ -180,6 +180,16 @@ func At(c Clock, t time.Time) time.Time {
 	return t
 }
 
+// RealReading is t when c is the real clock, the zero time otherwise: a
+// reading of c that may stand for time.Now, for code that measures real
+// time (maxTimeMS) even under a manual or skewed clock.
+func RealReading(c Clock, t time.Time) time.Time {
+	if _, ok := c.(Real); ok {
+		return t
+	}
+	return time.Time{}
+}
+
 // Unoffset is c without the test clock's offset: the clock of resource
 // timeouts (idle cursors), which a test suite that moves the clock to see
 // documents expire must not set off.

@@ -45,3 +45,15 @@ func TestAtIsWhatTheClockReadsWithTheSteadyReading(t *testing.T) {
 		t.Fatalf("At(a clock without offset) = %v, want its reading %v", got, steady)
 	}
 }
+
+func TestRealReadingOnlyOfTheRealClock(t *testing.T) {
+	now := time.Now()
+	if got := RealReading(Real{}, now); !got.Equal(now) {
+		t.Fatalf("the real clock's reading is real: %v", got)
+	}
+	for _, c := range []Clock{NewManual(now), Skewed{Base: Real{}, Offset: time.Hour}, &Offset{Base: Real{}}} {
+		if got := RealReading(c, now); !got.IsZero() {
+			t.Fatalf("%T: %v, want zero", c, got)
+		}
+	}
+}

@@ -158,7 +158,8 @@ type request struct {
 	name string
 	body bson.D
 	// opID is the operation's entry in the activity registry (0: none).
-	opID int64
+	opID  int64
+	began time.Time // by the real clock, as Handle began it (zero: not known)
 	// secret is the body as sent, passwords included; body has them masked
 	// for everything that may show it (currentOp, profiler, errors).
 	secret bson.D
@@ -244,10 +245,8 @@ const replyRoom = 3
 // Handle runs one command and returns its reply document.
 func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Command) bson.D {
 	hr := newHandled(cmd.Name)
-	r := &hr.req
-	*r = request{ctx: ctx, conn: c, db: cmd.DB, name: cmd.Name, body: auth.Redact(cmd.Body), secret: cmd.Body}
-	r.handled = hr
-	r.names = &h.names
+	r := &hr.req // zero: set field by field, not copied whole with a write barrier per pointer slot
+	r.ctx, r.conn, r.db, r.name, r.body, r.secret, r.handled, r.names = ctx, c, cmd.DB, cmd.Name, auth.Redact(cmd.Body), cmd.Body, hr, &h.names
 	entry, ok := h.table[cmd.Name]
 	if !ok {
 		h.opCounts.Command.Add(1)
@@ -260,8 +259,9 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 	if err := h.deps.Auth.Authorize(c, cmd.DB, entry.name, cmd.Body); err != nil {
 		return mongoerr.Reply(err)
 	}
-	// One clock reading at each end serves the session's use, latency, currentOp.
+	// A clock reading at each end serves session use, latency, currentOp, maxTimeMS.
 	begun := h.steady.Now()
+	r.began = clock.RealReading(h.steady, begun)
 	if err := h.touchSession(r, begun); err != nil {
 		return mongoerr.Reply(err)
 	}
@@ -377,7 +377,7 @@ func withMaxTime(r *request) (*maxtime.Context, error) {
 	if err != nil || ms == 0 {
 		return nil, err
 	}
-	return maxtime.New(r.ctx, time.Duration(ms)*time.Millisecond, r.handled.takeMaxTime()), nil
+	return maxtime.NewAt(r.ctx, r.began, time.Duration(ms)*time.Millisecond, r.handled.takeMaxTime()), nil
 }
 
 // checkInterrupt turns an expired maxTimeMS into MongoDB's error.

@@ -40,10 +40,20 @@ type Context struct {
 // zero Context no one else uses, which New sets up instead of allocating
 // one.
 func New(parent context.Context, d time.Duration, into *Context) *Context {
+	return NewAt(parent, time.Time{}, d, into)
+}
+
+// NewAt is New with the deadline d after start, a reading of the real
+// clock (time.Now) that the caller made as the command began, so that
+// the command does not read the clock again; zero start reads it.
+func NewAt(parent context.Context, start time.Time, d time.Duration, into *Context) *Context {
 	if into == nil {
 		into = new(Context)
 	}
-	into.Context, into.deadline = parent, time.Now().Add(d)
+	if start.IsZero() {
+		start = time.Now()
+	}
+	into.Context, into.deadline = parent, start.Add(d)
 	return into
 }
 

@@ -141,3 +141,20 @@ func BenchmarkErr(b *testing.B) {
 		}
 	}
 }
+
+func TestNewAtCountsFromTheStartGiven(t *testing.T) {
+	start := time.Now().Add(-time.Hour)
+	c := NewAt(context.Background(), start, time.Minute, nil)
+	defer c.Release()
+	if d, ok := c.Deadline(); !ok || !d.Equal(start.Add(time.Minute)) {
+		t.Fatalf("deadline %v, want a minute after the start given", d)
+	}
+	if !errors.Is(c.Err(), context.DeadlineExceeded) {
+		t.Fatalf("a minute after an hour ago has passed: Err %v", c.Err())
+	}
+	z := NewAt(context.Background(), time.Time{}, time.Minute, nil)
+	defer z.Release()
+	if d, _ := z.Deadline(); time.Until(d) <= 0 || time.Until(d) > time.Minute || z.Err() != nil {
+		t.Fatalf("zero start reads the clock: deadline %v", d)
+	}
+}
