@@ -23,6 +23,9 @@ type Op struct {
 	Command bson.D
 	Client  string // remote address, empty for internal work
 	ConnID  int64
+	// Started is when the operation began by the registry's clock; Begin
+	// reads the clock when it is zero, a caller that has read it already
+	// sets it.
 	Started time.Time
 	// Transaction reports the multi-document transaction the operation
 	// is a statement of, at now; nil outside one.
@@ -56,7 +59,9 @@ func NewRegistry(c clock.Clock) *Registry {
 
 // Begin records op as running and returns its ID for End.
 func (r *Registry) Begin(op Op) int64 {
-	op.Started = r.clock.Now()
+	if op.Started.IsZero() {
+		op.Started = r.clock.Now()
+	}
 	r.mu.Lock()
 	r.next++
 	op.ID = r.next
@@ -97,6 +102,21 @@ func (r *Registry) SetTransaction(id int64, report func(now time.Time) bson.D) {
 
 // End removes a finished operation.
 func (r *Registry) End(id int64) {
+	if r.remove(id) {
+		r.lastClient.Store(r.clock.Now().UnixNano())
+	}
+}
+
+// EndAt is End for a caller that has read the registry's clock (now) as
+// the operation ended.
+func (r *Registry) EndAt(id int64, now time.Time) {
+	if r.remove(id) {
+		r.lastClient.Store(now.UnixNano())
+	}
+}
+
+// remove forgets operation id and reports whether it was a client's.
+func (r *Registry) remove(id int64) bool {
 	r.mu.Lock()
 	op := r.ops[id]
 	client := op != nil && op.Client != ""
@@ -108,9 +128,7 @@ func (r *Registry) End(id int64) {
 		}
 	}
 	r.mu.Unlock()
-	if client {
-		r.lastClient.Store(r.clock.Now().UnixNano())
-	}
+	return client
 }
 
 // Wait marks operation id as waiting for something to happen (an
@@ -249,6 +267,11 @@ type Profiler struct {
 	mu     sync.RWMutex
 	levels map[string]ProfileSettings
 	slowMS int64 // server-wide slowms, shared by all databases as in mongod
+	// profiling is whether some database's level is not 0. Every command asks
+	// ShouldProfile, almost always with profiling off everywhere: then it
+	// answers without the read lock, two atomic writes to a word that all
+	// connections share.
+	profiling atomic.Bool
 }
 
 // NewProfiler returns a profiler with profiling off everywhere.
@@ -276,11 +299,19 @@ func (p *Profiler) Set(db string, s ProfileSettings, setSlow bool) {
 		p.slowMS = s.SlowMS
 	}
 	p.levels[db] = ProfileSettings{Level: s.Level, SampleRate: s.SampleRate}
+	on := false
+	for _, l := range p.levels {
+		on = on || l.Level != 0
+	}
+	p.profiling.Store(on)
 }
 
 // ShouldProfile reports whether an operation of this duration on db is
 // recorded in db.system.profile.
 func (p *Profiler) ShouldProfile(db string, d time.Duration) bool {
+	if !p.profiling.Load() {
+		return false
+	}
 	s := p.Get(db)
 	switch s.Level {
 	case 2:

@@ -131,3 +131,44 @@ func TestReusedEntryIsTheNewOperations(t *testing.T) {
 		t.Errorf("Begin and End of an operation allocate %v times, want 0", got)
 	}
 }
+
+func TestShouldProfileFollowsEveryDatabasesLevel(t *testing.T) {
+	p := NewProfiler()
+	if p.ShouldProfile("app", time.Hour) {
+		t.Fatal("profiling is off everywhere at first")
+	}
+	p.Set("app", ProfileSettings{Level: 2}, false)
+	p.Set("other", ProfileSettings{Level: 1, SlowMS: 5}, true)
+	if !p.ShouldProfile("app", 0) || p.ShouldProfile("third", time.Hour) {
+		t.Fatal("level 2 profiles all of app's operations, level 0 none of third's")
+	}
+	if p.ShouldProfile("other", 4*time.Millisecond) || !p.ShouldProfile("other", 5*time.Millisecond) {
+		t.Fatal("level 1 profiles other's operations of slowms and more")
+	}
+	p.Set("app", ProfileSettings{}, false)
+	if p.ShouldProfile("app", time.Hour) || !p.ShouldProfile("other", time.Hour) {
+		t.Fatal("app turned off, other still on")
+	}
+	p.Set("other", ProfileSettings{}, false)
+	if p.ShouldProfile("other", time.Hour) {
+		t.Fatal("off everywhere again")
+	}
+}
+
+func TestBeginKeepsTheStartGivenAndEndAtTheEnd(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	clk := clock.NewManual(t0)
+	r := NewRegistry(clk)
+	id := r.Begin(Op{Desc: "conn1", Client: "127.0.0.1:5000", Started: t0.Add(-time.Second)})
+	if ops := r.Snapshot(); len(ops) != 1 || !ops[0].Started.Equal(t0.Add(-time.Second)) {
+		t.Fatalf("the start the caller read is kept: %+v", ops)
+	}
+	clk.Advance(time.Minute)
+	r.EndAt(id, t0.Add(30*time.Second)) // the caller's reading, not the clock's
+	if len(r.Snapshot()) != 0 {
+		t.Fatal("ended")
+	}
+	if !r.BusyWithin(31*time.Second) || r.BusyWithin(29*time.Second) {
+		t.Fatal("a client's operation ended at the time EndAt was given")
+	}
+}

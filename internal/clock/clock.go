@@ -170,6 +170,26 @@ func (o *Offset) Set(d time.Duration) { o.off.Store(int64(d)) }
 // Get is the current offset.
 func (o *Offset) Get() time.Duration { return time.Duration(o.off.Load()) }
 
+// At is what c reads at the instant its Unoffset clock read t, so that
+// one reading serves both: a request's latency by the steady clock, and
+// when it began by the server's.
+func At(c Clock, t time.Time) time.Time {
+	if o, ok := c.(*Offset); ok {
+		return t.Add(o.Get())
+	}
+	return t
+}
+
+// RealReading is t when c is the real clock, the zero time otherwise: a
+// reading of c that may stand for time.Now, for code that measures real
+// time (maxTimeMS) even under a manual or skewed clock.
+func RealReading(c Clock, t time.Time) time.Time {
+	if _, ok := c.(Real); ok {
+		return t
+	}
+	return time.Time{}
+}
+
 // Unoffset is c without the test clock's offset: the clock of resource
 // timeouts (idle cursors), which a test suite that moves the clock to see
 // documents expire must not set off.

@@ -56,10 +56,10 @@ func (r *request) boxedNamespace(ns string) any {
 	return ns
 }
 
-func (h *Handler) beginOp(r *request, cancel context.CancelCauseFunc) int64 {
+func (h *Handler) beginOp(r *request, cancel context.CancelCauseFunc, began time.Time) int64 {
 	return h.deps.Activity.BeginCancelable(activity.Op{
 		Desc: r.conn.Desc(), Kind: activity.OpKind(r.name), NS: r.namespace(),
-		Command: r.body, Client: r.conn.RemoteAddr(), ConnID: r.conn.ID(),
+		Command: r.body, Client: r.conn.RemoteAddr(), ConnID: r.conn.ID(), Started: began,
 	}, cancel)
 }
 

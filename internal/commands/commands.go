@@ -59,7 +59,7 @@ type Deps struct {
 	ServerStats func() server.Stats
 	// TTLStats reports the TTL monitor's counters; may be nil.
 	TTLStats func() TTLStats
-	// Activity tracks operations in flight; New makes one when nil.
+	// Activity tracks operations in flight, by Clock; New makes one when nil.
 	Activity *activity.Registry
 	// Profiler holds profiling levels; New makes one when nil.
 	Profiler *activity.Profiler
@@ -158,7 +158,8 @@ type request struct {
 	name string
 	body bson.D
 	// opID is the operation's entry in the activity registry (0: none).
-	opID int64
+	opID  int64
+	began time.Time // by the real clock, as Handle began it (zero: not known)
 	// secret is the body as sent, passwords included; body has them masked
 	// for everything that may show it (currentOp, profiler, errors).
 	secret bson.D
@@ -244,10 +245,8 @@ const replyRoom = 3
 // Handle runs one command and returns its reply document.
 func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Command) bson.D {
 	hr := newHandled(cmd.Name)
-	r := &hr.req
-	*r = request{ctx: ctx, conn: c, db: cmd.DB, name: cmd.Name, body: auth.Redact(cmd.Body), secret: cmd.Body}
-	r.handled = hr
-	r.names = &h.names
+	r := &hr.req // zero: set field by field, not copied whole with a write barrier per pointer slot
+	r.ctx, r.conn, r.db, r.name, r.body, r.secret, r.handled, r.names = ctx, c, cmd.DB, cmd.Name, auth.Redact(cmd.Body), cmd.Body, hr, &h.names
 	entry, ok := h.table[cmd.Name]
 	if !ok {
 		h.opCounts.Command.Add(1)
@@ -260,19 +259,22 @@ func (h *Handler) Handle(ctx context.Context, c *server.Conn, cmd *server.Comman
 	if err := h.deps.Auth.Authorize(c, cmd.DB, entry.name, cmd.Body); err != nil {
 		return mongoerr.Reply(err)
 	}
-	if err := h.touchSession(r); err != nil {
+	// A clock reading at each end serves session use, latency, currentOp, maxTimeMS.
+	begun := h.steady.Now()
+	r.began = clock.RealReading(h.steady, begun)
+	if err := h.touchSession(r, begun); err != nil {
 		return mongoerr.Reply(err)
 	}
-	begun := h.steady.Now()
 	cancel := killable(r, cmd) // killOp's handle on the operation
 	defer cancel(nil)
-	r.opID = h.beginOp(r, cancel)
+	r.opID = h.beginOp(r, cancel, clock.At(h.deps.Clock, begun))
 	done := h.deps.OpStats.Begin(opstats.ClassOf(cmd.Name))
 	reply, err := h.runRecovering(entry, r)
 	h.countWrites(r, reply, err)
 	done()
-	h.deps.Activity.End(r.opID)
-	took := h.steady.Now().Sub(begun)
+	ended := h.steady.Now()
+	h.deps.Activity.EndAt(r.opID, clock.At(h.deps.Clock, ended))
+	took := ended.Sub(begun)
 	h.recordStats(r, took, err)
 	h.deps.Auth.AfterCommand(r.db, r.name, r.body)
 	if err != nil {
@@ -375,7 +377,7 @@ func withMaxTime(r *request) (*maxtime.Context, error) {
 	if err != nil || ms == 0 {
 		return nil, err
 	}
-	return maxtime.New(r.ctx, time.Duration(ms)*time.Millisecond, r.handled.takeMaxTime()), nil
+	return maxtime.NewAt(r.ctx, r.began, time.Duration(ms)*time.Millisecond, r.handled.takeMaxTime()), nil
 }
 
 // checkInterrupt turns an expired maxTimeMS into MongoDB's error.

@@ -28,11 +28,10 @@ func statementsRun(r *request, field string, reply bson.D) int64 {
 	v, _ := bsonutil.Field(r.body, field)
 	stmts, _ := v.(bson.A)
 	ran := int64(len(stmts))
-	if ordered, err := orderedArg(r); err != nil || !ordered {
-		return ran
-	}
-	if i, failed := firstErrorIndex(reply, "writeErrors", "index"); failed {
-		ran = min(ran, i+1)
+	if i, failed := firstErrorIndex(reply, "writeErrors", "index"); failed { // else ordered is moot
+		if ordered, err := orderedArg(r); err == nil && ordered {
+			ran = min(ran, i+1)
+		}
 	}
 	return ran
 }

@@ -3,6 +3,7 @@ package commands
 import (
 	"errors"
 	"slices"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -14,17 +15,17 @@ import (
 // The logical-session commands over the session cache (internal/session):
 // endSessions, refreshSessions and $listLocalSessions.
 
-// touchSession records the session a command names, if any.
-func (h *Handler) touchSession(r *request) error {
+// touchSession records the session a command names, if any, as used now.
+func (h *Handler) touchSession(r *request, now time.Time) error {
 	if id := sessionID(r); id != nil {
-		return h.touch(id, h.sessionUser(r))
+		return h.touch(id, h.sessionUser(r), now)
 	}
 	return nil
 }
 
-// touch records that user used session id now, as mongod's cache does.
-func (h *Handler) touch(id []byte, user string) error {
-	err := h.sessions.Touch(id, user, h.steady.Now())
+// touch records that user used session id at now (h.steady), as mongod's cache does.
+func (h *Handler) touch(id []byte, user string, now time.Time) error {
+	err := h.sessions.Touch(id, user, now)
 	if errors.Is(err, session.ErrFull) {
 		return mongoerr.Newf(mongoerr.TooManyLogicalSessions, "Unable to add session ID %s into the cache because the number of active sessions is too high", bsonutil.FormatUUID(id))
 	}
@@ -71,7 +72,7 @@ func cmdRefreshSessions(h *Handler, r *request) (bson.D, error) {
 	}
 	user := h.sessionUser(r)
 	for _, id := range ids {
-		if err := h.touch(id, user); err != nil {
+		if err := h.touch(id, user, h.steady.Now()); err != nil {
 			return nil, err
 		}
 	}

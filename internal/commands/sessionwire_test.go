@@ -90,7 +90,9 @@ func checkSessionReply(doc bsoncore.Document) error {
 // loopback TCP connection: the connection loop, framing, decoding, the
 // handler, the reply's encoding and its write. Its allocs/op are the
 // request path's whole garbage (the client allocates nothing);
-// TestSessionWireAllocs holds them under a ceiling.
+// TestSessionWireAllocs holds them under a ceiling. cpu-ns/op is the
+// process's CPU time per operation, the client's included: ns/op is
+// mostly the loopback's latency.
 //
 //	go test ./internal/commands -run XXX -bench SessionWire -benchtime 5000x -benchmem
 func BenchmarkSessionWire(b *testing.B) {
@@ -100,11 +102,13 @@ func BenchmarkSessionWire(b *testing.B) {
 			msgs := sw.sb.requests(b, op, b.N)
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu := processCPU(b)
 			for _, m := range msgs {
 				if err := sw.roundTrip(m); err != nil {
 					b.Fatalf("%s: %v", op, err)
 				}
 			}
+			b.ReportMetric(float64(processCPU(b)-cpu)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }

@@ -155,9 +155,6 @@ func (h *Handler) recordStats(r *request, d time.Duration, err error) {
 			}
 		}
 	}
-	internal := false
-	if err != nil {
-		internal = mongoerr.As(clientError(err)).Code == mongoerr.InternalError
-	}
+	internal := err != nil && mongoerr.As(clientError(err)).Code == mongoerr.InternalError
 	h.deps.OpStats.Record(r.name, ns, d, err != nil, internal)
 }

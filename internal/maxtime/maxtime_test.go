@@ -126,3 +126,35 @@ func TestMaxTimeCtxChildrenAndAfterFunc(t *testing.T) {
 		t.Fatal("a child outlived the command's release")
 	}
 }
+
+// BenchmarkErr is a scan's check of its command's maxTimeMS between
+// documents, and the command's Release: a clock reading each.
+func BenchmarkErr(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var c Context
+	New(ctx, time.Minute, &c)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if c.Err() != nil {
+			b.Fatal("ended early")
+		}
+	}
+}
+
+func TestNewAtCountsFromTheStartGiven(t *testing.T) {
+	start := time.Now().Add(-time.Hour)
+	c := NewAt(context.Background(), start, time.Minute, nil)
+	defer c.Release()
+	if d, ok := c.Deadline(); !ok || !d.Equal(start.Add(time.Minute)) {
+		t.Fatalf("deadline %v, want a minute after the start given", d)
+	}
+	if !errors.Is(c.Err(), context.DeadlineExceeded) {
+		t.Fatalf("a minute after an hour ago has passed: Err %v", c.Err())
+	}
+	z := NewAt(context.Background(), time.Time{}, time.Minute, nil)
+	defer z.Release()
+	if d, _ := z.Deadline(); time.Until(d) <= 0 || time.Until(d) > time.Minute || z.Err() != nil {
+		t.Fatalf("zero start reads the clock: deadline %v", d)
+	}
+}

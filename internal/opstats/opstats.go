@@ -78,12 +78,14 @@ type Asserts struct {
 }
 
 // Stats is safe for concurrent use. Every command updates it, so the
-// counters are atomics and the maps are only locked to add a name.
+// counters are atomics and the maps are sync.Maps, whose lookups of names
+// already there take no lock: the read lock they had was two atomic
+// writes to one word that every connection shares, each lookup. What can
+// be summed from other counters when read (a class's, a namespace's
+// total) is not counted again.
 type Stats struct {
-	mu         sync.RWMutex
-	commands   map[string]*commandStats
-	namespaces map[string]*nsStats
-	classes    [numClasses]timed
+	commands   sync.Map // name → *commandStats
+	namespaces sync.Map // "db.coll" → *nsStats
 
 	active  [numClasses]atomic.Int64
 	asserts struct{ regular, user atomic.Int64 }
@@ -94,7 +96,6 @@ const numLatencyBuckets = 17
 
 type commandStats struct {
 	failed  atomic.Int64
-	total   atomic.Uint64
 	nanos   atomic.Int64
 	buckets [numLatencyBuckets + 1]atomic.Uint64
 }
@@ -110,15 +111,15 @@ func (t *timed) load() Timed {
 	return Timed{Count: t.count.Load(), Time: time.Duration(t.nanos.Load())}
 }
 
+// nsStats has no total: every operation is under exactly one of
+// readLock and writeLock, which sum to it.
 type nsStats struct {
-	total, readLock, writeLock timed
-	kinds                      [numKinds]timed
+	readLock, writeLock timed
+	kinds               [numKinds]timed
 }
 
 // New returns empty statistics.
-func New() *Stats {
-	return &Stats{commands: map[string]*commandStats{}, namespaces: map[string]*nsStats{}}
-}
+func New() *Stats { return &Stats{} }
 
 // ClassOf tells which class a command belongs to.
 func ClassOf(name string) Class {
@@ -184,19 +185,16 @@ func (s *Stats) Record(name, ns string, d time.Duration, failed, internal bool) 
 			s.asserts.user.Add(1)
 		}
 	}
-	c := getOrAdd(&s.mu, s.commands, name)
+	c := getOrAdd[commandStats](&s.commands, name)
 	if failed {
 		c.failed.Add(1)
 	}
 	c.buckets[sort.SearchFloat64s(LatencyBuckets, d.Seconds())].Add(1)
 	c.nanos.Add(int64(d))
-	c.total.Add(1)
-	s.classes[ClassOf(name)].add(d)
 	if ns == "" || strings.HasSuffix(ns, ".$cmd") {
 		return
 	}
-	n := getOrAdd(&s.mu, s.namespaces, ns)
-	n.total.add(d)
+	n := getOrAdd[nsStats](&s.namespaces, ns)
 	if WritesData(name) {
 		n.writeLock.add(d)
 	} else {
@@ -206,55 +204,62 @@ func (s *Stats) Record(name, ns string, d time.Duration, failed, internal bool) 
 }
 
 // getOrAdd finds m[key], adding a zero entry the first time.
-func getOrAdd[T any](mu *sync.RWMutex, m map[string]*T, key string) *T {
-	mu.RLock()
-	v := m[key]
-	mu.RUnlock()
-	if v != nil {
-		return v
+func getOrAdd[T any](m *sync.Map, key string) *T {
+	if v, ok := m.Load(key); ok {
+		return v.(*T)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if v = m[key]; v == nil {
-		v = new(T)
-		m[key] = v
-	}
-	return v
+	v, _ := m.LoadOrStore(key, new(T))
+	return v.(*T)
 }
 
 // Commands returns every command's record, by name.
 func (s *Stats) Commands() map[string]Command {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make(map[string]Command, len(s.commands))
-	for name, c := range s.commands {
+	out := map[string]Command{}
+	s.commands.Range(func(k, v any) bool {
+		c := v.(*commandStats)
 		h := Histogram{Counts: make([]uint64, len(c.buckets)), Sum: time.Duration(c.nanos.Load())}
 		for i := range c.buckets {
 			h.Counts[i] = c.buckets[i].Load()
 			h.Total += h.Counts[i]
 		}
-		out[name] = Command{Failed: c.failed.Load(), Latency: h}
-	}
+		out[k.(string)] = Command{Failed: c.failed.Load(), Latency: h}
+		return true
+	})
 	return out
 }
 
 // Namespaces returns top's entries, by namespace.
 func (s *Stats) Namespaces() map[string]Namespace {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	out := make(map[string]Namespace, len(s.namespaces))
-	for ns, n := range s.namespaces {
-		v := Namespace{Total: n.total.load(), ReadLock: n.readLock.load(), WriteLock: n.writeLock.load()}
+	out := map[string]Namespace{}
+	s.namespaces.Range(func(k, v any) bool {
+		n := v.(*nsStats)
+		r, w := n.readLock.load(), n.writeLock.load()
+		e := Namespace{Total: Timed{Count: r.Count + w.Count, Time: r.Time + w.Time}, ReadLock: r, WriteLock: w}
 		for k := range n.kinds {
-			v.Kinds[k] = n.kinds[k].load()
+			e.Kinds[k] = n.kinds[k].load()
 		}
-		out[ns] = v
-	}
+		out[k.(string)] = e
+		return true
+	})
 	return out
 }
 
-// Class returns the count and total time of class c.
-func (s *Stats) Class(c Class) Timed { return s.classes[c].load() }
+// Class returns the count and total time of class c: the sum of its
+// commands' histograms.
+func (s *Stats) Class(c Class) Timed {
+	var t Timed
+	s.commands.Range(func(k, v any) bool {
+		if ClassOf(k.(string)) == c {
+			cs := v.(*commandStats)
+			for i := range cs.buckets {
+				t.Count += int64(cs.buckets[i].Load())
+			}
+			t.Time += time.Duration(cs.nanos.Load())
+		}
+		return true
+	})
+	return t
+}
 
 // Asserts returns the error counters.
 func (s *Stats) Asserts() Asserts {

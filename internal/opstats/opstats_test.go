@@ -48,3 +48,16 @@ func TestBucketArrayFitsTheBounds(t *testing.T) {
 		t.Fatalf("numLatencyBuckets %d, LatencyBuckets has %d", numLatencyBuckets, len(LatencyBuckets))
 	}
 }
+
+// BenchmarkRecord is the bookkeeping every command does at its end, from
+// two goroutines as on a server with two cores and two connections.
+func BenchmarkRecord(b *testing.B) {
+	s := New()
+	b.ReportAllocs()
+	b.SetParallelism(1)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			s.Record("update", "app.sessions", 40*time.Microsecond, false, false)
+		}
+	})
+}

@@ -124,3 +124,24 @@ func BenchmarkServerRoundTrip(b *testing.B) {
 	b.Cleanup(func() { _ = s.Shutdown(context.Background()) })
 	benchPing(b, s.Addr())
 }
+
+// BenchmarkCommandContext is what the connection loop spends on each
+// command's context and its watch for the client leaving (watchPeer and
+// stopWatch), from many connections at once as a loaded server runs them.
+func BenchmarkCommandContext(b *testing.B) {
+	s := New(Config{Addr: "127.0.0.1:0", Logger: quietLogger()}, pingHandler{})
+	b.SetParallelism(4)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		client, server := net.Pipe()
+		defer client.Close()
+		c := newConn(s, server)
+		for pb.Next() {
+			ctx, _ := c.watchPeer()
+			if ctx.Err() != nil {
+				b.Error("context ended early")
+			}
+			c.stopWatch()
+		}
+	})
+}

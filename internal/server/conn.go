@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"encoding/binary"
 	"errors"
@@ -60,6 +61,12 @@ type Conn struct {
 	readDeadline  bool      // a read deadline is set
 	tc            *tls.Conn // the TLS layer over nc, once started
 	writeDeadline time.Time // the write deadline currently set
+	// ctx is the server's, for this connection alone: its commands'
+	// contexts are children of it, not of the server's, whose lock all
+	// connections would take twice a command to add and remove them.
+	// Made by the first command (watchPeer), ended by finish.
+	ctx    context.Context
+	endCtx context.CancelFunc
 }
 
 func newConn(s *Server, nc net.Conn) *Conn {
@@ -194,6 +201,9 @@ func (c *Conn) serve() {
 }
 
 func (c *Conn) finish() {
+	if c.endCtx != nil {
+		c.endCtx()
+	}
 	c.nc.Close()
 	c.buffers.set(0)
 	if c.busy {
@@ -420,8 +430,10 @@ type deadlineWriter struct{ c *Conn }
 func (w deadlineWriter) Write(p []byte) (int, error) {
 	c := w.c
 	timeout := c.srv.cfg.MessageTimeout
-	if now := time.Now(); c.writeDeadline.Sub(now) < timeout/2 {
-		c.writeDeadline = now.Add(timeout)
+	// time.Until reads only the monotonic clock (writeDeadline has its
+	// reading): the wall clock is read only to move the deadline.
+	if time.Until(c.writeDeadline) < timeout/2 {
+		c.writeDeadline = time.Now().Add(timeout)
 		if err := c.nc.SetWriteDeadline(c.writeDeadline); err != nil {
 			return 0, err
 		}

@@ -114,8 +114,9 @@ type Server struct {
 	codec       *wire.Codec
 	compressors []wire.CompressorID // accepted, in preference order
 
-	// ctx is handed to every Handle call; cancel is called once Shutdown
-	// has finished or given up waiting.
+	// ctx is the parent of every Handle call's, through its connection's
+	// (Conn.ctx); cancel is called once Shutdown has finished or given up
+	// waiting.
 	ctx    context.Context
 	cancel context.CancelFunc
 	// stopOps interrupts running operations at the start of Shutdown, as
@@ -141,6 +142,9 @@ type Server struct {
 	traffic      traffic
 	bufferBytes  atomic.Int64
 	memory       *memoryReturner
+	// epoch is when the server was made; times kept as time since it
+	// (peerWatch.began) read only the monotonic clock.
+	epoch time.Time
 }
 
 // New returns a Server that will run commands with h.
@@ -158,7 +162,7 @@ func New(cfg Config, h Handler) *Server {
 		cfg.Logger = slog.Default()
 	}
 	cfg.MaxConns = connLimit(cfg.MaxConns, descriptorLimit(), cfg.Logger)
-	s := &Server{cfg: cfg, h: h, log: cfg.Logger, conns: make(map[*Conn]struct{}), draining: make(chan struct{})}
+	s := &Server{cfg: cfg, h: h, log: cfg.Logger, conns: make(map[*Conn]struct{}), draining: make(chan struct{}), epoch: time.Now()}
 	s.memory = newMemoryReturner(func() bool { return s.active.Load() == 0 })
 	for _, name := range cfg.Compressors {
 		id, ok := wire.CompressorByName(name)

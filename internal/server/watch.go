@@ -29,8 +29,11 @@ type peerWatch struct {
 	mu sync.Mutex
 	// cancel ends the running command's context; nil between commands,
 	// which tells a timer that fired late that there is nothing to watch.
-	cancel  context.CancelCauseFunc
-	began   time.Time     // when the running command began
+	cancel context.CancelCauseFunc
+	// began is when the running command began, as time since the
+	// server's epoch: time.Since reads the monotonic clock alone, half
+	// the cost of time.Now, and every command reads it.
+	began   time.Duration
 	armed   bool          // the timer is set
 	started bool          // the watch is reading the connection
 	done    chan struct{} // closed when the started watch has finished
@@ -42,10 +45,13 @@ type peerWatch struct {
 // cancel ends it early. stopWatch ends it; it must be called on the
 // connection goroutine before the next read.
 func (c *Conn) watchPeer() (context.Context, context.CancelCauseFunc) {
-	ctx, cancel := context.WithCancelCause(c.srv.ctx)
+	if c.ctx == nil {
+		c.ctx, c.endCtx = context.WithCancel(c.srv.ctx)
+	}
+	ctx, cancel := context.WithCancelCause(c.ctx)
 	w := &c.watch
 	w.mu.Lock()
-	w.cancel, w.began = cancel, time.Now()
+	w.cancel, w.began = cancel, time.Since(c.srv.epoch)
 	if !w.armed {
 		w.armed = true
 		if w.timer == nil {
@@ -69,7 +75,7 @@ func (c *Conn) watchClient() {
 		w.mu.Unlock()
 		return
 	}
-	if left := watchAfter - time.Since(w.began); left > 0 {
+	if left := watchAfter - (time.Since(c.srv.epoch) - w.began); left > 0 {
 		w.timer.Reset(left) // a later command than the one it was set for
 		w.mu.Unlock()
 		return
