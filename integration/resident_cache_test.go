@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"syscall"
 	"testing"
@@ -136,6 +137,44 @@ func TestResidentCacheWarmsAnIndexAfterARestart(t *testing.T) {
 		t.Fatalf("warm-up kept %d ranges; the %d first lookups after it missed %d times, want at most once each (its document)",
 			after.WarmedRanges, sessions-1, after.Misses-before.Misses)
 	}
+	newTokensReadNothing(t, client, coll, sessions)
+}
+
+// newTokensReadNothing: after the warm-up made the token index's value
+// filter, a login's insert leaves its token's lookup in the cache (the
+// insert claims the new value; a claim is refused now and then when
+// another write reaches the range's part of the cache first), and a
+// lookup of a token never written reads nothing.
+func newTokensReadNothing(t *testing.T, client *mongo.Client, coll *mongo.Collection, from int) {
+	const logins = 500
+	before := cacheStatus(t, client)
+	if before.FilterBytes == 0 {
+		t.Fatal("the warm-up made no value filter")
+	}
+	for i := from; i < from+logins; i++ {
+		if _, err := coll.InsertOne(ctxT(t), bson.D{{Key: "token", Value: fmt.Sprintf("tok%05d", i)}, {Key: "n", Value: i}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inserted := cacheStatus(t, client)
+	for i := from; i < from+logins; i++ {
+		findSession(t, coll, i)
+	}
+	after := cacheStatus(t, client)
+	if claimed, missed := inserted.ClaimedRanges-before.ClaimedRanges, after.Misses-inserted.Misses; claimed < logins*4/5 || missed > logins/5 {
+		t.Fatalf("%d logins: %d claimed their token; their first lookups missed %d times", logins, claimed, missed)
+	}
+	t.Logf("%d logins: %d claimed their token; their first lookups missed %d times", logins,
+		inserted.ClaimedRanges-before.ClaimedRanges, after.Misses-inserted.Misses)
+	for i := range logins {
+		err := coll.FindOne(ctxT(t), bson.D{{Key: "token", Value: fmt.Sprintf("never%05d", i)}}).Err()
+		if !errors.Is(err, mongo.ErrNoDocuments) {
+			t.Fatalf("a token never written: %v", err)
+		}
+	}
+	if missed := cacheStatus(t, client).Misses - after.Misses; missed > logins/100 {
+		t.Fatalf("%d lookups of tokens never written missed %d times", logins, missed)
+	}
 }
 
 // findSession finds session i by token and checks it is that session.
@@ -150,10 +189,12 @@ func findSession(t *testing.T, coll *mongo.Collection, i int) {
 }
 
 type residentCacheStatus struct {
-	Hits         int64 `bson:"hits"`
-	Misses       int64 `bson:"misses"`
-	WarmUps      int64 `bson:"warmUps"`
-	WarmedRanges int64 `bson:"warmedRanges"`
+	Hits          int64 `bson:"hits"`
+	Misses        int64 `bson:"misses"`
+	WarmUps       int64 `bson:"warmUps"`
+	WarmedRanges  int64 `bson:"warmedRanges"`
+	FilterBytes   int64 `bson:"filterBytes"`
+	ClaimedRanges int64 `bson:"claimedRanges"`
 }
 
 // cacheStatus is serverStatus.mayflyCache of the server c reaches.

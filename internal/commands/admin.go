@@ -218,6 +218,8 @@ func (h *Handler) cacheStatus() bson.D {
 		{Key: "invalidations", Value: st.Invalidations},
 		{Key: "warmUps", Value: st.WarmUps},
 		{Key: "warmedRanges", Value: st.Warmed},
+		{Key: "filterBytes", Value: st.FilterBytes},
+		{Key: "claimedRanges", Value: st.Claimed},
 	}
 }
 

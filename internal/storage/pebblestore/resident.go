@@ -343,7 +343,7 @@ func (s *Store) residentMetrics(m *storage.Metrics) {
 	}
 	st := s.resident.Stats()
 	m.MemBytes += st.Bytes + st.FilterBytes
-	m.ResidentBytes, m.ResidentMaxBytes = st.Bytes+st.FilterBytes, st.MaxBytes
+	m.ResidentBytes, m.ResidentMaxBytes = st.Bytes+st.FilterBytes, st.MaxBytes // the filters are the cache's too
 	m.ResidentHits, m.ResidentMisses = st.Hits, st.Misses
 	m.ResidentEvictions, m.ResidentExpiredEvictions = st.Evictions, st.ExpiredEvictions
 	m.ResidentWarmUps, m.ResidentWarmed = st.WarmUps, st.Warmed

@@ -15,10 +15,15 @@ import (
 // kept while the cache has spare room. A chunk read across a write into
 // the group is read again, at most warmRetries times in a row.
 
-// warmChunk is the ranges a warm-up reads under one ticket: small enough
-// that a write into the group (a login, about every millisecond under
-// the session bench) seldom lands in one.
-const warmChunk = 128
+// warmChunk is the most ranges a warm-up reads under one ticket: small
+// enough that a write into the group (a login, about every millisecond
+// under the session bench) seldom lands in one. A chunk read again reads
+// half as many, down to minWarmChunk, so that a group written without
+// pause is still read through; a chunk kept lets the next grow back.
+const (
+	warmChunk    = 128
+	minWarmChunk = 4
+)
 
 // warmRetries bounds the chunks read again in a row before a warm-up of
 // a group written without pause gives up.
@@ -45,32 +50,35 @@ func (s *Store) warmGroup(prefix []byte) {
 	var n warmCount
 	defer func() { s.resident.EndWarm(prefix, n.read, n.kept) }()
 	upper := keyspace.PrefixEnd(prefix)
-	from := prefix
-	for retries := 0; from != nil && retries <= warmRetries; {
+	from, size := prefix, warmChunk
+	for retries := 0; from != nil; {
 		select {
 		case <-s.stop:
 			return
 		default:
 		}
 		s.yield() // a warm-up is background work, as a compaction is
-		next, res := s.warmChunk(prefix, from, upper, &n)
+		next, res := s.warmChunk(prefix, from, upper, size, &n)
 		switch res {
-		case rescache.WarmStale:
-			retries++
 		case rescache.WarmKept:
-			retries = 0
-			if next == nil {
+			retries, size, from = 0, min(2*size, warmChunk), next
+			if from == nil {
 				s.filterGroup(prefix, upper, n.read) // the whole group read
 			}
-		case rescache.WarmFull:
-			// The cache holds what it can; the filter still spares the
-			// reads of new values, and needs no room for ranges.
-			s.filterGroup(prefix, upper, -1)
-			next = nil
-		default:
-			next = nil // unfit, or storage unusable: over
+			continue
+		case rescache.WarmStale:
+			size = max(size/2, minWarmChunk)
+			if retries++; retries <= warmRetries {
+				from = next
+				continue
+			}
+		case rescache.WarmUnfit:
+			return // not selective, or storage unusable
 		}
-		from = next
+		// The cache is full, or writes kept the warm-up from reading on:
+		// the filter needs neither room nor quiet.
+		s.filterGroup(prefix, upper, -1)
+		return
 	}
 }
 
@@ -166,12 +174,12 @@ func (n *warmCount) add(res rescache.WarmResult) {
 	}
 }
 
-// warmChunk reads up to warmChunk ranges from from and keeps them, under
+// warmChunk reads up to size ranges from from and keeps them, under
 // one ticket taken before the read, counting them in n. It returns where
 // the next chunk starts (nil: the group is read), and why it stopped:
 // WarmKept when every range read is resident, else what Warm said of the
 // first that is not, where the next chunk starts.
-func (s *Store) warmChunk(prefix, from, upper []byte, n *warmCount) (next []byte, res rescache.WarmResult) {
+func (s *Store) warmChunk(prefix, from, upper []byte, size int, n *warmCount) (next []byte, res rescache.WarmResult) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	db, err := s.dbLocked()
@@ -199,7 +207,7 @@ func (s *Store) warmChunk(prefix, from, upper []byte, n *warmCount) (next []byte
 			if res := s.keepWarm(t, &rg, n); res != rescache.WarmKept {
 				return rg.lo, res
 			}
-			if ranges++; ranges == warmChunk {
+			if ranges++; ranges == size {
 				return bytes.Clone(it.Key()[:eq]), rescache.WarmKept
 			}
 			rg.reset()
