@@ -54,9 +54,16 @@ func startNamedReplSet(t *testing.T, name string, n int, args ...string) *replSe
 	if slices.Contains(args, "--configsvr") {
 		cfg = append(cfg, bson.E{Key: "configsvr", Value: true}) // as mongod requires of a config server's set
 	}
-	c := quickClient(t, rs.addrs[0], 10*time.Second)
+	// The budget is ctxT's: under make test's parallel groups a member's
+	// first handshake once took the whole of a 10 s budget. Slow starts
+	// are logged, so that one that grows is seen.
+	c := quickClient(t, rs.addrs[0], 30*time.Second)
+	began := time.Now()
 	if err := c.Database("admin").RunCommand(ctxT(t), bson.D{{Key: "replSetInitiate", Value: cfg}}).Err(); err != nil {
-		t.Fatalf("replSetInitiate: %v", err)
+		t.Fatalf("replSetInitiate after %v: %v", time.Since(began), err)
+	}
+	if took := time.Since(began); took > 5*time.Second {
+		t.Logf("replSetInitiate took %v", took)
 	}
 	rs.waitPrimary(-1, 15*time.Second)
 	return rs
