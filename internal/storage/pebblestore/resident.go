@@ -94,9 +94,9 @@ type residentWrites struct {
 // claims are the Claims of a batch's writes into groups with a value
 // filter (rescache/filter.go), in batch order: the first few in place.
 type claims struct {
-	few  [2]claimAt
-	n    int
-	more []claimAt
+	few     [2]claimAt
+	more    []claimAt
+	n, next int // added, taken
 }
 
 type claimAt struct {
@@ -104,29 +104,30 @@ type claimAt struct {
 	claim rescache.Claim
 }
 
+func (c *claims) at(i int) *claimAt {
+	if i < len(c.few) {
+		return &c.few[i]
+	}
+	return &c.more[i-len(c.few)]
+}
+
 func (c *claims) add(pos int, cl rescache.Claim) {
 	if c.n < len(c.few) {
 		c.few[c.n] = claimAt{pos, cl}
-		c.n++
-		return
+	} else {
+		c.more = append(c.more, claimAt{pos, cl})
 	}
-	c.more = append(c.more, claimAt{pos, cl})
+	c.n++
 }
 
 // take returns the claim of the write at pos (-1: the first left);
 // positions are asked in ascending order.
 func (c *claims) take(pos int) rescache.Claim {
-	if c.n > 0 && (c.few[0].pos == pos || pos < 0) {
-		cl := c.few[0].claim
-		copy(c.few[:], c.few[1:c.n])
-		c.n--
-		if len(c.more) > 0 {
-			c.few[c.n], c.more = c.more[0], c.more[1:]
-			c.n++
-		}
-		return cl
+	if c.next == c.n || (pos >= 0 && c.at(c.next).pos != pos) {
+		return rescache.Claim{}
 	}
-	return rescache.Claim{}
+	c.next++
+	return c.at(c.next - 1).claim
 }
 
 // positions is a set of a batch's write positions, added and then taken

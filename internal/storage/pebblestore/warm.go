@@ -127,12 +127,8 @@ func (s *Store) eachValue(from, upper []byte, fn func(lo []byte)) bool {
 func (s *Store) valueChunk(from, upper []byte, fn func(lo []byte)) (next []byte, ok bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	db, err := s.dbLocked()
-	if err != nil {
-		return nil, false
-	}
-	r, durable := s.reader(db)
-	if durable != nil {
+	r, ok := s.cachedReaderLocked()
+	if !ok {
 		return nil, false
 	}
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: from, UpperBound: upper})
@@ -182,13 +178,9 @@ func (n *warmCount) add(res rescache.WarmResult) {
 func (s *Store) warmChunk(prefix, from, upper []byte, size int, n *warmCount) (next []byte, res rescache.WarmResult) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	db, err := s.dbLocked()
-	if err != nil {
+	r, ok := s.cachedReaderLocked()
+	if !ok {
 		return nil, rescache.WarmUnfit
-	}
-	r, durable := s.reader(db)
-	if durable != nil {
-		return nil, rescache.WarmUnfit // reads bypass the cache now
 	}
 	t := s.resident.TakeWarmTicket(prefix)
 	it, err := r.NewIter(&pebble.IterOptions{LowerBound: from, UpperBound: upper})
@@ -223,6 +215,18 @@ func (s *Store) warmChunk(prefix, from, upper []byte, size int, n *warmCount) (n
 		}
 	}
 	return nil, rescache.WarmKept
+}
+
+// cachedReaderLocked is what reads through the cache read, for the
+// background scans that fill it; false when the store is closed or reads
+// bypass the cache (its durable view after a failed write). s.mu is held.
+func (s *Store) cachedReaderLocked() (pebble.Reader, bool) {
+	db, err := s.dbLocked()
+	if err != nil {
+		return nil, false
+	}
+	r, durable := s.reader(db)
+	return r, durable == nil
 }
 
 // keepWarm offers the range read to the cache and counts it, reporting a

@@ -378,6 +378,12 @@ func (c *Cache) putAs(t Ticket, e entry, spare, ends bool) bool {
 // push out those that are read.
 func (c *Cache) Invalidate(key []byte) (held bool) {
 	p := c.policy.Load()
+	return c.invalidate(p, key, c.rangeGroupOf(p, key))
+}
+
+// invalidate is Invalidate with the bucket of key's range group found
+// (g; nil for a key in no range).
+func (c *Cache) invalidate(p *Policy, key []byte, g *rangeGroup) (held bool) {
 	if p.Resets != nil && p.Resets(key) {
 		c.Reset()
 		return false
@@ -389,7 +395,7 @@ func (c *Cache) Invalidate(key []byte) (held bool) {
 	if slotKey, _, ok := slotKeyOf(p, key); ok {
 		held = c.dropWriting(slotKey)
 	}
-	c.dropRangeOf(p, key)
+	c.dropRangeIn(p, g, key)
 	return held
 }
 
@@ -458,15 +464,17 @@ func (c *Cache) Written(key, value []byte, keep Keep) bool {
 	return c.written(key, value, keep, func(p *Policy) { c.dropRangeOf(p, key) })
 }
 
-// written is Written with the end of the range's write (endRange, run
-// last) the caller's.
+// written is Written with the end of the range's write (endRange) the
+// caller's. It runs before the value is kept: a claim's install (filter.go)
+// is refused by any write reaching its shard after its ticket, this one's
+// own value included.
 func (c *Cache) written(key, value []byte, keep Keep, endRange func(*Policy)) bool {
 	p := c.policy.Load()
 	if p.Resets != nil && p.Resets(key) {
 		c.Reset()
 		return false
 	}
-	defer endRange(p)
+	endRange(p)
 	slotKey, family, ok := slotKeyOf(p, key)
 	if !ok {
 		return false
@@ -556,11 +564,22 @@ func (c *Cache) Evict(key []byte) {
 // group is held. The group is asked first (key has its range's group
 // prefix): a TTL index's entries, in a group whose ranges nobody reads,
 // are then written without decoding their equality prefix.
-func (c *Cache) dropRangeOf(p *Policy, key []byte) {
+func (c *Cache) dropRangeOf(p *Policy, key []byte) { c.dropRangeIn(p, c.rangeGroupOf(p, key), key) }
+
+// rangeGroupOf is the bucket of the group of the range key belongs to;
+// nil for a key in no range.
+func (c *Cache) rangeGroupOf(p *Policy, key []byte) *rangeGroup {
 	if p.EqualityLen == nil || (p.RangeKey != nil && !p.RangeKey(key)) {
+		return nil
+	}
+	return &c.groups[c.groupOf(key)]
+}
+
+// dropRangeIn is dropRangeOf with key's bucket found (g; nil: none).
+func (c *Cache) dropRangeIn(p *Policy, g *rangeGroup, key []byte) {
+	if g == nil {
 		return
 	}
-	g := &c.groups[c.groupOf(key)]
 	g.writes.Add(1)
 	if c.noRangesIn(g) {
 		return

@@ -96,11 +96,7 @@ func (f *valueFilter) mayHold(h uint64) bool {
 // to, and the group's bucket; nil when the bucket has none for it.
 func (c *Cache) filterOf(lo []byte) (*valueFilter, *rangeGroup) {
 	g := &c.groups[c.groupOf(lo)]
-	f := g.filter.Load()
-	if f == nil || !bytes.HasPrefix(lo, f.prefix) {
-		return nil, g
-	}
-	return f, g
+	return g.filterFor(lo), g
 }
 
 func (c *Cache) valueHash(lo []byte) uint64 { return maphash.Bytes(c.seed, lo) }
@@ -202,16 +198,18 @@ type Claim struct {
 // ended after adding it later than the lookup, or began after the count:
 // both drop the range after the ticket, and the install is refused.
 func (c *Cache) InvalidateSet(key []byte) (held bool, cl Claim) {
-	f, g := c.filterOfKey(key) // before decoding key: most groups have none
+	p := c.policy.Load()
+	g := c.rangeGroupOf(p, key)
+	f := g.filterFor(key) // before decoding key: most groups have none
 	if f == nil {
-		return c.Invalidate(key), Claim{}
+		return c.invalidate(p, key, g), Claim{}
 	}
-	lo, ok := c.rangeOf(c.policy.Load(), key)
+	lo, ok := c.rangeOf(p, key)
 	if !ok {
-		return c.Invalidate(key), Claim{}
+		return c.invalidate(p, key, g), Claim{}
 	}
 	g.setting.Add(1)
-	held = c.Invalidate(key)
+	held = c.invalidate(p, key, g)
 	cl = Claim{group: g}
 	t := c.rangeTicket(lo)
 	if !f.add(c.valueHash(lo)) {
@@ -230,13 +228,16 @@ func (c *Cache) InvalidateSet(key []byte) (held bool, cl Claim) {
 	return held, cl
 }
 
-// filterOfKey is filterOf for an index entry's key.
-func (c *Cache) filterOfKey(key []byte) (*valueFilter, *rangeGroup) {
-	p := c.policy.Load()
-	if c.maxBytes == 0 || p.EqualityLen == nil || (p.RangeKey != nil && !p.RangeKey(key)) {
-		return nil, nil
+// filterFor is the filter of the bucket g (nil: none) when it is the
+// filter of key's group.
+func (g *rangeGroup) filterFor(key []byte) *valueFilter {
+	if g == nil {
+		return nil
 	}
-	return c.filterOf(key)
+	if f := g.filter.Load(); f != nil && bytes.HasPrefix(key, f.prefix) {
+		return f
+	}
+	return nil
 }
 
 // rangeOf is the lower bound of the equality range key belongs to.
