@@ -96,7 +96,7 @@ func runSessionsJob(ctx context.Context, j Job) (*SessionsResult, error) {
 	start := time.Now()
 	win := span{start.Add(j.Warmup), start.Add(j.Warmup + j.Duration)}
 	cpu := sampleCPU(ctx, j.ServerPID, j.BehindPID, win)
-	spec := mixSpec{clients: j.Clients, preloaded: j.Count, runID: j.RunID}
+	spec := mixSpec{clients: j.Clients, preloaded: j.Count, runID: j.RunID, restore: true}
 	rec, mix := runMix(ctx, st, spec, []span{win}, win.to)
 	d := <-cpu
 	if d.err != nil {
@@ -117,7 +117,15 @@ func runSessionsJob(ctx context.Context, j Job) (*SessionsResult, error) {
 			return nil, err
 		}
 	}
-	return res, checkMix(res.Latency.Count, mix)
+	if err := checkMix(res.Latency.Count, mix); err != nil {
+		return nil, err
+	}
+	if mix.Misses > 0 {
+		// Every operation names a session its worker holds: a miss means
+		// the server holds other sessions than the workers think.
+		return nil, fmt.Errorf("%d operations found no session", mix.Misses)
+	}
+	return res, nil
 }
 
 // withStreams opens j.Streams change streams on the sessions collection
@@ -154,6 +162,9 @@ func checkMix(ops uint64, mix MixResult) error {
 	}
 	if mix.Errors*100 > total {
 		return fmt.Errorf("%d of %d operations failed, first: %s", mix.Errors, total, mix.FirstErr)
+	}
+	if mix.RestoreErr != "" {
+		return errors.New(mix.RestoreErr)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -54,6 +55,11 @@ type mixSpec struct {
 	runID     int // keeps this run's logins apart from other runs'
 	// stop, when closed, ends the run before its deadline (nil: never).
 	stop <-chan struct{}
+	// restore, after the deadline, puts the sessions back as they were
+	// before the run: the next run on the same server starts from the
+	// preloaded sessions its workers assume, instead of missing the ones
+	// this run logged out.
+	restore bool
 }
 
 // worker is one client of the session workload. It owns the preloaded
@@ -63,6 +69,7 @@ type worker struct {
 	id     int
 	spec   mixSpec
 	live   []uint64
+	out    []uint64 // preloaded sessions logged out
 	logins uint64
 	rng    *rand.Rand
 	rec    *recorder
@@ -136,11 +143,34 @@ func (w *worker) do(ctx context.Context, st sessionStore, op opKind, now time.Ti
 		n := w.live[i]
 		w.live[i] = w.live[len(w.live)-1]
 		w.live = w.live[:len(w.live)-1]
+		if n < uint64(w.spec.preloaded) {
+			w.out = append(w.out, n)
+		}
 		return st.logout(ctx, token(n))
 	}
 }
 
 func (w *worker) pick() uint64 { return w.live[w.rng.IntN(len(w.live))] }
+
+// restore logs out the sessions w logged in and logs in again the
+// preloaded ones it logged out, unmeasured.
+func (w *worker) restore(ctx context.Context, st sessionStore) error {
+	for _, n := range w.live {
+		if n < uint64(w.spec.preloaded) {
+			continue
+		}
+		if ok, err := st.logout(ctx, token(n)); err != nil || !ok {
+			return fmt.Errorf("restore: log out session %d (found %v): %w", n, ok, err)
+		}
+	}
+	now := time.Now()
+	for _, n := range w.out {
+		if err := st.login(ctx, token(n), userID(n), now); err != nil {
+			return fmt.Errorf("restore: log in session %d again: %w", n, err)
+		}
+	}
+	return nil
+}
 
 // MixResult is what the workers did over the whole run.
 type MixResult struct {
@@ -149,6 +179,9 @@ type MixResult struct {
 	Writes   int64            `json:"writes"` // touches, logins and logouts that changed a document
 	Errors   int64            `json:"errors"`
 	FirstErr string           `json:"first_error,omitempty"`
+	// RestoreErr is the first failure of putting the sessions back
+	// (mixSpec.restore).
+	RestoreErr string `json:"restore_error,omitempty"`
 }
 
 // add counts o's operations into r; r keeps its first error.
@@ -174,6 +207,13 @@ func runMix(ctx context.Context, st sessionStore, spec mixSpec, spans []span, de
 		wg.Go(func() { workers[i].run(ctx, st, deadline) })
 	}
 	wg.Wait()
+	restoreErrs := make([]error, len(workers))
+	if spec.restore {
+		for i, w := range workers {
+			wg.Go(func() { restoreErrs[i] = w.restore(ctx, st) })
+		}
+		wg.Wait()
+	}
 	rec := newRecorder(spans...)
 	res := MixResult{Ops: map[string]int64{}}
 	for _, w := range workers {
@@ -187,6 +227,9 @@ func runMix(ctx context.Context, st sessionStore, spec mixSpec, spans []span, de
 		if w.err != nil && res.FirstErr == "" {
 			res.FirstErr = w.err.Error()
 		}
+	}
+	if err := errors.Join(restoreErrs...); err != nil {
+		res.RestoreErr = err.Error()
 	}
 	return rec, res
 }
