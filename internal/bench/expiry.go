@@ -267,7 +267,7 @@ func runExpiryJob(ctx context.Context, j Job) (*ExpiryResult, error) {
 		vis, verr = watchVisibility(ctx, db.Collection(sp.coll()), s, base.from, storm.to, deadline, stop)
 	})
 	spec := mixSpec{clients: j.Clients, preloaded: j.Count, runID: j.RunID}
-	rec, mix := runMix(ctx, st, spec, []span{base, storm}, storm.to)
+	rec, mix, _ := runMix(ctx, st, spec, []span{base, storm}, storm.to)
 	stopProfile()
 	wg.Wait()
 	share := sched()

@@ -263,7 +263,7 @@ func runMovingJob(ctx context.Context, j Job) (*MovingResult, error) {
 	cpu := windowsCPU(ctx, names, pids, without, with)
 	moves := make(chan MoveStats, 1)
 	go func() { moves <- newChunkMover(router.Database("admin"), sp).run(ctx, with) }()
-	rec, mix := runMix(ctx, st, mixSpec{clients: j.Clients, preloaded: j.Count, runID: j.RunID}, []span{without, with}, with.to)
+	rec, mix, _ := runMix(ctx, st, mixSpec{clients: j.Clients, preloaded: j.Count, runID: j.RunID}, []span{without, with}, with.to)
 	res := &MovingResult{Chunks: 2 * sp.ChunksPerShard, Expiring: s.n, Moves: <-moves,
 		Without: rec.result(0), With: rec.result(1), Mix: mix, CPU: <-cpu}
 	smp, err := samples()
@@ -639,7 +639,7 @@ func runAddShardJob(ctx context.Context, j Job) (*AddShardResult, error) {
 	mixDone := make(chan MixResult, 1)
 	go func() {
 		spec := mixSpec{clients: j.Clients, preloaded: j.Count, runID: j.RunID, stop: stop}
-		_, mix := runMix(ctx, st, spec, nil, addAt.Add(sp.MaxWait))
+		_, mix, _ := runMix(ctx, st, spec, nil, addAt.Add(sp.MaxWait))
 		mixDone <- mix
 	}()
 	w := shareWatch{router: router, counters: counters, newShard: sp.Shards[len(sp.Shards)-1]}

@@ -55,11 +55,6 @@ type mixSpec struct {
 	runID     int // keeps this run's logins apart from other runs'
 	// stop, when closed, ends the run before its deadline (nil: never).
 	stop <-chan struct{}
-	// restore, after the deadline, puts the sessions back as they were
-	// before the run: the next run on the same server starts from the
-	// preloaded sessions its workers assume, instead of missing the ones
-	// this run logged out.
-	restore bool
 }
 
 // worker is one client of the session workload. It owns the preloaded
@@ -179,9 +174,6 @@ type MixResult struct {
 	Writes   int64            `json:"writes"` // touches, logins and logouts that changed a document
 	Errors   int64            `json:"errors"`
 	FirstErr string           `json:"first_error,omitempty"`
-	// RestoreErr is the first failure of putting the sessions back
-	// (mixSpec.restore).
-	RestoreErr string `json:"restore_error,omitempty"`
 }
 
 // add counts o's operations into r; r keeps its first error.
@@ -198,8 +190,11 @@ func (r *MixResult) add(o MixResult) {
 }
 
 // runMix runs spec.clients workers on st until deadline and returns the
-// merged recorder and counts.
-func runMix(ctx context.Context, st sessionStore, spec mixSpec, spans []span, deadline time.Time) (*recorder, MixResult) {
+// merged recorder and counts, and restore, which puts the sessions back
+// as they were before the run (every worker's restore, unmeasured): a
+// later run on the same server then starts from the preloaded sessions
+// its workers assume, instead of missing those this one logged out.
+func runMix(ctx context.Context, st sessionStore, spec mixSpec, spans []span, deadline time.Time) (rec *recorder, res MixResult, restore func(context.Context) error) {
 	workers := make([]*worker, spec.clients)
 	var wg sync.WaitGroup
 	for i := range workers {
@@ -207,13 +202,21 @@ func runMix(ctx context.Context, st sessionStore, spec mixSpec, spans []span, de
 		wg.Go(func() { workers[i].run(ctx, st, deadline) })
 	}
 	wg.Wait()
-	restoreErrs := make([]error, len(workers))
-	if spec.restore {
+	restore = func(ctx context.Context) error {
+		errs := make([]error, len(workers))
+		var wg sync.WaitGroup
 		for i, w := range workers {
-			wg.Go(func() { restoreErrs[i] = w.restore(ctx, st) })
+			wg.Go(func() { errs[i] = w.restore(ctx, st) })
 		}
 		wg.Wait()
+		return errors.Join(errs...)
 	}
+	rec, res = mergeWorkers(workers, spans)
+	return rec, res, restore
+}
+
+// mergeWorkers merges the workers' recorders and counts.
+func mergeWorkers(workers []*worker, spans []span) (*recorder, MixResult) {
 	rec := newRecorder(spans...)
 	res := MixResult{Ops: map[string]int64{}}
 	for _, w := range workers {
@@ -228,8 +231,6 @@ func runMix(ctx context.Context, st sessionStore, spec mixSpec, spans []span, de
 			res.FirstErr = w.err.Error()
 		}
 	}
-	if err := errors.Join(restoreErrs...); err != nil {
-		res.RestoreErr = err.Error()
-	}
+
 	return rec, res
 }
