@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,10 +49,14 @@ func startLogged(t *testing.T, bin, logPath, addr string, argv ...string) (*proc
 	}
 	p := &process{cmd: cmd, addr: addr, log: logPath}
 	t.Cleanup(func() {
+		probe := ""
+		if t.Failed() && !p.killed && !exited(cmd.Process.Pid) {
+			probe = probeAfterFailure(p)
+		}
 		_ = cmd.Process.Kill()
 		_, _ = cmd.Process.Wait()
 		if t.Failed() && !p.killed {
-			t.Logf("log of %s (%s), last %d lines:\n%s", addr, logPath, logTailLines, logTail(logPath))
+			t.Logf("log of %s (%s), last %d lines:\n%s%s", addr, logPath, logTailLines, logTail(logPath), probe)
 		}
 	})
 	deadline := time.Now().Add(20 * time.Second)
@@ -112,8 +117,13 @@ func (p *process) kill9() {
 func quickClient(t *testing.T, addr string, timeout time.Duration) *mongo.Client {
 	t.Helper()
 	uri := fmt.Sprintf("mongodb://%s/?directConnection=true&retryWrites=false&retryReads=false", addr)
+	// A connection attempt gets a third of the budget, so that one that
+	// stalls (a dial or handshake that never completes) is retried by the
+	// driver's monitor within it: with the whole budget, a direct
+	// client's first check that stalled left the member Unknown until
+	// server selection gave up (twice under make test's parallel groups).
 	c, err := mongo.Connect(options.Client().ApplyURI(uri).SetTimeout(timeout).
-		SetServerSelectionTimeout(timeout).SetConnectTimeout(timeout))
+		SetServerSelectionTimeout(timeout).SetConnectTimeout(timeout / 3))
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
@@ -157,4 +167,58 @@ func serverCode(err error) int32 {
 		return -1
 	}
 	return 0
+}
+
+// probeAfterFailure tells, for a failed test, whether a server it leaves
+// running still serves a fresh connection: the TCP dial and a ping, each
+// timed. A server that does not answer is sent SIGQUIT, and the
+// goroutines of its request path (server, commands, docstore) follow, so
+// that a failure such as a direct client's server selection timing out
+// shows whether the server was stuck or the connection never reached it.
+func probeAfterFailure(p *process) string {
+	began := time.Now()
+	nc, err := net.DialTimeout("tcp", p.addr, 5*time.Second)
+	if err != nil {
+		return fmt.Sprintf("\nprobe: dial failed after %v: %v", time.Since(began), err)
+	}
+	dialed := time.Since(began)
+	nc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + p.addr + "/?directConnection=true").
+		SetServerSelectionTimeout(5 * time.Second).SetConnectTimeout(5 * time.Second))
+	if err == nil {
+		defer func() { _ = c.Disconnect(context.Background()) }()
+		began = time.Now()
+		if err = c.Database("admin").RunCommand(ctx, bson.D{{Key: "ping", Value: 1}}).Err(); err == nil {
+			return fmt.Sprintf("\nprobe: dial %v, ping on a fresh client %v", dialed, time.Since(began))
+		}
+	}
+	p.killed = true
+	_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+	_ = p.cmd.Process.Signal(syscall.SIGCONT) // a stopped server takes the SIGQUIT once continued
+	_, _ = p.cmd.Process.Wait()
+	b, _ := os.ReadFile(p.log)
+	return fmt.Sprintf("\nprobe: dial %v, ping failed: %v; goroutines of the request path:\n%s",
+		dialed, err, requestGoroutines(string(b)))
+}
+
+// requestGoroutines is the goroutines of a stack dump that run in the
+// server, commands or docstore packages.
+func requestGoroutines(log string) string {
+	_, dump, _ := strings.Cut(log, "SIGQUIT: quit")
+	var stacks []string
+	for _, g := range strings.Split(dump, "\n\n") {
+		if !strings.Contains(g, "/internal/server.") && !strings.Contains(g, "/internal/commands.") &&
+			!strings.Contains(g, "/internal/docstore.") {
+			continue
+		}
+		var frames []string
+		for _, l := range strings.Split(g, "\n") {
+			l, _, _ = strings.Cut(l, " fp=") // the traceback's frame addresses
+			frames = append(frames, l)
+		}
+		stacks = append(stacks, strings.Join(frames, "\n"))
+	}
+	return strings.Join(stacks, "\n\n")
 }
