@@ -117,13 +117,15 @@ func (p *process) kill9() {
 func quickClient(t *testing.T, addr string, timeout time.Duration) *mongo.Client {
 	t.Helper()
 	uri := fmt.Sprintf("mongodb://%s/?directConnection=true&retryWrites=false&retryReads=false", addr)
-	// A connection attempt gets a third of the budget, so that one that
-	// stalls (a dial or handshake that never completes) is retried by the
-	// driver's monitor within it: with the whole budget, a direct
-	// client's first check that stalled left the member Unknown until
-	// server selection gave up (twice under make test's parallel groups).
+	// A connection attempt gets a third of the budget (at least 3 s), so
+	// that one that stalls (a dial or handshake that never completes) is
+	// retried by the driver's monitor within it: with the whole budget, a
+	// direct client's first check that stalled left the member Unknown
+	// until server selection gave up (twice under make test's parallel
+	// groups).
+	connect := min(timeout, max(timeout/3, 3*time.Second))
 	c, err := mongo.Connect(options.Client().ApplyURI(uri).SetTimeout(timeout).
-		SetServerSelectionTimeout(timeout).SetConnectTimeout(timeout / 3))
+		SetServerSelectionTimeout(timeout).SetConnectTimeout(connect))
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
