@@ -49,13 +49,13 @@ func startLogged(t *testing.T, bin, logPath, addr string, argv ...string) (*proc
 	}
 	p := &process{cmd: cmd, addr: addr, log: logPath}
 	t.Cleanup(func() {
-		probe := ""
-		if t.Failed() && !p.killed && !exited(cmd.Process.Pid) {
+		show, probe := t.Failed() && !p.killed, ""
+		if show && !exited(cmd.Process.Pid) {
 			probe = probeAfterFailure(p)
 		}
 		_ = cmd.Process.Kill()
 		_, _ = cmd.Process.Wait()
-		if t.Failed() && !p.killed {
+		if show {
 			t.Logf("log of %s (%s), last %d lines:\n%s%s", addr, logPath, logTailLines, logTail(logPath), probe)
 		}
 	})
@@ -196,7 +196,6 @@ func probeAfterFailure(p *process) string {
 			return fmt.Sprintf("\nprobe: dial %v, ping on a fresh client %v", dialed, time.Since(began))
 		}
 	}
-	p.killed = true
 	_ = p.cmd.Process.Signal(syscall.SIGQUIT)
 	_ = p.cmd.Process.Signal(syscall.SIGCONT) // a stopped server takes the SIGQUIT once continued
 	_, _ = p.cmd.Process.Wait()
