@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -201,22 +202,22 @@ func probeAfterFailure(p *process) string {
 	_, _ = p.cmd.Process.Wait()
 	b, _ := os.ReadFile(p.log)
 	return fmt.Sprintf("\nprobe: dial %v, ping failed: %v; goroutines of the request path:\n%s",
-		dialed, err, requestGoroutines(string(b)))
+		dialed, err, goroutinesIn(string(b), "internal/server", "internal/commands", "internal/docstore"))
 }
 
-// requestGoroutines is the goroutines of a stack dump that run in the
-// server, commands or docstore packages.
-func requestGoroutines(log string) string {
+// goroutinesIn is the goroutines of a log's SIGQUIT stack dump that run
+// in any of the packages (import path suffixes such as "internal/repl"),
+// without the traceback's frame addresses.
+func goroutinesIn(log string, packages ...string) string {
 	_, dump, _ := strings.Cut(log, "SIGQUIT: quit")
 	var stacks []string
 	for _, g := range strings.Split(dump, "\n\n") {
-		if !strings.Contains(g, "/internal/server.") && !strings.Contains(g, "/internal/commands.") &&
-			!strings.Contains(g, "/internal/docstore.") {
+		if !slices.ContainsFunc(packages, func(pkg string) bool { return strings.Contains(g, "/"+pkg+".") }) {
 			continue
 		}
 		var frames []string
 		for _, l := range strings.Split(g, "\n") {
-			l, _, _ = strings.Cut(l, " fp=") // the traceback's frame addresses
+			l, _, _ = strings.Cut(l, " fp=")
 			frames = append(frames, l)
 		}
 		stacks = append(stacks, strings.Join(frames, "\n"))

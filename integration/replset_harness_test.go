@@ -157,7 +157,7 @@ func (rs *replSet) dumpRaft() {
 // raftSummary is a member log's last 30 raft lines and the goroutines of
 // its stack dump that run in the repl package.
 func raftSummary(log string) string {
-	head, dump, _ := strings.Cut(log, "SIGQUIT: quit")
+	head, _, _ := strings.Cut(log, "SIGQUIT: quit")
 	var raft []string
 	for _, l := range strings.Split(head, "\n") {
 		if strings.Contains(l, "component=raft") || strings.Contains(l, "replica set") {
@@ -165,19 +165,7 @@ func raftSummary(log string) string {
 		}
 	}
 	raft = raft[max(0, len(raft)-30):]
-	var stacks []string
-	for _, g := range strings.Split(dump, "\n\n") {
-		if !strings.Contains(g, "/internal/repl.") {
-			continue
-		}
-		var frames []string
-		for _, l := range strings.Split(g, "\n") {
-			l, _, _ = strings.Cut(l, " fp=") // the traceback's frame addresses
-			frames = append(frames, l)
-		}
-		stacks = append(stacks, strings.Join(frames, "\n"))
-	}
-	return strings.Join(raft, "\n") + "\n" + strings.Join(stacks, "\n\n")
+	return strings.Join(raft, "\n") + "\n" + goroutinesIn(log, "internal/repl")
 }
 
 func isPrimary(addr string) bool {
