@@ -196,10 +196,17 @@ func (c *Cache) lookup(sh *shard, isRange bool, hash uint64, key slotKey) (entry
 	return sh.held(i), true
 }
 
-// sweepLocked evicts up to budget expired entries (budget < 0: all).
+// sweepLocked evicts up to budget expired entries (budget < 0: all). A
+// first place whose slot's expiry moved later (setExpiry) is moved down
+// to it instead, which counts against the budget too.
 func (c *Cache) sweepLocked(sh *shard, now int64, budget int) {
 	for ; budget != 0 && len(sh.expiry.at) > 0 && sh.expiry.first().expiry <= now; budget-- {
-		c.removeLocked(sh, sh.expiry.first().slot)
+		first := sh.expiry.first()
+		if at := sh.at(first.slot).expiry; at > first.expiry {
+			sh.expiry.move(0, at)
+			continue
+		}
+		c.removeLocked(sh, first.slot)
 		c.expired.Add(1)
 	}
 }
@@ -267,12 +274,17 @@ func (c *Cache) replaceLocked(sh *shard, i int32, e entry) {
 }
 
 // setExpiry gives slot i a new expiry (0: never), moving it within the
-// heap, placing it there or taking it out.
+// heap, placing it there or taking it out. A later expiry leaves the
+// slot's place as it is: a touch moves its document's expiry later on
+// every commit, and sifting it down to a leaf each time wrote a slot per
+// level of the heap. The place's expiry is then a bound below the slot's,
+// and sweepLocked moves the slot down when the bound comes.
 func (sh *shard) setExpiry(i int32, expiry int64) {
 	s := sh.at(i)
 	inHeap := s.heapIdx >= 0
 	s.expiry = expiry
 	switch {
+	case inHeap && expiry != 0 && expiry >= sh.expiry.at[s.heapIdx].expiry:
 	case inHeap && expiry != 0:
 		sh.expiry.move(int(s.heapIdx), expiry)
 	case inHeap:
