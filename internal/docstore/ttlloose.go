@@ -91,15 +91,20 @@ func laterDate(ix *indexState, key []byte, old bson.DateTime) bool {
 }
 
 // capStale drops from stale the dates already due (the monitor removes
-// those entries) and deletes the oldest entries beyond maxStaleEntries.
+// those entries) and deletes the newest entries beyond maxStaleEntries:
+// the one the touch would leave, dated just before its own. Deleting the
+// oldest instead scattered a tombstone per touch over the whole index,
+// every date a session had held, so each compaction of the index's newest
+// entries rewrote all of it; the newest sits beside the entry the touch
+// writes. The oldest fall due first, and the monitor removes them.
 func (t *tx) capStale(ix *indexState, idEnc []byte, stale []int64) ([]int64, error) {
 	cutoff := t.c.store.clock.Now().Add(-time.Duration(ix.def.ExpireAfter) * time.Second).UnixMilli()
 	stale = slices.DeleteFunc(stale, func(d int64) bool { return d <= cutoff })
-	for len(stale) > maxStaleEntries {
-		if err := t.b.Delete(staleEntryKey(ix, stale[0], idEnc)); err != nil {
+	for n := len(stale); n > maxStaleEntries; n-- {
+		if err := t.b.Delete(staleEntryKey(ix, stale[n-1], idEnc)); err != nil {
 			return nil, err
 		}
-		stale = stale[1:]
+		stale = stale[:n-1]
 	}
 	return stale, nil
 }

@@ -205,7 +205,49 @@ func TestStaleEntriesAreCapped(t *testing.T) {
 	if n := ttlEntries(t, c); n != maxStaleEntries+1 {
 		t.Fatalf("t_1 holds %d entries, want %d", n, maxStaleEntries+1)
 	}
+	// The entries kept are the first touches' and the document's own: a
+	// capped touch deletes the entry it would leave, beside its own, not
+	// an old one among other documents' entries.
+	if got, want := ttlEntryDates(t, c), capKeptDates(); !slices.Equal(got, want) {
+		t.Fatalf("t_1 holds the dates %v, want %v", got, want)
+	}
 	wantClean(t, c)
+}
+
+// capKeptDates are the entries' dates (seconds after t0) a document
+// inserted at t0 and touched at each second up to 3*maxStaleEntries keeps:
+// the first touch deletes the insert's entry (it has a record), the next
+// ten leave theirs, and every later one deletes the one it would leave.
+func capKeptDates() []int64 {
+	var want []int64
+	for i := 1; i <= maxStaleEntries; i++ {
+		want = append(want, int64(i))
+	}
+	return append(want, 3*maxStaleEntries)
+}
+
+// ttlEntryDates are the dates of t_1's entries, in seconds after t0.
+func ttlEntryDates(t *testing.T, c *Collection) []int64 {
+	t.Helper()
+	ix := c.state.Load().ttlIndex("t_1")
+	it, err := c.store.eng.NewIter(ix.prefix, prefixEnd(ix.prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	var out []int64
+	for ok := it.First(); ok; ok = it.Next() {
+		n, ok := valuesLen(it.Key(), len(ix.prefix), ix.desc)
+		if !ok {
+			t.Fatalf("entry %x: no date", it.Key())
+		}
+		d, ok := ix.keyDate(it.Key()[len(ix.prefix):n])
+		if !ok {
+			t.Fatalf("entry %x: no date", it.Key())
+		}
+		out = append(out, (int64(d)-t0.UnixMilli())/1000)
+	}
+	return out
 }
 
 // Every reader of index entries passes over a stale entry: a range scan
