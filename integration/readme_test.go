@@ -160,20 +160,39 @@ func (e *readmeEnv) runBlock(t *testing.T, b readmeBlock) {
 }
 
 // substitutePorts replaces the README's ports with free ones and returns
-// the new text and the server port that stands for 27017.
+// the new text and the server port that stands for 27017. The ports are
+// replaced in one pass over the original text: replaced one after
+// another, a free port holding a later README port (29216 holds 9216)
+// was rewritten again, into a number no port can be.
 func substitutePorts(t *testing.T, text string) (string, string) {
-	main := ""
-	for _, p := range readmePorts {
+	ports := make([]string, len(readmePorts))
+	for i := range ports {
 		_, port, err := net.SplitHostPort(freePort(t))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if main == "" {
-			main = port
-		}
-		text = strings.ReplaceAll(text, p, port)
+		ports[i] = port
 	}
-	return text, main
+	return replacePorts(text, ports), ports[0]
+}
+
+// replacePorts replaces each of readmePorts in text with the port at the
+// same place in ports.
+func replacePorts(text string, ports []string) string {
+	pairs := make([]string, 0, 2*len(readmePorts))
+	for i, p := range readmePorts {
+		pairs = append(pairs, p, ports[i])
+	}
+	return strings.NewReplacer(pairs...).Replace(text)
+}
+
+// A free port that holds another README port is not rewritten again.
+func TestReplacePortsOnce(t *testing.T) {
+	text := "--port 27017 --port 27018 --port 27019 :9216"
+	got := replacePorts(text, []string{"29216", "27019", "40000", "9217"})
+	if want := "--port 29216 --port 27019 --port 40000 :9217"; got != want {
+		t.Fatalf("replacePorts: %q, want %q", got, want)
+	}
 }
 
 // backgroundServer is a line that starts a server in the background.
