@@ -163,6 +163,19 @@ func TestAuthorizeFollowsRoles(t *testing.T) {
 	if err := m.Authorize(c, "test", "insert", ins); err != nil {
 		t.Fatalf("after the grant: %v", err)
 	}
+	// So does a revoke, though every check above was just memoised.
+	for range 3 {
+		if err := m.Authorize(c, "test", "find", find); err != nil {
+			t.Fatalf("before the revoke: %v", err)
+		}
+	}
+	u.Roles = nil
+	m.gen.Add(1)
+	for _, cmd := range []bson.D{find, ins} {
+		if err := m.Authorize(c, "test", cmd[0].Key, cmd); err == nil {
+			t.Fatalf("%s after the revoke was allowed", cmd[0].Key)
+		}
+	}
 }
 
 func TestRedactHidesPasswords(t *testing.T) {

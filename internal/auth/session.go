@@ -26,6 +26,19 @@ type Session struct {
 	roles      []RoleName
 	privileges []Privilege
 	decisions  map[Need]bool
+	// recent are the last few decisions, looked at before the map: a
+	// client's commands ask the same few needs over and over (find,
+	// update, insert and remove on one collection), and comparing them
+	// in place costs less than hashing them.
+	recent     [4]decision
+	nextRecent int
+}
+
+// decision is one memoised check.
+type decision struct {
+	need Need
+	ok   bool
+	set  bool
 }
 
 func sessionOf(c Conn) *Session {
@@ -53,6 +66,7 @@ func (m *Manager) refresh(s *Session) {
 		return
 	}
 	s.gen, s.decisions, s.roles, s.privileges = gen, map[Need]bool{}, nil, nil
+	s.recent, s.nextRecent = [len(s.recent)]decision{}, 0
 	if s.user == nil {
 		return
 	}
@@ -67,9 +81,22 @@ func (m *Manager) refresh(s *Session) {
 
 func (m *Manager) allowed(s *Session, n Need) bool {
 	m.refresh(s)
-	if ok, done := s.decisions[n]; done {
-		return ok
+	for _, d := range s.recent {
+		if d.set && d.need == n {
+			return d.ok
+		}
 	}
+	ok, done := s.decisions[n]
+	if !done {
+		ok = s.decide(n)
+	}
+	s.recent[s.nextRecent] = decision{need: n, ok: ok, set: true}
+	s.nextRecent = (s.nextRecent + 1) % len(s.recent)
+	return ok
+}
+
+// decide checks n against the session's privileges and memoises it.
+func (s *Session) decide(n Need) bool {
 	ok := false
 	for _, p := range s.privileges {
 		if p.allows(n) {

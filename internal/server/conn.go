@@ -47,8 +47,11 @@ type Conn struct {
 	hangUp     atomic.Bool  // close instead of replying (HangUp)
 	compressor atomic.Int32 // negotiated wire.CompressorID, or -1 for none
 
+	// values are SetValue's, replaced whole on each change so that Value,
+	// which auth calls on every command, reads them without a lock. mu
+	// orders the changes.
 	mu     sync.Mutex
-	values map[string]any
+	values atomic.Pointer[[]connValue]
 
 	// Owned by the connection goroutine.
 	br            *bufio.Reader
@@ -137,26 +140,42 @@ func contains(list []string, s string) bool {
 // without replying: mongod's failCommand closeConnection.
 func (c *Conn) HangUp() { c.hangUp.Store(true) }
 
+// connValue is one key SetValue stored.
+type connValue struct {
+	key string
+	v   any
+}
+
 // Value returns what SetValue stored under key, or nil.
 func (c *Conn) Value(key string) any {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.values[key]
+	if vs := c.values.Load(); vs != nil {
+		for _, e := range *vs {
+			if e.key == key {
+				return e.v
+			}
+		}
+	}
+	return nil
 }
 
 // SetValue stores v under key for the connection's lifetime; a nil v
-// removes the key.
+// removes the key. A connection holds a few keys, set once or twice.
 func (c *Conn) SetValue(key string, v any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if v == nil {
-		delete(c.values, key)
-		return
+	var next []connValue
+	if vs := c.values.Load(); vs != nil {
+		next = make([]connValue, 0, len(*vs)+1)
+		for _, e := range *vs {
+			if e.key != key {
+				next = append(next, e)
+			}
+		}
 	}
-	if c.values == nil {
-		c.values = make(map[string]any)
+	if v != nil {
+		next = append(next, connValue{key, v})
 	}
-	c.values[key] = v
+	c.values.Store(&next)
 }
 
 // closeIfIdle closes the connection if it is waiting for a request or
