@@ -34,11 +34,10 @@ type Session struct {
 	nextRecent int
 }
 
-// decision is one memoised check.
+// decision is one memoised check; a zero one (no action) is unused.
 type decision struct {
 	need Need
 	ok   bool
-	set  bool
 }
 
 func sessionOf(c Conn) *Session {
@@ -82,7 +81,7 @@ func (m *Manager) refresh(s *Session) {
 func (m *Manager) allowed(s *Session, n Need) bool {
 	m.refresh(s)
 	for _, d := range s.recent {
-		if d.set && d.need == n {
+		if d.need.Action != "" && d.need == n {
 			return d.ok
 		}
 	}
@@ -90,7 +89,7 @@ func (m *Manager) allowed(s *Session, n Need) bool {
 	if !done {
 		ok = s.decide(n)
 	}
-	s.recent[s.nextRecent] = decision{need: n, ok: ok, set: true}
+	s.recent[s.nextRecent] = decision{need: n, ok: ok}
 	s.nextRecent = (s.nextRecent + 1) % len(s.recent)
 	return ok
 }

@@ -42,8 +42,10 @@ func TestConnValues(t *testing.T) {
 		}
 	}()
 	for range 1000 {
-		if v, ok := c.Value("n").(int); c.Value("n") != nil && !ok {
-			t.Fatalf("n holds %v", v)
+		if v := c.Value("n"); v != nil {
+			if _, ok := v.(int); !ok {
+				t.Fatalf("n holds %v", v)
+			}
 		}
 		if got := c.Value("b"); got != "two" {
 			t.Fatalf("b while n changes = %v", got)
