@@ -22,7 +22,9 @@ import (
 //
 //   - every acknowledged j:true write is there, exactly as acknowledged;
 //   - every w:1 write acknowledged well before the kill is there (the
-//     100 ms journal interval);
+//     100 ms journal interval): inserts, and updates of the documents
+//     inserted, in every fourth cycle, which runs long enough for some
+//     to be acknowledged 500 ms before the kill;
 //   - a write in flight at the kill is wholly there or wholly absent: a
 //     collection scan and a scan of the secondary index agree document by
 //     document, and nothing appears that was never written;
@@ -54,14 +56,20 @@ func TestReliabilityCrashHarness(t *testing.T) {
 		if cycle == 0 {
 			setupCrashCollections(t, p.addr)
 		}
-		runUntilKilled(t, p, m, cycle, time.Duration(30+rng.IntN(400))*time.Millisecond, &stats)
+		d := time.Duration(30+rng.IntN(400)) * time.Millisecond
+		if cycle%4 == 3 {
+			// Long enough that w:1 writes acknowledged 500 ms before the
+			// kill must be there.
+			d = time.Duration(800+rng.IntN(400)) * time.Millisecond
+		}
+		runUntilKilled(t, p, m, cycle, d, &stats)
 	}
 	p, err := startMayfly(t, bin, dir, addr, "--ttl-monitor-sleep-secs", "1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	verifyAfterCrash(t, p.addr, m, cycles, true)
-	t.Logf("%d kill -9 cycles in %v: %d acknowledged j:true writes, %d w:1 inserts, %d TTL inserts, %d writes in flight at a kill",
+	t.Logf("%d kill -9 cycles in %v: %d acknowledged j:true writes, %d w:1 inserts and updates, %d TTL inserts, %d writes in flight at a kill",
 		cycles, time.Since(start).Round(time.Millisecond), stats.acked, stats.w1, stats.ttl, stats.inFlight)
 }
 
@@ -81,6 +89,10 @@ type crashModel struct {
 	allowed map[int64][]docState
 	// w1 holds unjournaled inserts: _id → acknowledgement time.
 	w1 map[int64]time.Time
+	// w1n holds the unjournaled updates of those documents' n, in order:
+	// _id → each acknowledged value with its time; an update in flight at
+	// a kill is the last value + 1.
+	w1n map[int64][]ackedN
 	// sessions holds TTL documents: _id → expireAt (acknowledged) .
 	sessions  map[int64]time.Time
 	maybeSess map[int64]time.Time // in flight at a kill
@@ -89,7 +101,7 @@ type crashModel struct {
 }
 
 func newCrashModel() *crashModel {
-	return &crashModel{allowed: map[int64][]docState{}, w1: map[int64]time.Time{},
+	return &crashModel{allowed: map[int64][]docState{}, w1: map[int64]time.Time{}, w1n: map[int64][]ackedN{},
 		sessions: map[int64]time.Time{}, maybeSess: map[int64]time.Time{}}
 }
 
@@ -137,7 +149,7 @@ func runUntilKilled(t *testing.T, p *process, m *crashModel, cycle int, d time.D
 		go func() { defer wg.Done(); results[w] = journaledWorker(j, m, uint64(cycle*10+w)) }()
 	}
 	wg.Add(2)
-	go func() { defer wg.Done(); results[4] = w1Worker(w1, m) }()
+	go func() { defer wg.Done(); results[4] = w1Worker(w1, m, uint64(cycle)) }()
 	go func() { defer wg.Done(); results[5] = ttlWorker(sess, m, uint64(cycle)) }()
 	time.Sleep(d)
 	m.mu.Lock()
@@ -200,19 +212,52 @@ func pad(rng *rand.Rand) string {
 	return string(b)
 }
 
-// w1Worker inserts unjournaled documents until one fails.
-func w1Worker(coll *mongo.Collection, m *crashModel) crashStats {
+// ackedN is an acknowledged value of a w:1 document's n.
+type ackedN struct {
+	n  int64
+	at time.Time
+}
+
+// w1Worker inserts unjournaled documents, and in between raises the n of
+// one of them, until a write fails.
+func w1Worker(coll *mongo.Collection, m *crashModel, seed uint64) crashStats {
+	rng := rand.New(rand.NewPCG(seed, 3))
 	var st crashStats
+	var mine []int64
 	for {
+		if len(mine) > 0 && rng.IntN(2) == 0 {
+			if err := w1Update(coll, m, mine[rng.IntN(len(mine))]); err != nil {
+				return st
+			}
+			st.w1++
+			continue
+		}
 		id := m.newID()
-		if _, err := coll.InsertOne(context.Background(), bson.D{{Key: "_id", Value: id}}); err != nil {
+		if _, err := coll.InsertOne(context.Background(), bson.D{{Key: "_id", Value: id}, {Key: "n", Value: int64(0)}}); err != nil {
 			return st
 		}
 		m.mu.Lock()
 		m.w1[id] = time.Now()
+		m.w1n[id] = []ackedN{{n: 0, at: time.Now()}}
 		m.mu.Unlock()
+		mine = append(mine, id)
 		st.w1++
 	}
+}
+
+// w1Update sets a document's n to its last value + 1, unjournaled.
+func w1Update(coll *mongo.Collection, m *crashModel, id int64) error {
+	m.mu.Lock()
+	hist := m.w1n[id]
+	next := hist[len(hist)-1].n + 1
+	m.mu.Unlock()
+	if _, err := coll.UpdateOne(context.Background(), bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: next}}}}); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	m.w1n[id] = append(m.w1n[id], ackedN{n: next, at: time.Now()})
+	m.mu.Unlock()
+	return nil
 }
 
 // ttlWorker inserts session documents expiring within 1.5 s (one in ten a
@@ -347,6 +392,7 @@ func verifyW1(t *testing.T, ctx context.Context, coll *mongo.Collection, m *cras
 	}
 	var docs []struct {
 		ID int64 `bson:"_id"`
+		N  int64 `bson:"n"`
 	}
 	if err := cur.All(ctx, &docs); err != nil {
 		t.Fatal(err)
@@ -354,6 +400,7 @@ func verifyW1(t *testing.T, ctx context.Context, coll *mongo.Collection, m *cras
 	found := map[int64]bool{}
 	for _, d := range docs {
 		found[d.ID] = true
+		verifyW1N(t, m, d.ID, d.N, cycle)
 	}
 	lost, oldest := 0, time.Duration(0)
 	for id, at := range m.w1 {
@@ -366,10 +413,32 @@ func verifyW1(t *testing.T, ctx context.Context, coll *mongo.Collection, m *cras
 		lost++
 		oldest = max(oldest, m.killedAt.Sub(at))
 		delete(m.w1, id)
+		delete(m.w1n, id)
 	}
 	if lost > 0 {
 		t.Logf("cycle %d: %d w:1 inserts lost, acknowledged at most %v before the kill (allowed: 500ms)", cycle, lost, oldest)
 	}
+}
+
+// verifyW1N checks a w:1 document's n: at least the last value
+// acknowledged 500 ms before the kill, at most the value in flight then;
+// the model keeps the value found.
+func verifyW1N(t *testing.T, m *crashModel, id, n int64, cycle int) {
+	t.Helper()
+	hist, ok := m.w1n[id]
+	if !ok {
+		return // its insert was in flight at the kill: n is 0
+	}
+	floor := hist[0].n
+	for _, a := range hist {
+		if a.at.Before(m.killedAt.Add(-500 * time.Millisecond)) {
+			floor = a.n
+		}
+	}
+	if n < floor || n > hist[len(hist)-1].n+1 {
+		t.Fatalf("cycle %d: w:1 document %d has n %d after the crash; acknowledged %d at least 500ms before the kill, %d last", cycle, id, n, floor, hist[len(hist)-1].n)
+	}
+	m.w1n[id] = []ackedN{{n: n, at: hist[0].at}}
 }
 
 func verifySessions(t *testing.T, ctx context.Context, coll *mongo.Collection, m *crashModel, cycle int) {
