@@ -398,9 +398,15 @@ func verifyW1(t *testing.T, ctx context.Context, coll *mongo.Collection, m *cras
 		t.Fatal(err)
 	}
 	found := map[int64]bool{}
+	lostN, oldestN := 0, time.Duration(0)
 	for _, d := range docs {
 		found[d.ID] = true
-		verifyW1N(t, m, d.ID, d.N, cycle)
+		if age, lost := verifyW1N(t, m, d.ID, d.N, cycle); lost {
+			lostN, oldestN = lostN+1, max(oldestN, age)
+		}
+	}
+	if lostN > 0 {
+		t.Logf("cycle %d: %d documents lost w:1 updates, acknowledged at most %v before the kill (allowed: 500ms)", cycle, lostN, oldestN)
 	}
 	lost, oldest := 0, time.Duration(0)
 	for id, at := range m.w1 {
@@ -422,12 +428,13 @@ func verifyW1(t *testing.T, ctx context.Context, coll *mongo.Collection, m *cras
 
 // verifyW1N checks a w:1 document's n: at least the last value
 // acknowledged 500 ms before the kill, at most the value in flight then;
-// the model keeps the value found.
-func verifyW1N(t *testing.T, m *crashModel, id, n int64, cycle int) {
+// the model keeps the value found. It reports whether acknowledged
+// updates were lost, and how long before the kill the first of them was.
+func verifyW1N(t *testing.T, m *crashModel, id, n int64, cycle int) (age time.Duration, lost bool) {
 	t.Helper()
 	hist, ok := m.w1n[id]
 	if !ok {
-		return // its insert was in flight at the kill: n is 0
+		return 0, false // its insert was in flight at the kill: n is 0
 	}
 	floor := hist[0].n
 	for _, a := range hist {
@@ -438,7 +445,14 @@ func verifyW1N(t *testing.T, m *crashModel, id, n int64, cycle int) {
 	if n < floor || n > hist[len(hist)-1].n+1 {
 		t.Fatalf("cycle %d: w:1 document %d has n %d after the crash; acknowledged %d at least 500ms before the kill, %d last", cycle, id, n, floor, hist[len(hist)-1].n)
 	}
+	for _, a := range hist {
+		if a.n > n {
+			age, lost = m.killedAt.Sub(a.at), true
+			break
+		}
+	}
 	m.w1n[id] = []ackedN{{n: n, at: hist[0].at}}
+	return age, lost
 }
 
 func verifySessions(t *testing.T, ctx context.Context, coll *mongo.Collection, m *crashModel, cycle int) {
