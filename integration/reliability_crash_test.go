@@ -87,12 +87,10 @@ type docState struct {
 type crashModel struct {
 	mu      sync.Mutex
 	allowed map[int64][]docState
-	// w1 holds unjournaled inserts: _id → acknowledgement time.
-	w1 map[int64]time.Time
-	// w1n holds the unjournaled updates of those documents' n, in order:
-	// _id → each acknowledged value with its time; an update in flight at
-	// a kill is the last value + 1.
-	w1n map[int64][]ackedN
+	// w1 holds the unjournaled documents: _id → each acknowledged value
+	// of n with its time, in order, the insert's (n 0) first; an update in
+	// flight at a kill is the last value + 1.
+	w1 map[int64][]ackedN
 	// sessions holds TTL documents: _id → expireAt (acknowledged) .
 	sessions  map[int64]time.Time
 	maybeSess map[int64]time.Time // in flight at a kill
@@ -101,7 +99,7 @@ type crashModel struct {
 }
 
 func newCrashModel() *crashModel {
-	return &crashModel{allowed: map[int64][]docState{}, w1: map[int64]time.Time{}, w1n: map[int64][]ackedN{},
+	return &crashModel{allowed: map[int64][]docState{}, w1: map[int64][]ackedN{},
 		sessions: map[int64]time.Time{}, maybeSess: map[int64]time.Time{}}
 }
 
@@ -237,8 +235,7 @@ func w1Worker(coll *mongo.Collection, m *crashModel, seed uint64) crashStats {
 			return st
 		}
 		m.mu.Lock()
-		m.w1[id] = time.Now()
-		m.w1n[id] = []ackedN{{n: 0, at: time.Now()}}
+		m.w1[id] = []ackedN{{n: 0, at: time.Now()}}
 		m.mu.Unlock()
 		mine = append(mine, id)
 		st.w1++
@@ -248,14 +245,14 @@ func w1Worker(coll *mongo.Collection, m *crashModel, seed uint64) crashStats {
 // w1Update sets a document's n to its last value + 1, unjournaled.
 func w1Update(coll *mongo.Collection, m *crashModel, id int64) error {
 	m.mu.Lock()
-	hist := m.w1n[id]
+	hist := m.w1[id]
 	next := hist[len(hist)-1].n + 1
 	m.mu.Unlock()
 	if _, err := coll.UpdateOne(context.Background(), bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: next}}}}); err != nil {
 		return err
 	}
 	m.mu.Lock()
-	m.w1n[id] = append(m.w1n[id], ackedN{n: next, at: time.Now()})
+	m.w1[id] = append(m.w1[id], ackedN{n: next, at: time.Now()})
 	m.mu.Unlock()
 	return nil
 }
@@ -409,17 +406,17 @@ func verifyW1(t *testing.T, ctx context.Context, coll *mongo.Collection, m *cras
 		t.Logf("cycle %d: %d documents lost w:1 updates, acknowledged at most %v before the kill (allowed: 500ms)", cycle, lostN, oldestN)
 	}
 	lost, oldest := 0, time.Duration(0)
-	for id, at := range m.w1 {
+	for id, hist := range m.w1 {
 		if found[id] {
 			continue
 		}
+		at := hist[0].at
 		if at.Before(m.killedAt.Add(-500 * time.Millisecond)) {
 			t.Fatalf("cycle %d: w:1 insert %d acknowledged %v before the kill is lost", cycle, id, m.killedAt.Sub(at))
 		}
 		lost++
 		oldest = max(oldest, m.killedAt.Sub(at))
 		delete(m.w1, id)
-		delete(m.w1n, id)
 	}
 	if lost > 0 {
 		t.Logf("cycle %d: %d w:1 inserts lost, acknowledged at most %v before the kill (allowed: 500ms)", cycle, lost, oldest)
@@ -432,7 +429,7 @@ func verifyW1(t *testing.T, ctx context.Context, coll *mongo.Collection, m *cras
 // updates were lost, and how long before the kill the first of them was.
 func verifyW1N(t *testing.T, m *crashModel, id, n int64, cycle int) (age time.Duration, lost bool) {
 	t.Helper()
-	hist, ok := m.w1n[id]
+	hist, ok := m.w1[id]
 	if !ok {
 		return 0, false // its insert was in flight at the kill: n is 0
 	}
@@ -451,7 +448,7 @@ func verifyW1N(t *testing.T, m *crashModel, id, n int64, cycle int) (age time.Du
 			break
 		}
 	}
-	m.w1n[id] = []ackedN{{n: n, at: hist[0].at}}
+	m.w1[id] = []ackedN{{n: n, at: hist[0].at}}
 	return age, lost
 }
 
