@@ -137,6 +137,7 @@ func cmdFindAndModify(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
+	rt.Statements(1)
 	if prior, done, err := rt.Prior(0); err != nil || done {
 		if err != nil {
 			return nil, err

@@ -85,6 +85,10 @@ func ExportStmts(r storage.Reader, from []byte, limit int, seen Seen) (stmts []M
 			continue
 		}
 		start := size
+		if whole && cur.inline != nil {
+			stmts = append(stmts, MovedStmt{LSID: bytes.Clone(prefix[2:]), Txn: cur.txn, LastWrite: cur.lastWrite, Stmt: cur.inline.id, Result: cur.inline.result})
+			size += len(cur.inline.result) + len(prefix) + 13
+		}
 		for _, kind := range cur.kinds() {
 			lo := stmtKeyIn(prefix, kind, cur.txn, 0)[:len(prefix)+9]
 			hi := stmtKeyIn(prefix, kind, cur.txn+1, 0)[:len(prefix)+9]
@@ -127,6 +131,9 @@ type exportSession struct {
 	txn          int64
 	lastWrite    int64
 	local, moved bool
+	// inline is the statement this member's head holds, when it is of
+	// txn.
+	inline *inlineStmt
 }
 
 // kinds are the statement records that hold the session's latest
@@ -156,7 +163,7 @@ func latestOf(r storage.Reader, prefix []byte) (exportSession, error) {
 	s.heads = string(append(append([]byte{byte(len(local.raw))}, local.raw...), moved.raw...))
 	switch {
 	case hasLocal && (!hasMoved || local.txn >= moved.txn):
-		s.txn, s.lastWrite, s.local = local.txn, local.lastWrite, true
+		s.txn, s.lastWrite, s.local, s.inline = local.txn, local.lastWrite, true, local.inline
 		s.moved = hasMoved && moved.txn == local.txn
 		s.lastWrite = max(s.lastWrite, moved.lastWrite)
 	case hasMoved:

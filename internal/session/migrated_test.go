@@ -26,6 +26,7 @@ func writeStmtsAt(t *testing.T, eng storage.Engine, at time.Time, lsid string, t
 	if err != nil {
 		t.Fatal(err)
 	}
+	w.Statements(len(stmts)) // one statement: recorded in the head
 	b := eng.NewBatch()
 	defer b.Close()
 	for i, id := range stmts {

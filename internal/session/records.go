@@ -21,10 +21,19 @@ import (
 //
 // Records live under the tag 's':
 //
-//	's' len(sessionID) sessionID 0x00                    → txnNumber(8) lastWriteMillis(8) firstStmt(4) lastStmt(4)
+//	's' len(sessionID) sessionID 0x00                    → txnNumber(8) lastWriteMillis(8) firstStmt(4) lastStmt(4) [stmt(4) result(BSON)]
 //	's' len(sessionID) sessionID 0x01 txnNumber(8) stmt(4) → the statement's result (BSON)
 //	's' len(sessionID) sessionID 0x03                    → as 0x00, for records a chunk migration brought
 //	's' len(sessionID) sessionID 0x04 txnNumber(8) stmt(4) → as 0x01, for records a chunk migration brought
+//
+// A command of one statement (a session store's touch, a findAndModify)
+// keeps its statement's result in the head, after the statement range,
+// instead of in a record of its own: its batch then overwrites one
+// session key, where it wrote a statement record and deleted the
+// previous txnNumber's as well. Three of the touch's five writes were
+// session records; one is left. A command of several statements records
+// each in its own key, because a statement whose batch fails must leave
+// no record, and the head is rewritten by every statement's batch.
 //
 // A shard that receives a chunk receives the donor's records with it
 // (migrated.go), so that a retry the router sends to the new owner
@@ -76,10 +85,12 @@ type Txn struct {
 	// recorded when the command began: this member's records, a
 	// migration's. Neither: nothing to look up.
 	lookLocal, lookMigrated bool
-	migrated                bool      // Write.Migrated
-	stmts                   stmtRange // statements recorded for txn here, by every attempt
-	prev                    *head     // the head a newer txn replaces, if any
-	retried                 bson.A    // the statement ids answered from records
+	migrated                bool        // Write.Migrated
+	single                  bool        // the command has one statement (Statements)
+	inline                  *inlineStmt // the statement the head holds, if any
+	stmts                   stmtRange   // statements recorded for txn here, by every attempt
+	prev                    *head       // the head a newer txn replaces, if any
+	retried                 bson.A      // the statement ids answered from records
 	label                   string
 	now                     func() time.Time
 	before                  func() error // Write.BeforeCommit
@@ -118,19 +129,56 @@ func (r *stmtRange) add(id int32) {
 
 // head is a session's head record.
 type head struct {
-	txn   int64
-	stmts stmtRange // unknown (any false) in a head written without it
+	txn    int64
+	stmts  stmtRange   // unknown (any false) in a head written without it
+	inline *inlineStmt // the statement recorded in the head, if any
 }
 
+// inlineStmt is a statement's result kept in its session's head.
+type inlineStmt struct {
+	id     int32
+	result []byte // BSON
+}
+
+// The lengths of a head: the txnNumber and last write; with the
+// statement range; with a statement after it (its id and a BSON
+// document of at least 5 bytes).
+const (
+	headLen       = 16
+	headRangeLen  = 24
+	headInlineMin = headRangeLen + 4 + 5
+)
+
 func decodeHead(raw []byte) (head, bool) {
-	if len(raw) != 16 && len(raw) != 24 {
+	if len(raw) != headLen && len(raw) != headRangeLen && len(raw) < headInlineMin {
 		return head{}, false
 	}
 	h := head{txn: int64(binary.BigEndian.Uint64(raw))}
-	if len(raw) == 24 {
+	if len(raw) >= headRangeLen {
 		h.stmts = stmtRange{first: int32(binary.BigEndian.Uint32(raw[16:])), last: int32(binary.BigEndian.Uint32(raw[20:])), any: true}
 	}
+	if len(raw) >= headInlineMin {
+		h.inline = &inlineStmt{id: int32(binary.BigEndian.Uint32(raw[headRangeLen:])), result: raw[headRangeLen+4:]}
+	}
 	return h, true
+}
+
+// encodeHead is the head record of txn, last written at lastWrite.
+func encodeHead(txn int64, lastWrite time.Time, stmts stmtRange, inline *inlineStmt) []byte {
+	n := headRangeLen
+	if inline != nil {
+		n += 4 + len(inline.result)
+	}
+	h := make([]byte, 0, n)
+	h = binary.BigEndian.AppendUint64(h, uint64(txn))
+	h = binary.BigEndian.AppendUint64(h, uint64(lastWrite.UnixMilli()))
+	h = binary.BigEndian.AppendUint32(h, uint32(stmts.first))
+	h = binary.BigEndian.AppendUint32(h, uint32(stmts.last))
+	if inline != nil {
+		h = binary.BigEndian.AppendUint32(h, uint32(inline.id))
+		h = append(h, inline.result...)
+	}
+	return h
 }
 
 // checkOrder refuses a txnNumber older than the session's last one,
@@ -158,7 +206,8 @@ func (t *Txn) checkOrder() error {
 	}
 	switch {
 	case hasLocal && local.txn == t.txn:
-		t.lookLocal, t.stmts = true, local.stmts // a retry: keep the first attempt's range
+		// A retry: keep the first attempt's range and inline statement.
+		t.lookLocal, t.stmts, t.inline = true, local.stmts, local.inline
 	case hasLocal:
 		t.prev = &local
 	}
@@ -194,6 +243,9 @@ func (t *Txn) dropPrevious(b storage.Batch) error {
 		return b.DeleteRange(t.sessionPrefix(kindStmt), t.sessionPrefix(kindStmt+1))
 	}
 	for id := int64(p.stmts.first); id <= int64(p.stmts.last); id++ {
+		if p.inline != nil && int64(p.inline.id) == id {
+			continue // in the head, which this write overwrites
+		}
 		if err := b.Delete(t.stmtKeyOf(p.txn, int32(id))); err != nil {
 			return err
 		}
@@ -227,6 +279,19 @@ func (t *Txn) stmtID(i int) int32 {
 	return int32(i)
 }
 
+// maxInline bounds the result a head holds: every write of the session
+// reads its head, and a findAndModify's result holds two documents.
+const maxInline = 512
+
+// Statements tells t how many statements its command has: one is
+// recorded in the session's head. Unknown (not called), each statement
+// has a record of its own. A nil Txn ignores it.
+func (t *Txn) Statements(n int) {
+	if t != nil {
+		t.single = n == 1
+	}
+}
+
 // Retry says that the command retries a txnNumber that recorded
 // statements before: each statement must then be looked up (Prior) before
 // it runs, so none runs in a group. A nil Txn (no retryable write) is no
@@ -240,6 +305,9 @@ func (t *Txn) Prior(i int) (bson.D, bool, error) {
 	if !t.Retry() {
 		return nil, false, nil
 	}
+	if t.lookLocal && t.inline != nil && t.inline.id == t.stmtID(i) {
+		return t.answer(i, t.inline.result)
+	}
 	for _, kind := range [...]byte{kindStmt, kindMigratedStmt} {
 		if (kind == kindStmt && !t.lookLocal) || (kind == kindMigratedStmt && !t.lookMigrated) {
 			continue
@@ -251,14 +319,20 @@ func (t *Txn) Prior(i int) (bson.D, bool, error) {
 		if err != nil {
 			return nil, false, fmt.Errorf("session: read statement record: %w", err)
 		}
-		var d bson.D
-		if err := bson.Unmarshal(raw, &d); err != nil {
-			return nil, false, fmt.Errorf("session: decode statement record: %w", err)
-		}
-		t.retried = append(t.retried, t.stmtID(i))
-		return d, true, nil
+		return t.answer(i, raw)
 	}
 	return nil, false, nil
+}
+
+// answer decodes statement i's recorded result and notes it among the
+// retried statements.
+func (t *Txn) answer(i int, raw []byte) (bson.D, bool, error) {
+	var d bson.D
+	if err := bson.Unmarshal(raw, &d); err != nil {
+		return nil, false, fmt.Errorf("session: decode statement record: %w", err)
+	}
+	t.retried = append(t.retried, t.stmtID(i))
+	return d, true, nil
 }
 
 // Record returns the writes that record statement i into the batch that
@@ -285,15 +359,17 @@ func (t *Txn) Record(i int, result func() bson.D) func(storage.Batch) error {
 			}
 			t.prev = nil
 		}
-		t.stmts.add(t.stmtID(i))
-		h := binary.BigEndian.AppendUint64(nil, uint64(t.txn))
-		h = binary.BigEndian.AppendUint64(h, uint64(t.now().UnixMilli()))
-		h = binary.BigEndian.AppendUint32(h, uint32(t.stmts.first))
-		h = binary.BigEndian.AppendUint32(h, uint32(t.stmts.last))
-		if err := b.Set(t.sessionPrefix(kindHead), h); err != nil {
+		id := t.stmtID(i)
+		t.stmts.add(id)
+		if t.single && !t.lookLocal && len(raw) <= maxInline {
+			// The txnNumber's only statement: the head holds it.
+			t.inline = &inlineStmt{id: id, result: raw}
+			return b.Set(t.sessionPrefix(kindHead), encodeHead(t.txn, t.now(), t.stmts, t.inline))
+		}
+		if err := b.Set(t.sessionPrefix(kindHead), encodeHead(t.txn, t.now(), t.stmts, t.inline)); err != nil {
 			return err
 		}
-		return b.Set(t.stmtKey(t.stmtID(i)), raw)
+		return b.Set(t.stmtKey(id), raw)
 	}
 }
 
@@ -345,7 +421,7 @@ func staleSessions(eng storage.Engine, cutoff time.Time) (stale [][2][]byte, com
 			commits = append(commits, append([]byte(nil), k...))
 			continue
 		}
-		if len(k) < 2 || len(k) != 3+int(k[1]) || (len(v) != 16 && len(v) != 24) {
+		if _, isHead := decodeHead(v); len(k) < 2 || len(k) != 3+int(k[1]) || !isHead {
 			continue // a statement record, or not a head
 		}
 		kind := k[len(k)-1]

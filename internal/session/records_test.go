@@ -2,6 +2,7 @@ package session
 
 import (
 	"encoding/binary"
+	"fmt"
 	"testing"
 	"time"
 
@@ -24,6 +25,12 @@ func openEngine(t testing.TB) storage.Engine {
 }
 
 func TestSweepRemovesOnlyIdleSessions(t *testing.T) {
+	for _, stmts := range []int{1, 2} { // recorded in the head, in records of their own
+		t.Run(fmt.Sprintf("%d statements", stmts), func(t *testing.T) { testSweep(t, stmts) })
+	}
+}
+
+func testSweep(t *testing.T, stmts int) {
 	eng := openEngine(t)
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	write := func(id byte, at time.Time) {
@@ -33,10 +40,13 @@ func TestSweepRemovesOnlyIdleSessions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		txn.Statements(stmts)
 		b := eng.NewBatch()
 		defer b.Close()
-		if err := txn.Record(0, recordN)(b); err != nil {
-			t.Fatal(err)
+		for i := range stmts {
+			if err := txn.Record(i, recordN)(b); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if err := b.Commit(false); err != nil {
 			t.Fatal(err)
@@ -59,8 +69,12 @@ func TestSweepRemovesOnlyIdleSessions(t *testing.T) {
 		}
 		left++
 	}
-	if left != 2 {
-		t.Fatalf("%d records of the active session left, want its head and its statement", left)
+	want := 1 + stmts // the head and each statement's record
+	if stmts == 1 {
+		want = 1 // the head holds the statement
+	}
+	if left != want {
+		t.Fatalf("%d records of the active session left, want its head and its statements' (%d statements)", left, stmts)
 	}
 }
 
@@ -146,7 +160,7 @@ func TestRetryAnswersFromRecordsAndRefusesOlderTxn(t *testing.T) {
 
 type rangeCountingBatch struct {
 	storage.Batch
-	ranges int
+	ranges, sets, deletes int
 }
 
 var _ storage.Batch = (*rangeCountingBatch)(nil)
@@ -154,4 +168,103 @@ var _ storage.Batch = (*rangeCountingBatch)(nil)
 func (b *rangeCountingBatch) DeleteRange(start, end []byte) error {
 	b.ranges++
 	return b.Batch.DeleteRange(start, end)
+}
+
+func (b *rangeCountingBatch) Set(k, v []byte) error {
+	b.sets++
+	return b.Batch.Set(k, v)
+}
+
+func (b *rangeCountingBatch) Delete(k []byte) error {
+	b.deletes++
+	return b.Batch.Delete(k)
+}
+
+// TestOneStatementIsRecordedInTheHead: a command of one statement with a
+// small result writes its session's head alone, and the next txnNumber
+// deletes nothing for it; a command of several statements, or a result
+// over maxInline, has statement records, which the next txnNumber
+// deletes. A retry answers every recorded statement in each shape, and
+// a second command of a txnNumber whose head holds a statement keeps it.
+func TestOneStatementIsRecordedInTheHead(t *testing.T) {
+	eng := openEngine(t)
+	lsid := make([]byte, 16)
+	now := func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
+	big := bson.D{{Key: "n", Value: int32(1)}, {Key: "pad", Value: string(make([]byte, maxInline))}}
+	type command struct {
+		txn                  int64
+		stmts                []int32
+		resultOf             int // -1: a result over maxInline
+		wantSets, wantDelete int
+	}
+	commands := []command{
+		{txn: 1, stmts: []int32{0}, wantSets: 1},
+		{txn: 2, stmts: []int32{0, 1, 2}, wantSets: 6},              // a head and a record each
+		{txn: 3, stmts: []int32{5}, wantSets: 1, wantDelete: 3},     // txn 2's three records
+		{txn: 4, stmts: []int32{0}, resultOf: -1, wantSets: 2},      // txn 3's was in the head
+		{txn: 5, stmts: []int32{9}, wantSets: 1, wantDelete: 1},     // txn 4's record
+		{txn: 5, stmts: []int32{9, 10}, wantSets: 2, wantDelete: 0}, // a retry that runs statement 10
+		{txn: 6, stmts: []int32{0}, wantSets: 1, wantDelete: 1},     // statement 10's record, not 9's
+	}
+	for _, c := range commands {
+		w, err := Begin(Write{Engine: eng, LSID: lsid, Txn: c.txn, StmtIDs: c.stmts, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Statements(len(c.stmts))
+		b := &rangeCountingBatch{Batch: eng.NewBatch()}
+		for i := range c.stmts {
+			if _, done, err := w.Prior(i); err != nil || done {
+				continue
+			}
+			r := bson.D{{Key: "n", Value: c.stmts[i]}}
+			if c.resultOf < 0 {
+				r = big
+			}
+			if err := w.Record(i, func() bson.D { return r })(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Commit(false); err != nil {
+			t.Fatal(err)
+		}
+		b.Close()
+		if b.sets != c.wantSets || b.deletes != c.wantDelete || b.ranges != 0 {
+			t.Errorf("txn %d %v: %d sets, %d deletions, %d range deletions; want %d, %d, 0",
+				c.txn, c.stmts, b.sets, b.deletes, b.ranges, c.wantSets, c.wantDelete)
+		}
+		again, err := Begin(Write{Engine: eng, LSID: lsid, Txn: c.txn, StmtIDs: c.stmts, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, id := range c.stmts {
+			rec, done, err := again.Prior(i)
+			want := int32(id)
+			if c.resultOf < 0 {
+				want = 1
+			}
+			if err != nil || !done || rec[0].Value != want {
+				t.Errorf("txn %d: a retry of statement %d answered %v, %v (%v); want n %d", c.txn, id, rec, done, err, want)
+			}
+		}
+	}
+	if n := countKeys(t, eng, append([]byte{tagSession, 16}, append(lsid, kindStmt)...)); n != 0 {
+		t.Errorf("%d statement records left after txn 6's one statement, want none", n)
+	}
+}
+
+// countKeys counts the keys under prefix.
+func countKeys(t *testing.T, eng storage.Engine, prefix []byte) int {
+	t.Helper()
+	end := append(append([]byte(nil), prefix[:len(prefix)-1]...), prefix[len(prefix)-1]+1)
+	it, err := eng.NewIter(prefix, end)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+	}
+	return n
 }

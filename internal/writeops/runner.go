@@ -98,6 +98,7 @@ var errAlone = errors.New("writeops: this statement runs alone")
 
 // Run answers statements 0 to n-1; an error ends the command.
 func (s *Runner) Run(n int) error {
+	s.Txn.Statements(n)
 	for i := 0; i < n; {
 		if s.EachInterrupt {
 			if stop, err := s.interrupt(i); stop {
