@@ -30,10 +30,11 @@ import (
 // keeps its statement's result in the head, after the statement range,
 // instead of in a record of its own: its batch then overwrites one
 // session key, where it wrote a statement record and deleted the
-// previous txnNumber's as well. Three of the touch's five writes were
-// session records; one is left. A command of several statements records
-// each in its own key, because a statement whose batch fails must leave
-// no record, and the head is rewritten by every statement's batch.
+// previous txnNumber's as well. On a replica set, three of a touch's
+// five writes were session records; one is left. A command of several
+// statements records each in its own key, because a statement whose
+// batch fails must leave no record, and the head is rewritten by every
+// statement's batch. A result over maxInline bytes also has its own.
 //
 // A shard that receives a chunk receives the donor's records with it
 // (migrated.go), so that a retry the router sends to the new owner
@@ -87,7 +88,7 @@ type Txn struct {
 	lookLocal, lookMigrated bool
 	migrated                bool        // Write.Migrated
 	single                  bool        // the command has one statement (Statements)
-	inline                  *inlineStmt // the statement the head holds, if any
+	inline                  *inlineStmt // the statement the stored head of txn holds, on a retry
 	stmts                   stmtRange   // statements recorded for txn here, by every attempt
 	prev                    *head       // the head a newer txn replaces, if any
 	retried                 bson.A      // the statement ids answered from records
@@ -363,9 +364,9 @@ func (t *Txn) Record(i int, result func() bson.D) func(storage.Batch) error {
 		t.stmts.add(id)
 		if t.single && !t.lookLocal && len(raw) <= maxInline {
 			// The txnNumber's only statement: the head holds it.
-			t.inline = &inlineStmt{id: id, result: raw}
-			return b.Set(t.sessionPrefix(kindHead), encodeHead(t.txn, t.now(), t.stmts, t.inline))
+			return b.Set(t.sessionPrefix(kindHead), encodeHead(t.txn, t.now(), t.stmts, &inlineStmt{id: id, result: raw}))
 		}
+		// t.inline is the stored head's, kept on a retry.
 		if err := b.Set(t.sessionPrefix(kindHead), encodeHead(t.txn, t.now(), t.stmts, t.inline)); err != nil {
 			return err
 		}

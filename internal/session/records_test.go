@@ -268,3 +268,39 @@ func countKeys(t *testing.T, eng storage.Engine, prefix []byte) int {
 	}
 	return n
 }
+
+// TestFailedBatchLeavesNoStatementInTheHead: a one-statement command
+// whose first batch never commits, then commits with a result too large
+// for the head, answers a retry with what committed.
+func TestFailedBatchLeavesNoStatementInTheHead(t *testing.T) {
+	eng := openEngine(t)
+	lsid := make([]byte, 16)
+	now := func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
+	w, err := Begin(Write{Engine: eng, LSID: lsid, Txn: 1, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Statements(1)
+	failed := eng.NewBatch()
+	if err := w.Record(0, func() bson.D { return bson.D{{Key: "n", Value: int32(7)}} })(failed); err != nil {
+		t.Fatal(err)
+	}
+	failed.Close() // never committed
+	big := bson.D{{Key: "n", Value: int32(1)}, {Key: "pad", Value: string(make([]byte, maxInline))}}
+	b := eng.NewBatch()
+	defer b.Close()
+	if err := w.Record(0, func() bson.D { return big })(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(false); err != nil {
+		t.Fatal(err)
+	}
+	again, err := Begin(Write{Engine: eng, LSID: lsid, Txn: 1, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, done, err := again.Prior(0)
+	if err != nil || !done || len(rec) != 2 || rec[0].Value != int32(1) {
+		t.Fatalf("retry answered %v, %v (%v); want the committed result, n 1 with its padding", rec, done, err)
+	}
+}
