@@ -87,7 +87,7 @@ func ExportStmts(r storage.Reader, from []byte, limit int, seen Seen) (stmts []M
 		start := size
 		if whole && cur.inline != nil {
 			stmts = append(stmts, MovedStmt{LSID: bytes.Clone(prefix[2:]), Txn: cur.txn, LastWrite: cur.lastWrite, Stmt: cur.inline.id, Result: cur.inline.result})
-			size += len(cur.inline.result) + len(prefix) + 13
+			size += len(cur.inline.result) + len(prefix) + stmtSuffixLen // as its own record would count
 		}
 		for _, kind := range cur.kinds() {
 			lo := stmtKeyIn(prefix, kind, cur.txn, 0)[:len(prefix)+9]
@@ -179,7 +179,7 @@ func splitStmtKey(k []byte) (prefix []byte, kind byte, txn int64, stmt int32, is
 		return nil, 0, 0, 0, false
 	}
 	n := 2 + int(k[1])
-	if len(k) != n+13 || (k[n] != kindStmt && k[n] != kindMigratedStmt) {
+	if len(k) != n+stmtSuffixLen || (k[n] != kindStmt && k[n] != kindMigratedStmt) {
 		return nil, 0, 0, 0, false
 	}
 	return k[:n], k[n], int64(binary.BigEndian.Uint64(k[n+1:])), int32(binary.BigEndian.Uint32(k[n+9:])), true

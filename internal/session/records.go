@@ -264,11 +264,15 @@ func (t *Txn) stmtKeyOf(txn int64, stmt int32) []byte {
 	return stmtKeyIn(t.session, kindStmt, txn, stmt)
 }
 
+// stmtSuffixLen is what a statement record's key has after the session
+// id: its kind, txnNumber and statement id.
+const stmtSuffixLen = 1 + 8 + 4
+
 // stmtKeyIn is the key of statement stmt of txn among the session's
 // records of kind (kindStmt or kindMigratedStmt); session is the
 // session's key prefix.
 func stmtKeyIn(session []byte, kind byte, txn int64, stmt int32) []byte {
-	k := append(append(make([]byte, 0, len(session)+13), session...), kind)
+	k := append(append(make([]byte, 0, len(session)+stmtSuffixLen), session...), kind)
 	k = binary.BigEndian.AppendUint64(k, uint64(txn))
 	return binary.BigEndian.AppendUint32(k, uint32(stmt))
 }
@@ -422,8 +426,11 @@ func staleSessions(eng storage.Engine, cutoff time.Time) (stale [][2][]byte, com
 			commits = append(commits, append([]byte(nil), k...))
 			continue
 		}
-		if _, isHead := decodeHead(v); len(k) < 2 || len(k) != 3+int(k[1]) || !isHead {
-			continue // a statement record, or not a head
+		if len(k) < 2 || len(k) != 3+int(k[1]) {
+			continue // a statement record
+		}
+		if _, isHead := decodeHead(v); !isHead {
+			continue
 		}
 		kind := k[len(k)-1]
 		if (kind != kindHead && kind != kindMigratedHead) || int64(binary.BigEndian.Uint64(v[8:])) >= cutoff.UnixMilli() {

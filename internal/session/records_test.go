@@ -8,6 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/keyspace"
 	"github.com/mayflydb/mayfly/internal/storage"
 	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
 )
@@ -256,8 +257,7 @@ func TestOneStatementIsRecordedInTheHead(t *testing.T) {
 // countKeys counts the keys under prefix.
 func countKeys(t *testing.T, eng storage.Engine, prefix []byte) int {
 	t.Helper()
-	end := append(append([]byte(nil), prefix[:len(prefix)-1]...), prefix[len(prefix)-1]+1)
-	it, err := eng.NewIter(prefix, end)
+	it, err := eng.NewIter(prefix, keyspace.PrefixEnd(prefix))
 	if err != nil {
 		t.Fatal(err)
 	}
