@@ -15,8 +15,8 @@ import (
 const (
 	memTableSize          = 16 << 20
 	memTableStopThreshold = 4  // memtables queued before writes stall
-	l0CompactionThreshold = 2  // start L0 compactions early: keeps read-amp low
-	l0StopWritesThreshold = 24 // but absorb bursts (e.g. expiry sweeps) before stalling
+	l0CompactionThreshold = 8  // L0 compacts at four sublevels: four flushes share one rewrite of the base level
+	l0StopWritesThreshold = 24 // absorb bursts (e.g. expiry sweeps) before stalling
 	lBaseMaxBytes         = 64 << 20
 	bloomBitsPerKey       = 10 // ~1% false positives for point lookups
 )
