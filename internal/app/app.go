@@ -166,7 +166,7 @@ func Start(cfg Config) (*App, error) {
 	yielder := bgyield.New(clock.Real{}, runtime.Gosched)
 	eng, err := pebblestore.Open(pebblestore.Options{
 		Dir: cfg.DataDir, InMemory: cfg.InMemory, FS: cfg.FS, RecoverInterval: cfg.RecoverInterval, Logger: cfg.Logger,
-		CPUs: cfg.CPUs, Resident: resident, Yield: yielder.Yield,
+		CPUs: cfg.CPUs, Resident: resident, Yield: yielder.Yield, Replicated: cfg.ReplSet != "",
 	})
 	if err != nil {
 		ops.abandon(cfg)

@@ -13,12 +13,13 @@ import (
 // Tuning for many small documents, written and deleted at a high rate (TTL
 // expiry). The reasoning is in docs/design/0002-storage-and-durability.md.
 const (
-	memTableSize          = 16 << 20
-	memTableStopThreshold = 4  // memtables queued before writes stall
-	l0CompactionThreshold = 8  // L0 compacts at four sublevels: four flushes share one rewrite of the base level
-	l0StopWritesThreshold = 24 // absorb bursts (e.g. expiry sweeps) before stalling
-	lBaseMaxBytes         = 64 << 20
-	bloomBitsPerKey       = 10 // ~1% false positives for point lookups
+	memTableSize                    = 16 << 20
+	memTableStopThreshold           = 4  // memtables queued before writes stall
+	l0CompactionThreshold           = 8  // L0 compacts at four sublevels: four flushes share one rewrite of the base level
+	l0CompactionThresholdReplicated = 2  // a replica-set member's: at 8 its storm lateness and w:majority inserts measured worse
+	l0StopWritesThreshold           = 24 // absorb bursts (e.g. expiry sweeps) before stalling
+	lBaseMaxBytes                   = 64 << 20
+	bloomBitsPerKey                 = 10 // ~1% false positives for point lookups
 )
 
 func (s *Store) pebbleOptions(fs vfs.FS, cache *pebble.Cache, diskHealth bool) *pebble.Options {
@@ -31,7 +32,7 @@ func (s *Store) pebbleOptions(fs vfs.FS, cache *pebble.Cache, diskHealth bool) *
 		FormatMajorVersion:          pebble.FormatValueSeparation,
 		MemTableSize:                memTableSize,
 		MemTableStopWritesThreshold: memTableStopThreshold,
-		L0CompactionThreshold:       l0CompactionThreshold,
+		L0CompactionThreshold:       s.l0Compact,
 		L0StopWritesThreshold:       l0StopWritesThreshold,
 		LBaseMaxBytes:               lBaseMaxBytes,
 		CompactionConcurrencyRange: func() (int, int) {

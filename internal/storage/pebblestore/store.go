@@ -58,6 +58,11 @@ type Options struct {
 	// and small equality ranges are served from it, and every commit
 	// keeps it exact (resident.go).
 	Resident *rescache.Cache
+	// Replicated marks a replica-set member's store, which holds the raft
+	// log beside the data: its L0 compacts at every flush
+	// (l0CompactionThresholdReplicated), where a standalone store's waits
+	// for four sublevels (docs/design/0002, "Pebble tuning").
+	Replicated bool
 }
 
 const (
@@ -89,6 +94,7 @@ type Store struct {
 	cacheSize  int64
 	cpus       int
 	diskHealth bool
+	l0Compact  int // pebble's L0CompactionThreshold
 
 	// mu is held shared by every operation that uses db, and exclusively by
 	// Close and by a recovery reopen, so db is never closed or replaced
@@ -115,7 +121,10 @@ func Open(opt Options) (*Store, error) {
 	s := &Store{
 		inMem: opt.InMemory, cacheSize: opt.CacheSize, cpus: opt.CPUs, diskHealth: opt.FS == nil && !opt.InMemory,
 		logger: opt.Logger.With("component", "pebblestore"), stop: make(chan struct{}),
-		resident: opt.Resident, yield: opt.Yield,
+		resident: opt.Resident, yield: opt.Yield, l0Compact: l0CompactionThreshold,
+	}
+	if opt.Replicated {
+		s.l0Compact = l0CompactionThresholdReplicated
 	}
 	s.repeats = newThrottledLog(s.logger, time.Now)
 	fs, dir, err := s.filesystem(opt)
