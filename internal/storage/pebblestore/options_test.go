@@ -1,9 +1,6 @@
 package pebblestore
 
-import (
-	"path/filepath"
-	"testing"
-)
+import "testing"
 
 // A standalone store's L0 waits for four sublevels before compacting; a
 // replica-set member's compacts at every flush (docs/design/0002).
@@ -12,10 +9,7 @@ func TestL0CompactionThresholdByRole(t *testing.T) {
 		replicated bool
 		want       int
 	}{{false, l0CompactionThreshold}, {true, l0CompactionThresholdReplicated}} {
-		s, err := Open(Options{Dir: filepath.Join(t.TempDir(), "db"), Replicated: tc.replicated})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := openT(t, Options{Dir: t.TempDir(), Replicated: tc.replicated})
 		if got := s.pebbleOptions(s.fs, nil, false).L0CompactionThreshold; got != tc.want {
 			t.Errorf("replicated %v: L0CompactionThreshold %d, want %d", tc.replicated, got, tc.want)
 		}
