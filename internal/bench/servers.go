@@ -51,8 +51,10 @@ func freeAddr() (string, error) {
 // a CPU profile of its run beside its log (with -keep, to read them).
 const profilesEnv = "MAYFLY_BENCH_CPUPROFILES"
 
+// startServer starts argv as name, its output appended to logPath: a
+// member the failovers restart keeps what it logged before the kill.
 func startServer(ctx context.Context, name string, argv []string, addr, logPath string) (*server, error) {
-	logf, err := os.Create(logPath)
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}

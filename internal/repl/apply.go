@@ -18,34 +18,29 @@ type applyReq struct {
 }
 
 // applyLoop applies the committed entries the raft loop hands it, in
-// order, as many messages' worth as are waiting at once, until the node
+// order, everything waiting at once (up to each barrier), until the node
 // closes. After a failure it applies nothing more: a later entry may
 // depend on the one that failed.
 func (n *node) applyLoop() {
 	defer close(n.applyDone)
+	var reqs []applyReq
 	var msgs []*pb.Message
-	for req := range n.applyc {
+	for {
+		var ok bool
+		if reqs, ok = n.applyq.take(reqs[:0]); !ok {
+			return
+		}
 		msgs = msgs[:0]
-		var barrier chan struct{}
-		for {
-			if req.done != nil {
-				barrier = req.done
-				break
+		for _, req := range reqs {
+			if req.done == nil {
+				msgs = append(msgs, req.m)
+				continue
 			}
-			msgs = append(msgs, req.m)
-			var ok bool
-			select {
-			case req, ok = <-n.applyc:
-			default:
-			}
-			if !ok {
-				break
-			}
+			n.applyMsgs(msgs)
+			msgs = msgs[:0]
+			close(req.done)
 		}
 		n.applyMsgs(msgs)
-		if barrier != nil {
-			close(barrier)
-		}
 	}
 }
 

@@ -28,7 +28,8 @@
 //     logstore.go, which is also raft.Storage) and then delivers raft's
 //     responses: the followers' acknowledgements, the leader's own.
 //  5. Once a majority holds the entry, raft commits it; the applier
-//     (node.applyLoop in apply.go) applies committed entries in groups
+//     (node.applyLoop in apply.go, fed by an inbox the raft loop never
+//     waits on, applyqueue.go) applies committed entries in groups
 //     (applyEntries, applyGroup): the batch's writes, expiries and change
 //     events in one unsynced storage batch with the applied index
 //     (commitApplied).

@@ -102,7 +102,7 @@ type node struct {
 	appendDone chan struct{}
 	persistErr atomic.Bool  // persisting failed: nothing more is acknowledged
 	appending  atomic.Int64 // MsgStorageAppends handed to the log writer, not yet written
-	applyc     chan applyReq
+	applyq     *applyInbox
 	applyDone  chan struct{}
 	applyErr   atomic.Bool // applying failed: nothing later is applied
 
@@ -111,12 +111,14 @@ type node struct {
 	done chan struct{}
 }
 
-// appendQueue and applyQueue bound raft's local messages waiting for the
-// log writer and the applier: past them, the raft loop waits. raft
-// itself bounds the bytes being applied (MaxCommittedSizePerReady).
+// appendQueue bounds raft's local messages waiting for the log writer:
+// past it, the raft loop waits. What waits for the applier raft bounds
+// itself, in bytes of committed entries handed out and not yet applied
+// (maxApplying, raft's MaxCommittedSizePerReady), and the raft loop never
+// waits for it (applyInbox).
 const (
 	appendQueue = 256
-	applyQueue  = 4
+	maxApplying = 256 << 10
 )
 
 func newNode(cfg nodeConfig, base Base, ls *logStore, hooks Hooks) (*node, error) {
@@ -129,7 +131,7 @@ func newNode(cfg nodeConfig, base Base, ls *logStore, hooks Hooks) (*node, error
 		waiters: map[uint64]chan error{}, reads: map[string]*readWait{}, backgroundLog: map[uint64]bool{},
 		confState: a.conf, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 		appendc: make(chan *pb.Message, appendQueue), appendDone: make(chan struct{}),
-		applyc: make(chan applyReq, applyQueue), applyDone: make(chan struct{}),
+		applyq: newApplyInbox(), applyDone: make(chan struct{}),
 	}
 	n.applyCond = sync.NewCond(&n.appliedMu)
 	n.applied.Store(a.index)
@@ -138,7 +140,7 @@ func newNode(cfg nodeConfig, base Base, ls *logStore, hooks Hooks) (*node, error
 	n.proposalID.Store(binary.BigEndian.Uint64(seed[:]) >> 1)
 	rn, err := raft.NewRawNode(&raft.Config{
 		ID: cfg.ID, ElectionTick: cfg.ElectionTicks, HeartbeatTick: 1, Storage: ls, Applied: a.index,
-		MaxSizePerMsg: 4 << 20, MaxInflightMsgs: 256, MaxUncommittedEntriesSize: 1 << 30,
+		MaxSizePerMsg: 4 << 20, MaxInflightMsgs: 256, MaxUncommittedEntriesSize: 1 << 30, MaxCommittedSizePerReady: maxApplying,
 		CheckQuorum: true, PreVote: true, ReadOnlyOption: raft.ReadOnlySafe, AsyncStorageWrites: true,
 		DisableProposalForwarding: true, StepDownOnRemoval: true,
 		Logger: raftLogger{cfg.Logger.With("component", "raft")},
@@ -177,7 +179,7 @@ func (n *node) close() {
 	<-n.done
 	close(n.appendc) // the raft loop, its only sender, has stopped
 	<-n.appendDone
-	close(n.applyc) // the raft loop and the log writer, its senders, have stopped
+	n.applyq.close() // the raft loop and the log writer, its senders, have stopped
 	<-n.applyDone
 	n.mu.Lock()
 	n.failWaiters(ErrShutdown)
@@ -268,7 +270,7 @@ func (n *node) handleReady() bool {
 			n.appending.Add(1)
 			n.appendc <- m
 		} else if !n.applyErr.Load() {
-			n.applyc <- applyReq{m: m}
+			n.applyq.push(applyReq{m: m})
 		}
 	}
 	return true

@@ -114,6 +114,6 @@ func (n *node) persistMsgs(ms []*pb.Message) error {
 // a snapshot replaces what it would apply to.
 func (n *node) drainApplier() {
 	done := make(chan struct{})
-	n.applyc <- applyReq{done: done}
+	n.applyq.push(applyReq{done: done})
 	<-done
 }

@@ -136,7 +136,7 @@ func TestParseConfigRefusesWhatMongodRefuses(t *testing.T) {
 // links, each over its own in-memory engine.
 type cluster struct {
 	t      testing.TB
-	hooks  Hooks // every node's; noHooks unless set before the nodes start
+	hooks  func(id uint64) Hooks // each node's
 	retain uint64
 	mu     sync.Mutex
 	nodes  map[uint64]*node
@@ -167,6 +167,11 @@ func newClusterOn(t testing.TB, retain uint64, open func() *pebblestore.Store) *
 
 // newClusterWith is newClusterOn with every node's hooks.
 func newClusterWith(t testing.TB, retain uint64, open func() *pebblestore.Store, hooks Hooks) *cluster {
+	return newClusterEach(t, retain, open, func(uint64) Hooks { return hooks })
+}
+
+// newClusterEach is newClusterOn with each node's own hooks.
+func newClusterEach(t testing.TB, retain uint64, open func() *pebblestore.Store, hooks func(id uint64) Hooks) *cluster {
 	c := &cluster{t: t, retain: retain, hooks: hooks, nodes: map[uint64]*node{}, bases: map[uint64]*pebblestore.Store{}, cut: map[uint64]bool{}}
 	for id := uint64(1); id <= 3; id++ {
 		c.bases[id] = open()
@@ -197,7 +202,7 @@ func (c *cluster) startNode(id uint64) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	n, err := newNode(nodeConfig{ID: id, Tick: 10 * time.Millisecond, ElectionTicks: 10, RetainEntries: c.retain, Clock: clock.Real{}, Logger: slog.New(slog.DiscardHandler)}, c.bases[id], ls, c.hooks)
+	n, err := newNode(nodeConfig{ID: id, Tick: 10 * time.Millisecond, ElectionTicks: 10, RetainEntries: c.retain, Clock: clock.Real{}, Logger: slog.New(slog.DiscardHandler)}, c.bases[id], ls, c.hooks(id))
 	if err != nil {
 		c.t.Fatal(err)
 	}
