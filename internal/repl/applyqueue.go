@@ -8,7 +8,8 @@ import "sync"
 // a long entry (an expiry batch of thousands of deletions), so a member
 // applying one does not hold the set's commits. What may wait in it is
 // bounded by raft (maxApplying): raft hands out no more committed
-// entries once that many bytes are unapplied.
+// entries once that many bytes are unapplied, the last one handed out
+// crossing it at most.
 type applyInbox struct {
 	mu     sync.Mutex
 	reqs   []applyReq

@@ -63,9 +63,11 @@ func (h heldOn) ApplyExpiries(storage.Batch, [][]byte) ([][]byte, func(), error)
 
 // TestHeldAppliesDoNotHoldCommits holds both followers' applier on an
 // expiry entry, then writes through the leader one write at a time,
-// each many more rounds than any fixed queue to the applier would hold:
-// the followers go on persisting and acknowledging, so every write
-// commits and is applied on the leader.
+// many more rounds than any fixed queue to the applier would hold: the
+// followers go on persisting and acknowledging, so every write commits
+// and is applied on the leader. What waits for a held applier stays
+// within raft's bound (maxApplying and one entry), though the writes
+// hold more.
 func TestHeldAppliesDoNotHoldCommits(t *testing.T) {
 	var held atomic.Uint64
 	release := make(chan struct{})
@@ -90,9 +92,34 @@ func TestHeldAppliesDoNotHoldCommits(t *testing.T) {
 		t.Fatalf("expiry entry: %v", err)
 	}
 	const writes = 40
+	value := make([]byte, 16<<10)
 	for i := range writes {
-		if err := proposeSet(l, fmt.Sprintf("dheld%d", i), []byte("x")); err != nil {
+		if err := proposeSet(l, fmt.Sprintf("dheld%d", i), value); err != nil {
 			t.Fatalf("write %d of %d with the followers' applies held: %v", i+1, writes, err)
 		}
 	}
+	for id := uint64(1); id <= 3; id++ {
+		if id == l.cfg.ID {
+			continue
+		}
+		// raft stops handing out entries once the bound is reached, so the
+		// last one handed out may cross it.
+		bound := maxApplying + len(value) + 1024
+		if b := c.node(id).applyq.entryBytes(); b > bound {
+			t.Errorf("member %d: %d bytes of entries wait for its applier, past raft's bound of %d and one entry (the writes hold %d)", id, b, maxApplying, writes*len(value))
+		}
+	}
+}
+
+// entryBytes is the size of the entries waiting in q.
+func (q *applyInbox) entryBytes() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for _, r := range q.reqs {
+		for _, e := range r.m.GetEntries() {
+			n += len(e.GetData())
+		}
+	}
+	return n
 }

@@ -113,9 +113,10 @@ type node struct {
 
 // appendQueue bounds raft's local messages waiting for the log writer:
 // past it, the raft loop waits. What waits for the applier raft bounds
-// itself, in bytes of committed entries handed out and not yet applied
-// (maxApplying, raft's MaxCommittedSizePerReady), and the raft loop never
-// waits for it (applyInbox).
+// itself: it hands out no more committed entries once maxApplying bytes
+// of them are not yet applied (raft's MaxCommittedSizePerReady; the last
+// one handed out may cross it), and the raft loop never waits for the
+// applier (applyInbox).
 const (
 	appendQueue = 256
 	maxApplying = 256 << 10
