@@ -3,7 +3,7 @@ package pebblestore
 import "testing"
 
 // A standalone store's L0 waits for four sublevels before compacting; a
-// replica-set member's for two (docs/design/0002).
+// replica-set member's compacts at every flush (docs/design/0002).
 func TestL0CompactionThresholdByRole(t *testing.T) {
 	for _, tc := range []struct {
 		replicated bool

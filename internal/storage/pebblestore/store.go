@@ -59,9 +59,9 @@ type Options struct {
 	// keeps it exact (resident.go).
 	Resident *rescache.Cache
 	// Replicated marks a replica-set member's store, which holds the raft
-	// log beside the data: its L0 compacts at two sublevels
+	// log beside the data: its L0 compacts at every flush
 	// (l0CompactionThresholdReplicated), where a standalone store's waits
-	// for four (docs/design/0002, "Pebble tuning").
+	// for four sublevels (docs/design/0002, "Pebble tuning").
 	Replicated bool
 }
 
