@@ -94,13 +94,13 @@ func TestHeldAppliesDoNotHoldCommits(t *testing.T) {
 			t.Fatalf("write %d of %d with the followers' applies held: %v", i+1, writes, err)
 		}
 	}
+	// raft stops handing out entries once the bound is reached, so the
+	// last one handed out may cross it.
+	bound := maxApplying + len(value) + 1024
 	for id := uint64(1); id <= 3; id++ {
 		if id == l.cfg.ID {
 			continue
 		}
-		// raft stops handing out entries once the bound is reached, so the
-		// last one handed out may cross it.
-		bound := maxApplying + len(value) + 1024
 		if b := c.node(id).applyq.entryBytes(); b > bound {
 			t.Errorf("member %d: %d bytes of entries wait for its applier, past raft's bound of %d and one entry (the writes hold %d)", id, b, maxApplying, writes*len(value))
 		}
