@@ -97,6 +97,17 @@ func (a *arena) bytes(p place, n int32) []byte {
 	return a.pages[p.page][p.off : p.off+n : p.off+n]
 }
 
+// prefix is the first n bytes from p, up to the end of p's page: ok is
+// false when the page ends first. A probe compares a key with them before
+// it knows the length of the data at p (shard.find).
+func (a *arena) prefix(p place, n int) (b []byte, ok bool) {
+	page := a.pages[p.page]
+	if int(p.off)+n > len(page) {
+		return nil, false
+	}
+	return page[p.off : int(p.off)+n], true
+}
+
 // alloc returns a place for n bytes of data.
 func (a *arena) alloc(n int) place {
 	c, ok := classOf(n)

@@ -1,6 +1,7 @@
 package rescache
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -351,6 +352,30 @@ func TestWriteReplacesTheValueInPlace(t *testing.T) {
 	write("", KeepNone)
 	if _, _, ok := c.Get([]byte("d1")); ok || c.Stats().Items != 0 {
 		t.Fatalf("a failed write left its value: %+v", c.Stats())
+	}
+}
+
+// TestMovedValueIsFound rewrites a held value across size classes (and to
+// and from a page of its own), lets another value take the place it left,
+// and reads it: the index's cell must name the value's new place, or the
+// read would compare the key with its neighbour's and miss.
+func TestMovedValueIsFound(t *testing.T) {
+	sizes := []int{8, 40, 300, 8, 5000, 300, 9000, 8}
+	c := newTest(1<<20, nil)
+	written(c, "k", make([]byte, sizes[0]), KeepHeld)
+	for i, n := range sizes[1:] {
+		_, was := slotOf(c, "k")
+		v := bytes.Repeat([]byte{byte('a' + i)}, n)
+		written(c, "k", v, KeepHeld)
+		if _, now := slotOf(c, "k"); now == was {
+			t.Fatalf("%d → %d bytes: the value kept its place %v", sizes[i], n, was)
+		}
+		// Another value of the old size takes the place the first left.
+		written(c, fmt.Sprintf("other%d", i), make([]byte, sizes[i]), KeepHeld)
+		if got, _, ok := c.Get([]byte("k")); !ok || !bytes.Equal(got, v) {
+			t.Fatalf("%d → %d bytes: read %d bytes, hit %v", sizes[i], n, len(got), ok)
+		}
+		checkCounters(t, c)
 	}
 }
 

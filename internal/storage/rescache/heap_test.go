@@ -10,8 +10,9 @@ import (
 )
 
 // The expiry heap keeps its order and every slot's place through random
-// pushes, removals at any place and expiries moved either way, and each
-// place's expiry is never after its slot's.
+// pushes, removals at any place and expiries moved either way, each
+// place's expiry is never after its slot's, and each slot holds its
+// place's expiry (heapBound).
 func TestExpiryHeapOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var sh shard
@@ -48,8 +49,8 @@ func checkHeap(t *testing.T, step int, sh *shard, live []int32) {
 		t.Fatalf("step %d: %d places for %d slots", step, len(h.at), len(live))
 	}
 	for pos, p := range h.at {
-		if got := sh.at(p.slot); got.heapIdx != int32(pos) || got.expiry < p.expiry {
-			t.Fatalf("step %d: place %d holds slot %d (expiry %d), whose place is %d (expiry %d)", step, pos, p.slot, p.expiry, got.heapIdx, got.expiry)
+		if got := sh.at(p.slot); got.heapIdx != int32(pos) || got.expiry < p.expiry || got.heapBound != p.expiry {
+			t.Fatalf("step %d: place %d holds slot %d (expiry %d), whose place is %d (expiry %d, bound %d)", step, pos, p.slot, p.expiry, got.heapIdx, got.expiry, got.heapBound)
 		}
 		if pos > 0 && h.at[(pos-1)/heapArity].expiry > p.expiry {
 			t.Fatalf("step %d: place %d expires before its parent", step, pos)

@@ -1,21 +1,33 @@
 package rescache
 
 // slotIndex finds the slots of a shard's values (or ranges) by their keys'
-// hashes: an open-addressing table of 8-byte cells, each a hash's upper
-// half (its tag) beside a slot number, probed linearly from the cell the
-// tag names. A lookup's probe reads one cache line, most often; Go's map
-// read a group's control word and then the group's slot, two lines, each
-// a miss once a shard holds tens of thousands of entries. Holding no
-// pointer, the table is one object the collector never scans.
+// hashes: an open-addressing table of 16-byte cells, each a hash's upper
+// half (its tag) beside a slot number and the place of the slot's data,
+// probed linearly from the cell the tag names. A lookup's probe reads one
+// cache line, most often; Go's map read a group's control word and then
+// the group's slot, two lines, each a miss once a shard holds tens of
+// thousands of entries. Holding no pointer, the table is one object the
+// collector never scans.
 type slotIndex struct {
-	cells []uint64 // tag<<32 | slot; 0 is empty (slot 0 is never indexed)
+	cells []cell
 	count int
+}
+
+// cell is one indexed slot. The place of its data beside the slot number
+// lets a probe read the key from the arena and the slot from the table at
+// once: with the place in the slot alone, the key's read waited for the
+// slot's, two memory misses in a row on a shard too big for the caches.
+type cell struct {
+	word uint64 // tag<<32 | slot; 0 is empty (slot 0 is never indexed)
+	loc  place  // the slot's data in the arena
 }
 
 // minCells is an index's first size; it doubles when three quarters full.
 const minCells = 64
 
 func cellOf(hash uint64, slot int32) uint64 { return hash&^(1<<32-1) | uint64(uint32(slot)) }
+
+func (c cell) empty() bool { return c.word == 0 }
 
 func cellSlot(c uint64) int32 { return int32(uint32(c)) }
 
@@ -27,19 +39,19 @@ func (x *slotIndex) home(c uint64) int { return int(cellTag(c)) & (len(x.cells) 
 // next is the cell after p, wrapping around.
 func (x *slotIndex) next(p int) int { return (p + 1) & (len(x.cells) - 1) }
 
-// add indexes slot under hash.
-func (x *slotIndex) add(hash uint64, slot int32) {
+// add indexes slot, whose data lies at loc, under hash.
+func (x *slotIndex) add(hash uint64, slot int32, loc place) {
 	if 4*(x.count+1) > 3*len(x.cells) {
 		x.grow()
 	}
-	x.place(cellOf(hash, slot))
+	x.put(cell{word: cellOf(hash, slot), loc: loc})
 	x.count++
 }
 
-// place puts c in the first empty cell from its home.
-func (x *slotIndex) place(c uint64) {
-	p := x.home(c)
-	for x.cells[p] != 0 {
+// put puts c in the first empty cell from its home.
+func (x *slotIndex) put(c cell) {
+	p := x.home(c.word)
+	for !x.cells[p].empty() {
 		p = x.next(p)
 	}
 	x.cells[p] = c
@@ -47,33 +59,44 @@ func (x *slotIndex) place(c uint64) {
 
 func (x *slotIndex) grow() {
 	old := x.cells
-	x.cells = make([]uint64, max(2*len(old), minCells))
+	x.cells = make([]cell, max(2*len(old), minCells))
 	for _, c := range old {
-		if c != 0 {
-			x.place(c)
+		if !c.empty() {
+			x.put(c)
 		}
 	}
+}
+
+// cellOfSlot is the index of the cell holding slot, indexed under hash.
+func (x *slotIndex) cellOfSlot(hash uint64, slot int32) int {
+	w := cellOf(hash, slot)
+	p := x.home(w)
+	for x.cells[p].word != w {
+		p = x.next(p)
+	}
+	return p
+}
+
+// moved records that slot's data, indexed under hash, now lies at loc.
+func (x *slotIndex) moved(hash uint64, slot int32, loc place) {
+	x.cells[x.cellOfSlot(hash, slot)].loc = loc
 }
 
 // remove takes out slot, indexed under hash. The cells after it that
 // probed past it move back (linear probing's deletion, which leaves no
 // tombstone for later probes to walk).
 func (x *slotIndex) remove(hash uint64, slot int32) {
-	c := cellOf(hash, slot)
-	p := x.home(c)
-	for x.cells[p] != c {
-		p = x.next(p)
-	}
+	p := x.cellOfSlot(hash, slot)
 	x.count--
 	for {
-		x.cells[p] = 0
+		x.cells[p] = cell{}
 		q := p
 		for {
 			q = x.next(q)
-			if x.cells[q] == 0 {
+			if x.cells[q].empty() {
 				return
 			}
-			if !x.between(p, x.home(x.cells[q]), q) {
+			if !x.between(p, x.home(x.cells[q].word), q) {
 				break // its probe passes p: it moves there
 			}
 		}
@@ -91,15 +114,16 @@ func (x *slotIndex) between(p, h, q int) bool {
 }
 
 // probe calls match with each slot indexed under a hash with hash's tag,
-// from its home, until match reports true; it returns that slot, or noSlot.
-func (x *slotIndex) probe(hash uint64, match func(int32) bool) int32 {
+// and the place of its data, from its home, until match reports true; it
+// returns that slot, or noSlot.
+func (x *slotIndex) probe(hash uint64, match func(int32, place) bool) int32 {
 	if x.count == 0 {
 		return noSlot
 	}
 	tag := hash >> 32
-	for p := x.home(hash); x.cells[p] != 0; p = x.next(p) {
-		if c := x.cells[p]; cellTag(c) == tag && match(cellSlot(c)) {
-			return cellSlot(c)
+	for p := x.home(hash); !x.cells[p].empty(); p = x.next(p) {
+		if c := x.cells[p]; cellTag(c.word) == tag && match(cellSlot(c.word), c.loc) {
+			return cellSlot(c.word)
 		}
 	}
 	return noSlot
