@@ -25,16 +25,17 @@ type cell struct {
 // minCells is an index's first size; it doubles when three quarters full.
 const minCells = 64
 
-func cellOf(hash uint64, slot int32) uint64 { return hash&^(1<<32-1) | uint64(uint32(slot)) }
+// wordOf is the word of slot's cell under hash: the hash's tag and the slot.
+func wordOf(hash uint64, slot int32) uint64 { return hash&^(1<<32-1) | uint64(uint32(slot)) }
 
 func (c cell) empty() bool { return c.word == 0 }
 
-func cellSlot(c uint64) int32 { return int32(uint32(c)) }
+func wordSlot(w uint64) int32 { return int32(uint32(w)) }
 
-func cellTag(c uint64) uint64 { return c >> 32 }
+func wordTag(w uint64) uint64 { return w >> 32 }
 
-// home is the cell a probe for c's tag starts at.
-func (x *slotIndex) home(c uint64) int { return int(cellTag(c)) & (len(x.cells) - 1) }
+// home is the cell a probe for w's tag starts at.
+func (x *slotIndex) home(w uint64) int { return int(wordTag(w)) & (len(x.cells) - 1) }
 
 // next is the cell after p, wrapping around.
 func (x *slotIndex) next(p int) int { return (p + 1) & (len(x.cells) - 1) }
@@ -44,7 +45,7 @@ func (x *slotIndex) add(hash uint64, slot int32, loc place) {
 	if 4*(x.count+1) > 3*len(x.cells) {
 		x.grow()
 	}
-	x.put(cell{word: cellOf(hash, slot), loc: loc})
+	x.put(cell{word: wordOf(hash, slot), loc: loc})
 	x.count++
 }
 
@@ -69,7 +70,7 @@ func (x *slotIndex) grow() {
 
 // cellOfSlot is the index of the cell holding slot, indexed under hash.
 func (x *slotIndex) cellOfSlot(hash uint64, slot int32) int {
-	w := cellOf(hash, slot)
+	w := wordOf(hash, slot)
 	p := x.home(w)
 	for x.cells[p].word != w {
 		p = x.next(p)
@@ -122,8 +123,8 @@ func (x *slotIndex) probe(hash uint64, match func(int32, place) bool) int32 {
 	}
 	tag := hash >> 32
 	for p := x.home(hash); !x.cells[p].empty(); p = x.next(p) {
-		if c := x.cells[p]; cellTag(c.word) == tag && match(cellSlot(c.word), c.loc) {
-			return cellSlot(c.word)
+		if c := x.cells[p]; wordTag(c.word) == tag && match(wordSlot(c.word), c.loc) {
+			return wordSlot(c.word)
 		}
 	}
 	return noSlot

@@ -53,8 +53,8 @@ func TestSlotIndexAgainstAModel(t *testing.T) {
 			}
 		}
 		for _, c := range x.cells {
-			if hash, ok := held[cellSlot(c.word)]; !c.empty() && (!ok || cellOf(hash, cellSlot(c.word)) != c.word) {
-				t.Fatalf("step %d: a cell holds slot %d, not indexed", step, cellSlot(c.word))
+			if hash, ok := held[wordSlot(c.word)]; !c.empty() && (!ok || wordOf(hash, wordSlot(c.word)) != c.word) {
+				t.Fatalf("step %d: a cell holds slot %d, not indexed", step, wordSlot(c.word))
 			}
 		}
 	}
