@@ -85,9 +85,12 @@ type stage interface {
 
 // runCtx is the state shared by the stages of one run.
 type runCtx struct {
-	env  Env
+	env Env
+	// vars are the run's variables, nil until variables makes them.
 	vars map[string]any
-	opt  Options
+	// now is $$NOW, one instant for the whole run.
+	now bson.DateTime
+	opt Options
 	// guard ends the run when the operation ends; nil runs to the end.
 	guard *expr.Guard
 	// cur is the counters of the stage being started, where a blocking
@@ -358,24 +361,38 @@ func (p *Pipeline) Start(input Iterator, env Env) (*Execution, error) {
 }
 
 func (p *Pipeline) begin(input Iterator, env Env, specs bool) (*Execution, error) {
-	vars := map[string]any{"NOW": bson.NewDateTimeFromTime(env.Now())}
-	var guard *expr.Guard
+	rc := &runCtx{env: env, opt: p.opt, specs: specs, now: bson.NewDateTimeFromTime(env.Now())}
 	if g, ok := env.(interface{ Guard() *expr.Guard }); ok {
-		guard = g.Guard()
-		vars = expr.WithGuard(vars, guard)
+		rc.guard = g.Guard()
 	}
-	if p.opt.Collation != nil {
-		vars = expr.WithCollation(vars, p.opt.Collation)
-	}
-	for _, v := range p.let {
-		val, err := v.e.Eval(bson.D{}, vars)
-		if err != nil {
-			input.Close()
-			return nil, err
+	if len(p.let) > 0 {
+		vars := rc.variables()
+		for _, v := range p.let {
+			val, err := v.e.Eval(bson.D{}, vars)
+			if err != nil {
+				input.Close()
+				return nil, err
+			}
+			vars[v.name] = val
 		}
-		vars[v.name] = val
 	}
-	return p.start(input, &runCtx{env: env, vars: vars, opt: p.opt, specs: specs, guard: guard})
+	return p.start(input, rc)
+}
+
+// variables returns the run's variables ($$NOW, let's), with its guard and
+// collation for the expressions that read them, made on first use: most
+// of find's pipelines evaluate no expression.
+func (rc *runCtx) variables() map[string]any {
+	if rc.vars == nil {
+		rc.vars = map[string]any{"NOW": rc.now}
+		if rc.guard != nil {
+			rc.vars = expr.WithGuard(rc.vars, rc.guard)
+		}
+		if rc.opt.Collation != nil {
+			rc.vars = expr.WithCollation(rc.vars, rc.opt.Collation)
+		}
+	}
+	return rc.vars
 }
 
 // runWith chains the stages over in (a sub-pipeline's run).

@@ -41,6 +41,44 @@ type Execution struct {
 	stages []*StageRun
 	// inputRun counts the input, made with the Execution.
 	inputRun StageRun
+	// room holds the counters and iterators of a short pipeline (find's
+	// are one or two stages), so that starting one allocates once.
+	room execRoom
+}
+
+// smallPipeline is the most stages an Execution or a composed Pipeline
+// keeps in its own allocation; longer ones allocate the rest.
+const smallPipeline = 3
+
+type execRoom struct {
+	runs    [smallPipeline]StageRun
+	runPtrs [smallPipeline]*StageRun
+	iters   [smallPipeline + 1]countIter
+	used    int // of runs
+	counted int // of iters
+}
+
+// stageRun returns stage i's counters, from the room while it lasts.
+func (e *Execution) stageRun(p *Pipeline, i int) *StageRun {
+	if e.room.used == len(e.room.runs) {
+		r := p.stageRun(i)
+		return &r
+	}
+	r := &e.room.runs[e.room.used]
+	e.room.used++
+	*r = p.stageRun(i)
+	return r
+}
+
+// counted returns in counted into run, from the room while it lasts.
+func (e *Execution) counted(in Iterator, run *StageRun, guard *expr.Guard) Iterator {
+	if e.room.counted == len(e.room.iters) {
+		return &countIter{in: in, run: run, guard: guard}
+	}
+	c := &e.room.iters[e.room.counted]
+	e.room.counted++
+	*c = countIter{in: in, run: run, guard: guard}
+	return c
 }
 
 // Next returns the pipeline's next document.
@@ -76,14 +114,15 @@ func (e *Execution) Returned() int64 {
 func (p *Pipeline) Planned() []*StageRun {
 	out := make([]*StageRun, len(p.stages))
 	for i := range p.stages {
-		out[i] = p.stageRun(i)
+		run := p.stageRun(i)
+		out[i] = &run
 	}
 	return out
 }
 
 // stageRun is stage i's record, before it runs.
-func (p *Pipeline) stageRun(i int) *StageRun {
-	return &StageRun{Name: p.names[i], Spec: p.specs[i].Value, Absorbed: i < len(p.absorbed) && p.absorbed[i]}
+func (p *Pipeline) stageRun(i int) StageRun {
+	return StageRun{Name: p.names[i], Spec: p.specs[i].Value, Absorbed: i < len(p.absorbed) && p.absorbed[i]}
 }
 
 // countIter is what every stage's output, and the pipeline's input, pass
@@ -115,9 +154,10 @@ func (c *countIter) Close() error { return c.in.Close() }
 func (p *Pipeline) start(in Iterator, rc *runCtx) (*Execution, error) {
 	ex := &Execution{}
 	ex.input = &ex.inputRun
-	in = &countIter{in: in, run: ex.input, guard: rc.guard}
+	ex.stages = ex.room.runPtrs[:0]
+	in = ex.counted(in, ex.input, rc.guard)
 	for i, s := range p.stages {
-		run := p.stageRun(i)
+		run := ex.stageRun(p, i)
 		if !rc.specs {
 			run.Spec = nil
 		}
@@ -126,7 +166,7 @@ func (p *Pipeline) start(in Iterator, rc *runCtx) (*Execution, error) {
 		if err != nil {
 			return nil, wrapStageErr(p.names[i], err)
 		}
-		in = &countIter{in: out, run: run, guard: rc.guard}
+		in = ex.counted(out, run, rc.guard)
 		ex.stages = append(ex.stages, run)
 	}
 	ex.out = in
@@ -141,10 +181,21 @@ type Step struct {
 	s       stage
 }
 
+// composed is a Pipeline with room for a short one's stages.
+type composed struct {
+	Pipeline
+	stages [smallPipeline]stage
+	names  [smallPipeline]string
+	specs  [smallPipeline]bson.E
+}
+
 // Compose builds a pipeline from steps, to be run with Start.
 func Compose(opt Options, steps ...Step) *Pipeline {
-	p := &Pipeline{opt: opt}
-	if len(steps) > 0 { // each slice in one allocation, not grown
+	room := &composed{Pipeline: Pipeline{opt: opt}}
+	p := &room.Pipeline
+	if len(steps) <= smallPipeline { // a short pipeline in one allocation
+		p.stages, p.names, p.specs = room.stages[:0], room.names[:0], room.specs[:0]
+	} else { // each slice in one allocation, not grown
 		p.stages = make([]stage, 0, len(steps))
 		p.names = make([]string, 0, len(steps))
 		p.specs = make([]bson.E, 0, len(steps))

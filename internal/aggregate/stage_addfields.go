@@ -57,7 +57,7 @@ func parseAddLevel(d bson.D, prefix []string, root *projNode) error {
 
 func (s *addFieldsStage) run(in Iterator, rc *runCtx) (Iterator, error) {
 	return &mapIter{in: in, name: s.name, f: oneToOne(func(d bson.D) (bson.D, error) {
-		return s.root.applyAdd(d, &evalCtx{root: d, vars: rc.vars})
+		return s.root.applyAdd(d, &evalCtx{root: d, vars: rc.variables()})
 	})}, nil
 }
 

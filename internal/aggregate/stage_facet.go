@@ -122,7 +122,7 @@ func parseDocuments(spec any, _ Options) (stage, error) {
 
 func (s *documentsStage) run(in Iterator, rc *runCtx) (Iterator, error) {
 	in.Close()
-	v, err := s.e.Eval(bson.D{}, rc.vars)
+	v, err := s.e.Eval(bson.D{}, rc.variables())
 	if err != nil {
 		return nil, err
 	}

@@ -77,12 +77,12 @@ func (g *groupStage) parseID(v any) error {
 // evalID computes a document's group key; missing becomes null.
 func (g *groupStage) evalID(doc bson.D, rc *runCtx) (any, error) {
 	if g.idDoc == nil {
-		id, err := g.id.Eval(doc, rc.vars)
+		id, err := g.id.Eval(doc, rc.variables())
 		return nullIfMissing(id), err
 	}
 	out := make(bson.D, len(g.idDoc))
 	for i, f := range g.idDoc {
-		v, err := f.arg.Eval(doc, rc.vars)
+		v, err := f.arg.Eval(doc, rc.variables())
 		if err != nil {
 			return nil, err
 		}
@@ -216,7 +216,7 @@ func (g *groupStage) groupFor(doc bson.D, rc *runCtx, index map[string]*group) (
 func (g *groupStage) fold(gr *group, doc bson.D, rc *runCtx) (int64, error) {
 	var added int64
 	for i, f := range g.fields {
-		v, err := f.arg.Eval(doc, rc.vars)
+		v, err := f.arg.Eval(doc, rc.variables())
 		if err != nil {
 			return 0, err
 		}

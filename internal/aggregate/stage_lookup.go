@@ -198,9 +198,9 @@ func localValues(d bson.D, path string) bson.A {
 // runSubPipeline runs the pipeline over the candidates with the let
 // variables bound from d.
 func (s *lookupStage) runSubPipeline(d bson.D, candidates []bson.D, rc *runCtx) (bson.A, error) {
-	vars := maps.Clone(rc.vars)
+	vars := maps.Clone(rc.variables())
 	for _, v := range s.let {
-		val, err := v.e.Eval(d, rc.vars)
+		val, err := v.e.Eval(d, rc.variables())
 		if err != nil {
 			return nil, err
 		}

@@ -37,7 +37,7 @@ func (s *matchStage) run(in Iterator, rc *runCtx) (Iterator, error) {
 		// query.Filter evaluates $expr without variables, so the run's
 		// variables ($$NOW, let, $lookup's let) are bound in as literals.
 		var err error
-		if f, err = query.NewFilter(bindExprVars(s.spec, rc.vars)); err != nil {
+		if f, err = query.NewFilter(bindExprVars(s.spec, rc.variables())); err != nil {
 			in.Close()
 			return nil, err
 		}

@@ -130,7 +130,7 @@ func (s *projectStage) run(in Iterator, rc *runCtx) (Iterator, error) {
 		if s.exclusion {
 			return s.root.applyExclusion(d), nil
 		}
-		return s.root.applyInclusion(d, &evalCtx{root: d, vars: rc.vars}, true)
+		return s.root.applyInclusion(d, &evalCtx{root: d, vars: rc.variables()}, true)
 	})}, nil
 }
 

@@ -51,7 +51,7 @@ func parseReplaceWith(spec any, _ Options) (stage, error) {
 
 func (s *replaceStage) run(in Iterator, rc *runCtx) (Iterator, error) {
 	return &mapIter{in: in, name: s.name, f: oneToOne(func(d bson.D) (bson.D, error) {
-		v, err := s.e.Eval(d, rc.vars)
+		v, err := s.e.Eval(d, rc.variables())
 		if err != nil {
 			return nil, err
 		}

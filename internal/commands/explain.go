@@ -10,7 +10,6 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/executor"
-	"github.com/mayflydb/mayfly/internal/expr"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
@@ -119,10 +118,8 @@ func (h *Handler) readOp(r *request, coll string) *executor.Op {
 	op := r.handled.takeReadOp()
 	*op = executor.Op{
 		Ctx:      r.ctx,
-		Check:    func() error { return checkInterrupt(r.ctx) },
-		NewGuard: func() *expr.Guard { return newGuard(r.ctx) },
-		Track:    r.live.Track,
-		Recheck:  r.live.Recheck,
+		CheckCtx: checkInterrupt,
+		Live:     &r.live,
 		Env:      newAggEnv(h, r, coll),
 		Txn:      r.storeTxn(),
 	}

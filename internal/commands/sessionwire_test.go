@@ -121,7 +121,7 @@ func BenchmarkSessionWire(b *testing.B) {
 // driver sends it from an operation's deadline (benchMaxTimeMS).
 var sessionWireCeilings = map[string]float64{
 	"touch":  45,
-	"verify": 67,
+	"verify": 54,
 	"login":  27,
 	"logout": 38,
 }

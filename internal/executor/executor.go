@@ -38,19 +38,14 @@ func New(store *docstore.Store, steady clock.Clock) *Executor {
 // needs past the command.
 type Op struct {
 	Ctx context.Context
-	// Check returns the operation's error once Ctx has ended (maxTimeMS,
-	// killOp, shutdown, the client leaving), nil before.
-	Check func() error
-	// NewGuard returns a Guard that stops expression loops with Check's
-	// error.
-	NewGuard func() *expr.Guard
-	// Track, when set, is given each scan a cursor from this read must
-	// bring up to date before a getMore.
-	Track func(*docstore.DocIter)
-	// Recheck, when set, wraps the output of a blocking sort on a TTL
-	// collection so that documents expired by the time a cursor hands
-	// them out are dropped.
-	Recheck func(c *docstore.Collection, sorted aggregate.Iterator) aggregate.Iterator
+	// CheckCtx returns the operation's error once ctx has ended
+	// (maxTimeMS, killOp, shutdown, the client leaving), nil before. It is
+	// a plain function of the context, not a closure over the request, so
+	// that handing over an Op allocates nothing.
+	CheckCtx func(ctx context.Context) error
+	// Live, when set, keeps what a cursor from this read must bring up to
+	// date before each getMore.
+	Live Live
 	// Env gives a pipeline its database ($lookup, $collStats, $$NOW).
 	Env aggregate.Env
 	// Txn, when set, is the transaction the read belongs to: its scans
@@ -58,9 +53,26 @@ type Op struct {
 	Txn *docstore.Txn
 }
 
+// Live is what a cursor made from a read re-checks before each getMore.
+type Live interface {
+	// Track is given each scan the cursor must bring up to date.
+	Track(scan *docstore.DocIter)
+	// Recheck wraps the output of a blocking sort on a TTL collection so
+	// that documents expired by the time the cursor hands them out are
+	// dropped.
+	Recheck(c *docstore.Collection, sorted aggregate.Iterator) aggregate.Iterator
+}
+
+// Check returns the operation's error once its context has ended, nil
+// before.
+func (op *Op) Check() error { return op.CheckCtx(op.Ctx) }
+
+// NewGuard returns a Guard that stops expression loops with Check's error.
+func (op *Op) NewGuard() *expr.Guard { return expr.NewGuardFor(op.Ctx, op.CheckCtx) }
+
 func (op *Op) track(scan *docstore.DocIter) {
-	if op.Track != nil && scan != nil {
-		op.Track(scan)
+	if op.Live != nil && scan != nil {
+		op.Live.Track(scan)
 	}
 }
 

@@ -15,7 +15,6 @@ import (
 	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/docstore/docstoretest"
-	"github.com/mayflydb/mayfly/internal/expr"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
 )
@@ -40,8 +39,7 @@ func newOp() *Op {
 	ctx := context.Background()
 	return &Op{
 		Ctx:      ctx,
-		Check:    func() error { return nil },
-		NewGuard: func() *expr.Guard { return expr.NewGuardFor(ctx, func(context.Context) error { return nil }) },
+		CheckCtx: func(context.Context) error { return nil },
 		Env:      noEnv{},
 	}
 }

@@ -133,8 +133,8 @@ func (p *Plan) findSortStep(s *FindSpec) aggregate.Step {
 		keep = s.Skip + s.Limit
 	}
 	var then func(aggregate.Iterator) aggregate.Iterator
-	if p.c.HasTTL() && p.op.Recheck != nil {
-		then = func(in aggregate.Iterator) aggregate.Iterator { return p.op.Recheck(p.c, in) }
+	if p.c.HasTTL() && p.op.Live != nil {
+		then = func(in aggregate.Iterator) aggregate.Iterator { return p.op.Live.Recheck(p.c, in) }
 	}
 	return aggregate.SortStep("SORT", sortDetails(s), s.Sort, keep, SortCheck(p.op.Check, s.AllowDisk), then)
 }
