@@ -20,6 +20,29 @@ func DecodeD(raw []byte, extra int) (bson.D, error) {
 	return dec.decodeD(raw, 0, extra)
 }
 
+// SharedMax is the largest document (or request, its documents' bytes
+// together) decoded with one shared text and slabs: a value a caller keeps
+// of it keeps the whole text alive, so the text is small. A session
+// document or command is 150 to 250 bytes.
+const SharedMax = 4 << 10
+
+// DecodeShared is DecodeD for one document that is decoded to be changed
+// and written again (a write's current version): up to SharedMax bytes, its
+// strings are cut from one copy of raw and its documents' elements from one
+// slab, a few allocations where DecodeD makes one per string and per
+// document. Bigger documents are decoded as DecodeD does. Scans feeding a
+// pipeline keep DecodeD: a $push of one string per document would keep
+// each document's whole text.
+func DecodeShared(raw []byte, extra int) (bson.D, error) {
+	if len(raw) > SharedMax {
+		return DecodeD(raw, extra)
+	}
+	var sd SharedDecoder
+	sd.Reset(string(raw))
+	sd.Expect(len(raw), extra)
+	return sd.Decode(raw, 0, extra)
+}
+
 var errSlowPath = errors.New("value needs the reflective decoder")
 
 // SharedDecoder decodes the documents of one small request with a few

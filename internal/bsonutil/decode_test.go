@@ -2,6 +2,8 @@ package bsonutil
 
 import (
 	"fmt"
+	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,5 +40,44 @@ func TestLookupScalarAgreesWithDecodeD(t *testing.T) {
 	}
 	if v, _, _, _ := LookupScalar(raw, "s"); v != "x" {
 		t.Errorf("a repeated name gives the first value, got %v", v)
+	}
+}
+
+// TestDecodeSharedOwnsItsMemory: what DecodeShared returns, below and
+// above SharedMax, is what bson.Unmarshal returns and shares nothing with
+// the bytes it was decoded from, which a store reuses.
+func TestDecodeSharedOwnsItsMemory(t *testing.T) {
+	for _, pad := range []int{10, SharedMax} {
+		src := bson.D{
+			{Key: "token", Value: strings.Repeat("t", pad)},
+			{Key: "user", Value: bson.D{{Key: "name", Value: "ann"}, {Key: "tags", Value: bson.A{"a", bson.D{{Key: "k", Value: "v"}}}}}},
+			{Key: "bin", Value: bson.Binary{Subtype: 0, Data: []byte("bytes")}},
+			{Key: "at", Value: bson.DateTime(1234)},
+		}
+		raw, err := bson.Marshal(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want bson.D
+		if err := bson.Unmarshal(raw, &want); err != nil {
+			t.Fatal(err)
+		}
+		got, err := DecodeShared(raw, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range raw {
+			raw[i] = 'X'
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%d-byte token: got %v, want %v", pad, got, want)
+		}
+		if cap(got) < len(got)+2 {
+			t.Fatalf("%d-byte token: room for %d more fields, want 2", pad, cap(got)-len(got))
+		}
+		user := got[1].Value.(bson.D)
+		if cap(user) != len(user) {
+			t.Fatalf("%d-byte token: a nested document has spare capacity %d: an append would overwrite its neighbour", pad, cap(user)-len(user))
+		}
 	}
 }

@@ -268,8 +268,9 @@ func (d *stored) keys(ix *indexState) ([][]byte, error) {
 	return ix.entryKeys(d.doc)
 }
 
+// decode decodes the stored version a write reads to change it.
 func (d *stored) decode() error {
-	doc, err := bsonutil.DecodeD(d.raw, 0)
+	doc, err := bsonutil.DecodeShared(d.raw, 0)
 	if err != nil {
 		return fmt.Errorf("docstore: decode stored document: %w", err)
 	}

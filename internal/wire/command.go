@@ -12,8 +12,7 @@ import (
 // sharedTextMax is the largest request (its documents' bytes) decoded
 // with one shared text and slabs (bsonutil.SharedDecoder): a value that a
 // handler keeps then keeps the request's text alive, so the text is small.
-// A session command is about 250 bytes.
-const sharedTextMax = 4 << 10
+const sharedTextMax = bsonutil.SharedMax
 
 // Command returns the request as one document: the body decoded to bson.D
 // with each kind-1 sequence appended as `identifier: bson.A{bson.D...}`.

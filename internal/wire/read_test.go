@@ -13,6 +13,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
@@ -357,15 +358,19 @@ func TestCommandDoesNotAliasBuffer(t *testing.T) {
 	}
 }
 
-// Both ways of decoding a command's documents, copying each string and
-// cutting them from one shared text, must give exactly what
-// bson.Unmarshal gives, for every type.
+// Every way of decoding a document, copying each string, cutting them
+// from a command's shared text, and a stored document's own
+// (bsonutil.DecodeShared), must give exactly what bson.Unmarshal gives,
+// for every type.
 func TestDecodeDocMatchesUnmarshal(t *testing.T) {
 	for _, shared := range []bool{false, true} {
 		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) {
 			testDecodeMatchesUnmarshal(t, func(raw bson.Raw) (bson.D, error) { return decodeDocWith(raw, shared) })
 		})
 	}
+	t.Run("DecodeShared", func(t *testing.T) {
+		testDecodeMatchesUnmarshal(t, func(raw bson.Raw) (bson.D, error) { return bsonutil.DecodeShared(raw, 0) })
+	})
 }
 
 // decodeDocWith decodes raw alone, as a command's only document.
