@@ -195,12 +195,9 @@ func (t *tx) emitExpiryByID(idEnc []byte, ix *indexState, date bson.DateTime) er
 	}
 	var raw []byte
 	if t.preImages() || t.checksOwnership() {
-		old, err := t.c.loadLocked(idEnc)
-		if err != nil {
+		var err error
+		if raw, err = t.c.loadRawLocked(idEnc); err != nil {
 			return err
-		}
-		if old != nil {
-			raw = old.raw
 		}
 	}
 	t.emitExpiry(idEnc, raw, ix, ix.expiry(date).UnixMilli())

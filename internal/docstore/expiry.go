@@ -51,6 +51,25 @@ func (ix *indexState) expiresAt(doc bson.D) (time.Time, bool) {
 	return ix.expiry(earliest), true
 }
 
+// rawExpiresAt is expiresAt read from raw BSON without decoding it. ok is
+// false where it cannot tell (a partial filter, a dotted or collated path,
+// an array or a document at the path, undecodable BSON): the caller
+// decodes the document and asks expiresAt.
+func (ix *indexState) rawExpiresAt(raw []byte) (at time.Time, found, ok bool) {
+	if !ix.simple {
+		return time.Time{}, false, false
+	}
+	v, _, scalar, err := bsonutil.LookupScalar(raw, ix.def.Fields[0].Path)
+	if err != nil || !scalar {
+		return time.Time{}, false, false
+	}
+	d, isDate := v.(bson.DateTime)
+	if !isDate {
+		return time.Time{}, false, true
+	}
+	return ix.expiry(d), true, true
+}
+
 // expiry is when a document dated d expires under ix.
 func (ix *indexState) expiry(d bson.DateTime) time.Time {
 	return time.UnixMilli(int64(d)).Add(time.Duration(ix.def.ExpireAfter) * time.Second)

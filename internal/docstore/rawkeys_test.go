@@ -146,3 +146,62 @@ func TestScalarEntryKeysAgreeWithTheWalk(t *testing.T) {
 
 // absent marks a test document without the indexed field.
 type absent struct{}
+
+// A TTL index's expiry read from raw BSON (the monitor's read of a
+// document whose event carries it) must be what the decoded document
+// gives, for a value of every BSON type on every kind of TTL index; where
+// it cannot tell, it says so and the document is decoded.
+func TestRawExpiresAtAgreesWithTheDecodedDocument(t *testing.T) {
+	s, _ := openStore(t)
+	c := indexedColl(t, s, "rawttl",
+		bson.D{{Key: "key", Value: bson.D{{Key: "t", Value: 1}}}, {Key: "name", Value: "plain"}, {Key: "expireAfterSeconds", Value: 10}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "u", Value: 1}}}, {Key: "name", Value: "partial"}, {Key: "expireAfterSeconds", Value: 0},
+			{Key: "partialFilterExpression", Value: bson.D{{Key: "w", Value: bson.D{{Key: "$exists", Value: true}}}}}},
+		bson.D{{Key: "key", Value: bson.D{{Key: "e.k", Value: 1}}}, {Key: "name", Value: "dotted"}, {Key: "expireAfterSeconds", Value: 5}},
+	)
+	values := []any{
+		bson.MinKey{}, bson.Undefined{}, nil, math.NaN(), int32(7), int64(7), 7.5, "sx", bson.D{{Key: "k", Value: bson.DateTime(1)}},
+		bson.A{}, bson.A{bson.DateTime(9), bson.DateTime(3)}, bson.Binary{Data: []byte{1}}, bson.NewObjectID(), true,
+		bson.DateTime(1700000000000), bson.Timestamp{T: 1}, bson.Regex{Pattern: "a"}, bson.DBPointer{DB: "d"},
+		bson.JavaScript("f"), bson.Symbol("s"), bson.CodeWithScope{Code: "c", Scope: bson.D{}}, bson.Decimal128{}, bson.MaxKey{},
+	}
+	ttl := c.state.Load().ttl
+	if len(ttl) != 3 {
+		t.Fatalf("%d TTL indexes, want 3", len(ttl))
+	}
+	raws := 0
+	for i, v := range append(values, absent{}) {
+		doc := bson.D{{Key: "_id", Value: i}}
+		if _, none := v.(absent); !none {
+			doc = append(doc, bson.E{Key: "t", Value: v}, bson.E{Key: "u", Value: v}, bson.E{Key: "e", Value: bson.D{{Key: "k", Value: v}}})
+			if i%2 == 0 {
+				doc = append(doc, bson.E{Key: "w", Value: 1})
+			}
+		}
+		raw, err := bson.Marshal(doc)
+		if err != nil {
+			t.Fatalf("value %d: %v", i, err)
+		}
+		for _, ix := range ttl {
+			wantAt, wantFound := ix.expiresAt(doc)
+			at, found, ok := ix.rawExpiresAt(raw)
+			if ok {
+				raws++
+				if found != wantFound || !at.Equal(wantAt) {
+					t.Errorf("%s on %v: raw %v %v, decoded %v %v", ix.def.Name, doc, at, found, wantAt, wantFound)
+				}
+			}
+			d := &stored{raw: raw}
+			at, found, err := d.expiresAt(ix)
+			if err != nil || found != wantFound || !at.Equal(wantAt) {
+				t.Errorf("%s on %v: stored %v %v (%v), decoded %v %v", ix.def.Name, doc, at, found, err, wantAt, wantFound)
+			}
+		}
+	}
+	// The plain index reads every value but the document and the two
+	// arrays from the raw BSON, and values the fast decoder leaves to the
+	// reflective one; the partial and dotted indexes never do.
+	if raws < len(values)-8 || raws > len(values)-2 {
+		t.Fatalf("%d of %d values took the raw path on the plain index", raws, len(values)+1)
+	}
+}

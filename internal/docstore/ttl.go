@@ -469,19 +469,39 @@ func (t *tx) expireRead(ix *indexState, old *stored) error {
 	if t.eventBatch() == nil {
 		return t.removeDoc(old)
 	}
-	if old.doc == nil {
-		if err := old.decode(); err != nil {
-			return err
-		}
+	at, ok, err := old.expiresAt(ix)
+	if err != nil {
+		return err
 	}
-	if at, ok := ix.expiresAt(old.doc); ok {
+	if ok {
 		if err := t.removeDoc(old); err != nil {
 			return err
 		}
 		t.emitExpiry(old.idEnc, old.raw, ix, at.UnixMilli())
 		return nil
 	}
+	if old.doc == nil {
+		if err := old.decode(); err != nil {
+			return err
+		}
+	}
 	return t.expireDoc(old)
+}
+
+// expiresAt is ix.expiresAt for a stored document, read from its raw BSON
+// when ix allows (the monitor's read is discarded once the event has the
+// raw document, so decoding it would be garbage alone), else decoded.
+func (d *stored) expiresAt(ix *indexState) (time.Time, bool, error) {
+	if d.doc == nil {
+		if at, found, ok := ix.rawExpiresAt(d.raw); ok {
+			return at, found, nil
+		}
+		if err := d.decode(); err != nil {
+			return time.Time{}, false, err
+		}
+	}
+	at, found := ix.expiresAt(d.doc)
+	return at, found, nil
 }
 
 // storedExpired reports whether a stored document has expired at now,

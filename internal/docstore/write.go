@@ -543,6 +543,20 @@ func (c *Collection) loadLocked(idEnc []byte) (*stored, error) {
 	return c.loadFrom(c.store.eng, idEnc)
 }
 
+// loadRawLocked reads the bytes of the stored document with the given
+// encoded _id, nil when there is none, without decoding them: an expiry
+// event carries the bytes alone.
+func (c *Collection) loadRawLocked(idEnc []byte) ([]byte, error) {
+	raw, err := c.store.eng.Get(docKey(c.meta().ID, idEnc))
+	if errors.Is(err, storage.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("docstore: read: %w", err)
+	}
+	return raw, nil
+}
+
 // loadFrom reads the document with the given encoded _id from r.
 func (c *Collection) loadFrom(r storage.Reader, idEnc []byte) (*stored, error) {
 	return c.loadInto(new(loaded), r, idEnc)
