@@ -8,8 +8,8 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
-	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/nsname"
 )
 
 // ParseStage reads a $out or $merge stage of a pipeline run in db, with
@@ -66,7 +66,7 @@ func parseMerge(db string, v any) (*Target, error) {
 // namespace, no system collection and no internal database (admin, local,
 // config), each stage with its own codes and wording.
 func (t *Target) checkTarget() error {
-	if err := docstore.ValidateNamespace(t.DB, t.Coll); err != nil {
+	if err := nsname.ValidateNamespace(t.DB, t.Coll); err != nil {
 		return err
 	}
 	system := strings.HasPrefix(t.Coll, "system.")

@@ -14,6 +14,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/executor"
 	"github.com/mayflydb/mayfly/internal/expr"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/nsname"
 )
 
 var aggregateFields = []string{"pipeline", "cursor", "explain", "allowDiskUse", "hint", "let", "collation", "bypassDocumentValidation", "fromMongos", "needsMerge"}
@@ -52,7 +53,7 @@ func cmdAggregate(h *Handler, r *request) (bson.D, error) {
 	if collectionless {
 		return h.collectionlessAggregate(r, stagesOf(r), batch)
 	}
-	if err := docstore.ValidateNamespace(r.db, coll); err != nil {
+	if err := nsname.ValidateNamespace(r.db, coll); err != nil {
 		return nil, err
 	}
 	if v, err := h.resolveView(r.db, coll); err != nil || v != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/cmdargs"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/nsname"
 	"github.com/mayflydb/mayfly/internal/writeops"
 )
 
@@ -186,10 +187,10 @@ func (b *bulkWrite) namespace(v any) (db, coll string, err error) {
 	if !ok {
 		return "", "", mongoerr.Newf(mongoerr.InvalidNamespace, "Invalid namespace specified '%s'", b.ns[i])
 	}
-	if err := docstore.ValidateNamespace(db, coll); err != nil {
+	if err := nsname.ValidateNamespace(db, coll); err != nil {
 		return "", "", err
 	}
-	return db, coll, docstore.ValidateUserWrite(db, coll)
+	return db, coll, nsname.ValidateUserWrite(db, coll)
 }
 
 func (b *bulkWrite) insert(i int, r *request, coll string, op bson.D, opt docstore.WriteOptions) bool {

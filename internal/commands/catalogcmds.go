@@ -13,6 +13,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/ddl"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/nsname"
 	"github.com/mayflydb/mayfly/internal/timeseries"
 )
 
@@ -112,10 +113,10 @@ func cmdCreate(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := docstore.ValidateNamespace(r.db, name); err != nil {
+	if err := nsname.ValidateNamespace(r.db, name); err != nil {
 		return nil, err
 	}
-	if err := docstore.ValidateUserCreate(r.db, name); err != nil {
+	if err := nsname.ValidateUserCreate(r.db, name); err != nil {
 		return nil, err
 	}
 	if err := refuseCreateInTransaction(r, name); err != nil {
@@ -251,10 +252,10 @@ func cmdRenameCollection(h *Handler, r *request) (bson.D, error) {
 // ends must be collections clients may write (IllegalOperation, naming
 // the end), and system.js and system.users are never renamed to or from.
 func checkRenameNamespaces(fromDB, fromColl, toDB, toColl string) error {
-	if err := docstore.ValidateUserWrite(fromDB, fromColl); err != nil {
+	if err := nsname.ValidateUserWrite(fromDB, fromColl); err != nil {
 		return mongoerr.New(mongoerr.IllegalOperation, "error with source namespace: "+mongoerr.As(err).Msg)
 	}
-	if err := docstore.ValidateUserWrite(toDB, toColl); err != nil {
+	if err := nsname.ValidateUserWrite(toDB, toColl); err != nil {
 		return mongoerr.New(mongoerr.IllegalOperation, "error with target namespace: "+mongoerr.As(err).Msg)
 	}
 	for _, special := range []string{"system.js", "system.users"} {
@@ -287,7 +288,7 @@ func cmdCreateIndexes(h *Handler, r *request) (bson.D, error) {
 	if len(specs) == 0 {
 		return nil, mongoerr.New(mongoerr.BadValue, "Must specify at least one index to create")
 	}
-	if err := docstore.ValidateUserWrite(r.db, name); err != nil {
+	if err := nsname.ValidateUserWrite(r.db, name); err != nil {
 		return nil, err
 	}
 	if err := refuseSystemIndexesInTransaction(r, name); err != nil {

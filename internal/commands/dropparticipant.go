@@ -5,8 +5,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/nsname"
 	"github.com/mayflydb/mayfly/internal/shardcmds"
 )
 
@@ -25,7 +25,7 @@ func cmdShardsvrDropCollectionParticipant(h *Handler, r *request) (bson.D, error
 		return nil, err
 	}
 	db, name, _ := strings.Cut(ns, ".")
-	if err := docstore.ValidateNamespace(db, name); err != nil {
+	if err := nsname.ValidateNamespace(db, name); err != nil {
 		return nil, err
 	}
 	release, err := m.HoldForDrop(r.ctx, ns)
@@ -58,7 +58,7 @@ func cmdShardsvrDropDatabaseParticipant(h *Handler, r *request) (bson.D, error) 
 	if err != nil {
 		return nil, err
 	}
-	if err := docstore.ValidateDBName(db); err != nil {
+	if err := nsname.ValidateDBName(db); err != nil {
 		return nil, err
 	}
 	if db == "admin" {

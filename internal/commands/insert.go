@@ -10,6 +10,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/cmdargs"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/nsname"
 	"github.com/mayflydb/mayfly/internal/repl"
 	"github.com/mayflydb/mayfly/internal/wire"
 	"github.com/mayflydb/mayfly/internal/writeops"
@@ -180,10 +181,10 @@ func cmdInsert(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := docstore.ValidateNamespace(r.db, a.coll); err != nil {
+	if err := nsname.ValidateNamespace(r.db, a.coll); err != nil {
 		return nil, err
 	}
-	if err := docstore.ValidateUserWrite(r.db, a.coll); err != nil {
+	if err := nsname.ValidateUserWrite(r.db, a.coll); err != nil {
 		return nil, err
 	}
 	if err := h.refuseView(r.db, a.coll); err != nil {

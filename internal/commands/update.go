@@ -9,6 +9,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/nsname"
 	"github.com/mayflydb/mayfly/internal/query"
 	"github.com/mayflydb/mayfly/internal/session"
 	"github.com/mayflydb/mayfly/internal/writeops"
@@ -148,7 +149,7 @@ func cmdUpdate(h *Handler, r *request) (bson.D, error) {
 	if err := cmdargs.CheckUpdateStatements(stmts); err != nil {
 		return nil, err
 	}
-	if err := docstore.ValidateUserWrite(r.db, a.coll); err != nil {
+	if err := nsname.ValidateUserWrite(r.db, a.coll); err != nil {
 		return nil, err
 	}
 	if err := h.refuseView(r.db, a.coll); err != nil {

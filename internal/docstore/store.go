@@ -21,6 +21,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/nsname"
 	"github.com/mayflydb/mayfly/internal/storage"
 	"github.com/mayflydb/mayfly/internal/storage/rescache"
 )
@@ -274,7 +275,7 @@ func (s *Store) GetOrCreate(db, name string) (*Collection, bool, error) {
 }
 
 func (s *Store) createLocked(db, name string, opt CreateOptions) (*Collection, error) {
-	if err := ValidateNamespace(db, name); err != nil {
+	if err := nsname.ValidateNamespace(db, name); err != nil {
 		return nil, err
 	}
 	if err := s.checkDBCaseLocked(db); err != nil {
@@ -423,7 +424,7 @@ func (s *Store) takeOutDB(db string) []*Collection {
 // see only the rename. Across databases the collection gets a new UUID
 // and the events are those of mongod's copy (renamedb.go).
 func (s *Store) RenameCollection(fromDB, from, toDB, to string, dropTarget bool) error {
-	if err := ValidateNamespace(toDB, to); err != nil {
+	if err := nsname.ValidateNamespace(toDB, to); err != nil {
 		return err
 	}
 	if fromDB == toDB && from == to {

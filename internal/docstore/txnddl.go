@@ -7,6 +7,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/catalog"
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/nsname"
 	"github.com/mayflydb/mayfly/internal/storage"
 )
 
@@ -56,7 +57,7 @@ func (x *Txn) CreateCollection(db, name string, opt CreateOptions) (*Collection,
 }
 
 func (x *Txn) create(db, name string, opt CreateOptions, explicit bool) (*Collection, error) {
-	if err := ValidateNamespace(db, name); err != nil {
+	if err := nsname.ValidateNamespace(db, name); err != nil {
 		return nil, err
 	}
 	x.mu.Lock()

@@ -104,6 +104,7 @@ func packageLayers() map[string]row {
 		"internal/bgyield":                     {layer: base},
 		"internal/maxtime":                     {layer: base},
 		"internal/nsjoin":                      {layer: base},
+		"internal/nsname":                      {layer: base},
 		"internal/keyspace":                    {layer: base},
 		"internal/ttlentry":                    {layer: base},
 		"internal/storage":                     {layer: base},

@@ -12,6 +12,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/expr"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/nsname"
 	"github.com/mayflydb/mayfly/internal/update"
 )
 
@@ -85,10 +86,10 @@ func (a *Applier) apply(op bson.D) error {
 // writable refuses an entry's write where a client's write is refused:
 // an invalid namespace, a system collection the server keeps, a view.
 func (a *Applier) writable(db, coll string) error {
-	if err := docstore.ValidateNamespace(db, coll); err != nil {
+	if err := nsname.ValidateNamespace(db, coll); err != nil {
 		return err
 	}
-	if err := docstore.ValidateUserWrite(db, coll); err != nil {
+	if err := nsname.ValidateUserWrite(db, coll); err != nil {
 		return err
 	}
 	return a.RefuseView(db, coll)
