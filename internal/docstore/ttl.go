@@ -9,7 +9,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/keyenc"
 	"github.com/mayflydb/mayfly/internal/storage"
 	"github.com/mayflydb/mayfly/internal/ttlentry"
@@ -509,8 +508,8 @@ func (d *stored) expiresAt(ix *indexState) (time.Time, bool, error) {
 // holds a scalar there, else from the decoded document.
 func (c *Collection) storedExpired(d *stored, now time.Time) (bool, error) {
 	if d.doc == nil {
-		if expired, ok, err := c.rawExpired(d.raw, now); ok || err != nil {
-			return expired, err
+		if expired, ok := c.rawExpired(d.raw, now); ok {
+			return expired, nil
 		}
 		if err := d.decode(); err != nil {
 			return false, err
@@ -520,21 +519,19 @@ func (c *Collection) storedExpired(d *stored, now time.Time) (bool, error) {
 }
 
 // rawExpired applies Expired's rule to raw BSON: expired when any TTL
-// index's date plus its expireAfterSeconds is at or before now.
-func (c *Collection) rawExpired(raw []byte, now time.Time) (expired, ok bool, err error) {
+// index's date plus its expireAfterSeconds is at or before now. ok is
+// false where an index's rawExpiresAt cannot tell.
+func (c *Collection) rawExpired(raw []byte, now time.Time) (expired, ok bool) {
 	for _, ix := range c.state.Load().ttl {
-		if !ix.simple {
-			return false, false, nil
+		at, found, ok := ix.rawExpiresAt(raw)
+		if !ok {
+			return false, false
 		}
-		v, _, scalar, err := bsonutil.LookupScalar(raw, ix.def.Fields[0].Path)
-		if err != nil || !scalar {
-			return false, false, err
-		}
-		if d, isDate := v.(bson.DateTime); isDate && !ix.expiry(d).After(now) {
-			return true, true, nil
+		if found && !at.After(now) {
+			return true, true
 		}
 	}
-	return false, true, nil
+	return false, true
 }
 
 // loadMany reads the documents with the given encoded _ids (sorted, their

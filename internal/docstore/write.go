@@ -177,12 +177,9 @@ func (t *tx) loadExpectingNone(idEnc []byte) (*stored, error) {
 	if b := t.c.inFlight.batchOf(idEnc); b != nil {
 		return nil, errInFlight{batch: b}
 	}
-	raw, err := t.r.Get(t.docKey(idEnc))
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("docstore: read: %w", err)
+	raw, err := readRaw(t.r, t.docKey(idEnc))
+	if raw == nil || err != nil {
+		return nil, err
 	}
 	d := &stored{idEnc: idEnc, raw: raw}
 	return d, d.decode()
@@ -547,7 +544,12 @@ func (c *Collection) loadLocked(idEnc []byte) (*stored, error) {
 // encoded _id, nil when there is none, without decoding them: an expiry
 // event carries the bytes alone.
 func (c *Collection) loadRawLocked(idEnc []byte) ([]byte, error) {
-	raw, err := c.store.eng.Get(docKey(c.meta().ID, idEnc))
+	return readRaw(c.store.eng, docKey(c.meta().ID, idEnc))
+}
+
+// readRaw reads a stored document's bytes from r, nil when there is none.
+func readRaw(r storage.Reader, key []byte) ([]byte, error) {
+	raw, err := r.Get(key)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, nil
 	}
