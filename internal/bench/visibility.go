@@ -45,8 +45,9 @@ const idReadPause = 2 * time.Millisecond
 // document that must still be live. A range read asks for any document
 // dated at or before the most recently expired one, once at rangeAt (the
 // end of the storm) and once more when stop closes (all deleted, or the
-// drain timed out). Range reads are few because each one walks every
-// expired document not yet deleted: back to back they would be the load.
+// drain timed out). Range reads are few because each one walks the
+// entries of every expired document not yet deleted: back to back they
+// would be the load.
 func watchVisibility(ctx context.Context, coll *mongo.Collection, s schedule, from, rangeAt, until time.Time, stop <-chan struct{}) (Visibility, error) {
 	if err := sleepUntil(ctx, from); err != nil {
 		return Visibility{}, err

@@ -44,7 +44,7 @@ func (p *Plan) stage(f *query.Filter, express bool, ev *execView) bson.D {
 
 func (p *Plan) collScanStage(f *query.Filter, ev *execView) bson.D {
 	out := bson.D{{Key: "stage", Value: "COLLSCAN"}}
-	if pq := ParsedQuery(f); len(pq) > 0 {
+	if pq := query.ParsedQuery(f); len(pq) > 0 {
 		out = append(out, bson.E{Key: "filter", Value: pq})
 	}
 	if ev != nil {

@@ -81,6 +81,10 @@ type DocIter struct {
 	lastID     []byte
 	rest       *keyList   // an IDLookup's ids once Lean packed them
 	restRanges *rangeList // an index scan's ranges once packed
+
+	// ttlState is the collection state ttlIx was resolved in (ttlIndex).
+	ttlState *collState
+	ttlIx    *indexState
 }
 
 func (d *DocIter) idCount() int {
@@ -357,7 +361,7 @@ func (d *DocIter) nextIndexed() ([]byte, bool) {
 		if d.plan.idScan {
 			return d.it.Value(), true
 		}
-		if d.staleEntry() {
+		if d.staleEntry() || d.expiredEntry() {
 			continue
 		}
 		idEnc := ttlentry.ID(d.it.Key(), d.it.Value())
@@ -386,6 +390,45 @@ func (d *DocIter) staleEntry() bool {
 		d.err = err
 	}
 	return skip
+}
+
+// expiredEntry reports whether the index entry the scan stands on shows
+// its document expired without reading it. On a TTL index a record
+// entry (not loose) is the document's own: its date is one of the
+// document's dates at the path, and the document expires by its earliest
+// (ExpiresAt), so an entry dated at or before now − expireAfterSeconds
+// means the document is hidden, as the monitor trusts it to be. A range
+// read over a backlog of expired documents then costs a key each, not a
+// document read each. A loose entry may be stale (its document touched
+// since), so staleEntry reads its document first and this holds for the
+// current one alone.
+func (d *DocIter) expiredEntry() bool {
+	if !d.hide {
+		return false
+	}
+	ix := d.ttlIndex()
+	if ix == nil {
+		return false
+	}
+	date, ok := ix.entryDate(d.it.Key())
+	return ok && !ix.expiry(date).After(d.now)
+}
+
+// ttlIndex returns the scan's index when it expires documents (a TTL
+// index that does not expire elements alone), nil otherwise, as the
+// collection's current state defines it: a collMod of expireAfterSeconds
+// mid-scan is seen at the next entry, as Expired sees it.
+func (d *DocIter) ttlIndex() *indexState {
+	st := d.c.state.Load()
+	if st == d.ttlState {
+		return d.ttlIx
+	}
+	d.ttlState, d.ttlIx = st, nil
+	ix := st.indexByID(d.plan.Index.ID)
+	if ix != nil && ix.progress != nil && !ix.clustered && !ix.def.ExpireElements {
+		d.ttlIx = ix
+	}
+	return d.ttlIx
 }
 
 // advanceIndex moves to the next index entry, opening ranges in turn (in

@@ -893,37 +893,37 @@ func rankCeiling(rank int) any {
 // path implies. Anything else (an $or, a regex) makes the index unusable
 // without a hint, which is safe.
 func impliesPartial(preds map[string][]query.Predicate, partial bson.D) bool {
-	for _, c := range normalizeFilter(partial) {
-		if !impliedBy(c, preds[c.path]) {
+	for _, c := range query.NormalizeFilter(partial) {
+		if !impliedBy(c, preds[c.Path]) {
 			return false
 		}
 	}
 	return true
 }
 
-func impliedBy(c clause, ps []query.Predicate) bool {
+func impliedBy(c query.Clause, ps []query.Predicate) bool {
 	for _, p := range ps {
-		if c.path != "" && implies(p, c) {
+		if c.Path != "" && implies(p, c) {
 			return true
 		}
 	}
 	return false
 }
 
-func implies(p query.Predicate, c clause) bool {
+func implies(p query.Predicate, c query.Clause) bool {
 	switch {
-	case c.op == "$exists":
-		return bsonutil.TrueValue(c.val) && !anyNullish(p.Values) && len(p.Values) > 0
+	case c.Op == "$exists":
+		return bsonutil.TrueValue(c.Val) && !anyNullish(p.Values) && len(p.Values) > 0
 	case p.Op == query.OpEq || p.Op == query.OpIn:
 		return len(p.Values) > 0 && allSatisfy(p.Values, c)
-	case p.Op.IsRange() && c.op.IsRange():
+	case p.Op.IsRange() && c.Op.IsRange():
 		return rangeImplies(p, c)
 	}
 	return false
 }
 
 // allSatisfy reports whether each value satisfies the clause on its own.
-func allSatisfy(vs []any, c clause) bool {
+func allSatisfy(vs []any, c query.Clause) bool {
 	for _, v := range vs {
 		if !satisfies(v, c) {
 			return false
@@ -932,22 +932,22 @@ func allSatisfy(vs []any, c clause) bool {
 	return true
 }
 
-func satisfies(v any, c clause) bool {
-	if c.op == query.OpIn {
-		for _, x := range bsonutil.ToA(c.val) {
+func satisfies(v any, c query.Clause) bool {
+	if c.Op == query.OpIn {
+		for _, x := range bsonutil.ToA(c.Val) {
 			if bsonutil.Equal(v, x) {
 				return true
 			}
 		}
 		return false
 	}
-	if c.op == query.OpEq {
-		return bsonutil.Equal(v, c.val)
+	if c.Op == query.OpEq {
+		return bsonutil.Equal(v, c.Val)
 	}
-	if !c.op.IsRange() || bsonutil.Rank(v) != bsonutil.Rank(c.val) {
+	if !c.Op.IsRange() || bsonutil.Rank(v) != bsonutil.Rank(c.Val) {
 		return false
 	}
-	return compareHolds(bsonutil.Compare(v, c.val), c.op)
+	return compareHolds(bsonutil.Compare(v, c.Val), c.Op)
 }
 
 func compareHolds(cmp int, op query.Op) bool {
@@ -964,16 +964,16 @@ func compareHolds(cmp int, op query.Op) bool {
 
 // rangeImplies: {$gt: 7} implies {$gt: 5} and {$gte: 7}; some element
 // beyond the tighter bound is beyond the looser one too.
-func rangeImplies(p query.Predicate, c clause) bool {
+func rangeImplies(p query.Predicate, c query.Clause) bool {
 	v := p.Values[0]
-	if p.Op.IsLower() != c.op.IsLower() || bsonutil.Rank(v) != bsonutil.Rank(c.val) {
+	if p.Op.IsLower() != c.Op.IsLower() || bsonutil.Rank(v) != bsonutil.Rank(c.Val) {
 		return false
 	}
-	cmp := bsonutil.Compare(v, c.val)
+	cmp := bsonutil.Compare(v, c.Val)
 	if !p.Op.IsLower() {
 		cmp = -cmp
 	}
-	strict := c.op.IsStrict()
+	strict := c.Op.IsStrict()
 	pStrict := p.Op.IsStrict()
 	return cmp > 0 || (cmp == 0 && (pStrict || !strict))
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/query"
 )
 
 // Verbosity is how much explain tells.
@@ -73,7 +74,7 @@ func (ex *Explained) ExecutionStats(v Verbosity) bson.D {
 
 // Explained renders the plan, and with executed the counters of the run.
 func (p *Plan) Explained(ns string, executed bool) *Explained {
-	out := &Explained{ns: ns, parsed: docstore.ParsedQuery(p.filter), planner: p.tree(false, 0)}
+	out := &Explained{ns: ns, parsed: query.ParsedQuery(p.filter), planner: p.tree(false, 0)}
 	if !executed {
 		return out
 	}
