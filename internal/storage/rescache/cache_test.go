@@ -2,6 +2,7 @@ package rescache
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -578,7 +579,7 @@ func TestSlotKeyPiecesAgreeWithTheJoinedKey(t *testing.T) {
 //	go test ./internal/storage/rescache -run XXX -bench GetHit
 func BenchmarkGetHit(b *testing.B) {
 	const n = 100_000
-	c := newTest(n*(itemOverhead+300), nil)
+	c := newTest(int64(n)*(itemOverhead+300), nil)
 	keys := make([][]byte, n)
 	for i := range keys {
 		keys[i] = fmt.Appendf(nil, "d%08x", uint32(i)*2654435761)
@@ -590,5 +591,30 @@ func BenchmarkGetHit(b *testing.B) {
 		if _, _, ok := c.Get(keys[rng.IntN(n)]); !ok {
 			b.Fatal("miss")
 		}
+	}
+}
+
+// BenchmarkWriteNotHeld writes keys the cache does not hold beside
+// 100,000 and 1,000,000 values it does (a bulk load into a full cache, a
+// member applying one): the write's start and end each ask the index.
+//
+//	go test ./internal/storage/rescache -run XXX -bench WriteNotHeld
+func BenchmarkWriteNotHeld(b *testing.B) {
+	for _, held := range []int{100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("held=%d", held), func(b *testing.B) {
+			c := newTest(int64(held)*(itemOverhead+300), nil)
+			for i := range held {
+				written(c, fmt.Sprintf("d%08x", uint32(i)*2654435761), make([]byte, 180), KeepHeld)
+			}
+			key := []byte("n")
+			b.ResetTimer()
+			for i := range b.N {
+				key = binary.BigEndian.AppendUint64(key[:1], uint64(i)*0x9e3779b97f4a7c15)
+				c.Invalidate(key)
+				if c.Written(key, nil, KeepNone) {
+					b.Fatal("a deletion kept a value")
+				}
+			}
+		})
 	}
 }

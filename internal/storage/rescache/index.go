@@ -8,10 +8,24 @@ package rescache
 // the group's slot, two lines, each a miss once a shard holds tens of
 // thousands of entries. Holding no pointer, the table is one object the
 // collector never scans.
+//
+// Beside the table, tagCounts counts the cells under each bucket of tags
+// (four buckets a cell): a probe whose bucket counts none answers "not
+// indexed" from it alone. Most writes of a bulk load, or of a replica
+// set member applying one, are of keys the cache does not hold, and each
+// asks twice (the write under way, then its end); at a quarter of the
+// table's size the counts stay in the processor's caches where the table
+// does not.
 type slotIndex struct {
-	cells []cell
-	count int
+	cells     []cell
+	tagCounts []uint8 // cells per tag bucket; saturated counts stay (grow recounts)
+	count     int
 }
+
+// tagBucketsPerCell sizes tagCounts: with the table at most three
+// quarters full, a bucket holds a tag of a probed key not indexed at
+// most about 17 % of the time.
+const tagBucketsPerCell = 4
 
 // cell is one indexed slot. The place of its data beside the slot number
 // lets a probe read the key from the arena and the slot from the table at
@@ -46,7 +60,21 @@ func (x *slotIndex) add(hash uint64, slot int32, loc place) {
 		x.grow()
 	}
 	x.put(cell{word: wordOf(hash, slot), loc: loc})
+	x.countTag(hash>>32, 1)
 	x.count++
+}
+
+// tagBucket is where tag's cells are counted in tagCounts.
+func (x *slotIndex) tagBucket(tag uint64) int { return int(tag) & (len(x.tagCounts) - 1) }
+
+// countTag adds delta (1 or -1) to tag's bucket. A bucket that reached
+// its type's limit keeps it until grow recounts: it may then count more
+// cells than it holds, which costs a probe of the table, never fewer.
+func (x *slotIndex) countTag(tag uint64, delta int) {
+	b := &x.tagCounts[x.tagBucket(tag)]
+	if *b != 255 {
+		*b = uint8(int(*b) + delta)
+	}
 }
 
 // put puts c in the first empty cell from its home.
@@ -61,9 +89,11 @@ func (x *slotIndex) put(c cell) {
 func (x *slotIndex) grow() {
 	old := x.cells
 	x.cells = make([]cell, max(2*len(old), minCells))
+	x.tagCounts = make([]uint8, tagBucketsPerCell*len(x.cells))
 	for _, c := range old {
 		if !c.empty() {
 			x.put(c)
+			x.countTag(wordTag(c.word), 1)
 		}
 	}
 }
@@ -88,6 +118,7 @@ func (x *slotIndex) moved(hash uint64, slot int32, loc place) {
 // tombstone for later probes to walk).
 func (x *slotIndex) remove(hash uint64, slot int32) {
 	p := x.cellOfSlot(hash, slot)
+	x.countTag(hash>>32, -1)
 	x.count--
 	for {
 		x.cells[p] = cell{}
@@ -118,10 +149,10 @@ func (x *slotIndex) between(p, h, q int) bool {
 // and the place of its data, from its home, until match reports true; it
 // returns that slot, or noSlot.
 func (x *slotIndex) probe(hash uint64, match func(int32, place) bool) int32 {
-	if x.count == 0 {
+	tag := hash >> 32
+	if x.count == 0 || x.tagCounts[x.tagBucket(tag)] == 0 {
 		return noSlot
 	}
-	tag := hash >> 32
 	for p := x.home(hash); !x.cells[p].empty(); p = x.next(p) {
 		if c := x.cells[p]; wordTag(c.word) == tag && match(wordSlot(c.word), c.loc) {
 			return wordSlot(c.word)
