@@ -84,7 +84,7 @@ const shardCount = 16
 // to an allocation size (131 bytes measured per entry of a 27-byte key
 // and a 150-byte value, 100,000 of them in one cache, its index tables
 // just doubled).
-const itemOverhead = 130
+const itemOverhead = 131
 
 // rangeGroupBuckets spreads the ranges' groups: two groups in one bucket
 // only make a write look for a range it could have skipped.
