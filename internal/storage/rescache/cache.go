@@ -626,7 +626,10 @@ func (c *Cache) drop(isRange bool, key slotKey) {
 }
 
 // InvalidateRange drops every value and range that meets [start, end)
-// (a dropped collection or index; end nil: no upper bound).
+// (a dropped collection or index, the raft log's compaction; end nil: no
+// upper bound). Every shard's sequence moves, so that no read of storage
+// from before the deletion fills after it; only a shard that may hold a
+// key in the range is walked.
 func (c *Cache) InvalidateRange(start, end []byte) {
 	// Filters are made again after a reset or a range deletion rather
 	// than judged against what each leaves (a new policy, a dropped index
@@ -639,16 +642,24 @@ func (c *Cache) InvalidateRange(start, end []byte) {
 		sh := &c.shards[i]
 		sh.mu.Lock()
 		sh.seq++
-		for j := int32(1); j < sh.slotCount(); j++ {
-			if !sh.at(j).used {
-				continue
-			}
-			if e := sh.held(j); e.meets(start, end) {
-				c.removeLocked(sh, j)
-				c.inv.Add(1)
-			}
+		if sh.heads.mayMeet(start, end) {
+			c.removeMeeting(sh, start, end)
 		}
 		sh.mu.Unlock()
+	}
+}
+
+// removeMeeting removes the shard's entries that meet [start, end).
+// sh.mu is held.
+func (c *Cache) removeMeeting(sh *shard, start, end []byte) {
+	for j := int32(1); j < sh.slotCount(); j++ {
+		if !sh.at(j).used {
+			continue
+		}
+		if e := sh.held(j); e.meets(start, end) {
+			c.removeLocked(sh, j)
+			c.inv.Add(1)
+		}
 	}
 }
 

@@ -474,6 +474,10 @@ func checkCounters(t *testing.T, c *Cache) {
 			if s := sh.at(j); s.used {
 				items++
 				shardBytes += int64(s.size)
+				e := sh.held(j)
+				if k := e.memberKey(); !sh.heads.mayMeet(k, append(k[:len(k):len(k)], 0)) {
+					t.Fatalf("shard %d holds %q, not in its heads", i, k)
+				}
 			}
 		}
 		if shardBytes != sh.bytes || sh.bytes > sh.max {
@@ -602,10 +606,7 @@ func BenchmarkGetHit(b *testing.B) {
 func BenchmarkWriteNotHeld(b *testing.B) {
 	for _, held := range []int{100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("held=%d", held), func(b *testing.B) {
-			c := newTest(int64(held)*(itemOverhead+300), nil)
-			for i := range held {
-				written(c, fmt.Sprintf("d%08x", uint32(i)*2654435761), make([]byte, 180), KeepHeld)
-			}
+			c := heldValues(held)
 			key := []byte("n")
 			b.ResetTimer()
 			for i := range b.N {
@@ -616,5 +617,87 @@ func BenchmarkWriteNotHeld(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// heldValues is a cache holding n values of 180 bytes.
+func heldValues(n int) *Cache {
+	c := newTest(int64(n)*(itemOverhead+300), nil)
+	for i := range n {
+		written(c, fmt.Sprintf("d%08x", uint32(i)*2654435761), make([]byte, 180), KeepHeld)
+	}
+	return c
+}
+
+// BenchmarkInvalidateRangeOutside: a range deletion of keys the cache
+// never holds (the raft log's compaction) beside a full cache.
+func BenchmarkInvalidateRangeOutside(b *testing.B) {
+	for _, held := range []int{100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("held=%d", held), func(b *testing.B) {
+			c := heldValues(held)
+			b.ResetTimer()
+			for range b.N {
+				c.InvalidateRange([]byte("r\x00"), []byte("r\x01"))
+			}
+			b.StopTimer()
+			if st := c.Stats(); st.Items != int64(held) {
+				b.Fatalf("%d items held after the deletions, want %d", st.Items, held)
+			}
+		})
+	}
+}
+
+// TestHeadsNeverMissAKey: for random keys, ranges and spans, a set of
+// heads that holds a key's (or a range's) first byte reports that it may
+// meet every span the key or range meets.
+func TestHeadsNeverMissAKey(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	alphabet := []byte{0, 1, 'a', 'b', 0x7f, 0xfe, 0xff}
+	randKey := func(maxLen int) []byte {
+		k := make([]byte, rng.IntN(maxLen+1))
+		for i := range k {
+			k[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return k
+	}
+	for range 200_000 {
+		key, isRange := randKey(3), rng.IntN(2) == 0
+		start, end := randKey(3), randKey(3)
+		if rng.IntN(5) == 0 {
+			end = nil
+		}
+		e := entry{slot: slot{keyLen: int32(len(key)), isRange: isRange}, data: key}
+		var h heads
+		h.add(key)
+		if e.meets(start, end) && !h.mayMeet(start, end) {
+			t.Fatalf("key %q (range %v) meets [%q, %q) but its heads say not", key, isRange, start, end)
+		}
+	}
+	var h heads
+	h.add([]byte("d1"))
+	if h.mayMeet([]byte{'r', 'l'}, []byte{'r', 'm'}) || h.mayMeet([]byte("e"), nil) || h.mayMeet(nil, []byte{}) {
+		t.Fatal("heads of \"d\" meet a span of other first bytes")
+	}
+}
+
+// TestInvalidateRangeOutsideRefusesEarlierFills: a range deletion no held
+// key falls in skips the walk, yet a read of storage from before it does
+// not fill after it; the entries held stay.
+func TestInvalidateRangeOutsideRefusesEarlierFills(t *testing.T) {
+	c := newTest(1<<20, nil)
+	fill(c, "d1", "v1")
+	_, ticket, _ := c.Get([]byte("r5"))
+	c.InvalidateRange([]byte("r"), []byte("s"))
+	c.Fill([]byte("r5"), []byte("old"), ticket)
+	if _, _, ok := c.Get([]byte("r5")); ok {
+		t.Fatal("a read from before the range deletion filled after it")
+	}
+	if _, _, ok := c.Get([]byte("d1")); !ok {
+		t.Fatal("a range deletion of other keys dropped d1")
+	}
+	for i := range c.shards {
+		if sh := &c.shards[i]; sh.bytes == 0 && sh.heads != (heads{}) {
+			t.Fatalf("shard %d is empty and keeps heads %+v", i, sh.heads)
+		}
 	}
 }

@@ -31,6 +31,7 @@ type shard struct {
 	scratch []byte // where Written frames an entry before the arena takes it
 	bytes   int64
 	max     int64
+	heads   heads // first bytes of the keys held since it was empty
 }
 
 // hasRoom reports whether an entry of size bytes fits beside what the
@@ -165,14 +166,19 @@ func (sh *shard) find(isRange bool, hash uint64, key slotKey) int32 {
 // meets reports whether the entry's key or range meets [start, end).
 func (e *entry) meets(start, end []byte) bool {
 	lo := e.memberKey()
+	if !e.isRange {
+		return bytes.Compare(lo, start) >= 0 && (end == nil || bytes.Compare(lo, end) < 0)
+	}
+	return rangeMeets(lo, start, end)
+}
+
+// rangeMeets reports whether the range of every key starting with lo
+// meets [start, end): it begins before end, and ends past start when
+// start sorts before lo or starts with it.
+func rangeMeets(lo, start, end []byte) bool {
 	if end != nil && bytes.Compare(lo, end) >= 0 {
 		return false
 	}
-	if !e.isRange {
-		return bytes.Compare(lo, start) >= 0
-	}
-	// A range holds every key starting with lo: it ends past start when
-	// start sorts before lo or starts with it.
 	return bytes.Compare(start, lo) < 0 || bytes.HasPrefix(start, lo)
 }
 
@@ -240,6 +246,7 @@ func (c *Cache) addLocked(sh *shard, e entry) {
 	// A new entry starts unmarked: read once and never again (a bulk
 	// load, a scan), it is the first the hand takes; a read marks it.
 	e.used, e.referenced, e.heapIdx = true, false, -1
+	sh.heads.add(e.memberKey())
 	e.loc, e.dataLen = sh.arena.alloc(len(e.data)), int32(len(e.data))
 	copy(sh.arena.bytes(e.loc, e.dataLen), e.data)
 	*sh.at(i) = e.slot
@@ -262,6 +269,9 @@ func (c *Cache) addLocked(sh *shard, e entry) {
 // sh.mu is held.
 func (c *Cache) replaceLocked(sh *shard, i int32, e entry) {
 	s := sh.at(i)
+	if e.family {
+		sh.heads.add(e.memberKey()) // another member of the family
+	}
 	n := int32(len(e.data))
 	if !sh.arena.holds(s.loc, int(s.dataLen), int(n)) {
 		sh.arena.release(s.loc, int(s.dataLen))
@@ -332,6 +342,7 @@ func (c *Cache) removeLocked(sh *shard, i int32) {
 	if sh.bytes == 0 { // empty: its pages and index cells go back to the heap
 		sh.arena.init(sh.max)
 		sh.points, sh.ranges = slotIndex{}, slotIndex{}
+		sh.heads = heads{}
 	}
 }
 
