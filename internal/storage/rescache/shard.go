@@ -166,19 +166,14 @@ func (sh *shard) find(isRange bool, hash uint64, key slotKey) int32 {
 // meets reports whether the entry's key or range meets [start, end).
 func (e *entry) meets(start, end []byte) bool {
 	lo := e.memberKey()
-	if !e.isRange {
-		return bytes.Compare(lo, start) >= 0 && (end == nil || bytes.Compare(lo, end) < 0)
-	}
-	return rangeMeets(lo, start, end)
-}
-
-// rangeMeets reports whether the range of every key starting with lo
-// meets [start, end): it begins before end, and ends past start when
-// start sorts before lo or starts with it.
-func rangeMeets(lo, start, end []byte) bool {
 	if end != nil && bytes.Compare(lo, end) >= 0 {
 		return false
 	}
+	if !e.isRange {
+		return bytes.Compare(lo, start) >= 0
+	}
+	// A range holds every key starting with lo: it ends past start when
+	// start sorts before lo or starts with it.
 	return bytes.Compare(start, lo) < 0 || bytes.HasPrefix(start, lo)
 }
 
