@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	pb "go.etcd.io/raft/v3/raftpb"
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mayflydb/mayfly/internal/changestream"
@@ -167,9 +168,44 @@ func (n *node) stage(b storage.Batch, e *pb.Entry) (*entry, func(), error) {
 		pub, err := n.stageWrite(b, ent)
 		return ent, pub, err
 	case kindConfig:
+		if ent.refusal = n.supersededConfig(ent.payload); ent.refusal != nil {
+			return ent, nil, nil
+		}
 		return ent, nil, b.Set(configKey, ent.payload)
 	}
 	return ent, nil, nil
+}
+
+// supersededConfig refuses raw, a config entry, when the config already
+// applied has a higher version: the primary's first copy of its initiate
+// config (replicateConfig, proposed on promotion) can reach the log after
+// a reconfig a client sent at once, and must not undo it. Every member
+// applies the same log over the same stored config, so every member
+// refuses the same entries. A config entry ends its apply group, so the
+// stored config is the one applied before it.
+func (n *node) supersededConfig(raw []byte) error {
+	cur, err := n.base.Get(configKey)
+	if err != nil {
+		return nil // no config applied yet
+	}
+	next, applied := configVersion(raw), configVersion(cur)
+	if next >= applied {
+		return nil
+	}
+	return &IncompatibleConfigError{fmt.Sprintf("New replica set configuration version must be greater than old, but %d is not greater than %d", next, applied)}
+}
+
+// configVersion is a config document's version, 1 when it has none (as
+// ParseConfig reads it).
+func configVersion(raw []byte) int64 {
+	v, err := bson.Raw(raw).LookupErr("version")
+	if err != nil {
+		return 1
+	}
+	if n, ok := v.AsInt64OK(); ok {
+		return n
+	}
+	return 1
 }
 
 // stageWrite adds a write entry's documents, expiries and events to b.
@@ -227,11 +263,11 @@ func (n *node) noteApplied(ent *entry) {
 	if wasBackground {
 		n.poke() // room in the log for the next background proposal
 	}
-	if ent.kind == kindConfig && n.onCfg != nil {
+	if ent.kind == kindConfig && n.onCfg != nil && ent.refusal == nil {
 		n.onCfg(ent.payload)
 	}
 	if mine {
-		ch <- nil
+		ch <- ent.refusal
 		return
 	}
 	if ent.kind == kindWrite {

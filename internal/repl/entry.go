@@ -53,6 +53,9 @@ type entry struct {
 	events   [][]byte
 	expiries expiryKeys
 	payload  []byte
+	// refusal, set at apply, is why a config entry was not adopted (a
+	// newer config came before it); its proposer is answered with it.
+	refusal error
 }
 
 // CountDelta is how a batch changes a collection's document count and

@@ -22,8 +22,9 @@ func (rs *Replica) replicateConfig() {
 	// member is still the primary.
 	for try := 0; try < 10 && rs.Writable() && !rs.configApplied.Load(); try++ {
 		err := rs.proposeConfig(c)
-		if err == nil {
-			return
+		var superseded *IncompatibleConfigError
+		if err == nil || errors.As(err, &superseded) {
+			return // in the log, or a reconfig's newer config already is
 		}
 		rs.cfg.Logger.Warn("replicating the replica set config failed", "err", err)
 		time.Sleep(rs.cfg.Tick)
