@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
@@ -148,10 +149,18 @@ func profileSeconds() int {
 // once. It is skipped unless MAYFLY_BENCH_PROFILE=replset:
 //
 //	MAYFLY_BENCH_PROFILE=replset go test ./internal/bench -run ProfileReplSet -cpuprofile cpu.prof
+//
+// replset-sessions runs the session workload on the primary instead
+// (the -short sizes' preload, 64 clients, retryable writes as a driver
+// sends them to a set member) and logs the primary's resident cache
+// counters after it: whether the token index's value filter outlived the
+// raft log's compactions (warmUps, misses).
 func TestProfileReplSet(t *testing.T) {
 	what := os.Getenv("MAYFLY_BENCH_PROFILE")
-	if what != "replset" && what != "replset-storm" && what != "replset-expiry" {
-		t.Skip("set MAYFLY_BENCH_PROFILE=replset, replset-storm or replset-expiry to profile a replica set")
+	switch what {
+	case "replset", "replset-storm", "replset-expiry", "replset-sessions":
+	default:
+		t.Skip("set MAYFLY_BENCH_PROFILE=replset, replset-storm, replset-expiry or replset-sessions to profile a replica set")
 	}
 	secs := profileSeconds()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(secs)*time.Second+5*time.Minute)
@@ -182,6 +191,10 @@ func TestProfileReplSet(t *testing.T) {
 		profileReplSetStorm(ctx, t, rs)
 		return
 	}
+	if what == "replset-sessions" {
+		profileReplSetSessions(ctx, t, rs, secs)
+		return
+	}
 	job := Job{Kind: jobDurable, URI: rs.uri(), Majority: true, Clients: 64, RunID: 1,
 		Warmup: time.Second, Duration: time.Duration(secs) * time.Second}
 	if what == "replset-storm" {
@@ -205,6 +218,45 @@ func TestProfileReplSet(t *testing.T) {
 	if e := res.Expiry; e != nil {
 		t.Logf("storm: deleted %d of %d, lateness p99 ≤ %.0f ms, %.0f/s", e.Lateness.Deleted, e.Docs, e.Lateness.Upper.P99Ms, e.Lateness.PerSec)
 	}
+}
+
+// profileReplSetSessions runs the session workload on the set's primary
+// and logs its rate and the primary's resident cache counters.
+func profileReplSetSessions(ctx context.Context, t *testing.T, rs *replSetRun, secs int) {
+	primary := rs.addrs[0]
+	for _, a := range rs.addrs {
+		if memberWritable(ctx, a) {
+			primary = a
+		}
+	}
+	sz := ShortSizes()
+	if err := loadMongoSessions(ctx, primary, sz.Sessions); err != nil {
+		t.Fatal(err)
+	}
+	res, err := RunJob(ctx, Job{Kind: jobSessions, Target: targetMongo, Addr: primary, ServerPID: os.Getpid(),
+		Clients: sz.Clients, Count: sz.Sessions, RunID: 1, Warmup: time.Second, Duration: time.Duration(secs) * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := res.Sessions; s != nil {
+		t.Logf("sessions on the primary: %.0f ops/s, p50 %.2f ms, p99 %.2f ms", s.OpsPerSec, s.Latency.P50Ms, s.Latency.P99Ms)
+	}
+	c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + primary + "/?directConnection=true"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Disconnect(context.WithoutCancel(ctx))
+	var status struct {
+		Cache map[string]int64 `bson:"mayflyCache"`
+		Repl  struct {
+			Raft map[string]any `bson:"raft"`
+		} `bson:"repl"`
+	}
+	if err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "serverStatus", Value: 1}}).Decode(&status); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("primary's cache: %v", status.Cache)
+	t.Logf("primary's raft log: %v", status.Repl.Raft)
 }
 
 // profileReplSetStorm runs the replica set phase's own storm (the -short

@@ -631,10 +631,11 @@ func (c *Cache) drop(isRange bool, key slotKey) {
 // from before the deletion fills after it; only a shard that may hold a
 // key in the range is walked.
 func (c *Cache) InvalidateRange(start, end []byte) {
-	// Filters are made again after a reset or a range deletion rather
-	// than judged against what each leaves (a new policy, a dropped index
-	// whose key prefix a new one may take).
-	c.dropFilters()
+	// A filter whose group the range meets is made again rather than
+	// judged against what the deletion leaves (a reset, a dropped index
+	// whose key prefix a new one may take). One it does not meet still
+	// has every value stored: a range deletion adds no key.
+	c.dropFiltersMeeting(start, end)
 	for i := range c.groups {
 		c.groups[i].writes.Add(1)
 	}

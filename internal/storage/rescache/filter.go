@@ -154,14 +154,25 @@ func (c *Cache) dropFilter(g *rangeGroup, f *valueFilter) {
 	}
 }
 
-// dropFilters drops every filter: storage changed under them in a way
-// their writes did not see (a range deletion, a reset).
-func (c *Cache) dropFilters() {
+// dropFiltersMeeting drops the filters of the groups [start, end) meets
+// (nil bounds: unbounded): storage changed under them in a way their
+// writes did not see (a range deletion, a reset).
+func (c *Cache) dropFiltersMeeting(start, end []byte) {
 	for i := range c.groups {
-		if f := c.groups[i].filter.Load(); f != nil {
+		if f := c.groups[i].filter.Load(); f != nil && prefixMeets(f.prefix, start, end) {
 			c.dropFilter(&c.groups[i], f)
 		}
 	}
+}
+
+// prefixMeets reports whether a key beginning with prefix may lie in
+// [start, end): the keys of the prefix are those from it up to, not
+// including, the first key above it that does not begin with it.
+func prefixMeets(prefix, start, end []byte) bool {
+	if end != nil && bytes.Compare(prefix, end) >= 0 {
+		return false // every key of the prefix is at or above end
+	}
+	return start == nil || bytes.Compare(start, prefix) <= 0 || bytes.HasPrefix(start, prefix)
 }
 
 // KnownEmpty reports that the range at lo holds no entry in storage: its

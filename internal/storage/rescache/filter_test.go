@@ -1,7 +1,9 @@
 package rescache
 
 import (
+	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -63,15 +65,26 @@ func TestFilterKnowsOnlyWhatItNeverSaw(t *testing.T) {
 	}
 }
 
-// A filter whose scan did not end is dropped; so is every filter after a
-// range deletion or a reset, and one past its capacity.
+// A filter whose scan did not end is dropped; so is a filter whose group
+// a range deletion meets (whatever part of it), every filter after a
+// reset, and one past its capacity.
 func TestFilterDropped(t *testing.T) {
+	rangeDrop := func(start, end string) func(c *Cache) {
+		return func(c *Cache) {
+			c.EndFilter([]byte("a"), true)
+			c.InvalidateRange(bound(start), bound(end))
+		}
+	}
 	for _, tc := range []struct {
 		name string
 		drop func(c *Cache)
 	}{
 		{"scan failed", func(c *Cache) { c.EndFilter([]byte("a"), false) }},
-		{"InvalidateRange", func(c *Cache) { c.EndFilter([]byte("a"), true); c.InvalidateRange([]byte("x"), []byte("y")) }},
+		{"InvalidateRange over the group", rangeDrop("", "b")},
+		{"InvalidateRange inside the group", rangeDrop("ab", "ac")},
+		{"InvalidateRange from inside the group, unbounded", rangeDrop("a\xff", "-")},
+		{"InvalidateRange up to the group's first keys", rangeDrop("0", "a\x00")},
+		{"InvalidateRange of everything", rangeDrop("-", "-")},
 		{"Reset", func(c *Cache) { c.EndFilter([]byte("a"), true); c.Reset() }},
 		{"capacity", func(c *Cache) {
 			c.EndFilter([]byte("a"), true)
@@ -95,6 +108,73 @@ func TestFilterDropped(t *testing.T) {
 				t.Fatal("no new filter could be made")
 			}
 		})
+	}
+}
+
+// bound is a range bound of a test row: "-" for none (nil).
+func bound(s string) []byte {
+	if s == "-" {
+		return nil
+	}
+	return []byte(s)
+}
+
+// A range deletion that meets no key of a filter's group leaves the
+// filter complete: it adds no key, and the filter forgets nothing. (A
+// replica set member's raft log compactions are range deletions of keys
+// that are no index's.)
+func TestFilterOutlivesRangeDeletionOutsideItsGroup(t *testing.T) {
+	for _, rg := range [][2]string{{"x", "y"}, {"b", "c"}, {"0", "a"}, {"-", "a"}, {"b", "-"}} {
+		c := warmCache(1<<20, nil)
+		c.BeginFilter([]byte("a"), 1)
+		c.EndFilter([]byte("a"), true)
+		c.InvalidateRange(bound(rg[0]), bound(rg[1]))
+		if !c.HasFilter([]byte("a")) || !c.KnownEmpty([]byte("ab")) {
+			t.Errorf("a range deletion of [%q, %q) dropped the filter of group \"a\"", rg[0], rg[1])
+		}
+	}
+}
+
+// prefixMeets never says no to a range that holds a key of the prefix:
+// every key of up to two bytes past a random prefix, over an alphabet
+// with the bytes at both ends, checked against random bounds.
+func TestPrefixMeetsEveryKey(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	alphabet := []byte{0, 1, 'a', 'b', 0xfe, 0xff}
+	randKey := func(maxLen int) []byte {
+		k := make([]byte, rng.IntN(maxLen+1))
+		for i := range k {
+			k[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		return k
+	}
+	var keysOf func(prefix []byte, more int) [][]byte
+	keysOf = func(prefix []byte, more int) [][]byte {
+		out := [][]byte{prefix}
+		if more == 0 {
+			return out
+		}
+		for _, b := range alphabet {
+			out = append(out, keysOf(append(bytes.Clone(prefix), b), more-1)...)
+		}
+		return out
+	}
+	for range 20_000 {
+		prefix, start, end := randKey(2), randKey(4), randKey(4)
+		if rng.IntN(5) == 0 {
+			start = nil
+		}
+		if rng.IntN(5) == 0 {
+			end = nil
+		}
+		if prefixMeets(prefix, start, end) {
+			continue
+		}
+		for _, k := range keysOf(prefix, 2) {
+			if (start == nil || bytes.Compare(k, start) >= 0) && (end == nil || bytes.Compare(k, end) < 0) {
+				t.Fatalf("key %q of prefix %q lies in [%q, %q) but prefixMeets says no", k, prefix, start, end)
+			}
+		}
 	}
 }
 
