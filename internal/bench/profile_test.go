@@ -199,14 +199,12 @@ func TestProfileReplSet(t *testing.T) {
 		Warmup: time.Second, Duration: time.Duration(secs) * time.Second}
 	if what == "replset-storm" {
 		sz := ShortSizes()
-		primary := rs.addrs[0]
-		for _, a := range rs.addrs {
-			if memberWritable(ctx, a) {
-				primary = a
-			}
+		p, err := rs.primary(ctx, -1, time.Minute)
+		if err != nil {
+			t.Fatal(err)
 		}
 		spec := sz.stormSpec()
-		job = Job{Kind: jobExpiry, Addr: primary, ServerPID: os.Getpid(), Clients: sz.Clients, Count: sz.Sessions, RunID: 1, Storm: &spec}
+		job = Job{Kind: jobExpiry, Addr: rs.addrs[p], ServerPID: os.Getpid(), Clients: sz.Clients, Count: sz.Sessions, RunID: 1, Storm: &spec}
 	}
 	res, err := RunJob(ctx, job)
 	if err != nil {
@@ -223,12 +221,11 @@ func TestProfileReplSet(t *testing.T) {
 // profileReplSetSessions runs the session workload on the set's primary
 // and logs its rate and the primary's resident cache counters.
 func profileReplSetSessions(ctx context.Context, t *testing.T, rs *replSetRun, secs int) {
-	primary := rs.addrs[0]
-	for _, a := range rs.addrs {
-		if memberWritable(ctx, a) {
-			primary = a
-		}
+	p, err := rs.primary(ctx, -1, time.Minute)
+	if err != nil {
+		t.Fatal(err)
 	}
+	primary := rs.addrs[p]
 	sz := ShortSizes()
 	if err := loadMongoSessions(ctx, primary, sz.Sessions); err != nil {
 		t.Fatal(err)
