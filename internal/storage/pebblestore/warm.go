@@ -230,11 +230,12 @@ func (s *Store) cachedReaderLocked() (pebble.Reader, bool) {
 }
 
 // keepWarm offers the range read to the cache and counts it, reporting a
-// range already resident as kept.
+// range already resident, or skipped for its full shard, as kept: the
+// warm-up reads on.
 func (s *Store) keepWarm(t rescache.WarmTicket, rg *warmRange, n *warmCount) rescache.WarmResult {
 	res := s.resident.Warm(t, rg.lo, rg.entries)
 	switch res {
-	case rescache.WarmKept, rescache.WarmHeld:
+	case rescache.WarmKept, rescache.WarmHeld, rescache.WarmSkipped:
 		n.add(res)
 		return rescache.WarmKept
 	}

@@ -104,6 +104,38 @@ func TestWarmUpKeepsTheGroupResident(t *testing.T) {
 	}
 }
 
+// A warm-up of a group larger than the cache fills every shard, not only
+// up to the first that is full: shards fill unevenly, and the ranges of
+// the others still fit. What is left in each is less than a range.
+func TestWarmUpFillsEveryShard(t *testing.T) {
+	const ranges = 4000 // about two and a half times what the cache holds
+	cache := groupedCache(256<<10, nil)
+	s := openT(t, Options{Dir: t.TempDir(), Resident: cache})
+	defer s.Close()
+	b := s.NewBatch()
+	for v := range ranges {
+		for id := range 1 + v%3 {
+			if err := b.Set(entryAt(v, id), []byte("d")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := b.Commit(false); err != nil {
+		t.Fatal(err)
+	}
+	readRange(t, s, 0)
+	waitWarmed(t, cache, 0)
+	// A range here is at most 3 entries and the cache's per-entry
+	// overhead: under 400 bytes, in each of the 16 shards.
+	st := cache.Stats()
+	if left := st.MaxBytes - st.Bytes; left > 16*400 {
+		t.Fatalf("the warm-up left %d of %d bytes unused (%d ranges kept of %d)", left, st.MaxBytes, st.Warmed, ranges)
+	}
+	if st.Evictions != 0 {
+		t.Fatalf("the warm-up evicted %d entries", st.Evictions)
+	}
+}
+
 // A warm-up stops at a range the cache does not hold (more entries than
 // a range keeps): an index that is not selective is not scanned through.
 func TestWarmUpStopsAtAnUnfitRange(t *testing.T) {

@@ -76,8 +76,12 @@ type Stats struct {
 }
 
 // shardCount spreads the lock: a read holds one shard's mutex for an
-// index probe and the copy of its value.
+// index probe and the copy of its value. At most 32 (rangeGroup's
+// fullShards).
 const shardCount = 16
+
+// allShards is fullShards with every shard's bit.
+const allShards = 1<<shardCount - 1
 
 // itemOverhead approximates an entry's memory beyond its key and value:
 // its slot, its index cell and tag counts, and the rounding of its data
@@ -109,6 +113,9 @@ type rangeGroup struct {
 	// MaxInt64 while one runs), warmGap the wait after the last one
 	// (warm.go).
 	nextWarm, warmGap atomic.Int64
+	// fullShards has a bit for each shard the running warm-up found
+	// without spare room (warm.go).
+	fullShards atomic.Uint32
 }
 
 // maxRangeEntries is the most entries a cached range holds: equality on a
@@ -306,7 +313,8 @@ func (c *Cache) expiryOf(p *Policy, key, value []byte) int64 {
 }
 
 // pointEntry is the entry of value at key: one copy of both, held under
-// key, or under its family's key with key framed before the value; ok is
+// key, or under its family's key with the member's own part framed
+// before the value (memberParts); ok is
 // false for a key the policy does not admit.
 func (c *Cache) pointEntry(key, value []byte) (entry, bool) {
 	p := c.policy.Load()
@@ -321,7 +329,7 @@ func (c *Cache) pointEntry(key, value []byte) (entry, bool) {
 func entryLen(sk slotKey, family bool, key, value []byte) int {
 	n := sk.size() + len(value)
 	if family {
-		n += binary.MaxVarintLen32 + len(key)
+		n += 2*binary.MaxVarintLen32 + len(key) - sk.size()
 	}
 	return n
 }
@@ -331,8 +339,11 @@ func entryLen(sk slotKey, family bool, key, value []byte) int {
 func (c *Cache) entryAt(dst []byte, p *Policy, sk slotKey, family bool, key, value []byte) entry {
 	data := sk.appendTo(slices.Grow(dst[:0], entryLen(sk, family, key, value)))
 	if family {
-		data = binary.AppendUvarint(data, uint64(len(key)))
-		data = append(data, key...)
+		// Only the member's own part: the slot's key holds the rest.
+		mid := key[len(sk.head) : len(key)-len(sk.tail)]
+		data = binary.AppendUvarint(data, uint64(len(sk.head)))
+		data = binary.AppendUvarint(data, uint64(len(mid)))
+		data = append(data, mid...)
 	}
 	data = append(data, value...)
 	return entry{data: data, slot: slot{keyLen: int32(sk.size()), family: family,

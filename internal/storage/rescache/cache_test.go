@@ -475,7 +475,7 @@ func checkCounters(t *testing.T, c *Cache) {
 				items++
 				shardBytes += int64(s.size)
 				e := sh.held(j)
-				if k := e.memberKey(); !sh.heads.mayMeet(k, append(k[:len(k):len(k)], 0)) {
+				if k := e.appendMemberKey(nil); !sh.heads.mayMeet(k, append(k[:len(k):len(k)], 0)) {
 					t.Fatalf("shard %d holds %q, not in its heads", i, k)
 				}
 			}
@@ -652,14 +652,7 @@ func BenchmarkInvalidateRangeOutside(b *testing.B) {
 // meet every span the key or range meets.
 func TestHeadsNeverMissAKey(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
-	alphabet := []byte{0, 1, 'a', 'b', 0x7f, 0xfe, 0xff}
-	randKey := func(maxLen int) []byte {
-		k := make([]byte, rng.IntN(maxLen+1))
-		for i := range k {
-			k[i] = alphabet[rng.IntN(len(alphabet))]
-		}
-		return k
-	}
+	randKey := func(maxLen int) []byte { return randomKey(rng, []byte{0, 1, 'a', 'b', 0x7f, 0xfe, 0xff}, maxLen) }
 	for range 200_000 {
 		key, isRange := randKey(3), rng.IntN(2) == 0
 		start, end := randKey(3), randKey(3)
@@ -700,4 +693,58 @@ func TestInvalidateRangeOutsideRefusesEarlierFills(t *testing.T) {
 			t.Fatalf("shard %d is empty and keeps heads %+v", i, sh.heads)
 		}
 	}
+}
+
+// TestComparePiecesAgreesWithJoined: a key compared in three pieces
+// orders as the joined key does, for random pieces and bounds.
+func TestComparePiecesAgreesWithJoined(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 9))
+	randBytes := func(maxLen int) []byte { return randomKey(rng, []byte{0, 1, 'a', 0xff}, maxLen) }
+	for range 200_000 {
+		p := [3][]byte{randBytes(2), randBytes(2), randBytes(2)}
+		b := randBytes(6)
+		joined := append(append(append([]byte(nil), p[0]...), p[1]...), p[2]...)
+		if got, want := comparePieces(p, b), bytes.Compare(joined, b); got != want {
+			t.Fatalf("pieces %q vs %q: %d, joined %q: %d", p, b, got, joined, want)
+		}
+	}
+}
+
+// TestFamilyHoldsItsMemberOnce: a family's slot holds the member's own
+// part, not its whole key again, and still tells its member from every
+// other of the family, an empty own part included.
+func TestFamilyHoldsItsMemberOnce(t *testing.T) {
+	c := newTest(1<<20, nil)
+	members := []string{"fz", "f1z", "f12z", "f2z"} // family "fz": own parts "", "1", "12", "2"
+	for _, held := range members {
+		c.Invalidate([]byte(held))
+		c.Written([]byte(held), []byte("v-"+held), KeepHeld)
+		sh := c.shardOf(c.hashOf(plainKey([]byte("fz"))))
+		sh.mu.Lock()
+		i := sh.find(false, c.hashOf(plainKey([]byte("fz"))), plainKey([]byte("fz")))
+		e := sh.held(i)
+		sh.mu.Unlock()
+		if own := len(held) - 2; len(e.data) != 2+2+own+len("v-"+held) {
+			t.Fatalf("%q: data %q, %d bytes", held, e.data, len(e.data))
+		}
+		if k := e.appendMemberKey(nil); string(k) != held {
+			t.Fatalf("held %q, member key %q", held, k)
+		}
+		for _, other := range members {
+			v, _, ok := c.Get([]byte(other))
+			if ok != (other == held) || (ok && string(v) != "v-"+held) {
+				t.Fatalf("holding %q, Get(%q) = %q %v", held, other, v, ok)
+			}
+		}
+	}
+	checkCounters(t, c)
+}
+
+// randomKey is up to maxLen bytes drawn from alphabet.
+func randomKey(rng *rand.Rand, alphabet []byte, maxLen int) []byte {
+	k := make([]byte, rng.IntN(maxLen+1))
+	for i := range k {
+		k[i] = alphabet[rng.IntN(len(alphabet))]
+	}
+	return k
 }

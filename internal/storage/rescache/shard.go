@@ -2,6 +2,7 @@ package rescache
 
 import (
 	"bytes"
+	"encoding/binary"
 	"sync"
 )
 
@@ -56,7 +57,7 @@ type slot struct {
 	entries   uint8 // a range's
 	group     uint8 // a range's group bucket
 	isRange   bool
-	family    bool // a family's newest member: its own key framed before the value
+	family    bool // a family's newest member: its own part framed before the value
 	used      bool
 	// used since the clock hand last passed: a read or a write sets it,
 	// the hand clears it, and evicts a slot it finds clear.
@@ -114,14 +115,25 @@ func (k slotKey) appendTo(dst []byte) []byte { return append(append(dst, k.head.
 
 func (e *entry) payload() []byte { return e.data[e.keyLen:] }
 
-// memberKey is the key of the value a family's slot holds; for any other
-// slot, its own key.
-func (e *entry) memberKey() []byte {
+// memberParts is the key of the value the slot holds, in three pieces
+// joined in order: a family's slot frames only its member's own part
+// (the middle cut from the slot's key, and where it was cut), so the key
+// is not held twice; any other slot's key is its first piece.
+func (e *entry) memberParts() (parts [3][]byte, value []byte) {
 	if !e.family {
-		return e.key()
+		return [3][]byte{e.key()}, e.payload()
 	}
-	k, _ := cutFramed(e.payload())
-	return k
+	rest := e.payload()
+	cut, w := binary.Uvarint(rest)
+	mid, value := cutFramed(rest[w:])
+	k := e.key()
+	return [3][]byte{k[:cut], mid, k[cut:]}, value
+}
+
+// appendMemberKey appends the key of the value the slot holds to dst.
+func (e *entry) appendMemberKey(dst []byte) []byte {
+	p, _ := e.memberParts()
+	return append(append(append(dst, p[0]...), p[1]...), p[2]...)
 }
 
 // valueOf is the value held for key, and whether the slot holds key's:
@@ -130,8 +142,38 @@ func (e *entry) valueOf(key []byte) ([]byte, bool) {
 	if !e.family {
 		return e.payload(), true
 	}
-	k, v := cutFramed(e.payload())
-	return v, bytes.Equal(k, key)
+	p, v := e.memberParts()
+	return v, comparePieces(p, key) == 0
+}
+
+// comparePieces compares the key joined from p with b, as bytes.Compare.
+func comparePieces(p [3][]byte, b []byte) int {
+	for _, piece := range p {
+		n := min(len(piece), len(b))
+		if c := bytes.Compare(piece[:n], b[:n]); c != 0 {
+			return c
+		}
+		if n < len(piece) {
+			return 1 // b is a proper prefix of the key
+		}
+		b = b[n:]
+	}
+	if len(b) > 0 {
+		return -1
+	}
+	return 0
+}
+
+// memberHead is the first bytes of the key of the value the slot holds
+// (none for an empty key): what heads look at.
+func (e *entry) memberHead() []byte {
+	p, _ := e.memberParts()
+	for _, piece := range p {
+		if len(piece) > 0 {
+			return piece
+		}
+	}
+	return nil
 }
 
 func (sh *shard) init(max int64) {
@@ -165,13 +207,14 @@ func (sh *shard) find(isRange bool, hash uint64, key slotKey) int32 {
 
 // meets reports whether the entry's key or range meets [start, end).
 func (e *entry) meets(start, end []byte) bool {
-	lo := e.memberKey()
-	if end != nil && bytes.Compare(lo, end) >= 0 {
+	p, _ := e.memberParts()
+	if end != nil && comparePieces(p, end) >= 0 {
 		return false
 	}
 	if !e.isRange {
-		return bytes.Compare(lo, start) >= 0
+		return comparePieces(p, start) >= 0
 	}
+	lo := e.key()
 	// A range holds every key starting with lo: it ends past start when
 	// start sorts before lo or starts with it.
 	return bytes.Compare(start, lo) < 0 || bytes.HasPrefix(start, lo)
@@ -241,7 +284,7 @@ func (c *Cache) addLocked(sh *shard, e entry) {
 	// A new entry starts unmarked: read once and never again (a bulk
 	// load, a scan), it is the first the hand takes; a read marks it.
 	e.used, e.referenced, e.heapIdx = true, false, -1
-	sh.heads.add(e.memberKey())
+	sh.heads.add(e.memberHead())
 	e.loc, e.dataLen = sh.arena.alloc(len(e.data)), int32(len(e.data))
 	copy(sh.arena.bytes(e.loc, e.dataLen), e.data)
 	*sh.at(i) = e.slot
@@ -265,7 +308,7 @@ func (c *Cache) addLocked(sh *shard, e entry) {
 func (c *Cache) replaceLocked(sh *shard, i int32, e entry) {
 	s := sh.at(i)
 	if e.family {
-		sh.heads.add(e.memberKey()) // another member of the family
+		sh.heads.add(e.memberHead()) // another member of the family
 	}
 	n := int32(len(e.data))
 	if !sh.arena.holds(s.loc, int(s.dataLen), int(n)) {

@@ -53,6 +53,7 @@ func (c *Cache) BeginWarm(lo []byte) (prefix []byte, ok bool) {
 	if c.now() < next || !g.nextWarm.CompareAndSwap(next, math.MaxInt64) {
 		return nil, false
 	}
+	g.fullShards.Store(0)
 	return append([]byte(nil), lo[:n]...), true
 }
 
@@ -99,7 +100,9 @@ const (
 	// WarmStale: a write or an InvalidateRange came after the ticket; the
 	// chunk is to be read again under a new one.
 	WarmStale
-	// WarmFull: the shard has no spare room; the warm-up is over.
+	// WarmSkipped: the range's shard has no spare room; others have.
+	WarmSkipped
+	// WarmFull: no shard has spare room; the warm-up is over.
 	WarmFull
 	// WarmUnfit: the range is not one the cache holds (too many
 	// entries, or not an equality prefix).
@@ -108,7 +111,11 @@ const (
 
 // Warm keeps entries as the whole range at lo, read under t, while the
 // range's shard has spare room (a warm-up never evicts what reads
-// brought in) and no write reached the bucket since t was taken.
+// brought in) and no write reached the bucket since t was taken. A range
+// whose shard is full is skipped until the warm-up has found every shard
+// full: shards fill unevenly, and a warm-up that ended at the first full
+// one left a tenth of a session store's tokens out of a cache that could
+// hold nearly all of them.
 func (c *Cache) Warm(t WarmTicket, lo []byte, entries []KV) WarmResult {
 	at, ok := c.rangeSlotOf(lo, entries)
 	if !ok {
@@ -123,7 +130,11 @@ func (c *Cache) Warm(t WarmTicket, lo []byte, entries []KV) WarmResult {
 	case sh.find(true, at.hash, plainKey(lo)) != noSlot:
 		return WarmHeld // filled by a read, from the same state or a later one
 	case !sh.hasRoom(at.n + itemOverhead):
-		return WarmFull
+		bit := uint32(1) << (at.hash % shardCount)
+		if t.group.fullShards.Or(bit)|bit == allShards {
+			return WarmFull
+		}
+		return WarmSkipped
 	}
 	c.addLocked(sh, at.entry(lo, entries))
 	c.warmed.Add(1)

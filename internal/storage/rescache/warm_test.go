@@ -84,6 +84,7 @@ func otherBucket(c *Cache, g string) string {
 func TestWarmTakesSpareRoomOnly(t *testing.T) {
 	c := warmCache(shardCount*1024, nil)
 	var full bool
+	skipped := 0
 	for i := 0; i < 26*58 && !full; i++ {
 		lo := string([]byte{byte('a' + i/58), byte('A' + i%58)})
 		switch c.Warm(c.TakeWarmTicket([]byte(lo[:1])), []byte(lo), kvs(lo+"1", lo+"2")) {
@@ -91,10 +92,22 @@ func TestWarmTakesSpareRoomOnly(t *testing.T) {
 			full = true
 		case WarmStale, WarmUnfit:
 			t.Fatalf("range %s refused", lo)
+		case WarmSkipped:
+			skipped++
 		}
 	}
 	if st := c.Stats(); !full || st.Evictions != 0 || st.Bytes > c.MaxBytes() {
 		t.Fatalf("full %v, stats %+v: want the cache filled to its bound, nothing evicted", full, st)
+	}
+	if skipped == 0 {
+		t.Fatal("no range was skipped for its full shard before the last shard filled")
+	}
+	// Full means every shard: none has room for one more such range.
+	at, _ := c.rangeSlotOf([]byte("zz"), kvs("zz1", "zz2"))
+	for i := range c.shards {
+		if sh := &c.shards[i]; sh.hasRoom(at.n + itemOverhead) {
+			t.Fatalf("the warm-up ended full with shard %d at %d of %d bytes", i, sh.bytes, sh.max)
+		}
 	}
 	c = warmCache(1<<20, nil)
 	many := kvs("ab1", "ab2", "ab3", "ab4", "ab5", "ab6", "ab7", "ab8", "ab9")
