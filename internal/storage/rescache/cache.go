@@ -80,8 +80,11 @@ type Stats struct {
 // fullShards).
 const shardCount = 16
 
-// allShards is fullShards with every shard's bit.
+// allShards is fullShards with every shard's bit; its conversion fails
+// to compile when shardCount outgrows the word.
 const allShards = 1<<shardCount - 1
+
+const _ = uint32(allShards)
 
 // itemOverhead approximates an entry's memory beyond its key and value:
 // its slot, its index cell and tag counts, and the rounding of its data

@@ -114,8 +114,9 @@ const (
 // brought in) and no write reached the bucket since t was taken. A range
 // whose shard is full is skipped until the warm-up has found every shard
 // full: shards fill unevenly, and a warm-up that ended at the first full
-// one left a tenth of a session store's tokens out of a cache that could
-// hold nearly all of them.
+// one left a quarter of a session store's tokens out of a cache that
+// could hold nearly all of them. Full means without room for a range the
+// warm-up read: a smaller range may still have fitted when it ends.
 func (c *Cache) Warm(t WarmTicket, lo []byte, entries []KV) WarmResult {
 	at, ok := c.rangeSlotOf(lo, entries)
 	if !ok {
