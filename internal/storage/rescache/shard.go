@@ -205,19 +205,14 @@ func (sh *shard) find(isRange bool, hash uint64, key slotKey) int32 {
 	})
 }
 
-// meets reports whether the entry's key or range meets [start, end).
+// meets reports whether the entry's key or range meets [start, end): a
+// range holds every key starting with its own (prefixMeets).
 func (e *entry) meets(start, end []byte) bool {
+	if e.isRange {
+		return prefixMeets(e.key(), start, end)
+	}
 	p, _ := e.memberParts()
-	if end != nil && comparePieces(p, end) >= 0 {
-		return false
-	}
-	if !e.isRange {
-		return comparePieces(p, start) >= 0
-	}
-	lo := e.key()
-	// A range holds every key starting with lo: it ends past start when
-	// start sorts before lo or starts with it.
-	return bytes.Compare(start, lo) < 0 || bytes.HasPrefix(start, lo)
+	return (end == nil || comparePieces(p, end) < 0) && comparePieces(p, start) >= 0
 }
 
 // sweepBudget bounds the expired entries one read or write evicts, so no
