@@ -14,9 +14,10 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 )
 
-// TestResidentCacheSecondaryReadsAfterTouch: a secondary whose resident
-// cache holds sessions (read twice by token) sees every touch, delete
-// and expiry the primary makes: its cache is kept by the apply path.
+// TestResidentCacheSecondaryReadsAfterTouch: a secondary's resident
+// cache takes in none of the primary's inserts it applies; once it holds
+// sessions (read twice by token) it sees every touch, delete and expiry
+// the primary makes: its cache is kept by the apply path.
 func TestResidentCacheSecondaryReadsAfterTouch(t *testing.T) {
 	rs := startReplSet(t, 3)
 	ctx := ctxT(t)
@@ -38,6 +39,12 @@ func TestResidentCacheSecondaryReadsAfterTouch(t *testing.T) {
 		}
 	}
 	sec := rs.direct((primary + 1) % 3)
+	// A secondary applies the primary's writes without filling its cache
+	// with them (what its readers read comes in on their first read).
+	rs.waitSameHash("app", 10*time.Second)
+	if p, s := cacheStatus(t, rs.direct(primary)).Items, cacheStatus(t, sec).Items; p < sessions || s >= sessions {
+		t.Fatalf("after %d inserts the primary's cache holds %d items and the secondary's %d; want the primary's to hold them and not the secondary's", sessions, p, s)
+	}
 	sc := sec.Database("app").Collection("sessions", options.Collection().SetReadPreference(readpref.SecondaryPreferred()))
 	for i := range sessions {
 		waitSession(t, sc, i, func(d time.Time, found bool) bool { return found && d.Equal(start) })
@@ -189,6 +196,7 @@ func findSession(t *testing.T, coll *mongo.Collection, i int) {
 }
 
 type residentCacheStatus struct {
+	Items         int64 `bson:"items"`
 	Hits          int64 `bson:"hits"`
 	Misses        int64 `bson:"misses"`
 	WarmUps       int64 `bson:"warmUps"`

@@ -114,6 +114,7 @@ func groupEnd(ents []*pb.Entry) int {
 func (n *node) applyGroup(ents []*pb.Entry) error {
 	b := n.base.NewBatch()
 	defer b.Close()
+	n.skipSpareInstalls(b)
 	decoded := make([]*entry, 0, len(ents))
 	confChanged := false
 	var publish []func()
@@ -146,6 +147,18 @@ func (n *node) applyGroup(ents []*pb.Entry) error {
 		n.onConfChange()
 	}
 	return nil
+}
+
+// skipSpareInstalls keeps a member's cache out of what it applies while
+// another member leads: the leader's readers read the leader, and this
+// member's own readers bring in what they read (storage.SpareInstallSkipper).
+func (n *node) skipSpareInstalls(b storage.Batch) {
+	if n.leaderID() == n.cfg.ID {
+		return
+	}
+	if s, ok := b.(storage.SpareInstallSkipper); ok {
+		s.SkipSpareInstalls()
+	}
 }
 
 // stage adds e's effects to b; it returns the decoded entry (nil for

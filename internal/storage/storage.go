@@ -117,6 +117,18 @@ type ExpiredDeleter interface {
 	DeleteExpired(key []byte, expiredAt int64) error
 }
 
+// SpareInstallSkipper is implemented by batches that can commit without
+// filling the engine's cache: a value the cache holds is replaced, and a
+// key it does not hold stays out of it. A replica set member applying
+// writes its primary proposed uses it: the primary's readers read the
+// primary, so filling a secondary's cache with every replicated write
+// (a bulk load, a million documents that expire unread) costs the apply
+// its installs and then probes of a full cache, and buys nothing; what
+// the secondary's own readers read comes in on their first read.
+type SpareInstallSkipper interface {
+	SkipSpareInstalls()
+}
+
 // CountNoter is implemented by batches that carry a collection's count
 // changes to other places (a replica set's other members): the write path
 // notes each change beside the keys it writes.

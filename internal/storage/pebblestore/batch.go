@@ -34,6 +34,9 @@ type batch struct {
 	// expired are the batch's deletions of values already expired
 	// (DeleteExpired), in batch order, for the resident cache.
 	expired []expiredDelete
+	// noSpare says the commit installs values only at keys the resident
+	// cache held (SkipSpareInstalls).
+	noSpare bool
 }
 
 // expiredDelete is the deletion at position pos of the batch (its count
@@ -62,6 +65,9 @@ func (b *batch) NoteSoleEntry(lower, key, value []byte) {
 	_, e.value = appendPart(buf, value)
 	b.sole = append(b.sole, e)
 }
+
+// SkipSpareInstalls implements storage.SpareInstallSkipper.
+func (b *batch) SkipSpareInstalls() { b.noSpare = true }
 
 // appendPart appends p to buf and returns both, p's copy capped.
 func appendPart(buf, p []byte) ([]byte, []byte) {

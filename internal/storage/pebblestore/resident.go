@@ -89,6 +89,7 @@ type residentWrites struct {
 	repr          []byte
 	held, expired positions
 	claims        claims
+	noSpare       bool // install only at keys the cache held
 }
 
 // claims are the Claims of a batch's writes into groups with a value
@@ -205,8 +206,9 @@ func (s *Store) invalidateResident(pb *pebble.Batch, expired []expiredDelete, ow
 // settleResident runs after the apply of the writes invalidateResident
 // began, applied or not: each ends (Written), and when applied, the
 // values the batch set are installed in order (at keys the cache held,
-// and at others while it has room), so that the last write of a key
-// wins (a value the batch set and then deleted is dropped).
+// and, unless the batch skips spare installs, at others while it has
+// room), so that the last write of a key wins (a value the batch set and
+// then deleted is dropped).
 func (s *Store) settleResident(w residentWrites, applied bool) {
 	if s.resident == nil {
 		return
@@ -225,11 +227,12 @@ func (s *Store) settleResident(w residentWrites, applied bool) {
 			return
 		}
 		keep := rescache.KeepNone
-		if applied && kind == pebble.InternalKeyKindSet {
+		switch {
+		case !applied || kind != pebble.InternalKeyKindSet:
+		case held:
+			keep = rescache.KeepHeld
+		case !w.noSpare:
 			keep = rescache.KeepSpare
-			if held {
-				keep = rescache.KeepHeld
-			}
 		}
 		switch {
 		case s.resident.WrittenClaimed(key, value, keep, cl):

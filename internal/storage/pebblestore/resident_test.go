@@ -54,6 +54,17 @@ var writeKinds = map[string]func(b storage.Batch) error{
 		b.(storage.SoleEntryNoter).NoteSoleEntry([]byte("dk"), []byte("dk2"), []byte("new"))
 		return nil
 	},
+	// Sets of a held key and of keys not held, in a batch that installs
+	// only at held keys. TestSkipSpareInstalls checks what it keeps.
+	"SkipSpareInstalls": func(b storage.Batch) error {
+		b.(storage.SpareInstallSkipper).SkipSpareInstalls()
+		for _, k := range []string{"dk1", "dk2", "dk3"} {
+			if err := b.Set([]byte(k), []byte("new")); err != nil {
+				return err
+			}
+		}
+		return nil
+	},
 }
 
 // notWrites are storage.Batch's methods that write nothing.
@@ -65,6 +76,7 @@ var batchInterfaces = []reflect.Type{
 	reflect.TypeOf((*storage.Batch)(nil)).Elem(),
 	reflect.TypeOf((*storage.ExpiredDeleter)(nil)).Elem(),
 	reflect.TypeOf((*storage.SoleEntryNoter)(nil)).Elem(),
+	reflect.TypeOf((*storage.SpareInstallSkipper)(nil)).Elem(),
 }
 
 func TestEveryBatchWriteKeepsTheCacheExact(t *testing.T) {
@@ -210,6 +222,69 @@ func TestDeleteExpired(t *testing.T) {
 	if n := deleteExpired(); n != 1 {
 		t.Fatalf("a deletion after the expiry dropped %d cached entries; want the range only", n)
 	}
+}
+
+// TestSkipSpareInstalls: a commit that skips spare installs replaces the
+// value the cache held and leaves every key and range it did not hold
+// out of the cache (a later read of one misses and reads storage), where
+// the same commit without it installs them in the cache's spare room.
+func TestSkipSpareInstalls(t *testing.T) {
+	for _, skip := range []bool{false, true} {
+		cache := admitAll()
+		s := openT(t, Options{Dir: t.TempDir(), Resident: cache})
+		if err := commitKV(s, "dk1", "old"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Get([]byte("dk1")); err != nil { // the cache holds dk1
+			t.Fatal(err)
+		}
+		b := s.NewBatch()
+		if skip {
+			b.(storage.SpareInstallSkipper).SkipSpareInstalls()
+		}
+		for _, kv := range [][2]string{{"dk1", "new"}, {"dk2", "two"}, {"dr1", "sole"}} {
+			if err := b.Set([]byte(kv[0]), []byte(kv[1])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b.(storage.SoleEntryNoter).NoteSoleEntry([]byte("dr"), []byte("dr1"), []byte("sole"))
+		if err := b.Commit(false); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			read func() (string, error)
+			want string
+			held bool // served by the cache
+		}{
+			{func() (string, error) { v, err := s.Get([]byte("dk1")); return string(v), err }, "new", true},
+			{func() (string, error) { v, err := s.Get([]byte("dk2")); return string(v), err }, "two", !skip},
+			{func() (string, error) { return firstOf(s, "dr", "ds") }, "dr1=sole", !skip},
+		} {
+			before := cache.Stats()
+			got, err := c.read()
+			if err != nil || got != c.want {
+				t.Fatalf("skip %v: read %q, %v; want %q", skip, got, err, c.want)
+			}
+			after := cache.Stats()
+			if hit := after.Hits > before.Hits; hit != c.held {
+				t.Errorf("skip %v: %q served by the cache %v, want %v (%+v)", skip, c.want, hit, c.held, after)
+			}
+		}
+		s.Close()
+	}
+}
+
+// firstOf is the first entry of [lower, upper) as "key=value".
+func firstOf(s *Store, lower, upper string) (string, error) {
+	it, err := s.NewIter([]byte(lower), []byte(upper))
+	if err != nil {
+		return "", err
+	}
+	defer it.Close()
+	if !it.First() {
+		return "", it.Error()
+	}
+	return string(it.Key()) + "=" + string(it.Value()), nil
 }
 
 // TestResidentWriteSets holds the sets a commit's cache upkeep keeps to

@@ -358,13 +358,14 @@ func (s *Store) apply(b *batch, durable bool) (wait func() error, entered bool, 
 	unsynced := s.inMem || !durable
 	defer s.commits.leave(s.commits.enter())
 	installs := s.invalidateResident(b.pb, b.expired, !unsynced)
+	installs.noSpare = b.noSpare
 	if unsynced {
 		err = s.applyUnsynced(db, b.pb)
 	} else {
 		wait, err = s.applyDurable(db, b.pb)
 	}
 	s.settleResident(installs, err == nil)
-	if err == nil {
+	if err == nil && !b.noSpare {
 		s.installSole(b.sole)
 	}
 	return wait, true, err
