@@ -229,6 +229,7 @@ func (s *Store) settleResident(w residentWrites, applied bool) {
 		keep := rescache.KeepNone
 		switch {
 		case !applied || kind != pebble.InternalKeyKindSet:
+			// nothing to keep
 		case held:
 			keep = rescache.KeepHeld
 		case !w.noSpare:
