@@ -15,7 +15,8 @@ import (
 )
 
 // TestResidentCacheSecondaryReadsAfterTouch: a secondary's resident
-// cache takes in none of the primary's inserts it applies; once it holds
+// cache does not take in the primary's inserts it applies (it holds
+// fewer items than were inserted, the primary at least as many); once it holds
 // sessions (read twice by token) it sees every touch, delete and expiry
 // the primary makes: its cache is kept by the apply path.
 func TestResidentCacheSecondaryReadsAfterTouch(t *testing.T) {
