@@ -72,6 +72,7 @@ func (sd *SharedDecoder) Reset(text string) {
 func (sd *SharedDecoder) Expect(n, extra int) {
 	sd.d.elemsLeft += n/bytesPerElement + extra
 	sd.d.valsLeft += n / bytesPerElement // a slab is made only for an array
+	sd.d.slabs.size = min(slabChunk, max(4, n/bytesPerElement))
 }
 
 // bytesPerElement is about the smallest a command's element takes: a
@@ -86,6 +87,22 @@ func (sd *SharedDecoder) Decode(raw []byte, at, extra int) (bson.D, error) {
 	return sd.d.decodeD(raw, at, extra)
 }
 
+// DecodeArray decodes docs, the documents of a kind-1 sequence that start
+// at offset at of the text one after another, into the value an array of
+// them decodes to: a bson.A of bson.D, boxed from the slabs.
+func (sd *SharedDecoder) DecodeArray(docs []bson.Raw, at int) (any, error) {
+	a := sd.d.newA(len(docs))
+	for _, raw := range docs {
+		d, err := sd.Decode(raw, at, 0)
+		if err != nil {
+			return nil, err
+		}
+		a = append(a, sd.d.slabs.boxD(d))
+		at += len(raw)
+	}
+	return sd.d.slabs.boxA(a), nil
+}
+
 // decoder converts BSON to bson.D. Without shared text every string is
 // copied and every document allocated on its own.
 type decoder struct {
@@ -96,14 +113,23 @@ type decoder struct {
 	// elemsLeft and valsLeft are what Expect guessed and no slab holds
 	// yet: the size of the next slab, up to slabChunk.
 	elemsLeft, valsLeft int
+	slabs               valueSlabs // the boxed values, when shared
 }
 
 func (dec *decoder) decodeD(raw []byte, at, extra int) (bson.D, error) {
 	d, err := dec.toD(bsoncore.Document(raw), at, extra)
 	if errors.Is(err, errSlowPath) {
-		d = make(bson.D, 0, extra+8)
-		err = bson.Unmarshal(raw, &d)
+		return unmarshalD(raw, extra)
 	}
+	return d, err
+}
+
+// unmarshalD is the reflective decoder's path, apart so that its
+// variable's escape (Unmarshal takes its address) costs only this path a
+// heap allocation.
+func unmarshalD(raw []byte, extra int) (bson.D, error) {
+	d := make(bson.D, 0, extra+8)
+	err := bson.Unmarshal(raw, &d)
 	return d, err
 }
 
@@ -282,10 +308,9 @@ func countElements(elems []byte) int {
 
 // toValue decodes v, whose data starts at offset at of the shared text.
 func (dec *decoder) toValue(v bsoncore.Value, at int) (any, error) {
-	var (
-		out any
-		ok  bool
-	)
+	if dec.shared {
+		return dec.toSharedValue(v, at)
+	}
 	switch v.Type {
 	case bsoncore.TypeEmbeddedDocument:
 		doc, ok := v.DocumentOK()
@@ -299,13 +324,63 @@ func (dec *decoder) toValue(v bsoncore.Value, at int) (any, error) {
 			return nil, errors.New("malformed array")
 		}
 		return dec.toA(bsoncore.Document(arr), at)
+	case bsoncore.TypeString:
+		if b, ok := stringBytes(v.Data); ok {
+			return string(b), nil
+		}
+		return nil, malformed(v)
+	}
+	return toScalar(v)
+}
+
+// toSharedValue is toValue for a shared decode: strings cut from the text
+// and every value boxed from the slabs.
+func (dec *decoder) toSharedValue(v bsoncore.Value, at int) (any, error) {
+	vs := &dec.slabs
+	switch v.Type {
+	case bsoncore.TypeEmbeddedDocument:
+		doc, ok := v.DocumentOK()
+		if !ok {
+			return nil, errors.New("malformed embedded document")
+		}
+		d, err := dec.toD(doc, at, 0)
+		if err != nil {
+			return nil, err
+		}
+		return vs.boxD(d), nil
+	case bsoncore.TypeArray:
+		arr, ok := v.ArrayOK()
+		if !ok {
+			return nil, errors.New("malformed array")
+		}
+		a, err := dec.toA(bsoncore.Document(arr), at)
+		if err != nil {
+			return nil, err
+		}
+		return vs.boxA(a), nil
+	case bsoncore.TypeString:
+		if b, ok := stringBytes(v.Data); ok {
+			return vs.boxString(dec.str(b, at+4)), nil
+		}
+		return nil, malformed(v)
+	}
+	return vs.toScalar(v)
+}
+
+func malformed(v bsoncore.Value) error {
+	return fmt.Errorf("malformed %s value", v.Type)
+}
+
+// toScalar decodes a value that is neither a document, an array nor a
+// string, boxed by Go.
+func toScalar(v bsoncore.Value) (any, error) {
+	var (
+		out any
+		ok  bool
+	)
+	switch v.Type {
 	case bsoncore.TypeDouble:
 		out, ok = v.DoubleOK()
-	case bsoncore.TypeString:
-		var b []byte
-		if b, ok = stringBytes(v.Data); ok {
-			out = dec.str(b, at+4)
-		}
 	case bsoncore.TypeInt32:
 		out, ok = v.Int32OK()
 	case bsoncore.TypeInt64:
@@ -318,7 +393,54 @@ func (dec *decoder) toValue(v bsoncore.Value, at int) (any, error) {
 		return toRareValue(v)
 	}
 	if !ok {
-		return nil, fmt.Errorf("malformed %s value", v.Type)
+		return nil, malformed(v)
+	}
+	return out, nil
+}
+
+// toScalar is the package's toScalar with the common types boxed from
+// the slabs; the rare ones are boxed by Go.
+func (vs *valueSlabs) toScalar(v bsoncore.Value) (any, error) {
+	var (
+		out any
+		ok  bool
+	)
+	switch v.Type {
+	case bsoncore.TypeDouble:
+		var f float64
+		f, ok = v.DoubleOK()
+		out = vs.boxDouble(f)
+	case bsoncore.TypeInt32:
+		var i int32
+		i, ok = v.Int32OK()
+		out = vs.boxInt32(i)
+	case bsoncore.TypeInt64:
+		var i int64
+		i, ok = v.Int64OK()
+		out = vs.boxInt64(i)
+	case bsoncore.TypeDateTime:
+		var dt int64
+		dt, ok = v.DateTimeOK()
+		out = vs.boxDateTime(bson.DateTime(dt))
+	case bsoncore.TypeObjectID:
+		var oid bson.ObjectID
+		oid, ok = v.ObjectIDOK()
+		out = vs.boxObjectID(oid)
+	case bsoncore.TypeTimestamp:
+		var t, i uint32
+		t, i, ok = v.TimestampOK()
+		out = vs.boxTimestamp(bson.Timestamp{T: t, I: i})
+	case bsoncore.TypeBinary:
+		st, data, binOK := v.BinaryOK()
+		if !binOK || st == 0x02 { // see toRareValue
+			return toRareValue(v)
+		}
+		return vs.boxBinary(bson.Binary{Subtype: st, Data: bytes.Clone(data)}), nil
+	default:
+		return toScalar(v)
+	}
+	if !ok {
+		return nil, malformed(v)
 	}
 	return out, nil
 }

@@ -34,13 +34,9 @@ func (m *Message) Command() (bson.D, error) {
 				return nil, mongoerr.Newf(mongoerr.Location40433, "Duplicate field between body and document sequence %s", s.Identifier)
 			}
 		}
-		docs := make(bson.A, 0, len(s.Docs))
-		for _, raw := range s.Docs {
-			d, err := dec.decode(raw, 0)
-			if err != nil {
-				return nil, err
-			}
-			docs = append(docs, d)
+		docs, err := dec.decodeSequence(s.Docs)
+		if err != nil {
+			return nil, err
 		}
 		body = append(body, bson.E{Key: s.Identifier, Value: docs})
 	}
@@ -80,6 +76,29 @@ func (dec *commandDecoder) share(m *Message, n int) {
 	dec.sd.Reset(text.String())
 	dec.sd.Expect(n, len(m.Sequences))
 	dec.shared = true
+}
+
+// decodeSequence converts a sequence's documents to a bson.A of bson.D.
+func (dec *commandDecoder) decodeSequence(docs []bson.Raw) (any, error) {
+	if dec.shared {
+		a, err := dec.sd.DecodeArray(docs, dec.at)
+		if err != nil {
+			return nil, mongoerr.Newf(mongoerr.InvalidBSON, "invalid BSON in command: %v", err)
+		}
+		for _, raw := range docs {
+			dec.at += len(raw)
+		}
+		return a, nil
+	}
+	a := make(bson.A, 0, len(docs))
+	for _, raw := range docs {
+		d, err := dec.decode(raw, 0)
+		if err != nil {
+			return nil, err
+		}
+		a = append(a, d)
+	}
+	return a, nil
 }
 
 // decode converts raw to a bson.D with room for extra more fields.

@@ -405,6 +405,11 @@ func testDecodeMatchesUnmarshal(t *testing.T, decodeDoc func(bson.Raw) (bson.D, 
 		{Key: "int32", Value: int32(7)},
 		{Key: "ts", Value: bson.Timestamp{T: 1, I: 2}},
 		{Key: "int64", Value: int64(8)},
+		{Key: "bigint32", Value: int32(-1 << 20)},
+		{Key: "bigint64", Value: int64(1) << 40},
+		{Key: "zerodouble", Value: 0.0},
+		{Key: "emptystring", Value: ""},
+		{Key: "olddate", Value: bson.DateTime(-1)},
 		{Key: "dec", Value: dec},
 		{Key: "min", Value: bson.MinKey{}},
 		{Key: "max", Value: bson.MaxKey{}},
@@ -413,6 +418,7 @@ func testDecodeMatchesUnmarshal(t *testing.T, decodeDoc func(bson.Raw) (bson.D, 
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkEveryBSONType(t, elems)
 	for _, e := range elems {
 		single := mustDoc(t, bson.D{{Key: e.Key(), Value: e.Value()}})
 		var want bson.D
@@ -434,6 +440,26 @@ func testDecodeMatchesUnmarshal(t *testing.T, decodeDoc func(bson.Raw) (bson.D, 
 	got, err := decodeDoc(doc)
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("whole document: %v\n got %#v\nwant %#v", err, got, want)
+	}
+}
+
+// checkEveryBSONType fails unless elems hold a value of every type the
+// BSON specification defines.
+func checkEveryBSONType(t *testing.T, elems []bson.RawElement) {
+	t.Helper()
+	seen := map[bson.Type]bool{}
+	for _, e := range elems {
+		seen[e.Value().Type] = true
+	}
+	for _, typ := range []bson.Type{
+		bson.TypeDouble, bson.TypeString, bson.TypeEmbeddedDocument, bson.TypeArray, bson.TypeBinary,
+		bson.TypeUndefined, bson.TypeObjectID, bson.TypeBoolean, bson.TypeDateTime, bson.TypeNull,
+		bson.TypeRegex, bson.TypeDBPointer, bson.TypeJavaScript, bson.TypeSymbol, bson.TypeCodeWithScope,
+		bson.TypeInt32, bson.TypeTimestamp, bson.TypeInt64, bson.TypeDecimal128, bson.TypeMinKey, bson.TypeMaxKey,
+	} {
+		if !seen[typ] {
+			t.Errorf("the decoding table has no %s value", typ)
+		}
 	}
 }
 

@@ -1,0 +1,144 @@
+package bsonutil
+
+import (
+	"unsafe"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// valueSlabs holds the values a shared decode puts in interfaces. Go boxes
+// a string, a slice or a scalar above 255 into an `any` with a heap
+// allocation of its own, which made a session request's values most of its
+// decoding garbage. A shared decode instead writes each value into a slab
+// of its kind and makes the interface point at it: one allocation per kind
+// per request. The interface is what `any(v)` would give (the same dynamic
+// type and value), and a slab's element is never written again once an
+// interface points at it, so the value stays as immutable as Go's own
+// boxing makes it. As with the shared text, a value kept of the request
+// keeps its slab alive, which is why only small documents are decoded so.
+type valueSlabs struct {
+	// heads holds the headers of strings, documents and arrays. A string's
+	// header (data pointer, length) is the start of a slice's (data
+	// pointer, length, capacity), so one slab serves all three and the
+	// collector, which reads the data pointer of each, scans them right.
+	heads []bson.D
+	bins  []bson.Binary
+	words []uint64 // the pointer-free scalars, one or two words each
+	size  int      // the length of the next slab of any kind
+}
+
+// eface is the layout of an empty interface: its dynamic type and a
+// pointer to its value. The runtime has used it since Go 1.4; the
+// box tests check each kind against Go's own conversion.
+type eface struct {
+	typ  unsafe.Pointer
+	data unsafe.Pointer
+}
+
+// pointing returns proto, an interface holding a value of the type to
+// box, with its value pointer replaced by data. proto must be converted
+// from a constant or a zero value, which Go boxes without allocating.
+func pointing(proto any, data unsafe.Pointer) any {
+	(*eface)(unsafe.Pointer(&proto)).data = data
+	return proto
+}
+
+// take returns the next free element of slab, making a slab of n when it
+// is used up.
+func take[T any](slab *[]T, n int) *T {
+	if len(*slab) == 0 {
+		*slab = make([]T, n)
+	}
+	p := &(*slab)[0]
+	*slab = (*slab)[1:]
+	return p
+}
+
+// takeWords returns n consecutive words, a fresh slab's start when the
+// current slab has fewer left.
+func (vs *valueSlabs) takeWords(n int) unsafe.Pointer {
+	if len(vs.words) < n {
+		vs.words = make([]uint64, max(vs.size, n))
+	}
+	p := unsafe.Pointer(&vs.words[0])
+	vs.words = vs.words[n:]
+	return p
+}
+
+func (vs *valueSlabs) boxString(s string) any {
+	if s == "" {
+		return s
+	}
+	p := unsafe.Pointer(take(&vs.heads, vs.size))
+	*(*string)(p) = s
+	return pointing("", p)
+}
+
+func (vs *valueSlabs) boxD(d bson.D) any {
+	p := take(&vs.heads, vs.size)
+	*p = d
+	return pointing(bson.D(nil), unsafe.Pointer(p))
+}
+
+func (vs *valueSlabs) boxA(a bson.A) any {
+	p := unsafe.Pointer(take(&vs.heads, vs.size))
+	*(*bson.A)(p) = a
+	return pointing(bson.A(nil), p)
+}
+
+func (vs *valueSlabs) boxBinary(b bson.Binary) any {
+	p := take(&vs.bins, max(1, vs.size/4)) // a request has an lsid, rarely more
+	*p = b
+	return pointing(bson.Binary{}, unsafe.Pointer(p))
+}
+
+// The scalars: values Go boxes without allocating (small integers, zero
+// values) are boxed by Go.
+
+func (vs *valueSlabs) boxInt32(v int32) any {
+	if uint32(v) < 256 {
+		return v
+	}
+	p := vs.takeWords(1)
+	*(*int32)(p) = v
+	return pointing(int32(0), p)
+}
+
+func (vs *valueSlabs) boxInt64(v int64) any {
+	if uint64(v) < 256 {
+		return v
+	}
+	p := vs.takeWords(1)
+	*(*int64)(p) = v
+	return pointing(int64(0), p)
+}
+
+func (vs *valueSlabs) boxDouble(v float64) any {
+	if v == 0 {
+		return v
+	}
+	p := vs.takeWords(1)
+	*(*float64)(p) = v
+	return pointing(float64(0), p)
+}
+
+func (vs *valueSlabs) boxDateTime(v bson.DateTime) any {
+	if uint64(v) < 256 {
+		return v
+	}
+	p := vs.takeWords(1)
+	*(*bson.DateTime)(p) = v
+	return pointing(bson.DateTime(0), p)
+}
+
+func (vs *valueSlabs) boxObjectID(v bson.ObjectID) any {
+	p := vs.takeWords(2) // 12 bytes
+	*(*bson.ObjectID)(p) = v
+	return pointing(bson.ObjectID{}, p)
+}
+
+func (vs *valueSlabs) boxTimestamp(v bson.Timestamp) any {
+	p := vs.takeWords(1)
+	*(*bson.Timestamp)(p) = v
+	return pointing(bson.Timestamp{}, p)
+}
