@@ -21,10 +21,16 @@ type valueSlabs struct {
 	// header (data pointer, length) is the start of a slice's (data
 	// pointer, length, capacity), so one slab serves all three and the
 	// collector, which reads the data pointer of each, scans them right.
-	heads []bson.D
-	bins  []bson.Binary
-	words []uint64 // the pointer-free scalars, one or two words each
-	size  int      // the length of the next slab of any kind
+	heads slab[bson.D]
+	bins  slab[bson.Binary]
+	words slab[uint64] // the pointer-free scalars, one or two words each
+}
+
+func (vs *valueSlabs) head() *bson.D { return vs.heads.one() }
+
+// takeWords returns n consecutive words.
+func (vs *valueSlabs) takeWords(n int) unsafe.Pointer {
+	return unsafe.Pointer(&vs.words.take(n)[0])
 }
 
 // eface is the layout of an empty interface: its dynamic type and a
@@ -43,51 +49,29 @@ func pointing(proto any, data unsafe.Pointer) any {
 	return proto
 }
 
-// take returns the next free element of slab, making a slab of n when it
-// is used up.
-func take[T any](slab *[]T, n int) *T {
-	if len(*slab) == 0 {
-		*slab = make([]T, n)
-	}
-	p := &(*slab)[0]
-	*slab = (*slab)[1:]
-	return p
-}
-
-// takeWords returns n consecutive words, a fresh slab's start when the
-// current slab has fewer left.
-func (vs *valueSlabs) takeWords(n int) unsafe.Pointer {
-	if len(vs.words) < n {
-		vs.words = make([]uint64, max(vs.size, n))
-	}
-	p := unsafe.Pointer(&vs.words[0])
-	vs.words = vs.words[n:]
-	return p
-}
-
 func (vs *valueSlabs) boxString(s string) any {
 	if s == "" {
 		return s
 	}
-	p := unsafe.Pointer(take(&vs.heads, vs.size))
+	p := unsafe.Pointer(vs.head())
 	*(*string)(p) = s
 	return pointing("", p)
 }
 
 func (vs *valueSlabs) boxD(d bson.D) any {
-	p := take(&vs.heads, vs.size)
+	p := vs.head()
 	*p = d
 	return pointing(bson.D(nil), unsafe.Pointer(p))
 }
 
 func (vs *valueSlabs) boxA(a bson.A) any {
-	p := unsafe.Pointer(take(&vs.heads, vs.size))
+	p := unsafe.Pointer(vs.head())
 	*(*bson.A)(p) = a
 	return pointing(bson.A(nil), p)
 }
 
 func (vs *valueSlabs) boxBinary(b bson.Binary) any {
-	p := take(&vs.bins, max(1, vs.size/4)) // a request has an lsid, rarely more
+	p := vs.bins.one()
 	*p = b
 	return pointing(bson.Binary{}, unsafe.Pointer(p))
 }

@@ -58,7 +58,7 @@ func boxCases() []boxCase {
 // same dynamic type, equal (and equal as a map key where comparable),
 // and the same through a type switch.
 func TestSlabBoxingIsGoBoxing(t *testing.T) {
-	vs := valueSlabs{size: 2} // small slabs, so cases span several
+	var vs valueSlabs // small slabs, so cases span several
 	for _, c := range boxCases() {
 		got := c.box(&vs)
 		if reflect.TypeOf(got) != reflect.TypeOf(c.want) {
@@ -88,7 +88,7 @@ func TestSlabBoxedValuesSurviveCollection(t *testing.T) {
 	cases := boxCases()
 	boxed := make([]any, 0, rounds*len(cases))
 	func() {
-		vs := valueSlabs{size: 16}
+		var vs valueSlabs
 		for range rounds {
 			for _, c := range cases {
 				boxed = append(boxed, c.box(&vs))
@@ -115,21 +115,101 @@ func TestSlabBoxedValuesSurviveCollection(t *testing.T) {
 }
 
 // Boxing into the slabs allocates once per slab, not once per value:
-// strings, documents and arrays share the slab of headers.
+// strings, documents and arrays share the slab of headers, a slab holds
+// what the census counted up to slabChunk, and past the census each value
+// is an allocation of its own.
 func TestSlabBoxingAllocatesPerSlab(t *testing.T) {
-	const size = 9
-	got := testing.AllocsPerRun(100, func() {
-		vs := valueSlabs{size: size}
-		for range size / 3 {
-			_ = vs.boxString("sessions")
-			_ = vs.boxD(bson.D{})
-			_ = vs.boxA(bson.A{})
+	for _, c := range []struct {
+		kind            string
+		counted, values int
+		slabs           float64
+	}{
+		{"headers", 9, 9, 1},
+		{"headers", 9, 3, 1},
+		{"headers", 100, 100, 2}, // 64 + 36
+		{"headers", 9, 12, 1 + 3},
+		{"headers", 0, 0, 0},
+		{"words", 3, 3, 1},
+		{"words", 3, 5, 1 + 2},
+	} {
+		got := testing.AllocsPerRun(100, func() {
+			var vs valueSlabs
+			vs.heads.left, vs.words.left = c.counted, c.counted
+			for i := range c.values {
+				switch {
+				case c.kind == "words":
+					_ = vs.boxDateTime(bson.DateTime(1_800_000_000_000 + i))
+				case i%3 == 0:
+					_ = vs.boxString("sessions")
+				case i%3 == 1:
+					_ = vs.boxD(bson.D{})
+				default:
+					_ = vs.boxA(bson.A{})
+				}
+			}
+		})
+		if got != c.slabs {
+			t.Errorf("%s, %d counted, %d boxed: %v allocations, want %v", c.kind, c.counted, c.values, got, c.slabs)
 		}
-		for i := range size {
-			_ = vs.boxDateTime(bson.DateTime(1_800_000_000_000 + i))
+	}
+}
+
+// The census counts at least what a shared decode takes from each slab,
+// so decoding a counted document allocates only its text, one slab per
+// kind it uses and a binary's bytes. The document holds every type the
+// slabs box, at values that take a slab and values Go boxes for free; the
+// rare types (decimal, regex, the deprecated ones) keep Go's boxing.
+func TestCensusCoversTheDecode(t *testing.T) {
+	oid := bson.NewObjectID()
+	doc := bson.D{
+		{Key: "s", Value: "sessions"}, {Key: "e", Value: ""},
+		{Key: "d", Value: bson.D{{Key: "x", Value: bson.A{int32(1), int32(1000), "two", bson.D{}, bson.A{}}}}},
+		{Key: "bin", Value: bson.Binary{Subtype: 4, Data: make([]byte, 16)}},
+		{Key: "oid", Value: oid}, {Key: "t", Value: true}, {Key: "n", Value: nil},
+		{Key: "date", Value: bson.DateTime(1_800_000_000_000)}, {Key: "f", Value: 1.5},
+		{Key: "i64", Value: int64(1) << 40}, {Key: "ts", Value: bson.Timestamp{T: 1, I: 2}},
+		{Key: "min", Value: bson.MinKey{}}, {Key: "max", Value: bson.MaxKey{}},
+	}
+	raw, err := bson.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c census
+	c.document(raw, false)
+	var sd SharedDecoder
+	sd.Reset(string(raw))
+	sd.Count(raw, 2)
+	if _, err := sd.Decode(raw, 0, 2); err != nil {
+		t.Fatal(err)
+	}
+	d := &sd.d
+	for _, k := range []struct {
+		name             string
+		left, free, want int
+	}{
+		{"elements", d.elems.left, len(d.elems.free), c.elems + 2},
+		{"array values", d.vals.left, len(d.vals.free), c.vals},
+		{"headers", d.slabs.heads.left, len(d.slabs.heads.free), c.heads},
+		{"words", d.slabs.words.left, len(d.slabs.words.free), c.words},
+		{"binaries", d.slabs.bins.left, len(d.slabs.bins.free), c.bins},
+	} {
+		if k.left != 0 {
+			t.Errorf("%s: %d counted but no slab made for them", k.name, k.left)
+		}
+		if k.want == 0 {
+			t.Errorf("%s: the document has none; the table must hold some", k.name)
+		}
+	}
+	got := testing.AllocsPerRun(100, func() {
+		var sd SharedDecoder
+		sd.Reset(string(raw))
+		sd.Count(raw, 2)
+		if _, err := sd.Decode(raw, 0, 2); err != nil {
+			t.Fatal(err)
 		}
 	})
-	if got != 2 {
-		t.Fatalf("%v allocations for %d strings, documents, arrays and dates: want 2 (one slab of headers, one of words)", got, 2*size)
+	// The text, five slabs and the binary's bytes.
+	if want := 1.0 + 5 + 1; got != want {
+		t.Errorf("decoding a counted document: %v allocations, want %v", got, want)
 	}
 }

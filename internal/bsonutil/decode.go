@@ -39,7 +39,7 @@ func DecodeShared(raw []byte, extra int) (bson.D, error) {
 	}
 	var sd SharedDecoder
 	sd.Reset(string(raw))
-	sd.Expect(len(raw), extra)
+	sd.Count(raw, extra)
 	return sd.Decode(raw, 0, extra)
 }
 
@@ -54,30 +54,27 @@ var errSlowPath = errors.New("value needs the reflective decoder")
 // alive: callers use it for small requests only.
 type SharedDecoder struct{ d decoder }
 
-// slabChunk is the elements a slab holds: a document or array with more
-// gets its own allocation, so a kept value pins at most a slab's 2 KiB.
-const slabChunk = 64
-
 // Reset starts a request whose documents' bytes, concatenated, are text.
 func (sd *SharedDecoder) Reset(text string) {
 	sd.d = decoder{text: text, shared: true}
 }
 
-// Expect sizes the first slab for documents of n bytes in all, with
-// extra more fields, instead of slabChunk. The size is a guess from the
-// bytes (a command's element takes bytesPerElement or more): counting
-// the elements first walked every request twice, and a wrong guess costs
-// little either way, a slab a little too big or, past it, documents
-// allocated one by one.
-func (sd *SharedDecoder) Expect(n, extra int) {
-	sd.d.elemsLeft += n/bytesPerElement + extra
-	sd.d.valsLeft += n / bytesPerElement // a slab is made only for an array
-	sd.d.slabs.size = min(slabChunk, max(4, n/bytesPerElement))
+// Count sizes the slabs for decoding raw with room for extra more fields
+// (Decode). Counting every document before decoding any lets each slab
+// be made once, at its size.
+func (sd *SharedDecoder) Count(raw []byte, extra int) {
+	var c census
+	c.elems = extra
+	c.document(raw, false)
+	sd.d.plan(c)
 }
 
-// bytesPerElement is about the smallest a command's element takes: a
-// type byte, a short name and its NUL, a small value.
-const bytesPerElement = 12
+// CountArray is Count for DecodeArray's documents.
+func (sd *SharedDecoder) CountArray(docs []bson.Raw) {
+	var c census
+	c.sequence(docs)
+	sd.d.plan(c)
+}
 
 // Decode is DecodeD of raw, which is text[at:at+len(raw)].
 func (sd *SharedDecoder) Decode(raw []byte, at, extra int) (bson.D, error) {
@@ -108,12 +105,18 @@ func (sd *SharedDecoder) DecodeArray(docs []bson.Raw, at int) (any, error) {
 type decoder struct {
 	text   string // the bytes being decoded, when shared
 	shared bool
-	elems  []bson.E // unused room of the current slab of elements
-	vals   []any    // unused room of the current slab of array values
-	// elemsLeft and valsLeft are what Expect guessed and no slab holds
-	// yet: the size of the next slab, up to slabChunk.
-	elemsLeft, valsLeft int
-	slabs               valueSlabs // the boxed values, when shared
+	elems  slab[bson.E] // the elements of documents, when shared
+	vals   slab[any]    // the elements of arrays, when shared
+	slabs  valueSlabs   // the boxed values, when shared
+}
+
+// plan adds what a census counted to what the slabs will hold.
+func (dec *decoder) plan(c census) {
+	dec.elems.left += c.elems
+	dec.vals.left += c.vals
+	dec.slabs.heads.left += c.heads
+	dec.slabs.words.left += c.words
+	dec.slabs.bins.left += c.bins
 }
 
 func (dec *decoder) decodeD(raw []byte, at, extra int) (bson.D, error) {
@@ -159,35 +162,20 @@ func (dec *decoder) toD(doc bsoncore.Document, at, extra int) (bson.D, error) {
 }
 
 // newD returns an empty bson.D with room for exactly n elements, from the
-// slab when shared: appending more reallocates rather than overwriting a
-// neighbour.
+// slab when shared.
 func (dec *decoder) newD(n int) bson.D {
-	if !dec.shared || n == 0 || n > slabChunk {
+	if !dec.shared || n == 0 {
 		return make(bson.D, 0, n) // never nil, as bson.Unmarshal's
 	}
-	if len(dec.elems) < n {
-		k := max(n, min(dec.elemsLeft, slabChunk))
-		dec.elems = make([]bson.E, k)
-		dec.elemsLeft -= k
-	}
-	d := dec.elems[:0:n]
-	dec.elems = dec.elems[n:]
-	return d
+	return dec.elems.take(n)[:0]
 }
 
 // newA is newD for arrays.
 func (dec *decoder) newA(n int) bson.A {
-	if !dec.shared || n == 0 || n > slabChunk {
+	if !dec.shared || n == 0 {
 		return make(bson.A, 0, n)
 	}
-	if len(dec.vals) < n {
-		k := max(n, min(dec.valsLeft, slabChunk))
-		dec.vals = make([]any, k)
-		dec.valsLeft -= k
-	}
-	a := dec.vals[:0:n]
-	dec.vals = dec.vals[n:]
-	return a
+	return dec.vals.take(n)[:0]
 }
 
 // str returns b, found at offset at of the text, as a string.

@@ -74,7 +74,10 @@ func (dec *commandDecoder) share(m *Message, n int) {
 		}
 	}
 	dec.sd.Reset(text.String())
-	dec.sd.Expect(n, len(m.Sequences))
+	dec.sd.Count(m.Body, len(m.Sequences))
+	for _, s := range m.Sequences {
+		dec.sd.CountArray(s.Docs)
+	}
 	dec.shared = true
 }
 
