@@ -1,6 +1,7 @@
 package bsonutil
 
 import (
+	"bytes"
 	"math"
 	"reflect"
 	"runtime"
@@ -155,8 +156,8 @@ func TestSlabBoxingAllocatesPerSlab(t *testing.T) {
 }
 
 // The census counts at least what a shared decode takes from each slab,
-// so decoding a counted document allocates only its text, one slab per
-// kind it uses and a binary's bytes. The document holds every type the
+// so decoding a counted document allocates only its text and one slab
+// per kind it uses. The document holds every type the
 // slabs box, at values that take a slab and values Go boxes for free; the
 // rare types (decimal, regex, the deprecated ones) keep Go's boxing.
 func TestCensusCoversTheDecode(t *testing.T) {
@@ -177,7 +178,7 @@ func TestCensusCoversTheDecode(t *testing.T) {
 	var c census
 	c.document(raw, false)
 	var sd SharedDecoder
-	sd.Reset(string(raw))
+	sd.Reset(bytes.Clone(raw))
 	sd.Count(raw, 2)
 	if _, err := sd.Decode(raw, 0, 2); err != nil {
 		t.Fatal(err)
@@ -202,14 +203,50 @@ func TestCensusCoversTheDecode(t *testing.T) {
 	}
 	got := testing.AllocsPerRun(100, func() {
 		var sd SharedDecoder
-		sd.Reset(string(raw))
+		sd.Reset(bytes.Clone(raw))
 		sd.Count(raw, 2)
 		if _, err := sd.Decode(raw, 0, 2); err != nil {
 			t.Fatal(err)
 		}
 	})
-	// The text, five slabs and the binary's bytes.
-	if want := 1.0 + 5 + 1; got != want {
+	// The text and five slabs: a binary's bytes are part of the text.
+	if want := 1.0 + 5; got != want {
 		t.Errorf("decoding a counted document: %v allocations, want %v", got, want)
+	}
+}
+
+// A decoded binary's bytes are part of the shared text, as its strings
+// are, but no string shares them and the binary has no room past them:
+// its owner may change them or append to them and every other value of
+// the decode stays as it was.
+func TestSharedBinaryIsItsOwn(t *testing.T) {
+	src := bson.D{
+		{Key: "before", Value: "abc"},
+		{Key: "bin", Value: bson.Binary{Subtype: 4, Data: []byte("0123456789abcdef")}},
+		{Key: "after", Value: "xyz"},
+		{Key: "nested", Value: bson.D{{Key: "k", Value: bson.Binary{Subtype: 0, Data: []byte("v")}}}},
+	}
+	raw, err := bson.Marshal(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeShared(raw, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, src) {
+		t.Fatalf("decoded %v, want %v", got, src)
+	}
+	for _, bin := range []bson.Binary{got[1].Value.(bson.Binary), got[3].Value.(bson.D)[0].Value.(bson.Binary)} {
+		if cap(bin.Data) != len(bin.Data) {
+			t.Errorf("binary of %d bytes has room for %d more", len(bin.Data), cap(bin.Data)-len(bin.Data))
+		}
+		for i := range bin.Data {
+			bin.Data[i] = 0xFF
+		}
+		_ = append(bin.Data, 0xEE, 0xEE, 0xEE, 0xEE)
+	}
+	if got[0].Value != "abc" || got[2].Value != "xyz" || got[0].Key != "before" || got[2].Key != "after" || got[3].Value.(bson.D)[0].Key != "k" {
+		t.Fatalf("changing the binaries changed a string: %v", got)
 	}
 }

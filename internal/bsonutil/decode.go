@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/x/bsonx/bsoncore"
@@ -38,7 +39,7 @@ func DecodeShared(raw []byte, extra int) (bson.D, error) {
 		return DecodeD(raw, extra)
 	}
 	var sd SharedDecoder
-	sd.Reset(string(raw))
+	sd.Reset(bytes.Clone(raw))
 	sd.Count(raw, extra)
 	return sd.Decode(raw, 0, extra)
 }
@@ -55,7 +56,10 @@ var errSlowPath = errors.New("value needs the reflective decoder")
 type SharedDecoder struct{ d decoder }
 
 // Reset starts a request whose documents' bytes, concatenated, are text.
-func (sd *SharedDecoder) Reset(text string) {
+// The decode's strings are cut from text and its binaries' bytes are
+// parts of it, so nothing may write to text afterwards but a decoded
+// binary's owner, to that binary's own bytes, which no string shares.
+func (sd *SharedDecoder) Reset(text []byte) {
 	sd.d = decoder{text: text, shared: true}
 }
 
@@ -103,7 +107,7 @@ func (sd *SharedDecoder) DecodeArray(docs []bson.Raw, at int) (any, error) {
 // decoder converts BSON to bson.D. Without shared text every string is
 // copied and every document allocated on its own.
 type decoder struct {
-	text   string // the bytes being decoded, when shared
+	text   []byte // the bytes being decoded, when shared
 	shared bool
 	elems  slab[bson.E] // the elements of documents, when shared
 	vals   slab[any]    // the elements of arrays, when shared
@@ -181,7 +185,10 @@ func (dec *decoder) newA(n int) bson.A {
 // str returns b, found at offset at of the text, as a string.
 func (dec *decoder) str(b []byte, at int) string {
 	if dec.shared {
-		return dec.text[at : at+len(b)]
+		if len(b) == 0 {
+			return ""
+		}
+		return unsafe.String(&dec.text[at], len(b))
 	}
 	return string(b)
 }
@@ -321,8 +328,8 @@ func (dec *decoder) toValue(v bsoncore.Value, at int) (any, error) {
 	return toScalar(v)
 }
 
-// toSharedValue is toValue for a shared decode: strings cut from the text
-// and every value boxed from the slabs.
+// toSharedValue is toValue for a shared decode: strings and binaries'
+// bytes cut from the text, and every value boxed from the slabs.
 func (dec *decoder) toSharedValue(v bsoncore.Value, at int) (any, error) {
 	vs := &dec.slabs
 	switch v.Type {
@@ -351,6 +358,13 @@ func (dec *decoder) toSharedValue(v bsoncore.Value, at int) (any, error) {
 			return vs.boxString(dec.str(b, at+4)), nil
 		}
 		return nil, malformed(v)
+	case bsoncore.TypeBinary:
+		st, data, ok := v.BinaryOK()
+		if !ok || st == 0x02 { // see toRareValue
+			return toRareValue(v)
+		}
+		at += 5 // past the length and the subtype
+		return vs.boxBinary(bson.Binary{Subtype: st, Data: dec.text[at : at+len(data) : at+len(data)]}), nil
 	}
 	return vs.toScalar(v)
 }
@@ -418,12 +432,6 @@ func (vs *valueSlabs) toScalar(v bsoncore.Value) (any, error) {
 		var t, i uint32
 		t, i, ok = v.TimestampOK()
 		out = vs.boxTimestamp(bson.Timestamp{T: t, I: i})
-	case bsoncore.TypeBinary:
-		st, data, binOK := v.BinaryOK()
-		if !binOK || st == 0x02 { // see toRareValue
-			return toRareValue(v)
-		}
-		return vs.boxBinary(bson.Binary{Subtype: st, Data: bytes.Clone(data)}), nil
 	default:
 		return toScalar(v)
 	}

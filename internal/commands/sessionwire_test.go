@@ -120,10 +120,10 @@ func BenchmarkSessionWire(b *testing.B) {
 // removes some should lower its row. The requests carry maxTimeMS, as the
 // driver sends it from an operation's deadline (benchMaxTimeMS).
 var sessionWireCeilings = map[string]float64{
-	"touch":  28,
+	"touch":  27,
 	"verify": 47,
-	"login":  18,
-	"logout": 24,
+	"login":  17,
+	"logout": 23,
 }
 
 // TestSessionWireAllocs counts the allocations of each session command

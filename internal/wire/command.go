@@ -1,8 +1,6 @@
 package wire
 
 import (
-	"strings"
-
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
@@ -65,15 +63,13 @@ type commandDecoder struct {
 // share makes the decoder cut every string from one copy of the message's
 // n bytes of documents, in the order decode will take them.
 func (dec *commandDecoder) share(m *Message, n int) {
-	var text strings.Builder
-	text.Grow(n)
-	text.Write(m.Body)
+	text := append(make([]byte, 0, n), m.Body...)
 	for _, s := range m.Sequences {
 		for _, d := range s.Docs {
-			text.Write(d)
+			text = append(text, d...)
 		}
 	}
-	dec.sd.Reset(text.String())
+	dec.sd.Reset(text)
 	dec.sd.Count(m.Body, len(m.Sequences))
 	for _, s := range m.Sequences {
 		dec.sd.CountArray(s.Docs)
