@@ -33,9 +33,10 @@ func (vs *valueSlabs) takeWords(n int) unsafe.Pointer {
 	return unsafe.Pointer(&vs.words.take(n)[0])
 }
 
-// eface is the layout of an empty interface: its dynamic type and a
-// pointer to its value. The runtime has used it since Go 1.4; the
-// box tests check each kind against Go's own conversion.
+// eface is the layout the runtime gives an empty interface (its eface):
+// the dynamic type, then a pointer to the value. The box tests check every
+// kind against Go's own conversion, so a runtime that changed it would
+// fail them, not corrupt values quietly.
 type eface struct {
 	typ  unsafe.Pointer
 	data unsafe.Pointer
