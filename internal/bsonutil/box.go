@@ -78,52 +78,46 @@ func (vs *valueSlabs) boxBinary(b bson.Binary) any {
 }
 
 // The scalars: values Go boxes without allocating (small integers, zero
-// values) are boxed by Go.
+// values) are boxed by Go; the others go through boxWords.
+
+// boxWords boxes v, a pointer-free value of at most two words, from the
+// words slab; proto is the zero value of v's type.
+func boxWords[T any](vs *valueSlabs, v T, proto any) any {
+	p := vs.takeWords(int(unsafe.Sizeof(v)+7) / 8)
+	*(*T)(p) = v
+	return pointing(proto, p)
+}
 
 func (vs *valueSlabs) boxInt32(v int32) any {
 	if uint32(v) < 256 {
 		return v
 	}
-	p := vs.takeWords(1)
-	*(*int32)(p) = v
-	return pointing(int32(0), p)
+	return boxWords(vs, v, int32(0))
 }
 
 func (vs *valueSlabs) boxInt64(v int64) any {
 	if uint64(v) < 256 {
 		return v
 	}
-	p := vs.takeWords(1)
-	*(*int64)(p) = v
-	return pointing(int64(0), p)
+	return boxWords(vs, v, int64(0))
 }
 
 func (vs *valueSlabs) boxDouble(v float64) any {
 	if v == 0 {
 		return v
 	}
-	p := vs.takeWords(1)
-	*(*float64)(p) = v
-	return pointing(float64(0), p)
+	return boxWords(vs, v, float64(0))
 }
 
 func (vs *valueSlabs) boxDateTime(v bson.DateTime) any {
 	if uint64(v) < 256 {
 		return v
 	}
-	p := vs.takeWords(1)
-	*(*bson.DateTime)(p) = v
-	return pointing(bson.DateTime(0), p)
+	return boxWords(vs, v, bson.DateTime(0))
 }
 
-func (vs *valueSlabs) boxObjectID(v bson.ObjectID) any {
-	p := vs.takeWords(2) // 12 bytes
-	*(*bson.ObjectID)(p) = v
-	return pointing(bson.ObjectID{}, p)
-}
+func (vs *valueSlabs) boxObjectID(v bson.ObjectID) any { return boxWords(vs, v, bson.ObjectID{}) }
 
 func (vs *valueSlabs) boxTimestamp(v bson.Timestamp) any {
-	p := vs.takeWords(1)
-	*(*bson.Timestamp)(p) = v
-	return pointing(bson.Timestamp{}, p)
+	return boxWords(vs, v, bson.Timestamp{})
 }
