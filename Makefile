@@ -9,7 +9,7 @@ run:
 
 # Every test: lint, unit tests, integration tests (real server on
 # 127.0.0.1 driven by the Go driver, mongosh, the Node.js driver and
-# pymongo; two test processes at once, scripts/integration.sh), and a
+# pymongo; two tests at once, scripts/integration.sh), and a
 # short run of each fuzz target.
 test: lint clients specs
 	$(GO) test -count=1 -timeout 25m $$($(GO) list ./... | grep -v '/integration$$')

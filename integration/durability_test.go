@@ -45,11 +45,20 @@ func TestRestartKeepsCollectionsIndexesDocuments(t *testing.T) {
 	wantCode(t, err, 11000, "index: cartID_1")
 }
 
+// binaryEnv names a cmd/mayfly binary built beforehand, for test
+// processes that each run a few tests (scripts/integration.sh): without it
+// every process would link its own.
+const binaryEnv = "MAYFLY_INTEGRATION_BIN"
+
 // buildBinary returns cmd/mayfly built once for the whole test run: the
 // link alone takes seconds, and a score of tests start the binary.
 func buildBinary(t testing.TB) string {
 	t.Helper()
 	built.once.Do(func() {
+		if bin := os.Getenv(binaryEnv); bin != "" {
+			built.path = bin
+			return
+		}
 		built.path = filepath.Join(built.dir, "mayfly")
 		out, err := exec.Command("go", "build", "-o", built.path, "../cmd/mayfly").CombinedOutput()
 		if err != nil {

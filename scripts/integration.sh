@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# Runs the integration tests as N test processes at once (default 2), each
-# with every Nth test by name. Most of an integration test's time is spent
-# waiting for processes, elections and expiry rather than on a CPU, so
-# two processes on a 2-core machine take little more than half the time
-# of one. Test servers claim their ports with lock files, so processes do
-# not collide. The hostile-client tests run first, alone: they measure the
-# server's memory against a budget, which a second test process's load
-# would move.
+# Runs the integration tests N at a time (default 2). Most of an
+# integration test's time is spent waiting for processes, elections and
+# expiry rather than on a CPU, so two at once on a 2-core machine take
+# little more than half the time of one. N workers take the tests from one
+# queue, each test in a test process of its own, the longest first
+# (longestFirst) so that the workers end close together. Test servers
+# claim their ports with lock files, so tests do not collide. The
+# hostile-client tests run first, alone: they measure the server's memory
+# against a budget, which a second test's load would move.
 # Usage: scripts/integration.sh [N] [extra go test flags...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-2}
 shift || true
 go test -count=1 -c -o .cache/integration.test ./integration
+go build -o .cache/mayfly-integration ./cmd/mayfly
+export MAYFLY_INTEGRATION_BIN="$PWD/.cache/mayfly-integration"
 mapfile -t tests < <(.cache/integration.test -test.list '.*' | grep '^Test' | grep -v '^TestHostile' | sort)
 if [ "${#tests[@]}" -eq 0 ]; then
 	echo "no integration tests listed" >&2
@@ -25,19 +28,58 @@ if ! (cd integration && ../.cache/integration.test -test.timeout 25m -test.run '
 	exit 1
 fi
 echo "integration: the hostile-client tests passed"
+
+# longestFirst are the tests that take longest (from -test.v times, the
+# longest first): the queue starts with them. A name not listed here is
+# queued after them; a stale name is left out.
+longestFirst=(
+	TestUnifiedSpec TestMigrations TestMigrationJepsen TestShardedReplicaShardFailover
+	TestReplicaSetFailoverUnderLoad TestTransactionsListAppendUnderFaults TestTransactionsBankUnderFaults
+	TestReadmeBlocksRun TestReplicaSetRetryableWriteAppliesOnce TestReplicaSetGroupedStatements
+	TestReplicaSetLinearizable TestChangeStreamExpiryWarningsAcrossFailover
+	TestChangeStreamResumesAcrossPrimaryKill9 TestOrphanExpiryShowsOneDelete TestReliabilityCrashHarness
+)
+declare -A listed=()
+for name in "${tests[@]}"; do listed[$name]=1; done
+queue=()
+declare -A queued=()
+for name in "${longestFirst[@]}"; do
+	if [ -n "${listed[$name]:-}" ]; then
+		queue+=("$name")
+		queued[$name]=1
+	fi
+done
+for name in "${tests[@]}"; do
+	if [ -z "${queued[$name]:-}" ]; then
+		queue+=("$name")
+	fi
+done
+echo 0 >.cache/integration-next
+
+# work I runs the queue's next test until none is left, appending each
+# test's output and its time to worker I's log.
+work() {
+	local i=$1 k name start result
+	shift
+	local rc=0 log=".cache/integration-$i.log"
+	: >"$log"
+	while :; do
+		k=$(flock .cache/integration-next.lock sh -c 'k=$(cat .cache/integration-next); echo $((k + 1)) >.cache/integration-next; echo "$k"')
+		[ "$k" -lt "${#queue[@]}" ] || break
+		name=${queue[k]}
+		start=$SECONDS
+		result=ok
+		if ! (cd integration && ../.cache/integration.test -test.timeout 25m -test.run "^${name}\$" "$@") >>"$log" 2>&1; then
+			rc=1 result=FAIL
+		fi
+		echo "$name $((SECONDS - start))s $result" >>".cache/integration-times-$i"
+	done
+	echo "$rc" >".cache/integration-$i.rc"
+}
+rm -f .cache/integration-times-*
 pids=()
 for ((i = 0; i < n; i++)); do
-	names=()
-	for ((j = i; j < ${#tests[@]}; j += n)); do
-		names+=("${tests[j]}")
-	done
-	pattern="^($(
-		IFS='|'
-		echo "${names[*]}"
-	))\$"
-	(cd integration && ../.cache/integration.test -test.timeout 25m -test.run "$pattern" "$@" \
-		>"../.cache/integration-$i.log" 2>&1 && echo 0 >"../.cache/integration-$i.rc" ||
-		echo 1 >"../.cache/integration-$i.rc") &
+	work "$i" "$@" &
 	pids+=($!)
 done
 wait "${pids[@]}" || true
@@ -45,10 +87,12 @@ status=0
 for ((i = 0; i < n; i++)); do
 	rc=$(cat ".cache/integration-$i.rc")
 	tail -n 40 ".cache/integration-$i.log" | grep -v '^=== ' || true
-	echo "integration group $((i + 1)) of $n: exit $rc"
+	echo "integration worker $((i + 1)) of $n: exit $rc"
 	if [ "$rc" != 0 ]; then
 		grep -E -- '^(--- FAIL|FAIL|panic)|_test.go:[0-9]+:' ".cache/integration-$i.log" | head -n 200 || true
 		status=1
 	fi
 done
+echo "integration: the longest tests (longestFirst):"
+sort -k2,2nr .cache/integration-times-* | head -n 15
 exit "$status"
