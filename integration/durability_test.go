@@ -47,7 +47,8 @@ func TestRestartKeepsCollectionsIndexesDocuments(t *testing.T) {
 
 // binaryEnv names a cmd/mayfly binary built beforehand, for test
 // processes that each run a few tests (scripts/integration.sh): without it
-// every process would link its own.
+// every process would link its own. Its file must be named mayfly: the
+// README's blocks run it by that name from its directory.
 const binaryEnv = "MAYFLY_INTEGRATION_BIN"
 
 // buildBinary returns cmd/mayfly built once for the whole test run: the
@@ -57,6 +58,9 @@ func buildBinary(t testing.TB) string {
 	built.once.Do(func() {
 		if bin := os.Getenv(binaryEnv); bin != "" {
 			built.path = bin
+			if filepath.Base(bin) != "mayfly" {
+				built.err = fmt.Errorf("%s=%s: the binary's file must be named mayfly", binaryEnv, bin)
+			}
 			return
 		}
 		built.path = filepath.Join(built.dir, "mayfly")

@@ -14,8 +14,8 @@ cd "$(dirname "$0")/.."
 n=${1:-2}
 shift || true
 go test -count=1 -c -o .cache/integration.test ./integration
-go build -o .cache/mayfly-integration ./cmd/mayfly
-export MAYFLY_INTEGRATION_BIN="$PWD/.cache/mayfly-integration"
+go build -o .cache/integration-bin/mayfly ./cmd/mayfly
+export MAYFLY_INTEGRATION_BIN="$PWD/.cache/integration-bin/mayfly"
 mapfile -t tests < <(.cache/integration.test -test.list '.*' | grep '^Test' | grep -v '^TestHostile' | sort)
 if [ "${#tests[@]}" -eq 0 ]; then
 	echo "no integration tests listed" >&2
