@@ -29,8 +29,8 @@ if ! (cd integration && ../.cache/integration.test -test.timeout 25m -test.run '
 fi
 echo "integration: the hostile-client tests passed"
 
-# longestFirst are the tests that take longest (from -test.v times, the
-# longest first): the queue starts with them. A name not listed here is
+# longestFirst are the tests that take longest (from the times this script
+# prints at its end, the longest first): the queue starts with them. A name not listed here is
 # queued after them; a stale name is left out.
 longestFirst=(
 	TestUnifiedSpec TestMigrations TestMigrationJepsen TestShardedReplicaShardFailover
@@ -93,6 +93,10 @@ for ((i = 0; i < n; i++)); do
 		status=1
 	fi
 done
+if [ "$status" != 0 ]; then
+	echo "integration: failed:"
+	grep -h ' FAIL$' .cache/integration-times-* || true
+fi
 echo "integration: the longest tests (longestFirst):"
 sort -k2,2nr .cache/integration-times-* | head -n 15
 exit "$status"
