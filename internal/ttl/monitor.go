@@ -83,8 +83,9 @@ type Config struct {
 	CPUTime func() (d time.Duration, ok bool)
 	// CatchUpAfter is how late a batch's oldest document may be before the
 	// monitor stops resting to catch up, which it does only when the
-	// batch's documents expired more slowly than it can delete them (see
-	// catchingUp). Default 100 ms, well inside the 250 ms a storm's
+	// batch's documents expired more slowly than it can delete them, until
+	// a batch's oldest is less than half as late (see catchingUp). Default
+	// 100 ms, well inside the 250 ms a storm's
 	// deletions are held to; negative turns catching up off.
 	CatchUpAfter time.Duration
 	// Priority raises (up) the priority of the monitor's thread while it
@@ -139,10 +140,11 @@ type Monitor struct {
 	// catchUps counts the batches after which the monitor did not rest
 	// because it was catching up.
 	catchUps atomic.Int64
-	// raised says the monitor's thread runs at the catching-up priority,
-	// threadsAdded that Config.Threads added scheduler threads for a
-	// backlog; only the monitor's goroutine reads and writes them.
-	raised, threadsAdded bool
+	// catching says the last batch caught up, raised that the monitor's
+	// thread runs at the catching-up priority, threadsAdded that
+	// Config.Threads added scheduler threads for a backlog; only the
+	// monitor's goroutine reads and writes them.
+	catching, raised, threadsAdded bool
 }
 
 // New returns a monitor over store; Run starts it.
@@ -355,7 +357,11 @@ const catchUpMargin = 1.25
 // catchingUp reports whether the monitor should go on without resting,
 // at a raised priority, after a batch that cost cpu (its thread's CPU
 // time) to delete documents of the given expiries (unix nanoseconds). It
-// should when the oldest is more than CatchUpAfter late and the span of
+// should when the oldest is more than CatchUpAfter late (half that once
+// catching up: a monitor that stopped as soon as it was back under the
+// mark would rest its way straight back over it, and a storm its pace
+// barely covers would be held at the mark for as long as it lasts) and
+// the span of
 // expiry time the batch covers is over catchUpMargin times the batch's
 // cost with its echo: documents that expire more slowly than the monitor
 // deletes them once it gets the CPU, as in a steady storm it fell behind
@@ -368,6 +374,9 @@ func (m *Monitor) catchingUp(expiries []int64, cpu time.Duration) bool {
 	after := m.CatchUpAfter()
 	if after < 0 || len(expiries) < 2 {
 		return false
+	}
+	if m.catching {
+		after /= 2
 	}
 	oldest, newest := slices.Min(expiries), slices.Max(expiries)
 	if m.clock.Now().UnixNano()-oldest <= int64(after) {
@@ -476,6 +485,7 @@ func (m *Monitor) subPass(ctx context.Context, work []target) []target {
 		// machine from the clients (their w:"majority" inserts during a
 		// storm went from 2.3 to 178 ms at the median, docs/design/0007).
 		catchUp := res.Applied == nil && m.catchingUp(res.Expiries, cpu)
+		m.catching = catchUp
 		m.raise(catchUp)
 		if catchUp {
 			m.catchUps.Add(1)

@@ -309,6 +309,25 @@ func TestWaitingBatchesGrow(t *testing.T) {
 // A monitor behind a storm it can outrun deletes without resting until
 // it has caught up; behind a burst (documents that expired together) it
 // keeps its pace, since no rush would clear that backlog soon.
+// passCountingRests runs a pass, ending each of its rests by moving clk
+// on by rest, and returns how many it took.
+func passCountingRests(m *Monitor, clk *clock.Manual, rest time.Duration) int {
+	done := make(chan struct{})
+	go func() { m.Pass(context.Background()); close(done) }()
+	rests := 0
+	for {
+		select {
+		case <-done:
+			return rests
+		case <-time.After(time.Millisecond):
+			if clk.Pending() > 0 {
+				clk.Advance(rest)
+				rests++
+			}
+		}
+	}
+}
+
 func TestCatchUpOnlyWhereItClearsTheBacklog(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -331,25 +350,47 @@ func TestCatchUpOnlyWhereItClearsTheBacklog(t *testing.T) {
 				add(t, c, i, t0.Add(time.Duration(i)*tc.spacing))
 			}
 			clk.Set(t0.Add(time.Second))
-			done := make(chan struct{})
-			go func() { m.Pass(context.Background()); close(done) }()
-			rests := 0
-			for finished := false; !finished; {
-				select {
-				case <-done:
-					finished = true
-				case <-time.After(time.Millisecond):
-					if clk.Pending() > 0 {
-						clk.Advance(time.Second) // a rest
-						rests++
-					}
-				}
-			}
+			rests := passCountingRests(m, clk, time.Second)
 			if st := m.Stats(); st.DeletedDocuments != 30 || st.CatchUpBatches != tc.catchUps || rests != tc.rests {
 				t.Fatalf("stats %+v after %d rests, want 30 deleted with %d batches catching up and %d rests", st, rests, tc.catchUps, tc.rests)
 			}
 			if !slices.Equal(raised, tc.raised) {
 				t.Fatalf("priority changes %v, want %v", raised, tc.raised)
+			}
+		})
+	}
+}
+
+// Once catching up, the monitor goes on without resting until a batch's
+// oldest document is less than half CatchUpAfter late: a storm its pace
+// barely covers is not held at the mark.
+func TestCatchingUpGoesOnToHalfTheMark(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		secondLate time.Duration // how late the second batch's oldest document is
+		catchUps   int64
+		rests      int
+	}{
+		{"second batch back under the mark, above half of it", 90 * time.Millisecond, 2, 1},
+		{"second batch below half the mark", 40 * time.Millisecond, 1, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, c, clk := setup(t, 0)
+			var cpu time.Duration
+			m.cfg.CPUTime = func() (time.Duration, bool) { cpu += time.Millisecond; return cpu, true }
+			m.cfg.Busy = func() bool { return true }
+			now := t0.Add(time.Second)
+			for j := range 10 { // three batches of 10, each spanning 9 ms
+				ms := time.Duration(j) * time.Millisecond
+				add(t, c, j, now.Add(-200*time.Millisecond+ms))
+				add(t, c, 10+j, now.Add(-tc.secondLate+ms))
+				add(t, c, 20+j, now.Add(-25*time.Millisecond+ms))
+			}
+			clk.Set(now)
+			// A rest lasts 1 ms of CPU, doubled, at a share of 0.6.
+			rests := passCountingRests(m, clk, 5*time.Millisecond)
+			if st := m.Stats(); st.DeletedDocuments != 30 || st.CatchUpBatches != tc.catchUps || rests != tc.rests {
+				t.Fatalf("stats %+v after %d rests, want 30 deleted with %d batches catching up and %d rests", st, rests, tc.catchUps, tc.rests)
 			}
 		})
 	}
@@ -362,21 +403,27 @@ func TestCatchingUp(t *testing.T) {
 	at := func(late time.Duration) int64 { return now.Add(-late).UnixNano() }
 	for _, tc := range []struct {
 		name     string
+		catching bool // the batch before caught up
 		expiries []int64
 		cpu      time.Duration
 		want     bool
 	}{
-		// The default Echo doubles the CPU time.
-		{"late, 10ms of expiries deleted with 2.5ms of CPU", []int64{at(time.Second), at(990 * time.Millisecond)}, 2500 * time.Microsecond, true},
-		{"late, deleted barely faster than they expired", []int64{at(time.Second), at(990 * time.Millisecond)}, 4500 * time.Microsecond, false},
-		{"late, expired together", []int64{at(time.Second), at(time.Second)}, time.Millisecond, false},
-		{"on time", []int64{at(60 * time.Millisecond), at(50 * time.Millisecond)}, time.Millisecond, false},
-		{"one document", []int64{at(time.Second)}, 0, false},
+		// The default Echo doubles the CPU time; CatchUpAfter is 100 ms.
+		{"late, 10ms of expiries deleted with 2.5ms of CPU", false, []int64{at(time.Second), at(990 * time.Millisecond)}, 2500 * time.Microsecond, true},
+		{"late, deleted barely faster than they expired", false, []int64{at(time.Second), at(990 * time.Millisecond)}, 4500 * time.Microsecond, false},
+		{"late, expired together", false, []int64{at(time.Second), at(time.Second)}, time.Millisecond, false},
+		{"on time", false, []int64{at(60 * time.Millisecond), at(50 * time.Millisecond)}, time.Millisecond, false},
+		{"on time, catching up: goes on above half the mark", true, []int64{at(60 * time.Millisecond), at(50 * time.Millisecond)}, time.Millisecond, true},
+		{"on time, catching up: stops below half the mark", true, []int64{at(45 * time.Millisecond), at(35 * time.Millisecond)}, time.Millisecond, false},
+		{"catching up, expired together", true, []int64{at(time.Second), at(time.Second)}, time.Millisecond, false},
+		{"one document", false, []int64{at(time.Second)}, 0, false},
 	} {
+		m.catching = tc.catching
 		if got := m.catchingUp(tc.expiries, tc.cpu); got != tc.want {
 			t.Errorf("%s: catching up %v, want %v", tc.name, got, tc.want)
 		}
 	}
+	m.catching = false
 	m.SetCatchUpAfter(-1)
 	if m.catchingUp([]int64{at(time.Second), at(900 * time.Millisecond)}, time.Millisecond) {
 		t.Error("catching up while turned off")
