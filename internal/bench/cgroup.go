@@ -25,20 +25,21 @@ const (
 	cgroupV2    = "/sys/fs/cgroup"
 )
 
-// cfsPeriodUs is the accounting period the quota is a share of.
+// cfsPeriodUs is the default accounting period the quota is a share of.
 const cfsPeriodUs = 100_000
 
-// newCPUGroup makes a group named name capped at cores of one CPU.
-func newCPUGroup(name string, cores float64) (*cpuGroup, error) {
+// newCPUGroup makes a group named name capped at cores of one CPU, its
+// quota counted over periods of periodUs microseconds.
+func newCPUGroup(name string, cores float64, periodUs int) (*cpuGroup, error) {
 	g, err := makeGroup(name)
 	if err != nil {
 		return nil, err
 	}
-	quota := int(cores * cfsPeriodUs)
+	quota := int(cores * float64(periodUs))
 	if g.v2 {
-		err = g.write("cpu.max", fmt.Sprintf("%d %d", quota, cfsPeriodUs))
+		err = g.write("cpu.max", fmt.Sprintf("%d %d", quota, periodUs))
 	} else {
-		err = errors.Join(g.write("cpu.cfs_period_us", strconv.Itoa(cfsPeriodUs)),
+		err = errors.Join(g.write("cpu.cfs_period_us", strconv.Itoa(periodUs)),
 			g.write("cpu.cfs_quota_us", strconv.Itoa(quota)))
 	}
 	if err != nil {

@@ -38,6 +38,10 @@ type Sizes struct {
 	// that many CPU-bound neighbour processes running (see Spin), so that
 	// its lateness shows beside the storm's without them; 0 leaves it out.
 	Neighbours int `json:"neighbours"`
+	// StormCap repeats the storm (expiry phase) on a fresh server capped
+	// at that share of one core, so that its lateness shows on a core
+	// slower or busier than this machine's; 0 leaves it out.
+	StormCap float64 `json:"storm_cap,omitempty"`
 	// StormStreamsNoPre leaves out the stream storm with pre-images.
 	StormStreamsNoPre bool `json:"storm_streams_no_pre,omitempty"`
 	// The migration phase: MigrateDocs documents in the chunk one move
@@ -164,6 +168,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("-baseline-rounds must be at least 1")
 	case c.Neighbours < 0:
 		return fmt.Errorf("-neighbour must not be negative")
+	case c.StormCap < 0 || c.StormCap > 1:
+		return fmt.Errorf("-storm-cap must be a share of one core, from 0 (none) to 1")
 	case c.has(PhaseMigration) && (c.MigrateDocs < 1 || c.MigrateExpiring < 1 || c.MigrateWindow <= 0 ||
 		c.AddShardSessions < c.Clients || c.AddShardMax <= 0):
 		return fmt.Errorf("-migrate-docs, -migrate-expiring, -migrate-window and -add-shard-max must be positive, -add-shard-sessions at least -clients")

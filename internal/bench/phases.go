@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"runtime"
 	"time"
@@ -35,6 +36,8 @@ type modeRun struct {
 	serverCPU int
 	clientCPU int
 	runs      int // numbers the jobs, so their new sessions never collide
+	// group, when set, is the control group the servers start in.
+	group *cpuGroup
 }
 
 func (m *modeRun) logf(format string, args ...any) {
@@ -72,7 +75,11 @@ func (m *modeRun) start(ctx context.Context, kind string) (*server, error) {
 	case nameMayflyAuth:
 		argv = append(mayflyArgv(m.mayflyBin, addr, filepath.Join(dir, "data")), "--auth")
 	}
-	s, err := startServer(ctx, kind, pinned(m.serverCPU, argv), addr, filepath.Join(dir, kind+".log"))
+	argv = pinned(m.serverCPU, argv)
+	if m.group != nil {
+		argv = m.group.wrap(argv)
+	}
+	s, err := startServer(ctx, kind, argv, addr, filepath.Join(dir, kind+".log"))
 	if err == nil && kind == nameMayflyAuth {
 		err = withBenchUser(ctx, s)
 	}
@@ -391,6 +398,63 @@ func (m *modeRun) neighbourStorm(ctx context.Context, kind string) (*ExpiryResul
 	}
 	m.logf("storm on %s with %d neighbours (%.2f cores busy, load %s): deletion lateness p50 ≤ %.0f ms, p99 ≤ %.0f ms, all deleted %v; %s",
 		kind, res.Neighbours, res.NeighbourCores, res.LoadAvg, res.Lateness.Upper.P50Ms, res.Lateness.Upper.P99Ms, res.AllDeleted, res.Sched)
+	return res, nil
+}
+
+// cappedPeriodUs is the accounting period of a capped storm's server: a
+// tenth of the default, so that the cap slows the server down evenly
+// rather than stopping it for tens of milliseconds at a time.
+const cappedPeriodUs = 10_000
+
+// cappedStorms runs the storm on a fresh Mayfly capped at StormCap of a
+// core and, with -baseline-bin, on the previous build, each in a control
+// group of its own: this build, the previous one, the previous one, this
+// build, keeping each build's worse round, since the cap is there to find
+// where the monitor falls behind.
+func (m *modeRun) cappedStorms(ctx context.Context) (this, previous *ExpiryResult, err error) {
+	kinds := []string{nameMayfly}
+	if m.cfg.BaselineBin != "" {
+		kinds = []string{nameMayfly, nameBaseline, nameBaseline, nameMayfly}
+	}
+	for _, kind := range kinds {
+		res, err := m.cappedStorm(ctx, kind)
+		if err != nil {
+			return this, previous, fmt.Errorf("capped storm on %s: %w", kind, err)
+		}
+		if kind == nameMayfly {
+			this = worseStorm(this, res)
+		} else {
+			previous = worseStorm(previous, res)
+		}
+	}
+	return this, previous, nil
+}
+
+func worseStorm(a, b *ExpiryResult) *ExpiryResult {
+	if a == nil || b.Lateness.Upper.P99Ms > a.Lateness.Upper.P99Ms {
+		return b
+	}
+	return a
+}
+
+// cappedStorm runs the storm on a fresh server of kind in a control group
+// capped at StormCap of a core.
+func (m *modeRun) cappedStorm(ctx context.Context, kind string) (*ExpiryResult, error) {
+	cores := m.cfg.Sizes.StormCap
+	g, err := newCPUGroup(fmt.Sprintf("mayfly-bench-%d-%s-storm", os.Getpid(), m.mode), cores, cappedPeriodUs)
+	if err != nil {
+		return nil, err
+	}
+	m.group = g
+	res, err := m.freshStorm(ctx, kind, m.cfg.Sizes.stormSpec())
+	m.group = nil
+	err = errors.Join(err, g.remove())
+	if err != nil {
+		return nil, err
+	}
+	res.Server, res.Cap = kind, cores
+	m.logf("storm on %s capped at %.2f core: deletion lateness p50 ≤ %.0f ms, p99 ≤ %.0f ms, all deleted %v, sessions %.0f -> %.0f ops/s; %s",
+		kind, cores, res.Lateness.Upper.P50Ms, res.Lateness.Upper.P99Ms, res.AllDeleted, res.Baseline.OpsPerSec, res.Storm.OpsPerSec, res.Sched)
 	return res, nil
 }
 

@@ -160,6 +160,29 @@ func latenessCell(m *ModeReport) string {
 		fmtMs(l.Upper.P50Ms), fmtMs(l.Upper.P99Ms), fmtMs(l.Upper.MaxMs), fmtMs(l.Lower.P99Ms), fmtMs(l.GapP50Ms))
 }
 
+// cappedCell is the storm's deletion lateness on a server capped at a
+// share of one core, this build's worse round and the previous build's.
+func cappedCell(m *ModeReport) string {
+	c := m.CappedExpiry
+	if c == nil {
+		return missing
+	}
+	s := fmt.Sprintf("%.2f core: %s", c.Cap, cappedStormText(c))
+	if b := m.BaselineCappedExpiry; b != nil {
+		s += "; previous build: " + cappedStormText(b)
+	}
+	return s
+}
+
+func cappedStormText(e *ExpiryResult) string {
+	s := fmt.Sprintf("%s / %s ms, sessions %s → %s ops/s", fmtMs(e.Lateness.Upper.P50Ms), fmtMs(e.Lateness.Upper.P99Ms),
+		fmtN(e.Baseline.OpsPerSec), fmtN(e.Storm.OpsPerSec))
+	if !e.AllDeleted {
+		s += fmt.Sprintf(", %s not deleted", fmtN(float64(int64(e.Docs)-e.Lateness.Deleted)))
+	}
+	return s
+}
+
 // neighbourCell is the storm's deletion lateness without and with the
 // CPU-bound neighbours, side by side, with how busy they kept the machine.
 func neighbourCell(m *ModeReport) string {
@@ -298,6 +321,7 @@ func rows(rep *Report, sz Sizes) []row {
 		t(tLateness, PhaseExpiry),
 		{"lateness p50 / p99 without → with CPU-bound neighbours", PhaseExpiry, neighbourCell},
 		t(tLatenessNb, PhaseExpiry),
+		{"lateness p50 / p99 with the server capped (this build; previous build)", PhaseExpiry, cappedCell},
 		{"sessions ops/s without / during storm", PhaseExpiry, stormSessionsCell(spreadStorm)},
 		{"storm with a change stream: expiry events wallTime − expiredAt p50 / p99", PhaseExpiry, streamStormCell},
 		{"expiry burst", PhaseExpiry, burstCell},

@@ -43,6 +43,10 @@ type ModeReport struct {
 	NeighbourExpiry *ExpiryResult `json:"neighbour_expiry,omitempty"`
 	// BaselineNeighbourExpiry is the previous build's (-baseline-bin).
 	BaselineNeighbourExpiry *ExpiryResult `json:"baseline_neighbour_expiry,omitempty"`
+	// CappedExpiry is the storm on a server capped at StormCap of a core
+	// (-storm-cap); BaselineCappedExpiry the previous build's.
+	CappedExpiry         *ExpiryResult `json:"capped_expiry,omitempty"`
+	BaselineCappedExpiry *ExpiryResult `json:"baseline_capped_expiry,omitempty"`
 	// Txn is transfers in transactions against the same updates without.
 	Txn *TxnResult `json:"txn,omitempty"`
 }
@@ -158,6 +162,10 @@ func runMode(ctx context.Context, cfg *Config, mode, bin, work string) *ModeRepo
 		if cfg.Neighbours > 0 && cfg.BaselineBin != "" {
 			rep.BaselineNeighbourExpiry, err = m.neighbourStorm(ctx, nameBaseline)
 			note(PhaseExpiry+" (baseline, neighbours)", err)
+		}
+		if cfg.StormCap > 0 {
+			rep.CappedExpiry, rep.BaselineCappedExpiry, err = m.cappedStorms(ctx)
+			note(PhaseExpiry+" (capped)", err)
 		}
 		if cfg.StormStreams {
 			rep.StreamStorms, err = m.streamStorms(ctx)

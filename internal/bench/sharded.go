@@ -239,7 +239,7 @@ func (m *modeRun) startShard(ctx context.Context, c *clusterRun, cores float64, 
 	if cores > 0 {
 		name := fmt.Sprintf("mayfly-bench-%d-%s-shard%d", os.Getpid(), m.mode, i)
 		var err error
-		if g, err = newCPUGroup(name, cores); err != nil {
+		if g, err = newCPUGroup(name, cores, cfsPeriodUs); err != nil {
 			return nil, err
 		}
 		c.groups = append(c.groups, g)
