@@ -12,6 +12,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mayflydb/mayfly/internal/cpucap"
 )
 
 // sessionChunkBounds are the bounds of 2·perShard chunks of equal width
@@ -588,7 +590,7 @@ type AddShardResult struct {
 	Mix         MixResult        `json:"mix"`
 	// Throttling is each shard's cap over the job (the new shard's from
 	// its start).
-	Throttling []Throttling `json:"throttling"`
+	Throttling []cpucap.Throttling `json:"throttling"`
 }
 
 // ShareInterval is one sampling interval: its end in seconds from

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"time"
+
+	"github.com/mayflydb/mayfly/internal/cpucap"
 )
 
 // Names of the session targets.
@@ -37,7 +39,7 @@ type modeRun struct {
 	clientCPU int
 	runs      int // numbers the jobs, so their new sessions never collide
 	// group, when set, is the control group the servers start in.
-	group *cpuGroup
+	group *cpucap.Group
 }
 
 func (m *modeRun) logf(format string, args ...any) {
@@ -77,7 +79,7 @@ func (m *modeRun) start(ctx context.Context, kind string) (*server, error) {
 	}
 	argv = pinned(m.serverCPU, argv)
 	if m.group != nil {
-		argv = m.group.wrap(argv)
+		argv = m.group.Wrap(argv)
 	}
 	s, err := startServer(ctx, kind, argv, addr, filepath.Join(dir, kind+".log"))
 	if err == nil && kind == nameMayflyAuth {
@@ -441,14 +443,14 @@ func worseStorm(a, b *ExpiryResult) *ExpiryResult {
 // capped at StormCap of a core.
 func (m *modeRun) cappedStorm(ctx context.Context, kind string) (*ExpiryResult, error) {
 	cores := m.cfg.Sizes.StormCap
-	g, err := newCPUGroup(fmt.Sprintf("mayfly-bench-%d-%s-storm", os.Getpid(), m.mode), cores, cappedPeriodUs)
+	g, err := cpucap.New(fmt.Sprintf("mayfly-bench-%d-%s-storm", os.Getpid(), m.mode), cores, cappedPeriodUs)
 	if err != nil {
 		return nil, err
 	}
 	m.group = g
 	res, err := m.freshStorm(ctx, kind, m.cfg.Sizes.stormSpec())
 	m.group = nil
-	err = errors.Join(err, g.remove())
+	err = errors.Join(err, g.Remove())
 	if err != nil {
 		return nil, err
 	}

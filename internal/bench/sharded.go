@@ -14,6 +14,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/mayflydb/mayfly/internal/cpucap"
 )
 
 // The sharded phase measures `mayfly route`: what the router costs the
@@ -48,7 +50,7 @@ type ScalingRun struct {
 	// that adding shards does not speed up.
 	Scans *WindowResult `json:"scans"`
 	// Throttling is each shard's over the sessions run.
-	Throttling []Throttling `json:"throttling"`
+	Throttling []cpucap.Throttling `json:"throttling"`
 }
 
 const (
@@ -174,7 +176,7 @@ func medianRound(rounds []*SessionsResult) *SessionsResult {
 	return sorted[(len(sorted)-1)/2]
 }
 
-func fmtShares(ts []Throttling) string {
+func fmtShares(ts []cpucap.Throttling) string {
 	s := ""
 	for i, t := range ts {
 		if i > 0 {
@@ -190,7 +192,7 @@ func fmtShares(ts []Throttling) string {
 type clusterRun struct {
 	config *server
 	shards []*server
-	groups []*cpuGroup // one per shard when capped
+	groups []*cpucap.Group // one per shard when capped
 	router *server
 }
 
@@ -235,11 +237,11 @@ func (m *modeRun) startClusterWith(ctx context.Context, spec clusterSpec) (_ *cl
 // cores when cores > 0; the cluster stops it with the others.
 func (m *modeRun) startShard(ctx context.Context, c *clusterRun, cores float64, flags ...string) (*server, error) {
 	i := len(c.shards)
-	var g *cpuGroup
+	var g *cpucap.Group
 	if cores > 0 {
 		name := fmt.Sprintf("mayfly-bench-%d-%s-shard%d", os.Getpid(), m.mode, i)
 		var err error
-		if g, err = newCPUGroup(name, cores, cfsPeriodUs); err != nil {
+		if g, err = cpucap.New(name, cores, cpucap.DefaultPeriodUs); err != nil {
 			return nil, err
 		}
 		c.groups = append(c.groups, g)
@@ -256,7 +258,7 @@ func shardName(i int) string { return "sh" + strconv.Itoa(i) }
 
 // startMember starts a one-member replica set named set, in group g when
 // given (with GOMAXPROCS=1), and waits until it is primary.
-func (m *modeRun) startMember(ctx context.Context, set string, g *cpuGroup, flags ...string) (*server, error) {
+func (m *modeRun) startMember(ctx context.Context, set string, g *cpucap.Group, flags ...string) (*server, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -268,7 +270,7 @@ func (m *modeRun) startMember(ctx context.Context, set string, g *cpuGroup, flag
 	argv := append(mayflyArgv(m.mayflyBin, addr, filepath.Join(dir, "data")), "--replSet", set)
 	argv = append(argv, flags...)
 	if g != nil {
-		argv = g.wrap(argv, "GOMAXPROCS=1")
+		argv = g.Wrap(argv, "GOMAXPROCS=1")
 	}
 	s, err := startServer(ctx, set, argv, addr, filepath.Join(dir, "mayfly.log"))
 	if err != nil {
@@ -327,10 +329,10 @@ func (c *clusterRun) shardSessions(ctx context.Context) error {
 }
 
 // throttling reads every shard group's counters.
-func (c *clusterRun) throttling() ([]Throttling, error) {
-	var out []Throttling
+func (c *clusterRun) throttling() ([]cpucap.Throttling, error) {
+	var out []cpucap.Throttling
 	for _, g := range c.groups {
-		t, err := g.stat()
+		t, err := g.Stat()
 		if err != nil {
 			return nil, err
 		}
@@ -341,18 +343,18 @@ func (c *clusterRun) throttling() ([]Throttling, error) {
 
 // throttlingSince is every shard group's throttling since an earlier
 // reading; a group made since counts from its start.
-func (c *clusterRun) throttlingSince(before []Throttling) ([]Throttling, error) {
+func (c *clusterRun) throttlingSince(before []cpucap.Throttling) ([]cpucap.Throttling, error) {
 	after, err := c.throttling()
 	if err != nil {
 		return nil, err
 	}
-	var out []Throttling
+	var out []cpucap.Throttling
 	for i := range after {
-		var b Throttling
+		var b cpucap.Throttling
 		if i < len(before) {
 			b = before[i]
 		}
-		out = append(out, after[i].since(b))
+		out = append(out, after[i].Since(b))
 	}
 	return out, nil
 }
@@ -367,7 +369,7 @@ func (c *clusterRun) stop() {
 		}
 	}
 	for _, g := range c.groups {
-		_ = g.remove()
+		_ = g.Remove()
 	}
 }
 

@@ -120,6 +120,7 @@ func packageLayers() map[string]row {
 		"internal/tlsconf":                     {layer: base},
 		"internal/mongodconf":                  {layer: base},
 		"internal/fuzzlimit":                   {layer: base},
+		"internal/cpucap":                      {layer: base},
 		"internal/txncheck":                    {layer: base},
 		"internal/txnload":                     {layer: base},
 		"internal/layering":                    {layer: base},

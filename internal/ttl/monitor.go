@@ -85,8 +85,8 @@ type Config struct {
 	// monitor stops resting to catch up, which it does only when the
 	// batch's documents expired more slowly than it can delete them, until
 	// a batch's oldest is less than half as late (see catchingUp). Default
-	// 100 ms, well inside the 250 ms a storm's
-	// deletions are held to; negative turns catching up off.
+	// 100 ms, well inside the 250 ms a storm's deletions are held to;
+	// negative turns catching up off.
 	CatchUpAfter time.Duration
 	// Priority raises (up) the priority of the monitor's thread while it
 	// catches up, and sets it back; it reports whether it could. Default:
@@ -361,15 +361,14 @@ const catchUpMargin = 1.25
 // catching up: a monitor that stopped as soon as it was back under the
 // mark would rest its way straight back over it, and a storm its pace
 // barely covers would be held at the mark for as long as it lasts) and
-// the span of
-// expiry time the batch covers is over catchUpMargin times the batch's
-// cost with its echo: documents that expire more slowly than the monitor
-// deletes them once it gets the CPU, as in a steady storm it fell behind
-// while requests held the cores, so deleting flat out clears the backlog
-// in a bounded time and then the pace applies again. Documents that
-// expired together (a burst: a span of nothing) or faster than the
-// monitor could delete them leave a backlog that no rush would clear
-// soon, and the pace keeps the foreground's share of the CPU.
+// the span of expiry time the batch covers is over catchUpMargin times
+// the batch's cost with its echo: documents that expire more slowly than
+// the monitor deletes them once it gets the CPU, as in a steady storm it
+// fell behind while requests held the cores, so deleting flat out clears
+// the backlog in a bounded time and then the pace applies again.
+// Documents that expired together (a burst: a span of nothing) or faster
+// than the monitor could delete them leave a backlog that no rush would
+// clear soon, and the pace keeps the foreground's share of the CPU.
 func (m *Monitor) catchingUp(expiries []int64, cpu time.Duration) bool {
 	after := m.CatchUpAfter()
 	if after < 0 || len(expiries) < 2 {

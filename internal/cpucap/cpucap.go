@@ -1,4 +1,9 @@
-package bench
+// Package cpucap runs processes in CPU-capped control groups, so that a
+// benchmark shows scaling, or a slower core, on one machine by giving each
+// process a fixed share of a core rather than by timing. Version 1
+// hierarchies cap with cpu.cfs_quota_us over cpu.cfs_period_us; version 2
+// with cpu.max.
+package cpucap
 
 import (
 	"bufio"
@@ -10,11 +15,8 @@ import (
 	"strings"
 )
 
-// cpuGroup is a CPU-capped control group that a server runs in, so that
-// scaling is shown on one machine by giving each process a fixed share of
-// a core rather than by timing. Version 1 hierarchies cap with
-// cpu.cfs_quota_us over cpu.cfs_period_us; version 2 with cpu.max.
-type cpuGroup struct {
+// Group is a CPU-capped control group that a process runs in.
+type Group struct {
 	dir string
 	v2  bool
 }
@@ -25,12 +27,13 @@ const (
 	cgroupV2    = "/sys/fs/cgroup"
 )
 
-// cfsPeriodUs is the default accounting period the quota is a share of.
-const cfsPeriodUs = 100_000
+// DefaultPeriodUs is the kernel's default accounting period, in
+// microseconds, that a quota is a share of.
+const DefaultPeriodUs = 100_000
 
-// newCPUGroup makes a group named name capped at cores of one CPU, its
-// quota counted over periods of periodUs microseconds.
-func newCPUGroup(name string, cores float64, periodUs int) (*cpuGroup, error) {
+// New makes a group named name capped at cores of one CPU, its quota
+// counted over periods of periodUs microseconds.
+func New(name string, cores float64, periodUs int) (*Group, error) {
 	g, err := makeGroup(name)
 	if err != nil {
 		return nil, err
@@ -43,32 +46,32 @@ func newCPUGroup(name string, cores float64, periodUs int) (*cpuGroup, error) {
 			g.write("cpu.cfs_quota_us", strconv.Itoa(quota)))
 	}
 	if err != nil {
-		_ = g.remove()
+		_ = g.Remove()
 		return nil, fmt.Errorf("cap cgroup %s at %.2f core: %w", g.dir, cores, err)
 	}
 	return g, nil
 }
 
-func makeGroup(name string) (*cpuGroup, error) {
+func makeGroup(name string) (*Group, error) {
 	if fi, err := os.Stat(filepath.Join(cgroupV1CPU, "cpu.cfs_quota_us")); err == nil && !fi.IsDir() {
 		dir := filepath.Join(cgroupV1CPU, name)
-		return &cpuGroup{dir: dir}, os.MkdirAll(dir, 0o755)
+		return &Group{dir: dir}, os.MkdirAll(dir, 0o755)
 	}
 	if _, err := os.Stat(filepath.Join(cgroupV2, "cgroup.controllers")); err == nil {
 		dir := filepath.Join(cgroupV2, name)
-		return &cpuGroup{dir: dir, v2: true}, os.MkdirAll(dir, 0o755)
+		return &Group{dir: dir, v2: true}, os.MkdirAll(dir, 0o755)
 	}
 	return nil, errors.New("no cgroup cpu controller (v1 " + cgroupV1CPU + " or v2 " + cgroupV2 + ")")
 }
 
-func (g *cpuGroup) write(file, value string) error {
+func (g *Group) write(file, value string) error {
 	return os.WriteFile(filepath.Join(g.dir, file), []byte(value), 0o644)
 }
 
-// wrap makes argv start inside the group: a shell writes its own pid into
+// Wrap makes argv start inside the group: a shell writes its own pid into
 // the group and then execs argv, so the server never runs uncapped and
 // keeps the shell's pid.
-func (g *cpuGroup) wrap(argv []string, env ...string) []string {
+func (g *Group) Wrap(argv []string, env ...string) []string {
 	script := `echo $$ > "$0" && exec env "$@"`
 	out := []string{"sh", "-c", script, filepath.Join(g.dir, "cgroup.procs")}
 	out = append(out, env...)
@@ -84,8 +87,8 @@ type Throttling struct {
 	ThrottledShare float64 `json:"throttled_share"` // throttled / periods
 }
 
-// stat reads the group's cpu.stat counters.
-func (g *cpuGroup) stat() (Throttling, error) {
+// Stat reads the group's cpu.stat counters.
+func (g *Group) Stat() (Throttling, error) {
 	f, err := os.Open(filepath.Join(g.dir, "cpu.stat"))
 	if err != nil {
 		return Throttling{}, err
@@ -110,8 +113,8 @@ func (g *cpuGroup) stat() (Throttling, error) {
 	return t, sc.Err()
 }
 
-// since is the throttling between an earlier reading and this one.
-func (t Throttling) since(before Throttling) Throttling {
+// Since is the throttling between an earlier reading and this one.
+func (t Throttling) Since(before Throttling) Throttling {
 	d := Throttling{Periods: t.Periods - before.Periods, Throttled: t.Throttled - before.Throttled,
 		ThrottledMs: t.ThrottledMs - before.ThrottledMs}
 	if d.Periods > 0 {
@@ -120,7 +123,7 @@ func (t Throttling) since(before Throttling) Throttling {
 	return d
 }
 
-// remove deletes the group once its processes have exited.
-func (g *cpuGroup) remove() error {
+// Remove deletes the group once its processes have exited.
+func (g *Group) Remove() error {
 	return os.Remove(g.dir)
 }
