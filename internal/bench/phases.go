@@ -38,8 +38,6 @@ type modeRun struct {
 	serverCPU int
 	clientCPU int
 	runs      int // numbers the jobs, so their new sessions never collide
-	// group, when set, is the control group the servers start in.
-	group *cpucap.Group
 }
 
 func (m *modeRun) logf(format string, args ...any) {
@@ -52,8 +50,9 @@ func (m *modeRun) job(ctx context.Context, j Job) (*JobResult, error) {
 	return runChild(ctx, m.cfg, m.clientCPU, j)
 }
 
-// start starts a fresh server of the given kind with its own directory.
-func (m *modeRun) start(ctx context.Context, kind string) (*server, error) {
+// start starts a fresh server of the given kind with its own directory,
+// in the control group g when it is not nil.
+func (m *modeRun) start(ctx context.Context, kind string, g *cpucap.Group) (*server, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -78,8 +77,8 @@ func (m *modeRun) start(ctx context.Context, kind string) (*server, error) {
 		argv = append(mayflyArgv(m.mayflyBin, addr, filepath.Join(dir, "data")), "--auth")
 	}
 	argv = pinned(m.serverCPU, argv)
-	if m.group != nil {
-		argv = m.group.Wrap(argv)
+	if g != nil {
+		argv = g.Wrap(argv)
 	}
 	s, err := startServer(ctx, kind, argv, addr, filepath.Join(dir, kind+".log"))
 	if err == nil && kind == nameMayflyAuth {
@@ -91,7 +90,13 @@ func (m *modeRun) start(ctx context.Context, kind string) (*server, error) {
 // withServer starts a server, runs fn, and stops it, reporting the first
 // error.
 func (m *modeRun) withServer(ctx context.Context, kind string, fn func(*server) error) error {
-	s, err := m.start(ctx, kind)
+	return m.withServerIn(ctx, kind, nil, fn)
+}
+
+// withServerIn is withServer with the server in the control group g, when
+// it is not nil.
+func (m *modeRun) withServerIn(ctx context.Context, kind string, g *cpucap.Group, fn func(*server) error) error {
+	s, err := m.start(ctx, kind, g)
 	if err != nil {
 		return err
 	}
@@ -394,7 +399,7 @@ func (m *modeRun) neighbourStorm(ctx context.Context, kind string) (*ExpiryResul
 	if m.clientCPU >= 0 {
 		spec.NeighbourCPUs = fmt.Sprintf("0-%d", runtime.NumCPU()-1)
 	}
-	res, err := m.freshStorm(ctx, kind, spec)
+	res, err := m.freshStorm(ctx, kind, spec, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -447,9 +452,7 @@ func (m *modeRun) cappedStorm(ctx context.Context, kind string) (*ExpiryResult, 
 	if err != nil {
 		return nil, err
 	}
-	m.group = g
-	res, err := m.freshStorm(ctx, kind, m.cfg.Sizes.stormSpec())
-	m.group = nil
+	res, err := m.freshStorm(ctx, kind, m.cfg.Sizes.stormSpec(), g)
 	err = errors.Join(err, g.Remove())
 	if err != nil {
 		return nil, err
@@ -490,7 +493,7 @@ func (m *modeRun) streamStorms(ctx context.Context) ([]*ExpiryResult, error) {
 func (m *modeRun) streamStorm(ctx context.Context, kind, mode string) (*ExpiryResult, error) {
 	spec := m.cfg.Sizes.stormSpec()
 	spec.Stream = mode
-	res, err := m.freshStorm(ctx, kind, spec)
+	res, err := m.freshStorm(ctx, kind, spec, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -502,10 +505,10 @@ func (m *modeRun) streamStorm(ctx context.Context, kind, mode string) (*ExpiryRe
 }
 
 // freshStorm runs spec on a fresh server of kind holding the preloaded
-// sessions.
-func (m *modeRun) freshStorm(ctx context.Context, kind string, spec StormSpec) (*ExpiryResult, error) {
+// sessions, in the control group g when it is not nil.
+func (m *modeRun) freshStorm(ctx context.Context, kind string, spec StormSpec, g *cpucap.Group) (*ExpiryResult, error) {
 	var res *ExpiryResult
-	err := m.withServer(ctx, kind, func(s *server) error {
+	err := m.withServerIn(ctx, kind, g, func(s *server) error {
 		if _, err := m.load(ctx, s, targetMongo, m.cfg.Sizes.Sessions); err != nil {
 			return err
 		}
