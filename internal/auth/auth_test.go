@@ -387,3 +387,22 @@ func TestChangeStreamPrivileges(t *testing.T) {
 		t.Fatal("read on test watched the whole deployment")
 	}
 }
+
+// TestUserOfFollowsLoginAndLogout: the name cursors and the session cache
+// record is the logged-in user's, and none once the connection logs out.
+func TestUserOfFollowsLoginAndLogout(t *testing.T) {
+	m := newManager(t, nil)
+	if got := m.UserOf(newConn("10.0.0.9:1")); got != "" {
+		t.Fatalf("before a login UserOf = %q, want none", got)
+	}
+	c := loggedIn(t, m, "ann", RoleName{"read", "test"})
+	if got := m.UserOf(c); got != "ann@admin" {
+		t.Fatalf("after the login UserOf = %q, want ann@admin", got)
+	}
+	if _, err := m.Run(c, "admin", "logout", bson.D{{Key: "logout", Value: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.UserOf(c); got != "" {
+		t.Fatalf("after logout UserOf = %q, want none", got)
+	}
+}

@@ -73,12 +73,7 @@ func Redact(body bson.D) bson.D {
 
 // UserOf names the connection's user ("name@db"; "" before a login): the
 // owner of the cursors it opens and the user its profiler entries name.
-func (m *Manager) UserOf(c Conn) string {
-	if u, ok := sessionOf(c).User(); ok {
-		return u.String()
-	}
-	return ""
-}
+func (m *Manager) UserOf(c Conn) string { return sessionOf(c).name }
 
 // MayUseCursor reports whether the connection may getMore a cursor opened
 // by owner: only the same user may, as on mongod.

@@ -126,7 +126,7 @@ func (m *Manager) succeeded(c Conn, s *Session, conv *conversation) error {
 		return mongoerr.Newf(mongoerr.Location5626701,
 			"Each client connection may only be authenticated once. Previously authenticated as: %s", s.user)
 	}
-	s.user = &n
+	s.user, s.name = &n, n.String()
 	s.decisions = nil
 	m.log.Info("Successfully authenticated", "user", n.User, "db", n.DB, "mechanism", conv.mech,
 		"remote", c.RemoteAddr())

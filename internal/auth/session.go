@@ -19,6 +19,9 @@ const sessionKey = "auth.session"
 // one command at a time, so it needs no lock.
 type Session struct {
 	user *UserName
+	// name is user's String, made once at the login: every command of an
+	// authenticated connection asks for it (UserOf).
+	name string
 	conv *conversation
 	// privileges are the user's, resolved at gen; decisions memoises
 	// checks until users or roles change.

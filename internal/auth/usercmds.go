@@ -56,7 +56,7 @@ func cmdAuthenticate(m *Manager, c Conn, db string, body bson.D) (bson.D, error)
 
 func cmdLogout(_ *Manager, c Conn, _ string, _ bson.D) (bson.D, error) {
 	s := sessionOf(c)
-	s.user, s.conv, s.decisions = nil, nil, nil
+	s.user, s.name, s.conv, s.decisions = nil, "", nil, nil
 	return bson.D{}, nil
 }
 
