@@ -118,7 +118,7 @@ func parse(args []string) (*flagValues, error) {
 	fs.IntVar(&v.failovers, "failovers", 0, "override: kill -9 of the replica set's primary")
 	fs.BoolVar(&v.stormStreams, "storm-streams", false, "expiry phase: repeat the storm with a change stream of its expiries open, without and with pre-images")
 	fs.IntVar(&v.neighbours, "neighbour", 0, "expiry phase: repeat the storm with N CPU-bound neighbour processes running (0: leave it out)")
-	fs.Float64Var(&v.stormCap, "storm-cap", 0, "expiry phase: repeat the storm on a server capped at this share of one core (cgroup; 0: leave it out)")
+	fs.Float64Var(&v.stormCap, "storm-cap", 0, "expiry phase: repeat the storm on a server capped at this share of each core it may run on (cgroup; 0: leave it out)")
 	fs.BoolVar(&v.stormStreamsPre, "storm-streams-pre", true, "with -storm-streams: also the storm with pre-images (false: only without)")
 	fs.IntVar(&v.streams, "streams", 10, "change streams open in the sessions phase's mayfly-streams run (0: leave it out)")
 	fs.IntVar(&v.migrateDocs, "migrate-docs", 0, "override: documents in the chunk the migration phase moves once")

@@ -39,8 +39,9 @@ type Sizes struct {
 	// its lateness shows beside the storm's without them; 0 leaves it out.
 	Neighbours int `json:"neighbours"`
 	// StormCap repeats the storm (expiry phase) on a fresh server capped
-	// at that share of one core, so that its lateness shows on a core
-	// slower or busier than this machine's; 0 leaves it out.
+	// at that share of each core it may run on (one pinned, every core
+	// shared), so that its lateness shows on cores slower or busier than
+	// this machine's; 0 leaves it out.
 	StormCap float64 `json:"storm_cap,omitempty"`
 	// StormStreamsNoPre leaves out the stream storm with pre-images.
 	StormStreamsNoPre bool `json:"storm_streams_no_pre,omitempty"`
@@ -169,7 +170,7 @@ func (c *Config) Validate() error {
 	case c.Neighbours < 0:
 		return fmt.Errorf("-neighbour must not be negative")
 	case c.StormCap < 0 || c.StormCap > 1:
-		return fmt.Errorf("-storm-cap must be a share of one core, from 0 (none) to 1")
+		return fmt.Errorf("-storm-cap must be a share of each core, from 0 (none) to 1")
 	case c.has(PhaseMigration) && (c.MigrateDocs < 1 || c.MigrateExpiring < 1 || c.MigrateWindow <= 0 ||
 		c.AddShardSessions < c.Clients || c.AddShardMax <= 0):
 		return fmt.Errorf("-migrate-docs, -migrate-expiring, -migrate-window and -add-shard-max must be positive, -add-shard-sessions at least -clients")

@@ -95,8 +95,10 @@ type ExpiryResult struct {
 	// NeighbourCores how many CPUs they kept busy on average.
 	Neighbours     int     `json:"neighbours,omitempty"`
 	NeighbourCores float64 `json:"neighbour_cores,omitempty"`
-	// Cap is the share of one core the server was capped at (-storm-cap).
-	Cap float64 `json:"cap,omitempty"`
+	// Cap is the share of each core the server was capped at
+	// (-storm-cap), over the CapCores cores it may run on.
+	Cap      float64 `json:"cap,omitempty"`
+	CapCores int     `json:"cap_cores,omitempty"`
 	// LoadAvg is /proc/loadavg when the drain ended.
 	LoadAvg string `json:"loadavg"`
 	// Sched is how much CPU the server got from the first expiry until

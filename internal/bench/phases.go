@@ -87,6 +87,15 @@ func (m *modeRun) start(ctx context.Context, kind string, g *cpucap.Group) (*ser
 	return s, err
 }
 
+// serverCores is how many cores a server may run on: one pinned, every
+// core of the machine shared.
+func (m *modeRun) serverCores() int {
+	if m.serverCPU >= 0 {
+		return 1
+	}
+	return runtime.NumCPU()
+}
+
 // withServer starts a server, runs fn, and stops it, reporting the first
 // error.
 func (m *modeRun) withServer(ctx context.Context, kind string, fn func(*server) error) error {
@@ -445,9 +454,12 @@ func worseStorm(a, b *ExpiryResult) *ExpiryResult {
 }
 
 // cappedStorm runs the storm on a fresh server of kind in a control group
-// capped at StormCap of a core.
+// capped at StormCap of each core the server may run on: a cap of one
+// core's share on a server that may use two would halve its capacity
+// rather than slow its cores.
 func (m *modeRun) cappedStorm(ctx context.Context, kind string) (*ExpiryResult, error) {
-	cores := m.cfg.Sizes.StormCap
+	share, n := m.cfg.Sizes.StormCap, m.serverCores()
+	cores := share * float64(n)
 	g, err := cpucap.New(fmt.Sprintf("mayfly-bench-%d-%s-storm", os.Getpid(), m.mode), cores, cappedPeriodUs)
 	if err != nil {
 		return nil, err
@@ -457,8 +469,8 @@ func (m *modeRun) cappedStorm(ctx context.Context, kind string) (*ExpiryResult, 
 	if err != nil {
 		return nil, err
 	}
-	res.Server, res.Cap = kind, cores
-	m.logf("storm on %s capped at %.2f core: deletion lateness p50 ≤ %.0f ms, p99 ≤ %.0f ms, all deleted %v, sessions %.0f -> %.0f ops/s; %s",
+	res.Server, res.Cap, res.CapCores = kind, share, n
+	m.logf("storm on %s capped at %.2f cores: deletion lateness p50 ≤ %.0f ms, p99 ≤ %.0f ms, all deleted %v, sessions %.0f -> %.0f ops/s; %s",
 		kind, cores, res.Lateness.Upper.P50Ms, res.Lateness.Upper.P99Ms, res.AllDeleted, res.Baseline.OpsPerSec, res.Storm.OpsPerSec, res.Sched)
 	return res, nil
 }

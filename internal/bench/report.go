@@ -161,17 +161,26 @@ func latenessCell(m *ModeReport) string {
 }
 
 // cappedCell is the storm's deletion lateness on a server capped at a
-// share of one core, this build's worse round and the previous build's.
+// share of each core it may run on, this build's worse round and the
+// previous build's.
 func cappedCell(m *ModeReport) string {
 	c := m.CappedExpiry
 	if c == nil {
 		return missing
 	}
-	s := fmt.Sprintf("%.2f core: %s", c.Cap, cappedStormText(c))
+	s := capText(c.Cap, c.CapCores) + ": " + cappedStormText(c)
 	if b := m.BaselineCappedExpiry; b != nil {
 		s += "; previous build: " + cappedStormText(b)
 	}
 	return s
+}
+
+// capText is a cap of share of each of n cores.
+func capText(share float64, n int) string {
+	if n <= 1 {
+		return fmt.Sprintf("%.2f of a core", share)
+	}
+	return fmt.Sprintf("%.2f of each of %d cores", share, n)
 }
 
 func cappedStormText(e *ExpiryResult) string {
