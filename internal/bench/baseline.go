@@ -45,15 +45,37 @@ func kindOf(this bool) string {
 }
 
 // baselineSessionRounds runs the session workload in alternating rounds on
-// one server of each build, started and loaded together, so that the ratio
+// servers of both builds, started and loaded together, so that the ratio
 // is of runs seconds apart rather than of servers started minutes apart.
+// Half the rounds run on a pair started this build first, half on a pair
+// started the previous build first: in three runs side by side the server
+// started first was the slower one each time, whichever build it was.
 func (m *modeRun) baselineSessionRounds(ctx context.Context) ([]*SessionsResult, error) {
 	var out []*SessionsResult
-	err := m.withLoadedPair(ctx, nameMayfly, nameBaseline, func(this, prev *server) error {
-		for _, isThis := range baselineOrder(m.cfg.BaselineRounds * 2) {
-			s := prev
-			if isThis {
-				s = this
+	for _, thisFirst := range []bool{true, false} {
+		rounds, err := m.baselinePairRounds(ctx, thisFirst)
+		out = append(out, rounds...)
+		if err != nil {
+			return out, fmt.Errorf("sessions, alternating with the previous build: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// baselinePairRounds runs BaselineRounds session rounds of each build on a
+// pair of servers started this build first or the previous build first,
+// the first-started one's round first.
+func (m *modeRun) baselinePairRounds(ctx context.Context, thisFirst bool) ([]*SessionsResult, error) {
+	first, second := nameMayfly, nameBaseline
+	if !thisFirst {
+		first, second = second, first
+	}
+	var out []*SessionsResult
+	err := m.withLoadedPair(ctx, first, second, func(a, b *server) error {
+		for _, firstsTurn := range baselineOrder(m.cfg.BaselineRounds) {
+			s, isThis := a, firstsTurn == thisFirst
+			if !firstsTurn {
+				s = b
 			}
 			res, err := m.sessionsRun(ctx, s, targetMongo, 0)
 			if err != nil {
@@ -64,10 +86,7 @@ func (m *modeRun) baselineSessionRounds(ctx context.Context) ([]*SessionsResult,
 		}
 		return nil
 	})
-	if err != nil {
-		return out, fmt.Errorf("sessions, alternating with the previous build: %w", err)
-	}
-	return out, nil
+	return out, err
 }
 
 // baselineExpiryRounds runs the storm and the burst on fresh servers of
