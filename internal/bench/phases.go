@@ -422,8 +422,8 @@ func (m *modeRun) neighbourStorm(ctx context.Context, kind string) (*ExpiryResul
 // rather than stopping it for tens of milliseconds at a time.
 const cappedPeriodUs = 10_000
 
-// cappedStorms runs the storm on a fresh Mayfly capped at StormCap of a
-// core and, with -baseline-bin, on the previous build, each in a control
+// cappedStorms runs the storm on a fresh Mayfly capped at StormCap of
+// each core it may run on and, with -baseline-bin, on the previous build, each in a control
 // group of its own: this build, the previous one, the previous one, this
 // build, keeping each build's worse round, since the cap is there to find
 // where the monitor falls behind.

@@ -175,7 +175,7 @@ func cappedCell(m *ModeReport) string {
 	return s
 }
 
-// capText is a cap of share of each of n cores.
+// capText names a cap at share of each of n cores.
 func capText(share float64, n int) string {
 	if n <= 1 {
 		return fmt.Sprintf("%.2f of a core", share)

@@ -43,8 +43,9 @@ type ModeReport struct {
 	NeighbourExpiry *ExpiryResult `json:"neighbour_expiry,omitempty"`
 	// BaselineNeighbourExpiry is the previous build's (-baseline-bin).
 	BaselineNeighbourExpiry *ExpiryResult `json:"baseline_neighbour_expiry,omitempty"`
-	// CappedExpiry is the storm on a server capped at StormCap of a core
-	// (-storm-cap); BaselineCappedExpiry the previous build's.
+	// CappedExpiry is the storm on a server capped at StormCap of each
+	// core it may run on (-storm-cap); BaselineCappedExpiry the previous
+	// build's.
 	CappedExpiry         *ExpiryResult `json:"capped_expiry,omitempty"`
 	BaselineCappedExpiry *ExpiryResult `json:"baseline_capped_expiry,omitempty"`
 	// Txn is transfers in transactions against the same updates without.

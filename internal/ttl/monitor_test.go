@@ -306,9 +306,6 @@ func TestWaitingBatchesGrow(t *testing.T) {
 	}
 }
 
-// A monitor behind a storm it can outrun deletes without resting until
-// it has caught up; behind a burst (documents that expired together) it
-// keeps its pace, since no rush would clear that backlog soon.
 // passCountingRests runs a pass, ending each of its rests by moving clk
 // on by rest, and returns how many it took.
 func passCountingRests(m *Monitor, clk *clock.Manual, rest time.Duration) int {
@@ -328,6 +325,9 @@ func passCountingRests(m *Monitor, clk *clock.Manual, rest time.Duration) int {
 	}
 }
 
+// A monitor behind a storm it can outrun deletes without resting until
+// it has caught up; behind a burst (documents that expired together) it
+// keeps its pace, since no rush would clear that backlog soon.
 func TestCatchUpOnlyWhereItClearsTheBacklog(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
