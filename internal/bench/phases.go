@@ -423,10 +423,10 @@ func (m *modeRun) neighbourStorm(ctx context.Context, kind string) (*ExpiryResul
 const cappedPeriodUs = 10_000
 
 // cappedStorms runs the storm on a fresh Mayfly capped at StormCap of
-// each core it may run on and, with -baseline-bin, on the previous build, each in a control
-// group of its own: this build, the previous one, the previous one, this
-// build, keeping each build's worse round, since the cap is there to find
-// where the monitor falls behind.
+// each core it may run on and, with -baseline-bin, on the previous build,
+// each in a control group of its own: this build, the previous one, the
+// previous one, this build, keeping each build's worse round, since the
+// cap is there to find where the monitor falls behind.
 func (m *modeRun) cappedStorms(ctx context.Context) (this, previous *ExpiryResult, err error) {
 	kinds := []string{nameMayfly}
 	if m.cfg.BaselineBin != "" {
