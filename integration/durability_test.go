@@ -106,7 +106,13 @@ type process struct {
 
 func startBinary(t *testing.T, bin, dir, addr string) *process {
 	t.Helper()
-	cmd := exec.Command(bin, "--addr", addr, "--dbpath", dir, "--log-level", "warn")
+	return startCmd(t, exec.Command(bin, "--addr", addr, "--dbpath", dir, "--log-level", "warn"), addr)
+}
+
+// startCmd starts cmd, a server listening on addr, and waits until it
+// takes connections.
+func startCmd(t *testing.T, cmd *exec.Cmd, addr string) *process {
+	t.Helper()
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -64,6 +64,11 @@ type Config struct {
 	// engine (--cacheSizeMB); 0 means rescache.DefaultBytes, negative
 	// none.
 	ResidentCacheBytes int64
+	// WriteBehind, positive, holds a standalone server's touches (writes
+	// changing a few bytes of a cached document) in the resident cache,
+	// logged as patches, and writes the documents this often
+	// (pebblestore's behind.go); 0 writes every document at once.
+	WriteBehind time.Duration
 	// RecoverInterval is how often storage that failed (disk full, I/O
 	// error) checks whether it can take writes again (default 1s; negative
 	// turns automatic recovery off).
@@ -167,6 +172,7 @@ func Start(cfg Config) (*App, error) {
 	eng, err := pebblestore.Open(pebblestore.Options{
 		Dir: cfg.DataDir, InMemory: cfg.InMemory, FS: cfg.FS, RecoverInterval: cfg.RecoverInterval, Logger: cfg.Logger,
 		CPUs: cfg.CPUs, Resident: resident, Yield: yielder.Yield, Replicated: cfg.ReplSet != "",
+		WriteBehind: cfg.WriteBehind,
 	})
 	if err != nil {
 		ops.abandon(cfg)

@@ -220,6 +220,8 @@ func (h *Handler) cacheStatus() bson.D {
 		{Key: "warmedRanges", Value: st.Warmed},
 		{Key: "filterBytes", Value: st.FilterBytes},
 		{Key: "claimedRanges", Value: st.Claimed},
+		{Key: "pendingDocuments", Value: st.PendingItems},
+		{Key: "pendingBytes", Value: st.PendingBytes},
 	}
 }
 

@@ -27,6 +27,10 @@ const (
 	Index Tag = 'i'
 	// NextID holds the next collection ID (docstore): 'n' → 8 bytes.
 	NextID Tag = 'n'
+	// Patch holds the write-behind's log (pebblestore): 'p' key →
+	// uvarint(offset) bytes, the bytes at offset in which the value held
+	// back at key differs from the one stored there.
+	Patch Tag = 'p'
 	// Raft holds the replica set's raft state and log (repl):
 	// 'r' 'h' | 'm' | 'a' | 'l' index(8) | 'i' | 'c' | 'x'.
 	Raft Tag = 'r'
@@ -72,6 +76,7 @@ func All() []Entry {
 		{Events, "changestream", "change log"},
 		{Index, "docstore", "index entries"},
 		{NextID, "docstore", "next collection ID"},
+		{Patch, "pebblestore", "write-behind log"},
 		{Raft, "repl", "raft state and log"},
 		{Session, "session", "retryable-write records"},
 		{Warned, "docstore", "expiry warnings sent"},

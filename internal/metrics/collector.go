@@ -71,6 +71,7 @@ func newCollector(src Sources) *collector {
 			"wal_bytes":          newDesc("storage_wal_bytes", "Bytes of the write-ahead log on disk."),
 			"resident_bytes":     newDesc("resident_cache_bytes", "Bytes held by the resident cache in front of the storage engine."),
 			"resident_max_bytes": newDesc("resident_cache_max_bytes", "The resident cache's bound (--cacheSizeMB)."),
+			"resident_pending":   newDesc("resident_cache_pending_documents", "Documents the resident cache holds ahead of storage (--write-behind)."),
 		},
 		storageCounters: map[string]*prometheus.Desc{
 			"block_cache_hits":   newDesc("storage_block_cache_hits_total", "Block cache hits."),
@@ -145,6 +146,7 @@ func (c *collector) collectStorage(ch chan<- prometheus.Metric) {
 		"disk_bytes": m.DiskBytes, "memtable_bytes": m.MemTableBytes, "block_cache_bytes": m.BlockCacheBytes,
 		"compaction_debt": m.CompactionDebt, "read_amplification": m.ReadAmplification, "l0_files": m.L0Files,
 		"wal_bytes": m.WALBytes, "resident_bytes": m.ResidentBytes, "resident_max_bytes": m.ResidentMaxBytes,
+		"resident_pending": m.ResidentPending,
 	}
 	for k, v := range gauges {
 		ch <- prometheus.MustNewConstMetric(c.d.storageGauges[k], prometheus.GaugeValue, float64(v))

@@ -200,6 +200,9 @@ type Metrics struct {
 	ResidentHits, ResidentMisses                int64
 	ResidentEvictions, ResidentExpiredEvictions int64
 	ResidentWarmUps, ResidentWarmed             int64
+	// ResidentPending is how many documents the cache holds ahead of
+	// the engine (a write-behind), within ResidentBytes.
+	ResidentPending int64
 }
 
 // ExpiryBatch is implemented by batches that carry TTL deletions in their

@@ -37,6 +37,10 @@ type batch struct {
 	// noSpare says the commit installs values only at keys the resident
 	// cache held (SkipSpareInstalls).
 	noSpare bool
+	// behind are the document versions held back (behind.go), their
+	// bytes and their patches' in buf.
+	behind []behindSet
+	buf    []byte
 }
 
 // expiredDelete is the deletion at position pos of the batch (its count
@@ -93,6 +97,9 @@ func (b *batch) Set(key, value []byte) error {
 	if err := b.usable(); err != nil {
 		return err
 	}
+	if b.s.behind != nil && isDocument(key) {
+		return b.setBehind(key, value)
+	}
 	if err := b.pb.Set(key, value, nil); err != nil {
 		return fmt.Errorf("pebblestore: batch set: %w", err)
 	}
@@ -104,6 +111,11 @@ func (b *batch) Delete(key []byte) error {
 	if err := b.usable(); err != nil {
 		return err
 	}
+	if b.s.behind != nil && isDocument(key) {
+		if err := b.deleteBehind(key); err != nil {
+			return err
+		}
+	}
 	if err := b.pb.Delete(key, nil); err != nil {
 		return fmt.Errorf("pebblestore: batch delete: %w", err)
 	}
@@ -114,6 +126,11 @@ func (b *batch) Delete(key []byte) error {
 func (b *batch) DeleteExpired(key []byte, expiredAt int64) error {
 	if err := b.usable(); err != nil {
 		return err
+	}
+	if b.s.behind != nil && isDocument(key) {
+		if err := b.deleteBehind(key); err != nil {
+			return err
+		}
 	}
 	pos := b.pb.Count()
 	if err := b.pb.Delete(key, nil); err != nil {
@@ -140,6 +157,11 @@ func (b *batch) DeleteRange(start, end []byte) error {
 	}
 	if start == nil {
 		start = []byte{}
+	}
+	if b.s.behind != nil {
+		if err := b.settleRange(start, end); err != nil {
+			return fmt.Errorf("pebblestore: batch delete range: %w", err)
+		}
 	}
 	if err := b.pb.DeleteRange(start, end, nil); err != nil {
 		return fmt.Errorf("pebblestore: batch delete range: %w", err)

@@ -31,6 +31,7 @@ func (s *Store) Checkpoint(dir string) error {
 	if s.inMem {
 		return fmt.Errorf("pebblestore: checkpoint: an in-memory store has nothing on disk to copy")
 	}
+	s.flushBefore(nil, nil) // a copy opened by anything but Open would miss the patches
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	db, err := s.dbLocked()

@@ -184,7 +184,9 @@ func (s *Store) invalidateResident(pb *pebble.Batch, expired []expiredDelete, ow
 		switch {
 		case kind == pebble.InternalKeyKindRangeDelete:
 			s.resident.InvalidateRange(key, value)
-		case expiredAt != 0 && s.resident.Passed(expiredAt):
+		case expiredAt != 0 && s.resident.Passed(expiredAt) && !s.resident.IsPending(key):
+			// A pending value is served even once expired (rescache's
+			// pending.go): its deletion must end it as any other's.
 			s.resident.DropRangeOf(key)
 			w.expired.add(pos)
 		case kind == pebble.InternalKeyKindSet:
@@ -334,10 +336,11 @@ func knownKind(kind pebble.InternalKeyKind) bool {
 	return false
 }
 
-// resetResident empties the cache (a recovery reopen).
+// resetResident empties the cache (a recovery reopen), pending values
+// too: the reopen replays their patches (behind.go).
 func (s *Store) resetResident() {
 	if s.resident != nil {
-		s.resident.Reset()
+		s.resident.Clear()
 	}
 }
 
@@ -352,4 +355,5 @@ func (s *Store) residentMetrics(m *storage.Metrics) {
 	m.ResidentHits, m.ResidentMisses = st.Hits, st.Misses
 	m.ResidentEvictions, m.ResidentExpiredEvictions = st.Evictions, st.ExpiredEvictions
 	m.ResidentWarmUps, m.ResidentWarmed = st.WarmUps, st.Warmed
+	m.ResidentPending = st.PendingItems
 }

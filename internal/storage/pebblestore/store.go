@@ -58,6 +58,11 @@ type Options struct {
 	// and small equality ranges are served from it, and every commit
 	// keeps it exact (resident.go).
 	Resident *rescache.Cache
+	// WriteBehind, when positive with a Resident cache on a store that
+	// is not Replicated, holds back document writes that change a few
+	// bytes of a cached document (a touch), flushing them this often
+	// (behind.go).
+	WriteBehind time.Duration
 	// Replicated marks a replica-set member's store, which holds the raft
 	// log beside the data: its L0 compacts at every flush
 	// (l0CompactionThresholdReplicated), where a standalone store's waits
@@ -87,6 +92,7 @@ type Store struct {
 	// under way for its value filters (inflight.go).
 	resident *rescache.Cache
 	commits  commitEpochs
+	behind   *behind // nil: every write goes to pebble at once
 
 	// What opening pebble again in place needs.
 	fs         vfs.FS
@@ -122,6 +128,7 @@ func Open(opt Options) (*Store, error) {
 		inMem: opt.InMemory, cacheSize: opt.CacheSize, cpus: opt.CPUs, diskHealth: opt.FS == nil && !opt.InMemory,
 		logger: opt.Logger.With("component", "pebblestore"), stop: make(chan struct{}),
 		resident: opt.Resident, yield: opt.Yield, l0Compact: l0CompactionThreshold,
+		behind: newBehind(opt),
 	}
 	if opt.Replicated {
 		s.l0Compact = l0CompactionThresholdReplicated
@@ -166,12 +173,24 @@ func withDefaults(opt Options) Options {
 func (s *Store) openDB() (*pebble.DB, error) {
 	cache := pebble.NewCache(s.cacheSize)
 	defer cache.Unref() // pebble holds its own reference while open
-	return pebble.Open(s.dir, s.pebbleOptions(s.fs, cache, s.diskHealth))
+	db, err := pebble.Open(s.dir, s.pebbleOptions(s.fs, cache, s.diskHealth))
+	if err != nil {
+		return nil, err
+	}
+	if err := replayPatches(db); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("replay the write-behind log: %w", err)
+	}
+	return db, nil
 }
 
 // startBackground starts the WAL syncer and the recoverer. In memory there
 // is no WAL to sync, and nothing a reopen could bring back.
 func (s *Store) startBackground(opt Options) {
+	if s.behind != nil {
+		s.bg.Add(1)
+		go s.behindLoop()
+	}
 	if s.inMem {
 		return
 	}
@@ -303,7 +322,11 @@ func (s *Store) NewIter(lower, upper []byte) (storage.Iterator, error) {
 	}
 	r, durable := s.reader(db)
 	if s.resident == nil || durable != nil || !s.resident.Cacheable(lower, upper) {
-		return s.newIter(r, lower, upper)
+		it, err := s.newIter(r, lower, upper)
+		if err != nil || durable != nil {
+			return it, err
+		}
+		return s.withPending(it, lower, upper), nil
 	}
 	return s.residentIter(r, lower, upper)
 }
@@ -312,6 +335,7 @@ func (s *Store) NewIter(lower, upper []byte) (storage.Iterator, error) {
 // snapshot whose reads fail with storage.ErrClosed (with the failure while
 // a recovery has pebble closed).
 func (s *Store) NewSnapshot() storage.Snapshot {
+	s.flushBefore(nil, nil)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	db, err := s.dbLocked()
@@ -349,8 +373,17 @@ func (s *Store) NewBatch() storage.Batch {
 // the commit failed, pebble may still reference it, so it must not be
 // reused or returned to pebble's pool.
 func (s *Store) apply(b *batch, durable bool) (wait func() error, entered bool, err error) {
+	if s.behind != nil {
+		s.behind.mu.RLock() // before s.mu, as a flush takes them
+		defer s.behind.mu.RUnlock()
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	return s.applyLocked(b, durable)
+}
+
+// applyLocked is apply with the locks held.
+func (s *Store) applyLocked(b *batch, durable bool) (wait func() error, entered bool, err error) {
 	db, err := s.writableDB(b)
 	if err != nil {
 		return nil, false, err
@@ -367,6 +400,9 @@ func (s *Store) apply(b *batch, durable bool) (wait func() error, entered bool, 
 	s.settleResident(installs, err == nil)
 	if err == nil && !b.noSpare {
 		s.installSole(b.sole)
+	}
+	if err == nil && len(b.behind) > 0 {
+		err = s.settleBehind(db, b.behind)
 	}
 	return wait, true, err
 }
@@ -562,6 +598,11 @@ func (s *Store) OnReopen(f func()) {
 // storage.ErrClosed), syncs the WAL and closes pebble. Calls after Close
 // return storage.ErrClosed.
 func (s *Store) Close() error {
+	// What is still pending when the WAL is synced below is replayed
+	// from its patches at the next open; this spares the replay.
+	if err := s.flushBehind(); err != nil && !errors.Is(err, storage.ErrClosed) {
+		s.logger.Warn("write-behind flush at close failed; its log is replayed at the next open", "err", err)
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()

@@ -73,6 +73,8 @@ type Stats struct {
 	Warmed           int64 // ranges warm-ups kept
 	FilterBytes      int64 // the value filters' memory (filter.go), beside Bytes
 	Claimed          int64 // ranges installed by the write of their first entry (filter.go)
+	PendingItems     int64 // values storage does not hold yet (pending.go)
+	PendingBytes     int64 // their entries' bytes, within Bytes
 }
 
 // shardCount spreads the lock: a read holds one shard's mutex for an
@@ -139,6 +141,7 @@ type Cache struct {
 	hits, misses, evictions, expired, inv atomic.Int64
 	warmUps, warmed                       atomic.Int64
 	filterBytes, claimed                  atomic.Int64
+	pendingItems, pendingBytes            atomic.Int64
 }
 
 // DefaultBytes is the resident cache's size when the
@@ -182,6 +185,7 @@ func (c *Cache) Stats() Stats {
 		Evictions: c.evictions.Load(), ExpiredEvictions: c.expired.Load(),
 		Invalidations: c.inv.Load(), WarmUps: c.warmUps.Load(), Warmed: c.warmed.Load(),
 		FilterBytes: c.filterBytes.Load(), Claimed: c.claimed.Load(),
+		PendingItems: c.pendingItems.Load(), PendingBytes: c.pendingBytes.Load(),
 	}
 }
 
@@ -375,10 +379,11 @@ func (c *Cache) putAs(t Ticket, e entry, spare, ends bool) bool {
 	if ends {
 		sh.seq++
 	}
-	if !c.fits(sh, e, spare, 0) {
-		return false
+	i := sh.find(e.isRange, e.hash, plainKey(key))
+	if !c.fits(sh, e, spare, 0) || (i != noSlot && sh.at(i).pending) {
+		return false // a pending value is newer than any read of storage
 	}
-	c.insertLocked(sh, e)
+	c.insertAt(sh, i, e)
 	return true
 }
 
@@ -443,8 +448,13 @@ func (c *Cache) dropWriting(key slotKey) bool {
 	sh.writing++
 	sh.seq++
 	i := sh.find(false, hash, key)
-	if i == noSlot || sh.at(i).stale {
+	switch {
+	case i == noSlot || sh.at(i).stale:
 		return false
+	case sh.at(i).pending:
+		// Storage holds an older value than this one: readers keep
+		// reading it until Written replaces it (pending.go).
+		return true
 	}
 	sh.at(i).stale = true
 	c.inv.Add(1)
@@ -504,7 +514,7 @@ func (c *Cache) written(key, value []byte, keep Keep, endRange func(*Policy)) bo
 	// or a value another write installed since, replaced if this one is
 	// kept.
 	i := sh.find(false, w.hash, slotKey)
-	stale := i != noSlot && sh.at(i).stale
+	stale := i != noSlot && (sh.at(i).stale || sh.at(i).pending)
 	if !c.keepWritten(sh, w, keep, i, stale) {
 		if stale {
 			c.removeLocked(sh, i)
@@ -644,7 +654,11 @@ func (c *Cache) drop(isRange bool, key slotKey) {
 // upper bound). Every shard's sequence moves, so that no read of storage
 // from before the deletion fills after it; only a shard that may hold a
 // key in the range is walked.
-func (c *Cache) InvalidateRange(start, end []byte) {
+func (c *Cache) InvalidateRange(start, end []byte) { c.invalidateRange(start, end, false) }
+
+// invalidateRange is InvalidateRange, keeping pending values when
+// keepPending.
+func (c *Cache) invalidateRange(start, end []byte, keepPending bool) {
 	// A filter whose group the range meets is made again rather than
 	// judged against what the deletion leaves (a reset, a dropped index
 	// whose key prefix a new one may take). One it does not meet still
@@ -658,17 +672,17 @@ func (c *Cache) InvalidateRange(start, end []byte) {
 		sh.mu.Lock()
 		sh.seq++
 		if sh.heads.mayMeet(start, end) {
-			c.removeMeeting(sh, start, end)
+			c.removeMeeting(sh, start, end, keepPending)
 		}
 		sh.mu.Unlock()
 	}
 }
 
-// removeMeeting removes the shard's entries that meet [start, end).
-// sh.mu is held.
-func (c *Cache) removeMeeting(sh *shard, start, end []byte) {
+// removeMeeting removes the shard's entries that meet [start, end),
+// but for pending values when keepPending. sh.mu is held.
+func (c *Cache) removeMeeting(sh *shard, start, end []byte, keepPending bool) {
 	for j := int32(1); j < sh.slotCount(); j++ {
-		if !sh.at(j).used {
+		if !sh.at(j).used || (keepPending && sh.at(j).pending) {
 			continue
 		}
 		if e := sh.held(j); e.meets(start, end) {
@@ -678,8 +692,13 @@ func (c *Cache) removeMeeting(sh *shard, start, end []byte) {
 	}
 }
 
-// Reset empties the cache (a catalog change, a storage reopen).
-func (c *Cache) Reset() { c.InvalidateRange(nil, nil) }
+// Reset empties the cache (a catalog change) but for its pending
+// values, which storage does not hold yet: they stay until settled.
+func (c *Cache) Reset() { c.invalidateRange(nil, nil, true) }
+
+// Clear empties the cache, pending values too (a storage reopen, after
+// which the store rebuilds them from its log: pending.go).
+func (c *Cache) Clear() { c.invalidateRange(nil, nil, false) }
 
 // Sweep evicts every entry whose value has expired. Reads and writes
 // sweep the shard they use; this covers the shards nobody uses.

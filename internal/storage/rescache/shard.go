@@ -66,6 +66,12 @@ type slot struct {
 	// finds it, and Written puts the new value in its place, or removes
 	// it, instead of unindexing it and indexing it again.
 	stale bool
+	// pending marks a value storage does not hold yet (pending.go): never
+	// evicted, served even once expired, until a write of the key or the
+	// write-behind's flush settles it. pendLo and pendHi bound the bytes
+	// in which it differs from the value storage holds.
+	pending        bool
+	pendLo, pendHi int32
 }
 
 // slotChunk is how many slots a chunk of the table holds: the table grows
@@ -229,7 +235,7 @@ func (c *Cache) lookup(sh *shard, isRange bool, hash uint64, key slotKey) (entry
 		return entry{}, false
 	}
 	s := sh.at(i)
-	if s.expiry != 0 && s.expiry <= now {
+	if s.expiry != 0 && s.expiry <= now && !s.pending {
 		c.removeLocked(sh, i)
 		c.expired.Add(1)
 		return entry{}, false
@@ -246,6 +252,10 @@ func (c *Cache) sweepLocked(sh *shard, now int64, budget int) {
 		first := sh.expiry.first()
 		if at := sh.at(first.slot).expiry; at > first.expiry {
 			sh.expiry.move(0, at)
+			continue
+		}
+		if sh.at(first.slot).pending {
+			sh.expiry.remove(0) // back in the heap once settled (settleSlot)
 			continue
 		}
 		c.removeLocked(sh, first.slot)
@@ -268,7 +278,11 @@ func (c *Cache) insertAt(sh *shard, i int32, e entry) {
 		c.addLocked(sh, e)
 	}
 	for sh.bytes > sh.max {
-		c.removeLocked(sh, sh.victim())
+		v := sh.victim()
+		if v == noSlot {
+			return // every entry pending: the flush makes room (pending.go)
+		}
+		c.removeLocked(sh, v)
 		c.evictions.Add(1)
 	}
 }
@@ -302,6 +316,9 @@ func (c *Cache) addLocked(sh *shard, e entry) {
 // sh.mu is held.
 func (c *Cache) replaceLocked(sh *shard, i int32, e entry) {
 	s := sh.at(i)
+	if s.pending {
+		c.pendingDone(s) // storage holds the new value
+	}
 	if e.family {
 		sh.heads.add(e.memberHead()) // another member of the family
 	}
@@ -366,6 +383,9 @@ func (c *Cache) removeLocked(sh *shard, i int32) {
 	if s.heapIdx >= 0 {
 		sh.expiry.remove(int(s.heapIdx))
 	}
+	if s.pending {
+		c.pendingDone(s)
+	}
 	sh.bytes -= int64(s.size)
 	c.bytes.Add(-int64(s.size))
 	c.items.Add(-1)
@@ -383,24 +403,27 @@ func (c *Cache) removeLocked(sh *shard, i int32) {
 // since it last passed, clearing the mark of those used meanwhile (the
 // CLOCK approximation of least recently used). A hit then only sets its
 // own slot's mark, where a recency list moved it, reading and writing its
-// two neighbours' slots: two cache misses more per lookup. The shard
-// holds an entry.
+// two neighbours' slots: two cache misses more per lookup. A pending
+// value is never the victim; noSlot when every entry is pending.
 func (sh *shard) victim() int32 {
 	n := sh.slotCount()
-	for {
+	// Two turns clear every mark; a third finds no victim only when
+	// every entry is pending.
+	for range 3 * n {
 		sh.hand++
 		if sh.hand >= n {
 			sh.hand = 1
 		}
 		s := sh.at(sh.hand)
 		switch {
-		case !s.used:
+		case !s.used, s.pending:
 		case s.referenced:
 			s.referenced = false
 		default:
 			return sh.hand
 		}
 	}
+	return noSlot
 }
 
 // expiryHeap orders a shard's slots by expiry, earliest first: a 4-ary

@@ -1,0 +1,110 @@
+package rescache
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/mayflydb/mayfly/internal/clock"
+)
+
+// setPending makes key's value value, pending, through PendingSpan and
+// SetPending as the engine calls them.
+func setPending(t *testing.T, c *Cache, key, value string) {
+	t.Helper()
+	lo, hi, ok, _ := c.PendingSpan([]byte(key), []byte(value), 16)
+	if !ok || !c.SetPending([]byte(key), []byte(value), lo, hi) {
+		t.Fatalf("%s=%s not held back", key, value)
+	}
+}
+
+// TestPendingSpan: a value is held back only over a plain value the
+// cache holds, of the same length, changed within the bound; the span
+// covers every byte changed since storage's value.
+func TestPendingSpan(t *testing.T) {
+	c := newTest(1<<20, nil)
+	fill(c, "d1", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")
+	for _, tc := range []struct {
+		key, value string
+		ok         bool
+		lo, hi     int
+	}{
+		{"d1", "aaaaabbaaaaaaaaaaaaaaaaaaaaaaa", true, 5, 7},
+		{"d1", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", false, 0, 0},  // no change
+		{"d1", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaa", false, 0, 0},   // another length
+		{"d1", "baaaaaaaaaaaaaaaaaaaaaaaaaaaab", false, 0, 0},  // 30 bytes apart
+		{"d2", "aaaaabbaaaaaaaaaaaaaaaaaaaaaaa", false, 0, 0},  // not held
+		{"f1x", "aaaaabbaaaaaaaaaaaaaaaaaaaaaaa", false, 0, 0}, // a family's
+	} {
+		lo, hi, ok, _ := c.PendingSpan([]byte(tc.key), []byte(tc.value), 16)
+		if ok != tc.ok || (ok && (lo != tc.lo || hi != tc.hi)) {
+			t.Errorf("PendingSpan(%s, %s) = %d, %d, %v; want %d, %d, %v", tc.key, tc.value, lo, hi, ok, tc.lo, tc.hi, tc.ok)
+		}
+	}
+	setPending(t, c, "d1", "aaaaabbaaaaaaaaaaaaaaaaaaaaaaa")
+	// A second touch elsewhere widens the span over both.
+	lo, hi, ok, pending := c.PendingSpan([]byte("d1"), []byte("aaaaabbaaacaaaaaaaaaaaaaaaaaaa"), 16)
+	if !ok || !pending || lo != 5 || hi != 11 {
+		t.Fatalf("widened span %d, %d, %v, %v; want 5, 11, true, true", lo, hi, ok, pending)
+	}
+	// SetPending refuses a span that no longer covers what changed.
+	if c.SetPending([]byte("d1"), []byte("aaaaabbaaacaaaaaaaaaaaaaaaaaaa"), 10, 11) {
+		t.Fatal("SetPending took a span narrower than the pending one")
+	}
+}
+
+// TestPendingStays: a pending value outlives every way the cache drops
+// values on its own (eviction, expiry, Reset) and refuses fills; a
+// write of its key, Clear, InvalidateRange and SettlePending end it.
+func TestPendingStays(t *testing.T) {
+	for _, end := range []string{"write", "delete", "clear", "invalidateRange", "settle"} {
+		t.Run(end, func(t *testing.T) {
+			clk := clock.NewManual(time.Unix(1000, 0))
+			c := newTest(8<<10, clk) // 512 bytes a shard: three entries at most
+			expiring := fmt.Sprintf("exp:%d", clk.Now().Add(time.Second).UnixNano())
+			fill(c, "d1", expiring)
+			setPending(t, c, "d1", expiring[:len(expiring)-1]+"9")
+			want := expiring[:len(expiring)-1] + "9"
+			for i := range 200 { // fills that would evict d1 were it not pending
+				fill(c, fmt.Sprintf("x%03d", i), "value")
+			}
+			clk.Advance(time.Hour) // d1 has expired
+			c.Sweep()
+			c.Reset()
+			_, tk, _ := c.Get([]byte("nothing"))
+			c.Fill([]byte("d1"), []byte("older"), tk)
+			if v, _, ok := c.Get([]byte("d1")); !ok || string(v) != want {
+				t.Fatalf("pending value read %q, %v; want %q", v, ok, want)
+			}
+			if c.Stats().PendingItems != 1 || c.Stats().PendingBytes <= 0 {
+				t.Fatalf("stats %+v", c.Stats())
+			}
+			switch end {
+			case "write":
+				c.Invalidate([]byte("d1"))
+				c.Written([]byte("d1"), []byte("new"), KeepHeld)
+			case "delete":
+				c.Invalidate([]byte("d1"))
+				c.Written([]byte("d1"), nil, KeepNone)
+			case "clear":
+				c.Clear()
+			case "invalidateRange":
+				c.InvalidateRange([]byte("d"), []byte("e"))
+			case "settle":
+				for n := range Shards {
+					c.SettlePending(n)
+				}
+			}
+			if st := c.Stats(); st.PendingItems != 0 || st.PendingBytes != 0 {
+				t.Fatalf("after %s: %d pending, %d bytes", end, st.PendingItems, st.PendingBytes)
+			}
+			v, _, ok := c.Get([]byte("d1"))
+			if end == "write" && (!ok || string(v) != "new") {
+				t.Fatalf("after the write: %q, %v", v, ok)
+			}
+			if end != "write" && ok {
+				t.Fatalf("after %s: still served %q (expired or gone)", end, v)
+			}
+		})
+	}
+}
