@@ -39,8 +39,8 @@ import (
 // maxPatch bounds the bytes a patch carries: a date and its neighbours.
 const maxPatch = 16
 
-// pendingShare: a flush starts early once pending versions take this
-// share of the cache.
+// pendingShare: a flush starts early once pending versions take more
+// than 1/pendingShare of the cache.
 const pendingShare = 2
 
 // behind is the write-behind's state.
@@ -212,7 +212,7 @@ func (s *Store) settleBehind(db *pebble.DB, sets []behindSet) error {
 		}
 		_ = fb.Close()
 	}
-	if st := s.resident.Stats(); st.PendingBytes > st.MaxBytes/pendingShare {
+	if s.resident.PendingBytes() > s.resident.MaxBytes()/pendingShare {
 		select {
 		case s.behind.wake <- struct{}{}:
 		default:

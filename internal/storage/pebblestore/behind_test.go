@@ -104,13 +104,27 @@ func behindOp(t *testing.T, s *Store, rng *rand.Rand, m *behindModel, expired bo
 	}
 }
 
-// readDocs reads every document, by Get or through an iterator.
-func readDocs(t *testing.T, s *Store, byGet bool) map[string][]byte {
+// readPaths are the store's reads of documents, each of which must see
+// the versions held back: by Get and AppendGet (the cache), an iterator
+// (pendingIter) and a snapshot's iterator (a flush first).
+var readPaths = []string{"get", "appendGet", "iter", "snapshot"}
+
+// readDocs reads every document by the read path named.
+func readDocs(t *testing.T, s *Store, path string) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
-	if byGet {
+	var r storage.Reader = s
+	switch path {
+	case "get", "appendGet":
 		for i := range 12 {
-			v, err := s.Get([]byte(docName(i)))
+			var v []byte
+			var err error
+			if path == "get" {
+				v, err = s.Get([]byte(docName(i)))
+			} else {
+				v, err = s.AppendGet([]byte("prefix"), []byte(docName(i)))
+				v = bytes.TrimPrefix(v, []byte("prefix"))
+			}
 			switch {
 			case errors.Is(err, storage.ErrNotFound):
 			case err != nil:
@@ -120,8 +134,12 @@ func readDocs(t *testing.T, s *Store, byGet bool) map[string][]byte {
 			}
 		}
 		return out
+	case "snapshot":
+		snap := s.NewSnapshot()
+		defer snap.Close()
+		r = snap
 	}
-	it, err := s.NewIter([]byte{byte(keyspace.Document)}, []byte{byte(keyspace.Document) + 1})
+	it, err := r.NewIter([]byte{byte(keyspace.Document)}, []byte{byte(keyspace.Document) + 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +170,7 @@ func patchKeys(t *testing.T, s *Store) int {
 // TestWriteBehindCrashImages: a random workload of touches, rewrites,
 // deletions and flushes, over caches large and small (a small one
 // evicts documents a touch meant to hold back), reads what the model
-// says after every commit, by Get and by iterator; crash images taken
+// says after every commit, by every read path (readPaths); crash images taken
 // along the way recover, once the patches are replayed, to the state
 // after one of the commits at or after the last synced one, with no
 // patch left.
@@ -180,8 +198,9 @@ func TestWriteBehindCrashImages(t *testing.T) {
 				}
 				behindOp(t, s, rng, m, i >= ops/2)
 				held = max(held, int(cache.PendingItems()))
-				if got := readDocs(t, s, i%2 == 0); !sameDocs(got, m.docs) {
-					t.Fatalf("after op %d: read %d documents unlike the model's %d", i, len(got), len(m.docs))
+				path := readPaths[i%len(readPaths)]
+				if got := readDocs(t, s, path); !sameDocs(got, m.docs) {
+					t.Fatalf("after op %d: read %d documents by %s unlike the model's %d", i, len(got), path, len(m.docs))
 				}
 				if rng.IntN(25) == 0 {
 					if err := s.flushBehind(); err != nil {
@@ -216,7 +235,7 @@ func checkRecovered(t *testing.T, fs vfs.FS, states []map[string][]byte, from, t
 	t.Helper()
 	r := openT(t, Options{Dir: "db", FS: fs, SyncInterval: -1, Resident: behindCache(1<<20, clock.Real{}), WriteBehind: time.Hour})
 	defer r.Close()
-	got := readDocs(t, r, false)
+	got := readDocs(t, r, "iter")
 	if n := patchKeys(t, r); n != 0 {
 		t.Fatalf("%d patches left after the replay", n)
 	}

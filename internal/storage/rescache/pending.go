@@ -16,8 +16,10 @@ import "bytes"
 // SettlePending take one at a time.
 const Shards = shardCount
 
-// heldPlain returns the slot holding key's value as a plain value (no
-// family member, not being written), or noSlot. sh.mu is held.
+// heldPlain returns key's shard, locked (the caller unlocks it), and the
+// slot holding key's value as a plain value (no family member, not being
+// written), or noSlot; a nil shard, not locked, for a key the policy
+// holds no plain value of.
 func (c *Cache) heldPlain(key []byte) (*shard, int32) {
 	sk, family, ok := slotKeyOf(c.policy.Load(), key)
 	if !ok || family {
@@ -114,6 +116,9 @@ func (c *Cache) SetPending(key, value []byte, lo, hi int) bool {
 
 // PendingItems is how many values are pending.
 func (c *Cache) PendingItems() int64 { return c.pendingItems.Load() }
+
+// PendingBytes is the pending values' entries' bytes.
+func (c *Cache) PendingBytes() int64 { return c.pendingBytes.Load() }
 
 // IsPending reports whether key's value is pending.
 func (c *Cache) IsPending(key []byte) bool {
