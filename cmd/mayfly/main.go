@@ -58,6 +58,11 @@ type options struct {
 	logOut io.Writer // standard error unless systemLog.path says otherwise
 }
 
+// defaultWriteBehind is how often a standalone server writes the
+// documents it holds touched: as often as WiredTiger checkpoints, its
+// journal (here the touches' TTL entries) covering the time between.
+const defaultWriteBehind = 60 * time.Second
+
 func parseFlags(args []string) (*options, error) {
 	o := &options{cfg: app.Config{SetParameters: setParams{}}, args: args, logOut: os.Stderr}
 	fs := flag.NewFlagSet("mayfly", flag.ContinueOnError)
@@ -65,7 +70,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.cfg.DataDir, "dbpath", env("MAYFLY_DBPATH", "mayfly-data"), "data directory (MAYFLY_DBPATH)")
 	fs.StringVar(&o.storage, "storage", env("MAYFLY_STORAGE", "disk"), "storage: disk or memory (MAYFLY_STORAGE)")
 	fs.Int64Var(&o.cacheMB, "cacheSizeMB", int64(envInt("MAYFLY_CACHE_SIZE_MB", rescache.DefaultBytes>>20)), "resident cache in front of storage, MiB; 0 none (MAYFLY_CACHE_SIZE_MB; mongod.conf storage.wiredTiger.engineConfig.cacheSizeGB)")
-	fs.DurationVar(&o.cfg.WriteBehind, "write-behind", envDuration("MAYFLY_WRITE_BEHIND", 0), "a standalone server writes touched documents this often, their touches logged as patches meanwhile; 0 at once (MAYFLY_WRITE_BEHIND)")
+	fs.DurationVar(&o.cfg.WriteBehind, "write-behind", envDuration("MAYFLY_WRITE_BEHIND", defaultWriteBehind), "a standalone server writes touched documents this often, their touches logged by their TTL entries or as patches meanwhile; 0 at once (MAYFLY_WRITE_BEHIND)")
 	fs.StringVar(&o.logLevel, "log-level", env("MAYFLY_LOG_LEVEL", "info"), "debug, info, warn or error (MAYFLY_LOG_LEVEL)")
 	fs.StringVar(&o.logFormat, "log-format", env("MAYFLY_LOG_FORMAT", "text"), "text or json (MAYFLY_LOG_FORMAT)")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", env("MAYFLY_CPUPROFILE", ""), "debugging: write a CPU profile of the run to this file on shutdown (MAYFLY_CPUPROFILE)")

@@ -66,8 +66,9 @@ type Config struct {
 	ResidentCacheBytes int64
 	// WriteBehind, positive, holds a standalone server's touches (writes
 	// changing a few bytes of a cached document) in the resident cache,
-	// logged as patches, and writes the documents this often
-	// (pebblestore's behind.go); 0 writes every document at once.
+	// logged by their TTL entries or as patches, and writes the documents
+	// this often (pebblestore's behind.go and touchlog.go); 0 writes every
+	// document at once. cmd/mayfly defaults it to a minute.
 	WriteBehind time.Duration
 	// RecoverInterval is how often storage that failed (disk full, I/O
 	// error) checks whether it can take writes again (default 1s; negative

@@ -152,6 +152,15 @@ func (e *Engine) NewBatch() storage.Batch {
 	return b
 }
 
+// RepairTouches forwards to the base engine, which holds touches back
+// only when it can repair them.
+func (e *Engine) RepairTouches(repair storage.TouchRepair) error {
+	if tr, ok := e.Engine.(storage.TouchRepairer); ok {
+		return tr.RepairTouches(repair)
+	}
+	return nil
+}
+
 // EstimateDiskUsage forwards to the base engine (storage.SizeEstimator).
 func (e *Engine) EstimateDiskUsage(lower, upper []byte) (uint64, error) {
 	est, ok := e.Engine.(storage.SizeEstimator)
@@ -343,6 +352,8 @@ var (
 	_ storage.GroupCommit    = (*batch)(nil)
 	_ storage.SoleEntryNoter = (*batch)(nil)
 	_ storage.ExpiredDeleter = (*batch)(nil)
+	_ storage.TouchSetter    = (*batch)(nil)
+	_ storage.TouchRepairer  = (*Engine)(nil)
 )
 
 // batch is a storage batch of the standalone Engine.
@@ -410,6 +421,20 @@ func (b *batch) DeleteExpired(key []byte, expiredAt int64) error {
 		return d.DeleteExpired(key, expiredAt)
 	}
 	return b.Batch.Delete(key)
+}
+
+// TouchesBehind forwards to the base batch: false when it has none.
+func (b *batch) TouchesBehind() bool {
+	ts, ok := b.Batch.(storage.TouchSetter)
+	return ok && ts.TouchesBehind()
+}
+
+// SetTouch forwards to the base batch, or sets key as any other.
+func (b *batch) SetTouch(key, value []byte) error {
+	if ts, ok := b.Batch.(storage.TouchSetter); ok {
+		return ts.SetTouch(key, value)
+	}
+	return b.Batch.Set(key, value)
 }
 
 // Repr forwards the base batch's encoding when it has one.

@@ -11,6 +11,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
+	"github.com/mayflydb/mayfly/internal/storage/storagetest"
 )
 
 // loggedStore opens a store over a change log and returns a function that
@@ -56,16 +57,7 @@ func indexEntries(t *testing.T, c *Collection) int {
 	t.Helper()
 	p := collIndexPrefix(c.Meta().ID)
 	from := indexPrefix(c.Meta().ID, 1)
-	it, err := c.store.eng.NewIter(from, prefixEnd(p))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer it.Close()
-	n := 0
-	for ok := it.First(); ok; ok = it.Next() {
-		n++
-	}
-	return n
+	return storagetest.CountKeys(t, c.store.eng, from, prefixEnd(p))
 }
 
 // TestCreateIndexesAbortsWholeBuild: mongod builds a command's indexes as

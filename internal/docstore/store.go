@@ -105,6 +105,11 @@ func Open(eng storage.Engine, opt Options) (*Store, error) {
 		return nil, fmt.Errorf("docstore: open: %w", err)
 	}
 	eng.OnReopen(s.afterReopen)
+	if tr, ok := eng.(storage.TouchRepairer); ok {
+		if err := tr.RepairTouches(s.repairTouches); err != nil {
+			return nil, fmt.Errorf("docstore: open: %w", err)
+		}
+	}
 	return s, nil
 }
 

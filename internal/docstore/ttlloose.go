@@ -66,7 +66,9 @@ func (t *tx) updateAppending(ix *indexState, oldKeys, newKeys [][]byte, d *store
 	// is changed once set.
 	n := entryKeySize(ix, newKeys[0], d.idEnc)
 	buf := appendEntryKey(t.keys.room(n+ttlentry.LooseSize(stale)), ix, newKeys[0], d.idEnc)
-	return true, t.b.Set(buf[:n:n], ttlentry.AppendLoose(buf[n:], d.idEnc, stale))
+	logs := ix == t.touchLog // the entry is the document's log
+	t.touchLogged = t.touchLogged || logs
+	return true, t.b.Set(buf[:n:n], ttlentry.AppendLoose(buf[n:], d.idEnc, stale, logs))
 }
 
 // getSmall is t.r.Get of a value expected small (a loose TTL entry's), in

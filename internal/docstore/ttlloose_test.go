@@ -402,7 +402,8 @@ func TestLooseValuesRoundTrip(t *testing.T) {
 				name  string
 				value []byte
 			}{
-				{"current", ttlentry.AppendLoose(nil, id, stale)},
+				{"current", ttlentry.AppendLoose(nil, id, stale, false)},
+				{"log", ttlentry.AppendLoose(nil, id, stale, true)},
 				{"full", appendLooseFullValue(nil, id, stale)},
 			} {
 				gotID, got, ok := ttlentry.SplitLoose(key, format.value)
@@ -423,11 +424,11 @@ func TestLooseValuesRoundTrip(t *testing.T) {
 			}
 		})
 	}
-	if _, _, ok := ttlentry.SplitLoose(id[:2], ttlentry.AppendLoose(nil, id, nil)); ok {
+	if _, _, ok := ttlentry.SplitLoose(id[:2], ttlentry.AppendLoose(nil, id, nil, false)); ok {
 		t.Fatal("an _id longer than its key is accepted")
 	}
 	touched := lists["touched"]
-	if n, full := len(ttlentry.AppendLoose(nil, id, touched)), len(appendLooseFullValue(nil, id, touched)); n > 1+1+1+6+3*2 || n >= full-len(id) {
+	if n, full := len(ttlentry.AppendLoose(nil, id, touched, false)), len(appendLooseFullValue(nil, id, touched)); n > 1+1+1+6+3*2 || n >= full-len(id) {
 		t.Fatalf("a touched session's value is %d bytes (%d before): want at most 15", n, full)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/catalog"
 	"github.com/mayflydb/mayfly/internal/keyenc"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/storage/storagetest"
 	"github.com/mayflydb/mayfly/internal/ttlentry"
 )
 
@@ -85,16 +86,7 @@ func countKeys(t *testing.T, c *Collection) int {
 // countPrefix counts the stored keys under prefix p.
 func countPrefix(t *testing.T, c *Collection, p []byte) int {
 	t.Helper()
-	it, err := c.store.eng.NewIter(p, prefixEnd(p))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer it.Close()
-	n := 0
-	for ok := it.First(); ok; ok = it.Next() {
-		n++
-	}
-	return n
+	return storagetest.CountKeys(t, c.store.eng, p, prefixEnd(p))
 }
 
 func TestArrayOfDatesDeletedByRecord(t *testing.T) {

@@ -134,6 +134,10 @@ type tx struct {
 	ttlAddedBuf [2]int64
 	// keys holds the index keys the write computes.
 	keys keyArena
+	// touchLog is, while putDoc writes entries, the index whose entry
+	// may be the document's log; touchLogged, that it is (touchlog.go).
+	touchLog    *indexState
+	touchLogged bool
 }
 
 func (c *Collection) newTx(l *lockSet) *tx { return c.newTxIn(new(tx), l) }
@@ -621,13 +625,15 @@ func (t *tx) putDoc(d *stored, old *stored) error {
 	if hasTTL {
 		rec.indexes, rec.keys = secondary, keys
 	}
+	t.touchLog, t.touchLogged = t.touchLogIndex(d, old), false
 	for i, ix := range secondary {
 		if err := t.updateIndex(ix, keys[i], d, old, &rec); err != nil {
 			return err
 		}
 	}
+	t.touchLog = nil
 	key := t.docKey(d.idEnc)
-	if err := t.b.Set(key, d.raw); err != nil {
+	if err := t.setTouched(key, d); err != nil {
 		return err
 	}
 	t.noteWritten(key)
@@ -858,6 +864,9 @@ func (t *tx) removeDoc(old *stored) error {
 	for i, ix := range t.st.indexes[1:] {
 		keys, err := t.storedKeys(ix, old)
 		if err != nil {
+			return err
+		}
+		if err := t.removeLogged(ix, keys, old.idEnc); err != nil {
 			return err
 		}
 		for _, k := range keys {

@@ -29,7 +29,8 @@ const (
 	NextID Tag = 'n'
 	// Patch holds the write-behind's log (pebblestore): 'p' key →
 	// uvarint(offset) bytes, the bytes at offset in which the value held
-	// back at key differs from the one stored there.
+	// back at key differs from the one stored there; and 'p' 0x00 → empty,
+	// the mark of touches held back whose log is their TTL entry.
 	Patch Tag = 'p'
 	// Raft holds the replica set's raft state and log (repl):
 	// 'r' 'h' | 'm' | 'a' | 'l' index(8) | 'i' | 'c' | 'x'.

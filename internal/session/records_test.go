@@ -11,6 +11,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/keyspace"
 	"github.com/mayflydb/mayfly/internal/storage"
 	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
+	"github.com/mayflydb/mayfly/internal/storage/storagetest"
 )
 
 func recordN() bson.D { return bson.D{{Key: "n", Value: int32(1)}} }
@@ -257,16 +258,7 @@ func TestOneStatementIsRecordedInTheHead(t *testing.T) {
 // countKeys counts the keys under prefix.
 func countKeys(t *testing.T, eng storage.Engine, prefix []byte) int {
 	t.Helper()
-	it, err := eng.NewIter(prefix, keyspace.PrefixEnd(prefix))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer it.Close()
-	n := 0
-	for ok := it.First(); ok; ok = it.Next() {
-		n++
-	}
-	return n
+	return storagetest.CountKeys(t, eng, prefix, keyspace.PrefixEnd(prefix))
 }
 
 // TestFailedBatchLeavesNoStatementInTheHead: a one-statement command

@@ -108,6 +108,35 @@ type SoleEntryNoter interface {
 	NoteSoleEntry(lower, key, value []byte)
 }
 
+// TouchSetter is implemented by batches that can hold a touch back
+// from storage with no log record of its own (docs/design/0002, "The
+// TTL entry as the touch's log"). SetTouch is Set for a value that
+// differs from the key's current one only in a top-level date whose
+// new index entry, set in the same batch, records it: after a crash
+// the engine's TouchRepair, given at Open by the layer that wrote the
+// entries, restores the date from them. TouchesBehind reports whether
+// the engine holds touches back at all; when it does not, SetTouch is
+// Set.
+type TouchSetter interface {
+	TouchesBehind() bool
+	SetTouch(key, value []byte) error
+}
+
+// TouchRepair reads storage as opened, before any write, and sets
+// (set) every document whose touch the engine held back with no log
+// of its own to the version its index entries record. It must find
+// what to write from r alone: it runs at Open and at a recovery
+// reopen, with the engine's locks held.
+type TouchRepair func(r Reader, set func(key, value []byte) error) error
+
+// TouchRepairer is implemented by engines that hold touches back
+// (TouchSetter). RepairTouches registers repair, and runs it now when
+// storage may hold touches it never wrote; the engine runs it again
+// after each recovery reopen that may.
+type TouchRepairer interface {
+	RepairTouches(repair TouchRepair) error
+}
+
 // ExpiredDeleter is implemented by batches that can delete a key whose
 // value expired at expiredAt (Unix nanoseconds) by the rules the engine's
 // cache was given (rescache.Policy.ExpiresAt): a cache serves no such

@@ -33,19 +33,34 @@ import "encoding/binary"
 // two bytes, not six). Entries written before carry RecordTagLooseFull:
 //
 //	RecordTagLooseFull · uvarint(len(id)) · id · uvarint(n) · n × varint(date)
+//
+// RecordTagLooseLog marks, in RecordTagLoose's format, the entry of a
+// touch the storage engine held back with no log of its own
+// (storage.TouchSetter): the entry is that log, and after a crash the
+// document's date is restored from it (internal/touchrepair).
 const (
 	RecordTagLooseFull = 0x03
 	RecordTagLoose     = 0x04
+	RecordTagLooseLog  = 0x05
 )
 
 // IsLoose reports whether an index entry's value is a loose entry's.
 func IsLoose(v []byte) bool {
-	return len(v) > 0 && (v[0] == RecordTagLoose || v[0] == RecordTagLooseFull)
+	return len(v) > 0 && (v[0] == RecordTagLoose || v[0] == RecordTagLooseFull || v[0] == RecordTagLooseLog)
 }
 
-// AppendLoose appends a loose entry's value for idEnc listing stale.
-func AppendLoose(dst, idEnc []byte, stale []int64) []byte {
-	dst = append(dst, RecordTagLoose)
+// LogsTouch reports whether a loose entry's value marks it as its
+// touch's log (RecordTagLooseLog).
+func LogsTouch(v []byte) bool { return len(v) > 0 && v[0] == RecordTagLooseLog }
+
+// AppendLoose appends a loose entry's value for idEnc listing stale,
+// marked as its touch's log when logs is set.
+func AppendLoose(dst, idEnc []byte, stale []int64, logs bool) []byte {
+	tag := byte(RecordTagLoose)
+	if logs {
+		tag = RecordTagLooseLog
+	}
+	dst = append(dst, tag)
 	dst = binary.AppendUvarint(dst, uint64(len(idEnc)))
 	dst = binary.AppendUvarint(dst, uint64(len(stale)))
 	var prev int64
@@ -76,7 +91,7 @@ func SplitLoose(key, v []byte) (id []byte, stale []int64, ok bool) {
 	default:
 		return nil, nil, false
 	}
-	delta := v[0] == RecordTagLoose
+	delta := v[0] != RecordTagLooseFull
 	var prev int64
 	for n := r.uvarint(); n > 0 && !r.bad; n-- {
 		d, w := binary.Varint(r.b)

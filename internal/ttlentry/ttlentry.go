@@ -30,7 +30,8 @@ import (
 // dates), so that a walk needs to remember only those documents' _ids to
 // take each document once. Every other entry's value is the bare encoded
 // _id, whose first byte is a key-encoding type tag: the record tags (and the
-// loose ones, RecordTagLoose and RecordTagLooseFull) are none of them.
+// loose ones, RecordTagLoose, RecordTagLooseFull and RecordTagLooseLog) are
+// none of them.
 const (
 	RecordTag      = 0x01
 	RecordTagMulti = 0x02

@@ -41,6 +41,8 @@ type batch struct {
 	// bytes and their patches' in buf.
 	behind []behindSet
 	buf    []byte
+	// marksTouch: the batch sets touchMark (touchlog.go).
+	marksTouch bool
 }
 
 // expiredDelete is the deletion at position pos of the batch (its count
@@ -98,7 +100,7 @@ func (b *batch) Set(key, value []byte) error {
 		return err
 	}
 	if b.s.behind != nil && isDocument(key) {
-		return b.setBehind(key, value)
+		return b.setBehind(key, value, true)
 	}
 	if err := b.pb.Set(key, value, nil); err != nil {
 		return fmt.Errorf("pebblestore: batch set: %w", err)

@@ -57,6 +57,7 @@ type behind struct {
 type behindSet struct {
 	key, value []byte
 	lo, hi     int
+	logged     bool // by a patch; else by the layer above (SetTouch)
 }
 
 func newBehind(opt Options) *behind {
@@ -98,29 +99,31 @@ func decodePatch(v []byte) (lo int, bytes []byte, ok bool) {
 }
 
 // setBehind writes value at key, a document's: behind when the cache
-// allows it, or else as any write, with the pending version's patch
-// deleted.
-func (b *batch) setBehind(key, value []byte) error {
+// allows it, logged by a patch unless the layer above logs it (SetTouch),
+// or else as any write, with the pending version's patch deleted.
+func (b *batch) setBehind(key, value []byte, logged bool) error {
 	if err := b.writeOwnFirst(key); err != nil {
 		return err
 	}
-	lo, hi, ok, pending := b.s.resident.PendingSpan(key, value, maxPatch)
+	lo, hi, ok, patched := b.s.resident.PendingSpan(key, value, maxPatch)
 	if !ok {
 		if err := b.pb.Set(key, value, nil); err != nil {
 			return fmt.Errorf("pebblestore: batch set: %w", err)
 		}
-		return b.dropPatch(key, pending)
+		return b.dropPatch(key, patched)
 	}
 	// One buffer holds the batch's patches and its copies of keys and
 	// values: a part taken stays valid when the buffer grows.
-	e := behindSet{lo: lo, hi: hi}
-	pk := b.take(patchKey(b.buf, key))
-	pv := b.take(appendPatchValue(b.buf, lo, value[lo:hi]))
+	e := behindSet{lo: lo, hi: hi, logged: logged}
+	if logged {
+		pk := b.take(patchKey(b.buf, key))
+		pv := b.take(appendPatchValue(b.buf, lo, value[lo:hi]))
+		if err := b.pb.Set(pk, pv, nil); err != nil {
+			return fmt.Errorf("pebblestore: batch set: %w", err)
+		}
+	}
 	e.key = b.take(append(b.buf, key...))
 	e.value = b.take(append(b.buf, value...))
-	if err := b.pb.Set(pk, pv, nil); err != nil {
-		return fmt.Errorf("pebblestore: batch set: %w", err)
-	}
 	b.behind = append(b.behind, e)
 	return nil
 }
@@ -139,11 +142,15 @@ func (b *batch) deleteBehind(key []byte) error {
 	if err := b.writeOwnFirst(key); err != nil {
 		return err
 	}
-	return b.dropPatch(key, b.s.resident.IsPending(key))
+	_, patched := b.s.resident.IsPending(key)
+	return b.dropPatch(key, patched)
 }
 
 // writeOwnFirst writes a version of key the batch held back, before a
-// later write of key in the batch, which then follows it.
+// later write of key in the batch, which then follows it. It deletes
+// the key's patch whether or not this version was logged by one: the
+// later write may be held back unlogged over an earlier patch, which
+// must not be replayed over the version written here.
 func (b *batch) writeOwnFirst(key []byte) error {
 	for i, e := range b.behind {
 		if bytes.Equal(e.key, key) {
@@ -157,10 +164,10 @@ func (b *batch) writeOwnFirst(key []byte) error {
 	return nil
 }
 
-// dropPatch deletes key's patch when its value is pending: the batch
-// writes the key at once.
-func (b *batch) dropPatch(key []byte, pending bool) error {
-	if !pending {
+// dropPatch deletes key's patch when its value is pending with one
+// (patched): the batch writes the key at once.
+func (b *batch) dropPatch(key []byte, patched bool) error {
+	if !patched {
 		return nil
 	}
 	return b.pb.Delete(patchKey(nil, key), nil)
@@ -195,15 +202,19 @@ func dropIn(sets []behindSet, lo, hi []byte) []behindSet {
 }
 
 // settleBehind makes the versions a committed batch held back pending.
-// One the cache no longer holds as PendingSpan found it (evicted since)
-// is written now, with its patch deleted. s.mu and w.mu are held shared.
+// One the cache no longer holds as PendingSpan found it (evicted since,
+// so not pending before this batch) is written now, with the patch this
+// batch wrote deleted. s.mu and w.mu are held shared.
 func (s *Store) settleBehind(db *pebble.DB, sets []behindSet) error {
 	for _, e := range sets {
-		if s.resident.SetPending(e.key, e.value, e.lo, e.hi) {
+		if s.resident.SetPending(e.key, e.value, e.lo, e.hi, e.logged) {
 			continue
 		}
 		fb := &batch{s: s, pb: db.NewBatch(), gen: s.gen}
-		err := errors.Join(fb.pb.Set(e.key, e.value, nil), fb.pb.Delete(patchKey(nil, e.key), nil))
+		err := fb.pb.Set(e.key, e.value, nil)
+		if e.logged {
+			err = errors.Join(err, fb.pb.Delete(patchKey(nil, e.key), nil))
+		}
 		if err == nil {
 			_, _, err = s.applyLocked(fb, false)
 		}
@@ -272,10 +283,12 @@ func (s *Store) flushShard(n int) error {
 	}
 	pb := db.NewBatch()
 	var pk []byte
-	s.resident.EachPending(n, func(key, value []byte) {
-		pk = patchKey(pk[:0], key)
+	s.resident.EachPending(n, func(key, value []byte, patched bool) {
 		_ = pb.Set(key, value, nil) // a batch in memory fails only when closed
-		_ = pb.Delete(pk, nil)
+		if patched {
+			pk = patchKey(pk[:0], key)
+			_ = pb.Delete(pk, nil)
+		}
 	})
 	if pb.Empty() {
 		return pb.Close()
@@ -301,9 +314,10 @@ func (s *Store) flushBefore(lower, upper []byte) {
 }
 
 // replayPatches applies the patches a crash or a close left to their
-// documents, at open: the versions that were pending.
+// documents, at open: the versions that were pending and logged by a
+// patch (the unlogged ones are TouchRepair's).
 func replayPatches(db *pebble.DB) error {
-	lower, upper := []byte{byte(keyspace.Patch)}, []byte{byte(keyspace.Patch) + 1}
+	lower, upper := patchKey(nil, keyspace.Document.Start()), patchKey(nil, keyspace.Document.End())
 	it, err := db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return err

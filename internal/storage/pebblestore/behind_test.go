@@ -15,6 +15,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/keyspace"
 	"github.com/mayflydb/mayfly/internal/storage"
 	"github.com/mayflydb/mayfly/internal/storage/rescache"
+	"github.com/mayflydb/mayfly/internal/storage/storagetest"
 )
 
 // behindEpoch is the test caches' clock at the start.
@@ -155,16 +156,7 @@ func sameDocs(a, b map[string][]byte) bool { return maps.EqualFunc(a, b, bytes.E
 // patchKeys counts the store's patch records.
 func patchKeys(t *testing.T, s *Store) int {
 	t.Helper()
-	it, err := s.NewIter([]byte{byte(keyspace.Patch)}, []byte{byte(keyspace.Patch) + 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer it.Close()
-	n := 0
-	for ok := it.First(); ok; ok = it.Next() {
-		n++
-	}
-	return n
+	return storagetest.CountKeys(t, s, patchKey(nil, keyspace.Document.Start()), patchKey(nil, keyspace.Document.End()))
 }
 
 // TestWriteBehindCrashImages: a random workload of touches, rewrites,

@@ -175,6 +175,11 @@ func (s *Store) reopenLocked() (err error) {
 	}
 	s.db = db
 	s.dirty.Store(false)
+	// The reopen dropped the touches the cache held back unlogged.
+	if err := s.repairLocked(db); err != nil {
+		s.fail(fmt.Errorf("reopen: %w", err))
+		return err
+	}
 	return nil
 }
 

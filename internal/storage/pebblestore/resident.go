@@ -184,7 +184,7 @@ func (s *Store) invalidateResident(pb *pebble.Batch, expired []expiredDelete, ow
 		switch {
 		case kind == pebble.InternalKeyKindRangeDelete:
 			s.resident.InvalidateRange(key, value)
-		case expiredAt != 0 && s.resident.Passed(expiredAt) && !s.resident.IsPending(key):
+		case expiredAt != 0 && s.resident.Passed(expiredAt) && !s.residentPending(key):
 			// A pending value is served even once expired (rescache's
 			// pending.go): its deletion must end it as any other's.
 			s.resident.DropRangeOf(key)
@@ -356,4 +356,10 @@ func (s *Store) residentMetrics(m *storage.Metrics) {
 	m.ResidentEvictions, m.ResidentExpiredEvictions = st.Evictions, st.ExpiredEvictions
 	m.ResidentWarmUps, m.ResidentWarmed = st.WarmUps, st.Warmed
 	m.ResidentPending = st.PendingItems
+}
+
+// residentPending reports whether the cache holds key's value pending.
+func (s *Store) residentPending(key []byte) bool {
+	pending, _ := s.resident.IsPending(key)
+	return pending
 }

@@ -93,6 +93,11 @@ type Store struct {
 	resident *rescache.Cache
 	commits  commitEpochs
 	behind   *behind // nil: every write goes to pebble at once
+	// touchLog: storage holds touchMark; touchOwed: it held it at open
+	// and the repair has not run since (touchlog.go).
+	// repairs: a repair is registered.
+	touchLog, touchOwed, repairs atomic.Bool
+	repair                       storage.TouchRepair // guarded by hooksMu
 
 	// What opening pebble again in place needs.
 	fs         vfs.FS
@@ -180,6 +185,10 @@ func (s *Store) openDB() (*pebble.DB, error) {
 	if err := replayPatches(db); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("replay the write-behind log: %w", err)
+	}
+	if err := s.readTouchMark(db); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("read the write-behind's mark: %w", err)
 	}
 	return db, nil
 }
@@ -404,6 +413,9 @@ func (s *Store) applyLocked(b *batch, durable bool) (wait func() error, entered 
 	if err == nil && len(b.behind) > 0 {
 		err = s.settleBehind(db, b.behind)
 	}
+	if err == nil && b.marksTouch {
+		s.touchLog.Store(true)
+	}
 	return wait, true, err
 }
 
@@ -615,6 +627,7 @@ func (s *Store) Close() error {
 	s.bg.Wait()
 	s.durable.inflight.Wait()
 	s.live.closeAll(storage.ErrClosed)
+	s.clearTouchMark()
 	return s.closeDB()
 }
 

@@ -39,8 +39,9 @@ func (c *Cache) heldPlain(key []byte) (*shard, int32) {
 // cache holds key's value, of value's length, and the two, with the
 // bytes in which the held value already differs from storage's when it
 // is pending, differ only within [lo, hi), at most maxSpan bytes.
-// pending reports whether the held value is pending, whatever ok says.
-func (c *Cache) PendingSpan(key, value []byte, maxSpan int) (lo, hi int, ok, pending bool) {
+// patched reports whether the held value is pending with a patch of the
+// engine's (SetPending's logged), whatever ok says.
+func (c *Cache) PendingSpan(key, value []byte, maxSpan int) (lo, hi int, ok, patched bool) {
 	sh, i := c.heldPlain(key)
 	if sh == nil {
 		return 0, 0, false, false
@@ -51,22 +52,23 @@ func (c *Cache) PendingSpan(key, value []byte, maxSpan int) (lo, hi int, ok, pen
 	}
 	e := sh.held(i)
 	held := e.payload()
+	patched = e.pending && e.patched
 	if len(held) != len(value) {
-		return 0, 0, false, e.pending
+		return 0, 0, false, patched
 	}
-	lo, hi = diffSpan(held, value)
+	lo, hi = DiffSpan(held, value)
 	if e.pending {
 		lo, hi = min(lo, int(e.pendLo)), max(hi, int(e.pendHi))
 	}
 	if lo >= hi || hi-lo > maxSpan {
-		return 0, 0, false, e.pending // nothing changes, or too much
+		return 0, 0, false, patched // nothing changes, or too much
 	}
-	return lo, hi, true, e.pending
+	return lo, hi, true, patched
 }
 
-// diffSpan is the shortest [lo, hi) outside which a and b, of one
+// DiffSpan is the shortest [lo, hi) outside which a and b, of one
 // length, are equal; lo == hi when they are equal.
-func diffSpan(a, b []byte) (lo, hi int) {
+func DiffSpan(a, b []byte) (lo, hi int) {
 	for lo < len(a) && a[lo] == b[lo] {
 		lo++
 	}
@@ -82,8 +84,10 @@ func diffSpan(a, b []byte) (lo, hi int) {
 // (PendingSpan's answer, still true: the held value, equal to value
 // outside the span, and its pending span within it). It reports false,
 // changing nothing, when that is no longer so (the value was evicted):
-// the caller then writes value to storage.
-func (c *Cache) SetPending(key, value []byte, lo, hi int) bool {
+// the caller then writes value to storage. logged tells whether the
+// engine logged this change as a patch of its own; the value stays
+// patched until it settles once any change of it was.
+func (c *Cache) SetPending(key, value []byte, lo, hi int, logged bool) bool {
 	sh, i := c.heldPlain(key)
 	if sh == nil {
 		return false
@@ -110,6 +114,7 @@ func (c *Cache) SetPending(key, value []byte, lo, hi int) bool {
 		c.pendingBytes.Add(int64(s.size))
 	}
 	s.pendLo, s.pendHi = int32(lo), int32(hi)
+	s.patched = s.patched || logged
 	sh.setExpiry(i, c.expiryOf(c.policy.Load(), key, value))
 	return true
 }
@@ -120,30 +125,34 @@ func (c *Cache) PendingItems() int64 { return c.pendingItems.Load() }
 // PendingBytes is the pending values' entries' bytes.
 func (c *Cache) PendingBytes() int64 { return c.pendingBytes.Load() }
 
-// IsPending reports whether key's value is pending.
-func (c *Cache) IsPending(key []byte) bool {
+// IsPending reports whether key's value is pending, and whether it is
+// patched (SetPending's logged).
+func (c *Cache) IsPending(key []byte) (pending, patched bool) {
 	if c.pendingItems.Load() == 0 {
-		return false
+		return false, false
 	}
 	sh, i := c.heldPlain(key)
 	if sh == nil {
-		return false
+		return false, false
 	}
 	defer sh.mu.Unlock()
-	return i != noSlot && sh.at(i).pending
+	if i == noSlot || !sh.at(i).pending {
+		return false, false
+	}
+	return true, sh.at(i).patched
 }
 
-// EachPending calls fn with the key and value of each pending value in
-// shard n, under the shard's lock: fn copies what it keeps, and must
-// not call the cache.
-func (c *Cache) EachPending(n int, fn func(key, value []byte)) {
+// EachPending calls fn with the key, value and patched state of each
+// pending value in shard n, under the shard's lock: fn copies what it
+// keeps, and must not call the cache.
+func (c *Cache) EachPending(n int, fn func(key, value []byte, patched bool)) {
 	sh := &c.shards[n]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	for j := int32(1); j < sh.slotCount(); j++ {
 		if s := sh.at(j); s.used && s.pending {
 			e := sh.held(j)
-			fn(e.key(), e.payload())
+			fn(e.key(), e.payload(), s.patched)
 		}
 	}
 }
@@ -169,7 +178,7 @@ func (c *Cache) SettlePending(n int) {
 
 // pendingDone ends s's pending state. Its shard's lock is held.
 func (c *Cache) pendingDone(s *slot) {
-	s.pending, s.pendLo, s.pendHi = false, 0, 0
+	s.pending, s.patched, s.pendLo, s.pendHi = false, false, 0, 0
 	c.pendingItems.Add(-1)
 	c.pendingBytes.Add(-int64(s.size))
 }

@@ -10,10 +10,10 @@ import (
 
 // setPending makes key's value value, pending, through PendingSpan and
 // SetPending as the engine calls them.
-func setPending(t *testing.T, c *Cache, key, value string) {
+func setPending(t *testing.T, c *Cache, key, value string, logged bool) {
 	t.Helper()
 	lo, hi, ok, _ := c.PendingSpan([]byte(key), []byte(value), 16)
-	if !ok || !c.SetPending([]byte(key), []byte(value), lo, hi) {
+	if !ok || !c.SetPending([]byte(key), []byte(value), lo, hi, logged) {
 		t.Fatalf("%s=%s not held back", key, value)
 	}
 }
@@ -41,15 +41,46 @@ func TestPendingSpan(t *testing.T) {
 			t.Errorf("PendingSpan(%s, %s) = %d, %d, %v; want %d, %d, %v", tc.key, tc.value, lo, hi, ok, tc.lo, tc.hi, tc.ok)
 		}
 	}
-	setPending(t, c, "d1", "aaaaabbaaaaaaaaaaaaaaaaaaaaaaa")
+	setPending(t, c, "d1", "aaaaabbaaaaaaaaaaaaaaaaaaaaaaa", false)
 	// A second touch elsewhere widens the span over both.
-	lo, hi, ok, pending := c.PendingSpan([]byte("d1"), []byte("aaaaabbaaacaaaaaaaaaaaaaaaaaaa"), 16)
-	if !ok || !pending || lo != 5 || hi != 11 {
-		t.Fatalf("widened span %d, %d, %v, %v; want 5, 11, true, true", lo, hi, ok, pending)
+	lo, hi, ok, patched := c.PendingSpan([]byte("d1"), []byte("aaaaabbaaacaaaaaaaaaaaaaaaaaaa"), 16)
+	if !ok || patched || lo != 5 || hi != 11 {
+		t.Fatalf("widened span %d, %d, %v, %v; want 5, 11, true, false", lo, hi, ok, patched)
 	}
 	// SetPending refuses a span that no longer covers what changed.
-	if c.SetPending([]byte("d1"), []byte("aaaaabbaaacaaaaaaaaaaaaaaaaaaa"), 10, 11) {
+	if c.SetPending([]byte("d1"), []byte("aaaaabbaaacaaaaaaaaaaaaaaaaaaa"), 10, 11, true) {
 		t.Fatal("SetPending took a span narrower than the pending one")
+	}
+}
+
+// TestPendingPatched: a pending value is patched once any change the
+// cache held back of it was logged, until it settles, and EachPending
+// says which are.
+func TestPendingPatched(t *testing.T) {
+	c := newTest(1<<20, nil)
+	fill(c, "d1", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")
+	fill(c, "d2", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")
+	setPending(t, c, "d1", "aaaaabbaaaaaaaaaaaaaaaaaaaaaaa", false)
+	setPending(t, c, "d2", "aaaaabbaaaaaaaaaaaaaaaaaaaaaaa", true)
+	setPending(t, c, "d1", "aaaaabbaacaaaaaaaaaaaaaaaaaaaa", true)
+	setPending(t, c, "d1", "aaaaabbaadaaaaaaaaaaaaaaaaaaaa", false)
+	setPending(t, c, "d2", "aaaaabbaadaaaaaaaaaaaaaaaaaaaa", false)
+	for _, key := range []string{"d1", "d2"} {
+		if pending, patched := c.IsPending([]byte(key)); !pending || !patched {
+			t.Errorf("%s: pending %v, patched %v; want both", key, pending, patched)
+		}
+	}
+	seen := map[string]bool{}
+	for n := range Shards {
+		c.EachPending(n, func(key, _ []byte, patched bool) { seen[string(key)] = patched })
+		c.SettlePending(n)
+	}
+	if len(seen) != 2 || !seen["d1"] || !seen["d2"] {
+		t.Fatalf("EachPending saw %v", seen)
+	}
+	setPending(t, c, "d1", "aaaaabbaaeaaaaaaaaaaaaaaaaaaaa", false)
+	if pending, patched := c.IsPending([]byte("d1")); !pending || patched {
+		t.Fatalf("after a settle and an unlogged change: pending %v, patched %v", pending, patched)
 	}
 }
 
@@ -63,7 +94,7 @@ func TestPendingStays(t *testing.T) {
 			c := newTest(8<<10, clk) // 512 bytes a shard: three entries at most
 			expiring := fmt.Sprintf("exp:%d", clk.Now().Add(time.Second).UnixNano())
 			fill(c, "d1", expiring)
-			setPending(t, c, "d1", expiring[:len(expiring)-1]+"9")
+			setPending(t, c, "d1", expiring[:len(expiring)-1]+"9", true)
 			want := expiring[:len(expiring)-1] + "9"
 			for i := range 200 { // fills that would evict d1 were it not pending
 				fill(c, fmt.Sprintf("x%03d", i), "value")

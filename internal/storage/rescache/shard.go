@@ -69,9 +69,11 @@ type slot struct {
 	// pending marks a value storage does not hold yet (pending.go): never
 	// evicted, served even once expired, until a write of the key or the
 	// write-behind's flush settles it. pendLo and pendHi bound the bytes
-	// in which it differs from the value storage holds.
-	pending        bool
-	pendLo, pendHi int32
+	// in which it differs from the value storage holds; patched, that
+	// the engine logged it as a patch of its own (else the layer above's
+	// records are its log).
+	pending, patched bool
+	pendLo, pendHi   int32
 }
 
 // slotChunk is how many slots a chunk of the table holds: the table grows

@@ -559,3 +559,21 @@ func busyUntilClosed(e storage.Engine, g int) error {
 		}
 	}
 }
+
+// CountKeys counts r's keys in [lower, upper).
+func CountKeys(t testing.TB, r storage.Reader, lower, upper []byte) int {
+	t.Helper()
+	it, err := r.NewIter(lower, upper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+	}
+	if err := it.Error(); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
