@@ -107,7 +107,7 @@ func (t *tx) emitWrite(d, old *stored, whole bool) {
 
 // deleteDoc removes old as a delete the client asked for.
 func (t *tx) deleteDoc(old *stored) error {
-	if err := t.removeDoc(old); err != nil {
+	if err := t.removeLive(old); err != nil {
 		return err
 	}
 	t.emitDelete(old.idEnc, old.raw, nil)
@@ -132,7 +132,7 @@ func rawID(raw []byte) []byte {
 // expireDoc removes old, found expired by a write that needs its place,
 // with the expiry event the TTL monitor would have sent.
 func (t *tx) expireDoc(old *stored) error {
-	if err := t.removeDoc(old); err != nil {
+	if err := t.removeLive(old); err != nil {
 		return err
 	}
 	if ix, at, ok := t.expiryOf(old.doc); ok {

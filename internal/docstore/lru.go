@@ -185,7 +185,7 @@ func (t *tx) evict(ix *indexState, id []byte) error {
 	if t.c.expiredNow(old.doc) {
 		return t.expireDoc(old)
 	}
-	if err := t.removeDoc(old); err != nil {
+	if err := t.removeLive(old); err != nil {
 		return err
 	}
 	t.evicted++

@@ -11,21 +11,14 @@ import (
 	"github.com/mayflydb/mayfly/internal/ttlentry"
 )
 
-// A touch's entry as its log (docs/design/0002, "The TTL entry as the
-// touch's log"). When the engine holds touches back (storage.TouchSetter)
-// and an update changes nothing of a document but the top-level date of
-// an appending TTL index, moving it later, the loose entry the touch
-// appends (updateAppending) records the new date, marked
-// ttlentry.RecordTagLooseLog, and the document goes to the engine by
-// SetTouch: held back with no record of its own.
-//
-// After a crash storage may hold such a document at an older date. Its
-// newest entry in the index is then the touch's, because every write of
-// a document either appends a later entry or deletes the entries it
-// knows of and writes its own (updateAppending, deleteStale).
-// repairTouches, which the engine runs at open before anything reads,
-// sets the date of each document whose newest entry logs a touch later
-// than the document's date to that entry's date.
+// A touch's entry as its log (docs/design/0002): when the engine holds
+// touches back (storage.TouchSetter) and an update only moves the
+// top-level date of an appending TTL index later, the loose entry it
+// appends is marked ttlentry.RecordTagLooseLog and the document goes by
+// SetTouch, held back with no record of its own. After a crash,
+// internal/touchrepair restores the date from the document's newest
+// entry, which is its current date's (updateAppending, deleteStale,
+// removeLive keep that so).
 
 // touchLogIndex returns the appending index whose date alone changes
 // from old to d, when t's batch holds touches back: nil for any other
@@ -59,35 +52,46 @@ func (t *tx) setTouched(key []byte, d *stored) error {
 	return t.b.Set(key, d.raw)
 }
 
-// removeLogged deletes, with a document of ix whose entries are keys,
-// the stale entries its entry lists when touches are held back: an
-// entry logging a touch must not outlive its document, or the repair
-// would take it for the touch of a document written again under the
-// same _id with an earlier date.
-func (t *tx) removeLogged(ix *indexState, keys [][]byte, idEnc []byte) error {
-	if !ix.appends || len(keys) != 1 {
+// removeLive is removeDoc for a document the monitor did not find
+// expired: with the stale entries its appending indexes' entries list,
+// when touches are held back. An entry logging a touch must not outlive
+// its document, or the repair would take it for a touch of a document
+// written again under the same _id with an earlier date. (A document
+// the monitor expires has only stale entries already due: one written
+// again before such a date expired when written.)
+func (t *tx) removeLive(old *stored) error {
+	if ts, ok := t.b.(storage.TouchSetter); ok && ts.TouchesBehind() {
+		for _, ix := range t.st.indexes[1:] {
+			if err := t.removeLogged(ix, old); err != nil {
+				return err
+			}
+		}
+	}
+	return t.removeDoc(old)
+}
+
+// removeLogged deletes the stale entries old's entry in ix lists.
+func (t *tx) removeLogged(ix *indexState, old *stored) error {
+	if !ix.appends {
 		return nil
 	}
-	if ts, ok := t.b.(storage.TouchSetter); !ok || !ts.TouchesBehind() {
-		return nil
+	keys, err := t.storedKeys(ix, old)
+	if err != nil || len(keys) != 1 {
+		return err
 	}
-	entry := t.entryKey(ix, keys[0], idEnc)
+	entry := t.entryKey(ix, keys[0], old.idEnc)
 	value, err := t.getSmall(entry)
 	if err != nil && !errors.Is(err, storage.ErrNotFound) {
 		return fmt.Errorf("docstore: read the TTL entry of a deletion: %w", err)
 	}
 	_, stale, _ := ttlentry.SplitLoose(entry, value)
-	return t.deleteStale(ix, idEnc, stale)
+	return t.deleteStale(ix, old.idEnc, stale)
 }
 
 // repairTouches is the store's storage.TouchRepair.
 func (s *Store) repairTouches(r storage.Reader, set func(key, value []byte) error) error {
-	byID := s.byID.Load()
-	if byID == nil {
-		return nil
-	}
 	var indexes []touchrepair.Index
-	for _, c := range *byID {
+	for _, c := range *s.byID.Load() { // published by Open before the engine runs this
 		st := c.state.Load()
 		for _, ix := range st.indexes {
 			if ix.appends {

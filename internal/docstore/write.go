@@ -866,9 +866,6 @@ func (t *tx) removeDoc(old *stored) error {
 		if err != nil {
 			return err
 		}
-		if err := t.removeLogged(ix, keys, old.idEnc); err != nil {
-			return err
-		}
 		for _, k := range keys {
 			if err := t.del(2+i, t.entryKey(ix, k, old.idEnc)); err != nil {
 				return err
