@@ -127,6 +127,9 @@ type Handler struct {
 	opCounts  opstats.OpCounters
 	emptyTs   docstore.EmptyTimestamps
 	sessions  *session.Cache
+	// checkouts holds each session's retryable write while it runs
+	// (retry.go).
+	checkouts session.Checkouts
 	// failPoints are the fail points configureFailPoint sets (nil without
 	// enableTestCommands).
 	failPoints *failpoint.Registry
@@ -332,6 +335,11 @@ func (h *Handler) run(entry command, r *request) (reply bson.D, err error) {
 		return nil, err
 	}
 	defer func() { reply, err = h.leaveTransaction(r, reply, err) }()
+	release, err := h.checkOutSession(r)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	if err := h.beginSnapshotRead(r); err != nil {
 		return nil, err
 	}

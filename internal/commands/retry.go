@@ -31,6 +31,24 @@ func (h *Handler) retryableWrite(r *request) (*session.Txn, error) {
 		BeforeCommit: h.transactionalWriteCheck(r, n.Label, n.Txn), Migrated: h.deps.Migrations != nil})
 }
 
+// checkOutSession holds r's session until the command ends when r is a
+// retryable write on a replica set member (session.Checkouts): a retry
+// waits for an attempt still running here. It returns the release.
+func (h *Handler) checkOutSession(r *request) (func(), error) {
+	if h.deps.Repl == nil || r.txn != nil {
+		return func() {}, nil
+	}
+	n, ok, err := txnrules.TxnNumber(r.args())
+	if !ok || err != nil {
+		return func() {}, nil // the command refuses a bad txnNumber itself
+	}
+	release, err := h.checkouts.CheckOut(r.ctx, n.LSID)
+	if err != nil {
+		return nil, checkInterrupt(r.ctx)
+	}
+	return release, nil
+}
+
 // withRetried adds retriedStmtIds to a write command's reply.
 func withRetried(rt *session.Txn, reply bson.D) bson.D {
 	if ids := rt.Retried(); len(ids) > 0 {
