@@ -1,14 +1,12 @@
 package docstore
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/storage"
 	"github.com/mayflydb/mayfly/internal/storage/rescache"
 	"github.com/mayflydb/mayfly/internal/touchrepair"
-	"github.com/mayflydb/mayfly/internal/ttlentry"
 )
 
 // A touch's entry as its log (docs/design/0002): when the engine holds
@@ -52,13 +50,10 @@ func (t *tx) setTouched(key []byte, d *stored) error {
 	return t.b.Set(key, d.raw)
 }
 
-// removeLive is removeDoc for a document the monitor did not find
-// expired: with the stale entries its appending indexes' entries list,
-// when touches are held back. An entry logging a touch must not outlive
-// its document, or the repair would take it for a touch of a document
-// written again under the same _id with an earlier date. (A document
-// the monitor expires has only stale entries already due: one written
-// again before such a date expired when written.)
+// removeLive is removeDoc for a document the monitor did not expire,
+// with the stale entries its entries list while touches are held back:
+// a logging entry outliving its document would be taken for a touch of
+// one written again under its _id (0002, "Why the repair is exact").
 func (t *tx) removeLive(old *stored) error {
 	if ts, ok := t.b.(storage.TouchSetter); ok && ts.TouchesBehind() {
 		for _, ix := range t.st.indexes[1:] {
@@ -79,12 +74,10 @@ func (t *tx) removeLogged(ix *indexState, old *stored) error {
 	if err != nil || len(keys) != 1 {
 		return err
 	}
-	entry := t.entryKey(ix, keys[0], old.idEnc)
-	value, err := t.getSmall(entry)
-	if err != nil && !errors.Is(err, storage.ErrNotFound) {
-		return fmt.Errorf("docstore: read the TTL entry of a deletion: %w", err)
+	stale, _, err := t.listedStale(t.entryKey(ix, keys[0], old.idEnc))
+	if err != nil {
+		return err
 	}
-	_, stale, _ := ttlentry.SplitLoose(entry, value)
 	return t.deleteStale(ix, old.idEnc, stale)
 }
 

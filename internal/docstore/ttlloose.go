@@ -43,11 +43,10 @@ func (t *tx) updateAppending(ix *indexState, oldKeys, newKeys [][]byte, d *store
 		return false, nil
 	}
 	oldEntry := t.entryKey(ix, oldKeys[0], d.idEnc)
-	value, err := t.getSmall(oldEntry)
-	if err != nil && !errors.Is(err, storage.ErrNotFound) {
-		return false, fmt.Errorf("docstore: read the TTL entry of a touch: %w", err)
+	stale, loose, err := t.listedStale(oldEntry)
+	if err != nil {
+		return false, err
 	}
-	_, stale, loose := ttlentry.SplitLoose(oldEntry, value)
 	oldDate, ok := ix.keyDate(oldKeys[0])
 	if !ok || len(newKeys) != 1 || !laterDate(ix, newKeys[0], oldDate) {
 		return false, t.deleteStale(ix, d.idEnc, stale)
@@ -69,6 +68,17 @@ func (t *tx) updateAppending(ix *indexState, oldKeys, newKeys [][]byte, d *store
 	logs := ix == t.touchLog // the entry is the document's log
 	t.touchLogged = t.touchLogged || logs
 	return true, t.b.Set(buf[:n:n], ttlentry.AppendLoose(buf[n:], d.idEnc, stale, logs))
+}
+
+// listedStale returns the stale dates the entry at key lists, and
+// whether it is loose (none for an entry of another kind, or none).
+func (t *tx) listedStale(key []byte) (stale []int64, loose bool, err error) {
+	value, err := t.getSmall(key)
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return nil, false, fmt.Errorf("docstore: read a TTL entry: %w", err)
+	}
+	_, stale, loose = ttlentry.SplitLoose(key, value)
+	return stale, loose, nil
 }
 
 // getSmall is t.r.Get of a value expected small (a loose TTL entry's), in

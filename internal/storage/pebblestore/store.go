@@ -95,9 +95,9 @@ type Store struct {
 	behind   *behind // nil: every write goes to pebble at once
 	// touchLog: storage holds touchMark; touchOwed: it held it at open
 	// and the repair has not run since (touchlog.go).
-	// repairs: a repair is registered.
-	touchLog, touchOwed, repairs atomic.Bool
-	repair                       storage.TouchRepair // guarded by hooksMu
+	touchLog, touchOwed atomic.Bool
+	// repair is the registered storage.TouchRepair, nil before one is.
+	repair atomic.Pointer[storage.TouchRepair]
 
 	// What opening pebble again in place needs.
 	fs         vfs.FS

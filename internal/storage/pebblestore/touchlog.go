@@ -31,7 +31,7 @@ const repairChunk = 4 << 20
 
 // TouchesBehind implements storage.TouchSetter: only once a repair is
 // registered, without which a crash would lose the touches held back.
-func (b *batch) TouchesBehind() bool { return b.s.behind != nil && b.s.repairs.Load() }
+func (b *batch) TouchesBehind() bool { return b.s.behind != nil && b.s.repair.Load() != nil }
 
 // SetTouch implements storage.TouchSetter: Set, held back with no patch
 // when the cache allows it.
@@ -69,10 +69,7 @@ func (s *Store) readTouchMark(db *pebble.DB) error {
 
 // RepairTouches implements storage.TouchRepairer.
 func (s *Store) RepairTouches(repair storage.TouchRepair) error {
-	s.hooksMu.Lock()
-	s.repair = repair
-	s.hooksMu.Unlock()
-	s.repairs.Store(repair != nil)
+	s.repair.Store(&repair)
 	s.mu.Lock() // no commit runs meanwhile
 	defer s.mu.Unlock()
 	if s.closed || s.db == nil || s.writeFailure() != nil {
@@ -84,15 +81,13 @@ func (s *Store) RepairTouches(repair storage.TouchRepair) error {
 // repairLocked runs the registered repair on db when touchMark is there,
 // and then deletes the mark. s.mu is held exclusively.
 func (s *Store) repairLocked(db *pebble.DB) error {
-	s.hooksMu.Lock()
-	repair := s.repair
-	s.hooksMu.Unlock()
+	repair := s.repair.Load()
 	if repair == nil || !s.touchLog.Load() {
 		return nil
 	}
 	w := &repairWriter{db: db, pb: db.NewBatch()}
 	defer func() { _ = w.pb.Close() }()
-	if err := repair(rawReader{s: s, db: db}, w.set); err != nil {
+	if err := (*repair)(rawReader{s: s, db: db}, w.set); err != nil {
 		return fmt.Errorf("pebblestore: repair touches: %w", err)
 	}
 	if err := w.pb.Delete(touchMark, nil); err != nil {
