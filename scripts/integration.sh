@@ -69,14 +69,16 @@ work() {
 		name=${queue[k]}
 		start=$SECONDS
 		result=ok
-		if ! (cd integration && ../.cache/integration.test -test.timeout 25m -test.run "^${name}\$" "$@") >>"$log" 2>&1; then
+		if ! (cd integration && ../.cache/integration.test -test.timeout 25m -test.run "^${name}\$" "$@") >".cache/integration-out/$name.log" 2>&1; then
 			rc=1 result=FAIL
 		fi
+		cat ".cache/integration-out/$name.log" >>"$log"
 		echo "$name $((SECONDS - start))s $result" >>".cache/integration-times-$i"
 	done
 	echo "$rc" >".cache/integration-$i.rc"
 }
-rm -f .cache/integration-times-*
+rm -rf .cache/integration-times-* .cache/integration-out
+mkdir -p .cache/integration-out
 pids=()
 for ((i = 0; i < n; i++)); do
 	work "$i" "$@" &
@@ -96,6 +98,13 @@ done
 if [ "$status" != 0 ]; then
 	echo "integration: failed:"
 	grep -h ' FAIL$' .cache/integration-times-* || true
+	# A failed test's whole output, to its last lines: the servers' log
+	# tails and goroutine dumps the harness prints are indented lines the
+	# greps above leave out.
+	for name in $(grep -h ' FAIL$' .cache/integration-times-* | cut -d' ' -f1); do
+		echo "integration: the output of $name (its last 400 lines):"
+		tail -n 400 ".cache/integration-out/$name.log"
+	done
 fi
 echo "integration: the longest tests (longestFirst):"
 # sed reads to the end: a head that exits early would end sort with

@@ -50,6 +50,12 @@ type batch struct {
 type expiredDelete struct {
 	pos uint32
 	at  int64
+	// pending: the cache held the key's value pending when the deletion
+	// joined the batch (deleteBehind), so the invalidation ends it rather
+	// than leave it served. The document's writer holds it until the
+	// apply, so no touch makes it pending meanwhile; a flush may settle
+	// it, and the invalidation then only does more than it had to.
+	pending bool
 }
 
 // soleEntry is the range of the keys starting with lower, which holds
@@ -114,7 +120,7 @@ func (b *batch) Delete(key []byte) error {
 		return err
 	}
 	if b.s.behind != nil && isDocument(key) {
-		if err := b.deleteBehind(key); err != nil {
+		if _, err := b.deleteBehind(key); err != nil {
 			return err
 		}
 	}
@@ -129,8 +135,10 @@ func (b *batch) DeleteExpired(key []byte, expiredAt int64) error {
 	if err := b.usable(); err != nil {
 		return err
 	}
+	var pending bool
 	if b.s.behind != nil && isDocument(key) {
-		if err := b.deleteBehind(key); err != nil {
+		var err error
+		if pending, err = b.deleteBehind(key); err != nil {
 			return err
 		}
 	}
@@ -139,7 +147,7 @@ func (b *batch) DeleteExpired(key []byte, expiredAt int64) error {
 		return fmt.Errorf("pebblestore: batch delete: %w", err)
 	}
 	if b.s.resident != nil {
-		b.expired = append(b.expired, expiredDelete{pos: pos, at: expiredAt})
+		b.expired = append(b.expired, expiredDelete{pos: pos, at: expiredAt, pending: pending})
 	}
 	return nil
 }

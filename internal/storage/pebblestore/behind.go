@@ -137,13 +137,14 @@ func (b *batch) take(grown []byte) []byte {
 }
 
 // deleteBehind is what a deletion of key, a document's, owes the
-// write-behind, before it is added to the batch.
-func (b *batch) deleteBehind(key []byte) error {
+// write-behind, before it is added to the batch. It reports whether the
+// cache holds key's value pending.
+func (b *batch) deleteBehind(key []byte) (pending bool, err error) {
 	if err := b.writeOwnFirst(key); err != nil {
-		return err
+		return false, err
 	}
-	_, patched := b.s.resident.IsPending(key)
-	return b.dropPatch(key, patched)
+	pending, patched := b.s.resident.IsPending(key)
+	return pending, b.dropPatch(key, patched)
 }
 
 // writeOwnFirst writes a version of key the batch held back, before a

@@ -235,3 +235,49 @@ func checkRecovered(t *testing.T, fs vfs.FS, states []map[string][]byte, from, t
 		t.Fatalf("recovered %d documents, matching no state from commit %d to %d", len(got), from, to)
 	}
 }
+
+// TestExpiredDeletionEndsAPendingValue: the monitor's deletion of a
+// document held back pending, once its expiry has passed, leaves no
+// value served, whether the value is still pending at the apply or a
+// flush settled it between the batch and its commit.
+func TestExpiredDeletionEndsAPendingValue(t *testing.T) {
+	for _, flushed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("flushed=%v", flushed), func(t *testing.T) {
+			clk := clock.NewManual(behindEpoch)
+			s := openT(t, Options{Dir: "db", FS: vfs.NewMem(), SyncInterval: -1, Resident: behindCache(1<<20, clk), WriteBehind: time.Hour})
+			doc := docName(1)
+			if err := set(t, s, false, doc, "xaaaaaaa"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Get([]byte(doc)); err != nil { // now held by the cache
+				t.Fatal(err)
+			}
+			if err := set(t, s, false, doc, "xaaaaaab"); err != nil {
+				t.Fatal(err)
+			}
+			if pending, _ := s.resident.IsPending([]byte(doc)); !pending {
+				t.Fatal("the touch was not held back")
+			}
+			clk.Advance(2 * time.Second) // past the value's expiry
+			b := s.NewBatch()
+			defer b.Close()
+			if err := b.(storage.ExpiredDeleter).DeleteExpired([]byte(doc), behindEpoch.Add(time.Second).UnixNano()); err != nil {
+				t.Fatal(err)
+			}
+			if flushed {
+				if err := s.flushBehind(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := b.Commit(false); err != nil {
+				t.Fatal(err)
+			}
+			if v, err := s.Get([]byte(doc)); !errors.Is(err, storage.ErrNotFound) {
+				t.Fatalf("after the deletion: %q, %v", v, err)
+			}
+			if n := s.resident.PendingItems(); n != 0 || patchKeys(t, s) != 0 {
+				t.Fatalf("after the deletion: %d pending, %d patches", n, patchKeys(t, s))
+			}
+		})
+	}
+}

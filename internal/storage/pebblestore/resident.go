@@ -178,13 +178,14 @@ func (s *Store) invalidateResident(pb *pebble.Batch, expired []expiredDelete, ow
 	pos := 0
 	s.eachWrite(w.repr, func(kind pebble.InternalKeyKind, key, value []byte) {
 		var expiredAt int64 // DeleteExpired's instant for this write; 0: none
+		var pending bool
 		if len(expired) > 0 && int(expired[0].pos) == pos {
-			expiredAt, expired = expired[0].at, expired[1:]
+			expiredAt, pending, expired = expired[0].at, expired[0].pending, expired[1:]
 		}
 		switch {
 		case kind == pebble.InternalKeyKindRangeDelete:
 			s.resident.InvalidateRange(key, value)
-		case expiredAt != 0 && s.resident.Passed(expiredAt) && !s.residentPending(key):
+		case expiredAt != 0 && s.resident.Passed(expiredAt) && !pending:
 			// A pending value is served even once expired (rescache's
 			// pending.go): its deletion must end it as any other's.
 			s.resident.DropRangeOf(key)
@@ -356,10 +357,4 @@ func (s *Store) residentMetrics(m *storage.Metrics) {
 	m.ResidentEvictions, m.ResidentExpiredEvictions = st.Evictions, st.ExpiredEvictions
 	m.ResidentWarmUps, m.ResidentWarmed = st.WarmUps, st.Warmed
 	m.ResidentPending = st.PendingItems
-}
-
-// residentPending reports whether the cache holds key's value pending.
-func (s *Store) residentPending(key []byte) bool {
-	pending, _ := s.resident.IsPending(key)
-	return pending
 }

@@ -142,6 +142,7 @@ type Cache struct {
 	warmUps, warmed                       atomic.Int64
 	filterBytes, claimed                  atomic.Int64
 	pendingItems, pendingBytes            atomic.Int64
+	pendFilter                            atomic.Pointer[pendingFilter]
 }
 
 // DefaultBytes is the resident cache's size when the

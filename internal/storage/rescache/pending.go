@@ -25,7 +25,11 @@ func (c *Cache) heldPlain(key []byte) (*shard, int32) {
 	if !ok || family {
 		return nil, noSlot
 	}
-	hash := c.hashOf(sk)
+	return c.heldPlainAt(sk, c.hashOf(sk))
+}
+
+// heldPlainAt is heldPlain of the slot key sk, of hash.
+func (c *Cache) heldPlainAt(sk slotKey, hash uint64) (*shard, int32) {
 	sh := c.shardOf(hash)
 	sh.mu.Lock()
 	i := sh.find(false, hash, sk)
@@ -112,6 +116,7 @@ func (c *Cache) SetPending(key, value []byte, lo, hi int, logged bool) bool {
 		s.pending = true
 		c.pendingItems.Add(1)
 		c.pendingBytes.Add(int64(s.size))
+		c.pendingFilterOf().add(s.hash, true)
 	}
 	s.pendLo, s.pendHi = int32(lo), int32(hi)
 	s.patched = s.patched || logged
@@ -131,10 +136,15 @@ func (c *Cache) IsPending(key []byte) (pending, patched bool) {
 	if c.pendingItems.Load() == 0 {
 		return false, false
 	}
-	sh, i := c.heldPlain(key)
-	if sh == nil {
+	sk, family, ok := slotKeyOf(c.policy.Load(), key)
+	if !ok || family {
 		return false, false
 	}
+	hash := c.hashOf(sk)
+	if !c.pendingFilterOf().maybe(hash) {
+		return false, false
+	}
+	sh, i := c.heldPlainAt(sk, hash)
 	defer sh.mu.Unlock()
 	if i == noSlot || !sh.at(i).pending {
 		return false, false
@@ -181,6 +191,7 @@ func (c *Cache) pendingDone(s *slot) {
 	s.pending, s.patched, s.pendLo, s.pendHi = false, false, 0, 0
 	c.pendingItems.Add(-1)
 	c.pendingBytes.Add(-int64(s.size))
+	c.pendingFilterOf().add(s.hash, false)
 }
 
 // AppendHeld appends the value held at key, pending or not and even

@@ -129,12 +129,71 @@ func TestPendingStays(t *testing.T) {
 			if st := c.Stats(); st.PendingItems != 0 || st.PendingBytes != 0 {
 				t.Fatalf("after %s: %d pending, %d bytes", end, st.PendingItems, st.PendingBytes)
 			}
+			if p, _ := c.IsPending([]byte("d1")); p || !filterEmpty(c) {
+				t.Fatalf("after %s: IsPending %v, filter empty %v", end, p, filterEmpty(c))
+			}
 			v, _, ok := c.Get([]byte("d1"))
 			if end == "write" && (!ok || string(v) != "new") {
 				t.Fatalf("after the write: %q, %v", v, ok)
 			}
 			if end != "write" && ok {
 				t.Fatalf("after %s: still served %q (expired or gone)", end, v)
+			}
+		})
+	}
+}
+
+// filterEmpty reports whether c's pending filter counts nothing.
+func filterEmpty(c *Cache) bool {
+	for i := range c.pendingFilterOf().words {
+		if c.pendingFilterOf().words[i].Load() != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// TestIsPendingAgreesWithTheFilter: IsPending answers as the slots say
+// for values pending, settled and never pending, with the real hash and
+// with every key on one counter, where the counter saturates at 255 and
+// the lookup alone tells them apart.
+func TestIsPendingAgreesWithTheFilter(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		hash func([]byte) uint64
+	}{{"seeded hash", nil}, {"one counter", func([]byte) uint64 { return 7 }}} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newTest(1<<24, nil)
+			c.testHash = tc.hash
+			const n = 512 // 256 pending: a counter that wrapped would read 0
+			key := func(i int) []byte { return []byte(fmt.Sprintf("d%04d", i)) }
+			for i := range n {
+				fill(c, string(key(i)), "aaaaaaaa")
+				if i%2 == 0 {
+					setPending(t, c, string(key(i)), "aaaaaaab", false)
+				}
+			}
+			check := func(when string, want func(i int) bool) {
+				t.Helper()
+				for i := range n {
+					if p, _ := c.IsPending(key(i)); p != want(i) {
+						t.Fatalf("%s: IsPending(%s) = %v", when, key(i), p)
+					}
+				}
+			}
+			check("half pending", func(i int) bool { return i%2 == 0 })
+			for sh := range Shards {
+				c.SettlePending(sh)
+			}
+			check("settled", func(int) bool { return false })
+			setPending(t, c, string(key(1)), "aaaaaaac", false)
+			check("one pending again", func(i int) bool { return i == 1 })
+			for sh := range Shards {
+				c.SettlePending(sh)
+			}
+			// The one counter saturated: it stays at 255 for good.
+			if wantEmpty := tc.hash == nil; filterEmpty(c) != wantEmpty {
+				t.Fatalf("filter empty after every value settled: %v, want %v", filterEmpty(c), wantEmpty)
 			}
 		})
 	}
