@@ -145,8 +145,9 @@ func TestPendingStays(t *testing.T) {
 
 // filterEmpty reports whether c's pending filter counts nothing.
 func filterEmpty(c *Cache) bool {
-	for i := range c.pendingFilterOf().words {
-		if c.pendingFilterOf().words[i].Load() != 0 {
+	f := c.pendingFilterOf()
+	for i := range f.words {
+		if f.words[i].Load() != 0 {
 			return false
 		}
 	}
