@@ -114,9 +114,10 @@ func (c *Cache) SetPending(key, value []byte, lo, hi int, logged bool) bool {
 	s.referenced = true
 	if !s.pending {
 		s.pending = true
+		sh.pending++
 		c.pendingItems.Add(1)
 		c.pendingBytes.Add(int64(s.size))
-		c.pendingFilterOf().add(s.hash, true)
+		c.pendingFilterOf().mark(s.hash)
 	}
 	s.pendLo, s.pendHi = int32(lo), int32(hi)
 	s.patched = s.patched || logged
@@ -177,7 +178,7 @@ func (c *Cache) SettlePending(n int) {
 	p := c.policy.Load()
 	for j := int32(1); j < sh.slotCount(); j++ {
 		if s := sh.at(j); s.used && s.pending {
-			c.pendingDone(s)
+			c.pendingDone(sh, s)
 			e := sh.held(j)
 			// The policy may have changed while it was pending (Reset
 			// keeps pending values): its expiry is judged again.
@@ -186,12 +187,15 @@ func (c *Cache) SettlePending(n int) {
 	}
 }
 
-// pendingDone ends s's pending state. Its shard's lock is held.
-func (c *Cache) pendingDone(s *slot) {
+// pendingDone ends the pending state of s, in sh, whose lock is held.
+// The shard's filter bits are cleared with its last pending value.
+func (c *Cache) pendingDone(sh *shard, s *slot) {
 	s.pending, s.patched, s.pendLo, s.pendHi = false, false, 0, 0
 	c.pendingItems.Add(-1)
 	c.pendingBytes.Add(-int64(s.size))
-	c.pendingFilterOf().add(s.hash, false)
+	if sh.pending--; sh.pending == 0 {
+		c.pendingFilterOf().clearShard(s.hash % shardCount)
+	}
 }
 
 // AppendHeld appends the value held at key, pending or not and even

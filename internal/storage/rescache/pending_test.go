@@ -143,7 +143,7 @@ func TestPendingStays(t *testing.T) {
 	}
 }
 
-// filterEmpty reports whether c's pending filter counts nothing.
+// filterEmpty reports whether c's pending filter marks nothing.
 func filterEmpty(c *Cache) bool {
 	f := c.pendingFilterOf()
 	for i := range f.words {
@@ -155,18 +155,19 @@ func filterEmpty(c *Cache) bool {
 }
 
 // TestIsPendingAgreesWithTheFilter: IsPending answers as the slots say
-// for values pending, settled and never pending, with the real hash and
-// with every key on one counter, where the counter saturates at 255 and
-// the lookup alone tells them apart.
+// for values pending, ended by a write, settled and never pending, with
+// the real hash and with every key on one bit, where the lookup alone
+// tells them apart; a shard's bits are cleared with its last pending
+// value, however it ends.
 func TestIsPendingAgreesWithTheFilter(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		hash func([]byte) uint64
-	}{{"seeded hash", nil}, {"one counter", func([]byte) uint64 { return 7 }}} {
+	}{{"seeded hash", nil}, {"one bit", func([]byte) uint64 { return 7 }}} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newTest(1<<24, nil)
 			c.testHash = tc.hash
-			const n = 512 // 256 pending: a counter that wrapped would read 0
+			const n = 512
 			key := func(i int) []byte { return []byte(fmt.Sprintf("d%04d", i)) }
 			for i := range n {
 				fill(c, string(key(i)), "aaaaaaaa")
@@ -183,18 +184,28 @@ func TestIsPendingAgreesWithTheFilter(t *testing.T) {
 				}
 			}
 			check("half pending", func(i int) bool { return i%2 == 0 })
+			// A write ends key 0's pending state; its bit stays while
+			// its shard holds other pending values.
+			c.Invalidate(key(0))
+			c.Written(key(0), []byte("aaaaaaac"), KeepHeld)
+			check("one written", func(i int) bool { return i%2 == 0 && i != 0 })
+			if filterEmpty(c) {
+				t.Fatal("filter empty with values pending")
+			}
 			for sh := range Shards {
 				c.SettlePending(sh)
 			}
 			check("settled", func(int) bool { return false })
+			if !filterEmpty(c) {
+				t.Fatal("filter not empty after every value settled")
+			}
 			setPending(t, c, string(key(1)), "aaaaaaac", false)
 			check("one pending again", func(i int) bool { return i == 1 })
-			for sh := range Shards {
-				c.SettlePending(sh)
-			}
-			// The one counter saturated: it stays at 255 for good.
-			if wantEmpty := tc.hash == nil; filterEmpty(c) != wantEmpty {
-				t.Fatalf("filter empty after every value settled: %v, want %v", filterEmpty(c), wantEmpty)
+			c.Invalidate(key(1))
+			c.Written(key(1), nil, KeepNone)
+			check("deleted", func(int) bool { return false })
+			if !filterEmpty(c) {
+				t.Fatal("filter not empty after the last pending value was deleted")
 			}
 		})
 	}

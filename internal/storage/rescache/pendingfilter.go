@@ -2,65 +2,68 @@ package rescache
 
 import "sync/atomic"
 
-// pendingFilter counts pending values by their hashes, in byte-wide
-// counters four to a word, so that IsPending answers for a key no
-// pending value shares a counter with without taking the shard's lock.
-// While touches are held back, every deletion of a document asks it,
-// and an expiry storm's documents are almost never pending: the locked
-// lookups were a third of the monitor's commits (docs/design/0002). A
-// counter that reaches 255 stays there, answering "maybe" for good,
-// rather than wrap.
+// pendingFilter marks, one bit per hash, the hashes of pending values,
+// so that IsPending answers for a key whose bit is clear without taking
+// the shard's lock. While touches are held back, every deletion of a
+// document asks it, and an expiry storm's documents are almost never
+// pending: the locked lookups were a third of the monitor's commits
+// (docs/design/0002). Each shard owns a run of the bits; a value that
+// stops being pending leaves its bit set, and the shard's bits are
+// cleared together when it holds no pending value (its flush settled
+// it), so a stale bit costs one locked lookup, never a wrong answer.
+// Bits, not counters, because the filter is read once per deletion on
+// the monitor's core and must stay in that core's cache.
 type pendingFilter struct {
-	words []atomic.Uint32
-	mask  uint64 // counters - 1
+	words []atomic.Uint64
+	per   uint64 // words per shard, a power of two
 }
 
-// pendingCountersPer is the cache bytes per counter: with the filter at
-// a 64th of the cache's size, as many pending values as the flush lets
-// the cache hold (half its bytes, entries of a few hundred bytes) leave
-// nine in ten counters at zero.
-const pendingCountersPer = 64
+// pendingBytesPerBit is the cache bytes per bit: as many pending values
+// as the flush lets the cache hold (half its bytes, entries of a few
+// hundred bytes) set about one bit in ten.
+const pendingBytesPerBit = 64
 
 // newPendingFilter sizes a filter for a cache of maxBytes: a power of
-// two of counters, at least 1024.
+// two of words per shard, at least one.
 func newPendingFilter(maxBytes int64) *pendingFilter {
-	n := uint64(1024)
-	for n < uint64(maxBytes/pendingCountersPer) {
-		n <<= 1
+	per := uint64(1)
+	for per*64*shardCount < uint64(maxBytes/pendingBytesPerBit) {
+		per <<= 1
 	}
-	return &pendingFilter{words: make([]atomic.Uint32, n/4), mask: n - 1}
+	return &pendingFilter{words: make([]atomic.Uint64, per*shardCount), per: per}
 }
 
-// at is the word and the bit offset of hash's counter. The bits above
-// the shard's (hash % shardCount) pick it.
-func (f *pendingFilter) at(hash uint64) (*atomic.Uint32, uint) {
-	i := (hash >> 8) & f.mask
-	return &f.words[i/4], uint(i%4) * 8
+// at is the word and the bit of hash. The low bits pick the shard
+// (hash % shardCount), the bits above them the bit in its run.
+func (f *pendingFilter) at(hash uint64) (*atomic.Uint64, uint64) {
+	shard, rest := hash%shardCount, hash/shardCount
+	i := rest / 64 & (f.per - 1)
+	return &f.words[shard*f.per+i], 1 << (rest % 64)
 }
 
-// add moves hash's counter by +1 or -1, leaving a saturated one.
-func (f *pendingFilter) add(hash uint64, up bool) {
-	w, shift := f.at(hash)
-	for {
-		old := w.Load()
-		n := old >> shift & 0xff
-		if n == 0xff || (!up && n == 0) {
-			return
-		}
-		next := old + 1<<shift
-		if !up {
-			next = old - 1<<shift
-		}
-		if w.CompareAndSwap(old, next) {
-			return
-		}
+// mark sets hash's bit.
+func (f *pendingFilter) mark(hash uint64) {
+	w, bit := f.at(hash)
+	if w.Load()&bit == 0 {
+		w.Or(bit)
 	}
 }
 
 // maybe reports whether a pending value may have hash.
 func (f *pendingFilter) maybe(hash uint64) bool {
-	w, shift := f.at(hash)
-	return w.Load()>>shift&0xff != 0
+	w, bit := f.at(hash)
+	return w.Load()&bit != 0
+}
+
+// clearShard clears shard n's bits. Its lock is held, and it holds no
+// pending value.
+func (f *pendingFilter) clearShard(n uint64) {
+	run := f.words[n*f.per : (n+1)*f.per]
+	for i := range run {
+		if run[i].Load() != 0 {
+			run[i].Store(0)
+		}
+	}
 }
 
 // pendingFilterOf is c's filter, made by the first value set pending:

@@ -33,6 +33,7 @@ type shard struct {
 	bytes   int64
 	max     int64
 	heads   heads // first bytes of the keys held since it was empty
+	pending int   // its pending values
 }
 
 // hasRoom reports whether an entry of size bytes fits beside what the
@@ -319,7 +320,7 @@ func (c *Cache) addLocked(sh *shard, e entry) {
 func (c *Cache) replaceLocked(sh *shard, i int32, e entry) {
 	s := sh.at(i)
 	if s.pending {
-		c.pendingDone(s) // storage holds the new value
+		c.pendingDone(sh, s) // storage holds the new value
 	}
 	if e.family {
 		sh.heads.add(e.memberHead()) // another member of the family
@@ -386,7 +387,7 @@ func (c *Cache) removeLocked(sh *shard, i int32) {
 		sh.expiry.remove(int(s.heapIdx))
 	}
 	if s.pending {
-		c.pendingDone(s)
+		c.pendingDone(sh, s)
 	}
 	sh.bytes -= int64(s.size)
 	c.bytes.Add(-int64(s.size))
