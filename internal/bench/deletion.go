@@ -9,11 +9,13 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
-// ttlSample is one reading of serverStatus().metrics.ttl.deletedDocuments.
-// The server read its counter somewhere between sent and recv.
+// ttlSample is one reading of serverStatus().metrics.ttl.deletedDocuments
+// and catchUpBatches. The server read its counters somewhere between
+// sent and recv.
 type ttlSample struct {
 	sent, recv time.Time
 	deleted    int64
+	catchUps   int64 // 0 from a server that does not count them
 }
 
 // readDeleted asks the server how many documents its TTL monitor deleted.
@@ -33,6 +35,9 @@ func readDeleted(ctx context.Context, db *mongo.Database) (ttlSample, error) {
 		return s, fmt.Errorf("serverStatus: metrics.ttl.deletedDocuments is %s", v.Type)
 	}
 	s.deleted = n
+	if v, err := raw.LookupErr("metrics", "ttl", "catchUpBatches"); err == nil {
+		s.catchUps, _ = v.AsInt64OK()
+	}
 	return s, nil
 }
 

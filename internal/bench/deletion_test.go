@@ -54,3 +54,13 @@ func TestSteadyRateIgnoresTheStartAndTheTail(t *testing.T) {
 		t.Fatalf("one sample with a backlog gives no rate, got %v", got)
 	}
 }
+
+func TestCatchUpsOverTheSamples(t *testing.T) {
+	samples := []ttlSample{{catchUps: 40}, {catchUps: 40}, {catchUps: 52}, {catchUps: 97}}
+	if got := catchUpsOver(samples); got != 57 {
+		t.Fatalf("catch-up batches %d, want 57", got)
+	}
+	if got := catchUpsOver(samples[:1]); got != 0 {
+		t.Fatalf("one sample: %d, want 0", got)
+	}
+}

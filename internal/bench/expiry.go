@@ -101,6 +101,10 @@ type ExpiryResult struct {
 	CapCores int     `json:"cap_cores,omitempty"`
 	// LoadAvg is /proc/loadavg when the drain ended.
 	LoadAvg string `json:"loadavg"`
+	// CatchUpBatches is how many deletion batches the server's monitor
+	// ran without resting, catching up (metrics.ttl.catchUpBatches),
+	// between the first and last readings of its deletions.
+	CatchUpBatches int64 `json:"catch_up_batches"`
 	// Sched is how much CPU the server got from the first expiry until
 	// the drain and the visibility reader's last range read ended, and
 	// how long its threads waited for a CPU.
@@ -295,5 +299,15 @@ func runExpiryJob(ctx context.Context, j Job) (*ExpiryResult, error) {
 		Load: load, Visibility: vis, Lateness: lat, AllDeleted: lat.Deleted == int64(s.n),
 		Baseline: rec.result(0), Storm: rec.result(1), Mix: mix,
 		Burst: sp.Burst, SteadyPerSec: steadyRate(samples, int64(s.n)), Shuffled: sp.Shuffled,
+		CatchUpBatches: catchUpsOver(samples),
 	}, checkMix(rec.hists[0].Count(), mix)
+}
+
+// catchUpsOver is how many batches the monitor ran catching up between
+// the first and last of samples.
+func catchUpsOver(samples []ttlSample) int64 {
+	if len(samples) < 2 {
+		return 0
+	}
+	return samples[len(samples)-1].catchUps - samples[0].catchUps
 }
