@@ -29,8 +29,9 @@ func (s *Store) residentPolicy() rescache.Policy {
 		Resets:      definesCatalog,
 		// An index's entries begin with a tag, the collection and the
 		// index ID.
-		RangeGroupLen: collIDKeyLen + 4,
-		RangeKey:      isIndexKey,
+		RangeGroupLen:   collIDKeyLen + 4,
+		RangeKey:        isIndexKey,
+		PendingGroupLen: collIDKeyLen, // a collection's documents
 	}
 }
 

@@ -54,6 +54,11 @@ type Policy struct {
 	// RangeKey reports, without EqualityLen's decoding, whether key may
 	// belong to a range (an index entry); nil: any key may.
 	RangeKey func(key []byte) bool
+	// PendingGroupLen is the length of the prefix naming a pending
+	// value's group (a collection's documents): IsPending answers at once
+	// for a key whose group holds no pending value. 0: one group. The
+	// length in force when the first value is set pending stays.
+	PendingGroupLen int
 }
 
 // KV is one entry of a cached range.

@@ -117,7 +117,9 @@ func (c *Cache) SetPending(key, value []byte, lo, hi int, logged bool) bool {
 		sh.pending++
 		c.pendingItems.Add(1)
 		c.pendingBytes.Add(int64(s.size))
-		c.pendingFilterOf().mark(s.hash)
+		f := c.pendingFilterOf()
+		f.mark(s.hash)
+		f.group(key).Add(1)
 	}
 	s.pendLo, s.pendHi = int32(lo), int32(hi)
 	s.patched = s.patched || logged
@@ -137,12 +139,16 @@ func (c *Cache) IsPending(key []byte) (pending, patched bool) {
 	if c.pendingItems.Load() == 0 {
 		return false, false
 	}
+	f := c.pendingFilterOf()
+	if !f.groupMaybe(key) {
+		return false, false
+	}
 	sk, family, ok := slotKeyOf(c.policy.Load(), key)
 	if !ok || family {
 		return false, false
 	}
 	hash := c.hashOf(sk)
-	if !c.pendingFilterOf().maybe(hash) {
+	if !f.maybe(hash) {
 		return false, false
 	}
 	sh, i := c.heldPlainAt(sk, hash)
@@ -187,14 +193,17 @@ func (c *Cache) SettlePending(n int) {
 	}
 }
 
-// pendingDone ends the pending state of s, in sh, whose lock is held.
-// The shard's filter bits are cleared with its last pending value.
+// pendingDone ends the pending state of s, in sh, whose lock is held
+// and whose arena still holds s's key. The shard's filter bits are
+// cleared with its last pending value.
 func (c *Cache) pendingDone(sh *shard, s *slot) {
 	s.pending, s.patched, s.pendLo, s.pendHi = false, false, 0, 0
 	c.pendingItems.Add(-1)
 	c.pendingBytes.Add(-int64(s.size))
+	f := c.pendingFilterOf()
+	f.group(sh.arena.bytes(s.loc, s.dataLen)[:s.keyLen]).Add(-1)
 	if sh.pending--; sh.pending == 0 {
-		c.pendingFilterOf().clearShard(s.hash % shardCount)
+		f.clearShard(s.hash % shardCount)
 	}
 }
 

@@ -143,7 +143,8 @@ func TestPendingStays(t *testing.T) {
 	}
 }
 
-// filterEmpty reports whether c's pending filter marks nothing.
+// filterEmpty reports whether c's pending filter marks and counts
+// nothing.
 func filterEmpty(c *Cache) bool {
 	f := c.pendingFilterOf()
 	for i := range f.words {
@@ -151,7 +152,45 @@ func filterEmpty(c *Cache) bool {
 			return false
 		}
 	}
+	for i := range f.groups {
+		if f.groups[i].Load() != 0 {
+			return false
+		}
+	}
 	return true
+}
+
+// TestPendingGroups: with groups of two bytes, a key in a group holding
+// no pending value is answered by its group's count alone, whatever the
+// bits say (every key on one bit here); its group's count follows the
+// pending values in and out.
+func TestPendingGroups(t *testing.T) {
+	p := testPolicy()
+	p.PendingGroupLen = 2
+	c := New(1<<24, nil)
+	c.SetPolicy(p)
+	c.testHash = func([]byte) uint64 { return 7 }
+	for _, k := range []string{"da1", "da2", "db1"} {
+		fill(c, k, "aaaaaaaa")
+	}
+	setPending(t, c, "da1", "aaaaaaab", false)
+	f := c.pendingFilterOf()
+	for k, want := range map[string]bool{"da1": true, "da2": true, "db1": false} {
+		if got := f.groupMaybe([]byte(k)); got != want && (want || f.group([]byte(k)) != f.group([]byte("da1"))) {
+			t.Fatalf("group of %s may hold a pending value: %v, want %v", k, got, want)
+		}
+	}
+	if p, _ := c.IsPending([]byte("da1")); !p {
+		t.Fatal("da1 not pending")
+	}
+	if p, _ := c.IsPending([]byte("db1")); p {
+		t.Fatal("db1 pending")
+	}
+	c.Invalidate([]byte("da1"))
+	c.Written([]byte("da1"), []byte("aaaaaaac"), KeepHeld)
+	if f.groupMaybe([]byte("da1")) || !filterEmpty(c) {
+		t.Fatalf("after the write: group count %d, filter empty %v", f.group([]byte("da1")).Load(), filterEmpty(c))
+	}
 }
 
 // TestIsPendingAgreesWithTheFilter: IsPending answers as the slots say

@@ -1,6 +1,9 @@
 package rescache
 
-import "sync/atomic"
+import (
+	"hash/maphash"
+	"sync/atomic"
+)
 
 // pendingFilter marks, one bit per hash, the hashes of pending values,
 // so that IsPending answers for a key whose bit is clear without taking
@@ -13,10 +16,24 @@ import "sync/atomic"
 // it), so a stale bit costs one locked lookup, never a wrong answer.
 // Bits, not counters, because the filter is read once per deletion on
 // the monitor's core and must stay in that core's cache.
+//
+// Before the bits, it counts the pending values of each bucket of groups
+// (Policy.PendingGroupLen): a deletion in a collection none of whose
+// documents is pending, as an expiry storm's in a store whose touches
+// go to another, reads one counter that stays in the core's cache.
 type pendingFilter struct {
 	words []atomic.Uint64
 	per   uint64 // words per shard, a power of two
+	// groups counts the pending values of each bucket of groups, whose
+	// prefixes of groupLen bytes hash, with seed, to the bucket.
+	groups   [pendingGroupBuckets]atomic.Int32
+	groupLen int
+	seed     maphash.Seed
 }
+
+// pendingGroupBuckets spreads the groups: two collections in one bucket
+// only ask the bits for each other's keys.
+const pendingGroupBuckets = 64
 
 // pendingBytesPerBit is the cache bytes per bit: as many pending values
 // as the flush lets the cache hold (half its bytes, entries of a few
@@ -24,14 +41,25 @@ type pendingFilter struct {
 const pendingBytesPerBit = 64
 
 // newPendingFilter sizes a filter for a cache of maxBytes: a power of
-// two of words per shard, at least one.
-func newPendingFilter(maxBytes int64) *pendingFilter {
+// two of words per shard, at least one. Groups are groupLen bytes long.
+func newPendingFilter(maxBytes int64, groupLen int, seed maphash.Seed) *pendingFilter {
 	per := uint64(1)
 	for per*64*shardCount < uint64(maxBytes/pendingBytesPerBit) {
 		per <<= 1
 	}
-	return &pendingFilter{words: make([]atomic.Uint64, per*shardCount), per: per}
+	return &pendingFilter{words: make([]atomic.Uint64, per*shardCount), per: per, groupLen: groupLen, seed: seed}
 }
+
+// group is the counter of key's bucket of groups.
+func (f *pendingFilter) group(key []byte) *atomic.Int32 {
+	if f.groupLen <= 0 {
+		return &f.groups[0]
+	}
+	return &f.groups[maphash.Bytes(f.seed, key[:min(f.groupLen, len(key))])%pendingGroupBuckets]
+}
+
+// groupMaybe reports whether a pending value may be in key's group.
+func (f *pendingFilter) groupMaybe(key []byte) bool { return f.group(key).Load() != 0 }
 
 // at is the word and the bit of hash. The low bits pick the shard
 // (hash % shardCount), the bits above them the bit in its run.
@@ -72,6 +100,6 @@ func (c *Cache) pendingFilterOf() *pendingFilter {
 	if f := c.pendFilter.Load(); f != nil {
 		return f
 	}
-	c.pendFilter.CompareAndSwap(nil, newPendingFilter(c.maxBytes))
+	c.pendFilter.CompareAndSwap(nil, newPendingFilter(c.maxBytes, c.policy.Load().PendingGroupLen, c.seed))
 	return c.pendFilter.Load()
 }
