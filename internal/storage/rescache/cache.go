@@ -622,11 +622,16 @@ func (c *Cache) dropRangeIn(p *Policy, g *rangeGroup, key []byte) {
 
 // groupOf is the bucket of the group the range at lo belongs to.
 func (c *Cache) groupOf(lo []byte) uint8 {
-	n := c.policy.Load().RangeGroupLen
+	return uint8(prefixBucket(c.seed, lo, c.policy.Load().RangeGroupLen, rangeGroupBuckets))
+}
+
+// prefixBucket is the bucket, of buckets, of key's group: its first n
+// bytes (0 with n at most 0: one group).
+func prefixBucket(seed maphash.Seed, key []byte, n int, buckets uint64) uint64 {
 	if n <= 0 {
 		return 0
 	}
-	return uint8(maphash.Bytes(c.seed, lo[:min(n, len(lo))]) % rangeGroupBuckets)
+	return maphash.Bytes(seed, key[:min(n, len(key))]) % buckets
 }
 
 // noRangesIn reports that no range of the bucket g is held, so a write

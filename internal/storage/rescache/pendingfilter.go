@@ -52,10 +52,7 @@ func newPendingFilter(maxBytes int64, groupLen int, seed maphash.Seed) *pendingF
 
 // group is the counter of key's bucket of groups.
 func (f *pendingFilter) group(key []byte) *atomic.Int32 {
-	if f.groupLen <= 0 {
-		return &f.groups[0]
-	}
-	return &f.groups[maphash.Bytes(f.seed, key[:min(f.groupLen, len(key))])%pendingGroupBuckets]
+	return &f.groups[prefixBucket(f.seed, key, f.groupLen, pendingGroupBuckets)]
 }
 
 // groupMaybe reports whether a pending value may be in key's group.
