@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,24 +22,33 @@ import (
 // $readPreference) and returns the reply.
 func rawCall(t *testing.T, addr string, cmd bson.D) bson.D {
 	t.Helper()
-	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := nc.Write(wire.AppendMsg(nil, 1, 0, 0, docBytes(t, cmd))); err != nil {
-		t.Fatal(err)
-	}
-	msg, err := wire.ReadMessage(nc, wire.NewCodec())
-	if err != nil {
-		t.Fatal(err)
-	}
-	reply, err := msg.Command()
+	reply, err := sendCommand(addr, cmd)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return reply
+}
+
+// sendCommand is rawCall for a goroutine: it returns its error.
+func sendCommand(addr string, cmd bson.D) (bson.D, error) {
+	doc, err := bson.Marshal(cmd)
+	if err != nil {
+		return nil, err
+	}
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := nc.Write(wire.AppendMsg(nil, 1, 0, 0, doc)); err != nil {
+		return nil, err
+	}
+	msg, err := wire.ReadMessage(nc, wire.NewCodec())
+	if err != nil {
+		return nil, err
+	}
+	return msg.Command()
 }
 
 func codeOf(d bson.D) int32 {
@@ -380,6 +390,73 @@ func TestReplicaSetRetryableWriteAppliesOnce(t *testing.T) {
 	wc := writeconcern.Majority()
 	if _, err := rs.client(options.Client().SetWriteConcern(wc)).Database("test").Collection("n").UpdateOne(context.Background(), bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestReplicaSetRetryOverlapsItsFirstAttempt sends a retryable write's
+// retry while its first attempt still runs: an fsync lock holds the first
+// after it has checked its session out. The retry waits for the session,
+// not for the lock, and then answers the first attempt's result; the
+// update applies once.
+func TestReplicaSetRetryOverlapsItsFirstAttempt(t *testing.T) {
+	rs := startReplSet(t, 1)
+	primary := rs.waitPrimary(-1, 10*time.Second)
+	c := rs.direct(primary)
+	admin := c.Database("admin")
+	coll := c.Database("test").Collection("n")
+	if _, err := coll.InsertOne(ctxT(t), bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	lsid := bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: []byte("overlapping-try!")}}}
+	attempt := func(i int) bson.D {
+		return bson.D{{Key: "update", Value: "n"}, {Key: "updates", Value: bson.A{bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "u", Value: bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}}}}},
+			{Key: "lsid", Value: lsid}, {Key: "txnNumber", Value: int64(4)}, {Key: "comment", Value: rowComment(i)}, {Key: "$db", Value: "test"}}
+	}
+	runCmd(t, admin, bson.D{{Key: "fsync", Value: 1}, {Key: "lock", Value: true}})
+	replies, errs := make([]bson.D, 2), make([]error, 2)
+	var wg sync.WaitGroup
+	send := func(i int) {
+		wg.Add(1)
+		go func() { defer wg.Done(); replies[i], errs[i] = sendCommand(rs.addrs[primary], attempt(i)) }()
+	}
+	send(0)
+	waitQueuedWriters(t, c, 1)
+	send(1)
+	waitRunning(t, admin, []int{0, 1})
+	time.Sleep(200 * time.Millisecond) // time for the retry to reach the lock, were it not held back
+	if q := serverStatus(t, c).GlobalLock.CurrentQueue.Writers; q != 1 {
+		t.Fatalf("%d writes wait for the fsync lock; the retry should wait for its session instead", q)
+	}
+	runCmd(t, admin, bson.D{{Key: "fsyncUnlock", Value: 1}})
+	wg.Wait()
+	retried := 0
+	for i, r := range replies {
+		if errs[i] != nil || codeOf(r) != 0 || field(t, r, "nModified") != int32(1) {
+			t.Fatalf("attempt %d: %v (%v)", i, r, errs[i])
+		}
+		if ids, _ := lookupD(r, "retriedStmtIds"); ids != nil {
+			retried++
+		}
+	}
+	if retried != 1 {
+		t.Fatalf("%d of the two attempts answered as a retry, want 1: %v", retried, replies)
+	}
+	var doc struct{ N int }
+	if err := coll.FindOne(ctxT(t), bson.D{}).Decode(&doc); err != nil || doc.N != 1 {
+		t.Fatalf("counter %d after two overlapping attempts of one write (%v)", doc.N, err)
+	}
+}
+
+// waitQueuedWriters waits up to 10 s for n writes to wait for an fsync
+// lock (serverStatus.globalLock.currentQueue.writers).
+func waitQueuedWriters(t *testing.T, c *mongo.Client, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for serverStatus(t, c).GlobalLock.CurrentQueue.Writers != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d writes never came to wait for the fsync lock", n)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
