@@ -55,8 +55,9 @@ func (s *Store) pebbleOptions(fs vfs.FS, cache *pebble.Cache, diskHealth bool) *
 	return o
 }
 
-// eventListener logs the events an operator needs to see; routine flush and
-// compaction events are left out.
+// eventListener logs the events an operator needs to see, and tells the
+// pin loop of every new version; routine flush and compaction events are
+// not logged.
 func (s *Store) eventListener() pebble.EventListener {
 	log := s.logger
 	return pebble.EventListener{
@@ -70,6 +71,13 @@ func (s *Store) eventListener() pebble.EventListener {
 		LowDiskSpace:    func(info pebble.LowDiskSpaceInfo) { log.Warn("low disk space", "info", info.String()) },
 		WriteStallBegin: func(info pebble.WriteStallBeginInfo) { s.stalls.Add(1); log.Warn("write stall", "reason", info.Reason) },
 		WriteStallEnd:   func() { log.Info("write stall ended") },
+		// Each of these ends with a new version installed (pin.go); all
+		// but a flush may remove tables.
+		FlushEnd:           func(pebble.FlushInfo) { s.versionInstalled(false) },
+		CompactionEnd:      func(pebble.CompactionInfo) { s.versionInstalled(true) },
+		TableIngested:      func(pebble.TableIngestInfo) { s.versionInstalled(true) },
+		DownloadEnd:        func(pebble.DownloadInfo) { s.versionInstalled(true) },
+		BlobFileRewriteEnd: func(pebble.BlobFileRewriteInfo) { s.versionInstalled(true) },
 	}
 }
 

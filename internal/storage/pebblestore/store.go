@@ -68,6 +68,9 @@ type Options struct {
 	// (l0CompactionThresholdReplicated), where a standalone store's waits
 	// for four sublevels (docs/design/0002, "Pebble tuning").
 	Replicated bool
+	// PinHold is how long the store keeps an LSM version pinned after a
+	// compaction replaced it (pin.go); default defaultPinHold.
+	PinHold time.Duration
 }
 
 const (
@@ -118,9 +121,17 @@ type Store struct {
 	hooksMu sync.Mutex
 	hooks   []func() // OnReopen callbacks
 
-	yield func()         // Options.Yield
-	stop  chan struct{}  // closed by Close: background goroutines exit
-	bg    sync.WaitGroup // the syncer, the recoverer and warm-ups (warm.go)
+	yield func() // Options.Yield
+	// installed signals the pin loop that pebble installed a new version,
+	// tablesReplaced counts those that removed tables, pinsTaken the
+	// versions the loop pinned, and pinsHeld those it holds (pin.go).
+	installed      chan struct{}
+	tablesReplaced atomic.Int64
+	pinsTaken      atomic.Int64
+	pinsHeld       atomic.Int64
+	pinHold        time.Duration
+	stop           chan struct{}  // closed by Close: background goroutines exit
+	bg             sync.WaitGroup // the syncer, the recoverer and warm-ups (warm.go)
 }
 
 var _ storage.Engine = (*Store)(nil)
@@ -133,7 +144,7 @@ func Open(opt Options) (*Store, error) {
 		inMem: opt.InMemory, cacheSize: opt.CacheSize, cpus: opt.CPUs, diskHealth: opt.FS == nil && !opt.InMemory,
 		logger: opt.Logger.With("component", "pebblestore"), stop: make(chan struct{}),
 		resident: opt.Resident, yield: opt.Yield, l0Compact: l0CompactionThreshold,
-		behind: newBehind(opt),
+		behind: newBehind(opt), installed: make(chan struct{}, 1), pinHold: opt.PinHold,
 	}
 	if opt.Replicated {
 		s.l0Compact = l0CompactionThresholdReplicated
@@ -154,6 +165,9 @@ func Open(opt Options) (*Store, error) {
 func withDefaults(opt Options) Options {
 	if opt.SyncInterval == 0 {
 		opt.SyncInterval = defaultSyncInterval
+	}
+	if opt.PinHold <= 0 {
+		opt.PinHold = defaultPinHold
 	}
 	if opt.RecoverInterval == 0 {
 		opt.RecoverInterval = defaultRecoverInterval
@@ -193,13 +207,16 @@ func (s *Store) openDB() (*pebble.DB, error) {
 	return db, nil
 }
 
-// startBackground starts the WAL syncer and the recoverer. In memory there
-// is no WAL to sync, and nothing a reopen could bring back.
+// startBackground starts the write-behind's flusher, the version pins, the
+// WAL syncer and the recoverer. In memory there is no WAL to sync, and
+// nothing a reopen could bring back.
 func (s *Store) startBackground(opt Options) {
 	if s.behind != nil {
 		s.bg.Add(1)
 		go s.behindLoop()
 	}
+	s.bg.Add(1)
+	go s.pinLoop()
 	if s.inMem {
 		return
 	}
