@@ -2,6 +2,7 @@ package pebblestore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -23,7 +24,7 @@ var versionReaders = map[string]func(t *testing.T, s *Store) (close func() error
 		it, err := snap.NewIter(nil, nil)
 		mustDo(t, err)
 		positioned(t, it)
-		return func() error { return errorsOf(it.Close(), snap.Close()) }
+		return func() error { return errors.Join(it.Close(), snap.Close()) }
 	},
 }
 
@@ -33,15 +34,6 @@ func positioned(t *testing.T, it storage.Iterator) storage.Iterator {
 		t.Fatalf("iterator over a written store is empty: %v", it.Error())
 	}
 	return it
-}
-
-func errorsOf(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // writeTable writes keys k0000–k0299 with values of round and flushes them

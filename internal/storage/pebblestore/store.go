@@ -131,7 +131,7 @@ type Store struct {
 	pinsHeld       atomic.Int64
 	pinHold        time.Duration
 	stop           chan struct{}  // closed by Close: background goroutines exit
-	bg             sync.WaitGroup // the syncer, the recoverer and warm-ups (warm.go)
+	bg             sync.WaitGroup // the background loops (startBackground) and warm-ups (warm.go)
 }
 
 var _ storage.Engine = (*Store)(nil)
