@@ -18,7 +18,10 @@ import (
 // have closed, so the last reference, and the cleanup, are nearly always
 // the pin loop's, in the background. A version a flush replaced is let go
 // at once: its tables are all in the next one, so releasing it cleans up
-// nothing, and holding it would hold the memtables it reads.
+// nothing, and holding it would hold the memtables it reads. The pin loop
+// hands the pins it lets go to a release loop, which does the cleanup:
+// under load one release took 400 ms, and a version installed meanwhile
+// would have waited that long for its pin.
 
 // defaultPinHold is how long a version a compaction replaced stays
 // pinned: longer than a request's reads take under load, short enough
@@ -48,14 +51,20 @@ func (s *Store) versionInstalled(removed bool) {
 	}
 }
 
-// pinLoop pins each new version and releases the replaced ones once their
+// releaseBacklog bounds the pins waiting for the release loop. One is let
+// go per version installed, so the bound is reached only while a release
+// takes longer than dozens of flushes; the pin loop then closes the pin
+// itself.
+const releaseBacklog = 64
+
+// pinLoop pins each new version and lets the replaced ones go once their
 // hold is over.
 func (s *Store) pinLoop() {
 	defer s.bg.Done()
 	held := s.pinNewest(nil, time.Now())
 	defer func() {
 		for _, h := range held {
-			_ = h.it.Close()
+			s.closePin(h.it)
 		}
 	}()
 	timer := time.NewTimer(s.pinHold)
@@ -68,8 +77,7 @@ func (s *Store) pinLoop() {
 			held = s.pinNewest(held, time.Now())
 		case <-timer.C:
 		}
-		held = releaseDue(held, time.Now())
-		s.pinsHeld.Store(int64(len(held)))
+		held = s.releaseDue(held, time.Now())
 		if wait, ok := nextRelease(held, time.Now()); ok {
 			timer.Reset(wait)
 		} else {
@@ -116,19 +124,50 @@ func (s *Store) pinCurrent() storage.Iterator {
 	return it
 }
 
-// releaseDue closes the pins whose hold is over. Closing one may do the
-// cleanup of its version's tables, which is why it happens here.
-func releaseDue(held []heldPin, now time.Time) []heldPin {
+// releaseDue hands the pins whose hold is over to the release loop.
+func (s *Store) releaseDue(held []heldPin, now time.Time) []heldPin {
 	kept := held[:0]
 	for _, h := range held {
 		if h.until.IsZero() || now.Before(h.until) {
 			kept = append(kept, h)
 			continue
 		}
-		_ = h.it.Close() // invalidated by a reopen already: a no-op
+		select {
+		case s.releases <- h.it:
+		default:
+			s.closePin(h.it)
+		}
 	}
 	clear(held[len(kept):])
 	return kept
+}
+
+// releaseLoop closes the pins the pin loop let go. Closing one may drop
+// the last reference to its version and do the cleanup of its tables,
+// which is why it happens here. At Close it closes those still queued.
+func (s *Store) releaseLoop() {
+	defer s.bg.Done()
+	for {
+		select {
+		case it := <-s.releases:
+			s.closePin(it)
+		case <-s.stop:
+			for {
+				select {
+				case it := <-s.releases:
+					s.closePin(it)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// closePin closes a pin and counts it.
+func (s *Store) closePin(it storage.Iterator) {
+	_ = it.Close() // invalidated by a reopen already: a no-op
+	s.pinsClosed.Add(1)
 }
 
 // nextRelease is the time until the earliest hold in held ends, if one

@@ -124,11 +124,13 @@ type Store struct {
 	yield func() // Options.Yield
 	// installed signals the pin loop that pebble installed a new version,
 	// tablesReplaced counts those that removed tables, pinsTaken the
-	// versions the loop pinned, and pinsHeld those it holds (pin.go).
+	// versions the loop pinned and pinsClosed the pins closed since;
+	// releases queues the pins it let go for the release loop (pin.go).
 	installed      chan struct{}
+	releases       chan storage.Iterator
 	tablesReplaced atomic.Int64
 	pinsTaken      atomic.Int64
-	pinsHeld       atomic.Int64
+	pinsClosed     atomic.Int64
 	pinHold        time.Duration
 	stop           chan struct{}  // closed by Close: background goroutines exit
 	bg             sync.WaitGroup // the background loops (startBackground) and warm-ups (warm.go)
@@ -145,6 +147,7 @@ func Open(opt Options) (*Store, error) {
 		logger: opt.Logger.With("component", "pebblestore"), stop: make(chan struct{}),
 		resident: opt.Resident, yield: opt.Yield, l0Compact: l0CompactionThreshold,
 		behind: newBehind(opt), installed: make(chan struct{}, 1), pinHold: opt.PinHold,
+		releases: make(chan storage.Iterator, releaseBacklog),
 	}
 	if opt.Replicated {
 		s.l0Compact = l0CompactionThresholdReplicated
@@ -207,16 +210,17 @@ func (s *Store) openDB() (*pebble.DB, error) {
 	return db, nil
 }
 
-// startBackground starts the write-behind's flusher, the version pins, the
-// WAL syncer and the recoverer. In memory there is no WAL to sync, and
+// startBackground starts the write-behind's flusher, the version pins and
+// their releases, the WAL syncer and the recoverer. In memory there is no WAL to sync, and
 // nothing a reopen could bring back.
 func (s *Store) startBackground(opt Options) {
 	if s.behind != nil {
 		s.bg.Add(1)
 		go s.behindLoop()
 	}
-	s.bg.Add(1)
+	s.bg.Add(2)
 	go s.pinLoop()
+	go s.releaseLoop()
 	if s.inMem {
 		return
 	}
