@@ -211,8 +211,8 @@ func (s *Store) openDB() (*pebble.DB, error) {
 }
 
 // startBackground starts the write-behind's flusher, the version pins and
-// their releases, the WAL syncer and the recoverer. In memory there is no WAL to sync, and
-// nothing a reopen could bring back.
+// their releases, the WAL syncer and the recoverer. In memory there is no
+// WAL to sync, and nothing a reopen could bring back.
 func (s *Store) startBackground(opt Options) {
 	if s.behind != nil {
 		s.bg.Add(1)
