@@ -61,12 +61,9 @@ const releaseBacklog = 64
 // hold is over.
 func (s *Store) pinLoop() {
 	defer s.bg.Done()
+	// At Close the store's registry closes the pins still held or queued,
+	// as it closes every iterator.
 	held := s.pinNewest(nil, time.Now())
-	defer func() {
-		for _, h := range held {
-			s.closePin(h.it)
-		}
-	}()
 	timer := time.NewTimer(s.pinHold)
 	defer timer.Stop()
 	for {
@@ -144,7 +141,7 @@ func (s *Store) releaseDue(held []heldPin, now time.Time) []heldPin {
 
 // releaseLoop closes the pins the pin loop let go. Closing one may drop
 // the last reference to its version and do the cleanup of its tables,
-// which is why it happens here. At Close it closes those still queued.
+// which is why it happens here.
 func (s *Store) releaseLoop() {
 	defer s.bg.Done()
 	for {
@@ -152,14 +149,7 @@ func (s *Store) releaseLoop() {
 		case it := <-s.releases:
 			s.closePin(it)
 		case <-s.stop:
-			for {
-				select {
-				case it := <-s.releases:
-					s.closePin(it)
-				default:
-					return
-				}
-			}
+			return
 		}
 	}
 }
