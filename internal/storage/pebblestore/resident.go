@@ -175,6 +175,10 @@ func (s *Store) invalidateResident(pb *pebble.Batch, expired []expiredDelete, ow
 	if owned {
 		w.repr = bytes.Clone(w.repr)
 	}
+	var now int64 // the cache's clock, read once (rescache.Cache.Now)
+	if len(expired) > 0 {
+		now = s.resident.Now()
+	}
 	pos := 0
 	s.eachWrite(w.repr, func(kind pebble.InternalKeyKind, key, value []byte) {
 		var expiredAt int64 // DeleteExpired's instant for this write; 0: none
@@ -185,7 +189,7 @@ func (s *Store) invalidateResident(pb *pebble.Batch, expired []expiredDelete, ow
 		switch {
 		case kind == pebble.InternalKeyKindRangeDelete:
 			s.resident.InvalidateRange(key, value)
-		case expiredAt != 0 && s.resident.Passed(expiredAt) && !pending:
+		case expiredAt != 0 && expiredAt <= now && !pending:
 			// A pending value is served even once expired (rescache's
 			// pending.go): its deletion must end it as any other's.
 			s.resident.DropRangeOf(key)

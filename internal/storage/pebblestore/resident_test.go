@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -221,6 +222,47 @@ func TestDeleteExpired(t *testing.T) {
 	readAll(t, s)
 	if n := deleteExpired(); n != 1 {
 		t.Fatalf("a deletion after the expiry dropped %d cached entries; want the range only", n)
+	}
+}
+
+// countingClock counts its reads.
+type countingClock struct {
+	clock.Clock
+	reads atomic.Int64
+}
+
+func (c *countingClock) Now() time.Time {
+	c.reads.Add(1)
+	return c.Clock.Now()
+}
+
+// TestDeleteExpiredReadsTheClockOnce: a commit's deletions of expired
+// values read the cache's clock once between them, however many there
+// are. A TTL pass commits thousands at a time, and on a virtual machine's
+// clock a read per deletion cost as much as the rest of its upkeep.
+func TestDeleteExpiredReadsTheClockOnce(t *testing.T) {
+	clk := &countingClock{Clock: clock.NewManual(time.Unix(1000, 0))}
+	cache := rescache.New(1<<20, clk)
+	cache.SetPolicy(rescache.Policy{Admit: func([]byte) bool { return true }})
+	s := openT(t, Options{Dir: t.TempDir(), Resident: cache})
+	defer s.Close()
+	at := clk.Now().UnixNano()
+	clockReads := func(n int) int64 {
+		t.Helper()
+		b := s.NewBatch()
+		for i := range n {
+			if err := b.(storage.ExpiredDeleter).DeleteExpired([]byte("dk"+strconv.Itoa(i)), at); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := clk.reads.Load()
+		if err := b.Commit(false); err != nil {
+			t.Fatal(err)
+		}
+		return clk.reads.Load() - before
+	}
+	if one, many := clockReads(1), clockReads(1000); one != 1 || many != 1 {
+		t.Fatalf("commits of 1 and 1000 deletions of expired values read the clock %d and %d times; want once each", one, many)
 	}
 }
 

@@ -427,7 +427,7 @@ func (c *Cache) invalidate(p *Policy, key []byte, g *rangeGroup) (held bool) {
 
 // DropRangeOf drops the equality range key belongs to, as Invalidate
 // and Written do, for a write whose value needs no lookup (a deletion of
-// a value that has expired: Passed).
+// a value that has expired by the cache's Now).
 func (c *Cache) DropRangeOf(key []byte) {
 	p := c.policy.Load()
 	if p.Resets != nil && p.Resets(key) {
@@ -437,10 +437,12 @@ func (c *Cache) DropRangeOf(key []byte) {
 	c.dropRangeOf(p, key)
 }
 
-// Passed reports whether the cache's clock has reached at (Unix
-// nanoseconds): a value that expired then is never served again, whether
-// or not the cache still holds it (lookup evicts it instead).
-func (c *Cache) Passed(at int64) bool { return at <= c.now() }
+// Now is the cache's clock (Unix nanoseconds): a value that expired at
+// or before it is never served again, whether or not the cache still
+// holds it (lookup evicts it instead). A commit reads it once for all its
+// deletions of expired values: on a virtual machine's clock a read costs
+// as much as the rest of such a deletion's upkeep.
+func (c *Cache) Now() int64 { return c.now() }
 
 // dropWriting drops the value at key and counts a write of it under way,
 // under one hold of the shard's lock; it reports whether one was held.
