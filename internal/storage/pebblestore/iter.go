@@ -92,12 +92,24 @@ type iterator struct {
 	mu     sync.Mutex
 	pi     *pebble.Iterator // nil once closed
 	closed error            // returned by Error once pi is nil
+	// key is pi's key where the last move left it (nil: not positioned),
+	// taken under that move's lock: a TTL pass asks an entry's key four
+	// times, and each lock costs as much as a step. Only the iterator's
+	// user reads and writes it. A forceClose after the move leaves it,
+	// as it would leave a key Key had returned just before; the next
+	// move fails and clears it.
+	key []byte
 }
 
 func (it *iterator) move(f func(*pebble.Iterator) bool) bool {
 	it.mu.Lock()
 	defer it.mu.Unlock()
-	return it.pi != nil && f(it.pi)
+	ok := it.pi != nil && f(it.pi)
+	it.key = nil
+	if ok {
+		it.key = it.pi.Key()
+	}
+	return ok
 }
 
 func (it *iterator) First() bool { return it.move((*pebble.Iterator).First) }
@@ -114,14 +126,7 @@ func (it *iterator) SeekLT(key []byte) bool {
 	return it.move(func(pi *pebble.Iterator) bool { return pi.SeekLT(key) })
 }
 
-func (it *iterator) Key() []byte {
-	it.mu.Lock()
-	defer it.mu.Unlock()
-	if it.pi == nil || !it.pi.Valid() {
-		return nil
-	}
-	return it.pi.Key()
-}
+func (it *iterator) Key() []byte { return it.key }
 
 func (it *iterator) Value() []byte {
 	it.mu.Lock()
@@ -131,6 +136,7 @@ func (it *iterator) Value() []byte {
 	}
 	v, err := it.pi.ValueAndErr() // an error also invalidates pi and shows in Error
 	if err != nil {
+		it.key = nil
 		return nil
 	}
 	return v
@@ -156,7 +162,7 @@ func (it *iterator) Close() error {
 		return nil
 	}
 	err := it.pi.Close()
-	it.pi, it.closed = nil, storage.ErrClosed
+	it.pi, it.closed, it.key = nil, storage.ErrClosed, nil
 	it.s.live.remove(it)
 	if err != nil {
 		return fmt.Errorf("pebblestore: iterator close: %w", err)

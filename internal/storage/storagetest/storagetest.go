@@ -343,7 +343,7 @@ func testIteratorSeek(t *testing.T, e storage.Engine) {
 	key := func() string { return string(it.Key()) }
 	check := func(name string, ok bool, want string) {
 		t.Helper()
-		if ok != (want != "") || (ok && key() != want) || it.Valid() != ok {
+		if ok != (want != "") || key() != want || it.Valid() != ok {
 			t.Fatalf("%s: ok=%v valid=%v key=%q, want %q", name, ok, it.Valid(), key(), want)
 		}
 	}
