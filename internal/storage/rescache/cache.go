@@ -212,8 +212,6 @@ func (c *Cache) hashOf(key slotKey) uint64 {
 
 func (c *Cache) shardOf(hash uint64) *shard { return &c.shards[hash%shardCount] }
 
-func (c *Cache) now() int64 { return c.clock.Now().UnixNano() }
-
 // Ticket is taken before a read of storage that may fill the cache.
 type Ticket struct {
 	sh    *shard
@@ -442,7 +440,7 @@ func (c *Cache) DropRangeOf(key []byte) {
 // holds it (lookup evicts it instead). A commit reads it once for all its
 // deletions of expired values: on a virtual machine's clock a read costs
 // as much as the rest of such a deletion's upkeep.
-func (c *Cache) Now() int64 { return c.now() }
+func (c *Cache) Now() int64 { return c.clock.Now().UnixNano() }
 
 // dropWriting drops the value at key and counts a write of it under way,
 // under one hold of the shard's lock; it reports whether one was held.
@@ -577,7 +575,7 @@ func (c *Cache) fits(sh *shard, e entry, spare bool, freed int64) bool {
 	switch {
 	case int64(e.size) > sh.max:
 		return false
-	case e.expiry != 0 && e.expiry <= c.now():
+	case e.expiry != 0 && e.expiry <= c.Now():
 		return false // already expired: never worth keeping
 	case spare:
 		return sh.hasRoom(int(int64(e.size) - freed))
@@ -716,7 +714,7 @@ func (c *Cache) Clear() { c.invalidateRange(nil, nil, false) }
 // Sweep evicts every entry whose value has expired. Reads and writes
 // sweep the shard they use; this covers the shards nobody uses.
 func (c *Cache) Sweep() {
-	now := c.now()
+	now := c.Now()
 	for i := range c.shards {
 		sh := &c.shards[i]
 		sh.mu.Lock()

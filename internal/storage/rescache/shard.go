@@ -231,7 +231,7 @@ const sweepBudget = 32
 // lookup returns the live entry at key and marks it used, evicting it
 // instead when its value has expired. sh.mu is held.
 func (c *Cache) lookup(sh *shard, isRange bool, hash uint64, key slotKey) (entry, bool) {
-	now := c.now()
+	now := c.Now()
 	c.sweepLocked(sh, now, sweepBudget)
 	i := sh.find(isRange, hash, key)
 	if i == noSlot || sh.at(i).stale {

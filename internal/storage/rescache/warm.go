@@ -50,7 +50,7 @@ func (c *Cache) BeginWarm(lo []byte) (prefix []byte, ok bool) {
 	}
 	g := &c.groups[c.groupOf(lo)]
 	next := g.nextWarm.Load()
-	if c.now() < next || !g.nextWarm.CompareAndSwap(next, math.MaxInt64) {
+	if c.Now() < next || !g.nextWarm.CompareAndSwap(next, math.MaxInt64) {
 		return nil, false
 	}
 	g.fullShards.Store(0)
@@ -66,7 +66,7 @@ func (c *Cache) EndWarm(prefix []byte, read, kept int) {
 		gap = min(2*last, int64(maxWarmGap))
 	}
 	g.warmGap.Store(gap)
-	g.nextWarm.Store(c.now() + gap)
+	g.nextWarm.Store(c.Now() + gap)
 	c.warmUps.Add(1)
 }
 
