@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/ixbounds"
 	"github.com/mayflydb/mayfly/internal/query"
 )
 
@@ -213,15 +214,15 @@ func (b fieldBounds) strings(backwards bool) bson.A {
 		if backwards {
 			iv = b.ivals[len(b.ivals)-1-i]
 		}
-		out = append(out, iv.string(backwards, b.keyed))
+		out = append(out, intervalString(iv, backwards, b.keyed))
 	}
 	return out
 }
 
-// string prints an interval as MongoDB does: "[5, 5]", "(3, inf.0]", and
+// intervalString prints an interval as MongoDB does: "[5, 5]", "(3, inf.0]", and
 // a collation key as "CollationKey(0x…)".
-func (iv interval) string(backwards, keyed bool) string {
-	lo, loIncl, hi, hiIncl := iv.lo, iv.loIncl, iv.hi, iv.hiIncl
+func intervalString(iv ixbounds.Interval, backwards, keyed bool) string {
+	lo, loIncl, hi, hiIncl := iv.Lo, iv.LoIncl, iv.Hi, iv.HiIncl
 	if backwards {
 		lo, loIncl, hi, hiIncl = hi, hiIncl, lo, loIncl
 	}

@@ -4,6 +4,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/ixbounds"
 	"github.com/mayflydb/mayfly/internal/query"
 )
 
@@ -50,7 +51,7 @@ func (p *Plan) hasResidual(f *query.Filter) bool {
 // Null equality is never exact: its bounds also hold missing fields.
 func (p *Plan) coversClause(c query.Clause) bool {
 	for _, q := range p.covered {
-		if q.Path == c.Path && q.Op == c.Op && !anyNullish(q.Values) && sameOperand(q, c) {
+		if q.Path == c.Path && q.Op == c.Op && !ixbounds.AnyNullish(q.Values) && sameOperand(q, c) {
 			return true
 		}
 	}

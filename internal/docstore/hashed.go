@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/ixbounds"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
 	"github.com/mayflydb/mayfly/internal/shardkey"
@@ -79,15 +80,15 @@ func hashOf(v any) (any, error) {
 func (ix *indexState) hashedFieldBound(b fieldBounds, ps []query.Predicate) (fieldBounds, int, bool) {
 	b.hashed, b.keyed = true, false
 	sparse := ix.def.Sparse
-	if eq := findOp(ps, query.OpEq); eq != nil && !(sparse && nullish(eq.Values[0])) {
+	if eq := findOp(ps, query.OpEq); eq != nil && !(sparse && ixbounds.Nullish(eq.Values[0])) {
 		h, err := hashOf(eq.Values[0])
 		if err != nil {
 			return b, 0, false
 		}
-		b.full, b.ivals = false, []interval{point(h)}
+		b.full, b.ivals = false, []ixbounds.Interval{ixbounds.Point(h)}
 		return b, 2, true
 	}
-	if in := findOp(ps, query.OpIn); in != nil && !(sparse && anyNullish(in.Values)) {
+	if in := findOp(ps, query.OpIn); in != nil && !(sparse && ixbounds.AnyNullish(in.Values)) {
 		hashes := make([]any, 0, len(in.Values))
 		for _, v := range in.Values {
 			h, err := hashOf(v)
@@ -96,7 +97,7 @@ func (ix *indexState) hashedFieldBound(b fieldBounds, ps []query.Predicate) (fie
 			}
 			hashes = append(hashes, h)
 		}
-		b.full, b.ivals = false, points(hashes)
+		b.full, b.ivals = false, ixbounds.Points(hashes)
 		return b, 1, true
 	}
 	return b, 0, false

@@ -2,7 +2,6 @@ package docstore
 
 import (
 	"bytes"
-	"math"
 	"slices"
 	"sort"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/catalog"
 	"github.com/mayflydb/mayfly/internal/collation"
+	"github.com/mayflydb/mayfly/internal/ixbounds"
 	"github.com/mayflydb/mayfly/internal/keyenc"
 	"github.com/mayflydb/mayfly/internal/keyspace"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -288,7 +288,7 @@ func (st *collState) idPlan(preds map[string][]query.Predicate, s sortSpec) *Pla
 	ids = slices.CompactFunc(ids, bytes.Equal) // each document once
 	plan := &Plan{
 		Kind: IDLookup, Index: st.indexes[0].def, ids: ids, covered: []query.Predicate{*p},
-		bounds: []fieldBounds{{path: "_id", ivals: points(p.Values)}},
+		bounds: []fieldBounds{{path: "_id", ivals: ixbounds.Points(p.Values)}},
 	}
 	plan.SortProvided = len(ids) <= 1 || len(s.keys) == 0 || s.isIDOnly()
 	if s.isIDOnly() && s.keys[0].desc {
@@ -350,7 +350,7 @@ func (st *collState) bestCandidate(preds *predicateSet, s sortSpec) (candidate, 
 // usableFor excludes partial indexes whose filter the query does not imply:
 // they lack the entries of documents outside the filter.
 func (ix *indexState) usableFor(preds map[string][]query.Predicate) bool {
-	return ix.partial == nil || impliesPartial(preds, ix.def.Partial)
+	return ix.partial == nil || ixbounds.ImpliesPartial(preds, ix.def.Partial)
 }
 
 func (st *collState) evaluate(ix *indexState, preds map[string][]query.Predicate, s sortSpec) candidate {
@@ -438,7 +438,7 @@ func (ix *indexState) boundsFor(preds map[string][]query.Predicate) ([]fieldBoun
 // cursor's scan keeps its range keys after Lean has let the plan go.
 type singleBounds struct {
 	b  [1]fieldBounds
-	iv [1]interval
+	iv [1]ixbounds.Interval
 	p  firstRoom[Plan]
 }
 
@@ -453,7 +453,7 @@ func boundsRoom(n int) *singleBounds {
 // slices returns room for the bounds of n fields and, in r, for the one
 // interval of one field (else nil). Both are capped: a second bound or
 // interval is appended elsewhere.
-func (r *singleBounds) slices(n int) ([]fieldBounds, []interval) {
+func (r *singleBounds) slices(n int) ([]fieldBounds, []ixbounds.Interval) {
 	if r == nil {
 		return make([]fieldBounds, 0, n), nil
 	}
@@ -488,48 +488,30 @@ const maxScanPoints = 200
 // points only on an index that is not multikey, where a document has one
 // key per field and the scan can go point by point. A bound of one
 // interval is appended to one (empty; nil: none), boundsRoom's room.
-func (ix *indexState) fieldBound(i int, b fieldBounds, ps []query.Predicate, one []interval) (fieldBounds, []query.Predicate, int, bool) {
+func (ix *indexState) fieldBound(i int, b fieldBounds, ps []query.Predicate, one []ixbounds.Interval) (fieldBounds, []query.Predicate, int, bool) {
 	if ix.def.Fields[i].Hashed {
 		b, pts, open := ix.hashedFieldBound(b, ps)
 		return b, nil, pts, open
 	}
 	sparse := ix.def.Sparse
 	multikey := ix.def.FieldMultiKey(i)
-	if k := findOpIndex(ps, query.OpEq); k >= 0 && !(sparse && nullish(ps[k].Values[0])) {
-		b.full, b.ivals = false, append(one, point(ps[k].Values[0]))
+	if k := findOpIndex(ps, query.OpEq); k >= 0 && !(sparse && ixbounds.Nullish(ps[k].Values[0])) {
+		b.full, b.ivals = false, append(one, ixbounds.Point(ps[k].Values[0]))
 		return b, ps[k : k+1 : k+1], 2, true // capped: an append copies
 	}
-	if in := findOp(ps, query.OpIn); in != nil && !(sparse && anyNullish(in.Values)) {
-		b.full, b.ivals = false, points(in.Values)
+	if in := findOp(ps, query.OpIn); in != nil && !(sparse && ixbounds.AnyNullish(in.Values)) {
+		b.full, b.ivals = false, ixbounds.Points(in.Values)
 		return b, []query.Predicate{*in}, 1, !ix.def.IsMultiKey()
 	}
-	iv, used, ok := rangeInterval(ps)
+	iv, used, ok := ixbounds.Range(ps)
 	if ok && !multikey {
-		iv, used = intersectRange(iv, used, ps)
+		iv, used = ixbounds.Intersect(iv, used, ps)
 	}
-	if ok && !(sparse && nullish(used[0].Values[0])) {
+	if ok && !(sparse && ixbounds.Nullish(used[0].Values[0])) {
 		b.full, b.ivals = false, append(one, iv)
 		return b, used, 1, false
 	}
 	return b, nil, 0, false
-}
-
-// nullish values are those a document without the field may match.
-func nullish(v any) bool {
-	switch v.(type) {
-	case nil, bson.Null, bson.Undefined, bson.MinKey, bson.MaxKey:
-		return true
-	}
-	return false
-}
-
-func anyNullish(vs []any) bool {
-	for _, v := range vs {
-		if nullish(v) {
-			return true
-		}
-	}
-	return false
 }
 
 func findOp(ps []query.Predicate, op query.Op) *query.Predicate {
@@ -659,11 +641,11 @@ func appendRanges(out []keyRange, room *keyRoom, p []byte, bounds []fieldBounds)
 	}
 	b := bounds[0]
 	for _, iv := range b.ivals {
-		if iv.isPoint() {
-			out = appendRanges(out, room, appendComponent(room.withEndRoom(p), iv.lo, b.desc), bounds[1:])
+		if iv.IsPoint() {
+			out = appendRanges(out, room, appendComponent(room.withEndRoom(p), iv.Lo, b.desc), bounds[1:])
 			continue
 		}
-		if r, ok := iv.keyRange(p, b.desc); ok {
+		if r, ok := intervalKeyRange(iv, p, b.desc); ok {
 			out = append(out, r)
 		}
 	}
@@ -695,7 +677,7 @@ type fieldBounds struct {
 	path  string
 	desc  bool
 	full  bool // [MinKey, MaxKey]
-	ivals []interval
+	ivals []ixbounds.Interval
 	// keyed: the index stores collation keys, and so do string bounds.
 	keyed bool
 	// hashed: the index stores hashes; the bounds are hashes (int64) and
@@ -703,40 +685,14 @@ type fieldBounds struct {
 	hashed bool
 }
 
-// interval is a range of values; an end that is not inclusive is open.
-type interval struct {
-	lo, hi         any
-	loIncl, hiIncl bool
-}
-
 func (b fieldBounds) isPoint() bool {
-	return !b.full && len(b.ivals) == 1 && b.ivals[0].isPoint()
+	return !b.full && len(b.ivals) == 1 && b.ivals[0].IsPoint()
 }
 
-func (iv interval) isPoint() bool {
-	return iv.loIncl && iv.hiIncl && bsonutil.Compare(iv.lo, iv.hi) == 0
-}
-
-func point(v any) interval { return interval{lo: v, hi: v, loIncl: true, hiIncl: true} }
-
-// points are the intervals of an $in list, sorted and without repeats.
-func points(vs []any) []interval {
-	sorted := append([]any(nil), vs...)
-	sort.SliceStable(sorted, func(i, j int) bool { return bsonutil.Compare(sorted[i], sorted[j]) < 0 })
-	out := make([]interval, 0, len(sorted))
-	for i, v := range sorted {
-		if i > 0 && bsonutil.Compare(sorted[i-1], v) == 0 {
-			continue
-		}
-		out = append(out, point(v))
-	}
-	return out
-}
-
-// keyRange is the byte range of the interval's keys after p. A descending
+// intervalKeyRange is the byte range of iv's keys after p. A descending
 // field's encoding reverses value order, so its ends swap.
-func (iv interval) keyRange(p []byte, desc bool) (keyRange, bool) {
-	lo, loIncl, hi, hiIncl := iv.lo, iv.loIncl, iv.hi, iv.hiIncl
+func intervalKeyRange(iv ixbounds.Interval, p []byte, desc bool) (keyRange, bool) {
+	lo, loIncl, hi, hiIncl := iv.Lo, iv.LoIncl, iv.Hi, iv.HiIncl
 	if desc {
 		lo, loIncl, hi, hiIncl = hi, hiIncl, lo, loIncl
 	}
@@ -749,231 +705,4 @@ func (iv interval) keyRange(p []byte, desc bool) (keyRange, bool) {
 		end = prefixEnd(end)
 	}
 	return keyRange{lo: start, hi: end}, bytes.Compare(start, end) < 0
-}
-
-// rangeInterval bounds a field by its comparisons. Only the side of the
-// first one is used, as MongoDB does for multikey indexes: two bounds may
-// be met by different array elements ({a: [1, 10]} matches {$gt: 5,
-// $lt: 2}), so intersecting them could miss documents. Bounds on the same
-// side and of one type are tightened. The filter recheck removes the rest.
-func rangeInterval(ps []query.Predicate) (interval, []query.Predicate, bool) {
-	var best *query.Predicate
-	var used []query.Predicate
-	for i := range ps {
-		p := &ps[i]
-		if !p.Op.IsRange() || (best != nil && !sameSide(p, best)) {
-			continue
-		}
-		used = append(used, *p)
-		if best == nil || tighter(p, best) {
-			best = p
-		}
-	}
-	if best == nil {
-		return interval{}, nil, false
-	}
-	return bracket(best), used, true
-}
-
-// intersectRange narrows iv, the bound of one side, by the tightest
-// comparison of the other side of the same type. Only for a field that
-// holds no arrays, where one value must meet both.
-func intersectRange(iv interval, used []query.Predicate, ps []query.Predicate) (interval, []query.Predicate) {
-	first := used[0]
-	var other []query.Predicate
-	for _, p := range ps {
-		if p.Op.IsRange() && p.Op.IsLower() != first.Op.IsLower() && bsonutil.Rank(p.Values[0]) == bsonutil.Rank(first.Values[0]) && !isNaN(p.Values[0]) {
-			other = append(other, p)
-		}
-	}
-	if len(other) == 0 || isNaN(first.Values[0]) {
-		return iv, used
-	}
-	side, _, _ := rangeInterval(other)
-	if first.Op.IsLower() {
-		iv.hi, iv.hiIncl = side.hi, side.hiIncl
-	} else {
-		iv.lo, iv.loIncl = side.lo, side.loIncl
-	}
-	return iv, append(used, other...)
-}
-
-func sameSide(p, q *query.Predicate) bool {
-	return p.Op.IsLower() == q.Op.IsLower() && bsonutil.Rank(p.Values[0]) == bsonutil.Rank(q.Values[0])
-}
-
-func tighter(p, best *query.Predicate) bool {
-	c := bsonutil.Compare(p.Values[0], best.Values[0])
-	if p.Op.IsLower() {
-		return c > 0 || (c == 0 && p.Op == query.OpGt)
-	}
-	return c < 0 || (c == 0 && p.Op == query.OpLt)
-}
-
-// bracket is the interval of one comparison, within the values of its
-// type (MongoDB's type bracketing: {$gt: 5} never matches a string).
-func bracket(p *query.Predicate) interval {
-	v := p.Values[0]
-	if isNaN(v) {
-		return point(v)
-	}
-	bottom, top, topIncl := typeBracket(v)
-	switch p.Op {
-	case query.OpGt:
-		return interval{lo: v, hi: top, hiIncl: topIncl}
-	case query.OpGte:
-		return interval{lo: v, hi: top, loIncl: true, hiIncl: topIncl}
-	case query.OpLt:
-		return interval{lo: bottom, hi: v, loIncl: true}
-	}
-	return interval{lo: bottom, hi: v, loIncl: true, hiIncl: true}
-}
-
-func isNaN(v any) bool {
-	switch x := v.(type) {
-	case float64:
-		return math.IsNaN(x)
-	case bson.Decimal128:
-		return x.IsNaN()
-	}
-	return false
-}
-
-// typeBracket returns the smallest and largest values of v's type, with
-// MongoDB's choices where explain shows them (numbers -inf.0 to inf.0,
-// strings "" to {} exclusive); top is exclusive unless topIncl.
-func typeBracket(v any) (bottom, top any, topIncl bool) {
-	switch v.(type) {
-	case int32, int64, float64, bson.Decimal128, int:
-		return math.Inf(-1), math.Inf(1), true
-	case string, bson.Symbol:
-		return "", bson.D{}, false
-	case bson.DateTime:
-		return bson.DateTime(math.MinInt64), bson.DateTime(math.MaxInt64), true
-	case bool:
-		return false, true, true
-	case bson.MaxKey:
-		return bson.MaxKey{}, bson.MaxKey{}, true
-	}
-	rank := bsonutil.Rank(v)
-	return rankFloor(rank), rankCeiling(rank), false
-}
-
-// rankOrder lists one smallest value of each canonical type, in order.
-func rankOrder() []any {
-	return []any{
-		bson.MinKey{}, bson.Undefined{}, nil, math.Inf(-1), "", bson.D{}, bson.A{},
-		bson.Binary{Data: []byte{}}, bson.ObjectID{}, false, bson.DateTime(math.MinInt64),
-		bson.Timestamp{}, bson.Regex{}, bson.MaxKey{},
-	}
-}
-
-func rankFloor(rank int) any {
-	for _, v := range rankOrder() {
-		if bsonutil.Rank(v) >= rank {
-			return v
-		}
-	}
-	return bson.MaxKey{}
-}
-
-// rankCeiling is the smallest value of the next type: an exclusive bound.
-func rankCeiling(rank int) any {
-	for _, v := range rankOrder() {
-		if bsonutil.Rank(v) > rank {
-			return v
-		}
-	}
-	return bson.MaxKey{}
-}
-
-// impliesPartial reports whether every document the query's predicates
-// match also matches a partial index's filter: each clause of the filter
-// must be a comparison, $in or {$exists: true} that a predicate on the same
-// path implies. Anything else (an $or, a regex) makes the index unusable
-// without a hint, which is safe.
-func impliesPartial(preds map[string][]query.Predicate, partial bson.D) bool {
-	for _, c := range query.NormalizeFilter(partial) {
-		if !impliedBy(c, preds[c.Path]) {
-			return false
-		}
-	}
-	return true
-}
-
-func impliedBy(c query.Clause, ps []query.Predicate) bool {
-	for _, p := range ps {
-		if c.Path != "" && implies(p, c) {
-			return true
-		}
-	}
-	return false
-}
-
-func implies(p query.Predicate, c query.Clause) bool {
-	switch {
-	case c.Op == "$exists":
-		return bsonutil.TrueValue(c.Val) && !anyNullish(p.Values) && len(p.Values) > 0
-	case p.Op == query.OpEq || p.Op == query.OpIn:
-		return len(p.Values) > 0 && allSatisfy(p.Values, c)
-	case p.Op.IsRange() && c.Op.IsRange():
-		return rangeImplies(p, c)
-	}
-	return false
-}
-
-// allSatisfy reports whether each value satisfies the clause on its own.
-func allSatisfy(vs []any, c query.Clause) bool {
-	for _, v := range vs {
-		if !satisfies(v, c) {
-			return false
-		}
-	}
-	return true
-}
-
-func satisfies(v any, c query.Clause) bool {
-	if c.Op == query.OpIn {
-		for _, x := range bsonutil.ToA(c.Val) {
-			if bsonutil.Equal(v, x) {
-				return true
-			}
-		}
-		return false
-	}
-	if c.Op == query.OpEq {
-		return bsonutil.Equal(v, c.Val)
-	}
-	if !c.Op.IsRange() || bsonutil.Rank(v) != bsonutil.Rank(c.Val) {
-		return false
-	}
-	return compareHolds(bsonutil.Compare(v, c.Val), c.Op)
-}
-
-func compareHolds(cmp int, op query.Op) bool {
-	switch op {
-	case query.OpGt:
-		return cmp > 0
-	case query.OpGte:
-		return cmp >= 0
-	case query.OpLt:
-		return cmp < 0
-	}
-	return cmp <= 0
-}
-
-// rangeImplies: {$gt: 7} implies {$gt: 5} and {$gte: 7}; some element
-// beyond the tighter bound is beyond the looser one too.
-func rangeImplies(p query.Predicate, c query.Clause) bool {
-	v := p.Values[0]
-	if p.Op.IsLower() != c.Op.IsLower() || bsonutil.Rank(v) != bsonutil.Rank(c.Val) {
-		return false
-	}
-	cmp := bsonutil.Compare(v, c.Val)
-	if !p.Op.IsLower() {
-		cmp = -cmp
-	}
-	strict := c.Op.IsStrict()
-	pStrict := p.Op.IsStrict()
-	return cmp > 0 || (cmp == 0 && (pStrict || !strict))
 }

@@ -80,6 +80,7 @@ func packageLayers() map[string]row {
 		"internal/activity":              {layer: state},
 
 		"internal/query":         {layer: rules},
+		"internal/ixbounds":      {layer: rules},
 		"internal/update":        {layer: rules},
 		"internal/expr":          {layer: rules},
 		"internal/expr/exprtest": {layer: rules},
