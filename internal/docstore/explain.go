@@ -219,8 +219,8 @@ func (b fieldBounds) strings(backwards bool) bson.A {
 	return out
 }
 
-// intervalString prints an interval as MongoDB does: "[5, 5]", "(3, inf.0]", and
-// a collation key as "CollationKey(0x…)".
+// intervalString prints an interval as MongoDB does: "[5, 5]",
+// "(3, inf.0]", and a collation key as "CollationKey(0x…)".
 func intervalString(iv ixbounds.Interval, backwards, keyed bool) string {
 	lo, loIncl, hi, hiIncl := iv.Lo, iv.LoIncl, iv.Hi, iv.HiIncl
 	if backwards {
