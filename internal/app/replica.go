@@ -173,6 +173,17 @@ func dialPlain(ctx context.Context, addr string, tlsCfg *tls.Config) (net.Conn, 
 	return tc, nil
 }
 
+// replicatedFloor keeps a replica set primary's TTL passes at least 50 ms
+// apart (a standalone's are 15 ms apart, the monitor's default): each pass
+// proposes at least one batch that every member applies, and the shorter
+// floor was measured on a standalone only (docs/design/0003, "Pacing").
+func replicatedFloor(cfg Config) time.Duration {
+	if cfg.ReplSet == "" {
+		return 0
+	}
+	return 50 * time.Millisecond
+}
+
 // replicatedGrowBatches lets a primary's TTL batches grow to 16 times their
 // size while they wait for their commit: a batch's deletions then share
 // one raft round trip (docs/design/0007, "Expiry").

@@ -27,7 +27,10 @@ type Config struct {
 	// between passes when it knows of no expiry (default 60).
 	SleepSecs int64
 	// Floor is the shortest time from the start of one pass to the start
-	// of the next (default 50ms).
+	// of the next (default 15 ms). A document that expires just after a
+	// pass began waits for the next one: through a steady storm that is
+	// half the floor at the median, and at 50 ms it was most of a
+	// document's lateness (docs/design/0003, "Pacing").
 	Floor time.Duration
 	// BatchDocs bounds the documents deleted in one atomic batch (default
 	// 1000), or ScatteredBatches times as many after a batch whose
@@ -85,8 +88,10 @@ type Config struct {
 	// monitor stops resting to catch up, which it does only when the
 	// batch's documents expired more slowly than it can delete them, until
 	// a batch's oldest is less than half as late (see catchingUp). Default
-	// 100 ms, well inside the 250 ms a storm's deletions are held to;
-	// negative turns catching up off.
+	// 50 ms: a storm the pace barely covers drifts up to the mark before
+	// the monitor catches up, so the mark sets the storm's lateness p99,
+	// well inside the 250 ms its deletions are held to; negative turns
+	// catching up off.
 	CatchUpAfter time.Duration
 	// Priority raises (up) the priority of the monitor's thread while it
 	// catches up, and sets it back; it reports whether it could. Default:
@@ -153,7 +158,7 @@ func New(store *docstore.Store, clk clock.Clock, cfg Config) *Monitor {
 		cfg.SleepSecs = 60
 	}
 	if cfg.Floor <= 0 {
-		cfg.Floor = 50 * time.Millisecond
+		cfg.Floor = 15 * time.Millisecond
 	}
 	if cfg.BatchDocs <= 0 {
 		cfg.BatchDocs = 1000
@@ -174,7 +179,7 @@ func New(store *docstore.Store, clk clock.Clock, cfg Config) *Monitor {
 		cfg.CPUs = runtime.GOMAXPROCS(0)
 	}
 	if cfg.CatchUpAfter == 0 {
-		cfg.CatchUpAfter = 100 * time.Millisecond
+		cfg.CatchUpAfter = 50 * time.Millisecond
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

@@ -63,9 +63,10 @@ func TestNextWaitFollowsEarliestExpiry(t *testing.T) {
 	if got := m.nextWait(); got != 0 {
 		t.Fatalf("overdue expiry with no pass for a while: wait %v, want 0", got)
 	}
-	m.lastPass.Store(clk.Now().Add(-20 * time.Millisecond).UnixNano())
-	if got := m.nextWait(); got != m.cfg.Floor-20*time.Millisecond {
-		t.Fatalf("a pass started 20ms ago: wait %v, want the rest of the floor", got)
+	since := m.cfg.Floor / 3
+	m.lastPass.Store(clk.Now().Add(-since).UnixNano())
+	if got := m.nextWait(); got != m.cfg.Floor-since {
+		t.Fatalf("a pass started %v ago: wait %v, want the rest of the floor", since, got)
 	}
 	m.SetSleepSecs(5)
 	clk.Set(t0)
@@ -376,6 +377,7 @@ func TestCatchingUpGoesOnToHalfTheMark(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, c, clk := setup(t, 0)
+			m.SetCatchUpAfter(100 * time.Millisecond) // the mark the cases are written for
 			var cpu time.Duration
 			m.cfg.CPUTime = func() (time.Duration, bool) { cpu += time.Millisecond; return cpu, true }
 			m.cfg.Busy = func() bool { return true }
@@ -398,6 +400,7 @@ func TestCatchingUpGoesOnToHalfTheMark(t *testing.T) {
 
 func TestCatchingUp(t *testing.T) {
 	m, _, clk := setup(t, 0)
+	m.SetCatchUpAfter(100 * time.Millisecond)
 	now := t0.Add(time.Second)
 	clk.Set(now)
 	at := func(late time.Duration) int64 { return now.Add(-late).UnixNano() }
@@ -408,7 +411,7 @@ func TestCatchingUp(t *testing.T) {
 		cpu      time.Duration
 		want     bool
 	}{
-		// The default Echo doubles the CPU time; CatchUpAfter is 100 ms.
+		// The default Echo doubles the CPU time.
 		{"late, 10ms of expiries deleted with 2.5ms of CPU", false, []int64{at(time.Second), at(990 * time.Millisecond)}, 2500 * time.Microsecond, true},
 		{"late, deleted barely faster than they expired", false, []int64{at(time.Second), at(990 * time.Millisecond)}, 4500 * time.Microsecond, false},
 		{"late, expired together", false, []int64{at(time.Second), at(time.Second)}, time.Millisecond, false},
