@@ -64,6 +64,7 @@ func TestNextWaitFollowsEarliestExpiry(t *testing.T) {
 		t.Fatalf("overdue expiry with no pass for a while: wait %v, want 0", got)
 	}
 	since := m.cfg.Floor / 3
+	m.lastDocs, m.lastGap = int64(m.cfg.BatchDocs)*4, m.cfg.Floor // a storm's passes
 	m.lastPass.Store(clk.Now().Add(-since).UnixNano())
 	if got := m.nextWait(); got != m.cfg.Floor-since {
 		t.Fatalf("a pass started %v ago: wait %v, want the rest of the floor", since, got)
@@ -72,6 +73,51 @@ func TestNextWaitFollowsEarliestExpiry(t *testing.T) {
 	clk.Set(t0)
 	if got := m.nextWait(); got != 5*time.Second {
 		t.Fatalf("ttlMonitorSleepSecs caps the wait: %v", got)
+	}
+}
+
+// Passes that carry a batch or more start Floor apart; passes that carry
+// less start further apart, so that a trickle's passes each carry about a
+// batch, up to trickleFloor.
+func TestFloorFollowsThePassesLoad(t *testing.T) {
+	m, _, _ := setup(t, 60)
+	batch := int64(m.cfg.BatchDocs)
+	for _, tc := range []struct {
+		name  string
+		floor time.Duration // Config.Floor
+		docs  int64         // deleted by the latest pass
+		gap   time.Duration // since the pass before it
+		want  time.Duration
+	}{
+		{"a storm: several batches a pass", 15 * time.Millisecond, 4 * batch, 15 * time.Millisecond, 15 * time.Millisecond},
+		{"one batch a pass", 15 * time.Millisecond, batch, 15 * time.Millisecond, 15 * time.Millisecond},
+		{"half a batch a pass", 15 * time.Millisecond, batch / 2, 15 * time.Millisecond, 30 * time.Millisecond},
+		{"a trickle", 15 * time.Millisecond, 1, 50 * time.Millisecond, trickleFloor},
+		{"nothing deleted", 15 * time.Millisecond, 0, time.Second, trickleFloor},
+		{"after a long sleep", 15 * time.Millisecond, 3, time.Minute, trickleFloor},
+		{"a floor above the trickle's", 80 * time.Millisecond, 4 * batch, 80 * time.Millisecond, 80 * time.Millisecond},
+		{"a floor above the trickle's, a trickle", 80 * time.Millisecond, 1, time.Second, 80 * time.Millisecond},
+	} {
+		m.cfg.Floor, m.lastDocs, m.lastGap = tc.floor, tc.docs, tc.gap
+		if got := m.floor(); got != tc.want {
+			t.Errorf("%s: floor %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// A pass records what the next floor is judged by: the documents it
+// deleted and the time since the pass before it.
+func TestPassRecordsItsLoad(t *testing.T) {
+	m, c, clk := setup(t, 0)
+	for i := range 25 {
+		add(t, c, i, t0.Add(-time.Second))
+	}
+	m.Pass(context.Background())
+	clk.Advance(20 * time.Millisecond)
+	add(t, c, 100, t0)
+	m.Pass(context.Background())
+	if m.lastDocs != 1 || m.lastGap != 20*time.Millisecond {
+		t.Fatalf("after a pass of one document 20ms after the one before: lastDocs %d, lastGap %v", m.lastDocs, m.lastGap)
 	}
 }
 
