@@ -174,9 +174,10 @@ func dialPlain(ctx context.Context, addr string, tlsCfg *tls.Config) (net.Conn, 
 }
 
 // replicatedFloor keeps a replica set primary's TTL passes at least 50 ms
-// apart (a standalone's are 15 ms apart, the monitor's default): each pass
-// proposes at least one batch that every member applies, and the shorter
-// floor was measured on a standalone only (docs/design/0003, "Pacing").
+// apart, whatever their load (a standalone's follow it, 15 to 50 ms apart):
+// each pass proposes at least one batch that every member applies, and the
+// shorter floor was measured on a standalone only (docs/design/0003, "The
+// monitor").
 func replicatedFloor(cfg Config) time.Duration {
 	if cfg.ReplSet == "" {
 		return 0
