@@ -86,6 +86,11 @@ func (h replicaHooks) isAccessControl(collID uint64) bool {
 
 func (h replicaHooks) Reloaded() { h.reload() }
 
+// BeginApply and EndApply tell the store of an apply's span, in which its
+// counts lag storage (docstore/applies.go).
+func (h replicaHooks) BeginApply() { h.a.store.BeginApply() }
+func (h replicaHooks) EndApply()   { h.a.store.EndApply() }
+
 // ApplyExpiries deletes, on every member, what the primary's monitor
 // expired (docs/design/0007, compact expiries).
 func (h replicaHooks) ApplyExpiries(b storage.Batch, keys [][]byte) ([][]byte, func(), error) {

@@ -65,6 +65,9 @@ type Store struct {
 	// it until its drop is in storage, so entries before the drop apply
 	// to it alike on every member.
 	byID atomic.Pointer[map[uint64]*Collection]
+	// applies counts a replica set member's applies in and out, odd
+	// while one is under way (applies.go).
+	applies atomic.Uint64
 
 	// ownership says which documents the expiry machinery's changes
 	// are silent for (ownership.go); nil: every document is owned.

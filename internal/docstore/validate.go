@@ -58,9 +58,14 @@ type indexCheck struct {
 }
 
 type validation struct {
-	ctx     context.Context
-	c       *Collection
-	st      *collState
+	ctx context.Context
+	c   *Collection
+	st  *collState
+	r   storage.Reader // the snapshot validate reads
+	// keptCount and keptSize are the counts the collection kept as of r.
+	keptCount, keptSize int64
+	// onDoc, when set, is called before each document of the first pass.
+	onDoc   func()
 	seed    maphash.Seed
 	checks  []*indexCheck
 	buckets []keyBucket
@@ -75,19 +80,30 @@ type validation struct {
 // indexes hold no duplicate keys; and the document count and data size the
 // collection keeps match what is stored. Expired TTL documents that are
 // not deleted yet are stored documents and are checked like any other.
-// Writes to the collection wait while it runs.
+// It reads a snapshot taken with the counts it checks (applies.go), so
+// writes to the collection go on while it runs and it sees none of them.
 func (c *Collection) Validate(ctx context.Context) (*ValidateResult, error) {
-	c.schemaMu.Lock()
-	defer c.schemaMu.Unlock()
-	v := c.newValidation(ctx)
+	return c.validate(ctx, nil)
+}
+
+// validate is Validate calling onDoc, when set, before each document of
+// its first pass.
+func (c *Collection) validate(ctx context.Context, onDoc func()) (*ValidateResult, error) {
+	pv, err := c.pin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("docstore: validate %s: %w", c.Namespace(), err)
+	}
+	defer pv.snap.Close()
+	v := c.newValidation(ctx, pv)
+	v.onDoc = onDoc
 	if err := v.run(); err != nil {
 		return nil, fmt.Errorf("docstore: validate %s: %w", c.Namespace(), err)
 	}
 	return &v.res, nil
 }
 
-func (c *Collection) newValidation(ctx context.Context) *validation {
-	v := &validation{ctx: ctx, c: c, st: c.state.Load(), seed: maphash.MakeSeed()}
+func (c *Collection) newValidation(ctx context.Context, pv pinnedView) *validation {
+	v := &validation{ctx: ctx, c: c, st: pv.st, r: pv.snap, keptCount: pv.count, keptSize: pv.size, seed: maphash.MakeSeed()}
 	for _, ix := range v.st.indexes[1:] {
 		if ix.def.Ready {
 			v.checks = append(v.checks, &indexCheck{ix: ix})
@@ -123,7 +139,7 @@ func (v *validation) run() error {
 // entries to fn. Documents are counted in the first pass only.
 func (v *validation) scanDocs(first bool, fn func(ic *indexCheck, entry []byte, id any)) error {
 	p := docPrefix(v.st.meta.ID)
-	it, err := v.c.store.eng.NewIter(p, prefixEnd(p))
+	it, err := v.r.NewIter(p, prefixEnd(p))
 	if err != nil {
 		return err
 	}
@@ -132,6 +148,9 @@ func (v *validation) scanDocs(first bool, fn func(ic *indexCheck, entry []byte, 
 		// Every document: one may carry thousands of index entries.
 		if err := v.ctx.Err(); err != nil {
 			return err
+		}
+		if first && v.onDoc != nil {
+			v.onDoc()
 		}
 		v.doc(it.Key()[len(p):], it.Value(), first, fn)
 	}
@@ -213,7 +232,7 @@ func (v *validation) countDocKeys(_ *indexCheck, entry []byte, _ any) {
 // hands each entry to fn. A touch's stale entries (ttlloose.go) are not
 // the document's and not corruption: they are passed over.
 func (v *validation) scanIndex(ic *indexCheck, fn func(ic *indexCheck, entry []byte)) error {
-	it, err := v.c.store.eng.NewIter(ic.ix.prefix, prefixEnd(ic.ix.prefix))
+	it, err := v.r.NewIter(ic.ix.prefix, prefixEnd(ic.ix.prefix))
 	if err != nil {
 		return err
 	}
@@ -241,7 +260,7 @@ func (v *validation) staleEntry(ic *indexCheck, key, value []byte) (bool, error)
 	if _, _, ok := ttlentry.SplitLoose(key, value); !ok {
 		return false, nil
 	}
-	return v.c.skipLoose(ic.ix, key, value, v.c.store.eng)
+	return v.c.skipLoose(ic.ix, key, value, v.r)
 }
 
 // checkEntry returns the entry's key part, for the next entry's unique
@@ -271,7 +290,7 @@ func (v *validation) checkRecord(ic *indexCheck, idEnc, rec, value []byte) {
 	if _, ok := ttlentry.WalkRecord(rec, secondary, indexID, nil); !ok {
 		return
 	}
-	raw, err := v.c.store.eng.Get(docKey(v.st.meta.ID, idEnc))
+	raw, err := v.r.Get(docKey(v.st.meta.ID, idEnc))
 	if err != nil {
 		if !errors.Is(err, storage.ErrNotFound) {
 			ic.errors = append(ic.errors, fmt.Sprintf("index '%s': reading the document of an entry: %v", ic.ix.def.Name, err))
@@ -435,7 +454,7 @@ func (v *validation) checkOrphans() error {
 		known[ix.def.ID] = true
 	}
 	p := collIndexPrefix(v.st.meta.ID)
-	it, err := v.c.store.eng.NewIter(p, prefixEnd(p))
+	it, err := v.r.NewIter(p, prefixEnd(p))
 	if err != nil {
 		return err
 	}
@@ -450,16 +469,16 @@ func (v *validation) checkOrphans() error {
 	return it.Error()
 }
 
-// checkCounters compares the count and size the collection keeps (which
-// count and collStats answer from) with what is stored.
+// checkCounters compares the count and size the collection kept (which
+// count and collStats answer from) with what the snapshot holds.
 func (v *validation) checkCounters() {
-	if n := v.c.count.Load(); n != v.res.Records+v.res.InvalidDocs {
+	if n := v.keptCount; n != v.res.Records+v.res.InvalidDocs {
 		v.res.Errors = append(v.res.Errors, fmt.Sprintf("the collection's document count (%d) does not match the number of records found (%d)", n, v.res.Records+v.res.InvalidDocs))
 	}
 	if v.res.InvalidDocs > 0 {
 		return
 	}
-	if n := v.c.dataSize.Load(); n != v.size {
+	if n := v.keptSize; n != v.size {
 		v.res.Errors = append(v.res.Errors, fmt.Sprintf("the collection's data size (%d) does not match the size of the records found (%d)", n, v.size))
 	}
 }

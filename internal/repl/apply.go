@@ -132,6 +132,24 @@ func (n *node) applyGroup(ents []*pb.Entry) error {
 		confChanged = confChanged || e.GetType() != pb.EntryNormal
 	}
 	last := ents[len(ents)-1]
+	if err := n.commitAndPublish(b, last, publish, decoded); err != nil {
+		return err
+	}
+	n.cfg.Changes.Notify()
+	n.maybePromote(last.GetTerm())
+	if confChanged && n.onConfChange != nil {
+		n.onConfChange()
+	}
+	return nil
+}
+
+// commitAndPublish commits the group's batch and then makes what it
+// changed known: the counts of its expiries, and each entry to its
+// proposer or to the layers above. The hooks hear of the span, in which
+// storage holds what the counts do not yet say.
+func (n *node) commitAndPublish(b storage.Batch, last *pb.Entry, publish []func(), decoded []*entry) error {
+	n.hooks.BeginApply()
+	defer n.hooks.EndApply()
 	if err := n.commitApplied(b, last); err != nil {
 		return err
 	}
@@ -140,11 +158,6 @@ func (n *node) applyGroup(ents []*pb.Entry) error {
 	}
 	for _, ent := range decoded {
 		n.noteApplied(ent)
-	}
-	n.cfg.Changes.Notify()
-	n.maybePromote(last.GetTerm())
-	if confChanged && n.onConfChange != nil {
-		n.onConfChange()
 	}
 	return nil
 }

@@ -151,8 +151,10 @@ func (noHooks) Reloaded()                  {}
 func (noHooks) ApplyExpiries(storage.Batch, [][]byte) ([][]byte, func(), error) {
 	return nil, nil, errNoExpirer
 }
-func (noHooks) Promoted() {}
-func (noHooks) Demoted()  {}
+func (noHooks) Promoted()   {}
+func (noHooks) Demoted()    {}
+func (noHooks) BeginApply() {}
+func (noHooks) EndApply()   {}
 
 func newCluster(t *testing.T) *cluster {
 	return newClusterOn(t, 5, func() *pebblestore.Store { return openBase(t, vfs.NewMem()) })

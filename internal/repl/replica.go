@@ -152,6 +152,12 @@ type Hooks interface {
 	Applied(deltas []CountDelta, catalogChanged bool)
 	// Reloaded is called after a snapshot replaced everything.
 	Reloaded()
+	// BeginApply and EndApply bracket each apply from before its storage
+	// commit to after the counts it makes known (Applied, an expiry's
+	// publish, Reloaded): a reader that pairs the counts with a storage
+	// snapshot takes neither inside the span.
+	BeginApply()
+	EndApply()
 	// Expirer applies compact expiries; on every member, the proposer too.
 	Expirer
 	// Promoted is called when this member becomes a writable primary,
@@ -358,6 +364,18 @@ func (f hookFilter) ApplyExpiries(b storage.Batch, keys [][]byte) ([][]byte, fun
 		return h.ApplyExpiries(b, keys)
 	}
 	return nil, nil, errNoExpirer
+}
+
+func (f hookFilter) BeginApply() {
+	if h := f.rs.hooks; h != nil {
+		h.BeginApply()
+	}
+}
+
+func (f hookFilter) EndApply() {
+	if h := f.rs.hooks; h != nil {
+		h.EndApply()
+	}
 }
 
 func (f hookFilter) Reloaded() {

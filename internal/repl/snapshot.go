@@ -68,6 +68,22 @@ func stageBegin(eng storage.Engine) error {
 	return b.Commit(false)
 }
 
+// swapAndReload puts the staged snapshot in place and has the layers
+// above read it again, within one span of the hooks' (BeginApply).
+func (n *node) swapAndReload(meta *pb.SnapshotMetadata) error {
+	n.hooks.BeginApply()
+	defer n.hooks.EndApply()
+	if err := swapStaged(n.base, n.ls, meta); err != nil {
+		return fmt.Errorf("repl: install snapshot at %d: %w", meta.GetIndex(), err)
+	}
+	n.mu.Lock()
+	n.confState = meta.GetConfState()
+	n.mu.Unlock()
+	n.applied.Store(meta.GetIndex())
+	n.hooks.Reloaded()
+	return nil
+}
+
 // stageChunk writes one chunk of a snapshot into the staging area.
 func stageChunk(eng storage.Engine, kvs [][]byte) error {
 	if len(kvs)%2 != 0 {
@@ -98,14 +114,9 @@ func (n *node) installSnapshot(snap *pb.Snapshot) error {
 		return err
 	}
 	mark.Close()
-	if err := swapStaged(n.base, n.ls, meta); err != nil {
-		return fmt.Errorf("repl: install snapshot at %d: %w", meta.GetIndex(), err)
+	if err := n.swapAndReload(meta); err != nil {
+		return err
 	}
-	n.mu.Lock()
-	n.confState = meta.GetConfState()
-	n.mu.Unlock()
-	n.applied.Store(meta.GetIndex())
-	n.hooks.Reloaded()
 	if raw, err := n.base.Get(configKey); err == nil && n.onCfg != nil {
 		n.onCfg(raw)
 	}

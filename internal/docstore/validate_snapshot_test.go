@@ -1,0 +1,134 @@
+package docstore
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/keyenc"
+)
+
+// TestValidateReadsASnapshotWhileWritesGoOn pauses validate at its first
+// document and makes, meanwhile, each kind of write that changes a
+// collection's counts. Each must finish while validate waits (it held
+// the collection's schema lock throughout before, and they waited for
+// it), and validate must judge the collection as it was when it began:
+// valid, with the records of then. A second validate sees the write.
+func TestValidateReadsASnapshotWhileWritesGoOn(t *testing.T) {
+	writes := []struct {
+		name    string
+		write   func(c *Collection) error
+		records int64 // what the second validate finds
+	}{
+		{"insert", func(c *Collection) error {
+			d, err := PrepareInsert(bson.D{{Key: "_id", Value: 10}, {Key: "n", Value: 10}})
+			if err != nil {
+				return err
+			}
+			return c.Insert(d, WriteOptions{})
+		}, 7},
+		{"update that grows a document", func(c *Collection) error {
+			_, err := c.Modify(1, WriteOptions{}, setField("pad", string(make([]byte, 500))))
+			return err
+		}, 6},
+		{"delete", func(c *Collection) error {
+			_, err := c.Modify(2, WriteOptions{}, func(bson.D) (Change, error) { return Change{Kind: Remove}, nil })
+			return err
+		}, 5},
+		{"TTL expiry", func(c *Collection) error {
+			pass := c.BeginExpiry("t_1", c.store.clock.Now())
+			for {
+				res, err := pass.Next(1000)
+				if err != nil || !res.More {
+					return err
+				}
+			}
+		}, 5},
+	}
+	for _, w := range writes {
+		t.Run(w.name, func(t *testing.T) {
+			c := validColl(t)
+			paused := false
+			res, err := c.validate(context.Background(), func() {
+				if paused {
+					return
+				}
+				paused = true
+				done := make(chan error, 1)
+				go func() { done <- w.write(c) }()
+				select {
+				case err := <-done:
+					if err != nil {
+						t.Errorf("the write during validate: %v", err)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatal("the write waited for validate")
+				}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Valid() || res.Records != 6 {
+				t.Fatalf("validate during the write: valid %v, %d records (want 6), errors %v", res.Valid(), res.Records, res.Errors)
+			}
+			if after := mustValidate(t, c); !after.Valid() || after.Records != w.records {
+				t.Fatalf("validate after the write: valid %v, %d records (want %d), errors %v", after.Valid(), after.Records, w.records, after.Errors)
+			}
+		})
+	}
+}
+
+// TestValidatePinsOutsideAnApply holds a replica set member's apply open:
+// its document is in storage and its count not yet published, as between
+// an applied batch's commit and its counts. A validate started inside the
+// span must judge the collection from after it.
+func TestValidatePinsOutsideAnApply(t *testing.T) {
+	s, _ := openStore(t)
+	c, err := s.CreateCollection("db", "plain", CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		insert(t, c, bson.D{{Key: "_id", Value: i}})
+	}
+	raw, err := bson.Marshal(bson.D{{Key: "_id", Value: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.BeginApply()
+	setKey(t, c, docKey(c.meta().ID, keyenc.AppendValue(nil, int32(3))), raw)
+	type result struct {
+		res *ValidateResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := c.Validate(context.Background())
+		done <- result{res, err}
+	}()
+	time.Sleep(30 * time.Millisecond) // validate's attempts meet the open span
+	s.ApplyCounts(c.meta().ID, 1, int64(len(raw)))
+	s.EndApply()
+	got := <-done
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	if !got.res.Valid() || got.res.Records != 4 {
+		t.Fatalf("valid %v, %d records (want 4), errors %v", got.res.Valid(), got.res.Records, got.res.Errors)
+	}
+}
+
+// TestValidateStopsWaitingWithItsContext: a validate that cannot pin its
+// view (an apply that never ends) ends with its context.
+func TestValidateStopsWaitingWithItsContext(t *testing.T) {
+	c := validColl(t)
+	c.store.BeginApply()
+	defer c.store.EndApply()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := c.Validate(ctx); err == nil {
+		t.Fatal("validate inside an apply that never ended returned no error")
+	}
+}
