@@ -18,9 +18,11 @@ type Hashes struct {
 	All                string // hex MD5 of the collections' hex MD5s
 }
 
-// DBHash hashes the named collections of db; names that hold no
-// collection are left out.
+// DBHash hashes the named collections of db, all as of one instant;
+// names that hold no collection are left out.
 func DBHash(store *docstore.Store, db string, names []string) (Hashes, error) {
+	view := store.NewStoredView()
+	defer view.Close()
 	all := md5.New()
 	out := Hashes{Collections: bson.D{}, UUIDs: bson.D{}, Capped: bson.A{}}
 	for _, name := range names {
@@ -29,7 +31,7 @@ func DBHash(store *docstore.Store, db string, names []string) (Hashes, error) {
 			continue
 		}
 		sum := md5.New()
-		if err := c.EachStored(func(raw []byte) error { _, err := sum.Write(raw); return err }); err != nil {
+		if err := view.EachStored(c, func(raw []byte) error { _, err := sum.Write(raw); return err }); err != nil {
 			return out, err
 		}
 		hexSum := hex.EncodeToString(sum.Sum(nil))

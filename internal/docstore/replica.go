@@ -1,6 +1,10 @@
 package docstore
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/mayflydb/mayfly/internal/storage"
+)
 
 // A replica set member that is not primary never writes through the store:
 // it applies the primary's batches beneath it. These keep its in-memory
@@ -63,10 +67,31 @@ func (c *Collection) dropUnfinished() error {
 }
 
 // EachStored calls fn with every stored document's BSON in _id order,
-// expired ones included: what a member holds, for dbHash.
+// expired ones included: what a member holds.
 func (c *Collection) EachStored(fn func(raw []byte) error) error {
+	return c.eachStoredIn(c.store.eng, fn)
+}
+
+// StoredView reads what every collection stored at one instant: dbHash
+// hashes several collections, which mongod does under one lock of the
+// database, so that members at one point of the log give one answer
+// while they go on applying.
+type StoredView struct{ snap storage.Snapshot }
+
+// NewStoredView takes the view; it must be closed.
+func (s *Store) NewStoredView() *StoredView { return &StoredView{snap: s.eng.NewSnapshot()} }
+
+// EachStored is c.EachStored as of the view.
+func (v *StoredView) EachStored(c *Collection, fn func(raw []byte) error) error {
+	return c.eachStoredIn(v.snap, fn)
+}
+
+// Close releases the view.
+func (v *StoredView) Close() error { return v.snap.Close() }
+
+func (c *Collection) eachStoredIn(r storage.Reader, fn func(raw []byte) error) error {
 	p := docPrefix(c.meta().ID)
-	it, err := c.store.eng.NewIter(p, prefixEnd(p))
+	it, err := r.NewIter(p, prefixEnd(p))
 	if err != nil {
 		return err
 	}

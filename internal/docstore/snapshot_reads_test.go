@@ -132,3 +132,47 @@ func TestValidateStopsWaitingWithItsContext(t *testing.T) {
 		t.Fatal("validate inside an apply that never ended returned no error")
 	}
 }
+
+// TestStoredViewIsOneInstant: dbHash's view of several collections holds
+// what they stored when it was taken, whatever is written to them while
+// it reads one and then the other.
+func TestStoredViewIsOneInstant(t *testing.T) {
+	s, _ := openStore(t)
+	var colls []*Collection
+	for _, name := range []string{"a", "b"} {
+		c, err := s.CreateCollection("db", name, CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		insert(t, c, bson.D{{Key: "_id", Value: 1}, {Key: "v", Value: "before"}})
+		colls = append(colls, c)
+	}
+	view := s.NewStoredView()
+	defer view.Close()
+	for _, c := range colls {
+		insert(t, c, bson.D{{Key: "_id", Value: 2}, {Key: "v", Value: "after"}})
+		if _, err := c.Modify(1, WriteOptions{}, setField("v", "after")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range colls {
+		var seen []string
+		err := view.EachStored(c, func(raw []byte) error {
+			seen = append(seen, bson.Raw(raw).Lookup("v").StringValue())
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(seen) != 1 || seen[0] != "before" {
+			t.Fatalf("%s through the view: %v, want [before]", c.Namespace(), seen)
+		}
+		live := 0
+		if err := c.EachStored(func([]byte) error { live++; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if live != 2 {
+			t.Fatalf("%s live: %d documents, want 2", c.Namespace(), live)
+		}
+	}
+}
