@@ -33,7 +33,9 @@ type pinnedView struct {
 }
 
 // pinAttemptWait is the first wait before pinning again after an apply
-// overlapped an attempt; each wait doubles, up to pinMaxWait.
+// overlapped an attempt; each wait doubles, up to pinMaxWait. The waits
+// are real time, not the server's clock: they wait for an apply to end,
+// not for a date.
 const (
 	pinAttemptWait = 50 * time.Microsecond
 	pinMaxWait     = 5 * time.Millisecond
