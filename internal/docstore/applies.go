@@ -27,9 +27,9 @@ func (s *Store) EndApply() { s.applies.Add(1) }
 // pinnedView is a collection's state, counts and a storage snapshot
 // taken together: the counts are those of what the snapshot holds.
 type pinnedView struct {
-	st          *collState
-	count, size int64
-	snap        storage.Snapshot
+	st                  *collState
+	keptCount, keptSize int64
+	snap                storage.Snapshot
 }
 
 // pinAttemptWait is the first wait before pinning again after an apply
@@ -68,7 +68,7 @@ func (c *Collection) tryPin() (pinnedView, bool) {
 		return pinnedView{}, false
 	}
 	c.schemaMu.Lock()
-	v := pinnedView{st: c.state.Load(), count: c.count.Load(), size: c.dataSize.Load(), snap: c.store.eng.NewSnapshot()}
+	v := pinnedView{st: c.state.Load(), keptCount: c.count.Load(), keptSize: c.dataSize.Load(), snap: c.store.eng.NewSnapshot()}
 	c.schemaMu.Unlock()
 	if c.store.applies.Load() != seq {
 		_ = v.snap.Close()

@@ -12,7 +12,8 @@ import (
 
 // TestValidateReadsASnapshotWhileWritesGoOn pauses validate at its first
 // document and makes, meanwhile, each kind of write that changes a
-// collection's counts. Each must finish while validate waits (it held
+// collection's counts through the store (a replica set member's applies
+// are TestValidatePinsOutsideAnApply's). Each must finish while validate waits (it held
 // the collection's schema lock throughout before, and they waited for
 // it), and validate must judge the collection as it was when it began:
 // valid, with the records of then. A second validate sees the write.
@@ -37,6 +38,18 @@ func TestValidateReadsASnapshotWhileWritesGoOn(t *testing.T) {
 			_, err := c.Modify(2, WriteOptions{}, func(bson.D) (Change, error) { return Change{Kind: Remove}, nil })
 			return err
 		}, 5},
+		{"transaction: two inserts and a delete", func(c *Collection) error {
+			x := c.store.BeginTxn()
+			for _, id := range []int{10, 11} {
+				if err := x.Insert(c, bson.D{{Key: "_id", Value: id}, {Key: "n", Value: id}}); err != nil {
+					return err
+				}
+			}
+			if _, err := x.Modify(c, 5, func(bson.D) (Change, error) { return Change{Kind: Remove}, nil }); err != nil {
+				return err
+			}
+			return x.Commit(WriteOptions{})
+		}, 7},
 		{"TTL expiry", func(c *Collection) error {
 			pass := c.BeginExpiry("t_1", c.store.clock.Now())
 			for {

@@ -60,10 +60,9 @@ type indexCheck struct {
 type validation struct {
 	ctx context.Context
 	c   *Collection
-	st  *collState
-	r   storage.Reader // the snapshot validate reads
-	// keptCount and keptSize are the counts the collection kept as of r.
-	keptCount, keptSize int64
+	// pinnedView is what validate reads: the snapshot, and the state and
+	// counts the collection kept as of it.
+	pinnedView
 	// onDoc, when set, is called before each document of the first pass.
 	onDoc   func()
 	seed    maphash.Seed
@@ -103,7 +102,7 @@ func (c *Collection) validate(ctx context.Context, onDoc func()) (*ValidateResul
 }
 
 func (c *Collection) newValidation(ctx context.Context, pv pinnedView) *validation {
-	v := &validation{ctx: ctx, c: c, st: pv.st, r: pv.snap, keptCount: pv.count, keptSize: pv.size, seed: maphash.MakeSeed()}
+	v := &validation{ctx: ctx, c: c, pinnedView: pv, seed: maphash.MakeSeed()}
 	for _, ix := range v.st.indexes[1:] {
 		if ix.def.Ready {
 			v.checks = append(v.checks, &indexCheck{ix: ix})
@@ -139,7 +138,7 @@ func (v *validation) run() error {
 // entries to fn. Documents are counted in the first pass only.
 func (v *validation) scanDocs(first bool, fn func(ic *indexCheck, entry []byte, id any)) error {
 	p := docPrefix(v.st.meta.ID)
-	it, err := v.r.NewIter(p, prefixEnd(p))
+	it, err := v.snap.NewIter(p, prefixEnd(p))
 	if err != nil {
 		return err
 	}
@@ -232,7 +231,7 @@ func (v *validation) countDocKeys(_ *indexCheck, entry []byte, _ any) {
 // hands each entry to fn. A touch's stale entries (ttlloose.go) are not
 // the document's and not corruption: they are passed over.
 func (v *validation) scanIndex(ic *indexCheck, fn func(ic *indexCheck, entry []byte)) error {
-	it, err := v.r.NewIter(ic.ix.prefix, prefixEnd(ic.ix.prefix))
+	it, err := v.snap.NewIter(ic.ix.prefix, prefixEnd(ic.ix.prefix))
 	if err != nil {
 		return err
 	}
@@ -260,7 +259,7 @@ func (v *validation) staleEntry(ic *indexCheck, key, value []byte) (bool, error)
 	if _, _, ok := ttlentry.SplitLoose(key, value); !ok {
 		return false, nil
 	}
-	return v.c.skipLoose(ic.ix, key, value, v.r)
+	return v.c.skipLoose(ic.ix, key, value, v.snap)
 }
 
 // checkEntry returns the entry's key part, for the next entry's unique
@@ -290,7 +289,7 @@ func (v *validation) checkRecord(ic *indexCheck, idEnc, rec, value []byte) {
 	if _, ok := ttlentry.WalkRecord(rec, secondary, indexID, nil); !ok {
 		return
 	}
-	raw, err := v.r.Get(docKey(v.st.meta.ID, idEnc))
+	raw, err := v.snap.Get(docKey(v.st.meta.ID, idEnc))
 	if err != nil {
 		if !errors.Is(err, storage.ErrNotFound) {
 			ic.errors = append(ic.errors, fmt.Sprintf("index '%s': reading the document of an entry: %v", ic.ix.def.Name, err))
@@ -454,7 +453,7 @@ func (v *validation) checkOrphans() error {
 		known[ix.def.ID] = true
 	}
 	p := collIndexPrefix(v.st.meta.ID)
-	it, err := v.r.NewIter(p, prefixEnd(p))
+	it, err := v.snap.NewIter(p, prefixEnd(p))
 	if err != nil {
 		return err
 	}
