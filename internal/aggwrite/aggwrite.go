@@ -88,6 +88,9 @@ func (w *Writer) fillOut(c *docstore.Collection, t *Target, out aggregate.Iterat
 	if old := w.Store.Collection(t.DB, t.Coll); old != nil {
 		var ixs []*catalog.Index
 		for _, ix := range old.Indexes()[1:] {
+			if !ix.Ready {
+				continue // its build fails the rename below
+			}
 			def := ix
 			def.ID, def.MultiKeyPaths = 0, nil
 			def.MultiKeyTracked = true

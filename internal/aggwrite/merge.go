@@ -104,7 +104,7 @@ func checkMergeIndex(c *docstore.Collection, on []string) error {
 		return nil
 	}
 	for _, ix := range c.Indexes() {
-		if ix.Unique && sameFields(ix.Fields, on) {
+		if ix.Ready && ix.Unique && sameFields(ix.Fields, on) {
 			return nil
 		}
 	}

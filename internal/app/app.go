@@ -28,6 +28,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/repl"
 	"github.com/mayflydb/mayfly/internal/server"
 	"github.com/mayflydb/mayfly/internal/session"
+	"github.com/mayflydb/mayfly/internal/snaphistory"
 	"github.com/mayflydb/mayfly/internal/storage"
 	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
 	"github.com/mayflydb/mayfly/internal/storage/rescache"
@@ -146,7 +147,7 @@ type App struct {
 	// txns is the sessions' transactions, aborted past their lifetime.
 	txns *session.Transactions
 	// snapshots holds snapshot reads' snapshots for their window.
-	snapshots *docstore.SnapshotHistory
+	snapshots *snaphistory.History
 	raft      raftStart // when this member's raft starts (diskfull.go)
 	// configClient reaches the config servers from a shard (sharding.go).
 	configClient ConfigClient
@@ -268,7 +269,7 @@ func (a *App) assemble() error {
 	}
 	store.SetExactExpiry(!cfg.LaggingExpiry)
 	a.store = store
-	a.snapshots = docstore.NewSnapshotHistory(store, clock.Unoffset(cfg.Clock))
+	a.snapshots = snaphistory.New(store, clock.Unoffset(cfg.Clock))
 	a.cursors = cursor.NewRegistry(clock.Unoffset(cfg.Clock), cfg.CursorIdle)
 	ops := activity.NewRegistry(cfg.Clock)
 	a.ops.watch = expirywatch.New(store, cfg.Clock, cfg.Logger)

@@ -40,6 +40,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/session"
 	"github.com/mayflydb/mayfly/internal/shardcmds"
 	"github.com/mayflydb/mayfly/internal/shardstate"
+	"github.com/mayflydb/mayfly/internal/snaphistory"
 	"github.com/mayflydb/mayfly/internal/txnrules"
 	"github.com/mayflydb/mayfly/internal/writeops"
 )
@@ -103,7 +104,7 @@ type Deps struct {
 	Transactions *session.Transactions
 	// Snapshots keeps the snapshots of snapshot reads outside
 	// transactions (nil makes the handler's own over Store).
-	Snapshots *docstore.SnapshotHistory
+	Snapshots *snaphistory.History
 }
 
 // TTLStats are serverStatus().metrics.ttl.
@@ -145,7 +146,7 @@ type Handler struct {
 	// txns is the sessions' transactions (txn.go).
 	txns *session.Transactions
 	// snapshots is the snapshot reads' history (snapshotread.go).
-	snapshots *docstore.SnapshotHistory
+	snapshots *snaphistory.History
 	// now is deps.Clock.Now, made once: a method value made per write
 	// (writeOp) would be an allocation each time.
 	now func() time.Time
@@ -219,7 +220,7 @@ func New(deps Deps) *Handler {
 	h := &Handler{deps: deps, steady: clock.Unoffset(deps.Clock), started: deps.Clock.Now(), processID: bson.NewObjectID(), sessions: session.NewCache(session.MaxSessions), txns: deps.Transactions}
 	h.now = deps.Clock.Now
 	if h.snapshots = deps.Snapshots; h.snapshots == nil && deps.Store != nil {
-		h.snapshots = docstore.NewSnapshotHistory(deps.Store, h.steady)
+		h.snapshots = snaphistory.New(deps.Store, h.steady)
 	}
 	if h.txns == nil {
 		h.txns = session.NewTransactions(h.steady)

@@ -10,6 +10,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/snaphistory"
 )
 
 // Snapshot reads outside transactions (docs/design/0015): a find,
@@ -82,7 +83,7 @@ func readConcernNotSupported(name string, rc bson.D) error {
 // snapshotAtLatest reads the state applied now.
 func (h *Handler) snapshotAtLatest(r *request) error {
 	txn, ts, err := h.snapshots.Latest(h.appliedTime)
-	if errors.Is(err, docstore.ErrSnapshotBusy) {
+	if errors.Is(err, snaphistory.ErrSnapshotBusy) {
 		return mongoerr.New(mongoerr.SnapshotUnavailable, "Unable to read from a snapshot: writes kept applying while it was taken.")
 	}
 	if err != nil {

@@ -100,7 +100,7 @@ func (h *Handler) createCollection(r *request, name string, opt docstore.CreateO
 func (h *Handler) createIndexesIn(r *request, c *docstore.Collection, ixs []*catalog.Index, created bool) (bson.D, error) {
 	x := r.storeTxn()
 	if x == nil {
-		res, err := c.CreateIndexesContext(r.ctx, ixs)
+		res, err := c.CreateIndexesAfterBatch(r.ctx, ixs, h.indexBuildPause(r.ctx))
 		if err != nil {
 			return nil, interruptionOr(r.ctx, err)
 		}

@@ -37,6 +37,8 @@ type Collection struct {
 
 	// multikeyMu orders writers that record new multikey paths.
 	multikeyMu sync.Mutex
+
+	builds builds // index builds under way (indexbuild.go)
 }
 
 // collState is an immutable view of the collection's definition; it is
@@ -163,9 +165,9 @@ func (c *Collection) HasTTL() bool { return len(c.state.Load().ttl) > 0 }
 
 // settle makes the collection match its catalog entry meta as read from
 // storage, at open, after a storage reopen and after a replicated catalog
-// change: it drops index builds that did not finish (nothing is building
-// while the caller holds schemaMu or the store is opening) and, if
-// recount is set, recounts the documents.
+// change: it drops index builds that did not finish (a build under way,
+// after the storage reopened, then finds its indexes gone and fails) and,
+// if recount is set, recounts the documents.
 func (c *Collection) settle(meta *catalog.Collection, recount bool) error {
 	c.setMeta(meta)
 	for _, ix := range meta.Indexes {

@@ -82,19 +82,7 @@ func TestExpiredElementsAreNeverRead(t *testing.T) {
 
 func countMatching(t *testing.T, c *Collection, f *query.Filter) int {
 	t.Helper()
-	it := c.Scan(nil, f)
-	defer it.Close()
-	n := 0
-	for {
-		_, ok, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !ok {
-			return n
-		}
-		n++
-	}
+	return countPlan(t, c, nil, f)
 }
 
 func TestMonitorRemovesExpiredElements(t *testing.T) {

@@ -8,10 +8,10 @@ import (
 	"github.com/mayflydb/mayfly/internal/query"
 )
 
-// residual is the part of the filter the index bounds do not apply
+// Residual is the part of the filter the index bounds do not apply
 // exactly, which explain shows as the FETCH stage's filter. Mayfly's FETCH
 // rechecks the whole filter; the difference is only in what is shown.
-func (p *Plan) residual(f *query.Filter) bson.D {
+func (p *Plan) Residual(f *query.Filter) bson.D {
 	if f == nil {
 		return bson.D{}
 	}
@@ -24,7 +24,7 @@ func (p *Plan) residual(f *query.Filter) bson.D {
 	return query.ClausesDoc(rest)
 }
 
-// hasResidual reports whether residual(f) is not empty, without building
+// hasResidual reports whether Residual(f) is not empty, without building
 // it: a write asks this of its plan on every call (CandidateIDs), and its
 // filter is most often equalities, which need no clause slices.
 func (p *Plan) hasResidual(f *query.Filter) bool {

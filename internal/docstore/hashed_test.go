@@ -53,14 +53,7 @@ func TestHashedIndexEqualityReadsOneHash(t *testing.T) {
 	}
 }
 
-func bsonFormatKeyPattern(p *Plan) string {
-	for _, e := range p.indexFields() {
-		if e.Key == "keyPattern" {
-			return bsonutil.Format(e.Value)
-		}
-	}
-	return ""
-}
+func bsonFormatKeyPattern(p *Plan) string { return bsonutil.Format(p.Index.KeyPattern()) }
 
 // The hashed index answers equality and $in exactly as a collection scan
 // does, over values of every kind that hash alike or not (numbers of

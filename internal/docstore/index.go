@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -13,9 +14,6 @@ import (
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
 )
-
-// buildBatchDocs is how many documents one index-build batch covers.
-const buildBatchDocs = 1000
 
 // CreateIndexesResult is what createIndexes reports.
 type CreateIndexesResult struct {
@@ -40,61 +38,84 @@ func (c *Collection) CreateIndexes(ixs []*catalog.Index) (CreateIndexesResult, e
 
 // CreateIndexesContext is CreateIndexes whose build over the stored
 // documents stops, and is abandoned as a failed build is, once ctx ends;
-// the error then wraps ctx's.
+// the error then wraps ctx's. A request for an index another build is
+// making waits for that build, then looks again.
 func (c *Collection) CreateIndexesContext(ctx context.Context, ixs []*catalog.Index) (CreateIndexesResult, error) {
+	return c.CreateIndexesAfterBatch(ctx, ixs, nil)
+}
+
+// CreateIndexesAfterBatch is CreateIndexesContext that calls afterBatch,
+// when set, after each batch of the build, its locks released: the
+// server's fail point holds a build there (indexbuild.go).
+func (c *Collection) CreateIndexesAfterBatch(ctx context.Context, ixs []*catalog.Index, afterBatch func()) (CreateIndexesResult, error) {
+	for {
+		run, busy, res, err := c.startBuild(ixs)
+		if busy != nil {
+			select {
+			case <-busy.done:
+				continue
+			case <-ctx.Done():
+				return res, fmt.Errorf("docstore: wait for index build: %w", ctx.Err())
+			}
+		}
+		if run == nil {
+			return res, err
+		}
+		run.onBatch = afterBatch
+		out, err := run.run(ctx)
+		out.Before = res.Before
+		return out, err
+	}
+}
+
+// startBuild starts the build of the requested indexes not already
+// there, or returns the build under way of one of them.
+func (c *Collection) startBuild(ixs []*catalog.Index) (run, busy *buildRun, res CreateIndexesResult, err error) {
 	c.schemaMu.Lock()
 	defer c.schemaMu.Unlock()
-	res := CreateIndexesResult{Before: len(c.meta().Indexes)}
-	each := c.count.Load() == 0
-	news, err := c.newIndexesLocked(ixs)
-	if err != nil || len(news) == 0 {
-		res.After, res.AllExisted = res.Before, err == nil
-		return res, err
+	res.Before = readyIndexes(c.meta())
+	news, busy, err := c.newIndexesLocked(ixs)
+	if busy != nil || err != nil || len(news) == 0 {
+		res.After, res.AllExisted = res.Before, err == nil && busy == nil
+		return nil, busy, res, err
 	}
-	first, err := c.startBuildLocked(news)
-	if err != nil {
-		return res, err
-	}
-	for i := range news {
-		if err := c.buildLocked(ctx, first+i); err != nil {
-			return res, errors.Join(buildFailed(c.meta(), err), c.abortBuildLocked(news))
-		}
-	}
-	if err := c.readyLocked(news, each); err != nil {
-		return res, err
-	}
-	res.After = len(c.meta().Indexes)
-	c.store.indexesChanged()
-	return res, nil
+	run, err = c.newBuildLocked(news)
+	return run, nil, res, err
 }
 
 // newIndexesLocked checks every requested index against the collection's
 // and the ones before it in the request, before anything is built, as
-// mongod does, and returns those not already there.
-func (c *Collection) newIndexesLocked(ixs []*catalog.Index) ([]*catalog.Index, error) {
+// mongod does, and returns those not already there, or the build under
+// way of one that is being built.
+func (c *Collection) newIndexesLocked(ixs []*catalog.Index) ([]*catalog.Index, *buildRun, error) {
 	meta := c.meta()
 	have := append([]catalog.Index(nil), meta.Indexes...)
 	var news []*catalog.Index
 	for _, ix := range ixs {
 		exists, err := catalog.CheckNew(have, ix)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if exists {
+			if def := meta.Index(ix.Name); def != nil && !def.Ready {
+				if run := c.builds.of(def.ID); run != nil {
+					return nil, run, nil
+				}
+			}
 			continue
 		}
 		if len(have) >= catalog.MaxIndexes {
-			return nil, mongoerr.Newf(mongoerr.CannotCreateIndex, "add index fails, too many indexes for %s key:%s", meta.Namespace(), bsonutil.Format(ix.KeyPattern()))
+			return nil, nil, mongoerr.Newf(mongoerr.CannotCreateIndex, "add index fails, too many indexes for %s key:%s", meta.Namespace(), bsonutil.Format(ix.KeyPattern()))
 		}
 		if ix.Partial != nil {
 			if _, err := query.NewFilter(ix.Partial); err != nil {
-				return nil, mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: %s", bsonutil.Format(ix.Spec), mongoerr.As(err).Msg)
+				return nil, nil, mongoerr.Newf(mongoerr.CannotCreateIndex, "Error in specification %s :: caused by :: %s", bsonutil.Format(ix.Spec), mongoerr.As(err).Msg)
 			}
 		}
 		have = append(have, *ix)
 		news = append(news, ix)
 	}
-	return news, nil
+	return news, nil, nil
 }
 
 // startBuildLocked records the new indexes as not ready, in one write, and
@@ -131,9 +152,10 @@ func (c *Collection) readyLocked(built []*catalog.Index, each bool) error {
 	return c.saveMeta(next, evs...)
 }
 
-// abortBuildLocked drops every index of a failed build, their entries and
-// catalog records, in one write and with no event: none announced them.
-func (c *Collection) abortBuildLocked(news []*catalog.Index) error {
+// abortBuildLocked drops the indexes of a failed build (by catalog ID),
+// their entries and catalog records, in one write and with no event: none
+// announced them.
+func (c *Collection) abortBuildLocked(ids []uint32) error {
 	meta := c.meta()
 	next := meta.Clone()
 	next.Indexes = next.Indexes[:0]
@@ -141,7 +163,7 @@ func (c *Collection) abortBuildLocked(news []*catalog.Index) error {
 	defer b.Close()
 	for i := range meta.Indexes {
 		ix := &meta.Indexes[i]
-		if ix.Ready || !building(news, ix.Name) {
+		if ix.Ready || !slices.Contains(ids, ix.ID) {
 			next.Indexes = append(next.Indexes, *ix)
 			continue
 		}
@@ -160,26 +182,17 @@ func (c *Collection) abortBuildLocked(news []*catalog.Index) error {
 	return nil
 }
 
-func building(news []*catalog.Index, name string) bool {
-	for _, ix := range news {
-		if ix.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
 // buildFailed gives an error of the build's scan (a duplicate key, a
 // document the index cannot hold) the context mongod's createIndexes
 // adds to a failed build: a build UUID and the collection's.
-func buildFailed(meta *catalog.Collection, err error) error {
+func buildFailed(meta *catalog.Collection, build bson.Binary, err error) error {
 	var me *mongoerr.Error
 	if !errors.As(err, &me) {
 		return err
 	}
 	return &mongoerr.Error{
 		Code:  me.Code,
-		Msg:   fmt.Sprintf("Index build failed: %s: Collection %s ( %s ) :: caused by :: %s", bsonutil.FormatUUID(newUUID().Data), meta.Namespace(), bsonutil.FormatUUID(meta.UUID.Data), me.Msg),
+		Msg:   fmt.Sprintf("Index build failed: %s: Collection %s ( %s ) :: caused by :: %s", bsonutil.FormatUUID(build.Data), meta.Namespace(), bsonutil.FormatUUID(meta.UUID.Data), me.Msg),
 		Extra: me.Extra,
 	}
 }
@@ -209,89 +222,6 @@ func (c *Collection) saveMeta(meta *catalog.Collection, evs ...*changestream.Eve
 	}
 	c.setMeta(meta)
 	return nil
-}
-
-// buildLocked writes the entries of index i for every stored document,
-// looking at ctx before each.
-func (c *Collection) buildLocked(ctx context.Context, i int) error {
-	st := c.state.Load()
-	ix := st.indexes[i]
-	b := &indexBuild{c: c, ix: ix, st: st}
-	p := docPrefix(st.meta.ID)
-	it, err := c.store.eng.NewIter(p, prefixEnd(p))
-	if err != nil {
-		return err
-	}
-	defer it.Close()
-	for ok := it.First(); ok; ok = it.Next() {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("docstore: index build of %s: %w", ix.def.Name, err)
-		}
-		if err := b.add(it.Key()[len(p):], it.Value()); err != nil {
-			return err
-		}
-	}
-	if err := it.Error(); err != nil {
-		return err
-	}
-	return b.flush()
-}
-
-type indexBuild struct {
-	c       *Collection
-	ix      *indexState
-	st      *collState
-	t       *tx
-	n       int
-	pending map[string][]byte // unique keys written in the open batch
-}
-
-func (b *indexBuild) add(idEnc, raw []byte) error {
-	doc, err := bsonutil.DecodeD(raw, 0)
-	if err != nil {
-		return fmt.Errorf("docstore: index build: decode: %w", err)
-	}
-	if b.t == nil {
-		b.t = &tx{c: b.c, st: b.st, b: b.c.store.eng.NewBatch(), r: b.c.store.eng}
-		b.pending = map[string][]byte{}
-	}
-	d := &stored{idEnc: append([]byte(nil), idEnc...), raw: raw, doc: doc}
-	keys, err := b.ix.entryKeys(doc)
-	if err != nil {
-		return err
-	}
-	b.t.noteMultikey(b.ix, doc)
-	for _, k := range keys {
-		if err := b.put(k, d); err != nil {
-			return err
-		}
-	}
-	if b.n++; b.n%buildBatchDocs == 0 {
-		return b.flush()
-	}
-	return nil
-}
-
-func (b *indexBuild) put(k []byte, d *stored) error {
-	if b.ix.def.Unique {
-		if other, ok := b.pending[string(k)]; ok && string(other) != string(d.idEnc) {
-			return b.c.dupKeyError(b.ix, d.doc)
-		}
-		if _, err := b.t.checkUnique(b.ix, k, d); err != nil {
-			return err
-		}
-		b.pending[string(k)] = d.idEnc
-	}
-	return b.t.b.Set(entryKey(b.ix, k, d.idEnc), d.idEnc)
-}
-
-func (b *indexBuild) flush() error {
-	if b.t == nil {
-		return nil
-	}
-	t := b.t
-	b.t = nil
-	return t.commit(WriteOptions{})
 }
 
 // DropIndex removes the named index and its entries.
@@ -334,7 +264,7 @@ func (c *Collection) dropIndexLocked(name string, report bool) error {
 	if err := putMeta(b, next); err != nil {
 		return err
 	}
-	if report {
+	if report && gone.Ready {
 		addCatalogEvent(b, changestream.IndexesEvent(changestream.OpDropIndexes, next, gone.Spec))
 	}
 	if err := b.Commit(true); err != nil {

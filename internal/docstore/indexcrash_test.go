@@ -56,30 +56,15 @@ func halfBuild(t *testing.T, c *Collection, spec bson.D) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	next := c.meta().Clone()
-	def := *ix
-	def.ID, def.Ready = next.NextIndexID, false
-	next.NextIndexID++
-	next.Indexes = append(next.Indexes, def)
-	if err := c.saveMeta(next); err != nil {
-		t.Fatal(err)
-	}
-	st := c.state.Load()
-	b := &indexBuild{c: c, ix: st.indexes[len(st.indexes)-1], st: st}
-	p := docPrefix(st.meta.ID)
-	it, err := c.store.eng.NewIter(p, prefixEnd(p))
+	c.schemaMu.Lock()
+	run, err := c.newBuildLocked([]*catalog.Index{ix})
+	c.schemaMu.Unlock()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer it.Close()
-	n := 0
-	for ok := it.First(); ok && n < 50; ok = it.Next() {
-		if err := b.add(it.Key()[len(p):], it.Value()); err != nil {
-			t.Fatal(err)
-		}
-		n++
-	}
-	if err := b.flush(); err != nil {
+	defer c.builds.remove(run)
+	run.batchDocs = 50
+	if _, err := run.batch(context.Background(), docPrefix(c.meta().ID)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -226,7 +226,7 @@ func (ix *indexState) messageKey(kv bson.D) bson.D {
 	if ix.collator == nil {
 		return kv
 	}
-	return hexKeys(ix.collator.Doc(kv), "0x", "").(bson.D)
+	return bsonutil.HexStrings(ix.collator.Doc(kv), "0x", "").(bson.D)
 }
 
 // rawKeys computes ix's entry keys straight from a stored document's BSON

@@ -85,6 +85,26 @@ func (l *lockSet) tryAllStripes() {
 	}
 }
 
+// lockAllStripes locks every stripe, in order, waiting for each.
+func (l *lockSet) lockAllStripes() {
+	for i := range l.stripes {
+		l.lockStripe(i)
+	}
+}
+
+// lockForPass takes the stripes of a background pass (expiry, warnings):
+// those no writer holds, which the pass leaves for its next round. While
+// an index build runs it waits for every stripe instead: each batch of
+// the build holds them all, and a pass that only tried them would find
+// them held round after round.
+func (l *lockSet) lockForPass() {
+	if l.c.builds.running() {
+		l.lockAllStripes()
+		return
+	}
+	l.tryAllStripes()
+}
+
 func (l *lockSet) lockUnique() {
 	if !l.unique {
 		l.c.uniqueMu.Lock()

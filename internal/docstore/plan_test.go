@@ -66,7 +66,7 @@ func run(t *testing.T, c *Collection, p *Plan, f *query.Filter) ([]bson.D, ScanS
 	}
 }
 
-func boundsOf(p *Plan) string { return bsonutil.Format(p.boundsDoc()) }
+func boundsOf(p *Plan) string { return bsonutil.Format(p.BoundsDoc()) }
 
 func TestPlanEqualityExaminesOneKeyAndOneDocument(t *testing.T) {
 	c := planColl(t, ixSpec("token_1", bson.D{{Key: "token", Value: 1}}))

@@ -459,6 +459,9 @@ func (s *Store) renameLocked(fromDB, from, toDB, to string, dropTarget bool) (re
 	}
 	c.schemaMu.Lock()
 	defer c.schemaMu.Unlock()
+	if err := c.refuseWhileBuilding(); err != nil {
+		return false, err
+	}
 	meta := c.meta().Clone()
 	meta.DB, meta.Name = toDB, to
 	b := s.eng.NewBatch()

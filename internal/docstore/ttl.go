@@ -240,7 +240,7 @@ func (p *ExpiryPass) next(limit int) (ExpireResult, error) {
 	}
 	l := &lockSet{c: c}
 	defer l.release()
-	l.tryAllStripes()
+	l.lockForPass()
 	t := c.newTx(l)
 	if p.heldByOwnership(t) {
 		t.abort()

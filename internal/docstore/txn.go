@@ -288,7 +288,10 @@ func sameIndexes(a, b *collState) bool {
 		return false
 	}
 	for i := range a.indexes {
-		if a.indexes[i].def.ID != b.indexes[i].def.ID || !bytes.Equal(a.indexes[i].prefix, b.indexes[i].prefix) {
+		x, y := a.indexes[i], b.indexes[i]
+		// A build's end changes no ID: a transaction that began during it
+		// wrote as to an index that refused no duplicate.
+		if x.def.ID != y.def.ID || x.def.Ready != y.def.Ready || !bytes.Equal(x.prefix, y.prefix) {
 			return false
 		}
 	}
@@ -552,4 +555,11 @@ func (t *tx) announce() {
 	if t.hasExpiry {
 		t.c.store.hintExpiry(t.expiry)
 	}
+}
+
+// ReadTxn is a transaction that only reads snap, a snapshot its caller
+// owns: it never writes, so it is not counted open, and its end leaves
+// snap open (snaphistory keeps such snapshots by cluster time).
+func (s *Store) ReadTxn(snap storage.Snapshot) *Txn {
+	return &Txn{s: s, ws: newWriteSet(), colls: map[*Collection]*txnColl{}, snap: snap}
 }

@@ -144,7 +144,7 @@ func (x *Txn) CreateIndexes(c *Collection, ixs []*catalog.Index) (CreateIndexesR
 	c.schemaMu.Lock()
 	defer c.schemaMu.Unlock()
 	res := CreateIndexesResult{Before: len(c.meta().Indexes)}
-	news, err := c.newIndexesLocked(ixs)
+	news, _, err := c.newIndexesLocked(ixs) // the collection is the transaction's: nothing builds there
 	if err != nil || len(news) == 0 {
 		res.After, res.AllExisted = res.Before, err == nil
 		return res, err
@@ -163,12 +163,12 @@ func (x *Txn) CreateIndexes(c *Collection, ixs []*catalog.Index) (CreateIndexesR
 func existingIndexes(c *Collection, ixs []*catalog.Index) (CreateIndexesResult, error) {
 	c.schemaMu.RLock()
 	defer c.schemaMu.RUnlock()
-	res := CreateIndexesResult{Before: len(c.meta().Indexes)}
-	news, err := c.newIndexesLocked(ixs)
+	res := CreateIndexesResult{Before: readyIndexes(c.meta())}
+	news, busy, err := c.newIndexesLocked(ixs)
 	if err != nil {
 		return res, err
 	}
-	if len(news) > 0 {
+	if len(news) > 0 || busy != nil {
 		return res, mongoerr.Newf(mongoerr.OperationNotSupportedInTransaction, "Cannot create new indexes on existing collection %s in a multi-document transaction.", c.Namespace())
 	}
 	res.After, res.AllExisted = res.Before, true

@@ -440,7 +440,7 @@ func (ix *indexState) splitEntry(rest []byte) (bson.D, []byte) {
 func (ix *indexState) keyDoc(part []byte) bson.D {
 	d, _ := ix.splitEntry(part)
 	if ix.collator != nil {
-		return hexKeys(d, "0x", "").(bson.D)
+		return bsonutil.HexStrings(d, "0x", "").(bson.D)
 	}
 	return d
 }

@@ -77,7 +77,7 @@ func (c *Collection) warnIndex(ix *indexState, now time.Time) (int, error) {
 	}
 	l := &lockSet{c: c}
 	defer l.release()
-	l.tryAllStripes()
+	l.lockForPass()
 	t := c.newTx(l)
 	defer t.abort()
 	reached, n, err := t.warnRange(ix, from, horizon)

@@ -800,10 +800,22 @@ func appendEntryKey(dst []byte, ix *indexState, key, idEnc []byte) []byte {
 // unique index. An expired holder is deleted in the same batch instead.
 // When the index had no entry for key at all, it returns the range's lower
 // bound (noteSoleEntry).
+//
+// A unique index being built refuses no write: its build judges the keys
+// writes added at its end, as mongod's does (indexbuild.go).
 func (t *tx) checkUnique(ix *indexState, key []byte, d *stored) (empty []byte, err error) {
 	if !ix.def.RefusesDuplicates() || ix.def.IsID() {
 		return nil, nil
 	}
+	if !ix.def.Ready {
+		t.c.builds.noteDuplicated(ix, key)
+		return nil, nil
+	}
+	return t.checkUniqueNow(ix, key, d)
+}
+
+// checkUniqueNow is checkUnique for an index that refuses duplicates now.
+func (t *tx) checkUniqueNow(ix *indexState, key []byte, d *stored) (empty []byte, err error) {
 	lo := append(append([]byte(nil), ix.prefix...), key...)
 	it, err := t.r.NewIter(lo, prefixEnd(lo))
 	if err != nil {

@@ -132,9 +132,9 @@ func (p *Plan) leaf(executed bool, millis int64) bson.D {
 	case p.plan == nil:
 		return eofStage(executed)
 	case executed && p.scan != nil:
-		return p.scan.ExplainStats(p.express, millis)
+		return stage(p.scan.Plan(), p.filter, p.express, &execView{s: p.scan.Stats, millis: millis})
 	}
-	return p.plan.Explain(p.filter, p.express)
+	return stage(p.plan, p.filter, p.express, nil)
 }
 
 // eofStage stands for a scan of a collection that does not exist.

@@ -15,7 +15,7 @@ const FailGetMore = "failGetMoreAfterCursorCheckout"
 // Names are the fail points a server has, as mongod's registry is fixed
 // at start.
 func Names() []string {
-	return append([]string{FailCommand, FailGetMore, OnPrimaryTransactionalWrite}, MigrationNames()...)
+	return append([]string{FailCommand, FailGetMore, OnPrimaryTransactionalWrite, IndexBuildHangAfterInsertion}, MigrationNames()...)
 }
 
 // ReadGetMoreFailure reads failGetMoreAfterCursorCheckout's data as

@@ -74,6 +74,7 @@ func packageLayers() map[string]row {
 
 		"internal/docstore":              {layer: state},
 		"internal/docstore/docstoretest": {layer: state},
+		"internal/snaphistory":           {layer: state},
 		"internal/changestream":          {layer: state},
 		"internal/session":               {layer: state},
 		"internal/cursor":                {layer: state},

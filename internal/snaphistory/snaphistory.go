@@ -1,4 +1,15 @@
-package docstore
+// Package snaphistory holds the storage snapshots that snapshot reads
+// outside transactions took (readConcern snapshot, with or without
+// atClusterTime; docs/design/0015), by cluster time.
+//
+// A member's state at a cluster time is a storage snapshot taken while
+// that time was the last one applied. A History keeps the snapshots such
+// reads took, by that time, for the history window: a later read at the
+// same atClusterTime (a snapshot session's next read, a cursor's getMore)
+// reads the same data. It keeps the snapshots asked for, not every
+// version, so an atClusterTime no snapshot read returned, older than the
+// time applied now, is too old.
+package snaphistory
 
 import (
 	"errors"
@@ -7,18 +18,9 @@ import (
 	"time"
 
 	"github.com/mayflydb/mayfly/internal/clock"
+	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/storage"
 )
-
-// Snapshot reads outside transactions (readConcern snapshot, with or
-// without atClusterTime; docs/design/0015). A member's state at a
-// cluster time is a storage snapshot taken while that time was the last
-// one applied. SnapshotHistory keeps the snapshots such reads took, by
-// that time, for the history window: a later read at the same
-// atClusterTime (a snapshot session's next read, a cursor's getMore)
-// reads the same data. It keeps the snapshots asked for, not every
-// version, so an atClusterTime no snapshot read returned, older than
-// the time applied now, is too old.
 
 // DefaultSnapshotWindow is mongod's minSnapshotHistoryWindowInSeconds
 // default.
@@ -32,49 +34,49 @@ const maxHeldSnapshots = 256
 const takeAttempts = 8
 
 // ErrSnapshotReleased is a read of a snapshot the history let go.
-var ErrSnapshotReleased = errors.New("docstore: snapshot released from the history window")
+var ErrSnapshotReleased = errors.New("snaphistory: snapshot released from the history window")
 
 // ErrSnapshotBusy is returned when writes kept applying while a snapshot
 // was taken, so its cluster time is not known.
-var ErrSnapshotBusy = errors.New("docstore: writes kept applying while taking a snapshot")
+var ErrSnapshotBusy = errors.New("snaphistory: writes kept applying while taking a snapshot")
 
-// SnapshotHistory holds snapshots by cluster time (a timestamp's t<<32|i).
-type SnapshotHistory struct {
-	store  *Store
+// History holds snapshots by cluster time (a timestamp's t<<32|i).
+type History struct {
+	store  *docstore.Store
 	clock  clock.Clock
 	window atomic.Int64 // a time.Duration
 	mu     sync.Mutex
 	held   map[uint64]*heldSnapshot
 }
 
-// NewSnapshotHistory keeps snapshots of s for DefaultSnapshotWindow.
-func NewSnapshotHistory(s *Store, c clock.Clock) *SnapshotHistory {
-	h := &SnapshotHistory{store: s, clock: c, held: map[uint64]*heldSnapshot{}}
+// New keeps snapshots of s for DefaultSnapshotWindow.
+func New(s *docstore.Store, c clock.Clock) *History {
+	h := &History{store: s, clock: c, held: map[uint64]*heldSnapshot{}}
 	h.window.Store(int64(DefaultSnapshotWindow))
 	return h
 }
 
 // Window is minSnapshotHistoryWindowInSeconds as a duration.
-func (h *SnapshotHistory) Window() time.Duration { return time.Duration(h.window.Load()) }
+func (h *History) Window() time.Duration { return time.Duration(h.window.Load()) }
 
 // SetWindow changes the window; held snapshots older than it go at the
 // next read.
-func (h *SnapshotHistory) SetWindow(d time.Duration) { h.window.Store(int64(d)) }
+func (h *History) SetWindow(d time.Duration) { h.window.Store(int64(d)) }
 
 // Latest returns a read of the state applied now and its cluster time:
 // the snapshot held for that time, or a new one. appliedTime is read
 // before and after taking it; a snapshot taken while a write applied is
 // dropped and taken again.
-func (h *SnapshotHistory) Latest(appliedTime func() uint64) (*Txn, uint64, error) {
+func (h *History) Latest(appliedTime func() uint64) (*docstore.Txn, uint64, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.sweepLocked()
 	for range takeAttempts {
 		ts := appliedTime()
 		if held, ok := h.held[ts]; ok {
-			return h.store.readTxn(held), ts, nil
+			return h.store.ReadTxn(held), ts, nil
 		}
-		snap := h.store.eng.NewSnapshot()
+		snap := h.store.Engine().NewSnapshot()
 		if appliedTime() != ts {
 			_ = snap.Close()
 			continue
@@ -82,13 +84,13 @@ func (h *SnapshotHistory) Latest(appliedTime func() uint64) (*Txn, uint64, error
 		held := &heldSnapshot{snap: snap, taken: h.clock.Now()}
 		h.held[ts] = held
 		h.evictLocked()
-		return h.store.readTxn(held), ts, nil
+		return h.store.ReadTxn(held), ts, nil
 	}
 	return nil, 0, ErrSnapshotBusy
 }
 
 // At returns a read of the snapshot held for cluster time ts, if any.
-func (h *SnapshotHistory) At(ts uint64) (*Txn, bool) {
+func (h *History) At(ts uint64) (*docstore.Txn, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.sweepLocked()
@@ -96,18 +98,18 @@ func (h *SnapshotHistory) At(ts uint64) (*Txn, bool) {
 	if !ok {
 		return nil, false
 	}
-	return h.store.readTxn(held), true
+	return h.store.ReadTxn(held), true
 }
 
 // Held is how many snapshots the history holds.
-func (h *SnapshotHistory) Held() int {
+func (h *History) Held() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.held)
 }
 
 // Close releases every snapshot.
-func (h *SnapshotHistory) Close() {
+func (h *History) Close() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for ts, held := range h.held {
@@ -116,7 +118,7 @@ func (h *SnapshotHistory) Close() {
 	}
 }
 
-func (h *SnapshotHistory) sweepLocked() {
+func (h *History) sweepLocked() {
 	cutoff := h.clock.Now().Add(-h.Window())
 	for ts, held := range h.held {
 		if held.taken.Before(cutoff) {
@@ -126,7 +128,7 @@ func (h *SnapshotHistory) sweepLocked() {
 	}
 }
 
-func (h *SnapshotHistory) evictLocked() {
+func (h *History) evictLocked() {
 	for len(h.held) > maxHeldSnapshots {
 		oldest, first := uint64(0), true
 		for ts := range h.held {
@@ -137,12 +139,6 @@ func (h *SnapshotHistory) evictLocked() {
 		h.held[oldest].release()
 		delete(h.held, oldest)
 	}
-}
-
-// readTxn is a transaction that only reads held: it never writes, so it
-// is not counted open, and its end leaves the snapshot to the history.
-func (s *Store) readTxn(held *heldSnapshot) *Txn {
-	return &Txn{s: s, ws: newWriteSet(), colls: map[*Collection]*txnColl{}, snap: held}
 }
 
 // heldSnapshot is a storage snapshot the history owns: readers' Close

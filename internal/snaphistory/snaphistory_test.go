@@ -1,7 +1,8 @@
-package docstore
+package snaphistory
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -9,7 +10,48 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/clock"
+	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/docstore/docstoretest"
 )
+
+func openTxnStore(t *testing.T) (*docstore.Store, *docstore.Collection) {
+	t.Helper()
+	s := docstoretest.Open(t)
+	c, err := s.CreateCollection("db", "c", docstore.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, c
+}
+
+func insert(t *testing.T, c *docstore.Collection, doc bson.D) {
+	t.Helper()
+	d, err := docstore.PrepareInsert(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Insert(d, docstore.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// scanIDs is the _ids x reads in c.
+func scanIDs(t *testing.T, x *docstore.Txn, c *docstore.Collection) []string {
+	t.Helper()
+	it := x.Scan(c, nil, nil)
+	defer it.Close()
+	var ids []string
+	for {
+		d, ok, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return ids
+		}
+		ids = append(ids, fmt.Sprint(d[0].Value))
+	}
+}
 
 // appliedAt is a fake applied cluster time, moved by the test.
 type appliedAt struct{ ts uint64 }
@@ -19,7 +61,7 @@ func (a *appliedAt) now() uint64 { return a.ts }
 func TestSnapshotHistoryReadsAtItsTime(t *testing.T) {
 	s, c := openTxnStore(t)
 	clk := clock.NewManual(time.Unix(1000, 0))
-	h := NewSnapshotHistory(s, clk)
+	h := New(s, clk)
 	defer h.Close()
 	applied := &appliedAt{ts: 10}
 	insert(t, c, bson.D{{Key: "_id", Value: 1}})
@@ -33,8 +75,8 @@ func TestSnapshotHistoryReadsAtItsTime(t *testing.T) {
 	if !ok {
 		t.Fatal("the snapshot at 10 is not held")
 	}
-	for _, x := range []*Txn{first, again} {
-		if got := docIDs(txnScan(t, x, c)); !slices.Equal(got, []string{"1"}) {
+	for _, x := range []*docstore.Txn{first, again} {
+		if got := scanIDs(t, x, c); !slices.Equal(got, []string{"1"}) {
 			t.Fatalf("at 10: %v, want [1]", got)
 		}
 	}
@@ -42,7 +84,7 @@ func TestSnapshotHistoryReadsAtItsTime(t *testing.T) {
 	if err != nil || ts != 11 {
 		t.Fatalf("Latest after a write: ts %d, %v; want 11", ts, err)
 	}
-	if got := docIDs(txnScan(t, latest, c)); !slices.Equal(got, []string{"1", "2"}) {
+	if got := scanIDs(t, latest, c); !slices.Equal(got, []string{"1", "2"}) {
 		t.Fatalf("at 11: %v, want [1 2]", got)
 	}
 	if _, _, err := h.Latest(applied.now); err != nil || h.Held() != 2 {
@@ -56,7 +98,7 @@ func TestSnapshotHistoryReadsAtItsTime(t *testing.T) {
 func TestSnapshotHistoryWindow(t *testing.T) {
 	s, c := openTxnStore(t)
 	clk := clock.NewManual(time.Unix(1000, 0))
-	h := NewSnapshotHistory(s, clk)
+	h := New(s, clk)
 	defer h.Close()
 	if h.Window() != 300*time.Second {
 		t.Fatalf("window %v, want mongod's 300 s", h.Window())
@@ -83,7 +125,7 @@ func TestSnapshotHistoryWindow(t *testing.T) {
 
 func TestSnapshotHistoryBounds(t *testing.T) {
 	s, _ := openTxnStore(t)
-	h := NewSnapshotHistory(s, clock.NewManual(time.Unix(1000, 0)))
+	h := New(s, clock.NewManual(time.Unix(1000, 0)))
 	defer h.Close()
 	moving := uint64(0)
 	if _, _, err := h.Latest(func() uint64 { moving++; return moving }); !errors.Is(err, ErrSnapshotBusy) {

@@ -1,0 +1,395 @@
+package docstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/catalog"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/storage"
+	"github.com/mayflydb/mayfly/internal/ttlentry"
+)
+
+// Index builds (docs/design/0004, "Index builds"). A build holds the
+// collection's schema lock only at its start and at its end, as mongod's
+// builds have since 4.2, so that writes and the TTL monitor go on while it
+// reads the documents. At its start the new indexes join the catalog not
+// ready: every write from then on maintains them as it does a ready index,
+// except that a unique key it duplicates is left for the build to judge
+// at its end. The build then reads the documents in _id order, in
+// batches; each batch holds every document's lock, so the documents it
+// reads are as they are now, and writes the entries each lacks. A
+// document a write changed behind the batches has its entries from that
+// write; one it inserts ahead of them gets them from both, alike.
+
+// A batch of a build reads buildBatchDocs documents, or fewer once it has
+// written buildBatchEntries entries: every write to the collection waits
+// for a batch under way.
+const (
+	buildBatchDocs    = 256
+	buildBatchEntries = 4096
+)
+
+// buildRun is one build of a createIndexes command's indexes.
+type buildRun struct {
+	c    *Collection
+	news []*catalog.Index
+	ids  []uint32 // the catalog IDs of news
+	each bool     // the collection was empty: one event per index
+	uuid bson.Binary
+	done chan struct{}
+	// onBatch, when set, is called after each batch, its locks released.
+	onBatch   func()
+	batchDocs int // buildBatchDocs, but in tests
+
+	mu sync.Mutex
+	// unique is true when a new index refuses duplicates.
+	unique bool
+	// duplicated is, per index ID, the keys that writes added while another
+	// document may have held them: the build checks them at its end.
+	duplicated map[uint32][][]byte
+}
+
+// builds is a collection's index builds under way.
+type builds struct {
+	mu   sync.Mutex
+	runs []*buildRun
+}
+
+func (b *builds) add(r *buildRun) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.runs = append(b.runs, r)
+}
+
+func (b *builds) remove(r *buildRun) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.runs = slices.DeleteFunc(b.runs, func(x *buildRun) bool { return x == r })
+	close(r.done)
+}
+
+// of is the build of the index with the given ID, or nil.
+func (b *builds) of(id uint32) *buildRun {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, r := range b.runs {
+		if slices.Contains(r.ids, id) {
+			return r
+		}
+	}
+	return nil
+}
+
+func (b *builds) running() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.runs) > 0
+}
+
+// noteDuplicated records key of a unique index being built, which a write
+// added without looking for another holder.
+func (b *builds) noteDuplicated(ix *indexState, key []byte) {
+	r := b.of(ix.def.ID)
+	if r == nil {
+		return // a build of a primary that died; the new one drops it
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.duplicated[ix.def.ID] = append(r.duplicated[ix.def.ID], bytes.Clone(key))
+}
+
+// refuseWhileBuilding fails an operation that cannot run beside an index
+// build, as mongod's renameCollection does.
+func (c *Collection) refuseWhileBuilding() error {
+	if !c.builds.running() {
+		return nil
+	}
+	return mongoerr.Newf(mongoerr.BackgroundOperationInProgressForNamespace,
+		"cannot perform operation: an index build is currently running for collection with UUID: %s", bsonutil.FormatUUID(c.meta().UUID.Data))
+}
+
+// newBuildLocked records news as not ready and starts their build; the
+// caller holds schemaMu.
+func (c *Collection) newBuildLocked(news []*catalog.Index) (*buildRun, error) {
+	each := c.count.Load() == 0
+	first, err := c.startBuildLocked(news)
+	if err != nil {
+		return nil, err
+	}
+	r := &buildRun{c: c, news: news, each: each, uuid: newUUID(), done: make(chan struct{}), batchDocs: buildBatchDocs, duplicated: map[uint32][][]byte{}}
+	for i, def := range c.meta().Indexes[first:] {
+		r.ids = append(r.ids, def.ID)
+		r.unique = r.unique || news[i].RefusesDuplicates()
+	}
+	c.builds.add(r)
+	return r, nil
+}
+
+// run builds the indexes and makes them ready, or drops them.
+func (r *buildRun) run(ctx context.Context) (CreateIndexesResult, error) {
+	c := r.c
+	err := r.scan(ctx)
+	c.schemaMu.Lock()
+	defer c.schemaMu.Unlock()
+	defer c.builds.remove(r)
+	var ixs []*indexState
+	if err == nil {
+		ixs, err = r.indexesIn(c.state.Load())
+	}
+	if err == nil {
+		err = r.checkDuplicatedLocked(ixs)
+	}
+	if err != nil {
+		if c.dropped.Load() {
+			return CreateIndexesResult{}, err
+		}
+		if !errors.Is(err, errBuildAborted) {
+			err = buildFailed(c.meta(), r.uuid, err)
+		}
+		return CreateIndexesResult{}, errors.Join(err, c.abortBuildLocked(r.ids))
+	}
+	if err := c.readyLocked(r.news, r.each); err != nil {
+		return CreateIndexesResult{}, err
+	}
+	c.store.indexesChanged()
+	return CreateIndexesResult{After: readyIndexes(c.meta())}, nil
+}
+
+// errBuildAborted marks a build that another operation stopped: its error
+// is IndexBuildAborted, not a failure of the build's own.
+var errBuildAborted = errors.New("index build aborted")
+
+// indexesIn finds the build's indexes in st, or fails as mongod fails a
+// build that a drop aborted.
+func (r *buildRun) indexesIn(st *collState) ([]*indexState, error) {
+	why := ""
+	ixs := make([]*indexState, 0, len(r.ids))
+	for _, id := range r.ids {
+		ix := st.indexByID(id)
+		if ix == nil || ix.def.Ready {
+			why = "index dropped by dropIndexes"
+			break
+		}
+		ixs = append(ixs, ix)
+	}
+	if r.c.dropped.Load() {
+		why = "collection dropped"
+	}
+	if why == "" {
+		return ixs, nil
+	}
+	return nil, errors.Join(errBuildAborted, mongoerr.Newf(mongoerr.IndexBuildAborted,
+		"Index build aborted: %s: %s on %s", bsonutil.FormatUUID(r.uuid.Data), why, st.meta.Namespace()))
+}
+
+// scan indexes the documents, batch by batch.
+func (r *buildRun) scan(ctx context.Context) error {
+	from := docPrefix(r.c.meta().ID)
+	for {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("docstore: index build: %w", err)
+		}
+		var last []byte
+		err := retrying(func() (err error) { last, err = r.batch(ctx, from); return err },
+			"write conflict: an index build could not lock the documents it reads")
+		if err != nil || last == nil {
+			return err
+		}
+		if r.onBatch != nil {
+			r.onBatch()
+		}
+		from = append(last, 0) // the next key
+	}
+}
+
+// batch indexes a batch of documents from the key from on, under every
+// document lock of the collection, and returns the last one's key (nil:
+// none was left).
+func (r *buildRun) batch(ctx context.Context, from []byte) ([]byte, error) {
+	c := r.c
+	c.schemaMu.RLock()
+	defer c.schemaMu.RUnlock()
+	st := c.state.Load()
+	ixs, err := r.indexesIn(st)
+	if err != nil {
+		return nil, err
+	}
+	l := &lockSet{c: c}
+	defer l.release()
+	l.lockAllStripes()
+	if r.unique {
+		l.lockUnique()
+	}
+	it, err := c.store.eng.NewIter(from, prefixEnd(docPrefix(st.meta.ID)))
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	t := c.newTx(l)
+	last, err := r.indexDocs(ctx, t, ixs, it)
+	if err != nil || last == nil {
+		t.abort()
+		return nil, err
+	}
+	return last, t.commit(WriteOptions{})
+}
+
+// indexDocs indexes the iterator's next batch of documents in t, looking
+// at ctx before each: one document may hold thousands of entries.
+func (r *buildRun) indexDocs(ctx context.Context, t *tx, ixs []*indexState, it storage.Iterator) (last []byte, err error) {
+	p := docPrefix(t.st.meta.ID)
+	claimed := map[string][]byte{} // the unique keys the batch gave, with their documents
+	docs, entries := 0, 0
+	for ok := it.First(); ok && docs < r.batchDocs && entries < buildBatchEntries; ok = it.Next() {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("docstore: index build: %w", err)
+		}
+		id := it.Key()[len(p):]
+		if b := t.c.inFlight.batchOf(id); b != nil {
+			return nil, errInFlight{batch: b} // the batch waits for it, then reads again
+		}
+		d := &stored{idEnc: bytes.Clone(id), raw: bytes.Clone(it.Value())}
+		if err := d.decode(); err != nil {
+			return nil, err
+		}
+		n, err := r.indexDoc(t, ixs, d, claimed)
+		if err != nil {
+			return nil, err
+		}
+		last, docs, entries = append(last[:0], it.Key()...), docs+1, entries+n
+	}
+	return last, it.Error()
+}
+
+// indexDoc writes the entries document d lacks, and returns how many it
+// has; claimed is the unique keys the batch gave, with their documents.
+func (r *buildRun) indexDoc(t *tx, ixs []*indexState, d *stored, claimed map[string][]byte) (int, error) {
+	if r.unique && r.c.expiredNow(d.doc) {
+		// An expired document holds no unique key: it is deleted, as a
+		// write deletes an expired holder of the key it takes.
+		return 0, t.expireDoc(d)
+	}
+	n := 0
+	for _, ix := range ixs {
+		keys, err := ix.entryKeys(d.doc)
+		if err != nil {
+			return 0, err
+		}
+		t.noteMultikey(ix, d.doc)
+		for _, k := range keys {
+			if err := r.put(t, ix, k, d, claimed); err != nil {
+				return 0, err
+			}
+		}
+		n += len(keys)
+	}
+	return n, nil
+}
+
+func (r *buildRun) put(t *tx, ix *indexState, k []byte, d *stored, claimed map[string][]byte) error {
+	ek := entryKey(ix, k, d.idEnc)
+	if ix.def.TTL {
+		// A write's entry carries the document's deletion record, which
+		// the build's bare _id would replace.
+		if _, err := t.r.Get(ek); err == nil {
+			return nil
+		} else if !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
+	}
+	if ix.def.RefusesDuplicates() {
+		held := string(ix.prefix) + string(k)
+		if other, ok := claimed[held]; ok && !bytes.Equal(other, d.idEnc) {
+			return r.c.dupKeyError(ix, d.doc)
+		}
+		if _, err := t.checkUniqueNow(ix, k, d); err != nil {
+			return err
+		}
+		claimed[held] = d.idEnc
+	}
+	return t.b.Set(ek, d.idEnc)
+}
+
+// checkDuplicatedLocked fails with E11000 when a key that writes added to
+// a unique index during the build has two live holders, and deletes its
+// expired holders; the caller holds schemaMu, so no write adds another.
+func (r *buildRun) checkDuplicatedLocked(ixs []*indexState) error {
+	r.mu.Lock()
+	duplicated := r.duplicated // a transaction's statement may still add to it
+	r.duplicated = map[uint32][][]byte{}
+	r.mu.Unlock()
+	t := r.c.newTx(nil)
+	for _, ix := range ixs {
+		for _, key := range duplicated[ix.def.ID] {
+			if err := r.c.uniqueHeld(t, ix, key); err != nil {
+				t.abort()
+				return err
+			}
+		}
+	}
+	return t.commit(WriteOptions{})
+}
+
+// uniqueHeld fails with E11000 when more than one live document holds key
+// in ix, and deletes in t the expired ones.
+func (c *Collection) uniqueHeld(t *tx, ix *indexState, key []byte) error {
+	lo := append(bytes.Clone(ix.prefix), key...)
+	it, err := c.store.eng.NewIter(lo, prefixEnd(lo))
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	live := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		id := ttlentry.ID(it.Key(), it.Value())
+		if c.inFlight.batchOf(id) != nil {
+			continue // being deleted
+		}
+		d, err := c.loadLocked(id)
+		if err != nil {
+			return err
+		}
+		if holds, err := ix.holdsEntry(it.Key(), id, rawOf(d)); err != nil || !holds {
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if c.expiredNow(d.doc) {
+			if err := t.expireDoc(d); err != nil {
+				return err
+			}
+			continue
+		}
+		if live++; live > 1 {
+			return c.dupKeyError(ix, d.doc)
+		}
+	}
+	return it.Error()
+}
+
+func rawOf(d *stored) []byte {
+	if d == nil {
+		return nil
+	}
+	return d.raw
+}
+
+// readyIndexes counts the indexes of meta that are not being built.
+func readyIndexes(meta *catalog.Collection) int {
+	n := 0
+	for i := range meta.Indexes {
+		if meta.Indexes[i].Ready {
+			n++
+		}
+	}
+	return n
+}
