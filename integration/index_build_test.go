@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -22,8 +23,8 @@ const indexBuildDocs = 20000
 // TestReplicaSetIndexBuildBesideWrites holds an index build on a
 // three-member set's primary after its first batch (mongod's fail point
 // hangIndexBuildDuringCollectionScanPhaseAfterInsertion) and meanwhile
-// writes to the collection, lets documents expire, and asks for the same
-// index again. The writes finish and the expired documents are deleted
+// writes to the collection, inserts documents that expire, and asks for
+// the same index again. The writes finish and the expired documents are deleted
 // while the build is held (a build held the collection's lock
 // throughout, and stopped both, before); the second request waits for
 // the first. Once released, the index is complete on every member:
@@ -35,17 +36,15 @@ func TestReplicaSetIndexBuildBesideWrites(t *testing.T) {
 	primary := rs.direct(p)
 	coll := primary.Database("ib").Collection("c")
 	ctx := context.Background()
-	expireAt := loadIndexBuildDocs(t, coll)
+	loadIndexBuildDocs(t, coll)
 
 	hold := holdIndexBuilds(t, primary)
 	build := startIndexBuild(coll, "k_1", bson.D{{Key: "k", Value: 1}})
 	hold.waitEntered()
-	if time.Now().After(expireAt) {
-		t.Fatalf("the build was held only after the documents expired: loading took too long")
-	}
+	expireAt := insertExpiring(t, coll, 2000)
 	writeDuringBuild(t, coll)
-	// 2,000 expired, one inserted, three deleted.
-	waitStoredDuringBuild(t, coll, expireAt, indexBuildDocs-2000+1-3)
+	// The 2,000 expire; one inserted, three deleted.
+	waitStoredDuringBuild(t, coll, expireAt, indexBuildDocs+1-3)
 	again := startIndexBuild(coll, "k_1", bson.D{{Key: "k", Value: 1}})
 	select {
 	case err := <-again:
@@ -96,29 +95,39 @@ func TestReplicaSetIndexBuildAbortedByDropIndexes(t *testing.T) {
 	}
 }
 
-// loadIndexBuildDocs inserts indexBuildDocs documents; the last 2,000
-// expire a few seconds on (returned), the rest far later.
-func loadIndexBuildDocs(t *testing.T, coll *mongo.Collection) time.Time {
+// loadIndexBuildDocs inserts indexBuildDocs documents that expire in an
+// hour, with their TTL index.
+func loadIndexBuildDocs(t *testing.T, coll *mongo.Collection) {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "at", Value: 1}}, Options: options.Index().SetExpireAfterSeconds(0)}); err != nil {
 		t.Fatal(err)
 	}
-	later, soon := time.Now().Add(time.Hour), time.Now().Add(8*time.Second)
+	later := time.Now().Add(time.Hour)
 	for b := 0; b < indexBuildDocs; b += 1000 {
 		batch := make([]any, 0, 1000)
 		for i := b; i < b+1000; i++ {
-			at := later
-			if i >= indexBuildDocs-2000 {
-				at = soon
-			}
-			batch = append(batch, bson.D{{Key: "_id", Value: i}, {Key: "k", Value: i % 100}, {Key: "u", Value: i}, {Key: "at", Value: at}})
+			batch = append(batch, bson.D{{Key: "_id", Value: i}, {Key: "k", Value: i % 100}, {Key: "u", Value: i}, {Key: "at", Value: later}})
 		}
 		if _, err := coll.InsertMany(ctx, batch); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return soon
+}
+
+// insertExpiring inserts n documents that expire in a second, and
+// returns when.
+func insertExpiring(t *testing.T, coll *mongo.Collection, n int) time.Time {
+	t.Helper()
+	at := time.Now().Add(time.Second)
+	docs := make([]any, n)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "_id", Value: fmt.Sprintf("e%d", i)}, {Key: "k", Value: i % 100}, {Key: "at", Value: at}}
+	}
+	if _, err := coll.InsertMany(context.Background(), docs); err != nil {
+		t.Fatalf("insert during the held build: %v", err)
+	}
+	return at
 }
 
 // buildHold is the index build fail point of a server.
