@@ -135,6 +135,7 @@ type buildHold struct {
 	t      *testing.T
 	admin  *mongo.Database
 	before int64
+	gone   bool // the server was killed: nothing to release
 }
 
 func holdIndexBuilds(t *testing.T, c *mongo.Client) *buildHold {
@@ -169,7 +170,11 @@ func (h *buildHold) waitEntered() {
 	}
 }
 
-func (h *buildHold) release() { h.configure("off") }
+func (h *buildHold) release() {
+	if !h.gone {
+		h.configure("off")
+	}
+}
 
 // startIndexBuild runs createIndexes in the background.
 func startIndexBuild(coll *mongo.Collection, name string, key bson.D) <-chan error {
@@ -259,4 +264,41 @@ func requireIndexAgrees(t *testing.T, coll *mongo.Collection, index, field strin
 			t.Fatalf("%s = %d: %d through %s, %d by a collection scan", field, v, byIndex, index, byScan)
 		}
 	}
+}
+
+// TestIndexBuildKilledMidway kills a server with kill -9 while a build is
+// held and writes have gone on beside it (their entries in the index
+// being built are on disk): the restarted server drops the unfinished
+// index with every entry, validate finds the collection valid, and the
+// index builds again.
+func TestIndexBuildKilledMidway(t *testing.T) {
+	bin, dir, addr := buildBinary(t), t.TempDir(), freePort(t)
+	p, err := startMayfly(t, bin, dir, addr, "--setParameter", "enableTestCommands=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := quickClient(t, addr, 10*time.Second)
+	coll := cl.Database("ib").Collection("c")
+	loadIndexBuildDocs(t, coll)
+	hold := holdIndexBuilds(t, cl)
+	startIndexBuild(coll, "k_1", bson.D{{Key: "k", Value: 1}}) // killed, it never answers
+	hold.waitEntered()
+	writeDuringBuild(t, coll)
+	p.kill9()
+	hold.gone = true
+
+	p, err = startMayfly(t, bin, dir, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	coll = p.client(t).Database("ib").Collection("c")
+	if specs := indexSpecs(context.Background(), t, coll); strings.Contains(specs, "k_1") {
+		t.Fatalf("the unfinished index survived the restart: %s", specs)
+	}
+	validateDB(context.Background(), t, coll.Database())
+	if err := <-startIndexBuild(coll, "k_1", bson.D{{Key: "k", Value: 1}}); err != nil {
+		t.Fatalf("the build after the restart: %v", err)
+	}
+	validateDB(context.Background(), t, coll.Database())
+	requireIndexAgrees(t, coll, "k_1", "k")
 }
