@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -61,18 +62,22 @@ type buildRun struct {
 type builds struct {
 	mu   sync.Mutex
 	runs []*buildRun
+	// n is len(runs), read without mu by every batch of the TTL monitor.
+	n atomic.Int32
 }
 
 func (b *builds) add(r *buildRun) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.runs = append(b.runs, r)
+	b.n.Store(int32(len(b.runs)))
 }
 
 func (b *builds) remove(r *buildRun) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.runs = slices.DeleteFunc(b.runs, func(x *buildRun) bool { return x == r })
+	b.n.Store(int32(len(b.runs)))
 	close(r.done)
 }
 
@@ -88,11 +93,7 @@ func (b *builds) of(id uint32) *buildRun {
 	return nil
 }
 
-func (b *builds) running() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.runs) > 0
-}
+func (b *builds) running() bool { return b.n.Load() > 0 }
 
 // noteDuplicated records key of a unique index being built, which a write
 // added without looking for another holder.
