@@ -247,7 +247,7 @@ func (r *buildRun) batch(ctx context.Context, from []byte) ([]byte, error) {
 // at ctx before each: one document may hold thousands of entries.
 func (r *buildRun) indexDocs(ctx context.Context, t *tx, ixs []*indexState, it storage.Iterator) (last []byte, err error) {
 	p := docPrefix(t.st.meta.ID)
-	claimed := map[string][]byte{} // the unique keys the batch gave, with their documents
+	keys := batchKeys{claimed: map[string][]byte{}, gone: map[string]bool{}}
 	docs, entries := 0, 0
 	for ok := it.First(); ok && docs < r.batchDocs && entries < buildBatchEntries; ok = it.Next() {
 		if err := ctx.Err(); err != nil {
@@ -261,7 +261,7 @@ func (r *buildRun) indexDocs(ctx context.Context, t *tx, ixs []*indexState, it s
 		if err := d.decode(); err != nil {
 			return nil, err
 		}
-		n, err := r.indexDoc(t, ixs, d, claimed)
+		n, err := r.indexDoc(t, ixs, d, &keys)
 		if err != nil {
 			return nil, err
 		}
@@ -270,32 +270,43 @@ func (r *buildRun) indexDocs(ctx context.Context, t *tx, ixs []*indexState, it s
 	return last, it.Error()
 }
 
+// batchKeys is what a batch of a unique index's build did: the keys it
+// gave, with their documents, and the expired documents it deleted.
+type batchKeys struct {
+	claimed map[string][]byte
+	gone    map[string]bool
+}
+
 // indexDoc writes the entries document d lacks, and returns how many it
-// has; claimed is the unique keys the batch gave, with their documents.
-func (r *buildRun) indexDoc(t *tx, ixs []*indexState, d *stored, claimed map[string][]byte) (int, error) {
+// has.
+func (r *buildRun) indexDoc(t *tx, ixs []*indexState, d *stored, keys *batchKeys) (int, error) {
 	if r.unique && r.c.expiredNow(d.doc) {
 		// An expired document holds no unique key: it is deleted, as a
 		// write deletes an expired holder of the key it takes.
+		if keys.gone[string(d.idEnc)] {
+			return 0, nil
+		}
+		keys.gone[string(d.idEnc)] = true
 		return 0, t.expireDoc(d)
 	}
 	n := 0
 	for _, ix := range ixs {
-		keys, err := ix.entryKeys(d.doc)
+		ks, err := ix.entryKeys(d.doc)
 		if err != nil {
 			return 0, err
 		}
 		t.noteMultikey(ix, d.doc)
-		for _, k := range keys {
-			if err := r.put(t, ix, k, d, claimed); err != nil {
+		for _, k := range ks {
+			if err := r.put(t, ix, k, d, keys); err != nil {
 				return 0, err
 			}
 		}
-		n += len(keys)
+		n += len(ks)
 	}
 	return n, nil
 }
 
-func (r *buildRun) put(t *tx, ix *indexState, k []byte, d *stored, claimed map[string][]byte) error {
+func (r *buildRun) put(t *tx, ix *indexState, k []byte, d *stored, keys *batchKeys) error {
 	ek := entryKey(ix, k, d.idEnc)
 	if ix.def.TTL {
 		// A write's entry carries the document's deletion record, which
@@ -308,13 +319,16 @@ func (r *buildRun) put(t *tx, ix *indexState, k []byte, d *stored, claimed map[s
 	}
 	if ix.def.RefusesDuplicates() {
 		held := string(ix.prefix) + string(k)
-		if other, ok := claimed[held]; ok && !bytes.Equal(other, d.idEnc) {
+		if other, ok := keys.claimed[held]; ok && !bytes.Equal(other, d.idEnc) {
 			return r.c.dupKeyError(ix, d.doc)
 		}
-		if _, err := t.checkUniqueNow(ix, k, d); err != nil {
-			return err
+		if n, _, err := r.c.liveHolders(t, ix, k, d.idEnc, keys.gone); err != nil || n > 0 {
+			if err != nil {
+				return err
+			}
+			return r.c.dupKeyError(ix, d.doc)
 		}
-		claimed[held] = d.idEnc
+		keys.claimed[held] = d.idEnc
 	}
 	return t.b.Set(ek, d.idEnc)
 }
@@ -327,10 +341,19 @@ func (r *buildRun) checkDuplicatedLocked(ixs []*indexState) error {
 	duplicated := r.duplicated // a transaction's statement may still add to it
 	r.duplicated = map[uint32][][]byte{}
 	r.mu.Unlock()
-	t := r.c.newTx(nil)
+	return retrying(func() error { return r.checkKeys(ixs, duplicated) },
+		"write conflict: an index build could not check its unique keys")
+}
+
+func (r *buildRun) checkKeys(ixs []*indexState, duplicated map[uint32][][]byte) error {
+	t, gone := r.c.newTx(nil), map[string]bool{}
 	for _, ix := range ixs {
 		for _, key := range duplicated[ix.def.ID] {
-			if err := r.c.uniqueHeld(t, ix, key); err != nil {
+			n, doc, err := r.c.liveHolders(t, ix, key, nil, gone)
+			if err == nil && n > 1 {
+				err = r.c.dupKeyError(ix, doc)
+			}
+			if err != nil {
 				t.abort()
 				return err
 			}
@@ -339,49 +362,45 @@ func (r *buildRun) checkDuplicatedLocked(ixs []*indexState) error {
 	return t.commit(WriteOptions{})
 }
 
-// uniqueHeld fails with E11000 when more than one live document holds key
-// in ix, and deletes in t the expired ones.
-func (c *Collection) uniqueHeld(t *tx, ix *indexState, key []byte) error {
+// liveHolders counts the live documents other than self (nil: none) that
+// hold key in ix, and returns one of them. It deletes in t the expired
+// holders that gone, the documents t deleted, does not list yet, and adds
+// them; a holder in an expiry batch in flight asks the caller to wait.
+func (c *Collection) liveHolders(t *tx, ix *indexState, key, self []byte, gone map[string]bool) (n int, doc bson.D, err error) {
 	lo := append(bytes.Clone(ix.prefix), key...)
 	it, err := c.store.eng.NewIter(lo, prefixEnd(lo))
 	if err != nil {
-		return err
+		return 0, nil, err
 	}
 	defer it.Close()
-	live := 0
 	for ok := it.First(); ok; ok = it.Next() {
 		id := ttlentry.ID(it.Key(), it.Value())
-		if c.inFlight.batchOf(id) != nil {
-			continue // being deleted
+		if bytes.Equal(id, self) || gone[string(id)] {
+			continue
 		}
-		d, err := c.loadLocked(id)
-		if err != nil {
-			return err
-		}
-		if holds, err := ix.holdsEntry(it.Key(), id, rawOf(d)); err != nil || !holds {
+		d, err := t.load(bytes.Clone(id))
+		if err != nil || d == nil {
 			if err != nil {
-				return err
+				return 0, nil, err
+			}
+			continue
+		}
+		if holds, err := ix.holdsEntry(it.Key(), d.idEnc, d.raw); err != nil || !holds {
+			if err != nil {
+				return 0, nil, err
 			}
 			continue
 		}
 		if c.expiredNow(d.doc) {
+			gone[string(d.idEnc)] = true
 			if err := t.expireDoc(d); err != nil {
-				return err
+				return 0, nil, err
 			}
 			continue
 		}
-		if live++; live > 1 {
-			return c.dupKeyError(ix, d.doc)
-		}
+		n, doc = n+1, d.doc
 	}
-	return it.Error()
-}
-
-func rawOf(d *stored) []byte {
-	if d == nil {
-		return nil
-	}
-	return d.raw
+	return n, doc, it.Error()
 }
 
 // readyIndexes counts the indexes of meta that are not being built.

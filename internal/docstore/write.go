@@ -811,11 +811,6 @@ func (t *tx) checkUnique(ix *indexState, key []byte, d *stored) (empty []byte, e
 		t.c.builds.noteDuplicated(ix, key)
 		return nil, nil
 	}
-	return t.checkUniqueNow(ix, key, d)
-}
-
-// checkUniqueNow is checkUnique for an index that refuses duplicates now.
-func (t *tx) checkUniqueNow(ix *indexState, key []byte, d *stored) (empty []byte, err error) {
 	lo := append(append([]byte(nil), ix.prefix...), key...)
 	it, err := t.r.NewIter(lo, prefixEnd(lo))
 	if err != nil {
