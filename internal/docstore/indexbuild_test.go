@@ -329,6 +329,24 @@ func uniqueSpec(t *testing.T) []*catalog.Index {
 	return []*catalog.Index{ix}
 }
 
+// shareNewKey gives documents expired and live the unique key {n: 5200,
+// k: 0}, the first with a date past its expiry.
+func shareNewKey(c *Collection, expired, live int) error {
+	for _, w := range []struct {
+		id int
+		at bson.DateTime
+	}{{expired, date(t0.Add(-2 * time.Minute))}, {live, date(t0)}} {
+		id, at := w.id, w.at
+		_, err := c.Modify(id, WriteOptions{}, func(bson.D) (Change, error) {
+			return Change{Kind: Replace, Doc: bson.D{{Key: "_id", Value: id}, {Key: "n", Value: 5200}, {Key: "k", Value: 0}, {Key: "t", Value: at}}}, nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func insertDoc(c *Collection, doc bson.D) error {
 	d, err := PrepareInsert(doc)
 	if err != nil {
@@ -373,32 +391,14 @@ func TestIndexBuildJudgesUniqueKeysAtItsEnd(t *testing.T) {
 		{"the key of an expired document the build has not read", func(c *Collection, _ *clock.Manual) error {
 			return insertDoc(c, bson.D{{Key: "_id", Value: 1000}, {Key: "n", Value: 560}, {Key: "k", Value: 0}})
 		}, false},
+		// A write gives each of two unread documents the same new key, the
+		// first (in _id order) expired, then the second; the build meets
+		// the expired one twice in one batch, and deletes it once.
 		{"an expired holder the build meets twice", func(c *Collection, _ *clock.Manual) error {
-			// 520 takes a new key, so a write gives its entry, and expires;
-			// 519 takes the same key. The build deletes 520 as 519's
-			// expired holder, then reaches 520 in the same batch.
-			for id, t := range map[int]bson.DateTime{520: date(t0.Add(-2 * time.Minute)), 519: date(t0)} {
-				_, err := c.Modify(id, WriteOptions{}, func(doc bson.D) (Change, error) {
-					return Change{Kind: Replace, Doc: bson.D{{Key: "_id", Value: id}, {Key: "n", Value: 5200}, {Key: "k", Value: 0}, {Key: "t", Value: t}}}, nil
-				})
-				if err != nil {
-					return err
-				}
-			}
-			return nil
+			return shareNewKey(c, 520, 519) // 519 finds 520 its expired holder, then the build reaches 520
 		}, false},
 		{"an expired holder the build deletes, then meets as a holder", func(c *Collection, _ *clock.Manual) error {
-			// The same, the other way round: the build deletes 519, then
-			// meets it again as 520's expired holder.
-			for id, t := range map[int]bson.DateTime{519: date(t0.Add(-2 * time.Minute)), 520: date(t0)} {
-				_, err := c.Modify(id, WriteOptions{}, func(doc bson.D) (Change, error) {
-					return Change{Kind: Replace, Doc: bson.D{{Key: "_id", Value: id}, {Key: "n", Value: 5200}, {Key: "k", Value: 0}, {Key: "t", Value: t}}}, nil
-				})
-				if err != nil {
-					return err
-				}
-			}
-			return nil
+			return shareNewKey(c, 519, 520) // the build deletes 519, then 520 finds it its holder
 		}, false},
 		{"the key of a document the build has read, expired since", func(c *Collection, clk *clock.Manual) error {
 			clk.Advance(70 * time.Second) // _id 0–9 expire
