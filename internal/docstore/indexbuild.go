@@ -46,13 +46,13 @@ type buildRun struct {
 	each bool     // the collection was empty: one event per index
 	uuid bson.Binary
 	done chan struct{}
+	// unique is true when a new index refuses duplicates.
+	unique bool
 	// onBatch, when set, is called after each batch, its locks released.
 	onBatch   func()
 	batchDocs int // buildBatchDocs, but in tests
 
 	mu sync.Mutex
-	// unique is true when a new index refuses duplicates.
-	unique bool
 	// duplicated is, per index ID, the keys that writes added while another
 	// document may have held them: the build checks them at its end.
 	duplicated map[uint32][][]byte
@@ -322,7 +322,7 @@ func (r *buildRun) put(t *tx, ix *indexState, k []byte, d *stored, keys *batchKe
 		if other, ok := keys.claimed[held]; ok && !bytes.Equal(other, d.idEnc) {
 			return r.c.dupKeyError(ix, d.doc)
 		}
-		if n, _, err := r.c.liveHolders(t, ix, k, d.idEnc, keys.gone); err != nil || n > 0 {
+		if n, _, err := t.liveHolders(ix, k, d.idEnc, keys.gone); err != nil || n > 0 {
 			if err != nil {
 				return err
 			}
@@ -349,7 +349,7 @@ func (r *buildRun) checkKeys(ixs []*indexState, duplicated map[uint32][][]byte) 
 	t, gone := r.c.newTx(nil), map[string]bool{}
 	for _, ix := range ixs {
 		for _, key := range duplicated[ix.def.ID] {
-			n, doc, err := r.c.liveHolders(t, ix, key, nil, gone)
+			n, doc, err := t.liveHolders(ix, key, nil, gone)
 			if err == nil && n > 1 {
 				err = r.c.dupKeyError(ix, doc)
 			}
@@ -366,9 +366,9 @@ func (r *buildRun) checkKeys(ixs []*indexState, duplicated map[uint32][][]byte) 
 // hold key in ix, and returns one of them. It deletes in t the expired
 // holders that gone, the documents t deleted, does not list yet, and adds
 // them; a holder in an expiry batch in flight asks the caller to wait.
-func (c *Collection) liveHolders(t *tx, ix *indexState, key, self []byte, gone map[string]bool) (n int, doc bson.D, err error) {
+func (t *tx) liveHolders(ix *indexState, key, self []byte, gone map[string]bool) (n int, doc bson.D, err error) {
 	lo := append(bytes.Clone(ix.prefix), key...)
-	it, err := c.store.eng.NewIter(lo, prefixEnd(lo))
+	it, err := t.c.store.eng.NewIter(lo, prefixEnd(lo))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -378,27 +378,17 @@ func (c *Collection) liveHolders(t *tx, ix *indexState, key, self []byte, gone m
 		if bytes.Equal(id, self) || gone[string(id)] {
 			continue
 		}
-		d, err := t.load(bytes.Clone(id))
-		if err != nil || d == nil {
-			if err != nil {
-				return 0, nil, err
-			}
-			continue
+		id = bytes.Clone(id)
+		live, expired, err := t.liveHolder(ix, key, id)
+		if err != nil {
+			return 0, nil, err
 		}
-		if holds, err := ix.holdsEntry(it.Key(), d.idEnc, d.raw); err != nil || !holds {
-			if err != nil {
-				return 0, nil, err
-			}
-			continue
+		if expired {
+			gone[string(id)] = true
 		}
-		if c.expiredNow(d.doc) {
-			gone[string(d.idEnc)] = true
-			if err := t.expireDoc(d); err != nil {
-				return 0, nil, err
-			}
-			continue
+		if live != nil {
+			n, doc = n+1, live.doc
 		}
-		n, doc = n+1, d.doc
 	}
 	return n, doc, it.Error()
 }

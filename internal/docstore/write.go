@@ -843,27 +843,32 @@ func (t *tx) evictHolders(ix *indexState, key []byte, holders [][]byte, d *store
 		if t.locks != nil && !t.locks.tryStripe(t.c.stripeOf(h)) {
 			return errRetry
 		}
-		other, err := t.load(h)
+		live, _, err := t.liveHolder(ix, key, h)
 		if err != nil {
 			return err
 		}
-		if other == nil {
-			continue
-		}
-		if holds, err := ix.holdsEntry(entryKey(ix, key, h), h, other.raw); err != nil || !holds {
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		if !t.c.expiredNow(other.doc) {
+		if live != nil {
 			return t.c.dupKeyError(ix, d.doc)
-		}
-		if err := t.expireDoc(other); err != nil {
-			return err
 		}
 	}
 	return nil
+}
+
+// liveHolder reads document h, which has an entry for key in ix: it is
+// returned when it holds that key as its own and is live; when it has
+// expired it is deleted in t instead (expired).
+func (t *tx) liveHolder(ix *indexState, key, h []byte) (live *stored, expired bool, err error) {
+	other, err := t.load(h)
+	if err != nil || other == nil {
+		return nil, false, err
+	}
+	if holds, err := ix.holdsEntry(entryKey(ix, key, h), h, other.raw); err != nil || !holds {
+		return nil, false, err
+	}
+	if t.c.expiredNow(other.doc) {
+		return nil, true, t.expireDoc(other)
+	}
+	return other, false, nil
 }
 
 // removeDoc deletes a stored document and all of its index entries.

@@ -132,9 +132,9 @@ func (p *Plan) leaf(executed bool, millis int64) bson.D {
 	case p.plan == nil:
 		return eofStage(executed)
 	case executed && p.scan != nil:
-		return stage(p.scan.Plan(), p.filter, p.express, &execView{s: p.scan.Stats, millis: millis})
+		return scanStage(p.scan.Plan(), p.filter, p.express, &execView{s: p.scan.Stats, millis: millis})
 	}
-	return stage(p.plan, p.filter, p.express, nil)
+	return scanStage(p.plan, p.filter, p.express, nil)
 }
 
 // eofStage stands for a scan of a collection that does not exist.

@@ -19,7 +19,7 @@ type execView struct {
 	millis int64
 }
 
-func stage(p *docstore.Plan, f *query.Filter, express bool, ev *execView) bson.D {
+func scanStage(p *docstore.Plan, f *query.Filter, express bool, ev *execView) bson.D {
 	switch {
 	case p.Kind == docstore.CollScan:
 		return collScanStage(p, f, ev)
