@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -41,6 +43,7 @@ func TestReplicaSetIndexBuildBesideWrites(t *testing.T) {
 	hold := holdIndexBuilds(t, primary)
 	build := startIndexBuild(coll, "k_1", bson.D{{Key: "k", Value: 1}})
 	hold.waitEntered()
+	waitSameBuildUUID(t, rs, "k_1")
 	expireAt := insertExpiring(t, coll, 2000)
 	writeDuringBuild(t, coll)
 	// The 2,000 expire; one inserted, three deleted.
@@ -301,4 +304,29 @@ func TestIndexBuildKilledMidway(t *testing.T) {
 	}
 	validateDB(context.Background(), t, coll.Database())
 	requireIndexAgrees(t, coll, "k_1", "k")
+}
+
+// waitSameBuildUUID waits until every member lists index (of ib.c) as
+// being built, with one build UUID, as mongod's members list a build
+// that its oplog entry started on each.
+func waitSameBuildUUID(t *testing.T, rs *replSet, index string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		seen := map[string]int{}
+		for i := range rs.addrs {
+			for _, d := range listIndexes(t, rs.direct(i).Database("ib"), bson.E{Key: "includeBuildUUIDs", Value: true}) {
+				if name, _ := d.Lookup("spec", "name").StringValueOK(); name == index {
+					seen[buildUUIDOf(t, d, "buildUUID")]++
+				}
+			}
+		}
+		if len(seen) == 1 && slices.Collect(maps.Values(seen))[0] == len(rs.addrs) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("members list %s's build as %v after 10 s, want one UUID on %d members", index, seen, len(rs.addrs))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -4,6 +4,7 @@
 package activity
 
 import (
+	"fmt"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -30,8 +31,11 @@ type Op struct {
 	// Transaction reports the multi-document transaction the operation
 	// is a statement of, at now; nil outside one.
 	Transaction func(now time.Time) bson.D
-	cancel      func(cause error) // stops the operation (killOp); nil for internal work
-	waiting     bool              // see Registry.Wait
+	// Progress reports a long operation's progress (an index build's
+	// scan); nil for none.
+	Progress func() Progress
+	cancel   func(cause error) // stops the operation (killOp); nil for internal work
+	waiting  bool              // see Registry.Wait
 }
 
 // Registry holds the operations in flight.
@@ -238,7 +242,7 @@ func (op Op) Doc(now time.Time, host string) bson.D {
 	if op.Transaction != nil {
 		d = append(d, bson.E{Key: "transaction", Value: op.Transaction(now)})
 	}
-	return append(d,
+	d = append(d,
 		bson.E{Key: "active", Value: true},
 		bson.E{Key: "currentOpTime", Value: ISOTime(now)},
 		bson.E{Key: "opid", Value: int32(op.ID)},
@@ -247,9 +251,37 @@ func (op Op) Doc(now time.Time, host string) bson.D {
 		bson.E{Key: "op", Value: op.Kind},
 		bson.E{Key: "ns", Value: op.NS},
 		bson.E{Key: "command", Value: command},
+	)
+	if op.Progress != nil {
+		d = append(d, op.Progress().fields()...)
+	}
+	return append(d,
 		bson.E{Key: "numYields", Value: int32(0)},
 		bson.E{Key: "waitingForLock", Value: false},
 	)
+}
+
+// Progress is how far a long operation has come: Done of Total units of
+// the step Msg names.
+type Progress struct {
+	Msg         string
+	Done, Total int64
+}
+
+// fields are currentOp's msg and progress, as mongod's progress meter
+// writes them ("Index Build: scanning collection Index Build: scanning
+// collection: 640/1000 64%"). Documents inserted during the step can take
+// Done past the Total counted at its start; Total then follows it.
+func (p Progress) fields() bson.D {
+	total := max(p.Total, p.Done)
+	pct := int64(0)
+	if total > 0 {
+		pct = p.Done * 100 / total
+	}
+	return bson.D{
+		{Key: "msg", Value: fmt.Sprintf("%s %s: %d/%d %d%%", p.Msg, p.Msg, p.Done, total, pct)},
+		{Key: "progress", Value: bson.D{{Key: "done", Value: p.Done}, {Key: "total", Value: total}}},
+	}
 }
 
 // ProfileSettings are one database's profiler settings.

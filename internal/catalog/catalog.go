@@ -64,6 +64,10 @@ type Index struct {
 	// Ready is false while the index is being built; an index that is not
 	// ready after a restart is dropped.
 	Ready bool `bson:"ready"`
+	// BuildUUID names the build of an index that is not ready (the
+	// bytes of a UUID), as listIndexes' includeBuildUUIDs shows it on
+	// every member; nil once the index is ready.
+	BuildUUID []byte `bson:"buildUUID,omitempty"`
 	// MultiKeyTracked is set on indexes whose MultiKeyPaths are kept up
 	// to date; MultiKeyPaths holds, per key field, the path prefixes where
 	// a document held an array (see multikey.go).

@@ -77,21 +77,7 @@ func collectionInfo(m *catalog.Collection) bson.D {
 	if m.Clustered {
 		return info // a clustered collection has no separate _id index
 	}
-	return append(info, bson.E{Key: "idIndex", Value: idIndexSpec(m.Indexes[0].Spec, m.Options)})
-}
-
-// idIndexSpec is the _id index as listed: on a collection with a default
-// collation it carries that collation, as mongod's does (Mayfly's _id
-// index stays binary; see collatedIDError).
-func idIndexSpec(spec, options bson.D) bson.D {
-	coll, ok := bsonutil.Field(options, "collation")
-	if !ok {
-		return spec
-	}
-	if _, has := bsonutil.Field(spec, "collation"); has {
-		return spec
-	}
-	return append(append(bson.D{}, spec...), bson.E{Key: "collation", Value: coll})
+	return append(info, bson.E{Key: "idIndex", Value: ddl.IDIndexSpec(m.Indexes[0].Spec, m.Options)})
 }
 
 // createOptionsKnown are create's options that Mayfly implements.
@@ -325,6 +311,17 @@ func createIndexesReply(res docstore.CreateIndexesResult, created bool) bson.D {
 	return out
 }
 
+// indexListingOf is the listing listIndexes' flags ask for.
+func indexListingOf(r *request) (l ddl.IndexListing, err error) {
+	if l.BuildUUIDs, err = optBool(r, "includeBuildUUIDs"); err != nil {
+		return l, err
+	}
+	if l.BuildInfo, err = optBool(r, "includeIndexBuildInfo"); err != nil {
+		return l, err
+	}
+	return l, l.Check()
+}
+
 func cmdListIndexes(h *Handler, r *request) (bson.D, error) {
 	name, err := collectionArg(r)
 	if err != nil {
@@ -333,21 +330,15 @@ func cmdListIndexes(h *Handler, r *request) (bson.D, error) {
 	if err := checkFields(r, "cursor", "includeBuildUUIDs", "includeIndexBuildInfo"); err != nil {
 		return nil, err
 	}
+	listing, err := indexListingOf(r)
+	if err != nil {
+		return nil, err
+	}
 	c := h.deps.Store.Collection(r.db, name)
 	if c == nil {
 		return nil, nsNotFound(r.db, name)
 	}
-	var docs []bson.D
-	for _, ix := range c.Indexes() {
-		switch {
-		case ix.IsID() && c.IsClustered():
-			docs = append(docs, c.Meta().ClusteredIndexSpec())
-		case ix.Ready && ix.IsID():
-			docs = append(docs, idIndexSpec(ix.Spec, c.Meta().Options))
-		case ix.Ready && timeseries.Visible(&ix):
-			docs = append(docs, ix.Spec)
-		}
-	}
+	docs := listing.List(c.Meta())
 	batch, err := cursorBatchSize(r)
 	if err != nil {
 		return nil, err
@@ -376,10 +367,8 @@ func cmdDropIndexes(h *Handler, r *request) (bson.D, error) {
 		return nil, err
 	}
 	was := len(c.Indexes())
-	for _, n := range names {
-		if err := c.DropIndex(n); err != nil {
-			return nil, err
-		}
+	if err := c.DropIndexes(names); err != nil {
+		return nil, err
 	}
 	out := bson.D{{Key: "nIndexesWas", Value: int32(was)}}
 	if s, ok := v.(string); ok && s == "*" {

@@ -19,6 +19,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/auth"
 	"github.com/mayflydb/mayfly/internal/backup"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/buildwatch"
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/cmdargs"
@@ -126,8 +127,11 @@ type Handler struct {
 	started   time.Time
 	processID bson.ObjectID
 	opCounts  opstats.OpCounters
-	emptyTs   docstore.EmptyTimestamps
-	sessions  *session.Cache
+	// builds shows createIndexes' builds in currentOp and holds them at
+	// their fail point.
+	builds   *buildwatch.Watcher
+	emptyTs  docstore.EmptyTimestamps
+	sessions *session.Cache
 	// checkouts holds each session's retryable write while it runs
 	// (retry.go).
 	checkouts session.Checkouts
@@ -237,6 +241,7 @@ func New(deps Deps) *Handler {
 			h.failPoints = failpoint.NewRegistry(uint64(h.started.UnixNano()), failpoint.Names()...)
 		}
 	}
+	h.builds = buildwatch.New(deps.Activity, h.failPoints)
 	return h
 }
 

@@ -3,7 +3,6 @@ package commands
 import (
 	"context"
 	"sync"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -216,27 +215,5 @@ func (h *Handler) block(ctx context.Context, f failpoint.CommandFailure) error {
 		return nil
 	case <-ctx.Done():
 		return checkInterrupt(ctx)
-	}
-}
-
-// indexBuildPause holds an index build after a batch while the fail point
-// failpoint.IndexBuildHangAfterInsertion is on. The waits are real time:
-// they wait for a test's next command, not for a date.
-func (h *Handler) indexBuildPause(ctx context.Context) func() {
-	if h.failPoints == nil {
-		return nil
-	}
-	p := h.failPoints.Point(failpoint.IndexBuildHangAfterInsertion)
-	return func() {
-		if _, on := p.Evaluate(func(bson.D) bool { return true }); !on {
-			return
-		}
-		for h.failPoints.On(failpoint.IndexBuildHangAfterInsertion) {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
 	}
 }

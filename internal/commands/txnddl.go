@@ -100,7 +100,9 @@ func (h *Handler) createCollection(r *request, name string, opt docstore.CreateO
 func (h *Handler) createIndexesIn(r *request, c *docstore.Collection, ixs []*catalog.Index, created bool) (bson.D, error) {
 	x := r.storeTxn()
 	if x == nil {
-		res, err := c.CreateIndexesAfterBatch(r.ctx, ixs, h.indexBuildPause(r.ctx))
+		build := h.builds.Watch(r.ctx, r.opID, c.Namespace(), c.Meta().Name)
+		res, err := c.CreateIndexesWatched(r.ctx, ixs, build.Hooks())
+		build.End()
 		if err != nil {
 			return nil, interruptionOr(r.ctx, err)
 		}

@@ -161,16 +161,17 @@ func (mod indexMod) apply(e *docstore.CatalogEdit, ix *catalog.Index) (bson.D, e
 	return reply, nil
 }
 
-// findIndexForMod is the index collMod names, by name or key pattern.
+// findIndexForMod is the index collMod names, by name or key pattern:
+// a ready one, as mongod's collMod finds.
 func findIndexForMod(meta *catalog.Collection, target any) (*catalog.Index, error) {
 	switch t := target.(type) {
 	case string:
-		if ix := meta.Index(t); ix != nil && timeseries.Visible(ix) {
+		if ix := meta.Index(t); ix != nil && ix.Ready && timeseries.Visible(ix) {
 			return ix, nil
 		}
 		return nil, mongoerr.Newf(mongoerr.IndexNotFound, "cannot find index %s for ns %s", t, meta.Namespace())
 	case bson.D:
-		found := IndexesByKey(meta, t)
+		found := slices.DeleteFunc(IndexesByKey(meta, t), func(ix *catalog.Index) bool { return !ix.Ready })
 		if len(found) == 1 {
 			return found[0], nil
 		}

@@ -45,12 +45,20 @@ type Shape struct {
 	Capped       bool
 	Max, MaxSize int64
 	NIndexes     int32
+	// Builds are the names of the indexes being built.
+	Builds bson.A
 }
 
 // ShapeOf reads a collection's shape from its catalog entry.
 func ShapeOf(c *docstore.Collection) Shape {
 	m := c.Meta()
-	return Shape{Capped: m.Capped, Max: m.CappedMax, MaxSize: m.CappedSize, NIndexes: int32(len(m.Indexes))}
+	builds := bson.A{}
+	for _, ix := range m.Indexes {
+		if !ix.Ready {
+			builds = append(builds, ix.Name)
+		}
+	}
+	return Shape{Capped: m.Capped, Max: m.CappedMax, MaxSize: m.CappedSize, NIndexes: int32(len(m.Indexes)), Builds: builds}
 }
 
 // EmptyCollStats is mongod's collStats for a collection that does not
@@ -63,6 +71,13 @@ func EmptyCollStats(ns string, scale int64) bson.D {
 		{Key: "totalIndexSize", Value: int64(0)}, {Key: "indexDetails", Value: bson.D{}},
 		{Key: "indexSizes", Value: bson.D{}}, {Key: "scaleFactor", Value: int32(scale)},
 	}
+}
+
+func (s Shape) builds() bson.A {
+	if s.Builds == nil {
+		return bson.A{}
+	}
+	return s.Builds
 }
 
 // StorageStats is collStats' figures (and $collStats' storageStats),
@@ -87,7 +102,7 @@ func StorageStats(s Sizes, shape Shape, scale int64, head bson.D) bson.D {
 	return append(out,
 		bson.E{Key: "nindexes", Value: shape.NIndexes},
 		bson.E{Key: "indexDetails", Value: bson.D{}},
-		bson.E{Key: "indexBuilds", Value: bson.A{}},
+		bson.E{Key: "indexBuilds", Value: shape.builds()},
 		bson.E{Key: "totalIndexSize", Value: docstore.Num(s.TotalIndex / scale)},
 		bson.E{Key: "totalSize", Value: docstore.Num((s.Storage + s.TotalIndex) / scale)},
 		bson.E{Key: "indexSizes", Value: scaled},

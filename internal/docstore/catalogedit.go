@@ -68,7 +68,7 @@ func (e *CatalogEdit) SetClusteredExpiry(secs int64) error {
 // works on a copy: an error leaves the edit as it was.
 func (e *CatalogEdit) ModifyIndex(name string, fn func(ix *catalog.Index) error) error {
 	ix := e.next.Index(name)
-	if ix == nil {
+	if ix == nil || !ix.Ready { // mongod's collMod finds ready indexes only
 		return mongoerr.Newf(mongoerr.IndexNotFound, "cannot find index %s for ns %s", name, e.next.Namespace())
 	}
 	cp := *ix

@@ -41,13 +41,23 @@ func (c *Collection) CreateIndexes(ixs []*catalog.Index) (CreateIndexesResult, e
 // the error then wraps ctx's. A request for an index another build is
 // making waits for that build, then looks again.
 func (c *Collection) CreateIndexesContext(ctx context.Context, ixs []*catalog.Index) (CreateIndexesResult, error) {
-	return c.CreateIndexesAfterBatch(ctx, ixs, nil)
+	return c.CreateIndexesWatched(ctx, ixs, BuildWatch{})
 }
 
-// CreateIndexesAfterBatch is CreateIndexesContext that calls afterBatch,
-// when set, after each batch of the build, its locks released: the
-// server's fail point holds a build there (indexbuild.go).
-func (c *Collection) CreateIndexesAfterBatch(ctx context.Context, ixs []*catalog.Index, afterBatch func()) (CreateIndexesResult, error) {
+// BuildWatch follows an index build from outside the store: the server
+// shows it in currentOp and holds it at its fail point.
+type BuildWatch struct {
+	// Started, when set, is called once the build's indexes are recorded
+	// not ready, before it reads the documents.
+	Started func(IndexBuild)
+	// AfterBatch, when set, is called after each batch of the build, its
+	// locks released.
+	AfterBatch func()
+}
+
+// CreateIndexesWatched is CreateIndexesContext whose build, if it starts
+// one, w follows.
+func (c *Collection) CreateIndexesWatched(ctx context.Context, ixs []*catalog.Index, w BuildWatch) (CreateIndexesResult, error) {
 	for {
 		run, busy, res, err := c.startBuild(ixs)
 		if busy != nil {
@@ -61,7 +71,10 @@ func (c *Collection) CreateIndexesAfterBatch(ctx context.Context, ixs []*catalog
 		if run == nil {
 			return res, err
 		}
-		run.onBatch = afterBatch
+		run.onBatch = w.AfterBatch
+		if w.Started != nil {
+			w.Started(IndexBuild{run})
+		}
 		out, err := run.run(ctx)
 		out.Before = res.Before
 		return out, err
@@ -120,12 +133,12 @@ func (c *Collection) newIndexesLocked(ixs []*catalog.Index) ([]*catalog.Index, *
 
 // startBuildLocked records the new indexes as not ready, in one write, and
 // returns the position of the first of them in the catalog entry.
-func (c *Collection) startBuildLocked(news []*catalog.Index) (int, error) {
+func (c *Collection) startBuildLocked(news []*catalog.Index, build bson.Binary) (int, error) {
 	next := c.meta().Clone()
 	first := len(next.Indexes)
 	for _, ix := range news {
 		def := *ix
-		def.ID, def.Ready = next.NextIndexID, false
+		def.ID, def.Ready, def.BuildUUID = next.NextIndexID, false, build.Data
 		next.NextIndexID++
 		next.Indexes = append(next.Indexes, def)
 	}
@@ -140,7 +153,8 @@ func (c *Collection) readyLocked(built []*catalog.Index, each bool) error {
 	specs := make([]bson.D, len(built))
 	for i, ix := range built {
 		specs[i] = ix.Spec
-		next.Index(ix.Name).Ready = true
+		def := next.Index(ix.Name)
+		def.Ready, def.BuildUUID = true, nil
 	}
 	if !each {
 		return c.saveMeta(next, changestream.IndexesEvent(changestream.OpCreateIndexes, next, specs...))
@@ -225,13 +239,51 @@ func (c *Collection) saveMeta(meta *catalog.Collection, evs ...*changestream.Eve
 }
 
 // DropIndex removes the named index and its entries.
-func (c *Collection) DropIndex(name string) error {
+func (c *Collection) DropIndex(name string) error { return c.DropIndexes([]string{name}) }
+
+// DropIndexes removes the named indexes and their entries, as dropIndexes
+// does: an index being built goes only with every index of its build,
+// which stops (mongod aborts a build whole). Naming part of a build fails
+// before anything is dropped.
+func (c *Collection) DropIndexes(names []string) error {
 	c.schemaMu.Lock()
 	defer c.schemaMu.Unlock()
-	if err := c.dropIndexLocked(name, true); err != nil {
+	if err := c.checkDropsLocked(names); err != nil {
 		return err
 	}
+	for _, name := range names {
+		if err := c.dropIndexLocked(name, true); err != nil {
+			return err
+		}
+	}
 	c.store.indexesChanged()
+	return nil
+}
+
+// checkDropsLocked refuses a drop of part of a build under way.
+func (c *Collection) checkDropsLocked(names []string) error {
+	meta := c.meta()
+	named := map[uint32]bool{}
+	for _, name := range names {
+		if ix := meta.Index(name); ix != nil {
+			named[ix.ID] = true
+		}
+	}
+	for _, name := range names {
+		ix := meta.Index(name)
+		if ix == nil {
+			return mongoerr.Newf(mongoerr.IndexNotFound, "index not found with name [%s]", name)
+		}
+		r := c.builds.of(ix.ID)
+		if r == nil || ix.Ready {
+			continue // ready, or a dead primary's build, dropped whole
+		}
+		for _, id := range r.ids {
+			if !named[id] {
+				return mongoerr.Newf(mongoerr.IndexNotFound, "can't drop unfinished index with name: %s", name)
+			}
+		}
+	}
 	return nil
 }
 

@@ -51,6 +51,10 @@ type buildRun struct {
 	// onBatch, when set, is called after each batch, its locks released.
 	onBatch   func()
 	batchDocs int // buildBatchDocs, but in tests
+	// total is the collection's count at the start, and scanned the
+	// documents read so far: currentOp's progress.
+	total   int64
+	scanned atomic.Int64
 
 	mu sync.Mutex
 	// duplicated is, per index ID, the keys that writes added while another
@@ -120,12 +124,13 @@ func (c *Collection) refuseWhileBuilding() error {
 // newBuildLocked records news as not ready and starts their build; the
 // caller holds schemaMu.
 func (c *Collection) newBuildLocked(news []*catalog.Index) (*buildRun, error) {
-	each := c.count.Load() == 0
-	first, err := c.startBuildLocked(news)
+	total := c.count.Load()
+	uuid := newUUID()
+	first, err := c.startBuildLocked(news, uuid)
 	if err != nil {
 		return nil, err
 	}
-	r := &buildRun{c: c, news: news, each: each, uuid: newUUID(), done: make(chan struct{}), batchDocs: buildBatchDocs, duplicated: map[uint32][][]byte{}}
+	r := &buildRun{c: c, news: news, each: total == 0, uuid: uuid, total: total, done: make(chan struct{}), batchDocs: buildBatchDocs, duplicated: map[uint32][][]byte{}}
 	for i, def := range c.meta().Indexes[first:] {
 		r.ids = append(r.ids, def.ID)
 		r.unique = r.unique || news[i].RefusesDuplicates()
@@ -199,11 +204,13 @@ func (r *buildRun) scan(ctx context.Context) error {
 			return fmt.Errorf("docstore: index build: %w", err)
 		}
 		var last []byte
-		err := retrying(func() (err error) { last, err = r.batch(ctx, from); return err },
+		var n int
+		err := retrying(func() (err error) { last, n, err = r.batch(ctx, from); return err },
 			"write conflict: an index build could not lock the documents it reads")
 		if err != nil || last == nil {
 			return err
 		}
+		r.scanned.Add(int64(n))
 		if r.onBatch != nil {
 			r.onBatch()
 		}
@@ -213,15 +220,15 @@ func (r *buildRun) scan(ctx context.Context) error {
 
 // batch indexes a batch of documents from the key from on, under every
 // document lock of the collection, and returns the last one's key (nil:
-// none was left).
-func (r *buildRun) batch(ctx context.Context, from []byte) ([]byte, error) {
+// none was left) and how many it read.
+func (r *buildRun) batch(ctx context.Context, from []byte) ([]byte, int, error) {
 	c := r.c
 	c.schemaMu.RLock()
 	defer c.schemaMu.RUnlock()
 	st := c.state.Load()
 	ixs, err := r.indexesIn(st)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	l := &lockSet{c: c}
 	defer l.release()
@@ -231,43 +238,43 @@ func (r *buildRun) batch(ctx context.Context, from []byte) ([]byte, error) {
 	}
 	it, err := c.store.eng.NewIter(from, prefixEnd(docPrefix(st.meta.ID)))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer it.Close()
 	t := c.newTx(l)
-	last, err := r.indexDocs(ctx, t, ixs, it)
+	last, n, err := r.indexDocs(ctx, t, ixs, it)
 	if err != nil || last == nil {
 		t.abort()
-		return nil, err
+		return nil, 0, err
 	}
-	return last, t.commit(WriteOptions{})
+	return last, n, t.commit(WriteOptions{})
 }
 
 // indexDocs indexes the iterator's next batch of documents in t, looking
 // at ctx before each: one document may hold thousands of entries.
-func (r *buildRun) indexDocs(ctx context.Context, t *tx, ixs []*indexState, it storage.Iterator) (last []byte, err error) {
+func (r *buildRun) indexDocs(ctx context.Context, t *tx, ixs []*indexState, it storage.Iterator) (last []byte, docs int, err error) {
 	p := docPrefix(t.st.meta.ID)
 	keys := batchKeys{claimed: map[string][]byte{}, gone: map[string]bool{}}
-	docs, entries := 0, 0
+	entries := 0
 	for ok := it.First(); ok && docs < r.batchDocs && entries < buildBatchEntries; ok = it.Next() {
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("docstore: index build: %w", err)
+			return nil, 0, fmt.Errorf("docstore: index build: %w", err)
 		}
 		id := it.Key()[len(p):]
 		if b := t.c.inFlight.batchOf(id); b != nil {
-			return nil, errInFlight{batch: b} // the batch waits for it, then reads again
+			return nil, 0, errInFlight{batch: b} // the batch waits for it, then reads again
 		}
 		d := &stored{idEnc: bytes.Clone(id), raw: bytes.Clone(it.Value())}
 		if err := d.decode(); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		n, err := r.indexDoc(t, ixs, d, &keys)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		last, docs, entries = append(last[:0], it.Key()...), docs+1, entries+n
 	}
-	return last, it.Error()
+	return last, docs, it.Error()
 }
 
 // batchKeys is what a batch of a unique index's build did: the keys it
@@ -392,6 +399,25 @@ func (t *tx) liveHolders(ix *indexState, key, self []byte, gone map[string]bool)
 	}
 	return n, doc, it.Error()
 }
+
+// IndexBuild is a build under way, as currentOp shows it.
+type IndexBuild struct{ r *buildRun }
+
+// UUID names the build.
+func (b IndexBuild) UUID() bson.Binary { return b.r.uuid }
+
+// Specs are the specifications of the indexes it builds.
+func (b IndexBuild) Specs() []bson.D {
+	specs := make([]bson.D, len(b.r.news))
+	for i, ix := range b.r.news {
+		specs[i] = ix.Spec
+	}
+	return specs
+}
+
+// Progress is how many documents the build has read of the collection's
+// count when it started.
+func (b IndexBuild) Progress() (done, total int64) { return b.r.scanned.Load(), b.r.total }
 
 // readyIndexes counts the indexes of meta that are not being built.
 func readyIndexes(meta *catalog.Collection) int {

@@ -82,12 +82,12 @@ func startPausedBuild(t *testing.T, c *Collection, ixs []*catalog.Index) *paused
 	b.resume = sync1(func() { close(release) })
 	batches := 0
 	go func() {
-		res, err := c.CreateIndexesAfterBatch(context.Background(), ixs, func() {
+		res, err := c.CreateIndexesWatched(context.Background(), ixs, BuildWatch{AfterBatch: func() {
 			if batches++; batches == 1 {
 				close(paused)
 				<-release
 			}
-		})
+		}})
 		b.done <- buildResult{res, err}
 	}()
 	select {
@@ -235,7 +235,7 @@ var notDocumentWrites = []string{
 	"Namespace", "NextExpiry", "Plan", "PlanQuery", "Refreshed", "RefreshesOnRead", "Scan", "ScanAfter",
 	"ScanKeyRange", "StorageSize", "TTLIndexes", "Validate",
 	"WarnExpiring", // writes its marks, not documents
-	"CreateIndexes", "CreateIndexesContext", "CreateIndexesAfterBatch", "DropIndex", "Edit", "ModifyIndex", "SetClusteredExpiry", "SetOptions",
+	"CreateIndexes", "CreateIndexesContext", "CreateIndexesWatched", "DropIndex", "DropIndexes", "Edit", "ModifyIndex", "SetClusteredExpiry", "SetOptions",
 }
 
 // TestIndexBuildWriteTableCoversTheStore: every exported method of
@@ -457,11 +457,11 @@ func TestIndexBuildJoinsTheSameBuild(t *testing.T) {
 	}
 }
 
-// TestIndexBuildAbortedByDrops: dropping an index being built, or its
+// TestIndexBuildAbortedByDrops: dropping every index of a build, or its
 // collection, stops the build with IndexBuildAborted, as on mongod.
 func TestIndexBuildAbortedByDrops(t *testing.T) {
 	drops := map[string]func(c *Collection) error{
-		"DropIndex":      func(c *Collection) error { return c.DropIndex("k_1") },
+		"DropIndexes":    func(c *Collection) error { return c.DropIndexes([]string{"tags_1_t_1", "k_1"}) },
 		"DropCollection": func(c *Collection) error { _, err := c.store.DropCollection("db", "c"); return err },
 		"DropDatabase":   func(c *Collection) error { return c.store.DropDatabase("db") },
 	}
@@ -477,12 +477,58 @@ func TestIndexBuildAbortedByDrops(t *testing.T) {
 			if me := mongoerr.As(got.err); me == nil || me.Code != mongoerr.IndexBuildAborted {
 				t.Fatalf("build: %v, want IndexBuildAborted", got.err)
 			}
-			if name == "DropIndex" {
+			if name == "DropIndexes" {
 				if n := len(c.Indexes()); n != 3 {
 					t.Fatalf("%d indexes after the aborted build, want 3", n)
 				}
 				requireValid(t, c)
 			}
+		})
+	}
+}
+
+// TestIndexBuildRefusesPartialNames: the store's calls that name one
+// index find a building index only as mongod's commands do. dropIndexes
+// of part of a build (mongod aborts builds whole) and collMod of a
+// building index answer IndexNotFound and change nothing; the build then
+// ends with both indexes ready.
+func TestIndexBuildRefusesPartialNames(t *testing.T) {
+	modify := func(ix *catalog.Index) error { ix.Hidden = true; return nil }
+	calls := map[string]struct {
+		call func(c *Collection) error
+		msg  string
+	}{
+		"DropIndex":   {func(c *Collection) error { return c.DropIndex("k_1") }, "can't drop unfinished index with name: k_1"},
+		"DropIndexes": {func(c *Collection) error { return c.DropIndexes([]string{"n_1", "tags_1_t_1"}) }, "can't drop unfinished index with name: tags_1_t_1"},
+		"ModifyIndex": {func(c *Collection) error { return c.ModifyIndex("k_1", modify) }, "cannot find index k_1 for ns db.c"},
+		"Edit.ModifyIndex": {func(c *Collection) error {
+			e := c.Edit()
+			defer e.Close()
+			return e.ModifyIndex("tags_1_t_1", modify)
+		}, "cannot find index tags_1_t_1 for ns db.c"},
+	}
+	for name, tc := range calls {
+		t.Run(name, func(t *testing.T) {
+			c, _ := buildColl(t)
+			before := len(c.Indexes())
+			b := startPausedBuild(t, c, buildSpecs(t))
+			err := within(t, name, func() error { return tc.call(c) })
+			if me := mongoerr.As(err); me == nil || me.Code != mongoerr.IndexNotFound || me.Msg != tc.msg {
+				t.Fatalf("%v, want IndexNotFound %q", err, tc.msg)
+			}
+			b.resume()
+			if got := <-b.done; got.err != nil {
+				t.Fatalf("build: %v", got.err)
+			}
+			if n := len(c.Indexes()); n != before+2 {
+				t.Fatalf("%d indexes after the build, want %d", n, before+2)
+			}
+			for _, ix := range c.Indexes() {
+				if !ix.Ready || ix.Hidden || ix.BuildUUID != nil {
+					t.Fatalf("index %s after the build: ready %v, hidden %v, build %x", ix.Name, ix.Ready, ix.Hidden, ix.BuildUUID)
+				}
+			}
+			requireValid(t, c)
 		})
 	}
 }

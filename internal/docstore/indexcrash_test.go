@@ -64,7 +64,7 @@ func halfBuild(t *testing.T, c *Collection, spec bson.D) {
 	}
 	defer c.builds.remove(run)
 	run.batchDocs = 50
-	if _, err := run.batch(context.Background(), docPrefix(c.meta().ID)); err != nil {
+	if _, _, err := run.batch(context.Background(), docPrefix(c.meta().ID)); err != nil {
 		t.Fatal(err)
 	}
 }

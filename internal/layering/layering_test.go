@@ -55,6 +55,7 @@ func packageLayers() map[string]row {
 		"internal/auth":                   {layer: services},
 		"internal/executor":               {layer: services},
 		"internal/ddl":                    {layer: services},
+		"internal/buildwatch":             {layer: services},
 		"internal/repl":                   {layer: services},
 		"internal/oplog":                  {layer: services},
 		"internal/aggwrite":               {layer: services},
