@@ -17,6 +17,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/app"
+	"github.com/mayflydb/mayfly/internal/commands"
 	"github.com/mayflydb/mayfly/internal/expr"
 	"github.com/mayflydb/mayfly/internal/expr/exprtest"
 	"github.com/mayflydb/mayfly/internal/wire"
@@ -67,8 +68,9 @@ const (
 
 // interruptRow is one operation of the table.
 type interruptRow struct {
-	name string // the stage, operator or command it exercises
-	seed seedKind
+	name  string // the stage, operator or command it exercises
+	seed  seedKind
+	admin bool // the command runs against admin, not interruptDB
 	// cmd is the command over coll, without maxTimeMS or comment.
 	cmd func(coll string) bson.D
 }
@@ -172,12 +174,12 @@ func commandRows() []interruptRow {
 		{name: "find", seed: seedSmall, cmd: func(coll string) bson.D {
 			return bson.D{{Key: "find", Value: coll}, {Key: "filter", Value: heavyFilter}}
 		}},
-		{name: "update multi", seed: seedMany, cmd: func(coll string) bson.D {
+		{name: "update", seed: seedMany, cmd: func(coll string) bson.D {
 			u := bson.A{stage("$set", bson.D{{Key: "x", Value: hostileHeavyExpr()}})}
 			return bson.D{{Key: "update", Value: coll}, {Key: "updates", Value: bson.A{bson.D{
 				{Key: "q", Value: bson.D{}}, {Key: "u", Value: u}, {Key: "multi", Value: true}}}}}
 		}},
-		{name: "delete multi", seed: seedMany, cmd: func(coll string) bson.D {
+		{name: "delete", seed: seedMany, cmd: func(coll string) bson.D {
 			return bson.D{{Key: "delete", Value: coll}, {Key: "deletes", Value: bson.A{bson.D{
 				{Key: "q", Value: heavyFilter}, {Key: "limit", Value: 0}}}}}
 		}},
@@ -191,7 +193,33 @@ func commandRows() []interruptRow {
 		{name: "validate", seed: seedIndexed, cmd: func(coll string) bson.D {
 			return bson.D{{Key: "validate", Value: coll}, {Key: "full", Value: true}}
 		}},
+		{name: "count", seed: seedSmall, cmd: func(coll string) bson.D {
+			return bson.D{{Key: "count", Value: coll}, {Key: "query", Value: heavyFilter}}
+		}},
+		{name: "distinct", seed: seedSmall, cmd: func(coll string) bson.D {
+			return bson.D{{Key: "distinct", Value: coll}, {Key: "key", Value: "n"}, {Key: "query", Value: heavyFilter}}
+		}},
+		{name: "findAndModify", seed: seedSmall, cmd: func(coll string) bson.D {
+			return bson.D{{Key: "findAndModify", Value: coll}, {Key: "query", Value: heavyFilter}, {Key: "remove", Value: true}}
+		}},
+		{name: "explain", seed: seedSmall, cmd: func(coll string) bson.D {
+			find := bson.D{{Key: "find", Value: coll}, {Key: "filter", Value: heavyFilter}}
+			return bson.D{{Key: "explain", Value: find}, {Key: "verbosity", Value: "executionStats"}}
+		}},
+		{name: "bulkWrite", seed: seedMany, admin: true, cmd: func(coll string) bson.D {
+			u := bson.A{stage("$set", bson.D{{Key: "x", Value: hostileHeavyExpr()}})}
+			return bson.D{{Key: "bulkWrite", Value: 1}, {Key: "ops", Value: bson.A{bson.D{
+				{Key: "update", Value: 0}, {Key: "filter", Value: bson.D{}}, {Key: "updateMods", Value: u}, {Key: "multi", Value: true}}}},
+				{Key: "nsInfo", Value: bson.A{bson.D{{Key: "ns", Value: interruptDB + "." + coll}}}}}
+		}},
 	}
+}
+
+func (r interruptRow) db() string {
+	if r.admin {
+		return "admin"
+	}
+	return interruptDB
 }
 
 // interruptRows is the whole table; each row's collection is r<i>, and
@@ -218,6 +246,79 @@ func TestInterruptTableCoversEveryStageAndOperator(t *testing.T) {
 	for _, op := range expr.OperatorNames() {
 		if _, constant := constantOps[op]; named[op] == constant {
 			t.Errorf("operator %s: row %v, constant %v; it must be exactly one", op, named[op], constant)
+		}
+	}
+}
+
+// commandsOutsideTheTable are the commands of the registry that are not
+// rows of the table, each with why: its work cannot grow with the data
+// it reads, or its loop is too fast to outlast a trigger here and a unit
+// test ends it with a cancelled context instead.
+func commandsOutsideTheTable() map[string]string {
+	out := map[string]string{}
+	for why, names := range map[string][]string{
+		"answers from memory, a counter or the catalog, whatever the data holds": {
+			"hello", "isMaster", "ping", "buildInfo", "getParameter", "setParameter", "getLog", "getCmdLineOpts",
+			"hostInfo", "serverStatus", "whatsmyuri", "listCommands", "currentOp", "killOp", "profile", "top",
+			"collStats", "dbStats", "listDatabases", "listCollections", "listIndexes", "create", "configureFailPoint",
+			"endSessions", "refreshSessions", "killSessions", "killAllSessions", "killCursors",
+			"createSearchIndexes", "dropSearchIndex", "updateSearchIndex", "listSearchIndexes",
+			"replSetGetStatus", "replSetGetConfig", "replSetFreeze", "mayflyReplPartition",
+			"_recvChunkStatus", "_configsvrBalancerStatus",
+		},
+		"users and roles: bounded by the users and roles defined, not by the data": {
+			"saslStart", "saslContinue", "authenticate", "logout", "connectionStatus", "usersInfo", "rolesInfo",
+			"createUser", "updateUser", "dropUser", "dropAllUsersFromDatabase", "grantRolesToUser", "revokeRolesFromUser",
+			"createRole", "updateRole", "dropRole", "dropAllRolesFromDatabase", "grantPrivilegesToRole",
+			"revokePrivilegesFromRole", "grantRolesToRole", "revokeRolesFromRole",
+		},
+		"one range deletion per collection or index, whatever it holds":                                 {"drop", "dropDatabase", "dropIndexes"},
+		"bounded by one message (48 MB) or one transaction's writes":                                    {"insert", "applyOps", "commitTransaction", "abortTransaction"},
+		"bounded: a rename moves a catalog entry, and copies at most 16 MiB of events across databases": {"renameCollection"},
+		"flushes the engine's memory tables, bounded by their size":                                     {"fsync", "fsyncUnlock", "mayflyCheckpoint"},
+		"waits, and its wait ends with its context: a migration the donor runs in the background (Migrations.MoveRange), a stepdown's catch-up": {
+			"_shardsvrMoveRange", "replSetStepDown",
+		},
+		"a replica set's or a migration's step, bounded by one batch or one raft message": {
+			"replSetInitiate", "replSetReconfig", "replSetRaft", "replSetSnapshot", "_recvChunkStart", "_recvChunkCommit", "_recvChunkReleaseCritSec", "_recvChunkAbort",
+			"_migrateClone", "_transferMods", "_getNextSessionMods", "_flushRoutingTableCacheUpdates",
+			"_configsvrCommitChunkMigration", "_configsvrCommitChunkSplit", "_shardsvrMoveDocument",
+			"_shardsvrDropCollectionParticipant", "_shardsvrDropDatabaseParticipant",
+		},
+		"the stage and operator rows: aggregate runs them":                                                         {"aggregate"},
+		"continues the loop of a find or aggregate row, under its own maxTimeMS (TestHostileGuardedCursorGetMore)": {"getMore"},
+		"a loop too fast to outlast a trigger here: diag.TestDBHashStopsWithItsContext":                            {"dbHash"},
+		"a loop too fast to outlast a trigger here: diag.TestMeasureStopsWithItsContext":                           {"dataSize"},
+		"a loop too fast to outlast a trigger here: docstore.TestIndexDuplicatesStopsWithItsContext":               {"collMod"},
+	} {
+		for _, name := range names {
+			out[name] = why
+		}
+	}
+	return out
+}
+
+// commandAliases are the registry's other spellings of a command.
+var commandAliases = map[string]string{
+	"ismaster": "isMaster", "buildinfo": "buildInfo", "findandmodify": "findAndModify", "dbhash": "dbHash",
+	"deleteIndexes": "dropIndexes", "collstats": "collStats", "dbstats": "dbStats", "datasize": "dataSize",
+}
+
+// TestInterruptTableCoversEveryCommand: every command of the registry
+// (commands.Names) is exactly one of a row and a command named outside
+// the table, with its reason.
+func TestInterruptTableCoversEveryCommand(t *testing.T) {
+	named := map[string]bool{}
+	for _, r := range commandRows() {
+		named[r.name] = true
+	}
+	outside := commandsOutsideTheTable()
+	for _, name := range commands.Names() {
+		if canonical, ok := commandAliases[name]; ok {
+			name = canonical
+		}
+		if _, why := outside[name]; named[name] == why {
+			t.Errorf("command %s: row %v, outside the table %v; it must be exactly one", name, named[name], why)
 		}
 	}
 }
@@ -358,7 +459,7 @@ func startRows(client *mongo.Client, rows []interruptRow, idx []int, extra ...bs
 		out[i] = ch
 		cmd := append(rowCommand(rows, i), extra...)
 		go func() {
-			err := client.Database(interruptDB).RunCommand(context.Background(), cmd).Err()
+			err := client.Database(rows[i].db()).RunCommand(context.Background(), cmd).Err()
 			ch <- rowResult{err: err, at: time.Now()}
 		}()
 	}
@@ -386,9 +487,11 @@ func wantEnded(t *testing.T, name string, ch chan rowResult, trigger time.Time, 
 	t.Helper()
 	select {
 	case res := <-ch:
-		var se mongo.ServerError
-		if !errors.As(res.err, &se) || !se.HasErrorCode(code) {
-			t.Errorf("%s: ended with %v, want code %d", name, res.err, code)
+		// A top-level error, as mongod fails a whole command, writes
+		// included, with an interruption; not a write error.
+		var ce mongo.CommandError
+		if !errors.As(res.err, &ce) || ce.Code != int32(code) {
+			t.Errorf("%s: ended with %v, want the command's error %d", name, res.err, code)
 			return
 		}
 		took := res.at.Sub(trigger)
@@ -487,7 +590,7 @@ func interruptByDisconnect(t *testing.T, addr string, admin *mongo.Database, row
 	conns := map[int]net.Conn{}
 	for _, i := range idx {
 		nc := dialRaw(t, addr)
-		cmd := append(rowCommand(rows, i), bson.E{Key: "$db", Value: interruptDB})
+		cmd := append(rowCommand(rows, i), bson.E{Key: "$db", Value: rows[i].db()})
 		if _, err := nc.Write(wire.AppendMsg(nil, 1, 0, 0, docBytes(t, cmd))); err != nil {
 			t.Fatal(err)
 		}

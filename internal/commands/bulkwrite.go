@@ -44,6 +44,9 @@ type bulkWrite struct {
 	runner  *writeops.Runner
 	results bson.A
 	totals  bulkTotals
+	// aborted is the error that fails the whole command (failsBatch): an
+	// op interrupted, as mongod's bulkWrite rethrows it.
+	aborted error
 	// routed is the context of each namespace a router sent with a
 	// shard version (bulkwrite_routed.go).
 	routed map[string]context.Context
@@ -131,12 +134,15 @@ func (b *bulkWrite) Prior(i int, rec bson.D) { b.retried(i, bulkOpKind(b.ops[i])
 func (b *bulkWrite) Gather(i int) (*writeops.Group, error) { return b.group(i) }
 
 // Alone runs op i by itself: an ordered bulkWrite stops at its failure.
-func (b *bulkWrite) Alone(i int) (bool, error) { return !b.run(i, b.ops[i]) && b.ordered, nil }
+func (b *bulkWrite) Alone(i int) (bool, error) {
+	failed := !b.run(i, b.ops[i])
+	return failed && (b.ordered || b.aborted != nil), b.aborted
+}
 
 // Failed records op i's failure: an ordered bulkWrite stops there.
 func (b *bulkWrite) Failed(i int, err error) (bool, error) {
 	b.fail(i, bulkOpKind(b.ops[i]), err)
-	return b.ordered, nil
+	return b.ordered || b.aborted != nil, b.aborted
 }
 
 // bulkOpKind is an op's kind: insert, update or delete ("" when empty).
@@ -314,6 +320,9 @@ func (b *bulkWrite) ok(i int, counts bson.D) bool {
 // fail records an operation's error as mongod's bulkWrite reply does:
 // {ok: 0, idx, code, errmsg, <extra>, n: 0 (nModified: 0 for updates)}.
 func (b *bulkWrite) fail(i int, kind string, err error) bool {
+	if failsBatch(err) {
+		b.aborted = clientError(err)
+	}
 	b.results = append(b.results, mongoerr.BulkWriteItem(i, kind, clientError(err)))
 	b.totals.errors++
 	return false

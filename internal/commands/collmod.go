@@ -62,7 +62,7 @@ func collModCommit(h *Handler, c *docstore.Collection, r *request, opts bson.D) 
 	defer e.Close()
 	reply, evict, err = collModApply(h, e, r, opts)
 	if err != nil {
-		return nil, false, err
+		return nil, false, interruptionOr(r.ctx, err)
 	}
 	return reply, evict, e.Commit(ddl.ModEvent(e, opts))
 }
@@ -89,5 +89,5 @@ func collModApply(h *Handler, e *docstore.CatalogEdit, r *request, opts bson.D) 
 	if err != nil || spec == nil {
 		return bson.D{}, false, err
 	}
-	return ddl.ModIndex(e, spec)
+	return ddl.ModIndex(r.ctx, e, spec)
 }

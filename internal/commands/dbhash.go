@@ -19,9 +19,9 @@ func cmdDBHash(h *Handler, r *request) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	sums, err := diag.DBHash(h.deps.Store, r.db, names)
+	sums, err := diag.DBHash(r.ctx, h.deps.Store, r.db, names)
 	if err != nil {
-		return nil, err
+		return nil, interruptionOr(r.ctx, err)
 	}
 	return bson.D{
 		{Key: "numCollections", Value: int32(len(sums.Collections))}, {Key: "host", Value: hostName()},

@@ -34,11 +34,17 @@ func (w *writeResult) fail(i int, err error) {
 }
 
 // failsBatch reports whether err fails a write command as a whole rather
-// than its statement: mongod's interruptions by a replica set state change
-// or a shutdown, and a primary that is no longer one, whose top-level code
-// and RetryableWriteError label tell a driver to retry the command.
+// than its statement, as mongod's write commands rethrow it: an
+// interruption (mongod's Interruption category: maxTimeMS, killOp, a
+// disconnect, a shutdown, a replica set state change) and a primary that
+// is no longer one. A retryable one's top-level code and
+// RetryableWriteError label tell a driver to retry the command.
 func failsBatch(err error) bool {
-	return errors.Is(err, repl.ErrStateChange) || errors.Is(err, repl.ErrNotPrimary) || errors.Is(err, repl.ErrShutdown)
+	if errors.Is(err, repl.ErrStateChange) || errors.Is(err, repl.ErrNotPrimary) || errors.Is(err, repl.ErrShutdown) {
+		return true
+	}
+	me := mongoerr.As(clientError(err))
+	return me != nil && me.Code.IsInterruption()
 }
 
 // failEach is the result of a batch none of whose statements could run:
@@ -230,12 +236,9 @@ type insertCmd struct {
 	group1Used bool
 }
 
-// Interrupted fails document i with the interrupt and stops there: the
-// documents before it stay inserted.
-func (w *insertCmd) Interrupted(i int, err error) error {
-	w.res.fail(i, err)
-	return nil
-}
+// Interrupted fails the command with the interrupt met before document
+// i, as mongod's insert does; the documents before it stay inserted.
+func (w *insertCmd) Interrupted(_ int, err error) error { return clientError(err) }
 
 // Prior counts document i, inserted by the first attempt.
 func (w *insertCmd) Prior(int, bson.D) { w.res.n++ }

@@ -1,6 +1,9 @@
 package commands
 
 import (
+	"maps"
+	"slices"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
@@ -180,6 +183,13 @@ func buildTable(testCommands bool) map[string]command {
 		t[alias] = t[name]
 	}
 	return t
+}
+
+// Names lists every command the server answers with test commands on,
+// aliases included, sorted: the registry that tables over "every
+// command" are checked against.
+func Names() []string {
+	return slices.Sorted(maps.Keys(buildTable(true)))
 }
 
 // isWrite reports whether a command changes data or the catalog: only a

@@ -1,6 +1,7 @@
 package ddl
 
 import (
+	"context"
 	"slices"
 	"time"
 
@@ -106,7 +107,7 @@ func boolMod(spec bson.D, field string) (*bool, error) {
 // ModIndex changes the options of the index that collMod's index option
 // (spec) names; the reply has each option's old and new values. evict
 // reports a new lruLimit, whose evictions follow the commit.
-func ModIndex(e *docstore.CatalogEdit, spec bson.D) (reply bson.D, evict bool, err error) {
+func ModIndex(ctx context.Context, e *docstore.CatalogEdit, spec bson.D) (reply bson.D, evict bool, err error) {
 	target, mod, err := parseIndexMod(spec)
 	if err != nil {
 		return nil, false, err
@@ -116,7 +117,7 @@ func ModIndex(e *docstore.CatalogEdit, spec bson.D) (reply bson.D, evict bool, e
 		return nil, false, err
 	}
 	err = e.ModifyIndex(ix.Name, func(ix *catalog.Index) error {
-		reply, err = mod.apply(e, ix)
+		reply, err = mod.apply(ctx, e, ix)
 		return err
 	})
 	return reply, err == nil && mod.lru != nil, err
@@ -124,13 +125,13 @@ func ModIndex(e *docstore.CatalogEdit, spec bson.D) (reply bson.D, evict bool, e
 
 // apply makes the changes of mod to ix, in mongod's order, then Mayfly's
 // own options.
-func (mod indexMod) apply(e *docstore.CatalogEdit, ix *catalog.Index) (bson.D, error) {
+func (mod indexMod) apply(ctx context.Context, e *docstore.CatalogEdit, ix *catalog.Index) (bson.D, error) {
 	var steps []func() (bson.D, error)
 	if mod.ttl != nil {
 		steps = append(steps, func() (bson.D, error) { return applyTTLMod(ix, mod.ttl) })
 	}
 	if mod.unique != nil {
-		steps = append(steps, func() (bson.D, error) { return applyUniqueMod(e, ix, *mod.unique) })
+		steps = append(steps, func() (bson.D, error) { return applyUniqueMod(ctx, e, ix, *mod.unique) })
 	}
 	if mod.hidden != nil {
 		steps = append(steps, func() (bson.D, error) { return applyHiddenMod(ix, *mod.hidden) })
@@ -241,7 +242,7 @@ func flagMod(ix *catalog.Index, key string, flag *bool, on bool) bson.D {
 // prepareUnique set first (so that no new duplicate came in since), and
 // only when it holds no duplicate key, else 359 listing them. A unique
 // index is left as it is.
-func applyUniqueMod(e *docstore.CatalogEdit, ix *catalog.Index, unique bool) (bson.D, error) {
+func applyUniqueMod(ctx context.Context, e *docstore.CatalogEdit, ix *catalog.Index, unique bool) (bson.D, error) {
 	switch {
 	case !unique:
 		return nil, mongoerr.New(mongoerr.BadValue, "Cannot make index non-unique")
@@ -250,7 +251,7 @@ func applyUniqueMod(e *docstore.CatalogEdit, ix *catalog.Index, unique bool) (bs
 	case !ix.PrepareUnique:
 		return nil, mongoerr.New(mongoerr.InvalidOptions, "Cannot make index unique with 'prepareUnique=false'. Run collMod to set it first.")
 	}
-	dups, err := e.IndexDuplicates(ix.Name)
+	dups, err := e.IndexDuplicates(ctx, ix.Name)
 	if err != nil {
 		return nil, err
 	}

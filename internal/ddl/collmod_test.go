@@ -38,7 +38,7 @@ func modIndex(t *testing.T, c *docstore.Collection, option string, on bool) bson
 	t.Helper()
 	e := c.Edit()
 	defer e.Close()
-	reply, _, err := ModIndex(e, bson.D{{Key: "name", Value: "at"}, {Key: option, Value: on}})
+	reply, _, err := ModIndex(context.Background(), e, bson.D{{Key: "name", Value: "at"}, {Key: option, Value: on}})
 	if err != nil {
 		t.Fatalf("%s: %v: %v", option, on, err)
 	}
@@ -83,7 +83,7 @@ func TestModIndexRefusesAWrongType(t *testing.T) {
 	c := newCollection(t)
 	for _, option := range []string{"hidden", "unique", "prepareUnique", catalog.RefreshOnReadOption, catalog.ExpireElementsOption} {
 		e := c.Edit()
-		_, _, err := ModIndex(e, bson.D{{Key: "name", Value: "at"}, {Key: option, Value: "yes"}})
+		_, _, err := ModIndex(context.Background(), e, bson.D{{Key: "name", Value: "at"}, {Key: option, Value: "yes"}})
 		e.Close()
 		me := mongoerr.As(err)
 		want := "BSON field 'collMod.index." + option + "' is the wrong type 'string', expected type 'bool'"

@@ -1,8 +1,10 @@
 package diag
 
 import (
+	"context"
 	"crypto/md5"
 	"encoding/hex"
+	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -19,8 +21,9 @@ type Hashes struct {
 }
 
 // DBHash hashes the named collections of db, all as of one instant;
-// names that hold no collection are left out.
-func DBHash(store *docstore.Store, db string, names []string) (Hashes, error) {
+// names that hold no collection are left out. It stops, with ctx's
+// error, once ctx ends.
+func DBHash(ctx context.Context, store *docstore.Store, db string, names []string) (Hashes, error) {
 	view := store.NewStoredView()
 	defer view.Close()
 	all := md5.New()
@@ -31,7 +34,14 @@ func DBHash(store *docstore.Store, db string, names []string) (Hashes, error) {
 			continue
 		}
 		sum := md5.New()
-		if err := view.EachStored(c, func(raw []byte) error { _, err := sum.Write(raw); return err }); err != nil {
+		err := view.EachStored(c, func(raw []byte) error {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("dbHash: %w", err)
+			}
+			_, err := sum.Write(raw)
+			return err
+		})
+		if err != nil {
 			return out, err
 		}
 		hexSum := hex.EncodeToString(sum.Sum(nil))

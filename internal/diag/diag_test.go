@@ -2,6 +2,7 @@ package diag
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -79,16 +80,16 @@ func TestDBHashFollowsContents(t *testing.T) {
 		t.Fatal(err)
 	}
 	insertAll(t, c, bson.D{{Key: "_id", Value: int32(1)}})
-	before, err := DBHash(store, "db", []string{"c", "missing"})
+	before, err := DBHash(context.Background(), store, "db", []string{"c", "missing"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(before.Collections) != 1 || len(before.UUIDs) != 1 || len(before.Capped) != 0 {
 		t.Fatalf("hashes %+v", before)
 	}
-	again, _ := DBHash(store, "db", []string{"c"})
+	again, _ := DBHash(context.Background(), store, "db", []string{"c"})
 	insertAll(t, c, bson.D{{Key: "_id", Value: int32(2)}})
-	after, _ := DBHash(store, "db", []string{"c"})
+	after, _ := DBHash(context.Background(), store, "db", []string{"c"})
 	if again.All != before.All || after.All == before.All || after.Collections[0].Value == before.Collections[0].Value {
 		t.Fatalf("before %s, again %s, after %s", before.All, again.All, after.All)
 	}
@@ -99,5 +100,42 @@ func TestOSRelease(t *testing.T) {
 	fields := osRelease("NAME=\"Debian GNU/Linux\"\nVERSION_ID='12'\n# comment\nID=debian\n")
 	if fields["NAME"] != "Debian GNU/Linux" || fields["VERSION_ID"] != "12" || fields["ID"] != "debian" {
 		t.Fatalf("osRelease = %v", fields)
+	}
+}
+
+// The scans of dataSize and dbHash end with their context: a client's
+// maxTimeMS, killOp or disconnect stops them (the loops are too fast for
+// the interruption table to catch them running). Each is given a
+// context that has ended, over a collection of 1,000 documents.
+func TestScansStopWithTheirContext(t *testing.T) {
+	store := openStore(t)
+	c, err := store.CreateCollection("db", "c", docstore.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1000 {
+		insertAll(t, c, bson.D{{Key: "_id", Value: int32(i)}, {Key: "a", Value: int32(i % 5)}})
+	}
+	scans := map[string]func(ctx context.Context) error{
+		"dataSize": func(ctx context.Context) error {
+			_, _, err := KeyRange{Pattern: bson.D{{Key: "a", Value: 1}}}.Measure(ctx, c)
+			return err
+		},
+		"dbHash": func(ctx context.Context) error {
+			_, err := DBHash(ctx, store, "db", []string{"c"})
+			return err
+		},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for name, scan := range scans {
+		t.Run(name, func(t *testing.T) {
+			if err := scan(ctx); !errors.Is(err, context.Canceled) {
+				t.Errorf("%v, want the context's end", err)
+			}
+			if err := scan(context.Background()); err != nil {
+				t.Error(err)
+			}
+		})
 	}
 }

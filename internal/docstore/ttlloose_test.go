@@ -2,6 +2,7 @@ package docstore
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -282,7 +283,7 @@ func TestIndexReadersSkipStaleEntries(t *testing.T) {
 		if err := c.ModifyIndex("t_1", func(ix *catalog.Index) error { ix.PrepareUnique = true; return nil }); err != nil {
 			t.Fatal(err)
 		}
-		dups, err := c.indexDuplicates(c.state.Load().ttlIndex("t_1"))
+		dups, err := c.indexDuplicates(context.Background(), c.state.Load().ttlIndex("t_1"))
 		if err != nil || len(dups) != 0 {
 			t.Fatalf("duplicates %v %v: want none", dups, err)
 		}

@@ -2,6 +2,7 @@ package docstore
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -13,7 +14,7 @@ import (
 // than one live document, those documents' _ids in index order: what
 // collMod reports (violations) when it cannot make the index unique.
 // An expired document holds no key, as it is gone for every reader.
-func (e *CatalogEdit) IndexDuplicates(name string) ([]bson.A, error) {
+func (e *CatalogEdit) IndexDuplicates(ctx context.Context, name string) ([]bson.A, error) {
 	var ix *indexState
 	for _, s := range e.c.state.Load().indexes {
 		if s.def.Name == name {
@@ -23,10 +24,10 @@ func (e *CatalogEdit) IndexDuplicates(name string) ([]bson.A, error) {
 	if ix == nil {
 		return nil, fmt.Errorf("docstore: duplicates: no index %s", name)
 	}
-	return e.c.indexDuplicates(ix)
+	return e.c.indexDuplicates(ctx, ix)
 }
 
-func (c *Collection) indexDuplicates(ix *indexState) ([]bson.A, error) {
+func (c *Collection) indexDuplicates(ctx context.Context, ix *indexState) ([]bson.A, error) {
 	it, err := c.store.eng.NewIter(ix.prefix, prefixEnd(ix.prefix))
 	if err != nil {
 		return nil, fmt.Errorf("docstore: duplicates: %w", err)
@@ -36,6 +37,9 @@ func (c *Collection) indexDuplicates(ix *indexState) ([]bson.A, error) {
 	var prev []byte
 	var run [][]byte // the _ids of the entries with key prev
 	for ok := it.First(); ok; ok = it.Next() {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("docstore: duplicates: %w", err)
+		}
 		// A touch's stale entry is not its document's key (ttlloose.go).
 		if stale, err := c.skipLoose(ix, it.Key(), it.Value(), c.store.eng); err != nil || stale {
 			if err != nil {

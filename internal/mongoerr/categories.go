@@ -43,3 +43,20 @@ func (c Code) IsSnapshotError() bool {
 func (c Code) IsNonResumableChangeStreamError() bool {
 	return c == ChangeStreamFatalError || c == ChangeStreamHistoryLost
 }
+
+// IsInterruption reports whether c is in mongod's Interruption category:
+// the operation was stopped (maxTimeMS, killOp, a disconnect, a
+// shutdown, a state change), and a write command fails whole with it
+// rather than reporting it as one statement's write error.
+func (c Code) IsInterruption() bool {
+	switch c {
+	case LockTimeout, MaxTimeMSExpired, CursorKilled, ExceededTimeLimit, ClientDisconnect,
+		TransactionCoordinatorSteppingDown, TransactionCoordinatorReachedAbortDecision,
+		TransactionExceededLifetimeLimitSeconds, InterruptedDueToStorageChange,
+		InterruptedDueToReshardingCriticalSection, InterruptedAtShutdown, Interrupted,
+		InterruptedDueToReplStateChange, ClientMarkedKilled, RetriableRemoteCommandFailure,
+		InterruptedDueToFCVChange:
+		return true
+	}
+	return false
+}

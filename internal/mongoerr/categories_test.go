@@ -22,6 +22,14 @@ func TestCategoriesOverEveryCode(t *testing.T) {
 	}
 	snapshot := map[Code]bool{SnapshotTooOld: true, SnapshotUnavailable: true, StaleChunkHistory: true, MigrationConflict: true}
 	nonResumable := map[Code]bool{ChangeStreamFatalError: true, ChangeStreamHistoryLost: true}
+	interruption := map[Code]bool{
+		LockTimeout: true, MaxTimeMSExpired: true, CursorKilled: true, ExceededTimeLimit: true, ClientDisconnect: true,
+		TransactionCoordinatorSteppingDown: true, TransactionCoordinatorReachedAbortDecision: true,
+		TransactionExceededLifetimeLimitSeconds: true, InterruptedDueToStorageChange: true,
+		InterruptedDueToReshardingCriticalSection: true, InterruptedAtShutdown: true, Interrupted: true,
+		InterruptedDueToReplStateChange: true, ClientMarkedKilled: true, RetriableRemoteCommandFailure: true,
+		InterruptedDueToFCVChange: true,
+	}
 	if len(names) < 100 {
 		t.Fatalf("the code table has %d codes", len(names))
 	}
@@ -37,6 +45,9 @@ func TestCategoriesOverEveryCode(t *testing.T) {
 		}
 		if got := code.IsNonResumableChangeStreamError(); got != nonResumable[code] {
 			t.Errorf("%s (%d).IsNonResumableChangeStreamError() = %v", name, code, got)
+		}
+		if got := code.IsInterruption(); got != interruption[code] {
+			t.Errorf("%s (%d).IsInterruption() = %v", name, code, got)
 		}
 		_, labelled := replyField(Reply(New(code, "x")), "errorLabels")
 		if labelled != nonResumable[code] {
