@@ -285,11 +285,11 @@ func commandsOutsideTheTable() map[string]string {
 			"_configsvrCommitChunkMigration", "_configsvrCommitChunkSplit", "_shardsvrMoveDocument",
 			"_shardsvrDropCollectionParticipant", "_shardsvrDropDatabaseParticipant",
 		},
-		"the stage and operator rows: aggregate runs them":                                                         {"aggregate"},
-		"continues the loop of a find or aggregate row, under its own maxTimeMS (TestHostileGuardedCursorGetMore)": {"getMore"},
-		"a loop too fast to outlast a trigger here: diag.TestDBHashStopsWithItsContext":                            {"dbHash"},
-		"a loop too fast to outlast a trigger here: diag.TestMeasureStopsWithItsContext":                           {"dataSize"},
-		"a loop too fast to outlast a trigger here: docstore.TestIndexDuplicatesStopsWithItsContext":               {"collMod"},
+		"the stage and operator rows: aggregate runs them":                                           {"aggregate"},
+		"continues the loop of a find or aggregate row: TestGetMoreInterrupted":                      {"getMore"},
+		"a loop too fast to outlast a trigger here: diag.TestDBHashStopsWithItsContext":              {"dbHash"},
+		"a loop too fast to outlast a trigger here: diag.TestMeasureStopsWithItsContext":             {"dataSize"},
+		"a loop too fast to outlast a trigger here: docstore.TestIndexDuplicatesStopsWithItsContext": {"collMod"},
 	} {
 		for _, name := range names {
 			out[name] = why
@@ -685,6 +685,97 @@ func interruptBySigterm(t *testing.T, p *process, rowsClient *mongo.Client, admi
 	}
 	t.Logf("%d rows at once; SIGTERM to exit 0: %v; worst SIGTERM to an operation's end: %v (%s)",
 		len(rows), time.Since(start).Round(time.Millisecond), lat.worst.Round(time.Millisecond), lat.row)
+}
+
+// TestGetMoreInterrupted: a getMore runs its cursor's loop again, and
+// ends with its own maxTimeMS and with killOp as the command that opened
+// the cursor would: a find of one document whose filter costs about 16 s
+// answers an empty first batch at once (batchSize 0), then each getMore
+// is interrupted within interruptBound.
+func TestGetMoreInterrupted(t *testing.T) {
+	p, err := startMayfly(t, buildBinary(t), t.TempDir(), freePort(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := wideClient(t, p.addr, 4)
+	db := client.Database(interruptDB)
+	seedColl(t, db.Collection("g"), seedSmall)
+	heavyFilter := bson.D{{Key: "$expr", Value: stage("$lt", bson.A{hostileHeavyExpr(), 0})}}
+	for _, trigger := range []string{"maxTimeMS", "killOp"} {
+		t.Run(trigger, func(t *testing.T) {
+			sess, err := client.StartSession()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sess.EndSession(context.Background())
+			ctx := mongo.NewSessionContext(context.Background(), sess)
+			var opened struct {
+				Cursor struct {
+					ID int64 `bson:"id"`
+				} `bson:"cursor"`
+			}
+			find := bson.D{{Key: "find", Value: "g"}, {Key: "filter", Value: heavyFilter}, {Key: "batchSize", Value: 0}}
+			if err := db.RunCommand(ctx, find).Decode(&opened); err != nil || opened.Cursor.ID == 0 {
+				t.Fatalf("find: cursor %d, %v", opened.Cursor.ID, err)
+			}
+			getMore := bson.D{{Key: "getMore", Value: opened.Cursor.ID}, {Key: "collection", Value: "g"},
+				{Key: "comment", Value: "interrupt-getmore"}}
+			var trig time.Time
+			code := int32(50)
+			done := make(chan error, 1)
+			if trigger == "maxTimeMS" {
+				getMore = append(getMore, bson.E{Key: "maxTimeMS", Value: 500})
+				trig = time.Now().Add(500 * time.Millisecond)
+				go func() { done <- db.RunCommand(ctx, getMore).Err() }()
+			} else {
+				code = 11601
+				go func() { done <- db.RunCommand(ctx, getMore).Err() }()
+				trig = killByComment(t, client.Database("admin"), "interrupt-getmore")
+			}
+			select {
+			case err := <-done:
+				var ce mongo.CommandError
+				if !errors.As(err, &ce) || ce.Code != code {
+					t.Fatalf("getMore ended with %v, want %d", err, code)
+				}
+				if took := time.Since(trig); took > interruptBound {
+					t.Fatalf("getMore ended %v after its trigger", took)
+				}
+			case <-time.After(interruptBound + 5*time.Second):
+				t.Fatalf("getMore still running %v after its trigger", interruptBound+5*time.Second)
+			}
+		})
+	}
+}
+
+// killByComment waits for the operation with comment to run, kills it,
+// and returns when.
+func killByComment(t *testing.T, admin *mongo.Database, comment string) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		var res struct {
+			InProg []struct {
+				OpID    int32  `bson:"opid"`
+				Command bson.M `bson:"command"`
+			} `bson:"inprog"`
+		}
+		if err := admin.RunCommand(context.Background(), bson.D{{Key: "currentOp", Value: 1}}).Decode(&res); err != nil {
+			t.Fatal(err)
+		}
+		for _, op := range res.InProg {
+			if op.Command["comment"] == comment {
+				at := time.Now()
+				if err := admin.RunCommand(context.Background(), bson.D{{Key: "killOp", Value: 1}, {Key: "op", Value: op.OpID}}).Err(); err != nil {
+					t.Fatal(err)
+				}
+				return at
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no operation with comment %q ran within 10 s", comment)
+	return time.Time{}
 }
 
 // TestHostileGuardedCursorGetMore: a pipeline's guard outlives the
