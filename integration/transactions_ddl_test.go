@@ -92,6 +92,43 @@ func TestTransactionDDL(t *testing.T) {
 	t.Run("refusals", func(t *testing.T) { wantDDLRefusals(t, db) })
 	t.Run("indexes", func(t *testing.T) { wantIndexesAtCommit(t, db) })
 	t.Run("concurrent create", func(t *testing.T) { wantConcurrentCreateConflicts(t, db) })
+	t.Run("collMod unique across a transaction", func(t *testing.T) { wantUniqueConversionConflicts(t, db) })
+}
+
+// wantUniqueConversionConflicts: a transaction inserts a key another
+// document holds, and before it commits the index is made unique
+// (prepareUnique, then unique: no committed duplicate stops it). The
+// commit must fail with a transient WriteConflict rather than put the
+// duplicate into the unique index; validate then finds the collection
+// clean.
+func wantUniqueConversionConflicts(t *testing.T, db *mongo.Database) {
+	coll := db.Collection("uq")
+	ctx := ctxT(t)
+	if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "k", Value: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}, {Key: "k", Value: 7}}); err != nil {
+		t.Fatal(err)
+	}
+	sctx, sess := inTransaction(t, db.Client(), nil)
+	if _, err := coll.InsertOne(sctx, bson.D{{Key: "_id", Value: 2}, {Key: "k", Value: 7}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, opt := range []string{"prepareUnique", "unique"} {
+		err := db.RunCommand(ctx, bson.D{{Key: "collMod", Value: "uq"}, {Key: "index", Value: bson.D{{Key: "name", Value: "k_1"}, {Key: opt, Value: true}}}}).Err()
+		if err != nil {
+			t.Fatalf("collMod %s: %v", opt, err)
+		}
+	}
+	err := sess.CommitTransaction(sctx)
+	var se mongo.ServerError
+	if !errors.As(err, &se) || !se.HasErrorCode(112) || !se.HasErrorLabel("TransientTransactionError") {
+		t.Fatalf("commit across the unique conversion: %v, want a transient WriteConflict", err)
+	}
+	if n, err := coll.CountDocuments(ctx, bson.D{}); err != nil || n != 1 {
+		t.Fatalf("%d documents after the refused commit, %v; want 1", n, err)
+	}
+	validateDB(ctx, t, db)
 }
 
 // inTransaction starts a transaction (read concern local unless rc) on

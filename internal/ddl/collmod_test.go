@@ -2,7 +2,9 @@ package ddl
 
 import (
 	"context"
+	"reflect"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -17,7 +19,15 @@ import (
 // items.at (expireAfterSeconds 60).
 func newCollection(t *testing.T) *docstore.Collection {
 	t.Helper()
-	c, err := docstoretest.Open(t).CreateCollection("db", "c", docstore.CreateOptions{})
+	_, c := newCollectionIn(t)
+	return c
+}
+
+// newCollectionIn is newCollection with its store.
+func newCollectionIn(t *testing.T) (*docstore.Store, *docstore.Collection) {
+	t.Helper()
+	s := docstoretest.Open(t)
+	c, err := s.CreateCollection("db", "c", docstore.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
@@ -29,7 +39,7 @@ func newCollection(t *testing.T) *docstore.Collection {
 	if _, err := c.CreateIndexesContext(context.Background(), []*catalog.Index{ix}); err != nil {
 		t.Fatalf("create index: %v", err)
 	}
-	return c
+	return s, c
 }
 
 // modIndex runs collMod's index option {name: "at", option: on} and
@@ -90,5 +100,83 @@ func TestModIndexRefusesAWrongType(t *testing.T) {
 		if me == nil || me.Code != mongoerr.TypeMismatch || me.Msg != want {
 			t.Fatalf("%s: %v", option, err)
 		}
+	}
+}
+
+// TestModIndexAcrossATransaction: a transaction that wrote to the
+// collection before a collMod of one of its index's options, and commits
+// after it, conflicts (WriteConflict) when the option changes what its
+// writes must do: it wrote for the options it met. mongod's collMod
+// waits for such a transaction instead; either way no write commits
+// under options it did not meet. One row per option of collMod's index
+// (indexMod's fields), so that a new option needs a row.
+func TestModIndexAcrossATransaction(t *testing.T) {
+	rows := map[string]struct {
+		before   bson.D // a collMod committed before the transaction begins
+		change   bson.D // the collMod between its write and its commit
+		conflict bool
+	}{
+		"expireAfterSeconds":        {change: bson.D{{Key: "expireAfterSeconds", Value: int32(120)}}, conflict: true},
+		"hidden":                    {change: bson.D{{Key: "hidden", Value: true}}},
+		catalog.RefreshOnReadOption: {change: bson.D{{Key: catalog.RefreshOnReadOption, Value: true}}},
+		catalog.LRULimitOption: {change: bson.D{{Key: catalog.LRULimitOption, Value: bson.D{{Key: "documents", Value: int32(100)}}}},
+			conflict: true},
+		catalog.ExpireElementsOption: {change: bson.D{{Key: catalog.ExpireElementsOption, Value: true}}, conflict: true},
+		catalog.WarningOption:        {change: bson.D{{Key: catalog.WarningOption, Value: int32(30)}}, conflict: true},
+		"prepareUnique":              {change: bson.D{{Key: "prepareUnique", Value: true}}, conflict: true},
+		"unique": {before: bson.D{{Key: "prepareUnique", Value: true}}, change: bson.D{{Key: "unique", Value: true}},
+			conflict: true},
+	}
+	if n := reflect.TypeOf(indexMod{}).NumField(); len(rows) != n {
+		t.Fatalf("%d rows for collMod's %d index options", len(rows), n)
+	}
+	at := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	for option, row := range rows {
+		t.Run(option, func(t *testing.T) {
+			s, c := newCollectionIn(t)
+			doc := func(id, minutes int) bson.D {
+				return bson.D{{Key: "_id", Value: id}, {Key: "items", Value: bson.A{bson.D{{Key: "at", Value: bson.NewDateTimeFromTime(at.Add(time.Duration(minutes) * time.Minute))}}}}}
+			}
+			d, err := docstore.PrepareInsert(doc(1, 0))
+			if err == nil {
+				err = c.Insert(d, docstore.WriteOptions{})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if row.before != nil {
+				mod(t, c, row.before)
+			}
+			x := s.BeginTxn()
+			key := 0 // document 1's date, but under prepareUnique
+			if row.before != nil {
+				key = 1
+			}
+			if err := x.Insert(c, doc(2, key)); err != nil {
+				t.Fatal(err)
+			}
+			mod(t, c, row.change)
+			err = x.Commit(docstore.WriteOptions{})
+			if me := mongoerr.As(err); row.conflict != (me != nil && me.Code == mongoerr.WriteConflict) {
+				t.Fatalf("commit after the collMod: %v; want a write conflict: %v", err, row.conflict)
+			}
+			res, err := c.Validate(context.Background())
+			if err != nil || !res.Valid() {
+				t.Fatalf("validate: %+v, %v", res, err)
+			}
+		})
+	}
+}
+
+// mod commits collMod's index option {name: "at", <change>}.
+func mod(t *testing.T, c *docstore.Collection, change bson.D) {
+	t.Helper()
+	e := c.Edit()
+	defer e.Close()
+	if _, _, err := ModIndex(context.Background(), e, append(bson.D{{Key: "name", Value: "at"}}, change...)); err != nil {
+		t.Fatalf("collMod %v: %v", change, err)
+	}
+	if err := e.Commit(nil); err != nil {
+		t.Fatal(err)
 	}
 }

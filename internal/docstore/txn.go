@@ -10,6 +10,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/catalog"
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/keyenc"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
@@ -291,11 +292,23 @@ func sameIndexes(a, b *collState) bool {
 		x, y := a.indexes[i], b.indexes[i]
 		// A build's end changes no ID: a transaction that began during it
 		// wrote as to an index that refused no duplicate.
-		if x.def.ID != y.def.ID || x.def.Ready != y.def.Ready || !bytes.Equal(x.prefix, y.prefix) {
+		if x.def.ID != y.def.ID || !sameWrites(x.def, y.def) || !bytes.Equal(x.prefix, y.prefix) {
 			return false
 		}
 	}
 	return true
+}
+
+// sameWrites reports whether two definitions of one index ask the same of
+// the writes that maintain it: a transaction wrote its statements for
+// the options it met, so one that began before a collMod that changes
+// them (the keys refused, the TTL entries made, the lruLimit) conflicts,
+// where mongod's collMod would wait for it. Hidden and refreshOnRead
+// change no write.
+func sameWrites(a, b *catalog.Index) bool {
+	return a.Ready == b.Ready && a.Unique == b.Unique && a.PrepareUnique == b.PrepareUnique &&
+		a.TTL == b.TTL && a.ExpireAfter == b.ExpireAfter && a.WarnBefore == b.WarnBefore &&
+		a.ExpireElements == b.ExpireElements && a.LRUDocs == b.LRUDocs && a.LRUBytes == b.LRUBytes
 }
 
 // docIDOf is the encoded _id of a document key of collection collID.
