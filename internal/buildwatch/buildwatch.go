@@ -36,7 +36,7 @@ func New(ops *activity.Registry, points *failpoint.Registry) *Watcher {
 }
 
 // Build follows the build of a createIndexes on collection coll of ns,
-// running as operation op under ctx. The command calls end when the build
+// running as operation op under ctx. The command calls End when the build
 // returns.
 type Build struct {
 	w       *Watcher

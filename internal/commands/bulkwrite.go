@@ -320,10 +320,11 @@ func (b *bulkWrite) ok(i int, counts bson.D) bool {
 // fail records an operation's error as mongod's bulkWrite reply does:
 // {ok: 0, idx, code, errmsg, <extra>, n: 0 (nModified: 0 for updates)}.
 func (b *bulkWrite) fail(i int, kind string, err error) bool {
+	cerr := clientError(err)
 	if failsBatch(err) {
-		b.aborted = clientError(err)
+		b.aborted = cerr
 	}
-	b.results = append(b.results, mongoerr.BulkWriteItem(i, kind, clientError(err)))
+	b.results = append(b.results, mongoerr.BulkWriteItem(i, kind, cerr))
 	b.totals.errors++
 	return false
 }
