@@ -62,6 +62,13 @@ func (s *Store) ApplyExpiries(b storage.Batch, keys [][]byte) (events [][]byte, 
 	ab := &expiryApply{Batch: b}
 	var txs []*tx
 	r := &expiryReader{s: s, ab: ab, hint: len(keys)}
+	// The applier is the only writer of documents and index entries
+	// here, so a run of keys found in storage stays one until b commits;
+	// but writes b holds already (the entry's own) are not in storage,
+	// and a run could cover one.
+	if rd, ok := b.(storage.RunDeleter); ok && b.Len() == 0 {
+		r.runs = rd
+	}
 	defer r.close()
 	for _, key := range keys {
 		t, err := r.at(key)
@@ -92,20 +99,25 @@ func (s *Store) ApplyExpiries(b storage.Batch, keys [][]byte) (events [][]byte, 
 }
 
 // expiryReader follows the collection of the keys ApplyExpiries goes
-// through, with one iterator over its index entries: the keys come in
-// index order, so each seek moves forward from the last, where a point
-// lookup per key would start from the top of every level.
+// through, with one iterator over its documents and index entries: the
+// keys come in index order, so each seek moves forward from the last,
+// where a point lookup per key would start from the top of every level;
+// and the runs the collection's deletions make are found with it too.
+// Each iterator an engine opens after a range deletion reads every range
+// deletion of its memtable again, so the apply opens one per collection.
 type expiryReader struct {
 	s      *Store
 	ab     *expiryApply
 	hint   int
-	prefix []byte // the index key prefix of the current collection
+	runs   storage.RunDeleter // for range deletions of runs; nil: none
+	prefix []byte             // the index key prefix of the current collection
 	t      *tx
-	it     storage.Iterator
+	it     storage.Iterator   // the current collection's
+	opened []storage.Iterator // every collection's, open until the deletions are in
 }
 
 // at returns the deletions of the collection key belongs to (nil when it
-// is gone), with r.it over that collection's index entries.
+// is gone), with r.it over that collection's documents and index entries.
 func (r *expiryReader) at(key []byte) (*tx, error) {
 	if r.prefix != nil && bytes.HasPrefix(key, r.prefix) {
 		return r.t, nil
@@ -114,29 +126,31 @@ func (r *expiryReader) at(key []byte) (*tx, error) {
 	if !ok {
 		return nil, fmt.Errorf("docstore: apply expiry: bad key %x", key)
 	}
-	r.close()
-	r.prefix, r.t = collIndexPrefix(collID), nil
+	r.prefix, r.t, r.it = collIndexPrefix(collID), nil, nil
 	c := r.s.collectionByID(collID)
 	if c == nil {
 		return nil, nil
 	}
-	it, err := r.s.eng.NewIter(key, prefixEnd(r.prefix))
+	it, err := r.s.eng.NewIter(docPrefix(collID), prefixEnd(r.prefix))
 	if err != nil {
 		return nil, fmt.Errorf("docstore: apply expiry: %w", err)
 	}
-	r.it = it
+	r.it, r.opened = it, append(r.opened, it)
 	// The primary took only owned documents as compact expiries
 	// (expireCompact): the apply asks no member's ownership, so that
 	// every member writes the same events.
 	r.t = &tx{c: c, st: c.state.Load(), b: r.ab, r: r.s.eng, sortDeletes: true, deleteHint: r.hint, ownsLooked: true}
+	if r.runs != nil {
+		r.t.runs = &runDeletion{b: r.runs, it: it}
+	}
 	return r.t, nil
 }
 
 func (r *expiryReader) close() {
-	if r.it != nil {
-		r.it.Close()
-		r.it = nil
+	for _, it := range r.opened {
+		it.Close()
 	}
+	r.opened, r.it = nil, nil
 }
 
 // indexKeyCollection returns the collection ID an index key starts with.

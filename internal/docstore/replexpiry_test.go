@@ -266,3 +266,79 @@ func TestSeekForward(t *testing.T) {
 		}
 	}
 }
+
+// runCounter is a batch that counts the range deletions of runs.
+type runCounter struct {
+	storage.Batch
+	runs int
+}
+
+func (b *runCounter) DeleteRun(keys [][]byte) error {
+	b.runs++
+	return b.Batch.(storage.RunDeleter).DeleteRun(keys)
+}
+
+// TestCompactExpiriesDeleteRuns: an apply deletes a run of expired
+// documents' keys with nothing else stored between them as one range
+// deletion, and what else is stored stays: a live document between
+// expired ones, index entries of live documents among the expired
+// ones' (k_1 holds every seventh k), and the writes the batch holds
+// already, which storage does not show, with which it deletes no range.
+func TestCompactExpiriesDeleteRuns(t *testing.T) {
+	cases := []struct {
+		name     string
+		live     []int // documents among 0..59 dated an hour on
+		ownWrite bool  // the batch holds a write before the expiries
+		wantRuns bool
+	}{
+		{"in order", nil, false, true},
+		{"live documents between", []int{20, 41}, false, true},
+		{"the batch's own write first", nil, true, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, eng, clk := openCompactStore(t)
+			for i := range 100 {
+				at := t0.Add(time.Duration(i) * time.Second)
+				if slices.Contains(tc.live, i) {
+					at = t0.Add(time.Hour)
+				}
+				insert(t, c, bson.D{{Key: "_id", Value: i}, {Key: "k", Value: i % 7}, {Key: "t", Value: date(at)}})
+			}
+			clk.Set(t0.Add(59 * time.Second)) // documents 0..59 expired
+			eng.hold = true
+			if _, err := c.BeginExpiry("t_1", clk.Now()).Next(1000); err != nil {
+				t.Fatal(err)
+			}
+			eng.hold = false
+			b := &runCounter{Batch: eng.Engine.NewBatch()}
+			defer b.Close()
+			if tc.ownWrite {
+				if err := b.Set([]byte{0xff, 'x'}, []byte("own")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := eng.apply(b, eng.held, false); err != nil {
+				t.Fatal(err)
+			}
+			if (b.runs > 0) != tc.wantRuns {
+				t.Errorf("%d range deletions of runs, want some: %v", b.runs, tc.wantRuns)
+			}
+			wantLeft := 40 + len(tc.live)
+			if c.Count() != int64(wantLeft) {
+				t.Errorf("%d documents left, want %d", c.Count(), wantLeft)
+			}
+			got := scanIDs(t, c, bson.D{}, bson.D{{Key: "t", Value: 1}})
+			slices.Sort(got)
+			if len(got) != wantLeft || slices.Compact(slices.Clone(got))[len(got)-1] != got[len(got)-1] {
+				t.Errorf("scan: %v, want %d documents", got, wantLeft)
+			}
+			for _, id := range tc.live {
+				if !slices.Contains(got, int32(id)) {
+					t.Errorf("live document %d is gone", id)
+				}
+			}
+			mustValid(t, c)
+		})
+	}
+}

@@ -72,7 +72,11 @@ type tx struct {
 	// in st.indexes order), each group usually sorted already.
 	sortDeletes bool
 	deleteHint  int // documents expected, to size the groups
-	deletes     [][]pendingDelete
+	// runs, when set, lets applyDeletes delete a run of keys that is all
+	// storage holds between its ends as one range deletion: only where
+	// no other writer can add a key inside the run before the commit.
+	runs    *runDeletion
+	deletes [][]pendingDelete
 	// arena holds the keys removeByRecord builds; docPrefix is the
 	// collection's document key prefix, once computed.
 	arena, docPrefix []byte
@@ -377,11 +381,20 @@ func (t *tx) deleteNow(d pendingDelete) error {
 	return t.b.Delete(d.key)
 }
 
+// minDeleteRun is the shortest run applyDeletes deletes as a range.
+const minDeleteRun = 16
+
 func (t *tx) applyDeletes() error {
 	byKey := func(a, b pendingDelete) int { return bytes.Compare(a.key, b.key) }
 	for _, group := range t.deletes {
 		if !slices.IsSortedFunc(group, byKey) {
 			slices.SortFunc(group, byKey)
+		}
+		if t.runs != nil {
+			if err := t.deleteRuns(group); err != nil {
+				return err
+			}
+			continue
 		}
 		for _, d := range group {
 			if err := t.deleteNow(d); err != nil {
@@ -391,6 +404,23 @@ func (t *tx) applyDeletes() error {
 	}
 	t.deletes = nil
 	return nil
+}
+
+// runDeletion is what deletes runs of keys as ranges: the batch, and an
+// iterator over the keys' ranges in storage to find the runs with.
+type runDeletion struct {
+	b  storage.RunDeleter
+	it storage.Iterator
+}
+
+// deleteRuns deletes group, sorted, as range deletions where its keys
+// are runs of all storage holds (storage.DeleteRuns).
+func (t *tx) deleteRuns(group []pendingDelete) error {
+	keys := make([][]byte, len(group))
+	for i, d := range group {
+		keys[i] = d.key
+	}
+	return storage.DeleteRuns(t.runs.it, t.runs.b, keys, minDeleteRun, func(i int) error { return t.deleteNow(group[i]) })
 }
 
 func (t *tx) noteExpiry(doc bson.D) {

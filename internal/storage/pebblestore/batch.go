@@ -18,6 +18,7 @@ var (
 	_ storage.Encodable      = (*batch)(nil)
 	_ storage.SoleEntryNoter = (*batch)(nil)
 	_ storage.ExpiredDeleter = (*batch)(nil)
+	_ storage.RunDeleter     = (*batch)(nil)
 )
 
 // batch is a storage.Batch. It is single-use: after Commit (successful or
@@ -34,6 +35,9 @@ type batch struct {
 	// expired are the batch's deletions of values already expired
 	// (DeleteExpired), in batch order, for the resident cache.
 	expired []expiredDelete
+	// runs are the batch's range deletions of known keys (DeleteRun), in
+	// batch order, for the resident cache.
+	runs []deleteRun
 	// noSpare says the commit installs values only at keys the resident
 	// cache held (SkipSpareInstalls).
 	noSpare bool
@@ -56,6 +60,13 @@ type expiredDelete struct {
 	// apply, so no touch makes it pending meanwhile; a flush may settle
 	// it, and the invalidation then only does more than it had to.
 	pending bool
+}
+
+// deleteRun is the range deletion at position pos of the batch, which
+// deletes exactly keys (copies the batch owns).
+type deleteRun struct {
+	pos  uint32
+	keys [][]byte
 }
 
 // soleEntry is the range of the keys starting with lower, which holds
@@ -176,6 +187,34 @@ func (b *batch) DeleteRange(start, end []byte) error {
 	if err := b.pb.DeleteRange(start, end, nil); err != nil {
 		return fmt.Errorf("pebblestore: batch delete range: %w", err)
 	}
+	return nil
+}
+
+// DeleteRun implements storage.RunDeleter: one range deletion from the
+// first key to the last, and for the resident cache a point deletion of
+// each key, where a range it cannot look up would make it search every
+// entry it holds.
+func (b *batch) DeleteRun(keys [][]byte) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	pos := b.pb.Count()
+	if err := b.DeleteRange(keys[0], storage.Successor(keys[len(keys)-1])); err != nil {
+		return err
+	}
+	if b.s.resident == nil {
+		return nil
+	}
+	n := 0
+	for _, k := range keys {
+		n += len(k)
+	}
+	buf := make([]byte, 0, n)
+	run := deleteRun{pos: pos, keys: make([][]byte, len(keys))}
+	for i, k := range keys {
+		buf, run.keys[i] = appendPart(buf, k)
+	}
+	b.runs = append(b.runs, run)
 	return nil
 }
 

@@ -89,7 +89,8 @@ type residentWrites struct {
 	repr          []byte
 	held, expired positions
 	claims        claims
-	noSpare       bool // install only at keys the cache held
+	runs          []deleteRun // DeleteRun's, in batch order
+	noSpare       bool        // install only at keys the cache held
 }
 
 // claims are the Claims of a batch's writes into groups with a value
@@ -167,11 +168,11 @@ func (p *positions) take(pos int) bool {
 // says a sync waiter will own pb once it is applied, so its writes are
 // copied for settleResident; otherwise pb is the caller's until it is
 // closed, and pebble changes only its header.
-func (s *Store) invalidateResident(pb *pebble.Batch, expired []expiredDelete, owned bool) residentWrites {
+func (s *Store) invalidateResident(pb *pebble.Batch, expired []expiredDelete, runs []deleteRun, owned bool) residentWrites {
 	if s.resident == nil {
 		return residentWrites{}
 	}
-	w := residentWrites{repr: pb.Repr()}
+	w := residentWrites{repr: pb.Repr(), runs: runs}
 	if owned {
 		w.repr = bytes.Clone(w.repr)
 	}
@@ -187,6 +188,11 @@ func (s *Store) invalidateResident(pb *pebble.Batch, expired []expiredDelete, ow
 			expiredAt, pending, expired = expired[0].at, expired[0].pending, expired[1:]
 		}
 		switch {
+		case kind == pebble.InternalKeyKindRangeDelete && len(runs) > 0 && int(runs[0].pos) == pos:
+			for _, k := range runs[0].keys {
+				s.resident.Invalidate(k)
+			}
+			runs = runs[1:]
 		case kind == pebble.InternalKeyKindRangeDelete:
 			s.resident.InvalidateRange(key, value)
 		case expiredAt != 0 && expiredAt <= now && !pending:
@@ -221,13 +227,17 @@ func (s *Store) settleResident(w residentWrites, applied bool) {
 		return
 	}
 	var installed installedKeys
-	pos := 0
+	pos, runs := 0, w.runs
 	s.eachWrite(w.repr, func(kind pebble.InternalKeyKind, key, value []byte) {
 		held, expired, cl := w.held.take(pos), w.expired.take(pos), w.claims.take(pos)
 		pos++
 		switch {
 		case expired:
 			s.settleExpired(key, &installed)
+			return
+		case kind == pebble.InternalKeyKindRangeDelete && len(runs) > 0 && int(runs[0].pos) == pos-1:
+			s.settleRun(runs[0].keys, &installed)
+			runs = runs[1:]
 			return
 		case kind == pebble.InternalKeyKindRangeDelete:
 			s.resident.InvalidateRange(key, value)
@@ -294,6 +304,17 @@ func (s *Store) installSole(sole []soleEntry) {
 	}
 	for _, e := range sole {
 		s.resident.InstallRange(e.lower, []rescache.KV{{Key: e.key, Value: e.value}})
+	}
+}
+
+// settleRun ends the point deletions of a run's keys (DeleteRun), as
+// settleResident ends any other deletion's.
+func (s *Store) settleRun(keys [][]byte, installed *installedKeys) {
+	for _, k := range keys {
+		s.resident.Written(k, nil, rescache.KeepNone)
+		if installed.has(k) {
+			s.resident.Evict(k)
+		}
 	}
 }
 

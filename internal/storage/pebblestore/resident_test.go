@@ -34,6 +34,11 @@ var writeKinds = map[string]func(b storage.Batch) error{
 		return b.Delete([]byte("dk2"))
 	},
 	"DeleteRange": func(b storage.Batch) error { return b.DeleteRange([]byte("dk"), []byte("dl")) },
+	// The cache learns the run's keys and drops each, where DeleteRange's
+	// range makes it search every entry.
+	"DeleteRun": func(b storage.Batch) error {
+		return b.(storage.RunDeleter).DeleteRun([][]byte{[]byte("dk1"), []byte("dk2")})
+	},
 	// An expiry the cache's clock has not reached (a secondary's clock
 	// behind its primary's): an ordinary deletion. TestDeleteExpired has
 	// values the clock has seen expire.
@@ -78,6 +83,7 @@ var batchInterfaces = []reflect.Type{
 	reflect.TypeOf((*storage.ExpiredDeleter)(nil)).Elem(),
 	reflect.TypeOf((*storage.SoleEntryNoter)(nil)).Elem(),
 	reflect.TypeOf((*storage.SpareInstallSkipper)(nil)).Elem(),
+	reflect.TypeOf((*storage.RunDeleter)(nil)).Elem(),
 }
 
 func TestEveryBatchWriteKeepsTheCacheExact(t *testing.T) {

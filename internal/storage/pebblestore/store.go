@@ -420,7 +420,7 @@ func (s *Store) applyLocked(b *batch, durable bool) (wait func() error, entered 
 	}
 	unsynced := s.inMem || !durable
 	defer s.commits.leave(s.commits.enter())
-	installs := s.invalidateResident(b.pb, b.expired, !unsynced)
+	installs := s.invalidateResident(b.pb, b.expired, b.runs, !unsynced)
 	installs.noSpare = b.noSpare
 	if unsynced {
 		err = s.applyUnsynced(db, b.pb)
