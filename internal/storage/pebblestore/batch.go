@@ -195,8 +195,8 @@ func (b *batch) DeleteRange(start, end []byte) error {
 // each key, where a range it cannot look up would make it search every
 // entry it holds.
 func (b *batch) DeleteRun(keys [][]byte) error {
-	if len(keys) == 0 {
-		return nil
+	if err := b.usable(); err != nil || len(keys) == 0 {
+		return err
 	}
 	pos := b.pb.Count()
 	if err := b.DeleteRange(keys[0], storage.Successor(keys[len(keys)-1])); err != nil {
