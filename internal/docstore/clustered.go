@@ -7,6 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/catalog"
+	"github.com/mayflydb/mayfly/internal/ttlmark"
 )
 
 // A clustered collection with expireAfterSeconds expires each document
@@ -31,7 +32,7 @@ func newClusteredTTL(meta *catalog.Collection) *indexState {
 	}
 	return &indexState{
 		def: def, prefix: docPrefix(meta.ID), simple: true, desc: []bool{false},
-		clustered: true, progress: newTTLProgress(), warnedTo: new(atomic.Int64), warnedStored: new(atomic.Int64), warnMu: new(sync.Mutex),
+		clustered: true, progress: ttlmark.New(maxBatchesInFlight), warnedTo: new(atomic.Int64), warnedStored: new(atomic.Int64), warnMu: new(sync.Mutex),
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/collation"
 	"github.com/mayflydb/mayfly/internal/query"
 	"github.com/mayflydb/mayfly/internal/storage"
+	"github.com/mayflydb/mayfly/internal/ttlmark"
 	"github.com/mayflydb/mayfly/internal/validator"
 )
 
@@ -65,7 +66,7 @@ type indexState struct {
 	prefix  []byte
 	partial *query.Filter
 	// progress is set for ready TTL indexes.
-	progress *ttlProgress
+	progress *ttlmark.Progress
 	// simple is true for an index without a partial filter whose fields
 	// are all top-level: its keys can be read from raw BSON (rawKeys).
 	simple bool
@@ -127,7 +128,7 @@ func (c *Collection) setMeta(meta *catalog.Collection) {
 			st.lru = append(st.lru, ix)
 		}
 		if def.TTL && def.Ready && len(def.Fields) == 1 {
-			ix.progress = newTTLProgress()
+			ix.progress = ttlmark.New(maxBatchesInFlight)
 			ix.warnedTo, ix.warnedStored, ix.warnMu = new(atomic.Int64), new(atomic.Int64), new(sync.Mutex)
 			st.ttl = append(st.ttl, ix)
 			if def.RefreshOnRead {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -141,7 +142,7 @@ func (r *expiryReader) at(key []byte) (*tx, error) {
 	// every member writes the same events.
 	r.t = &tx{c: c, st: c.state.Load(), b: r.ab, r: r.s.eng, sortDeletes: true, deleteHint: r.hint, ownsLooked: true}
 	if r.runs != nil {
-		r.t.runs = &runDeletion{b: r.runs, it: it}
+		r.t.runs = &runDeletion{b: r.runs, it: it, chained: make([]int, 1+len(r.t.st.indexes))}
 	}
 	return r.t, nil
 }
@@ -168,7 +169,9 @@ func (t *tx) applyExpiry(key []byte, it storage.Iterator) error {
 	if ix == nil {
 		return nil // the index is gone, and with it the entry
 	}
-	if !seekForward(it, key) {
+	link := t.chainLink(ix, it)
+	found, stepped := seekForward(it, key)
+	if !found {
 		if err := it.Error(); err != nil {
 			return fmt.Errorf("docstore: apply expiry: %w", err)
 		}
@@ -185,6 +188,7 @@ func (t *tx) applyExpiry(key []byte, it storage.Iterator) error {
 		done, err := t.removeByRecord(id, rec, ix, at)
 		if err != nil || done {
 			if err == nil {
+				link.found(t, stepped, key)
 				err = t.emitExpiryByID(id, ix, d)
 			}
 			return err
@@ -197,21 +201,55 @@ func (t *tx) applyExpiry(key []byte, it storage.Iterator) error {
 	return t.expireRead(ix, old)
 }
 
-// seekForward positions it at key and reports whether key is there. An
-// entry's keys come in index order, each most often the entry right
-// after the one before (a pass takes every expired entry it walks), so
-// one step forward usually finds it, where a seek would go down every
-// level of the engine again.
-func seekForward(it storage.Iterator, key []byte) bool {
+// chainLink is where an apply's TTL entry would join its deletion group:
+// the group, its length, and whether the iterator stands on its last key.
+type chainLink struct {
+	group, before int
+	atLast        bool
+}
+
+// chainLink is the link for the entry of ix it is about to seek, when
+// the apply deletes runs (runDeletion.chained).
+func (t *tx) chainLink(ix *indexState, it storage.Iterator) chainLink {
+	if t.runs == nil {
+		return chainLink{group: -1}
+	}
+	i := slices.Index(t.st.indexes, ix)
+	if i < 0 {
+		return chainLink{group: -1}
+	}
+	l := chainLink{group: 1 + i}
+	if t.deletes != nil {
+		l.before = len(t.deletes[l.group])
+	}
+	l.atLast = l.before > 0 && it.Valid() && bytes.Equal(it.Key(), t.deletes[l.group][l.before-1].key)
+	return l
+}
+
+// found notes that the entry key, reached in one step of the iterator
+// (stepped) or not, joined the link's group.
+func (l chainLink) found(t *tx, stepped bool, key []byte) {
+	if l.group > 0 {
+		t.runs.noteFound(l.group, l.before, l.atLast && stepped, t.deletes[l.group], key)
+	}
+}
+
+// seekForward positions it at key and reports whether key is there, and
+// whether one step forward from where it stood found it. An entry's keys
+// come in index order, each most often the entry right after the one
+// before (a pass takes every expired entry it walks), so one step
+// forward usually finds it, where a seek would go down every level of
+// the engine again.
+func seekForward(it storage.Iterator, key []byte) (found, stepped bool) {
 	if it.Valid() && bytes.Compare(it.Key(), key) < 0 && it.Next() {
 		switch c := bytes.Compare(it.Key(), key); {
 		case c == 0:
-			return true
+			return true, true
 		case c > 0:
-			return false // nothing between the last key and this one
+			return false, false // nothing between the last key and this one
 		}
 	}
-	return it.SeekGE(key) && bytes.Equal(it.Key(), key)
+	return it.SeekGE(key) && bytes.Equal(it.Key(), key), false
 }
 
 // ttlIndexOfKey is the TTL index an index key belongs to.

@@ -1,6 +1,7 @@
 package docstore
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -37,6 +38,33 @@ type compactEngine struct {
 	// commits lists the batches in the order they reached storage:
 	// "write" or "expiry".
 	commits []string
+	// steps counts iterator steps onto keys with stepPrefix (NewIter).
+	stepPrefix []byte
+	steps      int
+}
+
+// NewIter counts the steps of the engine's iterators onto keys with
+// stepPrefix, when it is set.
+func (e *compactEngine) NewIter(lower, upper []byte) (storage.Iterator, error) {
+	it, err := e.Engine.NewIter(lower, upper)
+	if err != nil || e.stepPrefix == nil {
+		return it, err
+	}
+	return &steppingIter{Iterator: it, eng: e}, nil
+}
+
+// steppingIter counts its steps onto keys with its engine's stepPrefix.
+type steppingIter struct {
+	storage.Iterator
+	eng *compactEngine
+}
+
+func (it *steppingIter) Next() bool {
+	ok := it.Iterator.Next()
+	if ok && bytes.HasPrefix(it.Key(), it.eng.stepPrefix) {
+		it.eng.steps++
+	}
+	return ok
 }
 
 type compactBatch struct {
@@ -255,16 +283,45 @@ func TestSeekForward(t *testing.T) {
 	}
 	defer it.Close()
 	for _, step := range []struct {
-		key   string
-		there bool
-	}{{"b", true}, {"c", true}, {"d", false}, {"e", true}, {"f", false}, {"h", true}, {"i", false}, {"j", false}} {
-		if got := seekForward(it, []byte(step.key)); got != step.there {
-			t.Fatalf("seekForward(%q) = %v, want %v", step.key, got, step.there)
+		key     string
+		there   bool
+		stepped bool // found one step on from where the iterator stood
+	}{{"b", true, false}, {"c", true, true}, {"d", false, false}, {"e", true, false}, {"f", false, false}, {"h", true, true}, {"i", false, false}, {"j", false, false}} {
+		if got, stepped := seekForward(it, []byte(step.key)); got != step.there || stepped != step.stepped {
+			t.Fatalf("seekForward(%q) = %v, stepped %v; want %v, %v", step.key, got, stepped, step.there, step.stepped)
 		}
 		if step.there && string(it.Key()) != step.key {
 			t.Fatalf("seekForward(%q) left the iterator at %q", step.key, it.Key())
 		}
 	}
+}
+
+// withMissingKey adds to held, TTL entry keys in order, a key storage
+// lacks, right before the stored entry among them they lack (the late one's):
+// its apply steps onto the late entry, and the next onto the entry after.
+func withMissingKey(t *testing.T, eng *compactEngine, c *Collection, held [][]byte) [][]byte {
+	t.Helper()
+	prefix := c.state.Load().ttl[0].prefix
+	it, err := eng.Engine.NewIter(prefix, prefixEnd(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer it.Close()
+	var late []byte // the first stored entry among the held ones that they lack
+	for ok := it.SeekGE(held[0]); ok && late == nil && bytes.Compare(it.Key(), held[len(held)-1]) < 0; ok = it.Next() {
+		if !slices.ContainsFunc(held, func(k []byte) bool { return bytes.Equal(k, it.Key()) }) {
+			late = bytes.Clone(it.Key())
+		}
+	}
+	if late == nil {
+		t.Fatal("no entry among the held ones is missing from them")
+	}
+	missing := late[:len(late)-1]
+	i, _ := slices.BinarySearchFunc(held, missing, bytes.Compare)
+	if i == 0 || i == len(held) || bytes.Compare(held[i-1], missing) >= 0 || bytes.Compare(held[i], late) <= 0 {
+		t.Fatalf("the missing key %x does not fall between two held keys, right before %x", missing, late)
+	}
+	return slices.Insert(held, i, missing)
 }
 
 // runCounter is a batch that counts the range deletions of runs.
@@ -273,27 +330,34 @@ type runCounter struct {
 	runs int
 }
 
-func (b *runCounter) DeleteRun(keys [][]byte) error {
+func (b *runCounter) DeleteRun(keys [][]byte, expiredAt int64) error {
 	b.runs++
-	return b.Batch.(storage.RunDeleter).DeleteRun(keys)
+	return b.Batch.(storage.RunDeleter).DeleteRun(keys, expiredAt)
 }
 
 // TestCompactExpiriesDeleteRuns: an apply deletes a run of expired
 // documents' keys with nothing else stored between them as one range
 // deletion, and what else is stored stays: a live document between
 // expired ones, index entries of live documents among the expired
-// ones' (k_1 holds every seventh k), and the writes the batch holds
-// already, which storage does not show, with which it deletes no range.
+// ones' (k_1 holds every seventh k), an expired document's TTL entry
+// written after the pass, between two the pass took, and the writes the
+// batch holds already, which storage does not show, with which it
+// deletes no range. The TTL entries it found one step apart it deletes
+// as a run without reading them again.
 func TestCompactExpiriesDeleteRuns(t *testing.T) {
 	cases := []struct {
 		name     string
 		live     []int // documents among 0..59 dated an hour on
 		ownWrite bool  // the batch holds a write before the expiries
+		late     bool  // a document dated among the expired is inserted after the pass
+		missing  bool  // the entry holds a key storage lacks, right before the late one's
 		wantRuns bool
 	}{
-		{"in order", nil, false, true},
-		{"live documents between", []int{20, 41}, false, true},
-		{"the batch's own write first", nil, true, false},
+		{"in order", nil, false, false, false, true},
+		{"live documents between", []int{20, 41}, false, false, false, true},
+		{"an entry written after the pass", nil, false, true, false, true},
+		{"one written after a key not found", nil, false, true, true, true},
+		{"the batch's own write first", nil, true, false, false, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -311,6 +375,15 @@ func TestCompactExpiriesDeleteRuns(t *testing.T) {
 				t.Fatal(err)
 			}
 			eng.hold = false
+			wantLeft := 40 + len(tc.live)
+			if tc.late {
+				insert(t, c, bson.D{{Key: "_id", Value: 1000}, {Key: "k", Value: 3}, {Key: "t", Value: date(t0.Add(30 * time.Second))}})
+				wantLeft++
+			}
+			if tc.missing {
+				eng.held = withMissingKey(t, eng, c, eng.held)
+			}
+			eng.stepPrefix = c.state.Load().ttl[0].prefix
 			b := &runCounter{Batch: eng.Engine.NewBatch()}
 			defer b.Close()
 			if tc.ownWrite {
@@ -324,14 +397,24 @@ func TestCompactExpiriesDeleteRuns(t *testing.T) {
 			if (b.runs > 0) != tc.wantRuns {
 				t.Errorf("%d range deletions of runs, want some: %v", b.runs, tc.wantRuns)
 			}
-			wantLeft := 40 + len(tc.live)
+			// The apply steps from each expired TTL entry to the next;
+			// reading them again to find their run would double it.
+			if expired := 60 - len(tc.live); tc.wantRuns && !tc.late && eng.steps != expired-1 {
+				t.Errorf("%d steps onto TTL entries for %d expired, want %d", eng.steps, expired, expired-1)
+			}
 			if c.Count() != int64(wantLeft) {
 				t.Errorf("%d documents left, want %d", c.Count(), wantLeft)
 			}
+			// The late document has expired too: it stays in storage
+			// (counted, and its entries checked by validate), unread.
+			wantRead := wantLeft
+			if tc.late {
+				wantRead--
+			}
 			got := scanIDs(t, c, bson.D{}, bson.D{{Key: "t", Value: 1}})
 			slices.Sort(got)
-			if len(got) != wantLeft || len(slices.Compact(slices.Clone(got))) != len(got) {
-				t.Errorf("scan: %v, want %d documents", got, wantLeft)
+			if len(got) != wantRead || len(slices.Compact(slices.Clone(got))) != len(got) {
+				t.Errorf("scan: %v, want %d documents", got, wantRead)
 			}
 			for _, id := range tc.live {
 				if !slices.Contains(got, int32(id)) {

@@ -136,7 +136,7 @@ func (c *Collection) NextExpiry() (time.Time, bool, error) {
 	var best time.Time
 	found := false
 	for _, ix := range c.state.Load().ttl {
-		tc, err := c.openTTLCursor(ix, ix.ttlSeekKey(ix.progress.start()))
+		tc, err := c.openTTLCursor(ix, ix.ttlSeekKey(ix.progress.Start()))
 		if err != nil {
 			return best, found, err
 		}
@@ -156,7 +156,7 @@ func (c *Collection) NextExpiry() (time.Time, bool, error) {
 // ExpiryPass deletes, batch by batch, the documents a TTL index says had
 // expired at the pass's time. Each batch starts after the last entry the
 // previous one visited, and the pass starts where the previous pass of
-// the index stopped (see ttlProgress), so no batch steps again over the
+// the index stopped (see ttlmark), so no batch steps again over the
 // deletion tombstones of documents already gone.
 type ExpiryPass struct {
 	c     *Collection
@@ -188,7 +188,7 @@ func (c *Collection) BeginExpiry(index string, now time.Time) *ExpiryPass {
 	}
 	p := &ExpiryPass{c: c, index: index, now: now, left: math.MaxInt64}
 	if p.ix = c.state.Load().ttlIndex(index); p.ix != nil {
-		p.begun = p.ix.progress.begin()
+		p.begun = p.ix.progress.Begin()
 		p.cutoff = bson.NewDateTimeFromTime(now.Add(-time.Duration(p.ix.def.ExpireAfter) * time.Second))
 	}
 	return p
@@ -211,7 +211,7 @@ func (p *ExpiryPass) Next(limit int) (ExpireResult, error) {
 	}
 	// The slot is taken before the locks: waiting for one holds up no
 	// writer.
-	slots := p.ix.progress.slots
+	slots := p.ix.progress.Slots()
 	slots <- struct{}{}
 	res, err := p.next(limit)
 	if res.Applied == nil {
@@ -221,7 +221,7 @@ func (p *ExpiryPass) Next(limit int) (ExpireResult, error) {
 		return res, err
 	}
 	p.done = true
-	p.ix.progress.finish(p.begun, p.left)
+	p.ix.progress.Finish(p.begun, p.left)
 	return res, nil
 }
 
@@ -282,12 +282,12 @@ func (p *ExpiryPass) propose(t *tx, res ExpireResult) (ExpireResult, error) {
 	go func() {
 		err := wait()
 		if err != nil {
-			progress.announce(low)
+			progress.Announce(low)
 		} else {
 			p.c.stampExpired(ids)
 		}
 		p.c.inFlight.finish(ids, b, err)
-		<-progress.slots
+		<-progress.Slots()
 	}()
 	res.Applied = b.Wait
 	return res, nil

@@ -1,7 +1,6 @@
 package docstore
 
 import (
-	"math"
 	"testing"
 	"time"
 
@@ -37,7 +36,7 @@ func TestPassStartsWhereThePreviousStopped(t *testing.T) {
 		t.Fatalf("first pass deleted %d, want 5", n)
 	}
 	ix := c.state.Load().ttl[0]
-	if got, want := ix.progress.mark.Load(), int64(date(t0.Add(5*time.Second))); got != want {
+	if got, want := ix.progress.Mark(), int64(date(t0.Add(5*time.Second))); got != want {
 		t.Fatalf("mark %d, want the date of the first entry left (%d)", got, want)
 	}
 	at, ok, err := c.NextExpiry()
@@ -95,32 +94,6 @@ func TestBusyDocumentKeepsTheMark(t *testing.T) {
 	}
 	if n := runPass(t, c, clk.Now()); c.Count() != 0 {
 		t.Fatalf("second pass deleted %d and left %d", n, c.Count())
-	}
-}
-
-func TestProgressProtocol(t *testing.T) {
-	p := newTTLProgress()
-	if got := p.begin(); got != math.MinInt64 {
-		t.Fatalf("a new index starts from the earliest entry, got %d", got)
-	}
-	p.finish(math.MinInt64, 100)
-	p.announce(150)
-	if got := p.start(); got != 100 {
-		t.Fatalf("start %d, want the mark", got)
-	}
-	p.announce(40)
-	begun := p.begin()
-	if begun != 40 {
-		t.Fatalf("begin %d, want the announced 40", begun)
-	}
-	p.announce(20) // during the pass
-	p.finish(begun, 300)
-	if got := p.begin(); got != 20 {
-		t.Fatalf("a write during the pass must lower the next start: %d", got)
-	}
-	p.finish(0, 500) // a pass that did not begin at the mark
-	if got := p.mark.Load(); got != 20 {
-		t.Fatalf("a stale finish moved the mark to %d", got)
 	}
 }
 

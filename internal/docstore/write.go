@@ -386,12 +386,12 @@ const minDeleteRun = 16
 
 func (t *tx) applyDeletes() error {
 	byKey := func(a, b pendingDelete) int { return bytes.Compare(a.key, b.key) }
-	for _, group := range t.deletes {
+	for g, group := range t.deletes {
 		if !slices.IsSortedFunc(group, byKey) {
 			slices.SortFunc(group, byKey)
 		}
 		if t.runs != nil {
-			if err := t.deleteRuns(group); err != nil {
+			if err := t.deleteRuns(group, t.runs.consecutive(g, len(group))); err != nil {
 				return err
 			}
 			continue
@@ -411,16 +411,39 @@ func (t *tx) applyDeletes() error {
 type runDeletion struct {
 	b  storage.RunDeleter
 	it storage.Iterator
+	// chained counts, per deletion group, the group's first keys that
+	// were each found one step of it after the one before (noteFound):
+	// a group whose keys all were is one run in storage already.
+	chained []int
+}
+
+// noteFound notes that the key of deletion group g that an apply found
+// in storage went into the group, which held before keys then; stepped
+// says the iterator reached it in one step from the group's last key.
+func (r *runDeletion) noteFound(g, before int, stepped bool, group []pendingDelete, key []byte) {
+	if r.chained == nil {
+		return
+	}
+	if r.chained[g] == before && len(group) == before+1 && bytes.Equal(group[before].key, key) && (before == 0 || stepped) {
+		r.chained[g]++
+	}
+}
+
+// consecutive reports whether deletion group g's n keys are all chained.
+func (r *runDeletion) consecutive(g, n int) bool {
+	return r.chained != nil && n > 0 && r.chained[g] == n
 }
 
 // deleteRuns deletes group, sorted, as range deletions where its keys
-// are runs of all storage holds (storage.DeleteRuns).
-func (t *tx) deleteRuns(group []pendingDelete) error {
+// are runs of all storage holds (storage.DeleteRuns); consecutive says
+// they are known to be one.
+func (t *tx) deleteRuns(group []pendingDelete, consecutive bool) error {
 	keys := make([][]byte, len(group))
 	for i, d := range group {
 		keys[i] = d.key
 	}
-	return storage.DeleteRuns(t.runs.it, t.runs.b, keys, minDeleteRun, func(i int) error { return t.deleteNow(group[i]) })
+	ks := storage.RunKeys{Keys: keys, ExpiredAt: func(i int) int64 { return group[i].expiredAt }, Consecutive: consecutive}
+	return storage.DeleteRuns(t.runs.it, t.runs.b, ks, minDeleteRun, func(i int) error { return t.deleteNow(group[i]) })
 }
 
 func (t *tx) noteExpiry(doc bson.D) {

@@ -110,6 +110,7 @@ func packageLayers() map[string]row {
 		"internal/nsname":                      {layer: base},
 		"internal/keyspace":                    {layer: base},
 		"internal/ttlentry":                    {layer: base},
+		"internal/ttlmark":                     {layer: base},
 		"internal/touchrepair":                 {layer: base},
 		"internal/storage":                     {layer: base},
 		"internal/storage/pebblestore":         {layer: base},

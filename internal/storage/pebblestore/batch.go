@@ -63,10 +63,12 @@ type expiredDelete struct {
 }
 
 // deleteRun is the range deletion at position pos of the batch, which
-// deletes exactly keys (copies the batch owns).
+// deletes exactly keys (copies the batch owns), whose values had all
+// expired at expiredAt (0: not known).
 type deleteRun struct {
-	pos  uint32
-	keys [][]byte
+	pos       uint32
+	keys      [][]byte
+	expiredAt int64
 }
 
 // soleEntry is the range of the keys starting with lower, which holds
@@ -193,8 +195,9 @@ func (b *batch) DeleteRange(start, end []byte) error {
 // DeleteRun implements storage.RunDeleter: one range deletion from the
 // first key to the last, and for the resident cache a point deletion of
 // each key, where a range it cannot look up would make it search every
-// entry it holds.
-func (b *batch) DeleteRun(keys [][]byte) error {
+// entry it holds; of an expired value's key (DeleteExpired) when
+// expiredAt says so.
+func (b *batch) DeleteRun(keys [][]byte, expiredAt int64) error {
 	if err := b.usable(); err != nil || len(keys) == 0 {
 		return err
 	}
@@ -210,7 +213,12 @@ func (b *batch) DeleteRun(keys [][]byte) error {
 		n += len(k)
 	}
 	buf := make([]byte, 0, n)
-	run := deleteRun{pos: pos, keys: make([][]byte, len(keys))}
+	run := deleteRun{pos: pos, keys: make([][]byte, len(keys)), expiredAt: expiredAt}
+	if b.s.behind != nil {
+		// A document's value may be pending (behind.go): served even
+		// once expired, so its deletion must end it as any other's.
+		run.expiredAt = 0
+	}
 	for i, k := range keys {
 		buf, run.keys[i] = appendPart(buf, k)
 	}

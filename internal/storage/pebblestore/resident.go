@@ -177,7 +177,7 @@ func (s *Store) invalidateResident(pb *pebble.Batch, expired []expiredDelete, ru
 		w.repr = bytes.Clone(w.repr)
 	}
 	var now int64 // the cache's clock, read once (rescache.Cache.Now)
-	if len(expired) > 0 {
+	if len(expired) > 0 || len(runs) > 0 {
 		now = s.resident.Now()
 	}
 	pos := 0
@@ -189,8 +189,8 @@ func (s *Store) invalidateResident(pb *pebble.Batch, expired []expiredDelete, ru
 		}
 		switch {
 		case kind == pebble.InternalKeyKindRangeDelete && len(runs) > 0 && int(runs[0].pos) == pos:
-			for _, k := range runs[0].keys {
-				s.resident.Invalidate(k)
+			if s.invalidateRun(runs[0], now) {
+				w.expired.add(pos)
 			}
 			runs = runs[1:]
 		case kind == pebble.InternalKeyKindRangeDelete:
@@ -232,12 +232,12 @@ func (s *Store) settleResident(w residentWrites, applied bool) {
 		held, expired, cl := w.held.take(pos), w.expired.take(pos), w.claims.take(pos)
 		pos++
 		switch {
+		case kind == pebble.InternalKeyKindRangeDelete && len(runs) > 0 && int(runs[0].pos) == pos-1:
+			s.settleRun(runs[0].keys, expired, &installed)
+			runs = runs[1:]
+			return
 		case expired:
 			s.settleExpired(key, &installed)
-			return
-		case kind == pebble.InternalKeyKindRangeDelete && len(runs) > 0 && int(runs[0].pos) == pos-1:
-			s.settleRun(runs[0].keys, &installed)
-			runs = runs[1:]
 			return
 		case kind == pebble.InternalKeyKindRangeDelete:
 			s.resident.InvalidateRange(key, value)
@@ -307,10 +307,31 @@ func (s *Store) installSole(sole []soleEntry) {
 	}
 }
 
-// settleRun ends the point deletions of a run's keys (DeleteRun), as
-// settleResident ends any other deletion's.
-func (s *Store) settleRun(keys [][]byte, installed *installedKeys) {
+// invalidateRun begins the point deletions of a run's keys (DeleteRun)
+// as invalidateResident begins any other deletion's, and reports whether
+// they are deletions of expired values, which drop only their keys'
+// ranges.
+func (s *Store) invalidateRun(run deleteRun, now int64) (expired bool) {
+	if run.expiredAt != 0 && run.expiredAt <= now {
+		for _, k := range run.keys {
+			s.resident.DropRangeOf(k)
+		}
+		return true
+	}
+	for _, k := range run.keys {
+		s.resident.Invalidate(k)
+	}
+	return false
+}
+
+// settleRun ends the point deletions of a run's keys that invalidateRun
+// began, as settleResident ends any other deletion's.
+func (s *Store) settleRun(keys [][]byte, expired bool, installed *installedKeys) {
 	for _, k := range keys {
+		if expired {
+			s.settleExpired(k, installed)
+			continue
+		}
 		s.resident.Written(k, nil, rescache.KeepNone)
 		if installed.has(k) {
 			s.resident.Evict(k)

@@ -3,6 +3,7 @@ package pebblestore
 import (
 	"bytes"
 	"errors"
+	"maps"
 	"reflect"
 	"slices"
 	"strconv"
@@ -37,7 +38,8 @@ var writeKinds = map[string]func(b storage.Batch) error{
 	// The cache learns the run's keys and drops each, where DeleteRange's
 	// range makes it search every entry.
 	"DeleteRun": func(b storage.Batch) error {
-		return b.(storage.RunDeleter).DeleteRun([][]byte{[]byte("dk1"), []byte("dk2")})
+		later := time.Now().Add(time.Hour).UnixNano() // as DeleteExpired's row
+		return b.(storage.RunDeleter).DeleteRun([][]byte{[]byte("dk1"), []byte("dk2")}, later)
 	},
 	// An expiry the cache's clock has not reached (a secondary's clock
 	// behind its primary's): an ordinary deletion. TestDeleteExpired has
@@ -175,6 +177,28 @@ func readAllFrom(t *testing.T, r storage.Reader) []string {
 // ordinary deletion. Either way reads through the cache agree with
 // storage.
 func TestDeleteExpired(t *testing.T) {
+	// expiredDeletions are the batch's ways to delete values that expired
+	// at an instant: one by one, and as a run (the row's test compares
+	// the table with the batch's methods of expired deletion).
+	expiredDeletions := map[string]func(b storage.Batch, keys [][]byte, at int64) error{
+		"DeleteExpired": func(b storage.Batch, keys [][]byte, at int64) error {
+			for _, k := range keys {
+				if err := b.(storage.ExpiredDeleter).DeleteExpired(k, at); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		"DeleteRun": func(b storage.Batch, keys [][]byte, at int64) error {
+			return b.(storage.RunDeleter).DeleteRun(keys, at)
+		},
+	}
+	for _, name := range slices.Sorted(maps.Keys(expiredDeletions)) {
+		t.Run(name, func(t *testing.T) { checkDeleteExpired(t, expiredDeletions[name]) })
+	}
+}
+
+func checkDeleteExpired(t *testing.T, del func(b storage.Batch, keys [][]byte, at int64) error) {
 	clk := clock.NewManual(time.Unix(1000, 0))
 	cache := rescache.New(1<<20, clk)
 	cache.SetPolicy(rescache.Policy{
@@ -199,10 +223,8 @@ func TestDeleteExpired(t *testing.T) {
 		readAll(t, s) // the cache holds dk1 and the range dk
 		before := cache.Stats().Invalidations
 		b := s.NewBatch()
-		for _, k := range []string{"dk1", "dk2"} {
-			if err := b.(storage.ExpiredDeleter).DeleteExpired([]byte(k), at); err != nil {
-				t.Fatal(err)
-			}
+		if err := del(b, [][]byte{[]byte("dk1"), []byte("dk2")}, at); err != nil {
+			t.Fatal(err)
 		}
 		if err := b.Commit(false); err != nil {
 			t.Fatal(err)
