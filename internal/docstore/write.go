@@ -421,9 +421,6 @@ type runDeletion struct {
 // in storage went into the group, which held before keys then; stepped
 // says the iterator reached it in one step from the group's last key.
 func (r *runDeletion) noteFound(g, before int, stepped bool, group []pendingDelete, key []byte) {
-	if r.chained == nil {
-		return
-	}
 	if r.chained[g] == before && len(group) == before+1 && bytes.Equal(group[before].key, key) && (before == 0 || stepped) {
 		r.chained[g]++
 	}
@@ -431,7 +428,7 @@ func (r *runDeletion) noteFound(g, before int, stepped bool, group []pendingDele
 
 // consecutive reports whether deletion group g's n keys are all chained.
 func (r *runDeletion) consecutive(g, n int) bool {
-	return r.chained != nil && n > 0 && r.chained[g] == n
+	return n > 0 && r.chained[g] == n
 }
 
 // deleteRuns deletes group, sorted, as range deletions where its keys
