@@ -23,7 +23,8 @@ type ExpiryProfile struct {
 
 // ExpiryProfile reads the named TTL index's date entries from the earliest
 // up to now+steps·step, and one more for Next. It reads only the overdue
-// entries and those in the horizon, never the whole index.
+// entries and those in the horizon, never the whole index: with steps 0,
+// only the overdue ones.
 func (c *Collection) ExpiryProfile(index string, now time.Time, step time.Duration, steps int) (ExpiryProfile, error) {
 	p := ExpiryProfile{Upcoming: make([]int64, steps)}
 	ix := c.state.Load().ttlIndex(index)

@@ -2,14 +2,18 @@ package expirywatch
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mayflydb/mayfly/internal/catalog"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/storage"
 	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
+	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
 type fixedClock struct {
@@ -65,5 +69,94 @@ func TestDeletedFeedsSeriesLatenessAndSummary(t *testing.T) {
 	if !strings.Contains(line, "TTL monitor deleting") || !strings.Contains(line, "deleted=2") ||
 		!strings.Contains(line, "latenessP99=5s") || !strings.Contains(line, "backlog=0") {
 		t.Fatalf("summary line: %s", line)
+	}
+}
+
+// steppingEngine counts the steps of its iterators.
+type steppingEngine struct {
+	storage.Engine
+	steps int
+}
+
+func (e *steppingEngine) NewIter(lower, upper []byte) (storage.Iterator, error) {
+	it, err := e.Engine.NewIter(lower, upper)
+	if err != nil {
+		return nil, err
+	}
+	return &steppingIter{Iterator: it, eng: e}, nil
+}
+
+type steppingIter struct {
+	storage.Iterator
+	eng *steppingEngine
+}
+
+func (it *steppingIter) Next() bool {
+	it.eng.steps++
+	return it.Iterator.Next()
+}
+
+// The summary line is written while the monitor deletes, on every member
+// of a replica set: it must read the backlog, not the hour ahead that the
+// metrics show, which can be every live document.
+func TestSummaryReadsOnlyTheBacklog(t *testing.T) {
+	base, err := pebblestore.Open(pebblestore.Options{InMemory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer base.Close()
+	eng := &steppingEngine{Engine: base}
+	clk := &fixedClock{now: time.Unix(1_000_000, 0)}
+	store, err := docstore.Open(eng, docstore.Options{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := store.CreateCollection("d", "c", docstore.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix, err := catalog.ParseIndexSpec(bson.D{{Key: "key", Value: bson.D{{Key: "at", Value: 1}}}, {Key: "name", Value: "at_1"}, {Key: "expireAfterSeconds", Value: 0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateIndexes([]*catalog.Index{ix}); err != nil {
+		t.Fatal(err)
+	}
+	const overdue, ahead = 3, 500
+	for i := range overdue + ahead {
+		at := clk.now.Add(time.Duration(i-overdue)*time.Second - time.Minute)
+		if i >= overdue {
+			at = clk.now.Add(time.Duration(i) * time.Second)
+		}
+		d, err := docstore.PrepareInsert(bson.D{{Key: "_id", Value: i}, {Key: "at", Value: bson.NewDateTimeFromTime(at)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Insert(d, docstore.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var logs bytes.Buffer
+	w := New(store, clk, slog.New(slog.NewTextHandler(&logs, nil)))
+	eng.steps = 0
+	w.Deleted("d.c", "at_1", []int64{clk.now.UnixNano()}, clk.now.Add(summaryEvery))
+	w.summaries.Wait()
+	if !strings.Contains(logs.String(), fmt.Sprintf("backlog=%d", overdue)) {
+		t.Fatalf("summary line: %s", logs.String())
+	}
+	if eng.steps > overdue+1 {
+		t.Fatalf("the summary stepped over %d index entries; want the %d overdue and the next at most", eng.steps, overdue)
+	}
+	// The metrics' view still reads the hour ahead.
+	views, err := w.Views()
+	if err != nil || len(views) != 1 {
+		t.Fatalf("views %v, %v", views, err)
+	}
+	var upcoming int64
+	for _, n := range views[0].Upcoming {
+		upcoming += n
+	}
+	if views[0].Overdue != overdue || upcoming != ahead {
+		t.Fatalf("view: %d overdue, %d upcoming; want %d and %d", views[0].Overdue, upcoming, overdue, ahead)
 	}
 }
