@@ -278,7 +278,7 @@ func (a *App) assemble() error {
 	a.monitor = ttl.New(store, cfg.Clock, ttl.Config{
 		SleepSecs: cfg.TTLSleepSecs, Disabled: cfg.TTLDisabled, Logger: cfg.Logger, Observer: observer,
 		Busy: func() bool { return ops.BusyWithin(100 * time.Millisecond) },
-		CPUs: cfg.CPUs, Active: a.backgroundWrites, GrowBatches: replicatedGrowBatches(cfg), Floor: replicatedFloor(cfg),
+		CPUs: cfg.CPUs, Active: a.backgroundWrites, BatchDocs: replicatedBatchDocs(cfg), GrowBatches: replicatedGrowBatches(cfg), Floor: replicatedFloor(cfg),
 		Threads: cfg.BacklogThreads,
 	})
 	authMgr, tlsCfg, err := a.security(store)
