@@ -132,7 +132,9 @@ func incWorker(ctx context.Context, coll *mongo.Collection, id string, load *fai
 func ttlWriter(ctx context.Context, coll *mongo.Collection, load *failoverLoad) {
 	for i := 0; ctx.Err() == nil; i++ {
 		at := time.Now().Add(time.Duration(200+i%1800) * time.Millisecond)
-		load.lastTTL.Store(at.UnixNano())
+		if n := at.UnixNano(); n > load.lastTTL.Load() {
+			load.lastTTL.Store(n) // the one writer: the expiries it draws are not in order
+		}
 		opCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
 		_, _ = coll.InsertOne(opCtx, bson.D{{Key: "at", Value: at}})
 		cancel()

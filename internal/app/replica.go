@@ -194,7 +194,8 @@ func replicatedFloor(cfg Config) time.Duration {
 // where a standalone's start at 1,000: every member applies each batch
 // with a fresh iterator, whose construction fragments all the range
 // deletions the memtable holds, so the cost of a storm's applies grows
-// with the square of their count (docs/design/0007, "Expiry").
+// with the square of how many come between two flushes (docs/design/0007,
+// "Expiry").
 func replicatedBatchDocs(cfg Config) int {
 	if cfg.ReplSet == "" {
 		return 0 // the monitor's default
