@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"math"
 	"net/http"
@@ -162,6 +163,64 @@ func TestPrometheusMetrics(t *testing.T) {
 	}
 	if ttl("live_documents") != 10 || ttl("oldest_overdue_age_seconds") != 0 {
 		t.Fatalf("after deletion: live %v, oldest overdue %v", ttl("live_documents"), ttl("oldest_overdue_age_seconds"))
+	}
+}
+
+// A touched document keeps its old TTL entries until they fall due; the
+// forecast counts it once, where its entries are several.
+func TestExpiryForecastCountsTouchedDocuments(t *testing.T) {
+	s, c := metricsServer(t)
+	carts := c.Database("shop").Collection("carts")
+	createTTL(t, c.Database("shop"), "carts", "at", 1800)
+	const docs, touches = 10, 6
+	for i := range docs {
+		if _, err := carts.InsertOne(ctxT(t), bson.D{{Key: "_id", Value: i}, {Key: "at", Value: time.Now()}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range touches {
+		time.Sleep(5 * time.Millisecond) // each touch a later date
+		for i := range docs {
+			if _, err := carts.UpdateOne(ctxT(t), bson.D{{Key: "_id", Value: i}}, bson.D{{Key: "$set", Value: bson.D{{Key: "at", Value: time.Now()}}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// As many again due in three hours, beyond the forecast.
+	for i := range docs {
+		if _, err := carts.InsertOne(ctxT(t), bson.D{{Key: "_id", Value: docs + i}, {Key: "at", Value: time.Now().Add(3 * time.Hour)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fams := scrape(t, s)
+	labels := []string{"namespace", "shop.carts", "index", "at_1"}
+	next := value(sample(t, fams, "mayfly_ttl_expiring_next_hour_documents", labels...))
+	live := value(sample(t, fams, "mayfly_ttl_live_documents", labels...))
+	if next != docs || live != 2*docs {
+		t.Fatalf("forecast %v, live %v; want the %d touched documents once each of %d", next, live, docs, 2*docs)
+	}
+	resp, err := http.Get("http://" + s.app.HTTPAddr() + "/api/expiry")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var reply struct {
+		Indexes []struct {
+			NS       string  `json:"ns"`
+			Upcoming []int64 `json:"upcomingPerMinute"`
+		} `json:"indexes"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&reply); err != nil {
+		t.Fatal(err)
+	}
+	for _, ix := range reply.Indexes {
+		var n int64
+		for _, k := range ix.Upcoming {
+			n += k
+		}
+		if ix.NS == "shop.carts" && n != docs {
+			t.Fatalf("the dashboard's forecast counts %d, want %d", n, docs)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package expirywatch
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"testing"
@@ -99,12 +100,16 @@ func (it *steppingIter) Next() bool {
 // The summary line is written while the monitor deletes, on every member
 // of a replica set: it must read the backlog, not the hour ahead that the
 // metrics show, which can be every live document.
-func TestSummaryReadsOnlyTheBacklog(t *testing.T) {
+// steppedWatch is a Watch over one TTL index, at_1 of d.c, whose engine
+// counts the index entries its iterators step over: overdue entries
+// expired a minute ago, and ahead entries due from 3 s on, one a second.
+func steppedWatch(t *testing.T, logger *slog.Logger, overdue, ahead int) (*Watch, *steppingEngine, *fixedClock) {
+	t.Helper()
 	base, err := pebblestore.Open(pebblestore.Options{InMemory: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer base.Close()
+	t.Cleanup(func() { _ = base.Close() })
 	eng := &steppingEngine{Engine: base}
 	clk := &fixedClock{now: time.Unix(1_000_000, 0)}
 	store, err := docstore.Open(eng, docstore.Options{Clock: clk})
@@ -122,7 +127,6 @@ func TestSummaryReadsOnlyTheBacklog(t *testing.T) {
 	if _, err := c.CreateIndexes([]*catalog.Index{ix}); err != nil {
 		t.Fatal(err)
 	}
-	const overdue, ahead = 3, 500
 	for i := range overdue + ahead {
 		at := clk.now.Add(time.Duration(i-overdue)*time.Second - time.Minute)
 		if i >= overdue {
@@ -136,9 +140,14 @@ func TestSummaryReadsOnlyTheBacklog(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var logs bytes.Buffer
-	w := New(store, clk, slog.New(slog.NewTextHandler(&logs, nil)))
 	eng.steps = 0
+	return New(store, clk, logger), eng, clk
+}
+
+func TestSummaryReadsOnlyTheBacklog(t *testing.T) {
+	const overdue, ahead = 3, 500
+	var logs bytes.Buffer
+	w, eng, clk := steppedWatch(t, slog.New(slog.NewTextHandler(&logs, nil)), overdue, ahead)
 	w.Deleted("d.c", "at_1", []int64{clk.now.UnixNano()}, clk.now.Add(summaryEvery))
 	w.summaries.Wait()
 	if !strings.Contains(logs.String(), fmt.Sprintf("backlog=%d", overdue)) {
@@ -159,4 +168,41 @@ func TestSummaryReadsOnlyTheBacklog(t *testing.T) {
 	if views[0].Overdue != overdue || upcoming != ahead {
 		t.Fatalf("view: %d overdue, %d upcoming; want %d and %d", views[0].Overdue, upcoming, overdue, ahead)
 	}
+}
+
+// The hour ahead is read at most once a minute, whatever the scrapes and
+// dashboard refreshes ask: in a session store it is every live session.
+// Between reads a view still counts the overdue entries afresh.
+func TestForecastIsReadOnceAMinute(t *testing.T) {
+	const overdue, ahead = 3, 500
+	w, eng, clk := steppedWatch(t, slog.New(slog.NewTextHandler(io.Discard, nil)), overdue, ahead)
+	read := func(wantUpcoming int64, wantAt time.Time, maxSteps int) View {
+		t.Helper()
+		eng.steps = 0
+		views, err := w.Views()
+		if err != nil || len(views) != 1 {
+			t.Fatalf("views %v, %v", views, err)
+		}
+		v := views[0]
+		var upcoming int64
+		for _, n := range v.Upcoming {
+			upcoming += n
+		}
+		if upcoming != wantUpcoming || !v.UpcomingAt.Equal(wantAt) || eng.steps > maxSteps {
+			t.Fatalf("at %v: %d upcoming read at %v in %d steps; want %d read at %v in at most %d",
+				clk.now, upcoming, v.UpcomingAt, eng.steps, wantUpcoming, wantAt, maxSteps)
+		}
+		return v
+	}
+	start := clk.now
+	read(ahead, start, overdue+ahead+1)
+	for range 20 { // a dashboard refreshing every 2 s for 40 s
+		clk.now = clk.now.Add(2 * time.Second)
+		due := int(clk.now.Sub(start)/time.Second) - 2 // the ahead entries due by now
+		if v := read(ahead, start, overdue+max(due, 0)+1); v.Overdue != int64(overdue+max(due, 0)) {
+			t.Fatalf("at %v: %d overdue, want %d", clk.now, v.Overdue, overdue+max(due, 0))
+		}
+	}
+	clk.now = start.Add(forecastTTL)
+	read(ahead-(60-2), clk.now, overdue+ahead+1)
 }

@@ -59,7 +59,7 @@ func newCollector(src Sources) *collector {
 		ttlDeleted:   newDesc("ttl_deleted_documents_total", "Documents the TTL monitor deleted; its rate is deletions per second.", ttl...),
 		ttlLateness:  newDesc("ttl_deletion_lateness_seconds", "Time from a document's expiry to its deletion.", ttl...),
 		ttlNext:      newDesc("ttl_next_expiry_timestamp_seconds", "Unix time of the next expiry; absent when nothing is due.", ttl...),
-		ttlUpcoming:  newDesc("ttl_expiring_next_hour_documents", "Documents that will expire within the next hour.", ttl...),
+		ttlUpcoming:  newDesc("ttl_expiring_next_hour_documents", "Documents that will expire within the next hour, read at most once a minute.", ttl...),
 		ttlPasses:    newDesc("ttl_monitor_passes_total", "Passes of the TTL monitor."),
 		storageGauges: map[string]*prometheus.Desc{
 			"disk_bytes":         newDesc("storage_disk_bytes", "Bytes of the storage engine's files on disk."),
@@ -90,9 +90,23 @@ func newCollector(src Sources) *collector {
 	return &collector{src: src, d: d}
 }
 
-// Describe sends the descriptors by collecting once, as the metrics are
-// fixed but their label values are not.
-func (c *collector) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(c, ch) }
+// Describe sends every descriptor without reading a source: registering
+// the collector at start would otherwise read each TTL index's hour ahead
+// (expirywatch.Watch.Views).
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	d := c.d
+	for _, desc := range []*prometheus.Desc{
+		d.commands, d.failures, d.duration, d.connections, d.connCreated, d.connRejected, d.netBytes, d.requests,
+		d.ttlLive, d.ttlOverdue, d.ttlOldest, d.ttlDeleted, d.ttlLateness, d.ttlNext, d.ttlPasses, d.ttlUpcoming,
+	} {
+		ch <- desc
+	}
+	for _, m := range []map[string]*prometheus.Desc{d.storageGauges, d.storageCounters} {
+		for _, desc := range m {
+			ch <- desc
+		}
+	}
+}
 
 // Collect implements prometheus.Collector.
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -188,13 +202,21 @@ func (c *collector) collectTTL(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.d.ttlDeleted, prometheus.CounterValue, float64(v.Deleted), l...)
 		ch <- prometheus.MustNewConstHistogram(c.d.ttlLateness, v.Lateness.Total, v.Lateness.Sum,
 			cumulative(v.Lateness.Counts, expirywatch.LatenessBuckets), l...)
-		var upcoming int64
-		for _, n := range v.Upcoming {
-			upcoming += n
-		}
-		ch <- prometheus.MustNewConstMetric(c.d.ttlUpcoming, prometheus.GaugeValue, float64(upcoming), l...)
+		ch <- prometheus.MustNewConstMetric(c.d.ttlUpcoming, prometheus.GaugeValue, float64(upcomingLive(v)), l...)
 		if !v.Next.IsZero() {
 			ch <- prometheus.MustNewConstMetric(c.d.ttlNext, prometheus.GaugeValue, float64(v.Next.UnixMilli())/1000, l...)
 		}
 	}
+}
+
+// upcomingLive sums the forecast of v, at most its live documents: the
+// forecast is up to a minute older than the count, and a document deleted
+// on a server that does not hold touches back leaves its stale entries to
+// the monitor, counted until they fall due.
+func upcomingLive(v expirywatch.View) int64 {
+	var n int64
+	for _, k := range v.Upcoming {
+		n += k
+	}
+	return min(n, v.Live)
 }

@@ -145,6 +145,7 @@ type expiryIndex struct {
 	Deleted              int64         `json:"deleted"`
 	LatenessP99Secs      float64       `json:"latenessP99Seconds"`
 	UpcomingPerMinute    []int64       `json:"upcomingPerMinute"`
+	UpcomingAtMillis     int64         `json:"upcomingAt"`
 	Recent               []expiryPoint `json:"recent"`
 }
 
@@ -183,6 +184,7 @@ func indexJSON(v expirywatch.View) expiryIndex {
 	out := expiryIndex{
 		NS: v.NS, Index: v.Index, Live: v.Live, Overdue: v.Overdue, Deleted: v.Deleted,
 		LatenessP99Secs: v.Lateness.Quantile(0.99), UpcomingPerMinute: v.Upcoming,
+		UpcomingAtMillis: v.UpcomingAt.UnixMilli(),
 	}
 	if !v.OldestOverdue.IsZero() {
 		out.OldestOverdueAgeSecs = v.At.Sub(v.OldestOverdue).Seconds()

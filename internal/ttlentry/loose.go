@@ -105,3 +105,34 @@ func SplitLoose(key, v []byte) (id []byte, stale []int64, ok bool) {
 	}
 	return id, stale, !r.bad && len(r.b) == 0
 }
+
+// NewestStale returns the newest stale date a loose entry's value lists,
+// without allocating; ok is false when v is not a well-formed loose value
+// or lists none. Each stale entry of a document not yet due is the newest
+// listed by exactly one of its later entries, so a reader counting
+// documents by their entries can take that one off as it meets it.
+func NewestStale(key, v []byte) (date int64, ok bool) {
+	if !IsLoose(v) {
+		return 0, false
+	}
+	r := reader{b: v[1:]}
+	switch n := r.uvarint(); {
+	case v[0] == RecordTagLooseFull:
+		r.take(n)
+	case n == 0 || n > uint64(len(key)):
+		return 0, false
+	}
+	delta := v[0] != RecordTagLooseFull
+	n := r.uvarint()
+	for i := uint64(0); i < n && !r.bad; i++ {
+		d, w := binary.Varint(r.b)
+		if w <= 0 {
+			return 0, false
+		}
+		if delta {
+			d += date
+		}
+		date, r.b = d, r.b[w:]
+	}
+	return date, n > 0 && !r.bad && len(r.b) == 0
+}
