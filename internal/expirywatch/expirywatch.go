@@ -38,7 +38,7 @@ const (
 	viewTTL = time.Second
 	// forecastTTL is how long a read of the hour ahead serves views. That
 	// read steps over every entry due within the hour, in a session store
-	// every live session's: a million of them took 0.3–0.7 s of CPU, once
+	// every live session's: a million of them took 0.15–0.7 s of CPU, once
 	// per scrape and per dashboard refresh. Its counts are per minute, so
 	// a minute's age is within their step.
 	forecastTTL = UpcomingStep
