@@ -178,10 +178,14 @@ func TestExpiryForecastCountsTouchedDocuments(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for range touches {
+	for k := range touches {
 		time.Sleep(5 * time.Millisecond) // each touch a later date
+		at := time.Now()
+		if k == 0 {
+			at = at.Add(-10 * time.Minute) // the earliest stale entries
+		}
 		for i := range docs {
-			if _, err := carts.UpdateOne(ctxT(t), bson.D{{Key: "_id", Value: i}}, bson.D{{Key: "$set", Value: bson.D{{Key: "at", Value: time.Now()}}}}); err != nil {
+			if _, err := carts.UpdateOne(ctxT(t), bson.D{{Key: "_id", Value: i}}, bson.D{{Key: "$set", Value: bson.D{{Key: "at", Value: at}}}}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -198,6 +202,12 @@ func TestExpiryForecastCountsTouchedDocuments(t *testing.T) {
 	live := value(sample(t, fams, "mayfly_ttl_live_documents", labels...))
 	if next != docs || live != 2*docs {
 		t.Fatalf("forecast %v, live %v; want the %d touched documents once each of %d", next, live, docs, 2*docs)
+	}
+	// The next expiry is a document's, not a stale entry's 10 minutes
+	// before it.
+	at := value(sample(t, fams, "mayfly_ttl_next_expiry_timestamp_seconds", labels...))
+	if want := float64(time.Now().Add(30 * time.Minute).Unix()); math.Abs(at-want) > 30 {
+		t.Fatalf("next expiry %v, want about %v", at, want)
 	}
 	resp, err := http.Get("http://" + s.app.HTTPAddr() + "/api/expiry")
 	if err != nil {

@@ -231,9 +231,9 @@ func buildWrites() map[string]func(c *Collection, clk *clock.Manual) error {
 // exclusively, between two batches of a build: TestIndexBuildBesideCatalogChanges).
 var notDocumentWrites = []string{
 	"CandidateIDs", "Count", "DataSize", "DuplicateKeyError", "EachStored", "Expired", "ExpiredNow",
-	"ExpiresAt", "ExpiryProfile", "FindOne", "HasTTL", "IndexSizes", "Indexes", "IsClustered", "Meta",
+	"ExpiresAt", "FindOne", "HasTTL", "IndexSizes", "Indexes", "IsClustered", "Meta",
 	"Namespace", "NextExpiry", "Plan", "PlanQuery", "Refreshed", "RefreshesOnRead", "Scan", "ScanAfter",
-	"ScanKeyRange", "StorageSize", "TTLIndexes", "Validate",
+	"ScanKeyRange", "StorageSize", "TTLEntries", "TTLIndexes", "Validate",
 	"WarnExpiring", // writes its marks, not documents
 	"CreateIndexes", "CreateIndexesContext", "CreateIndexesWatched", "DropIndex", "DropIndexes", "Edit", "ModifyIndex", "SetClusteredExpiry", "SetOptions",
 }

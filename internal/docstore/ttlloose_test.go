@@ -253,8 +253,8 @@ func ttlEntryDates(t *testing.T, c *Collection) []int64 {
 
 // Every reader of index entries passes over a stale entry: a range scan
 // (which would match on the stale date, or yield the document out of
-// order), the candidate _ids of a covered write, the expiry profile the
-// metrics show, a unique check and the duplicate search of an index made
+// order), the candidate _ids of a covered write, the walk of TTL entries
+// the metrics' forecast reads, a unique check and the duplicate search of an index made
 // unique after the touches, and the walk of an lruLimit given to the index
 // after them.
 func TestIndexReadersSkipStaleEntries(t *testing.T) {
@@ -280,11 +280,38 @@ func TestIndexReadersSkipStaleEntries(t *testing.T) {
 			t.Fatalf("candidates below +8 s: %v, want [2]", ids)
 		}
 	})
-	t.Run("profile", func(t *testing.T) {
-		// Every entry expires within the minute after now: two documents.
-		p, err := c.ExpiryProfile("t_1", t0.Add(3590*time.Second), time.Minute, 2)
-		if err != nil || !slices.Equal(p.Upcoming, []int64{2, 0}) || p.Overdue != 0 {
-			t.Fatalf("profile %+v, %v: want the 2 documents in the first minute, none overdue", p, err)
+	t.Run("entries", func(t *testing.T) {
+		// The walk that expirywatch's forecast reads: 1's entries at +1 s
+		// and +5 s are stale, 2's at +5 s and 1's at +10 s are not; the
+		// entry at +10 s lists +5 s last.
+		e, err := c.TTLEntries("t_1")
+		if err != nil || e == nil {
+			t.Fatalf("TTLEntries: %v, %v", e, err)
+		}
+		var stale []bool
+		var listed []int64
+		for e.Next() {
+			at, ok := e.Expiry()
+			if !ok {
+				break
+			}
+			s, err := e.Stale()
+			if err != nil {
+				t.Fatal(err)
+			}
+			stale = append(stale, s)
+			if was, ok := e.ListedExpiry(); ok {
+				listed = append(listed, int64(at.Sub(was)/time.Second))
+			}
+		}
+		if err := e.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(stale, []bool{true, true, false, false}) && !slices.Equal(stale, []bool{true, false, true, false}) {
+			t.Fatalf("stale %v: want the two entries of 1 before +10 s stale", stale)
+		}
+		if !slices.Equal(listed, []int64{4, 5}) {
+			t.Fatalf("entries listing a stale one, seconds back to it: %v; want [4 5] (+5 s lists +1 s, +10 s lists +5 s)", listed)
 		}
 	})
 	t.Run("unique", func(t *testing.T) {
@@ -320,52 +347,6 @@ func TestIndexReadersSkipStaleEntries(t *testing.T) {
 		}
 		wantClean(t, c)
 	})
-}
-
-// The expiry profile counts each document once, in the step of its own
-// date, however often it was touched: below the cap, at it (a touch then
-// deletes the entry it would leave), with stale entries already due, and
-// beside documents never touched.
-func TestExpiryProfileCountsDocuments(t *testing.T) {
-	c, clk, _ := touchedColl(t, 60)
-	now := t0.Add(70 * time.Second)
-	want := make([]int64, 12) // steps of 10 s from now
-	count := func(date time.Time) { want[int((date.Add(time.Minute).Sub(now)-1)/(10*time.Second))]++ }
-	touch := func(id int, at time.Time) {
-		clk.Set(at)
-		writeField(t, c, id, "t", date(at))
-	}
-	touches := []int{3, maxStaleEntries, 3 * maxStaleEntries}
-	for i := range 12 {
-		insert(t, c, bson.D{{Key: "_id", Value: i}, {Key: "token", Value: fmt.Sprint(i)}, {Key: "t", Value: date(t0)}})
-		var last time.Time
-		for k := 1; k <= touches[i%len(touches)]; k++ {
-			last = t0.Add(time.Duration(20+3*k+i) * time.Second)
-			touch(i, last)
-		}
-		count(last)
-	}
-	// Two stale entries due by now (at +61 s and +62 s), the document's
-	// own not.
-	insert(t, c, bson.D{{Key: "_id", Value: 50}, {Key: "token", Value: "50"}, {Key: "t", Value: date(t0)}})
-	for _, s := range []int{1, 2, 30} {
-		touch(50, t0.Add(time.Duration(s)*time.Second))
-	}
-	count(t0.Add(30 * time.Second))
-	for i := range 5 {
-		at := t0.Add(time.Duration(50+i*7) * time.Second)
-		insert(t, c, bson.D{{Key: "_id", Value: 100 + i}, {Key: "token", Value: fmt.Sprint(100 + i)}, {Key: "t", Value: date(at)}})
-		count(at)
-	}
-	clk.Set(now)
-	p, err := c.ExpiryProfile("t_1", now, 10*time.Second, len(want))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(p.Upcoming, want) || p.Overdue != 2 {
-		t.Fatalf("upcoming %v, %d overdue; want %v and the 2 stale entries due (t_1 holds %d entries for 18 documents)",
-			p.Upcoming, p.Overdue, want, ttlEntries(t, c))
-	}
 }
 
 func scanIDs(t *testing.T, c *Collection, filter, sort bson.D) []int32 {

@@ -58,7 +58,7 @@ func newCollector(src Sources) *collector {
 		ttlOldest:    newDesc("ttl_oldest_overdue_age_seconds", "How long ago the oldest overdue document expired; 0 when none is overdue.", ttl...),
 		ttlDeleted:   newDesc("ttl_deleted_documents_total", "Documents the TTL monitor deleted; its rate is deletions per second.", ttl...),
 		ttlLateness:  newDesc("ttl_deletion_lateness_seconds", "Time from a document's expiry to its deletion.", ttl...),
-		ttlNext:      newDesc("ttl_next_expiry_timestamp_seconds", "Unix time of the first index entry due after now (a touched document's old entry may be it: a lower bound); absent when none.", ttl...),
+		ttlNext:      newDesc("ttl_next_expiry_timestamp_seconds", "Unix time of the next document's expiry; absent when nothing is due.", ttl...),
 		ttlUpcoming:  newDesc("ttl_expiring_next_hour_documents", "Documents that will expire within the next hour, read at most once a minute.", ttl...),
 		ttlPasses:    newDesc("ttl_monitor_passes_total", "Passes of the TTL monitor."),
 		storageGauges: map[string]*prometheus.Desc{
