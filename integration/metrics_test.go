@@ -174,7 +174,7 @@ func TestExpiryForecastCountsTouchedDocuments(t *testing.T) {
 	createTTL(t, c.Database("shop"), "carts", "at", 1800)
 	const docs, touches = 10, 6
 	for i := range docs {
-		if _, err := carts.InsertOne(ctxT(t), bson.D{{Key: "_id", Value: i}, {Key: "at", Value: time.Now()}}); err != nil {
+		if _, err := carts.InsertOne(ctxT(t), bson.D{{Key: "_id", Value: i}, {Key: "at", Value: time.Now().Add(-20 * time.Minute)}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mayflydb/mayfly/internal/catalog"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/storage"
@@ -112,21 +111,7 @@ func steppedWatch(t *testing.T, logger *slog.Logger, overdue, ahead int) (*Watch
 	t.Cleanup(func() { _ = base.Close() })
 	eng := &steppingEngine{Engine: base}
 	clk := &fixedClock{now: time.Unix(1_000_000, 0)}
-	store, err := docstore.Open(eng, docstore.Options{Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := store.CreateCollection("d", "c", docstore.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ix, err := catalog.ParseIndexSpec(bson.D{{Key: "key", Value: bson.D{{Key: "at", Value: 1}}}, {Key: "name", Value: "at_1"}, {Key: "expireAfterSeconds", Value: 0}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.CreateIndexes([]*catalog.Index{ix}); err != nil {
-		t.Fatal(err)
-	}
+	store, c := ttlCollection(t, eng, clk, "c", "at", 0)
 	for i := range overdue + ahead {
 		at := clk.now.Add(time.Duration(i-overdue)*time.Second - time.Minute)
 		if i >= overdue {

@@ -11,6 +11,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/catalog"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/docstore"
+	"github.com/mayflydb/mayfly/internal/storage"
 	"github.com/mayflydb/mayfly/internal/storage/pebblestore"
 )
 
@@ -26,22 +27,30 @@ func sessions(t *testing.T) (*docstore.Collection, *clock.Manual) {
 	}
 	t.Cleanup(func() { _ = eng.Close() })
 	clk := clock.NewManual(t0)
+	_, c := ttlCollection(t, eng, clk, "s", "t", 60)
+	return c, clk
+}
+
+// ttlCollection opens a store over eng and makes d.coll with a TTL index
+// of secs on field.
+func ttlCollection(t *testing.T, eng storage.Engine, clk clock.Clock, coll, field string, secs int) (*docstore.Store, *docstore.Collection) {
+	t.Helper()
 	store, err := docstore.Open(eng, docstore.Options{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := store.CreateCollection("d", "s", docstore.CreateOptions{})
+	c, err := store.CreateCollection("d", coll, docstore.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ix, err := catalog.ParseIndexSpec(bson.D{{Key: "key", Value: bson.D{{Key: "t", Value: 1}}}, {Key: "name", Value: "t_1"}, {Key: "expireAfterSeconds", Value: 60}})
+	ix, err := catalog.ParseIndexSpec(bson.D{{Key: "key", Value: bson.D{{Key: field, Value: 1}}}, {Key: "name", Value: field + "_1"}, {Key: "expireAfterSeconds", Value: secs}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.CreateIndexes([]*catalog.Index{ix}); err != nil {
 		t.Fatal(err)
 	}
-	return c, clk
+	return store, c
 }
 
 func insertAt(t *testing.T, c *docstore.Collection, id int, at time.Time) {
