@@ -195,7 +195,7 @@ func (w *Watch) backlog(now time.Time) (int64, error) {
 	var n int64
 	for _, c := range w.store.Collections() {
 		for _, name := range c.TTLIndexes() {
-			p, err := readProfile(c, name, now, UpcomingStep, 0)
+			p, err := readProfile(c, name, now, UpcomingStep, 0, false)
 			if err != nil {
 				return n, err
 			}
@@ -292,7 +292,7 @@ func (w *Watch) view(c *docstore.Collection, index string, now time.Time) (View,
 	if !ok || now.Sub(f.at) >= forecastTTL || now.Before(f.at) {
 		steps = UpcomingSteps
 	}
-	p, err := readProfile(c, index, now, UpcomingStep, steps)
+	p, err := readProfile(c, index, now, UpcomingStep, steps, true)
 	if err != nil {
 		return View{}, err
 	}

@@ -96,9 +96,6 @@ func (it *steppingIter) Next() bool {
 	return it.Iterator.Next()
 }
 
-// The summary line is written while the monitor deletes, on every member
-// of a replica set: it must read the backlog, not the hour ahead that the
-// metrics show, which can be every live document.
 // steppedWatch is a Watch over one TTL index, at_1 of d.c, whose engine
 // counts the index entries its iterators step over: overdue entries
 // expired a minute ago, and ahead entries due from 3 s on, one a second.
@@ -129,10 +126,27 @@ func steppedWatch(t *testing.T, logger *slog.Logger, overdue, ahead int) (*Watch
 	return New(store, clk, logger), eng, clk
 }
 
+// The summary line is written while the monitor deletes, on every member
+// of a replica set: it must read the backlog, not the hour ahead that the
+// metrics show, which can be every live document, nor the touched
+// documents' stale entries before the next expiry, which the metrics'
+// next expiry reads past.
 func TestSummaryReadsOnlyTheBacklog(t *testing.T) {
-	const overdue, ahead = 3, 500
+	const overdue, ahead, touched = 3, 500, 8
 	var logs bytes.Buffer
 	w, eng, clk := steppedWatch(t, slog.New(slog.NewTextHandler(&logs, nil)), overdue, ahead)
+	c := w.store.Collection("d", "c")
+	for i := overdue; i < overdue+touched; i++ { // the first ahead: stale at +i.5 s, moved to +3000 s
+		for _, at := range []time.Duration{time.Duration(i)*time.Second + 500*time.Millisecond, 3000 * time.Second} {
+			_, err := c.Modify(i, docstore.WriteOptions{}, func(bson.D) (docstore.Change, error) {
+				return docstore.Change{Kind: docstore.Replace, Doc: bson.D{{Key: "_id", Value: i}, {Key: "at", Value: bson.NewDateTimeFromTime(clk.now.Add(at))}}}, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	eng.steps = 0
 	w.Deleted("d.c", "at_1", []int64{clk.now.UnixNano()}, clk.now.Add(summaryEvery))
 	w.summaries.Wait()
 	if !strings.Contains(logs.String(), fmt.Sprintf("backlog=%d", overdue)) {

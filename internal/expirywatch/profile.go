@@ -30,12 +30,12 @@ type profile struct {
 }
 
 // readProfile reads the named TTL index's entries from the earliest up to
-// now+steps·step (with steps 0, only the overdue ones), and beyond while
-// it looks for Next, never the whole index. It counts documents without
+// now+steps·step (with steps 0, only the overdue ones), and, when next is
+// set, beyond while it looks for Next: never the whole index. It counts documents without
 // reading them: a touched document's stale entry not yet due is taken
 // back where the later entry that lists it last is met. A document whose
 // TTL field is an array of dates counts once per date.
-func readProfile(c *docstore.Collection, index string, now time.Time, step time.Duration, steps int) (profile, error) {
+func readProfile(c *docstore.Collection, index string, now time.Time, step time.Duration, steps int, next bool) (profile, error) {
 	p := profile{Upcoming: make([]int64, steps)}
 	e, err := c.TTLEntries(index)
 	if err != nil || e == nil {
@@ -43,7 +43,7 @@ func readProfile(c *docstore.Collection, index string, now time.Time, step time.
 	}
 	horizon := now.Add(time.Duration(steps) * step)
 	stepOf := func(at time.Time) int { return min(int((at.Sub(now)-1)/step), steps-1) }
-	reads := 0
+	looking, reads := next, 0 // for Next, and the documents read for it
 	for e.Next() {
 		at, ok := e.Expiry()
 		if !ok {
@@ -56,19 +56,18 @@ func readProfile(c *docstore.Collection, index string, now time.Time, step time.
 			p.Overdue++
 			continue
 		}
-		if p.Next.IsZero() && reads < nextReads {
-			reads++
+		if looking {
 			stale, err := e.Stale()
 			if err != nil {
 				_ = e.Close()
 				return p, err
 			}
-			if !stale || reads == nextReads {
-				p.Next = at
+			if reads++; !stale || reads == nextReads {
+				p.Next, looking = at, false
 			}
 		}
 		if at.After(horizon) {
-			if p.Next.IsZero() && reads < nextReads {
+			if looking {
 				continue
 			}
 			break

@@ -111,7 +111,7 @@ func TestProfileCountsDocuments(t *testing.T) {
 		count(at)
 	}
 	clk.Set(now)
-	p, err := readProfile(c, "t_1", now, 10*time.Second, len(want))
+	p, err := readProfile(c, "t_1", now, 10*time.Second, len(want), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestProfileNextSkipsStaleEntries(t *testing.T) {
 	insertAt(t, c, 3, t0.Add(20*time.Second))
 	now := t0.Add(30 * time.Second)
 	for _, steps := range []int{0, 1, 60} {
-		p, err := readProfile(c, "t_1", now, time.Minute, steps)
+		p, err := readProfile(c, "t_1", now, time.Minute, steps, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -160,7 +160,7 @@ func TestProfileNextReadsAreBounded(t *testing.T) {
 		touch(t, c, clk, i, t0.Add(50*time.Second))
 	}
 	insertAt(t, c, 1000, t0.Add(40*time.Second))
-	p, err := readProfile(c, "t_1", t0.Add(30*time.Second), time.Minute, 0)
+	p, err := readProfile(c, "t_1", t0.Add(30*time.Second), time.Minute, 0, true)
 	if err != nil {
 		t.Fatal(err)
 	}

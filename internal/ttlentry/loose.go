@@ -79,31 +79,17 @@ func LooseSize(stale []int64) int {
 // SplitLoose returns the _id and stale dates of a loose entry (key, v);
 // ok is false when v is not a well-formed loose value.
 func SplitLoose(key, v []byte) (id []byte, stale []int64, ok bool) {
-	if !IsLoose(v) {
+	id, dates, ok := openLoose(key, v)
+	if !ok {
 		return nil, nil, false
 	}
-	r := reader{b: v[1:]}
-	switch n := r.uvarint(); {
-	case v[0] == RecordTagLooseFull:
-		id = r.take(n)
-	case n > 0 && n <= uint64(len(key)):
-		id = key[len(key)-int(n):]
-	default:
+	for d, more := dates.next(); more; d, more = dates.next() {
+		stale = append(stale, d)
+	}
+	if !dates.whole() {
 		return nil, nil, false
 	}
-	delta := v[0] != RecordTagLooseFull
-	var prev int64
-	for n := r.uvarint(); n > 0 && !r.bad; n-- {
-		d, w := binary.Varint(r.b)
-		if w <= 0 {
-			return nil, nil, false
-		}
-		if delta {
-			d += prev
-		}
-		stale, r.b, prev = append(stale, d), r.b[w:], d
-	}
-	return id, stale, !r.bad && len(r.b) == 0
+	return id, stale, true
 }
 
 // NewestStale returns the newest stale date a loose entry's value lists,
@@ -112,27 +98,62 @@ func SplitLoose(key, v []byte) (id []byte, stale []int64, ok bool) {
 // listed by exactly one of its later entries, so a reader counting
 // documents by their entries can take that one off as it meets it.
 func NewestStale(key, v []byte) (date int64, ok bool) {
-	if !IsLoose(v) {
+	_, dates, ok := openLoose(key, v)
+	if !ok {
 		return 0, false
 	}
-	r := reader{b: v[1:]}
-	switch n := r.uvarint(); {
-	case v[0] == RecordTagLooseFull:
-		r.take(n)
-	case n == 0 || n > uint64(len(key)):
-		return 0, false
+	n := 0
+	for d, more := dates.next(); more; d, more = dates.next() {
+		date, n = d, n+1
 	}
-	delta := v[0] != RecordTagLooseFull
-	n := r.uvarint()
-	for i := uint64(0); i < n && !r.bad; i++ {
-		d, w := binary.Varint(r.b)
-		if w <= 0 {
-			return 0, false
-		}
-		if delta {
-			d += date
-		}
-		date, r.b = d, r.b[w:]
-	}
-	return date, n > 0 && !r.bad && len(r.b) == 0
+	return date, n > 0 && dates.whole()
 }
+
+// looseDates reads a loose value's stale dates, oldest first.
+type looseDates struct {
+	r     reader
+	n     uint64 // dates left
+	delta bool   // each date after the first is its distance from the one before
+	prev  int64
+}
+
+// openLoose reads a loose value's header: its _id (the key's tail, or
+// repeated in RecordTagLooseFull) and the count of its dates.
+func openLoose(key, v []byte) (id []byte, dates looseDates, ok bool) {
+	if !IsLoose(v) {
+		return nil, dates, false
+	}
+	dates.r = reader{b: v[1:]}
+	switch n := dates.r.uvarint(); {
+	case v[0] == RecordTagLooseFull:
+		id = dates.r.take(n)
+	case n > 0 && n <= uint64(len(key)):
+		id = key[len(key)-int(n):]
+	default:
+		return nil, dates, false
+	}
+	dates.delta = v[0] != RecordTagLooseFull
+	dates.n = dates.r.uvarint()
+	return id, dates, true
+}
+
+// next returns the next date; more is false after the last, or at a
+// malformed one.
+func (l *looseDates) next() (date int64, more bool) {
+	if l.n == 0 || l.r.bad {
+		return 0, false
+	}
+	d, w := binary.Varint(l.r.b)
+	if w <= 0 {
+		l.r.bad = true
+		return 0, false
+	}
+	if l.delta {
+		d += l.prev
+	}
+	l.n, l.r.b, l.prev = l.n-1, l.r.b[w:], d
+	return d, true
+}
+
+// whole reports whether every date was read and nothing follows them.
+func (l *looseDates) whole() bool { return l.n == 0 && !l.r.bad && len(l.r.b) == 0 }
