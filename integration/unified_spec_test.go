@@ -61,6 +61,7 @@ func TestUnifiedSpec(t *testing.T) {
 		{name: "standalone", dirs: specDirsBoth, uri: startSpecStandalone},
 		{name: "replset", dirs: append(append([]string{}, specDirsBoth...), specDirsReplSet...), uri: startSpecReplSet},
 		{name: "replset3", dirs: specDirsThreeMembers, uri: startSpecReplSet3},
+		{name: "sharded", dirs: specDirsSharded, uri: startSpecSharded},
 	}
 	for _, topo := range topologies {
 		t.Run(topo.name, func(t *testing.T) {
@@ -113,13 +114,15 @@ func startSpecReplSet3(t *testing.T) string {
 }
 
 // skipEntry is one line of the skip list: a case-name pattern in which *
-// matches any text, and why those cases fail.
+// matches any text, the topology it holds on ("[sharded] " before the
+// pattern; every topology without), and why those cases fail.
 type skipEntry struct {
-	line    int
-	pattern string
-	reason  string
-	re      *regexp.Regexp
-	failed  int // failing cases it matched, over every topology
+	line     int
+	topology string
+	pattern  string
+	reason   string
+	re       *regexp.Regexp
+	failed   int // failing cases it matched, over every topology
 }
 
 func readSkips(t *testing.T, path string) []*skipEntry {
@@ -139,7 +142,12 @@ func readSkips(t *testing.T, path string) []*skipEntry {
 		if reason == "" {
 			t.Fatalf("%s:%d: %q gives no reason after #", path, i+1, pattern)
 		}
-		entries = append(entries, &skipEntry{line: i + 1, pattern: pattern, reason: reason, re: globRegexp(pattern)})
+		var topology string
+		if rest, ok := strings.CutPrefix(pattern, "["); ok {
+			topology, pattern, _ = strings.Cut(rest, "]")
+			pattern = strings.TrimSpace(pattern)
+		}
+		entries = append(entries, &skipEntry{line: i + 1, topology: topology, pattern: pattern, reason: reason, re: globRegexp(pattern)})
 	}
 	return entries
 }
@@ -154,9 +162,9 @@ func globRegexp(pattern string) *regexp.Regexp {
 	return regexp.MustCompile("^" + strings.Join(parts, ".*") + "$")
 }
 
-func matchSkip(skips []*skipEntry, name string) *skipEntry {
+func matchSkip(skips []*skipEntry, topology, name string) *skipEntry {
 	for _, s := range skips {
-		if s.re.MatchString(name) {
+		if (s.topology == "" || s.topology == topology) && s.re.MatchString(name) {
 			return s
 		}
 	}
@@ -403,7 +411,7 @@ func judge(t *testing.T, topo specTopology, results []caseResult, skips []*skipE
 			t.Errorf("the runner ran %s, outside the directories asked for", r.name)
 			continue
 		}
-		tally(t, tl, r, skips)
+		tally(t, tl, topo.name, r, skips)
 	}
 	for _, d := range topo.dirs {
 		tl := tallies[d]
@@ -415,7 +423,7 @@ func judge(t *testing.T, topo specTopology, results []caseResult, skips []*skipE
 	}
 }
 
-func tally(t *testing.T, tl *dirTally, r caseResult, skips []*skipEntry) {
+func tally(t *testing.T, tl *dirTally, topology string, r caseResult, skips []*skipEntry) {
 	t.Helper()
 	switch r.action {
 	case "pass":
@@ -423,7 +431,7 @@ func tally(t *testing.T, tl *dirTally, r caseResult, skips []*skipEntry) {
 	case "skip":
 		tl.skip++
 	case "fail":
-		if s := matchSkip(skips, r.name); s != nil {
+		if s := matchSkip(skips, topology, r.name); s != nil {
 			s.failed++
 			tl.known++
 			return

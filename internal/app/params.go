@@ -6,11 +6,13 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/params"
+	"github.com/mayflydb/mayfly/internal/session"
 )
 
 // params registers the server parameters Mayfly has beyond the defaults.
 func (a *App) params() *params.Table {
 	p := params.New()
+	p.Register("logicalSessionTimeoutMinutes", params.Fixed(int32(session.TimeoutMinutes)))
 	p.Register("ttlMonitorEnabled", params.Bool(a.monitor.Enabled, a.monitor.SetEnabled))
 	p.Register("transactionLifetimeLimitSeconds", params.Int(
 		func() int64 { return int64(a.txns.Lifetime() / time.Second) },

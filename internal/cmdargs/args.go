@@ -40,6 +40,18 @@ var genericFields = map[string]bool{
 // IsGeneric reports whether key is a field any command may carry.
 func IsGeneric(key string) bool { return genericFields[key] }
 
+// Named are a command's fields after its first, its generic arguments
+// left out: what getParameter and setParameter name.
+func Named(body bson.D) []bson.E {
+	var out []bson.E
+	for _, e := range body[1:] {
+		if !IsGeneric(e.Key) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // CheckFields rejects fields that are neither generic nor known to the
 // command, as MongoDB's IDL parser does (code 40415).
 func (c Call) CheckFields(known func(key string) bool) error {

@@ -133,8 +133,6 @@ func cmdWhatsMyURI(h *Handler, r *request) (bson.D, error) {
 	return bson.D{{Key: "you", Value: r.conn.RemoteAddr()}}, nil
 }
 
-func cmdEmptyOK(*Handler, *request) (bson.D, error) { return bson.D{}, nil }
-
 func cmdListDatabases(h *Handler, r *request) (bson.D, error) {
 	if err := checkFields(r, "filter", "nameOnly", "authorizedDatabases"); err != nil {
 		return nil, err

@@ -121,7 +121,7 @@ func parseListSessions(d bson.D) (all bool, users []string, err error) {
 			}
 			all = b
 		case "users":
-			if users, err = listSessionsUsers(e.Value); err != nil {
+			if users, err = sessionUsers("$listLocalSessions", "users", e.Value); err != nil {
 				return false, nil, err
 			}
 		default:
@@ -134,10 +134,12 @@ func parseListSessions(d bson.D) (all bool, users []string, err error) {
 	return all, users, nil
 }
 
-func listSessionsUsers(v any) ([]string, error) {
+// sessionUsers reads a list of {user, db} documents: the users field of
+// $listLocalSessions (field "users"), or killAllSessions' own.
+func sessionUsers(cmd, field string, v any) ([]string, error) {
 	a, ok := v.(bson.A)
 	if !ok {
-		return nil, wrongType("$listLocalSessions", "users", v, "array")
+		return nil, wrongType(cmd, field, v, "array")
 	}
 	out := make([]string, 0, len(a))
 	for _, x := range a {
@@ -145,7 +147,7 @@ func listSessionsUsers(v any) ([]string, error) {
 		user, okUser := lookupString(d, "user")
 		db, okDB := lookupString(d, "db")
 		if !okUser || !okDB {
-			return nil, mongoerr.New(mongoerr.Location40414, "BSON field '$listLocalSessions.users.user' is missing but a required field")
+			return nil, mongoerr.Newf(mongoerr.Location40414, "BSON field '%s.%s.user' is missing but a required field", cmd, field)
 		}
 		if user == "" && db == "" {
 			out = append(out, "")
@@ -160,6 +162,46 @@ func lookupString(d bson.D, key string) (string, bool) {
 	v, _ := bsonutil.Field(d, key)
 	s, ok := v.(string)
 	return s, ok
+}
+
+// cmdKillSessions ends the work of the caller's sessions it names, as
+// mongod does: their operations in flight and cursors, and their
+// transactions in progress.
+func cmdKillSessions(h *Handler, r *request) (bson.D, error) {
+	ids, err := sessionIDs(r)
+	if err != nil {
+		return nil, err
+	}
+	own := session.IDs(h.sessions.IDsOf([][]byte{session.UserDigest(h.sessionUser(r))}))
+	h.killSessions(r, session.IDs(slices.DeleteFunc(ids, func(id []byte) bool { return !own(id) })))
+	return bson.D{}, nil
+}
+
+// cmdKillAllSessions ends the work of every session ([]), or of the
+// listed users' sessions.
+func cmdKillAllSessions(h *Handler, r *request) (bson.D, error) {
+	users, err := sessionUsers(r.name, r.name, r.body[0].Value)
+	if err != nil {
+		return nil, err
+	}
+	if len(users) == 0 {
+		h.killSessions(r, session.All())
+		return bson.D{}, nil
+	}
+	uids := make([][]byte, len(users))
+	for i, u := range users {
+		uids[i] = session.UserDigest(u)
+	}
+	h.killSessions(r, session.IDs(h.sessions.IDsOf(uids)))
+	return bson.D{}, nil
+}
+
+// killSessions ends the work of the sessions match takes, r's own
+// operation left to finish.
+func (h *Handler) killSessions(r *request, match session.Match) {
+	h.txns.AbortSessions(match)
+	h.deps.Cursors.KillSessions(match)
+	h.deps.Activity.KillSessions(match, r.opID)
 }
 
 // sessionUser is the user whose sessions a request names: "" without a

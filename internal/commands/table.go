@@ -90,8 +90,8 @@ func commandRows() map[string]command {
 		// Logical sessions.
 		"endSessions":     {run: cmdEndSessions, apiV1: true},
 		"refreshSessions": {run: cmdRefreshSessions, apiV1: true},
-		"killSessions":    {run: cmdEmptyOK},
-		"killAllSessions": {run: cmdEmptyOK},
+		"killSessions":    {run: cmdKillSessions},
+		"killAllSessions": {run: cmdKillAllSessions},
 
 		// The catalog.
 		"listDatabases":    {run: cmdListDatabases, role: optInRead, apiV1: true, adminOnly: true},

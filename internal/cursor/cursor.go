@@ -40,6 +40,9 @@ type Cursor struct {
 	// Tailable and similar options are not supported.
 	lastUsed time.Time
 	busy     bool
+	// killed marks a cursor killSessions named while a getMore held it:
+	// its Checkin closes it.
+	killed bool
 }
 
 // Registry holds open cursors by ID.
@@ -99,9 +102,42 @@ func (r *Registry) Checkout(id int64) (*Cursor, bool) {
 // Checkin returns a cursor after use and restarts its idle clock.
 func (r *Registry) Checkin(c *Cursor) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	c.busy = false
 	c.lastUsed = r.clock.Now()
+	killed := c.killed && r.cursors[c.ID] == c
+	if killed {
+		delete(r.cursors, c.ID)
+	}
+	r.mu.Unlock()
+	if killed {
+		_ = c.Source.Close()
+	}
+}
+
+// KillSessions closes the cursors opened in the sessions match takes (by
+// lsid.id), as killSessions does: at once when idle, at the end of its
+// getMore when one holds it. It returns how many it named.
+func (r *Registry) KillSessions(match func(id []byte) bool) int {
+	r.mu.Lock()
+	var idle []*Cursor
+	n := 0
+	for id, c := range r.cursors {
+		if c.Session == nil || !match(c.Session) {
+			continue
+		}
+		n++
+		if c.busy {
+			c.killed = true
+			continue
+		}
+		idle = append(idle, c)
+		delete(r.cursors, id)
+	}
+	r.mu.Unlock()
+	for _, c := range idle {
+		_ = c.Source.Close()
+	}
+	return n
 }
 
 // Remove closes and forgets the cursor; it reports whether it existed.

@@ -51,3 +51,9 @@ func Float(get func() float64, set func(float64), min, max float64) Param {
 		return nil
 	}}
 }
+
+// Fixed is a parameter set at start and read-only after it, as
+// logicalSessionTimeoutMinutes.
+func Fixed(v any) Param {
+	return Param{Get: func() any { return v }}
+}

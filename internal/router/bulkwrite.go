@@ -41,9 +41,6 @@ func cmdBulkWrite(r *Router, op *operation) (bson.D, error) {
 	if err := adminOnly(op); err != nil {
 		return nil, err
 	}
-	if err := refuseTransaction(op); err != nil {
-		return nil, err
-	}
 	b, err := newBulkRoute(r, op)
 	if err != nil {
 		return nil, err
@@ -52,19 +49,6 @@ func cmdBulkWrite(r *Router, op *operation) (bson.D, error) {
 		return nil, err
 	}
 	return b.reply()
-}
-
-// refuseTransaction refuses a bulkWrite that would start or continue a
-// transaction: mongos runs it in one, but this router routes no
-// transactions (each shard would hold an open one nobody commits).
-func refuseTransaction(op *operation) error {
-	for _, field := range []string{"startTransaction", "autocommit"} {
-		if _, ok := bsonutil.Field(op.body, field); ok {
-			return mongoerr.Newf(mongoerr.OperationNotSupportedInTransaction,
-				"Cannot run '%s' in a multi-document transaction: mayfly route does not route transactions", op.name)
-		}
-	}
-	return nil
 }
 
 func newBulkRoute(r *Router, op *operation) (*bulkRoute, error) {

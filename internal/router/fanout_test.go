@@ -116,10 +116,12 @@ func fanOutCases() map[string]fanOutCase {
 		"create":        {"create", "db", bson.D{{Key: "create", Value: "sharded"}}},
 		"createIndexes": {"createIndexes", "db", bson.D{{Key: "createIndexes", Value: "sharded"}, {Key: "indexes", Value: bson.A{
 			bson.D{{Key: "key", Value: bson.D{{Key: "x", Value: 1}}}, {Key: "name", Value: "x_1"}}}}}},
-		"dropIndexes":  {"dropIndexes", "db", bson.D{{Key: "dropIndexes", Value: "sharded"}, {Key: "index", Value: "x_1"}}},
-		"collMod":      {"collMod", "db", bson.D{{Key: "collMod", Value: "sharded"}}},
-		"drop":         {"_shardsvrDropCollectionParticipant", "db", bson.D{{Key: "drop", Value: "sharded"}}},
-		"dropDatabase": {"_shardsvrDropDatabaseParticipant", "db", bson.D{{Key: "dropDatabase", Value: 1}}},
+		"dropIndexes":     {"dropIndexes", "db", bson.D{{Key: "dropIndexes", Value: "sharded"}, {Key: "index", Value: "x_1"}}},
+		"collMod":         {"collMod", "db", bson.D{{Key: "collMod", Value: "sharded"}}},
+		"drop":            {"_shardsvrDropCollectionParticipant", "db", bson.D{{Key: "drop", Value: "sharded"}}},
+		"dropDatabase":    {"_shardsvrDropDatabaseParticipant", "db", bson.D{{Key: "dropDatabase", Value: 1}}},
+		"killSessions":    {"killSessions", "admin", bson.D{{Key: "killSessions", Value: bson.A{}}}},
+		"killAllSessions": {"killAllSessions", "admin", bson.D{{Key: "killAllSessions", Value: bson.A{}}}},
 	}
 }
 
@@ -129,13 +131,15 @@ func notFannedOut() map[string]string {
 	return map[string]string{
 		"hello": "answered by the router", "isMaster": "answered by the router", "ismaster": "answered by the router",
 		"ping": "answered by the router", "buildInfo": "answered by the router", "buildinfo": "answered by the router",
-		"getParameter": "answered by the router", "whatsmyuri": "answered by the router",
-		"endSessions": "answered by the router", "refreshSessions": "answered by the router", "killSessions": "answered by the router",
+		"getParameter": "answered by the router", "setParameter": "answered by the router", "whatsmyuri": "answered by the router",
+		"endSessions": "answered by the router", "refreshSessions": "answered by the router",
 		"addShard": "one shard and the config servers", "listShards": "the config servers", "removeShard": "the config servers",
 		"enableSharding": "the config servers", "shardCollection": "builds the key's index on each shard in turn before the chunks exist, then the config servers (its closing cache refresh is not a command of the client's)",
 		"balancerStatus": "the config servers", "balancerStart": "the config servers", "balancerStop": "the config servers",
 		"getMore": "each shard's cursor is read when the merge needs it", "killCursors": "each shard's cursor as the merge closes it",
 		"listIndexes": "the primary shard", "listCollections": "the primary shard",
+		"createSearchIndexes": "the primary shard", "updateSearchIndex": "the primary shard",
+		"dropSearchIndex": "the primary shard", "listSearchIndexes": "the primary shard",
 		"findandmodify": "findAndModify's row covers it",
 		"moveChunk":     "the donor shard", "movechunk": "the donor shard", "moveRange": "the donor shard", "split": "the owning shard",
 	}

@@ -6,7 +6,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/cmdargs"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/params"
 	"github.com/mayflydb/mayfly/internal/wire"
 )
 
@@ -130,22 +132,23 @@ func versionArray(v string) bson.A {
 	return arr
 }
 
-// cmdGetParameter answers the parameters drivers and mongosh ask a
-// router for; others are refused as mongod refuses unknown ones.
+// cmdGetParameter answers getParameter from the router's own table.
 func cmdGetParameter(r *Router, op *operation) (bson.D, error) {
-	var reply bson.D
-	for _, e := range op.body[1:] {
-		switch e.Key {
-		case "featureCompatibilityVersion":
-			reply = append(reply, bson.E{Key: e.Key, Value: bson.D{{Key: "version", Value: "8.0"}}})
-		case "logicalSessionTimeoutMinutes":
-			reply = append(reply, bson.E{Key: e.Key, Value: int32(sessionTimeoutMinutes)})
-		}
-	}
-	if len(reply) == 0 {
-		return nil, mongoerr.New(mongoerr.InvalidOptions, "no option found to get")
-	}
-	return reply, nil
+	return r.params.GetCommand(op.body[0].Value, cmdargs.Named(op.body))
+}
+
+// cmdSetParameter answers setParameter; the router's parameters are
+// read-only, so it refuses each as mongod refuses one it lacks.
+func cmdSetParameter(r *Router, op *operation) (bson.D, error) {
+	return r.params.SetCommand(cmdargs.Named(op.body))
+}
+
+// routerParams is the router's parameter table: what drivers and mongosh
+// ask a mongos for.
+func routerParams() *params.Table {
+	t := params.New()
+	t.Register("logicalSessionTimeoutMinutes", params.Fixed(int32(sessionTimeoutMinutes)))
+	return t
 }
 
 func cmdWhatsMyURI(_ *Router, op *operation) (bson.D, error) {

@@ -34,6 +34,7 @@ func notSingleDocumentWrites() map[string]string {
 	return map[string]string{
 		"insert": "each document carries its _id (the router adds one), so its shard is known",
 		"find":   read, "aggregate": read, "count": read, "distinct": read, "listIndexes": read,
+		"createSearchIndexes": ddl, "updateSearchIndex": ddl, "dropSearchIndex": ddl, "listSearchIndexes": read,
 		"listCollections": read, "explain": "explains; writes are refused",
 		"create": ddl, "createIndexes": ddl, "dropIndexes": ddl, "collMod": ddl, "drop": ddl, "dropDatabase": ddl,
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/params"
 	"github.com/mayflydb/mayfly/internal/server"
 	"github.com/mayflydb/mayfly/internal/wireclient"
 )
@@ -57,6 +58,7 @@ type Router struct {
 	catalog *catalog
 	cursors *cursorTable
 	auth    *auth.Manager
+	params  *params.Table
 	started bson.DateTime
 	// commands is commandTable and authCommands authCommandTable, built
 	// once.
@@ -91,7 +93,7 @@ func New(cfg Config) (*Router, error) {
 	r := &Router{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, client: client,
 		processID: bson.NewObjectID(), done: make(chan struct{}),
 		started: bson.NewDateTimeFromTime(cfg.Clock.Now()), commands: commandTable(),
-		authCommands: authCommandTable(), signature: unsignedSignature()}
+		authCommands: authCommandTable(), signature: unsignedSignature(), params: routerParams()}
 	r.config = newReplicaSet(name, seeds, client, cfg.Clock)
 	r.catalog = newCatalog(r)
 	r.cursors = newCursorTable(cfg.Clock)
@@ -144,6 +146,9 @@ func (r *Router) dispatch(op *operation) (bson.D, error) {
 	if err := r.authorize(op); err != nil {
 		return nil, err
 	}
+	if err := refuseTransaction(op); err != nil {
+		return nil, err
+	}
 	if h, ok := r.authCommands[op.name]; ok {
 		return h(r, op)
 	}
@@ -155,6 +160,24 @@ func (r *Router) dispatch(op *operation) (bson.D, error) {
 		return nil, mongoerr.Newf(mongoerr.CommandNotFound, "no such command: '%s'", op.name)
 	}
 	return r.runRefreshing(op, h)
+}
+
+// refuseTransaction refuses every command of a multi-document
+// transaction, and the commands that end one: this router routes no
+// transactions, and a statement passed on would leave each shard it
+// reached an open transaction nobody commits.
+func refuseTransaction(op *operation) error {
+	inTxn := op.name == "commitTransaction" || op.name == "abortTransaction"
+	for _, field := range []string{"startTransaction", "autocommit"} {
+		if _, ok := bsonutil.Field(op.body, field); ok {
+			inTxn = true
+		}
+	}
+	if !inTxn {
+		return nil
+	}
+	return mongoerr.Newf(mongoerr.OperationNotSupportedInTransaction,
+		"Cannot run '%s' in a multi-document transaction: mayfly route does not route transactions", op.name)
 }
 
 // call sends cmd to a replica set's primary, keeping the reply's times.

@@ -8,8 +8,8 @@ func commandTable() map[string]handlerFunc {
 		// The handshake and the connection.
 		"hello": cmdHello, "isMaster": cmdHello, "ismaster": cmdHello,
 		"ping": cmdOK, "buildInfo": cmdBuildInfo, "buildinfo": cmdBuildInfo,
-		"getParameter": cmdGetParameter, "whatsmyuri": cmdWhatsMyURI,
-		"endSessions": cmdOK, "refreshSessions": cmdOK, "killSessions": cmdOK,
+		"getParameter": cmdGetParameter, "setParameter": cmdSetParameter, "whatsmyuri": cmdWhatsMyURI,
+		"endSessions": cmdOK, "refreshSessions": cmdOK, "killSessions": cmdKillSessions, "killAllSessions": cmdKillSessions,
 
 		// The cluster's administration (mongosh's sh.* helpers).
 		"addShard": cmdAddShard, "listShards": cmdListShards, "removeShard": cmdRemoveShard,
@@ -20,6 +20,9 @@ func commandTable() map[string]handlerFunc {
 		"find": cmdFind, "aggregate": cmdAggregate, "count": cmdCount, "distinct": cmdDistinct,
 		"getMore": cmdGetMore, "killCursors": cmdKillCursors,
 		"listIndexes": cmdPrimaryCursor, "listCollections": cmdPrimaryCursor,
+		// Atlas Search indexes: the primary shard answers as a mongod does.
+		"createSearchIndexes": cmdPrimaryCursor, "updateSearchIndex": cmdPrimaryCursor,
+		"dropSearchIndex": cmdPrimaryCursor, "listSearchIndexes": cmdPrimaryCursor,
 		"listDatabases": cmdListDatabases, "explain": cmdExplain,
 
 		// Writes.
