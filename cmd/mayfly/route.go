@@ -34,10 +34,13 @@ type routeOptions struct {
 	// cpuProfile, when set, is where the router writes a CPU profile of
 	// its whole run (a debugging aid: the router has no pprof endpoint).
 	cpuProfile string
+	// setParameters are --setParameter name=value: enableTestCommands
+	// alone, as the router's other parameters are read-only.
+	setParameters setParams
 }
 
 func routeFlags(stdout io.Writer, args []string) (*flag.FlagSet, *routeOptions) {
-	o := &routeOptions{}
+	o := &routeOptions{setParameters: setParams{}}
 	fs := subcommandFlags("route", "usage: mayfly route --configdb cfg/host:port,... [--port N] [--bind_ip IP] [--keyFile FILE]", stdout, args)
 	fs.StringVar(&o.configDB, "configdb", env("MAYFLY_CONFIGDB", ""), "the config server replica set: setName/host:port,... (MAYFLY_CONFIGDB)")
 	fs.IntVar(&o.port, "port", envInt("MAYFLY_PORT", 27017), "listen port (MAYFLY_PORT)")
@@ -46,6 +49,7 @@ func routeFlags(stdout io.Writer, args []string) (*flag.FlagSet, *routeOptions) 
 	fs.StringVar(&o.keyFile, "keyFile", env("MAYFLY_KEYFILE", ""), "the cluster's shared key: the router logs in to config servers and shards with it (MAYFLY_KEYFILE)")
 	fs.StringVar(&o.logLevel, "log-level", env("MAYFLY_LOG_LEVEL", "info"), "debug, info, warn or error (MAYFLY_LOG_LEVEL)")
 	fs.StringVar(&o.logFormat, "log-format", env("MAYFLY_LOG_FORMAT", "text"), "text or json (MAYFLY_LOG_FORMAT)")
+	fs.Var(o.setParameters, "setParameter", "enableTestCommands=1: the router's fail points (configureFailPoint), for tests, as on mongos")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", env("MAYFLY_CPUPROFILE", ""), "debugging: write a CPU profile of the run to this file on shutdown (MAYFLY_CPUPROFILE)")
 	return fs, o
 }
@@ -144,6 +148,12 @@ func (o *routeOptions) routerConfig() (router.Config, error) {
 	}
 	cfg := router.Config{ConfigDB: o.configDB, Version: commands.Version, GitVersion: "mayfly-" + commands.MayflyVersion,
 		Host: net.JoinHostPort(host, strconv.Itoa(o.port))}
+	for name, value := range o.setParameters {
+		if name != "enableTestCommands" {
+			return router.Config{}, fmt.Errorf("route: --setParameter %s: unknown or read-only parameter", name)
+		}
+		cfg.TestCommands = value == "1" || value == "true"
+	}
 	if o.keyFile != "" {
 		key, err := auth.LoadKeyFile(o.keyFile)
 		if err != nil {

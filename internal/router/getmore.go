@@ -167,6 +167,9 @@ func cmdGetMore(r *Router, op *operation) (bson.D, error) {
 		r.cursors.checkIn(c, false)
 		return nil, err
 	}
+	if err := r.failGetMore(op, c); err != nil {
+		return nil, err
+	}
 	if c.remote != nil {
 		reply, done, err := r.remoteGetMore(op, c)
 		r.cursors.checkIn(c, done)

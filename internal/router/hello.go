@@ -35,6 +35,7 @@ func cmdHello(r *Router, op *operation) (bson.D, error) {
 	if err := r.awaitHello(op); err != nil {
 		return nil, err
 	}
+	rememberAppName(op)
 	var reply bson.D
 	if v, ok := bsonutil.Field(op.body, "helloOk"); ok && v == true {
 		reply = append(reply, bson.E{Key: "helloOk", Value: true})

@@ -11,6 +11,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/auth"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/clock"
+	"github.com/mayflydb/mayfly/internal/failpoint"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/params"
 	"github.com/mayflydb/mayfly/internal/server"
@@ -42,9 +43,12 @@ type Config struct {
 	// Version and GitVersion are what buildInfo answers.
 	Version, GitVersion string
 	// Host is this router's "host:port", its config.mongos _id.
-	Host   string
-	Clock  clock.Clock  // nil: the real clock
-	Logger *slog.Logger // nil: slog.Default()
+	Host string
+	// TestCommands is --setParameter enableTestCommands=1: the router's
+	// fail points (failcommand.go).
+	TestCommands bool
+	Clock        clock.Clock  // nil: the real clock
+	Logger       *slog.Logger // nil: slog.Default()
 }
 
 // Router is a Handler that routes commands to a sharded cluster.
@@ -59,7 +63,9 @@ type Router struct {
 	cursors *cursorTable
 	auth    *auth.Manager
 	params  *params.Table
-	started bson.DateTime
+	// failPoints are the router's fail points; nil without TestCommands.
+	failPoints *failpoint.Registry
+	started    bson.DateTime
 	// commands is commandTable and authCommands authCommandTable, built
 	// once.
 	commands, authCommands map[string]handlerFunc
@@ -98,6 +104,9 @@ func New(cfg Config) (*Router, error) {
 	r.catalog = newCatalog(r)
 	r.cursors = newCursorTable(cfg.Clock)
 	r.auth = r.newAuth()
+	if cfg.TestCommands {
+		r.failPoints = failpoint.NewRegistry(uint64(cfg.Clock.Now().UnixNano()), failpoint.FailCommand, failpoint.FailGetMore)
+	}
 	return r, nil
 }
 
@@ -133,9 +142,13 @@ func (r *Router) Handle(ctx context.Context, c *server.Conn, cmd *server.Command
 	reply, err := r.dispatch(op)
 	if err != nil {
 		reply = mongoerr.Reply(err)
-	} else if _, ok := bsonutil.Field(reply, "ok"); !ok {
-		reply = append(reply, bson.E{Key: "ok", Value: 1.0})
+	} else {
+		if _, ok := bsonutil.Field(reply, "ok"); !ok {
+			reply = append(reply, bson.E{Key: "ok", Value: 1.0})
+		}
+		reply = r.failWriteConcern(op, reply)
 	}
+	reply = labelRetryable(op, reply)
 	if op.opTime.IsZero() {
 		op.opTime = r.time.now()
 	}
@@ -147,6 +160,9 @@ func (r *Router) dispatch(op *operation) (bson.D, error) {
 		return nil, err
 	}
 	if err := refuseTransaction(op); err != nil {
+		return nil, err
+	}
+	if err := r.failCommand(op); err != nil {
 		return nil, err
 	}
 	if h, ok := r.authCommands[op.name]; ok {

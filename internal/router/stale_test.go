@@ -66,7 +66,7 @@ func unversionedCommands() map[string]string {
 	cursor := "works on the router's own cursors"
 	return map[string]string{
 		"hello": handshake, "isMaster": handshake, "ismaster": handshake, "ping": handshake,
-		"buildInfo": handshake, "buildinfo": handshake, "getParameter": handshake, "setParameter": handshake, "whatsmyuri": handshake,
+		"buildInfo": handshake, "buildinfo": handshake, "getParameter": handshake, "setParameter": handshake, "configureFailPoint": "sets a fail point of the router itself", "whatsmyuri": handshake,
 		"endSessions": handshake, "refreshSessions": handshake,
 		"killSessions": "sessions, on every shard: no collection's version applies", "killAllSessions": "sessions, on every shard: no collection's version applies",
 		"addShard": admin, "listShards": admin, "removeShard": admin, "enableSharding": admin,

@@ -8,7 +8,7 @@ func commandTable() map[string]handlerFunc {
 		// The handshake and the connection.
 		"hello": cmdHello, "isMaster": cmdHello, "ismaster": cmdHello,
 		"ping": cmdOK, "buildInfo": cmdBuildInfo, "buildinfo": cmdBuildInfo,
-		"getParameter": cmdGetParameter, "setParameter": cmdSetParameter, "whatsmyuri": cmdWhatsMyURI,
+		"getParameter": cmdGetParameter, "configureFailPoint": cmdConfigureFailPoint, "setParameter": cmdSetParameter, "whatsmyuri": cmdWhatsMyURI,
 		"endSessions": cmdOK, "refreshSessions": cmdOK, "killSessions": cmdKillSessions, "killAllSessions": cmdKillSessions,
 
 		// The cluster's administration (mongosh's sh.* helpers).
