@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"context"
 	"sync"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -10,7 +9,6 @@ import (
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/cursor"
 	"github.com/mayflydb/mayfly/internal/failpoint"
-	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
 
 // clientMetadata is what a connection's first hello said about its client.
@@ -53,32 +51,17 @@ func intOrLong(n int64) any {
 }
 
 // failCommand consults the failCommand fail point once, before the
-// command runs: it may hold the command (blockConnection), drop the
-// connection without a reply (closeConnection) or fail the command
-// (errorCode).
+// command runs (failpoint.Registry.FailBefore).
 func (h *Handler) failCommand(r *request) error {
 	if !h.failCommandOn() {
-		return nil // before the failure is built: every command asks
+		return nil // before anything is built: every command asks
 	}
-	f, ok := h.evaluateFailCommand(r, failpoint.CommandFailure.FailsCommand)
-	if !ok {
-		return nil
+	var hangUp func()
+	if r.conn != nil {
+		hangUp = r.conn.HangUp
 	}
-	if f.BlockConnection {
-		if err := h.block(r.ctx, f); err != nil {
-			return err
-		}
-	}
-	if f.CloseConnection {
-		if r.conn != nil {
-			r.conn.HangUp()
-		}
-		return mongoerr.New(mongoerr.Location50985, "Failing command due to 'failCommand' failpoint")
-	}
-	if f.HasErrorCode {
-		return f.Error()
-	}
-	return nil
+	return h.failPoints.FailBefore(r.ctx, h.failCall(r), failpoint.Before{
+		Clock: h.steady, Logger: h.deps.Logger, HangUp: hangUp, Interrupted: checkInterrupt})
 }
 
 // failWriteConcern gives a successful command's reply the fail point's
@@ -88,15 +71,7 @@ func (h *Handler) failWriteConcern(r *request, reply bson.D) bson.D {
 	if !h.failCommandOn() || !h.takesWriteConcern(r) {
 		return reply
 	}
-	f, ok := h.evaluateFailCommand(r, func(f failpoint.CommandFailure) bool { return f.HasWriteConcern })
-	if !ok {
-		return reply
-	}
-	reply = append(reply, bson.E{Key: "writeConcernError", Value: f.WriteConcernError})
-	if len(f.ErrorLabels) > 0 {
-		reply = append(reply, bson.E{Key: "errorLabels", Value: f.ErrorLabels})
-	}
-	return reply
+	return h.failPoints.FailWriteConcern(h.failCall(r), reply)
 }
 
 // takesWriteConcern reports whether the command is a write, which is
@@ -113,12 +88,6 @@ func (h *Handler) takesWriteConcern(r *request) bool {
 // enabled and the point configured.
 func (h *Handler) failCommandOn() bool {
 	return h.failPoints != nil && h.failPoints.On(failpoint.FailCommand)
-}
-
-// evaluateFailCommand asks failCommand about r; its callers have seen
-// failCommandOn.
-func (h *Handler) evaluateFailCommand(r *request, acts func(failpoint.CommandFailure) bool) (failpoint.CommandFailure, bool) {
-	return h.failPoints.CommandFailure(h.failCall(r), acts)
 }
 
 // failGetMore consults failGetMoreAfterCursorCheckout for a getMore that
@@ -199,21 +168,4 @@ func appNameOf(hello bson.D) string {
 	v, _ := bsonutil.LookupPath(hello, "client.application.name")
 	s, _ := v.(string)
 	return s
-}
-
-// block holds the command for blockTimeMS, or until it is interrupted.
-func (h *Handler) block(ctx context.Context, f failpoint.CommandFailure) error {
-	d, err := f.BlockTime()
-	if err != nil || d == 0 {
-		return err
-	}
-	h.deps.Logger.Info("Blocking connection via 'failCommand' failpoint", "blockTime", d.String())
-	t := h.steady.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C():
-		return nil
-	case <-ctx.Done():
-		return checkInterrupt(ctx)
-	}
 }

@@ -43,25 +43,12 @@ func (r *Router) failCommand(op *operation) error {
 	if r.failPoints == nil || !r.failPoints.On(failpoint.FailCommand) {
 		return nil
 	}
-	f, ok := r.failPoints.CommandFailure(r.failCall(op), failpoint.CommandFailure.FailsCommand)
-	if !ok {
-		return nil
+	var hangUp func()
+	if op.conn != nil {
+		hangUp = op.conn.HangUp
 	}
-	if f.BlockConnection {
-		if err := r.block(op.ctx, f); err != nil {
-			return err
-		}
-	}
-	if f.CloseConnection {
-		if op.conn != nil {
-			op.conn.HangUp()
-		}
-		return mongoerr.New(mongoerr.Location50985, "Failing command due to 'failCommand' failpoint")
-	}
-	if f.HasErrorCode {
-		return f.Error()
-	}
-	return nil
+	return r.failPoints.FailBefore(op.ctx, r.failCall(op), failpoint.Before{Clock: r.clock, Logger: r.log, HangUp: hangUp,
+		Interrupted: func(context.Context) error { return mongoerr.New(mongoerr.Interrupted, "operation was interrupted") }})
 }
 
 // failGetMore consults failGetMoreAfterCursorCheckout for a getMore that
@@ -88,18 +75,10 @@ func (r *Router) failGetMore(op *operation, c *routerCursor) error {
 // failWriteConcern gives a write's successful reply the fail point's
 // writeConcernError and errorLabels.
 func (r *Router) failWriteConcern(op *operation, reply bson.D) bson.D {
-	if r.failPoints == nil || !r.failPoints.On(failpoint.FailCommand) || !takesWriteConcern(op.name) {
+	if r.failPoints == nil || !takesWriteConcern(op.name) {
 		return reply
 	}
-	f, ok := r.failPoints.CommandFailure(r.failCall(op), func(f failpoint.CommandFailure) bool { return f.HasWriteConcern })
-	if !ok {
-		return reply
-	}
-	reply = append(reply, bson.E{Key: "writeConcernError", Value: f.WriteConcernError})
-	if len(f.ErrorLabels) > 0 {
-		reply = append(reply, bson.E{Key: "errorLabels", Value: f.ErrorLabels})
-	}
-	return reply
+	return r.failPoints.FailWriteConcern(r.failCall(op), reply)
 }
 
 // takesWriteConcern names the router's commands that write.
@@ -141,22 +120,6 @@ func helloAppName(hello bson.D) string {
 	v, _ := bsonutil.LookupPath(hello, "client.application.name")
 	name, _ := v.(string)
 	return name
-}
-
-// block holds a command for the fail point's blockTimeMS.
-func (r *Router) block(ctx context.Context, f failpoint.CommandFailure) error {
-	d, err := f.BlockTime()
-	if err != nil || d == 0 {
-		return err
-	}
-	t := r.clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C():
-		return nil
-	case <-ctx.Done():
-		return mongoerr.New(mongoerr.Interrupted, "operation was interrupted")
-	}
 }
 
 // labelRetryable gives a retryable write's retryable error the label
