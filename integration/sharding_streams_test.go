@@ -54,6 +54,7 @@ func TestShardedChangeStreams(t *testing.T) {
 	t.Run("MergedInOrder", func(t *testing.T) { testStreamMergedInOrder(t, c, cl) })
 	t.Run("DatabaseAndCluster", func(t *testing.T) { testStreamScopes(t, cl) })
 	t.Run("ResumeAfterRouterRestart", func(t *testing.T) { testStreamResumeAfterRestart(t, c, cl) })
+	t.Run("StartsAfterAnotherRoutersWrites", func(t *testing.T) { testStreamStartsAfterOtherRouters(t, c, cl) })
 	t.Run("InvalidateOnDrop", func(t *testing.T) { testStreamInvalidate(t, cl) })
 	t.Run("NodeDriver", func(t *testing.T) { testNodeThroughRouter(t, c) })
 }
@@ -230,6 +231,36 @@ func testStreamResumeAfterRestart(t *testing.T, c *routedCluster, cl *mongo.Clie
 	checkInsertOrder(t, rest, streamEvents/4)
 	if more := resumed.TryNext(ctxT(t)); more {
 		t.Fatalf("an event after the last insert: %v", resumed.Current)
+	}
+}
+
+// testStreamStartsAfterOtherRouters: a stream opened through one router
+// starts after the writes another router acknowledged before it opened,
+// though this router never saw them.
+func testStreamStartsAfterOtherRouters(t *testing.T, c *routedCluster, cl *mongo.Client) {
+	addr := freePort(t)
+	startRouterProcess(t, "cfg/"+c.config.addrs[0], addr)
+	other := connectRouter(t, addr).Database("cs").Collection("events")
+	if _, err := other.CountDocuments(ctxT(t), bson.D{}); err != nil { // its clock: before the writes below
+		t.Fatal(err)
+	}
+	coll := cl.Database("cs").Collection("events")
+	for i := range 20 {
+		if _, err := coll.InsertOne(ctxT(t), bson.D{{Key: "_id", Value: int32(100_000 + i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs, err := other.Watch(ctxT(t), mongo.Pipeline{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close(context.Background())
+	if _, err := other.InsertOne(ctxT(t), bson.D{{Key: "_id", Value: int32(200_000)}}); err != nil {
+		t.Fatal(err)
+	}
+	first := readEvents(t, cs, 1)
+	if first[0].Key.ID != 200_000 {
+		t.Fatalf("the stream's first event is %v: it started before another router's acknowledged writes", first[0])
 	}
 }
 

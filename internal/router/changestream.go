@@ -43,6 +43,9 @@ func cmdChangeStream(r *Router, op *operation, coll string, pipeline bson.A) (bs
 	if !ok {
 		return nil, mongoerr.New(mongoerr.Location50808, "$changeStream stage expects a document as argument")
 	}
+	if err := r.learnShardTimes(op, opts); err != nil {
+		return nil, err
+	}
 	start, err := r.streamStart(opts)
 	if err != nil {
 		return nil, err
@@ -100,6 +103,31 @@ func (r *Router) streamStart(opts bson.D) (streamStart, error) {
 		}
 	}
 	return streamStart{at: nextTick(r.time.now())}, nil
+}
+
+// learnShardTimes asks every shard its cluster time before a stream
+// that names no start opens: the stream then starts after every write
+// any router had acknowledged, not only those this one has seen (another
+// router's clients gossip their cluster time to this one unsigned, and it
+// trusts none).
+func (r *Router) learnShardTimes(op *operation, opts bson.D) error {
+	for _, f := range resumeOptions {
+		if _, ok := bsonutil.Field(opts, f); ok {
+			return nil
+		}
+	}
+	ids, err := r.catalog.shardIDs(op)
+	if err != nil {
+		return err
+	}
+	return r.fanOut(op, len(ids), func(sub *operation, i int) error {
+		rs, err := r.catalog.shard(sub, ids[i])
+		if err != nil {
+			return err
+		}
+		_, err = r.call(sub, rs, "admin", bson.D{{Key: "ping", Value: 1}})
+		return err
+	})
 }
 
 // nextTick is the cluster time just after t: a new stream starts there,
