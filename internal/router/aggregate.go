@@ -26,10 +26,16 @@ func cmdAggregate(r *Router, op *operation) (bson.D, error) {
 	if !isColl {
 		return forwardToConfig(r, op) // collectionless: admin's stages live on the config servers
 	}
+	ns := op.db + "." + coll
+	if foreign, first, writes := shardmerge.ForeignNamespaces(op.db, pipeline); first != "" {
+		if err := refuseMisplacedChangeStream(pipeline); err != nil {
+			return nil, err
+		}
+		return r.aggregateOnPrimary(op, ns, foreign, first, writes)
+	}
 	if err := refuseUnsupportedStages(pipeline); err != nil {
 		return nil, err
 	}
-	ns := op.db + "." + coll
 	_, ts, err := r.readTargets(op, ns, leadingMatch(pipeline))
 	if err != nil {
 		return nil, err
@@ -51,6 +57,17 @@ func refuseUnsupportedStages(pipeline bson.A) error {
 			return mongoerr.New(mongoerr.Location40602, "$changeStream is only valid as the first stage in a pipeline.")
 		case name == "$changeStream", name == "$out", name == "$merge", name == "$lookup", name == "$graphLookup", name == "$unionWith":
 			return mongoerr.Newf(mongoerr.IllegalOperation, "%s is not supported through mayfly route in this version", name)
+		}
+	}
+	return nil
+}
+
+// refuseMisplacedChangeStream refuses a $changeStream after the first
+// stage, as mongod does.
+func refuseMisplacedChangeStream(pipeline bson.A) error {
+	for i, raw := range pipeline {
+		if i > 0 && stageName(raw) == "$changeStream" {
+			return mongoerr.New(mongoerr.Location40602, "$changeStream is only valid as the first stage in a pipeline.")
 		}
 	}
 	return nil

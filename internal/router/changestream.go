@@ -116,18 +116,8 @@ func (r *Router) learnShardTimes(op *operation, opts bson.D) error {
 			return nil
 		}
 	}
-	ids, err := r.catalog.shardIDs(op)
-	if err != nil {
-		return err
-	}
-	return r.fanOut(op, len(ids), func(sub *operation, i int) error {
-		rs, err := r.catalog.shard(sub, ids[i])
-		if err != nil {
-			return err
-		}
-		_, err = r.call(sub, rs, "admin", bson.D{{Key: "ping", Value: 1}})
-		return err
-	})
+	_, err := r.eachShard(op, "admin", bson.D{{Key: "ping", Value: 1}})
+	return err
 }
 
 // nextTick is the cluster time just after t: a new stream starts there,

@@ -3,7 +3,6 @@ package router
 import (
 	"bytes"
 	"encoding/base64"
-	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -61,57 +60,12 @@ func formatLSID(id []byte, user string) string {
 // router forgets its own cursors of those sessions. A shard refuses bad
 // arguments, and the router answers with its refusal.
 func cmdKillSessions(r *Router, op *operation) (bson.D, error) {
-	ids, err := r.catalog.shardIDs(op)
-	if err != nil {
+	if _, err := r.eachShard(op, "admin", passThrough(op.body)); err != nil {
 		return nil, err
 	}
-	err = r.fanOut(op, len(ids), func(sub *operation, i int) error {
-		rs, err := r.catalog.shard(sub, ids[i])
-		if err != nil {
-			return err
-		}
-		reply, err := r.call(sub, rs, "admin", passThrough(op.body))
-		if err != nil {
-			return err
-		}
-		return replyError(reply)
-	})
-	if err != nil {
-		return nil, err
-	}
-	r.cursors.forgetSessions(killedSession(op.body))
+	killed := session.Named(op.body)
+	r.cursors.forgetSessions(func(c *routerCursor) bool { return c.session != nil && killed(c.session, c.owner) })
 	return bson.D{}, nil
-}
-
-// killedSession says which router cursors a killSessions or
-// killAllSessions names: by lsid.id, every cursor opened in a session, or
-// those the listed users opened in one.
-func killedSession(body bson.D) func(c *routerCursor) bool {
-	list := bsonutil.ToA(body[0].Value)
-	if body[0].Key == "killSessions" {
-		return func(c *routerCursor) bool {
-			for _, x := range list {
-				id, _ := bsonutil.Field(bsonutil.ToD(x), "id")
-				if b, ok := id.(bson.Binary); ok && c.session != nil && bytes.Equal(b.Data, c.session) {
-					return true
-				}
-			}
-			return false
-		}
-	}
-	return func(c *routerCursor) bool {
-		if c.session == nil {
-			return false
-		}
-		for _, x := range list {
-			user, _ := bsonutil.Field(bsonutil.ToD(x), "user")
-			db, _ := bsonutil.Field(bsonutil.ToD(x), "db")
-			if u, _ := user.(string); u+"@"+fmt.Sprint(db) == c.owner || u == "" && c.owner == "" {
-				return true
-			}
-		}
-		return len(list) == 0
-	}
 }
 
 // forgetSessions drops the cursors killed names, in use or not: their

@@ -322,22 +322,7 @@ func cmdPrimaryCursor(r *Router, op *operation) (bson.D, error) {
 
 // cmdListDatabases adds up every shard's databases.
 func cmdListDatabases(r *Router, op *operation) (bson.D, error) {
-	ids, err := r.catalog.shardIDs(op)
-	if err != nil {
-		return nil, err
-	}
-	replies := make([]bson.D, len(ids))
-	err = r.fanOut(op, len(ids), func(sub *operation, i int) error {
-		rs, err := r.catalog.shard(sub, ids[i])
-		if err != nil {
-			return err
-		}
-		replies[i], err = r.call(sub, rs, "admin", passThrough(op.body))
-		if err != nil {
-			return err
-		}
-		return replyError(replies[i])
-	})
+	replies, err := r.eachShard(op, "admin", passThrough(op.body))
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,10 @@
 package router
 
-import "sync"
+import (
+	"sync"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
 
 // fanOut runs send for each of n shards at once and waits for them all,
 // so that a command sent to several shards takes as long as the slowest
@@ -35,4 +39,26 @@ func (r *Router) fanOut(op *operation, n int, send func(sub *operation, i int) e
 		}
 	}
 	return nil
+}
+
+// eachShard sends cmd to every shard's primary at once, on db, and
+// answers with their replies in shard order; a reply's error is the
+// error.
+func (r *Router) eachShard(op *operation, db string, cmd bson.D) ([]bson.D, error) {
+	ids, err := r.catalog.shardIDs(op)
+	if err != nil {
+		return nil, err
+	}
+	replies := make([]bson.D, len(ids))
+	err = r.fanOut(op, len(ids), func(sub *operation, i int) error {
+		rs, err := r.catalog.shard(sub, ids[i])
+		if err != nil {
+			return err
+		}
+		if replies[i], err = r.call(sub, rs, db, append(bson.D(nil), cmd...)); err != nil {
+			return err
+		}
+		return replyError(replies[i])
+	})
+	return replies, err
 }

@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"slices"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 )
 
 // Match names the sessions killSessions or killAllSessions ends the work
@@ -58,4 +62,32 @@ func (ts *Transactions) AbortSessions(m Match) int {
 		}
 	}
 	return n
+}
+
+// Named reads which sessions a killSessions or killAllSessions command
+// names, for a router that keeps no session cache: a session by its
+// lsid.id and its user ("user@db", "" without access control). A
+// killSessions names its ids; a killAllSessions every session ([]) or
+// its listed users'.
+func Named(body bson.D) func(id []byte, user string) bool {
+	list := bsonutil.ToA(body[0].Value)
+	if body[0].Key == "killSessions" {
+		return func(id []byte, _ string) bool {
+			return slices.ContainsFunc(list, func(x any) bool {
+				v, _ := bsonutil.Field(bsonutil.ToD(x), "id")
+				b, ok := v.(bson.Binary)
+				return ok && bytes.Equal(b.Data, id)
+			})
+		}
+	}
+	return func(_ []byte, user string) bool {
+		return len(list) == 0 || slices.ContainsFunc(list, func(x any) bool {
+			d := bsonutil.ToD(x)
+			u, _ := bsonutil.Field(d, "user")
+			db, _ := bsonutil.Field(d, "db")
+			name, _ := u.(string)
+			dbName, _ := db.(string)
+			return name+"@"+dbName == user || name == "" && user == ""
+		})
+	}
 }

@@ -1,0 +1,97 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+)
+
+// TestShardedForeignStages: through the router, $lookup, $unionWith,
+// $out and $merge (also inside $facet) run when every
+// collection they name is unsharded on the database's primary shard, with
+// the results a shard gives directly; they are refused (20) when the
+// source or a named collection is sharded.
+func TestShardedForeignStages(t *testing.T) {
+	c := startRoutedCluster(t)
+	cl := c.client()
+	addShardsAndShard(t, c, cl, "fs", "sharded")
+	db := cl.Database("fs")
+	for _, coll := range []string{"plain", "other", "sharded"} {
+		docs := []any{bson.D{{Key: "_id", Value: 1}, {Key: "k", Value: 1}}, bson.D{{Key: "_id", Value: 2}, {Key: "k", Value: 2}}}
+		if _, err := db.Collection(coll).InsertMany(ctxT(t), docs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lookup := func(from string) bson.D {
+		return bson.D{{Key: "$lookup", Value: bson.D{{Key: "from", Value: from}, {Key: "localField", Value: "k"},
+			{Key: "foreignField", Value: "k"}, {Key: "as", Value: "joined"}}}}
+	}
+	reads := map[string]bson.A{
+		"$lookup":    {lookup("other")},
+		"$unionWith": {bson.D{{Key: "$unionWith", Value: "other"}}},
+		"$facet":     {bson.D{{Key: "$facet", Value: bson.D{{Key: "a", Value: bson.A{lookup("other")}}}}}},
+	}
+	primary := c.shardColl(primaryShard(t, cl, "fs"), "fs", "plain")
+	for stage, pipeline := range reads {
+		got := aggregateEach(t, db.Collection("plain"), append(pipeline, bson.D{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}}))
+		want := aggregateEach(t, primary, append(pipeline, bson.D{{Key: "$sort", Value: bson.D{{Key: "_id", Value: 1}}}}))
+		if len(got) == 0 || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s through the router: %v, on the primary shard %v", stage, got, want)
+		}
+		if err := aggregateErr(db.Collection("sharded"), pipeline); !isCode(err, 20) {
+			t.Errorf("%s on a sharded collection: %v, want 20", stage, err)
+		}
+	}
+	if err := aggregateErr(db.Collection("plain"), bson.A{lookup("sharded")}); !isCode(err, 20) {
+		t.Errorf("$lookup from a sharded collection: %v, want 20", err)
+	}
+	writes := map[string]bson.D{
+		"$out":   {{Key: "$out", Value: "outTarget"}},
+		"$merge": {{Key: "$merge", Value: bson.D{{Key: "into", Value: "mergeTarget"}}}},
+	}
+	for stage, s := range writes {
+		if err := aggregateErr(db.Collection("plain"), bson.A{s}); err != nil {
+			t.Fatalf("%s: %v", stage, err)
+		}
+	}
+	for _, target := range []string{"outTarget", "mergeTarget"} {
+		if n, err := db.Collection(target).CountDocuments(ctxT(t), bson.D{}); err != nil || n != 2 {
+			t.Errorf("%s through the router: %d documents, %v", target, n, err)
+		}
+	}
+	if err := aggregateErr(db.Collection("plain"), bson.A{bson.D{{Key: "$out", Value: "sharded"}}}); !isCode(err, 20) {
+		t.Errorf("$out into a sharded collection: %v, want 20", err)
+	}
+}
+
+func aggregateErr(coll *mongo.Collection, pipeline bson.A) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cur, err := coll.Aggregate(ctx, pipeline)
+	if err != nil {
+		return err
+	}
+	return cur.Close(ctx)
+}
+
+func isCode(err error, code int) bool {
+	var se mongo.ServerError
+	return errors.As(err, &se) && se.HasErrorCode(code)
+}
+
+// primaryShard is the id of a database's primary shard.
+func primaryShard(t *testing.T, cl *mongo.Client, db string) string {
+	t.Helper()
+	var d struct {
+		Primary string `bson:"primary"`
+	}
+	if err := cl.Database("config").Collection("databases").FindOne(ctxT(t), bson.D{{Key: "_id", Value: db}}).Decode(&d); err != nil {
+		t.Fatal(err)
+	}
+	return d.Primary
+}
