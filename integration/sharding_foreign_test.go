@@ -12,10 +12,10 @@ import (
 )
 
 // TestShardedForeignStages: through the router, $lookup, $unionWith,
-// $out and $merge (also inside $facet) run when every
-// collection they name is unsharded on the database's primary shard, with
-// the results a shard gives directly; they are refused (20) when the
-// source or a named collection is sharded.
+// $out and $merge (also inside $facet), and renameCollection, run when
+// every collection they name is unsharded on the database's primary
+// shard, with the results a shard gives directly; they are refused (20)
+// when the source or a named collection is sharded.
 func TestShardedForeignStages(t *testing.T) {
 	c := startRoutedCluster(t)
 	cl := c.client()
@@ -66,6 +66,21 @@ func TestShardedForeignStages(t *testing.T) {
 	}
 	if err := aggregateErr(db.Collection("plain"), bson.A{bson.D{{Key: "$out", Value: "sharded"}}}); !isCode(err, 20) {
 		t.Errorf("$out into a sharded collection: %v, want 20", err)
+	}
+	rename := func(from, to string) error {
+		return cl.Database("admin").RunCommand(ctxT(t), bson.D{{Key: "renameCollection", Value: "fs." + from}, {Key: "to", Value: "fs." + to}}).Err()
+	}
+	if err := rename("outTarget", "renamed"); err != nil {
+		t.Fatalf("renameCollection through the router: %v", err)
+	}
+	if n, err := db.Collection("renamed").CountDocuments(ctxT(t), bson.D{}); err != nil || n != 2 {
+		t.Errorf("the renamed collection: %d documents, %v", n, err)
+	}
+	if err := rename("sharded", "gone"); !isCode(err, 20) {
+		t.Errorf("renameCollection of a sharded collection: %v, want 20", err)
+	}
+	if err := rename("renamed", "sharded"); !isCode(err, 20) {
+		t.Errorf("renameCollection onto a sharded collection: %v, want 20", err)
 	}
 }
 

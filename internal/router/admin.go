@@ -143,7 +143,7 @@ func (r *Router) describeShard(op *operation, given string, seeds []string) (sha
 	}
 	version, _ := bsonutil.Field(hello, "setVersion")
 	return shardmeta.Shard{ID: name, Host: name + "/" + strings.Join(members, ","), State: shardmeta.ShardStateActive,
-		TopologyTime: r.time.now(), ReplSetConfigVersion: toInt64(version)}, nil
+		TopologyTime: r.time.Now(), ReplSetConfigVersion: toInt64(version)}, nil
 }
 
 // existingShard finds a shard already recorded with the same name: the

@@ -141,7 +141,7 @@ func (c *catalog) createDatabase(op *operation, db, primary string) (shardmeta.D
 		return shardmeta.Database{}, false, err
 	}
 	d := shardmeta.Database{ID: db, Primary: primary, Version: shardmeta.DatabaseVersion{
-		UUID: uuid, Timestamp: c.r.time.now(), LastMod: 1}}
+		UUID: uuid, Timestamp: c.r.time.Now(), LastMod: 1}}
 	raw, err := shardmeta.Encode(d)
 	if err != nil {
 		return shardmeta.Database{}, false, err

@@ -102,7 +102,7 @@ func (r *Router) streamStart(opts bson.D) (streamStart, error) {
 			return streamStart{at: bson.Timestamp{T: tok.pos.TS.T, I: tok.pos.TS.I}, seen: tok, resumed: true}, nil
 		}
 	}
-	return streamStart{at: nextTick(r.time.now())}, nil
+	return streamStart{at: nextTick(r.time.Now())}, nil
 }
 
 // learnShardTimes asks every shard its cluster time before a stream

@@ -1,57 +1,10 @@
 package router
 
 import (
-	"sync"
-
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 )
-
-// clusterClock is the highest cluster time the router has seen, from the
-// config servers and the shards: mongos gossips it on every
-// reply so that causal sessions and drivers move forward with it.
-type clusterClock struct {
-	mu   sync.Mutex
-	high bson.Timestamp
-}
-
-// advance raises the clock to t if t is later.
-func (c *clusterClock) advance(t bson.Timestamp) {
-	c.mu.Lock()
-	if c.high.Compare(t) < 0 {
-		c.high = t
-	}
-	c.mu.Unlock()
-}
-
-func (c *clusterClock) now() bson.Timestamp {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.high
-}
-
-// observe takes $clusterTime.clusterTime from a config server's or a
-// shard's reply.
-func (c *clusterClock) observe(doc bson.D) {
-	v, ok := bsonutil.Field(doc, "$clusterTime")
-	if !ok {
-		return
-	}
-	d, _ := v.(bson.D)
-	if t, ok := bsonutil.Field(d, "clusterTime"); ok {
-		if ts, ok := t.(bson.Timestamp); ok {
-			c.advance(ts)
-		}
-	}
-}
-
-// operationTime returns a reply's operationTime, if it has one.
-func operationTime(reply bson.D) (bson.Timestamp, bool) {
-	v, ok := bsonutil.Field(reply, "operationTime")
-	ts, isTS := v.(bson.Timestamp)
-	return ts, ok && isTS
-}
 
 // withClusterTime is cmd with the router's cluster time as $clusterTime:
 // the shards and config servers take it into their clocks (the send
@@ -60,7 +13,7 @@ func operationTime(reply bson.D) (bson.Timestamp, bool) {
 // caller's to give: a command without $clusterTime (every command the
 // router builds or passes through) gets it appended in place.
 func (r *Router) withClusterTime(cmd bson.D) bson.D {
-	now := r.time.now()
+	now := r.time.Now()
 	if now.IsZero() {
 		return cmd
 	}

@@ -58,7 +58,7 @@ type Router struct {
 	clock   clock.Clock
 	client  *wireclient.Client
 	config  *replicaSet
-	time    clusterClock
+	time    wireclient.ClusterClock
 	catalog *catalog
 	cursors *cursorTable
 	auth    *auth.Manager
@@ -150,9 +150,9 @@ func (r *Router) Handle(ctx context.Context, c *server.Conn, cmd *server.Command
 	}
 	reply = labelRetryable(op, reply)
 	if op.opTime.IsZero() {
-		op.opTime = r.time.now()
+		op.opTime = r.time.Now()
 	}
-	return r.appendGossip(reply, op.opTime, r.time.now())
+	return r.appendGossip(reply, op.opTime, r.time.Now())
 }
 
 func (r *Router) dispatch(op *operation) (bson.D, error) {
@@ -208,8 +208,8 @@ func (r *Router) call(op *operation, rs *replicaSet, db string, cmd bson.D) (bso
 
 // observeReply keeps a remote reply's cluster time and operation time.
 func (r *Router) observeReply(op *operation, reply bson.D) {
-	r.time.observe(reply)
-	if t, ok := operationTime(reply); ok && op.opTime.Compare(t) < 0 {
+	r.time.Observe(reply)
+	if t, ok := wireclient.OperationTime(reply); ok && op.opTime.Compare(t) < 0 {
 		op.opTime = t
 	}
 }

@@ -193,7 +193,7 @@ func (r *Router) recordSharding(op *operation, p placement, req shardRequest, sh
 	if err != nil {
 		return err
 	}
-	now, epoch := r.time.now(), bson.NewObjectID()
+	now, epoch := r.time.Now(), bson.NewObjectID()
 	chunks, err := shardmeta.HashedInitialChunks(shardmeta.InitialLayout{Pattern: req.pattern, UUID: uuid,
 		Epoch: epoch, ValidAfter: now, Shards: shards})
 	if err != nil {

@@ -32,7 +32,7 @@ func commandTable() map[string]handlerFunc {
 
 		// Collections and indexes, on every shard that holds them.
 		"create": cmdCollectionDDL, "createIndexes": cmdCollectionDDL, "dropIndexes": cmdCollectionDDL,
-		"collMod": cmdCollectionDDL, "drop": cmdDrop, "dropDatabase": cmdDropDatabase,
+		"collMod": cmdCollectionDDL, "renameCollection": cmdRenameCollection, "drop": cmdDrop, "dropDatabase": cmdDropDatabase,
 	}
 	for name, h := range migrationCommands() {
 		table[name] = h
