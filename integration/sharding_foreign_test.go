@@ -9,6 +9,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 )
 
 // TestShardedForeignStages: through the router, $lookup, $unionWith,
@@ -109,4 +111,38 @@ func primaryShard(t *testing.T, cl *mongo.Client, db string) string {
 		t.Fatal(err)
 	}
 	return d.Primary
+}
+
+// TestShardedDBStats: dbStats through the router holds each shard's reply
+// under raw and, as mongos, the sums of the shards' own counts and sizes.
+func TestShardedDBStats(t *testing.T) {
+	c := startRoutedCluster(t)
+	cl := c.client()
+	addShardsAndShard(t, c, cl, "st", "sharded")
+	db := cl.Database("st")
+	for _, coll := range []string{"sharded", "plain"} {
+		docs := make([]any, 50)
+		for i := range docs {
+			docs[i] = bson.D{{Key: "_id", Value: i}, {Key: "pad", Value: fmt.Sprintf("%0100d", i)}}
+		}
+		if _, err := db.Collection(coll).InsertMany(ctxT(t), docs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	routed := runCmd(t, db, bson.D{{Key: "dbStats", Value: 1}})
+	want := map[string]float64{}
+	for _, name := range shardNames() {
+		direct := runCmd(t, c.shards[name].direct(0).Database("st"), bson.D{{Key: "dbStats", Value: 1}})
+		for _, f := range []string{"collections", "objects", "indexes", "dataSize", "indexSize"} {
+			want[f] += bsonutil.ToFloat(field(t, direct, f))
+		}
+	}
+	for f, w := range want {
+		if got := bsonutil.ToFloat(field(t, routed, f)); got != w {
+			t.Errorf("dbStats %s through the router: %v, the shards' sum %v", f, got, w)
+		}
+	}
+	if want["objects"] != 100 || len(bsonutil.ToD(field(t, routed, "raw"))) != 2 {
+		t.Errorf("dbStats through the router: %v", routed)
+	}
 }

@@ -116,7 +116,7 @@ func (r *Router) learnShardTimes(op *operation, opts bson.D) error {
 			return nil
 		}
 	}
-	_, err := r.eachShard(op, "admin", bson.D{{Key: "ping", Value: 1}})
+	_, _, err := r.eachShard(op, "admin", bson.D{{Key: "ping", Value: 1}})
 	return err
 }
 

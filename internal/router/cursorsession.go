@@ -60,7 +60,7 @@ func formatLSID(id []byte, user string) string {
 // router forgets its own cursors of those sessions. A shard refuses bad
 // arguments, and the router answers with its refusal.
 func cmdKillSessions(r *Router, op *operation) (bson.D, error) {
-	if _, err := r.eachShard(op, "admin", passThrough(op.body)); err != nil {
+	if _, _, err := r.eachShard(op, "admin", passThrough(op.body)); err != nil {
 		return nil, err
 	}
 	killed := session.Named(op.body)

@@ -322,7 +322,7 @@ func cmdPrimaryCursor(r *Router, op *operation) (bson.D, error) {
 
 // cmdListDatabases adds up every shard's databases.
 func cmdListDatabases(r *Router, op *operation) (bson.D, error) {
-	replies, err := r.eachShard(op, "admin", passThrough(op.body))
+	_, replies, err := r.eachShard(op, "admin", passThrough(op.body))
 	if err != nil {
 		return nil, err
 	}

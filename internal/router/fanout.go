@@ -4,6 +4,8 @@ import (
 	"sync"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/shardmeta"
 )
 
 // fanOut runs send for each of n shards at once and waits for them all,
@@ -42,16 +44,16 @@ func (r *Router) fanOut(op *operation, n int, send func(sub *operation, i int) e
 }
 
 // eachShard sends cmd to every shard's primary at once, on db, and
-// answers with their replies in shard order; a reply's error is the
-// error.
-func (r *Router) eachShard(op *operation, db string, cmd bson.D) ([]bson.D, error) {
-	ids, err := r.catalog.shardIDs(op)
+// answers with the shards (by id) and their replies in that order; a
+// reply's error is the error.
+func (r *Router) eachShard(op *operation, db string, cmd bson.D) ([]shardmeta.Shard, []bson.D, error) {
+	shards, err := r.catalog.shardDocs(op)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	replies := make([]bson.D, len(ids))
-	err = r.fanOut(op, len(ids), func(sub *operation, i int) error {
-		rs, err := r.catalog.shard(sub, ids[i])
+	replies := make([]bson.D, len(shards))
+	err = r.fanOut(op, len(shards), func(sub *operation, i int) error {
+		rs, err := r.catalog.shard(sub, shards[i].ID)
 		if err != nil {
 			return err
 		}
@@ -60,5 +62,5 @@ func (r *Router) eachShard(op *operation, db string, cmd bson.D) ([]bson.D, erro
 		}
 		return replyError(replies[i])
 	})
-	return replies, err
+	return shards, replies, err
 }

@@ -103,6 +103,8 @@ func fanOutCases() map[string]fanOutCase {
 		"distinct":      {"distinct", "db", bson.D{{Key: "distinct", Value: "sharded"}, {Key: "key", Value: "x"}}},
 		"explain":       {"explain", "db", bson.D{{Key: "explain", Value: bson.D{{Key: "count", Value: "sharded"}}}}},
 		"listDatabases": {"listDatabases", "admin", bson.D{{Key: "listDatabases", Value: 1}}},
+		"dbStats":       {"dbStats", "db", bson.D{{Key: "dbStats", Value: 1}}},
+		"dbstats":       {"dbstats", "db", bson.D{{Key: "dbstats", Value: 1}}},
 		"insert":        {"insert", "db", bson.D{{Key: "insert", Value: "sharded"}, {Key: "documents", Value: docs}, {Key: "ordered", Value: false}}},
 		"bulkWrite": {"bulkWrite", "admin", bson.D{{Key: "bulkWrite", Value: 1}, {Key: "ops", Value: ops},
 			{Key: "nsInfo", Value: bson.A{bson.D{{Key: "ns", Value: "db.sharded"}}}}, {Key: "ordered", Value: false}}},

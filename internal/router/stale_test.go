@@ -75,6 +75,8 @@ func unversionedCommands() map[string]string {
 		"moveChunk": admin, "movechunk": admin, "moveRange": admin, "split": admin,
 		"getMore": cursor, "killCursors": cursor,
 		"listDatabases": "asks every shard about every database: no one collection's version applies",
+		"dbStats":       "asks every shard about a database: no one collection's version applies",
+		"dbstats":       "asks every shard about a database: no one collection's version applies",
 		"dropDatabase":  "forgets the metadata first, then has every shard drop its copy under a hold there (_shardsvrDropDatabaseParticipant): no version to be stale",
 	}
 }

@@ -23,7 +23,7 @@ func commandTable() map[string]handlerFunc {
 		// Atlas Search indexes: the primary shard answers as a mongod does.
 		"createSearchIndexes": cmdPrimaryCursor, "updateSearchIndex": cmdPrimaryCursor,
 		"dropSearchIndex": cmdPrimaryCursor, "listSearchIndexes": cmdPrimaryCursor,
-		"listDatabases": cmdListDatabases, "explain": cmdExplain,
+		"listDatabases": cmdListDatabases, "dbStats": cmdDBStats, "dbstats": cmdDBStats, "explain": cmdExplain,
 
 		// Writes.
 		"insert": cmdInsert, "update": cmdUpdate, "delete": cmdDelete,
