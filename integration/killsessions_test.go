@@ -171,3 +171,61 @@ func TestKillSessionsRefusesBadArguments(t *testing.T) {
 		}
 	}
 }
+
+// TestKillSessionsThroughTheRouter: killSessions and killAllSessions
+// through the router close the named sessions' cursors, merged over both
+// shards, and leave another session's open.
+func TestKillSessionsThroughTheRouter(t *testing.T) {
+	c := startRoutedCluster(t)
+	cl := c.client()
+	addShardsAndShard(t, c, cl, "ks", "docs")
+	coll := cl.Database("ks").Collection("docs")
+	docs := make([]any, 20)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "_id", Value: i}}
+	}
+	if _, err := coll.InsertMany(ctxT(t), docs); err != nil {
+		t.Fatal(err)
+	}
+	for _, form := range []string{"killSessions", "killAllSessions"} {
+		victim, bystander := openSessionCursor(t, cl, coll), openSessionCursor(t, cl, coll)
+		cmd := bson.D{{Key: "killAllSessions", Value: bson.A{}}}
+		if form == "killSessions" {
+			cmd = bson.D{{Key: "killSessions", Value: bson.A{victim.sess.ID()}}}
+		}
+		runCmd(t, cl.Database("admin"), cmd)
+		for victim.cur.Next(ctxT(t)) {
+		}
+		wantCode(t, victim.cur.Err(), 43, "")
+		if form == "killSessions" {
+			n := 1
+			for bystander.cur.Next(ctxT(t)) {
+				n++
+			}
+			if err := bystander.cur.Err(); err != nil || n != len(docs) {
+				t.Fatalf("the other session's cursor gave %d documents, %v", n, err)
+			}
+		}
+	}
+}
+
+type sessionCursor struct {
+	sess *mongo.Session
+	cur  *mongo.Cursor
+}
+
+// openSessionCursor opens a find of batch 1 in a new session and reads
+// its first document.
+func openSessionCursor(t *testing.T, cl *mongo.Client, coll *mongo.Collection) sessionCursor {
+	t.Helper()
+	sess, err := cl.StartSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sess.EndSession(context.Background()) })
+	cur, err := coll.Find(mongo.NewSessionContext(ctxT(t), sess), bson.D{}, options.Find().SetBatchSize(1))
+	if err != nil || !cur.Next(ctxT(t)) {
+		t.Fatalf("open a cursor: %v", err)
+	}
+	return sessionCursor{sess: sess, cur: cur}
+}
