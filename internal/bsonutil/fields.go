@@ -60,3 +60,10 @@ func HoldsString(v any) bool {
 	}
 	return false
 }
+
+// DocField is d's field name when it holds a document.
+func DocField(d bson.D, name string) (bson.D, bool) {
+	v, ok := Field(d, name)
+	doc, isDoc := v.(bson.D)
+	return doc, ok && isDoc
+}
