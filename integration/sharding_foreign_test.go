@@ -113,9 +113,10 @@ func primaryShard(t *testing.T, cl *mongo.Client, db string) string {
 	return d.Primary
 }
 
-// TestShardedDBStats: dbStats through the router holds each shard's reply
-// under raw and, as mongos, the sums of the shards' own counts and sizes.
-func TestShardedDBStats(t *testing.T) {
+// TestShardedStats: dbStats through the router holds each shard's reply
+// under raw and, as mongos, the sums of the shards' own counts and sizes;
+// the router's serverStatus counts what it answered.
+func TestShardedStats(t *testing.T) {
 	c := startRoutedCluster(t)
 	cl := c.client()
 	addShardsAndShard(t, c, cl, "st", "sharded")
@@ -144,5 +145,29 @@ func TestShardedDBStats(t *testing.T) {
 	}
 	if want["objects"] != 100 || len(bsonutil.ToD(field(t, routed, "raw"))) != 2 {
 		t.Errorf("dbStats through the router: %v", routed)
+	}
+	checkRouterStatus(t, cl, db)
+}
+
+// checkRouterStatus: the router's serverStatus is its own process's, and
+// its opcounters move with the commands it answers (100 documents were
+// inserted through it).
+func checkRouterStatus(t *testing.T, cl *mongo.Client, db *mongo.Database) {
+	t.Helper()
+	admin := cl.Database("admin")
+	before := runCmd(t, admin, bson.D{{Key: "serverStatus", Value: 1}})
+	if field(t, before, "process") != "mongos" || bsonutil.ToFloat(bsonutil.ToD(field(t, before, "connections"))[0].Value) < 1 {
+		t.Fatalf("the router's serverStatus: %v", before)
+	}
+	counters := func(d bson.D) bson.D { return bsonutil.ToD(field(t, d, "opcounters")) }
+	if n := bsonutil.ToFloat(field(t, counters(before), "insert")); n != 100 {
+		t.Errorf("opcounters.insert %v after 100 documents inserted through the router", n)
+	}
+	if _, err := db.Collection("plain").Find(ctxT(t), bson.D{}); err != nil {
+		t.Fatal(err)
+	}
+	after := counters(runCmd(t, admin, bson.D{{Key: "serverStatus", Value: 1}}))
+	if q := bsonutil.ToFloat(field(t, after, "query")) - bsonutil.ToFloat(field(t, counters(before), "query")); q != 1 {
+		t.Errorf("one find through the router counted %v queries", q)
 	}
 }

@@ -85,6 +85,7 @@ func runRoute(args []string, stdout io.Writer) error {
 		return fmt.Errorf("route: %w", err)
 	}
 	srv := server.New(server.Config{Addr: o.addr(), Logger: logger}, rt)
+	rt.SetServerStats(srv.Stats)
 	if err := srv.Listen(); err != nil {
 		return fmt.Errorf("route: %w", err)
 	}

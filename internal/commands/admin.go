@@ -1,9 +1,7 @@
 package commands
 
 import (
-	"os"
 	"runtime"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -175,17 +173,8 @@ func (h *Handler) databaseSize(db string) int64 {
 
 func cmdServerStatus(h *Handler, r *request) (bson.D, error) {
 	now := h.deps.Clock.Now()
-	host, _ := os.Hostname()
 	uptime := now.Sub(h.started)
-	return h.withReplStatus(bson.D{
-		{Key: "host", Value: host},
-		{Key: "version", Value: Version},
-		{Key: "process", Value: "mayfly"},
-		{Key: "pid", Value: int64(os.Getpid())},
-		{Key: "uptime", Value: float64(uptime / time.Second)},
-		{Key: "uptimeMillis", Value: uptime.Milliseconds()},
-		{Key: "uptimeEstimate", Value: int64(uptime / time.Second)},
-		{Key: "localTime", Value: bson.NewDateTimeFromTime(now)},
+	return h.withReplStatus(append(diag.ProcessHeader(Version, "mayfly", h.started, now), bson.D{
 		{Key: "asserts", Value: diag.Asserts(h.deps.OpStats)},
 		{Key: "connections", Value: h.connectionsStatus()},
 		{Key: "extra_info", Value: diag.ExtraInfo()},
@@ -198,7 +187,7 @@ func cmdServerStatus(h *Handler, r *request) (bson.D, error) {
 		{Key: "metrics", Value: h.metricsStatus()},
 		{Key: "storageEngine", Value: bson.D{{Key: "name", Value: "pebble"}, {Key: "persistent", Value: h.deps.DataDir != ""}}},
 		{Key: "mayflyCache", Value: h.cacheStatus()},
-	}), nil
+	}...)), nil
 }
 
 // cacheStatus is serverStatus.mayflyCache: the resident cache in front of

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -125,4 +126,22 @@ func HostExtra(totalMemoryMB int64) bson.D {
 		out = append(out, bson.E{Key: "maxOpenFiles", Value: int64(lim.Cur)})
 	}
 	return out
+}
+
+// ProcessHeader is serverStatus's first fields: the host, the version,
+// the process kind ("mayfly", "mongos"), its pid, how long it has run
+// since started, and the time at now.
+func ProcessHeader(version, process string, started, now time.Time) bson.D {
+	host, _ := os.Hostname()
+	uptime := now.Sub(started)
+	return bson.D{
+		{Key: "host", Value: host},
+		{Key: "version", Value: version},
+		{Key: "process", Value: process},
+		{Key: "pid", Value: int64(os.Getpid())},
+		{Key: "uptime", Value: float64(uptime / time.Second)},
+		{Key: "uptimeMillis", Value: uptime.Milliseconds()},
+		{Key: "uptimeEstimate", Value: int64(uptime / time.Second)},
+		{Key: "localTime", Value: bson.NewDateTimeFromTime(now)},
+	}
 }

@@ -133,7 +133,7 @@ func notFannedOut() map[string]string {
 	return map[string]string{
 		"hello": "answered by the router", "isMaster": "answered by the router", "ismaster": "answered by the router",
 		"ping": "answered by the router", "buildInfo": "answered by the router", "buildinfo": "answered by the router",
-		"getParameter": "answered by the router", "setParameter": "answered by the router", "configureFailPoint": "answered by the router", "renameCollection": "the primary shard", "whatsmyuri": "answered by the router",
+		"getParameter": "answered by the router", "setParameter": "answered by the router", "configureFailPoint": "answered by the router", "serverStatus": "answered by the router", "renameCollection": "the primary shard", "whatsmyuri": "answered by the router",
 		"endSessions": "answered by the router", "refreshSessions": "answered by the router",
 		"addShard": "one shard and the config servers", "listShards": "the config servers", "removeShard": "the config servers",
 		"enableSharding": "the config servers", "shardCollection": "builds the key's index on each shard in turn before the chunks exist, then the config servers (its closing cache refresh is not a command of the client's)",

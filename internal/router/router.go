@@ -13,6 +13,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/failpoint"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/opstats"
 	"github.com/mayflydb/mayfly/internal/params"
 	"github.com/mayflydb/mayfly/internal/server"
 	"github.com/mayflydb/mayfly/internal/wireclient"
@@ -65,7 +66,11 @@ type Router struct {
 	params  *params.Table
 	// failPoints are the router's fail points; nil without TestCommands.
 	failPoints *failpoint.Registry
-	started    bson.DateTime
+	// opCounts are serverStatus's opcounters; serverStats its connections
+	// and traffic (status.go).
+	opCounts    opstats.OpCounters
+	serverStats func() server.Stats
+	started     bson.DateTime
 	// commands is commandTable and authCommands authCommandTable, built
 	// once.
 	commands, authCommands map[string]handlerFunc
@@ -139,7 +144,11 @@ func (r *Router) Handle(ctx context.Context, c *server.Conn, cmd *server.Command
 	// signature, and its clock stamps new metadata (database and
 	// collection timestamps).
 	op := &operation{ctx: ctx, conn: c, db: cmd.DB, name: cmd.Name, body: cmd.Body}
+	r.opCounts.Start(op.name)
 	reply, err := r.dispatch(op)
+	if err == nil {
+		r.opCounts.Done(op.name, op.body, reply)
+	}
 	if err != nil {
 		reply = mongoerr.Reply(err)
 	} else {

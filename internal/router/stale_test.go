@@ -66,7 +66,7 @@ func unversionedCommands() map[string]string {
 	cursor := "works on the router's own cursors"
 	return map[string]string{
 		"hello": handshake, "isMaster": handshake, "ismaster": handshake, "ping": handshake,
-		"buildInfo": handshake, "buildinfo": handshake, "getParameter": handshake, "setParameter": handshake, "configureFailPoint": "sets a fail point of the router itself",
+		"buildInfo": handshake, "buildinfo": handshake, "getParameter": handshake, "setParameter": handshake, "configureFailPoint": "sets a fail point of the router itself", "serverStatus": "answered by the router from its own process",
 		"renameCollection": "an unsharded collection on its primary shard, checked against the config servers read afresh", "whatsmyuri": handshake,
 		"endSessions": handshake, "refreshSessions": handshake,
 		"killSessions": "sessions, on every shard: no collection's version applies", "killAllSessions": "sessions, on every shard: no collection's version applies",

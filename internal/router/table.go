@@ -7,7 +7,7 @@ func commandTable() map[string]handlerFunc {
 	table := map[string]handlerFunc{
 		// The handshake and the connection.
 		"hello": cmdHello, "isMaster": cmdHello, "ismaster": cmdHello,
-		"ping": cmdOK, "buildInfo": cmdBuildInfo, "buildinfo": cmdBuildInfo,
+		"ping": cmdOK, "serverStatus": cmdServerStatus, "buildInfo": cmdBuildInfo, "buildinfo": cmdBuildInfo,
 		"getParameter": cmdGetParameter, "configureFailPoint": cmdConfigureFailPoint, "setParameter": cmdSetParameter, "whatsmyuri": cmdWhatsMyURI,
 		"endSessions": cmdOK, "refreshSessions": cmdOK, "killSessions": cmdKillSessions, "killAllSessions": cmdKillSessions,
 

@@ -1,0 +1,33 @@
+package router
+
+import (
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/diag"
+	"github.com/mayflydb/mayfly/internal/server"
+)
+
+// SetServerStats connects serverStatus to the network server's counters
+// (connections and traffic); until then they read zero.
+func (r *Router) SetServerStats(f func() server.Stats) { r.serverStats = f }
+
+// cmdServerStatus answers serverStatus as mongos does, from the router's
+// own process: its connections and traffic, the commands it answered
+// (opcounters, counted as a mongod counts them), and its memory.
+func cmdServerStatus(r *Router, _ *operation) (bson.D, error) {
+	var s server.Stats
+	if r.serverStats != nil {
+		s = r.serverStats()
+	}
+	c := &r.opCounts
+	return append(diag.ProcessHeader(r.cfg.Version, "mongos", r.started.Time(), r.clock.Now()), bson.D{
+		{Key: "connections", Value: bson.D{{Key: "current", Value: int32(s.Current)},
+			{Key: "available", Value: int32(s.Available)}, {Key: "totalCreated", Value: int32(s.TotalCreated)}}},
+		{Key: "extra_info", Value: diag.ExtraInfo()},
+		{Key: "network", Value: diag.Network(s.BytesIn, s.BytesOut, s.Requests)},
+		{Key: "opcounters", Value: bson.D{{Key: "insert", Value: c.Insert.Load()}, {Key: "query", Value: c.Query.Load()},
+			{Key: "update", Value: c.Update.Load()}, {Key: "delete", Value: c.Delete.Load()},
+			{Key: "getmore", Value: c.GetMore.Load()}, {Key: "command", Value: c.Command.Load()}}},
+		{Key: "mem", Value: diag.Mem()},
+	}...), nil
+}
