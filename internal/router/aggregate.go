@@ -47,15 +47,15 @@ func cmdAggregate(r *Router, op *operation) (bson.D, error) {
 }
 
 // refuseUnsupportedStages refuses what the router cannot run over
-// several shards in this version (a leading $changeStream reaches it
-// only from explain).
+// several shards in this version: a misplaced or (from explain) leading
+// $changeStream, and the stages that name other collections.
 func refuseUnsupportedStages(pipeline bson.A) error {
-	for i, raw := range pipeline {
+	if err := refuseMisplacedChangeStream(pipeline); err != nil {
+		return err
+	}
+	for _, raw := range pipeline {
 		name := stageName(raw)
-		switch {
-		case name == "$changeStream" && i > 0:
-			return mongoerr.New(mongoerr.Location40602, "$changeStream is only valid as the first stage in a pipeline.")
-		case name == "$changeStream", name == "$out", name == "$merge", name == "$lookup", name == "$graphLookup", name == "$unionWith":
+		if _, foreign := shardmerge.ForeignStages[name]; foreign || name == "$changeStream" {
 			return mongoerr.Newf(mongoerr.IllegalOperation, "%s is not supported through mayfly route in this version", name)
 		}
 	}

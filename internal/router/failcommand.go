@@ -75,7 +75,7 @@ func (r *Router) failGetMore(op *operation, c *routerCursor) error {
 // failWriteConcern gives a write's successful reply the fail point's
 // writeConcernError and errorLabels.
 func (r *Router) failWriteConcern(op *operation, reply bson.D) bson.D {
-	if r.failPoints == nil || !takesWriteConcern(op.name) {
+	if r.failPoints == nil || !takesWriteConcern(op.name) || replyError(reply) != nil {
 		return reply
 	}
 	return r.failPoints.FailWriteConcern(r.failCall(op), reply)
@@ -123,8 +123,10 @@ func helloAppName(hello bson.D) string {
 }
 
 // labelRetryable gives a retryable write's retryable error the label
-// drivers retry on, as a mongod does: the router's own errors (a fail
-// point's, a shard it could not reach) as much as a shard's.
+// drivers retry on, as a mongod does. The router gives it only to a fail
+// point's error, raised before any shard saw the command: after routing
+// it cannot know whether a shard applied the write, and the shards label
+// their own errors.
 func labelRetryable(op *operation, reply bson.D) bson.D {
 	return txnrules.LabelRetryable(op.name, op.body, reply)
 }

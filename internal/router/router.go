@@ -157,7 +157,6 @@ func (r *Router) Handle(ctx context.Context, c *server.Conn, cmd *server.Command
 		}
 		reply = r.failWriteConcern(op, reply)
 	}
-	reply = labelRetryable(op, reply)
 	if op.opTime.IsZero() {
 		op.opTime = r.time.Now()
 	}
@@ -172,7 +171,8 @@ func (r *Router) dispatch(op *operation) (bson.D, error) {
 		return nil, err
 	}
 	if err := r.failCommand(op); err != nil {
-		return nil, err
+		// No shard saw the command: a retryable write may be retried.
+		return labelRetryable(op, mongoerr.Reply(err)), nil
 	}
 	if h, ok := r.authCommands[op.name]; ok {
 		return h(r, op)
