@@ -34,14 +34,14 @@ type routedCluster struct {
 // shardNames are the test cluster's shards, in id order.
 func shardNames() []string { return []string{"shA", "shB"} }
 
-// startRoutedCluster starts the sets, as a config server set and shards,
-// and the router; the shards are not added yet.
-func startRoutedCluster(t *testing.T) *routedCluster {
+// startRoutedCluster starts the sets, as a config server set and shards
+// (with shardArgs), and the router; the shards are not added yet.
+func startRoutedCluster(t *testing.T, shardArgs ...string) *routedCluster {
 	t.Helper()
 	c := &routedCluster{t: t, shards: map[string]*replSet{}}
 	c.config = startNamedReplSet(t, "cfg", 1, "--configsvr")
 	for _, name := range shardNames() {
-		c.shards[name] = startNamedReplSet(t, name, 1, "--shardsvr")
+		c.shards[name] = startNamedReplSet(t, name, 1, append([]string{"--shardsvr"}, shardArgs...)...)
 	}
 	c.router = startRouter(t, "cfg/"+c.config.addrs[0])
 	return c

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/signal"
@@ -15,8 +16,11 @@ import (
 	"syscall"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
+
 	"github.com/mayflydb/mayfly/internal/auth"
 	"github.com/mayflydb/mayfly/internal/commands"
+	"github.com/mayflydb/mayfly/internal/logring"
 	"github.com/mayflydb/mayfly/internal/router"
 	"github.com/mayflydb/mayfly/internal/server"
 	"github.com/mayflydb/mayfly/internal/wireclient"
@@ -73,7 +77,10 @@ func runRoute(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	cfg.Logger = logger
+	ring := logring.New()
+	logger = slog.New(logring.NewHandler(logger.Handler(), ring))
+	cfg.Logger, cfg.Log = logger, ring
+	cfg.Argv, cfg.Parsed = append([]string{"mayfly", "route"}, args...), o.parsed()
 	setRouterGC(os.Getenv)
 	stopProfile, err := startCPUProfile(o.cpuProfile)
 	if err != nil {
@@ -90,6 +97,7 @@ func runRoute(args []string, stdout io.Writer) error {
 		return fmt.Errorf("route: %w", err)
 	}
 	rt.Start()
+	ring.Started()
 	go func() { _ = srv.Serve() }()
 	logger.Info("routing", "addr", srv.Addr().String(), "configdb", o.configDB)
 	return waitAndStop(srv, rt, logger)
@@ -129,6 +137,20 @@ func startCPUProfile(path string) (stop func(), err error) {
 		pprof.StopCPUProfile()
 		_ = f.Close()
 	}, nil
+}
+
+// parsed is getCmdLineOpts's parsed: the settings the flags gave, as
+// mongos names them (a keyFile's path, not its key).
+func (o *routeOptions) parsed() bson.D {
+	listen := bson.D{{Key: "bindIp", Value: o.bindIP}, {Key: "port", Value: int32(o.port)}}
+	if o.bindIPAll {
+		listen = bson.D{{Key: "bindIpAll", Value: true}, {Key: "port", Value: int32(o.port)}}
+	}
+	parsed := bson.D{{Key: "net", Value: listen}, {Key: "sharding", Value: bson.D{{Key: "configDB", Value: o.configDB}}}}
+	if o.keyFile != "" {
+		parsed = append(parsed, bson.E{Key: "security", Value: bson.D{{Key: "keyFile", Value: o.keyFile}}})
+	}
+	return parsed
 }
 
 func (o *routeOptions) addr() string {

@@ -4,6 +4,7 @@
 package clock
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -198,4 +199,16 @@ func Unoffset(c Clock) Clock {
 		return o.Base
 	}
 	return c
+}
+
+// Sleep waits d on c's timer, and reports false if ctx ended first.
+func Sleep(ctx context.Context, c Clock, d time.Duration) bool {
+	t := c.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

@@ -151,28 +151,7 @@ func cmdCurrentOp(h *Handler, r *request) (bson.D, error) {
 	if err := requireAdmin(r); err != nil {
 		return nil, err
 	}
-	var filter bson.D
-	for _, e := range r.body[1:] {
-		if !cmdargs.IsGeneric(e.Key) && !strings.HasPrefix(e.Key, "$") {
-			filter = append(filter, e)
-		}
-	}
-	out, err := h.pipelineOverDocs(bson.A{bson.D{{Key: "$match", Value: filter}}}, h.currentOpDocs(true))
-	if err != nil {
-		return nil, err
-	}
-	defer out.Close()
-	inprog := bson.A{}
-	for {
-		d, ok, err := out.Next()
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			return bson.D{{Key: "inprog", Value: inprog}}, nil
-		}
-		inprog = append(inprog, d)
-	}
+	return activity.InProg(r.body, h.currentOpDocs(true), h.deps.Clock.Now())
 }
 
 // collectionlessAggregate runs {aggregate: 1} pipelines; Mayfly supports

@@ -1,8 +1,6 @@
 package commands
 
 import (
-	"runtime"
-
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
@@ -77,50 +75,17 @@ func checkClientMetadata(r *request) error {
 func cmdPing(*Handler, *request) (bson.D, error) { return bson.D{}, nil }
 
 func cmdBuildInfo(h *Handler, r *request) (bson.D, error) {
-	return bson.D{
-		{Key: "version", Value: Version},
-		{Key: "gitVersion", Value: "mayfly-" + MayflyVersion},
-		{Key: "modules", Value: bson.A{}},
-		{Key: "allocator", Value: "go"},
-		{Key: "javascriptEngine", Value: "none"},
-		{Key: "sysInfo", Value: "deprecated"},
-		{Key: "versionArray", Value: bson.A{int32(8), int32(0), int32(0), int32(0)}},
-		{Key: "bits", Value: int32(64)},
-		{Key: "debug", Value: false},
-		{Key: "maxBsonObjectSize", Value: int32(wire.MaxBSONObjectSize)},
-		{Key: "storageEngines", Value: bson.A{"pebble"}},
-		{Key: "buildEnvironment", Value: bson.D{
-			{Key: "target_os", Value: runtime.GOOS},
-			{Key: "target_arch", Value: diag.Arch()},
-		}},
-		{Key: "mayflyVersion", Value: MayflyVersion},
-	}, nil
+	return append(diag.BuildInfo(Version, "mayfly-"+MayflyVersion),
+		bson.E{Key: "storageEngines", Value: bson.A{"pebble"}},
+		bson.E{Key: "mayflyVersion", Value: MayflyVersion}), nil
 }
 
 func cmdGetLog(h *Handler, r *request) (bson.D, error) {
-	which, ok := r.body[0].Value.(string)
-	if !ok {
-		return nil, mongoerr.New(mongoerr.TypeMismatch, "Argument to getLog must be of type String")
-	}
-	switch which {
-	case "*":
-		return bson.D{{Key: "names", Value: bson.A{"global", "startupWarnings"}}}, nil
-	case "global", "startupWarnings":
-		return diag.LogLines(h.deps.Log, which), nil
-	}
-	return nil, mongoerr.Newf(mongoerr.OperationFailed, "No log named '%s'", which)
+	return diag.GetLog(h.deps.Log, r.body[0].Value)
 }
 
 func cmdGetCmdLineOpts(h *Handler, r *request) (bson.D, error) {
-	argv := bson.A{}
-	for _, a := range h.deps.Argv {
-		argv = append(argv, a)
-	}
-	parsed := h.deps.Parsed
-	if parsed == nil {
-		parsed = bson.D{}
-	}
-	return bson.D{{Key: "argv", Value: argv}, {Key: "parsed", Value: parsed}}, nil
+	return diag.CmdLineOpts(h.deps.Argv, h.deps.Parsed), nil
 }
 
 func cmdHostInfo(h *Handler, _ *request) (bson.D, error) {

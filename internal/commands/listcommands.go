@@ -5,7 +5,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/mayflydb/mayfly/internal/auth"
+	"github.com/mayflydb/mayfly/internal/diag"
 )
 
 // cmdListCommands lists the commands this server answers, with the
@@ -21,21 +21,9 @@ func cmdListCommands(h *Handler, r *request) (bson.D, error) {
 		}
 	}
 	sort.Strings(names)
-	cmds := bson.D{}
-	for _, n := range names {
-		c := h.table[n]
-		versions := bson.A{}
-		if c.apiV1 {
-			versions = append(versions, "1")
-		}
-		cmds = append(cmds, bson.E{Key: n, Value: bson.D{
-			{Key: "help", Value: ""},
-			{Key: "requiresAuth", Value: auth.RequiresAuthentication(n)},
-			{Key: "secondaryOk", Value: true},
-			{Key: "adminOnly", Value: c.adminOnly},
-			{Key: "apiVersions", Value: versions},
-			{Key: "deprecatedApiVersions", Value: bson.A{}},
-		}})
+	cmds := make([]diag.CommandInfo, len(names))
+	for i, n := range names {
+		cmds[i] = diag.CommandInfo{Name: n, AdminOnly: h.table[n].adminOnly, APIV1: h.table[n].apiV1}
 	}
-	return bson.D{{Key: "commands", Value: cmds}}, nil
+	return diag.ListCommands(cmds), nil
 }

@@ -86,6 +86,7 @@ const (
 	Location18537   Code = 18537
 	Location18628   Code = 18628
 	Location18629   Code = 18629
+	Location28625   Code = 28625
 	Location28646   Code = 28646
 	Location28647   Code = 28647
 	Location28648   Code = 28648
@@ -297,6 +298,8 @@ const (
 	Location50737   Code = 50737
 	Location50738   Code = 50738
 	Location50752   Code = 50752
+	Location50759   Code = 50759
+	Location50760   Code = 50760
 	Location50799   Code = 50799
 	Location50800   Code = 50800
 	Location50801   Code = 50801

@@ -9,11 +9,24 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/shardmeta"
+	"github.com/mayflydb/mayfly/internal/wireclient"
 )
+
+// isAdminOnly names the commands mongos runs only against the admin
+// database: dispatch refuses them elsewhere, and listCommands says so.
+func isAdminOnly(name string) bool {
+	switch name {
+	case "addShard", "listShards", "removeShard", "enableSharding", "shardCollection",
+		"balancerStatus", "balancerStart", "balancerStop", "moveChunk", "movechunk", "moveRange", "split",
+		"bulkWrite", "currentOp", "killOp", "getLog", "getCmdLineOpts", "fsync", "fsyncUnlock":
+		return true
+	}
+	return false
+}
 
 // adminOnly refuses an admin command sent to another database, as mongos.
 func adminOnly(op *operation) error {
-	if op.db != "admin" {
+	if isAdminOnly(op.name) && op.db != "admin" {
 		return mongoerr.Newf(mongoerr.Unauthorized, "%s may only be run against the admin database.", op.name)
 	}
 	return nil
@@ -32,16 +45,13 @@ func stringArg(op *operation) (string, error) {
 // its name and members and records {_id: setName, host:
 // "setName/members", state: 1, topologyTime}.
 func cmdAddShard(r *Router, op *operation) (bson.D, error) {
-	if err := adminOnly(op); err != nil {
-		return nil, err
-	}
 	url, err := stringArg(op)
 	if err != nil {
 		return nil, err
 	}
 	given, seeds := "", []string{url}
 	if strings.Contains(url, "/") {
-		if given, seeds, err = parseSetString(url); err != nil {
+		if given, seeds, err = wireclient.ParseSetString(url); err != nil {
 			return nil, mongoerr.New(mongoerr.FailedToParse, err.Error())
 		}
 	}
@@ -85,13 +95,13 @@ func (r *Router) writeShardIdentity(op *operation, shard shardmeta.Shard, seeds 
 		return err
 	}
 	set := bson.D{{Key: "$set", Value: bson.D{{Key: "shardName", Value: shard.ID}, {Key: "clusterId", Value: version.ClusterID},
-		{Key: "configsvrConnectionString", Value: r.config.name + "/" + strings.Join(r.config.seeds, ",")}}}}
+		{Key: "configsvrConnectionString", Value: r.config.ConnectionString()}}}}
 	update := bson.D{{Key: "update", Value: "system.version"}, {Key: "updates", Value: bson.A{bson.D{
 		{Key: "q", Value: bson.D{{Key: "_id", Value: "shardIdentity"}}}, {Key: "u", Value: set}, {Key: "upsert", Value: true}}}},
 		{Key: "writeConcern", Value: majority()}}
-	reply, err := r.call(op, newReplicaSet(shard.ID, seeds, r.client, r.clock), "admin", update)
+	reply, err := r.call(op, wireclient.NewReplicaSet(shard.ID, seeds, r.client, r.clock), "admin", update)
 	if err == nil {
-		err = replyError(reply)
+		err = wireclient.MongoError(reply)
 	}
 	if err == nil {
 		err = firstWriteError(reply)
@@ -112,11 +122,11 @@ func orNoClusterID(err error) error {
 // describeShard reads a set's hello: its name (which must match the one
 // given), its members and its config version.
 func (r *Router) describeShard(op *operation, given string, seeds []string) (shardmeta.Shard, error) {
-	probe := newReplicaSet(given, seeds, r.client, r.clock)
+	probe := wireclient.NewReplicaSet(given, seeds, r.client, r.clock)
 	var hello bson.D
 	var err error
 	for _, h := range seeds {
-		if hello, err = probe.hello(op.ctx, h); err == nil {
+		if hello, err = probe.Hello(op.ctx, h); err == nil {
 			break
 		}
 	}
@@ -166,8 +176,8 @@ func (r *Router) existingShard(op *operation, s shardmeta.Shard) (string, bool, 
 }
 
 func sameSet(a, b string) bool {
-	an, ah, errA := parseSetString(a)
-	bn, bh, errB := parseSetString(b)
+	an, ah, errA := wireclient.ParseSetString(a)
+	bn, bh, errB := wireclient.ParseSetString(b)
 	if errA != nil || errB != nil || an != bn {
 		return false
 	}
@@ -182,9 +192,6 @@ func sameSet(a, b string) bool {
 }
 
 func cmdListShards(r *Router, op *operation) (bson.D, error) {
-	if err := adminOnly(op); err != nil {
-		return nil, err
-	}
 	filter, _ := bsonutil.Field(op.body, "filter")
 	docs, err := r.configFind(op, shardmeta.ShardsCollection, bsonutil.ToD(filter), bson.D{{Key: "_id", Value: int32(1)}})
 	if err != nil {
@@ -202,9 +209,6 @@ func cmdListShards(r *Router, op *operation) (bson.D, error) {
 // finds it owning nothing removes it. With no migrations yet, a shard
 // that owns chunks or databases stays draining.
 func cmdRemoveShard(r *Router, op *operation) (bson.D, error) {
-	if err := adminOnly(op); err != nil {
-		return nil, err
-	}
 	id, err := stringArg(op)
 	if err != nil {
 		return nil, err
@@ -289,9 +293,6 @@ func (r *Router) ownedBy(op *operation, id string) (int64, bson.A, error) {
 // cmdEnableSharding creates the database's record (8.0 needs nothing
 // more to shard its collections), on primaryShard when given.
 func cmdEnableSharding(r *Router, op *operation) (bson.D, error) {
-	if err := adminOnly(op); err != nil {
-		return nil, err
-	}
 	db, err := stringArg(op)
 	if err != nil {
 		return nil, err
@@ -335,14 +336,11 @@ func (r *Router) changelog(op *operation, what, ns string, details bson.D) {
 // cmdBalancerStatus asks the config servers' primary, where the
 // balancer runs, as mongos sends _configsvrBalancerStatus.
 func cmdBalancerStatus(r *Router, op *operation) (bson.D, error) {
-	if err := adminOnly(op); err != nil {
-		return nil, err
-	}
 	reply, err := r.call(op, r.config, "admin", bson.D{{Key: "_configsvrBalancerStatus", Value: int32(1)}})
 	if err != nil {
 		return nil, err
 	}
-	if err := replyError(reply); err != nil {
+	if err := wireclient.MongoError(reply); err != nil {
 		return nil, err
 	}
 	out := bson.D{}
@@ -357,9 +355,6 @@ func cmdBalancerStatus(r *Router, op *operation) (bson.D, error) {
 // cmdBalancerSwitch is balancerStart and balancerStop: they set the
 // balancer document's mode and stopped flag with majority write concern.
 func cmdBalancerSwitch(r *Router, op *operation) (bson.D, error) {
-	if err := adminOnly(op); err != nil {
-		return nil, err
-	}
 	mode := "full"
 	if op.name == "balancerStop" {
 		mode = "off"

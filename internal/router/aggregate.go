@@ -23,6 +23,9 @@ func cmdAggregate(r *Router, op *operation) (bson.D, error) {
 	if isChangeStreamPipeline(pipeline) {
 		return cmdChangeStream(r, op, coll, pipeline)
 	}
+	if !isColl && len(pipeline) > 0 && stageName(pipeline[0]) == "$currentOp" {
+		return r.aggregateCurrentOp(op, pipeline)
+	}
 	if !isColl {
 		return forwardToConfig(r, op) // collectionless: admin's stages live on the config servers
 	}

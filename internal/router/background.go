@@ -6,6 +6,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/shardmeta"
 )
 
@@ -47,7 +48,7 @@ func (r *Router) heartbeat() {
 		if !versioned {
 			wait = time.Second
 		}
-		if !sleepCtx(ctx, r.clock, wait) {
+		if !clock.Sleep(ctx, r.clock, wait) {
 			return
 		}
 	}

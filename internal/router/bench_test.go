@@ -9,6 +9,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/server"
+	"github.com/mayflydb/mayfly/internal/wireclient"
 )
 
 // BenchmarkRoutedSessionOps is the session workload's operations, each
@@ -29,7 +30,7 @@ func BenchmarkRoutedSessionOps(b *testing.B) {
 	for _, op := range routedSessionOps() {
 		b.Run(op.name, func(b *testing.B) {
 			cmd := &server.Command{DB: "db", Name: op.body[0].Key, Body: op.body}
-			if reply := fc.router.Handle(ctx, nil, cmd); replyCode(reply) != 0 {
+			if reply := fc.router.Handle(ctx, nil, cmd); wireclient.ReplyCode(reply) != 0 {
 				b.Fatalf("%s: %v", op.name, reply)
 			}
 			b.ReportAllocs()

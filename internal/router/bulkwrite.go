@@ -38,9 +38,6 @@ type bulkRoute struct {
 }
 
 func cmdBulkWrite(r *Router, op *operation) (bson.D, error) {
-	if err := adminOnly(op); err != nil {
-		return nil, err
-	}
 	b, err := newBulkRoute(r, op)
 	if err != nil {
 		return nil, err
@@ -173,9 +170,6 @@ func bulkStatement(op bson.D) (bson.D, writeKind) {
 	}
 	return append(stmt, bson.E{Key: "limit", Value: limit}), writeKind{arrayKey: "deletes"}
 }
-
-// itemOK reports a result item without an error.
-func itemOK(item bson.D) bool { return bsonutil.TrueValue(mustField(item, "ok")) }
 
 func (b *bulkRoute) failed(i int, err error) {
 	b.items[i] = mongoerr.BulkWriteItem(i, opKind(b.ops[i]), err)

@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/shardmerge"
 )
 
 // opTarget is where one op of a bulkWrite goes this round.
@@ -63,7 +64,7 @@ func (b *bulkRoute) pending() []int {
 	var out []int
 	for i := range b.ops {
 		item, done := b.items[i]
-		if done && b.ordered && !itemOK(item) {
+		if done && b.ordered && !shardmerge.BulkItemOK(item) {
 			return nil
 		}
 		if !done {

@@ -8,6 +8,8 @@ import (
 	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/shardmerge"
+	"github.com/mayflydb/mayfly/internal/wireclient"
 )
 
 // subCommand is the bulkWrite a shard gets for its batch: the batch's
@@ -46,8 +48,8 @@ func (b *bulkRoute) subCommand(batch *shardBatch) bson.D {
 
 // take notes what became of each op of a shard's batch, from its reply.
 func (b *bulkRoute) take(batch *shardBatch, reply bson.D, rd *round) {
-	if code := replyCode(reply); code != 0 {
-		b.batchFailed(batch, rd, replyError(reply))
+	if code := wireclient.ReplyCode(reply); code != 0 {
+		b.batchFailed(batch, rd, wireclient.MongoError(reply))
 		return
 	}
 	if v, ok := bsonutil.Field(reply, "writeConcernError"); ok && b.wce == nil {
@@ -84,7 +86,7 @@ func (rd *round) note(i int, item bson.D) {
 	case code == mongoerr.WouldChangeOwningShard:
 		rd.alone = append(rd.alone, i)
 	default:
-		rd.got[i] = mergeItems(rd.got[i], item)
+		rd.got[i] = shardmerge.MergeBulkItems(rd.got[i], item)
 	}
 }
 
@@ -103,27 +105,8 @@ func (b *bulkRoute) batchFailed(batch *shardBatch, rd *round, err error) {
 		idx = idx[:1]
 	}
 	for _, i := range idx {
-		rd.got[i] = mergeItems(rd.got[i], mongoerr.BulkWriteItem(i, opKind(b.ops[i]), err))
+		rd.got[i] = shardmerge.MergeBulkItems(rd.got[i], mongoerr.BulkWriteItem(i, opKind(b.ops[i]), err))
 	}
-}
-
-// mergeItems combines two shards' results for one op: an error wins,
-// else the counts add up.
-func mergeItems(prev, next bson.D) bson.D {
-	switch {
-	case prev == nil || !itemOK(next):
-		if prev != nil && !itemOK(prev) {
-			return prev
-		}
-		return next
-	case !itemOK(prev):
-		return prev
-	}
-	out := bsonutil.WithField(prev, "n", int32(toInt64(mustField(prev, "n"))+toInt64(mustField(next, "n"))))
-	if _, ok := bsonutil.Field(prev, "nModified"); ok {
-		out = bsonutil.WithField(out, "nModified", int32(toInt64(mustField(prev, "nModified"))+toInt64(mustField(next, "nModified"))))
-	}
-	return out
 }
 
 // runAlone runs each op as the update or delete command's statement.
@@ -167,75 +150,21 @@ func (b *bulkRoute) runStatement(i int) (bson.D, error) {
 	if v, ok := bsonutil.Field(reply, "writeConcernError"); ok && b.wce == nil {
 		b.wce = v
 	}
-	return statementItem(i, name, reply), nil
-}
-
-// statementItem is an update or delete command's reply to one statement
-// as a bulkWrite result item.
-func statementItem(i int, kind string, reply bson.D) bson.D {
-	if wes := bsonutil.ToA(mustField(reply, "writeErrors")); len(wes) > 0 {
-		item := bson.D{{Key: "ok", Value: 0.0}, {Key: "idx", Value: int32(i)}}
-		for _, e := range bsonutil.ToD(wes[0]) {
-			if e.Key != "index" {
-				item = append(item, e)
-			}
-		}
-		item = append(item, bson.E{Key: "n", Value: int32(0)})
-		if kind == "update" {
-			item = append(item, bson.E{Key: "nModified", Value: int32(0)})
-		}
-		return item
-	}
-	item := bson.D{{Key: "ok", Value: 1.0}, {Key: "idx", Value: int32(i)}, {Key: "n", Value: int32(toInt64(mustField(reply, "n")))}}
-	if kind != "update" {
-		return item
-	}
-	item = append(item, bson.E{Key: "nModified", Value: int32(toInt64(mustField(reply, "nModified")))})
-	if ups := bsonutil.ToA(mustField(reply, "upserted")); len(ups) > 0 {
-		item = append(item, bson.E{Key: "upserted", Value: bson.D{{Key: "_id", Value: mustField(bsonutil.ToD(ups[0]), "_id")}}})
-	}
-	return item
-}
-
-// bulkTotals are the reply's counters, summed from the ops' results as
-// mongod counts them (an upsert is not a match).
-type bulkTotals struct {
-	errors, inserted, matched, modified, upserted, deleted int64
-}
-
-func (t *bulkTotals) count(kind string, item bson.D) {
-	if !itemOK(item) {
-		t.errors++
-		return
-	}
-	n := toInt64(mustField(item, "n"))
-	switch kind {
-	case "insert":
-		t.inserted += n
-	case "delete":
-		t.deleted += n
-	case "update":
-		t.modified += toInt64(mustField(item, "nModified"))
-		if _, upserted := bsonutil.Field(item, "upserted"); upserted {
-			t.upserted++
-			n--
-		}
-		t.matched += n
-	}
+	return shardmerge.StatementItem(i, name, reply), nil
 }
 
 // reply is the client's answer: the results in op order (the failed
 // ones only, with errorsOnly) in a cursor, and the counters.
 func (b *bulkRoute) reply() (bson.D, error) {
-	var t bulkTotals
+	var t shardmerge.BulkTotals
 	var results []bson.D
 	for i := range b.ops {
 		item, done := b.items[i]
 		if !done {
 			continue
 		}
-		t.count(opKind(b.ops[i]), item)
-		if !b.errorsOnly || !itemOK(item) {
+		t.Count(opKind(b.ops[i]), item)
+		if !b.errorsOnly || !shardmerge.BulkItemOK(item) {
 			results = append(results, item)
 		}
 	}
@@ -243,10 +172,7 @@ func (b *bulkRoute) reply() (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := append(cursor,
-		bson.E{Key: "nErrors", Value: int32(t.errors)}, bson.E{Key: "nInserted", Value: int32(t.inserted)},
-		bson.E{Key: "nMatched", Value: int32(t.matched)}, bson.E{Key: "nModified", Value: int32(t.modified)},
-		bson.E{Key: "nUpserted", Value: int32(t.upserted)}, bson.E{Key: "nDeleted", Value: int32(t.deleted)})
+	out := append(cursor, t.Fields()...)
 	if b.wce != nil {
 		out = append(out, bson.E{Key: "writeConcernError", Value: b.wce})
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/shardmeta"
+	"github.com/mayflydb/mayfly/internal/wireclient"
 )
 
 // catalog caches what the config servers say about shards, databases
@@ -20,13 +21,13 @@ type catalog struct {
 	r *Router
 
 	mu     sync.Mutex
-	shards map[string]*replicaSet
+	shards map[string]*wireclient.ReplicaSet
 	dbs    map[string]shardmeta.Database
 	colls  map[string]*shardmeta.RoutingTable // nil value: known unsharded
 }
 
 func newCatalog(r *Router) *catalog {
-	return &catalog{r: r, shards: map[string]*replicaSet{}, dbs: map[string]shardmeta.Database{},
+	return &catalog{r: r, shards: map[string]*wireclient.ReplicaSet{}, dbs: map[string]shardmeta.Database{},
 		colls: map[string]*shardmeta.RoutingTable{}}
 }
 
@@ -48,7 +49,7 @@ func (c *catalog) shardDocs(op *operation) ([]shardmeta.Shard, error) {
 }
 
 // shard returns the replica set of shard id.
-func (c *catalog) shard(op *operation, id string) (*replicaSet, error) {
+func (c *catalog) shard(op *operation, id string) (*wireclient.ReplicaSet, error) {
 	c.mu.Lock()
 	rs := c.shards[id]
 	c.mu.Unlock()
@@ -68,8 +69,8 @@ func (c *catalog) shard(op *operation, id string) (*replicaSet, error) {
 }
 
 // connect keeps a replicaSet for a config.shards document.
-func (c *catalog) connect(s shardmeta.Shard) (*replicaSet, error) {
-	name, hosts, err := parseSetString(s.Host)
+func (c *catalog) connect(s shardmeta.Shard) (*wireclient.ReplicaSet, error) {
+	name, hosts, err := wireclient.ParseSetString(s.Host)
 	if err != nil {
 		return nil, err
 	}
@@ -78,7 +79,7 @@ func (c *catalog) connect(s shardmeta.Shard) (*replicaSet, error) {
 	if rs := c.shards[s.ID]; rs != nil {
 		return rs, nil
 	}
-	rs := newReplicaSet(name, hosts, c.r.client, c.r.clock)
+	rs := wireclient.NewReplicaSet(name, hosts, c.r.client, c.r.clock)
 	c.shards[s.ID] = rs
 	return rs, nil
 }

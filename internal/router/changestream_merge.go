@@ -9,6 +9,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/wireclient"
 )
 
 // How a merged stream waits. The router can hand on a shard's event only
@@ -47,7 +48,7 @@ type mergedStream struct {
 // yet handed out, and how far the shard has answered for.
 type shardFeed struct {
 	shard string
-	rs    *replicaSet
+	rs    *wireclient.ReplicaSet
 	db    string
 	coll  string // the cursor's collection, for getMore
 	id    int64
@@ -64,12 +65,12 @@ type heldEvent struct {
 }
 
 // open runs the aggregate on one shard and takes its first batch.
-func (cs *mergedStream) open(op *operation, shard string, rs *replicaSet, cmd bson.D) error {
+func (cs *mergedStream) open(op *operation, shard string, rs *wireclient.ReplicaSet, cmd bson.D) error {
 	reply, err := cs.r.call(op, rs, op.db, append(bson.D(nil), cmd...))
 	if err != nil {
 		return err
 	}
-	if err := replyError(reply); err != nil {
+	if err := wireclient.MongoError(reply); err != nil {
 		return err
 	}
 	f := &shardFeed{shard: shard, rs: rs, db: op.db}
@@ -293,7 +294,7 @@ func (cs *mergedStream) fetch(op *operation, wait time.Duration) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			replies[i], errs[i] = f.rs.run(op.ctx, f.db, cmd)
+			replies[i], errs[i] = f.rs.Run(op.ctx, f.db, cmd)
 		}()
 	}
 	wg.Wait()
@@ -311,7 +312,7 @@ func (cs *mergedStream) takeReply(op *operation, f *shardFeed, reply bson.D, err
 		return err
 	}
 	cs.r.observeReply(op, reply)
-	if err := replyError(reply); err != nil {
+	if err := wireclient.MongoError(reply); err != nil {
 		f.id = 0 // a failed getMore leaves no cursor on the shard
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/wireclient"
 )
 
 // majority is the write concern of every metadata write, as mongos's.
@@ -30,11 +31,11 @@ func (r *Router) configFind(op *operation, coll string, filter, sort bson.D) ([]
 }
 
 // drain returns a cursor reply's documents and those of its getMores.
-func (r *Router) drain(op *operation, rs *replicaSet, db, coll string, reply bson.D) ([]bson.D, error) {
+func (r *Router) drain(op *operation, rs *wireclient.ReplicaSet, db, coll string, reply bson.D) ([]bson.D, error) {
 	var out []bson.D
 	batchKey := "firstBatch"
 	for {
-		if err := replyError(reply); err != nil {
+		if err := wireclient.MongoError(reply); err != nil {
 			return nil, err
 		}
 		cur := bsonutil.ToD(mustField(reply, "cursor"))
@@ -62,7 +63,7 @@ func (r *Router) configWrite(op *operation, cmd bson.D) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := replyError(reply); err != nil {
+	if err := wireclient.MongoError(reply); err != nil {
 		return nil, err
 	}
 	if werr := firstWriteError(reply); werr != nil {

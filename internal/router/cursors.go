@@ -11,6 +11,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/wireclient"
 )
 
 // cursorIdleTimeout is mongos's cursorTimeoutMillis default: a cursor no
@@ -47,7 +48,7 @@ type routerCursor struct {
 
 // remoteCursor is a cursor open on a replica set's primary.
 type remoteCursor struct {
-	rs   *replicaSet
+	rs   *wireclient.ReplicaSet
 	db   string
 	coll string
 	id   int64
@@ -135,7 +136,7 @@ func (t *cursorTable) remove(id int64) (*routerCursor, bool) {
 // adoptCursor registers a remote cursor reply's cursor as the router's
 // and answers with the router's id; a reply without an open cursor is
 // handed on as it is.
-func (r *Router) adoptCursor(op *operation, rs *replicaSet, reply bson.D) bson.D {
+func (r *Router) adoptCursor(op *operation, rs *wireclient.ReplicaSet, reply bson.D) bson.D {
 	reply = forwardable(reply)
 	cur, ok := bsonutil.Field(reply, "cursor")
 	if !ok {
@@ -201,8 +202,8 @@ func (r *Router) killRemote(op *operation, c *routerCursor) {
 	}
 }
 
-func killOne(op *operation, rs *replicaSet, db, coll string, id int64) {
-	_, _ = rs.run(op.ctx, db, bson.D{{Key: "killCursors", Value: coll}, {Key: "cursors", Value: bson.A{id}}})
+func killOne(op *operation, rs *wireclient.ReplicaSet, db, coll string, id int64) {
+	_, _ = rs.Run(op.ctx, db, bson.D{{Key: "killCursors", Value: coll}, {Key: "cursors", Value: bson.A{id}}})
 }
 
 func splitNS(ns string) (db, coll string) {

@@ -8,6 +8,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/shardmeta"
+	"github.com/mayflydb/mayfly/internal/wireclient"
 )
 
 // ddlTargets are the shards a collection's definition lives on: every
@@ -39,7 +40,7 @@ func (r *Router) broadcast(op *operation, p placement, ts []target, cmd bson.D, 
 	}
 	var answer bson.D
 	for i, reply := range replies {
-		if code := replyCode(reply); code != 0 && !containsCode(ignore, code) {
+		if code := wireclient.ReplyCode(reply); code != 0 && !containsCode(ignore, code) {
 			return forwardable(reply), nil
 		}
 		if answer == nil || ts[i].shard == p.db.Primary {
@@ -137,7 +138,7 @@ func cmdDrop(r *Router, op *operation) (bson.D, error) {
 		reply, err = r.dropSharded(op, p)
 	}
 	r.catalog.invalidate(ns)
-	if err != nil || replyCode(reply) != 0 {
+	if err != nil || wireclient.ReplyCode(reply) != 0 {
 		return reply, err
 	}
 	return bsonutil.WithoutField(bsonutil.WithoutField(reply, "code"), "codeName"), nil
@@ -154,7 +155,7 @@ func (r *Router) dropUnsharded(op *operation, p placement) (bson.D, error) {
 		return nil, err
 	}
 	reply, err := r.broadcast(op, p, ts, passThrough(op.body), mongoerr.NamespaceNotFound)
-	if err != nil || replyCode(reply) != 0 {
+	if err != nil || wireclient.ReplyCode(reply) != 0 {
 		return reply, err
 	}
 	others, err := r.otherShards(op, p)
@@ -199,8 +200,8 @@ func (r *Router) dropOnShards(op *operation, p placement, ts []target, ns string
 		ts[i].db, ts[i].version = "admin", nil
 	}
 	reply, err := r.broadcast(op, p, ts, bson.D{{Key: "_shardsvrDropCollectionParticipant", Value: ns}}, mongoerr.NamespaceNotFound)
-	if err == nil && replyCode(reply) != 0 {
-		err = replyError(reply)
+	if err == nil && wireclient.ReplyCode(reply) != 0 {
+		err = wireclient.MongoError(reply)
 	}
 	return reply, err
 }
@@ -247,8 +248,8 @@ func cmdDropDatabase(r *Router, op *operation) (bson.D, error) {
 		ts[i].db, ts[i].version = "admin", nil
 	}
 	reply, err := r.broadcast(op, p, ts, bson.D{{Key: "_shardsvrDropDatabaseParticipant", Value: op.db}})
-	if err == nil && replyCode(reply) != 0 {
-		err = replyError(reply)
+	if err == nil && wireclient.ReplyCode(reply) != 0 {
+		err = wireclient.MongoError(reply)
 	}
 	if err != nil {
 		return nil, err

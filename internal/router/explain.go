@@ -1,8 +1,6 @@
 package router
 
 import (
-	"strings"
-
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
@@ -51,7 +49,7 @@ func cmdExplain(r *Router, op *operation) (bson.D, error) {
 	err = r.fanOut(op, len(ts), func(sub *operation, i int) error {
 		reply, err := r.sendOK(sub, ts[i], cmd)
 		shards[i] = shardmerge.ShardExplain{Shard: ts[i].shard,
-			ConnectionString: ts[i].rs.name + "/" + strings.Join(ts[i].rs.seeds, ","), Reply: forwardable(reply)}
+			ConnectionString: ts[i].rs.ConnectionString(), Reply: forwardable(reply)}
 		return err
 	})
 	if err != nil {

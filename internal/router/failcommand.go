@@ -10,6 +10,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/failpoint"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/txnrules"
+	"github.com/mayflydb/mayfly/internal/wireclient"
 )
 
 // The router's failCommand fail point, as mongos has one: with
@@ -75,7 +76,7 @@ func (r *Router) failGetMore(op *operation, c *routerCursor) error {
 // failWriteConcern gives a write's successful reply the fail point's
 // writeConcernError and errorLabels.
 func (r *Router) failWriteConcern(op *operation, reply bson.D) bson.D {
-	if r.failPoints == nil || !takesWriteConcern(op.name) || replyError(reply) != nil {
+	if r.failPoints == nil || !takesWriteConcern(op.name) || wireclient.MongoError(reply) != nil {
 		return reply
 	}
 	return r.failPoints.FailWriteConcern(r.failCall(op), reply)

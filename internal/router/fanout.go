@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/shardmeta"
+	"github.com/mayflydb/mayfly/internal/wireclient"
 )
 
 // fanOut runs send for each of n shards at once and waits for them all,
@@ -60,7 +61,7 @@ func (r *Router) eachShard(op *operation, db string, cmd bson.D) ([]shardmeta.Sh
 		if replies[i], err = r.call(sub, rs, db, append(bson.D(nil), cmd...)); err != nil {
 			return err
 		}
-		return replyError(replies[i])
+		return wireclient.MongoError(replies[i])
 	})
 	return shards, replies, err
 }

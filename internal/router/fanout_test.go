@@ -13,6 +13,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/server"
+	"github.com/mayflydb/mayfly/internal/wireclient"
 )
 
 // rendezvous holds each shard's request of one command until every
@@ -105,6 +106,7 @@ func fanOutCases() map[string]fanOutCase {
 		"listDatabases": {"listDatabases", "admin", bson.D{{Key: "listDatabases", Value: 1}}},
 		"dbStats":       {"dbStats", "db", bson.D{{Key: "dbStats", Value: 1}}},
 		"dbstats":       {"dbstats", "db", bson.D{{Key: "dbstats", Value: 1}}},
+		"validate":      {"validate", "db", bson.D{{Key: "validate", Value: "sharded"}}},
 		"insert":        {"insert", "db", bson.D{{Key: "insert", Value: "sharded"}, {Key: "documents", Value: docs}, {Key: "ordered", Value: false}}},
 		"bulkWrite": {"bulkWrite", "admin", bson.D{{Key: "bulkWrite", Value: 1}, {Key: "ops", Value: ops},
 			{Key: "nsInfo", Value: bson.A{bson.D{{Key: "ns", Value: "db.sharded"}}}}, {Key: "ordered", Value: false}}},
@@ -122,6 +124,9 @@ func fanOutCases() map[string]fanOutCase {
 		"collMod":         {"collMod", "db", bson.D{{Key: "collMod", Value: "sharded"}}},
 		"drop":            {"_shardsvrDropCollectionParticipant", "db", bson.D{{Key: "drop", Value: "sharded"}}},
 		"dropDatabase":    {"_shardsvrDropDatabaseParticipant", "db", bson.D{{Key: "dropDatabase", Value: 1}}},
+		"currentOp":       {"aggregate", "admin", bson.D{{Key: "currentOp", Value: 1}}},
+		"fsync":           {"fsync", "admin", bson.D{{Key: "fsync", Value: 1}}},
+		"fsyncUnlock":     {"fsyncUnlock", "admin", bson.D{{Key: "fsyncUnlock", Value: 1}}},
 		"killSessions":    {"killSessions", "admin", bson.D{{Key: "killSessions", Value: bson.A{}}}},
 		"killAllSessions": {"killAllSessions", "admin", bson.D{{Key: "killAllSessions", Value: bson.A{}}}},
 	}
@@ -135,6 +140,7 @@ func notFannedOut() map[string]string {
 		"ping": "answered by the router", "buildInfo": "answered by the router", "buildinfo": "answered by the router",
 		"getParameter": "answered by the router", "setParameter": "answered by the router", "configureFailPoint": "answered by the router", "serverStatus": "answered by the router", "renameCollection": "the primary shard", "whatsmyuri": "answered by the router",
 		"endSessions": "answered by the router", "refreshSessions": "answered by the router",
+		"getLog": "answered by the router", "getCmdLineOpts": "answered by the router", "hostInfo": "answered by the router", "listCommands": "answered by the router",
 		"addShard": "one shard and the config servers", "listShards": "the config servers", "removeShard": "the config servers",
 		"enableSharding": "the config servers", "shardCollection": "builds the key's index on each shard in turn before the chunks exist, then the config servers (its closing cache refresh is not a command of the client's)",
 		"balancerStatus": "the config servers", "balancerStart": "the config servers", "balancerStop": "the config servers",
@@ -142,8 +148,8 @@ func notFannedOut() map[string]string {
 		"listIndexes": "the primary shard", "listCollections": "the primary shard",
 		"createSearchIndexes": "the primary shard", "updateSearchIndex": "the primary shard",
 		"dropSearchIndex": "the primary shard", "listSearchIndexes": "the primary shard",
-		"findandmodify": "findAndModify's row covers it",
-		"moveChunk":     "the donor shard", "movechunk": "the donor shard", "moveRange": "the donor shard", "split": "the owning shard",
+		"findandmodify": "findAndModify's row covers it", "killOp": "the one shard its opid names, or the router's own operation",
+		"moveChunk": "the donor shard", "movechunk": "the donor shard", "moveRange": "the donor shard", "split": "the owning shard",
 	}
 }
 
@@ -168,7 +174,7 @@ func TestFanOutSendsToEveryShardAtOnce(t *testing.T) {
 			fc := startRendezvousCluster(t, rv)
 			rv.hold(c.held)
 			reply := fc.run(c.db, slices.Clone(c.body))
-			if replyCode(reply) != 0 || strings.Contains(fmt.Sprint(reply), "not asked at the same time") {
+			if wireclient.ReplyCode(reply) != 0 || strings.Contains(fmt.Sprint(reply), "not asked at the same time") {
 				t.Fatalf("%s: %v", name, reply)
 			}
 			rv.mu.Lock()

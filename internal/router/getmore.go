@@ -6,6 +6,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/auth"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/wireclient"
 )
 
 // shardStream reads one shard's cursor, asking for more as it empties.
@@ -14,7 +15,7 @@ import (
 type shardStream struct {
 	op   *operation
 	r    *Router
-	rs   *replicaSet
+	rs   *wireclient.ReplicaSet
 	db   string
 	coll string
 	id   int64
@@ -22,7 +23,7 @@ type shardStream struct {
 }
 
 // newShardStream reads a cursor reply's first batch.
-func (r *Router) newShardStream(op *operation, rs *replicaSet, reply bson.D) *shardStream {
+func (r *Router) newShardStream(op *operation, rs *wireclient.ReplicaSet, reply bson.D) *shardStream {
 	cur := bsonutil.ToD(mustField(reply, "cursor"))
 	s := &shardStream{op: op, r: r, rs: rs, db: op.db}
 	ns, _ := bsonutil.Field(cur, "ns")
@@ -60,7 +61,7 @@ func (s *shardStream) fetch() error {
 	if err != nil {
 		return err
 	}
-	if err := replyError(reply); err != nil {
+	if err := wireclient.MongoError(reply); err != nil {
 		s.id = 0
 		return err
 	}
@@ -208,7 +209,7 @@ func (r *Router) remoteGetMore(op *operation, c *routerCursor) (bson.D, bool, er
 		return nil, true, err
 	}
 	reply = forwardable(reply)
-	if err := replyError(reply); err != nil {
+	if err := wireclient.MongoError(reply); err != nil {
 		return reply, true, nil
 	}
 	cur := bsonutil.ToD(mustField(reply, "cursor"))

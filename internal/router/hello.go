@@ -1,12 +1,14 @@
 package router
 
 import (
+	"sort"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/cmdargs"
+	"github.com/mayflydb/mayfly/internal/diag"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/params"
 	"github.com/mayflydb/mayfly/internal/wire"
@@ -101,36 +103,30 @@ func (r *Router) awaitHello(op *operation) error {
 func cmdOK(*Router, *operation) (bson.D, error) { return bson.D{}, nil }
 
 func cmdBuildInfo(r *Router, _ *operation) (bson.D, error) {
-	return bson.D{
-		{Key: "version", Value: r.cfg.Version},
-		{Key: "gitVersion", Value: r.cfg.GitVersion},
-		{Key: "modules", Value: bson.A{}},
-		{Key: "allocator", Value: "go"},
-		{Key: "javascriptEngine", Value: "none"},
-		{Key: "sysInfo", Value: "deprecated"},
-		{Key: "versionArray", Value: versionArray(r.cfg.Version)},
-		{Key: "bits", Value: int32(64)},
-		{Key: "debug", Value: false},
-		{Key: "maxBsonObjectSize", Value: int32(wire.MaxBSONObjectSize)},
-	}, nil
+	return diag.BuildInfo(r.cfg.Version, r.cfg.GitVersion), nil
 }
 
-// versionArray is "8.0.0" as buildInfo's [8, 0, 0, 0].
-func versionArray(v string) bson.A {
-	arr := bson.A{}
-	n := int32(0)
-	for i := 0; i <= len(v); i++ {
-		if i == len(v) || v[i] == '.' {
-			arr = append(arr, n)
-			n = 0
-			continue
+// The router's own process: its log, its arguments, its machine, its
+// commands.
+func cmdGetLog(r *Router, op *operation) (bson.D, error) {
+	return diag.GetLog(r.cfg.Log, op.body[0].Value)
+}
+
+func cmdGetCmdLineOpts(r *Router, _ *operation) (bson.D, error) {
+	return diag.CmdLineOpts(r.cfg.Argv, r.cfg.Parsed), nil
+}
+
+func cmdHostInfo(r *Router, _ *operation) (bson.D, error) { return diag.HostInfo(r.clock.Now()), nil }
+
+func cmdListCommands(r *Router, _ *operation) (bson.D, error) {
+	var cmds []diag.CommandInfo
+	for _, table := range []map[string]handlerFunc{r.commands, r.authCommands} {
+		for name := range table {
+			cmds = append(cmds, diag.CommandInfo{Name: name, AdminOnly: isAdminOnly(name)})
 		}
-		n = n*10 + int32(v[i]-'0')
 	}
-	for len(arr) < 4 {
-		arr = append(arr, int32(0))
-	}
-	return arr
+	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
+	return diag.ListCommands(cmds), nil
 }
 
 // cmdGetParameter answers getParameter from the router's own table.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/wireclient"
 )
 
 // cmdInsert splits a batch by the shard that owns each document's key
@@ -116,7 +117,7 @@ func (r *Router) sendInsertBatch(op *operation, p placement, docs, ids bson.A, b
 func takeInsertReply(reply bson.D, b batch, ordered bool, res *writeResult) ([]int, error) {
 	again, rest := staleIndexes(reply, b.idx, ordered)
 	if rest != nil {
-		if e := replyError(rest); e != nil {
+		if e := wireclient.MongoError(rest); e != nil {
 			return nil, e
 		}
 		res.add(rest, b.idx)

@@ -7,6 +7,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/migrate"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/shardmeta"
+	"github.com/mayflydb/mayfly/internal/wireclient"
 )
 
 // Chunk administration through the router: moveChunk, moveRange and
@@ -58,9 +59,6 @@ func cmdMoveChunk(r *Router, op *operation) (bson.D, error) {
 // moveArgs reads a move's namespace and destination (field toField) and
 // the collection's fresh routing table.
 func (r *Router) moveArgs(op *operation, toField string) (ns, to string, table *shardmeta.RoutingTable, err error) {
-	if err = adminOnly(op); err != nil {
-		return "", "", nil, err
-	}
 	if ns, err = stringArg(op); err != nil {
 		return "", "", nil, err
 	}
@@ -115,16 +113,13 @@ func (r *Router) moveRange(op *operation, ns, to, donor string, rng migrate.Rang
 	if err != nil {
 		return err
 	}
-	return replyError(reply)
+	return wireclient.MongoError(reply)
 }
 
 // cmdSplit splits the chunk holding middle (in the key's stored form:
 // the hash for a hashed key) there, or the chunk holding find's key or
 // with exactly bounds at its middle.
 func cmdSplit(r *Router, op *operation) (bson.D, error) {
-	if err := adminOnly(op); err != nil {
-		return nil, err
-	}
 	ns, err := stringArg(op)
 	if err != nil {
 		return nil, err
@@ -143,7 +138,7 @@ func cmdSplit(r *Router, op *operation) (bson.D, error) {
 		return nil, err
 	}
 	r.catalog.invalidate(ns)
-	return bson.D{}, replyError(reply)
+	return bson.D{}, wireclient.MongoError(reply)
 }
 
 // requiredString reads a required string field of the command.

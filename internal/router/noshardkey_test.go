@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/shardmerge"
 )
 
 // writesWithoutShardKey are the routed commands that can write one
@@ -35,7 +36,7 @@ func notSingleDocumentWrites() map[string]string {
 		"insert": "each document carries its _id (the router adds one), so its shard is known",
 		"find":   read, "aggregate": read, "count": read, "distinct": read, "listIndexes": read,
 		"createSearchIndexes": ddl, "updateSearchIndex": ddl, "dropSearchIndex": ddl, "listSearchIndexes": read,
-		"listCollections": read, "explain": "explains; writes are refused",
+		"listCollections": read, "explain": "explains; writes are refused", "validate": "checks each shard's part",
 		"create": ddl, "createIndexes": ddl, "dropIndexes": ddl, "collMod": ddl, "drop": ddl, "dropDatabase": ddl,
 	}
 }
@@ -74,7 +75,7 @@ func matched(reply bson.D) int64 {
 	}
 	if _, ok := bsonutil.Field(reply, "nMatched"); ok {
 		items := bsonutil.ToA(mustField(bsonutil.ToD(mustField(reply, "cursor")), "firstBatch"))
-		if len(items) != 1 || !itemOK(bsonutil.ToD(items[0])) {
+		if len(items) != 1 || !shardmerge.BulkItemOK(bsonutil.ToD(items[0])) {
 			return -1
 		}
 		return toInt64(mustField(reply, "nMatched")) + toInt64(mustField(reply, "nDeleted")) + toInt64(mustField(bsonutil.ToD(items[0]), "n"))

@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/wireclient"
 )
 
 // getParameter takes mongod's three forms on the router, from the
@@ -13,7 +14,7 @@ import (
 func TestRouterParameters(t *testing.T) {
 	fc := startFakeCluster(t)
 	all := fc.run("admin", bson.D{{Key: "getParameter", Value: "*"}})
-	if v, _ := bsonutil.Field(all, "logicalSessionTimeoutMinutes"); v != int32(30) || replyCode(all) != 0 {
+	if v, _ := bsonutil.Field(all, "logicalSessionTimeoutMinutes"); v != int32(30) || wireclient.ReplyCode(all) != 0 {
 		t.Fatalf(`getParameter "*": %v`, all)
 	}
 	named := fc.run("admin", bson.D{{Key: "getParameter", Value: 1}, {Key: "featureCompatibilityVersion", Value: 1}})
@@ -29,7 +30,7 @@ func TestRouterParameters(t *testing.T) {
 		{{Key: "getParameter", Value: 1}, {Key: "noSuchParameter", Value: 1}},
 		{{Key: "setParameter", Value: 1}, {Key: "logicalSessionTimeoutMinutes", Value: 5}},
 	} {
-		if code := replyCode(fc.run("admin", cmd)); code != 72 {
+		if code := wireclient.ReplyCode(fc.run("admin", cmd)); code != 72 {
 			t.Errorf("%v: code %d, want 72 InvalidOptions", cmd, code)
 		}
 	}

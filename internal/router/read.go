@@ -11,6 +11,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
 	"github.com/mayflydb/mayfly/internal/shardmerge"
+	"github.com/mayflydb/mayfly/internal/wireclient"
 )
 
 // defaultBatchSize is the first batch a find or aggregate answers with
@@ -213,7 +214,7 @@ func (r *Router) sendOK(op *operation, t target, cmd bson.D) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	return reply, replyError(reply)
+	return reply, wireclient.MongoError(reply)
 }
 
 // cmdDistinct unions the shards' distinct values (internal/shardmerge).

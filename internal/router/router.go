@@ -8,10 +8,12 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/activity"
 	"github.com/mayflydb/mayfly/internal/auth"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/failpoint"
+	"github.com/mayflydb/mayfly/internal/logring"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/opstats"
 	"github.com/mayflydb/mayfly/internal/params"
@@ -48,8 +50,13 @@ type Config struct {
 	// TestCommands is --setParameter enableTestCommands=1: the router's
 	// fail points (failcommand.go).
 	TestCommands bool
-	Clock        clock.Clock  // nil: the real clock
-	Logger       *slog.Logger // nil: slog.Default()
+	// Argv and Parsed are what getCmdLineOpts answers; Log is the ring
+	// of recent log lines getLog reads (nil: none kept).
+	Argv   []string
+	Parsed bson.D
+	Log    *logring.Ring
+	Clock  clock.Clock  // nil: the real clock
+	Logger *slog.Logger // nil: slog.Default()
 }
 
 // Router is a Handler that routes commands to a sharded cluster.
@@ -58,12 +65,14 @@ type Router struct {
 	log     *slog.Logger
 	clock   clock.Clock
 	client  *wireclient.Client
-	config  *replicaSet
+	config  *wireclient.ReplicaSet
 	time    wireclient.ClusterClock
 	catalog *catalog
 	cursors *cursorTable
 	auth    *auth.Manager
 	params  *params.Table
+	// ops are the router's own operations in flight (currentop.go).
+	ops *activity.Registry
 	// failPoints are the router's fail points; nil without TestCommands.
 	failPoints *failpoint.Registry
 	// opCounts are serverStatus's opcounters; serverStats its connections
@@ -86,7 +95,7 @@ type Router struct {
 // New returns a Router for the cluster whose config servers cfg names.
 // It connects lazily; Start begins its background work.
 func New(cfg Config) (*Router, error) {
-	name, seeds, err := parseSetString(cfg.ConfigDB)
+	name, seeds, err := wireclient.ParseSetString(cfg.ConfigDB)
 	if err != nil {
 		return nil, fmt.Errorf("--configdb: %w", err)
 	}
@@ -104,8 +113,9 @@ func New(cfg Config) (*Router, error) {
 	r := &Router{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, client: client,
 		processID: bson.NewObjectID(), done: make(chan struct{}),
 		started: bson.NewDateTimeFromTime(cfg.Clock.Now()), commands: commandTable(),
-		authCommands: authCommandTable(), signature: unsignedSignature(), params: routerParams()}
-	r.config = newReplicaSet(name, seeds, client, cfg.Clock)
+		authCommands: authCommandTable(), signature: unsignedSignature(), params: routerParams(),
+		ops: activity.NewRegistry(cfg.Clock)}
+	r.config = wireclient.NewReplicaSet(name, seeds, client, cfg.Clock)
 	r.catalog = newCatalog(r)
 	r.cursors = newCursorTable(cfg.Clock)
 	r.auth = r.newAuth()
@@ -145,7 +155,10 @@ func (r *Router) Handle(ctx context.Context, c *server.Conn, cmd *server.Command
 	// collection timestamps).
 	op := &operation{ctx: ctx, conn: c, db: cmd.DB, name: cmd.Name, body: cmd.Body}
 	r.opCounts.Start(op.name)
+	id := r.beginOp(c, cmd)
 	reply, err := r.dispatch(op)
+	r.ops.End(id)
+	err = killedError(ctx, err)
 	if err == nil {
 		r.opCounts.Done(op.name, op.body, reply)
 	}
@@ -184,6 +197,9 @@ func (r *Router) dispatch(op *operation) (bson.D, error) {
 	if !ok {
 		return nil, mongoerr.Newf(mongoerr.CommandNotFound, "no such command: '%s'", op.name)
 	}
+	if err := adminOnly(op); err != nil {
+		return nil, err
+	}
 	return r.runRefreshing(op, h)
 }
 
@@ -206,8 +222,8 @@ func refuseTransaction(op *operation) error {
 }
 
 // call sends cmd to a replica set's primary, keeping the reply's times.
-func (r *Router) call(op *operation, rs *replicaSet, db string, cmd bson.D) (bson.D, error) {
-	reply, err := rs.run(op.ctx, db, r.withClusterTime(cmd))
+func (r *Router) call(op *operation, rs *wireclient.ReplicaSet, db string, cmd bson.D) (bson.D, error) {
+	reply, err := rs.Run(op.ctx, db, r.withClusterTime(cmd))
 	if err != nil {
 		return nil, err
 	}

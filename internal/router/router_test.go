@@ -66,7 +66,7 @@ func TestKeyFileRouterRequiresLogin(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s on %s: %v", name, db, err)
 			}
-			refused := replyCode(reply) == 13 && strings.Contains(bsonutil.Format(reply), "Command "+name+" requires authentication")
+			refused := wireclient.ReplyCode(reply) == 13 && strings.Contains(bsonutil.Format(reply), "Command "+name+" requires authentication")
 			if refused != auth.RequiresAuthentication(name) {
 				t.Errorf("%s on %s (needs a login: %v): %v", name, db, auth.RequiresAuthentication(name), reply)
 			}

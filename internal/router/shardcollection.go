@@ -9,6 +9,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/shardkey"
 	"github.com/mayflydb/mayfly/internal/shardmeta"
+	"github.com/mayflydb/mayfly/internal/wireclient"
 )
 
 // shardRequest is a parsed shardCollection.
@@ -50,9 +51,6 @@ func parseShardCollection(op *operation) (shardRequest, error) {
 // for an empty collection, one on the primary shard otherwise — and the
 // config.collections document, with changelog entries around them.
 func cmdShardCollection(r *Router, op *operation) (bson.D, error) {
-	if err := adminOnly(op); err != nil {
-		return nil, err
-	}
 	req, err := parseShardCollection(op)
 	if err != nil {
 		return nil, err
@@ -104,7 +102,7 @@ func (r *Router) refreshShards(op *operation, p placement, ns string) error {
 	}
 	reply, err := r.broadcast(op, p, ts, bson.D{{Key: "_flushRoutingTableCacheUpdates", Value: ns}})
 	if err == nil {
-		err = replyError(reply)
+		err = wireclient.MongoError(reply)
 	}
 	return err
 }
@@ -169,8 +167,8 @@ func (r *Router) createOnEveryShard(op *operation, req shardRequest) error {
 		if err != nil {
 			return err
 		}
-		if code := replyCode(reply); code != 0 && code != mongoerr.NamespaceExists {
-			return replyError(reply)
+		if code := wireclient.ReplyCode(reply); code != 0 && code != mongoerr.NamespaceExists {
+			return wireclient.MongoError(reply)
 		}
 		if err := r.buildShardKeyIndex(op, rs, req); err != nil {
 			return err

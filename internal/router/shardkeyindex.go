@@ -6,6 +6,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	indexcatalog "github.com/mayflydb/mayfly/internal/catalog"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/wireclient"
 )
 
 // hasShardKeyIndex reports whether a shard holds an index the shard key
@@ -50,7 +51,7 @@ func usableForShardKey(spec, pattern bson.D) bool {
 // mongod's shardCollection does on every shard that will own chunks, so
 // each can find documents by their key (and a migration read a range).
 // An index of the same key under another name already serves.
-func (r *Router) buildShardKeyIndex(op *operation, rs *replicaSet, req shardRequest) error {
+func (r *Router) buildShardKeyIndex(op *operation, rs *wireclient.ReplicaSet, req shardRequest) error {
 	db, coll := splitNS(req.ns)
 	key := req.pattern.Spec()
 	cmd := bson.D{{Key: "createIndexes", Value: coll}, {Key: "indexes", Value: bson.A{
@@ -60,9 +61,9 @@ func (r *Router) buildShardKeyIndex(op *operation, rs *replicaSet, req shardRequ
 	if err != nil {
 		return err
 	}
-	switch replyCode(reply) {
+	switch wireclient.ReplyCode(reply) {
 	case 0, mongoerr.IndexOptionsConflict, mongoerr.IndexKeySpecsConflict:
 		return nil
 	}
-	return replyError(reply)
+	return wireclient.MongoError(reply)
 }

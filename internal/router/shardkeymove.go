@@ -8,6 +8,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/wireclient"
 )
 
 // movedDoc is a document an update moved to the shard owning its new
@@ -79,7 +80,7 @@ func (r *Router) changeOwningShard(op *operation, p placement, from target, info
 	}
 	reply, err := r.call(op, from.rs, "admin", cmd)
 	if err == nil {
-		err = replyError(reply)
+		err = wireclient.MongoError(reply)
 	}
 	if err != nil {
 		return movedDoc{}, err

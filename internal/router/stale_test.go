@@ -8,6 +8,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
+	"github.com/mayflydb/mayfly/internal/wireclient"
 )
 
 // routedCommands are the commands the router sends to shards with a
@@ -43,6 +44,7 @@ func routedCommands() map[string]bson.D {
 		"dropSearchIndex":     sharded("dropSearchIndex", bson.E{Key: "name", Value: "s"}),
 		"listSearchIndexes":   sharded("listSearchIndexes"),
 		"listCollections":     {{Key: "listCollections", Value: int32(1)}},
+		"validate":            sharded("validate"),
 		"explain":             {{Key: "explain", Value: sharded("find", bson.E{Key: "filter", Value: bson.D{}})}},
 		"bulkWrite": {{Key: "bulkWrite", Value: int32(1)}, {Key: "ops", Value: bson.A{bson.D{{Key: "insert", Value: int32(0)}, {Key: "document", Value: byID}}}},
 			{Key: "nsInfo", Value: bson.A{bson.D{{Key: "ns", Value: "db.sharded"}}}}},
@@ -69,6 +71,9 @@ func unversionedCommands() map[string]string {
 		"buildInfo": handshake, "buildinfo": handshake, "getParameter": handshake, "setParameter": handshake, "configureFailPoint": "sets a fail point of the router itself", "serverStatus": "answered by the router from its own process",
 		"renameCollection": "an unsharded collection on its primary shard, checked against the config servers read afresh", "whatsmyuri": handshake,
 		"endSessions": handshake, "refreshSessions": handshake,
+		"fsync": "every member's storage: no collection's version applies", "fsyncUnlock": "every member's storage: no collection's version applies",
+		"getLog": "the router's own process", "getCmdLineOpts": "the router's own process", "hostInfo": "the router's own process", "listCommands": "the router's own commands",
+		"currentOp": "operations in flight, on every shard: no collection's version applies", "killOp": "one operation, the router's or a shard's: no collection's version applies",
 		"killSessions": "sessions, on every shard: no collection's version applies", "killAllSessions": "sessions, on every shard: no collection's version applies",
 		"addShard": admin, "listShards": admin, "removeShard": admin, "enableSharding": admin,
 		"shardCollection": admin, "balancerStatus": admin, "balancerStart": admin, "balancerStop": admin,
@@ -160,7 +165,7 @@ func TestLostReplyResendsOnlyWhatIsSafe(t *testing.T) {
 		fc.setFaults(0, 1)
 		reply := fc.run(commandDB(body), body)
 		sent, _ := fc.counts(body[0].Key, shardmeta_collections)
-		resend := safeToResend(body)
+		resend := wireclient.SafeToResend(body)
 		switch {
 		case resend && (sent != 2 || !bsonutil.TrueValue(mustField(reply, "ok"))):
 			t.Errorf("%s, safe to send again: sent %d times, reply %v", name, sent, reply)

@@ -9,6 +9,8 @@ func commandTable() map[string]handlerFunc {
 		"hello": cmdHello, "isMaster": cmdHello, "ismaster": cmdHello,
 		"ping": cmdOK, "serverStatus": cmdServerStatus, "buildInfo": cmdBuildInfo, "buildinfo": cmdBuildInfo,
 		"getParameter": cmdGetParameter, "configureFailPoint": cmdConfigureFailPoint, "setParameter": cmdSetParameter, "whatsmyuri": cmdWhatsMyURI,
+		"currentOp": cmdCurrentOp, "killOp": cmdKillOp, "fsync": cmdFsync, "fsyncUnlock": cmdFsyncUnlock,
+		"getLog": cmdGetLog, "getCmdLineOpts": cmdGetCmdLineOpts, "hostInfo": cmdHostInfo, "listCommands": cmdListCommands,
 		"endSessions": cmdOK, "refreshSessions": cmdOK, "killSessions": cmdKillSessions, "killAllSessions": cmdKillSessions,
 
 		// The cluster's administration (mongosh's sh.* helpers).
@@ -24,6 +26,7 @@ func commandTable() map[string]handlerFunc {
 		"createSearchIndexes": cmdPrimaryCursor, "updateSearchIndex": cmdPrimaryCursor,
 		"dropSearchIndex": cmdPrimaryCursor, "listSearchIndexes": cmdPrimaryCursor,
 		"listDatabases": cmdListDatabases, "dbStats": cmdDBStats, "dbstats": cmdDBStats, "explain": cmdExplain,
+		"validate": cmdValidate,
 
 		// Writes.
 		"insert": cmdInsert, "update": cmdUpdate, "delete": cmdDelete,

@@ -11,6 +11,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/shardkey"
 	"github.com/mayflydb/mayfly/internal/shardmeta"
+	"github.com/mayflydb/mayfly/internal/wireclient"
 )
 
 // maxStaleRetries is mongos's kMaxNumStaleVersionRetries.
@@ -27,7 +28,7 @@ type placement struct {
 // target is one shard a command goes to, with the version it carries.
 type target struct {
 	shard   string
-	rs      *replicaSet
+	rs      *wireclient.ReplicaSet
 	db      string // the collection's database (an admin command names another)
 	version bson.D // shardVersion and, unsharded, databaseVersion
 }
@@ -220,7 +221,7 @@ var errStale = errors.New("router: stale routing information")
 // isStale recognises a shard's answer that the router's version is old,
 // at the top of the reply or in a write error.
 func isStale(reply bson.D) bool {
-	switch replyCode(reply) {
+	switch wireclient.ReplyCode(reply) {
 	case mongoerr.StaleConfig, mongoerr.StaleDbVersion, mongoerr.StaleEpoch:
 		return true
 	}

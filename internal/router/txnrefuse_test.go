@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/wireclient"
 )
 
 // Every command the router answers is refused when it would start or
@@ -26,7 +28,7 @@ func TestEveryCommandRefusesTransactions(t *testing.T) {
 		for _, field := range []bson.E{{Key: "startTransaction", Value: true}, {Key: "autocommit", Value: false}} {
 			body := bson.D{{Key: name, Value: "coll"}, {Key: "lsid", Value: bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: make([]byte, 16)}}}},
 				{Key: "txnNumber", Value: int64(1)}, field}
-			if code := replyCode(fc.run("db", body)); code != 263 {
+			if code := wireclient.ReplyCode(fc.run("db", body)); code != 263 {
 				t.Errorf("%s with %s: code %d, want 263", name, field.Key, code)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/wireclient"
 )
 
 // writeKind describes update and delete for the statement loop.
@@ -102,7 +103,7 @@ func (r *Router) sendOneStatement(op *operation, t target, kind writeKind, stmts
 	if staleAt, _ := staleIndexes(reply, []int{i}, true); len(staleAt) > 0 {
 		return nil, true, nil
 	}
-	return reply, false, replyError(reply)
+	return reply, false, wireclient.MongoError(reply)
 }
 
 // statementTargets applies mongos's rules: a statement whose filter pins

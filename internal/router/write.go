@@ -8,6 +8,7 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/wireclient"
 )
 
 // writeResult gathers the shards' replies to one client write command,
@@ -83,7 +84,7 @@ func (w *writeResult) reply() bson.D {
 // because the router's version was old (all of them for a top-level
 // StaleConfig), and the reply with those errors taken out.
 func staleIndexes(reply bson.D, idx []int, ordered bool) ([]int, bson.D) {
-	if isStaleCode(replyCode(reply)) {
+	if isStaleCode(wireclient.ReplyCode(reply)) {
 		return idx, nil
 	}
 	var stale []int

@@ -8,6 +8,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/query"
+	"github.com/mayflydb/mayfly/internal/wireclient"
 )
 
 // errWithoutShardKey marks a single-document update or delete whose
@@ -208,7 +209,7 @@ func (r *Router) findAndModifyWithoutShardKey(op *operation, p placement) (bson.
 			break
 		}
 		reply, err := r.findAndModifyOn(op, p, pick.at, withIDFilter(passThrough(op.body), "query", pick.doc))
-		if err != nil || replyCode(reply) != 0 {
+		if err != nil || wireclient.ReplyCode(reply) != 0 {
 			return reply, err
 		}
 		last := bsonutil.ToD(mustField(reply, "lastErrorObject"))
@@ -227,7 +228,7 @@ func (r *Router) findAndModifyOn(op *operation, p placement, t target, cmd bson.
 	if err != nil {
 		return nil, err
 	}
-	if replyCode(reply) != mongoerr.WouldChangeOwningShard {
+	if wireclient.ReplyCode(reply) != mongoerr.WouldChangeOwningShard {
 		return forwardable(reply), nil
 	}
 	moved, err := r.changeOwningShard(op, p, t, reply, statementIDs(op.body, 1)[0])

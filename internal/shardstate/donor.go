@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mayflydb/mayfly/internal/changestream"
+	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/failpoint"
 	"github.com/mayflydb/mayfly/internal/keyenc"
@@ -313,7 +314,7 @@ func (r *donorRun) cloneAndCatchUp(ctx context.Context) error {
 		if !m.opts.Clock.Now().Before(deadline) {
 			return mongoerr.New(mongoerr.ExceededTimeLimit, "the recipient did not catch up in time")
 		}
-		if !m.sleep(ctx, 50*time.Millisecond) {
+		if !clock.Sleep(ctx, m.opts.Clock, 50*time.Millisecond) {
 			return ctx.Err()
 		}
 	}
@@ -378,7 +379,7 @@ func (r *donorRun) commit(ctx context.Context) (committed bool, err error) {
 		if !shardremote.IsUnanswered(err) && !retriableConfigError(err) {
 			return r.answeredRefusal(ctx, err)
 		}
-		if !m.sleep(ctx, time.Duration(attempt+1)*200*time.Millisecond) {
+		if !clock.Sleep(ctx, m.opts.Clock, time.Duration(attempt+1)*200*time.Millisecond) {
 			break
 		}
 	}

@@ -157,18 +157,6 @@ func (m *Migrations) wakeLocked() {
 	m.changed = make(chan struct{})
 }
 
-// sleep waits d on the clock; false when ctx ended first.
-func (m *Migrations) sleep(ctx context.Context, d time.Duration) bool {
-	t := m.opts.Clock.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C():
-		return true
-	}
-}
-
 // enterCriticalSection stops new routed commands on ns, waits for those
 // in flight to end, then for every write they proposed to apply: a
 // command that stopped waiting for its write (its client went away)
@@ -312,7 +300,7 @@ func (m *Migrations) failPoint(ctx context.Context, name string) {
 			return
 		}
 		m.opts.Logger.Info("migration paused at fail point", "failPoint", name)
-		if !m.sleep(ctx, 100*time.Millisecond) {
+		if !clock.Sleep(ctx, m.opts.Clock, 100*time.Millisecond) {
 			return
 		}
 	}

@@ -8,6 +8,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/failpoint"
 	"github.com/mayflydb/mayfly/internal/migrate"
@@ -22,7 +23,7 @@ const backgroundPeriod = 250 * time.Millisecond
 // Run recovers the migrations a previous primary left and runs the range
 // deletions that are due, while this member is primary, until ctx ends.
 func (m *Migrations) Run(ctx context.Context) {
-	for m.sleep(ctx, backgroundPeriod) {
+	for clock.Sleep(ctx, m.opts.Clock, backgroundPeriod) {
 		if m.checkPrimary() != nil {
 			m.forgetLoaded()
 			continue

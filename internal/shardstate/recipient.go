@@ -10,6 +10,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/docstore"
 	"github.com/mayflydb/mayfly/internal/failpoint"
 	"github.com/mayflydb/mayfly/internal/migrate"
@@ -183,7 +184,7 @@ func (m *Migrations) catchUp(ctx context.Context, rc *receiver) error {
 			rc.mu.Unlock()
 		}
 		if n == 0 {
-			m.sleep(ctx, catchUpPoll)
+			clock.Sleep(ctx, m.opts.Clock, catchUpPoll)
 		}
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/migrate"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 )
@@ -34,7 +35,7 @@ func (m *Migrations) waitOverlappingDeletions(ctx context.Context, req RecvReque
 			return mongoerr.New(mongoerr.ConflictingOperationInProgress, fmt.Sprintf(
 				"Migration aborted because the requested range %v overlaps with a range already scheduled for deletion", req.Range))
 		}
-		if !m.sleep(ctx, backgroundPeriod) {
+		if !clock.Sleep(ctx, m.opts.Clock, backgroundPeriod) {
 			return ctx.Err()
 		}
 	}

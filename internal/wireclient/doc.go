@@ -4,5 +4,7 @@
 // optionally over TLS, and logs each new connection in with SCRAM —
 // normally as the keyFile's internal user __system, as mongod's members
 // and mongos do. A cancelled context closes the connection it was using.
-// Framing is internal/wire's; SCRAM is internal/auth's client side.
+// A ReplicaSet sends each command to a set's primary, finding it again
+// after an election. Framing is internal/wire's; SCRAM is internal/auth's
+// client side.
 package wireclient

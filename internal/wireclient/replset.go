@@ -1,4 +1,4 @@
-package router
+package wireclient
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/clock"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
-	"github.com/mayflydb/mayfly/internal/wireclient"
 )
 
 // primaryWait bounds how long a command waits for a replica set to show a
@@ -37,11 +36,11 @@ func interruptedByStepDown(c mongoerr.Code) bool {
 	return c == mongoerr.PrimarySteppedDown || c == mongoerr.InterruptedDueToReplStateChange
 }
 
-// safeToResend reports whether a command may be sent again when it is
+// SafeToResend reports whether a command may be sent again when it is
 // not known whether it ran: a read, or a retryable write (the shard
 // recognises its txnNumber and statement ids). Anything else could take
 // effect twice.
-func safeToResend(cmd bson.D) bool {
+func SafeToResend(cmd bson.D) bool {
 	if _, retryable := bsonutil.Field(cmd, "txnNumber"); retryable {
 		return true
 	}
@@ -53,23 +52,23 @@ func safeToResend(cmd bson.D) bool {
 	return false
 }
 
-// replicaSet is a remote replica set (the config servers or a shard) that
+// ReplicaSet is a remote replica set (the config servers or a shard) that
 // the router sends commands to, always to its primary.
-type replicaSet struct {
+type ReplicaSet struct {
 	name   string
 	seeds  []string
-	client *wireclient.Client
+	client *Client
 	clock  clock.Clock
 
 	mu      sync.Mutex
 	primary string // "" until found, and after it fails
 }
 
-// parseSetString reads "setName/host1:port,host2:port".
-func parseSetString(s string) (name string, hosts []string, err error) {
+// ParseSetString reads "setName/host1:port,host2:port".
+func ParseSetString(s string) (name string, hosts []string, err error) {
 	name, list, ok := strings.Cut(s, "/")
 	if !ok || name == "" || list == "" {
-		return "", nil, fmt.Errorf("router: %q is not of the form setName/host:port", s)
+		return "", nil, fmt.Errorf("%q is not of the form setName/host:port", s)
 	}
 	for _, h := range strings.Split(list, ",") {
 		if h = strings.TrimSpace(h); h != "" {
@@ -77,42 +76,43 @@ func parseSetString(s string) (name string, hosts []string, err error) {
 		}
 	}
 	if len(hosts) == 0 {
-		return "", nil, fmt.Errorf("router: %q names no host", s)
+		return "", nil, fmt.Errorf("%q names no host", s)
 	}
 	return name, hosts, nil
 }
 
-func newReplicaSet(name string, seeds []string, client *wireclient.Client, clk clock.Clock) *replicaSet {
-	return &replicaSet{name: name, seeds: seeds, client: client, clock: clk}
+// NewReplicaSet is the set called name, found through its seeds.
+func NewReplicaSet(name string, seeds []string, client *Client, clk clock.Clock) *ReplicaSet {
+	return &ReplicaSet{name: name, seeds: seeds, client: client, clock: clk}
 }
 
-// run sends cmd to the primary and returns its reply, whatever its ok.
+// Run sends cmd to the primary and returns its reply, whatever its ok.
 // A member that is not (or no longer) the primary, or cannot be reached,
 // makes it look for the primary again, within primaryWait; a command
-// that may have run is sent again only if that is safe (safeToResend).
-func (rs *replicaSet) run(ctx context.Context, db string, cmd bson.D) (bson.D, error) {
+// that may have run is sent again only if that is safe (SafeToResend).
+func (rs *ReplicaSet) Run(ctx context.Context, db string, cmd bson.D) (bson.D, error) {
 	deadline := rs.clock.Now().Add(primaryWait)
 	for attempt := 0; ; attempt++ {
 		host, err := rs.findPrimary(ctx)
 		if err == nil {
 			var reply bson.D
 			reply, err = rs.client.Run(ctx, host, db, cmd)
-			code := replyCode(reply)
+			code := ReplyCode(reply)
 			if err == nil && !refusedAsNotPrimary(code) && !interruptedByStepDown(code) {
 				return reply, nil
 			}
 			rs.forget(host)
-			if (err != nil || interruptedByStepDown(code)) && !safeToResend(cmd) {
+			if (err != nil || interruptedByStepDown(code)) && !SafeToResend(cmd) {
 				return reply, rs.unreachableOrNil(err)
 			}
 			if err == nil {
-				err = replyError(reply)
+				err = MongoError(reply)
 			}
 		}
 		if ctx.Err() != nil || rs.clock.Now().After(deadline) {
 			return nil, rs.unreachable(err)
 		}
-		if !sleepCtx(ctx, rs.clock, time.Duration(min(attempt+1, 10))*50*time.Millisecond) {
+		if !clock.Sleep(ctx, rs.clock, time.Duration(min(attempt+1, 10))*50*time.Millisecond) {
 			return nil, rs.unreachable(ctx.Err())
 		}
 	}
@@ -120,7 +120,7 @@ func (rs *replicaSet) run(ctx context.Context, db string, cmd bson.D) (bson.D, e
 
 // unreachableOrNil is unreachable(err) for an error, nil for none (the
 // reply then says what happened).
-func (rs *replicaSet) unreachableOrNil(err error) error {
+func (rs *ReplicaSet) unreachableOrNil(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -129,20 +129,20 @@ func (rs *replicaSet) unreachableOrNil(err error) error {
 
 // unreachable is mongos's answer when a set cannot be reached: drivers
 // must not take it as the router being down.
-func (rs *replicaSet) unreachable(cause error) error {
-	var ne *wireclient.NetworkError
+func (rs *ReplicaSet) unreachable(cause error) error {
+	var ne *NetworkError
 	if errors.As(cause, &ne) || cause == nil || errors.Is(cause, errNoPrimary) {
 		return mongoerr.Newf(mongoerr.HostUnreachable, "Could not find host matching read preference { mode: \"primary\" } for set %s", rs.name)
 	}
 	if me := mongoerr.As(cause); me.Code != mongoerr.InternalError {
 		return me
 	}
-	return fmt.Errorf("router: replica set %s: %w", rs.name, cause)
+	return fmt.Errorf("replica set %s: %w", rs.name, cause)
 }
 
-var errNoPrimary = errors.New("router: no primary")
+var errNoPrimary = errors.New("no primary")
 
-func (rs *replicaSet) forget(host string) {
+func (rs *ReplicaSet) forget(host string) {
 	rs.mu.Lock()
 	if rs.primary == host {
 		rs.primary = ""
@@ -151,7 +151,7 @@ func (rs *replicaSet) forget(host string) {
 }
 
 // findPrimary returns the known primary or asks each seed's hello.
-func (rs *replicaSet) findPrimary(ctx context.Context) (string, error) {
+func (rs *ReplicaSet) findPrimary(ctx context.Context) (string, error) {
 	rs.mu.Lock()
 	p := rs.primary
 	rs.mu.Unlock()
@@ -159,7 +159,7 @@ func (rs *replicaSet) findPrimary(ctx context.Context) (string, error) {
 		return p, nil
 	}
 	for _, h := range rs.seeds {
-		hello, err := rs.hello(ctx, h)
+		hello, err := rs.Hello(ctx, h)
 		if err != nil {
 			continue
 		}
@@ -181,18 +181,19 @@ func (rs *replicaSet) findPrimary(ctx context.Context) (string, error) {
 	return p, nil
 }
 
-func (rs *replicaSet) hello(ctx context.Context, host string) (bson.D, error) {
+// Hello asks host, one of the set's members, for its hello.
+func (rs *ReplicaSet) Hello(ctx context.Context, host string) (bson.D, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	reply, err := rs.client.Run(ctx, host, "admin", bson.D{{Key: "hello", Value: int32(1)}})
 	if err != nil {
 		return nil, err
 	}
-	return reply, replyError(reply)
+	return reply, MongoError(reply)
 }
 
-// replyCode is a reply's error code, 0 for a success.
-func replyCode(reply bson.D) mongoerr.Code {
+// ReplyCode is a reply's error code, 0 for a success.
+func ReplyCode(reply bson.D) mongoerr.Code {
 	if ok, _ := bsonutil.Field(reply, "ok"); bsonutil.TrueValue(ok) {
 		return 0
 	}
@@ -203,10 +204,10 @@ func replyCode(reply bson.D) mongoerr.Code {
 	return mongoerr.InternalError // a failure without a code still fails
 }
 
-// replyError is a reply's error as a *mongoerr.Error, to answer with or
+// MongoError is a reply's error as a *mongoerr.Error, to answer with or
 // to act on by code; nil for ok: 1.
-func replyError(reply bson.D) error {
-	code := replyCode(reply)
+func MongoError(reply bson.D) error {
+	code := ReplyCode(reply)
 	if code == 0 {
 		return nil
 	}
@@ -215,13 +216,8 @@ func replyError(reply bson.D) error {
 	return mongoerr.New(code, s)
 }
 
-func sleepCtx(ctx context.Context, clk clock.Clock, d time.Duration) bool {
-	t := clk.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C():
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
+// Name is the set's name.
+func (rs *ReplicaSet) Name() string { return rs.name }
+
+// ConnectionString is "setName/seed1,seed2", as mongos names a set.
+func (rs *ReplicaSet) ConnectionString() string { return rs.name + "/" + strings.Join(rs.seeds, ",") }
