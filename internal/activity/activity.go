@@ -17,10 +17,14 @@ import (
 
 // Op is one operation in flight.
 type Op struct {
-	ID      int64
-	Desc    string // "conn12" for a client connection, "TTLMonitor" for expiry
-	Kind    string // "command", "query", "insert", "update", "remove", "getmore"
-	NS      string
+	ID   int64
+	Desc string // "conn12" for a client connection, "TTLMonitor" for expiry
+	Kind string // "command", "query", "insert", "update", "remove", "getmore"
+	NS   string
+	// DB, with NS empty, is the database the command ran on: Doc names
+	// the namespace from it and the command, so that recording an
+	// operation builds no string.
+	DB      string
 	Command bson.D
 	Client  string // remote address, empty for internal work
 	ConnID  int64
@@ -249,7 +253,7 @@ func (op Op) Doc(now time.Time, host string) bson.D {
 		bson.E{Key: "secs_running", Value: int64(running / time.Second)},
 		bson.E{Key: "microsecs_running", Value: running.Microseconds()},
 		bson.E{Key: "op", Value: op.Kind},
-		bson.E{Key: "ns", Value: op.NS},
+		bson.E{Key: "ns", Value: op.namespace()},
 		bson.E{Key: "command", Value: command},
 	)
 	if op.Progress != nil {
@@ -259,6 +263,20 @@ func (op Op) Doc(now time.Time, host string) bson.D {
 		bson.E{Key: "numYields", Value: int32(0)},
 		bson.E{Key: "waitingForLock", Value: false},
 	)
+}
+
+// namespace is NS, or the one DB and the command name: db.coll when
+// the command's value is a collection, db.$cmd otherwise.
+func (op Op) namespace() string {
+	if op.NS != "" || op.DB == "" {
+		return op.NS
+	}
+	if len(op.Command) > 0 {
+		if coll, ok := op.Command[0].Value.(string); ok {
+			return op.DB + "." + coll
+		}
+	}
+	return op.DB + ".$cmd"
 }
 
 // Progress is how far a long operation has come: Done of Total units of

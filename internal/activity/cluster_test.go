@@ -2,6 +2,7 @@ package activity
 
 import (
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -31,6 +32,24 @@ func TestParseShardOpID(t *testing.T) {
 	} {
 		if _, _, err := ParseShardOpID(s); mongoerr.As(err).Code != code {
 			t.Errorf("%q: %v, want code %d", s, err, code)
+		}
+	}
+}
+
+func TestDocNamesTheNamespaceFromDB(t *testing.T) {
+	for _, tc := range []struct {
+		op   Op
+		want string
+	}{
+		{Op{DB: "app", Command: bson.D{{Key: "find", Value: "sessions"}}}, "app.sessions"},
+		{Op{DB: "admin", Command: bson.D{{Key: "ping", Value: int32(1)}}}, "admin.$cmd"},
+		{Op{NS: "app.x", DB: "other", Command: bson.D{{Key: "find", Value: "y"}}}, "app.x"},
+	} {
+		doc := tc.op.Doc(time.Now(), "localhost")
+		for _, e := range doc {
+			if e.Key == "ns" && e.Value != tc.want {
+				t.Errorf("%v: ns %v, want %s", tc.op.Command, e.Value, tc.want)
+			}
 		}
 	}
 }

@@ -18,10 +18,7 @@ import (
 // beginOp records a client command among the router's operations in
 // flight ($currentOp with localOps), where killOp can stop it.
 func (r *Router) beginOp(c *server.Conn, cmd *server.Command) int64 {
-	entry := activity.Op{Kind: activity.OpKind(cmd.Name), NS: cmd.DB + ".$cmd", Command: cmd.Body}
-	if coll, ok := cmd.Body[0].Value.(string); ok {
-		entry.NS = cmd.DB + "." + coll
-	}
+	entry := activity.Op{Kind: activity.OpKind(cmd.Name), DB: cmd.DB, Command: cmd.Body}
 	if c != nil {
 		entry.Desc, entry.Client, entry.ConnID = c.Desc(), c.RemoteAddr(), c.ID()
 	}
