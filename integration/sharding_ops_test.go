@@ -25,6 +25,7 @@ func TestShardedOperations(t *testing.T) {
 	t.Run("ShardOpKilledByShardOpID", func(t *testing.T) { testKillShardOp(t, c, cl, coll) })
 	t.Run("RouterOpKilledByItsOpID", func(t *testing.T) { testKillRouterOp(t, c, cl, coll) })
 	t.Run("KillOpArguments", func(t *testing.T) { testKillOpArguments(t, cl) })
+	t.Run("LocalOpsMaskSecrets", func(t *testing.T) { testLocalOpsMaskSecrets(t, cl) })
 	t.Run("ProcessCommands", func(t *testing.T) { testRouterProcessCommands(t, c, cl) })
 	t.Run("FsyncLock", func(t *testing.T) { testRoutedFsyncLock(t, c, cl, coll) })
 	t.Run("Validate", func(t *testing.T) { testRoutedValidate(t, cl) })
@@ -246,4 +247,18 @@ func testRoutedValidate(t *testing.T, cl *mongo.Client) {
 		t.Fatalf("validate of an unsharded collection: %v", reply)
 	}
 	wantCode(t, db.RunCommand(ctxT(t), bson.D{{Key: "validate", Value: "nosuch"}}).Err(), 26, "")
+}
+
+// testLocalOpsMaskSecrets: the router's own operations show a command's
+// secret fields masked, as mongod's currentOp does: here the $currentOp
+// aggregate itself, sent with a pwd field.
+func testLocalOpsMaskSecrets(t *testing.T, cl *mongo.Client) {
+	reply := runRawCmd(t, cl.Database("admin"), bson.D{{Key: "aggregate", Value: 1},
+		{Key: "pipeline", Value: bson.A{bson.D{{Key: "$currentOp", Value: bson.D{{Key: "localOps", Value: true}}}},
+			bson.D{{Key: "$match", Value: bson.D{{Key: "command.aggregate", Value: 1}}}}}},
+		{Key: "cursor", Value: bson.D{}}, {Key: "pwd", Value: "hunter2-secret"}})
+	text := reply.String()
+	if strings.Contains(text, "hunter2-secret") || !strings.Contains(text, `"pwd": "xxx"`) {
+		t.Fatalf("the router's currentOp of a command with a pwd: %s", text)
+	}
 }

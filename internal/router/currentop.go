@@ -10,15 +10,17 @@ import (
 
 	"github.com/mayflydb/mayfly/internal/activity"
 	"github.com/mayflydb/mayfly/internal/aggregate"
+	"github.com/mayflydb/mayfly/internal/auth"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/server"
 )
 
 // beginOp records a client command among the router's operations in
-// flight ($currentOp with localOps), where killOp can stop it.
+// flight ($currentOp with localOps), where killOp can stop it; its
+// secrets are masked, as mongod's currentOp masks them.
 func (r *Router) beginOp(c *server.Conn, cmd *server.Command) int64 {
-	entry := activity.Op{Kind: activity.OpKind(cmd.Name), DB: cmd.DB, Command: cmd.Body}
+	entry := activity.Op{Kind: activity.OpKind(cmd.Name), DB: cmd.DB, Command: auth.Redact(cmd.Body)}
 	if c != nil {
 		entry.Desc, entry.Client, entry.ConnID = c.Desc(), c.RemoteAddr(), c.ID()
 	}
