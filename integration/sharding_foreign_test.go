@@ -166,8 +166,58 @@ func checkRouterStatus(t *testing.T, cl *mongo.Client, db *mongo.Database) {
 	if _, err := db.Collection("plain").Find(ctxT(t), bson.D{}); err != nil {
 		t.Fatal(err)
 	}
-	after := counters(runCmd(t, admin, bson.D{{Key: "serverStatus", Value: 1}}))
-	if q := bsonutil.ToFloat(field(t, after, "query")) - bsonutil.ToFloat(field(t, counters(before), "query")); q != 1 {
-		t.Errorf("one find through the router counted %v queries", q)
+	if err := db.RunCommand(ctxT(t), bson.D{{Key: "find", Value: 1}}).Err(); err == nil {
+		t.Fatal("a find of collection 1 succeeded")
 	}
+	status := runCmd(t, admin, bson.D{{Key: "serverStatus", Value: 1}})
+	after := counters(status)
+	if q := bsonutil.ToFloat(field(t, after, "query")) - bsonutil.ToFloat(field(t, counters(before), "query")); q != 2 {
+		t.Errorf("two finds through the router, one refused, counted %v queries (mongod counts a query as it starts)", q)
+	}
+	checkRouterLatencies(t, before, status)
+}
+
+// checkRouterLatencies: between two of the router's serverStatus, the
+// one good find and the one refused are in opLatencies.reads and
+// metrics.commands.find, and the refusal in asserts.user.
+func checkRouterLatencies(t *testing.T, before, after bson.D) {
+	t.Helper()
+	at := func(d bson.D, path ...string) float64 {
+		for _, p := range path[:len(path)-1] {
+			d = bsonutil.ToD(field(t, d, p))
+		}
+		return bsonutil.ToFloat(field(t, d, path[len(path)-1]))
+	}
+	for _, c := range []struct {
+		path []string
+		want float64
+	}{
+		{[]string{"opLatencies", "reads", "ops"}, 2},
+		{[]string{"metrics", "commands", "find", "total"}, 2},
+		{[]string{"metrics", "commands", "find", "failed"}, 1},
+		{[]string{"asserts", "user"}, 1},
+	} {
+		if got := at(after, c.path...) - atOr(t, before, c.path); got != c.want {
+			t.Errorf("the router's %v moved by %v over two finds, one refused; want %v", c.path, got, c.want)
+		}
+	}
+	if at(after, "opLatencies", "reads", "latency") <= at(before, "opLatencies", "reads", "latency") {
+		t.Errorf("opLatencies.reads.latency did not grow: %v", field(t, after, "opLatencies"))
+	}
+}
+
+// atOr reads a number at path, 0 where the path ends early.
+func atOr(t *testing.T, d bson.D, path []string) float64 {
+	t.Helper()
+	for i, p := range path {
+		v, ok := bsonutil.Field(d, p)
+		if !ok {
+			return 0
+		}
+		if i == len(path)-1 {
+			return bsonutil.ToFloat(v)
+		}
+		d = bsonutil.ToD(v)
+	}
+	return 0
 }

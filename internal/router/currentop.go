@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"sort"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -19,8 +20,8 @@ import (
 // beginOp records a client command among the router's operations in
 // flight ($currentOp with localOps), where killOp can stop it; its
 // secrets are masked, as mongod's currentOp masks them.
-func (r *Router) beginOp(c *server.Conn, cmd *server.Command) int64 {
-	entry := activity.Op{Kind: activity.OpKind(cmd.Name), DB: cmd.DB, Command: auth.Redact(cmd.Body)}
+func (r *Router) beginOp(c *server.Conn, cmd *server.Command, began time.Time) int64 {
+	entry := activity.Op{Kind: activity.OpKind(cmd.Name), DB: cmd.DB, Command: auth.Redact(cmd.Body), Started: began}
 	if c != nil {
 		entry.Desc, entry.Client, entry.ConnID = c.Desc(), c.RemoteAddr(), c.ID()
 	}

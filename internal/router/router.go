@@ -78,6 +78,7 @@ type Router struct {
 	// opCounts are serverStatus's opcounters; serverStats its connections
 	// and traffic (status.go).
 	opCounts    opstats.OpCounters
+	stats       *opstats.Stats // opLatencies, asserts, metrics.commands
 	serverStats func() server.Stats
 	started     bson.DateTime
 	// commands is commandTable and authCommands authCommandTable, built
@@ -114,7 +115,7 @@ func New(cfg Config) (*Router, error) {
 		processID: bson.NewObjectID(), done: make(chan struct{}),
 		started: bson.NewDateTimeFromTime(cfg.Clock.Now()), commands: commandTable(),
 		authCommands: authCommandTable(), signature: unsignedSignature(), params: routerParams(),
-		ops: activity.NewRegistry(cfg.Clock)}
+		ops: activity.NewRegistry(cfg.Clock), stats: opstats.New()}
 	r.config = wireclient.NewReplicaSet(name, seeds, client, cfg.Clock)
 	r.catalog = newCatalog(r)
 	r.cursors = newCursorTable(cfg.Clock)
@@ -155,13 +156,12 @@ func (r *Router) Handle(ctx context.Context, c *server.Conn, cmd *server.Command
 	// collection timestamps).
 	op := &operation{ctx: ctx, conn: c, db: cmd.DB, name: cmd.Name, body: cmd.Body}
 	r.opCounts.Start(op.name)
-	id := r.beginOp(c, cmd)
+	began := r.clock.Now()
+	id := r.beginOp(c, cmd, began)
 	reply, err := r.dispatch(op)
 	r.ops.End(id)
 	err = killedError(ctx, err)
-	if err == nil {
-		r.opCounts.Done(op.name, op.body, reply)
-	}
+	r.record(op, reply, err, r.clock.Now().Sub(began))
 	if err != nil {
 		reply = mongoerr.Reply(err)
 	} else {

@@ -1,10 +1,15 @@
 package router
 
 import (
+	"time"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/bsonutil"
 	"github.com/mayflydb/mayfly/internal/diag"
+	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/server"
+	"github.com/mayflydb/mayfly/internal/wireclient"
 )
 
 // SetServerStats connects serverStatus to the network server's counters
@@ -13,7 +18,8 @@ func (r *Router) SetServerStats(f func() server.Stats) { r.serverStats = f }
 
 // cmdServerStatus answers serverStatus as mongos does, from the router's
 // own process: its connections and traffic, the commands it answered
-// (opcounters, counted as a mongod counts them), and its memory.
+// (opcounters, counted as a mongod counts them), its memory, and its
+// commands' latencies and failures.
 func cmdServerStatus(r *Router, _ *operation) (bson.D, error) {
 	var s server.Stats
 	if r.serverStats != nil {
@@ -29,5 +35,24 @@ func cmdServerStatus(r *Router, _ *operation) (bson.D, error) {
 			{Key: "update", Value: c.Update.Load()}, {Key: "delete", Value: c.Delete.Load()},
 			{Key: "getmore", Value: c.GetMore.Load()}, {Key: "command", Value: c.Command.Load()}}},
 		{Key: "mem", Value: diag.Mem()},
+		{Key: "opLatencies", Value: diag.OpLatencies(r.stats)},
+		{Key: "asserts", Value: diag.Asserts(r.stats)},
+		{Key: "metrics", Value: bson.D{{Key: "commands", Value: diag.CommandMetrics(r.stats)}}},
 	}...), nil
+}
+
+// record counts a finished command: its writes in opcounters, its time
+// in opLatencies and metrics.commands, a failure in asserts (regular for
+// the router's own InternalError, user otherwise).
+func (r *Router) record(op *operation, reply bson.D, err error, d time.Duration) {
+	if err == nil {
+		r.opCounts.Done(op.name, op.body, reply)
+	}
+	var code mongoerr.Code
+	if err != nil {
+		code = mongoerr.As(err).Code
+	} else if _, ok := bsonutil.Field(reply, "ok"); ok { // a shard's reply passed on; the router's own add ok later
+		code = wireclient.ReplyCode(reply)
+	}
+	r.stats.Record(op.name, "", d, code != 0, code == mongoerr.InternalError)
 }
