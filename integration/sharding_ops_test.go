@@ -29,6 +29,7 @@ func TestShardedOperations(t *testing.T) {
 	t.Run("ProcessCommands", func(t *testing.T) { testRouterProcessCommands(t, c, cl) })
 	t.Run("FsyncLock", func(t *testing.T) { testRoutedFsyncLock(t, c, cl, coll) })
 	t.Run("Validate", func(t *testing.T) { testRoutedValidate(t, cl) })
+	t.Run("ProfileAndSlowLog", func(t *testing.T) { testRouterProfile(t, cl, coll) })
 }
 
 // holdFind arms failCommand on every shard to hold the next find for
@@ -261,4 +262,32 @@ func testLocalOpsMaskSecrets(t *testing.T, cl *mongo.Client) {
 	if strings.Contains(text, "hunter2-secret") || !strings.Contains(text, `"pwd": "xxx"`) {
 		t.Fatalf("the router's currentOp of a command with a pwd: %s", text)
 	}
+}
+
+// testRouterProfile: the router takes profile levels 0 and -1 only, as
+// mongos, and logs commands slower than the slowms it sets.
+func testRouterProfile(t *testing.T, cl *mongo.Client, coll *mongo.Collection) {
+	db := cl.Database("ops")
+	wantCode(t, db.RunCommand(ctxT(t), bson.D{{Key: "profile", Value: 1}}).Err(), 2, "Profiling is not permitted on mongoS")
+	runCmd(t, db, bson.D{{Key: "profile", Value: 0}, {Key: "slowms", Value: 0}})
+	defer runCmd(t, db, bson.D{{Key: "profile", Value: 0}, {Key: "slowms", Value: 100}})
+	status := runRawCmd(t, db, bson.D{{Key: "profile", Value: -1}})
+	if ms, _ := status.Lookup("slowms").Int32OK(); ms != 0 {
+		t.Fatalf("profile -1 after slowms 0: %v", status)
+	}
+	if err := coll.FindOne(ctxT(t), bson.D{{Key: "_id", Value: 1}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var logs struct {
+		Log []string `bson:"log"`
+	}
+	if err := cl.Database("admin").RunCommand(ctxT(t), bson.D{{Key: "getLog", Value: "global"}}).Decode(&logs); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range logs.Log {
+		if strings.Contains(line, `"msg":"Slow query"`) && strings.Contains(line, `"command":"find"`) {
+			return
+		}
+	}
+	t.Fatalf("no slow find in the router's log with slowms 0: %q", logs.Log)
 }

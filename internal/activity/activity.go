@@ -316,7 +316,7 @@ const DefaultSlowMS = 100
 type Profiler struct {
 	mu     sync.RWMutex
 	levels map[string]ProfileSettings
-	slowMS int64 // server-wide slowms, shared by all databases as in mongod
+	slowMS atomic.Int64 // server-wide slowms, shared by all databases as in mongod
 	// profiling is whether some database's level is not 0. Every command asks
 	// ShouldProfile, almost always with profiling off everywhere: then it
 	// answers without the read lock, two atomic writes to a word that all
@@ -326,7 +326,9 @@ type Profiler struct {
 
 // NewProfiler returns a profiler with profiling off everywhere.
 func NewProfiler() *Profiler {
-	return &Profiler{levels: map[string]ProfileSettings{}, slowMS: DefaultSlowMS}
+	p := &Profiler{levels: map[string]ProfileSettings{}}
+	p.slowMS.Store(DefaultSlowMS)
+	return p
 }
 
 // Get returns db's settings.
@@ -334,7 +336,7 @@ func (p *Profiler) Get(db string) ProfileSettings {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	s := p.levels[db]
-	s.SlowMS = p.slowMS
+	s.SlowMS = p.slowMS.Load()
 	if s.SampleRate == 0 {
 		s.SampleRate = 1
 	}
@@ -346,7 +348,7 @@ func (p *Profiler) Set(db string, s ProfileSettings, setSlow bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if setSlow {
-		p.slowMS = s.SlowMS
+		p.slowMS.Store(s.SlowMS)
 	}
 	p.levels[db] = ProfileSettings{Level: s.Level, SampleRate: s.SampleRate}
 	on := false
@@ -354,6 +356,12 @@ func (p *Profiler) Set(db string, s ProfileSettings, setSlow bool) {
 		on = on || l.Level != 0
 	}
 	p.profiling.Store(on)
+}
+
+// Slow reports whether an operation that took d is slow (slowms): the
+// router logs those.
+func (p *Profiler) Slow(d time.Duration) bool {
+	return d >= time.Duration(p.slowMS.Load())*time.Millisecond
 }
 
 // ShouldProfile reports whether an operation of this duration on db is

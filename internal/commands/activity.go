@@ -10,7 +10,6 @@ import (
 	"github.com/mayflydb/mayfly/internal/activity"
 	"github.com/mayflydb/mayfly/internal/aggregate"
 	"github.com/mayflydb/mayfly/internal/bsonutil"
-	"github.com/mayflydb/mayfly/internal/cmdargs"
 	"github.com/mayflydb/mayfly/internal/cursor/paging"
 	"github.com/mayflydb/mayfly/internal/mongoerr"
 	"github.com/mayflydb/mayfly/internal/nsjoin"
@@ -101,50 +100,7 @@ func lookupOK(reply bson.D) float64 {
 }
 
 func cmdProfile(h *Handler, r *request) (bson.D, error) {
-	level, err := cmdargs.Int64(r.name, "profile", r.body[0].Value)
-	if err != nil {
-		return nil, err
-	}
-	if level < -1 || level > 2 {
-		return nil, mongoerr.Newf(mongoerr.BadValue, "Invalid profiling level: %d", level)
-	}
-	was := h.deps.Profiler.Get(r.db)
-	reply := bson.D{{Key: "was", Value: int32(was.Level)}, {Key: "slowms", Value: int32(was.SlowMS)}, {Key: "sampleRate", Value: was.SampleRate}}
-	if level == -1 {
-		return reply, nil
-	}
-	next, setSlow, err := profileSettings(r, int(level), was)
-	if err != nil {
-		return nil, err
-	}
-	h.deps.Profiler.Set(r.db, next, setSlow)
-	return reply, nil
-}
-
-func profileSettings(r *request, level int, was activity.ProfileSettings) (activity.ProfileSettings, bool, error) {
-	next := activity.ProfileSettings{Level: level, SlowMS: was.SlowMS, SampleRate: was.SampleRate}
-	setSlow := false
-	if v, ok := bsonutil.Field(r.body, "slowms"); ok {
-		n, err := cmdargs.Int64(r.name, "slowms", v)
-		if err != nil {
-			return next, false, err
-		}
-		next.SlowMS, setSlow = n, true
-	}
-	if v, ok := bsonutil.Field(r.body, "filter"); ok && v != nil {
-		return next, false, mongoerr.New(mongoerr.BadValue, "the profiler 'filter' option is not supported by Mayfly")
-	}
-	if v, ok := bsonutil.Field(r.body, "sampleRate"); ok {
-		f, isF := v.(float64)
-		if !isF || f < 0 || f > 1 {
-			return next, false, mongoerr.New(mongoerr.BadValue, "'sampleRate' must be between 0.0 and 1.0 inclusive")
-		}
-		if f != 1 {
-			return next, false, mongoerr.New(mongoerr.BadValue, "profiler sampleRate other than 1.0 is not supported by Mayfly")
-		}
-		next.SampleRate = f
-	}
-	return next, setSlow, nil
+	return h.deps.Profiler.Command(r.db, r.body, nil)
 }
 
 func cmdCurrentOp(h *Handler, r *request) (bson.D, error) {

@@ -140,7 +140,7 @@ func notFannedOut() map[string]string {
 		"ping": "answered by the router", "buildInfo": "answered by the router", "buildinfo": "answered by the router",
 		"getParameter": "answered by the router", "setParameter": "answered by the router", "configureFailPoint": "answered by the router", "serverStatus": "answered by the router", "renameCollection": "the primary shard", "whatsmyuri": "answered by the router",
 		"endSessions": "answered by the router", "refreshSessions": "answered by the router",
-		"getLog": "answered by the router", "getCmdLineOpts": "answered by the router", "hostInfo": "answered by the router", "listCommands": "answered by the router",
+		"profile": "answered by the router", "getLog": "answered by the router", "getCmdLineOpts": "answered by the router", "hostInfo": "answered by the router", "listCommands": "answered by the router",
 		"addShard": "one shard and the config servers", "listShards": "the config servers", "removeShard": "the config servers",
 		"enableSharding": "the config servers", "shardCollection": "builds the key's index on each shard in turn before the chunks exist, then the config servers (its closing cache refresh is not a command of the client's)",
 		"balancerStatus": "the config servers", "balancerStart": "the config servers", "balancerStop": "the config servers",

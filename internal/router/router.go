@@ -77,8 +77,11 @@ type Router struct {
 	failPoints *failpoint.Registry
 	// opCounts are serverStatus's opcounters; serverStats its connections
 	// and traffic (status.go).
-	opCounts    opstats.OpCounters
-	stats       *opstats.Stats // opLatencies, asserts, metrics.commands
+	opCounts opstats.OpCounters
+	stats    *opstats.Stats // opLatencies, asserts, metrics.commands
+	// profiler holds slowms, which the profile command sets and the slow
+	// operations' log reads (the router keeps no system.profile).
+	profiler    *activity.Profiler
 	serverStats func() server.Stats
 	started     bson.DateTime
 	// commands is commandTable and authCommands authCommandTable, built
@@ -115,7 +118,8 @@ func New(cfg Config) (*Router, error) {
 		processID: bson.NewObjectID(), done: make(chan struct{}),
 		started: bson.NewDateTimeFromTime(cfg.Clock.Now()), commands: commandTable(),
 		authCommands: authCommandTable(), signature: unsignedSignature(), params: routerParams(),
-		ops: activity.NewRegistry(cfg.Clock), stats: opstats.New()}
+		ops: activity.NewRegistry(cfg.Clock), stats: opstats.New(),
+		profiler: activity.NewProfiler()}
 	r.config = wireclient.NewReplicaSet(name, seeds, client, cfg.Clock)
 	r.catalog = newCatalog(r)
 	r.cursors = newCursorTable(cfg.Clock)

@@ -72,7 +72,7 @@ func unversionedCommands() map[string]string {
 		"renameCollection": "an unsharded collection on its primary shard, checked against the config servers read afresh", "whatsmyuri": handshake,
 		"endSessions": handshake, "refreshSessions": handshake,
 		"fsync": "every member's storage: no collection's version applies", "fsyncUnlock": "every member's storage: no collection's version applies",
-		"getLog": "the router's own process", "getCmdLineOpts": "the router's own process", "hostInfo": "the router's own process", "listCommands": "the router's own commands",
+		"profile": "the router's own settings", "getLog": "the router's own process", "getCmdLineOpts": "the router's own process", "hostInfo": "the router's own process", "listCommands": "the router's own commands",
 		"currentOp": "operations in flight, on every shard: no collection's version applies", "killOp": "one operation, the router's or a shard's: no collection's version applies",
 		"killSessions": "sessions, on every shard: no collection's version applies", "killAllSessions": "sessions, on every shard: no collection's version applies",
 		"addShard": admin, "listShards": admin, "removeShard": admin, "enableSharding": admin,

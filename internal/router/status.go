@@ -43,7 +43,8 @@ func cmdServerStatus(r *Router, _ *operation) (bson.D, error) {
 
 // record counts a finished command: its writes in opcounters, its time
 // in opLatencies and metrics.commands, a failure in asserts (regular for
-// the router's own InternalError, user otherwise).
+// the router's own InternalError, user otherwise); one slower than
+// slowms is logged, by name (a command's fields may hold secrets).
 func (r *Router) record(op *operation, reply bson.D, err error, d time.Duration) {
 	if err == nil {
 		r.opCounts.Done(op.name, op.body, reply)
@@ -55,4 +56,18 @@ func (r *Router) record(op *operation, reply bson.D, err error, d time.Duration)
 		code = wireclient.ReplyCode(reply)
 	}
 	r.stats.Record(op.name, "", d, code != 0, code == mongoerr.InternalError)
+	if r.profiler.Slow(d) && !isHandshake(op.name) && op.name != "getMore" { // those two wait by design
+		r.log.Info("Slow query", "command", op.name, "db", op.db, "durationMillis", d.Milliseconds(), "code", int32(code))
+	}
+}
+
+// cmdProfile is mongos's profile: the router keeps no system.profile, so
+// it takes level 0, to set slowms for its log of slow operations, and -1.
+func cmdProfile(r *Router, op *operation) (bson.D, error) {
+	return r.profiler.Command(op.db, op.body, func(level int64) error {
+		if level == 0 || level == -1 {
+			return nil
+		}
+		return mongoerr.New(mongoerr.BadValue, "Profiling is not permitted on mongoS: the 'profile' field should be 0 to change 'slowms', 'sampleRate', or 'filter' settings for logging, or -1 to view current values")
+	})
 }

@@ -10,7 +10,7 @@ func commandTable() map[string]handlerFunc {
 		"ping": cmdOK, "serverStatus": cmdServerStatus, "buildInfo": cmdBuildInfo, "buildinfo": cmdBuildInfo,
 		"getParameter": cmdGetParameter, "configureFailPoint": cmdConfigureFailPoint, "setParameter": cmdSetParameter, "whatsmyuri": cmdWhatsMyURI,
 		"currentOp": cmdCurrentOp, "killOp": cmdKillOp, "fsync": cmdFsync, "fsyncUnlock": cmdFsyncUnlock,
-		"getLog": cmdGetLog, "getCmdLineOpts": cmdGetCmdLineOpts, "hostInfo": cmdHostInfo, "listCommands": cmdListCommands,
+		"profile": cmdProfile, "getLog": cmdGetLog, "getCmdLineOpts": cmdGetCmdLineOpts, "hostInfo": cmdHostInfo, "listCommands": cmdListCommands,
 		"endSessions": cmdOK, "refreshSessions": cmdOK, "killSessions": cmdKillSessions, "killAllSessions": cmdKillSessions,
 
 		// The cluster's administration (mongosh's sh.* helpers).
