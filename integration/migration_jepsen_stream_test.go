@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,6 +19,7 @@ type jepsenEvent struct {
 	op          string
 	id          int32
 	clusterTime bson.Timestamp
+	wall        time.Time // the event's wallTime, to set beside the faults and moves
 }
 
 // jepsenStream watches the collection through the router for the whole
@@ -84,6 +86,7 @@ func (s *jepsenStream) drain(cs *mongo.ChangeStream) (bool, error) {
 		var ev struct {
 			Op          string         `bson:"operationType"`
 			ClusterTime bson.Timestamp `bson:"clusterTime"`
+			WallTime    time.Time      `bson:"wallTime"`
 			Key         struct {
 				ID any `bson:"_id"`
 			} `bson:"documentKey"`
@@ -96,7 +99,7 @@ func (s *jepsenStream) drain(cs *mongo.ChangeStream) (bool, error) {
 			return false, fmt.Errorf("an event of _id %v (%T), not one the workload writes", ev.Key.ID, ev.Key.ID)
 		}
 		s.mu.Lock()
-		s.events = append(s.events, jepsenEvent{op: ev.Op, id: id, clusterTime: ev.ClusterTime})
+		s.events = append(s.events, jepsenEvent{op: ev.Op, id: id, clusterTime: ev.ClusterTime, wall: ev.WallTime})
 		s.mu.Unlock()
 		if ev.Op == "insert" && id == sentinelID {
 			return true, nil
@@ -214,7 +217,7 @@ func checkStream(events []jepsenEvent, run *jepsenRun) []string {
 		// An expiring document's orphan copy is deleted silently
 		// (docs/design/0014, "Orphans and expiry"): once is all.
 		if n > 1 {
-			note("_id %d deleted %d times in the stream", id, n)
+			note("_id %d deleted %d times in the stream: %s", id, n, eventsOf(events, id))
 		}
 	}
 	for _, id := range run.acked {
@@ -251,4 +254,16 @@ func casCounts(history []porcupine.Operation) (acked, unknown map[int32]int) {
 		}
 	}
 	return acked, unknown
+}
+
+// eventsOf lists the events of one _id, with their times, for a failure
+// message.
+func eventsOf(events []jepsenEvent, id int32) string {
+	var out []string
+	for _, ev := range events {
+		if ev.id == id {
+			out = append(out, fmt.Sprintf("%s at %v (%s)", ev.op, ev.clusterTime, ev.wall.UTC().Format("15:04:05.000")))
+		}
+	}
+	return strings.Join(out, ", ")
 }

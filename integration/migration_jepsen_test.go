@@ -618,6 +618,9 @@ func checkJepsenStream(t *testing.T, stream *jepsenStream, coll *mongo.Collectio
 	for _, b := range bad {
 		t.Errorf("change stream: %s", b)
 	}
+	if len(bad) > 0 {
+		logMovesAndFaults(t, run)
+	}
 }
 
 // logPaths are the cluster's processes' log files.
@@ -685,6 +688,12 @@ func reportIllegalKeys(t *testing.T, run *jepsenRun) {
 				casModel.DescribeOperation(op.Input, op.Output))
 		}
 	}
+	logMovesAndFaults(t, run)
+}
+
+// logMovesAndFaults prints the run's moves and faults with their times,
+// to set beside a failure's.
+func logMovesAndFaults(t *testing.T, run *jepsenRun) {
 	t.Logf("moves and faults:")
 	for _, e := range run.events {
 		t.Logf("  %s", e)
