@@ -134,12 +134,16 @@ func (r *Router) scatterAggregate(op *operation, ns string, ts []target, pipelin
 		}
 		return nil, err
 	}
-	cursorOpt := bsonutil.ToD(mustField(op.body, "cursor"))
-	batchSize := int64(defaultBatchSize)
-	if v, ok := bsonutil.Field(cursorOpt, "batchSize"); ok {
-		batchSize = toInt64(v)
+	return r.firstBatch(op, ns, &mergedCursor{streams: streams, out: out}, aggregateBatchSize(op.body), false)
+}
+
+// aggregateBatchSize is an aggregate's first batch: cursor.batchSize,
+// defaultBatchSize when it names none.
+func aggregateBatchSize(body bson.D) int64 {
+	if v, ok := bsonutil.Field(bsonutil.ToD(mustField(body, "cursor")), "batchSize"); ok {
+		return toInt64(v)
 	}
-	return r.firstBatch(op, ns, &mergedCursor{streams: streams, out: out}, batchSize, false)
+	return defaultBatchSize
 }
 
 // mergeAggregate merges the shards' streams and runs the router's part

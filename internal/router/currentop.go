@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"sort"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -25,10 +24,7 @@ func (r *Router) beginOp(c *server.Conn, cmd *server.Command, began time.Time) i
 	if c != nil {
 		entry.Desc, entry.Client, entry.ConnID = c.Desc(), c.RemoteAddr(), c.ID()
 	}
-	if cmd.Cancel == nil {
-		return r.ops.Begin(entry)
-	}
-	return r.ops.BeginCancelable(entry, cmd.Cancel)
+	return r.ops.BeginCancelable(entry, cmd.Cancel) // a nil Cancel (tests) makes it one killOp cannot stop
 }
 
 // killedError is the error of a command killOp stopped: whatever its
@@ -72,11 +68,7 @@ func (r *Router) aggregateCurrentOp(op *operation, pipeline bson.A) (bson.D, err
 	if err != nil {
 		return nil, err
 	}
-	batchSize := int64(defaultBatchSize)
-	if v, ok := bsonutil.Field(bsonutil.ToD(mustField(op.body, "cursor")), "batchSize"); ok {
-		batchSize = toInt64(v)
-	}
-	return r.firstBatch(op, "admin.$cmd.aggregate", &mergedCursor{out: out}, batchSize, false)
+	return r.firstBatch(op, "admin.$cmd.aggregate", &mergedCursor{out: out}, aggregateBatchSize(op.body), false)
 }
 
 // currentOpDocs asks every shard's primary for $currentOp with spec and
@@ -84,17 +76,12 @@ func (r *Router) aggregateCurrentOp(op *operation, pipeline bson.A) (bson.D, err
 func (r *Router) currentOpDocs(op *operation, spec bson.D) ([]bson.D, error) {
 	cmd := bson.D{{Key: "aggregate", Value: int32(1)}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$currentOp", Value: spec}}}},
 		{Key: "cursor", Value: bson.D{{Key: "batchSize", Value: int32(math.MaxInt32)}}}}
-	shards, replies, err := r.eachShard(op, "admin", cmd)
+	shards, replies, err := r.eachShard(op, "admin", cmd) // in shard id order, as mongos sorts them
 	if err != nil {
 		return nil, err
 	}
-	order := make([]int, len(shards))
-	for i := range order {
-		order[i] = i
-	}
-	sort.Slice(order, func(a, b int) bool { return shards[order[a]].ID < shards[order[b]].ID })
 	var docs []bson.D
-	for _, i := range order {
+	for i := range shards {
 		rs, err := r.catalog.shard(op, shards[i].ID)
 		if err != nil {
 			return nil, err
