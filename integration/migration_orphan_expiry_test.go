@@ -129,3 +129,82 @@ func deletesUntil(t *testing.T, stream *mongo.ChangeStream, sentinel int32) map[
 	t.Fatalf("the stream ended before the sentinel insert: %v", stream.Err())
 	return nil
 }
+
+// TestOrphanExpiryAfterTheOldPrimaryStepsUp: shA's primary caches db's
+// placement, steps down, and its successor gives every chunk to shB;
+// then the old primary is elected again. It must read the placement
+// anew: trusting what it cached while it was primary before, it expired
+// the orphans as their owner, and each document was deleted twice in
+// the stream (once by shA, once by shB). The stream shows one delete of
+// each.
+func TestOrphanExpiryAfterTheOldPrimaryStepsUp(t *testing.T) {
+	c := &routedCluster{t: t, shards: map[string]*replSet{}}
+	c.config = startNamedReplSet(t, "cfg", 1, "--configsvr")
+	c.shards["shA"] = startNamedReplSet(t, "shA", 3, "--shardsvr", "--setParameter", "orphanCleanupDelaySecs=3600")
+	c.shards["shB"] = startNamedReplSet(t, "shB", 1, "--shardsvr", "--setParameter", "orphanCleanupDelaySecs=3600")
+	c.router = startRouter(t, "cfg/"+c.config.addrs[0])
+	cl := c.client()
+	runCmd(t, cl.Database("admin"), bson.D{{Key: "balancerStop", Value: 1}})
+	addShardsAndShard(t, c, cl, "test", "orph")
+	coll := cl.Database("test").Collection("orph")
+	if _, err := coll.Indexes().CreateOne(ctxT(t), mongo.IndexModel{Keys: bson.D{{Key: "expireAt", Value: 1}},
+		Options: options.Index().SetExpireAfterSeconds(0)}); err != nil {
+		t.Fatal(err)
+	}
+	stream, err := coll.Watch(ctxT(t), mongo.Pipeline{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close(context.Background())
+	// Long enough for two elections and the moves on a loaded machine;
+	// checked below.
+	const lifetime = 40 * time.Second
+	expireAt := time.Now().Add(lifetime)
+	docs := make([]any, orphanExpiryDocs)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "_id", Value: int32(i)}, {Key: "expireAt", Value: bson.NewDateTimeFromTime(expireAt)}}
+	}
+	// Routed inserts: shA's primary caches the placement they carry.
+	if _, err := coll.InsertMany(ctxT(t), docs); err != nil {
+		t.Fatal(err)
+	}
+	shA := c.shards["shA"]
+	old := shA.waitPrimary(-1, 15*time.Second)
+	stepDown(t, shA, old, 2)
+	successor := shA.waitPrimary(old, 30*time.Second)
+	moveAllTo(t, cl, "test.orph", "shB")
+	// The third member may not stand: the old primary is the one left.
+	third := 3 - old - successor
+	runCmd(t, shA.direct(third).Database("admin"), bson.D{{Key: "replSetFreeze", Value: 300}})
+	stepDown(t, shA, successor, 300)
+	if p := shA.waitPrimary(successor, 30*time.Second); p != old {
+		t.Fatalf("member %d was elected, want the old primary %d", p, old)
+	}
+	if time.Now().After(expireAt) {
+		t.Fatalf("the moves and elections ended after the documents expired (%v late): the test proves nothing", time.Since(expireAt))
+	}
+	waitStoredNone(t, c, "orph")
+	sentinel := int32(orphanExpiryDocs)
+	if _, err := coll.InsertOne(ctxT(t), bson.D{{Key: "_id", Value: sentinel}}); err != nil {
+		t.Fatal(err)
+	}
+	deletes := deletesUntil(t, stream, sentinel)
+	for id := range int32(orphanExpiryDocs) {
+		if deletes[id] != 1 {
+			t.Errorf("_id %d: %d deletes in the stream, want 1", id, deletes[id])
+		}
+	}
+}
+
+// stepDown steps member i of rs down for secs seconds; the reply may be
+// lost with the connections a stepping-down member closes.
+func stepDown(t *testing.T, rs *replSet, i int, secs int) {
+	t.Helper()
+	cl := rs.direct(i)
+	defer func() { _ = cl.Disconnect(context.Background()) }()
+	err := cl.Database("admin").RunCommand(ctxT(t), bson.D{{Key: "replSetStepDown", Value: secs},
+		{Key: "secondaryCatchUpPeriodSecs", Value: 1}}).Err()
+	if err != nil && !mongo.IsNetworkError(err) {
+		t.Fatalf("replSetStepDown on member %d: %v", i, err)
+	}
+}

@@ -111,8 +111,10 @@ func (h replicaHooks) reloadUsers() {
 }
 
 // Promoted runs on the member's apply goroutine, which the writes below
-// wait on, so they run on their own.
+// wait on, so they run on their own. A shard's placements are forgotten
+// first, before the monitor is woken (shardstate's PrimacyChanged).
 func (h replicaHooks) Promoted() {
+	h.primacyChanged()
 	go func() {
 		if err := h.a.store.DropUnfinishedBuilds(); err != nil {
 			h.a.cfg.Logger.Warn("dropping unfinished index builds on promotion failed", "err", err)
@@ -123,7 +125,18 @@ func (h replicaHooks) Promoted() {
 
 // Demoted aborts the open transactions, as a stepping-down mongod does:
 // their next statement or commit answers NoSuchTransaction.
-func (h replicaHooks) Demoted() { h.a.txns.AbortAll() }
+func (h replicaHooks) Demoted() {
+	h.primacyChanged()
+	h.a.txns.AbortAll()
+}
+
+// primacyChanged tells a shard's migrations that the member stepped up
+// or down.
+func (h replicaHooks) primacyChanged() {
+	if m := h.a.migrations.shard; m != nil {
+		m.PrimacyChanged()
+	}
+}
 
 // sweepSessions removes, on the primary, the retryable-write records of
 // sessions idle for longer than a driver may retry.

@@ -1,10 +1,15 @@
 package shardstate
 
 import (
+	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mayflydb/mayfly/internal/mongoerr"
+	"github.com/mayflydb/mayfly/internal/shardmeta"
 )
 
 // expiryMigrations is shA's Migrations over cfg, its recorded critical
@@ -107,4 +112,99 @@ func TestExpiryOwnerHeldWhilePlacementMayChange(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPrimacyChangeForgetsPlacements: a member that steps up or down
+// reads every placement again before it trusts it. Its cache may
+// predate a migration committed while it was not primary: kept, it
+// would take a stale router's write into a range it gave away and
+// expire the range's orphans as their owner, beside the recipient.
+func TestPrimacyChangeForgetsPlacements(t *testing.T) {
+	ctx := context.Background()
+	cfg, s, oldV := primedState(t, "shA", "shB")
+	m := NewMigrations(MigrationOptions{State: s})
+	m.loaded = true
+	if owns := waitAnswered(t, m, "db.c"); owns == nil || !ownsAny(owns) {
+		t.Fatal("before the move, shA owns none of db.c")
+	}
+	// db.c moves wholly to shB while this member is not told.
+	cfg.shard(t, "db.c", "shB")
+	if _, err := s.Check(ctx, "db", "db.c", Versions{Shard: &oldV}); err != nil {
+		t.Fatalf("the stale cache should still take the stale router's version (the hazard): %v", err)
+	}
+	// A critical section its donor entered in its earlier primacy, whose
+	// migration another primary has finished since.
+	m.mu.Lock()
+	m.critical["db.c"] = true
+	m.mu.Unlock()
+	m.PrimacyChanged()
+	m.mu.Lock()
+	stale := m.critical["db.c"]
+	m.mu.Unlock()
+	if stale {
+		t.Fatal("a change of primacy kept the critical section of an earlier primacy")
+	}
+	if _, held := m.ExpiryOwner("db.c"); !held {
+		t.Fatal("after a change of primacy, expiry not held before the records are loaded")
+	}
+	m.mu.Lock()
+	m.loaded = true // as loadRecorded sets it on the new primary
+	m.mu.Unlock()
+	if owns := waitAnswered(t, m, "db.c"); owns != nil && ownsAny(owns) {
+		t.Fatal("after a change of primacy, shA still expires db.c's documents as their owner")
+	}
+	if _, err := s.Check(ctx, "db", "db.c", Versions{Shard: &oldV}); mongoerr.As(err).Code != mongoerr.StaleConfig {
+		t.Fatalf("after a change of primacy, the stale router's version: %v, want StaleConfig", err)
+	}
+}
+
+// TestForgetDuringRefreshDropsItsResult: a read that began before the
+// placements were forgotten is answered but not cached.
+func TestForgetDuringRefreshDropsItsResult(t *testing.T) {
+	cfg := &fakeConfig{}
+	v := cfg.shard(t, "db.c", "shA", "shB").ShardVersion("shA")
+	var s *State
+	forgetting := &forgetOnRead{fakeConfig: cfg}
+	s = New(Options{
+		LoadIdentity: func() (bson.D, bool, error) { return identityDoc("shA"), true, nil },
+		NewSource:    func(Identity) Source { return forgetting },
+	})
+	forgetting.state = s
+	forgetting.armed.Store(true)
+	if _, err := s.Check(context.Background(), "db", "db.c", Versions{Shard: &v}); err != nil {
+		t.Fatalf("check during a forget: %v", err)
+	}
+	if _, cached := lookup(s, s.colls, "db.c"); cached {
+		t.Fatal("a placement read before a forget was cached after it")
+	}
+	if _, err := s.Check(context.Background(), "db", "db.c", Versions{Shard: &v}); err != nil {
+		t.Fatal(err)
+	}
+	if _, cached := lookup(s, s.colls, "db.c"); !cached {
+		t.Fatal("a read after the forget was not cached")
+	}
+}
+
+// forgetOnRead forgets the state's placements during its next read.
+type forgetOnRead struct {
+	*fakeConfig
+	state *State
+	armed atomic.Bool
+}
+
+func (f *forgetOnRead) Collection(ctx context.Context, ns string) (shardmeta.Collection, []shardmeta.Chunk, bool, error) {
+	if f.armed.Swap(false) {
+		f.state.ForgetPlacements()
+	}
+	return f.fakeConfig.Collection(ctx, ns)
+}
+
+// ownsAny reports whether owns claims any of 40 documents of db.c.
+func ownsAny(owns func(bson.D) bool) bool {
+	for i := range 40 {
+		if owns(bson.D{{Key: "_id", Value: i}, {Key: "k", Value: i}}) {
+			return true
+		}
+	}
+	return false
 }

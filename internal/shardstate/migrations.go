@@ -249,8 +249,8 @@ func (m *Migrations) loadRecorded() {
 	m.mu.Lock()
 	loaded := m.loaded
 	m.mu.Unlock()
-	if loaded {
-		return
+	if loaded || m.checkPrimary() != nil {
+		return // a secondary loads them when it steps up
 	}
 	coords, err := m.coordinators()
 	if err != nil {

@@ -32,12 +32,11 @@ func reload[V any](s *State, m map[string]cached[V], key string, load func() (V,
 	}
 	s.refreshMu.Lock()
 	defer s.refreshMu.Unlock()
+	epoch := s.currentEpoch()
 	v, err := load()
 	if err != nil {
 		return zero, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m[key] = cached[V]{value: v, gen: m[key].gen + 1}
+	store(s, m, key, v, epoch)
 	return v, nil
 }

@@ -35,6 +35,9 @@ type State struct {
 	// refreshing holds the namespaces whose placement the expiry
 	// machinery is reading in the background (expiryowner.go).
 	refreshing map[string]bool
+	// epoch counts ForgetPlacements: a refresh that read before the
+	// latest one does not store what it read.
+	epoch uint64
 
 	// refreshMu lets one refresh run at a time: requests that queue behind
 	// it find the cache already refreshed and read nothing more.
@@ -208,13 +211,43 @@ func refreshOnce[V any](s *State, m map[string]cached[V], key string, seen uint6
 	if e, ok := lookup(s, m, key); ok && (!known || e.gen != seen) {
 		return e, nil
 	}
+	epoch := s.currentEpoch()
 	v, err := load()
 	if err != nil {
 		return cached[V]{}, err
 	}
+	return store(s, m, key, v, epoch), nil
+}
+
+// store caches v as key's entry of m, read at epoch: unless the
+// placements were forgotten since, for then v may predate what made
+// them be forgotten.
+func store[V any](s *State, m map[string]cached[V], key string, v V, epoch uint64) cached[V] {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := cached[V]{value: v, gen: m[key].gen + 1}
-	m[key] = e
-	return e, nil
+	if s.epoch == epoch {
+		m[key] = e
+	}
+	return e
+}
+
+func (s *State) currentEpoch() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.epoch
+}
+
+// ForgetPlacements empties the cache of placements and database
+// versions, as mongod clears its filtering metadata when its member steps
+// up or down: what a member cached before it lost primacy may predate
+// a migration committed since, and a new primary that trusted it would
+// take a stale router's writes into a range it gave away and expire its
+// orphans as their owner. Each namespace is read again at its next use.
+func (s *State) ForgetPlacements() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.epoch++
+	clear(s.colls)
+	clear(s.dbs)
 }
