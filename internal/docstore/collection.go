@@ -12,6 +12,7 @@ import (
 	"github.com/mayflydb/mayfly/internal/catalog"
 	"github.com/mayflydb/mayfly/internal/changestream"
 	"github.com/mayflydb/mayfly/internal/collation"
+	"github.com/mayflydb/mayfly/internal/expiryflight"
 	"github.com/mayflydb/mayfly/internal/query"
 	"github.com/mayflydb/mayfly/internal/storage"
 	"github.com/mayflydb/mayfly/internal/ttlmark"
@@ -34,7 +35,7 @@ type Collection struct {
 
 	// inFlight is the documents in expiry batches not yet applied
 	// (inflight.go).
-	inFlight inFlight
+	inFlight expiryflight.Set
 
 	// multikeyMu orders writers that record new multikey paths.
 	multikeyMu sync.Mutex

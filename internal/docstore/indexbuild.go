@@ -261,7 +261,7 @@ func (r *buildRun) indexDocs(ctx context.Context, t *tx, ixs []*indexState, it s
 			return nil, 0, fmt.Errorf("docstore: index build: %w", err)
 		}
 		id := it.Key()[len(p):]
-		if b := t.c.inFlight.batchOf(id); b != nil {
+		if b := t.c.inFlight.BatchOf(id); b != nil {
 			return nil, 0, errInFlight{batch: b} // the batch waits for it, then reads again
 		}
 		d := &stored{idEnc: bytes.Clone(id), raw: bytes.Clone(it.Value())}

@@ -1,9 +1,6 @@
 package docstore
 
-import (
-	"sync"
-	"sync/atomic"
-)
+import "github.com/mayflydb/mayfly/internal/expiryflight"
 
 // Expiry batches in flight (docs/design/0007). On a replica set the
 // primary's monitor proposes a batch of compact expiries and goes on
@@ -15,65 +12,9 @@ import (
 // left behind, so it waits for the batch instead; the monitor's own walk
 // skips them.
 
-// pendingBatch is one expiry batch proposed and not yet applied.
-type pendingBatch struct {
-	done chan struct{}
-	err  error // set before done closes
-}
-
-// Wait returns once the batch is applied, with its failure if it failed.
-func (b *pendingBatch) Wait() error {
-	<-b.done
-	return b.err
-}
-
-// inFlight is a collection's documents in expiry batches not yet applied.
-type inFlight struct {
-	n   atomic.Int64 // len(ids), read without mu on every write
-	mu  sync.Mutex
-	ids map[string]*pendingBatch
-}
-
-// add records ids (encoded _ids) as deleted by b once it applies.
-func (f *inFlight) add(ids [][]byte, b *pendingBatch) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.ids == nil {
-		f.ids = map[string]*pendingBatch{}
-	}
-	for _, id := range ids {
-		f.ids[string(id)] = b
-	}
-	f.n.Store(int64(len(f.ids)))
-}
-
-// finish ends b with err and forgets its ids.
-func (f *inFlight) finish(ids [][]byte, b *pendingBatch, err error) {
-	f.mu.Lock()
-	for _, id := range ids {
-		if f.ids[string(id)] == b {
-			delete(f.ids, string(id))
-		}
-	}
-	f.n.Store(int64(len(f.ids)))
-	f.mu.Unlock()
-	b.err = err
-	close(b.done)
-}
-
-// batchOf is the batch that deletes id, or nil.
-func (f *inFlight) batchOf(id []byte) *pendingBatch {
-	if f.n.Load() == 0 {
-		return nil
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.ids[string(id)]
-}
-
 // errInFlight tells a write to release its locks and wait for batch,
 // which deletes a document the write would change, then start over.
-type errInFlight struct{ batch *pendingBatch }
+type errInFlight struct{ batch *expiryflight.Batch }
 
 func (e errInFlight) Error() string {
 	return "docstore: the document's expiry is being replicated"
@@ -87,7 +28,7 @@ func (c *Collection) loadForWrite(idEnc []byte) (*stored, error) {
 
 // loadForWriteInto is loadForWrite into l (loadInto).
 func (c *Collection) loadForWriteInto(l *loaded, idEnc []byte) (*stored, error) {
-	if b := c.inFlight.batchOf(idEnc); b != nil {
+	if b := c.inFlight.BatchOf(idEnc); b != nil {
 		return nil, errInFlight{batch: b}
 	}
 	return c.loadInto(l, c.store.eng, idEnc)

@@ -1,6 +1,11 @@
 package docstore
 
-import "go.mongodb.org/mongo-driver/v2/bson"
+import (
+	"context"
+	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
 
 // Orphans and the expiry machinery (docs/design/0014, "Orphans and
 // expiry"). A shard member stores documents it does not own: a donor's
@@ -29,6 +34,35 @@ type Ownership interface {
 // without one owns every document.
 func (s *Store) SetOwnership(o Ownership) {
 	s.ownership.Store(&o)
+}
+
+// SettleExpiries waits until every change the expiry machinery decided
+// for db.coll before the call is applied, or ctx ends. A shard's donor
+// calls it once its answers for the collection are held (its critical
+// section), so that no deletion it decided as the owner before lands
+// after the recipient's last pull of its writes: the recipient would
+// keep the document and report its expiry too. A decision is made
+// under the stripes of the documents it changes and applied before
+// they are released, or handed to the collection's batches in flight
+// (inflight.go): taking every stripe once, then waiting for those
+// batches, covers both.
+func (s *Store) SettleExpiries(ctx context.Context, db, coll string) error {
+	c := s.Collection(db, coll)
+	if c == nil {
+		return nil
+	}
+	l := &lockSet{c: c}
+	l.lockAllStripes()
+	batches := c.inFlight.Pending()
+	l.release()
+	for _, b := range batches {
+		select {
+		case <-b.Done():
+		case <-ctx.Done():
+			return fmt.Errorf("docstore: settle the expiries of %s.%s: %w", db, coll, ctx.Err())
+		}
+	}
+	return nil
 }
 
 // ownershipOf asks the store's Ownership about the collection of t,

@@ -228,7 +228,7 @@ func TestWriteWaitsForExpiryInFlight(t *testing.T) {
 		}
 		pass <- err
 	}()
-	for c.inFlight.n.Load() != 10 {
+	for c.inFlight.Len() != 10 {
 		time.Sleep(time.Millisecond)
 	}
 	wrote := make(chan error, 1)
@@ -253,8 +253,8 @@ func TestWriteWaitsForExpiryInFlight(t *testing.T) {
 	if n := len(commits); n < 2 || commits[n-2] != "expiry" || commits[n-1] != "write" {
 		t.Fatalf("commits %v: want the expiry, then the insert", commits)
 	}
-	if c.Count() != 1 || c.inFlight.n.Load() != 0 {
-		t.Fatalf("%d left (want the new document alone), %d in flight", c.Count(), c.inFlight.n.Load())
+	if c.Count() != 1 || c.inFlight.Len() != 0 {
+		t.Fatalf("%d left (want the new document alone), %d in flight", c.Count(), c.inFlight.Len())
 	}
 	mustValid(t, c)
 }

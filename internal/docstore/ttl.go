@@ -9,6 +9,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mayflydb/mayfly/internal/expiryflight"
 	"github.com/mayflydb/mayfly/internal/keyenc"
 	"github.com/mayflydb/mayfly/internal/storage"
 	"github.com/mayflydb/mayfly/internal/ttlentry"
@@ -276,9 +277,9 @@ func (p *ExpiryPass) propose(t *tx, res ExpireResult) (ExpireResult, error) {
 	if err != nil {
 		return ExpireResult{}, fmt.Errorf("docstore: expire %s: %w", p.c.Namespace(), err)
 	}
-	b := &pendingBatch{done: make(chan struct{})}
+	b := expiryflight.NewBatch()
 	ids, low, progress := t.compactIDs, t.compactLow, p.ix.progress
-	p.c.inFlight.add(ids, b)
+	p.c.inFlight.Add(ids, b)
 	go func() {
 		err := wait()
 		if err != nil {
@@ -286,7 +287,7 @@ func (p *ExpiryPass) propose(t *tx, res ExpireResult) (ExpireResult, error) {
 		} else {
 			p.c.stampExpired(ids)
 		}
-		p.c.inFlight.finish(ids, b, err)
+		p.c.inFlight.Finish(ids, b, err)
 		<-progress.Slots()
 	}()
 	res.Applied = b.Wait
@@ -296,7 +297,7 @@ func (p *ExpiryPass) propose(t *tx, res ExpireResult) (ExpireResult, error) {
 // takeable reports whether the pass may take the document id now: it
 // holds the document's stripe, and no batch in flight deletes it already.
 func (p *ExpiryPass) takeable(t *tx, id []byte) bool {
-	return t.locks.stripes[p.c.stripeOf(id)] && p.c.inFlight.batchOf(id) == nil
+	return t.locks.stripes[p.c.stripeOf(id)] && p.c.inFlight.BatchOf(id) == nil
 }
 
 // openCursor opens the pass's cursor on its index's dates, from the last

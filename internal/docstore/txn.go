@@ -424,7 +424,7 @@ func (x *Txn) validate(colls []*Collection) error {
 			return mongoerr.New(mongoerr.WriteConflict, WriteConflictMessage)
 		}
 		for _, id := range tc.ids {
-			if b := c.inFlight.batchOf(id); b != nil {
+			if b := c.inFlight.BatchOf(id); b != nil {
 				return errInFlight{batch: b}
 			}
 		}

@@ -172,7 +172,7 @@ func (r *firstRoom[T]) take() *T {
 
 // load is loadForWrite through the change's reader.
 func (t *tx) load(idEnc []byte) (*stored, error) {
-	if b := t.c.inFlight.batchOf(idEnc); b != nil {
+	if b := t.c.inFlight.BatchOf(idEnc); b != nil {
 		return nil, errInFlight{batch: b}
 	}
 	return t.c.loadFrom(t.r, idEnc)
@@ -182,7 +182,7 @@ func (t *tx) load(idEnc []byte) (*stored, error) {
 // nothing: it reads by a key in t's arena (Get keeps no reference to it)
 // and allocates only a document it finds.
 func (t *tx) loadExpectingNone(idEnc []byte) (*stored, error) {
-	if b := t.c.inFlight.batchOf(idEnc); b != nil {
+	if b := t.c.inFlight.BatchOf(idEnc); b != nil {
 		return nil, errInFlight{batch: b}
 	}
 	raw, err := readRaw(t.r, t.docKey(idEnc))

@@ -111,6 +111,7 @@ func packageLayers() map[string]row {
 		"internal/keyspace":                    {layer: base},
 		"internal/ttlentry":                    {layer: base},
 		"internal/ttlmark":                     {layer: base},
+		"internal/expiryflight":                {layer: base},
 		"internal/touchrepair":                 {layer: base},
 		"internal/storage":                     {layer: base},
 		"internal/storage/pebblestore":         {layer: base},

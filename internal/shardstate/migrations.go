@@ -158,13 +158,18 @@ func (m *Migrations) wakeLocked() {
 }
 
 // enterCriticalSection stops new routed commands on ns, waits for those
-// in flight to end, then for every write they proposed to apply: a
-// command that stopped waiting for its write (its client went away)
-// ends while the write may still be on its way through the log, and it
-// must reach the last pull, with its retry record, or never land.
+// in flight to end and for the expiry changes decided as the owner
+// before, then for every write they proposed to apply: a command that
+// stopped waiting for its write (its client went away) ends while the
+// write may still be on its way through the log, and it must reach the
+// last pull, with its retry record, or never land.
 func (m *Migrations) enterCriticalSection(ctx context.Context, ns string) error {
 	if err := m.drainRouted(ctx, ns); err != nil {
 		return err
+	}
+	if err := m.settleExpiries(ctx, ns); err != nil {
+		m.leaveCriticalSection(ns)
+		return fmt.Errorf("shardstate: entering the critical section of %s: %w", ns, err)
 	}
 	if m.opts.Barrier == nil {
 		return nil
@@ -174,6 +179,18 @@ func (m *Migrations) enterCriticalSection(ctx context.Context, ns string) error 
 		return fmt.Errorf("shardstate: entering the critical section of %s: the log barrier: %w", ns, err)
 	}
 	return nil
+}
+
+// settleExpiries waits for the expiry machinery's changes to ns that
+// it decided as the owner before the critical section held its answers
+// (expiryowner.go): each must reach the recipient's last pull, or the
+// recipient's copy would expire in the stream a second time.
+func (m *Migrations) settleExpiries(ctx context.Context, ns string) error {
+	if m.opts.Store == nil {
+		return nil
+	}
+	db, coll, _ := strings.Cut(ns, ".")
+	return m.opts.Store.SettleExpiries(ctx, db, coll)
 }
 
 // drainRouted stops new routed commands on ns and waits for those in
