@@ -124,9 +124,13 @@ func (h replicaHooks) Promoted() {
 }
 
 // Demoted aborts the open transactions, as a stepping-down mongod does:
-// their next statement or commit answers NoSuchTransaction.
+// their next statement or commit answers NoSuchTransaction. It runs on
+// its own goroutine, so a promotion may have come first: that one has
+// forgotten the placements already, and its own critical sections stay.
 func (h replicaHooks) Demoted() {
-	h.primacyChanged()
+	if !h.a.rs.Writable() {
+		h.primacyChanged()
+	}
 	h.a.txns.AbortAll()
 }
 
