@@ -21,54 +21,95 @@ const orphanExpiryDocs = 20
 // delete their copy, and a change stream through the router shows
 // exactly one delete of each document.
 func TestOrphanExpiryShowsOneDelete(t *testing.T) {
-	c := &routedCluster{t: t, shards: map[string]*replSet{}}
-	c.config = startNamedReplSet(t, "cfg", 1, "--configsvr")
-	for _, name := range shardNames() {
-		c.shards[name] = startNamedReplSet(t, name, 1, "--shardsvr", "--setParameter", "orphanCleanupDelaySecs=3600")
-	}
-	c.router = startRouter(t, "cfg/"+c.config.addrs[0])
-	cl := c.client()
-	// The moves are the test's own: the balancer would move chunks back.
-	runCmd(t, cl.Database("admin"), bson.D{{Key: "balancerStop", Value: 1}})
-	addShardsAndShard(t, c, cl, "test", "orph")
-	coll := cl.Database("test").Collection("orph")
-	if _, err := coll.Indexes().CreateOne(ctxT(t), mongo.IndexModel{Keys: bson.D{{Key: "expireAt", Value: 1}},
-		Options: options.Index().SetExpireAfterSeconds(0)}); err != nil {
-		t.Fatal(err)
-	}
-	stream, err := coll.Watch(ctxT(t), mongo.Pipeline{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stream.Close(context.Background())
 	// Long enough for the moves on a loaded machine; the moves are
 	// checked to have ended before it.
-	const lifetime = 20 * time.Second
-	expireAt := time.Now().Add(lifetime)
-	docs := make([]any, orphanExpiryDocs)
-	for i := range docs {
-		docs[i] = bson.D{{Key: "_id", Value: int32(i)}, {Key: "expireAt", Value: bson.NewDateTimeFromTime(expireAt)}}
-	}
-	if _, err := coll.InsertMany(ctxT(t), docs); err != nil {
-		t.Fatal(err)
-	}
-	orphans := shardStoredCount(t, c, "shA", "orph")
+	o := startOrphanExpiry(t, 1, 20*time.Second)
+	orphans := shardStoredCount(t, o.c, "shA", "orph")
 	if orphans == 0 {
 		t.Fatal("shA holds none of the documents: nothing would be left as an orphan")
 	}
-	moveAllTo(t, cl, "test.orph", "shB")
-	if time.Now().After(expireAt) {
-		t.Fatalf("the moves ended after the documents expired (%v late): the test proves nothing", time.Since(expireAt))
-	}
-	if n := shardStoredCount(t, c, "shA", "orph"); n != orphans {
+	moveAllTo(t, o.cl, "test.orph", "shB")
+	o.checkNotExpired(t, "the moves")
+	if n := shardStoredCount(t, o.c, "shA", "orph"); n != orphans {
 		t.Fatalf("shA stores %d documents after the moves, want its %d orphans", n, orphans)
 	}
-	waitStoredNone(t, c, "orph")
-	sentinel := int32(orphanExpiryDocs)
-	if _, err := coll.InsertOne(ctxT(t), bson.D{{Key: "_id", Value: sentinel}}); err != nil {
+	o.checkOneDeleteEach(t)
+}
+
+// orphanExpiry is a cluster of a config server, shA (of some members)
+// and shB, whose test.orph is sharded over both and holds
+// orphanExpiryDocs documents that expire at expireAt, with a change
+// stream on it through the router.
+type orphanExpiry struct {
+	c        *routedCluster
+	cl       *mongo.Client
+	coll     *mongo.Collection
+	stream   *mongo.ChangeStream
+	expireAt time.Time
+}
+
+// startOrphanExpiry sets it up; the documents expire lifetime later,
+// and the range deleter waits an hour.
+func startOrphanExpiry(t *testing.T, shAMembers int, lifetime time.Duration) *orphanExpiry {
+	t.Helper()
+	c := &routedCluster{t: t, shards: map[string]*replSet{}}
+	c.config = startNamedReplSet(t, "cfg", 1, "--configsvr")
+	for _, name := range shardNames() {
+		members := 1
+		if name == "shA" {
+			members = shAMembers
+		}
+		c.shards[name] = startNamedReplSet(t, name, members, "--shardsvr", "--setParameter", "orphanCleanupDelaySecs=3600")
+	}
+	c.router = startRouter(t, "cfg/"+c.config.addrs[0])
+	o := &orphanExpiry{c: c, cl: c.client()}
+	// The moves are the test's own: the balancer would move chunks back.
+	runCmd(t, o.cl.Database("admin"), bson.D{{Key: "balancerStop", Value: 1}})
+	addShardsAndShard(t, c, o.cl, "test", "orph")
+	o.coll = o.cl.Database("test").Collection("orph")
+	if _, err := o.coll.Indexes().CreateOne(ctxT(t), mongo.IndexModel{Keys: bson.D{{Key: "expireAt", Value: 1}},
+		Options: options.Index().SetExpireAfterSeconds(0)}); err != nil {
 		t.Fatal(err)
 	}
-	deletes := deletesUntil(t, stream, sentinel)
+	stream, err := o.coll.Watch(ctxT(t), mongo.Pipeline{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stream.Close(context.Background()) })
+	o.stream = stream
+	o.expireAt = time.Now().Add(lifetime)
+	docs := make([]any, orphanExpiryDocs)
+	for i := range docs {
+		docs[i] = bson.D{{Key: "_id", Value: int32(i)}, {Key: "expireAt", Value: bson.NewDateTimeFromTime(o.expireAt)}}
+	}
+	// Routed inserts: the shards' primaries cache the placement they
+	// carry.
+	if _, err := o.coll.InsertMany(ctxT(t), docs); err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// checkNotExpired fails the test when what came before (what) ended
+// after the documents expired: the test would prove nothing.
+func (o *orphanExpiry) checkNotExpired(t *testing.T, what string) {
+	t.Helper()
+	if time.Now().After(o.expireAt) {
+		t.Fatalf("%s ended after the documents expired (%v late): the test proves nothing", what, time.Since(o.expireAt))
+	}
+}
+
+// checkOneDeleteEach waits until every copy, owned or orphan, expired,
+// then reads the stream up to a sentinel insert: each document must
+// show exactly one delete.
+func (o *orphanExpiry) checkOneDeleteEach(t *testing.T) {
+	t.Helper()
+	waitStoredNone(t, o.c, "orph")
+	sentinel := int32(orphanExpiryDocs)
+	if _, err := o.coll.InsertOne(ctxT(t), bson.D{{Key: "_id", Value: sentinel}}); err != nil {
+		t.Fatal(err)
+	}
+	deletes := deletesUntil(t, o.stream, sentinel)
 	for id := range int32(orphanExpiryDocs) {
 		if deletes[id] != 1 {
 			t.Errorf("_id %d: %d deletes in the stream, want 1", id, deletes[id])
@@ -139,41 +180,14 @@ func deletesUntil(t *testing.T, stream *mongo.ChangeStream, sentinel int32) map[
 // twice in the stream (once by shA, once by shB). The stream shows one
 // delete of each.
 func TestOldPrimaryReadsPlacementAgainWhenElected(t *testing.T) {
-	c := &routedCluster{t: t, shards: map[string]*replSet{}}
-	c.config = startNamedReplSet(t, "cfg", 1, "--configsvr")
-	c.shards["shA"] = startNamedReplSet(t, "shA", 3, "--shardsvr", "--setParameter", "orphanCleanupDelaySecs=3600")
-	c.shards["shB"] = startNamedReplSet(t, "shB", 1, "--shardsvr", "--setParameter", "orphanCleanupDelaySecs=3600")
-	c.router = startRouter(t, "cfg/"+c.config.addrs[0])
-	cl := c.client()
-	runCmd(t, cl.Database("admin"), bson.D{{Key: "balancerStop", Value: 1}})
-	addShardsAndShard(t, c, cl, "test", "orph")
-	coll := cl.Database("test").Collection("orph")
-	if _, err := coll.Indexes().CreateOne(ctxT(t), mongo.IndexModel{Keys: bson.D{{Key: "expireAt", Value: 1}},
-		Options: options.Index().SetExpireAfterSeconds(0)}); err != nil {
-		t.Fatal(err)
-	}
-	stream, err := coll.Watch(ctxT(t), mongo.Pipeline{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stream.Close(context.Background())
 	// Long enough for two elections and the moves on a loaded machine;
 	// checked below.
-	const lifetime = 40 * time.Second
-	expireAt := time.Now().Add(lifetime)
-	docs := make([]any, orphanExpiryDocs)
-	for i := range docs {
-		docs[i] = bson.D{{Key: "_id", Value: int32(i)}, {Key: "expireAt", Value: bson.NewDateTimeFromTime(expireAt)}}
-	}
-	// Routed inserts: shA's primary caches the placement they carry.
-	if _, err := coll.InsertMany(ctxT(t), docs); err != nil {
-		t.Fatal(err)
-	}
-	shA := c.shards["shA"]
+	o := startOrphanExpiry(t, 3, 40*time.Second)
+	shA := o.c.shards["shA"]
 	old := shA.waitPrimary(-1, 15*time.Second)
 	stepDown(t, shA, old, 2)
 	successor := shA.waitPrimary(old, 30*time.Second)
-	moveAllTo(t, cl, "test.orph", "shB")
+	moveAllTo(t, o.cl, "test.orph", "shB")
 	// The third member may not stand: the old primary is the one left.
 	third := 3 - old - successor
 	runCmd(t, shA.direct(third).Database("admin"), bson.D{{Key: "replSetFreeze", Value: 300}})
@@ -188,20 +202,8 @@ func TestOldPrimaryReadsPlacementAgainWhenElected(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("the old primary was not elected again: %v", err)
 	}
-	if time.Now().After(expireAt) {
-		t.Fatalf("the moves and elections ended after the documents expired (%v late): the test proves nothing", time.Since(expireAt))
-	}
-	waitStoredNone(t, c, "orph")
-	sentinel := int32(orphanExpiryDocs)
-	if _, err := coll.InsertOne(ctxT(t), bson.D{{Key: "_id", Value: sentinel}}); err != nil {
-		t.Fatal(err)
-	}
-	deletes := deletesUntil(t, stream, sentinel)
-	for id := range int32(orphanExpiryDocs) {
-		if deletes[id] != 1 {
-			t.Errorf("_id %d: %d deletes in the stream, want 1", id, deletes[id])
-		}
-	}
+	o.checkNotExpired(t, "the moves and elections")
+	o.checkOneDeleteEach(t)
 }
 
 // stepDown steps member i of rs down for secs seconds; the reply may be
