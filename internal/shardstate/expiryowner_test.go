@@ -137,12 +137,18 @@ func TestPrimacyChangeForgetsPlacements(t *testing.T) {
 	m.mu.Lock()
 	m.critical["db.c"] = true
 	m.mu.Unlock()
+	s.mu.Lock()
+	s.dbs["db"] = cached[*shardmeta.DatabaseVersion]{value: &shardmeta.DatabaseVersion{}}
+	s.mu.Unlock()
 	m.PrimacyChanged()
 	m.mu.Lock()
 	stale := m.critical["db.c"]
 	m.mu.Unlock()
 	if stale {
 		t.Fatal("a change of primacy kept the critical section of an earlier primacy")
+	}
+	if _, kept := lookup(s, s.dbs, "db"); kept {
+		t.Fatal("a change of primacy kept a cached database version")
 	}
 	if _, held := m.ExpiryOwner("db.c"); !held {
 		t.Fatal("after a change of primacy, expiry not held before the records are loaded")

@@ -256,6 +256,25 @@ func (m *Migrations) release(id string) {
 	}
 }
 
+// PrimacyChanged is told that this member stepped up or down. Its
+// placements are read again, and the critical sections its records
+// show set up again, before it next takes a routed command or expires a
+// document as an owner: until then the expiry of sharded namespaces is
+// held (expiryowner.go). A critical section its donor entered while it
+// was primary before goes too: the migration was finished or aborted by
+// the primary that recovered it, and a record that still shows it sets
+// it up again.
+func (m *Migrations) PrimacyChanged() {
+	m.mu.Lock()
+	m.loaded = false
+	if len(m.critical) > 0 {
+		clear(m.critical)
+		m.wakeLocked()
+	}
+	m.mu.Unlock()
+	m.opts.State.ForgetPlacements()
+}
+
 // loadRecorded sets up the critical sections of the migrations this
 // member's records show between entering one and learning the outcome,
 // and the holds of its recorded document moves, before it admits its
